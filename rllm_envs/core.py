@@ -1,0 +1,275 @@
+"""The base class of every single-agent rllm-envs environment.
+
+:class:`TextEnv` implements what all task families share, so a family only writes the task
+rules: how a task starts (:meth:`TextEnv._start`), what one model action does
+(:meth:`TextEnv._act`) and what an expert would do (:meth:`TextEnv.oracle_action`).
+
+Information keys (stable; present on every ``step``, and all but the step-only ones on
+``reset``):
+
+=====================  ======================================================================
+``task_id``            ``str``: id of the current task.
+``task_index``         ``int | None``: index in the task source (``None`` for a passed record).
+``turn``               ``int``: actions taken so far in this episode (0 after ``reset``).
+``max_turns``          ``int``: the turn limit; reaching it truncates the episode.
+``is_correct``         ``bool``: whether the task is solved (so far).
+``reward_components``  ``dict[str, float]`` (step): named, unweighted reward terms; the reward
+                       is their weighted sum with the env's ``reward_weights``.
+``invalid_action``     ``bool`` (step): the action could not be used (unparsable, illegal).
+``invalid_reason``     ``str | None`` (step): why, in words; ``None`` for a valid action.
+``action_truncated``   ``bool`` (step): the action was longer than the action space allows
+                       and only its first ``action_space.max_length`` characters were read.
+=====================  ======================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, SupportsFloat
+
+import gymnasium as gym
+
+from rllm_envs.error import InvalidEnvConfig, did_you_mean
+from rllm_envs.spaces import UnicodeText, action_space, observation_space
+from rllm_envs.tasks import Task, TaskSource
+
+__all__ = ["TextEnv", "Transition", "INFO_KEYS", "STEP_INFO_KEYS"]
+
+#: Keys present in the ``info`` of ``reset`` and ``step``.
+INFO_KEYS = ("task_id", "task_index", "turn", "max_turns", "is_correct")
+#: Keys present only in the ``info`` of ``step``.
+STEP_INFO_KEYS = ("reward_components", "invalid_action", "invalid_reason", "action_truncated")
+
+_TRUNCATION_MARKER = "\n[... observation truncated ...]"
+
+
+@dataclass
+class Transition:
+    """What a task family's :meth:`TextEnv._act` returns for one action.
+
+    Attributes:
+        observation: The next observation (feedback, a new board, a tool result).
+        reward_components: Unweighted reward terms by name; every name the env declares in
+            ``default_reward_weights`` should be present on every step.
+        terminated: The episode reached a terminal state (solved, failed, answered).
+        correct: Whether the task is now solved; ``None`` keeps the previous value.
+        invalid_reason: Why the action could not be used, or ``None`` if it was valid.
+        info: Extra family-specific ``info`` entries (documented by the family).
+    """
+
+    observation: str
+    reward_components: dict[str, float]
+    terminated: bool = False
+    correct: bool | None = None
+    invalid_reason: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class for text environments: string observations in, string actions out.
+
+    Subclasses implement :meth:`_start`, :meth:`_act` and :meth:`oracle_action`, set
+    ``default_reward_weights`` and call ``super().__init__`` with their task source.
+
+    ``reset(seed=, options=)`` picks a task: ``options={"index": i}`` selects task ``i`` of the
+    source, ``options={"task": record}`` plays a given task record, and otherwise the task
+    index is drawn from ``self.np_random`` (so the same seed gives the same episode).
+
+    Model output never raises: any string (or any object, converted with ``str``) is a normal
+    step. Programmer errors -- bad arguments, stepping before ``reset`` -- raise early.
+
+    Args:
+        tasks: Where tasks come from.
+        max_turns: Number of actions after which the episode is truncated.
+        reward_weights: Overrides of ``default_reward_weights`` by component name.
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the current text) or
+            ``"human"`` (``render()`` prints it).
+        max_observation_length: Observations are cut to this many characters.
+        max_action_length: Actions beyond this many characters are cut (and flagged).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    #: Weight of each reward component; the reward is the weighted sum. 0 means log only.
+    default_reward_weights: ClassVar[Mapping[str, float]] = {}
+
+    observation_space: UnicodeText
+    action_space: UnicodeText
+
+    def __init__(
+        self,
+        *,
+        tasks: TaskSource,
+        max_turns: int,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+        max_observation_length: int | None = None,
+        max_action_length: int | None = None,
+    ) -> None:
+        if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
+            raise InvalidEnvConfig(f"Expects `max_turns` to be an int >= 1, actual: {max_turns!r}.")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidEnvConfig(
+                f"Expects `render_mode` to be one of {self.metadata['render_modes']} or None, "
+                f"actual: {render_mode!r}."
+            )
+        weights = dict(self.default_reward_weights)
+        for name, value in (reward_weights or {}).items():
+            if name not in weights:
+                raise InvalidEnvConfig(
+                    f"Unknown reward component `{name}` for {type(self).__name__}; known: "
+                    f"{sorted(weights)}.{did_you_mean(name, weights)}"
+                )
+            weights[name] = float(value)
+        self.tasks = tasks
+        self.max_turns = max_turns
+        self.reward_weights: dict[str, float] = weights
+        self.render_mode = render_mode
+        self.observation_space = (
+            observation_space()
+            if max_observation_length is None
+            else observation_space(max_observation_length)
+        )
+        self.action_space = (
+            action_space() if max_action_length is None else action_space(max_action_length)
+        )
+        self.task: Task | None = None
+        self.task_index: int | None = None
+        self.turn = 0
+        self.is_correct = False
+        self.done = True
+        self.last_observation = ""
+
+    # ----------------------------------------------------------------- hooks for families
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        """Begin an episode on ``task``; return the first observation and extra info."""
+        raise NotImplementedError
+
+    def _act(self, action: str) -> Transition:
+        """Apply one model action (already a ``str`` within the length limit)."""
+        raise NotImplementedError
+
+    def _check_task(self, task: Task) -> None:
+        """Validate a task record passed with ``options={"task": ...}``; raise if unusable."""
+
+    def oracle_action(self) -> str:
+        """The action an expert takes in the current state (reference answer, best move).
+
+        This is the one way every env exposes its oracle: tests and baselines call
+        ``env.unwrapped.oracle_action()`` (or ``vector_env.call("oracle_action")``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no oracle.")
+
+    # ------------------------------------------------------------------------- gym API
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start a new episode; see the class docstring for ``options``."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - {"index", "task"}
+        if unknown:
+            raise InvalidEnvConfig(
+                f"Unknown reset option(s) {sorted(unknown)}; expects 'index' or 'task'."
+            )
+        if "task" in options and "index" in options:
+            raise InvalidEnvConfig("Pass either options['index'] or options['task'], not both.")
+        if "task" in options:
+            if not isinstance(options["task"], Mapping):
+                raise InvalidEnvConfig(
+                    "Expects options['task'] to be a task record (dict), actual type: "
+                    f"{type(options['task']).__name__}."
+                )
+            task = dict(options["task"])
+            self._check_task(task)
+            task.setdefault("id", "custom")
+            index = None
+        else:
+            index = options.get("index")
+            if index is None:
+                index = int(self.np_random.integers(len(self.tasks)))
+            task = self.tasks[index]
+        self.task, self.task_index = task, index
+        self.turn, self.is_correct, self.done = 0, False, False
+        observation, extra = self._start(task)
+        self.last_observation = self._clip(observation)
+        return self.last_observation, {**self._info(), **extra}
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Apply a model action. Never raises on the action's content."""
+        if self.task is None or self.done:
+            raise gym.error.ResetNeeded(
+                "Cannot call step() before reset() or after the episode ended; call reset()."
+            )
+        text = action if isinstance(action, str) else _to_text(action)
+        action_truncated = len(text) > self.action_space.max_length
+        if action_truncated:
+            text = text[: self.action_space.max_length]
+        self.turn += 1
+        result = self._act(text)
+        if result.correct is not None:
+            self.is_correct = result.correct
+        components = {name: float(value) for name, value in result.reward_components.items()}
+        reward = sum(self.reward_weights.get(name, 0.0) * v for name, v in components.items())
+        terminated = bool(result.terminated)
+        truncated = not terminated and self.turn >= self.max_turns
+        self.done = terminated or truncated
+        self.last_observation = self._clip(result.observation)
+        info = {
+            **self._info(),
+            "reward_components": components,
+            "invalid_action": result.invalid_reason is not None,
+            "invalid_reason": result.invalid_reason,
+            "action_truncated": action_truncated,
+            **result.info,
+        }
+        if self.render_mode == "human":
+            self.render()
+        return self.last_observation, float(reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        """Return (``"ansi"``) or print (``"human"``) the current state as text."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi'.")
+            return None
+        text = self._render_text()
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def _render_text(self) -> str:
+        """The text shown by :meth:`render`; the last observation by default."""
+        return self.last_observation
+
+    # ---------------------------------------------------------------------- internals
+
+    def _info(self) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            "task_id": self.task["id"],
+            "task_index": self.task_index,
+            "turn": self.turn,
+            "max_turns": self.max_turns,
+            "is_correct": self.is_correct,
+        }
+
+    def _clip(self, observation: str) -> str:
+        limit = self.observation_space.max_length
+        if len(observation) <= limit:
+            return observation
+        return observation[: limit - len(_TRUNCATION_MARKER)] + _TRUNCATION_MARKER
+
+
+def _to_text(action: Any) -> str:
+    """Best-effort conversion of a non-string action to text (it is still model output)."""
+    if action is None:
+        return ""
+    if isinstance(action, (bytes, bytearray)):
+        return bytes(action).decode("utf-8", errors="replace")
+    try:
+        return str(action)
+    except Exception:  # a hostile __str__ must not crash the env
+        return ""

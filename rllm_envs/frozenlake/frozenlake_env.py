@@ -1,0 +1,296 @@
+"""``rllm/FrozenLake-v0``: Gymnasium's FrozenLake, played through text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium.envs.toy_text.frozen_lake import MAPS, generate_random_map
+from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLake
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.frozenlake.lake import (
+    ACTION_NAMES,
+    optimal_policy,
+    parse_action,
+    render_board,
+    validate_map,
+)
+from rllm_envs.tasks import ProceduralTasks, Task
+
+__all__ = ["FrozenLakeEnv", "DIFFICULTY_PRESETS", "generate_lake"]
+
+#: difficulty -> (map size, hole density, slippery). Explicit kwargs override a preset.
+DIFFICULTY_PRESETS: dict[int, tuple[int, float, bool]] = {
+    1: (4, 0.2, False),
+    2: (5, 0.2, False),
+    3: (6, 0.25, False),
+    4: (8, 0.25, False),
+    5: (8, 0.3, True),
+}
+
+_ACTIONS_LINE = "Actions: Left, Down, Right, Up (one per turn)."
+
+
+def generate_lake(rng: np.random.Generator, *, size: int, hole_density: float) -> Task:
+    """A random ``size`` x ``size`` map with a guaranteed safe path (Gymnasium's generator)."""
+    rows = generate_random_map(size=size, p=1.0 - hole_density, seed=int(rng.integers(2**31)))
+    return {"map": rows}
+
+
+def _fixed_lake(rows: list[str], rng: np.random.Generator) -> Task:
+    return {"map": list(rows)}
+
+
+class FrozenLakeEnv(TextEnv):
+    r"""Cross a frozen lake from the start to the goal without falling into a hole, in text.
+
+    ## Description
+    Gymnasium's ``FrozenLake`` (its map generator, transition table and step) played through
+    text. The agent starts at ``S`` and must reach ``G``; ``H`` cells are holes. By default
+    each task is a random map with a guaranteed safe path, drawn from the seed; fixed maps
+    (Gymnasium's ``"4x4"`` and ``"8x8"``, or any ``desc``) are available.
+
+    ## Observation
+    A self-contained text: the rules, the board with coordinates (``P`` marks the player),
+    a legend, the allowed actions and the answer format. Later observations start with what
+    the last action did (moved, slipped, blocked by the edge, or could not be read).
+    No ANSI codes.
+
+    ## Action
+    Free text. The parser (:func:`rllm_envs.frozenlake.lake.parse_action`) accepts e.g.
+    ``"Right"``, ``"right"``, ``"R"``, ``"→"``, ``"2"``, ``"<action>Right</action>"``,
+    ``"\boxed{Right}"``, ``"Answer: Right"`` or a reasoning text whose last direction word is
+    the move. Text before the last ``</think>`` is ignored.
+
+    ## Reward
+    The weighted sum of components (``reward_weights``): ``success`` = 1 when the goal is
+    reached (weight 1.0); ``invalid_action`` = 1 when the reply held no action (weight 0.0,
+    log only; pass ``reward_weights={"invalid_action": -0.1}`` for a penalty).
+
+    ## Episode End
+    Terminates on reaching the goal or falling into a hole. Truncates after ``max_turns``
+    actions. An unparsable action uses a turn and leaves the player in place.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core` plus ``position`` (``[row, col]``, 0-based),
+    ``map`` (the rows), ``is_slippery`` and, on ``step``, ``action`` (the parsed action name
+    or ``None``) and ``outcome`` (``"moved"``, ``"slipped"``, ``"blocked"``, ``"hole"``,
+    ``"goal"`` or ``"invalid"``).
+
+    ## Arguments
+    - ``difficulty`` (int 1-5, default 1): preset of map size, hole density and slipperiness
+      (see ``DIFFICULTY_PRESETS``); 1 = 4x4 not slippery, 5 = 8x8 with 30% holes, slippery.
+    - ``size`` (int >= 2): side of random maps (overrides the preset).
+    - ``hole_density`` (float in [0, 0.5]): probability of a hole per cell (overrides).
+    - ``is_slippery`` (bool): Gymnasium's slippery ice (overrides): the move goes the intended
+      way with probability ``success_rate``, else to either side.
+    - ``success_rate`` (float, default 1/3): as in Gymnasium.
+    - ``map_name`` (``"4x4"`` / ``"8x8"``) or ``desc`` (list of rows): a fixed map instead of
+      random ones.
+    - ``task_seed`` (int, default 0): seed of the random-map universe; task ``i`` is a pure
+      function of ``(task_seed, i, difficulty)``.
+    - ``max_turns`` (int, default ``4 * size``, ``8 * size`` if slippery).
+    - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"success": 1.0, "invalid_action": 0.0}
+
+    def __init__(
+        self,
+        *,
+        difficulty: int = 1,
+        size: int | None = None,
+        hole_density: float | None = None,
+        is_slippery: bool | None = None,
+        success_rate: float = 1.0 / 3.0,
+        map_name: str | None = None,
+        desc: list[str] | None = None,
+        task_seed: int = 0,
+        max_turns: int | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if difficulty not in DIFFICULTY_PRESETS:
+            raise InvalidEnvConfig(
+                f"Expects `difficulty` in {sorted(DIFFICULTY_PRESETS)}, actual: {difficulty!r}."
+            )
+        preset_size, preset_density, preset_slippery = DIFFICULTY_PRESETS[difficulty]
+        size = preset_size if size is None else size
+        hole_density = preset_density if hole_density is None else hole_density
+        self.is_slippery = preset_slippery if is_slippery is None else bool(is_slippery)
+        if not isinstance(size, int) or not 2 <= size <= 32:
+            raise InvalidEnvConfig(f"Expects `size` to be an int in [2, 32], actual: {size!r}.")
+        if not 0.0 <= hole_density <= 0.5:
+            raise InvalidEnvConfig(
+                f"Expects `hole_density` in [0, 0.5] (denser maps rarely have a path), "
+                f"actual: {hole_density!r}."
+            )
+        if not 0.0 < success_rate <= 1.0:
+            raise InvalidEnvConfig(f"Expects `success_rate` in (0, 1], actual: {success_rate!r}.")
+        self.success_rate = float(success_rate)
+        if map_name is not None and desc is not None:
+            raise InvalidEnvConfig("Pass either `map_name` or `desc`, not both.")
+        if map_name is not None:
+            if map_name not in MAPS:
+                raise InvalidEnvConfig(
+                    f"Expects `map_name` in {sorted(MAPS)}, actual: {map_name!r}; "
+                    "pass `desc=[...]` for a custom map."
+                )
+            desc = MAPS[map_name]
+        if desc is not None:
+            try:
+                rows = validate_map(desc)
+            except ValueError as e:
+                raise InvalidEnvConfig(f"Invalid `desc`: {e}") from e
+            name = f"frozenlake-{map_name or 'custom'}"
+            tasks = ProceduralTasks(partial(_fixed_lake, rows), name=name, seed=task_seed, size=1)
+            size = max(len(rows), len(rows[0]))
+        else:
+            name = f"frozenlake-d{difficulty}-{size}x{size}"
+            generate = partial(generate_lake, size=size, hole_density=hole_density)
+            tasks = ProceduralTasks(generate, name=name, seed=task_seed)
+        if max_turns is None:
+            max_turns = (8 if self.is_slippery else 4) * size
+        super().__init__(
+            tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
+        )
+        self._lake: GymFrozenLake | None = None
+        self._rows: list[str] = []
+        self._policy: np.ndarray | None = None
+
+    # ------------------------------------------------------------------------- hooks
+
+    def _check_task(self, task: Task) -> None:
+        try:
+            validate_map(task.get("map", []))
+        except ValueError as e:
+            raise InvalidEnvConfig(f"Invalid FrozenLake task record: {e}") from e
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        rows = list(task["map"])
+        if rows != self._rows or self._lake is None:
+            # Building Gymnasium's transition table costs more than a step: reuse it per map.
+            self._lake = GymFrozenLake(
+                desc=rows, is_slippery=self.is_slippery, success_rate=self.success_rate
+            )
+            self._rows, self._policy = rows, None
+        # One source of randomness: Gymnasium's step samples slips from our np_random.
+        self._lake.np_random = self.np_random
+        self._lake.s = int(np.flatnonzero(self._lake.initial_state_distrib)[0])
+        self._lake.lastaction = None
+        observation = "\n".join(
+            [
+                "You are playing FrozenLake. Walk from the start to the goal G without "
+                "stepping into a hole H.",
+                self._slip_rule(),
+                "",
+                self._board_text(),
+                "",
+                f"You have {self.max_turns} moves. Reply with exactly one action, for example "
+                "`Right` or `<action>Right</action>`.",
+            ]
+        )
+        return observation, self._state_info()
+
+    def _act(self, action: str) -> Transition:
+        assert self._lake is not None
+        action_id, reason = parse_action(action)
+        if action_id is None:
+            feedback = f"Invalid action: {reason} You stay where you are."
+            return self._transition(feedback, "invalid", None, 0.0, False, reason)
+        before = self._lake.s
+        state, reward, terminated, _, _ = self._lake.step(action_id)
+        name = ACTION_NAMES[action_id]
+        moved = _direction(before, int(state), len(self._rows[0]))
+        if self._rows_cell(int(state)) == "H":
+            outcome, text = "hole", f"You chose {name} and fell into a hole. Game over."
+        elif reward > 0:
+            outcome, text = "goal", f"You chose {name} and reached the goal. You win!"
+        elif moved is None:
+            outcome, text = "blocked", f"You chose {name}, but the edge of the lake stops you."
+        elif moved != action_id:
+            outcome = "slipped"
+            text = f"You chose {name}, but slipped and moved {ACTION_NAMES[moved]}."
+        else:
+            outcome, text = "moved", f"You moved {name}."
+        return self._transition(text, outcome, name, float(reward), bool(terminated), None)
+
+    def oracle_action(self) -> str:
+        """The optimal move (shortest safe path; most likely to succeed when slippery)."""
+        assert self._lake is not None, "Call reset() before oracle_action()."
+        if self._policy is None:
+            self._policy = optimal_policy(self._lake.P, self._lake.nrow * self._lake.ncol)
+        return ACTION_NAMES[int(self._policy[self._lake.s])]
+
+    def _render_text(self) -> str:
+        return self._board_text() if self._lake is not None else ""
+
+    # ---------------------------------------------------------------------- internals
+
+    def _transition(
+        self,
+        text: str,
+        outcome: str,
+        action: str | None,
+        success: float,
+        terminated: bool,
+        reason: str | None,
+    ) -> Transition:
+        parts = [text]
+        if not terminated:
+            left = self.max_turns - self.turn
+            parts += ["", self._board_text(), "", f"{left} moves left. Your next action?"]
+        return Transition(
+            observation="\n".join(parts),
+            reward_components={"success": success, "invalid_action": float(reason is not None)},
+            terminated=terminated,
+            correct=success > 0,
+            invalid_reason=reason,
+            info={**self._state_info(), "action": action, "outcome": outcome},
+        )
+
+    def _slip_rule(self) -> str:
+        if not self.is_slippery:
+            return "The ice is not slippery: you always move in the direction you choose."
+        side = (1.0 - self.success_rate) / 2
+        return (
+            f"The ice is slippery: you move in the chosen direction with probability "
+            f"{self.success_rate:.2f}, and to each side of it with probability {side:.2f}."
+        )
+
+    def _board_text(self) -> str:
+        assert self._lake is not None
+        return "\n".join(
+            [
+                render_board(self._rows, self._lake.s),
+                "Legend: P = you, S = start, F = frozen (safe), H = hole, G = goal. "
+                "Rows are numbered from the top, columns from the left.",
+                _ACTIONS_LINE + " Moving off the edge leaves you in place.",
+            ]
+        )
+
+    def _rows_cell(self, state: int) -> str:
+        ncol = len(self._rows[0])
+        return self._rows[state // ncol][state % ncol]
+
+    def _state_info(self) -> dict[str, Any]:
+        assert self._lake is not None
+        ncol = len(self._rows[0])
+        return {
+            "position": [int(self._lake.s) // ncol, int(self._lake.s) % ncol],
+            "map": list(self._rows),
+            "is_slippery": self.is_slippery,
+        }
+
+
+def _direction(before: int, after: int, ncol: int) -> int | None:
+    """Which action id moves ``before`` to ``after`` (``None`` if the player did not move)."""
+    (r0, c0), (r1, c1) = divmod(before, ncol), divmod(after, ncol)
+    return {(0, -1): 0, (1, 0): 1, (0, 1): 2, (-1, 0): 3}.get((r1 - r0, c1 - c0))

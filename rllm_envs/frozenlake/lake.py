@@ -1,0 +1,169 @@
+r"""FrozenLake task rules as text: action parsing, board rendering and the oracle.
+
+A plain module with no Gymnasium import; the dynamics themselves are Gymnasium's
+(see :mod:`rllm_envs.frozenlake.frozenlake_env`), and :func:`optimal_policy` plans over
+Gymnasium's transition table ``P``.
+
+Action parsing rules (:func:`parse_action`), applied in order; the first that finds
+something decides:
+
+1. Only the text after the last ``</think>`` is read (reasoning is ignored).
+2. The last ``<action>...</action>`` tag, else the last ``\boxed{...}``, else the last
+   ``action:`` / ``answer:`` / ``move:`` label: its content must be one direction.
+3. The whole reply, stripped of spaces, quotes, ``*``, ``.`` and brackets, is one direction
+   token: a word (``Left``, ``down``, any case), a letter (``L``/``D``/``R``/``U``), an arrow
+   (``←↓→↑``) or Gymnasium's action id (``0``=Left, ``1``=Down, ``2``=Right, ``3``=Up).
+4. The last whole direction *word* (left/down/right/up, any case) anywhere in the reply.
+
+Anything else is unparsable: the step is a normal transition with ``invalid_action`` set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "ACTION_NAMES",
+    "parse_action",
+    "render_board",
+    "optimal_policy",
+    "validate_map",
+]
+
+#: Gymnasium's FrozenLake action ids, in order.
+ACTION_NAMES = ("Left", "Down", "Right", "Up")
+
+_TOKENS: dict[str, int] = {}
+for _i, _name in enumerate(ACTION_NAMES):
+    _TOKENS[_name.lower()] = _i
+    _TOKENS[_name[0].lower()] = _i
+    _TOKENS[str(_i)] = _i
+_TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3})
+
+_THINK_END = "</think>"
+_TAGGED = (
+    re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL),
+    re.compile(r"\\boxed\{([^{}]*)\}"),
+    re.compile(r"\b(?:action|answer|move)\s*[:=]\s*([^\n]{0,40})", re.IGNORECASE),
+)
+_STRIP = " \t\r\n\"'`*._-!()[]{}<>"
+_WORD = re.compile(r"\b(left|down|right|up)\b", re.IGNORECASE)
+_FIRST_TOKEN = re.compile(r"^[\s\"'`*]*([A-Za-z]+|[0-3←↓→↑])")
+
+
+def _token(text: str) -> int | None:
+    return _TOKENS.get(text.strip(_STRIP).lower())
+
+
+def parse_action(text: str) -> tuple[int | None, str | None]:
+    """Parse a FrozenLake action from free text (rules in the module docstring).
+
+    Returns:
+        ``(action_id, None)`` on success, ``(None, reason)`` if no action could be read.
+    """
+    if _THINK_END in text:
+        text = text.rsplit(_THINK_END, 1)[1]
+    for pattern in _TAGGED:
+        matches = pattern.findall(text)
+        if matches:
+            content = matches[-1]
+            action = _token(content)
+            if action is None:
+                # "Answer: Right, because..." -- accept a leading direction token.
+                lead = _FIRST_TOKEN.match(content)
+                action = _token(lead.group(1)) if lead else None
+            if action is not None:
+                return action, None
+            shown = content.strip()[:40]
+            return None, (
+                f"'{shown}' is not an action. Use one of: " + ", ".join(ACTION_NAMES) + "."
+            )
+    action = _token(text)
+    if action is not None:
+        return action, None
+    words = _WORD.findall(text)
+    if words:
+        return _TOKENS[words[-1].lower()], None
+    if not text.strip():
+        return None, "The reply was empty. Answer with one of: " + ", ".join(ACTION_NAMES) + "."
+    return None, (
+        "Could not find an action in the reply. Answer with one of: "
+        + ", ".join(ACTION_NAMES)
+        + "."
+    )
+
+
+def validate_map(rows: Sequence[str]) -> list[str]:
+    """Check a map (rows of ``S``/``F``/``H``/``G``) and return it as a list of strings.
+
+    Raises:
+        ValueError: If the map is empty, ragged, has other characters, or not exactly one
+            ``S`` and at least one ``G``.
+    """
+    rows = [str(r) for r in rows]
+    if not rows or not rows[0]:
+        raise ValueError("Expects a non-empty map, e.g. ['SFFF', 'FHFH', 'FFFH', 'HFFG'].")
+    if any(len(r) != len(rows[0]) for r in rows):
+        raise ValueError(f"Expects all map rows to have the same length, actual: {rows}.")
+    cells = "".join(rows)
+    if set(cells) - set("SFHG"):
+        raise ValueError(
+            f"Expects map cells in 'SFHG', actual extra: {sorted(set(cells) - set('SFHG'))}."
+        )
+    if cells.count("S") != 1 or "G" not in cells:
+        raise ValueError("Expects exactly one start 'S' and at least one goal 'G' in the map.")
+    return rows
+
+
+def render_board(rows: Sequence[str], position: int) -> str:
+    """Render the map with the player ``P`` at ``position`` (row-major), with coordinates."""
+    ncol = len(rows[0])
+    width = len(str(max(len(rows), ncol)))
+    header = " " * (width + 2) + " ".join(str(c + 1).rjust(width) for c in range(ncol))
+    lines = [header]
+    for r, row in enumerate(rows):
+        cells = ["P" if r * ncol + c == position else ch for c, ch in enumerate(row)]
+        lines.append(str(r + 1).rjust(width) + "  " + " ".join(x.rjust(width) for x in cells))
+    return "\n".join(lines)
+
+
+def optimal_policy(
+    transitions: Mapping[int, Mapping[int, Sequence[tuple[float, int, float, bool]]]],
+    n_states: int,
+    gamma: float = 0.95,
+    tol: float = 1e-10,
+) -> np.ndarray:
+    """Value iteration over a Gymnasium-style table ``P[s][a] = [(p, s', r, done), ...]``.
+
+    Maximises the discounted probability of reaching reward, so with deterministic moves the
+    policy follows a shortest safe path. Ties go to the lowest action id.
+
+    Returns:
+        An array of the best action id per state.
+    """
+    n_actions = 4
+    trans = np.zeros((n_states, n_actions, n_states))
+    reward = np.zeros((n_states, n_actions))
+    cont = np.ones((n_states, n_actions, n_states))
+    for s in range(n_states):
+        for a in range(n_actions):
+            for p, s2, r, done in transitions[s][a]:
+                trans[s, a, s2] += p
+                reward[s, a] += p * r
+                if done:
+                    cont[s, a, s2] = 0.0
+    weighted = trans * cont
+    values = np.zeros(n_states)
+    for _ in range(10_000):
+        q = reward + gamma * weighted @ values
+        new = q.max(axis=1)
+        if np.max(np.abs(new - values)) < tol:
+            values = new
+            break
+        values = new
+    q = reward + gamma * weighted @ values
+    # Round so float noise cannot break ties differently across machines.
+    return np.argmax(np.round(q, 12), axis=1)

@@ -1,0 +1,235 @@
+"""Task sources: where an environment's tasks come from.
+
+Two kinds, behind one random-access interface (:class:`TaskSource`):
+
+* :class:`ProceduralTasks` -- an offline generator. Task ``i`` is a pure function of
+  ``(seed, i)`` and the generator's own parameters (its difficulty), so it is reproducible
+  across processes and machines with no data files. This is every env's embedded default.
+* :class:`DatasetTasks` -- records read by :func:`load_records` from a local JSONL/JSON/Parquet
+  file, or from the Hugging Face hub (``"hf:<name>"``, needs network and the ``datasets``
+  extra), mapped onto the family's schema with ``field_map``.
+
+A task is a plain ``dict`` with at least an ``"id"`` key; each family documents its fields.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig, require
+
+__all__ = [
+    "Task",
+    "TaskSource",
+    "ProceduralTasks",
+    "DatasetTasks",
+    "load_records",
+    "task_rng",
+]
+
+Task = dict[str, Any]
+
+#: Procedural sources are unbounded in principle; this is the index range they expose.
+PROCEDURAL_SIZE = 2**31 - 1
+
+
+def task_rng(seed: int, index: int) -> np.random.Generator:
+    """The random generator for task ``index`` of a procedural source seeded with ``seed``."""
+    return np.random.default_rng(np.random.SeedSequence([seed, index]))
+
+
+class TaskSource(ABC):
+    """A random-access, finite collection of tasks."""
+
+    name: str
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of tasks."""
+
+    @abstractmethod
+    def task(self, index: int) -> Task:
+        """Return task ``index`` (``0 <= index < len(self)``); always a fresh dict."""
+
+    def __getitem__(self, index: int) -> Task:
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise InvalidEnvConfig(
+                f"Expects a task index to be an int, actual type: {type(index).__name__}."
+            )
+        n = len(self)
+        if not 0 <= index < n:
+            raise InvalidEnvConfig(
+                f"Expects a task index in [0, {n}) for task source `{self.name}`, actual: {index}."
+            )
+        return self.task(int(index))
+
+
+class ProceduralTasks(TaskSource):
+    """Tasks made on demand by ``generate(rng)``, where ``rng = task_rng(seed, index)``.
+
+    Args:
+        generate: A picklable callable (module-level function, ``functools.partial`` or
+            callable object) that builds one task dict from a ``numpy`` generator. Its
+            parameters (difficulty, sizes) are bound into it.
+        name: Prefix of task ids, e.g. ``"frozenlake-d1"``.
+        seed: Seed of the task universe; task ``i`` is the same for the same seed.
+        size: Number of distinct indices exposed.
+    """
+
+    def __init__(
+        self,
+        generate: Callable[[np.random.Generator], Task],
+        *,
+        name: str,
+        seed: int = 0,
+        size: int = PROCEDURAL_SIZE,
+    ) -> None:
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise InvalidEnvConfig(
+                f"Expects `task_seed` to be a non-negative int, actual: {seed!r}."
+            )
+        if size < 1:
+            raise InvalidEnvConfig(f"Expects a procedural source size >= 1, actual: {size}.")
+        self.generate = generate
+        self.name = name
+        self.seed = int(seed)
+        self.size = int(size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def task(self, index: int) -> Task:
+        """Generate task ``index``."""
+        task = self.generate(task_rng(self.seed, index))
+        task.setdefault("id", f"{self.name}-s{self.seed}-{index}")
+        return task
+
+
+class DatasetTasks(TaskSource):
+    """Tasks read from records, with fields renamed onto a family's schema.
+
+    Args:
+        records: The raw records (dicts).
+        name: Source name used in task ids and error messages.
+        required: Schema fields every task must have after mapping.
+        field_map: ``{schema_field: record_field}`` renames, for datasets whose columns have
+            other names (e.g. ``{"problem": "question"}``). Unmapped fields keep their names.
+        transform: Optional picklable callable applied to each mapped record (e.g. to parse a
+            GSM8K ``#### 42`` answer). It may raise :class:`ValueError` for a bad record.
+
+    Raises:
+        InvalidDataset: If there are no records or a required field is missing.
+    """
+
+    def __init__(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        *,
+        name: str,
+        required: Sequence[str] = (),
+        field_map: Mapping[str, str] | None = None,
+        transform: Callable[[Task], Task] | None = None,
+    ) -> None:
+        if len(records) == 0:
+            raise InvalidDataset(f"Dataset `{name}` has no records.")
+        field_map = dict(field_map or {})
+        tasks: list[Task] = []
+        for i, record in enumerate(records):
+            task = dict(record)
+            for schema_field, record_field in field_map.items():
+                if record_field not in record:
+                    raise InvalidDataset(
+                        f"Dataset `{name}` record {i} has no field `{record_field}` (mapped to "
+                        f"`{schema_field}` by field_map). Available fields: {sorted(record)}."
+                    )
+                task[schema_field] = record[record_field]
+            missing = [f for f in required if f not in task]
+            if missing:
+                hint = ", ".join(f'"{f}": "<column>"' for f in missing)
+                raise InvalidDataset(
+                    f"Dataset `{name}` record {i} lacks required field(s) {missing}; available "
+                    f"fields: {sorted(record)}. Pass field_map={{{hint}}} to map your columns."
+                )
+            if transform is not None:
+                try:
+                    task = transform(task)
+                except ValueError as e:
+                    raise InvalidDataset(f"Dataset `{name}` record {i}: {e}") from e
+            task["id"] = str(task.get("id", f"{name}-{i}"))
+            tasks.append(task)
+        self.name = name
+        self._tasks = tasks
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def task(self, index: int) -> Task:
+        """Return a copy of record ``index``."""
+        return dict(self._tasks[index])
+
+
+def load_records(dataset: str | Path, *, split: str | None = None) -> list[dict[str, Any]]:
+    """Read a list of records from a local file or the Hugging Face hub.
+
+    Args:
+        dataset: A local ``.jsonl``, ``.json`` (a list of objects) or ``.parquet`` file, or
+            ``"hf:<name>"`` / ``"hf:<name>:<config>"`` to load through ``datasets`` (needs
+            network access and ``pip install "rllm-envs[datasets]"``).
+        split: The split for ``hf:`` datasets (default ``"test"``); ignored for files.
+
+    Returns:
+        The records as dicts.
+
+    Raises:
+        InvalidDataset: If the file is missing, unreadable or of an unknown format.
+        DependencyNotInstalled: If Parquet or ``hf:`` is used without the extra.
+    """
+    spec = str(dataset)
+    if spec.startswith("hf:"):
+        return _load_hf(spec[3:], split or "test")
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise InvalidDataset(
+            f"Expects `dataset` to be a local .jsonl/.json/.parquet file or 'hf:<name>', "
+            f"actual: {spec!r} (no such file)."
+        )
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            with path.open(encoding="utf-8") as f:
+                records = [json.loads(line) for line in f if line.strip()]
+        elif suffix == ".json":
+            records = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(records, dict) and "data" in records:
+                records = records["data"]
+        elif suffix == ".parquet":
+            pq = require("pyarrow.parquet", "datasets", feature="Reading Parquet datasets")
+            records = pq.read_table(path).to_pylist()
+        else:
+            raise InvalidDataset(
+                f"Expects `dataset` to end in .jsonl, .json or .parquet, actual: {path.name!r}."
+            )
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InvalidDataset(f"Cannot parse dataset file {path}: {e}") from e
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise InvalidDataset(f"Expects dataset file {path} to hold a list of JSON objects.")
+    return records
+
+
+def _load_hf(name: str, split: str) -> list[dict[str, Any]]:
+    datasets = require("datasets", "datasets", feature="Loading `hf:` datasets")
+    repo, _, config = name.partition(":")
+    try:
+        ds = datasets.load_dataset(repo, config or None, split=split)
+    except Exception as e:  # the hub raises many types; all mean "cannot load this"
+        raise InvalidDataset(
+            f"Cannot load hf:{name} split {split!r} ({type(e).__name__}: {e}). Loading from the "
+            "hub needs network access; offline, download it once and pass the local file path."
+        ) from e
+    return [dict(r) for r in ds]

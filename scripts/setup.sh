@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up everything rllm-envs needs on a fresh Debian machine (idempotent).
+#   bash scripts/setup.sh [EXTRAS]     e.g. EXTRAS=test  (default: test)
+# Creates .venv (Python 3.10+), installs the package with the given extras and, when run as
+# root, the system packages used by the code sandbox.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EXTRAS="${1:-test}"
+PYTHON="${PYTHON:-python3}"
+
+if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  missing=""
+  for pkg in firejail bubblewrap; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
+  done
+  if [ -n "$missing" ]; then
+    echo "[setup] apt-get install$missing"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  fi
+fi
+if [ -x scripts/setup_sandbox_user.sh ]; then
+  bash scripts/setup_sandbox_user.sh
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v "^WARNING: Location" || true
+echo "[setup] pip install -e .[$EXTRAS]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 \
+  | grep -v "^WARNING: Location" || true
+.venv/bin/python -c "import rllm_envs" || { echo "[setup] install failed" >&2; exit 1; }
