@@ -161,6 +161,15 @@ class TextEnv(gym.Env[str, str]):
         """
         raise NotImplementedError(f"{type(self).__name__} has no oracle.")
 
+    def random_action(self) -> str:
+        """A uniformly random action: the baseline every leaderboard reports.
+
+        Defaults to a random string from ``action_space`` (seed it with
+        ``action_space.seed``); families with a small set of well-formed actions override it to
+        pick one of those uniformly. Never touches ``np_random``, so episodes stay seeded.
+        """
+        return self.action_space.sample()
+
     # ------------------------------------------------------------------------- gym API
 
     def reset(
@@ -189,7 +198,9 @@ class TextEnv(gym.Env[str, str]):
         else:
             index = options.get("index")
             if index is None:
-                index = int(self.np_random.integers(len(self.tasks)))
+                # A one-task source draws nothing, so wrapped envs keep their RNG stream.
+                n = len(self.tasks)
+                index = 0 if n == 1 else int(self.np_random.integers(n))
             task = self.tasks[index]
         self.task, self.task_index = task, index
         self.turn, self.is_correct, self.done = 0, False, False

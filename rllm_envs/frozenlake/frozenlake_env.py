@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 from gymnasium.envs.toy_text.frozen_lake import MAPS, generate_random_map
 from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLake
+from gymnasium.envs.toy_text.utils import categorical_sample
 
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidEnvConfig
@@ -183,7 +184,8 @@ class FrozenLakeEnv(TextEnv):
             self._rows, self._policy = rows, None
         # One source of randomness: Gymnasium's step samples slips from our np_random.
         self._lake.np_random = self.np_random
-        self._lake.s = int(np.flatnonzero(self._lake.initial_state_distrib)[0])
+        # Same draw as Gymnasium's reset, so a fixed map replays Gymnasium's episodes exactly.
+        self._lake.s = int(categorical_sample(self._lake.initial_state_distrib, self.np_random))
         self._lake.lastaction = None
         observation = "\n".join(
             [
@@ -228,6 +230,10 @@ class FrozenLakeEnv(TextEnv):
         if self._policy is None:
             self._policy = optimal_policy(self._lake.P, self._lake.nrow * self._lake.ncol)
         return ACTION_NAMES[int(self._policy[self._lake.s])]
+
+    def random_action(self) -> str:
+        """A uniformly random direction (random over the four moves, not over all strings)."""
+        return ACTION_NAMES[int(self.action_space.np_random.integers(len(ACTION_NAMES)))]
 
     def _render_text(self) -> str:
         return self._board_text() if self._lake is not None else ""

@@ -210,3 +210,13 @@ def test_random_unicode_actions_never_raise(entry, actions, seed):
         if terminated or truncated:
             env.reset(seed=seed)
     env.close()
+
+
+def test_random_action_is_a_string_and_keeps_the_episode_seeded(entry):
+    env = make_or_skip(entry.id).unwrapped
+    env.reset(seed=0)
+    state = env.np_random.bit_generator.state
+    actions = [env.random_action() for _ in range(5)]
+    assert all(isinstance(a, str) and a in env.action_space for a in actions)
+    assert env.np_random.bit_generator.state == state
+    env.close()

@@ -1,0 +1,1 @@
+"""Leaderboard runs, the main job and the pytest-benchmark performance suite."""

@@ -1,0 +1,156 @@
+"""Behaviour of rllm/FrozenLake-v0 beyond the shared conformance matrix."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.envs.toy_text.frozen_lake import MAPS
+
+import rllm_envs
+from rllm_envs.frozenlake import DIFFICULTY_PRESETS, FrozenLakeEnv
+from tests.envs.conformance import oracle, run_episode
+
+
+def test_quickstart_prints_a_readable_board_and_instructions():
+    env = gym.make("rllm/FrozenLake-v0")
+    obs, info = env.reset(seed=0)
+    assert "P" in obs and "G" in obs and "Legend" in obs
+    assert "Right" in obs and "<action>" in obs
+    assert info["position"] == [0, 0] and info["turn"] == 0
+
+
+def test_make_with_module_prefix_works_without_prior_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import gymnasium as gym; env = gym.make('rllm_envs:rllm/FrozenLake-v0'); "
+        "print(env.reset(seed=0)[0][:40])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "FrozenLake" in out.stdout
+
+
+def test_fixed_map_4x4_is_gymnasiums_classic_layout():
+    env = gym.make("rllm/FrozenLake-v0", map_name="4x4")
+    _, info = env.reset(seed=0)
+    assert info["map"] == MAPS["4x4"]
+    assert {env.reset(seed=s)[1]["task_id"] for s in range(5)} == {"frozenlake-4x4-s0-0"}
+
+
+def test_random_maps_depend_on_seed_and_have_a_path():
+    env = FrozenLakeEnv(difficulty=4)
+    maps = set()
+    for seed in range(10):
+        steps = run_episode(env, oracle, seed=seed)
+        maps.add(tuple(steps[0][4]["map"]))
+        assert steps[-1][4]["is_correct"]
+        assert len(steps[0][4]["map"]) == DIFFICULTY_PRESETS[4][0]
+    assert len(maps) > 5
+
+
+def test_task_is_a_pure_function_of_task_seed_index_and_difficulty():
+    a = FrozenLakeEnv(difficulty=3, task_seed=1).tasks[17]
+    b = FrozenLakeEnv(difficulty=3, task_seed=1).tasks[17]
+    c = FrozenLakeEnv(difficulty=3, task_seed=2).tasks[17]
+    assert a == b and a["map"] != c["map"]
+
+
+def test_dynamics_match_gymnasium_frozenlake_step_for_step():
+    ours = gym.make("rllm/FrozenLake-v0", map_name="8x8", is_slippery=True, max_turns=200)
+    theirs = gym.make("FrozenLake-v1", map_name="8x8", is_slippery=True)
+    ours.reset(seed=11)
+    theirs.reset(seed=11)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = int(rng.integers(4))
+        _, r1, t1, _, info = ours.step(rllm_envs.frozenlake.ACTION_NAMES[a])
+        s2, r2, t2, _, _ = theirs.step(a)
+        assert info["position"] == [s2 // 8, s2 % 8]
+        assert (r1, t1) == (float(r2), t2)
+        if t1:
+            seed = int(rng.integers(1000))
+            ours.reset(seed=seed)
+            theirs.reset(seed=seed)
+
+
+def test_goal_hole_blocked_and_invalid_outcomes():
+    env = FrozenLakeEnv(desc=["SH", "FG"], max_turns=5)
+    env.reset(seed=0)
+    *_, info = env.step("up")
+    assert info["outcome"] == "blocked" and info["position"] == [0, 0]
+    _, reward, terminated, _, info = env.step("What should I do?")
+    assert info["outcome"] == "invalid" and info["invalid_action"] and reward == 0.0
+    assert not terminated
+    _, reward, terminated, _, info = env.step("Right")
+    assert info["outcome"] == "hole" and terminated and reward == 0.0
+    env.reset(seed=0)
+    env.step("down")
+    obs, reward, terminated, _, info = env.step("right")
+    assert info["outcome"] == "goal" and terminated and reward == 1.0 and info["is_correct"]
+    assert "win" in obs
+
+
+def test_turn_limit_truncates():
+    env = FrozenLakeEnv(max_turns=3)
+    env.reset(seed=0)
+    results = [env.step("nothing") for _ in range(3)]
+    assert [r[3] for r in results] == [False, False, True]
+    assert not any(r[2] for r in results)
+
+
+def test_invalid_action_penalty_via_reward_weights():
+    env = FrozenLakeEnv(reward_weights={"invalid_action": -0.1})
+    env.reset(seed=0)
+    _, reward, *_ = env.step("??")
+    assert reward == pytest.approx(-0.1)
+
+
+def test_slippery_oracle_beats_random_by_far():
+    env = FrozenLakeEnv(map_name="4x4", is_slippery=True, max_turns=100)
+    rng = np.random.default_rng(0)
+
+    def random_policy(env, obs, info):
+        return rllm_envs.frozenlake.ACTION_NAMES[int(rng.integers(4))]
+
+    def success(policy):
+        return np.mean([run_episode(env, policy, seed=s)[-1][1] for s in range(200)])
+
+    # Gymnasium's 4x4 slippery optimum is ~0.74 with enough steps; random is ~0.015.
+    assert success(oracle) > 0.6
+    assert success(random_policy) < 0.1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"difficulty": 9}, "difficulty"),
+        ({"size": 1}, "size"),
+        ({"hole_density": 0.9}, "hole_density"),
+        ({"map_name": "5x5"}, "map_name"),
+        ({"map_name": "4x4", "desc": ["SG"]}, "not both"),
+        ({"desc": ["SX", "FG"]}, "desc"),
+        ({"max_turns": 0}, "max_turns"),
+        ({"reward_weights": {"sucess": 1.0}}, "Did you mean `success`"),
+        ({"render_mode": "rgb_array"}, "render_mode"),
+    ],
+)
+def test_bad_kwargs_raise_with_a_fix(kwargs, match):
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match=match):
+        FrozenLakeEnv(**kwargs)
+
+
+def test_bad_task_record_is_a_programmer_error():
+    env = FrozenLakeEnv()
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="FrozenLake task"):
+        env.reset(options={"task": {"map": ["FFF"]}})
+    obs, info = env.reset(options={"task": {"map": ["SFG"]}})
+    assert info["task_id"] == "custom" and info["map"] == ["SFG"]
+
+
+def test_render_ansi_has_no_escape_codes():
+    env = FrozenLakeEnv(render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str) and "P" in text and "\x1b" not in text

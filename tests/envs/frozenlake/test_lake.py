@@ -1,0 +1,119 @@
+"""Unit tests of the FrozenLake text rules (no Gymnasium env involved)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.frozenlake.lake import (
+    ACTION_NAMES,
+    optimal_policy,
+    parse_action,
+    render_board,
+    validate_map,
+)
+
+LEFT, DOWN, RIGHT, UP = range(4)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Right", RIGHT),
+        ("right", RIGHT),
+        ("RIGHT", RIGHT),
+        ("R", RIGHT),
+        ("r", RIGHT),
+        ("2", RIGHT),
+        ("→", RIGHT),
+        ("  **Down**. ", DOWN),
+        ('"Up"', UP),
+        ("<action>Left</action>", LEFT),
+        ("<ACTION> down </ACTION>", DOWN),
+        ("I go <action>Up</action> then <action>Right</action>", RIGHT),
+        ("\\boxed{Left}", LEFT),
+        ("Action: Down", DOWN),
+        ("Answer: Right, because the hole is below.", RIGHT),
+        ("The hole is below me, so going down is bad. I will move right.", RIGHT),
+        ("<think>maybe left? or up</think>Down", DOWN),
+        ("<think>I could go <action>Up</action></think> <action>Left</action>", LEFT),
+    ],
+)
+def test_parse_action_accepts_documented_forms(text, expected):
+    action, reason = parse_action(text)
+    assert reason is None
+    assert action == expected, ACTION_NAMES[action] if action is not None else None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "jump",
+        "<action>jump</action>",
+        "\\boxed{42}",
+        "upward mobility",  # 'up' must be a whole word
+        "<think>go right</think>",  # only the text after </think> counts
+        "5",
+    ],
+)
+def test_parse_action_rejects_with_a_reason(text):
+    action, reason = parse_action(text)
+    assert action is None
+    assert reason and ("Left" in reason and "Up" in reason)
+
+
+def test_tagged_action_wins_over_words():
+    assert parse_action("Not left. <action>Up</action> (left is a hole)") == (UP, None)
+
+
+def test_render_board_marks_player_with_coordinates():
+    text = render_board(["SFFF", "FHFH", "FFFH", "HFFG"], position=5 - 4)
+    lines = text.splitlines()
+    assert lines[0].split() == ["1", "2", "3", "4"]
+    assert lines[1].split() == ["1", "S", "P", "F", "F"]
+    assert lines[4].split() == ["4", "H", "F", "F", "G"]
+    assert "\x1b" not in text
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[], [""], ["SFF", "FG"], ["SXFG"], ["FFFG"], ["SSFG"], ["SFFF"]],
+)
+def test_validate_map_rejects_bad_maps(rows):
+    with pytest.raises(ValueError):
+        validate_map(rows)
+
+
+def _deterministic_table(rows):
+    """A Gymnasium-style transition table for a non-slippery map (test fake of the env's P)."""
+    nrow, ncol = len(rows), len(rows[0])
+    table = {}
+    for s in range(nrow * ncol):
+        r, c = divmod(s, ncol)
+        table[s] = {}
+        for a, (dr, dc) in enumerate([(0, -1), (1, 0), (0, 1), (-1, 0)]):
+            if rows[r][c] in "HG":
+                table[s][a] = [(1.0, s, 0.0, True)]
+                continue
+            r2, c2 = min(max(r + dr, 0), nrow - 1), min(max(c + dc, 0), ncol - 1)
+            s2 = r2 * ncol + c2
+            cell = rows[r2][c2]
+            table[s][a] = [(1.0, s2, float(cell == "G"), cell in "HG")]
+    return table
+
+
+def test_optimal_policy_follows_a_shortest_safe_path():
+    rows = ["SFH", "FHF", "FFG"]
+    policy = optimal_policy(_deterministic_table(rows), 9)
+    s, path = 0, []
+    for _ in range(10):
+        a = int(policy[s])
+        path.append(ACTION_NAMES[a])
+        dr, dc = [(0, -1), (1, 0), (0, 1), (-1, 0)][a]
+        r, c = divmod(s, 3)
+        s = (r + dr) * 3 + (c + dc)
+        assert rows[s // 3][s % 3] != "H"
+        if rows[s // 3][s % 3] == "G":
+            break
+    assert path == ["Down", "Down", "Right", "Right"]
