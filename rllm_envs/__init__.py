@@ -14,11 +14,14 @@ is built from it, so registering an env enrols it in every contract test.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import pettingzoo
 
 from rllm_envs.error import (
     DependencyNotInstalled,
@@ -29,6 +32,9 @@ from rllm_envs.error import (
     did_you_mean,
 )
 
+if TYPE_CHECKING:
+    from rllm_envs.multiagent.base import MultiAgentTextEnv
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -37,6 +43,10 @@ __all__ = [
     "list_envs",
     "make",
     "make_vec",
+    "MULTIAGENT_ENVS",
+    "list_multiagent_envs",
+    "make_parallel",
+    "make_aec",
     "DependencyNotInstalled",
     "InvalidDataset",
     "InvalidEnvConfig",
@@ -89,6 +99,22 @@ for _row in ENVS:
             # Our spaces write real Unicode text through shared memory (see rllm_envs.spaces),
             # so AsyncVectorEnv's default shared memory works; nothing to override here.
         )
+
+
+# =============================================================================================
+# Multi-agent (PettingZoo) registry: same rows, made with `make_parallel` / `make_aec`, and
+# registered in PettingZoo's own registry (`pettingzoo.make("parallel", id)`) at the bottom.
+# The entry point is the `ParallelEnv` class; the AEC form is PettingZoo's `parallel_to_aec`.
+# =============================================================================================
+MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
+    # ----------------------------------------------------------------------- Games
+    EnvEntry(
+        id="rllm/TicTacToe-v0",
+        entry_point="rllm_envs.multiagent.tictactoe:TicTacToeEnv",
+        description="Two agents play tic-tac-toe in text from seeded openings; win/draw/loss "
+        "rewards, an illegal move ends the game with a penalty.",
+    ),
+)
 
 
 def list_envs() -> dict[str, str]:
@@ -146,3 +172,64 @@ def make_vec(
         vector_kwargs=vector_kwargs,
         **kwargs,
     )
+
+
+# ------------------------------------------------------------------------- multi-agent API
+
+
+def list_multiagent_envs() -> dict[str, str]:
+    """Return ``{env_id: one-line description}`` for every multi-agent environment."""
+    return {entry.id: entry.description for entry in MULTIAGENT_ENVS}
+
+
+def _multiagent_entry(env_id: str) -> EnvEntry:
+    for entry in MULTIAGENT_ENVS:
+        if entry.id == env_id:
+            return entry
+    hint = " (it is a single-agent env: use `rllm_envs.make`)" if env_id in list_envs() else ""
+    raise UnknownEnvironment(
+        f"No rllm-envs multi-agent environment with id `{env_id}`{hint}; known ids: "
+        f"{sorted(list_multiagent_envs())}." + did_you_mean(env_id, list_multiagent_envs())
+    )
+
+
+def make_parallel(env_id: str, **kwargs: Any) -> MultiAgentTextEnv:
+    """Make a multi-agent env in PettingZoo's parallel form (every live agent steps at once).
+
+    Args:
+        env_id: A multi-agent id, e.g. ``"rllm/Debate-v0"`` (see :func:`list_multiagent_envs`).
+        **kwargs: Constructor arguments (documented in the env class docstring).
+
+    Returns:
+        The ``pettingzoo.ParallelEnv``.
+
+    Raises:
+        UnknownEnvironment: For an unknown id (with the closest ids).
+        InvalidEnvConfig: For an unknown or invalid argument.
+    """
+    entry = _multiagent_entry(env_id)
+    _check_kwargs(entry, kwargs)
+    module, _, name = entry.entry_point.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    env: MultiAgentTextEnv = cls(**{**entry.kwargs, **kwargs})
+    return env
+
+
+def make_aec(env_id: str, **kwargs: Any) -> pettingzoo.AECEnv[str, str, str | None]:
+    """Make a multi-agent env in PettingZoo's AEC form (agents step one after another).
+
+    This is PettingZoo's ``parallel_to_aec`` of :func:`make_parallel`: in each cycle every live
+    agent steps once; a waiting agent's action (``infos[agent]["acting"]`` false) is ignored,
+    so step it with ``None``. Arguments and errors as :func:`make_parallel`.
+    """
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(make_parallel(env_id, **kwargs))
+
+
+for _row in MULTIAGENT_ENVS:
+    # Creators resolve the env module only when called, so `import rllm_envs` stays light.
+    if _row.id not in pettingzoo.parallel_registry:
+        pettingzoo.register("parallel", _row.id, entry_point=partial(make_parallel, _row.id))
+    if _row.id not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", _row.id, entry_point=partial(make_aec, _row.id))
