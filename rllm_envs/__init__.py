@@ -87,6 +87,23 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Walk a frozen-lake grid to the goal, avoiding holes (multi-turn, "
         "Gymnasium's dynamics, random or fixed maps).",
     ),
+    # ----------------------------------------------------------------------- Code
+    EnvEntry(
+        id="rllm/Code-v0",
+        entry_point="rllm_envs.code.code_env:CodeEnv",
+        description="Competitive programming: a Python program judged on hidden tests in a "
+        "sandbox (LiveCodeBench rules; embedded problems, or LCB/TACO/CF/HumanEval/MBPP data).",
+        # Verdicts near a time limit depend on machine load (TLE vs AC).
+        nondeterministic=True,
+    ),
+    EnvEntry(
+        id="rllm/CodeMultiTurn-v0",
+        entry_point="rllm_envs.code.code_env:CodeEnv",
+        description="Competitive programming with retries: feedback on the first failing example "
+        "test, up to 4 attempts.",
+        kwargs={"multi_turn": True, "max_turns": 4},
+        nondeterministic=True,
+    ),
 )
 
 for _row in ENVS:

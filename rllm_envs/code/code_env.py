@@ -1,0 +1,401 @@
+"""``rllm/Code-v0`` and ``rllm/CodeMultiTurn-v0``: competitive programming, judged in a sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rllm_envs.code.datasets import FORMATS, normalize
+from rllm_envs.code.judge import JudgeResult, extract_code, judge_task
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
+from rllm_envs.sandbox import Backend, select_backend
+from rllm_envs.tasks import DatasetTasks, Task, load_records
+
+__all__ = ["CodeEnv", "embedded_tasks", "load_code_tasks", "REWARD_MODES"]
+
+REWARD_MODES = ("all", "fraction")
+_SHOW = 600  # characters of a test's input/output shown in feedback
+_DIFFICULTIES = ("easy", "medium", "hard")
+
+
+@lru_cache(maxsize=1)
+def _embedded_records() -> tuple[dict[str, Any], ...]:
+    import json
+
+    text = (resources.files("rllm_envs.code.data") / "problems.jsonl").read_text("utf-8")
+    return tuple(json.loads(line) for line in text.splitlines() if line.strip())
+
+
+def embedded_tasks() -> list[Task]:
+    """The embedded problem set (original problems with reference solutions), as code tasks."""
+    return [normalize(r, format="livecodebench") for r in _embedded_records()]
+
+
+def load_code_tasks(
+    dataset: str | Path | None = None, *, dataset_format: str = "auto", split: str | None = None
+) -> list[Task]:
+    """Read code tasks from a local file or ``hf:`` name (``None``: the embedded set).
+
+    Raises:
+        InvalidDataset: If the file cannot be read or a record fits no known schema.
+    """
+    if dataset_format != "auto" and dataset_format not in FORMATS:
+        raise InvalidEnvConfig(
+            f"Expects `dataset_format` in {['auto', *FORMATS]}, actual: {dataset_format!r}."
+            + did_you_mean(dataset_format, FORMATS)
+        )
+    if dataset is None:
+        return embedded_tasks()
+    records = load_records(dataset, split=split)
+    tasks = []
+    for i, record in enumerate(records):
+        try:
+            task = normalize(record, format=dataset_format)
+        except ValueError as e:
+            raise InvalidDataset(f"Dataset {dataset} record {i}: {e}") from e
+        task["id"] = task["id"] or f"{Path(str(dataset)).stem}-{i}"
+        tasks.append(task)
+    return tasks
+
+
+def _fence(code: str) -> str:
+    return "```python\n" + code.rstrip("\n") + "\n```"
+
+
+def _cut(text: str, limit: int = _SHOW) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n[... cut ...]"
+
+
+class CodeEnv(TextEnv):
+    r"""Write a program that passes a problem's tests; it is run in a sandbox and judged.
+
+    ## Description
+    A competitive-programming task: a statement (with examples), maybe starter code, and
+    hidden tests. The model answers with a Python 3 program in a fenced code block; the
+    program runs in a sandbox (:mod:`rllm_envs.sandbox`: firejail or bubblewrap, no network,
+    read-only system, CPU/memory/process/output limits) and every test runs inside one
+    sandboxed process (:mod:`rllm_envs.sandbox.harness`). Outputs are compared with
+    LiveCodeBench's rules (:mod:`rllm_envs.code.judge`). The default task source is an
+    embedded set of 35 original problems (27 stdin, 8 functional; easy to hard) with
+    reference solutions; ``dataset=`` reads LiveCodeBench, TACO/APPS, Codeforces,
+    HumanEval or MBPP records (:mod:`rllm_envs.code.datasets`). With ``multi_turn=True``
+    (``rllm/CodeMultiTurn-v0``) a failed submission gets feedback on its first failing
+    public test and the model may try again.
+
+    ## Observation
+    First: the statement, the starter code if any, and the answer format (one fenced
+    ```` ```python ```` block; for function tasks, the class or function to complete).
+    After a step: the verdict. In the multi-turn variant a failure shows the first failing
+    public test (input, expected and actual output, error), or only that hidden tests fail;
+    hidden tests are never shown.
+
+    ## Action
+    Free text; the code is its last fenced Python block (:func:`rllm_envs.code.judge.
+    extract_code`: text before ``</think>`` is ignored, an unclosed block at the end counts).
+    A reply without a code block is a normal step with an ``invalid_action`` flag.
+
+    ## Reward
+    Weighted components (``reward_weights``): ``all_passed`` = 1 when every test passes
+    (weight 1 with ``reward_mode="all"``), ``pass_fraction`` = fraction of tests passed
+    (weight 1 with ``reward_mode="fraction"``, else 0), ``invalid_action`` = 1 for a reply
+    without code (weight 0, log only). In the multi-turn variant only the submission that
+    ends the episode is scored (earlier steps give 0), so the return is at most 1. With
+    ``reward_mode="all"`` judging stops at the first failing test, so ``pass_fraction`` is
+    then a lower bound.
+
+    ## Episode End
+    Single-turn: terminates after one step. Multi-turn: terminates when every test passes;
+    truncates after ``max_turns`` steps.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core` plus ``kind`` (``"stdin"``, ``"functional"``
+    or ``"assert"``), ``difficulty``, ``num_public_tests`` and ``num_tests``; on ``step``:
+    ``public_verdicts`` (verdict per public test: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
+    ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``tests_passed`` and
+    ``tests_total`` (all tests), ``has_code`` and ``judge_error`` (``None`` unless the sandbox
+    itself failed). No timings (they are not deterministic).
+
+    ## Arguments
+    - ``dataset`` (str | None): ``None`` for the embedded problems, a local
+      ``.jsonl``/``.json``/``.parquet`` file, or ``"hf:<name>"`` (needs network and the
+      ``datasets`` extra).
+    - ``dataset_format`` (str, default ``"auto"``): ``"livecodebench"``, ``"taco"``,
+      ``"apps"``, ``"codeforces"``, ``"code_contests"``, ``"humaneval"``, ``"mbpp"``.
+    - ``split`` (str | None): split of an ``hf:`` dataset.
+    - ``difficulty`` (str | None): keep only tasks of this difficulty (``"easy"``,
+      ``"medium"``, ``"hard"`` for the embedded set).
+    - ``multi_turn`` (bool, default False) and ``max_turns`` (int, default 1, or 4 when
+      multi-turn).
+    - ``reward_mode`` (``"all"`` or ``"fraction"``); ``stop_on_failure`` (bool, default: True
+      for ``"all"``).
+    - ``time_limit`` (float | None): seconds per test (default: the task's, else 6).
+    - ``memory_mb`` (int, default 1024): address-space limit per test.
+    - ``backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
+      ``None`` for auto-selection; an unusable sandbox raises ``SandboxUnavailable`` here.
+    - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "all_passed": 1.0,
+        "pass_fraction": 0.0,
+        "invalid_action": 0.0,
+    }
+
+    def __init__(
+        self,
+        *,
+        dataset: str | Path | None = None,
+        dataset_format: str = "auto",
+        split: str | None = None,
+        difficulty: str | None = None,
+        multi_turn: bool = False,
+        max_turns: int | None = None,
+        reward_mode: str = "all",
+        stop_on_failure: bool | None = None,
+        time_limit: float | None = None,
+        memory_mb: int = 1024,
+        backend: str | Backend | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if reward_mode not in REWARD_MODES:
+            raise InvalidEnvConfig(
+                f"Expects `reward_mode` in {REWARD_MODES}, actual: {reward_mode!r}."
+            )
+        if time_limit is not None and not (
+            isinstance(time_limit, (int, float)) and 0 < time_limit <= 60
+        ):
+            raise InvalidEnvConfig(
+                f"Expects `time_limit` to be seconds in (0, 60] or None, actual: {time_limit!r}."
+            )
+        if not isinstance(memory_mb, int) or memory_mb < 64:
+            raise InvalidEnvConfig(
+                f"Expects `memory_mb` to be an int >= 64, actual: {memory_mb!r}."
+            )
+        tasks = load_code_tasks(dataset, dataset_format=dataset_format, split=split)
+        if difficulty is not None:
+            kept = [t for t in tasks if str(t.get("difficulty", "")).lower() == difficulty.lower()]
+            if not kept:
+                found = sorted({str(t.get("difficulty", "")) for t in tasks})
+                raise InvalidEnvConfig(
+                    f"No task has difficulty {difficulty!r}; the dataset has {found}."
+                )
+            tasks = kept
+        name = "code-embedded" if dataset is None else f"code-{Path(str(dataset)).stem}"
+        weights = {"all_passed": 1.0, "pass_fraction": 0.0}
+        if reward_mode == "fraction":
+            weights = {"all_passed": 0.0, "pass_fraction": 1.0}
+        weights.update(reward_weights or {})
+        self.multi_turn = bool(multi_turn)
+        if max_turns is None:
+            max_turns = 4 if self.multi_turn else 1
+        if not self.multi_turn and max_turns != 1:
+            raise InvalidEnvConfig(
+                f"Expects `max_turns` == 1 without multi_turn=True, actual: {max_turns!r}."
+            )
+        super().__init__(
+            tasks=DatasetTasks(tasks, name=name, required=("question", "kind")),
+            max_turns=max_turns,
+            reward_weights=weights,
+            render_mode=render_mode,
+        )
+        self.reward_mode = reward_mode
+        self.stop_on_failure = reward_mode == "all" if stop_on_failure is None else stop_on_failure
+        self.time_limit = time_limit
+        self.memory_mb = memory_mb
+        # Resolve now: a machine without a sandbox fails at construction, with the fix.
+        self.backend = select_backend(backend)
+
+    # ------------------------------------------------------------------------- hooks
+
+    def _check_task(self, task: Task) -> None:
+        missing = [k for k in ("question", "kind", "public_tests", "hidden_tests") if k not in task]
+        if missing:
+            raise InvalidEnvConfig(
+                f"A code task record needs the fields {missing} (see rllm_envs.code.datasets); "
+                "normalise raw records with rllm_envs.code.datasets.normalize()."
+            )
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        parts = [str(task["question"]).strip()]
+        kind = task["kind"]
+        if task.get("starter_code"):
+            parts.append("Starter code:\n" + _fence(str(task["starter_code"])))
+        if kind == "stdin":
+            parts.append(
+                "Write a complete Python 3 program that reads from standard input and writes "
+                "the answer to standard output."
+            )
+        elif kind == "functional":
+            name = task["func_name"]
+            target = f"`Solution.{name}`" if task.get("starter_code") else f"`{name}`"
+            parts.append(
+                f"Complete {target}: return the answer (do not print it, do not read input). "
+                "Include the whole class or function and any imports."
+            )
+        else:
+            parts.append("Write the Python code; hidden tests will call it.")
+        parts.append(
+            "Answer with your code in one fenced block, exactly like this:\n"
+            "```python\n# your code\n```"
+        )
+        if self.multi_turn:
+            parts.append(
+                f"You have {self.max_turns} attempts; after a failed attempt you will see the "
+                "first failing example test."
+            )
+        return "\n\n".join(parts), self._task_info(task)
+
+    def _act(self, action: str) -> Transition:
+        assert self.task is not None
+        code = extract_code(action)
+        last_turn = self.turn >= self.max_turns
+        if code is None:
+            reason = "no fenced code block in the reply"
+            text = "No code found. Reply with your program in one fenced block: ```python ... ```."
+            if self.multi_turn and not last_turn:
+                text += f" {self.max_turns - self.turn} attempt(s) left."
+            return Transition(
+                observation=text,
+                reward_components={"all_passed": 0.0, "pass_fraction": 0.0, "invalid_action": 1.0},
+                terminated=not self.multi_turn,
+                correct=False,
+                invalid_reason=reason,
+                info={
+                    "public_verdicts": [],
+                    "tests_passed": 0,
+                    "tests_total": self._num_tests(),
+                    "has_code": False,
+                    "judge_error": None,
+                },
+            )
+        result = judge_task(
+            code,
+            self.task,
+            time_limit=self.time_limit,
+            memory_mb=self.memory_mb,
+            stop_on_failure=self.stop_on_failure,
+            backend=self.backend,
+        )
+        solved = result.all_passed
+        scored = solved or not self.multi_turn or last_turn
+        components = {
+            "all_passed": float(solved) if scored else 0.0,
+            "pass_fraction": result.fraction if scored else 0.0,
+            "invalid_action": 0.0,
+        }
+        num_public = len(self.task["public_tests"])
+        return Transition(
+            observation=self._feedback(result, last_turn),
+            reward_components=components,
+            terminated=solved or not self.multi_turn,
+            correct=solved,
+            invalid_reason=None,
+            info={
+                "public_verdicts": result.verdicts[:num_public],
+                "tests_passed": result.passed,
+                "tests_total": result.total,
+                "has_code": True,
+                "judge_error": result.sandbox_error,
+            },
+        )
+
+    def oracle_action(self) -> str:
+        """The task's reference solution in a fenced block.
+
+        Raises:
+            InvalidDataset: If the task has no reference solution (e.g. LiveCodeBench).
+        """
+        assert self.task is not None, "Call reset() before oracle_action()."
+        solution = self.task.get("solution")
+        if not solution:
+            raise InvalidDataset(
+                f"Task {self.task['id']} has no reference solution, so there is no oracle."
+            )
+        return _fence(str(solution))
+
+    # ---------------------------------------------------------------------- internals
+
+    def _num_tests(self) -> int:
+        assert self.task is not None
+        return len(self.task["public_tests"]) + len(self.task["hidden_tests"])
+
+    def _task_info(self, task: Task) -> dict[str, Any]:
+        return {
+            "kind": task["kind"],
+            "difficulty": str(task.get("difficulty") or ""),
+            "num_public_tests": len(task["public_tests"]),
+            "num_tests": len(task["public_tests"]) + len(task["hidden_tests"]),
+        }
+
+    def _feedback(self, result: JudgeResult, last_turn: bool) -> str:
+        assert self.task is not None
+        if result.all_passed:
+            return f"Accepted: all {result.total} tests passed."
+        if result.sandbox_error and not result.results:
+            return "The judge could not run your program. Please submit it again."
+        verdicts = result.verdicts
+        if verdicts and all(v == "CE" for v in verdicts):
+            head = "Compilation error:\n" + _cut(result.results[0].error or "", 1500)
+        else:
+            head = f"Not accepted: {_summary(verdicts)}."
+            public = self.task["public_tests"]
+            failing = next(
+                (i for i, v in enumerate(verdicts[: len(public)]) if v not in ("AC", "SKIP")),
+                None,
+            )
+            if failing is not None:
+                test, outcome = public[failing], result.results[failing]
+                got_label = "Your result" if self.task["kind"] == "functional" else "Your output"
+                lines = [
+                    head,
+                    f"Example test {failing + 1} failed: {_VERDICT_WORDS[outcome.verdict]}.",
+                ]
+                if self.task["kind"] != "assert":
+                    lines += [
+                        "Input:\n" + _cut(str(test["input"])),
+                        "Expected:\n" + _cut(str(test["output"])),
+                        f"{got_label}:\n" + _cut(outcome.output),
+                    ]
+                else:
+                    lines.append("Test:\n" + _cut(str(test["input"])))
+                if outcome.error:
+                    lines.append("Error:\n" + _cut(outcome.error, 1000))
+                head = "\n".join(lines)
+            elif public:
+                head += " Your program passes the example tests but fails hidden tests."
+        if self.multi_turn and not last_turn:
+            left = self.max_turns - self.turn
+            head += (
+                f"\n\nYou have {left} attempt(s) left. Reply with the corrected program in one "
+                "fenced ```python block."
+            )
+        return head
+
+
+_VERDICT_WORDS = {
+    "AC": "accepted",
+    "WA": "wrong answer",
+    "TLE": "time limit exceeded",
+    "RE": "runtime error",
+    "MLE": "memory limit exceeded",
+    "OLE": "output limit exceeded",
+    "CE": "compilation error",
+    "SKIP": "not run",
+}
+
+
+def _summary(verdicts: list[str]) -> str:
+    ran = [v for v in verdicts if v != "SKIP"]
+    passed = sum(v == "AC" for v in ran)
+    text = f"{passed} of {len(verdicts)} tests passed"
+    if len(ran) < len(verdicts):
+        text += f" (judging stopped at the first failure; {len(verdicts) - len(ran)} not run)"
+    return text

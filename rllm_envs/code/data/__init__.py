@@ -1,0 +1,1 @@
+"""The embedded problem set (``problems.jsonl``) and its generator (``_build.py``)."""

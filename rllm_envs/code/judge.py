@@ -1,0 +1,360 @@
+"""Judge a submission against tests: every test in one sandboxed process.
+
+The comparison rules are LiveCodeBench's (see :mod:`rllm_envs.sandbox.harness`). This module
+has no Gymnasium import; trainers can call :func:`judge` and :func:`score` directly.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig
+from rllm_envs.sandbox import Backend, Limits, Status, run
+from rllm_envs.sandbox.harness import VERDICTS, canonical_stdout, canonical_value, digest
+
+__all__ = [
+    "TestCase",
+    "TestResult",
+    "JudgeResult",
+    "judge",
+    "PRELUDE",
+    "KINDS",
+    "VERDICTS",
+    "DEFAULT_TIME_LIMIT",
+    "extract_code",
+    "task_tests",
+    "judge_task",
+    "score",
+]
+
+#: Test kinds: program reading stdin; ``Solution().func(*args)``; assert statements.
+KINDS = ("stdin", "functional", "assert")
+#: Per-test wall-clock limit when a task does not give one (LiveCodeBench uses 6 s).
+DEFAULT_TIME_LIMIT = 6.0
+
+#: Run before the submission (LiveCodeBench-style): starter code says ``List[int]``, and
+#: competition code assumes the usual modules are imported. Kept to cheap modules: the
+#: harness runs it once and every test starts from a copy of its namespace.
+PRELUDE = """\
+import sys, math, re, string, bisect, heapq, itertools, functools, collections
+from typing import *
+from collections import defaultdict, deque, Counter, OrderedDict
+from functools import lru_cache, reduce, cmp_to_key
+from itertools import accumulate, permutations, combinations, product, chain, groupby
+from heapq import heappush, heappop, heapify
+from bisect import bisect_left, bisect_right, insort
+from math import gcd, inf, sqrt, ceil, floor, log, comb, factorial
+"""
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One test.
+
+    ``input`` is stdin text, newline-separated JSON arguments (functional) or test code
+    (assert); ``output`` is the expected stdout or JSON result (``""`` for assert).
+    """
+
+    input: str
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """The outcome of one test.
+
+    Attributes:
+        verdict: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``, ``OLE``, ``CE`` or ``SKIP``.
+        output: The start of what the submission printed (stdin) or returned (functional).
+        error: The error message or the end of the traceback, if any.
+        time: Wall seconds of the test (not deterministic; keep it out of env ``info``).
+    """
+
+    verdict: str
+    output: str = ""
+    error: str | None = None
+    time: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """The test was accepted."""
+        return self.verdict == "AC"
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """Per-test results of one submission, plus how the sandbox run ended."""
+
+    results: list[TestResult]
+    sandbox_status: Status = Status.OK
+    sandbox_error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verdicts(self) -> list[str]:
+        """The verdict of every test, in order."""
+        return [r.verdict for r in self.results]
+
+    @property
+    def passed(self) -> int:
+        """Number of accepted tests."""
+        return sum(r.passed for r in self.results)
+
+    @property
+    def total(self) -> int:
+        """Number of tests."""
+        return len(self.results)
+
+    @property
+    def all_passed(self) -> bool:
+        """Every test was accepted (and there was at least one)."""
+        return self.total > 0 and self.passed == self.total
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of accepted tests (0 for no tests)."""
+        return self.passed / self.total if self.total else 0.0
+
+
+@lru_cache(maxsize=1)
+def _harness_source() -> str:
+    return (resources.files("rllm_envs.sandbox") / "harness.py").read_text(encoding="utf-8")
+
+
+def _expected_digests(salt: str, test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
+    if kind == "assert":
+        return []
+    if kind == "stdin":
+        return [digest(salt, canonical_stdout(test.output))]
+    try:
+        value = json.loads(test.output)
+    except ValueError as e:
+        raise InvalidDataset(
+            f"Expects a functional test's output to be JSON, actual: {test.output[:80]!r}."
+        ) from e
+    found = [digest(salt, canonical_value(value))]
+    # APPS/TACO call-based answers are often wrapped in a one-element list.
+    if lenient_functional and isinstance(value, list) and len(value) == 1:
+        try:
+            found.append(digest(salt, canonical_value(value[0])))
+        except TypeError:
+            pass
+    return found
+
+
+def judge(
+    code: str,
+    tests: Sequence[TestCase],
+    *,
+    kind: str = "stdin",
+    func_name: str | None = None,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    stop_on_failure: bool = False,
+    lenient_functional: bool = False,
+    prelude: str = PRELUDE,
+    backend: str | Backend | None = None,
+    snippet_chars: int = 1000,
+    max_output_bytes: int = 16 << 20,
+) -> JudgeResult:
+    r"""Run ``code`` on every test in one sandboxed process and give a verdict per test.
+
+    Example:
+        >>> from rllm_envs.code.judge import TestCase, judge
+        >>> result = judge("print(int(input()) * 2)", [TestCase("3\n", "6\n")])
+        >>> result.verdicts, result.all_passed
+        (['AC'], True)
+
+    Args:
+        code: The submission (Python source).
+        tests: The tests, in the order to run them (public ones first).
+        kind: ``"stdin"`` (a program), ``"functional"`` (``Solution().func_name(*args)`` or a
+            top-level ``func_name``) or ``"assert"`` (each test is code that asserts).
+        func_name: The function to call for ``"functional"`` tests.
+        time_limit: Wall-clock seconds per test (the CPU limit is one second more).
+        memory_mb: Address-space limit per test, in MiB.
+        stop_on_failure: Skip the remaining tests (``SKIP``) after the first failure.
+        lenient_functional: Also accept ``x`` where the expected answer is ``[x]`` (APPS).
+        prelude: Code run before the submission (imports).
+        backend: Sandbox backend (see :func:`rllm_envs.sandbox.run`).
+        snippet_chars: How much of each test's output and error to keep.
+        max_output_bytes: Output cap per test (more is ``OLE``).
+
+    Returns:
+        A :class:`JudgeResult`. Infinite loops end as ``TLE`` after ``time_limit``.
+    """
+    if kind not in KINDS:
+        raise InvalidEnvConfig(f"Expects `kind` in {KINDS}, actual: {kind!r}.")
+    if kind == "functional" and not func_name:
+        raise InvalidEnvConfig("Functional tests need `func_name` (the method to call).")
+    if not tests:
+        return JudgeResult(results=[])
+    salt = secrets.token_hex(16)
+    spec_tests = [
+        {
+            "input": t.input,
+            "expected": _expected_digests(salt, t, kind, lenient_functional),
+            "time_limit": float(time_limit),
+        }
+        for t in tests
+    ]
+    spec = {
+        "code": code,
+        "kind": kind,
+        "func_name": func_name,
+        "prelude": prelude,
+        "salt": salt,
+        "tests": spec_tests,
+        "memory_mb": int(memory_mb),
+        "max_output_bytes": int(max_output_bytes),
+        "snippet_chars": int(snippet_chars),
+        "stop_on_failure": bool(stop_on_failure),
+    }
+    biggest_input = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
+    limits = Limits(
+        # Every test may take its limit, plus per-test fork/compare overhead and start-up.
+        time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0,
+        memory_mb=max(int(memory_mb), 256),
+        max_file_size_mb=max(16, (biggest_input >> 20) + 2),
+        max_output_bytes=len(tests) * (8 * snippet_chars + 1024) + 4096,
+    )
+    outcome = run(
+        _harness_source(),
+        stdin=json.dumps(spec),
+        backend=backend,
+        limits=limits,
+    )
+    records: dict[int, dict[str, Any]] = {}
+    done = False
+    for line in outcome.stdout.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("done"):
+            done = True
+        elif isinstance(record, dict) and isinstance(record.get("index"), int):
+            records[record["index"]] = record
+    missing_verdict = "TLE" if outcome.status is Status.TIMEOUT else "RE"
+    results = []
+    for index in range(len(tests)):
+        record = records.get(index)
+        if record is None or record.get("verdict") not in VERDICTS:
+            results.append(TestResult(verdict=missing_verdict, error="the judge did not finish"))
+        else:
+            results.append(
+                TestResult(
+                    verdict=record["verdict"],
+                    output=str(record.get("output") or ""),
+                    error=record.get("error"),
+                    time=float(record.get("time") or 0.0),
+                )
+            )
+    sandbox_error = None
+    if not done:
+        sandbox_error = f"{outcome.status.value}: {outcome.stderr[-1000:]}".strip()
+    return JudgeResult(results=results, sandbox_status=outcome.status, sandbox_error=sandbox_error)
+
+
+# ---------------------------------------------------------------- responses and tasks
+
+_PYTHON_LANGS = frozenset({"", "python", "py", "python3", "py3"})
+
+
+def extract_code(response: str) -> str | None:
+    r"""The code of a model response: its last fenced Python block (``None`` if it has none).
+
+    Tolerant: text before the last ``</think>`` is ignored, a block left open at the end
+    of a cut-off response counts, and when no block is marked Python (or unmarked) the last
+    block of any language is taken.
+
+    Example:
+        >>> extract_code("Idea...\n```python\nprint(1)\n```\nDone.")
+        'print(1)'
+    """
+    if "</think>" in response:
+        response = response.rsplit("</think>", 1)[1]
+    blocks: list[tuple[str, str]] = []
+    inside = False
+    lang, lines = "", list[str]()
+    for line in response.split("\n"):
+        stripped = line.strip()
+        if not inside and stripped.startswith("```"):
+            inside, lang, lines = True, stripped[3:].strip().lower(), []
+        elif inside and stripped.startswith("```") and not stripped.strip("`").strip():
+            blocks.append((lang, "\n".join(lines)))
+            inside = False
+        elif inside:
+            lines.append(line)
+    if inside:
+        blocks.append((lang, "\n".join(lines)))
+    blocks = [(lang, code) for lang, code in blocks if code.strip()]
+    if not blocks:
+        return None
+    python = [code for lang, code in blocks if (lang.split() or [""])[0] in _PYTHON_LANGS]
+    return python[-1] if python else blocks[-1][1]
+
+
+def task_tests(task: dict[str, Any]) -> list[TestCase]:
+    """All tests of a code task (see :mod:`rllm_envs.code.datasets`), public ones first."""
+    return [
+        TestCase(str(t["input"]), str(t["output"]))
+        for t in list(task["public_tests"]) + list(task["hidden_tests"])
+    ]
+
+
+def judge_task(
+    code: str,
+    task: dict[str, Any],
+    *,
+    time_limit: float | None = None,
+    memory_mb: int = 1024,
+    stop_on_failure: bool = False,
+    backend: str | Backend | None = None,
+) -> JudgeResult:
+    """Judge ``code`` on every test of a code task (public first, then hidden).
+
+    ``time_limit`` overrides the task's own per-test limit (default
+    :data:`DEFAULT_TIME_LIMIT`).
+    """
+    limit = time_limit or task.get("time_limit") or DEFAULT_TIME_LIMIT
+    return judge(
+        code,
+        task_tests(task),
+        kind=task["kind"],
+        func_name=task.get("func_name"),
+        time_limit=float(limit),
+        memory_mb=memory_mb,
+        stop_on_failure=stop_on_failure,
+        lenient_functional=bool(task.get("lenient")),
+        backend=backend,
+    )
+
+
+def score(
+    answer: str | None,
+    task: dict[str, Any],
+    *,
+    reward_mode: str = "all",
+    backend: str | Backend | None = None,
+) -> float:
+    """Score a model response on a code task.
+
+    Returns 1.0 if every test passes (``"all"``) or the fraction of passed tests
+    (``"fraction"``); 0.0 for a response without code.
+    """
+    if reward_mode not in ("all", "fraction"):
+        raise InvalidEnvConfig(
+            f"Expects `reward_mode` in ('all', 'fraction'), actual: {reward_mode!r}."
+        )
+    code = extract_code(answer) if answer else None
+    if code is None:
+        return 0.0
+    result = judge_task(code, task, stop_on_failure=reward_mode == "all", backend=backend)
+    return float(result.all_passed) if reward_mode == "all" else result.fraction

@@ -1,0 +1,53 @@
+r"""Sandboxed execution of model-written code.
+
+One entry point, :func:`run`::
+
+    from rllm_envs.sandbox import run
+
+    result = run("print(input()[::-1])", stdin="abc\n", time_limit=2)
+    result.status      # Status.OK / RUNTIME_ERROR / TIMEOUT / MEMORY / OUTPUT_LIMIT / SANDBOX_ERROR
+    result.stdout      # "cba\n"
+
+Every run starts a fresh sandbox (firejail by default, bubblewrap otherwise; the plain
+backend only when asked for by name) with no network, a read-only view of the system, no
+project or home directories, a clean environment, and limits on wall clock, CPU time,
+address space, processes, open files, file size and captured output. The run never hangs
+the caller, leaves no process, descriptor or file behind and is safe to call from many
+threads at once. :func:`judge` runs a whole test suite in one sandboxed process (see
+:mod:`rllm_envs.sandbox.harness`).
+"""
+
+from __future__ import annotations
+
+from rllm_envs.sandbox.backends import (
+    BACKENDS,
+    Backend,
+    Bubblewrap,
+    Firejail,
+    Plain,
+    PlainBackendWarning,
+    SandboxUnavailable,
+    available_backends,
+    sandbox_identity,
+    select_backend,
+)
+from rllm_envs.sandbox.result import Limits, RunResult, Status
+from rllm_envs.sandbox.runner import LANGUAGES, run
+
+__all__ = [
+    "run",
+    "RunResult",
+    "Status",
+    "Limits",
+    "LANGUAGES",
+    "Backend",
+    "Firejail",
+    "Bubblewrap",
+    "Plain",
+    "BACKENDS",
+    "PlainBackendWarning",
+    "SandboxUnavailable",
+    "available_backends",
+    "select_backend",
+    "sandbox_identity",
+]

@@ -1,0 +1,371 @@
+"""Sandbox backends: how a command is wrapped so that it runs isolated.
+
+Each backend turns the interpreter command line into a wrapped one. Resource limits are set
+by the bootstrap inside the sandbox (so they bind the program, not the wrapper), and the
+wall clock is enforced from the parent (:mod:`rllm_envs.sandbox.runner`).
+
+* :class:`Firejail` -- the default where usable: new network namespace with no interfaces,
+  PID/IPC namespaces, a user namespace (``--noroot``), seccomp, no capabilities, the whole
+  filesystem read-only and every top-level directory except the system ones
+  (``/usr``, ``/etc``, ...) hidden.
+* :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only, fresh
+  ``/proc`` and ``/dev`` (read-only), and every namespace unshared.
+* :class:`Plain` -- a plain subprocess with the same limits and user but **no isolation**;
+  only used when asked for by name, and it warns.
+
+When the calling process is root, the program runs as the dedicated unprivileged user
+``rllm-sandbox`` (see :func:`sandbox_identity`): the kernel does not apply the
+process-count limit to root, so a fork bomb would get through.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import threading
+import warnings
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
+
+__all__ = [
+    "Backend",
+    "Firejail",
+    "Bubblewrap",
+    "Plain",
+    "BACKENDS",
+    "PYTHON",
+    "SANDBOX_USER",
+    "SandboxUnavailable",
+    "PlainBackendWarning",
+    "available_backends",
+    "select_backend",
+    "sandbox_identity",
+]
+
+#: The interpreter used inside the sandbox. A system path on purpose: a virtualenv or
+#: pyenv interpreter under a hidden home directory is not visible inside the sandbox.
+PYTHON = "/usr/bin/python3"
+#: The dedicated unprivileged user sandboxed code runs as when the caller is root
+#: (override with the ``RLLM_SANDBOX_USER`` environment variable).
+SANDBOX_USER = "rllm-sandbox"
+#: Environment variable naming the default backend (``firejail``, ``bubblewrap``, ``plain``).
+BACKEND_ENV_VAR = "RLLM_SANDBOX_BACKEND"
+
+_INSTALL_HINT = (
+    "Install a sandbox with `apt-get install firejail bubblewrap` (Debian/Ubuntu), or choose "
+    "the non-isolating backend explicitly with backend='plain' (not for untrusted code)."
+)
+# Top-level directories that make up "the system": visible (read-only) inside the sandbox.
+_SYSTEM_DIRS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys", "run"}
+)
+
+
+class SandboxUnavailable(DependencyNotInstalled):
+    """No usable sandbox backend (or the requested one cannot run here); says how to fix it."""
+
+
+class PlainBackendWarning(UserWarning):
+    """Code is being run by the plain backend, which does not isolate it from the host."""
+
+
+def sandbox_identity() -> tuple[int, int] | None:
+    """The ``(uid, gid)`` sandboxed programs run as, or ``None`` to keep the caller's.
+
+    Root switches to the dedicated system user (``RLLM_SANDBOX_USER``, default
+    ``rllm-sandbox``); any other user runs the sandbox as itself.
+
+    Raises:
+        SandboxUnavailable: If the caller is root and the dedicated user does not exist.
+    """
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("RLLM_SANDBOX_USER", SANDBOX_USER)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise SandboxUnavailable(
+            f"Running as root, sandboxed code must run as the unprivileged user `{name}`, "
+            "which does not exist (as root the kernel ignores the process limit). Create it "
+            f"with `useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "
+            f"{name}` (or run `bash scripts/setup_sandbox_user.sh` in the rllm-envs "
+            "repository)."
+        ) from None
+    if entry.pw_uid == 0:
+        raise SandboxUnavailable(f"The sandbox user `{name}` must not have uid 0.")
+    return entry.pw_uid, entry.pw_gid
+
+
+class Backend(ABC):
+    """How to wrap a command so that it runs isolated."""
+
+    #: Short name used by ``run(..., backend=name)``.
+    name: ClassVar[str]
+    #: Whether the backend isolates the program from the network and the filesystem.
+    isolates: ClassVar[bool] = True
+    #: Whether the wrapper reports the program's death by signal N as exit status 128 + N.
+    signal_as_status: ClassVar[bool] = True
+    #: Whether ``RLIMIT_NPROC`` counts only this sandbox's processes (a user namespace of
+    #: its own). Otherwise the kernel counts every process of the user, including other
+    #: concurrent runs and the wrappers themselves, and the runner scales the limit up.
+    private_process_count: ClassVar[bool] = True
+
+    @abstractmethod
+    def command(self, argv: list[str]) -> list[str]:
+        """Return the command line that runs ``argv`` inside this sandbox."""
+
+    def missing(self) -> str | None:
+        """Why this backend cannot be used (binary missing), or ``None``; no process started."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __reduce__(self) -> tuple[type[Backend], tuple[()]]:
+        return (type(self), ())
+
+
+class Firejail(Backend):
+    """The firejail backend (default)."""
+
+    name = "firejail"
+    # firejail cannot make a user namespace inside a container (it checks for one and goes
+    # on without it), so the process limit is per user there.
+    private_process_count = False
+
+    def missing(self) -> str | None:
+        """Why firejail cannot be used, or ``None``."""
+        return None if shutil.which("firejail") else "`firejail` is not installed"
+
+    def command(self, argv: list[str]) -> list[str]:
+        """Wrap ``argv`` in firejail (no ``--timeout``: it adds ~2 s per run)."""
+        hidden = [f"--blacklist=/{d}" for d in _listdir("/") if d not in _SYSTEM_DIRS]
+        # /run itself must stay (firejail keeps its state in /run/firejail); hide the rest.
+        hidden += [f"--blacklist=/run/{d}" for d in _listdir("/run") if d != "firejail"]
+        return [
+            shutil.which("firejail") or "firejail",
+            "--quiet",
+            "--noprofile",
+            "--net=none",
+            "--ipc-namespace",
+            "--private-dev",
+            "--read-only=/",
+            *hidden,
+            "--blacklist=/dev/shm",
+            "--blacklist=/dev/mqueue",
+            "--nonewprivs",
+            "--caps.drop=all",
+            "--seccomp",
+            "--nogroups",
+            # Stop (and report) when the program exits, even if it left children behind.
+            "--deterministic-exit-code",
+            "--deterministic-shutdown",
+            # No "--" before the program: firejail would then run it through the user's
+            # login shell (nologin for the sandbox user).
+            *argv,
+        ]
+
+
+class Bubblewrap(Backend):
+    """The bubblewrap backend.
+
+    Not ``--as-pid-1``: the program must not be the namespace's init, which ignores
+    signals it has no handler for (so ``RLIMIT_CPU``'s SIGXCPU and a self-kill would not
+    work). bwrap's own init reaps zombies; the limits are set after it started, so its
+    fork is not subject to the process limit.
+    """
+
+    name = "bubblewrap"
+
+    def missing(self) -> str | None:
+        """Why bubblewrap cannot be used, or ``None``."""
+        return None if shutil.which("bwrap") else "`bwrap` (bubblewrap) is not installed"
+
+    def command(self, argv: list[str]) -> list[str]:
+        """Wrap ``argv`` in bwrap."""
+        binds = ["--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = "/" + name
+            if os.path.islink(path):
+                binds += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                binds += ["--ro-bind", path, path]
+        if os.path.isdir("/etc"):
+            binds += ["--ro-bind", "/etc", "/etc"]
+        return [
+            shutil.which("bwrap") or "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            *binds,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            # /dev/shm is a writable tmpfs with no size cap: make all of /dev read-only.
+            "--remount-ro",
+            "/dev",
+            "--chdir",
+            "/",
+            "--clearenv",
+            *_setenv_args(),
+            "--remount-ro",
+            "/",
+            "--",
+            *argv,
+        ]
+
+
+class Plain(Backend):
+    """A plain subprocess: the same limits and user, **no isolation** (network, files).
+
+    For machines where neither firejail nor bubblewrap can run, with trusted code only.
+    Every use warns with :class:`PlainBackendWarning`. A program that leaves its process
+    group (``setsid``) is not killed at the end.
+    """
+
+    name = "plain"
+    isolates = False
+    signal_as_status = False
+    private_process_count = False
+
+    def command(self, argv: list[str]) -> list[str]:
+        """Return ``argv`` unchanged (and warn)."""
+        warnings.warn(
+            "rllm_envs.sandbox: the 'plain' backend runs code WITHOUT isolation (network and "
+            "files are reachable); use firejail or bubblewrap for untrusted code.",
+            PlainBackendWarning,
+            stacklevel=4,
+        )
+        return list(argv)
+
+
+#: Backends by name, in auto-selection order (plain is never auto-selected).
+BACKENDS: dict[str, type[Backend]] = {
+    "firejail": Firejail,
+    "bubblewrap": Bubblewrap,
+    "plain": Plain,
+}
+_ALIASES = {"bwrap": "bubblewrap", "subprocess": "plain", "none": "plain"}
+
+#: The clean environment of sandboxed programs.
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/"}
+
+_probe_lock = threading.Lock()
+_probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}
+
+
+def _setenv_args() -> list[str]:
+    args: list[str] = []
+    for key, value in CLEAN_ENV.items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _probe(backend: Backend) -> str | None:
+    """Run ``python3 -c pass`` through ``backend``; return why it failed, or ``None``."""
+    reason = backend.missing()
+    if reason is not None:
+        return reason
+    if not os.path.exists(PYTHON):
+        return f"{PYTHON} does not exist (install Debian's `python3`)"
+    identity = sandbox_identity()
+    key = (backend.name, identity)
+    with _probe_lock:
+        if key in _probe_cache:
+            return _probe_cache[key]
+        try:
+            done = subprocess.run(
+                backend.command([PYTHON, "-I", "-c", "pass"]),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                cwd="/",
+                env=dict(CLEAN_ENV),
+                timeout=30,
+                start_new_session=True,
+                user=identity[0] if identity else None,
+                group=identity[1] if identity else None,
+                extra_groups=[] if identity else None,
+            )
+            result = (
+                None
+                if done.returncode == 0
+                else f"a test run failed (exit {done.returncode}): "
+                + done.stderr.decode("utf-8", "replace").strip()[-500:]
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            result = f"a test run failed: {type(e).__name__}: {e}"
+        _probe_cache[key] = result
+        return result
+
+
+def _by_name(name: str) -> Backend:
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key not in BACKENDS:
+        raise InvalidEnvConfig(
+            f"Expects `backend` to be one of {sorted(BACKENDS)}, None or a Backend instance, "
+            f"actual: {name!r}.{did_you_mean(name, BACKENDS)}"
+        )
+    return BACKENDS[key]()
+
+
+def available_backends() -> list[str]:
+    """Names of the isolating backends that work on this machine (probed once, cached)."""
+    sandbox_identity()  # as root without the sandbox user nothing is usable: say so
+    return [name for name, cls in BACKENDS.items() if cls.isolates and _probe(cls()) is None]
+
+
+def select_backend(backend: str | Backend | None = None) -> Backend:
+    """Resolve the ``backend`` argument of :func:`rllm_envs.sandbox.run`.
+
+    ``None`` (or ``"auto"``) uses ``$RLLM_SANDBOX_BACKEND`` if set, else the first usable of
+    firejail and bubblewrap. The plain backend is only used when named.
+
+    Raises:
+        SandboxUnavailable: If no isolating backend works, or the named one does not.
+        InvalidEnvConfig: For an unknown backend name.
+    """
+    if isinstance(backend, Backend):
+        return backend
+    if backend is None:
+        backend = os.environ.get(BACKEND_ENV_VAR) or "auto"
+    if not isinstance(backend, str):
+        raise InvalidEnvConfig(
+            f"Expects `backend` to be a name, None or a Backend, actual: {backend!r}."
+        )
+    if backend.lower() != "auto":
+        chosen = _by_name(backend)
+        if chosen.isolates:
+            reason = _probe(chosen)
+            if reason is not None:
+                raise SandboxUnavailable(
+                    f"Sandbox backend `{chosen.name}` cannot run here: {reason}. {_INSTALL_HINT}"
+                )
+        else:
+            sandbox_identity()  # still refuse to run as root without the dedicated user
+        return chosen
+    reasons = []
+    for cls in (Firejail, Bubblewrap):
+        candidate = cls()
+        reason = _probe(candidate)
+        if reason is None:
+            return candidate
+        reasons.append(f"{candidate.name}: {reason}")
+    raise SandboxUnavailable(
+        "No sandbox to run model-written code: " + "; ".join(reasons) + ". " + _INSTALL_HINT
+    )

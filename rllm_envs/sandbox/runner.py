@@ -1,0 +1,321 @@
+"""Run a program inside a sandbox: limits, wall clock, output caps, cleanup.
+
+The code never touches the disk: the bootstrap (run by the system interpreter inside the
+sandbox) reads a length-prefixed copy of the code from standard input, sets the resource
+limits on itself, writes a start marker to standard error and executes the code; the rest
+of standard input is the program's. The parent enforces the wall clock by killing the
+whole process group, and always kills the group when the program ends, so nothing is left
+running.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import replace
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox.backends import CLEAN_ENV, PYTHON, Backend, sandbox_identity, select_backend
+from rllm_envs.sandbox.result import Limits, RunResult, Status
+
+__all__ = ["run", "LANGUAGES"]
+
+#: Languages :func:`run` accepts.
+LANGUAGES = ("python",)
+
+# First byte the bootstrap writes to stderr: its absence means the sandbox never started
+# the program (a wrapper error), which is reported as Status.SANDBOX_ERROR.
+_MARKER = b"\x1e"
+_CHUNK = 1 << 16
+# After the program exits, how long to wait for the pipes to close (a process outside the
+# group may still hold them; only possible with the plain backend).
+_DRAIN_GRACE = 0.5
+
+# The bootstrap. argv: address space, CPU seconds, processes, open files, file size.
+_BOOT = r"""
+import os, sys, resource as R
+def _limit(kind, soft, hard):
+    cur = R.getrlimit(kind)[1]
+    if cur != R.RLIM_INFINITY:
+        soft, hard = min(soft, cur), min(hard, cur)
+    R.setrlimit(kind, (soft, hard))
+_a = [int(x) for x in sys.argv[1:6]]
+_limit(R.RLIMIT_CORE, 0, 0)
+_limit(R.RLIMIT_AS, _a[0], _a[0])
+_limit(R.RLIMIT_CPU, _a[1], _a[1] + 1)
+_limit(R.RLIMIT_NPROC, _a[2], _a[2])
+_limit(R.RLIMIT_NOFILE, _a[3], _a[3])
+_limit(R.RLIMIT_FSIZE, _a[4], _a[4])
+os.write(2, b"\x1e")
+_h = b""
+while not _h.endswith(b"\n"):
+    _c = os.read(0, 1)
+    if not _c:
+        break
+    _h += _c
+_n, _b = int(_h or 0), bytearray()
+while len(_b) < _n:
+    _c = os.read(0, _n - len(_b))
+    if not _c:
+        break
+    _b += _c
+_src = bytes(_b).decode("utf-8", "replace")
+import linecache
+linecache.cache["main.py"] = (len(_src), None, _src.splitlines(True), "main.py")
+sys.argv = ["main.py"]
+_g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
+del _a, _h, _n, _b, _c, _limit
+try:
+    exec(compile(_src, "main.py", "exec"), _g)
+except SystemExit:
+    raise
+except BaseException as _e:
+    import traceback
+    try:
+        traceback.print_exception(type(_e), _e, _e.__traceback__.tb_next)
+    except BaseException:
+        pass
+    sys.exit(1)
+"""
+
+
+def run(
+    code: str,
+    *,
+    language: str = "python",
+    stdin: str | bytes = "",
+    time_limit: float | None = None,
+    backend: str | Backend | None = None,
+    limits: Limits | None = None,
+) -> RunResult:
+    r"""Run ``code`` in a sandbox and return what happened. Never raises for what the code does.
+
+    Example:
+        >>> from rllm_envs.sandbox import run
+        >>> result = run("print(sum(map(int, input().split())))", stdin="2 3\n")
+        >>> result.status.value, result.stdout
+        ('ok', '5\n')
+
+    Args:
+        code: The program's source. ``__name__ == "__main__"``; tracebacks name it ``main.py``.
+        language: Only ``"python"`` (the system ``/usr/bin/python3``, standard library only
+            plus whatever Debian packages are installed).
+        stdin: The program's standard input.
+        time_limit: Wall-clock seconds (overrides ``limits.time_limit``; default 10).
+        backend: ``None`` (auto: ``$RLLM_SANDBOX_BACKEND``, else firejail, else bubblewrap),
+            a name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or a :class:`Backend`.
+        limits: Resource limits (:class:`Limits`); defaults are 1 GiB of address space, 64
+            processes, 128 open files, 16 MiB files, 1 MiB of stdout, 64 KiB of stderr.
+
+    Returns:
+        A :class:`RunResult`: status, stdout, stderr, exit code, signal, wall time.
+
+    Raises:
+        SandboxUnavailable: If no sandbox can run here (the message says how to install one).
+        InvalidEnvConfig: For an unknown language or backend, or invalid limits.
+    """
+    if language not in LANGUAGES:
+        raise InvalidEnvConfig(f"Expects `language` in {LANGUAGES}, actual: {language!r}.")
+    if not isinstance(code, str):
+        raise InvalidEnvConfig(f"Expects `code` to be a str, actual: {type(code).__name__}.")
+    limits = limits if limits is not None else Limits()
+    if time_limit is not None:
+        limits = replace(limits, time_limit=time_limit)
+    chosen = select_backend(backend)
+    source = code.encode("utf-8", "surrogatepass")
+    data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else bytes(stdin)
+    argv = [
+        PYTHON,
+        "-I",
+        "-B",
+        "-c",
+        _BOOT,
+        str(limits.memory_mb << 20),
+        str(limits.cpu_seconds),
+        str(_process_limit(chosen, limits)),
+        str(limits.max_open_files),
+        str(limits.max_file_size_mb << 20),
+    ]
+    payload = b"%d\n" % len(source) + source + data
+    return _execute(chosen, argv, payload, limits)
+
+
+def _execute(backend: Backend, argv: list[str], payload: bytes, limits: Limits) -> RunResult:
+    identity = sandbox_identity()
+    start = time.monotonic()
+    deadline = start + limits.time_limit
+    try:
+        proc = subprocess.Popen(
+            backend.command(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd="/",
+            env=dict(CLEAN_ENV),
+            start_new_session=True,  # own process group: the whole group is killed at the end
+            close_fds=True,
+            umask=0o077,
+            user=identity[0] if identity else None,
+            group=identity[1] if identity else None,
+            extra_groups=[] if identity else None,
+        )
+    except OSError as e:
+        return RunResult(
+            status=Status.SANDBOX_ERROR,
+            stdout="",
+            stderr=f"cannot start the sandbox: {type(e).__name__}: {e}",
+            exit_code=None,
+            signal=None,
+            wall_time=time.monotonic() - start,
+            backend=backend.name,
+        )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    out_truncated = err_truncated = timed_out = flooded = False
+    selector = selectors.DefaultSelector()
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+        selector.register(pidfd, selectors.EVENT_READ, "exit")
+        for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ, role)
+        view = memoryview(payload)
+        if view:
+            os.set_blocking(proc.stdin.fileno(), False)
+            selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
+        else:
+            proc.stdin.close()
+        exited_at: float | None = None
+        while True:
+            roles = {key.data for key in selector.get_map().values()}
+            if not roles & {"out", "err"} and "exit" not in roles:
+                break
+            now = time.monotonic()
+            limit = deadline if exited_at is None else min(deadline, exited_at + _DRAIN_GRACE)
+            if now >= limit:
+                timed_out = exited_at is None
+                break
+            for key, _ in selector.select(limit - now):
+                fd, role = key.fd, key.data
+                if role == "exit":
+                    # The program (or wrapper) ended: kill whatever it left in its group
+                    # before reaping it, so the group id cannot be reused meanwhile.
+                    selector.unregister(fd)
+                    _kill_group(proc.pid)
+                    exited_at = time.monotonic()
+                elif role == "in":
+                    try:
+                        sent = os.write(fd, view[:_CHUNK])
+                        view = view[sent:]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # EPIPE: the program does not read its input
+                        view = view[:0]
+                    if not view:
+                        selector.unregister(fd)
+                        proc.stdin.close()
+                else:
+                    try:
+                        chunk = os.read(fd, _CHUNK)
+                    except BlockingIOError:
+                        continue
+                    except OSError as e:
+                        if e.errno != errno.EIO:
+                            raise
+                        chunk = b""
+                    if not chunk:
+                        selector.unregister(fd)
+                        continue
+                    if role == "out":
+                        room = limits.max_output_bytes - len(out)
+                        out += chunk[:room]
+                        if len(chunk) > room:
+                            out_truncated = flooded = True
+                    else:
+                        room = limits.max_stderr_bytes + len(_MARKER) - len(err)
+                        err += chunk[: max(room, 0)]
+                        err_truncated = err_truncated or len(chunk) > room
+            if flooded:
+                break
+    finally:
+        _kill_group(proc.pid)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+            proc.kill()
+            proc.wait()
+        selector.close()
+        if pidfd >= 0:
+            os.close(pidfd)
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    wall = time.monotonic() - start
+    started = err.startswith(_MARKER)
+    if started:
+        del err[: len(_MARKER)]
+    returncode: int = proc.returncode
+    code: int | None = returncode
+    sig: int | None = None
+    if returncode < 0:
+        code, sig = None, -returncode
+    elif backend.signal_as_status and 128 < returncode < 128 + 65 and started:
+        code, sig = None, returncode - 128
+    stderr_text = err.decode("utf-8", "replace")
+    if timed_out:
+        status = Status.TIMEOUT
+    elif flooded:
+        status = Status.OUTPUT_LIMIT
+    elif not started:
+        status = Status.SANDBOX_ERROR
+    elif sig == signal.SIGXCPU:
+        status = Status.TIMEOUT
+    elif sig == signal.SIGXFSZ:
+        status = Status.OUTPUT_LIMIT
+    elif code == 0:
+        status = Status.OK
+    elif _is_memory_error(stderr_text):
+        status = Status.MEMORY
+    else:
+        status = Status.RUNTIME_ERROR
+    return RunResult(
+        status=status,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=stderr_text,
+        exit_code=code,
+        signal=sig,
+        wall_time=wall,
+        stdout_truncated=out_truncated,
+        stderr_truncated=err_truncated,
+        backend=backend.name,
+    )
+
+
+#: With a per-user process count (firejail in a container, plain), the count includes the
+#: wrappers (~3 per run) and every concurrent run, so one run's limit is scaled by this.
+SHARED_PROCESS_FACTOR = 8
+
+
+def _process_limit(backend: Backend, limits: Limits) -> int:
+    if backend.private_process_count:
+        return limits.max_processes
+    return limits.max_processes * SHARED_PROCESS_FACTOR
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _is_memory_error(stderr: str) -> bool:
+    lines = stderr.rstrip().splitlines()
+    return bool(lines) and (lines[-1].startswith("MemoryError") or "std::bad_alloc" in lines[-1])
