@@ -104,6 +104,14 @@ ENVS: tuple[EnvEntry, ...] = (
         kwargs={"multi_turn": True, "max_turns": 4},
         nondeterministic=True,
     ),
+    # ----------------------------------------------------------------------- Search
+    EnvEntry(
+        id="rllm/Search-v0",
+        entry_point="rllm_envs.search.search_env:SearchEnv",
+        description="Multi-turn retrieval-augmented QA: search a BM25 index (in process, cached "
+        "on disk) and answer; an invented knowledge base with single- and multi-hop questions.",
+        extra="search",
+    ),
 )
 
 for _row in ENVS:

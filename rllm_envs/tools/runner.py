@@ -1,0 +1,152 @@
+"""One model turn of tool use: parse the reply, find a final answer, run the other calls.
+
+Shared by the tool environments so every one reads replies, reports errors and formats tool
+results the same way. :func:`run_turn` never raises on model output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_envs.tools.base import ToolCall, ToolRegistry, ToolResult
+from rllm_envs.tools.parser import parse_tool_calls, strip_reasoning
+
+__all__ = ["TurnReport", "run_turn", "call_format_help", "ANSWER_TAG_RE"]
+
+#: ``<answer>...</answer>``: a final answer written without a tool call (the last one counts).
+ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass
+class TurnReport:
+    """What one reply did.
+
+    Attributes:
+        calls: The calls that were read (executed or intercepted), in order.
+        results: Results of the executed calls, aligned with ``executed``.
+        executed: The calls that ran (not the final answer).
+        final_answer: The submitted answer text, or ``None``.
+        errors: Parse errors and unusable calls, as sentences for the model.
+        invalid_calls: Number of unusable parts (parse errors, unknown tools, bad arguments).
+        problems: What was unusable, one sentence each (the ``invalid_reason``).
+        format: The call format detected by the parser, or ``"answer_tag"``.
+    """
+
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    executed: list[ToolCall] = field(default_factory=list)
+    final_answer: str | None = None
+    errors: list[str] = field(default_factory=list)
+    invalid_calls: int = 0
+    problems: list[str] = field(default_factory=list)
+    format: str | None = None
+
+    def add(self, call: ToolCall, result: ToolResult) -> None:
+        """Record an executed call, counting it as invalid if it could not be used."""
+        self.executed.append(call)
+        self.results.append(result)
+        if result.error in ("unknown_tool", "invalid_arguments"):
+            self.invalid_calls += 1
+            self.problems.append(result.output.removeprefix("Error: "))
+
+    def invalid_reason(self) -> str | None:
+        """The problems joined into one line (``None`` when every part was usable)."""
+        if not self.invalid_calls:
+            return None
+        return "; ".join(self.problems)[:500] or "unusable tool call"
+
+    @property
+    def nothing_usable(self) -> bool:
+        """The reply held no call that ran and no answer."""
+        return self.final_answer is None and not self.executed
+
+    def observation(self) -> str:
+        """Tool results and errors as the next observation."""
+        parts = []
+        for call, result in zip(self.executed, self.results, strict=True):
+            status = "" if result.ok else " (error)"
+            parts.append(f"[{call.name} result{status}]\n{result.output}")
+        for error in self.errors:
+            parts.append(f"[error] {error}")
+        return "\n\n".join(parts)
+
+    def info(self) -> dict[str, Any]:
+        """The ``info`` entries describing this turn (JSON-able, deterministic)."""
+        return {
+            "tool_calls": [
+                {"name": c.name, "arguments": _jsonable(c.arguments)} for c in self.calls
+            ],
+            "tool_results": [{"name": r.name, "ok": r.ok, "error": r.error} for r in self.results],
+            "call_format": self.format,
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return str(value)[:200]
+
+
+def run_turn(registry: ToolRegistry, reply: str, *, max_calls: int = 8) -> TurnReport:
+    """Parse ``reply`` and execute its calls with ``registry``.
+
+    The final answer comes from a call of a tool with ``is_final=True`` (its ``answer``
+    argument) or, when the reply holds no such call, from the last ``<answer>...</answer>``.
+    Calls after the first ``max_calls`` are not run (and are reported).
+
+    Args:
+        registry: The environment's tools.
+        reply: The model output.
+        max_calls: Most calls executed in one turn.
+
+    Returns:
+        The report of the turn.
+    """
+    text = strip_reasoning(reply)
+    parsed = parse_tool_calls(text)
+    report = TurnReport(calls=list(parsed.calls), errors=list(parsed.errors), format=parsed.format)
+    report.invalid_calls = len(parsed.errors)
+    report.problems = list(parsed.errors)
+    for call in parsed.calls:
+        tool = registry.get(call.name)
+        if tool is not None and tool.is_final:
+            problem = registry.check(call)
+            if problem is not None:
+                message = problem.output.removeprefix("Error: ")
+                report.errors.append(message)
+                report.problems.append(message)
+                report.invalid_calls += 1
+                continue
+            if report.final_answer is None:
+                report.final_answer = str(call.arguments["answer"])
+            continue
+        if report.final_answer is not None:
+            continue  # calls after the answer do not run: the episode is over
+        if len(report.executed) >= max_calls:
+            report.errors.append(
+                f"only {max_calls} tool calls run per turn; `{call.name[:64]}` was skipped"
+            )
+            continue
+        report.add(call, registry.execute(call))
+    if report.final_answer is None:
+        tags = ANSWER_TAG_RE.findall(text)
+        if tags:
+            report.final_answer = tags[-1].strip()
+            report.format = report.format or "answer_tag"
+    return report
+
+
+def call_format_help(example: ToolCall) -> str:
+    """The call-format paragraph of a first observation, with one example call."""
+    return (
+        "To call a tool, write a block like\n"
+        f"{example.to_text()}\n"
+        "(a JSON object with the tool's name and its arguments). You may make several calls "
+        "in one reply; each result comes back in the next message. When you know the answer, "
+        'call final_answer, e.g. <tool_call>{"name": "final_answer", "arguments": {"answer": '
+        '"..."}}</tool_call>, or write <answer>...</answer>.'
+    )

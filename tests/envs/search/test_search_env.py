@@ -1,0 +1,210 @@
+"""Behaviour of rllm/Search-v0 beyond the shared conformance matrix."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from rllm_envs.search import SearchEnv
+from tests.envs.conformance import oracle, run_episode
+
+pytest.importorskip("bm25s")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLLM_ENVS_CACHE", str(tmp_path / "cache"))
+
+
+def test_first_observation_is_self_contained():
+    env = gym.make("rllm/Search-v0")
+    obs, info = env.reset(seed=0)
+    assert "<search>" in obs and "<answer>" in obs and "Question:" in obs
+    assert [t["function"]["name"] for t in info["tools"]] == ["search", "final_answer"]
+    assert info["n_hops"] in (1, 2)
+
+
+@pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
+def test_oracle_solves_every_difficulty(difficulty):
+    env = gym.make("rllm/Search-v0", difficulty=difficulty)
+    for seed in range(4):
+        steps = run_episode(env, oracle, seed=seed)
+        assert steps[-1][4]["is_correct"] and sum(s[1] for s in steps) == 1.0
+        assert len(steps) - 2 == steps[0][4]["n_hops"]  # one search per hop, then the answer
+        # The answer was read: the last search returned a passage that states it.
+        assert env.unwrapped.task["answers"][0] in steps[-2][0]
+
+
+def test_search_then_answer_with_f1_component():
+    env = SearchEnv(difficulty=1)
+    env.reset(seed=1)
+    answer = env.task["answers"][0]
+    obs, reward, terminated, _, info = env.step(f"<search>{env.task['hops'][0]}</search>")
+    assert "<information>Doc 1 (Title:" in obs and answer in obs and reward == 0.0
+    assert info["queries"] == [env.task["hops"][0]] and len(info["retrieved"]) == 3
+    assert not terminated and info["invalid_action"] is False
+    obs, reward, terminated, _, info = env.step(f"<think>hm</think><answer>The {answer}.</answer>")
+    assert terminated and reward == 1.0 and info["is_correct"]
+    assert info["reward_components"] == {"em": 1.0, "f1": 1.0, "invalid_action": 0.0}
+
+
+def test_partial_answer_gets_f1_but_no_reward():
+    env = SearchEnv(difficulty=1)
+    env.reset(seed=0, options={"task": {"question": "q?", "answers": ["Ross Island"]}})
+    _, reward, terminated, _, info = env.step("<answer>Ross</answer>")
+    assert terminated and reward == 0.0 and not info["is_correct"]
+    assert info["reward_components"]["f1"] == pytest.approx(2 / 3) and info["f1"] > 0
+
+
+def test_tool_call_form_works_for_search_and_answer():
+    env = SearchEnv(difficulty=1)
+    env.reset(seed=2)
+    call = {"name": "search", "arguments": {"query": env.task["hops"][0]}}
+    obs, _, _, _, info = env.step(f"<tool_call>{json.dumps(call)}</tool_call>")
+    assert "<information>" in obs and info["call_format"] == "hermes"
+    assert info["queries"] == [env.task["hops"][0]]
+    answer = {"name": "final_answer", "arguments": {"answer": env.task["answers"][0]}}
+    _, reward, terminated, _, _ = env.step(json.dumps(answer))
+    assert terminated and reward == 1.0
+
+
+def test_several_searches_per_reply_are_capped():
+    env = SearchEnv(max_searches_per_turn=2)
+    env.reset(seed=0)
+    obs, _, _, _, info = env.step("<search>a river</search><search>city</search><search>x</search>")
+    assert len(info["queries"]) == 2 and "only 2 searches" in obs
+
+
+@pytest.mark.parametrize(
+    "reply, fragment",
+    [
+        ("I think it is Paris.", "no <search> query and no <answer>"),
+        ("<search></search>", "at least 1 characters"),
+        ('<tool_call>{"name": "browse", "arguments": {}}</tool_call>', "unknown tool"),
+        ("<tool_call>{oops</tool_call>", "not valid JSON"),
+    ],
+)
+def test_unusable_replies_are_flagged_and_explained(reply, fragment):
+    env = SearchEnv()
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert reward == 0.0 and not terminated and not truncated
+    assert info["invalid_action"] and fragment in info["invalid_reason"]
+    assert info["reward_components"]["invalid_action"] == 1.0
+    assert "<search>" in obs or "rror" in obs
+
+
+def test_invalid_penalty_is_an_option():
+    env = SearchEnv(reward_weights={"invalid_action": -0.05})
+    env.reset(seed=0)
+    assert env.step("nothing")[1] == pytest.approx(-0.05)
+
+
+def test_never_answering_truncates_with_zero():
+    env = gym.make("rllm/Search-v0", max_turns=3)
+    steps = run_episode(env, lambda *_: "<search>river</search>", seed=0)
+    assert steps[-1][3] and sum(s[1] for s in steps) == 0.0
+
+
+def test_user_corpus_and_question_file():
+    env = gym.make(
+        "rllm/Search-v0",
+        corpus=str(FIXTURES / "corpus.jsonl"),
+        dataset=str(FIXTURES / "questions.jsonl"),
+    )
+    obs, info = env.reset(options={"index": 0})
+    assert "designer of the Analytical Engine" in obs and "5 passages" in obs
+    obs, *_ = env.step("<search>Charles Babbage born</search>")
+    assert "Doc 1 (Title: Charles Babbage)" in obs
+    _, reward, terminated, _, _ = env.step("<answer>london</answer>")
+    assert terminated and reward == 1.0
+    for seed in range(3):
+        assert run_episode(env, oracle, seed=seed)[-1][4]["is_correct"]
+
+
+def test_accepted_answer_lists():
+    env = SearchEnv(corpus=FIXTURES / "corpus.jsonl", dataset=FIXTURES / "questions.jsonl")
+    env.reset(options={"index": 1})
+    assert env.step("<answer>4 km</answer>")[1] == 1.0
+
+
+def test_hotpotqa_file_brings_its_own_corpus():
+    env = SearchEnv(dataset=FIXTURES / "hotpot_dev_distractor.json")
+    obs, _ = env.reset(options={"index": 1})
+    assert "Corliss Archer" in obs and "5 passages" in obs
+    obs, *_ = env.step("<search>Shirley Temple</search>")
+    assert "Chief of Protocol" in obs
+    assert env.step("<answer>Chief of Protocol</answer>")[1] == 1.0
+
+
+@pytest.mark.parametrize("name", ["nq_open.jsonl", "nq_simplified.jsonl", "search_r1.jsonl"])
+def test_other_formats_with_a_user_corpus(name):
+    env = SearchEnv(corpus=FIXTURES / "corpus.jsonl", dataset=FIXTURES / name)
+    steps = run_episode(env, oracle, seed=0)
+    assert steps[-1][4]["is_correct"]
+
+
+def test_field_map_renames_columns(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        json.dumps({"query": "Which island is Mount Erebus on?", "gold": "Ross Island"})
+    )
+    env = SearchEnv(
+        corpus=FIXTURES / "corpus.jsonl",
+        dataset=path,
+        field_map={"question": "query", "answer": "gold"},
+    )
+    assert run_episode(env, oracle, seed=0)[-1][4]["is_correct"]
+
+
+def test_configuration_errors_say_how_to_fix():
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="pass `dataset=`"):
+        SearchEnv(corpus=FIXTURES / "corpus.jsonl")
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="need a corpus"):
+        SearchEnv(dataset=FIXTURES / "nq_open.jsonl")
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="difficulty"):
+        SearchEnv(difficulty=9)
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="retriever"):
+        SearchEnv(retriever="faiss")
+    with pytest.raises(rllm_envs.InvalidDataset, match="field_map"):
+        SearchEnv(
+            corpus=FIXTURES / "corpus.jsonl",
+            dataset=FIXTURES / "questions.jsonl",
+            field_map={"question": "nope"},
+        )
+    env = SearchEnv()
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="answers"):
+        env.reset(options={"task": {"question": "q"}})
+
+
+def test_rank_bm25_backend_also_serves_the_oracle():
+    # The two libraries use different BM25 variants (Lucene vs Okapi idf), so lower ranks may
+    # differ; the passage that answers each hop comes back with both.
+    env = SearchEnv(retriever="rank_bm25", difficulty=4)
+    for seed in range(5):
+        steps = run_episode(env, oracle, seed=seed)
+        assert steps[-1][4]["is_correct"] and env.task["answers"][0] in steps[-2][0]
+
+
+def test_pickled_env_continues_identically():
+    env = SearchEnv(difficulty=3)
+    env.reset(seed=4)
+    env.step(env.oracle_action())
+    clone = pickle.loads(pickle.dumps(env))
+    action = env.oracle_action()
+    assert clone.oracle_action() == action
+    assert env.step(action) == clone.step(action)
+
+
+def test_index_is_written_to_the_cache_dir(tmp_path):
+    env = SearchEnv(cache_dir=tmp_path / "idx", kb_size=30)
+    env.reset(seed=0)
+    assert env.retriever.index_path is not None
+    assert str(env.retriever.index_path).startswith(str(tmp_path / "idx"))
