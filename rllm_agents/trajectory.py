@@ -1,0 +1,231 @@
+"""Token-exact trajectories: what the model saw and produced, turn by turn.
+
+A :class:`Trajectory` is one episode. Each :class:`Step` records the full prompt token ids the
+policy was given, the ids it produced with their logprobs, the text and the action sent to the
+env, and the env's reward, flags and ``info``.
+
+**The invariant** (checked by :meth:`Trajectory.check_token_exact`): every prompt extends the
+previous prompt plus the previous completion, so the whole episode is one token sequence,
+``steps[-1].prompt_ids + steps[-1].completion_ids``. The ids between one completion and the next
+prompt's tail are template glue and the next observation (loss mask 0); completion ids are the
+only ids with loss mask 1. What a trainer sees is exactly what was sampled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Step", "Trajectory", "TokenExactnessError", "to_jsonable"]
+
+Message = dict[str, Any]
+
+
+class TokenExactnessError(ValueError):
+    """A trajectory breaks the prompt-extends-previous-sequence invariant."""
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert ``info``-like values (numpy scalars/arrays, tuples, sets) to JSON types."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    item = getattr(value, "item", None)
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):  # numpy arrays (and numpy scalars, whose tolist() is the scalar)
+        return to_jsonable(tolist())
+    if callable(item):
+        return to_jsonable(item())
+    return str(value)
+
+
+@dataclass
+class Step:
+    """One model turn and the env transition it caused.
+
+    Attributes:
+        prompt_ids: Every token id the policy was given for this turn (the whole history).
+        completion_ids: The ids the policy produced (an end-of-turn token included when the
+            policy emitted it).
+        logprobs: Logprob of each completion id under the sampling policy (``[]`` when the
+            backend did not return them).
+        response: The completion as text (special tokens removed, cut at a stop string).
+        action: What was passed to ``env.step`` (the agent's reading of ``response``).
+        observation: The observation the env returned.
+        reward: The env's reward.
+        terminated: The env's ``terminated`` flag.
+        truncated: The env's ``truncated`` flag.
+        info: The env's ``info`` for this step (JSON-able).
+        finish_reason: Why generation stopped: ``"stop"`` (end-of-turn token or stop string),
+            ``"length"`` (``max_tokens`` reached) or ``"abort"``.
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    response: str
+    action: str
+    observation: str = ""
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Trajectory:
+    """One episode of an agent in an environment.
+
+    Attributes:
+        env_id: The environment id (or the env class name for unregistered envs).
+        task_id: ``info["task_id"]`` after ``reset`` (``None`` if the env has none).
+        seed: The seed passed to ``reset``.
+        group: Index of the task group (samples of one task share it; GRPO groups).
+        sample: Index of this sample within its group.
+        initial_observation: The observation returned by ``reset``.
+        initial_info: The ``info`` returned by ``reset`` (JSON-able).
+        messages: The conversation as chat messages (for reading; training uses the ids).
+        steps: The turns.
+        token_exact: True when every prompt was built by appending to the previous sequence
+            (local templating); False for chat APIs that template the history server-side.
+        finish: ``"terminated"``, ``"truncated"`` (env turn limit), ``"context"`` (the next
+            prompt would not fit the model's context) or ``"error"``.
+        metadata: Backend, model, timings and other run facts.
+    """
+
+    env_id: str
+    task_id: str | None = None
+    seed: int | None = None
+    group: int = 0
+    sample: int = 0
+    initial_observation: str = ""
+    initial_info: dict[str, Any] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    token_exact: bool = True
+    finish: str = "truncated"
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- summaries
+
+    @property
+    def total_reward(self) -> float:
+        """Sum of the env rewards over all steps."""
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def is_correct(self) -> bool:
+        """``info["is_correct"]`` of the last step (False when absent)."""
+        if not self.steps:
+            return bool(self.initial_info.get("is_correct", False))
+        return bool(self.steps[-1].info.get("is_correct", False))
+
+    @property
+    def num_turns(self) -> int:
+        """Number of model turns."""
+        return len(self.steps)
+
+    @property
+    def num_completion_tokens(self) -> int:
+        """Number of ids the model produced over the episode."""
+        return sum(len(s.completion_ids) for s in self.steps)
+
+    # ------------------------------------------------------------ training view
+
+    def token_ids(self) -> list[int]:
+        """The whole episode as one id sequence (last prompt + last completion)."""
+        if not self.steps:
+            return []
+        last = self.steps[-1]
+        return list(last.prompt_ids) + list(last.completion_ids)
+
+    def _completion_spans(self) -> list[tuple[int, int]]:
+        return [(len(s.prompt_ids), len(s.prompt_ids) + len(s.completion_ids)) for s in self.steps]
+
+    def prompt_length(self) -> int:
+        """Length of the first prompt (the part before the first model token)."""
+        return len(self.steps[0].prompt_ids) if self.steps else 0
+
+    def loss_mask(self) -> list[int]:
+        """1 for ids the model produced, 0 for prompts, observations and template glue."""
+        mask = [0] * len(self.token_ids())
+        for start, end in self._completion_spans():
+            mask[start:end] = [1] * (end - start)
+        return mask
+
+    def logprobs(self) -> list[float]:
+        """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0)."""
+        out = [0.0] * len(self.token_ids())
+        for step, (start, _) in zip(self.steps, self._completion_spans(), strict=True):
+            out[start : start + len(step.logprobs)] = [float(x) for x in step.logprobs]
+        return out
+
+    def token_rewards(self) -> list[float]:
+        """Each step's reward placed on the last id of its completion (0.0 elsewhere).
+
+        A step whose completion is empty puts its reward on the last id before it.
+        """
+        out = [0.0] * len(self.token_ids())
+        for step, (_, end) in zip(self.steps, self._completion_spans(), strict=True):
+            if end > 0:
+                out[end - 1] += float(step.reward)
+        return out
+
+    def check_token_exact(self) -> None:
+        """Raise :class:`TokenExactnessError` unless every prompt extends the last sequence.
+
+        Also checks that each step has one logprob per completion id (when it has any).
+        """
+        previous: list[int] = []
+        for index, step in enumerate(self.steps):
+            if step.logprobs and len(step.logprobs) != len(step.completion_ids):
+                raise TokenExactnessError(
+                    f"Step {index}: {len(step.logprobs)} logprobs for "
+                    f"{len(step.completion_ids)} completion ids."
+                )
+            if list(step.prompt_ids[: len(previous)]) != previous:
+                mismatch = next(
+                    (
+                        i
+                        for i, (a, b) in enumerate(zip(step.prompt_ids, previous, strict=False))
+                        if a != b
+                    ),
+                    min(len(step.prompt_ids), len(previous)),
+                )
+                raise TokenExactnessError(
+                    f"Step {index}: the prompt does not extend the previous prompt + completion "
+                    f"(first difference at position {mismatch})."
+                )
+            previous = list(step.prompt_ids) + list(step.completion_ids)
+
+    # -------------------------------------------------------------- (de)serialise
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict; :meth:`from_dict` inverts it."""
+        data = asdict(self)
+        data["initial_info"] = to_jsonable(self.initial_info)
+        data["messages"] = to_jsonable(self.messages)
+        data["metadata"] = to_jsonable(self.metadata)
+        for step in data["steps"]:
+            step["info"] = to_jsonable(step["info"])
+        data["total_reward"] = self.total_reward
+        data["is_correct"] = self.is_correct
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trajectory:
+        """Rebuild a trajectory written by :meth:`to_dict` (extra summary keys ignored)."""
+        fields = dict(data)
+        fields.pop("total_reward", None)
+        fields.pop("is_correct", None)
+        steps = [Step(**s) for s in fields.pop("steps", [])]
+        return cls(steps=steps, **fields)
+
+    def to_json(self) -> str:
+        """One line of JSON."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
