@@ -1,0 +1,405 @@
+r"""Procedural math problems with exact answers: the offline default task source of Math-v0.
+
+Each family is a module-level function ``(rng, difficulty) -> task`` where ``rng`` is a
+``numpy`` generator and ``difficulty`` an int from 1 (one-step, small numbers) to 5 (several
+steps, bigger numbers, irrational or rational answers). Every answer is computed exactly with
+sympy (or exact integer arithmetic) and written in LaTeX (``sympy.latex``), so it is the gold
+string the grader compares against. A task is ``{"problem", "answer", "family", "difficulty"}``;
+:func:`procedural_tasks` wraps them in a :class:`~rllm_envs.tasks.ProceduralTasks` whose task
+``i`` is a pure function of ``(seed, i, difficulty, families)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from math import comb, factorial, gcd, perm
+
+import numpy as np
+import sympy
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.tasks import ProceduralTasks, Task
+
+__all__ = ["FAMILIES", "DIFFICULTIES", "generate_task", "procedural_tasks"]
+
+DIFFICULTIES = (1, 2, 3, 4, 5)
+_X, _Y, _Z = sympy.symbols("x y z")
+
+
+def _int(rng: np.random.Generator, low: int, high: int, *, nonzero: bool = False) -> int:
+    """A uniform int in ``[low, high]`` (inclusive), optionally never 0."""
+    while True:
+        value = int(rng.integers(low, high + 1))
+        if value != 0 or not nonzero:
+            return value
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _tex(value: sympy.Basic | int) -> str:
+    return sympy.latex(sympy.nsimplify(value) if isinstance(value, float) else value)
+
+
+def _task(problem: str, answer: sympy.Basic | int | str, family: str, difficulty: int) -> Task:
+    text = answer if isinstance(answer, str) else _tex(answer)
+    return {"problem": problem, "answer": text, "family": family, "difficulty": difficulty}
+
+
+# ---------------------------------------------------------------------------------- families
+
+
+def arithmetic(rng: np.random.Generator, difficulty: int) -> Task:
+    """Integer arithmetic with precedence (and parentheses from difficulty 3)."""
+    terms = 1 + difficulty
+    bound = 10 * difficulty**2
+    numbers = [_int(rng, 1, bound) for _ in range(terms + 1)]
+    ops = [str(rng.choice(["+", "-", "*"])) for _ in range(terms)]
+    py, tex = str(numbers[0]), str(numbers[0])
+    for op, n in zip(ops, numbers[1:], strict=True):
+        py += f" {op} {n}"
+        shown_op = "\\times" if op == "*" else op
+        tex += f" {shown_op} {n}"
+        if difficulty >= 3 and rng.random() < 0.3:
+            py, tex = f"({py})", f"({tex})"
+    value = sympy.sympify(py)
+    return _task(f"Compute ${tex}$.", value, "arithmetic", difficulty)
+
+
+def fractions(rng: np.random.Generator, difficulty: int) -> Task:
+    """Add, subtract, multiply or divide fractions; the answer in lowest terms."""
+    bound = 3 + 3 * difficulty
+    count = 2 if difficulty < 4 else 3
+    values = [
+        sympy.Rational(_int(rng, -bound, bound, nonzero=True), _int(rng, 2, bound))
+        for _ in range(count)
+    ]
+    ops = [str(rng.choice(["+", "-", "\\times", "\\div"])) for _ in range(count - 1)]
+    result = values[0]
+    tex = sympy.latex(values[0])
+    for i, (op, v) in enumerate(zip(ops, values[1:], strict=True)):
+        if i > 0:  # evaluated left to right: make that order explicit
+            tex = f"\\left({tex}\\right)"
+        shown = sympy.latex(v)
+        shown = f"\\left({shown}\\right)" if v < 0 else shown
+        tex += f" {op} {shown}"
+        if op == "+":
+            result = result + v
+        elif op == "-":
+            result = result - v
+        elif op == "\\times":
+            result = result * v
+        else:
+            result = result / v
+    problem = f"Compute ${tex}$. Give the answer as a fraction in lowest terms."
+    return _task(problem, result, "fractions", difficulty)
+
+
+def linear_equation(rng: np.random.Generator, difficulty: int) -> Task:
+    """Solve ``a x + b = c x + d`` (integer solution up to difficulty 2, rational beyond)."""
+    bound = 5 * difficulty
+    a = _int(rng, -bound, bound, nonzero=True)
+    c = _int(rng, -bound, bound)
+    while c == a:
+        c = _int(rng, -bound, bound)
+    b = _int(rng, -4 * bound, 4 * bound)
+    if difficulty <= 2:
+        x0: sympy.Rational = sympy.Integer(_int(rng, -bound, bound))
+        d = (a - c) * x0 + b
+    else:
+        d = sympy.Integer(_int(rng, -4 * bound, 4 * bound))
+        x0 = sympy.Rational(d - b, a - c)
+    equation = sympy.Eq(a * _X + b, c * _X + d, evaluate=False)
+    problem = f"Solve for $x$: ${sympy.latex(equation)}$."
+    return _task(problem, x0, "linear_equation", difficulty)
+
+
+def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
+    """Real roots of a quadratic: integer, rational (d3) or irrational (d4+) roots."""
+    bound = 3 + 2 * difficulty
+    if difficulty <= 2:
+        r1, r2 = _int(rng, -bound, bound), _int(rng, -bound, bound)
+        poly = sympy.expand((_X - r1) * (_X - r2))
+    elif difficulty == 3:
+        p, q = _int(rng, 2, 4), _int(rng, -bound, bound, nonzero=True)
+        poly = sympy.expand((p * _X - q) * (_X - _int(rng, -bound, bound)))
+    else:
+        while True:
+            b, c = _int(rng, -bound, bound), _int(rng, -bound, bound)
+            disc = b * b - 4 * c
+            if disc > 0 and sympy.sqrt(disc).is_irrational:
+                break
+        poly = _X**2 + b * _X + c
+    roots = sorted(sympy.solve(poly, _X), key=lambda r: float(r))
+    answer = ", ".join(sympy.latex(r) for r in roots)
+    problem = (
+        f"Find all real solutions of ${sympy.latex(poly)} = 0$. "
+        "If there is more than one, list them separated by commas."
+    )
+    return _task(problem, answer, "quadratic_equation", difficulty)
+
+
+def linear_system(rng: np.random.Generator, difficulty: int) -> Task:
+    """A 2x2 (3x3 from difficulty 4) linear system with an integer solution."""
+    size = 2 if difficulty <= 3 else 3
+    names = [_X, _Y, _Z][:size]
+    bound = 3 + difficulty
+    solution = [_int(rng, -bound, bound) for _ in range(size)]
+    while True:
+        matrix = sympy.Matrix(size, size, lambda i, j: _int(rng, -bound, bound))
+        if matrix.det() != 0:
+            break
+    rhs = matrix * sympy.Matrix(solution)
+    lines = [
+        sympy.latex(sympy.Eq(sum(matrix[i, j] * names[j] for j in range(size)), rhs[i]))
+        for i in range(size)
+    ]
+    tuple_names = ", ".join(str(n) for n in names)
+    problem = (
+        "Solve the system of equations\n"
+        + "\n".join(f"${line}$" for line in lines)
+        + f"\nGive the answer as an ordered tuple $({tuple_names})$."
+    )
+    answer = "(" + ", ".join(str(v) for v in solution) + ")"
+    return _task(problem, answer, "linear_system", difficulty)
+
+
+def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
+    """Modular powers, gcd/lcm, divisor counts and sums, modular inverses."""
+    kind = int(rng.integers(5))
+    scale = 10**difficulty
+    if kind == 0:
+        base, exp, mod = _int(rng, 2, 50), _int(rng, 10, 10 * scale), _int(rng, 3, 97)
+        problem = f"What is the remainder when ${base}^{{{exp}}}$ is divided by ${mod}$?"
+        answer: int = pow(base, exp, mod)
+    elif kind == 1:
+        g = _int(rng, 2, 4 * difficulty + 6)
+        a, b = g * _int(rng, 2, 3 * scale // 10 + 5), g * _int(rng, 2, 3 * scale // 10 + 5)
+        if rng.random() < 0.5:
+            problem, answer = f"Find the greatest common divisor of ${a}$ and ${b}$.", gcd(a, b)
+        else:
+            problem = f"Find the least common multiple of ${a}$ and ${b}$."
+            answer = a * b // gcd(a, b)
+    elif kind == 2:
+        n = _int(rng, 12, 12 * scale)
+        problem = f"How many positive divisors does ${n}$ have?"
+        answer = int(sympy.divisor_count(n))
+    elif kind == 3:
+        n = _int(rng, 12, 5 * scale)
+        problem = f"What is the sum of all positive divisors of ${n}$?"
+        answer = int(sympy.divisor_sigma(n))
+    else:
+        mod = int(sympy.prime(_int(rng, 3, 10 + 5 * difficulty)))
+        a = _int(rng, 2, mod - 1)
+        problem = (
+            f"Find the integer $n$ with $0 \\le n < {mod}$ such that "
+            f"${a} n \\equiv 1 \\pmod{{{mod}}}$."
+        )
+        answer = pow(a, -1, mod)
+    return _task(problem, answer, "number_theory", difficulty)
+
+
+def combinatorics(rng: np.random.Generator, difficulty: int) -> Task:
+    """Choices, arrangements and word permutations with repeated letters."""
+    kind = int(rng.integers(3))
+    n = _int(rng, 4, 5 + 3 * difficulty)
+    k = _int(rng, 2, max(2, min(n - 1, 2 + difficulty)))
+    if kind == 0:
+        problem = f"In how many ways can a committee of {k} people be chosen from {n} people?"
+        answer = comb(n, k)
+    elif kind == 1:
+        problem = (
+            f"In how many ways can {k} different prizes be awarded to {n} contestants if no "
+            "contestant may win more than one prize?"
+        )
+        answer = perm(n, k)
+    else:
+        words = ["BANANA", "LETTER", "BALLOON", "MISSISSIPPI", "COMMITTEE", "ASSESSMENT"]
+        word = words[min(len(words) - 1, int(rng.integers(0, 2 + difficulty)))]
+        counts = [word.count(c) for c in sorted(set(word))]
+        answer = factorial(len(word))
+        for c in counts:
+            answer //= factorial(c)
+        problem = f"How many distinct arrangements of the letters of the word {word} are there?"
+    return _task(problem, answer, "combinatorics", difficulty)
+
+
+def sequences(rng: np.random.Generator, difficulty: int) -> Task:
+    """Terms and partial sums of arithmetic and geometric sequences."""
+    kind = int(rng.integers(4))
+    n = _int(rng, 5, 5 + 5 * difficulty)
+    if kind < 2:
+        a, d = _int(rng, -10 * difficulty, 10 * difficulty), _int(rng, -5, 9, nonzero=True)
+        shown = ", ".join(str(a + i * d) for i in range(4))
+        if kind == 0:
+            problem = (
+                f"What is the {_ordinal(n)} term of the arithmetic sequence ${shown}, \\ldots$?"
+            )
+            answer: sympy.Basic | int = a + (n - 1) * d
+        else:
+            problem = (
+                f"What is the sum of the first {n} terms of the arithmetic sequence "
+                f"${shown}, \\ldots$?"
+            )
+            answer = n * (2 * a + (n - 1) * d) // 2
+    else:
+        a = _int(rng, 1, 5)
+        r = sympy.Integer(_int(rng, 2, 3)) if difficulty < 3 else sympy.Rational(1, _int(rng, 2, 3))
+        m = min(n, 6 + difficulty)
+        shown = ", ".join(sympy.latex(a * r**i) for i in range(4))
+        if kind == 2:
+            problem = (
+                f"What is the {_ordinal(m)} term of the geometric sequence ${shown}, \\ldots$?"
+            )
+            answer = a * r ** (m - 1)
+        else:
+            problem = (
+                f"What is the sum of the first {m} terms of the geometric sequence "
+                f"${shown}, \\ldots$?"
+            )
+            answer = sympy.nsimplify(sum(a * r**i for i in range(m)))
+    return _task(problem, answer, "sequences", difficulty)
+
+
+def geometry(rng: np.random.Generator, difficulty: int) -> Task:
+    """Areas, perimeters, hypotenuses, distances and circle measures (exact, with pi/roots)."""
+    kind = int(rng.integers(4))
+    bound = 4 + 3 * difficulty
+    if kind == 0:
+        a, b = _int(rng, 1, bound), _int(rng, 1, bound)
+        problem = (
+            f"A right triangle has legs of length {a} and {b}. How long is its hypotenuse? "
+            "Give an exact answer."
+        )
+        answer: sympy.Basic = sympy.sqrt(a * a + b * b)
+    elif kind == 1:
+        r = _int(rng, 1, bound)
+        if rng.random() < 0.5:
+            problem, answer = (
+                f"What is the area of a circle of radius {r}? Express it in terms of $\\pi$.",
+                r**2 * sympy.pi,
+            )
+        else:
+            problem, answer = (
+                f"What is the circumference of a circle of radius {r}? Express it in terms "
+                "of $\\pi$.",
+                2 * r * sympy.pi,
+            )
+    elif kind == 2:
+        p = [(_int(rng, -bound, bound), _int(rng, -bound, bound)) for _ in range(2)]
+        problem = (
+            f"What is the distance between the points $({p[0][0]}, {p[0][1]})$ and "
+            f"$({p[1][0]}, {p[1][1]})$? Give an exact answer."
+        )
+        answer = sympy.sqrt((p[0][0] - p[1][0]) ** 2 + (p[0][1] - p[1][1]) ** 2)
+    else:
+        while True:
+            pts = [(_int(rng, -bound, bound), _int(rng, -bound, bound)) for _ in range(3)]
+            (x1, y1), (x2, y2), (x3, y3) = pts
+            twice = abs(x1 * (y2 - y3) + x2 * (y3 - y1) + x3 * (y1 - y2))
+            if twice:
+                break
+        shown = ", ".join(f"$({x}, {y})$" for x, y in pts)
+        problem = f"What is the area of the triangle with vertices {shown}?"
+        answer = sympy.Rational(twice, 2)
+    return _task(problem, answer, "geometry", difficulty)
+
+
+_NAMES = ("Ana", "Ben", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hiro", "Ines", "Jamal")
+
+
+def word_problem(rng: np.random.Generator, difficulty: int) -> Task:
+    """Templated word problems (shopping, rates, ages, work sharing)."""
+    kind = int(rng.integers(4))
+    name = _NAMES[int(rng.integers(len(_NAMES)))]
+    scale = difficulty
+    if kind == 0:
+        price, count = _int(rng, 2, 5 * scale + 3), _int(rng, 2, 4 * scale + 2)
+        paid = price * count + _int(rng, 0, 20 * scale)
+        problem = (
+            f"{name} buys {count} notebooks at {price} dollars each and pays with {paid} "
+            f"dollars. How many dollars of change does {name} get?"
+        )
+        answer: sympy.Basic | int = paid - price * count
+    elif kind == 1:
+        speed, hours = _int(rng, 20, 20 + 15 * scale), _int(rng, 2, 2 + 2 * scale)
+        problem = (
+            f"A train travels at {speed} km per hour for {hours} hours and then at "
+            f"{speed + 10} km per hour for 1 hour. How many km does it travel in total?"
+        )
+        answer = speed * hours + speed + 10
+    elif kind == 2:
+        child, gap, years = _int(rng, 3, 10 + scale), _int(rng, 20, 35), _int(rng, 2, 5 * scale)
+        problem = (
+            f"{name} is {gap} years older than her daughter, who is {child}. In {years} years, "
+            "what will be the sum of their ages?"
+        )
+        answer = 2 * (child + years) + gap
+    else:
+        a, b = _int(rng, 2, 4 + 2 * scale), _int(rng, 2, 4 + 2 * scale)
+        problem = (
+            f"{name} can paint a fence in {a} hours and a friend can paint it in {b} hours. "
+            "Working together, how many hours do they need?"
+        )
+        answer = sympy.Rational(a * b, a + b)
+    return _task(problem, answer, "word_problem", difficulty)
+
+
+#: Family name -> generator ``(rng, difficulty) -> task``.
+FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
+    "arithmetic": arithmetic,
+    "fractions": fractions,
+    "linear_equation": linear_equation,
+    "quadratic_equation": quadratic_equation,
+    "linear_system": linear_system,
+    "number_theory": number_theory,
+    "combinatorics": combinatorics,
+    "sequences": sequences,
+    "geometry": geometry,
+    "word_problem": word_problem,
+}
+
+
+def generate_task(
+    rng: np.random.Generator, *, difficulty: int = 1, families: Sequence[str] | None = None
+) -> Task:
+    """One task: a family drawn from ``rng``, then a problem of that family."""
+    names = tuple(families) if families else tuple(FAMILIES)
+    family = names[int(rng.integers(len(names)))]
+    return FAMILIES[family](rng, difficulty)
+
+
+def procedural_tasks(
+    *, seed: int = 0, difficulty: int = 1, families: Sequence[str] | None = None
+) -> ProceduralTasks:
+    """The procedural task source: task ``i`` depends only on ``(seed, i, difficulty)``.
+
+    Args:
+        seed: Seed of the task universe.
+        difficulty: 1 (easiest) to 5.
+        families: Restrict to these family names (default: all of :data:`FAMILIES`).
+
+    Returns:
+        A random-access :class:`~rllm_envs.tasks.ProceduralTasks` of task dicts with ``id``,
+        ``problem``, ``answer`` (LaTeX), ``family`` and ``difficulty``.
+
+    Raises:
+        InvalidEnvConfig: On an unknown difficulty or family.
+    """
+    if difficulty not in DIFFICULTIES or isinstance(difficulty, bool):
+        raise InvalidEnvConfig(
+            f"Expects `difficulty` to be an int in {list(DIFFICULTIES)}, actual: {difficulty!r}."
+        )
+    if families is not None:
+        unknown = [f for f in families if f not in FAMILIES]
+        if unknown or not families:
+            raise InvalidEnvConfig(
+                f"Expects `families` to be a non-empty subset of {sorted(FAMILIES)}, "
+                f"actual: {list(families)!r}."
+            )
+    chosen = tuple(families) if families else None
+    generate = partial(generate_task, difficulty=difficulty, families=chosen)
+    return ProceduralTasks(generate, name=f"math-d{difficulty}", seed=seed)

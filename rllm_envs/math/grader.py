@@ -1,0 +1,920 @@
+r"""Math answer grading: extract the final answer from a response and compare it to the gold.
+
+A plain module (no Gymnasium import). Public API:
+
+* :func:`extract_answer` -- the final answer of a model response, or ``None``.
+* :func:`is_equivalent` -- whether two bare answers are mathematically the same.
+* :func:`score_response` -- ``(score, reason)`` for a whole response against a gold answer.
+* :func:`compare` -- like :func:`is_equivalent`, with the reason.
+
+**Extraction** (:func:`extract_answer`), first rule that finds something wins:
+
+1. Only the text after the last ``</think>`` is read; a response with ``<think>`` but no
+   ``</think>`` never finished thinking and has no answer.
+2. The content of the last ``\boxed{...}`` or ``\fbox{...}`` (nested braces allowed; also
+   ``\boxed 5``).
+3. Fallback: the last "final answer is X" / "answer: X" / "#### X" phrase (GSM8K style), up to
+   the end of its line, with a trailing period and ``$`` removed.
+
+**Equivalence** (:func:`is_equivalent`), fast first and exact always:
+
+1. Both answers are normalised (``$``, ``\left``/``\right``, spacing commands, ``\text{}``
+   wrappers, ``\dfrac``, degrees ``^\circ``, ``\%``, thousands separators ``1{,}000``, units
+   such as ``\text{ cm}`` after a number) and parsed into a structure: a scalar, an equation,
+   a tuple/point, an interval or a union of them, a set, a comma-separated list, a matrix or
+   plain text. ``x = 3`` becomes ``3`` (a single variable on one side); ``a \pm b`` becomes the
+   set ``{a + b, a - b}``; ``x \ge 2`` becomes the interval ``[2, \infty)``.
+2. Structures compare by their meaning: sets, lists and unions ignore order; tuples,
+   intervals (including which ends are closed) and matrices do not; a one-column matrix equals
+   the tuple of its entries; text compares case- and punctuation-insensitively.
+3. Scalars compare, in order: identical normalised strings (microseconds); exact rational
+   arithmetic on numbers (integers, decimals, fractions, mixed numbers like ``3\frac{1}{2}``,
+   scientific notation); then sympy in a worker process (:mod:`rllm_envs.math._symbolic`):
+   numeric evaluation to 30 digits, random-point evaluation for expressions with variables.
+   A decimal prediction matches a gold value with no finite decimal expansion (``1/3``,
+   ``\sqrt{2}``) within a relative error of 1e-6; every other comparison is exact.
+
+**Time bound.** Every comparison finishes within ``timeout`` seconds (default
+:data:`DEFAULT_TIMEOUT`): the normalised fast paths are linear-time on inputs capped at
+:data:`MAX_ANSWER_LENGTH`, and sympy runs in a separate worker process that is killed when the
+deadline passes. This works the same from the main thread, other threads and subprocesses
+(no ``signal.alarm``). A timed-out comparison counts as not equivalent (reason ``"timeout"``).
+Results are cached: parsed answers (so each gold answer is parsed once) and verdicts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_ANSWER_LENGTH",
+    "Verdict",
+    "extract_answer",
+    "is_equivalent",
+    "compare",
+    "score_response",
+    "normalize",
+    "shutdown_workers",
+]
+
+#: Seconds a single comparison may take (parsing, fast paths and sympy together).
+DEFAULT_TIMEOUT = 5.0
+#: Answers longer than this (characters, after extraction) are compared as strings only.
+MAX_ANSWER_LENGTH = 2_000
+#: Most elements compared in one set/list/tuple (bigger collections compare as strings).
+MAX_ELEMENTS = 64
+#: Deepest bracket nesting parsed structurally.
+MAX_NESTING = 40
+
+# ================================================================================ extraction
+
+_THINK_END = "</think>"
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_FALLBACKS = [
+    re.compile(r"final answer\s*(?:is|:)?\s*[:=]?\s*(.+)", re.IGNORECASE),
+    re.compile(r"(?:^|\n)\s*#{2,}\s*([^\n#].*)"),
+    re.compile(r"\banswer\s*(?:is|:)\s*(.+)", re.IGNORECASE),
+]
+
+
+def _braced(text: str, start: int, limit: int = 20_000) -> tuple[str, int] | None:
+    r"""The content of the ``{...}`` group opening at ``text[start]``, and the index after it.
+
+    Groups longer than ``limit`` characters count as unclosed (no answer is that long), which
+    keeps extraction linear on adversarial replies such as ``"\\boxed{" * 10**5``.
+    """
+    depth = 0
+    for i in range(start, min(len(text), start + limit)):
+        c = text[i]
+        if c == "\\":
+            continue
+        if c == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif c == "}" and (i == 0 or text[i - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i], i + 1
+    return None
+
+
+def _last_boxed(text: str) -> str | None:
+    for m in reversed(list(_BOX.finditer(text))[-50:]):
+        end = m.end()
+        if end < len(text) and text[end] == "{":
+            got = _braced(text, end)
+            if got is not None:
+                return got[0].strip()
+        elif m.group(0).endswith((" ", "\t")) or (end < len(text) and text[end].isalnum()):
+            # `\boxed 5` / `\boxed5`: one token up to whitespace or `$`.
+            token = re.match(r"[^\s$]+", text[end:])
+            if token:
+                return token.group(0)
+    return None
+
+
+def extract_answer(response: str) -> str | None:
+    r"""Extract the final answer from a full model response.
+
+    Args:
+        response: The model's output (reasoning and answer).
+
+    Returns:
+        The answer text (LaTeX, without the ``\boxed{}``), or ``None`` when there is none.
+        Never raises on model output.
+    """
+    if not isinstance(response, str) or not response:
+        return None
+    text = response
+    cut = text.rfind(_THINK_END)
+    if cut >= 0:
+        text = text[cut + len(_THINK_END) :]
+    elif "<think>" in text:
+        return None
+    boxed = _last_boxed(text)
+    if boxed is not None:
+        return boxed or None
+    # Fallback phrases only look at the tail, so a 1 MB reply costs a bounded scan.
+    tail = text[-4000:]
+    for pattern in _FALLBACKS:
+        matches = list(pattern.finditer(tail))
+        if matches:
+            answer = matches[-1].group(1).splitlines()[0] if matches[-1].group(1) else ""
+            answer = answer.strip().strip("*").strip()
+            answer = re.sub(r"[.。]$", "", answer).strip()
+            answer = re.sub(r"^\$+|\$+$", "", answer).strip()
+            answer = re.sub(r"[.。]$", "", answer).strip()
+            if answer:
+                return answer
+    return None
+
+
+# ============================================================================= normalisation
+
+_UNICODE = {
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u00d7": "\\times ",
+    "\u22c5": "\\cdot ",
+    "\u00b7": "\\cdot ",
+    "\u00f7": "\\div ",
+    "\u03c0": "\\pi ",
+    "\u221a": "\\sqrt",
+    "\u221e": "\\infty ",
+    "\u2264": "\\le ",
+    "\u2265": "\\ge ",
+    "\u222a": "\\cup ",
+    "\u00b0": "",
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u200b": "",
+}
+_WRAPPERS = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname|mathnormal)\s*\{"
+)
+_DROP = re.compile(
+    r"\\(?:displaystyle|textstyle|left|right|big|Big|bigg|Bigg)(?![a-zA-Z])"
+    r"|(?<!\\)\\[,;:! ]|\\q?quad(?![a-zA-Z])"
+    r"|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\\%|%|\\\$|\\mathdollar"
+)
+_UNITS = (
+    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
+    r"in|feet|foot|ft|yards?|yd|miles?|mi|mph|km/h|kg|g|grams?|kilograms?|pounds?|lbs?|oz|ounces?|"
+    r"liters?|litres?|l|ml|gallons?|dollars?|cents?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
+    r"days?|weeks?|months?|years?|degrees?|percent|students?|people|persons?|apples?|marbles?|"
+    r"cookies?|books?|points?|ways?|times?|sq|cu)"
+)
+_UNIT_TAIL = re.compile(
+    r"^(.*?\d[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
+)
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
+
+
+def _unwrap(text: str) -> str:
+    r"""Replace ``\text{...}``-like wrappers by their content (iteratively; no recursion)."""
+    for _ in range(50):
+        m = _WRAPPERS.search(text)
+        if m is None:
+            return text
+        got = _braced(text, m.end() - 1)
+        if got is None:
+            return text[: m.start()] + text[m.end() :]
+        text = text[: m.start()] + got[0] + text[got[1] :]
+    return text
+
+
+def normalize(answer: str) -> str:
+    """Normalise a bare answer's notation (see the module docstring); never raises."""
+    s = answer.strip()
+    if len(s) > MAX_ANSWER_LENGTH:
+        # Too long to be a real answer: compared as a string, and no regex work on it.
+        return s
+    for k, v in _UNICODE.items():
+        if k in s:
+            s = s.replace(k, v)
+    s = s.replace("\\$", " ").replace("$", "")
+    s = s.replace("\\langle", "(").replace("\\rangle", ")")
+    s = re.sub(r"^\\\[|\\\]$|^\\\(|\\\)$", "", s.strip())
+    s = _unwrap(s)
+    s = _DROP.sub(" ", s)
+    s = re.sub(r"\\[dtc]frac", r"\\frac", s)
+    s = re.sub(r"\\[dt]binom", r"\\binom", s)
+    s = s.replace("\\lt", "<").replace("\\gt", ">")
+    s = re.sub(r"\\(?:leq?slant|leq?)(?![a-zA-Z])", r"\\le ", s)
+    s = re.sub(r"\\(?:geq?slant|geq?)(?![a-zA-Z])", r"\\ge ", s)
+    s = re.sub(r"\\(?:dots|ldots|cdots)", r"\\ldots", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    # A mixed number written with a space, `3 1/2`, would read as 31/2 once spaces go.
+    s = re.sub(r"^([+-]?\d+) (\d+)/(\d+)$", r"\1\\frac{\2}{\3}", s)
+    s = re.sub(r"^(?:[a-zA-Z]\s*)?\\in\s*", "", s)
+    s = s.rstrip(".").strip()
+    m = _UNIT_TAIL.match(s) if len(s) <= 200 else None
+    if m and not re.search(r"[a-zA-Z]", m.group(1).replace("\\", "")):
+        s = m.group(1).strip()
+    if _THOUSANDS.match(s):
+        s = s.replace("{,}", "").replace(",", "")
+    return s
+
+
+def _canon(s: str) -> str:
+    """A spacing-free canonical spelling used for exact string comparison."""
+    s = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", r"\1{}", s)
+    s = s.replace(" ", "")
+    s = re.sub(r"\\(frac|binom)(\d)(\d)", r"\\\1{\2}{\3}", s)
+    s = re.sub(r"\\sqrt(\d)", r"\\sqrt{\1}", s)
+    s = re.sub(r"\^(\d+)", r"^{\1}", s)
+    s = re.sub(r"\{\}", "", s)
+    if s.startswith("+"):
+        s = s[1:]
+    return s
+
+
+# ================================================================================= numbers
+
+_INT = r"\d+"
+_DEC = r"(?:\d+\.\d*|\.\d+)"
+_NUM = rf"(?:{_DEC}|{_INT})"
+_NUMBER_PATTERNS = [
+    (re.compile(rf"([+-]?)({_NUM})"), "plain"),
+    (re.compile(rf"([+-]?)({_INT})/({_INT})"), "slash"),
+    (re.compile(rf"([+-]?)\\frac\{{([+-]?{_INT})\}}\{{([+-]?{_INT})\}}"), "frac"),
+    (re.compile(rf"([+-]?)({_INT})\\frac\{{({_INT})\}}\{{({_INT})\}}"), "mixed"),
+    (re.compile(rf"([+-]?)({_NUM})[eE]([+-]?{_INT})"), "sci"),
+    (re.compile(rf"([+-]?)({_NUM})(?:\\times|\\cdot|\*)\{{?10\}}?\^\{{([+-]?{_INT})\}}"), "sci"),
+    (re.compile(rf"([+-]?)10\^\{{([+-]?{_INT})\}}"), "pow10"),
+]
+_MAX_EXPONENT = 400
+
+
+@dataclass(frozen=True)
+class _Number:
+    value: Fraction
+    decimal: bool  # written with a decimal point (an approximation, maybe)
+
+
+def _parse_number(s: str) -> _Number | None:
+    """Parse ``s`` (canonical form) as an exact rational number, or return ``None``."""
+    if len(s) > 400 or not s or s[-1] == "." and len(s) == 1:
+        return None
+    for pattern, kind in _NUMBER_PATTERNS:
+        m = pattern.fullmatch(s)
+        if m is None:
+            continue
+        sign = -1 if m.group(1) == "-" else 1
+        try:
+            if kind == "plain":
+                return _Number(sign * Fraction(m.group(2)), "." in m.group(2))
+            if kind in ("slash", "frac"):
+                den = Fraction(m.group(3))
+                return None if den == 0 else _Number(sign * Fraction(m.group(2)) / den, False)
+            if kind == "mixed":
+                den = Fraction(m.group(4))
+                if den == 0:
+                    return None
+                return _Number(sign * (Fraction(m.group(2)) + Fraction(m.group(3)) / den), False)
+            if kind == "sci":
+                exponent = int(m.group(3))
+                if abs(exponent) > _MAX_EXPONENT:
+                    return None
+                return _Number(sign * Fraction(m.group(2)) * Fraction(10) ** exponent, True)
+            if kind == "pow10":
+                exponent = int(m.group(2))
+                if abs(exponent) > _MAX_EXPONENT:
+                    return None
+                return _Number(sign * Fraction(10) ** exponent, False)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return None
+    return None
+
+
+def _terminating(value: Fraction) -> bool:
+    q = value.denominator
+    for p in (2, 5):
+        while q % p == 0:
+            q //= p
+    return q == 1
+
+
+def _numbers_equal(pred: _Number, gold: _Number) -> bool:
+    if pred.value == gold.value:
+        return True
+    if pred.decimal != gold.decimal:
+        # A rounded decimal matches a value with no finite decimal expansion (1/3, 2/3).
+        exact = gold.value if pred.decimal else pred.value
+        if _terminating(exact):
+            return False
+        g = gold.value
+        scale = abs(g) if abs(g) > 1 else Fraction(1)
+        return abs(pred.value - g) <= Fraction(1, 10**6) * scale
+    return False
+
+
+# =============================================================================== structures
+
+
+@dataclass(frozen=True)
+class _Expr:
+    text: str  # normalised
+    canon: str
+    number: _Number | None
+    is_text: bool
+
+
+@dataclass(frozen=True)
+class _Eq:
+    lhs: _Expr
+    rhs: _Expr
+    #: For ``x = <value>`` (one variable on one side): the value, compared with bare answers.
+    value: _Node | None = None
+
+
+@dataclass(frozen=True)
+class _Seq:
+    kind: str  # "tuple" (ordered), "set" (unordered), "list" (top-level commas), "union"
+    items: tuple[_Node, ...]
+
+
+@dataclass(frozen=True)
+class _Interval:
+    lo: _Expr
+    hi: _Expr
+    lo_closed: bool
+    hi_closed: bool
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    rows: tuple[tuple[_Expr, ...], ...]
+
+
+_Node = _Expr | _Eq | _Seq | _Interval | _Matrix
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {")", "]", "}"}
+_MATH_WORDS = re.compile(
+    r"\\[a-zA-Z]+|\b(?:sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|pi|sinh|cosh|tanh|arcsin|arccos|"
+    r"arctan|infty|inf|oo)\b"
+)
+_VARIABLE = re.compile(r"[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?|\\(?:alpha|beta|gamma|theta|lambda)")
+
+
+def _depth_ok(s: str) -> bool:
+    depth = 0
+    for c in s:
+        if c in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return False
+        elif c in ")]}":
+            depth -= 1
+    return True
+
+
+def _split_top(s: str, seps: tuple[str, ...]) -> list[str]:
+    """Split ``s`` at separators that are outside every bracket (linear scan)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\" and i + 1 < n and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            for sep in seps:
+                if s.startswith(sep, i):
+                    parts.append(s[start:i])
+                    i += len(sep)
+                    start = i
+                    break
+            else:
+                i += 1
+                continue
+            continue
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _matching_close(s: str, open_index: int) -> int:
+    """Index of the bracket closing the one at ``open_index`` (any bracket kind), or -1."""
+    depth = 0
+    for i in range(open_index, len(s)):
+        if s[i] in "([{":
+            depth += 1
+        elif s[i] in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _is_text(s: str) -> bool:
+    if re.fullmatch(r"(?i)yes|no|true|false|none", s):
+        return True
+    rest = _MATH_WORDS.sub(" ", s)
+    return re.search(r"[^\W\d_]{3,}", rest) is not None
+
+
+def _text_key(s: str) -> str:
+    return re.sub(r"[\W_]+", "", s.replace("\\", " ")).lower()
+
+
+def _expr(s: str) -> _Expr:
+    s = s.strip()
+    while len(s) >= 2 and s[0] == "{" and _matching_close(s, 0) == len(s) - 1:
+        s = s[1:-1].strip()
+    canon = _canon(s)
+    return _Expr(s, canon, _parse_number(canon), _is_text(s))
+
+
+def _parse(answer: str) -> _Node:
+    s = normalize(answer)
+    if len(s) > MAX_ANSWER_LENGTH or not _depth_ok(s):
+        return _Expr(s, s, None, True)
+    m = re.fullmatch(r"\\begin\{([pbvBV]?matrix|array)\}(?:\{[^}]*\})?(.*)\\end\{\1\}", s, re.S)
+    if m:
+        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+        cells = tuple(tuple(_expr(c) for c in r.split("&")) for r in rows)
+        if cells and all(len(r) == len(cells[0]) for r in cells):
+            return _Matrix(cells)
+    parts = _split_top(s, (",", ";", " or ", " and ", "\\text{ or }"))
+    parts = [p for p in parts if p]
+    if len(parts) > 1:
+        if len(parts) > MAX_ELEMENTS:
+            return _Expr(s, _canon(s), None, True)
+        return _Seq("list", tuple(_parse_item(p) for p in parts))
+    return _parse_item(s)
+
+
+def _parse_item(s: str) -> _Node:
+    s = s.strip()
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2]
+        items = [p for p in _split_top(inner, (",", ";")) if p]
+        return _Seq("set", tuple(_parse_item(p) for p in items[:MAX_ELEMENTS]))
+    union = _split_top(s, ("\\cup",))
+    if len(union) > 1:
+        return _Seq("union", tuple(_parse_item(p) for p in union))
+    if s.startswith("\\langle") and s.endswith("\\rangle"):
+        items = _split_top(s[7:-7], (",",))
+        return _Seq("tuple", tuple(_parse_item(p) for p in items[:MAX_ELEMENTS]))
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _matching_close(s, 0) == len(s) - 1:
+        items = _split_top(s[1:-1], (",",))
+        if len(items) == 1 and s[0] == "(" and s[-1] == ")":
+            return _parse_item(items[0])
+        if len(items) == 2 and (s[0] == "[" or s[-1] == "]"):
+            return _Interval(_expr(items[0]), _expr(items[1]), s[0] == "[", s[-1] == "]")
+        if len(items) <= MAX_ELEMENTS and all(items):
+            return _Seq("tuple", tuple(_parse_item(p) for p in items))
+    interval = _inequality(s)
+    if interval is not None:
+        return interval
+    sides = _split_top(s, ("=",))
+    if len(sides) >= 2 and all(sides):
+        lhs, rhs = sides[0], sides[-1]
+        if len(sides) > 2:
+            return _parse_item(rhs)  # `x = 2 + 1 = 3`: the last value
+        if _VARIABLE.fullmatch(lhs.replace(" ", "")) or re.fullmatch(r"[a-zA-Z]\([a-z]\)", lhs):
+            if not _VARIABLE.fullmatch(rhs.replace(" ", "")):
+                return _Eq(_expr(lhs), _expr(rhs), _parse_item(rhs))
+        if _VARIABLE.fullmatch(rhs.replace(" ", "")):
+            return _Eq(_expr(lhs), _expr(rhs), _parse_item(lhs))
+        if re.fullmatch(r"\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)", lhs):
+            return _Eq(_expr(lhs), _expr(rhs), _parse_item(rhs))  # `(x, y) = (1, 2)`
+        return _Eq(_expr(lhs), _expr(rhs))
+    pm = _split_top(s, ("\\pm", "\\mp"))
+    if len(pm) == 2:
+        a, b = pm
+        plus, minus = _expr(f"{a}+{b}" if a else b), _expr(f"{a}-({b})" if a else f"-({b})")
+        return _Seq("set", (plus, minus))
+    return _expr(s)
+
+
+_INEQ = re.compile(r"(\\le |\\ge |<=|>=|<|>)")
+
+
+def _inequality(s: str) -> _Interval | None:
+    r"""``x > 2``, ``x \le 3`` or ``1 < x \le 4`` as an interval (one variable only)."""
+    pieces = _INEQ.split(s)
+    if len(pieces) not in (3, 5):
+        return None
+    terms = [p.strip() for p in pieces[0::2]]
+    ops = [p.strip() for p in pieces[1::2]]
+    if not all(terms):
+        return None
+    variables = [i for i, t in enumerate(terms) if _VARIABLE.fullmatch(t.replace(" ", ""))]
+    inf, neg = _expr("\\infty"), _expr("-\\infty")
+
+    def less(op: str) -> bool:
+        return op in ("<", "<=", "\\le")
+
+    if len(terms) == 2 and len(variables) == 1:
+        op = ops[0]
+        var_left = variables[0] == 0
+        bound = _expr(terms[1] if var_left else terms[0])
+        closed = op in ("<=", ">=", "\\le", "\\ge")
+        upper = less(op) == var_left  # x < b or b > x: b is the upper bound
+        if upper:
+            return _Interval(neg, bound, False, closed)
+        return _Interval(bound, inf, closed, False)
+    if len(terms) == 3 and variables == [1] and less(ops[0]) == less(ops[1]):
+        lo, hi = _expr(terms[0]), _expr(terms[2])
+        c0, c1 = ops[0] in ("<=", "\\le", ">=", "\\ge"), ops[1] in ("<=", "\\le", ">=", "\\ge")
+        if less(ops[0]):
+            return _Interval(lo, hi, c0, c1)
+        return _Interval(hi, lo, c1, c0)
+    return None
+
+
+@lru_cache(maxsize=16_384)
+def _prepare(answer: str) -> _Node:
+    """Parse an answer once (the gold of a task is compared many times)."""
+    return _parse(answer)
+
+
+# =============================================================================== comparison
+
+
+class _Timeout(Exception):
+    """The deadline of a comparison passed."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`compare`.
+
+    Attributes:
+        equal: Whether the answers are equivalent.
+        reason: ``"equal"``, ``"not_equal"``, ``"timeout"`` or ``"empty"``.
+    """
+
+    equal: bool
+    reason: str
+
+
+def _expr_equal(p: _Expr, g: _Expr, deadline: float) -> bool:
+    if p.canon == g.canon:
+        return True
+    if p.number is not None and g.number is not None:
+        return _numbers_equal(p.number, g.number)
+    if p.is_text or g.is_text:
+        return p.is_text and g.is_text and _text_key(p.text) == _text_key(g.text)
+    if not p.text or not g.text:
+        return False
+    p_dec, g_dec = bool(_DECIMAL.search(p.text)), bool(_DECIMAL.search(g.text))
+    # Tolerance applies when exactly one side is a decimal approximation (the exact side
+    # is passed second, as "b").
+    a, b = (p.text, g.text) if not g_dec else (g.text, p.text)
+    payload = {"op": "expr", "a": a, "b": b, "tolerant": p_dec != g_dec}
+    return _symbolic(payload, deadline)
+
+
+_DECIMAL = re.compile(r"\d\.\d|(?<!\d)\.\d")
+
+
+def _match_unordered(ps: tuple[_Node, ...], gs: tuple[_Node, ...], deadline: float) -> bool:
+    if len(ps) != len(gs):
+        return False
+    remaining = list(gs)
+    for p in ps:
+        for j, g in enumerate(remaining):
+            if _node_equal(p, g, deadline):
+                del remaining[j]
+                break
+        else:
+            return False
+    return True
+
+
+def _as_items(node: _Node) -> tuple[_Node, ...] | None:
+    """A one-row or one-column matrix as a flat tuple of entries."""
+    if isinstance(node, _Matrix):
+        if len(node.rows) == 1:
+            return tuple(node.rows[0])
+        if all(len(r) == 1 for r in node.rows):
+            return tuple(r[0] for r in node.rows)
+    return None
+
+
+def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
+    if time.monotonic() > deadline:
+        raise _Timeout
+    if isinstance(g, _Expr) and isinstance(p, _Expr):
+        return _expr_equal(p, g, deadline)
+    if isinstance(p, _Eq) != isinstance(g, _Eq):
+        # `x = 3` against a bare `3`: compare the value.
+        eq, other = (p, g) if isinstance(p, _Eq) else (g, p)
+        assert isinstance(eq, _Eq)
+        if eq.value is None:
+            return False
+        return (
+            _node_equal(eq.value, other, deadline)
+            if eq is p
+            else _node_equal(other, eq.value, deadline)
+        )
+    if isinstance(p, _Seq) and isinstance(g, _Seq):
+        if p.kind == "tuple" or g.kind == "tuple":
+            ordered = p.kind in ("tuple", "list") and g.kind in ("tuple", "list")
+            if not ordered or len(p.items) != len(g.items):
+                return False
+            return all(_node_equal(a, b, deadline) for a, b in zip(p.items, g.items, strict=True))
+        return _match_unordered(p.items, g.items, deadline)
+    if isinstance(p, _Seq) and p.kind in ("set", "union", "list") and len(p.items) == 1:
+        return _node_equal(p.items[0], g, deadline)
+    if isinstance(g, _Seq) and g.kind in ("set", "union", "list") and len(g.items) == 1:
+        return _node_equal(p, g.items[0], deadline)
+    if isinstance(p, _Interval) and isinstance(g, _Interval):
+        return (
+            p.lo_closed == g.lo_closed
+            and p.hi_closed == g.hi_closed
+            and _expr_equal(p.lo, g.lo, deadline)
+            and _expr_equal(p.hi, g.hi, deadline)
+        )
+    if isinstance(p, _Interval) != isinstance(g, _Interval):
+        # An open interval (a, b) is spelled like the point (a, b).
+        interval, other = (p, g) if isinstance(p, _Interval) else (g, p)
+        assert isinstance(interval, _Interval)
+        if isinstance(other, _Seq) and other.kind == "tuple" and len(other.items) == 2:
+            if interval.lo_closed or interval.hi_closed:
+                return False
+            a, b = other.items
+            if isinstance(a, _Expr) and isinstance(b, _Expr):
+                return _expr_equal(a, interval.lo, deadline) and _expr_equal(
+                    b, interval.hi, deadline
+                )
+        return False
+    if isinstance(p, _Matrix) and isinstance(g, _Matrix):
+        if [len(r) for r in p.rows] != [len(r) for r in g.rows]:
+            return False
+        p_cells = [a for row in p.rows for a in row]
+        g_cells = [b for row in g.rows for b in row]
+        return all(_expr_equal(a, b, deadline) for a, b in zip(p_cells, g_cells, strict=True))
+    if isinstance(p, _Matrix) or isinstance(g, _Matrix):
+        p_items = _as_items(p) if isinstance(p, _Matrix) else None
+        g_items = _as_items(g) if isinstance(g, _Matrix) else None
+        p_seq = p.items if isinstance(p, _Seq) and p.kind in ("tuple", "list") else p_items
+        g_seq = g.items if isinstance(g, _Seq) and g.kind in ("tuple", "list") else g_items
+        if p_seq is None or g_seq is None or len(p_seq) != len(g_seq):
+            return False
+        return all(_node_equal(a, b, deadline) for a, b in zip(p_seq, g_seq, strict=True))
+    if isinstance(p, _Eq) and isinstance(g, _Eq):
+        if p.lhs.canon == g.lhs.canon and p.value is not None and g.value is not None:
+            return _node_equal(p.value, g.value, deadline)
+        if p.lhs.canon == g.lhs.canon and _expr_equal(p.rhs, g.rhs, deadline):
+            return True
+        if p.rhs.canon == g.rhs.canon and _expr_equal(p.lhs, g.lhs, deadline):
+            return True
+        sides = [p.lhs.text, p.rhs.text, g.lhs.text, g.rhs.text]
+        return _symbolic({"op": "eq", "sides": sides}, deadline)
+    return False
+
+
+@lru_cache(maxsize=65_536)
+def _compare_cached(prediction: str, gold: str, timeout: float) -> bool:
+    # Raises _Timeout (not cached by lru_cache) when the deadline passes.
+    return _node_equal(_prepare(prediction), _prepare(gold), time.monotonic() + timeout)
+
+
+def compare(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+    """Compare two bare answers and say why.
+
+    Args:
+        prediction: The model's answer (e.g. the output of :func:`extract_answer`).
+        gold: The reference answer.
+        timeout: Seconds the comparison may take; past it the answer counts as wrong.
+
+    Returns:
+        A :class:`Verdict`. Never raises on the content of ``prediction``.
+    """
+    if not isinstance(prediction, str) or not prediction.strip():
+        return Verdict(False, "empty")
+    try:
+        equal = _compare_cached(prediction.strip(), str(gold).strip(), float(timeout))
+    except _Timeout:
+        return Verdict(False, "timeout")
+    except (RecursionError, MemoryError):
+        return Verdict(False, "not_equal")
+    return Verdict(equal, "equal" if equal else "not_equal")
+
+
+def is_equivalent(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    r"""Whether two bare answers are mathematically equivalent.
+
+    Args:
+        prediction: The model's answer, e.g. ``"\frac{1}{2}"`` or ``"x = 0.5"``.
+        gold: The reference answer, e.g. ``"1/2"``.
+        timeout: Seconds the comparison may take (counts as not equivalent past it).
+
+    Returns:
+        ``True`` if equivalent. Never raises on the content of ``prediction``.
+
+    Examples:
+        >>> is_equivalent("\dfrac{1}{2}", "0.5")
+        True
+        >>> is_equivalent("(1, 2]", "(1, 2)")
+        False
+    """
+    return compare(prediction, gold, timeout=timeout).equal
+
+
+def score_response(
+    response: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[float, str]:
+    """Score a full model response against a gold answer.
+
+    Args:
+        response: The model's whole output; its final answer is found with
+            :func:`extract_answer`.
+        gold: The reference answer.
+        timeout: Seconds the comparison may take.
+
+    Returns:
+        ``(score, reason)``: ``(1.0, "correct")``, or ``0.0`` with ``"no_answer"`` (no final
+        answer found: a format failure), ``"incorrect"`` or ``"timeout"``.
+    """
+    answer = extract_answer(response)
+    if answer is None:
+        return 0.0, "no_answer"
+    verdict = compare(answer, gold, timeout=timeout)
+    if verdict.equal:
+        return 1.0, "correct"
+    return 0.0, "timeout" if verdict.reason == "timeout" else "incorrect"
+
+
+# =================================================================== the sympy worker pool
+
+_WORKER_SCRIPT = str(Path(__file__).with_name("_symbolic.py"))
+#: Seconds a new worker may take to start (sympy import); not part of a comparison's bound.
+_STARTUP_TIMEOUT = 60.0
+
+
+class _Worker:
+    """One sympy worker process, spoken to with JSON lines over pipes."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-u", _WORKER_SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # our own process group: killing it never hits the caller
+            close_fds=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.fd = self.proc.stdout.fileno()
+        self.buffer = b""
+        try:
+            self._readline(time.monotonic() + _STARTUP_TIMEOUT)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _readline(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Timeout
+            ready, _, _ = select.select([self.fd], [], [], remaining)
+            if not ready:
+                raise _Timeout
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                raise EOFError("sympy worker exited")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def request(self, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(payload).encode() + b"\n")
+        self.proc.stdin.flush()
+        reply: dict[str, Any] = json.loads(self._readline(deadline))
+        return reply
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class _Pool:
+    """Sympy workers shared by the threads of one process (forked children make their own)."""
+
+    def __init__(self, size: int) -> None:
+        self.pid = os.getpid()
+        self.idle: list[_Worker] = []
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(size)
+
+    def run(self, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
+        if not self.slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise _Timeout
+        try:
+            with self.lock:
+                worker = self.idle.pop() if self.idle else None
+            if worker is None or worker.proc.poll() is not None:
+                worker = _Worker()
+            try:
+                reply = worker.request(payload, deadline)
+            except BaseException:
+                worker.kill()  # mid-computation or broken: never reuse it
+                raise
+            with self.lock:
+                self.idle.append(worker)
+            return reply
+        finally:
+            self.slots.release()
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.idle = self.idle, []
+        for worker in workers:
+            worker.kill()
+
+
+_pool: _Pool | None = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool() -> _Pool:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool.pid != os.getpid():
+            # After a fork the parent's workers belong to the parent: start fresh ones.
+            _pool = _Pool(size=max(1, min(4, os.cpu_count() or 1)))
+        return _pool
+
+
+def shutdown_workers() -> None:
+    """Stop this process's sympy workers (they restart on demand; also runs at exit)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is not None and pool.pid == os.getpid():
+        pool.close()
+
+
+atexit.register(shutdown_workers)
+
+
+def _symbolic(payload: dict[str, Any], deadline: float) -> bool:
+    """Ask a sympy worker; an error (unparsable input) means "not shown equal"."""
+    if time.monotonic() >= deadline:
+        raise _Timeout
+    try:
+        reply = _get_pool().run(payload, deadline)
+    except (EOFError, OSError, ValueError):
+        return False
+    return bool(reply.get("equal", False))

@@ -1,0 +1,391 @@
+"""Grader cases: every answer form, in both directions, plus adversarial inputs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import pytest
+
+from rllm_envs.math import compare, extract_answer, is_equivalent, score_response
+from rllm_envs.math.grader import normalize, shutdown_workers
+
+# (prediction, gold): each pair must be judged equivalent.
+EQUIVALENT = [
+    # integers and signs
+    ("3", "3"),
+    ("+3", "3"),
+    ("-7", "-7"),
+    ("007", "7"),
+    ("3.0", "3"),
+    ("3.", "3"),
+    ("1,000", "1000"),
+    ("1{,}000", "1000"),
+    ("12,345,678", "12345678"),
+    ("-0", "0"),
+    # decimals
+    ("0.5", "\\frac{1}{2}"),
+    (".5", "0.5"),
+    ("0.50", "0.5"),
+    ("2.25", "\\frac{9}{4}"),
+    ("-1.75", "-\\frac{7}{4}"),
+    ("0.333333", "\\frac{1}{3}"),
+    ("0.6666667", "\\frac{2}{3}"),
+    ("1.4142136", "\\sqrt{2}"),
+    ("3.1415927", "\\pi"),
+    # fractions
+    ("\\frac{1}{2}", "1/2"),
+    ("\\dfrac{1}{2}", "\\frac12"),
+    ("\\tfrac{3}{4}", "3/4"),
+    ("2/4", "\\frac{1}{2}"),
+    ("\\frac{-3}{4}", "-\\frac{3}{4}"),
+    ("-\\frac{3}{4}", "\\frac{3}{-4}"),
+    ("\\frac{6}{3}", "2"),
+    ("\\frac{10}{3}", "3\\frac{1}{3}"),
+    ("\\frac{1}{2}", "\\frac{2}{4}"),
+    ("{\\frac{5}{7}}", "\\frac{5}{7}"),
+    ("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt{2}}{2}"),
+    # mixed numbers
+    ("3\\frac{1}{2}", "\\frac{7}{2}"),
+    ("3 1/2", "3.5"),
+    ("-2\\frac{1}{4}", "-2.25"),
+    # percentages
+    ("50\\%", "50"),
+    ("12.5%", "12.5"),
+    ("50", "50\\%"),
+    # scientific notation
+    ("1.2e3", "1200"),
+    ("1.5 \\times 10^{4}", "15000"),
+    ("2\\cdot 10^{-3}", "0.002"),
+    ("10^{6}", "1000000"),
+    ("3E-2", "0.03"),
+    # LaTeX expressions
+    ("\\frac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt{3}"),
+    ("2\\sqrt{2}", "\\sqrt{8}"),
+    ("\\sqrt{12}", "2\\sqrt3"),
+    ("\\sqrt[3]{27}", "3"),
+    ("6\\pi", "6 \\pi"),
+    ("\\pi \\cdot 6", "6\\pi"),
+    ("2 \\times 3", "6"),
+    ("2^{10}", "1024"),
+    ("2^10", "1024"),
+    ("e^{0}", "1"),
+    ("\\ln(e^2)", "2"),
+    ("\\log_2 8", "3"),
+    ("\\log_{10}(1000)", "3"),
+    ("\\sin(\\pi/6)", "\\frac{1}{2}"),
+    ("\\cos^2 x + \\sin^2 x", "1"),
+    ("\\binom{5}{2}", "10"),
+    ("\\dbinom{6}{3}", "20"),
+    ("5!", "120"),
+    ("|-4|", "4"),
+    ("\\left(\\frac{1}{2}\\right)^2", "\\frac{1}{4}"),
+    ("\\frac{3+\\sqrt{5}}{2}", "\\frac{3}{2}+\\frac{\\sqrt{5}}{2}"),
+    ("i^2", "-1"),
+    ("3+4i", "4i+3"),
+    ("\\infty", "\\infty"),
+    ("\\$25", "25"),
+    ("25 \\text{ dollars}", "25"),
+    # algebraic equivalence
+    ("x^2+2x+1", "(x+1)^2"),
+    ("2x+1", "1+2x"),
+    ("(x-1)(x+1)", "x^2-1"),
+    ("\\frac{x^2-1}{x-1}", "x+1"),
+    ("2(a+b)", "2a+2b"),
+    ("\\frac{1}{x}+\\frac{1}{y}", "\\frac{x+y}{xy}"),
+    ("x_1 + x_2", "x_2 + x_1"),
+    ("4r^2\\pi", "4\\pi r^2"),
+    ("\\sqrt{x^2}", "|x|"),
+    ("a^2b", "b a^2"),
+    # equations
+    ("x=3", "3"),
+    ("3", "x = 3"),
+    ("x = \\frac{1}{2}", "0.5"),
+    ("y = 2x + 1", "y=1+2x"),
+    ("y = 2x+1", "2x - y + 1 = 0"),
+    ("x + y = 5", "y + x = 5"),
+    ("2x = 6", "x = 3"),
+    ("k = 7", "7"),
+    ("f(x) = x^2", "x^2"),
+    ("3 = x", "3"),
+    # tuples and points
+    ("(1, 2)", "(1,2)"),
+    ("(1,2)", "\\left(1, 2\\right)"),
+    ("(0.5, -3)", "\\left(\\frac{1}{2}, -3\\right)"),
+    ("(x, y) = (1, 2)", "(1, 2)"),
+    ("\\langle 1, 2, 3\\rangle", "(1,2,3)"),
+    ("(\\sqrt{2}, 2)", "(\\sqrt2,2)"),
+    # sets (order-insensitive)
+    ("\\{1, 2, 3\\}", "\\{3, 2, 1\\}"),
+    ("1, 2", "2, 1"),
+    ("\\{1,2\\}", "1, 2"),
+    ("x = 1, 2", "1, 2"),
+    ("x=1, x=2", "2, 1"),
+    ("-2, 3", "3, -2"),
+    ("2 \\pm \\sqrt{3}", "2-\\sqrt{3}, 2+\\sqrt{3}"),
+    ("\\pm 3", "3, -3"),
+    ("1 \\text{ or } 2", "1, 2"),
+    ("1 and 2", "2, 1"),
+    ("1 - \\sqrt{3}, 1 + \\sqrt{3}", "1+\\sqrt3, 1-\\sqrt3"),
+    # intervals and unions
+    ("[1, 2)", "[1,2)"),
+    ("(-\\infty, 3]", "x \\le 3"),
+    ("x > 2", "(2, \\infty)"),
+    ("x \\geq -1", "[-1, \\infty)"),
+    ("1 < x \\le 4", "(1, 4]"),
+    ("(1, 2) \\cup (3, 4)", "(3, 4) \\cup (1, 2)"),
+    ("(-\\infty, 0) \\cup (1, \\infty)", "(-\\infty,0)\\cup(1,\\infty)"),
+    ("[\\frac{1}{2}, 3]", "[0.5, 3]"),
+    ("x \\in [0, 1]", "[0, 1]"),
+    ("(0, 1)", "(0,1)"),
+    # matrices
+    ("\\begin{pmatrix}1 & 2\\\\ 3 & 4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}"),
+    ("\\begin{pmatrix}\\frac12\\\\ 2\\end{pmatrix}", "\\begin{pmatrix}0.5\\\\2\\end{pmatrix}"),
+    ("\\begin{pmatrix}1\\\\2\\end{pmatrix}", "(1, 2)"),
+    ("\\begin{pmatrix} 1 & 2 \\end{pmatrix}", "(1,2)"),
+    # degrees and units stripped
+    ("30^\\circ", "30"),
+    ("30^{\\circ}", "30"),
+    ("30°", "30"),
+    ("5 \\text{ cm}", "5"),
+    ("5\\text{cm}^2", "5"),
+    ("12 square units", "12"),
+    ("7 \\mbox{ inches}", "7"),
+    ("45 \\text{ degrees}", "45"),
+    ("3 hours", "3"),
+    # plain text answers
+    ("\\text{Yes}", "yes"),
+    ("\\textbf{No}", "no"),
+    ("Monday", "\\text{monday}"),
+    ("\\text{(B)}", "B"),
+    ("(C)", "C"),
+    ("north east", "North-East"),
+    # notation wrappers
+    ("$3$", "3"),
+    ("\\(3\\)", "3"),
+    ("\\displaystyle\\frac{1}{2}", "0.5"),
+    ("3.", "3"),
+    ("\\mathbf{4}", "4"),
+    ("−5", "-5"),
+    ("\\left[ 1, 2 \\right]", "[1,2]"),
+    ("3\\,000", "3000"),
+]
+
+# (prediction, gold): each pair must be judged different.
+NOT_EQUIVALENT = [
+    ("4", "5"),
+    ("-3", "3"),
+    ("30", "3"),
+    ("0.33", "\\frac{1}{3}"),
+    ("0.3", "\\frac{1}{3}"),
+    ("1000000.5", "1000000"),
+    ("2.5", "2"),
+    ("0.51", "0.5"),
+    ("\\frac{1}{3}", "0.33"),
+    ("\\frac{1}{2}", "\\frac{1}{3}"),
+    ("\\frac{2}{1}", "\\frac{1}{2}"),
+    ("3\\frac{1}{2}", "1.5"),
+    ("1.2e3", "120"),
+    ("10^{5}", "1000000"),
+    ("\\sqrt{2}", "2"),
+    ("2\\sqrt{2}", "\\sqrt{2}"),
+    ("\\sqrt{3}/2", "\\sqrt{2}/2"),
+    ("\\pi", "3.14"),
+    ("3.14", "\\pi"),
+    ("6\\pi", "3\\pi"),
+    ("2^{10}", "1000"),
+    ("\\log_2 8", "2"),
+    ("\\binom{5}{2}", "20"),
+    ("5!", "24"),
+    ("3+4i", "3-4i"),
+    ("\\infty", "-\\infty"),
+    ("x^2+2x+1", "(x-1)^2"),
+    ("2x+1", "2x-1"),
+    ("x+1", "y+1"),
+    ("x^2", "x^3"),
+    ("\\frac{x}{2}", "2x"),
+    ("x=3", "4"),
+    ("x = 3", "y = 4"),
+    ("y = 2x + 1", "y = 2x - 1"),
+    ("x + y = 5", "x - y = 5"),
+    ("(1, 2)", "(2, 1)"),
+    ("(1, 2)", "(1, 2, 3)"),
+    ("(1,2)", "[1,2]"),
+    ("(1, 2)", "1"),
+    ("\\{1, 2\\}", "\\{1, 3\\}"),
+    ("\\{1, 2\\}", "\\{1, 2, 3\\}"),
+    ("1, 2", "1, 2, 3"),
+    ("1", "1, 2"),
+    ("2 \\pm \\sqrt{3}", "2+\\sqrt{3}"),
+    ("[1, 2)", "[1, 2]"),
+    ("(1, 2]", "(1, 2)"),
+    ("x > 2", "[2, \\infty)"),
+    ("x < 2", "(2, \\infty)"),
+    ("(1, 2) \\cup (3, 4)", "(1, 4)"),
+    ("[0, 1]", "[0, 2]"),
+    ("\\begin{pmatrix}1 & 2\\\\ 3 & 4\\end{pmatrix}", "\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}"),
+    ("\\begin{pmatrix}1 & 2\\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\\\3\\end{pmatrix}"),
+    ("\\text{Yes}", "no"),
+    ("Monday", "Tuesday"),
+    ("(B)", "(C)"),
+    ("north", "south"),
+    ("5 \\text{ cm}", "6"),
+    ("30^\\circ", "60"),
+    ("", "3"),
+    ("   ", "3"),
+    ("x", "3"),
+    ("3x", "3"),
+    ("\\frac{1}{0}", "1"),
+    ("nan", "1"),
+    ("\\text{no answer}", "0"),
+    ("I don't know", "42"),
+]
+
+# Adversarial predictions: must be judged not equal to "1", quickly and without raising.
+ADVERSARIAL = [
+    "9^9^9^9",
+    "9^{9^{9^{9}}}",
+    "2^{2^{2^{2^{2^{2}}}}}",
+    "10^{10^{10}}",
+    "(10^{1000})^{1000}",
+    "100000!",
+    "(10^{9})!",
+    "\\binom{10^{9}}{5000}",
+    "1e999999999",
+    "10^{999999999}",
+    "9" * 100_000,
+    "\\frac{" * 5000,
+    "{" * 5000 + "1" + "}" * 5000,
+    "(" * 3000 + "1" + ")" * 3000,
+    "\\sqrt{" * 500 + "1" + "}" * 500,
+    "x^" * 1000 + "2",
+    "\\frac{1}{2}" * 2000,
+    "1," * 5000,
+    "\\left(" * 1000,
+    "\\begin{pmatrix}" + "1&" * 3000 + "1\\end{pmatrix}",
+    "\\x00\\ud800",
+    "__import__('os').system('echo pwned')",
+    "Symbol('x').__class__",
+    "lambda: 1",
+    "\\" * 1000,
+]
+
+
+@pytest.mark.parametrize(("prediction", "gold"), EQUIVALENT)
+def test_equivalent_pairs(prediction: str, gold: str) -> None:
+    assert is_equivalent(prediction, gold), compare(prediction, gold)
+
+
+@pytest.mark.parametrize(("prediction", "gold"), EQUIVALENT)
+def test_equivalence_is_symmetric(prediction: str, gold: str) -> None:
+    assert is_equivalent(gold, prediction), compare(gold, prediction)
+
+
+@pytest.mark.parametrize(("prediction", "gold"), NOT_EQUIVALENT)
+def test_different_pairs(prediction: str, gold: str) -> None:
+    assert not is_equivalent(prediction, gold)
+
+
+@pytest.mark.parametrize("prediction", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_adversarial_inputs_return_within_the_bound(prediction: str) -> None:
+    timeout = 2.0
+    start = time.monotonic()
+    verdict = compare(prediction, "1", timeout=timeout)
+    elapsed = time.monotonic() - start
+    assert not verdict.equal
+    # The bound is part of the contract (not a speed goal): allow slack for a busy machine.
+    assert elapsed < timeout + 3.0, (elapsed, verdict)
+
+
+def test_timeout_is_reported_and_not_fatal() -> None:
+    verdict = compare("x^2+2x+1", "(x+1)^2", timeout=1e-9)
+    assert verdict.reason in ("timeout", "equal")
+    assert is_equivalent("(x+3)^2", "x^2+6x+9")
+
+
+def test_bound_holds_in_threads() -> None:
+    pairs = [("x^2+2x+1", "(x+1)^2"), ("9^{9^{9^{9}}}", "1"), ("\\frac{1}{2}", "0.5")] * 4
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda pg: compare(*pg, timeout=5.0).equal, pairs))
+    assert results == [True, False, True] * 4
+    assert threading.active_count() >= 1
+
+
+def _grade(pair: tuple[str, str]) -> bool:
+    return is_equivalent(*pair)
+
+
+def test_works_in_subprocesses() -> None:
+    pairs = [("\\frac{\\sqrt{3}}{2}", "\\frac{1}{2}\\sqrt3"), ("9^9^9^9", "1"), ("2", "3")]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        assert list(pool.map(_grade, pairs)) == [True, False, False]
+
+
+def test_worker_restarts_after_shutdown() -> None:
+    assert is_equivalent("\\sqrt{8}", "2\\sqrt{2}")
+    shutdown_workers()
+    assert is_equivalent("\\sqrt{18}", "3\\sqrt{2}")
+
+
+# ------------------------------------------------------------------------------ extraction
+
+EXTRACTION = [
+    ("The answer is $\\boxed{42}$.", "42"),
+    ("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+    ("first \\boxed{1} then \\boxed{2}", "2"),
+    ("\\boxed{\\{1, 2\\}}", "\\{1, 2\\}"),
+    ("\\boxed{\\frac{\\sqrt{3}}{2}} done", "\\frac{\\sqrt{3}}{2}"),
+    ("\\fbox{7}", "7"),
+    ("so \\boxed 5$", "5"),
+    ("<think>maybe \\boxed{3}</think>The answer is \\boxed{4}", "4"),
+    ("<think>I think \\boxed{3}</think> Final answer: 5", "5"),
+    ("The final answer is 17.", "17"),
+    ("Final Answer: $\\frac{3}{4}$", "\\frac{3}{4}"),
+    ("Natalia sold 48 clips.\n#### 72", "72"),
+    ("answer: x = 2", "x = 2"),
+    ("\\boxed{x^{2}}", "x^{2}"),
+]
+
+NO_ANSWER = [
+    "",
+    "I do not know.",
+    "<think>still thinking \\boxed{3}",
+    "\\boxed{",
+    "\\boxed{}",
+    "x" * 100_000,
+]
+
+
+@pytest.mark.parametrize(("response", "expected"), EXTRACTION)
+def test_extract_answer(response: str, expected: str) -> None:
+    assert extract_answer(response) == expected
+
+
+@pytest.mark.parametrize("response", NO_ANSWER)
+def test_no_answer_is_none(response: str) -> None:
+    assert extract_answer(response) is None
+
+
+def test_extract_never_raises_on_odd_input() -> None:
+    for odd in [None, 42, b"\\boxed{1}", "\x00\ud800", "\\boxed{" * 10_000]:
+        extract_answer(odd)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- score_response
+
+
+def test_score_response_reference_scores_one() -> None:
+    assert score_response("Thus \\boxed{\\dfrac{1}{2}}.", "0.5") == (1.0, "correct")
+
+
+def test_score_response_reasons() -> None:
+    assert score_response("no box here", "3") == (0.0, "no_answer")
+    assert score_response("\\boxed{4}", "3") == (0.0, "incorrect")
+    assert score_response("qwzx \\boxed{", "3") == (0.0, "no_answer")
+
+
+def test_normalize_is_idempotent() -> None:
+    for text, _ in EQUIVALENT:
+        once = normalize(text)
+        assert normalize(once) == once
