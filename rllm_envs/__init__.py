@@ -132,6 +132,19 @@ for _row in ENVS:
 # The entry point is the `ParallelEnv` class; the AEC form is PettingZoo's `parallel_to_aec`.
 # =============================================================================================
 MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
+    # ----------------------------------------------------------------------- Math
+    EnvEntry(
+        id="rllm/SolverJudge-v0",
+        entry_point="rllm_envs.multiagent.solver_judge:SolverJudgeEnv",
+        description="Solver agents answer a math problem, a judge agent selects one answer; "
+        "solvers scored on correctness, the judge on picking a correct one.",
+    ),
+    EnvEntry(
+        id="rllm/Debate-v0",
+        entry_point="rllm_envs.multiagent.debate:DebateEnv",
+        description="Debater agents answer a math problem, read each other's answers and "
+        "revise over several rounds; scored on their final answers.",
+    ),
     # ----------------------------------------------------------------------- Games
     EnvEntry(
         id="rllm/TicTacToe-v0",

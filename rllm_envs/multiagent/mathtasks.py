@@ -1,0 +1,192 @@
+r"""Shared pieces of the multi-agent math envs (solver-judge, debate); no Gym imports.
+
+Tasks and grading come from :mod:`rllm_envs.math` (its procedural generator, dataset schema
+and grader), so a multi-agent math episode scores exactly like ``rllm/Math-v0``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.math import extract_answer, is_equivalent, procedural_tasks, score_response
+from rllm_envs.tasks import DatasetTasks, Task, TaskSource, load_records
+
+__all__ = [
+    "ANSWER_FORMAT",
+    "math_tasks",
+    "check_math_task",
+    "grade",
+    "boxed",
+    "wrong_answer",
+    "majority_answer",
+    "clip_middle",
+    "parse_choice",
+    "check_count",
+]
+
+#: The answer format every math role is asked for (what the grader extracts best).
+ANSWER_FORMAT = r"Put your final answer in \boxed{...}, e.g. \boxed{42}."
+
+
+def math_tasks(
+    *,
+    difficulty: int,
+    task_seed: int,
+    families: Sequence[str] | None,
+    dataset: str | None,
+    split: str | None,
+    field_map: Mapping[str, str] | None,
+) -> TaskSource:
+    """The task source: :mod:`rllm_envs.math`'s procedural problems, or a dataset file.
+
+    Args:
+        difficulty: Difficulty of procedural problems (1-5).
+        task_seed: Seed of the procedural task universe.
+        families: Restrict procedural problems to these ``rllm_envs.math`` families.
+        dataset: A local ``.jsonl``/``.json``/``.parquet`` file or ``"hf:<name>"`` with
+            ``problem`` and ``answer`` fields (after ``field_map``); ``None`` = procedural.
+        split: Split of an ``hf:`` dataset.
+        field_map: ``{"problem": column, "answer": column}`` renames for the dataset.
+    """
+    if dataset is None:
+        return procedural_tasks(seed=task_seed, difficulty=difficulty, families=families)
+    records = load_records(dataset, split=split)
+    return DatasetTasks(
+        records,
+        name=str(dataset).rsplit("/", 1)[-1],
+        required=("problem", "answer"),
+        field_map=field_map,
+        transform=_stringify_answer,
+    )
+
+
+def _stringify_answer(task: Task) -> Task:
+    task["answer"] = str(task["answer"])
+    task["problem"] = str(task["problem"])
+    return task
+
+
+def check_math_task(task: Task) -> None:
+    """Raise :class:`InvalidEnvConfig` unless ``task`` has a text ``problem`` and ``answer``."""
+    for key in ("problem", "answer"):
+        if not isinstance(task.get(key), (str, int, float)) or str(task[key]).strip() == "":
+            raise InvalidEnvConfig(
+                f"Expects a math task record with a non-empty `{key}`, actual: {task!r}."
+            )
+    task["problem"], task["answer"] = str(task["problem"]), str(task["answer"])
+
+
+def grade(response: str, gold: str) -> tuple[float, str | None, str | None]:
+    """Score a reply against the reference answer with :mod:`rllm_envs.math`; never raises.
+
+    Returns:
+        ``(score in [0, 1], extracted answer or None, invalid reason or None)``; the reason is
+        set when the reply holds no final answer at all (a format failure).
+    """
+    score, verdict = score_response(response, gold)
+    if verdict == "no_answer":
+        return 0.0, None, "No final answer found. " + ANSWER_FORMAT
+    return float(score), extract_answer(response), None
+
+
+def boxed(answer: str) -> str:
+    """A reply that states ``answer`` in the requested format."""
+    return f"The final answer is \\boxed{{{answer}}}."
+
+
+_INT = re.compile(r"^-?\d+$")
+
+
+def wrong_answer(gold: str, rng: np.random.Generator) -> str:
+    """A plausible answer that is *not* equivalent to ``gold`` (for simulated fallible agents)."""
+    text = gold.strip()
+    for _ in range(8):
+        if _INT.match(text):
+            candidate = str(int(text) + int(rng.choice([-10, -2, -1, 1, 2, 10])))
+        else:
+            candidate = str(int(rng.integers(-100, 1000)))
+        if not is_equivalent(candidate, gold):
+            return candidate
+    return "\\text{no idea}"
+
+
+def majority_answer(answers: Sequence[str | None]) -> int | None:
+    """Index of the first answer of the largest group of equivalent answers (``None`` if none)."""
+    groups: list[list[int]] = []
+    for i, answer in enumerate(answers):
+        if answer is None:
+            continue
+        for group in groups:
+            first = answers[group[0]]
+            assert first is not None
+            if is_equivalent(answer, first):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    if not groups:
+        return None
+    return max(groups, key=len)[0]  # max keeps the earliest group on ties
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping its start and its end (the answer)."""
+    if len(text) <= limit:
+        return text
+    marker = "\n[... middle cut ...]\n"
+    head = max(0, (limit - len(marker)) // 3)
+    tail = max(0, limit - len(marker) - head)
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+_THINK_END = re.compile(r"</think>", re.IGNORECASE)
+_CHOICE_CONTAINERS = (
+    re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}"),
+    re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL),
+    re.compile(
+        r"(?:^|\n)\s*\**\s*(?:final\s+)?(?:answer|choice|selection|verdict)\s*\**\s*[:=]\s*(.+)",
+        re.IGNORECASE,
+    ),
+)
+_LABELLED = re.compile(r"(?:solution|solver|candidate|option|#)\s*(\d+)", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\w.])(\d+)(?![\w]|\.\d)")
+
+
+def parse_choice(text: str, n: int) -> tuple[int | None, str | None]:
+    r"""Read a 1-based choice among ``n`` options from a reply; never raises.
+
+    Accepted: ``\boxed{2}``, ``<answer>2</answer>``, ``Answer: 2`` / ``Selection: Solution 2``
+    (the last such container wins and must hold the choice); otherwise the last
+    ``"Solution 2"`` / ``"#2"`` mention, else the last standalone number. Text before the last
+    ``</think>`` is ignored.
+
+    Returns:
+        ``(choice, None)`` with ``1 <= choice <= n``, or ``(None, reason)``.
+    """
+    body = _THINK_END.split(text)[-1]
+    found: list[tuple[int, str]] = []
+    for pattern in _CHOICE_CONTAINERS:
+        found += [(m.start(), m.group(1)) for m in pattern.finditer(body)]
+    scope = max(found, key=lambda f: f[0])[1] if found else body
+    labelled = _LABELLED.findall(scope)
+    numbers = labelled or _NUMBER.findall(scope)
+    if not numbers:
+        return None, f"No choice found: reply with a solution number 1-{n}, e.g. \\boxed{{1}}."
+    choice = int(numbers[-1][:6])
+    if not 1 <= choice <= n:
+        return None, f"Choice {choice} is out of range: pick a solution number 1-{n}."
+    return choice, None
+
+
+def check_count(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` if it is an int in ``[low, high]``, else raise :class:`InvalidEnvConfig`."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidEnvConfig(
+            f"Expects `{name}` to be an int in [{low}, {high}], actual: {value!r}."
+        )
+    return value

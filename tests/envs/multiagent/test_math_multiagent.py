@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import rllm_envs
+from rllm_envs.math import is_equivalent
+from rllm_envs.multiagent.mathtasks import (
+    boxed,
+    clip_middle,
+    grade,
+    majority_answer,
+    parse_choice,
+    wrong_answer,
+)
+from tests.envs.multiagent.conformance import final_infos, returns, run_parallel, scripted
+
+TASK = {"task": {"problem": "What is 6 times 7?", "answer": "42"}}
+
+# ----------------------------------------------------------------------------- helpers
+
+
+@pytest.mark.parametrize(
+    "reply, choice",
+    [
+        ("\\boxed{2}", 2),
+        ("<answer>1</answer>", 1),
+        ("Answer: Solution 3", 3),
+        ("Selection: #2", 2),
+        ("Solution 1 is wrong, solution 3 checks out.", 3),
+        ("Both get 42 but I pick 2", 2),
+        ("<think>solution 1</think> I choose solution 2.", 2),
+        ("  3  ", 3),
+    ],
+)
+def test_parse_choice_accepts_many_formats(reply, choice):
+    assert parse_choice(reply, 3) == (choice, None)
+
+
+@pytest.mark.parametrize("reply", ["", "none of them", "\\boxed{4}", "Solution 0", "\\boxed{}"])
+def test_parse_choice_rejects_invalid_choices(reply):
+    choice, reason = parse_choice(reply, 3)
+    assert choice is None and reason
+
+
+def test_grade_reference_scores_one_and_garbage_zero():
+    assert grade(boxed("42"), "42") == (1.0, "42", None)
+    assert grade("The answer is \\boxed{41}", "42")[:2] == (0.0, "41")
+    score, answer, reason = grade("qwzx ☃ \\boxed{", "42")
+    assert score == 0.0 and answer is None and "boxed" in reason
+
+
+def test_wrong_answer_is_never_equivalent():
+    rng = np.random.default_rng(0)
+    for gold in ["42", "-3", "\\frac{1}{2}", "(1, 2)", "x = 5", "0"]:
+        for _ in range(5):
+            assert not is_equivalent(wrong_answer(gold, rng), gold)
+
+
+def test_majority_answer_groups_equivalent_answers():
+    assert majority_answer(["1/2", "3", "0.5", None]) == 0
+    assert majority_answer(["3", "1/2", "0.5"]) == 1
+    assert majority_answer([None, None]) is None
+    assert majority_answer(["7", "8"]) == 0  # ties keep the earliest
+
+
+def test_clip_middle_keeps_the_start_and_the_answer():
+    text = "start " + "x" * 10_000 + " \\boxed{42}"
+    clipped = clip_middle(text, 500)
+    assert len(clipped) <= 500 and clipped.startswith("start") and clipped.endswith("\\boxed{42}")
+    assert clip_middle("short", 500) == "short"
+
+
+# ------------------------------------------------------------------------ solver-judge
+
+
+def test_solver_judge_oracle_gets_one_for_every_agent():
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3)
+    for seed in range(5):
+        steps = run_parallel(env, scripted("oracle"), seed=seed)
+        assert returns(steps) == dict.fromkeys(env.possible_agents, 1.0)
+        assert all(info["is_correct"] for info in final_infos(steps).values())
+
+
+def test_solver_judge_phases_and_rewards():
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    obs, infos = env.reset(options=TASK)
+    assert [a for a in env.agents if infos[a]["acting"]] == ["solver_0", "solver_1"]
+    assert infos["judge_0"]["role"] == "judge" and infos["solver_0"]["role"] == "solver"
+    assert "What is 6 times 7?" in obs["solver_0"] and "Wait" in obs["judge_0"]
+    obs, rewards, terms, _, infos = env.step(
+        {"solver_0": "6*7 = 41, so \\boxed{41}", "solver_1": "\\boxed{42}", "judge_0": "ignored"}
+    )
+    assert rewards == {"solver_0": 0.0, "solver_1": 1.0, "judge_0": 0.0}
+    assert terms == {"solver_0": True, "solver_1": True, "judge_0": False}
+    assert env.agents == ["judge_0"] and infos["judge_0"]["acting"]
+    assert infos["judge_0"]["answers"] == ["41", "42"]
+    assert "=== Solution 1 ===" in obs["judge_0"] and "\\boxed{42}" in obs["judge_0"]
+    assert "is not correct" in obs["solver_0"] and "is correct" in obs["solver_1"]
+    obs, rewards, terms, _, infos = env.step({"judge_0": "Solution 2 is right: \\boxed{2}"})
+    assert rewards == {"judge_0": 1.0} and terms == {"judge_0": True} and env.agents == []
+    assert infos["judge_0"]["choice"] == 2 and infos["judge_0"]["is_correct"]
+
+
+@pytest.mark.parametrize(
+    "judge_reply, reward, invalid",
+    [("\\boxed{1}", 0.0, False), ("\\boxed{3}", 0.0, True), ("I cannot decide", 0.0, True)],
+)
+def test_judge_selecting_a_wrong_or_no_solution_scores_zero(judge_reply, reward, invalid):
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env.reset(options=TASK)
+    env.step({"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}"})
+    _, rewards, _, _, infos = env.step({"judge_0": judge_reply})
+    assert rewards["judge_0"] == reward
+    assert infos["judge_0"]["invalid_action"] is invalid
+    assert infos["judge_0"]["reward_components"]["invalid_action"] == float(invalid)
+
+
+def test_judge_sees_clipped_solutions_and_the_heuristic_votes():
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3, max_solution_chars=300)
+    env.reset(options=TASK)
+    huge = "reasoning " * 20_000 + "\\boxed{42}"
+    obs, *_ = env.step({"solver_0": "\\boxed{7}", "solver_1": huge, "solver_2": "\\boxed{42.0}"})
+    assert len(obs["judge_0"]) < 2_000 and "middle cut" in obs["judge_0"]
+    assert "\\boxed{42}" in obs["judge_0"]
+    policy = rllm_envs.multiagent.ScriptedPolicy("heuristic")
+    assert policy(env, "judge_0") == "\\boxed{2}"  # 42 and 42.0 form the majority
+
+
+def test_solver_judge_arguments_are_validated():
+    for kwargs in [{"n_solvers": 0}, {"n_solvers": 9}, {"max_solution_chars": 10}]:
+        with pytest.raises(rllm_envs.InvalidEnvConfig):
+            rllm_envs.make_parallel("rllm/SolverJudge-v0", **kwargs)
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="difficulty"):
+        rllm_envs.make_parallel("rllm/SolverJudge-v0", difficulty=99)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0")
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="answer"):
+        env.reset(options={"task": {"problem": "1+1?"}})
+
+
+def test_math_envs_read_a_local_dataset(tmp_path):
+    path = tmp_path / "problems.jsonl"
+    rows = [
+        {"question": "What is 2+2?", "solution": 4},
+        {"question": "What is 3^2?", "solution": 9},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    field_map = {"problem": "question", "answer": "solution"}
+    for env_id in ["rllm/SolverJudge-v0", "rllm/Debate-v0"]:
+        env = rllm_envs.make_parallel(env_id, dataset=str(path), field_map=field_map)
+        obs, infos = env.reset(options={"index": 1})
+        assert "What is 3^2?" in obs[env.possible_agents[0]]
+        assert len(env.tasks) == 2
+        steps = run_parallel(env, scripted("oracle"), seed=0)
+        assert all(r == 1.0 for r in returns(steps).values())
+
+
+def test_math_envs_restrict_families():
+    env = rllm_envs.make_parallel("rllm/Debate-v0", families=["arithmetic"])
+    env.reset(seed=0)
+    assert env.task["family"] == "arithmetic"
+
+
+# ------------------------------------------------------------------------------ debate
+
+
+def test_debate_oracle_gets_one_for_every_agent():
+    env = rllm_envs.make_parallel("rllm/Debate-v0")
+    for seed in range(5):
+        steps = run_parallel(env, scripted("oracle"), seed=seed)
+        assert len(steps) == 1 + env.n_rounds
+        assert returns(steps) == dict.fromkeys(env.possible_agents, 1.0)
+        assert all(info["is_correct"] for info in final_infos(steps).values())
+
+
+def test_debate_scores_only_the_final_round():
+    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=2, n_rounds=2)
+    obs, infos = env.reset(options=TASK)
+    assert all(info["acting"] and info["role"] == "debater" for info in infos.values())
+    obs, rewards, terms, _, infos = env.step(
+        {"debater_0": "\\boxed{42}", "debater_1": "I think \\boxed{40}"}
+    )
+    assert rewards == {"debater_0": 0.0, "debater_1": 0.0} and not any(terms.values())
+    assert infos["debater_0"]["reward_components"]["round_correct"] == 1.0
+    assert infos["debater_0"]["answers"] == ["42", "40"] and infos["debater_0"]["round"] == 1
+    assert "=== You ===" in obs["debater_0"] and "=== Debater 2 ===" in obs["debater_0"]
+    assert "I think \\boxed{40}" in obs["debater_0"] and "last round" in obs["debater_0"]
+    # debater_0 is talked out of the right answer; debater_1 is convinced.
+    obs, rewards, terms, _, infos = env.step(
+        {"debater_0": "\\boxed{40}", "debater_1": "You are right: \\boxed{42}"}
+    )
+    assert rewards == {"debater_0": 0.0, "debater_1": 1.0} and all(terms.values())
+    assert env.agents == [] and "The debate is over" in obs["debater_0"]
+    assert infos["debater_1"]["is_correct"] and not infos["debater_0"]["is_correct"]
+
+
+def test_debate_heuristic_follows_the_majority():
+    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=3, n_rounds=2)
+    env.reset(options=TASK)
+    env.step({"debater_0": "\\boxed{7}", "debater_1": "\\boxed{42}", "debater_2": "\\boxed{42}"})
+    policy = rllm_envs.multiagent.ScriptedPolicy("heuristic")
+    assert all("\\boxed{42}" in policy(env, a) for a in env.agents)
+
+
+def test_debate_single_round_and_argument_checks():
+    env = rllm_envs.make_parallel("rllm/Debate-v0", n_rounds=1)
+    steps = run_parallel(env, scripted("oracle"), seed=0)
+    assert len(steps) == 2 and all(r == 1.0 for r in returns(steps).values())
+    for kwargs in [{"n_debaters": 1}, {"n_rounds": 0}, {"n_rounds": 11}, {"n_debaters": "3"}]:
+        with pytest.raises(rllm_envs.InvalidEnvConfig):
+            rllm_envs.make_parallel("rllm/Debate-v0", **kwargs)
