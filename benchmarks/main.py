@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     console = Console()
-    env_ids = args.envs or list(rllm_envs.list_envs())
+    env_ids = args.envs or [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]
     console.print(
         f"[bold]rllm-envs main job[/]: {len(env_ids)} envs x {args.policies} x "
         f"{args.n_tasks} tasks x k={args.k}"

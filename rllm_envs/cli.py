@@ -32,14 +32,25 @@ def _parse_kwargs(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    envs = rllm_envs.list_envs()
-    width = max(len(i) for i in envs)
-    for env_id, description in envs.items():
-        print(f"{env_id.ljust(width)}  {description}")
+    groups = {
+        "Single-agent (Gymnasium)": rllm_envs.list_envs(),
+        "Multi-agent (PettingZoo)": rllm_envs.list_multiagent_envs(),
+    }
+    width = max(len(i) for envs in groups.values() for i in envs)
+    for title, envs in groups.items():
+        print(f"{title}:")
+        for env_id, description in envs.items():
+            print(f"  {env_id.ljust(width)}  {description}")
     return 0
 
 
+def _is_multiagent(env_id: str) -> bool:
+    return env_id in rllm_envs.list_multiagent_envs()
+
+
 def _make(args: argparse.Namespace) -> Any:
+    if _is_multiagent(args.env_id):
+        return rllm_envs.make_parallel(args.env_id, **_parse_kwargs(args.kwarg))
     return rllm_envs.make(args.env_id, **_parse_kwargs(args.kwarg))
 
 
@@ -51,15 +62,46 @@ def _reset(env: Any, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
 def _cmd_show(args: argparse.Namespace) -> int:
     env = _make(args)
     observation, info = _reset(env, args)
-    print(observation)
+    if _is_multiagent(args.env_id):
+        for agent in env.possible_agents:
+            print(f"=== {agent} ===\n{observation[agent]}\n")
+    else:
+        print(observation)
     print("\n--- info ---")
     print(json.dumps(info, indent=2, ensure_ascii=False, default=str))
     env.close()
     return 0
 
 
+def _play_multiagent(env: Any, args: argparse.Namespace) -> int:
+    """Play every acting agent in turn (hot-seat)."""
+    observations, infos = _reset(env, args)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    while env.agents:
+        actions = {}
+        for agent in [a for a in env.agents if infos[a]["acting"]]:
+            print(f"\n=== {agent} ({infos[agent]['role']}) ===\n{observations[agent]}")
+            try:
+                actions[agent] = input(f"{agent}> ")
+            except EOFError:
+                print()
+                return 0
+            if actions[agent].strip() == ":quit":
+                return 0
+        observations, rewards, _, _, infos = env.step(actions)
+        for agent, reward in rewards.items():
+            totals[agent] += float(reward)
+    print("\nEpisode over. Returns: " + ", ".join(f"{a} {r:+.3f}" for a, r in totals.items()))
+    return 0
+
+
 def _cmd_play(args: argparse.Namespace) -> int:
     env = _make(args)
+    if _is_multiagent(args.env_id):
+        try:
+            return _play_multiagent(env, args)
+        finally:
+            env.close()
     observation, info = _reset(env, args)
     total = 0.0
     print(observation)

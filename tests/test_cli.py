@@ -52,3 +52,22 @@ def test_console_script_is_installed():
 def test_bad_kwarg_syntax_exits(bad):
     with pytest.raises(SystemExit):
         main(["show", "rllm/FrozenLake-v0", "--kwarg", bad])
+
+
+def test_list_includes_multiagent_envs(capsys):
+    import rllm_envs
+
+    main(["list"])
+    out = capsys.readouterr().out
+    assert "Multi-agent (PettingZoo):" in out
+    for env_id in rllm_envs.list_multiagent_envs():
+        assert env_id in out
+
+
+def test_show_and_play_a_multiagent_env(monkeypatch, capsys):
+    assert main(["show", "rllm/TicTacToe-v0", "--seed", "1"]) == 0
+    assert "=== player_0 ===" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO("garbage\n" * 4))
+    assert main(["play", "rllm/TicTacToe-v0", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Episode over. Returns:" in out and "-1.000" in out

@@ -1,4 +1,4 @@
-"""Policies a leaderboard run can evaluate, addressed by a spec string.
+"""Policies a leaderboard run can evaluate, addressed by a spec string, and the episode protocol.
 
 =============================  ========================================================
 ``oracle``                     the env's expert (``env.oracle_action()``)
@@ -7,6 +7,11 @@
 
 A policy plays a list of :class:`EpisodeSpec` on one env and yields one
 :class:`EpisodeRecord` per episode, as each finishes (so runs can be resumed).
+
+Multi-agent envs: in cooperative envs (solver-judge, debate) the evaluated policy plays every
+agent (self-play, as rLLM trains them); the episode succeeds when every agent ends correct and
+its reward is the mean agent return. In competitive games (:data:`OPPONENTS`) the evaluated
+policy plays the first agent against the env's scripted opponent; the episode succeeds on a win.
 """
 
 from __future__ import annotations
@@ -20,6 +25,14 @@ import gymnasium as gym
 
 import rllm_envs
 from rllm_envs.error import did_you_mean
+
+#: Competitive multi-agent envs: the scripted kind the evaluated policy plays against.
+OPPONENTS: dict[str, str] = {"rllm/TicTacToe-v0": "heuristic"}
+
+
+def is_multiagent(env_id: str) -> bool:
+    """Whether ``env_id`` is a multi-agent (PettingZoo) env."""
+    return env_id in rllm_envs.list_multiagent_envs()
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,9 @@ class ScriptedPolicy:
         """Play each episode with the env's scripted action."""
         if not episodes:
             return
+        if is_multiagent(episodes[0].env_id):
+            yield from self._play_multiagent(episodes, env_kwargs)
+            return
         env = gym.make(episodes[0].env_id, **env_kwargs)
         base = env.unwrapped
         act = base.oracle_action if self.name == "oracle" else base.random_action
@@ -118,6 +134,52 @@ class ScriptedPolicy:
                     reward=total,
                     success=bool(info["is_correct"]),
                     turns=int(info["turn"]),
+                    tokens=0,
+                    wall_s=time.perf_counter() - start,
+                    invalid_actions=invalid,
+                )
+        finally:
+            env.close()
+
+    def _play_multiagent(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        from rllm_envs.multiagent import ScriptedPolicy as AgentPolicy
+
+        env = rllm_envs.make_parallel(episodes[0].env_id, **env_kwargs)
+        opponent_kind = OPPONENTS.get(episodes[0].env_id)
+        try:
+            for spec in episodes:
+                start = time.perf_counter()
+                me = AgentPolicy(self.name, seed=spec.seed)
+                opponent = AgentPolicy(opponent_kind or self.name, seed=spec.seed + 1)
+                _, infos = env.reset(seed=spec.seed, options={"index": spec.task_index})
+                controlled = env.possible_agents[:1] if opponent_kind else env.possible_agents
+                returns = dict.fromkeys(env.possible_agents, 0.0)
+                correct = dict.fromkeys(env.possible_agents, False)
+                task_id, turns, invalid = infos[env.possible_agents[0]]["task_id"], 0, 0
+                while env.agents:
+                    actions = {
+                        a: (me if a in controlled else opponent)(env, a)
+                        for a in env.agents
+                        if infos[a]["acting"]
+                    }
+                    _, rewards, _, _, infos = env.step(actions)
+                    turns += 1
+                    for agent, reward in rewards.items():
+                        returns[agent] += float(reward)
+                        correct[agent] = bool(infos[agent]["is_correct"])
+                        invalid += agent in controlled and bool(infos[agent]["invalid_action"])
+                yield EpisodeRecord(
+                    env_id=spec.env_id,
+                    row=spec.row,
+                    task_index=spec.task_index,
+                    sample=spec.sample,
+                    seed=spec.seed,
+                    task_id=task_id,
+                    reward=sum(returns[a] for a in controlled) / len(controlled),
+                    success=all(correct[a] for a in controlled),
+                    turns=turns,
                     tokens=0,
                     wall_s=time.perf_counter() - start,
                     invalid_actions=invalid,

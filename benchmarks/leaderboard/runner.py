@@ -24,7 +24,13 @@ import numpy as np
 
 import rllm_envs
 from benchmarks.leaderboard.passk import mean_pass_at_k
-from benchmarks.leaderboard.policies import EpisodeRecord, EpisodeSpec, Policy, make_policy
+from benchmarks.leaderboard.policies import (
+    EpisodeRecord,
+    EpisodeSpec,
+    Policy,
+    is_multiagent,
+    make_policy,
+)
 from rllm_envs.error import InvalidEnvConfig
 
 _PACKAGES = (
@@ -49,7 +55,7 @@ class RunConfig:
 
     Attributes:
         policy: Policy spec (see :mod:`benchmarks.leaderboard.policies`).
-        envs: Env ids; empty means every registered single-agent env.
+        envs: Env ids; empty means every registered env, single- and multi-agent.
         n_tasks: Evaluation tasks per env (task indices ``0..n_tasks-1``).
         k: Samples per task (pass@k is reported for this k).
         seed: Base seed; episode seeds derive from it, identical for every policy.
@@ -66,9 +72,9 @@ class RunConfig:
     name: str = ""
 
     def __post_init__(self) -> None:
+        known = {**rllm_envs.list_envs(), **rllm_envs.list_multiagent_envs()}
         if not self.envs:
-            self.envs = list(rllm_envs.list_envs())
-        known = rllm_envs.list_envs()
+            self.envs = list(known)
         for env_id in self.envs:
             if env_id not in known:
                 raise InvalidEnvConfig(
@@ -140,11 +146,15 @@ def _load_records(path: Path) -> list[EpisodeRecord]:
 
 
 def _source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    if is_multiagent(env_id):
+        ma_env = rllm_envs.make_parallel(env_id, **env_kwargs)
+        size = len(ma_env.tasks)
+        ma_env.close()
+        return size
     env = gym.make(env_id, **env_kwargs)
-    try:
-        return len(env.unwrapped.tasks)
-    finally:
-        env.close()
+    size = len(env.unwrapped.tasks)
+    env.close()
+    return size
 
 
 def run(

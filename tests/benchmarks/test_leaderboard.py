@@ -163,3 +163,22 @@ def test_html_page_renders_offline_in_headless_chromium(tmp_path):
         timeout=120,
     )
     assert shot.stat().st_size > 10_000  # a rendered page, not a blank one
+
+
+def test_multiagent_envs_are_evaluated(tmp_path):
+    envs = ["rllm/SolverJudge-v0", "rllm/TicTacToe-v0"]
+    oracle = run(RunConfig(policy="oracle", envs=envs, n_tasks=4), tmp_path, progress=False)
+    rand = run(RunConfig(policy="random", envs=envs, n_tasks=4), tmp_path, progress=False)
+    # Cooperative self-play: the oracle solver(s) and judge are all correct.
+    assert oracle["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 1.0
+    assert rand["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 0.0
+    # Competitive: the evaluated policy plays player_0 against the scripted heuristic; the
+    # minimax oracle never loses, so its mean reward is >= 0, and random does worse.
+    ttt_oracle = oracle["envs"]["rllm/TicTacToe-v0"]
+    assert ttt_oracle["mean_reward"] >= 0.0
+    assert rand["envs"]["rllm/TicTacToe-v0"]["mean_reward"] < ttt_oracle["mean_reward"]
+
+
+def test_default_envs_cover_single_and_multi_agent():
+    config = RunConfig(policy="oracle")
+    assert set(rllm_envs.list_envs()) | set(rllm_envs.list_multiagent_envs()) == set(config.envs)
