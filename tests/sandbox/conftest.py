@@ -1,0 +1,76 @@
+"""Backend fixtures: every test that takes ``backend`` runs once per backend, skipped with the
+reason when that backend cannot run here."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+
+from rllm_envs.sandbox import SandboxUnavailable, select_backend
+from rllm_envs.sandbox.backends import _probe, sandbox_identity
+
+ISOLATING = ["firejail", "bubblewrap"]
+ALL = [*ISOLATING, "plain"]
+
+
+def _usable(name: str) -> str:
+    try:
+        sandbox_identity()
+    except SandboxUnavailable as e:
+        pytest.skip(str(e))
+    if name != "plain":
+        reason = _probe(select_backend.__globals__["BACKENDS"][name]())
+        if reason is not None:
+            pytest.skip(f"backend {name} unusable here: {reason}")
+    return name
+
+
+@pytest.fixture(params=ISOLATING)
+def backend(request) -> str:
+    """An isolating backend (firejail, bubblewrap)."""
+    return _usable(request.param)
+
+
+@pytest.fixture(params=ALL)
+def any_backend(request) -> str:
+    """Every backend, the plain one included (its warning silenced)."""
+    name = _usable(request.param)
+    if name == "plain":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield name
+    else:
+        yield name
+
+
+def sandbox_processes(*, zombies: bool = False) -> list[str]:
+    """Host processes of the sandbox user (when running as root).
+
+    Zombies (dead, waiting to be reaped) are left out unless ``zombies``: when a killed
+    sandbox's init dies, its dead children are reparented to the machine's init, which in
+    some containers reaps them only every second or so.
+    """
+    identity = sandbox_identity()
+    if identity is None:
+        return []
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if not zombies and fields.get("State", "").strip().startswith("Z"):
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(identity[0])]:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    found.append(f"{pid}: {f.read()[:80]!r}")
+            except OSError:
+                pass
+    return found

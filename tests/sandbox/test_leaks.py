@@ -1,0 +1,98 @@
+"""Many runs in a row, and many at once: nothing left behind, no cross-talk between runs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from rllm_envs.sandbox import Limits, Status, run
+from rllm_envs.sandbox.backends import sandbox_identity
+from tests.sandbox.conftest import sandbox_processes
+
+SCRATCH_DIRS = ["/tmp", "/var/tmp", "/dev/shm"]
+
+
+def _owned_by_sandbox() -> set[str]:
+    identity = sandbox_identity()
+    found = set()
+    for directory in SCRATCH_DIRS:
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(directory, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if identity is not None and st.st_uid == identity[0]:
+                found.add(path)
+    return found
+
+
+def _children() -> list[str]:
+    me = str(os.getpid())
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[1] == me:
+                        found.append(pid)
+            except (OSError, IndexError):
+                pass
+    return found
+
+
+def _settle() -> None:
+    deadline = time.monotonic() + 10
+    while (sandbox_processes(zombies=True) or _children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_many_runs_leave_nothing_behind(backend):
+    run("print(0)", backend=backend)  # warm-up (backend probe)
+    fds_before = sorted(os.listdir("/proc/self/fd"))
+    files_before = _owned_by_sandbox()
+    threads_before = threading.active_count()
+    codes = [
+        "print(input())",
+        "import time\ntime.sleep(30)",  # timeout
+        "while True: print('x' * 100)",  # output limit
+        "import os\nif os.fork() == 0:\n    import time; time.sleep(30)\nprint('forked')",
+        "raise SystemExit(2)",
+    ]
+    for i in range(25):
+        result = run(
+            codes[i % len(codes)],
+            stdin=f"{i}\n",
+            backend=backend,
+            limits=Limits(time_limit=0.5, max_output_bytes=10_000),
+        )
+        assert result.status is not Status.SANDBOX_ERROR, result.stderr
+    _settle()
+    assert sorted(os.listdir("/proc/self/fd")) == fds_before
+    assert _owned_by_sandbox() <= files_before
+    assert sandbox_processes(zombies=True) == [] and _children() == []
+    assert threading.active_count() == threads_before
+
+
+def test_concurrent_runs_are_independent(backend):
+    fds_before = sorted(os.listdir("/proc/self/fd"))
+
+    def one(i: int) -> tuple[int, str, Status]:
+        code = "import sys, time\ndata = sys.stdin.read()\ntime.sleep(0.05)\nprint(data[::-1])"
+        result = run(code, stdin=f"run-{i}-" + "ab" * i, backend=backend, time_limit=30)
+        return i, result.stdout, result.status
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(one, range(48)))
+    for i, stdout, status in results:
+        assert status is Status.OK
+        assert stdout == (f"run-{i}-" + "ab" * i)[::-1] + "\n"
+    _settle()
+    assert sorted(os.listdir("/proc/self/fd")) == fds_before
+    assert sandbox_processes() == []
