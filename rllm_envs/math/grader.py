@@ -64,6 +64,7 @@ __all__ = [
     "MAX_ANSWER_LENGTH",
     "Verdict",
     "extract_answer",
+    "extract_answer_and_source",
     "is_equivalent",
     "compare",
     "score_response",
@@ -136,17 +137,27 @@ def extract_answer(response: str) -> str | None:
         The answer text (LaTeX, without the ``\boxed{}``), or ``None`` when there is none.
         Never raises on model output.
     """
+    return extract_answer_and_source(response)[0]
+
+
+def extract_answer_and_source(response: str) -> tuple[str | None, str | None]:
+    r"""Like :func:`extract_answer`, also saying which rule found the answer.
+
+    Returns:
+        ``(answer, source)`` where ``source`` is ``"boxed"`` (a ``\boxed{}``/``\fbox{}``),
+        ``"phrase"`` (the "final answer is ..." fallback) or ``None`` when nothing was found.
+    """
     if not isinstance(response, str) or not response:
-        return None
+        return None, None
     text = response
     cut = text.rfind(_THINK_END)
     if cut >= 0:
         text = text[cut + len(_THINK_END) :]
     elif "<think>" in text:
-        return None
+        return None, None
     boxed = _last_boxed(text)
     if boxed is not None:
-        return boxed or None
+        return (boxed, "boxed") if boxed else (None, None)
     # Fallback phrases only look at the tail, so a 1 MB reply costs a bounded scan.
     tail = text[-4000:]
     for pattern in _FALLBACKS:
@@ -158,8 +169,8 @@ def extract_answer(response: str) -> str | None:
             answer = re.sub(r"^\$+|\$+$", "", answer).strip()
             answer = re.sub(r"[.。]$", "", answer).strip()
             if answer:
-                return answer
-    return None
+                return answer, "phrase"
+    return None, None
 
 
 # ============================================================================= normalisation

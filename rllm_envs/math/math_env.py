@@ -1,0 +1,202 @@
+r"""``rllm/Math-v0``: answer a math problem; the final ``\boxed{}`` answer is graded exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.math.generators import procedural_tasks
+from rllm_envs.math.grader import DEFAULT_TIMEOUT, compare, extract_answer_and_source
+from rllm_envs.math.loaders import load_math_tasks, math_dataset_tasks
+from rllm_envs.tasks import Task, TaskSource
+
+__all__ = ["MathEnv", "ANSWER_FORMAT", "score"]
+
+#: The answer-format instruction appended to every problem.
+ANSWER_FORMAT = (
+    "Solve the problem. You may reason step by step; put your final answer within "
+    "\\boxed{}, for example \\boxed{42}."
+)
+
+
+_NO_ANSWER = "no final answer found (expected \\boxed{...})"
+
+
+def score(
+    answer: str | None, task: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+) -> float:
+    """Score a whole response against a task's gold answer: 1.0 if correct, else 0.0."""
+    if answer is None:
+        return 0.0
+    extracted, _ = extract_answer_and_source(answer)
+    if extracted is None:
+        return 0.0
+    return 1.0 if compare(extracted, str(task["answer"]), timeout=timeout).equal else 0.0
+
+
+class MathEnv(TextEnv):
+    r"""Solve a math problem and give the final answer in ``\boxed{}``.
+
+    ## Description
+    Single-turn math question answering. Tasks come from an offline procedural generator
+    (ten families: arithmetic, fractions, linear and quadratic equations, linear systems,
+    number theory, combinatorics, sequences, geometry and word problems, with a difficulty
+    knob; every answer is computed exactly with sympy) or from a dataset file in the MATH /
+    MATH-500, GSM8K, AIME/AMC or DeepScaleR schema. The answer is graded by
+    :mod:`rllm_envs.math.grader`: the last ``\boxed{}`` is extracted and compared with the
+    gold answer by meaning (``\frac{1}{2}`` = ``0.5`` = ``x = 1/2``; sets ignore order;
+    intervals, tuples and matrices do not), with a hard time bound.
+
+    ## Observation
+    The problem text followed by the answer-format instruction (:data:`ANSWER_FORMAT`):
+    reason freely and end with ``\boxed{<answer>}``. After an answer, the observation says
+    whether it was correct (and, when the episode ends, the reference answer).
+
+    ## Action
+    The model's full response. Text before the last ``</think>`` is ignored; a response
+    with ``<think>`` but no ``</think>`` has no answer. The answer is the content of the last
+    ``\boxed{...}`` (or ``\fbox{...}``); as a documented fallback, a last "final answer is X",
+    "answer: X" or "#### X" phrase is graded too (but earns no ``format`` credit).
+
+    ## Reward
+    Weighted sum (``reward_weights``) of ``correct`` (1 if the final answer equals the gold
+    answer; weight 1.0) and ``format`` (1 if the answer was given in ``\boxed{}``; weight 0.0,
+    log only -- pass ``reward_weights={"format": 0.1}`` to shape). Reward is 1 for a correct
+    answer and 0 otherwise by default.
+
+    ## Episode End
+    Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` a
+    wrong or missing answer gets feedback and another try, and the episode terminates on a
+    correct answer or after the last try. It never truncates.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core`, plus ``family`` and ``difficulty`` (for
+    procedural tasks; ``None`` otherwise) and, on ``step``: ``extracted_answer``
+    (``str | None``), ``answer_source`` (``"boxed"``, ``"phrase"`` or ``None``), ``grade``
+    (``"correct"``, ``"incorrect"``, ``"no_answer"`` or ``"timeout"``) and, on the step that
+    ends the episode, ``reference_answer``. ``invalid_action`` is set when no answer was found.
+
+    ## Arguments
+    - ``dataset`` (str | path | list of records, default ``None``): a local ``.jsonl``,
+      ``.json`` or ``.parquet`` file, ``"hf:<name>[:<config>]"`` (needs network and the
+      ``datasets`` extra), or records. ``None`` uses the procedural generator.
+    - ``dataset_format`` (``"auto"``, ``"default"``, ``"math"``, ``"gsm8k"``, ``"aime"``):
+      see :mod:`rllm_envs.math.loaders`; the default schema is ``problem``/``answer``.
+    - ``field_map`` (dict): ``{"problem": column, "answer": column}`` for other schemas.
+    - ``split`` (str): split of an ``hf:`` dataset.
+    - ``difficulty`` (int 1-5, default 1): difficulty of procedural tasks.
+    - ``families`` (list of str): restrict procedural tasks to these families
+      (:data:`rllm_envs.math.FAMILIES`).
+    - ``task_seed`` (int, default 0): seed of the procedural task universe; task ``i`` is a
+      pure function of ``(task_seed, i, difficulty)``.
+    - ``max_turns`` (int, default 1): answer attempts.
+    - ``timeout`` (float, default 5.0): seconds one answer comparison may take.
+    - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.0}
+
+    def __init__(
+        self,
+        *,
+        dataset: str | Path | Sequence[Mapping[str, Any]] | None = None,
+        dataset_format: str = "auto",
+        field_map: Mapping[str, str] | None = None,
+        split: str | None = None,
+        difficulty: int = 1,
+        families: Sequence[str] | None = None,
+        task_seed: int = 0,
+        max_turns: int = 1,
+        timeout: float = DEFAULT_TIMEOUT,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise InvalidEnvConfig(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
+        tasks: TaskSource
+        if dataset is None:
+            if field_map is not None:
+                raise InvalidEnvConfig("`field_map` applies to a `dataset`; none was given.")
+            tasks = procedural_tasks(seed=task_seed, difficulty=difficulty, families=families)
+        elif isinstance(dataset, (str, Path)):
+            tasks = load_math_tasks(
+                dataset, dataset_format=dataset_format, field_map=field_map, split=split
+            )
+        elif isinstance(dataset, (list, tuple)):
+            tasks = math_dataset_tasks(
+                dataset, name="records", dataset_format=dataset_format, field_map=field_map
+            )
+        else:
+            raise InvalidEnvConfig(
+                "Expects `dataset` to be a file path, 'hf:<name>' or a list of records, "
+                f"actual type: {type(dataset).__name__}."
+            )
+        self.timeout = float(timeout)
+        super().__init__(
+            tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
+        )
+
+    def _check_task(self, task: Task) -> None:
+        for key in ("problem", "answer"):
+            if not isinstance(task.get(key), str) or not task[key].strip():
+                raise InvalidEnvConfig(
+                    f"Expects a math task record to have a non-empty string `{key}`, "
+                    f"actual: {task.get(key)!r}."
+                )
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        observation = f"{task['problem'].strip()}\n\n{ANSWER_FORMAT}"
+        return observation, {"family": task.get("family"), "difficulty": task.get("difficulty")}
+
+    def _act(self, action: str) -> Transition:
+        assert self.task is not None
+        gold = str(self.task["answer"])
+        answer, source = extract_answer_and_source(action)
+        if answer is None:
+            grade = "no_answer"
+            correct = False
+        else:
+            verdict = compare(answer, gold, timeout=self.timeout)
+            correct = verdict.equal
+            grade = "correct" if correct else "incorrect"
+            if verdict.reason == "timeout":
+                grade = "timeout"
+        last = correct or self.turn >= self.max_turns
+        if correct:
+            text = "Correct."
+        elif answer is None:
+            text = "No final answer found. Put your final answer within \\boxed{}."
+        else:
+            text = "Incorrect."
+        if last and not correct:
+            text += f" The reference answer is \\boxed{{{gold}}}."
+        elif not last:
+            text += f" Try again ({self.max_turns - self.turn} attempts left)."
+        info: dict[str, Any] = {
+            "extracted_answer": answer,
+            "answer_source": source,
+            "grade": grade,
+            "family": self.task.get("family"),
+            "difficulty": self.task.get("difficulty"),
+        }
+        if last:
+            info["reference_answer"] = gold
+        return Transition(
+            observation=text,
+            reward_components={"correct": float(correct), "format": float(source == "boxed")},
+            terminated=last,
+            correct=correct,
+            invalid_reason=None if answer is not None else _NO_ANSWER,
+            info=info,
+        )
+
+    def oracle_action(self) -> str:
+        """The reference answer, boxed."""
+        assert self.task is not None, "Call reset() before oracle_action()."
+        return f"\\boxed{{{self.task['answer']}}}"
