@@ -87,13 +87,6 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Walk a frozen-lake grid to the goal, avoiding holes (multi-turn, "
         "Gymnasium's dynamics, random or fixed maps).",
     ),
-    # ----------------------------------------------------------------------- Math
-    EnvEntry(
-        id="rllm/Math-v0",
-        entry_point="rllm_envs.math.math_env:MathEnv",
-        description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
-        "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",
-    ),
     # ----------------------------------------------------------------------- Code
     EnvEntry(
         id="rllm/Code-v0",
@@ -109,6 +102,15 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Competitive programming with retries: feedback on the first failing example "
         "test, up to 4 attempts.",
         kwargs={"multi_turn": True, "max_turns": 4},
+        nondeterministic=True,
+    ),
+    # ----------------------------------------------------------------------- Tool use
+    EnvEntry(
+        id="rllm/ToolUse-v0",
+        entry_point="rllm_envs.tooluse.tooluse_env:ToolUseEnv",
+        description="Multi-turn function calling: catalogue look-ups, unit and date arithmetic, "
+        "directory chains and exact math through tools (calculator, sandboxed Python).",
+        # The Python tool runs model code in the sandbox, whose output can vary run to run.
         nondeterministic=True,
     ),
     # ----------------------------------------------------------------------- Search

@@ -39,6 +39,8 @@ __all__ = [
     "corpus_hash",
     "default_cache_dir",
     "STOPWORDS",
+    "bm25s_index",
+    "passage_text",
 ]
 
 BACKENDS = ("bm25s", "rank_bm25")
@@ -180,9 +182,7 @@ class BM25Retriever:
             rank_bm25 = require("rank_bm25", "search", feature="rank_bm25 retrieval")
             # rank_bm25 divides by the corpus length; an all-stop-word passage is fine.
             return rank_bm25.BM25Okapi(corpus_tokens)
-        bm25s = require("bm25s", "search", feature="bm25s retrieval")
-        index = bm25s.BM25()
-        index.index(corpus_tokens, show_progress=self.show_progress)
+        index = bm25s_index(corpus_tokens, show_progress=self.show_progress)
         path = self.index_path
         if path is not None:
             # Save to a private directory, then rename: concurrent builders never see (or
@@ -213,6 +213,22 @@ class BM25Retriever:
         state = dict(self.__dict__)
         state["_index"] = None  # reloaded from the process memo or the disk cache
         return state
+
+
+def bm25s_index(corpus_tokens: Sequence[list[str]], *, show_progress: bool = False) -> Any:
+    """A ``bm25s.BM25`` index of pre-tokenised passages.
+
+    The tokens are mapped to integer ids here and handed to bm25s as its ``Tokenized`` type:
+    given plain string lists it builds the same vocabulary about twice as slowly.
+    """
+    bm25s = require("bm25s", "search", feature="bm25s retrieval")
+    from bm25s.tokenization import Tokenized
+
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(token, len(vocab)) for token in doc] for doc in corpus_tokens]
+    index = bm25s.BM25()
+    index.index(Tokenized(ids=ids, vocab=vocab), show_progress=show_progress)
+    return index
 
 
 def _rmtree(path: Path) -> None:

@@ -308,11 +308,12 @@ class PythonTool:
     Args:
         time_limit: Wall-clock seconds per run.
         backend: Sandbox backend name (``None`` = the sandbox's automatic choice).
-        max_output_chars: stdout and stderr are each cut to this many characters.
+        max_output_chars: The report (status, stdout, stderr) is cut to about this many
+            characters.
     """
 
     def __init__(
-        self, *, time_limit: float = 5.0, backend: str | None = None, max_output_chars: int = 2000
+        self, *, time_limit: float = 5.0, backend: str | None = None, max_output_chars: int = 4000
     ) -> None:
         if not time_limit > 0:
             raise InvalidEnvConfig(f"Expects `time_limit` > 0 seconds, actual: {time_limit!r}.")
@@ -327,37 +328,8 @@ class PythonTool:
         result = sandbox.run(
             code, language="python", time_limit=self.time_limit, backend=self.backend
         )
-        return format_run(result, self.max_output_chars)
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut ...]"
-
-
-def format_run(result: Any, limit: int = 2000) -> str:
-    """Render a sandbox result (stdout, stderr, how it ended) as tool output text."""
-    stdout = str(getattr(result, "stdout", "") or "")
-    stderr = str(getattr(result, "stderr", "") or "")
-    status = getattr(result, "status", None)
-    status_text = str(getattr(status, "value", status) or "")
-    code = getattr(result, "exit_code", getattr(result, "returncode", None))
-    parts = []
-    if stdout:
-        parts.append("stdout:\n" + _cut(stdout, limit))
-    if stderr:
-        parts.append("stderr:\n" + _cut(stderr, limit))
-    if not parts:
-        parts.append("(no output; use print() to see values)")
-    ending = []
-    if status_text and status_text.lower() not in ("ok", "success"):
-        ending.append(f"status: {status_text}")
-    if code not in (None, 0):
-        ending.append(f"exit code: {code}")
-    if ending:
-        parts.append(", ".join(ending))
-    return "\n".join(parts)
+        # Status first, then stdout and the end of stderr (where a traceback's message is).
+        return result.describe(self.max_output_chars)
 
 
 def python_tool(*, time_limit: float = 5.0, backend: str | None = None) -> Tool:

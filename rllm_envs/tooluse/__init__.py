@@ -1,0 +1,21 @@
+"""Tool use (``rllm/ToolUse-v0``): procedural tasks that need tools, solved by calling them.
+
+The task generators, their scripted tool plans and the scorer live in
+:mod:`rllm_envs.tooluse.tasks` (no Gymnasium import); the environment class in
+:mod:`rllm_envs.tooluse.tooluse_env`.
+"""
+
+from __future__ import annotations
+
+from rllm_envs.tooluse.tasks import FAMILIES, MAX_DIFFICULTY, answers_match, generate, score_answer
+from rllm_envs.tooluse.tooluse_env import BUILTIN_TOOLS, ToolUseEnv
+
+__all__ = [
+    "ToolUseEnv",
+    "BUILTIN_TOOLS",
+    "FAMILIES",
+    "MAX_DIFFICULTY",
+    "generate",
+    "score_answer",
+    "answers_match",
+]

@@ -1,0 +1,420 @@
+"""Procedural tool-use tasks, their scripted tool plans and their scorer (no Gymnasium import).
+
+Each family builds, from a ``numpy`` generator and a difficulty (1-5), a task that needs tools:
+its question, the task-specific tools (plain data, so records round-trip through JSON), the
+reference answer, and a **plan** -- the tool calls an expert makes, turn by turn, ending with
+``final_answer``. The plan goes through the real tools: tests run it and check that the tools'
+outputs lead to the reference answer.
+
+Families:
+
+* ``lookup`` -- a product catalogue behind a ``get_product`` tool; the total price of an order
+  (``difficulty`` products, then the calculator).
+* ``units`` -- exact unit conversion with ``convert_units``; at higher difficulty a sum of
+  quantities in mixed units (then the calculator).
+* ``dates`` -- date arithmetic with ``date_add``, ``weekday`` and ``days_between``.
+* ``chain`` -- a company directory behind ``get_employee`` and ``get_department``; follow
+  ``difficulty + 1`` links (manager of the manager of ..., then the department's city).
+* ``arith`` -- exact arithmetic that is tedious by hand (modular powers, binomials, harmonic
+  sums, lcm, big products), solved with the calculator or Python; graded by the math grader.
+
+Task fields: ``family``, ``difficulty``, ``question``, ``answer`` (str), ``answer_type``
+(``"math"``, ``"date"`` or ``"text"``), ``tools`` (built-in tool names), ``tables`` (specs for
+:func:`rllm_envs.tools.builtin.table_tool`) and ``plan`` (list of turns, each a list of
+``{"name", "arguments"}`` calls).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.tools.builtin import UNITS
+
+__all__ = ["FAMILIES", "generate", "score_answer", "answers_match", "MAX_DIFFICULTY"]
+
+MAX_DIFFICULTY = 5
+Task = dict[str, Any]
+Call = dict[str, Any]
+
+_ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "kr", "th"]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ei", "ou"]
+_CODAS = ["", "", "n", "r", "l", "s", "x", "th"]
+
+
+def _word(rng: np.random.Generator, syllables: int) -> str:
+    parts = []
+    for _ in range(syllables):
+        parts.append(
+            _ONSETS[rng.integers(len(_ONSETS))]
+            + _VOWELS[rng.integers(len(_VOWELS))]
+            + _CODAS[rng.integers(len(_CODAS))]
+        )
+    return "".join(parts).capitalize()
+
+
+def _unique_names(rng: np.random.Generator, n: int, make: Callable[[], str]) -> list[str]:
+    names: list[str] = []
+    seen: set[str] = set()
+    while len(names) < n:
+        name = make()
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            names.append(name)
+    return names
+
+
+def _call(tool: str, **arguments: Any) -> Call:
+    return {"name": tool, "arguments": arguments}
+
+
+def _decimal(value: Fraction) -> str:
+    """Exact decimal text of a terminating fraction (every value here terminates)."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    places = 0
+    while (value * 10**places).denominator != 1:
+        places += 1
+    scaled = abs(value.numerator * 10**places // value.denominator)
+    digits = str(scaled).rjust(places + 1, "0")
+    text = f"{digits[:-places]}.{digits[-places:]}".rstrip("0").rstrip(".")
+    return ("-" if value < 0 else "") + text
+
+
+# ------------------------------------------------------------------------------ lookup
+
+_PRODUCT_NOUNS = ["Lamp", "Kettle", "Drone", "Backpack", "Clock", "Speaker", "Blender", "Tent"]
+
+
+def _lookup(rng: np.random.Generator, difficulty: int) -> Task:
+    n_products = 6 + 2 * difficulty
+    names = _unique_names(
+        rng, n_products, lambda: f"{_word(rng, 2)} {_PRODUCT_NOUNS[rng.integers(8)]}"
+    )
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        cents = int(rng.integers(199, 25000))
+        rows.append(
+            {
+                "name": name,
+                "price_usd": f"{cents // 100}.{cents % 100:02d}",
+                "in_stock": int(rng.integers(0, 60)),
+                "sku": f"SKU-{int(rng.integers(10000, 99999))}",
+            }
+        )
+    order_size = min(difficulty, n_products)
+    picked = [int(i) for i in rng.choice(n_products, size=order_size, replace=False)]
+    quantities = [int(rng.integers(1, 10)) for _ in picked]
+    items = [(rows[i], q) for i, q in zip(picked, quantities, strict=True)]
+    total = sum((Fraction(r["price_usd"]) * q for r, q in items), Fraction(0))
+    order = ", ".join(f"{q} x {r['name']}" for r, q in items)
+    expression = " + ".join(f"{q} * {r['price_usd']}" for r, q in items)
+    return {
+        "question": (
+            f"A customer orders {order}. Using the product catalogue (tool `get_product`), what "
+            "is the total price of the order in US dollars? Answer with the number only, e.g. "
+            "12.50."
+        ),
+        "answer": _decimal(total),  # graded as a number: 12.5 and 12.50 both count
+        "answer_type": "math",
+        "tools": ["calculator"],
+        "tables": [
+            {
+                "name": "get_product",
+                "description": "Look up a product of the catalogue by its exact name; returns "
+                "its price in US dollars, stock and SKU as JSON.",
+                "key": "name",
+                "key_description": "The product name, e.g. 'Zorbi Lamp'.",
+                "rows": rows,
+            }
+        ],
+        "plan": [
+            [_call("get_product", name=r["name"]) for r, _ in items],
+            [_call("calculator", expression=expression)],
+        ],
+    }
+
+
+# ------------------------------------------------------------------------------- units
+
+_UNIT_CHOICES = {
+    "length": (["inch", "foot", "yard", "mile", "cm", "mm"], ["m", "km", "cm"]),
+    "mass": (["pound", "ounce", "g", "mg"], ["kg", "g"]),
+    "volume": (["us_gallon", "ml", "cubic_meter"], ["liter", "ml"]),
+    "time": (["minute", "hour", "day", "week"], ["second", "minute"]),
+}
+_THINGS = {
+    "length": "cables laid end to end",
+    "mass": "parcels on a scale",
+    "volume": "containers of water",
+    "time": "work sessions",
+}
+
+
+def _units(rng: np.random.Generator, difficulty: int) -> Task:
+    dims = list(_UNIT_CHOICES)
+    dim = dims[rng.integers(len(dims))]
+    sources, targets = _UNIT_CHOICES[dim]
+    target = targets[rng.integers(len(targets))]
+    n = 1 if difficulty == 1 else min(difficulty, 4)
+    quantities = []
+    for _ in range(n):
+        unit = sources[rng.integers(len(sources))]
+        halves = int(rng.integers(2, 40 * difficulty))
+        quantities.append((Fraction(halves, 2), unit))
+    converted = [q * UNITS[u][1] / UNITS[target][1] for q, u in quantities]
+    total = sum(converted, Fraction(0))
+    listed = ", ".join(f"{_decimal(q)} {u}" for q, u in quantities)
+    if n == 1:
+        question = f"Convert {listed} to {target}."
+    else:
+        question = f"Some {_THINGS[dim]} measure {listed}. What is their total in {target}?"
+    plan: list[list[Call]] = [
+        [
+            _call("convert_units", value=_decimal(q), from_unit=u, to_unit=target)
+            for q, u in quantities
+        ]
+    ]
+    if n > 1:
+        plan.append([_call("calculator", expression=" + ".join(_decimal(c) for c in converted))])
+    return {
+        "question": question + " Give the exact decimal value (no rounding), number only.",
+        "answer": _decimal(total),
+        "answer_type": "math",
+        "tools": ["convert_units", "calculator"],
+        "tables": [],
+        "plan": plan,
+    }
+
+
+# ------------------------------------------------------------------------------- dates
+
+
+def _dates(rng: np.random.Generator, difficulty: int) -> Task:
+    start = dt.date(2000, 1, 1) + dt.timedelta(days=int(rng.integers(0, 365 * 60)))
+    days = int(rng.integers(10, 100 * difficulty + 100))
+    end = start + dt.timedelta(days=days)
+    add = _call("date_add", date=start.isoformat(), days=days)
+    event = ["a shipment", "a festival", "a contract", "a voyage", "a trial"][rng.integers(5)]
+    if difficulty == 1:
+        return {
+            "question": f"{event.capitalize()} starts on {start.isoformat()} and lasts {days} "
+            "days. On what date does it end (the start date plus the number of days)? Answer "
+            "as YYYY-MM-DD.",
+            "answer": end.isoformat(),
+            "answer_type": "date",
+            "tools": ["date_add", "days_between", "weekday"],
+            "tables": [],
+            "plan": [[add]],
+        }
+    if difficulty == 2:
+        return {
+            "question": f"{event.capitalize()} starts on {start.isoformat()} and lasts {days} "
+            "days. On which day of the week does it end (the start date plus the number of "
+            "days)? Answer with the weekday name, e.g. Monday.",
+            "answer": end.strftime("%A"),
+            "answer_type": "text",
+            "tools": ["date_add", "days_between", "weekday"],
+            "tables": [],
+            "plan": [[add], [_call("weekday", date=end.isoformat())]],
+        }
+    # Harder: several phases back to back, then the distance to a deadline.
+    phases = [int(rng.integers(5, 30 * difficulty)) for _ in range(difficulty - 1)]
+    deadline = start + dt.timedelta(days=int(rng.integers(sum(phases) + 1, sum(phases) + 400)))
+    plan = []
+    current = start
+    for length in phases:
+        plan.append([_call("date_add", date=current.isoformat(), days=length)])
+        current += dt.timedelta(days=length)
+    plan.append([_call("days_between", start=current.isoformat(), end=deadline.isoformat())])
+    listed = ", ".join(f"{p} days" for p in phases)
+    return {
+        "question": f"{event.capitalize()} begins on {start.isoformat()} with phases of "
+        f"{listed}, each starting the day the previous one ends (add each phase's days to its "
+        f"start date). How many days are there from the end of the last phase until the "
+        f"deadline on {deadline.isoformat()}? Answer with the number only.",
+        "answer": str((deadline - current).days),
+        "answer_type": "math",
+        "tools": ["date_add", "days_between", "weekday"],
+        "tables": [],
+        "plan": plan,
+    }
+
+
+# ------------------------------------------------------------------------------- chain
+
+_ROLES = ["Engineer", "Analyst", "Designer", "Manager", "Director", "Technician", "Counsel"]
+_DEPT_WORDS = ["Research", "Logistics", "Finance", "Outreach", "Foundry", "Archives", "Design"]
+
+
+def _chain(rng: np.random.Generator, difficulty: int) -> Task:
+    hops = difficulty + 1
+    n_people = 8 + 4 * difficulty
+    people = _unique_names(rng, n_people, lambda: f"{_word(rng, 2)} {_word(rng, 2)}")
+    n_depts = 4 + difficulty
+    dept_names = _unique_names(
+        rng, n_depts, lambda: f"{_DEPT_WORDS[rng.integers(len(_DEPT_WORDS))]} {_word(rng, 1)}"
+    )
+    cities = _unique_names(rng, n_depts, lambda: _word(rng, 3))
+    # A management chain long enough for the question, the rest report into it at random.
+    order = [int(i) for i in rng.permutation(n_people)]
+    manager: dict[int, int | None] = {order[0]: None}
+    for pos, person in enumerate(order[1:], start=1):
+        manager[person] = order[pos - 1] if pos <= hops else order[int(rng.integers(pos))]
+    employees = [
+        {
+            "name": people[i],
+            "role": _ROLES[rng.integers(len(_ROLES))],
+            "department": dept_names[rng.integers(n_depts)],
+            "manager": people[m] if (m := manager[i]) is not None else None,
+        }
+        for i in range(n_people)
+    ]
+    departments = [
+        {"department": d, "city": c, "floor": int(rng.integers(1, 40))}
+        for d, c in zip(dept_names, cities, strict=True)
+    ]
+    start = order[hops]
+    plan: list[list[Call]] = []
+    current = start
+    for _ in range(hops - 1):
+        plan.append([_call("get_employee", name=people[current])])
+        parent = manager[current]
+        assert parent is not None
+        current = parent
+    plan.append([_call("get_employee", name=people[current])])
+    dept = employees[current]["department"]
+    plan.append([_call("get_department", department=dept)])
+    city = next(d["city"] for d in departments if d["department"] == dept)
+    relation = "the manager of " * (hops - 1)
+    return {
+        "question": f"In which city is the department of {relation}{people[start]} located? "
+        "Use the company directory tools. Answer with the city name only.",
+        "answer": city,
+        "answer_type": "text",
+        "tools": [],
+        "tables": [
+            {
+                "name": "get_employee",
+                "description": "Look up an employee of the company directory by full name; "
+                "returns their role, department and manager as JSON.",
+                "key": "name",
+                "key_description": "The employee's full name.",
+                "rows": employees,
+            },
+            {
+                "name": "get_department",
+                "description": "Look up a department by its exact name; returns its city and "
+                "floor as JSON.",
+                "key": "department",
+                "key_description": "The department name.",
+                "rows": departments,
+            },
+        ],
+        "plan": plan,
+    }
+
+
+# ------------------------------------------------------------------------------- arith
+
+
+def _arith(rng: np.random.Generator, difficulty: int) -> Task:
+    kind = int(rng.integers(5))
+    scale = 10 ** (2 + difficulty)
+    if kind == 0:
+        a, b = int(rng.integers(2, scale)), int(rng.integers(10 * scale, 100 * scale))
+        m = int(rng.integers(1000, 10 * scale))
+        question = f"What is the remainder when {a}^{b} is divided by {m}?"
+        answer, expression = str(pow(a, b, m)), f"pow({a}, {b}, {m})"
+    elif kind == 1:
+        n = int(rng.integers(20, 30 + 15 * difficulty))
+        k = int(rng.integers(3, n // 2))
+        question = f"In how many ways can a committee of {k} be chosen from {n} people?"
+        from math import comb
+
+        answer, expression = str(comb(n, k)), f"binomial({n}, {k})"
+    elif kind == 2:
+        n = int(rng.integers(4, 6 + 2 * difficulty))
+        total = sum((Fraction(1, i) for i in range(1, n + 1)), Fraction(0))
+        question = f"What is 1/1 + 1/2 + ... + 1/{n} as a fraction in lowest terms? Answer as p/q."
+        answer = f"{total.numerator}/{total.denominator}"
+        expression = " + ".join(f"1/{i}" for i in range(1, n + 1))
+    elif kind == 3:
+        values = [int(rng.integers(6, 20 * difficulty + 30)) for _ in range(2 + difficulty)]
+        from math import lcm
+
+        question = f"What is the least common multiple of {', '.join(map(str, values))}?"
+        answer, expression = str(lcm(*values)), f"lcm({', '.join(map(str, values))})"
+    else:
+        a, b = int(rng.integers(scale, 10 * scale)), int(rng.integers(scale, 10 * scale))
+        c = int(rng.integers(scale, 100 * scale))
+        question = f"Compute {a} * {b} - {c} ** 2."
+        answer, expression = str(a * b - c**2), f"{a} * {b} - {c} ** 2"
+    return {
+        "question": question + " Give the exact value.",
+        "answer": answer,
+        "answer_type": "math",
+        "tools": ["calculator"],
+        "tables": [],
+        "plan": [[_call("calculator", expression=expression)]],
+    }
+
+
+#: family name -> generator ``(rng, difficulty) -> task``.
+FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
+    "lookup": _lookup,
+    "units": _units,
+    "dates": _dates,
+    "chain": _chain,
+    "arith": _arith,
+}
+
+
+def generate(rng: np.random.Generator, *, families: Sequence[str], difficulty: int) -> Task:
+    """Build one task: a family drawn from ``families``, then that family's generator."""
+    family = families[int(rng.integers(len(families)))]
+    task = FAMILIES[family](rng, difficulty)
+    task["family"] = family
+    task["difficulty"] = difficulty
+    # The plan ends with the answer, submitted through the final-answer tool.
+    task["plan"].append([_call("final_answer", answer=task["answer"])])
+    return task
+
+
+# ------------------------------------------------------------------------------ scoring
+
+
+def _text_key(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[^\w\s-]", " ", text)
+    return " ".join(text.split())
+
+
+def answers_match(prediction: str, gold: str, answer_type: str) -> bool:
+    """Whether ``prediction`` is the ``gold`` answer (math-equivalent, same date, same text)."""
+    prediction = prediction.strip()
+    if not prediction:
+        return False
+    if answer_type == "math":
+        from rllm_envs.math import is_equivalent
+
+        return is_equivalent(prediction[:1000], gold)
+    if answer_type == "date":
+        try:
+            return dt.date.fromisoformat(prediction[:40].strip(" .")) == dt.date.fromisoformat(gold)
+        except ValueError:
+            return False
+    return _text_key(prediction[:1000]) == _text_key(gold)
+
+
+def score_answer(answer: str | None, task: Task) -> float:
+    """The task score of a final answer: 1.0 if correct, else 0.0 (``None`` scores 0)."""
+    if answer is None:
+        return 0.0
+    return 1.0 if answers_match(str(answer), str(task["answer"]), task["answer_type"]) else 0.0

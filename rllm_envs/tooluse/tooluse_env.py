@@ -1,0 +1,313 @@
+"""``rllm/ToolUse-v0``: multi-turn function calling on tasks that need tools."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
+from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, load_records
+from rllm_envs.tools import (
+    CALCULATOR,
+    CONVERT_UNITS,
+    DATE_ADD,
+    DAYS_BETWEEN,
+    FINAL_ANSWER,
+    WEEKDAY,
+    Tool,
+    ToolCall,
+    ToolRegistry,
+    python_tool,
+    table_tool,
+)
+from rllm_envs.tools.runner import call_format_help, run_turn
+from rllm_envs.tooluse.tasks import FAMILIES, MAX_DIFFICULTY, generate, score_answer
+
+__all__ = ["ToolUseEnv", "BUILTIN_TOOLS"]
+
+#: Built-in tools a task may name in its ``tools`` field.
+BUILTIN_TOOLS: dict[str, Tool] = {
+    t.name: t for t in (CALCULATOR, CONVERT_UNITS, DATE_ADD, DAYS_BETWEEN, WEEKDAY)
+}
+
+
+def _math_record(task: Task) -> Task:
+    """Map a math record (``question``/``answer``) onto the tool-use task schema."""
+    answer = task["answer"]
+    if isinstance(answer, list | tuple):
+        if not answer:
+            raise ValueError("the `answer` list is empty")
+        answer = answer[0]
+    if answer is None or not str(answer).strip():
+        raise ValueError("the `answer` is empty")
+    answer = str(answer).strip()
+    return {
+        **task,
+        "question": str(task["question"]),
+        "answer": answer,
+        "answer_type": "math",
+        "family": "math",
+        "tools": ["calculator"],
+        "tables": [],
+        "plan": [[{"name": "final_answer", "arguments": {"answer": answer}}]],
+    }
+
+
+class ToolUseEnv(TextEnv):
+    r"""Solve tasks by calling tools: look-ups, unit and date arithmetic, chains, exact math.
+
+    ## Description
+    A multi-turn function-calling environment. Each task needs tools: the total of an order
+    from a product catalogue (``lookup``), exact unit conversions (``units``), date arithmetic
+    (``dates``), a chain of look-ups through a company directory (``chain``) or exact
+    arithmetic that is tedious by hand (``arith``); or math problems from a dataset, where the
+    calculator and Python help (like rLLM's math-with-tool setup). The model calls tools, reads
+    their results and submits a final answer. Tasks are procedural: task ``i`` is a pure
+    function of ``(task_seed, i, difficulty)`` and names are invented, so the answers cannot
+    be recalled from memory.
+
+    ## Observation
+    The first observation holds the task, the list of tools with their arguments, the call
+    format with an example and the number of turns, so a model without a chat template can
+    use it. Later observations hold each tool's result (``[name result]`` blocks) and any
+    error about the reply (malformed JSON, unknown tool, wrong arguments, a tool's own error).
+
+    ## Action
+    Free text with tool calls, parsed by :func:`rllm_envs.tools.parse_tool_calls`: Hermes/Qwen
+    ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (several per reply),
+    a bare JSON call, or OpenAI-style ``tool_calls``. The final answer is a ``final_answer``
+    call or ``<answer>...</answer>``. Text before the last ``</think>`` is ignored.
+
+    ## Reward
+    The weighted sum of components (``reward_weights``): ``correct`` = 1 when the final answer
+    is right (weight 1.0; the math grader for numbers and expressions, the same date for dates,
+    case- and punctuation-insensitive equality for names); ``invalid_call`` = the number of
+    unusable calls in the reply (parse errors, unknown tools, bad arguments), or 1 for a reply
+    with no call and no answer (weight 0.0, log only; pass ``reward_weights={"invalid_call":
+    -0.05}`` for a small penalty).
+
+    ## Episode End
+    Terminates on a final answer (right or wrong). Truncates after ``max_turns`` replies.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core` plus ``tools`` (the OpenAI function-calling
+    schemas of this episode's tools, on reset and every step), ``family`` and ``difficulty``;
+    on ``step``: ``tool_calls`` (``[{"name", "arguments"}]`` read from the reply),
+    ``tool_results`` (``[{"name", "ok", "error"}]`` for the calls that ran), ``call_format``
+    (``"hermes"``, ``"json"``, ``"openai"``, ``"answer_tag"`` or ``None``) and ``answer`` (the
+    submitted answer or ``None``).
+
+    ## Arguments
+    - ``families`` (list of str, default all of ``lookup``, ``units``, ``dates``, ``chain``,
+      ``arith``): the task families drawn from.
+    - ``difficulty`` (int 1-5, default 1): order size, number of quantities, date steps, chain
+      length (``difficulty + 1`` hops) and number sizes.
+    - ``dataset`` (path or ``"hf:<name>"``, optional): math problems with ``question`` and
+      ``answer`` fields (rename with ``field_map``, e.g. ``{"question": "problem"}``) instead
+      of the procedural tasks; their oracle submits the reference answer.
+    - ``field_map`` (dict, optional): column renames for ``dataset``.
+    - ``python`` (bool, default True): offer the ``python`` tool, which runs code through
+      :func:`rllm_envs.sandbox.run` (never unsandboxed).
+    - ``python_time_limit`` (float, default 5.0): seconds per Python run.
+    - ``sandbox_backend`` (str, optional): the sandbox backend (default: automatic).
+    - ``max_calls_per_turn`` (int, default 8), ``max_output_chars`` (int, default 4000): bounds
+      on one reply's calls and on each tool result.
+    - ``task_seed`` (int, default 0), ``max_turns`` (int, default 12), ``reward_weights``,
+      ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "invalid_call": 0.0}
+
+    def __init__(
+        self,
+        *,
+        families: Sequence[str] | None = None,
+        difficulty: int = 1,
+        dataset: str | Path | None = None,
+        field_map: Mapping[str, str] | None = None,
+        python: bool = True,
+        python_time_limit: float = 5.0,
+        sandbox_backend: str | None = None,
+        max_calls_per_turn: int = 8,
+        max_output_chars: int = 4000,
+        task_seed: int = 0,
+        max_turns: int = 12,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if not isinstance(difficulty, int) or not 1 <= difficulty <= MAX_DIFFICULTY:
+            raise InvalidEnvConfig(
+                f"Expects `difficulty` to be an int in [1, {MAX_DIFFICULTY}], actual: "
+                f"{difficulty!r}."
+            )
+        chosen = list(FAMILIES) if families is None else list(families)
+        if isinstance(families, str) or not chosen:
+            raise InvalidEnvConfig(
+                f"Expects `families` to be a non-empty list of names from {list(FAMILIES)}, "
+                f"actual: {families!r}."
+            )
+        for name in chosen:
+            if name not in FAMILIES:
+                raise InvalidEnvConfig(
+                    f"Unknown task family `{name}`; known: {list(FAMILIES)}."
+                    + did_you_mean(name, FAMILIES)
+                )
+        if not isinstance(max_calls_per_turn, int) or max_calls_per_turn < 1:
+            raise InvalidEnvConfig(
+                f"Expects `max_calls_per_turn` to be an int >= 1, actual: {max_calls_per_turn!r}."
+            )
+        tasks: TaskSource
+        if dataset is not None:
+            records = load_records(dataset)
+            tasks = DatasetTasks(
+                records,
+                name=Path(str(dataset)).stem,
+                required=("question", "answer"),
+                field_map=field_map,
+                transform=_math_record,
+            )
+        else:
+            if field_map is not None:
+                raise InvalidEnvConfig("`field_map` only applies with `dataset`.")
+            name = f"tooluse-d{difficulty}-" + "+".join(chosen)
+            generate_task = partial(generate, families=tuple(chosen), difficulty=difficulty)
+            tasks = ProceduralTasks(generate_task, name=name, seed=task_seed)
+        super().__init__(
+            tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
+        )
+        self.families = tuple(chosen)
+        self.difficulty = difficulty
+        self.max_calls_per_turn = max_calls_per_turn
+        self.max_output_chars = max_output_chars
+        self._python = (
+            python_tool(time_limit=python_time_limit, backend=sandbox_backend) if python else None
+        )
+        self.registry = ToolRegistry(max_output_chars=max_output_chars)
+        self._schemas: list[dict[str, Any]] = []
+        self._progress = 0
+        self._answer: str | None = None
+
+    # ------------------------------------------------------------------------- hooks
+
+    def _check_task(self, task: Task) -> None:
+        missing = [f for f in ("question", "answer", "answer_type") if f not in task]
+        if missing:
+            raise InvalidEnvConfig(
+                f"A ToolUse task record needs fields {missing}; see rllm_envs.tooluse.tasks."
+            )
+        try:
+            self._build_registry(task)
+        except InvalidEnvConfig as e:
+            raise InvalidDataset(f"Unusable tools in the task record: {e}") from e
+
+    def _build_registry(self, task: Task) -> ToolRegistry:
+        tools: list[Tool] = []
+        for spec in task.get("tables", []):
+            tools.append(table_tool(spec))
+        for name in task.get("tools", []):
+            if name not in BUILTIN_TOOLS:
+                raise InvalidEnvConfig(
+                    f"Unknown built-in tool `{name}`; known: {sorted(BUILTIN_TOOLS)}."
+                )
+            tools.append(BUILTIN_TOOLS[name])
+        if self._python is not None:
+            tools.append(self._python)
+        tools.append(FINAL_ANSWER)
+        return ToolRegistry(tools, max_output_chars=self.max_output_chars)
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.registry = self._build_registry(task)
+        self._schemas = self.registry.schemas()
+        self._progress = 0
+        self._answer = None
+        plan = task.get("plan") or [[{"name": "final_answer", "arguments": {"answer": "..."}}]]
+        example = ToolCall(plan[0][0]["name"], plan[0][0]["arguments"])
+        observation = "\n".join(
+            [
+                "Solve the task below by calling tools.",
+                "",
+                f"Task: {task['question']}",
+                "",
+                "Tools:",
+                self.registry.describe(),
+                "",
+                call_format_help(example),
+                f"You have {self.max_turns} replies.",
+            ]
+        )
+        return observation, self._extra_info(task)
+
+    def _act(self, action: str) -> Transition:
+        assert self.task is not None
+        report = run_turn(self.registry, action, max_calls=self.max_calls_per_turn)
+        info = {**self._extra_info(self.task), **report.info(), "answer": report.final_answer}
+        self._advance_plan(report.calls)
+        if report.final_answer is not None:
+            self._answer = report.final_answer
+            correct = score_answer(report.final_answer, self.task) == 1.0
+            verdict = "correct" if correct else "not correct"
+            observation = f"Final answer received: {report.final_answer[:200]!s}. It is {verdict}."
+            head = report.observation()
+            return Transition(
+                observation=(head + "\n\n" + observation) if head else observation,
+                reward_components={"correct": float(correct), "invalid_call": report.invalid_calls},
+                terminated=True,
+                correct=correct,
+                invalid_reason=report.invalid_reason(),
+                info=info,
+            )
+        left = self.max_turns - self.turn
+        if report.nothing_usable and not report.errors:
+            reason = "no tool call and no final answer found"
+            observation = (
+                f"No tool call or final answer found in your reply. Call a tool with "
+                f'<tool_call>{{"name": ..., "arguments": {{...}}}}</tool_call> or answer with '
+                f"final_answer. Tools: {', '.join(self.registry.names)}. {left} replies left."
+            )
+            return Transition(
+                observation=observation,
+                reward_components={"correct": 0.0, "invalid_call": 1.0},
+                invalid_reason=reason,
+                info=info,
+            )
+        return Transition(
+            observation=report.observation() + f"\n\n{left} replies left.",
+            reward_components={"correct": 0.0, "invalid_call": float(report.invalid_calls)},
+            invalid_reason=report.invalid_reason(),
+            info=info,
+        )
+
+    def oracle_action(self) -> str:
+        """The next turn of the task's scripted tool plan (ending with ``final_answer``)."""
+        assert self.task is not None, "Call reset() before oracle_action()."
+        plan = self.task["plan"]
+        turn = plan[min(self._progress, len(plan) - 1)]
+        return "\n".join(ToolCall(c["name"], c["arguments"]).to_text() for c in turn)
+
+    def _render_text(self) -> str:
+        return self.last_observation
+
+    # ---------------------------------------------------------------------- internals
+
+    def _advance_plan(self, calls: list[ToolCall]) -> None:
+        """Move the oracle to the next plan turn once the current one has been made."""
+        assert self.task is not None
+        plan = self.task["plan"]
+        if self._progress >= len(plan):
+            return
+        wanted = [(c["name"], c["arguments"]) for c in plan[self._progress]]
+        if [(c.name, c.arguments) for c in calls] == wanted:
+            self._progress += 1
+
+    def _extra_info(self, task: Task) -> dict[str, Any]:
+        return {
+            "tools": self._schemas,
+            "family": task.get("family", "custom"),
+            "difficulty": task.get("difficulty", self.difficulty),
+        }
