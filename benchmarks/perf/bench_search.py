@@ -11,7 +11,8 @@ For each: queries per second through :class:`~rllm_envs.search.BM25Retriever` (t
 query, ranking, returning the top 3), and on the large corpus the index build time from the
 same pre-tokenised passages (the library's own work; tokenisation is shared and reported
 separately) and, for bm25s, loading the on-disk cache. Each bm25s benchmark names its rank-bm25
-counterpart as its baseline; ``speedup`` = rank-bm25 time / bm25s time (queries: goal >= 1).
+counterpart as its baseline; ``speedup`` = rank-bm25 time / bm25s time (queries: goal >= 1;
+building has no goal: bm25s precomputes scores, so it builds slower and queries far faster).
 
 With ``--benchmark-disable`` (the CI smoke run) the synthetic corpus has 10k passages so the
 file stays quick; real runs use 100k.
@@ -138,9 +139,9 @@ def test_build_rank_bm25_synthetic100k(benchmark, synthetic_tokens):
 
 
 def test_build_bm25s_synthetic100k(benchmark, synthetic_tokens):
-    benchmark.extra_info.update(
-        baseline="test_build_rank_bm25_synthetic100k", metric="speedup", goal=1
-    )
+    # No goal: bm25s front-loads scoring into the index (slower to build, far faster to query),
+    # and its index is built once per machine and then loaded from the disk cache.
+    benchmark.extra_info.update(baseline="test_build_rank_bm25_synthetic100k", metric="speedup")
 
     benchmark.pedantic(lambda: bm25s_index(synthetic_tokens), rounds=2, iterations=1)
 
