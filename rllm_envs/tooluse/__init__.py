@@ -7,13 +7,21 @@ The task generators, their scripted tool plans and the scorer live in
 
 from __future__ import annotations
 
-from rllm_envs.tooluse.tasks import FAMILIES, MAX_DIFFICULTY, answers_match, generate, score_answer
+from rllm_envs.tooluse.tasks import (
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    MAX_DIFFICULTY,
+    answers_match,
+    generate,
+    score_answer,
+)
 from rllm_envs.tooluse.tooluse_env import BUILTIN_TOOLS, ToolUseEnv
 
 __all__ = [
     "ToolUseEnv",
     "BUILTIN_TOOLS",
     "FAMILIES",
+    "DEFAULT_FAMILIES",
     "MAX_DIFFICULTY",
     "generate",
     "score_answer",

@@ -17,6 +17,9 @@ Families:
   ``difficulty + 1`` links (manager of the manager of ..., then the department's city).
 * ``arith`` -- exact arithmetic that is tedious by hand (modular powers, binomials, harmonic
   sums, lcm, big products), solved with the calculator or Python; graded by the math grader.
+* ``program`` -- counting and iteration (inclusion-exclusion counts, digit sums of powers,
+  prime counts, Fibonacci residues, Collatz lengths) sized beyond a calculator: the plan
+  runs a short program with the sandboxed ``python`` tool. Not in :data:`DEFAULT_FAMILIES`.
 
 Task fields: ``family``, ``difficulty``, ``question``, ``answer`` (str), ``answer_type``
 (``"math"``, ``"date"`` or ``"text"``), ``tools`` (built-in tool names), ``tables`` (specs for
@@ -27,6 +30,7 @@ Task fields: ``family``, ``difficulty``, ``question``, ``answer`` (str), ``answe
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -37,7 +41,14 @@ import numpy as np
 
 from rllm_envs.tools.builtin import UNITS
 
-__all__ = ["FAMILIES", "generate", "score_answer", "answers_match", "MAX_DIFFICULTY"]
+__all__ = [
+    "FAMILIES",
+    "DEFAULT_FAMILIES",
+    "generate",
+    "score_answer",
+    "answers_match",
+    "MAX_DIFFICULTY",
+]
 
 MAX_DIFFICULTY = 5
 Task = dict[str, Any]
@@ -336,9 +347,7 @@ def _arith(rng: np.random.Generator, difficulty: int) -> Task:
         n = int(rng.integers(20, 30 + 15 * difficulty))
         k = int(rng.integers(3, n // 2))
         question = f"In how many ways can a committee of {k} be chosen from {n} people?"
-        from math import comb
-
-        answer, expression = str(comb(n, k)), f"binomial({n}, {k})"
+        answer, expression = str(math.comb(n, k)), f"binomial({n}, {k})"
     elif kind == 2:
         n = int(rng.integers(4, 6 + 2 * difficulty))
         total = sum((Fraction(1, i) for i in range(1, n + 1)), Fraction(0))
@@ -347,10 +356,8 @@ def _arith(rng: np.random.Generator, difficulty: int) -> Task:
         expression = " + ".join(f"1/{i}" for i in range(1, n + 1))
     elif kind == 3:
         values = [int(rng.integers(6, 20 * difficulty + 30)) for _ in range(2 + difficulty)]
-        from math import lcm
-
         question = f"What is the least common multiple of {', '.join(map(str, values))}?"
-        answer, expression = str(lcm(*values)), f"lcm({', '.join(map(str, values))})"
+        answer, expression = str(math.lcm(*values)), f"lcm({', '.join(map(str, values))})"
     else:
         a, b = int(rng.integers(scale, 10 * scale)), int(rng.integers(scale, 10 * scale))
         c = int(rng.integers(scale, 100 * scale))
@@ -366,6 +373,99 @@ def _arith(rng: np.random.Generator, difficulty: int) -> Task:
     }
 
 
+# ----------------------------------------------------------------------------- program
+
+
+def _primes_upto(n: int) -> int:
+    sieve = bytearray([1]) * (n + 1)
+    sieve[:2] = b"\x00\x00"
+    for p in range(2, int(n**0.5) + 1):
+        if sieve[p]:
+            sieve[p * p :: p] = bytearray(len(range(p * p, n + 1, p)))
+    return sum(sieve)
+
+
+def _fib_mod(n: int, m: int) -> int:
+    """F(n) mod m by fast doubling (task generation must stay fast)."""
+
+    def pair(k: int) -> tuple[int, int]:
+        if k == 0:
+            return 0, 1
+        f, g = pair(k // 2)
+        c, d = f * (2 * g - f) % m, (f * f + g * g) % m
+        return (d, (c + d) % m) if k % 2 else (c, d)
+
+    return pair(n)[0]
+
+
+def _program(rng: np.random.Generator, difficulty: int) -> Task:
+    """Counting and iteration problems: too long for a calculator, a few lines of Python."""
+    kind = int(rng.integers(5))
+    # At most ~10^6 loop iterations: well under a second in the sandbox.
+    size = int(rng.integers(2, 10)) * 10 ** min(1 + difficulty, 5)
+    if kind == 0:
+        a, b, c = (int(x) for x in rng.choice(np.arange(2, 14), size=3, replace=False))
+        question = (
+            f"How many integers n with 1 <= n <= {size} are divisible by {a} or by {b}, but "
+            f"not by {c}?"
+        )
+
+        def multiples(*ds: int) -> int:
+            return size // math.lcm(*ds)
+
+        # Inclusion-exclusion: (a or b) minus the part of it divisible by c.
+        answer = (
+            multiples(a) + multiples(b) - multiples(a, b)
+            - multiples(a, c) - multiples(b, c) + multiples(a, b, c)
+        )  # fmt: skip
+        code = (
+            f"print(sum(1 for n in range(1, {size} + 1) "
+            f"if (n % {a} == 0 or n % {b} == 0) and n % {c} != 0))"
+        )
+    elif kind == 1:
+        k = int(rng.integers(50, 300 * difficulty))
+        question = f"What is the sum of the decimal digits of 2^{k}?"
+        answer = sum(map(int, str(2**k)))
+        code = f"print(sum(map(int, str(2 ** {k}))))"
+    elif kind == 2:
+        question = f"How many prime numbers are there that are at most {size}?"
+        answer = _primes_upto(size)
+        code = (
+            f"n = {size}\nsieve = bytearray([1]) * (n + 1)\nsieve[:2] = b'\\x00\\x00'\n"
+            "for p in range(2, int(n ** 0.5) + 1):\n    if sieve[p]:\n"
+            "        sieve[p * p :: p] = bytearray(len(range(p * p, n + 1, p)))\n"
+            "print(sum(sieve))"
+        )
+    elif kind == 3:
+        n, m = int(rng.integers(100, size)), int(rng.integers(1000, 10**6))
+        question = f"Let F(0) = 0, F(1) = 1, F(k) = F(k-1) + F(k-2). What is F({n}) mod {m}?"
+        answer = _fib_mod(n, m)
+        code = f"x, y = 0, 1\nfor _ in range({n}):\n    x, y = y, (x + y) % {m}\nprint(x)"
+    else:
+        start = int(rng.integers(10, 10 * size))
+        question = (
+            f"Starting from {start}, repeatedly replace n by n/2 if n is even and by 3n+1 if n "
+            "is odd. How many replacements does it take to reach 1?"
+        )
+        steps, n = 0, start
+        while n != 1:
+            n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+        answer = steps
+        code = (
+            f"n, steps = {start}, 0\nwhile n != 1:\n"
+            "    n = n // 2 if n % 2 == 0 else 3 * n + 1\n    steps += 1\nprint(steps)"
+        )
+    return {
+        "question": question + " Give the exact integer.",
+        "answer": str(answer),
+        "answer_type": "math",
+        "tools": ["calculator"],
+        "tables": [],
+        "needs_python": True,
+        "plan": [[_call("python", code=code)]],
+    }
+
+
 #: family name -> generator ``(rng, difficulty) -> task``.
 FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
     "lookup": _lookup,
@@ -373,7 +473,11 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
     "dates": _dates,
     "chain": _chain,
     "arith": _arith,
+    "program": _program,
 }
+#: The families drawn by default: all but ``program``, whose oracle runs Python in the sandbox
+#: (opt in with ``families=[..., "program"]`` where firejail or bubblewrap is installed).
+DEFAULT_FAMILIES: tuple[str, ...] = ("lookup", "units", "dates", "chain", "arith")
 
 
 def generate(rng: np.random.Generator, *, families: Sequence[str], difficulty: int) -> Task:

@@ -24,7 +24,13 @@ from rllm_envs.tools import (
     table_tool,
 )
 from rllm_envs.tools.runner import call_format_help, run_turn
-from rllm_envs.tooluse.tasks import FAMILIES, MAX_DIFFICULTY, generate, score_answer
+from rllm_envs.tooluse.tasks import (
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    MAX_DIFFICULTY,
+    generate,
+    score_answer,
+)
 
 __all__ = ["ToolUseEnv", "BUILTIN_TOOLS"]
 
@@ -62,8 +68,9 @@ class ToolUseEnv(TextEnv):
     ## Description
     A multi-turn function-calling environment. Each task needs tools: the total of an order
     from a product catalogue (``lookup``), exact unit conversions (``units``), date arithmetic
-    (``dates``), a chain of look-ups through a company directory (``chain``) or exact
-    arithmetic that is tedious by hand (``arith``); or math problems from a dataset, where the
+    (``dates``), a chain of look-ups through a company directory (``chain``), exact
+    arithmetic that is tedious by hand (``arith``) or counting and iteration problems that
+    call for a short program (``program``, opt-in); or math problems from a dataset, where the
     calculator and Python help (like rLLM's math-with-tool setup). The model calls tools, reads
     their results and submits a final answer. Tasks are procedural: task ``i`` is a pure
     function of ``(task_seed, i, difficulty)`` and names are invented, so the answers cannot
@@ -101,8 +108,9 @@ class ToolUseEnv(TextEnv):
     submitted answer or ``None``).
 
     ## Arguments
-    - ``families`` (list of str, default all of ``lookup``, ``units``, ``dates``, ``chain``,
-      ``arith``): the task families drawn from.
+    - ``families`` (list of str, default ``lookup``, ``units``, ``dates``, ``chain``,
+      ``arith``): the task families drawn from; add ``program`` for counting and iteration
+      problems whose oracle runs Python in the sandbox (needs firejail or bubblewrap).
     - ``difficulty`` (int 1-5, default 1): order size, number of quantities, date steps, chain
       length (``difficulty + 1`` hops) and number sizes.
     - ``dataset`` (path or ``"hf:<name>"``, optional): math problems with ``question`` and
@@ -146,7 +154,7 @@ class ToolUseEnv(TextEnv):
                 f"Expects `difficulty` to be an int in [1, {MAX_DIFFICULTY}], actual: "
                 f"{difficulty!r}."
             )
-        chosen = list(FAMILIES) if families is None else list(families)
+        chosen = list(DEFAULT_FAMILIES) if families is None else list(families)
         if isinstance(families, str) or not chosen:
             raise InvalidEnvConfig(
                 f"Expects `families` to be a non-empty list of names from {list(FAMILIES)}, "
@@ -161,6 +169,11 @@ class ToolUseEnv(TextEnv):
         if not isinstance(max_calls_per_turn, int) or max_calls_per_turn < 1:
             raise InvalidEnvConfig(
                 f"Expects `max_calls_per_turn` to be an int >= 1, actual: {max_calls_per_turn!r}."
+            )
+        if "program" in chosen and not python:
+            raise InvalidEnvConfig(
+                "The `program` family is solved with the Python tool; keep `python=True` or "
+                "drop `program` from `families`."
             )
         tasks: TaskSource
         if dataset is not None:

@@ -30,7 +30,7 @@ def test_first_observation_lists_tools_and_call_format():
     assert [t["function"]["name"] for t in info["tools"]] == names
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "program"])
 @pytest.mark.parametrize("difficulty", [1, 3, 5])
 def test_oracle_solves_every_family_through_the_tools(family, difficulty):
     env = gym.make("rllm/ToolUse-v0", families=[family], difficulty=difficulty)
@@ -201,6 +201,8 @@ def test_configuration_errors_say_how_to_fix(tmp_path):
         ToolUseEnv(difficulty=0)
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="field_map"):
         ToolUseEnv(field_map={"question": "problem"})
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="Python tool"):
+        ToolUseEnv(families=["program"], python=False)
     path = tmp_path / "m.jsonl"
     path.write_text(json.dumps({"problem": "x"}))
     with pytest.raises(rllm_envs.InvalidDataset, match="field_map"):
@@ -228,3 +230,19 @@ def test_python_tool_runs_in_the_sandbox():
     assert "/work" not in obs
     obs, *_ = env.step(_call("python", code="while True: pass"))
     assert "Time limit exceeded" in obs
+
+
+@pytest.mark.skipif(not _sandbox_available(), reason="no sandbox backend (firejail/bubblewrap)")
+def test_program_family_oracle_runs_python_in_the_sandbox():
+    env = gym.make("rllm/ToolUse-v0", families=["program"], difficulty=3)
+    assert env.unwrapped.families == ("program",)
+    for seed in range(3):
+        steps = run_episode(env, oracle, seed=seed)
+        assert steps[-1][4]["is_correct"] and sum(s[1] for s in steps) == 1.0
+        assert steps[1][4]["tool_calls"][0]["name"] == "python"
+        assert env.unwrapped.task["answer"] in steps[1][0]
+
+
+def test_default_families_leave_out_program():
+    env = ToolUseEnv()
+    assert "program" not in env.families
