@@ -53,7 +53,9 @@ STOPWORDS = frozenset(
     "then there these they this to was will with what which who whom where when how why did "
     "does do from".split()
 )
+#: Indexes shared within the process, by (backend, corpus hash); at most ``_MEMO_SIZE``.
 _MEMO: dict[tuple[str, str], Any] = {}
+_MEMO_SIZE = 8
 _MEMO_LOCK = threading.Lock()
 
 
@@ -172,6 +174,8 @@ class BM25Retriever:
                 index = _MEMO.get(memo_key)
                 if index is None:
                     index = self._load() or self._build()
+                    while len(_MEMO) >= _MEMO_SIZE:  # oldest first: dicts keep insertion order
+                        _MEMO.pop(next(iter(_MEMO)))
                     _MEMO[memo_key] = index
             self._index = index
         return self._index
