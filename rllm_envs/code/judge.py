@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, Status, run
@@ -61,6 +61,8 @@ class TestCase:
     (assert); ``output`` is the expected stdout or JSON result (``""`` for assert).
     """
 
+    __test__: ClassVar[bool] = False  # not a pytest test class, despite the name
+
     input: str
     output: str = ""
 
@@ -75,6 +77,8 @@ class TestResult:
         error: The error message or the end of the traceback, if any.
         time: Wall seconds of the test (not deterministic; keep it out of env ``info``).
     """
+
+    __test__: ClassVar[bool] = False
 
     verdict: str
     output: str = ""

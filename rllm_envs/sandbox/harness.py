@@ -252,15 +252,23 @@ def _run_test(
     out, err, res = bytearray(), bytearray(), bytearray()
     buffers = {out_r: out, err_r: err, res_r: res}
     deadline = start + float(test["time_limit"])
-    timed_out = flooded = False
+    timed_out = flooded = exited = False
     open_fds = [out_r, err_r, res_r]
+    pidfd = os.pidfd_open(pid)
     while open_fds:
         left = deadline - time.monotonic()
         if left <= 0:
-            timed_out = True
+            timed_out = not exited
             break
-        ready, _, _ = select.select(open_fds, [], [], left)
+        ready, _, _ = select.select([*open_fds, pidfd] if not exited else open_fds, [], [], left)
         for fd in ready:
+            if fd == pidfd:
+                # The test process ended: kill what it left in its group (which may hold
+                # the pipes open), then only drain what is already written.
+                exited = True
+                _kill_group(pid)
+                deadline = min(deadline, time.monotonic() + 0.5)
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 open_fds.remove(fd)
@@ -274,11 +282,9 @@ def _run_test(
                 buf += chunk[: (1 << 16) - len(buf)]
         if flooded:
             break
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    _kill_group(pid)
     _, wait_status = os.waitpid(pid, 0)
+    os.close(pidfd)
     elapsed = time.monotonic() - start
     for fd in open_fds:
         os.close(fd)
@@ -293,10 +299,10 @@ def _run_test(
         status = None
     sig = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else None
     error = None
-    if timed_out or sig in (signal.SIGXCPU, signal.SIGKILL):
-        verdict = "TLE"
-    elif flooded or sig == signal.SIGXFSZ:
+    if flooded or sig == signal.SIGXFSZ:
         verdict = "OLE"
+    elif timed_out or sig in (signal.SIGXCPU, signal.SIGKILL):
+        verdict = "TLE"
     elif status is None or sig is not None:
         exit_code = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
         if sig is None and exit_code == 0 and spec["kind"] == "stdin":
@@ -327,6 +333,13 @@ def _run_test(
         "output": output[:snippet],
         "error": error[-snippet:] if error else None,
     }
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def _compare(spec: dict[str, Any], test: dict[str, Any], output: str) -> str:

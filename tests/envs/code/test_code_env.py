@@ -1,0 +1,166 @@
+"""rllm/Code-v0 and rllm/CodeMultiTurn-v0 beyond the conformance matrix."""
+
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from rllm_envs.code.code_env import CodeEnv, embedded_tasks
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox import SandboxUnavailable
+from rllm_envs.sandbox import backends as backends_module
+
+TASKS = embedded_tasks()
+INDEX = {t["title"]: i for i, t in enumerate(TASKS)}
+SUM = INDEX["Sum of Numbers"]
+FUNC = INDEX["Pair With Target"]
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution.\n```python\n{code}\n```\n"
+
+
+def test_first_observation_is_self_contained():
+    env = gym.make("rllm/Code-v0")
+    obs, info = env.reset(options={"index": SUM})
+    assert "print their sum" in obs and "Example 1" in obs
+    assert "standard input" in obs and "```python" in obs
+    assert info["kind"] == "stdin" and info["num_public_tests"] == 2
+    obs, info = env.reset(options={"index": FUNC})
+    assert "class Solution" in obs and "Solution.pairWithTarget" in obs
+    assert info["kind"] == "functional"
+
+
+def test_single_turn_rewards():
+    env = gym.make("rllm/Code-v0")
+    env.reset(options={"index": SUM})
+    obs, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["is_correct"] and info["public_verdicts"] == ["AC", "AC"]
+    assert info["tests_passed"] == info["tests_total"] and "Accepted" in obs
+
+    env.reset(options={"index": SUM})
+    obs, reward, terminated, _, info = env.step(fenced("print(6)"))
+    assert reward == 0.0 and terminated and not info["is_correct"]
+    assert info["public_verdicts"] == ["AC", "WA"] and not info["invalid_action"]
+
+    env.reset(options={"index": SUM})
+    obs, reward, terminated, _, info = env.step("I think the answer is the sum.")
+    assert reward == 0.0 and terminated and info["invalid_action"] and not info["has_code"]
+    assert "No code found" in obs
+
+
+def test_fraction_reward_mode():
+    env = gym.make("rllm/Code-v0", reward_mode="fraction")
+    env.reset(options={"index": SUM})
+    _, reward, _, _, info = env.step(fenced("print(6)"))
+    assert reward == pytest.approx(1 / info["tests_total"])
+    assert info["reward_components"]["all_passed"] == 0.0
+
+
+def test_infinite_loop_ends_as_tle_within_the_limit():
+    env = gym.make("rllm/Code-v0", time_limit=1.0)
+    env.reset(options={"index": SUM})
+    start = time.monotonic()
+    _, reward, terminated, _, info = env.step(fenced("while True:\n    pass"))
+    assert time.monotonic() - start < 8
+    assert reward == 0.0 and terminated and info["public_verdicts"] == ["TLE", "SKIP"]
+
+
+def test_multi_turn_feedback_and_retry():
+    env = gym.make("rllm/CodeMultiTurn-v0")
+    obs, info = env.reset(options={"index": SUM})
+    assert info["max_turns"] == 4 and "4 attempts" in obs
+    task = env.unwrapped.task
+    obs, reward, terminated, truncated, info = env.step(fenced("print(6)"))
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert "Example test 2 failed: wrong answer" in obs
+    assert task["public_tests"][1]["input"].strip() in obs and "Expected:\n-5" in obs
+    assert "3 attempt(s) left" in obs
+    for hidden in task["hidden_tests"]:
+        assert hidden["input"].strip()[:40] not in obs  # hidden tests are never shown
+    obs, reward, terminated, truncated, info = env.step("no code")
+    assert reward == 0.0 and info["invalid_action"] and not terminated
+    obs, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["turn"] == 3
+
+
+def test_multi_turn_hidden_failures_are_not_shown():
+    env = gym.make("rllm/CodeMultiTurn-v0", max_turns=2)
+    env.reset(options={"index": SUM})
+    cheat = "n = int(input())\nprint({'3': 6, '1': -5}.get(str(n), 0))"
+    obs, reward, terminated, truncated, info = env.step(fenced(cheat))
+    assert "passes the example tests but fails hidden tests" in obs
+    assert info["public_verdicts"] == ["AC", "AC"] and reward == 0.0
+    obs, reward, terminated, truncated, info = env.step(fenced(cheat))
+    assert truncated and not terminated and reward == 0.0  # the last attempt is scored: 0
+
+
+def test_multi_turn_return_is_at_most_one_in_fraction_mode():
+    env = gym.make("rllm/CodeMultiTurn-v0", reward_mode="fraction", max_turns=3)
+    env.reset(options={"index": SUM})
+    rewards = [env.step(fenced("print(6)"))[1] for _ in range(3)]
+    assert rewards[:2] == [0.0, 0.0] and 0.0 < rewards[2] < 1.0
+
+
+def test_compile_error_feedback():
+    env = gym.make("rllm/CodeMultiTurn-v0")
+    env.reset(options={"index": SUM})
+    obs, *_, info = env.step(fenced("def broken(:\n    pass"))
+    assert "Compilation error" in obs and "SyntaxError" in obs
+    assert set(info["public_verdicts"]) == {"CE"}
+
+
+def test_functional_task_feedback_shows_the_returned_value():
+    env = gym.make("rllm/CodeMultiTurn-v0")
+    env.reset(options={"index": FUNC})
+    code = "class Solution:\n    def pairWithTarget(self, nums, target):\n        return [0, 0]"
+    obs, *_ = env.step(fenced(code))
+    assert "Your result:\n[0,0]" in obs and "Expected:\n[0, 1]" in obs
+
+
+def test_oracle_steps_are_deterministic():
+    env = gym.make("rllm/Code-v0")
+    for index in range(0, len(TASKS), 7):
+        runs = []
+        for _ in range(2):
+            env.reset(seed=index, options={"index": index})
+            runs.append(env.step(env.unwrapped.oracle_action()))
+        assert runs[0] == runs[1] and runs[0][1] == 1.0
+
+
+def test_difficulty_filter_and_bad_arguments():
+    env = gym.make("rllm/Code-v0", difficulty="hard")
+    assert {t["difficulty"] for t in env.unwrapped.tasks._tasks} == {"hard"}
+    with pytest.raises(InvalidEnvConfig, match="difficulty"):
+        CodeEnv(difficulty="impossible")
+    with pytest.raises(InvalidEnvConfig):
+        CodeEnv(reward_mode="best")
+    with pytest.raises(InvalidEnvConfig):
+        CodeEnv(max_turns=3)
+    with pytest.raises(InvalidEnvConfig):
+        CodeEnv(time_limit=0)
+    with pytest.raises(InvalidEnvConfig, match="Did you mean"):
+        rllm_envs.make("rllm/Code-v0", reward_mod="all")
+
+
+def test_missing_sandbox_fails_at_construction(monkeypatch):
+    monkeypatch.delenv("RLLM_SANDBOX_BACKEND", raising=False)
+    monkeypatch.setattr(backends_module.Firejail, "missing", lambda self: "not installed")
+    monkeypatch.setattr(backends_module.Bubblewrap, "missing", lambda self: "not installed")
+    with pytest.raises(SandboxUnavailable, match="apt-get install firejail bubblewrap"):
+        gym.make("rllm/Code-v0")
+
+
+def test_explicit_backends(monkeypatch):
+    for name in ("bubblewrap", "firejail"):
+        try:
+            env = gym.make("rllm/Code-v0", backend=name)
+        except SandboxUnavailable:
+            continue
+        env.reset(options={"index": SUM})
+        assert env.step(env.unwrapped.oracle_action())[1] == 1.0

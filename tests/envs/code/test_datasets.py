@@ -1,0 +1,123 @@
+"""Loaders for the public dataset schemas, on small local files in those schemas."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import zlib
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs  # noqa: F401
+from rllm_envs.code.code_env import load_code_tasks
+from rllm_envs.code.datasets import decode_lcb_tests, detect_format, normalize
+from rllm_envs.code.judge import judge_task
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig
+
+DATA = Path(__file__).parent / "data"
+
+#: A correct program for each fixture task that has no reference solution.
+SOLUTIONS = {
+    "abc999_a": "print(2 * int(input()))",
+    "9001": "class Solution:\n    def countEven(self, nums: List[int]) -> int:\n"
+    "        return sum(x % 2 == 0 for x in nums)\n",
+    "1999A": "a, b = map(int, input().split())\nprint(max(a, b))",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("livecodebench", "livecodebench"),
+        ("taco", "taco"),
+        ("codeforces", "codeforces"),
+        ("humaneval", "humaneval"),
+        ("mbpp", "mbpp"),
+    ],
+)
+def test_every_fixture_loads_and_its_solutions_pass(name, expected):
+    path = DATA / f"{name}.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(detect_format(r) == expected for r in records)
+    tasks = load_code_tasks(path)
+    assert len(tasks) == len(records)
+    for task in tasks:
+        assert task["question"] and task["public_tests"] + task["hidden_tests"]
+        code = task["solution"] or SOLUTIONS[task["id"]]
+        result = judge_task(code, task)
+        assert result.all_passed, (task["id"], result.verdicts, result.results)
+        wrong = judge_task("print(0)\ndef f(*a): return None\n", task)
+        assert not wrong.all_passed
+
+
+def test_livecodebench_schema_details():
+    stdin, functional = load_code_tasks(DATA / "livecodebench.jsonl")
+    assert stdin["kind"] == "stdin" and len(stdin["hidden_tests"]) == 3  # compressed ones
+    assert stdin["hidden_tests"][1] == {"input": "-7\n", "output": "-14\n"}
+    assert functional["kind"] == "functional" and functional["func_name"] == "countEven"
+    assert functional["starter_code"].startswith("class Solution")
+    assert stdin["solution"] is None
+
+
+def test_compressed_tests_never_unpickle_objects():
+    payload = pickle.dumps(Path("/etc/passwd"))  # needs a class: refused
+    encoded = base64.b64encode(zlib.compress(payload)).decode()
+    with pytest.raises(ValueError, match="refusing|cannot decode"):
+        decode_lcb_tests(encoded)
+    good = base64.b64encode(zlib.compress(pickle.dumps(json.dumps([{"input": "1"}])))).decode()
+    assert decode_lcb_tests(good) == [{"input": "1"}]
+
+
+def test_taco_call_based_and_limits():
+    stdin, call = load_code_tasks(DATA / "taco.jsonl", dataset_format="taco")
+    assert stdin["time_limit"] == 1.0 and stdin["kind"] == "stdin"
+    assert call["kind"] == "functional" and call["func_name"] == "add_pair" and call["lenient"]
+    assert call["public_tests"][0] == {"input": "1\n2", "output": "[[3, -1]]"}
+
+
+def test_codeforces_both_flavours():
+    openr1, contests = load_code_tasks(DATA / "codeforces.jsonl")
+    assert openr1["id"] == "1999A" and "Example 1" in openr1["question"]
+    assert openr1["time_limit"] == 1.0 and len(openr1["hidden_tests"]) == 2
+    assert contests["time_limit"] == 2.0 and contests["solution"].startswith("print")
+    assert len(contests["hidden_tests"]) == 3
+
+
+def test_humaneval_and_mbpp_are_assert_tasks():
+    (he,) = load_code_tasks(DATA / "humaneval.jsonl")
+    assert he["kind"] == "assert" and "def triple" in he["question"]
+    assert he["hidden_tests"][0]["input"].rstrip().endswith("check(triple)")
+    first, second = load_code_tasks(DATA / "mbpp.jsonl")
+    assert "assert smallest([3, 1, 2]) == 1" in first["question"]
+    assert len(first["public_tests"]) == 1 and len(first["hidden_tests"]) == 2
+    assert second["hidden_tests"][0]["input"].startswith("import math")
+
+
+def test_env_reads_a_dataset_file():
+    env = gym.make("rllm/Code-v0", dataset=str(DATA / "codeforces.jsonl"))
+    obs, info = env.reset(options={"index": 1})
+    assert "digits" in obs and info["num_tests"] == 4
+    _, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
+    assert reward == 1.0 and terminated and info["is_correct"]
+    env.reset(options={"index": 0})
+    with pytest.raises(InvalidDataset, match="no reference solution"):
+        env.unwrapped.oracle_action()
+    env.close()
+
+
+def test_bad_datasets_are_programmer_errors(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"foo": 1}) + "\n")
+    with pytest.raises(InvalidDataset, match="schema"):
+        load_code_tasks(bad)
+    with pytest.raises(InvalidEnvConfig, match="dataset_format"):
+        load_code_tasks(bad, dataset_format="leetcode")
+    empty = tmp_path / "notests.jsonl"
+    empty.write_text(json.dumps({"question_content": "x", "public_test_cases": "[]"}) + "\n")
+    with pytest.raises(InvalidDataset, match="no tests"):
+        load_code_tasks(empty)
+    with pytest.raises(ValueError):
+        normalize({"question": "q", "input_output": "{not json"})

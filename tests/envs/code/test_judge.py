@@ -1,0 +1,198 @@
+"""The judge: LiveCodeBench comparison rules, verdicts, one sandbox per submission."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rllm_envs.code.judge import (
+    JudgeResult,
+    TestCase,
+    extract_code,
+    judge,
+    score,
+)
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig
+from rllm_envs.sandbox.harness import canonical_stdout, canonical_value
+
+# ------------------------------------------------------------------ comparison rules
+
+
+@pytest.mark.parametrize(
+    ("got", "expected"),
+    [
+        ("6\n", "6"),
+        ("  6  \n\n", "6"),
+        ("1 2 3\r\n", "1 2 3\n"),
+        ("1  2\t3", "1 2 3"),  # token-wise numbers
+        ("1.50 2", "1.5 2.000"),
+        ("1e3", "1000"),
+        ("-0", "0"),
+        ("0.1", "0.10"),
+        ("YES\nNO", "YES\nNO\n"),
+        ("a b \n c", "a b\nc"),  # lines are stripped
+    ],
+)
+def test_outputs_that_match(got, expected):
+    assert canonical_stdout(got) == canonical_stdout(expected)
+
+
+@pytest.mark.parametrize(
+    ("got", "expected"),
+    [
+        ("6", "7"),
+        ("yes", "YES"),
+        ("a  b", "a b"),  # not numbers: exact after strip
+        ("1 2", "1\n2"),  # line structure matters
+        ("0.333333", "0.3333333"),  # decimals compare exactly, no tolerance
+        ("12345678901234567890123456789012345", "12345678901234567890123456789012346"),
+        ("nan", "NaN"),
+        ("", "0"),
+        ("6\n6", "6"),
+    ],
+)
+def test_outputs_that_differ(got, expected):
+    assert canonical_stdout(got) != canonical_stdout(expected)
+
+
+def test_functional_values_compare_as_json():
+    assert canonical_value((1, [2, (3,)])) == canonical_value([1, [2, [3]]])
+    assert canonical_value(1.0) == canonical_value(1) == canonical_value(True) != canonical_value(3)
+    assert canonical_value({"b": 1, "a": [1.5]}) == canonical_value({"a": [1.5], "b": 1})
+    assert canonical_value(0.1 + 0.2) != canonical_value(0.3)
+    with pytest.raises(TypeError):
+        canonical_value({1, 2})
+    with pytest.raises(TypeError):
+        canonical_value({1: 2})
+
+
+# ------------------------------------------------------------------------- extraction
+
+
+def test_extract_code_takes_the_last_python_block():
+    text = "```python\nprint(1)\n```\nbetter:\n```py\nprint(2)\n```\n```text\n3\n```"
+    assert extract_code(text) == "print(2)"
+    assert extract_code("```\nprint(3)\n```") == "print(3)"
+    assert extract_code("```cpp\nint main(){}\n```") == "int main(){}"
+    assert extract_code("Cut off:\n```python\nprint(4)\nprint(5)") == "print(4)\nprint(5)"
+    assert extract_code("<think>```python\nprint(0)\n```</think>none") is None
+    assert extract_code("no code here") is None
+    assert extract_code("```python\n\n```") is None
+
+
+# -------------------------------------------------------------------------- verdicts
+
+
+def test_one_sandbox_gives_a_verdict_per_test():
+    code = (
+        "import sys, time\n"
+        "n = int(input())\n"
+        "if n == 1: print(2)\n"
+        "elif n == 2: print(5)\n"
+        "elif n == 3: time.sleep(30)\n"
+        "elif n == 4: raise ValueError('boom')\n"
+        "elif n == 5: x = bytearray(1 << 33)\n"
+        "elif n == 6: print('z' * (1 << 22))\n"
+    )
+    tests = [TestCase(f"{n}\n", f"{2 * n}\n") for n in range(1, 7)]
+    start = time.monotonic()
+    result = judge(code, tests, time_limit=1.0, memory_mb=256, max_output_bytes=1 << 20)
+    assert time.monotonic() - start < 10
+    assert isinstance(result, JudgeResult)
+    assert result.verdicts == ["AC", "WA", "TLE", "RE", "MLE", "OLE"]
+    assert "ValueError: boom" in result.results[3].error
+    assert result.passed == 1 and result.total == 6 and not result.all_passed
+    assert result.fraction == pytest.approx(1 / 6)
+
+
+def test_a_background_process_does_not_stall_the_test():
+    code = "import os, time\nif os.fork() == 0:\n    time.sleep(30)\nprint(int(input()) + 1)\n"
+    start = time.monotonic()
+    result = judge(code, [TestCase("1", "2"), TestCase("5", "6")], time_limit=5)
+    assert result.verdicts == ["AC", "AC"]
+    assert time.monotonic() - start < 5
+
+
+def test_stop_on_failure_skips_the_rest():
+    tests = [TestCase("1", "1"), TestCase("2", "3"), TestCase("3", "3")]
+    result = judge("print(input())", tests, stop_on_failure=True)
+    assert result.verdicts == ["AC", "WA", "SKIP"]
+
+
+def test_compile_error_fails_every_test():
+    result = judge("def f(:\n", [TestCase("1", "1"), TestCase("2", "2")])
+    assert result.verdicts == ["CE", "CE"] and "SyntaxError" in result.results[0].error
+
+
+def test_functional_tests_call_the_solution():
+    code = (
+        "class Solution:\n"
+        "    def add(self, a: int, b: List[int]) -> Tuple[int, int]:\n"
+        "        return (a, sum(b))\n"
+    )
+    tests = [TestCase("1\n[2, 3]", "[1, 5]"), TestCase("2\n[]", "[2, 1]")]
+    assert judge(code, tests, kind="functional", func_name="add").verdicts == ["AC", "WA"]
+    plain = "def add(a, b):\n    return [a, sum(b)]\n"
+    assert judge(plain, tests, kind="functional", func_name="add").verdicts == ["AC", "WA"]
+    nothing = judge("x = 1", tests[:1], kind="functional", func_name="add")
+    assert nothing.verdicts == ["RE"] and "defines no" in nothing.results[0].error
+
+
+def test_lenient_functional_accepts_apps_wrapping():
+    tests = [TestCase("3", "[9]")]
+    code = "def sq(x):\n    return x * x\n"
+    assert judge(code, tests, kind="functional", func_name="sq").verdicts == ["WA"]
+    lenient = judge(code, tests, kind="functional", func_name="sq", lenient_functional=True)
+    assert lenient.verdicts == ["AC"]
+
+
+def test_assert_tests():
+    code = "def inc(x):\n    return x + 1\n"
+    tests = [TestCase("assert inc(1) == 2"), TestCase("assert inc(1) == 3"), TestCase("inc()")]
+    assert judge(code, tests, kind="assert").verdicts == ["AC", "WA", "RE"]
+
+
+def test_expected_outputs_never_enter_the_sandbox():
+    # A submission that searches its whole memory for the answer cannot find it.
+    code = (
+        "import gc\n"
+        "found = [o for o in gc.get_objects() if isinstance(o, dict)\n"
+        "         for v in o.values() if isinstance(v, str) and 'hidden' + '-answer' in v]\n"
+        "print(found[0] if found else 'nothing')\n"
+    )
+    result = judge(code, [TestCase("", "the-hidden-answer-42\n")])
+    assert result.verdicts == ["WA"] and result.results[0].output == "nothing\n"
+
+
+def test_a_test_cannot_change_the_next_one():
+    code = (
+        "import builtins, sys\n"
+        "print(int(input()) + getattr(builtins, 'counter', 0))\n"
+        "builtins.counter = 100\n"
+    )
+    tests = [TestCase("1", "1"), TestCase("2", "2")]
+    assert judge(code, tests).verdicts == ["AC", "AC"]
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(InvalidEnvConfig):
+        judge("", [TestCase("1", "1")], kind="interactive")
+    with pytest.raises(InvalidEnvConfig):
+        judge("", [TestCase("1", "1")], kind="functional")
+    with pytest.raises(InvalidDataset):
+        judge("", [TestCase("1", "not json")], kind="functional", func_name="f")
+    assert judge("print(1)", []).verdicts == []
+
+
+def test_score_is_one_for_the_reference_and_zero_for_garbage():
+    task = {
+        "kind": "stdin",
+        "public_tests": [{"input": "2\n", "output": "4\n"}],
+        "hidden_tests": [{"input": "5\n", "output": "25\n"}],
+    }
+    assert score("```python\nn = int(input())\nprint(n * n)\n```", task) == 1.0
+    assert score("```python\nprint(4)\n```", task) == 0.0
+    assert score("```python\nprint(4)\n```", task, reward_mode="fraction") == 0.5
+    assert score("no code", task) == 0.0
+    assert score(None, task) == 0.0
