@@ -108,6 +108,20 @@ def test_single_openai_function_object():
     assert parse_tool_calls(json.dumps(obj)).calls == [ToolCall("f", {"x": 2})]
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '[TOOL_CALLS][{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]',
+        '<|python_tag|>{"name": "a", "parameters": {"x": 1}}<|eom_id|>',
+        '<tool_call>{"type": "function", "function": {"name": "a", "arguments": "{}"}}</tool_call>',
+    ],
+    ids=["mistral", "llama3", "openai-in-tags"],
+)
+def test_other_model_families_formats(reply):
+    parsed = parse_tool_calls(reply)
+    assert parsed.calls and parsed.calls[0].name == "a" and parsed.errors == []
+
+
 def test_python_literal_fallback():
     parsed = parse_tool_calls(
         "<tool_call>{'name': 'f', 'arguments': {'flag': True, 'n': None}}</tool_call>"
