@@ -10,7 +10,8 @@
    "<JSON string>"}}]``, a single ``{"type": "function", "function": {...}}`` object, or a
    list of either. Also accepted as Python objects, not only text.
 3. **Bare JSON** -- a JSON object with ``"name"`` and ``"arguments"`` (or ``"parameters"``)
-   anywhere in the text, e.g. inside a fenced code block, when no tags are present.
+   anywhere in the text, e.g. inside a fenced code block, when no tags are present. This also
+   reads Mistral's ``[TOOL_CALLS][{...}, ...]`` and Llama 3's ``<|python_tag|>{...}``.
 
 Inside a call, ``arguments`` may be an object or a JSON string holding one (the OpenAI wire
 format); ``parameters`` and ``args`` are read as aliases. Where strict JSON fails, a Python
