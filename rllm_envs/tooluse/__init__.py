@@ -13,6 +13,7 @@ from rllm_envs.tooluse.tasks import (
     MAX_DIFFICULTY,
     answers_match,
     generate,
+    score,
     score_answer,
 )
 from rllm_envs.tooluse.tooluse_env import BUILTIN_TOOLS, ToolUseEnv
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_FAMILIES",
     "MAX_DIFFICULTY",
     "generate",
+    "score",
     "score_answer",
     "answers_match",
 ]

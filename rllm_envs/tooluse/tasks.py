@@ -522,3 +522,7 @@ def score_answer(answer: str | None, task: Task) -> float:
     if answer is None:
         return 0.0
     return 1.0 if answers_match(str(answer), str(task["answer"]), task["answer_type"]) else 0.0
+
+
+#: The family's scorer under the name every family uses: ``score(answer, task)``.
+score = score_answer
