@@ -45,6 +45,7 @@ __all__ = [
     "FAMILIES",
     "DEFAULT_FAMILIES",
     "generate",
+    "score",
     "score_answer",
     "answers_match",
     "MAX_DIFFICULTY",
