@@ -59,6 +59,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rllm_envs.math._numeric import decide
+
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_ANSWER_LENGTH",
@@ -70,6 +72,7 @@ __all__ = [
     "score_response",
     "normalize",
     "shutdown_workers",
+    "warm_up",
 ]
 
 #: Seconds a single comparison may take (parsing, fast paths and sympy together).
@@ -416,6 +419,8 @@ def _depth_ok(s: str) -> bool:
 
 def _split_top(s: str, seps: tuple[str, ...]) -> list[str]:
     """Split ``s`` at separators that are outside every bracket (linear scan)."""
+    if not any(sep in s for sep in seps):
+        return [s.strip()]
     parts: list[str] = []
     depth = 0
     start = 0
@@ -617,8 +622,15 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: float) -> bool:
     # Tolerance applies when exactly one side is a decimal approximation (the exact side
     # is passed second, as "b").
     a, b = (p.text, g.text) if not g_dec else (g.text, p.text)
-    payload = {"op": "expr", "a": a, "b": b, "tolerant": p_dec != g_dec}
-    return _symbolic(payload, deadline)
+    tolerant = p_dec != g_dec
+    # mpmath in process settles almost every case in well under a millisecond; sympy (in the
+    # worker) only sees what it cannot: infinities, near misses, unsupported notation.
+    verdict = decide(a, b, tolerant=tolerant)
+    if verdict is not None:
+        return verdict
+    if time.monotonic() >= deadline:
+        raise _Timeout
+    return _symbolic({"op": "expr", "a": a, "b": b, "tolerant": tolerant}, deadline)
 
 
 _DECIMAL = re.compile(r"\d\.\d|(?<!\d)\.\d")
@@ -918,6 +930,19 @@ def shutdown_workers() -> None:
 
 
 atexit.register(shutdown_workers)
+
+
+def warm_up(timeout: float = _STARTUP_TIMEOUT) -> bool:
+    """Start a sympy worker now (about a second), so the first slow comparison does not wait.
+
+    Returns:
+        Whether a worker answered within ``timeout`` seconds.
+    """
+    try:
+        reply = _get_pool().run({"op": "ping"}, time.monotonic() + timeout)
+    except (_Timeout, EOFError, OSError, ValueError):
+        return False
+    return bool(reply.get("equal"))
 
 
 def _symbolic(payload: dict[str, Any], deadline: float) -> bool:

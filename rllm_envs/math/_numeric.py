@@ -1,0 +1,237 @@
+"""In-process numeric comparison with mpmath: settles most expression comparisons in microseconds.
+
+The converter's output (:func:`rllm_envs.math._latex.to_python`) is parsed with :mod:`ast` and
+interpreted here (never ``eval``-ed) over 50-digit mpmath numbers, with guards that make every
+operation cheap: powers whose result would be astronomically large, and factorials or
+binomials of big arguments, make the comparison *inconclusive* instead of being computed.
+
+:func:`decide` answers ``True`` (equal to about 40 digits, at three random points when there
+are variables), ``False`` (clearly different) or ``None`` (inconclusive: unsupported notation,
+infinities, a near miss, a huge dynamic range) -- and the grader then asks sympy, in its worker
+process.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import mpmath
+
+from rllm_envs.math._latex import Unsupported, to_python
+
+__all__ = ["decide"]
+
+_DPS = 50
+_local = threading.local()
+
+
+class _Inconclusive(Exception):
+    """The value cannot be computed safely or meaningfully in floating point."""
+
+
+def _ctx() -> Any:
+    # mpmath functions adjust their context's precision while they run: one context per thread.
+    ctx = getattr(_local, "ctx", None)
+    if ctx is None:
+        ctx = mpmath.MPContext()
+        ctx.dps = _DPS
+        _local.ctx = ctx
+    return ctx
+
+
+class _Evaluator:
+    def __init__(self, ctx: Any, values: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.values = values
+        self.max_mag = 0  # largest binary magnitude seen: bounds the rounding error
+
+    def track(self, value: Any) -> Any:
+        ctx = self.ctx
+        if not ctx.isfinite(value):
+            raise _Inconclusive
+        if value != 0:
+            mag = int(ctx.mag(value))
+            if mag > 400 or mag < -400:
+                raise _Inconclusive
+            self.max_mag = max(self.max_mag, mag)
+        return value
+
+    def eval(self, node: ast.AST) -> Any:
+        ctx = self.ctx
+        if isinstance(node, ast.Expression):
+            return self.eval(node.body)
+        if isinstance(node, ast.BinOp):
+            a, b = self.eval(node.left), self.eval(node.right)
+            op = node.op
+            if isinstance(op, ast.Add):
+                return self.track(a + b)
+            if isinstance(op, ast.Sub):
+                return self.track(a - b)
+            if isinstance(op, ast.Mult):
+                return self.track(a * b)
+            if isinstance(op, ast.Div):
+                if b == 0:
+                    raise _Inconclusive
+                return self.track(a / b)
+            if isinstance(op, ast.Pow):
+                return self.track(self.power(a, b))
+            raise _Inconclusive
+        if isinstance(node, ast.UnaryOp):
+            value = self.eval(node.operand)
+            if isinstance(node.op, ast.USub):
+                return -value
+            if isinstance(node.op, ast.UAdd):
+                return value
+            raise _Inconclusive
+        if isinstance(node, ast.Name):
+            constants = {"pi": ctx.pi, "E": ctx.e, "I": ctx.mpc(0, 1)}
+            if node.id in constants:
+                return +constants[node.id]
+            raise _Inconclusive  # oo: infinities are compared symbolically
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return self.call(node.func.id, node.args)
+        raise _Inconclusive
+
+    def power(self, base: Any, exp: Any) -> Any:
+        ctx = self.ctx
+        if base == 0:
+            if ctx.re(exp) <= 0:
+                raise _Inconclusive
+            return ctx.mpf(0)
+        # |result| ~ 2^(|exp| * log2|base|): refuse what would not fit in the magnitude bound.
+        size = abs(exp) * abs(ctx.log(abs(base), 2))
+        if size > 1000:
+            raise _Inconclusive
+        return ctx.power(base, exp)
+
+    def call(self, name: str, args: list[ast.expr]) -> Any:
+        ctx = self.ctx
+        if name in ("Integer", "Rational", "Symbol"):
+            if len(args) != 1 or not isinstance(args[0], ast.Constant):
+                raise _Inconclusive
+            literal = args[0].value
+            if name == "Symbol":
+                return self.values[str(literal)]
+            return self.track(ctx.mpf(literal if isinstance(literal, int) else str(literal)))
+        values = [self.eval(a) for a in args]
+        if name in ("factorial", "binomial"):
+            if any(abs(v) > 1000 for v in values):
+                raise _Inconclusive
+            if name == "factorial":
+                return self.track(ctx.factorial(values[0]))
+            return self.track(ctx.binomial(values[0], values[1]))
+        if name == "log" and len(values) == 2:
+            if values[1] in (0, 1) or values[0] == 0:
+                raise _Inconclusive
+            return self.track(ctx.log(values[0]) / ctx.log(values[1]))
+        if name == "root" and len(values) == 2:
+            if values[1] == 0:
+                raise _Inconclusive
+            return self.track(self.power(values[0], 1 / values[1]))
+        function = _FUNCTIONS.get(name)
+        if function is None or len(values) != 1:
+            raise _Inconclusive
+        if name in ("log", "cot", "csc") and values[0] == 0:
+            raise _Inconclusive
+        return self.track(function(ctx, values[0]))
+
+
+_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "sqrt": lambda c, x: c.sqrt(x),
+    "Abs": lambda c, x: abs(x),
+    "exp": lambda c, x: c.exp(x) if abs(x) < 500 else _inconclusive(),
+    "log": lambda c, x: c.log(x),
+    "sin": lambda c, x: c.sin(x),
+    "cos": lambda c, x: c.cos(x),
+    "tan": lambda c, x: c.tan(x),
+    "cot": lambda c, x: c.cot(x),
+    "sec": lambda c, x: c.sec(x),
+    "csc": lambda c, x: c.csc(x),
+    "asin": lambda c, x: c.asin(x),
+    "acos": lambda c, x: c.acos(x),
+    "atan": lambda c, x: c.atan(x),
+    "sinh": lambda c, x: c.sinh(x) if abs(x) < 500 else _inconclusive(),
+    "cosh": lambda c, x: c.cosh(x) if abs(x) < 500 else _inconclusive(),
+    "tanh": lambda c, x: c.tanh(x),
+}
+
+
+def _inconclusive() -> Any:
+    raise _Inconclusive
+
+
+def _symbols(tree: ast.AST) -> set[str]:
+    return {
+        str(node.args[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Symbol"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def _parse(text: str) -> ast.Expression:
+    try:
+        return ast.parse(to_python(text), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        raise _Inconclusive from e
+
+
+def _compare_at(a: ast.AST, b: ast.AST, values: dict[str, Any], tolerant: bool) -> bool | None:
+    ctx = _ctx()
+    ea, eb = _Evaluator(ctx, values), _Evaluator(ctx, values)
+    va, vb = ea.eval(a), eb.eval(b)
+    scale = ctx.mpf(2) ** max(ea.max_mag, eb.max_mag, 0)
+    diff = abs(va - vb)
+    if diff <= scale * ctx.mpf(10) ** (-40):
+        return True
+    if diff > scale * ctx.mpf(10) ** (-25) and diff > ctx.mpf(10) ** (-12) * max(1, abs(vb)):
+        if tolerant and diff <= ctx.mpf(10) ** (-6) * max(1, abs(vb)):
+            return None  # a rounded decimal: sympy decides if the gold is exact-terminating
+        return False
+    return None
+
+
+def decide(prediction: str, gold: str, *, tolerant: bool = False) -> bool | None:
+    """Compare two LaTeX expressions numerically: ``True``, ``False`` or ``None`` (unsure).
+
+    Args:
+        prediction: The model's expression.
+        gold: The reference expression.
+        tolerant: A decimal approximation may be involved: near misses are left to sympy.
+
+    Returns:
+        The verdict, or ``None`` when only a symbolic comparison can tell.
+    """
+    try:
+        a, b = _parse(prediction), _parse(gold)
+        names = sorted(_symbols(a) | _symbols(b))
+        if not names:
+            return _compare_at(a, b, {}, tolerant)
+        ctx = _ctx()
+        rng = random.Random(0)  # deterministic verdicts
+        agreed = 0
+        for _ in range(6):
+            values = {n: ctx.mpf(rng.randint(7, 300)) / rng.randint(11, 97) for n in names}
+            try:
+                verdict = _compare_at(a, b, values, False)
+            except _Inconclusive:
+                continue  # a singular point: try another
+            if verdict is False:
+                return False
+            if verdict is None:
+                return None
+            agreed += 1
+            if agreed >= 3:
+                return True
+        return None
+    except (_Inconclusive, Unsupported, RecursionError, MemoryError, ValueError, ZeroDivisionError):
+        return None
+    except (TypeError, ArithmeticError):
+        return None
