@@ -1,0 +1,26 @@
+"""Assertions shared by the adapter tests."""
+
+from __future__ import annotations
+
+
+def assert_token_exact(trajectory, tokenizer=None):
+    """The invariant plus per-step alignment; with a tokenizer, observations are in the ids."""
+    trajectory.check_token_exact()
+    assert trajectory.token_exact
+    mask = trajectory.loss_mask()
+    assert sum(mask) == trajectory.num_completion_tokens
+    assert len(trajectory.logprobs()) == len(trajectory.token_ids()) == len(mask)
+    for index, step in enumerate(trajectory.steps):
+        assert len(step.logprobs) == len(step.completion_ids)
+        assert all(lp <= 1e-4 for lp in step.logprobs)
+        if tokenizer is not None and index + 1 < len(trajectory.steps):
+            nxt = trajectory.steps[index + 1].prompt_ids
+            appended = nxt[len(step.prompt_ids) + len(step.completion_ids) :]
+            text = tokenizer.decode(appended)
+            assert step.observation in text
+            # The appended part never carries loss.
+            start = len(step.prompt_ids) + len(step.completion_ids)
+            assert not any(trajectory.loss_mask()[start : start + len(appended)])
+    if tokenizer is not None and trajectory.steps:
+        first = tokenizer.decode(trajectory.steps[0].prompt_ids)
+        assert trajectory.initial_observation in first

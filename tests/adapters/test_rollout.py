@@ -1,0 +1,250 @@
+"""The rollout loop on the transformers backend: every registered env, groups, vector envs,
+env workers, streaming, limits and the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from adapters.backends.base import SamplingParams
+from adapters.env_workers import EnvFactory
+from adapters.rollout import RolloutConfig, RolloutStats, main, rollout, rollout_stream
+from rllm_agents import read_trajectories
+from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
+from tests.adapters.helpers import assert_token_exact
+
+pytest.importorskip("torch")
+
+SMALL = SamplingParams(max_tokens=8, temperature=1.0, seed=0)
+SINGLE_AGENT_IDS = [entry.id for entry in rllm_envs.ENVS]
+
+
+def small_config(**overrides) -> RolloutConfig:
+    fields = dict(num_envs=4, group_size=2, sampling=SMALL, max_turns=2, progress=False)
+    fields.update(overrides)
+    return RolloutConfig(**fields)
+
+
+def buildable(env_id: str) -> None:
+    try:
+        gym.make(env_id).close()
+    except DependencyNotInstalled as e:
+        pytest.skip(f"{env_id}: {e}")
+
+
+@pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS)
+def test_token_exact_on_every_registered_env(env_id, hf_policy):
+    """The invariant on every registered single-agent env (new envs are picked up here)."""
+    buildable(env_id)
+    trajectories = rollout(env_id, hf_policy, small_config(), num_tasks=1)
+    assert len(trajectories) == 2
+    for t in trajectories:
+        assert t.env_id == env_id and t.num_turns >= 1
+        assert t.finish in ("terminated", "truncated")
+        assert_token_exact(t, hf_policy.tokenizer)
+        assert t.messages[-1]["role"] in ("assistant", "user", "tool")
+        assert all(s.finish_reason in ("stop", "length") for s in t.steps)
+        assert all(len(s.completion_ids) <= SMALL.max_tokens for s in t.steps)
+    # Both samples of the group played the same task.
+    assert trajectories[0].task_id == trajectories[1].task_id
+    assert trajectories[0].initial_observation == trajectories[1].initial_observation
+
+
+def test_groups_share_tasks_and_groups_differ(hf_policy):
+    config = small_config(group_size=3, num_envs=6, max_turns=1)
+    trajectories = rollout("rllm/FrozenLake-v0", hf_policy, config, num_tasks=2)
+    assert [(t.group, t.sample) for t in trajectories] == [(g, s) for g in (0, 1) for s in range(3)]
+    by_group = {g: {t.initial_observation for t in trajectories if t.group == g} for g in (0, 1)}
+    assert all(len(obs) == 1 for obs in by_group.values())
+    assert by_group[0] != by_group[1]
+    assert [t.seed for t in trajectories] == [0, 0, 0, 1, 1, 1]
+
+
+def test_explicit_tasks_by_index_and_record(hf_policy):
+    record = {"map": ["SF", "FG"]}
+    trajectories = rollout(
+        "rllm/FrozenLake-v0",
+        hf_policy,
+        small_config(group_size=1, max_turns=1),
+        tasks=[3, record],
+    )
+    assert trajectories[0].initial_info["task_index"] == 3
+    assert trajectories[1].task_id == "custom"
+    assert "S F" in trajectories[1].initial_observation.replace("P", "S")
+
+
+def test_stream_yields_trajectories_as_they_finish(hf_policy):
+    stats = RolloutStats()
+
+    async def collect():
+        seen = []
+        async for t in rollout_stream(
+            "rllm/FrozenLake-v0", hf_policy, small_config(), num_tasks=2, stats=stats
+        ):
+            seen.append((t.group, t.sample, stats.episodes))
+        return seen
+
+    seen = asyncio.run(collect())
+    assert sorted((g, s) for g, s, _ in seen) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [n for _, _, n in seen] == [1, 2, 3, 4]  # counted as each one streams out
+    assert stats.completion_tokens > 0 and stats.turns >= 4
+
+
+class SlowStepEnv(gym.Wrapper):
+    """Counts env steps in flight at once (a sandbox-like slow step)."""
+
+    lock = threading.Lock()
+    active = 0
+    peak = 0
+
+    def step(self, action):
+        cls = type(self)
+        with cls.lock:
+            cls.active += 1
+            cls.peak = max(cls.peak, cls.active)
+        time.sleep(0.2)
+        try:
+            return self.env.step(action)
+        finally:
+            with cls.lock:
+                cls.active -= 1
+
+
+def slow_frozenlake():
+    return SlowStepEnv(gym.make("rllm/FrozenLake-v0"))
+
+
+def test_env_steps_run_off_the_event_loop_concurrently(hf_policy):
+    SlowStepEnv.peak = 0
+    trajectories = rollout(
+        slow_frozenlake, hf_policy, small_config(num_envs=4, group_size=1), num_tasks=4
+    )
+    assert len(trajectories) == 4
+    assert SlowStepEnv.peak >= 2  # several episodes were inside env.step at the same time
+    assert trajectories[0].env_id == "rllm/FrozenLake-v0"
+
+
+def test_process_env_workers(hf_policy):
+    trajectories = rollout(
+        EnvFactory("rllm/FrozenLake-v0", {"difficulty": 2}),
+        hf_policy,
+        small_config(env_backend="process", num_envs=2),
+        num_tasks=1,
+    )
+    assert len(trajectories) == 2
+    assert "5" in trajectories[0].initial_observation  # a 5x5 board from the kwargs
+    for t in trajectories:
+        assert_token_exact(t, hf_policy.tokenizer)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_gymnasium_vector_env_input(mode, hf_policy):
+    vec = gym.make_vec("rllm/FrozenLake-v0", num_envs=2, vectorization_mode=mode, max_turns=3)
+    try:
+        trajectories = rollout(vec, hf_policy, small_config(max_turns=None), num_episodes=3)
+    finally:
+        vec.close()
+    assert len(trajectories) == 3
+    for t in trajectories:
+        assert_token_exact(t, hf_policy.tokenizer)
+        assert t.finish in ("terminated", "truncated")
+        # Whole episodes: the env's own turn limit or a terminal state.
+        assert t.num_turns == 3 or t.steps[-1].terminated
+
+
+def test_vector_env_same_step_autoreset_and_turn_cap(hf_policy):
+    from gymnasium.vector import AutoresetMode
+
+    vec = gym.make_vec(
+        "rllm/FrozenLake-v0",
+        num_envs=2,
+        vectorization_mode="sync",
+        max_turns=4,
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+    )
+    try:
+        trajectories = rollout(vec, hf_policy, small_config(max_turns=2), num_episodes=4)
+    finally:
+        vec.close()
+    assert len(trajectories) == 4
+    assert all(t.num_turns <= 2 for t in trajectories)
+    for t in trajectories:
+        assert_token_exact(t, hf_policy.tokenizer)
+
+
+def test_context_limit_ends_the_episode(hf_policy):
+    from adapters.backends.transformers import TransformersPolicy
+    from rllm_agents import ChatTokenizer, make_agent
+
+    env = gym.make("rllm/FrozenLake-v0")
+    obs, info = env.reset(seed=0)
+    first = ChatTokenizer(hf_policy.tokenizer).initial_prompt(
+        make_agent("rllm/FrozenLake-v0").reset(obs, info)
+    )
+    # Room for the first reply (cut to 5 tokens) but not for the next observation.
+    limit = len(first) + 5
+    short = TransformersPolicy(hf_policy.model, hf_policy.tokenizer, max_model_len=limit)
+    try:
+        config = small_config(max_turns=None, group_size=1, num_envs=1)
+        (t,) = rollout("rllm/FrozenLake-v0", short, config, num_tasks=1)
+    finally:
+        short.close()
+    assert t.finish == "context"
+    assert t.num_turns == 1 and len(t.steps[0].completion_ids) <= 5
+    assert len(t.token_ids()) <= limit
+    assert_token_exact(t, hf_policy.tokenizer)
+
+
+def test_agent_override_and_system_prompt(hf_policy):
+    config = small_config(max_turns=1, agent_kwargs={"system_prompt": "Be terse."})
+    (t, _) = rollout("rllm/FrozenLake-v0", hf_policy, config, num_tasks=1, agent="generic")
+    assert t.metadata["agent"] == "GenericAgent"
+    assert t.messages[0] == {"role": "system", "content": "Be terse."}
+    assert "Be terse." in hf_policy.tokenizer.decode(t.steps[0].prompt_ids)
+
+
+def test_invalid_inputs_raise_early(hf_policy):
+    env = gym.make("rllm/FrozenLake-v0")
+    with pytest.raises(InvalidEnvConfig, match="single env instance"):
+        rollout(env, hf_policy, small_config())
+    with pytest.raises(InvalidEnvConfig, match="num_envs"):
+        RolloutConfig(num_envs=0)
+    with pytest.raises(InvalidEnvConfig, match="env_backend"):
+        RolloutConfig(env_backend="gpu")
+    with pytest.raises(InvalidEnvConfig, match="either"):
+        rollout("rllm/FrozenLake-v0", hf_policy, small_config(), tasks=[0], num_tasks=1)
+    with pytest.raises(InvalidEnvConfig, match="max_tokens"):
+        SamplingParams(max_tokens=0)
+
+
+def test_command_line_writes_trajectories(tmp_path, hf_policy, capsys):
+    status = main(
+        [
+            "--env",
+            "rllm/FrozenLake-v0",
+            "--backend",
+            "transformers",
+            "--num-tasks",
+            "1",
+            "--group-size",
+            "2",
+            "--max-tokens",
+            "4",
+            "--max-turns",
+            "1",
+            "--format",
+            "parquet",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
+    assert status == 0
+    trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v0.parquet")
+    assert len(trajectories) == 2
+    assert "rllm/FrozenLake-v0: 2 episodes" in capsys.readouterr().out

