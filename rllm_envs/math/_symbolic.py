@@ -17,6 +17,7 @@ import json
 import math
 import random
 import sys
+import time
 from typing import Any
 
 import mpmath
@@ -116,7 +117,10 @@ def _terminating(value: sympy.Expr) -> bool:
 
 
 def _close(a: complex, b: complex, rel: float) -> bool:
-    return abs(a - b) <= rel * max(1.0, abs(b))
+    """Relative closeness; against an exact zero, closeness to 1e-25 (rounding noise)."""
+    if a == 0 or b == 0:
+        return abs(a - b) <= 1e-25
+    return abs(a - b) <= rel * max(abs(a), abs(b))
 
 
 _PRECISION = 30
@@ -163,7 +167,16 @@ def expressions_equal(prediction: str, gold: str, *, tolerant: bool = False) -> 
                 return bool(sympy.simplify(a - b) == 0)
             except Exception:  # sympy raises many types on odd input
                 return False
-        if _close(va, vb, 1e-20):
+        if a.is_Rational and b.is_Rational:
+            exact = bool(a == b)  # exact arithmetic settles it (1e100 + 1 is not 1e100)
+        else:
+            # evalf of the difference raises its working precision through cancellation.
+            difference = _numeric(a - b, {})
+            scale = max(abs(va), abs(vb))
+            exact = difference is not None and (
+                abs(difference) <= 1e-25 * scale if scale else abs(difference) <= 1e-25
+            )
+        if exact:
             return True
         return bool(tolerant and not _terminating(b) and _close(va, vb, 1e-6))
     return _agree_at_random_points(a, b, symbols)
@@ -221,7 +234,13 @@ def equations_equal(lhs1: str, rhs1: str, lhs2: str, rhs2: str) -> bool:
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """Answer one request: ``{"op": "expr", "a", "b", "tolerant"}`` or ``{"op": "eq", ...}``."""
+    """Answer one request.
+
+    Requests: ``{"op": "expr", "a", "b", "tolerant"}`` (:func:`expressions_equal`),
+    ``{"op": "eq", "sides": [l1, r1, l2, r2]}`` (:func:`equations_equal`), ``{"op": "ping"}``
+    and ``{"op": "busy", "seconds": s}`` (computes for ``s`` seconds without yielding: a
+    diagnostic that lets tests check the caller's time bound on a runaway computation).
+    """
     try:
         if request["op"] == "expr":
             tolerant = bool(request.get("tolerant", False))
@@ -229,6 +248,11 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         elif request["op"] == "eq":
             ok = equations_equal(*request["sides"])
         elif request["op"] == "ping":
+            ok = True
+        elif request["op"] == "busy":
+            end = time.monotonic() + float(request.get("seconds", 1.0))
+            while time.monotonic() < end:
+                pass
             ok = True
         else:
             return {"error": f"unknown op {request['op']!r}"}

@@ -932,6 +932,16 @@ def shutdown_workers() -> None:
 atexit.register(shutdown_workers)
 
 
+def _forget_pool_after_fork() -> None:
+    # A forked child must not touch the parent's workers, nor a lock another thread held.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def warm_up(timeout: float = _STARTUP_TIMEOUT) -> bool:
     """Start a sympy worker now (about a second), so the first slow comparison does not wait.
 

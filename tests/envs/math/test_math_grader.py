@@ -7,6 +7,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rllm_envs.math import compare, extract_answer, is_equivalent, score_response
 from rllm_envs.math.grader import normalize, shutdown_workers
@@ -86,6 +88,10 @@ EQUIVALENT = [
     ("3+4i", "4i+3"),
     ("\\infty", "\\infty"),
     ("\\$25", "25"),
+    ("\\sin(\\pi)", "0"),
+    ("(10^{20}+1)-10^{20}", "1"),
+    ("10^{-45}", "\\frac{1}{10^{45}}"),
+    ("2^{200}", "1606938044258990275541962092341162602522202993782792835301376"),
     ("25 \\text{ dollars}", "25"),
     # algebraic equivalence
     ("x^2+2x+1", "(x+1)^2"),
@@ -195,6 +201,9 @@ NOT_EQUIVALENT = [
     ("3.14", "\\pi"),
     ("6\\pi", "3\\pi"),
     ("2^{10}", "1000"),
+    ("10^{100}+1", "10^{100}"),
+    ("10^{-45}", "2\\cdot 10^{-45}"),
+    ("2^{200}+1", "2^{200}"),
     ("\\log_2 8", "2"),
     ("\\binom{5}{2}", "20"),
     ("5!", "24"),
@@ -389,3 +398,83 @@ def test_normalize_is_idempotent() -> None:
     for text, _ in EQUIVALENT:
         once = normalize(text)
         assert normalize(once) == once
+
+
+# ------------------------------------------------------------------- the time bound itself
+
+
+def test_runaway_worker_is_killed_at_the_deadline_and_replaced():
+    from rllm_envs.math import grader
+
+    assert grader.warm_up()
+    start = time.monotonic()
+    with pytest.raises(grader._Timeout):
+        grader._symbolic({"op": "busy", "seconds": 60}, time.monotonic() + 0.5)
+    assert time.monotonic() - start < 5.0
+    # The killed worker is not reused: the next comparison gets a fresh one and works.
+    assert grader._symbolic({"op": "expr", "a": "\\infty", "b": "\\infty"}, time.monotonic() + 30)
+
+
+def test_runaway_worker_is_killed_from_a_thread():
+    from rllm_envs.math import grader
+
+    def run():
+        try:
+            grader._symbolic({"op": "busy", "seconds": 60}, time.monotonic() + 0.5)
+        except grader._Timeout:
+            return "timeout"
+        return "finished"
+
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: run(), range(2)))
+    assert results == ["timeout", "timeout"]
+    assert time.monotonic() - start < 10.0
+
+
+# ------------------------------------------------------------------------ property checks
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.fractions(max_denominator=10**6))
+def test_any_fraction_equals_its_spellings(value):
+    latex = f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+    slash = f"{value.numerator}/{value.denominator}"
+    assert is_equivalent(latex, slash) and is_equivalent(slash, latex)
+    assert not is_equivalent(f"{value.numerator + 1}/{value.denominator}", slash)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(-(10**30), 10**30))
+def test_any_integer_equals_itself_and_not_its_neighbour(n):
+    assert is_equivalent(str(n), f"x = {n}")
+    assert not is_equivalent(str(n + 1), str(n))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=60))
+def test_arbitrary_text_never_raises(prediction, gold):
+    verdict = compare(prediction, gold, timeout=2.0)
+    assert verdict.reason in ("equal", "not_equal", "timeout", "empty")
+    assert score_response(prediction, gold)[0] in (0.0, 1.0)
+
+
+def test_grading_modules_do_not_import_gymnasium():
+    import ast
+    from pathlib import Path
+
+    import rllm_envs.math as pkg
+
+    for name in ("grader.py", "_latex.py", "_numeric.py", "_symbolic.py"):
+        tree = ast.parse((Path(pkg.__file__).parent / name).read_text())
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+        }
+        assert "gymnasium" not in imported, name
