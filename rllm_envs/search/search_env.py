@@ -316,7 +316,7 @@ class SearchEnv(TextEnv):
     def _advance_plan(self, queries: list[str], answer: str | None) -> None:
         assert self.task is not None
         hops = self.task.get("hops") or [self.task["question"]]
-        if self._progress < len(hops) and queries == [hops[self._progress]]:
+        if self._progress < len(hops) and queries == [str(hops[self._progress]).strip()]:
             self._progress += 1
 
     def _extra_info(self, task: Task) -> dict[str, Any]:

@@ -129,6 +129,13 @@ def test_user_corpus_and_question_file():
         assert run_episode(env, oracle, seed=seed)[-1][4]["is_correct"]
 
 
+def test_oracle_on_a_passed_task_record():
+    env = SearchEnv(corpus=FIXTURES / "corpus.jsonl", dataset=FIXTURES / "questions.jsonl")
+    task = {"question": "  Which island is Mount Erebus on?\n", "answers": ["Ross Island"]}
+    steps = run_episode(env, oracle, seed=0, options={"task": task})
+    assert len(steps) == 3 and steps[-1][4]["is_correct"] and "Ross Island" in steps[1][0]
+
+
 def test_accepted_answer_lists():
     env = SearchEnv(corpus=FIXTURES / "corpus.jsonl", dataset=FIXTURES / "questions.jsonl")
     env.reset(options={"index": 1})
