@@ -167,7 +167,9 @@ def extract_answer_and_source(response: str) -> tuple[str | None, str | None]:
         matches = list(pattern.finditer(tail))
         if matches:
             answer = matches[-1].group(1).splitlines()[0] if matches[-1].group(1) else ""
-            answer = answer.strip().strip("*").strip()
+            # The phrase may go on: "... is 5. Next, ..." or "... is 5 because ...".
+            answer = re.split(r"\.\s+(?=[A-Z])|\s+(?:because|since|as|which)\s", answer)[0]
+            answer = re.sub(r"^[\s*_]+|[\s*_]+$", "", answer)  # Markdown emphasis
             answer = re.sub(r"[.。]$", "", answer).strip()
             answer = re.sub(r"^\$+|\$+$", "", answer).strip()
             answer = re.sub(r"[.。]$", "", answer).strip()
@@ -243,6 +245,13 @@ def normalize(answer: str) -> str:
     s = s.replace("\\langle", "(").replace("\\rangle", ")")
     s = re.sub(r"^\\\[|\\\]$|^\\\(|\\\)$", "", s.strip())
     s = _unwrap(s)
+    boxed = re.match(r"\\(?:boxed|fbox)\s*\{", s)
+    if boxed:  # a bare answer that is itself boxed
+        got = _braced(s, boxed.end() - 1)
+        if got is not None and got[1] == len(s):
+            s = got[0]
+    # `0.\overline{3}` is a repeating decimal; `\overline{AB}` a segment, named AB.
+    s = re.sub(r"\\overline\s*\{([A-Za-z]+)\}", r"\1", s)
     s = _DROP.sub(" ", s)
     s = re.sub(r"\\[dtc]frac", r"\\frac", s)
     s = re.sub(r"\\[dt]binom", r"\\binom", s)
@@ -256,7 +265,7 @@ def normalize(answer: str) -> str:
     s = re.sub(r"^(?:[a-zA-Z]\s*)?\\in\s*", "", s)
     s = s.rstrip(".").strip()
     m = _UNIT_TAIL.match(s) if len(s) <= 200 else None
-    if m and not re.search(r"[a-zA-Z]", m.group(1).replace("\\", "")):
+    if m and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group(1))):
         s = m.group(1).strip()
     if _THOUSANDS.match(s):
         s = s.replace("{,}", "").replace(",", "")
@@ -289,6 +298,7 @@ _NUMBER_PATTERNS = [
     (re.compile(rf"([+-]?)({_NUM})[eE]([+-]?{_INT})"), "sci"),
     (re.compile(rf"([+-]?)({_NUM})(?:\\times|\\cdot|\*)\{{?10\}}?\^\{{([+-]?{_INT})\}}"), "sci"),
     (re.compile(rf"([+-]?)10\^\{{([+-]?{_INT})\}}"), "pow10"),
+    (re.compile(r"([+-]?)(\d*)\.(\d*)\\overline\{(\d{1,50})\}"), "repeating"),
 ]
 _MAX_EXPONENT = 400
 
@@ -324,6 +334,11 @@ def _parse_number(s: str) -> _Number | None:
                 if abs(exponent) > _MAX_EXPONENT:
                     return None
                 return _Number(sign * Fraction(m.group(2)) * Fraction(10) ** exponent, True)
+            if kind == "repeating":
+                whole, fixed, period = m.group(2) or "0", m.group(3), m.group(4)
+                head = Fraction(f"{whole}.{fixed}" if fixed else whole)
+                tail = Fraction(int(period), (10 ** len(period) - 1) * 10 ** len(fixed))
+                return _Number(sign * (head + tail), False)
             if kind == "pow10":
                 exponent = int(m.group(2))
                 if abs(exponent) > _MAX_EXPONENT:
@@ -531,7 +546,7 @@ def _parse_item(s: str) -> _Node:
         lhs, rhs = sides[0], sides[-1]
         if len(sides) > 2:
             return _parse_item(rhs)  # `x = 2 + 1 = 3`: the last value
-        if _VARIABLE.fullmatch(lhs.replace(" ", "")) or re.fullmatch(r"[a-zA-Z]\([a-z]\)", lhs):
+        if _VARIABLE.fullmatch(lhs.replace(" ", "")) or _FUNCTION_OF.fullmatch(lhs):
             if not _VARIABLE.fullmatch(rhs.replace(" ", "")):
                 return _Eq(_expr(lhs), _expr(rhs), _parse_item(rhs))
         if _VARIABLE.fullmatch(rhs.replace(" ", "")):
@@ -547,6 +562,8 @@ def _parse_item(s: str) -> _Node:
     return _expr(s)
 
 
+#: ``f(x)`` or ``f^{-1}(x)`` on the left of ``=``: the right side is the answer.
+_FUNCTION_OF = re.compile(r"[a-zA-Z](?:\^\{?-1\}?)?\([a-z]\)")
 _INEQ = re.compile(r"(\\le |\\ge |<=|>=|<|>)")
 
 

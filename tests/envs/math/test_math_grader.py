@@ -176,6 +176,26 @@ EQUIVALENT = [
     ("−5", "-5"),
     ("\\left[ 1, 2 \\right]", "[1,2]"),
     ("3\\,000", "3000"),
+    # forms seen in MATH-style answers
+    ("8\\sqrt{3}\\text{ square units}", "8\\sqrt3"),
+    ("f^{-1}(x) = \\frac{x-3}{2}", "\\frac{x-3}{2}"),
+    ("\\boxed{5}", "5"),
+    ("0.\\overline{3}", "\\frac13"),
+    ("1.2\\overline{34}", "\\frac{611}{495}"),
+    ("\\overline{AB}", "AB"),
+    ("(-\\infty,-2]\\cup[2,\\infty)", "x \\le -2 \\text{ or } x \\ge 2"),
+    ("(2,3)", "x=2,y=3"),
+    ("\\log_3 5", "\\frac{\\ln 5}{\\ln 3}"),
+    ("2^{3/2}", "2\\sqrt{2}"),
+    ("\\frac{x+1}{2}", "0.5x+0.5"),
+    ("-2 + 7i", "7i - 2"),
+    ("\\$18.90", "18.9"),
+    ("\\left( -\\frac{1}{2}, \\frac{3}{2} \\right)", "(-0.5, 1.5)"),
+    ("y = -\\frac{1}{2}x + 3", "y=3-\\frac{x}{2}"),
+    ("3, 5, 7", "7,5,3"),
+    ("\\sqrt[3]{2}", "2^{1/3}"),
+    ("\\frac{9}{4}\\pi", "2.25\\pi"),
+    ("2x^2+4x", "2x(x+2)"),
 ]
 
 # (prediction, gold): each pair must be judged different.
@@ -249,6 +269,14 @@ NOT_EQUIVALENT = [
     ("nan", "1"),
     ("\\text{no answer}", "0"),
     ("I don't know", "42"),
+    ("0.\\overline{3}", "0.33"),
+    ("5\\%", "0.05"),
+    ("\\overline{AB}", "AC"),
+    ("1.2\\overline{34}", "1.234"),
+    ("f(x) = x^2", "x^3"),
+    ("(2,3)", "x=3,y=2"),
+    ("2x^2+4x", "2x(x+4)"),
+    ("\\log_3 5", "\\log_5 3"),
 ]
 
 # Adversarial predictions: must be judged not equal to "1", quickly and without raising.
@@ -354,6 +382,9 @@ EXTRACTION = [
     ("Natalia sold 48 clips.\n#### 72", "72"),
     ("answer: x = 2", "x = 2"),
     ("\\boxed{x^{2}}", "x^{2}"),
+    ("So the answer is 5 because the sum is odd.", "5"),
+    ("The final answer is 3.5. That settles it.", "3.5"),
+    ("**Final Answer:** **12**", "12"),
 ]
 
 NO_ANSWER = [
