@@ -120,12 +120,17 @@ def linear_equation(rng: np.random.Generator, difficulty: int) -> Task:
 def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
     """Real roots of a quadratic: integer, rational (d3) or irrational (d4+) roots."""
     bound = 3 + 2 * difficulty
+    # Roots are built exactly and the polynomial from them (faster than sympy.solve).
+    roots: list[sympy.Expr]
     if difficulty <= 2:
         r1, r2 = _int(rng, -bound, bound), _int(rng, -bound, bound)
+        roots = [sympy.Integer(r1), sympy.Integer(r2)]
         poly = sympy.expand((_X - r1) * (_X - r2))
     elif difficulty == 3:
         p, q = _int(rng, 2, 4), _int(rng, -bound, bound, nonzero=True)
-        poly = sympy.expand((p * _X - q) * (_X - _int(rng, -bound, bound)))
+        r = _int(rng, -bound, bound)
+        roots = [sympy.Rational(q, p), sympy.Integer(r)]
+        poly = sympy.expand((p * _X - q) * (_X - r))
     else:
         while True:
             b, c = _int(rng, -bound, bound), _int(rng, -bound, bound)
@@ -133,7 +138,8 @@ def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
             if disc > 0 and sympy.sqrt(disc).is_irrational:
                 break
         poly = _X**2 + b * _X + c
-    roots = sorted(sympy.solve(poly, _X), key=lambda r: float(r))
+        roots = [(-b - sympy.sqrt(disc)) / 2, (-b + sympy.sqrt(disc)) / 2]
+    roots = sorted(set(roots), key=lambda v: float(v))
     answer = ", ".join(sympy.latex(r) for r in roots)
     problem = (
         f"Find all real solutions of ${sympy.latex(poly)} = 0$. "
