@@ -35,7 +35,9 @@ _CHUNK = 1 << 16
 # group may still hold them; only possible with the plain backend).
 _DRAIN_GRACE = 0.5
 
-# The bootstrap. argv: address space, CPU seconds, processes, open files, file size.
+# The bootstrap. argv: address space, CPU seconds, processes, open files, file size, and
+# whether to kill every process it can signal at the end (only inside a PID namespace,
+# where that is exactly what the program left behind).
 _BOOT = r"""
 import os, sys, resource as R
 def _limit(kind, soft, hard):
@@ -44,6 +46,7 @@ def _limit(kind, soft, hard):
         soft, hard = min(soft, cur), min(hard, cur)
     R.setrlimit(kind, (soft, hard))
 _a = [int(x) for x in sys.argv[1:6]]
+_reap = sys.argv[6:7] == ["1"]
 _limit(R.RLIMIT_CORE, 0, 0)
 _limit(R.RLIMIT_AS, _a[0], _a[0])
 _limit(R.RLIMIT_CPU, _a[1], _a[1] + 1)
@@ -80,6 +83,12 @@ except BaseException as _e:
     except BaseException:
         pass
     sys.exit(1)
+finally:
+    if _reap:
+        try:
+            os.kill(-1, 9)
+        except OSError:
+            pass
 """
 
 
@@ -139,6 +148,7 @@ def run(
         str(_process_limit(chosen, limits)),
         str(limits.max_open_files),
         str(limits.max_file_size_mb << 20),
+        "1" if chosen.pid_namespace else "0",
     ]
     payload = b"%d\n" % len(source) + source + data
     return _execute(chosen, argv, payload, limits)
