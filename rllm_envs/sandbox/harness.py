@@ -232,8 +232,11 @@ def _child(
     except AssertionError as e:
         status = {"ok": False, "kind": "assert", "error": f"AssertionError: {e}"[:500]}
     except BaseException as e:
+        import linecache
         import traceback
 
+        lines = spec["code"].splitlines(True)
+        linecache.cache["solution.py"] = (0, None, lines, "solution.py")
         status = {"ok": False, "kind": "error", "error": f"{type(e).__name__}: {e}"[:500]}
         try:
             traceback.print_exception(type(e), e, e.__traceback__)
@@ -424,9 +427,6 @@ def main() -> None:
             _emit({"index": index, "verdict": "CE", "time": 0.0, "output": "", "error": message})
         _emit({"done": True})
         return
-    import linecache
-
-    linecache.cache["solution.py"] = (0, None, spec["code"].splitlines(True), "solution.py")
     # The prelude is the host's trusted code: run it once here; every test starts from a
     # copy of its namespace (after fork), so no test pays for the imports.
     base: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}

@@ -67,8 +67,6 @@ while len(_b) < _n:
         break
     _b += _c
 _src = bytes(_b).decode("utf-8", "replace")
-import linecache
-linecache.cache["main.py"] = (len(_src), None, _src.splitlines(True), "main.py")
 sys.argv = ["main.py"]
 _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
 del _a, _h, _n, _b, _c, _limit
@@ -77,7 +75,8 @@ try:
 except SystemExit:
     raise
 except BaseException as _e:
-    import traceback
+    import linecache, traceback  # only now: importing them costs a few ms per run
+    linecache.cache["main.py"] = (len(_src), None, _src.splitlines(True), "main.py")
     try:
         traceback.print_exception(type(_e), _e, _e.__traceback__.tb_next)
     except BaseException:
