@@ -1,7 +1,8 @@
 r"""Math problems with a fast, exact answer grader (``rllm/Math-v0``).
 
-The grader (:mod:`rllm_envs.math.grader`) and the procedural generators
-(:mod:`rllm_envs.math.generators`) are plain modules with no Gymnasium import::
+The grader (:mod:`rllm_envs.math.grader`), the procedural generators
+(:mod:`rllm_envs.math.generators`) and the dataset loaders (:mod:`rllm_envs.math.loaders`) are
+plain modules; the environment is :class:`rllm_envs.math.math_env.MathEnv`::
 
     from rllm_envs.math import is_equivalent, score_response
 
@@ -15,19 +16,30 @@ from rllm_envs.math.grader import (
     Verdict,
     compare,
     extract_answer,
+    extract_answer_and_source,
     is_equivalent,
     normalize,
     score_response,
+    warm_up,
 )
+from rllm_envs.math.loaders import DATASET_FORMATS, load_math_tasks, math_dataset_tasks
+from rllm_envs.math.math_env import ANSWER_FORMAT, MathEnv
 
 __all__ = [
+    "ANSWER_FORMAT",
+    "DATASET_FORMATS",
     "DEFAULT_TIMEOUT",
     "FAMILIES",
+    "MathEnv",
     "Verdict",
     "compare",
     "extract_answer",
+    "extract_answer_and_source",
     "is_equivalent",
+    "load_math_tasks",
+    "math_dataset_tasks",
     "normalize",
     "procedural_tasks",
     "score_response",
+    "warm_up",
 ]

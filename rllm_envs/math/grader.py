@@ -29,10 +29,23 @@ A plain module (no Gymnasium import). Public API:
    the tuple of its entries; text compares case- and punctuation-insensitively.
 3. Scalars compare, in order: identical normalised strings (microseconds); exact rational
    arithmetic on numbers (integers, decimals, fractions, mixed numbers like ``3\frac{1}{2}``,
-   scientific notation); then sympy in a worker process (:mod:`rllm_envs.math._symbolic`):
-   numeric evaluation to 30 digits, random-point evaluation for expressions with variables.
-   A decimal prediction matches a gold value with no finite decimal expansion (``1/3``,
+   repeating decimals ``0.\overline{3}``, scientific notation); then, in process, 50-digit
+   mpmath evaluation of both sides (:mod:`rllm_envs.math._numeric`; at three random points when
+   there are variables), which settles clear agreement or disagreement; and only when that is
+   inconclusive (infinities, near misses, huge numbers, unsupported notation), sympy in a
+   worker process (:mod:`rllm_envs.math._symbolic`: exact arithmetic, evaluation of the
+   difference with cancellation-aware precision, ``simplify``). Equations compare as equal
+   when one is a nonzero multiple of the other (``y = 2x + 1`` vs ``2x - y + 1 = 0``).
+   A decimal answer matches a value with no finite decimal expansion (``1/3``,
    ``\sqrt{2}``) within a relative error of 1e-6; every other comparison is exact.
+   Percent signs are dropped (``50\%`` equals ``50``, not ``0.5``), as are degree marks.
+
+**math-verify** is not used as a fallback: it was never right where this grader was wrong,
+neither on the benchmark mix (``benchmarks/perf/bench_math.py``) nor on this module's 241
+labelled test pairs, where it disagreed on 24 (21 missed equivalences such as ``1.2e3`` vs
+``1200``, ``x > 2`` vs ``(2, \infty)`` or ``0.\overline{3}`` vs ``\frac13``; 3 false matches:
+``10^{-45}`` vs ``2\cdot 10^{-45}``, ``(2,3)`` vs ``x=3, y=2`` and, by convention, ``5\%``
+vs ``0.05``); and it costs 5-20 ms per answer, in a separate process.
 
 **Time bound.** Every comparison finishes within ``timeout`` seconds (default
 :data:`DEFAULT_TIMEOUT`): the normalised fast paths are linear-time on inputs capped at
