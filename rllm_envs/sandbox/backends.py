@@ -116,6 +116,9 @@ class Backend(ABC):
     #: Whether the program runs in a PID namespace of its own, so that at its end the
     #: bootstrap may kill every process it can signal (whatever the program left behind).
     pid_namespace: ClassVar[bool] = True
+    #: Whether a run cut short (timeout, output flood) is stopped by killing the wrapper's
+    #: descendants first, so that the wrapper exits by itself and cleans up after itself.
+    stop_from_inside: ClassVar[bool] = False
 
     @abstractmethod
     def command(self, argv: list[str]) -> list[str]:
@@ -139,6 +142,9 @@ class Firejail(Backend):
     # firejail cannot make a user namespace inside a container (it checks for one and goes
     # on without it), so the process limit is per user there.
     private_process_count = False
+    # Killed itself, firejail leaves its state file in /run/firejail/sandbox (and SIGTERM
+    # makes it wait a second); killing what runs inside lets it exit and clean up at once.
+    stop_from_inside = True
 
     def missing(self) -> str | None:
         """Why firejail cannot be used, or ``None``."""

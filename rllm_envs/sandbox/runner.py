@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -251,6 +252,8 @@ def _execute(backend: Backend, argv: list[str], payload: bytes, limits: Limits) 
                         err_truncated = err_truncated or len(chunk) > room
             if flooded:
                 break
+        if (timed_out or flooded) and backend.stop_from_inside and exited_at is None:
+            _stop_from_inside(proc.pid, pidfd)
     finally:
         _kill_group(proc.pid)
         try:
@@ -316,6 +319,39 @@ def _process_limit(backend: Backend, limits: Limits) -> int:
     if backend.private_process_count:
         return limits.max_processes
     return limits.max_processes * SHARED_PROCESS_FACTOR
+
+
+#: How long a wrapper may take to exit once what ran inside it was killed.
+_STOP_GRACE = 1.0
+
+
+def _descendants(pid: int) -> list[int]:
+    found, stack = [], [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            for task in os.listdir(f"/proc/{parent}/task"):
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(c) for c in f.read().split()]
+                found += children
+                stack += children
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _stop_from_inside(pid: int, pidfd: int) -> None:
+    """Kill the wrapper's descendants; wait (without reaping) for the wrapper to exit."""
+    deadline = time.monotonic() + _STOP_GRACE
+    while time.monotonic() < deadline:
+        for child in _descendants(pid):  # a few passes: a fork bomb keeps adding processes
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:  # gone, or not ours to kill (e.g. firejail's root helper)
+                pass
+        readable, _, _ = select.select([pidfd], [], [], 0.05)
+        if readable:
+            return
 
 
 def _kill_group(pgid: int) -> None:

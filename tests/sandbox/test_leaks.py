@@ -12,6 +12,14 @@ from rllm_envs.sandbox.backends import sandbox_identity
 from tests.sandbox.conftest import sandbox_processes
 
 SCRATCH_DIRS = ["/tmp", "/var/tmp", "/dev/shm"]
+FIREJAIL_STATE = "/run/firejail/sandbox"  # one file per running firejail (root only)
+
+
+def _firejail_state() -> set[str]:
+    try:
+        return {name for name in os.listdir(FIREJAIL_STATE) if not os.path.isdir(f"/proc/{name}")}
+    except OSError:
+        return set()
 
 
 def _owned_by_sandbox() -> set[str]:
@@ -57,6 +65,7 @@ def test_many_runs_leave_nothing_behind(backend):
     run("print(0)", backend=backend)  # warm-up (backend probe)
     fds_before = sorted(os.listdir("/proc/self/fd"))
     files_before = _owned_by_sandbox()
+    stale_before = _firejail_state()
     threads_before = threading.active_count()
     codes = [
         "print(input())",
@@ -76,6 +85,7 @@ def test_many_runs_leave_nothing_behind(backend):
     _settle()
     assert sorted(os.listdir("/proc/self/fd")) == fds_before
     assert _owned_by_sandbox() <= files_before
+    assert _firejail_state() <= stale_before  # killed runs left no firejail state behind
     assert sandbox_processes(zombies=True) == [] and _children() == []
     assert threading.active_count() == threads_before
 
