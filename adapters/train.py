@@ -1,0 +1,64 @@
+"""Command line: train a policy from a YAML config.
+
+::
+
+    python -m adapters.train --config configs/frozenlake_ppo.yaml
+    python -m adapters.train --config configs/frozenlake_ppo.yaml optim.lr=3e-4 train.iterations=5
+    deepspeed --num_gpus 8 -m adapters.train --config configs/my_run.yaml   # multi-GPU
+    torchrun --nproc_per_node 2 -m adapters.train --config configs/my_run.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m adapters.train",
+        description="PPO/GRPO/RLOO training of a language model on an rllm-envs environment.",
+    )
+    parser.add_argument("--config", required=True, help="YAML config file (see configs/)")
+    parser.add_argument(
+        "overrides", nargs="*", help="dotted overrides, e.g. optim.lr=3e-4 train.iterations=5"
+    )
+    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--print-config", action="store_true", help="print the resolved config and exit"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = _parser().parse_args(argv)
+    from adapters.trainer.config import load_config
+
+    config = load_config(args.config, args.overrides)
+    if args.print_config:
+        print(json.dumps(config.to_dict(), indent=2))
+        return 0
+    from adapters.trainer.trainer import PPOTrainer, config_summary
+
+    with PPOTrainer(config) as trainer:
+        if trainer.is_main:
+            print(f"[train] {config_summary(config)}", file=sys.stderr)
+        history = trainer.train()
+        if trainer.is_main and history:
+            last = history[-1]
+            print(
+                f"[train] {trainer.iteration} iterations, {trainer.episodes} episodes, "
+                f"{trainer.elapsed:.0f}s; last success {last.get('rollout/success', 0):.3f}, "
+                f"reward {last.get('rollout/reward', 0):.3f} -> {trainer.output_dir}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

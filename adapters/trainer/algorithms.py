@@ -1,0 +1,270 @@
+"""Pure tensor math of the trainer: advantages, losses, KL estimators and KL control.
+
+Everything here works on *action-level* tensors of shape ``[batch, actions]``: one entry per
+token the policy produced (the positions where a trajectory's loss mask is 1), in order, padded
+at the end and described by a 0/1 ``mask`` of the same shape. Observation and template tokens
+never appear: in a multi-turn episode the env's reply is part of the transition between two
+action tokens, exactly as the environment is part of the transition in classic RL.
+
+No torch import at module level, so the module can be imported (and documented) without the
+``train`` extra; every function takes and returns ``torch.Tensor``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "AdaptiveKLController",
+    "FixedKLController",
+    "gae_advantages",
+    "group_advantages",
+    "kl_estimate",
+    "masked_mean",
+    "masked_whiten",
+    "entropy_from_logits",
+    "policy_loss",
+    "value_loss",
+]
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """Mean of ``values`` where ``mask`` is 1 (0 when the mask is empty)."""
+    total = (values * mask).sum() if dim is None else (values * mask).sum(dim)
+    count = mask.sum() if dim is None else mask.sum(dim)
+    return total / count.clamp(min=1)
+
+
+def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Zero-mean, unit-variance over the masked entries (masked-out entries become 0)."""
+    mean = masked_mean(values, mask)
+    var = masked_mean((values - mean) ** 2, mask)
+    return (values - mean) * (var + eps).rsqrt() * mask
+
+
+def gae_advantages(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over each row's action tokens.
+
+    The value after a row's last action is 0: an episode ends when the env terminates it or
+    the turn limit (part of the observation, so the state stays Markov) truncates it.
+
+    Args:
+        rewards: ``[B, A]`` reward received after each action token.
+        values: ``[B, A]`` critic value of the state each action token was sampled in.
+        mask: ``[B, A]`` 1 for real action tokens (a prefix of each row).
+        gamma: Discount per action token.
+        lam: GAE lambda.
+
+    Returns:
+        ``(advantages, returns)``, both ``[B, A]`` and 0 where ``mask`` is 0.
+    """
+    import torch
+
+    rewards, values, mask = rewards.float(), values.float(), mask.float()
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
+    next_value = torch.zeros_like(last)
+    for t in range(rewards.shape[1] - 1, -1, -1):
+        m = mask[:, t]
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        last = (delta + gamma * lam * last) * m
+        advantages[:, t] = last
+        # Padding after a row's end leaves next_value at 0 (the terminal value).
+        next_value = values[:, t] * m
+    returns = (advantages + values) * mask
+    return advantages, returns
+
+
+def group_advantages(
+    returns: torch.Tensor,
+    groups: torch.Tensor,
+    *,
+    estimator: str,
+    normalize_std: bool = True,
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """Episode-level advantages from the returns of samples of the same task.
+
+    Args:
+        returns: ``[B]`` episode returns.
+        groups: ``[B]`` integer group ids (samples of one task share an id).
+        estimator: ``"grpo"`` (return minus the group mean, divided by the group std when
+            ``normalize_std``) or ``"rloo"`` (return minus the mean of the *other* samples).
+        normalize_std: GRPO only.
+        eps: Added to the std.
+
+    Returns:
+        ``[B]`` advantages; a group of one sample gets 0.
+    """
+    import torch
+
+    returns = returns.float()
+    out = torch.zeros_like(returns)
+    for g in torch.unique(groups):
+        idx = (groups == g).nonzero(as_tuple=True)[0]
+        r = returns[idx]
+        n = r.numel()
+        if n < 2:
+            continue
+        if estimator == "grpo":
+            adv = r - r.mean()
+            if normalize_std:
+                adv = adv / (r.std(unbiased=True) + eps)
+        elif estimator == "rloo":
+            adv = r - (r.sum() - r) / (n - 1)
+        else:
+            raise ValueError(f"Expects `estimator` in ('grpo', 'rloo'), actual: {estimator!r}.")
+        out[idx] = adv
+    return out
+
+
+def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str) -> torch.Tensor:
+    """Per-token estimate of KL(policy || reference) from sampled-token logprobs.
+
+    ``"k1"``: ``logp - ref``; ``"k2"``: ``(logp - ref)^2 / 2``; ``"k3"``: Schulman's unbiased,
+    always non-negative ``exp(ref - logp) - (ref - logp) - 1`` (clamped for stability).
+    """
+    import torch
+
+    log_ratio = logp - ref_logp
+    if kind == "k1":
+        return log_ratio
+    if kind == "k2":
+        return 0.5 * log_ratio**2
+    if kind == "k3":
+        neg = torch.clamp(-log_ratio, min=-20.0, max=20.0)
+        return torch.exp(neg) - neg - 1.0
+    raise ValueError(f"Expects KL estimator in ('k1', 'k2', 'k3'), actual: {kind!r}.")
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Entropy of the softmax over the last dimension."""
+    import torch
+
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_low: float,
+    clip_high: float,
+    normalizer: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's clipped surrogate, summed over masked tokens and divided by ``normalizer``.
+
+    Args:
+        logp: ``[B, A]`` logprobs under the policy being optimised.
+        old_logp: ``[B, A]`` logprobs under the policy that collected the data.
+        advantages: ``[B, A]``.
+        mask: ``[B, A]``.
+        clip_low: Ratio clip below ``1 - clip_low``.
+        clip_high: Ratio clip above ``1 + clip_high`` (equal to ``clip_low`` for plain PPO).
+        normalizer: Token count the sum is divided by (the mini-batch's, so micro-batches of
+            different sizes add up to a token mean).
+
+    Returns:
+        ``(loss, stats)`` with the clip fraction and the approximate KL to the old policy.
+    """
+    import torch
+
+    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
+    ratio = torch.exp(log_ratio)
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    per_token = torch.maximum(unclipped, clipped)
+    loss = (per_token * mask).sum() / normalizer
+    with torch.no_grad():
+        stats = {
+            "clip_frac": masked_mean((clipped > unclipped).float(), mask),
+            "approx_kl": masked_mean(0.5 * log_ratio**2, mask),
+            "ratio": masked_mean(ratio, mask),
+        }
+    return loss, stats
+
+
+def value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip: float | None,
+    normalizer: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Half squared error to the returns, pessimistically clipped around the old values."""
+    import torch
+
+    error = (values - returns) ** 2
+    if clip is not None:
+        clipped_values = old_values + (values - old_values).clamp(-clip, clip)
+        error_clipped = (clipped_values - returns) ** 2
+        per_token = torch.maximum(error, error_clipped)
+        clip_frac = masked_mean((error_clipped > error).float(), mask)
+    else:
+        per_token = error
+        clip_frac = torch.zeros((), device=values.device)
+    loss = 0.5 * (per_token * mask).sum() / normalizer
+    return loss, {"value_clip_frac": clip_frac.detach()}
+
+
+@dataclass
+class FixedKLController:
+    """A constant KL coefficient."""
+
+    value: float
+
+    def update(self, current_kl: float, n_steps: int) -> None:
+        """Nothing to adapt."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Checkpoint state."""
+        return {"value": self.value}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.value = float(state["value"])
+
+
+@dataclass
+class AdaptiveKLController:
+    """Adaptive KL coefficient of Ziegler et al. (2019), "Fine-Tuning LMs from Human Preferences".
+
+    The coefficient moves proportionally (error clipped to +-20%) towards keeping the measured
+    KL at ``target``, on a time scale of ``horizon`` samples.
+    """
+
+    value: float
+    target: float
+    horizon: int
+
+    def update(self, current_kl: float, n_steps: int) -> None:
+        """Adapt after a rollout of ``n_steps`` samples with mean KL ``current_kl``."""
+        if not math.isfinite(current_kl):
+            return
+        error = min(max(current_kl / self.target - 1.0, -0.2), 0.2)
+        self.value *= 1.0 + error * n_steps / self.horizon
+
+    def state_dict(self) -> dict[str, Any]:
+        """Checkpoint state."""
+        return {"value": self.value}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+        self.value = float(state["value"])

