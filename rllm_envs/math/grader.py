@@ -245,54 +245,82 @@ def _unwrap(text: str) -> str:
     return text
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_DISPLAY = re.compile(r"^\\\[|\\\]$|^\\\(|\\\)$")
+_BOXED_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_OVERLINE_NAME = re.compile(r"\\overline\s*\{([A-Za-z]+)\}")
+_FRAC_VARIANT = re.compile(r"\\[dtc]frac")
+_BINOM_VARIANT = re.compile(r"\\[dt]binom")
+_LE = re.compile(r"\\(?:leq?slant|leq?)(?![a-zA-Z])")
+_GE = re.compile(r"\\(?:geq?slant|geq?)(?![a-zA-Z])")
+_DOTS = re.compile(r"\\(?:dots|ldots|cdots)")
+_SPACES = re.compile(r"\s+")
+_SPACED_MIXED = re.compile(r"^([+-]?\d+) (\d+)/(\d+)$")
+_IN_PREFIX = re.compile(r"^(?:[a-zA-Z]\s*)?\\in\s*")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+_LETTER = re.compile(r"[a-zA-Z]")
+
+
 def normalize(answer: str) -> str:
     """Normalise a bare answer's notation (see the module docstring); never raises."""
     s = answer.strip()
-    if len(s) > MAX_ANSWER_LENGTH:
-        # Too long to be a real answer: compared as a string, and no regex work on it.
+    if len(s) > MAX_ANSWER_LENGTH or _PLAIN_NUMBER.fullmatch(s):
+        # Too long to be a real answer (compared as a string), or already a plain number.
         return s
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
     s = s.replace("\\$", " ").replace("$", "")
-    s = s.replace("\\langle", "(").replace("\\rangle", ")")
-    s = re.sub(r"^\\\[|\\\]$|^\\\(|\\\)$", "", s.strip())
-    s = _unwrap(s)
-    boxed = re.match(r"\\(?:boxed|fbox)\s*\{", s)
-    if boxed:  # a bare answer that is itself boxed
-        got = _braced(s, boxed.end() - 1)
-        if got is not None and got[1] == len(s):
-            s = got[0]
-    # `0.\overline{3}` is a repeating decimal; `\overline{AB}` a segment, named AB.
-    s = re.sub(r"\\overline\s*\{([A-Za-z]+)\}", r"\1", s)
-    s = _DROP.sub(" ", s)
-    s = re.sub(r"\\[dtc]frac", r"\\frac", s)
-    s = re.sub(r"\\[dt]binom", r"\\binom", s)
-    s = s.replace("\\lt", "<").replace("\\gt", ">")
-    s = re.sub(r"\\(?:leq?slant|leq?)(?![a-zA-Z])", r"\\le ", s)
-    s = re.sub(r"\\(?:geq?slant|geq?)(?![a-zA-Z])", r"\\ge ", s)
-    s = re.sub(r"\\(?:dots|ldots|cdots)", r"\\ldots", s)
-    s = re.sub(r"\s+", " ", s).strip()
+    if "\\" in s:
+        s = s.replace("\\langle", "(").replace("\\rangle", ")")
+        s = _DISPLAY.sub("", s.strip())
+        s = _unwrap(s)
+        boxed = _BOXED_START.match(s)
+        if boxed:  # a bare answer that is itself boxed
+            got = _braced(s, boxed.end() - 1)
+            if got is not None and got[1] == len(s):
+                s = got[0]
+        # `0.\overline{3}` is a repeating decimal; `\overline{AB}` a segment, named AB.
+        s = _OVERLINE_NAME.sub(r"\1", s)
+        s = _DROP.sub(" ", s)
+        s = _FRAC_VARIANT.sub(r"\\frac", s)
+        s = _BINOM_VARIANT.sub(r"\\binom", s)
+        s = s.replace("\\lt", "<").replace("\\gt", ">")
+        s = _LE.sub(r"\\le ", s)
+        s = _GE.sub(r"\\ge ", s)
+        s = _DOTS.sub(r"\\ldots", s)
+    elif "%" in s:
+        s = s.replace("%", "")
+    s = _SPACES.sub(" ", s).strip()
     # A mixed number written with a space, `3 1/2`, would read as 31/2 once spaces go.
-    s = re.sub(r"^([+-]?\d+) (\d+)/(\d+)$", r"\1\\frac{\2}{\3}", s)
-    s = re.sub(r"^(?:[a-zA-Z]\s*)?\\in\s*", "", s)
+    s = _SPACED_MIXED.sub(r"\1\\frac{\2}{\3}", s)
+    if "\\in" in s:
+        s = _IN_PREFIX.sub("", s)
     s = s.rstrip(".").strip()
-    m = _UNIT_TAIL.match(s) if len(s) <= 200 else None
-    if m and not re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", "", m.group(1))):
+    m = _UNIT_TAIL.match(s) if len(s) <= 200 and _LETTER.search(s) else None
+    if m and not _LETTER.search(_COMMAND.sub("", m.group(1))):
         s = m.group(1).strip()
-    if _THOUSANDS.match(s):
+    if "," in s and _THOUSANDS.match(s):
         s = s.replace("{,}", "").replace(",", "")
     return s
 
 
+_CMD_BEFORE_LETTER = re.compile(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])")
+_SHORT_ARGS = re.compile(r"\\(frac|binom)(\d)(\d)")
+_SHORT_SQRT = re.compile(r"\\sqrt(\d)")
+_SHORT_POWER = re.compile(r"\^(\d+)")
+
+
 def _canon(s: str) -> str:
     """A spacing-free canonical spelling used for exact string comparison."""
-    s = re.sub(r"(\\[a-zA-Z]+)\s+(?=[a-zA-Z])", r"\1{}", s)
+    if _PLAIN_NUMBER.fullmatch(s):
+        return s[1:] if s.startswith("+") else s
+    s = _CMD_BEFORE_LETTER.sub(r"\1{}", s)
     s = s.replace(" ", "")
-    s = re.sub(r"\\(frac|binom)(\d)(\d)", r"\\\1{\2}{\3}", s)
-    s = re.sub(r"\\sqrt(\d)", r"\\sqrt{\1}", s)
-    s = re.sub(r"\^(\d+)", r"^{\1}", s)
-    s = re.sub(r"\{\}", "", s)
+    s = _SHORT_ARGS.sub(r"\\\1{\2}{\3}", s)
+    s = _SHORT_SQRT.sub(r"\\sqrt{\1}", s)
+    s = _SHORT_POWER.sub(r"^{\1}", s)
+    s = s.replace("{}", "")
     if s.startswith("+"):
         s = s[1:]
     return s
