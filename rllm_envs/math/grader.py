@@ -885,11 +885,26 @@ class _Worker:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.fd = self.proc.stdout.fileno()
         self.buffer = b""
+        self.ready = False
+        self.started = time.monotonic()
+
+    def wait_ready(self, deadline: float) -> None:
+        """Wait for the worker's start-up line, until ``deadline`` at most.
+
+        Raises:
+            _Timeout: If the deadline passed first (the worker may still be starting).
+            EOFError: If the worker died, or did not start within ``_STARTUP_TIMEOUT``.
+        """
+        if self.ready:
+            return
+        limit = self.started + _STARTUP_TIMEOUT
         try:
-            self._readline(time.monotonic() + _STARTUP_TIMEOUT)
-        except BaseException:
-            self.kill()
+            self._readline(min(deadline, limit))
+        except _Timeout:
+            if time.monotonic() >= limit:
+                raise EOFError("sympy worker did not start") from None
             raise
+        self.ready = True
 
     def _readline(self, deadline: float) -> bytes:
         while b"\n" not in self.buffer:
@@ -947,6 +962,17 @@ class _Pool:
                 worker = self.idle.pop() if self.idle else None
             if worker is None or worker.proc.poll() is not None:
                 worker = _Worker()
+            try:
+                worker.wait_ready(deadline)
+            except _Timeout:
+                # Still importing sympy: keep it for the next call rather than start over, so
+                # a short timeout never kills workers before they can ever answer.
+                with self.lock:
+                    self.idle.append(worker)
+                raise
+            except BaseException:
+                worker.kill()
+                raise
             try:
                 reply = worker.request(payload, deadline)
             except BaseException:

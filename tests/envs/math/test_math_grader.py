@@ -509,3 +509,20 @@ def test_grading_modules_do_not_import_gymnasium():
             if isinstance(node, ast.ImportFrom)
         }
         assert "gymnasium" not in imported, name
+
+
+def test_the_bound_holds_while_a_worker_starts_and_workers_do_not_leak():
+    from rllm_envs.math import grader
+
+    shutdown_workers()
+    start = time.monotonic()
+    # Sympy is needed (infinities) but no worker runs yet: the deadline still holds.
+    verdict = compare("-\\infty", "\\infty", timeout=0.05)
+    assert time.monotonic() - start < 2.0
+    assert verdict.equal is False
+    assert grader.warm_up()  # the worker that started meanwhile is kept and answers
+    pool = grader._get_pool()
+    procs = [w.proc for w in pool.idle]
+    assert procs and all(p.poll() is None for p in procs)
+    shutdown_workers()
+    assert all(p.poll() is not None for p in procs)
