@@ -831,7 +831,7 @@ def is_equivalent(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOU
         ``True`` if equivalent. Never raises on the content of ``prediction``.
 
     Examples:
-        >>> is_equivalent("\dfrac{1}{2}", "0.5")
+        >>> is_equivalent(r"\dfrac{1}{2}", "0.5")
         True
         >>> is_equivalent("(1, 2]", "(1, 2)")
         False

@@ -87,7 +87,7 @@ class MathEnv(TextEnv):
       see :mod:`rllm_envs.math.loaders`; the default schema is ``problem``/``answer``.
     - ``field_map`` (dict): ``{"problem": column, "answer": column}`` for other schemas.
     - ``split`` (str): split of an ``hf:`` dataset.
-    - ``difficulty`` (int 1-5, default 1): difficulty of procedural tasks.
+    - ``difficulty`` (int 1-5, default 1): difficulty of procedural tasks (not with ``dataset``).
     - ``families`` (list of str): restrict procedural tasks to these families
       (:data:`rllm_envs.math.FAMILIES`).
     - ``task_seed`` (int, default 0): seed of the procedural task universe; task ``i`` is a
@@ -119,6 +119,11 @@ class MathEnv(TextEnv):
     ) -> None:
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidEnvConfig(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
+        if dataset is not None and (families is not None or difficulty != 1):
+            raise InvalidEnvConfig(
+                "`difficulty` and `families` choose procedural tasks; they cannot be combined "
+                "with a `dataset` (filter the dataset's records instead)."
+            )
         tasks: TaskSource
         if dataset is None:
             if field_map is not None:

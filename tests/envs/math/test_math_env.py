@@ -114,6 +114,8 @@ def test_families_restrict_tasks():
         {"dataset_format": "csv", "dataset": str(DATA / "math500.jsonl")},
         {"field_map": {"problem": "q"}},
         {"dataset": 42},
+        {"dataset": str(DATA / "math500.jsonl"), "difficulty": 3},
+        {"dataset": str(DATA / "math500.jsonl"), "families": ["geometry"]},
     ],
 )
 def test_bad_arguments_raise_early(kwargs):
