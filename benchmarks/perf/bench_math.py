@@ -195,6 +195,9 @@ def test_rllm_grading(benchmark, mix):
             right = "rllm" if ours == expected else "math-verify"
             disagreements.append(f"pred={pred!r} gold={gold!r} rllm={ours} mv={mv} right={right}")
     benchmark.extra_info["agreement"] = round(1 - len(disagreements) / len(mix), 4)
+    benchmark.extra_info["math_verify_accuracy"] = round(
+        sum(v == e for v, (_, _, e) in zip(theirs, mix, strict=True)) / len(mix), 4
+    )
     benchmark.extra_info["disagreements"] = disagreements
     print(f"\nitems={len(mix)} agreement={benchmark.extra_info['agreement']}")
     for line in disagreements:
