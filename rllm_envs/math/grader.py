@@ -256,7 +256,7 @@ _GE = re.compile(r"\\(?:geq?slant|geq?)(?![a-zA-Z])")
 _DOTS = re.compile(r"\\(?:dots|ldots|cdots)")
 _SPACES = re.compile(r"\s+")
 _SPACED_MIXED = re.compile(r"^([+-]?\d+) (\d+)/(\d+)$")
-_IN_PREFIX = re.compile(r"^(?:[a-zA-Z]\s*)?\\in\s*")
+_IN_PREFIX = re.compile(r"^(?:[a-zA-Z]\s*)?\\in(?![a-zA-Z])\s*")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
 _LETTER = re.compile(r"[a-zA-Z]")
 
@@ -668,6 +668,8 @@ class Verdict:
 
 
 def _expr_equal(p: _Expr, g: _Expr, deadline: float) -> bool:
+    if not p.canon or not g.canon:
+        return False  # nothing left after normalisation ("$", "+", "\text{}") is no answer
     if p.canon == g.canon:
         return True
     if p.number is not None and g.number is not None:

@@ -87,6 +87,8 @@ EQUIVALENT = [
     ("i^2", "-1"),
     ("3+4i", "4i+3"),
     ("\\infty", "\\infty"),
+    ("\\infty", "+\\infty"),
+    ("x \\in (0, \\infty)", "(0,\\infty)"),
     ("\\$25", "25"),
     ("\\sin(\\pi)", "0"),
     ("(10^{20}+1)-10^{20}", "1"),
@@ -277,6 +279,11 @@ NOT_EQUIVALENT = [
     ("(2,3)", "x=3,y=2"),
     ("2x^2+4x", "2x(x+4)"),
     ("\\log_3 5", "\\log_5 3"),
+    ("\\infty+", "\\infty"),
+    ("\\infty", "\\infty <"),
+    ("+", "\\text{}"),
+    ("$", "%"),
+    ("\\in", "\\infty"),
 ]
 
 # Adversarial predictions: must be judged not equal to "1", quickly and without raising.
