@@ -275,7 +275,8 @@ def serve() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (ImportError, ValueError, OSError):
         pass
-    sys.set_int_max_str_digits(5000)
+    if hasattr(sys, "set_int_max_str_digits"):  # Python >= 3.10.7
+        sys.set_int_max_str_digits(5000)
     handle({"op": "expr", "a": "\\frac{1}{2}+x", "b": "x+0.5"})  # warm sympy's caches
     out = sys.stdout
     out.write('{"ready": true}\n')
