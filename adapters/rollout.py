@@ -47,7 +47,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import gymnasium as gym
 
@@ -59,6 +59,7 @@ from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 from rllm_envs.error import InvalidEnvConfig
 
 __all__ = [
+    "EnvPool",
     "EpisodeSpec",
     "RolloutConfig",
     "RolloutStats",
@@ -68,7 +69,7 @@ __all__ = [
     "single_agent_env_ids",
 ]
 
-EnvLike = str | EnvFactory | Callable[[], gym.Env] | gym.vector.VectorEnv
+EnvLike = Union[str, EnvFactory, Callable[[], gym.Env], gym.vector.VectorEnv, "EnvPool"]
 AgentLike = str | type[Agent] | Agent | None
 _ENV_BACKENDS = ("thread", "process", "ray")
 _MODES = ("auto", "tokens", "chat")
@@ -94,7 +95,6 @@ class RolloutConfig:
         chat_template_kwargs: Passed to the chat template (e.g. ``{"enable_thinking": False}``).
         check_token_exact: Verify the invariant on every finished trajectory (cheap).
         progress: Show a progress bar (on stderr).
-        env_threads: Threads for env calls with ``env_backend="thread"`` (default ``num_envs``).
     """
 
     num_envs: int = 16
@@ -109,7 +109,6 @@ class RolloutConfig:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     check_token_exact: bool = True
     progress: bool = True
-    env_threads: int | None = None
 
     def __post_init__(self) -> None:
         if self.num_envs < 1:
@@ -391,12 +390,16 @@ def _chat_for(policy: Policy, config: RolloutConfig) -> ChatTokenizer | None:
 
 
 async def _make_workers(
-    factory: Callable[[], gym.Env], count: int, config: RolloutConfig, executor: Any
+    factory: Callable[[], gym.Env],
+    count: int,
+    backend: str,
+    executor: Any,
+    ray_actor_options: dict[str, Any] | None = None,
 ) -> list[EnvWorker]:
-    if config.env_backend == "thread":
+    if backend == "thread":
         envs = await asyncio.gather(*(asyncio.to_thread(factory) for _ in range(count)))
         return [ThreadEnvWorker(env, executor) for env in envs]
-    if config.env_backend == "process":
+    if backend == "process":
         return list(
             await asyncio.gather(
                 *(asyncio.to_thread(ProcessEnvWorker, factory) for _ in range(count))
@@ -406,12 +409,70 @@ async def _make_workers(
 
     return list(
         await asyncio.gather(
-            *(
-                asyncio.to_thread(RayEnvWorker, factory, config.ray_actor_options)
-                for _ in range(count)
-            )
+            *(asyncio.to_thread(RayEnvWorker, factory, ray_actor_options) for _ in range(count))
         )
     )
+
+
+class EnvPool:
+    """Env workers kept across rollouts: build envs once, reuse them for every rollout call.
+
+    Trainers call the rollout once per iteration; a pool saves re-creating the envs (and
+    processes or Ray actors) each time. Pass it as the ``env`` of :func:`rollout` /
+    :func:`rollout_stream`; at most ``size`` episodes run at once. Close it when done (it is a
+    context manager). After a rollout that raised, close the pool rather than reusing it.
+
+    Args:
+        env: An env id, an :class:`EnvFactory` or a picklable zero-argument callable.
+        size: Number of env workers.
+        backend: ``"thread"``, ``"process"`` or ``"ray"``.
+        env_kwargs: Env constructor kwargs when ``env`` is an id.
+        ray_actor_options: ``.options(...)`` of each Ray actor.
+    """
+
+    def __init__(
+        self,
+        env: str | EnvFactory | Callable[[], gym.Env],
+        size: int,
+        *,
+        backend: str = "thread",
+        env_kwargs: Mapping[str, Any] | None = None,
+        ray_actor_options: dict[str, Any] | None = None,
+    ) -> None:
+        if size < 1:
+            raise InvalidEnvConfig(f"Expects an EnvPool `size` >= 1, actual: {size!r}.")
+        if backend not in _ENV_BACKENDS:
+            raise InvalidEnvConfig(f"Expects `backend` in {_ENV_BACKENDS}, actual: {backend!r}.")
+        self.factory = _factory(env, env_kwargs)
+        self.size = size
+        self.backend = backend
+        self.ray_actor_options = ray_actor_options
+        self.executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="rllm-env")
+        self.workers: list[EnvWorker] = []
+
+    async def start(self) -> list[EnvWorker]:
+        """Create the workers (once) and return them."""
+        if not self.workers:
+            self.workers = await _make_workers(
+                self.factory, self.size, self.backend, self.executor, self.ray_actor_options
+            )
+        return self.workers
+
+    async def aclose(self) -> None:
+        """Close every env and worker."""
+        workers, self.workers = self.workers, []
+        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        """Close every env and worker (from synchronous code)."""
+        asyncio.run(self.aclose())
+
+    def __enter__(self) -> EnvPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -433,7 +494,8 @@ async def rollout_stream(
 
     Args:
         env: An env id, an :class:`EnvFactory`, a picklable zero-argument callable returning
-            an env, or a ``gymnasium`` vector env.
+            an env, an :class:`EnvPool` (workers reused across calls) or a ``gymnasium``
+            vector env.
         policy: The backend.
         config: Rollout settings.
         tasks: Task indices or task records, one group of ``group_size`` samples each.
@@ -457,17 +519,24 @@ async def rollout_stream(
         return
     if num_episodes is not None:
         raise InvalidEnvConfig("`num_episodes` is for vector envs; pass `num_tasks` or `tasks`.")
-    factory = _factory(env, env_kwargs)
     specs = _episode_specs(config, tasks, num_tasks)
     count = min(config.num_envs, len(specs))
-    executor = ThreadPoolExecutor(
-        max_workers=config.env_threads or count, thread_name_prefix="rllm-env"
-    )
+    pool = env if isinstance(env, EnvPool) else None
+    if pool is None:
+        pool = EnvPool(
+            _factory(env, env_kwargs),
+            count,
+            backend=config.env_backend,
+            ray_actor_options=config.ray_actor_options,
+        )
+    elif env_kwargs:
+        raise InvalidEnvConfig("`env_kwargs` only applies when `env` is an id.")
+    owned = pool is not env
     workers: list[EnvWorker] = []
     bar = None
     tasks_running: list[asyncio.Task[None]] = []
     try:
-        workers = await _make_workers(factory, count, config, executor)
+        workers = (await pool.start())[:count]
         bar = _progress(len(specs), workers[0].env_id, config.progress)
         pending: asyncio.Queue[EpisodeSpec] = asyncio.Queue()
         for spec in specs:
@@ -500,8 +569,8 @@ async def rollout_stream(
         for task in tasks_running:
             task.cancel()
         await asyncio.gather(*tasks_running, return_exceptions=True)
-        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
-        executor.shutdown(wait=False, cancel_futures=True)
+        if owned:
+            await pool.aclose()
         if bar is not None:
             bar.close()
 

@@ -38,6 +38,7 @@ use these ids. With ChatML the boundaries are special tokens, so the split is th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,7 @@ class ChatTokenizer:
             )
         self.tokenizer = tokenizer
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._base_tails: dict[str, str] = {}
         closer, _ = self._closer_and_delta([{"role": "user", "content": _SENTINEL_USER}], None)
         self.closer_ids = closer
         eos = getattr(tokenizer, "eos_token_id", None)
@@ -133,9 +135,14 @@ class ChatTokenizer:
             {"role": "user", "content": _SENTINEL_USER},
             {"role": "assistant", "content": _SENTINEL},
         ]
-        base = self.render(head, tools, add_generation_prompt=False)
+        key = json.dumps(tools, sort_keys=True, default=str) if tools else ""
+        tail_base = self._base_tails.get(key)
+        if tail_base is None:
+            base = self.render(head, tools, add_generation_prompt=False)
+            tail_base = base[base.rindex(_SENTINEL) + len(_SENTINEL) :]
+            if len(self._base_tails) < 64:  # tool sets per rollout are few
+                self._base_tails[key] = tail_base
         full = self.render([*head, *new_messages], tools, add_generation_prompt=True)
-        tail_base = base[base.rindex(_SENTINEL) + len(_SENTINEL) :]
         tail_full = full[full.index(_SENTINEL) + len(_SENTINEL) :]
         if tail_full.startswith(tail_base):
             closer_text = tail_base

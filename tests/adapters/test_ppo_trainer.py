@@ -191,3 +191,36 @@ def test_custom_rollout_fn_and_time_budget(tmp_path):
         history = trainer.train()
         trainer.policy.close()
     assert calls == [0] and len(history) == 1
+
+
+@pytest.mark.slow
+def test_single_step_grpo_skips_the_scoring_pass(tmp_path):
+    """One optimizer step per batch: the update's forward is the old policy (as in TRL)."""
+    from adapters.trainer.trainer import PPOTrainer
+
+    config = _config(
+        tmp_path,
+        algorithm={
+            "advantage": "grpo",
+            "ppo_epochs": 1,
+            "mini_batch_size": 4,
+            "micro_batch_size": 2,
+            "kl_coef": 0.1,
+            "kl_mode": "loss",
+            "kl_estimator": "k3",
+        },
+    )
+    with PPOTrainer(config) as trainer:
+        calls = []
+        original = trainer._score
+
+        def spy(batch, actor=True):
+            calls.append(actor)
+            return original(batch, actor)
+
+        trainer._score = spy
+        metrics = trainer.step()
+    assert calls == [False]  # only the reference was scored
+    assert metrics["logprob_mismatch/mean_abs"] < 1e-3
+    assert metrics["policy/ratio"] == pytest.approx(1.0, abs=1e-5)
+    assert "kl/ref" in metrics and metrics["kl/ref"] == pytest.approx(0.0, abs=1e-6)

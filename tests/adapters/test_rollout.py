@@ -248,3 +248,19 @@ def test_command_line_writes_trajectories(tmp_path, hf_policy, capsys):
     trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v0.parquet")
     assert len(trajectories) == 2
     assert "rllm/FrozenLake-v0: 2 episodes" in capsys.readouterr().out
+
+
+def test_env_pool_is_reused_across_rollouts(hf_policy):
+    from adapters.rollout import EnvPool
+
+    with EnvPool("rllm/FrozenLake-v0", 2, env_kwargs={"max_turns": 2}) as pool:
+        first = rollout(pool, hf_policy, small_config(max_turns=None), num_tasks=1)
+        envs = [w.env for w in pool.workers]
+        second = rollout(pool, hf_policy, small_config(max_turns=None), num_tasks=2)
+        assert [w.env for w in pool.workers] == envs  # same env objects, not rebuilt
+    assert pool.workers == []
+    assert len(first) == 2 and len(second) == 4
+    assert first[0].initial_observation == second[0].initial_observation  # same seed, task
+    for t in first + second:
+        assert t.num_turns <= 2
+        assert_token_exact(t, hf_policy.tokenizer)
