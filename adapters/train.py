@@ -6,6 +6,7 @@
     python -m adapters.train --config configs/frozenlake_ppo.yaml optim.lr=3e-4 train.iterations=5
     deepspeed --num_gpus 8 -m adapters.train --config configs/my_run.yaml   # multi-GPU
     torchrun --nproc_per_node 2 -m adapters.train --config configs/my_run.yaml
+    python -m adapters.train --plot runs/frozenlake_ppo/metrics.jsonl --out curve.png
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m adapters.train",
         description="PPO/GRPO/RLOO training of a language model on an rllm-envs environment.",
     )
-    parser.add_argument("--config", required=True, help="YAML config file (see configs/)")
+    parser.add_argument("--config", help="YAML config file (see configs/)")
     parser.add_argument(
         "overrides", nargs="*", help="dotted overrides, e.g. optim.lr=3e-4 train.iterations=5"
     )
@@ -31,12 +32,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--print-config", action="store_true", help="print the resolved config and exit"
     )
+    parser.add_argument("--plot", metavar="METRICS_JSONL", help="plot a run's learning curve")
+    parser.add_argument("--out", default="learning_curve.png", help="PNG written by --plot")
+    parser.add_argument("--title", default="", help="title of the --plot figure")
+    parser.add_argument(
+        "--random-success", type=float, default=None, help="reference line for --plot"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.plot:
+        from adapters.trainer.metrics import plot_learning_curve
+
+        out = plot_learning_curve(
+            args.plot, args.out, title=args.title, random_success=args.random_success
+        )
+        print(f"[train] wrote {out}", file=sys.stderr)
+        return 0
+    if not args.config:
+        parser.error("--config is required (or --plot)")
     from adapters.trainer.config import load_config
 
     config = load_config(args.config, args.overrides)

@@ -250,9 +250,8 @@ class OptimConfig:
         eps: AdamW epsilon.
         max_grad_norm: Gradient clipping (DeepSpeed's ``gradient_clipping``; 0 = off).
         warmup_steps: Linear warm-up of the learning rate over this many optimizer steps.
-        lr_schedule: ``"constant"`` or ``"linear"``: decay to ``min_lr_ratio * lr`` with the
-            run's progress, the larger of the iteration fraction and the wall-clock fraction
-            (``train.max_wall_s``), so a time-budgeted run ends at the low rate too.
+        lr_schedule: ``"constant"`` or ``"linear"``: decay to ``min_lr_ratio * lr`` over
+            ``train.iterations`` iterations.
         min_lr_ratio: Final learning rate of the linear schedule, relative to ``lr``.
     """
 

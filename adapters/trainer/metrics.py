@@ -92,3 +92,60 @@ def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The rows of a ``metrics.jsonl``."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def plot_learning_curve(
+    metrics_path: str | os.PathLike[str],
+    out_path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    random_success: float | None = None,
+) -> Path:
+    """Plot success and reward per iteration against wall-clock time (needs ``matplotlib``).
+
+    Args:
+        metrics_path: A ``metrics.jsonl`` written by the trainer.
+        out_path: The PNG to write.
+        title: Figure title.
+        random_success: Draw the random policy's success rate as a reference line.
+
+    Returns:
+        ``out_path``.
+    """
+    from rllm_envs.error import require
+
+    require("matplotlib", "plot", feature="plotting learning curves")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = read_metrics(metrics_path)
+    minutes = [r["time_s"] / 60 for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ax1.plot(minutes, [r.get("rollout/success", 0.0) for r in rows], label="success (sampled)")
+    ax1.plot(
+        minutes,
+        [r.get("rollout/invalid_action_rate", 0.0) for r in rows],
+        label="invalid-action rate",
+        alpha=0.7,
+    )
+    if random_success is not None:
+        ax1.axhline(random_success, color="grey", ls="--", label=f"random ({random_success:.1%})")
+    ax1.axhline(0.9, color="green", ls=":", label="90%")
+    ax1.set_xlabel("wall-clock minutes (setup included)")
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.legend(loc="best", fontsize=8)
+    ax1.grid(alpha=0.3)
+    ax2.plot([r["iteration"] for r in rows], [r.get("rollout/reward", 0.0) for r in rows])
+    ax2.set_xlabel("iteration (64 episodes each)")
+    ax2.set_ylabel("mean episode reward")
+    ax2.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -273,7 +273,7 @@ class PPOTrainer:
 
     # ------------------------------------------------------------------ scoring
 
-    def _score(self, batch: Batch) -> dict[str, torch.Tensor]:
+    def _score(self, batch: Batch, actor: bool = True) -> dict[str, torch.Tensor]:
         """Old logprobs, reference logprobs and values for the whole batch (no grad)."""
         micro = self.config.algorithm.micro_batch_size
         old, ref, values, ent = [], [], [], []
@@ -282,13 +282,14 @@ class PPOTrainer:
             for chunk in _micro_chunks(rows, micro):
                 mb = batch.select(chunk).to(self.device)
                 A = batch.positions.shape[1]
-                logp, entropy, shared_values = self.actor(
-                    mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
-                )
-                old.append(_pad_to(logp, A))
-                ent.append(_pad_to(entropy, A))
-                if shared_values is not None:
-                    values.append(_pad_to(shared_values, A))
+                if actor:
+                    logp, entropy, shared_values = self.actor(
+                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+                    )
+                    old.append(_pad_to(logp, A))
+                    ent.append(_pad_to(entropy, A))
+                    if shared_values is not None:
+                        values.append(_pad_to(shared_values, A))
                 if self.reference is not None:
                     r, _, _ = self.reference(
                         mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False
@@ -298,7 +299,10 @@ class PPOTrainer:
                     values.append(
                         _pad_to(self.critic(mb.input_ids, mb.attention_mask, mb.positions), A)
                     )
-        out = {"old_logp": torch.cat(old).cpu(), "entropy": torch.cat(ent).cpu()}
+        out: dict[str, torch.Tensor] = {}
+        if old:
+            out["old_logp"] = torch.cat(old).cpu()
+            out["entropy"] = torch.cat(ent).cpu()
         if ref:
             out["ref_logp"] = torch.cat(ref).cpu()
         if values:
@@ -312,7 +316,7 @@ class PPOTrainer:
         mask = batch.action_mask
         rewards = batch.rewards.clone()
         kl_coef = self.kl_ctl.value
-        if "ref_logp" in scores:
+        if "ref_logp" in scores and "old_logp" in scores:
             kl = alg.kl_estimate(scores["old_logp"], scores["ref_logp"], algo.kl_estimator)
             metrics["kl/ref"] = float(alg.masked_mean(kl, mask))
             metrics["kl/coef"] = kl_coef
@@ -345,7 +349,7 @@ class PPOTrainer:
     def _update(
         self,
         batch: Batch,
-        old_logp: torch.Tensor,
+        old_logp: torch.Tensor | None,
         advantages: torch.Tensor,
         returns: torch.Tensor | None,
         old_values: torch.Tensor | None,
@@ -363,6 +367,8 @@ class PPOTrainer:
 
         tokens = 0
         stopped = False
+        fused_logp: list[torch.Tensor] = []
+        fused_rows: list[int] = []
         for _ in range(algo.ppo_epochs):
             if stopped:
                 break
@@ -376,11 +382,18 @@ class PPOTrainer:
                     mb = batch.select(chunk).to(self.device)
                     A = mb.positions.shape[1]
                     mask = mb.action_mask
-                    old = old_logp[chunk][:, :A].to(self.device)
                     adv = advantages[chunk][:, :A].to(self.device)
                     logp, entropy, shared_values = self.actor(
                         mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
                     )
+                    if old_logp is None:
+                        # One optimizer step per batch: this forward runs at the rollout
+                        # weights, so it is the old policy (no separate scoring pass).
+                        old = logp.detach()
+                        fused_logp.append(_pad_to(old.cpu(), batch.positions.shape[1]))
+                        fused_rows.extend(chunk)
+                    else:
+                        old = old_logp[chunk][:, :A].to(self.device)
                     assert entropy is not None
                     pg_loss, stats = alg.policy_loss(
                         logp,
@@ -448,6 +461,11 @@ class PPOTrainer:
                     stopped = kl_now > algo.target_kl
         out = {k: sums[k] / max(weights[k], 1e-9) for k in sums}
         out["policy/early_stopped"] = float(stopped)
+        if fused_logp:
+            order = torch.as_tensor(fused_rows)
+            recomputed = torch.zeros_like(batch.rollout_logprobs)
+            recomputed[order] = torch.cat(fused_logp)
+            out.update(_mismatch_metrics(batch, recomputed))
         if grad_norms:
             out["policy/grad_norm"] = float(np.mean(grad_norms))
         out["perf/train_tokens"] = float(tokens)
@@ -469,9 +487,8 @@ class PPOTrainer:
     def push_weights(self) -> float:
         """Send the actor's weights to the rollout engine; return the seconds it took."""
         started = time.perf_counter()
-        state = self.actor_state_dict()
         if self.policy is not None and hasattr(self.policy, "update_weights"):
-            self.policy.update_weights(list(state.items()))
+            self.policy.update_weights(list(self.actor_state_dict().items()))
         return time.perf_counter() - started
 
     # ------------------------------------------------------------------ checkpoints
@@ -546,11 +563,9 @@ class PPOTrainer:
         return getattr(self, "_elapsed_offset", 0.0) + time.perf_counter() - self._started
 
     def _progress_fraction(self) -> float:
-        cfg = self.config.train
-        done = self.iteration / cfg.iterations
-        if cfg.max_wall_s:
-            done = max(done, self.elapsed / cfg.max_wall_s)
-        return min(done, 1.0)
+        # Iterations, not wall-clock: a run slowed down by a busy machine gets the same
+        # schedule per update.
+        return min(self.iteration / self.config.train.iterations, 1.0)
 
     def _set_lr_factor(self) -> None:
         optim = self.config.optim
@@ -574,11 +589,25 @@ class PPOTrainer:
         metrics["perf/rollout_tokens_per_s"] = generated / max(t1 - t0, 1e-9)
         if usable:
             batch = trajectories_to_batch(usable, self.pad_id)
-            scores = self._score(batch)
-            metrics.update(_mismatch_metrics(batch, scores["old_logp"]))
-            old_logp = scores["old_logp"]
-            if algo.use_rollout_logprobs and bool(batch.has_rollout_logprobs.all()):
-                old_logp = batch.rollout_logprobs
+            t_score = time.perf_counter()
+            single_step = (
+                algo.ppo_epochs == 1
+                and len(usable) <= algo.mini_batch_size
+                and not algo.uses_critic
+                and (self.reference is None or algo.kl_mode == "loss")
+                and not algo.use_rollout_logprobs
+            )
+            if single_step:
+                # Only the reference needs scoring; the update's own forward is the old policy.
+                scores = self._score(batch, actor=False)
+                old_logp: torch.Tensor | None = None
+            else:
+                scores = self._score(batch)
+                metrics.update(_mismatch_metrics(batch, scores["old_logp"]))
+                old_logp = scores["old_logp"]
+                if algo.use_rollout_logprobs and bool(batch.has_rollout_logprobs.all()):
+                    old_logp = batch.rollout_logprobs
+            metrics["perf/score_s"] = time.perf_counter() - t_score
             adv, returns, _ = self._advantages(batch, scores, metrics)
             metrics["policy/advantage_abs"] = float(alg.masked_mean(adv.abs(), batch.action_mask))
             t2 = time.perf_counter()
@@ -588,7 +617,13 @@ class PPOTrainer:
             t3 = time.perf_counter()
             metrics.update(update)
             metrics["perf/update_s"] = t3 - t2
-            metrics["perf/train_tokens_per_s"] = update["perf/train_tokens"] / max(t3 - t2, 1e-9)
+            # Tokens through the update (forward + backward) per second of scoring + update.
+            metrics["perf/train_tokens_per_s"] = update["perf/train_tokens"] / max(
+                t3 - t_score, 1e-9
+            )
+            if "kl/ref" not in metrics and "loss/kl" in update:
+                metrics["kl/ref"] = update["loss/kl"]
+                metrics["kl/coef"] = self.kl_ctl.value
             if "kl/ref" in metrics:
                 self.kl_ctl.update(metrics["kl/ref"], len(usable))
             metrics["perf/sync_s"] = self.push_weights()
@@ -597,6 +632,9 @@ class PPOTrainer:
         metrics = self._reduce(metrics)
         metrics["episodes"] = self.episodes
         metrics["time_s"] = self.elapsed
+        # CPU seconds of this process (all threads) since it started: with a busy machine the
+        # wall clock overstates the work, this does not.
+        metrics["perf/process_cpu_s"] = time.process_time()
         metrics["perf/iteration_s"] = time.perf_counter() - t0
         return metrics
 
