@@ -134,3 +134,55 @@ def test_weight_updates_change_samples_and_match_transformers(vllm_policy, hf_po
         assert restored == before
     finally:
         vllm_policy.update_weights(original.items())
+
+
+def test_documented_command_rolls_out_every_env(tmp_path):
+    """`python -m adapters.rollout --env all --backend vllm` writes one file per env."""
+    import subprocess
+    import sys
+
+    import rllm_envs
+    from rllm_agents import read_trajectories
+
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapters.rollout",
+            "--env",
+            "all",
+            "--backend",
+            "vllm",
+            "--model",
+            "tiny",
+            "--num-tasks",
+            "1",
+            "--group-size",
+            "2",
+            "--max-tokens",
+            "8",
+            "--max-turns",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    skipped = {
+        line.split()[2].rstrip(":") for line in result.stderr.splitlines() if "skipped" in line
+    }
+    for entry in rllm_envs.ENVS:
+        path = tmp_path / (entry.id.replace("/", "_") + ".jsonl")
+        if entry.id in skipped:
+            assert not path.exists()
+            continue
+        trajectories = read_trajectories(path)
+        assert len(trajectories) == 2
+        for t in trajectories:
+            assert_token_exact(t)
