@@ -19,6 +19,7 @@ import asyncio
 import itertools
 import os
 import queue
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -27,6 +28,20 @@ from adapters.backends.base import Generation, Policy, SamplingParams
 from rllm_envs.error import require
 
 __all__ = ["VLLMPolicy"]
+
+
+def _guard_llvmlite() -> None:
+    """Work around a crash of vLLM's start-up scan when numba has already run.
+
+    vLLM (0.32) walks every module attribute and reads ``vars(value)``; once numba has loaded
+    llvmlite's library, ``llvmlite.binding.ffi.lib`` answers ``__dict__`` with a wrapped C
+    function and the scan fails ("'_lib_fn_wrapper' object has no attribute 'get'"). Giving
+    the wrapper a plain ``__dict__`` entry is harmless for llvmlite.
+    """
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    table = getattr(getattr(ffi, "lib", None), "_fntab", None)
+    if isinstance(table, dict) and not isinstance(table.get("__dict__"), dict):
+        table["__dict__"] = {}
 
 
 def _import_vllm() -> Any:
@@ -68,6 +83,7 @@ class VLLMPolicy(Policy):
                 from rllm_envs.error import InvalidEnvConfig
 
                 raise InvalidEnvConfig("Pass `model=` (a folder or hub id) or `llm=`.")
+            _guard_llvmlite()
             llm = vllm.LLM(model=str(model), **engine_kwargs)
         self.llm = llm
         self.engine = llm.llm_engine

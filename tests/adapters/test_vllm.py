@@ -186,3 +186,15 @@ def test_documented_command_rolls_out_every_env(tmp_path):
         assert len(trajectories) == 2
         for t in trajectories:
             assert_token_exact(t)
+
+
+def test_engine_start_survives_numba_having_run():
+    """vLLM's start-up scan used to crash once numba had loaded llvmlite (see the backend)."""
+    numba = pytest.importorskip("numba")
+    from adapters.backends.vllm import _guard_llvmlite
+
+    numba.njit(lambda x: x + 1)(1)
+    _guard_llvmlite()
+    import llvmlite.binding.ffi as ffi
+
+    assert isinstance(vars(ffi.lib), dict)
