@@ -87,6 +87,13 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Walk a frozen-lake grid to the goal, avoiding holes (multi-turn, "
         "Gymnasium's dynamics, random or fixed maps).",
     ),
+    # ----------------------------------------------------------------------- Math
+    EnvEntry(
+        id="rllm/Math-v0",
+        entry_point="rllm_envs.math.math_env:MathEnv",
+        description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
+        "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",
+    ),
     # ----------------------------------------------------------------------- Code
     EnvEntry(
         id="rllm/Code-v0",
