@@ -12,7 +12,8 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_readme_lists_every_registered_env():
-    missing = [env_id for env_id in rllm_envs.list_envs() if f"`{env_id}`" not in README]
+    ids = [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]
+    missing = [env_id for env_id in ids if f"`{env_id}`" not in README]
     assert not missing, f"README's environment table lacks {missing}"
 
 

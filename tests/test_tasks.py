@@ -106,17 +106,8 @@ def test_dataset_transform_errors_name_the_record():
 
 
 def test_hf_loader_without_datasets_names_the_extra(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):  # test fake: pretend `datasets` is not installed
-        if name == "datasets":
-            raise ImportError("no datasets")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-    monkeypatch.delitem(__import__("sys").modules, "datasets", raising=False)
+    # A None entry in sys.modules makes `import datasets` raise ImportError, as if missing.
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)
     from rllm_envs.error import DependencyNotInstalled
 
     with pytest.raises(DependencyNotInstalled, match=r'pip install "rllm-envs\[datasets\]"'):
