@@ -23,6 +23,11 @@ __all__ = ["PPOTrainer", "TrainerConfig", "config_from_dict", "load_config"]
 
 def __getattr__(name: str) -> Any:
     if name == "PPOTrainer":
+        from rllm_envs.error import require
+
+        # A missing extra names the install command instead of a bare ModuleNotFoundError.
+        require("torch", "train", feature="the PPO trainer")
+        require("deepspeed", "train", feature="the PPO trainer")
         from adapters.trainer.trainer import PPOTrainer
 
         return PPOTrainer

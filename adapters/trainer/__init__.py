@@ -45,6 +45,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # torch/deepspeed load only when the trainer itself is used.
     if name == "PPOTrainer":
+        from rllm_envs.error import require
+
+        # A missing extra names the install command instead of a bare ModuleNotFoundError.
+        require("torch", "train", feature="the PPO trainer")
+        require("deepspeed", "train", feature="the PPO trainer")
         from adapters.trainer.trainer import PPOTrainer
 
         return PPOTrainer

@@ -141,11 +141,11 @@ def theirs(tiny, tmp_path_factory):
 
 def test_trl_grpo_step(benchmark, theirs):
     benchmark.extra_info.update(tokens=TOKENS)
-    benchmark.pedantic(theirs, rounds=5, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(theirs, rounds=10, warmup_rounds=2, iterations=1)
 
 
 def test_ours_grpo_step(benchmark, ours):
     benchmark.extra_info.update(
         baseline="test_trl_grpo_step", metric="speedup", goal=1.0, tokens=TOKENS
     )
-    benchmark.pedantic(ours.step, rounds=5, warmup_rounds=1, iterations=1)
+    benchmark.pedantic(ours.step, rounds=10, warmup_rounds=2, iterations=1)
