@@ -80,7 +80,11 @@ def setup_distributed() -> tuple[int, int]:
     if not dist.is_initialized():
         from deepspeed.accelerator import get_accelerator
 
-        deepspeed.init_distributed(dist_backend=get_accelerator().communication_backend_name())
+        accelerator = get_accelerator()
+        if accelerator.device_name() != "cpu":
+            # One device per rank, before anything allocates on the default one.
+            accelerator.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
     return dist.get_rank(), dist.get_world_size()
 
 
