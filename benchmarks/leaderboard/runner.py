@@ -61,6 +61,9 @@ class RunConfig:
         seed: Base seed; episode seeds derive from it, identical for every policy.
         env_kwargs: Constructor kwargs per env id.
         name: Run name (directory name); defaults to a slug of ``policy``.
+        temperature: Sampling temperature of model policies (0 = greedy).
+        max_tokens: Most tokens per model turn.
+        concurrency: Episodes in flight at once for model policies.
     """
 
     policy: str
@@ -70,6 +73,9 @@ class RunConfig:
     seed: int = 0
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     name: str = ""
+    temperature: float = 0.6
+    max_tokens: int = 256
+    concurrency: int = 16
 
     def __post_init__(self) -> None:
         known = {**rllm_envs.list_envs(), **rllm_envs.list_multiagent_envs()}
@@ -178,7 +184,12 @@ def run(
                 f"{run_dir} holds a run with another config ({previous}); pass another "
                 "--name or --out to start a new run, or the same settings to resume it."
             )
-    policy = policy or make_policy(config.policy)
+    policy = policy or make_policy(
+        config.policy,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        concurrency=config.concurrency,
+    )
     records = _load_records(episodes_path)
     # Rewrite the file without a possibly cut last line before appending.
     with episodes_path.open("w", encoding="utf-8") as f:
@@ -200,18 +211,21 @@ def run(
         )
         plan[env_id] = [s for s in specs if (s.env_id, s.row, s.sample) not in done]
     total = sum(len(v) for v in plan.values())
-    with (
-        Progress(disable=not progress, transient=True) as bar,
-        episodes_path.open("a", encoding="utf-8") as out,
-    ):
-        task = bar.add_task(f"{config.name}", total=total)
-        for env_id, specs in plan.items():
-            bar.update(task, description=f"{config.name}: {env_id}")
-            for record in policy.play(specs, config.env_kwargs.get(env_id, {})):
-                out.write(json.dumps(asdict(record)) + "\n")
-                out.flush()
-                records.append(record)
-                bar.advance(task)
+    try:
+        with (
+            Progress(disable=not progress, transient=True) as bar,
+            episodes_path.open("a", encoding="utf-8") as out,
+        ):
+            task = bar.add_task(f"{config.name}", total=total)
+            for env_id, specs in plan.items():
+                bar.update(task, description=f"{config.name}: {env_id}")
+                for record in policy.play(specs, config.env_kwargs.get(env_id, {})):
+                    out.write(json.dumps(asdict(record)) + "\n")
+                    out.flush()
+                    records.append(record)
+                    bar.advance(task)
+    finally:
+        policy.close()
     summary = summarize(records, config)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary

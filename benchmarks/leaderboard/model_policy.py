@@ -1,0 +1,219 @@
+"""Model policies for leaderboard runs: vLLM, an OpenAI-compatible server, transformers.
+
+Single-agent envs run through the token-exact rollout loop (:mod:`adapters.rollout`), many
+episodes at once. Multi-agent envs keep one chat per controlled agent and ask the backend's chat
+API for every acting agent's reply, all episodes concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import rllm_envs
+from benchmarks.leaderboard.policies import OPPONENTS, EpisodeRecord, EpisodeSpec, is_multiagent
+from rllm_envs.error import InvalidEnvConfig
+
+#: Spec prefix -> adapters backend name.
+PREFIXES = {"vllm": "vllm", "hf": "transformers", "openai": "openai"}
+
+
+def parse_spec(spec: str) -> tuple[str, str, str | None]:
+    """``"vllm:<model>"`` / ``"hf:<path>"`` / ``"openai:<base url>:<model>"`` -> parts.
+
+    Returns:
+        ``(backend, model, base_url)``.
+    """
+    prefix, _, rest = spec.partition(":")
+    if prefix not in PREFIXES or not rest:
+        raise InvalidEnvConfig(
+            f"Expects a model policy spec 'vllm:<model>', 'hf:<path>' or "
+            f"'openai:<base url>:<model>', actual: {spec!r}."
+        )
+    if prefix == "openai":
+        base_url, sep, model = rest.rpartition(":")
+        if not sep or not base_url.startswith(("http://", "https://")) or not model:
+            raise InvalidEnvConfig(
+                f"Expects 'openai:<base url>:<model>', e.g. "
+                f"'openai:http://127.0.0.1:8000/v1:my-model', actual: {spec!r}."
+            )
+        return "openai", model, base_url
+    return PREFIXES[prefix], rest, None
+
+
+class ModelPolicy:
+    """A language model evaluated through one of the adapters' backends.
+
+    Args:
+        spec: ``vllm:<path or hub id>``, ``hf:<path>`` or ``openai:<base url>:<model>``;
+            ``tiny`` as the model means the locally built tiny model.
+        temperature: Sampling temperature (0 = greedy).
+        max_tokens: Most tokens per model turn.
+        concurrency: Episodes in flight at once.
+    """
+
+    def __init__(
+        self, spec: str, *, temperature: float = 0.6, max_tokens: int = 256, concurrency: int = 16
+    ) -> None:
+        self.backend, self.model, self.base_url = parse_spec(spec)
+        self.name = spec
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.concurrency = concurrency
+        self._policy: Any = None
+
+    def config(self) -> dict[str, Any]:
+        """Settings for provenance."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "concurrency": self.concurrency,
+        }
+
+    def _backend(self) -> Any:
+        if self._policy is None:
+            from adapters.backends import make_policy
+
+            kwargs: dict[str, Any] = {}
+            if self.backend == "openai":
+                local = self.model == "tiny" or os.path.isdir(self.model)
+                kwargs = {"base_url": self.base_url, "api": "completions" if local else "chat"}
+            self._policy = make_policy(self.backend, self.model, **kwargs)
+        return self._policy
+
+    def close(self) -> None:
+        """Release the backend (engine, threads, connections)."""
+        if self._policy is not None:
+            self._policy.close()
+            self._policy = None
+
+    def _sampling(self, seed: int) -> Any:
+        from adapters.backends import SamplingParams
+
+        return SamplingParams(
+            max_tokens=self.max_tokens, temperature=self.temperature, seed=seed, logprobs=False
+        )
+
+    def play(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        """Play the episodes of one env and yield each record as it finishes."""
+        if not episodes:
+            return
+        if is_multiagent(episodes[0].env_id):
+            yield from asyncio.run(self._play_multiagent(episodes, env_kwargs))
+            return
+        yield from self._play_single(episodes, env_kwargs)
+
+    def _play_single(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        from adapters.rollout import RolloutConfig, rollout
+
+        # Rollout group g resets with `config.seed + g`. The protocol's seeds are
+        # `seed + row * k + sample`, consecutive in plan order, so one concurrent rollout plays
+        # every episode with its own seed; a resumed plan with gaps runs episode by episode.
+        first = episodes[0]
+        consecutive = all(s.seed == first.seed + i for i, s in enumerate(episodes))
+        batches = [list(episodes)] if consecutive else [[s] for s in episodes]
+        for batch in batches:
+            start = time.perf_counter()
+            config = RolloutConfig(
+                num_envs=min(self.concurrency, len(batch)),
+                group_size=1,
+                seed=batch[0].seed,
+                progress=False,
+                sampling=self._sampling(batch[0].seed),
+            )
+            trajectories = rollout(
+                batch[0].env_id,
+                self._backend(),
+                config,
+                tasks=[s.task_index for s in batch],
+                env_kwargs=env_kwargs,
+            )
+            wall = (time.perf_counter() - start) / len(batch)
+            for spec, trajectory in zip(batch, trajectories, strict=True):
+                yield EpisodeRecord(
+                    env_id=spec.env_id,
+                    row=spec.row,
+                    task_index=spec.task_index,
+                    sample=spec.sample,
+                    seed=spec.seed,
+                    task_id=str(trajectory.task_id),
+                    reward=float(trajectory.total_reward),
+                    success=bool(trajectory.is_correct),
+                    turns=trajectory.num_turns,
+                    tokens=trajectory.num_completion_tokens,
+                    wall_s=wall,
+                    invalid_actions=sum(
+                        bool(s.info.get("invalid_action")) for s in trajectory.steps
+                    ),
+                )
+
+    async def _play_multiagent(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> list[EpisodeRecord]:
+        from rllm_envs.multiagent import ScriptedPolicy as AgentPolicy
+
+        backend = self._backend()
+        limit = asyncio.Semaphore(self.concurrency)
+        env_id = episodes[0].env_id
+        opponent_kind = OPPONENTS.get(env_id)
+
+        async def one(spec: EpisodeSpec) -> EpisodeRecord:
+            async with limit:
+                start = time.perf_counter()
+                env = rllm_envs.make_parallel(env_id, **env_kwargs)
+                observations, infos = await asyncio.to_thread(
+                    env.reset, seed=spec.seed, options={"index": spec.task_index}
+                )
+                controlled = env.possible_agents[:1] if opponent_kind else env.possible_agents
+                opponent = AgentPolicy(opponent_kind or "random", seed=spec.seed + 1)
+                chats: dict[str, list[dict[str, str]]] = {a: [] for a in controlled}
+                returns = dict.fromkeys(env.possible_agents, 0.0)
+                correct = dict.fromkeys(env.possible_agents, False)
+                task_id = infos[env.possible_agents[0]]["task_id"]
+                turns = tokens = invalid = 0
+                while env.agents:
+                    acting = [a for a in env.agents if infos[a]["acting"]]
+                    mine = [a for a in acting if a in controlled]
+                    for agent in mine:
+                        chats[agent].append({"role": "user", "content": observations[agent]})
+                    replies = await asyncio.gather(
+                        *(backend.chat(chats[a], self._sampling(spec.seed + turns)) for a in mine)
+                    )
+                    actions = {a: opponent(env, a) for a in acting if a not in controlled}
+                    for agent, generation in zip(mine, replies, strict=True):
+                        chats[agent].append({"role": "assistant", "content": generation.text})
+                        actions[agent] = generation.text
+                        tokens += len(generation.completion_ids or ())
+                    observations, rewards, _, _, infos = await asyncio.to_thread(env.step, actions)
+                    turns += 1
+                    for agent, reward in rewards.items():
+                        returns[agent] += float(reward)
+                        correct[agent] = bool(infos[agent]["is_correct"])
+                        invalid += agent in controlled and bool(infos[agent]["invalid_action"])
+                env.close()
+                return EpisodeRecord(
+                    env_id=env_id,
+                    row=spec.row,
+                    task_index=spec.task_index,
+                    sample=spec.sample,
+                    seed=spec.seed,
+                    task_id=str(task_id),
+                    reward=sum(returns[a] for a in controlled) / len(controlled),
+                    success=all(correct[a] for a in controlled),
+                    turns=turns,
+                    tokens=tokens,
+                    wall_s=time.perf_counter() - start,
+                    invalid_actions=invalid,
+                )
+
+        return list(await asyncio.gather(*(one(s) for s in episodes)))
