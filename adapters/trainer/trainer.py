@@ -360,7 +360,6 @@ class PPOTrainer:
         ref_logp: torch.Tensor | None,
     ) -> dict[str, float]:
         algo = self.config.algorithm
-        gas = algo.mini_batch_size // algo.micro_batch_size
         sums: dict[str, float] = {}
         weights: dict[str, float] = {}
         grad_norms: list[float] = []
@@ -382,7 +381,14 @@ class PPOTrainer:
                     break
                 mini = order[start : start + algo.mini_batch_size]
                 n_tok = float(batch.action_mask[mini].sum().clamp(min=1))
-                for chunk in _micro_chunks(mini, algo.micro_batch_size):
+                chunks = _micro_chunks(mini, algo.micro_batch_size)
+                for k, chunk in enumerate(chunks):
+                    # The mini-batch, not DeepSpeed's micro-step counter, decides when the
+                    # optimizer steps: a short mini-batch (dropped episodes) stays aligned.
+                    last = k == len(chunks) - 1
+                    self.actor.set_gradient_accumulation_boundary(last)
+                    if self.critic is not None:
+                        self.critic.set_gradient_accumulation_boundary(last)
                     mb = batch.select(chunk).to(self.device)
                     A = mb.positions.shape[1]
                     mask = mb.action_mask
@@ -434,8 +440,10 @@ class PPOTrainer:
                         share_v = n_tok / max(float(mask.sum()), 1.0)
                         add("loss/value", v_loss.detach() * share_v, float(mask.sum()))
                         add("critic/value_clip_frac", v_stats["value_clip_frac"], float(mask.sum()))
-                    self.actor.backward(loss * gas)
-                    self.actor.step()
+                    # Losses are already token means over the mini-batch.
+                    self.actor.backward(loss, scale_wrt_gas=False)
+                    if last:
+                        self.actor.step()
                     w = float(mask.sum())
                     tokens += int(mb.attention_mask.sum())
                     share = n_tok / max(w, 1.0)
@@ -451,8 +459,9 @@ class PPOTrainer:
                         v_loss, v_stats = alg.value_loss(
                             values, ov, ret, mask, clip=algo.value_clip, normalizer=n_tok
                         )
-                        self.critic.backward(algo.vf_coef * v_loss * gas)
-                        self.critic.step()
+                        self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
+                        if last:
+                            self.critic.step()
                         add("loss/value", v_loss.detach() * share, w)
                         add("critic/value_clip_frac", v_stats["value_clip_frac"], w)
                 norm = self.actor.get_global_grad_norm()

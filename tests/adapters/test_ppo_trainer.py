@@ -77,6 +77,10 @@ def test_one_iteration_updates_weights_and_reports_metrics(tmp_path, algorithm):
         history = trainer.train()
         after = _params(trainer)
         policy_state = trainer.policy.model.state_dict()
+        # 4 episodes, mini-batches of 2, 2 epochs: one optimizer step per mini-batch
+        assert trainer.actor.global_steps == 4
+        if trainer.critic is not None:
+            assert trainer.critic.global_steps == 4
     assert len(history) == 1
     metrics = history[0]
     for key in (
