@@ -49,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 env_kwargs=args.env_kwargs,
                 name=args.name,
-                temperature=args.temperature,
-                max_tokens=args.max_tokens,
-                concurrency=args.concurrency,
+                policy_kwargs={
+                    "temperature": args.temperature,
+                    "max_tokens": args.max_tokens,
+                    "concurrency": args.concurrency,
+                }
+                if ":" in args.policy
+                else {},
             )
             summary = run(config, args.out)
             console.print_json(json.dumps(summary))

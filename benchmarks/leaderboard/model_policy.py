@@ -8,6 +8,7 @@ API for every acting agent's reply, all episodes concurrently.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -53,16 +54,28 @@ class ModelPolicy:
         temperature: Sampling temperature (0 = greedy).
         max_tokens: Most tokens per model turn.
         concurrency: Episodes in flight at once.
+        agent: Agent for single-agent envs: a name (``"frozenlake"``...) or ``"module:Class"``
+            (e.g. the agent a checkpoint was trained with); default: chosen from the env id.
+        agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
     """
 
     def __init__(
-        self, spec: str, *, temperature: float = 0.6, max_tokens: int = 256, concurrency: int = 16
+        self,
+        spec: str,
+        *,
+        temperature: float = 0.6,
+        max_tokens: int = 256,
+        concurrency: int = 16,
+        agent: str | None = None,
+        agent_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.backend, self.model, self.base_url = parse_spec(spec)
         self.name = spec
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.concurrency = concurrency
+        self.agent = agent
+        self.agent_kwargs = dict(agent_kwargs or {})
         self._policy: Any = None
 
     def config(self) -> dict[str, Any]:
@@ -74,6 +87,8 @@ class ModelPolicy:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "concurrency": self.concurrency,
+            "agent": self.agent,
+            "agent_kwargs": self.agent_kwargs,
         }
 
     def _backend(self) -> Any:
@@ -92,6 +107,12 @@ class ModelPolicy:
         if self._policy is not None:
             self._policy.close()
             self._policy = None
+
+    def _agent(self) -> Any:
+        if self.agent is None or ":" not in self.agent:
+            return self.agent
+        module, _, name = self.agent.partition(":")
+        return getattr(importlib.import_module(module), name)
 
     def _sampling(self, seed: int) -> Any:
         from adapters.backends import SamplingParams
@@ -125,6 +146,7 @@ class ModelPolicy:
         for batch in batches:
             start = time.perf_counter()
             config = RolloutConfig(
+                agent_kwargs=self.agent_kwargs,
                 num_envs=min(self.concurrency, len(batch)),
                 group_size=1,
                 seed=batch[0].seed,
@@ -136,6 +158,7 @@ class ModelPolicy:
                 self._backend(),
                 config,
                 tasks=[s.task_index for s in batch],
+                agent=self._agent(),
                 env_kwargs=env_kwargs,
             )
             wall = (time.perf_counter() - start) / len(batch)

@@ -206,9 +206,13 @@ def make_policy(spec: str, **model_kwargs: Any) -> Policy:
 
     Args:
         spec: The policy spec.
-        **model_kwargs: ``temperature``, ``max_tokens``, ``concurrency`` for model policies.
+        **model_kwargs: Settings of model policies (see ``ModelPolicy``).
     """
     if spec in ("oracle", "random"):
+        if model_kwargs:
+            raise rllm_envs.InvalidEnvConfig(
+                f"Scripted policy {spec!r} takes no settings, actual: {sorted(model_kwargs)}."
+            )
         return ScriptedPolicy(spec)
     if spec.partition(":")[0] in ("vllm", "hf", "openai"):
         from benchmarks.leaderboard.model_policy import ModelPolicy

@@ -61,9 +61,9 @@ class RunConfig:
         seed: Base seed; episode seeds derive from it, identical for every policy.
         env_kwargs: Constructor kwargs per env id.
         name: Run name (directory name); defaults to a slug of ``policy``.
-        temperature: Sampling temperature of model policies (0 = greedy).
-        max_tokens: Most tokens per model turn.
-        concurrency: Episodes in flight at once for model policies.
+        policy_kwargs: Settings of model policies (``temperature``, ``max_tokens``,
+            ``concurrency``, ``agent``, ``agent_kwargs``; see
+            :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
     """
 
     policy: str
@@ -73,9 +73,7 @@ class RunConfig:
     seed: int = 0
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     name: str = ""
-    temperature: float = 0.6
-    max_tokens: int = 256
-    concurrency: int = 16
+    policy_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         known = {**rllm_envs.list_envs(), **rllm_envs.list_multiagent_envs()}
@@ -184,12 +182,7 @@ def run(
                 f"{run_dir} holds a run with another config ({previous}); pass another "
                 "--name or --out to start a new run, or the same settings to resume it."
             )
-    policy = policy or make_policy(
-        config.policy,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        concurrency=config.concurrency,
-    )
+    policy = policy or make_policy(config.policy, **config.policy_kwargs)
     records = _load_records(episodes_path)
     # Rewrite the file without a possibly cut last line before appending.
     with episodes_path.open("w", encoding="utf-8") as f:

@@ -36,7 +36,7 @@ def test_bad_specs_are_rejected(spec):
 def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
     pytest.importorskip("transformers")
     envs = ["rllm/Math-v0", "rllm/TicTacToe-v0"]
-    config = RunConfig(policy="hf:tiny", envs=envs, n_tasks=2, k=2, max_tokens=8)
+    config = RunConfig(policy="hf:tiny", envs=envs, n_tasks=2, k=2, policy_kwargs={"max_tokens": 8})
     summary = run(config, tmp_path, progress=False)
     records = [json.loads(line) for line in (tmp_path / "hf_tiny" / "episodes.jsonl").open()]
     assert len(records) == 8
@@ -46,3 +46,16 @@ def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
     # An untrained tiny model solves nothing; the point is that it is evaluated end to end.
     assert summary["envs"]["rllm/Math-v0"]["episodes"] == 4
     assert summary["envs"]["rllm/TicTacToe-v0"]["mean_turns"] >= 1
+
+
+def test_agent_override_by_module_path():
+    policy = ModelPolicy("hf:tiny", agent="adapters.trainer.agents:FrozenLakeBoardAgent")
+    from adapters.trainer.agents import FrozenLakeBoardAgent
+
+    assert policy._agent() is FrozenLakeBoardAgent
+    assert ModelPolicy("hf:tiny", agent="frozenlake")._agent() == "frozenlake"
+
+
+def test_scripted_policies_take_no_settings():
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="takes no settings"):
+        make_policy("oracle", temperature=0.5)
