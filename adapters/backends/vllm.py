@@ -114,6 +114,8 @@ class VLLMPolicy(Policy):
             stop_token_ids=list(params.stop_token_ids) or None,
             seed=params.seed if self.request_seeds else None,
             logprobs=0 if params.logprobs else None,
+            # Only finished requests are used: skip building per-step cumulative outputs.
+            output_kind=self._vllm.sampling_params.RequestOutputKind.FINAL_ONLY,
         )
 
     async def generate(self, prompt_ids: Sequence[int], params: SamplingParams) -> Generation:
