@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,14 @@ def trained_policy_kwargs(out_dir: Path) -> dict[str, Any]:
     }
 
 
+def _drop_stale_run(run_dir: Path, config: RunConfig, console: Console) -> None:
+    """The main job restarts a policy's run when its settings changed (it resumes otherwise)."""
+    meta = run_dir / "meta.json"
+    if meta.exists() and json.loads(meta.read_text(encoding="utf-8"))["config"] != asdict(config):
+        console.print(f"  {run_dir.name}: settings changed, starting its run again")
+        shutil.rmtree(run_dir)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.main``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -120,10 +130,17 @@ def main(argv: list[str] | None = None) -> int:
         ("random", "random", {}),
     ]
     images: dict[str, Path] = {}
+    env_kwargs: dict[str, dict[str, Any]] = {}
     if not args.skip_train:
         train_dir = args.out / "train"
         final = train(args.train_config, train_dir, args.train_override, console)
         policies.append(("trained-ppo", f"vllm:{final}", trained_policy_kwargs(train_dir)))
+        # Every policy plays the training env as it was trained (the fixed 4x4 map), with the
+        # env's own reward: the training-only invalid-action penalty is left out.
+        trained = json.loads((train_dir / "config.json").read_text(encoding="utf-8"))
+        env_kwargs[trained["env"]] = {
+            k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "reward_weights"
+        }
         images["Training curve: PPO on rllm/FrozenLake-v0 4x4"] = train_dir / "learning_curve.png"
         console.print(f"training done at {time.perf_counter() - start:.0f} s")
     policies += [(spec, spec, {}) for spec in args.policy]
@@ -141,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
             n_tasks=args.n_tasks,
             k=args.k,
             seed=args.seed,
+            env_kwargs=env_kwargs,
             name=name,
             policy_kwargs=kwargs,
         )
+        _drop_stale_run(args.out / "runs" / name, config, console)
         summary = run(config, args.out / "runs")
         console.print(f"  {name}: overall pass@1 {summary['overall_pass@1']:.3f}")
         run_dirs.append(args.out / "runs" / name)

@@ -46,5 +46,13 @@ def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
     meta = json.loads((tmp_path / "runs" / "trained-ppo" / "meta.json").read_text())
     assert meta["policy"]["backend"] == "vllm" and meta["policy"]["temperature"] == 0.0
     assert meta["policy"]["agent"] == "adapters.trainer.agents:FrozenLakeBoardAgent"
+    # Every policy plays the training env as trained: the fixed 4x4 map, not slippery.
+    oracle = json.loads((tmp_path / "runs" / "oracle" / "meta.json").read_text())
+    assert oracle["config"]["env_kwargs"]["rllm/FrozenLake-v0"] == {
+        "map_name": "4x4",
+        "is_slippery": False,
+    }
+    # Rerunning with other settings restarts the affected runs instead of failing.
+    assert main_job.main([*argv[:3], "3", *argv[4:]]) == 0
     page = (tmp_path / "index.html").read_text()
     assert "trained-ppo" in page and "data:image/png;base64," in page
