@@ -108,22 +108,10 @@ class TextEnv(gym.Env[str, str]):
     ) -> None:
         if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
             raise InvalidEnvConfig(f"Expects `max_turns` to be an int >= 1, actual: {max_turns!r}.")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidEnvConfig(
-                f"Expects `render_mode` to be one of {self.metadata['render_modes']} or None, "
-                f"actual: {render_mode!r}."
-            )
-        weights = dict(self.default_reward_weights)
-        for name, value in (reward_weights or {}).items():
-            if name not in weights:
-                raise InvalidEnvConfig(
-                    f"Unknown reward component `{name}` for {type(self).__name__}; known: "
-                    f"{sorted(weights)}.{did_you_mean(name, weights)}"
-                )
-            weights[name] = float(value)
+        check_render_mode(self.metadata, render_mode)
         self.tasks = tasks
         self.max_turns = max_turns
-        self.reward_weights: dict[str, float] = weights
+        self.reward_weights = resolve_reward_weights(self, reward_weights)
         self.render_mode = render_mode
         self.observation_space = (
             observation_space()
@@ -214,7 +202,7 @@ class TextEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded(
                 "Cannot call step() before reset() or after the episode ended; call reset()."
             )
-        text = action if isinstance(action, str) else _to_text(action)
+        text = action if isinstance(action, str) else action_to_text(action)
         action_truncated = len(text) > self.action_space.max_length
         if action_truncated:
             text = text[: self.action_space.max_length]
@@ -268,13 +256,42 @@ class TextEnv(gym.Env[str, str]):
         }
 
     def _clip(self, observation: str) -> str:
-        limit = self.observation_space.max_length
-        if len(observation) <= limit:
-            return observation
-        return observation[: limit - len(_TRUNCATION_MARKER)] + _TRUNCATION_MARKER
+        return clip_observation(observation, self.observation_space.max_length)
 
 
-def _to_text(action: Any) -> str:
+# --------------------------------------------------- shared with the multi-agent base class
+
+
+def check_render_mode(metadata: Mapping[str, Any], render_mode: str | None) -> None:
+    """Raise :class:`InvalidEnvConfig` unless ``render_mode`` is None or declared in metadata."""
+    if render_mode is not None and render_mode not in metadata["render_modes"]:
+        raise InvalidEnvConfig(
+            f"Expects `render_mode` to be one of {metadata['render_modes']} or None, "
+            f"actual: {render_mode!r}."
+        )
+
+
+def resolve_reward_weights(env: Any, overrides: Mapping[str, float] | None) -> dict[str, float]:
+    """``env.default_reward_weights`` with ``overrides`` applied; unknown names raise."""
+    weights = dict(env.default_reward_weights)
+    for name, value in (overrides or {}).items():
+        if name not in weights:
+            raise InvalidEnvConfig(
+                f"Unknown reward component `{name}` for {type(env).__name__}; known: "
+                f"{sorted(weights)}.{did_you_mean(name, weights)}"
+            )
+        weights[name] = float(value)
+    return weights
+
+
+def clip_observation(observation: str, limit: int) -> str:
+    """Cut an observation to ``limit`` characters, ending with a visible marker."""
+    if len(observation) <= limit:
+        return observation
+    return observation[: limit - len(_TRUNCATION_MARKER)] + _TRUNCATION_MARKER
+
+
+def action_to_text(action: Any) -> str:
     """Best-effort conversion of a non-string action to text (it is still model output)."""
     if action is None:
         return ""

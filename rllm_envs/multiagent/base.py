@@ -49,7 +49,12 @@ import numpy as np
 from gymnasium.utils import seeding
 from pettingzoo import ParallelEnv
 
-from rllm_envs.core import _to_text
+from rllm_envs.core import (
+    action_to_text,
+    check_render_mode,
+    clip_observation,
+    resolve_reward_weights,
+)
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import (
     ACTION_MAX_LENGTH,
@@ -84,8 +89,6 @@ MA_STEP_INFO_KEYS = (
 RESET_OPTIONS = ("index", "task")
 #: The kinds of scripted policy every family provides.
 POLICY_KINDS = ("oracle", "heuristic", "random")
-
-_TRUNCATION_MARKER = "\n[... observation truncated ...]"
 
 
 @dataclass
@@ -146,21 +149,9 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
         max_observation_length: int = OBSERVATION_MAX_LENGTH,
         max_action_length: int = ACTION_MAX_LENGTH,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidEnvConfig(
-                f"Expects `render_mode` to be one of {self.metadata['render_modes']} or None, "
-                f"actual: {render_mode!r}."
-            )
-        weights = dict(self.default_reward_weights)
-        for name, value in (reward_weights or {}).items():
-            if name not in weights:
-                raise InvalidEnvConfig(
-                    f"Unknown reward component `{name}` for {type(self).__name__}; known: "
-                    f"{sorted(weights)}.{did_you_mean(name, weights)}"
-                )
-            weights[name] = float(value)
+        check_render_mode(self.metadata, render_mode)
         self.tasks = tasks
-        self.reward_weights: dict[str, float] = weights
+        self.reward_weights = resolve_reward_weights(self, reward_weights)
         self.render_mode = render_mode
         self.possible_agents: list[str] = list(possible_agents)
         self.agents: list[str] = []
@@ -312,7 +303,7 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
         cut: dict[str, bool] = {}
         for agent in acting:
             raw = actions.get(agent)
-            text = raw if isinstance(raw, str) else _to_text(raw)
+            text = raw if isinstance(raw, str) else action_to_text(raw)
             limit = self.action_spaces[agent].max_length
             cut[agent] = len(text) > limit
             texts[agent] = text[:limit]
@@ -403,10 +394,7 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
         }
 
     def _clip(self, agent: str, observation: str) -> str:
-        limit = self.observation_spaces[agent].max_length
-        if len(observation) <= limit:
-            return observation
-        return observation[: limit - len(_TRUNCATION_MARKER)] + _TRUNCATION_MARKER
+        return clip_observation(observation, self.observation_spaces[agent].max_length)
 
 
 class ScriptedPolicy:
