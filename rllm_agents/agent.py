@@ -20,6 +20,7 @@ empty string (the env treats it as an invalid action, never as an error). Pass
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -226,8 +227,9 @@ def make_agent(
 
     Args:
         env_id: The env id; selects the family's agent when ``agent`` is ``None``.
-        agent: Override: an :class:`Agent` instance (returned as is), a subclass, or a name
-            (``"generic"``, ``"frozenlake"``, ``"math"``, ``"code"``, ``"tool"``).
+        agent: Override: an :class:`Agent` instance (returned as is), a subclass, a name
+            (``"generic"``, ``"frozenlake"``, ``"math"``, ``"code"``, ``"tool"``) or a
+            ``"module:Class"`` path (e.g. the agent a checkpoint was trained with).
         **kwargs: Passed to the agent class (``system_prompt=``, ``think=``).
 
     Returns:
@@ -235,6 +237,12 @@ def make_agent(
     """
     if isinstance(agent, Agent):
         return agent
+    if isinstance(agent, str) and ":" in agent:
+        module, _, name = agent.partition(":")
+        try:
+            agent = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            raise InvalidEnvConfig(f"Cannot import agent class {agent!r}: {e}") from e
     if isinstance(agent, str):
         if agent not in _BY_NAME:
             raise InvalidEnvConfig(

@@ -271,7 +271,7 @@ class PPOTrainer:
             self.policy,
             rollout_config,
             num_tasks=settings.num_tasks,
-            agent=_resolve_agent(settings.agent),
+            agent=settings.agent,
             env_kwargs=self.config.env_kwargs,
         )
 
@@ -749,16 +749,6 @@ class PPOTrainer:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _resolve_agent(agent: str | None) -> Any:
-    """An agent name for :func:`rllm_agents.make_agent`, or a ``"module:Class"`` path."""
-    if agent is None or ":" not in agent:
-        return agent
-    import importlib
-
-    module, _, name = agent.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:

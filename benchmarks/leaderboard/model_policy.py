@@ -8,7 +8,6 @@ API for every acting agent's reply, all episodes concurrently.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -115,12 +114,6 @@ class ModelPolicy:
             self._policy.close()
             self._policy = None
 
-    def _agent(self) -> Any:
-        if self.agent is None or ":" not in self.agent:
-            return self.agent
-        module, _, name = self.agent.partition(":")
-        return getattr(importlib.import_module(module), name)
-
     def _sampling(self, seed: int) -> Any:
         from adapters.backends import SamplingParams
 
@@ -165,7 +158,7 @@ class ModelPolicy:
                 self._backend(),
                 config,
                 tasks=[s.task_index for s in batch],
-                agent=self._agent(),
+                agent=self.agent,
                 env_kwargs=env_kwargs,
             )
             wall = (time.perf_counter() - start) / len(batch)

@@ -49,11 +49,13 @@ def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
 
 
 def test_agent_override_by_module_path():
-    policy = ModelPolicy("hf:tiny", agent="adapters.trainer.agents:FrozenLakeBoardAgent")
     from adapters.trainer.agents import FrozenLakeBoardAgent
+    from rllm_agents.agent import make_agent
 
-    assert policy._agent() is FrozenLakeBoardAgent
-    assert ModelPolicy("hf:tiny", agent="frozenlake")._agent() == "frozenlake"
+    agent = make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:FrozenLakeBoardAgent")
+    assert type(agent) is FrozenLakeBoardAgent
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import agent class"):
+        make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:Nope")
 
 
 def test_scripted_policies_take_no_settings():
