@@ -24,11 +24,12 @@ Information keys (stable; present on every ``step``, and all but the step-only o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium as gym
+import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import UnicodeText, action_space, observation_space
@@ -171,25 +172,7 @@ class TextEnv(gym.Env[str, str]):
             raise InvalidEnvConfig(
                 f"Unknown reset option(s) {sorted(unknown)}; expects 'index' or 'task'."
             )
-        if "task" in options and "index" in options:
-            raise InvalidEnvConfig("Pass either options['index'] or options['task'], not both.")
-        if "task" in options:
-            if not isinstance(options["task"], Mapping):
-                raise InvalidEnvConfig(
-                    "Expects options['task'] to be a task record (dict), actual type: "
-                    f"{type(options['task']).__name__}."
-                )
-            task = dict(options["task"])
-            self._check_task(task)
-            task.setdefault("id", "custom")
-            index = None
-        else:
-            index = options.get("index")
-            if index is None:
-                # A one-task source draws nothing, so wrapped envs keep their RNG stream.
-                n = len(self.tasks)
-                index = 0 if n == 1 else int(self.np_random.integers(n))
-            task = self.tasks[index]
+        task, index = select_task(self.tasks, options, self.np_random, self._check_task)
         self.task, self.task_index = task, index
         self.turn, self.is_correct, self.done = 0, False, False
         observation, extra = self._start(task)
@@ -260,6 +243,37 @@ class TextEnv(gym.Env[str, str]):
 
 
 # --------------------------------------------------- shared with the multi-agent base class
+
+
+def select_task(
+    tasks: TaskSource,
+    options: Mapping[str, Any],
+    rng: np.random.Generator,
+    check_task: Callable[[Task], None],
+) -> tuple[Task, int | None]:
+    """The task of a ``reset``: ``options["task"]`` (checked), ``options["index"]`` or a draw.
+
+    Returns:
+        The task and its index in ``tasks`` (``None`` for a passed record).
+    """
+    if "task" in options and "index" in options:
+        raise InvalidEnvConfig("Pass either options['index'] or options['task'], not both.")
+    if "task" in options:
+        if not isinstance(options["task"], Mapping):
+            raise InvalidEnvConfig(
+                "Expects options['task'] to be a task record (dict), actual type: "
+                f"{type(options['task']).__name__}."
+            )
+        task = dict(options["task"])
+        check_task(task)
+        task.setdefault("id", "custom")
+        return task, None
+    index = options.get("index")
+    if index is None:
+        # A one-task source draws nothing, so wrapped envs keep their RNG stream.
+        n = len(tasks)
+        index = 0 if n == 1 else int(rng.integers(n))
+    return tasks[index], index
 
 
 def check_render_mode(metadata: Mapping[str, Any], render_mode: str | None) -> None:

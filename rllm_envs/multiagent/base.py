@@ -54,6 +54,7 @@ from rllm_envs.core import (
     check_render_mode,
     clip_observation,
     resolve_reward_weights,
+    select_task,
 )
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import (
@@ -364,23 +365,8 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
                     f"Unknown reset option `{key}`.{did_you_mean(str(key), RESET_OPTIONS)} "
                     f"Known options: {list(RESET_OPTIONS)}."
                 )
-        if "task" in options and "index" in options:
-            raise InvalidEnvConfig("Pass either options['index'] or options['task'], not both.")
-        if "task" in options:
-            if not isinstance(options["task"], Mapping):
-                raise InvalidEnvConfig(
-                    "Expects options['task'] to be a task record (dict), actual type: "
-                    f"{type(options['task']).__name__}."
-                )
-            task = dict(options["task"])
-            self._check_task(task)
-            task.setdefault("id", "custom")
-            return task, None
-        index = options.get("index")
-        if index is None:
-            assert self.np_random is not None
-            index = int(self.np_random.integers(len(self.tasks)))
-        return self.tasks[index], index
+        assert self.np_random is not None
+        return select_task(self.tasks, options, self.np_random, self._check_task)
 
     def _info(self, agent: str, acting: set[str]) -> dict[str, Any]:
         assert self.task is not None
