@@ -14,7 +14,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import rllm_envs
-from benchmarks.leaderboard.policies import OPPONENTS, EpisodeRecord, EpisodeSpec, is_multiagent
+from benchmarks.leaderboard.policies import (
+    OPPONENTS,
+    EpisodeRecord,
+    EpisodeSpec,
+    MultiAgentTally,
+    is_multiagent,
+)
 from rllm_envs.error import InvalidEnvConfig
 
 #: Spec prefix -> adapters backend name.
@@ -197,46 +203,26 @@ class ModelPolicy:
                 observations, infos = await asyncio.to_thread(
                     env.reset, seed=spec.seed, options={"index": spec.task_index}
                 )
-                controlled = env.possible_agents[:1] if opponent_kind else env.possible_agents
+                tally = MultiAgentTally(env, spec, infos, start)
                 opponent = AgentPolicy(opponent_kind or "random", seed=spec.seed + 1)
-                chats: dict[str, list[dict[str, str]]] = {a: [] for a in controlled}
-                returns = dict.fromkeys(env.possible_agents, 0.0)
-                correct = dict.fromkeys(env.possible_agents, False)
-                task_id = infos[env.possible_agents[0]]["task_id"]
-                turns = tokens = invalid = 0
+                chats: dict[str, list[dict[str, str]]] = {a: [] for a in tally.controlled}
                 while env.agents:
                     acting = [a for a in env.agents if infos[a]["acting"]]
-                    mine = [a for a in acting if a in controlled]
+                    mine = [a for a in acting if a in tally.controlled]
                     for agent in mine:
                         chats[agent].append({"role": "user", "content": observations[agent]})
+                    sampling = self._sampling(spec.seed + tally.turns)
                     replies = await asyncio.gather(
-                        *(backend.chat(chats[a], self._sampling(spec.seed + turns)) for a in mine)
+                        *(backend.chat(chats[a], sampling) for a in mine)
                     )
-                    actions = {a: opponent(env, a) for a in acting if a not in controlled}
+                    actions = {a: opponent(env, a) for a in acting if a not in tally.controlled}
                     for agent, generation in zip(mine, replies, strict=True):
                         chats[agent].append({"role": "assistant", "content": generation.text})
                         actions[agent] = generation.text
-                        tokens += len(generation.completion_ids or ())
+                        tally.tokens += len(generation.completion_ids or ())
                     observations, rewards, _, _, infos = await asyncio.to_thread(env.step, actions)
-                    turns += 1
-                    for agent, reward in rewards.items():
-                        returns[agent] += float(reward)
-                        correct[agent] = bool(infos[agent]["is_correct"])
-                        invalid += agent in controlled and bool(infos[agent]["invalid_action"])
+                    tally.add(rewards, infos)
                 env.close()
-                return EpisodeRecord(
-                    env_id=env_id,
-                    row=spec.row,
-                    task_index=spec.task_index,
-                    sample=spec.sample,
-                    seed=spec.seed,
-                    task_id=str(task_id),
-                    reward=sum(returns[a] for a in controlled) / len(controlled),
-                    success=all(correct[a] for a in controlled),
-                    turns=turns,
-                    tokens=tokens,
-                    wall_s=time.perf_counter() - start,
-                    invalid_actions=invalid,
-                )
+                return tally.record()
 
         return list(await asyncio.gather(*(one(s) for s in episodes)))

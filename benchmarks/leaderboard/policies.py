@@ -78,6 +78,53 @@ class EpisodeRecord:
     invalid_actions: int
 
 
+class MultiAgentTally:
+    """One multi-agent episode's bookkeeping under the protocol in the module docstring.
+
+    Args:
+        env: The parallel env, just reset.
+        spec: The episode.
+        infos: The ``infos`` returned by ``reset``.
+        start: ``time.perf_counter()`` when the episode started.
+    """
+
+    def __init__(self, env: Any, spec: EpisodeSpec, infos: dict[str, Any], start: float) -> None:
+        agents = list(env.possible_agents)
+        #: The agents the evaluated policy plays.
+        self.controlled = agents[:1] if spec.env_id in OPPONENTS else agents
+        self.spec, self.start = spec, start
+        self.task_id = str(infos[agents[0]]["task_id"])
+        self.returns = dict.fromkeys(agents, 0.0)
+        self.correct = dict.fromkeys(agents, False)
+        self.turns = self.tokens = self.invalid = 0
+
+    def add(self, rewards: dict[str, float], infos: dict[str, Any]) -> None:
+        """Count one joint step."""
+        self.turns += 1
+        for agent, reward in rewards.items():
+            self.returns[agent] += float(reward)
+            self.correct[agent] = bool(infos[agent]["is_correct"])
+            self.invalid += agent in self.controlled and bool(infos[agent]["invalid_action"])
+
+    def record(self) -> EpisodeRecord:
+        """The finished episode: mean return and joint success of the controlled agents."""
+        spec, controlled = self.spec, self.controlled
+        return EpisodeRecord(
+            env_id=spec.env_id,
+            row=spec.row,
+            task_index=spec.task_index,
+            sample=spec.sample,
+            seed=spec.seed,
+            task_id=self.task_id,
+            reward=sum(self.returns[a] for a in controlled) / len(controlled),
+            success=all(self.correct[a] for a in controlled),
+            turns=self.turns,
+            tokens=self.tokens,
+            wall_s=time.perf_counter() - self.start,
+            invalid_actions=self.invalid,
+        )
+
+
 class Policy(Protocol):
     """What the leaderboard runner needs from a policy."""
 
@@ -167,36 +214,16 @@ class ScriptedPolicy:
                 me = AgentPolicy(self.name, seed=spec.seed)
                 opponent = AgentPolicy(opponent_kind or self.name, seed=spec.seed + 1)
                 _, infos = env.reset(seed=spec.seed, options={"index": spec.task_index})
-                controlled = env.possible_agents[:1] if opponent_kind else env.possible_agents
-                returns = dict.fromkeys(env.possible_agents, 0.0)
-                correct = dict.fromkeys(env.possible_agents, False)
-                task_id, turns, invalid = infos[env.possible_agents[0]]["task_id"], 0, 0
+                tally = MultiAgentTally(env, spec, infos, start)
                 while env.agents:
                     actions = {
-                        a: (me if a in controlled else opponent)(env, a)
+                        a: (me if a in tally.controlled else opponent)(env, a)
                         for a in env.agents
                         if infos[a]["acting"]
                     }
                     _, rewards, _, _, infos = env.step(actions)
-                    turns += 1
-                    for agent, reward in rewards.items():
-                        returns[agent] += float(reward)
-                        correct[agent] = bool(infos[agent]["is_correct"])
-                        invalid += agent in controlled and bool(infos[agent]["invalid_action"])
-                yield EpisodeRecord(
-                    env_id=spec.env_id,
-                    row=spec.row,
-                    task_index=spec.task_index,
-                    sample=spec.sample,
-                    seed=spec.seed,
-                    task_id=task_id,
-                    reward=sum(returns[a] for a in controlled) / len(controlled),
-                    success=all(correct[a] for a in controlled),
-                    turns=turns,
-                    tokens=0,
-                    wall_s=time.perf_counter() - start,
-                    invalid_actions=invalid,
-                )
+                    tally.add(rewards, infos)
+                yield tally.record()
         finally:
             env.close()
 
