@@ -9,16 +9,26 @@ from __future__ import annotations
 import ast
 import json
 import marshal
+import os
 import secrets
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
-from rllm_envs.sandbox import Backend, Limits, Status, run
-from rllm_envs.sandbox.harness import VERDICTS, canonical_stdout, canonical_value, digest
+from rllm_envs.sandbox import Backend, Limits, Status, run, select_backend
+from rllm_envs.sandbox.harness import (
+    PRELUDE,
+    PRELUDE_FUNCTIONAL,
+    VERDICTS,
+    canonical_stdout,
+    canonical_value,
+    digest,
+)
+from rllm_envs.sandbox.pool import SandboxPool
 
 __all__ = [
     "TestCase",
@@ -34,6 +44,8 @@ __all__ = [
     "task_tests",
     "judge_task",
     "score",
+    "close_pools",
+    "POOL_SIZE_ENV",
 ]
 
 #: Test kinds: program reading stdin; ``Solution().func(*args)``; assert statements.
@@ -41,22 +53,13 @@ KINDS = ("stdin", "functional", "assert")
 #: Per-test wall-clock limit when a task does not give one (LiveCodeBench uses 6 s).
 DEFAULT_TIME_LIMIT = 6.0
 
-#: Run before the submission (LiveCodeBench-style): starter code says ``List[int]``, and
-#: competition code assumes the usual modules are imported. Kept to cheap modules: the
-#: harness runs it once and every test starts from a copy of its namespace.
-PRELUDE = """\
-import sys, math, bisect, heapq, itertools, functools, collections
-from collections import defaultdict, deque, Counter, OrderedDict
-from functools import lru_cache, reduce, cmp_to_key
-from itertools import accumulate, permutations, combinations, product, chain, groupby
-from heapq import heappush, heappop, heapify
-from bisect import bisect_left, bisect_right, insort
-from math import gcd, inf, sqrt, ceil, floor, log, comb, factorial
-"""
-#: The prelude of functional tests adds ``typing`` (starter code says ``List[int]``) and
-#: ``re``/``string``; it costs ~15 ms more per submission, so stdin programs, which import
-#: what they use, do without.
-PRELUDE_FUNCTIONAL = PRELUDE + "import re, string\nfrom typing import *\n"
+#: Environment variable: how many judging sandboxes to keep started ahead of time, per
+#: backend and limits (``0``: start one per submission, on the critical path).
+POOL_SIZE_ENV = "RLLM_JUDGE_POOL"
+DEFAULT_POOL_SIZE = 2
+# CPU seconds of a judging sandbox as a whole; each test process has its own, lower limit
+# and the host's wall clock bounds the run.
+_SANDBOX_CPU = 3600
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,43 @@ def _harness_source() -> str:
     return (resources.files("rllm_envs.sandbox") / "harness.py").read_text(encoding="utf-8")
 
 
+_pools: dict[tuple[object, ...], SandboxPool] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool_size() -> int:
+    raw = os.environ.get(POOL_SIZE_ENV, "")
+    try:
+        return max(int(raw), 0) if raw.strip() else DEFAULT_POOL_SIZE
+    except ValueError:
+        raise InvalidEnvConfig(
+            f"Expects ${POOL_SIZE_ENV} to be an int >= 0 (0: no pool), actual: {raw!r}."
+        ) from None
+
+
+def _pool(backend: Backend, limits: Limits) -> SandboxPool | None:
+    """The shared pool of judging sandboxes for this backend and these limits (or None)."""
+    size = _pool_size()
+    if size == 0:
+        return None
+    key = (type(backend), limits.memory_mb, limits.max_file_size_mb, size)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None or pool.closed:
+            pool = SandboxPool(size, backend=backend, limits=limits, program=_harness_source())
+            _pools[key] = pool
+        return pool
+
+
+def close_pools() -> None:
+    """Kill the judging sandboxes kept started ahead of time (new ones start when needed)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
 def _expected_digests(salt: str, test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
     if kind == "assert":
         return []
@@ -172,8 +212,15 @@ def judge(
     backend: str | Backend | None = None,
     snippet_chars: int = 1000,
     max_output_bytes: int = 16 << 20,
+    isolate_tests: bool = False,
+    warm: bool = True,
 ) -> JudgeResult:
-    r"""Run ``code`` on every test in one sandboxed process and give a verdict per test.
+    r"""Run ``code`` on every test in one sandbox and give a verdict per test.
+
+    The tests run one after another in one test process forked inside the sandbox (the
+    submission executed afresh for each); a test that fails after another test ran in the
+    same process is run again in a fresh one, so verdicts do not depend on test order.
+    See :mod:`rllm_envs.sandbox.harness`.
 
     Example:
         >>> from rllm_envs.code.judge import TestCase, judge
@@ -196,6 +243,11 @@ def judge(
         backend: Sandbox backend (see :func:`rllm_envs.sandbox.run`).
         snippet_chars: How much of each test's output and error to keep.
         max_output_bytes: Output cap per test (more is ``OLE``).
+        isolate_tests: Run every test in a fresh process (slower; per-test isolation even
+            for accepted tests).
+        warm: Use a sandbox started ahead of time from a shared pool (``$RLLM_JUDGE_POOL``
+            sandboxes per backend and limits, default 2; see :func:`close_pools`), so the
+            sandbox start is off the critical path. Each sandbox judges one submission.
 
     Returns:
         A :class:`JudgeResult`. Infinite loops end as ``TLE`` after ``time_limit``.
@@ -229,20 +281,33 @@ def judge(
         "snippet_chars": int(snippet_chars),
         "stop_on_failure": bool(stop_on_failure),
     }
-    biggest_input = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
+    spec["isolate_tests"] = bool(isolate_tests)
+    biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
+    chosen = select_backend(backend)
+    # Static limits (set when the sandbox starts, so shared by a pool): the supervisor's
+    # memory, and file size for the in-memory input and output files of the tests.
     limits = Limits(
-        # Every test may take its limit, plus per-test fork/compare overhead and start-up.
         time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0,
+        cpu_time=_SANDBOX_CPU,
         memory_mb=max(int(memory_mb), 256),
-        max_file_size_mb=max(16, (biggest_input >> 20) + 2),
-        max_output_bytes=len(tests) * (8 * snippet_chars + 1024) + 4096,
+        max_file_size_mb=max(64, (max(biggest, int(max_output_bytes)) >> 20) + 2),
     )
-    outcome = run(
-        _harness_source(),
-        stdin=marshal.dumps(spec),
-        backend=backend,
-        limits=limits,
-    )
+    # The harness's report: one short record per test.
+    report_bytes = len(tests) * (8 * snippet_chars + 1024) + 4096
+    pool = _pool(chosen, limits) if warm else None
+    if pool is not None:
+        outcome = pool.run(
+            stdin=marshal.dumps(spec),
+            time_limit=limits.time_limit,
+            max_output_bytes=report_bytes,
+        )
+    else:
+        outcome = run(
+            _harness_source(),
+            stdin=marshal.dumps(spec),
+            backend=chosen,
+            limits=replace(limits, max_output_bytes=report_bytes),
+        )
     records: dict[int, dict[str, Any]] = {}
     done = False
     for line in outcome.stdout.splitlines():

@@ -38,11 +38,13 @@ from rllm_envs.sandbox.backends import (
     sandbox_identity,
     select_backend,
 )
+from rllm_envs.sandbox.pool import SandboxPool
 from rllm_envs.sandbox.result import Limits, RunResult, Status
 from rllm_envs.sandbox.runner import LANGUAGES, run
 
 __all__ = [
     "run",
+    "SandboxPool",
     "RunResult",
     "Status",
     "Limits",

@@ -7,17 +7,25 @@ both sides share one definition.
 
 How a submission is judged:
 
-* The harness compiles the submission once, then forks one child per test. The child gets
-  the test input on file descriptor 0 (an in-memory file), a pipe as stdout and stderr, its
-  own process group, CPU and address-space limits, and runs the submission from scratch.
-  The parent (which never runs submitted code) enforces the test's wall-clock limit,
-  the output cap, and decides the verdict: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
-  ``OLE`` (or ``CE`` when the submission does not compile; ``SKIP`` after a failure when
-  stopping early).
+* The supervisor (this program; it never runs submitted code) runs the prelude before the
+  spec arrives (in a sandbox started ahead of time this is off the critical path), compiles
+  the submission once, then forks a *test process* and asks it for one test at a time. For
+  each test the test process gives the submission fresh standard streams (the input in an
+  in-memory file, the output into in-memory files the supervisor reads) and executes it
+  afresh in a copy of the prelude namespace, so the sandbox start and interpreter start
+  are paid once per submission, not once per test (LiveCodeBench also runs all tests in
+  one process).
+* The supervisor enforces each test's wall-clock limit and the output cap and decides the
+  verdict: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``, ``OLE`` (or ``CE`` when the
+  submission does not compile; ``SKIP`` after a failure when stopping early). The test
+  process has its own process group and CPU, address-space and file-size limits.
+* After any test that is not accepted the test process is replaced, and the test, if it
+  was not the first that process ran, is run again in a fresh one: what an earlier test
+  left behind cannot fail a later one (only a wall-clock timeout is not run again).
+  ``isolate_tests`` gives every test a fresh process.
 * Expected outputs never enter the sandbox: the host sends a salted SHA-256 digest of the
-  canonical form of each expected answer, and the parent compares digests. The parent is
-  made non-dumpable so that a test process (same user) cannot read its memory or
-  descriptors.
+  canonical form of each expected answer, and the supervisor compares digests. It is made
+  non-dumpable so that a test process (same user) cannot read its memory or descriptors.
 
 Comparison rules (LiveCodeBench's): for stdin/stdout tests the whole output is stripped
 and split into lines, each line stripped, the number of lines must match, and two lines
@@ -28,9 +36,9 @@ equal values. Functional results are compared as JSON values (tuples as lists, `
 Input spec (a ``marshal``-encoded dict on stdin, from the trusted host): ``code``, ``kind``
 (``"stdin"``, ``"functional"`` or ``"assert"``), ``func_name``, ``prelude``, ``salt``,
 ``tests`` (list of ``{"input", "expected": [digest, ...], "time_limit"}``), ``memory_mb``,
-``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``. Output: one Python literal
-dict per line and test, ``{"index", "verdict", "time", "output", "error"}`` (read with
-``ast.literal_eval``), then ``{"done": True}``.
+``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``, ``isolate_tests``. Output:
+one Python literal dict per line and test, ``{"index", "verdict", "time", "output",
+"error"}`` (read with ``ast.literal_eval``), then ``{"done": True}``.
 
 Start-up cost matters (it is paid per submission), so only cheap modules are imported at
 the top; ``json``, ``decimal`` and ``hashlib`` are imported when first needed.
@@ -154,6 +162,27 @@ def _sha256() -> Any:
 
 # ------------------------------------------------------------------ inside the sandbox
 
+#: Run before the submission (LiveCodeBench-style): starter code says ``List[int]``, and
+#: competition code assumes the usual modules are imported. Kept to cheap modules: the
+#: harness runs it once, before the submission arrives, and every test starts from a copy
+#: of its namespace.
+PRELUDE = """\
+import sys, math, bisect, heapq, itertools, functools, collections
+from collections import defaultdict, deque, Counter, OrderedDict
+from functools import lru_cache, reduce, cmp_to_key
+from itertools import accumulate, permutations, combinations, product, chain, groupby
+from heapq import heappush, heappop, heapify
+from bisect import bisect_left, bisect_right, insort
+from math import gcd, inf, sqrt, ceil, floor, log, comb, factorial
+"""
+#: The prelude of functional tests adds ``typing`` (starter code says ``List[int]``) and
+#: ``re``/``string``; it costs ~15 ms more per submission, so stdin programs, which import
+#: what they use, do without.
+PRELUDE_FUNCTIONAL = PRELUDE + "import re, string\nfrom typing import *\n"
+
+# How much of a test's standard error is kept (its end).
+_STDERR_KEEP = 1 << 16
+
 
 def _make_undumpable() -> None:
     try:
@@ -165,8 +194,8 @@ def _make_undumpable() -> None:
         pass
 
 
-def _memfd(data: bytes) -> int:
-    fd = os.memfd_create("input", 0)
+def _memfd(data: bytes, name: str = "input") -> int:
+    fd = os.memfd_create(name, 0)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -174,48 +203,102 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
-def _child(
-    spec: dict[str, Any], code: Any, base: dict[str, Any], test: dict[str, Any], fds: dict[str, int]
-) -> None:
-    """Run one test in the forked child; never returns."""
-    import io
+def _lower_limit(kind: int, value: int) -> None:
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
 
-    status: dict[str, Any] = {"ok": True}
+
+def _read_exact(fd: int, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+# ------------------------------------------------------------------ the test process
+
+
+def _worker_main(
+    spec: dict[str, Any],
+    code: Any,
+    base: dict[str, Any],
+    pipes: tuple[int, int],
+    outputs: tuple[int, int],
+    limits: tuple[int, int, int],
+) -> None:
+    """The forked test process; never returns.
+
+    It runs the test whose index arrives on the control pipe, reports on the result pipe,
+    and repeats until the control pipe closes.
+    """
+    me = os.getpid()
+    ctrl, res = pipes
     try:
         os.setpgid(0, 0)
-        limit = float(test["time_limit"])
-        cpu = math.ceil(limit) + 1
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        memory = int(spec["memory_mb"]) << 20
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard == resource.RLIM_INFINITY or memory < hard:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        os.dup2(fds["stdin"], 0)
-        os.dup2(fds["stdout"], 1)
-        os.dup2(fds["stderr"], 2)
-        for name in ("stdin", "stdout", "stderr"):
-            os.close(fds[name])
-        # An explicit encoding skips the locale look-up (a third of the set-up time).
-        sys.stdin = io.TextIOWrapper(
-            io.BufferedReader(io.FileIO(0, "rb", closefd=False)), encoding="utf-8"
-        )
-        sys.stdout = io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(1, "wb", closefd=False)), encoding="utf-8"
-        )
-        sys.stderr = io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(2, "wb", closefd=False)),
-            encoding="utf-8",
-            errors="backslashreplace",
-            line_buffering=True,
-        )
-        for name in ("stdin", "stdout", "stderr"):  # code that writes to sys.__stdout__
-            setattr(sys, f"__{name}__", getattr(sys, name))
-    except BaseException as e:  # pragma: no cover - setup failure is an internal error
-        status = {"ok": False, "kind": "internal", "error": f"{type(e).__name__}: {e}"}
-        _report(fds["result"], status)
+        _lower_limit(resource.RLIMIT_CPU, limits[0])
+        _lower_limit(resource.RLIMIT_AS, limits[1])
+        _lower_limit(resource.RLIMIT_FSIZE, limits[2])
+    except BaseException:  # pragma: no cover - a set-up failure is an internal error
         os._exit(3)
-    namespace = dict(base)
+    while True:
+        head = _read_exact(ctrl, 4)
+        if len(head) < 4:
+            os._exit(0)
+        status = _run_one(spec, code, base, spec["tests"][int.from_bytes(head, "big")], outputs)
+        if os.getpid() != me:  # a process the submission forked got here: it is done
+            os._exit(0)
+        _report(res, status)
+
+
+def _fresh_streams(test_input: bytes, outputs: tuple[int, int]) -> None:
+    import io
+
+    for fd in outputs:
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(outputs[0], 1)  # again for every test: the last one may have closed them
+    os.dup2(outputs[1], 2)
+    stdin_fd = _memfd(test_input)
+    os.dup2(stdin_fd, 0)
+    os.close(stdin_fd)
+    # An explicit encoding skips the locale look-up (a third of the set-up time).
+    sys.stdin = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "rb", closefd=False)), encoding="utf-8"
+    )
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "wb", closefd=False)), encoding="utf-8"
+    )
+    sys.stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "wb", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    for name in ("stdin", "stdout", "stderr"):  # code that writes to sys.__stdout__
+        setattr(sys, f"__{name}__", getattr(sys, name))
+
+
+def _run_one(
+    spec: dict[str, Any],
+    code: Any,
+    base: dict[str, Any],
+    test: dict[str, Any],
+    outputs: tuple[int, int],
+) -> dict[str, Any]:
+    """Run the submission on one test in this process; what happened (not the output)."""
     kind = spec["kind"]
+    try:
+        data = test["input"].encode("utf-8", "surrogatepass") if kind == "stdin" else b""
+        _fresh_streams(data, outputs)
+    except BaseException as e:
+        return {"ok": False, "kind": "internal", "error": f"{type(e).__name__}: {e}"}
+    status: dict[str, Any] = {"ok": True}
+    namespace = dict(base)
     try:
         try:
             exec(code, namespace)
@@ -241,6 +324,7 @@ def _child(
                 status["error"] = f"the return value is not comparable: {e}"
         elif kind == "assert":
             exec(compile(test["input"], "test.py", "exec"), namespace)
+        _join_threads()  # as the interpreter does at exit: a program may work in a thread
     except SystemExit as e:
         status = {"ok": False, "kind": "error", "error": f"SystemExit: {e.code}"}
     except MemoryError:
@@ -258,20 +342,28 @@ def _child(
             traceback.print_exception(type(e), e, e.__traceback__)
         except BaseException:
             pass
-    try:
-        sys.stdout.flush()
-    except BaseException:
-        pass
-    try:
-        sys.stderr.flush()
-    except BaseException:
-        pass
-    _report(fds["result"], status)
-    os._exit(0)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    return status
+
+
+def _join_threads() -> None:
+    if "threading" not in sys.modules:
+        return
+    import threading
+
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
 
 
 def _report(fd: int, status: dict[str, Any]) -> None:
-    # A plain separated record: the parent must not unmarshal or unpickle what a test sends.
+    # A length-prefixed, plainly separated record: the supervisor must not unmarshal or
+    # unpickle what a test process sends.
     value = status.get("value")
     fields = [
         "1" if status.get("ok") else "0",
@@ -279,7 +371,8 @@ def _report(fd: int, status: dict[str, Any]) -> None:
         "" if value is None else "v" + str(value),
         str(status.get("error") or ""),
     ]
-    data = "\x1f".join(f.replace("\x1f", "?") for f in fields).encode("utf-8", "replace")
+    body = "\x1f".join(f.replace("\x1f", "?") for f in fields).encode("utf-8", "replace")
+    data = len(body).to_bytes(4, "big") + body
     try:
         while data:
             data = data[os.write(fd, data) :]
@@ -299,6 +392,9 @@ def _parse_status(raw: bytes) -> dict[str, Any] | None:
     }
 
 
+# ------------------------------------------------------------------ the supervisor
+
+
 def _fork_with_retry() -> int:
     # Under a per-user process count another run may briefly hold every slot.
     for attempt in range(40):
@@ -309,113 +405,147 @@ def _fork_with_retry() -> int:
     return os.fork()
 
 
-def _run_test(
-    spec: dict[str, Any], code: Any, base: dict[str, Any], test: dict[str, Any]
-) -> dict[str, Any]:
-    stdin_fd = _memfd(
-        test["input"].encode("utf-8", "surrogatepass") if spec["kind"] == "stdin" else b""
-    )
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    res_r, res_w = os.pipe()
-    fds = {"stdin": stdin_fd, "stdout": out_w, "stderr": err_w, "result": res_w}
-    start = time.monotonic()
-    pid = _fork_with_retry()
-    if pid == 0:  # pragma: no cover - runs in the child
-        for fd in (out_r, err_r, res_r):
-            os.close(fd)
-        _child(spec, code, base, test, fds)
-    for fd in (stdin_fd, out_w, err_w, res_w):
-        os.close(fd)
-    cap = int(spec["max_output_bytes"])
-    out, err, res = bytearray(), bytearray(), bytearray()
-    buffers = {out_r: out, err_r: err, res_r: res}
-    deadline = start + float(test["time_limit"])
-    timed_out = flooded = exited = False
-    open_fds = [out_r, err_r, res_r]
-    pidfd = os.pidfd_open(pid)
-    while open_fds:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            timed_out = not exited
-            break
-        ready, _, _ = select.select([*open_fds, pidfd] if not exited else open_fds, [], [], left)
-        for fd in ready:
-            if fd == pidfd:
-                # The test process ended: kill what it left in its group (which may hold
-                # the pipes open), then only drain what is already written.
-                exited = True
-                _kill_group(pid)
-                deadline = min(deadline, time.monotonic() + 0.5)
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                open_fds.remove(fd)
-                continue
-            buf = buffers[fd]
-            if fd == out_r:
-                buf += chunk[: cap + 1 - len(buf)]
-                if len(buf) > cap:
-                    flooded = True
-            elif len(buf) < 1 << 16:
-                buf += chunk[: (1 << 16) - len(buf)]
-        if flooded:
-            break
-    _kill_group(pid)
-    _, wait_status = os.waitpid(pid, 0)
-    os.close(pidfd)
-    elapsed = time.monotonic() - start
-    for fd in open_fds:
-        os.close(fd)
-    for fd in (out_r, err_r, res_r):
-        if fd not in open_fds:
-            os.close(fd)
-    output = out[:cap].decode("utf-8", "replace")
-    stderr = err.decode("utf-8", "replace")
-    status = _parse_status(bytes(res)) if res else None
-    sig = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else None
-    error = None
-    if flooded or sig == signal.SIGXFSZ:
-        verdict = "OLE"
-    elif timed_out or sig in (signal.SIGXCPU, signal.SIGKILL):
-        verdict = "TLE"
-    elif status is None or sig is not None:
-        exit_code = os.WEXITSTATUS(wait_status) if os.WIFEXITED(wait_status) else None
-        if sig is None and exit_code == 0 and spec["kind"] == "stdin":
-            verdict = _compare(spec, test, output)  # e.g. os._exit(0) after printing
-        else:
-            verdict = "RE"
-            error = (f"killed by signal {sig}" if sig is not None else f"exit code {exit_code}") + (
-                f"\n{stderr[-1000:]}" if stderr.strip() else ""
-            )
-    elif not status["ok"]:
-        verdict = {"memory": "MLE", "assert": "WA"}.get(str(status["kind"]), "RE")
-        error = status.get("error")
-        if verdict == "RE" and stderr.strip():
-            error = stderr[-1500:]
-    elif spec["kind"] == "functional":
-        value = status.get("value")
-        error = status.get("error")
-        verdict = "WA" if value is None else _match(spec, test, value)
-        output = value if value is not None else ""
-    elif spec["kind"] == "assert":
-        verdict = "AC"
-    else:
-        verdict = _compare(spec, test, output)
-    snippet = int(spec.get("snippet_chars", 1000))
-    return {
-        "verdict": verdict,
-        "time": round(elapsed, 4),
-        "output": output[:snippet],
-        "error": error[-snippet:] if error else None,
-    }
-
-
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+
+
+class _Worker:
+    """The supervisor's handle on one test process."""
+
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        code: Any,
+        base: dict[str, Any],
+        outputs: tuple[int, int],
+        limits: tuple[int, int, int],
+    ) -> None:
+        ctrl_r, self.ctrl = os.pipe()
+        self.res, res_w = os.pipe()
+        pid = _fork_with_retry()
+        if pid == 0:  # pragma: no cover - runs in the child
+            os.close(self.ctrl)
+            os.close(self.res)
+            _worker_main(spec, code, base, (ctrl_r, res_w), outputs, limits)
+        os.close(ctrl_r)
+        os.close(res_w)
+        try:
+            os.setpgid(pid, pid)  # also here: the group must exist before it is killed
+        except OSError:
+            pass
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.tests_run = 0
+        self.wait_status: int | None = None
+
+    def run(self, index: int, time_limit: float, cap: int) -> tuple[str, dict[str, Any] | None]:
+        """Ask for test ``index`` and wait for the outcome.
+
+        Returns ``("done", status)``, ``("died", status or None)`` or ``("timeout", None)``;
+        after anything but ``done`` the process is gone (see ``wait_status``).
+        """
+        self.tests_run += 1
+        deadline = time.monotonic() + time_limit
+        try:
+            os.write(self.ctrl, index.to_bytes(4, "big"))
+        except OSError:  # it is already dead
+            self.stop()
+            return "died", None
+        buf = bytearray()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.stop()
+                return "timeout", None
+            ready, _, _ = select.select([self.res, self.pidfd], [], [], left)
+            if self.res in ready:
+                chunk = os.read(self.res, 1 << 16)
+                if chunk:
+                    buf += chunk
+                    if len(buf) >= 4:
+                        need = int.from_bytes(buf[:4], "big")
+                        if need > cap + 4096:  # a flood disguised as a result
+                            self.stop()
+                            return "died", {"ok": False, "kind": "flood"}
+                        if len(buf) >= 4 + need:
+                            status = _parse_status(bytes(buf[4 : 4 + need]))
+                            if status is None or len(buf) > 4 + need:
+                                self.stop()
+                                return "died", None
+                            return "done", status
+                    continue
+            if self.pidfd in ready or self.res in ready:  # exited, or closed its pipe
+                self.stop()
+                return "died", None
+
+    def stop(self) -> None:
+        """Kill the test process and whatever it left in its group; reap it (idempotent)."""
+        if self.wait_status is not None:
+            return
+        _kill_group(self.pid)
+        _, self.wait_status = os.waitpid(self.pid, 0)
+        for fd in (self.ctrl, self.res, self.pidfd):
+            os.close(fd)
+
+
+def _read_outputs(outputs: tuple[int, int], cap: int) -> tuple[bytes | None, str]:
+    """What the test wrote: stdout (``None`` past the cap) and the end of stderr."""
+    size = os.fstat(outputs[0]).st_size
+    stdout = os.pread(outputs[0], size, 0) if size <= cap else None
+    err_size = os.fstat(outputs[1]).st_size
+    keep = min(err_size, _STDERR_KEEP)
+    stderr = os.pread(outputs[1], keep, err_size - keep).decode("utf-8", "replace")
+    return stdout, stderr
+
+
+def _verdict(
+    spec: dict[str, Any],
+    test: dict[str, Any],
+    outcome: str,
+    status: dict[str, Any] | None,
+    worker: _Worker,
+    outputs: tuple[int, int],
+) -> tuple[str, str, str | None]:
+    """The verdict of one test, the output to show and the error message."""
+    cap = int(spec["max_output_bytes"])
+    raw, stderr = _read_outputs(outputs, cap)
+    output = "" if raw is None else raw.decode("utf-8", "replace")
+    wait_status = worker.wait_status
+    sig = (
+        os.WTERMSIG(wait_status)
+        if wait_status is not None and os.WIFSIGNALED(wait_status)
+        else None
+    )
+    if raw is None or sig == signal.SIGXFSZ or (status or {}).get("kind") == "flood":
+        return "OLE", "", None
+    if outcome == "timeout" or sig in (signal.SIGXCPU, signal.SIGKILL):
+        return "TLE", output, None
+    if outcome == "died" or status is None:
+        exit_code = (
+            os.WEXITSTATUS(wait_status)
+            if wait_status is not None and os.WIFEXITED(wait_status)
+            else None
+        )
+        if sig is None and exit_code == 0 and spec["kind"] == "stdin":
+            return _compare(spec, test, output), output, None  # os._exit(0) after printing
+        why = f"killed by signal {sig}" if sig is not None else f"exit code {exit_code}"
+        return "RE", output, why + ("\n" + stderr[-1000:] if stderr.strip() else "")
+    if not status["ok"]:
+        verdict = {"memory": "MLE", "assert": "WA"}.get(str(status["kind"]), "RE")
+        error = status.get("error")
+        if verdict == "RE" and stderr.strip():
+            error = stderr[-1500:]
+        return verdict, output, error
+    if spec["kind"] == "functional":
+        value = status.get("value")
+        verdict = "WA" if value is None else _match(spec, test, value)
+        return verdict, value if value is not None else "", status.get("error")
+    if spec["kind"] == "assert":
+        return "AC", output, None
+    return _compare(spec, test, output), output, None
 
 
 def _compare(spec: dict[str, Any], test: dict[str, Any], output: str) -> str:
@@ -431,10 +561,84 @@ def _emit(record: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def _prelude_namespace(prelude: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    exec(prelude, namespace)
+    return namespace
+
+
+class _Judge:
+    """Runs the tests of one submission through test processes, recycling them as needed.
+
+    Tests run one after another in one test process (the submission is executed afresh,
+    in a fresh copy of the prelude namespace, with fresh standard streams, for each test).
+    The process is replaced after any test that is not accepted, and such a test, if it
+    was not the first its process ran, is run again in a fresh process, so that what an
+    earlier test left behind (module state, memory, threads) cannot fail it. Only a
+    wall-clock timeout is not run again. With ``isolate_tests`` every test gets a fresh
+    process.
+    """
+
+    def __init__(self, spec: dict[str, Any], code: Any, base: dict[str, Any]) -> None:
+        self.spec, self.code, self.base = spec, code, base
+        self.cap = int(spec["max_output_bytes"])
+        tests = spec["tests"]
+        biggest = max(len(t["input"].encode("utf-8", "surrogatepass")) for t in tests)
+        limit = max(float(t["time_limit"]) for t in tests)
+        self.cpu_per_test = math.ceil(limit) + 1
+        self.memory = int(spec["memory_mb"]) << 20
+        self.file_size = max(self.cap, biggest) + 1
+        self.outputs = (_memfd(b"", "stdout"), _memfd(b"", "stderr"))
+        self.worker: _Worker | None = None
+
+    def _new_worker(self, remaining: int) -> _Worker:
+        tests = 1 if self.spec.get("isolate_tests") else remaining
+        limits = (self.cpu_per_test * tests, self.memory, self.file_size)
+        return _Worker(self.spec, self.code, self.base, self.outputs, limits)
+
+    def test(self, index: int) -> dict[str, Any]:
+        test = self.spec["tests"][index]
+        remaining = len(self.spec["tests"]) - index
+        while True:
+            if self.worker is None:
+                self.worker = self._new_worker(remaining)
+            worker = self.worker
+            start = time.monotonic()
+            outcome, status = worker.run(index, float(test["time_limit"]), self.cap)
+            elapsed = time.monotonic() - start
+            verdict, output, error = _verdict(
+                self.spec, test, outcome, status, worker, self.outputs
+            )
+            if verdict != "AC" or self.spec.get("isolate_tests"):
+                worker.stop()
+                self.worker = None
+            if verdict == "AC" or worker.tests_run == 1 or outcome == "timeout":
+                break
+        snippet = int(self.spec.get("snippet_chars", 1000))
+        return {
+            "index": index,
+            "verdict": verdict,
+            "time": round(elapsed, 4),
+            "output": output[:snippet],
+            "error": error[-snippet:] if error else None,
+        }
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
 def main() -> None:
-    """Judge the submission described by the JSON spec on stdin; report on stdout."""
+    """Judge the submission described by the spec on stdin; report on stdout."""
     _make_undumpable()
-    spec = marshal.loads(sys.stdin.buffer.read())
+    # Done before the spec is read: in a sandbox started ahead of time (a pool) this costs
+    # nothing on the critical path.
+    base = _prelude_namespace(PRELUDE)
+    data = sys.stdin.buffer.read()
+    if not data:  # the pool closed this sandbox unused
+        return
+    spec = marshal.loads(data)
     try:
         code = compile(spec["code"], "solution.py", "exec")
     except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
@@ -443,21 +647,26 @@ def main() -> None:
             _emit({"index": index, "verdict": "CE", "time": 0.0, "output": "", "error": message})
         _emit({"done": True})
         return
-    # The prelude is the host's trusted code: run it once here; every test starts from a
-    # copy of its namespace (after fork), so no test pays for the imports.
-    base: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
-    exec(spec.get("prelude") or "", base)
+    # The prelude is the host's trusted code; every test starts from a copy of its namespace.
+    prelude = spec.get("prelude") or ""
+    if prelude.startswith(PRELUDE):
+        exec(prelude[len(PRELUDE) :], base)
+    else:
+        base = _prelude_namespace(prelude)
     if spec["kind"] == "functional":
-        import json  # noqa: F401  (imported once here, used by every forked test)
+        import json  # noqa: F401  (imported once here, used by every test)
+    judge = _Judge(spec, code, base)
     failed = False
-    for index, test in enumerate(spec["tests"]):
-        if failed and spec.get("stop_on_failure"):
-            _emit({"index": index, "verdict": "SKIP", "time": 0.0, "output": "", "error": None})
-            continue
-        record = _run_test(spec, code, base, test)
-        record["index"] = index
-        _emit(record)
-        failed = failed or record["verdict"] != "AC"
+    try:
+        for index in range(len(spec["tests"])):
+            if failed and spec.get("stop_on_failure"):
+                _emit({"index": index, "verdict": "SKIP", "time": 0.0, "output": "", "error": None})
+                continue
+            record = judge.test(index)
+            _emit(record)
+            failed = failed or record["verdict"] != "AC"
+    finally:
+        judge.close()
     _emit({"done": True})
 
 

@@ -61,7 +61,10 @@ while not _h.endswith(b"\n"):
     if not _c:
         break
     _h += _c
-_n, _b = int(_h or 0), bytearray()
+_f = (_h or b"0").split()
+_n, _b = int(_f[0]), bytearray()
+if len(_f) > 1:  # a CPU limit for this program (a sandbox started ahead, see pool.py)
+    _limit(R.RLIMIT_CPU, int(_f[1]), int(_f[1]) + 1)
 while len(_b) < _n:
     _c = os.read(0, _n - len(_b))
     if not _c:
@@ -70,7 +73,7 @@ while len(_b) < _n:
 _src = bytes(_b).decode("utf-8", "replace")
 sys.argv = ["main.py"]
 _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
-del _a, _h, _n, _b, _c, _limit
+del _a, _h, _f, _n, _b, _c, _limit
 try:
     exec(compile(_src, "main.py", "exec"), _g)
 except SystemExit:
@@ -135,8 +138,35 @@ def run(
     if time_limit is not None:
         limits = replace(limits, time_limit=time_limit)
     chosen = select_backend(backend)
-    source = code.encode("utf-8", "surrogatepass")
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else bytes(stdin)
+    start = time.monotonic()
+    try:
+        proc = spawn(chosen, limits)
+    except OSError as e:
+        return spawn_failure(chosen, e, start)
+    return communicate(chosen, proc, program_header(code) + data, limits, start)
+
+
+def program_header(code: str, cpu_seconds: int | None = None) -> bytes:
+    """What the bootstrap reads before the program's own input: the code, length-prefixed.
+
+    ``cpu_seconds`` lowers the CPU limit set at start (for a sandbox started ahead of time).
+    """
+    source = code.encode("utf-8", "surrogatepass")
+    cpu = b"" if cpu_seconds is None else b" %d" % cpu_seconds
+    return b"%d%s\n" % (len(source), cpu) + source
+
+
+def spawn(backend: Backend, limits: Limits) -> subprocess.Popen[bytes]:
+    """Start a sandbox whose bootstrap sets ``limits`` and then waits for its program.
+
+    The program (see :func:`program_header`) and its input are sent by :func:`communicate`,
+    which also enforces the wall clock; the host-side limits (``time_limit``, output caps)
+    are not used here.
+
+    Raises:
+        OSError: If the wrapper cannot be started.
+    """
     argv = [
         PYTHON,
         "-I",
@@ -145,44 +175,50 @@ def run(
         _BOOT,
         str(limits.memory_mb << 20),
         str(limits.cpu_seconds),
-        str(_process_limit(chosen, limits)),
+        str(_process_limit(backend, limits)),
         str(limits.max_open_files),
         str(limits.max_file_size_mb << 20),
-        "1" if chosen.pid_namespace else "0",
+        "1" if backend.pid_namespace else "0",
     ]
-    payload = b"%d\n" % len(source) + source + data
-    return _execute(chosen, argv, payload, limits)
-
-
-def _execute(backend: Backend, argv: list[str], payload: bytes, limits: Limits) -> RunResult:
     identity = sandbox_identity()
-    start = time.monotonic()
+    return subprocess.Popen(
+        backend.command(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd="/",
+        env=dict(CLEAN_ENV),
+        start_new_session=True,  # own process group: the whole group is killed at the end
+        close_fds=True,
+        umask=0o077,
+        user=identity[0] if identity else None,
+        group=identity[1] if identity else None,
+        extra_groups=[] if identity else None,
+    )
+
+
+def spawn_failure(backend: Backend, error: OSError, start: float) -> RunResult:
+    """The result of a run whose sandbox could not be started."""
+    return RunResult(
+        status=Status.SANDBOX_ERROR,
+        stdout="",
+        stderr=f"cannot start the sandbox: {type(error).__name__}: {error}",
+        exit_code=None,
+        signal=None,
+        wall_time=time.monotonic() - start,
+        backend=backend.name,
+    )
+
+
+def communicate(
+    backend: Backend, proc: subprocess.Popen[bytes], payload: bytes, limits: Limits, start: float
+) -> RunResult:
+    """Feed ``payload`` to a sandbox started by :func:`spawn`, collect its output, end it.
+
+    The wall clock (``limits.time_limit``) runs from ``start``; the whole process group is
+    killed at the end, whatever happened.
+    """
     deadline = start + limits.time_limit
-    try:
-        proc = subprocess.Popen(
-            backend.command(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd="/",
-            env=dict(CLEAN_ENV),
-            start_new_session=True,  # own process group: the whole group is killed at the end
-            close_fds=True,
-            umask=0o077,
-            user=identity[0] if identity else None,
-            group=identity[1] if identity else None,
-            extra_groups=[] if identity else None,
-        )
-    except OSError as e:
-        return RunResult(
-            status=Status.SANDBOX_ERROR,
-            stdout="",
-            stderr=f"cannot start the sandbox: {type(e).__name__}: {e}",
-            exit_code=None,
-            signal=None,
-            wall_time=time.monotonic() - start,
-            backend=backend.name,
-        )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     out, err = bytearray(), bytearray()
     out_truncated = err_truncated = timed_out = flooded = False

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 
+from rllm_envs.code.judge import close_pools
 from rllm_envs.sandbox import SandboxUnavailable, select_backend
 from rllm_envs.sandbox.backends import _probe, sandbox_identity
 
@@ -74,3 +75,9 @@ def sandbox_processes(*, zombies: bool = False) -> list[str]:
             except OSError:
                 pass
     return found
+
+
+@pytest.fixture(autouse=True)
+def no_judging_pool():
+    """Sandboxes kept started by earlier judge calls would count as left behind here."""
+    close_pools()

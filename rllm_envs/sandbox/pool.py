@@ -1,0 +1,289 @@
+"""Sandboxes started ahead of time, so that a run does not wait for the sandbox to start.
+
+Starting firejail costs about four bare interpreter starts, bubblewrap about two (see
+``benchmarks/perf/bench_sandbox.py``). A :class:`SandboxPool` keeps a few sandboxes started
+and waiting -- limits set, interpreter up and, with ``program``, that program already
+loaded -- and starts a replacement in the background each time one is used. Each sandbox
+still runs exactly **one** program and is then killed, so runs are exactly as isolated from
+each other as with :func:`rllm_envs.sandbox.run`; only the start-up moves off the critical
+path (it still costs the same CPU).
+
+Idle sandboxes are killed by :meth:`SandboxPool.close`, at interpreter exit, and exit by
+themselves when this process dies (their standard input closes). A process forked from
+this one does not inherit them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import replace
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox.backends import Backend, select_backend
+from rllm_envs.sandbox.result import Limits, RunResult
+from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
+
+__all__ = ["SandboxPool"]
+
+_LIVE: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
+
+
+class SandboxPool:
+    r"""A few sandboxes started ahead of time; :meth:`run` uses one and starts a replacement.
+
+    Example:
+        >>> from rllm_envs.sandbox import SandboxPool
+        >>> with SandboxPool(size=2) as pool:
+        ...     pool.run("print(input()[::-1])", stdin="abc").stdout
+        'cba\n'
+
+    Args:
+        size: How many sandboxes to keep started (at least 1).
+        backend: As for :func:`rllm_envs.sandbox.run`.
+        limits: Limits of every run. The wall clock and output caps may be changed per run;
+            the CPU limit may be lowered per run; the rest is set when a sandbox starts.
+        program: Code every sandbox loads at start (then each run only sends its input);
+            ``None`` to send the code with each run.
+
+    Raises:
+        SandboxUnavailable: If no sandbox can run here.
+        InvalidEnvConfig: For an invalid size, backend or limits.
+    """
+
+    def __init__(
+        self,
+        size: int = 2,
+        *,
+        backend: str | Backend | None = None,
+        limits: Limits | None = None,
+        program: str | None = None,
+    ) -> None:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise InvalidEnvConfig(f"Expects `size` to be an int >= 1, actual: {size!r}.")
+        self.size = size
+        self.backend = select_backend(backend)
+        self.limits = limits if limits is not None else Limits()
+        self.program = program
+        self._preload = program_header(program) if program is not None else b""
+        self._idle: deque[subprocess.Popen[bytes]] = deque()
+        self._wanted = size
+        self._closed = False
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._filler = threading.Thread(target=self._fill, name="sandbox-pool", daemon=True)
+        self._filler.start()
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------------ public API
+
+    def run(
+        self,
+        code: str | None = None,
+        *,
+        stdin: str | bytes = "",
+        time_limit: float | None = None,
+        max_output_bytes: int | None = None,
+    ) -> RunResult:
+        """Run one program in a started sandbox (or a new one if none is ready).
+
+        Args:
+            code: The program; must be ``None`` when the pool was made with ``program``.
+            stdin: The program's standard input.
+            time_limit: Wall-clock seconds, from this call (default ``limits.time_limit``).
+            max_output_bytes: Captured standard output (default ``limits.max_output_bytes``).
+
+        Returns:
+            A :class:`RunResult`, as :func:`rllm_envs.sandbox.run` returns.
+        """
+        if (code is None) != (self.program is not None):
+            raise InvalidEnvConfig(
+                "Pass `code` to SandboxPool.run unless the pool was made with `program` "
+                "(then pass only `stdin`)."
+            )
+        limits = self.limits
+        if time_limit is not None:
+            limits = replace(limits, time_limit=time_limit)
+        if max_output_bytes is not None:
+            limits = replace(limits, max_output_bytes=max_output_bytes)
+        data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else bytes(stdin)
+        if code is not None:
+            data = program_header(code, limits.cpu_seconds) + data
+        start = time.monotonic()
+        proc = self._take()
+        if proc is None:
+            try:
+                proc = self._start()
+            except OSError as e:
+                return spawn_failure(self.backend, e, start)
+        return communicate(self.backend, proc, data, limits, start)
+
+    @property
+    def closed(self) -> bool:
+        """Closed (by :meth:`close`, or because this process was forked from its owner)."""
+        return self._closed
+
+    @property
+    def ready(self) -> int:
+        """How many started sandboxes are waiting."""
+        with self._cond:
+            return len(self._idle)
+
+    def wait_ready(self, timeout: float = 30.0) -> bool:
+        """Wait until ``size`` sandboxes are started (or ``timeout``); whether they are."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._idle) < self.size and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            idle = list(self._idle)
+        for proc in idle:
+            if not _started(proc, max(deadline - time.monotonic(), 0.0)):
+                return False
+        return len(idle) >= self.size
+
+    def close(self) -> None:
+        """Kill the waiting sandboxes and stop starting new ones (idempotent)."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = list(self._idle), deque()
+            self._cond.notify_all()
+        if os.getpid() == self._pid:
+            _stop(idle)
+        self._filler.join(timeout=10)
+        _LIVE.discard(self)
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SandboxPool(size={self.size}, backend={self.backend.name!r}, ready={self.ready})"
+
+    # ------------------------------------------------------------------ internals
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        proc = spawn(self.backend, self.limits)
+        if self._preload:
+            assert proc.stdin is not None
+            try:
+                proc.stdin.write(self._preload)  # the bootstrap reads it at once
+                proc.stdin.flush()
+            except OSError:
+                pass  # it died: communicate() reports SANDBOX_ERROR
+        return proc
+
+    def _take(self) -> subprocess.Popen[bytes] | None:
+        with self._cond:
+            if self._closed:
+                raise InvalidEnvConfig("This SandboxPool is closed.")
+            for candidate in list(self._idle):
+                if candidate.poll() is not None:  # died while waiting (killed from outside)
+                    self._idle.remove(candidate)
+                    _stop([candidate])
+            # A started one if there is one, else the oldest (the closest to started).
+            proc = next((p for p in self._idle if _started(p, 0.0)), None)
+            if proc is None and self._idle:
+                proc = self._idle[0]
+            if proc is not None:
+                self._idle.remove(proc)
+            self._cond.notify_all()  # the filler starts a replacement
+            return proc
+
+    def _fill(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and len(self._idle) >= self.size:
+                    self._cond.wait()
+                if self._closed:
+                    return
+            try:
+                proc = self._start()
+            except OSError:
+                time.sleep(1.0)  # cannot start one now; runs start their own meanwhile
+                continue
+            with self._cond:
+                if self._closed:
+                    _stop([proc])
+                    return
+                self._idle.append(proc)
+                self._cond.notify_all()
+
+    def _forget(self) -> None:
+        """In a forked child: drop the parent's sandboxes (close only this copy of the pipes)."""
+        for proc in self._idle:
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
+        self._idle = deque()
+        self._closed = True
+        self._cond = threading.Condition()  # its lock may have been held at the fork
+
+
+def _started(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether the bootstrap has set its limits and said so on stderr (within ``timeout``).
+
+    The marker is left in the pipe, for :func:`~rllm_envs.sandbox.runner.communicate`.
+    """
+    assert proc.stderr is not None
+    return bool(select.select([proc.stderr], [], [], timeout)[0])
+
+
+#: How long an idle sandbox may take to exit by itself once its input is closed.
+_EXIT_GRACE = 2.0
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """End idle sandboxes; kill the process group of any that does not exit by itself.
+
+    Closing its input lets the program exit (and firejail clean up after itself).
+    """
+    for proc in procs:
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+    deadline = time.monotonic() + _EXIT_GRACE
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _close_all() -> None:
+    for pool in list(_LIVE):
+        pool.close()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_LIVE):
+        pool._forget()
+    _LIVE.clear()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_after_fork_in_child)
