@@ -45,6 +45,7 @@ __all__ = [
     "judge_task",
     "score",
     "close_pools",
+    "warm_up",
     "POOL_SIZE_ENV",
 ]
 
@@ -168,6 +169,29 @@ def _pool(backend: Backend, limits: Limits) -> SandboxPool | None:
         return pool
 
 
+def _sandbox_limits(memory_mb: int, biggest_file: int) -> Limits:
+    # The limits set when a judging sandbox starts (so shared by a pool): the supervisor's
+    # memory, and the file size of the tests' in-memory input and output files.
+    return Limits(
+        cpu_time=_SANDBOX_CPU,
+        memory_mb=max(int(memory_mb), 256),
+        max_file_size_mb=max(64, (int(biggest_file) >> 20) + 2),
+    )
+
+
+def warm_up(
+    backend: str | Backend | None = None, *, memory_mb: int = 1024, timeout: float = 30.0
+) -> bool:
+    """Start the judging sandboxes for :func:`judge` with these arguments ahead of time.
+
+    Waits until they are started (at most ``timeout`` seconds) and says whether they are;
+    ``False`` at once when pools are off (``$RLLM_JUDGE_POOL=0``). Optional: the first
+    :func:`judge` call starts them too, but pays for its own sandbox start.
+    """
+    pool = _pool(select_backend(backend), _sandbox_limits(memory_mb, 16 << 20))
+    return pool.wait_ready(timeout) if pool is not None else False
+
+
 def close_pools() -> None:
     """Kill the judging sandboxes kept started ahead of time (new ones start when needed)."""
     with _pools_lock:
@@ -284,13 +308,9 @@ def judge(
     spec["isolate_tests"] = bool(isolate_tests)
     biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     chosen = select_backend(backend)
-    # Static limits (set when the sandbox starts, so shared by a pool): the supervisor's
-    # memory, and file size for the in-memory input and output files of the tests.
-    limits = Limits(
+    limits = replace(
+        _sandbox_limits(memory_mb, max(biggest, max_output_bytes)),
         time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0,
-        cpu_time=_SANDBOX_CPU,
-        memory_mb=max(int(memory_mb), 256),
-        max_file_size_mb=max(64, (max(biggest, int(max_output_bytes)) >> 20) + 2),
     )
     # The harness's report: one short record per test.
     report_bytes = len(tests) * (8 * snippet_chars + 1024) + 4096

@@ -7,11 +7,14 @@ import time
 import pytest
 
 from rllm_envs.code.judge import (
+    POOL_SIZE_ENV,
     JudgeResult,
     TestCase,
+    close_pools,
     extract_code,
     judge,
     score,
+    warm_up,
 )
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.sandbox.harness import canonical_stdout, canonical_value
@@ -84,7 +87,15 @@ def test_extract_code_takes_the_last_python_block():
 # -------------------------------------------------------------------------- verdicts
 
 
-def test_one_sandbox_gives_a_verdict_per_test():
+MODES = {
+    "warm": {},
+    "cold": {"warm": False},
+    "isolated": {"isolate_tests": True},
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_sandbox_gives_a_verdict_per_test(mode):
     code = (
         "import sys, time\n"
         "n = int(input())\n"
@@ -97,7 +108,9 @@ def test_one_sandbox_gives_a_verdict_per_test():
     )
     tests = [TestCase(f"{n}\n", f"{2 * n}\n") for n in range(1, 7)]
     start = time.monotonic()
-    result = judge(code, tests, time_limit=1.0, memory_mb=256, max_output_bytes=1 << 20)
+    result = judge(
+        code, tests, time_limit=1.0, memory_mb=256, max_output_bytes=1 << 20, **MODES[mode]
+    )
     assert time.monotonic() - start < 10
     assert isinstance(result, JudgeResult)
     assert result.verdicts == ["AC", "WA", "TLE", "RE", "MLE", "OLE"]
@@ -165,14 +178,69 @@ def test_expected_outputs_never_enter_the_sandbox():
     assert result.verdicts == ["WA"] and result.results[0].output == "nothing\n"
 
 
-def test_a_test_cannot_change_the_next_one():
+@pytest.mark.parametrize("mode", MODES)
+def test_a_test_cannot_change_the_next_one(mode):
     code = (
         "import builtins, sys\n"
         "print(int(input()) + getattr(builtins, 'counter', 0))\n"
         "builtins.counter = 100\n"
     )
     tests = [TestCase("1", "1"), TestCase("2", "2")]
-    assert judge(code, tests).verdicts == ["AC", "AC"]
+    # Test 2 fails where test 1 ran, so it is run again in a fresh test process.
+    assert judge(code, tests, **MODES[mode]).verdicts == ["AC", "AC"]
+
+
+def test_failures_are_not_caused_by_earlier_tests():
+    # Leftovers of earlier tests (memory held in a module, a closed stdout, a changed
+    # module) would fail later tests in a shared process; the rerun judges them alone.
+    code = (
+        "import os, sys, builtins\n"
+        "hoard = getattr(builtins, 'hoard', [])\n"
+        "builtins.hoard = hoard\n"
+        "import math\n"
+        "print(math.gcd(int(input()), 6))\n"
+        "sys.stdout.flush()\n"
+        "hoard.append(bytearray(100 << 20))\n"
+        "math.gcd = None\n"
+        "os.close(1)\n"
+    )
+    tests = [TestCase(f"{n}\n", f"{__import__('math').gcd(n, 6)}\n") for n in range(1, 6)]
+    assert judge(code, tests, memory_mb=256).verdicts == ["AC"] * 5
+
+
+def test_programs_that_work_in_a_thread_or_fork():
+    # Competitive programmers raise the recursion limit and run main() in a big-stack thread.
+    threaded = (
+        "import sys, threading\n"
+        "sys.setrecursionlimit(1 << 16)\n"
+        "threading.stack_size(1 << 26)\n"
+        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+        "def main():\n    n = int(input())\n    __import__('time').sleep(0.2)\n    print(depth(n))\n"
+        "threading.Thread(target=main).start()\n"
+    )
+    tests = [TestCase(f"{n}\n", f"{n}\n") for n in (10, 5000, 20000)]
+    assert judge(threaded, tests).verdicts == ["AC"] * 3
+    # A forked child that runs off the end of the program must not take the next test.
+    forking = (
+        "import os\npid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\n    print(int(input()) * 2)\n"
+    )
+    tests = [TestCase(f"{n}\n", f"{2 * n}\n") for n in range(4)]
+    assert judge(forking, tests).verdicts == ["AC"] * 4
+    exits = "import os, sys\nprint(int(input()) + 1)\nsys.stdout.flush()\nos._exit(0)\n"
+    assert judge(exits, [TestCase("1", "2"), TestCase("2", "3")]).verdicts == ["AC", "AC"]
+
+
+def test_pools_can_be_warmed_switched_off_and_closed(monkeypatch):
+    assert warm_up(timeout=60)
+    tests = [TestCase("1", "2"), TestCase("2", "3")]
+    assert judge("print(int(input()) + 1)", tests).verdicts == ["AC", "AC"]
+    close_pools()
+    monkeypatch.setenv(POOL_SIZE_ENV, "0")
+    assert not warm_up()
+    assert judge("print(int(input()) + 1)", tests).verdicts == ["AC", "AC"]
+    monkeypatch.setenv(POOL_SIZE_ENV, "many")
+    with pytest.raises(InvalidEnvConfig, match=POOL_SIZE_ENV):
+        judge("print(1)", tests)
 
 
 def test_bad_arguments_raise():
