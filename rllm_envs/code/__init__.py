@@ -1,6 +1,6 @@
 """Competitive-programming environments (``rllm/Code-v0``, ``rllm/CodeMultiTurn-v0``).
 
-* :mod:`rllm_envs.code.judge` -- run a submission on tests in one sandboxed process and give
+* :mod:`rllm_envs.code.judge` -- run a submission on tests in one sandbox and give
   per-test verdicts with LiveCodeBench's comparison rules; ``score(answer, task)``.
 * :mod:`rllm_envs.code.datasets` -- loaders for LiveCodeBench, TACO/APPS, Codeforces,
   HumanEval and MBPP records.

@@ -1,4 +1,4 @@
-"""Judge a submission against tests: every test in one sandboxed process.
+"""Judge a submission against tests: every test in one sandbox, one test process.
 
 The comparison rules are LiveCodeBench's (see :mod:`rllm_envs.sandbox.harness`). This module
 has no Gymnasium import; trainers can call :func:`judge` and :func:`score` directly.

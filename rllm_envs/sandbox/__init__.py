@@ -13,8 +13,9 @@ backend only when asked for by name) with no network, a read-only view of the sy
 project or home directories, a clean environment, and limits on wall clock, CPU time,
 address space, processes, open files, file size and captured output. The run never hangs
 the caller, leaves no process, descriptor or file behind and is safe to call from many
-threads at once. :func:`rllm_envs.code.judge.judge` runs a whole test suite in one sandboxed
-process (see :mod:`rllm_envs.sandbox.harness`).
+threads at once. :class:`SandboxPool` keeps sandboxes started ahead of time (one program
+each), and :func:`rllm_envs.code.judge.judge` runs a whole test suite in one sandbox (see
+:mod:`rllm_envs.sandbox.harness`).
 
 Security model, in short: the program runs as an unprivileged user (the dedicated
 ``rllm-sandbox`` user when the caller is root), in new network/PID/IPC (and, with

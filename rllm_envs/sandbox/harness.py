@@ -1,4 +1,4 @@
-"""The judge harness: runs every test of one submission inside one sandboxed process.
+"""The judge harness: runs every test of one submission inside one sandbox.
 
 This file is standard-library only and is executed *as the program* inside the sandbox
 (its source is sent to :func:`rllm_envs.sandbox.run`); the host also imports it for the

@@ -215,7 +215,8 @@ def test_programs_that_work_in_a_thread_or_fork():
         "sys.setrecursionlimit(1 << 16)\n"
         "threading.stack_size(1 << 26)\n"
         "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
-        "def main():\n    n = int(input())\n    __import__('time').sleep(0.2)\n    print(depth(n))\n"
+        "def main():\n    n = int(input())\n"
+        "    __import__('time').sleep(0.2)\n    print(depth(n))\n"
         "threading.Thread(target=main).start()\n"
     )
     tests = [TestCase(f"{n}\n", f"{n}\n") for n in (10, 5000, 20000)]
