@@ -11,7 +11,7 @@ PYTHON="${PYTHON:-python3}"
 
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   missing=""
-  for pkg in firejail bubblewrap chromium; do
+  for pkg in firejail bubblewrap chromium g++; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
   done
   if [ -n "$missing" ]; then

@@ -6,6 +6,10 @@
   ``python3`` start, with the auto-selected backend and with each backend. Goal: <= 3x.
 * ``test_judge_20_stdin_tests_cold`` is the same with ``warm=False``: the sandbox start is
   on the critical path (firejail's start alone costs about 4 bare starts here).
+* ``test_judge_20_stdin_tests_cpp`` judges a correct C++ submission on the same 20 tests
+  (compiled once inside the sandbox with ``g++ -O2``, one process per test) against the
+  same bare start; no goal. ``compile_ms``: the median of the judge's time minus its
+  tests' own time (the compile, plus the sandbox round trip).
 * ``test_judge_throughput_2_workers`` judges 8 submissions with 2 threads the default way,
   against the same 8 judged one after another with a sandbox started per submission
   (``test_judge_sequential_cold``, the plain way). ``test_judge_sequential`` (one thread,
@@ -17,13 +21,16 @@ Ratios are of medians (robust on a shared machine).
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from rllm_envs.code.judge import TestCase, judge, warm_up
 from rllm_envs.sandbox import SandboxUnavailable, select_backend
+from rllm_envs.sandbox.harness import CXX
 
 CODE = "a, b = map(int, input().split())\nprint(a + b)\n"
 TESTS = [TestCase(f"{i} {i * 7}\n", f"{i * 8}\n") for i in range(20)]
@@ -94,6 +101,33 @@ def test_judge_20_stdin_tests_cold(benchmark, backend):
     _usable(backend)
     benchmark.pedantic(lambda: _judge_one(backend=backend, warm=False), rounds=20)
     _ratio_to_bare(benchmark, goal=None)
+
+
+CPP_CODE = """
+#include <bits/stdc++.h>
+int main() { long long a, b; std::cin >> a >> b; std::cout << a + b << "\\n"; }
+"""
+
+
+def test_judge_20_stdin_tests_cpp(benchmark):
+    if not os.path.exists(CXX):
+        pytest.skip(f"{CXX} missing: `apt-get install g++`")
+    compile_s: list[float] = []
+
+    def started() -> None:
+        assert warm_up(timeout=60), "the judging pool did not start"
+
+    def one() -> None:
+        start = time.monotonic()
+        result = judge(CPP_CODE, TESTS, language="cpp")
+        assert result.all_passed, result.verdicts
+        # What is not the tests' own time is the compile (plus the sandbox round trip).
+        compile_s.append(time.monotonic() - start - sum(r.time for r in result.results))
+
+    benchmark.pedantic(one, setup=started, rounds=10)
+    _ratio_to_bare(benchmark, goal=None)
+    if compile_s:
+        benchmark.extra_info["compile_ms"] = round(sorted(compile_s)[len(compile_s) // 2] * 1000)
 
 
 def test_judge_sequential_cold(benchmark):

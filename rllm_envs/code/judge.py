@@ -14,13 +14,14 @@ import secrets
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from importlib import resources
 from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, Status, run, select_backend
 from rllm_envs.sandbox.harness import (
+    COMPILE_MEMORY_MB,
+    COMPILE_TIME_LIMIT,
+    CXX_FLAGS,
     PRELUDE,
     PRELUDE_FUNCTIONAL,
     VERDICTS,
@@ -29,6 +30,7 @@ from rllm_envs.sandbox.harness import (
     digest,
 )
 from rllm_envs.sandbox.pool import SandboxPool
+from rllm_envs.sandbox.runner import LANGUAGES, check_language, harness_source
 
 __all__ = [
     "TestCase",
@@ -38,6 +40,9 @@ __all__ = [
     "PRELUDE",
     "PRELUDE_FUNCTIONAL",
     "KINDS",
+    "LANGUAGES",
+    "CXX_FLAGS",
+    "COMPILE_TIME_LIMIT",
     "VERDICTS",
     "DEFAULT_TIME_LIMIT",
     "extract_code",
@@ -136,11 +141,6 @@ class JudgeResult:
         return self.passed / self.total if self.total else 0.0
 
 
-@lru_cache(maxsize=1)
-def _harness_source() -> str:
-    return (resources.files("rllm_envs.sandbox") / "harness.py").read_text(encoding="utf-8")
-
-
 _pools: dict[tuple[object, ...], SandboxPool] = {}
 _pools_lock = threading.Lock()
 
@@ -164,7 +164,7 @@ def _pool(backend: Backend, limits: Limits) -> SandboxPool | None:
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None or pool.closed:
-            pool = SandboxPool(size, backend=backend, limits=limits, program=_harness_source())
+            pool = SandboxPool(size, backend=backend, limits=limits, program=harness_source())
             _pools[key] = pool
         return pool
 
@@ -238,6 +238,8 @@ def judge(
     max_output_bytes: int = 16 << 20,
     isolate_tests: bool = False,
     warm: bool = True,
+    language: str = "python",
+    compile_time_limit: float = COMPILE_TIME_LIMIT,
 ) -> JudgeResult:
     r"""Run ``code`` on every test in one sandbox and give a verdict per test.
 
@@ -252,8 +254,13 @@ def judge(
         >>> result.verdicts, result.all_passed
         (['AC'], True)
 
+    A C++ submission (``language="cpp"``, stdin tests only) is compiled once inside the
+    same sandbox (``/usr/bin/g++`` with :data:`CXX_FLAGS`, into in-memory files), then each
+    test executes the binary in a fresh process; a compile error is ``CE`` on every test,
+    with the compiler's message.
+
     Args:
-        code: The submission (Python source).
+        code: The submission (Python or C++ source).
         tests: The tests, in the order to run them (public ones first).
         kind: ``"stdin"`` (a program), ``"functional"`` (``Solution().func_name(*args)`` or a
             top-level ``func_name``) or ``"assert"`` (each test is code that asserts).
@@ -272,12 +279,24 @@ def judge(
         warm: Use a sandbox started ahead of time from a shared pool (``$RLLM_JUDGE_POOL``
             sandboxes per backend and limits, default 2; see :func:`close_pools`), so the
             sandbox start is off the critical path. Each sandbox judges one submission.
+        language: ``"python"`` or ``"cpp"`` (needs ``g++``: ``apt-get install g++``).
+        compile_time_limit: Wall-clock seconds to compile a C++ submission (more is ``CE``).
 
     Returns:
         A :class:`JudgeResult`. Infinite loops end as ``TLE`` after ``time_limit``.
+
+    Raises:
+        InvalidEnvConfig: For an unknown kind or language, or C++ with a kind but stdin.
+        DependencyNotInstalled: For C++ without the compiler.
     """
     if kind not in KINDS:
         raise InvalidEnvConfig(f"Expects `kind` in {KINDS}, actual: {kind!r}.")
+    check_language(language)
+    if language == "cpp" and kind != "stdin":
+        raise InvalidEnvConfig(
+            f"C++ submissions are judged on stdin tests only; got kind={kind!r}: use "
+            "kind='stdin' or language='python'."
+        )
     if kind == "functional" and not func_name:
         raise InvalidEnvConfig("Functional tests need `func_name` (the method to call).")
     if not tests:
@@ -304,13 +323,19 @@ def judge(
         "max_output_bytes": int(max_output_bytes),
         "snippet_chars": int(snippet_chars),
         "stop_on_failure": bool(stop_on_failure),
+        "language": language,
+        "compile_time_limit": float(compile_time_limit),
     }
     spec["isolate_tests"] = bool(isolate_tests)
     biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     chosen = select_backend(backend)
+    compiling = float(compile_time_limit) if language == "cpp" else 0.0
+    # The supervisor (its limits are the sandbox's) runs the compiler, which may need more
+    # address space than a test.
+    supervisor_mb = max(int(memory_mb), COMPILE_MEMORY_MB) if language == "cpp" else memory_mb
     limits = replace(
-        _sandbox_limits(memory_mb, max(biggest, max_output_bytes)),
-        time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0,
+        _sandbox_limits(supervisor_mb, max(biggest, max_output_bytes)),
+        time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0 + compiling,
     )
     # The harness's report: one short record per test.
     report_bytes = len(tests) * (8 * snippet_chars + 1024) + 4096
@@ -323,7 +348,7 @@ def judge(
         )
     else:
         outcome = run(
-            _harness_source(),
+            harness_source(),
             stdin=marshal.dumps(spec),
             backend=chosen,
             limits=replace(limits, max_output_bytes=report_bytes),
@@ -363,14 +388,16 @@ def judge(
 # ---------------------------------------------------------------- responses and tasks
 
 _PYTHON_LANGS = frozenset({"", "python", "py", "python3", "py3"})
+_CPP_LANGS = frozenset({"cpp", "c++", "cc", "cxx"})
 
 
-def extract_code(response: str) -> str | None:
-    r"""The code of a model response: its last fenced Python block (``None`` if it has none).
+def extract_code(response: str, language: str = "python") -> str | None:
+    r"""The code of a model response: its last fenced block of ``language`` (``None`` if none).
 
     Tolerant: text before the last ``</think>`` is ignored, a block left open at the end
-    of a cut-off response counts, and when no block is marked Python (or unmarked) the last
-    block of any language is taken.
+    of a cut-off response counts, and when no block is marked with the language the last
+    block of any language is taken. Python blocks are marked ``python``/``py`` or not at
+    all; C++ blocks ``cpp``, ``c++``, ``cc`` or ``cxx``.
 
     Example:
         >>> extract_code("Idea...\n```python\nprint(1)\n```\nDone.")
@@ -395,8 +422,9 @@ def extract_code(response: str) -> str | None:
     blocks = [(lang, code) for lang, code in blocks if code.strip()]
     if not blocks:
         return None
-    python = [code for lang, code in blocks if (lang.split() or [""])[0] in _PYTHON_LANGS]
-    return python[-1] if python else blocks[-1][1]
+    marks = _CPP_LANGS if language == "cpp" else _PYTHON_LANGS
+    chosen = [code for lang, code in blocks if (lang.split() or [""])[0] in marks]
+    return chosen[-1] if chosen else blocks[-1][1]
 
 
 def task_tests(task: dict[str, Any]) -> list[TestCase]:
@@ -415,11 +443,12 @@ def judge_task(
     memory_mb: int = 1024,
     stop_on_failure: bool = False,
     backend: str | Backend | None = None,
+    language: str | None = None,
 ) -> JudgeResult:
     """Judge ``code`` on every test of a code task (public first, then hidden).
 
     ``time_limit`` overrides the task's own per-test limit (default
-    :data:`DEFAULT_TIME_LIMIT`).
+    :data:`DEFAULT_TIME_LIMIT`); ``language`` the task's ``"language"`` (default Python).
     """
     limit = time_limit or task.get("time_limit") or DEFAULT_TIME_LIMIT
     return judge(
@@ -432,6 +461,7 @@ def judge_task(
         stop_on_failure=stop_on_failure,
         lenient_functional=bool(task.get("lenient")),
         backend=backend,
+        language=language or task.get("language") or "python",
     )
 
 
@@ -441,8 +471,12 @@ def score(
     *,
     reward_mode: str = "all",
     backend: str | Backend | None = None,
+    language: str | None = None,
 ) -> float:
     """Score a model response on a code task.
+
+    ``language`` (default: the task's ``"language"``, else Python) chooses which fenced
+    block is the code and how it is judged.
 
     Returns 1.0 if every test passes (``"all"``) or the fraction of passed tests
     (``"fraction"``); 0.0 for a response without code.
@@ -451,8 +485,11 @@ def score(
         raise InvalidEnvConfig(
             f"Expects `reward_mode` in ('all', 'fraction'), actual: {reward_mode!r}."
         )
-    code = extract_code(answer) if answer else None
+    language = language or task.get("language") or "python"
+    code = extract_code(answer, language) if answer else None
     if code is None:
         return 0.0
-    result = judge_task(code, task, stop_on_failure=reward_mode == "all", backend=backend)
+    result = judge_task(
+        code, task, stop_on_failure=reward_mode == "all", backend=backend, language=language
+    )
     return float(result.all_passed) if reward_mode == "all" else result.fraction

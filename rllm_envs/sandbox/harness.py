@@ -27,6 +27,12 @@ How a submission is judged:
   canonical form of each expected answer, and the supervisor compares digests. It is made
   non-dumpable so that a test process (same user) cannot read its memory or descriptors.
 
+C++ submissions (``"language": "cpp"``, stdin tests only): the supervisor compiles the
+source once with :func:`compile_cpp` (``g++`` with :data:`CXX_FLAGS`, into in-memory files:
+the sandbox has no writable directory), then forks one process per test that executes the
+binary with the test's input (same limits, wall clock and verdicts; ``CE`` with the
+compiler's message when it does not compile).
+
 Comparison rules (LiveCodeBench's): for stdin/stdout tests the whole output is stripped
 and split into lines, each line stripped, the number of lines must match, and two lines
 match if they are equal or if both parse as whitespace-separated decimal numbers with
@@ -36,7 +42,8 @@ equal values. Functional results are compared as JSON values (tuples as lists, `
 Input spec (a ``marshal``-encoded dict on stdin, from the trusted host): ``code``, ``kind``
 (``"stdin"``, ``"functional"`` or ``"assert"``), ``func_name``, ``prelude``, ``salt``,
 ``tests`` (list of ``{"input", "expected": [digest, ...], "time_limit"}``), ``memory_mb``,
-``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``, ``isolate_tests``. Output:
+``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``, ``isolate_tests``, and
+optionally ``language`` (``"python"`` or ``"cpp"``) and ``compile_time_limit``. Output:
 one Python literal dict per line and test, ``{"index", "verdict", "time", "output",
 "error"}`` (read with ``ast.literal_eval``), then ``{"done": True}``.
 
@@ -218,6 +225,172 @@ def _read_exact(fd: int, n: int) -> bytes:
             break
         data += chunk
     return data
+
+
+# ------------------------------------------------------------------ C++: compile and execute
+
+#: The C++ compiler driver (Debian's ``g++``; a system path, visible inside the sandbox).
+CXX = "/usr/bin/g++"
+#: The linker, run directly: ``collect2`` (what ``g++`` links with) always creates
+#: temporary files, and the sandbox has no writable directory.
+LINKER = "/usr/bin/ld"
+#: Compiler flags (Codeforces-like). ``-pipe`` keeps the assembly out of temporary files.
+CXX_FLAGS = ("-std=c++17", "-O2", "-pipe")
+#: Wall-clock seconds a compilation may take (compiling and linking together).
+COMPILE_TIME_LIMIT = 30.0
+#: Address-space limit of the compiler, in MiB. Measured: ``cc1plus -O2`` on a program that
+#: includes ``bits/stdc++.h`` peaks at ~200 MiB resident and compiles under a 256 MiB limit;
+#: 1 GiB leaves room for heavy templates. The judging sandbox is started with at least this.
+COMPILE_MEMORY_MB = 1024
+#: How much of the compiler's message is kept (its start: the first error matters most).
+COMPILE_MESSAGE_CHARS = 4000
+#: What :func:`run_cpp_program` writes to stderr before the compiler's message.
+COMPILE_ERROR_PREFIX = "compile error:\n"
+# TMPDIR points nowhere on purpose: nothing may need a temporary file.
+_CXX_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C", "LC_ALL": "C", "TMPDIR": "/nonexistent"}
+
+
+def _fd_path(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memory: int) -> str:
+    """Run one compiler step (own session, killed at the deadline); ``""`` or what failed."""
+    import subprocess
+
+    os.ftruncate(log, 0)
+    os.lseek(log, 0, os.SEEK_SET)
+
+    def limit() -> None:  # in the child, before exec
+        if memory > 0:
+            _lower_limit(resource.RLIMIT_AS, memory)
+
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            pass_fds=fds,
+            env=_CXX_ENV,
+            cwd="/",
+            start_new_session=True,
+            preexec_fn=limit,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"cannot run {argv[0]}: {type(e).__name__}: {e}"
+    try:
+        code = proc.wait(max(deadline - time.monotonic(), 0.001))
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        _kill_group(proc.pid)  # whatever the driver started (cc1plus, as)
+        proc.wait()
+    if code is None:
+        return "compilation timed out"
+    return "" if code == 0 else f"{os.path.basename(argv[0])} failed (status {code})"
+
+
+def _log_text(log: int, names: dict[int, str]) -> str:
+    size = os.fstat(log).st_size
+    raw = os.pread(log, min(size, COMPILE_MESSAGE_CHARS * 4), 0)
+    text = raw.decode("utf-8", "replace")
+    for fd, name in names.items():
+        text = text.replace(_fd_path(fd), name)
+    if len(text) > COMPILE_MESSAGE_CHARS or size > len(raw):
+        text = text[:COMPILE_MESSAGE_CHARS] + "\n[... cut]"
+    return text
+
+
+def _link_command(obj: int, binary: int, log: int, deadline: float) -> list[str] | str:
+    """The linker command ``g++`` would run (``-###`` prints it), with ``ld`` for collect2."""
+    import shlex
+
+    why = _tool(
+        [CXX, *CXX_FLAGS, "-fno-use-linker-plugin", "-###", _fd_path(obj), "-o", _fd_path(binary)],
+        (obj, binary),
+        log,
+        deadline,
+        0,
+    )
+    if why:
+        return why
+    text = os.pread(log, min(os.fstat(log).st_size, 1 << 20), 0).decode("utf-8", "replace")
+    for line in reversed(text.splitlines()):
+        if line.startswith(" "):
+            argv = shlex.split(line)
+            if argv and argv[0].endswith("/collect2"):
+                return [LINKER, *argv[1:]]
+    return "cannot find the link command of " + CXX
+
+
+def compile_cpp(
+    source: str, time_limit: float = COMPILE_TIME_LIMIT, memory_mb: int = COMPILE_MEMORY_MB
+) -> tuple[int | None, str]:
+    """Compile a C++ program into an in-memory executable; never raises for the source.
+
+    The source, object and executable are memfds handed to ``g++``/``ld`` as
+    ``/proc/self/fd/N`` (the sandbox has no writable directory); the executable is then
+    reopened read-only and every writable descriptor of it closed (``execve`` refuses a
+    file open for writing, ETXTBSY).
+
+    Args:
+        source: The C++ source.
+        time_limit: Wall-clock seconds for compiling and linking.
+        memory_mb: Address-space limit of each compiler process (0: inherit).
+
+    Returns:
+        ``(fd, "")``: a read-only, close-on-exec descriptor of the executable; or
+        ``(None, message)``: the compiler's message (``solution.cpp`` names the source).
+    """
+    deadline = time.monotonic() + time_limit
+    memory = int(memory_mb) << 20
+    fds: list[int] = []
+    try:
+        src = _memfd(source.encode("utf-8", "surrogatepass"), "solution.cpp")
+        fds.append(src)
+        obj, binary, log = (os.memfd_create(name, 0) for name in ("obj", "bin", "log"))
+        fds += [obj, binary, log]
+        names = {src: "solution.cpp", obj: "solution.o", binary: "solution"}
+        compile_argv = [CXX, *CXX_FLAGS, "-x", "c++", "-c", _fd_path(src), "-o", _fd_path(obj)]
+        why = _tool(compile_argv, (src, obj), log, deadline, memory)
+        if why:
+            return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
+        link = _link_command(obj, binary, log, deadline)
+        if isinstance(link, str):
+            return None, (_log_text(log, names).rstrip() + "\n" + link).strip()
+        why = _tool(link, (obj, binary), log, deadline, memory)
+        if why:
+            return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
+        return os.open(_fd_path(binary), os.O_RDONLY | os.O_CLOEXEC), ""
+    except OSError as e:  # e.g. out of memory for the in-memory files
+        return None, f"cannot compile: {type(e).__name__}: {e}"
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def exec_binary(binary: int) -> None:
+    """Replace this process by the executable ``binary`` (from :func:`compile_cpp`).
+
+    Signals Python ignores (SIGPIPE, SIGXFSZ) are reset first: an ignored disposition
+    survives ``execve``, and a C++ program expects the defaults. Raises ``OSError``.
+    """
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    os.execve(binary, ["solution"], dict(os.environ))
+
+
+def run_cpp_program(source: str) -> None:
+    """Compile ``source`` and become it, its input the rest of stdin (``sandbox.run``).
+
+    A compile error is written to stderr after :data:`COMPILE_ERROR_PREFIX`, with exit 1.
+    """
+    binary, message = compile_cpp(source, COMPILE_TIME_LIMIT, 0)
+    if binary is None:
+        os.write(2, (COMPILE_ERROR_PREFIX + message + "\n").encode("utf-8", "replace"))
+        os._exit(1)
+    exec_binary(binary)
 
 
 # ------------------------------------------------------------------ the test process
@@ -491,6 +664,64 @@ class _Worker:
             os.close(fd)
 
 
+class _Exec:
+    """One test of a compiled (C++) submission: a forked process that executes the binary.
+
+    Each test gets a fresh process (no test process to reuse: a binary runs once), with its
+    own process group, limits and standard streams. Quacks like :class:`_Worker` for
+    :func:`_verdict` (``wait_status``, ``stop``).
+    """
+
+    tests_run = 1
+
+    def __init__(
+        self, binary: int, data: bytes, outputs: tuple[int, int], limits: tuple[int, int, int]
+    ) -> None:
+        for fd in outputs:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+        pid = _fork_with_retry()
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                os.setpgid(0, 0)
+                stdin_fd = _memfd(data)
+                os.dup2(stdin_fd, 0)
+                os.dup2(outputs[0], 1)
+                os.dup2(outputs[1], 2)
+                # Nothing of the supervisor's reaches the program (the binary is close-on-exec).
+                top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+                os.closerange(3, binary)
+                os.closerange(binary + 1, max(top, binary + 2))
+                _lower_limit(resource.RLIMIT_CPU, limits[0])
+                _lower_limit(resource.RLIMIT_AS, limits[1])
+                _lower_limit(resource.RLIMIT_FSIZE, limits[2])
+                exec_binary(binary)
+            except BaseException as e:
+                os.write(2, f"cannot execute the program: {e}\n".encode("utf-8", "replace"))
+            os._exit(127)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        self.pid = pid
+        self.pidfd = os.pidfd_open(pid)
+        self.wait_status: int | None = None
+
+    def wait(self, time_limit: float) -> str:
+        """``"died"`` (it exited) or ``"timeout"``; the process is gone afterwards."""
+        ready, _, _ = select.select([self.pidfd], [], [], max(time_limit, 0.0))
+        self.stop()
+        return "died" if ready else "timeout"
+
+    def stop(self) -> None:
+        """Kill the process and its group; reap it (idempotent)."""
+        if self.wait_status is not None:
+            return
+        _kill_group(self.pid)
+        _, self.wait_status = os.waitpid(self.pid, 0)
+        os.close(self.pidfd)
+
+
 def _read_outputs(outputs: tuple[int, int], cap: int) -> tuple[bytes | None, str]:
     """What the test wrote: stdout (``None`` past the cap) and the end of stderr."""
     size = os.fstat(outputs[0]).st_size
@@ -506,7 +737,7 @@ def _verdict(
     test: dict[str, Any],
     outcome: str,
     status: dict[str, Any] | None,
-    worker: _Worker,
+    worker: _Worker | _Exec,
     outputs: tuple[int, int],
 ) -> tuple[str, str, str | None]:
     """The verdict of one test, the output to show and the error message."""
@@ -531,6 +762,8 @@ def _verdict(
         )
         if sig is None and exit_code == 0 and spec["kind"] == "stdin":
             return _compare(spec, test, output), output, None  # os._exit(0) after printing
+        if "std::bad_alloc" in stderr[-2000:]:  # C++ out of memory (RLIMIT_AS)
+            return "MLE", output, stderr[-1000:]
         why = f"killed by signal {sig}" if sig is not None else f"exit code {exit_code}"
         return "RE", output, why + ("\n" + stderr[-1000:] if stderr.strip() else "")
     if not status["ok"]:
@@ -579,8 +812,10 @@ class _Judge:
     process.
     """
 
-    def __init__(self, spec: dict[str, Any], code: Any, base: dict[str, Any]) -> None:
-        self.spec, self.code, self.base = spec, code, base
+    def __init__(
+        self, spec: dict[str, Any], code: Any, base: dict[str, Any], binary: int | None = None
+    ) -> None:
+        self.spec, self.code, self.base, self.binary = spec, code, base, binary
         self.cap = int(spec["max_output_bytes"])
         tests = spec["tests"]
         biggest = max(len(t["input"].encode("utf-8", "surrogatepass")) for t in tests)
@@ -596,8 +831,19 @@ class _Judge:
         limits = (self.cpu_per_test * tests, self.memory, self.file_size)
         return _Worker(self.spec, self.code, self.base, self.outputs, limits)
 
-    def test(self, index: int) -> dict[str, Any]:
-        test = self.spec["tests"][index]
+    def _test_binary(self, binary: int, test: dict[str, Any]) -> tuple[str, str, str | None, float]:
+        """Run a compiled submission on one test, in a fresh process."""
+        data = test["input"].encode("utf-8", "surrogatepass")
+        limits = (self.cpu_per_test, self.memory, self.file_size)
+        start = time.monotonic()
+        process = _Exec(binary, data, self.outputs, limits)
+        outcome = process.wait(float(test["time_limit"]) - (time.monotonic() - start))
+        elapsed = time.monotonic() - start
+        verdict, output, error = _verdict(self.spec, test, outcome, None, process, self.outputs)
+        return verdict, output, error, elapsed
+
+    def _test_python(self, index: int, test: dict[str, Any]) -> tuple[str, str, str | None, float]:
+        """Run a Python submission on one test in the test process (rerun as described)."""
         remaining = len(self.spec["tests"]) - index
         while True:
             if self.worker is None:
@@ -613,7 +859,14 @@ class _Judge:
                 worker.stop()
                 self.worker = None
             if verdict == "AC" or worker.tests_run == 1 or outcome == "timeout":
-                break
+                return verdict, output, error, elapsed
+
+    def test(self, index: int) -> dict[str, Any]:
+        test = self.spec["tests"][index]
+        if self.binary is not None:
+            verdict, output, error, elapsed = self._test_binary(self.binary, test)
+        else:
+            verdict, output, error, elapsed = self._test_python(index, test)
         snippet = int(self.spec.get("snippet_chars", 1000))
         return {
             "index": index,
@@ -627,6 +880,9 @@ class _Judge:
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        if self.binary is not None:
+            os.close(self.binary)
+            self.binary = None
 
 
 def main() -> None:
@@ -639,10 +895,18 @@ def main() -> None:
     if not data:  # the pool closed this sandbox unused
         return
     spec = marshal.loads(data)
-    try:
-        code = compile(spec["code"], "solution.py", "exec")
-    except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
-        message = f"{type(e).__name__}: {e}"
+    binary: int | None = None
+    code: Any = None
+    message = ""
+    if spec.get("language", "python") == "cpp":
+        limit = float(spec.get("compile_time_limit") or COMPILE_TIME_LIMIT)
+        binary, message = compile_cpp(spec["code"], limit, COMPILE_MEMORY_MB)
+    else:
+        try:
+            code = compile(spec["code"], "solution.py", "exec")
+        except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
+            message = f"{type(e).__name__}: {e}"
+    if code is None and binary is None:
         for index in range(len(spec["tests"])):
             _emit({"index": index, "verdict": "CE", "time": 0.0, "output": "", "error": message})
         _emit({"done": True})
@@ -655,7 +919,7 @@ def main() -> None:
         base = _prelude_namespace(prelude)
     if spec["kind"] == "functional":
         import json  # noqa: F401  (imported once here, used by every test)
-    judge = _Judge(spec, code, base)
+    judge = _Judge(spec, code, base, binary)
     failed = False
     try:
         for index in range(len(spec["tests"])):

@@ -18,15 +18,17 @@ import signal
 import subprocess
 import time
 from dataclasses import replace
+from functools import lru_cache
+from importlib import resources
 
-from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 from rllm_envs.sandbox.backends import CLEAN_ENV, PYTHON, Backend, sandbox_identity, select_backend
 from rllm_envs.sandbox.result import Limits, RunResult, Status
 
 __all__ = ["run", "LANGUAGES"]
 
 #: Languages :func:`run` accepts.
-LANGUAGES = ("python",)
+LANGUAGES = ("python", "cpp")
 
 # First byte the bootstrap writes to stderr: its absence means the sandbox never started
 # the program (a wrapper error), which is reported as Status.SANDBOX_ERROR.
@@ -114,8 +116,13 @@ def run(
 
     Args:
         code: The program's source. ``__name__ == "__main__"``; tracebacks name it ``main.py``.
-        language: Only ``"python"`` (the system ``/usr/bin/python3``, standard library only
-            plus whatever Debian packages are installed).
+        language: ``"python"`` (the system ``/usr/bin/python3``, standard library only plus
+            whatever Debian packages are installed) or ``"cpp"``: compiled inside the same
+            sandbox with ``/usr/bin/g++`` and the flags of
+            :data:`rllm_envs.sandbox.harness.CXX_FLAGS`, into in-memory files, then run with
+            ``stdin``. ``time_limit``, the CPU and memory limits cover compiling too. A
+            compile error is ``Status.RUNTIME_ERROR`` (exit code 1) with ``stderr``
+            starting with ``"compile error:"`` and the compiler's message.
         stdin: The program's standard input.
         time_limit: Wall-clock seconds (overrides ``limits.time_limit``; default 10).
         backend: ``None`` (auto: ``$RLLM_SANDBOX_BACKEND``, else firejail, else bubblewrap),
@@ -129,11 +136,13 @@ def run(
     Raises:
         SandboxUnavailable: If no sandbox can run here (the message says how to install one).
         InvalidEnvConfig: For an unknown language or backend, or invalid limits.
+        DependencyNotInstalled: For ``"cpp"`` without ``/usr/bin/g++``.
     """
-    if language not in LANGUAGES:
-        raise InvalidEnvConfig(f"Expects `language` in {LANGUAGES}, actual: {language!r}.")
+    check_language(language)
     if not isinstance(code, str):
         raise InvalidEnvConfig(f"Expects `code` to be a str, actual: {type(code).__name__}.")
+    if language == "cpp":
+        code = cpp_driver(code)
     limits = limits if limits is not None else Limits()
     if time_limit is not None:
         limits = replace(limits, time_limit=time_limit)
@@ -145,6 +154,44 @@ def run(
     except OSError as e:
         return spawn_failure(chosen, e, start)
     return communicate(chosen, proc, program_header(code) + data, limits, start)
+
+
+def check_language(language: str) -> None:
+    """Raise if ``language`` is unknown, or cannot be compiled here.
+
+    Raises:
+        InvalidEnvConfig: For a language not in :data:`LANGUAGES`.
+        DependencyNotInstalled: For ``"cpp"`` when the compiler is missing (says how to
+            install it).
+    """
+    if language not in LANGUAGES:
+        raise InvalidEnvConfig(f"Expects `language` in {LANGUAGES}, actual: {language!r}.")
+    from rllm_envs.sandbox.harness import CXX, LINKER
+
+    if language == "cpp" and not (os.path.exists(CXX) and os.path.exists(LINKER)):
+        raise DependencyNotInstalled(
+            f"language='cpp' needs the C++ compiler {CXX} and the linker {LINKER}: install "
+            "them with `apt-get install g++` (Debian/Ubuntu; `scripts/setup.sh` does it)."
+        )
+
+
+@lru_cache(maxsize=1)
+def harness_source() -> str:
+    """The source of :mod:`rllm_envs.sandbox.harness` (sent into sandboxes as a program)."""
+    return (resources.files("rllm_envs.sandbox") / "harness.py").read_text(encoding="utf-8")
+
+
+def cpp_driver(code: str) -> str:
+    """The Python program that compiles ``code`` in the sandbox and becomes it.
+
+    It loads the harness (one definition of the compile step, see
+    :func:`rllm_envs.sandbox.harness.run_cpp_program`) without running its ``main``.
+    """
+    return (
+        "_h = {'__name__': 'rllm_harness', '__builtins__': __builtins__}\n"
+        f"exec(compile({harness_source()!r}, 'harness.py', 'exec'), _h)\n"
+        f"_h['run_cpp_program']({code!r})\n"
+    )
 
 
 def program_header(code: str, cpu_seconds: int | None = None) -> bytes:
