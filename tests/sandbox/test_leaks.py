@@ -112,3 +112,36 @@ def test_concurrent_runs_are_independent(backend):
     _settle(children_before)
     assert sorted(os.listdir("/proc/self/fd")) == fds_before
     assert sandbox_processes() == []
+
+
+def test_concurrent_judging_with_the_pool_leaves_nothing_behind(backend):
+    from rllm_envs.code.judge import TestCase, close_pools, judge
+
+    fds_before = sorted(os.listdir("/proc/self/fd"))
+    children_before = _children()
+    threads_before = threading.active_count()
+    tests = [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(5)]
+    codes = {
+        "print(int(input()) * 2)": ["AC"] * 5,
+        "n = int(input())\nprint(n * 2 if n % 2 else n)": ["AC", "AC", "WA", "AC", "WA"],
+        "import time\nn = int(input())\nif n == 3:\n    time.sleep(30)\nprint(2 * n)": [
+            "AC",
+            "AC",
+            "AC",
+            "TLE",
+            "AC",
+        ],
+    }
+    jobs = [code for code in codes for _ in range(4)]
+
+    def one(code: str) -> tuple[str, list[str]]:
+        return code, judge(code, tests, backend=backend, time_limit=1.0).verdicts
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for code, verdicts in pool.map(one, jobs):
+            assert verdicts == codes[code], (code, verdicts)
+    close_pools()
+    _settle(children_before)
+    assert sorted(os.listdir("/proc/self/fd")) == fds_before
+    assert sandbox_processes() == [] and _children() <= children_before
+    assert threading.active_count() == threads_before

@@ -132,3 +132,25 @@ def test_bad_arguments_raise():
         SandboxPool(0)
     with pytest.raises(InvalidEnvConfig):
         SandboxPool(1, backend="nope")
+
+
+def test_a_run_cannot_reach_the_waiting_sandboxes(backend):
+    with SandboxPool(3, backend=backend) as pool:
+        assert pool.wait_ready(30)
+        waiting = list(pool._idle)  # the sandboxes not used by the next run
+        hostile = (
+            "import os, signal\n"
+            "for pid in range(2, 1 << 15):\n"
+            "    try:\n        os.kill(pid, signal.SIGKILL)\n    except OSError:\n        pass\n"
+            "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+            "print('done')"
+        )
+        result = pool.run(hostile, time_limit=20)
+        assert result.status is not Status.SANDBOX_ERROR, result
+        used = [proc for proc in waiting if proc not in pool._idle]
+        assert len(used) == 1  # the hostile run took exactly one
+        for proc in waiting:
+            if proc not in used:
+                assert proc.poll() is None  # the others still wait, untouched
+        for _ in range(3):
+            assert pool.run("print(1)").stdout == "1\n"
