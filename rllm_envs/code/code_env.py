@@ -13,6 +13,7 @@ from rllm_envs.code.judge import JudgeResult, extract_code, judge_task
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, select_backend
+from rllm_envs.sandbox.runner import check_language
 from rllm_envs.tasks import DatasetTasks, Task, load_records
 
 __all__ = ["CodeEnv", "embedded_tasks", "load_code_tasks", "REWARD_MODES"]
@@ -62,8 +63,13 @@ def load_code_tasks(
     return tasks
 
 
-def _fence(code: str) -> str:
-    return "```python\n" + code.rstrip("\n") + "\n```"
+#: The fence tag and the name of each language in prompts.
+_FENCES = {"python": "python", "cpp": "cpp"}
+_NAMES = {"python": "Python 3", "cpp": "C++17 (compiled with g++ -std=c++17 -O2)"}
+
+
+def _fence(code: str, language: str = "python") -> str:
+    return f"```{_FENCES[language]}\n" + code.rstrip("\n") + "\n```"
 
 
 def _cut(text: str, limit: int = _SHOW) -> str:
@@ -75,10 +81,11 @@ class CodeEnv(TextEnv):
 
     ## Description
     A competitive-programming task: a statement (with examples), maybe starter code, and
-    hidden tests. The model answers with a Python 3 program in a fenced code block; the
-    program runs in a sandbox (:mod:`rllm_envs.sandbox`: firejail or bubblewrap, no network,
-    read-only system, CPU/memory/process/output limits) and every test runs inside one
-    sandboxed process (:mod:`rllm_envs.sandbox.harness`). Outputs are compared with
+    hidden tests. The model answers with a Python 3 (or, with ``language="cpp"``, C++17)
+    program in a fenced code block; the program runs in a sandbox
+    (:mod:`rllm_envs.sandbox`: firejail or bubblewrap, no network, read-only system,
+    CPU/memory/process/output limits) and all tests run in one sandbox
+    (:mod:`rllm_envs.sandbox.harness`). Outputs are compared with
     LiveCodeBench's rules (:mod:`rllm_envs.code.judge`). The default task source is an
     embedded set of 35 original problems (27 stdin, 8 functional; easy to hard) with
     reference solutions; ``dataset=`` reads LiveCodeBench, TACO/APPS, Codeforces,
@@ -88,14 +95,16 @@ class CodeEnv(TextEnv):
 
     ## Observation
     First: the statement, the starter code if any, and the answer format (one fenced
-    ```` ```python ```` block; for function tasks, the class or function to complete).
+    ```` ```python ```` block, or ```` ```cpp ````; for function tasks, the class or function
+    to complete).
     After a step: the verdict. In the multi-turn variant a failure shows the first failing
     public test (input, expected and actual output, error), or only that hidden tests fail;
     hidden tests are never shown.
 
     ## Action
-    Free text; the code is its last fenced Python block (:func:`rllm_envs.code.judge.
-    extract_code`: text before ``</think>`` is ignored, an unclosed block at the end counts).
+    Free text; the code is its last fenced Python (or C++) block (:func:`rllm_envs.code.
+    judge.extract_code`: text before ``</think>`` is ignored, an unclosed block at the end
+    counts).
     A reply without a code block is a normal step with an ``invalid_action`` flag.
 
     ## Reward
@@ -132,6 +141,10 @@ class CodeEnv(TextEnv):
       multi-turn).
     - ``reward_mode`` (``"all"`` or ``"fraction"``); ``stop_on_failure`` (bool, default: True
       for ``"all"``).
+    - ``language`` (``"python"`` or ``"cpp"``, default ``"python"``): the language asked
+      for and judged. C++ keeps only stdin tasks, is compiled in the sandbox with ``g++``
+      (``apt-get install g++``) and its oracle is the task's ``solution_cpp`` (the
+      embedded stdin problems have one; CodeContests records carry C++ solutions).
     - ``time_limit`` (float | None): seconds per test (default: the task's, else 6).
     - ``memory_mb`` (int, default 1024): address-space limit per test.
     - ``backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
@@ -158,6 +171,7 @@ class CodeEnv(TextEnv):
         multi_turn: bool = False,
         max_turns: int | None = None,
         reward_mode: str = "all",
+        language: str = "python",
         stop_on_failure: bool | None = None,
         time_limit: float | None = None,
         memory_mb: int = 1024,
@@ -179,7 +193,15 @@ class CodeEnv(TextEnv):
             raise InvalidEnvConfig(
                 f"Expects `memory_mb` to be an int >= 64, actual: {memory_mb!r}."
             )
+        check_language(language)  # a machine without g++ fails here, with the fix
         tasks = load_code_tasks(dataset, dataset_format=dataset_format, split=split)
+        if language == "cpp":
+            tasks = [t for t in tasks if t["kind"] == "stdin"]
+            if not tasks:
+                raise InvalidEnvConfig(
+                    "language='cpp' judges stdin programs only, and this dataset has no stdin "
+                    "task; use language='python'."
+                )
         if difficulty is not None:
             kept = [t for t in tasks if str(t.get("difficulty", "")).lower() == difficulty.lower()]
             if not kept:
@@ -207,6 +229,7 @@ class CodeEnv(TextEnv):
             render_mode=render_mode,
         )
         self.reward_mode = reward_mode
+        self.language = language
         self.stop_on_failure = reward_mode == "all" if stop_on_failure is None else stop_on_failure
         self.time_limit = time_limit
         self.memory_mb = memory_mb
@@ -230,8 +253,8 @@ class CodeEnv(TextEnv):
             parts.append("Starter code:\n" + _fence(str(task["starter_code"])))
         if kind == "stdin":
             parts.append(
-                "Write a complete Python 3 program that reads from standard input and writes "
-                "the answer to standard output."
+                f"Write a complete {_NAMES[self.language]} program that reads from standard "
+                "input and writes the answer to standard output."
             )
         elif kind == "functional":
             name = task["func_name"]
@@ -244,7 +267,7 @@ class CodeEnv(TextEnv):
             parts.append("Write the Python code; hidden tests will call it.")
         parts.append(
             "Answer with your code in one fenced block, exactly like this:\n"
-            "```python\n# your code\n```"
+            + _fence("// your code" if self.language == "cpp" else "# your code", self.language)
         )
         if self.multi_turn:
             parts.append(
@@ -255,11 +278,14 @@ class CodeEnv(TextEnv):
 
     def _act(self, action: str) -> Transition:
         assert self.task is not None
-        code = extract_code(action)
+        code = extract_code(action, self.language)
         last_turn = self.turn >= self.max_turns
         if code is None:
             reason = "no fenced code block in the reply"
-            text = "No code found. Reply with your program in one fenced block: ```python ... ```."
+            text = (
+                "No code found. Reply with your program in one fenced block: "
+                f"```{_FENCES[self.language]} ... ```."
+            )
             if self.multi_turn and not last_turn:
                 text += f" {self.max_turns - self.turn} attempt(s) left."
             return Transition(
@@ -283,6 +309,7 @@ class CodeEnv(TextEnv):
             memory_mb=self.memory_mb,
             stop_on_failure=self.stop_on_failure,
             backend=self.backend,
+            language=self.language,
         )
         solved = result.all_passed
         scored = solved or not self.multi_turn or last_turn
@@ -308,18 +335,19 @@ class CodeEnv(TextEnv):
         )
 
     def oracle_action(self) -> str:
-        """The task's reference solution in a fenced block.
+        """The task's reference solution (in the env's language) in a fenced block.
 
         Raises:
             InvalidDataset: If the task has no reference solution (e.g. LiveCodeBench).
         """
         assert self.task is not None, "Call reset() before oracle_action()."
-        solution = self.task.get("solution")
+        solution = self.task.get("solution_cpp" if self.language == "cpp" else "solution")
         if not solution:
             raise InvalidDataset(
-                f"Task {self.task['id']} has no reference solution, so there is no oracle."
+                f"Task {self.task['id']} has no reference solution in "
+                f"{_NAMES[self.language].split(' (')[0]}, so there is no oracle."
             )
-        return _fence(str(solution))
+        return _fence(str(solution), self.language)
 
     # ---------------------------------------------------------------------- internals
 
@@ -375,7 +403,7 @@ class CodeEnv(TextEnv):
             left = self.max_turns - self.turn
             head += (
                 f"\n\nYou have {left} attempt(s) left. Reply with the corrected program in one "
-                "fenced ```python block."
+                f"fenced ```{_FENCES[self.language]} block."
             )
         return head
 

@@ -12,6 +12,7 @@ Every loader turns one raw record into a *code task*, a plain dict:
 ``public_tests``    ``list[{"input", "output"}]``: tests the model may see (feedback).
 ``hidden_tests``    ``list[{"input", "output"}]``: tests that are never shown.
 ``solution``        ``str | None``: a reference solution (the oracle), if the data has one.
+``solution_cpp``    ``str | None``: a reference solution in C++, if the data has one.
 ``time_limit``      ``float | None``: seconds per test.
 ``difficulty``      ``str``: as given by the source ("" if none).
 ``source``          ``str``: the schema it came from.
@@ -115,6 +116,7 @@ def _task(**fields: Any) -> Task:
         "public_tests": [],
         "hidden_tests": [],
         "solution": None,
+        "solution_cpp": None,
         "time_limit": None,
         "difficulty": "",
         "source": "",
@@ -151,6 +153,7 @@ def from_livecodebench(record: Record) -> Task:
         public_tests=_tests([(t["input"], t["output"]) for t in public]),
         hidden_tests=_tests([(t["input"], t["output"]) for t in private]),
         solution=record.get("solution") or None,
+        solution_cpp=record.get("solution_cpp") or None,
         time_limit=float(record["time_limit"]) if record.get("time_limit") else None,
         difficulty=str(record.get("difficulty") or ""),
         source="livecodebench",
@@ -239,15 +242,16 @@ def from_codeforces(record: Record) -> Task:
             parts.append(f"Example {n}\nInput:\n{i}\nOutput:\n{o}")
     if record.get("note"):
         parts.append(f"Note\n{record['note']}")
-    solution = None
+    solution = solution_cpp = None
     solutions = record.get("solutions")
-    if isinstance(solutions, Mapping):  # CodeContests: language 3 is Python 3
+    if isinstance(solutions, Mapping):  # CodeContests: language 3 is Python 3, 2 is C++
         for lang, text in zip(
             solutions.get("language", []), solutions.get("solution", []), strict=False
         ):
-            if lang == 3:
+            if lang == 3 and solution is None:
                 solution = text
-                break
+            elif lang == 2 and solution_cpp is None:
+                solution_cpp = text
     ident = record.get("id") or (
         f"{record.get('contest_id', record.get('cf_contest_id', ''))}{record.get('index', '')}"
     )
@@ -259,6 +263,7 @@ def from_codeforces(record: Record) -> Task:
         public_tests=_tests(public),
         hidden_tests=_tests([p for p in hidden if p not in public] or hidden),
         solution=solution,
+        solution_cpp=solution_cpp,
         time_limit=_seconds(record.get("time_limit")),
         difficulty=str(record.get("rating") or record.get("difficulty") or ""),
         source="codeforces",

@@ -5,6 +5,8 @@ a statement, a reference solution and test inputs (hand-picked edge cases plus s
 random ones); expected outputs are computed by running the reference solution, so tests
 and solutions agree by construction. Records use the LiveCodeBench schema (plus a
 ``solution`` field), so the embedded set goes through the same loader as real data.
+Stdin problems also carry a C++ reference (``solution_cpp``), kept as ``cpp/<id>.cpp``
+next to this file (checked against the same tests by ``tests/envs/code/test_problems.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 PROBLEMS: list[dict[str, Any]] = []
+CPP_DIR = Path(__file__).with_name("cpp")
 
 
 def problem(
@@ -1234,6 +1237,11 @@ def _statement(p: dict[str, Any], public: list[dict[str, str]]) -> str:
     return "\n\n".join(parts)
 
 
+def _cpp_solution(question_id: str) -> str | None:
+    path = CPP_DIR / f"{question_id}.cpp"
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
 def build() -> list[dict[str, Any]]:
     records = []
     for number, p in enumerate(PROBLEMS, 1):
@@ -1266,6 +1274,7 @@ def build() -> list[dict[str, Any]]:
                 "metadata": json.dumps({"func_name": p["func_name"]} if p["func_name"] else {}),
                 "time_limit": p["time_limit"],
                 "solution": p["solution"],
+                "solution_cpp": _cpp_solution(f"rllm-{number:03d}"),
             }
         )
     return records

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 import rllm_envs
 from rllm_envs.code.code_env import CodeEnv, embedded_tasks
-from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.sandbox import SandboxUnavailable
 from rllm_envs.sandbox import backends as backends_module
+from rllm_envs.sandbox.harness import CXX, LINKER
 
 TASKS = embedded_tasks()
 INDEX = {t["title"]: i for i, t in enumerate(TASKS)}
 SUM = INDEX["Sum of Numbers"]
 FUNC = INDEX["Pair With Target"]
+DATA = Path(__file__).parent / "data"
 
 
 def fenced(code: str) -> str:
@@ -164,3 +168,51 @@ def test_explicit_backends(monkeypatch):
             continue
         env.reset(options={"index": SUM})
         assert env.step(env.unwrapped.oracle_action())[1] == 1.0
+
+
+# ------------------------------------------------------------------------------- C++
+
+needs_gxx = pytest.mark.skipif(
+    not (os.path.exists(CXX) and os.path.exists(LINKER)),
+    reason=f"{CXX} or {LINKER} missing: install them with `apt-get install g++`",
+)
+
+
+@needs_gxx
+def test_cpp_language_asks_for_and_judges_cpp():
+    env = gym.make("rllm/Code-v0", language="cpp")
+    obs, info = env.reset(options={"index": 0})
+    assert "C++17" in obs and "```cpp" in obs and info["kind"] == "stdin"
+    obs, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
+    assert reward == 1.0 and terminated and info["tests_passed"] == info["tests_total"]
+    env.reset(options={"index": 0})
+    _, reward, _, _, info = env.step("```cpp\nint main() { return 0; }\n```")
+    assert reward == 0.0 and info["public_verdicts"][0] == "WA"
+    env.reset(options={"index": 0})
+    obs, reward, _, _, info = env.step("```cpp\nint main( {\n```")
+    assert reward == 0.0 and info["public_verdicts"][0] == "CE" and "Compilation error" in obs
+    env.reset(options={"index": 0})
+    obs, reward, _, _, info = env.step("no code")
+    assert reward == 0.0 and info["invalid_action"] and "```cpp" in obs
+
+
+@needs_gxx
+def test_cpp_keeps_only_stdin_tasks():
+    env = CodeEnv(language="cpp")
+    kinds = {env.reset(options={"index": i})[1]["kind"] for i in range(len(env.tasks))}
+    assert kinds == {"stdin"} and len(env.tasks) == sum(t["kind"] == "stdin" for t in TASKS)
+    with pytest.raises(InvalidEnvConfig, match="stdin"):
+        CodeEnv(language="cpp", dataset=DATA / "humaneval.jsonl")
+    with pytest.raises(InvalidEnvConfig, match="language"):
+        CodeEnv(language="java")
+
+
+@needs_gxx
+def test_cpp_oracle_from_a_codecontests_record():
+    env = CodeEnv(language="cpp", dataset=DATA / "codeforces.jsonl")
+    env.reset(options={"index": 1})
+    assert env.oracle_action().startswith("```cpp\n#include")
+    assert env.step(env.oracle_action())[1] == 1.0
+    env.reset(options={"index": 0})  # open-r1 Codeforces records carry no solution
+    with pytest.raises(InvalidDataset, match="C\\+\\+"):
+        env.oracle_action()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -11,6 +12,7 @@ import pytest
 from rllm_envs.code.code_env import embedded_tasks
 from rllm_envs.code.data import _build
 from rllm_envs.code.judge import judge_task
+from rllm_envs.sandbox.harness import CXX, LINKER
 
 TASKS = embedded_tasks()
 
@@ -45,6 +47,7 @@ def test_the_file_matches_its_generator():
     for task in TASKS:
         record = built[task["id"]]
         assert record["solution"] == task["solution"]
+        assert record["solution_cpp"] == task["solution_cpp"]
         assert (
             json.loads(record["private_test_cases"])[-1]["output"]
             == task["hidden_tests"][-1]["output"]
@@ -80,3 +83,19 @@ def test_plausible_mistakes_are_caught(title):
     }
     result = judge_task(mistakes[title], task, time_limit=2)
     assert not result.all_passed
+
+
+@pytest.mark.skipif(
+    not (os.path.exists(CXX) and os.path.exists(LINKER)),
+    reason=f"{CXX} or {LINKER} missing: install them with `apt-get install g++`",
+)
+def test_every_cpp_reference_is_accepted():
+    stdin_tasks = [t for t in TASKS if t["kind"] == "stdin"]
+    assert all(t["solution_cpp"] for t in stdin_tasks)
+
+    def verdicts(task):
+        return task["id"], judge_task(task["solution_cpp"], task, language="cpp")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for task_id, result in pool.map(verdicts, stdin_tasks):
+            assert result.all_passed, (task_id, result.verdicts, result.results[0].error)
