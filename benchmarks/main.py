@@ -32,6 +32,7 @@ from rich.console import Console
 import rllm_envs
 from benchmarks.leaderboard.report import write_report
 from benchmarks.leaderboard.runner import RunConfig, run
+from rllm_envs.error import DependencyNotInstalled
 
 DEFAULT_TRAIN_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "frozenlake_ppo.yaml"
 #: Success rate of a uniformly random policy on the 4x4 map (for the curve's reference line).
@@ -105,6 +106,26 @@ def _drop_stale_run(run_dir: Path, config: RunConfig, console: Console) -> None:
         shutil.rmtree(run_dir)
 
 
+def _available(env_ids: list[str], console: Console) -> list[str]:
+    """The ids that can run here, in order.
+
+    An id whose system dependency (a sandbox, g++) is missing is left out with the reason,
+    so the job still runs on a machine without it.
+    """
+    kept = []
+    for env_id in env_ids:
+        try:
+            if env_id in rllm_envs.list_multiagent_envs():
+                rllm_envs.make_parallel(env_id).close()
+            else:
+                rllm_envs.make(env_id).close()
+        except DependencyNotInstalled as e:
+            console.print(f"[yellow]skipping {env_id}[/]: {e}")
+            continue
+        kept.append(env_id)
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.main``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -133,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console()
     start = time.perf_counter()
-    env_ids = args.envs or [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]
+    env_ids = args.envs or _available(
+        [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()], console
+    )
     policies: list[tuple[str, str, dict[str, Any]]] = [
         ("oracle", "oracle", {}),
         ("random", "random", {}),

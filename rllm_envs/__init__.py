@@ -111,6 +111,14 @@ ENVS: tuple[EnvEntry, ...] = (
         kwargs={"multi_turn": True, "max_turns": 4},
         nondeterministic=True,
     ),
+    EnvEntry(
+        id="rllm/CodeCpp-v0",
+        entry_point="rllm_envs.code.code_env:CodeEnv",
+        description="Competitive programming in C++17: compiled with g++ and judged in the "
+        "sandbox (stdin problems; needs `apt-get install g++`).",
+        kwargs={"language": "cpp"},
+        nondeterministic=True,
+    ),
     # ----------------------------------------------------------------------- Tool use
     EnvEntry(
         id="rllm/ToolUse-v0",

@@ -74,7 +74,6 @@ class SandboxPool:
         self.program = program
         self._preload = program_header(program) if program is not None else b""
         self._idle: deque[subprocess.Popen[bytes]] = deque()
-        self._wanted = size
         self._closed = False
         self._pid = os.getpid()
         self._cond = threading.Condition()

@@ -4,7 +4,10 @@ reason when that backend cannot run here."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import warnings
+from dataclasses import dataclass
 
 import pytest
 
@@ -81,3 +84,36 @@ def sandbox_processes(*, zombies: bool = False) -> list[str]:
 def no_judging_pool():
     """Sandboxes kept started by earlier judge calls would count as left behind here."""
     close_pools()
+
+
+@dataclass
+class HostListener:
+    """A TCP listener on the host's 127.0.0.1; ``accepted`` lists the connections it got."""
+
+    port: int
+    accepted: list[object]
+
+
+@pytest.fixture
+def host_listener():
+    """A host TCP listener accepting in a thread while the test runs (the network escapes)."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(0.5)
+    listener = HostListener(port=server.getsockname()[1], accepted=[])
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                listener.accepted.append(server.accept())
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    yield listener
+    stop.set()
+    thread.join()
+    server.close()

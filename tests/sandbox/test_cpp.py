@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
-import threading
 import time
 from pathlib import Path
 
@@ -70,22 +68,8 @@ def test_unknown_language_raises():
         run("int main(){}", language="c")
 
 
-def test_no_network_to_a_host_listener(backend):
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.5)
-    port = server.getsockname()[1]
-    accepted: list[object] = []
-
-    def accept() -> None:
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
+def test_no_network_to_a_host_listener(backend, host_listener):
+    port = host_listener.port
     code = f"""
 #include <arpa/inet.h>
 #include <cstdio>
@@ -103,11 +87,9 @@ int main() {{
 }}
 """
     result = run(code, language="cpp", backend=backend)
-    thread.join()
-    server.close()
     assert result.status is Status.OK, result.stderr
     assert "CONNECTED" not in result.stdout and "blocked" in result.stdout
-    assert accepted == []
+    assert host_listener.accepted == []
 
 
 def test_cannot_read_host_files(backend, tmp_path):

@@ -13,7 +13,6 @@ import os
 import secrets
 import signal
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -38,33 +37,16 @@ def host_is_unaffected():
     assert os.getpid() > 0 and signal.getsignal(signal.SIGTERM) is not None
 
 
-def test_no_network_to_a_host_listener(backend):
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-    server.settimeout(0.2)
-    port = server.getsockname()[1]
-    accepted = []
-
-    def accept():
-        try:
-            accepted.append(server.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
+def test_no_network_to_a_host_listener(backend, host_listener):
     code = (
         "import socket\n"
-        f"s = socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+        f"s = socket.create_connection(('127.0.0.1', {host_listener.port}), timeout=2)\n"
         "s.sendall(b'escaped')\nprint('CONNECTED')"
     )
     result = run(code, backend=backend, time_limit=5)
-    thread.join()
-    server.close()
     assert "CONNECTED" not in result.stdout
     assert result.status is Status.RUNTIME_ERROR and "Error" in result.stderr
-    assert accepted == []
+    assert host_listener.accepted == []
 
 
 def test_no_dns_or_outside_network(backend):
