@@ -1,9 +1,10 @@
 """The judge harness: runs every test of one submission inside one sandbox.
 
 This file is standard-library only and is executed *as the program* inside the sandbox
-(its source is sent to :func:`rllm_envs.sandbox.run`); the host also imports it for the
-comparison rules (:func:`canonical_stdout`, :func:`canonical_value`, :func:`digest`), so
-both sides share one definition.
+(its source is loaded by the judge's :class:`~rllm_envs.sandbox.SandboxPool`, or sent to
+:func:`rllm_envs.sandbox.run`); the host also imports it for the comparison rules
+(:func:`canonical_stdout`, :func:`canonical_value`, :func:`digest`) and the C++ compile
+step, so both sides share one definition.
 
 How a submission is judged:
 
