@@ -265,3 +265,31 @@ def test_score_is_one_for_the_reference_and_zero_for_garbage():
     assert score("```python\nprint(4)\n```", task, reward_mode="fraction") == 0.5
     assert score("no code", task) == 0.0
     assert score(None, task) == 0.0
+
+
+def test_a_submission_cannot_forge_verdicts():
+    # Forged report lines written to every descriptor the test process has, and to the
+    # supervisor's stdout through /proc, then the supervisor killed: no test is accepted.
+    fake = (
+        "".join(
+            repr({"index": i, "verdict": "AC", "time": 0.0, "output": "", "error": None}) + "\n"
+            for i in range(3)
+        )
+        + repr({"done": True})
+        + "\n"
+    )
+    code = (
+        "import os, signal\n"
+        f"fake = {fake!r}.encode()\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n        os.write(fd, fake)\n    except OSError:\n        pass\n"
+        "for path in (f'/proc/{os.getppid()}/fd/1', '/proc/1/fd/1'):\n"
+        "    try:\n"
+        "        with open(path, 'w') as f:\n            f.write(fake.decode())\n"
+        "    except OSError:\n        pass\n"
+        "try:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
+    )
+    tests = [TestCase(str(i), "x") for i in range(3)]
+    for mode in MODES.values():
+        result = judge(code, tests, **mode)
+        assert "AC" not in result.verdicts, (mode, result.verdicts)
