@@ -2,8 +2,8 @@
 # Set up everything rllm-envs needs on a fresh Debian machine (idempotent).
 #   bash scripts/setup.sh [EXTRAS]     e.g. EXTRAS=test  (default: test)
 # Creates .venv (Python 3.10+), installs the package with the given extras and, when run as
-# root, the system packages: firejail and bubblewrap (code sandbox), chromium (the leaderboard
-# page's browser test).
+# root, the system packages: firejail and bubblewrap (code sandbox), g++ (C++ judging) and
+# chromium (the leaderboard page's browser test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXTRAS="${1:-test}"
