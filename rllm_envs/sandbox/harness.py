@@ -243,6 +243,9 @@ COMPILE_TIME_LIMIT = 30.0
 #: includes ``bits/stdc++.h`` peaks at ~200 MiB resident and compiles under a 256 MiB limit;
 #: 1 GiB leaves room for heavy templates. The judging sandbox is started with at least this.
 COMPILE_MEMORY_MB = 1024
+#: Stack limit of a C++ test process, in MiB (at most its memory limit); 8 MiB by default
+#: would make a recursion a million deep a runtime error.
+CPP_STACK_MB = 256
 #: How much of the compiler's message is kept (its start: the first error matters most).
 COMPILE_MESSAGE_CHARS = 4000
 #: What :func:`run_cpp_program` writes to stderr before the compiler's message.
@@ -375,10 +378,19 @@ def exec_binary(binary: int) -> None:
     """Replace this process by the executable ``binary`` (from :func:`compile_cpp`).
 
     Signals Python ignores (SIGPIPE, SIGXFSZ) are reset first: an ignored disposition
-    survives ``execve``, and a C++ program expects the defaults. Raises ``OSError``.
+    survives ``execve``, and a C++ program expects the defaults; the stack limit is raised
+    to :data:`CPP_STACK_MB` (at most the address-space limit). Raises ``OSError``.
     """
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_DFL)
+    # Competitive programs recurse deeply (a DFS over 10^6 nodes) and judges give the stack
+    # most of the memory. Only for C++: glibc makes the stack limit the default size of a
+    # thread's stack, which Python threads would then reserve each.
+    memory = resource.getrlimit(resource.RLIMIT_AS)[0]
+    stack = CPP_STACK_MB << 20
+    _lower_limit(
+        resource.RLIMIT_STACK, stack if memory == resource.RLIM_INFINITY else min(stack, memory)
+    )
     os.execve(binary, ["solution"], dict(os.environ))
 
 

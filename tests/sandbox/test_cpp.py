@@ -172,3 +172,17 @@ int main() {
     assert "stopped after" in result.stdout
     assert int(result.stdout.split()[2]) < 16 * 8
     assert run("print('alive')", backend=backend).stdout == "alive\n"
+
+
+def test_the_stack_is_big_enough_for_deep_recursion(backend):
+    deep = """
+#include <cstdio>
+int down(int n) {
+  volatile char pad[64];
+  pad[0] = (char)n;
+  return n ? down(n - 1) + (pad[0] & 1) : 0;
+}
+int main() { std::printf("%d\\n", down(1000000)); }
+"""
+    result = run(deep, language="cpp", backend=backend, time_limit=30)
+    assert result.ok and result.stdout == "500000\n", result

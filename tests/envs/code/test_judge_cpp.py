@@ -93,6 +93,21 @@ def test_huge_allocation(backend):
     assert _judge(malloc, backend=backend, memory_mb=256).verdicts == ["RE", "RE"]
 
 
+def test_deep_recursion_has_a_big_stack():
+    # A million frames of ~100 bytes: far past the default 8 MiB stack.
+    deep = """
+#include <cstdio>
+int down(int n) {
+  volatile char pad[64];
+  pad[0] = (char)n;
+  return n ? down(n - 1) + (pad[0] & 1) : 0;
+}
+int main() { int n; if (std::scanf("%d", &n) != 1) return 1; std::printf("%d\\n", down(n)); }
+"""
+    n = 1_000_000
+    assert _judge(deep, [TestCase(f"{n}\n", f"{n // 2}\n")]).verdicts == ["AC"]
+
+
 def test_output_flood_is_ole(backend):
     code = '#include <cstdio>\nint main() { for (;;) std::fputs("flood flood flood\\n", stdout); }'
     result = _judge(code, backend=backend, max_output_bytes=1 << 20)
