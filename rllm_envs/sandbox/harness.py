@@ -237,6 +237,12 @@ CXX = "/usr/bin/g++"
 LINKER = "/usr/bin/ld"
 #: Compiler flags (Codeforces-like). ``-pipe`` keeps the assembly out of temporary files.
 CXX_FLAGS = ("-std=c++17", "-O2", "-pipe")
+#: Where a precompiled ``bits/stdc++.h`` for :data:`CXX_FLAGS` may be (built as root by
+#: ``python -m rllm_envs.sandbox.cpp_pch``, which ``scripts/setup.sh`` runs). A system path,
+#: so it is visible inside the sandbox. It makes compiling a program that starts with
+#: ``#include <bits/stdc++.h>`` about 5x faster; without it (or once g++ or the flags
+#: change, when g++ ignores it) the real header is used.
+CPP_PCH_DIR = "/usr/local/lib/rllm-envs/pch"
 #: Wall-clock seconds a compilation may take (compiling and linking together).
 COMPILE_TIME_LIMIT = 30.0
 #: Address-space limit of the compiler, in MiB. Measured: ``cc1plus -O2`` on a program that
@@ -293,6 +299,12 @@ def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memo
     if code is None:
         return "compilation timed out"
     return "" if code == 0 else f"{os.path.basename(argv[0])} failed (status {code})"
+
+
+def cxx_compile_argv(source: str, output: str) -> list[str]:
+    """The command that compiles ``source`` into the object file ``output``."""
+    include = ["-I", CPP_PCH_DIR] if os.path.isdir(CPP_PCH_DIR) else []
+    return [CXX, *CXX_FLAGS, *include, "-x", "c++", "-c", source, "-o", output]
 
 
 def _log_text(log: int, names: dict[int, str]) -> str:
@@ -356,8 +368,9 @@ def compile_cpp(
         obj, binary, log = (os.memfd_create(name, 0) for name in ("obj", "bin", "log"))
         fds += [obj, binary, log]
         names = {src: "solution.cpp", obj: "solution.o", binary: "solution"}
-        compile_argv = [CXX, *CXX_FLAGS, "-x", "c++", "-c", _fd_path(src), "-o", _fd_path(obj)]
-        why = _tool(compile_argv, (src, obj), log, deadline, memory)
+        why = _tool(
+            cxx_compile_argv(_fd_path(src), _fd_path(obj)), (src, obj), log, deadline, memory
+        )
         if why:
             return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
         link = _link_command(obj, binary, log, deadline)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import rllm_envs
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox import Limits, Status, run
-from rllm_envs.sandbox.harness import COMPILE_ERROR_PREFIX, CXX, LINKER
+from rllm_envs.sandbox.harness import COMPILE_ERROR_PREFIX, CPP_PCH_DIR, CXX, LINKER
 from tests.sandbox.conftest import sandbox_processes
 
 PROJECT = Path(rllm_envs.__file__).resolve().parents[1]
@@ -186,3 +187,48 @@ int main() { std::printf("%d\\n", down(1000000)); }
 """
     result = run(deep, language="cpp", backend=backend, time_limit=30)
     assert result.ok and result.stdout == "500000\n", result
+
+
+def test_precompiled_header_is_built_once_and_used(tmp_path):
+    from rllm_envs.sandbox import cpp_pch
+    from rllm_envs.sandbox.harness import CXX_FLAGS
+
+    target = cpp_pch.build(tmp_path)
+    built = target.stat().st_mtime_ns
+    assert cpp_pch.build(tmp_path) == target and target.stat().st_mtime_ns == built  # up to date
+    probe = subprocess.run(
+        [CXX, *CXX_FLAGS, "-I", str(tmp_path), "-H", "-fsyntax-only", "-x", "c++", "-"],
+        input="#include <bits/stdc++.h>\nint main() {}\n",
+        capture_output=True,
+        text=True,
+    )
+    assert f"! {target}" in probe.stderr.splitlines()  # g++ took the precompiled header
+
+
+def test_compiling_uses_the_precompiled_header_only_where_it_is(monkeypatch, tmp_path):
+    from rllm_envs.sandbox import harness
+
+    monkeypatch.setattr(harness, "CPP_PCH_DIR", str(tmp_path / "missing"))
+    assert "-I" not in harness.cxx_compile_argv("a.cpp", "a.o")
+    monkeypatch.setattr(harness, "CPP_PCH_DIR", str(tmp_path))
+    argv = harness.cxx_compile_argv("a.cpp", "a.o")
+    assert argv[argv.index("-I") + 1] == str(tmp_path)
+
+
+@pytest.mark.skipif(
+    not os.path.isdir(CPP_PCH_DIR),
+    reason=f"no precompiled header in {CPP_PCH_DIR} (run `python -m rllm_envs.sandbox.cpp_pch`)",
+)
+def test_the_sandbox_can_use_the_installed_precompiled_header(backend):
+    from rllm_envs.sandbox.harness import cxx_compile_argv
+
+    argv = [a for a in cxx_compile_argv("-", "/dev/null") if a not in ("-c", "-o", "/dev/null")]
+    argv += ["-H", "-fsyntax-only"]
+    code = (
+        "import subprocess\n"
+        f"done = subprocess.run({argv!r}, input='#include <bits/stdc++.h>\\n',"
+        " capture_output=True, text=True)\n"
+        "print(done.stderr.splitlines()[0])\n"
+    )
+    result = run(code, backend=backend, time_limit=30)
+    assert result.stdout.strip() == f"! {CPP_PCH_DIR}/bits/stdc++.h.gch", result
