@@ -13,6 +13,7 @@ from rllm_envs.code.judge import JudgeResult, extract_code, judge_task
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, select_backend
+from rllm_envs.sandbox.harness import CXX_FLAGS
 from rllm_envs.sandbox.runner import check_language
 from rllm_envs.tasks import DatasetTasks, Task, load_records
 
@@ -63,13 +64,12 @@ def load_code_tasks(
     return tasks
 
 
-#: The fence tag and the name of each language in prompts.
-_FENCES = {"python": "python", "cpp": "cpp"}
-_NAMES = {"python": "Python 3", "cpp": "C++17 (compiled with g++ -std=c++17 -O2)"}
+#: The name of each language in prompts (its fence tag is the language itself).
+_NAMES = {"python": "Python 3", "cpp": "C++17"}
 
 
 def _fence(code: str, language: str = "python") -> str:
-    return f"```{_FENCES[language]}\n" + code.rstrip("\n") + "\n```"
+    return f"```{language}\n" + code.rstrip("\n") + "\n```"
 
 
 def _cut(text: str, limit: int = _SHOW) -> str:
@@ -255,6 +255,11 @@ class CodeEnv(TextEnv):
             parts.append(
                 f"Write a complete {_NAMES[self.language]} program that reads from standard "
                 "input and writes the answer to standard output."
+                + (
+                    f" It is compiled with g++ {' '.join(CXX_FLAGS)}."
+                    if self.language == "cpp"
+                    else ""
+                )
             )
         elif kind == "functional":
             name = task["func_name"]
@@ -284,7 +289,7 @@ class CodeEnv(TextEnv):
             reason = "no fenced code block in the reply"
             text = (
                 "No code found. Reply with your program in one fenced block: "
-                f"```{_FENCES[self.language]} ... ```."
+                f"```{self.language} ... ```."
             )
             if self.multi_turn and not last_turn:
                 text += f" {self.max_turns - self.turn} attempt(s) left."
@@ -345,7 +350,7 @@ class CodeEnv(TextEnv):
         if not solution:
             raise InvalidDataset(
                 f"Task {self.task['id']} has no reference solution in "
-                f"{_NAMES[self.language].split(' (')[0]}, so there is no oracle."
+                f"{_NAMES[self.language]}, so there is no oracle."
             )
         return _fence(str(solution), self.language)
 
@@ -403,7 +408,7 @@ class CodeEnv(TextEnv):
             left = self.max_turns - self.turn
             head += (
                 f"\n\nYou have {left} attempt(s) left. Reply with the corrected program in one "
-                f"fenced ```{_FENCES[self.language]} block."
+                f"fenced ```{self.language} block."
             )
         return head
 

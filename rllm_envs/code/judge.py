@@ -108,7 +108,11 @@ class TestResult:
 
 @dataclass(frozen=True)
 class JudgeResult:
-    """Per-test results of one submission, plus how the sandbox run ended."""
+    """Per-test results of one submission, plus how the sandbox run ended.
+
+    ``extra`` holds, for a compiled language, ``compilations`` (how many times the
+    submission was compiled: once) and ``compile_time`` (seconds).
+    """
 
     results: list[TestResult]
     sandbox_status: Status = Status.OK
@@ -325,8 +329,8 @@ def judge(
         "stop_on_failure": bool(stop_on_failure),
         "language": language,
         "compile_time_limit": float(compile_time_limit),
+        "isolate_tests": bool(isolate_tests),
     }
-    spec["isolate_tests"] = bool(isolate_tests)
     biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     chosen = select_backend(backend)
     compiling = float(compile_time_limit) if language == "cpp" else 0.0
@@ -354,6 +358,7 @@ def judge(
             limits=replace(limits, max_output_bytes=report_bytes),
         )
     records: dict[int, dict[str, Any]] = {}
+    compile_times: list[float] = []
     done = False
     for line in outcome.stdout.splitlines():
         try:
@@ -364,6 +369,8 @@ def judge(
             done = True
         elif isinstance(record, dict) and isinstance(record.get("index"), int):
             records[record["index"]] = record
+        elif isinstance(record, dict) and isinstance(record.get("compiled"), float):
+            compile_times.append(record["compiled"])
     missing_verdict = "TLE" if outcome.status is Status.TIMEOUT else "RE"
     results = []
     for index in range(len(tests)):
@@ -382,7 +389,13 @@ def judge(
     sandbox_error = None
     if not done:
         sandbox_error = f"{outcome.status.value}: {outcome.stderr[-1000:]}".strip()
-    return JudgeResult(results=results, sandbox_status=outcome.status, sandbox_error=sandbox_error)
+    extra = {"compilations": len(compile_times), "compile_time": sum(compile_times)}
+    return JudgeResult(
+        results=results,
+        sandbox_status=outcome.status,
+        sandbox_error=sandbox_error,
+        extra=extra if compile_times else {},
+    )
 
 
 # ---------------------------------------------------------------- responses and tasks

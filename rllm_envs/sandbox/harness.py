@@ -46,7 +46,8 @@ Input spec (a ``marshal``-encoded dict on stdin, from the trusted host): ``code`
 ``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``, ``isolate_tests``, and
 optionally ``language`` (``"python"`` or ``"cpp"``) and ``compile_time_limit``. Output:
 one Python literal dict per line and test, ``{"index", "verdict", "time", "output",
-"error"}`` (read with ``ast.literal_eval``), then ``{"done": True}``.
+"error"}`` (read with ``ast.literal_eval``), after ``{"compiled": seconds}`` for C++, then
+``{"done": True}``.
 
 Start-up cost matters (it is paid per submission), so only cheap modules are imported at
 the top; ``json``, ``decimal`` and ``hashlib`` are imported when first needed.
@@ -926,7 +927,9 @@ def main() -> None:
     message = ""
     if spec.get("language", "python") == "cpp":
         limit = float(spec.get("compile_time_limit") or COMPILE_TIME_LIMIT)
+        start = time.monotonic()
         binary, message = compile_cpp(spec["code"], limit, COMPILE_MEMORY_MB)
+        _emit({"compiled": round(time.monotonic() - start, 4)})
     else:
         try:
             code = compile(spec["code"], "solution.py", "exec")

@@ -10,6 +10,18 @@ import pytest
 import rllm_envs
 from rllm_envs.error import DependencyNotInstalled
 
+#: The sections every env docstring has (Gymnasium's documentation layout).
+DOC_SECTIONS = (
+    "## Description",
+    "## Observation",
+    "## Action",
+    "## Reward",
+    "## Episode End",
+    "## Information",
+    "## Arguments",
+    "## Version History",
+)
+
 ALL_ENTRIES = list(rllm_envs.ENVS)
 ALL_IDS = [e.id for e in ALL_ENTRIES]
 

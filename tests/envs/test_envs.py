@@ -18,20 +18,17 @@ from hypothesis import strategies as st
 import rllm_envs
 from rllm_envs.core import INFO_KEYS, STEP_INFO_KEYS, TextEnv
 from rllm_envs.spaces import UnicodeText
-from tests.envs.conformance import ALL_ENTRIES, ALL_IDS, garbage, make_or_skip, oracle, run_episode
+from tests.envs.conformance import (
+    ALL_ENTRIES,
+    ALL_IDS,
+    DOC_SECTIONS,
+    garbage,
+    make_or_skip,
+    oracle,
+    run_episode,
+)
 
 pytestmark = pytest.mark.parametrize("entry", ALL_ENTRIES, ids=ALL_IDS)
-
-DOC_SECTIONS = (
-    "## Description",
-    "## Observation",
-    "## Action",
-    "## Reward",
-    "## Episode End",
-    "## Information",
-    "## Arguments",
-    "## Version History",
-)
 
 
 def test_check_env_without_warnings(entry):

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import pytest
 
 from rllm_envs.code.judge import close_pools
-from rllm_envs.sandbox import SandboxUnavailable, select_backend
+from rllm_envs.sandbox import RunResult, SandboxUnavailable, Status, run, select_backend
 from rllm_envs.sandbox.backends import _probe, sandbox_identity
+from rllm_envs.sandbox.runner import SHARED_PROCESS_FACTOR
 
 ISOLATING = ["firejail", "bubblewrap"]
 ALL = [*ISOLATING, "plain"]
@@ -117,3 +118,16 @@ def host_listener():
     stop.set()
     thread.join()
     server.close()
+
+
+def assert_fork_bomb_contained(result: RunResult, elapsed: float, max_processes: int) -> None:
+    """A fork bomb's run: stopped by the process limit, then by the clock; the host still forks.
+
+    The program prints ``stopped after N`` when fork fails. (The plain backend multiplies the
+    limit: its process count is per user, see the runner.)
+    """
+    assert elapsed < 20
+    assert result.status is Status.TIMEOUT
+    assert "stopped after" in result.stdout
+    assert int(result.stdout.split()[2]) < max_processes * SHARED_PROCESS_FACTOR
+    assert run("print('alive')", backend=result.backend).stdout == "alive\n"

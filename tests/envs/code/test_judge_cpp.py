@@ -149,13 +149,10 @@ int main() {
 
 
 def test_twenty_tests_compile_once():
-    start = time.monotonic()
-    assert _judge(SUM, TESTS[:1]).all_passed
-    one = time.monotonic() - start  # mostly the compile (about a second)
-    start = time.monotonic()
-    assert _judge(SUM, TESTS).all_passed
-    twenty = time.monotonic() - start
-    assert twenty < 3 * one + 1, (one, twenty)  # 20 compiles would be ~20x
+    result = _judge(SUM, TESTS)
+    assert result.all_passed and result.total == 20
+    assert result.extra["compilations"] == 1 and result.extra["compile_time"] > 0
+    assert judge("print(1)", TESTS[:1]).extra == {}  # Python is not compiled in this sense
 
 
 def test_bad_arguments_raise():

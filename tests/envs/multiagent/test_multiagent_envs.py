@@ -19,6 +19,7 @@ from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, see
 import rllm_envs
 from rllm_envs.multiagent import MA_INFO_KEYS, MA_STEP_INFO_KEYS, MultiAgentTextEnv
 from rllm_envs.spaces import UnicodeText
+from tests.envs.conformance import DOC_SECTIONS
 from tests.envs.multiagent.conformance import (
     ALL_ENTRIES,
     ALL_IDS,
@@ -33,16 +34,6 @@ from tests.envs.multiagent.conformance import (
 
 pytestmark = pytest.mark.parametrize("entry", ALL_ENTRIES, ids=ALL_IDS)
 
-DOC_SECTIONS = (
-    "## Description",
-    "## Observation",
-    "## Action",
-    "## Reward",
-    "## Episode End",
-    "## Information",
-    "## Arguments",
-    "## Version History",
-)
 
 #: What PettingZoo's AEC api_test says about any env whose spaces are not Box/Discrete and
 #: whose observations are not NumPy arrays: advice for array envs, not API violations.
