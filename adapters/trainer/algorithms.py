@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AdaptiveKLController",
     "FixedKLController",
+    "GROUP_ESTIMATORS",
     "gae_advantages",
     "group_advantages",
+    "no_spread",
+    "signal_groups",
     "kl_estimate",
     "masked_mean",
     "masked_whiten",
@@ -33,6 +36,10 @@ __all__ = [
 ]
 
 
+#: Estimators of :func:`group_advantages` (no critic: the group is the baseline).
+GROUP_ESTIMATORS = ("grpo", "rloo")
+
+
 def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None) -> torch.Tensor:
     """Mean of ``values`` where ``mask`` is 1 (0 when the mask is empty)."""
     total = (values * mask).sum() if dim is None else (values * mask).sum(dim)
@@ -40,11 +47,39 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor, dim: int | None = None
     return total / count.clamp(min=1)
 
 
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Zero-mean, unit-variance over the masked entries (masked-out entries become 0)."""
-    mean = masked_mean(values, mask)
-    var = masked_mean((values - mean) ** 2, mask)
-    return (values - mean) * (var + eps).rsqrt() * mask
+def masked_whiten(
+    values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8, spread_tol: float = 1e-6
+) -> torch.Tensor:
+    """Zero-mean, unit-variance over the masked entries (masked-out entries become 0).
+
+    Computed in float64. Entries that are all equal (within :func:`no_spread`'s tolerance)
+    whiten to exactly 0: dividing their rounding noise by ``sqrt(eps)`` would turn it into
+    advantages of order 1.
+    """
+    import torch
+
+    v = values.double()
+    m = mask.double()
+    selected = v[m > 0]
+    if selected.numel() == 0 or no_spread(selected, spread_tol):
+        return torch.zeros_like(values)
+    mean = masked_mean(v, m)
+    var = masked_mean((v - mean) ** 2, m)
+    return ((v - mean) * (var + eps).rsqrt() * m).to(values.dtype)
+
+
+def no_spread(values: torch.Tensor, tol: float = 1e-6) -> bool:
+    """Whether ``values`` are all equal up to ``tol * max(1, max |values|)``.
+
+    Rewards arrive in float32 (about 1e-7 relative rounding), so returns that should be
+    equal can differ in their last bits; such a spread is noise, not signal.
+    """
+    if values.numel() < 2:
+        return True
+    v = values.double()
+    spread = float(v.max() - v.min())
+    scale = max(1.0, float(v.abs().max()))
+    return spread <= tol * scale
 
 
 def gae_advantages(
@@ -94,8 +129,14 @@ def group_advantages(
     estimator: str,
     normalize_std: bool = True,
     eps: float = 1e-6,
+    spread_tol: float = 1e-6,
 ) -> torch.Tensor:
     """Episode-level advantages from the returns of samples of the same task.
+
+    Computed in float64 with an explicit zero-spread rule: a group whose returns are all
+    equal (see :func:`no_spread`) carries no signal and gets exactly 0 under every estimator.
+    In float32, a group of rewards all 0.1 used to get -0.0074 each from GRPO (a rounding gap
+    of ~7e-9 from the mean divided by a near-zero std plus ``eps``).
 
     Args:
         returns: ``[B]`` episode returns.
@@ -104,30 +145,50 @@ def group_advantages(
             ``normalize_std``) or ``"rloo"`` (return minus the mean of the *other* samples).
         normalize_std: GRPO only.
         eps: Added to the std.
+        spread_tol: Relative tolerance of the zero-spread rule.
 
     Returns:
-        ``[B]`` advantages; a group of one sample gets 0.
+        ``[B]`` advantages in the dtype of ``returns`` (float32 for integer input); a group of
+        one sample, or with no spread, gets 0.
     """
     import torch
 
-    returns = returns.float()
-    out = torch.zeros_like(returns)
+    if estimator not in GROUP_ESTIMATORS:
+        raise ValueError(f"Expects `estimator` in {GROUP_ESTIMATORS}, actual: {estimator!r}.")
+    r_all = returns.double()
+    out = torch.zeros_like(r_all)
     for g in torch.unique(groups):
         idx = (groups == g).nonzero(as_tuple=True)[0]
-        r = returns[idx]
+        r = r_all[idx]
         n = r.numel()
-        if n < 2:
+        if n < 2 or no_spread(r, spread_tol):
             continue
         if estimator == "grpo":
             adv = r - r.mean()
             if normalize_std:
                 adv = adv / (r.std(unbiased=True) + eps)
-        elif estimator == "rloo":
-            adv = r - (r.sum() - r) / (n - 1)
         else:
-            raise ValueError(f"Expects `estimator` in ('grpo', 'rloo'), actual: {estimator!r}.")
+            adv = r - (r.sum() - r) / (n - 1)
         out[idx] = adv
-    return out
+    dtype = returns.dtype if returns.is_floating_point() else torch.float32
+    return out.to(dtype)
+
+
+def signal_groups(
+    returns: torch.Tensor, groups: torch.Tensor, spread_tol: float = 1e-6
+) -> torch.Tensor:
+    """``[B]`` bool: whether each sample's group has a return spread (a GRPO/RLOO signal).
+
+    Groups of one sample and groups without spread give every group estimator exactly 0
+    (:func:`group_advantages`): their samples can be dropped before the forward pass.
+    """
+    import torch
+
+    keep = torch.zeros(returns.shape[0], dtype=torch.bool)
+    for g in torch.unique(groups):
+        idx = (groups == g).nonzero(as_tuple=True)[0]
+        keep[idx] = not no_spread(returns[idx], spread_tol)
+    return keep
 
 
 def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str) -> torch.Tensor:
