@@ -1,7 +1,9 @@
 """rllm_agents: turn environment observations into chat messages and model replies into actions.
 
-* :mod:`rllm_agents.agent` -- agents (one per env family plus a generic one, picked from the env
-  id by :func:`make_agent`) that keep the conversation and read actions from replies.
+* :mod:`rllm_agents.agent` -- agents (one per env family plus a generic one; the env's registry
+  row names its agent and :func:`make_agent` reads it) that keep the conversation and read
+  actions from replies (by the one rule of :mod:`rllm_envs.text`).
+* :mod:`rllm_agents.multiagent` -- role-aware agents for the multi-agent envs.
 * :mod:`rllm_agents.chat` -- :class:`ChatTokenizer`, which builds token-exact multi-turn prompts
   by appending to the sampled sequence instead of re-tokenising the chat.
 * :mod:`rllm_agents.trajectory` -- :class:`Trajectory` / :class:`Step`, per turn: prompt ids,
@@ -14,15 +16,15 @@ Nothing here imports torch or transformers; the tokenizer is passed in.
 from __future__ import annotations
 
 from rllm_agents.agent import (
-    AGENTS,
     Agent,
     CodeAgent,
     FrozenLakeAgent,
+    FrozenLakeBoardAgent,
     GenericAgent,
     MathAgent,
     ToolAgent,
     agent_class_for,
-    env_family,
+    agent_names,
     make_agent,
     strip_think,
 )
@@ -31,11 +33,11 @@ from rllm_agents.trajectory import Step, TokenExactnessError, Trajectory, to_jso
 from rllm_agents.writers import TrajectoryWriter, read_trajectories, write_trajectories
 
 __all__ = [
-    "AGENTS",
     "Agent",
     "ChatTokenizer",
     "CodeAgent",
     "FrozenLakeAgent",
+    "FrozenLakeBoardAgent",
     "GenericAgent",
     "MathAgent",
     "Message",
@@ -45,7 +47,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryWriter",
     "agent_class_for",
-    "env_family",
+    "agent_names",
     "make_agent",
     "read_trajectories",
     "strip_think",

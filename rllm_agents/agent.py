@@ -5,38 +5,43 @@ the first observation as a user turn, tool schemas from ``info["tools"]``), ``ac
 records the model's reply and returns the action for ``env.step``, and ``observe(...)`` turns
 the env's feedback into the next message(s).
 
-One agent class per env family plus :class:`GenericAgent`; :func:`make_agent` picks the class
-from the env id (``"rllm/Math-v0"`` -> family ``"Math"`` -> :class:`MathAgent`) and can be
-overridden with a class, an instance or a registered name. Observations are self-contained by
-the env contract, so family agents differ mostly in their system prompt and in how feedback is
+Which agent an env gets is part of the env's identity: its registry row
+(:class:`rllm_envs.EnvEntry`) names the agent class as a ``"module:Class"`` path and the
+agent's kwargs for the variant, and :func:`make_agent` reads the row (an id the registry does
+not know gets :class:`GenericAgent`). A new family names its agent in its row -- one of these
+classes, :class:`GenericAgent` with a ``system_prompt`` in ``agent_kwargs``, or a class in the
+family's own module -- without touching this package. Observations are self-contained by the
+env contract, so family agents differ mostly in their system prompt and in how feedback is
 presented (tool results go back as ``tool`` messages).
 
 ``<think>`` handling: the whole reply (thinking included) stays in the message history and in
-the token ids. The *action* is the text after the last ``</think>``; a reply that opened a
-``<think>`` and never closed it (cut at the token limit) has no answer, so its action is the
-empty string (the env treats it as an invalid action, never as an error). Pass
-``think="keep"`` to send the raw reply instead.
+the token ids. The *action* is the answer part of the reply under the one rule of
+:mod:`rllm_envs.text` (the env parsers read it the same way): the text after the last
+``</think>``; a reply that left a ``<think>`` open (cut at the token limit) has no answer, so
+its action is the empty string (the env treats it as an invalid action, never as an error).
+Pass ``think="keep"`` to send the raw reply instead.
 """
 
 from __future__ import annotations
 
-import importlib
-import re
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from rllm_envs.error import InvalidEnvConfig, did_you_mean
+import rllm_envs
+from rllm_envs.error import InvalidEnvConfig, UnknownEnvironment, did_you_mean
+from rllm_envs.text import answer_text
 
 __all__ = [
-    "AGENTS",
     "Agent",
     "CodeAgent",
     "FrozenLakeAgent",
+    "FrozenLakeBoardAgent",
     "GenericAgent",
     "MathAgent",
     "ToolAgent",
     "agent_class_for",
-    "env_family",
+    "agent_names",
     "make_agent",
     "strip_think",
     "tool_schemas",
@@ -44,37 +49,26 @@ __all__ = [
 
 Message = dict[str, Any]
 _DEFAULT = object()
-_THINK_OPEN = "<think>"
-_THINK_CLOSE = "</think>"
-_FAMILY_RE = re.compile(r"^(?:[^/:]+[/:])*(?P<family>[^/:]+?)(?:-v\d+)?$")
-
-
-def env_family(env_id: str) -> str:
-    """The family part of an env id: ``"rllm/Math-v0"`` -> ``"Math"``."""
-    match = _FAMILY_RE.match(env_id)
-    return match.group("family") if match else env_id
 
 
 def strip_think(text: str) -> str:
-    """The answer part of a reply: after the last ``</think>``; ``""`` if a think is unclosed."""
-    if _THINK_CLOSE in text:
-        return text.rsplit(_THINK_CLOSE, 1)[1].strip()
-    if _THINK_OPEN in text:
-        return ""
-    return text
+    """The answer part of a reply (:func:`rllm_envs.text.answer_text`; ``""`` if unfinished)."""
+    return answer_text(text)
 
 
 class Agent:
     """Base agent: a conversation of chat messages for one episode at a time.
 
-    Subclasses usually only set ``default_system_prompt``; override :meth:`format_observation`
-    or :meth:`observe` to present feedback differently.
+    Subclasses usually only set ``default_system_prompt``; override :meth:`system_prompt_for`
+    to choose the prompt from the task (``info``), and :meth:`format_observation` or
+    :meth:`observe` to present feedback differently.
 
     Args:
         system_prompt: The system message (``None`` for none); defaults to the class's
-            ``default_system_prompt``.
-        think: ``"strip"`` (default) sends the text after the last ``</think>`` as the action;
-            ``"keep"`` sends the whole reply.
+            prompt for the task (:meth:`system_prompt_for`). A prompt given here is used
+            as is for every task.
+        think: ``"strip"`` (default) sends the answer part of the reply as the action
+            (:mod:`rllm_envs.text`); ``"keep"`` sends the whole reply.
     """
 
     #: Name used by :func:`make_agent` (``agent="math"``).
@@ -84,35 +78,34 @@ class Agent:
     def __init__(self, *, system_prompt: Any = _DEFAULT, think: str = "strip") -> None:
         if think not in ("strip", "keep"):
             raise InvalidEnvConfig(f"Expects `think` in ('strip', 'keep'), actual: {think!r}.")
+        self._prompt_given = system_prompt is not _DEFAULT
         self.system_prompt: str | None = (
             self.default_system_prompt if system_prompt is _DEFAULT else system_prompt
         )
         self.think = think
         self.messages: list[Message] = []
         self.tools: list[dict[str, Any]] | None = None
-        self._last_action_was_tool_call = False
 
     # ------------------------------------------------------------------ episode API
 
     def reset(self, observation: str, info: Mapping[str, Any]) -> list[Message]:
         """Start a conversation from the env's first observation; return all its messages."""
-        tools = info.get("tools") if isinstance(info, Mapping) else None
+        info = info if isinstance(info, Mapping) else {}
+        tools = info.get("tools")
         self.tools = [dict(t) for t in tools] if tools else None
         self.messages = []
-        if self.system_prompt:
-            self.messages.append({"role": "system", "content": self.system_prompt})
+        prompt = self.system_prompt if self._prompt_given else self.system_prompt_for(info)
+        if prompt:
+            self.messages.append({"role": "system", "content": prompt})
         self.messages.append(
             {"role": "user", "content": self.format_observation(observation, info, first=True)}
         )
-        self._last_action_was_tool_call = False
         return list(self.messages)
 
     def act(self, response: str) -> str:
         """Record the model's reply and return the action for ``env.step``."""
         self.messages.append({"role": "assistant", "content": response})
-        action = strip_think(response) if self.think == "strip" else response
-        self._last_action_was_tool_call = "<tool_call>" in action
-        return action
+        return answer_text(response) if self.think == "strip" else response
 
     def observe(
         self,
@@ -126,6 +119,10 @@ class Agent:
         new = [{"role": "user", "content": self.format_observation(observation, info, first=False)}]
         self.messages.extend(new)
         return new
+
+    def system_prompt_for(self, info: Mapping[str, Any]) -> str | None:
+        """The system prompt for the task ``info`` describes (the class default here)."""
+        return self.system_prompt
 
     def format_observation(self, observation: str, info: Mapping[str, Any], *, first: bool) -> str:
         """The text of a user turn for ``observation`` (the observation itself by default)."""
@@ -151,31 +148,126 @@ class FrozenLakeAgent(Agent):
     )
 
 
+class FrozenLakeBoardAgent(FrozenLakeAgent):
+    """FrozenLake with compact feedback: ``"You moved Right."`` and the board rows with ``P``.
+
+    The rllm-envs observations are self-contained prose, which is what a pretrained model
+    needs but costs a tiny from-scratch model (a 787-token BPE) about 180 tokens per turn: a
+    16-turn episode is then a 3.8k-token sequence, and attention over it dominates a CPU
+    training step. This agent shows a one-line rule and the bare board on the first turn and
+    the outcome plus the board on later turns (about 25 tokens each), built from the env's
+    documented ``info`` keys. The env, its rewards and its action parser are unchanged.
+    Select it with ``agent="frozenlake-board"`` or
+    ``rollout.agent: rllm_agents.agent:FrozenLakeBoardAgent`` in a trainer config.
+
+    Args:
+        full_first: Show the env's whole first observation instead of the one-line rule.
+        **kwargs: As for every agent (``system_prompt``, ``think``).
+    """
+
+    name = "frozenlake-board"
+    #: The first turn's rule line (the board follows).
+    rule = "Reach G, avoid H. Reply Left, Down, Right or Up."
+
+    def __init__(self, *, full_first: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.full_first = full_first
+
+    def format_observation(self, observation: str, info: Mapping[str, Any], *, first: bool) -> str:
+        """A rule line (first turn) or the outcome line, then the board rows with ``P``."""
+        rows = info.get("map")
+        position = info.get("position")
+        if (first and self.full_first) or not rows or not position:
+            return observation
+        row, col = int(position[0]), int(position[1])
+        board = [
+            "".join("P" if (r, c) == (row, col) else ch for c, ch in enumerate(line))
+            for r, line in enumerate(rows)
+        ]
+        if first:
+            head = self.rule
+        elif info.get("invalid_action"):
+            head = "Invalid action."
+        else:
+            head = observation.split("\n", 1)[0]
+        return "\n".join([head, *board])
+
+
 class MathAgent(Agent):
-    r"""``rllm/Math``: step-by-step reasoning with the final answer in ``\boxed{}``."""
+    r"""``rllm/Math``: step-by-step reasoning with the final answer in one ``\boxed{}``."""
 
     name = "math"
     default_system_prompt = (
-        "Solve the problem step by step. Put only the final answer in \\boxed{} at the end."
+        "Solve the problem step by step. At the end, put the final answer, and nothing else, "
+        "in a single \\boxed{}."
     )
+
+
+_LANGUAGES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
 
 
 class CodeAgent(Agent):
-    """``rllm/Code``: a complete program in one fenced code block; test feedback as user turns."""
+    """``rllm/Code``: the code the task asks for in one fenced block; test feedback as user turns.
+
+    The system prompt follows the task's kind and language, so it never contradicts the task
+    text: ``info["kind"]`` ``"stdin"`` asks for a complete program reading standard input and
+    writing standard output; ``"functional"`` for the named function or class that *returns*
+    the answer (no printing, no reading input); ``"assert"`` for the code hidden tests call.
+    The language is ``info["language"]`` when the env reports it, else ``language`` (the
+    registry sets ``"cpp"`` for ``rllm/CodeCpp-v0``).
+
+    Args:
+        language: ``"python"`` (default) or ``"cpp"``.
+        **kwargs: As for every agent (``system_prompt``, ``think``).
+    """
 
     name = "code"
     default_system_prompt = (
-        "You are a competitive programmer. Reply with one complete Python 3 program in a "
-        "```python code block that reads standard input and writes standard output."
+        "You are a competitive programmer. Write the code the task asks for, in the form it "
+        "asks for, in one fenced code block."
     )
+
+    def __init__(self, *, language: str = "python", **kwargs: Any) -> None:
+        if language not in _LANGUAGES:
+            raise InvalidEnvConfig(
+                f"Expects `language` in {sorted(_LANGUAGES)}, actual: {language!r}."
+            )
+        super().__init__(**kwargs)
+        self.language = language
+
+    def system_prompt_for(self, info: Mapping[str, Any]) -> str | None:
+        """The prompt for the task's kind (``info["kind"]``) and language."""
+        language = info.get("language") or self.language
+        label, fence = _LANGUAGES.get(str(language), _LANGUAGES["python"])
+        head = "You are a competitive programmer. "
+        kind = info.get("kind")
+        if kind == "stdin":
+            return head + (
+                f"Reply with one complete {label} program in a ```{fence} code block. The "
+                "program reads the input from standard input and writes the answer to "
+                "standard output."
+            )
+        if kind == "functional":
+            return head + (
+                f"Reply with the {label} function or class the task names, complete with any "
+                f"imports, in a ```{fence} code block. It returns the answer: it does not "
+                "print it and does not read input."
+            )
+        if kind == "assert":
+            return head + (
+                f"Reply with the {label} code the task asks for in a ```{fence} code block; "
+                "hidden tests will call it."
+            )
+        return self.system_prompt
 
 
 class ToolAgent(Agent):
     """Tool envs (``rllm/ToolUse``, ``rllm/Search``): schemas from ``info["tools"]``.
 
     The schemas reach the chat template's ``tools=`` argument (see
-    :class:`rllm_agents.chat.ChatTokenizer`); the reply after a tool call is sent back as a
-    ``tool`` message, other feedback as a user message.
+    :class:`rllm_agents.chat.ChatTokenizer`). Feedback on a reply in which the env read tool
+    calls (``info["tool_calls"]``, what the env parsed, not a guess from the text) goes back
+    as a ``tool`` message; other feedback as a user message.
     """
 
     name = "tool"
@@ -192,30 +284,51 @@ class ToolAgent(Agent):
         truncated: bool,
         info: Mapping[str, Any],
     ) -> list[Message]:
-        """Tool results go back as ``tool`` messages."""
-        role = "tool" if self._last_action_was_tool_call else "user"
+        """Results of the calls the env read go back as ``tool`` messages."""
+        called = isinstance(info, Mapping) and bool(info.get("tool_calls"))
+        role = "tool" if called else "user"
         new = [{"role": role, "content": self.format_observation(observation, info, first=False)}]
         self.messages.extend(new)
         return new
 
 
-#: Family name (from the env id) -> agent class. Unlisted families get :class:`GenericAgent`.
-AGENTS: dict[str, type[Agent]] = {
-    "FrozenLake": FrozenLakeAgent,
-    "Math": MathAgent,
-    "Code": CodeAgent,
-    "ToolUse": ToolAgent,
-    "Search": ToolAgent,
-}
+_BUILTIN: tuple[type[Agent], ...] = (
+    GenericAgent,
+    FrozenLakeAgent,
+    FrozenLakeBoardAgent,
+    MathAgent,
+    CodeAgent,
+    ToolAgent,
+)
 
-_BY_NAME: dict[str, type[Agent]] = {
-    cls.name: cls for cls in (GenericAgent, FrozenLakeAgent, MathAgent, CodeAgent, ToolAgent)
-}
+
+def _registry_row(env_id: str) -> rllm_envs.EnvEntry | None:
+    try:
+        return rllm_envs.env_entry(env_id)
+    except UnknownEnvironment:
+        return None
+
+
+def _resolve_agent(path: str) -> type[Agent]:
+    cls = rllm_envs.resolve(path)
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise InvalidEnvConfig(f"Expects {path!r} to name an Agent subclass, actual: {cls!r}.")
+    return cls
+
+
+def agent_names() -> dict[str, type[Agent]]:
+    """``{name: class}`` of the agents :func:`make_agent` knows by name (built-in + registry)."""
+    names = {cls.name: cls for cls in _BUILTIN}
+    for row in (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS):
+        cls = _resolve_agent(row.agent)
+        names.setdefault(cls.name, cls)
+    return names
 
 
 def agent_class_for(env_id: str) -> type[Agent]:
-    """The agent class for an env id (by family; :class:`GenericAgent` if unknown)."""
-    return AGENTS.get(env_family(env_id), GenericAgent)
+    """The agent class the registry names for ``env_id`` (:class:`GenericAgent` if unknown)."""
+    row = _registry_row(env_id)
+    return _resolve_agent(row.agent) if row is not None else GenericAgent
 
 
 def make_agent(
@@ -223,41 +336,48 @@ def make_agent(
     agent: str | type[Agent] | Agent | None = None,
     **kwargs: Any,
 ) -> Agent:
-    """Build the agent for ``env_id``, or the one ``agent`` names.
+    """Build the agent for ``env_id`` (its registry row), or the one ``agent`` names.
 
     Args:
-        env_id: The env id; selects the family's agent when ``agent`` is ``None``.
+        env_id: The env id; its registry row names the agent class and its kwargs when
+            ``agent`` is ``None``. Ids outside the registry get :class:`GenericAgent`.
         agent: Override: an :class:`Agent` instance (returned as is), a subclass, a name
-            (``"generic"``, ``"frozenlake"``, ``"math"``, ``"code"``, ``"tool"``) or a
-            ``"module:Class"`` path (e.g. the agent a checkpoint was trained with).
-        **kwargs: Passed to the agent class (``system_prompt=``, ``think=``).
+            (:func:`agent_names`: ``"generic"``, ``"math"``, ``"code"``, ``"tool"``, ...) or a
+            ``"module:Class"`` path (e.g. the agent a checkpoint was trained with). The
+            row's ``agent_kwargs`` still apply when the override is the row's class or a
+            subclass of it.
+        **kwargs: Passed to the agent class (``system_prompt=``, ``think=``); they win over
+            the row's ``agent_kwargs``.
 
     Returns:
         A fresh agent (or the given instance).
     """
     if isinstance(agent, Agent):
         return agent
-    if isinstance(agent, str) and ":" in agent:
-        module, _, name = agent.partition(":")
-        try:
-            agent = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError) as e:
-            raise InvalidEnvConfig(f"Cannot import agent class {agent!r}: {e}") from e
-    if isinstance(agent, str):
-        if agent not in _BY_NAME:
+    row = _registry_row(env_id) if env_id else None
+    default = _resolve_agent(row.agent) if row is not None else GenericAgent
+    cls: type[Agent]
+    if agent is None:
+        cls = default
+    elif isinstance(agent, str) and ":" in agent:
+        cls = _resolve_agent(agent)
+    elif isinstance(agent, str):
+        names = agent_names()
+        if agent not in names:
             raise InvalidEnvConfig(
-                f"Unknown agent {agent!r}; known: {sorted(_BY_NAME)}."
-                + did_you_mean(agent, _BY_NAME)
+                f"Unknown agent {agent!r}; known: {sorted(names)}." + did_you_mean(agent, names)
             )
-        return _BY_NAME[agent](**kwargs)
-    if isinstance(agent, type) and issubclass(agent, Agent):
-        return agent(**kwargs)
-    if agent is not None:
+        cls = names[agent]
+    elif isinstance(agent, type) and issubclass(agent, Agent):
+        cls = agent
+    else:
         raise InvalidEnvConfig(
             f"Expects `agent` to be an Agent, an Agent subclass or a name, actual: {agent!r}."
         )
-    cls = agent_class_for(env_id) if env_id else GenericAgent
-    return cls(**kwargs)
+    row_kwargs = copy.deepcopy(row.agent_kwargs) if row is not None else {}
+    if not issubclass(cls, default):
+        row_kwargs = {}
+    return cls(**{**row_kwargs, **kwargs})
 
 
 def tool_schemas(info: Mapping[str, Any]) -> Sequence[Mapping[str, Any]] | None:

@@ -40,6 +40,8 @@ __version__ = "0.1.0"
 __all__ = [
     "EnvEntry",
     "ENVS",
+    "env_entry",
+    "resolve",
     "list_envs",
     "make",
     "make_vec",
@@ -59,10 +61,25 @@ __all__ = [
 class EnvEntry:
     """One row of the registry.
 
+    The row is the env's identity: besides how to build it, it names the family, the agent
+    that turns its observations into chat messages (:func:`rllm_agents.make_agent` reads it),
+    the scripted opponents of a competitive multi-agent env (the leaderboard reads them) and
+    the family's pure scorer. Paths are ``"module:name"`` strings resolved only when used
+    (:func:`resolve`), so ``import rllm_envs`` imports no agent, scorer or env module.
+
     Attributes:
         id: Namespaced, versioned id, e.g. ``"rllm/FrozenLake-v0"``.
         entry_point: Lazy ``"module:Class"`` path.
         description: One line for ``rllm-envs list`` and the README.
+        family: The task family (``"Code"`` for every code variant); rows of one family
+            share their agent and scorer.
+        agent: ``"module:Class"`` of the :class:`rllm_agents.Agent` for this env.
+        agent_kwargs: Constructor kwargs of the agent for this variant (e.g. the language).
+        scorer: ``"module:function"`` of the family's ``score(answer, task) -> float`` in
+            [0, 1], or ``None`` for a family scored only by playing it (FrozenLake, games).
+        opponents: Multi-agent only: ``{agent name: scripted policy kind}`` for the agents a
+            scripted player plays (``"heuristic"``, ``"oracle"``, ``"random"``); the other
+            agents are the evaluated policy's. Empty: the policy plays every agent.
         kwargs: Default constructor kwargs (variants are kwargs, not classes).
         nondeterministic: True for envs touching sandboxes, networks or clocks.
         extra: The pip extra the env needs, if any (tests skip it when missing).
@@ -71,9 +88,44 @@ class EnvEntry:
     id: str
     entry_point: str
     description: str
+    family: str
+    agent: str
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    scorer: str | None = None
+    opponents: dict[str, str] = field(default_factory=dict)
     kwargs: dict[str, Any] = field(default_factory=dict)
     nondeterministic: bool = False
     extra: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("entry_point", "agent", "scorer"):
+            value = getattr(self, name)
+            if value is not None and not _is_path(value):
+                raise InvalidEnvConfig(
+                    f"Expects `{name}` of `{self.id}` to be a 'module:name' path, actual: "
+                    f"{value!r}."
+                )
+
+
+def _is_path(value: object) -> bool:
+    module, sep, name = str(value).partition(":")
+    return bool(isinstance(value, str) and sep and module and name)
+
+
+def resolve(path: str) -> Any:
+    """Import the object a ``"module:name"`` path names (an agent class, a scorer, an env).
+
+    Raises:
+        InvalidEnvConfig: When the module or the name does not exist.
+    """
+    module, _, name = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise InvalidEnvConfig(f"Cannot import {path!r}: {e}") from e
+
+
+_AGENTS = "rllm_agents.agent"
 
 
 # =============================================================================================
@@ -86,6 +138,8 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.frozenlake.frozenlake_env:FrozenLakeEnv",
         description="Walk a frozen-lake grid to the goal, avoiding holes (multi-turn, "
         "Gymnasium's dynamics, random or fixed maps).",
+        family="FrozenLake",
+        agent=f"{_AGENTS}:FrozenLakeAgent",
     ),
     # ----------------------------------------------------------------------- Math
     EnvEntry(
@@ -93,6 +147,9 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.math.math_env:MathEnv",
         description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
         "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",
+        family="Math",
+        agent=f"{_AGENTS}:MathAgent",
+        scorer="rllm_envs.math.math_env:score",
     ),
     # ----------------------------------------------------------------------- Code
     EnvEntry(
@@ -100,6 +157,9 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.code.code_env:CodeEnv",
         description="Competitive programming: a Python program judged on hidden tests in a "
         "sandbox (LiveCodeBench rules; embedded problems, or LCB/TACO/CF/HumanEval/MBPP data).",
+        family="Code",
+        agent=f"{_AGENTS}:CodeAgent",
+        scorer="rllm_envs.code.judge:score",
         # Verdicts near a time limit depend on machine load (TLE vs AC).
         nondeterministic=True,
     ),
@@ -108,6 +168,9 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.code.code_env:CodeEnv",
         description="Competitive programming with retries: feedback on the first failing example "
         "test, up to 4 attempts.",
+        family="Code",
+        agent=f"{_AGENTS}:CodeAgent",
+        scorer="rllm_envs.code.judge:score",
         kwargs={"multi_turn": True, "max_turns": 4},
         nondeterministic=True,
     ),
@@ -116,6 +179,10 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.code.code_env:CodeEnv",
         description="Competitive programming in C++17: compiled with g++ and judged in the "
         "sandbox (stdin problems; needs `apt-get install g++`).",
+        family="Code",
+        agent=f"{_AGENTS}:CodeAgent",
+        agent_kwargs={"language": "cpp"},
+        scorer="rllm_envs.code.judge:score",
         kwargs={"language": "cpp"},
         nondeterministic=True,
     ),
@@ -125,6 +192,9 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.tooluse.tooluse_env:ToolUseEnv",
         description="Multi-turn function calling: catalogue look-ups, unit and date arithmetic, "
         "directory chains and exact math through tools (calculator, sandboxed Python).",
+        family="ToolUse",
+        agent=f"{_AGENTS}:ToolAgent",
+        scorer="rllm_envs.tooluse.tasks:score",
         # The Python tool runs model code in the sandbox, whose output can vary run to run.
         nondeterministic=True,
     ),
@@ -134,6 +204,9 @@ ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.search.search_env:SearchEnv",
         description="Multi-turn retrieval-augmented QA: search a BM25 index (in process, cached "
         "on disk) and answer; an invented knowledge base with single- and multi-hop questions.",
+        family="Search",
+        agent=f"{_AGENTS}:ToolAgent",
+        scorer="rllm_envs.search.scoring:score",
         extra="search",
     ),
 )
@@ -162,12 +235,18 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.multiagent.solver_judge:SolverJudgeEnv",
         description="Solver agents answer a math problem, a judge agent selects one answer; "
         "solvers scored on correctness, the judge on picking a correct one.",
+        family="SolverJudge",
+        agent="rllm_agents.multiagent:SolverJudgeAgent",
+        scorer="rllm_envs.math.math_env:score",
     ),
     EnvEntry(
         id="rllm/Debate-v0",
         entry_point="rllm_envs.multiagent.debate:DebateEnv",
         description="Debater agents answer a math problem, read each other's answers and "
         "revise over several rounds; scored on their final answers.",
+        family="Debate",
+        agent="rllm_agents.multiagent:DebateAgent",
+        scorer="rllm_envs.math.math_env:score",
     ),
     # ----------------------------------------------------------------------- Games
     EnvEntry(
@@ -175,6 +254,10 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         entry_point="rllm_envs.multiagent.tictactoe:TicTacToeEnv",
         description="Two agents play tic-tac-toe in text from seeded openings; win/draw/loss "
         "rewards, an illegal move ends the game with a penalty.",
+        family="TicTacToe",
+        agent="rllm_agents.multiagent:TicTacToeAgent",
+        # The evaluated policy plays player_0 against this scripted player.
+        opponents={"player_1": "heuristic"},
     ),
 )
 
@@ -184,10 +267,27 @@ def list_envs() -> dict[str, str]:
     return {entry.id: entry.description for entry in ENVS}
 
 
+def env_entry(env_id: str) -> EnvEntry:
+    """The registry row of a single- or multi-agent env id (``"rllm_envs:"`` prefix allowed).
+
+    Raises:
+        UnknownEnvironment: For an id in neither table (with the closest ids).
+    """
+    key = env_id.split(":", 1)[1] if env_id.startswith("rllm_envs:") else env_id
+    for row in (*ENVS, *MULTIAGENT_ENVS):
+        if row.id == key:
+            return row
+    known = {**list_envs(), **list_multiagent_envs()}
+    raise UnknownEnvironment(
+        f"No rllm-envs environment with id `{env_id}`; known ids: {sorted(known)}."
+        + did_you_mean(key, known)
+    )
+
+
 def _entry(env_id: str) -> EnvEntry:
-    for entry in ENVS:
-        if entry.id == env_id:
-            return entry
+    for row in ENVS:
+        if row.id == env_id:
+            return row
     raise UnknownEnvironment(
         f"No rllm-envs environment with id `{env_id}`; known ids: {sorted(list_envs())}."
         + did_you_mean(env_id, list_envs())

@@ -9,39 +9,29 @@ import pytest
 
 import rllm_envs
 from rllm_agents import (
-    AGENTS,
     Agent,
+    CodeAgent,
     FrozenLakeAgent,
+    FrozenLakeBoardAgent,
     GenericAgent,
     MathAgent,
     ToolAgent,
     agent_class_for,
-    env_family,
+    agent_names,
     make_agent,
     strip_think,
 )
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 
 
-@pytest.mark.parametrize(
-    ("env_id", "family"),
-    [
-        ("rllm/Math-v0", "Math"),
-        ("rllm/FrozenLake-v12", "FrozenLake"),
-        ("rllm_envs:rllm/Code-v0", "Code"),
-        ("CartPole-v1", "CartPole"),
-        ("Plain", "Plain"),
-    ],
-)
-def test_env_family(env_id, family):
-    assert env_family(env_id) == family
-
-
 def test_agent_selection_and_override():
     assert agent_class_for("rllm/FrozenLake-v0") is FrozenLakeAgent
     assert agent_class_for("rllm/Math-v0") is MathAgent
     assert agent_class_for("rllm/Search-v0") is ToolAgent
+    assert agent_class_for("rllm_envs:rllm/Code-v0") is CodeAgent
     assert agent_class_for("rllm/Unknown-v0") is GenericAgent
+    assert agent_class_for("CartPole-v1") is GenericAgent
+    assert isinstance(make_agent("rllm/FrozenLake-v0", "frozenlake-board"), FrozenLakeBoardAgent)
     assert isinstance(make_agent("rllm/Math-v0", "generic"), GenericAgent)
     assert isinstance(make_agent("rllm/Math-v0", ToolAgent), ToolAgent)
     mine = MathAgent(system_prompt=None)
@@ -70,7 +60,7 @@ def test_every_registered_env_gets_an_agent_that_builds_messages():
         if info.get("tools"):
             assert agent.tools == list(info["tools"])
         env.close()
-    assert set(AGENTS) >= {"FrozenLake", "Math", "Code", "ToolUse", "Search"}
+    assert set(agent_names()) >= {"frozenlake", "math", "code", "tool", "tictactoe"}
 
 
 def test_conversation_flow_and_think_handling():
@@ -87,15 +77,31 @@ def test_conversation_flow_and_think_handling():
     assert strip_think("plain") == "plain"
 
 
-def test_tool_agent_sends_tool_results_as_tool_messages():
+def test_tool_agent_follows_the_calls_the_env_read():
     tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
     agent = ToolAgent()
     agent.reset("task", {"tools": tools})
     assert agent.tools == tools
     agent.act('<tool_call>{"name": "f", "arguments": {}}</tool_call>')
-    assert agent.observe("result", 0.0, False, False, {})[0]["role"] == "tool"
-    agent.act("final answer")
-    assert agent.observe("not done", 0.0, False, False, {})[0]["role"] == "user"
+    read = {"tool_calls": [{"name": "f", "arguments": {}}]}
+    assert agent.observe("result", 0.0, False, False, read)[0]["role"] == "tool"
+    # The reply looks like a call, but the env read none (e.g. invalid JSON): a user turn.
+    agent.act("<tool_call>{oops</tool_call>")
+    assert agent.observe("error", 0.0, False, False, {"tool_calls": []})[0]["role"] == "user"
+    # No tag in the text, but the env read a call (bare JSON, <search>): a tool turn.
+    agent.act("<search>river of Kora</search>")
+    searched = {"tool_calls": [{"name": "search", "arguments": {"query": "river of Kora"}}]}
+    assert agent.observe("passages", 0.0, False, False, searched)[0]["role"] == "tool"
+
+
+def test_frozenlake_board_agent_is_reexported_for_old_configs():
+    from adapters.trainer.agents import FrozenLakeBoardAgent as Old
+
+    assert Old is FrozenLakeBoardAgent
+    agent = make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:FrozenLakeBoardAgent")
+    assert type(agent) is FrozenLakeBoardAgent
+    info = {"map": ["SF", "FG"], "position": [0, 1]}
+    assert agent.reset("long prose", info)[-1]["content"].splitlines()[1:] == ["SP", "FG"]
 
 
 def test_agents_pickle():

@@ -54,7 +54,7 @@ def test_agent_override_by_module_path():
 
     agent = make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:FrozenLakeBoardAgent")
     assert type(agent) is FrozenLakeBoardAgent
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import agent class"):
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import"):
         make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:Nope")
 
 

@@ -1,0 +1,111 @@
+"""Conformance: every registered id (single- and multi-agent) gets its family's agent and prompt.
+
+The agent is part of the env's registry row; these tests read the row, build the env, and check
+that :func:`rllm_agents.make_agent` gives the row's class and that the conversation opens with a
+system prompt that fits the task.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from rllm_agents import CodeAgent, GenericAgent, make_agent
+from rllm_envs.error import DependencyNotInstalled, RllmEnvsError
+
+ALL_ROWS = (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS)
+MULTI = {row.id for row in rllm_envs.MULTIAGENT_ENVS}
+
+
+def _first_observations(row: rllm_envs.EnvEntry) -> list[tuple[str, dict]]:
+    """``(observation, info)`` of every agent of the env's first task (one for single-agent)."""
+    try:
+        if row.id in MULTI:
+            env = rllm_envs.make_parallel(row.id)
+            observations, infos = env.reset(seed=0)
+            pairs = [(observations[a], infos[a]) for a in env.possible_agents]
+        else:
+            env = gym.make(row.id)
+            observation, info = env.reset(seed=0)
+            pairs = [(observation, info)]
+    except DependencyNotInstalled as e:
+        pytest.skip(f"{row.id} needs a missing dependency: {e}")
+    except RllmEnvsError as e:  # e.g. no g++ for rllm/CodeCpp-v0
+        if "g++" in str(e) or "install" in str(e):
+            pytest.skip(f"{row.id} needs a missing system dependency: {e}")
+        raise
+    env.close()
+    return pairs
+
+
+@pytest.mark.parametrize("row", ALL_ROWS, ids=[row.id for row in ALL_ROWS])
+def test_every_id_gets_its_family_agent_and_a_system_prompt(row):
+    cls = rllm_envs.resolve(row.agent)
+    agent = make_agent(row.id)
+    assert type(agent) is cls
+    # Every row of one family names the same agent.
+    assert {r.agent for r in ALL_ROWS if r.family == row.family} == {row.agent}
+    for observation, info in _first_observations(row):
+        messages = make_agent(row.id).reset(observation, info)
+        assert messages[0]["role"] == "system", f"{row.id} opens without a system prompt"
+        assert len(messages[0]["content"]) > 20
+        assert messages[-1] == {"role": "user", "content": observation}
+    if cls is GenericAgent:  # a family without its own class brings its prompt in the row
+        assert row.agent_kwargs.get("system_prompt")
+
+
+@pytest.mark.parametrize("row", ALL_ROWS, ids=[row.id for row in ALL_ROWS])
+def test_scorer_paths_resolve_to_functions(row):
+    if row.scorer is not None:
+        assert callable(rllm_envs.resolve(row.scorer))
+
+
+def test_a_row_must_name_paths():
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="module:name"):
+        rllm_envs.EnvEntry(
+            id="rllm/X-v0", entry_point="x:X", description="x", family="X", agent="NotAPath"
+        )
+
+
+def _code_prompt(env_id: str, kind: str) -> str:
+    env = gym.make(env_id)
+    try:
+        for index in range(len(env.unwrapped.tasks)):
+            observation, info = env.reset(seed=0, options={"index": index})
+            if info["kind"] == kind:
+                return make_agent(env_id).reset(observation, info)[0]["content"]
+    except RllmEnvsError as e:
+        if "g++" in str(e):
+            pytest.skip(str(e))
+        raise
+    finally:
+        env.close()
+    raise AssertionError(f"no {kind} task in {env_id}")
+
+
+def test_code_prompt_follows_the_task_kind_and_language():
+    stdin = _code_prompt("rllm/Code-v0", "stdin")
+    assert "standard input" in stdin and "Python" in stdin
+    functional = _code_prompt("rllm/Code-v0", "functional")
+    assert "returns the answer" in functional and "does not read input" in functional
+    assert "standard output" not in functional
+    assert "C++" in make_agent("rllm/CodeCpp-v0").system_prompt_for({"kind": "stdin"})
+    assert "```cpp" in make_agent("rllm/CodeCpp-v0").system_prompt_for({"kind": "stdin"})
+    # What the env reports wins over the variant's default.
+    assert "C++" in CodeAgent().system_prompt_for({"kind": "stdin", "language": "cpp"})
+    # A prompt the user gives is used as is.
+    assert make_agent("rllm/Code-v0", system_prompt="mine").reset("t", {"kind": "stdin"})[0] == {
+        "role": "system",
+        "content": "mine",
+    }
+
+
+def test_multiagent_prompts_follow_the_role():
+    pairs = _first_observations(rllm_envs.env_entry("rllm/SolverJudge-v0"))
+    prompts = {
+        info["role"]: make_agent("rllm/SolverJudge-v0").reset(o, info)[0]["content"]
+        for o, info in pairs
+    }
+    assert set(prompts) == {"solver", "judge"}
+    assert "judge" in prompts["judge"] and prompts["judge"] != prompts["solver"]
