@@ -65,7 +65,8 @@ class FrozenLakeEnv(TextEnv):
     Free text. The parser (:func:`rllm_envs.frozenlake.lake.parse_action`) accepts e.g.
     ``"Right"``, ``"right"``, ``"R"``, ``"→"``, ``"2"``, ``"<action>Right</action>"``,
     ``"\boxed{Right}"``, ``"Answer: Right"`` or a reasoning text whose last direction word is
-    the move. Text before the last ``</think>`` is ignored.
+    the move. Only the answer part is read (:mod:`rllm_envs.text`: text before the last
+    ``</think>`` is ignored; a reply cut inside an unclosed ``<think>`` has no move).
 
     ## Reward
     The weighted sum of components (``reward_weights``): ``success`` = 1 when the goal is

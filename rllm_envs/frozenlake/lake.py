@@ -7,7 +7,8 @@ Gymnasium's transition table ``P``.
 Action parsing rules (:func:`parse_action`), applied in order; the first that finds
 something decides:
 
-1. Only the text after the last ``</think>`` is read (reasoning is ignored).
+1. Only the answer part is read (:func:`rllm_envs.text.answer_text`: the text after the last
+   ``</think>``; a reply cut inside an unclosed ``<think>`` has none).
 2. The last ``<action>...</action>`` tag, else the last ``\boxed{...}``, else the last
    ``action:`` / ``answer:`` / ``move:`` label: its content must be one direction.
 3. The whole reply, stripped of spaces, quotes, ``*``, ``.`` and brackets, is one direction
@@ -24,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from rllm_envs.text import answer_text
 
 __all__ = [
     "ACTION_NAMES",
@@ -43,7 +46,6 @@ for _i, _name in enumerate(ACTION_NAMES):
     _TOKENS[str(_i)] = _i
 _TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3})
 
-_THINK_END = "</think>"
 _TAGGED = (
     re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL),
     re.compile(r"\\boxed\{([^{}]*)\}"),
@@ -64,8 +66,7 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     Returns:
         ``(action_id, None)`` on success, ``(None, reason)`` if no action could be read.
     """
-    if _THINK_END in text:
-        text = text.rsplit(_THINK_END, 1)[1]
+    text = answer_text(text)
     for pattern in _TAGGED:
         matches = pattern.findall(text)
         if matches:

@@ -15,6 +15,7 @@ import numpy as np
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.math import extract_answer, is_equivalent, procedural_tasks, score_response
 from rllm_envs.tasks import DatasetTasks, Task, TaskSource, load_records
+from rllm_envs.text import answer_text
 
 __all__ = [
     "ANSWER_FORMAT",
@@ -144,7 +145,6 @@ def clip_middle(text: str, limit: int) -> str:
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
-_THINK_END = re.compile(r"</think>", re.IGNORECASE)
 _CHOICE_CONTAINERS = (
     re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}"),
     re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL),
@@ -162,13 +162,13 @@ def parse_choice(text: str, n: int) -> tuple[int | None, str | None]:
 
     Accepted: ``\boxed{2}``, ``<answer>2</answer>``, ``Answer: 2`` / ``Selection: Solution 2``
     (the last such container wins and must hold the choice); otherwise the last
-    ``"Solution 2"`` / ``"#2"`` mention, else the last standalone number. Text before the last
-    ``</think>`` is ignored.
+    ``"Solution 2"`` / ``"#2"`` mention, else the last standalone number. Only the answer part
+    is read (:func:`rllm_envs.text.answer_text`).
 
     Returns:
         ``(choice, None)`` with ``1 <= choice <= n``, or ``(None, reason)``.
     """
-    body = _THINK_END.split(text)[-1]
+    body = answer_text(text)
     found: list[tuple[int, str]] = []
     for pattern in _CHOICE_CONTAINERS:
         found += [(m.start(), m.group(1)) for m in pattern.finditer(body)]

@@ -64,7 +64,8 @@ class TicTacToeEnv(MultiAgentTextEnv):
     (:func:`~rllm_envs.multiagent.tictactoe_rules.parse_move`) accepts a cell number ``"5"``,
     ``"<move>5</move>"``, ``"\boxed{5}"``, ``"Move: 5"``, a coordinate ``"b2"`` (column a-c,
     row 1-3), ``"row 2, column 2"``, ``"(2, 2)"`` or a reasoning text whose last cell reference
-    is the move; text before the last ``</think>`` is ignored.
+    is the move. Only the answer part is read (:mod:`rllm_envs.text`: text before the last
+    ``</think>`` is ignored; a reply cut inside an unclosed ``<think>`` has no move).
 
     ## Reward
     Per agent, the weighted sum of components (``reward_weights``), given at the step the game

@@ -19,6 +19,8 @@ from functools import cache
 
 import numpy as np
 
+from rllm_envs.text import answer_text
+
 __all__ = [
     "EMPTY",
     "EMPTY_BOARD",
@@ -178,7 +180,6 @@ def random_opening(rng: np.random.Generator, plies: int) -> str:
 
 # ------------------------------------------------------------------------------- parsing
 
-_THINK_END = re.compile(r"</think>", re.IGNORECASE)
 # Explicit answer containers; the last one wins, and its content must hold the move.
 _CONTAINERS = (
     re.compile(r"<move>(.*?)</move>", re.IGNORECASE | re.DOTALL),
@@ -218,14 +219,14 @@ def parse_move(text: str) -> tuple[int | None, str | None]:
     Accepted: a cell number ``"5"``; a coordinate ``"b2"`` (column letter a-c, row 1-3);
     ``"row 2, column 3"``; ``"(2, 3)"`` (row, column); any of these inside ``<move>...</move>``,
     ``<answer>...</answer>``, ``\boxed{...}`` or after ``Move:`` / ``Answer:``; or a reasoning
-    text whose last cell reference is the move. Text before the last ``</think>`` is ignored.
+    text whose last cell reference is the move. Only the answer part is read
+    (:func:`rllm_envs.text.answer_text`).
     When a container is present, the last one must hold the move.
 
     Returns:
         ``(cell, None)``, or ``(None, reason)`` when no move can be read.
     """
-    parts = _THINK_END.split(text)
-    body = parts[-1]
+    body = answer_text(text)
     containers: list[tuple[int, str]] = []
     for pattern in _CONTAINERS:
         containers += [(m.start(), m.group(1)) for m in pattern.finditer(body)]

@@ -16,8 +16,9 @@
 Inside a call, ``arguments`` may be an object or a JSON string holding one (the OpenAI wire
 format); ``parameters`` and ``args`` are read as aliases. Where strict JSON fails, a Python
 literal (single quotes, ``True``/``None``) is tried with :func:`ast.literal_eval`, which
-evaluates literals only -- never code -- and only on short inputs. Text before the last
-``</think>`` is reasoning and is ignored.
+evaluates literals only -- never code -- and only on short inputs. Only the answer part of a
+reply is read (:func:`rllm_envs.text.answer_text`): text before the last ``</think>`` is
+reasoning, and a reply cut inside an unclosed ``<think>`` calls nothing.
 
 Malformed input never raises: every block that cannot be read adds a model-readable sentence
 to :attr:`ParsedCalls.errors`. Work is bounded for adversarial input (a cap on the number of
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rllm_envs.text import answer_text
 from rllm_envs.tools.base import ToolCall
 
 __all__ = ["ParsedCalls", "parse_tool_calls", "MAX_CALLS", "strip_reasoning"]
@@ -71,10 +73,8 @@ class ParsedCalls:
         return bool(self.calls or self.errors)
 
 
-def strip_reasoning(text: str) -> str:
-    """Drop everything up to the last ``</think>`` (reasoning is not an action)."""
-    cut = text.rfind("</think>")
-    return text if cut < 0 else text[cut + len("</think>") :]
+#: The answer part of a reply (reasoning is not an action): :func:`rllm_envs.text.answer_text`.
+strip_reasoning = answer_text
 
 
 def _short(text: str) -> str:

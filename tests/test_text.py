@@ -1,0 +1,80 @@
+"""The one text rule for the answer part of a reply, and every parser that follows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_agents import GenericAgent
+from rllm_envs.frozenlake.lake import parse_action
+from rllm_envs.multiagent.mathtasks import parse_choice
+from rllm_envs.multiagent.tictactoe_rules import parse_move
+from rllm_envs.text import answer_text, is_placeholder, split_reply
+from rllm_envs.tools import parse_tool_calls
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer"),
+    [
+        ("plain", "plain"),
+        ("  spaced \n", "spaced"),
+        ("<think>a</think> b", "b"),
+        ("<think>a</think>b<think>c</think> d", "d"),
+        ("<THINK>a</Think> b", "b"),
+        ("reasoning without an opening tag</think> b", "b"),
+        ("<think>cut at the token limit", ""),
+        ("hidden answer <think>then cut", ""),
+        ("<think>a</think> b <think>cut again", ""),
+        ("", ""),
+    ],
+)
+def test_answer_part(reply, answer):
+    assert answer_text(reply) == answer
+    assert answer_text(answer_text(reply)) == answer_text(reply)  # idempotent
+
+
+def test_split_reply_says_whether_thinking_finished():
+    parts = split_reply("<think>x</think> y")
+    assert (parts.reasoning, parts.answer, parts.finished) == ("<think>x</think>", "y", True)
+    assert not split_reply("<think>x").finished
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "...", "…", " ? ", "<answer>", "[your answer]", '"your query"', "{answer}", "TODO"],
+)
+def test_placeholders(text):
+    assert is_placeholder(text)
+
+
+@pytest.mark.parametrize("text", ["Paris", "42", "2024-01-05", "no", "the Kora river"])
+def test_real_answers_are_not_placeholders(text):
+    assert not is_placeholder(text)
+
+
+def test_example_values_are_placeholders():
+    assert is_placeholder(" 12 * 7 ", examples=["12 * 7"])
+    assert not is_placeholder("12 * 8", examples=["12 * 7"])
+
+
+# Every parser reads the same answer part: (parse(reply) -> found anything?, a valid reply).
+PARSERS = {
+    "frozenlake": (lambda r: parse_action(r)[0] is not None, "<action>Left</action>"),
+    "tictactoe": (lambda r: parse_move(r)[0] is not None, "<move>5</move>"),
+    "choice": (lambda r: parse_choice(r, 3)[0] is not None, "\\boxed{2}"),
+    "tool_calls": (
+        lambda r: bool(parse_tool_calls(r).calls),
+        '<tool_call>{"name": "f", "arguments": {}}</tool_call>',
+    ),
+    "agent": (lambda r: bool(GenericAgent().act(r)), "anything"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_every_parser_follows_the_rule(name):
+    found, valid = PARSERS[name]
+    assert found(valid)
+    assert found(f"<think>plan</think>{valid}")
+    assert found(f"<THINK>plan</THINK>\n{valid}")
+    # Cut while thinking: no answer, even one written before the open block.
+    assert not found(f"{valid} <think>second thoughts, cut")
+    assert not found(f"<think>{valid} and more, cut")
