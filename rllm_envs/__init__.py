@@ -151,6 +151,21 @@ ENVS: tuple[EnvEntry, ...] = (
         agent=f"{_AGENTS}:MathAgent",
         scorer="rllm_envs.math.math_env:score",
     ),
+    EnvEntry(
+        id="rllm/Countdown-v0",
+        entry_point="rllm_envs.countdown.countdown_env:CountdownEnv",
+        description="Single-turn Countdown: combine the given numbers with + - * / into the "
+        "target, exact arithmetic, each number once (procedural with a difficulty knob, or "
+        "nums/target files such as Countdown-Tasks-3to4).",
+        family="Countdown",
+        agent=f"{_AGENTS}:GenericAgent",
+        agent_kwargs={
+            "system_prompt": "Combine the given numbers with + - * / and parentheses to reach "
+            "the target. Reason briefly, then give one arithmetic expression inside "
+            "<answer></answer>."
+        },
+        scorer="rllm_envs.countdown.rules:score",
+    ),
     # ----------------------------------------------------------------------- Code
     EnvEntry(
         id="rllm/Code-v0",

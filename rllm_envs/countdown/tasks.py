@@ -1,0 +1,259 @@
+"""Countdown tasks: a procedural generator with a guaranteed solution, and a dataset loader.
+
+A task record is ``{"id", "nums": list[int], "target": int}``, plus ``"solution"`` (a
+reference expression) and ``"difficulty"`` for procedural tasks.
+
+**Procedural tasks** (:func:`procedural_tasks`): task ``i`` is a pure function of
+``(seed, i, difficulty)`` (and of ``num_count``/``max_number`` when given). The numbers are
+drawn uniformly from ``1..max_number`` (repeats allowed), then combined, two at a time in a
+random order with random operators, into one value, keeping every intermediate a positive
+integer (``a - b`` only when ``a > b``, ``a / b`` only when ``b`` divides ``a`` and ``b > 1``).
+That value is the target, so every task is solvable using each number exactly once (hence
+also under the at-most-once rule), and the expression built is the reference ``solution``.
+Targets outside ``1..max_target``, or equal to one of the numbers, are redrawn.
+
+=============  =========  ============  ============
+difficulty     numbers    values        targets
+=============  =========  ============  ============
+1              3          1-10          1-50
+2              4          1-25          1-100
+3              4          1-100         1-200
+4              5          1-100         1-500
+5              6          1-100         1-1000
+=============  =========  ============  ============
+
+**Datasets** (:func:`load_countdown_tasks`): the common Countdown schema, as in
+``Jiayi-Pan/Countdown-Tasks-3to4`` (TinyZero): records with ``nums`` (a list of integers) and
+``target`` (an integer), in a local JSONL/JSON/Parquet file or ``"hf:<name>"``; other column
+names through ``field_map``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, load_records
+
+__all__ = [
+    "DIFFICULTY_PRESETS",
+    "MAX_TASK_NUMBERS",
+    "Preset",
+    "check_task_record",
+    "countdown_dataset_tasks",
+    "generate_task",
+    "load_countdown_tasks",
+    "procedural_tasks",
+]
+
+#: Most numbers a task may have (the solver and the prompt stay small).
+MAX_TASK_NUMBERS = 12
+#: Largest number or target a task may hold.
+MAX_TASK_VALUE = 10**9
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One difficulty level: how many numbers, how large, and the target range.
+
+    Attributes:
+        num_count: How many numbers a task gives.
+        max_number: Numbers are drawn from ``1..max_number``.
+        max_target: Targets lie in ``1..max_target``.
+    """
+
+    num_count: int
+    max_number: int
+    max_target: int
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.num_count <= MAX_TASK_NUMBERS:
+            raise InvalidEnvConfig(
+                f"Expects `num_count` in [2, {MAX_TASK_NUMBERS}], actual: {self.num_count!r}."
+            )
+        if not 2 <= self.max_number <= MAX_TASK_VALUE:
+            raise InvalidEnvConfig(
+                f"Expects `max_number` in [2, {MAX_TASK_VALUE}], actual: {self.max_number!r}."
+            )
+        if not 1 <= self.max_target <= MAX_TASK_VALUE:
+            raise InvalidEnvConfig(
+                f"Expects `max_target` in [1, {MAX_TASK_VALUE}], actual: {self.max_target!r}."
+            )
+
+
+DIFFICULTY_PRESETS: dict[int, Preset] = {
+    1: Preset(3, 10, 50),
+    2: Preset(4, 25, 100),
+    3: Preset(4, 100, 200),
+    4: Preset(5, 100, 500),
+    5: Preset(6, 100, 1000),
+}
+
+_ATTEMPTS_PER_DRAW = 20
+_DRAWS = 10
+
+
+def _wrap(expr: str) -> str:
+    return expr if expr.isdigit() else f"({expr})"
+
+
+def _build(rng: np.random.Generator, nums: list[int]) -> tuple[int, str]:
+    """Combine ``nums`` pairwise at random into one positive integer and its expression."""
+    pool = [(n, str(n)) for n in nums]
+    while len(pool) > 1:
+        i, j = (int(k) for k in rng.choice(len(pool), size=2, replace=False))
+        (a, ea), (b, eb) = pool[i], pool[j]
+        if a < b:
+            (a, ea), (b, eb) = (b, eb), (a, ea)
+        ops = ["+", "*"]
+        if a > b:
+            ops.append("-")
+        if b > 1 and a % b == 0:
+            ops.append("/")
+        op = ops[int(rng.integers(len(ops)))]
+        value = {"+": a + b, "*": a * b, "-": a - b, "/": a // b if b else 0}[op]
+        item = (value, f"{_wrap(ea)} {op} {_wrap(eb)}")
+        pool = [p for k, p in enumerate(pool) if k not in (i, j)] + [item]
+    return pool[0]
+
+
+def generate_task(rng: np.random.Generator, *, preset: Preset, difficulty: int | None) -> Task:
+    """One solvable task drawn with ``rng`` (see the module docstring for the rule)."""
+    for _ in range(_DRAWS):
+        nums = [int(n) for n in rng.integers(1, preset.max_number + 1, size=preset.num_count)]
+        for _ in range(_ATTEMPTS_PER_DRAW):
+            target, solution = _build(rng, nums)
+            if 1 <= target <= preset.max_target and target not in nums:
+                return {
+                    "nums": nums,
+                    "target": target,
+                    "solution": solution,
+                    "difficulty": difficulty,
+                }
+    # Unlucky (or a tiny target range): the sum of two or more positive numbers exceeds each
+    # of them, so it is a valid, non-trivial target even if it is above `max_target`.
+    return {
+        "nums": nums,
+        "target": sum(nums),
+        "solution": " + ".join(str(n) for n in nums),
+        "difficulty": difficulty,
+    }
+
+
+def resolve_preset(
+    difficulty: int, num_count: int | None = None, max_number: int | None = None
+) -> Preset:
+    """The preset of ``difficulty`` with ``num_count``/``max_number`` overrides applied."""
+    if difficulty not in DIFFICULTY_PRESETS or isinstance(difficulty, bool):
+        raise InvalidEnvConfig(
+            f"Expects `difficulty` in {sorted(DIFFICULTY_PRESETS)}, actual: {difficulty!r}."
+        )
+    base = DIFFICULTY_PRESETS[difficulty]
+    for name, value in (("num_count", num_count), ("max_number", max_number)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise InvalidEnvConfig(f"Expects `{name}` to be an int or None, actual: {value!r}.")
+    return Preset(
+        num_count=base.num_count if num_count is None else num_count,
+        max_number=base.max_number if max_number is None else max_number,
+        max_target=base.max_target,
+    )
+
+
+def procedural_tasks(
+    *,
+    seed: int = 0,
+    difficulty: int = 1,
+    num_count: int | None = None,
+    max_number: int | None = None,
+) -> ProceduralTasks:
+    """The procedural Countdown source: task ``i`` is a pure function of its arguments and ``i``.
+
+    Args:
+        seed: Seed of the task universe.
+        difficulty: A level of :data:`DIFFICULTY_PRESETS` (1-5).
+        num_count: Override of the preset's number count.
+        max_number: Override of the preset's largest number.
+    """
+    preset = resolve_preset(difficulty, num_count, max_number)
+    name = f"countdown-d{difficulty}"
+    if num_count is not None or max_number is not None:
+        name += f"-n{preset.num_count}-m{preset.max_number}"
+    generate = partial(generate_task, preset=preset, difficulty=difficulty)
+    return ProceduralTasks(generate, name=name, seed=seed)
+
+
+def _as_int(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{what} {value!r} is a boolean, not an integer")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise ValueError(f"{what} {value!r} is not an integer")
+
+
+def check_task_record(task: Task) -> Task:
+    """Validate and normalise a record's ``nums`` and ``target`` (raises :class:`ValueError`).
+
+    Numbers and the target must be integers in ``0..10**9`` (floats like ``24.0`` and digit
+    strings are accepted), with 1 to :data:`MAX_TASK_NUMBERS` numbers.
+    """
+    nums = task.get("nums")
+    if isinstance(nums, np.ndarray):
+        nums = nums.tolist()
+    if not isinstance(nums, (list, tuple)) or not 1 <= len(nums) <= MAX_TASK_NUMBERS:
+        raise ValueError(
+            f"`nums` must be a list of 1 to {MAX_TASK_NUMBERS} integers, actual: {nums!r}"
+        )
+    values = [_as_int(n, "number") for n in nums]
+    target = _as_int(task.get("target"), "target")
+    for v in [*values, target]:
+        if not 0 <= v <= MAX_TASK_VALUE:
+            raise ValueError(f"numbers and target must lie in [0, {MAX_TASK_VALUE}], actual: {v}")
+    task["nums"] = values
+    task["target"] = target
+    return task
+
+
+def countdown_dataset_tasks(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    name: str = "countdown",
+    field_map: Mapping[str, str] | None = None,
+) -> DatasetTasks:
+    """Countdown tasks from records in the ``nums``/``target`` schema (see module docstring)."""
+    return DatasetTasks(
+        records,
+        name=name,
+        required=("nums", "target"),
+        field_map=field_map,
+        transform=check_task_record,
+    )
+
+
+def load_countdown_tasks(
+    dataset: str | Path,
+    *,
+    field_map: Mapping[str, str] | None = None,
+    split: str | None = None,
+) -> DatasetTasks:
+    """Read a Countdown dataset: a local ``.jsonl``/``.json``/``.parquet`` file or ``hf:<name>``.
+
+    Args:
+        dataset: The file, or ``"hf:Jiayi-Pan/Countdown-Tasks-3to4"`` when online.
+        field_map: ``{"nums": column, "target": column}`` for other column names.
+        split: Split of an ``hf:`` dataset (``"train"`` for Countdown-Tasks-3to4).
+
+    Raises:
+        InvalidDataset: If the file is missing or a record is not a valid task.
+    """
+    records = load_records(dataset, split=split)
+    return countdown_dataset_tasks(records, name=Path(str(dataset)).stem, field_map=field_map)
