@@ -110,6 +110,8 @@ PLACEHOLDER_WORDS = frozenset(
     }
 )
 _BRACKETS = ("<>", "[]", "{}", "()")
+# `<name>`, `<your answer>`, `<tool_name>`: a slot to fill, never a value.
+_SLOT = re.compile(r"<\s*[a-z][a-z _-]*\s*>")
 
 
 def _normal(text: str) -> str:
@@ -120,10 +122,10 @@ def _normal(text: str) -> str:
 def is_placeholder(answer: object, examples: Iterable[str] = ()) -> bool:
     """Whether ``answer`` is an unfilled template or a value copied from a prompt's example.
 
-    A placeholder is: empty or only punctuation (``"..."``, ``"?"``); one of
-    :data:`PLACEHOLDER_WORDS` (``"your answer"``), also inside brackets or quotes
-    (``"<answer>"``, ``"[your query]"``); or equal (case- and space-insensitively) to one of
-    ``examples``, the example values the prompt itself showed.
+    A placeholder is: empty or only punctuation (``"..."``, ``"?"``); a slot in angle brackets
+    (``"<name>"``, ``"<your answer>"``); one of :data:`PLACEHOLDER_WORDS` (``"your answer"``),
+    also inside brackets or quotes (``"[your query]"``); or equal (case- and
+    space-insensitively) to one of ``examples``, the example values the prompt itself showed.
 
     Args:
         answer: The submitted text (non-strings are read with ``str``).
@@ -146,6 +148,8 @@ def is_placeholder(answer: object, examples: Iterable[str] = ()) -> bool:
     if not any(ch.isalnum() for ch in text):
         return True
     core = text.strip(" \"'`*_.:")
+    if _SLOT.fullmatch(core):
+        return True
     while len(core) >= 2 and core[0] + core[-1] in _BRACKETS:
         core = core[1:-1].strip(" \"'`*_.:")
     if core in PLACEHOLDER_WORDS or not any(ch.isalnum() for ch in core):

@@ -40,13 +40,38 @@ def test_split_reply_says_whether_thinking_finished():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "...", "…", " ? ", "<answer>", "[your answer]", '"your query"', "{answer}", "TODO"],
+    [
+        "",
+        "...",
+        "…",
+        " ? ",
+        "<answer>",
+        "<name>",
+        "< tool_name >",
+        "[your answer]",
+        '"your query"',
+        "{answer}",
+        "TODO",
+    ],
 )
 def test_placeholders(text):
     assert is_placeholder(text)
 
 
-@pytest.mark.parametrize("text", ["Paris", "42", "2024-01-05", "no", "the Kora river"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Paris",
+        "42",
+        "2024-01-05",
+        "no",
+        "the Kora river",
+        "{1, 2}",
+        "[3, 4]",
+        "(1, 2)",
+        "x < y > z",
+    ],
+)
 def test_real_answers_are_not_placeholders(text):
     assert not is_placeholder(text)
 

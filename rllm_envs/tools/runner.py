@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rllm_envs.text import is_placeholder
 from rllm_envs.tools.base import ToolCall, ToolRegistry, ToolResult
 from rllm_envs.tools.parser import parse_tool_calls, strip_reasoning
 
-__all__ = ["TurnReport", "run_turn", "call_format_help", "ANSWER_TAG_RE"]
+__all__ = ["TurnReport", "run_turn", "call_format_help", "placeholder_arguments", "ANSWER_TAG_RE"]
 
 #: ``<answer>...</answer>``: a final answer written without a tool call (the last one counts).
 ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
@@ -51,6 +53,12 @@ class TurnReport:
         if result.error in ("unknown_tool", "invalid_arguments"):
             self.invalid_calls += 1
             self.problems.append(result.output.removeprefix("Error: "))
+
+    def refuse(self, message: str) -> None:
+        """Record an unusable part of the reply (shown to the model, counted as invalid)."""
+        self.errors.append(message)
+        self.problems.append(message)
+        self.invalid_calls += 1
 
     def invalid_reason(self) -> str | None:
         """The problems joined into one line (``None`` when every part was usable)."""
@@ -91,17 +99,38 @@ def _jsonable(value: Any) -> Any:
         return str(value)[:200]
 
 
-def run_turn(registry: ToolRegistry, reply: str, *, max_calls: int = 8) -> TurnReport:
+def placeholder_arguments(arguments: Any, examples: Sequence[str] = ()) -> bool:
+    """Whether a call passes a placeholder: a string argument that is not a real value.
+
+    Placeholders are judged by :func:`rllm_envs.text.is_placeholder` (``""``, ``"..."``,
+    ``"<query>"``, a value the prompt showed as an example).
+    """
+    if not isinstance(arguments, Mapping):
+        return False
+    return any(
+        isinstance(value, str) and is_placeholder(value, examples) for value in arguments.values()
+    )
+
+
+def run_turn(
+    registry: ToolRegistry, reply: str, *, max_calls: int = 8, examples: Sequence[str] = ()
+) -> TurnReport:
     """Parse ``reply`` and execute its calls with ``registry``.
 
     The final answer comes from a call of a tool with ``is_final=True`` (its ``answer``
     argument) or, when the reply holds no such call, from the last ``<answer>...</answer>``.
     Calls after the first ``max_calls`` are not run (and are reported).
 
+    Nothing is earned by copying the instructions: a call with a placeholder or example
+    argument (:func:`placeholder_arguments`) is not run, and a final answer that is a
+    placeholder or an example value is not taken; both count as invalid calls, with a
+    sentence saying why.
+
     Args:
         registry: The environment's tools.
         reply: The model output.
         max_calls: Most calls executed in one turn.
+        examples: The example values the env's prompt showed (argument values and answers).
 
     Returns:
         The report of the turn.
@@ -116,16 +145,23 @@ def run_turn(registry: ToolRegistry, reply: str, *, max_calls: int = 8) -> TurnR
         if tool is not None and tool.is_final:
             problem = registry.check(call)
             if problem is not None:
-                message = problem.output.removeprefix("Error: ")
-                report.errors.append(message)
-                report.problems.append(message)
-                report.invalid_calls += 1
+                report.refuse(problem.output.removeprefix("Error: "))
+                continue
+            answer = str(call.arguments["answer"])
+            if is_placeholder(answer, examples):
+                report.refuse(_placeholder_answer(answer))
                 continue
             if report.final_answer is None:
-                report.final_answer = str(call.arguments["answer"])
+                report.final_answer = answer
             continue
         if report.final_answer is not None:
             continue  # calls after the answer do not run: the episode is over
+        if tool is not None and placeholder_arguments(call.arguments, examples):
+            report.refuse(
+                f"the call of `{call.name[:64]}` passes a placeholder or an example value "
+                f"({_short_json(call.arguments)}); it was not run: pass real values"
+            )
+            continue
         if len(report.executed) >= max_calls:
             report.errors.append(
                 f"only {max_calls} tool calls run per turn; `{call.name[:64]}` was skipped"
@@ -135,9 +171,26 @@ def run_turn(registry: ToolRegistry, reply: str, *, max_calls: int = 8) -> TurnR
     if report.final_answer is None:
         tags = ANSWER_TAG_RE.findall(text)
         if tags:
-            report.final_answer = tags[-1].strip()
+            answer = tags[-1].strip()
             report.format = report.format or "answer_tag"
+            if is_placeholder(answer, examples):
+                report.refuse(_placeholder_answer(answer))
+            else:
+                report.final_answer = answer
     return report
+
+
+def _placeholder_answer(answer: str) -> str:
+    shown = answer if len(answer) <= 40 else answer[:37] + "..."
+    return (
+        f"the answer {shown!r} is a placeholder or an example from the instructions, not an "
+        "answer; it was not taken: submit your actual answer"
+    )
+
+
+def _short_json(value: Any) -> str:
+    text = json.dumps(_jsonable(value), ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def call_format_help(example: ToolCall) -> str:

@@ -130,8 +130,8 @@ def _lookup(rng: np.random.Generator, difficulty: int) -> Task:
     return {
         "question": (
             f"A customer orders {order}. Using the product catalogue (tool `get_product`), what "
-            "is the total price of the order in US dollars? Answer with the number only, e.g. "
-            "12.50."
+            "is the total price of the order in US dollars? Answer with the number only (no "
+            "currency sign)."
         ),
         "answer": _decimal(total),  # graded as a number: 12.5 and 12.50 both count
         "answer_type": "math",
@@ -142,7 +142,7 @@ def _lookup(rng: np.random.Generator, difficulty: int) -> Task:
                 "description": "Look up a product of the catalogue by its exact name; returns "
                 "its price in US dollars, stock and SKU as JSON.",
                 "key": "name",
-                "key_description": "The product name, e.g. 'Zorbi Lamp'.",
+                "key_description": "The product's exact name, as the task writes it.",
                 "rows": rows,
             }
         ],
@@ -229,7 +229,7 @@ def _dates(rng: np.random.Generator, difficulty: int) -> Task:
         return {
             "question": f"{event.capitalize()} starts on {start.isoformat()} and lasts {days} "
             "days. On which day of the week does it end (the start date plus the number of "
-            "days)? Answer with the weekday name, e.g. Monday.",
+            "days)? Answer with the English name of the weekday.",
             "answer": end.strftime("%A"),
             "answer_type": "text",
             "tools": ["date_add", "days_between", "weekday"],

@@ -23,7 +23,7 @@ from rllm_envs.tools import (
     python_tool,
     table_tool,
 )
-from rllm_envs.tools.runner import call_format_help, run_turn
+from rllm_envs.tools.runner import run_turn
 from rllm_envs.tooluse.tasks import (
     DEFAULT_FAMILIES,
     FAMILIES,
@@ -32,7 +32,12 @@ from rllm_envs.tooluse.tasks import (
     score_answer,
 )
 
-__all__ = ["ToolUseEnv", "BUILTIN_TOOLS"]
+__all__ = ["ToolUseEnv", "BUILTIN_TOOLS", "EXAMPLE_EXPRESSION", "EXAMPLE_ANSWER"]
+
+#: The calculator call the prompt shows as an example: part of no task's solution.
+EXAMPLE_EXPRESSION = "12 * (3 + 4)"
+#: The answer placeholder the prompt shows (it is refused if submitted).
+EXAMPLE_ANSWER = "<your answer>"
 
 #: Built-in tools a task may name in its ``tools`` field.
 BUILTIN_TOOLS: dict[str, Tool] = {
@@ -86,15 +91,22 @@ class ToolUseEnv(TextEnv):
     Free text with tool calls, parsed by :func:`rllm_envs.tools.parse_tool_calls`: Hermes/Qwen
     ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (several per reply),
     a bare JSON call, or OpenAI-style ``tool_calls``. The final answer is a ``final_answer``
-    call or ``<answer>...</answer>``. Text before the last ``</think>`` is ignored.
+    call or ``<answer>...</answer>``. Only the answer part of the reply is read
+    (:mod:`rllm_envs.text`: text before the last ``</think>`` is ignored; a reply cut inside
+    an unclosed ``<think>`` has no call). Copying the instructions earns nothing: a final
+    answer that is a placeholder (``"..."``, ``"<your answer>"``) or the prompt's example is
+    refused, and a call with a placeholder or example argument (``{"expression": "12 * (3 +
+    4)"}``, ``{"name": ""}``) is not run; both count as ``invalid_call`` and the episode goes
+    on.
 
     ## Reward
     The weighted sum of components (``reward_weights``): ``correct`` = 1 when the final answer
     is right (weight 1.0; the math grader for numbers and expressions, the same date for dates,
     case- and punctuation-insensitive equality for names); ``invalid_call`` = the number of
-    unusable calls in the reply (parse errors, unknown tools, bad arguments), or 1 for a reply
-    with no call and no answer (weight 0.0, log only; pass ``reward_weights={"invalid_call":
-    -0.05}`` for a small penalty).
+    unusable parts of the reply (parse errors, unknown tools, bad arguments, placeholder or
+    example arguments, a placeholder answer), or 1 for a reply with no call and no answer
+    (weight 0.0, log only; pass ``reward_weights={"invalid_call": -0.05}`` for a small
+    penalty). Its best value, 0, needs a reply whose every call is real.
 
     ## Episode End
     Terminates on a final answer (right or wrong). Truncates after ``max_turns`` replies.
@@ -239,8 +251,6 @@ class ToolUseEnv(TextEnv):
         self._schemas = self.registry.schemas()
         self._progress = 0
         self._answer = None
-        plan = task.get("plan") or [[{"name": "final_answer", "arguments": {"answer": "..."}}]]
-        example = ToolCall(plan[0][0]["name"], plan[0][0]["arguments"])
         observation = "\n".join(
             [
                 "Solve the task below by calling tools.",
@@ -250,7 +260,7 @@ class ToolUseEnv(TextEnv):
                 "Tools:",
                 self.registry.describe(),
                 "",
-                call_format_help(example),
+                self._format_help(),
                 f"You have {self.max_turns} replies.",
             ]
         )
@@ -258,7 +268,9 @@ class ToolUseEnv(TextEnv):
 
     def _act(self, action: str) -> Transition:
         assert self.task is not None
-        report = run_turn(self.registry, action, max_calls=self.max_calls_per_turn)
+        report = run_turn(
+            self.registry, action, max_calls=self.max_calls_per_turn, examples=self._examples
+        )
         info = {**self._extra_info(self.task), **report.info(), "answer": report.final_answer}
         self._advance_plan(report.calls)
         if report.final_answer is not None:
@@ -307,6 +319,31 @@ class ToolUseEnv(TextEnv):
         return self.last_observation
 
     # ---------------------------------------------------------------------- internals
+
+    _examples: ClassVar[tuple[str, ...]] = (EXAMPLE_EXPRESSION, EXAMPLE_ANSWER)
+
+    def _example_call(self) -> ToolCall:
+        """A call that shows the format and is part of no solution (never the task's plan)."""
+        if "calculator" in self.registry:
+            return ToolCall("calculator", {"expression": EXAMPLE_EXPRESSION})
+        tool = next((t for t in self.registry if not t.is_final), None)
+        if tool is None:
+            return ToolCall("final_answer", {"answer": EXAMPLE_ANSWER})
+        required = tool.parameters.get("required") or list(tool.parameters.get("properties", {}))
+        return ToolCall(tool.name, {name: f"<{name}>" for name in required})
+
+    def _format_help(self) -> str:
+        """The call-format paragraph of the first observation, with neutral examples."""
+        final = ToolCall("final_answer", {"answer": EXAMPLE_ANSWER})
+        return (
+            "To call a tool, write a block like\n"
+            f"{self._example_call().to_text()}\n"
+            "(a JSON object with the tool's name and its arguments; this example only shows "
+            "the form). You may make several calls in one reply; each result comes back in the "
+            "next message. When you know the answer, call final_answer with it, e.g. "
+            f"{final.to_text()}, or write <answer>your answer</answer>. Placeholders and "
+            "copies of these examples are not accepted."
+        )
 
     def _advance_plan(self, calls: list[ToolCall]) -> None:
         """Move the oracle to the next plan turn once the current one has been made."""

@@ -246,3 +246,87 @@ def test_program_family_oracle_runs_python_in_the_sandbox():
 def test_default_families_leave_out_program():
     env = ToolUseEnv()
     assert "program" not in env.families
+
+
+# --------------------------------------------------------------------------- ungameable
+# Each reward component must stay below its best value unless the reply does what the
+# component names: `correct` needs the right answer, `invalid_call` (a penalty, best 0)
+# needs every call to be a real one.
+
+EXAMPLE_CALL = _call("calculator", expression="12 * (3 + 4)")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _call("final_answer", answer="..."),
+        _call("final_answer", answer="<your answer>"),
+        _call("final_answer", answer=""),
+        "<answer>...</answer>",
+        "<answer></answer>",
+        "<answer>your answer</answer>",
+    ],
+    ids=["dots", "example", "empty", "tag-dots", "tag-empty", "tag-words"],
+)
+def test_parroted_placeholder_answers_are_refused(reply):
+    env = ToolUseEnv(families=["lookup"])
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert not terminated and not truncated and reward == 0.0
+    assert info["answer"] is None and info["invalid_action"]
+    assert info["reward_components"] == {"correct": 0.0, "invalid_call": 1.0}
+    assert "placeholder" in obs
+    # The episode goes on: the real answer is still taken.
+    *_, info = env.step(_call("final_answer", answer=env.task["answer"]))
+    assert info["is_correct"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        EXAMPLE_CALL,
+        "<tool_call></tool_call>",
+        "<tool_call>{}</tool_call>",
+        "<tool_call>",
+        _call("calculator", expression=""),
+        _call("calculator", expression="..."),
+        '<tool_call>{"name": "get_product", "arguments": {"name": "<name>"}}</tool_call>',
+    ],
+    ids=["example-call", "empty-tag", "empty-object", "open-tag", "empty-arg", "dots-arg",
+         "placeholder-arg"],
+)  # fmt: skip
+def test_empty_and_example_calls_are_invalid_and_not_run(reply):
+    env = ToolUseEnv(families=["lookup"])
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(reply)
+    assert not terminated and reward == 0.0
+    assert info["tool_results"] == []
+    assert info["reward_components"]["invalid_call"] >= 1.0 and info["invalid_action"]
+
+
+def test_a_format_only_reply_copied_from_the_prompt_earns_nothing():
+    env = ToolUseEnv(families=["lookup"], python=False)
+    obs, _ = env.reset(seed=0)
+    help_text = obs[obs.index("To call a tool") :]
+    _, reward, terminated, _, info = env.step(help_text)
+    assert not terminated and reward == 0.0
+    assert info["reward_components"]["invalid_call"] >= 1.0
+    assert info["tool_results"] == []
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "program"])
+def test_prompt_examples_are_neutral(family):
+    env = ToolUseEnv(families=[family])
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        first = env.task["plan"][0][0]
+        assert json.dumps({"name": first["name"], "arguments": first["arguments"]}) not in obs
+        assert json.dumps({"answer": env.task["answer"]}) not in obs
+
+
+def test_math_records_do_not_leak_their_answer_into_the_prompt(tmp_path):
+    path = tmp_path / "math.jsonl"
+    path.write_text(json.dumps({"question": "What is 17 * 23?", "answer": "391"}))
+    env = ToolUseEnv(dataset=str(path))
+    obs, _ = env.reset(seed=0)
+    assert "391" not in obs
