@@ -24,13 +24,13 @@ from rllm_envs.search.kb import DIFFICULTY_HOPS, build_kb, kb_passages, make_que
 from rllm_envs.search.retrieval import BACKENDS, BM25Retriever
 from rllm_envs.search.scoring import exact_match, f1_score
 from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, load_records
+from rllm_envs.text import answer_text, is_placeholder
 from rllm_envs.tools import (
     FINAL_ANSWER,
     SearchFunction,
     ToolCall,
     ToolRegistry,
     search_tool,
-    strip_reasoning,
 )
 from rllm_envs.tools.runner import run_turn
 
@@ -38,6 +38,8 @@ __all__ = ["SearchEnv", "kb_question"]
 
 _SEARCH_RE = re.compile(r"<search>(.*?)</search>", re.DOTALL | re.IGNORECASE)
 _QUESTION_FIELDS = ("question", "answers")
+#: Example values of the prompt (placeholders already, refused as queries and answers).
+_EXAMPLES = ("your query", "the answer", "a name", "a year", "a name, a year, ...")
 
 
 def kb_question(rng: np.random.Generator, *, kb_seed: int, kb_size: int, difficulty: int) -> Task:
@@ -69,14 +71,21 @@ class SearchEnv(TextEnv):
     ``max_searches_per_turn``); ``<answer>text</answer>`` answers and ends the episode. The
     function-calling form also works: ``<tool_call>{"name": "search", "arguments": {"query":
     ...}}</tool_call>`` and ``final_answer`` (any form read by
-    :func:`rllm_envs.tools.parse_tool_calls`). Text before the last ``</think>`` is ignored.
+    :func:`rllm_envs.tools.parse_tool_calls`). Only the answer part of the reply is read
+    (:mod:`rllm_envs.text`: text before the last ``</think>`` is ignored; a reply cut inside
+    an unclosed ``<think>`` does nothing). Copying the instructions does nothing either: an
+    answer that is a placeholder (``"..."``, ``"the answer"``, ``""``) is refused, and a
+    search for a placeholder (``"your query"``, ``""``) is not run; both are invalid actions
+    and the episode goes on.
 
     ## Reward
     The weighted sum of components (``reward_weights``): ``em`` = exact match of the answer
     with any accepted answer after SQuAD normalisation (lower case, no punctuation or
     articles; weight 1.0); ``f1`` = the best token F1 (weight 0.0, log only);
-    ``invalid_action`` = 1 for a reply with no usable search or answer (or an unusable call)
-    (weight 0.0, log only; pass ``reward_weights={"invalid_action": -0.05}`` for a penalty).
+    ``invalid_action`` = 1 for a reply with no usable search or answer, or with an unusable
+    call, a placeholder search or a placeholder answer (weight 0.0, log only; pass
+    ``reward_weights={"invalid_action": -0.05}`` for a penalty). Its best value, 0, needs a
+    reply whose every search and answer is real.
 
     ## Episode End
     Terminates on an answer (right or wrong). Truncates after ``max_turns`` replies.
@@ -238,14 +247,22 @@ class SearchEnv(TextEnv):
     def _act(self, action: str) -> Transition:
         assert self.task is not None
         self._search.retrieved = []
-        report = run_turn(self.registry, action, max_calls=self.max_searches_per_turn)
+        report = run_turn(
+            self.registry, action, max_calls=self.max_searches_per_turn, examples=_EXAMPLES
+        )
         queries = [
             str(call.arguments.get("query", ""))
             for call, result in zip(report.executed, report.results, strict=True)
             if call.name == "search" and result.ok
         ]
         if report.final_answer is None:
-            for query in _SEARCH_RE.findall(strip_reasoning(action)):
+            for query in _SEARCH_RE.findall(answer_text(action)):
+                if is_placeholder(query, _EXAMPLES):
+                    report.refuse(
+                        f"<search>{query.strip()[:40]}</search> is a placeholder, not a query; "
+                        "it was not run: search for the names and facts you need"
+                    )
+                    continue
                 call = ToolCall("search", {"query": query.strip()})
                 if len(report.executed) >= self.max_searches_per_turn:
                     report.errors.append(

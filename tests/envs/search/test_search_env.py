@@ -86,7 +86,7 @@ def test_several_searches_per_reply_are_capped():
     "reply, fragment",
     [
         ("I think it is Paris.", "no <search> query and no <answer>"),
-        ("<search></search>", "at least 1 characters"),
+        ("<search></search>", "placeholder"),
         ('<tool_call>{"name": "browse", "arguments": {}}</tool_call>', "unknown tool"),
         ("<tool_call>{oops</tool_call>", "not valid JSON"),
     ],
@@ -215,3 +215,73 @@ def test_index_is_written_to_the_cache_dir(tmp_path):
     env.reset(seed=0)
     assert env.retriever.index_path is not None
     assert str(env.retriever.index_path).startswith(str(tmp_path / "idx"))
+
+
+# --------------------------------------------------------------------------- ungameable
+# `em` and `f1` need the answer's words; `invalid_action` (a penalty, best 0) needs every
+# search and answer to be real. Copying the instructions must not reach a component's best.
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '<tool_call>{"name": "final_answer", "arguments": {"answer": "..."}}</tool_call>',
+        '<tool_call>{"name": "final_answer", "arguments": {"answer": ""}}</tool_call>',
+        "<answer>...</answer>",
+        "<answer></answer>",
+        "<answer>the answer</answer>",
+        "<answer>a name, a year, ...</answer>",
+    ],
+    ids=["call-dots", "call-empty", "tag-dots", "tag-empty", "tag-words", "tag-example"],
+)
+def test_parroted_placeholder_answers_are_refused(reply):
+    env = SearchEnv()
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert not terminated and not truncated and reward == 0.0
+    assert info["answer"] is None
+    assert info["reward_components"] == {"em": 0.0, "f1": 0.0, "invalid_action": 1.0}
+    assert "placeholder" in obs
+    _, reward, terminated, _, _ = env.step(f"<answer>{env.task['answers'][0]}</answer>")
+    assert terminated and reward == 1.0  # the real answer is still taken
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<search>your query</search>",
+        "<search>...</search>",
+        "<search>  </search>",
+        '<tool_call>{"name": "search", "arguments": {"query": "..."}}</tool_call>',
+        '<tool_call>{"name": "search", "arguments": {"query": ""}}</tool_call>',
+        '<tool_call>{"name": "search", "arguments": {}}</tool_call>',
+        "<tool_call></tool_call>",
+    ],
+    ids=["tag-example", "tag-dots", "tag-blank", "call-dots", "call-empty", "call-no-args",
+         "empty-tag"],
+)  # fmt: skip
+def test_empty_and_placeholder_searches_are_invalid_and_not_run(reply):
+    env = SearchEnv()
+    env.reset(seed=0)
+    obs, _, terminated, _, info = env.step(reply)
+    assert not terminated and info["queries"] == [] and info["retrieved"] == []
+    assert "<information>" not in obs
+    assert info["reward_components"]["invalid_action"] == 1.0
+
+
+def test_a_format_only_reply_copied_from_the_prompt_earns_nothing():
+    env = SearchEnv()
+    obs, _ = env.reset(seed=0)
+    instructions = obs[: obs.index("Question:")]
+    _, reward, terminated, _, info = env.step(instructions)
+    assert not terminated and reward == 0.0 and info["queries"] == []
+    assert info["reward_components"]["invalid_action"] == 1.0
+
+
+def test_a_real_search_next_to_a_placeholder_one_still_runs_but_is_flagged():
+    env = SearchEnv(difficulty=1)
+    env.reset(seed=1)
+    hop = env.task["hops"][0]
+    _, _, _, _, info = env.step(f"<search>{hop}</search><search>your query</search>")
+    assert info["queries"] == [hop]
+    assert info["reward_components"]["invalid_action"] == 1.0
