@@ -1,15 +1,20 @@
 """Sandbox backends: how a command is wrapped so that it runs isolated.
 
-Each backend turns the interpreter command line into a wrapped one. Resource limits are set
-by the bootstrap inside the sandbox (so they bind the program, not the wrapper), and the
-wall clock is enforced from the parent (:mod:`rllm_envs.sandbox.runner`).
+Each backend turns the interpreter command line into a wrapped one (:meth:`Backend.launch`).
+Resource limits are set by the bootstrap inside the sandbox (so they bind the program, not
+the wrapper), a control group per sandbox bounds memory and processes where the machine
+offers one (:mod:`rllm_envs.sandbox.cgroup`), and the wall clock is enforced from the
+parent (:mod:`rllm_envs.sandbox.runner`).
 
 * :class:`Firejail` -- the default where usable: new network namespace with no interfaces,
-  PID/IPC namespaces, a user namespace (``--noroot``), seccomp, no capabilities, the whole
-  filesystem read-only and every top-level directory except the system ones
-  (``/usr``, ``/etc``, ...) hidden.
+  PID/IPC namespaces, seccomp (firejail's default list plus :data:`seccomp.DENIED_SYSCALLS`),
+  sockets limited to unix/inet/netlink (no vsock), no capabilities, the system directories
+  (``/usr``, ``/etc``, ...) bound read-only and every other top-level directory hidden. Not
+  ``--read-only=/``: it bind-mounts ``/`` over itself, and ``/..`` at the process root
+  leads to the writable lower copy with none of the blacklists.
 * :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only, fresh
-  ``/proc`` and ``/dev`` (read-only), and every namespace unshared.
+  ``/proc`` and ``/dev`` (read-only), every namespace unshared, and the seccomp filter of
+  :mod:`rllm_envs.sandbox.seccomp` (bwrap itself installs none).
 * :class:`Plain` -- a plain subprocess with the same limits and user but **no isolation**;
   only used when asked for by name, and it warns.
 
@@ -27,9 +32,11 @@ import subprocess
 import threading
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
+from rllm_envs.sandbox import seccomp
 
 __all__ = [
     "Backend",
@@ -121,8 +128,20 @@ class Backend(ABC):
     stop_from_inside: ClassVar[bool] = False
 
     @abstractmethod
+    def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
+        """The command line that runs ``argv`` inside this sandbox, and the descriptors it needs.
+
+        ``keep_fds`` are descriptors the program inside must get (the report channel).
+        Returns ``(command, launch_fds)``: pass ``keep_fds`` and ``launch_fds`` to the
+        wrapper (``pass_fds``) and close ``launch_fds`` once it started.
+        """
+
     def command(self, argv: list[str]) -> list[str]:
-        """Return the command line that runs ``argv`` inside this sandbox."""
+        """The command line alone (for wrappers that need no descriptors; see :meth:`launch`)."""
+        cmd, fds = self.launch(argv)
+        for fd in fds:
+            os.close(fd)
+        return cmd
 
     def missing(self) -> str | None:
         """Why this backend cannot be used (binary missing), or ``None``; no process started."""
@@ -150,11 +169,21 @@ class Firejail(Backend):
         """Why firejail cannot be used, or ``None``."""
         return None if shutil.which("firejail") else "`firejail` is not installed"
 
-    def command(self, argv: list[str]) -> list[str]:
+    def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Wrap ``argv`` in firejail (no ``--timeout``: it adds ~2 s per run)."""
-        hidden = [f"--blacklist=/{d}" for d in _listdir("/") if d not in _SYSTEM_DIRS]
+        top = _listdir("/")
+        hidden = [f"--blacklist=/{d}" for d in top if d not in _SYSTEM_DIRS]
         # /run itself must stay (firejail keeps its state in /run/firejail); hide the rest.
         hidden += [f"--blacklist=/run/{d}" for d in _listdir("/run") if d != "firejail"]
+        # Each visible system directory read-only on its own (never `/` itself, see above).
+        read_only = [
+            f"--read-only=/{d}"
+            for d in top
+            if d in _SYSTEM_DIRS
+            and d not in ("dev", "proc", "sys", "run")
+            and os.path.isdir("/" + d)
+            and not os.path.islink("/" + d)
+        ]
         return [
             shutil.which("firejail") or "firejail",
             "--quiet",
@@ -162,21 +191,23 @@ class Firejail(Backend):
             "--net=none",
             "--ipc-namespace",
             "--private-dev",
-            "--read-only=/",
+            *read_only,
             *hidden,
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
             "--nonewprivs",
             "--caps.drop=all",
-            "--seccomp",
+            "--seccomp=" + ",".join(seccomp.DENIED_SYSCALLS),
+            "--protocol=unix,inet,inet6,netlink",
             "--nogroups",
+            *(f"--keep-fd={fd}" for fd in keep_fds),
             # Report the program's own exit status. Not --deterministic-shutdown (it adds
             # ~100 ms per run): the bootstrap kills what the program left in the namespace.
             "--deterministic-exit-code",
             # No "--" before the program: firejail would then run it through the user's
             # login shell (nologin for the sandbox user).
             *argv,
-        ]
+        ], []
 
 
 class Bubblewrap(Backend):
@@ -194,8 +225,12 @@ class Bubblewrap(Backend):
         """Why bubblewrap cannot be used, or ``None``."""
         return None if shutil.which("bwrap") else "`bwrap` (bubblewrap) is not installed"
 
-    def command(self, argv: list[str]) -> list[str]:
-        """Wrap ``argv`` in bwrap."""
+    def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
+        """Wrap ``argv`` in bwrap, with the seccomp filter on a pipe (bwrap reads it once).
+
+        bwrap passes ``keep_fds`` on to the program; its own init (pid 1 inside) closes
+        every descriptor above 2, so it holds no channel a program could copy.
+        """
         binds = ["--ro-bind", "/usr", "/usr"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = "/" + name
@@ -205,6 +240,17 @@ class Bubblewrap(Backend):
                 binds += ["--ro-bind", path, path]
         if os.path.isdir("/etc"):
             binds += ["--ro-bind", "/etc", "/etc"]
+        filtering: list[str] = []
+        launch_fds: list[int] = []
+        if seccomp.supported():
+            read, write = os.pipe()
+            try:
+                os.write(write, seccomp.filter_program())  # ~0.5 KB: fits the pipe buffer
+            finally:
+                os.close(write)
+            filtering, launch_fds = ["--seccomp", str(read)], [read]
+        else:
+            _warn_no_seccomp()
         return [
             shutil.which("bwrap") or "bwrap",
             "--unshare-all",
@@ -228,9 +274,10 @@ class Bubblewrap(Backend):
             *_setenv_args(),
             "--remount-ro",
             "/",
+            *filtering,
             "--",
             *argv,
-        ]
+        ], launch_fds
 
 
 class Plain(Backend):
@@ -247,7 +294,7 @@ class Plain(Backend):
     private_process_count = False
     pid_namespace = False
 
-    def command(self, argv: list[str]) -> list[str]:
+    def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Return ``argv`` unchanged (and warn)."""
         warnings.warn(
             "rllm_envs.sandbox: the 'plain' backend runs code WITHOUT isolation (network and "
@@ -255,7 +302,7 @@ class Plain(Backend):
             PlainBackendWarning,
             stacklevel=4,
         )
-        return list(argv)
+        return list(argv), []
 
 
 #: Backends by name, in auto-selection order (plain is never auto-selected).
@@ -271,6 +318,22 @@ CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "H
 
 _probe_lock = threading.Lock()
 _probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}
+
+
+_seccomp_warned = False
+
+
+def _warn_no_seccomp() -> None:
+    global _seccomp_warned
+    if not _seccomp_warned:
+        _seccomp_warned = True
+        warnings.warn(
+            f"rllm_envs.sandbox: no seccomp syscall table for this architecture; bubblewrap "
+            f"runs programs without a syscall filter ({seccomp.DENIED_SYSCALLS[:3]}... are "
+            "reachable). Use firejail here.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
 
 def _setenv_args() -> list[str]:
@@ -299,9 +362,11 @@ def _probe(backend: Backend) -> str | None:
     with _probe_lock:
         if key in _probe_cache:
             return _probe_cache[key]
+        command, fds = backend.launch([PYTHON, "-I", "-c", "pass"])
         try:
             done = subprocess.run(
-                backend.command([PYTHON, "-I", "-c", "pass"]),
+                command,
+                pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 cwd="/",
@@ -320,6 +385,9 @@ def _probe(backend: Backend) -> str | None:
             )
         except (OSError, subprocess.SubprocessError) as e:
             result = f"a test run failed: {type(e).__name__}: {e}"
+        finally:
+            for fd in fds:
+                os.close(fd)
         _probe_cache[key] = result
         return result
 

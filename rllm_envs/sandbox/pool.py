@@ -24,12 +24,20 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox.backends import Backend, select_backend
 from rllm_envs.sandbox.result import Limits, RunResult
-from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
+from rllm_envs.sandbox.runner import (
+    Sandbox,
+    attach_group,
+    communicate,
+    program_header,
+    spawn,
+    spawn_failure,
+)
 
 __all__ = ["SandboxPool"]
 
@@ -50,8 +58,10 @@ class SandboxPool:
         backend: As for :func:`rllm_envs.sandbox.run`.
         limits: Limits of every run. The wall clock and output caps may be changed per run;
             the CPU limit may be lowered per run; the rest is set when a sandbox starts.
-        program: Code every sandbox loads at start (then each run only sends its input);
-            ``None`` to send the code with each run.
+        program: Trusted code every sandbox loads at start and runs in its bootstrap, with
+            the report channel (then each run only sends its input; see
+            :func:`~rllm_envs.sandbox.runner.program_header`); ``None`` to send untrusted
+            code with each run.
 
     Raises:
         SandboxUnavailable: If no sandbox can run here.
@@ -72,8 +82,8 @@ class SandboxPool:
         self.backend = select_backend(backend)
         self.limits = limits if limits is not None else Limits()
         self.program = program
-        self._preload = program_header(program) if program is not None else b""
-        self._idle: deque[subprocess.Popen[bytes]] = deque()
+        self._preload = program_header(program, trusted=True) if program is not None else b""
+        self._idle: deque[Sandbox] = deque()
         self._closed = False
         self._pid = os.getpid()
         self._cond = threading.Condition()
@@ -90,6 +100,8 @@ class SandboxPool:
         stdin: str | bytes = "",
         time_limit: float | None = None,
         max_output_bytes: int | None = None,
+        channel_bytes: int = 1 << 12,
+        on_channel: Callable[[bytes], bool] | None = None,
     ) -> RunResult:
         """Run one program in a started sandbox (or a new one if none is ready).
 
@@ -98,10 +110,33 @@ class SandboxPool:
             stdin: The program's standard input.
             time_limit: Wall-clock seconds, from this call (default ``limits.time_limit``).
             max_output_bytes: Captured standard output (default ``limits.max_output_bytes``).
+            channel_bytes: As for :func:`~rllm_envs.sandbox.runner.communicate`.
+            on_channel: As for :func:`~rllm_envs.sandbox.runner.communicate`.
 
         Returns:
-            A :class:`RunResult`, as :func:`rllm_envs.sandbox.run` returns.
+            A :class:`RunResult`, as :func:`rllm_envs.sandbox.run` returns (see
+            :meth:`run_with_channel` for what the report channel carried).
         """
+        return self.run_with_channel(
+            code,
+            stdin=stdin,
+            time_limit=time_limit,
+            max_output_bytes=max_output_bytes,
+            channel_bytes=channel_bytes,
+            on_channel=on_channel,
+        )[0]
+
+    def run_with_channel(
+        self,
+        code: str | None = None,
+        *,
+        stdin: str | bytes = "",
+        time_limit: float | None = None,
+        max_output_bytes: int | None = None,
+        channel_bytes: int = 1 << 12,
+        on_channel: Callable[[bytes], bool] | None = None,
+    ) -> tuple[RunResult, bytes]:
+        """:meth:`run`, also returning what the report channel carried."""
         if (code is None) != (self.program is not None):
             raise InvalidEnvConfig(
                 "Pass `code` to SandboxPool.run unless the pool was made with `program` "
@@ -116,13 +151,21 @@ class SandboxPool:
         if code is not None:
             data = program_header(code, limits.cpu_seconds) + data
         start = time.monotonic()
-        proc = self._take()
-        if proc is None:
+        sandbox = self._take()
+        if sandbox is None:
             try:
-                proc = self._start()
+                sandbox = self._start()
             except OSError as e:
-                return spawn_failure(self.backend, e, start)
-        return communicate(self.backend, proc, data, limits, start)
+                return spawn_failure(self.backend, e, start), b""
+        return communicate(
+            sandbox,
+            data,
+            limits,
+            start,
+            forked=self.program is None,
+            channel_bytes=channel_bytes,
+            on_channel=on_channel,
+        )
 
     @property
     def closed(self) -> bool:
@@ -145,8 +188,8 @@ class SandboxPool:
                     return False
                 self._cond.wait(left)
             idle = list(self._idle)
-        for proc in idle:
-            if not _started(proc, max(deadline - time.monotonic(), 0.0)):
+        for sandbox in idle:
+            if not _started(sandbox, max(deadline - time.monotonic(), 0.0)):
                 return False
         return len(idle) >= self.size
 
@@ -172,33 +215,36 @@ class SandboxPool:
 
     # ------------------------------------------------------------------ internals
 
-    def _start(self) -> subprocess.Popen[bytes]:
-        proc = spawn(self.backend, self.limits)
+    def _start(self) -> Sandbox:
+        sandbox = spawn(self.backend, self.limits)
         if self._preload:
+            proc = sandbox.proc
             assert proc.stdin is not None
+            if sandbox.group is not None:  # into its group before the program arrives
+                attach_group(sandbox, time.monotonic() + 30.0)
             try:
                 proc.stdin.write(self._preload)  # the bootstrap reads it at once
                 proc.stdin.flush()
             except OSError:
                 pass  # it died: communicate() reports SANDBOX_ERROR
-        return proc
+        return sandbox
 
-    def _take(self) -> subprocess.Popen[bytes] | None:
+    def _take(self) -> Sandbox | None:
         with self._cond:
             if self._closed:
                 raise InvalidEnvConfig("This SandboxPool is closed.")
             for candidate in list(self._idle):
-                if candidate.poll() is not None:  # died while waiting (killed from outside)
+                if candidate.proc.poll() is not None:  # died while waiting (killed outside)
                     self._idle.remove(candidate)
                     _stop([candidate])
             # A started one if there is one, else the oldest (the closest to started).
-            proc = next((p for p in self._idle if _started(p, 0.0)), None)
-            if proc is None and self._idle:
-                proc = self._idle[0]
-            if proc is not None:
-                self._idle.remove(proc)
+            sandbox = next((p for p in self._idle if _started(p, 0.0)), None)
+            if sandbox is None and self._idle:
+                sandbox = self._idle[0]
+            if sandbox is not None:
+                self._idle.remove(sandbox)
             self._cond.notify_all()  # the filler starts a replacement
-            return proc
+            return sandbox
 
     def _fill(self) -> None:
         while True:
@@ -208,57 +254,63 @@ class SandboxPool:
                 if self._closed:
                     return
             try:
-                proc = self._start()
+                sandbox = self._start()
             except OSError:
                 time.sleep(1.0)  # cannot start one now; runs start their own meanwhile
                 continue
             with self._cond:
                 if self._closed:
-                    _stop([proc])
+                    _stop([sandbox])
                     return
-                self._idle.append(proc)
+                self._idle.append(sandbox)
                 self._cond.notify_all()
 
     def _forget(self) -> None:
         """In a forked child: drop the parent's sandboxes (close only this copy of the pipes)."""
-        for proc in self._idle:
+        for sandbox in self._idle:
+            proc = sandbox.proc
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 try:
                     if stream is not None:
                         stream.close()
                 except OSError:
                     pass
+            os.close(sandbox.channel)
         self._idle = deque()
         self._closed = True
         self._cond = threading.Condition()  # its lock may have been held at the fork
 
 
-def _started(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def _started(sandbox: Sandbox, timeout: float) -> bool:
     """Whether the bootstrap has set its limits and said so on stderr (within ``timeout``).
 
-    The marker is left in the pipe, for :func:`~rllm_envs.sandbox.runner.communicate`.
+    The marker is left in the pipe, for :func:`~rllm_envs.sandbox.runner.communicate` (or
+    was read when the sandbox was moved into its control group).
     """
-    assert proc.stderr is not None
-    return bool(select.select([proc.stderr], [], [], timeout)[0])
+    if sandbox.attached:
+        return True
+    assert sandbox.proc.stderr is not None
+    return bool(select.select([sandbox.proc.stderr], [], [], timeout)[0])
 
 
 #: How long an idle sandbox may take to exit by itself once its input is closed.
 _EXIT_GRACE = 2.0
 
 
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+def _stop(sandboxes: list[Sandbox]) -> None:
     """End idle sandboxes; kill the process group of any that does not exit by itself.
 
     Closing its input lets the program exit (and firejail clean up after itself).
     """
-    for proc in procs:
+    for sandbox in sandboxes:
         try:
-            if proc.stdin is not None:
-                proc.stdin.close()
+            if sandbox.proc.stdin is not None:
+                sandbox.proc.stdin.close()
         except OSError:
             pass
     deadline = time.monotonic() + _EXIT_GRACE
-    for proc in procs:
+    for sandbox in sandboxes:
+        proc = sandbox.proc
         try:
             proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
@@ -271,6 +323,7 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+        sandbox.close()
 
 
 def _close_all() -> None:

@@ -1,31 +1,45 @@
 """Run a program inside a sandbox: limits, wall clock, output caps, cleanup.
 
 The code never touches the disk: the bootstrap (run by the system interpreter inside the
-sandbox) reads a length-prefixed copy of the code from standard input, sets the resource
-limits on itself, writes a start marker to standard error and executes the code; the rest
-of standard input is the program's. The parent enforces the wall clock by killing the
-whole process group, and always kills the group when the program ends, so nothing is left
-running.
+sandbox) sets the resource limits on itself, makes itself non-dumpable (no process of the
+same user may read its memory or descriptors), writes a start marker to standard error and
+reads a length-prefixed copy of the code from standard input; the rest of standard input
+is the program's. It then
+
+* forks the program (``run``) and waits for it: what the host reports -- exit code,
+  signal, peak memory -- is the kernel's account of the program's end, written by the
+  bootstrap on a *report channel* (a pipe the program does not hold), never what the
+  program printed or chose as its exit status; or
+* executes a trusted program in itself (``exec``: the judge's harness), which gets the
+  report channel to write on.
+
+The parent enforces the wall clock, moves the sandbox into a control group of its own
+before the program arrives (:mod:`rllm_envs.sandbox.cgroup`: memory of all its processes
+and in-memory files together, a process count of its own), and at the end kills the whole
+process group and every process left in the control group, so nothing is left running.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import select
 import selectors
 import signal
 import subprocess
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
+from rllm_envs.sandbox import cgroup
 from rllm_envs.sandbox.backends import CLEAN_ENV, PYTHON, Backend, sandbox_identity, select_backend
 from rllm_envs.sandbox.result import Limits, RunResult, Status
 
-__all__ = ["run", "LANGUAGES"]
+__all__ = ["run", "LANGUAGES", "Sandbox", "spawn", "communicate", "attach_group"]
 
 #: Languages :func:`run` accepts.
 LANGUAGES = ("python", "cpp")
@@ -37,10 +51,16 @@ _CHUNK = 1 << 16
 # After the program exits, how long to wait for the pipes to close (a process outside the
 # group may still hold them; only possible with the plain backend).
 _DRAIN_GRACE = 0.5
+# Standard error past this many times its cap (and past 16 MiB) is a flood: the run is
+# stopped as OUTPUT_LIMIT (reading it costs the host CPU for as long as the program runs).
+_STDERR_FLOOD_FACTOR = 64
+_STDERR_FLOOD_MIN = 16 << 20
+# The bootstrap's report of how the program ended: wait status, peak RSS (KiB), CPU s.
+_STATUS_RECORD = re.compile(rb"\A(-?\d{1,10}) (\d{1,12}) (\d{1,7}\.\d{3})\n\Z")
 
-# The bootstrap. argv: address space, CPU seconds, processes, open files, file size, and
+# The bootstrap. argv: address space, CPU seconds, processes, open files, file size,
 # whether to kill every process it can signal at the end (only inside a PID namespace,
-# where that is exactly what the program left behind).
+# where that is exactly what the program left behind), and the report channel's fd.
 _BOOT = r"""
 import os, sys, resource as R
 def _limit(kind, soft, hard):
@@ -49,13 +69,27 @@ def _limit(kind, soft, hard):
         soft, hard = min(soft, cur), min(hard, cur)
     R.setrlimit(kind, (soft, hard))
 _a = [int(x) for x in sys.argv[1:6]]
-_reap = sys.argv[6:7] == ["1"]
+_reap = sys.argv[6] == "1"
+_ch = int(sys.argv[7])
 _limit(R.RLIMIT_CORE, 0, 0)
 _limit(R.RLIMIT_AS, _a[0], _a[0])
 _limit(R.RLIMIT_CPU, _a[1], _a[1] + 1)
 _limit(R.RLIMIT_NPROC, _a[2], _a[2])
 _limit(R.RLIMIT_NOFILE, _a[3], _a[3])
 _limit(R.RLIMIT_FSIZE, _a[4], _a[4])
+try:  # non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}
+    import _ctypes
+    class _I(_ctypes._SimpleCData):
+        _type_ = "i"
+    class _F(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = _I
+    class _L:
+        _handle = _ctypes.dlopen(None)
+    _F(("prctl", _L()))(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    del _I, _F, _L
+except Exception:
+    os._exit(121)  # never run a program next to a dumpable reporter
 os.write(2, b"\x1e")
 _h = b""
 while not _h.endswith(b"\n"):
@@ -63,19 +97,36 @@ while not _h.endswith(b"\n"):
     if not _c:
         break
     _h += _c
-_f = (_h or b"0").split()
+_f = (_h or b"0 fork -").split()
 _n, _b = int(_f[0]), bytearray()
-if len(_f) > 1:  # a CPU limit for this program (a sandbox started ahead, see pool.py)
-    _limit(R.RLIMIT_CPU, int(_f[1]), int(_f[1]) + 1)
+if _f[2] != b"-":  # a CPU limit for this program (a sandbox started ahead, see pool.py)
+    _limit(R.RLIMIT_CPU, int(_f[2]), int(_f[2]) + 1)
 while len(_b) < _n:
     _c = os.read(0, _n - len(_b))
     if not _c:
         break
     _b += _c
 _src = bytes(_b).decode("utf-8", "replace")
-sys.argv = ["main.py"]
 _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
-del _a, _h, _f, _n, _b, _c, _limit
+if _f[1] == b"exec":  # trusted code (the judge's harness): runs here, holds the channel
+    _g["__rllm_channel__"] = _ch
+    del _a, _h, _f, _n, _b, _c, _limit
+    exec(compile(_src, "harness.py", "exec"), _g)
+    sys.exit(0)
+_pid = os.fork()
+if _pid:
+    os.close(0)
+    _, _st, _ru = os.wait4(_pid, 0)
+    if _reap:
+        try:
+            os.kill(-1, 9)
+        except OSError:
+            pass
+    os.write(_ch, b"%d %d %.3f\n" % (_st, _ru.ru_maxrss, _ru.ru_utime + _ru.ru_stime))
+    os._exit(0)
+os.close(_ch)
+sys.argv = ["main.py"]
+del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap
 try:
     exec(compile(_src, "main.py", "exec"), _g)
 except SystemExit:
@@ -88,13 +139,33 @@ except BaseException as _e:
     except BaseException:
         pass
     sys.exit(1)
-finally:
-    if _reap:
-        try:
-            os.kill(-1, 9)
-        except OSError:
-            pass
 """
+
+
+@dataclass
+class Sandbox:
+    """A started sandbox (see :func:`spawn`): the wrapper, its report channel, its group."""
+
+    proc: subprocess.Popen[bytes]
+    backend: Backend
+    #: The host's read end of the report channel.
+    channel: int
+    #: The sandbox's control group, or ``None`` where there is none.
+    group: cgroup.SandboxCgroup | None
+    #: Moved into its group (see :func:`attach_group`).
+    attached: bool = False
+    #: What :func:`attach_group` read of standard error (the start marker).
+    stderr_head: bytes = b""
+
+    def close(self) -> None:
+        """Kill everything of the sandbox and release its resources (idempotent)."""
+        _kill_group(self.proc.pid)
+        if self.group is not None:
+            self.group.close()
+            self.group = None
+        if self.channel >= 0:
+            os.close(self.channel)
+            self.channel = -1
 
 
 def run(
@@ -150,10 +221,10 @@ def run(
     data = stdin.encode("utf-8", "surrogatepass") if isinstance(stdin, str) else bytes(stdin)
     start = time.monotonic()
     try:
-        proc = spawn(chosen, limits)
+        sandbox = spawn(chosen, limits)
     except OSError as e:
         return spawn_failure(chosen, e, start)
-    return communicate(chosen, proc, program_header(code) + data, limits, start)
+    return communicate(sandbox, program_header(code) + data, limits, start)[0]
 
 
 def check_language(language: str) -> None:
@@ -194,17 +265,29 @@ def cpp_driver(code: str) -> str:
     )
 
 
-def program_header(code: str, cpu_seconds: int | None = None) -> bytes:
+def program_header(code: str, cpu_seconds: int | None = None, *, trusted: bool = False) -> bytes:
     """What the bootstrap reads before the program's own input: the code, length-prefixed.
 
     ``cpu_seconds`` lowers the CPU limit set at start (for a sandbox started ahead of time).
+    ``trusted`` code (the judge's harness, never model-written) runs in the bootstrap itself
+    and gets the report channel (``__rllm_channel__``); other code runs in a forked child
+    that does not.
     """
     source = code.encode("utf-8", "surrogatepass")
-    cpu = b"" if cpu_seconds is None else b" %d" % cpu_seconds
-    return b"%d%s\n" % (len(source), cpu) + source
+    cpu = b"-" if cpu_seconds is None else b"%d" % cpu_seconds
+    mode = b"exec" if trusted else b"fork"
+    return b"%d %s %s\n" % (len(source), mode, cpu) + source
 
 
-def spawn(backend: Backend, limits: Limits) -> subprocess.Popen[bytes]:
+#: With control groups, ``RLIMIT_NPROC`` (per user, shared by concurrent runs) is set this
+#: high: the sandbox's own ``pids.max`` is the limit.
+_NPROC_WITH_CGROUP = 1 << 16
+#: Without them, the count includes the wrappers (~3 per run) and every concurrent run of
+#: the user, so one run's limit is scaled by this.
+SHARED_PROCESS_FACTOR = 8
+
+
+def spawn(backend: Backend, limits: Limits) -> Sandbox:
     """Start a sandbox whose bootstrap sets ``limits`` and then waits for its program.
 
     The program (see :func:`program_header`) and its input are sent by :func:`communicate`,
@@ -214,6 +297,14 @@ def spawn(backend: Backend, limits: Limits) -> subprocess.Popen[bytes]:
     Raises:
         OSError: If the wrapper cannot be started.
     """
+    group = cgroup.create(limits.memory_mb, limits.max_processes)
+    if group is not None:
+        nproc = _NPROC_WITH_CGROUP
+    elif backend.private_process_count:
+        nproc = limits.max_processes
+    else:
+        nproc = limits.max_processes * SHARED_PROCESS_FACTOR
+    read, write = os.pipe()
     argv = [
         PYTHON,
         "-I",
@@ -222,26 +313,41 @@ def spawn(backend: Backend, limits: Limits) -> subprocess.Popen[bytes]:
         _BOOT,
         str(limits.memory_mb << 20),
         str(limits.cpu_seconds),
-        str(_process_limit(backend, limits)),
+        str(nproc),
         str(limits.max_open_files),
         str(limits.max_file_size_mb << 20),
         "1" if backend.pid_namespace else "0",
+        str(write),
     ]
     identity = sandbox_identity()
-    return subprocess.Popen(
-        backend.command(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd="/",
-        env=dict(CLEAN_ENV),
-        start_new_session=True,  # own process group: the whole group is killed at the end
-        close_fds=True,
-        umask=0o077,
-        user=identity[0] if identity else None,
-        group=identity[1] if identity else None,
-        extra_groups=[] if identity else None,
-    )
+    launch_fds: list[int] = []
+    try:
+        command, launch_fds = backend.launch(argv, keep_fds=(write,))
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(write, *launch_fds),
+            cwd="/",
+            env=dict(CLEAN_ENV),
+            start_new_session=True,  # own process group: the whole group is killed at the end
+            close_fds=True,
+            umask=0o077,
+            user=identity[0] if identity else None,
+            group=identity[1] if identity else None,
+            extra_groups=[] if identity else None,
+        )
+    except BaseException:
+        os.close(read)
+        if group is not None:
+            group.close()
+        raise
+    finally:
+        os.close(write)
+        for fd in launch_fds:
+            os.close(fd)
+    return Sandbox(proc=proc, backend=backend, channel=read, group=group)
 
 
 def spawn_failure(backend: Backend, error: OSError, start: float) -> RunResult:
@@ -257,26 +363,77 @@ def spawn_failure(backend: Backend, error: OSError, start: float) -> RunResult:
     )
 
 
+def attach_group(sandbox: Sandbox, deadline: float) -> None:
+    """Wait for the bootstrap's start marker, then move the sandbox into its group.
+
+    Before the marker the wrappers may still be forking; after it, and before the program
+    is sent, nothing but the bootstrap runs, so every later process starts in the group.
+    What was read of standard error (the marker) is kept for :func:`communicate`.
+    """
+    sandbox.attached = True
+    proc, group = sandbox.proc, sandbox.group
+    assert proc.stderr is not None and group is not None
+    ready, _, _ = select.select([proc.stderr], [], [], max(deadline - time.monotonic(), 0.0))
+    if not ready:
+        return
+    sandbox.stderr_head = os.read(proc.stderr.fileno(), 1)
+    for pid in [proc.pid, *_descendants(proc.pid)]:
+        try:
+            group.attach(pid)
+        except OSError:  # it exited meanwhile, or is a wrapper we may not move
+            pass
+
+
 def communicate(
-    backend: Backend, proc: subprocess.Popen[bytes], payload: bytes, limits: Limits, start: float
-) -> RunResult:
+    sandbox: Sandbox,
+    payload: bytes,
+    limits: Limits,
+    start: float,
+    *,
+    forked: bool = True,
+    channel_bytes: int = 1 << 12,
+    on_channel: Callable[[bytes], bool] | None = None,
+) -> tuple[RunResult, bytes]:
     """Feed ``payload`` to a sandbox started by :func:`spawn`, collect its output, end it.
 
-    The wall clock (``limits.time_limit``) runs from ``start``; the whole process group is
-    killed at the end, whatever happened.
+    The wall clock (``limits.time_limit``) runs from ``start``; the whole process group
+    and the control group are killed at the end, whatever happened.
+
+    Args:
+        sandbox: From :func:`spawn`.
+        payload: :func:`program_header` and the program's input.
+        limits: The host-side limits (wall clock, output caps).
+        start: When the wall clock started (``time.monotonic()``).
+        forked: The program is untrusted and forked by the bootstrap (whose status record
+            decides the status); ``False`` for trusted code (``program_header(trusted=True)``).
+        channel_bytes: How much of the report channel to keep (more is dropped).
+        on_channel: Called with everything read from the report channel so far, each time
+            more arrives; returning ``True`` ends the run at once (a judge that has seen
+            enough).
+
+    Returns:
+        The :class:`RunResult` and what the report channel carried. For a forked program
+        the status comes from the bootstrap's record there (the kernel's wait status);
+        for trusted code (``exec``) from the wrapper's exit status.
     """
     deadline = start + limits.time_limit
+    proc = sandbox.proc
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    out, err = bytearray(), bytearray()
-    out_truncated = err_truncated = timed_out = flooded = False
+    out, err, chan = bytearray(), bytearray(), bytearray()
+    err_seen = 0
+    out_truncated = err_truncated = timed_out = flooded = stopped = False
     selector = selectors.DefaultSelector()
     pidfd = -1
     try:
+        if sandbox.group is not None and not sandbox.attached:
+            attach_group(sandbox, deadline)
+        err += sandbox.stderr_head
         pidfd = os.pidfd_open(proc.pid)
         selector.register(pidfd, selectors.EVENT_READ, "exit")
-        for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
-            os.set_blocking(stream.fileno(), False)
-            selector.register(stream.fileno(), selectors.EVENT_READ, role)
+        streams = ((proc.stdout.fileno(), "out"), (proc.stderr.fileno(), "err"))
+        for fd, role in (*streams, (sandbox.channel, "chan")):
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ, role)
         view = memoryview(payload)
         if view:
             os.set_blocking(proc.stdin.fileno(), False)
@@ -286,7 +443,7 @@ def communicate(
         exited_at: float | None = None
         while True:
             roles = {key.data for key in selector.get_map().values()}
-            if not roles & {"out", "err"} and "exit" not in roles:
+            if not roles & {"out", "err", "chan"} and "exit" not in roles:
                 break
             now = time.monotonic()
             limit = deadline if exited_at is None else min(deadline, exited_at + _DRAIN_GRACE)
@@ -329,21 +486,34 @@ def communicate(
                         out += chunk[:room]
                         if len(chunk) > room:
                             out_truncated = flooded = True
-                    else:
+                    elif role == "err":
+                        err_seen += len(chunk)
                         room = limits.max_stderr_bytes + len(_MARKER) - len(err)
                         err += chunk[: max(room, 0)]
                         err_truncated = err_truncated or len(chunk) > room
-            if flooded:
+                        if err_seen > max(
+                            _STDERR_FLOOD_FACTOR * limits.max_stderr_bytes, _STDERR_FLOOD_MIN
+                        ):
+                            flooded = True
+                    else:
+                        chan += chunk[: max(channel_bytes - len(chan), 0)]
+                        if on_channel is not None and on_channel(bytes(chan)):
+                            stopped = True
+            if flooded or stopped:
                 break
-        if (timed_out or flooded) and backend.stop_from_inside and exited_at is None:
-            _stop_from_inside(proc.pid, pidfd)
+        if (timed_out or flooded or stopped) and sandbox.backend.stop_from_inside:
+            if exited_at is None:
+                _stop_from_inside(proc.pid, pidfd)
     finally:
         _kill_group(proc.pid)
+        if sandbox.group is not None:
+            sandbox.group.kill_all()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
             proc.kill()
             proc.wait()
+        oom = sandbox.group.oom_kills() if sandbox.group is not None else 0
         selector.close()
         if pidfd >= 0:
             os.close(pidfd)
@@ -352,35 +522,47 @@ def communicate(
                 stream.close()
             except OSError:
                 pass
+        sandbox.close()
     wall = time.monotonic() - start
     started = err.startswith(_MARKER)
     if started:
         del err[: len(_MARKER)]
-    returncode: int = proc.returncode
-    code: int | None = returncode
-    sig: int | None = None
-    if returncode < 0:
-        code, sig = None, -returncode
-    elif backend.signal_as_status and 128 < returncode < 128 + 65 and started:
-        code, sig = None, returncode - 128
     stderr_text = err.decode("utf-8", "replace")
+    record = _STATUS_RECORD.match(bytes(chan))
+    code: int | None
+    sig: int | None = None
+    if record is not None:  # a forked program: the kernel's account, via the bootstrap
+        wait_status = int(record.group(1))
+        if os.WIFSIGNALED(wait_status):
+            code, sig = None, os.WTERMSIG(wait_status)
+        else:
+            code = os.WEXITSTATUS(wait_status)
+    else:
+        code = proc.returncode if proc.returncode >= 0 else None
+        if proc.returncode < 0:
+            sig = -proc.returncode
     if timed_out:
         status = Status.TIMEOUT
     elif flooded:
         status = Status.OUTPUT_LIMIT
+    elif stopped:
+        status = Status.OK
     elif not started:
         status = Status.SANDBOX_ERROR
+    elif record is None and forked:
+        # The bootstrap never reported (the program killed it): no status can be trusted.
+        status, code = Status.RUNTIME_ERROR, None
     elif sig == signal.SIGXCPU:
         status = Status.TIMEOUT
     elif sig == signal.SIGXFSZ:
         status = Status.OUTPUT_LIMIT
-    elif code == 0:
-        status = Status.OK
-    elif _is_memory_error(stderr_text):
+    elif oom or (sig is None and code != 0 and _is_memory_error(stderr_text)):
         status = Status.MEMORY
+    elif code == 0 and sig is None:
+        status = Status.OK
     else:
         status = Status.RUNTIME_ERROR
-    return RunResult(
+    result = RunResult(
         status=status,
         stdout=out.decode("utf-8", "replace"),
         stderr=stderr_text,
@@ -389,19 +571,9 @@ def communicate(
         wall_time=wall,
         stdout_truncated=out_truncated,
         stderr_truncated=err_truncated,
-        backend=backend.name,
+        backend=sandbox.backend.name,
     )
-
-
-#: With a per-user process count (firejail in a container, plain), the count includes the
-#: wrappers (~3 per run) and every concurrent run, so one run's limit is scaled by this.
-SHARED_PROCESS_FACTOR = 8
-
-
-def _process_limit(backend: Backend, limits: Limits) -> int:
-    if backend.private_process_count:
-        return limits.max_processes
-    return limits.max_processes * SHARED_PROCESS_FACTOR
+    return result, bytes(chan)
 
 
 #: How long a wrapper may take to exit once what ran inside it was killed.

@@ -1,0 +1,309 @@
+"""A memory and pids control group per sandbox, where the machine lets us make one.
+
+Resource limits (``setrlimit``) are per process or per user: ``RLIMIT_AS`` does not count a
+second process or in-memory files (``memfd``), and ``RLIMIT_NPROC`` counts every process of
+the sandbox user, so concurrent runs starve each other. A control group per sandbox bounds
+what *all* of its processes hold together (memory, in-memory files included, no swap) and
+how many processes it has, with no cross-talk between sandboxes; at the end every process
+in it is killed, whatever session or process group it moved to.
+
+Both cgroup v1 (``memory`` and ``pids`` hierarchies, writable: e.g. root in a container)
+and a delegated cgroup v2 subtree (``memory`` and ``pids`` in ``cgroup.subtree_control``)
+are used. Elsewhere :func:`create` returns ``None`` and warns once
+(:class:`CgroupUnavailableWarning`), and the sandbox falls back to the rlimits alone.
+``RLLM_SANDBOX_CGROUPS=0`` turns control groups off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import itertools
+import os
+import signal
+import threading
+import time
+import warnings
+from abc import ABC, abstractmethod
+
+__all__ = ["SandboxCgroup", "CgroupUnavailableWarning", "create", "available", "ENV_VAR"]
+
+#: Environment variable: ``0`` turns per-sandbox control groups off.
+ENV_VAR = "RLLM_SANDBOX_CGROUPS"
+_ROOT = "/sys/fs/cgroup"
+_GROUP = "rllm-sandbox"
+# Memory the wrappers and the bootstrap need on top of the program's limit.
+_MEMORY_SLACK = 96 << 20
+# Processes the wrappers and the bootstrap need on top of the program's limit.
+_PIDS_SLACK = 8
+
+
+class CgroupUnavailableWarning(UserWarning):
+    """No per-sandbox control group here: memory and process limits are per process/user."""
+
+
+class SandboxCgroup(ABC):
+    """One sandbox's control group (memory and pids)."""
+
+    @abstractmethod
+    def attach(self, pid: int) -> None:
+        """Move process ``pid`` into the group (its future children follow)."""
+
+    @abstractmethod
+    def pids(self) -> list[int]:
+        """The processes in the group."""
+
+    @abstractmethod
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed for going over the memory limit."""
+
+    @abstractmethod
+    def _remove_dirs(self) -> bool:
+        """Remove the group's directories; whether they are gone."""
+
+    def kill_all(self, timeout: float = 2.0) -> bool:
+        """SIGKILL every process in the group until it is empty; whether it is."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.pids()
+            if not found:
+                return True
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        """Kill what is left and remove the group (later, if the kernel is still busy)."""
+        self.kill_all()
+        if not self._remove_dirs():
+            with _pending_lock:
+                _pending.append(self)
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _read_pids(path: str) -> list[int]:
+    try:
+        with open(path) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _rmdir(path: str) -> bool:
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError as e:
+        return e.errno not in (errno.EBUSY, errno.ENOTEMPTY) and not os.path.isdir(path)
+    return True
+
+
+class _V1(SandboxCgroup):
+    def __init__(self, name: str, memory_bytes: int, max_pids: int) -> None:
+        self.memory = os.path.join(_ROOT, "memory", _GROUP, name)
+        self.pid_dir = os.path.join(_ROOT, "pids", _GROUP, name)
+        os.makedirs(self.memory)
+        try:
+            os.makedirs(self.pid_dir)
+            _write(os.path.join(self.memory, "memory.limit_in_bytes"), str(memory_bytes))
+            swap = os.path.join(self.memory, "memory.memsw.limit_in_bytes")
+            if os.path.exists(swap):  # memory + swap: no escape into swap
+                _write(swap, str(memory_bytes))
+            _write(os.path.join(self.pid_dir, "pids.max"), str(max_pids))
+        except BaseException:
+            self._remove_dirs()
+            raise
+
+    def attach(self, pid: int) -> None:
+        for group in (self.memory, self.pid_dir):
+            _write(os.path.join(group, "cgroup.procs"), str(pid))
+
+    def pids(self) -> list[int]:
+        return sorted(
+            set(_read_pids(os.path.join(self.pid_dir, "cgroup.procs")))
+            | set(_read_pids(os.path.join(self.memory, "cgroup.procs")))
+        )
+
+    def oom_kills(self) -> int:
+        try:
+            with open(os.path.join(self.memory, "memory.oom_control")) as f:
+                for line in f:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def _remove_dirs(self) -> bool:
+        return all([_rmdir(self.memory), _rmdir(self.pid_dir)])
+
+
+class _V2(SandboxCgroup):
+    def __init__(self, parent: str, name: str, memory_bytes: int, max_pids: int) -> None:
+        self.path = os.path.join(parent, name)
+        os.makedirs(self.path)
+        try:
+            _write(os.path.join(self.path, "memory.max"), str(memory_bytes))
+            if os.path.exists(os.path.join(self.path, "memory.swap.max")):
+                _write(os.path.join(self.path, "memory.swap.max"), "0")
+            _write(os.path.join(self.path, "pids.max"), str(max_pids))
+        except BaseException:
+            self._remove_dirs()
+            raise
+
+    def attach(self, pid: int) -> None:
+        _write(os.path.join(self.path, "cgroup.procs"), str(pid))
+
+    def pids(self) -> list[int]:
+        return _read_pids(os.path.join(self.path, "cgroup.procs"))
+
+    def oom_kills(self) -> int:
+        try:
+            with open(os.path.join(self.path, "memory.events")) as f:
+                for line in f:
+                    if line.startswith("oom_kill "):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def kill_all(self, timeout: float = 2.0) -> bool:
+        try:  # Linux 5.14+: the kernel kills the whole group at once
+            _write(os.path.join(self.path, "cgroup.kill"), "1")
+        except OSError:
+            pass
+        return super().kill_all(timeout)
+
+    def _remove_dirs(self) -> bool:
+        return _rmdir(self.path)
+
+
+_lock = threading.Lock()
+_pending_lock = threading.Lock()
+_pending: list[SandboxCgroup] = []
+_counter = itertools.count()
+_kind: str | None = None  # "v1", "v2:<parent>" or "" (none), decided once
+_warned = False
+
+
+def _v2_parent() -> str | None:
+    """A delegated v2 directory where we may create groups with memory and pids, or None."""
+    if not os.path.exists(os.path.join(_ROOT, "cgroup.controllers")):
+        return None
+    try:
+        with open("/proc/self/cgroup") as f:
+            line = next(x for x in f.read().splitlines() if x.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    own = os.path.join(_ROOT, line[3:].lstrip("/"))
+    # A process may not sit in a group whose children have controllers ("no internal
+    # processes"): groups go next to ours, under our parent, if that one delegates.
+    for candidate in (os.path.dirname(own), own):
+        try:
+            with open(os.path.join(candidate, "cgroup.subtree_control")) as f:
+                enabled = f.read().split()
+        except OSError:
+            continue
+        if {"memory", "pids"} <= set(enabled) and os.access(candidate, os.W_OK):
+            return candidate
+    return None
+
+
+def _detect() -> str:
+    if os.environ.get(ENV_VAR, "").strip() == "0":
+        return ""
+    v1 = [os.path.join(_ROOT, c) for c in ("memory", "pids")]
+    if all(os.path.isdir(p) and os.access(p, os.W_OK) for p in v1):
+        try:
+            for p in v1:
+                os.makedirs(os.path.join(p, _GROUP), exist_ok=True)
+            probe = _V1(f"probe-{os.getpid()}", 64 << 20, 8)
+            probe._remove_dirs()
+            return "v1"
+        except OSError:
+            pass
+    parent = _v2_parent()
+    if parent is not None:
+        try:
+            probe2 = _V2(parent, f"{_GROUP}-probe-{os.getpid()}", 64 << 20, 8)
+            probe2._remove_dirs()
+            return "v2:" + parent
+        except OSError:
+            pass
+    return ""
+
+
+def available() -> bool:
+    """Whether sandboxes get a control group of their own here (decided once)."""
+    global _kind
+    with _lock:
+        if _kind is None:
+            _kind = _detect()
+        return bool(_kind)
+
+
+def create(memory_mb: int, max_processes: int) -> SandboxCgroup | None:
+    """A new group for one sandbox: ``memory_mb`` (+ the wrappers') and ``max_processes``.
+
+    Returns ``None`` (after one :class:`CgroupUnavailableWarning` per process) where the
+    machine offers no usable control groups.
+    """
+    global _warned
+    _retry_pending()
+    if not available():
+        if not _warned:
+            _warned = True
+            warnings.warn(
+                "rllm_envs.sandbox: no per-sandbox control group (cgroup v1 memory/pids or "
+                "a delegated cgroup v2 subtree) can be created here, so memory is limited "
+                "per process only (RLIMIT_AS: a program's children and in-memory files are "
+                "not counted) and the process limit is per user (RLIMIT_NPROC: shared by "
+                "concurrent runs). Run as root, or delegate a cgroup v2 subtree, to get "
+                "per-sandbox limits.",
+                CgroupUnavailableWarning,
+                stacklevel=3,
+            )
+        return None
+    assert _kind is not None
+    name = f"{os.getpid()}-{next(_counter)}"
+    memory = (int(memory_mb) << 20) + _MEMORY_SLACK
+    pids = int(max_processes) + _PIDS_SLACK
+    try:
+        if _kind == "v1":
+            return _V1(name, memory, pids)
+        return _V2(_kind[3:], f"{_GROUP}-{name}", memory, pids)
+    except OSError:
+        return None
+
+
+def _retry_pending() -> None:
+    with _pending_lock:
+        if not _pending:
+            return
+        still = [group for group in _pending if not group._remove_dirs()]
+        _pending[:] = still
+
+
+def _cleanup_at_exit() -> None:
+    with _pending_lock:
+        groups = list(_pending)
+        _pending.clear()
+    for group in groups:
+        group.kill_all(0.5)
+        for _ in range(20):
+            if group._remove_dirs():
+                break
+            time.sleep(0.01)
+
+
+atexit.register(_cleanup_at_exit)

@@ -1,0 +1,285 @@
+"""A seccomp filter for sandboxed programs (bubblewrap's ``--seccomp FD``), built in Python.
+
+Classic BPF over ``struct seccomp_data`` (``nr`` at offset 0, ``arch`` at 4, the six
+arguments from 16, 8 bytes each, the low half first on the little-endian architectures we
+build for). The filter:
+
+* kills the process for a foreign architecture (a 32-bit entry point would bypass the
+  syscall numbers below) and, on x86-64, for the x32 ABI;
+* fails with ``EPERM`` every syscall a contest program or a tool call never needs but an
+  attacker does: ``ptrace`` and its relatives (``process_vm_*``, ``pidfd_getfd``, ``kcmp``,
+  ``process_madvise``), keyrings, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``,
+  mounting and namespaces (``mount``, ``unshare``, ``setns``, the new mount API),
+  ``personality`` changes, modules, ``kexec``, ``reboot``, swap, accounting, quotas,
+  handle-based opens, port I/O;
+* fails ``clone`` with namespace flags and ``socket(AF_VSOCK)`` with ``EPERM``, and
+  ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc then
+  falls back to ``clone``, which is filtered).
+
+Firejail gets the equivalent through its own ``--seccomp`` list (see
+:mod:`rllm_envs.sandbox.backends`).
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+__all__ = ["DENIED_SYSCALLS", "filter_program", "supported"]
+
+# BPF opcodes.
+_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_RET_K = 0x06  # BPF_RET | BPF_K
+
+_ALLOW = 0x7FFF0000
+_KILL_PROCESS = 0x80000000
+_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+
+_AF_VSOCK = 40
+# CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
+_CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
+_CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+_PERSONALITY_QUERY = 0xFFFFFFFF
+
+#: Syscalls that fail with EPERM, by name (the numbers are per architecture below).
+DENIED_SYSCALLS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "pidfd_getfd",
+    "kcmp",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "move_pages",
+    "migrate_pages",
+    "syslog",
+    "vhangup",
+    "iopl",
+    "ioperm",
+)
+
+# (audit arch, syscall numbers); only what the filter needs.
+_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+    "x86_64": (
+        0xC000003E,
+        {
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "process_madvise": 440,
+            "pidfd_getfd": 438,
+            "kcmp": 312,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "unshare": 272,
+            "setns": 308,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "reboot": 169,
+            "swapon": 167,
+            "swapoff": 168,
+            "acct": 163,
+            "quotactl": 179,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "move_pages": 279,
+            "migrate_pages": 256,
+            "syslog": 103,
+            "vhangup": 153,
+            "iopl": 172,
+            "ioperm": 173,
+            "personality": 135,
+            "socket": 41,
+            "clone": 56,
+            "clone3": 435,
+        },  # fmt: skip
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "process_madvise": 440,
+            "pidfd_getfd": 438,
+            "kcmp": 272,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "unshare": 97,
+            "setns": 268,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "reboot": 142,
+            "swapon": 224,
+            "swapoff": 225,
+            "acct": 89,
+            "quotactl": 60,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "move_pages": 239,
+            "migrate_pages": 238,
+            "syslog": 116,
+            "vhangup": 58,
+            "personality": 92,
+            "socket": 198,
+            "clone": 220,
+            "clone3": 435,
+        },  # fmt: skip
+    ),
+}
+_MACHINE_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return _MACHINE_ALIASES.get(machine, machine)
+
+
+def supported() -> bool:
+    """Whether a filter can be built for this machine's architecture."""
+    return _arch() in _ARCHES
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def filter_program() -> bytes:
+    """The filter as bytes of ``struct sock_filter`` (what ``bwrap --seccomp`` reads).
+
+    Raises:
+        RuntimeError: On an architecture without a syscall table here (see :func:`supported`).
+    """
+    arch = _arch()
+    if arch not in _ARCHES:
+        raise RuntimeError(f"no seccomp syscall table for architecture {arch!r}")
+    audit_arch, numbers = _ARCHES[arch]
+    prog: list[bytes] = []
+
+    def ret(value: int) -> None:
+        prog.append(_insn(_RET_K, 0, 0, value))
+
+    # Right architecture, or die.
+    prog.append(_insn(_LD_W_ABS, 0, 0, 4))
+    prog.append(_insn(_JEQ_K, 1, 0, audit_arch))
+    ret(_KILL_PROCESS)
+    prog.append(_insn(_LD_W_ABS, 0, 0, 0))
+    if arch == "x86_64":  # the x32 ABI: syscall numbers with bit 30 set
+        prog.append(_insn(_JGE_K, 0, 1, 0x40000000))
+        ret(_KILL_PROCESS)
+    for name in DENIED_SYSCALLS:
+        prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
+        ret(_ERRNO | _EPERM)
+    prog.append(_insn(_JEQ_K, 0, 1, numbers["clone3"]))
+    ret(_ERRNO | _ENOSYS)
+
+    # Syscalls allowed depending on their first argument: load it, decide, reload nr.
+    def by_first_argument(nr: int, checks: list[bytes]) -> None:
+        prog.append(_insn(_JEQ_K, 0, len(checks) + 2, nr))
+        prog.append(_insn(_LD_W_ABS, 0, 0, 16))  # args[0], low 32 bits
+        prog.extend(checks)
+        ret(_ALLOW)
+
+    # socket(family, ...): no vsock (host services through the hypervisor).
+    by_first_argument(
+        numbers["socket"],
+        [
+            _insn(_JEQ_K, 0, 1, _AF_VSOCK),
+            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+        ],
+    )
+    # clone(flags, ...): no new namespaces.
+    by_first_argument(
+        numbers["clone"],
+        [_insn(_JSET_K, 0, 1, _CLONE_NAMESPACES), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)],
+    )
+    # personality(persona): only the query (0xffffffff) and the default (0).
+    by_first_argument(
+        numbers["personality"],
+        [
+            _insn(_JEQ_K, 2, 0, _PERSONALITY_QUERY),
+            _insn(_JEQ_K, 1, 0, 0),
+            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+        ],
+    )
+    ret(_ALLOW)
+    return b"".join(prog)
