@@ -9,21 +9,40 @@ import pytest
 
 import rllm_envs
 from rllm_envs.error import DependencyNotInstalled
+from rllm_envs.testing import DOC_SECTIONS, GARBAGE, ConformanceReport
 
-#: The sections every env docstring has (Gymnasium's documentation layout).
-DOC_SECTIONS = (
-    "## Description",
-    "## Observation",
-    "## Action",
-    "## Reward",
-    "## Episode End",
-    "## Information",
-    "## Arguments",
-    "## Version History",
-)
+__all__ = ["DOC_SECTIONS", "GARBAGE", "ALL_ENTRIES", "ALL_IDS", "VARIANTS", "case_id"]
 
 ALL_ENTRIES = list(rllm_envs.ENVS)
 ALL_IDS = [e.id for e in ALL_ENTRIES]
+
+#: Variants the matrix runs besides each id's registered defaults: every difficulty and the
+#: switches that change the rules (slippery ice, Python tool off). Code envs are slow to judge,
+#: so their registered ids (Code, CodeMultiTurn, CodeCpp) are their only variants.
+VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    *(("rllm/FrozenLake-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
+    ("rllm/FrozenLake-v0", {"is_slippery": True}),
+    ("rllm/FrozenLake-v0", {"map_name": "8x8"}),
+    *(("rllm/Math-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
+    ("rllm/Math-v0", {"max_turns": 3}),
+    *(("rllm/ToolUse-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
+    ("rllm/ToolUse-v0", {"python": False}),
+    *(("rllm/Search-v0", {"difficulty": d}) for d in (1, 3, 4, 5)),
+    ("rllm/Code-v0", {"reward_mode": "fraction"}),
+)
+
+
+def case_id(env_id: str, kwargs: dict[str, Any]) -> str:
+    """A test id for a variant: ``rllm/Math-v0[difficulty=3]``."""
+    if not kwargs:
+        return env_id
+    return env_id + "[" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + "]"
+
+
+def skip_if_skipped(report: ConformanceReport, rule: str) -> None:
+    """Turn a rule the kit skipped into a pytest skip with the kit's reason."""
+    if rule in report.skipped:
+        pytest.skip(f"{report.env}: {report.skipped[rule]}")
 
 
 def make_or_skip(env_id: str, **kwargs: Any) -> gym.Env:
@@ -52,4 +71,4 @@ def oracle(env, obs, info):
 
 
 def garbage(env, obs, info):
-    return "qwzx ☃ <tool_call>{not json</tool_call> \\boxed{"
+    return GARBAGE

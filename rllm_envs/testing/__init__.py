@@ -1,0 +1,49 @@
+"""A conformance kit: hold any text env to the rllm-envs contract (like ``pettingzoo.test``).
+
+It imports only Gymnasium, PettingZoo and NumPy (no pytest), so it runs from an installed
+wheel, in your own test-suite or a notebook. Each failure names the rule that broke, what was
+seen and how to fix it; :class:`ConformanceError` is an ``AssertionError``, so pytest shows it
+as a plain test failure.
+
+Check your own env in five lines::
+
+    from rllm_envs.testing import check_text_env
+    from my_package import MyTextEnv          # a gymnasium.Env[str, str]
+
+    report = check_text_env(MyTextEnv, oracle=lambda env, obs, info: env.unwrapped.answer)
+    print(report)                              # raises ConformanceError on a broken rule
+
+``check_text_env`` takes an env id (``"rllm/Math-v0"`` with ``kwargs={"difficulty": 3}``), a
+zero-argument factory (an env class counts) or an instance; ``rules=`` / ``skip=`` choose the
+rules of :data:`TEXT_ENV_RULES`. ``check_multiagent_env`` does the same for PettingZoo parallel
+envs with :data:`MULTIAGENT_RULES` (PettingZoo's own tests included).
+"""
+
+from rllm_envs.testing._common import (
+    DOC_SECTIONS,
+    GARBAGE,
+    HOSTILE_ACTIONS,
+    ConformanceError,
+    ConformanceReport,
+    Rule,
+    RuleFailure,
+    fuzz_actions,
+)
+from rllm_envs.testing.multi import AEC_ADVICE_WARNINGS, MULTIAGENT_RULES, check_multiagent_env
+from rllm_envs.testing.single import TEXT_ENV_RULES, check_text_env
+
+__all__ = [
+    "check_text_env",
+    "check_multiagent_env",
+    "TEXT_ENV_RULES",
+    "MULTIAGENT_RULES",
+    "ConformanceError",
+    "ConformanceReport",
+    "Rule",
+    "RuleFailure",
+    "DOC_SECTIONS",
+    "GARBAGE",
+    "HOSTILE_ACTIONS",
+    "AEC_ADVICE_WARNINGS",
+    "fuzz_actions",
+]
