@@ -7,6 +7,10 @@
     deepspeed --num_gpus 8 -m adapters.train --config configs/my_run.yaml   # multi-GPU
     torchrun --nproc_per_node 2 -m adapters.train --config configs/my_run.yaml
     python -m adapters.train --plot runs/frozenlake_ppo/metrics.jsonl --out curve.png
+    python -m adapters.train --samples runs/frozenlake_ppo/samples.jsonl --out samples.md
+
+The first SIGINT (Ctrl-C) or SIGTERM finishes the current iteration, writes the checkpoint and
+the final model and exits with status 0; the same command resumes from the checkpoint.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -33,7 +38,17 @@ def _parser() -> argparse.ArgumentParser:
         "--print-config", action="store_true", help="print the resolved config and exit"
     )
     parser.add_argument("--plot", metavar="METRICS_JSONL", help="plot a run's learning curve")
-    parser.add_argument("--out", default="learning_curve.png", help="PNG written by --plot")
+    parser.add_argument(
+        "--samples", metavar="SAMPLES_JSONL", help="render a run's samples.jsonl as Markdown"
+    )
+    parser.add_argument(
+        "--last", type=int, default=None, help="--samples: only the last N iterations"
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="file written by --plot (default learning_curve.png) or --samples (default: stdout)",
+    )
     parser.add_argument("--title", default="", help="title of the --plot figure")
     parser.add_argument(
         "--random-success", type=float, default=None, help="reference line for --plot"
@@ -49,12 +64,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters.trainer.metrics import plot_learning_curve
 
         out = plot_learning_curve(
-            args.plot, args.out, title=args.title, random_success=args.random_success
+            args.plot,
+            args.out or "learning_curve.png",
+            title=args.title,
+            random_success=args.random_success,
         )
         print(f"[train] wrote {out}", file=sys.stderr)
         return 0
+    if args.samples:
+        from adapters.trainer.metrics import render_samples_markdown
+
+        text = render_samples_markdown(args.samples, iterations=args.last)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"[train] wrote {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+        return 0
     if not args.config:
-        parser.error("--config is required (or --plot)")
+        parser.error("--config is required (or --plot, --samples)")
     from adapters.trainer.config import load_config
 
     config = load_config(args.config, args.overrides)

@@ -150,6 +150,19 @@ class AlgorithmConfig:
             trainer's recomputation (the mismatch is reported either way).
         target_kl: Stop an iteration's remaining mini-batches once the approximate KL to the
             rollout policy exceeds this (``null``: never); guards against destructive steps.
+        skip_zero_signal_groups: GRPO/RLOO: drop the groups whose returns have no spread (all
+            samples equally good or bad: every advantage is exactly 0) before the forward
+            pass, and skip the update when no group is left. Counted as
+            ``batch/groups_skipped`` and ``batch/samples_skipped``. Not applied with
+            ``kl_mode: reward`` and ``kl_coef > 0`` (the KL penalty is part of the returns).
+            Dropped samples no longer add to the entropy bonus or a ``kl_mode: loss`` term;
+            turn this off to keep those.
+        dynamic_sampling: DAPO-style dynamic sampling (needs ``skip_zero_signal_groups``):
+            keep rolling out more groups (fresh tasks) until the batch has
+            ``rollout.num_tasks`` groups with a reward spread, or
+            ``dynamic_sampling_max_rounds`` extra rounds were collected; extra groups beyond
+            ``num_tasks`` are dropped. Every collected episode counts in the rollout metrics.
+        dynamic_sampling_max_rounds: Most extra collection rounds per iteration.
     """
 
     advantage: str = "gae"
@@ -174,6 +187,9 @@ class AlgorithmConfig:
     micro_batch_size: int = 8
     use_rollout_logprobs: bool = False
     target_kl: float | None = None
+    skip_zero_signal_groups: bool = True
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = 3
 
     def __post_init__(self) -> None:
         _check(
@@ -220,7 +236,24 @@ class AlgorithmConfig:
             not self.adaptive_kl or (self.kl_coef > 0 and self.kl_target > 0),
             "`algorithm.adaptive_kl` needs `kl_coef` > 0 (the starting value) and `kl_target` > 0.",
         )
-        for name in ("ppo_epochs", "mini_batch_size", "micro_batch_size", "kl_horizon"):
+        if self.dynamic_sampling:
+            _check(
+                self.advantage in ("grpo", "rloo"),
+                "`algorithm.dynamic_sampling` refills the batch with groups that have a reward "
+                f"spread: it needs `advantage` 'grpo' or 'rloo', actual: {self.advantage!r}.",
+            )
+            _check(
+                self.skip_zero_signal_groups and self.filters_zero_signal,
+                "`algorithm.dynamic_sampling` needs `skip_zero_signal_groups: true` and the KL "
+                "penalty outside the returns (`kl_mode: loss` or `kl_coef: 0`).",
+            )
+        for name in (
+            "ppo_epochs",
+            "mini_batch_size",
+            "micro_batch_size",
+            "kl_horizon",
+            "dynamic_sampling_max_rounds",
+        ):
             value = getattr(self, name)
             _check(
                 isinstance(value, int) and value >= 1,
@@ -236,6 +269,16 @@ class AlgorithmConfig:
     def uses_critic(self) -> bool:
         """Whether values are learned (a separate critic or a shared value head)."""
         return self.advantage == "gae"
+
+    @property
+    def filters_zero_signal(self) -> bool:
+        """Whether groups without a reward spread are dropped before the update."""
+        kl_in_returns = self.kl_coef > 0 and self.kl_mode == "reward"
+        return (
+            self.skip_zero_signal_groups
+            and self.advantage in ("grpo", "rloo")
+            and not kl_in_returns
+        )
 
 
 @dataclass
@@ -358,6 +401,9 @@ class LoggingConfig:
         wandb_project: The W&B project.
         run_name: Run name for TensorBoard/W&B (default: the output folder's name).
         progress: Show a progress bar over iterations.
+        samples_per_iteration: Completions per iteration written to
+            ``<output_dir>/samples.jsonl`` with their reward, reward components and
+            advantage (0 = none); ``python -m adapters.train --samples`` renders them.
     """
 
     tensorboard: bool | str = "auto"
@@ -365,8 +411,14 @@ class LoggingConfig:
     wandb_project: str = "rllm-envs"
     run_name: str | None = None
     progress: bool = True
+    samples_per_iteration: int = 4
 
     def __post_init__(self) -> None:
+        _check(
+            isinstance(self.samples_per_iteration, int) and self.samples_per_iteration >= 0,
+            "Expects `logging.samples_per_iteration` to be an int >= 0 (0 = no samples.jsonl), "
+            f"actual: {self.samples_per_iteration!r}.",
+        )
         _check(
             self.tensorboard in (True, False, "auto"),
             "Expects `logging.tensorboard` in (true, false, 'auto'), actual: "

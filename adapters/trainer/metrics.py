@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MetricsLogger", "read_metrics"]
+__all__ = ["MetricsLogger", "read_metrics", "read_samples", "render_samples_markdown"]
 
 
 class MetricsLogger:
@@ -92,6 +93,81 @@ def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The rows of a ``metrics.jsonl``."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def read_samples(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a ``samples.jsonl`` (a few episodes per iteration, see the trainer)."""
+    return read_metrics(path)
+
+
+def render_samples_markdown(
+    path: str | os.PathLike[str],
+    *,
+    iterations: int | None = None,
+    max_chars: int = 800,
+) -> str:
+    """A readable Markdown view of a run's ``samples.jsonl``.
+
+    Per iteration: a table with each sample's reward, its reward components side by side
+    (e.g. format next to correctness) and its advantage, then the completions.
+
+    Args:
+        path: The ``samples.jsonl`` file.
+        iterations: Only the last this many iterations (``None``: all).
+        max_chars: Longest completion shown per step.
+
+    Returns:
+        The Markdown text.
+    """
+    records = read_samples(path)
+    by_iteration: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        by_iteration.setdefault(int(record["iteration"]), []).append(record)
+    selected = sorted(by_iteration)
+    if iterations is not None:
+        selected = selected[-iterations:] if iterations > 0 else []
+    lines = [f"# Samples: {Path(path).parent.name or Path(path).name}", ""]
+    for it in selected:
+        rows = by_iteration[it]
+        names = sorted({name for r in rows for name in (r.get("reward_components") or {})})
+        lines += [f"## Iteration {it}", ""]
+        header = ["#", "task", "reward", *names, "correct", "advantage", "finish"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for i, r in enumerate(rows):
+            components = r.get("reward_components") or {}
+            advantage = r.get("advantage")
+            cells = [
+                str(i + 1),
+                _cell(str(r.get("task_id"))),
+                f"{float(r.get('reward', 0.0)):.3f}",
+                *(f"{components[n]:.3f}" if n in components else "" for n in names),
+                "yes" if r.get("correct") else "no",
+                "skipped" if advantage is None else f"{advantage:+.3f}",
+                _cell(str(r.get("finish", ""))),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+        for i, r in enumerate(rows):
+            lines.append(f"**{i + 1}.** `{r.get('task_id')}` (group {r.get('group')}):")
+            lines.append("")
+            for step in r.get("steps") or []:
+                text = str(step.get("response", ""))
+                if len(text) > max_chars:
+                    text = text[:max_chars] + " [...]"
+                lines += [_fence(text), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(text: str) -> str:
+    # A fence longer than any backtick run inside the text.
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
 
 
 def plot_learning_curve(

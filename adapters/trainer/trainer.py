@@ -3,7 +3,11 @@
 One iteration:
 
 1. **Rollout**: ``num_tasks x group_size`` episodes through :func:`adapters.rollout.rollout`
-   with the policy backend (vLLM by default), giving token-exact trajectories.
+   with the policy backend (vLLM by default), giving token-exact trajectories. GRPO/RLOO
+   groups whose returns have no spread (every advantage exactly 0) are dropped here, before
+   any forward pass; with none left the update is skipped. ``algorithm.dynamic_sampling``
+   (DAPO) rolls out extra rounds of fresh tasks until ``num_tasks`` groups have a spread.
+   A few episodes per iteration go to ``samples.jsonl`` with their reward components.
 2. **Score**: the trainer recomputes the logprob of every generated token (reported against
    the sampler's as ``logprob_mismatch/*``), the frozen reference's logprobs (when
    ``kl_coef > 0``) and the critic's values (GAE).
@@ -15,6 +19,9 @@ One iteration:
 5. **Sync**: the new actor weights go to the rollout engine (vLLM ``reload_weights`` in
    process), so the next rollout samples from them.
 
+:meth:`PPOTrainer.train` stops cleanly on the first SIGINT/SIGTERM: the iteration finishes,
+the checkpoint is written, and the same command resumes.
+
 The actor and the critic are DeepSpeed engines (ZeRO 0-3, bf16 optional) with torch AdamW.
 Without a launcher the trainer sets up a one-process group itself; under ``deepspeed`` or
 ``torchrun`` every process rolls out its own share of episodes with its own engine and
@@ -24,12 +31,16 @@ DeepSpeed averages the gradients.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +55,19 @@ from adapters.trainer.models import ActionScorer, load_causal_lm, load_value_mod
 from rllm_agents.trajectory import Trajectory
 from rllm_envs.error import require
 
-__all__ = ["PPOTrainer", "RolloutFn", "setup_distributed"]
+__all__ = ["SAMPLES_FILE", "PPOTrainer", "RolloutFn", "setup_distributed"]
 
 #: ``(policy, iteration) -> trajectories``: replaces the built-in rollout (tests, custom loops).
 RolloutFn = Callable[[Any, int], list[Trajectory]]
 
 _STATE_FILE = "trainer_state.json"
+SAMPLES_FILE = "samples.jsonl"
+#: Where dynamic sampling's extra rounds start in the task-index space (far past any run).
+_EXTRA_ROUND_INDEX = 10_000_000
+#: Longest text kept per field of a ``samples.jsonl`` record.
+_SAMPLE_CHARS = 4000
+
+_log = logging.getLogger(__name__)
 
 
 def _free_port() -> int:
@@ -159,6 +177,8 @@ class PPOTrainer:
         )
         self.logger: MetricsLogger | None = None
         self.history: list[dict[str, Any]] = []
+        #: The signal that stopped the last :meth:`train` early (``None``: it was not).
+        self.stopped_by: str | None = None
         if config.train.resume:
             self.resume()
 
@@ -232,20 +252,33 @@ class PPOTrainer:
 
     # ------------------------------------------------------------------ rollout
 
-    def collect(self, iteration: int) -> list[Trajectory]:
-        """Roll out one iteration's episodes with the current policy."""
+    def _rollout_seed(self, iteration: int, extra_round: int) -> int:
+        settings = self.config.rollout
+        per_iter = settings.num_tasks * self.world_size
+        index = iteration
+        if extra_round:
+            # Dynamic sampling's extra rounds draw tasks far from every iteration's own.
+            rounds = self.config.algorithm.dynamic_sampling_max_rounds
+            index = _EXTRA_ROUND_INDEX + iteration * rounds + extra_round - 1
+        base = (
+            self.config.train.seed * 1_000_003 + index * per_iter + self.rank * settings.num_tasks
+        )
+        return base % 2**31
+
+    def collect(self, iteration: int, extra_round: int = 0) -> list[Trajectory]:
+        """Roll out one iteration's episodes with the current policy.
+
+        Args:
+            iteration: The iteration (decides the tasks).
+            extra_round: Dynamic sampling's extra rounds (1, 2, ...) roll out fresh tasks; a
+                custom ``rollout_fn`` is simply called again.
+        """
         if self._rollout_fn is not None:
             return list(self._rollout_fn(self.policy, iteration))
         from adapters.backends.base import SamplingParams
         from adapters.rollout import RolloutConfig, rollout
 
         settings = self.config.rollout
-        per_iter = settings.num_tasks * self.world_size
-        base = (
-            self.config.train.seed * 1_000_003
-            + iteration * per_iter
-            + self.rank * settings.num_tasks
-        )
         rollout_config = RolloutConfig(
             num_envs=settings.num_envs or settings.batch_size,
             group_size=settings.group_size,
@@ -260,7 +293,7 @@ class PPOTrainer:
                 logprobs=True,
             ),
             env_backend=settings.env_backend,
-            seed=base % 2**31,
+            seed=self._rollout_seed(iteration, extra_round),
             max_turns=settings.max_turns,
             agent_kwargs=dict(settings.agent_kwargs),
             progress=settings.progress and self.is_main,
@@ -274,6 +307,61 @@ class PPOTrainer:
             agent=settings.agent,
             env_kwargs=self.config.env_kwargs,
         )
+
+    def _collect_iteration(self, metrics: dict[str, Any]) -> list[Trajectory]:
+        """The iteration's episodes; with dynamic sampling, extra rounds until enough signal."""
+        algo = self.config.algorithm
+        trajectories = self.collect(self.iteration)
+        rounds = 0
+        if algo.dynamic_sampling:
+            wanted = self.config.rollout.num_tasks
+            while (
+                rounds < algo.dynamic_sampling_max_rounds
+                and len(_signal_groups(_usable(trajectories))) < wanted
+            ):
+                rounds += 1
+                extra = self.collect(self.iteration, rounds)
+                # Each round numbers its groups from 0: keep them apart from the earlier ones.
+                offset = max((t.group for t in trajectories), default=-1) + 1
+                for t in extra:
+                    t.group += offset
+                trajectories.extend(extra)
+        metrics["batch/sampling_rounds"] = float(rounds + 1)
+        return trajectories
+
+    def _select_for_update(
+        self, trajectories: list[Trajectory], metrics: dict[str, Any]
+    ) -> list[Trajectory]:
+        """The episodes to train on: with tokens, and (GRPO/RLOO) in a group with signal.
+
+        A group whose returns have no spread gets exactly 0 advantage, so its samples are
+        dropped here, before any forward pass. Under several processes every rank trains on
+        the same number of episodes (DeepSpeed's gradient all-reduce needs the same number of
+        steps): a rank with fewer refills with dropped episodes, whose advantage is 0.
+        """
+        algo = self.config.algorithm
+        usable = _usable(trajectories)
+        metrics["rollout/dropped"] = len(trajectories) - len(usable)
+        if not algo.filters_zero_signal:
+            return usable
+        signal = _signal_groups(usable)
+        chosen = set(signal[: self.config.rollout.num_tasks] if algo.dynamic_sampling else signal)
+        kept = [t for t in usable if t.group in chosen]
+        groups = {t.group for t in usable}
+        metrics["batch/groups"] = float(len(groups))
+        metrics["batch/groups_skipped"] = float(len(groups) - len(signal))
+        metrics["batch/groups_with_signal"] = float(len(signal))
+        if algo.dynamic_sampling:
+            metrics["batch/groups_surplus"] = float(len(signal) - len(chosen))
+        if self.world_size > 1:
+            target = int(self._max_over_ranks(float(len(kept))))
+            if len(kept) < target:
+                rest = [t for t in usable if t.group not in chosen]
+                # Groups without signal first: their advantages are exactly 0.
+                rest.sort(key=lambda t: t.group in set(signal))
+                kept = kept + rest[: target - len(kept)]
+        metrics["batch/samples_skipped"] = float(len(usable) - len(kept))
+        return kept
 
     # ------------------------------------------------------------------ scoring
 
@@ -338,14 +426,14 @@ class PPOTrainer:
             if algo.whiten_advantages:
                 adv = alg.masked_whiten(adv, mask)
         else:
-            episode_return = (rewards * mask).sum(1)
+            episode_return = (rewards.double() * mask.double()).sum(1)
             per_episode = alg.group_advantages(
                 episode_return,
                 batch.groups,
                 estimator=algo.advantage,
                 normalize_std=algo.grpo_normalize_std,
             )
-            adv = per_episode[:, None] * mask
+            adv = per_episode.float()[:, None] * mask
         return adv, returns, rewards
 
     # ------------------------------------------------------------------ update
@@ -359,131 +447,148 @@ class PPOTrainer:
         old_values: torch.Tensor | None,
         ref_logp: torch.Tensor | None,
     ) -> dict[str, float]:
+        """``ppo_epochs`` passes of shuffled mini-batches, one optimizer step each.
+
+        ``old_logp=None`` means one optimizer step per batch: the update's own forward runs at
+        the rollout weights and serves as the old policy (no separate scoring pass).
+        """
         algo = self.config.algorithm
-        sums: dict[str, float] = {}
-        weights: dict[str, float] = {}
+        data = _UpdateData(batch, old_logp, advantages, returns, old_values, ref_logp)
+        means = _WeightedMeans()
         grad_norms: list[float] = []
-
-        def add(name: str, value: torch.Tensor | float, weight: float) -> None:
-            sums[name] = sums.get(name, 0.0) + float(value) * weight
-            weights[name] = weights.get(name, 0.0) + weight
-
         tokens = 0
         stopped = False
-        fused_logp: list[torch.Tensor] = []
-        fused_rows: list[int] = []
         for _ in range(algo.ppo_epochs):
-            if stopped:
-                break
             order = self._rng.permutation(batch.size).tolist()
             for start in range(0, batch.size, algo.mini_batch_size):
-                if stopped:
-                    break
-                mini = order[start : start + algo.mini_batch_size]
-                n_tok = float(batch.action_mask[mini].sum().clamp(min=1))
-                chunks = _micro_chunks(mini, algo.micro_batch_size)
-                for k, chunk in enumerate(chunks):
-                    # The mini-batch, not DeepSpeed's micro-step counter, decides when the
-                    # optimizer steps: a short mini-batch (dropped episodes) stays aligned.
-                    last = k == len(chunks) - 1
-                    self.actor.set_gradient_accumulation_boundary(last)
-                    if self.critic is not None:
-                        self.critic.set_gradient_accumulation_boundary(last)
-                    mb = batch.select(chunk).to(self.device)
-                    A = mb.positions.shape[1]
-                    mask = mb.action_mask
-                    adv = advantages[chunk][:, :A].to(self.device)
-                    logp, entropy, shared_values = self.actor(
-                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
-                    )
-                    if old_logp is None:
-                        # One optimizer step per batch: this forward runs at the rollout
-                        # weights, so it is the old policy (no separate scoring pass).
-                        old = logp.detach()
-                        fused_logp.append(_pad_to(old.cpu(), batch.positions.shape[1]))
-                        fused_rows.extend(chunk)
-                    else:
-                        old = old_logp[chunk][:, :A].to(self.device)
-                    assert entropy is not None
-                    pg_loss, stats = alg.policy_loss(
-                        logp,
-                        old,
-                        adv,
-                        mask,
-                        clip_low=algo.clip_ratio,
-                        clip_high=float(algo.clip_ratio_high or algo.clip_ratio),
-                        normalizer=n_tok,
-                    )
-                    ent_sum = (entropy * mask).sum() / n_tok
-                    loss = pg_loss - algo.entropy_coef * ent_sum
-                    if ref_logp is not None and algo.kl_mode == "loss":
-                        ref = ref_logp[chunk][:, :A].to(self.device)
-                        kl = alg.kl_estimate(logp, ref, algo.kl_estimator)
-                        kl_term = (kl * mask).sum() / n_tok
-                        loss = loss + self.kl_ctl.value * kl_term
-                        add(
-                            "loss/kl",
-                            kl_term.detach() * n_tok / max(mask.sum().item(), 1),
-                            float(mask.sum()),
-                        )
-                    if shared_values is not None:
-                        assert returns is not None and old_values is not None
-                        v_loss, v_stats = alg.value_loss(
-                            shared_values,
-                            old_values[chunk][:, :A].to(self.device),
-                            returns[chunk][:, :A].to(self.device),
-                            mask,
-                            clip=algo.value_clip,
-                            normalizer=n_tok,
-                        )
-                        loss = loss + algo.vf_coef * v_loss
-                        share_v = n_tok / max(float(mask.sum()), 1.0)
-                        add("loss/value", v_loss.detach() * share_v, float(mask.sum()))
-                        add("critic/value_clip_frac", v_stats["value_clip_frac"], float(mask.sum()))
-                    # Losses are already token means over the mini-batch.
-                    self.actor.backward(loss, scale_wrt_gas=False)
-                    if last:
-                        self.actor.step()
-                    w = float(mask.sum())
-                    tokens += int(mb.attention_mask.sum())
-                    share = n_tok / max(w, 1.0)
-                    add("loss/policy", pg_loss.detach() * share, w)
-                    add("policy/entropy", alg.masked_mean(entropy.detach(), mask), w)
-                    for key, value in stats.items():
-                        add(f"policy/{key}", value, w)
-                    if self.critic is not None:
-                        assert returns is not None and old_values is not None
-                        ret = returns[chunk][:, :A].to(self.device)
-                        ov = old_values[chunk][:, :A].to(self.device)
-                        values = self.critic(mb.input_ids, mb.attention_mask, mb.positions)
-                        v_loss, v_stats = alg.value_loss(
-                            values, ov, ret, mask, clip=algo.value_clip, normalizer=n_tok
-                        )
-                        self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
-                        if last:
-                            self.critic.step()
-                        add("loss/value", v_loss.detach() * share, w)
-                        add("critic/value_clip_frac", v_stats["value_clip_frac"], w)
+                tokens += self._train_mini_batch(
+                    data, order[start : start + algo.mini_batch_size], means
+                )
                 norm = self.actor.get_global_grad_norm()
                 if norm is not None:
                     grad_norms.append(float(norm))
                 if algo.target_kl is not None:
-                    kl_now = self._mean_over_ranks(
-                        sums["policy/approx_kl"] / max(weights["policy/approx_kl"], 1e-9)
-                    )
-                    stopped = kl_now > algo.target_kl
-        out = {k: sums[k] / max(weights[k], 1e-9) for k in sums}
+                    stopped = self._mean_over_ranks(means.mean("policy/approx_kl")) > algo.target_kl
+                    if stopped:
+                        break
+            if stopped:
+                break
+        out = means.result()
         out["policy/early_stopped"] = float(stopped)
-        if fused_logp:
-            order = torch.as_tensor(fused_rows)
+        if data.fused_rows:
             recomputed = torch.zeros_like(batch.rollout_logprobs)
-            recomputed[order] = torch.cat(fused_logp)
+            recomputed[torch.as_tensor(data.fused_rows)] = torch.cat(data.fused_logp)
             out.update(_mismatch_metrics(batch, recomputed))
         if grad_norms:
             out["policy/grad_norm"] = float(np.mean(grad_norms))
         out["perf/train_tokens"] = float(tokens)
         out["optim/lr"] = float(self.actor.get_lr()[0])
         return out
+
+    def _train_mini_batch(self, data: _UpdateData, rows: list[int], means: _WeightedMeans) -> int:
+        """Accumulate the mini-batch's micro-batches and step; return the tokens processed."""
+        algo = self.config.algorithm
+        # Losses are token means over the whole mini-batch, however it is split.
+        n_tok = float(data.batch.action_mask[rows].sum().clamp(min=1))
+        chunks = _micro_chunks(rows, algo.micro_batch_size)
+        tokens = 0
+        for k, chunk in enumerate(chunks):
+            # The mini-batch, not DeepSpeed's micro-step counter, decides when the optimizer
+            # steps: a short mini-batch (dropped episodes) stays aligned.
+            last = k == len(chunks) - 1
+            for engine in (self.actor, self.critic):
+                if engine is not None:
+                    engine.set_gradient_accumulation_boundary(last)
+            tokens += self._micro_step(data, chunk, n_tok, last, means)
+        return tokens
+
+    def _micro_step(
+        self,
+        data: _UpdateData,
+        chunk: list[int],
+        n_tok: float,
+        last: bool,
+        means: _WeightedMeans,
+    ) -> int:
+        """Forward and backward of one micro-batch (and the optimizer steps when ``last``)."""
+        algo = self.config.algorithm
+        mb = data.batch.select(chunk).to(self.device)
+        width = mb.positions.shape[1]
+        mask = mb.action_mask
+        weight = float(mask.sum())
+        # The micro-batch's own token mean, from a sum normalised by the mini-batch's tokens.
+        share = n_tok / max(weight, 1.0)
+
+        def rows(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor[chunk][:, :width].to(self.device)
+
+        logp, entropy, shared_values = self.actor(
+            mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+        )
+        assert entropy is not None
+        if data.old_logp is None:
+            old = logp.detach()
+            data.fused_logp.append(_pad_to(old.cpu(), data.batch.positions.shape[1]))
+            data.fused_rows.extend(chunk)
+        else:
+            old = rows(data.old_logp)
+        pg_loss, stats = alg.policy_loss(
+            logp,
+            old,
+            rows(data.advantages),
+            mask,
+            clip_low=algo.clip_ratio,
+            clip_high=float(algo.clip_ratio_high or algo.clip_ratio),
+            normalizer=n_tok,
+        )
+        loss = pg_loss - algo.entropy_coef * (entropy * mask).sum() / n_tok
+        if data.ref_logp is not None and algo.kl_mode == "loss":
+            kl = alg.kl_estimate(logp, rows(data.ref_logp), algo.kl_estimator)
+            kl_term = (kl * mask).sum() / n_tok
+            loss = loss + self.kl_ctl.value * kl_term
+            means.add("loss/kl", kl_term.detach() * share, weight)
+        if shared_values is not None:
+            loss = loss + algo.vf_coef * self._value_loss(shared_values, data, chunk, n_tok, means)
+        self.actor.backward(loss, scale_wrt_gas=False)
+        if last:
+            self.actor.step()
+        means.add("loss/policy", pg_loss.detach() * share, weight)
+        means.add("policy/entropy", alg.masked_mean(entropy.detach(), mask), weight)
+        for key, value in stats.items():
+            means.add(f"policy/{key}", value, weight)
+        if self.critic is not None:
+            # After the actor's backward: one graph in memory at a time.
+            values = self.critic(mb.input_ids, mb.attention_mask, mb.positions)
+            v_loss = self._value_loss(values, data, chunk, n_tok, means)
+            self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
+            if last:
+                self.critic.step()
+        return int(mb.attention_mask.sum())
+
+    def _value_loss(
+        self,
+        values: torch.Tensor,
+        data: _UpdateData,
+        chunk: list[int],
+        n_tok: float,
+        means: _WeightedMeans,
+    ) -> torch.Tensor:
+        """The clipped value loss of a micro-batch (shared head or separate critic)."""
+        assert data.returns is not None and data.old_values is not None
+        width = values.shape[1]
+        mask = data.batch.action_mask[chunk][:, :width].to(self.device)
+        loss, stats = alg.value_loss(
+            values,
+            data.old_values[chunk][:, :width].to(self.device),
+            data.returns[chunk][:, :width].to(self.device),
+            mask,
+            clip=self.config.algorithm.value_clip,
+            normalizer=n_tok,
+        )
+        weight = float(mask.sum())
+        means.add("loss/value", loss.detach() * n_tok / max(weight, 1.0), weight)
+        means.add("critic/value_clip_frac", stats["value_clip_frac"], weight)
+        return loss
 
     # ------------------------------------------------------------------ weights
 
@@ -559,8 +664,14 @@ class PPOTrainer:
         return True
 
     def save_model(self, path: str | os.PathLike[str]) -> Path:
-        """Write the actor as a Hugging Face folder (weights, config, tokenizer)."""
+        """Write the actor as a Hugging Face folder (weights, config, tokenizer).
+
+        A tied-embedding model's output projection is the input embedding: it is saved once
+        (as transformers does) and ``from_pretrained`` ties it again.
+        """
         state = self.actor_state_dict()
+        for name in _tied_duplicates(self.actor.module.lm):
+            state.pop(name, None)
         out = Path(path)
         if self.is_main:
             out.mkdir(parents=True, exist_ok=True)
@@ -587,59 +698,30 @@ class PPOTrainer:
             self._lr_factor = floor + (1.0 - floor) * (1.0 - self._progress_fraction())
 
     def step(self) -> dict[str, Any]:
-        """Run one iteration (rollout, score, update, sync) and return its metrics."""
-        algo = self.config.algorithm
+        """Run one iteration (collect, score, advantages, update, sync); return its metrics."""
         self._set_lr_factor()
         metrics: dict[str, Any] = {}
         t0 = time.perf_counter()
-        trajectories = self.collect(self.iteration)
+        trajectories = self._collect_iteration(metrics)
         t1 = time.perf_counter()
         metrics.update(_rollout_metrics(trajectories))
-        usable = [t for t in trajectories if t.num_completion_tokens > 0]
-        metrics["rollout/dropped"] = len(trajectories) - len(usable)
         generated = sum(t.num_completion_tokens for t in trajectories)
         metrics["perf/rollout_s"] = t1 - t0
         metrics["perf/rollout_tokens_per_s"] = generated / max(t1 - t0, 1e-9)
-        if usable:
-            batch = trajectories_to_batch(usable, self.pad_id)
-            t_score = time.perf_counter()
-            single_step = (
-                algo.ppo_epochs == 1
-                and len(usable) <= algo.mini_batch_size
-                and not algo.uses_critic
-                and (self.reference is None or algo.kl_mode == "loss")
-                and not algo.use_rollout_logprobs
+        train_on = self._select_for_update(trajectories, metrics)
+        advantages: dict[int, float] = {}
+        metrics["batch/update_skipped"] = float(not train_on)
+        if train_on:
+            advantages = self._learn(train_on, metrics)
+        else:
+            _log.warning(
+                "iteration %d: no episode to learn from (%d episodes, no group with a reward "
+                "spread): update skipped",
+                self.iteration + 1,
+                len(trajectories),
             )
-            if single_step:
-                # Only the reference needs scoring; the update's own forward is the old policy.
-                scores = self._score(batch, actor=False)
-                old_logp: torch.Tensor | None = None
-            else:
-                scores = self._score(batch)
-                metrics.update(_mismatch_metrics(batch, scores["old_logp"]))
-                old_logp = scores["old_logp"]
-                if algo.use_rollout_logprobs and bool(batch.has_rollout_logprobs.all()):
-                    old_logp = batch.rollout_logprobs
-            metrics["perf/score_s"] = time.perf_counter() - t_score
-            adv, returns, _ = self._advantages(batch, scores, metrics)
-            metrics["policy/advantage_abs"] = float(alg.masked_mean(adv.abs(), batch.action_mask))
-            t2 = time.perf_counter()
-            update = self._update(
-                batch, old_logp, adv, returns, scores.get("values"), scores.get("ref_logp")
-            )
-            t3 = time.perf_counter()
-            metrics.update(update)
-            metrics["perf/update_s"] = t3 - t2
-            # Tokens through the update (forward + backward) per second of scoring + update.
-            metrics["perf/train_tokens_per_s"] = update["perf/train_tokens"] / max(
-                t3 - t_score, 1e-9
-            )
-            if "kl/ref" not in metrics and "loss/kl" in update:
-                metrics["kl/ref"] = update["loss/kl"]
-                metrics["kl/coef"] = self.kl_ctl.value
-            if "kl/ref" in metrics:
-                self.kl_ctl.update(metrics["kl/ref"], len(usable))
-            metrics["perf/sync_s"] = self.push_weights()
+        if self.is_main:
+            self._write_samples(trajectories, advantages)
         self.iteration += 1
         self.episodes += len(trajectories) * self.world_size
         metrics = self._reduce(metrics)
@@ -651,6 +733,64 @@ class PPOTrainer:
         metrics["perf/iteration_s"] = time.perf_counter() - t0
         return metrics
 
+    def _learn(self, trajectories: list[Trajectory], metrics: dict[str, Any]) -> dict[int, float]:
+        """Score, advantages, update and sync on ``trajectories``.
+
+        Returns:
+            Each episode's mean advantage per action token, keyed by ``id(trajectory)``.
+        """
+        algo = self.config.algorithm
+        batch = trajectories_to_batch(trajectories, self.pad_id)
+        t_score = time.perf_counter()
+        single_step = (
+            algo.ppo_epochs == 1
+            and batch.size <= algo.mini_batch_size
+            and not algo.uses_critic
+            and (self.reference is None or algo.kl_mode == "loss")
+            and not algo.use_rollout_logprobs
+        )
+        if single_step:
+            # Only the reference needs scoring; the update's own forward is the old policy.
+            scores = self._score(batch, actor=False)
+            old_logp: torch.Tensor | None = None
+        else:
+            scores = self._score(batch)
+            metrics.update(_mismatch_metrics(batch, scores["old_logp"]))
+            old_logp = scores["old_logp"]
+            if algo.use_rollout_logprobs and bool(batch.has_rollout_logprobs.all()):
+                old_logp = batch.rollout_logprobs
+        metrics["perf/score_s"] = time.perf_counter() - t_score
+        adv, returns, _ = self._advantages(batch, scores, metrics)
+        metrics["policy/advantage_abs"] = float(alg.masked_mean(adv.abs(), batch.action_mask))
+        t2 = time.perf_counter()
+        update = self._update(
+            batch, old_logp, adv, returns, scores.get("values"), scores.get("ref_logp")
+        )
+        t3 = time.perf_counter()
+        metrics.update(update)
+        metrics["perf/update_s"] = t3 - t2
+        # Tokens through the update (forward + backward) per second of scoring + update.
+        metrics["perf/train_tokens_per_s"] = update["perf/train_tokens"] / max(t3 - t_score, 1e-9)
+        if "kl/ref" not in metrics and "loss/kl" in update:
+            metrics["kl/ref"] = update["loss/kl"]
+            metrics["kl/coef"] = self.kl_ctl.value
+        if "kl/ref" in metrics:
+            self.kl_ctl.update(metrics["kl/ref"], len(trajectories))
+        metrics["perf/sync_s"] = self.push_weights()
+        per_episode = alg.masked_mean(adv, batch.action_mask, dim=1).tolist()
+        return {id(t): float(a) for t, a in zip(trajectories, per_episode, strict=True)}
+
+    def _write_samples(self, trajectories: list[Trajectory], advantages: dict[int, float]) -> None:
+        """Append a few of the iteration's episodes to ``samples.jsonl``."""
+        n = self.config.logging.samples_per_iteration
+        if n <= 0 or not trajectories:
+            return
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        with (self.output_dir / SAMPLES_FILE).open("a", encoding="utf-8") as f:
+            for t in _pick_samples(trajectories, n):
+                record = _sample_record(t, self.iteration + 1, advantages.get(id(t)))
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
     def _mean_over_ranks(self, value: float) -> float:
         if self.world_size == 1:
             return value
@@ -659,6 +799,15 @@ class PPOTrainer:
         tensor = torch.tensor([value], dtype=torch.float64)
         dist.all_reduce(tensor)
         return float(tensor.item()) / self.world_size
+
+    def _max_over_ranks(self, value: float) -> float:
+        if self.world_size == 1:
+            return value
+        import torch.distributed as dist
+
+        tensor = torch.tensor([value], dtype=torch.float64)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+        return float(tensor.item())
 
     def _reduce(self, metrics: dict[str, Any]) -> dict[str, Any]:
         if self.world_size == 1:
@@ -673,10 +822,15 @@ class PPOTrainer:
     def train(self) -> list[dict[str, Any]]:
         """Run until ``train.iterations``, ``train.max_wall_s`` or ``train.stop_success``.
 
+        The first SIGINT or SIGTERM lets the current iteration finish, then the trainer writes
+        its checkpoint (and the final model) and returns; :attr:`stopped_by` names the signal.
+        A second one acts as usual (``KeyboardInterrupt``, or termination).
+
         Returns:
             The metrics of every iteration run by this call.
         """
         cfg = self.config.train
+        self.stopped_by = None
         if self.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             (self.output_dir / "config.json").write_text(
@@ -693,36 +847,54 @@ class PPOTrainer:
         bar = self._progress()
         history: list[dict[str, Any]] = []
         try:
-            while self.iteration < cfg.iterations:
-                if cfg.max_wall_s is not None and self.elapsed >= cfg.max_wall_s:
-                    break
-                metrics = self.step()
-                history.append(metrics)
-                self.history.append(metrics)
-                if self.logger is not None:
-                    self.logger.log(metrics, self.iteration)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(
-                        success=f"{metrics.get('rollout/success', 0):.2f}",
-                        reward=f"{metrics.get('rollout/reward', 0):.2f}",
-                        refresh=False,
-                    )
-                if cfg.save_every and self.iteration % cfg.save_every == 0:
-                    self.save_checkpoint()
-                if cfg.stop_success is not None and len(self.history) >= cfg.stop_window:
-                    window = self.history[-cfg.stop_window :]
-                    if np.mean([m.get("rollout/success", 0.0) for m in window]) >= cfg.stop_success:
+            with _GracefulStop() as stop:
+                while self.iteration < cfg.iterations:
+                    if cfg.max_wall_s is not None and self.elapsed >= cfg.max_wall_s:
                         break
-            self.save_checkpoint()
-            if cfg.save_final_model:
-                self.save_model(self.output_dir / "final_model")
+                    metrics = self.step()
+                    history.append(metrics)
+                    self.history.append(metrics)
+                    if self.logger is not None:
+                        self.logger.log(metrics, self.iteration)
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(
+                            success=f"{metrics.get('rollout/success', 0):.2f}",
+                            reward=f"{metrics.get('rollout/reward', 0):.2f}",
+                            refresh=False,
+                        )
+                    if cfg.save_every and self.iteration % cfg.save_every == 0:
+                        self.save_checkpoint()
+                    # Every rank stops together (a launcher may signal only some of them).
+                    if self._max_over_ranks(float(stop.signum is not None)) > 0:
+                        self.stopped_by = stop.name or "a signal on another rank"
+                        break
+                    if self._stop_success_reached():
+                        break
+                self.save_checkpoint()
+                if self.stopped_by is not None and self.is_main:
+                    _log.warning(
+                        "stopped by %s after iteration %d: checkpoint in %s; run the same "
+                        "command again to resume",
+                        self.stopped_by,
+                        self.iteration,
+                        self.checkpoint_dir,
+                    )
+                if cfg.save_final_model:
+                    self.save_model(self.output_dir / "final_model")
         finally:
             if bar is not None:
                 bar.close()
             if self.logger is not None:
                 self.logger.close()
         return history
+
+    def _stop_success_reached(self) -> bool:
+        cfg = self.config.train
+        if cfg.stop_success is None or len(self.history) < cfg.stop_window:
+            return False
+        window = self.history[-cfg.stop_window :]
+        return bool(np.mean([m.get("rollout/success", 0.0) for m in window]) >= cfg.stop_success)
 
     def _progress(self) -> Any:
         if not (self.config.logging.progress and self.is_main):
@@ -793,6 +965,175 @@ def _mismatch_metrics(batch: Batch, trainer_logp: torch.Tensor) -> dict[str, flo
     }
 
 
+@dataclass
+class _UpdateData:
+    """What one update trains on (row-aligned with ``batch``)."""
+
+    batch: Batch
+    old_logp: torch.Tensor | None
+    advantages: torch.Tensor
+    returns: torch.Tensor | None
+    old_values: torch.Tensor | None
+    ref_logp: torch.Tensor | None
+    #: Old logprobs from the update's own forward when ``old_logp`` is None.
+    fused_logp: list[torch.Tensor] = field(default_factory=list)
+    fused_rows: list[int] = field(default_factory=list)
+
+
+class _WeightedMeans:
+    """Running weighted means of the update's statistics (weights: action tokens)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, float] = {}
+        self._weights: dict[str, float] = {}
+
+    def add(self, name: str, value: torch.Tensor | float, weight: float) -> None:
+        self._sums[name] = self._sums.get(name, 0.0) + float(value) * weight
+        self._weights[name] = self._weights.get(name, 0.0) + weight
+
+    def mean(self, name: str) -> float:
+        return self._sums.get(name, 0.0) / max(self._weights.get(name, 0.0), 1e-9)
+
+    def result(self) -> dict[str, float]:
+        return {name: self.mean(name) for name in self._sums}
+
+
+class _GracefulStop:
+    """Within the block, SIGINT and SIGTERM only record themselves (main thread only).
+
+    The first one is remembered and the previous handler reinstalled, so a second one acts
+    as it would without the trainer (``KeyboardInterrupt`` or termination).
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str | None:
+        return None if self.signum is None else signal.Signals(self.signum).name
+
+    def __enter__(self) -> _GracefulStop:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        signal.signal(signum, self._restore_value(signum))
+        _log.warning(
+            "received %s: finishing the current iteration, then checkpoint and stop "
+            "(send it again to stop now, without a checkpoint)",
+            signal.Signals(signum).name,
+        )
+
+    def _restore_value(self, signum: int) -> Any:
+        previous = self._previous.get(signum)
+        return signal.SIG_DFL if previous is None else previous
+
+    def __exit__(self, *exc: object) -> None:
+        for sig in self._previous:
+            signal.signal(sig, self._restore_value(sig))
+        self._previous.clear()
+
+
+def _usable(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """Episodes with generated tokens (the others have nothing to train on)."""
+    return [t for t in trajectories if t.num_completion_tokens > 0]
+
+
+def _signal_groups(trajectories: Sequence[Trajectory]) -> list[int]:
+    """Group ids (in order of first appearance) whose returns have a spread."""
+    if not trajectories:
+        return []
+    returns = torch.tensor([t.total_reward for t in trajectories], dtype=torch.float64)
+    groups = torch.tensor([t.group for t in trajectories], dtype=torch.long)
+    keep = alg.signal_groups(returns, groups)
+    out: list[int] = []
+    for t, k in zip(trajectories, keep.tolist(), strict=True):
+        if k and t.group not in out:
+            out.append(t.group)
+    return out
+
+
+def _tied_duplicates(lm: Any) -> list[str]:
+    """State-dict names that are the input embedding again (tied output projection)."""
+    if not getattr(lm.config, "tie_word_embeddings", False):
+        return []
+    embedding = lm.get_input_embeddings()
+    head = lm.get_output_embeddings()
+    if embedding is None or head is None or head.weight is not embedding.weight:
+        return []
+    own = next(f"{n}.weight" if n else "weight" for n, m in lm.named_modules() if m is embedding)
+    return [
+        name
+        for name, param in lm.named_parameters(remove_duplicate=False)
+        if param is embedding.weight and name != own
+    ]
+
+
+def _episode_components(trajectory: Trajectory) -> dict[str, float]:
+    """Reward components summed over the episode's steps."""
+    totals: dict[str, float] = {}
+    for step in trajectory.steps:
+        for name, value in (step.info.get("reward_components") or {}).items():
+            if isinstance(value, (int, float)):
+                totals[name] = totals.get(name, 0.0) + float(value)
+    return totals
+
+
+def _pick_samples(trajectories: Sequence[Trajectory], n: int) -> list[Trajectory]:
+    """``n`` episodes spread over the groups: the first of each group, then the second..."""
+    by_group: dict[int, list[Trajectory]] = {}
+    for t in trajectories:
+        by_group.setdefault(t.group, []).append(t)
+    columns = list(by_group.values())
+    picked: list[Trajectory] = []
+    depth = 0
+    while len(picked) < n and any(depth < len(c) for c in columns):
+        picked.extend(c[depth] for c in columns if depth < len(c))
+        depth += 1
+    return picked[:n]
+
+
+def _clip_text(text: str) -> str:
+    if len(text) <= _SAMPLE_CHARS:
+        return text
+    return text[:_SAMPLE_CHARS] + f"... [{len(text) - _SAMPLE_CHARS} more characters]"
+
+
+def _sample_record(t: Trajectory, iteration: int, advantage: float | None) -> dict[str, Any]:
+    """One line of ``samples.jsonl``."""
+    return {
+        "iteration": iteration,
+        "env_id": t.env_id,
+        "task_id": t.task_id,
+        "group": t.group,
+        "sample": t.sample,
+        "reward": t.total_reward,
+        "reward_components": _episode_components(t),
+        "correct": t.is_correct,
+        # None: not trained on (no reward spread in its group, or no tokens).
+        "advantage": advantage,
+        "finish": t.finish,
+        "turns": t.num_turns,
+        "completion_tokens": t.num_completion_tokens,
+        "prompt": _clip_text(t.initial_observation),
+        "steps": [
+            {
+                "response": _clip_text(s.response),
+                "reward": s.reward,
+                "observation": _clip_text(s.observation),
+            }
+            for s in t.steps
+        ],
+    }
+
+
 def _rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
     if not trajectories:
         return {}
@@ -815,12 +1156,7 @@ def _rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
         )
         components: dict[str, list[float]] = {}
         for t in trajectories:
-            totals: dict[str, float] = {}
-            for s in t.steps:
-                for name, value in (s.info.get("reward_components") or {}).items():
-                    if isinstance(value, (int, float)):
-                        totals[name] = totals.get(name, 0.0) + float(value)
-            for name, value in totals.items():
+            for name, value in _episode_components(t).items():
                 components.setdefault(name, []).append(value)
         for name, values in components.items():
             out[f"reward_components/{name}"] = float(np.mean(values))

@@ -63,8 +63,16 @@ def _params(trainer):
     [
         {"advantage": "gae", "critic": "separate"},
         {"advantage": "gae", "critic": "shared", "kl_coef": 0.05, "adaptive_kl": True},
-        {"advantage": "grpo", "kl_coef": 0.05, "kl_mode": "loss", "kl_estimator": "k3"},
-        {"advantage": "rloo"},
+        # The untrained model's groups often have no reward spread: keep them, so the update
+        # (entropy and KL terms) runs; dropping them is tested in test_trainer_zero_signal.py.
+        {
+            "advantage": "grpo",
+            "kl_coef": 0.05,
+            "kl_mode": "loss",
+            "kl_estimator": "k3",
+            "skip_zero_signal_groups": False,
+        },
+        {"advantage": "rloo", "skip_zero_signal_groups": False},
     ],
     ids=["ppo-separate-critic", "ppo-shared-adaptive-kl", "grpo-kl-loss", "rloo"],
 )
@@ -147,7 +155,7 @@ def test_zero2_bf16(tmp_path):
 
     config = _config(
         tmp_path,
-        algorithm={"advantage": "grpo"},
+        algorithm={"advantage": "grpo", "skip_zero_signal_groups": False},
         deepspeed={"zero_stage": 2, "bf16": True},
     )
     with PPOTrainer(config) as trainer:
@@ -212,6 +220,7 @@ def test_single_step_grpo_skips_the_scoring_pass(tmp_path):
             "kl_coef": 0.1,
             "kl_mode": "loss",
             "kl_estimator": "k3",
+            "skip_zero_signal_groups": False,
         },
     )
     with PPOTrainer(config) as trainer:
