@@ -4,20 +4,27 @@ The grader (:mod:`rllm_envs.math.grader`), the procedural generators
 (:mod:`rllm_envs.math.generators`) and the dataset loaders (:mod:`rllm_envs.math.loaders`) are
 plain modules; the environment is :class:`rllm_envs.math.math_env.MathEnv`::
 
-    from rllm_envs.math import is_equivalent, score_response
+    from rllm_envs.math import format_issue, is_equivalent, score_response
 
     is_equivalent("\\dfrac{1}{2}", "0.5")              # True
     score_response("... so \\boxed{x = 3}.", "3")      # (1.0, "correct")
+    score_response("The answer is $1{,}000$.", "1000", answer_format="any")  # lenient
+    format_issue("\\boxed{42} \\times \\boxed{5}")   # "multiple_boxes"
 """
 
 from rllm_envs.math.generators import FAMILIES, procedural_tasks
 from rllm_envs.math.grader import (
+    ANSWER_FORMATS,
     DEFAULT_TIMEOUT,
+    FORMAT_ISSUES,
+    AnswerFormat,
     Verdict,
     compare,
     extract_answer,
     extract_answer_and_source,
+    format_issue,
     is_equivalent,
+    is_placeholder,
     normalize,
     score_response,
     warm_up,
@@ -27,6 +34,9 @@ from rllm_envs.math.math_env import ANSWER_FORMAT, MathEnv
 
 __all__ = [
     "ANSWER_FORMAT",
+    "ANSWER_FORMATS",
+    "AnswerFormat",
+    "FORMAT_ISSUES",
     "DATASET_FORMATS",
     "DEFAULT_TIMEOUT",
     "FAMILIES",
@@ -35,7 +45,9 @@ __all__ = [
     "compare",
     "extract_answer",
     "extract_answer_and_source",
+    "format_issue",
     "is_equivalent",
+    "is_placeholder",
     "load_math_tasks",
     "math_dataset_tasks",
     "normalize",

@@ -7,7 +7,9 @@ A plain module (no Gymnasium import). Public API:
 * :func:`score_response` -- ``(score, reason)`` for a whole response against a gold answer.
 * :func:`compare` -- like :func:`is_equivalent`, with the reason.
 
-**Extraction** (:func:`extract_answer`), first rule that finds something wins:
+**Extraction** (:func:`extract_answer`) has two modes, picked with ``answer_format`` on
+:func:`extract_answer`, :func:`compare`, :func:`is_equivalent` and :func:`score_response`.
+``"boxed"`` (the default; strict, for RL rewards), first rule that finds something wins:
 
 1. Only the text after the last ``</think>`` is read; a response with ``<think>`` but no
    ``</think>`` never finished thinking and has no answer.
@@ -15,6 +17,26 @@ A plain module (no Gymnasium import). Public API:
    ``\boxed 5``).
 3. Fallback: the last "final answer is X" / "answer: X" / "#### X" phrase (GSM8K style), up to
    the end of its line, with a trailing period and ``$`` removed.
+
+``"any"`` (lenient, for evaluation and datasets whose answers are not boxed), after rule 1:
+the last ``\boxed{}`` (with the boxes right before it that only connectors separate, so
+``\boxed{1}, \boxed{2}`` is ``1, 2``); the last "the answer is X" / "Answer: X" phrase (the
+math right after it, or what follows its last "is"); GSM8K's ``#### X``; the last LaTeX math
+(``$...$``, ``$$...$$``, ``\(...\)``, ``\[...\]``; inline math stays on one line; ``$1$ and
+$2$`` is ``1, 2``); the whole reply when it reads as an answer rather than prose; and finally
+the last number in the text (not glued to a word: ``AZYUK2A`` has none). In this mode both
+sides of :func:`compare` may be free text, and numbers are read leniently: currency (``$``,
+``€``, ``£``, ...) and units go, thousands separators (``,``, ``,\!``, ``{,}``, thin and plain
+spaces between groups of three) go, a comma is a decimal comma unless it groups thousands
+(``2,74`` and ``0,111`` are decimals, ``1,000`` is a thousand); ``x \approx 11`` is 11 and
+``x = 1/3 \approx 0.33`` is 1/3; ``lhs = value`` counts as its value when ``lhs`` is a
+computation or a name (``|AB| = 1``), not an equation to solve (``a + 3z = 0``).
+
+**Format** (:func:`format_issue`, the ``format`` reward of ``rllm/Math-v0``): one clean
+final answer, i.e. after the last ``</think>`` exactly one ``\boxed{}``, closed, non-empty,
+at most :data:`MAX_ANSWER_LENGTH` characters and not a template (``<answer>``, "your
+answer", ``...``: :func:`is_placeholder`). Multi-box replies, empty boxes and a copied
+template get no format credit, whatever their correctness.
 
 **Equivalence** (:func:`is_equivalent`), fast first and exact always:
 
@@ -70,17 +92,22 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rllm_envs.math._numeric import decide
 
 __all__ = [
+    "ANSWER_FORMATS",
+    "AnswerFormat",
     "DEFAULT_TIMEOUT",
+    "FORMAT_ISSUES",
     "MAX_ANSWER_LENGTH",
     "Verdict",
     "extract_answer",
     "extract_answer_and_source",
+    "format_issue",
     "is_equivalent",
+    "is_placeholder",
     "compare",
     "score_response",
     "normalize",
@@ -99,6 +126,14 @@ MAX_NESTING = 40
 
 # ================================================================================ extraction
 
+#: Units and counted things that may follow a number (``12 cm``, ``5 apples``).
+_UNITS = (
+    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
+    r"in|feet|foot|ft|yards?|yd|miles?|mi|mph|km/h|kg|g|grams?|kilograms?|pounds?|lbs?|oz|ounces?|"
+    r"liters?|litres?|l|ml|gallons?|dollars?|cents?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
+    r"days?|weeks?|months?|years?|degrees?|percent(?:age)?|pct|students?|people|persons?|apples?|marbles?|"
+    r"cookies?|books?|points?|ways?|times?|sq|cu)"
+)
 _THINK_END = "</think>"
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _FALLBACKS = [
@@ -143,34 +178,65 @@ def _last_boxed(text: str) -> str | None:
     return None
 
 
-def extract_answer(response: str) -> str | None:
+#: The extraction modes: ``"boxed"`` (strict, for RL rewards) and ``"any"`` (lenient, for
+#: evaluation and datasets whose answers are not boxed). See the module docstring.
+ANSWER_FORMATS = ("boxed", "any")
+AnswerFormat = Literal["boxed", "any"]
+
+
+def _check_format(answer_format: str) -> None:
+    # A programmer error (a config value), not model output: raise with the fix.
+    if answer_format not in ANSWER_FORMATS:
+        raise ValueError(
+            f"Expects `answer_format` to be one of {ANSWER_FORMATS}, actual: {answer_format!r}."
+        )
+
+
+def extract_answer(response: str, *, answer_format: AnswerFormat = "boxed") -> str | None:
     r"""Extract the final answer from a full model response.
 
     Args:
         response: The model's output (reasoning and answer).
+        answer_format: ``"boxed"`` (strict: the last ``\boxed{}``, then a final-answer
+            phrase) or ``"any"`` (lenient: also LaTeX math, a bare answer, the last number).
 
     Returns:
         The answer text (LaTeX, without the ``\boxed{}``), or ``None`` when there is none.
         Never raises on model output.
     """
-    return extract_answer_and_source(response)[0]
+    return extract_answer_and_source(response, answer_format=answer_format)[0]
 
 
-def extract_answer_and_source(response: str) -> tuple[str | None, str | None]:
+def _answer_part(response: str) -> str | None:
+    """The text after the last ``</think>``; ``None`` if thinking never finished."""
+    cut = response.rfind(_THINK_END)
+    if cut >= 0:
+        return response[cut + len(_THINK_END) :]
+    if "<think>" in response:
+        return None
+    return response
+
+
+def extract_answer_and_source(
+    response: str, *, answer_format: AnswerFormat = "boxed"
+) -> tuple[str | None, str | None]:
     r"""Like :func:`extract_answer`, also saying which rule found the answer.
 
     Returns:
         ``(answer, source)`` where ``source`` is ``"boxed"`` (a ``\boxed{}``/``\fbox{}``),
-        ``"phrase"`` (the "final answer is ..." fallback) or ``None`` when nothing was found.
+        ``"phrase"`` (the "final answer is ..." fallback) or ``None`` when nothing was found;
+        in ``"any"`` mode also ``"latex"`` (the last ``$...$``/``\(...\)``/``\[...\]``/
+        ``$$...$$``), ``"bare"`` (the whole reply is an answer) or ``"number"`` (the last
+        number in the text).
     """
+    _check_format(answer_format)
     if not isinstance(response, str) or not response:
         return None, None
-    text = response
-    cut = text.rfind(_THINK_END)
-    if cut >= 0:
-        text = text[cut + len(_THINK_END) :]
-    elif "<think>" in text:
+    text = _answer_part(response)
+    if text is None:
         return None, None
+    if answer_format == "any":
+        return _extract_any(text)
     boxed = _last_boxed(text)
     if boxed is not None:
         return (boxed, "boxed") if boxed else (None, None)
@@ -180,15 +246,241 @@ def extract_answer_and_source(response: str) -> tuple[str | None, str | None]:
         matches = list(pattern.finditer(tail))
         if matches:
             answer = matches[-1].group(1).splitlines()[0] if matches[-1].group(1) else ""
-            # The phrase may go on: "... is 5. Next, ..." or "... is 5 because ...".
-            answer = re.split(r"\.\s+(?=[A-Z])|\s+(?:because|since|as|which)\s", answer)[0]
-            answer = re.sub(r"^[\s*_]+|[\s*_]+$", "", answer)  # Markdown emphasis
-            answer = re.sub(r"[.。]$", "", answer).strip()
-            answer = re.sub(r"^\$+|\$+$", "", answer).strip()
-            answer = re.sub(r"[.。]$", "", answer).strip()
+            answer = _trim_phrase(answer)
             if answer:
                 return answer, "phrase"
     return None, None
+
+
+def _trim_phrase(answer: str) -> str:
+    # The phrase may go on: "... is 5. Next, ..." or "... is 5 because ...".
+    answer = re.split(r"\.\s+(?=[A-Z])|\s+(?:because|since|as|which)\s", answer)[0]
+    answer = re.sub(r"^[\s*_]+|[\s*_]+$", "", answer)  # Markdown emphasis
+    answer = re.sub(r"[.。]$", "", answer).strip()
+    answer = re.sub(r"^\$+|\$+$", "", answer).strip()
+    return re.sub(r"[.。]$", "", answer).strip()
+
+
+# --------------------------------------------------------------- lenient ("any") extraction
+
+#: "The final answer is X", "Answer: X", "the answer is X" (the last one wins).
+_ANSWER_PHRASE = re.compile(
+    r"\b(?:final\s+answer|answer)\s*(?:is\s*[:=]?|[:=])\s*(.+)", re.IGNORECASE
+)
+#: GSM8K's final line.
+_GSM8K = re.compile(r"(?:^|\n)\s*####\s*([^\n]+)")
+#: LaTeX math regions; inline ``$...$`` and ``\(...\)`` stay on one line, display math may
+#: span lines. ``\$`` inside a region is an escaped dollar, not a delimiter.
+_MATH_REGION = re.compile(
+    r"\$\$((?:[^$\\]|\\.)+?)\$\$"
+    r"|\\\[(.+?)\\\]"
+    r"|\\\(([^\n]+?)\\\)"
+    r"|(?<![\\$])\$((?:[^$\n\\]|\\[^\n])+?)\$",
+    re.DOTALL,
+)
+#: A number in prose: not glued to a word on its left (``AZYUK2A`` has none); thousands
+#: groups by ``,``, ``{,}``, ``\,``, thin or plain spaces; a decimal point or comma; a slash.
+_GROUP_SEP = r"(?:,\\!\s*|,|\{,\}|\\,|[ \u2009\u202f\u00a0])"
+_PROSE_NUMBER = re.compile(
+    r"(?<![\w.\\])[-\u2212]?(?:\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?!\d)|\d+)"
+    r"(?:[.,]\d+)?(?:/\d+)?(?![\d])"
+)
+_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}")
+_TEXT_ARG = re.compile(r"\\(?:text|textbf|mathrm|mbox|begin|end)\s*\{[^{}]*\}")
+#: Words an answer may contain (functions, connectives); units are allowed too.
+_MATH_VOCABULARY = frozenset(
+    "sin cos tan cot sec csc log ln lg exp sqrt pi inf infty arcsin arccos arctan sinh cosh "
+    "tanh mod gcd lcm det max min and or".split()
+)
+#: Two-letter words that only prose has (longer variable names like `ab` are products).
+_PROSE_SHORT = frozenset("is so it be we an as at by if of on to he me my do us am".split())
+_UNIT_WORD = re.compile(_UNITS, re.IGNORECASE)
+#: Longest reply read whole as a bare answer (longer ones are prose, or worse).
+_BARE_LIMIT = 200
+
+
+def _is_bare(text: str) -> bool:
+    r"""Whether ``text`` reads as an answer by itself rather than as prose.
+
+    An answer is math (with ``\text{}``, function names, units, "and"/"or"), or a few words
+    without digits (``Evelyn``, ``north east``); anything else with words is prose.
+    """
+    if len(text) > _BARE_LIMIT or "\n" in text.strip():
+        return False
+    words = _WORD.findall(_TEXT_ARG.sub(" ", text))
+    if not re.search(r"\d", text):
+        return len(words) <= 4 and not any(w.lower() in _PROSE_SHORT for w in words)
+    for w in words:
+        low = w.lower()
+        if low in _PROSE_SHORT or (
+            len(w) >= 3 and low not in _MATH_VOCABULARY and not _UNIT_WORD.fullmatch(w)
+        ):
+            return False
+    return True
+
+
+#: What may separate the parts of one multi-part answer: `\boxed{1}, \boxed{2}`,
+#: `$1$ and $2$`, `\boxed{a} \quad \text{and} \quad \boxed{b}`.
+_CONNECTOR = re.compile(
+    r"(?:\s|,|;|\$|\\[()\[\]]|\\q?quad(?![a-zA-Z])|\\[,;:! ]|\\text\s*\{\s*(?:and|or|,)?\s*\}"
+    r"|\b(?:and|or)\b)*"
+)
+_REGION_CONNECTOR = re.compile(r"[\s,;]*(?:\b(?:and|or)\b)?[\s,;]*")
+_MAX_PARTS = 16
+
+
+def _content(m: re.Match[str]) -> str:
+    return next(g for g in m.groups() if g is not None).strip()
+
+
+def _joined_boxes(text: str) -> str | None:
+    r"""The last ``\boxed{}``, with the boxes just before it that only connectors separate."""
+    boxes: list[tuple[int, int, str]] = []
+    for m in list(_BOX.finditer(text))[-50:]:
+        end = m.end()
+        if end < len(text) and text[end] == "{":
+            got = _braced(text, end)
+            if got is not None:
+                boxes.append((m.start(), got[1], got[0].strip()))
+    if not boxes:
+        return _last_boxed(text)
+    group = [boxes[-1]]
+    for box in reversed(boxes[:-1]):
+        if len(group) >= _MAX_PARTS or box[1] > group[0][0]:
+            break  # enough, or the last box is nested in this one
+        gap = text[box[1] : group[0][0]]
+        if len(gap) > 40 or not _CONNECTOR.fullmatch(gap):
+            break
+        group.insert(0, box)
+    return ", ".join(c for _, _, c in group if c)
+
+
+def _from_segment(text: str) -> tuple[str | None, str | None]:
+    """The answer in a piece of text: its last math region(s), itself, or its last number."""
+    tail = text[-8000:]
+    regions = [m for m in _MATH_REGION.finditer(tail) if _content(m)]
+    if regions:
+        parts = [regions[-1]]
+        for m in reversed(regions[:-1]):
+            gap = tail[m.end() : parts[0].start()]
+            if len(parts) >= _MAX_PARTS or len(gap) > 12 or not _REGION_CONNECTOR.fullmatch(gap):
+                break
+            parts.insert(0, m)
+        return ", ".join(_content(m) for m in parts), "latex"
+    stripped = text.strip().strip("*_").strip()
+    stripped = re.sub(r"[.。]$", "", stripped).strip()
+    if stripped and _is_bare(stripped):
+        return stripped, "bare"
+    numbers = list(_PROSE_NUMBER.finditer(tail))
+    if numbers:
+        return numbers[-1].group(0), "number"
+    return None, None
+
+
+_DOUBLED = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z])")
+_IS = re.compile(r".*\b(?:is|are|equals|be)\b\s*[:=]?\s*(.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def _extract_any(text: str) -> tuple[str | None, str | None]:
+    if "\\\\" in text and "\\begin" not in text:
+        # Doubly escaped LaTeX (`\\frac`, from JSON or code) outside any environment.
+        text = _DOUBLED.sub(r"\\", text)
+    boxed = _joined_boxes(text)
+    if boxed:
+        return boxed, "boxed"
+    tail = text[-8000:]
+    phrases = list(_ANSWER_PHRASE.finditer(tail))
+    if phrases:
+        phrase = phrases[-1].group(1)
+        # The answer stays on its line unless it opens display math.
+        if not re.match(r"\s*(?:\\\[|\$\$)", phrase):
+            phrase = phrase.splitlines()[0] if phrase.strip() else ""
+        first = _MATH_REGION.match(phrase.lstrip())
+        if first is not None and _content(first):
+            # "The answer is $x$. Check: $...$": the math right after the phrase.
+            return _content(first), "phrase"
+        answer = _trim_phrase(phrase)
+        said = _IS.match(answer)  # "The largest $n$ is 34"
+        for segment in ([said.group(1)] if said else []) + [answer]:
+            got, _ = _from_segment(segment) if segment else (None, None)
+            if got:
+                return got, "phrase"
+    gsm = list(_GSM8K.finditer(tail))
+    if gsm:
+        answer = _trim_phrase(gsm[-1].group(1))
+        if answer:
+            return answer, "phrase"
+    return _from_segment(text)
+
+
+# ---------------------------------------------------------------------- the format rule
+
+#: Box contents that are a template, not an answer: ``<answer>``, ``\langle answer\rangle``,
+#: "your answer", ``...``, ``?``.
+_PLACEHOLDER_WORDS = frozenset({"your", "final", "the", "answer", "result", "here", "value"})
+_PLACEHOLDER_ANGLE = re.compile(r"<[^<>]{0,40}>|\\langle\s*[a-zA-Z _\\-]*\\rangle")
+_PLACEHOLDER_DOTS = re.compile(r"(?:\s|\.|\?|…|\\[lc]?dots|\\ldots|_)+")
+
+
+def is_placeholder(content: str) -> bool:
+    r"""Whether a box content is a template rather than an answer (``<answer>``, ``...``)."""
+    s = _unwrap(content.replace("$", "")).strip()
+    if not s or _PLACEHOLDER_ANGLE.fullmatch(s) or _PLACEHOLDER_DOTS.fullmatch(s):
+        return True
+    words = {w.lower() for w in re.findall(r"[a-zA-Z]+", s)}
+    return (
+        re.fullmatch(r"[a-zA-Z\s:_-]+", s) is not None
+        and words <= _PLACEHOLDER_WORDS
+        and bool(words & {"answer", "result"})
+    )
+
+
+#: Reasons :func:`format_issue` returns.
+FORMAT_ISSUES = (
+    "no_box",
+    "multiple_boxes",
+    "empty_box",
+    "placeholder",
+    "unclosed_box",
+    "too_long",
+    "unfinished_thinking",
+)
+
+
+def format_issue(response: str) -> str | None:
+    r"""What keeps a response from giving one clean final answer, or ``None`` if it does.
+
+    The rule (the ``format`` reward of ``rllm/Math-v0``): the answer part (after the last
+    ``</think>``; a ``<think>`` that is never closed is ``"unfinished_thinking"``) holds
+    exactly one ``\boxed{}``/``\fbox{}`` (``"no_box"``, ``"multiple_boxes"``), closed
+    (``"unclosed_box"``), with a non-empty content (``"empty_box"``) of at most
+    :data:`MAX_ANSWER_LENGTH` characters (``"too_long"``) that is not a template such as the
+    prompt's ``<answer>`` (``"placeholder"``, see :func:`is_placeholder`). Reasoning inside
+    ``<think>...</think>`` may box whatever it likes.
+
+    Returns:
+        One of :data:`FORMAT_ISSUES`, or ``None``. Never raises on model output.
+    """
+    if not isinstance(response, str) or not response:
+        return "no_box"
+    text = _answer_part(response)
+    if text is None:
+        return "unfinished_thinking"
+    boxes = _BOX.findall(text)
+    if not boxes:
+        return "no_box"
+    if len(boxes) > 1:
+        return "multiple_boxes"
+    content = _last_boxed(text)
+    if content is None:
+        return "unclosed_box"
+    if not content:
+        return "empty_box"
+    if len(content) > MAX_ANSWER_LENGTH:
+        return "too_long"
+    if is_placeholder(content):
+        return "placeholder"
+    return None
 
 
 # ============================================================================= normalisation
@@ -212,19 +504,13 @@ _UNICODE = {
     "\u200b": "",
 }
 _WRAPPERS = re.compile(
-    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname|mathnormal)\s*\{"
+    r"\\(?:text|textbf|textit|textrm|textnormal|textsf|texttt|textup|mathrm|mathbf|mathit|mathsf|mathtt|mbox|"
+    r"operatorname|mathnormal)\s*\{"
 )
 _DROP = re.compile(
     r"\\(?:displaystyle|textstyle|left|right|big|Big|bigg|Bigg)(?![a-zA-Z])"
     r"|(?<!\\)\\[,;:! ]|\\q?quad(?![a-zA-Z])"
     r"|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\\%|%|\\\$|\\mathdollar"
-)
-_UNITS = (
-    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
-    r"in|feet|foot|ft|yards?|yd|miles?|mi|mph|km/h|kg|g|grams?|kilograms?|pounds?|lbs?|oz|ounces?|"
-    r"liters?|litres?|l|ml|gallons?|dollars?|cents?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
-    r"days?|weeks?|months?|years?|degrees?|percent|students?|people|persons?|apples?|marbles?|"
-    r"cookies?|books?|points?|ways?|times?|sq|cu)"
 )
 _UNIT_TAIL = re.compile(
     r"^(.*?\d[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
@@ -253,6 +539,7 @@ _FRAC_VARIANT = re.compile(r"\\[dtc]frac")
 _BINOM_VARIANT = re.compile(r"\\[dt]binom")
 _LE = re.compile(r"\\(?:leq?slant|leq?)(?![a-zA-Z])")
 _GE = re.compile(r"\\(?:geq?slant|geq?)(?![a-zA-Z])")
+_NE = re.compile(r"\\neq?(?![a-zA-Z])")
 _DOTS = re.compile(r"\\(?:dots|ldots|cdots)")
 _SPACES = re.compile(r"\s+")
 _SPACED_MIXED = re.compile(r"^([+-]?\d+) (\d+)/(\d+)$")
@@ -271,6 +558,8 @@ def normalize(answer: str) -> str:
         if k in s:
             s = s.replace(k, v)
     s = s.replace("\\$", " ").replace("$", "")
+    if "!=" in s:
+        s = s.replace("!=", "\\ne ")
     if "\\" in s:
         s = s.replace("\\langle", "(").replace("\\rangle", ")")
         s = _DISPLAY.sub("", s.strip())
@@ -286,6 +575,7 @@ def normalize(answer: str) -> str:
         s = _FRAC_VARIANT.sub(r"\\frac", s)
         s = _BINOM_VARIANT.sub(r"\\binom", s)
         s = s.replace("\\lt", "<").replace("\\gt", ">")
+        s = _NE.sub(r"\\ne ", s)
         s = _LE.sub(r"\\le ", s)
         s = _GE.sub(r"\\ge ", s)
         s = _DOTS.sub(r"\\ldots", s)
@@ -544,7 +834,13 @@ def _parse(answer: str) -> _Node:
     s = normalize(answer)
     if len(s) > MAX_ANSWER_LENGTH or not _depth_ok(s):
         return _Expr(s, s, None, True)
-    m = re.fullmatch(r"\\begin\{([pbvBV]?matrix|array)\}(?:\{[^}]*\})?(.*)\\end\{\1\}", s, re.S)
+    # A LaTeX group around the whole answer, `{1, 3}`, is only grouping (`\{1, 3\}` is a set).
+    while len(s) >= 2 and s[0] == "{" and _matching_close(s, 0) == len(s) - 1:
+        s = s[1:-1].strip()
+    # A matrix, also inside brackets: `\left[\begin{array}{cc}...\end{array}\right]`.
+    m = re.fullmatch(
+        r"[\[(]?\s*\\begin\{([pbvBV]?matrix|array)\}(?:\{[^}]*\})?(.*)\\end\{\1\}\s*[\])]?", s, re.S
+    )
     if m:
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
         cells = tuple(tuple(_expr(c) for c in r.split("&")) for r in rows)
@@ -617,7 +913,11 @@ def _inequality(s: str) -> _Interval | None:
     ops = [p.strip() for p in pieces[1::2]]
     if not all(terms):
         return None
-    variables = [i for i, t in enumerate(terms) if _VARIABLE.fullmatch(t.replace(" ", ""))]
+    variables = [
+        i
+        for i, t in enumerate(terms)
+        if _VARIABLE.fullmatch(t.replace(" ", "")) or _FUNCTION_OF.fullmatch(t.replace(" ", ""))
+    ]
     inf, neg = _expr("\\infty"), _expr("-\\infty")
 
     def less(op: str) -> bool:
@@ -799,21 +1099,137 @@ def _compare_cached(prediction: str, gold: str, timeout: float) -> bool:
     return _node_equal(_prepare(prediction), _prepare(gold), time.monotonic() + timeout)
 
 
-def compare(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT) -> Verdict:
+# ------------------------------------------------------------------ lenient ("any") compare
+
+_CURRENCY_HEAD = re.compile(r"^(?:\\\$|\$|€|£|¥|₹|US\$|USD|EUR|GBP)\s*")
+_CURRENCY_TAIL = re.compile(
+    r"\s*(?:\\\$|\$|€|£|¥|₹|USD|EUR|GBP|euros?|dollars?|\\text\{\s*(?:euros?|dollars?|USD|EUR)\s*\})$"
+)
+_SUPERSCRIPT = re.compile(r"[²³]")
+_NUMBER_UNIT = re.compile(
+    r"([-+]?[\d.,{}\\! \u2009\u202f]*\d)\s*" + _UNITS + r"?\s*(?:\^\{?[23]\}?)?"
+)
+_GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:" + _GROUP_SEP + r"\d{3})+(?:\.\d+)?")
+_DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")
+
+
+def _lenient_number(s: str) -> str | None:
+    """A number written with grouping or a decimal comma, in plain notation, else ``None``."""
+    s = s.strip().replace("\u2212", "-")
+    if _GROUPED.fullmatch(s):
+        return re.sub(_GROUP_SEP, "", s)
+    m = _DECIMAL_COMMA.fullmatch(s)
+    if m:
+        whole, frac = m.groups()
+        # `1,000` groups thousands; `1,5`, `1000,99` and `0,111` have a decimal comma.
+        grouping = len(frac) == 3 and 1 <= len(whole.lstrip("+-")) <= 3
+        if not grouping or whole.lstrip("+-") == "0":
+            return f"{whole}.{frac}"
+    return None
+
+
+def _lenient_rewrite(answer: str) -> str:
+    r"""Reading of a free-form answer for ``"any"`` mode: currency, units and separators off.
+
+    ``$1,000.99``, ``1,000.99€``, ``1 000 m²`` and ``2,74`` become ``1000.99``, ``1000.99``,
+    ``1000`` and ``2.74``. Only a single number keeps its reading changed; anything else is
+    returned as is.
+    """
+    approx = _split_top(answer, ("\\approx",))
+    if len(approx) > 1 and all(approx):
+        # `x \approx 11` is 11; `x = 1/3 \approx 0.33` is its exact value, 1/3.
+        answer = approx[-1] if _VARIABLE.fullmatch(approx[0].replace(" ", "")) else approx[0]
+    s = _SUPERSCRIPT.sub(lambda m: "^2" if m.group(0) == "²" else "^3", answer.strip())
+    s = _CURRENCY_TAIL.sub("", _CURRENCY_HEAD.sub("", s)).strip()
+    m = _NUMBER_UNIT.fullmatch(s)
+    if m is None:
+        return answer
+    number = m.group(1).replace("{,}", ",").replace("\\,", " ").strip()
+    plain = _lenient_number(number)
+    if plain is not None:
+        return plain
+    return number if _PLAIN_NUMBER.fullmatch(number) else answer
+
+
+@lru_cache(maxsize=65_536)
+def _compare_any_cached(prediction: str, gold: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    p, g = _prepare(prediction), _prepare(gold)
+    if _node_equal(p, g, deadline):
+        return True
+    p2, g2 = _lenient_rewrite(prediction), _lenient_rewrite(gold)
+    if (p2, g2) != (prediction, gold):
+        p, g = _prepare(p2), _prepare(g2)
+        if _node_equal(p, g, deadline):
+            return True
+    # `\frac{1}{2}\$ = \frac{10}{9}`: a worked computation (no variable on the left) whose
+    # value is its last side; `a + 3z = 0` stays an equation.
+    if isinstance(p, _Eq) and _computation(p) and not isinstance(g, _Eq):
+        return _node_equal(_prepare(p.rhs.text), g, deadline)
+    if isinstance(g, _Eq) and _computation(g) and not isinstance(p, _Eq):
+        return _node_equal(p, _prepare(g.rhs.text), deadline)
+    return False
+
+
+def _computation(eq: _Eq) -> bool:
+    """``lhs = value``: a worked computation, or a named quantity (``|AB| = 1``, ``A:B = 1``).
+
+    The value has no variables; the left side has none either, or is a name, product or
+    ratio of names with no ``+``/``-`` (``a + 3z = 0`` is an equation to solve, not a value).
+    """
+    if eq.value is not None or _LETTER.search(_COMMAND.sub("", eq.rhs.text)):
+        return False
+    lhs = _COMMAND.sub("", eq.lhs.text)
+    return not _LETTER.search(lhs) or not re.search(r"[+-]", lhs)
+
+
+def _free_form(answer: str) -> str:
+    """In ``"any"`` mode a bare answer may be free text: read its answer out of it."""
+    got = extract_answer(answer, answer_format="any") if len(answer) <= 100_000 else None
+    return got if got else answer
+
+
+def compare(
+    prediction: str,
+    gold: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    answer_format: AnswerFormat = "boxed",
+) -> Verdict:
     """Compare two bare answers and say why.
 
     Args:
         prediction: The model's answer (e.g. the output of :func:`extract_answer`).
         gold: The reference answer.
         timeout: Seconds the comparison may take; past it the answer counts as wrong.
+        answer_format: ``"boxed"`` (exact notation rules) or ``"any"``: both sides may be
+            free text (their answer is extracted as :func:`extract_answer` does in ``"any"``
+            mode), and a single number may carry currency, units, thousands separators
+            (``,``, thin or plain spaces) or a decimal comma (``2,74``; ``1,000`` stays a
+            thousand); an equation chain ``a = b`` whose left side is not a variable counts
+            as its value ``b``.
 
     Returns:
         A :class:`Verdict`. Never raises on the content of ``prediction``.
     """
+    return _verdict(prediction, gold, timeout, answer_format, extracted=False)
+
+
+def _verdict(
+    prediction: str, gold: str, timeout: float, answer_format: str, *, extracted: bool
+) -> Verdict:
+    _check_format(answer_format)
     if not isinstance(prediction, str) or not prediction.strip():
         return Verdict(False, "empty")
+    pred, ref = prediction.strip(), str(gold).strip()
     try:
-        equal = _compare_cached(prediction.strip(), str(gold).strip(), float(timeout))
+        if answer_format == "any":
+            # An answer already extracted from a response is not read again.
+            pred = pred if extracted else _free_form(pred).strip()
+            ref = _free_form(ref).strip()
+            equal = _compare_any_cached(pred, ref, float(timeout))
+        else:
+            equal = _compare_cached(pred, ref, float(timeout))
     except _Timeout:
         return Verdict(False, "timeout")
     except (RecursionError, MemoryError):
@@ -821,13 +1237,21 @@ def compare(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT) -> 
     return Verdict(equal, "equal" if equal else "not_equal")
 
 
-def is_equivalent(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+def is_equivalent(
+    prediction: str,
+    gold: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    answer_format: AnswerFormat = "boxed",
+) -> bool:
     r"""Whether two bare answers are mathematically equivalent.
 
     Args:
         prediction: The model's answer, e.g. ``"\frac{1}{2}"`` or ``"x = 0.5"``.
         gold: The reference answer, e.g. ``"1/2"``.
         timeout: Seconds the comparison may take (counts as not equivalent past it).
+        answer_format: ``"boxed"`` (default: bare answers, exact notation rules) or
+            ``"any"`` (free-form answers; see :func:`compare`).
 
     Returns:
         ``True`` if equivalent. Never raises on the content of ``prediction``.
@@ -837,29 +1261,39 @@ def is_equivalent(prediction: str, gold: str, *, timeout: float = DEFAULT_TIMEOU
         True
         >>> is_equivalent("(1, 2]", "(1, 2)")
         False
+        >>> is_equivalent("Answer: $1,000.99", "1000.99", answer_format="any")
+        True
     """
-    return compare(prediction, gold, timeout=timeout).equal
+    return compare(prediction, gold, timeout=timeout, answer_format=answer_format).equal
 
 
 def score_response(
-    response: str, gold: str, *, timeout: float = DEFAULT_TIMEOUT
+    response: str,
+    gold: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    answer_format: AnswerFormat = "boxed",
 ) -> tuple[float, str]:
-    """Score a full model response against a gold answer.
+    r"""Score a full model response against a gold answer.
 
     Args:
         response: The model's whole output; its final answer is found with
             :func:`extract_answer`.
         gold: The reference answer.
         timeout: Seconds the comparison may take.
+        answer_format: ``"boxed"`` (default, for RL rewards: the last ``\boxed{}`` after
+            ``</think>``, or a final-answer phrase) or ``"any"`` (for evaluation and unboxed
+            data: also LaTeX math, ``#### x``, a bare answer or the last number; lenient
+            number rules, see :func:`compare`).
 
     Returns:
         ``(score, reason)``: ``(1.0, "correct")``, or ``0.0`` with ``"no_answer"`` (no final
         answer found: a format failure), ``"incorrect"`` or ``"timeout"``.
     """
-    answer = extract_answer(response)
+    answer = extract_answer(response, answer_format=answer_format)
     if answer is None:
         return 0.0, "no_answer"
-    verdict = compare(answer, gold, timeout=timeout)
+    verdict = _verdict(answer, gold, timeout, answer_format, extracted=True)
     if verdict.equal:
         return 1.0, "correct"
     return 0.0, "timeout" if verdict.reason == "timeout" else "incorrect"

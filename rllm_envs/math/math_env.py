@@ -9,16 +9,24 @@ from typing import Any, ClassVar
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.math.generators import procedural_tasks
-from rllm_envs.math.grader import DEFAULT_TIMEOUT, compare, extract_answer_and_source
+from rllm_envs.math.grader import (
+    ANSWER_FORMATS,
+    DEFAULT_TIMEOUT,
+    AnswerFormat,
+    _verdict,
+    extract_answer_and_source,
+    format_issue,
+)
 from rllm_envs.math.loaders import load_math_tasks, math_dataset_tasks
 from rllm_envs.tasks import Task, TaskSource
 
 __all__ = ["MathEnv", "ANSWER_FORMAT", "score"]
 
-#: The answer-format instruction appended to every problem.
+#: The answer-format instruction appended to every problem. The example is a template, not a
+#: number a model could copy into its answer (a copied template gets no ``format`` credit).
 ANSWER_FORMAT = (
-    "Solve the problem. You may reason step by step; put your final answer within "
-    "\\boxed{}, for example \\boxed{42}."
+    "Solve the problem. You may reason step by step; then give your final answer once, at the "
+    "end, within \\boxed{}: \\boxed{<answer>} with <answer> replaced by your result."
 )
 
 
@@ -26,15 +34,25 @@ _NO_ANSWER = "no final answer found (expected \\boxed{...})"
 
 
 def score(
-    answer: str | None, task: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    answer: str | None,
+    task: Mapping[str, Any],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    answer_format: AnswerFormat = "boxed",
 ) -> float:
-    """Score a whole response against a task's gold answer: 1.0 if correct, else 0.0."""
+    """Score a whole response against a task's gold answer: 1.0 if correct, else 0.0.
+
+    ``answer_format`` is the extraction mode of :func:`rllm_envs.math.score_response`.
+    """
     if answer is None:
         return 0.0
-    extracted, _ = extract_answer_and_source(answer)
+    extracted, _ = extract_answer_and_source(answer, answer_format=answer_format)
     if extracted is None:
         return 0.0
-    return 1.0 if compare(extracted, str(task["answer"]), timeout=timeout).equal else 0.0
+    gold = str(task["answer"])
+    # The answer is already extracted: compare it as is (in "any" mode too).
+    verdict = _verdict(extracted, gold, timeout, answer_format, extracted=True)
+    return 1.0 if verdict.equal else 0.0
 
 
 class MathEnv(TextEnv):
@@ -57,15 +75,21 @@ class MathEnv(TextEnv):
 
     ## Action
     The model's full response. Text before the last ``</think>`` is ignored; a response
-    with ``<think>`` but no ``</think>`` has no answer. The answer is the content of the last
-    ``\boxed{...}`` (or ``\fbox{...}``); as a documented fallback, a last "final answer is X",
-    "answer: X" or "#### X" phrase is graded too (but earns no ``format`` credit).
+    with ``<think>`` but no ``</think>`` has no answer. With ``answer_format="boxed"`` (the
+    default) the answer is the content of the last ``\boxed{...}`` (or ``\fbox{...}``); as a
+    documented fallback, a last "final answer is X", "answer: X" or "#### X" phrase is graded
+    too (but earns no ``format`` credit). ``answer_format="any"`` (for evaluation) also reads
+    LaTeX math, a bare answer or the last number, with lenient number rules
+    (:func:`rllm_envs.math.compare`).
 
     ## Reward
     Weighted sum (``reward_weights``) of ``correct`` (1 if the final answer equals the gold
-    answer; weight 1.0) and ``format`` (1 if the answer was given in ``\boxed{}``; weight 0.0,
-    log only -- pass ``reward_weights={"format": 0.1}`` to shape). Reward is 1 for a correct
-    answer and 0 otherwise by default.
+    answer; weight 1.0) and ``format`` (weight 0.0, log only -- pass
+    ``reward_weights={"format": 0.1}`` to shape). ``format`` is 1 only for one clean final
+    answer (:func:`rllm_envs.math.format_issue`): after ``</think>`` there is exactly one
+    ``\boxed{}``, closed, non-empty and not a template such as the prompt's ``<answer>``; so
+    ``\boxed{42} \times \boxed{5}``, ``\boxed{}`` and ``\boxed{<answer>}`` get 0. The
+    reward is 1 for a correct answer and 0 otherwise by default.
 
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` a
@@ -75,7 +99,9 @@ class MathEnv(TextEnv):
     ## Information
     The common keys of :mod:`rllm_envs.core`, plus ``family`` and ``difficulty`` (for
     procedural tasks; ``None`` otherwise) and, on ``step``: ``extracted_answer``
-    (``str | None``), ``answer_source`` (``"boxed"``, ``"phrase"`` or ``None``), ``grade``
+    (``str | None``), ``answer_source`` (``"boxed"``, ``"phrase"`` or ``None``; in ``"any"``
+    mode also ``"latex"``, ``"bare"`` or ``"number"``), ``format_issue`` (why ``format`` is 0:
+    one of :data:`rllm_envs.math.FORMAT_ISSUES`, or ``None``), ``grade``
     (``"correct"``, ``"incorrect"``, ``"no_answer"`` or ``"timeout"``) and, on the step that
     ends the episode, ``reference_answer``. ``invalid_action`` is set when no answer was found.
 
@@ -94,10 +120,18 @@ class MathEnv(TextEnv):
       pure function of ``(task_seed, i, difficulty)``.
     - ``max_turns`` (int, default 1): answer attempts.
     - ``timeout`` (float, default 5.0): seconds one answer comparison may take.
+    - ``answer_format`` (``"boxed"`` or ``"any"``, default ``"boxed"``): how the ``correct``
+      component reads the answer: strict, for RL rewards, or lenient, for evaluation and
+      datasets whose answers are not boxed. ``format`` always applies the boxed rule.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
     - v0: Initial version.
+    - v0 (revised before any release): ``format`` requires one clean final box (it was 1
+      for any ``\boxed{}``, which GRPO learned to game with ``\boxed{42} \times \boxed{5}``);
+      the prompt's example is ``\boxed{<answer>}`` instead of ``\boxed{42}``, which small
+      models copied; ``answer_format`` and ``info["format_issue"]`` were added. The default
+      reward (``correct`` only) is unchanged, so the id stays ``-v0``.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.0}
@@ -114,11 +148,16 @@ class MathEnv(TextEnv):
         task_seed: int = 0,
         max_turns: int = 1,
         timeout: float = DEFAULT_TIMEOUT,
+        answer_format: AnswerFormat = "boxed",
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidEnvConfig(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
+        if answer_format not in ANSWER_FORMATS:
+            raise InvalidEnvConfig(
+                f"Expects `answer_format` to be one of {ANSWER_FORMATS}, actual: {answer_format!r}."
+            )
         if dataset is not None and (families is not None or difficulty != 1):
             raise InvalidEnvConfig(
                 "`difficulty` and `families` choose procedural tasks; they cannot be combined "
@@ -143,6 +182,7 @@ class MathEnv(TextEnv):
                 f"actual type: {type(dataset).__name__}."
             )
         self.timeout = float(timeout)
+        self.answer_format: AnswerFormat = answer_format
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
         )
@@ -162,12 +202,13 @@ class MathEnv(TextEnv):
     def _act(self, action: str) -> Transition:
         assert self.task is not None
         gold = str(self.task["answer"])
-        answer, source = extract_answer_and_source(action)
+        answer, source = extract_answer_and_source(action, answer_format=self.answer_format)
+        issue = format_issue(action)
         if answer is None:
             grade = "no_answer"
             correct = False
         else:
-            verdict = compare(answer, gold, timeout=self.timeout)
+            verdict = _verdict(answer, gold, self.timeout, self.answer_format, extracted=True)
             correct = verdict.equal
             grade = "correct" if correct else "incorrect"
             if verdict.reason == "timeout":
@@ -176,7 +217,7 @@ class MathEnv(TextEnv):
         if correct:
             text = "Correct."
         elif answer is None:
-            text = "No final answer found. Put your final answer within \\boxed{}."
+            text = "No final answer found. Put your final answer within \\boxed{}, once."
         else:
             text = "Incorrect."
         if last and not correct:
@@ -186,6 +227,7 @@ class MathEnv(TextEnv):
         info: dict[str, Any] = {
             "extracted_answer": answer,
             "answer_source": source,
+            "format_issue": issue,
             "grade": grade,
             "family": self.task.get("family"),
             "difficulty": self.task.get("difficulty"),
@@ -194,7 +236,7 @@ class MathEnv(TextEnv):
             info["reference_answer"] = gold
         return Transition(
             observation=text,
-            reward_components={"correct": float(correct), "format": float(source == "boxed")},
+            reward_components={"correct": float(correct), "format": float(issue is None)},
             terminated=last,
             correct=correct,
             invalid_reason=None if answer is not None else _NO_ANSWER,

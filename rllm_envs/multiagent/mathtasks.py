@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 #: The answer format every math role is asked for (what the grader extracts best).
-ANSWER_FORMAT = r"Put your final answer in \boxed{...}, e.g. \boxed{42}."
+#: Its example is a template (``<answer>``), not a number a small model would copy.
+ANSWER_FORMAT = r"Put your final answer once, at the end, in \boxed{<answer>}."
 
 
 def math_tasks(

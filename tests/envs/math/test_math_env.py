@@ -14,7 +14,7 @@ from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.math.math_env import ANSWER_FORMAT, MathEnv, score
 
 DATA = Path(__file__).parent / "data"
-STEP_KEYS = {"extracted_answer", "answer_source", "grade", "family", "difficulty"}
+STEP_KEYS = {"extracted_answer", "answer_source", "format_issue", "grade", "family", "difficulty"}
 
 
 def test_observation_is_problem_plus_answer_format():
@@ -25,6 +25,8 @@ def test_observation_is_problem_plus_answer_format():
     assert obs.endswith(ANSWER_FORMAT) and "\\boxed{}" in obs
     assert set(INFO_KEYS) <= set(info) and info["family"] == task["family"]
     assert task["answer"] not in obs.split("\n\n")[-1]
+    # The example is a template, not a number a model could copy into its answer.
+    assert "\\boxed{<answer>}" in ANSWER_FORMAT and not any(c.isdigit() for c in ANSWER_FORMAT)
 
 
 def test_oracle_scores_one_and_terminates_after_one_step():
@@ -111,6 +113,7 @@ def test_families_restrict_tasks():
         {"difficulty": 6},
         {"families": ["calculus"]},
         {"timeout": 0},
+        {"answer_format": "lenient"},
         {"dataset_format": "csv", "dataset": str(DATA / "math500.jsonl")},
         {"field_map": {"problem": "q"}},
         {"dataset": 42},
@@ -210,3 +213,74 @@ def test_score_function():
     assert score("so \\boxed{0.5}", task) == 1.0
     assert score("so \\boxed{0.6}", task) == 0.0
     assert score(None, task) == 0.0 and score("garbage", task) == 0.0
+
+
+# ------------------------------------------------- reward components cannot be gamed
+
+
+def _step(action: str, seed: int = 0, **kwargs):
+    env = gym.make("rllm/Math-v0", reward_weights={"format": 0.1}, **kwargs)
+    env.reset(seed=seed)
+    gold = env.unwrapped.task["answer"]
+    _, reward, _, _, info = env.step(action.replace("GOLD", gold))
+    return reward, info
+
+
+def test_clean_correct_answer_gets_every_component():
+    reward, info = _step("Working... so \\boxed{GOLD}.")
+    assert info["reward_components"] == {"correct": 1.0, "format": 1.0}
+    assert reward == pytest.approx(1.1) and info["format_issue"] is None
+
+
+@pytest.mark.parametrize(
+    ("action", "issue"),
+    [
+        ("\\boxed{42} \\times \\boxed{5} \\boxed{GOLD}", "multiple_boxes"),
+        ("\\boxed{GOLD} or \\boxed{-99999}", "multiple_boxes"),
+        ("\\boxed{<answer>}", "placeholder"),
+        (
+            "Solve the problem... \\boxed{<answer>} with <answer> replaced by your result.",
+            "placeholder",
+        ),
+        ("\\boxed{}", "empty_box"),
+        ("The final answer is GOLD", "no_box"),
+        ("<think>\\boxed{GOLD}", "unfinished_thinking"),
+    ],
+)
+def test_format_is_zero_without_one_clean_final_box(action, issue):
+    reward, info = _step(action)
+    assert info["reward_components"]["format"] == 0.0 and info["format_issue"] == issue
+    assert reward < 1.1
+
+
+def test_format_only_reply_gets_no_correctness():
+    # A clean box with a wrong value: format is earned, correctness is not.
+    reward, info = _step("\\boxed{-424242}")
+    assert info["reward_components"] == {"correct": 0.0, "format": 1.0}
+    assert reward == pytest.approx(0.1)
+
+
+def test_parroted_template_scores_nothing():
+    env = gym.make("rllm/Math-v0", reward_weights={"format": 0.1})
+    obs, _ = env.reset(seed=5)
+    # A model that copies the instruction, box and all.
+    _, reward, _, _, info = env.step(obs.split("\n\n")[-1])
+    assert reward == 0.0 and info["reward_components"] == {"correct": 0.0, "format": 0.0}
+
+
+def test_answer_format_any_reads_unboxed_answers():
+    env = gym.make("rllm/Math-v0", answer_format="any")
+    env.reset(seed=2)
+    gold = env.unwrapped.task["answer"]
+    _, reward, _, _, info = env.step(f"I worked it out. It is ${gold}$")
+    assert reward == 1.0 and info["answer_source"] == "latex"
+    assert info["reward_components"]["format"] == 0.0  # format always means one box
+    strict = gym.make("rllm/Math-v0")
+    strict.reset(seed=2)
+    assert strict.step(f"I worked it out. It is ${gold}$")[1] == 0.0
+
+
+def test_score_function_modes():
+    task = {"answer": "1000.99"}
+    assert score("so it costs 1 000,99 €", task) == 0.0
+    assert score("so it costs 1000,99 €", task, answer_format="any") == 1.0

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rllm_envs.math import compare, extract_answer, is_equivalent, score_response
+from rllm_envs.math import (
+    DEFAULT_TIMEOUT,
+    compare,
+    extract_answer,
+    extract_answer_and_source,
+    format_issue,
+    is_equivalent,
+    is_placeholder,
+    score_response,
+)
 from rllm_envs.math.grader import normalize, shutdown_workers
 
 # (prediction, gold): each pair must be judged equivalent.
@@ -533,3 +544,111 @@ def test_the_bound_holds_while_a_worker_starts_and_workers_do_not_leak():
     assert procs and all(p.poll() is None for p in procs)
     shutdown_workers()
     assert all(p.poll() is not None for p in procs)
+
+
+# ------------------------------------------------------------- lenient ("any") extraction
+
+FREE_FORM = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "free_form_cases.jsonl").read_text().splitlines()
+    if line.strip()
+]
+
+
+@pytest.mark.parametrize(
+    "case", FREE_FORM, ids=[f"{i}-{c['form']}" for i, c in enumerate(FREE_FORM)]
+)
+def test_free_form_cases_in_any_mode(case) -> None:
+    score, reason = score_response(case["pred"], case["gold"], answer_format="any")
+    assert (score == 1.0) == case["label"], (
+        reason,
+        extract_answer(case["pred"], answer_format="any"),
+    )
+
+
+def test_free_form_cases_cover_every_form() -> None:
+    forms = {c["form"] for c in FREE_FORM}
+    assert {"boxed", "latex", "phrase", "gsm8k", "number", "thousands", "decimal_comma"} <= forms
+    assert {"units", "approx", "chain", "bare", "free_gold"} <= forms
+    assert len(FREE_FORM) >= 150
+
+
+def test_boxed_mode_stays_strict() -> None:
+    # What "any" reads, the RL default does not.
+    assert score_response("Answer $ 9 $", "9") == (0.0, "no_answer")
+    assert score_response("so it is 10 in total", "10") == (0.0, "no_answer")
+    assert not is_equivalent("1000,99", "1000.99")
+    assert is_equivalent("1000,99", "1000.99", answer_format="any")
+    assert not is_equivalent("0.33", "\\frac{1}{3}", answer_format="any")
+
+
+@pytest.mark.parametrize(
+    ("response", "expected", "source"),
+    [
+        ("\\boxed{1}, \\boxed{2}", "1, 2", "boxed"),
+        ("\\boxed{1} papers and \\boxed{2} bins", "2", "boxed"),
+        ("\\boxed{\\boxed{5}}", "5", "boxed"),
+        ("The answer is $\\frac12$. Check: $1+1=2$", "\\frac12", "phrase"),
+        ("Natalia.\n#### 72", "72", "phrase"),
+        ("x^2 + 7x + 10", "x^2 + 7x + 10", "bare"),
+        ("so it is 5", "5", "number"),
+        ("AZYUK2A", None, None),
+        ("Answer \\[ \n 9 \n \\]", "9", "latex"),
+        ("<think>9", None, None),
+    ],
+)
+def test_any_mode_extraction_rules(response, expected, source) -> None:
+    assert extract_answer_and_source(response, answer_format="any") == (expected, source)
+
+
+def test_unknown_answer_format_raises() -> None:
+    with pytest.raises(ValueError, match="answer_format"):
+        score_response("\\boxed{1}", "1", answer_format="lenient")  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=300), st.text(max_size=60))
+def test_arbitrary_text_never_raises_in_any_mode(prediction, gold):
+    verdict = compare(prediction, gold, timeout=2.0, answer_format="any")
+    assert verdict.reason in ("equal", "not_equal", "timeout", "empty")
+    assert score_response(prediction, gold, answer_format="any")[0] in (0.0, 1.0)
+
+
+def test_any_mode_reads_the_end_of_huge_prose() -> None:
+    reply = "word 12, " * 100_000 + "so $\\frac{1}{2}$"
+    assert score_response(reply, "0.5", answer_format="any") == (1.0, "correct")
+    assert score_response("word 12, " * 100_000, "12", timeout=DEFAULT_TIMEOUT)[0] == 0.0
+
+
+# ---------------------------------------------------------------------------- format rule
+
+FORMAT_CASES = [
+    ("Thus \\boxed{7}.", None),
+    ("<think>try \\boxed{1}, \\boxed{2}</think> so \\boxed{7}", None),
+    ("\\boxed{42} \\times \\boxed{5}", "multiple_boxes"),
+    ("\\boxed{3} or maybe \\boxed{4}", "multiple_boxes"),
+    ("\\boxed{\\boxed{5}}", "multiple_boxes"),
+    ("\\boxed{}", "empty_box"),
+    ("\\boxed{   }", "empty_box"),
+    ("\\boxed{<answer>}", "placeholder"),
+    ("\\boxed{<your answer>}", "placeholder"),
+    ("\\boxed{\\text{your answer}}", "placeholder"),
+    ("\\boxed{\\langle answer \\rangle}", "placeholder"),
+    ("\\boxed{...}", "placeholder"),
+    ("\\boxed{?}", "placeholder"),
+    ("The final answer is 7", "no_box"),
+    ("", "no_box"),
+    ("so \\boxed{7", "unclosed_box"),
+    ("<think>\\boxed{7}", "unfinished_thinking"),
+    ("\\boxed{" + "1" * 5000 + "}", "too_long"),
+]
+
+
+@pytest.mark.parametrize(("response", "issue"), FORMAT_CASES)
+def test_format_issue(response, issue) -> None:
+    assert format_issue(response) == issue
+
+
+@pytest.mark.parametrize("content", ["x", "x < 5", "\\text{answer}s", "A", "0", "\\emptyset"])
+def test_real_answers_are_not_placeholders(content) -> None:
+    assert not is_placeholder(content)
