@@ -131,7 +131,7 @@ def render_samples_markdown(
         rows = by_iteration[it]
         names = sorted({name for r in rows for name in (r.get("reward_components") or {})})
         lines += [f"## Iteration {it}", ""]
-        header = ["#", "task", "reward", *names, "correct", "advantage", "finish"]
+        header = ["#", "task", "reward", *names, "is_correct", "advantage", "finish"]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
         for i, r in enumerate(rows):
