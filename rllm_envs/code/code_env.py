@@ -38,30 +38,70 @@ def embedded_tasks() -> list[Task]:
 
 
 def load_code_tasks(
-    dataset: str | Path | None = None, *, dataset_format: str = "auto", split: str | None = None
+    dataset: str | Path | None = None,
+    *,
+    dataset_format: str = "auto",
+    split: str | None = None,
+    field_map: Mapping[str, str] | None = None,
+    convert_asserts: bool = True,
 ) -> list[Task]:
     """Read code tasks from a local file or ``hf:`` name (``None``: the embedded set).
 
+    Args:
+        dataset: A local file or ``"hf:<name>"``; ``None`` for the embedded problems.
+        dataset_format: A schema of :data:`rllm_envs.code.datasets.FORMATS`, or ``"auto"``.
+        split: Split of an ``hf:`` dataset.
+        field_map: ``{schema_field: record_field}`` renames applied to each raw record
+            before it is read (e.g. ``{"question_content": "statement"}`` for a
+            LiveCodeBench-like file whose statement column is ``statement``).
+        convert_asserts: Convert assert-style tests to host-compared functional tests
+            where possible (see :mod:`rllm_envs.code.convert`); ``False`` keeps them.
+
     Raises:
         InvalidDataset: If the file cannot be read or a record fits no known schema.
+        InvalidEnvConfig: For an unknown format, or a ``field_map`` without a dataset.
     """
     if dataset_format != "auto" and dataset_format not in FORMATS:
         raise InvalidEnvConfig(
             f"Expects `dataset_format` in {['auto', *FORMATS]}, actual: {dataset_format!r}."
             + did_you_mean(dataset_format, FORMATS)
         )
+    if field_map is not None and not isinstance(field_map, Mapping):
+        raise InvalidEnvConfig(
+            "Expects `field_map` to be a dict {schema_field: record_field}, actual type: "
+            f"{type(field_map).__name__}."
+        )
     if dataset is None:
+        if field_map:
+            raise InvalidEnvConfig("`field_map` applies to a `dataset`; none was given.")
         return embedded_tasks()
     records = load_records(dataset, split=split)
     tasks = []
-    for i, record in enumerate(records):
+    for i, raw in enumerate(records):
+        record = _renamed(raw, field_map or {}, dataset, i)
         try:
-            task = normalize(record, format=dataset_format)
+            task = normalize(record, format=dataset_format, convert_asserts=convert_asserts)
         except ValueError as e:
             raise InvalidDataset(f"Dataset {dataset} record {i}: {e}") from e
         task["id"] = task["id"] or f"{Path(str(dataset)).stem}-{i}"
         tasks.append(task)
     return tasks
+
+
+def _renamed(
+    record: Mapping[str, Any], field_map: Mapping[str, str], dataset: Any, i: int
+) -> Mapping[str, Any]:
+    if not field_map:
+        return record
+    out = dict(record)
+    for schema_field, record_field in field_map.items():
+        if record_field not in record:
+            raise InvalidDataset(
+                f"Dataset {dataset} record {i} has no field `{record_field}` (mapped to "
+                f"`{schema_field}` by field_map). Available fields: {sorted(record)}."
+            )
+        out[schema_field] = record[record_field]
+    return out
 
 
 #: The name of each language in prompts (its fence tag is the language itself).
@@ -133,8 +173,17 @@ class CodeEnv(TextEnv):
       ``.jsonl``/``.json``/``.parquet`` file, or ``"hf:<name>"`` (needs network and the
       ``datasets`` extra).
     - ``dataset_format`` (str, default ``"auto"``): ``"livecodebench"``, ``"taco"``,
-      ``"apps"``, ``"codeforces"``, ``"code_contests"``, ``"humaneval"``, ``"mbpp"``.
+      ``"apps"``, ``"codeforces"``, ``"code_contests"``, ``"humaneval"``,
+      ``"humanevalplus"``, ``"mbpp"``, ``"leetcode"``, ``"kodcode"``, ``"primeintellect"``,
+      ``"deepcoder"`` (alias ``"rllm"``: rLLM/DeepCoder records).
     - ``split`` (str | None): split of an ``hf:`` dataset.
+    - ``field_map`` (dict | None): ``{schema_field: record_field}`` renames applied to each
+      record before it is read, for files whose columns have other names (e.g.
+      ``{"question_content": "statement"}``).
+    - ``convert_asserts`` (bool, default True): turn assert-style tests (HumanEval, MBPP,
+      LeetCode, KodCode) into functional tests that the host compares
+      (:mod:`rllm_envs.code.convert`); what cannot be converted stays assert kind, whose
+      verdict is decided inside the submission's process. ``False`` keeps every assert.
     - ``difficulty`` (str | None): keep only tasks of this difficulty (``"easy"``,
       ``"medium"``, ``"hard"`` for the embedded set).
     - ``multi_turn`` (bool, default False) and ``max_turns`` (int, default 1, or 4 when
@@ -167,6 +216,8 @@ class CodeEnv(TextEnv):
         dataset: str | Path | None = None,
         dataset_format: str = "auto",
         split: str | None = None,
+        field_map: Mapping[str, str] | None = None,
+        convert_asserts: bool = True,
         difficulty: str | None = None,
         multi_turn: bool = False,
         max_turns: int | None = None,
@@ -194,7 +245,13 @@ class CodeEnv(TextEnv):
                 f"Expects `memory_mb` to be an int >= 64, actual: {memory_mb!r}."
             )
         check_language(language)  # a machine without g++ fails here, with the fix
-        tasks = load_code_tasks(dataset, dataset_format=dataset_format, split=split)
+        tasks = load_code_tasks(
+            dataset,
+            dataset_format=dataset_format,
+            split=split,
+            field_map=field_map,
+            convert_asserts=convert_asserts,
+        )
         if language == "cpp":
             tasks = [t for t in tasks if t["kind"] == "stdin"]
             if not tasks:

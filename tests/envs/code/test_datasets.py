@@ -87,14 +87,33 @@ def test_codeforces_both_flavours():
     assert len(contests["hidden_tests"]) == 3
 
 
-def test_humaneval_and_mbpp_are_assert_tasks():
+def test_humaneval_and_mbpp_become_host_compared_tests():
     (he,) = load_code_tasks(DATA / "humaneval.jsonl")
-    assert he["kind"] == "assert" and "def triple" in he["question"]
-    assert he["hidden_tests"][0]["input"].rstrip().endswith("check(triple)")
+    assert he["kind"] == "functional" and "def triple" in he["question"]
+    assert he["func_name"] == "triple" and he["verdict_trust"] == "host"
+    assert he["hidden_tests"] == [
+        {"input": "2", "output": "6"},
+        {"input": "0", "output": "0"},
+        {"input": "-4", "output": "-12"},
+    ]
     first, second = load_code_tasks(DATA / "mbpp.jsonl")
     assert "assert smallest([3, 1, 2]) == 1" in first["question"]
+    assert first["kind"] == "functional" and first["func_name"] == "smallest"
+    assert first["public_tests"] == [{"input": "[3, 1, 2]", "output": "1"}]
+    assert len(first["hidden_tests"]) == 2
+    # `== math.isqrt(81)` is not a literal: the reference computed it in the sandbox.
+    assert second["kind"] == "functional"
+    assert second["hidden_tests"][-1] == {"input": "81", "output": "9"}
+
+
+def test_humaneval_and_mbpp_raw_asserts_on_request():
+    (he,) = load_code_tasks(DATA / "humaneval.jsonl", convert_asserts=False)
+    assert he["kind"] == "assert" and he["verdict_trust"] == "in_process"
+    assert he["hidden_tests"][0]["input"].rstrip().endswith("check(triple)")
+    first, second = load_code_tasks(DATA / "mbpp.jsonl", convert_asserts=False)
     assert len(first["public_tests"]) == 1 and len(first["hidden_tests"]) == 2
     assert second["hidden_tests"][0]["input"].startswith("import math")
+    assert judge_task(he["solution"], he).all_passed
 
 
 def test_env_reads_a_dataset_file():
@@ -115,7 +134,7 @@ def test_bad_datasets_are_programmer_errors(tmp_path):
     with pytest.raises(InvalidDataset, match="schema"):
         load_code_tasks(bad)
     with pytest.raises(InvalidEnvConfig, match="dataset_format"):
-        load_code_tasks(bad, dataset_format="leetcode")
+        load_code_tasks(bad, dataset_format="leet_code")
     empty = tmp_path / "notests.jsonl"
     empty.write_text(json.dumps({"question_content": "x", "public_test_cases": "[]"}) + "\n")
     with pytest.raises(InvalidDataset, match="no tests"):
