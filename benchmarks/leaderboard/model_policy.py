@@ -1,8 +1,9 @@
 """Model policies for leaderboard runs: vLLM, an OpenAI-compatible server, transformers.
 
 Single-agent envs run through the token-exact rollout loop (:mod:`adapters.rollout`), many
-episodes at once. Multi-agent envs keep one chat per controlled agent and ask the backend's chat
-API for every acting agent's reply, all episodes concurrently.
+episodes at once. Multi-agent envs run through :mod:`adapters.multiagent_play`: one
+``rllm_agents`` conversation per agent the model plays (system prompt, ``<think>`` handling),
+the end-of-turn stop ids on every request, the registry's opponents, all episodes concurrently.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import rllm_envs
-from benchmarks.leaderboard.policies import (
-    OPPONENTS,
+from benchmarks.leaderboard.protocol import (
     EpisodeRecord,
     EpisodeSpec,
-    MultiAgentTally,
     is_multiagent,
+    multiagent_record,
 )
 from rllm_envs.error import InvalidEnvConfig
 
@@ -59,8 +59,9 @@ class ModelPolicy:
         temperature: Sampling temperature (0 = greedy).
         max_tokens: Most tokens per model turn.
         concurrency: Episodes in flight at once.
-        agent: Agent for single-agent envs: a name (``"frozenlake"``...) or ``"module:Class"``
-            (e.g. the agent a checkpoint was trained with); default: chosen from the env id.
+        agent: Agent override: a name (``"frozenlake"``...) or ``"module:Class"`` (e.g. the
+            agent a checkpoint was trained with); default: the one the env's registry row
+            names (single- and multi-agent envs alike).
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
         engine_kwargs: Passed to the backend's constructor (e.g. vLLM's ``max_model_len``).
     """
@@ -189,40 +190,28 @@ class ModelPolicy:
     async def _play_multiagent(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
     ) -> list[EpisodeRecord]:
-        from rllm_envs.multiagent import ScriptedPolicy as AgentPolicy
+        from adapters.multiagent_play import play_episode
 
         backend = self._backend()
         limit = asyncio.Semaphore(self.concurrency)
-        env_id = episodes[0].env_id
-        opponent_kind = OPPONENTS.get(env_id)
 
         async def one(spec: EpisodeSpec) -> EpisodeRecord:
             async with limit:
                 start = time.perf_counter()
-                env = rllm_envs.make_parallel(env_id, **env_kwargs)
-                observations, infos = await asyncio.to_thread(
-                    env.reset, seed=spec.seed, options={"index": spec.task_index}
-                )
-                tally = MultiAgentTally(env, spec, infos, start)
-                opponent = AgentPolicy(opponent_kind or "random", seed=spec.seed + 1)
-                chats: dict[str, list[dict[str, str]]] = {a: [] for a in tally.controlled}
-                while env.agents:
-                    acting = [a for a in env.agents if infos[a]["acting"]]
-                    mine = [a for a in acting if a in tally.controlled]
-                    for agent in mine:
-                        chats[agent].append({"role": "user", "content": observations[agent]})
-                    sampling = self._sampling(spec.seed + tally.turns)
-                    replies = await asyncio.gather(
-                        *(backend.chat(chats[a], sampling) for a in mine)
+                env = rllm_envs.make_parallel(spec.env_id, **env_kwargs)
+                try:
+                    episode = await play_episode(
+                        env,
+                        backend,
+                        env_id=spec.env_id,
+                        sampling=self._sampling(spec.seed),
+                        seed=spec.seed,
+                        options={"index": spec.task_index},
+                        agent=self.agent,
+                        agent_kwargs=self.agent_kwargs,
                     )
-                    actions = {a: opponent(env, a) for a in acting if a not in tally.controlled}
-                    for agent, generation in zip(mine, replies, strict=True):
-                        chats[agent].append({"role": "assistant", "content": generation.text})
-                        actions[agent] = generation.text
-                        tally.tokens += len(generation.completion_ids or ())
-                    observations, rewards, _, _, infos = await asyncio.to_thread(env.step, actions)
-                    tally.add(rewards, infos)
-                env.close()
-                return tally.record()
+                finally:
+                    env.close()
+                return multiagent_record(spec, episode, time.perf_counter() - start)
 
         return list(await asyncio.gather(*(one(s) for s in episodes)))

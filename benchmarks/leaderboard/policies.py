@@ -16,133 +16,43 @@ A policy plays a list of :class:`EpisodeSpec` on one env and yields one
 
 Multi-agent envs: in cooperative envs (solver-judge, debate) the evaluated policy plays every
 agent (self-play, as rLLM trains them); the episode succeeds when every agent ends correct and
-its reward is the mean agent return. In competitive games (:data:`OPPONENTS`) the evaluated
-policy plays the first agent against the env's scripted opponent; the episode succeeds on a win.
+its reward is the mean agent return. In competitive games the evaluated policy plays against
+the scripted opponents the env's registry row names (``EnvEntry.opponents``); the episode
+succeeds on a win. Both are played by :mod:`adapters.multiagent_play`.
+
+The episode protocol (:class:`EpisodeSpec`, :class:`EpisodeRecord`, :class:`Policy`) lives in
+:mod:`benchmarks.leaderboard.protocol`; this module imports the model policy, never the
+other way round.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import gymnasium as gym
 
 import rllm_envs
+from benchmarks.leaderboard.model_policy import ModelPolicy
+from benchmarks.leaderboard.protocol import (
+    EpisodeRecord,
+    EpisodeSpec,
+    Policy,
+    is_multiagent,
+    multiagent_record,
+)
 from rllm_envs.error import did_you_mean
 
-#: Competitive multi-agent envs: the scripted kind the evaluated policy plays against.
-OPPONENTS: dict[str, str] = {"rllm/TicTacToe-v0": "heuristic"}
-
-
-def is_multiagent(env_id: str) -> bool:
-    """Whether ``env_id`` is a multi-agent (PettingZoo) env."""
-    return env_id in rllm_envs.list_multiagent_envs()
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """One evaluation episode.
-
-    Attributes:
-        env_id: The env.
-        row: Evaluation task number (0..n_tasks-1); the samples of one row form a pass@k group.
-        task_index: Task index in the env's source (``row`` modulo the source size).
-        sample: Sample number within the row (0..k-1).
-        seed: Reset seed (also seeds the random policy).
-    """
-
-    env_id: str
-    row: int
-    task_index: int
-    sample: int
-    seed: int
-
-
-@dataclass
-class EpisodeRecord:
-    """The outcome of one evaluation episode (one line of ``episodes.jsonl``)."""
-
-    env_id: str
-    row: int
-    task_index: int
-    sample: int
-    seed: int
-    task_id: str
-    reward: float
-    success: bool
-    turns: int
-    tokens: int
-    wall_s: float
-    invalid_actions: int
-
-
-class MultiAgentTally:
-    """One multi-agent episode's bookkeeping under the protocol in the module docstring.
-
-    Args:
-        env: The parallel env, just reset.
-        spec: The episode.
-        infos: The ``infos`` returned by ``reset``.
-        start: ``time.perf_counter()`` when the episode started.
-    """
-
-    def __init__(self, env: Any, spec: EpisodeSpec, infos: dict[str, Any], start: float) -> None:
-        agents = list(env.possible_agents)
-        #: The agents the evaluated policy plays.
-        self.controlled = agents[:1] if spec.env_id in OPPONENTS else agents
-        self.spec, self.start = spec, start
-        self.task_id = str(infos[agents[0]]["task_id"])
-        self.returns = dict.fromkeys(agents, 0.0)
-        self.correct = dict.fromkeys(agents, False)
-        self.turns = self.tokens = self.invalid = 0
-
-    def add(self, rewards: dict[str, float], infos: dict[str, Any]) -> None:
-        """Count one joint step."""
-        self.turns += 1
-        for agent, reward in rewards.items():
-            self.returns[agent] += float(reward)
-            self.correct[agent] = bool(infos[agent]["is_correct"])
-            self.invalid += agent in self.controlled and bool(infos[agent]["invalid_action"])
-
-    def record(self) -> EpisodeRecord:
-        """The finished episode: mean return and joint success of the controlled agents."""
-        spec, controlled = self.spec, self.controlled
-        return EpisodeRecord(
-            env_id=spec.env_id,
-            row=spec.row,
-            task_index=spec.task_index,
-            sample=spec.sample,
-            seed=spec.seed,
-            task_id=self.task_id,
-            reward=sum(self.returns[a] for a in controlled) / len(controlled),
-            success=all(self.correct[a] for a in controlled),
-            turns=self.turns,
-            tokens=self.tokens,
-            wall_s=time.perf_counter() - self.start,
-            invalid_actions=self.invalid,
-        )
-
-
-class Policy(Protocol):
-    """What the leaderboard runner needs from a policy."""
-
-    name: str
-
-    def play(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
-    ) -> Iterator[EpisodeRecord]:
-        """Play ``episodes`` (all of one env) and yield each record as it finishes."""
-        ...
-
-    def config(self) -> dict[str, Any]:
-        """The policy's settings, for provenance."""
-        ...
-
-    def close(self) -> None:
-        """Release what the policy holds (engines, threads)."""
-        ...
+__all__ = [
+    "EpisodeRecord",
+    "EpisodeSpec",
+    "ModelPolicy",
+    "Policy",
+    "ScriptedPolicy",
+    "is_multiagent",
+    "make_policy",
+]
 
 
 class ScriptedPolicy:
@@ -170,7 +80,7 @@ class ScriptedPolicy:
             yield from self._play_multiagent(episodes, env_kwargs)
             return
         env = gym.make(episodes[0].env_id, **env_kwargs)
-        base = env.unwrapped
+        base: Any = env.unwrapped  # an rllm_envs TextEnv (oracle_action, random_action)
         act = base.oracle_action if self.name == "oracle" else base.random_action
         try:
             for spec in episodes:
@@ -204,26 +114,20 @@ class ScriptedPolicy:
     def _play_multiagent(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
-        from rllm_envs.multiagent import ScriptedPolicy as AgentPolicy
+        from adapters.multiagent_play import play_scripted_episode
 
         env = rllm_envs.make_parallel(episodes[0].env_id, **env_kwargs)
-        opponent_kind = OPPONENTS.get(episodes[0].env_id)
         try:
             for spec in episodes:
                 start = time.perf_counter()
-                me = AgentPolicy(self.name, seed=spec.seed)
-                opponent = AgentPolicy(opponent_kind or self.name, seed=spec.seed + 1)
-                _, infos = env.reset(seed=spec.seed, options={"index": spec.task_index})
-                tally = MultiAgentTally(env, spec, infos, start)
-                while env.agents:
-                    actions = {
-                        a: (me if a in tally.controlled else opponent)(env, a)
-                        for a in env.agents
-                        if infos[a]["acting"]
-                    }
-                    _, rewards, _, _, infos = env.step(actions)
-                    tally.add(rewards, infos)
-                yield tally.record()
+                episode = play_scripted_episode(
+                    env,
+                    self.name,
+                    env_id=spec.env_id,
+                    seed=spec.seed,
+                    options={"index": spec.task_index},
+                )
+                yield multiagent_record(spec, episode, time.perf_counter() - start)
         finally:
             env.close()
 
@@ -242,8 +146,6 @@ def make_policy(spec: str, **model_kwargs: Any) -> Policy:
             )
         return ScriptedPolicy(spec)
     if spec.partition(":")[0] in ("vllm", "hf", "openai"):
-        from benchmarks.leaderboard.model_policy import ModelPolicy
-
         return ModelPolicy(spec, **model_kwargs)
     raise rllm_envs.InvalidEnvConfig(
         f"Unknown policy spec {spec!r}; expects 'oracle', 'random', 'vllm:<model>', "

@@ -1,7 +1,7 @@
 """Leaderboard runs: fixed evaluation episodes, results written episode by episode, resumable.
 
 A run directory holds ``meta.json`` (provenance: config, package versions, git commit),
-``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.policies.EpisodeRecord` per line,
+``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.protocol.EpisodeRecord` per line,
 appended and flushed as each episode ends) and ``summary.json`` (metrics per env). Running the
 same config into the same directory again skips the episodes already recorded.
 """
@@ -24,13 +24,8 @@ import numpy as np
 
 import rllm_envs
 from benchmarks.leaderboard.passk import mean_pass_at_k
-from benchmarks.leaderboard.policies import (
-    EpisodeRecord,
-    EpisodeSpec,
-    Policy,
-    is_multiagent,
-    make_policy,
-)
+from benchmarks.leaderboard.policies import make_policy
+from benchmarks.leaderboard.protocol import EpisodeRecord, EpisodeSpec, Policy, is_multiagent
 from rllm_envs.error import InvalidEnvConfig
 
 _PACKAGES = (
@@ -156,7 +151,8 @@ def _source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
         ma_env.close()
         return size
     env = gym.make(env_id, **env_kwargs)
-    size = len(env.unwrapped.tasks)
+    base: Any = env.unwrapped  # an rllm_envs TextEnv
+    size = len(base.tasks)
     env.close()
     return size
 

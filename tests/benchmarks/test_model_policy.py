@@ -61,3 +61,23 @@ def test_agent_override_by_module_path():
 def test_scripted_policies_take_no_settings():
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="takes no settings"):
         make_policy("oracle", temperature=0.5)
+
+
+def _imports(module) -> set[str]:
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(module))
+    found = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    return found | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+
+
+def test_policies_and_model_policy_do_not_import_each_other():
+    from benchmarks.leaderboard import model_policy, policies, protocol
+
+    assert "benchmarks.leaderboard.policies" not in _imports(model_policy)
+    assert not {"benchmarks.leaderboard.policies", "benchmarks.leaderboard.model_policy"} & (
+        _imports(protocol)
+    )
+    # Opponents are the registry's, not a leaderboard table.
+    assert not hasattr(policies, "OPPONENTS")

@@ -1,0 +1,101 @@
+"""The leaderboard's episode protocol: what a policy is asked to play and what it reports.
+
+Shared by the scripted policies (:mod:`benchmarks.leaderboard.policies`) and the model policy
+(:mod:`benchmarks.leaderboard.model_policy`); it imports neither, so they do not import each
+other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import rllm_envs
+
+if TYPE_CHECKING:
+    from adapters.multiagent_play import MultiAgentEpisode
+
+__all__ = ["EpisodeRecord", "EpisodeSpec", "Policy", "is_multiagent", "multiagent_record"]
+
+
+def is_multiagent(env_id: str) -> bool:
+    """Whether ``env_id`` is a multi-agent (PettingZoo) env."""
+    return env_id in rllm_envs.list_multiagent_envs()
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One evaluation episode.
+
+    Attributes:
+        env_id: The env.
+        row: Evaluation task number (0..n_tasks-1); the samples of one row form a pass@k group.
+        task_index: Task index in the env's source (``row`` modulo the source size).
+        sample: Sample number within the row (0..k-1).
+        seed: Reset seed (also seeds the random policy).
+    """
+
+    env_id: str
+    row: int
+    task_index: int
+    sample: int
+    seed: int
+
+
+@dataclass
+class EpisodeRecord:
+    """The outcome of one evaluation episode (one line of ``episodes.jsonl``)."""
+
+    env_id: str
+    row: int
+    task_index: int
+    sample: int
+    seed: int
+    task_id: str
+    reward: float
+    success: bool
+    turns: int
+    tokens: int
+    wall_s: float
+    invalid_actions: int
+
+
+def multiagent_record(
+    spec: EpisodeSpec, episode: MultiAgentEpisode, wall_s: float
+) -> EpisodeRecord:
+    """A multi-agent episode as a record: mean return, joint success of the policy's agents."""
+    return EpisodeRecord(
+        env_id=spec.env_id,
+        row=spec.row,
+        task_index=spec.task_index,
+        sample=spec.sample,
+        seed=spec.seed,
+        task_id=episode.task_id,
+        reward=episode.reward,
+        success=episode.success,
+        turns=episode.turns,
+        tokens=episode.tokens,
+        wall_s=wall_s,
+        invalid_actions=episode.invalid_actions,
+    )
+
+
+class Policy(Protocol):
+    """What the leaderboard runner needs from a policy."""
+
+    name: str
+
+    def play(
+        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+    ) -> Iterator[EpisodeRecord]:
+        """Play ``episodes`` (all of one env) and yield each record as it finishes."""
+        ...
+
+    def config(self) -> dict[str, Any]:
+        """The policy's settings, for provenance."""
+        ...
+
+    def close(self) -> None:
+        """Release what the policy holds (engines, threads)."""
+        ...
