@@ -1,0 +1,425 @@
+"""The episode store: exact round trips, queries, dedup, Parquet, pass@k, threads, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sqlite3
+import sys
+import threading
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rllm_agents.store import EpisodeStore, content_hash, main
+from rllm_agents.trajectory import Step, Trajectory
+from rllm_agents.writers import write_trajectories
+from rllm_envs.error import InvalidEnvConfig
+
+ODD_FLOATS = [-0.0, 5e-324, sys.float_info.max, -float("inf"), 0.1 + 0.2, 1 / 3, -1e-300]
+
+
+def make_trajectory(i: int, *, turns: int = 2, prompt_len: int = 40, completion_len: int = 30):
+    """Trajectory ``i``: a token-exact multi-turn episode whose content depends only on ``i``."""
+    rng = random.Random(i)
+    steps = []
+    sequence = [rng.randrange(50_000) for _ in range(prompt_len)]
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": f"Task {i}: reach 24 with [1, 3, 4, 6] ☃"},
+    ]
+    for turn in range(turns):
+        completion = [rng.randrange(50_000) for _ in range(completion_len)]
+        logprobs = [-rng.expovariate(1.0) for _ in completion]
+        logprobs[0] = ODD_FLOATS[(i + turn) % len(ODD_FLOATS)]
+        last = turn == turns - 1
+        reward = float(last and i % 3 == 0)
+        response = f"<think>try {turn}</think><answer>6 / (1 - 3 / 4)</answer> #{i}"
+        steps.append(
+            Step(
+                prompt_ids=list(sequence),
+                completion_ids=completion,
+                logprobs=logprobs,
+                response=response,
+                action=response.split("</think>")[-1],
+                observation="Correct." if reward else f"Incorrect: try again ({turn})",
+                reward=reward,
+                terminated=last,
+                truncated=False,
+                info={
+                    "turn": turn + 1,
+                    "is_correct": bool(reward),
+                    "reward_components": {"format": 1.0, "value": reward},
+                    "nested": {"list": [1, 2.5, None, "x"], "empty": {}},
+                    "invalid_reason": None,
+                },
+                finish_reason="stop" if turn % 2 == 0 else "length",
+            )
+        )
+        messages.append({"role": "assistant", "content": response})
+        if not last:
+            messages.append({"role": "user", "content": "Incorrect: try again"})
+        glue = [rng.randrange(50_000) for _ in range(5)]
+        sequence = sequence + completion + glue
+    return Trajectory(
+        env_id="rllm/Countdown-v0" if i % 2 == 0 else "rllm/Math-v0",
+        task_id=f"task-{i % 5}",
+        seed=i,
+        group=i % 5,
+        sample=i // 5,
+        initial_observation=messages[1]["content"],
+        initial_info={"task_id": f"task-{i % 5}", "turn": 0, "nums": [1, 3, 4, 6]},
+        messages=messages,
+        steps=steps,
+        token_exact=True,
+        finish="terminated",
+        metadata={"policy": "oracle", "model": f"model-{i % 2}", "wall_s": 0.125 * i},
+    )
+
+
+def same_bits(a: Trajectory, b: Trajectory) -> bool:
+    """Equal, and every float equal bit for bit (-0.0 is not 0.0; NaN equals NaN)."""
+    return _canonical_floats(a) == _canonical_floats(b)
+
+
+def _canonical_floats(t: Trajectory) -> str:
+    return json.dumps(t.to_dict(), sort_keys=True, default=repr, allow_nan=True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with EpisodeStore(tmp_path / "episodes.db") as s:
+        yield s
+
+
+# ----------------------------------------------------------------------- round trips
+
+
+def test_round_trip_is_exact_for_every_field(store):
+    originals = [make_trajectory(i) for i in range(12)]
+    for t in originals:
+        assert store.put(t, run="r1").new
+    back = store.trajectories()
+    assert back == originals
+    assert all(same_bits(a, b) for a, b in zip(back, originals, strict=True))
+    assert [t.steps[0].logprobs[0] for t in back][:3] == ODD_FLOATS[:3]
+    assert math.copysign(1.0, back[0].steps[0].logprobs[0]) == -1.0  # -0.0 survived
+    for a, b in zip(back, originals, strict=True):
+        assert a.loss_mask() == b.loss_mask() and a.logprobs() == b.logprobs()
+        assert a.token_ids() == b.token_ids()
+
+
+def test_stored_columns_and_defaults(store):
+    t = make_trajectory(3)
+    put = store.put(t, run="eval", env_kwargs={"difficulty": 2}, timings={"gen_s": 1.5})
+    episode = store.get(put.id)
+    assert episode.hash == put.hash == content_hash(t)
+    assert (episode.run, episode.env_id, episode.model) == ("eval", t.env_id, "model-1")
+    assert episode.env_kwargs == {"difficulty": 2} and episode.timings == {"gen_s": 1.5}
+    assert (episode.task_id, episode.seed, episode.group, episode.sample) == ("task-3", 3, 3, 0)
+    assert episode.total_reward == t.total_reward and episode.is_correct == t.is_correct
+    assert episode.num_turns == 2 and episode.finish == "terminated"
+    assert "python" in episode.versions and "gymnasium" in episode.versions
+    # Defaults from the trajectory's metadata: model, and timings from keys ending in _s.
+    other = store.get(store.put(make_trajectory(4)).id)
+    assert other.model == "model-0" and other.timings == {"wall_s": 0.5} and other.run is None
+
+
+def test_nan_and_numpy_values_come_back_as_json(store):
+    np = pytest.importorskip("numpy")
+    t = make_trajectory(1)
+    t.steps[0].logprobs[1] = float("nan")
+    t.steps[0].info["np"] = np.float32(0.5)
+    t.steps[0].info["arr"] = np.arange(3)
+    back = store.get(store.put(t).id).trajectory
+    assert math.isnan(back.steps[0].logprobs[1])
+    assert back.steps[0].info["np"] == 0.5 and back.steps[0].info["arr"] == [0, 1, 2]
+
+
+finite = st.floats(allow_nan=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    logprobs=st.lists(finite, min_size=1, max_size=20),
+    reward=finite,
+    text=st.text(max_size=200),
+    ids=st.lists(st.integers(0, 2**31 - 1), max_size=30),
+)
+def test_any_floats_and_text_round_trip_bit_for_bit(tmp_path_factory, logprobs, reward, text, ids):
+    path = tmp_path_factory.mktemp("h") / "e.db"
+    step = Step(ids, list(range(len(logprobs))), logprobs, text, text, text, reward)
+    t = Trajectory(env_id="rllm/X-v0", task_id=text, steps=[step], messages=[{"c": text}])
+    with EpisodeStore(path) as s:
+        back = s.get(s.put(t).id).trajectory
+    assert same_bits(back, t)
+
+
+@pytest.mark.parametrize("env_id", ["rllm/Countdown-v0", "rllm/Math-v0", "rllm/FrozenLake-v0"])
+def test_real_env_episodes_round_trip(store, env_id):
+    """Trajectories recorded from real env steps (info as the env returns it)."""
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+    from rllm_agents.trajectory import to_jsonable
+
+    env = gym.make(env_id)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        t = Trajectory(
+            env_id=env_id,
+            task_id=str(info["task_id"]),
+            seed=seed,
+            initial_observation=obs,
+            initial_info=to_jsonable(info),
+        )
+        prompt = list(range(10))
+        while True:
+            action = env.unwrapped.oracle_action()
+            obs, reward, terminated, truncated, info = env.step(action)
+            completion = [7, 8, 9]
+            t.steps.append(
+                Step(
+                    list(prompt),
+                    completion,
+                    [-0.1, -0.2, -0.3],
+                    action,
+                    action,
+                    obs,
+                    float(reward),
+                    terminated,
+                    truncated,
+                    to_jsonable(info),
+                )
+            )
+            prompt = prompt + completion + [1, 2]
+            if terminated or truncated:
+                break
+        t.finish = "terminated" if terminated else "truncated"
+        t.check_token_exact()
+        assert store.get(store.put(t, env_kwargs={}).id).trajectory == t
+    env.close()
+
+
+# ------------------------------------------------------------------ queries and dedup
+
+
+def test_queries_filter_by_env_model_run_task_and_reward(store):
+    for i in range(30):
+        store.put(make_trajectory(i), run="a" if i < 20 else "b")
+    assert len(store) == 30 and store.runs() == {"a": 20, "b": 10}
+    assert store.count(env="rllm/Countdown-v0") == 15
+    assert store.count(model="model-1", run="a") == 10
+    assert {e.task_id for e in store.summaries(task="task-2")} == {"task-2"}
+    assert store.count(task="task-2") == 6
+    correct = store.trajectories(correct=True)
+    assert correct and all(t.is_correct for t in correct)
+    assert store.count(correct=True) == 10  # i % 3 == 0
+    assert store.count(min_reward=0.5) == 10 and store.count(max_reward=0.5) == 20
+    page = [e.id for e in store.summaries(limit=5, offset=10)]
+    assert page == list(range(11, 16))
+    assert all(e.trajectory is None for e in store.summaries(limit=2))
+    with pytest.raises(InvalidEnvConfig):
+        store.count(env=3)
+    with pytest.raises(TypeError):
+        store.count(colour="red")
+
+
+def test_dedup_by_content_hash(store):
+    t = make_trajectory(0)
+    first = store.put(t)
+    again = store.put(make_trajectory(0), run="other")
+    assert first.new and not again.new and again.id == first.id and again.hash == first.hash
+    assert len(store) == 1
+    changed = store.put(replace(make_trajectory(0), sample=99))
+    assert changed.new and len(store) == 2
+    puts = store.put_many([make_trajectory(0), make_trajectory(1), make_trajectory(1)])
+    assert [p.new for p in puts] == [False, True, False] and len(store) == 3
+
+
+def test_get_by_id_hash_and_prefix(store):
+    put = store.put(make_trajectory(5))
+    assert store.get(put.hash).id == put.id == store.get(put.hash[:8]).id
+    for bad in ("zzzzzz", "abc", 999, put.hash[:6].upper()):
+        with pytest.raises(KeyError):
+            store.get(bad)
+
+
+def test_put_many_is_all_or_nothing(store):
+    store.put(make_trajectory(0))
+    with pytest.raises(InvalidEnvConfig):
+        store.put_many([make_trajectory(1), "not a trajectory"])  # type: ignore[list-item]
+    assert len(store) == 1
+
+
+# ------------------------------------------------------------------------ pass@k
+
+
+def test_pass_at_k_uses_the_unbiased_estimator(store):
+    from benchmarks.leaderboard.passk import pass_at_k
+
+    # Task t0: 4 samples, 1 correct; t1: 4 samples, 0 correct; t2: 1 sample (left out at k=2).
+    plan = {"t0": [1, 0, 0, 0], "t1": [0, 0, 0, 0], "t2": [1]}
+    for task, outcomes in plan.items():
+        for sample, ok in enumerate(outcomes):
+            step = Step(
+                [1], [2], [-0.5], "r", "r", "", float(ok), True, info={"is_correct": bool(ok)}
+            )
+            t = Trajectory(env_id="rllm/X-v0", task_id=task, sample=sample, steps=[step])
+            store.put(t, run="run1")
+    table = store.pass_at_k([1, 2])
+    row = table["run1|rllm/X-v0"]
+    assert row["tasks"] == 3 and row["samples"] == 9
+    assert row["pass@1"] == pytest.approx((0.25 + 0.0 + 1.0) / 3)
+    assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0) / 2)
+    assert math.isnan(store.pass_at_k([5])["run1|rllm/X-v0"]["pass@5"])
+    with pytest.raises(InvalidEnvConfig):
+        store.pass_at_k([0])
+
+
+# ------------------------------------------------------------------------ Parquet
+
+
+def test_parquet_export_import_round_trip(store, tmp_path):
+    pytest.importorskip("pyarrow")
+    originals = [make_trajectory(i) for i in range(10)]
+    for i, t in enumerate(originals):
+        store.put(t, run="r", env_kwargs={"i": i})
+    out = tmp_path / "out.parquet"
+    assert store.export_parquet(out, row_group_size=3) == 10
+    assert store.export_parquet(tmp_path / "some.parquet", env="rllm/Math-v0") == 5
+    assert store.export_parquet(tmp_path / "none.parquet", run="missing") == 0
+    with EpisodeStore(tmp_path / "copy.db") as copy:
+        assert copy.import_parquet(out) == (10, 0)
+        assert copy.import_parquet(out) == (0, 10)
+        a, b = list(store.episodes()), list(copy.episodes())
+        assert [x.trajectory for x in a] == [y.trajectory for y in b] == originals
+        for x, y in zip(a, b, strict=True):
+            assert (x.hash, x.run, x.env_kwargs, x.versions, x.timings, x.created) == (
+                y.hash,
+                y.run,
+                y.env_kwargs,
+                y.versions,
+                y.timings,
+                y.created,
+            )
+            assert same_bits(x.trajectory, y.trajectory)
+
+
+def test_imports_trajectory_writer_parquet_files(store, tmp_path):
+    pytest.importorskip("pyarrow")
+    path = write_trajectories([make_trajectory(i) for i in range(4)], tmp_path / "w.parquet")
+    assert store.import_parquet(path, run="imported") == (4, 0)
+    assert store.runs() == {"imported": 4}
+    assert store.trajectories() == [make_trajectory(i) for i in range(4)]
+
+
+# ------------------------------------------------------------------ threads, modes
+
+
+def test_many_threads_share_one_store(store):
+    errors = []
+
+    def writer(w):
+        try:
+            for i in range(20):
+                store.put(make_trajectory(1000 * w + i), run=f"w{w}")
+            store.put(make_trajectory(999_999))  # every thread writes this one: stored once
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(store) == 8 * 20 + 1
+    for w in range(8):
+        assert store.trajectories(run=f"w{w}") == [make_trajectory(1000 * w + i) for i in range(20)]
+
+
+def test_wal_mode_read_only_and_bad_arguments(tmp_path):
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as s:
+        s.put(make_trajectory(0))
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with EpisodeStore(path, read_only=True) as ro:
+        assert len(ro) == 1
+        with pytest.raises(InvalidEnvConfig, match="read-only"):
+            ro.put(make_trajectory(1))
+    for kwargs in ({"path": ":memory:"}, {"path": path, "timeout": 0}):
+        with pytest.raises(InvalidEnvConfig):
+            EpisodeStore(**kwargs)
+    with pytest.raises(InvalidEnvConfig, match="No episode store"):
+        EpisodeStore(tmp_path / "missing.db", read_only=True)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(InvalidEnvConfig, match="schema version 99"):
+        EpisodeStore(path)
+
+
+def test_store_pickles_as_its_path(store):
+    import pickle
+
+    store.put(make_trajectory(0))
+    clone = pickle.loads(pickle.dumps(store))
+    assert clone.path == store.path and len(clone) == 1
+    clone.close()
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def test_cli_list_show_export_import_passk(store, tmp_path, capsys):
+    for i in range(6):
+        store.put(make_trajectory(i), run="cli")
+    db = str(store.path)
+    assert main([db, "list", "--env", "rllm/Countdown-v0"]) == 0
+    out = capsys.readouterr().out
+    assert "3 of 3 episodes" in out and "rllm/Countdown-v0" in out and "rllm/Math-v0" not in out
+    assert main([db, "list", "--json", "--correct"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in rows] == [1, 4] and all(r["is_correct"] for r in rows)
+
+    assert main([db, "show", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "--- system\nBe brief." in text and "--- user\nTask 0" in text
+    assert "--- assistant (turn 1, 30 tokens)" in text and "reward 1" in text
+    assert "<answer>6 / (1 - 3 / 4)</answer>" in text
+    assert main([db, "show", store.get(2).hash[:10], "--tokens"]) == 0
+    assert "loss_mask [0, 0" in capsys.readouterr().out
+    assert main([db, "show", "--json", "3"]) == 0
+    assert Trajectory.from_dict(json.loads(capsys.readouterr().out)) == make_trajectory(2)
+    assert main([db, "show", "999"]) == 1
+
+    out_file = tmp_path / "x.parquet"
+    assert main([db, "export", str(out_file), "--run", "cli"]) == 0
+    assert "exported 6 episodes" in capsys.readouterr().out
+    assert main([str(tmp_path / "new.db"), "import", str(out_file)]) == 0
+    assert "imported 6 new episodes (0 already stored)" in capsys.readouterr().out
+
+    assert main([db, "passk", "-k", "1", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "pass@1" in out and "pass@2" in out and "cli" in out
+    assert main([db, "passk", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert {r["env"] for r in table} == {"rllm/Countdown-v0", "rllm/Math-v0"}
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.db"), "list"])
+
+
+def test_cli_runs_as_a_module(store):
+    import subprocess
+
+    store.put(make_trajectory(0))
+    out = subprocess.run(
+        [sys.executable, "-m", "rllm_agents.store", str(store.path), "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "1 of 1 episodes" in out.stdout

@@ -1,0 +1,118 @@
+"""The episode store across processes: concurrent writers, forks, and a writer killed mid-stream."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rllm_agents.store import EpisodeStore
+from tests.agents.test_store import make_trajectory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WRITER = """
+import sys
+from rllm_agents.store import EpisodeStore
+from tests.agents.test_store import make_trajectory
+
+path, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+store = EpisodeStore(path)
+for i in range(count):
+    store.put(make_trajectory(1000 * worker + i), run=f"w{worker}")
+    if i == count // 2:
+        store.put(make_trajectory(999_999))  # every writer also writes this one
+store.close()
+"""
+
+ENDLESS_WRITER = """
+import sys
+from rllm_agents.store import EpisodeStore
+from tests.agents.test_store import make_trajectory
+
+store = EpisodeStore(sys.argv[1])
+i = 0
+while True:
+    store.put(make_trajectory(i, turns=3, prompt_len=3000), run="killed")
+    print(i, flush=True)  # printed only after the commit returned
+    i += 1
+"""
+
+
+def _python(code: str, *args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, text=True, **kwargs)
+
+
+def test_eight_processes_write_concurrently_into_a_new_store(tmp_path):
+    path = tmp_path / "episodes.db"  # does not exist yet: the writers race to create it
+    procs = [_python(WRITER, str(path), str(w), "25", stderr=subprocess.PIPE) for w in range(8)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    with EpisodeStore(path, read_only=True) as store:
+        assert len(store) == 8 * 25 + 1
+        assert sum(store.count(run=f"w{w}") for w in range(8)) == 200
+        shared = [e for e in store.summaries() if e.run is None]
+        assert len(shared) == 1 and shared[0].hash == store.get(shared[0].id).hash
+        for w in range(8):
+            got = store.trajectories(run=f"w{w}")
+            want = [make_trajectory(1000 * w + i) for i in range(25)]
+            assert got == want
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _fork_writer(store: EpisodeStore, worker: int) -> None:
+    for i in range(10):
+        store.put(make_trajectory(5000 + 100 * worker + i), run="forked")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
+def test_forked_children_reuse_the_parents_store_object(tmp_path):
+    store = EpisodeStore(tmp_path / "e.db")
+    store.put(make_trajectory(0))  # the parent holds an open connection when it forks
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_fork_writer, args=(store, w)) for w in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=300)
+        assert proc.exitcode == 0
+    assert store.count(run="forked") == 40 and len(store) == 41
+    store.put(make_trajectory(1))  # the parent's connection still works
+    assert len(store) == 42
+    store.close()
+
+
+def test_sigkill_mid_stream_loses_at_most_the_episode_in_flight(tmp_path):
+    path = tmp_path / "episodes.db"
+    proc = _python(ENDLESS_WRITER, str(path), stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    reported = []
+    for line in proc.stdout:
+        reported.append(int(line))
+        if len(reported) == 30:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    rest, _ = proc.communicate(timeout=60)
+    reported += [int(x) for x in rest.split()]
+    assert proc.returncode == -signal.SIGKILL
+
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    with EpisodeStore(path) as store:
+        seeds = [t.seed for t in store.trajectories()]
+        # Every reported commit is there; at most one more (committed, not yet reported).
+        assert seeds == list(range(len(seeds)))
+        assert len(reported) <= len(seeds) <= len(reported) + 1
+        for episode in store.episodes():
+            assert episode.trajectory == make_trajectory(episode.seed, turns=3, prompt_len=3000)
+        store.put(make_trajectory(10**6))  # still writable after the crash
+        assert len(store) == len(seeds) + 1
