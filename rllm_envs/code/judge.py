@@ -1,36 +1,45 @@
-"""Judge a submission against tests: every test in one sandbox, one test process.
+"""Judge a submission against tests: every test in one sandbox, verdicts on the host.
 
-The comparison rules are LiveCodeBench's (see :mod:`rllm_envs.sandbox.harness`). This module
-has no Gymnasium import; trainers can call :func:`judge` and :func:`score` directly.
+The comparison rules are LiveCodeBench's (see :mod:`rllm_envs.sandbox.harness`); they run
+here, on the host, on what the sandbox observed. This module has no Gymnasium import;
+trainers can call :func:`judge` and :func:`score` directly.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import marshal
 import os
-import secrets
+import signal
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
-from rllm_envs.sandbox import Backend, Limits, Status, run, select_backend
+from rllm_envs.sandbox import Backend, Limits, RunResult, Status, select_backend
 from rllm_envs.sandbox.harness import (
     COMPILE_MEMORY_MB,
     COMPILE_TIME_LIMIT,
     CXX_FLAGS,
     PRELUDE,
     PRELUDE_FUNCTIONAL,
+    RESULT_MAX_BYTES,
     VERDICTS,
     canonical_stdout,
     canonical_value,
-    digest,
 )
 from rllm_envs.sandbox.pool import SandboxPool
-from rllm_envs.sandbox.runner import LANGUAGES, check_language, harness_source
+from rllm_envs.sandbox.runner import (
+    LANGUAGES,
+    check_language,
+    communicate,
+    harness_source,
+    program_header,
+    spawn,
+    spawn_failure,
+)
 
 __all__ = [
     "TestCase",
@@ -118,6 +127,10 @@ class JudgeResult:
     sandbox_status: Status = Status.OK
     sandbox_error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``"host"``: every verdict was decided on the host from observed output;
+    #: ``"in_process"``: assert-kind tests, decided inside the submission's process (a
+    #: submission can disarm them; see :mod:`rllm_envs.code.convert`).
+    verdict_trust: str = "host"
 
     @property
     def verdicts(self) -> list[str]:
@@ -205,25 +218,199 @@ def close_pools() -> None:
         pool.close()
 
 
-def _expected_digests(salt: str, test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
+def _expected(test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
+    """The canonical forms a test's output may take (host side; never sent anywhere)."""
     if kind == "assert":
         return []
     if kind == "stdin":
-        return [digest(salt, canonical_stdout(test.output))]
+        return [canonical_stdout(test.output)]
     try:
         value = json.loads(test.output)
     except ValueError as e:
         raise InvalidDataset(
             f"Expects a functional test's output to be JSON, actual: {test.output[:80]!r}."
         ) from e
-    found = [digest(salt, canonical_value(value))]
+    try:
+        found = [canonical_value(value)]
+    except TypeError as e:  # pragma: no cover - json.loads gives JSON values only
+        raise InvalidDataset(f"Expects a JSON value as a test's output: {e}") from e
     # APPS/TACO call-based answers are often wrapped in a one-element list.
     if lenient_functional and isinstance(value, list) and len(value) == 1:
-        try:
-            found.append(digest(salt, canonical_value(value[0])))
-        except TypeError:
-            pass
+        found.append(canonical_value(value[0]))
     return found
+
+
+_OUTCOMES = ("exited", "signaled", "timeout")
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "outcome": (str,),
+    "code": (int, type(None)),
+    "signal": (int, type(None)),
+    "time": (int, float),
+    "maxrss_kb": (int,),
+    "stdout": (str, type(None)),
+    "stderr": (str,),
+    "result": (str, type(None)),
+}
+
+
+def _valid_test_record(record: Any, expected_index: int) -> bool:
+    if not isinstance(record, dict) or set(record) != set(_RECORD_TYPES):
+        return False
+    for key, types in _RECORD_TYPES.items():
+        value = record[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return False
+    return (
+        record["index"] == expected_index
+        and record["outcome"] in _OUTCOMES
+        and record["time"] >= 0
+        and (record["code"] is None) == (record["outcome"] != "exited")
+    )
+
+
+def _memory_error(stderr: str) -> bool:
+    tail = stderr.rstrip().splitlines()[-1:] or [""]
+    return tail[0].startswith("MemoryError") or "std::bad_alloc" in stderr[-2000:]
+
+
+def _test_verdict(
+    record: dict[str, Any], kind: str, expected: list[str], time_limit: float
+) -> tuple[str, str, str | None]:
+    """The host's verdict for one test from the executor's record: (verdict, output, error).
+
+    Decided from what the kernel reported (wait status, the executor's own timer) and the
+    captured output, compared here; never from what the program said about itself.
+    """
+    stderr = record["stderr"]
+    stdout = record["stdout"]
+    if record["outcome"] == "timeout" or record["time"] > time_limit + 0.5:
+        return "TLE", stdout or "", None
+    sig = record["signal"]
+    if sig == signal.SIGXCPU:
+        return "TLE", stdout or "", None
+    if stdout is None or sig == signal.SIGXFSZ:
+        return "OLE", "", None
+    if sig == signal.SIGKILL:  # not ours (the timer's is "timeout"): the memory group's
+        return "MLE", stdout, None
+    result = record["result"] or ""
+    if kind == "assert" and result.startswith("F"):
+        return "WA", stdout, result[1:]
+    if sig is not None or record["code"] != 0:
+        if _memory_error(stderr):
+            return "MLE", stdout, stderr[-1000:]
+        why = f"killed by signal {sig}" if sig is not None else f"exit code {record['code']}"
+        return "RE", stdout, why + ("\n" + stderr[-1500:] if stderr.strip() else "")
+    if kind == "stdin":
+        return ("AC" if canonical_stdout(stdout) in expected else "WA"), stdout, None
+    if kind == "assert":
+        return ("AC" if result == "A" else "WA"), stdout, None
+    if result.startswith("N"):
+        return "WA", "", result[1:][:1000]
+    if not result.startswith("V"):
+        return "WA", "", "the function returned no value the judge could read"
+    value = json.loads(result[1:])
+    return ("AC" if canonical_value(value) in expected else "WA"), result[1:], None
+
+
+class _Records:
+    """Reads the executor's report channel as it arrives; decides each verdict on the host."""
+
+    def __init__(
+        self,
+        tests: Sequence[TestCase],
+        kind: str,
+        expected: list[list[str]],
+        time_limit: float,
+        frame_cap: int,
+        stop_on_failure: bool,
+    ) -> None:
+        self.tests, self.kind, self.expected = tests, kind, expected
+        self.time_limit, self.frame_cap, self.stop_on_failure = (
+            time_limit,
+            frame_cap,
+            stop_on_failure,
+        )
+        self.buffer = bytearray()
+        self.results: list[TestResult] = []
+        self.compiled: dict[str, Any] | None = None
+        self.done = False
+        self.broken: str | None = None  # why the channel stopped making sense
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take more of the channel; ``True`` when the run can stop (all decided)."""
+        if self.done or self.broken:
+            return True
+        self.buffer += chunk
+        while len(self.buffer) >= 4:
+            size = int.from_bytes(self.buffer[:4], "big")
+            if size > self.frame_cap:
+                self.broken = "a record larger than any test's output"
+                return True
+            if len(self.buffer) < 4 + size:
+                break
+            frame = bytes(self.buffer[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            self._take(frame)
+            if self.done or self.broken:
+                return True
+            if self.stop_on_failure and any(not r.passed for r in self.results):
+                return True
+        return False
+
+    def _take(self, frame: bytes) -> None:
+        try:
+            record = json.loads(frame)
+        except (ValueError, RecursionError):
+            self.broken = "a malformed record"
+            return
+        if isinstance(record, dict) and record.get("done") is True and len(record) == 1:
+            self.done = len(self.results) == len(self.tests)
+            if not self.done:
+                self.broken = "the run ended before every test was reported"
+            return
+        if isinstance(record, dict) and set(record) == {"compiled", "error"}:
+            if self.compiled is not None or self.results:
+                self.broken = "a second compile record"
+            elif not isinstance(record["compiled"], (int, float)) or not isinstance(
+                record["error"], str
+            ):
+                self.broken = "a malformed compile record"
+            else:
+                self.compiled = record
+                if record["error"]:
+                    message = record["error"]
+                    self.results = [TestResult("CE", error=message) for _ in self.tests]
+            return
+        index = len(self.results)
+        if index >= len(self.tests) or not _valid_test_record(record, index):
+            self.broken = "a malformed, duplicated or out-of-order record"
+            return
+        try:
+            verdict, output, error = _test_verdict(
+                record, self.kind, self.expected[index], self.time_limit
+            )
+        except Exception as e:  # whatever the program returned, the judge never raises
+            verdict, output, error = "WA", "", f"the output could not be compared: {e}"[:500]
+        self.results.append(TestResult(verdict, output, error, float(record["time"])))
+
+    def finish(self, outcome: RunResult, snippet: int) -> list[TestResult]:
+        """Every test's result: what was decided, then SKIP/TLE/RE for the rest."""
+        results = list(self.results)
+        if len(results) < len(self.tests):
+            stopped = self.stop_on_failure and any(not r.passed for r in results)
+            if stopped and not self.broken:
+                filler = TestResult("SKIP")
+            elif outcome.status is Status.TIMEOUT:
+                filler = TestResult("TLE", error="the judge did not finish in time")
+            else:
+                why = self.broken or "the judge did not finish"
+                filler = TestResult("RE", error=f"{why} (sandbox: {outcome.status.value})")
+            results += [filler] * (len(self.tests) - len(results))
+        return [
+            replace(r, output=r.output[:snippet], error=r.error[-snippet:] if r.error else None)
+            for r in results
+        ]
 
 
 def judge(
@@ -240,17 +427,19 @@ def judge(
     backend: str | Backend | None = None,
     snippet_chars: int = 1000,
     max_output_bytes: int = 16 << 20,
-    isolate_tests: bool = False,
+    isolate_tests: bool = True,
     warm: bool = True,
     language: str = "python",
     compile_time_limit: float = COMPILE_TIME_LIMIT,
 ) -> JudgeResult:
-    r"""Run ``code`` on every test in one sandbox and give a verdict per test.
+    r"""Run ``code`` on every test in one sandbox; decide each verdict on the host.
 
-    The tests run one after another in one test process forked inside the sandbox (the
-    submission executed afresh for each); a test that fails after another test ran in the
-    same process is run again in a fresh one, so verdicts do not depend on test order.
-    See :mod:`rllm_envs.sandbox.harness`.
+    Inside the sandbox the executor (:mod:`rllm_envs.sandbox.harness`) runs each test in a
+    fresh process and reports what it observed -- exit status, signal, time, the captured
+    output, a functional test's return value as JSON -- on a channel no submission process
+    holds. Expected outputs never enter the sandbox: the host compares, so a submission can
+    neither read nor brute-force them, and a missing, duplicated or malformed record is a
+    failed test, never an exception.
 
     Example:
         >>> from rllm_envs.code.judge import TestCase, judge
@@ -267,19 +456,20 @@ def judge(
         code: The submission (Python or C++ source).
         tests: The tests, in the order to run them (public ones first).
         kind: ``"stdin"`` (a program), ``"functional"`` (``Solution().func_name(*args)`` or a
-            top-level ``func_name``) or ``"assert"`` (each test is code that asserts).
+            top-level ``func_name``) or ``"assert"`` (each test is code that asserts; its
+            verdict is decided inside the submission's process and can be forged:
+            ``verdict_trust == "in_process"``).
         func_name: The function to call for ``"functional"`` tests.
         time_limit: Wall-clock seconds per test (the CPU limit is one second more).
         memory_mb: Address-space limit per test, in MiB.
         stop_on_failure: Skip the remaining tests (``SKIP``) after the first failure.
         lenient_functional: Also accept ``x`` where the expected answer is ``[x]`` (APPS).
-        prelude: Code run before the submission (imports); default :data:`PRELUDE`, or
-            :data:`PRELUDE_FUNCTIONAL` for functional and assert tests.
+        prelude: Code run before the submission (imports, helper classes); default
+            :data:`PRELUDE`, or :data:`PRELUDE_FUNCTIONAL` for functional and assert tests.
         backend: Sandbox backend (see :func:`rllm_envs.sandbox.run`).
         snippet_chars: How much of each test's output and error to keep.
         max_output_bytes: Output cap per test (more is ``OLE``).
-        isolate_tests: Run every test in a fresh process (slower; per-test isolation even
-            for accepted tests).
+        isolate_tests: Kept for compatibility: every test runs in a fresh process.
         warm: Use a sandbox started ahead of time from a shared pool (``$RLLM_JUDGE_POOL``
             sandboxes per backend and limits, default 2; see :func:`close_pools`), so the
             sandbox start is off the critical path. Each sandbox judges one submission.
@@ -291,8 +481,10 @@ def judge(
 
     Raises:
         InvalidEnvConfig: For an unknown kind or language, or C++ with a kind but stdin.
+        InvalidDataset: For a functional test whose expected output is not JSON.
         DependencyNotInstalled: For C++ without the compiler.
     """
+    del isolate_tests  # every test is isolated now
     if kind not in KINDS:
         raise InvalidEnvConfig(f"Expects `kind` in {KINDS}, actual: {kind!r}.")
     check_language(language)
@@ -303,98 +495,78 @@ def judge(
         )
     if kind == "functional" and not func_name:
         raise InvalidEnvConfig("Functional tests need `func_name` (the method to call).")
+    trust = "in_process" if kind == "assert" else "host"
     if not tests:
-        return JudgeResult(results=[])
+        return JudgeResult(results=[], verdict_trust=trust)
     if prelude is None:
         prelude = PRELUDE if kind == "stdin" else PRELUDE_FUNCTIONAL
-    salt = secrets.token_hex(16)
-    spec_tests = [
-        {
-            "input": t.input,
-            "expected": _expected_digests(salt, t, kind, lenient_functional),
-            "time_limit": float(time_limit),
-        }
-        for t in tests
-    ]
+    expected = [_expected(t, kind, lenient_functional) for t in tests]
+    chosen = select_backend(backend)
     spec = {
         "code": code,
         "kind": kind,
         "func_name": func_name,
         "prelude": prelude,
-        "salt": salt,
-        "tests": spec_tests,
+        "tests": [{"input": t.input, "time_limit": float(time_limit)} for t in tests],
         "memory_mb": int(memory_mb),
         "max_output_bytes": int(max_output_bytes),
-        "snippet_chars": int(snippet_chars),
-        "stop_on_failure": bool(stop_on_failure),
         "language": language,
         "compile_time_limit": float(compile_time_limit),
-        "isolate_tests": bool(isolate_tests),
+        "reap": chosen.pid_namespace,
     }
     biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
-    chosen = select_backend(backend)
     compiling = float(compile_time_limit) if language == "cpp" else 0.0
-    # The supervisor (its limits are the sandbox's) runs the compiler, which may need more
+    # The executor (its limits are the sandbox's) runs the compiler, which may need more
     # address space than a test.
     supervisor_mb = max(int(memory_mb), COMPILE_MEMORY_MB) if language == "cpp" else memory_mb
     limits = replace(
         _sandbox_limits(supervisor_mb, max(biggest, max_output_bytes)),
         time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0 + compiling,
     )
-    # The harness's report: one short record per test.
-    report_bytes = len(tests) * (8 * snippet_chars + 1024) + 4096
+    # A record carries a test's output JSON-escaped (at most 6 bytes per byte).
+    frame_cap = 6 * (int(max_output_bytes) + (1 << 16) + RESULT_MAX_BYTES) + 4096
+    records = _Records(tests, kind, expected, float(time_limit), frame_cap, stop_on_failure)
     pool = _pool(chosen, limits) if warm else None
     if pool is not None:
-        outcome = pool.run(
+        outcome, _ = pool.run_with_channel(
             stdin=marshal.dumps(spec),
             time_limit=limits.time_limit,
-            max_output_bytes=report_bytes,
+            max_output_bytes=1 << 16,
+            channel_bytes=0,
+            on_channel=records.feed,
         )
     else:
-        outcome = run(
-            harness_source(),
-            stdin=marshal.dumps(spec),
-            backend=chosen,
-            limits=replace(limits, max_output_bytes=report_bytes),
-        )
-    records: dict[int, dict[str, Any]] = {}
-    compile_times: list[float] = []
-    done = False
-    for line in outcome.stdout.splitlines():
+        start = time.monotonic()
         try:
-            record = ast.literal_eval(line)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(record, dict) and record.get("done"):
-            done = True
-        elif isinstance(record, dict) and isinstance(record.get("index"), int):
-            records[record["index"]] = record
-        elif isinstance(record, dict) and isinstance(record.get("compiled"), float):
-            compile_times.append(record["compiled"])
-    missing_verdict = "TLE" if outcome.status is Status.TIMEOUT else "RE"
-    results = []
-    for index in range(len(tests)):
-        record = records.get(index)
-        if record is None or record.get("verdict") not in VERDICTS:
-            results.append(TestResult(verdict=missing_verdict, error="the judge did not finish"))
+            sandbox = spawn(chosen, limits)
+        except OSError as e:
+            outcome = spawn_failure(chosen, e, start)
         else:
-            results.append(
-                TestResult(
-                    verdict=record["verdict"],
-                    output=str(record.get("output") or ""),
-                    error=record.get("error"),
-                    time=float(record.get("time") or 0.0),
-                )
+            payload = program_header(harness_source(), trusted=True) + marshal.dumps(spec)
+            outcome, _ = communicate(
+                sandbox,
+                payload,
+                replace(limits, max_output_bytes=1 << 16),
+                start,
+                forked=False,
+                channel_bytes=0,
+                on_channel=records.feed,
             )
+    results = records.finish(outcome, int(snippet_chars))
     sandbox_error = None
-    if not done:
-        sandbox_error = f"{outcome.status.value}: {outcome.stderr[-1000:]}".strip()
-    extra = {"compilations": len(compile_times), "compile_time": sum(compile_times)}
+    if not records.done and not (stop_on_failure and records.results and not records.broken):
+        sandbox_error = (
+            f"{outcome.status.value}: {records.broken or ''} {outcome.stderr[-1000:]}".strip()
+        )
+    extra: dict[str, Any] = {}
+    if language == "cpp" and records.compiled is not None:
+        extra = {"compilations": 1, "compile_time": float(records.compiled["compiled"])}
     return JudgeResult(
         results=results,
         sandbox_status=outcome.status,
         sandbox_error=sandbox_error,
-        extra=extra if compile_times else {},
+        extra=extra,
+        verdict_trust=trust,
     )
 
 
@@ -462,6 +634,8 @@ def judge_task(
 
     ``time_limit`` overrides the task's own per-test limit (default
     :data:`DEFAULT_TIME_LIMIT`); ``language`` the task's ``"language"`` (default Python).
+    A task's ``prelude`` (helper code such as LeetCode's ``ListNode``) runs before the
+    submission, instead of the default prelude.
     """
     limit = time_limit or task.get("time_limit") or DEFAULT_TIME_LIMIT
     return judge(
@@ -473,6 +647,7 @@ def judge_task(
         memory_mb=memory_mb,
         stop_on_failure=stop_on_failure,
         lenient_functional=bool(task.get("lenient")),
+        prelude=task.get("prelude") or None,
         backend=backend,
         language=language or task.get("language") or "python",
     )

@@ -1,61 +1,52 @@
-"""The judge harness: runs every test of one submission inside one sandbox.
+"""The judge's executor: runs every test of one submission inside one sandbox.
 
-This file is standard-library only and is executed *as the program* inside the sandbox
-(its source is loaded by the judge's :class:`~rllm_envs.sandbox.SandboxPool`, or sent to
-:func:`rllm_envs.sandbox.run`); the host also imports it for the comparison rules
-(:func:`canonical_stdout`, :func:`canonical_value`, :func:`digest`) and the C++ compile
-step, so both sides share one definition.
+This file is standard-library only and is executed *as a trusted program* inside the
+sandbox (loaded by the judge's :class:`~rllm_envs.sandbox.SandboxPool`, or sent with
+``program_header(..., trusted=True)``); the host also imports it for the comparison rules
+(:func:`canonical_stdout`, :func:`canonical_value`) and the C++ compile step.
 
-How a submission is judged:
+The trust boundary (see the README's "Security model"):
 
-* The supervisor (this program; it never runs submitted code) runs the prelude before the
-  spec arrives (in a sandbox started ahead of time this is off the critical path), compiles
-  the submission once, then forks a *test process* and asks it for one test at a time. For
-  each test the test process gives the submission fresh standard streams (the input in an
-  in-memory file, the output into in-memory files the supervisor reads) and executes it
-  afresh in a copy of the prelude namespace, so the sandbox start and interpreter start
-  are paid once per submission, not once per test (LiveCodeBench also runs all tests in
-  one process).
-* The supervisor enforces each test's wall-clock limit and the output cap and decides the
-  verdict: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``, ``OLE`` (or ``CE`` when the
-  submission does not compile; ``SKIP`` after a failure when stopping early). The test
-  process has its own process group and CPU, address-space and file-size limits.
-* After any test that is not accepted the test process is replaced, and the test, if it
-  was not the first that process ran, is run again in a fresh one: what an earlier test
-  left behind cannot fail a later one (only a wall-clock timeout is not run again).
-  ``isolate_tests`` gives every test a fresh process.
-* Expected outputs never enter the sandbox: the host sends a salted SHA-256 digest of the
-  canonical form of each expected answer, and the supervisor compares digests. It is made
-  non-dumpable so that a test process (same user) cannot read its memory or descriptors.
+* **Nothing that decides a verdict is in the sandbox.** The executor receives the
+  submission and each test's *input* only; expected outputs, the comparison and the
+  verdict stay on the host (:mod:`rllm_envs.code.judge`).
+* **The executor reports what it observed**, per test, on the report channel (a pipe
+  from the host that only it holds): the kernel's wait status and resource usage of the
+  test's process, whether it killed it at the time limit, the captured standard output
+  (bounded), the end of standard error and, for functional tests, the return value as
+  JSON. The host parses each record strictly; a missing, duplicated or malformed record
+  is a failed test.
+* **Submission processes cannot reach the executor or another test.** The executor is
+  non-dumpable (the bootstrap made it so: no ``ptrace``, no ``/proc/<pid>/mem`` or
+  ``/proc/<pid>/fd`` for processes of the same user), the seccomp filter denies
+  ``ptrace``, ``pidfd_getfd`` and ``process_vm_*``, each test runs in a fresh forked
+  process with fresh in-memory files for its streams, holding no descriptor of the
+  executor's, and after each test every other process in the sandbox's PID namespace is
+  killed (``kill(-1)``: ``setsid`` daemons included) before the next one starts.
 
-C++ submissions (``"language": "cpp"``, stdin tests only): the supervisor compiles the
-source once with :func:`compile_cpp` (``g++`` with :data:`CXX_FLAGS`, into in-memory files:
-the sandbox has no writable directory), then forks one process per test that executes the
-binary with the test's input (same limits, wall clock and verdicts; ``CE`` with the
-compiler's message when it does not compile).
-
-Comparison rules (LiveCodeBench's): for stdin/stdout tests the whole output is stripped
-and split into lines, each line stripped, the number of lines must match, and two lines
-match if they are equal or if both parse as whitespace-separated decimal numbers with
-equal values. Functional results are compared as JSON values (tuples as lists, ``1`` and
-``1.0`` and ``True`` equal, as in Python).
+Per test, the executor forks a process (own process group; CPU, address-space and
+file-size limits) that runs the submission afresh in a copy of the prelude namespace:
+stdin programs as ``__main__``; functional and assert tests load the submission as a
+module (``__name__ == "solution"``: an ``if __name__ == "__main__":`` block does not run,
+as LiveCodeBench grades). C++ submissions are compiled once with :func:`compile_cpp`, then
+each test executes the binary in a fresh process.
 
 Input spec (a ``marshal``-encoded dict on stdin, from the trusted host): ``code``, ``kind``
-(``"stdin"``, ``"functional"`` or ``"assert"``), ``func_name``, ``prelude``, ``salt``,
-``tests`` (list of ``{"input", "expected": [digest, ...], "time_limit"}``), ``memory_mb``,
-``max_output_bytes``, ``snippet_chars``, ``stop_on_failure``, ``isolate_tests``, and
-optionally ``language`` (``"python"`` or ``"cpp"``) and ``compile_time_limit``. Output:
-one Python literal dict per line and test, ``{"index", "verdict", "time", "output",
-"error"}`` (read with ``ast.literal_eval``), after ``{"compiled": seconds}`` for C++, then
-``{"done": True}``.
+(``"stdin"``, ``"functional"`` or ``"assert"``), ``func_name``, ``prelude``, ``tests``
+(list of ``{"input", "time_limit"}``), ``memory_mb``, ``max_output_bytes``, ``reap``
+(kill leftovers after each test: inside a PID namespace only) and optionally ``language``
+(``"python"`` or ``"cpp"``) and ``compile_time_limit``. Output: records on the channel,
+each a 4-byte big-endian length and a JSON object: ``{"compiled": s, "error": msg}`` for
+C++, then one per test (``index``, ``outcome`` -- ``exited``, ``signaled`` or ``timeout``
+--, ``code``, ``signal``, ``time``, ``maxrss_kb``, ``stdout`` (``null`` past the cap),
+``stderr``, ``result``), then ``{"done": true}``.
 
 Start-up cost matters (it is paid per submission), so only cheap modules are imported at
-the top; ``json``, ``decimal`` and ``hashlib`` are imported when first needed.
+the top; ``json`` and ``decimal`` are imported when first needed.
 """
 
 from __future__ import annotations
 
-import marshal
 import math
 import os
 import resource
@@ -71,7 +62,7 @@ if TYPE_CHECKING:  # typing costs ~10 ms to import; the harness must start fast
 
 VERDICTS = ("AC", "WA", "TLE", "RE", "MLE", "OLE", "CE", "SKIP")
 
-# ------------------------------------------------------------------ comparison rules
+# ------------------------------------------------------------------ comparison rules (host)
 
 
 # Integers up to this many digits take the fast path (str(int) is limited to 4300 digits).
@@ -81,6 +72,8 @@ _INT_DIGITS = 4000
 def _canonical_number(value: Decimal) -> str:
     from decimal import Context
 
+    if value.is_infinite():
+        return "-inf" if value.is_signed() else "inf"
     if value == 0:
         return "0"
     if value == value.to_integral_value() and value.adjusted() < _INT_DIGITS:
@@ -115,8 +108,9 @@ def canonical_stdout(text: str) -> str:
     """Canonical form of a program's output: equal forms <=> the outputs match.
 
     Lines are stripped (after stripping the whole text); a line of decimal numbers becomes
-    its normalised values, so ``"1.50  2"`` and ``"1.5 2.00"`` match; anything else must
-    match exactly.
+    its normalised values, so ``"1.50  2"`` and ``"1.5 2.00"`` match. Infinities
+    (``inf``, ``-Infinity``, any case) are numbers too and equal only to an infinity of the
+    same sign; a line with a NaN, or anything else, must match exactly. Never raises.
     """
     return "\n".join(_canonical_line(line.strip()) for line in text.strip().split("\n"))
 
@@ -125,6 +119,10 @@ def _plain_value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
         return int(value) if value.is_integer() else value
     if isinstance(value, (list, tuple)):
         return [_plain_value(v) for v in value]
@@ -138,35 +136,15 @@ def _plain_value(value: Any) -> Any:
 
 
 def canonical_value(value: Any) -> str:
-    """Canonical JSON text of a functional test's result (raises ``TypeError`` if not JSON)."""
+    """Canonical JSON text of a functional test's result (raises ``TypeError`` if not JSON).
+
+    Tuples compare as lists, ``1``, ``1.0`` and ``True`` as equal (as in Python); an
+    infinity equals an infinity of the same sign and a NaN equals a NaN (each is
+    canonicalised to a fixed token), so neither raises.
+    """
     import json
 
     return json.dumps(_plain_value(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def digest(salt: str, canonical: str) -> str:
-    """Salted SHA-256 of a canonical form (what the host sends instead of the answer)."""
-    return _sha256()((salt + "\x00" + canonical).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-_SHA256: Any = None
-
-
-def _sha256() -> Any:
-    # The built-in module is much cheaper to import than hashlib (which loads OpenSSL);
-    # found once (a failed import is not cached by Python and costs a path scan).
-    global _SHA256
-    if _SHA256 is not None:
-        return _SHA256
-    try:
-        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # 3.12+
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
-    _SHA256 = sha256
-    return sha256
 
 
 # ------------------------------------------------------------------ inside the sandbox
@@ -191,16 +169,8 @@ PRELUDE_FUNCTIONAL = PRELUDE + "import re, string\nfrom typing import *\n"
 
 # How much of a test's standard error is kept (its end).
 _STDERR_KEEP = 1 << 16
-
-
-def _make_undumpable() -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
-    except Exception:  # best effort: without it a test could read our memory (digests only)
-        pass
+# Largest result record a test may write (its JSON value); more is a failed test.
+RESULT_MAX_BYTES = 16 << 20
 
 
 def _memfd(data: bytes, name: str = "input") -> int:
@@ -219,14 +189,11 @@ def _lower_limit(kind: int, value: int) -> None:
     resource.setrlimit(kind, (value, value))
 
 
-def _read_exact(fd: int, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 # ------------------------------------------------------------------ C++: compile and execute
@@ -420,52 +387,35 @@ def run_cpp_program(source: str) -> None:
     exec_binary(binary)
 
 
-# ------------------------------------------------------------------ the test process
+# ------------------------------------------------------------------ one test
 
 
-def _worker_main(
-    spec: dict[str, Any],
-    code: Any,
-    base: dict[str, Any],
-    pipes: tuple[int, int],
-    outputs: tuple[int, int],
-    limits: tuple[int, int, int],
-) -> None:
-    """The forked test process; never returns.
-
-    It runs the test whose index arrives on the control pipe, reports on the result pipe,
-    and repeats until the control pipe closes.
-    """
-    me = os.getpid()
-    ctrl, res = pipes
-    try:
-        os.setpgid(0, 0)
-        _lower_limit(resource.RLIMIT_CPU, limits[0])
-        _lower_limit(resource.RLIMIT_AS, limits[1])
-        _lower_limit(resource.RLIMIT_FSIZE, limits[2])
-    except BaseException:  # pragma: no cover - a set-up failure is an internal error
-        os._exit(3)
-    while True:
-        head = _read_exact(ctrl, 4)
-        if len(head) < 4:
-            os._exit(0)
-        status = _run_one(spec, code, base, spec["tests"][int.from_bytes(head, "big")], outputs)
-        if os.getpid() != me:  # a process the submission forked got here: it is done
-            os._exit(0)
-        _report(res, status)
+def _fork_with_retry() -> int:
+    # Under a per-user process count another run may briefly hold every slot.
+    for attempt in range(40):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.025 * (attempt + 1))
+    return os.fork()
 
 
-def _fresh_streams(test_input: bytes, outputs: tuple[int, int]) -> None:
+def _child_streams(stdin_fd: int, out: int, err: int, keep: int) -> None:
+    """In a test's process: standard streams onto the test's files; nothing else open."""
+    os.dup2(stdin_fd, 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    top = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 256)
+    if keep >= 3:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, top)
+    else:
+        os.closerange(3, top)
+
+
+def _python_streams() -> None:
     import io
 
-    for fd in outputs:
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-    os.dup2(outputs[0], 1)  # again for every test: the last one may have closed them
-    os.dup2(outputs[1], 2)
-    stdin_fd = _memfd(test_input)
-    os.dup2(stdin_fd, 0)
-    os.close(stdin_fd)
     # An explicit encoding skips the locale look-up (a third of the set-up time).
     sys.stdin = io.TextIOWrapper(
         io.BufferedReader(io.FileIO(0, "rb", closefd=False)), encoding="utf-8"
@@ -483,27 +433,29 @@ def _fresh_streams(test_input: bytes, outputs: tuple[int, int]) -> None:
         setattr(sys, f"__{name}__", getattr(sys, name))
 
 
-def _run_one(
-    spec: dict[str, Any],
-    code: Any,
-    base: dict[str, Any],
-    test: dict[str, Any],
-    outputs: tuple[int, int],
-) -> dict[str, Any]:
-    """Run the submission on one test in this process; what happened (not the output)."""
+def _join_threads() -> None:
+    if "threading" not in sys.modules:
+        return
+    import threading
+
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+
+
+def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any], test: Any, res: int):
+    """The body of a Python test's process: run, report on ``res`` (a memfd), exit."""
     kind = spec["kind"]
-    try:
-        data = test["input"].encode("utf-8", "surrogatepass") if kind == "stdin" else b""
-        _fresh_streams(data, outputs)
-    except BaseException as e:
-        return {"ok": False, "kind": "internal", "error": f"{type(e).__name__}: {e}"}
-    status: dict[str, Any] = {"ok": True}
     namespace = dict(base)
+    # stdin programs run as __main__; functional/assert code is loaded as a module.
+    namespace["__name__"] = "__main__" if kind == "stdin" else "solution"
+    status = 0
     try:
         try:
             exec(code, namespace)
         except SystemExit as e:
-            if e.code not in (None, 0):
+            if kind != "stdin" or e.code not in (None, 0):
                 raise
         if kind == "functional":
             import json
@@ -516,309 +468,134 @@ def _run_one(
                 target = namespace[name]
             else:
                 raise NameError(f"the submission defines no `Solution.{name}` or `{name}`")
-            result = target(*args)
+            value = target(*args)
             try:
-                status["value"] = canonical_value(result)
-            except (TypeError, ValueError) as e:
-                status["value"] = None
-                status["error"] = f"the return value is not comparable: {e}"
+                text = "V" + canonical_value(value)
+            except (TypeError, ValueError, RecursionError) as e:
+                text = f"N{type(e).__name__}: the return value is not comparable: {e}"
+            data = text.encode("utf-8", "surrogatepass")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(res, view) :]
         elif kind == "assert":
             exec(compile(test["input"], "test.py", "exec"), namespace)
+            os.write(res, b"A")
         _join_threads()  # as the interpreter does at exit: a program may work in a thread
     except SystemExit as e:
-        status = {"ok": False, "kind": "error", "error": f"SystemExit: {e.code}"}
-    except MemoryError:
-        status = {"ok": False, "kind": "memory", "error": "MemoryError"}
+        status = e.code if isinstance(e.code, int) and 0 < e.code < 256 else 1
     except AssertionError as e:
-        status = {"ok": False, "kind": "assert", "error": f"AssertionError: {e}"[:500]}
+        if kind != "assert":
+            raise
+        os.write(res, f"FAssertionError: {e}"[:500].encode("utf-8", "replace"))
+        status = 1
     except BaseException as e:
         import linecache
         import traceback
 
         lines = spec["code"].splitlines(True)
         linecache.cache["solution.py"] = (0, None, lines, "solution.py")
-        status = {"ok": False, "kind": "error", "error": f"{type(e).__name__}: {e}"[:500]}
         try:
             traceback.print_exception(type(e), e, e.__traceback__)
         except BaseException:
             pass
+        status = 1
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BaseException:
             pass
-    return status
+    os._exit(status)
 
 
-def _join_threads() -> None:
-    if "threading" not in sys.modules:
-        return
-    import threading
+def _read_file(fd: int, cap: int, tail: bool = False) -> bytes | None:
+    """The content of a test's in-memory file: ``None`` past ``cap`` (or its end, ``tail``)."""
+    size = os.fstat(fd).st_size
+    if size > cap:
+        if not tail:
+            return None
+        return os.pread(fd, cap, size - cap)
+    return os.pread(fd, size, 0)
 
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
 
+class _Executor:
+    """Runs the tests of one submission, one fresh process each, and reports them."""
 
-def _report(fd: int, status: dict[str, Any]) -> None:
-    # A length-prefixed, plainly separated record: the supervisor must not unmarshal or
-    # unpickle what a test process sends.
-    value = status.get("value")
-    fields = [
-        "1" if status.get("ok") else "0",
-        str(status.get("kind") or ""),
-        "" if value is None else "v" + str(value),
-        str(status.get("error") or ""),
-    ]
-    body = "\x1f".join(f.replace("\x1f", "?") for f in fields).encode("utf-8", "replace")
-    data = len(body).to_bytes(4, "big") + body
-    try:
+    def __init__(self, spec: dict[str, Any], channel: int, code: Any, base: dict[str, Any]):
+        self.spec, self.channel, self.code, self.base = spec, channel, code, base
+        self.binary: int | None = None
+        self.cap = int(spec["max_output_bytes"])
+        self.memory = int(spec["memory_mb"]) << 20
+        biggest = max(len(t["input"].encode("utf-8", "surrogatepass")) for t in spec["tests"])
+        self.file_size = max(self.cap, biggest, RESULT_MAX_BYTES) + 1
+
+    def emit(self, record: dict[str, Any]) -> None:
+        import json
+
+        body = json.dumps(record, ensure_ascii=True).encode("ascii")
+        data = memoryview(len(body).to_bytes(4, "big") + body)
         while data:
-            data = data[os.write(fd, data) :]
-    except OSError:
-        pass
+            data = data[os.write(self.channel, data) :]
 
-
-def _parse_status(raw: bytes) -> dict[str, Any] | None:
-    parts = raw.decode("utf-8", "replace").split("\x1f")
-    if len(parts) != 4 or parts[0] not in ("0", "1"):
-        return None
-    return {
-        "ok": parts[0] == "1",
-        "kind": parts[1],
-        "value": parts[2][1:] if parts[2].startswith("v") else None,
-        "error": parts[3] or None,
-    }
-
-
-# ------------------------------------------------------------------ the supervisor
-
-
-def _fork_with_retry() -> int:
-    # Under a per-user process count another run may briefly hold every slot.
-    for attempt in range(40):
+    def test(self, index: int) -> dict[str, Any]:
+        spec, test = self.spec, self.spec["tests"][index]
+        limit = float(test["time_limit"])
+        python_stdin = spec["kind"] == "stdin" or self.binary is not None
+        data = test["input"].encode("utf-8", "surrogatepass") if python_stdin else b""
+        # Fresh files per test: a process left from an earlier test holds only old ones.
+        stdin_fd, out, err, res = _memfd(data), *(os.memfd_create(n, 0) for n in "oer")
         try:
-            return os.fork()
-        except BlockingIOError:
-            time.sleep(0.025 * (attempt + 1))
-    return os.fork()
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-class _Worker:
-    """The supervisor's handle on one test process."""
-
-    def __init__(
-        self,
-        spec: dict[str, Any],
-        code: Any,
-        base: dict[str, Any],
-        outputs: tuple[int, int],
-        limits: tuple[int, int, int],
-    ) -> None:
-        ctrl_r, self.ctrl = os.pipe()
-        self.res, res_w = os.pipe()
-        pid = _fork_with_retry()
-        if pid == 0:  # pragma: no cover - runs in the child
-            os.close(self.ctrl)
-            os.close(self.res)
-            _worker_main(spec, code, base, (ctrl_r, res_w), outputs, limits)
-        os.close(ctrl_r)
-        os.close(res_w)
-        try:
-            os.setpgid(pid, pid)  # also here: the group must exist before it is killed
-        except OSError:
-            pass
-        self.pid = pid
-        self.pidfd = os.pidfd_open(pid)
-        self.tests_run = 0
-        self.wait_status: int | None = None
-
-    def run(self, index: int, time_limit: float, cap: int) -> tuple[str, dict[str, Any] | None]:
-        """Ask for test ``index`` and wait for the outcome.
-
-        Returns ``("done", status)``, ``("died", status or None)`` or ``("timeout", None)``;
-        after anything but ``done`` the process is gone (see ``wait_status``).
-        """
-        self.tests_run += 1
-        deadline = time.monotonic() + time_limit
-        try:
-            os.write(self.ctrl, index.to_bytes(4, "big"))
-        except OSError:  # it is already dead
-            self.stop()
-            return "died", None
-        buf = bytearray()
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.stop()
-                return "timeout", None
-            ready, _, _ = select.select([self.res, self.pidfd], [], [], left)
-            if self.res in ready:
-                chunk = os.read(self.res, 1 << 16)
-                if chunk:
-                    buf += chunk
-                    if len(buf) >= 4:
-                        need = int.from_bytes(buf[:4], "big")
-                        if need > cap + 4096:  # a flood disguised as a result
-                            self.stop()
-                            return "died", {"ok": False, "kind": "flood"}
-                        if len(buf) >= 4 + need:
-                            status = _parse_status(bytes(buf[4 : 4 + need]))
-                            if status is None or len(buf) > 4 + need:
-                                self.stop()
-                                return "died", None
-                            return "done", status
-                    continue
-            if self.pidfd in ready or self.res in ready:  # exited, or closed its pipe
-                self.stop()
-                return "died", None
-
-    def stop(self) -> None:
-        """Kill the test process and whatever it left in its group; reap it (idempotent)."""
-        if self.wait_status is not None:
-            return
-        _kill_group(self.pid)
-        _, self.wait_status = os.waitpid(self.pid, 0)
-        for fd in (self.ctrl, self.res, self.pidfd):
-            os.close(fd)
-
-
-class _Exec:
-    """One test of a compiled (C++) submission: a forked process that executes the binary.
-
-    Each test gets a fresh process (no test process to reuse: a binary runs once), with its
-    own process group, limits and standard streams. Quacks like :class:`_Worker` for
-    :func:`_verdict` (``wait_status``, ``stop``).
-    """
-
-    tests_run = 1
-
-    def __init__(
-        self, binary: int, data: bytes, outputs: tuple[int, int], limits: tuple[int, int, int]
-    ) -> None:
-        for fd in outputs:
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-        pid = _fork_with_retry()
-        if pid == 0:  # pragma: no cover - runs in the child
+            start = time.monotonic()
+            pid = _fork_with_retry()
+            if pid == 0:  # pragma: no cover - runs in the child
+                try:
+                    os.setpgid(0, 0)
+                    _child_streams(stdin_fd, out, err, res if self.binary is None else self.binary)
+                    _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
+                    _lower_limit(resource.RLIMIT_AS, self.memory)
+                    _lower_limit(resource.RLIMIT_FSIZE, self.file_size)
+                    if self.binary is not None:
+                        exec_binary(self.binary)
+                    _python_streams()
+                except BaseException as e:
+                    os.write(2, f"cannot start the test: {e}\n".encode("utf-8", "replace"))
+                    os._exit(127)
+                _run_python_test(spec, self.code, self.base, test, res)
             try:
-                os.setpgid(0, 0)
-                stdin_fd = _memfd(data)
-                os.dup2(stdin_fd, 0)
-                os.dup2(outputs[0], 1)
-                os.dup2(outputs[1], 2)
-                # Nothing of the supervisor's reaches the program (the binary is close-on-exec).
-                top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-                os.closerange(3, binary)
-                os.closerange(binary + 1, max(top, binary + 2))
-                _lower_limit(resource.RLIMIT_CPU, limits[0])
-                _lower_limit(resource.RLIMIT_AS, limits[1])
-                _lower_limit(resource.RLIMIT_FSIZE, limits[2])
-                exec_binary(binary)
-            except BaseException as e:
-                os.write(2, f"cannot execute the program: {e}\n".encode("utf-8", "replace"))
-            os._exit(127)
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass
-        self.pid = pid
-        self.pidfd = os.pidfd_open(pid)
-        self.wait_status: int | None = None
-
-    def wait(self, time_limit: float) -> str:
-        """``"died"`` (it exited) or ``"timeout"``; the process is gone afterwards."""
-        ready, _, _ = select.select([self.pidfd], [], [], max(time_limit, 0.0))
-        self.stop()
-        return "died" if ready else "timeout"
-
-    def stop(self) -> None:
-        """Kill the process and its group; reap it (idempotent)."""
-        if self.wait_status is not None:
-            return
-        _kill_group(self.pid)
-        _, self.wait_status = os.waitpid(self.pid, 0)
-        os.close(self.pidfd)
-
-
-def _read_outputs(outputs: tuple[int, int], cap: int) -> tuple[bytes | None, str]:
-    """What the test wrote: stdout (``None`` past the cap) and the end of stderr."""
-    size = os.fstat(outputs[0]).st_size
-    stdout = os.pread(outputs[0], size, 0) if size <= cap else None
-    err_size = os.fstat(outputs[1]).st_size
-    keep = min(err_size, _STDERR_KEEP)
-    stderr = os.pread(outputs[1], keep, err_size - keep).decode("utf-8", "replace")
-    return stdout, stderr
-
-
-def _verdict(
-    spec: dict[str, Any],
-    test: dict[str, Any],
-    outcome: str,
-    status: dict[str, Any] | None,
-    worker: _Worker | _Exec,
-    outputs: tuple[int, int],
-) -> tuple[str, str, str | None]:
-    """The verdict of one test, the output to show and the error message."""
-    cap = int(spec["max_output_bytes"])
-    raw, stderr = _read_outputs(outputs, cap)
-    output = "" if raw is None else raw.decode("utf-8", "replace")
-    wait_status = worker.wait_status
-    sig = (
-        os.WTERMSIG(wait_status)
-        if wait_status is not None and os.WIFSIGNALED(wait_status)
-        else None
-    )
-    if raw is None or sig == signal.SIGXFSZ or (status or {}).get("kind") == "flood":
-        return "OLE", "", None
-    if outcome == "timeout" or sig in (signal.SIGXCPU, signal.SIGKILL):
-        return "TLE", output, None
-    if outcome == "died" or status is None:
-        exit_code = (
-            os.WEXITSTATUS(wait_status)
-            if wait_status is not None and os.WIFEXITED(wait_status)
-            else None
-        )
-        if sig is None and exit_code == 0 and spec["kind"] == "stdin":
-            return _compare(spec, test, output), output, None  # os._exit(0) after printing
-        if "std::bad_alloc" in stderr[-2000:]:  # C++ out of memory (RLIMIT_AS)
-            return "MLE", output, stderr[-1000:]
-        why = f"killed by signal {sig}" if sig is not None else f"exit code {exit_code}"
-        return "RE", output, why + ("\n" + stderr[-1000:] if stderr.strip() else "")
-    if not status["ok"]:
-        verdict = {"memory": "MLE", "assert": "WA"}.get(str(status["kind"]), "RE")
-        error = status.get("error")
-        if verdict == "RE" and stderr.strip():
-            error = stderr[-1500:]
-        return verdict, output, error
-    if spec["kind"] == "functional":
-        value = status.get("value")
-        verdict = "WA" if value is None else _match(spec, test, value)
-        return verdict, value if value is not None else "", status.get("error")
-    if spec["kind"] == "assert":
-        return "AC", output, None
-    return _compare(spec, test, output), output, None
-
-
-def _compare(spec: dict[str, Any], test: dict[str, Any], output: str) -> str:
-    return _match(spec, test, canonical_stdout(output))
-
-
-def _match(spec: dict[str, Any], test: dict[str, Any], canonical: str) -> str:
-    return "AC" if digest(spec["salt"], canonical) in test["expected"] else "WA"
-
-
-def _emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(repr(record) + "\n")
-    sys.stdout.flush()
+                os.setpgid(pid, pid)  # also here: the group must exist before it is killed
+            except OSError:
+                pass
+            pidfd = os.pidfd_open(pid)
+            try:
+                ready, _, _ = select.select([pidfd], [], [], limit)
+            finally:
+                os.close(pidfd)
+            timed_out = not ready
+            _kill_group(pid)
+            _, wait_status, usage = os.wait4(pid, 0)
+            elapsed = time.monotonic() - start
+            if spec.get("reap"):  # whatever the test left (setsid daemons): not our init
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            stdout = _read_file(out, self.cap)
+            stderr = _read_file(err, _STDERR_KEEP, tail=True) or b""
+            result = _read_file(res, RESULT_MAX_BYTES)
+        finally:
+            for fd in (stdin_fd, out, err, res):
+                os.close(fd)
+        signaled = os.WIFSIGNALED(wait_status)
+        return {
+            "index": index,
+            "outcome": "timeout" if timed_out else "signaled" if signaled else "exited",
+            "code": None if signaled else os.WEXITSTATUS(wait_status),
+            "signal": os.WTERMSIG(wait_status) if signaled else None,
+            "time": round(elapsed, 4),
+            "maxrss_kb": int(usage.ru_maxrss),
+            "stdout": None if stdout is None else stdout.decode("utf-8", "replace"),
+            "stderr": stderr.decode("utf-8", "replace"),
+            "result": None if result is None else result.decode("utf-8", "replace"),
+        }
 
 
 def _prelude_namespace(prelude: str) -> dict[str, Any]:
@@ -827,94 +604,10 @@ def _prelude_namespace(prelude: str) -> dict[str, Any]:
     return namespace
 
 
-class _Judge:
-    """Runs the tests of one submission through test processes, recycling them as needed.
+def main(channel: int) -> None:
+    """Run the submission described by the spec on stdin; report on ``channel``."""
+    import marshal
 
-    Tests run one after another in one test process (the submission is executed afresh,
-    in a fresh copy of the prelude namespace, with fresh standard streams, for each test).
-    The process is replaced after any test that is not accepted, and such a test, if it
-    was not the first its process ran, is run again in a fresh process, so that what an
-    earlier test left behind (module state, memory, threads) cannot fail it. Only a
-    wall-clock timeout is not run again. With ``isolate_tests`` every test gets a fresh
-    process.
-    """
-
-    def __init__(
-        self, spec: dict[str, Any], code: Any, base: dict[str, Any], binary: int | None = None
-    ) -> None:
-        self.spec, self.code, self.base, self.binary = spec, code, base, binary
-        self.cap = int(spec["max_output_bytes"])
-        tests = spec["tests"]
-        biggest = max(len(t["input"].encode("utf-8", "surrogatepass")) for t in tests)
-        limit = max(float(t["time_limit"]) for t in tests)
-        self.cpu_per_test = math.ceil(limit) + 1
-        self.memory = int(spec["memory_mb"]) << 20
-        self.file_size = max(self.cap, biggest) + 1
-        self.outputs = (_memfd(b"", "stdout"), _memfd(b"", "stderr"))
-        self.worker: _Worker | None = None
-
-    def _new_worker(self, remaining: int) -> _Worker:
-        tests = 1 if self.spec.get("isolate_tests") else remaining
-        limits = (self.cpu_per_test * tests, self.memory, self.file_size)
-        return _Worker(self.spec, self.code, self.base, self.outputs, limits)
-
-    def _test_binary(self, binary: int, test: dict[str, Any]) -> tuple[str, str, str | None, float]:
-        """Run a compiled submission on one test, in a fresh process."""
-        data = test["input"].encode("utf-8", "surrogatepass")
-        limits = (self.cpu_per_test, self.memory, self.file_size)
-        start = time.monotonic()
-        process = _Exec(binary, data, self.outputs, limits)
-        outcome = process.wait(float(test["time_limit"]) - (time.monotonic() - start))
-        elapsed = time.monotonic() - start
-        verdict, output, error = _verdict(self.spec, test, outcome, None, process, self.outputs)
-        return verdict, output, error, elapsed
-
-    def _test_python(self, index: int, test: dict[str, Any]) -> tuple[str, str, str | None, float]:
-        """Run a Python submission on one test in the test process (rerun as described)."""
-        remaining = len(self.spec["tests"]) - index
-        while True:
-            if self.worker is None:
-                self.worker = self._new_worker(remaining)
-            worker = self.worker
-            start = time.monotonic()
-            outcome, status = worker.run(index, float(test["time_limit"]), self.cap)
-            elapsed = time.monotonic() - start
-            verdict, output, error = _verdict(
-                self.spec, test, outcome, status, worker, self.outputs
-            )
-            if verdict != "AC" or self.spec.get("isolate_tests"):
-                worker.stop()
-                self.worker = None
-            if verdict == "AC" or worker.tests_run == 1 or outcome == "timeout":
-                return verdict, output, error, elapsed
-
-    def test(self, index: int) -> dict[str, Any]:
-        test = self.spec["tests"][index]
-        if self.binary is not None:
-            verdict, output, error, elapsed = self._test_binary(self.binary, test)
-        else:
-            verdict, output, error, elapsed = self._test_python(index, test)
-        snippet = int(self.spec.get("snippet_chars", 1000))
-        return {
-            "index": index,
-            "verdict": verdict,
-            "time": round(elapsed, 4),
-            "output": output[:snippet],
-            "error": error[-snippet:] if error else None,
-        }
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
-        if self.binary is not None:
-            os.close(self.binary)
-            self.binary = None
-
-
-def main() -> None:
-    """Judge the submission described by the spec on stdin; report on stdout."""
-    _make_undumpable()
     # Done before the spec is read: in a sandbox started ahead of time (a pool) this costs
     # nothing on the critical path.
     base = _prelude_namespace(PRELUDE)
@@ -922,46 +615,34 @@ def main() -> None:
     if not data:  # the pool closed this sandbox unused
         return
     spec = marshal.loads(data)
-    binary: int | None = None
-    code: Any = None
-    message = ""
+    executor = _Executor(spec, channel, None, base)
     if spec.get("language", "python") == "cpp":
         limit = float(spec.get("compile_time_limit") or COMPILE_TIME_LIMIT)
         start = time.monotonic()
-        binary, message = compile_cpp(spec["code"], limit, COMPILE_MEMORY_MB)
-        _emit({"compiled": round(time.monotonic() - start, 4)})
+        executor.binary, message = compile_cpp(spec["code"], limit, COMPILE_MEMORY_MB)
+        executor.emit({"compiled": round(time.monotonic() - start, 4), "error": message})
+        if executor.binary is None:
+            executor.emit({"done": True})
+            return
     else:
         try:
-            code = compile(spec["code"], "solution.py", "exec")
+            executor.code = compile(spec["code"], "solution.py", "exec")
         except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
-            message = f"{type(e).__name__}: {e}"
-    if code is None and binary is None:
-        for index in range(len(spec["tests"])):
-            _emit({"index": index, "verdict": "CE", "time": 0.0, "output": "", "error": message})
-        _emit({"done": True})
-        return
-    # The prelude is the host's trusted code; every test starts from a copy of its namespace.
-    prelude = spec.get("prelude") or ""
-    if prelude.startswith(PRELUDE):
-        exec(prelude[len(PRELUDE) :], base)
-    else:
-        base = _prelude_namespace(prelude)
-    if spec["kind"] == "functional":
-        import json  # noqa: F401  (imported once here, used by every test)
-    judge = _Judge(spec, code, base, binary)
-    failed = False
-    try:
-        for index in range(len(spec["tests"])):
-            if failed and spec.get("stop_on_failure"):
-                _emit({"index": index, "verdict": "SKIP", "time": 0.0, "output": "", "error": None})
-                continue
-            record = judge.test(index)
-            _emit(record)
-            failed = failed or record["verdict"] != "AC"
-    finally:
-        judge.close()
-    _emit({"done": True})
+            executor.emit({"compiled": 0.0, "error": f"{type(e).__name__}: {e}"})
+            executor.emit({"done": True})
+            return
+        # The prelude is the host's trusted code; every test starts from a copy of it.
+        prelude = spec.get("prelude") or ""
+        if prelude.startswith(PRELUDE):
+            exec(prelude[len(PRELUDE) :], base)
+        else:
+            executor.base = _prelude_namespace(prelude)
+        if spec["kind"] == "functional":
+            import json  # noqa: F401  (imported once here, used by every test)
+    for index in range(len(spec["tests"])):
+        executor.emit(executor.test(index))
+    executor.emit({"done": True})
 
 
 if __name__ == "__main__":
-    main()
+    main(int(globals().get("__rllm_channel__", -1)))

@@ -407,9 +407,8 @@ def communicate(
         forked: The program is untrusted and forked by the bootstrap (whose status record
             decides the status); ``False`` for trusted code (``program_header(trusted=True)``).
         channel_bytes: How much of the report channel to keep (more is dropped).
-        on_channel: Called with everything read from the report channel so far, each time
-            more arrives; returning ``True`` ends the run at once (a judge that has seen
-            enough).
+        on_channel: Called with each chunk read from the report channel as it arrives;
+            returning ``True`` ends the run at once (a judge that has seen enough).
 
     Returns:
         The :class:`RunResult` and what the report channel carried. For a forked program
@@ -497,7 +496,7 @@ def communicate(
                             flooded = True
                     else:
                         chan += chunk[: max(channel_bytes - len(chan), 0)]
-                        if on_channel is not None and on_channel(bytes(chan)):
+                        if on_channel is not None and on_channel(chunk):
                             stopped = True
             if flooded or stopped:
                 break
