@@ -20,13 +20,29 @@ signals). Goal: ``speedup`` >= 20.
 Agreement: both graders' verdicts on every item, against ``expected`` and each other; the
 disagreements are listed in ``extra_info`` (and printed with ``-s``).
 
+Agreement per extraction mode (:func:`test_agreement_per_mode`): ``score_response`` in
+``"boxed"`` and ``"any"`` mode and math-verify's defaults against the labels of our free-form
+cases and, with ``MATH_VERIFY_TESTS=<math-verify sdist>/tests``, of math-verify's own suite;
+written with the speed ratio, machine, versions and git commit to
+``benchmarks/results/math.json``.
+
 With ``--benchmark-disable`` (the CI smoke run) a small slice of the mix is used.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+import rllm_envs
 from rllm_envs.math import grader, procedural_tasks, score_response
 
 math_verify = pytest.importorskip("math_verify")
@@ -184,6 +200,7 @@ def test_rllm_grading(benchmark, mix):
     median = _median(benchmark)
     if median is not None:
         benchmark.extra_info["responses_per_s"] = round(len(mix) / median, 1)
+        _MEDIANS["rllm"] = median
         if "math_verify" in _MEDIANS:
             # Medians: the machine is shared, and one slow round should not decide the ratio.
             benchmark.extra_info["ratio"] = _MEDIANS["math_verify"] / median
@@ -204,3 +221,137 @@ def test_rllm_grading(benchmark, mix):
         print(line)
     wrong = [(r, g) for (r, g, e), v in zip(mix, verdicts, strict=True) if v != e]
     assert not wrong, wrong
+
+
+# ============================================================== agreement per extraction mode
+
+FREE_FORM_CASES = Path(__file__).resolve().parents[2] / "tests/envs/math/data/free_form_cases.jsonl"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "math.json"
+
+
+def math_verify_suite(tests_dir: Path) -> list[tuple[str, str, bool]]:
+    """``(gold, pred, expected)`` of every ``gold, pred, expected`` case in math-verify's tests.
+
+    ``tests_dir`` is the ``tests/`` folder of math-verify's source distribution
+    (``pip download --no-binary :all: --no-deps math-verify``; the wheel has no tests). The
+    cases are read from the ``pytest.mark.parametrize`` lists, as its own suite runs them.
+    """
+    import ast
+    import math
+
+    cases: list[tuple[str, str, bool]] = []
+    for path in sorted(tests_dir.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for dec in node.decorator_list:
+                if not (
+                    isinstance(dec, ast.Call) and getattr(dec.func, "attr", "") == "parametrize"
+                ):
+                    continue
+                names = ast.literal_eval(dec.args[0])
+                if isinstance(names, str):
+                    names = [n.strip() for n in names.split(",")]
+                names = ["expected" if n == "result" else n for n in names]
+                if not {"gold", "pred", "expected"} <= set(names):
+                    continue
+                try:
+                    rows = ast.literal_eval(dec.args[1])
+                except ValueError:  # one list builds a gold with an f-string of math.sqrt
+                    code = compile(ast.Expression(dec.args[1]), str(path), "eval")
+                    rows = eval(code, {"math": math})  # noqa: S307 - math-verify's own test file
+                for row in rows:
+                    d = dict(zip(names, row, strict=True))
+                    cases.append((str(d["gold"]), str(d["pred"]), bool(d["expected"])))
+    return cases
+
+
+def _free_form_cases() -> list[tuple[str, str, bool]]:
+    rows = [json.loads(line) for line in FREE_FORM_CASES.read_text().splitlines() if line.strip()]
+    return [(r["gold"], r["pred"], bool(r["label"])) for r in rows]
+
+
+def _mv_gold(gold: str) -> str:
+    # math-verify's LaTeX extraction needs delimiters; a bare gold gets `$...$` as it expects.
+    return gold if any(d in gold for d in ("$", "\\(", "\\[", "\\boxed", "####")) else f"${gold}$"
+
+
+def _agreement(cases: list[tuple[str, str, bool]], wrap_gold: bool) -> dict[str, Any]:
+    grader._compare_cached.cache_clear()
+    grader._compare_any_cached.cache_clear()
+    counts = {"cases": len(cases), "labels_true": sum(e for _, _, e in cases)}
+    for mode in ("boxed", "any"):
+        counts[f"rllm_{mode}"] = sum(
+            (score_response(pred, gold, answer_format=mode)[0] == 1.0) == expected
+            for gold, pred, expected in cases
+        )
+    counts["math_verify"] = sum(
+        bool(
+            math_verify.verify(
+                math_verify.parse(_mv_gold(gold) if wrap_gold else gold), math_verify.parse(pred)
+            )
+        )
+        == expected
+        for gold, pred, expected in cases
+    )
+    return counts
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def test_agreement_per_mode(benchmark):
+    """Agreement with the labels, per extraction mode, next to math-verify's own; saved.
+
+    Sets: our free-form cases (``tests/envs/math/data/free_form_cases.jsonl``) and, when
+    ``MATH_VERIFY_TESTS`` names the ``tests/`` folder of math-verify's sdist, its own suite.
+    Results (with the speed ratio of this run) go to ``benchmarks/results/math.json``.
+    """
+    sets = {"free_form_cases": (_free_form_cases(), True)}
+    suite = os.environ.get("MATH_VERIFY_TESTS")
+    if suite and Path(suite).is_dir():
+        sets["math_verify_suite"] = (math_verify_suite(Path(suite)), False)
+    results = benchmark.pedantic(
+        lambda: {name: _agreement(c, wrap) for name, (c, wrap) in sets.items()},
+        rounds=1,
+        iterations=1,
+    )
+    benchmark.extra_info["agreement"] = results
+    payload = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": _git_commit(),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpu_count": os.cpu_count(),
+        },
+        "versions": {
+            "rllm_envs": rllm_envs.__version__,
+            "math_verify": importlib.metadata.version("math-verify"),
+            "sympy": importlib.metadata.version("sympy"),
+        },
+        "speed": {
+            "mix_items": len(grading_mix()),
+            "math_verify_median_s": _MEDIANS.get("math_verify"),
+            "rllm_boxed_median_s": _MEDIANS.get("rllm"),
+            "speedup": (
+                _MEDIANS["math_verify"] / _MEDIANS["rllm"]
+                if {"math_verify", "rllm"} <= set(_MEDIANS)
+                else None
+            ),
+            "goal": 20,
+        },
+        "agreement": results,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print("\n" + json.dumps(payload, indent=2))
+    # The benchmark reports; our own cases are also unit tests, so they must all agree here.
+    assert results["free_form_cases"]["rllm_any"] == results["free_form_cases"]["cases"]
