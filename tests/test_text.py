@@ -6,6 +6,7 @@ import pytest
 
 from rllm_agents import GenericAgent
 from rllm_envs.frozenlake.lake import parse_action
+from rllm_envs.math import extract_answer
 from rllm_envs.multiagent.mathtasks import parse_choice
 from rllm_envs.multiagent.tictactoe_rules import parse_move
 from rllm_envs.text import answer_text, is_placeholder, split_reply
@@ -91,6 +92,7 @@ PARSERS = {
         '<tool_call>{"name": "f", "arguments": {}}</tool_call>',
     ),
     "agent": (lambda r: bool(GenericAgent().act(r)), "anything"),
+    "math": (lambda r: extract_answer(r) is not None, "so \\boxed{7}"),
 }
 
 

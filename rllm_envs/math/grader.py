@@ -95,6 +95,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rllm_envs.math._numeric import decide
+from rllm_envs.text import split_reply
 
 __all__ = [
     "ANSWER_FORMATS",
@@ -134,7 +135,6 @@ _UNITS = (
     r"days?|weeks?|months?|years?|degrees?|percent(?:age)?|pct|students?|people|persons?|apples?|marbles?|"
     r"cookies?|books?|points?|ways?|times?|sq|cu)"
 )
-_THINK_END = "</think>"
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _FALLBACKS = [
     re.compile(r"final answer\s*(?:is|:)?\s*[:=]?\s*(.+)", re.IGNORECASE),
@@ -208,13 +208,9 @@ def extract_answer(response: str, *, answer_format: AnswerFormat = "boxed") -> s
 
 
 def _answer_part(response: str) -> str | None:
-    """The text after the last ``</think>``; ``None`` if thinking never finished."""
-    cut = response.rfind(_THINK_END)
-    if cut >= 0:
-        return response[cut + len(_THINK_END) :]
-    if "<think>" in response:
-        return None
-    return response
+    """The answer part (:func:`rllm_envs.text.split_reply`); ``None`` if thinking never finished."""
+    parts = split_reply(response)
+    return parts.answer if parts.finished else None
 
 
 def extract_answer_and_source(
