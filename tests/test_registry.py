@@ -52,3 +52,15 @@ def test_require_names_the_extra():
     with pytest.raises(DependencyNotInstalled, match=r'pip install "rllm-envs\[search\]"'):
         require("surely_not_a_module_xyz", "search")
     assert require("json", "none").dumps([1]) == "[1]"
+
+
+def test_rows_carry_identity_and_lookups_find_every_id():
+    for row in (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS):
+        assert rllm_envs.env_entry(row.id) is row
+        assert row.family and ":" in row.agent
+    assert rllm_envs.env_entry("rllm_envs:rllm/Math-v0").family == "Math"
+    assert rllm_envs.env_entry("rllm/TicTacToe-v0").opponents == {"player_1": "heuristic"}
+    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/Debate-v0`"):
+        rllm_envs.env_entry("rllm/Debat-v0")
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import"):
+        rllm_envs.resolve("rllm_agents.agent:Nope")
