@@ -617,7 +617,7 @@ def from_humanevalplus(record: Record, *, convert_asserts: bool = True) -> Task:
             "func_name": entry,
             "public_tests": [],
             "hidden_tests": [
-                {"input": text, "output": json.dumps(value)} for text, (_, value) in cases
+                {"input": text, "output": json.dumps(value)} for _, (text, value) in cases
             ],
         }
     else:
@@ -1042,6 +1042,8 @@ def detect_format(record: Record) -> str:
     keys = set(record)
     if "question_content" in keys:
         return "livecodebench"
+    if {"entry_point", "test"} <= keys and "canonical_solution" not in keys:
+        return "leetcode"  # LeetCodeDataset also has an `input_output` list
     if "input_output" in keys:
         return "taco"
     if "verification_info" in keys:
@@ -1060,6 +1062,11 @@ def detect_format(record: Record) -> str:
         return "kodcode"
     if {"entry_point", "test"} <= keys:
         return "leetcode"
+    tests = record.get("tests")
+    if (isinstance(tests, Mapping) and "functional" in tests) or (
+        isinstance(tests, str) and tests.lstrip().startswith('{"functional"')
+    ):
+        return "leetcode"  # rLLM's leetcode form
     if ("tests" in keys and keys & {"problem", "question", "prompt"}) or (
         "data_source" in keys and keys & {"ground_truth", "reward_model"}
     ):
