@@ -471,7 +471,9 @@ def convert_asserts(
         return result
     if params is None and reference:
         params = signature_params(reference, func_name)
-    if not analysis.executes:
+    # ``assert f(x)`` means truthy: with a reference, it is checked that ``f`` returns a bool.
+    truthiness = bool(reference) and any(i.mode in ("true", "false") for i in analysis.items)
+    if not analysis.executes and not truthiness:
         literal = _convert_literals(analysis.items, params)
         if literal is not None:
             result.tests = literal
