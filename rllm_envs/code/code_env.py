@@ -112,6 +112,10 @@ def _fence(code: str, language: str = "python") -> str:
     return f"```{language}\n" + code.rstrip("\n") + "\n```"
 
 
+def _trust(task: Task) -> str:
+    return "in_process" if task["kind"] == "assert" else "host"
+
+
 def _cut(text: str, limit: int = _SHOW) -> str:
     return text if len(text) <= limit else text[:limit] + "\n[... cut ...]"
 
@@ -129,9 +133,11 @@ class CodeEnv(TextEnv):
     LiveCodeBench's rules (:mod:`rllm_envs.code.judge`). The default task source is an
     embedded set of 35 original problems (27 stdin, 8 functional; easy to hard) with
     reference solutions; ``dataset=`` reads LiveCodeBench, TACO/APPS, Codeforces,
-    HumanEval or MBPP records (:mod:`rllm_envs.code.datasets`). With ``multi_turn=True``
-    (``rllm/CodeMultiTurn-v0``) a failed submission gets feedback on its first failing
-    public test and the model may try again.
+    CodeContests, HumanEval(+), MBPP, LeetCode, KodCode, PrimeIntellect or rLLM/DeepCoder
+    records (:mod:`rllm_envs.code.datasets`); their assert-style tests become
+    host-compared functional tests where possible (:mod:`rllm_envs.code.convert`). With
+    ``multi_turn=True`` (``rllm/CodeMultiTurn-v0``) a failed submission gets feedback on
+    its first failing public test and the model may try again.
 
     ## Observation
     First: the statement, the starter code if any, and the answer format (one fenced
@@ -165,8 +171,11 @@ class CodeEnv(TextEnv):
     or ``"assert"``), ``difficulty``, ``num_public_tests`` and ``num_tests``; on ``step``:
     ``public_verdicts`` (verdict per public test: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
     ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``tests_passed`` and
-    ``tests_total`` (all tests), ``has_code`` and ``judge_error`` (``None`` unless the sandbox
-    itself failed). No timings (they are not deterministic).
+    ``tests_total`` (all tests), ``has_code``, ``judge_error`` (``None`` unless the sandbox
+    itself failed) and ``verdict_trust``: ``"host"`` when every verdict was decided on the
+    host from the program's observed output, ``"in_process"`` for assert-kind tasks whose
+    checks run inside the submission's own process (forgeable; see
+    :mod:`rllm_envs.code.convert`). No timings (they are not deterministic).
 
     ## Arguments
     - ``dataset`` (str | None): ``None`` for the embedded problems, a local
@@ -362,6 +371,7 @@ class CodeEnv(TextEnv):
                     "tests_total": self._num_tests(),
                     "has_code": False,
                     "judge_error": None,
+                    "verdict_trust": _trust(self.task),
                 },
             )
         result = judge_task(
@@ -393,6 +403,7 @@ class CodeEnv(TextEnv):
                 "tests_total": result.total,
                 "has_code": True,
                 "judge_error": result.sandbox_error,
+                "verdict_trust": result.verdict_trust,
             },
         )
 
