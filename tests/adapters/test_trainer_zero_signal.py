@@ -197,3 +197,16 @@ def test_dynamic_sampling_stops_after_its_extra_rounds(tmp_path):
     assert script.calls == 3  # the first round and 2 extra ones
     assert metrics["batch/sampling_rounds"] == 3
     assert metrics["batch/update_skipped"] == 1
+
+
+def test_ranks_with_fewer_signal_groups_refill_with_zero_advantage_episodes(tmp_path):
+    # Under several processes every rank must run the same number of optimizer steps.
+    script = Script([[0.1, 0.1], [0.0, 1.0], [0.3, 0.3]])
+    with _trainer(tmp_path, script) as trainer:
+        episodes = script(None, 0)
+        trainer.world_size = 2  # as if another rank kept 4 episodes
+        trainer._max_over_ranks = lambda value: max(value, 4.0)
+        metrics: dict = {}
+        kept = trainer._select_for_update(episodes, metrics)
+    assert [t.group for t in kept] == [1, 1, 0, 0]
+    assert metrics["batch/groups_skipped"] == 2 and metrics["batch/samples_skipped"] == 2
