@@ -30,3 +30,13 @@ def test_quick_start_has_exactly_two_commands_that_exist():
 def test_ci_runs_the_readme_test_command():
     assert "bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
     assert "bash scripts/test.sh" in README
+
+
+def test_readme_results_tables_come_from_committed_files():
+    from benchmarks import readme
+
+    blocks = readme._BLOCK.findall(README)
+    assert blocks, "README has no generated results tables"
+    for name in blocks:
+        assert (readme.RESULTS / f"{name}.json").is_file(), name
+    assert readme.rewrite(README) == README, "run `python -m benchmarks.readme`"

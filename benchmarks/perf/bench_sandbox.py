@@ -63,9 +63,10 @@ def test_sandbox_run_warm(benchmark, backend):
             result = pool.run("print(1)")
             assert result.ok and result.stdout == "1\n", result
 
-        benchmark.pedantic(
-            pooled, setup=lambda: pool.wait_ready(30), rounds=40, iterations=1, warmup_rounds=2
-        )
+        def started() -> None:
+            assert pool.wait_ready(30), "the pool did not start"
+
+        benchmark.pedantic(pooled, setup=started, rounds=40, iterations=1, warmup_rounds=2)
     _report(benchmark)
 
 

@@ -52,6 +52,7 @@ def _rows(benchmarks: list[Any]) -> list[dict[str, Any]]:
                 "goal": goal,
                 "meets_goal": ok,
                 "mean_s": bench.stats.mean,
+                "median_s": bench.stats.median,
                 "baseline_mean_s": by_name[baseline].stats.mean if baseline in by_name else None,
                 "extra": {k: v for k, v in info.items() if k not in ("baseline", "metric", "goal")},
             }
@@ -79,6 +80,8 @@ def _machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "processor": platform.machine(),
         "cpu_count": os.cpu_count(),
+        # Other work on the machine changes every ratio: say how busy it was.
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "versions": versions,
     }
 

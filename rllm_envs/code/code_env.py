@@ -168,7 +168,8 @@ class CodeEnv(TextEnv):
 
     ## Information
     The common keys of :mod:`rllm_envs.core` plus ``kind`` (``"stdin"``, ``"functional"``
-    or ``"assert"``), ``difficulty``, ``num_public_tests`` and ``num_tests``; on ``step``:
+    or ``"assert"``), ``language`` (``"python"`` or ``"cpp"``), ``difficulty``,
+    ``num_public_tests`` and ``num_tests``; on ``step``:
     ``public_verdicts`` (verdict per public test: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
     ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``tests_passed`` and
     ``tests_total`` (all tests), ``has_code``, ``judge_error`` (``None`` unless the sandbox
@@ -431,6 +432,7 @@ class CodeEnv(TextEnv):
     def _task_info(self, task: Task) -> dict[str, Any]:
         return {
             "kind": task["kind"],
+            "language": self.language,
             "difficulty": str(task.get("difficulty") or ""),
             "num_public_tests": len(task["public_tests"]),
             "num_tests": len(task["public_tests"]) + len(task["hidden_tests"]),

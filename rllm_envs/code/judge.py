@@ -40,6 +40,7 @@ from rllm_envs.sandbox.runner import (
     spawn,
     spawn_failure,
 )
+from rllm_envs.text import answer_text
 
 __all__ = [
     "TestCase",
@@ -579,8 +580,9 @@ _CPP_LANGS = frozenset({"cpp", "c++", "cc", "cxx"})
 def extract_code(response: str, language: str = "python") -> str | None:
     r"""The code of a model response: its last fenced block of ``language`` (``None`` if none).
 
-    Tolerant: text before the last ``</think>`` is ignored, a block left open at the end
-    of a cut-off response counts, and when no block is marked with the language the last
+    Only the answer part is read (:func:`rllm_envs.text.answer_text`: after the last
+    ``</think>``; a reply cut while still thinking has none). Tolerant: a block left open at
+    the end of a cut-off response counts, and when no block is marked with the language the last
     block of any language is taken. Python blocks are marked ``python``/``py`` or not at
     all; C++ blocks ``cpp``, ``c++``, ``cc`` or ``cxx``.
 
@@ -588,8 +590,7 @@ def extract_code(response: str, language: str = "python") -> str | None:
         >>> extract_code("Idea...\n```python\nprint(1)\n```\nDone.")
         'print(1)'
     """
-    if "</think>" in response:
-        response = response.rsplit("</think>", 1)[1]
+    response = answer_text(response)
     blocks: list[tuple[str, str]] = []
     inside = False
     lang, lines = "", list[str]()

@@ -639,6 +639,9 @@ def main(channel: int) -> None:
             executor.base = _prelude_namespace(prelude)
         if spec["kind"] == "functional":
             import json  # noqa: F401  (imported once here, used by every test)
+    import gc
+
+    gc.freeze()  # test processes inherit a frozen heap: their collections skip it (less COW)
     for index in range(len(spec["tests"])):
         executor.emit(executor.test(index))
     executor.emit({"done": True})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from rllm_envs.code.judge import close_pools
-from rllm_envs.sandbox import RunResult, SandboxUnavailable, Status, run, select_backend
+from rllm_envs.sandbox import RunResult, SandboxUnavailable, Status, cgroup, run, select_backend
 from rllm_envs.sandbox.backends import _probe, sandbox_identity
 from rllm_envs.sandbox.runner import SHARED_PROCESS_FACTOR
 
@@ -50,13 +50,53 @@ def any_backend(request) -> str:
         yield name
 
 
-def sandbox_processes(*, zombies: bool = False) -> list[str]:
-    """Host processes of the sandbox user (when running as root).
+# The control groups of the sandboxes this test started (see ``own_sandboxes``): with them,
+# leak checks look only at this test's processes, not at whatever else judges code here.
+_OWN_GROUPS: list[cgroup.SandboxCgroup] = []
 
-    Zombies (dead, waiting to be reaped) are left out unless ``zombies``: when a killed
-    sandbox's init dies, its dead children are reparented to the machine's init, which in
-    some containers reaps them only every second or so.
+
+@pytest.fixture(autouse=True)
+def own_sandboxes(monkeypatch):
+    """Record the control group of every sandbox the test starts."""
+    _OWN_GROUPS.clear()
+    create = cgroup.create
+
+    def recording(*args, **kwargs):
+        group = create(*args, **kwargs)
+        if group is not None:
+            _OWN_GROUPS.append(group)
+        return group
+
+    monkeypatch.setattr(cgroup, "create", recording)
+    yield
+    _OWN_GROUPS.clear()
+
+
+def _describe(pid: int, zombies: bool) -> str | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        if not zombies and fields.get("State", "").strip().startswith("Z"):
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"{pid}: {f.read()[:80]!r}"
+    except OSError:
+        return None
+
+
+def sandbox_processes(*, zombies: bool = False) -> list[str]:
+    """Processes of the sandboxes this test started that are still there.
+
+    With control groups: the processes in the groups of this test's sandboxes (a leaked
+    process keeps its group). Without them: every host process of the sandbox user (when
+    running as root), which counts other work on the machine too. Zombies (dead, waiting to
+    be reaped) are left out unless ``zombies``: when a killed sandbox's init dies, its dead
+    children are reparented to the machine's init, which in some containers reaps them only
+    every second or so.
     """
+    if cgroup.available():
+        pids = sorted({pid for group in _OWN_GROUPS for pid in group.pids()})
+        return [d for d in (_describe(pid, zombies) for pid in pids) if d is not None]
     identity = sandbox_identity()
     if identity is None:
         return []
@@ -70,14 +110,10 @@ def sandbox_processes(*, zombies: bool = False) -> list[str]:
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if not zombies and fields.get("State", "").strip().startswith("Z"):
-            continue
         if fields.get("Uid", "").split()[:1] == [str(identity[0])]:
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    found.append(f"{pid}: {f.read()[:80]!r}")
-            except OSError:
-                pass
+            described = _describe(int(pid), zombies)
+            if described is not None:
+                found.append(described)
     return found
 
 

@@ -151,6 +151,6 @@ def test_a_run_cannot_reach_the_waiting_sandboxes(backend):
         assert len(used) == 1  # the hostile run took exactly one
         for proc in waiting:
             if proc not in used:
-                assert proc.poll() is None  # the others still wait, untouched
+                assert proc.proc.poll() is None  # the others still wait, untouched
         for _ in range(3):
             assert pool.run("print(1)").stdout == "1\n"
