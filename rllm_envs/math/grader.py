@@ -329,8 +329,25 @@ def _content(m: re.Match[str]) -> str:
     return next(g for g in m.groups() if g is not None).strip()
 
 
-def _joined_boxes(text: str) -> str | None:
-    r"""The last ``\boxed{}``, with the boxes just before it that only connectors separate."""
+#: The end of a sentence: boxes in different sentences are separate results.
+_SENTENCE_END = re.compile(r"[.!?]\s+[A-Z]")
+#: A word or mark that separates the parts of one answer.
+_PART_SEPARATOR = re.compile(r"\b(?:and|or)\b|,|;")
+
+
+def _joined_boxes(text: str) -> tuple[str, int] | None:
+    r"""The last ``\boxed{}`` with the boxes before it on its line, and where the last ends.
+
+    Boxes are parts of one answer when only connectors separate them (``\boxed{1}, \boxed{2}``),
+    when fewer than 10 characters do (``\boxed{a} ++ \boxed{b}``), or when fewer than 70 do
+    and they include a separator (``and``, ``or``, ``,``, ``;``) and the contents differ
+    (``\boxed{1} papers and \boxed{2} bins``, ``$y_1 = \boxed{a}$ and $y_2 = \boxed{b}$``) --
+    math-verify's rule; a box further away is an intermediate result, and a repeated box
+    (``\boxed{4} ... so \boxed{4}``) counts once. A last ``\boxed{`` that is never closed
+    reads to the end of its line. A gap that ends in a colon introduces a new answer
+    (``\boxed{3}, corrected: \boxed{-3}`` is ``-3``), and boxes in different sentences
+    (``... \boxed{3} (first try). Then ...``) are separate results.
+    """
     boxes: list[tuple[int, int, str]] = []
     for m in list(_BOX.finditer(text))[-50:]:
         end = m.end()
@@ -338,17 +355,36 @@ def _joined_boxes(text: str) -> str | None:
             got = _braced(text, end)
             if got is not None:
                 boxes.append((m.start(), got[1], got[0].strip()))
+    last = list(_BOX.finditer(text[-20_000:]))
+    if last and (not boxes or len(text) - 20_000 + last[-1].start() > boxes[-1][1]):
+        m = last[-1]
+        start = max(0, len(text) - 20_000) + m.end()
+        if start < len(text) and text[start] == "{" and _braced(text, start) is None:
+            rest = text[start + 1 :].split("\n", 1)[0]
+            rest = re.sub(r"[\s.$]+$", "", rest).strip()
+            if rest:
+                return rest, len(text)
     if not boxes:
-        return _last_boxed(text)
+        single = _last_boxed(text)
+        return (single, len(text)) if single is not None else None
     group = [boxes[-1]]
     for box in reversed(boxes[:-1]):
         if len(group) >= _MAX_PARTS or box[1] > group[0][0]:
             break  # enough, or the last box is nested in this one
         gap = text[box[1] : group[0][0]]
-        if len(gap) > 40 or not _CONNECTOR.fullmatch(gap):
+        if box[2] == group[0][2] and (len(gap) < 10 or _CONNECTOR.fullmatch(gap)):
+            continue  # the same box twice in a row
+        near = len(gap) < 10 or (
+            len(gap) < 70
+            and box[2] != group[0][2]
+            and _PART_SEPARATOR.search(gap) is not None
+            and not gap.rstrip(" $").endswith(":")  # "first \boxed{3}, corrected: \boxed{-3}"
+            and not _SENTENCE_END.search(gap)
+        )
+        if not (near or _CONNECTOR.fullmatch(gap)):
             break
         group.insert(0, box)
-    return ", ".join(c for _, _, c in group if c)
+    return ", ".join(c for _, _, c in group if c), group[-1][1]
 
 
 def _from_segment(text: str) -> tuple[str | None, str | None]:
@@ -356,6 +392,11 @@ def _from_segment(text: str) -> tuple[str | None, str | None]:
     tail = text[-8000:]
     regions = [m for m in _MATH_REGION.finditer(tail) if _content(m)]
     if regions:
+        # Whichever comes last is the answer: math, or a number in the prose after it
+        # ("... $d = 90/n$ ... so there are 12 sequences").
+        after = list(_PROSE_NUMBER.finditer(tail, regions[-1].end()))
+        if after:
+            return after[-1].group(0), "number"
         parts = [regions[-1]]
         for m in reversed(regions[:-1]):
             gap = tail[m.end() : parts[0].start()]
@@ -377,17 +418,49 @@ _DOUBLED = re.compile(r"(?<!\\)\\\\(?=[a-zA-Z])")
 _IS = re.compile(r".*\b(?:is|are|equals|be)\b\s*[:=]?\s*(.+)$", re.IGNORECASE | re.DOTALL)
 
 
+#: Inline math that spans lines is malformed (``Answer $ \n 9 \n $``): nothing in it is read.
+#: A ``$`` opens such a span only when a line break follows it (``$5`` is a price).
+_BROKEN_INLINE = re.compile(
+    r"\\\((?:(?!\\\)).)*?\n(?:(?!\\\)).)*?\\\)|(?<![\\$])\$[ \t]*\n[^$]*?(?<!\\)\$(?!\$)", re.DOTALL
+)
+_FINAL_PHRASE = re.compile(r"\bfinal\s+answer\b", re.IGNORECASE)
+
+
+def _last_phrase(tail: str) -> re.Match[str] | None:
+    """The last answer phrase, innermost first: "Final Answer: The final answer is X" is X."""
+    phrases = list(_ANSWER_PHRASE.finditer(tail))
+    if not phrases:
+        return None
+    m = phrases[-1]
+    for _ in range(5):
+        inner = list(_ANSWER_PHRASE.finditer(tail, m.start(1), m.end(1)))
+        if not inner:
+            break
+        m = inner[-1]
+    return m
+
+
 def _extract_any(text: str) -> tuple[str | None, str | None]:
     if "\\\\" in text and "\\begin" not in text:
         # Doubly escaped LaTeX (`\\frac`, from JSON or code) outside any environment.
         text = _DOUBLED.sub(r"\\", text)
-    boxed = _joined_boxes(text)
-    if boxed:
-        return boxed, "boxed"
+    if "\n" in text and ("$" in text or "\\(" in text):
+        text = _BROKEN_INLINE.sub(" ", text[-20_000:])
     tail = text[-8000:]
-    phrases = list(_ANSWER_PHRASE.finditer(tail))
-    if phrases:
-        phrase = phrases[-1].group(1)
+    phrase_match = _last_phrase(tail)
+    boxed = _joined_boxes(text)
+    if boxed and boxed[0]:
+        # "Final answer: the final answer is $10,455$" after the boxes of intermediate steps.
+        offset = len(text) - len(tail)
+        final_after_box = (
+            phrase_match is not None
+            and offset + phrase_match.start() >= boxed[1]
+            and _FINAL_PHRASE.search(tail, phrase_match.start(), phrase_match.start(1))
+        )
+        if not final_after_box:
+            return boxed[0], "boxed"
+    if phrase_match is not None:
+        phrase = phrase_match.group(1)
         # The answer stays on its line unless it opens display math.
         if not re.match(r"\s*(?:\\\[|\$\$)", phrase):
             phrase = phrase.splitlines()[0] if phrase.strip() else ""
