@@ -1,0 +1,283 @@
+"""The OpenEnv server, tested with OpenEnv's own client against a real server process.
+
+One server process (``python -m adapters.serve all``) on 127.0.0.1 serves every registered id
+under its own path; the tests talk to it through ``openenv-core``'s ``EnvClient`` (our
+:class:`RllmEnvClient` only parses the payloads) and, for malformed frames, a raw WebSocket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-envs[openenv]"`')
+
+import httpx  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.client import connect as ws_connect  # noqa: E402
+
+import rllm_envs  # noqa: E402
+from adapters.openenv import (  # noqa: E402
+    RemoteTextEnv,
+    RllmEnvClient,
+    TextAction,
+    create_app,
+)
+from rllm_envs.testing import check_text_env  # noqa: E402
+
+ALL_IDS = list(rllm_envs.list_envs())
+MAX_SESSIONS = 3
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        for child in map(int, text.split()):
+            found |= {child} | _children(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adapters.serve", "all", "--port", str(port)]
+        + ["--max-sessions", str(MAX_SESSIONS), "--session-timeout", "120"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240  # importing openenv-core (gradio, fastmcp) is slow
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited with {proc.returncode}: {proc.stdout.read()}")
+        try:
+            if httpx.get(f"{url}/rllm/envs", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the server did not start")
+        time.sleep(0.5)
+    yield proc, url
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def _sessions(url: str, env_id: str) -> dict:
+    return httpx.get(f"{url}/{env_id}/rllm/sessions", timeout=10).json()
+
+
+def _wait_for_sessions(url: str, env_id: str, active: int) -> dict:
+    deadline = time.monotonic() + 60
+    while (seen := _sessions(url, env_id))["active"] != active and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return seen
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_every_id_resets_steps_and_reports_state_over_openenvs_client(server, env_id):
+    _, url = server
+    try:
+        local = rllm_envs.make(env_id)
+    except rllm_envs.DependencyNotInstalled as e:
+        pytest.skip(str(e))
+    obs, info = local.reset(seed=0)
+    oracle = local.unwrapped.oracle_action()
+    _, reward, terminated, truncated, local_info = local.step(oracle)
+    local.close()
+    with RllmEnvClient(base_url=f"{url}/{env_id}", message_timeout_s=120).sync() as client:
+        result = client.reset(seed=0)
+        assert result.observation.text == obs and result.done is False
+        assert result.observation.info["task_id"] == info["task_id"]
+        result = client.step(TextAction(text=oracle))
+        assert result.reward == reward
+        assert result.done == (terminated or truncated)
+        assert result.observation.info["is_correct"] == local_info["is_correct"]
+        state = client.state()
+        assert state.env_id == env_id and state.step_count == 1
+        assert state.task_id == info["task_id"] and state.seed == 0
+    assert _wait_for_sessions(url, env_id, 0)["active"] == 0
+
+
+def test_concurrent_sessions_are_independent_and_capacity_is_enforced(server):
+    _, url = server
+    env_id = "rllm/FrozenLake-v0"
+    base = f"{url}/{env_id}"
+
+    def local_episode(seed):
+        env = rllm_envs.make(env_id)
+        obs, _ = env.reset(seed=seed)
+        moves = [env.unwrapped.oracle_action()]
+        out = [obs, env.step(moves[0])[0]]
+        env.close()
+        return out, moves
+
+    async def remote_episode(client, seed, moves):
+        out = [(await client.reset(seed=seed)).observation.text]
+        out.append((await client.step(TextAction(text=moves[0]))).observation.text)
+        return out
+
+    async def main():
+        clients = [RllmEnvClient(base_url=base) for _ in range(MAX_SESSIONS)]
+        for c in clients:
+            await c.connect()
+        try:
+            expected = [local_episode(seed) for seed in range(MAX_SESSIONS)]
+            got = await asyncio.gather(
+                *(remote_episode(c, s, expected[s][1]) for s, c in enumerate(clients))
+            )
+            assert got == [e[0] for e in expected]
+            assert _sessions(url, env_id)["active"] == MAX_SESSIONS
+            # The refusal is the first frame of a session over capacity, then the server closes.
+            with ws_connect(base.replace("http", "ws") + "/ws") as ws:
+                refusal = json.loads(ws.recv())["data"]
+            assert refusal["code"] == "CAPACITY_REACHED"
+            assert refusal["max_sessions"] == MAX_SESSIONS
+            extra = RllmEnvClient(base_url=base)
+            await extra.connect()
+            # OpenEnv's client sees the refusal, or the closed socket if it was gone first.
+            with pytest.raises((RuntimeError, ConnectionClosed), match="CAPACITY_REACHED|1000"):
+                await extra.reset(seed=0)
+            await extra.close()
+        finally:
+            for c in clients:
+                await c.close()
+
+    asyncio.run(main())
+    assert _wait_for_sessions(url, env_id, 0)["active"] == 0
+
+
+def test_bad_requests_get_clear_errors_and_the_session_survives(server):
+    _, url = server
+    base = f"{url}/rllm/Math-v0"
+    with RllmEnvClient(base_url=base).sync() as client:
+        with pytest.raises(RuntimeError, match="send a reset before stepping"):
+            client.step(TextAction(text="\\boxed{1}"))
+        with pytest.raises(RuntimeError, match=r"Unknown reset option.*indx"):
+            client.reset(seed=0, options={"indx": 3})
+        assert client.reset(seed=0).observation.text  # the session still works
+    with ws_connect(base.replace("http", "ws") + "/ws") as ws:
+        ws.send("{not json")
+        assert json.loads(ws.recv())["data"]["code"] == "INVALID_JSON"
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": {"txt": "a typo'd field"}}))
+        error = json.loads(ws.recv())["data"]
+        assert error["code"] == "VALIDATION_ERROR"
+        ws.send(json.dumps({"type": "launch_missiles"}))
+        assert json.loads(ws.recv())["data"]["code"] == "UNKNOWN_TYPE"
+        ws.send(json.dumps({"type": "step", "data": {"text": "\\boxed{nope}"}}))
+        reply = json.loads(ws.recv())
+        assert reply["type"] == "observation" and reply["data"]["done"] is True
+
+
+def test_a_dropped_client_frees_its_session(server):
+    _, url = server
+    env_id = "rllm/Math-v0"
+    before = _wait_for_sessions(url, env_id, 0)
+    assert before["active"] == 0
+    with contextlib.suppress(OSError, ConnectionClosed):
+        with ws_connect(f"{url}/{env_id}".replace("http", "ws") + "/ws") as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            ws.recv()
+            assert _sessions(url, env_id)["active"] == 1
+            ws.socket.shutdown(socket.SHUT_RDWR)  # vanish without a close frame
+            ws.socket.close()
+    assert _wait_for_sessions(url, env_id, 0)["active"] == 0
+
+
+def test_stateless_http_endpoints_and_the_index(server):
+    _, url = server
+    assert set(httpx.get(f"{url}/rllm/envs").json()["envs"]) == set(ALL_IDS)
+    reply = httpx.post(f"{url}/rllm/Math-v0/reset", json={"seed": 0}, timeout=30).json()
+    local = rllm_envs.make("rllm/Math-v0")
+    assert reply["observation"]["text"] == local.reset(seed=0)[0]
+    assert httpx.get(f"{url}/rllm/Math-v0/health").json()["status"] == "healthy"
+    schema = httpx.get(f"{url}/rllm/Math-v0/schema").json()
+    assert "text" in schema["action"]["properties"]
+
+
+def test_a_remote_env_is_a_gymnasium_env_that_passes_the_kit(server):
+    _, url = server
+
+    def make():
+        return RemoteTextEnv(f"{url}/rllm/Math-v0")
+
+    report = check_text_env(
+        make,
+        rules=["text-spaces", "garbage", "random-unicode", "vector-sync", "pickle", "info-keys"],
+        fuzz_episodes=3,
+    )
+    assert not report.failures
+
+
+def test_bad_ids_kwargs_and_limits_fail_before_serving():
+    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean"):
+        create_app("rllm/Maths-v0")
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
+        create_app("rllm/Math-v0", env_kwargs={"dificulty": 2})
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="max_sessions"):
+        create_app("rllm/Math-v0", max_sessions=0)
+
+
+def test_sigterm_shuts_down_cleanly_and_leaves_nothing_running(server):
+    proc, url = server
+    with RllmEnvClient(base_url=f"{url}/rllm/Code-v0").sync() as client:
+        client.reset(seed=0)  # a live code session (the judge's sandbox pool) at shutdown
+        client.step(TextAction(text="print(input())"))
+        children = _children(proc.pid)
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    output = proc.stdout.read()
+    assert proc.returncode == 0, output
+    assert "Traceback" not in output, output
+    assert children, "the code session started no sandboxes: nothing was checked"
+    assert not [pid for pid in children if _alive(pid)]
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/rllm/envs", timeout=2)
+
+
+def test_cli_rejects_bad_json_kwargs():
+    out = subprocess.run(
+        [sys.executable, "-m", "adapters.serve", "rllm/Math-v0", "--env-kwargs", "{nope"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "--env-kwargs is not JSON" in out.stderr
+
+
+def test_gym_registry_is_untouched_by_the_adapter():
+    assert all(env_id in gym.registry for env_id in ALL_IDS)
