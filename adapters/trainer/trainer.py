@@ -717,11 +717,16 @@ class PPOTrainer:
         if train_on:
             advantages = self._learn(train_on, metrics)
         else:
+            reason = (
+                "no group has a reward spread"
+                if _usable(trajectories)
+                else "no episode has generated tokens"
+            )
             _log.warning(
-                "iteration %d: no episode to learn from (%d episodes, no group with a reward "
-                "spread): update skipped",
+                "iteration %d: nothing to learn from in %d episodes (%s): update skipped",
                 self.iteration + 1,
                 len(trajectories),
+                reason,
             )
         if self.is_main:
             self._write_samples(trajectories, advantages)
