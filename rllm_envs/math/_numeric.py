@@ -17,13 +17,14 @@ import ast
 import random
 import threading
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import mpmath
 
 from rllm_envs.math._latex import Unsupported, to_python
 
-__all__ = ["decide"]
+__all__ = ["decide", "value"]
 
 _DPS = 50
 _local = threading.local()
@@ -240,4 +241,24 @@ def decide(prediction: str, gold: str, *, tolerant: bool = False) -> bool | None
     except (_Inconclusive, Unsupported, RecursionError, MemoryError, ValueError, ZeroDivisionError):
         return None
     except (TypeError, ArithmeticError):
+        return None
+
+
+def value(text: str) -> Fraction | None:
+    """The value of a constant LaTeX expression, to about 40 digits, as a fraction.
+
+    ``None`` when it has variables, is not real and finite, or cannot be computed.
+    """
+    try:
+        tree = _parse(text)
+        if _symbols(tree):
+            return None
+        ctx = _ctx()
+        v = _Evaluator(ctx, {}).eval(tree)
+        if isinstance(v, ctx.mpc) or not ctx.isfinite(v):
+            return None
+        return Fraction(ctx.nstr(v, 45, strip_zeros=False, min_fixed=-(10**6), max_fixed=10**6))
+    except (_Inconclusive, Unsupported, RecursionError, MemoryError, ValueError, ZeroDivisionError):
+        return None
+    except (TypeError, ArithmeticError, AttributeError):
         return None

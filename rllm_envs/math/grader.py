@@ -94,7 +94,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from rllm_envs.math._numeric import decide
+from rllm_envs.math._numeric import decide, value
 from rllm_envs.text import split_reply
 
 __all__ = [
@@ -303,7 +303,7 @@ def _is_bare(text: str) -> bool:
     """
     if len(text) > _BARE_LIMIT or "\n" in text.strip():
         return False
-    words = _WORD.findall(_TEXT_ARG.sub(" ", text))
+    words = _WORD.findall(_GLUED_OR.sub(", ", _TEXT_ARG.sub(" ", text)))
     if not re.search(r"\d", text):
         return len(words) <= 4 and not any(w.lower() in _PROSE_SHORT for w in words)
     for w in words:
@@ -578,12 +578,13 @@ _WRAPPERS = re.compile(
 )
 _DROP = re.compile(
     r"\\(?:displaystyle|textstyle|left|right|big|Big|bigg|Bigg)(?![a-zA-Z])"
-    r"|(?<!\\)\\[,;:! ]|\\q?quad(?![a-zA-Z])"
+    r"|(?<!\\)\\[,;:! ]|\\q?quad"  # also glued to a name: `,\quadx_2 = 1`
     r"|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\\%|%|\\\$|\\mathdollar"
 )
 _UNIT_TAIL = re.compile(
     r"^(.*?\d[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
+_SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
 
 
@@ -659,6 +660,8 @@ def normalize(answer: str) -> str:
     m = _UNIT_TAIL.match(s) if len(s) <= 200 and _LETTER.search(s) else None
     if m and not _LETTER.search(_COMMAND.sub("", m.group(1))):
         s = m.group(1).strip()
+    if "{" in s and "," in s:
+        s = _SPACED_GROUP.sub(r"\1{,}", s)  # `14 {, }916`
     if "," in s and _THOUSANDS.match(s):
         s = s.replace("{,}", "").replace(",", "")
     return s
@@ -707,6 +710,7 @@ _MAX_EXPONENT = 400
 class _Number:
     value: Fraction
     decimal: bool  # written with a decimal point (an approximation, maybe)
+    places: int = 0  # digits after the decimal point, as written
 
 
 def _parse_number(s: str) -> _Number | None:
@@ -720,7 +724,9 @@ def _parse_number(s: str) -> _Number | None:
         sign = -1 if m.group(1) == "-" else 1
         try:
             if kind == "plain":
-                return _Number(sign * Fraction(m.group(2)), "." in m.group(2))
+                digits = m.group(2)
+                places = len(digits) - digits.index(".") - 1 if "." in digits else 0
+                return _Number(sign * Fraction(digits), "." in digits, places)
             if kind in ("slash", "frac"):
                 den = Fraction(m.group(3))
                 return None if den == 0 else _Number(sign * Fraction(m.group(2)) / den, False)
@@ -757,10 +763,29 @@ def _terminating(value: Fraction) -> bool:
     return q == 1
 
 
-def _numbers_equal(pred: _Number, gold: _Number) -> bool:
+def _rounds_to(decimal: _Number, exact: Fraction) -> bool:
+    """Whether ``decimal`` is ``exact`` rounded to its places (``"any"`` mode).
+
+    A decimal with k >= 2 places written for a value with no finite decimal
+    expansion is right when it is that value rounded to k places (``0.33`` for 1/3).
+    """
+    k = decimal.places
+    return 2 <= k <= 50 and abs(decimal.value - exact) <= Fraction(1, 2 * 10**k)
+
+
+def _short_decimal(v: Fraction) -> bool:
+    """Whether ``v`` (an approximation to 1e-40) is a decimal of at most 12 places."""
+    scaled = v * 10**12
+    return abs(scaled - round(scaled)) < Fraction(1, 10**20)
+
+
+def _numbers_equal(pred: _Number, gold: _Number, lenient: bool = False) -> bool:
     if pred.value == gold.value:
         return True
     if pred.decimal != gold.decimal:
+        dec, exact_side = (pred, gold) if pred.decimal else (gold, pred)
+        if lenient and not _terminating(exact_side.value) and _rounds_to(dec, exact_side.value):
+            return True
         # A rounded decimal matches a value with no finite decimal expansion (1/3, 2/3).
         exact = gold.value if pred.decimal else pred.value
         if _terminating(exact):
@@ -938,6 +963,8 @@ def _parse_item(s: str) -> _Node:
         return _Seq("tuple", tuple(_parse_item(p) for p in items[:MAX_ELEMENTS]))
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _matching_close(s, 0) == len(s) - 1:
         items = _split_top(s[1:-1], (",",))
+        if len(items) == 1 and ";" in s:
+            items = _split_top(s[1:-1], (";",))  # `(0; -2; 6)`: coordinates after a decimal comma
         if len(items) == 1 and s[0] == "(" and s[-1] == ")":
             return _parse_item(items[0])
         if len(items) == 2 and (s[0] == "[" or s[-1] == "]"):
@@ -947,6 +974,9 @@ def _parse_item(s: str) -> _Node:
     interval = _inequality(s)
     if interval is not None:
         return interval
+    absolute = _abs_inequality(s)
+    if absolute is not None:
+        return absolute
     sides = _split_top(s, ("=",))
     if len(sides) >= 2 and all(sides):
         lhs, rhs = sides[0], sides[-1]
@@ -987,6 +1017,15 @@ def _inequality(s: str) -> _Interval | None:
         for i, t in enumerate(terms)
         if _VARIABLE.fullmatch(t.replace(" ", "")) or _FUNCTION_OF.fullmatch(t.replace(" ", ""))
     ]
+    if not variables and len(terms) == 2:
+        # `-x > -1` is `x < 1`; `2x \le 6` is `x \le 3` (a numeric coefficient, numeric bound).
+        for i, t in enumerate(terms):
+            scaled = _scaled_variable(t, terms[1 - i])
+            if scaled is not None:
+                coefficient, var, limit = scaled
+                flip = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "\\le": "\\ge", "\\ge": "\\le"}
+                op = flip[ops[0]] if coefficient < 0 else ops[0]
+                return _inequality(f"{var} {op} {limit}" if i == 0 else f"{limit} {op} {var}")
     inf, neg = _expr("\\infty"), _expr("-\\infty")
 
     def less(op: str) -> bool:
@@ -1008,6 +1047,89 @@ def _inequality(s: str) -> _Interval | None:
             return _Interval(lo, hi, c0, c1)
         return _Interval(hi, lo, c1, c0)
     return None
+
+
+_COEFFICIENT = re.compile(r"([+-]?(?:\d+(?:\.\d+)?)?)\s*(" + _VARIABLE.pattern + r")")
+
+
+def _negated(text: str) -> str:
+    t = text.strip()
+    if t.startswith("-"):
+        return t[1:].strip()
+    return f"-{t}" if _parse_number(_canon(t)) is not None else f"-({t})"
+
+
+def _scaled_variable(term: str, other: str) -> tuple[Fraction, str, str] | None:
+    """``(k, v, b / k)`` when ``term`` is ``k v`` (k a number, not 1) against the bound ``b``."""
+    m = _COEFFICIENT.fullmatch(term.replace(" ", ""))
+    if m is None or m.group(1) in ("", "+"):
+        return None
+    if m.group(1) == "-":
+        return Fraction(-1), m.group(2), _negated(other)
+    k = Fraction(m.group(1))
+    bound = _parse_number(_canon(other))
+    if k == 0 or bound is None:
+        return None
+    value = bound.value / k
+    text = (
+        str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+    )
+    return k, m.group(2), text
+
+
+_ABS_OF = re.compile(r"\|?\s*\|\s*(" + _VARIABLE.pattern + r")\s*\\?\|")
+
+
+def _abs_inequality(s: str) -> _Node | None:
+    r"""An inequality on ``|z|`` as the interval or union it means.
+
+    ``|z| \le b`` as ``[-b, b]``; ``a \le |z| \le b`` (``a > 0``) as ``[-b, -a] \cup [a, b]``;
+    ``|z| > a`` as ``(-\infty, -a) \cup (a, \infty)``. Bounds must be numbers.
+    """
+    if "|" not in s:
+        return None
+    pieces = _INEQ.split(s)
+    if len(pieces) not in (3, 5):
+        return None
+    terms = [p.strip() for p in pieces[0::2]]
+    ops = [p.strip() for p in pieces[1::2]]
+    closed = [op in ("<=", ">=", "\\le", "\\ge") for op in ops]
+    less = [op in ("<", "<=", "\\le") for op in ops]
+    var_at = [i for i, t in enumerate(terms) if _ABS_OF.fullmatch(t)]
+    numbers = [_parse_number(_canon(t)) if i not in var_at else None for i, t in enumerate(terms)]
+    if len(var_at) != 1:
+        return None
+    inf, neg = _expr("\\infty"), _expr("-\\infty")
+    if len(terms) == 2:
+        i = var_at[0]
+        bound = numbers[1 - i]
+        if bound is None or bound.value <= 0:
+            return None
+        b = terms[1 - i]
+        if less[0] == (i == 0):  # |z| < b
+            return _Interval(_expr(_negated(b)), _expr(b), closed[0], closed[0])
+        return _Seq(
+            "union",
+            (
+                _Interval(neg, _expr(_negated(b)), False, closed[0]),
+                _Interval(_expr(b), inf, closed[0], False),
+            ),
+        )
+    if var_at != [1] or less[0] != less[1] or numbers[0] is None or numbers[2] is None:
+        return None
+    (lo, c_lo), (hi, c_hi) = ((terms[0], closed[0]), (terms[2], closed[1]))
+    if not less[0]:
+        (lo, c_lo), (hi, c_hi) = (hi, c_hi), (lo, c_lo)
+    lo_n = numbers[0] if less[0] else numbers[2]
+    if lo_n is None or lo_n.value <= 0:
+        return None
+    return _Seq(
+        "union",
+        (
+            _Interval(_expr(_negated(hi)), _expr(_negated(lo)), c_hi, c_lo),
+            _Interval(_expr(lo), _expr(hi), c_lo, c_hi),
+        ),
+    )
 
 
 @lru_cache(maxsize=16_384)
@@ -1036,15 +1158,23 @@ class Verdict:
     reason: str
 
 
-def _expr_equal(p: _Expr, g: _Expr, deadline: float) -> bool:
+def _expr_equal(p: _Expr, g: _Expr, deadline: float, lenient: bool = False) -> bool:
     if not p.canon or not g.canon:
         return False  # nothing left after normalisation ("$", "+", "\text{}") is no answer
     if p.canon == g.canon:
         return True
     if p.number is not None and g.number is not None:
-        return _numbers_equal(p.number, g.number)
+        return _numbers_equal(p.number, g.number, lenient)
     if p.is_text or g.is_text:
         return p.is_text and g.is_text and _text_key(p.text) == _text_key(g.text)
+    if lenient and (p.number is None) != (g.number is None):
+        dec, other = (p, g) if p.number is not None else (g, p)
+        if dec.number is not None and dec.number.decimal and dec.number.places >= 2:
+            v = value(other.text)
+            # Rounded to the places written (`1.41` for `\sqrt{2}`); not for values that
+            # are themselves short decimals (`0.253` is not `0.25`).
+            if v is not None and not _short_decimal(v) and _rounds_to(dec.number, v):
+                return True
     if not p.text or not g.text:
         return False
     p_dec, g_dec = bool(_DECIMAL.search(p.text)), bool(_DECIMAL.search(g.text))
@@ -1065,13 +1195,18 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: float) -> bool:
 _DECIMAL = re.compile(r"\d\.\d|(?<!\d)\.\d")
 
 
-def _match_unordered(ps: tuple[_Node, ...], gs: tuple[_Node, ...], deadline: float) -> bool:
+def _match_unordered(
+    ps: tuple[_Node, ...], gs: tuple[_Node, ...], deadline: float, lenient: bool = False
+) -> bool:
+    if lenient:
+        # `"any"` mode: an answer set lists each element once (`(1, 2), (1, 2)` is one pair).
+        ps, gs = tuple(dict.fromkeys(ps)), tuple(dict.fromkeys(gs))
     if len(ps) != len(gs):
         return False
     remaining = list(gs)
     for p in ps:
         for j, g in enumerate(remaining):
-            if _node_equal(p, g, deadline):
+            if _node_equal(p, g, deadline, lenient):
                 del remaining[j]
                 break
         else:
@@ -1089,11 +1224,11 @@ def _as_items(node: _Node) -> tuple[_Node, ...] | None:
     return None
 
 
-def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
+def _node_equal(p: _Node, g: _Node, deadline: float, lenient: bool = False) -> bool:
     if time.monotonic() > deadline:
         raise _Timeout
     if isinstance(g, _Expr) and isinstance(p, _Expr):
-        return _expr_equal(p, g, deadline)
+        return _expr_equal(p, g, deadline, lenient)
     if isinstance(p, _Eq) != isinstance(g, _Eq):
         # `x = 3` against a bare `3`: compare the value.
         eq, other = (p, g) if isinstance(p, _Eq) else (g, p)
@@ -1101,27 +1236,29 @@ def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
         if eq.value is None:
             return False
         return (
-            _node_equal(eq.value, other, deadline)
+            _node_equal(eq.value, other, deadline, lenient)
             if eq is p
-            else _node_equal(other, eq.value, deadline)
+            else _node_equal(other, eq.value, deadline, lenient)
         )
     if isinstance(p, _Seq) and isinstance(g, _Seq):
         if p.kind == "tuple" or g.kind == "tuple":
             ordered = p.kind in ("tuple", "list") and g.kind in ("tuple", "list")
             if not ordered or len(p.items) != len(g.items):
                 return False
-            return all(_node_equal(a, b, deadline) for a, b in zip(p.items, g.items, strict=True))
-        return _match_unordered(p.items, g.items, deadline)
+            return all(
+                _node_equal(a, b, deadline, lenient) for a, b in zip(p.items, g.items, strict=True)
+            )
+        return _match_unordered(p.items, g.items, deadline, lenient)
     if isinstance(p, _Seq) and p.kind in ("set", "union", "list") and len(p.items) == 1:
-        return _node_equal(p.items[0], g, deadline)
+        return _node_equal(p.items[0], g, deadline, lenient)
     if isinstance(g, _Seq) and g.kind in ("set", "union", "list") and len(g.items) == 1:
-        return _node_equal(p, g.items[0], deadline)
+        return _node_equal(p, g.items[0], deadline, lenient)
     if isinstance(p, _Interval) and isinstance(g, _Interval):
         return (
             p.lo_closed == g.lo_closed
             and p.hi_closed == g.hi_closed
-            and _expr_equal(p.lo, g.lo, deadline)
-            and _expr_equal(p.hi, g.hi, deadline)
+            and _expr_equal(p.lo, g.lo, deadline, lenient)
+            and _expr_equal(p.hi, g.hi, deadline, lenient)
         )
     if isinstance(p, _Interval) != isinstance(g, _Interval):
         # An open interval (a, b) is spelled like the point (a, b).
@@ -1132,7 +1269,7 @@ def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
                 return False
             a, b = other.items
             if isinstance(a, _Expr) and isinstance(b, _Expr):
-                return _expr_equal(a, interval.lo, deadline) and _expr_equal(
+                return _expr_equal(a, interval.lo, deadline, lenient) and _expr_equal(
                     b, interval.hi, deadline
                 )
         return False
@@ -1141,7 +1278,9 @@ def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
             return False
         p_cells = [a for row in p.rows for a in row]
         g_cells = [b for row in g.rows for b in row]
-        return all(_expr_equal(a, b, deadline) for a, b in zip(p_cells, g_cells, strict=True))
+        return all(
+            _expr_equal(a, b, deadline, lenient) for a, b in zip(p_cells, g_cells, strict=True)
+        )
     if isinstance(p, _Matrix) or isinstance(g, _Matrix):
         p_items = _as_items(p) if isinstance(p, _Matrix) else None
         g_items = _as_items(g) if isinstance(g, _Matrix) else None
@@ -1149,13 +1288,17 @@ def _node_equal(p: _Node, g: _Node, deadline: float) -> bool:
         g_seq = g.items if isinstance(g, _Seq) and g.kind in ("tuple", "list") else g_items
         if p_seq is None or g_seq is None or len(p_seq) != len(g_seq):
             return False
-        return all(_node_equal(a, b, deadline) for a, b in zip(p_seq, g_seq, strict=True))
+        return all(_node_equal(a, b, deadline, lenient) for a, b in zip(p_seq, g_seq, strict=True))
     if isinstance(p, _Eq) and isinstance(g, _Eq):
+        if lenient and p.value is not None and g.value is not None:
+            constant = not _LETTER.search(_COMMAND.sub("", p.rhs.text + g.rhs.text))
+            if constant and _node_equal(p.value, g.value, deadline, lenient):
+                return True  # `W(x) = 1` and `W(n) = 1`: the same value named differently
         if p.lhs.canon == g.lhs.canon and p.value is not None and g.value is not None:
-            return _node_equal(p.value, g.value, deadline)
-        if p.lhs.canon == g.lhs.canon and _expr_equal(p.rhs, g.rhs, deadline):
+            return _node_equal(p.value, g.value, deadline, lenient)
+        if p.lhs.canon == g.lhs.canon and _expr_equal(p.rhs, g.rhs, deadline, lenient):
             return True
-        if p.rhs.canon == g.rhs.canon and _expr_equal(p.lhs, g.lhs, deadline):
+        if p.rhs.canon == g.rhs.canon and _expr_equal(p.lhs, g.lhs, deadline, lenient):
             return True
         sides = [p.lhs.text, p.rhs.text, g.lhs.text, g.rhs.text]
         return _symbolic({"op": "eq", "sides": sides}, deadline)
@@ -1220,23 +1363,145 @@ def _lenient_rewrite(answer: str) -> str:
     return number if _PLAIN_NUMBER.fullmatch(number) else answer
 
 
+#: ``or`` glued between two parts: ``(11,7)or(7,11)``, ``W(x)=1orW(x)=-1``.
+_GLUED_OR = re.compile(r"(?<=[\d)\]}])\s*or\s*(?=[(\[{A-Za-z\d\\-])")
+
+
+def _named_value(node: _Node) -> _Node:
+    r"""A named quantity ``AB = 4`` as its value (``"any"`` mode, see :func:`_computation`).
+
+    Also inside a list (``AB=4, CD=5`` is ``4, 5``).
+    """
+    if isinstance(node, _Eq) and node.value is None and _computation(node):
+        return _parse_item(node.rhs.text)
+    if isinstance(node, _Seq) and node.kind in ("list", "set"):
+        return _Seq(node.kind, tuple(_named_value(n) for n in node.items))
+    return node
+
+
+def _solution_groups(s: str) -> _Node | None:
+    """Solutions split by ``;``, each a list of ``name = value``, as a set of tuples.
+
+    ``p=5,q=2;p=7,q=2`` is the set of tuples ``(5, 2), (7, 2)``.
+    """
+    groups = _split_top(s, (";",))
+    if len(groups) < 2 or len(groups) > MAX_ELEMENTS:
+        return None
+    tuples: list[_Node] = []
+    for group in groups:
+        items = [_parse_item(x) for x in _split_top(group, (",",))]
+        if len(items) < 2 or not all(isinstance(x, _Eq) and x.value is not None for x in items):
+            return None
+        tuples.append(
+            _Seq("tuple", tuple(x.value for x in items if isinstance(x, _Eq) and x.value))
+        )
+    return _Seq("set", tuple(tuples))
+
+
+_MATRIX_LITERAL = re.compile(r"\\begin\{([pbvBV]?matrix)\}(.*?)\\end\{\1\}", re.DOTALL)
+
+
+def _matrix_arithmetic(s: str) -> _Matrix | None:
+    r"""Sums, differences and products of numeric matrix literals, computed exactly.
+
+    ``"any"`` mode (``\begin{pmatrix}1\\2\end{pmatrix} + \begin{pmatrix}3\\4\end{pmatrix}``).
+    """
+    literals = list(_MATRIX_LITERAL.finditer(s))
+    if len(literals) < 2 or len(literals) > 8:
+        return None
+    values: list[list[list[Fraction]]] = []
+    ops: list[str] = []
+    for i, m in enumerate(literals):
+        gap = s[literals[i - 1].end() : m.start()] if i else s[: m.start()]
+        op = gap.replace(" ", "")
+        if i == 0 and op:
+            return None
+        if i and op not in ("+", "-", "", "\\cdot", "\\times", "*"):
+            return None
+        if i:
+            ops.append(op if op in ("+", "-") else "*")
+        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+        matrix = []
+        for r in rows:
+            row = []
+            for cell in r.split("&"):
+                n = _parse_number(_canon(normalize(cell)))
+                if n is None:
+                    return None
+                row.append(n.value)
+            matrix.append(row)
+        if not matrix or any(len(r) != len(matrix[0]) for r in matrix):
+            return None
+        values.append(matrix)
+    if s[literals[-1].end() :].strip():
+        return None
+    # Products bind tighter than sums.
+    terms: list[tuple[int, list[list[Fraction]]]] = [(1, values[0])]
+    for op, mat in zip(ops, values[1:], strict=True):
+        if op == "*":
+            sign, left = terms[-1]
+            if len(left[0]) != len(mat):
+                return None
+            inner, cols = range(len(mat)), range(len(mat[0]))
+            product = [
+                [sum((row[k] * mat[k][j] for k in inner), Fraction(0)) for j in cols]
+                for row in left
+            ]
+            terms[-1] = (sign, product)
+        else:
+            terms.append((1 if op == "+" else -1, mat))
+    shape = (len(terms[0][1]), len(terms[0][1][0]))
+    if any((len(mat), len(mat[0])) != shape for _, mat in terms):
+        return None
+    total = [
+        [sum((sg * mat[i][j] for sg, mat in terms), Fraction(0)) for j in range(shape[1])]
+        for i in range(shape[0])
+    ]
+    return _Matrix(tuple(tuple(_expr(_fraction_text(v)) for v in row) for row in total))
+
+
+def _fraction_text(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+
+
+@lru_cache(maxsize=16_384)
+def _prepare_any(answer: str) -> _Node:
+    """Parse an answer with the ``"any"``-mode readings.
+
+    Glued ``or``, ``;`` solution groups, named quantities as values, matrix arithmetic.
+    """
+    s = _GLUED_OR.sub(", ", answer) if "or" in answer else answer
+    if "\\begin" in s:
+        m = _matrix_arithmetic(normalize(s))
+        if m is not None:
+            return m
+    if ";" in s:
+        groups = _solution_groups(normalize(s))
+        if groups is not None:
+            return groups
+    return _named_value(_prepare(s))
+
+
 @lru_cache(maxsize=65_536)
 def _compare_any_cached(prediction: str, gold: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     p, g = _prepare(prediction), _prepare(gold)
-    if _node_equal(p, g, deadline):
+    if _node_equal(p, g, deadline, True):
         return True
-    p2, g2 = _lenient_rewrite(prediction), _lenient_rewrite(gold)
-    if (p2, g2) != (prediction, gold):
-        p, g = _prepare(p2), _prepare(g2)
-        if _node_equal(p, g, deadline):
+    p2, g2 = _prepare_any(prediction), _prepare_any(gold)
+    if (p2, g2) != (p, g) and _node_equal(p2, g2, deadline, True):
+        return True
+    p2s, g2s = _lenient_rewrite(prediction), _lenient_rewrite(gold)
+    if (p2s, g2s) != (prediction, gold):
+        p, g = _prepare(p2s), _prepare(g2s)
+        if _node_equal(p, g, deadline, True):
             return True
     # `\frac{1}{2}\$ = \frac{10}{9}`: a worked computation (no variable on the left) whose
     # value is its last side; `a + 3z = 0` stays an equation.
     if isinstance(p, _Eq) and _computation(p) and not isinstance(g, _Eq):
-        return _node_equal(_prepare(p.rhs.text), g, deadline)
+        return _node_equal(_prepare(p.rhs.text), g, deadline, True)
     if isinstance(g, _Eq) and _computation(g) and not isinstance(p, _Eq):
-        return _node_equal(p, _prepare(g.rhs.text), deadline)
+        return _node_equal(p, _prepare(g.rhs.text), deadline, True)
     return False
 
 

@@ -579,7 +579,104 @@ def test_boxed_mode_stays_strict() -> None:
     assert score_response("so it is 10 in total", "10") == (0.0, "no_answer")
     assert not is_equivalent("1000,99", "1000.99")
     assert is_equivalent("1000,99", "1000.99", answer_format="any")
-    assert not is_equivalent("0.33", "\\frac{1}{3}", answer_format="any")
+    # Rounding to the written places is an "any"-mode rule; RL rewards stay exact.
+    assert not is_equivalent("0.33", "\\frac{1}{3}")
+    assert is_equivalent("0.33", "\\frac{1}{3}", answer_format="any")
+    assert not is_equivalent("(0.6, 2.6667]", "(\\frac{3}{5}, \\frac{8}{3}]")
+    assert not is_equivalent("(1, 2), (1, 2)", "(1, 2)")
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        # A decimal with k >= 2 places equals a value with no finite decimal expansion when
+        # it is that value rounded to k places; never a short decimal, never one place.
+        ("0.33", "\\frac{1}{3}", True),
+        ("0.333", "\\frac{1}{3}", True),
+        ("0.34", "\\frac{1}{3}", False),
+        ("0.3", "\\frac{1}{3}", False),
+        ("2.6667", "\\frac{8}{3}", True),
+        ("2.6666", "\\frac{8}{3}", False),
+        ("(0.6,2.6667]", "(\\frac{3}{5},\\frac{8}{3}]", True),
+        (
+            "\\begin{pmatrix}0.33\\\\0.2\\end{pmatrix}",
+            "\\begin{pmatrix}\\frac13\\\\\\frac15\\end{pmatrix}",
+            True,
+        ),
+        ("1.41", "\\sqrt{2}", True),
+        ("1.42", "\\sqrt{2}", False),
+        ("3.14", "\\pi", True),
+        ("0.25", "0.253", False),
+        ("0.38", "\\frac{3}{8}", False),
+        # Answer sets list each element once.
+        ("(1, 2), (3, 4), (1, 2)", "(3, 4), (1, 2)", True),
+        ("(1, 2), (1, 2)", "(3, 4), (1, 2)", False),
+        # Tuples written with `;`.
+        ("(0;-2;6), (4;0;0)", "(4, 0, 0), (0, -2, 6)", True),
+        ("(0;-2;6)", "(0, 2, 6)", False),
+        # Linear and absolute-value inequalities.
+        ("-x > -1", "x < 1", True),
+        ("-x \\ge -1", "x \\le 1", True),
+        ("-x > -1", "x > 1", False),
+        ("2x \\le 6", "x \\le 3", True),
+        ("-3y < 6", "y > -2", True),
+        ("1 \\le |z| \\le \\frac{3}{2}", "[-\\frac32, -1] \\cup [1, \\frac32]", True),
+        ("1 \\le |z| \\le 2", "[-2, -1) \\cup [1, 2]", False),
+        ("|x| < 2", "(-2, 2)", True),
+        ("|x| \\ge 1", "(-\\infty, -1] \\cup [1, \\infty)", True),
+        # Named quantities, lists of them, and solution groups split by `;`.
+        ("AB=4, CD=5", "4, 5", True),
+        ("AB=4, CD=6", "4, 5", False),
+        ("x_{1}=2,\\quadx_{2}=3", "2, 3", True),
+        ("p=5,q=2;p=7,q=2", "(5,2),(7,2)", True),
+        ("p=5,q=2;p=7,q=3", "(5,2),(7,2)", False),
+        ("W(x)=1orW(x)=-1", "W(n) = 1 \\text{ and } W(n) = -1", True),
+        ("W(x)=1orW(x)=2", "W(n) = 1 \\text{ and } W(n) = -1", False),
+        ("(11,7)or(7,11)", "(7,11), (11,7)", True),
+        # Thousands groups spelled `{, }`.
+        ("$14 {, }916$", "14916", True),
+        # Matrix arithmetic on numeric literals.
+        (
+            "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"
+            " + \\begin{pmatrix}5 & 6 \\\\ 7 & 8\\end{pmatrix}",
+            "\\begin{pmatrix}6 & 8 \\\\ 10 & 12\\end{pmatrix}",
+            True,
+        ),
+        (
+            "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"
+            " \\begin{pmatrix}0 & 1 \\\\ 1 & 0\\end{pmatrix}",
+            "\\begin{pmatrix}2 & 1 \\\\ 4 & 3\\end{pmatrix}",
+            True,
+        ),
+        (
+            "\\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}"
+            " - \\begin{pmatrix}1 & 2 \\\\ 3 & 4\\end{pmatrix}",
+            "\\begin{pmatrix}2 & 4 \\\\ 6 & 8\\end{pmatrix}",
+            False,
+        ),
+    ],
+)
+def test_any_mode_comparison_rules(prediction, gold, expected) -> None:
+    assert is_equivalent(prediction, gold, answer_format="any") is expected
+    if expected:
+        assert is_equivalent(gold, prediction, answer_format="any") is expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("-x > -1", "x < 1"),
+        ("2x \\le 6", "x \\le 3"),
+        ("|x| < 2", "(-2, 2)"),
+        ("1 \\le |z| \\le 2", "[-2, -1] \\cup [1, 2]"),
+        ("(0;-2;6)", "(0, -2, 6)"),
+        ("x_1 = 1,\\quadx_2 = 2", "1, 2"),
+        ("14 {, }916", "14916"),
+    ],
+)
+def test_exact_notation_rules_hold_in_both_modes(prediction, gold) -> None:
+    assert is_equivalent(prediction, gold)
+    assert is_equivalent(prediction, gold, answer_format="any")
 
 
 @pytest.mark.parametrize(
