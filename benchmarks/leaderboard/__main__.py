@@ -6,12 +6,42 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+import gymnasium as gym
 from rich.console import Console
 
 from benchmarks.leaderboard.report import write_report
 from benchmarks.leaderboard.runner import RunConfig, run
 from rllm_envs.error import RllmEnvsError
+
+
+def math_env_ids() -> list[str]:
+    """Registered envs of the math family (entry points in :mod:`rllm_envs.math`).
+
+    Importing :mod:`rllm_envs` registers them.
+    """
+    return [
+        spec.id
+        for spec in gym.registry.values()
+        if isinstance(spec.entry_point, str) and spec.entry_point.startswith("rllm_envs.math.")
+    ]
+
+
+def with_answer_format(
+    env_kwargs: dict[str, dict[str, Any]], answer_format: str | None
+) -> dict[str, dict[str, Any]]:
+    """``env_kwargs`` with ``answer_format`` set for every math-family env.
+
+    An ``answer_format`` already given in ``env_kwargs`` for an env wins; other envs are
+    untouched (their constructors do not take the argument).
+    """
+    if answer_format is None:
+        return env_kwargs
+    out = {k: dict(v) for k, v in env_kwargs.items()}
+    for env_id in math_env_ids():
+        out.setdefault(env_id, {}).setdefault("answer_format", answer_format)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-k", type=int, default=1, help="samples per task (pass@k)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--env-kwargs", type=json.loads, default={}, help='JSON {"env_id": {...}}')
+    p.add_argument(
+        "--answer-format",
+        choices=("boxed", "any"),
+        default=None,
+        help="math envs: answer extraction mode (boxed: strict RL default; any: lenient)",
+    )
     p.add_argument("--name", default="", help="run name (default: from the policy)")
     p.add_argument("--out", type=Path, default=Path("runs/leaderboard"))
     r = sub.add_parser("report", help="merge runs into leaderboard.md and index.html")
@@ -47,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 n_tasks=args.n_tasks,
                 k=args.k,
                 seed=args.seed,
-                env_kwargs=args.env_kwargs,
+                env_kwargs=with_answer_format(args.env_kwargs, args.answer_format),
                 name=args.name,
                 policy_kwargs={
                     "temperature": args.temperature,
