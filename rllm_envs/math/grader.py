@@ -30,7 +30,18 @@ sides of :func:`compare` may be free text, and numbers are read leniently: curre
 spaces between groups of three) go, a comma is a decimal comma unless it groups thousands
 (``2,74`` and ``0,111`` are decimals, ``1,000`` is a thousand); ``x \approx 11`` is 11 and
 ``x = 1/3 \approx 0.33`` is 1/3; ``lhs = value`` counts as its value when ``lhs`` is a
-computation or a name (``|AB| = 1``), not an equation to solve (``a + 3z = 0``).
+computation or a name (``|AB| = 1``), not an equation to solve (``a + 3z = 0``), also in a
+list (``AB=4, CD=5`` is ``4, 5``; ``p=5,q=2;p=7,q=2`` is ``(5,2),(7,2)``). Boxes join as
+math-verify joins them (fewer than 10 characters apart, or fewer than 70 with ``and``/
+``or``/``,``/``;`` between and different contents; never across a sentence or a colon); an
+unclosed last box reads to the end of its line; a "final answer is" phrase after the boxes
+wins; a number in the prose after the last math wins; inline math broken over lines is not
+read. In this mode only: a decimal with k >= 2 places equals a value with no finite decimal
+expansion when it is that value rounded to k places (``0.33`` is 1/3, ``2.6667`` is 8/3,
+``1.41`` is ``\sqrt2``; ``0.25`` is not ``0.253``, ``0.3`` is not 1/3; RL rewards in
+``"boxed"`` mode stay exact); answer sets ignore repeated elements; ``or`` glued between
+parts (``(11,7)or(7,11)``) separates them; sums and products of numeric matrix literals are
+computed; ``W(x) = 1`` and ``W(n) = 1`` name the same value.
 
 **Format** (:func:`format_issue`, the ``format`` reward of ``rllm/Math-v0``): one clean
 final answer, i.e. after the last ``</think>`` exactly one ``\boxed{}``, closed, non-empty,
@@ -45,7 +56,9 @@ template get no format credit, whatever their correctness.
    such as ``\text{ cm}`` after a number) and parsed into a structure: a scalar, an equation,
    a tuple/point, an interval or a union of them, a set, a comma-separated list, a matrix or
    plain text. ``x = 3`` becomes ``3`` (a single variable on one side); ``a \pm b`` becomes the
-   set ``{a + b, a - b}``; ``x \ge 2`` becomes the interval ``[2, \infty)``.
+   set ``{a + b, a - b}``; ``x \ge 2`` becomes the interval ``[2, \infty)``, as do
+   ``-x \le -2`` and ``3x \ge 6``; ``1 \le |z| \le 2`` becomes ``[-2, -1] \cup [1, 2]``;
+   ``(0; -2; 6)`` is a tuple; ``\quad`` glued to a name (``,\quadx_2``) is a space.
 2. Structures compare by their meaning: sets, lists and unions ignore order; tuples,
    intervals (including which ends are closed) and matrices do not; a one-column matrix equals
    the tuple of its entries; text compares case- and punctuation-insensitively.
