@@ -36,9 +36,38 @@ def _goal(row: dict[str, Any]) -> str:
     return f"{sign} {goal} ({mark})"
 
 
+def _render_agreement(name: str, data: dict[str, Any]) -> str:
+    """The math grader's file: speed against math-verify and agreement with labels."""
+    speed = data["speed"]
+    lines = [
+        '| case set | cases | `answer_format="boxed"` | `answer_format="any"` | math-verify |',
+        "|---|---|---|---|---|",
+    ]
+    for label, row in data["agreement"].items():
+        lines.append(
+            f"| {label.replace('_', ' ')} | {row['cases']} | {row['rllm_boxed']} | "
+            f"**{row['rllm_any']}** | {row['math_verify']} |"
+        )
+    met = "met" if speed["speedup"] >= speed["goal"] else "**missed**"
+    machine = data.get("machine", {})
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items()))
+    lines += [
+        "",
+        f"Boxed-mode grading of the {speed['mix_items']}-response mix: "
+        f"{speed['rllm_boxed_median_s'] * 1000:.0f} ms vs math-verify's "
+        f"{speed['math_verify_median_s'] * 1000:.0f} ms (medians), **{speed['speedup']:.0f}x** "
+        f"(goal >= {speed['goal']}x, {met}). From `benchmarks/results/{name}.json` "
+        f"({data.get('time', '?')}, commit `{str(data.get('git_commit', ''))[:10]}`, "
+        f"{machine.get('cpu_count', '?')} CPUs, Python {machine.get('python', '?')}; {versions}).",
+    ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    if "agreement" in data:
+        return _render_agreement(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",
