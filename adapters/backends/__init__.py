@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from adapters.backends.base import Generation, Policy, SamplingParams
+from adapters.backends.base import Generation, Policy, SamplingParams, checkpoint_dtype
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 
 __all__ = ["BACKENDS", "Generation", "Policy", "SamplingParams", "make_policy", "resolve_model"]
@@ -22,12 +22,13 @@ BACKENDS = ("transformers", "vllm", "openai")
 
 
 def resolve_model(model: str | os.PathLike[str]) -> str:
-    """``"tiny"`` -> the locally built tiny model's folder; anything else unchanged."""
-    if str(model) == "tiny":
-        from adapters.tiny_model import tiny_model_path
+    """A model name (``"tiny"``, ``"smollm2-135m-instruct"``) -> its built folder.
 
-        return str(tiny_model_path())
-    return str(model)
+    Folders and hub ids are returned unchanged (see :func:`adapters.models.resolve_model`).
+    """
+    from adapters.models import resolve_model as resolve
+
+    return resolve(model)
 
 
 def make_policy(
@@ -44,14 +45,18 @@ def make_policy(
 
     Args:
         backend: ``"transformers"``, ``"vllm"`` or ``"openai"``.
-        model: A local HF folder, a hub id, or ``"tiny"`` (built locally). For ``openai`` it
-            is the served model name, and also the tokenizer to load for token-exact
-            ``completions`` (``"tiny"`` or a folder).
+        model: A local HF folder, a hub id, or a model name (``"tiny"``,
+            ``"smollm2-135m-instruct"``: built locally, :mod:`adapters.models`). For
+            ``openai`` it is the served model name, and also the tokenizer to load for
+            token-exact ``completions`` (a model name or a folder).
         base_url: Server URL for ``openai`` (e.g. ``http://127.0.0.1:8000/v1``).
         api: ``"completions"`` (token ids in and out) or ``"chat"`` for ``openai``.
         max_model_len: Context limit.
         seed: Engine seed (vLLM).
-        **kwargs: Passed to the backend's constructor.
+        **kwargs: Passed to the backend's constructor (e.g. ``dtype``; a local checkpoint
+            loads in its own dtype by default). vLLM on CPU gets in-process mode and a KV
+            cache sized from the available memory unless these are given
+            (:func:`adapters.backends.vllm.cpu_engine_defaults`).
 
     Returns:
         The policy.
@@ -63,17 +68,24 @@ def make_policy(
     if backend == "vllm":
         from adapters.backends.vllm import VLLMPolicy
 
+        path = resolve_model(model)
         engine = {"seed": seed, **kwargs}
         if max_model_len is not None:
             engine.setdefault("max_model_len", max_model_len)
-        if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
-            engine.setdefault("distributed_executor_backend", "uni")
-        return VLLMPolicy(resolve_model(model), **engine)
+        dtype = checkpoint_dtype(path)
+        if dtype is not None:
+            engine.setdefault("dtype", dtype)
+        return VLLMPolicy(path, **engine)
     if backend == "openai":
         from adapters.backends.openai import OpenAIPolicy
 
         if base_url is None:
             raise InvalidEnvConfig("The openai backend needs `base_url` (e.g. http://host/v1).")
+        if "dtype" in kwargs:
+            raise InvalidEnvConfig(
+                "`dtype` is the server's setting with the openai backend; start the server "
+                "with it (e.g. vLLM's `--dtype`)."
+            )
         path = resolve_model(model)
         tokenizer = kwargs.pop("tokenizer", None)
         if tokenizer is None and api == "completions" and os.path.isdir(path):

@@ -17,7 +17,10 @@ Two ways in:
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,7 +28,7 @@ from typing import Any
 
 from rllm_envs.error import InvalidEnvConfig
 
-__all__ = ["Generation", "Policy", "SamplingParams"]
+__all__ = ["Generation", "Policy", "SamplingParams", "checkpoint_dtype", "deliver"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +155,40 @@ class Policy(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any) -> None:
+    """Resolve ``future`` on its own loop from a backend's worker thread.
+
+    ``result`` is the value, or an exception to raise in the waiting episode. A loop that
+    already closed has nobody waiting; a cancelled future is left alone.
+    """
+    try:
+        loop.call_soon_threadsafe(_resolve, future, result)
+    except RuntimeError:
+        pass
+
+
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if future.cancelled():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+
+
+def checkpoint_dtype(model: str | os.PathLike[str]) -> str | None:
+    """The dtype a local checkpoint was saved in (its ``config.json``), or ``None``.
+
+    Backends load a checkpoint in its own dtype unless told otherwise, so a float32 policy
+    is evaluated as the trainer sampled it (vLLM alone would pick bfloat16 for it).
+    """
+    path = os.path.join(os.fspath(model), "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    dtype = config.get("dtype") or config.get("torch_dtype")
+    return dtype if isinstance(dtype, str) and dtype != "auto" else None

@@ -2,11 +2,13 @@
 
 Two APIs:
 
-* ``api="completions"`` (token-exact): the prompt is sent as **token ids** (vLLM and SGLang
-  accept a list of ints as ``prompt``) and the reply's ids come back with
-  ``return_token_ids`` (vLLM). With a local ``tokenizer`` the rollout builds prompts exactly as
-  with the in-process backends. Servers that do not return ids get their text re-tokenised
-  locally, which is marked in ``Generation.extra["ids_from_text"]``.
+* ``api="completions"``: the prompt is sent as **token ids** (a list of ints as ``prompt``)
+  and the reply's ids and the prompt ids the server saw come back with ``return_token_ids``,
+  a vLLM-only request field. With vLLM's server and a local ``tokenizer`` the rollout is
+  token-exact, as with the in-process backends. Other servers (SGLang, hosted providers)
+  return text only: its ids are re-tokenised locally, marked in
+  ``Generation.extra["ids_from_text"]``, and the rollout records those trajectories as
+  ``token_source="retokenized"``, ``token_exact=False``.
 * ``api="chat"``: messages (and ``tools``) go to ``/chat/completions`` and the server applies
   its chat template. Ids/logprobs are kept when the server returns them, but the history is
   re-templated by the server each turn, so these trajectories are not token-exact.
@@ -175,12 +177,14 @@ class OpenAIPolicy(Policy):
         lp = choice.get("logprobs") or {}
         if lp.get("token_logprobs") is not None:
             logprobs = [float(x) if x is not None else 0.0 for x in lp["token_logprobs"]]
+        # The prompt the server reports having seen (vLLM with return_token_ids), or None.
+        seen = choice.get("prompt_token_ids")
         return Generation(
             text=text,
             completion_ids=None if ids is None else [int(i) for i in ids],
             logprobs=logprobs,
             finish_reason=str(choice.get("finish_reason") or "stop"),
-            prompt_ids=list(prompt_ids),
+            prompt_ids=None if seen is None else [int(i) for i in seen],
             stop_reason=choice.get("stop_reason"),
             extra=extra,
         )

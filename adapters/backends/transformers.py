@@ -16,7 +16,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.backends.base import Generation, Policy, SamplingParams
+from adapters.backends.base import (
+    Generation,
+    Policy,
+    SamplingParams,
+    checkpoint_dtype,
+    deliver,
+)
 from rllm_envs.error import require
 
 __all__ = ["TransformersPolicy"]
@@ -34,7 +40,7 @@ class TransformersPolicy(Policy):
         model: A local folder, a hub id, or a loaded ``PreTrainedModel``.
         tokenizer: The tokenizer (loaded from ``model`` when it is a path).
         device: Torch device.
-        dtype: Torch dtype name for loading (``"float32"`` by default).
+        dtype: Torch dtype name for loading (default: the checkpoint's own, else float32).
         max_batch_size: Most requests generated together.
         batch_wait_s: How long the worker waits for more requests before a batch starts.
         max_model_len: Context limit (default: the config's ``max_position_embeddings``).
@@ -46,7 +52,7 @@ class TransformersPolicy(Policy):
         tokenizer: Any = None,
         *,
         device: str = "cpu",
-        dtype: str = "float32",
+        dtype: str | None = None,
         max_batch_size: int = 64,
         batch_wait_s: float = 0.002,
         max_model_len: int | None = None,
@@ -58,6 +64,7 @@ class TransformersPolicy(Policy):
             tokenizer = tokenizer or transformers.AutoTokenizer.from_pretrained(
                 path, padding_side="left"
             )
+            dtype = dtype or checkpoint_dtype(path) or "float32"
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 path, dtype=getattr(torch, dtype)
             )
@@ -136,10 +143,7 @@ class TransformersPolicy(Policy):
                 except Exception as e:  # delivered to every waiting episode
                     results = [e] * len(requests)
                 for (_, _, loop, future), result in zip(requests, results, strict=True):
-                    try:
-                        loop.call_soon_threadsafe(_resolve, future, result)
-                    except RuntimeError:  # that episode's loop is gone; nobody waits
-                        pass
+                    deliver(loop, future, result)
 
     # ------------------------------------------------------------------- sync API
 
@@ -256,12 +260,3 @@ class TransformersPolicy(Policy):
             self._queue.put(None)
             self._thread.join(timeout=30)
         self._thread = None
-
-
-def _resolve(future: asyncio.Future[Any], result: Any) -> None:
-    if future.cancelled():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)

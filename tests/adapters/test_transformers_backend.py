@@ -76,3 +76,35 @@ def test_make_policy_errors_and_tiny_alias(tiny_path):
         make_policy("vllms")
     with pytest.raises(InvalidEnvConfig, match="base_url"):
         make_policy("openai", "tiny")
+
+
+def test_checkpoint_dtype_is_the_default(tmp_path, tiny_path):
+    import json
+    import shutil
+
+    from adapters.backends.base import checkpoint_dtype
+
+    assert checkpoint_dtype(tiny_path) == "float32"
+    assert checkpoint_dtype(tmp_path) is None  # no config.json
+    folder = tmp_path / "bf16"
+    shutil.copytree(tiny_path, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.pop("torch_dtype", None)
+    config["dtype"] = "bfloat16"
+    (folder / "config.json").write_text(json.dumps(config))
+    policy = make_policy("transformers", folder)
+    try:
+        assert policy.model.dtype == torch.bfloat16  # loaded as saved, not cast
+    finally:
+        policy.close()
+    policy = make_policy("transformers", folder, dtype="float32")
+    try:
+        assert policy.model.dtype == torch.float32  # an explicit dtype wins
+    finally:
+        policy.close()
+
+
+def test_openai_backend_refuses_a_dtype():
+    pytest.importorskip("httpx")
+    with pytest.raises(InvalidEnvConfig, match="server's setting"):
+        make_policy("openai", "tiny", base_url="http://127.0.0.1:1/v1", dtype="float32")
