@@ -91,8 +91,14 @@ class Trajectory:
         initial_info: The ``info`` returned by ``reset`` (JSON-able).
         messages: The conversation as chat messages (for reading; training uses the ids).
         steps: The turns.
-        token_exact: True when every prompt was built by appending to the previous sequence
-            (local templating); False for chat APIs that template the history server-side.
+        token_exact: True when the ids are exactly what the model saw and sampled: every
+            prompt built by appending to the previous sequence (local templating) and every
+            completion id as the engine returned it (``token_source == "engine"``).
+        token_source: Where the ids came from, as it happened: ``"engine"`` (the engine's
+            ids, and its reported prompt ids, when it reports them, equal the trajectory's),
+            ``"retokenized"`` (a server returned text only; its ids were re-tokenised
+            locally), ``"prompt_mismatch"`` (the engine reports other prompt ids than the
+            trajectory's) or ``"server_template"`` (a chat API templated the history itself).
         finish: ``"terminated"``, ``"truncated"`` (env turn limit), ``"context"`` (the next
             prompt would not fit the model's context) or ``"error"``.
         metadata: Backend, model, timings and other run facts.
@@ -108,6 +114,7 @@ class Trajectory:
     messages: list[Message] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     token_exact: bool = True
+    token_source: str = "engine"
     finish: str = "truncated"
     metadata: dict[str, Any] = field(default_factory=dict)
 

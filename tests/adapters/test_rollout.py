@@ -13,8 +13,7 @@ import pytest
 import rllm_envs
 from adapters.backends.base import SamplingParams
 from adapters.env_workers import EnvFactory
-from adapters.rollout import RolloutConfig, RolloutStats, main, rollout, rollout_stream
-from rllm_agents import read_trajectories
+from adapters.rollout import RolloutConfig, RolloutStats, rollout, rollout_stream
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 from tests.adapters.helpers import assert_token_exact
 
@@ -220,34 +219,6 @@ def test_invalid_inputs_raise_early(hf_policy):
         rollout("rllm/FrozenLake-v0", hf_policy, small_config(), tasks=[0], num_tasks=1)
     with pytest.raises(InvalidEnvConfig, match="max_tokens"):
         SamplingParams(max_tokens=0)
-
-
-def test_command_line_writes_trajectories(tmp_path, hf_policy, capsys):
-    status = main(
-        [
-            "--env",
-            "rllm/FrozenLake-v0",
-            "--backend",
-            "transformers",
-            "--num-tasks",
-            "1",
-            "--group-size",
-            "2",
-            "--max-tokens",
-            "4",
-            "--max-turns",
-            "1",
-            "--format",
-            "parquet",
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-        ]
-    )
-    assert status == 0
-    trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v0.parquet")
-    assert len(trajectories) == 2
-    assert "rllm/FrozenLake-v0: 2 episodes" in capsys.readouterr().out
 
 
 def test_env_pool_is_reused_across_rollouts(hf_policy):

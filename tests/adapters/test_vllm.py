@@ -19,20 +19,60 @@ GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
 
 @pytest.fixture(scope="module")
 def vllm_policy(tiny_path):
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # A small cache on this shared machine; in-process mode and the executor are the
+    # backend's own CPU defaults (checked below), as for any caller of make_policy("vllm").
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.backends.vllm import VLLMPolicy
+    from adapters.backends import make_policy
 
-    policy = VLLMPolicy(
-        tiny_path,
-        dtype="float32",
-        max_model_len=2048,
-        seed=0,
-        enforce_eager=True,
-        distributed_executor_backend="uni",
-    )
+    policy = make_policy("vllm", tiny_path, max_model_len=2048, seed=0, enforce_eager=True)
     yield policy
     policy.close()
+
+
+def test_cpu_defaults_hold_for_any_caller(vllm_policy):
+    config = vllm_policy.engine.vllm_config
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert config.parallel_config.distributed_executor_backend == "uni"
+    assert str(config.model_config.dtype) == "torch.float32"  # the checkpoint's own dtype
+
+
+def test_cpu_engine_defaults_fill_only_what_is_unset(monkeypatch):
+    from adapters.backends.vllm import cpu_engine_defaults, kv_cache_gib
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    kwargs: dict = {}
+    cpu_engine_defaults(kwargs, on_cpu=True)
+    assert kwargs == {"distributed_executor_backend": "uni"}
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert 1 <= int(os.environ["VLLM_CPU_KVCACHE_SPACE"]) <= 8
+    # The caller's choices stay.
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    kwargs = {"distributed_executor_backend": "mp"}
+    cpu_engine_defaults(kwargs, on_cpu=True)
+    assert kwargs == {"distributed_executor_backend": "mp"}
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    # gpu_memory_utilization sizes the cache instead.
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE")
+    cpu_engine_defaults({"gpu_memory_utilization": 0.1}, on_cpu=True)
+    assert "VLLM_CPU_KVCACHE_SPACE" not in os.environ
+    # A fifth of the free memory, 1 to 8 GiB.
+    assert [kv_cache_gib(g) for g in (0.5, 4, 10, 23, 200)] == [1, 1, 2, 4, 8]
+
+
+def test_engine_prompt_ids_equal_the_trajectory_each_turn(vllm_policy):
+    from tests.adapters.test_rollout_token_source import (
+        Reporting,
+        assert_engine_saw_the_trajectory,
+    )
+
+    policy = Reporting(vllm_policy)
+    config = RolloutConfig(
+        num_envs=2, group_size=2, sampling=SamplingParams(max_tokens=6), max_turns=3, progress=False
+    )
+    trajectories = rollout("rllm/FrozenLake-v0", policy, config, num_tasks=1)
+    assert_engine_saw_the_trajectory(policy, trajectories)
 
 
 def prompts(tokenizer, n=3):
