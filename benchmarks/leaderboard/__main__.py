@@ -11,6 +11,11 @@ from typing import Any
 import gymnasium as gym
 from rich.console import Console
 
+from adapters.rollout.cli import (
+    add_model_arguments,
+    agent_kwargs_from_args,
+    engine_kwargs_from_args,
+)
 from benchmarks.leaderboard.report import write_report
 from benchmarks.leaderboard.runner import RunConfig, run
 from rllm_envs.error import RllmEnvsError
@@ -70,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--name", default="", help="run name (default: from the policy)")
     p.add_argument("--out", type=Path, default=Path("runs/leaderboard"))
+    add_model_arguments(p, max_model_len=None)
     r = sub.add_parser("report", help="merge runs into leaderboard.md and index.html")
     r.add_argument("runs", nargs="+", type=Path, help="run directories")
     r.add_argument("--out", type=Path, default=Path("runs/leaderboard"))
@@ -77,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     try:
         if args.command == "run":
+            model = ":" in args.policy
+            if not model and _model_flags_given(args):
+                parser.error(f"--{_model_flags_given(args)} applies to model policies only")
             config = RunConfig(
                 policy=args.policy,
                 envs=args.envs,
@@ -85,13 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 env_kwargs=with_answer_format(args.env_kwargs, args.answer_format),
                 name=args.name,
-                policy_kwargs={
-                    "temperature": args.temperature,
-                    "max_tokens": args.max_tokens,
-                    "concurrency": args.concurrency,
-                }
-                if ":" in args.policy
-                else {},
+                policy_kwargs=_model_kwargs(args) if model else {},
+                transcripts=args.transcripts and model,
             )
             summary = run(config, args.out)
             console.print_json(json.dumps(summary))
@@ -103,6 +107,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def _model_kwargs(args: argparse.Namespace) -> dict[str, object]:
+    kwargs: dict[str, object] = {
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "concurrency": args.concurrency,
+    }
+    if args.agent is not None:
+        kwargs["agent"] = args.agent
+    if agent_kwargs_from_args(args):
+        kwargs["agent_kwargs"] = agent_kwargs_from_args(args)
+    if engine_kwargs_from_args(args):
+        kwargs["engine_kwargs"] = engine_kwargs_from_args(args)
+    return kwargs
+
+
+def _model_flags_given(args: argparse.Namespace) -> str | None:
+    for flag in ("dtype", "max_model_len", "agent", "system_prompt"):
+        if getattr(args, flag) is not None:
+            return flag.replace("_", "-")
+    if args.no_system_prompt or args.transcripts:
+        return "no-system-prompt" if args.no_system_prompt else "transcripts"
+    return None
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import rllm_envs
@@ -50,12 +52,25 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     return PREFIXES[prefix], rest, None
 
 
+#: What ``env_settings`` may set for one env.
+_ENV_SETTINGS = frozenset({"temperature", "max_tokens", "agent", "agent_kwargs"})
+
+
+@dataclass(frozen=True)
+class _Decoding:
+    temperature: float
+    max_tokens: int
+    agent: str | None
+    agent_kwargs: dict[str, Any]
+
+
 class ModelPolicy:
     """A language model evaluated through one of the adapters' backends.
 
     Args:
         spec: ``vllm:<path or hub id>``, ``hf:<path>`` or ``openai:<base url>:<model>``;
-            ``tiny`` as the model means the locally built tiny model.
+            a model name (``tiny``, ``smollm2-135m-instruct``; :mod:`adapters.models`)
+            means the locally built model.
         temperature: Sampling temperature (0 = greedy).
         max_tokens: Most tokens per model turn.
         concurrency: Episodes in flight at once.
@@ -63,7 +78,14 @@ class ModelPolicy:
             agent a checkpoint was trained with); default: the one the env's registry row
             names (single- and multi-agent envs alike).
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
-        engine_kwargs: Passed to the backend's constructor (e.g. vLLM's ``max_model_len``).
+        engine_kwargs: Passed to the backend's constructor (e.g. ``dtype``, vLLM's
+            ``max_model_len``; a local checkpoint loads in its own dtype by default).
+        env_settings: Per env id, the decoding this env needs instead of the defaults above
+            (``temperature``, ``max_tokens``, ``agent``, ``agent_kwargs``): e.g. a checkpoint
+            trained with one-token moves on FrozenLake keeps ``max_tokens=1`` and its
+            training agent there, and gets the env's own agent and a real token budget
+            everywhere else.
+        transcripts: A JSONL file to append each single-agent episode's conversation to.
     """
 
     def __init__(
@@ -76,6 +98,8 @@ class ModelPolicy:
         agent: str | None = None,
         agent_kwargs: dict[str, Any] | None = None,
         engine_kwargs: dict[str, Any] | None = None,
+        env_settings: dict[str, dict[str, Any]] | None = None,
+        transcripts: str | Path | None = None,
     ) -> None:
         self.backend, self.model, self.base_url = parse_spec(spec)
         self.name = spec
@@ -85,6 +109,15 @@ class ModelPolicy:
         self.agent = agent
         self.agent_kwargs = dict(agent_kwargs or {})
         self.engine_kwargs = dict(engine_kwargs or {})
+        self.env_settings = {k: dict(v) for k, v in (env_settings or {}).items()}
+        for env_id, settings in self.env_settings.items():
+            unknown = set(settings) - _ENV_SETTINGS
+            if unknown:
+                raise InvalidEnvConfig(
+                    f"Expects `env_settings[{env_id!r}]` keys in {sorted(_ENV_SETTINGS)}, "
+                    f"actual: {sorted(unknown)}."
+                )
+        self.transcripts = None if transcripts is None else Path(transcripts)
         self._policy: Any = None
 
     def config(self) -> dict[str, Any]:
@@ -99,6 +132,7 @@ class ModelPolicy:
             "agent": self.agent,
             "agent_kwargs": self.agent_kwargs,
             "engine_kwargs": self.engine_kwargs,
+            "env_settings": self.env_settings,
         }
 
     def _backend(self) -> Any:
@@ -106,11 +140,10 @@ class ModelPolicy:
             from adapters.backends import make_policy
 
             kwargs: dict[str, Any] = dict(self.engine_kwargs)
-            if self.backend == "vllm":
-                # In-process engine: starts in seconds instead of tens of seconds.
-                os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             if self.backend == "openai":
-                local = self.model == "tiny" or os.path.isdir(self.model)
+                from adapters.models import model_names
+
+                local = self.model in model_names() or os.path.isdir(self.model)
                 kwargs.update(base_url=self.base_url, api="completions" if local else "chat")
             self._policy = make_policy(self.backend, self.model, **kwargs)
         return self._policy
@@ -121,11 +154,24 @@ class ModelPolicy:
             self._policy.close()
             self._policy = None
 
-    def _sampling(self, seed: int) -> Any:
+    def decoding(self, env_id: str) -> _Decoding:
+        """The decoding and agent ``env_id`` is played with (defaults + ``env_settings``)."""
+        own = self.env_settings.get(env_id, {})
+        return _Decoding(
+            temperature=float(own.get("temperature", self.temperature)),
+            max_tokens=int(own.get("max_tokens", self.max_tokens)),
+            agent=own.get("agent", self.agent),
+            agent_kwargs=dict(own.get("agent_kwargs", self.agent_kwargs)),
+        )
+
+    def _sampling(self, decoding: _Decoding, seed: int) -> Any:
         from adapters.backends import SamplingParams
 
         return SamplingParams(
-            max_tokens=self.max_tokens, temperature=self.temperature, seed=seed, logprobs=False
+            max_tokens=decoding.max_tokens,
+            temperature=decoding.temperature,
+            seed=seed,
+            logprobs=False,
         )
 
     def play(
@@ -144,6 +190,7 @@ class ModelPolicy:
     ) -> Iterator[EpisodeRecord]:
         from adapters.rollout import RolloutConfig, rollout
 
+        decoding = self.decoding(episodes[0].env_id)
         # Rollout group g resets with `config.seed + g`. The protocol's seeds are
         # `seed + row * k + sample`, consecutive in plan order, so one concurrent rollout plays
         # every episode with its own seed; a resumed plan with gaps runs episode by episode.
@@ -153,22 +200,23 @@ class ModelPolicy:
         for batch in batches:
             start = time.perf_counter()
             config = RolloutConfig(
-                agent_kwargs=self.agent_kwargs,
+                agent_kwargs=decoding.agent_kwargs,
                 num_envs=min(self.concurrency, len(batch)),
                 group_size=1,
                 seed=batch[0].seed,
                 progress=False,
-                sampling=self._sampling(batch[0].seed),
+                sampling=self._sampling(decoding, batch[0].seed),
             )
             trajectories = rollout(
                 batch[0].env_id,
                 self._backend(),
                 config,
                 tasks=[s.task_index for s in batch],
-                agent=self.agent,
+                agent=decoding.agent,
                 env_kwargs=env_kwargs,
             )
             wall = (time.perf_counter() - start) / len(batch)
+            self._write_transcripts(batch, trajectories, env_kwargs)
             for spec, trajectory in zip(batch, trajectories, strict=True):
                 yield EpisodeRecord(
                     env_id=spec.env_id,
@@ -187,12 +235,24 @@ class ModelPolicy:
                     ),
                 )
 
+    def _write_transcripts(
+        self, batch: Sequence[EpisodeSpec], trajectories: Sequence[Any], env_kwargs: dict[str, Any]
+    ) -> None:
+        if self.transcripts is None:
+            return
+        from adapters.rollout.transcripts import TranscriptWriter
+
+        with TranscriptWriter(self.transcripts) as writer:
+            for spec, trajectory in zip(batch, trajectories, strict=True):
+                writer.write(trajectory, row=spec.row, sample=spec.sample, env_kwargs=env_kwargs)
+
     async def _play_multiagent(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
     ) -> list[EpisodeRecord]:
         from adapters.multiagent_play import play_episode
 
         backend = self._backend()
+        decoding = self.decoding(episodes[0].env_id)
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(spec: EpisodeSpec) -> EpisodeRecord:
@@ -204,11 +264,11 @@ class ModelPolicy:
                         env,
                         backend,
                         env_id=spec.env_id,
-                        sampling=self._sampling(spec.seed),
+                        sampling=self._sampling(decoding, spec.seed),
                         seed=spec.seed,
                         options={"index": spec.task_index},
-                        agent=self.agent,
-                        agent_kwargs=self.agent_kwargs,
+                        agent=decoding.agent,
+                        agent_kwargs=decoding.agent_kwargs,
                     )
                 finally:
                     env.close()

@@ -2,8 +2,14 @@
 
 A run directory holds ``meta.json`` (provenance: config, package versions, git commit),
 ``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.protocol.EpisodeRecord` per line,
-appended and flushed as each episode ends) and ``summary.json`` (metrics per env). Running the
+appended and flushed as each episode ends), ``summary.json`` (metrics per env) and, with
+``transcripts=True``, ``transcripts.jsonl`` (each model episode's conversation). Running the
 same config into the same directory again skips the episodes already recorded.
+
+An env can be evaluated under several settings, each its own leaderboard column: an entry
+``"<env id>@<variant>"`` in ``envs`` is the env with ``env_kwargs["<env id>@<variant>"]``, e.g.
+``rllm/FrozenLake-v0`` on the trained map next to ``rllm/FrozenLake-v0@random-4x4`` on random
+maps of the same size (:data:`FROZENLAKE_RANDOM_4X4`).
 """
 
 from __future__ import annotations
@@ -44,21 +50,32 @@ _PACKAGES = (
 )
 
 
+#: Random 4x4 maps (not slippery): the generalisation column next to a policy trained on one map.
+FROZENLAKE_RANDOM_4X4 = ("rllm/FrozenLake-v0@random-4x4", {"size": 4, "is_slippery": False})
+
+
+def base_env_id(column: str) -> str:
+    """The env id of a leaderboard column (``"<env id>@<variant>"`` or a plain id)."""
+    return column.partition("@")[0]
+
+
 @dataclass
 class RunConfig:
     """What a leaderboard run evaluates.
 
     Attributes:
         policy: Policy spec (see :mod:`benchmarks.leaderboard.policies`).
-        envs: Env ids; empty means every registered env, single- and multi-agent.
+        envs: Env ids, or ``"<env id>@<variant>"`` columns (the env with that entry's
+            ``env_kwargs``); empty means every registered env, single- and multi-agent.
         n_tasks: Evaluation tasks per env (task indices ``0..n_tasks-1``).
         k: Samples per task (pass@k is reported for this k).
         seed: Base seed; episode seeds derive from it, identical for every policy.
         env_kwargs: Constructor kwargs per env id.
         name: Run name (directory name); defaults to a slug of ``policy``.
         policy_kwargs: Settings of model policies (``temperature``, ``max_tokens``,
-            ``concurrency``, ``agent``, ``agent_kwargs``; see
-            :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
+            ``concurrency``, ``agent``, ``agent_kwargs``, ``engine_kwargs``,
+            ``env_settings``; see :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
+        transcripts: Write each model episode's conversation to ``transcripts.jsonl``.
     """
 
     policy: str
@@ -69,12 +86,14 @@ class RunConfig:
     env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     name: str = ""
     policy_kwargs: dict[str, Any] = field(default_factory=dict)
+    transcripts: bool = False
 
     def __post_init__(self) -> None:
         known = {**rllm_envs.list_envs(), **rllm_envs.list_multiagent_envs()}
         if not self.envs:
             self.envs = list(known)
-        for env_id in self.envs:
+        for column in self.envs:
+            env_id = base_env_id(column)
             if env_id not in known:
                 raise InvalidEnvConfig(
                     f"Unknown env id `{env_id}` in `envs`."
@@ -144,7 +163,8 @@ def _load_records(path: Path) -> list[EpisodeRecord]:
     return records
 
 
-def _source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
+def source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
+    """Number of tasks in the env's task source (evaluation rows cycle through them)."""
     if is_multiagent(env_id):
         ma_env = rllm_envs.make_parallel(env_id, **env_kwargs)
         size = len(ma_env.tasks)
@@ -172,13 +192,18 @@ def run(
     meta_path, episodes_path = run_dir / "meta.json", run_dir / "episodes.jsonl"
     config_dict = asdict(config)
     if meta_path.exists():
-        previous = json.loads(meta_path.read_text(encoding="utf-8"))["config"]
+        # Through RunConfig: a run recorded before a setting existed has its default.
+        previous = asdict(RunConfig(**json.loads(meta_path.read_text(encoding="utf-8"))["config"]))
         if previous != config_dict:
             raise InvalidEnvConfig(
                 f"{run_dir} holds a run with another config ({previous}); pass another "
                 "--name or --out to start a new run, or the same settings to resume it."
             )
-    policy = policy or make_policy(config.policy, **config.policy_kwargs)
+    if policy is None:
+        extra: dict[str, Any] = {}
+        if config.transcripts and ":" in config.policy:  # scripted policies hold no chat
+            extra["transcripts"] = run_dir / "transcripts.jsonl"
+        policy = make_policy(config.policy, **config.policy_kwargs, **extra)
     records = _load_records(episodes_path)
     # Rewrite the file without a possibly cut last line before appending.
     with episodes_path.open("w", encoding="utf-8") as f:
@@ -193,12 +218,12 @@ def run(
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     done = {(r.env_id, r.row, r.sample) for r in records}
     plan = {}
-    for env_id in config.envs:
-        kwargs = config.env_kwargs.get(env_id, {})
+    for column in config.envs:
+        env_id, kwargs = base_env_id(column), config.env_kwargs.get(column, {})
         specs = episode_specs(
-            env_id, config.n_tasks, config.k, config.seed, _source_size(env_id, kwargs)
+            env_id, config.n_tasks, config.k, config.seed, source_size(env_id, kwargs)
         )
-        plan[env_id] = [s for s in specs if (s.env_id, s.row, s.sample) not in done]
+        plan[column] = [s for s in specs if (column, s.row, s.sample) not in done]
     total = sum(len(v) for v in plan.values())
     try:
         with (
@@ -206,9 +231,10 @@ def run(
             episodes_path.open("a", encoding="utf-8") as out,
         ):
             task = bar.add_task(f"{config.name}", total=total)
-            for env_id, specs in plan.items():
-                bar.update(task, description=f"{config.name}: {env_id}")
-                for record in policy.play(specs, config.env_kwargs.get(env_id, {})):
+            for column, specs in plan.items():
+                bar.update(task, description=f"{config.name}: {column}")
+                for record in policy.play(specs, config.env_kwargs.get(column, {})):
+                    record.env_id = column  # the column it belongs to (a variant's label)
                     out.write(json.dumps(asdict(record)) + "\n")
                     out.flush()
                     records.append(record)
