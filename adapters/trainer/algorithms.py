@@ -31,6 +31,8 @@ __all__ = [
     "masked_mean",
     "masked_whiten",
     "entropy_from_logits",
+    "explained_variance",
+    "logprob_mismatch",
     "policy_loss",
     "value_loss",
 ]
@@ -208,6 +210,34 @@ def kl_estimate(logp: torch.Tensor, ref_logp: torch.Tensor, kind: str) -> torch.
         neg = torch.clamp(-log_ratio, min=-20.0, max=20.0)
         return torch.exp(neg) - neg - 1.0
     raise ValueError(f"Expects KL estimator in ('k1', 'k2', 'k3'), actual: {kind!r}.")
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)`` over the masked tokens (NaN: no variance)."""
+    var_ret = masked_mean((returns - masked_mean(returns, mask)) ** 2, mask)
+    if float(var_ret) < 1e-12:
+        return float("nan")
+    diff = returns - values
+    var_diff = masked_mean((diff - masked_mean(diff, mask)) ** 2, mask)
+    return float(1.0 - var_diff / var_ret)
+
+
+def logprob_mismatch(
+    trainer_logp: torch.Tensor, sampler_logp: torch.Tensor, mask: torch.Tensor
+) -> dict[str, float]:
+    """How far the trainer's logprobs of the sampled tokens are from the sampler's.
+
+    Returns:
+        ``mean_abs`` and ``max_abs`` of the difference and ``kl``, KL(sampler || trainer)
+        estimated (k3) on the sampled tokens.
+    """
+    diff = (trainer_logp - sampler_logp) * mask
+    n = float(mask.sum().clamp(min=1))
+    return {
+        "mean_abs": float(diff.abs().sum() / n),
+        "max_abs": float(diff.abs().max()),
+        "kl": float((kl_estimate(sampler_logp, trainer_logp, "k3") * mask).sum() / n),
+    }
 
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:

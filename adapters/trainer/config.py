@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from adapters.curriculum import CurriculumConfig
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 
 __all__ = [
@@ -71,6 +72,10 @@ class RolloutSettings:
         engine_kwargs: Passed to the backend (vLLM: ``max_model_len``, ``dtype``, ...).
         env_backend: Where env steps run: ``"thread"``, ``"process"`` or ``"ray"``.
         progress: Show the rollout's own progress bar.
+        curriculum: Draw each task group's difficulty level from a curriculum
+            (:class:`adapters.curriculum.CurriculumConfig`: ``kind`` adaptive, schedule or
+            uniform, ``levels``, ``band``, ``window``, ...); ``null``: every task from
+            ``env_kwargs`` as given.
     """
 
     backend: str = "vllm"
@@ -86,8 +91,16 @@ class RolloutSettings:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     env_backend: str = "thread"
     progress: bool = False
+    curriculum: CurriculumConfig | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.curriculum, Mapping):
+            self.curriculum = _build(CurriculumConfig, self.curriculum, "rollout.curriculum")
+        _check(
+            self.curriculum is None or isinstance(self.curriculum, CurriculumConfig),
+            "Expects `rollout.curriculum` to be a mapping (kind, levels, band, window, ...) or "
+            f"null, actual: {self.curriculum!r}.",
+        )
         _check(
             self.backend in _BACKENDS,
             f"Expects `rollout.backend` in {_BACKENDS}, actual: {self.backend!r}."
@@ -472,6 +485,13 @@ class TrainerConfig:
             f"Expects the rollout batch (num_tasks * group_size = {batch}) to be a multiple of "
             f"`algorithm.mini_batch_size` ({self.algorithm.mini_batch_size}).",
         )
+        curriculum = self.rollout.curriculum
+        if curriculum is not None:
+            _check(
+                curriculum.kwarg not in self.env_kwargs,
+                f"`env_kwargs.{curriculum.kwarg}` is set, but `rollout.curriculum` chooses it "
+                "per task: remove it from `env_kwargs`.",
+            )
         if self.algorithm.advantage in ("grpo", "rloo"):
             _check(
                 self.rollout.group_size >= 2,

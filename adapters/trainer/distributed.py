@@ -1,0 +1,213 @@
+"""The trainer's process plumbing: process group, engines, reductions, a stop taken together.
+
+The process group DeepSpeed needs, the DeepSpeed engines, reductions over the ranks and a
+signal-triggered stop that every rank takes after the same iteration. None of it knows the
+RL algorithm; :class:`~adapters.trainer.trainer.PPOTrainer` uses it so that its own code is
+the algorithm.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from adapters.trainer.config import TrainerConfig
+from rllm_envs.error import require
+
+__all__ = ["GracefulStop", "Ranks", "build_engine", "deepspeed_config", "setup_distributed"]
+
+_log = logging.getLogger("adapters.trainer.trainer")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def setup_distributed() -> tuple[int, int]:
+    """Start (or join) the process group DeepSpeed needs; return ``(rank, world_size)``.
+
+    Under ``deepspeed``/``torchrun`` the launcher's variables are used; a plain ``python``
+    process becomes a group of one (DeepSpeed otherwise looks for MPI).
+    """
+    deepspeed = require("deepspeed", "train", feature="the PPO trainer")
+    if "RANK" not in os.environ:
+        os.environ.update(
+            {
+                "RANK": "0",
+                "WORLD_SIZE": "1",
+                "LOCAL_RANK": "0",
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
+            }
+        )
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        from deepspeed.accelerator import get_accelerator
+
+        accelerator = get_accelerator()
+        if accelerator.device_name() != "cpu":
+            # One device per rank, before anything allocates on the default one.
+            accelerator.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        deepspeed.init_distributed(dist_backend=accelerator.communication_backend_name())
+    return dist.get_rank(), dist.get_world_size()
+
+
+class Ranks:
+    """Reductions over the processes of the group (no-ops for a group of one).
+
+    Args:
+        world_size: Number of processes.
+    """
+
+    def __init__(self, world_size: int) -> None:
+        self.world_size = world_size
+
+    def _all_reduce(self, values: list[float], op: str = "sum") -> list[float]:
+        import torch.distributed as dist
+
+        tensor = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(tensor, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+        return [float(v) for v in tensor.tolist()]
+
+    def mean(self, value: float) -> float:
+        """``value`` averaged over the ranks."""
+        if self.world_size == 1:
+            return value
+        return self._all_reduce([value])[0] / self.world_size
+
+    def max(self, value: float) -> float:
+        """The largest ``value`` of any rank."""
+        if self.world_size == 1:
+            return value
+        return self._all_reduce([value], "max")[0]
+
+    def mean_metrics(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """Every numeric metric averaged over the ranks (the others are dropped)."""
+        if self.world_size == 1:
+            return metrics
+        keys = sorted(k for k, v in metrics.items() if isinstance(v, (int, float)))
+        values = self._all_reduce([float(metrics[k]) for k in keys])
+        return {k: v / self.world_size for k, v in zip(keys, values, strict=True)}
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def deepspeed_config(config: TrainerConfig, world_size: int) -> dict[str, Any]:
+    """The DeepSpeed JSON config of the run (``deepspeed.extra`` merged in last)."""
+    algo, ds = config.algorithm, config.deepspeed
+    gas = algo.mini_batch_size // algo.micro_batch_size
+    zero: dict[str, Any] = {"stage": ds.zero_stage}
+    if ds.offload_optimizer:
+        zero["offload_optimizer"] = {"device": "cpu"}
+    out: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": algo.micro_batch_size,
+        "gradient_accumulation_steps": gas,
+        "train_batch_size": algo.micro_batch_size * gas * world_size,
+        "gradient_clipping": config.optim.max_grad_norm,
+        "zero_optimization": zero,
+        "bf16": {"enabled": ds.bf16},
+        "steps_per_print": 10**9,
+        "wall_clock_breakdown": False,
+        "zero_allow_untested_optimizer": True,
+    }
+    _merge(out, ds.extra)
+    return out
+
+
+def build_engine(
+    module: torch.nn.Module,
+    lr: float,
+    optim: Any,
+    ds_config: dict[str, Any],
+    lr_factor: Callable[[], float],
+) -> Any:
+    """A DeepSpeed engine over ``module`` with torch AdamW and warm-up times ``lr_factor()``.
+
+    Args:
+        module: The network (its parameters with ``requires_grad`` are optimised).
+        lr: Peak learning rate.
+        optim: The optimizer settings (:class:`~adapters.trainer.config.OptimConfig`).
+        ds_config: The DeepSpeed JSON config (:func:`deepspeed_config`).
+        lr_factor: Called at every scheduler step: the learning-rate schedule's factor now.
+    """
+    import deepspeed
+
+    params = [p for p in module.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=lr, betas=optim.betas, eps=optim.eps, weight_decay=optim.weight_decay
+    )
+    warmup = optim.warmup_steps
+
+    def factor(step: int) -> float:
+        ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
+        return ramp * lr_factor()
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    engine, _, _, _ = deepspeed.initialize(
+        model=module,
+        optimizer=optimizer,
+        lr_scheduler=scheduler,
+        config=ds_config,
+    )
+    return engine
+
+
+class GracefulStop:
+    """Within the block, SIGINT and SIGTERM only record themselves (main thread only).
+
+    The first one is remembered and the previous handler reinstalled, so a second one acts
+    as it would without the trainer (``KeyboardInterrupt`` or termination). The trainer asks
+    :meth:`Ranks.max` whether any rank got one, so every rank stops after the same iteration.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str | None:
+        """The signal's name, or ``None`` when none came."""
+        return None if self.signum is None else signal.Signals(self.signum).name
+
+    def __enter__(self) -> GracefulStop:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.signum is None:
+            self.signum = signum
+        signal.signal(signum, self._restore_value(signum))
+        _log.warning(
+            "received %s: finishing the current iteration, then checkpoint and stop "
+            "(send it again to stop now, without a checkpoint)",
+            signal.Signals(signum).name,
+        )
+
+    def _restore_value(self, signum: int) -> Any:
+        previous = self._previous.get(signum)
+        return signal.SIG_DFL if previous is None else previous
+
+    def __exit__(self, *exc: object) -> None:
+        for sig in self._previous:
+            signal.signal(sig, self._restore_value(sig))
+        self._previous.clear()
