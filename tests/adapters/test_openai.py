@@ -127,6 +127,31 @@ def test_completions_api_is_token_exact(server, tiny_path, hf_policy):
     for t in trajectories:
         assert_token_exact(t, hf_policy.tokenizer)
         assert t.metadata["policy"].startswith("openai:")
+        # The server reported the prompt ids it saw each turn, and they were the trajectory's.
+        assert t.token_source == "engine"
+
+
+def test_a_server_without_token_ids_is_recorded_as_retokenized(tiny_path):
+    """SGLang and hosted providers ignore vLLM's `return_token_ids`: text only comes back."""
+
+    def reply(request):
+        return httpx.Response(
+            200, json={"choices": [{"text": "Right", "finish_reason": "stop", "logprobs": None}]}
+        )
+
+    class MockHttpx:
+        def __getattr__(self, name):
+            return getattr(httpx, name)
+
+        def AsyncClient(self, **kwargs):  # noqa: N802 (mirrors httpx)
+            return httpx.AsyncClient(transport=httpx.MockTransport(reply), **kwargs)
+
+    policy = OpenAIPolicy("http://sglang.invalid/v1", "m", tokenizer=tiny_path, max_model_len=2048)
+    policy._httpx = MockHttpx()
+    config = RolloutConfig(**{**CONFIG, "group_size": 1, "num_envs": 1})
+    (t,) = rollout("rllm/FrozenLake-v0", policy, config, num_tasks=1)
+    assert t.token_source == "retokenized" and not t.token_exact
+    assert t.steps[0].completion_ids  # the text's ids, re-tokenised locally
 
 
 def test_chat_api_records_server_ids(server):
