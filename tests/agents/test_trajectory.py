@@ -123,3 +123,12 @@ def test_unknown_format(tmp_path):
 
     with pytest.raises(InvalidEnvConfig, match="format"):
         TrajectoryWriter(tmp_path / "x.csv", format="csv")
+
+
+def test_token_source_round_trips_and_old_records_default_to_engine():
+    t = make_trajectory(token_exact=False, token_source="retokenized")
+    back = Trajectory.from_dict(json.loads(t.to_json()))
+    assert (back.token_source, back.token_exact) == ("retokenized", False)
+    old = t.to_dict()
+    del old["token_source"]  # written before the field existed
+    assert Trajectory.from_dict(old).token_source == "engine"
