@@ -2,7 +2,8 @@
 
 A config file mirrors the dataclasses (every section and key is optional)::
 
-    model: tiny                       # a local HF folder, a hub id, or "tiny" (built locally)
+    model: tiny                       # a local HF folder, a hub id, or a model name: "tiny",
+                                      # "smollm2-135m-instruct" (adapters.models, built locally)
     env: rllm/FrozenLake-v0
     env_kwargs: {map_name: 4x4, is_slippery: false}
     rollout: {backend: vllm, num_tasks: 1, group_size: 64, max_tokens: 2}
@@ -444,7 +445,8 @@ class TrainerConfig:
     """Everything a training run needs (see the module docstring for the YAML form).
 
     Attributes:
-        model: The policy to train: a local HF folder, a hub id, or ``"tiny"``.
+        model: The policy to train: a local HF folder, a hub id, or a model name
+            (``"tiny"``, ``"smollm2-135m-instruct"``; built locally, :mod:`adapters.models`).
         tiny_model: ``TinyModelSpec`` keyword arguments when ``model`` is ``"tiny"``.
         critic_model: Initial critic backbone (default: ``model``).
         env: Environment id.
@@ -478,7 +480,11 @@ class TrainerConfig:
                 raise InvalidEnvConfig(
                     f"Expects `{name}` to be a mapping or {cls.__name__}, actual: {value!r}."
                 )
-        _check(bool(self.model), "Expects `model` to be a folder, a hub id or 'tiny'.")
+        _check(
+            bool(self.model),
+            "Expects `model` to be a folder, a hub id or a model name ('tiny', "
+            "'smollm2-135m-instruct').",
+        )
         batch = self.rollout.batch_size
         _check(
             batch % self.algorithm.mini_batch_size == 0,
