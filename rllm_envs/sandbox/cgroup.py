@@ -80,9 +80,12 @@ class SandboxCgroup(ABC):
     def close(self) -> None:
         """Kill what is left and remove the group (later, if the kernel is still busy)."""
         self.kill_all()
-        if not self._remove_dirs():
-            with _pending_lock:
-                _pending.append(self)
+        for _ in range(5):  # the last killed processes may take a moment to leave
+            if self._remove_dirs():
+                return
+            time.sleep(0.001)
+        with _pending_lock:
+            _pending.append(self)
 
 
 def _write(path: str, value: str) -> None:
@@ -96,6 +99,18 @@ def _read_pids(path: str) -> list[int]:
             return [int(x) for x in f.read().split()]
     except (OSError, ValueError):
         return []
+
+
+def _read_counter(path: str, key: str) -> int:
+    """The value of ``key`` in a flat-keyed cgroup file (``memory.events``, ...), or 0."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key + " "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _rmdir(path: str) -> bool:
@@ -135,14 +150,7 @@ class _V1(SandboxCgroup):
         )
 
     def oom_kills(self) -> int:
-        try:
-            with open(os.path.join(self.memory, "memory.oom_control")) as f:
-                for line in f:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return 0
+        return _read_counter(os.path.join(self.memory, "memory.oom_control"), "oom_kill")
 
     def _remove_dirs(self) -> bool:
         return all([_rmdir(self.memory), _rmdir(self.pid_dir)])
@@ -168,14 +176,7 @@ class _V2(SandboxCgroup):
         return _read_pids(os.path.join(self.path, "cgroup.procs"))
 
     def oom_kills(self) -> int:
-        try:
-            with open(os.path.join(self.path, "memory.events")) as f:
-                for line in f:
-                    if line.startswith("oom_kill "):
-                        return int(line.split()[1])
-        except (OSError, ValueError):
-            pass
-        return 0
+        return _read_counter(os.path.join(self.path, "memory.events"), "oom_kill")
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         try:  # Linux 5.14+: the kernel kills the whole group at once

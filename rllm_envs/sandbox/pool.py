@@ -100,8 +100,6 @@ class SandboxPool:
         stdin: str | bytes = "",
         time_limit: float | None = None,
         max_output_bytes: int | None = None,
-        channel_bytes: int = 1 << 12,
-        on_channel: Callable[[bytes], bool] | None = None,
     ) -> RunResult:
         """Run one program in a started sandbox (or a new one if none is ready).
 
@@ -110,20 +108,13 @@ class SandboxPool:
             stdin: The program's standard input.
             time_limit: Wall-clock seconds, from this call (default ``limits.time_limit``).
             max_output_bytes: Captured standard output (default ``limits.max_output_bytes``).
-            channel_bytes: As for :func:`~rllm_envs.sandbox.runner.communicate`.
-            on_channel: As for :func:`~rllm_envs.sandbox.runner.communicate`.
 
         Returns:
             A :class:`RunResult`, as :func:`rllm_envs.sandbox.run` returns (see
             :meth:`run_with_channel` for what the report channel carried).
         """
         return self.run_with_channel(
-            code,
-            stdin=stdin,
-            time_limit=time_limit,
-            max_output_bytes=max_output_bytes,
-            channel_bytes=channel_bytes,
-            on_channel=on_channel,
+            code, stdin=stdin, time_limit=time_limit, max_output_bytes=max_output_bytes
         )[0]
 
     def run_with_channel(
@@ -136,7 +127,11 @@ class SandboxPool:
         channel_bytes: int = 1 << 12,
         on_channel: Callable[[bytes], bool] | None = None,
     ) -> tuple[RunResult, bytes]:
-        """:meth:`run`, also returning what the report channel carried."""
+        """:meth:`run`, also returning what the report channel carried.
+
+        ``channel_bytes`` and ``on_channel`` are as for
+        :func:`~rllm_envs.sandbox.runner.communicate`.
+        """
         if (code is None) != (self.program is not None):
             raise InvalidEnvConfig(
                 "Pass `code` to SandboxPool.run unless the pool was made with `program` "
