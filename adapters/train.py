@@ -1,8 +1,10 @@
-"""Command line: train a policy from a YAML config.
+"""Command line: train a policy from a YAML config (RL, or SFT for ``kind: sft`` configs).
 
 ::
 
     python -m adapters.train --config configs/frozenlake_ppo.yaml
+    python -m adapters.train --config configs/frozenlake_sft.yaml        # SFT (kind: sft)
+    python -m adapters.train --config configs/frozenlake_distill_rl.yaml # RL from its model
     python -m adapters.train --config configs/frozenlake_ppo.yaml optim.lr=3e-4 train.iterations=5
     deepspeed --num_gpus 8 -m adapters.train --config configs/my_run.yaml   # multi-GPU
     torchrun --nproc_per_node 2 -m adapters.train --config configs/my_run.yaml
@@ -27,7 +29,8 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m adapters.train",
-        description="PPO/GRPO/RLOO training of a language model on an rllm-envs environment.",
+        description="PPO/GRPO/RLOO training of a language model on an rllm-envs environment, "
+        "or SFT on stored episodes (a config with `kind: sft` or an `sft:` section).",
     )
     parser.add_argument("--config", help="YAML config file (see configs/)")
     parser.add_argument(
@@ -83,9 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.config:
         parser.error("--config is required (or --plot, --samples)")
-    from adapters.trainer.config import load_config
+    from adapters.trainer.sft_config import is_sft_config, read_config_mapping
 
-    config = load_config(args.config, args.overrides)
+    data = read_config_mapping(args.config, args.overrides)
+    if is_sft_config(data):
+        return _run_sft(data, args.print_config)
+    data.pop("kind", None)
+    from adapters.trainer.config import config_from_dict
+
+    config = config_from_dict(data)
     if args.print_config:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
@@ -101,6 +110,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"[train] {trainer.iteration} iterations, {trainer.episodes} episodes, "
                 f"{trainer.elapsed:.0f}s; last success {last.get('rollout/success', 0):.3f}, "
                 f"reward {last.get('rollout/reward', 0):.3f} -> {trainer.output_dir}",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _run_sft(data: dict[str, object], print_config: bool) -> int:
+    from adapters.trainer.sft_config import sft_config_from_dict
+
+    config = sft_config_from_dict(data)
+    if print_config:
+        print(json.dumps(config.to_dict(), indent=2))
+        return 0
+    from adapters.trainer.sft import SFTTrainer, sft_summary
+
+    with SFTTrainer(config) as trainer:
+        if trainer.is_main:
+            print(f"[train] {sft_summary(config, trainer)}", file=sys.stderr)
+        history = trainer.train()
+        if trainer.is_main and history:
+            last = history[-1]
+            print(
+                f"[train] sft: {trainer.iteration} steps, {trainer.episodes} episodes, "
+                f"{trainer.elapsed:.0f}s; last loss {last.get('sft/loss', 0):.4f}, token "
+                f"accuracy {last.get('sft/token_accuracy', 0):.3f} -> "
+                f"{trainer.output_dir / 'final_model'}",
                 file=sys.stderr,
             )
     return 0
