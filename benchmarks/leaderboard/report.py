@@ -53,7 +53,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def markdown(runs: list[RunResult]) -> str:
-    """A Markdown leaderboard: overall score, then pass@1 per env and policy."""
+    """A Markdown leaderboard: overall score and pass@1 per env, then format rates."""
     runs = sorted(runs, key=lambda r: -_nan0(r.summary["overall_pass@1"]))
     lines = ["| policy | overall pass@1 | " + " | ".join(f"`{e}`" for e in _env_ids(runs)) + " |"]
     lines.append("|---|---|" + "---|" * len(_env_ids(runs)))
@@ -62,6 +62,15 @@ def markdown(runs: list[RunResult]) -> str:
         lines.append(
             f"| {run.name} | {_fmt(run.summary['overall_pass@1'])} | " + " | ".join(cells) + " |"
         )
+    # Format rate: share of the policy's turns whose reply the env could parse (a boxed
+    # answer, a tool call, a code block, a move); low values mean the prompt or token limit
+    # does not fit the model, not that its answers are wrong.
+    lines += ["", "Format rate (share of turns the env could parse):", ""]
+    lines.append("| policy | " + " | ".join(f"`{e}`" for e in _env_ids(runs)) + " |")
+    lines.append("|---|" + "---|" * len(_env_ids(runs)))
+    for run in runs:
+        cells = [_fmt(run.summary["envs"].get(e, {}).get("format_rate"), 2) for e in _env_ids(runs)]
+        lines.append(f"| {run.name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -179,7 +188,7 @@ def html_page(
     out.append(
         "</table><h2>Per environment</h2><table id='per-env'><tr><th>env</th>"
         "<th>policy</th><th>pass@1</th><th>pass@k</th><th>mean reward</th>"
-        "<th>turns</th><th>tokens</th><th>wall s</th></tr>"
+        "<th>turns</th><th>tokens</th><th>format</th><th>wall s</th></tr>"
     )
     for env_id in envs:
         for run in runs:
@@ -194,6 +203,7 @@ def html_page(
                 f"<td class='n'>{_fmt(m['mean_reward'])}</td>"
                 f"<td class='n'>{_fmt(m['mean_turns'], 1)}</td>"
                 f"<td class='n'>{_fmt(m['mean_tokens'], 0)}</td>"
+                f"<td class='n'>{_fmt(m.get('format_rate'), 2)}</td>"
                 f"<td class='n'>{_fmt(m['wall_s'], 1)}</td></tr>"
             )
     out.append("</table><h2>Charts</h2><div class='charts'>")

@@ -246,8 +246,22 @@ def run(
     return summary
 
 
+def format_rate(records: Iterable[EpisodeRecord]) -> float:
+    r"""Share of the policy's turns whose reply the env could use (no ``invalid_action``).
+
+    Every env flags a reply it cannot parse (no ``\boxed{}``, no tool call or answer, no code
+    block, no move) with ``info["invalid_action"]``, so this is the format rate of boxed
+    answers, tool calls, code blocks and moves alike (NaN without turns).
+    """
+    rs = list(records)
+    turns = sum(r.turns for r in rs)
+    if not turns:
+        return float("nan")
+    return 1.0 - min(sum(r.invalid_actions for r in rs), turns) / turns
+
+
 def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, Any]:
-    """Metrics per env (pass@1, pass@k, mean reward, turns, tokens, wall time) and overall."""
+    """Metrics per env (pass@1, pass@k, reward, turns, tokens, wall time, format rate)."""
     by_env: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in records:
         by_env[r.env_id].append(r)
@@ -268,6 +282,7 @@ def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, 
             "mean_turns": float(np.mean([r.turns for r in rs])),
             "mean_tokens": float(np.mean([r.tokens for r in rs])),
             "wall_s": float(sum(r.wall_s for r in rs)),
+            "format_rate": format_rate(rs),
         }
     overall = float(np.mean([m["pass@1"] for m in envs.values()])) if envs else float("nan")
     return {
