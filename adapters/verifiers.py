@@ -304,12 +304,17 @@ def load_environment(
         env_id, num_examples=n_eval, env_kwargs=merged, start=num_examples, seed=seed + 10**6
     )
     rubric = EnvRubric(components)
+    # verifiers reloads an env in its worker processes as `load_environment(env_id, **env_args)`
+    # of the *module* named env_id: this module, with the arguments that rebuild this env.
+    env_args = {"env": env_id, "num_examples": num_examples, "seed": seed, **merged}
+    if num_eval_examples is not None:
+        env_args["num_eval_examples"] = num_eval_examples
     common = dict(
         dataset=dataset,
         eval_dataset=eval_dataset,
         rubric=rubric,
-        env_id=env_id,
-        env_args={"env_id": env_id, **merged},
+        env_id=__name__,
+        env_args=env_args,
     )
     if max_turns == 1:
         return vf.SingleTurnEnv(**common)

@@ -119,7 +119,8 @@ def test_rubric_rewards_equal_the_envs_for_the_same_completions(env_id):
 def test_env_kwargs_reach_the_env_and_bad_ones_fail_early():
     env = load_environment("rllm/Math-v0", num_examples=2, difficulty=4)
     assert json.loads(env.dataset[0]["info"]["env_kwargs"]) == {"difficulty": 4}
-    assert env.env_args == {"env_id": "rllm/Math-v0", "difficulty": 4}
+    assert env.env_id == "adapters.verifiers"  # the module verifiers' workers reload it from
+    assert env.env_args == {"env": "rllm/Math-v0", "num_examples": 2, "seed": 0, "difficulty": 4}
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
         load_environment("rllm/Math-v0", dificulty=4)
     with pytest.raises(rllm_envs.UnknownEnvironment):
@@ -130,4 +131,6 @@ def test_verifiers_own_loader_finds_this_module():
     from verifiers.utils.env_utils import load_environment as vf_load
 
     env = vf_load("adapters.verifiers", env="rllm/FrozenLake-v0", num_examples=2)
-    assert isinstance(env, RllmMultiTurnEnv) and env.env_id == "rllm/FrozenLake-v0"
+    assert isinstance(env, RllmMultiTurnEnv) and env.env_id == "adapters.verifiers"
+    again = vf_load(env.env_id, **env.env_args)  # what verifiers' env workers do
+    assert again.dataset["info"] == env.dataset["info"]
