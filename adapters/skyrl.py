@@ -1,0 +1,201 @@
+"""SkyRL-Gym adapter: every rllm-envs id as a SkyRL-Gym ``BaseTextEnv``, in its registry.
+
+``pip install "rllm-envs[skyrl]"``. Importing this module registers every single-agent id in
+``skyrl_gym``'s registry under the same name, so SkyRL's trainers make them the way they make
+their own envs::
+
+    import skyrl_gym
+    import adapters.skyrl  # registers "rllm/Math-v0", "rllm/FrozenLake-v0", ...
+
+    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0})
+    chat, metadata = env.init([])           # the agent's messages for the first observation
+    out = env.step("Down")                  # {"observations", "reward", "done", "metadata"}
+
+In a SkyRL dataset, set ``env_class`` to the id and put ``seed``, ``task_index`` (or ``task``,
+a task record) and ``env_kwargs`` in the row's extras; :func:`skyrl_dataset` writes such rows.
+``env_config`` may carry ``env_kwargs`` for every env of a run (row extras override them).
+
+Observations after the first are the env family's feedback messages (our agents' format; tool
+results as user turns); the step ``reward`` is the env's reward and ``metadata`` its ``info``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.error import InvalidEnvConfig, require
+
+skyrl_gym = require("skyrl_gym", "skyrl", feature="The SkyRL-Gym adapter")
+_base = require("skyrl_gym.envs.base_text_env", "skyrl")
+
+__all__ = ["RllmTextEnv", "register_all", "skyrl_dataset"]
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, str):  # parquet rows may hold nested dicts as JSON text
+        return dict(json.loads(value)) if value.strip() else {}
+    if hasattr(value, "items"):  # dict or omegaconf DictConfig
+        return {str(k): v for k, v in value.items()}
+    raise InvalidEnvConfig(f"Expects a mapping of env kwargs, actual: {type(value).__name__}.")
+
+
+class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
+    """A SkyRL-Gym text env playing one episode of an rllm-envs env.
+
+    Args:
+        env_id: The rllm-envs id (bound by the registry entry).
+        env_config: SkyRL's per-run env config; its ``env_kwargs`` go to the env constructor.
+        extras: The dataset row's extras: ``seed`` (reset seed), ``task_index`` or ``task``
+            (a task record), ``env_kwargs`` (override the config's); unknown keys are ignored.
+    """
+
+    def __init__(
+        self, env_id: str, env_config: Any = None, extras: Mapping[str, Any] | None = None
+    ) -> None:
+        import rllm_envs
+        from rllm_agents.agent import make_agent
+
+        super().__init__()
+        extras = dict(extras or {})
+        config = _mapping(getattr(env_config, "get", lambda *_: None)("env_kwargs"))
+        self.env_id = env_id
+        self.env_kwargs = {**config, **_mapping(extras.get("env_kwargs"))}
+        self.env: Any = rllm_envs.make(env_id, **self.env_kwargs)
+        self.agent = make_agent(env_id)
+        self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1))
+        self.seed = None if extras.get("seed") is None else int(extras["seed"])
+        self.options: dict[str, Any] | None = None
+        if extras.get("task") is not None:
+            self.options = {"task": _mapping(extras["task"])}
+        elif extras.get("task_index") is not None:
+            self.options = {"index": int(extras["task_index"])}
+        self.episode_return = 0.0
+        self.last_info: dict[str, Any] = {}
+
+    def init(self, prompt: Any = None) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Reset the episode; return the agent's messages for the first observation.
+
+        The env's first observation is self-contained, so it replaces SkyRL's dataset prompt
+        (rows made by :func:`skyrl_dataset` carry exactly these messages).
+        """
+        observation, info = self.env.reset(seed=self.seed, options=self.options)
+        self.turns, self.episode_return, self.last_info = 0, 0.0, info
+        messages = self.agent.reset(observation, info)
+        return [{"role": m["role"], "content": m["content"]} for m in messages], _jsonable(info)
+
+    def step(self, action: str) -> Any:
+        """One model reply: the env's reward, ``done``, and the feedback as new messages."""
+        self.turns += 1
+        text = self.agent.act(action if isinstance(action, str) else str(action))
+        observation, reward, terminated, truncated, info = self.env.step(text)
+        self.episode_return += float(reward)
+        self.last_info = info
+        done = bool(terminated or truncated)
+        new = (
+            []
+            if done
+            else self.agent.observe(observation, float(reward), terminated, truncated, info)
+        )
+        observations = [
+            {"role": "user" if m["role"] == "tool" else m["role"], "content": m["content"]}
+            for m in new
+        ]
+        return _base.BaseTextEnvStepOutput(
+            observations=observations,
+            reward=float(reward),
+            done=done,
+            metadata=_jsonable(info),
+            postprocessed_action=text,
+        )
+
+    def get_metrics(self) -> dict[str, Any]:
+        """Per-episode metrics: return, correctness, turns, invalid actions."""
+        return {
+            "return": self.episode_return,
+            "is_correct": float(bool(self.last_info.get("is_correct"))),
+            "turns": self.turns,
+            "invalid_action": float(bool(self.last_info.get("invalid_action"))),
+        }
+
+    def close(self) -> None:
+        """Close the env (stops any sandbox it holds)."""
+        env, self.env = getattr(self, "env", None), None
+        if env is not None:
+            env.close()
+
+
+def _jsonable(value: Any) -> Any:
+    """``info`` as plain data (SkyRL logs and serialises metadata): NumPy values become Python."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def _make_creator(env_id: str) -> Any:
+    def create(env_config: Any = None, extras: Mapping[str, Any] | None = None) -> RllmTextEnv:
+        return RllmTextEnv(env_id, env_config=env_config, extras=extras)
+
+    create.__name__ = f"make_{env_id.replace('/', '_').replace('-', '_')}"
+    return create
+
+
+def register_all() -> list[str]:
+    """Register every single-agent rllm-envs id in ``skyrl_gym``'s registry (idempotent)."""
+    import rllm_envs
+
+    ids = []
+    for env_id in rllm_envs.list_envs():
+        if env_id not in skyrl_gym.registry:
+            skyrl_gym.register(id=env_id, entry_point=_make_creator(env_id))
+        ids.append(env_id)
+    return ids
+
+
+def skyrl_dataset(
+    env_id: str,
+    *,
+    num_examples: int,
+    env_kwargs: Mapping[str, Any] | None = None,
+    start: int = 0,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Rows for a SkyRL dataset: ``prompt``, ``env_class`` and the extras our env reads.
+
+    Row ``k`` is task ``start + k`` with reset seed ``seed + k``; write the list to Parquet
+    (e.g. ``datasets.Dataset.from_list(rows).to_parquet(path)``) for SkyRL's trainers.
+    """
+    import rllm_envs
+
+    if num_examples < 1:
+        raise InvalidEnvConfig(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
+    probe = rllm_envs.make(env_id, **dict(env_kwargs or {}))
+    size = len(probe.unwrapped.tasks) if hasattr(probe.unwrapped, "tasks") else None
+    probe.close()
+    rows = []
+    for k in range(num_examples):
+        index = start + k if not size else (start + k) % size
+        extras = {"seed": seed + k, "task_index": index, "env_kwargs": json.dumps(env_kwargs or {})}
+        env = RllmTextEnv(env_id, extras=extras)
+        prompt, info = env.init()
+        env.close()
+        rows.append(
+            {"prompt": prompt, "env_class": env_id, **extras, "task_id": str(info.get("task_id"))}
+        )
+    return rows
+
+
+register_all()

@@ -1,0 +1,128 @@
+"""The SkyRL-Gym adapter through SkyRL-Gym's own API: its registry, ``skyrl_gym.make``,
+``init``/``step`` returning ``BaseTextEnvStepOutput``, metrics and their aggregation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym", reason='needs `pip install "rllm-envs[skyrl]"`')
+
+from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
+
+import rllm_envs  # noqa: E402
+from adapters.skyrl import RllmTextEnv, register_all, skyrl_dataset  # noqa: E402
+from rllm_envs.testing import GARBAGE  # noqa: E402
+
+ALL_IDS = list(rllm_envs.list_envs())
+
+
+def _make_or_skip(env_id, **kwargs):
+    try:
+        return skyrl_gym.make(env_id, **kwargs)
+    except rllm_envs.DependencyNotInstalled as e:
+        pytest.skip(str(e))
+
+
+def _play(env, policy, limit=200):
+    chat, _ = env.init([])
+    outputs = []
+    for _ in range(limit):
+        out = env.step(policy(env))
+        outputs.append(out)
+        if out["done"]:
+            return chat, outputs
+    raise AssertionError("the episode did not end")
+
+
+def test_every_id_is_in_skyrls_registry():
+    assert set(ALL_IDS) <= set(skyrl_gym.registry)
+    assert register_all() == ALL_IDS  # idempotent
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_the_oracle_solves_every_id_through_skyrl_gym(env_id):
+    for seed in range(2):
+        env = _make_or_skip(env_id, env_config={}, extras={"seed": seed})
+        assert isinstance(env, BaseTextEnv) and isinstance(env, skyrl_gym.Env)
+        assert env.spec.id == env_id
+        chat, outputs = _play(env, lambda e: e.env.unwrapped.oracle_action())
+        assert chat[-1]["role"] == "user" and chat[-1]["content"]
+        assert sum(o["reward"] for o in outputs) == pytest.approx(1.0)
+        assert set(outputs[-1]) >= {"observations", "reward", "done", "metadata"}
+        assert outputs[-1]["observations"] == [] and outputs[-1]["metadata"]["is_correct"]
+        for out in outputs[:-1]:
+            assert out["done"] is False and out["observations"]
+            assert all(m["role"] in ("user", "assistant", "system") for m in out["observations"])
+        metrics = env.get_metrics()
+        assert metrics["is_correct"] == 1.0 and metrics["turns"] == len(outputs)
+        json.dumps(outputs[-1]["metadata"])  # plain data, ready for SkyRL's logs
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ALL_IDS)
+def test_garbage_earns_at_most_zero(env_id):
+    env = _make_or_skip(env_id, env_config={}, extras={"seed": 0})
+    _, outputs = _play(env, lambda e: GARBAGE)
+    assert sum(o["reward"] for o in outputs) <= 0.0
+    assert env.get_metrics()["is_correct"] == 0.0
+    env.close()
+
+
+def test_rewards_equal_the_gymnasium_envs_and_extras_pick_the_task():
+    env_id = "rllm/FrozenLake-v0"
+    extras = {"seed": 4, "task_index": 17, "env_kwargs": json.dumps({"difficulty": 2})}
+    env = skyrl_gym.make(env_id, env_config={}, extras=extras)
+    local = rllm_envs.make(env_id, difficulty=2)
+    obs, info = local.reset(seed=4, options={"index": 17})
+    chat, meta = env.init([])
+    assert obs in chat[-1]["content"] and meta["task_index"] == 17
+    for move in ["Down", "Right", "nonsense", "Down", "Right", "Right", "Down"]:
+        out = env.step(move)
+        _, reward, terminated, truncated, step_info = local.step(move)
+        assert out["reward"] == reward and out["done"] == (terminated or truncated)
+        assert out["metadata"]["invalid_action"] == step_info["invalid_action"]
+        if out["done"]:
+            break
+    env.close()
+
+
+def test_env_config_kwargs_apply_and_row_extras_override_them():
+    from omegaconf import OmegaConf
+
+    config = OmegaConf.create({"env_kwargs": {"difficulty": 3}})
+    env = skyrl_gym.make("rllm/Math-v0", env_config=config, extras={"seed": 0})
+    assert env.env_kwargs == {"difficulty": 3}
+    env = skyrl_gym.make(
+        "rllm/Math-v0", env_config=config, extras={"env_kwargs": {"difficulty": 5}}
+    )
+    assert env.env_kwargs == {"difficulty": 5}
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
+        skyrl_gym.make("rllm/Math-v0", env_config={}, extras={"env_kwargs": {"dificulty": 1}})
+
+
+def test_a_task_record_in_the_extras_is_played():
+    local = rllm_envs.make("rllm/Math-v0")
+    local.reset(seed=0, options={"index": 3})
+    task = local.unwrapped.task
+    env = RllmTextEnv("rllm/Math-v0", extras={"task": task})
+    chat, meta = env.init([])
+    assert meta["task_index"] is None and meta["task_id"] == task["id"]
+    assert env.step(local.unwrapped.oracle_action())["reward"] == 1.0
+
+
+def test_dataset_rows_replay_through_skyrl_make_and_metrics_aggregate():
+    rows = skyrl_dataset("rllm/Math-v0", num_examples=3, seed=10)
+    assert [r["seed"] for r in rows] == [10, 11, 12]
+    metrics = []
+    for row in rows:
+        extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
+        env = skyrl_gym.make(row["env_class"], env_config={}, extras=extras)
+        chat, _ = env.init(row["prompt"])
+        assert chat == row["prompt"]
+        env.step(env.env.unwrapped.oracle_action())
+        metrics.append(env.get_metrics())
+        env.close()
+    summary = RllmTextEnv.aggregate_metrics(metrics)
+    assert summary["is_correct"] == 1.0 and summary["return"] == 1.0
