@@ -247,9 +247,9 @@ def _factory(
         def make_cls(**extra: Any) -> Any:
             return env(**{**kw, **extra})
 
-        return make_cls, make_cls, env.__qualname__ + suffix
+        return make_cls, make_cls, env.__name__ + suffix
     if callable(env):
-        return partial(env, **kw), None, getattr(env, "__qualname__", type(env).__name__) + suffix
+        return partial(env, **kw), None, getattr(env, "__name__", type(env).__name__) + suffix
     raise TypeError(
         f"Expects `env` to be a multi-agent env id, a ParallelEnv class or a factory, actual: "
         f"{type(env)} (pass the class or `lambda: MyEnv()`, not an instance)."

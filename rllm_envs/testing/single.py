@@ -259,7 +259,7 @@ def _factory(env: EnvSource, kwargs: Mapping[str, Any] | None) -> tuple[Callable
             ) from e
         return partial(pickle.loads, blob), label
     if callable(env):
-        name = getattr(env, "__qualname__", None) or type(env).__name__
+        name = getattr(env, "__name__", None) or type(env).__name__
         return partial(env, **kw), name + suffix
     raise TypeError(
         f"Expects `env` to be a gymnasium.Env, a factory or an env id, actual: {type(env)}."
