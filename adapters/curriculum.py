@@ -34,7 +34,8 @@ Three kinds (``kind``):
 
 Everything random comes from the sampler's own generator (seeded), so the same seed and the
 same outcomes give the same levels; :meth:`CurriculumSampler.state_dict` round-trips it for
-checkpoints.
+checkpoints. Under several processes each rank adapts to its own episodes (seed
+``train.seed + rank``); the logged metrics are the mean over ranks.
 
 Metrics (:meth:`CurriculumSampler.metrics`, logged every iteration by the trainer):
 ``curriculum/level`` (the current level for ``adaptive``, the scheduled one for

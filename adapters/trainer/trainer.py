@@ -2,8 +2,10 @@
 
 One iteration:
 
-1. **Rollout**: ``num_tasks x group_size`` episodes through :func:`adapters.rollout.rollout`
-   with the policy backend (vLLM by default), giving token-exact trajectories. GRPO/RLOO
+1. **Rollout**: ``num_tasks x group_size`` episodes through :mod:`adapters.rollout` with the
+   policy backend (vLLM by default), giving token-exact trajectories; the env workers are
+   built once and kept for the whole run (:mod:`adapters.trainer.rollouts`, one pool per
+   level with ``rollout.curriculum``, :mod:`adapters.curriculum`). GRPO/RLOO
    groups whose returns have no spread (every advantage exactly 0) are dropped here, before
    any forward pass; with none left the update is skipped. ``algorithm.dynamic_sampling``
    (DAPO) rolls out extra rounds of fresh tasks until ``num_tasks`` groups have a spread.
@@ -18,6 +20,11 @@ One iteration:
    and only where the loss mask is 1.
 5. **Sync**: the new actor weights go to the rollout engine (vLLM ``reload_weights`` in
    process), so the next rollout samples from them.
+
+The process group, engines and cross-rank reductions are in
+:mod:`adapters.trainer.distributed`, checkpoints and the Hugging Face export in
+:mod:`adapters.trainer.checkpoint`, episode metrics and ``samples.jsonl`` in
+:mod:`adapters.trainer.metrics`: this module is the algorithm.
 
 :meth:`PPOTrainer.train` stops cleanly on the first SIGINT/SIGTERM: the iteration finishes,
 the checkpoint is written, and the same command resumes.
@@ -135,10 +142,7 @@ class PPOTrainer:
         )
         self.critic = None
         if algo.uses_critic and not self.shared_critic:
-            critic_path = (
-                self._resolve_model(config.critic_model) if config.critic_model else self.model_path
-            )
-            critic = load_value_model(critic_path)
+            critic = load_value_model(config.critic_model or self.model_path)
             self.critic = self._engine(critic, float(config.optim.critic_lr or config.optim.lr))
         self.reference: ActionScorer | None = None
         if algo.kl_coef > 0:
@@ -173,9 +177,7 @@ class PPOTrainer:
             from adapters.tiny_model import TinyModelSpec, tiny_model_path
 
             return str(tiny_model_path(TinyModelSpec(**self.config.tiny_model)))
-        from adapters.models import resolve_model
-
-        return resolve_model(model)
+        return model
 
     def _seed_everything(self, seed: int) -> None:
         random.seed(seed)
