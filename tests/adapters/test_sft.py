@@ -213,7 +213,7 @@ def _sft_config(tmp_path, store, name="sft", **sft):
             "data": {"store": str(store), "correct": True},
             "sft": {
                 "epochs": 2,
-                "max_length": 128,
+                "max_length": 512,
                 "micro_batch_size": 2,
                 "gradient_accumulation_steps": 1,
                 **sft,
