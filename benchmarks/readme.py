@@ -63,11 +63,61 @@ def _render_agreement(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _pct(row: dict[str, Any]) -> str:
+    low, high = row["ci95"]
+    count = f"{row['successes']}/{row['n']}; " if "successes" in row else f"n = {row['n']}; "
+    return f"{row['success']:.1%} ({count}95% Wilson [{low:.1%}, {high:.1%}])"
+
+
+_STAGES = {
+    "before_sft": "before SFT (random init)",
+    "after_sft": "after SFT",
+    "after_rl": "after RL (GRPO from the SFT checkpoint)",
+}
+
+
+def _render_distill(name: str, data: dict[str, Any]) -> str:
+    """The distillation recipe's file: held-out success per stage."""
+    held, settings, timings = data["held_out"], data["settings"], data.get("timings_s", {})
+    lines = [
+        f"Teacher `{data['teacher']}`, {data['teacher_episodes']} episodes (success "
+        f"{data['teacher_success']:.0%}; {int(data['sft_data'].get('data/episodes_kept', 0))} kept "
+        f"after dedup), SFT {settings['sft_epochs']} epochs, GRPO {settings['rl_iterations']} "
+        f"iterations x {settings['rl_episodes_per_iteration']} episodes, held-out "
+        f"**n = {held['n_maps']} maps** ({held['decoding']}):",
+        "",
+        "| stage | held-out success | maps whose layout SFT never saw |",
+        "|---|---|---|",
+    ]
+    for key, label in _STAGES.items():
+        row = data["success"][key]
+        unseen = row["unseen_layouts"]
+        lines.append(
+            f"| {label} | **{_pct(row)}** | {unseen['success']:.1%} "
+            f"({round(unseen['success'] * unseen['n'])}/{unseen['n']}) |"
+        )
+    machine = data.get("machine", {})
+    total = float(timings.get("total_s", 0.0))
+    parts = ", ".join(
+        f"{k.removesuffix('_s')} {v:.0f} s" for k, v in timings.items() if k != "total_s"
+    )
+    lines += [
+        "",
+        f"{held['layout_seen_in_sft_data']:.0%} of the held-out maps (new task indices) have a "
+        "layout that also occurs in the SFT data, so the last column is the stricter test. Time: "
+        f"{total / 60:.1f} min in all ({parts}) on {machine.get('cpus', '?')} CPUs "
+        f"({machine.get('note', '')}). From `benchmarks/results/{name}.json`.",
+    ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
     if "agreement" in data:
         return _render_agreement(name, data)
+    if "teacher" in data and "success" in data:
+        return _render_distill(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",
