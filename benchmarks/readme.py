@@ -111,6 +111,38 @@ def _render_distill(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_curriculum(name: str, data: dict[str, Any]) -> str:
+    """The curriculum experiment's file: episodes and CPU time to the target, per seed."""
+    target = data["target_success_at_hardest"]
+    lines = [
+        f"| seed | episodes to {target} at the hardest level: adaptive | uniform | CPU-s to it: "
+        "adaptive | uniform | hardest-level success then: adaptive | uniform |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for seed in data["seeds"]:
+        arms = data["runs"][str(seed)]["arms"]
+        cells = []
+        for key in ("episodes", "cpu_s"):
+            values = {arm: (arms[arm].get("reached") or {}).get(key) for arm in arms}
+            best = min((v for v in values.values() if v is not None), default=None)
+            for arm in ("adaptive", "uniform"):
+                value = values.get(arm)
+                text = "not reached" if value is None else f"{value:,}"
+                if key == "episodes" and value is not None:
+                    text += f" (iteration {arms[arm]['reached']['iteration']})"
+                cells.append(f"**{text}**" if value is not None and value == best else text)
+        cells += [f"{arms[arm]['final_hardest_success']:.2f}" for arm in ("adaptive", "uniform")]
+        lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+    machine = data.get("machine", {})
+    lines += [
+        "",
+        f"Verdict: {data['verdict']}. From `benchmarks/results/{name}.json` ({data['time']}, "
+        f"`{data['command']}`; {machine.get('cpu_count', '?')} CPUs, load "
+        f"{machine.get('load_average_1m', '?')}).",
+    ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -118,6 +150,8 @@ def render(name: str) -> str:
         return _render_agreement(name, data)
     if "teacher" in data and "success" in data:
         return _render_distill(name, data)
+    if "episodes_to_target" in data:
+        return _render_curriculum(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",
