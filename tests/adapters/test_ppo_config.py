@@ -15,6 +15,13 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
 def test_shipped_configs_load(path):
+    import yaml
+
+    from adapters.trainer.sft_config import is_sft_config, load_sft_config
+
+    if is_sft_config(yaml.safe_load(path.read_text(encoding="utf-8"))):
+        assert load_sft_config(path).kind == "sft"
+        return
     config = load_config(path)
     assert isinstance(config, TrainerConfig)
     assert config_from_dict(config.to_dict()) == config
