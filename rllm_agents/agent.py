@@ -20,6 +20,15 @@ the token ids. The *action* is the answer part of the reply under the one rule o
 ``</think>``; a reply that left a ``<think>`` open (cut at the token limit) has no answer, so
 its action is the empty string (the env treats it as an invalid action, never as an error).
 Pass ``think="keep"`` to send the raw reply instead.
+
+Decoding per family: each agent carries the ``max_tokens`` a reply of its family needs and its
+``stop`` strings (:meth:`Agent.sampling_hints`), sized for small instruct models (a 135M model
+needs a few lines of working for arithmetic, one line for a move). Callers that leave the
+token limit to the env (the leaderboard's model policies) use them; an explicit limit wins.
+Stop strings are only those the family's parser reads without their closing text: the text of
+a reply ends *before* its stop string, so ``</action>`` (FrozenLake reads ``<action>Right``)
+and ``</tool_call>`` (one call per turn, so the model waits for the tool's result instead of
+inventing one) are stops, while ``</answer>`` (Countdown needs it) is not.
 """
 
 from __future__ import annotations
@@ -69,15 +78,39 @@ class Agent:
             as is for every task.
         think: ``"strip"`` (default) sends the answer part of the reply as the action
             (:mod:`rllm_envs.text`); ``"keep"`` sends the whole reply.
+        max_tokens: Most tokens per reply for this family (default: the class's
+            ``default_max_tokens``; ``None`` leaves it to the caller).
+        stop: Stop strings (default: the class's ``default_stop``).
     """
 
     #: Name used by :func:`make_agent` (``agent="math"``).
     name: ClassVar[str] = "base"
     default_system_prompt: ClassVar[str | None] = None
+    #: Most tokens one reply of this family needs (``None``: the caller's limit).
+    default_max_tokens: ClassVar[int | None] = None
+    #: Stop strings of this family (the parser must read a reply cut before them).
+    default_stop: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, *, system_prompt: Any = _DEFAULT, think: str = "strip") -> None:
+    def __init__(
+        self,
+        *,
+        system_prompt: Any = _DEFAULT,
+        think: str = "strip",
+        max_tokens: Any = _DEFAULT,
+        stop: Any = _DEFAULT,
+    ) -> None:
         if think not in ("strip", "keep"):
             raise InvalidEnvConfig(f"Expects `think` in ('strip', 'keep'), actual: {think!r}.")
+        self.max_tokens: int | None = (
+            self.default_max_tokens if max_tokens is _DEFAULT else max_tokens
+        )
+        if self.max_tokens is not None and (
+            not isinstance(self.max_tokens, int) or self.max_tokens < 1
+        ):
+            raise InvalidEnvConfig(
+                f"Expects `max_tokens` to be an int >= 1 or None, actual: {self.max_tokens!r}."
+            )
+        self.stop: tuple[str, ...] = tuple(self.default_stop if stop is _DEFAULT else stop)
         self._prompt_given = system_prompt is not _DEFAULT
         self.system_prompt: str | None = (
             self.default_system_prompt if system_prompt is _DEFAULT else system_prompt
@@ -124,6 +157,15 @@ class Agent:
         """The system prompt for the task ``info`` describes (the class default here)."""
         return self.system_prompt
 
+    def sampling_hints(self) -> dict[str, Any]:
+        """``{"max_tokens": ..., "stop": (...)}`` this family's replies need (set keys only)."""
+        hints: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            hints["max_tokens"] = self.max_tokens
+        if self.stop:
+            hints["stop"] = self.stop
+        return hints
+
     def format_observation(self, observation: str, info: Mapping[str, Any], *, first: bool) -> str:
         """The text of a user turn for ``observation`` (the observation itself by default)."""
         return observation
@@ -146,6 +188,8 @@ class FrozenLakeAgent(Agent):
         "You are an agent on a frozen lake. Each turn, think briefly if you need to, then reply "
         "with exactly one move inside <action></action>: Left, Down, Right or Up."
     )
+    default_max_tokens = 64
+    default_stop = ("</action>",)
 
 
 class FrozenLakeBoardAgent(FrozenLakeAgent):
@@ -198,9 +242,10 @@ class MathAgent(Agent):
 
     name = "math"
     default_system_prompt = (
-        "Solve the problem step by step. At the end, put the final answer, and nothing else, "
-        "in a single \\boxed{}."
+        "Solve the problem step by step. Keep the working short. At the end, put the final "
+        "answer, and nothing else, in a single \\boxed{}."
     )
+    default_max_tokens = 384
 
 
 _LANGUAGES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
@@ -222,6 +267,7 @@ class CodeAgent(Agent):
     """
 
     name = "code"
+    default_max_tokens = 512
     default_system_prompt = (
         "You are a competitive programmer. Write the code the task asks for, in the form it "
         "asks for, in one fenced code block."
@@ -273,8 +319,11 @@ class ToolAgent(Agent):
     name = "tool"
     default_system_prompt = (
         'You can call tools. To call one, write <tool_call>{"name": ..., "arguments": '
-        "{...}}</tool_call>. Give your final answer in the format the task asks for."
+        "{...}}</tool_call> and wait for its result. Give your final answer in the format the "
+        "task asks for."
     )
+    default_max_tokens = 192
+    default_stop = ("</tool_call>",)
 
     def observe(
         self,

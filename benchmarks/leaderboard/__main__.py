@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         help="oracle | random | vllm:<model> | hf:<path> | openai:<base url>:<model>",
     )
     p.add_argument("--temperature", type=float, default=0.6, help="model policies")
-    p.add_argument("--max-tokens", type=int, default=256, help="per model turn")
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="per model turn (default: the env family's own limit and stop strings)",
+    )
     p.add_argument("--concurrency", type=int, default=16, help="episodes in flight")
     p.add_argument("--envs", nargs="*", default=[], help="env ids (default: all)")
     p.add_argument("--n-tasks", type=int, default=20)

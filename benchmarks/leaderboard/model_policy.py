@@ -62,6 +62,7 @@ class _Decoding:
     max_tokens: int
     agent: str | None
     agent_kwargs: dict[str, Any]
+    stop: tuple[str, ...] = ()
 
 
 class ModelPolicy:
@@ -72,7 +73,9 @@ class ModelPolicy:
             a model name (``tiny``, ``smollm2-135m-instruct``; :mod:`adapters.models`)
             means the locally built model.
         temperature: Sampling temperature (0 = greedy).
-        max_tokens: Most tokens per model turn.
+        max_tokens: Most tokens per model turn; ``None`` (default): what the env family's
+            agent asks for (:meth:`rllm_agents.Agent.sampling_hints`), else 256. The
+            family's stop strings always apply.
         concurrency: Episodes in flight at once.
         agent: Agent override: a name (``"frozenlake"``...) or ``"module:Class"`` (e.g. the
             agent a checkpoint was trained with); default: the one the env's registry row
@@ -93,7 +96,7 @@ class ModelPolicy:
         spec: str,
         *,
         temperature: float = 0.6,
-        max_tokens: int = 256,
+        max_tokens: int | None = None,
         concurrency: int = 16,
         agent: str | None = None,
         agent_kwargs: dict[str, Any] | None = None,
@@ -157,11 +160,23 @@ class ModelPolicy:
     def decoding(self, env_id: str) -> _Decoding:
         """The decoding and agent ``env_id`` is played with (defaults + ``env_settings``)."""
         own = self.env_settings.get(env_id, {})
+        agent = own.get("agent", self.agent)
+        agent_kwargs = dict(own.get("agent_kwargs", self.agent_kwargs))
+        # The family's stop strings always apply (its parser reads replies cut before them);
+        # its token limit applies unless one is given.
+        from rllm_agents import make_agent
+
+        hints = make_agent(env_id, agent, **agent_kwargs).sampling_hints()
+        max_tokens = own.get("max_tokens", self.max_tokens)
+        if max_tokens is None:
+            max_tokens = hints.get("max_tokens", 256)
+        stop = tuple(hints.get("stop", ()))
         return _Decoding(
             temperature=float(own.get("temperature", self.temperature)),
-            max_tokens=int(own.get("max_tokens", self.max_tokens)),
-            agent=own.get("agent", self.agent),
-            agent_kwargs=dict(own.get("agent_kwargs", self.agent_kwargs)),
+            max_tokens=int(max_tokens),
+            agent=agent,
+            agent_kwargs=agent_kwargs,
+            stop=stop,
         )
 
     def _sampling(self, decoding: _Decoding, seed: int) -> Any:
@@ -170,6 +185,7 @@ class ModelPolicy:
         return SamplingParams(
             max_tokens=decoding.max_tokens,
             temperature=decoding.temperature,
+            stop=decoding.stop,
             seed=seed,
             logprobs=False,
         )
