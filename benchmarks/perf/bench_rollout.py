@@ -12,6 +12,14 @@
    bound). Goal: >= 0.8x.
 
 Run: ``.venv/bin/python -m pytest benchmarks/perf/bench_rollout.py --benchmark-only``.
+
+The model is the tiny one by default; ``RLLM_BENCH_MODEL=smollm2-135m-instruct`` runs the same
+benchmarks on the real model (:mod:`adapters.models`, 16 episodes x 64 tokens) and
+``RLLM_BENCH_DTYPE=bfloat16`` (default ``float32``) picks the engine dtype, so the dtype is
+chosen by measurement::
+
+    VLLM_CPU_KVCACHE_SPACE=1 RLLM_BENCH_MODEL=smollm2-135m-instruct \
+        .venv/bin/python -m pytest benchmarks/perf/bench_rollout.py --benchmark-only -k single
 """
 
 from __future__ import annotations
@@ -40,23 +48,28 @@ MATH = "rllm/Math-v0" if any(e.id == "rllm/Math-v0" for e in rllm_envs.ENVS) els
 SINGLE_TURN_ENV = MATH or "rllm/FrozenLake-v0"
 RESULTS: dict[str, tuple[int, float]] = {}
 MAX_NUM_SEQS = 16
+#: A model name or folder (``adapters.models``) and the engine dtype.
+MODEL = os.environ.get("RLLM_BENCH_MODEL", "tiny")
+DTYPE = os.environ.get("RLLM_BENCH_DTYPE", "float32")
 
 
 def sizes(benchmark) -> tuple[int, int]:
     """(episodes, max_tokens): small when timing is disabled (the CI smoke run)."""
-    return (8, 16) if benchmark.disabled else (64, 64)
+    if benchmark.disabled:
+        return (8, 16)
+    return (64, 64) if MODEL == "tiny" else (16, 64)
 
 
 def _engine(max_num_seqs: int | None):
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from adapters.backends.vllm import VLLMPolicy
-    from adapters.tiny_model import tiny_model_path
+    from adapters.models import resolve_model
 
     extra = {} if max_num_seqs is None else {"max_num_seqs": max_num_seqs}
     engine = VLLMPolicy(
-        tiny_model_path(),
-        dtype="float32",
+        resolve_model(MODEL),
+        dtype=DTYPE,
         max_model_len=2048,
         seed=0,
         distributed_executor_backend="uni",
@@ -117,7 +130,9 @@ def test_raw_llm_generate(benchmark, policy):
 
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
     RESULTS["raw"] = (totals["tokens"], totals["seconds"])
-    benchmark.extra_info.update(env=SINGLE_TURN_ENV, episodes=episodes, max_tokens=max_tokens)
+    benchmark.extra_info.update(
+        env=SINGLE_TURN_ENV, episodes=episodes, max_tokens=max_tokens, model=MODEL, dtype=DTYPE
+    )
 
 
 def test_rollout_single_turn(benchmark, policy):
@@ -161,6 +176,8 @@ def test_rollout_single_turn(benchmark, policy):
         env_cpu_s_per_round=round(env_cpu, 3),
         rollout_s_per_round=round(totals["seconds"] / totals["runs"], 3),
         env=SINGLE_TURN_ENV,
+        model=MODEL,
+        dtype=DTYPE,
     )
 
 

@@ -6,6 +6,9 @@ whole batch per round, generation excluded (TRL gets the completions from a ``ro
 ours from a ``rollout_fn``). Ours does strictly more work per step: it recomputes the old
 policy's logprobs in an extra forward pass (TRL skips that when ``num_iterations == 1``).
 Metric: tokens/s of ours over TRL's (goal >= 1.0).
+
+``RLLM_BENCH_MODEL=smollm2-135m-instruct`` runs the same comparison on the real model
+(:mod:`adapters.models`; same batch and lengths, fewer rounds).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ trl = pytest.importorskip("trl")
 PROMPTS, GROUP, PROMPT_LEN, COMPLETION_LEN = 4, 4, 64, 32
 BATCH = PROMPTS * GROUP
 TOKENS = BATCH * (PROMPT_LEN + COMPLETION_LEN)
+#: A model name or folder (``adapters.models``).
+MODEL = os.environ.get("RLLM_BENCH_MODEL", "tiny")
+ROUNDS, WARMUP = (10, 2) if MODEL == "tiny" else (3, 1)
 
 
 def _data(vocab: int):
@@ -37,9 +43,17 @@ def _data(vocab: int):
 
 @pytest.fixture(scope="module")
 def tiny():
-    from adapters.tiny_model import tiny_model_path
+    from adapters.models import resolve_model
 
-    return str(tiny_model_path())
+    return resolve_model(MODEL)
+
+
+def _vocab(path: str) -> int:
+    import json
+    from pathlib import Path
+
+    # Token ids stay inside the vocabulary of both models (the tiny BPE has about 780).
+    return min(780, json.loads((Path(path) / "config.json").read_text())["vocab_size"])
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +65,7 @@ def ours(tiny, tmp_path_factory):
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     config = config_from_dict(
         {
-            "model": "tiny",
+            "model": tiny,
             "algorithm": {
                 "advantage": "grpo",
                 "ppo_epochs": 1,
@@ -64,7 +78,7 @@ def ours(tiny, tmp_path_factory):
             "logging": {"progress": False, "tensorboard": False},
         }
     )
-    prompts, completions, rewards = _data(780)
+    prompts, completions, rewards = _data(_vocab(tiny))
     trajectories = []
     for i, (completion, reward) in enumerate(zip(completions, rewards, strict=True)):
         step = Step(
@@ -87,7 +101,7 @@ def theirs(tiny, tmp_path_factory):
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    prompts, completions, rewards = _data(780)
+    prompts, completions, rewards = _data(_vocab(tiny))
     texts = [f"prompt {i}" for i in range(PROMPTS)]
 
     def rollout_func(batch_prompts, trainer):
@@ -140,12 +154,12 @@ def theirs(tiny, tmp_path_factory):
 
 
 def test_trl_grpo_step(benchmark, theirs):
-    benchmark.extra_info.update(tokens=TOKENS)
-    benchmark.pedantic(theirs, rounds=10, warmup_rounds=2, iterations=1)
+    benchmark.extra_info.update(tokens=TOKENS, model=MODEL)
+    benchmark.pedantic(theirs, rounds=ROUNDS, warmup_rounds=WARMUP, iterations=1)
 
 
 def test_ours_grpo_step(benchmark, ours):
     benchmark.extra_info.update(
-        baseline="test_trl_grpo_step", metric="speedup", goal=1.0, tokens=TOKENS
+        baseline="test_trl_grpo_step", metric="speedup", goal=1.0, tokens=TOKENS, model=MODEL
     )
-    benchmark.pedantic(ours.step, rounds=10, warmup_rounds=2, iterations=1)
+    benchmark.pedantic(ours.step, rounds=ROUNDS, warmup_rounds=WARMUP, iterations=1)
