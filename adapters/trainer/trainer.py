@@ -142,7 +142,10 @@ class PPOTrainer:
         )
         self.critic = None
         if algo.uses_critic and not self.shared_critic:
-            critic = load_value_model(config.critic_model or self.model_path)
+            critic_path = (
+                self._resolve_model(config.critic_model) if config.critic_model else self.model_path
+            )
+            critic = load_value_model(critic_path)
             self.critic = self._engine(critic, float(config.optim.critic_lr or config.optim.lr))
         self.reference: ActionScorer | None = None
         if algo.kl_coef > 0:
@@ -177,7 +180,9 @@ class PPOTrainer:
             from adapters.tiny_model import TinyModelSpec, tiny_model_path
 
             return str(tiny_model_path(TinyModelSpec(**self.config.tiny_model)))
-        return model
+        from adapters.models import resolve_model
+
+        return resolve_model(model)
 
     def _seed_everything(self, seed: int) -> None:
         random.seed(seed)
