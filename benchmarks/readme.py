@@ -143,6 +143,38 @@ def _render_curriculum(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_real_model(name: str, data: dict[str, Any]) -> str:
+    """The real-model RL experiment's file: held-out pass@1 before and after, the goal."""
+    base, trained, training = data["base"], data["trained"], data["training"]
+    lines = [
+        "| model | held-out pass@1 | 95% Wilson interval | format rate (one clean box) |",
+        "|---|---|---|---|",
+    ]
+    for label, row in (("before (base model)", base), ("after GRPO", trained)):
+        fmt = row.get("format_rate")
+        lines.append(
+            f"| {label} | **{row['pass_at_1']:.1%}** ({row['correct']}/{row['num_tasks']}) | "
+            f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}] | "
+            f"{'' if fmt is None else f'{fmt:.1%}'} |"
+        )
+    doubled = trained["pass_at_1"] >= 2 * base["pass_at_1"]
+    rose = trained["pass_at_1"] - base["pass_at_1"] >= 0.10
+    apart = trained["ci95"][0] > base["ci95"][1]
+    met = "met" if doubled and rose and apart else "**missed**"
+    machine = data.get("machine", {})
+    lines += [
+        "",
+        f"Goal (held-out pass@1 doubles, rises by >= 10 points, intervals apart): {met} "
+        f"(doubled: {doubled}, +10 points: {rose}, intervals apart: {apart}). Training: "
+        f"{training.get('iterations')} GRPO iterations, {training.get('episodes')} episodes, "
+        f"{training.get('groups_skipped')} zero-signal groups skipped before the forward pass. "
+        f"From `benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, config "
+        f"`{data['config']}`; {machine.get('cpu_count', '?')} CPUs, load "
+        f"{machine.get('load_average_1m', '?')} at the end).",
+    ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -152,6 +184,8 @@ def render(name: str) -> str:
         return _render_distill(name, data)
     if "episodes_to_target" in data:
         return _render_curriculum(name, data)
+    if "base" in data and "trained" in data:
+        return _render_real_model(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",

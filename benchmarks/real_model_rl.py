@@ -72,13 +72,10 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
     if not rows:
         return {"iterations": 0}
 
-    def first(*keys: str) -> Any:
-        return next((rows[-1][k] for k in keys if k in rows[-1]), None)
-
     return {
         "iterations": len(rows),
-        "wall_s": first("time/elapsed_s", "time/total_s", "elapsed_s"),
-        "episodes": sum(int(r.get("batch/episodes", 0) or 0) for r in rows),
+        "wall_s": rows[-1].get("time_s"),
+        "episodes": rows[-1].get("episodes"),  # cumulative in the trainer's metrics
         "groups_skipped": sum(int(r.get("batch/groups_skipped", 0) or 0) for r in rows),
         "updates_skipped": sum(int(bool(r.get("batch/update_skipped", 0))) for r in rows),
         "first_rows": rows[:2],
