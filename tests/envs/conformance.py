@@ -17,8 +17,9 @@ ALL_ENTRIES = list(rllm_envs.ENVS)
 ALL_IDS = [e.id for e in ALL_ENTRIES]
 
 #: Variants the matrix runs besides each id's registered defaults: every difficulty and the
-#: switches that change the rules (slippery ice, Python tool off). Code envs are slow to judge,
-#: so their registered ids (Code, CodeMultiTurn, CodeCpp) are their only variants.
+#: switches that change the rules (slippery ice, Python tool off), and dataset files read
+#: through ``field_map``. Code envs are slow to judge, so besides their registered ids (Code,
+#: CodeMultiTurn, CodeCpp) they get two variants.
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     *(("rllm/FrozenLake-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
     ("rllm/FrozenLake-v0", {"is_slippery": True}),
@@ -29,6 +30,28 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("rllm/ToolUse-v0", {"python": False}),
     *(("rllm/Search-v0", {"difficulty": d}) for d in (1, 3, 4, 5)),
     ("rllm/Code-v0", {"reward_mode": "fraction"}),
+    # Dataset files whose columns have other names, read through `field_map`.
+    (
+        "rllm/Math-v0",
+        {
+            "dataset": "tests/envs/math/data/renamed_columns.jsonl",
+            "field_map": {"problem": "statement", "answer": "final"},
+        },
+    ),
+    (
+        "rllm/Code-v0",
+        {
+            "dataset": "tests/envs/code/data/renamed_columns.jsonl",
+            "field_map": {"question": "statement"},
+        },
+    ),
+    (
+        "rllm/Countdown-v0",
+        {
+            "dataset": "tests/envs/countdown/data/renamed_columns.jsonl",
+            "field_map": {"nums": "numbers", "target": "goal"},
+        },
+    ),
 )
 
 
