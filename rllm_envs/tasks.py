@@ -15,8 +15,9 @@ A task is a plain ``dict`` with at least an ``"id"`` key; each family documents 
 from __future__ import annotations
 
 import json
+import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,27 @@ Task = dict[str, Any]
 
 #: Procedural sources are unbounded in principle; this is the index range they expose.
 PROCEDURAL_SIZE = 2**31 - 1
+
+
+def check_difficulty(difficulty: object, levels: Iterable[int]) -> int:
+    """``difficulty`` as an int if it is one of ``levels``; the one check every env uses.
+
+    Integers of any kind (``numpy.int64`` included) are accepted; ``True``/``False`` and
+    floats are not, although ``True in [1, 2]`` holds in Python.
+
+    Raises:
+        InvalidEnvConfig: For anything else, naming the allowed levels.
+    """
+    allowed = sorted(levels)
+    if isinstance(difficulty, bool) or not isinstance(difficulty, numbers.Integral):
+        ok = False
+    else:
+        ok = int(difficulty) in allowed
+    if not ok:
+        raise InvalidEnvConfig(
+            f"Expects `difficulty` to be an int in {allowed}, actual: {difficulty!r}."
+        )
+    return int(difficulty)  # type: ignore[call-overload]
 
 
 def task_rng(seed: int, index: int) -> np.random.Generator:

@@ -112,3 +112,20 @@ def test_hf_loader_without_datasets_names_the_extra(monkeypatch):
 
     with pytest.raises(DependencyNotInstalled, match=r'pip install "rllm-envs\[datasets\]"'):
         load_records("hf:openai/gsm8k:main")
+
+
+def test_one_difficulty_check_for_every_env():
+    import gymnasium as gym
+    import numpy as np
+
+    from rllm_envs.error import InvalidEnvConfig
+    from rllm_envs.tasks import check_difficulty
+
+    assert check_difficulty(np.int64(2), (1, 2, 3)) == 2
+    for bad in (True, 2.0, "2", None, 9):
+        with pytest.raises(InvalidEnvConfig, match="difficulty"):
+            check_difficulty(bad, (1, 2, 3))
+    for env_id in ("rllm/FrozenLake-v0", "rllm/Math-v0", "rllm/ToolUse-v0", "rllm/Search-v0",
+                   "rllm/Countdown-v0"):  # fmt: skip
+        with pytest.raises(InvalidEnvConfig, match="difficulty"):
+            gym.make(env_id, difficulty=True)

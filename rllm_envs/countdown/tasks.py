@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig
-from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, load_records
+from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, check_difficulty, load_records
 
 __all__ = [
     "DIFFICULTY_PRESETS",
@@ -150,10 +150,7 @@ def resolve_preset(
     difficulty: int, num_count: int | None = None, max_number: int | None = None
 ) -> Preset:
     """The preset of ``difficulty`` with ``num_count``/``max_number`` overrides applied."""
-    if difficulty not in DIFFICULTY_PRESETS or isinstance(difficulty, bool):
-        raise InvalidEnvConfig(
-            f"Expects `difficulty` in {sorted(DIFFICULTY_PRESETS)}, actual: {difficulty!r}."
-        )
+    difficulty = check_difficulty(difficulty, DIFFICULTY_PRESETS)
     base = DIFFICULTY_PRESETS[difficulty]
     for name, value in (("num_count", num_count), ("max_number", max_number)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):

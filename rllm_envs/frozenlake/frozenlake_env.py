@@ -20,7 +20,7 @@ from rllm_envs.frozenlake.lake import (
     render_board,
     validate_map,
 )
-from rllm_envs.tasks import ProceduralTasks, Task
+from rllm_envs.tasks import ProceduralTasks, Task, check_difficulty
 
 __all__ = ["FrozenLakeEnv", "DIFFICULTY_PRESETS", "generate_lake"]
 
@@ -119,10 +119,7 @@ class FrozenLakeEnv(TextEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if difficulty not in DIFFICULTY_PRESETS:
-            raise InvalidEnvConfig(
-                f"Expects `difficulty` in {sorted(DIFFICULTY_PRESETS)}, actual: {difficulty!r}."
-            )
+        difficulty = check_difficulty(difficulty, DIFFICULTY_PRESETS)
         preset_size, preset_density, preset_slippery = DIFFICULTY_PRESETS[difficulty]
         size = preset_size if size is None else size
         hole_density = preset_density if hole_density is None else hole_density

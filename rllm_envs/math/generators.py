@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 
 from rllm_envs.error import InvalidEnvConfig
-from rllm_envs.tasks import ProceduralTasks, Task
+from rllm_envs.tasks import ProceduralTasks, Task, check_difficulty
 
 __all__ = ["FAMILIES", "DIFFICULTIES", "generate_task", "procedural_tasks"]
 
@@ -395,10 +395,7 @@ def procedural_tasks(
     Raises:
         InvalidEnvConfig: On an unknown difficulty or family.
     """
-    if difficulty not in DIFFICULTIES or isinstance(difficulty, bool):
-        raise InvalidEnvConfig(
-            f"Expects `difficulty` to be an int in {list(DIFFICULTIES)}, actual: {difficulty!r}."
-        )
+    difficulty = check_difficulty(difficulty, DIFFICULTIES)
     if families is not None:
         unknown = [f for f in families if f not in FAMILIES]
         if unknown or not families:

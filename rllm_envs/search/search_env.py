@@ -23,7 +23,14 @@ from rllm_envs.search.data import (
 from rllm_envs.search.kb import DIFFICULTY_HOPS, build_kb, kb_passages, make_question
 from rllm_envs.search.retrieval import BACKENDS, BM25Retriever
 from rllm_envs.search.scoring import exact_match, f1_score
-from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, load_records
+from rllm_envs.tasks import (
+    DatasetTasks,
+    ProceduralTasks,
+    Task,
+    TaskSource,
+    check_difficulty,
+    load_records,
+)
 from rllm_envs.text import answer_text, is_placeholder
 from rllm_envs.tools import (
     FINAL_ANSWER,
@@ -143,10 +150,7 @@ class SearchEnv(TextEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if difficulty not in DIFFICULTY_HOPS:
-            raise InvalidEnvConfig(
-                f"Expects `difficulty` in {sorted(DIFFICULTY_HOPS)}, actual: {difficulty!r}."
-            )
+        difficulty = check_difficulty(difficulty, DIFFICULTY_HOPS)
         if not isinstance(kb_size, int) or kb_size < 10:
             raise InvalidEnvConfig(f"Expects `kb_size` to be an int >= 10, actual: {kb_size!r}.")
         if not isinstance(top_k, int) or not 1 <= top_k <= 50:

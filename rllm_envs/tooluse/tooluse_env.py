@@ -9,7 +9,14 @@ from typing import Any, ClassVar
 
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
-from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, load_records
+from rllm_envs.tasks import (
+    DatasetTasks,
+    ProceduralTasks,
+    Task,
+    TaskSource,
+    check_difficulty,
+    load_records,
+)
 from rllm_envs.tools import (
     CALCULATOR,
     CONVERT_UNITS,
@@ -161,11 +168,7 @@ class ToolUseEnv(TextEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if not isinstance(difficulty, int) or not 1 <= difficulty <= MAX_DIFFICULTY:
-            raise InvalidEnvConfig(
-                f"Expects `difficulty` to be an int in [1, {MAX_DIFFICULTY}], actual: "
-                f"{difficulty!r}."
-            )
+        difficulty = check_difficulty(difficulty, range(1, MAX_DIFFICULTY + 1))
         chosen = list(DEFAULT_FAMILIES) if families is None else list(families)
         if isinstance(families, str) or not chosen:
             raise InvalidEnvConfig(
