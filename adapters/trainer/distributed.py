@@ -53,6 +53,14 @@ def setup_distributed() -> tuple[int, int]:
 
     if not dist.is_initialized():
         from deepspeed.accelerator import get_accelerator
+        from deepspeed.utils import groups
+
+        # A group destroyed behind DeepSpeed's back (an in-process vLLM engine shutting down
+        # tears down torch.distributed) leaves its cached world group stale: "Group ... is not
+        # registered" at the next engine. Drop DeepSpeed's references before starting anew.
+        release = getattr(groups, "_release_process_group_references", None)
+        if release is not None:
+            release()
 
         accelerator = get_accelerator()
         if accelerator.device_name() != "cpu":
