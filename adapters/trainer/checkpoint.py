@@ -8,6 +8,7 @@ and atomically, so a run killed while saving resumes from the previous complete 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -15,7 +16,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["STATE_FILE", "Checkpoints", "full_state_dict", "save_hf_model", "tied_duplicates"]
+__all__ = [
+    "STATE_FILE",
+    "Checkpoints",
+    "finish_run",
+    "full_state_dict",
+    "save_hf_model",
+    "tied_duplicates",
+]
 
 STATE_FILE = "trainer_state.json"
 
@@ -116,3 +124,23 @@ def save_hf_model(
         lm.save_pretrained(out, state_dict=state)
         tokenizer.save_pretrained(out)
     return out
+
+
+def finish_run(trainer: Any, unit: str, save_final_model: bool) -> None:
+    """The end of a run (RL or SFT): checkpoint, say how to resume after a stop, final model.
+
+    ``trainer`` has ``save_checkpoint()``, ``save_model(path)``, ``stopped_by``, ``is_main``,
+    ``iteration``, ``checkpoint_dir`` and ``output_dir``; ``unit`` names an iteration in the
+    message (``"iteration"``, ``"step"``).
+    """
+    trainer.save_checkpoint()
+    if trainer.stopped_by is not None and trainer.is_main:
+        logging.getLogger(__name__).warning(
+            "stopped by %s after %s %d: checkpoint in %s; run the same command again to resume",
+            trainer.stopped_by,
+            unit,
+            trainer.iteration,
+            trainer.checkpoint_dir,
+        )
+    if save_final_model:
+        trainer.save_model(trainer.output_dir / "final_model")

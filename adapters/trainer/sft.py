@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from adapters.trainer.checkpoint import Checkpoints, full_state_dict, save_hf_model
+from adapters.trainer.checkpoint import Checkpoints, finish_run, full_state_dict, save_hf_model
 from adapters.trainer.distributed import (
     GracefulStop,
     Ranks,
@@ -671,17 +671,7 @@ class SFTTrainer:
                     if self.ranks.max(float(stop.signum is not None)) > 0:
                         self.stopped_by = stop.name or "a signal on another rank"
                         break
-                self.save_checkpoint()
-                if self.stopped_by is not None and self.is_main:
-                    _log.warning(
-                        "stopped by %s after step %d: checkpoint in %s; run the same command "
-                        "again to resume",
-                        self.stopped_by,
-                        self.iteration,
-                        self.checkpoint_dir,
-                    )
-                if cfg.save_final_model:
-                    self.save_model(self.output_dir / "final_model")
+                finish_run(self, "step", cfg.save_final_model)
         finally:
             if bar is not None:
                 bar.close()

@@ -52,7 +52,7 @@ import torch
 
 from adapters.trainer import algorithms as alg
 from adapters.trainer.batch import Batch, trajectories_to_batch
-from adapters.trainer.checkpoint import Checkpoints, full_state_dict, save_hf_model
+from adapters.trainer.checkpoint import Checkpoints, finish_run, full_state_dict, save_hf_model
 from adapters.trainer.config import TrainerConfig
 from adapters.trainer.distributed import (
     GracefulStop,
@@ -766,17 +766,7 @@ class PPOTrainer:
                         break
                     if self._stop_success_reached():
                         break
-                self.save_checkpoint()
-                if self.stopped_by is not None and self.is_main:
-                    _log.warning(
-                        "stopped by %s after iteration %d: checkpoint in %s; run the same "
-                        "command again to resume",
-                        self.stopped_by,
-                        self.iteration,
-                        self.checkpoint_dir,
-                    )
-                if cfg.save_final_model:
-                    self.save_model(self.output_dir / "final_model")
+                finish_run(self, "iteration", cfg.save_final_model)
         finally:
             if bar is not None:
                 bar.close()
