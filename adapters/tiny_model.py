@@ -19,7 +19,8 @@ every weight perturbed): when the pushed weights include ``lm_head.weight`` -- t
 dict, which is what the trainer's ``push_weights`` sends -- vLLM's greedy tokens equal
 transformers' and its logprobs agree within 3e-5. Pushing only ``model.embed_tokens.weight``,
 or reloading from a folder written by ``save_pretrained`` (which stores a tied embedding once),
-leaves vLLM's output projection at the old weights. The model stays untied because the tests
+leaves vLLM's output projection at the old weights; ``VLLMPolicy.update_weights`` therefore sends
+a tied folder's weights with ``lm_head.weight`` added. The model stays untied because the tests
 and the recorded learning runs were made with it (tying would change the model and its cache
 key).
 """

