@@ -10,11 +10,12 @@ import asyncio
 import math
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from adapters.backends.base import SamplingParams
-from adapters.rollout.config import ENV_BACKENDS, RolloutConfig, RolloutStats
+from adapters.rollout.config import ENV_BACKENDS, RolloutConfig, RolloutStats, family_sampling
 from adapters.rollout.loop import rollout_stream
 
 __all__ = [
@@ -102,7 +103,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-tasks", type=int, default=4)
     parser.add_argument("--group-size", type=int, default=2)
     parser.add_argument("--num-envs", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="tokens per model turn (default: what the env family's agent asks for)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-turns", type=int, default=None)
     parser.add_argument("--seed", type=int, default=0)
@@ -131,9 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = RolloutConfig(
         num_envs=args.num_envs,
         group_size=args.group_size,
-        sampling=SamplingParams(
-            max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed
-        ),
+        sampling=SamplingParams(temperature=args.temperature, seed=args.seed),
         env_backend=args.env_backend,
         seed=args.seed,
         max_turns=args.max_turns,
@@ -147,8 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = out / f"{stem}.{args.format}"
             transcripts = out / f"{stem}.transcripts.jsonl" if args.transcripts else None
             stats = RolloutStats()
+            env_config = replace(
+                config,
+                sampling=family_sampling(
+                    env_id,
+                    config.sampling,
+                    max_tokens=args.max_tokens,
+                    agent=args.agent,
+                    agent_kwargs=config.agent_kwargs,
+                ),
+            )
             try:
-                asyncio.run(_write_env(env_id, policy, config, args, stats, path, transcripts))
+                asyncio.run(_write_env(env_id, policy, env_config, args, stats, path, transcripts))
             except DependencyNotInstalled as e:
                 print(f"[rollout] skipped {env_id}: {e}", file=sys.stderr)
                 path.unlink(missing_ok=True)

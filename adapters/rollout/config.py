@@ -11,7 +11,14 @@ from adapters.backends.base import SamplingParams
 from rllm_agents.trajectory import Trajectory
 from rllm_envs.error import InvalidEnvConfig
 
-__all__ = ["ENV_BACKENDS", "EpisodeSpec", "RolloutConfig", "RolloutStats", "episode_specs"]
+__all__ = [
+    "ENV_BACKENDS",
+    "EpisodeSpec",
+    "RolloutConfig",
+    "RolloutStats",
+    "episode_specs",
+    "family_sampling",
+]
 
 ENV_BACKENDS = ("thread", "process", "ray")
 _MODES = ("auto", "tokens", "chat")
@@ -65,6 +72,33 @@ class RolloutConfig:
             raise InvalidEnvConfig(f"Expects `mode` in {_MODES}, actual: {self.mode!r}.")
         if self.max_turns is not None and self.max_turns < 1:
             raise InvalidEnvConfig(f"Expects `max_turns` >= 1 or None, actual: {self.max_turns!r}.")
+
+
+#: Token limit of a turn when neither the caller nor the env family's agent names one.
+DEFAULT_MAX_TOKENS = 256
+
+
+def family_sampling(
+    env_id: str,
+    sampling: SamplingParams,
+    *,
+    max_tokens: int | None = None,
+    agent: str | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> SamplingParams:
+    """``sampling`` with the decoding the env family's agent asks for.
+
+    The family's stop strings are added (its parser reads a reply cut before them); its token
+    limit (:meth:`rllm_agents.Agent.sampling_hints`) is used unless ``max_tokens`` is given,
+    else :data:`DEFAULT_MAX_TOKENS`.
+    """
+    from rllm_agents import make_agent
+
+    hints = make_agent(env_id, agent, **dict(agent_kwargs or {})).sampling_hints()
+    if max_tokens is None:
+        max_tokens = int(hints.get("max_tokens", DEFAULT_MAX_TOKENS))
+    stop = tuple(dict.fromkeys((*sampling.stop, *hints.get("stop", ()))))
+    return sampling.with_(max_tokens=max_tokens, stop=stop)
 
 
 @dataclass(frozen=True)

