@@ -9,7 +9,10 @@ machine, versions and commit). README marks each generated table::
     <!-- /results:sandbox_judge -->
 
 ``python -m benchmarks.readme`` rewrites those blocks from the files; ``--check`` exits
-non-zero when README is out of step (``tests/test_readme.py`` runs the check).
+non-zero when README is out of step (``tests/test_readme.py`` runs the check). A perf-suite
+file whose rows carry ``extra_info["label"]`` (and ``baseline_label``, ``work``) is shown as
+what was measured, its baseline, both times, the ratio and its metric, and the goal met or
+missed; other perf-suite files keep the plain table of benchmark names.
 """
 
 from __future__ import annotations
@@ -175,6 +178,75 @@ def _render_real_model(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _timed(seconds: float | None, extra: dict[str, Any], rate_key: str) -> str:
+    if seconds is None:
+        return ""
+    text = _duration(float(seconds))
+    work, rate = extra.get("work"), extra.get(rate_key)
+    if work and rate is not None:
+        shown = f"{float(rate):,.0f}" if rate >= 100 else f"{float(rate):.3g}"
+        text += f" ({shown} {work[1]}/s)"
+    return text
+
+
+_METRICS = {"time_ratio": "time", "speedup": "speedup", "throughput_ratio": "throughput"}
+
+
+def _render_perf(name: str, data: dict[str, Any]) -> str:
+    """A perf-suite file whose rows carry labels: what, against what, ratio, goal met or not."""
+    lines = [
+        "| measured | time | baseline (same run) | baseline time | ratio | goal |",
+        "|---|---|---|---|---|---|",
+    ]
+    versions = dict(data.get("machine", {}).get("versions", {}))
+    loads = []
+    for row in data["rows"]:
+        extra = row.get("extra", {})
+        versions.update(extra.get("versions", {}))
+        if extra.get("load_1m") is not None:
+            loads.append(float(extra["load_1m"]))
+        medians = extra.get("ratio_of") == "medians"
+        ours = extra.get("median_s") if medians else row.get("mean_s")
+        base = extra.get("baseline_median_s") if medians else row.get("baseline_mean_s")
+        metric = _METRICS.get(row["metric"], row["metric"].replace("_", " "))
+        ratio = f"**{row['ratio']:.2f}x** {metric}" + ("" if medians else " (means)")
+        goal = row.get("goal")
+        if goal is None:
+            goal_text = "none"
+        else:
+            sign = ">=" if row["metric"] in ("speedup", "throughput_ratio") else "<="
+            mark = {True: "met", False: "**missed**", None: ""}[row.get("meets_goal")]
+            goal_text = f"{sign} {goal}x: {mark}"
+        label = str(extra.get("label") or f"`{row['benchmark']}`").replace("|", "\\|")
+        baseline = str(extra.get("baseline_label") or f"`{row['baseline']}`").replace("|", "\\|")
+        lines.append(
+            f"| {label} | {_timed(ours, extra, 'per_s')} | {baseline} | "
+            f"{_timed(base, extra, 'baseline_per_s')} | {ratio} | {goal_text} |"
+        )
+    machine = data.get("machine", {})
+    listed = ", ".join(f"{k} {v}" for k, v in sorted(versions.items()))
+    during = f"{min(loads):.1f}-{max(loads):.1f} after the rows, " if loads else ""
+    lines += [
+        "",
+        "Times are medians (means in a row marked `(means)`: its baseline was timed apart); "
+        "`time` = our time / the baseline's, `speedup` = the baseline's time / ours. From "
+        f"`benchmarks/results/{name}.json` ({data.get('time', '?')}, commit "
+        f"`{str(data.get('commit', ''))[:10]}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
+        f"load {during}{machine.get('load_average_1m', '?')} at the end, "
+        f"Python {machine.get('python', '?')}; "
+        f"{listed}).",
+    ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -186,6 +258,8 @@ def render(name: str) -> str:
         return _render_curriculum(name, data)
     if "base" in data and "trained" in data:
         return _render_real_model(name, data)
+    if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
+        return _render_perf(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",

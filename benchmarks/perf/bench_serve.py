@@ -8,9 +8,11 @@ replies, plus a ``reset`` whenever the episode ends (so a Math step is a reset a
 * 16 sessions: 16 OpenEnv clients step at once (one asyncio ``gather`` per round); baseline:
   16 in-process steps one after another.
 
-``extra_info`` reports steps/s and the overhead per step in microseconds (served minus in
-process, per step). Goal: overhead stays a bounded multiple of the step (WebSocket, JSON and
-pydantic on both ends cost tens of microseconds to a millisecond).
+The ratio is ``time_ratio`` = served median / in-process median for the same steps
+(:mod:`benchmarks.perf._ratios`); ``extra_info`` also has steps/s of both and the overhead per
+step in microseconds (served minus in process, per step). No goal: the overhead is the
+WebSocket, JSON and pydantic work on both ends (tens of microseconds to a millisecond a step),
+so the ratio says how much of a step's cost that is, and depends on how heavy the env step is.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -31,13 +34,14 @@ pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-
 import httpx  # noqa: E402
 
 import rllm_envs  # noqa: E402
+from benchmarks.perf._ratios import median_ratio, record  # noqa: E402
 
 SESSIONS = 16
+VERSIONS = {"openenv-core": metadata.version("openenv-core")}
 ENVS = {
     "frozenlake": ("rllm/FrozenLake-v0", ["Down", "Down", "Right", "Right", "Down", "Right"]),
     "math": ("rllm/Math-v0", ["\\boxed{42}", "The answer is \\boxed{7}.", "no idea"]),
 }
-_means: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
@@ -82,26 +86,21 @@ def _local_stepper(env_id, replies):
     return step
 
 
-def _report(benchmark, name, baseline, steps_per_call):
-    if not benchmark.stats:  # --benchmark-disable (the smoke test): nothing was timed
-        return
-    mean = benchmark.stats.stats.mean
-    base = _means.get(baseline)
-    benchmark.extra_info["steps_per_s"] = round(steps_per_call / mean, 1)
-    if base is not None:
+def _report(benchmark, steps_per_call):
+    median_ratio(benchmark)
+    info = benchmark.extra_info
+    if "baseline_median_s" in info:
         # Per step: the served round's cost minus the in-process steps' cost, over the steps.
-        overhead = (mean - base) / steps_per_call
-        benchmark.extra_info["overhead_us_per_step"] = round(overhead * 1e6, 1)
-        benchmark.extra_info["inprocess_steps_per_s"] = round(steps_per_call / base, 1)
+        overhead = (info["median_s"] - info["baseline_median_s"]) / steps_per_call
+        info["overhead_us_per_step"] = round(overhead * 1e6, 1)
 
 
 @pytest.mark.parametrize("env", list(ENVS))
 def test_inprocess_step(benchmark, env):
     step = _local_stepper(*ENVS[env])
+    benchmark.extra_info.update(label=f"`{ENVS[env][0]}` step in process", work=[1, "steps"])
     benchmark.pedantic(step, rounds=400, iterations=1, warmup_rounds=20)
-    if benchmark.stats:
-        _means[f"test_inprocess_step[{env}]"] = benchmark.stats.stats.mean
-        benchmark.extra_info["steps_per_s"] = round(1 / benchmark.stats.stats.mean, 1)
+    record(benchmark)
 
 
 @pytest.mark.parametrize("env", list(ENVS))
@@ -112,9 +111,11 @@ def test_inprocess_16_steps(benchmark, env):
         for _ in range(SESSIONS):
             step()
 
+    benchmark.extra_info.update(
+        label=f"`{ENVS[env][0]}`: {SESSIONS} steps in process", work=[SESSIONS, "steps"]
+    )
     benchmark.pedantic(sixteen, rounds=40, iterations=1, warmup_rounds=2)
-    if benchmark.stats:
-        _means[f"test_inprocess_16_steps[{env}]"] = benchmark.stats.stats.mean
+    record(benchmark)
 
 
 def _async_stepper(url, env_id, replies, n):
@@ -152,21 +153,35 @@ def _async_stepper(url, env_id, replies, n):
 def test_served_step_1_session(benchmark, server_url, env):
     env_id, replies = ENVS[env]
     step, stop = _async_stepper(server_url, env_id, replies, 1)
-    benchmark.extra_info.update(baseline=f"test_inprocess_step[{env}]", sessions=1)
+    benchmark.extra_info.update(
+        label=f"`{env_id}` step over the OpenEnv server (WebSocket), 1 session",
+        baseline=f"test_inprocess_step[{env}]",
+        baseline_label="the same env stepped in process",
+        sessions=1,
+        work=[1, "steps"],
+        versions=VERSIONS,
+    )
     try:
         benchmark.pedantic(step, rounds=300, iterations=1, warmup_rounds=20)
     finally:
         stop()
-    _report(benchmark, env, f"test_inprocess_step[{env}]", 1)
+    _report(benchmark, 1)
 
 
 @pytest.mark.parametrize("env", list(ENVS))
 def test_served_step_16_sessions(benchmark, server_url, env):
     env_id, replies = ENVS[env]
     step, stop = _async_stepper(server_url, env_id, replies, SESSIONS)
-    benchmark.extra_info.update(baseline=f"test_inprocess_16_steps[{env}]", sessions=SESSIONS)
+    benchmark.extra_info.update(
+        label=f"`{env_id}`: {SESSIONS} sessions over the OpenEnv server, one step each at once",
+        baseline=f"test_inprocess_16_steps[{env}]",
+        baseline_label=f"{SESSIONS} steps of the env in process, one after another",
+        sessions=SESSIONS,
+        work=[SESSIONS, "steps"],
+        versions=VERSIONS,
+    )
     try:
         benchmark.pedantic(step, rounds=40, iterations=1, warmup_rounds=3)
     finally:
         stop()
-    _report(benchmark, env, f"test_inprocess_16_steps[{env}]", SESSIONS)
+    _report(benchmark, SESSIONS)

@@ -1,0 +1,47 @@
+"""Ratios of medians between a benchmark and its baseline measured earlier in the same run.
+
+``conftest.py`` divides means; on a machine shared with other jobs a few rounds slowed by
+someone else's work move a microsecond mean several-fold, while the median stays put. A
+benchmark that calls :func:`record` after timing stores its median; one that calls
+:func:`median_ratio` after timing sets ``extra_info["ratio"]`` (which the report uses as is)
+from its median and its baseline's, with both medians in ``extra_info``. If the baseline did
+not run (``-k`` left it out), nothing is set and the report falls back to the means.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+_MEDIANS: dict[str, float] = {}
+
+
+def record(benchmark: Any) -> float | None:
+    """Store this benchmark's median (seconds); ``None`` when timing is disabled."""
+    if not benchmark.stats:  # --benchmark-disable (the smoke test) times nothing
+        return None
+    median = float(benchmark.stats.stats.median)
+    _MEDIANS[benchmark.name] = median
+    benchmark.extra_info["median_s"] = median
+    # The suite records the load once, at the end; other jobs come and go on a shared machine.
+    benchmark.extra_info["load_1m"] = round(os.getloadavg()[0], 2)
+    work = benchmark.extra_info.get("work")
+    if work:  # the same work per call on both sides, so rates compare like the times
+        benchmark.extra_info["per_s"] = round(work[0] / median, 1)
+    return median
+
+
+def median_ratio(benchmark: Any) -> None:
+    """Set ``extra_info["ratio"]`` from this median and the named baseline's median."""
+    median = record(benchmark)
+    info = benchmark.extra_info
+    base = _MEDIANS.get(info.get("baseline", ""))
+    if median is None or base is None:
+        return
+    info["baseline_median_s"] = base
+    work = info.get("work")
+    if work:
+        info["baseline_per_s"] = round(work[0] / base, 1)
+    speed = info.get("metric") in ("speedup", "throughput_ratio")
+    info["ratio"] = base / median if speed else median / base
+    info["ratio_of"] = "medians"
