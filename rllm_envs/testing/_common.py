@@ -1,12 +1,19 @@
-"""What the single- and multi-agent checkers share: rules, reports, failures, the fuzzer."""
+"""What the single- and multi-agent checkers share: rules, how they run, reports, the fuzzer.
+
+Also the context a check gets and the helpers checks fail with. A checker is a table of
+:class:`Rule` s, one check function per rule taking the checker's :class:`Context`, and a
+call to :func:`run_rules`.
+"""
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,6 +28,9 @@ __all__ = [
     "SkipRule",
     "fuzz_actions",
 ]
+
+C = TypeVar("C", bound="Context")
+T = TypeVar("T")
 
 #: The sections every env docstring has (Gymnasium's documentation-page layout).
 DOC_SECTIONS = (
@@ -154,21 +164,52 @@ def ensure(condition: Any, message: str) -> None:
         raise Fail(message)
 
 
+@dataclass
+class Context:
+    """What every check of a checker reads (each checker adds its own options).
+
+    Attributes:
+        make: Builds a fresh env (the multi-agent checker passes constructor kwargs to it).
+        garbage: The garbage answer.
+        seeds: Seeds of the oracle and garbage episodes.
+        info_keys: Keys required in the info of ``reset`` and ``step``.
+        step_info_keys: Keys required in the info of ``step`` only.
+        fuzz_episodes: Episodes of random Unicode actions.
+    """
+
+    make: Callable[..., Any]
+    garbage: str
+    seeds: tuple[int, ...]
+    info_keys: tuple[str, ...]
+    step_info_keys: tuple[str, ...]
+    fuzz_episodes: int
+
+
 def run_rules(
     label: str,
-    rules: Mapping[str, tuple[Rule, Callable[[], None]]],
+    table: Mapping[str, Rule],
+    checks: Mapping[str, Callable[[C], None]],
+    ctx: C,
     selected: Iterable[str] | None,
     skip: Iterable[str],
+    raise_on_failure: bool,
 ) -> ConformanceReport:
-    """Run the selected checks, collecting passes, skips and failures (never stopping early)."""
-    names = list(rules) if selected is None else list(selected)
-    unknown = [n for n in [*names, *skip] if n not in rules]
+    """Run the selected rules of ``table`` on ``ctx``, collecting passes, skips and failures.
+
+    Never stops early: an env that raises inside a check breaks that rule only.
+
+    Raises:
+        ConformanceError: When a rule failed and ``raise_on_failure`` is true.
+        ValueError: For a rule name not in ``table``.
+    """
+    names = list(table) if selected is None else list(selected)
+    unknown = [n for n in [*names, *skip] if n not in table]
     if unknown:
-        raise ValueError(f"Unknown rule(s) {unknown}; the rules are {list(rules)}.")
+        raise ValueError(f"Unknown rule(s) {unknown}; the rules are {list(table)}.")
     report = ConformanceReport(env=label)
     skip_set = set(skip)
     for name in names:
-        rule, check = rules[name]
+        rule, check = table[name], partial(checks[name], ctx)
         if name in skip_set:
             report.skipped[name] = "skipped by the caller"
             continue
@@ -183,7 +224,50 @@ def run_rules(
             report.failures.append(RuleFailure(rule, label, detail))
         else:
             report.passed.append(name)
+    if raise_on_failure and report.failures:
+        raise ConformanceError(report)
     return report
+
+
+def label(name: str, kwargs: Mapping[str, Any]) -> str:
+    """How reports name an env: ``name``, then its constructor kwargs as ``(k=v, ...)``."""
+    if not kwargs:
+        return name
+    return name + "(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
+
+
+def attempt(what: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``; an exception fails the rule with ``"<what> raised <type>: <message>"``."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        raise Fail(f"{what} raised {type(e).__name__}: {e}") from e
+
+
+def expect_raise(
+    fn: Callable[[], Any], what: str, kinds: tuple[type[BaseException], ...] = ()
+) -> None:
+    """Fail with ``"<what> did not raise"`` unless ``fn()`` raises one of ``kinds``.
+
+    The default kinds are the ones a config or programmer error may be: ``ValueError``,
+    ``TypeError``, ``KeyError`` or a Gymnasium error.
+    """
+    import gymnasium as gym
+
+    kinds = kinds or (ValueError, TypeError, KeyError, gym.error.Error)
+    try:
+        fn()
+    except kinds:
+        return
+    raise Fail(f"{what} did not raise")
+
+
+def check_doc_sections(cls: type) -> str:
+    """Fail unless the docstring of ``cls`` has every section of :data:`DOC_SECTIONS`."""
+    doc = inspect.getdoc(cls) or ""
+    missing = [s for s in DOC_SECTIONS if s not in doc]
+    ensure(not missing, f"the {cls.__name__} docstring lacks {missing}")
+    return doc
 
 
 def record_warnings(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:

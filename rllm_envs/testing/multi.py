@@ -7,6 +7,7 @@ import inspect
 import math
 import pickle
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -14,22 +15,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import data_equivalence
 
-from rllm_envs.testing._common import (
-    DOC_SECTIONS,
-    GARBAGE,
-    HOSTILE_ACTIONS,
-    ConformanceError,
-    ConformanceReport,
-    Fail,
-    Rule,
-    SkipRule,
-    describe,
-    ensure,
-    fuzz_actions,
-    record_warnings,
-    run_rules,
-    unexpected,
-)
+from rllm_envs.testing import _common as kit
+from rllm_envs.testing._common import ConformanceReport, Fail, Rule, SkipRule, describe, ensure
 
 __all__ = ["MULTIAGENT_RULES", "AEC_ADVICE_WARNINGS", "check_multiagent_env"]
 
@@ -150,7 +137,7 @@ MULTIAGENT_RULES: dict[str, Rule] = {
         ),
         Rule(
             "docstring",
-            f"the class docstring is its documentation page with the sections {DOC_SECTIONS} "
+            f"the class docstring is its documentation page with the sections {kit.DOC_SECTIONS} "
             "and names every agent role.",
             "add the missing `## ...` sections and describe each role.",
         ),
@@ -165,7 +152,7 @@ def check_multiagent_env(
     rules: Iterable[str] | None = None,
     skip: Iterable[str] = (),
     oracle: AgentPolicy | None = None,
-    garbage: str = GARBAGE,
+    garbage: str = kit.GARBAGE,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     nondeterministic: bool = False,
     info_keys: Sequence[str] | None = None,
@@ -209,22 +196,18 @@ def check_multiagent_env(
 
     make, make_with, label = _factory(env, kwargs)
     ctx = _Ctx(
-        make=make,
+        make,
+        garbage,
+        tuple(seeds),
+        tuple(MA_INFO_KEYS if info_keys is None else info_keys),
+        tuple(MA_STEP_INFO_KEYS if step_info_keys is None else step_info_keys),
+        fuzz_episodes,
         make_with=make_with,
         oracle=oracle,
-        garbage=garbage,
-        seeds=tuple(seeds),
         nondeterministic=nondeterministic,
-        info_keys=tuple(MA_INFO_KEYS if info_keys is None else info_keys),
-        step_info_keys=tuple(MA_STEP_INFO_KEYS if step_info_keys is None else step_info_keys),
         num_cycles=num_cycles,
-        fuzz_episodes=fuzz_episodes,
     )
-    checks = {name: (rule, partial(_CHECKS[name], ctx)) for name, rule in MULTIAGENT_RULES.items()}
-    report = run_rules(label, checks, rules, skip)
-    if raise_on_failure and report.failures:
-        raise ConformanceError(report)
-    return report
+    return kit.run_rules(label, MULTIAGENT_RULES, _CHECKS, ctx, rules, skip, raise_on_failure)
 
 
 # ------------------------------------------------------------------------------ plumbing
@@ -234,41 +217,34 @@ def _factory(
     env: Any, kwargs: dict[str, Any] | None
 ) -> tuple[Callable[[], Any], Callable[..., Any] | None, str]:
     kw = dict(kwargs or {})
-    suffix = "(" + ", ".join(f"{k}={v!r}" for k, v in kw.items()) + ")" if kw else ""
     if isinstance(env, str):
         import rllm_envs
 
         def make_with(**extra: Any) -> Any:
             return rllm_envs.make_parallel(env, **{**kw, **extra})
 
-        return make_with, make_with, env + suffix
+        return make_with, make_with, kit.label(env, kw)
     if inspect.isclass(env):
 
         def make_cls(**extra: Any) -> Any:
             return env(**{**kw, **extra})
 
-        return make_cls, make_cls, env.__name__ + suffix
+        return make_cls, make_cls, kit.label(env.__name__, kw)
     if callable(env):
-        return partial(env, **kw), None, getattr(env, "__name__", type(env).__name__) + suffix
+        name = getattr(env, "__name__", type(env).__name__)
+        return partial(env, **kw), None, kit.label(name, kw)
     raise TypeError(
         f"Expects `env` to be a multi-agent env id, a ParallelEnv class or a factory, actual: "
         f"{type(env)} (pass the class or `lambda: MyEnv()`, not an instance)."
     )
 
 
-class _Ctx:
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
-        self.make: Callable[[], Any]
-        self.make_with: Callable[..., Any] | None
-        self.oracle: AgentPolicy | None
-        self.garbage: str
-        self.seeds: tuple[int, ...]
-        self.nondeterministic: bool
-        self.info_keys: tuple[str, ...]
-        self.step_info_keys: tuple[str, ...]
-        self.num_cycles: int
-        self.fuzz_episodes: int
+@dataclass
+class _Ctx(kit.Context):
+    make_with: Callable[..., Any] | None
+    oracle: AgentPolicy | None
+    nondeterministic: bool
+    num_cycles: int
 
     def aec(self) -> Any:
         from pettingzoo.utils.conversions import parallel_to_aec
@@ -332,7 +308,7 @@ def _garbage_policy(text: str) -> AgentPolicy:
 def _parallel_api_test(ctx: _Ctx) -> None:
     from pettingzoo.test import parallel_api_test
 
-    messages = record_warnings(parallel_api_test, ctx.make(), num_cycles=ctx.num_cycles)
+    messages = kit.record_warnings(parallel_api_test, ctx.make(), num_cycles=ctx.num_cycles)
     ensure(not messages, f"parallel_api_test warned: {messages}")
 
 
@@ -370,10 +346,10 @@ def _aec_api_test(ctx: _Ctx) -> None:
 
     setattr(module, "_test_observation_space_compatibility", compatible)  # noqa: B010
     try:
-        messages = record_warnings(api_test, ctx.aec(), num_cycles=ctx.num_cycles)
+        messages = kit.record_warnings(api_test, ctx.aec(), num_cycles=ctx.num_cycles)
     finally:
         setattr(module, "_test_observation_space_compatibility", original)  # noqa: B010
-    bad = unexpected(messages, AEC_ADVICE_WARNINGS)
+    bad = kit.unexpected(messages, AEC_ADVICE_WARNINGS)
     ensure(not bad, f"api_test warned: {bad}")
 
 
@@ -492,36 +468,31 @@ def _reset_options(ctx: _Ctx) -> None:
         if "task_index" in ctx.info_keys:
             ensure(info_c[agent]["task_index"] is None, "a passed task has task_index != None")
     env.reset(seed=0, options={"options": 1})  # PettingZoo's tests pass env-specific options
-    _raises(lambda: env.reset(options={"indx": 0}), "reset(options={'indx': 0}) (a typo)")
+    kit.expect_raise(lambda: env.reset(options={"indx": 0}), "reset(options={'indx': 0}) (a typo)")
     if task is not None:
-        _raises(lambda: env.reset(options={"task": "not a record"}), "options={'task': str}")
-
-
-def _raises(fn: Callable[[], Any], what: str, kinds: tuple[type[BaseException], ...] = ()) -> None:
-    kinds = kinds or (ValueError, TypeError, KeyError, gym.error.Error)
-    try:
-        fn()
-    except kinds:
-        return
-    raise Fail(f"{what} did not raise")
+        kit.expect_raise(
+            lambda: env.reset(options={"task": "not a record"}), "options={'task': str}"
+        )
 
 
 def _programmer_errors(ctx: _Ctx) -> None:
     env = ctx.make()
-    _raises(lambda: env.step({}), "step before reset", (gym.error.ResetNeeded,))
+    kit.expect_raise(lambda: env.step({}), "step before reset", (gym.error.ResetNeeded,))
     env.reset(seed=0)
-    _raises(lambda: env.step({"nobody_0": "hi"}), "an action for an unknown agent")
-    _raises(lambda: env.step(["not", "a", "dict"]), "a list as the joint action")
+    kit.expect_raise(lambda: env.step({"nobody_0": "hi"}), "an action for an unknown agent")
+    kit.expect_raise(lambda: env.step(["not", "a", "dict"]), "a list as the joint action")
     if ctx.make_with is not None:
         make_with = ctx.make_with
-        _raises(lambda: make_with(reward_weights={"nope": 1.0}), "reward_weights={'nope': 1.0}")
-        _raises(lambda: make_with(render_mode="rgb_array"), "render_mode='rgb_array'")
+        kit.expect_raise(
+            lambda: make_with(reward_weights={"nope": 1.0}), "reward_weights={'nope': 1.0}"
+        )
+        kit.expect_raise(lambda: make_with(render_mode="rgb_array"), "render_mode='rgb_array'")
     for _ in range(10_000):
         if not env.agents:
             break
         env.step(dict.fromkeys(env.agents, ""))
     ensure(not env.agents, "empty actions never ended the episode")
-    _raises(lambda: env.step({}), "step after the episode ended", (gym.error.ResetNeeded,))
+    kit.expect_raise(lambda: env.step({}), "step after the episode ended", (gym.error.ResetNeeded,))
 
 
 def _pickle(ctx: _Ctx) -> None:
@@ -603,12 +574,12 @@ def _oracle_beats_garbage(ctx: _Ctx) -> None:
 
 def _hostile_actions(ctx: _Ctx) -> None:
     env = ctx.make()
-    for action in (*HOSTILE_ACTIONS, object()):
+    for action in (*kit.HOSTILE_ACTIONS, object()):
         env.reset(seed=0)
-        try:
-            obs, rewards, _, _, infos = env.step(dict.fromkeys(env.agents, action))
-        except Exception as e:
-            raise Fail(f"step with {describe(action, 40)} raised {type(e).__name__}: {e}") from e
+        joint = dict.fromkeys(env.agents, action)
+        obs, rewards, _, _, infos = kit.attempt(
+            f"step with {describe(action, 40)}", env.step, joint
+        )
         for agent, text in obs.items():
             ensure(text in env.observation_space(agent), f"{agent}'s observation left its space")
             ensure(
@@ -630,11 +601,8 @@ def _random_unicode(ctx: _Ctx) -> None:
     for episode in range(ctx.fuzz_episodes):
         env.reset(seed=episode)
         for _ in range(int(rng.integers(1, 12))):
-            joint = dict(zip(env.agents, fuzz_actions(rng, len(env.agents), 300), strict=True))
-            try:
-                obs, rewards, _, _, infos = env.step(joint)
-            except Exception as e:
-                raise Fail(f"step({describe(joint)}) raised {type(e).__name__}: {e}") from e
+            joint = dict(zip(env.agents, kit.fuzz_actions(rng, len(env.agents), 300), strict=True))
+            obs, rewards, _, _, infos = kit.attempt(f"step({describe(joint)})", env.step, joint)
             for agent in obs:
                 ensure(obs[agent] in env.observation_space(agent), f"{agent}'s obs left its space")
                 ensure(np.isfinite(rewards[agent]), f"{agent}'s reward {rewards[agent]}")
@@ -645,22 +613,18 @@ def _random_unicode(ctx: _Ctx) -> None:
     aec = ctx.aec()
     for episode in range(ctx.fuzz_episodes):
         aec.reset(seed=episode)
-        for action in fuzz_actions(rng, int(rng.integers(1, 30)), 200):
+        for action in kit.fuzz_actions(rng, int(rng.integers(1, 30)), 200):
             obs, _, terminated, truncated, _ = aec.last()
             ensure(obs in aec.observation_space(aec.agent_selection), "AEC observation left space")
-            try:
-                aec.step(None if terminated or truncated else action)
-            except Exception as e:
-                raise Fail(f"AEC step({describe(action)}) raised {type(e).__name__}: {e}") from e
+            move = None if terminated or truncated else action
+            kit.attempt(f"AEC step({describe(action)})", aec.step, move)
             if not aec.agents:
                 aec.reset(seed=episode)
 
 
 def _docstring(ctx: _Ctx) -> None:
     env = ctx.make()
-    doc = inspect.getdoc(type(env)) or ""
-    missing = [s for s in DOC_SECTIONS if s not in doc]
-    ensure(not missing, f"the {type(env).__name__} docstring lacks {missing}")
+    doc = kit.check_doc_sections(type(env))
     role = getattr(env, "_role", None)
     if callable(role):
         env.reset(seed=0)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -14,23 +15,8 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
 from rllm_envs.core import INFO_KEYS, STEP_INFO_KEYS
-from rllm_envs.testing._common import (
-    DOC_SECTIONS,
-    GARBAGE,
-    HOSTILE_ACTIONS,
-    ConformanceError,
-    ConformanceReport,
-    Fail,
-    Rule,
-    RuleFailure,
-    SkipRule,
-    describe,
-    ensure,
-    fuzz_actions,
-    record_warnings,
-    run_rules,
-    unexpected,
-)
+from rllm_envs.testing import _common as kit
+from rllm_envs.testing._common import ConformanceReport, Fail, Rule, SkipRule, describe, ensure
 
 __all__ = ["TEXT_ENV_RULES", "check_text_env", "EnvSource"]
 
@@ -151,7 +137,7 @@ TEXT_ENV_RULES: dict[str, Rule] = {
         ),
         Rule(
             "docstring",
-            f"the class docstring is its documentation page with the sections {DOC_SECTIONS}.",
+            f"the class docstring is its documentation page with the sections {kit.DOC_SECTIONS}.",
             "add the missing `## ...` sections to the env class docstring.",
         ),
     )
@@ -165,7 +151,7 @@ def check_text_env(
     rules: Iterable[str] | None = None,
     skip: Iterable[str] = (),
     oracle: Policy | None = None,
-    garbage: str = GARBAGE,
+    garbage: str = kit.GARBAGE,
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     nondeterministic: bool | None = None,
     info_keys: Sequence[str] = INFO_KEYS,
@@ -216,21 +202,17 @@ def check_text_env(
     """
     make, label = _factory(env, kwargs)
     ctx = _Ctx(
-        make=make,
+        make,
+        garbage,
+        tuple(seeds),
+        tuple(info_keys),
+        tuple(step_info_keys),
+        fuzz_episodes,
         oracle=oracle,
-        garbage=garbage,
-        seeds=tuple(seeds),
         nondeterministic=nondeterministic,
-        info_keys=tuple(info_keys),
-        step_info_keys=tuple(step_info_keys),
         allowed_warnings=tuple(allowed_warnings),
-        fuzz_episodes=fuzz_episodes,
     )
-    checks = {name: (rule, partial(_CHECKS[name], ctx)) for name, rule in TEXT_ENV_RULES.items()}
-    report = run_rules(label, checks, rules, skip)
-    if raise_on_failure and report.failures:
-        raise ConformanceError(report)
-    return report
+    return kit.run_rules(label, TEXT_ENV_RULES, _CHECKS, ctx, rules, skip, raise_on_failure)
 
 
 # ------------------------------------------------------------------------------ plumbing
@@ -238,9 +220,8 @@ def check_text_env(
 
 def _factory(env: EnvSource, kwargs: Mapping[str, Any] | None) -> tuple[Callable[[], Any], str]:
     kw = dict(kwargs or {})
-    suffix = "(" + ", ".join(f"{k}={v!r}" for k, v in kw.items()) + ")" if kw else ""
     if isinstance(env, str):
-        return partial(gym.make, env, **kw), env + suffix
+        return partial(gym.make, env, **kw), kit.label(env, kw)
     if isinstance(env, gym.Env):
         if kw:
             raise ValueError("`kwargs` needs an env id or a factory, not an env instance.")
@@ -249,39 +230,24 @@ def _factory(env: EnvSource, kwargs: Mapping[str, Any] | None) -> tuple[Callable
         try:
             blob = pickle.dumps(env)
         except Exception as e:
-            raise ConformanceError(
-                ConformanceReport(
-                    env=label,
-                    failures=[
-                        _failure("pickle", label, f"the env instance does not pickle: {e!r}")
-                    ],
-                )
-            ) from e
+            failure = kit.RuleFailure(
+                TEXT_ENV_RULES["pickle"], label, f"the env instance does not pickle: {e!r}"
+            )
+            raise kit.ConformanceError(kit.ConformanceReport(label, failures=[failure])) from e
         return partial(pickle.loads, blob), label
     if callable(env):
         name = getattr(env, "__name__", None) or type(env).__name__
-        return partial(env, **kw), name + suffix
+        return partial(env, **kw), kit.label(name, kw)
     raise TypeError(
         f"Expects `env` to be a gymnasium.Env, a factory or an env id, actual: {type(env)}."
     )
 
 
-def _failure(rule: str, label: str, detail: str) -> RuleFailure:
-    return RuleFailure(TEXT_ENV_RULES[rule], label, detail)
-
-
-class _Ctx:
-    def __init__(self, **kw: Any) -> None:
-        self.__dict__.update(kw)
-        self.make: Callable[[], Any]
-        self.oracle: Policy | None
-        self.garbage: str
-        self.seeds: tuple[int, ...]
-        self.nondeterministic: bool | None
-        self.info_keys: tuple[str, ...]
-        self.step_info_keys: tuple[str, ...]
-        self.allowed_warnings: tuple[str, ...]
-        self.fuzz_episodes: int
+@dataclass
+class _Ctx(kit.Context):
+    oracle: Policy | None
+    nondeterministic: bool | None
+    allowed_warnings: tuple[str, ...]
 
     def new(self) -> Any:
         return self.make()
@@ -298,6 +264,12 @@ class _Ctx:
         except NotImplementedError as e:
             raise SkipRule(f"the env's oracle is not implemented ({e})") from e
         return _call_oracle
+
+    def oracle_or_none(self, env: Any) -> Policy | None:
+        try:
+            return self.oracle_policy(env)
+        except SkipRule:
+            return None
 
 
 def _call_oracle(env: Any, obs: Any, info: dict[str, Any]) -> Any:
@@ -317,22 +289,11 @@ def _run_episode(
     raise Fail(f"the episode did not end within {limit} steps")
 
 
-def _closing(env: Any) -> Any:
-    class _C:
-        def __enter__(self) -> Any:
-            return env
-
-        def __exit__(self, *exc: Any) -> None:
-            env.close()
-
-    return _C()
-
-
 # ---------------------------------------------------------------------------------- rules
 
 
 def _text_spaces(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         for name in ("observation_space", "action_space"):
             space = getattr(env, name)
             ensure(
@@ -346,16 +307,16 @@ def _text_spaces(ctx: _Ctx) -> None:
 
 
 def _check_env(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
-        messages = record_warnings(check_env, env.unwrapped, skip_render_check=True)
-    bad = unexpected(messages, ctx.allowed_warnings)
+    with closing(ctx.new()) as env:
+        messages = kit.record_warnings(check_env, env.unwrapped, skip_render_check=True)
+    bad = kit.unexpected(messages, ctx.allowed_warnings)
     ensure(not bad, f"check_env warned: {bad}")
 
 
 def _passive_checker(ctx: _Ctx) -> None:
     from gymnasium.wrappers import PassiveEnvChecker
 
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
 
         def run() -> tuple[Any, Any]:
             checked = PassiveEnvChecker(env.unwrapped)
@@ -364,7 +325,7 @@ def _passive_checker(ctx: _Ctx) -> None:
             obs, reward, *_ = checked.step(checked.action_space.sample())
             return obs, reward
 
-        messages = record_warnings(run)
+        messages = kit.record_warnings(run)
         ensure(not messages, f"the passive checker warned: {messages}")
         obs, reward = run()
         ensure(isinstance(obs, str), f"step observation is {type(obs).__name__}, not str")
@@ -383,16 +344,13 @@ def _mixed_policy(oracle: Policy | None, rng: np.random.Generator) -> Policy:
 def _determinism(ctx: _Ctx) -> None:
     runs = []
     for _ in range(2):
-        with _closing(ctx.new()) as env:
+        with closing(ctx.new()) as env:
             flag = ctx.nondeterministic
             if flag is None:
                 flag = bool(getattr(getattr(env, "spec", None), "nondeterministic", False))
             if flag:
                 raise SkipRule("the env is declared nondeterministic")
-            try:
-                oracle = ctx.oracle_policy(env)
-            except SkipRule:
-                oracle = None
+            oracle = ctx.oracle_or_none(env)
             env.action_space.seed(7)
             runs.append(
                 _run_episode(env, _mixed_policy(oracle, np.random.default_rng(7)), seed=123)
@@ -409,7 +367,7 @@ def _determinism(ctx: _Ctx) -> None:
 
 
 def _different_seeds(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         tasks = getattr(env.unwrapped, "tasks", None)
         try:
             n = len(tasks) if tasks is not None else None
@@ -428,7 +386,7 @@ def _different_seeds(ctx: _Ctx) -> None:
 
 
 def _vector(ctx: _Ctx, mode: str) -> None:
-    with _closing(ctx.new()) as single:
+    with closing(ctx.new()) as single:
         expected = [single.reset(seed=s)[0] for s in (3, 4)]
         has_oracle = callable(getattr(single.unwrapped, "oracle_action", None))
     cls = gym.vector.SyncVectorEnv if mode == "sync" else gym.vector.AsyncVectorEnv
@@ -455,18 +413,15 @@ def _vector(ctx: _Ctx, mode: str) -> None:
 
 
 def _pickle(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
-        try:
-            policy = ctx.oracle_policy(env)
-        except SkipRule:
-            policy = None
+    with closing(ctx.new()) as env:
+        policy = ctx.oracle_or_none(env)
         obs, info = env.reset(seed=5)
         action = policy(env, obs, info) if policy else env.action_space.sample()
         try:
             clone = pickle.loads(pickle.dumps(env))
         except Exception as e:
             raise Fail(f"pickling mid-episode failed: {e!r}") from e
-        with _closing(clone):
+        with closing(clone):
             a, b = env.step(action), clone.step(action)
     for field, u, v in zip(_FIELDS, a, b, strict=True):
         ensure(
@@ -476,7 +431,7 @@ def _pickle(ctx: _Ctx) -> None:
 
 
 def _oracle(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         policy = ctx.oracle_policy(env)
         for seed in ctx.seeds:
             steps = _run_episode(env, policy, seed=seed)
@@ -488,7 +443,7 @@ def _oracle(ctx: _Ctx) -> None:
 
 
 def _garbage(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         for seed in ctx.seeds[:3] or (0,):
             steps = _run_episode(env, lambda e, o, i: ctx.garbage, seed=seed)
             total = sum(float(s[1]) for s in steps)
@@ -503,15 +458,13 @@ def _garbage(ctx: _Ctx) -> None:
 
 
 def _hostile_actions(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         base = env.unwrapped
         info: dict[str, Any] = {}
-        for action in HOSTILE_ACTIONS:
+        for action in kit.HOSTILE_ACTIONS:
             base.reset(seed=0)
-            try:
-                obs, reward, _, _, info = base.step(action)
-            except Exception as e:
-                raise Fail(f"step({describe(action, 40)}) raised {type(e).__name__}: {e}") from e
+            what = f"step({describe(action, 40)})"
+            obs, reward, _, _, info = kit.attempt(what, base.step, action)
             ensure(
                 obs in base.observation_space,
                 f"step({describe(action, 40)}) observation "
@@ -533,15 +486,13 @@ def _hostile_actions(ctx: _Ctx) -> None:
 
 def _random_unicode(ctx: _Ctx) -> None:
     rng = np.random.default_rng(2024)
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         base = env.unwrapped
         for episode in range(ctx.fuzz_episodes):
             base.reset(seed=episode)
-            for action in fuzz_actions(rng, int(rng.integers(1, 7))):
-                try:
-                    obs, reward, terminated, truncated, info = base.step(action)
-                except Exception as e:
-                    raise Fail(f"step({describe(action)}) raised {type(e).__name__}: {e}") from e
+            for action in kit.fuzz_actions(rng, int(rng.integers(1, 7))):
+                what = f"step({describe(action)})"
+                obs, reward, terminated, truncated, info = kit.attempt(what, base.step, action)
                 ensure(
                     obs in base.observation_space,
                     f"step({describe(action)}) observation "
@@ -558,11 +509,8 @@ def _random_unicode(ctx: _Ctx) -> None:
 
 
 def _info_keys(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
-        try:
-            policy = ctx.oracle_policy(env)
-        except SkipRule:
-            policy = None
+    with closing(ctx.new()) as env:
+        policy = ctx.oracle_or_none(env)
         obs, info = env.reset(seed=1)
         missing = [k for k in ctx.info_keys if k not in info]
         ensure(not missing, f"reset info lacks {missing} (has {sorted(info)})")
@@ -592,7 +540,7 @@ def _info_keys(ctx: _Ctx) -> None:
 
 
 def _reset_options(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         obs_a, info_a = env.reset(seed=0, options={"index": 0})
         obs_b, _ = env.reset(seed=99, options={"index": 0})
         ensure(obs_a == obs_b, "options={'index': 0} gave different tasks for seeds 0 and 99")
@@ -607,16 +555,15 @@ def _reset_options(ctx: _Ctx) -> None:
                     info_c["task_index"] is None,
                     f"a passed task record has task_index {info_c['task_index']}, not None",
                 )
-        try:
-            env.reset(options={"indx": 0})
-        except (ValueError, gym.error.Error):
-            pass
-        else:
-            raise Fail("reset(options={'indx': 0}) (a typo) did not raise")
+        kit.expect_raise(
+            lambda: env.reset(options={"indx": 0}),
+            "reset(options={'indx': 0}) (a typo)",
+            (ValueError, gym.error.Error),
+        )
 
 
 def _step_before_reset(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         try:
             env.unwrapped.step("anything")
         except gym.error.ResetNeeded:
@@ -629,7 +576,7 @@ def _step_before_reset(ctx: _Ctx) -> None:
 
 
 def _random_action(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
+    with closing(ctx.new()) as env:
         base = env.unwrapped
         if not callable(getattr(base, "random_action", None)):
             raise SkipRule("the env has no `random_action()`")
@@ -642,10 +589,8 @@ def _random_action(ctx: _Ctx) -> None:
 
 
 def _docstring(ctx: _Ctx) -> None:
-    with _closing(ctx.new()) as env:
-        doc = inspect.getdoc(type(env.unwrapped)) or ""
-    missing = [s for s in DOC_SECTIONS if s not in doc]
-    ensure(not missing, f"the {type(env.unwrapped).__name__} docstring lacks {missing}")
+    with closing(ctx.new()) as env:
+        kit.check_doc_sections(type(env.unwrapped))
 
 
 _CHECKS: dict[str, Callable[[_Ctx], None]] = {
