@@ -14,7 +14,8 @@ A config file mirrors the dataclasses (every section and key is optional)::
     logging: {tensorboard: auto, wandb: false}
 
 ``load_config(path, overrides=["optim.lr=3e-4", ...])`` reads it; overrides use dotted keys and
-YAML values.
+YAML values. The SFT config (:mod:`adapters.trainer.sft_config`, ``kind: sft``) is a variant
+of the same :class:`RunConfig`: shared sections, validation and loader.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from adapters.curriculum import CurriculumConfig
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
@@ -35,16 +36,22 @@ __all__ = [
     "LoggingConfig",
     "OptimConfig",
     "RolloutSettings",
+    "OutputConfig",
+    "RunConfig",
     "TrainConfig",
     "TrainerConfig",
     "config_from_dict",
     "load_config",
+    "read_config_mapping",
+    "run_config_from_dict",
 ]
 
 _ADVANTAGES = ("gae", "grpo", "rloo")
 _KL_MODES = ("reward", "loss")
 _KL_ESTIMATORS = ("k1", "k2", "k3")
 _BACKENDS = ("vllm", "transformers")
+
+R = TypeVar("R", bound="RunConfig")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -367,26 +374,25 @@ class DeepSpeedConfig:
 
 
 @dataclass
-class TrainConfig:
-    """Run length, output and checkpoints.
+class OutputConfig:
+    """The ``train`` section every run has: seed, output, checkpoints and a time limit.
+
+    :class:`TrainConfig` (RL) and :class:`~adapters.trainer.sft_config.SFTTrainConfig` (SFT)
+    add their own keys to it.
 
     Attributes:
-        iterations: Rollout + update iterations.
         max_wall_s: Stop after this many seconds (``null``: no limit).
-        stop_success: Stop once the mean success of the last ``stop_window`` iterations
-            reaches this value (``null``: never).
-        stop_window: Iterations averaged for ``stop_success``.
-        seed: Seed of torch, the rollouts and the critic head.
+        seed: Seed of torch and of the run's own sampling (rollouts, row order).
         output_dir: Metrics, checkpoints and the final model go here.
-        save_every: Checkpoint every this many iterations (0 = only at the end).
+        save_every: Checkpoint every this many iterations (SFT: optimizer steps; 0 = only at
+            the end).
         resume: Resume from the checkpoint in ``output_dir`` if there is one.
-        save_final_model: Write the final actor as a Hugging Face folder (``final_model/``).
+        save_final_model: Write the final model as a Hugging Face folder
+            (``<output_dir>/final_model``): the ``model:`` of an RL config, or
+            ``--policy hf:<folder>`` / ``vllm:<folder>`` on the leaderboard.
     """
 
-    iterations: int = 100
     max_wall_s: float | None = None
-    stop_success: float | None = None
-    stop_window: int = 3
     seed: int = 0
     output_dir: str = "runs/ppo"
     save_every: int = 0
@@ -394,17 +400,36 @@ class TrainConfig:
     save_final_model: bool = True
 
     def __post_init__(self) -> None:
-        _check(self.iterations >= 1, f"Expects `train.iterations` >= 1, actual: {self.iterations}.")
         _check(
             self.max_wall_s is None or self.max_wall_s > 0,
             f"Expects `train.max_wall_s` > 0 or null, actual: {self.max_wall_s!r}.",
         )
+        _check(self.save_every >= 0, "Expects `train.save_every` >= 0 (0 = only at the end).")
+
+
+@dataclass
+class TrainConfig(OutputConfig):
+    """Run length, output and checkpoints of an RL run (:class:`OutputConfig` plus these).
+
+    Attributes:
+        iterations: Rollout + update iterations.
+        stop_success: Stop once the mean success of the last ``stop_window`` iterations
+            reaches this value (``null``: never).
+        stop_window: Iterations averaged for ``stop_success``.
+    """
+
+    iterations: int = 100
+    stop_success: float | None = None
+    stop_window: int = 3
+
+    def __post_init__(self) -> None:
+        _check(self.iterations >= 1, f"Expects `train.iterations` >= 1, actual: {self.iterations}.")
+        super().__post_init__()
         _check(
             self.stop_success is None or 0 < self.stop_success <= 1,
             f"Expects `train.stop_success` in (0, 1] or null, actual: {self.stop_success!r}.",
         )
         _check(self.stop_window >= 1, "Expects `train.stop_window` >= 1.")
-        _check(self.save_every >= 0, "Expects `train.save_every` >= 0 (0 = only at the end).")
 
 
 @dataclass
@@ -443,50 +468,116 @@ class LoggingConfig:
 
 
 @dataclass
-class TrainerConfig:
-    """Everything a training run needs (see the module docstring for the YAML form).
+class RunConfig:
+    """What every training run's config has: model, optimizer, DeepSpeed, output, logging.
+
+    :class:`TrainerConfig` (``kind: rl``) and :class:`~adapters.trainer.sft_config.SFTConfig`
+    (``kind: sft``) are its variants, read by one loader (:func:`read_config_mapping`,
+    :func:`run_config_from_dict`). Every field whose type is a dataclass is a section: a
+    mapping in YAML, built and validated here, so a variant adds a section by declaring a
+    field.
 
     Attributes:
-        model: The policy to train: a local HF folder, a hub id, or a model name
+        kind: The variant (``"rl"`` or ``"sft"``; lets ``python -m adapters.train`` tell the
+            configs apart).
+        model: The model to train: a local HF folder, a hub id, or a model name
             (``"tiny"``, ``"smollm2-135m-instruct"``; built locally, :mod:`adapters.models`).
         tiny_model: ``TinyModelSpec`` keyword arguments when ``model`` is ``"tiny"``.
-        critic_model: Initial critic backbone (default: ``model``).
-        env: Environment id.
-        env_kwargs: Environment constructor kwargs.
-        rollout: Rollout settings.
-        algorithm: The RL algorithm.
         optim: Optimizer settings.
         deepspeed: DeepSpeed settings.
-        train: Run length, output, checkpoints.
+        train: Seed, output, checkpoints (each variant adds its keys).
         logging: Metrics sinks.
     """
 
+    #: The ``kind`` this variant accepts, and how messages name it.
+    KIND: ClassVar[str] = ""
+    LABEL: ClassVar[str] = ""
+
+    kind: str = ""
     model: str = "tiny"
     tiny_model: dict[str, Any] = field(default_factory=dict)
-    critic_model: str | None = None
-    env: str = "rllm/FrozenLake-v0"
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    rollout: RolloutSettings = field(default_factory=RolloutSettings)
-    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
+    train: OutputConfig = field(default_factory=OutputConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
 
     def __post_init__(self) -> None:
-        for name, cls in _SECTIONS.items():
-            value = getattr(self, name)
+        _check(
+            self.kind == self.KIND,
+            f"Expects `kind: {self.KIND}` in {self.LABEL} config, actual: {self.kind!r}.",
+        )
+        hints = get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            cls = hints[f.name]
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+                continue
+            value = getattr(self, f.name)
             if isinstance(value, Mapping):
-                setattr(self, name, _build(cls, value, name))
+                setattr(self, f.name, _build(cls, value, f.name))
             elif not isinstance(value, cls):
                 raise InvalidEnvConfig(
-                    f"Expects `{name}` to be a mapping or {cls.__name__}, actual: {value!r}."
+                    f"Expects `{f.name}` to be a mapping or {cls.__name__}, actual: {value!r}."
                 )
         _check(
             bool(self.model),
             "Expects `model` to be a folder, a hub id or a model name ('tiny', "
             "'smollm2-135m-instruct').",
         )
+
+    def resolve_model(self, model: str | None = None) -> str:
+        """The folder of ``model`` (default: the run's ``model``), building it if it is a name.
+
+        ``"tiny"`` is built from ``tiny_model``; other names by :mod:`adapters.models`.
+        """
+        name = self.model if model is None else model
+        if name == "tiny":
+            from adapters.tiny_model import TinyModelSpec, tiny_model_path
+
+            return str(tiny_model_path(TinyModelSpec(**self.tiny_model)))
+        from adapters.models import resolve_model
+
+        return resolve_model(name)
+
+    def deepspeed_batch(self) -> tuple[int, int]:
+        """``(micro_batch_size, gradient_accumulation_steps)`` of each process's step."""
+        raise NotImplementedError(f"{type(self).__name__} must define `deepspeed_batch()`.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict (YAML/JSON-able) that the variant's ``*_from_dict`` turns back."""
+        data = dataclasses.asdict(self)
+        data["optim"]["betas"] = list(self.optim.betas)
+        return data
+
+
+@dataclass
+class TrainerConfig(RunConfig):
+    """Everything an RL run needs (see the module docstring for the YAML form).
+
+    Attributes:
+        kind: ``"rl"`` (may be left out).
+        critic_model: Initial critic backbone (default: ``model``).
+        env: Environment id.
+        env_kwargs: Environment constructor kwargs.
+        rollout: Rollout settings.
+        algorithm: The RL algorithm.
+        train: Run length, output, checkpoints.
+
+    The other sections are :class:`RunConfig`'s.
+    """
+
+    KIND: ClassVar[str] = "rl"
+    LABEL: ClassVar[str] = "an RL"
+
+    kind: str = "rl"
+    critic_model: str | None = None
+    env: str = "rllm/FrozenLake-v0"
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         batch = self.rollout.batch_size
         _check(
             batch % self.algorithm.mini_batch_size == 0,
@@ -507,21 +598,10 @@ class TrainerConfig:
                 f"set `rollout.group_size` >= 2 (actual {self.rollout.group_size}).",
             )
 
-    def to_dict(self) -> dict[str, Any]:
-        """A plain dict (YAML/JSON-able) that :func:`config_from_dict` turns back into this."""
-        data = dataclasses.asdict(self)
-        data["optim"]["betas"] = list(self.optim.betas)
-        return data
-
-
-_SECTIONS: dict[str, type] = {
-    "rollout": RolloutSettings,
-    "algorithm": AlgorithmConfig,
-    "optim": OptimConfig,
-    "deepspeed": DeepSpeedConfig,
-    "train": TrainConfig,
-    "logging": LoggingConfig,
-}
+    def deepspeed_batch(self) -> tuple[int, int]:
+        """Micro-batches of ``algorithm.micro_batch_size`` episodes up to a mini-batch."""
+        algo = self.algorithm
+        return algo.micro_batch_size, algo.mini_batch_size // algo.micro_batch_size
 
 
 def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
@@ -549,12 +629,20 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
     return cls(**values)
 
 
-def config_from_dict(data: Mapping[str, Any]) -> TrainerConfig:
-    """Build a validated :class:`TrainerConfig` from nested dicts (unknown keys raise)."""
+def run_config_from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
+    """Build a validated ``cls`` (a :class:`RunConfig` variant) from nested dicts.
+
+    Unknown keys raise; a missing ``kind`` is the variant's own.
+    """
     if not isinstance(data, Mapping):
         raise InvalidEnvConfig(f"Expects a mapping at the top of the config, actual: {data!r}.")
-    config: TrainerConfig = _build(TrainerConfig, data, "")
+    config: R = _build(cls, {"kind": cls.KIND, **data}, "")
     return config
+
+
+def config_from_dict(data: Mapping[str, Any]) -> TrainerConfig:
+    """Build a validated :class:`TrainerConfig` from nested dicts (unknown keys raise)."""
+    return run_config_from_dict(TrainerConfig, data)
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -568,6 +656,31 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
+def read_config_mapping(
+    path: str | Path | None = None, overrides: Sequence[str] = ()
+) -> dict[str, Any]:
+    """A YAML config file as a dict, with ``key.sub=value`` overrides (values parsed as YAML).
+
+    Args:
+        path: A YAML file (``None``: an empty mapping, the defaults).
+        overrides: Dotted assignments, e.g. ``["optim.lr=3e-4", "train.iterations=5"]``.
+    """
+    import yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise InvalidEnvConfig(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
+        data = loaded
+    for item in overrides:
+        if "=" not in item:
+            raise InvalidEnvConfig(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
+        key, raw = item.split("=", 1)
+        _set_dotted(data, key.strip(), yaml.safe_load(raw))
+    return data
+
+
 def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainerConfig:
     """Read a YAML config file and apply ``key.sub=value`` overrides (values parsed as YAML).
 
@@ -578,18 +691,4 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     Returns:
         The validated config.
     """
-    import yaml
-
-    data: dict[str, Any] = {}
-    if path is not None:
-        text = Path(path).read_text(encoding="utf-8")
-        loaded = yaml.safe_load(text) or {}
-        if not isinstance(loaded, dict):
-            raise InvalidEnvConfig(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
-        data = loaded
-    for item in overrides:
-        if "=" not in item:
-            raise InvalidEnvConfig(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
-        key, raw = item.split("=", 1)
-        _set_dotted(data, key.strip(), yaml.safe_load(raw))
-    return config_from_dict(data)
+    return config_from_dict(read_config_mapping(path, overrides))

@@ -2,8 +2,9 @@
 
 The process group DeepSpeed needs, the DeepSpeed engines, reductions over the ranks and a
 signal-triggered stop that every rank takes after the same iteration. None of it knows the
-RL algorithm; :class:`~adapters.trainer.trainer.PPOTrainer` uses it so that its own code is
-the algorithm.
+RL algorithm; :class:`~adapters.trainer.trainer.PPOTrainer` and
+:class:`~adapters.trainer.sft.SFTTrainer` both build their engines with it, so that their own
+code is the algorithm.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from adapters.trainer.config import TrainerConfig
+from adapters.trainer.config import RunConfig
 from rllm_envs.error import require
 
 __all__ = ["GracefulStop", "Ranks", "build_engine", "deepspeed_config", "setup_distributed"]
@@ -116,17 +117,23 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> None:
             base[key] = value
 
 
-def deepspeed_config(config: TrainerConfig, world_size: int) -> dict[str, Any]:
-    """The DeepSpeed JSON config of the run (``deepspeed.extra`` merged in last)."""
-    algo, ds = config.algorithm, config.deepspeed
-    gas = algo.mini_batch_size // algo.micro_batch_size
+def deepspeed_config(config: RunConfig, world_size: int) -> dict[str, Any]:
+    """The DeepSpeed JSON config of a run, RL or SFT (``deepspeed.extra`` merged in last).
+
+    Args:
+        config: The run's config; its :meth:`~adapters.trainer.config.RunConfig.deepspeed_batch`
+            gives the micro-batch and the gradient accumulation steps.
+        world_size: Number of processes.
+    """
+    ds = config.deepspeed
+    micro, gas = config.deepspeed_batch()
     zero: dict[str, Any] = {"stage": ds.zero_stage}
     if ds.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu"}
     out: dict[str, Any] = {
-        "train_micro_batch_size_per_gpu": algo.micro_batch_size,
+        "train_micro_batch_size_per_gpu": micro,
         "gradient_accumulation_steps": gas,
-        "train_batch_size": algo.micro_batch_size * gas * world_size,
+        "train_batch_size": micro * gas * world_size,
         "gradient_clipping": config.optim.max_grad_norm,
         "zero_optimization": zero,
         "bf16": {"enabled": ds.bf16},

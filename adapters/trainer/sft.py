@@ -25,13 +25,14 @@ One run:
 
 :class:`SFTTrainer` runs on the RL trainer's own parts, imported: the process group
 (:func:`~adapters.trainer.distributed.setup_distributed`, :class:`Ranks`), the DeepSpeed
-engine with torch AdamW, warm-up and the linear schedule
-(:func:`~adapters.trainer.distributed.build_engine`), the checkpoint folder
+engine's JSON config and the engine with torch AdamW, warm-up and the linear schedule
+(:func:`~adapters.trainer.distributed.deepspeed_config`,
+:func:`~adapters.trainer.distributed.build_engine`), the checkpoint folder
 (:class:`~adapters.trainer.checkpoint.Checkpoints`, resumed by the same command), the Hugging
 Face export (:func:`~adapters.trainer.checkpoint.save_hf_model`), SIGINT/SIGTERM handling,
 the metrics sinks (:class:`~adapters.trainer.metrics.MetricsLogger`) and the model loading and
 position-restricted scoring of :mod:`adapters.trainer.models` (its private ``_backbone`` and
-``_gather`` helpers, and ``distributed._merge``, are imported on purpose: one implementation).
+``_gather`` helpers are imported on purpose: one implementation).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from adapters.trainer.checkpoint import Checkpoints, finish_run, full_state_dict
 from adapters.trainer.distributed import (
     GracefulStop,
     Ranks,
-    _merge,
     build_engine,
+    deepspeed_config,
     setup_distributed,
 )
 from adapters.trainer.metrics import MetricsLogger
@@ -423,7 +424,7 @@ class SFTTrainer:
         self.device = torch.device(get_accelerator().current_device_name())
         torch.manual_seed(config.train.seed + self.rank)
         self._lr_factor = 1.0
-        self.model_path = _resolve_model(config)
+        self.model_path = config.resolve_model()
         from transformers import AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
@@ -462,32 +463,13 @@ class SFTTrainer:
             PackedScorer(load_causal_lm(self.model_path)),
             config.optim.lr,
             config.optim,
-            self._ds_config(),
+            deepspeed_config(config, self.world_size),
             lambda: self._lr_factor,
         )
         if config.train.resume:
             self.resume()
 
     # ------------------------------------------------------------------ setup
-
-    def _ds_config(self) -> dict[str, Any]:
-        settings, ds = self.config.sft, self.config.deepspeed
-        zero: dict[str, Any] = {"stage": ds.zero_stage}
-        if ds.offload_optimizer:
-            zero["offload_optimizer"] = {"device": "cpu"}
-        config: dict[str, Any] = {
-            "train_micro_batch_size_per_gpu": settings.micro_batch_size,
-            "gradient_accumulation_steps": settings.gradient_accumulation_steps,
-            "train_batch_size": settings.rows_per_step * self.world_size,
-            "gradient_clipping": self.config.optim.max_grad_norm,
-            "zero_optimization": zero,
-            "bf16": {"enabled": ds.bf16},
-            "steps_per_print": 10**9,
-            "wall_clock_breakdown": False,
-            "zero_allow_untested_optimizer": True,
-        }
-        _merge(config, ds.extra)
-        return config
 
     def _set_lr_factor(self) -> None:
         optim = self.config.optim
@@ -713,14 +695,6 @@ class SFTTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _resolve_model(config: SFTConfig) -> str:
-    if config.model == "tiny":
-        from adapters.tiny_model import TinyModelSpec, tiny_model_path
-
-        return str(tiny_model_path(TinyModelSpec(**config.tiny_model)))
-    return config.model
 
 
 def sft_summary(config: SFTConfig, trainer: SFTTrainer | None = None) -> str:

@@ -1,10 +1,11 @@
 """Configuration of the SFT trainer: dataclasses validated in ``__post_init__``, loadable from YAML.
 
-Same style as the RL config (:mod:`adapters.trainer.config`), and the ``optim``,
-``deepspeed`` and ``logging`` sections are the RL trainer's own. A config file::
+A variant of the RL config (:class:`adapters.trainer.config.RunConfig`, ``kind: sft``): the
+``model``, ``optim``, ``deepspeed`` and ``logging`` sections, the ``train`` section's common
+keys, the validation and the YAML loader are the RL trainer's own. A config file::
 
     kind: sft                         # or just have an `sft:` section
-    model: tiny                       # a local HF folder, a hub id, or "tiny" (built locally)
+    model: tiny                       # a local HF folder, a hub id or a model name (as in RL)
     data:
       store: runs/distill/episodes.db # an rllm_agents.store EpisodeStore ...
       run: teacher                    # ... queried by run/env/model/task
@@ -22,19 +23,17 @@ Same style as the RL config (:mod:`adapters.trainer.config`), and the ``optim``,
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from adapters.trainer.config import (
-    DeepSpeedConfig,
-    LoggingConfig,
-    OptimConfig,
-    _build,
+    OutputConfig,
+    RunConfig,
     _check,
-    _set_dotted,
+    read_config_mapping,
+    run_config_from_dict,
 )
 from rllm_envs.error import InvalidEnvConfig
 
@@ -45,6 +44,7 @@ __all__ = [
     "SFTTrainConfig",
     "is_sft_config",
     "load_sft_config",
+    "read_config_mapping",
     "sft_config_from_dict",
 ]
 
@@ -174,72 +174,40 @@ class SFTSettings:
 
 
 @dataclass
-class SFTTrainConfig:
-    """Run output and checkpoints (the RL trainer's ``train`` section without the RL parts).
+class SFTTrainConfig(OutputConfig):
+    """Run output and checkpoints: the RL trainer's ``train`` keys without the RL ones.
 
-    Attributes:
-        max_wall_s: Stop after this many seconds (``null``: no limit).
-        seed: Seed of torch and of the row order.
-        output_dir: Metrics, checkpoints and the final model go here.
-        save_every: Checkpoint every this many optimizer steps (0 = only at the end).
-        resume: Resume from the checkpoint in ``output_dir`` if there is one.
-        save_final_model: Write the final model as a Hugging Face folder
-            (``<output_dir>/final_model``): the ``model:`` of an RL config, or
-            ``--policy hf:<folder>`` / ``vllm:<folder>`` on the leaderboard.
+    See :class:`~adapters.trainer.config.OutputConfig` (``save_every`` counts optimizer
+    steps).
     """
 
-    max_wall_s: float | None = None
-    seed: int = 0
     output_dir: str = "runs/sft"
-    save_every: int = 0
-    resume: bool = True
-    save_final_model: bool = True
-
-    def __post_init__(self) -> None:
-        _check(
-            self.max_wall_s is None or self.max_wall_s > 0,
-            f"Expects `train.max_wall_s` > 0 or null, actual: {self.max_wall_s!r}.",
-        )
-        _check(self.save_every >= 0, "Expects `train.save_every` >= 0 (0 = only at the end).")
 
 
 @dataclass
-class SFTConfig:
+class SFTConfig(RunConfig):
     """Everything an SFT run needs (see the module docstring for the YAML form).
 
     Attributes:
         kind: Always ``"sft"`` (lets ``python -m adapters.train`` tell the configs apart).
-        model: The model to fine-tune: a local HF folder, a hub id, or ``"tiny"``.
-        tiny_model: ``TinyModelSpec`` keyword arguments when ``model`` is ``"tiny"``.
         data: Episodes and filters.
         sft: Rows, packing and steps.
-        optim: Optimizer settings (the RL trainer's).
-        deepspeed: DeepSpeed settings (the RL trainer's).
         train: Output and checkpoints.
-        logging: Metrics sinks (the RL trainer's; ``samples_per_iteration`` is unused).
+
+    ``model``, ``tiny_model``, ``optim``, ``deepspeed`` and ``logging`` are the RL trainer's
+    (:class:`~adapters.trainer.config.RunConfig`; ``logging.samples_per_iteration`` is unused).
     """
 
+    KIND: ClassVar[str] = "sft"
+    LABEL: ClassVar[str] = "an SFT"
+
     kind: str = "sft"
-    model: str = "tiny"
-    tiny_model: dict[str, Any] = field(default_factory=dict)
     data: SFTDataConfig = field(default_factory=SFTDataConfig)
     sft: SFTSettings = field(default_factory=SFTSettings)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
     train: SFTTrainConfig = field(default_factory=SFTTrainConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
 
     def __post_init__(self) -> None:
-        _check(self.kind == "sft", f"Expects `kind: sft` in an SFT config, actual: {self.kind!r}.")
-        for name, cls in _SECTIONS.items():
-            value = getattr(self, name)
-            if isinstance(value, Mapping):
-                setattr(self, name, _build(cls, value, name))
-            elif not isinstance(value, cls):
-                raise InvalidEnvConfig(
-                    f"Expects `{name}` to be a mapping or {cls.__name__}, actual: {value!r}."
-                )
-        _check(bool(self.model), "Expects `model` to be a folder, a hub id or 'tiny'.")
+        super().__post_init__()
         _check(
             self.data.store is not None or bool(self.data.files),
             "Expects episodes to train on: set `data.store` (an episode store file) and/or "
@@ -251,21 +219,9 @@ class SFTConfig:
         """The longest episode kept (``data.max_tokens`` or ``sft.max_length``)."""
         return self.data.max_tokens or self.sft.max_length
 
-    def to_dict(self) -> dict[str, Any]:
-        """A plain dict (YAML/JSON-able) that :func:`sft_config_from_dict` turns back."""
-        data = dataclasses.asdict(self)
-        data["optim"]["betas"] = list(self.optim.betas)
-        return data
-
-
-_SECTIONS: dict[str, type] = {
-    "data": SFTDataConfig,
-    "sft": SFTSettings,
-    "optim": OptimConfig,
-    "deepspeed": DeepSpeedConfig,
-    "train": SFTTrainConfig,
-    "logging": LoggingConfig,
-}
+    def deepspeed_batch(self) -> tuple[int, int]:
+        """Micro-batches of ``sft.micro_batch_size`` rows, ``gradient_accumulation_steps``."""
+        return self.sft.micro_batch_size, self.sft.gradient_accumulation_steps
 
 
 def is_sft_config(data: Mapping[str, Any]) -> bool:
@@ -278,30 +234,7 @@ def is_sft_config(data: Mapping[str, Any]) -> bool:
 
 def sft_config_from_dict(data: Mapping[str, Any]) -> SFTConfig:
     """Build a validated :class:`SFTConfig` from nested dicts (unknown keys raise)."""
-    if not isinstance(data, Mapping):
-        raise InvalidEnvConfig(f"Expects a mapping at the top of the config, actual: {data!r}.")
-    config: SFTConfig = _build(SFTConfig, {"kind": "sft", **data}, "")
-    return config
-
-
-def read_config_mapping(
-    path: str | Path | None = None, overrides: Sequence[str] = ()
-) -> dict[str, Any]:
-    """A YAML config file as a dict, with ``key.sub=value`` overrides applied."""
-    import yaml
-
-    data: dict[str, Any] = {}
-    if path is not None:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(loaded, dict):
-            raise InvalidEnvConfig(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
-        data = loaded
-    for item in overrides:
-        if "=" not in item:
-            raise InvalidEnvConfig(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
-        key, raw = item.split("=", 1)
-        _set_dotted(data, key.strip(), yaml.safe_load(raw))
-    return data
+    return run_config_from_dict(SFTConfig, data)
 
 
 def load_sft_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> SFTConfig:

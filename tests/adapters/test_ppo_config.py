@@ -68,6 +68,14 @@ def test_invalid_configs_raise_with_a_fix(data, match):
         config_from_dict(data)
 
 
+def test_kind_names_the_variant():
+    assert config_from_dict({}).kind == "rl"
+    assert config_from_dict({"kind": "rl"}) == config_from_dict({})
+    # An SFT config handed to the RL loader says what it is, not "unknown key".
+    with pytest.raises(InvalidEnvConfig, match="`kind: rl` in an RL config, actual: 'sft'"):
+        config_from_dict({"kind": "sft"})
+
+
 def test_yaml_and_overrides(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(

@@ -203,6 +203,51 @@ def test_config_validation_and_dispatch():
     assert config.data.files == ["a.jsonl"] and config.max_tokens == 64
 
 
+def test_sft_config_is_a_variant_of_the_rl_config():
+    from adapters.trainer.config import OutputConfig, RunConfig, TrainerConfig
+
+    config = sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "optim": {"lr": 1e-3}})
+    rl = TrainerConfig()
+    assert isinstance(config, RunConfig) and isinstance(config.train, OutputConfig)
+    # The shared sections are one class each, validated the same way.
+    for name in ("optim", "deepspeed", "logging"):
+        assert type(getattr(config, name)) is type(getattr(rl, name))
+    with pytest.raises(InvalidEnvConfig, match="optim.lr"):
+        sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "optim": {"lr": 0}})
+    with pytest.raises(InvalidEnvConfig, match="train.max_wall_s"):
+        sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "train": {"max_wall_s": 0}})
+    with pytest.raises(InvalidEnvConfig, match="Unknown key `train.iterations`"):
+        sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "train": {"iterations": 3}})
+    with pytest.raises(InvalidEnvConfig, match="`kind: sft`"):
+        sft_config_from_dict({"kind": "rl", "data": {"files": ["a.jsonl"]}})
+    assert config.train.output_dir == "runs/sft"
+    assert sft_config_from_dict(config.to_dict()) == config
+
+
+def test_sft_and_rl_build_their_deepspeed_config_with_one_function():
+    from adapters.trainer.config import config_from_dict
+    from adapters.trainer.distributed import deepspeed_config
+
+    sft = sft_config_from_dict(
+        {
+            "data": {"files": ["a.jsonl"]},
+            "sft": {"micro_batch_size": 3, "gradient_accumulation_steps": 2},
+            "optim": {"max_grad_norm": 0.5},
+            "deepspeed": {"zero_stage": 2, "extra": {"zero_optimization": {"overlap_comm": True}}},
+        }
+    )
+    ds = deepspeed_config(sft, world_size=2)
+    assert ds["train_micro_batch_size_per_gpu"] == 3
+    assert ds["gradient_accumulation_steps"] == 2
+    assert ds["train_batch_size"] == sft.sft.rows_per_step * 2 == 12
+    assert ds["gradient_clipping"] == 0.5
+    assert ds["zero_optimization"] == {"stage": 2, "overlap_comm": True}
+    rl = config_from_dict({"algorithm": {"mini_batch_size": 16, "micro_batch_size": 4}})
+    ds = deepspeed_config(rl, world_size=1)
+    assert (ds["train_micro_batch_size_per_gpu"], ds["gradient_accumulation_steps"]) == (4, 4)
+    assert ds["train_batch_size"] == 16
+
+
 # ---------------------------------------------------------------------- the trainer
 
 
