@@ -61,13 +61,20 @@ def evaluate(
     from adapters.backends import make_policy
     from adapters.backends.base import SamplingParams
     from adapters.rollout import RolloutConfig, rollout
+    from adapters.rollout.config import family_sampling
 
     kwargs = {**dict(env_kwargs or {}), "task_seed": task_seed}
     policy = make_policy(backend, model, **dict(engine_kwargs or {}))
     config = RolloutConfig(
         num_envs=32,
         group_size=1,
-        sampling=SamplingParams(max_tokens=max_tokens, temperature=0.0),
+        # The family's stop strings (e.g. FrozenLake's ``</action>``), as in training.
+        sampling=family_sampling(
+            env_id,
+            SamplingParams(temperature=0.0),
+            max_tokens=max_tokens,
+            agent_kwargs=agent_kwargs,
+        ),
         agent_kwargs=dict(agent_kwargs or {}),
         progress=False,
     )
