@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -86,58 +87,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.config:
         parser.error("--config is required (or --plot, --samples)")
-    from adapters.trainer.sft_config import is_sft_config, read_config_mapping
+    from adapters.trainer.config import config_from_dict, read_config_mapping
+    from adapters.trainer.sft_config import SFTConfig, is_sft_config, sft_config_from_dict
 
+    # One loader for both kinds; the kind picks the dataclass and the trainer.
     data = read_config_mapping(args.config, args.overrides)
-    if is_sft_config(data):
-        return _run_sft(data, args.print_config)
-    data.pop("kind", None)
-    from adapters.trainer.config import config_from_dict
-
-    config = config_from_dict(data)
+    config = sft_config_from_dict(data) if is_sft_config(data) else config_from_dict(data)
     if args.print_config:
         print(json.dumps(config.to_dict(), indent=2))
         return 0
-    from adapters.trainer.trainer import PPOTrainer, config_summary
+    if isinstance(config, SFTConfig):
+        from adapters.trainer.sft import SFTTrainer, sft_summary
 
-    with PPOTrainer(config) as trainer:
-        if trainer.is_main:
-            print(f"[train] {config_summary(config)}", file=sys.stderr)
-        history = trainer.train()
-        if trainer.is_main and history:
-            last = history[-1]
-            print(
-                f"[train] {trainer.iteration} iterations, {trainer.episodes} episodes, "
-                f"{trainer.elapsed:.0f}s; last success {last.get('rollout/success', 0):.3f}, "
-                f"reward {last.get('rollout/reward', 0):.3f} -> {trainer.output_dir}",
-                file=sys.stderr,
-            )
+        _run(SFTTrainer(config), sft_summary, _sft_result)
+    else:
+        from adapters.trainer.trainer import PPOTrainer, config_summary
+
+        _run(PPOTrainer(config), lambda config, trainer: config_summary(config), _rl_result)
     return 0
 
 
-def _run_sft(data: dict[str, object], print_config: bool) -> int:
-    from adapters.trainer.sft_config import sft_config_from_dict
-
-    config = sft_config_from_dict(data)
-    if print_config:
-        print(json.dumps(config.to_dict(), indent=2))
-        return 0
-    from adapters.trainer.sft import SFTTrainer, sft_summary
-
-    with SFTTrainer(config) as trainer:
+def _run(
+    trainer: Any, summary: Callable[[Any, Any], str], result: Callable[[Any, Any], str]
+) -> None:
+    with trainer:
         if trainer.is_main:
-            print(f"[train] {sft_summary(config, trainer)}", file=sys.stderr)
+            print(f"[train] {summary(trainer.config, trainer)}", file=sys.stderr)
         history = trainer.train()
         if trainer.is_main and history:
-            last = history[-1]
-            print(
-                f"[train] sft: {trainer.iteration} steps, {trainer.episodes} episodes, "
-                f"{trainer.elapsed:.0f}s; last loss {last.get('sft/loss', 0):.4f}, token "
-                f"accuracy {last.get('sft/token_accuracy', 0):.3f} -> "
-                f"{trainer.output_dir / 'final_model'}",
-                file=sys.stderr,
-            )
-    return 0
+            print(f"[train] {result(trainer, history[-1])}", file=sys.stderr)
+
+
+def _rl_result(trainer: Any, last: dict[str, Any]) -> str:
+    return (
+        f"{trainer.iteration} iterations, {trainer.episodes} episodes, "
+        f"{trainer.elapsed:.0f}s; last success {last.get('rollout/success', 0):.3f}, "
+        f"reward {last.get('rollout/reward', 0):.3f} -> {trainer.output_dir}"
+    )
+
+
+def _sft_result(trainer: Any, last: dict[str, Any]) -> str:
+    return (
+        f"sft: {trainer.iteration} steps, {trainer.episodes} episodes, "
+        f"{trainer.elapsed:.0f}s; last loss {last.get('sft/loss', 0):.4f}, token "
+        f"accuracy {last.get('sft/token_accuracy', 0):.3f} -> "
+        f"{trainer.output_dir / 'final_model'}"
+    )
 
 
 if __name__ == "__main__":
