@@ -11,24 +11,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+# The trainer package's lazy `PPOTrainer` (torch and DeepSpeed load on first use, a missing
+# extra names its install command): one implementation, re-exported.
+from adapters.trainer import __getattr__ as __getattr__
 from adapters.trainer.config import TrainerConfig, config_from_dict, load_config
 
 if TYPE_CHECKING:
     from adapters.trainer.trainer import PPOTrainer
 
 __all__ = ["PPOTrainer", "TrainerConfig", "config_from_dict", "load_config"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PPOTrainer":
-        from rllm_envs.error import require
-
-        # A missing extra names the install command instead of a bare ModuleNotFoundError.
-        require("torch", "train", feature="the PPO trainer")
-        require("deepspeed", "train", feature="the PPO trainer")
-        from adapters.trainer.trainer import PPOTrainer
-
-        return PPOTrainer
-    raise AttributeError(name)
