@@ -31,6 +31,7 @@ __all__ = [
     "ProceduralTasks",
     "DatasetTasks",
     "load_records",
+    "rename_fields",
     "task_rng",
 ]
 
@@ -133,6 +134,28 @@ class ProceduralTasks(TaskSource):
         return task
 
 
+def rename_fields(
+    record: Mapping[str, Any], field_map: Mapping[str, str] | None, *, name: str, index: int
+) -> dict[str, Any]:
+    """A copy of ``record`` with the ``{schema_field: record_field}`` renames of ``field_map``.
+
+    Unmapped fields keep their names.
+
+    Raises:
+        InvalidDataset: If a mapped record field is missing (names the dataset ``name``, the
+            record ``index`` and the fields it has).
+    """
+    task = dict(record)
+    for schema_field, record_field in (field_map or {}).items():
+        if record_field not in record:
+            raise InvalidDataset(
+                f"Dataset `{name}` record {index} has no field `{record_field}` (mapped to "
+                f"`{schema_field}` by field_map). Available fields: {sorted(record)}."
+            )
+        task[schema_field] = record[record_field]
+    return task
+
+
 class DatasetTasks(TaskSource):
     """Tasks read from records, with fields renamed onto a family's schema.
 
@@ -163,14 +186,7 @@ class DatasetTasks(TaskSource):
         field_map = dict(field_map or {})
         tasks: list[Task] = []
         for i, record in enumerate(records):
-            task = dict(record)
-            for schema_field, record_field in field_map.items():
-                if record_field not in record:
-                    raise InvalidDataset(
-                        f"Dataset `{name}` record {i} has no field `{record_field}` (mapped to "
-                        f"`{schema_field}` by field_map). Available fields: {sorted(record)}."
-                    )
-                task[schema_field] = record[record_field]
+            task = rename_fields(record, field_map, name=name, index=i)
             missing = [f for f in required if f not in task]
             if missing:
                 hint = ", ".join(f'"{f}": "<column>"' for f in missing)

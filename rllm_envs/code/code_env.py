@@ -15,7 +15,7 @@ from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, select_backend
 from rllm_envs.sandbox.harness import CXX_FLAGS
 from rllm_envs.sandbox.runner import check_language
-from rllm_envs.tasks import DatasetTasks, Task, load_records
+from rllm_envs.tasks import DatasetTasks, Task, load_records, rename_fields
 
 __all__ = ["CodeEnv", "embedded_tasks", "load_code_tasks", "REWARD_MODES"]
 
@@ -78,7 +78,7 @@ def load_code_tasks(
     records = load_records(dataset, split=split)
     tasks = []
     for i, raw in enumerate(records):
-        record = _renamed(raw, field_map or {}, dataset, i)
+        record = rename_fields(raw, field_map, name=str(dataset), index=i)
         try:
             task = normalize(record, format=dataset_format, convert_asserts=convert_asserts)
         except ValueError as e:
@@ -86,22 +86,6 @@ def load_code_tasks(
         task["id"] = task["id"] or f"{Path(str(dataset)).stem}-{i}"
         tasks.append(task)
     return tasks
-
-
-def _renamed(
-    record: Mapping[str, Any], field_map: Mapping[str, str], dataset: Any, i: int
-) -> Mapping[str, Any]:
-    if not field_map:
-        return record
-    out = dict(record)
-    for schema_field, record_field in field_map.items():
-        if record_field not in record:
-            raise InvalidDataset(
-                f"Dataset {dataset} record {i} has no field `{record_field}` (mapped to "
-                f"`{schema_field}` by field_map). Available fields: {sorted(record)}."
-            )
-        out[schema_field] = record[record_field]
-    return out
 
 
 #: The name of each language in prompts (its fence tag is the language itself).

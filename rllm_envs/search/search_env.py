@@ -30,6 +30,7 @@ from rllm_envs.tasks import (
     TaskSource,
     check_difficulty,
     load_records,
+    rename_fields,
 )
 from rllm_envs.text import answer_text, is_placeholder
 from rllm_envs.tools import (
@@ -181,7 +182,10 @@ class SearchEnv(TextEnv):
             )
             self.corpus_name = "an invented encyclopedia of people, places and companies"
         else:
-            raw = [_renamed(r, field_map, i) for i, r in enumerate(load_records(dataset))]
+            raw = [
+                rename_fields(r, field_map, name=str(dataset), index=i)
+                for i, r in enumerate(load_records(dataset))
+            ]
             if not raw:
                 raise InvalidDataset(f"Question file {dataset} has no records.")
             fmt = detect_format(raw[0]) if dataset_format == "auto" else dataset_format
@@ -342,15 +346,3 @@ class SearchEnv(TextEnv):
 
     def _extra_info(self, task: Task) -> dict[str, Any]:
         return {"tools": self._schemas, "n_hops": task.get("n_hops")}
-
-
-def _renamed(record: Mapping[str, Any], field_map: Mapping[str, str] | None, i: int) -> dict:
-    record = dict(record)
-    for target, source in (field_map or {}).items():
-        if source not in record:
-            raise InvalidDataset(
-                f"Question record {i} has no field `{source}` (mapped to `{target}` by "
-                f"field_map); fields: {sorted(record)}."
-            )
-        record[target] = record[source]
-    return record
