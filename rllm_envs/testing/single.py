@@ -457,6 +457,17 @@ def _garbage(ctx: _Ctx) -> None:
                 )
 
 
+def _step_in_space(base: Any, action: Any, what: str) -> tuple[Any, ...]:
+    """``base.step(action)``; failing the rule if it raises or leaves the observation space."""
+    transition = kit.attempt(what, base.step, action)
+    obs = transition[0]
+    ensure(
+        obs in base.observation_space,
+        f"{what} observation {describe(obs)} is not in the observation space",
+    )
+    return tuple(transition)
+
+
 def _hostile_actions(ctx: _Ctx) -> None:
     with closing(ctx.new()) as env:
         base = env.unwrapped
@@ -464,13 +475,8 @@ def _hostile_actions(ctx: _Ctx) -> None:
         for action in kit.HOSTILE_ACTIONS:
             base.reset(seed=0)
             what = f"step({describe(action, 40)})"
-            obs, reward, _, _, info = kit.attempt(what, base.step, action)
-            ensure(
-                obs in base.observation_space,
-                f"step({describe(action, 40)}) observation "
-                f"{describe(obs)} is not in the observation space",
-            )
-            ensure(type(reward) is float, f"step({describe(action, 40)}) reward {describe(reward)}")
+            _, reward, _, _, info = _step_in_space(base, action, what)
+            ensure(type(reward) is float, f"{what} reward {describe(reward)}")
         if "action_truncated" not in ctx.step_info_keys:
             return
         limit = getattr(base.action_space, "max_length", None)
@@ -492,18 +498,13 @@ def _random_unicode(ctx: _Ctx) -> None:
             base.reset(seed=episode)
             for action in kit.fuzz_actions(rng, int(rng.integers(1, 7))):
                 what = f"step({describe(action)})"
-                obs, reward, terminated, truncated, info = kit.attempt(what, base.step, action)
-                ensure(
-                    obs in base.observation_space,
-                    f"step({describe(action)}) observation "
-                    f"{describe(obs)} is not in the observation space",
-                )
+                _, reward, terminated, truncated, info = _step_in_space(base, action, what)
                 ensure(
                     isinstance(reward, float) and math.isfinite(reward),
-                    f"step({describe(action)}) reward {describe(reward)}",
+                    f"{what} reward {describe(reward)}",
                 )
                 missing = [k for k in ctx.step_info_keys if k not in info]
-                ensure(not missing, f"step({describe(action)}) info lacks {missing}")
+                ensure(not missing, f"{what} info lacks {missing}")
                 if terminated or truncated:
                     base.reset(seed=episode)
 
