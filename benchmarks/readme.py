@@ -247,6 +247,49 @@ def _render_perf(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _warm_cold_cell(figures: dict[str, Any] | None, key: str) -> str:
+    if not figures or figures.get(key) is None:
+        return ""
+    value, unit = float(figures[key]), str(figures.get("unit", ""))
+    shown = f"{value:,.0f}" if unit.endswith("/s") and value >= 100 else f"{value:.3g}"
+    return f"{shown} {unit}"
+
+
+def _render_warm_cold(name: str, data: dict[str, Any]) -> str:
+    """A perf file whose rows carry ``warm`` and ``cold`` figures (measured and baseline)."""
+    lines = [
+        "| measured | baseline (same run) | warm: measured | warm: baseline | ratio (warm) | "
+        "cold (first call): measured | cold: baseline | goal |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for row in data["rows"]:
+        extra = row.get("extra", {})
+        warm, cold = extra.get("warm"), extra.get("cold")
+        metric = row["metric"].replace("_ratio", "").replace("_", " ")
+        lines.append(
+            f"| `{row['benchmark']}` | `{row['baseline']}` | {_warm_cold_cell(warm, 'ours')} | "
+            f"{_warm_cold_cell(warm, 'baseline')} | **{row['ratio']:.2f}x** {metric} | "
+            f"{_warm_cold_cell(cold, 'ours')} | {_warm_cold_cell(cold, 'baseline')} | "
+            f"{_goal(row) or 'none'} |"
+        )
+        if extra.get("note"):
+            load = extra.get("load_1m")
+            during = "" if load is None else f" (1-minute load {load} after the row)"
+            notes.append(f"- `{row['benchmark']}`: {extra['note']}{during}.")
+    machine = data.get("machine", {})
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(machine.get("versions", {}).items()))
+    lines += ["", *notes, *([""] if notes else [])]
+    lines.append(
+        "Warm: the rounds after the first call; cold: the first call. From "
+        f"`benchmarks/results/{name}.json` ({data.get('time', '?')}, commit "
+        f"`{str(data.get('commit', ''))[:10]}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
+        f"load {machine.get('load_average_1m', '?')} at the end, "
+        f"Python {machine.get('python', '?')}; {versions})."
+    )
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -260,6 +303,8 @@ def render(name: str) -> str:
         return _render_real_model(name, data)
     if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
         return _render_perf(name, data)
+    if any("warm" in row.get("extra", {}) for row in data.get("rows", [])):
+        return _render_warm_cold(name, data)
     lines = [
         "| benchmark | median | baseline | ratio | goal |",
         "|---|---|---|---|---|",

