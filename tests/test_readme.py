@@ -1,4 +1,5 @@
-"""The README documents what exists and its quick start stays the two-command form."""
+"""The README documents what exists, its quick start stays the two-command form, and its
+performance figures are generated from committed results files."""
 
 from __future__ import annotations
 
@@ -37,6 +38,71 @@ def test_readme_results_tables_come_from_committed_files():
 
     blocks = readme._BLOCK.findall(README)
     assert blocks, "README has no generated results tables"
+    opened = re.findall(r"<!-- results:([\w.-]+) -->", README)
+    assert opened == blocks, "a `<!-- results:NAME -->` marker has no matching closing marker"
     for name in blocks:
-        assert (readme.RESULTS / f"{name}.json").is_file(), name
+        assert (readme.RESULTS / f"{name}.json").is_file(), f"benchmarks/results/{name}.json"
     assert readme.rewrite(README) == README, "run `python -m benchmarks.readme`"
+
+
+def test_each_results_block_is_exactly_what_its_file_renders():
+    from benchmarks import readme
+
+    for match in readme._BLOCK.finditer(README):
+        name = match.group("name")
+        expected = f"<!-- results:{name} -->\n{readme.render(name)}\n<!-- /results:{name} -->"
+        assert match.group(0) == expected, (
+            f"the `{name}` block differs from benchmarks/results/{name}.json: edited by hand? "
+            "Run `python -m benchmarks.readme`."
+        )
+
+
+def test_the_check_catches_a_hand_edit_and_a_missing_file():
+    import pytest
+
+    from benchmarks import readme
+
+    match = next(readme._BLOCK.finditer(README))
+    block = match.group(0)
+    digit = re.search(r"\d", block[block.index("-->") :])
+    at = block.index("-->") + digit.start()
+    edited = block[:at] + str((int(block[at]) + 1) % 10) + block[at + 1 :]
+    text = README.replace(block, edited, 1)
+    assert readme.rewrite(text) != text
+    missing = "no_such_results_file"
+    with pytest.raises(FileNotFoundError):
+        readme.rewrite(f"<!-- results:{missing} -->\nx\n<!-- /results:{missing} -->")
+
+
+#: A performance figure: a ratio (``3x``, ``0.78x``, ``3.1-4.3x``; not a ``4x4`` map) or a time
+#: or rate (``41 µs``, ``1,970 steps/s``).
+_FIGURE = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s*[-–]\s*\d[\d,]*(?:\.\d+)?)?\s?"
+    r"(?:x(?!\w)|(?:ns|µs|us|ms)\b|\w+/s\b)"
+)
+
+
+def _figures_outside_blocks(section: str) -> list[str]:
+    from benchmarks import readme
+
+    return [m.group(0) for m in _FIGURE.finditer(readme._BLOCK.sub("", section))]
+
+
+def test_figure_rule():
+    assert _figures_outside_blocks("ratio 3.1-4.3x, 10x, 0.78x and 1,970 steps/s in 41 µs") == [
+        "3.1-4.3x",
+        "10x",
+        "0.78x",
+        "1,970 steps/s",
+        "41 µs",
+    ]
+    assert _figures_outside_blocks("a 4x4 map, `0x1f`, 2 CPUs, 16 writers, section 1.2") == []
+
+
+def test_performance_section_has_no_figures_outside_generated_blocks():
+    section = README.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+    found = _figures_outside_blocks(section)
+    assert not found, (
+        f"figures {found} in README's Performance section outside a `<!-- results:NAME -->` "
+        "block: put them in a committed results file and generate the table"
+    )
