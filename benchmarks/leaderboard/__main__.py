@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 env_kwargs=with_answer_format(args.env_kwargs, args.answer_format),
                 name=args.name,
                 policy_kwargs=_model_kwargs(args) if model else {},
-                transcripts=args.transcripts and model,
+                transcripts=args.transcripts,
             )
             summary = run(config, args.out)
             console.print_json(json.dumps(summary))
@@ -133,8 +133,8 @@ def _model_flags_given(args: argparse.Namespace) -> str | None:
     for flag in ("dtype", "max_model_len", "agent", "system_prompt"):
         if getattr(args, flag) is not None:
             return flag.replace("_", "-")
-    if args.no_system_prompt or args.transcripts:
-        return "no-system-prompt" if args.no_system_prompt else "transcripts"
+    if args.no_system_prompt:
+        return "no-system-prompt"
     return None
 
 

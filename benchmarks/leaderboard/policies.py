@@ -27,9 +27,11 @@ other way round.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import gymnasium as gym
 
@@ -56,12 +58,20 @@ __all__ = [
 
 
 class ScriptedPolicy:
-    """``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``."""
+    """``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``.
 
-    def __init__(self, kind: str) -> None:
+    Args:
+        kind: ``"oracle"`` or ``"random"``.
+        transcripts: A JSONL file to append each single-agent episode to, in the model
+            policies' transcript format (observations as user turns, actions as assistant
+            turns), so a report shows what the baseline did next to the model.
+    """
+
+    def __init__(self, kind: str, *, transcripts: str | Path | None = None) -> None:
         if kind not in ("oracle", "random"):
             raise rllm_envs.InvalidEnvConfig(f"Expects 'oracle' or 'random', actual: {kind!r}.")
         self.name = kind
+        self.transcripts = None if transcripts is None else Path(transcripts)
 
     def config(self) -> dict[str, Any]:
         """Scripted policies have no settings beyond their kind."""
@@ -82,18 +92,54 @@ class ScriptedPolicy:
         env = gym.make(episodes[0].env_id, **env_kwargs)
         base: Any = env.unwrapped  # an rllm_envs TextEnv (oracle_action, random_action)
         act = base.oracle_action if self.name == "oracle" else base.random_action
+        out = None if self.transcripts is None else _open_append(self.transcripts)
         try:
             for spec in episodes:
                 start = time.perf_counter()
                 base.action_space.seed(spec.seed)
-                _, info = env.reset(seed=spec.seed, options={"index": spec.task_index})
+                observation, info = env.reset(seed=spec.seed, options={"index": spec.task_index})
                 task_id = info["task_id"]
                 total, done, invalid = 0.0, False, 0
+                messages = [{"role": "user", "content": str(observation)}]
+                turns: list[dict[str, Any]] = []
+                flags: list[bool] = []
                 while not done:
-                    _, reward, terminated, truncated, info = env.step(act())
+                    action = act()
+                    observation, reward, terminated, truncated, info = env.step(action)
                     total += float(reward)
-                    invalid += bool(info["invalid_action"])
+                    flags.append(bool(info["invalid_action"]))
+                    invalid += flags[-1]
                     done = terminated or truncated
+                    messages.append({"role": "assistant", "content": str(action)})
+                    if not done:
+                        messages.append({"role": "user", "content": str(observation)})
+                    turns.append(
+                        {
+                            "response": str(action),
+                            "action": str(action),
+                            "reward": float(reward),
+                            "observation": str(observation),
+                        }
+                    )
+                if out is not None:
+                    line = {
+                        "column": spec.label,
+                        "row": spec.row,
+                        "sample": spec.sample,
+                        "env_kwargs": env_kwargs,
+                        "env_id": spec.env_id,
+                        "task_id": task_id,
+                        "seed": spec.seed,
+                        "policy": self.name,
+                        "reward": total,
+                        "is_correct": bool(info["is_correct"]),
+                        "finish": "terminated" if terminated else "truncated",
+                        "messages": messages,
+                        "turns": turns,
+                        "invalid_actions": flags,
+                    }
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    out.flush()
                 yield EpisodeRecord(
                     env_id=spec.env_id,
                     row=spec.row,
@@ -110,6 +156,8 @@ class ScriptedPolicy:
                 )
         finally:
             env.close()
+            if out is not None:
+                out.close()
 
     def _play_multiagent(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
@@ -132,11 +180,17 @@ class ScriptedPolicy:
             env.close()
 
 
-def make_policy(spec: str, **model_kwargs: Any) -> Policy:
+def _open_append(path: Path) -> IO[str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("a", encoding="utf-8")
+
+
+def make_policy(spec: str, *, transcripts: str | Path | None = None, **model_kwargs: Any) -> Policy:
     """Build a policy from its spec string (see the module docstring).
 
     Args:
         spec: The policy spec.
+        transcripts: A JSONL file each episode's transcript is appended to (any policy).
         **model_kwargs: Settings of model policies (see ``ModelPolicy``).
     """
     if spec in ("oracle", "random"):
@@ -144,9 +198,9 @@ def make_policy(spec: str, **model_kwargs: Any) -> Policy:
             raise rllm_envs.InvalidEnvConfig(
                 f"Scripted policy {spec!r} takes no settings, actual: {sorted(model_kwargs)}."
             )
-        return ScriptedPolicy(spec)
+        return ScriptedPolicy(spec, transcripts=transcripts)
     if spec.partition(":")[0] in ("vllm", "hf", "openai"):
-        return ModelPolicy(spec, **model_kwargs)
+        return ModelPolicy(spec, transcripts=transcripts, **model_kwargs)
     raise rllm_envs.InvalidEnvConfig(
         f"Unknown policy spec {spec!r}; expects 'oracle', 'random', 'vllm:<model>', "
         "'hf:<path>' or 'openai:<base url>:<model>'." + did_you_mean(spec, ["oracle", "random"])

@@ -7,7 +7,7 @@ other.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -16,7 +16,15 @@ import rllm_envs
 if TYPE_CHECKING:
     from adapters.multiagent_play import MultiAgentEpisode
 
-__all__ = ["EpisodeRecord", "EpisodeSpec", "Policy", "is_multiagent", "multiagent_record"]
+__all__ = [
+    "ColumnJob",
+    "EpisodeRecord",
+    "EpisodeSpec",
+    "Policy",
+    "RecordSink",
+    "is_multiagent",
+    "multiagent_record",
+]
 
 
 def is_multiagent(env_id: str) -> bool:
@@ -34,6 +42,8 @@ class EpisodeSpec:
         task_index: Task index in the env's source (``row`` modulo the source size).
         sample: Sample number within the row (0..k-1).
         seed: Reset seed (also seeds the random policy).
+        column: The leaderboard column it belongs to (``"<env id>@<variant>"``; empty: the
+            env id), so a transcript names the column it was played for.
     """
 
     env_id: str
@@ -41,6 +51,12 @@ class EpisodeSpec:
     task_index: int
     sample: int
     seed: int
+    column: str = ""
+
+    @property
+    def label(self) -> str:
+        """The column's name (the env id when the column has no variant)."""
+        return self.column or self.env_id
 
 
 @dataclass
@@ -99,3 +115,22 @@ class Policy(Protocol):
     def close(self) -> None:
         """Release what the policy holds (engines, threads)."""
         ...
+
+
+@dataclass(frozen=True)
+class ColumnJob:
+    """The episodes of one leaderboard column, for a policy that plays columns concurrently.
+
+    Attributes:
+        column: The column (``"<env id>@<variant>"`` or an env id).
+        episodes: Its episodes (all of one env).
+        env_kwargs: The env's constructor kwargs for this column.
+    """
+
+    column: str
+    episodes: Sequence[EpisodeSpec]
+    env_kwargs: dict[str, Any]
+
+
+#: Called with ``(column, record)`` as each episode of a concurrent play ends.
+RecordSink = Callable[[str, EpisodeRecord], None]

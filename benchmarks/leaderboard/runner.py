@@ -3,7 +3,7 @@
 A run directory holds ``meta.json`` (provenance: config, package versions, git commit),
 ``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.protocol.EpisodeRecord` per line,
 appended and flushed as each episode ends), ``summary.json`` (metrics per env) and, with
-``transcripts=True``, ``transcripts.jsonl`` (each model episode's conversation). Running the
+``transcripts=True``, ``transcripts.jsonl`` (each episode's conversation). Running the
 same config into the same directory again skips the episodes already recorded.
 
 An env can be evaluated under several settings, each its own leaderboard column: an entry
@@ -31,7 +31,13 @@ import numpy as np
 import rllm_envs
 from benchmarks.leaderboard.passk import mean_pass_at_k
 from benchmarks.leaderboard.policies import make_policy
-from benchmarks.leaderboard.protocol import EpisodeRecord, EpisodeSpec, Policy, is_multiagent
+from benchmarks.leaderboard.protocol import (
+    ColumnJob,
+    EpisodeRecord,
+    EpisodeSpec,
+    Policy,
+    is_multiagent,
+)
 from rllm_envs.error import InvalidEnvConfig
 
 _PACKAGES = (
@@ -75,7 +81,8 @@ class RunConfig:
         policy_kwargs: Settings of model policies (``temperature``, ``max_tokens``,
             ``concurrency``, ``agent``, ``agent_kwargs``, ``engine_kwargs``,
             ``env_settings``; see :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
-        transcripts: Write each model episode's conversation to ``transcripts.jsonl``.
+        transcripts: Write each episode's conversation to ``transcripts.jsonl`` (a model's
+            chat; a scripted policy's observations and actions; multi-agent: the model's agents).
     """
 
     policy: str
@@ -107,10 +114,12 @@ class RunConfig:
             self.name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.policy)
 
 
-def episode_specs(env_id: str, n_tasks: int, k: int, seed: int, n_source: int) -> list[EpisodeSpec]:
+def episode_specs(
+    env_id: str, n_tasks: int, k: int, seed: int, n_source: int, column: str = ""
+) -> list[EpisodeSpec]:
     """The fixed evaluation episodes of one env: task ``i % n_source``, sample ``j``."""
     return [
-        EpisodeSpec(env_id, i, i % n_source, j, seed + i * k + j)
+        EpisodeSpec(env_id, i, i % n_source, j, seed + i * k + j, column)
         for i in range(n_tasks)
         for j in range(k)
     ]
@@ -200,10 +209,8 @@ def run(
                 "--name or --out to start a new run, or the same settings to resume it."
             )
     if policy is None:
-        extra: dict[str, Any] = {}
-        if config.transcripts and ":" in config.policy:  # scripted policies hold no chat
-            extra["transcripts"] = run_dir / "transcripts.jsonl"
-        policy = make_policy(config.policy, **config.policy_kwargs, **extra)
+        transcripts = run_dir / "transcripts.jsonl" if config.transcripts else None
+        policy = make_policy(config.policy, transcripts=transcripts, **config.policy_kwargs)
     records = _load_records(episodes_path)
     # Rewrite the file without a possibly cut last line before appending.
     with episodes_path.open("w", encoding="utf-8") as f:
@@ -217,28 +224,38 @@ def run(
     }
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     done = {(r.env_id, r.row, r.sample) for r in records}
-    plan = {}
+    jobs = []
     for column in config.envs:
         env_id, kwargs = base_env_id(column), config.env_kwargs.get(column, {})
         specs = episode_specs(
-            env_id, config.n_tasks, config.k, config.seed, source_size(env_id, kwargs)
+            env_id, config.n_tasks, config.k, config.seed, source_size(env_id, kwargs), column
         )
-        plan[column] = [s for s in specs if (column, s.row, s.sample) not in done]
-    total = sum(len(v) for v in plan.values())
+        todo = [s for s in specs if (column, s.row, s.sample) not in done]
+        jobs.append(ColumnJob(column, todo, kwargs))
+    total = sum(len(j.episodes) for j in jobs)
     try:
         with (
             Progress(disable=not progress, transient=True) as bar,
             episodes_path.open("a", encoding="utf-8") as out,
         ):
             task = bar.add_task(f"{config.name}", total=total)
-            for column, specs in plan.items():
-                bar.update(task, description=f"{config.name}: {column}")
-                for record in policy.play(specs, config.env_kwargs.get(column, {})):
-                    record.env_id = column  # the column it belongs to (a variant's label)
-                    out.write(json.dumps(asdict(record)) + "\n")
-                    out.flush()
-                    records.append(record)
-                    bar.advance(task)
+
+            def keep(column: str, record: EpisodeRecord) -> None:
+                record.env_id = column  # the column it belongs to (a variant's label)
+                out.write(json.dumps(asdict(record)) + "\n")
+                out.flush()
+                records.append(record)
+                bar.advance(task)
+
+            play_columns = getattr(policy, "play_columns", None)
+            if play_columns is not None:  # every column at once (a model: one engine)
+                bar.update(task, description=f"{config.name}: {len(jobs)} envs at once")
+                play_columns(jobs, keep)
+            else:
+                for job in jobs:
+                    bar.update(task, description=f"{config.name}: {job.column}")
+                    for record in policy.play(job.episodes, job.env_kwargs):
+                        keep(job.column, record)
     finally:
         policy.close()
     summary = summarize(records, config)
