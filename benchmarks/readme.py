@@ -290,6 +290,51 @@ def _render_warm_cold(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_main_leaderboard(name: str, data: dict[str, Any]) -> str:
+    """The main job's summary: pass@1 per policy and env, format rates, stage timings."""
+    policies = sorted(data["policies"].items(), key=lambda kv: -(kv[1]["overall_pass@1"] or 0))
+    envs = list(data["settings"]["envs"])
+
+    def cell(value: float | None, digits: int = 2) -> str:
+        return "–" if value is None or value != value else f"{value:.{digits}f}"
+
+    lines = ["| policy | overall pass@1 | " + " | ".join(f"`{e}`" for e in envs) + " |"]
+    lines.append("|---|---|" + "---|" * len(envs))
+    for policy, row in policies:
+        cells = [cell(row["envs"].get(e, {}).get("pass@1")) for e in envs]
+        lines.append(f"| {policy} | {cell(row['overall_pass@1'], 3)} | " + " | ".join(cells) + " |")
+    lines += ["", "Format rate (share of turns whose reply the env could parse):", ""]
+    lines.append("| policy | " + " | ".join(f"`{e}`" for e in envs) + " |")
+    lines.append("|---|" + "---|" * len(envs))
+    for policy, row in policies:
+        cells = [cell(row["envs"].get(e, {}).get("format_rate")) for e in envs]
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in data["stages_s"].items())
+    machine, settings = data.get("machine", {}), data["settings"]
+    versions = ", ".join(
+        f"{k} {v}" for k, v in sorted(data.get("versions", {}).items()) if k != "rllm-envs"
+    )
+    rl = data.get("real_model_rl") or {}
+    lines += [
+        "",
+        f"{settings['n_tasks']} tasks per env, k={settings['k']}. Time: "
+        f"**{data['total_s'] / 60:.1f} min** in all ({stages}) on {machine.get('cpu_count', '?')} "
+        f"CPUs, load average {machine.get('load_average_start', ['?'])[0]} at the start and "
+        f"{machine.get('load_average_end', ['?'])[0]} at the end. From "
+        f"`benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
+        f"`{str(data.get('commit', ''))[:10]}`; {versions}).",
+    ]
+    if rl:
+        lines += [
+            "",
+            f"Real-model RL on the page: the committed result `{rl['source']}` of "
+            f"`{rl['command']}` ({rl['time']}), not rerun by the job: held-out pass@1 of "
+            f"{rl['model']} on {rl['held_out_tasks']} {rl['env']} tasks "
+            f"{rl['before_pass@1']:.1%} before and {rl['after_pass@1']:.1%} after GRPO.",
+        ]
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -301,6 +346,8 @@ def render(name: str) -> str:
         return _render_curriculum(name, data)
     if "base" in data and "trained" in data:
         return _render_real_model(name, data)
+    if "policies" in data and "stages_s" in data:
+        return _render_main_leaderboard(name, data)
     if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
         return _render_perf(name, data)
     if any("warm" in row.get("extra", {}) for row in data.get("rows", [])):

@@ -17,11 +17,43 @@ def test_main_job_scripted_policies_only(tmp_path):
         "--out",
         str(tmp_path),
         "--skip-train",
+        "--real-model",
+        "none",
+        "--results",
+        str(tmp_path / "results" / "main_leaderboard.json"),
     ]
     assert main_job.main(argv) == 0
     md = (tmp_path / "leaderboard.md").read_text()
     assert "| oracle | " in md and "| random | " in md
-    assert (tmp_path / "index.html").exists()
+    page = (tmp_path / "index.html").read_text()
+    # Transcripts of what each policy did, and the committed real-model RL result, labelled.
+    assert "id='transcripts'" in page and "class='episode'" in page
+    assert "committed result of `python -m benchmarks.real_model_rl" in page
+    # The machine-readable summary: scores, per-stage timings, machine, load, versions, commit.
+    summary = json.loads((tmp_path / "main_leaderboard.json").read_text())
+    assert summary == json.loads((tmp_path / "results" / "main_leaderboard.json").read_text())
+    assert set(summary["policies"]) == {"oracle", "random"}
+    assert summary["policies"]["oracle"]["envs"]["rllm/FrozenLake-v0"]["pass@1"] == 1.0
+    assert {"setup", "leaderboard:oracle", "leaderboard:random", "report"} <= set(
+        summary["stages_s"]
+    )
+    assert len(summary["machine"]["load_average_start"]) == 3 and "numpy" in summary["versions"]
+    assert summary["settings"]["envs"] == ["rllm/FrozenLake-v0", "rllm/TicTacToe-v0"]
+    assert summary["real_model_rl"]["source"] == "benchmarks/results/real_model_rl.json"
+
+
+def test_readme_renders_the_main_job_summary(tmp_path, monkeypatch):
+    from benchmarks import readme
+
+    argv = ["--envs", "rllm/Math-v0", "--n-tasks", "2", "--out", str(tmp_path)]
+    assert main_job.main([*argv, "--skip-train", "--real-model", "none"]) == 0
+    (tmp_path / "results").mkdir()
+    (tmp_path / "main_leaderboard.json").rename(tmp_path / "results" / "main_leaderboard.json")
+    monkeypatch.setattr(readme, "RESULTS", tmp_path / "results")
+    table = readme.render("main_leaderboard")
+    assert "| oracle | 1.000 | 1.00 |" in table and "| random | 0.000 | 0.00 |" in table
+    assert "Format rate" in table and "min** in all" in table
+    assert "not rerun by the job" in table
 
 
 def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
@@ -41,6 +73,8 @@ def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
         "rollout.group_size=16",
         "--random-baseline-episodes",
         "300",
+        "--real-model",
+        "none",
     ]
     assert main_job.main(argv) == 0
     assert (tmp_path / "train" / "final_model" / "config.json").exists()
