@@ -24,3 +24,20 @@ def assert_token_exact(trajectory, tokenizer=None):
     if tokenizer is not None and trajectory.steps:
         first = tokenizer.decode(trajectory.steps[0].prompt_ids)
         assert trajectory.initial_observation in first
+
+
+def hf_greedy(model, prompt, n):
+    """Greedy ``n`` new tokens of a transformers model (no end-of-sequence stop)."""
+    import torch
+
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=n,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()

@@ -11,6 +11,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 pytest.importorskip("vllm")
 
+from tests.adapters.helpers import hf_greedy  # noqa: E402
+
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
@@ -19,20 +21,6 @@ def _greedy(policy, prompts, n=8):
 
     params = SamplingParams(max_tokens=n, temperature=0.0, logprobs=True)
     return policy.generate_batch(prompts, params)
-
-
-def _hf_greedy(model, prompt, n):
-    ids = torch.tensor([prompt])
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=n,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    return out[0, len(prompt) :].tolist()
 
 
 def test_vllm_samples_from_pushed_weights(tmp_path):
@@ -65,7 +53,7 @@ def test_vllm_samples_from_pushed_weights(tmp_path):
         before = _greedy(trainer.policy, prompts)
         # Before the push the engine serves the initial weights (same tokens as the trainer).
         for prompt, g in zip(prompts, before, strict=True):
-            assert g.completion_ids == _hf_greedy(lm, prompt, 8)
+            assert g.completion_ids == hf_greedy(lm, prompt, 8)
 
         # New weights: a large perturbation of every parameter, pushed to the engine.
         with torch.no_grad():
@@ -76,7 +64,7 @@ def test_vllm_samples_from_pushed_weights(tmp_path):
         after = _greedy(trainer.policy, prompts)
         for prompt, g in zip(prompts, after, strict=True):
             # vLLM's greedy tokens and their logprobs are the new model's.
-            assert g.completion_ids == _hf_greedy(lm, prompt, 8)
+            assert g.completion_ids == hf_greedy(lm, prompt, 8)
             full = torch.tensor([prompt + g.completion_ids])
             with torch.no_grad():
                 logits = lm(full).logits[0, len(prompt) - 1 : -1].float()

@@ -17,39 +17,43 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 pytest.importorskip("vllm")
 
+from tests.adapters.helpers import hf_greedy  # noqa: E402
+
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
-def _hf_greedy(model, prompt, n):
-    ids = torch.tensor([prompt])
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            max_new_tokens=n,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    return out[0, len(prompt) :].tolist()
-
-
-def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
+def _tied_tiny(folder):
+    """A randomly initialised tied-embedding variant of the tiny model, saved to ``folder``."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from adapters.backends.base import SamplingParams
     from adapters.tiny_model import tiny_model_path
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
 
     src = tiny_model_path()
     model_config = AutoConfig.from_pretrained(src)
     model_config.tie_word_embeddings = True
     torch.manual_seed(0)
-    AutoModelForCausalLM.from_config(model_config).save_pretrained(tmp_path / "tied")
-    AutoTokenizer.from_pretrained(src).save_pretrained(tmp_path / "tied")
+    model = AutoModelForCausalLM.from_config(model_config).eval()
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model, tokenizer
+
+
+def _perturb(model):
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(1)
+        for p in model.parameters():  # the shared embedding once
+            p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+
+
+def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
+    from adapters.backends.base import SamplingParams
+    from adapters.trainer.config import config_from_dict
+    from adapters.trainer.trainer import PPOTrainer
+
+    _tied_tiny(tmp_path / "tied")
     config = config_from_dict(
         {
             "model": str(tmp_path / "tied"),
@@ -70,49 +74,31 @@ def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
         assert lm.lm_head.weight is lm.model.embed_tokens.weight
         prompts = [trainer.tokenizer.encode("What is 85 + 63?")]
         before = trainer.policy.generate_batch(prompts, params)
-        assert before[0].completion_ids == _hf_greedy(lm, prompts[0], 8)
-        with torch.no_grad():
-            gen = torch.Generator().manual_seed(1)
-            for p in lm.parameters():  # the shared embedding once
-                p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+        assert before[0].completion_ids == hf_greedy(lm, prompts[0], 8)
+        _perturb(lm)
         trainer.push_weights()
         after = trainer.policy.generate_batch(prompts, params)
-        assert after[0].completion_ids == _hf_greedy(lm, prompts[0], 8)
+        assert after[0].completion_ids == hf_greedy(lm, prompts[0], 8)
         assert after[0].completion_ids != before[0].completion_ids
 
 
 def test_tied_model_reloaded_from_a_folder_is_served(tmp_path):
     """``update_weights(folder)`` of a tied model updates vLLM's output projection too."""
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
     from adapters.backends.base import SamplingParams
     from adapters.backends.vllm import VLLMPolicy
-    from adapters.tiny_model import tiny_model_path
 
-    src = tiny_model_path()
-    model_config = AutoConfig.from_pretrained(src)
-    model_config.tie_word_embeddings = True
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(model_config).eval()
-    model.save_pretrained(tmp_path / "v0")
-    tokenizer = AutoTokenizer.from_pretrained(src)
-    tokenizer.save_pretrained(tmp_path / "v0")
+    model, tokenizer = _tied_tiny(tmp_path / "v0")
     prompt = tokenizer.encode("What is 85 + 63?")
     params = SamplingParams(max_tokens=8, temperature=0.0, logprobs=False)
     policy = VLLMPolicy(str(tmp_path / "v0"), max_model_len=256, dtype="float32")
     try:
         before = policy.generate_batch([prompt], params)[0].completion_ids
-        assert before == _hf_greedy(model, prompt, 8)
-        with torch.no_grad():
-            gen = torch.Generator().manual_seed(1)
-            for p in model.parameters():  # the shared embedding once
-                p.add_(torch.randn(p.shape, generator=gen) * 0.5)
+        assert before == hf_greedy(model, prompt, 8)
+        _perturb(model)
         model.save_pretrained(tmp_path / "v1")
         policy.update_weights(tmp_path / "v1")
         after = policy.generate_batch([prompt], params)[0].completion_ids
-        assert after == _hf_greedy(model, prompt, 8)
+        assert after == hf_greedy(model, prompt, 8)
         assert after != before
     finally:
         policy.close()
