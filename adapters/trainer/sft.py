@@ -24,7 +24,8 @@ One run:
    leaderboard (``--policy hf:<folder>`` or ``vllm:<folder>``) load directly.
 
 :class:`SFTTrainer` runs on the RL trainer's own parts, imported: the process group
-(:func:`~adapters.trainer.distributed.setup_distributed`, :class:`Ranks`), the DeepSpeed
+(:func:`~adapters.trainer.distributed.setup_distributed`, :class:`Ranks`), the run loop
+(:class:`~adapters.trainer.loop.TrainLoop`, shared with the RL trainer), the DeepSpeed
 engine's JSON config and the engine with torch AdamW, warm-up and the linear schedule
 (:func:`~adapters.trainer.distributed.deepspeed_config`,
 :func:`~adapters.trainer.distributed.build_engine`), the checkpoint folder
@@ -38,6 +39,7 @@ position-restricted scoring of :mod:`adapters.trainer.models` (its private ``_ba
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import time
@@ -49,14 +51,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from adapters.trainer.checkpoint import Checkpoints, finish_run, full_state_dict, save_hf_model
-from adapters.trainer.distributed import (
-    GracefulStop,
-    Ranks,
-    build_engine,
-    deepspeed_config,
-    setup_distributed,
-)
+from adapters.trainer.checkpoint import full_state_dict, save_hf_model
+from adapters.trainer.distributed import build_engine, deepspeed_config, setup_distributed
+from adapters.trainer.loop import TrainLoop
 from adapters.trainer.metrics import MetricsLogger
 from adapters.trainer.models import ActionScorer, _backbone, _gather, load_causal_lm
 from adapters.trainer.sft_config import SFTConfig, SFTDataConfig
@@ -401,7 +398,7 @@ def sft_loss(
 # ---------------------------------------------------------------------- the trainer
 
 
-class SFTTrainer:
+class SFTTrainer(TrainLoop):
     """Fine-tune a causal LM on episodes (see the module docstring).
 
     Args:
@@ -410,13 +407,16 @@ class SFTTrainer:
             still apply).
     """
 
+    bar_desc = "sft"
+    bar_unit = "step"
+    iteration_name = "step"
+
     def __init__(
         self, config: SFTConfig, *, trajectories: Sequence[Trajectory] | None = None
     ) -> None:
         self.config = config
         self.rank, self.world_size = setup_distributed()
         self.is_main = self.rank == 0
-        self.ranks = Ranks(self.world_size)
         self._started = time.perf_counter()
         self._elapsed_offset = 0.0
         from deepspeed.accelerator import get_accelerator
@@ -476,11 +476,6 @@ class SFTTrainer:
         if optim.lr_schedule == "linear":
             done = min(self.iteration / max(self.total_steps, 1), 1.0)
             self._lr_factor = optim.min_lr_ratio + (1.0 - optim.min_lr_ratio) * (1.0 - done)
-
-    @property
-    def elapsed(self) -> float:
-        """Training seconds so far (across resumes)."""
-        return self._elapsed_offset + time.perf_counter() - self._started
 
     # ------------------------------------------------------------------ data order
 
@@ -558,25 +553,9 @@ class SFTTrainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    @property
-    def checkpoint_dir(self) -> Path:
-        """Where checkpoints live (``<output_dir>/checkpoint``)."""
-        return self.output_dir / "checkpoint"
-
-    @property
-    def checkpoints(self) -> Checkpoints:
-        """The checkpoint folder's reader and writer (the RL trainer's format)."""
-        return Checkpoints(self.checkpoint_dir, is_main=self.is_main)
-
     def save_checkpoint(self) -> Path:
         """Save the model, optimizer and step counter; keep only the newest."""
-        state = {
-            "kind": "sft",
-            "iteration": self.iteration,
-            "episodes": self.episodes,
-            "torch_rng": torch.get_rng_state().tolist(),
-            "elapsed_s": self.elapsed,
-        }
+        state = {"kind": "sft", **self._loop_state()}
         return self.checkpoints.save({"actor": self.actor}, f"iter_{self.iteration:06d}", state)
 
     def resume(self) -> bool:
@@ -584,11 +563,7 @@ class SFTTrainer:
         state = self.checkpoints.load({"actor": self.actor})
         if state is None:
             return False
-        self.iteration = int(state["iteration"])
-        self.episodes = int(state["episodes"])
-        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
-        self._elapsed_offset = float(state.get("elapsed_s", 0.0))
-        self._started = time.perf_counter()
+        self._load_loop_state(state)
         return True
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -616,58 +591,16 @@ class SFTTrainer:
         Returns:
             The metrics of every step run by this call.
         """
-        cfg = self.config.train
-        self.stopped_by = None
-        if self.is_main:
-            self._write_run_files()
-            logging_cfg = self.config.logging
-            self.logger = MetricsLogger(
-                self.output_dir,
-                tensorboard=logging_cfg.tensorboard,
-                wandb=logging_cfg.wandb,
-                wandb_project=logging_cfg.wandb_project,
-                run_name=logging_cfg.run_name,
-                config=self.config.to_dict(),
-            )
-        bar = self._progress()
-        history: list[dict[str, Any]] = []
-        try:
-            with GracefulStop() as stop:
-                while self.iteration < self.total_steps:
-                    if cfg.max_wall_s is not None and self.elapsed >= cfg.max_wall_s:
-                        break
-                    metrics = self.step()
-                    if self.iteration == 1:
-                        metrics.update(self.selection.metrics())
-                    history.append(metrics)
-                    self.history.append(metrics)
-                    if self.logger is not None:
-                        self.logger.log(metrics, self.iteration)
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{metrics['sft/loss']:.3f}", refresh=False)
-                    if cfg.save_every and self.iteration % cfg.save_every == 0:
-                        self.save_checkpoint()
-                    if callback is not None:
-                        callback(self, metrics)
-                    if self.ranks.max(float(stop.signum is not None)) > 0:
-                        self.stopped_by = stop.name or "a signal on another rank"
-                        break
-                finish_run(self, "step", cfg.save_final_model)
-        finally:
-            if bar is not None:
-                bar.close()
-            if self.logger is not None:
-                self.logger.close()
-        return history
+        return self.run_loop(self.total_steps, callback)
+
+    def _postfix(self, metrics: dict[str, Any]) -> dict[str, str]:
+        return {"loss": f"{metrics['sft/loss']:.3f}"}
+
+    def _first_metrics(self) -> dict[str, Any]:
+        return self.selection.metrics()
 
     def _write_run_files(self) -> None:
-        import json
-
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        (self.output_dir / "config.json").write_text(
-            json.dumps(self.config.to_dict(), indent=2), encoding="utf-8"
-        )
+        super()._write_run_files()
         data = {
             **self.selection.metrics(),
             "rows": len(self.rows),
@@ -677,15 +610,6 @@ class SFTTrainer:
             "tokens": sum(len(e.ids) for e in self.examples),
         }
         (self.output_dir / "data.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
-
-    def _progress(self) -> Any:
-        if not (self.config.logging.progress and self.is_main):
-            return None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return None
-        return tqdm(total=self.total_steps, initial=self.iteration, desc="sft", unit="step")
 
     def close(self) -> None:
         """Nothing to release (no rollout engine); for symmetry with the RL trainer."""

@@ -23,7 +23,8 @@ One iteration:
 
 The process group, engines and cross-rank reductions are in
 :mod:`adapters.trainer.distributed`, checkpoints and the Hugging Face export in
-:mod:`adapters.trainer.checkpoint`, episode metrics and ``samples.jsonl`` in
+:mod:`adapters.trainer.checkpoint`, the run loop (shared with the SFT trainer) in
+:mod:`adapters.trainer.loop`, episode metrics and ``samples.jsonl`` in
 :mod:`adapters.trainer.metrics`: this module is the algorithm.
 
 :meth:`PPOTrainer.train` stops cleanly on the first SIGINT/SIGTERM: the iteration finishes,
@@ -37,7 +38,6 @@ DeepSpeed averages the gradients.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -52,16 +52,16 @@ import torch
 
 from adapters.trainer import algorithms as alg
 from adapters.trainer.batch import Batch, trajectories_to_batch
-from adapters.trainer.checkpoint import Checkpoints, finish_run, full_state_dict, save_hf_model
+from adapters.trainer.checkpoint import full_state_dict, save_hf_model
 from adapters.trainer.config import TrainerConfig
 from adapters.trainer.distributed import (
     GracefulStop,
-    Ranks,
     _merge,
     build_engine,
     deepspeed_config,
     setup_distributed,
 )
+from adapters.trainer.loop import TrainLoop
 from adapters.trainer.metrics import (
     SAMPLES_FILE,
     MetricsLogger,
@@ -88,7 +88,7 @@ def _micro_chunks(rows: Sequence[int], size: int) -> list[list[int]]:
     return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
-class PPOTrainer:
+class PPOTrainer(TrainLoop):
     """Train a causal LM on an rllm-envs environment (see the module docstring).
 
     The env pools (one per curriculum level) live in :attr:`rollouts` for the whole run.
@@ -102,6 +102,9 @@ class PPOTrainer:
 
     #: Where the episodes come from (``None`` in subclasses that never roll out).
     rollouts: RolloutCollector | None = None
+    bar_desc = "ppo"
+    bar_unit = "it"
+    iteration_name = "iteration"
 
     def __init__(
         self,
@@ -197,11 +200,6 @@ class PPOTrainer:
         return build_engine(
             module, lr, self.config.optim, self._ds_config(), lambda: self._lr_factor
         )
-
-    @property
-    def ranks(self) -> Ranks:
-        """Reductions over this run's processes."""
-        return Ranks(self.world_size)
 
     def _make_policy(self) -> Any:
         from adapters.backends import make_policy
@@ -627,28 +625,15 @@ class PPOTrainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    @property
-    def checkpoint_dir(self) -> Path:
-        """Where checkpoints live (``<output_dir>/checkpoint``)."""
-        return self.output_dir / "checkpoint"
-
-    @property
-    def checkpoints(self) -> Checkpoints:
-        """The checkpoint folder's reader and writer."""
-        return Checkpoints(self.checkpoint_dir, is_main=self.is_main)
-
     def _engines(self) -> dict[str, Any]:
         return {"actor": self.actor, "critic": self.critic}
 
     def save_checkpoint(self) -> Path:
         """Save actor, critic, optimizer and trainer state; keep only the newest."""
         state = {
-            "iteration": self.iteration,
-            "episodes": self.episodes,
+            **self._loop_state(),
             "kl_ctl": self.kl_ctl.state_dict(),
             "rng": self._rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state().tolist(),
-            "elapsed_s": self.elapsed,
         }
         curriculum = self.rollouts.state_dict() if self.rollouts is not None else None
         if curriculum is not None:
@@ -660,15 +645,11 @@ class PPOTrainer:
         state = self.checkpoints.load(self._engines())
         if state is None:
             return False
-        self.iteration = int(state["iteration"])
-        self.episodes = int(state["episodes"])
+        self._load_loop_state(state)
         self.kl_ctl.load_state_dict(state["kl_ctl"])
         self._rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(torch.tensor(state["torch_rng"], dtype=torch.uint8))
         if self.rollouts is not None:
             self.rollouts.load_state_dict(state.get("curriculum"))
-        self._elapsed_offset = float(state.get("elapsed_s", 0.0))
-        self._started = time.perf_counter()
         if self.policy is not None:
             self.push_weights()
         return True
@@ -688,11 +669,6 @@ class PPOTrainer:
         )
 
     # ------------------------------------------------------------------ run
-
-    @property
-    def elapsed(self) -> float:
-        """Training seconds so far (across resumes)."""
-        return getattr(self, "_elapsed_offset", 0.0) + time.perf_counter() - self._started
 
     def _progress_fraction(self) -> float:
         # Iterations, not wall-clock: a run slowed down by a busy machine gets the same
@@ -724,73 +700,21 @@ class PPOTrainer:
         Returns:
             The metrics of every iteration run by this call.
         """
-        cfg = self.config.train
-        self.stopped_by = None
-        if self.is_main:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            (self.output_dir / "config.json").write_text(
-                json.dumps(self.config.to_dict(), indent=2), encoding="utf-8"
-            )
-            self.logger = MetricsLogger(
-                self.output_dir,
-                tensorboard=self.config.logging.tensorboard,
-                wandb=self.config.logging.wandb,
-                wandb_project=self.config.logging.wandb_project,
-                run_name=self.config.logging.run_name,
-                config=self.config.to_dict(),
-            )
-        bar = self._progress()
-        history: list[dict[str, Any]] = []
-        try:
-            with GracefulStop() as stop:
-                while self.iteration < cfg.iterations:
-                    if cfg.max_wall_s is not None and self.elapsed >= cfg.max_wall_s:
-                        break
-                    metrics = self.step()
-                    history.append(metrics)
-                    self.history.append(metrics)
-                    if self.logger is not None:
-                        self.logger.log(metrics, self.iteration)
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(
-                            success=f"{metrics.get('rollout/success', 0):.2f}",
-                            reward=f"{metrics.get('rollout/reward', 0):.2f}",
-                            refresh=False,
-                        )
-                    if cfg.save_every and self.iteration % cfg.save_every == 0:
-                        self.save_checkpoint()
-                    # Every rank stops together (a launcher may signal only some of them).
-                    if self._max_over_ranks(float(stop.signum is not None)) > 0:
-                        self.stopped_by = stop.name or "a signal on another rank"
-                        break
-                    if self._stop_success_reached():
-                        break
-                finish_run(self, "iteration", cfg.save_final_model)
-        finally:
-            if bar is not None:
-                bar.close()
-            if self.logger is not None:
-                self.logger.close()
-        return history
+        return self.run_loop(self.config.train.iterations)
 
-    def _stop_success_reached(self) -> bool:
+    def _postfix(self, metrics: dict[str, Any]) -> dict[str, str]:
+        return {
+            "success": f"{metrics.get('rollout/success', 0):.2f}",
+            "reward": f"{metrics.get('rollout/reward', 0):.2f}",
+        }
+
+    def _done(self) -> bool:
+        """Whether ``train.stop_success`` is reached over the last ``train.stop_window``."""
         cfg = self.config.train
         if cfg.stop_success is None or len(self.history) < cfg.stop_window:
             return False
         window = self.history[-cfg.stop_window :]
         return bool(np.mean([m.get("rollout/success", 0.0) for m in window]) >= cfg.stop_success)
-
-    def _progress(self) -> Any:
-        if not (self.config.logging.progress and self.is_main):
-            return None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            return None
-        return tqdm(
-            total=self.config.train.iterations, initial=self.iteration, desc="ppo", unit="it"
-        )
 
     def close(self) -> None:
         """Release the env pools and the rollout engine (if the trainer built it)."""
