@@ -68,3 +68,28 @@ def test_random_baseline_row_is_measured():
     assert f"{result['success_rate']:.2%} success ({result['successes']} of 20,000)" in _row(
         "random policy"
     )
+
+
+def test_curriculum_prose_matches_its_results_file():
+    """The figures README derives in words from ``benchmarks/results/curriculum.json``."""
+    path = ROOT / "benchmarks" / "results" / "curriculum.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    section = README.split("### Curricula", 1)[1].split("\n### ", 1)[0]
+    prose = " ".join(section.replace("<!-- /results:curriculum -->", "\0").split("\0")[1].split())
+    episodes, cpu = data["episodes_to_target"], data["cpu_s_to_target"]
+    fewer = sorted(
+        round(100 * (1 - u / a))
+        for a, u in zip(episodes["adaptive"], episodes["uniform"], strict=True)
+    )
+    less_cpu = sorted(
+        round(100 * (1 - a / u)) for a, u in zip(cpu["adaptive"], cpu["uniform"], strict=True)
+    )
+    assert all(f > 0 for f in fewer), "README says uniform needed fewer episodes on every seed"
+    assert f"({fewer[0]}% and {fewer[-1]}% fewer)" in prose
+    assert f"{less_cpu[0]}-{less_cpu[-1]}% less CPU" in prose
+    base = data["baselines_at_hardest"]
+    before = " ".join(section.split("<!-- results:curriculum -->")[0].split())
+    assert (
+        f"on {base['maps']} such maps a random move succeeds {base['random_move']:.0%} of the "
+        f"time, a random choice of Right or Down {base['right_or_down']:.0%}"
+    ) in before
