@@ -4,8 +4,6 @@ the leaderboard on one env per family, greedy, showing that its replies are pars
 
 from __future__ import annotations
 
-import os
-
 import gymnasium as gym
 import pytest
 
@@ -64,24 +62,36 @@ def test_leaderboard_decoding_uses_the_family_hints():
 
 # --------------------------------------------------------------------------- the real model
 
-#: One env per family; two tasks each (greedy, the family's own token limit).
-REAL = [
-    "rllm/Math-v0",
-    "rllm/Countdown-v0",
-    "rllm/Code-v0",
-    "rllm/FrozenLake-v0",
-    "rllm/ToolUse-v0",
-]
+#: One env per family (and one multi-agent env), with the kwargs that keep it cheap: two
+#: tasks each, greedy, the family's own prompt, token limit and stop strings. Multi-turn envs
+#: get a few turns only: a format test needs replies, not whole episodes, and the turns of
+#: one episode are sequential (12 tool turns of 192 tokens are minutes of CPU on their own).
+REAL = {
+    "rllm/Math-v0": {},
+    "rllm/Countdown-v0": {},
+    "rllm/Code-v0": {},
+    "rllm/FrozenLake-v0": {"max_turns": 4},
+    "rllm/ToolUse-v0": {"python": False, "max_turns": 3},  # no python tool: no sandbox
+    "rllm/Search-v0": {"max_turns": 3},
+    "rllm/SolverJudge-v0": {},
+}
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("RLLM_REAL_MODEL_TESTS"),
-    reason="minutes of CPU generation (5 envs x 2 tasks at the family limits); set "
-    "RLLM_REAL_MODEL_TESTS=1 to run it",
-)
-def test_smollm2_replies_are_parsed_in_every_family(tmp_path):
-    pytest.importorskip("transformers")
+#: Families whose format SmolLM2-135M-Instruct does not follow (greedy), measured, with why.
+#: Non-strict xfail: the day a prompt or a model fixes one, the test reports it (XPASS).
+NOT_FOLLOWED = {
+    "rllm/ToolUse-v0": "it writes prose, JavaScript or the tools' JSON schemas instead of a "
+    "<tool_call> block (three system prompts tried: 0 parsed turns of 6 each)",
+    "rllm/Search-v0": "it answers in prose from memory instead of <search>/<answer> or a "
+    "<tool_call> (three system prompts tried: 0 parsed turns of 6 each)",
+    "rllm/SolverJudge-v0": "neither the solver's boxed answer nor the judge's verdict format",
+}
+
+
+@pytest.fixture(scope="module")
+def smollm2_run(tmp_path_factory):
+    """One leaderboard run of the real model over :data:`REAL` (one engine for every test)."""
+    pytest.importorskip("vllm")
     from adapters.models import resolve_model
     from benchmarks.leaderboard.runner import RunConfig, run
 
@@ -89,16 +99,50 @@ def test_smollm2_replies_are_parsed_in_every_family(tmp_path):
         resolve_model("smollm2-135m-instruct")
     except DependencyNotInstalled as e:
         pytest.skip(str(e))
+    out = tmp_path_factory.mktemp("smollm2")
     config = RunConfig(
-        policy="hf:smollm2-135m-instruct",
-        envs=REAL,
-        n_tasks=2,
-        env_kwargs={"rllm/ToolUse-v0": {"python": False}},
+        policy="vllm:smollm2-135m-instruct",
+        envs=list(REAL),
+        n_tasks=4,
+        env_kwargs={k: v for k, v in REAL.items() if v},
         policy_kwargs={"temperature": 0.0},
+        transcripts=True,
     )
-    summary = run(config, tmp_path, progress=False)
-    rates = {env_id: m["format_rate"] for env_id, m in summary["envs"].items()}
-    assert set(rates) == set(REAL)
-    # Each family's replies reach its parser: a boxed answer, an <answer>, a code block,
-    # a move, a tool call.
-    assert all(rate > 0 for rate in rates.values()), rates
+    summary = run(config, out, progress=False)
+    print("format rates:", {e: m["format_rate"] for e, m in summary["envs"].items()})
+    return summary, out / config.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        pytest.param(e, marks=pytest.mark.xfail(reason=NOT_FOLLOWED[e], strict=False))
+        if e in NOT_FOLLOWED
+        else e
+        for e in REAL
+    ],
+)
+def test_smollm2_replies_are_parsed_in_every_family(smollm2_run, env_id):
+    """SmolLM2-135M-Instruct on vLLM through the leaderboard: the family parses its replies.
+
+    One engine plays every env at once; the format rate is the leaderboard's (share of turns
+    without ``invalid_action``): a boxed answer, an ``<answer>``, a code block, a move, a tool
+    call or answer, a solver's and a judge's reply.
+    """
+    summary, _ = smollm2_run
+    assert summary["envs"][env_id]["format_rate"] > 0, summary["envs"][env_id]
+
+
+@pytest.mark.slow
+def test_smollm2_run_reports_every_env_with_transcripts(smollm2_run):
+    from benchmarks.leaderboard.report import load_run
+
+    summary, run_dir = smollm2_run
+    assert set(summary["envs"]) == set(REAL)
+    assert all(0.0 <= m["format_rate"] <= 1.0 for m in summary["envs"].values())
+    # Every env has transcripts of what the model replied.
+    shown = load_run(run_dir, examples=2).transcripts
+    assert set(shown) == set(REAL)
+    single = [t for ts in shown.values() for t in ts if "messages" in t]
+    assert single and all(any(m["role"] == "assistant" for m in t["messages"]) for t in single)
