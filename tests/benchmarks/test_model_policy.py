@@ -81,3 +81,26 @@ def test_policies_and_model_policy_do_not_import_each_other():
     )
     # Opponents are the registry's, not a leaderboard table.
     assert not hasattr(policies, "OPPONENTS")
+
+
+def test_play_yields_each_env_and_columns_run_together(tmp_path):
+    """``play`` (one env) streams records; ``play_columns`` plays several columns at once."""
+    pytest.importorskip("transformers")
+    from benchmarks.leaderboard.protocol import ColumnJob, EpisodeSpec
+
+    lake = [EpisodeSpec("rllm/FrozenLake-v0", i, i, 0, i) for i in range(2)]
+    math = [EpisodeSpec("rllm/Math-v0", i, i, 0, 10 + i, "rllm/Math-v0@x") for i in range(2)]
+    policy = ModelPolicy("hf:tiny", max_tokens=2, temperature=0.0, transcripts=tmp_path / "t.jsonl")
+    try:
+        assert sorted(r.row for r in policy.play(lake, {"max_turns": 2})) == [0, 1]
+        seen: list[tuple[str, int]] = []
+        jobs = [ColumnJob("rllm/FrozenLake-v0", lake, {}), ColumnJob("rllm/Math-v0@x", math, {})]
+        policy.play_columns(jobs, lambda column, record: seen.append((column, record.row)))
+    finally:
+        policy.close()
+    assert sorted(seen) == [("rllm/FrozenLake-v0", 0), ("rllm/FrozenLake-v0", 1)] + [
+        ("rllm/Math-v0@x", 0),
+        ("rllm/Math-v0@x", 1),
+    ]
+    columns = [json.loads(line)["column"] for line in (tmp_path / "t.jsonl").open()]
+    assert sorted(columns) == ["rllm/FrozenLake-v0"] * 4 + ["rllm/Math-v0@x"] * 2
