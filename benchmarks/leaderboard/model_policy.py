@@ -192,19 +192,22 @@ class ModelPolicy:
         agent_kwargs = dict(own.get("agent_kwargs", self.agent_kwargs))
         # The family's stop strings always apply (its parser reads replies cut before them);
         # its token limit applies unless one is given.
-        from rllm_agents import make_agent
+        from adapters.backends import SamplingParams
+        from adapters.rollout.config import family_sampling
 
-        hints = make_agent(env_id, agent, **agent_kwargs).sampling_hints()
-        max_tokens = own.get("max_tokens", self.max_tokens)
-        if max_tokens is None:
-            max_tokens = hints.get("max_tokens", 256)
-        stop = tuple(hints.get("stop", ()))
-        return _Decoding(
-            temperature=float(own.get("temperature", self.temperature)),
-            max_tokens=int(max_tokens),
+        family = family_sampling(
+            env_id,
+            SamplingParams(),
+            max_tokens=own.get("max_tokens", self.max_tokens),
             agent=agent,
             agent_kwargs=agent_kwargs,
-            stop=stop,
+        )
+        return _Decoding(
+            temperature=float(own.get("temperature", self.temperature)),
+            max_tokens=family.max_tokens,
+            agent=agent,
+            agent_kwargs=agent_kwargs,
+            stop=family.stop,
         )
 
     def _sampling(self, decoding: _Decoding, seed: int) -> Any:
