@@ -40,6 +40,9 @@ def test_ppo_rows_match_the_committed_metrics():
     whole = _row("whole run")
     assert f"({len(rows)} iterations, {rows[-1]['episodes']:,} episodes)" in whole
     assert f"{rows[-1]['time_s'] / 60:.1f} min, {rows[-1]['perf/process_cpu_s']:.0f} CPU-s" in whole
+    # The Quick start quotes the same run's training time.
+    quick = " ".join(README.split("## Quick start", 1)[1].split("\n## ", 1)[0].split())
+    assert f"training takes {rows[-1]['time_s'] / 60:.1f} min for the {len(rows)} PPO" in quick
     untrained = _row("untrained model")
     assert f"{rows[0]['rollout/success']:.0%} success" in untrained
     assert f"{rows[0]['rollout/invalid_action_rate']:.0%} invalid actions" in untrained
