@@ -332,7 +332,8 @@ def test_rollout_dtype(benchmark, policy):
         load_1m=round(os.getloadavg()[0], 2),
         note=(
             f"the rollout above on a {OTHER_DTYPE} engine (measured) and the {DTYPE} one "
-            f"(baseline), {rounds} rounds each, alternated; {OTHER_DTYPE} engine start "
+            f"(baseline), {rounds} round{'s' if rounds != 1 else ''} each, alternated; "
+            f"{OTHER_DTYPE} engine start "
             f"{other.timings['engine_start_s']} s"
         ),
     )
