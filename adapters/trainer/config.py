@@ -118,9 +118,11 @@ class RolloutSettings:
         )
         for name in ("num_tasks", "group_size", "max_tokens"):
             value = getattr(self, name)
+            optional = name == "max_tokens"  # null: the env family's own limit
             _check(
-                (value is None and name == "max_tokens") or (isinstance(value, int) and value >= 1),
-                f"Expects `rollout.{name}` to be an int >= 1, actual: {value!r}.",
+                (optional and value is None) or (isinstance(value, int) and value >= 1),
+                f"Expects `rollout.{name}` to be an int >= 1{' or null' if optional else ''}, "
+                f"actual: {value!r}.",
             )
         _check(
             self.num_envs is None or self.num_envs >= 1,
