@@ -29,6 +29,14 @@ Stop strings are only those the family's parser reads without their closing text
 a reply ends *before* its stop string, so ``</action>`` (FrozenLake reads ``<action>Right``)
 and ``</tool_call>`` (one call per turn, so the model waits for the tool's result instead of
 inventing one) are stops, while ``</answer>`` (Countdown needs it) is not.
+
+Demonstrations: a family agent may show one worked exchange of an *invented* task (user,
+assistant and tool messages) between the system prompt and the real task
+(:attr:`Agent.default_demonstration`, ``demonstration=`` to replace it, ``None`` to drop it).
+A small instruct model copies a format it has seen far more reliably than it follows one
+described in words: SmolLM2-135M-Instruct never wrote a parseable search call under three
+system prompts and wrote one in most first turns after one shown exchange. A demonstration is
+part of the prompt (never trained on as a completion) and never one of the env's tasks.
 """
 
 from __future__ import annotations
@@ -47,7 +55,10 @@ __all__ = [
     "FrozenLakeAgent",
     "FrozenLakeBoardAgent",
     "GenericAgent",
+    "MATH_DEMONSTRATION",
     "MathAgent",
+    "SEARCH_DEMONSTRATION",
+    "TOOL_DEMONSTRATION",
     "ToolAgent",
     "agent_class_for",
     "agent_names",
@@ -81,6 +92,8 @@ class Agent:
         max_tokens: Most tokens per reply for this family (default: the class's
             ``default_max_tokens``; ``None`` leaves it to the caller).
         stop: Stop strings (default: the class's ``default_stop``).
+        demonstration: Messages of a worked example shown before the task (default: the
+            class's, chosen by :meth:`demonstration_for`; ``None`` or ``()`` for none).
     """
 
     #: Name used by :func:`make_agent` (``agent="math"``).
@@ -90,6 +103,8 @@ class Agent:
     default_max_tokens: ClassVar[int | None] = None
     #: Stop strings of this family (the parser must read a reply cut before them).
     default_stop: ClassVar[tuple[str, ...]] = ()
+    #: A worked exchange of an invented task shown before the real one (see the module doc).
+    default_demonstration: ClassVar[tuple[Message, ...]] = ()
 
     def __init__(
         self,
@@ -98,6 +113,7 @@ class Agent:
         think: str = "strip",
         max_tokens: Any = _DEFAULT,
         stop: Any = _DEFAULT,
+        demonstration: Any = _DEFAULT,
     ) -> None:
         if think not in ("strip", "keep"):
             raise InvalidEnvConfig(f"Expects `think` in ('strip', 'keep'), actual: {think!r}.")
@@ -115,6 +131,12 @@ class Agent:
         self.system_prompt: str | None = (
             self.default_system_prompt if system_prompt is _DEFAULT else system_prompt
         )
+        self._demonstration_given = demonstration is not _DEFAULT
+        self.demonstration: tuple[Message, ...] = (
+            _check_demonstration(demonstration)
+            if self._demonstration_given
+            else self.default_demonstration
+        )
         self.think = think
         self.messages: list[Message] = []
         self.tools: list[dict[str, Any]] | None = None
@@ -130,6 +152,8 @@ class Agent:
         prompt = self.system_prompt if self._prompt_given else self.system_prompt_for(info)
         if prompt:
             self.messages.append({"role": "system", "content": prompt})
+        shown = self.demonstration if self._demonstration_given else self.demonstration_for(info)
+        self.messages.extend(dict(m) for m in shown)
         self.messages.append(
             {"role": "user", "content": self.format_observation(observation, info, first=True)}
         )
@@ -157,6 +181,10 @@ class Agent:
         """The system prompt for the task ``info`` describes (the class default here)."""
         return self.system_prompt
 
+    def demonstration_for(self, info: Mapping[str, Any]) -> tuple[Message, ...]:
+        """The worked example shown before the task ``info`` describes (the class default)."""
+        return self.demonstration
+
     def sampling_hints(self) -> dict[str, Any]:
         """``{"max_tokens": ..., "stop": (...)}`` this family's replies need (set keys only)."""
         hints: dict[str, Any] = {}
@@ -172,6 +200,71 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(system_prompt={self.system_prompt!r}, think={self.think!r})"
+
+
+_DEMO_ROLES = ("user", "assistant", "tool")
+
+#: The math families' worked example (a boxed final answer after one line of working).
+MATH_DEMONSTRATION: tuple[Message, ...] = (
+    {"role": "user", "content": "Compute $12 + 5 \\times 11$."},
+    {
+        "role": "assistant",
+        "content": "First $5 \\times 11 = 55$, then $12 + 55 = 67$.\n\n\\boxed{67}",
+    },
+)
+
+
+def _check_demonstration(messages: Any) -> tuple[Message, ...]:
+    """``messages`` as a tuple of chat messages; raise on anything a chat template cannot take."""
+    if messages is None:
+        return ()
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidEnvConfig(
+            "Expects `demonstration` to be a list of {'role', 'content'} messages or None, "
+            f"actual: {messages!r}."
+        )
+    out = []
+    for m in messages:
+        if (
+            not isinstance(m, Mapping)
+            or m.get("role") not in _DEMO_ROLES
+            or not isinstance(m.get("content"), str)
+        ):
+            raise InvalidEnvConfig(
+                f"Expects each demonstration message to have a role in {_DEMO_ROLES} and a "
+                f"string content, actual: {m!r}."
+            )
+        out.append({"role": m["role"], "content": m["content"]})
+    if out and out[-1]["role"] != "assistant":
+        raise InvalidEnvConfig(
+            "Expects a demonstration to end with the assistant's reply (the real task follows "
+            f"as the next user turn), actual last role: {out[-1]['role']!r}."
+        )
+    return tuple(out)
+
+
+#: The tool families' worked example: the first call of an invented task with an invented tool.
+#: It stops at the call: with a tool result and a final call after it, SmolLM2-135M copied the
+#: ``<tool_response>`` block instead of calling (0 of 12 first turns parsed, measured).
+TOOL_DEMONSTRATION: tuple[Message, ...] = (
+    {
+        "role": "user",
+        "content": "Solve the task below by calling tools.\n\nTask: How many words are in the "
+        "sentence 'the quick brown fox'?\n\nTools:\n- word_count(text: string): Count the "
+        "words of a text.\n- final_answer(answer: string | number): Submit your final answer.",
+    },
+    {
+        "role": "assistant",
+        "content": '<tool_call>{"name": "word_count", "arguments": {"text": "the quick brown '
+        'fox"}}</tool_call>',
+    },
+)
+
+#: The search family's worked example: the first search of a question on an invented person.
+SEARCH_DEMONSTRATION: tuple[Message, ...] = (
+    {"role": "user", "content": "Question: In which city was the painter Oskar Melvane born?"},
+    {"role": "assistant", "content": "<search>Oskar Melvane</search>"},
+)
 
 
 class GenericAgent(Agent):
@@ -246,6 +339,9 @@ class MathAgent(Agent):
         "answer, and nothing else, in a single \\boxed{}."
     )
     default_max_tokens = 384
+    # Shown, not described: SmolLM2-135M boxed 0 of 200 held-out arithmetic answers without it
+    # and 92 of 100 with it. Three numbers above 10 are outside every procedural task.
+    default_demonstration = MATH_DEMONSTRATION
 
 
 _LANGUAGES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
@@ -324,6 +420,19 @@ class ToolAgent(Agent):
     )
     default_max_tokens = 192
     default_stop = ("</tool_call>",)
+
+    def demonstration_for(self, info: Mapping[str, Any]) -> tuple[Message, ...]:
+        """A search exchange when the env offers ``search``, else a function-call exchange.
+
+        Both are invented tasks with invented tools or passages, so a copied call earns
+        nothing (an unknown tool or a wrong answer).
+        """
+        names = {
+            str((t.get("function") or t).get("name"))
+            for t in info.get("tools") or ()
+            if isinstance(t, Mapping)
+        }
+        return SEARCH_DEMONSTRATION if "search" in names else TOOL_DEMONSTRATION
 
     def observe(
         self,

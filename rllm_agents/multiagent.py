@@ -12,9 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from rllm_agents.agent import Agent
+from rllm_agents.agent import MATH_DEMONSTRATION, Agent, Message
 
-__all__ = ["RoleAgent", "SolverJudgeAgent", "DebateAgent", "TicTacToeAgent"]
+__all__ = [
+    "JUDGE_DEMONSTRATION",
+    "RoleAgent",
+    "SolverJudgeAgent",
+    "DebateAgent",
+    "TicTacToeAgent",
+]
 
 _BOX = "\\boxed{}"
 
@@ -29,10 +35,34 @@ class RoleAgent(Agent):
 
     name = "role"
     role_prompts: ClassVar[Mapping[str, str]] = {}
+    #: ``{role: demonstration}``; a role it does not list gets ``default_demonstration``.
+    role_demonstrations: ClassVar[Mapping[str, tuple[Message, ...]]] = {}
 
     def system_prompt_for(self, info: Mapping[str, Any]) -> str | None:
         """The prompt of ``info["role"]``."""
         return self.role_prompts.get(str(info.get("role")), self.system_prompt)
+
+    def demonstration_for(self, info: Mapping[str, Any]) -> tuple[Message, ...]:
+        """The worked example of ``info["role"]``."""
+        return self.role_demonstrations.get(str(info.get("role")), self.demonstration)
+
+
+#: The judge's worked example: an invented problem, one wrong and one right solution.
+JUDGE_DEMONSTRATION: tuple[Message, ...] = (
+    {
+        "role": "user",
+        "content": "You are the judge. 2 solver(s) answered this problem:\n\nProblem: Compute "
+        "$15 + 4 \\times 12$.\n\n=== Solution 1 ===\n$15 + 4 = 19$, then $19 \\times 12 = 228$."
+        "\n\n\\boxed{228}\n\n=== Solution 2 ===\nFirst $4 \\times 12 = 48$, then $15 + 48 = 63$."
+        "\n\n\\boxed{63}\n\nCheck the solutions and select the one whose final answer is "
+        "correct. Reply with its number (1-2) in \\boxed{...}.",
+    },
+    {
+        "role": "assistant",
+        "content": "Solution 1 adds before it multiplies. Solution 2 multiplies first: "
+        "$4 \\times 12 = 48$ and $15 + 48 = 63$, which is right.\n\n\\boxed{2}",
+    },
+)
 
 
 class SolverJudgeAgent(RoleAgent):
@@ -51,6 +81,8 @@ class SolverJudgeAgent(RoleAgent):
             f"in a single {_BOX}."
         ),
     }
+    default_demonstration = MATH_DEMONSTRATION
+    role_demonstrations = {"solver": MATH_DEMONSTRATION, "judge": JUDGE_DEMONSTRATION}
 
 
 class DebateAgent(RoleAgent):
@@ -62,6 +94,7 @@ class DebateAgent(RoleAgent):
         "other debaters' answers, check them against yours and point out mistakes. End every "
         f"reply with your final answer, and nothing else, in a single {_BOX}."
     )
+    default_demonstration = MATH_DEMONSTRATION
 
 
 class TicTacToeAgent(RoleAgent):

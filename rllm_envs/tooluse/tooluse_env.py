@@ -45,6 +45,9 @@ __all__ = ["ToolUseEnv", "BUILTIN_TOOLS", "EXAMPLE_EXPRESSION", "EXAMPLE_ANSWER"
 EXAMPLE_EXPRESSION = "12 * (3 + 4)"
 #: The answer placeholder the prompt shows (it is refused if submitted).
 EXAMPLE_ANSWER = "<your answer>"
+#: Example values of non-string arguments in the call-format example (a string argument gets
+#: a ``<name>`` placeholder, refused if sent as is).
+_EXAMPLE_VALUES: dict[Any, Any] = {"integer": 7, "number": 2.5, "boolean": True}
 
 #: Built-in tools a task may name in its ``tools`` field.
 BUILTIN_TOOLS: dict[str, Tool] = {
@@ -332,8 +335,17 @@ class ToolUseEnv(TextEnv):
         tool = next((t for t in self.registry if not t.is_final), None)
         if tool is None:
             return ToolCall("final_answer", {"answer": EXAMPLE_ANSWER})
-        required = tool.parameters.get("required") or list(tool.parameters.get("properties", {}))
-        return ToolCall(tool.name, {name: f"<{name}>" for name in required})
+        properties = tool.parameters.get("properties", {})
+        required = tool.parameters.get("required") or list(properties)
+        # A quoted placeholder for an integer argument teaches the type error the schema check
+        # refuses (SmolLM2-135M copied `"days": "198"`): non-strings get a value of their type.
+        return ToolCall(
+            tool.name,
+            {
+                name: _EXAMPLE_VALUES.get(properties.get(name, {}).get("type"), f"<{name}>")
+                for name in required
+            },
+        )
 
     def _format_help(self) -> str:
         """The call-format paragraph of the first observation, with neutral examples."""

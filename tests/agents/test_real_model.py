@@ -77,17 +77,6 @@ REAL = {
 }
 
 
-#: Families whose format SmolLM2-135M-Instruct does not follow (greedy), measured, with why.
-#: Non-strict xfail: the day a prompt or a model fixes one, the test reports it (XPASS).
-NOT_FOLLOWED = {
-    "rllm/ToolUse-v0": "it writes prose, JavaScript or the tools' JSON schemas instead of a "
-    "<tool_call> block (three system prompts tried: 0 parsed turns of 6 each)",
-    "rllm/Search-v0": "it answers in prose from memory instead of <search>/<answer> or a "
-    "<tool_call> (three system prompts tried: 0 parsed turns of 6 each)",
-    "rllm/SolverJudge-v0": "neither the solver's boxed answer nor the judge's verdict format",
-}
-
-
 @pytest.fixture(scope="module")
 def smollm2_run(tmp_path_factory):
     """One leaderboard run of the real model over :data:`REAL` (one engine for every test)."""
@@ -114,21 +103,16 @@ def smollm2_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "env_id",
-    [
-        pytest.param(e, marks=pytest.mark.xfail(reason=NOT_FOLLOWED[e], strict=False))
-        if e in NOT_FOLLOWED
-        else e
-        for e in REAL
-    ],
-)
+@pytest.mark.parametrize("env_id", list(REAL))
 def test_smollm2_replies_are_parsed_in_every_family(smollm2_run, env_id):
     """SmolLM2-135M-Instruct on vLLM through the leaderboard: the family parses its replies.
 
     One engine plays every env at once; the format rate is the leaderboard's (share of turns
     without ``invalid_action``): a boxed answer, an ``<answer>``, a code block, a move, a tool
-    call or answer, a solver's and a judge's reply.
+    call or answer, a solver's and a judge's reply. Measured (4 tasks each): Math 0.25,
+    Countdown 0.5, Code 1, FrozenLake 1, ToolUse 0.17, Search 0.25, SolverJudge 0.75. The tool
+    and judge families parse only since their agents show one worked exchange
+    (:attr:`~rllm_agents.agent.Agent.default_demonstration`); before, 0 under three prompts.
     """
     summary, _ = smollm2_run
     assert summary["envs"][env_id]["format_rate"] > 0, summary["envs"][env_id]

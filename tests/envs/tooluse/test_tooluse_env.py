@@ -330,3 +330,23 @@ def test_math_records_do_not_leak_their_answer_into_the_prompt(tmp_path):
     env = ToolUseEnv(dataset=str(path))
     obs, _ = env.reset(seed=0)
     assert "391" not in obs
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "program"])  # python tool
+def test_the_format_example_has_arguments_of_the_schema_types(family):
+    """Models copy the example's form: a quoted number for an integer argument would teach the
+    type error the schema check refuses. String arguments are refused placeholders."""
+    from rllm_envs.tools import validate_arguments
+
+    env = ToolUseEnv(families=[family], python=False)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        block = obs[obs.index("<tool_call>") + len("<tool_call>") : obs.index("</tool_call>")]
+        call = json.loads(block)
+        schema = next(t["function"]["parameters"] for t in info["tools"]
+                      if t["function"]["name"] == call["name"])  # fmt: skip
+        assert validate_arguments(schema, call["arguments"]) == []
+        strings = [v for v in call["arguments"].values() if isinstance(v, str)]
+        if strings and call["name"] != "calculator":
+            *_, step_info = env.step(f"<tool_call>{block}</tool_call>")
+            assert step_info["invalid_action"] and step_info["tool_results"] == []
