@@ -204,15 +204,6 @@ class Agent:
 
 _DEMO_ROLES = ("user", "assistant", "tool")
 
-#: The math families' worked example (a boxed final answer after one line of working).
-MATH_DEMONSTRATION: tuple[Message, ...] = (
-    {"role": "user", "content": "Compute $12 + 5 \\times 11$."},
-    {
-        "role": "assistant",
-        "content": "First $5 \\times 11 = 55$, then $12 + 55 = 67$.\n\n\\boxed{67}",
-    },
-)
-
 
 def _check_demonstration(messages: Any) -> tuple[Message, ...]:
     """``messages`` as a tuple of chat messages; raise on anything a chat template cannot take."""
@@ -242,6 +233,15 @@ def _check_demonstration(messages: Any) -> tuple[Message, ...]:
         )
     return tuple(out)
 
+
+#: The math families' worked example (a boxed final answer after one line of working).
+MATH_DEMONSTRATION: tuple[Message, ...] = (
+    {"role": "user", "content": "Compute $12 + 5 \\times 11$."},
+    {
+        "role": "assistant",
+        "content": "First $5 \\times 11 = 55$, then $12 + 55 = 67$.\n\n\\boxed{67}",
+    },
+)
 
 #: The tool families' worked example: the first call of an invented task with an invented tool.
 #: It stops at the call: with a tool result and a final call after it, SmolLM2-135M copied the
