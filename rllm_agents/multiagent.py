@@ -82,7 +82,7 @@ class SolverJudgeAgent(RoleAgent):
         ),
     }
     default_demonstration = MATH_DEMONSTRATION
-    role_demonstrations = {"solver": MATH_DEMONSTRATION, "judge": JUDGE_DEMONSTRATION}
+    role_demonstrations = {"judge": JUDGE_DEMONSTRATION}
 
 
 class DebateAgent(RoleAgent):
