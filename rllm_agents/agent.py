@@ -34,8 +34,9 @@ Demonstrations: a family agent may show one worked exchange of an *invented* tas
 assistant and tool messages) between the system prompt and the real task
 (:attr:`Agent.default_demonstration`, ``demonstration=`` to replace it, ``None`` to drop it).
 A small instruct model copies a format it has seen far more reliably than it follows one
-described in words: SmolLM2-135M-Instruct never wrote a parseable search call under three
-system prompts and wrote one in most first turns after one shown exchange. A demonstration is
+described in words: SmolLM2-135M-Instruct never wrote a parseable tool call, search or verdict
+under three system prompts, and does after one shown exchange
+(``tests/agents/test_real_model.py``). A demonstration is
 part of the prompt (never trained on as a completion) and never one of the env's tasks.
 """
 
@@ -339,8 +340,9 @@ class MathAgent(Agent):
         "answer, and nothing else, in a single \\boxed{}."
     )
     default_max_tokens = 384
-    # Shown, not described: SmolLM2-135M boxed 0 of 200 held-out arithmetic answers without it
-    # and 92 of 100 with it. Three numbers above 10 are outside every procedural task.
+    # Shown, not described: SmolLM2-135M boxed none of 200 held-out arithmetic answers without
+    # it and 79% with it (benchmarks/results/real_model_rl.json). Its numbers above 10 put it
+    # outside every procedural task.
     default_demonstration = MATH_DEMONSTRATION
 
 

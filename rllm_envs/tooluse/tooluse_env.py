@@ -45,9 +45,23 @@ __all__ = ["ToolUseEnv", "BUILTIN_TOOLS", "EXAMPLE_EXPRESSION", "EXAMPLE_ANSWER"
 EXAMPLE_EXPRESSION = "12 * (3 + 4)"
 #: The answer placeholder the prompt shows (it is refused if submitted).
 EXAMPLE_ANSWER = "<your answer>"
-#: Example values of non-string arguments in the call-format example (a string argument gets
-#: a ``<name>`` placeholder, refused if sent as is).
-_EXAMPLE_VALUES: dict[Any, Any] = {"integer": 7, "number": 2.5, "boolean": True}
+#: Example values of non-string arguments in the call-format example.
+_EXAMPLE_VALUES: dict[str, Any] = {"integer": 7, "number": 2.5, "boolean": True}
+
+
+def _example_value(name: str, schema: Mapping[str, Any]) -> Any:
+    """The call-format example's value of argument ``name``.
+
+    An argument that takes a string gets the ``<name>`` placeholder (refused if sent as is).
+    Any other gets a value of its type: a quoted placeholder for an integer would teach the
+    type error the schema check refuses (SmolLM2-135M copied ``"days": "198"``).
+    """
+    types = schema.get("type")
+    names = [types] if isinstance(types, str) else list(types or [])
+    if "string" in names:
+        return f"<{name}>"
+    return next((_EXAMPLE_VALUES[t] for t in names if t in _EXAMPLE_VALUES), f"<{name}>")
+
 
 #: Built-in tools a task may name in its ``tools`` field.
 BUILTIN_TOOLS: dict[str, Tool] = {
@@ -337,14 +351,8 @@ class ToolUseEnv(TextEnv):
             return ToolCall("final_answer", {"answer": EXAMPLE_ANSWER})
         properties = tool.parameters.get("properties", {})
         required = tool.parameters.get("required") or list(properties)
-        # A quoted placeholder for an integer argument teaches the type error the schema check
-        # refuses (SmolLM2-135M copied `"days": "198"`): non-strings get a value of their type.
         return ToolCall(
-            tool.name,
-            {
-                name: _EXAMPLE_VALUES.get(properties.get(name, {}).get("type"), f"<{name}>")
-                for name in required
-            },
+            tool.name, {name: _example_value(name, properties.get(name, {})) for name in required}
         )
 
     def _format_help(self) -> str:

@@ -350,3 +350,14 @@ def test_the_format_example_has_arguments_of_the_schema_types(family):
         if strings and call["name"] != "calculator":
             *_, step_info = env.step(f"<tool_call>{block}</tool_call>")
             assert step_info["invalid_action"] and step_info["tool_results"] == []
+
+
+def test_the_format_example_value_follows_the_argument_type():
+    from rllm_envs.tooluse.tooluse_env import _example_value
+
+    assert _example_value("days", {"type": "integer"}) == 7
+    assert _example_value("x", {"type": ["number", "null"]}) == 2.5
+    # A string is accepted: the refused placeholder, so the example never runs as sent.
+    assert _example_value("value", {"type": ["number", "string"]}) == "<value>"
+    assert _example_value("date", {"type": "string"}) == "<date>"
+    assert _example_value("any", {}) == "<any>"
