@@ -5,6 +5,13 @@ Two kinds, behind one random-access interface (:class:`TaskSource`):
 * :class:`ProceduralTasks` -- an offline generator. Task ``i`` is a pure function of
   ``(seed, i)`` and the generator's own parameters (its difficulty), so it is reproducible
   across processes and machines with no data files. This is every env's embedded default.
+
+Procedural task seeds come in two universes that share no question: seeds below
+:data:`EVAL_SEED_START` are the **training** universe (every env's default ``task_seed=0``),
+seeds from it up are the **evaluation** universe (:data:`EVAL_TASK_SEED`, used by the
+leaderboard and held-out evaluations). A question belongs to one universe by a hash of its
+text (:func:`question_universe`), and a source only yields questions of its own universe, so
+training on any training seed never shows a question of any evaluation seed.
 * :class:`DatasetTasks` -- records read by :func:`load_records` from a local JSONL/JSON/Parquet
   file, or from the Hugging Face hub (``"hf:<name>"``, needs network and the ``datasets``
   extra), mapped onto the family's schema with ``field_map``.
@@ -14,6 +21,7 @@ A task is a plain ``dict`` with at least an ``"id"`` key; each family documents 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import numbers
 from abc import ABC, abstractmethod
@@ -33,12 +41,51 @@ __all__ = [
     "load_records",
     "rename_fields",
     "task_rng",
+    "EVAL_SEED_START",
+    "EVAL_TASK_SEED",
+    "seed_universe",
+    "question_text",
+    "question_universe",
 ]
 
 Task = dict[str, Any]
 
 #: Procedural sources are unbounded in principle; this is the index range they expose.
 PROCEDURAL_SIZE = 2**31 - 1
+#: Task seeds from here up are the evaluation universe; seeds below it are for training.
+EVAL_SEED_START = 2**30
+#: The evaluation universe's default seed (leaderboard and held-out evaluations).
+EVAL_TASK_SEED = EVAL_SEED_START
+#: One question in this many belongs to the evaluation universe.
+_EVAL_SHARE = 8
+#: Draws of one task index before a source too small to split keeps its first draw.
+_MAX_DRAWS = 64
+#: Task fields that hold the question, in order of preference.
+_QUESTION_FIELDS = ("problem", "question", "prompt", "statement")
+
+
+def seed_universe(seed: int) -> str:
+    """``"eval"`` for a task seed of the evaluation universe, else ``"train"``."""
+    return "eval" if int(seed) >= EVAL_SEED_START else "train"
+
+
+def question_text(task: Mapping[str, Any]) -> str:
+    """What a policy could memorise of a task: its question field, else every field but the id.
+
+    Whitespace is collapsed, so two renderings of one question are one question.
+    """
+    for key in _QUESTION_FIELDS:
+        value = task.get(key)
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+    rest = {k: v for k, v in task.items() if k != "id"}
+    return json.dumps(rest, sort_keys=True, default=str)
+
+
+def question_universe(task: Mapping[str, Any]) -> str:
+    """The universe (``"train"`` or ``"eval"``) a task's question belongs to, by a stable hash."""
+    digest = hashlib.blake2b(question_text(task).encode("utf-8"), digest_size=8).digest()
+    return "eval" if int.from_bytes(digest, "big") % _EVAL_SHARE == 0 else "train"
 
 
 def check_difficulty(difficulty: object, levels: Iterable[int]) -> int:
@@ -96,6 +143,12 @@ class TaskSource(ABC):
 class ProceduralTasks(TaskSource):
     """Tasks made on demand by ``generate(rng)``, where ``rng = task_rng(seed, index)``.
 
+    The source yields only questions of its seed's universe (:func:`seed_universe`): a draw
+    whose question belongs to the other universe is drawn again from
+    ``SeedSequence([seed, index, attempt])``. A source of one task, or one whose generator
+    cannot reach its universe in ``_MAX_DRAWS`` draws (a tiny question space), keeps the
+    first draw.
+
     Args:
         generate: A picklable callable (module-level function, ``functools.partial`` or
             callable object) that builds one task dict from a ``numpy`` generator. Its
@@ -128,10 +181,23 @@ class ProceduralTasks(TaskSource):
         return self.size
 
     def task(self, index: int) -> Task:
-        """Generate task ``index``."""
+        """Generate task ``index`` (a question of the seed's universe)."""
         task = self.generate(task_rng(self.seed, index))
+        if self.size > 1:
+            universe = seed_universe(self.seed)
+            for attempt in range(_MAX_DRAWS):
+                draw = (
+                    task if attempt == 0 else self.generate(_redraw_rng(self.seed, index, attempt))
+                )
+                if question_universe(draw) == universe:
+                    task = draw
+                    break
         task.setdefault("id", f"{self.name}-s{self.seed}-{index}")
         return task
+
+
+def _redraw_rng(seed: int, index: int, attempt: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, index, attempt]))
 
 
 def rename_fields(

@@ -1,26 +1,42 @@
 """A procedurally generated knowledge base of fictional entities, and questions about it.
 
-Everything here is invented from a seed -- countries, cities on rivers, people born in those
-cities, companies they founded -- so a question's answer is in the corpus and nowhere else:
-a model cannot answer from memory, it has to search. Facts about one entity are spread over
-several passages (a person's early life and career are separate), and multi-hop questions
-chain entities (the country of the birthplace of the founder of a company).
+Everything here is invented from seeds -- countries, cities on rivers, people born in those
+cities, companies they founded -- so no pretrained model knows these facts. Facts about one
+entity are spread over several passages (a person's early life and career are separate), and
+multi-hop questions chain entities (the country of the birthplace of the founder of a
+company).
 
-:func:`build_kb` makes the knowledge base for ``(kb_seed, size)``; :func:`kb_passages` its
-corpus; :func:`make_question` one question (a task record) from a ``numpy`` generator, with
-the search queries an expert would issue (``hops``) for the scripted oracle. No Gymnasium
-import.
+The world is a pure function of ``(kb_seed, task_seed, size)``: each task seed plays its own
+world, so answers memorised while training on one seed are no use on another. Worlds of the
+evaluation universe (task seeds from :data:`rllm_envs.tasks.EVAL_SEED_START` up) are built
+from name words that no training world can use (:func:`word_universe`), so an evaluation
+world shares no name, and therefore no question, entity answer or passage, with any training
+world: a policy has to search it.
+
+:func:`build_kb` makes the knowledge base; :func:`kb_passages` its corpus;
+:func:`make_question` one question (a task record) from a ``numpy`` generator, with the search
+queries an expert would issue (``hops``) for the scripted oracle. No Gymnasium import.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["KnowledgeBase", "build_kb", "kb_passages", "make_question", "QUESTION_KINDS"]
+from rllm_envs.tasks import seed_universe
+
+__all__ = [
+    "KnowledgeBase",
+    "build_kb",
+    "kb_passages",
+    "make_question",
+    "word_universe",
+    "QUESTION_KINDS",
+]
 
 _ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr",
            "gr", "kr", "st", "th", "sh", "vl", "zh"]  # fmt: skip
@@ -59,11 +75,18 @@ def _word(rng: np.random.Generator, syllables: int) -> str:
     return text.capitalize()
 
 
-class _Namer:
-    """Unique invented names: no two entities (of any kind) share a name or a word."""
+def word_universe(word: str) -> str:
+    """The universe (``"train"`` or ``"eval"``) whose worlds may use a name word (stable hash)."""
+    digest = hashlib.blake2b(word.lower().encode("utf-8"), digest_size=8).digest()
+    return "eval" if int.from_bytes(digest, "big") % 4 == 0 else "train"
 
-    def __init__(self, rng: np.random.Generator) -> None:
+
+class _Namer:
+    """Unique invented names of one universe's words: no two entities share a name or a word."""
+
+    def __init__(self, rng: np.random.Generator, universe: str) -> None:
         self.rng = rng
+        self.universe = universe
         self.words: set[str] = set()
 
     def __call__(self, words: int, syllables: tuple[int, int] = (2, 4)) -> str:
@@ -73,22 +96,26 @@ class _Namer:
                 for _ in range(words)
             ]
             keys = {p.lower() for p in parts}
-            if len(keys) == words and not keys & self.words:
+            own = all(word_universe(k) == self.universe for k in keys)
+            if own and len(keys) == words and not keys & self.words:
                 self.words |= keys
                 return " ".join(parts)
 
 
 @functools.lru_cache(maxsize=8)
-def build_kb(kb_seed: int = 0, size: int = 200) -> KnowledgeBase:
+def build_kb(kb_seed: int = 0, size: int = 200, task_seed: int = 0) -> KnowledgeBase:
     """Generate the knowledge base of ``size`` people (and proportionate places, companies).
 
     Args:
-        kb_seed: Seed of the world; the same seed gives the same world everywhere.
+        kb_seed: Seed of the world; the same seeds give the same world everywhere.
         size: Number of people (>= 10); there are ``size // 4`` cities, ``size // 25 + 2``
             countries and ``size // 2`` companies.
+        task_seed: The task seed the world is played with: each seed has its own world, and
+            the seeds of the evaluation universe name their entities with words no
+            training world uses (:func:`word_universe`).
     """
-    rng = np.random.default_rng(np.random.SeedSequence([kb_seed, 7_477]))
-    name = _Namer(rng)
+    rng = np.random.default_rng(np.random.SeedSequence([kb_seed, 7_477, task_seed]))
+    name = _Namer(rng, seed_universe(task_seed))
     n_countries, n_cities, n_companies = size // 25 + 2, max(size // 4, 4), size // 2
     rivers = [name(1) for _ in range(max(n_cities // 2, 2))]
     countries: list[dict[str, Any]] = [{"name": name(1), "capital": ""} for _ in range(n_countries)]

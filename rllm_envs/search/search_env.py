@@ -50,9 +50,11 @@ _QUESTION_FIELDS = ("question", "answers")
 _EXAMPLES = ("your query", "the answer", "a name", "a year", "a name, a year, ...")
 
 
-def kb_question(rng: np.random.Generator, *, kb_seed: int, kb_size: int, difficulty: int) -> Task:
+def kb_question(
+    rng: np.random.Generator, *, kb_seed: int, kb_size: int, difficulty: int, task_seed: int = 0
+) -> Task:
     """Task generator of the embedded knowledge base (picklable through ``partial``)."""
-    return make_question(rng, kb=build_kb(kb_seed, kb_size), difficulty=difficulty)
+    return make_question(rng, kb=build_kb(kb_seed, kb_size, task_seed), difficulty=difficulty)
 
 
 class SearchEnv(TextEnv):
@@ -109,7 +111,10 @@ class SearchEnv(TextEnv):
     - ``difficulty`` (int 1-5, default 2): hops of the generated questions: 1 = single-hop,
       2 = single- and two-hop, 3 = two-hop, 4 = two- and three-hop, 5 = three-hop.
     - ``kb_size`` (int >= 10, default 200): people in the generated world (about 2.8
-      passages each); ``kb_seed`` (int, default 0): seed of the world.
+      passages each); ``kb_seed`` (int, default 0): seed of the world. The world depends
+      on ``task_seed`` too: each task seed plays its own world, and evaluation seeds
+      (``rllm_envs.tasks.EVAL_SEED_START`` and up) play worlds whose names no training world
+      uses, so no answer can be memorised from training.
     - ``corpus`` (path, optional): a user corpus file (JSONL/JSON/Parquet).
     - ``dataset`` (path or ``"hf:<name>"``, optional): a question file; ``dataset_format``
       (``"auto"``, ``"plain"``, ``"hotpotqa"``, ``"nq"``, ``"search_r1"``); ``field_map``
@@ -123,6 +128,9 @@ class SearchEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
+    - v0 (revised before any release): the generated world depends on ``task_seed`` and
+      evaluation seeds use their own name words (answers of one seed were answerable from
+      memory under another: the world depended on ``kb_seed`` only).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
@@ -175,8 +183,14 @@ class SearchEnv(TextEnv):
                 )
             if field_map is not None:
                 raise InvalidEnvConfig("`field_map` only applies with `dataset`.")
-            passages = kb_passages(build_kb(kb_seed, kb_size))
-            generate = partial(kb_question, kb_seed=kb_seed, kb_size=kb_size, difficulty=difficulty)
+            passages = kb_passages(build_kb(kb_seed, kb_size, task_seed))
+            generate = partial(
+                kb_question,
+                kb_seed=kb_seed,
+                kb_size=kb_size,
+                difficulty=difficulty,
+                task_seed=task_seed,
+            )
             tasks = ProceduralTasks(
                 generate, name=f"search-kb{kb_seed}x{kb_size}-d{difficulty}", seed=task_seed
             )
