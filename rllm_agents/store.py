@@ -28,24 +28,37 @@ readable. ``synchronous=NORMAL`` (the default) survives process crashes; pass ``
 (``synchronous=FULL``) to also survive power loss, at some write speed. Each thread and each
 forked process gets its own connection, so one :class:`EpisodeStore` may be shared freely.
 
+**Damage is reported, never returned.** Every read of a trajectory checks the SHA-256 of its
+stored JSON against the episode's hash, and the query columns against the trajectory; a
+mismatch raises :class:`DamagedEpisode` naming the row id (:meth:`EpisodeStore.verify` lists
+every damaged episode). Opening refuses what is not a store: a 0-byte file or an SQLite file
+without the store's tables (unless ``initialize=True``), another file format, and a
+write-ahead log cut shorter than the commits its index (``-shm``) records, which SQLite
+itself would open silently with the cut episodes gone. A store on a read-only file or mount
+opens read-only. A NaN total reward is refused at ``put`` before anything is written (SQLite
+stores NaN as NULL); infinite rewards are stored.
+
 **Dedup.** An episode's id is the SHA-256 of its canonical JSON (sorted keys), so writing the
 same trajectory twice (a retried write, a re-imported file) stores it once.
 
-**CLI.** ``python -m rllm_agents.store DB {list,show,export,import,passk}``: list episodes
-with filters, show one as a readable transcript, export to / import from Parquet, and the
-unbiased pass@k (:mod:`benchmarks.leaderboard.passk`) from stored episodes.
+**CLI.** ``python -m rllm_agents.store DB {list,show,export,import,verify,passk}``: list
+episodes with filters, show one as a readable transcript, export to / import from Parquet,
+check every episode against its digest, and the unbiased pass@k from stored episodes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.metadata
 import json
 import math
 import os
 import sqlite3
+import struct
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -55,9 +68,17 @@ from types import TracebackType
 from typing import Any
 
 from rllm_agents.trajectory import Trajectory, to_jsonable
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_envs.error import InvalidEnvConfig, RllmEnvsError, require
 
-__all__ = ["EpisodeStore", "Put", "StoredEpisode", "SCHEMA_VERSION", "main"]
+__all__ = [
+    "EpisodeStore",
+    "Put",
+    "StoredEpisode",
+    "DamagedEpisode",
+    "DamagedStore",
+    "SCHEMA_VERSION",
+    "main",
+]
 
 #: Version of the table layout; a store with another version is refused with a message.
 SCHEMA_VERSION = 1
@@ -112,9 +133,11 @@ _COLUMNS = (
     "created",
     "record",
 )
+# ON CONFLICT(hash) rather than OR IGNORE: only a duplicate is skipped, any other constraint
+# failure raises instead of silently dropping the episode.
 _INSERT = (
-    f"INSERT OR IGNORE INTO episodes ({', '.join(_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_COLUMNS))})"
+    f"INSERT INTO episodes ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_COLUMNS))}) ON CONFLICT(hash) DO NOTHING"
 )
 _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
@@ -224,10 +247,84 @@ def _default_model(trajectory: Trajectory) -> str | None:
     return None
 
 
+def _decode_text(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
     if value is not None and not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
         raise InvalidEnvConfig(f"Expects `{name}` to be {names} or None, actual: {value!r}.")
+
+
+class DamagedStore(RllmEnvsError, OSError):
+    """The store file is damaged or is not an episode store; the message says what and how."""
+
+
+class DamagedEpisode(RllmEnvsError, ValueError):
+    """A stored episode does not match its digest: it was changed after it was written.
+
+    Attributes:
+        id: The episode's row id.
+        hash: The content hash the episode was stored under.
+        reason: What did not match.
+    """
+
+    def __init__(self, path: Path, id: int, hash: str, reason: str) -> None:
+        super().__init__(
+            f"Episode {id} ({hash[:12]}) in {path} is damaged: {reason}. The rest of the "
+            "store is readable; `EpisodeStore.verify()` (or `python -m rllm_agents.store DB "
+            "verify`) lists every damaged episode."
+        )
+        self.id = id
+        self.hash = hash
+        self.reason = reason
+
+
+_WAL_MAGIC = (0x377F0682, 0x377F0683)
+# The WAL index header (sqlite3 wal.c, WalIndexHdr), in the writer's native byte order:
+# iVersion, unused, iChange, isInit, bigEndCksum, szPage, mxFrame, nPage, aFrameCksum[2],
+# aSalt[2], aCksum[2]. The -shm file starts with two copies of it.
+_WAL_INDEX_HDR = struct.Struct("=IIIBBHII8s8s8s")
+
+
+def check_wal(path: Path) -> None:
+    """Raise :class:`DamagedStore` if ``path``'s write-ahead log is shorter than its index says.
+
+    SQLite opens a log cut mid-way (a bad copy, a full disk on another machine) without an
+    error and drops every commit in the cut part. The log index (``-shm``) left by the last
+    writer records how many frames were committed; fewer whole frames in the log means
+    acknowledged episodes are gone. Without an index there is nothing to compare against.
+    """
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        with open(shm, "rb") as f:
+            index = f.read(2 * _WAL_INDEX_HDR.size)
+        with open(wal, "rb") as f:
+            header = f.read(32)
+            wal_size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return
+    if len(index) < 2 * _WAL_INDEX_HDR.size or index[:48] != index[48:96]:
+        return  # no index, or one being rewritten: nothing reliable to compare against
+    _, _, _, is_init, _, page_size, max_frame, _, _, salt, _ = _WAL_INDEX_HDR.unpack(index[:48])
+    page_size = 65536 if page_size == 1 else page_size
+    if not is_init or max_frame == 0:
+        return
+    if len(header) < 32 or struct.unpack(">I", header[:4])[0] not in _WAL_MAGIC:
+        frames = 0
+    elif header[16:24] != salt:
+        return  # the log was restarted since this index was written: another generation
+    else:
+        frames = (wal_size - 32) // (24 + page_size)
+    if frames < max_frame:
+        raise DamagedStore(
+            f"The write-ahead log {wal} was cut: it holds {frames} whole frames, and its index "
+            f"{shm} records {max_frame} committed ones. Episodes committed in the missing "
+            "frames are lost, and SQLite would open the store without saying so. Restore the "
+            "-wal file (or the whole store) from a backup; to keep what is left, delete the "
+            "-shm file and open the store again."
+        )
 
 
 class EpisodeStore:
@@ -238,11 +335,16 @@ class EpisodeStore:
             refused: every thread and process must see the same file.
         timeout: Seconds a writer waits for the write lock before raising.
         durable: ``synchronous=FULL`` (survive power loss) instead of ``NORMAL``.
-        read_only: Open without creating or writing (``put`` raises).
+        read_only: Open without creating or writing (``put`` raises). A store whose file or
+            folder is not writable (a read-only mount) is opened read-only either way.
+        initialize: Make a store of an existing 0-byte file, or add the store's tables to an
+            SQLite file that has none of them. Without it such files are refused: a store
+            that lost its content must not quietly start again empty.
 
     Raises:
         InvalidEnvConfig: For a bad argument, a missing file with ``read_only``, or a store
             of another schema version.
+        DamagedStore: For a file that is not an episode store, or a cut write-ahead log.
     """
 
     def __init__(
@@ -252,6 +354,7 @@ class EpisodeStore:
         timeout: float = 60.0,
         durable: bool = False,
         read_only: bool = False,
+        initialize: bool = False,
     ) -> None:
         if str(path) == ":memory:" or not str(path):
             raise InvalidEnvConfig(
@@ -264,22 +367,76 @@ class EpisodeStore:
         self.timeout = float(timeout)
         self.durable = bool(durable)
         self.read_only = bool(read_only)
+        self.initialize = bool(initialize)
         if read_only and not self.path.is_file():
             raise InvalidEnvConfig(f"No episode store at {self.path} (opened read-only).")
-        if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._immutable = False
+        if not self.read_only:
+            if not self.path.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._create()
+            elif not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
+                # SQLite needs to write the file and create its -wal/-shm next to it.
+                self.read_only = True
+        if self.path.is_file() and self.path.stat().st_size > 0:
+            check_wal(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._pid = os.getpid()
-        self._init_schema()
+        self._open()
 
     # ------------------------------------------------------------------ connections
 
+    def _create(self) -> None:
+        """Create a new store atomically: build it beside ``path``, then link it in place.
+
+        Other processes racing to create the same store never see a half-made (0-byte) file,
+        so a 0-byte file at ``path`` is always someone else's, and refused.
+        """
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        os.close(fd)
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                self._write_schema(conn)
+            finally:
+                conn.close()  # the last connection checkpoints: the file is whole
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass  # another process made it first: open theirs
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp + suffix)
+
+    @staticmethod
+    def _write_schema(conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
     def _connect(self) -> sqlite3.Connection:
         if self.read_only:
-            uri = f"file:{self.path.resolve()}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+            uri = f"file:{self.path.resolve()}?mode=ro" + (
+                "&immutable=1" if self._immutable else ""
+            )
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=self.timeout, isolation_level=None, check_same_thread=False
+            )
         else:
             conn = sqlite3.connect(
                 str(self.path),
@@ -287,6 +444,8 @@ class EpisodeStore:
                 isolation_level=None,  # explicit BEGIN/COMMIT below
                 check_same_thread=False,  # close() may run on another thread
             )
+        # Damaged text must reach the digest check, not fail the whole query while decoding.
+        conn.text_factory = _decode_text
         conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         if not self.read_only:
             conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
@@ -308,36 +467,55 @@ class EpisodeStore:
                 self._connections.append(conn)
         return conn
 
-    def _init_schema(self) -> None:
-        conn = self._conn
-        if self.read_only:
-            self._check_version(conn)
-            return
+    def _open(self) -> None:
+        if self.path.stat().st_size == 0 and not self.initialize:
+            raise DamagedStore(
+                f"{self.path} is an empty (0-byte) file, not an episode store. If it is meant "
+                "to become a new store, delete it or pass `initialize=True`; if it was a "
+                "store, its content is gone: restore it from a backup."
+            )
+        try:
+            conn = self._conn
+            tables = {
+                row[0]
+                for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.OperationalError as e:
+            if not self.read_only or self._immutable or Path(f"{self.path}-wal").exists():
+                raise DamagedStore(f"Cannot read {self.path} as an episode store: {e}") from e
+            # A read-only folder where SQLite cannot create the -shm index, and no log
+            # holding commits: the main file is the whole store, and nothing can write it.
+            self.close()
+            self._immutable = True
+            conn = self._conn
+            tables = {
+                row[0]
+                for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+        except sqlite3.DatabaseError as e:
+            raise DamagedStore(f"{self.path} is not an episode store (not SQLite): {e}") from e
+        if "meta" not in tables or "episodes" not in tables:
+            if not (self.initialize and not self.read_only and not (tables & {"meta", "episodes"})):
+                raise DamagedStore(
+                    f"{self.path} is an SQLite file but not an episode store (its tables: "
+                    f"{sorted(tables) or 'none'}). Pass `initialize=True` to add the store's "
+                    "tables to it, or use another path."
+                )
+            self._init_schema(conn)
+        self._check_version(conn)
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                # Switching to WAL needs a moment alone with the file; many processes opening
-                # a new store at once can see "locked" here even with a busy timeout.
+                # Switching to WAL needs a moment alone with the file.
                 conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
-                    conn.execute(
-                        "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                        (str(SCHEMA_VERSION),),
-                    )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
+                self._write_schema(conn)
                 break
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        self._check_version(conn)
 
     def _check_version(self, conn: sqlite3.Connection) -> None:
         try:
@@ -405,6 +583,16 @@ class EpisodeStore:
             raise InvalidEnvConfig(
                 f"Expects a Trajectory, actual type: {type(trajectory).__name__}."
             )
+        total_reward = float(trajectory.total_reward)
+        if math.isnan(total_reward):
+            # SQLite stores NaN as NULL: the row would be refused (or, before, skipped).
+            rewards = [step.reward for step in trajectory.steps]
+            raise InvalidEnvConfig(
+                f"Expects an episode with a total reward that is a number, actual: NaN (step "
+                f"rewards {rewards}, env {trajectory.env_id}, task {trajectory.task_id}). "
+                "SQLite cannot store NaN in the reward column; fix the reward function, or "
+                "replace the NaN step reward before storing. Nothing was written."
+            )
         record = _canonical(trajectory.to_dict())
         digest = hashlib.sha256(record.encode("utf-8")).hexdigest()
         if env_kwargs is None:
@@ -421,7 +609,7 @@ class EpisodeStore:
             trajectory.group,
             trajectory.sample,
             trajectory.num_turns,
-            trajectory.total_reward,
+            total_reward,
             int(trajectory.is_correct),
             trajectory.finish,
             _canonical(to_jsonable(dict(versions if versions is not None else package_versions()))),
@@ -434,7 +622,10 @@ class EpisodeStore:
 
     def _write(self, rows: Sequence[tuple[Any, ...]]) -> list[Put]:
         if self.read_only:
-            raise InvalidEnvConfig(f"The episode store {self.path} was opened read-only.")
+            raise InvalidEnvConfig(
+                f"The episode store {self.path} was opened read-only (asked for, or its file or "
+                "folder is not writable): nothing can be stored in it."
+            )
         conn = self._conn
         out: list[Put] = []
         conn.execute("BEGIN IMMEDIATE")
@@ -445,10 +636,14 @@ class EpisodeStore:
                     assert cursor.lastrowid is not None
                     out.append(Put(cursor.lastrowid, row[0], True))
                 else:
-                    (rowid,) = conn.execute(
+                    found = conn.execute(
                         "SELECT id FROM episodes WHERE hash = ?", (row[0],)
                     ).fetchone()
-                    out.append(Put(rowid, row[0], False))
+                    if found is None:
+                        raise DamagedStore(
+                            f"{self.path}: episode {row[0][:12]} was neither stored nor found."
+                        )
+                    out.append(Put(found[0], row[0], False))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -529,29 +724,67 @@ class EpisodeStore:
             params.append(int(correct))
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
-    @staticmethod
-    def _episode(row: Sequence[Any], record: str | None) -> StoredEpisode:
-        trajectory = None if record is None else Trajectory.from_dict(json.loads(record))
-        return StoredEpisode(
-            id=row[0],
-            hash=row[1],
-            run=row[2],
-            env_id=row[3],
-            env_kwargs=json.loads(row[4]),
-            model=row[5],
-            task_id=row[6],
-            seed=row[7],
-            group=row[8],
-            sample=row[9],
-            num_turns=row[10],
-            total_reward=row[11],
-            is_correct=bool(row[12]),
-            finish=row[13],
-            versions=json.loads(row[14]),
-            timings=json.loads(row[15]),
-            created=row[16],
-            trajectory=trajectory,
+    def _episode(self, row: Sequence[Any], record: str | None) -> StoredEpisode:
+        trajectory = None if record is None else self._verified(row, record)
+        try:
+            return StoredEpisode(
+                id=row[0],
+                hash=row[1],
+                run=row[2],
+                env_id=row[3],
+                env_kwargs=json.loads(row[4]),
+                model=row[5],
+                task_id=row[6],
+                seed=row[7],
+                group=row[8],
+                sample=row[9],
+                num_turns=row[10],
+                total_reward=row[11],
+                is_correct=bool(row[12]),
+                finish=row[13],
+                versions=json.loads(row[14]),
+                timings=json.loads(row[15]),
+                created=row[16],
+                trajectory=trajectory,
+            )
+        except (TypeError, ValueError) as e:
+            raise DamagedEpisode(self.path, row[0], str(row[1]), f"unreadable column: {e}") from e
+
+    def _verified(self, row: Sequence[Any], record: Any) -> Trajectory:
+        """The trajectory of ``row``, after checking it against its digest and the columns."""
+        data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
+        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
+            raise DamagedEpisode(self.path, row[0], str(row[1]), "its record fails its SHA-256")
+        trajectory = Trajectory.from_dict(json.loads(record))
+        expected = (
+            trajectory.env_id,
+            None if trajectory.task_id is None else str(trajectory.task_id),
+            trajectory.seed,
+            trajectory.group,
+            trajectory.sample,
+            trajectory.num_turns,
+            float(trajectory.total_reward),
+            int(trajectory.is_correct),
+            trajectory.finish,
         )
+        names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
+        stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
+        for name, want, got in zip(names.split(), expected, stored, strict=True):
+            if want != got:
+                raise DamagedEpisode(
+                    self.path, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
+                )
+        return trajectory
+
+    def verify(self) -> list[DamagedEpisode]:
+        """Check every episode against its digest; return the damaged ones (empty: all good)."""
+        damaged = []
+        for row in self._conn.execute(f"SELECT {_SUMMARY}, record FROM episodes ORDER BY id"):
+            try:
+                self._episode(row, row[17])
+            except DamagedEpisode as e:
+                damaged.append(e)
+        return damaged
 
     def _select(
         self, with_record: bool, limit: int | None, offset: int, filters: dict[str, Any]
@@ -853,7 +1086,7 @@ def _format_float(value: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rllm_agents.store DB COMMAND``: list, show, export, import, passk."""
+    """``python -m rllm_agents.store DB COMMAND``: list, show, export, import, verify, passk."""
     parser = argparse.ArgumentParser(
         prog="python -m rllm_agents.store", description="Inspect an rllm episode store."
     )
@@ -874,6 +1107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = commands.add_parser("import", help="store the episodes of a Parquet file")
     p.add_argument("file", type=Path)
     p.add_argument("--run", help="run name for rows without one")
+    commands.add_parser("verify", help="check every episode against its digest")
     p = commands.add_parser("passk", help="unbiased pass@k per run and env")
     p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
     _add_filters(p)
@@ -882,7 +1116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command != "import" and not args.db.is_file():
         parser.error(f"no episode store at {args.db}")
-    store = EpisodeStore(args.db, read_only=args.command != "import")
+    try:
+        store = EpisodeStore(args.db, read_only=args.command != "import")
+    except DamagedStore as e:
+        print(str(e), file=sys.stderr)
+        return 1
     try:
         if args.command == "list":
             rows = list(store.summaries(limit=args.limit, offset=args.offset, **_filters(args)))
@@ -920,6 +1158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "import":
             new, dup = store.import_parquet(args.file, run=args.run)
             print(f"imported {new} new episodes ({dup} already stored) into {args.db}")
+        elif args.command == "verify":
+            damaged = store.verify()
+            for error in damaged:
+                print(str(error), file=sys.stderr)
+            print(f"{len(store) - len(damaged)} of {len(store)} episodes intact")
+            return 1 if damaged else 0
         elif args.command == "passk":
             ks = args.k or [1]
             table = store.pass_at_k(ks, **_filters(args))

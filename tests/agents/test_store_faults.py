@@ -1,0 +1,269 @@
+"""The episode store under faults: damaged bytes, cut logs, foreign files, read-only mounts, NaN.
+
+Each test damages a real store file the way a disk, a copy or an operator would, then checks
+that the store says so (naming the episode or the file) instead of returning wrong data.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rllm_agents.store import DamagedEpisode, DamagedStore, EpisodeStore, main
+from rllm_envs.error import InvalidEnvConfig
+from tests.agents.test_store import make_trajectory
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _filled(path: Path, n: int = 50) -> list[int]:
+    with EpisodeStore(path) as store:
+        return [store.put(make_trajectory(i)).id for i in range(n)]
+
+
+def _with_reward(i: int, reward: float):
+    t = make_trajectory(i)
+    return replace(t, steps=[*t.steps[:-1], replace(t.steps[-1], reward=reward)])
+
+
+# -------------------------------------------------------------------------------- rewards
+
+
+def test_nan_reward_is_refused_before_anything_is_written(tmp_path):
+    with EpisodeStore(tmp_path / "e.db") as store:
+        with pytest.raises(InvalidEnvConfig, match="NaN.*Nothing was written"):
+            store.put(_with_reward(1, float("nan")))
+        batch = [make_trajectory(2), _with_reward(3, float("nan")), make_trajectory(4)]
+        with pytest.raises(InvalidEnvConfig, match="NaN"):
+            store.put_many(batch)
+        assert len(store) == 0  # the batch is all or nothing, checked before the transaction
+        store.put_many([make_trajectory(2), make_trajectory(4)])
+        assert len(store) == 2
+
+
+@pytest.mark.parametrize("reward", [float("inf"), -float("inf")])
+def test_infinite_rewards_are_stored_and_read_back(tmp_path, reward):
+    with EpisodeStore(tmp_path / "e.db") as store:
+        put = store.put(_with_reward(1, reward))
+        assert put.new
+        episode = store.get(put.id)
+        assert episode.total_reward == reward
+        assert episode.trajectory == _with_reward(1, reward)
+
+
+# --------------------------------------------------------------------------- damaged bytes
+
+
+def test_changed_digits_in_the_file_are_reported_with_the_episode_id(tmp_path):
+    path = tmp_path / "e.db"
+    ids = _filled(path)
+    data = bytearray(path.read_bytes())
+    damaged = {}
+    for i in (3, 17, 28, 31, 44):
+        marker = f"Task {i}: reach 24".encode()
+        at = data.find(marker)
+        assert at > 0
+        data[at + 5 : at + 6] = b"9" if data[at + 5 : at + 6] != b"9" else b"8"
+        damaged[ids[i]] = i
+    path.write_bytes(bytes(data))
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    with EpisodeStore(path, read_only=True) as store:
+        found = store.verify()
+        assert sorted(e.id for e in found) == sorted(damaged)
+        assert all("SHA-256" in e.reason for e in found)
+        for rowid in damaged:
+            with pytest.raises(DamagedEpisode, match=f"Episode {rowid} "):
+                store.get(rowid)
+        with pytest.raises(DamagedEpisode):
+            store.trajectories()
+        for rowid in set(ids) - set(damaged):
+            assert store.get(rowid).trajectory == make_trajectory(ids.index(rowid))
+
+
+def test_a_changed_query_column_is_reported(tmp_path):
+    path = tmp_path / "e.db"
+    ids = _filled(path, 5)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE episodes SET total_reward = 1.0 WHERE id = ?", (ids[1],))
+    with EpisodeStore(path) as store:
+        with pytest.raises(DamagedEpisode, match="column total_reward"):
+            store.get(ids[1])
+        assert [e.id for e in store.verify()] == [ids[1]]
+
+
+def test_invalid_utf8_in_a_record_is_reported_not_raised_while_decoding(tmp_path):
+    path = tmp_path / "e.db"
+    ids = _filled(path, 3)
+    data = bytearray(path.read_bytes())
+    at = data.find(b"Task 1: reach 24")
+    data[at : at + 1] = b"\xff"
+    path.write_bytes(bytes(data))
+    with EpisodeStore(path) as store:
+        with pytest.raises(DamagedEpisode, match=f"Episode {ids[1]} "):
+            store.get(ids[1])
+        assert store.get(ids[2]).trajectory == make_trajectory(2)
+
+
+def test_cli_verify_names_the_damaged_episode(tmp_path, capsys):
+    path = tmp_path / "e.db"
+    ids = _filled(path, 4)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE episodes SET finish = 'truncated' WHERE id = ?", (ids[2],))
+    assert main([str(path), "verify"]) == 1
+    out = capsys.readouterr()
+    assert f"Episode {ids[2]} " in out.err and "3 of 4 episodes intact" in out.out
+
+
+# ------------------------------------------------------------------------ not-a-store files
+
+
+def test_a_zero_byte_file_is_refused_unless_asked(tmp_path):
+    path = tmp_path / "e.db"
+    path.touch()
+    with pytest.raises(DamagedStore, match="0-byte"):
+        EpisodeStore(path)
+    assert path.stat().st_size == 0  # left as it was
+    with EpisodeStore(path, initialize=True) as store:
+        store.put(make_trajectory(0))
+    with EpisodeStore(path) as store:
+        assert len(store) == 1
+
+
+def test_a_foreign_sqlite_file_is_refused_and_left_untouched(tmp_path):
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    before = path.read_bytes()
+    with pytest.raises(DamagedStore, match=r"not an episode store \(its tables: \['users'\]\)"):
+        EpisodeStore(path)
+    assert path.read_bytes() == before
+    with EpisodeStore(path, initialize=True) as store:
+        store.put(make_trajectory(0))
+        assert len(store) == 1
+
+
+def test_a_file_of_another_format_is_refused(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("these are not episodes\n" * 200)
+    for kwargs in ({}, {"initialize": True}, {"read_only": True}):
+        with pytest.raises(DamagedStore, match="not an episode store"):
+            EpisodeStore(path, **kwargs)
+    assert path.read_text().startswith("these are not episodes")
+    assert main([str(path), "list"]) == 1
+
+
+# --------------------------------------------------------------------------------- the log
+
+KILLED_WRITER = """
+import os, signal, sys
+from rllm_agents.store import EpisodeStore
+from tests.agents.test_store import make_trajectory
+
+store = EpisodeStore(sys.argv[1])
+store._conn.execute("PRAGMA wal_autocheckpoint = 0")  # every commit stays in the log
+for i in range(int(sys.argv[2])):
+    store.put(make_trajectory(i))
+print("written", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no clean close: the log and its index stay
+"""
+
+
+def _killed_writer(path: Path, n: int) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, str(path), str(n)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == -signal.SIGKILL and "written" in out.stdout, out.stderr
+
+
+def test_a_log_left_by_a_killed_writer_is_recovered_whole(tmp_path):
+    path = tmp_path / "e.db"
+    _killed_writer(path, 60)
+    assert Path(f"{path}-wal").stat().st_size > 0
+    with EpisodeStore(path) as store:
+        assert len(store) == 60 and not store.verify()
+
+
+def test_a_cut_log_is_detected_instead_of_silently_dropping_commits(tmp_path):
+    path = tmp_path / "e.db"
+    _killed_writer(path, 60)
+    wal = Path(f"{path}-wal")
+    backup = tmp_path / "wal.bak"
+    shutil.copy(wal, backup)
+    os.truncate(wal, wal.stat().st_size // 2)
+    for kwargs in ({}, {"read_only": True}):
+        with pytest.raises(DamagedStore, match="was cut"):
+            EpisodeStore(path, **kwargs)
+    shutil.copy(backup, wal)  # the remedy the message names: restore the log
+    with EpisodeStore(path) as store:
+        assert len(store) == 60
+
+
+# --------------------------------------------------------------------------- read-only mount
+
+RO_READER = """
+import sys
+from rllm_agents.store import EpisodeStore
+from rllm_envs.error import InvalidEnvConfig
+from tests.agents.test_store import make_trajectory
+
+store = EpisodeStore(sys.argv[1])
+assert store.read_only, "a store on a read-only mount must open read-only"
+assert store.trajectories() == [make_trajectory(i) for i in range(int(sys.argv[2]))]
+try:
+    store.put(make_trajectory(10**6))
+except InvalidEnvConfig as e:
+    assert "read-only" in str(e), e
+else:
+    raise AssertionError("put on a read-only mount did not raise")
+print("ok", len(store))
+"""
+
+
+def _on_read_only_mount(folder: Path, code: str, *args: str) -> subprocess.CompletedProcess:
+    script = (
+        f'mount --bind "{folder}" "{folder}" && mount -o remount,bind,ro "{folder}" && '
+        f'exec "{sys.executable}" -c "$0" "$@"'
+    )
+    return subprocess.run(
+        ["unshare", "--mount", "sh", "-c", script, code, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _read_only_mounts_work(folder: Path) -> bool:
+    probe = _on_read_only_mount(folder, "open(__import__('sys').argv[1] + '/x', 'w')", str(folder))
+    return probe.returncode != 0 and "Read-only file system" in probe.stderr
+
+
+@pytest.mark.parametrize("left_by", ["clean close", "killed writer"])
+def test_a_store_on_a_read_only_mount_opens_read_only(tmp_path, left_by):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if not _read_only_mounts_work(folder):
+        pytest.skip("needs `unshare --mount` (root) to make a read-only bind mount")
+    path = folder / "e.db"
+    if left_by == "clean close":
+        _filled(path, 20)
+        assert not Path(f"{path}-wal").exists()
+    else:
+        _killed_writer(path, 20)
+        assert Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    out = _on_read_only_mount(folder, RO_READER, str(path), "20")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok 20"
