@@ -1118,8 +1118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no episode store at {args.db}")
     try:
         store = EpisodeStore(args.db, read_only=args.command != "import")
-    except DamagedStore as e:
-        print(str(e), file=sys.stderr)
+    except DamagedStore as damage:
+        print(str(damage), file=sys.stderr)
         return 1
     try:
         if args.command == "list":
