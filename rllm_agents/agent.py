@@ -37,7 +37,9 @@ A small instruct model copies a format it has seen far more reliably than it fol
 described in words: SmolLM2-135M-Instruct never wrote a parseable tool call, search or verdict
 under three system prompts, and does after one shown exchange
 (``tests/agents/test_real_model.py``). A demonstration is
-part of the prompt (never trained on as a completion) and never one of the env's tasks.
+part of the prompt (never trained on as a completion) and never one of the env's tasks. The
+demonstrations live with the envs (:mod:`rllm_envs.demonstrations`), which pay nothing for a
+reply that copies one (0 in every reward component).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import rllm_envs
+from rllm_envs import demonstrations
 from rllm_envs.error import InvalidEnvConfig, UnknownEnvironment, did_you_mean
 from rllm_envs.text import answer_text
 
@@ -235,37 +238,15 @@ def _check_demonstration(messages: Any) -> tuple[Message, ...]:
     return tuple(out)
 
 
-#: The math families' worked example (a boxed final answer after one line of working).
-MATH_DEMONSTRATION: tuple[Message, ...] = (
-    {"role": "user", "content": "Compute $12 + 5 \\times 11$."},
-    {
-        "role": "assistant",
-        "content": "First $5 \\times 11 = 55$, then $12 + 55 = 67$.\n\n\\boxed{67}",
-    },
-)
+#: The math families' worked example (a boxed final answer after one line of working); the
+#: envs know it (:mod:`rllm_envs.demonstrations`) and pay nothing for a copy.
+MATH_DEMONSTRATION: tuple[Message, ...] = demonstrations.MATH.messages
 
 #: The tool families' worked example: the first call of an invented task with an invented tool.
-#: It stops at the call: with a tool result and a final call after it, SmolLM2-135M copied the
-#: ``<tool_response>`` block instead of calling (0 of 12 first turns parsed, measured).
-TOOL_DEMONSTRATION: tuple[Message, ...] = (
-    {
-        "role": "user",
-        "content": "Solve the task below by calling tools.\n\nTask: How many words are in the "
-        "sentence 'the quick brown fox'?\n\nTools:\n- word_count(text: string): Count the "
-        "words of a text.\n- final_answer(answer: string | number): Submit your final answer.",
-    },
-    {
-        "role": "assistant",
-        "content": '<tool_call>{"name": "word_count", "arguments": {"text": "the quick brown '
-        'fox"}}</tool_call>',
-    },
-)
+TOOL_DEMONSTRATION: tuple[Message, ...] = demonstrations.TOOL.messages
 
 #: The search family's worked example: the first search of a question on an invented person.
-SEARCH_DEMONSTRATION: tuple[Message, ...] = (
-    {"role": "user", "content": "Question: In which city was the painter Oskar Melvane born?"},
-    {"role": "assistant", "content": "<search>Oskar Melvane</search>"},
-)
+SEARCH_DEMONSTRATION: tuple[Message, ...] = demonstrations.SEARCH.messages
 
 
 class GenericAgent(Agent):

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rllm_agents.agent import MATH_DEMONSTRATION, Agent, Message
+from rllm_envs import demonstrations
 
 __all__ = [
     "JUDGE_DEMONSTRATION",
@@ -47,22 +48,9 @@ class RoleAgent(Agent):
         return self.role_demonstrations.get(str(info.get("role")), self.demonstration)
 
 
-#: The judge's worked example: an invented problem, one wrong and one right solution.
-JUDGE_DEMONSTRATION: tuple[Message, ...] = (
-    {
-        "role": "user",
-        "content": "You are the judge. 2 solver(s) answered this problem:\n\nProblem: Compute "
-        "$15 + 4 \\times 12$.\n\n=== Solution 1 ===\n$15 + 4 = 19$, then $19 \\times 12 = 228$."
-        "\n\n\\boxed{228}\n\n=== Solution 2 ===\nFirst $4 \\times 12 = 48$, then $15 + 48 = 63$."
-        "\n\n\\boxed{63}\n\nCheck the solutions and select the one whose final answer is "
-        "correct. Reply with its number (1-2) in \\boxed{...}.",
-    },
-    {
-        "role": "assistant",
-        "content": "Solution 1 adds before it multiplies. Solution 2 multiplies first: "
-        "$4 \\times 12 = 48$ and $15 + 48 = 63$, which is right.\n\n\\boxed{2}",
-    },
-)
+#: The judge's worked example: an invented problem, one wrong and one right solution (the
+#: envs know it, :mod:`rllm_envs.demonstrations`, and pay nothing for a copy).
+JUDGE_DEMONSTRATION: tuple[Message, ...] = demonstrations.JUDGE.messages
 
 
 class SolverJudgeAgent(RoleAgent):

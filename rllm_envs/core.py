@@ -20,6 +20,10 @@ Information keys (stable; present on every ``step``, and all but the step-only o
 ``action_truncated``   ``bool`` (step): the action was longer than the action space allows
                        and only its first ``action_space.max_length`` characters were read.
 =====================  ======================================================================
+
+Only on a step whose action copies a worked example an agent shows
+(:mod:`rllm_envs.demonstrations`): ``copied_demonstration`` (``str``, its name). Such a step
+earns 0 in every reward component and is an invalid action.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, ClassVar, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration, copied_demonstration
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import UnicodeText, action_space, observation_space
 from rllm_envs.tasks import Task, TaskSource
@@ -93,6 +98,8 @@ class TextEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
     #: Weight of each reward component; the reward is the weighted sum. 0 means log only.
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
+    #: Worked examples agents show: an action copying one earns 0 in every component.
+    demonstrations: ClassVar[tuple[Demonstration, ...]] = DEMONSTRATIONS
 
     observation_space: UnicodeText
     action_space: UnicodeText
@@ -190,7 +197,7 @@ class TextEnv(gym.Env[str, str]):
         if action_truncated:
             text = text[: self.action_space.max_length]
         self.turn += 1
-        result = self._act(text)
+        result = self._without_copied_demonstration(text, self._act(text))
         if result.correct is not None:
             self.is_correct = result.correct
         components = {name: float(value) for name, value in result.reward_components.items()}
@@ -210,6 +217,27 @@ class TextEnv(gym.Env[str, str]):
         if self.render_mode == "human":
             self.render()
         return self.last_observation, float(reward), terminated, truncated, info
+
+    def _without_copied_demonstration(self, action: str, result: Transition) -> Transition:
+        """``result``, or, for an action that copies a demonstration, the same step paying 0.
+
+        The worked examples agents show are in every prompt, so a policy can learn to copy
+        them; a copy earns nothing in any component (format included) and is flagged.
+        """
+        name = copied_demonstration(
+            action, correct=bool(result.correct), demonstrations=self.demonstrations
+        )
+        if name is None:
+            return result
+        return Transition(
+            observation=result.observation
+            + "\n[This reply copies the worked example shown before the task; it earns nothing.]",
+            reward_components=dict.fromkeys(result.reward_components, 0.0),
+            terminated=result.terminated,
+            correct=False if result.correct is not None else None,
+            invalid_reason=f"the reply copies the worked example ({name}), not an answer",
+            info={**result.info, "copied_demonstration": name},
+        )
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the current state as text."""

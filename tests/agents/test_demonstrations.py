@@ -109,3 +109,60 @@ def test_demonstrations_are_no_task_of_the_env():
     for index in range(50):
         _, info = tool.reset(seed=0, options={"index": index})
         assert "word_count" not in {t["function"]["name"] for t in info["tools"]}
+
+
+# --------------------------------------------------------- a copied demonstration earns nothing
+
+_ENVS = [e.id for e in rllm_envs.ENVS]
+
+
+def _copies(env_id: str, info) -> list[str]:
+    """What a policy copying the prompt's worked examples would send: every shown reply, and
+    each demonstration's bare final answer."""
+    from rllm_envs.demonstrations import DEMONSTRATIONS
+
+    agent = make_agent(env_id)
+    shown = [m["content"] for m in agent.demonstration_for(info) if m["role"] == "assistant"]
+    every = [r for d in DEMONSTRATIONS for r in d.replies]
+    answers = [a for d in DEMONSTRATIONS for a in d.answers]
+    boxed_answers = [f"The answer is {a}." for a in answers]
+    return list(dict.fromkeys([*shown, *every, *answers, *boxed_answers]))
+
+
+@pytest.mark.parametrize("env_id", _ENVS)
+def test_a_copied_demonstration_earns_zero_in_every_component(env_id):
+    env = gym.make(env_id)
+    n_tasks = 2 if env_id.startswith("rllm/Code") else 6
+    for index in range(n_tasks):
+        _, info = env.reset(seed=index, options={"index": index})
+        for reply in _copies(env_id, info):
+            env.reset(seed=index, options={"index": index})
+            _, reward, _, _, step_info = env.step(reply)
+            assert reward == 0.0, (env_id, index, reply)
+            assert set(step_info["reward_components"].values()) == {0.0}, (reply, step_info)
+            assert step_info["copied_demonstration"], reply
+            assert step_info["invalid_action"] and not step_info["is_correct"]
+    env.close()
+
+
+def test_a_demonstration_answer_that_is_right_still_counts():
+    """The rule pays nothing for a copy, not for a right answer that happens to be 67."""
+    env = gym.make("rllm/Math-v0")
+    task = {"problem": "Compute $60 + 7$.", "answer": "67"}
+    env.reset(options={"task": task})
+    _, reward, *_, info = env.step("\\boxed{67}")
+    assert reward == 1.0 and info["is_correct"] and "copied_demonstration" not in info
+    # ...but the whole worked reply is a copy even then.
+    env.reset(options={"task": task})
+    _, reward, *_, info = env.step(MATH_DEMONSTRATION[1]["content"])
+    assert reward == 0.0 and info["copied_demonstration"] == "math"
+
+
+def test_the_copy_rule_reads_the_answer_part_and_ignores_whitespace_and_case():
+    from rllm_envs.demonstrations import copied_demonstration
+
+    reply = MATH_DEMONSTRATION[1]["content"]
+    assert copied_demonstration("<think>plan</think>\n" + reply.upper().replace(" ", "\n"))
+    assert copied_demonstration(f"<think>{reply}</think> \\boxed{{12}}") is None
+    assert copied_demonstration("\\boxed{670}") is None and copied_demonstration("\\boxed{6 7}")
+    assert copied_demonstration("", correct=False) is None
