@@ -1,0 +1,882 @@
+"""The SWE executor: runs a repository's tests, or a snippet, inside one sandbox.
+
+Standard library only. The host sends this file into a sandbox as a *trusted* program
+(:func:`rllm_envs.sandbox.runner.program_header` with ``trusted=True``, or a
+:class:`~rllm_envs.sandbox.SandboxPool` ``program``); it runs in the bootstrap, holds the
+report channel, and never imports repository code itself.
+
+The sandbox has no writable path, so the repository travels in the spec and is served from
+memory: a meta-path finder imports its modules (``/repo/<path>`` in tracebacks) after the
+standard library, which a repository cannot shadow. pytest is not used (the sandbox's
+interpreter has none, and a real pytest would read the repository's ``conftest.py``, plugins
+and configuration): a small runner collects test functions, ``Test*`` classes and
+``unittest.TestCase`` methods, expands ``pytest.mark.parametrize`` with pytest's ids, and
+offers the common part of pytest's API (``raises``, ``approx``, marks, ``skip``, ``fail``,
+fixtures defined in the test file, ``monkeypatch`` and ``capsys``) as a ``pytest`` module
+that the repository cannot replace. ``conftest.py`` files are never loaded.
+
+Every test runs in a fresh forked process (own process group, CPU/memory/file-size limits,
+nothing open but its output file and its result file) and everything it left is killed
+before the next one. The executor reports what it observed for each test on the channel:
+the kernel's wait status, whether it hit the time limit, the result file (``P`` + the
+run's nonce for a test that returned normally, ``F``/``S``/``E`` + a message otherwise) and
+the end of the output. The host decides each verdict (:mod:`rllm_envs.swe.judge`).
+
+Spec (``marshal``, on stdin): ``files`` ``{path: text}``, ``mode`` (``"tests"``: run the node
+ids ``tests``; ``"collect"``: collect and run the tests of ``test_files``; ``"python"``: run
+``code`` as ``__main__``), ``nonce``, ``time_limit`` (per test), ``memory_mb``,
+``output_chars``, ``max_tests`` and ``reap``. Records: a 4-byte big-endian length and a JSON
+object per test (``index``, ``id``, ``outcome``, ``code``, ``signal``, ``result``,
+``output``), then ``{"done": true}``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Where the repository appears to be (file names in tracebacks; nothing is on disk).
+REPO_PREFIX = "/repo/"
+_RESULT_FD = 3
+_RESULT_CAP = 4000
+#: Names a repository may not provide: the runner's own ``pytest``.
+_RESERVED = frozenset({"pytest", "_pytest"})
+
+# Captured before any repository code runs in a test process: rebinding ``os.write`` or
+# ``os._exit`` there does not change what the runner calls.
+_write = os.write
+_exit = os._exit
+
+
+# ------------------------------------------------------------------ in-memory import
+
+
+class RepoFinder:
+    """Imports a repository's modules from ``{path: source}`` (meta-path finder and loader)."""
+
+    def __init__(self, files: dict[str, str], roots: list[str]) -> None:
+        self.files = files
+        self.roots = roots
+        self.dirs = set()
+        for path in files:
+            parts = path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                self.dirs.add("/".join(parts[:i]))
+        self.blocked = set(getattr(sys, "stdlib_module_names", ())) | _RESERVED
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """The spec of repository module ``name``, or ``None`` (not the repository's)."""
+        from importlib.machinery import ModuleSpec
+
+        if name.partition(".")[0] in self.blocked:
+            return None
+        rel = name.replace(".", "/")
+        loader: Any = self
+        for root in self.roots:
+            base = root + rel
+            if base + "/__init__.py" in self.files:
+                spec = ModuleSpec(name, loader, origin=base + "/__init__.py", is_package=True)
+                spec.submodule_search_locations = [REPO_PREFIX + base]
+                spec.has_location = True
+                return spec
+            if base + ".py" in self.files:
+                spec = ModuleSpec(name, loader, origin=base + ".py")
+                spec.has_location = True
+                return spec
+            if base in self.dirs:  # a folder without __init__.py: a namespace package
+                spec = ModuleSpec(name, loader, origin=None, is_package=True)
+                spec.submodule_search_locations = [REPO_PREFIX + base]
+                return spec
+        return None
+
+    def create_module(self, spec: Any) -> None:
+        """Default module creation."""
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        """Run the module's source from memory."""
+        origin = module.__spec__.origin
+        if origin is None:
+            return
+        import linecache
+
+        filename = REPO_PREFIX + origin
+        source = self.files[origin]
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        module.__file__ = filename
+        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, name: str) -> str | None:
+        """The source of module ``name`` (for ``inspect`` and tracebacks)."""
+        spec = self.find_spec(name)
+        return None if spec is None or spec.origin is None else self.files[spec.origin]
+
+
+def repo_roots(files: dict[str, str]) -> list[str]:
+    """Import roots of a repository: its top folder, and ``src/`` when it holds packages."""
+    roots = [""]
+    if any(p.startswith("src/") and p.endswith("/__init__.py") for p in files):
+        roots.append("src/")
+    return roots
+
+
+def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  # type: ignore[assignment]
+    """Install the repository finder and the runner's ``pytest`` module in this process."""
+    finder = RepoFinder(files, [*extra_roots, *repo_roots(files)])
+    sys.meta_path.append(finder)
+    sys.modules["pytest"] = _pytest_module()
+    return finder
+
+
+# ------------------------------------------------------------------ the pytest subset
+
+
+class Skipped(BaseException):
+    """``pytest.skip``: the test did not run to its end."""
+
+
+class Failed(AssertionError):
+    """``pytest.fail``."""
+
+
+class _Mark:
+    def __init__(self, name: str, args: tuple, kwargs: dict) -> None:
+        self.name, self.args, self.kwargs = name, args, kwargs
+
+    def __call__(self, target: Any) -> Any:
+        marks = list(getattr(target, "pytestmark", []))
+        marks.append(self)
+        target.pytestmark = marks
+        return target
+
+
+class _MarkFactory:
+    def __getattr__(self, name: str) -> Any:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            if name != "parametrize" and len(args) == 1 and callable(args[0]) and not kwargs:
+                return _Mark(name, (), {})(args[0])
+            return _Mark(name, args, kwargs)
+
+        return make
+
+
+class _Param:
+    def __init__(self, values: tuple, id: str | None, marks: Any) -> None:
+        self.values, self.id, self.marks = values, id, marks
+
+
+class _Raises:
+    def __init__(self, expected: Any, match: str | None) -> None:
+        self.expected, self.match = expected, match
+        self.value: Any = None
+        self.type: Any = None
+
+    def __enter__(self) -> _Raises:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if kind is None:
+            raise Failed(f"DID NOT RAISE {self.expected}")
+        if not issubclass(kind, self.expected):
+            return False
+        self.value, self.type = value, kind
+        if self.match is not None:
+            import re
+
+            if not re.search(self.match, str(value)):
+                raise AssertionError(f"Regex {self.match!r} does not match {str(value)!r}")
+        return True
+
+
+def _raises(expected: Any, *args: Any, match: str | None = None, **kwargs: Any) -> Any:
+    context = _Raises(expected, match)
+    if not args:
+        return context
+    with context:
+        args[0](*args[1:], **kwargs)
+    return context
+
+
+class _Approx:
+    def __init__(self, expected: Any, rel: float | None, abs: float | None) -> None:
+        self.expected, self.rel, self.abs = expected, rel, abs
+
+    def _close(self, a: Any, b: Any) -> bool:
+        if isinstance(b, (list, tuple)):
+            return (
+                isinstance(a, (list, tuple))
+                and len(a) == len(b)
+                and all(self._close(x, y) for x, y in zip(a, b, strict=True))
+            )
+        if isinstance(b, dict):
+            return (
+                isinstance(a, dict)
+                and a.keys() == b.keys()
+                and all(self._close(a[k], b[k]) for k in b)
+            )
+        try:
+            if a == b:
+                return True
+            tolerance = max(
+                (1e-6 if self.rel is None else self.rel) * abs(b),
+                1e-12 if self.abs is None else self.abs,
+            )
+            return abs(a - b) <= tolerance
+        except TypeError:
+            return False
+
+    def __eq__(self, other: object) -> bool:
+        return self._close(other, self.expected)
+
+    def __repr__(self) -> str:
+        return f"approx({self.expected!r})"
+
+
+def _fixture(*args: Any, **kwargs: Any) -> Any:
+    def mark(function: Any) -> Any:
+        function._rllm_fixture = {
+            "autouse": bool(kwargs.get("autouse")),
+            "name": kwargs.get("name") or function.__name__,
+        }
+        return function
+
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return mark(args[0])
+    return mark
+
+
+def _skip(reason: str = "", **kwargs: Any) -> None:
+    raise Skipped(reason)
+
+
+def _fail(reason: str = "", pytrace: bool = True) -> None:
+    raise Failed(reason)
+
+
+def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise Skipped(f"could not import {name!r}") from None
+
+
+def _pytest_module() -> Any:
+    import types
+
+    module: Any = types.ModuleType("pytest", "The sandboxed runner's subset of pytest's API.")
+    module.raises = _raises
+    module.approx = lambda expected, rel=None, abs=None: _Approx(expected, rel, abs)
+    module.mark = _MarkFactory()
+    module.param = lambda *values, id=None, marks=(): _Param(values, id, marks)
+    module.fixture = _fixture
+    module.skip = _skip
+    module.fail = _fail
+    module.importorskip = _importorskip
+    module.fail.Exception = Failed
+    module.skip.Exception = Skipped
+    return module
+
+
+class MonkeyPatch:
+    """The ``monkeypatch`` fixture: attribute, item and environment changes undone after."""
+
+    def __init__(self) -> None:
+        self._undo: list[Any] = []
+
+    def setattr(self, target: Any, name: Any, value: Any = None, raising: bool = True) -> None:
+        """Set an attribute (or a dotted ``"module.attr"``) until the test ends."""
+        if isinstance(target, str):
+            import importlib
+
+            module, _, attr = target.rpartition(".")
+            target, name, value = importlib.import_module(module), attr, name
+        old = getattr(target, name, _MISSING)
+        if old is _MISSING and raising:
+            raise AttributeError(f"{target!r} has no attribute {name!r}")
+        self._undo.append((target, name, old))
+        setattr(target, name, value)
+
+    def delattr(self, target: Any, name: str, raising: bool = True) -> None:
+        """Delete an attribute until the test ends."""
+        old = getattr(target, name, _MISSING)
+        if old is _MISSING:
+            if raising:
+                raise AttributeError(name)
+            return
+        self._undo.append((target, name, old))
+        delattr(target, name)
+
+    def setitem(self, mapping: Any, key: Any, value: Any) -> None:
+        """Set a mapping item until the test ends."""
+        self._undo.append((mapping, key, mapping.get(key, _MISSING), "item"))
+        mapping[key] = value
+
+    def delitem(self, mapping: Any, key: Any, raising: bool = True) -> None:
+        """Delete a mapping item until the test ends."""
+        if key not in mapping:
+            if raising:
+                raise KeyError(key)
+            return
+        self._undo.append((mapping, key, mapping[key], "item"))
+        del mapping[key]
+
+    def setenv(self, name: str, value: str, prepend: Any = None) -> None:
+        """Set an environment variable until the test ends."""
+        self.setitem(os.environ, name, str(value))
+
+    def delenv(self, name: str, raising: bool = True) -> None:
+        """Unset an environment variable until the test ends."""
+        self.delitem(os.environ, name, raising)
+
+    def undo(self) -> None:
+        """Undo every change, last first."""
+        for entry in reversed(self._undo):
+            if len(entry) == 4:
+                mapping, key, old, _ = entry
+                if old is _MISSING:
+                    mapping.pop(key, None)
+                else:
+                    mapping[key] = old
+            else:
+                target, name, old = entry
+                if old is _MISSING:
+                    try:
+                        delattr(target, name)
+                    except AttributeError:
+                        pass
+                else:
+                    setattr(target, name, old)
+        self._undo.clear()
+
+
+_MISSING = object()
+
+
+class CaptureFixture:
+    """The ``capsys`` fixture: ``readouterr()`` returns what was printed since the last call."""
+
+    def __init__(self) -> None:
+        import io
+
+        self._saved = (sys.stdout, sys.stderr)
+        self._out, self._err = io.StringIO(), io.StringIO()
+        sys.stdout, sys.stderr = self._out, self._err
+
+    def readouterr(self) -> Any:
+        """``(out, err)`` printed since the last call."""
+        import collections
+
+        out, err = self._out.getvalue(), self._err.getvalue()
+        for stream in (self._out, self._err):
+            stream.seek(0)
+            stream.truncate()
+        make: Any = collections.namedtuple
+        return make("CaptureResult", "out err")(out, err)
+
+    def close(self) -> None:
+        """Restore the real streams."""
+        sys.stdout, sys.stderr = self._saved
+
+
+# ------------------------------------------------------------------ collection
+
+
+def module_for(path: str, files: dict[str, str]) -> tuple[str, str]:
+    """``(module name, import root)`` of a test file, as pytest's ``prepend`` mode names it."""
+    parts = path[:-3].split("/")
+    folder = parts[:-1]
+    name = [parts[-1]]
+    while folder and "/".join(folder) + "/__init__.py" in files:
+        name.insert(0, folder.pop())
+    root = "/".join(folder) + "/" if folder else ""
+    return ".".join(name), root
+
+
+def _idval(value: Any, argname: str, index: int) -> str:
+    if isinstance(value, str):
+        return value.encode("unicode_escape").decode("ascii") if not value.isascii() else value
+    if value is None or isinstance(value, (bool, int, float, complex)):
+        return str(value)
+    import enum
+
+    if isinstance(value, enum.Enum):
+        return str(value)
+    if isinstance(value, type) or callable(value) and hasattr(value, "__name__"):
+        return str(getattr(value, "__name__", f"{argname}{index}"))
+    return f"{argname}{index}"
+
+
+def _parametrize(function: Any) -> list[tuple[str, dict[str, Any], bool]]:
+    """``[(id suffix, arguments, xfail)]`` of a test function (``[("", {}, False)]`` if plain)."""
+    cases: list[tuple[list[str], dict[str, Any], bool]] = [([], {}, False)]
+    for mark in getattr(function, "pytestmark", []):
+        if getattr(mark, "name", None) != "parametrize":
+            continue
+        names, values = mark.args[0], list(mark.args[1])
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        ids = mark.kwargs.get("ids")
+        expanded = []
+        for i, raw in enumerate(values):
+            xfail = False
+            given_id = None
+            if isinstance(raw, _Param):
+                given_id = raw.id
+                marks = raw.marks if isinstance(raw.marks, (list, tuple)) else [raw.marks]
+                xfail = any(getattr(m, "name", "") == "xfail" for m in marks)
+                raw = raw.values if len(names) > 1 else raw.values[0]
+            row = list(raw) if len(names) > 1 else [raw]
+            if given_id is None and isinstance(ids, (list, tuple)) and i < len(ids):
+                given_id = None if ids[i] is None else str(ids[i])
+            if given_id is None and callable(ids):
+                made = [ids(v) for v in row]
+                given_id = "-".join(
+                    str(m) if m is not None else _idval(v, n, i)
+                    for m, v, n in zip(made, row, names, strict=True)
+                )
+            label = (
+                given_id
+                if given_id is not None
+                else "-".join(_idval(v, n, i) for v, n in zip(row, names, strict=True))
+            )
+            expanded.append((label, dict(zip(names, row, strict=True)), xfail))
+        cases = [
+            ([*labels, label], {**args, **more}, xf or xf2)
+            for labels, args, xf in cases
+            for label, more, xf2 in expanded
+        ]
+    out = []
+    for labels, args, xfail in cases:
+        out.append(("[" + "-".join(labels) + "]" if labels else "", args, xfail))
+    # Duplicate ids get an index suffix, as pytest does.
+    seen: dict[str, int] = {}
+    for label, _, _ in out:
+        seen[label] = seen.get(label, 0) + 1
+    counts: dict[str, int] = {}
+    result = []
+    for label, args, xfail in out:
+        if label and seen[label] > 1:
+            n = counts.get(label, 0)
+            counts[label] = n + 1
+            label = label[:-1] + str(n) + "]"
+        result.append((label, args, xfail))
+    return result
+
+
+def collect(module: Any, path: str) -> list[str]:
+    """Node ids of the tests in an imported test module, in definition order."""
+    import inspect
+    import unittest
+
+    ids: list[str] = []
+    for name, obj in list(vars(module).items()):
+        if name.startswith("test") and inspect.isfunction(obj):
+            ids += [f"{path}::{name}{label}" for label, _, _ in _parametrize(obj)]
+        elif inspect.isclass(obj) and obj.__module__ == module.__name__:
+            if issubclass(obj, unittest.TestCase):
+                loader = unittest.TestLoader()
+                ids += [f"{path}::{name}::{m}" for m in loader.getTestCaseNames(obj)]
+            elif name.startswith("Test") and "__init__" not in vars(obj):
+                for attr in dir(obj):
+                    member = getattr(obj, attr, None)
+                    if attr.startswith("test") and callable(member):
+                        ids += [
+                            f"{path}::{name}::{attr}{label}" for label, _, _ in _parametrize(member)
+                        ]
+    return ids
+
+
+# ------------------------------------------------------------------ running one test
+
+
+def _marks(*objs: Any) -> list[Any]:
+    found = []
+    for obj in objs:
+        found += list(getattr(obj, "pytestmark", []) or [])
+    return found
+
+
+def _fixtures(*scopes: Any) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for scope in scopes:
+        for value in vars(scope).values() if not isinstance(scope, dict) else scope.values():
+            info = getattr(value, "_rllm_fixture", None)
+            if info is not None:
+                table[info["name"]] = value
+    return table
+
+
+def _call_with_fixtures(
+    function: Any, given: dict[str, Any], table: dict[str, Any], teardown: list[Any], cache: dict
+) -> Any:
+    import inspect
+
+    def resolve(name: str, depth: int = 0) -> Any:
+        if name in given:
+            return given[name]
+        if name in cache:
+            return cache[name]
+        if name == "monkeypatch":
+            value: Any = MonkeyPatch()
+            teardown.append(value.undo)
+        elif name == "capsys":
+            value = CaptureFixture()
+            teardown.append(value.close)
+        elif name == "request":
+            value = None
+        elif name in table and depth < 32:
+            fixture = table[name]
+            arguments = {
+                p: resolve(p, depth + 1)
+                for p in inspect.signature(fixture).parameters
+                if p not in ("self",)
+            }
+            value = fixture(**arguments)
+            if inspect.isgenerator(value):
+                generator = value
+                value = next(generator)
+                teardown.append(lambda g=generator: next(g, None))
+        else:
+            raise LookupError(
+                f"fixture {name!r} not found (the sandboxed runner offers fixtures "
+                "defined in the test file, monkeypatch and capsys)"
+            )
+        cache[name] = value
+        return value
+
+    for name, fixture in table.items():
+        if fixture._rllm_fixture["autouse"]:
+            resolve(name)
+    parameters = [p for p in inspect.signature(function).parameters if p != "self"]
+    return function(**{p: resolve(p) for p in parameters})
+
+
+def run_node(node: str, files: dict[str, str]) -> str:
+    """Run one test node id; return ``"P"`` (passed), ``"F…"``, ``"S…"`` or ``"E…"``."""
+    import importlib
+    import inspect
+    import unittest
+
+    path, _, rest = node.partition("::")
+    if path not in files or not rest:
+        return f"Eno test file or test named {node!r}"
+    parts = rest.split("::")
+    last, bracket, label = parts[-1].partition("[")
+    label = bracket + label
+    module_name, root = module_for(path, files)
+    install(files, [root] if root else [])
+    try:
+        module = importlib.import_module(module_name)
+    except Skipped as e:
+        return f"Sskipped at import: {e}"
+    owner: Any = module
+    for name in parts[:-1]:
+        owner = getattr(owner, name, None)
+        if owner is None:
+            return f"Eno class {name!r} in {path}"
+    function = getattr(owner, last, None)
+    if function is None:
+        return f"Eno test {last!r} in {path}"
+    if inspect.isclass(owner) and issubclass(owner, unittest.TestCase):
+        result = unittest.TestResult()
+        owner(last).run(result)
+        problems = result.failures + result.errors
+        if problems:
+            return "F" + problems[0][1][-_RESULT_CAP:]
+        if result.skipped or result.expectedFailures or result.unexpectedSuccesses:
+            return "Sskipped or expected to fail"
+        return "P" if result.testsRun == 1 else "Enot run"
+    cases = {lab: (args, xfail) for lab, args, xfail in _parametrize(function)}
+    if label not in cases:
+        return f"Eno parametrized case {label!r} of {last!r}"
+    arguments, xfail = cases[label]
+    marks = _marks(module, owner if owner is not module else None, function)
+    for mark in marks:
+        if mark.name == "skip" or (mark.name == "skipif" and (not mark.args or bool(mark.args[0]))):
+            return "Smarked skip"
+        xfail = xfail or mark.name == "xfail"
+    teardown: list[Any] = []
+    instance = None
+    try:
+        hooks: list[Any] = [getattr(module, "setup_module", None)]
+        if inspect.isclass(owner):
+            hooks.append(getattr(owner, "setup_class", None))
+            instance = owner()
+            hooks.append(getattr(instance, "setup_method", None))
+            function = getattr(instance, last)
+        else:
+            hooks.append(getattr(module, "setup_function", None))
+        for hook in hooks:
+            if callable(hook):
+                n = len(inspect.signature(hook).parameters)
+                hook(*([function] if n else []))
+        table = _fixtures(module, *([type(instance)] if instance is not None else []))
+        _call_with_fixtures(function, arguments, table, teardown, {})
+        for done in reversed(teardown):
+            done()
+    except Skipped as e:
+        return f"S{e}"
+    if xfail:
+        return "Sexpected to fail (xfail) but passed"
+    return "P"
+
+
+def _format_failure(error: BaseException) -> str:
+    """The traceback of a failure, with the runner's own frames left out."""
+    import traceback
+
+    info = traceback.TracebackException(type(error), error, error.__traceback__)
+    frames = [f for f in info.stack if f.filename.startswith((REPO_PREFIX, "<snippet>"))]
+    info.stack = traceback.StackSummary.from_list(frames)
+    return "".join(info.format())[-_RESULT_CAP:]
+
+
+def _child_test(node: str, files: dict[str, str], nonce: str) -> None:
+    """The body of a test's process: run ``node``; write the result on fd 3; exit."""
+    try:
+        result = run_node(node, files)
+        if result == "P":
+            result = "P" + nonce
+    except SystemExit as e:
+        result = f"Fthe test called sys.exit({e.code!r})"
+    except BaseException as e:
+        result = "F" + _format_failure(e)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    data = result.encode("utf-8", "replace")[:_RESULT_CAP]
+    _write(_RESULT_FD, data)
+    _exit(0)
+
+
+def _child_collect(path: str, files: dict[str, str]) -> None:
+    import importlib
+    import json
+
+    try:
+        module_name, root = module_for(path, files)
+        install(files, [root] if root else [])
+        module = importlib.import_module(module_name)
+        data = "C" + json.dumps(collect(module, path))
+    except BaseException as e:
+        data = "E" + _format_failure(e)
+    _write(_RESULT_FD, data.encode("utf-8", "replace")[: 1 << 20])
+    _exit(0)
+
+
+def _child_python(code: str, files: dict[str, str]) -> None:
+    install(files)
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    status = 0
+    try:
+        exec(compile(code, "<snippet>", "exec", dont_inherit=True), namespace)
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) and 0 <= e.code < 256 else 1
+    except BaseException as e:
+        sys.stderr.write(_format_failure(e) + "\n")
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    _exit(status)
+
+
+# ------------------------------------------------------------------ the executor
+
+
+def _memfd(name: str) -> int:
+    return os.memfd_create(name, 0)
+
+
+def _lower(kind: int, value: int) -> None:
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def _read(fd: int, cap: int, tail: bool = False) -> str:
+    size = os.fstat(fd).st_size
+    start = max(size - cap, 0) if tail else 0
+    data = os.pread(fd, min(size, cap), start)
+    return data.decode("utf-8", "replace")
+
+
+def _fork() -> int:
+    for attempt in range(40):
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.025 * (attempt + 1))
+    return os.fork()
+
+
+class Executor:
+    """Runs child processes one at a time and reports each on the channel."""
+
+    def __init__(self, spec: dict[str, Any], channel: int) -> None:
+        self.spec, self.channel = spec, channel
+        self.files: dict[str, str] = spec["files"]
+        self.limit = float(spec["time_limit"])
+        self.memory = int(spec["memory_mb"]) << 20
+        self.output_chars = int(spec["output_chars"])
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Write one length-prefixed JSON record on the channel."""
+        import json
+
+        body = json.dumps(record, ensure_ascii=True).encode("ascii")
+        data = memoryview(len(body).to_bytes(4, "big") + body)
+        while data:
+            data = data[os.write(self.channel, data) :]
+
+    def child(self, body: Any, *args: Any) -> dict[str, Any]:
+        """Fork ``body(*args)`` with the test limits; return what was observed."""
+        out, res = _memfd("out"), _memfd("res")
+        start = time.monotonic()
+        try:
+            pid = _fork()
+            if pid == 0:  # pragma: no cover - runs in the child
+                try:
+                    os.setpgid(0, 0)
+                    null = os.open("/dev/null", os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.dup2(out, 1)
+                    os.dup2(out, 2)
+                    os.dup2(res, _RESULT_FD)
+                    os.closerange(_RESULT_FD + 1, 1 << 20)
+                    _lower(resource.RLIMIT_CPU, int(self.limit) + 2)
+                    _lower(resource.RLIMIT_AS, self.memory)
+                    _lower(resource.RLIMIT_FSIZE, 16 << 20)
+                    import io
+
+                    sys.stdout = io.TextIOWrapper(
+                        io.FileIO(1, "wb", closefd=False), encoding="utf-8", line_buffering=True
+                    )
+                    sys.stderr = io.TextIOWrapper(
+                        io.FileIO(2, "wb", closefd=False),
+                        encoding="utf-8",
+                        errors="backslashreplace",
+                        line_buffering=True,
+                    )
+                    sys.stdin = io.TextIOWrapper(io.FileIO(0, "rb", closefd=False))
+                except BaseException as e:
+                    _write(2, f"cannot start: {e}\n".encode())
+                    _exit(127)
+                body(*args)
+                _exit(0)
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            pidfd = os.pidfd_open(pid)
+            try:
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                ready = poller.poll(int(self.limit * 1000))
+            finally:
+                os.close(pidfd)
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, status, _ = os.wait4(pid, 0)
+            if self.spec.get("reap"):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            result = _read(res, 1 << 20)
+            output = _read(out, self.output_chars, tail=True)
+        finally:
+            os.close(out)
+            os.close(res)
+        signaled = os.WIFSIGNALED(status)
+        return {
+            "outcome": "timeout" if not ready else "signaled" if signaled else "exited",
+            "code": None if signaled else os.WEXITSTATUS(status),
+            "signal": os.WTERMSIG(status) if signaled else None,
+            "result": result,
+            "output": output,
+            "time": round(time.monotonic() - start, 4),
+        }
+
+    def run(self) -> None:
+        """Run the spec's mode and report every child, then ``done``."""
+        mode = self.spec["mode"]
+        nonce = self.spec["nonce"]
+        index = 0
+        if mode == "python":
+            record = self.child(_child_python, self.spec["code"], self.files)
+            self.emit({"index": 0, "id": "<snippet>", **record})
+        elif mode == "tests":
+            for index, node in enumerate(self.spec["tests"]):
+                record = self.child(_child_test, node, self.files, nonce)
+                record["result"] = record["result"][:_RESULT_CAP]
+                self.emit({"index": index, "id": node, **record})
+        else:  # collect, then run what was collected
+            import json
+
+            budget = int(self.spec["max_tests"])
+            for path in self.spec["test_files"]:
+                found = self.child(_child_collect, path, self.files)
+                text = found["result"]
+                if not text.startswith("C"):
+                    found["result"] = ("E" + text[1:] if text else "Ecollection failed")[
+                        :_RESULT_CAP
+                    ]
+                    self.emit({"index": index, "id": path, **found})
+                    index += 1
+                    continue
+                try:
+                    nodes = [n for n in json.loads(text[1:]) if isinstance(n, str)]
+                except ValueError:
+                    nodes = []
+                for node in nodes:
+                    if index >= budget or not node.startswith(path + "::"):
+                        break
+                    record = self.child(_child_test, node, self.files, nonce)
+                    record["result"] = record["result"][:_RESULT_CAP]
+                    self.emit({"index": index, "id": node[:500], **record})
+                    index += 1
+        self.emit({"done": True})
+
+
+def main(channel: int) -> None:
+    """Run the spec read from stdin; report on ``channel``."""
+    # What every test process needs, imported once here (before the spec arrives in a
+    # sandbox started ahead of time) and shared by the forks: standard library only.
+    import collections  # noqa: F401
+    import enum  # noqa: F401
+    import importlib.machinery  # noqa: F401
+    import inspect  # noqa: F401
+    import io  # noqa: F401
+    import json  # noqa: F401
+    import linecache  # noqa: F401
+    import marshal
+    import re  # noqa: F401
+    import traceback  # noqa: F401
+    import types  # noqa: F401
+    import unittest  # noqa: F401
+
+    data = sys.stdin.buffer.read()
+    if not data:  # a pool closed this sandbox unused
+        return
+    Executor(marshal.loads(data), channel).run()
+
+
+if __name__ == "__main__":
+    main(int(globals().get("__rllm_channel__", -1)))

@@ -1,0 +1,537 @@
+"""Run a repository's tests in a sandbox and decide each verdict on the host.
+
+The executor (:mod:`rllm_envs.swe.executor`) runs in a fresh sandbox with the repository in
+memory and reports, per test, what it observed on the sandbox's report channel (a pipe that
+no test process holds). This module decides each test's status from that record: a test
+passed only if its process exited normally and its result file holds ``P`` followed by a
+random nonce made for this run; a missing, malformed or out-of-order record, a crash, a
+time-out, a skip or an exit of any kind is a failure, never an exception.
+
+:func:`verdict` is the SWE-bench rule: the submission's diff is applied to a pristine copy
+of the base repository, every change it makes to the test suite (test files, test folders,
+``conftest.py``) is dropped, the task's hidden tests (``test_patch``) are placed on top, and
+every ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` test must pass. No Gymnasium import; trainers can
+call :func:`score` directly.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+import secrets
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
+from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
+from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
+
+__all__ = [
+    "TestOutcome",
+    "RunReport",
+    "Verdict",
+    "run_tests",
+    "collect_and_run",
+    "run_python",
+    "final_files",
+    "verdict",
+    "score",
+    "close_pools",
+    "DEFAULT_TIME_LIMIT",
+]
+
+#: Wall-clock seconds per test (per snippet for :func:`run_python`).
+DEFAULT_TIME_LIMIT = 10.0
+#: Sandboxes kept started per backend and limits when ``warm`` (see :func:`close_pools`).
+POOL_SIZE = 2
+_OUTPUT_CHARS = 4000
+_FRAME_CAP = 4 << 20
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "id": (str,),
+    "outcome": (str,),
+    "code": (int, type(None)),
+    "signal": (int, type(None)),
+    "result": (str,),
+    "output": (str,),
+    "time": (int, float),
+}
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """What happened to one test.
+
+    Attributes:
+        id: The test's node id (``path::name`` or ``path::Class::name[params]``).
+        status: ``passed``, ``failed``, ``error`` (not collected or not found), ``skipped``,
+            ``timeout``, ``crashed`` (killed, or exited on its own) or ``missing`` (no record).
+        message: The failure's traceback or reason (cut), ``""`` when passed.
+        output: The end of what the test printed.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    id: str
+    status: str
+    message: str = ""
+    output: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """The test ran to its end with no failure."""
+        return self.status == "passed"
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """The outcomes of one sandboxed run, in order, and how the sandbox ended."""
+
+    outcomes: list[TestOutcome]
+    sandbox_status: Status = Status.OK
+    sandbox_error: str | None = None
+
+    def by_id(self) -> dict[str, TestOutcome]:
+        """Outcomes keyed by test id."""
+        return {o.id: o for o in self.outcomes}
+
+    def summary(self, max_chars: int = 3000) -> str:
+        """The outcomes as feedback text: a count, then each test that did not pass."""
+        passed = sum(o.passed for o in self.outcomes)
+        lines = [f"{passed} of {len(self.outcomes)} tests passed."]
+        for o in self.outcomes:
+            if not o.passed:
+                detail = o.message.strip().splitlines()[-6:] if o.message else []
+                lines.append(f"{o.status.upper()} {o.id}" + "".join("\n    " + d for d in detail))
+        if self.sandbox_error:
+            lines.append(f"(sandbox: {self.sandbox_error[:300]})")
+        text = "\n".join(lines)
+        return text if len(text) <= max_chars else text[: max_chars - 20] + "\n[... cut]"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The hidden-test verdict of one submission.
+
+    Attributes:
+        resolved: Every fail-to-pass and pass-to-pass test passed.
+        fail_to_pass: Fraction of fail-to-pass tests that passed.
+        pass_to_pass: Fraction of pass-to-pass tests that passed (1.0 when there are none).
+        applied: The submission's diff applied to the pristine repository.
+        error: Why the diff did not apply, or why the sandbox failed.
+        dropped: Paths of the test suite the diff changed (those changes were discarded).
+        report: The run of the hidden tests (``None`` when the diff did not apply).
+    """
+
+    resolved: bool
+    fail_to_pass: float
+    pass_to_pass: float
+    applied: bool = True
+    error: str | None = None
+    dropped: list[str] = field(default_factory=list)
+    report: RunReport | None = None
+
+
+@lru_cache(maxsize=1)
+def executor_source() -> str:
+    """The source of :mod:`rllm_envs.swe.executor` (sent into sandboxes as a program)."""
+    return (resources.files("rllm_envs.swe") / "executor.py").read_text(encoding="utf-8")
+
+
+_pools: dict[tuple[object, ...], SandboxPool] = {}
+_pools_lock = threading.Lock()
+
+
+def close_pools() -> None:
+    """Kill the SWE sandboxes kept started ahead of time (new ones start when needed)."""
+    with _pools_lock:
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        pool.close()
+
+
+def _pool(backend: Backend, limits: Limits) -> SandboxPool:
+    key = (type(backend), limits.memory_mb, limits.max_processes, limits.max_file_size_mb)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None or pool.closed:
+            pool = SandboxPool(POOL_SIZE, backend=backend, limits=limits, program=executor_source())
+            _pools[key] = pool
+        return pool
+
+
+class _Records:
+    """Reads the report channel as it arrives; keeps only well-formed, in-order records."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.records: list[dict[str, Any]] = []
+        self.done = False
+        self.broken: str | None = None
+
+    def feed(self, chunk: bytes) -> bool:
+        if self.done or self.broken:
+            return True
+        self.buffer += chunk
+        while len(self.buffer) >= 4:
+            size = int.from_bytes(self.buffer[:4], "big")
+            if size > _FRAME_CAP:
+                self.broken = "an oversized record"
+                return True
+            if len(self.buffer) < 4 + size:
+                break
+            frame = bytes(self.buffer[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            self._take(frame)
+            if self.done or self.broken:
+                return True
+        return False
+
+    def _take(self, frame: bytes) -> None:
+        try:
+            record = json.loads(frame)
+        except (ValueError, RecursionError):
+            self.broken = "a malformed record"
+            return
+        if record == {"done": True}:
+            self.done = True
+            return
+        if not isinstance(record, dict) or set(record) != set(_RECORD_TYPES):
+            self.broken = "a malformed record"
+            return
+        for key, types in _RECORD_TYPES.items():
+            value = record[key]
+            if not isinstance(value, types) or isinstance(value, bool):
+                self.broken = f"a record with a bad `{key}`"
+                return
+        if record["index"] != len(self.records) or record["outcome"] not in (
+            "exited",
+            "signaled",
+            "timeout",
+        ):
+            self.broken = "an out-of-order or malformed record"
+            return
+        self.records.append(record)
+
+
+def _status(record: Mapping[str, Any], nonce: str) -> tuple[str, str]:
+    """The host's status for one test record: ``(status, message)``."""
+    result = record["result"]
+    if record["outcome"] == "timeout":
+        return "timeout", "the test ran past its time limit"
+    if record["outcome"] == "signaled":
+        return "crashed", f"killed by signal {record['signal']}"
+    if record["code"] != 0:
+        return "crashed", f"the test process exited with status {record['code']}"
+    if result == "P" + nonce:
+        return "passed", ""
+    kind, body = result[:1], result[1:]
+    if kind == "S":
+        return "skipped", body[:2000]
+    if kind == "E":
+        return "error", body[:2000]
+    if kind == "F":
+        return "failed", body[:2000]
+    return "failed", "the test reported no result"
+
+
+def _execute(
+    spec: dict[str, Any],
+    *,
+    total_time: float,
+    memory_mb: int,
+    backend: str | Backend | None,
+    warm: bool,
+) -> tuple[_Records, RunResult]:
+    chosen = select_backend(backend)
+    spec = {**spec, "reap": chosen.pid_namespace}
+    limits = Limits(
+        time_limit=total_time,
+        cpu_time=3600,
+        memory_mb=max(int(memory_mb), 256),
+        max_processes=64,
+        max_file_size_mb=64,
+        max_output_bytes=1 << 16,
+    )
+    records = _Records()
+    payload = marshal.dumps(spec)
+    if warm:
+        outcome, _ = _pool(chosen, limits).run_with_channel(
+            stdin=payload, time_limit=total_time, channel_bytes=0, on_channel=records.feed
+        )
+        return records, outcome
+    start = time.monotonic()
+    try:
+        sandbox = spawn(chosen, limits)
+    except OSError as e:
+        return records, spawn_failure(chosen, e, start)
+    outcome, _ = communicate(
+        sandbox,
+        program_header(executor_source(), trusted=True) + payload,
+        limits,
+        start,
+        forked=False,
+        channel_bytes=0,
+        on_channel=records.feed,
+    )
+    return records, outcome
+
+
+def _check_files(files: Files) -> dict[str, str]:
+    if not isinstance(files, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+    ):
+        raise InvalidEnvConfig("Expects `files` to be a mapping of path strings to text.")
+    return dict(files)
+
+
+def _report(
+    records: _Records, outcome: RunResult, ids: Sequence[str] | None, nonce: str
+) -> RunReport:
+    outcomes = []
+    for record in records.records:
+        status, message = _status(record, nonce)
+        outcomes.append(TestOutcome(record["id"], status, message, record["output"][-2000:]))
+    error = None
+    if not records.done:
+        why = records.broken or "the run did not finish"
+        error = f"{outcome.status.value}: {why}. {outcome.stderr[-500:]}".strip()
+    if ids is not None:
+        if [o.id for o in outcomes] != list(ids[: len(outcomes)]):
+            outcomes, error = [], "the sandbox reported tests that were not asked for"
+        outcomes += [TestOutcome(i, "missing", error or "no record") for i in ids[len(outcomes) :]]
+    return RunReport(outcomes, outcome.status, error)
+
+
+def run_tests(
+    files: Files,
+    tests: Sequence[str],
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+) -> RunReport:
+    """Run the tests ``tests`` (node ids) of the repository ``files`` in one sandbox.
+
+    Args:
+        files: The repository, ``{path: text}``.
+        tests: Node ids, ``path::name``, ``path::Class::name`` or with ``[params]``.
+        time_limit: Wall-clock seconds per test.
+        memory_mb: Address-space limit of each test process, in MiB.
+        backend: Sandbox backend (see :func:`rllm_envs.sandbox.run`).
+        warm: Use a sandbox started ahead of time (see :func:`close_pools`).
+
+    Returns:
+        One :class:`TestOutcome` per id, in order (``missing`` for tests never reported).
+    """
+    files = _check_files(files)
+    ids = [str(t) for t in tests]
+    if not ids:
+        return RunReport([])
+    nonce = secrets.token_hex(16)
+    spec = {
+        "files": files,
+        "mode": "tests",
+        "tests": ids,
+        "nonce": nonce,
+        "time_limit": float(time_limit),
+        "memory_mb": int(memory_mb),
+        "output_chars": _OUTPUT_CHARS,
+        "max_tests": len(ids),
+    }
+    records, outcome = _execute(
+        spec,
+        total_time=len(ids) * (float(time_limit) + 0.5) + 5.0,
+        memory_mb=memory_mb,
+        backend=backend,
+        warm=warm,
+    )
+    return _report(records, outcome, ids, nonce)
+
+
+def collect_and_run(
+    files: Files,
+    test_files: Sequence[str],
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    total_time: float = 60.0,
+    max_tests: int = 500,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+) -> RunReport:
+    """Collect the tests of ``test_files`` inside the sandbox and run them (feedback runs).
+
+    A file that fails to import is one ``error`` outcome named by its path. The run stops at
+    ``max_tests`` tests or ``total_time`` seconds.
+    """
+    files = _check_files(files)
+    if not test_files:
+        return RunReport([])
+    nonce = secrets.token_hex(16)
+    spec = {
+        "files": files,
+        "mode": "collect",
+        "test_files": list(test_files),
+        "nonce": nonce,
+        "time_limit": float(time_limit),
+        "memory_mb": int(memory_mb),
+        "output_chars": _OUTPUT_CHARS,
+        "max_tests": int(max_tests),
+    }
+    records, outcome = _execute(
+        spec, total_time=total_time, memory_mb=memory_mb, backend=backend, warm=warm
+    )
+    return _report(records, outcome, None, nonce)
+
+
+def run_python(
+    files: Files,
+    code: str,
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+) -> tuple[str, str]:
+    """Run a snippet with the repository importable; return ``(status line, output)``."""
+    files = _check_files(files)
+    spec = {
+        "files": files,
+        "mode": "python",
+        "code": str(code),
+        "nonce": "",
+        "time_limit": float(time_limit),
+        "memory_mb": int(memory_mb),
+        "output_chars": _OUTPUT_CHARS,
+        "max_tests": 1,
+    }
+    records, outcome = _execute(
+        spec, total_time=float(time_limit) + 5.0, memory_mb=memory_mb, backend=backend, warm=warm
+    )
+    if not records.records:
+        return f"The sandbox could not run the snippet ({outcome.status.value}).", ""
+    record = records.records[0]
+    if record["outcome"] == "timeout":
+        head = f"Time limit ({time_limit:g} s) exceeded; the snippet was killed."
+    elif record["outcome"] == "signaled":
+        head = f"Killed by signal {record['signal']}."
+    else:
+        head = f"Exit code {record['code']}."
+    return head, record["output"]
+
+
+def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str, str], list[str]]:
+    """The repository the hidden tests run on: ``base`` + ``diff`` (minus tests) + tests.
+
+    Returns:
+        The files and the test-suite paths whose changes in ``diff`` were discarded.
+
+    Raises:
+        PatchError: If ``diff`` does not apply to ``base``.
+    """
+    files = dict(base)
+    dropped: list[str] = []
+    changes = apply_diff(base, diff) if diff.strip() else {}
+    for path, text in changes.items():
+        if is_test_path(path):
+            dropped.append(path)
+        elif text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+    if test_patch.strip():
+        for path, text in apply_diff(base, test_patch).items():
+            if text is None:
+                files.pop(path, None)
+            else:
+                files[path] = text
+    return files, dropped
+
+
+def verdict(
+    base: Files,
+    diff: str,
+    *,
+    test_patch: str,
+    fail_to_pass: Sequence[str],
+    pass_to_pass: Sequence[str] = (),
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+) -> Verdict:
+    """Judge a submission's diff on the hidden tests, in a fresh sandbox.
+
+    Raises:
+        PatchError: Only if the task's own ``test_patch`` does not apply (a broken task);
+            a submission whose diff does not apply is an unresolved :class:`Verdict`.
+    """
+    if not fail_to_pass:
+        raise InvalidEnvConfig("A SWE task needs at least one FAIL_TO_PASS test.")
+    try:
+        files, dropped = final_files(base, diff, "")
+    except PatchError as e:
+        return Verdict(False, 0.0, 0.0, applied=False, error=str(e))
+    for path, text in apply_diff(base, test_patch).items() if test_patch.strip() else ():
+        if text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+    ids = [*fail_to_pass, *pass_to_pass]
+    report = run_tests(
+        files, ids, time_limit=time_limit, memory_mb=memory_mb, backend=backend, warm=warm
+    )
+    by_id = report.by_id()
+    f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
+    p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
+    return Verdict(
+        resolved=f2p == 1.0 and p2p == 1.0,
+        fail_to_pass=f2p,
+        pass_to_pass=p2p,
+        dropped=dropped,
+        report=report,
+        error=report.sandbox_error,
+    )
+
+
+def score(
+    answer: str | None,
+    task: Mapping[str, Any],
+    *,
+    partial_credit: bool = False,
+    backend: str | Backend | None = None,
+) -> float:
+    """Score a submission (a unified diff against the task's base) on a SWE task.
+
+    Returns 1.0 when the task is resolved, else 0.0; with ``partial_credit``, the fraction
+    of fail-to-pass tests that pass when no pass-to-pass test breaks.
+    """
+    from rllm_envs.swe.tasks import base_files
+
+    if not answer or not isinstance(answer, str):
+        return 0.0
+    result = verdict(
+        base_files(task),
+        answer,
+        test_patch=str(task.get("test_patch") or ""),
+        fail_to_pass=list(task["FAIL_TO_PASS"]),
+        pass_to_pass=list(task.get("PASS_TO_PASS") or ()),
+        backend=backend,
+    )
+    return reward_of(result, partial_credit)
+
+
+def reward_of(result: Verdict, partial_credit: bool) -> float:
+    """The ``resolved`` reward component of a verdict (see :func:`score`)."""
+    if partial_credit:
+        return result.fail_to_pass if result.pass_to_pass == 1.0 else 0.0
+    return float(result.resolved)

@@ -1,0 +1,636 @@
+"""``rllm/SWE-v0``: fix an issue in a Python repository with tools; hidden tests judge it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.swe import judge
+from rllm_envs.swe.repo import (
+    PatchError,
+    Workspace,
+    WorkspaceLimits,
+    apply_diff,
+    is_test_path,
+    make_diff,
+    normalize_path,
+)
+from rllm_envs.swe.spec import CALL_FORMAT
+from rllm_envs.swe.tasks import MAX_DIFFICULTY, base_files, check_task, fixed_files, generate
+from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, check_difficulty
+from rllm_envs.tools import Tool, ToolCall, ToolRegistry, parse_tool_calls, strip_reasoning
+
+__all__ = ["SWEEnv", "TOOL_SCHEMAS"]
+
+_STRING = {"type": "string"}
+_INT = {"type": "integer"}
+#: Name, description and argument schema of every tool (the OpenAI ``parameters`` object).
+TOOL_SCHEMAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "list_files",
+        "List the files of the repository under a folder (default: all).",
+        {"type": "object", "properties": {"path": _STRING}, "required": []},
+    ),
+    (
+        "read_file",
+        "Show a file with line numbers, optionally only lines start_line..end_line.",
+        {
+            "type": "object",
+            "properties": {"path": _STRING, "start_line": _INT, "end_line": _INT},
+            "required": ["path"],
+        },
+    ),
+    (
+        "search",
+        "Find the lines that contain a text (exact, case-sensitive) in the repository or "
+        "under a folder.",
+        {
+            "type": "object",
+            "properties": {"query": _STRING, "path": _STRING},
+            "required": ["query"],
+        },
+    ),
+    (
+        "replace",
+        "Replace the text `old` by `new` in a file; `old` must occur exactly once.",
+        {
+            "type": "object",
+            "properties": {"path": _STRING, "old": _STRING, "new": _STRING},
+            "required": ["path", "old", "new"],
+        },
+    ),
+    (
+        "apply_patch",
+        "Apply a unified diff (--- a/<path> / +++ b/<path> headers, @@ hunks) to the repository.",
+        {"type": "object", "properties": {"patch": _STRING}, "required": ["patch"]},
+    ),
+    (
+        "create_file",
+        "Create a new file with the given content.",
+        {
+            "type": "object",
+            "properties": {"path": _STRING, "content": _STRING},
+            "required": ["path", "content"],
+        },
+    ),
+    (
+        "run_tests",
+        "Run the repository's tests in a sandbox: all, those under a path, or one test id "
+        "(path::name).",
+        {"type": "object", "properties": {"target": _STRING}, "required": []},
+    ),
+    (
+        "run_python",
+        "Run Python code in a sandbox with the repository importable; shows its output.",
+        {"type": "object", "properties": {"code": _STRING}, "required": ["code"]},
+    ),
+    (
+        "submit",
+        "Submit your changes; hidden tests decide whether the issue is fixed. Ends the episode.",
+        {"type": "object", "properties": {}, "required": []},
+    ),
+)
+_MAX_LISTED = 300
+_MAX_READ_LINES = 400
+_MAX_MATCHES = 50
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class _EnvTool:
+    """A tool's function: the env's ``_tool_<name>`` method (picklable, unlike a bound one)."""
+
+    env: SWEEnv
+    name: str
+
+    def __call__(self, **arguments: Any) -> str:
+        return str(getattr(self.env, "_tool_" + self.name)(**arguments))
+
+
+def _dataset_tasks(dataset: str | Path, repos_dir: str | Path | None) -> TaskSource:
+    from rllm_envs.swe.loader import load_swebench
+
+    if repos_dir is None:
+        raise InvalidEnvConfig(
+            "`dataset` needs `repos_dir`: the folder with the git repositories the records "
+            "name (see rllm_envs.swe.loader)."
+        )
+    records = load_swebench(dataset, repos_dir)
+    return DatasetTasks(records, name=Path(str(dataset)).stem, required=("FAIL_TO_PASS",))
+
+
+class SWEEnv(TextEnv):
+    r"""Fix an issue in a Python repository by calling tools; hidden tests judge the fix.
+
+    ## Description
+    A multi-turn software-engineering environment in the SWE-bench mould. Each task is an
+    issue and a repository: by default one of the embedded procedural repositories (small
+    Python packages with real test suites) with a seeded bug (off-by-one, wrong condition,
+    missing case, wrong default, mutated API) and an issue written from what the buggy code
+    does; or SWE-bench/SWE-Gym records over git repositories on disk (``dataset`` and
+    ``repos_dir``, see :mod:`rllm_envs.swe.loader`). The agent reads, searches and edits a
+    copy-on-write working copy of the repository, runs code and the public tests in a
+    sandbox, and submits.
+
+    ## Observation
+    The first observation holds the issue, the repository's files, the tools with their
+    arguments, the call format and the number of replies. Later observations hold each
+    tool's result (``[name result]`` blocks) and any error about the reply.
+
+    ## Action
+    Free text with tool calls, read by :func:`rllm_envs.tools.parse_tool_calls` (Hermes
+    ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, bare JSON or OpenAI-style
+    calls), at most ``max_calls_per_turn`` per reply; text before the last ``</think>`` is
+    ignored. Tools: ``list_files``, ``read_file`` (line ranges), ``search`` (exact text),
+    ``replace`` (exact text, once), ``apply_patch`` (unified diff), ``create_file``,
+    ``run_tests``, ``run_python`` and ``submit``. Calls after ``submit`` do not run.
+
+    ## Reward
+    At ``submit`` the working copy's diff is applied to a pristine copy of the base
+    repository; its changes to the test suite (test files, test folders, ``conftest.py``) are
+    dropped, the hidden tests are placed on top, and the fail-to-pass and pass-to-pass tests
+    run in a fresh sandbox, each in its own process, with verdicts decided on the host
+    (:mod:`rllm_envs.swe.judge`). Components: ``resolved`` = 1 when every fail-to-pass and
+    pass-to-pass test passes (weight 1.0; with ``partial_credit=True`` the fraction of
+    fail-to-pass tests that pass when no pass-to-pass test breaks); ``fail_to_pass`` and
+    ``pass_to_pass``, the fractions that pass (weight 0.0, log only); ``invalid_call``, the
+    number of unusable parts of the reply (weight 0.0). Every component is 0 before submit.
+
+    ## Episode End
+    Terminates at ``submit``. Truncates after ``max_turns`` replies, or when the replies
+    together pass ``max_episode_chars`` characters (a token budget); with
+    ``submit_at_end=True`` the working copy is then judged as if submitted.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core` plus ``tools`` (OpenAI function schemas),
+    ``repo``, ``difficulty`` and ``changed_files`` (paths the working copy changed); on
+    ``step``: ``tool_calls``, ``tool_results`` (``[{"name", "ok", "error"}]``),
+    ``call_format``, ``submitted``, and after a verdict ``fail_to_pass``, ``pass_to_pass``,
+    ``patch_applied`` and ``dropped_test_changes`` (test-suite paths whose changes were
+    discarded).
+
+    ## Arguments
+    - ``difficulty`` (int 1-5, default 1): 1 names the file in the issue, 2 the function,
+      3 only the behaviour and adds a module with no bug, 4 two bugs, 5 two bugs and two
+      modules with no bug.
+    - ``dataset`` (path, optional) and ``repos_dir`` (folder): SWE-bench-format records
+      over local git repositories instead of the embedded source.
+    - ``partial_credit`` (bool, default False): see Reward.
+    - ``test_time_limit`` (float, default 10.0): seconds per test (and per ``run_python``).
+    - ``memory_mb`` (int, default 1024): address-space limit of each test process.
+    - ``sandbox_backend`` (str, optional): the sandbox backend (default: automatic).
+    - ``warm`` (bool, default True): use sandboxes started ahead of time
+      (:func:`rllm_envs.swe.judge.close_pools` stops them).
+    - ``max_calls_per_turn`` (int, default 4), ``max_output_chars`` (int, default 6000).
+    - ``max_episode_chars`` (int, optional): the episode's budget of reply characters.
+    - ``submit_at_end`` (bool, default False): judge the working copy at truncation.
+    - ``max_repo_chars`` (int, default 32 MiB): the working copy's size limit.
+    - ``task_seed`` (int, default 0), ``max_turns`` (int, default 30), ``reward_weights``,
+      ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "resolved": 1.0,
+        "fail_to_pass": 0.0,
+        "pass_to_pass": 0.0,
+        "invalid_call": 0.0,
+    }
+
+    def __init__(
+        self,
+        *,
+        difficulty: int = 1,
+        dataset: str | Path | None = None,
+        repos_dir: str | Path | None = None,
+        partial_credit: bool = False,
+        test_time_limit: float = judge.DEFAULT_TIME_LIMIT,
+        memory_mb: int = 1024,
+        sandbox_backend: str | None = None,
+        warm: bool = True,
+        max_calls_per_turn: int = 4,
+        max_output_chars: int = 6000,
+        max_episode_chars: int | None = None,
+        submit_at_end: bool = False,
+        max_repo_chars: int = 32 << 20,
+        task_seed: int = 0,
+        max_turns: int = 30,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        difficulty = check_difficulty(difficulty, range(1, MAX_DIFFICULTY + 1))
+        for name, value, low in (
+            ("max_calls_per_turn", max_calls_per_turn, 1),
+            ("max_output_chars", max_output_chars, 500),
+            ("memory_mb", memory_mb, 128),
+            ("max_repo_chars", max_repo_chars, 1024),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidEnvConfig(
+                    f"Expects `{name}` to be an int >= {low}, actual: {value!r}."
+                )
+        if max_episode_chars is not None and (
+            not isinstance(max_episode_chars, int) or max_episode_chars < 1
+        ):
+            raise InvalidEnvConfig(
+                f"Expects `max_episode_chars` to be an int >= 1 or None, actual: "
+                f"{max_episode_chars!r}."
+            )
+        if not isinstance(test_time_limit, (int, float)) or not 0 < test_time_limit <= 600:
+            raise InvalidEnvConfig(
+                f"Expects `test_time_limit` to be seconds in (0, 600], actual: {test_time_limit!r}."
+            )
+        tasks: TaskSource
+        if dataset is not None:
+            tasks = _dataset_tasks(dataset, repos_dir)
+        else:
+            if repos_dir is not None:
+                raise InvalidEnvConfig("`repos_dir` only applies with `dataset`.")
+            tasks = ProceduralTasks(
+                partial(generate, difficulty=difficulty), name=f"swe-d{difficulty}", seed=task_seed
+            )
+        super().__init__(
+            tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
+        )
+        if sandbox_backend is not None:
+            from rllm_envs.sandbox import select_backend
+
+            select_backend(sandbox_backend)  # an unknown or unusable backend fails here
+        self.difficulty = difficulty
+        self.partial_credit = bool(partial_credit)
+        self.test_time_limit = float(test_time_limit)
+        self.memory_mb = memory_mb
+        self.sandbox_backend = sandbox_backend
+        self.warm = bool(warm)
+        self.max_calls_per_turn = max_calls_per_turn
+        self.max_output_chars = max_output_chars
+        self.max_episode_chars = max_episode_chars
+        self.submit_at_end = bool(submit_at_end)
+        self.limits = WorkspaceLimits(max_total_chars=max_repo_chars)
+        self.registry = ToolRegistry(
+            [Tool(n, d, p, function=_EnvTool(self, n)) for n, d, p in TOOL_SCHEMAS],
+            max_output_chars=max_output_chars,
+        )
+        self._schemas = self.registry.schemas()
+        self.workspace: Workspace | None = None
+        self._chars = 0
+        self._submitted = False
+
+    # ------------------------------------------------------------------------- hooks
+
+    def _check_task(self, task: Task) -> None:
+        check_task(task)
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self.workspace = Workspace(base_files(task), self.limits)
+        self._chars = 0
+        self._submitted = False
+        paths = self.workspace.paths()
+        listed = "\n".join(paths[:_MAX_LISTED])
+        if len(paths) > _MAX_LISTED:
+            listed += f"\n[... {len(paths) - _MAX_LISTED} more; use list_files]"
+        observation = "\n".join(
+            [
+                f"Fix the issue below in the repository `{task.get('repo', 'repo')}`.",
+                "",
+                "Issue:",
+                str(task["problem_statement"]).strip(),
+                "",
+                "Files:",
+                listed,
+                "",
+                "Tools:",
+                self.registry.describe(),
+                "",
+                CALL_FORMAT,
+                f"You have {self.max_turns} replies.",
+            ]
+        )
+        return observation, self._extra_info()
+
+    def _act(self, action: str) -> Transition:
+        assert self.task is not None and self.workspace is not None
+        self._chars += len(action)
+        parsed = parse_tool_calls(strip_reasoning(action))
+        errors = list(parsed.errors)
+        invalid = len(parsed.errors)
+        blocks: list[str] = []
+        results: list[dict[str, Any]] = []
+        submitted = False
+        for i, call in enumerate(parsed.calls):
+            if submitted:
+                errors.append(f"`{call.name[:64]}` after submit was not run")
+                continue
+            if i >= self.max_calls_per_turn:
+                errors.append(
+                    f"only {self.max_calls_per_turn} tool calls run per reply; "
+                    f"`{call.name[:64]}` was skipped"
+                )
+                continue
+            if call.name == "submit" and self.registry.check(call) is None:
+                submitted = True
+                results.append({"name": "submit", "ok": True, "error": None})
+                continue
+            result = self.registry.execute(call)
+            results.append({"name": result.name, "ok": result.ok, "error": result.error})
+            if result.error in ("unknown_tool", "invalid_arguments"):
+                invalid += 1
+            status = "" if result.ok else " (error)"
+            blocks.append(f"[{call.name[:64]} result{status}]\n{result.output}")
+        blocks += [f"[error] {e}" for e in errors]
+        nothing = not parsed.calls and not parsed.errors
+        if nothing:
+            invalid = 1
+            blocks.append(
+                "No tool call found in your reply. Call a tool with "
+                '<tool_call>{"name": ..., "arguments": {...}}</tool_call>, or submit.'
+            )
+        info = {
+            **self._extra_info(),
+            "tool_calls": [_call_info(c) for c in parsed.calls],
+            "tool_results": results,
+            "call_format": parsed.format,
+            "submitted": submitted,
+        }
+        reason = "; ".join(errors)[:500] if invalid else None
+        if nothing:
+            reason = "no tool call found"
+        elif invalid and not reason:
+            reason = (
+                "; ".join(
+                    f"{r['name']}: {r['error']}"
+                    for r in results
+                    if r["error"] != "tool_error" and r["error"]
+                )[:500]
+                or "unusable tool call"
+            )
+        last = self.turn >= self.max_turns or self._over_budget()
+        if submitted or (last and self.submit_at_end):
+            return self._judge(blocks, invalid, info, reason, submitted)
+        left = self.max_turns - self.turn
+        blocks.append(f"{left} replies left.")
+        return Transition(
+            observation="\n\n".join(blocks),
+            reward_components=self._components(None, invalid),
+            invalid_reason=reason,
+            info=info,
+        )
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Apply a reply; the episode also truncates when the character budget is spent."""
+        observation, reward, terminated, truncated, info = super().step(action)
+        if not (terminated or truncated) and self._over_budget():
+            truncated = True
+            self.done = True
+        return observation, float(reward), terminated, truncated, info
+
+    def oracle_action(self) -> str:
+        """The reference fix as an ``apply_patch`` call (from the working copy), then submit."""
+        assert self.task is not None and self.workspace is not None, "Call reset() first."
+        target = fixed_files(self.task)
+        current = self.workspace.snapshot()
+        paths = sorted(
+            p
+            for p in set(target) | set(current)
+            if target.get(p) != current.get(p) and not is_test_path(p)
+        )
+        calls = []
+        if paths:
+            patch = make_diff(current, target, only=paths)
+            calls.append(ToolCall("apply_patch", {"patch": patch}))
+        calls.append(ToolCall("submit", {}))
+        return "\n".join(c.to_text() for c in calls)
+
+    def close(self) -> None:
+        """Drop the working copy (the shared sandboxes stay for other envs)."""
+        self.workspace = None
+        super().close()
+
+    # ---------------------------------------------------------------------- verdict
+
+    def _over_budget(self) -> bool:
+        return self.max_episode_chars is not None and self._chars >= self.max_episode_chars
+
+    def _components(self, result: judge.Verdict | None, invalid: int) -> dict[str, float]:
+        if result is None:
+            return {
+                "resolved": 0.0,
+                "fail_to_pass": 0.0,
+                "pass_to_pass": 0.0,
+                "invalid_call": float(invalid),
+            }
+        return {
+            "resolved": judge.reward_of(result, self.partial_credit),
+            "fail_to_pass": result.fail_to_pass,
+            "pass_to_pass": result.pass_to_pass,
+            "invalid_call": float(invalid),
+        }
+
+    def _judge(
+        self,
+        blocks: list[str],
+        invalid: int,
+        info: dict[str, Any],
+        reason: str | None,
+        submitted: bool,
+    ) -> Transition:
+        assert self.task is not None and self.workspace is not None
+        self._submitted = True
+        result = judge.verdict(
+            self.workspace.base,
+            self.workspace.diff(),
+            test_patch=str(self.task.get("test_patch") or ""),
+            fail_to_pass=list(self.task["FAIL_TO_PASS"]),
+            pass_to_pass=list(self.task.get("PASS_TO_PASS") or ()),
+            time_limit=self.test_time_limit,
+            memory_mb=self.memory_mb,
+            backend=self.sandbox_backend,
+            warm=self.warm,
+        )
+        word = "resolved" if result.resolved else "not resolved"
+        how = "Submitted" if submitted else "Out of replies; your changes were judged"
+        blocks.append(
+            f"{how}. The issue is {word}: {result.fail_to_pass:.0%} of the fail-to-pass and "
+            f"{result.pass_to_pass:.0%} of the pass-to-pass tests passed."
+        )
+        if not result.applied:
+            blocks.append(f"Your changes could not be applied: {result.error}")
+        if result.dropped:
+            blocks.append("Changes to the test suite were discarded: " + ", ".join(result.dropped))
+        info.update(
+            fail_to_pass=result.fail_to_pass,
+            pass_to_pass=result.pass_to_pass,
+            patch_applied=result.applied,
+            dropped_test_changes=list(result.dropped),
+        )
+        return Transition(
+            observation="\n\n".join(blocks),
+            reward_components=self._components(result, invalid),
+            terminated=submitted,
+            correct=result.resolved,
+            invalid_reason=reason,
+            info=info,
+        )
+
+    # ------------------------------------------------------------------------ tools
+
+    def _path(self, path: object) -> str:
+        return normalize_path(path)
+
+    def _tool_list_files(self, path: str = "") -> str:
+        assert self.workspace is not None
+        prefix = "" if not str(path).strip(" ./") else self._path(path).rstrip("/") + "/"
+        found = [p for p in self.workspace.paths() if p.startswith(prefix)]
+        if not found:
+            raise PatchError(f"no files under {path!r}")
+        text = "\n".join(found[:_MAX_LISTED])
+        return text + (
+            f"\n[... {len(found) - _MAX_LISTED} more]" if len(found) > _MAX_LISTED else ""
+        )
+
+    def _tool_read_file(self, path: str, start_line: int = 1, end_line: int | None = None) -> str:
+        assert self.workspace is not None
+        name = self._path(path)
+        text = self.workspace.read(name)
+        if text is None:
+            raise PatchError(f"no file {name}; use list_files to see the files")
+        lines = text.splitlines()
+        first = max(int(start_line), 1)
+        last = len(lines) if end_line is None else min(int(end_line), len(lines))
+        last = min(last, first + _MAX_READ_LINES - 1)
+        if first > max(len(lines), 1):
+            raise PatchError(f"{name} has {len(lines)} lines; start_line {first} is past its end")
+        shown = [f"{n:4d}  {lines[n - 1]}" for n in range(first, last + 1)]
+        more = f"\n[... lines {last + 1}-{len(lines)} not shown]" if last < len(lines) else ""
+        return f"{name} (lines {first}-{last} of {len(lines)})\n" + "\n".join(shown) + more
+
+    def _tool_search(self, query: str, path: str = "") -> str:
+        assert self.workspace is not None
+        if not query:
+            raise PatchError("the query is empty")
+        prefix = "" if not str(path).strip(" ./") else self._path(path).rstrip("/")
+        hits = []
+        for name in self.workspace.paths():
+            if prefix and not (name == prefix or name.startswith(prefix + "/")):
+                continue
+            for n, line in enumerate((self.workspace.read(name) or "").splitlines(), 1):
+                if query in line:
+                    hits.append(f"{name}:{n}: {line.strip()[:200]}")
+                    if len(hits) > _MAX_MATCHES:
+                        return "\n".join(hits[:_MAX_MATCHES]) + "\n[... more matches]"
+        return "\n".join(hits) if hits else f"No line contains {query[:100]!r}."
+
+    def _tool_replace(self, path: str, old: str, new: str) -> str:
+        assert self.workspace is not None
+        name = self._path(path)
+        text = self.workspace.read(name)
+        if text is None:
+            raise PatchError(f"no file {name}")
+        if not old:
+            raise PatchError("`old` is empty; give the exact text to replace")
+        count = text.count(old)
+        if count != 1:
+            raise PatchError(
+                f"`old` occurs {count} times in {name}; it must occur exactly once (copy it "
+                "exactly, with more lines around it if needed)"
+            )
+        self.workspace.write(name, text.replace(old, new, 1))
+        return f"Replaced 1 occurrence in {name}."
+
+    def _tool_apply_patch(self, patch: str) -> str:
+        assert self.workspace is not None
+        changes = apply_diff(self.workspace.snapshot(), patch)
+        for name, text in changes.items():
+            self.workspace.write(name, text)
+        return "Applied; changed " + ", ".join(sorted(changes)) + "."
+
+    def _tool_create_file(self, path: str, content: str) -> str:
+        assert self.workspace is not None
+        name = self._path(path)
+        if self.workspace.exists(name):
+            raise PatchError(f"{name} exists; edit it with replace or apply_patch")
+        self.workspace.write(name, content)
+        return f"Created {name} ({len(content.splitlines())} lines)."
+
+    def _tool_run_tests(self, target: str = "") -> str:
+        assert self.workspace is not None
+        files = self.workspace.snapshot()
+        target = str(target).strip()
+        if "::" in target:
+            path, _, rest = target.partition("::")
+            report = judge.run_tests(
+                files,
+                [self._path(path) + "::" + rest],
+                time_limit=self.test_time_limit,
+                memory_mb=self.memory_mb,
+                backend=self.sandbox_backend,
+                warm=self.warm,
+            )
+        else:
+            prefix = "" if not target.strip(" ./") else self._path(target)
+            test_files = [
+                p
+                for p in sorted(files)
+                if p.endswith(".py")
+                and (p.rsplit("/", 1)[-1].startswith("test_") or p.endswith("_test.py"))
+                and (not prefix or p == prefix or p.startswith(prefix.rstrip("/") + "/"))
+            ]
+            if not test_files:
+                raise PatchError(f"no test files under {target or 'the repository'}")
+            report = judge.collect_and_run(
+                files,
+                test_files,
+                time_limit=self.test_time_limit,
+                total_time=max(60.0, 4 * self.test_time_limit),
+                memory_mb=self.memory_mb,
+                backend=self.sandbox_backend,
+                warm=self.warm,
+            )
+        return report.summary(self.max_output_chars)
+
+    def _tool_run_python(self, code: str) -> str:
+        assert self.workspace is not None
+        head, output = judge.run_python(
+            self.workspace.snapshot(),
+            code,
+            time_limit=self.test_time_limit,
+            memory_mb=self.memory_mb,
+            backend=self.sandbox_backend,
+            warm=self.warm,
+        )
+        return head + ("\nOutput:\n" + output if output else "")
+
+    def _tool_submit(self) -> str:  # intercepted in _act; kept for direct registry use
+        return "Submitted."
+
+    # ---------------------------------------------------------------------- internals
+
+    def _extra_info(self) -> dict[str, Any]:
+        assert self.task is not None
+        changed = sorted(self.workspace.changed) if self.workspace is not None else []
+        return {
+            "tools": self._schemas,
+            "repo": str(self.task.get("repo", "repo")),
+            "difficulty": self.task.get("difficulty", self.difficulty),
+            "changed_files": changed,
+        }
+
+
+def _call_info(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments
+    if isinstance(arguments, Mapping):
+        arguments = {
+            str(k)[:64]: (v[:200] if isinstance(v, str) else v) for k, v in arguments.items()
+        }
+    try:
+        arguments = json.loads(json.dumps(arguments, ensure_ascii=False, default=str))
+    except (TypeError, ValueError, RecursionError):
+        arguments = str(arguments)[:200]
+    return {"name": call.name[:64], "arguments": arguments}
