@@ -8,6 +8,7 @@ plain modules; the environment is :class:`rllm_envs.math.math_env.MathEnv`::
 
     is_equivalent("\\dfrac{1}{2}", "0.5")              # True
     score_response("... so \\boxed{x = 3}.", "3")      # (1.0, "correct")
+    score_response("\\boxed{3 + 4}", "7")               # (0.0, "not_final_form")
     score_response("The answer is $1{,}000$.", "1000", answer_format="any")  # lenient
     format_issue("\\boxed{42} \\times \\boxed{5}")   # "multiple_boxes"
 """
@@ -16,13 +17,16 @@ from rllm_envs.math.generators import FAMILIES, procedural_tasks
 from rllm_envs.math.grader import (
     ANSWER_FORMATS,
     DEFAULT_TIMEOUT,
+    FINAL_FORM_ISSUES,
     FORMAT_ISSUES,
     AnswerFormat,
     Verdict,
     compare,
     extract_answer,
     extract_answer_and_source,
+    final_form_issue,
     format_issue,
+    grade_answer,
     is_equivalent,
     is_placeholder,
     normalize,
@@ -36,6 +40,7 @@ __all__ = [
     "ANSWER_FORMAT",
     "ANSWER_FORMATS",
     "AnswerFormat",
+    "FINAL_FORM_ISSUES",
     "FORMAT_ISSUES",
     "DATASET_FORMATS",
     "DEFAULT_TIMEOUT",
@@ -45,7 +50,9 @@ __all__ = [
     "compare",
     "extract_answer",
     "extract_answer_and_source",
+    "final_form_issue",
     "format_issue",
+    "grade_answer",
     "is_equivalent",
     "is_placeholder",
     "load_math_tasks",

@@ -11,6 +11,7 @@ string the grader compares against. A task is ``{"problem", "answer", "family", 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 from math import comb, factorial, gcd, perm
@@ -21,7 +22,7 @@ import sympy
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.tasks import ProceduralTasks, Task, check_difficulty
 
-__all__ = ["FAMILIES", "DIFFICULTIES", "generate_task", "procedural_tasks"]
+__all__ = ["FAMILIES", "DIFFICULTIES", "answer_in_problem", "generate_task", "procedural_tasks"]
 
 DIFFICULTIES = (1, 2, 3, 4, 5)
 _X, _Y, _Z = sympy.symbols("x y z")
@@ -369,13 +370,38 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
 }
 
 
+_NUMBER = re.compile(r"\d+")
+_REGION = re.compile(r"\$([^$]+)\$")
+#: Draws of one family before its last problem is kept as it is (never reached in practice).
+_MAX_DRAWS = 64
+
+
+def answer_in_problem(task: Task) -> bool:
+    """Whether the answer is written in the problem (a number of it, or one of its formulas).
+
+    Such a task pays a policy that echoes the problem's numbers (a committee of 3 from 4
+    people is 4; the gcd of 40 and 80 is 40), so the generator draws another.
+    """
+    answer, problem = str(task["answer"]).strip(), str(task["problem"])
+    if re.fullmatch(r"-?\d+", answer):
+        return answer.lstrip("-") in _NUMBER.findall(problem)
+    return any(m.group(1).strip() == answer for m in _REGION.finditer(problem))
+
+
 def generate_task(
     rng: np.random.Generator, *, difficulty: int = 1, families: Sequence[str] | None = None
 ) -> Task:
-    """One task: a family drawn from ``rng``, then a problem of that family."""
+    """One task: a family drawn from ``rng``, then a problem of that family.
+
+    Problems whose answer is written in them (:func:`answer_in_problem`) are drawn again.
+    """
     names = tuple(families) if families else tuple(FAMILIES)
     family = names[int(rng.integers(len(names)))]
-    return FAMILIES[family](rng, difficulty)
+    for _ in range(_MAX_DRAWS):
+        task = FAMILIES[family](rng, difficulty)
+        if not answer_in_problem(task):
+            break
+    return task
 
 
 def procedural_tasks(

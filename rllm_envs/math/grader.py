@@ -4,7 +4,10 @@ A plain module (no Gymnasium import). Public API:
 
 * :func:`extract_answer` -- the final answer of a model response, or ``None``.
 * :func:`is_equivalent` -- whether two bare answers are mathematically the same.
-* :func:`score_response` -- ``(score, reason)`` for a whole response against a gold answer.
+* :func:`score_response` -- ``(score, reason)`` for a whole response against a gold answer:
+  the reward, which also requires the answer to be in final form.
+* :func:`grade_answer` -- the same for an extracted answer, as a :class:`Verdict`.
+* :func:`final_form_issue` -- why an answer is not the asked value in final form, or ``None``.
 * :func:`compare` -- like :func:`is_equivalent`, with the reason.
 
 **Extraction** (:func:`extract_answer`) has two modes, picked with ``answer_format`` on
@@ -38,16 +41,32 @@ unclosed last box reads to the end of its line; a "final answer is" phrase after
 wins; a number in the prose after the last math wins; inline math broken over lines is not
 read. In this mode only: a decimal with k >= 2 places equals a value with no finite decimal
 expansion when it is that value rounded to k places (``0.33`` is 1/3, ``2.6667`` is 8/3,
-``1.41`` is ``\sqrt2``; ``0.25`` is not ``0.253``, ``0.3`` is not 1/3; RL rewards in
-``"boxed"`` mode stay exact); answer sets ignore repeated elements; ``or`` glued between
+``1.41`` is ``\sqrt2``; ``0.25`` is not ``0.253``, ``0.3`` is not 1/3; in ``"boxed"`` mode a
+decimal matches such a value only within a relative error of 1e-6, and never where the
+problem asks for an exact form); answer sets ignore repeated elements; ``or`` glued between
 parts (``(11,7)or(7,11)``) separates them; sums and products of numeric matrix literals are
 computed; ``W(x) = 1`` and ``W(n) = 1`` name the same value.
 
+**Final form** (:func:`final_form_issue`, applied by :func:`score_response` and
+:func:`grade_answer`, the reward): a task that asks for a value is answered by the value, not
+by a computation that equals it. The answer's expression tree is read
+(:mod:`rllm_envs.math._final_form`) and must have no arithmetic left between numbers
+(``3+4``, ``\frac34+\frac16``), no power, factorial or binomial of numbers (``2^{10}``,
+``5!``, ``\binom{5}{2}``), no reducible radical (``\sqrt8``) or unreduced fraction
+(``\frac48``), no constant subexpression with a rational value (``\sin\frac{\pi}{6}``); given
+the problem, it must not copy an expression of the problem and must have the exact form the
+problem asks for ("exact", "in terms of :math:`\pi`", "as a fraction", "simplest radical
+form"). ``\frac12``, ``0.5``, ``2\sqrt2``, ``-\frac{71}{15}``, ``81\pi`` and ``3+2\sqrt2``
+are final. A form the gold answer uses itself is accepted. Named tuple answers (``y = 1,
+x = 3``) are matched by name, in the order the problem announces (``$(x, y)$``) or else
+alphabetically; unnamed ones by position. :func:`compare` and :func:`is_equivalent` decide
+equivalence only.
+
 **Format** (:func:`format_issue`, the ``format`` reward of ``rllm/Math-v0``): one clean
 final answer, i.e. after the last ``</think>`` exactly one ``\boxed{}``, closed, non-empty,
-at most :data:`MAX_ANSWER_LENGTH` characters and not a template (``<answer>``, "your
-answer", ``...``: :func:`is_placeholder`). Multi-box replies, empty boxes and a copied
-template get no format credit, whatever their correctness.
+at most :data:`MAX_ANSWER_LENGTH` characters, not a template (``<answer>``, "your
+answer", ``...``: :func:`is_placeholder`) and a value in final form. Multi-box replies,
+empty boxes, a copied template and a boxed computation get no format credit.
 
 **Equivalence** (:func:`is_equivalent`), fast first and exact always:
 
@@ -75,12 +94,9 @@ template get no format credit, whatever their correctness.
    ``\sqrt{2}``) within a relative error of 1e-6; every other comparison is exact.
    Percent signs are dropped (``50\%`` equals ``50``, not ``0.5``), as are degree marks.
 
-**math-verify** is not used as a fallback: it was never right where this grader was wrong,
-neither on the benchmark mix (``benchmarks/perf/bench_math.py``) nor on this module's 241
-labelled test pairs, where it disagreed on 24 (21 missed equivalences such as ``1.2e3`` vs
-``1200``, ``x > 2`` vs ``(2, \infty)`` or ``0.\overline{3}`` vs ``\frac13``; 3 false matches:
-``10^{-45}`` vs ``2\cdot 10^{-45}``, ``(2,3)`` vs ``x=3, y=2`` and, by convention, ``5\%``
-vs ``0.05``); and it costs 5-20 ms per answer, in a separate process.
+**math-verify** is not used as a fallback: it decides equivalence only (``3+4`` is 7 to
+it), and it runs in a separate process. Agreement with it, on its own test suite too, is
+measured by ``benchmarks/perf/bench_math.py`` (``benchmarks/results/math.json``).
 
 **Time bound.** Every comparison finishes within ``timeout`` seconds (default
 :data:`DEFAULT_TIMEOUT`): the normalised fast paths are linear-time on inputs capped at
@@ -107,6 +123,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from rllm_envs.math import _final_form
+from rllm_envs.math._final_form import FINAL_FORM_ISSUES
 from rllm_envs.math._numeric import decide, value
 from rllm_envs.text import split_reply
 
@@ -114,12 +132,15 @@ __all__ = [
     "ANSWER_FORMATS",
     "AnswerFormat",
     "DEFAULT_TIMEOUT",
+    "FINAL_FORM_ISSUES",
     "FORMAT_ISSUES",
     "MAX_ANSWER_LENGTH",
     "Verdict",
     "extract_answer",
     "extract_answer_and_source",
+    "final_form_issue",
     "format_issue",
+    "grade_answer",
     "is_equivalent",
     "is_placeholder",
     "compare",
@@ -526,10 +547,13 @@ FORMAT_ISSUES = (
     "unclosed_box",
     "too_long",
     "unfinished_thinking",
+    "not_final_form",
 )
 
 
-def format_issue(response: str) -> str | None:
+def format_issue(
+    response: str, *, gold: str | None = None, problem: str | None = None
+) -> str | None:
     r"""What keeps a response from giving one clean final answer, or ``None`` if it does.
 
     The rule (the ``format`` reward of ``rllm/Math-v0``): the answer part (after the last
@@ -537,8 +561,15 @@ def format_issue(response: str) -> str | None:
     exactly one ``\boxed{}``/``\fbox{}`` (``"no_box"``, ``"multiple_boxes"``), closed
     (``"unclosed_box"``), with a non-empty content (``"empty_box"``) of at most
     :data:`MAX_ANSWER_LENGTH` characters (``"too_long"``) that is not a template such as the
-    prompt's ``<answer>`` (``"placeholder"``, see :func:`is_placeholder`). Reasoning inside
+    prompt's ``<answer>`` (``"placeholder"``, see :func:`is_placeholder`) and is a value in
+    final form (``"not_final_form"``, see :func:`final_form_issue`: a boxed computation or a
+    copy of the problem's expression is not an answer). Reasoning inside
     ``<think>...</think>`` may box whatever it likes.
+
+    Args:
+        response: The model's whole reply.
+        gold: The reference answer, if known (forms it uses itself are final).
+        problem: The problem text, if known (copies of its expressions are not final).
 
     Returns:
         One of :data:`FORMAT_ISSUES`, or ``None``. Never raises on model output.
@@ -562,6 +593,8 @@ def format_issue(response: str) -> str | None:
         return "too_long"
     if is_placeholder(content):
         return "placeholder"
+    if final_form_issue(content, gold=gold, problem=problem) is not None:
+        return "not_final_form"
     return None
 
 
@@ -1163,12 +1196,17 @@ class Verdict:
     """The outcome of :func:`compare`.
 
     Attributes:
-        equal: Whether the answers are equivalent.
-        reason: ``"equal"``, ``"not_equal"``, ``"timeout"`` or ``"empty"``.
+        equal: Whether the answers are equivalent (for :func:`grade_answer`: and the answer
+            is in final form).
+        reason: ``"equal"``, ``"not_equal"``, ``"timeout"``, ``"empty"`` or (only from
+            :func:`grade_answer`) ``"not_final_form"``.
+        issue: Why the answer is not in final form (one of :data:`FINAL_FORM_ISSUES`), when
+            ``reason`` is ``"not_final_form"``; else ``None``.
     """
 
     equal: bool
     reason: str
+    issue: str | None = None
 
 
 def _expr_equal(p: _Expr, g: _Expr, deadline: float, lenient: bool = False) -> bool:
@@ -1563,7 +1601,13 @@ def compare(
 
 
 def _verdict(
-    prediction: str, gold: str, timeout: float, answer_format: str, *, extracted: bool
+    prediction: str,
+    gold: str,
+    timeout: float,
+    answer_format: str,
+    *,
+    extracted: bool,
+    problem: str | None = None,
 ) -> Verdict:
     _check_format(answer_format)
     if not isinstance(prediction, str) or not prediction.strip():
@@ -1574,6 +1618,11 @@ def _verdict(
             # An answer already extracted from a response is not read again.
             pred = pred if extracted else _free_form(pred).strip()
             ref = _free_form(ref).strip()
+        named = _by_name(pred, ref, problem)
+        if named == "":
+            return Verdict(False, "not_equal")
+        pred = named or pred
+        if answer_format == "any":
             equal = _compare_any_cached(pred, ref, float(timeout))
         else:
             equal = _compare_cached(pred, ref, float(timeout))
@@ -1582,6 +1631,182 @@ def _verdict(
     except (RecursionError, MemoryError):
         return Verdict(False, "not_equal")
     return Verdict(equal, "equal" if equal else "not_equal")
+
+
+_NAME = re.compile(r"[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?")
+
+
+def _by_name(prediction: str, gold: str, problem: str | None) -> str | None:
+    """A named answer (``y = 1, x = 3``) for an unnamed tuple gold, put in the gold's order.
+
+    The order is the one the problem announces (``$(x, y)$``), else alphabetical. Returns the
+    values as a tuple in that order, ``""`` when the names are not the announced ones (the
+    answer is wrong), or ``None`` when the rule does not apply (compared as written).
+    """
+    if len(prediction) > MAX_ANSWER_LENGTH or "=" not in prediction:
+        return None
+    g = _prepare(gold)
+    if not isinstance(g, _Seq) or g.kind not in ("tuple", "list") or len(g.items) < 2:
+        return None
+    if any(isinstance(item, _Eq) for item in g.items):
+        return None  # a named gold: equations are matched by their names already
+    p = _prepare(prediction)
+    if not isinstance(p, _Seq) or p.kind not in ("tuple", "list"):
+        return None
+    named: dict[str, str] = {}
+    for item in p.items:
+        if not isinstance(item, _Eq) or item.value is None:
+            return None
+        lhs = item.lhs.canon.replace("{", "").replace("}", "")
+        if not _NAME.fullmatch(item.lhs.canon) or lhs in named:
+            return None
+        named[lhs] = item.rhs.text
+    if len(named) != len(g.items):
+        return ""
+    announced = _final_form.tuple_names(problem, len(named)) if problem else None
+    if announced is not None:
+        order = [n.replace("{", "").replace("}", "") for n in announced]
+        if set(order) != set(named):
+            return ""
+    else:
+        order = sorted(named)
+    return "(" + ", ".join(named[n] for n in order) + ")"
+
+
+def _leaves(node: _Node) -> list[str]:
+    """The scalar expressions of a parsed answer (text answers have none)."""
+    if isinstance(node, _Expr):
+        return [] if node.is_text else [node.text]
+    if isinstance(node, _Eq):
+        if node.value is not None:
+            return _leaves(node.value)
+        if not _LETTER.search(_COMMAND.sub("", node.lhs.text)):
+            return _leaves(node.rhs)  # `2 \times 3 = 6`: the work, then the value it ends on
+        return _leaves(node.lhs) + _leaves(node.rhs)
+    if isinstance(node, _Seq):
+        return [leaf for item in node.items for leaf in _leaves(item)]
+    if isinstance(node, _Interval):
+        return _leaves(node.lo) + _leaves(node.hi)
+    return [leaf for row in node.rows for cell in row for leaf in _leaves(cell)]
+
+
+_PROBLEM_SPLIT = (",", ";", "=", "\\le ", "\\ge ", "<", ">", "\\ne ", "\\equiv", "\\approx")
+
+
+@lru_cache(maxsize=4096)
+def _problem_keys(problem: str) -> frozenset[str]:
+    """Expression trees written in the problem (each math region and its top-level parts)."""
+    keys: set[str] = set()
+    for region in _final_form.problem_expressions(problem):
+        s = normalize(region)
+        if len(s) > MAX_ANSWER_LENGTH or not _depth_ok(s):
+            continue
+        for part in [s, *_split_top(s, _PROBLEM_SPLIT)]:
+            key = _final_form.expression_key(part)
+            if key is not None:
+                keys.add(key)
+    return frozenset(keys)
+
+
+@lru_cache(maxsize=16_384)
+def _issues(answer: str, problem: str | None, answer_format: str) -> frozenset[str]:
+    text = answer.strip()
+    if answer_format == "any":
+        text = _lenient_rewrite(text)
+    if len(text) > MAX_ANSWER_LENGTH:
+        return frozenset()
+    leaves = _leaves(_prepare(text))
+    found: set[str] = set()
+    for leaf in leaves:
+        found |= _final_form.expression_issues(leaf)
+    if problem:
+        keys = _problem_keys(problem)
+        for leaf in leaves:
+            if not _final_form.is_atom(leaf) and _final_form.expression_key(leaf) in keys:
+                found.add("copied_expression")
+        if _final_form.exact_form_requested(problem) and any(
+            _final_form.has_decimal(leaf) for leaf in leaves
+        ):
+            found.add("not_exact")
+        if _final_form.radical_form_requested(problem) and any(
+            _final_form.radical_in_denominator(leaf) for leaf in leaves
+        ):
+            found.add("not_simplest_radical")
+    return frozenset(found)
+
+
+def final_form_issue(
+    answer: str,
+    *,
+    gold: str | None = None,
+    problem: str | None = None,
+    answer_format: AnswerFormat = "boxed",
+) -> str | None:
+    r"""Why a bare answer is not the asked value in final form, or ``None`` if it is.
+
+    An answer is in final form when nothing is left to compute: no arithmetic between numbers
+    (``3+4``, ``12 \cdot 5 - 7``, ``rac34 + rac16``), no power, factorial or binomial of
+    numbers (``2^{10}``, ``5!``, ``inom{5}{2}``), no reducible radical (``\sqrt{8}``) or
+    unreduced fraction (``rac{4}{8}``); with a ``problem``, also no copy of an expression
+    written in it, no decimal where it asks for an exact form ("exact", "in terms of
+    :math:`\pi`", "as a fraction") and no radical in a denominator where it asks for simplest
+    radical form. The answer's expression tree is read (:mod:`rllm_envs.math._final_form`),
+    so the rule is about structure, not spelling: ``rac{1}{2}``, ``0.5``, ``2\sqrt{2}``,
+    ``-rac{71}{15}``, ``81\pi`` and ``3 + 2\sqrt{2}`` are final.
+
+    A form the ``gold`` answer itself uses is accepted (a dataset whose gold is ``2^{100}``
+    accepts ``2^{100}``).
+
+    Args:
+        answer: The bare answer (e.g. from :func:`extract_answer`).
+        gold: The reference answer, if known.
+        problem: The problem text, if known.
+        answer_format: ``"any"`` first reads currency, units and separators leniently.
+
+    Returns:
+        One of :data:`FINAL_FORM_ISSUES`, or ``None``. Never raises on model output.
+    """
+    _check_format(answer_format)
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    try:
+        found = _issues(answer, problem or None, answer_format)
+        if found and gold is not None:
+            found -= _issues(str(gold), problem or None, answer_format)
+    except (RecursionError, MemoryError):
+        return None
+    return next((name for name in FINAL_FORM_ISSUES if name in found), None)
+
+
+def grade_answer(
+    answer: str,
+    gold: str,
+    *,
+    problem: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    answer_format: AnswerFormat = "boxed",
+) -> Verdict:
+    """Grade an extracted answer as a reward does: equivalent to the gold, and in final form.
+
+    Args:
+        answer: The bare answer (the output of :func:`extract_answer`).
+        gold: The reference answer.
+        problem: The problem text: copies of its expressions earn nothing, the exact form it
+            asks for is required, and a named tuple (``y = 1, x = 3``) is read in the order
+            it announces (``$(x, y)$``).
+        timeout: Seconds the comparison may take.
+        answer_format: ``"boxed"`` or ``"any"`` (see :func:`compare`).
+
+    Returns:
+        A :class:`Verdict`: ``equal`` only for an equivalent answer in final form, and the
+        reason ``"not_final_form"`` (with its ``issue``) for an equivalent one that is not.
+        Never raises on the content of ``answer``.
+    """
+    verdict = _verdict(answer, gold, timeout, answer_format, extracted=True, problem=problem)
+    if not verdict.equal:
+        return verdict
+    issue = final_form_issue(answer, gold=gold, problem=problem, answer_format=answer_format)
+    return verdict if issue is None else Verdict(False, "not_final_form", issue)
 
 
 def is_equivalent(
@@ -1618,6 +1843,7 @@ def score_response(
     response: str,
     gold: str,
     *,
+    problem: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     answer_format: AnswerFormat = "boxed",
 ) -> tuple[float, str]:
@@ -1627,6 +1853,8 @@ def score_response(
         response: The model's whole output; its final answer is found with
             :func:`extract_answer`.
         gold: The reference answer.
+        problem: The problem text (see :func:`grade_answer`); without it the final-form
+            rule still applies, but copies and requested forms are not checked.
         timeout: Seconds the comparison may take.
         answer_format: ``"boxed"`` (default, for RL rewards: the last ``\boxed{}`` after
             ``</think>``, or a final-answer phrase) or ``"any"`` (for evaluation and unboxed
@@ -1634,16 +1862,22 @@ def score_response(
             number rules, see :func:`compare`).
 
     Returns:
-        ``(score, reason)``: ``(1.0, "correct")``, or ``0.0`` with ``"no_answer"`` (no final
-        answer found: a format failure), ``"incorrect"`` or ``"timeout"``.
+        ``(score, reason)``: ``(1.0, "correct")`` for an equivalent answer in final form
+        (:func:`grade_answer`), or ``0.0`` with ``"no_answer"`` (no final answer found: a
+        format failure), ``"not_final_form"`` (the value, but with work left in it or
+        copied from the problem), ``"incorrect"`` or ``"timeout"``.
     """
     answer = extract_answer(response, answer_format=answer_format)
     if answer is None:
         return 0.0, "no_answer"
-    verdict = _verdict(answer, gold, timeout, answer_format, extracted=True)
+    verdict = grade_answer(
+        answer, gold, problem=problem, timeout=timeout, answer_format=answer_format
+    )
     if verdict.equal:
         return 1.0, "correct"
-    return 0.0, "timeout" if verdict.reason == "timeout" else "incorrect"
+    if verdict.reason in ("timeout", "not_final_form"):
+        return 0.0, verdict.reason
+    return 0.0, "incorrect"
 
 
 # =================================================================== the sympy worker pool

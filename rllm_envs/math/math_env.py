@@ -13,9 +13,9 @@ from rllm_envs.math.grader import (
     ANSWER_FORMATS,
     DEFAULT_TIMEOUT,
     AnswerFormat,
-    _verdict,
     extract_answer_and_source,
     format_issue,
+    grade_answer,
 )
 from rllm_envs.math.loaders import load_math_tasks, math_dataset_tasks
 from rllm_envs.tasks import Task, TaskSource
@@ -40,18 +40,25 @@ def score(
     timeout: float = DEFAULT_TIMEOUT,
     answer_format: AnswerFormat = "boxed",
 ) -> float:
-    """Score a whole response against a task's gold answer: 1.0 if correct, else 0.0.
+    """Score a whole response against a task: 1.0 for its value in final form, else 0.0.
 
-    ``answer_format`` is the extraction mode of :func:`rllm_envs.math.score_response`.
+    ``answer_format`` is the extraction mode of :func:`rllm_envs.math.score_response`; the
+    task's ``problem`` (when it has one) is passed to :func:`rllm_envs.math.grade_answer`, so
+    a copy of the problem's expression or a decimal where it asks for an exact form scores 0.
     """
     if answer is None:
         return 0.0
     extracted, _ = extract_answer_and_source(answer, answer_format=answer_format)
     if extracted is None:
         return 0.0
-    gold = str(task["answer"])
-    # The answer is already extracted: compare it as is (in "any" mode too).
-    verdict = _verdict(extracted, gold, timeout, answer_format, extracted=True)
+    problem = task.get("problem")
+    verdict = grade_answer(
+        extracted,
+        str(task["answer"]),
+        problem=problem if isinstance(problem, str) else None,
+        timeout=timeout,
+        answer_format=answer_format,
+    )
     return 1.0 if verdict.equal else 0.0
 
 
@@ -66,7 +73,8 @@ class MathEnv(TextEnv):
     MATH-500, GSM8K, AIME/AMC or DeepScaleR schema. The answer is graded by
     :mod:`rllm_envs.math.grader`: the last ``\boxed{}`` is extracted and compared with the
     gold answer by meaning (``\frac{1}{2}`` = ``0.5`` = ``x = 1/2``; sets ignore order;
-    intervals, tuples and matrices do not), with a hard time bound.
+    intervals, tuples and matrices do not; named tuples match by name), with a hard time
+    bound, and it must be the value in final form (:func:`rllm_envs.math.grade_answer`).
 
     ## Observation
     The problem text followed by the answer-format instruction (:data:`ANSWER_FORMAT`):
@@ -83,13 +91,20 @@ class MathEnv(TextEnv):
     (:func:`rllm_envs.math.compare`).
 
     ## Reward
-    Weighted sum (``reward_weights``) of ``correct`` (1 if the final answer equals the gold
-    answer; weight 1.0) and ``format`` (weight 0.0, log only -- pass
-    ``reward_weights={"format": 0.1}`` to shape). ``format`` is 1 only for one clean final
-    answer (:func:`rllm_envs.math.format_issue`): after ``</think>`` there is exactly one
-    ``\boxed{}``, closed, non-empty and not a template such as the prompt's ``<answer>``; so
-    ``\boxed{42} \times \boxed{5}``, ``\boxed{}`` and ``\boxed{<answer>}`` get 0. The
-    reward is 1 for a correct answer and 0 otherwise by default.
+    Weighted sum (``reward_weights``) of ``correct`` (weight 1.0) and ``format`` (weight 0.0,
+    log only). ``correct`` pays for the asked value in final form and for nothing else: the
+    final answer equals the gold answer and has no work left in it
+    (:func:`rllm_envs.math.final_form_issue`): a copy of the problem's expression, arithmetic
+    between numbers (``3+4``), a power, factorial or binomial of numbers, a reducible radical
+    or an unreduced fraction scores 0, and so does a decimal where the problem asks for an
+    exact form ("in terms of :math:`\pi`", "as a fraction", "exact"). ``format`` pays for one
+    clean final answer (:func:`rllm_envs.math.format_issue`): after ``</think>`` exactly one
+    ``\boxed{}``, closed, non-empty, not a template such as the prompt's ``<answer>``, and
+    holding a value in final form; so ``\boxed{42} \times \boxed{5}``, ``\boxed{}``,
+    ``\boxed{<answer>}`` and a boxed copy of the problem get 0. It cannot be earned without a
+    boxed final-form value, but a wrong value earns it too: a shaping weight must stay below
+    the policy's correctness rate (``configs/math_smollm2_grpo.yaml`` uses 0.05). The reward
+    is 1 for a correct answer and 0 otherwise by default.
 
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` a
@@ -101,9 +116,11 @@ class MathEnv(TextEnv):
     procedural tasks; ``None`` otherwise) and, on ``step``: ``extracted_answer``
     (``str | None``), ``answer_source`` (``"boxed"``, ``"phrase"`` or ``None``; in ``"any"``
     mode also ``"latex"``, ``"bare"`` or ``"number"``), ``format_issue`` (why ``format`` is 0:
-    one of :data:`rllm_envs.math.FORMAT_ISSUES`, or ``None``), ``grade``
-    (``"correct"``, ``"incorrect"``, ``"no_answer"`` or ``"timeout"``) and, on the step that
-    ends the episode, ``reference_answer``. ``invalid_action`` is set when no answer was found.
+    one of :data:`rllm_envs.math.FORMAT_ISSUES`, or ``None``), ``final_form_issue`` (why an
+    answer equal to the gold is not in final form: one of
+    :data:`rllm_envs.math.FINAL_FORM_ISSUES`, or ``None``), ``grade`` (``"correct"``,
+    ``"incorrect"``, ``"not_final_form"``, ``"no_answer"`` or ``"timeout"``) and, on the step
+    that ends the episode, ``reference_answer``. ``invalid_action`` is set when no answer was found.
 
     ## Arguments
     - ``dataset`` (str | path | list of records, default ``None``): a local ``.jsonl``,
@@ -132,6 +149,10 @@ class MathEnv(TextEnv):
       the prompt's example is ``\boxed{<answer>}`` instead of ``\boxed{42}``, which small
       models copied; ``answer_format`` and ``info["format_issue"]`` were added. The default
       reward (``correct`` only) is unchanged, so the id stays ``-v0``.
+    - v0 (revised before any release): ``correct`` and ``format`` need the value in final
+      form (copying the problem's expression into the box earned 1 on every arithmetic and
+      fractions task); named tuples match by name; procedural problems never contain their
+      own answer; ``info["final_form_issue"]`` was added.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.0}
@@ -202,22 +223,36 @@ class MathEnv(TextEnv):
     def _act(self, action: str) -> Transition:
         assert self.task is not None
         gold = str(self.task["answer"])
+        problem = str(self.task["problem"])
         answer, source = extract_answer_and_source(action, answer_format=self.answer_format)
-        issue = format_issue(action)
+        issue = format_issue(action, gold=gold, problem=problem)
+        final_issue: str | None = None
         if answer is None:
             grade = "no_answer"
             correct = False
         else:
-            verdict = _verdict(answer, gold, self.timeout, self.answer_format, extracted=True)
+            verdict = grade_answer(
+                answer,
+                gold,
+                problem=problem,
+                timeout=self.timeout,
+                answer_format=self.answer_format,
+            )
             correct = verdict.equal
+            final_issue = verdict.issue
             grade = "correct" if correct else "incorrect"
-            if verdict.reason == "timeout":
-                grade = "timeout"
+            if verdict.reason in ("timeout", "not_final_form"):
+                grade = verdict.reason
         last = correct or self.turn >= self.max_turns
         if correct:
             text = "Correct."
         elif answer is None:
             text = "No final answer found. Put your final answer within \\boxed{}, once."
+        elif final_issue is not None and grade == "not_final_form":
+            text = (
+                "Not an answer in final form "
+                f"({final_issue.replace('_', ' ')}): give the value itself, fully simplified."
+            )
         else:
             text = "Incorrect."
         if last and not correct:
@@ -228,6 +263,7 @@ class MathEnv(TextEnv):
             "extracted_answer": answer,
             "answer_source": source,
             "format_issue": issue,
+            "final_form_issue": final_issue,
             "grade": grade,
             "family": self.task.get("family"),
             "difficulty": self.task.get("difficulty"),

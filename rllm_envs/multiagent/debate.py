@@ -51,10 +51,12 @@ class DebateEnv(MultiAgentTextEnv):
 
     ## Reward
     Per agent, the weighted sum of components (``reward_weights``): ``correct`` (weight 1.0) is
-    the grade in [0, 1] of the debater's final-round answer (``rllm_envs.math.score_response``;
-    0 in earlier rounds); ``round_correct`` (weight 0.0, log only) is the grade of this round's
-    answer, every round; ``invalid_action`` (weight 0.0, log only) is 1 for a reply with no
-    final answer.
+    the grade in [0, 1] of the debater's final-round answer (``rllm_envs.math.score_response``
+    with the problem: only the value in final form counts, so a copy of the problem's
+    expression or an answer with arithmetic left in it scores 0; 0 in earlier rounds);
+    ``round_correct`` (weight 0.0, log only) is the grade of this round's answer, every
+    round; ``invalid_action`` (weight 0.0, log only) is 1 for a reply with no final answer
+    (it pays nothing: it only logs).
 
     ## Episode End
     Terminates for every debater after ``n_rounds`` rounds. No truncation.
@@ -145,7 +147,8 @@ class DebateEnv(MultiAgentTextEnv):
         gold = str(self.task["answer"])
         self.round += 1
         final = self.round >= self.n_rounds
-        graded = {agent: grade(actions[agent], gold) for agent in self.possible_agents}
+        problem = str(self.task["problem"])
+        graded = {agent: grade(actions[agent], gold, problem) for agent in self.possible_agents}
         self.responses = [actions[a] for a in self.possible_agents]
         self.answers = [graded[a][1] for a in self.possible_agents]
         self.scores = [graded[a][0] for a in self.possible_agents]

@@ -83,14 +83,25 @@ def check_math_task(task: Task) -> None:
     task["problem"], task["answer"] = str(task["problem"]), str(task["answer"])
 
 
-def grade(response: str, gold: str) -> tuple[float, str | None, str | None]:
+def grade(
+    response: str, gold: str, problem: str | None = None
+) -> tuple[float, str | None, str | None]:
     """Score a reply against the reference answer with :mod:`rllm_envs.math`; never raises.
+
+    The rule is ``rllm/Math-v0``'s (:func:`rllm_envs.math.score_response`): the answer counts
+    only as the value in final form, so a reply that copies the problem's expression, or
+    leaves arithmetic in its answer, scores 0.
+
+    Args:
+        response: The agent's reply.
+        gold: The reference answer.
+        problem: The problem text (copies of its expressions and requested forms are checked).
 
     Returns:
         ``(score in [0, 1], extracted answer or None, invalid reason or None)``; the reason is
         set when the reply holds no final answer at all (a format failure).
     """
-    score, verdict = score_response(response, gold)
+    score, verdict = score_response(response, gold, problem=problem)
     if verdict == "no_answer":
         return 0.0, None, "No final answer found. " + ANSWER_FORMAT
     return float(score), extract_answer(response), None

@@ -178,6 +178,9 @@ def _units(rng: np.random.Generator, difficulty: int) -> Task:
     quantities = []
     for _ in range(n):
         unit = sources[rng.integers(len(sources))]
+        if n == 1 and unit == target:
+            # `Convert 6 minute to minute` would be answered by echoing its number.
+            unit = next(u for u in sources if u != target)
         halves = int(rng.integers(2, 40 * difficulty))
         quantities.append((Fraction(halves, 2), unit))
     converted = [q * UNITS[u][1] / UNITS[target][1] for q, u in quantities]
@@ -501,15 +504,28 @@ def _text_key(text: str) -> str:
     return " ".join(text.split())
 
 
-def answers_match(prediction: str, gold: str, answer_type: str) -> bool:
-    """Whether ``prediction`` is the ``gold`` answer (math-equivalent, same date, same text)."""
+def answers_match(
+    prediction: str, gold: str, answer_type: str, question: str | None = None
+) -> bool:
+    """Whether ``prediction`` is the ``gold`` answer (the value, same date, same text).
+
+    A math answer must be the value in final form (:func:`rllm_envs.math.grade_answer`): the
+    question's own expression (``a * b - c ** 2``, the harmonic sum written out) or any
+    arithmetic left unevaluated is not the answer, even though it equals it.
+
+    Args:
+        prediction: The submitted answer.
+        gold: The reference answer.
+        answer_type: ``"math"``, ``"date"`` or ``"text"``.
+        question: The task's question (copies of its expressions are checked).
+    """
     prediction = prediction.strip()
     if not prediction:
         return False
     if answer_type == "math":
-        from rllm_envs.math import is_equivalent
+        from rllm_envs.math import grade_answer
 
-        return is_equivalent(prediction[:1000], gold)
+        return grade_answer(prediction[:1000], gold, problem=question).equal
     if answer_type == "date":
         try:
             return dt.date.fromisoformat(prediction[:40].strip(" .")) == dt.date.fromisoformat(gold)
@@ -522,7 +538,14 @@ def score_answer(answer: str | None, task: Task) -> float:
     """The task score of a final answer: 1.0 if correct, else 0.0 (``None`` scores 0)."""
     if answer is None:
         return 0.0
-    return 1.0 if answers_match(str(answer), str(task["answer"]), task["answer_type"]) else 0.0
+    question = task.get("question")
+    match = answers_match(
+        str(answer),
+        str(task["answer"]),
+        task["answer_type"],
+        question if isinstance(question, str) else None,
+    )
+    return 1.0 if match else 0.0
 
 
 #: The family's scorer under the name every family uses: ``score(answer, task)``.

@@ -95,15 +95,16 @@ class ToolUseEnv(TextEnv):
     r"""Solve tasks by calling tools: look-ups, unit and date arithmetic, chains, exact math.
 
     ## Description
-    A multi-turn function-calling environment. Each task needs tools: the total of an order
-    from a product catalogue (``lookup``), exact unit conversions (``units``), date arithmetic
-    (``dates``), a chain of look-ups through a company directory (``chain``), exact
-    arithmetic that is tedious by hand (``arith``) or counting and iteration problems that
-    call for a short program (``program``, opt-in); or math problems from a dataset, where the
-    calculator and Python help (like rLLM's math-with-tool setup). The model calls tools, reads
-    their results and submits a final answer. Tasks are procedural: task ``i`` is a pure
-    function of ``(task_seed, i, difficulty)`` and names are invented, so the answers cannot
-    be recalled from memory.
+    A multi-turn function-calling environment. Each task is built around tools: the total of
+    an order from a product catalogue (``lookup``) and a chain of look-ups through a company
+    directory (``chain``) need them, since those facts exist only behind the tools; exact unit
+    conversions (``units``), date arithmetic (``dates``), exact arithmetic that is tedious by
+    hand (``arith``) and counting and iteration problems that call for a short program
+    (``program``, opt-in) are made routine by them, though a model may also work them out
+    itself; or math problems from a dataset, where the calculator and Python help (like
+    rLLM's math-with-tool setup). The model calls tools, reads their results and submits a
+    final answer. Tasks are procedural: task ``i`` is a pure function of ``(task_seed, i,
+    difficulty)`` and names are invented, so the answers cannot be recalled from memory.
 
     ## Observation
     The first observation holds the task, the list of tools with their arguments, the call
@@ -125,12 +126,16 @@ class ToolUseEnv(TextEnv):
 
     ## Reward
     The weighted sum of components (``reward_weights``): ``correct`` = 1 when the final answer
-    is right (weight 1.0; the math grader for numbers and expressions, the same date for dates,
-    case- and punctuation-insensitive equality for names); ``invalid_call`` = the number of
-    unusable parts of the reply (parse errors, unknown tools, bad arguments, placeholder or
-    example arguments, a placeholder answer), or 1 for a reply with no call and no answer
-    (weight 0.0, log only; pass ``reward_weights={"invalid_call": -0.05}`` for a small
-    penalty). Its best value, 0, needs a reply whose every call is real.
+    is right (weight 1.0; for numbers and expressions the math grader's
+    :func:`rllm_envs.math.grade_answer`, which pays only for the value in final form: the
+    question's own expression, such as ``a * b - c ** 2`` or the harmonic sum written out, or
+    any arithmetic left in the answer earns 0; the same date for dates; case- and
+    punctuation-insensitive equality for names); ``invalid_call`` = the number of unusable
+    parts of the reply (parse errors, unknown tools, bad arguments, placeholder or example
+    arguments, a placeholder answer), or 1 for a reply with no call and no answer (weight
+    0.0, log only; pass ``reward_weights={"invalid_call": -0.05}`` for a small penalty). It
+    only ever subtracts: its best value, 0, is what a reply whose every call is real gets, so
+    no reply earns reward from it without a correct answer.
 
     ## Episode End
     Terminates on a final answer (right or wrong). Truncates after ``max_turns`` replies.
@@ -164,6 +169,9 @@ class ToolUseEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
+    - v0 (revised before any release): a math answer counts only as the value in final form
+      (the question's expression copied into ``<answer>`` earned 1); a ``units`` task never
+      converts a unit to itself.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "invalid_call": 0.0}

@@ -99,19 +99,30 @@ def test_solver_judge_phases_and_rewards():
     assert infos["judge_0"]["answers"] == ["41", "42"]
     assert "=== Solution 1 ===" in obs["judge_0"] and "\\boxed{42}" in obs["judge_0"]
     assert "is not correct" in obs["solver_0"] and "is correct" in obs["solver_1"]
-    obs, rewards, terms, _, infos = env.step({"judge_0": "Solution 2 is right: \\boxed{2}"})
+    right = _shown_as(infos, 1)
+    obs, rewards, terms, _, infos = env.step(
+        {"judge_0": f"Solution {right} is right: \\boxed{{{right}}}"}
+    )
     assert rewards == {"judge_0": 1.0} and terms == {"judge_0": True} and env.agents == []
-    assert infos["judge_0"]["choice"] == 2 and infos["judge_0"]["is_correct"]
+    assert infos["judge_0"]["choice"] == right and infos["judge_0"]["is_correct"]
+
+
+def _shown_as(infos, solver: int) -> int:
+    """The solution number under which the judge sees ``solver`` (its order is random)."""
+    order = infos["judge_0"].get("order", list(range(len(infos["judge_0"]["answers"]))))
+    return order.index(solver) + 1
 
 
 @pytest.mark.parametrize(
     "judge_reply, reward, invalid",
-    [("\\boxed{1}", 0.0, False), ("\\boxed{3}", 0.0, True), ("I cannot decide", 0.0, True)],
+    [("wrong", 0.0, False), ("\\boxed{3}", 0.0, True), ("I cannot decide", 0.0, True)],
 )
 def test_judge_selecting_a_wrong_or_no_solution_scores_zero(judge_reply, reward, invalid):
     env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
     env.reset(options=TASK)
-    env.step({"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}"})
+    *_, infos = env.step({"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}"})
+    if judge_reply == "wrong":
+        judge_reply = f"\\boxed{{{_shown_as(infos, 0)}}}"
     _, rewards, _, _, infos = env.step({"judge_0": judge_reply})
     assert rewards["judge_0"] == reward
     assert infos["judge_0"]["invalid_action"] is invalid
@@ -122,11 +133,15 @@ def test_judge_sees_clipped_solutions_and_the_heuristic_votes():
     env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3, max_solution_chars=300)
     env.reset(options=TASK)
     huge = "reasoning " * 20_000 + "\\boxed{42}"
-    obs, *_ = env.step({"solver_0": "\\boxed{7}", "solver_1": huge, "solver_2": "\\boxed{42.0}"})
+    obs, _, _, _, infos = env.step(
+        {"solver_0": "\\boxed{7}", "solver_1": huge, "solver_2": "\\boxed{42.0}"}
+    )
     assert len(obs["judge_0"]) < 2_000 and "middle cut" in obs["judge_0"]
     assert "\\boxed{42}" in obs["judge_0"]
     policy = rllm_envs.multiagent.ScriptedPolicy("heuristic")
-    assert policy(env, "judge_0") == "\\boxed{2}"  # 42 and 42.0 form the majority
+    # 42 and 42.0 form the majority: the first of them as the judge sees the solutions.
+    first = min(_shown_as(infos, 1), _shown_as(infos, 2))
+    assert policy(env, "judge_0") == f"\\boxed{{{first}}}"
 
 
 def test_solver_judge_arguments_are_validated():
@@ -211,3 +226,50 @@ def test_debate_single_round_and_argument_checks():
     for kwargs in [{"n_debaters": 1}, {"n_rounds": 0}, {"n_rounds": 11}, {"n_debaters": "3"}]:
         with pytest.raises(rllm_envs.InvalidEnvConfig):
             rllm_envs.make_parallel("rllm/Debate-v0", **kwargs)
+
+
+# ------------------------------------------------------------ final-form answers (issue #25)
+
+
+def _copy_tasks():
+    """Procedural arithmetic and fractions tasks at every difficulty, with their expression."""
+    from rllm_envs.math import procedural_tasks
+
+    for difficulty in range(1, 6):
+        source = procedural_tasks(
+            seed=5, difficulty=difficulty, families=["arithmetic", "fractions"]
+        )
+        for i in range(3):
+            task = source[i]
+            expression = task["problem"].split("$")[1]
+            yield {"problem": task["problem"], "answer": task["answer"]}, expression
+
+
+def test_grade_needs_the_value_in_final_form():
+    for task, expression in _copy_tasks():
+        assert grade(boxed(task["answer"]), task["answer"], task["problem"])[0] == 1.0
+        assert grade(boxed(expression), task["answer"], task["problem"])[0] == 0.0
+        assert grade(boxed(expression), task["answer"])[0] == 0.0  # arithmetic left, even blind
+    assert grade(boxed("6 \\times 7"), "42", "What is 6 times 7?")[0] == 0.0
+    assert grade(boxed("y = 1, x = 3"), "(3, 1)", "Give $(x, y)$.")[0] == 1.0
+    assert grade(boxed("y = 3, x = 1"), "(3, 1)", "Give $(x, y)$.")[0] == 0.0
+
+
+def test_solvers_that_copy_the_expression_earn_nothing():
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    for task, expression in _copy_tasks():
+        env.reset(options={"task": task})
+        _, rewards, *_ = env.step(
+            {"solver_0": boxed(expression), "solver_1": boxed(task["answer"])}
+        )
+        assert rewards["solver_0"] == 0.0 and rewards["solver_1"] == 1.0, (task, expression)
+
+
+def test_debaters_that_copy_the_expression_earn_nothing():
+    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=2, n_rounds=1)
+    for task, expression in _copy_tasks():
+        env.reset(options={"task": task})
+        _, rewards, *_ = env.step(
+            {"debater_0": boxed(expression), "debater_1": boxed(task["answer"])}
+        )
+        assert rewards["debater_0"] == 0.0 and rewards["debater_1"] == 1.0, (task, expression)

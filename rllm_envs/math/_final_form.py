@@ -1,0 +1,465 @@
+r"""Whether a math answer is a value in final form, read from its expression tree.
+
+A task that asks for a value is answered by that value, not by a computation that would
+produce it. :func:`expression_issues` parses one expression (LaTeX or plain, through the
+grader's converter :func:`rllm_envs.math._latex.to_python`) into an unevaluated :mod:`ast` tree
+and reports what is left to do, with these names:
+
+* ``"unevaluated_arithmetic"`` -- an operation between numbers that evaluates to a number
+  written more simply: two numeric terms in one sum (``3+4``, ``\frac34 + \frac16``), two
+  numeric factors in one product (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms
+  (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero term or a factor 1, a double sign, the absolute
+  value of a constant, two radicals in one product, or any constant subexpression whose
+  value is rational but is not written as a rational number.
+* ``"unevaluated_power"`` -- a constant base raised to an integer exponent (``2^{10}``,
+  ``(1+\sqrt2)^2``, ``2^{-3}``), or an exponent 0 or 1. ``\pi^2`` stays: it is final.
+* ``"unevaluated_factorial"``, ``"unevaluated_binomial"`` -- ``5!``, ``\binom{5}{2}`` of numbers.
+* ``"unevaluated_function"`` -- a function of a constant whose value is rational
+  (``\sin\frac{\pi}{6}``, ``\log_2 8``).
+* ``"reducible_radical"`` -- ``\sqrt{8}``, ``\sqrt{4}``, ``\sqrt[3]{16}``, ``\sqrt{-4}``.
+* ``"unreduced_fraction"`` -- ``\frac{4}{8}``, ``\frac{6}{1}``, ``\frac{2\sqrt2}{4}``.
+
+Rational numbers are final when written as an integer, a decimal, a fraction in lowest terms
+(``-\frac{71}{15}``, ``3/4``), a mixed number, scientific notation or a repeating decimal.
+A rational coefficient times irrational factors (``2\sqrt2``, ``81\pi``,
+``\frac{3\sqrt5}{2}``) and sums of unlike terms (``3 + 2\sqrt2``, ``6 - 5i``) are final.
+
+:func:`problem_issues` adds what the problem's wording asks for: ``"copied_expression"``
+(the answer is an expression that appears in the problem's math, such as its ``(x+1)^2``),
+``"not_exact"`` (a decimal where the problem asks for an exact form: "exact", "in terms of
+:math:`\pi`", "as a fraction", "lowest terms", "simplest form") and ``"not_simplest_radical"``
+(a radical left in a denominator or over a fraction where the problem asks for simplest
+radical form).
+
+Plain module, no sympy: constant subexpressions are evaluated with the grader's bounded
+mpmath evaluator (:mod:`rllm_envs.math._numeric`), so every check is fast and never raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from fractions import Fraction
+from functools import lru_cache
+from math import gcd, isqrt
+
+from rllm_envs.math._latex import Unsupported, to_python
+from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive
+
+__all__ = [
+    "FINAL_FORM_ISSUES",
+    "expression_issues",
+    "exact_form_requested",
+    "expression_key",
+    "is_atom",
+    "problem_expressions",
+    "radical_form_requested",
+    "tuple_names",
+]
+
+#: Every reason an answer is not in final form, as :func:`rllm_envs.math.final_form_issue`
+#: reports it.
+FINAL_FORM_ISSUES = (
+    "unevaluated_arithmetic",
+    "unevaluated_power",
+    "unevaluated_factorial",
+    "unevaluated_binomial",
+    "unevaluated_function",
+    "reducible_radical",
+    "unreduced_fraction",
+    "copied_expression",
+    "not_exact",
+    "not_simplest_radical",
+)
+
+#: Largest radicand factored exactly (trial division up to its square root stays cheap).
+_MAX_RADICAND = 10**12
+#: Denominator bound when deciding whether a computed value is a rational number.
+_MAX_DENOMINATOR = 10**6
+
+
+def _name(node: ast.AST) -> str | None:
+    return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+
+
+def _int_literal(node: ast.AST) -> int | None:
+    """The value of ``Integer(n)``, or ``None``."""
+    if _name(node) == "Integer" and isinstance(node, ast.Call) and node.args:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, int):
+            return arg.value
+    return None
+
+
+def _decimal_literal(node: ast.AST) -> Fraction | None:
+    if _name(node) == "Rational" and isinstance(node, ast.Call) and node.args:
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:
+                return Fraction(arg.value)
+            except (ValueError, ZeroDivisionError):
+                return None
+    return None
+
+
+def _signed_int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    return _int_literal(node)
+
+
+def _literal(node: ast.AST) -> Fraction | None:
+    """The value of a rational number written in final form, else ``None``.
+
+    An integer, a decimal, a fraction of integers in lowest terms with a denominator above 1,
+    each with at most one minus sign in front (or on the numerator).
+    """
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        if isinstance(node.operand, ast.UnaryOp):
+            return None
+        inner = _literal(node.operand)
+        if inner is None:
+            return None
+        return -inner if isinstance(node.op, ast.USub) else inner
+    n = _int_literal(node)
+    if n is not None:
+        return Fraction(n)
+    d = _decimal_literal(node)
+    if d is not None:
+        return d
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        num, den = _signed_int(node.left), _int_literal(node.right)
+        if num is not None and den is not None and den > 1 and gcd(num, den) == 1:
+            return Fraction(num, den)
+    return None
+
+
+def _constant(node: ast.AST) -> bool:
+    """No variable anywhere in ``node`` (infinity counts as a variable: it is not a number)."""
+    for sub in ast.walk(node):
+        if _name(sub) == "Symbol" or (isinstance(sub, ast.Name) and sub.id == "oo"):
+            return False
+    return True
+
+
+def _rational_value(node: ast.AST) -> Fraction | None:
+    """The value of a constant subexpression when it is a rational number (40-digit check)."""
+    ctx = _ctx()
+    try:
+        v = _Evaluator(ctx, {}).eval(node)
+        if isinstance(v, ctx.mpc) or not ctx.isfinite(v):
+            return None
+        guess = Fraction(ctx.nstr(v, 45, strip_zeros=False, min_fixed=-(10**6), max_fixed=10**6))
+        close = guess.limit_denominator(_MAX_DENOMINATOR)
+        if abs(ctx.mpf(close.numerator) / close.denominator - v) <= ctx.mpf(10) ** -30 * max(
+            1, abs(v)
+        ):
+            return close
+    except (_Inconclusive, ArithmeticError, ValueError, TypeError, AttributeError, RecursionError):
+        return None
+    return None
+
+
+def _square_part(n: int, k: int = 2) -> bool:
+    """Whether ``n > 1`` has a factor ``p**k`` with ``p > 1`` (``False`` if too big to tell)."""
+    if n > _MAX_RADICAND:
+        return False
+    p = 2
+    while p**k <= n:
+        if n % p**k == 0:
+            return True
+        p += 1
+    return False
+
+
+def _radical_issue(node: ast.Call, out: set[str]) -> None:
+    name = _name(node)
+    if name == "sqrt" and len(node.args) == 1:
+        arg = node.args[0]
+        value = _literal(arg)
+        if value is None:
+            return
+        if value <= 1 or (value.denominator > 1 and gcd(value.numerator, value.denominator) > 1):
+            out.add("reducible_radical")  # \sqrt{1}, \sqrt{0}, \sqrt{-4}
+        elif _square_part(value.numerator) or _square_part(value.denominator):
+            out.add("reducible_radical")
+        elif value.denominator == 1 and isqrt(value.numerator) ** 2 == value.numerator:
+            out.add("reducible_radical")
+    elif name == "root" and len(node.args) == 2:
+        radicand, index = _literal(node.args[0]), _int_literal(node.args[1])
+        if radicand is None or index is None or radicand.denominator != 1:
+            return
+        n = abs(radicand.numerator)
+        if index < 2 or n <= 1 or _square_part(n, index):
+            out.add("reducible_radical")
+
+
+def _flatten_sum(node: ast.AST, out: list[ast.AST]) -> None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        _flatten_sum(node.left, out)
+        _flatten_sum(node.right, out)
+    else:
+        out.append(node)
+
+
+def _flatten_product(node: ast.AST, num: list[ast.AST], den: list[ast.AST]) -> None:
+    if _literal(node) is not None:
+        num.append(node)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        _flatten_product(node.left, num, den)
+        _flatten_product(node.right, num, den)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        _flatten_product(node.left, num, den)
+        _flatten_product(node.right, den, num)
+    else:
+        num.append(node)
+
+
+def _strip_sign(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return node
+
+
+def _term_key(node: ast.AST) -> str:
+    """A term without its sign and rational coefficient: like terms share a key."""
+    num: list[ast.AST] = []
+    den: list[ast.AST] = []
+    _flatten_product(_strip_sign(node), num, den)
+    rest_num = sorted(ast.dump(_strip_sign(f)) for f in num if _literal(f) is None)
+    rest_den = sorted(ast.dump(_strip_sign(f)) for f in den if _literal(f) is None)
+    return "*".join(rest_num) + "/" + "*".join(rest_den)
+
+
+def _check_sum(node: ast.AST, out: set[str]) -> list[ast.AST]:
+    terms: list[ast.AST] = []
+    _flatten_sum(node, terms)
+    numeric = [t for t in terms if _literal(t) is not None]
+    if len(numeric) > 1 or any(_literal(t) == 0 for t in numeric):
+        out.add("unevaluated_arithmetic")
+    keys = [_term_key(t) for t in terms if _literal(t) is None]
+    if len(keys) != len(set(keys)):
+        out.add("unevaluated_arithmetic")
+    return terms
+
+
+def _check_product(node: ast.AST, out: set[str]) -> list[ast.AST]:
+    num: list[ast.AST] = []
+    den: list[ast.AST] = []
+    _flatten_product(node, num, den)
+    num_lits = [v for v in (_literal(f) for f in num) if v is not None]
+    den_lits = [v for v in (_literal(f) for f in den) if v is not None]
+    others = [f for f in num + den if _literal(f) is None]
+    if len(num_lits) > 1 or len(den_lits) > 1:
+        out.add("unevaluated_arithmetic")
+    elif num_lits and den_lits:
+        a, b = num_lits[0], den_lits[0]
+        if a.denominator != 1 or b.denominator != 1 or b <= 1 or gcd(a.numerator, b.numerator) > 1:
+            out.add("unreduced_fraction")
+    elif den_lits and den_lits[0] in (1, -1, 0):
+        out.add("unreduced_fraction")
+    if others and any(v in (0, 1, -1) for v in num_lits):
+        out.add("unevaluated_arithmetic")  # `1\pi`, `0x`, `-1 \cdot \sqrt{2}`
+    dumps = [ast.dump(_strip_sign(f)) for f in num if _literal(f) is None]
+    den_dumps = {ast.dump(_strip_sign(f)) for f in den if _literal(f) is None}
+    if len(dumps) != len(set(dumps)) or den_dumps & set(dumps):
+        out.add("unevaluated_arithmetic")  # `x \cdot x`, `\frac{\pi}{\pi}`
+    radicals = [f for f in num if _name(f) in ("sqrt", "root") and _constant(f)]
+    if len(radicals) > 1:
+        out.add("unevaluated_arithmetic")  # `\sqrt2 \sqrt3` is `\sqrt6`
+    return others
+
+
+_KIND = {
+    "factorial": "unevaluated_factorial",
+    "binomial": "unevaluated_binomial",
+    "sqrt": "reducible_radical",
+    "root": "reducible_radical",
+}
+
+
+def _walk(node: ast.AST, out: set[str]) -> None:
+    """Collect the issues of ``node`` and of every subexpression."""
+    if _literal(node) is not None:
+        return
+    if _constant(node) and not isinstance(node, ast.Name):
+        # The general rule: a constant written as anything but a rational number must not
+        # have a rational value (`\sqrt{2}\sqrt{2}`, `\sin\frac{\pi}{6}`, `|-3|`, `4^{1/2}`).
+        if _rational_value(node) is not None:
+            kind = _name(node)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+                out.add("unevaluated_power")
+            elif kind in _KIND:
+                out.add(_KIND[kind])
+            elif kind is not None:
+                out.add("unevaluated_function")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                num, den = _literal(node.left), _literal(node.right)
+                both = num is not None and den is not None
+                out.add("unreduced_fraction" if both else "unevaluated_arithmetic")
+            else:
+                out.add("unevaluated_arithmetic")
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.operand, ast.UnaryOp):
+            out.add("unevaluated_arithmetic")  # `--3`
+        _walk(node.operand, out)
+        return
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        for term in _check_sum(node, out):
+            _walk(term, out)
+        return
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        for factor in _check_product(node, out):
+            _walk(factor, out)
+        return
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        exponent = _signed_int(node.right)
+        if exponent in (0, 1):
+            out.add("unevaluated_power")
+        elif exponent is not None and _constant(node.left):
+            base = _strip_sign(node.left)
+            if not (isinstance(base, ast.Name) and base.id in ("pi", "E")):
+                out.add("unevaluated_power")  # `2^{10}`, `(1 + \sqrt{2})^2`, `\sqrt{2}^3`
+        _walk(node.left, out)
+        _walk(node.right, out)
+        return
+    kind = _name(node)
+    if kind in ("factorial", "binomial") and _constant(node):
+        out.add(_KIND[kind])
+    elif kind == "Abs" and _constant(node):
+        out.add("unevaluated_arithmetic")
+    elif kind in ("sqrt", "root") and isinstance(node, ast.Call):
+        _radical_issue(node, out)
+    if isinstance(node, ast.Call) and kind not in ("Integer", "Rational", "Symbol"):
+        for arg in node.args:
+            _walk(arg, out)
+
+
+_SCI = re.compile(
+    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?)"
+    r"|[+-]?10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
+)
+_MIXED = re.compile(r"[+-]?\d+\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+
+
+def _parse(text: str) -> ast.Expression | None:
+    try:
+        return ast.parse(to_python(text.replace("**", "^")), mode="eval")
+    except (Unsupported, SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+@lru_cache(maxsize=16_384)
+def expression_issues(text: str) -> frozenset[str]:
+    """What keeps one normalised expression from being a final-form value (see the module).
+
+    Args:
+        text: One expression (a scalar; tuples, sets, equations and intervals are split by
+            the grader first), normalised by :func:`rllm_envs.math.normalize`.
+
+    Returns:
+        The issue names (empty when final, or when the notation is not understood).
+    """
+    s = text.strip()
+    if not s or _SCI.fullmatch(s):
+        return frozenset()  # scientific notation writes one number
+    mixed = _MIXED.fullmatch(s)
+    if mixed:
+        num, den = int(mixed.group(1)), int(mixed.group(2))
+        ok = 0 < num < den and gcd(num, den) == 1
+        return frozenset() if ok else frozenset({"unreduced_fraction"})
+    tree = _parse(s)
+    if tree is None:
+        return frozenset()
+    out: set[str] = set()
+    _walk(tree.body, out)
+    return frozenset(out)
+
+
+def has_decimal(text: str) -> bool:
+    r"""Whether an expression has a decimal number in it (``254.469``, ``0.5\pi``)."""
+    tree = _parse(text)
+    if tree is None:
+        return bool(re.search(r"\d\.\d|(?<!\d)\.\d", text))
+    return any(_decimal_literal(n) is not None for n in ast.walk(tree))
+
+
+def radical_in_denominator(text: str) -> bool:
+    """Whether a radical sits in a denominator or over a fraction (not simplest radical form)."""
+    tree = _parse(text)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            if any(_name(n) in ("sqrt", "root") for n in ast.walk(node.right)):
+                return True
+        if _name(node) in ("sqrt", "root") and isinstance(node, ast.Call) and node.args:
+            value = _literal(node.args[0])
+            if value is not None and value.denominator != 1:
+                return True
+            if any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+                for n in ast.walk(node.args[0])
+            ):
+                return True
+    return False
+
+
+def is_atom(text: str) -> bool:
+    """A single number, constant or variable: never a copy of the problem's work."""
+    tree = _parse(text)
+    if tree is None:
+        return True
+    body = _strip_sign(tree.body)
+    return _literal(body) is not None or isinstance(body, ast.Name) or _name(body) == "Symbol"
+
+
+@lru_cache(maxsize=16_384)
+def expression_key(text: str) -> str | None:
+    """The tree of an expression, written out: two spellings of one expression share it."""
+    tree = _parse(text)
+    return None if tree is None else ast.dump(tree.body)
+
+
+_EXACT = re.compile(
+    r"\bexact(?:ly)?\b|in\s+terms\s+of\s+(?:\$?\\pi|π)|\bas\s+an?\s+(?:common\s+|reduced\s+|"
+    r"improper\s+)?fraction|lowest\s+terms|simplest\s+(?:radical\s+)?form|\bcommon\s+fraction",
+    re.IGNORECASE,
+)
+_RADICAL_FORM = re.compile(r"simplest\s+radical\s+form|rationali[sz]e", re.IGNORECASE)
+
+
+def exact_form_requested(problem: str) -> bool:
+    """Whether the problem asks for an exact value ("exact", "in terms of pi", "as a fraction")."""
+    return _EXACT.search(problem[-4000:]) is not None
+
+
+def radical_form_requested(problem: str) -> bool:
+    """Whether the problem asks for simplest radical form."""
+    return _RADICAL_FORM.search(problem[-4000:]) is not None
+
+
+_MATH = re.compile(
+    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<![\\$])\$((?:[^$\\]|\\.)+?)\$", re.DOTALL
+)
+
+
+def problem_expressions(problem: str) -> list[str]:
+    """The math of a problem: its LaTeX regions, or the whole text when it has none."""
+    regions = [next(g for g in m.groups() if g is not None) for m in _MATH.finditer(problem)]
+    return regions[:200] if regions else [problem]
+
+
+_NAME_TUPLE = re.compile(r"\(\s*([a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+)\s*\)")
+
+
+def tuple_names(problem: str, size: int) -> tuple[str, ...] | None:
+    """The names of a tuple answer the problem announces (``$(x, y)$``), ``size`` of them."""
+    found = None
+    for region in problem_expressions(problem):
+        for m in _NAME_TUPLE.finditer(region):
+            names = tuple(n.replace(" ", "") for n in m.group(1).split(","))
+            if len(names) == size and len(set(names)) == size:
+                found = names
+    return found
