@@ -224,6 +224,23 @@ ENVS: tuple[EnvEntry, ...] = (
         scorer="rllm_envs.search.scoring:score",
         extra="search",
     ),
+    # ----------------------------------------------------------------------- reasoning-gym
+    EnvEntry(
+        id="rllm/ReasoningGym-v0",
+        entry_point="rllm_envs.reasoning_gym.reasoning_gym_env:ReasoningGymEnv",
+        description="Any of reasoning-gym's ~100 procedural task families (dataset=<name>, "
+        "size, task_seed, config, curriculum level), scored by reasoning-gym's score_answer.",
+        family="ReasoningGym",
+        agent=f"{_AGENTS}:GenericAgent",
+        # = rllm_envs.reasoning_gym.spec.AGENT_KWARGS (a test keeps them equal).
+        agent_kwargs={
+            "system_prompt": "Solve the task. Think briefly if you need to, then give only the "
+            "final answer inside <answer></answer>, in the exact form the task asks for.",
+            "max_tokens": 512,
+        },
+        scorer="rllm_envs.reasoning_gym.scoring:score",
+        extra="reasoning-gym",
+    ),
 )
 
 for _row in ENVS:

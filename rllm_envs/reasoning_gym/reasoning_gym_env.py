@@ -1,0 +1,165 @@
+"""``rllm/ReasoningGym-v0``: every reasoning-gym task family as a single-turn text env."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.reasoning_gym.scoring import COMPONENTS, grade
+from rllm_envs.reasoning_gym.spec import ANSWER_FORMAT, DEFAULT_DATASET, DEFAULT_SIZE
+from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks, oracle_answer
+from rllm_envs.tasks import Task
+
+__all__ = ["ReasoningGymEnv"]
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+class ReasoningGymEnv(TextEnv):
+    """Any of reasoning-gym's procedural task families, scored by its own ``score_answer``.
+
+    ## Description
+    reasoning-gym (``pip install "rllm-envs[reasoning-gym]"``) generates about a hundred task
+    families: arithmetic, algebra, logic puzzles, graphs, games, ciphers, ARC grids and more
+    (:func:`rllm_envs.reasoning_gym.family_names`). ``dataset`` picks the family; its config
+    fields (``config``), a curriculum level (``difficulty``, ``curriculum``), the universe
+    (``task_seed``) and its size (``size``) pick the tasks
+    (:mod:`rllm_envs.reasoning_gym.tasks`).
+
+    ## Observation
+    The family's question followed by the answer format: the final answer inside
+    ``<answer></answer>`` tags (:data:`rllm_envs.reasoning_gym.spec.ANSWER_FORMAT`). After the
+    answer, the verdict and, when wrong, the reference answer (if the family has one).
+
+    ## Action
+    The model's full reply. The answer is the content of the last ``<answer>...</answer>``
+    block of its answer part (text up to the last ``</think>`` is reasoning).
+
+    ## Reward
+    Weighted sum (``reward_weights``) of two components
+    (:mod:`rllm_envs.reasoning_gym.scoring`):
+
+    - ``correct`` (weight 1.0): 1 when reasoning-gym's ``score_answer`` gives the answer 1.
+    - ``score`` (weight 0.0, log only): reasoning-gym's score in [0, 1], partial credit
+      included (``reward_weights={"score": 1.0, "correct": 0.0}`` trains on it).
+
+    Both are 0 for a missing or template answer, an echo of the question, or a piece of the
+    question that is not the reference answer (partial credit for copying is not paid).
+
+    ## Episode End
+    Terminates after the answer (single turn). It never truncates.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core`, plus ``dataset`` (``str``, the family); on
+    ``step`` also ``answer`` (``str | None``, the extracted answer), ``verdict`` (``str``, see
+    :class:`rllm_envs.reasoning_gym.scoring.Grade`), ``reasoning_gym_score`` (``float``) and
+    ``reference_answer`` (``str | None``). ``invalid_action`` is set when the reply has no
+    answer block or a template answer.
+
+    ## Arguments
+    - ``dataset`` (str, default ``"basic_arithmetic"``): the reasoning-gym family.
+    - ``size`` (int, default 1000): tasks in the universe.
+    - ``task_seed`` (int, default 0): the universe; task ``i`` is a pure function of
+      ``(dataset, config, task_seed, i)``. Universes never share a generator seed.
+    - ``config`` (dict): fields of the family's config dataclass (not ``seed``/``size``).
+    - ``difficulty`` (int, default ``None``): reasoning-gym curriculum level of every attribute
+      (0 = easiest); ``config`` fields win over it.
+    - ``curriculum`` (dict, default ``None``): ``{attribute: level}`` for single attributes.
+    - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "score": 0.0}
+
+    def __init__(
+        self,
+        *,
+        dataset: str = DEFAULT_DATASET,
+        size: int = DEFAULT_SIZE,
+        task_seed: int = 0,
+        config: Mapping[str, Any] | None = None,
+        difficulty: int | None = None,
+        curriculum: Mapping[str, int] | None = None,
+        reward_weights: Mapping[str, float] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        tasks = ReasoningGymTasks(
+            dataset,
+            size=size,
+            task_seed=task_seed,
+            config=config,
+            difficulty=difficulty,
+            curriculum=curriculum,
+        )
+        self.dataset = dataset
+        super().__init__(
+            tasks=tasks, max_turns=1, reward_weights=reward_weights, render_mode=render_mode
+        )
+
+    def _check_task(self, task: Task) -> None:
+        from rllm_envs.error import InvalidEnvConfig
+
+        missing = [k for k in ("dataset", "question", "answer", "metadata") if k not in task]
+        if missing:
+            raise InvalidEnvConfig(f"Expects a reasoning-gym task record; missing {missing}.")
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        return f"{task['question'].rstrip()}\n\n{ANSWER_FORMAT}", {"dataset": task["dataset"]}
+
+    def _act(self, action: str) -> Transition:
+        assert self.task is not None
+        result = grade(action, self.task)
+        reference = self.task.get("answer")
+        reference = reference if isinstance(reference, str) else None
+        if result.correct:
+            text = "Correct."
+        else:
+            text = f"Incorrect: {result.reason}."
+            if reference is not None:
+                text += f" The reference answer: {reference}"
+        invalid = result.verdict in ("no_answer", "placeholder")
+        return Transition(
+            observation=text,
+            reward_components={name: result.components[name] for name in COMPONENTS},
+            terminated=True,
+            correct=result.correct,
+            invalid_reason=result.reason if invalid else None,
+            info={
+                "dataset": self.task["dataset"],
+                "answer": result.answer,
+                "verdict": result.verdict,
+                "reasoning_gym_score": result.score,
+                "reference_answer": reference,
+            },
+        )
+
+    def oracle_action(self) -> str:
+        """The reference answer in tags (or a known solution from the task's metadata).
+
+        Raises:
+            NotImplementedError: For a task with neither (the family only verifies solutions).
+        """
+        assert self.task is not None, "Call reset() before oracle_action()."
+        answer = oracle_answer(self.task)
+        if answer is None:
+            raise NotImplementedError(
+                f"reasoning-gym task {self.task['id']} has no reference answer to play."
+            )
+        return f"<answer>{answer}</answer>"
+
+    def random_action(self) -> str:
+        """A well-formed random answer: one to eight random letters and digits in tags.
+
+        It draws from ``action_space``'s generator, never from ``np_random``.
+        """
+        rng = self.action_space.np_random
+        length = int(rng.integers(1, 9))
+        return (
+            "<answer>"
+            + "".join(_ALPHABET[int(rng.integers(len(_ALPHABET)))] for _ in range(length))
+            + "</answer>"
+        )

@@ -1,0 +1,155 @@
+"""Scoring of ``rllm/ReasoningGym-v0``: reasoning-gym's ``score_answer`` behind this suite's rules.
+
+No Gymnasium import. The answer is the content of the last ``<answer>...</answer>`` block of
+the reply's answer part (:mod:`rllm_envs.text`: text after ``</think>``). It is scored by the
+task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
+
+* no answer block, or an empty one or a template (``"..."``, ``"your answer"``:
+  :func:`rllm_envs.text.is_placeholder`);
+* an echo: the answer holds the whole question;
+* a copy: the answer is a piece of the question text (an example the question shows, the
+  expression it asks to evaluate, a list holding the answer) and is not the reference answer
+  itself. reasoning-gym pays some families partial credit for text that merely contains the
+  answer or parses; copying the question must not collect it.
+
+A scorer that raises on odd input scores 0 (model output never raises). An answer earns only
+what nonsense (:data:`PROBE`) does not: where a scorer pays nonsense as much (one family's
+compares only ``bool(answer)``; some pay 0.01 for anything that parses), the answer scores 0
+unless it is the reference answer itself (case and spacing aside).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_envs.text import answer_text, is_placeholder
+
+__all__ = ["COMPONENTS", "Grade", "MAX_ANSWER_CHARS", "PROBE", "extract_answer", "grade", "score"]
+
+#: Reward components: ``correct`` (reasoning-gym's score is 1) and ``score`` (its raw score).
+COMPONENTS = ("correct", "score")
+
+#: Longer answers are cut before scoring (some scorers parse with sympy).
+MAX_ANSWER_CHARS = 4000
+
+#: An answer no task has: a scorer that pays for it on a task is blind there.
+PROBE = "qz7 zx not an answer"
+
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The verdict on one reply.
+
+    Attributes:
+        answer: The extracted answer (``None`` when the reply has no answer block).
+        score: reasoning-gym's score after this suite's rules, in [0, 1].
+        correct: ``score >= 1``.
+        verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
+            ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
+        reason: Why, in words (``None`` when correct).
+    """
+
+    answer: str | None
+    score: float
+    correct: bool
+    verdict: str
+    reason: str | None
+
+    @property
+    def components(self) -> dict[str, float]:
+        """The reward components of this grade."""
+        return {"correct": float(self.correct), "score": float(self.score)}
+
+
+def extract_answer(reply: str) -> str | None:
+    """The last ``<answer>`` block of the reply's answer part, stripped (``None`` if none)."""
+    matches = _ANSWER_RE.findall(answer_text(reply))
+    return matches[-1].strip() if matches else None
+
+
+def _normal(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def _copy_verdict(answer: str, task: Mapping[str, Any]) -> str | None:
+    question = _normal(str(task.get("question", "")))
+    given = _normal(answer)
+    if not given or not question:
+        return None
+    if question in given:
+        return "echo"
+    reference = task.get("answer")
+    ref = _normal(reference) if isinstance(reference, str) else None
+    if given == ref:
+        return None
+    # A piece of the question no longer than the reference could be an answer the question
+    # names (a word to pick, a number it mentions); a longer one holds more than an answer.
+    if given in question and (ref is None or len(given) > len(ref)):
+        return "copied_from_question"
+    return None
+
+
+def _nonsense_score(scorer: Any, entry: Mapping[str, Any]) -> float:
+    try:
+        return float(scorer(PROBE, copy.deepcopy(dict(entry))))
+    except Exception:  # noqa: BLE001 - a scorer that refuses the probe pays nothing for it
+        return 0.0
+
+
+def grade(reply: str, task: Mapping[str, Any]) -> Grade:
+    """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``)."""
+    from rllm_envs.reasoning_gym.tasks import scorer_for
+
+    answer = extract_answer(reply if isinstance(reply, str) else str(reply))
+    if answer is None:
+        return Grade(None, 0.0, False, "no_answer", "no <answer></answer> block in the reply")
+    reference = task.get("answer")
+    is_reference = isinstance(reference, str) and _normal(answer) == _normal(reference)
+    if is_placeholder(answer) and not is_reference:
+        return Grade(answer, 0.0, False, "placeholder", "the answer is a template, not a value")
+    copied = _copy_verdict(answer, task)
+    if copied == "echo":
+        return Grade(answer, 0.0, False, "echo", "the answer repeats the question")
+    if copied is not None:
+        return Grade(
+            answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
+        )
+    answer = answer[:MAX_ANSWER_CHARS]
+    entry = {
+        "question": task.get("question"),
+        "answer": task.get("answer"),
+        "metadata": copy.deepcopy(dict(task.get("metadata") or {})),
+    }
+    scorer = scorer_for(task)
+    try:
+        raw = float(scorer(answer, entry))
+    except Exception as e:  # noqa: BLE001 - a scorer choking on model text is a wrong answer
+        return Grade(answer, 0.0, False, "scorer_error", f"the answer could not be read: {e}")
+    if raw > 0 and not is_reference and raw <= _nonsense_score(scorer, entry):
+        return Grade(answer, 0.0, False, "wrong", "the answer earns no more than nonsense does")
+    value = min(max(raw, 0.0), 1.0) if raw == raw else 0.0
+    if value >= 1.0:
+        return Grade(answer, 1.0, True, "correct", None)
+    if value > 0 and not is_reference and _normal(answer) in _normal(str(task.get("question"))):
+        # A short piece of the question earns only when it is the answer.
+        return Grade(
+            answer, 0.0, False, "copied_from_question", "the answer copies part of the question"
+        )
+    verdict = "partial" if value > 0 else "wrong"
+    return Grade(answer, value, False, verdict, "the answer is not correct")
+
+
+def score(answer: str, task: Mapping[str, Any]) -> float:
+    """The family's pure scorer: 1.0 when reasoning-gym scores the reply correct, else 0.0.
+
+    ``answer`` is a full reply (its last ``<answer>`` block is read) or a bare answer.
+    """
+    text = answer if _ANSWER_RE.search(answer_text(str(answer))) else f"<answer>{answer}</answer>"
+    return 1.0 if grade(text, task).correct else 0.0

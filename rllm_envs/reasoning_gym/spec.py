@@ -1,0 +1,48 @@
+"""The agent-facing spec of ``rllm/ReasoningGym-v0`` as data (no Gymnasium or reasoning-gym import).
+
+The first observation is the reasoning-gym question followed by :data:`ANSWER_FORMAT`, so a
+plain string-in/string-out model can answer it. The registry row's ``agent_kwargs`` are
+:data:`AGENT_KWARGS` (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ANSWER_FORMAT",
+    "SYSTEM_PROMPT",
+    "MAX_TOKENS",
+    "AGENT_KWARGS",
+    "DEFAULT_DATASET",
+    "DEFAULT_SIZE",
+    "UNIVERSE_STRIDE",
+]
+
+#: Appended to every question: reasoning-gym's own answer convention (``<answer>`` tags).
+ANSWER_FORMAT = (
+    "Give your final answer, and nothing else, inside <answer></answer> tags at the end of "
+    "your reply."
+)
+
+#: The family's system prompt (the agent's; the observation alone is enough to answer).
+SYSTEM_PROMPT = (
+    "Solve the task. Think briefly if you need to, then give only the final answer inside "
+    "<answer></answer>, in the exact form the task asks for."
+)
+
+#: Most tokens one reply needs (short working plus the answer).
+MAX_TOKENS = 512
+
+#: ``agent_kwargs`` of the registry row (a :class:`rllm_agents.agent.GenericAgent`).
+AGENT_KWARGS: dict[str, Any] = {"system_prompt": SYSTEM_PROMPT, "max_tokens": MAX_TOKENS}
+
+#: The family the env plays when no ``dataset`` is given.
+DEFAULT_DATASET = "basic_arithmetic"
+
+#: Tasks in one universe unless ``size`` says otherwise (some families precompute them all).
+DEFAULT_SIZE = 1000
+
+#: reasoning-gym seeds of universe ``task_seed`` start at ``task_seed * UNIVERSE_STRIDE``;
+#: families derive task ``i`` from seed ``+ i``, so universes never share a generator seed.
+UNIVERSE_STRIDE = 2**40

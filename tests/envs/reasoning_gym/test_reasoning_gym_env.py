@@ -1,0 +1,202 @@
+"""rllm/ReasoningGym-v0: every reasoning-gym family plays, its oracle scores 1 through
+reasoning-gym's own ``score_answer``, and degenerate replies (an echo of the question, a piece
+of it, a template, the prompt's example) earn nothing."""
+
+from __future__ import annotations
+
+import pickle
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("reasoning_gym", reason='needs `pip install "rllm-envs[reasoning-gym]"`')
+
+import rllm_envs  # noqa: E402
+import rllm_envs.testing as kit  # noqa: E402
+from rllm_envs.error import InvalidEnvConfig  # noqa: E402
+from rllm_envs.reasoning_gym import (  # noqa: E402
+    ReasoningGymEnv,
+    ReasoningGymTasks,
+    family_names,
+    grade,
+    score,
+)
+from rllm_envs.reasoning_gym.spec import AGENT_KWARGS, ANSWER_FORMAT  # noqa: E402
+
+ENV_ID = "rllm/ReasoningGym-v0"
+# `composite` mixes other families and needs them named in its config.
+CONFIGS = {"composite": {"datasets": [{"name": "leg_counting", "weight": 1.0, "config": {}}]}}
+FAMILIES = family_names()
+EVAL_UNIVERSE = 1_000_003
+
+
+def _env(name, **kwargs):
+    return ReasoningGymEnv(dataset=name, size=4, config=CONFIGS.get(name), **kwargs)
+
+
+def _degenerate_replies(question: str) -> dict[str, str]:
+    lines = [line for line in question.splitlines() if len(line.strip()) > 20]
+    return {
+        "empty": "",
+        "no tags": question,
+        "echo in tags": f"<answer>{question}</answer>",
+        "echo of the whole prompt": f"<answer>{question}\n\n{ANSWER_FORMAT}</answer>",
+        "a line of the question": f"<answer>{lines[-1] if lines else question}</answer>",
+        "template": "<answer>...</answer>",
+        "format example": "<answer>your answer</answer>",
+        "empty tags": "<answer></answer>",
+        "garbage": f"<answer>{kit.GARBAGE}</answer>",
+        "unclosed think": "<think><answer>42</answer>",
+    }
+
+
+def test_the_registry_row_is_the_spec():
+    row = rllm_envs.env_entry(ENV_ID)
+    assert row.agent_kwargs == AGENT_KWARGS
+    assert row.extra == "reasoning-gym" and row.scorer == "rllm_envs.reasoning_gym.scoring:score"
+
+
+def test_every_family_is_offered():
+    assert len(FAMILIES) >= 100
+    assert {"basic_arithmetic", "word_sorting", "sudoku", "countdown", "maze"} <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_plays_and_is_scored_by_reasoning_gym(name):
+    env = _env(name)
+    solved = 0
+    for index in range(2):
+        observation, info = env.reset(seed=index, options={"index": index})
+        task = env.unwrapped.task
+        assert observation.startswith(task["question"].rstrip()) and ANSWER_FORMAT in observation
+        assert info["dataset"] == name
+        # Task i is a pure function of the arguments, in this process and in a copy.
+        assert env.unwrapped.tasks[index] == task
+        assert pickle.loads(pickle.dumps(env.unwrapped.tasks))[index] == task
+        try:
+            oracle = env.unwrapped.oracle_action()
+        except NotImplementedError:
+            oracle = None
+        if oracle is not None:
+            _, reward, terminated, truncated, step_info = env.step(oracle)
+            assert (reward, terminated, truncated) == (1.0, True, False), step_info
+            assert step_info["is_correct"] and step_info["reasoning_gym_score"] == 1.0
+            solved += 1
+        for what, reply in _degenerate_replies(task["question"]).items():
+            env.reset(seed=index, options={"index": index})
+            _, reward, terminated, _, step_info = env.step(reply)
+            assert reward == 0.0 and terminated, (what, step_info["verdict"])
+            assert not step_info["is_correct"], what
+            # Partial credit is not paid for copies either.
+            if what.startswith("echo") or what == "a line of the question":
+                assert step_info["reward_components"]["score"] == 0.0, what
+    if name not in ("boxnet", "rush_hour"):  # these families only verify solutions
+        assert solved == 2, f"{name}: no reference answer to play"
+
+
+@pytest.mark.parametrize("name", ["game_of_life_halting", "rotate_matrix", "acre"])
+def test_echoes_reasoning_gym_pays_for_are_refused(name):
+    # reasoning-gym itself gives these an echo of the question 1.0, 0.42 and 0.01.
+    env = _env(name)
+    env.reset(seed=0, options={"index": 0})
+    question = env.unwrapped.task["question"]
+    _, reward, _, _, info = env.step(question)  # no tags: no answer
+    assert reward == 0.0 and info["invalid_action"]
+    for reply in (f"<answer>{question}</answer>", f"<answer>Answer: {question} done</answer>"):
+        env.reset(seed=0, options={"index": 0})
+        _, reward, _, _, info = env.step(reply)
+        assert reward == 0.0 and info["verdict"] == "echo"
+        assert info["reward_components"] == {"correct": 0.0, "score": 0.0}
+
+
+def test_a_copied_example_or_expression_is_not_an_answer():
+    env = _env("graph_color")
+    env.reset(seed=0, options={"index": 0})
+    question = env.unwrapped.task["question"]
+    example = '{"0": 1, "1": 2, "2": 3}'
+    assert example in question  # the question shows this example answer
+    _, reward, _, _, info = env.step(f"<answer>{example}</answer>")
+    assert reward == 0.0 and info["reward_components"]["score"] == 0.0
+    env = _env("basic_arithmetic")
+    env.reset(seed=0, options={"index": 0})
+    task = env.unwrapped.task
+    expression = task["question"].removeprefix("Calculate ").rstrip(".")
+    assert grade(f"<answer>{expression}</answer>", task).verdict == "copied_from_question"
+
+
+def test_the_scorer_reads_the_last_answer_block_and_never_raises():
+    env = _env("basic_arithmetic")
+    env.reset(seed=0, options={"index": 0})
+    task = env.unwrapped.task
+    answer = task["answer"]
+    assert score(answer, task) == 1.0
+    assert score(f"<think>maybe 3</think>work... <answer>{answer}</answer>", task) == 1.0
+    assert score(f"<answer>{answer}</answer> no, <answer>0</answer>", task) == 0.0
+    assert score(kit.GARBAGE, task) == 0.0
+    prime = _env("prime_factorization")
+    prime.reset(seed=0, options={"index": 0})
+    # reasoning-gym's scorer raises ValueError on this; the grade is a plain wrong answer.
+    result = grade("<answer>x × y</answer>", prime.unwrapped.task)
+    assert result.score == 0.0 and result.verdict in ("scorer_error", "wrong")
+
+
+def test_train_and_eval_universes_share_no_task():
+    # Families with room for 200 distinct questions (tiny arithmetic repeats texts by chance).
+    for name in ("word_sorting", "letter_counting", "number_sorting"):
+        train = ReasoningGymTasks(name, size=200)
+        neighbour = ReasoningGymTasks(name, size=200, task_seed=1)
+        held_out = ReasoningGymTasks(name, size=200, task_seed=EVAL_UNIVERSE)
+        questions = {train[i]["question"] for i in range(200)}
+        # Families derive task i from seed + i: adjacent universes would overlap if the
+        # universes were plain seeds.
+        assert not questions & {neighbour[i]["question"] for i in range(200)}, name
+        assert not questions & {held_out[i]["question"] for i in range(200)}, name
+        assert train[7] == ReasoningGymTasks(name, size=200)[7]  # pure function of the args
+
+
+def test_config_and_curriculum_shape_the_tasks():
+    easy = ReasoningGymEnv(dataset="basic_arithmetic", difficulty=0)
+    hard = ReasoningGymEnv(dataset="basic_arithmetic", difficulty=3)
+    assert easy.unwrapped.tasks.config["max_terms"] < hard.unwrapped.tasks.config["max_terms"]
+    fixed = ReasoningGymEnv(
+        dataset="basic_arithmetic", config={"min_terms": 5, "max_terms": 5}, difficulty=0
+    )
+    fixed.reset(seed=0, options={"index": 0})
+    assert fixed.unwrapped.task["metadata"]["num_terms"] == 5  # config wins over the level
+    single = ReasoningGymEnv(dataset="basic_arithmetic", curriculum={"num_terms": 2})
+    assert single.unwrapped.tasks.config["max_terms"] >= 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dataset": "basic_arithmetics"}, "basic_arithmetic"),
+        ({"dataset": "basic_arithmetic", "difficulty": 99}, "difficulty"),
+        ({"dataset": "basic_arithmetic", "curriculum": {"terms": 1}}, "num_terms"),
+        ({"dataset": "basic_arithmetic", "config": {"seed": 3}}, "task_seed"),
+        ({"dataset": "basic_arithmetic", "config": {"max_terms": 1}}, "rejected"),
+        ({"dataset": "basic_arithmetic", "size": 0}, "size"),
+        ({"dataset": "basic_arithmetic", "task_seed": -1}, "task_seed"),
+    ],
+)
+def test_programmer_errors_raise_early_with_the_fix(kwargs, message):
+    with pytest.raises(InvalidEnvConfig, match=message):
+        rllm_envs.make(ENV_ID, **kwargs)
+
+
+def test_the_env_pickles_and_passes_the_conformance_kit_on_other_families():
+    env = gym.make(ENV_ID, dataset="word_sorting", size=8)
+    env.reset(seed=3)
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.unwrapped.task == env.unwrapped.task
+    for name in ("word_sorting", "maze"):
+        report = kit.check_text_env(ENV_ID, kwargs={"dataset": name, "size": 16})
+        assert not report.failures
+
+
+def test_degenerate_policies_earn_no_more_than_random():
+    check = getattr(kit, "check_reward_hacking", None)
+    if check is None:
+        pytest.skip("rllm_envs.testing.check_reward_hacking is not in this tree yet")
+    for name in ("basic_arithmetic", "word_sorting", "graph_color"):
+        check(ENV_ID, kwargs={"dataset": name, "size": 32})
