@@ -55,14 +55,20 @@ class CountdownEnv(TextEnv):
     Weighted sum (``reward_weights``) of four components, each 0 or 1, that form a ladder (none
     can be earned without doing what it names):
 
-    - ``format`` (weight 0.0, log only): the last answer block exists and parses.
-    - ``valid_expression`` (weight 0.0): it parses and evaluates (no division by zero).
+    - ``format`` (weight 0.0, log only): the last answer block exists, parses and is an
+      attempt at this task (its numbers are among the given ones, each at most as often as
+      given): the prompt's example or the target written alone earns 0.
+    - ``valid_expression`` (weight 0.0): that, and it evaluates (no division by zero).
     - ``uses_allowed_numbers`` (weight 0.0): it parses and uses only the given numbers, each
       at most once (exactly once when ``use_all``).
     - ``value`` (weight 1.0): all the above, and it equals the target.
 
     The default reward is 1 for a correct answer and 0 otherwise. TinyZero-style shaping (0.1
-    for a well-formed answer) is ``reward_weights={"format": 0.1, "value": 0.9}``.
+    for a well-formed answer) is ``reward_weights={"format": 0.1, "value": 0.9}``; since any
+    well-formed attempt earns it, keep a shaping weight below the policy's solve rate.
+    Procedural targets are never reached by a fixed-shape expression (all numbers added,
+    multiplied, or folded with one operator), so a policy that does not search earns no
+    ``value``.
 
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` an
@@ -97,6 +103,10 @@ class CountdownEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
+    - v0 (revised before any release): ``format`` and ``valid_expression`` need the given
+      numbers (the prompt's example and the bare target earned them); procedural targets
+      are never the sum, product or a one-operator fold of the numbers (adding every number
+      up solved 17% of difficulty-1 tasks without any search).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {

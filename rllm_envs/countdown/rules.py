@@ -37,11 +37,17 @@ beyond is a parse error. Parsing and grading never raise on any string.
 **The components** (each 0 or 1; see :class:`Grade`) form a ladder, so none can be earned
 without doing what it names:
 
-``format``                The last ``<answer>...</answer>`` block parses with the grammar.
+``format``                The last ``<answer>...</answer>`` block parses with the grammar and
+                          is an attempt at this task: its numbers are drawn from ``nums``, each
+                          at most as often as given. The prompt's example, the target written
+                          alone or another task's answer is not, and earns nothing.
 ``valid_expression``      ... and evaluates exactly (no division by zero).
 ``uses_allowed_numbers``  ... it parses, and its numbers are drawn from ``nums``, each given
                           number used at most once (exactly once with ``use_all=True``).
 ``value``                 ... all of the above, and its value equals ``target``.
+
+The answer is an expression by design (the task is to find it), so the final-form rule of
+the math envs does not apply here; what is graded is the expression's own value.
 """
 
 from __future__ import annotations
@@ -338,10 +344,13 @@ def grade(response: str | None, task: Mapping[str, Any], *, use_all: bool = True
     nums = [int(n) for n in task["nums"]]
     target = Fraction(int(task["target"]))
     components = _zero()
-    components["format"] = 1.0
     problem = numbers_problem(parsed.numbers, nums, use_all=use_all)
+    # Shaping pays only for an attempt at this task: numbers it does not give (the prompt's
+    # example, the target itself) earn no `format` credit.
+    drawn = problem is None or numbers_problem(parsed.numbers, nums, use_all=False) is None
+    components["format"] = float(drawn)
     components["uses_allowed_numbers"] = float(problem is None)
-    components["valid_expression"] = float(parsed.value is not None)
+    components["valid_expression"] = float(drawn and parsed.value is not None)
     value_text = None if parsed.value is None else format_number(parsed.value)
     common: dict[str, Any] = {
         "expression": parsed.expression,

@@ -10,7 +10,9 @@ random order with random operators, into one value, keeping every intermediate a
 integer (``a - b`` only when ``a > b``, ``a / b`` only when ``b`` divides ``a`` and ``b > 1``).
 That value is the target, so every task is solvable using each number exactly once (hence
 also under the at-most-once rule), and the expression built is the reference ``solution``.
-Targets outside ``1..max_target``, or equal to one of the numbers, are redrawn.
+Targets outside ``1..max_target``, equal to one of the numbers, or reached by a fixed-shape
+expression that needs no search (every number added or multiplied, or folded with one
+operator in the given or sorted order: :func:`trivial_targets`) are redrawn.
 
 =============  =========  ============  ============
 difficulty     numbers    values        targets
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,7 @@ __all__ = [
     "generate_task",
     "load_countdown_tasks",
     "procedural_tasks",
+    "trivial_targets",
 ]
 
 #: Most numbers a task may have (the solver and the prompt stay small).
@@ -123,13 +127,47 @@ def _build(rng: np.random.Generator, nums: list[int]) -> tuple[int, str]:
     return pool[0]
 
 
+def _fold(values: Sequence[int], op: str) -> Fraction | None:
+    total = Fraction(values[0])
+    for v in values[1:]:
+        if op == "+":
+            total += v
+        elif op == "-":
+            total -= v
+        elif op == "*":
+            total *= v
+        elif v == 0:
+            return None
+        else:
+            total /= v
+    return total
+
+
+def trivial_targets(nums: Sequence[int]) -> set[int]:
+    """Values a policy reaches without searching: ``nums`` folded with one operator.
+
+    Every number added, subtracted, multiplied or divided in turn, in the given order and
+    sorted either way (``a + b + c``, ``c - b - a``, ...). A target among them would pay a
+    constant-shape answer.
+    """
+    found: set[int] = set()
+    for order in (list(nums), sorted(nums), sorted(nums, reverse=True)):
+        for op in "+-*/":
+            value = _fold(order, op)
+            if value is not None and value.denominator == 1:
+                found.add(int(value))
+    return found
+
+
 def generate_task(rng: np.random.Generator, *, preset: Preset, difficulty: int | None) -> Task:
     """One solvable task drawn with ``rng`` (see the module docstring for the rule)."""
     for _ in range(_DRAWS):
         nums = [int(n) for n in rng.integers(1, preset.max_number + 1, size=preset.num_count)]
+        # With two numbers every expression is a one-operator fold: nothing to exclude.
+        trivial = trivial_targets(nums) if len(nums) > 2 else set()
         for _ in range(_ATTEMPTS_PER_DRAW):
             target, solution = _build(rng, nums)
-            if 1 <= target <= preset.max_target and target not in nums:
+            if 1 <= target <= preset.max_target and target not in nums and target not in trivial:
                 return {
                     "nums": nums,
                     "target": target,

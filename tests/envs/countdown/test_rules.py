@@ -21,6 +21,7 @@ from rllm_envs.countdown.rules import (
     prompt,
     score,
 )
+from rllm_envs.countdown.tasks import trivial_targets
 
 TASK = {"nums": [2, 3, 4], "target": 20}
 
@@ -76,14 +77,18 @@ def test_garbage_scores_zero_and_never_raises(response):
         (answer("(2 + 3) * 4"), (1, 1, 1, 1), "correct"),
         (answer("4 * (3 + 2) = 20"), (1, 1, 1, 1), "correct"),
         (answer("2 * 3 * 4"), (1, 1, 1, 0), "wrong_value"),
-        (answer("(2 + 3) * 4 * 4"), (1, 1, 0, 0), "illegal_numbers"),  # 4 reused
-        (answer("(2 + 3) * 5 - 5 + 4 - 4"), (1, 1, 0, 0), "illegal_numbers"),  # 5 not given
-        (answer("5 * 4"), (1, 1, 0, 0), "illegal_numbers"),  # = 20, but 5 is not given
-        (answer("20"), (1, 1, 0, 0), "illegal_numbers"),
-        (answer("(2 + 3) * 4 / (3 - 3)"), (1, 0, 0, 0), "illegal_numbers"),
-        (answer("4 / (2 - 2) + 3"), (1, 0, 0, 0), "illegal_numbers"),  # 2 reused, 3 unused
-        (answer("2 * 3 / (4 - 4)"), (1, 0, 0, 0), "illegal_numbers"),
-        (answer("(2 + 3 - 4) / 0"), (1, 0, 0, 0), "illegal_numbers"),
+        # Numbers the task does not give (or gives fewer times): not an attempt, no credit.
+        (answer("(2 + 3) * 4 * 4"), (0, 0, 0, 0), "illegal_numbers"),  # 4 reused
+        (answer("(2 + 3) * 5 - 5 + 4 - 4"), (0, 0, 0, 0), "illegal_numbers"),  # 5 not given
+        (answer("5 * 4"), (0, 0, 0, 0), "illegal_numbers"),  # = 20, but 5 is not given
+        (answer("20"), (0, 0, 0, 0), "illegal_numbers"),  # the target, echoed
+        (answer("(1 + 2) * 3"), (0, 0, 0, 0), "illegal_numbers"),  # the prompt's example
+        (answer("(2 + 3) * 4 / (3 - 3)"), (0, 0, 0, 0), "illegal_numbers"),
+        (answer("4 / (2 - 2) + 3"), (0, 0, 0, 0), "illegal_numbers"),  # 2 reused, 3 unused
+        (answer("2 * 3 / (4 - 4)"), (0, 0, 0, 0), "illegal_numbers"),
+        (answer("(2 + 3 - 4) / 0"), (0, 0, 0, 0), "illegal_numbers"),
+        # Drawn from the numbers but not all of them (use_all): an attempt, not a legal one.
+        (answer("2 * 4"), (1, 1, 0, 0), "illegal_numbers"),
         (answer("(2 + 3) * 4 +"), (0, 0, 0, 0), "parse_error"),
         (answer("-(2 + 3) * -4"), (0, 0, 0, 0), "parse_error"),  # no unary minus
         (answer("(2 + 3) ** 4"), (0, 0, 0, 0), "parse_error"),
@@ -259,3 +264,27 @@ def test_any_text_grades_without_raising_and_keeps_the_ladder(text, nums):
         if c["value"] == 1.0:
             assert c["format"] == c["valid_expression"] == c["uses_allowed_numbers"] == 1.0
             assert g.correct
+
+
+# ------------------------------------------------------------- degenerate policies (#25)
+
+
+@pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
+def test_fixed_shape_answers_never_solve_procedural_tasks(difficulty):
+    source = procedural_tasks(seed=4, difficulty=difficulty)
+    for i in range(200):
+        task = source[i]
+        nums = [str(n) for n in task["nums"]]
+        ordered = [nums, sorted(nums, key=int), sorted(nums, key=int, reverse=True)]
+        for op in "+-*/":
+            for order in ordered:
+                assert score(answer(f" {op} ".join(order)), task) == 0.0, (task, op)
+        assert grade(answer(str(task["target"])), task).components == dict.fromkeys(COMPONENTS, 0.0)
+        example = grade("<answer>(1 + 2) * 3</answer>", task).components
+        if not {1, 2, 3} <= set(task["nums"]):
+            assert example == dict.fromkeys(COMPONENTS, 0.0)
+
+
+def test_trivial_targets_are_the_one_operator_folds():
+    # 6+3+2, 6-3-2, 6*3*2, 6/3/2 and, sorted up, 2-3-6 (2/3/6 is not an integer).
+    assert trivial_targets([6, 3, 2]) == {11, 1, 36, -7}
