@@ -36,13 +36,20 @@ is closed, which stops any sandbox it holds.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import hmac
+import ipaddress
 import json
+import logging
 import math
+import os
 import signal
 import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -65,11 +72,13 @@ __all__ = [
     "RemoteTextEnv",
     "create_app",
     "create_multi_app",
+    "ServerLimits",
     "serve",
     "main",
 ]
 
-from pydantic import Field  # noqa: E402  (a dependency of openenv-core, checked above)
+from fastapi import Request, WebSocket  # noqa: E402  (dependencies of openenv, checked above)
+from pydantic import Field  # noqa: E402
 
 
 class TextAction(_types.Action):  # type: ignore[name-defined]
@@ -219,40 +228,467 @@ def close_all_environments() -> int:
     return len(live)
 
 
+# --------------------------------------------------------------------------------- server
+
+log = logging.getLogger("adapters.openenv")
+
+#: Close codes: RFC 6455's policy violation and try-again-later, and application codes.
+CLOSE_UNAUTHORIZED = 1008
+CLOSE_CAPACITY = 1013
+CLOSE_SESSION_TIMEOUT = 4408
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server lets a client use; every refusal says which limit and why.
+
+    Attributes:
+        max_sessions: Live WebSocket sessions (sockets) per served id; one more is refused
+            with ``CAPACITY_REACHED`` (an error frame, then close code 1013 with the reason).
+        session_timeout: Seconds a session may wait for its client's next message before
+            it is closed (``SESSION_TIMEOUT``, close code 4408); ``None``: never.
+        max_message_mb: Largest WebSocket message and HTTP request body, in MiB (413).
+        header_timeout: Seconds a connection may take to send a request's headers.
+        body_timeout: Seconds a request may take to send its body (408).
+        max_connections_per_client: Open connections per client address (503).
+        token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``
+            (401, or close code 1008 on the WebSocket).
+    """
+
+    max_sessions: int = 16
+    session_timeout: float | None = 600.0
+    max_message_mb: float = 16.0
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections_per_client: int | None = None
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
+            raise InvalidEnvConfig(
+                f"Expects `max_sessions` to be an int >= 1, actual: {self.max_sessions}"
+            )
+        if self.session_timeout is not None and self.session_timeout <= 0:
+            raise InvalidEnvConfig(
+                f"Expects `session_timeout` > 0 or None, actual: {self.session_timeout}"
+            )
+        for name in ("max_message_mb", "header_timeout", "body_timeout"):
+            if not getattr(self, name) > 0:
+                raise InvalidEnvConfig(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
+        per_client = self.max_connections_per_client
+        if per_client is not None and (not isinstance(per_client, int) or per_client < 1):
+            raise InvalidEnvConfig(
+                f"Expects `max_connections_per_client` to be an int >= 1 or None, actual: "
+                f"{per_client}"
+            )
+        if self.token is not None and len(self.token) < 16:
+            raise InvalidEnvConfig(
+                "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
+                "secrets; print(secrets.token_urlsafe())'`)"
+            )
+
+    @property
+    def max_bytes(self) -> int:
+        """The message and body limit in bytes."""
+        return int(self.max_message_mb * 1024 * 1024)
+
+    @property
+    def connections_per_client(self) -> int:
+        """``max_connections_per_client``, by default room for every session plus HTTP calls."""
+        if self.max_connections_per_client is not None:
+            return self.max_connections_per_client
+        return 2 * self.max_sessions + 8
+
+
+def _peer(scope: Mapping[str, Any]) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "?"
+
+
+def _authorized(scope: Mapping[str, Any], token: str | None) -> bool:
+    if token is None:
+        return True
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            given = value.decode("latin-1")
+            return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return False
+
+
+async def _send_json(send: Any, status: int, body: Mapping[str, Any], close: bool) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "error", "data": {"message": message, "code": code, **extra}}
+
+
+class _Guard:
+    """ASGI middleware: the token, the body limit and the body timeout.
+
+    A refused request gets a JSON ``{"error": {"code", "message"}}`` with its status and the
+    connection is closed when its body was not read, so nothing stale is left on it.
+    """
+
+    def __init__(self, app: Any, limits: ServerLimits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if scope.get("path", "").rstrip("/").endswith("/health") and kind == "http":
+            await self.app(scope, receive, send)
+            return
+        if not _authorized(scope, self.limits.token):
+            log.warning("refused %s %s: UNAUTHORIZED (no valid bearer token)", kind, _peer(scope))
+            message = "This server needs `Authorization: Bearer <token>` (its --token)."
+            if kind == "http":
+                body = {"error": {"code": "UNAUTHORIZED", "message": message}}
+                await _send_json(send, 401, body, close=True)
+            else:
+                await receive()  # websocket.connect
+                await send({"type": "websocket.accept"})
+                await send(
+                    {"type": "websocket.send", "text": json.dumps(_error("UNAUTHORIZED", message))}
+                )
+                await send(
+                    {
+                        "type": "websocket.close",
+                        "code": CLOSE_UNAUTHORIZED,
+                        "reason": "UNAUTHORIZED",
+                    }
+                )
+            return
+        if kind == "websocket":
+            await self.app(scope, receive, send)
+            return
+        await self._http(scope, receive, send)
+
+    async def _http(self, scope: Any, receive: Any, send: Any) -> None:
+        limit = self.limits.max_bytes
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
+                await self._refuse(
+                    send,
+                    scope,
+                    413,
+                    "BODY_TOO_LARGE",
+                    f"Request bodies are limited to {self.limits.max_message_mb:g} MiB.",
+                )
+                return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.body_timeout
+        state = {"bytes": 0, "done": False, "started": False}
+
+        async def guarded_receive() -> Any:
+            if state["done"]:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.001))
+            except asyncio.TimeoutError:
+                raise _Refusal(
+                    408,
+                    "BODY_TIMEOUT",
+                    f"The request body did not arrive within {self.limits.body_timeout:g} s.",
+                ) from None
+            if message["type"] == "http.request":
+                state["bytes"] += len(message.get("body", b""))
+                if state["bytes"] > limit:
+                    raise _Refusal(
+                        413,
+                        "BODY_TOO_LARGE",
+                        f"Request bodies are limited to {self.limits.max_message_mb:g} MiB.",
+                    )
+                state["done"] = not message.get("more_body", False)
+            return message
+
+        async def tracked_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, guarded_receive, tracked_send)
+        except _Refusal as refusal:
+            if not state["started"]:
+                await self._refuse(send, scope, refusal.status, refusal.code, refusal.message)
+
+    @staticmethod
+    async def _refuse(send: Any, scope: Any, status: int, code: str, message: str) -> None:
+        log.warning(
+            "refused http %s %s: %s (%d)", _peer(scope), scope.get("path", ""), code, status
+        )
+        await _send_json(send, status, {"error": {"code": code, "message": message}}, close=True)
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class _Session:
+    """One WebSocket session: its own env, alive exactly as long as its socket."""
+
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+        self.env: GymTextEnvironment | None = None
+
+
+def _serialize(observation: TextObservation) -> dict[str, Any]:
+    return {
+        "observation": observation.model_dump(exclude={"reward", "done"}),
+        "reward": observation.reward,
+        "done": observation.done,
+    }
+
+
+class _EnvServer:
+    """The OpenEnv wire protocol for one id: ``/ws`` sessions and the HTTP routes."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], limits: ServerLimits) -> None:
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs
+        self.limits = limits
+        self.sessions: set[_Session] = set()
+        self.stateless = asyncio.Semaphore(limits.max_sessions)
+
+    def make_env(self) -> GymTextEnvironment:
+        return GymTextEnvironment(self.env_id, self.env_kwargs)
+
+    # ------------------------------------------------------------------- websocket
+
+    async def websocket(self, websocket: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        peer = _peer(websocket.scope)
+        await websocket.accept()
+        if len(self.sessions) >= self.limits.max_sessions:
+            active, cap = len(self.sessions), self.limits.max_sessions
+            log.warning("refused ws %s: CAPACITY_REACHED (%d/%d sessions)", peer, active, cap)
+            refusal = f"Server at capacity: {active}/{cap} sessions. Retry later."
+            with contextlib.suppress(Exception):
+                await websocket.send_text(
+                    json.dumps(
+                        _error(
+                            "CAPACITY_REACHED", refusal, active_sessions=active, max_sessions=cap
+                        )
+                    )
+                )
+                await websocket.close(CLOSE_CAPACITY, f"CAPACITY_REACHED: {active}/{cap} sessions")
+            return
+        session = _Session(peer)
+        self.sessions.add(session)  # no await since the check: the cap holds
+        loop = asyncio.get_running_loop()
+        reason = "closed by the client"
+        try:
+            session.env = await loop.run_in_executor(None, self.make_env)
+            while True:
+                try:
+                    message = await asyncio.wait_for(
+                        websocket.receive(), self.limits.session_timeout
+                    )
+                except asyncio.TimeoutError:
+                    reason = f"SESSION_TIMEOUT after {self.limits.session_timeout:g} idle s"
+                    text = f"Session closed: no message for {self.limits.session_timeout:g} s."
+                    await websocket.send_text(json.dumps(_error("SESSION_TIMEOUT", text)))
+                    await websocket.close(CLOSE_SESSION_TIMEOUT, "SESSION_TIMEOUT")
+                    log.warning("closed ws %s: %s", peer, reason)
+                    return
+                if message["type"] == "websocket.disconnect":
+                    if message.get("code") not in (1000, 1001, None):
+                        reason = f"client left (code {message.get('code')})"
+                        log.warning("dropped ws %s: %s", peer, reason)
+                    return
+                raw = message.get("text")
+                if raw is None:
+                    raw = (message.get("bytes") or b"").decode("utf-8", "replace")
+                reply, close = await self._handle(session, raw)
+                if close:
+                    await websocket.close(1000)
+                    return
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect as e:
+            if e.code not in (1000, 1001):
+                log.warning("dropped ws %s: client left (code %s)", peer, e.code)
+        except (OSError, RuntimeError) as e:  # the socket went away under a send
+            log.warning("dropped ws %s: %s", peer, type(e).__name__)
+        finally:
+            self.sessions.discard(session)
+            env, session.env = session.env, None
+            if env is not None:
+                await loop.run_in_executor(None, env.close)
+
+    async def _handle(self, session: _Session, raw: str) -> tuple[dict[str, Any], bool]:
+        from pydantic import ValidationError
+
+        try:
+            message = json.loads(raw)
+        except json.JSONDecodeError as e:
+            return _error("INVALID_JSON", f"Invalid JSON: {e}"), False
+        if not isinstance(message, dict):
+            return _error(
+                "INVALID_MESSAGE",
+                'Expects a JSON object like {"type": "step", "data": {"text": "..."}}, '
+                f"actual: {type(message).__name__}",
+            ), False
+        kind = message.get("type")
+        data = message.get("data", {})
+        if kind == "close":
+            return {}, True
+        if kind not in ("reset", "step", "state"):
+            return _error("UNKNOWN_TYPE", f"Unknown message type: {kind!r}"), False
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return _error(
+                "VALIDATION_ERROR", f"Expects `data` to be an object, actual: {type(data).__name__}"
+            ), False
+        env = session.env
+        assert env is not None
+        loop = asyncio.get_running_loop()
+        try:
+            if kind == "state":
+                return {"type": "state", "data": env.state.model_dump()}, False
+            if kind == "reset":
+                seed, options = data.get("seed"), data.get("options")
+                if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+                    return _error(
+                        "VALIDATION_ERROR", f"Expects `seed` to be an int or null, actual: {seed!r}"
+                    ), False
+                if options is not None and not isinstance(options, dict):
+                    return _error(
+                        "VALIDATION_ERROR",
+                        f"Expects `options` to be an object or null, actual: {options!r}",
+                    ), False
+                obs = await loop.run_in_executor(
+                    None,
+                    partial(
+                        env.reset, seed=seed, episode_id=data.get("episode_id"), options=options
+                    ),
+                )
+            else:
+                try:
+                    action = TextAction.model_validate(data)
+                except ValidationError as e:
+                    errors = json.loads(e.json(include_url=False, include_input=False))
+                    return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
+                obs = await loop.run_in_executor(None, env.step, action)
+        except Exception as e:  # the env's own error (no episode, bad option): the session stays
+            return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False
+        return {"type": "observation", "data": _serialize(obs)}, False
+
+    # ------------------------------------------------------------------------ HTTP
+
+    async def reset(self, request: Any) -> Any:
+        """OpenEnv's stateless ``POST /reset``: a fresh env's first observation."""
+        from fastapi.responses import JSONResponse
+
+        try:
+            body = await request.json() if await request.body() else {}
+        except ValueError:
+            return JSONResponse(
+                {"error": {"code": "INVALID_JSON", "message": "The body is not JSON."}}, 400
+            )
+        if not isinstance(body, dict):
+            return JSONResponse(
+                {"error": {"code": "INVALID_MESSAGE", "message": "Expects a JSON object."}}, 400
+            )
+        session = _Session(_peer(request.scope))
+        if self.stateless.locked():
+            log.warning("refused http %s /reset: CAPACITY_REACHED", session.peer)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "CAPACITY_REACHED",
+                        "message": "Too many stateless resets at once.",
+                    }
+                },
+                503,
+            )
+        async with self.stateless:
+            session.env = await asyncio.get_running_loop().run_in_executor(None, self.make_env)
+            try:
+                reply, _ = await self._handle(session, json.dumps({"type": "reset", "data": body}))
+            finally:
+                await asyncio.get_running_loop().run_in_executor(None, session.env.close)
+        if reply["type"] == "error":
+            return JSONResponse({"error": reply["data"]}, 422)
+        return JSONResponse(reply["data"])
+
+    async def no_episode(self, request: Any) -> Any:
+        """``POST /step`` and ``GET /state`` over HTTP: no episode lives between requests."""
+        from fastapi.responses import JSONResponse
+
+        await request.body()  # read it all: the connection stays usable
+        route = f"{request.method} {request.url.path.rsplit('/', 1)[-1]}"
+        message = (
+            f"{route} is OpenEnv's stateless simulation route: every request gets a fresh env, "
+            "which has no episode to step or report. Episodes run over the WebSocket session "
+            "(/ws), as OpenEnv's clients (EnvClient, RllmEnvClient) use it."
+        )
+        return JSONResponse({"error": {"code": "NO_EPISODE", "message": message}}, 409)
+
+    async def mcp(self, request: Any) -> Any:
+        """``POST /mcp``: JSON-RPC, with no methods (these envs have no MCP tools)."""
+        from fastapi.responses import JSONResponse
+
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            body = {}
+        rid = body.get("id") if isinstance(body, dict) else None
+        method = body.get("method") if isinstance(body, dict) else None
+        message = (
+            f"Method not found: {method!r}. This server has no MCP tools or HTTP sessions; "
+            "episodes run over /ws."
+        )
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": message}}
+        )
+
+
 def create_app(
     env_id: str,
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     max_sessions: int = 16,
     session_timeout: float | None = 600.0,
+    limits: ServerLimits | None = None,
 ) -> Any:
-    """The FastAPI app serving ``env_id`` with OpenEnv's routes (``/ws``, ``/reset``, ...).
+    """The FastAPI app serving ``env_id`` over OpenEnv's protocol (``/ws``, ``/reset``, ...).
+
+    Routes: ``/ws`` (a session per socket), ``GET /health``, ``/metadata``, ``/schema``,
+    ``/rllm/sessions``; stateless ``POST /reset``; ``POST /step`` and ``GET /state`` answer
+    409 ``NO_EPISODE`` (no episode outlives an HTTP request); ``POST /mcp`` answers JSON-RPC
+    "method not found" (no tools, no HTTP sessions to create or close).
 
     Args:
         env_id: A registered single-agent id.
         env_kwargs: Constructor kwargs of every session's env.
-        max_sessions: Concurrent WebSocket sessions; one more is refused (``CAPACITY_REACHED``).
-        session_timeout: Seconds of inactivity after which a session is closed (``None``: never).
-
-    Returns:
-        The ``fastapi.FastAPI`` app; it also answers ``GET /rllm/sessions`` with the number of
-        live sessions and their limit.
+        max_sessions: Live sessions; ignored when ``limits`` is given.
+        session_timeout: Idle seconds before a session is closed; ignored with ``limits``.
+        limits: All limits (:class:`ServerLimits`).
 
     Raises:
         UnknownEnvironment: For an unknown id. InvalidEnvConfig: For bad kwargs or limits.
     """
     import rllm_envs
 
-    if not isinstance(max_sessions, int) or max_sessions < 1:
-        raise InvalidEnvConfig(f"Expects `max_sessions` to be an int >= 1, actual: {max_sessions}")
-    if session_timeout is not None and session_timeout <= 0:
-        raise InvalidEnvConfig(f"Expects `session_timeout` > 0 or None, actual: {session_timeout}")
-    rllm_envs.make(env_id, **dict(env_kwargs or {})).close()  # bad ids and kwargs fail here
-    http_server = require("openenv.core.env_server.http_server", "openenv")
-    factory = partial(GymTextEnvironment, env_id, dict(env_kwargs or {}))
-    config = _types.ConcurrencyConfig(
-        max_concurrent_envs=max_sessions, session_timeout=session_timeout
-    )
+    if limits is None:
+        limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
+    kwargs = dict(env_kwargs or {})
+    probe = GymTextEnvironment(env_id, kwargs)  # bad ids and kwargs fail here
+    metadata = probe.get_metadata()
+    probe.close()
     from fastapi import FastAPI
 
     app = FastAPI(
@@ -260,49 +696,57 @@ def create_app(
         description=rllm_envs.list_envs().get(env_id, ""),
         version=rllm_envs.__version__,
     )
-    server = http_server.HTTPEnvServer(
-        factory, TextAction, TextObservation, concurrency_config=config
-    )
-    server.register_routes(app)
+    server = _EnvServer(env_id, kwargs, limits)
+    app.state.env_server = server
+
+    @app.websocket("/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await server.websocket(websocket)
+
+    @app.post("/reset", tags=["Simulation"])
+    async def reset(request: Request) -> Any:
+        return await server.reset(request)
+
+    @app.post("/step", tags=["Simulation"])
+    async def step(request: Request) -> Any:
+        return await server.no_episode(request)
+
+    @app.get("/state", tags=["Simulation"])
+    async def state(request: Request) -> Any:
+        return await server.no_episode(request)
+
+    @app.post("/mcp", tags=["MCP"])
+    async def mcp(request: Request) -> Any:
+        return await server.mcp(request)
+
+    @app.get("/health", tags=["Environment Info"])
+    def health() -> dict[str, Any]:
+        return {"status": "healthy"}
+
+    @app.get("/metadata", tags=["Environment Info"])
+    def get_metadata() -> dict[str, Any]:
+        return dict(metadata.model_dump())
+
+    @app.get("/schema", tags=["Environment Info"])
+    def schema() -> dict[str, Any]:
+        return {
+            "action": TextAction.model_json_schema(),
+            "observation": TextObservation.model_json_schema(),
+            "state": TextState.model_json_schema(),
+        }
 
     @app.get("/rllm/sessions", tags=["Environment Info"])
-    def sessions() -> dict[str, Any]:
+    def sessions(request: Request) -> dict[str, Any]:
         return {
             "env_id": env_id,
-            "active": server.active_sessions,
-            "max": max_sessions,
+            "active": len(server.sessions),
+            "max": limits.max_sessions,
             "live_envs": len(_LIVE),
         }
 
     app.router.on_shutdown.append(_on_shutdown)
-    app.add_middleware(_QuietClose)
+    app.add_middleware(_Guard, limits=limits)
     return app
-
-
-class _QuietClose:
-    """ASGI middleware: closing a WebSocket whose client already left is not an error.
-
-    openenv-core's session handler closes the socket in ``finally`` and tolerates only
-    ``RuntimeError``; uvicorn reports a vanished client otherwise, which would log a traceback
-    for every dropped client.
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
-            return
-
-        async def guarded(message: Any) -> None:
-            try:
-                await send(message)
-            except Exception:
-                if message.get("type") != "websocket.close":
-                    raise
-
-        await self.app(scope, receive, guarded)
 
 
 async def _on_shutdown() -> None:
@@ -324,34 +768,33 @@ def create_multi_app(
     env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     max_sessions: int = 16,
     session_timeout: float | None = 600.0,
+    limits: ServerLimits | None = None,
 ) -> Any:
     """One app serving several ids, each under its own path: ``/rllm/Math-v0/ws`` and so on.
 
     A client's ``base_url`` is then ``http://host:port/rllm/Math-v0``. ``GET /rllm/envs`` lists
-    the served ids. Limits apply per id. Each mounted app's start-up and shutdown hooks (the
-    idle-session reaper, closing the envs) run with the root app's.
+    the served ids. Limits apply per id. Each mounted app's shutdown hook (closing the envs)
+    runs with the root app's.
 
     Args:
         env_ids: Registered single-agent ids.
         env_kwargs: ``{env_id: kwargs}`` for the ids that need them.
-        max_sessions: Concurrent sessions per id.
-        session_timeout: Idle seconds before a session is closed.
+        max_sessions: Concurrent sessions per id (ignored when ``limits`` is given).
+        session_timeout: Idle seconds before a session is closed (ignored with ``limits``).
+        limits: All limits (:class:`ServerLimits`), per id.
     """
     from fastapi import FastAPI
 
     import rllm_envs
 
+    if limits is None:
+        limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
     per_id = dict(env_kwargs or {})
     unknown = set(per_id) - set(env_ids)
     if unknown:
         raise InvalidEnvConfig(f"`env_kwargs` names ids that are not served: {sorted(unknown)}")
     apps = {
-        env_id: create_app(
-            env_id,
-            env_kwargs=per_id.get(env_id),
-            max_sessions=max_sessions,
-            session_timeout=session_timeout,
-        )
+        env_id: create_app(env_id, env_kwargs=per_id.get(env_id), limits=limits)
         for env_id in env_ids
     }
     root = FastAPI(title="rllm-envs (OpenEnv)", version=rllm_envs.__version__)
@@ -360,22 +803,111 @@ def create_multi_app(
     def envs() -> dict[str, Any]:
         return {"envs": {env_id: f"/{env_id}" for env_id in apps}}
 
-    # Starlette does not run a mounted app's lifespan: run its hooks with the root's.
-    async def startup() -> None:
-        for app in apps.values():
-            for handler in app.router.on_startup:
-                await handler()
+    @root.get("/health", tags=["Environment Info"])
+    def health() -> dict[str, Any]:
+        return {"status": "healthy"}
 
+    # Starlette does not run a mounted app's lifespan: run its hooks with the root's.
     async def shutdown() -> None:
         for app in apps.values():
             for handler in app.router.on_shutdown:
                 await handler()
 
-    root.router.on_startup.append(startup)
     root.router.on_shutdown.append(shutdown)
     for env_id, app in apps.items():
         root.mount(f"/{env_id}", app)
+    root.add_middleware(_Guard, limits=limits)
     return root
+
+
+def _h11_protocol(limits: ServerLimits) -> type:
+    """Uvicorn's h11 protocol with a header deadline and a per-client connection limit.
+
+    uvicorn times out idle keep-alive connections but not a request whose headers trickle
+    in, and has no per-client limit: both are enforced here, where connections start.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    peers: dict[str, set[asyncio.BaseTransport]] = {}
+    per_client = limits.connections_per_client
+
+    class GuardedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            host = self.client[0] if self.client else "?"
+            live = peers.setdefault(host, set())
+            live.difference_update([t for t in live if t.is_closing()])
+            if len(live) >= per_client:
+                log.warning(
+                    "refused connection %s: TOO_MANY_CONNECTIONS (%d open)", host, len(live)
+                )
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "TOO_MANY_CONNECTIONS",
+                            "message": f"At most {per_client} connections per client.",
+                        }
+                    }
+                ).encode()
+                transport.write(
+                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                transport.close()
+                return
+            live.add(transport)
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_timed_out)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timed_out(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
+                log.warning(
+                    "cut connection %s: HEADER_TIMEOUT (no request in %g s)",
+                    peer,
+                    limits.header_timeout,
+                )
+                self.transport.write(
+                    b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\n"
+                    b"content-length: 0\r\n\r\n"
+                )
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self._header_timer is None:
+                self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
@@ -387,37 +919,51 @@ def serve(
     max_sessions: int = 16,
     session_timeout: float | None = 600.0,
     max_message_mb: float = 16.0,
+    limits: ServerLimits | None = None,
     log_level: str = "warning",
 ) -> None:
     """Run the server until SIGINT/SIGTERM (uvicorn), then close every session's env.
 
     One id is served at the root (``base_url = http://host:port``); several ids are served by
     :func:`create_multi_app` under their own paths (``env_kwargs`` is then ``{id: kwargs}``).
+    A host other than loopback needs ``limits.token``: anyone who reaches the port could
+    otherwise run episodes (and, for code envs, sandboxed programs).
+
+    Raises:
+        InvalidEnvConfig: For bad limits, or a non-loopback host without a token.
     """
     import uvicorn
 
+    if limits is None:
+        limits = ServerLimits(
+            max_sessions=max_sessions,
+            session_timeout=session_timeout,
+            max_message_mb=max_message_mb,
+        )
+    if not _is_loopback(host) and limits.token is None:
+        raise InvalidEnvConfig(
+            f"Serving on {host} (not loopback) needs a token: pass --token (or set "
+            "RLLM_SERVE_TOKEN); clients then send `Authorization: Bearer <token>`."
+        )
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     if isinstance(env_id, str):
-        app = create_app(
-            env_id,
-            env_kwargs=env_kwargs,
-            max_sessions=max_sessions,
-            session_timeout=session_timeout,
-        )
+        app = create_app(env_id, env_kwargs=env_kwargs, limits=limits)
     else:
-        app = create_multi_app(
-            env_id,
-            env_kwargs=env_kwargs,
-            max_sessions=max_sessions,
-            session_timeout=session_timeout,
-        )
+        app = create_multi_app(env_id, env_kwargs=env_kwargs, limits=limits)
     uvicorn.run(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        ws_max_size=int(max_message_mb * 1024 * 1024),
+        http=_h11_protocol(limits),
+        ws_max_size=limits.max_bytes,
+        h11_max_incomplete_event_size=64 * 1024,
         timeout_graceful_shutdown=10,
     )
 
@@ -459,16 +1005,23 @@ class RemoteTextEnv(gym.Env[str, str]):
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"``.
         message_timeout: Seconds to wait for each reply.
+        token: The server's bearer token, when it has one.
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, base_url: str, *, message_timeout: float = 60.0) -> None:
+    def __init__(
+        self, base_url: str, *, message_timeout: float = 60.0, token: str | None = None
+    ) -> None:
         from rllm_envs.spaces import action_space, observation_space
 
         self.base_url = base_url
         self.message_timeout = message_timeout
-        self._client = RllmEnvClient(base_url=base_url, message_timeout_s=message_timeout).sync()
+        self.token = token
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._client = RllmEnvClient(
+            base_url=base_url, message_timeout_s=message_timeout, headers=headers
+        ).sync()
         self._client.connect()
         self.observation_space = observation_space()
         self.action_space = action_space()
@@ -507,10 +1060,17 @@ class RemoteTextEnv(gym.Env[str, str]):
         episode = self._episode
         if episode is not None:
             episode = (episode[0], episode[1], list(episode[2]))
-        return {"base_url": self.base_url, "timeout": self.message_timeout, "episode": episode}
+        return {
+            "base_url": self.base_url,
+            "timeout": self.message_timeout,
+            "token": self.token,
+            "episode": episode,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["base_url"], message_timeout=state["timeout"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["base_url"], message_timeout=state["timeout"], token=state.get("token")
+        )
         if state["episode"] is not None:
             seed, options, actions = state["episode"]
             self.reset(seed=seed, options=options)
@@ -541,7 +1101,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--max-sessions", type=int, default=16)
     parser.add_argument("--session-timeout", type=float, default=600.0, help="idle seconds")
-    parser.add_argument("--max-message-mb", type=float, default=16.0)
+    parser.add_argument(
+        "--max-message-mb", type=float, default=16.0, help="WebSocket message and HTTP body limit"
+    )
+    parser.add_argument("--header-timeout", type=float, default=10.0, help="seconds")
+    parser.add_argument("--body-timeout", type=float, default=30.0, help="seconds")
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=None,
+        help="open connections per client address (default: 2 x max-sessions + 8)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("RLLM_SERVE_TOKEN"),
+        help="bearer token clients must send (default: $RLLM_SERVE_TOKEN); needed off loopback",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     try:
@@ -553,13 +1128,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     import rllm_envs
 
     ids = list(rllm_envs.list_envs()) if args.env_ids == ["all"] else args.env_ids
+    try:
+        limits = ServerLimits(
+            max_sessions=args.max_sessions,
+            session_timeout=args.session_timeout,
+            max_message_mb=args.max_message_mb,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            max_connections_per_client=args.max_connections_per_client,
+            token=args.token or None,
+        )
+        if not _is_loopback(args.host) and limits.token is None:
+            raise InvalidEnvConfig(
+                f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN)."
+            )
+    except InvalidEnvConfig as e:
+        parser.error(str(e))
     serve(
         ids[0] if len(ids) == 1 else ids,
         host=args.host,
         port=args.port,
         env_kwargs=env_kwargs,
-        max_sessions=args.max_sessions,
-        session_timeout=args.session_timeout,
-        max_message_mb=args.max_message_mb,
+        limits=limits,
         log_level=args.log_level,
     )
