@@ -484,10 +484,29 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int], Task]] = {
 DEFAULT_FAMILIES: tuple[str, ...] = ("lookup", "units", "dates", "chain", "arith")
 
 
+#: Draws of one family before its last task is kept as it is (never reached in practice).
+_MAX_DRAWS = 64
+_QUESTION_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _answer_in_question(task: Task) -> bool:
+    """Whether the answer is one of the question's numbers (an echo would score)."""
+    return task["answer_type"] == "math" and str(task["answer"]) in _QUESTION_NUMBER.findall(
+        task["question"]
+    )
+
+
 def generate(rng: np.random.Generator, *, families: Sequence[str], difficulty: int) -> Task:
-    """Build one task: a family drawn from ``families``, then that family's generator."""
+    """Build one task: a family drawn from ``families``, then that family's generator.
+
+    A task whose answer is one of its question's numbers is drawn again, so echoing a number
+    of the question never answers it.
+    """
     family = families[int(rng.integers(len(families)))]
-    task = FAMILIES[family](rng, difficulty)
+    for _ in range(_MAX_DRAWS):
+        task = FAMILIES[family](rng, difficulty)
+        if not _answer_in_question(task):
+            break
     task["family"] = family
     task["difficulty"] = difficulty
     # The plan ends with the answer, submitted through the final-answer tool.

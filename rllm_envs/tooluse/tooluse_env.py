@@ -171,7 +171,7 @@ class ToolUseEnv(TextEnv):
     - v0: Initial version.
     - v0 (revised before any release): a math answer counts only as the value in final form
       (the question's expression copied into ``<answer>`` earned 1); a ``units`` task never
-      converts a unit to itself.
+      converts a unit to itself, and no task's answer is one of its question's numbers.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "invalid_call": 0.0}

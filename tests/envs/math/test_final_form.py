@@ -1,0 +1,344 @@
+"""Final-form answers (issue #25): the reward pays for the asked value, not a computation of it."""
+
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs  # noqa: F401  (registers the envs)
+from rllm_envs.math import (
+    FAMILIES,
+    FINAL_FORM_ISSUES,
+    final_form_issue,
+    format_issue,
+    grade_answer,
+    is_equivalent,
+    procedural_tasks,
+    score_response,
+)
+
+DIFFICULTIES = (1, 2, 3, 4, 5)
+SEEDS = 12
+
+
+def _tasks(family: str, difficulty: int):
+    source = procedural_tasks(seed=21, difficulty=difficulty, families=[family])
+    return [source[i] for i in range(SEEDS)]
+
+
+def _first_part(answer: str) -> tuple[str, str, str]:
+    """``(before, scalar, after)``: the first scalar of a tuple or list answer."""
+    m = re.match(r"^(\(?)([^,()]+|\\frac\{[^}]*\}\{[^}]*\}|[^,]+?)(,.*|\))?$", answer)
+    if answer.startswith("("):
+        inner = answer[1:-1].split(", ")
+        return "(", inner[0], ", " + ", ".join(inner[1:]) + ")" if len(inner) > 1 else ")"
+    if ", " in answer:
+        head, *rest = answer.split(", ")
+        return "", head, ", " + ", ".join(rest)
+    assert m is not None
+    return "", answer, ""
+
+
+def _partials(answer: str) -> list[str]:
+    """The value with work left in it: a zero term, a factor 1, a fraction to cancel."""
+    before, x, after = _first_part(answer)
+    return [
+        f"{before}{x} + 0{after}",
+        f"{before}1 \\cdot ({x}){after}",
+        f"{before}\\frac{{2 ({x})}}{{2}}{after}",
+        f"{before}({x}) + 1 - 1{after}",
+    ]
+
+
+# -------------------------------------------------------------- every family, every level
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_reference_scores_one_and_is_final(family, difficulty):
+    for task in _tasks(family, difficulty):
+        gold, problem = task["answer"], task["problem"]
+        assert final_form_issue(gold, problem=problem) is None, task
+        for fmt in ("boxed", "any"):
+            reply = f"So \\boxed{{{gold}}}."
+            assert score_response(reply, gold, problem=problem, answer_format=fmt) == (
+                1.0,
+                "correct",
+            ), (task, fmt)
+        assert score_response("qwzx ☃ \\boxed{", gold, problem=problem)[0] == 0.0
+        for other in _equivalents(family, gold):
+            score = score_response(f"\\boxed{{{other}}}", gold, problem=problem)
+            assert score == (1.0, "correct"), (task, other)
+
+
+def _equivalents(family: str, gold: str) -> list[str]:
+    """Other final-form spellings of the same value."""
+    out = [gold.replace(" ", ""), gold.replace("\\frac", "\\dfrac")]
+    if family == "linear_equation":
+        out.append(f"x = {gold}")
+    if family == "quadratic_equation" and ", " in gold:
+        out.append(", ".join(reversed(gold.split(", "))))
+    if re.fullmatch(r"\\frac\{(\d+)\}\{(\d+)\}", gold):
+        out.append(gold.replace("\\frac{", "").replace("}{", "/").rstrip("}"))
+    if re.fullmatch(r"-?\d+", gold):
+        out.append(f"{{{gold}}}")
+    return out
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_copied_problem_expressions_score_zero(family, difficulty):
+    for task in _tasks(family, difficulty):
+        gold, problem = task["answer"], task["problem"]
+        for region in re.findall(r"\$([^$]+)\$", problem):
+            boxed = score_response(f"\\boxed{{{region}}}", gold, problem=problem)
+            bare = score_response(region, gold, problem=problem, answer_format="any")
+            assert boxed[0] == 0.0 and bare[0] == 0.0, (task, region)
+        # The problem sentence verbatim, read leniently, is not an answer either.
+        assert score_response(problem, gold, problem=problem, answer_format="any")[0] == 0.0
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_partially_evaluated_answers_score_zero(family, difficulty):
+    for task in _tasks(family, difficulty):
+        gold, problem = task["answer"], task["problem"]
+        for partial in _partials(gold):
+            # Still the value (the grader agrees), but not in final form.
+            assert is_equivalent(partial, gold), (partial, gold)
+            for fmt in ("boxed", "any"):
+                reply = f"\\boxed{{{partial}}}"
+                score, reason = score_response(reply, gold, problem=problem, answer_format=fmt)
+                assert (score, reason) == (0.0, "not_final_form"), (task, partial, fmt)
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_arithmetic_and_fractions_copies_score_zero_in_the_env(difficulty):
+    # The issue's first row: copying the `$...$` expression into the box earned 1 on 100%.
+    for mode in ("boxed", "any"):
+        env = gym.make(
+            "rllm/Math-v0",
+            difficulty=difficulty,
+            families=["arithmetic", "fractions"],
+            answer_format=mode,
+            reward_weights={"correct": 1.0, "format": 0.1},
+        )
+        for seed in range(10):
+            obs, _ = env.reset(seed=seed)
+            expression = obs.split("$")[1]
+            action = f"\\boxed{{{expression}}}" if mode == "boxed" else obs.split("\n")[0]
+            _, reward, terminated, _, info = env.step(action)
+            assert terminated and reward == 0.0, (obs, info)
+            assert info["reward_components"] == {"correct": 0.0, "format": 0.0}
+            env.reset(seed=seed)
+            _, reward, *_ = env.step(env.unwrapped.oracle_action())
+            assert reward == pytest.approx(1.1)
+
+
+def test_env_reports_why_an_answer_is_not_final():
+    env = gym.make("rllm/Math-v0")
+    env.reset(options={"task": {"problem": "Compute $12 \\times 5 - 7$.", "answer": "53"}})
+    _, reward, _, _, info = env.step("\\boxed{60 - 7}")
+    assert reward == 0.0 and info["grade"] == "not_final_form"
+    assert info["final_form_issue"] == "unevaluated_arithmetic"
+    assert info["format_issue"] == "not_final_form"
+    env.reset(options={"task": {"problem": "Compute $12 \\times 5 - 7$.", "answer": "53"}})
+    _, reward, _, _, info = env.step("\\boxed{53}")
+    assert reward == 1.0 and info["final_form_issue"] is None and info["format_issue"] is None
+
+
+# ------------------------------------------------------------------ the issue's table rows
+
+
+def test_committee_binomial_scores_zero():
+    problem = "In how many ways can a committee of 3 people be chosen from 7 people?"
+    assert score_response("\\boxed{\\binom{7}{3}}", "35", problem=problem)[1] == "not_final_form"
+    assert score_response("\\boxed{\\frac{7!}{3!4!}}", "35", problem=problem)[0] == 0.0
+    assert score_response("\\boxed{35}", "35", problem=problem)[0] == 1.0
+
+
+def test_decimal_scores_zero_where_pi_is_asked_for():
+    problem = "What is the area of a circle of radius 9? Express it in terms of $\\pi$."
+    assert score_response("\\boxed{254.469}", "81 \\pi", problem=problem)[0] == 0.0
+    assert grade_answer("254.469", "81 \\pi", problem=problem).issue == "not_exact"
+    assert score_response("\\boxed{81\\pi}", "81 \\pi", problem=problem)[0] == 1.0
+    assert score_response("\\boxed{\\pi \\cdot 81}", "81 \\pi", problem=problem)[0] == 1.0
+
+
+def test_fraction_and_radical_forms_where_asked_for():
+    frac = "Compute $\\frac{1}{4} + \\frac{1}{4}$. Give the answer as a fraction in lowest terms."
+    assert score_response("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}", problem=frac)[0] == 1.0
+    assert score_response("\\boxed{1/2}", "\\frac{1}{2}", problem=frac)[0] == 1.0
+    assert score_response("\\boxed{0.5}", "\\frac{1}{2}", problem=frac)[0] == 0.0
+    assert score_response("\\boxed{0.5}", "\\frac{1}{2}", problem="What is half of one?")[0] == 1
+    radical = "Express $\\frac{1}{\\sqrt{2}}$ in simplest radical form."
+    gold = "\\frac{\\sqrt{2}}{2}"
+    assert score_response("\\boxed{\\frac{\\sqrt2}{2}}", gold, problem=radical)[0] == 1.0
+    assert score_response("\\boxed{\\frac{1}{\\sqrt2}}", gold, problem=radical)[0] == 0.0
+    assert score_response("\\boxed{\\sqrt{\\frac12}}", gold, problem=radical)[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("y=1, x=3", 1.0),
+        ("x = 3, y = 1", 1.0),
+        ("(3, 1)", 1.0),
+        ("y=3, x=1", 0.0),
+        ("(1, 3)", 0.0),
+        ("a=3, b=1", 0.0),  # not the names the problem announces
+        ("x=3", 0.0),
+    ],
+)
+def test_tuple_answers_match_names(reply, expected):
+    problem = "Solve $x + y = 4$ and $x - y = 2$. Give the answer as an ordered tuple $(x, y)$."
+    assert score_response(f"\\boxed{{{reply}}}", "(3, 1)", problem=problem)[0] == expected
+    # Without the problem, names are read in alphabetical order; position otherwise.
+    if reply not in ("a=3, b=1",):
+        assert score_response(f"\\boxed{{{reply}}}", "(3, 1)")[0] == expected
+
+
+def test_linear_system_named_answers_every_difficulty():
+    for difficulty in DIFFICULTIES:
+        for task in _tasks("linear_system", difficulty):
+            values = task["answer"].strip("()").split(", ")
+            names = "xyz"[: len(values)]
+            named = ", ".join(
+                f"{n} = {v}" for n, v in reversed(list(zip(names, values, strict=True)))
+            )
+            problem = task["problem"]
+            assert score_response(f"\\boxed{{{named}}}", task["answer"], problem=problem)[0] == 1
+            if values != values[::-1]:
+                swapped = ", ".join(f"{n} = {v}" for n, v in zip(names, values[::-1], strict=True))
+                score = score_response(f"\\boxed{{{swapped}}}", task["answer"], problem=problem)
+                assert score[0] == 0.0, (swapped, task["answer"])
+
+
+# --------------------------------------------------------------------- the rule itself
+
+
+@pytest.mark.parametrize(
+    "answer, issue",
+    [
+        ("3+4", "unevaluated_arithmetic"),
+        ("12*5-7", "unevaluated_arithmetic"),
+        ("12 \\times 5 - 7", "unevaluated_arithmetic"),
+        ("(3/4)+(1/6)", "unevaluated_arithmetic"),
+        ("\\frac{3}{4}+\\frac{1}{6}", "unevaluated_arithmetic"),
+        ("2^{10}", "unevaluated_power"),
+        ("2^10", "unevaluated_power"),
+        ("2^{-3}", "unevaluated_power"),
+        ("(1+\\sqrt{2})^2", "unevaluated_power"),
+        ("x^1", "unevaluated_power"),
+        ("5!", "unevaluated_factorial"),
+        ("\\binom{5}{2}", "unevaluated_binomial"),
+        ("\\dbinom{5}{2}", "unevaluated_binomial"),
+        ("\\sqrt{8}", "reducible_radical"),
+        ("\\sqrt{4}", "reducible_radical"),
+        ("3\\sqrt{12}", "reducible_radical"),
+        ("\\sqrt[3]{16}", "reducible_radical"),
+        ("\\frac{4}{8}", "unreduced_fraction"),
+        ("\\frac{6}{1}", "unreduced_fraction"),
+        ("4/8", "unreduced_fraction"),
+        ("\\frac{2\\sqrt{2}}{4}", "unreduced_fraction"),
+        ("\\sin\\frac{\\pi}{6}", "unevaluated_function"),
+        ("\\log_2 8", "unevaluated_function"),
+        ("|-3|", "unevaluated_arithmetic"),
+        ("\\sqrt{2}\\sqrt{3}", "unevaluated_arithmetic"),
+        ("\\sqrt{2} + \\sqrt{2}", "unevaluated_arithmetic"),
+        ("2x + 3x", "unevaluated_arithmetic"),
+        ("x \\cdot 2 \\cdot 3", "unevaluated_arithmetic"),
+        ("1\\pi", "unevaluated_arithmetic"),
+        ("x + 0", "unevaluated_arithmetic"),
+        ("--3", "unevaluated_arithmetic"),
+        ("x = 3 + 4", "unevaluated_arithmetic"),
+        ("(3+4, 1)", "unevaluated_arithmetic"),
+        ("[1+1, 3]", "unevaluated_arithmetic"),
+        ("\\begin{pmatrix} 1+1 \\\\ 2 \\end{pmatrix}", "unevaluated_arithmetic"),
+        ("123 * 456 - 789 ** 2", "unevaluated_arithmetic"),
+    ],
+)
+def test_not_final_forms(answer, issue):
+    assert final_form_issue(answer) == issue
+    assert issue in FINAL_FORM_ISSUES
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "7",
+        "-3",
+        "0.5",
+        "\\frac{1}{2}",
+        "\\dfrac{1}{2}",
+        "-\\frac{71}{15}",
+        "\\frac{-71}{15}",
+        "3/4",
+        "4\\frac{2}{3}",
+        "2\\sqrt{2}",
+        "\\frac{\\sqrt{3}}{2}",
+        "\\frac{3\\sqrt{5}}{2}",
+        "\\frac{1}{2}\\sqrt{3}",
+        "81\\pi",
+        "\\pi^2",
+        "3 + 2\\sqrt{2}",
+        "6 - 5i",
+        "1.2 \\times 10^{3}",
+        "10^{-45}",
+        "2.5e3",
+        "0.\\overline{3}",
+        "x^2 + 7x + 10",
+        "(x+2)(x+5)",
+        "y = 2x + 3",
+        "(3, 1)",
+        "[-2, 7]",
+        "(-\\infty, -3) \\cup (3, \\infty)",
+        "\\{1, 3, 5\\}",
+        "\\text{Evelyn}",
+        "50\\%",
+        "17^\\circ",
+        "\\$32,348",
+        "12 \\text{ cm}",
+        "\\sqrt{2}",
+        "e^{2}",
+        "\\log 2",
+    ],
+)
+def test_final_forms(answer):
+    assert final_form_issue(answer) is None
+
+
+def test_a_form_the_gold_uses_is_accepted():
+    assert final_form_issue("2^{100}") == "unevaluated_power"
+    assert final_form_issue("2^{100}", gold="2^{100}") is None
+    assert score_response("\\boxed{2^{100}}", "2^{100}") == (1.0, "correct")
+    assert score_response("\\boxed{\\sqrt{8}}", "\\sqrt{8}") == (1.0, "correct")
+    assert score_response("\\boxed{\\sqrt{8}}", "2\\sqrt{2}") == (0.0, "not_final_form")
+
+
+def test_copies_of_the_problems_expression_with_variables():
+    problem = "Expand $(x+1)^2$."
+    assert final_form_issue("(x+1)^2", problem=problem) == "copied_expression"
+    assert score_response("\\boxed{(x+1)^2}", "x^2+2x+1", problem=problem)[0] == 0.0
+    assert score_response("\\boxed{x^2 + 2x + 1}", "x^2+2x+1", problem=problem)[0] == 1.0
+    # An atom written in the problem is no copy: the gcd of 12 and 36 is 12.
+    assert final_form_issue("12", problem="Find the gcd of $12$ and $36$.") is None
+
+
+def test_worked_chain_ending_on_the_value_counts_in_any_mode():
+    assert score_response("$2 \\times 3 = 6$", "6", answer_format="any")[0] == 1.0
+    assert score_response("So $2 \\times 3$.", "6", answer_format="any")[0] == 0.0
+
+
+def test_format_needs_a_final_form_value():
+    assert format_issue("\\boxed{3 + 4}") == "not_final_form"
+    assert format_issue("\\boxed{7}") is None
+    assert format_issue("\\boxed{x+1}", problem="Simplify $x+1$.") == "not_final_form"
+
+
+def test_garbage_never_raises():
+    for junk in ["", "\\frac{", "^^^", "\\sqrt{" * 50, "1/0", "0^0", "9^9^9^9", "x" * 5000]:
+        assert final_form_issue(junk) in (None, *FINAL_FORM_ISSUES)
+        assert score_response(f"\\boxed{{{junk}}}", "7")[0] == 0.0
