@@ -434,7 +434,7 @@ _CENTRAL = Module(
                 mean([])
 
         def test_median_odd():
-            assert median([5, 1, 3]) == 3
+            assert median([1, 3, 5]) == 3
 
         def test_median_even():
             assert median([1, 2, 3, 4]) == 2.5
@@ -754,7 +754,7 @@ _MERGE = Module(
     _header("merge", "gaps, merge, total_length"),
     _tests("""
         def test_merge_overlapping():
-            assert merge([(5, 8), (1, 3), (2, 4)]) == [(1, 4), (5, 8)]
+            assert merge([(6, 8), (1, 3), (2, 4)]) == [(1, 4), (6, 8)]
 
         def test_merge_touching():
             assert merge([(1, 3), (4, 6), (10, 12)]) == [(1, 6), (10, 12)]
@@ -876,7 +876,12 @@ SPANS = Project(
             "wrong_condition",
             "if end < start:",
             "if end <= start:",
-            ("test_parse_range_single",),
+            (
+                "test_parse_range_single",
+                "test_parse_ranges",
+                "test_parse_ranges_blank",
+                "test_parse_ranges_other_sep",
+            ),
             "parse_range(' 5 ')",
             "read page selections typed by users",
         ),

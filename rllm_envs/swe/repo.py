@@ -231,6 +231,14 @@ def _header_path(line: str) -> str | None:
     return normalize_path(name)
 
 
+def _strip_newline(hunk: _Hunk, tag: str) -> None:
+    """Apply a "No newline at end of file" marker to the line just read (its side only)."""
+    sides = {" ": (hunk.old, hunk.new), "-": (hunk.old,), "+": (hunk.new,)}.get(tag, ())
+    for side in sides:
+        if side and side[-1].endswith("\n"):
+            side[-1] = side[-1][:-1]
+
+
 def _parse(diff: str) -> list[_FilePatch]:
     lines = diff.splitlines(keepends=True)
     if len(lines) > MAX_DIFF_LINES:
@@ -256,13 +264,12 @@ def _parse(diff: str) -> list[_FilePatch]:
             hunk = _Hunk(max(int(match.group(1)), 1), [], [])
             i += 1
             seen_old = seen_new = 0
+            last = " "
             while i < len(lines) and (seen_old < old_count or seen_new < new_count):
                 body = lines[i]
                 tag, text = body[:1], body[1:]
-                if body.startswith("\\"):  # "\ No newline at end of file": fix the last line
-                    for side in (hunk.old, hunk.new):
-                        if side and side[-1].endswith("\n"):
-                            side[-1] = side[-1][:-1]
+                if body.startswith("\\"):  # "\ No newline at end of file"
+                    _strip_newline(hunk, last)
                     i += 1
                     continue
                 if body in ("\n", "\r\n"):  # an empty context line whose space was lost
@@ -279,6 +286,10 @@ def _parse(diff: str) -> list[_FilePatch]:
                     hunk.new.append(text)
                     seen_new += 1
                 else:
+                    tag = ""
+                if tag:
+                    last = tag
+                else:
                     raise PatchError(
                         f"hunk of {new_path or old_path} ends early: expected {old_count} old "
                         f"and {new_count} new lines (check the @@ counts)"
@@ -290,9 +301,7 @@ def _parse(diff: str) -> list[_FilePatch]:
                     f"{new_count} new lines, found {seen_old} and {seen_new}"
                 )
             while i < len(lines) and lines[i].startswith("\\"):
-                for side in (hunk.old, hunk.new):
-                    if side and side[-1].endswith("\n"):
-                        side[-1] = side[-1][:-1]
+                _strip_newline(hunk, last)
                 i += 1
             patch.hunks.append(hunk)
         patches.append(patch)

@@ -1,0 +1,266 @@
+"""The hidden-test verdict: the oracle resolves, no-op and every reward hack earns nothing.
+
+Each hack is a diff a policy could submit. The ones that also carry the real fix check that
+the hack is discarded, not that the fix is punished.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.judge import _Records, _status
+from rllm_envs.swe.repo import Workspace, apply_diff
+from rllm_envs.swe.tasks import fixed_files, generate
+from rllm_envs.tasks import task_rng
+
+
+@pytest.fixture(scope="module")
+def task():
+    return generate(task_rng(0, 0), difficulty=1)
+
+
+def _verdict(task, diff):
+    return judge.verdict(
+        task["files"],
+        diff,
+        test_patch=task["test_patch"],
+        fail_to_pass=task["FAIL_TO_PASS"],
+        pass_to_pass=task["PASS_TO_PASS"],
+        warm=False,
+    )
+
+
+def _edited(task, edits, *, fix=False):
+    """The diff of the base with ``edits`` ({path: text or None}), optionally on the fix."""
+    ws = Workspace(task["files"])
+    if fix:
+        for path, text in fixed_files(task).items():
+            if ws.read(path) != text:
+                ws.write(path, text)
+    for path, text in edits.items():
+        ws.write(path, text(ws.read(path)) if callable(text) else text)
+    return ws.diff()
+
+
+def _pkg_init(task):
+    return f"{task['repo']}/__init__.py"
+
+
+def test_oracle_resolves(task):
+    result = _verdict(task, task["patch"])
+    assert result.resolved and result.fail_to_pass == 1.0 and result.pass_to_pass == 1.0
+    assert judge.score(task["patch"], task) == 1.0
+
+
+def test_noop_and_garbage_earn_nothing(task):
+    result = _verdict(task, "")
+    assert not result.resolved and result.fail_to_pass == 0.0 and result.pass_to_pass == 1.0
+    assert judge.score("", task) == 0.0 and judge.score(None, task) == 0.0
+    broken = _verdict(task, "--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-a\n+b\n")
+    assert not broken.applied and not broken.resolved and "does not exist" in broken.error
+
+
+def test_partial_credit_only_when_configured():
+    tasks = (generate(task_rng(0, i), difficulty=4) for i in range(40))
+    # Two bugs in two modules.
+    task = next(t for t in tasks if len({f.split("::")[0] for f in t["FAIL_TO_PASS"]}) > 1)
+    # Fix one of the two bugs: its fail-to-pass tests pass, the other bug's do not.
+    first = task["patch"].split("diff --git")[1]
+    result = _verdict(task, "diff --git" + first)
+    assert 0.0 < result.fail_to_pass < 1.0 and not result.resolved
+    assert judge.reward_of(result, partial_credit=False) == 0.0
+    assert judge.reward_of(result, partial_credit=True) == result.fail_to_pass
+
+
+HACKS = {
+    # Rewrite the failing tests so they pass; delete them; empty the test files.
+    "edit-tests": lambda t: {
+        p.split("::")[0]: "def test_nothing():\n    assert True\n" for p in t["FAIL_TO_PASS"]
+    },
+    "delete-tests": lambda t: {p.split("::")[0]: None for p in t["FAIL_TO_PASS"]},
+    # A conftest that skips or passes everything (pytest would load it; the runner never does).
+    "conftest": lambda t: {
+        "conftest.py": "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
+        "def pytest_runtest_makereport(item, call):\n    outcome = yield\n"
+        "    outcome.get_result().outcome = 'passed'\n\n\n"
+        "def pytest_collection_modifyitems(items):\n    items.clear()\n",
+        "tests/conftest.py": "import sys\nsys.exit(0)\n",
+    },
+    # Interpreter start-up hooks and pytest configuration.
+    "sitecustomize": lambda t: {
+        "sitecustomize.py": "import builtins\nbuiltins.AssertionError = Exception\n",
+        "usercustomize.py": "import os\nos._exit(0)\n",
+        "pytest.ini": "[pytest]\naddopts = -p no:python --co\n",
+        "setup.cfg": "[tool:pytest]\npython_files = nothing_*.py\n",
+    },
+    # Exit before any test can fail, in the package every test imports.
+    "sys-exit": lambda t: {_pkg_init(t): lambda old: "import sys\nsys.exit(0)\n" + old},
+    "os-exit": lambda t: {_pkg_init(t): lambda old: "import os\nos._exit(0)\n" + old},
+    "kill-self": lambda t: {
+        _pkg_init(t): lambda old: "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n" + old
+    },
+    # Skip the tests from the package.
+    "skip": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import pytest\npytest.skip('later', allow_module_level=True)\n" + old
+        )
+    },
+    "unittest-skip": lambda t: {
+        _pkg_init(t): lambda old: "import unittest\nraise unittest.SkipTest('later')\n" + old
+    },
+    # Forge the result the runner writes (without the run's secret nonce).
+    "forge-result": lambda t: {
+        _pkg_init(t): lambda old: "import os\nos.write(3, b'P')\nos._exit(0)\n" + old
+    },
+    "forge-result-every-fd": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import os\nfor fd in range(3, 64):\n    try:\n"
+            "        os.write(fd, b'P' + b'0' * 32)\n    except OSError:\n        pass\n"
+            "os._exit(0)\n" + old
+        )
+    },
+    # Disarm assertions from the package (assert raises the real AssertionError anyway).
+    "patch-builtins": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import builtins\nbuiltins.AssertionError = type('A', (Exception,), {})\n" + old
+        )
+    },
+    # Read the hidden tests or the task source from outside the repository.
+    "read-outside": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import glob, socket\n"
+            "LEAK = [open(p).read() for p in glob.glob('/work/**/projects.py', recursive=True)]\n"
+            "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=1)\nexcept OSError:\n"
+            "    pass\n" + old
+        )
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(HACKS))
+def test_reward_hacks_earn_nothing(task, name):
+    diff = _edited(task, HACKS[name](task))
+    result = _verdict(task, diff)
+    assert not result.resolved, name
+    assert result.fail_to_pass == 0.0, name
+    assert judge.score(diff, task) == 0.0
+
+
+@pytest.mark.parametrize("name", ["edit-tests", "delete-tests", "conftest"])
+def test_test_changes_are_dropped_not_punished(task, name):
+    diff = _edited(task, HACKS[name](task), fix=True)
+    result = _verdict(task, diff)
+    assert result.resolved and result.dropped
+
+
+def test_hidden_tests_fail_on_the_buggy_code_and_pass_on_the_fix(task):
+    hidden = {**task["files"], **apply_diff(task["files"], task["test_patch"])}
+    buggy = judge.run_tests(hidden, task["FAIL_TO_PASS"], warm=False)
+    assert [o.status for o in buggy.outcomes] == ["failed"] * len(task["FAIL_TO_PASS"])
+    assert "AssertionError" in buggy.outcomes[0].message or "Error" in buggy.outcomes[0].message
+
+
+def test_runner_statuses():
+    files = {
+        "m.py": "def f(x):\n    return x\n",
+        "tests/test_m.py": "import time, unittest\nimport pytest\nfrom m import f\n\n"
+        "def test_ok():\n    assert f(1) == 1\n\n"
+        "def test_fail():\n    assert f(1) == 2\n\n"
+        "def test_slow():\n    time.sleep(30)\n\n"
+        "@pytest.mark.skip(reason='no')\ndef test_skipped():\n    pass\n\n"
+        "@pytest.mark.parametrize('x, y', [(1, 1), (2, 3), pytest.param(4, 4, id='four')])\n"
+        "def test_param(x, y):\n    assert f(x) == y\n\n"
+        "@pytest.fixture\ndef value():\n    yield 5\n\n"
+        "def test_fixture(value, monkeypatch):\n    monkeypatch.setattr('m.f', lambda x: 0)\n"
+        "    import m\n    assert value == 5 and m.f(1) == 0\n\n"
+        "class TestCls:\n    def setup_method(self, method):\n        self.v = 1\n\n"
+        "    def test_m(self):\n        assert self.v == 1\n\n"
+        "class TestUnit(unittest.TestCase):\n    def test_u(self):\n"
+        "        self.assertEqual(f(2), 2)\n",
+    }
+    ids = [
+        "tests/test_m.py::test_ok",
+        "tests/test_m.py::test_fail",
+        "tests/test_m.py::test_slow",
+        "tests/test_m.py::test_skipped",
+        "tests/test_m.py::test_param[1-1]",
+        "tests/test_m.py::test_param[2-3]",
+        "tests/test_m.py::test_param[four]",
+        "tests/test_m.py::test_fixture",
+        "tests/test_m.py::TestCls::test_m",
+        "tests/test_m.py::TestUnit::test_u",
+        "tests/test_m.py::test_missing",
+        "elsewhere.py::test_x",
+    ]
+    report = judge.run_tests(files, ids, time_limit=1.0, warm=False)
+    statuses = [o.status for o in report.outcomes]
+    assert statuses == [
+        "passed",
+        "failed",
+        "timeout",
+        "skipped",
+        "passed",
+        "failed",
+        "passed",
+        "passed",
+        "passed",
+        "passed",
+        "error",
+        "error",
+    ]
+    collected = judge.collect_and_run(files, ["tests/test_m.py"], time_limit=1.0, warm=False)
+    assert {o.id for o in collected.outcomes} >= {
+        "tests/test_m.py::test_param[2-3]",
+        "tests/test_m.py::TestUnit::test_u",
+        "tests/test_m.py::TestCls::test_m",
+    }
+
+
+def test_run_python_sees_the_repository_only():
+    files = {"pkg/__init__.py": "VALUE = 41\n"}
+    head, output = judge.run_python(
+        files, "import os, pkg\nprint(pkg.VALUE + 1)\nprint(os.path.exists('/work'))", warm=False
+    )
+    assert head == "Exit code 0." and output.split() == ["42", "False"]
+
+
+def _frame(record):
+    body = json.dumps(record).encode()
+    return len(body).to_bytes(4, "big") + body
+
+
+def test_records_are_parsed_strictly():
+    good = {
+        "index": 0,
+        "id": "t.py::a",
+        "outcome": "exited",
+        "code": 0,
+        "signal": None,
+        "result": "Pabc",
+        "output": "",
+        "time": 0.1,
+    }
+    records = _Records()
+    assert records.feed(_frame(good)[:5]) is False  # a frame split across reads
+    records.feed(_frame(good)[5:] + _frame({"done": True}))
+    assert records.done and _status(records.records[0], "abc") == ("passed", "")
+    assert _status(records.records[0], "abd")[0] == "failed"  # the wrong nonce
+    for bad in (
+        {**good, "index": 1},
+        {**good, "code": "0"},
+        {**good, "extra": 1},
+        {**good, "outcome": "passed"},
+        {**good, "time": True},
+    ):
+        records = _Records()
+        records.feed(_frame(bad))
+        assert records.broken and not records.records
+    records = _Records()
+    records.feed((1 << 30).to_bytes(4, "big"))
+    assert records.broken == "an oversized record"
+    records = _Records()
+    records.feed(b"\x00\x00\x00\x03{x}")
+    assert records.broken == "a malformed record"

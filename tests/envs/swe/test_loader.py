@@ -1,0 +1,145 @@
+"""SWE-bench-format JSONL over a git repository on disk (made here, in the real schema)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from rllm_envs.error import InvalidDataset
+from rllm_envs.swe.loader import checkout, load_swebench
+from rllm_envs.swe.swe_env import SWEEnv
+from rllm_envs.tools import ToolCall
+
+SOURCE = '''"""Tiny money helpers."""
+
+
+def cents(amount):
+    """``amount`` in cents, rounded half up."""
+    return int(amount * 100)
+'''
+FIXED = SOURCE.replace("return int(amount * 100)", "return int(round(amount * 100))")
+TESTS = """import pytest
+
+from moneyx.core import cents
+
+
+def test_whole():
+    assert cents(2) == 200
+"""
+HIDDEN = (
+    TESTS
+    + """
+
+@pytest.mark.parametrize("amount, expected", [(0.29, 29), (1.15, 115)])
+def test_rounding(amount, expected):
+    assert cents(amount) == expected
+"""
+)
+
+
+def _git(repo, *args):
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(repo),
+        },
+    )
+
+
+def _diff(repo, path, new):
+    (repo / path).write_text(new)
+    done = subprocess.run(["git", "-C", str(repo), "diff"], capture_output=True, text=True)
+    _git(repo, "checkout", "--", path)
+    return done.stdout
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    repos = tmp_path / "repos"
+    repo = repos / "acme__moneyx"
+    (repo / "moneyx").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    _git(repo, "init", "-q")
+    (repo / "moneyx" / "__init__.py").write_text("")
+    (repo / "moneyx" / "core.py").write_text(SOURCE)
+    (repo / "tests" / "test_core.py").write_text(TESTS)
+    (repo / "logo.png").write_bytes(b"\x89PNG\0\0binary")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    record = {
+        "instance_id": "acme__moneyx-1",
+        "repo": "acme/moneyx",
+        "base_commit": base,
+        "problem_statement": "cents(0.29) returns 28; it should round to 29.",
+        "patch": _diff(repo, "moneyx/core.py", FIXED),
+        "test_patch": _diff(repo, "tests/test_core.py", HIDDEN),
+        # SWE-bench ships the test lists as JSON strings; SWE-Gym as lists.
+        "FAIL_TO_PASS": json.dumps(
+            [
+                "tests/test_core.py::test_rounding[0.29-29]",
+                "tests/test_core.py::test_rounding[1.15-115]",
+            ]
+        ),
+        "PASS_TO_PASS": ["tests/test_core.py::test_whole"],
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "1.0",
+    }
+    # A later commit must not leak into the base.
+    (repo / "moneyx" / "core.py").write_text(FIXED)
+    _git(repo, "commit", "-q", "-am", "later")
+    path = tmp_path / "swe.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    return path, repos, record
+
+
+def test_load_and_checkout(dataset):
+    path, repos, record = dataset
+    [task] = load_swebench(path, repos)
+    assert task["id"] == "acme__moneyx-1" and len(task["FAIL_TO_PASS"]) == 2
+    files = checkout(task["repo_path"], task["base_commit"])
+    assert files["moneyx/core.py"] == SOURCE  # the base commit, not the later one
+    assert "logo.png" not in files  # binary files are left out
+    with pytest.raises(TypeError):
+        files["x"] = "y"  # shared by every episode: read-only
+
+
+def test_oracle_and_noop_through_the_env(dataset):
+    path, repos, _ = dataset
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    obs, info = env.reset(seed=0)
+    assert "cents(0.29)" in obs and "moneyx/core.py" in obs
+    *_, reward, terminated, _, info = env.step(env.oracle_action())
+    assert reward == 1.0 and terminated and info["fail_to_pass"] == 1.0
+    env.reset(seed=0)
+    *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] == 1.0
+
+
+def test_loader_errors(dataset, tmp_path):
+    path, repos, record = dataset
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(InvalidDataset, match="No git repository"):
+        load_swebench(path, tmp_path / "elsewhere")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({k: v for k, v in record.items() if k != "test_patch"}) + "\n")
+    with pytest.raises(InvalidDataset, match="test_patch"):
+        load_swebench(bad, repos)
+    bad.write_text(json.dumps({**record, "FAIL_TO_PASS": "[]"}) + "\n")
+    with pytest.raises(InvalidDataset, match="FAIL_TO_PASS"):
+        load_swebench(bad, repos)
+    bad.write_text(json.dumps({**record, "base_commit": "0" * 40}) + "\n")
+    [task] = load_swebench(bad, repos)
+    with pytest.raises(InvalidDataset, match="git cannot read"):
+        checkout(task["repo_path"], task["base_commit"])
