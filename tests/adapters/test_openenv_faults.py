@@ -1,0 +1,324 @@
+"""The OpenEnv server under hostile clients and faults, on loopback, with small limits.
+
+One server process (``python -m adapters.serve``) with 2 sessions, short timeouts and a 1 MiB
+message limit; each test plays one kind of hostile client with raw sockets, raw WebSockets or
+OpenEnv's own client, and checks the refusal (status or close code, and its reason), that
+honest clients are unaffected, and at the end that the log has one line per refusal and no
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-envs[openenv]"`')
+
+import httpx  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.client import connect as ws_connect  # noqa: E402
+
+from adapters.openenv import RllmEnvClient, TextAction  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = "rllm/FrozenLake-v0"
+TOKEN = "s3cret-token-for-the-tests-0123456789"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(port: int, log: Path, *extra: str) -> subprocess.Popen:
+    args = [sys.executable, "-m", "adapters.serve", ENV, "--port", str(port)]
+    args += ["--max-sessions", "2", "--session-timeout", "3", "--header-timeout", "1"]
+    args += ["--body-timeout", "1", "--max-message-mb", "1", "--max-connections-per-client", "12"]
+    proc = subprocess.Popen(
+        [*args, *extra],
+        cwd=REPO,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited with {proc.returncode}: {log.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the server did not start")
+        time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("serve") / "server.log"
+    port = _free_port()
+    proc = _start(port, log)
+    yield f"http://127.0.0.1:{port}", log
+    _stop(proc)
+    text = log.read_text()
+    assert "Traceback" not in text, text[-5000:]
+
+
+def _active(url: str) -> int:
+    return httpx.get(f"{url}/rllm/sessions", timeout=10).json()["active"]
+
+
+def _wait_active(url: str, n: int) -> int:
+    deadline = time.monotonic() + 30
+    while (seen := _active(url)) != n and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return seen
+
+
+def _ws(url: str, **kwargs):
+    return ws_connect(url.replace("http", "ws") + "/ws", open_timeout=30, **kwargs)
+
+
+def _rpc(url: str, method: str, **params) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(f"{url}/mcp", json=body, timeout=10).json()
+
+
+# ------------------------------------------------------------------ sessions and ownership
+
+
+def test_http_routes_cannot_create_or_close_sessions(server):
+    url, _ = server
+    for _ in range(4):
+        reply = _rpc(url, "openenv/session/create")
+        assert reply["error"]["code"] == -32601 and "result" not in reply
+    assert _active(url) == 0
+    with RllmEnvClient(base_url=url, message_timeout_s=30).sync() as client:
+        client.reset(seed=0)  # the cap is still free for a real client
+        assert _active(url) == 1
+        for session_id in ("0", "1", "anything"):
+            assert _rpc(url, "openenv/session/close", session_id=session_id)["error"]
+        assert client.step(TextAction(text="Down")).observation.text  # not closed by others
+    assert _wait_active(url, 0) == 0
+
+
+def test_the_cap_counts_live_sockets_and_every_refusal_has_a_reason(server):
+    url, log = server
+    with _ws(url) as a, _ws(url) as b:
+        for ws in (a, b):
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            assert json.loads(ws.recv())["type"] == "observation"
+        assert _active(url) == 2
+        for _ in range(5):
+            with _ws(url) as extra:
+                refusal = json.loads(extra.recv())["data"]
+                assert refusal["code"] == "CAPACITY_REACHED" and refusal["max_sessions"] == 2
+                with pytest.raises(ConnectionClosed) as closed:
+                    extra.recv()
+            assert closed.value.rcvd.code == 1013
+            assert closed.value.rcvd.reason.startswith("CAPACITY_REACHED")
+    assert _wait_active(url, 0) == 0
+    assert log.read_text().count("CAPACITY_REACHED (2/2 sessions)") >= 5
+
+
+def test_an_idle_session_is_closed_with_its_reason_and_frees_its_slot(server):
+    url, log = server
+    with _ws(url) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 2}}))
+        ws.recv()
+        assert _active(url) == 1
+        time.sleep(4)  # --session-timeout 3
+        assert json.loads(ws.recv(timeout=10))["data"]["code"] == "SESSION_TIMEOUT"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd.code == 4408 and closed.value.rcvd.reason == "SESSION_TIMEOUT"
+    assert _active(url) == 0
+    assert "SESSION_TIMEOUT" in log.read_text()
+
+
+def test_non_object_json_and_bad_data_are_answered_and_the_session_survives(server):
+    url, _ = server
+    with _ws(url) as ws:
+        for frame in ("[1, 2]", '"step"', "42", "null", "{not json"):
+            ws.send(frame)
+            assert json.loads(ws.recv())["data"]["code"] in ("INVALID_MESSAGE", "INVALID_JSON")
+        for data in ([1], "x", {"seed": "zero"}, {"options": 3}):
+            ws.send(json.dumps({"type": "reset", "data": data}))
+            assert json.loads(ws.recv())["data"]["code"] == "VALIDATION_ERROR"
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        ws.send(json.dumps({"type": "step", "data": {"text": "Down"}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+
+
+# ------------------------------------------------------------------------ HTTP and limits
+
+
+def test_stateless_step_is_a_clear_4xx_and_the_connection_stays_usable(server):
+    url, _ = server
+    with httpx.Client(base_url=url, timeout=10) as http:
+        for _ in range(5):
+            reply = http.post("/step", json={"action": {"text": "Down"}})
+            assert reply.status_code == 409
+            assert reply.json()["error"]["code"] == "NO_EPISODE"
+            assert "/ws" in reply.json()["error"]["message"]
+            assert http.get("/health").json()["status"] == "healthy"  # same connection
+        assert http.get("/state").status_code == 409
+        reset = http.post("/reset", json={"seed": 0})
+        assert reset.status_code == 200 and reset.json()["done"] is False
+
+
+def test_http_bodies_are_limited_like_websocket_messages(server):
+    url, log = server
+    big = b"x" * (2 * 1024 * 1024)
+    reply = httpx.post(f"{url}/reset", content=big, timeout=30)
+    assert reply.status_code == 413 and reply.json()["error"]["code"] == "BODY_TOO_LARGE"
+
+    def chunks():
+        for _ in range(4):
+            yield b"y" * (512 * 1024)
+
+    reply = httpx.post(f"{url}/reset", content=chunks(), timeout=30)  # no Content-Length
+    assert reply.status_code == 413
+    with _ws(url, max_size=None) as ws:
+        ws.send("z" * (2 * 1024 * 1024))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd.code == 1009  # message too big
+    assert "BODY_TOO_LARGE" in log.read_text()
+
+
+def _raw(url: str) -> socket.socket:
+    port = int(url.rsplit(":", 1)[1])
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def _read_all(sock: socket.socket, seconds: float) -> bytes:
+    sock.settimeout(seconds)
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except TimeoutError:
+        return data + b"<still open>"
+    return data
+
+
+def test_slow_headers_and_slow_bodies_are_cut(server):
+    url, log = server
+    slow = _raw(url)
+    slow.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+    start = time.monotonic()
+    for _ in range(20):  # trickle: a byte at a time, never finishing the headers
+        time.sleep(0.5)
+        try:
+            slow.sendall(b"X")
+        except OSError:  # cut: the reply was sent before the close
+            break
+    reply = _read_all(slow, 10)
+    assert reply.startswith(b"HTTP/1.1 408") and not reply.endswith(b"<still open>")
+    assert time.monotonic() - start < 10
+    body = _raw(url)
+    body.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+    reply = _read_all(body, 10)
+    assert reply.startswith(b"HTTP/1.1 408") and b"BODY_TIMEOUT" in reply
+    assert not reply.endswith(b"<still open>")
+    text = log.read_text()
+    assert "HEADER_TIMEOUT" in text and "BODY_TIMEOUT" in text
+
+
+def test_one_client_cannot_hold_every_connection(server):
+    url, log = server
+    held = [_raw(url) for _ in range(12)]
+    try:
+        extra = _raw(url)
+        reply = _read_all(extra, 10)
+        assert reply.startswith(b"HTTP/1.1 503") and b"TOO_MANY_CONNECTIONS" in reply
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.5)
+    assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+    assert "TOO_MANY_CONNECTIONS" in log.read_text()
+
+
+# -------------------------------------------------------------------------------- the token
+
+
+def test_a_token_protects_every_route_but_health(tmp_path):
+    log = tmp_path / "server.log"
+    port = _free_port()
+    proc = _start(port, log, "--token", TOKEN)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+        for path in ("/metadata", "/schema", "/rllm/sessions"):
+            reply = httpx.get(f"{url}{path}", timeout=10)
+            assert reply.status_code == 401 and reply.json()["error"]["code"] == "UNAUTHORIZED"
+        bad = {"Authorization": "Bearer wrong-token-0123456789"}
+        assert httpx.post(f"{url}/reset", json={}, headers=bad, timeout=10).status_code == 401
+        with _ws(url) as ws:
+            assert json.loads(ws.recv())["data"]["code"] == "UNAUTHORIZED"
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv()
+            assert closed.value.rcvd.code == 1008
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with RllmEnvClient(base_url=url, headers=headers).sync() as client:
+            assert client.reset(seed=0).observation.text
+    finally:
+        _stop(proc)
+    assert "Traceback" not in log.read_text()
+
+
+def test_serving_off_loopback_without_a_token_is_refused():
+    out = subprocess.run(
+        [sys.executable, "-m", "adapters.serve", ENV, "--host", "0.0.0.0"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={k: v for k, v in os.environ.items() if k != "RLLM_SERVE_TOKEN"},
+    )
+    assert out.returncode == 2 and "needs --token" in out.stderr
+
+
+# ------------------------------------------------------------------------- kill and restart
+
+
+@pytest.mark.slow
+def test_sigkill_and_restart_loop(tmp_path):
+    log = tmp_path / "server.log"
+    port = _free_port()
+    for round_ in range(3):
+        proc = _start(port, log)
+        url = f"http://127.0.0.1:{port}"
+        with RllmEnvClient(base_url=url, message_timeout_s=30).sync() as client:
+            client.reset(seed=round_)
+            client.step(TextAction(text="Right"))
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            with pytest.raises((ConnectionError, ConnectionClosed, RuntimeError, OSError)):
+                client.step(TextAction(text="Down"))
+    proc = _start(port, log)  # the port is free again after every kill
+    try:
+        assert _active(f"http://127.0.0.1:{port}") == 0
+    finally:
+        _stop(proc)
