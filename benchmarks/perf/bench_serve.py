@@ -37,7 +37,7 @@ import rllm_envs  # noqa: E402
 from benchmarks.perf._ratios import median_ratio, record  # noqa: E402
 
 SESSIONS = 16
-VERSIONS = {"openenv-core": metadata.version("openenv-core")}
+VERSIONS = {"openenv": metadata.version("openenv")}
 ENVS = {
     "frozenlake": ("rllm/FrozenLake-v0", ["Down", "Down", "Right", "Right", "Down", "Right"]),
     "math": ("rllm/Math-v0", ["\\boxed{42}", "The answer is \\boxed{7}.", "no idea"]),

@@ -1,7 +1,7 @@
 """The OpenEnv server, tested with OpenEnv's own client against a real server process.
 
 One server process (``python -m adapters.serve all``) on 127.0.0.1 serves every registered id
-under its own path; the tests talk to it through ``openenv-core``'s ``EnvClient`` (our
+under its own path; the tests talk to it through ``openenv``'s ``EnvClient`` (our
 :class:`RllmEnvClient` only parses the payloads) and, for malformed frames, a raw WebSocket.
 """
 
@@ -33,6 +33,7 @@ from adapters.openenv import (  # noqa: E402
     RllmEnvClient,
     TextAction,
     create_app,
+    openenv_package,
 )
 from rllm_envs.testing import check_text_env  # noqa: E402
 
@@ -281,3 +282,49 @@ def test_cli_rejects_bad_json_kwargs():
 
 def test_gym_registry_is_untouched_by_the_adapter():
     assert all(env_id in gym.registry for env_id in ALL_IDS)
+
+
+def test_every_id_ships_an_openenv_package_that_openenv_validates():
+    from openenv.validation import Level, Verdict, run_validation
+
+    for env_id in ALL_IDS:
+        folder = REPO / "deploy" / "openenv" / env_id.split("/", 1)[1].lower()
+        for name, text in openenv_package(env_id).items():
+            assert (folder / name).read_text(encoding="utf-8") == text, (
+                f"{folder / name} is stale: run adapters.openenv.write_openenv_packages"
+                "('deploy/openenv')"
+            )
+        report = run_validation(folder, max_level=Level.STATIC, skip_build=True)
+        assert report.verdict is not Verdict.FAIL, [r.evidence for r in report.results]
+    folder = REPO / "deploy" / "openenv" / "math-v0"
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv.cli", "validate", str(folder), "--level", "static"]
+        + ["--skip-build"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "PASS  static.manifest" in out.stdout
+
+
+def test_openenvs_runtime_validation_passes_against_the_server(server):
+    from openenv.cli._validation import validate_running_environment
+
+    _, url = server
+    report = validate_running_environment(f"{url}/rllm/Math-v0", timeout_s=30)
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert report["passed"], failed
+
+
+def test_a_package_app_serves_its_id():
+    from starlette.testclient import TestClient
+
+    folder = REPO / "deploy" / "openenv" / "frozenlake-v0"
+    namespace: dict = {}
+    exec(compile((folder / "server" / "app.py").read_text(), "app.py", "exec"), namespace)
+    with TestClient(namespace["app"]) as http:
+        assert http.get("/metadata").json()["name"] == "rllm/FrozenLake-v0"
+        with http.websocket_connect("/ws") as ws:
+            ws.send_json({"type": "reset", "data": {"seed": 0}})
+            assert ws.receive_json()["type"] == "observation"

@@ -1,0 +1,17 @@
+"""OpenEnv entry point of rllm/SWE-v0: ``app`` for uvicorn, ``main()`` to serve it."""
+
+import sys
+
+from adapters.openenv import create_app
+from adapters.openenv import main as serve_main
+
+app = create_app("rllm/SWE-v0")
+
+
+def main() -> None:
+    """Serve rllm/SWE-v0 (``python -m adapters.serve`` with its options)."""
+    serve_main(["rllm/SWE-v0", *sys.argv[1:]])
+
+
+if __name__ == "__main__":
+    main()
