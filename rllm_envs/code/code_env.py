@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rllm_envs.code.datasets import FORMATS, normalize
+from rllm_envs.code.datasets import FORMATS, apply_in_process, in_process_share, normalize
 from rllm_envs.code.judge import JudgeResult, extract_code, judge_task
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
@@ -44,6 +44,7 @@ def load_code_tasks(
     split: str | None = None,
     field_map: Mapping[str, str] | None = None,
     convert_asserts: bool = True,
+    in_process: str = "drop",
 ) -> list[Task]:
     """Read code tasks from a local file or ``hf:`` name (``None``: the embedded set).
 
@@ -56,10 +57,16 @@ def load_code_tasks(
             LiveCodeBench-like file whose statement column is ``statement``).
         convert_asserts: Convert assert-style tests to host-compared functional tests
             where possible (see :mod:`rllm_envs.code.convert`); ``False`` keeps them.
+        in_process: What to do with tasks still judged inside the submission's process
+            (assert kind, ``verdict_trust="in_process"``: a submission can disarm them):
+            ``"drop"`` (default, safe for RL), ``"zero"`` (kept, marked so the env gives
+            them reward 0) or ``"allow"``. Their share is logged (see
+            :func:`rllm_envs.code.datasets.apply_in_process`).
 
     Raises:
         InvalidDataset: If the file cannot be read or a record fits no known schema.
-        InvalidEnvConfig: For an unknown format, or a ``field_map`` without a dataset.
+        InvalidEnvConfig: For an unknown format or ``in_process``, or a ``field_map``
+            without a dataset.
     """
     if dataset_format != "auto" and dataset_format not in FORMATS:
         raise InvalidEnvConfig(
@@ -74,7 +81,7 @@ def load_code_tasks(
     if dataset is None:
         if field_map:
             raise InvalidEnvConfig("`field_map` applies to a `dataset`; none was given.")
-        return embedded_tasks()
+        return apply_in_process(embedded_tasks(), in_process, name="embedded")
     records = load_records(dataset, split=split)
     tasks = []
     for i, raw in enumerate(records):
@@ -85,7 +92,7 @@ def load_code_tasks(
             raise InvalidDataset(f"Dataset {dataset} record {i}: {e}") from e
         task["id"] = task["id"] or f"{Path(str(dataset)).stem}-{i}"
         tasks.append(task)
-    return tasks
+    return apply_in_process(tasks, in_process, name=str(dataset))
 
 
 #: The name of each language in prompts (its fence tag is the language itself).
@@ -160,7 +167,8 @@ class CodeEnv(TextEnv):
     itself failed) and ``verdict_trust``: ``"host"`` when every verdict was decided on the
     host from the program's observed output, ``"in_process"`` for assert-kind tasks whose
     checks run inside the submission's own process (forgeable; see
-    :mod:`rllm_envs.code.convert`). No timings (they are not deterministic).
+    :mod:`rllm_envs.code.convert`); ``reward_zeroed``: the task's reward is 0 whatever the
+    verdict (``in_process="zero"``). No timings (they are not deterministic).
 
     ## Arguments
     - ``dataset`` (str | None): ``None`` for the embedded problems, a local
@@ -178,6 +186,11 @@ class CodeEnv(TextEnv):
       LeetCode, KodCode) into functional tests that the host compares
       (:mod:`rllm_envs.code.convert`); what cannot be converted stays assert kind, whose
       verdict is decided inside the submission's process. ``False`` keeps every assert.
+    - ``in_process`` (``"drop"``, ``"zero"`` or ``"allow"``, default ``"drop"``): what to do
+      with tasks still judged inside the submission's process (assert kind, forgeable by a
+      submission that disarms the asserts): leave them out (safe for RL), keep them with
+      reward 0 (``info["reward_zeroed"]``), or keep them as they are. The share of such
+      tasks in the dataset is logged and kept as ``env.unwrapped.in_process_share``.
     - ``difficulty`` (str | None): keep only tasks of this difficulty (``"easy"``,
       ``"medium"``, ``"hard"`` for the embedded set).
     - ``multi_turn`` (bool, default False) and ``max_turns`` (int, default 1, or 4 when
@@ -212,6 +225,7 @@ class CodeEnv(TextEnv):
         split: str | None = None,
         field_map: Mapping[str, str] | None = None,
         convert_asserts: bool = True,
+        in_process: str = "drop",
         difficulty: str | None = None,
         multi_turn: bool = False,
         max_turns: int | None = None,
@@ -239,13 +253,26 @@ class CodeEnv(TextEnv):
                 f"Expects `memory_mb` to be an int >= 64, actual: {memory_mb!r}."
             )
         check_language(language)  # a machine without g++ fails here, with the fix
-        tasks = load_code_tasks(
+        loaded = load_code_tasks(
             dataset,
             dataset_format=dataset_format,
             split=split,
             field_map=field_map,
             convert_asserts=convert_asserts,
+            in_process="allow",
         )
+        #: Share of the loaded tasks judged inside the submission's process (before
+        #: ``in_process`` was applied).
+        self.in_process_share = in_process_share(loaded)
+        self.in_process = in_process
+        name = "code-embedded" if dataset is None else f"code-{Path(str(dataset)).stem}"
+        tasks = apply_in_process(loaded, in_process, name=name)
+        if not tasks:
+            raise InvalidEnvConfig(
+                f"Every task of {name} is judged inside the submission's process (assert "
+                "kind) and in_process='drop' removed them; pass convert_asserts=True, or "
+                "in_process='zero' or 'allow' (forgeable: not for RL)."
+            )
         if language == "cpp":
             tasks = [t for t in tasks if t["kind"] == "stdin"]
             if not tasks:
@@ -261,7 +288,6 @@ class CodeEnv(TextEnv):
                     f"No task has difficulty {difficulty!r}; the dataset has {found}."
                 )
             tasks = kept
-        name = "code-embedded" if dataset is None else f"code-{Path(str(dataset)).stem}"
         weights = {"all_passed": 1.0, "pass_fraction": 0.0}
         if reward_mode == "fraction":
             weights = {"all_passed": 0.0, "pass_fraction": 1.0}
@@ -357,6 +383,7 @@ class CodeEnv(TextEnv):
                     "has_code": False,
                     "judge_error": None,
                     "verdict_trust": _trust(self.task),
+                    "reward_zeroed": self.task.get("in_process") == "zero",
                 },
             )
         result = judge_task(
@@ -370,9 +397,11 @@ class CodeEnv(TextEnv):
         )
         solved = result.all_passed
         scored = solved or not self.multi_turn or last_turn
+        # An in-process verdict can be forged: with in_process="zero" it never pays.
+        zeroed = self.task.get("in_process") == "zero"
         components = {
-            "all_passed": float(solved) if scored else 0.0,
-            "pass_fraction": result.fraction if scored else 0.0,
+            "all_passed": float(solved) if scored and not zeroed else 0.0,
+            "pass_fraction": result.fraction if scored and not zeroed else 0.0,
             "invalid_action": 0.0,
         }
         num_public = len(self.task["public_tests"])
@@ -389,6 +418,7 @@ class CodeEnv(TextEnv):
                 "has_code": True,
                 "judge_error": result.sandbox_error,
                 "verdict_trust": result.verdict_trust,
+                "reward_zeroed": zeroed,
             },
         )
 

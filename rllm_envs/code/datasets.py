@@ -41,7 +41,9 @@ Assert-style tests (HumanEval, HumanEval+, MBPP, LeetCode, KodCode) are converte
 host-compared functional tests where possible (:func:`rllm_envs.code.convert.
 convert_asserts`; a reference solution, when the record has one, is run once in the sandbox
 to compute expected values); ``convert_asserts=False`` keeps the raw asserts. What is not
-converted stays ``kind="assert"`` with ``verdict_trust="in_process"``.
+converted stays ``kind="assert"`` with ``verdict_trust="in_process"``;
+:func:`apply_in_process` drops, zeroes or allows those (the loaders' ``in_process``
+option) and reports their share.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import ast
 import base64
 import io
 import json
+import logging
 import pickle
 import re
 import zlib
@@ -75,6 +78,9 @@ __all__ = [
     "from_code_contests",
     "from_deepcoder",
     "LEETCODE_PRELUDE",
+    "IN_PROCESS_OPTIONS",
+    "in_process_share",
+    "apply_in_process",
 ]
 
 Record = Mapping[str, Any]
@@ -1094,3 +1100,60 @@ def normalize(record: Record, *, format: str = "auto", convert_asserts: bool = T
         return loader(record)
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as e:
         raise ValueError(f"not a valid {name} record ({type(e).__name__}: {e})") from e
+
+
+# ------------------------------------------------------------------ in-process verdicts
+
+#: What to do with tasks whose verdict is decided inside the submission's process
+#: (``verdict_trust == "in_process"``: assert kind, which a submission can disarm).
+IN_PROCESS_OPTIONS = ("drop", "zero", "allow")
+
+_log = logging.getLogger("rllm_envs.code")
+
+
+def in_process_share(tasks: Sequence[Mapping[str, Any]]) -> float:
+    """The share of ``tasks`` whose verdict is decided in the submission's process."""
+    if not tasks:
+        return 0.0
+    return sum(t.get("verdict_trust") == "in_process" for t in tasks) / len(tasks)
+
+
+def apply_in_process(tasks: list[Task], in_process: str, *, name: str = "dataset") -> list[Task]:
+    """Apply an ``in_process`` choice to loaded tasks and report their share.
+
+    ``"drop"`` removes in-process tasks (the safe choice for RL: a submission that disarms
+    the asserts would be rewarded), ``"zero"`` keeps them with ``in_process="zero"`` set on
+    each (the code env then gives them reward 0) and ``"allow"`` keeps them as they are.
+    The share is logged (logger ``rllm_envs.code``, level INFO, WARNING when allowed).
+
+    Raises:
+        InvalidEnvConfig: For an unknown choice.
+    """
+    from rllm_envs.error import InvalidEnvConfig
+
+    if in_process not in IN_PROCESS_OPTIONS:
+        raise InvalidEnvConfig(
+            f"Expects `in_process` in {IN_PROCESS_OPTIONS}, actual: {in_process!r}."
+        )
+    share = in_process_share(tasks)
+    if share:
+        count = round(share * len(tasks))
+        level = logging.WARNING if in_process == "allow" else logging.INFO
+        _log.log(
+            level,
+            "%s: %d of %d tasks (%.1f%%) are assert kind, judged inside the submission's "
+            "process (forgeable): in_process=%r",
+            name,
+            count,
+            len(tasks),
+            100 * share,
+            in_process,
+        )
+    if in_process == "drop":
+        return [t for t in tasks if t.get("verdict_trust") != "in_process"]
+    if in_process == "zero":
+        return [
+            {**t, "in_process": "zero"} if t.get("verdict_trust") == "in_process" else t
+            for t in tasks
+        ]
+    return tasks

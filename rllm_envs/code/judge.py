@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import math
 import os
 import signal
 import threading
@@ -27,8 +28,9 @@ from rllm_envs.sandbox.harness import (
     PRELUDE_FUNCTIONAL,
     RESULT_MAX_BYTES,
     VERDICTS,
-    canonical_stdout,
     canonical_value,
+    stdout_matches,
+    wall_limit,
 )
 from rllm_envs.sandbox.pool import SandboxPool
 from rllm_envs.sandbox.runner import (
@@ -100,7 +102,8 @@ class TestResult:
         verdict: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``, ``OLE``, ``CE`` or ``SKIP``.
         output: The start of what the submission printed (stdin) or returned (functional).
         error: The error message or the end of the traceback, if any.
-        time: Wall seconds of the test (not deterministic; keep it out of env ``info``).
+        time: CPU seconds of the test's processes (not deterministic; keep it out of env
+            ``info``).
     """
 
     __test__: ClassVar[bool] = False
@@ -220,11 +223,16 @@ def close_pools() -> None:
 
 
 def _expected(test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
-    """The canonical forms a test's output may take (host side; never sent anywhere)."""
+    """What a test's output must be (host side; never sent anywhere).
+
+    For stdin tests the expected text itself (compared by :func:`stdout_matches`); for
+    functional tests the canonical JSON forms the result may take (compared as text: the
+    executor sends :func:`canonical_value`'s form).
+    """
     if kind == "assert":
         return []
     if kind == "stdin":
-        return [canonical_stdout(test.output)]
+        return [test.output]
     try:
         value = json.loads(test.output)
     except ValueError as e:
@@ -242,31 +250,55 @@ def _expected(test: TestCase, kind: str, lenient_functional: bool) -> list[str]:
 
 
 _OUTCOMES = ("exited", "signaled", "timeout")
-_RECORD_TYPES: dict[str, tuple[type, ...]] = {
-    "index": (int,),
-    "outcome": (str,),
-    "code": (int, type(None)),
-    "signal": (int, type(None)),
-    "time": (int, float),
-    "maxrss_kb": (int,),
-    "stdout": (str, type(None)),
-    "stderr": (str,),
-    "result": (str, type(None)),
-}
+# Bounds of a record's numbers: anything outside is a malformed record.
+_MAX_SECONDS = 1e6
+_MAX_RSS_KB = 1 << 42
+_HEADER_MAX = 4096
+_STDERR_MAX = 1 << 16
 
 
-def _valid_test_record(record: Any, expected_index: int) -> bool:
-    if not isinstance(record, dict) or set(record) != set(_RECORD_TYPES):
+def _number(value: Any, low: float, high: float) -> bool:
+    # Compared before any conversion: a 400-digit int is no float (OverflowError).
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    for key, types in _RECORD_TYPES.items():
-        value = record[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            return False
+    return (isinstance(value, int) or math.isfinite(value)) and low <= value <= high
+
+
+def _int_or_none(value: Any, low: int, high: int) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _valid_test_header(header: Any, expected_index: int, blob: int, cap: int) -> bool:
+    """Every field present, of its type and within its bounds; the sizes add up."""
+    keys = {"index", "outcome", "code", "signal", "cpu", "wall", "maxrss_kb", "sizes"}
+    if not isinstance(header, dict) or set(header) != keys:
+        return False
+    sizes = header["sizes"]
+    if not (
+        isinstance(sizes, list)
+        and len(sizes) == 3
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in sizes)
+    ):
+        return False
+    out, err, res = sizes
     return (
-        record["index"] == expected_index
-        and record["outcome"] in _OUTCOMES
-        and record["time"] >= 0
-        and (record["code"] is None) == (record["outcome"] != "exited")
+        header["index"] == expected_index
+        and type(header["index"]) is int
+        and header["outcome"] in _OUTCOMES
+        and _int_or_none(header["code"], 0, 255)
+        and _int_or_none(header["signal"], 1, 128)
+        and (header["code"] is None) == (header["outcome"] != "exited")
+        and (header["signal"] is None) == (header["outcome"] == "exited")
+        and _number(header["cpu"], 0, _MAX_SECONDS)
+        and _number(header["wall"], 0, _MAX_SECONDS)
+        and _int_or_none(header["maxrss_kb"], 0, _MAX_RSS_KB)
+        and header["maxrss_kb"] is not None
+        and -1 <= out <= cap
+        and 0 <= err <= _STDERR_MAX
+        and -1 <= res <= RESULT_MAX_BYTES
+        and max(out, 0) + err + max(res, 0) == blob
     )
 
 
@@ -275,47 +307,63 @@ def _memory_error(stderr: str) -> bool:
     return tail[0].startswith("MemoryError") or "std::bad_alloc" in stderr[-2000:]
 
 
+@dataclass(frozen=True)
+class _Observed:
+    """One test as the executor observed it (validated)."""
+
+    outcome: str
+    code: int | None
+    signal: int | None
+    cpu: float
+    wall: float
+    stdout: str | None
+    stderr: str
+    result: str | None
+
+
 def _test_verdict(
-    record: dict[str, Any], kind: str, expected: list[str], time_limit: float
+    seen: _Observed, kind: str, expected: list[str], time_limit: float
 ) -> tuple[str, str, str | None]:
     """The host's verdict for one test from the executor's record: (verdict, output, error).
 
-    Decided from what the kernel reported (wait status, the executor's own timer) and the
-    captured output, compared here; never from what the program said about itself.
+    Decided from what the kernel reported (wait status, the test's CPU time, the executor's
+    wall-clock backstop) and the captured output, compared here; never from what the
+    program said about itself. Time is CPU time: a concurrent load slows a program down
+    but does not make it TLE (the wall clock is a backstop, :func:`wall_limit`).
     """
-    stderr = record["stderr"]
-    stdout = record["stdout"]
-    if record["outcome"] == "timeout" or record["time"] > time_limit + 0.5:
+    stderr, stdout = seen.stderr, seen.stdout
+    if seen.outcome == "timeout" or seen.cpu > time_limit or seen.signal == signal.SIGXCPU:
         return "TLE", stdout or "", None
-    sig = record["signal"]
-    if sig == signal.SIGXCPU:
-        return "TLE", stdout or "", None
-    if stdout is None or sig == signal.SIGXFSZ:
+    if stdout is None or seen.signal == signal.SIGXFSZ:
         return "OLE", "", None
-    if sig == signal.SIGKILL:  # not ours (the timer's is "timeout"): the memory group's
+    if seen.signal == signal.SIGKILL:  # not ours (the timer's is "timeout"): the memory group's
         return "MLE", stdout, None
-    result = record["result"] or ""
+    result = seen.result or ""
     if kind == "assert" and result.startswith("F"):
         return "WA", stdout, result[1:]
-    if sig is not None or record["code"] != 0:
+    if seen.signal is not None or seen.code != 0:
         if _memory_error(stderr):
             return "MLE", stdout, stderr[-1000:]
-        why = f"killed by signal {sig}" if sig is not None else f"exit code {record['code']}"
+        sig = seen.signal
+        why = f"killed by signal {sig}" if sig is not None else f"exit code {seen.code}"
         return "RE", stdout, why + ("\n" + stderr[-1500:] if stderr.strip() else "")
     if kind == "stdin":
-        return ("AC" if canonical_stdout(stdout) in expected else "WA"), stdout, None
+        return ("AC" if stdout_matches(stdout, expected[0]) else "WA"), stdout, None
     if kind == "assert":
         return ("AC" if result == "A" else "WA"), stdout, None
     if result.startswith("N"):
         return "WA", "", result[1:][:1000]
     if not result.startswith("V"):
         return "WA", "", "the function returned no value the judge could read"
-    value = json.loads(result[1:])
-    return ("AC" if canonical_value(value) in expected else "WA"), result[1:], None
+    # The executor sends canonical_value's text: equal values have equal texts.
+    return ("AC" if result[1:] in expected else "WA"), result[1:], None
 
 
 class _Records:
-    """Reads the executor's report channel as it arrives; decides each verdict on the host."""
+    """Reads the executor's report channel as it arrives; decides each verdict on the host.
+
+    Also hands out the tests' inputs (see :meth:`next_input`).
+    """
 
     def __init__(
         self,
@@ -323,25 +371,60 @@ class _Records:
         kind: str,
         expected: list[list[str]],
         time_limit: float,
-        frame_cap: int,
+        output_cap: int,
         stop_on_failure: bool,
+        hidden_from: int | None = None,
     ) -> None:
         self.tests, self.kind, self.expected = tests, kind, expected
-        self.time_limit, self.frame_cap, self.stop_on_failure = (
+        self.hidden_from = hidden_from
+        self.time_limit, self.output_cap, self.stop_on_failure = (
             time_limit,
-            frame_cap,
+            output_cap,
             stop_on_failure,
         )
+        self.frame_cap = _HEADER_MAX + output_cap + _STDERR_MAX + RESULT_MAX_BYTES
         self.buffer = bytearray()
         self.results: list[TestResult] = []
         self.compiled: dict[str, Any] | None = None
         self.done = False
+        self.sent = 0  # inputs handed out
         self.broken: str | None = None  # why the channel stopped making sense
+
+    def input_frame(self, index: int) -> bytes:
+        data = self.tests[index].input.encode("utf-8", "surrogatepass")
+        return len(data).to_bytes(4, "big") + data
+
+    def next_input(self) -> bytes | None:
+        """Inputs to send now (``b""``: none yet); ``None`` once no more will be sent.
+
+        Every input up to ``hidden_from`` at once, the rest only once every test before
+        ``hidden_from`` was reported (and, with ``stop_on_failure``, passed). The executor
+        reads each input only when its test starts, so a test never holds another's.
+        """
+        if self.sent >= len(self.tests) or self.broken or self.done:
+            return None
+        if self.stop_on_failure and any(not r.passed for r in self.results):
+            return None
+        end = len(self.tests)
+        if self.hidden_from and self.sent <= self.hidden_from:
+            if self.sent == self.hidden_from and len(self.results) < self.hidden_from:
+                return b""  # hidden inputs wait until the public tests are decided
+            end = self.hidden_from if self.sent < self.hidden_from else end
+        data = b"".join(self.input_frame(i) for i in range(self.sent, end))
+        self.sent = end
+        return data
 
     def feed(self, chunk: bytes) -> bool:
         """Take more of the channel; ``True`` when the run can stop (all decided)."""
         if self.done or self.broken:
             return True
+        try:
+            return self._feed(chunk)
+        except Exception as e:  # a record the checks did not foresee: a failed run, no raise
+            self.broken = f"an unreadable record ({type(e).__name__})"
+            return True
+
+    def _feed(self, chunk: bytes) -> bool:
         self.buffer += chunk
         while len(self.buffer) >= 4:
             size = int.from_bytes(self.buffer[:4], "big")
@@ -360,20 +443,24 @@ class _Records:
         return False
 
     def _take(self, frame: bytes) -> None:
+        end = frame.find(b"\n", 0, _HEADER_MAX)
         try:
-            record = json.loads(frame)
+            if end < 0:
+                raise ValueError("no header")
+            record = json.loads(frame[:end])
         except (ValueError, RecursionError):
             self.broken = "a malformed record"
             return
+        blob = memoryview(frame)[end + 1 :]
         if isinstance(record, dict) and record.get("done") is True and len(record) == 1:
-            self.done = len(self.results) == len(self.tests)
+            self.done = len(self.results) == len(self.tests) and not blob
             if not self.done:
                 self.broken = "the run ended before every test was reported"
             return
         if isinstance(record, dict) and set(record) == {"compiled", "error"}:
-            if self.compiled is not None or self.results:
+            if self.compiled is not None or self.results or blob:
                 self.broken = "a second compile record"
-            elif not isinstance(record["compiled"], (int, float)) or not isinstance(
+            elif not _number(record["compiled"], 0, _MAX_SECONDS) or not isinstance(
                 record["error"], str
             ):
                 self.broken = "a malformed compile record"
@@ -384,16 +471,39 @@ class _Records:
                     self.results = [TestResult("CE", error=message) for _ in self.tests]
             return
         index = len(self.results)
-        if index >= len(self.tests) or not _valid_test_record(record, index):
+        if (
+            index >= self.sent
+            or self.compiled is not None
+            and self.compiled["error"]
+            or not _valid_test_header(record, index, len(blob), self.output_cap)
+        ):
             self.broken = "a malformed, duplicated or out-of-order record"
             return
+        out, err, _ = record["sizes"]
+        stdout = bytes(blob[:out]).decode("utf-8", "replace") if out >= 0 else None
+        stderr = bytes(blob[max(out, 0) : max(out, 0) + err]).decode("utf-8", "replace")
+        result = (
+            bytes(blob[max(out, 0) + err :]).decode("utf-8", "replace")
+            if record["sizes"][2] >= 0
+            else None
+        )
+        seen = _Observed(
+            record["outcome"],
+            record["code"],
+            record["signal"],
+            float(record["cpu"]),
+            float(record["wall"]),
+            stdout,
+            stderr,
+            result,
+        )
         try:
             verdict, output, error = _test_verdict(
-                record, self.kind, self.expected[index], self.time_limit
+                seen, self.kind, self.expected[index], self.time_limit
             )
-        except Exception as e:  # whatever the program returned, the judge never raises
+        except Exception as e:  # whatever the program printed, the judge never raises
             verdict, output, error = "WA", "", f"the output could not be compared: {e}"[:500]
-        self.results.append(TestResult(verdict, output, error, float(record["time"])))
+        self.results.append(TestResult(verdict, output, error, seen.cpu))
 
     def finish(self, outcome: RunResult, snippet: int) -> list[TestResult]:
         """Every test's result: what was decided, then SKIP/TLE/RE for the rest."""
@@ -432,6 +542,7 @@ def judge(
     warm: bool = True,
     language: str = "python",
     compile_time_limit: float = COMPILE_TIME_LIMIT,
+    hidden_from: int | None = None,
 ) -> JudgeResult:
     r"""Run ``code`` on every test in one sandbox; decide each verdict on the host.
 
@@ -461,7 +572,8 @@ def judge(
             verdict is decided inside the submission's process and can be forged:
             ``verdict_trust == "in_process"``).
         func_name: The function to call for ``"functional"`` tests.
-        time_limit: Wall-clock seconds per test (the CPU limit is one second more).
+        time_limit: CPU seconds per test (more is ``TLE``); a test that waits is stopped
+            after :func:`~rllm_envs.sandbox.harness.wall_limit` wall-clock seconds.
         memory_mb: Address-space limit per test, in MiB.
         stop_on_failure: Skip the remaining tests (``SKIP``) after the first failure.
         lenient_functional: Also accept ``x`` where the expected answer is ``[x]`` (APPS).
@@ -476,6 +588,11 @@ def judge(
             sandbox start is off the critical path. Each sandbox judges one submission.
         language: ``"python"`` or ``"cpp"`` (needs ``g++``: ``apt-get install g++``).
         compile_time_limit: Wall-clock seconds to compile a C++ submission (more is ``CE``).
+        hidden_from: The index of the first hidden test: no hidden test's input enters the
+            sandbox before every test ahead of it was reported (with ``stop_on_failure``,
+            none after a failure), so a program run on a public test cannot show a hidden
+            input. ``None``: all tests' inputs are sent at once (each test process still
+            gets only its own).
 
     Returns:
         A :class:`JudgeResult`. Infinite loops end as ``TLE`` after ``time_limit``.
@@ -503,38 +620,48 @@ def judge(
         prelude = PRELUDE if kind == "stdin" else PRELUDE_FUNCTIONAL
     expected = [_expected(t, kind, lenient_functional) for t in tests]
     chosen = select_backend(backend)
+    biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     spec = {
         "code": code,
         "kind": kind,
         "func_name": func_name,
         "prelude": prelude,
-        "tests": [{"input": t.input, "time_limit": float(time_limit)} for t in tests],
+        "time_limits": [float(time_limit)] * len(tests),
+        "biggest_input": biggest,
         "memory_mb": int(memory_mb),
         "max_output_bytes": int(max_output_bytes),
         "language": language,
         "compile_time_limit": float(compile_time_limit),
         "reap": chosen.pid_namespace,
     }
-    biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     compiling = float(compile_time_limit) if language == "cpp" else 0.0
     # The executor (its limits are the sandbox's) runs the compiler, which may need more
     # address space than a test.
     supervisor_mb = max(int(memory_mb), COMPILE_MEMORY_MB) if language == "cpp" else memory_mb
     limits = replace(
         _sandbox_limits(supervisor_mb, max(biggest, max_output_bytes)),
-        time_limit=len(tests) * (float(time_limit) + 0.2) + 5.0 + compiling,
+        time_limit=len(tests) * (wall_limit(float(time_limit)) + 0.2) + 5.0 + compiling,
     )
-    # A record carries a test's output JSON-escaped (at most 6 bytes per byte).
-    frame_cap = 6 * (int(max_output_bytes) + (1 << 16) + RESULT_MAX_BYTES) + 4096
-    records = _Records(tests, kind, expected, float(time_limit), frame_cap, stop_on_failure)
+    records = _Records(
+        tests,
+        kind,
+        expected,
+        float(time_limit),
+        int(max_output_bytes),
+        stop_on_failure,
+        hidden_from,
+    )
+    spec_bytes = marshal.dumps(spec)
+    first = len(spec_bytes).to_bytes(4, "big") + spec_bytes + (records.next_input() or b"")
     pool = _pool(chosen, limits) if warm else None
     if pool is not None:
         outcome, _ = pool.run_with_channel(
-            stdin=marshal.dumps(spec),
+            stdin=first,
             time_limit=limits.time_limit,
             max_output_bytes=1 << 16,
             channel_bytes=0,
             on_channel=records.feed,
+            more_input=records.next_input,
         )
     else:
         start = time.monotonic()
@@ -543,7 +670,7 @@ def judge(
         except OSError as e:
             outcome = spawn_failure(chosen, e, start)
         else:
-            payload = program_header(harness_source(), trusted=True) + marshal.dumps(spec)
+            payload = program_header(harness_source(), trusted=True) + first
             outcome, _ = communicate(
                 sandbox,
                 payload,
@@ -552,6 +679,7 @@ def judge(
                 forked=False,
                 channel_bytes=0,
                 on_channel=records.feed,
+                more_input=records.next_input,
             )
     results = records.finish(outcome, int(snippet_chars))
     sandbox_error = None
@@ -651,6 +779,7 @@ def judge_task(
         prelude=task.get("prelude") or None,
         backend=backend,
         language=language or task.get("language") or "python",
+        hidden_from=len(task["public_tests"]),
     )
 
 

@@ -7,14 +7,17 @@ offers one (:mod:`rllm_envs.sandbox.cgroup`), and the wall clock is enforced fro
 parent (:mod:`rllm_envs.sandbox.runner`).
 
 * :class:`Firejail` -- the default where usable: new network namespace with no interfaces,
-  PID/IPC namespaces, seccomp (firejail's default list plus :data:`seccomp.DENIED_SYSCALLS`),
+  PID/IPC namespaces, firejail's own seccomp list (plus :data:`seccomp.DENIED_SYSCALLS`),
   sockets limited to unix/inet/netlink (no vsock), no capabilities, the system directories
   (``/usr``, ``/etc``, ...) bound read-only and every other top-level directory hidden. Not
   ``--read-only=/``: it bind-mounts ``/`` over itself, and ``/..`` at the process root
   leads to the writable lower copy with none of the blacklists.
 * :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only, fresh
-  ``/proc`` and ``/dev`` (read-only), every namespace unshared, and the seccomp filter of
-  :mod:`rllm_envs.sandbox.seccomp` (bwrap itself installs none).
+  ``/proc`` and ``/dev`` (read-only), every namespace unshared (user included), and the
+  bootstrap as the namespace's init.
+
+Both get the same syscall filter (:mod:`rllm_envs.sandbox.seccomp`), installed by the
+bootstrap inside the sandbox before any program arrives.
 * :class:`Plain` -- a plain subprocess with the same limits and user but **no isolation**;
   only used when asked for by name, and it warns.
 
@@ -213,10 +216,11 @@ class Firejail(Backend):
 class Bubblewrap(Backend):
     """The bubblewrap backend.
 
-    Not ``--as-pid-1``: the program must not be the namespace's init, which ignores
-    signals it has no handler for (so ``RLIMIT_CPU``'s SIGXCPU and a self-kill would not
-    work). bwrap's own init reaps zombies; the limits are set after it started, so its
-    fork is not subject to the process limit.
+    ``--as-pid-1``: the bootstrap is the namespace's init. bwrap's own init would run
+    dumpable, without the syscall filter, as the sandbox's user, so a test could open its
+    ``/proc/1/mem`` read-write; the bootstrap is non-dumpable and filtered. The program
+    itself is never init (the bootstrap forks it, or the judge's executor forks each
+    test), so ``RLIMIT_CPU``'s SIGXCPU and a self-kill work as usual.
     """
 
     name = "bubblewrap"
@@ -226,11 +230,7 @@ class Bubblewrap(Backend):
         return None if shutil.which("bwrap") else "`bwrap` (bubblewrap) is not installed"
 
     def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
-        """Wrap ``argv`` in bwrap, with the seccomp filter on a pipe (bwrap reads it once).
-
-        bwrap passes ``keep_fds`` on to the program; its own init (pid 1 inside) closes
-        every descriptor above 2, so it holds no channel a program could copy.
-        """
+        """Wrap ``argv`` in bwrap (which passes ``keep_fds`` on to the program)."""
         binds = ["--ro-bind", "/usr", "/usr"]
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             path = "/" + name
@@ -240,22 +240,12 @@ class Bubblewrap(Backend):
                 binds += ["--ro-bind", path, path]
         if os.path.isdir("/etc"):
             binds += ["--ro-bind", "/etc", "/etc"]
-        filtering: list[str] = []
-        launch_fds: list[int] = []
-        if seccomp.supported():
-            read, write = os.pipe()
-            try:
-                os.write(write, seccomp.filter_program())  # ~0.5 KB: fits the pipe buffer
-            finally:
-                os.close(write)
-            filtering, launch_fds = ["--seccomp", str(read)], [read]
-        else:
-            _warn_no_seccomp()
         return [
             shutil.which("bwrap") or "bwrap",
             "--unshare-all",
             "--unshare-user",
             "--disable-userns",
+            "--as-pid-1",
             "--die-with-parent",
             "--new-session",
             "--cap-drop",
@@ -274,10 +264,9 @@ class Bubblewrap(Backend):
             *_setenv_args(),
             "--remount-ro",
             "/",
-            *filtering,
             "--",
             *argv,
-        ], launch_fds
+        ], []
 
 
 class Plain(Backend):
@@ -318,22 +307,6 @@ CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "H
 
 _probe_lock = threading.Lock()
 _probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}
-
-
-_seccomp_warned = False
-
-
-def _warn_no_seccomp() -> None:
-    global _seccomp_warned
-    if not _seccomp_warned:
-        _seccomp_warned = True
-        warnings.warn(
-            f"rllm_envs.sandbox: no seccomp syscall table for this architecture; bubblewrap "
-            f"runs programs without a syscall filter ({seccomp.DENIED_SYSCALLS[:3]}... are "
-            "reachable). Use firejail here.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
 
 
 def _setenv_args() -> list[str]:

@@ -1,11 +1,15 @@
-"""A memory and pids control group per sandbox, where the machine lets us make one.
+"""A memory, pids and cpu control group per sandbox, where the machine lets us make one.
 
 Resource limits (``setrlimit``) are per process or per user: ``RLIMIT_AS`` does not count a
 second process or in-memory files (``memfd``), and ``RLIMIT_NPROC`` counts every process of
 the sandbox user, so concurrent runs starve each other. A control group per sandbox bounds
 what *all* of its processes hold together (memory, in-memory files included, no swap) and
 how many processes it has, with no cross-talk between sandboxes; at the end every process
-in it is killed, whatever session or process group it moved to.
+in it is killed, whatever session or process group it moved to. Where the ``cpu``
+controller is offered too (cgroup v1 ``cpu``, or ``cpu`` in the v2 parent's
+``subtree_control``) each sandbox gets a CPU share of its own, weighed like one process: a
+submission that forks CPU hogs slows only itself, not a concurrent one (verdicts use CPU
+time, so a slowed-down correct program keeps its verdict either way).
 
 Both cgroup v1 (``memory`` and ``pids`` hierarchies, writable: e.g. root in a container)
 and a delegated cgroup v2 subtree (``memory`` and ``pids`` in ``cgroup.subtree_control``)
@@ -36,6 +40,8 @@ _GROUP = "rllm-sandbox"
 _MEMORY_SLACK = 96 << 20
 # Processes the wrappers and the bootstrap need on top of the program's limit.
 _PIDS_SLACK = 8
+# cgroup v1 CPU weight of a sandbox: the default, that of one process at nice 0.
+_CPU_SHARES = 1024
 
 
 class CgroupUnavailableWarning(UserWarning):
@@ -44,6 +50,11 @@ class CgroupUnavailableWarning(UserWarning):
 
 class SandboxCgroup(ABC):
     """One sandbox's control group (memory and pids)."""
+
+    @property
+    @abstractmethod
+    def cpu_isolated(self) -> bool:
+        """Whether the group has a CPU share of its own (weighed like one process)."""
 
     @abstractmethod
     def attach(self, pid: int) -> None:
@@ -123,13 +134,27 @@ def _rmdir(path: str) -> bool:
     return True
 
 
+def _v1_cpu_root() -> str | None:
+    path = os.path.join(_ROOT, "cpu")
+    ok = os.path.isfile(os.path.join(path, "cpu.shares")) and os.access(path, os.W_OK)
+    return path if ok else None
+
+
 class _V1(SandboxCgroup):
     def __init__(self, name: str, memory_bytes: int, max_pids: int) -> None:
         self.memory = os.path.join(_ROOT, "memory", _GROUP, name)
         self.pid_dir = os.path.join(_ROOT, "pids", _GROUP, name)
+        cpu_root = _v1_cpu_root()
+        # A top-level CPU group per sandbox: the scheduler weighs each sandbox like one
+        # process, however many processes it runs (a parent group would make all the
+        # sandboxes together weigh one process against the rest of the machine).
+        self.cpu = os.path.join(cpu_root, f"{_GROUP}-{name}") if cpu_root else None
         os.makedirs(self.memory)
         try:
             os.makedirs(self.pid_dir)
+            if self.cpu is not None:
+                os.makedirs(self.cpu)
+                _write(os.path.join(self.cpu, "cpu.shares"), str(_CPU_SHARES))
             _write(os.path.join(self.memory, "memory.limit_in_bytes"), str(memory_bytes))
             swap = os.path.join(self.memory, "memory.memsw.limit_in_bytes")
             if os.path.exists(swap):  # memory + swap: no escape into swap
@@ -139,21 +164,28 @@ class _V1(SandboxCgroup):
             self._remove_dirs()
             raise
 
+    @property
+    def cpu_isolated(self) -> bool:
+        return self.cpu is not None
+
     def attach(self, pid: int) -> None:
-        for group in (self.memory, self.pid_dir):
-            _write(os.path.join(group, "cgroup.procs"), str(pid))
+        for group in (self.memory, self.pid_dir, self.cpu):
+            if group is not None:
+                _write(os.path.join(group, "cgroup.procs"), str(pid))
 
     def pids(self) -> list[int]:
-        return sorted(
-            set(_read_pids(os.path.join(self.pid_dir, "cgroup.procs")))
-            | set(_read_pids(os.path.join(self.memory, "cgroup.procs")))
-        )
+        found = set(_read_pids(os.path.join(self.pid_dir, "cgroup.procs")))
+        found |= set(_read_pids(os.path.join(self.memory, "cgroup.procs")))
+        if self.cpu is not None:
+            found |= set(_read_pids(os.path.join(self.cpu, "cgroup.procs")))
+        return sorted(found)
 
     def oom_kills(self) -> int:
         return _read_counter(os.path.join(self.memory, "memory.oom_control"), "oom_kill")
 
     def _remove_dirs(self) -> bool:
-        return all([_rmdir(self.memory), _rmdir(self.pid_dir)])
+        dirs = [self.memory, self.pid_dir] + ([self.cpu] if self.cpu is not None else [])
+        return all([_rmdir(path) for path in dirs])
 
 
 class _V2(SandboxCgroup):
@@ -165,9 +197,17 @@ class _V2(SandboxCgroup):
             if os.path.exists(os.path.join(self.path, "memory.swap.max")):
                 _write(os.path.join(self.path, "memory.swap.max"), "0")
             _write(os.path.join(self.path, "pids.max"), str(max_pids))
+            weight = os.path.join(self.path, "cpu.weight")
+            self._cpu = os.path.exists(weight)  # the parent delegates the cpu controller
+            if self._cpu:
+                _write(weight, "100")
         except BaseException:
             self._remove_dirs()
             raise
+
+    @property
+    def cpu_isolated(self) -> bool:
+        return self._cpu
 
     def attach(self, pid: int) -> None:
         _write(os.path.join(self.path, "cgroup.procs"), str(pid))

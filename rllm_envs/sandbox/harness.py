@@ -12,34 +12,43 @@ The trust boundary (see the README's "Security model"):
   verdict stay on the host (:mod:`rllm_envs.code.judge`).
 * **The executor reports what it observed**, per test, on the report channel (a pipe
   from the host that only it holds): the kernel's wait status and resource usage of the
-  test's process, whether it killed it at the time limit, the captured standard output
-  (bounded), the end of standard error and, for functional tests, the return value as
-  JSON. The host parses each record strictly; a missing, duplicated or malformed record
-  is a failed test.
-* **Submission processes cannot reach the executor or another test.** The executor is
-  non-dumpable (the bootstrap made it so: no ``ptrace``, no ``/proc/<pid>/mem`` or
-  ``/proc/<pid>/fd`` for processes of the same user), the seccomp filter denies
-  ``ptrace``, ``pidfd_getfd`` and ``process_vm_*``, each test runs in a fresh forked
-  process with fresh in-memory files for its streams, holding no descriptor of the
-  executor's, and after each test every other process in the sandbox's PID namespace is
-  killed (``kill(-1)``: ``setsid`` daemons included) before the next one starts.
+  test's processes (CPU time, peak memory), whether it stopped the test at the wall-clock
+  backstop, the captured standard output (bounded), the end of standard error and, for
+  functional tests, the return value as JSON. The host checks each record's every field
+  (type and bounds); a missing, duplicated or malformed record is a failed test.
+* **Submission processes cannot reach the executor, the channel or another test.** The
+  executor is non-dumpable (no ``ptrace``, no ``/proc/<pid>/mem`` or ``/proc/<pid>/fd``
+  for processes of the same user; its test processes inherit that), the seccomp filter
+  denies ``ptrace``, ``pidfd_getfd`` and ``process_vm_*``, and each test runs in a fresh
+  forked process that holds descriptors 0, 1 and 2 only (everything else is closed with
+  ``close_range``, whatever its number). The executor reads each test's input from its
+  stdin pipe only when that test starts and wipes its copy before forking, so no test
+  process holds another test's input; the host may hold hidden tests' inputs back until
+  the public tests are reported (``judge(hidden_from=...)``). After each test every other process
+  in the sandbox's PID namespace is killed (``kill(-1)``: ``setsid`` daemons included) and
+  reaped by the executor (their CPU time counts) before the next test starts.
 
 Per test, the executor forks a process (own process group; CPU, address-space and
 file-size limits) that runs the submission afresh in a copy of the prelude namespace:
 stdin programs as ``__main__``; functional and assert tests load the submission as a
 module (``__name__ == "solution"``: an ``if __name__ == "__main__":`` block does not run,
-as LiveCodeBench grades). C++ submissions are compiled once with :func:`compile_cpp`, then
-each test executes the binary in a fresh process.
+as LiveCodeBench grades). Such a test reads its input (JSON arguments or assert code) from
+fd 0 and writes its result there. C++ submissions are compiled once with
+:func:`compile_cpp`, then each test executes the binary in a fresh process. The verdict
+uses the test's CPU time; a test that waits is stopped after :func:`wall_limit` seconds.
 
-Input spec (a ``marshal``-encoded dict on stdin, from the trusted host): ``code``, ``kind``
-(``"stdin"``, ``"functional"`` or ``"assert"``), ``func_name``, ``prelude``, ``tests``
-(list of ``{"input", "time_limit"}``), ``memory_mb``, ``max_output_bytes``, ``reap``
-(kill leftovers after each test: inside a PID namespace only) and optionally ``language``
-(``"python"`` or ``"cpp"``) and ``compile_time_limit``. Output: records on the channel,
-each a 4-byte big-endian length and a JSON object: ``{"compiled": s, "error": msg}`` for
-C++, then one per test (``index``, ``outcome`` -- ``exited``, ``signaled`` or ``timeout``
---, ``code``, ``signal``, ``time``, ``maxrss_kb``, ``stdout`` (``null`` past the cap),
-``stderr``, ``result``), then ``{"done": true}``.
+Stdin of the executor (from the trusted host) is length-prefixed frames: first a
+``marshal``-encoded dict -- ``code``, ``kind`` (``"stdin"``, ``"functional"`` or
+``"assert"``), ``func_name``, ``prelude``, ``time_limits`` (one per test),
+``biggest_input``, ``memory_mb``, ``max_output_bytes``, ``reap`` (kill leftovers after
+each test: inside a PID namespace only) and optionally ``language`` (``"python"`` or
+``"cpp"``) and ``compile_time_limit`` --, then one frame per test's input (read when the
+test starts). Output: records
+on the channel, each a 4-byte big-endian length, a JSON header line and the raw bytes it
+gives the sizes of: ``{"compiled": s, "error": msg}`` for C++, then one per test
+(``index``, ``outcome`` -- ``exited``, ``signaled`` or ``timeout`` --, ``code``,
+``signal``, ``cpu``, ``wall``, ``maxrss_kb``, ``sizes``: of stdout (``-1`` past the cap),
+stderr and the result (``-1``: none)), then ``{"done": true}``.
 
 Start-up cost matters (it is paid per submission), so only cheap modules are imported at
 the top; ``json`` and ``decimal`` are imported when first needed.
@@ -69,22 +78,41 @@ VERDICTS = ("AC", "WA", "TLE", "RE", "MLE", "OLE", "CE", "SKIP")
 _INT_DIGITS = 4000
 
 
-def _canonical_number(value: Decimal) -> str:
-    from decimal import Context
+def _context() -> Any:
+    # Exponents of any size, no rounding to zero or infinity: "1e-999999999" is not 0 and
+    # "1e999999999" does not overflow.
+    from decimal import MAX_EMAX, MIN_EMIN, Context
 
+    return Context(Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def _canonical_number(value: Decimal) -> str:
     if value.is_infinite():
         return "-inf" if value.is_signed() else "inf"
-    if value == 0:
+    if value.is_zero():
         return "0"
-    if value == value.to_integral_value() and value.adjusted() < _INT_DIGITS:
+    if value.adjusted() < _INT_DIGITS and value == value.to_integral_value(context=_context()):
         return str(int(value))  # the same text as the integer fast path
     # Enough precision that normalising never rounds (the default context has 28 digits).
-    return str(value.normalize(Context(prec=len(value.as_tuple().digits) + 2)))
+    context = _context()
+    context.prec = len(value.as_tuple().digits) + 2
+    return str(value.normalize(context))
 
 
 def _is_int(token: str) -> bool:
     body = token[1:] if token[:1] in "+-" else token
     return body.isascii() and body.isdigit() and len(body) < _INT_DIGITS
+
+
+def _numbers(tokens: list[str]) -> list[Decimal] | None:
+    """The tokens as decimal numbers, or ``None`` if one is not a number (or is a NaN)."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        numbers = [Decimal(token) for token in tokens]
+    except (InvalidOperation, ValueError):
+        return None
+    return None if any(n.is_nan() for n in numbers) else numbers
 
 
 def _canonical_line(line: str) -> str:
@@ -93,13 +121,8 @@ def _canonical_line(line: str) -> str:
         return "s:"
     if all(_is_int(token) for token in tokens):  # the common case, without decimal
         return "d:" + " ".join(str(int(token)) for token in tokens)
-    from decimal import Decimal, InvalidOperation
-
-    try:
-        numbers = [Decimal(token) for token in tokens]
-    except (InvalidOperation, ValueError):
-        return "s:" + line
-    if any(n.is_nan() for n in numbers):
+    numbers = _numbers(tokens)
+    if numbers is None:
         return "s:" + line
     return "d:" + " ".join(_canonical_number(n) for n in numbers)
 
@@ -113,6 +136,39 @@ def canonical_stdout(text: str) -> str:
     same sign; a line with a NaN, or anything else, must match exactly. Never raises.
     """
     return "\n".join(_canonical_line(line.strip()) for line in text.strip().split("\n"))
+
+
+def _lines_match(got: str, want: str) -> bool:
+    if got == want:
+        return True
+    tokens, expected = got.split(), want.split()
+    if len(tokens) != len(expected) or not tokens:
+        return False  # a numeric line matches only with as many numbers; text exactly
+    differ = [(a, b) for a, b in zip(tokens, expected, strict=True) if a != b]
+    # Every token must be a number (else the line is text, which differs); the differing
+    # ones must have equal values. Decimal comparison is exact, whatever the exponent.
+    if not all(_is_int(a) for a in tokens):
+        if _numbers(tokens) is None:
+            return False
+    elif all(_is_int(b) for _, b in differ):
+        return all(int(a) == int(b) for a, b in differ)
+    got_numbers, want_numbers = _numbers([a for a, _ in differ]), _numbers([b for _, b in differ])
+    if got_numbers is None or want_numbers is None:
+        return False
+    return all(x == y for x, y in zip(got_numbers, want_numbers, strict=True))
+
+
+def stdout_matches(output: str, expected: str) -> bool:
+    """Whether ``output`` matches ``expected``: ``canonical_stdout`` of both are equal.
+
+    Linear in the texts and stops at the first differing line: a line equal as text costs
+    no number parsing, and only tokens that differ as text are parsed, so the work is
+    bounded by the expected output's size however the output was written.
+    """
+    got, want = output.strip().split("\n"), expected.strip().split("\n")
+    if len(got) != len(want):
+        return False
+    return all(_lines_match(a.strip(), b.strip()) for a, b in zip(got, want, strict=True))
 
 
 def _plain_value(value: Any) -> Any:
@@ -173,7 +229,7 @@ _STDERR_KEEP = 1 << 16
 RESULT_MAX_BYTES = 16 << 20
 
 
-def _memfd(data: bytes, name: str = "input") -> int:
+def _memfd(data: bytes | bytearray, name: str = "input") -> int:
     fd = os.memfd_create(name, 0)
     view = memoryview(data)
     while view:
@@ -389,6 +445,20 @@ def run_cpp_program(source: str) -> None:
 
 # ------------------------------------------------------------------ one test
 
+#: Wall-clock backstop of a test: the verdict uses CPU time, and a test that waits (sleeps,
+#: blocks) is stopped after this many times its limit, plus :data:`WALL_EXTRA` seconds.
+WALL_FACTOR = 2.0
+WALL_EXTRA = 1.0
+# The highest descriptor number close_range may be given (it clamps to what is open).
+_MAX_FD = 0x7FFFFFFF
+# Input frames the host sends (4-byte length first) may not exceed this.
+_INPUT_MAX = 1 << 31
+
+
+def wall_limit(time_limit: float) -> float:
+    """The wall-clock backstop of a test whose CPU-time limit is ``time_limit``."""
+    return WALL_FACTOR * time_limit + WALL_EXTRA
+
 
 def _fork_with_retry() -> int:
     # Under a per-user process count another run may briefly hold every slot.
@@ -400,17 +470,21 @@ def _fork_with_retry() -> int:
     return os.fork()
 
 
+def close_descriptors(keep: int = -1) -> None:
+    """Close every descriptor above 2 (but ``keep``), whatever its number (``close_range``)."""
+    if keep > 2:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, _MAX_FD)
+    else:
+        os.closerange(3, _MAX_FD)
+
+
 def _child_streams(stdin_fd: int, out: int, err: int, keep: int) -> None:
     """In a test's process: standard streams onto the test's files; nothing else open."""
     os.dup2(stdin_fd, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    top = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 256)
-    if keep >= 3:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, top)
-    else:
-        os.closerange(3, top)
+    close_descriptors(keep)
 
 
 def _python_streams() -> None:
@@ -444,9 +518,27 @@ def _join_threads() -> None:
             thread.join()
 
 
-def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any], test: Any, res: int):
-    """The body of a Python test's process: run, report on ``res`` (a memfd), exit."""
+def _take_input() -> str:
+    """A functional or assert test's input: read from fd 0, which then holds the result."""
+    size = os.fstat(0).st_size
+    data = os.pread(0, size, 0) if size else b""
+    os.ftruncate(0, 0)
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _report(data: bytes) -> None:
+    """Write a functional or assert test's result on fd 0 (the test's own file)."""
+    os.ftruncate(0, 0)
+    view, offset = memoryview(data), 0
+    while offset < len(data):
+        offset += os.pwrite(0, view[offset:], offset)
+
+
+def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any]) -> None:
+    """The body of a Python test's process: run, report on fd 0 (functional/assert), exit."""
     kind = spec["kind"]
+    test_input = "" if kind == "stdin" else _take_input()
+    _python_streams()
     namespace = dict(base)
     # stdin programs run as __main__; functional/assert code is loaded as a module.
     namespace["__name__"] = "__main__" if kind == "stdin" else "solution"
@@ -460,7 +552,7 @@ def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any], test
         if kind == "functional":
             import json
 
-            args = [json.loads(line) for line in test["input"].split("\n") if line.strip()]
+            args = [json.loads(line) for line in test_input.split("\n") if line.strip()]
             name = spec["func_name"]
             if "Solution" in namespace and hasattr(namespace["Solution"], name):
                 target = getattr(namespace["Solution"](), name)
@@ -473,20 +565,17 @@ def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any], test
                 text = "V" + canonical_value(value)
             except (TypeError, ValueError, RecursionError) as e:
                 text = f"N{type(e).__name__}: the return value is not comparable: {e}"
-            data = text.encode("utf-8", "surrogatepass")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(res, view) :]
+            _report(text.encode("utf-8", "surrogatepass"))
         elif kind == "assert":
-            exec(compile(test["input"], "test.py", "exec"), namespace)
-            os.write(res, b"A")
+            exec(compile(test_input, "test.py", "exec"), namespace)
+            _report(b"A")
         _join_threads()  # as the interpreter does at exit: a program may work in a thread
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) and 0 < e.code < 256 else 1
     except AssertionError as e:
         if kind != "assert":
             raise
-        os.write(res, f"FAssertionError: {e}"[:500].encode("utf-8", "replace"))
+        _report(f"FAssertionError: {e}"[:500].encode("utf-8", "replace"))
         status = 1
     except BaseException as e:
         import linecache
@@ -517,85 +606,163 @@ def _read_file(fd: int, cap: int, tail: bool = False) -> bytes | None:
     return os.pread(fd, size, 0)
 
 
+def _read_exact(buffer: bytearray) -> bool:
+    """Fill ``buffer`` from stdin (no read past it: later inputs stay in the pipe)."""
+    view, got = memoryview(buffer), 0
+    while got < len(buffer):
+        n = os.readv(0, [view[got:]])
+        if n == 0:
+            return False
+        got += n
+    return True
+
+
+def _read_frame() -> bytearray | None:
+    """The next length-prefixed frame the host sent on stdin, or ``None`` at its end."""
+    head = bytearray(4)
+    if not _read_exact(head):
+        return None
+    size = int.from_bytes(head, "big")
+    if size >= _INPUT_MAX:
+        return None
+    body = bytearray(size)
+    return body if _read_exact(body) else None
+
+
+def _prctl(option: int, value: int) -> int:
+    # An int return type that is a direct _SimpleCData subclass comes back as an int.
+    import _ctypes
+
+    class _U(_ctypes._SimpleCData):
+        _type_ = "L"
+
+    class _I(_ctypes._SimpleCData):
+        _type_ = "i"
+
+    class _F(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = _I
+
+    class _L:
+        _handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+
+    zero = _U(0)
+    return _F(("prctl", _L()))(  # type: ignore[arg-type]
+        option, _U(value), zero, zero, zero
+    )
+
+
 class _Executor:
-    """Runs the tests of one submission, one fresh process each, and reports them."""
+    """Runs the tests of one submission, one fresh process each, and reports them.
+
+    Each test's input is read from stdin only when that test starts (later ones stay in
+    the pipe), copied into the test's own in-memory file, and the executor's copy is wiped
+    before the test's process is forked: no test process holds another test's input.
+    """
 
     def __init__(self, spec: dict[str, Any], channel: int, code: Any, base: dict[str, Any]):
         self.spec, self.channel, self.code, self.base = spec, channel, code, base
         self.binary: int | None = None
         self.cap = int(spec["max_output_bytes"])
         self.memory = int(spec["memory_mb"]) << 20
-        biggest = max(len(t["input"].encode("utf-8", "surrogatepass")) for t in spec["tests"])
-        self.file_size = max(self.cap, biggest, RESULT_MAX_BYTES) + 1
+        self.file_size = max(self.cap, int(spec["biggest_input"]), RESULT_MAX_BYTES) + 1
+        self.reap = bool(spec.get("reap"))
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, header: dict[str, Any], *blobs: bytes) -> None:
+        """One record: length, a JSON header line, then the raw blobs it gives the sizes of."""
         import json
 
-        body = json.dumps(record, ensure_ascii=True).encode("ascii")
-        data = memoryview(len(body).to_bytes(4, "big") + body)
-        while data:
-            data = data[os.write(self.channel, data) :]
+        body = json.dumps(header, ensure_ascii=True).encode("ascii") + b"\n"
+        size = len(body) + sum(len(blob) for blob in blobs)
+        for part in (size.to_bytes(4, "big"), body, *blobs):
+            view = memoryview(part)
+            while view:
+                view = view[os.write(self.channel, view) :]
 
-    def test(self, index: int) -> dict[str, Any]:
-        spec, test = self.spec, self.spec["tests"][index]
-        limit = float(test["time_limit"])
-        python_stdin = spec["kind"] == "stdin" or self.binary is not None
-        data = test["input"].encode("utf-8", "surrogatepass") if python_stdin else b""
-        # Fresh files per test: a process left from an earlier test holds only old ones.
-        stdin_fd, out, err, res = _memfd(data), *(os.memfd_create(n, 0) for n in "oer")
+    def _clear_leftovers(self) -> None:
+        """Kill and reap whatever the test left (its children are ours: we are their reaper)."""
+        deadline = time.monotonic() + 2.0
+        while True:
+            if self.reap:  # inside a PID namespace: everything we can signal is the test's
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                return
+            if not self.reap or time.monotonic() > deadline:
+                return
+            time.sleep(0.0002)  # killed, not yet dead
+
+    def test(self, index: int, data: bytearray) -> tuple[dict[str, Any], bytes, bytes, bytes]:
+        limit = float(self.spec["time_limits"][index])
+        stdin_fd, out, err = _memfd(data), *(os.memfd_create(n, 0) for n in "oe")
+        memoryview(data)[:] = bytes(len(data))  # the executor keeps no copy of the input
         try:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.monotonic()
             pid = _fork_with_retry()
             if pid == 0:  # pragma: no cover - runs in the child
                 try:
                     os.setpgid(0, 0)
-                    _child_streams(stdin_fd, out, err, res if self.binary is None else self.binary)
+                    _child_streams(stdin_fd, out, err, -1 if self.binary is None else self.binary)
                     _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
                     _lower_limit(resource.RLIMIT_AS, self.memory)
                     _lower_limit(resource.RLIMIT_FSIZE, self.file_size)
                     if self.binary is not None:
                         exec_binary(self.binary)
-                    _python_streams()
                 except BaseException as e:
                     os.write(2, f"cannot start the test: {e}\n".encode("utf-8", "replace"))
                     os._exit(127)
-                _run_python_test(spec, self.code, self.base, test, res)
+                _run_python_test(self.spec, self.code, self.base)
             try:
                 os.setpgid(pid, pid)  # also here: the group must exist before it is killed
             except OSError:
                 pass
             pidfd = os.pidfd_open(pid)
             try:
-                ready, _, _ = select.select([pidfd], [], [], limit)
+                poller = select.poll()  # not select(): descriptor numbers may be high
+                poller.register(pidfd, select.POLLIN)
+                ended = poller.poll(max(wall_limit(limit), 0.001) * 1000)
             finally:
                 os.close(pidfd)
-            timed_out = not ready
+            timed_out = not ended
             _kill_group(pid)
             _, wait_status, usage = os.wait4(pid, 0)
-            elapsed = time.monotonic() - start
-            if spec.get("reap"):  # whatever the test left (setsid daemons): not our init
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except OSError:
-                    pass
+            wall = time.monotonic() - start
+            self._clear_leftovers()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # Every process of the test, reaped by it or by us (setsid daemons included).
+            cpu = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
             stdout = _read_file(out, self.cap)
             stderr = _read_file(err, _STDERR_KEEP, tail=True) or b""
-            result = _read_file(res, RESULT_MAX_BYTES)
+            result = (
+                None
+                if self.binary is not None or self.spec["kind"] == "stdin"
+                else (_read_file(stdin_fd, RESULT_MAX_BYTES))
+            )
         finally:
-            for fd in (stdin_fd, out, err, res):
+            for fd in (stdin_fd, out, err):
                 os.close(fd)
         signaled = os.WIFSIGNALED(wait_status)
-        return {
+        header = {
             "index": index,
             "outcome": "timeout" if timed_out else "signaled" if signaled else "exited",
             "code": None if signaled else os.WEXITSTATUS(wait_status),
             "signal": os.WTERMSIG(wait_status) if signaled else None,
-            "time": round(elapsed, 4),
+            "cpu": round(max(cpu, usage.ru_utime + usage.ru_stime), 4),
+            "wall": round(wall, 4),
             "maxrss_kb": int(usage.ru_maxrss),
-            "stdout": None if stdout is None else stdout.decode("utf-8", "replace"),
-            "stderr": stderr.decode("utf-8", "replace"),
-            "result": None if result is None else result.decode("utf-8", "replace"),
+            "sizes": [
+                -1 if stdout is None else len(stdout),
+                len(stderr),
+                -1 if result is None else len(result),
+            ],
         }
+        return header, stdout or b"", stderr, result or b""
 
 
 def _prelude_namespace(prelude: str) -> dict[str, Any]:
@@ -605,16 +772,23 @@ def _prelude_namespace(prelude: str) -> dict[str, Any]:
 
 
 def main(channel: int) -> None:
-    """Run the submission described by the spec on stdin; report on ``channel``."""
+    """Run the submission described on stdin; report on ``channel``.
+
+    Stdin carries length-prefixed frames: the spec (``marshal``), then each test's input,
+    sent by the host only once the previous test's record arrived.
+    """
     import marshal
 
+    # Orphans of a test become our children, so their CPU time is counted and they are
+    # reaped (a no-op where we are the namespace's init already).
+    _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
     # Done before the spec is read: in a sandbox started ahead of time (a pool) this costs
     # nothing on the critical path.
     base = _prelude_namespace(PRELUDE)
-    data = sys.stdin.buffer.read()
-    if not data:  # the pool closed this sandbox unused
+    frame = _read_frame()
+    if frame is None:  # the pool closed this sandbox unused
         return
-    spec = marshal.loads(data)
+    spec = marshal.loads(frame)
     executor = _Executor(spec, channel, None, base)
     if spec.get("language", "python") == "cpp":
         limit = float(spec.get("compile_time_limit") or COMPILE_TIME_LIMIT)
@@ -642,8 +816,13 @@ def main(channel: int) -> None:
     import gc
 
     gc.freeze()  # test processes inherit a frozen heap: their collections skip it (less COW)
-    for index in range(len(spec["tests"])):
-        executor.emit(executor.test(index))
+    for index in range(len(spec["time_limits"])):
+        data = _read_frame()
+        if data is None:  # the host has seen enough (stop at the first failure)
+            return
+        header, *blobs = executor.test(index, data)
+        del data
+        executor.emit(header, *blobs)
     executor.emit({"done": True})
 
 

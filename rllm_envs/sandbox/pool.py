@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import select
 import signal
 import subprocess
 import threading
@@ -37,6 +36,7 @@ from rllm_envs.sandbox.runner import (
     program_header,
     spawn,
     spawn_failure,
+    wait_readable,
 )
 
 __all__ = ["SandboxPool"]
@@ -126,10 +126,11 @@ class SandboxPool:
         max_output_bytes: int | None = None,
         channel_bytes: int = 1 << 12,
         on_channel: Callable[[bytes], bool] | None = None,
+        more_input: Callable[[], bytes | None] | None = None,
     ) -> tuple[RunResult, bytes]:
         """:meth:`run`, also returning what the report channel carried.
 
-        ``channel_bytes`` and ``on_channel`` are as for
+        ``channel_bytes``, ``on_channel`` and ``more_input`` are as for
         :func:`~rllm_envs.sandbox.runner.communicate`.
         """
         if (code is None) != (self.program is not None):
@@ -160,6 +161,7 @@ class SandboxPool:
             forked=self.program is None,
             channel_bytes=channel_bytes,
             on_channel=on_channel,
+            more_input=more_input,
         )
 
     @property
@@ -285,7 +287,7 @@ def _started(sandbox: Sandbox, timeout: float) -> bool:
     if sandbox.attached:
         return True
     assert sandbox.proc.stderr is not None
-    return bool(select.select([sandbox.proc.stderr], [], [], timeout)[0])
+    return wait_readable(sandbox.proc.stderr.fileno(), timeout)
 
 
 #: How long an idle sandbox may take to exit by itself once its input is closed.

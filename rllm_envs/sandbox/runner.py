@@ -35,7 +35,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
-from rllm_envs.sandbox import cgroup
+from rllm_envs.sandbox import cgroup, seccomp
 from rllm_envs.sandbox.backends import CLEAN_ENV, PYTHON, Backend, sandbox_identity, select_backend
 from rllm_envs.sandbox.result import Limits, RunResult, Status
 
@@ -60,7 +60,8 @@ _STATUS_RECORD = re.compile(rb"\A(-?\d{1,10}) (\d{1,12}) (\d{1,7}\.\d{3})\n\Z")
 
 # The bootstrap. argv: address space, CPU seconds, processes, open files, file size,
 # whether to kill every process it can signal at the end (only inside a PID namespace,
-# where that is exactly what the program left behind), and the report channel's fd.
+# where that is exactly what the program left behind), the report channel's fd, and the
+# seccomp filter in hex (empty: none for this architecture).
 _BOOT = r"""
 import os, sys, resource as R
 def _limit(kind, soft, hard):
@@ -77,19 +78,43 @@ _limit(R.RLIMIT_CPU, _a[1], _a[1] + 1)
 _limit(R.RLIMIT_NPROC, _a[2], _a[2])
 _limit(R.RLIMIT_NOFILE, _a[3], _a[3])
 _limit(R.RLIMIT_FSIZE, _a[4], _a[4])
-try:  # non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}
+try:
     import _ctypes
     class _I(_ctypes._SimpleCData):
         _type_ = "i"
+    class _U(_ctypes._SimpleCData):
+        _type_ = "L"
     class _F(_ctypes.CFuncPtr):
         _flags_ = _ctypes.FUNCFLAG_CDECL
         _restype_ = _I
     class _L:
         _handle = _ctypes.dlopen(None)
-    _F(("prctl", _L()))(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
-    del _I, _F, _L
+    _p = _F(("prctl", _L()))
+    _z = _U(0)
+    # Non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}.
+    if _p(4, _z, _z, _z, _z):  # PR_SET_DUMPABLE, 0
+        raise OSError("PR_SET_DUMPABLE")
+    _fp = bytes.fromhex(sys.argv[8])
+    if _fp:  # the syscall filter, for us and every process we start, on every backend
+        class _C(_ctypes._SimpleCData):
+            _type_ = "c"
+        class _B(_ctypes.Array):
+            _type_ = _C
+            _length_ = len(_fp)
+        class _P(_ctypes.Array):
+            _type_ = _C
+            _length_ = 16
+        _b = _B.from_buffer_copy(_fp)
+        _o = sys.byteorder
+        _q = _P.from_buffer_copy(
+            (len(_fp) // 8).to_bytes(2, _o) + bytes(6) + _ctypes.addressof(_b).to_bytes(8, _o)
+        )
+        if _p(38, _U(1), _z, _z, _z) or _p(22, _U(2), _q, _z, _z):
+            raise OSError("seccomp")  # PR_SET_NO_NEW_PRIVS; PR_SET_SECCOMP, FILTER
+        del _C, _B, _P, _b, _q, _o
+    del _I, _U, _F, _L, _p, _z, _fp
 except Exception:
-    os._exit(121)  # never run a program next to a dumpable reporter
+    os._exit(121)  # never run a program next to a dumpable reporter, or unfiltered
 os.write(2, b"\x1e")
 _h = b""
 while not _h.endswith(b"\n"):
@@ -124,7 +149,7 @@ if _pid:
             pass
     os.write(_ch, b"%d %d %.3f\n" % (_st, _ru.ru_maxrss, _ru.ru_utime + _ru.ru_stime))
     os._exit(0)
-os.close(_ch)
+os.closerange(3, 0x7FFFFFFF)  # close_range: the channel and anything else, any number
 sys.argv = ["main.py"]
 del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap
 try:
@@ -140,6 +165,22 @@ except BaseException as _e:
         pass
     sys.exit(1)
 """
+
+
+@lru_cache(maxsize=1)
+def seccomp_filter_hex() -> str:
+    """The bootstrap's syscall filter (:mod:`rllm_envs.sandbox.seccomp`), in hex."""
+    if not seccomp.supported():
+        seccomp.warn_unsupported()
+        return ""
+    return seccomp.filter_program().hex()
+
+
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` becomes readable within ``timeout`` seconds (``poll``: any fd number)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(timeout, 0.0) * 1000))
 
 
 @dataclass
@@ -318,6 +359,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         str(limits.max_file_size_mb << 20),
         "1" if backend.pid_namespace else "0",
         str(write),
+        seccomp_filter_hex(),
     ]
     identity = sandbox_identity()
     launch_fds: list[int] = []
@@ -373,8 +415,7 @@ def attach_group(sandbox: Sandbox, deadline: float) -> None:
     sandbox.attached = True
     proc, group = sandbox.proc, sandbox.group
     assert proc.stderr is not None and group is not None
-    ready, _, _ = select.select([proc.stderr], [], [], max(deadline - time.monotonic(), 0.0))
-    if not ready:
+    if not wait_readable(proc.stderr.fileno(), deadline - time.monotonic()):
         return
     sandbox.stderr_head = os.read(proc.stderr.fileno(), 1)
     for pid in [proc.pid, *_descendants(proc.pid)]:
@@ -393,6 +434,7 @@ def communicate(
     forked: bool = True,
     channel_bytes: int = 1 << 12,
     on_channel: Callable[[bytes], bool] | None = None,
+    more_input: Callable[[], bytes | None] | None = None,
 ) -> tuple[RunResult, bytes]:
     """Feed ``payload`` to a sandbox started by :func:`spawn`, collect its output, end it.
 
@@ -409,6 +451,9 @@ def communicate(
         channel_bytes: How much of the report channel to keep (more is dropped).
         on_channel: Called with each chunk read from the report channel as it arrives;
             returning ``True`` ends the run at once (a judge that has seen enough).
+        more_input: Called after each report-channel chunk: bytes to send after
+            ``payload`` (``b""``: nothing yet), or ``None`` once there is no more, when
+            standard input is closed. Without it standard input closes after ``payload``.
 
     Returns:
         The :class:`RunResult` and what the report channel carried. For a forked program
@@ -434,10 +479,11 @@ def communicate(
             os.set_blocking(fd, False)
             selector.register(fd, selectors.EVENT_READ, role)
         view = memoryview(payload)
+        input_open = more_input is not None
+        os.set_blocking(proc.stdin.fileno(), False)
         if view:
-            os.set_blocking(proc.stdin.fileno(), False)
             selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "in")
-        else:
+        elif not input_open:
             proc.stdin.close()
         exited_at: float | None = None
         while True:
@@ -464,10 +510,11 @@ def communicate(
                     except BlockingIOError:
                         continue
                     except OSError:  # EPIPE: the program does not read its input
-                        view = view[:0]
+                        view, input_open = view[:0], False
                     if not view:
                         selector.unregister(fd)
-                        proc.stdin.close()
+                        if not input_open:
+                            proc.stdin.close()
                 else:
                     try:
                         chunk = os.read(fd, _CHUNK)
@@ -498,6 +545,17 @@ def communicate(
                         chan += chunk[: max(channel_bytes - len(chan), 0)]
                         if on_channel is not None and on_channel(chunk):
                             stopped = True
+                        elif input_open and more_input is not None:
+                            more = more_input()
+                            stdin_fd = proc.stdin.fileno()
+                            if more is None:
+                                input_open = False
+                                if not view:
+                                    proc.stdin.close()
+                            elif more:
+                                view = memoryview(bytes(view) + more)
+                                if stdin_fd not in selector.get_map():
+                                    selector.register(stdin_fd, selectors.EVENT_WRITE, "in")
             if flooded or stopped:
                 break
         if (timed_out or flooded or stopped) and sandbox.backend.stop_from_inside:
@@ -603,8 +661,7 @@ def _stop_from_inside(pid: int, pidfd: int) -> None:
                 os.kill(child, signal.SIGKILL)
             except OSError:  # gone, or not ours to kill (e.g. firejail's root helper)
                 pass
-        readable, _, _ = select.select([pidfd], [], [], 0.05)
-        if readable:
+        if wait_readable(pidfd, 0.05):
             return
 
 

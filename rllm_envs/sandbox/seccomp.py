@@ -1,4 +1,9 @@
-"""A seccomp filter for sandboxed programs (bubblewrap's ``--seccomp FD``), built in Python.
+"""The seccomp filter of sandboxed programs, built in Python, the same on every backend.
+
+The sandbox's bootstrap (:mod:`rllm_envs.sandbox.runner`) installs it on itself with
+``prctl(PR_SET_NO_NEW_PRIVS)`` and ``prctl(PR_SET_SECCOMP)`` before any program arrives,
+under firejail and bubblewrap alike, so every process of the sandbox carries it (firejail
+adds its own default list on top).
 
 Classic BPF over ``struct seccomp_data`` (``nr`` at offset 0, ``arch`` at 4, the six
 arguments from 16, 8 bytes each, the low half first on the little-endian architectures we
@@ -11,21 +16,21 @@ build for). The filter:
   ``process_madvise``), keyrings, ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring``,
   mounting and namespaces (``mount``, ``unshare``, ``setns``, the new mount API),
   ``personality`` changes, modules, ``kexec``, ``reboot``, swap, accounting, quotas,
-  handle-based opens, port I/O;
-* fails ``clone`` with namespace flags and ``socket(AF_VSOCK)`` with ``EPERM``, and
-  ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc then
-  falls back to ``clone``, which is filtered).
-
-Firejail gets the equivalent through its own ``--seccomp`` list (see
-:mod:`rllm_envs.sandbox.backends`).
+  handle-based opens, port I/O; and what would keep state between tests or carry bits
+  between concurrent sandboxes: SysV IPC (``shmget``, ``msgget``, ``semget``), POSIX
+  message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``;
+* fails ``clone`` with namespace flags, ``socket(AF_VSOCK)`` and ``fcntl`` record locks,
+  leases and ``F_NOTIFY`` with ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in
+  memory, out of a filter's reach; glibc then falls back to ``clone``, which is filtered).
 """
 
 from __future__ import annotations
 
 import platform
 import struct
+import warnings
 
-__all__ = ["DENIED_SYSCALLS", "filter_program", "supported"]
+__all__ = ["DENIED_SYSCALLS", "filter_program", "supported", "warn_unsupported"]
 
 # BPF opcodes.
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -33,6 +38,7 @@ _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
+_JA = 0x05  # BPF_JMP | BPF_JA
 
 _ALLOW = 0x7FFF0000
 _KILL_PROCESS = 0x80000000
@@ -44,6 +50,9 @@ _AF_VSOCK = 40
 _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
 _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 _PERSONALITY_QUERY = 0xFFFFFFFF
+# fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
+# F_SETLEASE, F_NOTIFY.
+_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026)
 
 #: Syscalls that fail with EPERM, by name (the numbers are per architecture below).
 DENIED_SYSCALLS = (
@@ -93,6 +102,18 @@ DENIED_SYSCALLS = (
     "vhangup",
     "iopl",
     "ioperm",
+    # State that outlives a test or crosses sandboxes: SysV IPC and POSIX message queues
+    # (kept by the IPC namespace between a sandbox's tests), locks and change notification
+    # on the read-only system files every sandbox sees (a channel between sandboxes).
+    "shmget",
+    "msgget",
+    "semget",
+    "mq_open",
+    "flock",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_add_watch",
+    "fanotify_init",
 )
 
 # (audit arch, syscall numbers); only what the filter needs.
@@ -146,6 +167,16 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "vhangup": 153,
             "iopl": 172,
             "ioperm": 173,
+            "shmget": 29,
+            "msgget": 68,
+            "semget": 64,
+            "mq_open": 240,
+            "flock": 73,
+            "inotify_init": 253,
+            "inotify_init1": 294,
+            "inotify_add_watch": 254,
+            "fanotify_init": 300,
+            "fcntl": 72,
             "personality": 135,
             "socket": 41,
             "clone": 56,
@@ -199,6 +230,15 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "migrate_pages": 238,
             "syslog": 116,
             "vhangup": 58,
+            "shmget": 194,
+            "msgget": 186,
+            "semget": 190,
+            "mq_open": 180,
+            "flock": 32,
+            "inotify_init1": 26,
+            "inotify_add_watch": 27,
+            "fanotify_init": 262,
+            "fcntl": 25,
             "personality": 92,
             "socket": 198,
             "clone": 220,
@@ -217,6 +257,23 @@ def _arch() -> str:
 def supported() -> bool:
     """Whether a filter can be built for this machine's architecture."""
     return _arch() in _ARCHES
+
+
+_warned = False
+
+
+def warn_unsupported() -> None:
+    """Warn once that this architecture gets no syscall filter of ours."""
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"rllm_envs.sandbox: no seccomp syscall table for architecture {_arch()!r}; "
+            f"sandboxed programs run without this project's syscall filter "
+            f"({DENIED_SYSCALLS[:3]}... are reachable under bubblewrap).",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -247,8 +304,9 @@ def filter_program() -> bytes:
         prog.append(_insn(_JGE_K, 0, 1, 0x40000000))
         ret(_KILL_PROCESS)
     for name in DENIED_SYSCALLS:
-        prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
-        ret(_ERRNO | _EPERM)
+        if name in numbers:  # some do not exist on every architecture
+            prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
+            ret(_ERRNO | _EPERM)
     prog.append(_insn(_JEQ_K, 0, 1, numbers["clone3"]))
     ret(_ERRNO | _ENOSYS)
 
@@ -272,6 +330,13 @@ def filter_program() -> bytes:
         numbers["clone"],
         [_insn(_JSET_K, 0, 1, _CLONE_NAMESPACES), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)],
     )
+    # fcntl(fd, cmd, ...): no record locks, leases or directory notification (cmd is the
+    # second argument: reload it in place of the first).
+    checks = [_insn(_LD_W_ABS, 0, 0, 24)]
+    for i, cmd in enumerate(_FCNTL_DENIED):  # a match jumps to the EPERM below
+        checks.append(_insn(_JEQ_K, len(_FCNTL_DENIED) - i, 0, cmd))
+    checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+    by_first_argument(numbers["fcntl"], checks)
     # personality(persona): only the query (0xffffffff) and the default (0).
     by_first_argument(
         numbers["personality"],

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 import pytest
 
 from rllm_envs.code.judge import close_pools
-from rllm_envs.sandbox import RunResult, SandboxUnavailable, Status, cgroup, run, select_backend
+from rllm_envs.sandbox import (
+    RunResult,
+    SandboxUnavailable,
+    Status,
+    cgroup,
+    run,
+    runner,
+    select_backend,
+)
 from rllm_envs.sandbox.backends import _probe, sandbox_identity
 from rllm_envs.sandbox.runner import SHARED_PROCESS_FACTOR
 
@@ -53,12 +61,20 @@ def any_backend(request) -> str:
 # The control groups of the sandboxes this test started (see ``own_sandboxes``): with them,
 # leak checks look only at this test's processes, not at whatever else judges code here.
 _OWN_GROUPS: list[cgroup.SandboxCgroup] = []
+# The wrapper (firejail, bwrap) process ids of the sandboxes this test started.
+_OWN_WRAPPERS: set[int] = set()
+
+
+class _RecordingSandbox(runner.Sandbox):
+    def __post_init__(self) -> None:
+        _OWN_WRAPPERS.add(self.proc.pid)
 
 
 @pytest.fixture(autouse=True)
 def own_sandboxes(monkeypatch):
-    """Record the control group of every sandbox the test starts."""
+    """Record the control group and wrapper pid of every sandbox the test starts."""
     _OWN_GROUPS.clear()
+    _OWN_WRAPPERS.clear()
     create = cgroup.create
 
     def recording(*args, **kwargs):
@@ -68,8 +84,15 @@ def own_sandboxes(monkeypatch):
         return group
 
     monkeypatch.setattr(cgroup, "create", recording)
+    monkeypatch.setattr(runner, "Sandbox", _RecordingSandbox)
     yield
     _OWN_GROUPS.clear()
+    _OWN_WRAPPERS.clear()
+
+
+def own_wrapper_pids() -> set[int]:
+    """Process ids of the wrappers of the sandboxes this test started (alive or not)."""
+    return set(_OWN_WRAPPERS)
 
 
 def _describe(pid: int, zombies: bool) -> str | None:

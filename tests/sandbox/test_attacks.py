@@ -326,7 +326,7 @@ def test_memory_of_children_and_memfds_is_bounded(backend):
         "held = 0\n"
         "for _ in range(2):\n"
         "    if os.fork() == 0:\n"
-        "        b = bytearray(200 << 20)\n"
+        "        b = b'\\x01' * (200 << 20)  # written: every page is held\n"
         "        os.write(1, b'child\\n')\n"
         "        import time; time.sleep(30)\n"
         "fds = []\n"
@@ -396,3 +396,476 @@ def test_env_step_gives_zero_to_forgers(env_id, backend):
         assert reward == 0.0, (attack[:80], info)
         assert isinstance(obs, str) and not info["is_correct"]
     env.close()
+
+
+# ================================================================ round 3
+# The report channel at any descriptor number, other tests' inputs, one syscall policy,
+# CPU isolation, state between tests, bounded host work, records never trusted.
+
+OPEN_FDS = 1100
+
+
+@pytest.fixture
+def many_fds():
+    """The judging process holds 1,100 more open descriptors (numbers past 1023)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 4096 if hard == resource.RLIM_INFINITY else min(4096, hard)
+    if want < OPEN_FDS + 256:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} is too low for {OPEN_FDS} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(OPEN_FDS)]
+    assert max(fds) > 1023
+    yield fds
+    for fd in fds:
+        os.close(fd)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _new_forged_records(time_value: object = 0.0) -> bytes:
+    """Records in the executor's own format (header line + blobs), claiming every test AC."""
+    frames = b""
+    for i in range(64):
+        out = EXPECTED.encode() + b"\n"
+        header = {
+            "index": i,
+            "outcome": "exited",
+            "code": 0,
+            "signal": None,
+            "cpu": time_value,
+            "wall": 0.0,
+            "maxrss_kb": 1,
+            "sizes": [len(out), 0, -1],
+        }
+        body = json.dumps(header).encode() + b"\n" + out
+        frames += len(body).to_bytes(4, "big") + body
+    done = json.dumps({"done": True}).encode() + b"\n"
+    return frames + len(done).to_bytes(4, "big") + done
+
+
+# Counts the descriptors above 2 this test process holds, whatever their number.
+COUNT_FDS_PY = (
+    "import os\n"
+    "n = 0\n"
+    "for fd in range(3, 1 << 16):\n"
+    "    try:\n        os.fstat(fd); n += 1\n    except OSError:\n        pass\n"
+    "print(n)\n"
+)
+COUNT_FDS_CPP = (
+    "#include <fcntl.h>\n#include <cstdio>\n"
+    "int main(){ int n = 0; for (int fd = 3; fd < (1 << 16); fd++)"
+    ' if (fcntl(fd, F_GETFD) != -1) n++; printf("%d\\n", n); }\n'
+)
+
+
+def test_test_process_holds_only_standard_streams(backend, warm, many_fds):
+    tests = [TestCase(f"{i}\n", "0\n") for i in range(3)]
+    python = judge(COUNT_FDS_PY, tests, backend=backend, warm=warm)
+    assert python.verdicts == ["AC"] * 3, python
+    functional = judge(
+        "class Solution:\n    def f(self, x):\n"
+        + "\n".join(
+            "        " + line for line in COUNT_FDS_PY.replace("print(n)", "return n").split("\n")
+        ),
+        [TestCase("1", "0")],
+        kind="functional",
+        func_name="f",
+        backend=backend,
+        warm=warm,
+    )
+    # The functional test holds fd 0 (its input, then its result file) and 1, 2 only.
+    assert functional.verdicts == ["AC"], functional
+    cpp = judge(COUNT_FDS_CPP, tests, language="cpp", backend=backend, warm=warm)
+    assert cpp.verdicts == ["AC"] * 3, cpp
+    for language, code in (("python", COUNT_FDS_PY), ("cpp", COUNT_FDS_CPP)):
+        result = run(code, language=language, backend=backend)
+        assert result.ok and result.stdout == "0\n", (language, result)
+
+
+def test_channel_forgery_with_many_descriptors(backend, warm, many_fds):
+    # Writes records in the executor's format to every descriptor it could hold; the
+    # judging process holds 1,100 others, so the channel's number is past 1023.
+    forged = _new_forged_records()
+    attack = (
+        "import os, sys, time\n"
+        f"F = {forged!r}\n"
+        "hit = []\n"
+        "for fd in range(0, 1 << 16):\n"
+        "    try:\n        os.write(fd, F); hit.append(fd)\n    except OSError:\n        pass\n"
+        "print(hit, file=sys.stderr)\n"
+    )
+    result = judge(attack, _tests(), backend=backend, warm=warm, time_limit=5)
+    assert result.passed == 0, result
+    assert all(v == "WA" for v in result.verdicts), result
+
+
+@pytest.mark.parametrize("env_id", CODE_ENVS)
+def test_env_step_with_many_descriptors(env_id, backend, many_fds):
+    # The reference solution still passes and a forger still gets 0, through env.step.
+    env = gym.make(env_id, backend=backend)
+    fence = "cpp" if env_id.endswith("Cpp-v0") else "python"
+    env.reset(seed=0, options={"index": 0})
+    _, reward, *_ = env.step(env.unwrapped.oracle_action())
+    assert reward == 1.0
+    forged = _new_forged_records()
+    if fence == "cpp":
+        attack = (
+            "#include <unistd.h>\n"
+            f"static const char F[] = {json.dumps(forged.decode('latin-1'))};\n"
+            "int main(){ for (int fd = 0; fd < (1 << 16); fd++) write(fd, F, sizeof F - 1); }\n"
+        )
+    else:
+        attack = (
+            f"import os\nF = {forged!r}\n"
+            "for fd in range(1 << 16):\n"
+            "    try:\n        os.write(fd, F)\n    except OSError:\n        pass\n"
+        )
+    env.reset(seed=0, options={"index": 0})
+    obs, reward, terminated, truncated, info = env.step(f"```{fence}\n{attack}\n```")
+    assert reward == 0.0 and isinstance(obs, str) and not info["is_correct"], info
+    env.close()
+
+
+# Reads every readable mapping of its own process (directly: a test process is
+# non-dumpable, so /proc/self/mem is closed to it) and prints the secrets not its own.
+SECRET_SCAN = r"""
+import ctypes, re, sys
+own = sys.stdin.read()
+pattern = re.compile(rb'SECRET[0-9a-f]{32}')
+found = set()
+with open('/proc/self/maps') as maps:
+    regions = [line.split() for line in maps]
+for fields in regions:
+    low, high = (int(x, 16) for x in fields[0].split('-'))
+    name = fields[5] if len(fields) > 5 else ''
+    if 'r' not in fields[1] or high - low > 1 << 28 or name.startswith(('[vvar', '[vsys')):
+        continue
+    found.update(pattern.findall(ctypes.string_at(low, high - low)))
+print(sorted(x.decode() for x in found if x.decode() not in own))
+"""
+
+
+def test_no_test_holds_another_tests_input(backend, warm):
+    # Every readable byte of each test's process is searched for the other tests' inputs.
+    secrets_ = [f"SECRET{secrets.token_hex(16)}" for _ in range(4)]
+    tests = [TestCase(s + "\n", "[]\n") for s in secrets_]
+    result = judge(SECRET_SCAN, tests, backend=backend, warm=warm, stop_on_failure=False)
+    assert result.verdicts == ["AC"] * 4, [r.output for r in result.results]
+    cpp = (
+        "#include <cstdio>\n#include <cstring>\n#include <cctype>\n"
+        'int main(){ char own[64] = {0}; scanf("%63s", own); int found = 0;\n'
+        ' FILE* maps = fopen("/proc/self/maps", "r"); char line[512];\n'
+        " while (fgets(line, sizeof line, maps)) {\n"
+        "  unsigned long lo, hi; char perms[8];\n"
+        '  if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;\n'
+        '  if (perms[0] != \'r\' || strstr(line, "[vvar") || strstr(line, "[vsyscall")) continue;\n'
+        "  const char* m = (const char*)lo;\n"
+        "  for (unsigned long p = 0; p + 38 <= hi - lo; p++) {\n"
+        '   if (memcmp(m + p, "SECRET", 6) || !memcmp(m + p, own, 38)) continue;\n'
+        "   bool hex = true; for (int k = 6; k < 38; k++) hex = hex && isxdigit(m[p + k]);\n"
+        "   found += hex; } }\n"
+        ' if (found) printf("%d\\n", found); else printf("[]\\n"); }\n'
+    )
+    result = judge(cpp, tests, language="cpp", backend=backend, warm=warm, stop_on_failure=False)
+    assert result.verdicts == ["AC"] * 4, [r.output for r in result.results]
+
+
+def test_multi_turn_feedback_shows_no_hidden_input(backend, tmp_path):
+    hidden = [f"SECRET{secrets.token_hex(16)}" for _ in range(3)]
+    record = {
+        "question_title": "Echo",
+        "question_content": "Print the input.",
+        "question_id": "echo",
+        "starter_code": "",
+        "difficulty": "easy",
+        "public_test_cases": json.dumps(
+            [{"input": "public\n", "output": "public\n", "testtype": "stdin"}]
+        ),
+        "private_test_cases": json.dumps(
+            [{"input": h + "\n", "output": h + "\n", "testtype": "stdin"} for h in hidden]
+        ),
+        "metadata": "{}",
+    }
+    path = tmp_path / "echo.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    env = gym.make("rllm/CodeMultiTurn-v0", dataset=str(path), backend=backend)
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(f"```python\n{SECRET_SCAN}\n```")
+    assert reward == 0.0 and not terminated
+    assert not any(h in obs for h in hidden), obs
+    assert info["public_verdicts"] == ["WA"]
+    env.close()
+
+
+# Each entry: a name and Python that prints whether the attack worked ("OPEN") or not.
+POLICY_ATTACKS_PY = {
+    "clone-newuser": (
+        "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "pid = libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)\n"
+        "if pid == 0:\n    os._exit(0)\n"
+        "print('OPEN' if pid > 0 else 'closed')\n"
+    ),
+    "clone3-newuser": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "args = (ctypes.c_uint64 * 11)(0x10000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0)\n"
+        "pid = libc.syscall(435, args, 88)\n"
+        "import os\nif pid == 0:\n    os._exit(0)\n"
+        "print('OPEN' if pid > 0 else 'closed')\n"
+    ),
+    "unshare": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('OPEN' if libc.syscall(272, 0x10000000) == 0 or libc.syscall(272, 0x20000)"
+        " == 0 else 'closed')\n"
+    ),
+    "io_uring": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('OPEN' if libc.syscall(425, 1, ctypes.create_string_buffer(120)) >= 0"
+        " else 'closed')\n"
+    ),
+    "vsock": (
+        "import socket\ntry:\n    socket.socket(40, socket.SOCK_STREAM); print('OPEN')\n"
+        "except OSError:\n    print('closed')\n"
+    ),
+    "personality": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('OPEN' if libc.syscall(135, 0x0400000) >= 0 else 'closed')\n"
+    ),
+    "flock": (
+        "import fcntl\nhit = []\n"
+        "for p in ('/etc/hostname', '/etc/hosts', '/etc/passwd', '/usr/bin/python3'):\n"
+        "    try:\n        f = open(p, 'rb')\n    except OSError:\n        continue\n"
+        "    for how in (fcntl.LOCK_EX, fcntl.LOCK_SH):\n"
+        "        try:\n            fcntl.flock(f, how | fcntl.LOCK_NB); hit.append(p)\n"
+        "        except OSError:\n            pass\n"
+        "    try:\n        fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB); hit.append(p)\n"
+        "    except OSError:\n        pass\n"
+        "print('OPEN' if hit else 'closed')\n"
+    ),
+    "inotify": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('OPEN' if libc.inotify_init1(0) >= 0 else 'closed')\n"
+    ),
+    "sysv-ipc": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "ok = [libc.shmget(0x1234, 4096, 0o1600) >= 0, libc.msgget(0x1234, 0o1600) >= 0,"
+        " libc.semget(0x1234, 1, 0o1600) >= 0]\n"
+        "print('OPEN' if any(ok) else 'closed')\n"
+    ),
+    "mqueue": (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('OPEN' if libc.syscall(240, b'q', 0o100 | 2, 0o600, None) >= 0 else 'closed')\n"
+    ),
+    "proc-1-mem": (
+        "hit = []\nfor how in ('r+b', 'rb'):\n"
+        "    try:\n        open('/proc/1/mem', how, 0); hit.append(how)\n"
+        "    except OSError:\n        pass\n"
+        "print('OPEN' if hit else 'closed')\n"
+    ),
+}
+# The 32-bit int 0x80 ABI: killed by the filter (SIGSYS) before the syscall runs.
+INT80_CPP = (
+    "#include <cstdio>\n#include <unistd.h>\n"
+    'int main(){ long r; printf("start\\n"); fflush(stdout);\n'
+    ' asm volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory");  /* getpid */\n'
+    ' printf("OPEN %ld\\n", r); }\n'
+)
+
+
+def test_one_syscall_policy_for_both_backends(backend):
+    for name, code in POLICY_ATTACKS_PY.items():
+        result = run(code, backend=backend)
+        assert result.ok and result.stdout == "closed\n", (name, result)
+    if os.uname().machine == "x86_64":
+        result = run(INT80_CPP, language="cpp", backend=backend)
+        assert "OPEN" not in result.stdout and result.signal == 31, result  # SIGSYS
+        verdict = judge(INT80_CPP, [TestCase("", "start\n")], language="cpp", backend=backend)
+        assert verdict.verdicts == ["RE"], verdict
+
+
+@pytest.mark.parametrize("env_id", ["rllm/Code-v0", "rllm/CodeCpp-v0"])
+def test_policy_attacks_through_env_step(env_id, backend):
+    env = gym.make(env_id, backend=backend)
+    attacks = (
+        [INT80_CPP]
+        if env_id.endswith("Cpp-v0")
+        else [POLICY_ATTACKS_PY["clone-newuser"], POLICY_ATTACKS_PY["sysv-ipc"]]
+    )
+    fence = "cpp" if env_id.endswith("Cpp-v0") else "python"
+    for attack in attacks:
+        env.reset(seed=0, options={"index": 0})
+        obs, reward, *_ = env.step(f"```{fence}\n{attack}\n```")
+        assert reward == 0.0 and isinstance(obs, str)
+    env.close()
+
+
+# A test carries work to the next one through anything that outlives its processes.
+CARRY_STATE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+seen = []
+shm = libc.shmget(0x5eed, 4096, 0o1666)
+if shm >= 0:
+    libc.shmat.restype = ctypes.c_void_p
+    addr = libc.shmat(shm, None, 0)
+    if addr not in (None, ctypes.c_void_p(-1).value):
+        cell = ctypes.c_int.from_address(addr)
+        if cell.value:
+            seen.append('shm')
+        cell.value += 1
+for path in ('/dev/shm/carry', '/tmp/carry', '/var/tmp/carry', '/run/lock/carry', '/carry'):
+    try:
+        if os.path.exists(path):
+            seen.append(path)
+        open(path, 'w').write('x')
+    except OSError:
+        pass
+print('fresh' if not seen else seen)
+"""
+
+
+def test_no_state_between_tests(backend, warm):
+    tests = [TestCase(f"{i}\n", "fresh\n") for i in range(3)]
+    result = judge(CARRY_STATE, tests, backend=backend, warm=warm, stop_on_failure=False)
+    assert result.verdicts == ["AC"] * 3, [r.output for r in result.results]
+
+
+def test_no_writable_path(backend):
+    code = (
+        "import os\nfound = []\n"
+        "for root, dirs, files in os.walk('/'):\n"
+        "    dirs[:] = [d for d in dirs if os.path.join(root, d) not in"
+        " ('/proc', '/sys', '/usr')]\n"
+        "    for d in [root] + [os.path.join(root, f) for f in files]:\n"
+        "        if os.access(d, os.W_OK) and not d.startswith('/dev/'):\n"
+        "            found.append(d)\n"
+        "for d in ('/dev/shm', '/dev/mqueue', '/usr', '/tmp'):\n"
+        "    if os.path.isdir(d) and os.access(d, os.W_OK):\n"
+        "        found.append(d)\n"
+        "print(found)\n"
+    )
+    result = run(code, backend=backend, time_limit=30)
+    assert result.ok and result.stdout == "[]\n", result
+
+
+def test_records_are_never_trusted():
+    # The host parses whatever the channel carries: typed, bounded, else a failed test.
+    from rllm_envs.code.judge import _Records
+
+    tests = [TestCase(f"{i}\n", EXPECTED + "\n") for i in range(64)]
+    for forged in (
+        _new_forged_records(10**400),  # a 400-digit time (OverflowError as a float)
+        _new_forged_records(float("nan")),
+        _new_forged_records(-1.0),
+        _new_forged_records("0"),
+        _new_forged_records(True),
+        b"\x00\x00\x00\x05[[[[[",
+        b"\x00\x00\x00\x02{}",
+        b"\x7f\xff\xff\xff" + b"x" * 100,
+    ):
+        records = _Records(tests, "stdin", [[t.output] for t in tests], 1.0, 1 << 20, False)
+        records.sent = len(tests)
+        records.feed(forged)
+        assert not any(r.passed for r in records.results), forged[:80]
+    # The well-formed version of the same records is read (the check is not vacuous).
+    records = _Records(tests, "stdin", [[t.output] for t in tests], 1.0, 1 << 20, False)
+    records.sent = len(tests)
+    records.feed(_new_forged_records(0.0))
+    assert records.done and all(r.passed for r in records.results)
+
+
+def test_host_work_is_bounded(monkeypatch):
+    # A flood of numbers against a short answer parses nothing; an answer written in
+    # another form parses only the tokens that differ.
+    from rllm_envs.sandbox import harness
+
+    calls: list[int] = []
+    parse = harness._numbers
+
+    def counting(tokens):
+        calls.append(len(tokens))
+        return parse(tokens)
+
+    monkeypatch.setattr(harness, "_numbers", counting)
+    flood = "1.0 " * (4 << 20)
+    assert not harness.stdout_matches(flood, "1\n")
+    assert not harness.stdout_matches("1.0\n" * (1 << 20), "1\n")
+    assert calls == []
+    assert harness.stdout_matches("1.0 2 3.50", "1 2 3.5")
+    assert sum(calls) <= 3 * 3  # linear in the line's tokens
+    assert harness.canonical_stdout("1e999999999") == "d:1E+999999999"
+    assert not harness.stdout_matches("1e-999999999", "0")
+    assert not harness.stdout_matches("1e999999999", "1e999999998")
+    assert harness.stdout_matches("1e999999999", "10e999999998")
+
+
+@needs_cgroups
+@pytest.mark.slow
+def test_cpu_hogs_do_not_turn_a_correct_program_into_tle(backend):
+    # Four submissions whose tests fork CPU hogs (setsid, so they outlive the test
+    # process until the executor reaps them) run while a correct program is judged.
+    hog = (
+        "import os, time\n"
+        "for _ in range(4):\n"
+        "    if os.fork() == 0:\n        os.setsid()\n        while True: pass\n"
+        "time.sleep(30)\n"
+    )
+    hogs = [
+        threading.Thread(
+            target=judge,
+            args=(hog, [TestCase(f"{i}\n", "x\n") for i in range(3)]),
+            kwargs={"backend": backend, "warm": False, "time_limit": 2, "stop_on_failure": False},
+        )
+        for _ in range(4)
+    ]
+    for thread in hogs:
+        thread.start()
+    time.sleep(2.0)
+    # About 0.1 s of CPU per test, then the answer.
+    correct = "n = int(input())\ns = 0\nfor i in range(700000):\n    s += i\nprint(n * 2)\n"
+    result = judge(
+        correct,
+        [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(4)],
+        backend=backend,
+        warm=False,
+        time_limit=1.5,
+        stop_on_failure=False,
+    )
+    for thread in hogs:
+        thread.join()
+    assert result.verdicts == ["AC"] * 4, result
+    group = cgroup.create(256, 8)
+    assert group is not None
+    try:
+        assert group.cpu_isolated  # each sandbox weighs like one process here
+    finally:
+        group.close()
+
+
+def test_hidden_inputs_wait_for_the_public_tests():
+    # No hidden input enters the sandbox before every public test is reported; none at all
+    # after a public failure when judging stops at the first failure.
+    from rllm_envs.code.judge import _Records
+
+    tests = [TestCase(f"in{i}\n", "x\n") for i in range(4)]
+    for stop, failing, more in ((False, False, True), (True, True, False), (False, True, True)):
+        records = _Records(tests, "stdin", [["x\n"]] * 4, 1.0, 1 << 20, stop, hidden_from=2)
+        first = records.next_input()
+        assert first is not None and b"in1" in first and b"in2" not in first
+        assert records.next_input() == b""
+        out = b"y\n" if failing else b"x\n"
+        for index in range(2):
+            header = {
+                "index": index,
+                "outcome": "exited",
+                "code": 0,
+                "signal": None,
+                "cpu": 0.0,
+                "wall": 0.0,
+                "maxrss_kb": 1,
+                "sizes": [len(out), 0, -1],
+            }
+            body = json.dumps(header).encode() + b"\n" + out
+            records.feed(len(body).to_bytes(4, "big") + body)
+        hidden = records.next_input()
+        assert (hidden is not None and b"in2" in hidden and b"in3" in hidden) == more

@@ -33,6 +33,9 @@ int main() { std::string s; long long t = 0, x;
   std::cout << "hello " << s << " " << t << std::endl; }
 """
 
+# Wall seconds for a run that compiles: g++ alone may take over 10 s on a loaded machine.
+LOADED = 60
+
 
 @pytest.fixture(autouse=True)
 def host_is_unaffected():
@@ -46,13 +49,15 @@ def host_is_unaffected():
 
 
 def test_hello_world_reads_stdin(backend):
-    result = run(ECHO, language="cpp", stdin="world\n1 2 3\n", backend=backend)
+    result = run(ECHO, language="cpp", stdin="world\n1 2 3\n", backend=backend, time_limit=LOADED)
     assert result.status is Status.OK, result.stderr
     assert result.stdout == "hello world 6\n"
 
 
 def test_compile_error_is_reported_in_stderr(backend):
-    result = run("int main() { return undefined_name; }", language="cpp", backend=backend)
+    result = run(
+        "int main() { return undefined_name; }", language="cpp", backend=backend, time_limit=LOADED
+    )
     assert result.status is Status.RUNTIME_ERROR and result.exit_code == 1
     assert result.stderr.startswith(COMPILE_ERROR_PREFIX)
     assert "solution.cpp:1" in result.stderr and "undefined_name" in result.stderr
@@ -87,7 +92,7 @@ int main() {{
   std::puts("CONNECTED");
 }}
 """
-    result = run(code, language="cpp", backend=backend)
+    result = run(code, language="cpp", backend=backend, time_limit=LOADED)
     assert result.status is Status.OK, result.stderr
     assert "CONNECTED" not in result.stdout and "blocked" in result.stdout
     assert host_listener.accepted == []
@@ -112,7 +117,7 @@ int main() {{
 {opens}
 }}
 """
-    result = run(code, language="cpp", backend=backend)
+    result = run(code, language="cpp", backend=backend, time_limit=LOADED)
     assert result.status is Status.OK, result.stderr
     assert token not in result.stdout and "READ" not in result.stdout, result.stdout
     assert result.stdout.count("blocked") == len(targets)
@@ -141,7 +146,7 @@ int main() {{
 {opens}
 }}
 """
-    result = run(code, language="cpp", backend=backend)
+    result = run(code, language="cpp", backend=backend, time_limit=LOADED)
     assert result.status is Status.OK, result.stderr
     assert "WROTE" not in result.stdout, result.stdout
     for target in targets[:-1]:

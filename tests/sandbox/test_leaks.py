@@ -3,41 +3,43 @@
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from rllm_envs.sandbox import Limits, Status, run
-from rllm_envs.sandbox.backends import sandbox_identity
-from tests.sandbox.conftest import sandbox_processes
+from tests.sandbox.conftest import own_wrapper_pids, sandbox_processes
 
 SCRATCH_DIRS = ["/tmp", "/var/tmp", "/dev/shm"]
 FIREJAIL_STATE = "/run/firejail/sandbox"  # one file per running firejail (root only)
 
 
 def _firejail_state() -> set[str]:
+    """State files of this test's firejail sandboxes whose process is gone (a leak).
+
+    Only this test's: other work on the machine may leave its own state meanwhile.
+    """
+    own = {str(pid) for pid in own_wrapper_pids()}
     try:
-        return {name for name in os.listdir(FIREJAIL_STATE) if not os.path.isdir(f"/proc/{name}")}
+        return {
+            name
+            for name in os.listdir(FIREJAIL_STATE)
+            if name in own and not os.path.isdir(f"/proc/{name}")
+        }
     except OSError:
         return set()
 
 
-def _owned_by_sandbox() -> set[str]:
-    identity = sandbox_identity()
+def _owned_by_sandbox(token: str) -> set[str]:
+    """Files in the scratch directories named after this test's token."""
     found = set()
     for directory in SCRATCH_DIRS:
         try:
             entries = os.listdir(directory)
         except OSError:
             continue
-        for name in entries:
-            path = os.path.join(directory, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if identity is not None and st.st_uid == identity[0]:
-                found.add(path)
+        found |= {os.path.join(directory, name) for name in entries if token in name}
     return found
 
 
@@ -67,8 +69,7 @@ def _settle(children_before: set[str]) -> None:
 def test_many_runs_leave_nothing_behind(backend):
     run("print(0)", backend=backend)  # warm-up (backend probe)
     fds_before = sorted(os.listdir("/proc/self/fd"))
-    files_before = _owned_by_sandbox()
-    stale_before = _firejail_state()
+    token = f"rllm-leak-{secrets.token_hex(6)}"
     threads_before = threading.active_count()
     # A math-grader worker or an engine started by an earlier test may already be running.
     children_before = _children()
@@ -78,6 +79,12 @@ def test_many_runs_leave_nothing_behind(backend):
         "while True: print('x' * 100)",  # output limit
         "import os\nif os.fork() == 0:\n    import time; time.sleep(30)\nprint('forked')",
         "raise SystemExit(2)",
+        # Tries to leave a file behind in every scratch directory.
+        f"for d in {SCRATCH_DIRS!r}:\n"
+        "    try:\n"
+        f"        open(d + '/{token}', 'w').write('x')\n"
+        "    except OSError:\n"
+        "        pass\n",
     ]
     for i in range(25):
         result = run(
@@ -89,8 +96,8 @@ def test_many_runs_leave_nothing_behind(backend):
         assert result.status is not Status.SANDBOX_ERROR, result.stderr
     _settle(children_before)
     assert sorted(os.listdir("/proc/self/fd")) == fds_before
-    assert _owned_by_sandbox() <= files_before
-    assert _firejail_state() <= stale_before  # killed runs left no firejail state behind
+    assert _owned_by_sandbox(token) == set()
+    assert _firejail_state() == set()  # killed runs left no firejail state behind
     assert sandbox_processes(zombies=True) == [] and _children() <= children_before
     assert threading.active_count() == threads_before
 

@@ -216,3 +216,46 @@ def test_cpp_oracle_from_a_codecontests_record():
     env.reset(options={"index": 0})  # open-r1 Codeforces records carry no solution
     with pytest.raises(InvalidDataset, match="C\\+\\+"):
         env.oracle_action()
+
+
+# ---------------------------------------------------------------- in-process verdicts
+
+# Passes any `assert f(x) == y`: the verdict of assert-kind tests is decided in this process.
+DISARM = (
+    "class Anything:\n    def __eq__(self, other):\n        return True\n"
+    "def triple(x):\n    return Anything()\n"
+)
+
+
+def test_in_process_tasks_are_dropped_by_default(caplog):
+    with caplog.at_level("INFO", logger="rllm_envs.code"):
+        with pytest.raises(InvalidEnvConfig, match="in_process"):
+            gym.make("rllm/Code-v0", dataset=str(DATA / "humaneval.jsonl"), convert_asserts=False)
+    assert "1 of 1 tasks (100.0%)" in caplog.text
+    env = gym.make("rllm/Code-v0", dataset=str(DATA / "kodcode.jsonl"))
+    assert env.unwrapped.in_process_share == 0.5
+    tasks = env.unwrapped.tasks
+    assert [tasks.task(i)["verdict_trust"] for i in range(len(tasks))] == ["host"]
+    env.close()
+
+
+@pytest.mark.parametrize(("in_process", "reward"), [("zero", 0.0), ("allow", 1.0)])
+def test_in_process_zero_or_allow(in_process, reward):
+    env = gym.make(
+        "rllm/Code-v0",
+        dataset=str(DATA / "humaneval.jsonl"),
+        convert_asserts=False,
+        in_process=in_process,
+    )
+    assert env.unwrapped.in_process_share == 1.0
+    env.reset(seed=0)
+    _, got, _, _, info = env.step(fenced(DISARM))
+    # The disarming submission "passes" (the forgeable verdict); only "allow" pays it.
+    assert info["tests_passed"] == info["tests_total"] and info["verdict_trust"] == "in_process"
+    assert got == reward and info["reward_zeroed"] == (in_process == "zero")
+    env.close()
+
+
+def test_in_process_option_is_checked():
+    with pytest.raises(InvalidEnvConfig, match="in_process"):
+        gym.make("rllm/Code-v0", in_process="maybe")

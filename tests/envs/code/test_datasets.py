@@ -42,7 +42,7 @@ def test_every_fixture_loads_and_its_solutions_pass(name, expected):
     path = DATA / f"{name}.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(detect_format(r) == expected for r in records)
-    tasks = load_code_tasks(path)
+    tasks = load_code_tasks(path, in_process="allow")
     assert len(tasks) == len(records)
     for task in tasks:
         assert task["question"] and task["public_tests"] + task["hidden_tests"]
@@ -54,7 +54,7 @@ def test_every_fixture_loads_and_its_solutions_pass(name, expected):
 
 
 def test_livecodebench_schema_details():
-    stdin, functional = load_code_tasks(DATA / "livecodebench.jsonl")
+    stdin, functional = load_code_tasks(DATA / "livecodebench.jsonl", in_process="allow")
     assert stdin["kind"] == "stdin" and len(stdin["hidden_tests"]) == 3  # compressed ones
     assert stdin["hidden_tests"][1] == {"input": "-7\n", "output": "-14\n"}
     assert functional["kind"] == "functional" and functional["func_name"] == "countEven"
@@ -72,14 +72,14 @@ def test_compressed_tests_never_unpickle_objects():
 
 
 def test_taco_call_based_and_limits():
-    stdin, call = load_code_tasks(DATA / "taco.jsonl", dataset_format="taco")
+    stdin, call = load_code_tasks(DATA / "taco.jsonl", dataset_format="taco", in_process="allow")
     assert stdin["time_limit"] == 1.0 and stdin["kind"] == "stdin"
     assert call["kind"] == "functional" and call["func_name"] == "add_pair" and call["lenient"]
     assert call["public_tests"][0] == {"input": "1\n2", "output": "[[3, -1]]"}
 
 
 def test_codeforces_both_flavours():
-    openr1, contests = load_code_tasks(DATA / "codeforces.jsonl")
+    openr1, contests = load_code_tasks(DATA / "codeforces.jsonl", in_process="allow")
     assert openr1["id"] == "1999A" and "Example 1" in openr1["question"]
     assert openr1["time_limit"] == 1.0 and len(openr1["hidden_tests"]) == 2
     assert contests["time_limit"] == 2.0 and contests["solution"].startswith("print")
@@ -88,7 +88,7 @@ def test_codeforces_both_flavours():
 
 
 def test_humaneval_and_mbpp_become_host_compared_tests():
-    (he,) = load_code_tasks(DATA / "humaneval.jsonl")
+    (he,) = load_code_tasks(DATA / "humaneval.jsonl", in_process="allow")
     assert he["kind"] == "functional" and "def triple" in he["question"]
     assert he["func_name"] == "triple" and he["verdict_trust"] == "host"
     assert he["hidden_tests"] == [
@@ -96,7 +96,7 @@ def test_humaneval_and_mbpp_become_host_compared_tests():
         {"input": "0", "output": "0"},
         {"input": "-4", "output": "-12"},
     ]
-    first, second = load_code_tasks(DATA / "mbpp.jsonl")
+    first, second = load_code_tasks(DATA / "mbpp.jsonl", in_process="allow")
     assert "assert smallest([3, 1, 2]) == 1" in first["question"]
     assert first["kind"] == "functional" and first["func_name"] == "smallest"
     assert first["public_tests"] == [{"input": "[3, 1, 2]", "output": "1"}]
@@ -107,10 +107,10 @@ def test_humaneval_and_mbpp_become_host_compared_tests():
 
 
 def test_humaneval_and_mbpp_raw_asserts_on_request():
-    (he,) = load_code_tasks(DATA / "humaneval.jsonl", convert_asserts=False)
+    (he,) = load_code_tasks(DATA / "humaneval.jsonl", convert_asserts=False, in_process="allow")
     assert he["kind"] == "assert" and he["verdict_trust"] == "in_process"
     assert he["hidden_tests"][0]["input"].rstrip().endswith("check(triple)")
-    first, second = load_code_tasks(DATA / "mbpp.jsonl", convert_asserts=False)
+    first, second = load_code_tasks(DATA / "mbpp.jsonl", convert_asserts=False, in_process="allow")
     assert len(first["public_tests"]) == 1 and len(first["hidden_tests"]) == 2
     assert second["hidden_tests"][0]["input"].startswith("import math")
     assert judge_task(he["solution"], he).all_passed
@@ -132,12 +132,12 @@ def test_bad_datasets_are_programmer_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"foo": 1}) + "\n")
     with pytest.raises(InvalidDataset, match="schema"):
-        load_code_tasks(bad)
+        load_code_tasks(bad, in_process="allow")
     with pytest.raises(InvalidEnvConfig, match="dataset_format"):
-        load_code_tasks(bad, dataset_format="leet_code")
+        load_code_tasks(bad, dataset_format="leet_code", in_process="allow")
     empty = tmp_path / "notests.jsonl"
     empty.write_text(json.dumps({"question_content": "x", "public_test_cases": "[]"}) + "\n")
     with pytest.raises(InvalidDataset, match="no tests"):
-        load_code_tasks(empty)
+        load_code_tasks(empty, in_process="allow")
     with pytest.raises(ValueError):
         normalize({"question": "q", "input_output": "{not json"})

@@ -98,7 +98,7 @@ def test_format_loads_and_solutions_pass_and_mutants_fail(name):
     path = DATA / f"{name}.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(detect_format(r) == expected_format for r in records)
-    tasks = load_code_tasks(path)
+    tasks = load_code_tasks(path, in_process="allow")
     assert len(tasks) == len(records) == len(cases)
     for i, task in enumerate(tasks):
         correct, mutant = cases[i]
@@ -111,7 +111,7 @@ def test_format_loads_and_solutions_pass_and_mutants_fail(name):
 
 
 def test_deepcoder_schema_details():
-    lcb, taco, prime, processed = load_code_tasks(DATA / "deepcoder.jsonl")
+    lcb, taco, prime, processed = load_code_tasks(DATA / "deepcoder.jsonl", in_process="allow")
     # LiveCodeBench tests carry func_name in each test's metadata (as rLLM stores it).
     assert lcb["kind"] == "functional" and lcb["func_name"] == "sumAll"
     assert lcb["starter_code"].startswith("class Solution")
@@ -125,7 +125,7 @@ def test_deepcoder_schema_details():
 
 
 def test_primeintellect_details():
-    stdin, call = load_code_tasks(DATA / "primeintellect.jsonl")
+    stdin, call = load_code_tasks(DATA / "primeintellect.jsonl", in_process="allow")
     assert stdin["time_limit"] == 2.0 and stdin["solution"].startswith("n = int")
     assert stdin["difficulty"] == "interview"
     assert call["kind"] == "functional" and call["func_name"] == "count_vowels"
@@ -134,7 +134,7 @@ def test_primeintellect_details():
 
 
 def test_leetcode_prelude_and_conversion():
-    plain, linked, rllm = load_code_tasks(DATA / "leetcode.jsonl")
+    plain, linked, rllm = load_code_tasks(DATA / "leetcode.jsonl", in_process="allow")
     # Keyword arguments placed by the starter code's signature; compared on the host.
     assert plain["kind"] == "functional" and plain["func_name"] == "countPairs"
     assert plain["hidden_tests"][0] == {"input": "[1, 2, 3]\n4", "output": "1"}
@@ -147,13 +147,13 @@ def test_leetcode_prelude_and_conversion():
     assert rllm["kind"] == "functional" and rllm["func_name"] == "isPal"
     assert [t["output"] for t in rllm["hidden_tests"]] == ["true", "false", "true"]
     assert "def tree_node" in rllm["prelude"]
-    raw = load_code_tasks(DATA / "leetcode.jsonl", convert_asserts=False)
+    raw = load_code_tasks(DATA / "leetcode.jsonl", convert_asserts=False, in_process="allow")
     assert {t["kind"] for t in raw} == {"assert"}
     assert all(_judge(t["solution"], t).all_passed for t in raw if t["solution"])
 
 
 def test_kodcode_conversion_and_pytest_fallback():
-    sortedness, division = load_code_tasks(DATA / "kodcode.jsonl")
+    sortedness, division = load_code_tasks(DATA / "kodcode.jsonl", in_process="allow")
     # parametrize is expanded; the solution computed nothing the test did not state.
     assert sortedness["kind"] == "functional" and sortedness["func_name"] == "is_sorted"
     assert len(sortedness["hidden_tests"]) == 5
@@ -166,7 +166,7 @@ def test_kodcode_conversion_and_pytest_fallback():
 
 
 def test_humanevalplus_oracle_outputs():
-    digits, mean = load_code_tasks(DATA / "humanevalplus.jsonl")
+    digits, mean = load_code_tasks(DATA / "humanevalplus.jsonl", in_process="allow")
     assert digits["kind"] == "functional" and len(digits["hidden_tests"]) == 4
     assert {"input": "999999999999", "output": "108"} in digits["hidden_tests"]
     # Float results are compared with EvalPlus's tolerance, in process.
@@ -176,11 +176,16 @@ def test_humanevalplus_oracle_outputs():
 
 
 def test_code_contests_taco_shaped_by_name():
-    (task,) = load_code_tasks(DATA / "code_contests_taco.jsonl", dataset_format="code_contests")
+    (task,) = load_code_tasks(
+        DATA / "code_contests_taco.jsonl", dataset_format="code_contests", in_process="allow"
+    )
     assert task["kind"] == "stdin" and task["source"] == "code_contests"
     assert len(task["public_tests"] + task["hidden_tests"]) == 3
     (contests,) = [
-        t for t in load_code_tasks(DATA / "codeforces.jsonl", dataset_format="code_contests")
+        t
+        for t in load_code_tasks(
+            DATA / "codeforces.jsonl", dataset_format="code_contests", in_process="allow"
+        )
     ][1:]
     assert contests["solution_cpp"].startswith("#include")  # DeepMind's schema still reads
 
@@ -195,7 +200,7 @@ def test_taco_json_lines_arguments(tmp_path):
     }
     path = tmp_path / "taco.jsonl"
     path.write_text(json.dumps(good) + "\n")
-    (task,) = load_code_tasks(path)
+    (task,) = load_code_tasks(path, in_process="allow")
     assert task["public_tests"] == [{"input": "1\n2", "output": "3"}]
     assert task["hidden_tests"] == [{"input": "[1]\n[2]", "output": "[1, 2]"}]
     assert judge_task(task["solution"], task).all_passed
@@ -206,7 +211,7 @@ def test_taco_json_lines_arguments(tmp_path):
     )
     path.write_text(json.dumps(bad) + "\n")
     with pytest.raises(InvalidDataset, match="record 0.*cannot read input 0"):
-        load_code_tasks(path)
+        load_code_tasks(path, in_process="allow")
 
 
 def test_field_map_renames_columns(tmp_path):
@@ -215,7 +220,7 @@ def test_field_map_renames_columns(tmp_path):
     path = tmp_path / "renamed.jsonl"
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(InvalidDataset, match="schema"):
-        load_code_tasks(path)
+        load_code_tasks(path, in_process="allow")
     for env_id in ("rllm/Code-v0", "rllm/CodeMultiTurn-v0"):
         env = gym.make(env_id, dataset=str(path), field_map={"question_content": "statement"})
         obs, info = env.reset(seed=0)
