@@ -43,6 +43,7 @@ __all__ = [
     "verdict",
     "score",
     "close_pools",
+    "warm_up",
     "DEFAULT_TIME_LIMIT",
 ]
 
@@ -157,6 +158,28 @@ def close_pools() -> None:
         pool.close()
 
 
+def warm_up(
+    backend: str | Backend | None = None, *, memory_mb: int = 1024, timeout: float = 30.0
+) -> bool:
+    """Start the sandboxes the ``warm`` runs use ahead of time; wait until they are started.
+
+    Optional: the first warm run starts them too, but pays for its own sandbox start.
+    Returns whether they started within ``timeout`` seconds.
+    """
+    return _pool(select_backend(backend), _limits(60.0, memory_mb)).wait_ready(timeout)
+
+
+def _limits(total_time: float, memory_mb: int) -> Limits:
+    return Limits(
+        time_limit=total_time,
+        cpu_time=3600,
+        memory_mb=max(int(memory_mb), 256),
+        max_processes=64,
+        max_file_size_mb=64,
+        max_output_bytes=1 << 16,
+    )
+
+
 def _pool(backend: Backend, limits: Limits) -> SandboxPool:
     key = (type(backend), limits.memory_mb, limits.max_processes, limits.max_file_size_mb)
     with _pools_lock:
@@ -252,14 +275,7 @@ def _execute(
 ) -> tuple[_Records, RunResult]:
     chosen = select_backend(backend)
     spec = {**spec, "reap": chosen.pid_namespace}
-    limits = Limits(
-        time_limit=total_time,
-        cpu_time=3600,
-        memory_mb=max(int(memory_mb), 256),
-        max_processes=64,
-        max_file_size_mb=64,
-        max_output_bytes=1 << 16,
-    )
+    limits = _limits(total_time, memory_mb)
     records = _Records()
     payload = marshal.dumps(spec)
     if warm:

@@ -221,8 +221,11 @@ def test_runner_statuses():
 
 def test_run_python_sees_the_repository_only():
     files = {"pkg/__init__.py": "VALUE = 41\n"}
+    host_file = judge.__file__  # this module, on the host: not visible in the sandbox
     head, output = judge.run_python(
-        files, "import os, pkg\nprint(pkg.VALUE + 1)\nprint(os.path.exists('/work'))", warm=False
+        files,
+        f"import os, pkg\nprint(pkg.VALUE + 1)\nprint(os.path.exists({host_file!r}))",
+        warm=False,
     )
     assert head == "Exit code 0." and output.split() == ["42", "False"]
 
