@@ -1,0 +1,426 @@
+"""Recording by session: every call of a session becomes one step of one trajectory.
+
+A session is named in the URL (``/sessions/{id}/v1/...``) or by the ``X-Session-Id`` header.
+Each call through it is recorded as the engine reported it -- the prompt ids it saw, the ids it
+generated and their logprobs -- never re-tokenised (:class:`Call`). The session ends when a
+reward arrives (``POST /sessions/{id}/reward``, a number or one of our envs' scorers), when
+it has been idle too long, or at shutdown; it is then written to the episode store as one
+:class:`~rllm_agents.trajectory.Trajectory` that the GRPO/PPO trainer and SFT read as they
+read rollouts.
+
+**Token exactness.** A trajectory is one token sequence when every call's prompt extends the
+previous call's prompt and completion (what an agent that appends to its conversation gets
+from a template that does not rewrite history). That is checked, not assumed: when it holds
+the trajectory is ``token_source="engine"``, ``token_exact=True``; when a prompt does not
+extend the sequence the engine's ids of each call are still stored as they were, and the
+trajectory says ``token_source="server_template"`` (chat) or ``"prompt_mismatch"``
+(completions), ``token_exact=False``, with the first such call in
+``metadata["token_exact_lost_at_turn"]``. An engine that returns no ids gives
+``"retokenized"`` (the gateway tokenised the text with the served tokenizer) or, without a
+tokenizer, empty ids and ``token_source="text_only"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_agents.trajectory import Step, Trajectory, to_jsonable
+
+__all__ = ["Call", "Session", "SessionError", "SessionRegistry", "score_with_env"]
+
+
+class SessionError(Exception):
+    """A session call that must be refused; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, message: str, code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+@dataclass
+class Call:
+    """One call through a session, as the engine reported it.
+
+    Attributes:
+        api: ``"chat"`` or ``"completions"``.
+        prompt_ids: The prompt ids the engine saw.
+        completion_ids: The ids it generated.
+        logprobs: Their logprobs under the engine's weights.
+        text: The completion text.
+        finish_reason: The engine's finish reason.
+        ids_source: ``"engine"``, ``"retokenized"`` or ``"text_only"``.
+        request: The request body the client sent (messages or prompt, sampling settings).
+        message: The assistant message returned (chat), for the conversation record.
+        engine: The engine's name.
+        weights_version: The version of the weights that served it.
+        latency_s: Seconds from the call's start to its last byte.
+    """
+
+    api: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    text: str
+    finish_reason: str
+    ids_source: str = "engine"
+    request: dict[str, Any] = field(default_factory=dict)
+    message: dict[str, Any] | None = None
+    engine: str = ""
+    weights_version: int = 0
+    latency_s: float = 0.0
+
+
+@dataclass
+class Session:
+    """An open session: its owner, metadata and the calls recorded so far."""
+
+    id: str
+    owner: str
+    env_id: str = "gateway"
+    task_id: str | None = None
+    seed: int | None = None
+    group: int = 0
+    sample: int = 0
+    run: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    calls: list[Call] = field(default_factory=list)
+    created: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.monotonic)
+    in_flight: int = 0
+    closed: bool = False
+
+    def trajectory(
+        self,
+        reward: float = 0.0,
+        info: Mapping[str, Any] | None = None,
+        *,
+        finish: str = "terminated",
+    ) -> Trajectory:
+        """The session as one trajectory (the reward on its last call)."""
+        steps = []
+        for index, call in enumerate(self.calls):
+            steps.append(
+                Step(
+                    prompt_ids=list(call.prompt_ids),
+                    completion_ids=list(call.completion_ids),
+                    logprobs=list(call.logprobs),
+                    response=call.text,
+                    action=call.text,
+                    info={
+                        "call": index,
+                        "api": call.api,
+                        "engine": call.engine,
+                        "weights_version": call.weights_version,
+                        "ids_source": call.ids_source,
+                    },
+                    finish_reason=_finish(call.finish_reason),
+                )
+            )
+        if steps:
+            last = steps[-1]
+            last.reward = float(reward)
+            last.info.update(to_jsonable(dict(info or {})))
+            last.terminated = finish == "terminated"
+            last.truncated = finish != "terminated"
+        sources = {c.ids_source for c in self.calls}
+        token_source = "engine"
+        lost_at: int | None = None
+        if "text_only" in sources:
+            token_source = "text_only"
+        elif "retokenized" in sources:
+            token_source = "retokenized"
+        previous: list[int] = []
+        for index, call in enumerate(self.calls):
+            if call.prompt_ids[: len(previous)] != previous:
+                lost_at = index
+                break
+            previous = call.prompt_ids + call.completion_ids
+        if lost_at is not None and token_source == "engine":
+            chat = any(c.api == "chat" for c in self.calls)
+            token_source = "server_template" if chat else "prompt_mismatch"
+        metadata: dict[str, Any] = {
+            **self.metadata,
+            "session_id": self.id,
+            "source": "gateway",
+            "model": self.metadata.get("model")
+            or next((c.request.get("model") for c in self.calls if c.request.get("model")), None),
+            "weights_versions": sorted({c.weights_version for c in self.calls}),
+            "engines": sorted({c.engine for c in self.calls}),
+            "latency_s": sum(c.latency_s for c in self.calls),
+        }
+        if lost_at is not None:
+            metadata["token_exact_lost_at_turn"] = lost_at
+        messages: list[dict[str, Any]] = []
+        last_chat = next((c for c in reversed(self.calls) if c.api == "chat"), None)
+        if last_chat is not None:
+            messages = [dict(m) for m in last_chat.request.get("messages", [])]
+            if last_chat.message is not None:
+                messages.append(dict(last_chat.message))
+        first = self.calls[0] if self.calls else None
+        initial = ""
+        if first is not None:
+            if first.api == "completions":
+                prompt = first.request.get("prompt")
+                initial = prompt if isinstance(prompt, str) else ""
+            else:
+                initial = next(
+                    (
+                        str(m.get("content") or "")
+                        for m in first.request.get("messages", [])
+                        if isinstance(m, Mapping) and m.get("role") == "user"
+                    ),
+                    "",
+                )
+        return Trajectory(
+            env_id=self.env_id,
+            task_id=self.task_id,
+            seed=self.seed,
+            group=self.group,
+            sample=self.sample,
+            initial_observation=initial,
+            messages=to_jsonable(messages),
+            steps=steps,
+            token_exact=lost_at is None and token_source == "engine",
+            token_source=token_source,
+            finish=finish,
+            metadata=to_jsonable(metadata),
+        )
+
+
+def _finish(reason: str | None) -> str:
+    return "length" if reason == "length" else ("abort" if reason == "abort" else "stop")
+
+
+class SessionRegistry:
+    """Open sessions, their owners, and writing finished ones to the episode store.
+
+    Args:
+        store: An :class:`~rllm_agents.store.EpisodeStore` (``None``: sessions are refused).
+        run: Default run name of stored episodes.
+        max_sessions: Open sessions at once.
+        model: The served model's name, stored with each episode.
+    """
+
+    def __init__(
+        self, store: Any, *, run: str | None, max_sessions: int, model: str | None
+    ) -> None:
+        self.store = store
+        self.run = run
+        self.max_sessions = max_sessions
+        self.model = model
+        self.sessions: dict[str, Session] = {}
+        #: Ended session ids and their owners (oldest forgotten past ``max_sessions``), so a
+        #: late call to an ended session is refused rather than opening a new one.
+        self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self.stored = 0
+        self.store_errors = 0
+        self.recorded_calls = 0
+        self._lock = threading.Lock()
+
+    def _require_store(self) -> None:
+        if self.store is None:
+            raise SessionError(
+                503,
+                "This gateway records no sessions: start it with --store PATH.",
+                "recording_disabled",
+            )
+
+    def create(
+        self,
+        owner: str,
+        session_id: str | None = None,
+        *,
+        fields: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Open a session (a random id unless one is given)."""
+        self._require_store()
+        with self._lock:
+            if len(self.sessions) >= self.max_sessions:
+                raise SessionError(503, "Too many open sessions; try later.", "too_many_sessions")
+            sid = session_id or secrets.token_urlsafe(16)
+            if sid in self.sessions or sid in self.ended:
+                raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
+            values = dict(fields or {})
+            session = Session(
+                id=sid,
+                owner=owner,
+                env_id=str(values.pop("env_id", None) or "gateway"),
+                task_id=_opt_str(values.pop("task_id", None)),
+                seed=_opt_int(values.pop("seed", None), "seed"),
+                group=_opt_int(values.pop("group", 0), "group") or 0,
+                sample=_opt_int(values.pop("sample", 0), "sample") or 0,
+                run=_opt_str(values.pop("run", None)) or self.run,
+                metadata={"model": self.model, **dict(values.pop("metadata", None) or {})},
+            )
+            if values:
+                raise SessionError(
+                    400,
+                    f"Unknown session field(s) {sorted(values)}; valid: env_id, task_id, seed, "
+                    "group, sample, run, metadata.",
+                    "invalid_session",
+                )
+            self.sessions[sid] = session
+            return session
+
+    def get(self, session_id: str, principal: str, *, create: bool = True) -> Session:
+        """The open session ``session_id`` of ``principal`` (opened on first use).
+
+        Raises:
+            SessionError: 403 if another principal owns it, 409 if it has ended.
+        """
+        self._require_store()
+        with self._lock:
+            session = self.sessions.get(session_id)
+        if session is None:
+            with self._lock:
+                ended_owner = self.ended.get(session_id)
+            if ended_owner is not None:
+                if ended_owner != principal:
+                    raise SessionError(
+                        403,
+                        f"Session {session_id!r} belongs to another client.",
+                        "session_forbidden",
+                    )
+                raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
+            if not create:
+                raise SessionError(404, f"No open session {session_id!r}.", "session_not_found")
+            try:
+                return self.create(principal, session_id)
+            except SessionError as e:
+                if e.code != "session_exists":
+                    raise
+                with self._lock:
+                    session = self.sessions[session_id]
+        if session.owner != principal:
+            raise SessionError(
+                403,
+                f"Session {session_id!r} belongs to another client.",
+                "session_forbidden",
+            )
+        if session.closed:
+            raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
+        return session
+
+    def record(self, session: Session, call: Call) -> None:
+        """Append a finished call to its session."""
+        session.calls.append(call)
+        session.last_used = time.monotonic()
+        self.recorded_calls += 1
+
+    async def finish(
+        self,
+        session: Session,
+        reward: float = 0.0,
+        info: Mapping[str, Any] | None = None,
+        *,
+        finish: str = "terminated",
+        env_id: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """End ``session`` (after its calls in flight) and store its trajectory."""
+        session.closed = True
+        while session.in_flight:
+            await asyncio.sleep(0.01)
+        if env_id:
+            session.env_id = env_id
+        if task_id is not None:
+            session.task_id = task_id
+        trajectory = session.trajectory(reward, info, finish=finish)
+        try:
+            put = await asyncio.to_thread(self._put, trajectory, session.run)
+        except BaseException:
+            self.store_errors += 1
+            session.closed = False  # still open: the reward can be sent again
+            raise
+        with self._lock:
+            self.sessions.pop(session.id, None)
+            self.ended[session.id] = session.owner
+            while len(self.ended) > self.max_sessions:
+                self.ended.popitem(last=False)
+            self.stored += 1
+        return {
+            "session_id": session.id,
+            "episode": put.id,
+            "hash": put.hash,
+            "reward": trajectory.total_reward,
+            "calls": len(session.calls),
+            "token_exact": trajectory.token_exact,
+            "token_source": trajectory.token_source,
+        }
+
+    def _put(self, trajectory: Trajectory, run: str | None) -> Any:
+        return self.store.put(trajectory, run=run, model=self.model)
+
+    async def finish_idle(self, idle_s: float) -> int:
+        """Store (without a reward) the sessions idle for ``idle_s`` seconds; return how many."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [
+                s
+                for s in self.sessions.values()
+                if not s.closed and not s.in_flight and now - s.last_used > idle_s
+            ]
+        for session in idle:
+            await self.finish(session, 0.0, {"ended_by": "idle"}, finish="truncated")
+        return len(idle)
+
+    async def finish_all(self) -> int:
+        """Store every open session that has calls (shutdown); return how many."""
+        with self._lock:
+            open_sessions = [s for s in self.sessions.values() if not s.closed]
+        count = 0
+        for session in open_sessions:
+            if session.calls:
+                await self.finish(session, 0.0, {"ended_by": "shutdown"}, finish="truncated")
+                count += 1
+        return count
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SessionError(400, f"Session field `{name}` must be an integer.", "invalid_session")
+    return value
+
+
+def score_with_env(
+    env_id: str,
+    answer: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
+
+    The env's own scorer decides; its reward, ``info`` (``is_correct``, components) and task
+    id come back. For single-turn envs (``rllm/Math-v0``, ...) that is the episode's reward.
+    """
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401  (registers the ids)
+
+    env = gym.make(env_id, **dict(env_kwargs or {}))
+    try:
+        _, reset_info = env.reset(seed=seed, options=dict(options) if options else None)
+        _, reward, terminated, truncated, info = env.step(answer)
+    finally:
+        env.close()
+    return {
+        "reward": float(reward),
+        "info": to_jsonable({**info, "terminated": terminated, "truncated": truncated}),
+        "task_id": reset_info.get("task_id"),
+    }

@@ -1,0 +1,204 @@
+"""Hostile clients get a clear error and harm nobody else: huge bodies, slow senders, slow
+readers, malformed JSON, missing tokens, another client's session, floods. A second gateway,
+with tokens and tight limits, in front of the package's real vLLM engine."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from tests.adapters.gateway.conftest import ADMIN, KEYS
+
+httpx = pytest.importorskip("httpx")
+
+pytestmark = pytest.mark.slow
+
+ALICE = {"Authorization": f"Bearer {KEYS['alice']}"}
+BOB = {"Authorization": f"Bearer {KEYS['bob']}"}
+CALL = {"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0.0}
+
+
+@pytest.fixture(scope="module")
+def guarded(launched, tmp_path_factory):
+    from adapters.gateway import GatewayConfig
+    from adapters.gateway.server import GatewayServer
+
+    config = GatewayConfig(
+        engines=[launched.gateway.pool.engines[0].url],
+        port=0,
+        store=str(tmp_path_factory.mktemp("hostile") / "episodes.db"),
+        api_keys=dict(KEYS),
+        admin_key=ADMIN,
+        max_body_bytes=64 * 1024,
+        body_timeout_s=1.0,
+        request_timeout_s=10.0,
+        rate_limit_rps=20.0,
+        rate_limit_burst=40,
+    )
+    # The engine's first calls with logprobs warm it up (seconds on a loaded machine): not
+    # under this gateway's short request timeout.
+    warm = {**CALL, "logprobs": 0, "return_token_ids": True}
+    httpx.post(config.engines[0] + "/completions", json=warm, timeout=600)
+    server = GatewayServer(config).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def error(response, status, code=None):
+    assert response.status_code == status, response.text
+    body = response.json()["error"]
+    assert body["message"] and body["type"]
+    if code is not None:
+        assert body["code"] == code
+    return body
+
+
+def served(url, headers=ALICE):
+    """A normal client still gets its answer."""
+    r = httpx.post(url + "/v1/completions", json=CALL, headers=headers, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["text"] is not None
+
+
+def test_tokens_are_required_and_checked(guarded):
+    url = guarded.url
+    error(httpx.post(url + "/v1/completions", json=CALL), 401, "invalid_api_key")
+    error(
+        httpx.post(url + "/v1/completions", json=CALL, headers={"Authorization": "Bearer nope"}),
+        401,
+    )
+    error(httpx.get(url + "/metrics"), 401)
+    assert httpx.get(url + "/health").status_code == 200  # probes need no token
+    # Client tokens cannot swap weights.
+    error(httpx.post(url + "/admin/weights", json={"path": "/x"}, headers=ALICE), 401)
+    served(url)
+
+
+def test_bad_bodies(guarded):
+    url = guarded.url + "/v1/completions"
+    error(httpx.post(url, content=b"{not json", headers=ALICE), 400, "invalid_json")
+    error(httpx.post(url, content=b"\xff\xfe", headers=ALICE), 400, "invalid_json")
+    error(httpx.post(url, json=[1, 2], headers=ALICE), 400, "invalid_request")
+    error(httpx.post(url, json={"model": "tiny"}, headers=ALICE), 400, "invalid_request")
+    chat = guarded.url + "/v1/chat/completions"
+    error(httpx.post(chat, json={"model": "tiny", "messages": "hi"}, headers=ALICE), 400)
+    huge = {**CALL, "prompt": "x" * 200_000}
+    error(httpx.post(url, json=huge, headers=ALICE), 413, "too_large")
+
+    def chunked():  # no Content-Length: the limit is enforced while reading
+        for _ in range(100):
+            yield b" " * 4096
+
+    error(httpx.post(url, content=chunked(), headers=ALICE), 413, "too_large")
+    # An engine-side refusal (unknown model) comes back as the engine said it.
+    r = httpx.post(url, json={**CALL, "model": "nope"}, headers=ALICE, timeout=60)
+    assert r.status_code == 404
+    served(guarded.url)
+
+
+def test_another_clients_session_is_refused(guarded):
+    url = guarded.url
+    r = httpx.post(url + "/sessions", json={"env_id": "x"}, headers=ALICE)
+    sid = r.json()["session_id"]
+    base = r.json()["base_url"]
+    assert (
+        httpx.post(base + "/completions", json=CALL, headers=ALICE, timeout=60).status_code == 200
+    )
+    error(httpx.post(base + "/completions", json=CALL, headers=BOB), 403, "session_forbidden")
+    error(
+        httpx.post(url + "/v1/completions", json=CALL, headers={**BOB, "X-Session-Id": sid}),
+        403,
+    )
+    error(httpx.get(f"{url}/sessions/{sid}", headers=BOB), 403)
+    error(httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1}, headers=BOB), 403)
+    error(httpx.post(f"{url}/sessions/a%20b/v1/completions", json=CALL, headers=ALICE), 400)
+    error(httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": "1"}, headers=ALICE), 400)
+    done = httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1}, headers=ALICE).json()
+    assert done["calls"] == 1  # Bob's attempts recorded nothing
+    error(httpx.post(base + "/completions", json=CALL, headers=BOB), 403)
+    error(httpx.post(base + "/completions", json=CALL, headers=ALICE), 409, "session_ended")
+
+
+def _raw_connection(port):
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.settimeout(30)
+    return sock
+
+
+def _read_reply(sock):
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode(errors="replace")
+
+
+def test_slow_sender_times_out_and_others_are_served(guarded):
+    sock = _raw_connection(guarded.port)
+    try:
+        head = (
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {KEYS['alice']}\r\nContent-Length: 1000\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"model": ')
+        served(guarded.url, BOB)  # while Alice dribbles, Bob is served
+        reply = _read_reply(sock)
+        assert reply.startswith("HTTP/1.1 408") and "body_timeout" in reply
+    finally:
+        sock.close()
+
+
+def test_slow_reader_is_cut_off_and_others_are_served(guarded):
+    """A client that opens a long stream and never reads is cut at the request timeout; its
+    engine slot is freed and everyone else is served meanwhile."""
+    body = (
+        b'{"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 1900, "stream": true, '
+        b'"ignore_eos": true, "temperature": 1.0}'
+    )
+    sock = _raw_connection(guarded.port)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    try:
+        sock.sendall(
+            (
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Authorization: Bearer {KEYS['alice']}\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            + body
+        )
+        time.sleep(0.5)
+        for _ in range(3):
+            served(guarded.url, BOB)
+        deadline = time.monotonic() + 60
+        engine = guarded.gateway.pool.engines[0]
+        while guarded.gateway.in_flight and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert guarded.gateway.in_flight == 0 and engine.in_flight == 0
+        cut = httpx.get(guarded.url + "/metrics", headers=BOB).json()["slow_readers_cut"]
+        assert cut >= 1
+    finally:
+        sock.close()
+    served(guarded.url, BOB)
+
+
+def test_a_flood_is_rate_limited_per_client(guarded):
+    async def flood():
+        async with httpx.AsyncClient(base_url=guarded.url, timeout=60) as http:
+            replies = await asyncio.gather(
+                *(http.post("/v1/completions", json={}, headers=ALICE) for _ in range(150))
+            )
+            return replies
+
+    replies = asyncio.run(flood())
+    statuses = [r.status_code for r in replies]
+    assert 400 in statuses  # the burst went through (and was refused for its empty body)
+    limited = [r for r in replies if r.status_code == 429]
+    assert limited and all(int(r.headers["retry-after"]) >= 1 for r in limited)
+    assert limited[0].json()["error"]["code"] == "rate_limited"
+    served(guarded.url, BOB)  # Bob has his own budget
