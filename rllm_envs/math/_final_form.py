@@ -336,8 +336,10 @@ def _walk(node: ast.AST, out: set[str]) -> None:
             _walk(arg, out)
 
 
+#: Scientific notation: a mantissa from 1 to 10 (``1.2 \times 10^{3}``, ``2.5e3``) or a power
+#: of ten alone (``10^{-45}``). ``12 \times 10^{3}`` is a product left to compute.
 _SCI = re.compile(
-    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?)"
+    r"[+-]?(?:[1-9](?:\.\d*)?)(?:[eE][+-]?\d+|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?)"
     r"|[+-]?10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
 )
 _MIXED = re.compile(r"[+-]?\d+\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
@@ -415,15 +417,51 @@ def is_atom(text: str) -> bool:
     return _literal(body) is not None or isinstance(body, ast.Name) or _name(body) == "Symbol"
 
 
+def _canonical(node: ast.AST) -> str:
+    """The tree written out, with the terms of sums and the factors of products sorted."""
+    value = _literal(node)
+    if value is not None:
+        return f"Number({value})"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        terms: list[str] = []
+        _signed_terms(node, 1, terms)
+        return "Sum(" + ",".join(sorted(terms)) + ")"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        num: list[ast.AST] = []
+        den: list[ast.AST] = []
+        _flatten_product(node, num, den)
+        top = ",".join(sorted(_canonical(f) for f in num))
+        bottom = ",".join(sorted(_canonical(f) for f in den))
+        return f"Prod({top}/{bottom})"
+    if isinstance(node, ast.BinOp):
+        return f"{type(node.op).__name__}({_canonical(node.left)},{_canonical(node.right)})"
+    if isinstance(node, ast.UnaryOp):
+        return f"{type(node.op).__name__}({_canonical(node.operand)})"
+    if isinstance(node, ast.Call) and _name(node) not in ("Integer", "Rational", "Symbol"):
+        return f"{_name(node)}(" + ",".join(_canonical(a) for a in node.args) + ")"
+    return ast.dump(node)
+
+
+def _signed_terms(node: ast.AST, sign: int, out: list[str]) -> None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        _signed_terms(node.left, sign, out)
+        _signed_terms(node.right, -sign if isinstance(node.op, ast.Sub) else sign, out)
+    else:
+        out.append(("+" if sign > 0 else "-") + _canonical(node))
+
+
 @lru_cache(maxsize=16_384)
 def expression_key(text: str) -> str | None:
-    """The tree of an expression, written out: two spellings of one expression share it."""
+    """The tree of an expression, written out: two spellings of one expression share it.
+
+    Terms and factors are sorted, so ``(1 + x)^2`` and ``(x+1)^{2}`` share a key.
+    """
     tree = _parse(text)
-    return None if tree is None else ast.dump(tree.body)
+    return None if tree is None else _canonical(tree.body)
 
 
 _EXACT = re.compile(
-    r"\bexact(?:ly)?\b|in\s+terms\s+of\s+(?:\$?\\pi|π)|\bas\s+an?\s+(?:common\s+|reduced\s+|"
+    r"\bexact\b|in\s+terms\s+of\s+(?:\$?\\pi|π)|\bas\s+an?\s+(?:common\s+|reduced\s+|"
     r"improper\s+)?fraction|lowest\s+terms|simplest\s+(?:radical\s+)?form|\bcommon\s+fraction",
     re.IGNORECASE,
 )

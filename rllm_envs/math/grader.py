@@ -1702,7 +1702,10 @@ def _problem_keys(problem: str) -> frozenset[str]:
         if len(s) > MAX_ANSWER_LENGTH or not _depth_ok(s):
             continue
         for part in [s, *_split_top(s, _PROBLEM_SPLIT)]:
-            key = _final_form.expression_key(part)
+            try:
+                key = _final_form.expression_key(part)
+            except RecursionError:
+                continue  # the problem's own notation is not the model's doing
             if key is not None:
                 keys.add(key)
     return frozenset(keys)
@@ -1717,6 +1720,8 @@ def _issues(answer: str, problem: str | None, answer_format: str) -> frozenset[s
         return frozenset()
     leaves = _leaves(_prepare(text))
     found: set[str] = set()
+    if "\\begin" in text and _matrix_arithmetic(normalize(text)) is not None:
+        found.add("unevaluated_arithmetic")  # a sum or product of matrices, left to compute
     for leaf in leaves:
         found |= _final_form.expression_issues(leaf)
     if problem:

@@ -323,8 +323,19 @@ def test_copies_of_the_problems_expression_with_variables():
     assert final_form_issue("(x+1)^2", problem=problem) == "copied_expression"
     assert score_response("\\boxed{(x+1)^2}", "x^2+2x+1", problem=problem)[0] == 0.0
     assert score_response("\\boxed{x^2 + 2x + 1}", "x^2+2x+1", problem=problem)[0] == 1.0
+    # Reordered terms or factors are the same expression.
+    assert final_form_issue("(1 + x)^{2}", problem=problem) == "copied_expression"
     # An atom written in the problem is no copy: the gcd of 12 and 36 is 12.
     assert final_form_issue("12", problem="Find the gcd of $12$ and $36$.") is None
+
+
+def test_matrix_arithmetic_and_unnormalised_scientific_notation_are_not_final():
+    total = "\\begin{pmatrix}1\\\\2\\end{pmatrix} + \\begin{pmatrix}3\\\\4\\end{pmatrix}"
+    gold = "\\begin{pmatrix}4\\\\6\\end{pmatrix}"
+    assert score_response(total, gold, answer_format="any") == (0.0, "not_final_form")
+    assert score_response(gold, gold, answer_format="any") == (1.0, "correct")
+    assert final_form_issue("12 \\times 10^{3}") is not None
+    assert final_form_issue("1.2 \\times 10^{4}") is None
 
 
 def test_worked_chain_ending_on_the_value_counts_in_any_mode():
