@@ -112,7 +112,12 @@ class RepoFinder:
         source = self.files[origin]
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         module.__file__ = filename
-        exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+        if is_test_file(origin):
+            module.__dict__[_COMPARE] = strict_compare
+            code = compile(strict_asserts(source, filename), filename, "exec", dont_inherit=True)
+        else:
+            code = compile(source, filename, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
 
     def get_source(self, name: str) -> str | None:
         """The source of module ``name`` (for ``inspect`` and tracebacks)."""
@@ -130,10 +135,107 @@ def repo_roots(files: dict[str, str]) -> list[str]:
 
 def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  # type: ignore[assignment]
     """Install the repository finder and the runner's ``pytest`` module in this process."""
+    import unittest
+
     finder = RepoFinder(files, [*extra_roots, *repo_roots(files)])
     sys.meta_path.append(finder)
     sys.modules["pytest"] = _pytest_module()
+    setattr(unittest.TestCase, "_baseAssertEqual", _unittest_equal)  # noqa: B010
+    setattr(unittest.TestCase, "assertNotEqual", _unittest_not_equal)  # noqa: B010
     return finder
+
+
+# ------------------------------------------------------------------ strict equality
+#
+# ``assert f(x) == [1, 2]`` passes for any object whose ``__eq__`` returns True, and Python
+# asks the left operand first (and the right one's reflected method when the left says
+# NotImplemented), so a submission could return such an object and pass every equality
+# test. In test files, ``==``/``!=`` assertions are rewritten to :func:`strict_compare`:
+# where either side is a plain value (numbers, strings, bytes, None, and lists, tuples,
+# dicts and sets of them), the other must be a plain value of the same kind, compared
+# element by element; objects of the repository's own classes keep their ``__eq__``.
+
+_COMPARE = "__rllm_compare__"
+_NUMBERS = (bool, int, float, complex)
+_PLAIN = (*_NUMBERS, str, bytes, type(None), list, tuple, dict, set, frozenset)
+
+
+def is_test_file(path: str) -> bool:
+    """Whether ``path`` is a test module (``test_*.py``, ``*_test.py`` or in a test folder)."""
+    name = path.rsplit("/", 1)[-1]
+    parts = path.split("/")[:-1]
+    return name.endswith(".py") and (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or any(p in ("tests", "test", "testing") for p in parts)
+    )
+
+
+def strict_equal(a: Any, b: Any, depth: int = 0) -> bool:
+    """``a == b``, but a plain value equals only a plain value of the same kind."""
+    ta, tb = type(a), type(b)
+    if isinstance(b, _Approx):
+        return b == a
+    if isinstance(a, _Approx):
+        return a == b
+    if ta not in _PLAIN and tb not in _PLAIN:
+        return bool(a == b)
+    if ta in _NUMBERS and tb in _NUMBERS:
+        return bool(a == b)
+    if ta is not tb or depth > 100:
+        return False
+    if ta in (list, tuple):
+        return len(a) == len(b) and all(
+            strict_equal(x, y, depth + 1) for x, y in zip(a, b, strict=True)
+        )
+    if ta is dict:
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k], depth + 1) for k in a)
+    return bool(a == b)
+
+
+def strict_compare(left: Any, op: str, right: Any) -> bool:
+    """The value of ``left <op> right`` for ``==`` and ``!=`` with :func:`strict_equal`."""
+    same = strict_equal(left, right)
+    return same if op == "==" else not same
+
+
+def strict_asserts(source: str, filename: str) -> Any:
+    """The AST of a test module whose ``assert a == b`` / ``a != b`` use :func:`strict_compare`.
+
+    The assertion keeps its message, line numbers and the ``AssertionError`` it raises.
+    """
+    import ast
+
+    tree = ast.parse(source, filename)
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Assert(self, node: ast.Assert) -> ast.AST:
+            test = node.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
+            ):
+                op = "==" if isinstance(test.ops[0], ast.Eq) else "!="
+                call = ast.Call(
+                    func=ast.Name(id=_COMPARE, ctx=ast.Load()),
+                    args=[test.left, ast.Constant(op), test.comparators[0]],
+                    keywords=[],
+                )
+                node.test = ast.copy_location(call, test)
+            return node
+
+    return ast.fix_missing_locations(Rewrite().visit(tree))
+
+
+def _unittest_equal(self: Any, first: Any, second: Any, msg: Any = None) -> None:
+    if not strict_equal(first, second):
+        raise self.failureException(self._formatMessage(msg, f"{first!r} != {second!r}"))
+
+
+def _unittest_not_equal(self: Any, first: Any, second: Any, msg: Any = None) -> None:
+    if strict_equal(first, second):
+        raise self.failureException(self._formatMessage(msg, f"{first!r} == {second!r}"))
 
 
 # ------------------------------------------------------------------ the pytest subset
@@ -222,6 +324,8 @@ class _Approx:
                 and a.keys() == b.keys()
                 and all(self._close(a[k], b[k]) for k in b)
             )
+        if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
+            return strict_equal(a, b)
         try:
             if a == b:
                 return True

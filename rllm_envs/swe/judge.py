@@ -12,6 +12,17 @@ of the base repository, every change it makes to the test suite (test files, tes
 ``conftest.py``) is dropped, the task's hidden tests (``test_patch``) are placed on top, and
 every ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` test must pass. No Gymnasium import; trainers can
 call :func:`score` directly.
+
+What this resists: edits to tests, ``conftest.py``, pytest plugins or configuration (the
+hidden tests are pristine and the runner reads no configuration), ``sitecustomize`` and
+start-up hooks (the interpreter runs isolated, the repository is not on its path at start),
+``sys.exit``/``os._exit``/signals and skips (any end but the runner's own is a failure), a
+result written without the nonce, and reads of anything outside the repository (the
+sandbox shows none of the host). What it does not: a test's outcome is computed in a
+process that also runs the submission (tests call its code), so a submission written to
+find the nonce in its own process's memory and write the runner's record itself can forge
+a pass. Such code is test-aware by construction; :attr:`Verdict.verdict_trust` says so
+(``"in_process"``), as the code judge does for assert-kind tests.
 """
 
 from __future__ import annotations
@@ -128,6 +139,8 @@ class Verdict:
         error: Why the diff did not apply, or why the sandbox failed.
         dropped: Paths of the test suite the diff changed (those changes were discarded).
         report: The run of the hidden tests (``None`` when the diff did not apply).
+        verdict_trust: ``"in_process"``: each test's outcome is decided inside the process
+            that runs the submission's code (see the module docstring).
     """
 
     resolved: bool
@@ -137,6 +150,7 @@ class Verdict:
     error: str | None = None
     dropped: list[str] = field(default_factory=list)
     report: RunReport | None = None
+    verdict_trust: str = "in_process"
 
 
 @lru_cache(maxsize=1)

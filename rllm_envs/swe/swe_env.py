@@ -171,8 +171,9 @@ class SWEEnv(TextEnv):
     ``repo``, ``difficulty`` and ``changed_files`` (paths the working copy changed); on
     ``step``: ``tool_calls``, ``tool_results`` (``[{"name", "ok", "error"}]``),
     ``call_format``, ``submitted``, and after a verdict ``fail_to_pass``, ``pass_to_pass``,
-    ``patch_applied`` and ``dropped_test_changes`` (test-suite paths whose changes were
-    discarded).
+    ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose changes were
+    discarded) and ``verdict_trust`` (``"in_process"``: see :mod:`rllm_envs.swe.judge` for
+    what the verdict resists and what it does not).
 
     ## Arguments
     - ``difficulty`` (int 1-5, default 1): 1 names the file in the issue, 2 the function,
@@ -469,6 +470,7 @@ class SWEEnv(TextEnv):
             pass_to_pass=result.pass_to_pass,
             patch_applied=result.applied,
             dropped_test_changes=list(result.dropped),
+            verdict_trust=result.verdict_trust,
         )
         return Transition(
             observation="\n\n".join(blocks),
