@@ -335,3 +335,40 @@ def test_records_are_parsed_strictly():
     records = _Records()
     records.feed(b"\x00\x00\x00\x03{x}")
     assert records.broken == "a malformed record"
+
+
+def test_hostile_tests_fail_alone_and_leave_nothing_for_the_next():
+    files = {
+        "tests/test_hostile.py": "import os, signal, time\n\n"
+        "def test_fork_bomb():\n    while True:\n        os.fork()\n\n"
+        "def test_memory():\n    blocks = []\n    while True:\n"
+        "        blocks.append(bytearray(1 << 24))\n\n"
+        "def test_daemon():\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(0.5)\n"
+        "        for fd in range(3, 64):\n            try:\n                os.write(fd, b'P')\n"
+        "            except OSError:\n                pass\n"
+        "        os._exit(0)\n    assert False\n\n"
+        "def test_after():\n    time.sleep(1.0)\n    assert 1 + 1 == 2\n\n"
+        "def test_write_disk():\n    open('/tmp/x', 'w').write('x')\n\n"
+        "def test_kill_executor():\n    os.kill(os.getppid(), signal.SIGKILL)\n\n"
+        "def test_never_reported():\n    pass\n",
+    }
+    names = [
+        "fork_bomb",
+        "memory",
+        "daemon",
+        "after",
+        "write_disk",
+        "kill_executor",
+        "never_reported",
+    ]
+    ids = [f"tests/test_hostile.py::test_{n}" for n in names]
+    report = judge.run_tests(files, ids, time_limit=3.0, memory_mb=256, warm=False)
+    status = {o.id.rsplit("test_", 1)[1]: o.status for o in report.outcomes}
+    assert status["after"] == "passed"  # the daemon of the test before did not reach it
+    for name in ("fork_bomb", "memory", "daemon", "write_disk"):
+        assert status[name] != "passed", name
+    if status["kill_executor"] != "passed":
+        # It killed the executor (firejail): the tests not reported are failures.
+        assert status["never_reported"] == "missing" and report.sandbox_error
+    else:  # the executor is the namespace's init (bubblewrap): the signal does nothing
+        assert status["never_reported"] == "passed"
