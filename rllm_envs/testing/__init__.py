@@ -17,6 +17,20 @@ Check your own env in five lines::
 zero-argument factory (an env class counts) or an instance; ``rules=`` / ``skip=`` choose the
 rules of :data:`TEXT_ENV_RULES`. ``check_multiagent_env`` does the same for PettingZoo parallel
 envs with :data:`MULTIAGENT_RULES` (PettingZoo's own tests included).
+
+``check_reward_hacking`` plays degenerate policies (echoes of the task, its math spans and
+numbers, copied worked examples, constant answers, several candidates, empty, maximal and
+format-only replies, replays of other episodes) against any single- or multi-agent env and
+fails, naming the policy and the fix, when one is correct significantly more often than the
+env's random baseline::
+
+    from rllm_envs.testing import check_reward_hacking
+
+    report = check_reward_hacking(MyTextEnv, episodes=40)   # raises RewardHackingError
+    print(report)                                           # every policy, its rate and bound
+
+Add your own policies with ``policies=[*DEGENERATE_POLICIES, my_policy]`` (see
+:class:`HackPolicy`).
 """
 
 from rllm_envs.testing._common import (
@@ -29,12 +43,38 @@ from rllm_envs.testing._common import (
     RuleFailure,
     fuzz_actions,
 )
+from rllm_envs.testing.hacking import (
+    DEGENERATE_POLICIES,
+    DegeneratePolicy,
+    EpisodeMemory,
+    HackContext,
+    HackPolicy,
+    HackReport,
+    PolicyResult,
+    RewardHackingError,
+    check_reward_hacking,
+    math_spans,
+    partly_evaluate,
+    wilson_interval,
+)
 from rllm_envs.testing.multi import AEC_ADVICE_WARNINGS, MULTIAGENT_RULES, check_multiagent_env
 from rllm_envs.testing.single import TEXT_ENV_RULES, check_text_env
 
 __all__ = [
     "check_text_env",
     "check_multiagent_env",
+    "check_reward_hacking",
+    "DEGENERATE_POLICIES",
+    "DegeneratePolicy",
+    "EpisodeMemory",
+    "HackContext",
+    "HackPolicy",
+    "HackReport",
+    "PolicyResult",
+    "RewardHackingError",
+    "math_spans",
+    "partly_evaluate",
+    "wilson_interval",
     "TEXT_ENV_RULES",
     "MULTIAGENT_RULES",
     "ConformanceError",

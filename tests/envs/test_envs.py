@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import rllm_envs
 from rllm_envs.core import STEP_INFO_KEYS, TextEnv
 from rllm_envs.spaces import UnicodeText
-from rllm_envs.testing import TEXT_ENV_RULES, check_text_env
+from rllm_envs.testing import TEXT_ENV_RULES, check_reward_hacking, check_text_env
 from tests.envs.conformance import (
     ALL_ENTRIES,
     ALL_IDS,
@@ -106,3 +106,44 @@ def test_random_unicode_actions_never_raise(entry, actions, seed):
         if terminated or truncated:
             env.reset(seed=seed)
     env.close()
+
+
+# ------------------------------------------------------------------ reward-hacking check
+
+#: Ids (and variants) the public reward-hacking check fails today, with why. Strict xfails:
+#: the day the env is fixed the test says so, and the entry must go.
+_HACKABLE = {
+    "rllm/FrozenLake-v0": "random maps keep the start and the goal in fixed corners, so "
+    "another map's oracle path, replayed blind, reaches the goal far more often than random "
+    "moves (degenerate-policy:replay-other-episode)",
+}
+#: Variants checked besides every id: the answer formats and families of issue #25's table.
+HACKING_VARIANTS: tuple[tuple[str, dict], ...] = (
+    ("rllm/Math-v0", {"answer_format": "any"}),
+    ("rllm/Math-v0", {"families": ["arithmetic", "fractions"], "difficulty": 3}),
+    ("rllm/ToolUse-v0", {"families": ["arith"], "difficulty": 2}),
+    ("rllm/FrozenLake-v0", {"map_name": "8x8"}),
+)
+
+
+def _hacking_case(env_id: str, kwargs: dict) -> object:
+    entry = _ENTRY[env_id]
+    marks = []
+    if entry.family == "Code":  # each degenerate reply is judged in the sandbox
+        marks.append(pytest.mark.slow)
+    key = case_id(env_id, kwargs)
+    if key in _HACKABLE:
+        marks.append(pytest.mark.xfail(strict=True, reason=_HACKABLE[key]))
+    return pytest.param(env_id, kwargs, id=key, marks=marks)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [_hacking_case(e.id, {}) for e in ALL_ENTRIES]
+    + [_hacking_case(env_id, kwargs) for env_id, kwargs in HACKING_VARIANTS],
+)
+def test_reward_hacking(env_id, kwargs):
+    """No degenerate policy beats the random baseline; copied demonstrations earn nothing."""
+    make_or_skip(env_id, **kwargs).close()
+    episodes = 6 if _ENTRY[env_id].family == "Code" else 40
+    check_reward_hacking(env_id, kwargs=kwargs, episodes=episodes)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pettingzoo.test import api_test
 
 from rllm_envs.multiagent import MA_STEP_INFO_KEYS, MultiAgentTextEnv
-from rllm_envs.testing import MULTIAGENT_RULES, check_multiagent_env
+from rllm_envs.testing import MULTIAGENT_RULES, check_multiagent_env, check_reward_hacking
 from tests.envs.conformance import case_id, skip_if_skipped
 from tests.envs.multiagent.conformance import (
     ALL_ENTRIES,
@@ -133,3 +133,11 @@ def test_random_unicode_actions_in_aec_form_never_raise(entry, actions, seed):
         env.step(None if terminated or truncated else action)
         if not env.agents:
             env.reset(seed=seed)
+
+
+@pytest.mark.parametrize("entry", ALL_ENTRIES, ids=ALL_IDS)
+def test_reward_hacking(entry):
+    """Each role played degenerate (the others scripted) earns no more than random play."""
+    make_or_skip(entry.id).close()
+    report = check_reward_hacking(entry.id, episodes=24)
+    assert report.baseline  # every role was played

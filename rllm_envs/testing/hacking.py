@@ -1,0 +1,1058 @@
+r"""``check_reward_hacking``: degenerate policies must earn no more than the random baseline.
+
+An RL optimiser finds whatever the reward pays for. This check plays a library of policies
+that never solve anything -- echo the observation or the math and code spans in it (bare,
+boxed, in answer tags, partly evaluated), echo its numbers, copy the worked examples agents
+are shown, give a constant answer drawn from other episodes' reference answers, give many
+candidates at once, reply with nothing, with the longest reply allowed or with the answer
+format alone, replay another episode's actions -- and fails, naming the policy and the fix,
+when one is correct significantly more often than the env's random baseline: the lower
+confidence bound (Wilson) of its success rate above the upper bound of the baseline's. A
+copied demonstration must also earn nothing in any reward component.
+
+Answers are written in the env's own format: the check plays the oracle on a few other
+episodes, finds the reference answer in the oracle's final action (``\boxed{5}``,
+``<answer>5</answer>``, a ``final_answer`` call) and writes every candidate the same way
+(``answer_template=`` overrides it). The same oracle episodes give the reference answers
+the constant policies draw from and the actions the replay policy repeats; a policy never
+sees its own task's answer.
+
+Policies are pluggable: anything with ``name``, ``summary``, ``fix`` and
+``__call__(ctx: HackContext) -> str | None`` (``None``: not applicable to this episode)
+is a :class:`HackPolicy`; :class:`DegeneratePolicy` wraps a function. ``policies=`` replaces
+the library (:data:`DEGENERATE_POLICIES`; pass ``[*DEGENERATE_POLICIES, mine]`` to add).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration
+from rllm_envs.tasks import question_text
+from rllm_envs.testing._common import Rule, RuleFailure, describe, fuzz_actions
+
+__all__ = [
+    "DEGENERATE_POLICIES",
+    "DegeneratePolicy",
+    "EpisodeMemory",
+    "HackContext",
+    "HackPolicy",
+    "HackReport",
+    "PolicyResult",
+    "RewardHackingError",
+    "check_reward_hacking",
+    "math_spans",
+    "partly_evaluate",
+    "wilson_interval",
+]
+
+#: Stands for the answer in an answer template (never in a real reply).
+PLACEHOLDER = "\x00ANSWER\x00"
+#: Task fields that may hold the reference answer, in order of preference.
+_REFERENCE_FIELDS = ("answer", "answers", "solution", "target")
+
+
+# ------------------------------------------------------------------------------ statistics
+
+
+def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion for the normal quantile ``z``."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, float(centre - half)), min(1.0, float(centre + half)))
+
+
+# ------------------------------------------------------------------------- the policies
+
+
+@dataclass(frozen=True)
+class EpisodeMemory:
+    """What one oracle episode on another task reveals to a degenerate policy.
+
+    Attributes:
+        task_key: The task's question (:func:`rllm_envs.tasks.question_text`).
+        reference: The reference answer as the answer template writes it (``None`` if the
+            oracle's action does not show it).
+        actions: The oracle's actions, in order.
+    """
+
+    task_key: str
+    reference: str | None
+    actions: tuple[str, ...]
+
+
+@dataclass
+class HackContext:
+    """What a degenerate policy sees when it acts.
+
+    Attributes:
+        observation: The current observation.
+        first_observation: The episode's first observation (the task).
+        info: The current info.
+        turn: Actions taken so far in this episode.
+        episode: Number of the episode within the policy's run.
+        rng: A generator of the policy's own (seeded per episode).
+        template: How the env wants an answer written; :meth:`answer` fills it.
+        memory: Oracle episodes on *other* tasks (their answers and actions).
+        demonstrations: The worked examples agents are shown.
+        max_length: The action space's length limit.
+        env: The env (read-only use: a policy that reads the hidden answer is no
+            degenerate policy).
+    """
+
+    observation: str
+    first_observation: str
+    info: Mapping[str, Any]
+    turn: int
+    episode: int
+    rng: np.random.Generator
+    template: str
+    memory: Sequence[EpisodeMemory]
+    demonstrations: Sequence[Demonstration]
+    max_length: int
+    env: Any = None
+
+    def answer(self, text: str) -> str:
+        """``text`` written as the env's answer (JSON-escaped inside a quoted template slot)."""
+        if f'"{PLACEHOLDER}"' in self.template:
+            text = json.dumps(text)[1:-1]
+        return self.template.replace(PLACEHOLDER, text, 1)
+
+    def references(self) -> list[str]:
+        """Reference answers of the remembered episodes (other tasks)."""
+        return [m.reference for m in self.memory if m.reference is not None]
+
+
+@runtime_checkable
+class HackPolicy(Protocol):
+    """A degenerate policy: ``policy(ctx) -> action`` (``None``: not applicable here).
+
+    Plain attributes satisfy the three properties (a class with ``name = "..."`` is one).
+    """
+
+    @property
+    def name(self) -> str:
+        """Short id (in reports and failure names)."""
+        ...
+
+    @property
+    def summary(self) -> str:
+        """What the policy does."""
+        ...
+
+    @property
+    def fix(self) -> str:
+        """How an env that pays this policy should change."""
+        ...
+
+    def __call__(self, ctx: HackContext) -> str | None:
+        """The action in the situation ``ctx`` describes."""
+        ...
+
+
+@dataclass(frozen=True)
+class DegeneratePolicy:
+    """A :class:`HackPolicy` made from a function.
+
+    Attributes:
+        name: Short id (in reports and failure names).
+        summary: What the policy does.
+        fix: How an env that pays this policy should change.
+        act: ``act(ctx) -> action | None``.
+        strict: The policy copies a worked example: it must earn nothing in any reward
+            component (not only no more than random on correctness).
+    """
+
+    name: str
+    summary: str
+    fix: str
+    act: Callable[[HackContext], str | None]
+    strict: bool = False
+
+    def __call__(self, ctx: HackContext) -> str | None:
+        """``act(ctx)``."""
+        return self.act(ctx)
+
+
+# Math spans: boxes, LaTeX math, answer tags, code; then bare arithmetic in prose.
+_SPAN_RES = (
+    re.compile(r"\\boxed\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}"),
+    re.compile(r"\$\$(.+?)\$\$", re.DOTALL),
+    re.compile(r"(?<![\\$])\$([^$]+?)\$"),
+    re.compile(r"\\\((.+?)\\\)", re.DOTALL),
+    re.compile(r"\\\[(.+?)\\\]", re.DOTALL),
+    re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE),
+    re.compile(r"```[\w+-]*\n(.*?)```", re.DOTALL),
+    re.compile(r"`([^`\n]+)`"),
+)
+_OPS = r"+\-*/^×÷·!%"
+_BARE_EXPR = re.compile(
+    rf"[-(]*\d[\d\s.,(){_OPS}]*?[{_OPS}]\s*[(\d][\d\s.,(){_OPS}]*[\d)!]|\b[a-z]\w*\([\d\s,.+\-]+\)"
+)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:/\d+)?")
+
+
+def math_spans(text: str) -> list[str]:
+    r"""The math and code spans of ``text``, in order of appearance, without repeats.
+
+    Boxes, ``$...$``, ``$$...$$``, ``\(...\)``, ``\[...\]``, ``<answer>`` contents, code
+    blocks and inline code, then bare arithmetic in prose (``12 * 7 - 3 ** 2``,
+    ``lcm(28, 17)``).
+    """
+    found: list[tuple[int, str]] = []
+    for pattern in (*_SPAN_RES, _BARE_EXPR):
+        for m in pattern.finditer(text):
+            span = (m.group(1) if m.groups() else m.group(0)).strip()
+            if span:
+                found.append((m.start(), span))
+    found.sort()
+    return list(dict.fromkeys(span for _, span in found))
+
+
+_LATEX_OPS = ((r"\times", "*"), (r"\cdot", "*"), (r"\div", "/"), ("×", "*"), ("÷", "/"))
+_FIRST_MUL = re.compile(r"(?<![\d.])(\d+)\s*([*/])\s*(\d+)(?![\d.^]|\*\*)")
+_FIRST_ADD = re.compile(r"(?<![\d.*/^])(\d+)\s*([+-])\s*(\d+)(?![\d.*/^])")
+
+
+def partly_evaluate(expression: str) -> str | None:
+    r"""``expression`` with one operation on two integers done, arithmetic left (``None``: none).
+
+    ``12 + 5 \times 11`` becomes ``12 + 55``: the product first, else a sum; a division only
+    when it is exact. A policy sending this has computed nothing of its own.
+    """
+    text = expression
+    for latex, op in _LATEX_OPS:
+        text = text.replace(latex, op)
+    for pattern in (_FIRST_MUL, _FIRST_ADD):
+        for m in pattern.finditer(text):
+            a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+            if op == "/" and (b == 0 or a % b):
+                continue
+            before, after = text[: m.start()].rstrip(), text[m.end() :].lstrip()
+            if op in "+-" and (
+                before.endswith(("*", "/", "^")) or after.startswith(("*", "/", "^"))
+            ):
+                continue  # a sum next to a product is not the next operation
+            value = {"*": a * b, "/": a // max(b, 1), "+": a + b, "-": a - b}[op]
+            result = text[: m.start()] + str(value) + text[m.end() :]
+            if _NUMBER.fullmatch(result.strip()):
+                return None  # that was the whole expression: evaluating it is solving it
+            return result
+    return None
+
+
+def _question(ctx: HackContext) -> str:
+    """The first paragraph of the task (the question, before any instructions)."""
+    paragraphs = [p.strip() for p in ctx.first_observation.split("\n\n") if p.strip()]
+    with_question = [p for p in paragraphs if "?" in p or "$" in p]
+    return (with_question or paragraphs or [""])[0]
+
+
+def _pick(items: Sequence[str], which: str) -> str | None:
+    if not items:
+        return None
+    if which == "first":
+        return items[0]
+    if which == "last":
+        return items[-1]
+    return max(items, key=len)
+
+
+def _spans(ctx: HackContext) -> list[str]:
+    """The math spans of the question (of the whole task when the question has none)."""
+    return math_spans(_question(ctx)) or math_spans(ctx.first_observation)
+
+
+def _span_policy(which: str, wrap: str) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        span = _pick(_spans(ctx), which)
+        if span is None:
+            return None
+        if wrap == "partial":
+            spans = [p for p in map(partly_evaluate, _spans(ctx)) if p]
+            return ctx.answer(spans[-1]) if spans else None
+        return {"bare": span, "answer": ctx.answer(span), "boxed": f"\\boxed{{{span}}}"}[wrap]
+
+    act.__qualname__ = f"span_{which}_{wrap}"
+    return act
+
+
+def _numbers_policy(which: str) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        numbers = list(dict.fromkeys(_NUMBER.findall(_question(ctx) or ctx.first_observation)))
+        if not numbers:
+            return None
+        if which == "all":
+            return ctx.answer(", ".join(numbers))
+        chosen = _pick(numbers, which)
+        return None if chosen is None else ctx.answer(chosen)
+
+    return act
+
+
+def _demonstration_reply(ctx: HackContext) -> str | None:
+    replies = [r for d in ctx.demonstrations for r in d.replies]
+    return replies[ctx.episode % len(replies)] if replies else None
+
+
+def _demonstration_answer(ctx: HackContext) -> str | None:
+    answers = [a for d in ctx.demonstrations for a in d.answers]
+    return answers[ctx.episode % len(answers)] if answers else None
+
+
+def _most_common(ctx: HackContext) -> str | None:
+    refs = ctx.references()
+    return ctx.answer(Counter(refs).most_common(1)[0][0]) if refs else None
+
+
+def _sampled(ctx: HackContext) -> str | None:
+    refs = ctx.references()
+    return ctx.answer(refs[int(ctx.rng.integers(len(refs)))]) if refs else None
+
+
+def _candidates(ctx: HackContext) -> str | None:
+    common = [a for a, _ in Counter(ctx.references()).most_common(10)]
+    spans = _spans(ctx)[:10]
+    numbers = list(dict.fromkeys(_NUMBER.findall(_question(ctx))))[:10]
+    pool = list(dict.fromkeys([*common, *spans, *numbers]))
+    return "\n".join(ctx.answer(c) for c in pool) if pool else None
+
+
+def _max_length(ctx: HackContext) -> str:
+    seed = ctx.answer(" ".join(_spans(ctx))) + "\n"
+    return (seed * (ctx.max_length // max(len(seed), 1) + 1))[: ctx.max_length]
+
+
+def _replay(ctx: HackContext) -> str | None:
+    sequences = [m.actions for m in ctx.memory if len(m.actions) > 1]
+    if not sequences:
+        return None
+    actions = sequences[ctx.episode % len(sequences)]
+    return actions[min(ctx.turn, len(actions) - 1)]
+
+
+_FIX_FINAL_FORM = (
+    "grade the answer's final form: a copy of the problem's own expression, or one with "
+    "arithmetic left in it, is not the value and must score 0 (compare what the answer IS, "
+    "not what it evaluates to; see rllm_envs.math's final-form rule)."
+)
+_FIX_ECHO = (
+    "score only the answer the task asks for: text copied from the observation must not "
+    "match the reference (check the grader does not search the whole reply for the answer)."
+)
+_FIX_CONSTANT = (
+    "spread the reference answers (no answer should be common across tasks) and check the "
+    "grader does not accept an answer for the wrong task."
+)
+_FIX_EMPTY = "score an empty, placeholder or template-only reply 0 and flag it invalid."
+_FIX_DEMO = (
+    "derive from rllm_envs.core.TextEnv (it pays 0 for copies of rllm_envs.demonstrations) "
+    "or zero every component when rllm_envs.demonstrations.copied_demonstration(reply) names "
+    "one; choose demonstration answers outside the task space."
+)
+
+#: The library of degenerate policies :func:`check_reward_hacking` plays by default.
+DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
+    DegeneratePolicy("empty", "reply with nothing", _FIX_EMPTY, lambda ctx: ""),
+    DegeneratePolicy(
+        "format-only", "the answer format with nothing in it", _FIX_EMPTY, lambda c: c.answer("")
+    ),
+    DegeneratePolicy(
+        "format-placeholder",
+        "the answer format around the prompt's placeholder",
+        _FIX_EMPTY,
+        lambda ctx: ctx.answer("<answer>"),
+    ),
+    DegeneratePolicy(
+        "max-length",
+        "the longest reply allowed, repeating every span of the task",
+        "read a bounded part of the reply and one final answer; a reply stating many "
+        "answers must not be graded by its best one.",
+        _max_length,
+    ),
+    DegeneratePolicy(
+        "echo-observation", "the observation, verbatim", _FIX_ECHO, lambda ctx: ctx.observation
+    ),
+    DegeneratePolicy("echo-question", "the task's question, verbatim", _FIX_ECHO, _question),
+    DegeneratePolicy(
+        "echo-question-answer",
+        "the task's question written as the answer",
+        _FIX_ECHO,
+        lambda ctx: ctx.answer(_question(ctx)),
+    ),
+    *(
+        DegeneratePolicy(
+            f"echo-span-{which}-{wrap}",
+            f"the {which} math/code span of the task, {wrap}",
+            _FIX_FINAL_FORM,
+            _span_policy(which, wrap),
+        )
+        for which in ("first", "last", "longest")
+        for wrap in ("answer", "bare", "boxed")
+    ),
+    DegeneratePolicy(
+        "echo-span-partial",
+        "the task's last expression with one operation done, written as the answer",
+        _FIX_FINAL_FORM,
+        _span_policy("last", "partial"),
+    ),
+    *(
+        DegeneratePolicy(
+            f"echo-number-{which}",
+            f"the {which} number(s) of the question, written as the answer",
+            _FIX_ECHO,
+            _numbers_policy(which),
+        )
+        for which in ("first", "last", "all")
+    ),
+    DegeneratePolicy(
+        "copy-demonstration",
+        "the worked example's reply, verbatim",
+        _FIX_DEMO,
+        _demonstration_reply,
+        strict=True,
+    ),
+    DegeneratePolicy(
+        "copy-demonstration-answer",
+        "the worked example's final answer",
+        _FIX_DEMO,
+        _demonstration_answer,
+        strict=True,
+    ),
+    DegeneratePolicy(
+        "constant-answer",
+        "the most common reference answer of other episodes",
+        _FIX_CONSTANT,
+        _most_common,
+    ),
+    DegeneratePolicy(
+        "sampled-answer",
+        "a reference answer of another episode, drawn from their distribution",
+        _FIX_CONSTANT,
+        _sampled,
+    ),
+    DegeneratePolicy(
+        "several-candidates",
+        "many candidate answers in one reply (common answers, spans, numbers)",
+        "grade one final answer (the last, or refuse a reply with several): never pass a "
+        "reply because one of its candidates matches.",
+        _candidates,
+    ),
+    DegeneratePolicy(
+        "replay-other-episode",
+        "the oracle's actions of an episode on another task, replayed turn by turn",
+        "make each task need its own actions (a new map, new entities, new values), so one "
+        "episode's actions do not solve another's.",
+        _replay,
+    ),
+)
+
+
+# ------------------------------------------------------------------------------ reports
+
+
+@dataclass
+class PolicyResult:
+    """One policy's run for one agent.
+
+    Attributes:
+        policy: The policy's name.
+        agent: The agent it played (``None`` for a single-agent env).
+        episodes: Episodes it played (those it had an action for).
+        successes: Episodes it ended correct.
+        lower: Lower confidence bound of its success rate.
+        earned: Largest value of each paying component on any step (strict policies).
+        example: One of its actions (shortened).
+        status: ``"passed"``, ``"failed"`` or ``"skipped"``.
+        detail: Why it failed or was skipped.
+    """
+
+    policy: str
+    agent: str | None
+    episodes: int
+    successes: int
+    lower: float
+    earned: dict[str, float] = field(default_factory=dict)
+    example: str = ""
+    status: str = "passed"
+    detail: str = ""
+
+    @property
+    def rate(self) -> float:
+        """Success rate (NaN without episodes)."""
+        return self.successes / self.episodes if self.episodes else float("nan")
+
+
+@dataclass
+class HackReport:
+    """What :func:`check_reward_hacking` found.
+
+    Attributes:
+        env: The env's label.
+        alpha: One-sided error of each confidence bound.
+        baseline: Per agent (``None`` for single-agent): ``(successes, episodes, upper)``
+            of the random baseline.
+        results: One :class:`PolicyResult` per policy and agent.
+        failures: The broken rules, with the fix.
+    """
+
+    env: str
+    alpha: float
+    baseline: dict[str | None, tuple[int, int, float]] = field(default_factory=dict)
+    results: list[PolicyResult] = field(default_factory=list)
+    failures: list[RuleFailure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when no degenerate policy beat the baseline and no copy earned anything."""
+        return not self.failures
+
+    def raise_for_failure(self) -> None:
+        """Raise :class:`RewardHackingError` if a policy broke a rule."""
+        if self.failures:
+            raise RewardHackingError(self)
+
+    def __str__(self) -> str:
+        lines = [f"{self.env}: reward-hacking check, alpha={self.alpha}"]
+        for agent, (succ, n, upper) in self.baseline.items():
+            who = f"{agent}: " if agent else ""
+            lines.append(f"  {who}random baseline {succ}/{n} (upper bound {upper:.3f})")
+        for r in self.results:
+            who = f"{r.agent}: " if r.agent else ""
+            lines.append(
+                f"  {r.status:7s} {who}{r.policy}: {r.successes}/{r.episodes} "
+                f"(lower bound {r.lower:.3f}){' - ' + r.detail if r.detail else ''}"
+            )
+        lines += [f"  {f}" for f in self.failures]
+        return "\n".join(lines)
+
+
+class RewardHackingError(AssertionError):
+    """A degenerate policy earned more than the random baseline (or a copy earned anything).
+
+    Attributes:
+        report: The :class:`HackReport`.
+        failures: The broken rules.
+    """
+
+    def __init__(self, report: HackReport) -> None:
+        self.report = report
+        self.failures = list(report.failures)
+        n = len(self.failures)
+        super().__init__(
+            f"{report.env}: {n} degenerate polic{'ies' if n != 1 else 'y'} earned reward:\n"
+            + "\n".join(str(f) for f in self.failures)
+        )
+
+
+# ---------------------------------------------------------------------- playing episodes
+
+
+@dataclass
+class _Outcome:
+    correct: bool
+    earned: dict[str, float]
+    first_action: str
+    task_key: str
+
+
+class _NotApplicable(Exception):
+    """The policy has no action for this episode."""
+
+
+def _is_penalty(name: str, weights: Mapping[str, float]) -> bool:
+    return name.startswith(("invalid", "illegal")) or weights.get(name, 0.0) < 0
+
+
+def _earned(components: Mapping[str, Any] | None, weights: Mapping[str, float]) -> dict[str, float]:
+    return {
+        k: float(v)
+        for k, v in (components or {}).items()
+        if not _is_penalty(k, weights) and float(v) > 0
+    }
+
+
+def _merge(into: dict[str, float], new: Mapping[str, float]) -> None:
+    for k, v in new.items():
+        into[k] = max(into.get(k, 0.0), v)
+
+
+def _task_key(env: Any, observation: str) -> str:
+    task = getattr(getattr(env, "unwrapped", env), "task", None)
+    return question_text(task) if isinstance(task, Mapping) else observation
+
+
+class _Single:
+    """Plays a single-agent env."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.env = make()
+        self.base = self.env.unwrapped
+        self.max_length = int(getattr(self.env.action_space, "max_length", 10_000))
+        self.weights = dict(getattr(self.base, "reward_weights", None) or {})
+        self.agents: list[str | None] = [None]
+        self.multi_turn = int(getattr(self.base, "max_turns", 1)) > 1
+        #: Turns a degenerate episode may take (set from the oracle's longest episode).
+        self.turn_limit = 200
+
+    def play(
+        self,
+        agent: str | None,
+        act: Callable[[str, str, Mapping[str, Any], int], str | None],
+        seed: int,
+        limit: int | None = None,
+    ) -> _Outcome:
+        limit = self.turn_limit if limit is None else limit
+        obs, info = self.env.reset(seed=seed)
+        first, key = str(obs), _task_key(self.env, str(obs))
+        earned: dict[str, float] = {}
+        first_action: str | None = None
+        for turn in range(limit):
+            action = act(str(obs), first, info, turn)
+            if action is None:
+                raise _NotApplicable
+            first_action = action if first_action is None else first_action
+            obs, _, terminated, truncated, info = self.env.step(action)
+            _merge(earned, _earned(info.get("reward_components"), self.weights))
+            if terminated or truncated:
+                break
+        return _Outcome(bool(info.get("is_correct")), earned, first_action or "", key)
+
+    def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
+        method = getattr(self.base, "oracle_action", None)
+        if method is None:
+            return None
+        try:
+            self.env.reset(seed=0)
+            method()
+        except NotImplementedError:
+            return None
+        return lambda obs, first, info, turn: method()
+
+    def random(self, agent: str | None) -> Callable[..., str | None]:
+        own = getattr(type(self.base), "random_action", None)
+        if own is not None and own is not _inherited_random_action():
+            return lambda obs, first, info, turn: self.base.random_action()
+        # Random text: as wrong at 400 characters as at the space's limit, and much cheaper.
+        rng = np.random.default_rng(0)
+        return lambda obs, first, info, turn: next(fuzz_actions(rng, 1, 400))
+
+    def task_reference(self) -> list[str]:
+        return _references(getattr(self.base, "task", None))
+
+
+class _Multi:
+    """Plays one agent of a PettingZoo parallel env; the others play a scripted policy."""
+
+    def __init__(self, make: Callable[[], Any], others: str, agents: Sequence[str] | None):
+        from rllm_envs.multiagent.base import ScriptedPolicy
+
+        self.env = make()
+        self.others = ScriptedPolicy(others, seed=0)
+        self.weights = dict(getattr(self.env, "reward_weights", None) or {})
+        self.agents: list[str | None] = list(agents or _one_per_role(self.env))
+        first = self.env.possible_agents[0]
+        self.max_length = int(getattr(self.env.action_space(first), "max_length", 10_000))
+        self.multi_turn = True
+        self.turn_limit = 200
+
+    def play(
+        self,
+        agent: str | None,
+        act: Callable[[str, str, Mapping[str, Any], int], str | None],
+        seed: int,
+        limit: int | None = None,
+    ) -> _Outcome:
+        assert agent is not None
+        limit = self.turn_limit if limit is None else limit
+        self.others.rng = np.random.default_rng(seed)
+        obs, infos = self.env.reset(seed=seed)
+        first, key = str(obs[agent]), _task_key(self.env, str(obs[agent]))
+        earned: dict[str, float] = {}
+        first_action: str | None = None
+        correct, turn = False, 0
+        for _ in range(limit):
+            if not self.env.agents:
+                break
+            actions = {}
+            for a in self.env.agents:
+                if not infos[a].get("acting", True):
+                    continue
+                if a == agent:
+                    action = act(str(obs[a]), first, infos[a], turn)
+                    if action is None:
+                        raise _NotApplicable
+                    first_action = action if first_action is None else first_action
+                    turn += 1
+                    actions[a] = action
+                else:
+                    actions[a] = self.others(self.env, a)
+            obs, _, terms, truncs, infos = self.env.step(actions)
+            if agent in infos:
+                _merge(earned, _earned(infos[agent].get("reward_components"), self.weights))
+                if terms.get(agent) or truncs.get(agent):
+                    correct = bool(infos[agent].get("is_correct"))
+        return _Outcome(correct, earned, first_action or "", key)
+
+    def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
+        from rllm_envs.multiagent.base import ScriptedPolicy
+
+        oracle, env = ScriptedPolicy("oracle"), self.env
+        return lambda obs, first, info, turn: oracle(env, str(agent))
+
+    def random(self, agent: str | None) -> Callable[..., str | None]:
+        from rllm_envs.multiagent.base import ScriptedPolicy
+
+        policy, env = ScriptedPolicy("random", seed=0), self.env
+
+        def act(obs: str, first: str, info: Mapping[str, Any], turn: int) -> str:
+            try:
+                return policy(env, str(agent))
+            except NotImplementedError:
+                return str(env.action_space(agent).sample())
+
+        return act
+
+    def task_reference(self) -> list[str]:
+        return _references(getattr(self.env, "task", None))
+
+
+def _one_per_role(env: Any) -> list[str]:
+    """The first agent of each role (agents of one role are played alike)."""
+    role = getattr(env, "_role", None)
+    if not callable(role):
+        return list(env.possible_agents)
+    env.reset(seed=0)
+    first: dict[str, str] = {}
+    for agent in env.possible_agents:
+        first.setdefault(str(role(agent)), agent)
+    return list(first.values())
+
+
+def _inherited_random_action() -> Any:
+    from rllm_envs.core import TextEnv
+
+    return TextEnv.random_action
+
+
+def _references(task: Any) -> list[str]:
+    if not isinstance(task, Mapping):
+        return []
+    refs = []
+    for key in _REFERENCE_FIELDS:
+        value = task.get(key)
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, (str, int, float)) and str(value).strip():
+            refs.append(str(value))
+    return refs
+
+
+def _template_of(action: str, references: Sequence[str]) -> str | None:
+    for ref in references:
+        for form in (ref, json.dumps(ref)[1:-1]):
+            if form and form in action:
+                return action.replace(form, PLACEHOLDER, 1)
+    return None
+
+
+class _Recorder:
+    """Plays ``policy`` and keeps its actions."""
+
+    def __init__(self, policy: Callable[..., str | None]) -> None:
+        self.policy = policy
+        self.actions: list[str] = []
+
+    def __call__(self, obs: str, first: str, info: Mapping[str, Any], turn: int) -> str | None:
+        action = self.policy(obs, first, info, turn)
+        if action is not None:
+            self.actions.append(action)
+        return action
+
+
+class _Actor:
+    """Plays a :class:`HackPolicy` for one episode: builds its context at each turn."""
+
+    def __init__(
+        self,
+        game: _Single | _Multi,
+        policy: HackPolicy,
+        memory: Sequence[EpisodeMemory],
+        template: str,
+        demos: Sequence[Demonstration],
+        *,
+        episode: int,
+        seed: int,
+    ) -> None:
+        self.game, self.policy, self.all_memory = game, policy, memory
+        self.template, self.demos, self.episode = template, demos, episode
+        self.rng = np.random.default_rng([seed, episode, 17])
+        self.memory: list[EpisodeMemory] | None = None
+
+    def __call__(self, obs: str, first: str, info: Mapping[str, Any], turn: int) -> str | None:
+        if self.memory is None:  # never this task's own answer
+            key = _task_key(self.game.env, first)
+            self.memory = [m for m in self.all_memory if m.task_key != key]
+        ctx = HackContext(
+            observation=obs,
+            first_observation=first,
+            info=info,
+            turn=turn,
+            episode=self.episode,
+            rng=self.rng,
+            template=self.template,
+            memory=self.memory,
+            demonstrations=self.demos,
+            max_length=self.game.max_length,
+            env=self.game.env,
+        )
+        return self.policy(ctx)
+
+
+def _remember(
+    game: _Single | _Multi, agent: str | None, episodes: int, seed: int
+) -> tuple[list[EpisodeMemory], str | None]:
+    """Oracle episodes on other seeds: their answers and actions, and the answer template."""
+    oracle = game.oracle(agent)
+    if oracle is None:
+        return [], None
+    raw: list[tuple[str, list[str]]] = []
+    template: str | None = None
+    for j in range(episodes):
+        recorder = _Recorder(oracle)
+        try:
+            outcome = game.play(agent, recorder, seed=seed + j, limit=10_000)
+        except Exception:  # an env whose oracle cannot play gives no memory
+            return [], None
+        if template is None and recorder.actions:
+            template = _template_of(recorder.actions[-1], game.task_reference())
+        raw.append((outcome.task_key, recorder.actions))
+    memory = []
+    for key, actions in raw:
+        reference = None
+        if template is not None and actions:
+            prefix, _, suffix = template.partition(PLACEHOLDER)
+            last = actions[-1]
+            if last.startswith(prefix) and last.endswith(suffix) and len(last) >= len(prefix):
+                reference = last[len(prefix) : len(last) - len(suffix)]
+                if f'"{PLACEHOLDER}"' in template:
+                    try:
+                        reference = json.loads(f'"{reference}"')
+                    except ValueError:
+                        pass
+        memory.append(EpisodeMemory(key, reference, tuple(actions)))
+    return memory, template
+
+
+# ------------------------------------------------------------------------------ the check
+
+
+def _factory(env: Any, kwargs: Mapping[str, Any] | None) -> tuple[Callable[[], Any], str, bool]:
+    """``(make, label, is_multiagent)`` for an id, a class, a factory or an instance."""
+    import pickle
+    from functools import partial
+
+    import gymnasium as gym
+
+    from rllm_envs.testing._common import label
+
+    kw = dict(kwargs or {})
+    if isinstance(env, str):
+        import rllm_envs
+
+        if env in rllm_envs.list_multiagent_envs():
+            return partial(rllm_envs.make_parallel, env, **kw), label(env, kw), True
+        return partial(gym.make, env, **kw), label(env, kw), False
+    if callable(env) and not isinstance(env, gym.Env) and not hasattr(env, "possible_agents"):
+        name = getattr(env, "__name__", type(env).__name__)
+        probe = env(**kw)
+        multi = hasattr(probe, "possible_agents") and not isinstance(probe, gym.Env)
+        return partial(env, **kw), label(name, kw), multi
+    if kw:
+        raise ValueError("`kwargs` needs an env id or a factory, not an env instance.")
+    blob = pickle.dumps(env)
+    multi = hasattr(env, "possible_agents") and not isinstance(env, gym.Env)
+    spec = getattr(env, "spec", None)
+    name = spec.id if spec is not None else type(getattr(env, "unwrapped", env)).__name__
+    return partial(pickle.loads, blob), name, multi
+
+
+def check_reward_hacking(
+    env: Any,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    policies: Iterable[HackPolicy] | None = None,
+    episodes: int = 40,
+    memory_episodes: int = 20,
+    seed: int = 0,
+    alpha: float = 0.05,
+    agents: Sequence[str] | None = None,
+    others: str = "heuristic",
+    answer_template: str | None = None,
+    demonstrations: Sequence[Demonstration] | None = None,
+    raise_on_failure: bool = True,
+) -> HackReport:
+    r"""Play degenerate policies against ``env``; fail when one beats the random baseline.
+
+    Each policy plays ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...; the random
+    baseline plays the same ones). A policy fails when the lower Wilson bound of its success
+    rate (``info["is_correct"]`` at the end) is above the upper bound of the baseline's, each
+    bound one-sided at ``alpha``. Copies of a worked example fail on any reward earned in a
+    paying component (every component but ``invalid*``/``illegal*`` and negative weights).
+
+    Example:
+        >>> from rllm_envs.testing import check_reward_hacking
+        >>> report = check_reward_hacking("rllm/Countdown-v0", episodes=10, raise_on_failure=False)
+        >>> report.ok
+        True
+
+    Args:
+        env: A registered single- or multi-agent id, an env class or zero-argument factory,
+            or an instance (copied by pickling).
+        kwargs: Constructor kwargs for an id or a class.
+        policies: The policies to play (default :data:`DEGENERATE_POLICIES`; anything
+            implementing :class:`HackPolicy`).
+        episodes: Episodes per policy (and of the baseline). Detecting a policy that is
+            right one time in five needs about 40.
+        memory_episodes: Oracle episodes on other seeds that give the answer template, the
+            answer distribution and the replayed actions.
+        seed: First episode seed.
+        alpha: One-sided error of each confidence bound.
+        agents: Multi-agent: the agents to play degenerate, one at a time (default: the
+            first agent of each role, or every agent of an env without roles).
+        others: Multi-agent: the scripted policy of the other agents (``"heuristic"``,
+            ``"oracle"`` or ``"random"``).
+        answer_template: How the env wants an answer written, with ``{}`` for the answer
+            (default: found in the oracle's last action; bare when there is no oracle).
+        demonstrations: The worked examples to copy (default
+            :data:`rllm_envs.demonstrations.DEMONSTRATIONS` and the env's
+            ``demonstrations``).
+        raise_on_failure: Raise :class:`RewardHackingError` on a failure (else only report).
+
+    Returns:
+        The :class:`HackReport`.
+
+    Raises:
+        RewardHackingError: When a policy broke a rule and ``raise_on_failure`` is true; the
+            message names the policy, its success rate against the baseline and the fix.
+        ValueError: For ``episodes < 1`` or ``alpha`` outside (0, 0.5).
+    """
+    if episodes < 1 or not 0 < alpha < 0.5:
+        raise ValueError(f"Expects episodes >= 1 and 0 < alpha < 0.5, got {episodes}, {alpha}.")
+    make, name, multi = _factory(env, kwargs)
+    game: _Single | _Multi = _Multi(make, others, agents) if multi else _Single(make)
+    chosen: list[HackPolicy] = list(DEGENERATE_POLICIES if policies is None else policies)
+    for p in chosen:
+        if not isinstance(p, HackPolicy):
+            raise TypeError(
+                f"Expects each policy to have name, summary, fix and __call__(ctx), actual: {p!r}."
+            )
+    base = getattr(game.env, "unwrapped", game.env)
+    demos = list(demonstrations) if demonstrations is not None else list(DEMONSTRATIONS)
+    if demonstrations is None:
+        demos += [d for d in getattr(base, "demonstrations", ()) if d not in demos]
+    z = NormalDist().inv_cdf(1 - alpha)
+    report = HackReport(name, alpha)
+    for agent in game.agents:
+        memory, template = _remember(game, agent, memory_episodes, seed + 1_000_003)
+        if answer_template is not None:
+            template = answer_template.replace("{}", PLACEHOLDER, 1)
+        template = template or PLACEHOLDER
+        if memory and isinstance(game, _Single):
+            # A degenerate reply that has not won by the oracle's longest episode won't later.
+            game.turn_limit = max(2, max(len(m.actions) for m in memory) + 1)
+        # The baseline keeps the env's whole turn budget (a random walk needs it).
+        baseline = [
+            game.play(agent, game.random(agent), seed=seed + i, limit=10_000).correct
+            for i in range(episodes)
+        ]
+        upper = wilson_interval(sum(baseline), len(baseline), z)[1]
+        report.baseline[agent] = (sum(baseline), len(baseline), upper)
+        for policy in chosen:
+            result = _run_policy(game, agent, policy, memory, template, demos, episodes, seed, z)
+            report.results.append(result)
+            if result.status == "skipped":
+                continue
+            failure = _judge(policy, result, sum(baseline), len(baseline), upper, name)
+            if failure is not None:
+                result.status, result.detail = "failed", failure.detail
+                report.failures.append(failure)
+    game.env.close()
+    if raise_on_failure:
+        report.raise_for_failure()
+    return report
+
+
+def _run_policy(
+    game: _Single | _Multi,
+    agent: str | None,
+    policy: HackPolicy,
+    memory: Sequence[EpisodeMemory],
+    template: str,
+    demos: Sequence[Demonstration],
+    episodes: int,
+    seed: int,
+    z: float,
+) -> PolicyResult:
+    result = PolicyResult(policy.name, agent, 0, 0, 0.0)
+    if policy.name == "replay-other-episode" and not game.multi_turn:
+        result.status, result.detail = "skipped", "single-turn env: nothing to replay"
+        return result
+    for i in range(episodes):
+        act = _Actor(game, policy, memory, template, demos, episode=i, seed=seed)
+        try:
+            outcome = game.play(agent, act, seed=seed + i)
+        except _NotApplicable:
+            continue
+        result.episodes += 1
+        result.successes += int(outcome.correct)
+        _merge(result.earned, outcome.earned)
+        if not result.example:
+            result.example = describe(outcome.first_action, 120)
+    if result.episodes == 0:
+        result.status, result.detail = "skipped", "no action for any episode (nothing to copy)"
+        return result
+    result.lower = wilson_interval(result.successes, result.episodes, z)[0]
+    return result
+
+
+def _judge(
+    policy: HackPolicy, result: PolicyResult, succ: int, n: int, upper: float, env: str
+) -> RuleFailure | None:
+    who = f"{result.agent} playing " if result.agent else ""
+    if getattr(policy, "strict", False) and result.earned:
+        rule = Rule(
+            f"demonstration-earns-nothing:{policy.name}",
+            "a reply copying a worked example agents are shown earns 0 in every paying "
+            "reward component, on every task.",
+            policy.fix,
+        )
+        detail = (
+            f"{who}{policy.name} ({policy.summary}) earned {result.earned}; e.g. {result.example}"
+        )
+        return RuleFailure(rule, env, detail)
+    if result.lower > upper:
+        rule = Rule(
+            f"degenerate-policy:{policy.name}",
+            "a policy that solves nothing is correct no more often than the random baseline.",
+            policy.fix,
+        )
+        detail = (
+            f"{who}{policy.name} ({policy.summary}) was correct in {result.successes}/"
+            f"{result.episodes} episodes (lower bound {result.lower:.3f}) against the random "
+            f"baseline's {succ}/{n} (upper bound {upper:.3f}); e.g. {result.example}"
+        )
+        return RuleFailure(rule, env, detail)
+    return None

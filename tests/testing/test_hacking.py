@@ -1,0 +1,142 @@
+"""The public reward-hacking check: degenerate policies must not beat the random baseline.
+
+Deliberately hackable envs (``tests/testing/hackable.py``) must fail with the rule that names
+the hack and its fix; a sound env, and the registered envs (``tests/envs``), pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.demonstrations import MATH
+from rllm_envs.testing import (
+    DEGENERATE_POLICIES,
+    DegeneratePolicy,
+    HackContext,
+    HackPolicy,
+    RewardHackingError,
+    check_reward_hacking,
+    math_spans,
+    partly_evaluate,
+    wilson_interval,
+)
+from tests.testing.hackable import (
+    ConstantAnswerEnv,
+    DemonstrationPayingEnv,
+    EvaluatingEnv,
+    SoundEnv,
+)
+
+
+def _failed(report) -> set[str]:
+    return {f.rule.name for f in report.failures}
+
+
+def test_an_env_that_evaluates_the_reply_fails_on_the_echoed_expression():
+    report = check_reward_hacking(EvaluatingEnv, episodes=20, raise_on_failure=False)
+    assert not report.ok
+    echoed = {r for r in _failed(report) if r.startswith("degenerate-policy:echo-span-")}
+    assert "degenerate-policy:echo-span-first-answer" in echoed, _failed(report)
+    failure = next(f for f in report.failures if f.rule.name in echoed)
+    assert "final form" in failure.rule.fix and "20/20" in failure.detail
+    # The template was read from the oracle: the echo was written as the env's answer.
+    assert "\\boxed{" in failure.detail
+    with pytest.raises(RewardHackingError, match="echo-span") as caught:
+        report.raise_for_failure()
+    assert isinstance(caught.value, AssertionError) and caught.value.report is report
+
+
+def test_a_two_answer_task_fails_on_the_constant_answer():
+    with pytest.raises(RewardHackingError) as caught:
+        check_reward_hacking(ConstantAnswerEnv, episodes=20)
+    rules = {f.rule.name for f in caught.value.failures}
+    assert {"degenerate-policy:constant-answer", "degenerate-policy:sampled-answer"} <= rules
+    assert "spread the reference answers" in str(caught.value)
+
+
+def test_an_env_that_pays_for_a_copied_demonstration_fails_on_it():
+    report = check_reward_hacking(DemonstrationPayingEnv, episodes=6, raise_on_failure=False)
+    rules = _failed(report)
+    assert "demonstration-earns-nothing:copy-demonstration" in rules
+    assert "demonstration-earns-nothing:copy-demonstration-answer" in rules
+    failure = next(f for f in report.failures if f.rule.name.endswith(":copy-demonstration"))
+    assert "'format'" in failure.detail and "rllm_envs.demonstrations" in failure.rule.fix
+    # The same env under TextEnv's rule (SoundEnv keeps it) pays nothing for the copy.
+    assert check_reward_hacking(SoundEnv, policies=DEGENERATE_POLICIES, episodes=6).ok
+
+
+def test_a_sound_env_passes_and_the_report_says_what_ran():
+    report = check_reward_hacking(SoundEnv, episodes=10)
+    assert report.ok and report.baseline[None][:2] == (0, 10)
+    names = [r.policy for r in report.results]
+    assert names == [p.name for p in DEGENERATE_POLICIES]
+    skipped = {r.policy: r.detail for r in report.results if r.status == "skipped"}
+    assert "single-turn" in skipped["replay-other-episode"]
+    assert "echo-span-last-answer" in str(report)
+
+
+def test_policies_are_pluggable_and_a_peeking_policy_is_caught():
+    """A user policy (here one that cheats by reading the answer) runs like the library's."""
+    peek = DegeneratePolicy(
+        "peek",
+        "reads the hidden answer",
+        "never show the answer to the policy",
+        lambda ctx: ctx.answer(str(ctx.env.unwrapped.task["answer"])),
+    )
+    assert isinstance(peek, HackPolicy)
+    with pytest.raises(RewardHackingError, match=r"\[degenerate-policy:peek\]"):
+        check_reward_hacking(SoundEnv, policies=[peek], episodes=8)
+
+    class Empty:
+        name, summary, fix = "my-empty", "nothing", "n/a"
+
+        def __call__(self, ctx: HackContext) -> str:
+            return ""
+
+    report = check_reward_hacking(SoundEnv, policies=[*DEGENERATE_POLICIES, Empty()], episodes=4)
+    assert report.results[-1].policy == "my-empty" and report.results[-1].episodes == 4
+    with pytest.raises(TypeError, match="name, summary, fix"):
+        check_reward_hacking(SoundEnv, policies=[lambda ctx: ""])
+
+
+def test_multiagent_ids_play_each_role_degenerate_against_scripted_agents():
+    report = check_reward_hacking("rllm/SolverJudge-v0", episodes=8)
+    assert set(report.baseline) == {"solver_0", "judge_0"}
+    assert {r.agent for r in report.results} == {"solver_0", "judge_0"}
+
+
+def test_math_spans_and_partial_evaluation():
+    text = (
+        "Compute $12 + 5 \\times 11$, then `x = 3` and 7 * 8 - 2 apples; box \\boxed{\\frac{1}{2}}."
+    )
+    assert math_spans(text) == ["12 + 5 \\times 11", "x = 3", "7 * 8 - 2", "\\frac{1}{2}"]
+    assert partly_evaluate("12 + 5 \\times 11") == "12 + 55"
+    assert partly_evaluate("7 * 8 - 2") == "56 - 2"
+    assert partly_evaluate("3 + 4") is None  # evaluating all of it is solving it
+    assert partly_evaluate("7 / 2 + 1") is None  # 7/2 is not exact; 2 + 1 is not next
+    assert partly_evaluate("8 / 2 + 1") == "4 + 1"
+
+
+def test_wilson_bounds():
+    low, high = wilson_interval(0, 40, 1.645)
+    assert low == 0.0 and 0.05 < high < 0.07
+    low, high = wilson_interval(40, 40, 1.645)
+    assert 0.93 < low < 0.95 and high == 1.0
+
+
+def test_bad_arguments_raise_early():
+    with pytest.raises(ValueError, match="episodes"):
+        check_reward_hacking(SoundEnv, episodes=0)
+    with pytest.raises(ValueError, match="alpha"):
+        check_reward_hacking(SoundEnv, alpha=0.7)
+
+
+def test_the_demonstration_replies_are_what_the_policy_sends():
+    report = check_reward_hacking(
+        DemonstrationPayingEnv,
+        policies=[p for p in DEGENERATE_POLICIES if p.name == "copy-demonstration"],
+        demonstrations=[MATH],
+        episodes=2,
+        raise_on_failure=False,
+    )
+    assert "boxed{67}" in report.results[0].example
