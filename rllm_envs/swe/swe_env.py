@@ -28,21 +28,33 @@ from rllm_envs.tools import Tool, ToolCall, ToolRegistry, parse_tool_calls, stri
 
 __all__ = ["SWEEnv", "TOOL_SCHEMAS"]
 
-_STRING = {"type": "string"}
-_INT = {"type": "integer"}
+
+def _arg(kind: str, description: str) -> dict[str, str]:
+    return {"type": kind, "description": description}
+
+
+_PATH = _arg("string", "A file path relative to the repository root, e.g. pkg/module.py.")
 #: Name, description and argument schema of every tool (the OpenAI ``parameters`` object).
 TOOL_SCHEMAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "list_files",
         "List the files of the repository under a folder (default: all).",
-        {"type": "object", "properties": {"path": _STRING}, "required": []},
+        {
+            "type": "object",
+            "properties": {"path": _arg("string", "A folder relative to the repository root.")},
+            "required": [],
+        },
     ),
     (
         "read_file",
         "Show a file with line numbers, optionally only lines start_line..end_line.",
         {
             "type": "object",
-            "properties": {"path": _STRING, "start_line": _INT, "end_line": _INT},
+            "properties": {
+                "path": _PATH,
+                "start_line": _arg("integer", "First line to show (1-based)."),
+                "end_line": _arg("integer", "Last line to show (inclusive)."),
+            },
             "required": ["path"],
         },
     ),
@@ -52,7 +64,10 @@ TOOL_SCHEMAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "under a folder.",
         {
             "type": "object",
-            "properties": {"query": _STRING, "path": _STRING},
+            "properties": {
+                "query": _arg("string", "The exact text to find."),
+                "path": _arg("string", "Only search under this folder or file."),
+            },
             "required": ["query"],
         },
     ),
@@ -61,21 +76,29 @@ TOOL_SCHEMAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "Replace the text `old` by `new` in a file; `old` must occur exactly once.",
         {
             "type": "object",
-            "properties": {"path": _STRING, "old": _STRING, "new": _STRING},
+            "properties": {
+                "path": _PATH,
+                "old": _arg("string", "The exact text to replace, as it is in the file."),
+                "new": _arg("string", "The text to put in its place."),
+            },
             "required": ["path", "old", "new"],
         },
     ),
     (
         "apply_patch",
         "Apply a unified diff (--- a/<path> / +++ b/<path> headers, @@ hunks) to the repository.",
-        {"type": "object", "properties": {"patch": _STRING}, "required": ["patch"]},
+        {
+            "type": "object",
+            "properties": {"patch": _arg("string", "The unified diff.")},
+            "required": ["patch"],
+        },
     ),
     (
         "create_file",
         "Create a new file with the given content.",
         {
             "type": "object",
-            "properties": {"path": _STRING, "content": _STRING},
+            "properties": {"path": _PATH, "content": _arg("string", "The whole file.")},
             "required": ["path", "content"],
         },
     ),
@@ -83,12 +106,22 @@ TOOL_SCHEMAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "run_tests",
         "Run the repository's tests in a sandbox: all, those under a path, or one test id "
         "(path::name).",
-        {"type": "object", "properties": {"target": _STRING}, "required": []},
+        {
+            "type": "object",
+            "properties": {
+                "target": _arg("string", "A test file or folder, or a test id path::name.")
+            },
+            "required": [],
+        },
     ),
     (
         "run_python",
         "Run Python code in a sandbox with the repository importable; shows its output.",
-        {"type": "object", "properties": {"code": _STRING}, "required": ["code"]},
+        {
+            "type": "object",
+            "properties": {"code": _arg("string", "The Python code to run.")},
+            "required": ["code"],
+        },
     ),
     (
         "submit",
