@@ -24,10 +24,10 @@ import tarfile
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from rllm_envs.error import InvalidDataset
+from rllm_envs.swe.repo import FrozenFiles
 from rllm_envs.tasks import load_records
 
 __all__ = ["load_swebench", "checkout", "record_to_task", "MAX_FILE_BYTES", "MAX_REPO_BYTES"]
@@ -156,4 +156,4 @@ def checkout(repo_path: str, commit: str) -> Mapping[str, str]:
                     f"{repo_path} at {commit} has more than {MAX_REPO_BYTES >> 20} MiB of text."
                 )
             files[member.name] = text
-    return MappingProxyType(files)
+    return FrozenFiles(files)

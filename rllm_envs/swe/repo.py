@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "Files",
+    "FrozenFiles",
     "PatchError",
     "Workspace",
     "WorkspaceLimits",
@@ -39,6 +40,28 @@ MAX_PATH_CHARS = 256
 
 class PatchError(ValueError):
     """A diff, path or edit that cannot be used; the message is feedback for the model."""
+
+
+class FrozenFiles(Mapping[str, str]):
+    """A read-only ``{path: text}`` mapping (a base repository shared by many episodes).
+
+    Unlike ``types.MappingProxyType`` it pickles, so an env holding one does too.
+    """
+
+    def __init__(self, files: Mapping[str, str]) -> None:
+        self._files = dict(files)
+
+    def __getitem__(self, path: str) -> str:
+        return self._files[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __reduce__(self) -> tuple[type[FrozenFiles], tuple[dict[str, str]]]:
+        return (FrozenFiles, (self._files,))
 
 
 @dataclass(frozen=True)

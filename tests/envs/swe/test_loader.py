@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import subprocess
 
 import pytest
@@ -120,7 +121,8 @@ def test_oracle_and_noop_through_the_env(dataset):
     env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
     obs, info = env.reset(seed=0)
     assert "cents(0.29)" in obs and "moneyx/core.py" in obs
-    *_, reward, terminated, _, info = env.step(env.oracle_action())
+    copy = pickle.loads(pickle.dumps(env))  # the shared base pickles too
+    *_, reward, terminated, _, info = copy.step(copy.oracle_action())
     assert reward == 1.0 and terminated and info["fail_to_pass"] == 1.0
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
