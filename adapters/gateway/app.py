@@ -442,6 +442,7 @@ class Gateway:
                 "group": session.group,
                 "sample": session.sample,
                 "last_reply": session.calls[-1].text if session.calls else None,
+                "completion_tokens": sum(len(c.completion_ids) for c in session.calls),
             }
         )
 

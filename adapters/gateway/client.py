@@ -76,6 +76,10 @@ class GatewayClient:
         """
         return self._post("/sessions", fields)
 
+    def session(self, session_id: str) -> dict[str, Any]:
+        """An open session's calls so far, last reply and generated token count."""
+        return self._get(f"/sessions/{session_id}")
+
     def reward(
         self,
         session_id: str,
