@@ -1,9 +1,8 @@
 """rllm_agents: turn environment observations into chat messages and model replies into actions.
 
-* :mod:`rllm_agents.agent` -- agents (one per env family plus a generic one; the env's registry
-  row names its agent and :func:`make_agent` reads it) that keep the conversation and read
-  actions from replies (by the one rule of :mod:`rllm_envs.text`).
-* :mod:`rllm_agents.multiagent` -- role-aware agents for the multi-agent envs.
+* :mod:`rllm_agents.agent` -- agents that keep the conversation and read actions from replies
+  (by the one rule of :mod:`rllm_envs.text`); :func:`make_agent` builds one from the env
+  family's spec (:class:`rllm_envs.spec.AgentSpec`).
 * :mod:`rllm_agents.chat` -- :class:`ChatTokenizer`, which builds token-exact multi-turn prompts
   by appending to the sampled sequence instead of re-tokenising the chat.
 * :mod:`rllm_agents.trajectory` -- :class:`Trajectory` / :class:`Step`, per turn: prompt ids,
@@ -17,11 +16,8 @@ from __future__ import annotations
 
 from rllm_agents.agent import (
     Agent,
-    CodeAgent,
-    FrozenLakeAgent,
     FrozenLakeBoardAgent,
     GenericAgent,
-    MathAgent,
     ToolAgent,
     agent_class_for,
     agent_names,
@@ -35,11 +31,8 @@ from rllm_agents.writers import TrajectoryWriter, read_trajectories, write_traje
 __all__ = [
     "Agent",
     "ChatTokenizer",
-    "CodeAgent",
-    "FrozenLakeAgent",
     "FrozenLakeBoardAgent",
     "GenericAgent",
-    "MathAgent",
     "Message",
     "Step",
     "TokenExactnessError",

@@ -31,6 +31,7 @@ from rllm_envs.error import (
     UnknownEnvironment,
     did_you_mean,
 )
+from rllm_envs.spec import AgentSpec
 
 if TYPE_CHECKING:
     from rllm_envs.multiagent.base import MultiAgentTextEnv
@@ -38,9 +39,11 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentSpec",
     "EnvEntry",
     "ENVS",
     "env_entry",
+    "agent_spec",
     "resolve",
     "list_envs",
     "make",
@@ -61,20 +64,20 @@ __all__ = [
 class EnvEntry:
     """One row of the registry.
 
-    The row is the env's identity: besides how to build it, it names the family, the agent
-    that turns its observations into chat messages (:func:`rllm_agents.make_agent` reads it),
-    the scripted opponents of a competitive multi-agent env (the leaderboard reads them) and
-    the family's pure scorer. Paths are ``"module:name"`` strings resolved only when used
-    (:func:`resolve`), so ``import rllm_envs`` imports no agent, scorer or env module.
+    The row is the env's identity: besides how to build it, it names the family, the family's
+    agent-facing spec (:class:`rllm_envs.spec.AgentSpec`, read by the agent layer), the
+    scripted opponents of a competitive multi-agent env and the family's pure scorer. Paths
+    are ``"module:name"`` strings resolved only when used (:func:`resolve`), so
+    ``import rllm_envs`` imports no spec, scorer or env module.
 
     Attributes:
         id: Namespaced, versioned id, e.g. ``"rllm/FrozenLake-v0"``.
         entry_point: Lazy ``"module:Class"`` path.
         description: One line for ``rllm-envs list`` and the README.
         family: The task family (``"Code"`` for every code variant); rows of one family
-            share their agent and scorer.
-        agent: ``"module:Class"`` of the :class:`rllm_agents.Agent` for this env.
-        agent_kwargs: Constructor kwargs of the agent for this variant (e.g. the language).
+            share their scorer.
+        spec: ``"module:NAME"`` of the :class:`rllm_envs.spec.AgentSpec` of this variant
+            (prompt, demonstration, token limit, stops), in the family's folder.
         scorer: ``"module:function"`` of the family's ``score(answer, task) -> float`` in
             [0, 1], or ``None`` for a family scored only by playing it (FrozenLake, games).
         opponents: Multi-agent only: ``{agent name: scripted policy kind}`` for the agents a
@@ -89,8 +92,7 @@ class EnvEntry:
     entry_point: str
     description: str
     family: str
-    agent: str
-    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    spec: str
     scorer: str | None = None
     opponents: dict[str, str] = field(default_factory=dict)
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -98,7 +100,7 @@ class EnvEntry:
     extra: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("entry_point", "agent", "scorer"):
+        for name in ("entry_point", "spec", "scorer"):
             value = getattr(self, name)
             if value is not None and not _is_path(value):
                 raise InvalidEnvConfig(
@@ -113,7 +115,7 @@ def _is_path(value: object) -> bool:
 
 
 def resolve(path: str) -> Any:
-    """Import the object a ``"module:name"`` path names (an agent class, a scorer, an env).
+    """Import the object a ``"module:name"`` path names (a spec, a scorer, an env).
 
     Raises:
         InvalidEnvConfig: When the module or the name does not exist.
@@ -123,9 +125,6 @@ def resolve(path: str) -> Any:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
         raise InvalidEnvConfig(f"Cannot import {path!r}: {e}") from e
-
-
-_AGENTS = "rllm_agents.agent"
 
 
 # =============================================================================================
@@ -139,7 +138,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Walk a frozen-lake grid to the goal, avoiding holes (multi-turn, "
         "Gymnasium's dynamics, random or fixed maps).",
         family="FrozenLake",
-        agent=f"{_AGENTS}:FrozenLakeAgent",
+        spec="rllm_envs.frozenlake.spec:SPEC",
     ),
     # ----------------------------------------------------------------------- Math
     EnvEntry(
@@ -148,7 +147,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
         "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",
         family="Math",
-        agent=f"{_AGENTS}:MathAgent",
+        spec="rllm_envs.math.spec:SPEC",
         scorer="rllm_envs.math.math_env:score",
     ),
     EnvEntry(
@@ -158,12 +157,7 @@ ENVS: tuple[EnvEntry, ...] = (
         "target, exact arithmetic, each number once (procedural with a difficulty knob, or "
         "nums/target files such as Countdown-Tasks-3to4).",
         family="Countdown",
-        agent=f"{_AGENTS}:GenericAgent",
-        agent_kwargs={
-            "system_prompt": "Combine the given numbers with + - * / and parentheses to reach "
-            "the target. Reason briefly, then give one arithmetic expression inside "
-            "<answer></answer>."
-        },
+        spec="rllm_envs.countdown.spec:SPEC",
         scorer="rllm_envs.countdown.rules:score",
     ),
     # ----------------------------------------------------------------------- Code
@@ -173,7 +167,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Competitive programming: a Python program judged on hidden tests in a "
         "sandbox (LiveCodeBench rules; embedded problems, or LCB/TACO/CF/HumanEval/MBPP data).",
         family="Code",
-        agent=f"{_AGENTS}:CodeAgent",
+        spec="rllm_envs.code.spec:SPEC",
         scorer="rllm_envs.code.judge:score",
         # Verdicts near a time limit depend on machine load (TLE vs AC).
         nondeterministic=True,
@@ -184,7 +178,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Competitive programming with retries: feedback on the first failing example "
         "test, up to 4 attempts.",
         family="Code",
-        agent=f"{_AGENTS}:CodeAgent",
+        spec="rllm_envs.code.spec:SPEC",
         scorer="rllm_envs.code.judge:score",
         kwargs={"multi_turn": True, "max_turns": 4},
         nondeterministic=True,
@@ -195,8 +189,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Competitive programming in C++17: compiled with g++ and judged in the "
         "sandbox (stdin problems; needs `apt-get install g++`).",
         family="Code",
-        agent=f"{_AGENTS}:CodeAgent",
-        agent_kwargs={"language": "cpp"},
+        spec="rllm_envs.code.spec:SPEC",
         scorer="rllm_envs.code.judge:score",
         kwargs={"language": "cpp"},
         nondeterministic=True,
@@ -208,7 +201,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Multi-turn function calling: catalogue look-ups, unit and date arithmetic, "
         "directory chains and exact math through tools (calculator, sandboxed Python).",
         family="ToolUse",
-        agent=f"{_AGENTS}:ToolAgent",
+        spec="rllm_envs.tooluse.spec:SPEC",
         scorer="rllm_envs.tooluse.tasks:score",
         # The Python tool runs model code in the sandbox, whose output can vary run to run.
         nondeterministic=True,
@@ -220,7 +213,7 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Multi-turn retrieval-augmented QA: search a BM25 index (in process, cached "
         "on disk) and answer; an invented knowledge base with single- and multi-hop questions.",
         family="Search",
-        agent=f"{_AGENTS}:ToolAgent",
+        spec="rllm_envs.search.spec:SPEC",
         scorer="rllm_envs.search.scoring:score",
         extra="search",
     ),
@@ -231,15 +224,23 @@ ENVS: tuple[EnvEntry, ...] = (
         description="Any of reasoning-gym's ~100 procedural task families (dataset=<name>, "
         "size, task_seed, config, curriculum level), scored by reasoning-gym's score_answer.",
         family="ReasoningGym",
-        agent=f"{_AGENTS}:GenericAgent",
-        # = rllm_envs.reasoning_gym.spec.AGENT_KWARGS (a test keeps them equal).
-        agent_kwargs={
-            "system_prompt": "Solve the task. Think briefly if you need to, then give only the "
-            "final answer inside <answer></answer>, in the exact form the task asks for.",
-            "max_tokens": 512,
-        },
+        spec="rllm_envs.reasoning_gym.spec:SPEC",
         scorer="rllm_envs.reasoning_gym.scoring:score",
         extra="reasoning-gym",
+    ),
+    # ----------------------------------------------------------------------- SWE
+    EnvEntry(
+        id="rllm/SWE-v0",
+        entry_point="rllm_envs.swe.swe_env:SWEEnv",
+        description="Repository-level software engineering: fix an issue in a Python repository "
+        "with tools (read, search, edit, run tests in a sandbox), judged by hidden fail-to-pass "
+        "and pass-to-pass tests (embedded repos with seeded bugs, or SWE-bench JSONL over local "
+        "git repositories).",
+        family="SWE",
+        spec="rllm_envs.swe.spec:SPEC",
+        scorer="rllm_envs.swe.judge:score",
+        # Verdicts run tests in a sandbox under time limits.
+        nondeterministic=True,
     ),
 )
 
@@ -268,7 +269,7 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         description="Solver agents answer a math problem, a judge agent selects one answer; "
         "solvers scored on correctness, the judge on picking a correct one.",
         family="SolverJudge",
-        agent="rllm_agents.multiagent:SolverJudgeAgent",
+        spec="rllm_envs.multiagent.spec:SOLVER_JUDGE",
         scorer="rllm_envs.math.math_env:score",
     ),
     EnvEntry(
@@ -277,7 +278,7 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         description="Debater agents answer a math problem, read each other's answers and "
         "revise over several rounds; scored on their final answers.",
         family="Debate",
-        agent="rllm_agents.multiagent:DebateAgent",
+        spec="rllm_envs.multiagent.spec:DEBATE",
         scorer="rllm_envs.math.math_env:score",
     ),
     # ----------------------------------------------------------------------- Games
@@ -287,7 +288,7 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         description="Two agents play tic-tac-toe in text from seeded openings; win/draw/loss "
         "rewards, an illegal move ends the game with a penalty.",
         family="TicTacToe",
-        agent="rllm_agents.multiagent:TicTacToeAgent",
+        spec="rllm_envs.multiagent.spec:TICTACTOE",
         # The evaluated policy plays player_0 against this scripted player.
         opponents={"player_1": "heuristic"},
     ),
@@ -314,6 +315,18 @@ def env_entry(env_id: str) -> EnvEntry:
         f"No rllm-envs environment with id `{env_id}`; known ids: {sorted(known)}."
         + did_you_mean(key, known)
     )
+
+
+def agent_spec(env_id: str) -> AgentSpec:
+    """The agent-facing spec of a registered id (:class:`rllm_envs.spec.AgentSpec`).
+
+    Raises:
+        UnknownEnvironment: For an id in neither table (with the closest ids).
+    """
+    spec = resolve(env_entry(env_id).spec)
+    if not isinstance(spec, AgentSpec):
+        raise InvalidEnvConfig(f"Expects {env_entry(env_id).spec!r} to name an AgentSpec.")
+    return spec
 
 
 def _entry(env_id: str) -> EnvEntry:

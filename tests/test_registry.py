@@ -57,7 +57,7 @@ def test_require_names_the_extra():
 def test_rows_carry_identity_and_lookups_find_every_id():
     for row in (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS):
         assert rllm_envs.env_entry(row.id) is row
-        assert row.family and ":" in row.agent
+        assert row.family and ":" in row.spec
     assert rllm_envs.env_entry("rllm_envs:rllm/Math-v0").family == "Math"
     assert rllm_envs.env_entry("rllm/TicTacToe-v0").opponents == {"player_1": "heuristic"}
     with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/Debate-v0`"):

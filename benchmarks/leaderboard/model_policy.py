@@ -88,7 +88,7 @@ class ModelPolicy:
             family's stop strings always apply.
         concurrency: Episodes in flight at once per env column (:meth:`play_columns` plays
             every column at the same time).
-        agent: Agent override: a name (``"frozenlake"``...) or ``"module:Class"`` (e.g. the
+        agent: Agent override: a name (``"frozenlake-board"``...) or ``"module:Class"`` (e.g. the
             agent a checkpoint was trained with); default: the one the env's registry row
             names (single- and multi-agent envs alike).
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).

@@ -1,19 +1,18 @@
 """The agent-facing spec of ``rllm/ReasoningGym-v0`` as data (no Gymnasium or reasoning-gym import).
 
 The first observation is the reasoning-gym question followed by :data:`ANSWER_FORMAT`, so a
-plain string-in/string-out model can answer it. The registry row's ``agent_kwargs`` are
-:data:`AGENT_KWARGS` (a test keeps them equal).
+plain string-in/string-out model can answer it. The registry row names :data:`SPEC`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from rllm_envs.spec import AgentSpec
 
 __all__ = [
     "ANSWER_FORMAT",
     "SYSTEM_PROMPT",
     "MAX_TOKENS",
-    "AGENT_KWARGS",
+    "SPEC",
     "DEFAULT_DATASET",
     "DEFAULT_SIZE",
     "UNIVERSE_STRIDE",
@@ -34,8 +33,8 @@ SYSTEM_PROMPT = (
 #: Most tokens one reply needs (short working plus the answer).
 MAX_TOKENS = 512
 
-#: ``agent_kwargs`` of the registry row (a :class:`rllm_agents.agent.GenericAgent`).
-AGENT_KWARGS: dict[str, Any] = {"system_prompt": SYSTEM_PROMPT, "max_tokens": MAX_TOKENS}
+#: The spec the registry row names.
+SPEC = AgentSpec(system_prompt=SYSTEM_PROMPT, max_tokens=MAX_TOKENS)
 
 #: The family the env plays when no ``dataset`` is given.
 DEFAULT_DATASET = "basic_arithmetic"

@@ -2,13 +2,12 @@
 
 The first observation is self-contained (the issue, the files, the tools, the call format
 of :data:`CALL_FORMAT`), so a model with no chat template can work from it. The registry
-row's ``agent_kwargs`` are :data:`AGENT_KWARGS` (a test keeps them equal); the agent is the
-shared tool agent, which passes ``info["tools"]`` to the chat template.
+row names :data:`SPEC`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from rllm_envs.spec import AgentSpec
 
 __all__ = [
     "CALL_FORMAT",
@@ -16,7 +15,7 @@ __all__ = [
     "DEMONSTRATION",
     "STOP",
     "MAX_TOKENS",
-    "AGENT_KWARGS",
+    "SPEC",
 ]
 
 #: How to act, shown in the first observation.
@@ -57,10 +56,12 @@ STOP: tuple[str, ...] = ("</tool_call>",)
 #: Most tokens of one reply (a diff or a replaced block fits).
 MAX_TOKENS = 1024
 
-#: ``agent_kwargs`` of the registry row (a :class:`rllm_agents.agent.ToolAgent`).
-AGENT_KWARGS: dict[str, Any] = {
-    "system_prompt": SYSTEM_PROMPT,
-    "max_tokens": MAX_TOKENS,
-    "stop": STOP,
-    "demonstration": DEMONSTRATION,
-}
+#: The spec the registry row names: the shared tool turn logic passes ``info["tools"]`` to
+#: the chat template.
+SPEC = AgentSpec(
+    turns="tool",
+    system_prompt=SYSTEM_PROMPT,
+    demonstration=DEMONSTRATION,
+    max_tokens=MAX_TOKENS,
+    stop=STOP,
+)

@@ -21,7 +21,6 @@ from adapters.multiagent_play import (
     play_scripted_episode,
     players,
 )
-from rllm_agents.multiagent import TicTacToeAgent
 
 IM_END, IM_START, EOS = 1, 2, 3
 _SPECIAL = {"<|im_end|>": IM_END, "<|im_start|>": IM_START, "<|endoftext|>": EOS}
@@ -107,7 +106,9 @@ def test_model_play_goes_through_the_registry_agent():
     episode = _play(backend, "rllm/TicTacToe-v0")
     prompt, _ = backend.requests[0]
     # The system prompt of the row's agent opens the conversation.
-    assert prompt.startswith("<|im_start|>system\n" + TicTacToeAgent.default_system_prompt)
+    assert prompt.startswith(
+        "<|im_start|>system\n" + rllm_envs.agent_spec("rllm/TicTacToe-v0").system_prompt
+    )
     messages = episode.messages["player_0"]
     assert messages[0]["role"] == "system"
     # Thinking stays in the history; the action is the answer part, a legal move.

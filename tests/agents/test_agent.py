@@ -10,11 +10,8 @@ import pytest
 import rllm_envs
 from rllm_agents import (
     Agent,
-    CodeAgent,
-    FrozenLakeAgent,
     FrozenLakeBoardAgent,
     GenericAgent,
-    MathAgent,
     ToolAgent,
     agent_class_for,
     agent_names,
@@ -22,23 +19,29 @@ from rllm_agents import (
     strip_think,
 )
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
+from rllm_envs.spec import AgentSpec
 
 
 def test_agent_selection_and_override():
-    assert agent_class_for("rllm/FrozenLake-v0") is FrozenLakeAgent
-    assert agent_class_for("rllm/Math-v0") is MathAgent
+    assert agent_class_for("rllm/FrozenLake-v0") is GenericAgent
+    assert agent_class_for("rllm/Math-v0") is GenericAgent
     assert agent_class_for("rllm/Search-v0") is ToolAgent
-    assert agent_class_for("rllm_envs:rllm/Code-v0") is CodeAgent
+    assert agent_class_for("rllm_envs:rllm/Code-v0") is GenericAgent
     assert agent_class_for("rllm/Unknown-v0") is GenericAgent
     assert agent_class_for("CartPole-v1") is GenericAgent
     assert isinstance(make_agent("rllm/FrozenLake-v0", "frozenlake-board"), FrozenLakeBoardAgent)
     assert isinstance(make_agent("rllm/Math-v0", "generic"), GenericAgent)
     assert isinstance(make_agent("rllm/Math-v0", ToolAgent), ToolAgent)
-    mine = MathAgent(system_prompt=None)
+    # The env's spec gives the defaults whatever the turn logic.
+    math = rllm_envs.agent_spec("rllm/Math-v0")
+    assert make_agent("rllm/Math-v0", ToolAgent).system_prompt == math.system_prompt
+    assert make_agent("rllm/Math-v0").sampling_hints() == {"max_tokens": math.max_tokens}
+    assert make_agent("CartPole-v1").system_prompt is None
+    mine = GenericAgent(system_prompt=None)
     assert make_agent("rllm/FrozenLake-v0", mine) is mine
     assert make_agent("rllm/Math-v0", system_prompt="custom").system_prompt == "custom"
     with pytest.raises(InvalidEnvConfig, match="Did you mean"):
-        make_agent("rllm/Math-v0", "maths")
+        make_agent("rllm/Math-v0", "tools")
     with pytest.raises(InvalidEnvConfig):
         make_agent("rllm/Math-v0", 42)  # type: ignore[arg-type]
     with pytest.raises(InvalidEnvConfig, match="think"):
@@ -60,7 +63,45 @@ def test_every_registered_env_gets_an_agent_that_builds_messages():
         if info.get("tools"):
             assert agent.tools == list(info["tools"])
         env.close()
-    assert set(agent_names()) >= {"frozenlake", "math", "code", "tool", "tictactoe"}
+    assert set(agent_names()) == {"generic", "tool", "frozenlake-board"}
+
+
+def test_code_prompt_follows_the_task_kind_and_the_rows_language():
+    python, cpp = make_agent("rllm/Code-v0"), make_agent("rllm/CodeCpp-v0")
+    stdin = python.reset("task", {"kind": "stdin", "language": "python"})[0]["content"]
+    assert "standard input" in stdin and "Python 3" in stdin
+    assert "C++17" in cpp.reset("task", {"kind": "functional", "language": "cpp"})[0]["content"]
+    assert (
+        python.reset("task", {})[0]["content"] == rllm_envs.agent_spec("rllm/Code-v0").system_prompt
+    )
+
+
+def test_role_prompts_and_demonstrations_follow_info_role():
+    spec = AgentSpec(
+        system_prompt="default",
+        select="role",
+        system_prompts={"judge": "judge prompt"},
+        demonstrations={
+            "judge": ({"role": "user", "content": "q"}, {"role": "assistant", "content": "a"})
+        },
+    )
+    judge = GenericAgent(spec).reset("obs", {"role": "judge"})
+    assert [m["content"] for m in judge] == ["judge prompt", "q", "a", "obs"]
+    solver = GenericAgent(spec).reset("obs", {"role": "solver"})
+    assert [m["content"] for m in solver] == ["default", "obs"]
+    assert (
+        GenericAgent(spec, system_prompt="mine").reset("o", {"role": "judge"})[0]["content"]
+        == "mine"
+    )
+
+
+def test_a_spec_that_cannot_work_raises_early():
+    with pytest.raises(InvalidEnvConfig, match="turns"):
+        AgentSpec(turns="telepathy")
+    with pytest.raises(InvalidEnvConfig, match="assistant"):
+        AgentSpec(demonstration=({"role": "user", "content": "q"},))
+    with pytest.raises(InvalidEnvConfig, match="max_tokens"):
+        AgentSpec(max_tokens=0)
 
 
 def test_conversation_flow_and_think_handling():
@@ -94,11 +135,8 @@ def test_tool_agent_follows_the_calls_the_env_read():
     assert agent.observe("passages", 0.0, False, False, searched)[0]["role"] == "tool"
 
 
-def test_frozenlake_board_agent_is_reexported_for_old_configs():
-    from adapters.trainer.agents import FrozenLakeBoardAgent as Old
-
-    assert Old is FrozenLakeBoardAgent
-    agent = make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:FrozenLakeBoardAgent")
+def test_frozenlake_board_agent_by_name_or_path():
+    agent = make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:FrozenLakeBoardAgent")
     assert type(agent) is FrozenLakeBoardAgent
     info = {"map": ["SF", "FG"], "position": [0, 1]}
     assert agent.reset("long prose", info)[-1]["content"].splitlines()[1:] == ["SP", "FG"]
@@ -108,4 +146,4 @@ def test_agents_pickle():
     agent = make_agent("rllm/FrozenLake-v0")
     agent.reset("obs", {})
     clone = pickle.loads(pickle.dumps(agent))
-    assert clone.messages == agent.messages and type(clone) is FrozenLakeAgent
+    assert clone.messages == agent.messages and clone.spec == agent.spec

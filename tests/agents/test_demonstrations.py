@@ -8,14 +8,14 @@ import pytest
 
 import rllm_envs  # noqa: F401
 from rllm_agents import make_agent
-from rllm_agents.agent import (
-    MATH_DEMONSTRATION,
-    SEARCH_DEMONSTRATION,
-    TOOL_DEMONSTRATION,
-    GenericAgent,
-)
-from rllm_agents.multiagent import JUDGE_DEMONSTRATION
+from rllm_agents.agent import GenericAgent
+from rllm_envs import demonstrations
 from rllm_envs.error import InvalidEnvConfig
+
+MATH_DEMONSTRATION = demonstrations.MATH.messages
+TOOL_DEMONSTRATION = demonstrations.TOOL.messages
+SEARCH_DEMONSTRATION = demonstrations.SEARCH.messages
+JUDGE_DEMONSTRATION = demonstrations.JUDGE.messages
 
 
 def _first_messages(env_id: str, **env_kwargs):

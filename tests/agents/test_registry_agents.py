@@ -1,8 +1,8 @@
-"""Conformance: every registered id (single- and multi-agent) gets its family's agent and prompt.
+"""Conformance: every registered id (single- and multi-agent) gets its family's spec and prompt.
 
-The agent is part of the env's registry row; these tests read the row, build the env, and check
-that :func:`rllm_agents.make_agent` gives the row's class and that the conversation opens with a
-system prompt that fits the task.
+The spec is named by the env's registry row and lives in the family's folder; these tests read
+the row, build the env, and check that :func:`rllm_agents.make_agent` follows the spec and that
+the conversation opens with a system prompt that fits the task.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import rllm_envs
-from rllm_agents import CodeAgent, GenericAgent, make_agent
+from rllm_agents import agent_names, make_agent
 from rllm_envs.error import DependencyNotInstalled, RllmEnvsError
 
 ALL_ROWS = (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS)
@@ -40,19 +40,17 @@ def _first_observations(row: rllm_envs.EnvEntry) -> list[tuple[str, dict]]:
 
 
 @pytest.mark.parametrize("row", ALL_ROWS, ids=[row.id for row in ALL_ROWS])
-def test_every_id_gets_its_family_agent_and_a_system_prompt(row):
-    cls = rllm_envs.resolve(row.agent)
+def test_every_id_gets_its_family_spec_and_a_system_prompt(row):
+    spec = rllm_envs.agent_spec(row.id)
+    # The spec lives in the family's folder.
+    assert row.spec.startswith(row.entry_point.rsplit(".", 1)[0].rsplit(".", 1)[0] + ".")
     agent = make_agent(row.id)
-    assert type(agent) is cls
-    # Every row of one family names the same agent.
-    assert {r.agent for r in ALL_ROWS if r.family == row.family} == {row.agent}
+    assert type(agent) is agent_names()[spec.turns] and agent.spec is spec
     for observation, info in _first_observations(row):
         messages = make_agent(row.id).reset(observation, info)
         assert messages[0]["role"] == "system", f"{row.id} opens without a system prompt"
         assert len(messages[0]["content"]) > 20
         assert messages[-1] == {"role": "user", "content": observation}
-    if cls is GenericAgent:  # a family without its own class brings its prompt in the row
-        assert row.agent_kwargs.get("system_prompt")
 
 
 @pytest.mark.parametrize("row", ALL_ROWS, ids=[row.id for row in ALL_ROWS])
@@ -64,7 +62,7 @@ def test_scorer_paths_resolve_to_functions(row):
 def test_a_row_must_name_paths():
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="module:name"):
         rllm_envs.EnvEntry(
-            id="rllm/X-v0", entry_point="x:X", description="x", family="X", agent="NotAPath"
+            id="rllm/X-v0", entry_point="x:X", description="x", family="X", spec="NotAPath"
         )
 
 
@@ -90,10 +88,11 @@ def test_code_prompt_follows_the_task_kind_and_language():
     functional = _code_prompt("rllm/Code-v0", "functional")
     assert "returns the answer" in functional and "does not read input" in functional
     assert "standard output" not in functional
-    assert "C++" in make_agent("rllm/CodeCpp-v0").system_prompt_for({"kind": "stdin"})
-    assert "```cpp" in make_agent("rllm/CodeCpp-v0").system_prompt_for({"kind": "stdin"})
-    # What the env reports wins over the variant's default.
-    assert "C++" in CodeAgent().system_prompt_for({"kind": "stdin", "language": "cpp"})
+    cpp = make_agent("rllm/CodeCpp-v0").reset("t", {"kind": "stdin", "language": "cpp"})[0]
+    assert "C++" in cpp["content"] and "```cpp" in cpp["content"]
+    # What the env reports decides: a Python id made with language="cpp".
+    made_cpp = make_agent("rllm/Code-v0").reset("t", {"kind": "stdin", "language": "cpp"})[0]
+    assert made_cpp == cpp
     # A prompt the user gives is used as is.
     assert make_agent("rllm/Code-v0", system_prompt="mine").reset("t", {"kind": "stdin"})[0] == {
         "role": "system",

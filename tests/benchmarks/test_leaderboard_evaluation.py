@@ -43,10 +43,10 @@ def test_env_settings_give_each_env_its_decoding():
         "hf:tiny",
         max_tokens=256,
         agent_kwargs={"think": "keep"},
-        env_settings={FL: {"max_tokens": 1, "agent": "frozenlake", "agent_kwargs": {}}},
+        env_settings={FL: {"max_tokens": 1, "agent": "frozenlake-board", "agent_kwargs": {}}},
     )
     lake, math = policy.decoding(FL), policy.decoding("rllm/Math-v0")
-    assert (lake.max_tokens, lake.agent, lake.agent_kwargs) == (1, "frozenlake", {})
+    assert (lake.max_tokens, lake.agent, lake.agent_kwargs) == (1, "frozenlake-board", {})
     assert (math.max_tokens, math.agent, math.agent_kwargs) == (256, None, {"think": "keep"})
     with pytest.raises(InvalidEnvConfig, match="env_settings"):
         ModelPolicy("hf:tiny", env_settings={FL: {"max_token": 1}})
@@ -55,7 +55,7 @@ def test_env_settings_give_each_env_its_decoding():
 def test_trained_checkpoint_keeps_its_budget_on_its_env_only(tmp_path):
     rollout = {
         "max_tokens": 1,
-        "agent": "adapters.trainer.agents:FrozenLakeBoardAgent",
+        "agent": "frozenlake-board",
         "agent_kwargs": {"system_prompt": None},
         "engine_kwargs": {"dtype": "float32"},
     }

@@ -83,7 +83,7 @@ def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
     assert meta["policy"]["backend"] == "vllm" and meta["policy"]["temperature"] == 0.0
     # Trained decoding on its env only; the env's own agent and a real budget elsewhere.
     lake = meta["policy"]["env_settings"]["rllm/FrozenLake-v0"]
-    assert lake["agent"] == "adapters.trainer.agents:FrozenLakeBoardAgent"
+    assert lake["agent"] == "frozenlake-board"
     # Elsewhere no global cap: each env's agent family sets its own limit (max_tokens None).
     assert lake["max_tokens"] == 1 and meta["policy"]["max_tokens"] is None
     # Every policy plays the trained map and random maps of its size.

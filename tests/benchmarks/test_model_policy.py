@@ -49,13 +49,12 @@ def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
 
 
 def test_agent_override_by_module_path():
-    from adapters.trainer.agents import FrozenLakeBoardAgent
-    from rllm_agents.agent import make_agent
+    from rllm_agents.agent import FrozenLakeBoardAgent, make_agent
 
-    agent = make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:FrozenLakeBoardAgent")
+    agent = make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:FrozenLakeBoardAgent")
     assert type(agent) is FrozenLakeBoardAgent
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import"):
-        make_agent("rllm/FrozenLake-v0", "adapters.trainer.agents:Nope")
+        make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:Nope")
 
 
 def test_scripted_policies_take_no_settings():

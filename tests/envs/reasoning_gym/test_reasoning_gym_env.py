@@ -21,7 +21,7 @@ from rllm_envs.reasoning_gym import (  # noqa: E402
     grade,
     score,
 )
-from rllm_envs.reasoning_gym.spec import AGENT_KWARGS, ANSWER_FORMAT  # noqa: E402
+from rllm_envs.reasoning_gym.spec import ANSWER_FORMAT, SPEC  # noqa: E402
 
 ENV_ID = "rllm/ReasoningGym-v0"
 # `composite` mixes other families and needs them named in its config.
@@ -52,7 +52,7 @@ def _degenerate_replies(question: str) -> dict[str, str]:
 
 def test_the_registry_row_is_the_spec():
     row = rllm_envs.env_entry(ENV_ID)
-    assert row.agent_kwargs == AGENT_KWARGS
+    assert rllm_envs.agent_spec(ENV_ID) is SPEC
     assert row.extra == "reasoning-gym" and row.scorer == "rllm_envs.reasoning_gym.scoring:score"
 
 
