@@ -71,6 +71,9 @@ class RepoFinder:
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
         self.blocked = set(getattr(sys, "stdlib_module_names", ())) | _RESERVED
+        #: Test modules this finder executed, by path (what the runner runs, whatever
+        #: ``sys.modules`` holds later).
+        self.loaded: dict[str, Any] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The spec of repository module ``name``, or ``None`` (not the repository's)."""
@@ -113,6 +116,7 @@ class RepoFinder:
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         module.__file__ = filename
         if is_test_file(origin):
+            self.loaded[origin] = module
             module.__dict__[_COMPARE] = strict_compare
             code = compile(strict_asserts(source, filename), filename, "exec", dont_inherit=True)
         else:
@@ -142,6 +146,8 @@ def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  
     sys.modules["pytest"] = _pytest_module()
     setattr(unittest.TestCase, "_baseAssertEqual", _unittest_equal)  # noqa: B010
     setattr(unittest.TestCase, "assertNotEqual", _unittest_not_equal)  # noqa: B010
+    setattr(unittest.TestCase, "assertIn", _unittest_in)  # noqa: B010
+    setattr(unittest.TestCase, "assertNotIn", _unittest_not_in)  # noqa: B010
     return finder
 
 
@@ -149,8 +155,9 @@ def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  
 #
 # ``assert f(x) == [1, 2]`` passes for any object whose ``__eq__`` returns True, and Python
 # asks the left operand first (and the right one's reflected method when the left says
-# NotImplemented), so a submission could return such an object and pass every equality
-# test. In test files, ``==``/``!=`` assertions are rewritten to :func:`strict_compare`:
+# NotImplemented; ``in`` asks each element), so a submission could return such an object
+# and pass every equality test. In test files, ``==``, ``!=``, ``in`` and ``not in`` are
+# rewritten to :func:`strict_compare`:
 # where either side is a plain value (numbers, strings, bytes, None, and lists, tuples,
 # dicts and sets of them), the other must be a plain value of the same kind, compared
 # element by element; objects of the repository's own classes keep their ``__eq__``.
@@ -193,37 +200,48 @@ def strict_equal(a: Any, b: Any, depth: int = 0) -> bool:
     return bool(a == b)
 
 
+def strict_contains(item: Any, container: Any) -> bool:
+    """``item in container``, with :func:`strict_equal` for plain containers."""
+    kind = type(container)
+    if kind in (list, tuple, set, frozenset, dict):
+        return any(strict_equal(item, x) for x in container)
+    if kind in (str, bytes):
+        return type(item) is kind and item in container
+    return item in container
+
+
 def strict_compare(left: Any, op: str, right: Any) -> bool:
-    """The value of ``left <op> right`` for ``==`` and ``!=`` with :func:`strict_equal`."""
+    """``left <op> right`` for ``==``, ``!=``, ``in`` and ``not in``, compared strictly."""
+    if op in ("in", "not in"):
+        found = strict_contains(left, right)
+        return found if op == "in" else not found
     same = strict_equal(left, right)
     return same if op == "==" else not same
 
 
 def strict_asserts(source: str, filename: str) -> Any:
-    """The AST of a test module whose ``assert a == b`` / ``a != b`` use :func:`strict_compare`.
+    """The AST of a test module whose ``==``, ``!=``, ``in`` and ``not in`` are strict.
 
-    The assertion keeps its message, line numbers and the ``AssertionError`` it raises.
+    Every single comparison of those kinds (in assertions or anywhere else in the test file)
+    becomes a call of :func:`strict_compare`, at the same line.
     """
     import ast
 
     tree = ast.parse(source, filename)
 
+    ops = {ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in"}
+
     class Rewrite(ast.NodeTransformer):
-        def visit_Assert(self, node: ast.Assert) -> ast.AST:
-            test = node.test
-            if (
-                isinstance(test, ast.Compare)
-                and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.Eq, ast.NotEq))
-            ):
-                op = "==" if isinstance(test.ops[0], ast.Eq) else "!="
-                call = ast.Call(
-                    func=ast.Name(id=_COMPARE, ctx=ast.Load()),
-                    args=[test.left, ast.Constant(op), test.comparators[0]],
-                    keywords=[],
-                )
-                node.test = ast.copy_location(call, test)
-            return node
+        def visit_Compare(self, node: ast.Compare) -> ast.AST:
+            self.generic_visit(node)
+            if len(node.ops) != 1 or type(node.ops[0]) not in ops:
+                return node
+            call = ast.Call(
+                func=ast.Name(id=_COMPARE, ctx=ast.Load()),
+                args=[node.left, ast.Constant(ops[type(node.ops[0])]), node.comparators[0]],
+                keywords=[],
+            )
+            return ast.copy_location(call, node)
 
     return ast.fix_missing_locations(Rewrite().visit(tree))
 
@@ -231,6 +249,16 @@ def strict_asserts(source: str, filename: str) -> Any:
 def _unittest_equal(self: Any, first: Any, second: Any, msg: Any = None) -> None:
     if not strict_equal(first, second):
         raise self.failureException(self._formatMessage(msg, f"{first!r} != {second!r}"))
+
+
+def _unittest_in(self: Any, member: Any, container: Any, msg: Any = None) -> None:
+    if not strict_contains(member, container):
+        raise self.failureException(self._formatMessage(msg, f"{member!r} not in {container!r}"))
+
+
+def _unittest_not_in(self: Any, member: Any, container: Any, msg: Any = None) -> None:
+    if strict_contains(member, container):
+        raise self.failureException(self._formatMessage(msg, f"{member!r} in {container!r}"))
 
 
 def _unittest_not_equal(self: Any, first: Any, second: Any, msg: Any = None) -> None:
@@ -677,11 +705,14 @@ def run_node(node: str, files: dict[str, str]) -> str:
     last, bracket, label = parts[-1].partition("[")
     label = bracket + label
     module_name, root = module_for(path, files)
-    install(files, [root] if root else [])
+    finder = install(files, [root] if root else [])
     try:
-        module = importlib.import_module(module_name)
+        importlib.import_module(module_name)
     except Skipped as e:
         return f"Sskipped at import: {e}"
+    module = finder.loaded.get(path)
+    if module is None:
+        return f"Ethe test module {path} was not loaded from the repository"
     owner: Any = module
     for name in parts[:-1]:
         owner = getattr(owner, name, None)
@@ -690,6 +721,9 @@ def run_node(node: str, files: dict[str, str]) -> str:
     function = getattr(owner, last, None)
     if function is None:
         return f"Eno test {last!r} in {path}"
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None or code.co_filename != REPO_PREFIX + path:
+        return f"Ethe test {last!r} is not the function defined in {path}"
     if inspect.isclass(owner) and issubclass(owner, unittest.TestCase):
         result = unittest.TestResult()
         owner(last).run(result)

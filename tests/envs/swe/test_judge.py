@@ -117,6 +117,32 @@ HACKS = {
     "int-subclass-equal": lambda t: {
         _module_of(t): lambda old: old + _ALWAYS_EQUAL.format(made="_Zero(0)")
     },
+    # Swap the test module in sys.modules for a stub, or its class for one whose attributes
+    # are no-op tests, from the package the test module imports.
+    "swap-test-module": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import sys, types\n_f = sys._getframe(1)\n"
+            "while _f is not None and not _f.f_globals.get('__name__', '').startswith('test_'):\n"
+            "    _f = _f.f_back\n"
+            "if _f is not None:\n    _stub = types.ModuleType(_f.f_globals['__name__'])\n"
+            "    def _noop():\n        pass\n"
+            "    def _get(name):\n        if name.startswith('test_'):\n            return _noop\n"
+            "        raise AttributeError(name)\n"
+            "    _stub.__getattr__ = _get\n"
+            "    sys.modules[_stub.__name__] = _stub\n" + old
+        )
+    },
+    "module-class-swap": lambda t: {
+        _pkg_init(t): lambda old: (
+            "import sys, types\n_f = sys._getframe(1)\n"
+            "while _f is not None and not _f.f_globals.get('__name__', '').startswith('test_'):\n"
+            "    _f = _f.f_back\n"
+            "class _M(types.ModuleType):\n    def __getattribute__(self, name):\n"
+            "        if name.startswith('test_'):\n            return lambda: None\n"
+            "        return super().__getattribute__(name)\n"
+            "if _f is not None:\n    sys.modules[_f.f_globals['__name__']].__class__ = _M\n" + old
+        )
+    },
     # A repository `pytest` or standard-library module that disarms checks.
     "shadow-pytest-and-stdlib": lambda t: {
         "pytest.py": "def raises(*a, **k):\n    import contextlib\n"
@@ -372,3 +398,32 @@ def test_hostile_tests_fail_alone_and_leave_nothing_for_the_next():
         assert status["never_reported"] == "missing" and report.sandbox_error
     else:  # the executor is the namespace's init (bubblewrap): the signal does nothing
         assert status["never_reported"] == "passed"
+
+
+def test_strict_comparisons_refuse_objects_equal_to_anything():
+    always = (
+        "class Always:\n    def __eq__(self, other):\n        return True\n\n"
+        "    def __ne__(self, other):\n        return False\n\n"
+        "    __hash__ = object.__hash__\n\n\n"
+        "def make():\n    return Always()\n"
+    )
+    checks = {
+        "eq": "assert make() == [1, 2]",
+        "eq_reversed": "assert [1, 2] == make()",
+        "ne": "assert not make() != 3",
+        "in": "assert make() in [1, 2]",
+        "in_dict": "assert make() in {'a': 1}",
+        "in_str": "assert make() in 'abc'",
+        "outside_assert": "same = make() == 5\n    assert same",
+        "nested": "assert [make()] == [5]",
+        "assert_equal": "unittest.TestCase().assertEqual(make(), 5)",
+        "assert_in": "unittest.TestCase().assertIn(make(), [5])",
+    }
+    test_file = "import unittest\nfrom m import make\n" + "".join(
+        f"\n\ndef test_{name}():\n    {body}\n" for name, body in checks.items()
+    )
+    files = {"m.py": always, "tests/test_m.py": test_file}
+    report = judge.run_tests(files, [f"tests/test_m.py::test_{n}" for n in checks], warm=False)
+    assert {o.id.split("test_", 2)[-1]: o.status for o in report.outcomes} == dict.fromkeys(
+        checks, "failed"
+    )
