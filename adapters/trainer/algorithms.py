@@ -25,6 +25,7 @@ __all__ = [
     "GROUP_ESTIMATORS",
     "gae_advantages",
     "group_advantages",
+    "importance_weights",
     "no_spread",
     "signal_groups",
     "kl_estimate",
@@ -240,6 +241,59 @@ def logprob_mismatch(
     }
 
 
+def importance_weights(
+    trainer_logp: torch.Tensor,
+    sampler_logp: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    mode: str,
+    max_ratio: float | None,
+    min_ratio: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Importance weights ``pi_trainer / pi_sampler`` for the sampler/trainer mismatch (TRL's).
+
+    The sampler (vLLM, maybe bf16 or other kernels) and the trainer's recomputation at the
+    rollout weights give the sampled tokens slightly different probabilities; weighting each
+    token's policy loss by their ratio corrects the gradient for having sampled from the
+    former (Yao et al. 2025, "Your efficient RL framework secretly brings you off-policy RL
+    training"; TRL's ``vllm_importance_sampling_mode``).
+
+    Args:
+        trainer_logp: ``[B, A]`` the trainer's logprobs of the sampled tokens (old policy).
+        sampler_logp: ``[B, A]`` the sampler's logprobs of the same tokens.
+        mask: ``[B, A]``.
+        mode: ``"token_truncate"``, ``"token_mask"``, ``"sequence_truncate"`` or
+            ``"sequence_mask"`` (one ratio per row: the product over its tokens).
+        max_ratio: Upper bound (``None``: none).
+        min_ratio: Lower bound (``None``: none).
+
+    Returns:
+        ``(weights, masked)``: ``[B, A]`` weights (no gradient) and a ``[B, A]`` 0/1 tensor of
+        the tokens whose ratio fell outside the bounds (``*_mask`` modes zero them).
+    """
+    import torch
+
+    diff = ((trainer_logp - sampler_logp) * mask).detach().double()
+    if mode.startswith("sequence"):
+        diff = diff.sum(-1, keepdim=True)
+    ratio = torch.exp(diff.clamp(max=50.0))
+    low = -math.inf if min_ratio is None else min_ratio
+    high = math.inf if max_ratio is None else max_ratio
+    outside = (ratio < low) | (ratio > high)
+    if mode.endswith("truncate"):
+        ratio = ratio.clamp(min=0.0 if min_ratio is None else min_ratio, max=max_ratio)
+    elif mode.endswith("mask"):
+        ratio = ratio.masked_fill(outside, 0.0)
+    else:
+        raise ValueError(
+            "Expects importance sampling `mode` in ('token_truncate', 'token_mask', "
+            f"'sequence_truncate', 'sequence_mask'), actual: {mode!r}."
+        )
+    shape = trainer_logp.shape
+    weights = ratio.expand(shape).to(trainer_logp.dtype) * mask
+    return weights, outside.expand(shape).to(trainer_logp.dtype) * mask
+
+
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Entropy of the softmax over the last dimension."""
     import torch
@@ -257,6 +311,7 @@ def policy_loss(
     clip_low: float,
     clip_high: float,
     normalizer: float,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO's clipped surrogate, summed over masked tokens and divided by ``normalizer``.
 
@@ -267,8 +322,10 @@ def policy_loss(
         mask: ``[B, A]``.
         clip_low: Ratio clip below ``1 - clip_low``.
         clip_high: Ratio clip above ``1 + clip_high`` (equal to ``clip_low`` for plain PPO).
-        normalizer: Token count the sum is divided by (the mini-batch's, so micro-batches of
-            different sizes add up to a token mean).
+        normalizer: Token count the sum is divided by (the same for every micro-batch of an
+            update, so micro-batches of different sizes add up to a token mean).
+        weights: ``[B, A]`` per-token weights of the clipped surrogate (importance weights
+            for the sampler/trainer mismatch, :func:`importance_weights`); ``None``: 1.
 
     Returns:
         ``(loss, stats)`` with the clip fraction and the approximate KL to the old policy.
@@ -280,6 +337,8 @@ def policy_loss(
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
     per_token = torch.maximum(unclipped, clipped)
+    if weights is not None:
+        per_token = per_token * weights
     loss = (per_token * mask).sum() / normalizer
     with torch.no_grad():
         stats = {

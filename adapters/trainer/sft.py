@@ -32,8 +32,8 @@ engine's JSON config and the engine with torch AdamW, warm-up and the linear sch
 (:class:`~adapters.trainer.checkpoint.Checkpoints`, resumed by the same command), the Hugging
 Face export (:func:`~adapters.trainer.checkpoint.save_hf_model`), SIGINT/SIGTERM handling,
 the metrics sinks (:class:`~adapters.trainer.metrics.MetricsLogger`) and the model loading and
-position-restricted scoring of :mod:`adapters.trainer.models` (its private ``_backbone`` and
-``_gather`` helpers are imported on purpose: one implementation).
+position-restricted scoring of :mod:`adapters.trainer.models`
+(:func:`~adapters.trainer.models.scored_logits`: one implementation).
 """
 
 from __future__ import annotations
@@ -52,10 +52,15 @@ import numpy as np
 import torch
 
 from adapters.trainer.checkpoint import full_state_dict, save_hf_model
-from adapters.trainer.distributed import build_engine, deepspeed_config, setup_distributed
+from adapters.trainer.distributed import (
+    apply_lr_schedule,
+    build_engine,
+    deepspeed_config,
+    setup_distributed,
+)
 from adapters.trainer.loop import TrainLoop
 from adapters.trainer.metrics import MetricsLogger
-from adapters.trainer.models import ActionScorer, _backbone, _gather, load_causal_lm
+from adapters.trainer.models import ActionScorer, apply_lora, load_causal_lm, scored_logits
 from adapters.trainer.sft_config import SFTConfig, SFTDataConfig
 from rllm_agents.trajectory import Trajectory
 
@@ -365,10 +370,9 @@ class PackedScorer(ActionScorer):
         targets: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logprobs ``[B, A]`` of ``targets`` predicted at ``positions``, and argmax hits."""
-        out = _backbone(self.lm)(input_ids=input_ids, position_ids=position_ids, use_cache=False)
-        hidden = _gather(out.last_hidden_state, positions)
-        head: Any = self.lm.get_output_embeddings()  # type: ignore[operator]
-        logits = head(hidden).float()
+        logits, _ = scored_logits(
+            self.lm, positions, input_ids=input_ids, position_ids=position_ids
+        )
         logp_all = torch.log_softmax(logits, dim=-1)
         logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         hits = (logits.argmax(-1) == targets).float()
@@ -459,8 +463,11 @@ class SFTTrainer(TrainLoop):
         self.steps_per_epoch = max(1, -(-len(self.rows) // per_step))
         total = self.steps_per_epoch * config.sft.epochs
         self.total_steps = min(total, config.sft.max_steps) if config.sft.max_steps else total
+        lm = load_causal_lm(self.model_path)
+        if config.lora.enabled:
+            lm = apply_lora(lm, config.lora)
         self.actor = build_engine(
-            PackedScorer(load_causal_lm(self.model_path)),
+            PackedScorer(lm),
             config.optim.lr,
             config.optim,
             deepspeed_config(config, self.world_size),
@@ -476,6 +483,8 @@ class SFTTrainer(TrainLoop):
         if optim.lr_schedule == "linear":
             done = min(self.iteration / max(self.total_steps, 1), 1.0)
             self._lr_factor = optim.min_lr_ratio + (1.0 - optim.min_lr_ratio) * (1.0 - done)
+            # This step uses the new factor, not the previous step's.
+            apply_lr_schedule(self.actor)
 
     # ------------------------------------------------------------------ data order
 

