@@ -17,6 +17,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rllm_envs.utils import to_jsonable
+
 __all__ = ["Step", "Trajectory", "TokenExactnessError", "to_jsonable"]
 
 Message = dict[str, Any]
@@ -24,23 +26,6 @@ Message = dict[str, Any]
 
 class TokenExactnessError(ValueError):
     """A trajectory breaks the prompt-extends-previous-sequence invariant."""
-
-
-def to_jsonable(value: Any) -> Any:
-    """Convert ``info``-like values (numpy scalars/arrays, tuples, sets) to JSON types."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_jsonable(v) for v in value]
-    item = getattr(value, "item", None)
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):  # numpy arrays (and numpy scalars, whose tolist() is the scalar)
-        return to_jsonable(tolist())
-    if callable(item):
-        return to_jsonable(item())
-    return str(value)
 
 
 @dataclass

@@ -105,3 +105,18 @@ def test_every_parser_follows_the_rule(name):
     # Cut while thinking: no answer, even one written before the open block.
     assert not found(f"{valid} <think>second thoughts, cut")
     assert not found(f"<think>{valid} and more, cut")
+
+
+def test_to_jsonable_is_total():
+    import numpy as np
+
+    from rllm_envs.utils import to_jsonable
+
+    nested: list = []
+    cursor = nested
+    for _ in range(5000):
+        cursor.append([])
+        cursor = cursor[0]
+    value = {"a": np.int64(3), "b": (1, {2}), "c": np.array([1.5]), 4: object}
+    assert to_jsonable(value) == {"a": 3, "b": [1, [2]], "c": [1.5], "4": str(object)}
+    assert isinstance(to_jsonable(nested), str)

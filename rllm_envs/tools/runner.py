@@ -15,6 +15,7 @@ from typing import Any
 from rllm_envs.text import is_placeholder
 from rllm_envs.tools.base import ToolCall, ToolRegistry, ToolResult
 from rllm_envs.tools.parser import parse_tool_calls, strip_reasoning
+from rllm_envs.utils import to_jsonable
 
 __all__ = ["TurnReport", "run_turn", "call_format_help", "placeholder_arguments", "ANSWER_TAG_RE"]
 
@@ -85,18 +86,11 @@ class TurnReport:
         """The ``info`` entries describing this turn (JSON-able, deterministic)."""
         return {
             "tool_calls": [
-                {"name": c.name, "arguments": _jsonable(c.arguments)} for c in self.calls
+                {"name": c.name, "arguments": to_jsonable(c.arguments)} for c in self.calls
             ],
             "tool_results": [{"name": r.name, "ok": r.ok, "error": r.error} for r in self.results],
             "call_format": self.format,
         }
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        return json.loads(json.dumps(value, ensure_ascii=False, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return str(value)[:200]
 
 
 def placeholder_arguments(arguments: Any, examples: Sequence[str] = ()) -> bool:
@@ -189,7 +183,7 @@ def _placeholder_answer(answer: str) -> str:
 
 
 def _short_json(value: Any) -> str:
-    text = json.dumps(_jsonable(value), ensure_ascii=False)
+    text = json.dumps(to_jsonable(value), ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

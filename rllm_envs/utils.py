@@ -1,0 +1,39 @@
+"""Small helpers every layer shares (no Gymnasium import)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["to_jsonable"]
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as JSON types (NumPy values as Python numbers and lists, anything else a str).
+
+    Mappings, sequences and sets become dicts and lists.
+    ``info`` dicts, tool-call arguments and trajectory metadata go through this before they
+    are logged, stored or sent; a value nested too deeply to walk becomes a short string
+    instead of an exception (model-written arguments reach here).
+    """
+    try:
+        return _convert(value)
+    except RecursionError:
+        # str() of such a value recurses too.
+        return f"<{type(value).__name__} nested too deeply>"
+
+
+def _convert(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _convert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_convert(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):  # NumPy arrays and scalars (a scalar's tolist() is the scalar)
+        return _convert(tolist())
+    item = getattr(value, "item", None)
+    if callable(item):
+        return _convert(item())
+    return str(value)
