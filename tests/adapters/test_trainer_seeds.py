@@ -47,9 +47,7 @@ def test_the_same_iteration_rolls_out_the_same_tokens(tmp_path):
     with PPOTrainer(config) as trainer:
         scheduler = trainer.policy.engine.vllm_config.scheduler_config
         assert not scheduler.enable_chunked_prefill and trainer.policy.request_seeds
-        runs = [
-            [[s.completion_ids for s in t.steps] for t in trainer.collect(0)] for _ in range(2)
-        ]
+        runs = [[[s.completion_ids for s in t.steps] for t in trainer.collect(0)] for _ in range(2)]
         other = [[s.completion_ids for s in t.steps] for t in trainer.collect(1)]
     assert runs[0] == runs[1]
     # Samples of a group differ (each request has its own seed), and so do iterations.
