@@ -180,22 +180,34 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
         """Apply the model's text; raises ``ResetNeeded`` outside an episode (a clear error)."""
+        text = action.text if isinstance(action, TextAction) else str(action)
+        payload = self.step_payload(text)
+        return TextObservation(
+            **payload["observation"], reward=payload["reward"], done=payload["done"]
+        )
+
+    def step_payload(self, text: str) -> dict[str, Any]:
+        """:meth:`step` as OpenEnv's wire payload (``observation``, ``reward``, ``done``).
+
+        The server's hot path: the same fields as the serialized :class:`TextObservation`,
+        without building and dumping the model for every step.
+        """
         if self._state.done:
             raise gym.error.ResetNeeded(
                 "No episode is running in this session: send a reset before stepping."
             )
-        text = action.text if isinstance(action, TextAction) else str(action)
         obs, reward, terminated, truncated, info = self.env.step(text)
         self._state.step_count += 1
-        self._state.done = bool(terminated or truncated)
-        return TextObservation(
-            text=obs,
-            terminated=bool(terminated),
-            truncated=bool(truncated),
-            done=bool(terminated or truncated),
-            reward=float(reward),
-            info=jsonable(info),
-        )
+        done = bool(terminated or truncated)
+        self._state.done = done
+        observation = {
+            "text": obs,
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": jsonable(info),
+            "metadata": {},
+        }
+        return {"observation": observation, "reward": float(reward), "done": done}
 
     @property
     def state(self) -> TextState:
@@ -507,7 +519,7 @@ class _EnvServer:
                     log.warning("closed ws %s: %s", peer, reason)
                     return
                 if message["type"] == "websocket.disconnect":
-                    if message.get("code") not in (1000, 1001, None):
+                    if message.get("code") not in (1000, 1001, 1012, None):
                         reason = f"client left (code {message.get('code')})"
                         log.warning("dropped ws %s: %s", peer, reason)
                     return
@@ -520,7 +532,7 @@ class _EnvServer:
                     return
                 await websocket.send_text(json.dumps(reply))
         except WebSocketDisconnect as e:
-            if e.code not in (1000, 1001):
+            if e.code not in (1000, 1001, 1012):
                 log.warning("dropped ws %s: client left (code %s)", peer, e.code)
         except (OSError, RuntimeError) as e:  # the socket went away under a send
             log.warning("dropped ws %s: %s", peer, type(e).__name__)
@@ -584,7 +596,8 @@ class _EnvServer:
                 except ValidationError as e:
                     errors = json.loads(e.json(include_url=False, include_input=False))
                     return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
-                obs = await loop.run_in_executor(None, env.step, action)
+                payload = await loop.run_in_executor(None, env.step_payload, action.text)
+                return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
             return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False
         return {"type": "observation", "data": _serialize(obs)}, False

@@ -253,11 +253,24 @@ def test_bad_ids_kwargs_and_limits_fail_before_serving():
         create_app("rllm/Math-v0", max_sessions=0)
 
 
+def test_openenvs_runtime_validation_passes_against_the_server(server):
+    from openenv.cli._validation import validate_running_environment
+
+    _, url = server
+    report = validate_running_environment(f"{url}/rllm/Math-v0", timeout_s=30)
+    failed = [c for c in report["criteria"] if not c["passed"]]
+    assert report["passed"], failed
+
+
 def test_sigterm_shuts_down_cleanly_and_leaves_nothing_running(server):
     proc, url = server
-    with RllmEnvClient(base_url=f"{url}/rllm/Code-v0").sync() as client:
+    local = rllm_envs.make("rllm/Code-v0")
+    local.reset(seed=0)
+    oracle = local.unwrapped.oracle_action()  # judged code: the judge's sandbox pool starts
+    local.close()
+    with RllmEnvClient(base_url=f"{url}/rllm/Code-v0", message_timeout_s=120).sync() as client:
         client.reset(seed=0)  # a live code session (the judge's sandbox pool) at shutdown
-        client.step(TextAction(text="print(input())"))
+        client.step(TextAction(text=oracle))
         children = _children(proc.pid)
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
@@ -306,15 +319,6 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "PASS  static.manifest" in out.stdout
-
-
-def test_openenvs_runtime_validation_passes_against_the_server(server):
-    from openenv.cli._validation import validate_running_environment
-
-    _, url = server
-    report = validate_running_environment(f"{url}/rllm/Math-v0", timeout_s=30)
-    failed = [c for c in report["criteria"] if not c["passed"]]
-    assert report["passed"], failed
 
 
 def test_a_package_app_serves_its_id():

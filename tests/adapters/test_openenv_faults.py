@@ -9,6 +9,7 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -322,3 +323,57 @@ def test_sigkill_and_restart_loop(tmp_path):
         assert _active(f"http://127.0.0.1:{port}") == 0
     finally:
         _stop(proc)
+
+
+def test_dropped_clients_and_sigterm_under_load_log_one_line_each_and_no_traceback(tmp_path):
+    import threading
+
+    log = tmp_path / "server.log"
+    port = _free_port()
+    proc = _start(port, log, "--max-sessions", "8")
+    url = f"http://127.0.0.1:{port}"
+    for seed in range(3):  # clients that vanish without a close frame
+        with contextlib.suppress(OSError, ConnectionClosed), _ws(url) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
+            ws.recv()
+            ws.socket.shutdown(socket.SHUT_RDWR)
+            ws.socket.close()
+    assert _wait_active(url, 0) == 0
+    steps = [0] * 4
+
+    def play(k: int) -> None:
+        try:
+            with _ws(url) as ws:
+                ws.send(json.dumps({"type": "reset", "data": {"seed": k}}))
+                ws.recv()
+                while True:
+                    ws.send(json.dumps({"type": "step", "data": {"text": "Left"}}))
+                    if json.loads(ws.recv())["data"].get("done"):
+                        ws.send(json.dumps({"type": "reset", "data": {}}))
+                        ws.recv()
+                    steps[k] += 1
+        except (ConnectionClosed, OSError):
+            return
+
+    threads = [threading.Thread(target=play, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 60
+    while min(steps) < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert min(steps) >= 5, steps
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    for thread in threads:
+        thread.join(timeout=30)
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "Traceback" not in text and "Exception" not in text, text[-5000:]
+    # One line per dropped client: the 3 that vanished, and the 4 cut by the shutdown at most.
+    dropped = [
+        line.split("dropped ws ")[1].split(":")[1]
+        for line in text.splitlines()
+        if "dropped ws" in line
+    ]
+    assert 3 <= len(dropped) <= 7 and len(set(dropped)) == len(dropped), text
+    assert len(text.splitlines()) <= 10, text
