@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rllm_envs.demonstrations import copied_demonstration
 from rllm_envs.multiagent.base import AgentOutcome, MultiAgentTextEnv
 from rllm_envs.multiagent.mathtasks import (
     ANSWER_FORMAT,
@@ -40,8 +41,11 @@ class SolverJudgeEnv(MultiAgentTextEnv):
       (they act together at the first step and do not see each other) and is scored on its
       final answer; then its episode ends.
     - ``judge`` (agent ``judge_0``): waits during the first step, then sees the problem and
-      every solution (numbered 1..n in solver order) and selects one; it is scored on whether
-      the selected solution is correct.
+      every solution, numbered 1..n in an order drawn at random each episode, and selects
+      one; it is scored on whether the selected solution is correct. Because the order is
+      random, a judge that always picks the same number (or copies its worked example)
+      earns the base rate, the share of correct solutions (``info["base_rate"]``), which
+      the leaderboard reports next to the judge's score.
 
     Problems and grading are :mod:`rllm_envs.math`'s (procedural problems by default, or a
     dataset), so the task is a pure function of ``(task_seed, index, difficulty)``.
@@ -61,10 +65,13 @@ class SolverJudgeEnv(MultiAgentTextEnv):
 
     ## Reward
     Per agent, the weighted sum of components (``reward_weights``): ``correct`` (weight 1.0) is
-    a solver's grade in [0, 1] (``rllm_envs.math.score_response``) at the first step, and for
-    the judge the grade of the selected solution at the second step; ``invalid_action``
+    a solver's grade in [0, 1] (``rllm_envs.math.score_response`` with the problem: only the
+    value in final form counts, so a copied problem expression scores 0) at the first step,
+    and for the judge the grade of the selected solution at the second step; ``invalid_action``
     (weight 0.0, log only) is 1 for a solver reply with no final answer or a judge reply with
-    no valid choice (which selects nothing and scores 0).
+    no valid choice (which selects nothing and scores 0). A reply that copies a worked
+    example the agents are shown (:mod:`rllm_envs.demonstrations`) earns 0 in every
+    component and is flagged ``info["invalid_action"]``.
 
     ## Episode End
     Solvers terminate after the first step, the judge after the second. No truncation.
@@ -73,8 +80,10 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     The common keys of :mod:`rllm_envs.multiagent.base` (``is_correct``: the solver's answer,
     or the judge's selection, is correct) plus ``n_solvers`` and, on ``step``: for solvers
     ``answer`` (the extracted final answer or ``None``) and ``score``; for the judge
-    ``answers`` (every solver's extracted answer, in order), ``scores`` (their grades) and,
-    after it acts, ``choice`` (1-based, or ``None``).
+    ``answers`` (every solver's extracted answer, in solver order), ``scores`` (their grades),
+    ``order`` (``order[k - 1]`` is the index of the solver shown as solution ``k``),
+    ``base_rate`` (the mean of ``scores``: what a constant or random choice earns on
+    average) and, after it acts, ``choice`` (the solution number, 1-based, or ``None``).
 
     ## Arguments
     - ``n_solvers`` (int 1-8, default 2): number of solver agents.
@@ -91,6 +100,9 @@ class SolverJudgeEnv(MultiAgentTextEnv):
 
     ## Version History
     - v0: Initial version.
+    - v0 (revised before any release): solutions are shown in a random order (in solver
+      order, a judge that always answered ``2`` earned solver 2's accuracy without reading
+      a solution); ``order`` and ``base_rate`` were added; copies of a worked example earn 0.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_solver_judge_v0"}
@@ -133,6 +145,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         self.solutions: list[str] = []
         self.answers: list[str | None] = []
         self.scores: list[float] = []
+        self.order: list[int] = []
         self.choice: int | None = None
 
     # ------------------------------------------------------------------------- hooks
@@ -143,6 +156,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     def _start(self, task: Task) -> None:
         self.phase = "solve"
         self.solutions, self.answers, self.scores, self.choice = [], [], [], None
+        self.order = []
 
     def _role(self, agent: str) -> str:
         return "judge" if agent == JUDGE else "solver"
@@ -158,25 +172,34 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         if self.phase == "solve":
             outcomes: dict[str, AgentOutcome] = {}
             for agent in self.solvers:
-                score, answer, reason = grade(actions[agent], gold)
+                score, answer, reason = grade(actions[agent], gold, str(self.task["problem"]))
+                copied = copied_demonstration(actions[agent], correct=score >= 1.0)
+                if copied is not None:
+                    score, reason = 0.0, f"the reply copies the worked example ({copied})"
                 self.solutions.append(actions[agent])
                 self.answers.append(answer)
                 self.scores.append(score)
                 outcomes[agent] = AgentOutcome(
-                    {"correct": score, "invalid_action": float(reason is not None)},
+                    _components(score, reason, copied),
                     correct=score >= 1.0,
                     invalid_reason=reason,
                     info={"answer": answer, "score": score},
                 )
+            assert self.np_random is not None
+            # Shown in a random order, so a constant choice earns the base rate.
+            self.order = [int(i) for i in self.np_random.permutation(self.n_solvers)]
             outcomes[JUDGE] = AgentOutcome(info=self._judge_info())
             self.phase = "judge"
             return outcomes, set(self.solvers)
         choice, reason = parse_choice(actions[JUDGE], self.n_solvers)
         self.choice = choice
-        score = self.scores[choice - 1] if choice is not None else 0.0
+        score = self.scores[self.order[choice - 1]] if choice is not None else 0.0
+        copied = copied_demonstration(actions[JUDGE], correct=score >= 1.0)
+        if copied is not None:
+            score, reason = 0.0, f"the reply copies the worked example ({copied})"
         self.phase = "done"
         judge = AgentOutcome(
-            {"correct": score, "invalid_action": float(reason is not None)},
+            _components(score, reason, copied),
             correct=score >= 1.0,
             invalid_reason=reason,
             info=self._judge_info(),
@@ -221,7 +244,8 @@ class SolverJudgeEnv(MultiAgentTextEnv):
             f"Problem: {problem}",
             "",
         ]
-        for k, solution in enumerate(self.solutions, start=1):
+        for k, solver in enumerate(self.order, start=1):
+            solution = self.solutions[solver]
             shown = clip_middle(solution, self.max_solution_chars).strip() or "(empty reply)"
             lines += [f"=== Solution {k} ===", shown, ""]
         if self.phase == "judge":
@@ -240,8 +264,9 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     def _render_text(self) -> str:
         assert self.task is not None
         parts = [f"Problem: {self.task['problem']} (reference: {self.task['answer']})"]
-        for k, (answer, score) in enumerate(zip(self.answers, self.scores, strict=True), start=1):
-            parts.append(f"Solution {k}: answer {answer!s}, score {score:g}")
+        for k, solver in enumerate(self.order, start=1):
+            answer, score = self.answers[solver], self.scores[solver]
+            parts.append(f"Solution {k} (solver {solver + 1}): answer {answer!s}, score {score:g}")
         if self.phase == "done":
             parts.append(f"Judge selected: {self.choice}")
         return "\n".join(parts)
@@ -253,7 +278,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         assert self.task is not None
         if agent != JUDGE:
             return boxed(str(self.task["answer"]))
-        correct = [k for k, s in enumerate(self.scores, start=1) if s >= 1.0]
+        correct = [k for k, i in enumerate(self.order, start=1) if self.scores[i] >= 1.0]
         return f"\\boxed{{{correct[0] if correct else 1}}}"
 
     def heuristic_action(self, agent: str, rng: np.random.Generator) -> str:
@@ -267,7 +292,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         if agent != JUDGE:
             gold = str(self.task["answer"])
             return boxed(gold if rng.random() < HEURISTIC_ACCURACY else wrong_answer(gold, rng))
-        pick = majority_answer(self.answers)
+        pick = majority_answer([self.answers[i] for i in self.order])
         return f"\\boxed{{{1 if pick is None else pick + 1}}}"
 
     def random_action(self, agent: str, rng: np.random.Generator) -> str:
@@ -277,7 +302,36 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         return f"\\boxed{{{int(rng.integers(1, self.n_solvers + 1))}}}"
 
     def _judge_info(self) -> dict[str, Any]:
-        return {"answers": list(self.answers), "scores": list(self.scores), "choice": self.choice}
+        base_rate = sum(self.scores) / len(self.scores) if self.scores else None
+        return {
+            "answers": list(self.answers),
+            "scores": list(self.scores),
+            "order": list(self.order),
+            "base_rate": base_rate,
+            "choice": self.choice,
+        }
+
+    @staticmethod
+    def episode_metrics(correct: Mapping[str, bool]) -> dict[str, float]:
+        """The judge's score next to its base rate, from each agent's final ``is_correct``.
+
+        The leaderboard reports both: with the solutions in random order, a judge that
+        never reads them scores the base rate (the share of correct solutions).
+        """
+        solvers = [bool(v) for a, v in correct.items() if a != JUDGE]
+        if JUDGE not in correct or not solvers:
+            return {}
+        return {
+            "judge_accuracy": float(correct[JUDGE]),
+            "judge_base_rate": sum(solvers) / len(solvers),
+        }
+
+
+def _components(score: float, reason: str | None, copied: str | None) -> dict[str, float]:
+    """The reward components; a copied worked example earns 0 in every one (flagged in info)."""
+    if copied is not None:
+        return {"correct": 0.0, "invalid_action": 0.0}
+    return {"correct": score, "invalid_action": float(reason is not None)}
 
 
 def parallel_env(**kwargs: Any) -> SolverJudgeEnv:
