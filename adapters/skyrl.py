@@ -12,8 +12,20 @@ their own envs::
     out = env.step("Down")                  # {"observations", "reward", "done", "metadata"}
 
 In a SkyRL dataset, set ``env_class`` to the id and put ``seed``, ``task_index`` (or ``task``,
-a task record) and ``env_kwargs`` in the row's extras; :func:`skyrl_dataset` writes such rows.
-``env_config`` may carry ``env_kwargs`` for every env of a run (row extras override them).
+a task record), ``env_kwargs`` and optionally ``max_turns`` (SkyRL's extra: the episode ends
+after that many replies, or earlier when our env ends it) in the row's extras;
+:func:`skyrl_dataset` writes such rows. ``env_config`` may carry ``env_kwargs`` for every env
+of a run (row extras override them).
+
+SkyRL's trainer builds envs inside Ray tasks, in processes that never imported this module,
+so its registry there lacks our ids (``No registered env with id``). Register them in every
+Ray worker with Ray's own setup hook, which runs :func:`register_all` at worker start::
+
+    ray.init(runtime_env={"worker_process_setup_hook": "adapters.skyrl.register_all"})
+
+(or call ``adapters.skyrl.register_all()`` first thing in your SkyRL entry point task). Each
+id is registered with a string entry point (``adapters.skyrl:RllmTextEnv`` and the id as a
+kwarg), so its spec is plain data that crosses process boundaries.
 
 Observations after the first are the env family's feedback messages (our agents' format; tool
 results as user turns); the step ``reward`` is the env's reward and ``metadata`` its ``info``.
@@ -69,6 +81,11 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         self.env: Any = rllm_envs.make(env_id, **self.env_kwargs)
         self.agent = make_agent(env_id)
         self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1))
+        if extras.get("max_turns") is not None:
+            limit = extras["max_turns"]
+            if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+                raise InvalidEnvConfig(f"Expects extras `max_turns` >= 1, actual: {limit!r}.")
+            self.max_turns = int(limit)
         self.seed = None if extras.get("seed") is None else int(extras["seed"])
         self.options: dict[str, Any] | None = None
         if extras.get("task") is not None:
@@ -96,7 +113,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         observation, reward, terminated, truncated, info = self.env.step(text)
         self.episode_return += float(reward)
         self.last_info = info
-        done = bool(terminated or truncated)
+        done = bool(terminated or truncated or self.turns >= self.max_turns)
         new = (
             []
             if done
@@ -145,22 +162,19 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _make_creator(env_id: str) -> Any:
-    def create(env_config: Any = None, extras: Mapping[str, Any] | None = None) -> RllmTextEnv:
-        return RllmTextEnv(env_id, env_config=env_config, extras=extras)
-
-    create.__name__ = f"make_{env_id.replace('/', '_').replace('-', '_')}"
-    return create
-
-
 def register_all() -> list[str]:
-    """Register every single-agent rllm-envs id in ``skyrl_gym``'s registry (idempotent)."""
+    """Register every single-agent rllm-envs id in ``skyrl_gym``'s registry (idempotent).
+
+    Usable as Ray's ``worker_process_setup_hook`` (``"adapters.skyrl.register_all"``).
+    """
     import rllm_envs
 
     ids = []
     for env_id in rllm_envs.list_envs():
         if env_id not in skyrl_gym.registry:
-            skyrl_gym.register(id=env_id, entry_point=_make_creator(env_id))
+            skyrl_gym.register(
+                id=env_id, entry_point=f"{__name__}:RllmTextEnv", kwargs={"env_id": env_id}
+            )
         ids.append(env_id)
     return ids
 

@@ -126,3 +126,75 @@ def test_dataset_rows_replay_through_skyrl_make_and_metrics_aggregate():
         env.close()
     summary = RllmTextEnv.aggregate_metrics(metrics)
     assert summary["is_correct"] == 1.0 and summary["return"] == 1.0
+
+
+def test_max_turns_extra_ends_the_episode_after_that_many_replies():
+    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0, "max_turns": 2})
+    env.init([])
+    first = env.step("nonsense")
+    assert first["done"] is False and first["observations"]
+    second = env.step("nonsense")
+    assert second["done"] is True and second["observations"] == []
+    assert env.get_metrics()["turns"] == 2
+    # Without the extra the env's own limit applies.
+    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0})
+    env.init([])
+    assert env.step("nonsense")["done"] is False and env.step("nonsense")["done"] is False
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="max_turns"):
+        skyrl_gym.make("rllm/Math-v0", env_config={}, extras={"max_turns": 0})
+
+
+def test_specs_are_plain_data_for_other_processes():
+    spec = skyrl_gym.spec("rllm/Math-v0")
+    assert spec.entry_point == "adapters.skyrl:RllmTextEnv"
+    assert spec.kwargs == {"env_id": "rllm/Math-v0"}
+
+
+@pytest.mark.slow
+def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("another test owns the Ray runtime in this process")
+
+    # Defined here so Ray ships it by value: the worker never imports this test module (which
+    # imports adapters.skyrl); only Ray's setup hook registers our ids there.
+    def play_in_worker(env_id: str, seed: int, max_turns: int | None) -> dict:
+        import sys
+
+        import skyrl_gym as worker_gym
+
+        extras = {"seed": seed, "task_index": seed}
+        if max_turns is not None:
+            extras["max_turns"] = max_turns
+        env = worker_gym.make(env_id, env_config={}, extras=extras)
+        env.init([])
+        total, turns = 0.0, 0
+        while True:
+            out = env.step(env.env.unwrapped.oracle_action())
+            total, turns = total + out["reward"], turns + 1
+            if out["done"]:
+                break
+        env.close()
+        return {
+            "return": total,
+            "turns": turns,
+            "test_module_imported": "tests.adapters.test_skyrl" in sys.modules,
+        }
+
+    ray.init(
+        num_cpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"worker_process_setup_hook": "adapters.skyrl.register_all"},
+    )
+    try:
+        play = ray.remote(num_cpus=1)(play_in_worker)
+        lake = ray.get(play.remote("rllm/FrozenLake-v0", 3, None))
+        math = ray.get(play.remote("rllm/Math-v0", 1, None))
+        capped = ray.get(play.remote("rllm/FrozenLake-v0", 3, 1))
+    finally:
+        ray.shutdown()
+    assert not lake["test_module_imported"]
+    assert lake["return"] == 1.0 and lake["turns"] > 1
+    assert math == {"return": 1.0, "turns": 1, "test_module_imported": False}
+    assert capped["turns"] == 1 and capped["return"] == 0.0
