@@ -43,13 +43,110 @@ import gymnasium as gym
 
 from rllm_envs.error import InvalidEnvConfig, require
 
-__all__ = ["EnvReward", "EnvToolEnvironment", "env_dataset", "environment_class"]
+__all__ = [
+    "EnvReward",
+    "EnvRollout",
+    "EpisodeReturn",
+    "EnvToolEnvironment",
+    "env_dataset",
+    "environment_class",
+]
 
 
-def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None) -> gym.Env:
-    import rllm_envs  # noqa: F401  (registers the ids)
+def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None) -> Any:
+    import rllm_envs
 
+    if env_id in rllm_envs.list_multiagent_envs():
+        return SeatEnv(env_id, env_kwargs)
     return gym.make(env_id, **dict(env_kwargs or {})).unwrapped
+
+
+class SeatEnv:
+    """A multi-agent env seen from its one model seat, the registry's scripted opponents playing.
+
+    For ids whose registry row names scripted opponents for every seat but one
+    (``rllm/TicTacToe-v0``: ``{"player_1": "heuristic"}``): ``reset``/``step`` are the
+    single-agent API of that seat; each step also plays the opponents (and only them while the
+    seat waits), and the reward is the seat's. Opponents draw from the reset seed.
+
+    Raises:
+        InvalidEnvConfig: For an id with more or fewer than one model seat.
+    """
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
+        import numpy as np
+
+        import rllm_envs
+
+        self.env = rllm_envs.make_parallel(env_id, **dict(env_kwargs or {}))
+        self.opponents = dict(rllm_envs.env_entry(env_id).opponents)
+        seats = [a for a in self.env.possible_agents if a not in self.opponents]
+        if len(seats) != 1:
+            raise InvalidEnvConfig(
+                f"{env_id} has {len(seats)} model seats ({seats}); the TRL adapter trains one "
+                "policy against fixed opponents, so it takes multi-agent ids with one model seat."
+            )
+        self.seat = seats[0]
+        self.tasks = self.env.tasks
+        self.max_turns = 2**31 - 1  # the game ends the episode
+        self._rng = np.random.default_rng(0)
+        self._infos: dict[str, Any] = {}
+        self._last_obs = ""
+
+    def _opponent_actions(self) -> dict[str, str]:
+        return {
+            a: self.env.scripted_action(kind, a, self._rng)
+            for a, kind in self.opponents.items()
+            if a in self.env.agents and self._infos.get(a, {}).get("acting")
+        }
+
+    def _wait(self, reward: float) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation = ""
+        while True:
+            if self.seat not in self.env.agents:
+                return observation, reward, True, False, dict(self._infos.get(self.seat, {}))
+            if self._infos[self.seat].get("acting"):
+                return self._last_obs, reward, False, False, dict(self._infos[self.seat])
+            obs, rewards, _, _, self._infos = self.env.step(self._opponent_actions())
+            reward += float(rewards.get(self.seat, 0.0))
+            self._last_obs = obs.get(self.seat, "")
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start a game; return the seat's first observation (after the opponents' moves)."""
+        import numpy as np
+
+        obs, self._infos = self.env.reset(seed=seed, options=options)
+        self._rng = np.random.default_rng(None if seed is None else seed + 1)
+        self._last_obs = obs[self.seat]
+        observation, _, _, _, info = self._wait(0.0)
+        return observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The seat's move and the opponents' replies; the seat's reward for them."""
+        actions = {self.seat: action, **self._opponent_actions()}
+        obs, rewards, terminations, truncations, self._infos = self.env.step(actions)
+        self._last_obs = obs.get(self.seat, "")
+        reward = float(rewards.get(self.seat, 0.0))
+        if terminations.get(self.seat) or truncations.get(self.seat):
+            truncated = bool(truncations.get(self.seat)) and not terminations.get(self.seat)
+            info = dict(self._infos.get(self.seat, {}))
+            return self._last_obs, reward, not truncated, truncated, info
+        return self._wait(reward)
+
+    @property
+    def unwrapped(self) -> SeatEnv:
+        """Itself (Gymnasium's accessor, for code that unwraps envs)."""
+        return self
+
+    def oracle_action(self) -> str:
+        """The env's oracle move for the seat."""
+        return str(self.env.oracle_action(self.seat))
+
+    def close(self) -> None:
+        """Close the multi-agent env."""
+        self.env.close()
 
 
 def _completion_text(completion: Any) -> str:
@@ -108,6 +205,14 @@ class EnvReward:
         self.component = component
         self.__name__ = name or env_id.split("/")[-1].replace("-", "_").lower() + "_reward"
         self._env: gym.Env | None = None
+        if int(getattr(self.env.unwrapped, "max_turns", 1)) > 1:
+            raise InvalidEnvConfig(
+                f"{env_id} (with {self.env_kwargs or 'its default kwargs'}) is multi-turn: a "
+                "reward function sees one completion, so it would score only the first turn. "
+                f'Pass `rollout_func=EnvRollout("{env_id}", dataset)` and '
+                "`reward_funcs=rollout.reward` to GRPOTrainer (or `environment_class` for "
+                "tool envs)."
+            )
 
     @property
     def env(self) -> gym.Env:
@@ -399,3 +504,226 @@ def environment_class(
         namespace[method.__name__] = method
     class_name = "".join(ch for ch in env_id.split("/")[-1].title() if ch.isalnum()) + "Environment"
     return type(class_name, (EnvToolEnvironment,), namespace)
+
+
+# ------------------------------------------------------------------ multi-turn rollouts
+
+
+class EpisodeReturn:
+    """A TRL reward function returning the ``env_return`` field an :class:`EnvRollout` wrote."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
+    ) -> list[float]:
+        """The episode returns of the batch (TRL's reward-function interface)."""
+        if "env_return" not in columns:
+            raise InvalidEnvConfig(
+                "No `env_return` column: pass the EnvRollout as GRPOTrainer's `rollout_func`."
+            )
+        return [float(r) for r in columns["env_return"]]
+
+
+class EnvRollout:
+    """A TRL ``rollout_func`` playing whole episodes of any env with the trainer's model.
+
+    ``GRPOTrainer(..., rollout_func=rollout, reward_funcs=rollout.reward)`` trains on
+    multi-turn envs without tools (FrozenLake, CodeMultiTurn, Search with text tool calls,
+    any id): for each prompt of the batch the episode of its dataset row is played turn by
+    turn, the model's replies stepped through the env and the family agent's feedback
+    appended as the next user turn. Token-exact: ``completion_ids`` are the sampled tokens of
+    every turn with the feedback tokens between them (``env_mask`` 0 on feedback, so only
+    the model's tokens are trained); ``logprobs`` are the sampling logprobs. The episode
+    return goes to :meth:`reward` through the ``env_return`` field.
+
+    Generation uses the trainer's model with ``generate`` (the CPU/transformers path;
+    ``use_vllm`` is refused). ``max_completion_length`` bounds each reply; the episode ends
+    when the env does or after ``max_turns`` replies.
+
+    Args:
+        env_id: A registered id.
+        dataset: The :func:`env_dataset` rows the trainer trains on (maps each prompt back to
+            its ``task_index`` and ``seed``).
+        env_kwargs: Env constructor kwargs (as for the dataset).
+        max_turns: Most replies per episode (default: the env's own limit).
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        dataset: Any,
+        *,
+        env_kwargs: Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
+    ) -> None:
+        from rllm_agents.agent import make_agent
+
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        probe = _make_env(env_id, self.env_kwargs)
+        limit: Any = max_turns or getattr(probe, "max_turns", 1)
+        self.max_turns = int(limit)
+        probe.close()
+        if self.max_turns < 1:
+            raise InvalidEnvConfig(f"Expects `max_turns` >= 1, actual: {max_turns!r}.")
+        self.agent_factory = lambda: make_agent(env_id)
+        self._rows: dict[str, tuple[int, int]] = {}
+        for row in dataset:
+            self._rows.setdefault(
+                self._key(row["prompt"]), (int(row["task_index"]), int(row["seed"]))
+            )
+        self.__name__ = env_id.split("/")[-1].replace("-", "_").lower() + "_return"
+        #: The reward function to pass to ``GRPOTrainer`` (logged under ``rewards/<__name__>``).
+        self.reward = EpisodeReturn(self.__name__)
+
+    @staticmethod
+    def _key(prompt: Any) -> str:
+        return json.dumps(prompt, sort_keys=True, default=str)
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        """Play one episode per prompt; TRL's ``rollout_func`` interface."""
+        torch = require("torch", "trl", feature="EnvRollout")
+        if getattr(trainer, "use_vllm", False):
+            raise InvalidEnvConfig(
+                "EnvRollout generates with the trainer's model; set `use_vllm=False`."
+            )
+        tokenizer = trainer.processing_class
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        args = trainer.args
+        episodes: list[dict[str, Any]] = []
+        for prompt in prompts:
+            key = self._key(prompt)
+            if key not in self._rows:
+                raise InvalidEnvConfig(
+                    "A prompt is not in the dataset EnvRollout was given; pass the same dataset "
+                    "to EnvRollout and GRPOTrainer."
+                )
+            index, seed = self._rows[key]
+            env = _make_env(self.env_id, self.env_kwargs)
+            observation, info = env.reset(seed=seed, options={"index": index})
+            agent = self.agent_factory()
+            messages = agent.reset(observation, info)
+            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            if isinstance(ids, Mapping):
+                ids = ids["input_ids"]
+            episodes.append(
+                {
+                    "env": env,
+                    "agent": agent,
+                    "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+                    "prompt_ids": list(ids),
+                    "completion_ids": [],
+                    "logprobs": [],
+                    "mask": [],
+                    "return": 0.0,
+                    "done": False,
+                }
+            )
+        eos = tokenizer.eos_token_id
+        was_training = model.training
+        model.eval()
+        try:
+            for _ in range(self.max_turns):
+                live = [e for e in episodes if not e["done"]]
+                if not live:
+                    break
+                self._generate(torch, model, tokenizer, args, live, eos)
+                for e in live:
+                    self._step(tokenizer, e)
+        finally:
+            model.train(was_training)
+            for e in episodes:
+                e["env"].close()
+        return {
+            "prompt_ids": [e["prompt_ids"] for e in episodes],
+            "completion_ids": [e["completion_ids"] for e in episodes],
+            "logprobs": [e["logprobs"] for e in episodes],
+            "env_mask": [e["mask"] for e in episodes],
+            "env_return": [e["return"] for e in episodes],
+        }
+
+    def _generate(
+        self,
+        torch: Any,
+        model: Any,
+        tokenizer: Any,
+        args: Any,
+        live: list[dict[str, Any]],
+        eos: Any,
+    ) -> None:
+        contexts = [e["prompt_ids"] + e["completion_ids"] for e in live]
+        width = max(len(c) for c in contexts)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos
+        input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts])
+        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts])
+        input_ids = input_ids.to(model.device)
+        attention = attention.to(model.device)
+        temperature = float(getattr(args, "temperature", 1.0) or 1.0)
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                max_new_tokens=int(args.max_completion_length),
+                do_sample=True,
+                temperature=temperature,
+                top_p=float(getattr(args, "top_p", 1.0) or 1.0),
+                pad_token_id=pad,
+                return_dict_in_generate=True,
+                output_scores=True,
+            )
+            scores = torch.stack(out.scores, dim=1).float()
+            logprobs = torch.log_softmax(scores, dim=-1)
+        new = out.sequences[:, width:]
+        for row, e in enumerate(live):
+            tokens: list[int] = []
+            lps: list[float] = []
+            for t, token in enumerate(new[row].tolist()):
+                tokens.append(token)
+                lps.append(float(logprobs[row, t, token]))
+                if token == eos:
+                    break
+            e["turn_ids"] = tokens
+            e["completion_ids"] += tokens
+            e["logprobs"] += lps
+            e["mask"] += [1] * len(tokens)
+
+    def _step(self, tokenizer: Any, e: dict[str, Any]) -> None:
+        reply = tokenizer.decode(e["turn_ids"], skip_special_tokens=True)
+        action = e["agent"].act(reply)
+        observation, reward, terminated, truncated, info = e["env"].step(action)
+        e["return"] += float(reward)
+        e["messages"].append({"role": "assistant", "content": reply})
+        if terminated or truncated:
+            e["done"] = True
+            return
+        new = e["agent"].observe(observation, float(reward), terminated, truncated, info)
+        before = e["messages"]
+        after = before + [
+            {"role": "user" if m["role"] == "tool" else m["role"], "content": m["content"]}
+            for m in new
+        ]
+        rendered_before = tokenizer.apply_chat_template(before, tokenize=False)
+        rendered_after = tokenizer.apply_chat_template(
+            after, add_generation_prompt=True, tokenize=False
+        )
+        suffix = rendered_after[len(rendered_before) :]
+        # The rendered reply ends with the end-of-turn token and what the template puts after
+        # it; the sampled reply stops at that token (or was cut before it).
+        eos_text = tokenizer.eos_token or ""
+        tail = (
+            rendered_before.rsplit(eos_text, 1)[1]
+            if eos_text and eos_text in rendered_before
+            else ""
+        )
+        glue = (
+            tail
+            if e["turn_ids"] and e["turn_ids"][-1] == tokenizer.eos_token_id
+            else eos_text + tail
+        )
+        feedback = tokenizer.encode(glue + suffix, add_special_tokens=False)
+        e["messages"] = after
+        e["completion_ids"] += feedback
+        e["logprobs"] += [0.0] * len(feedback)
+        e["mask"] += [0] * len(feedback)
