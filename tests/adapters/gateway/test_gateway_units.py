@@ -1,0 +1,228 @@
+"""The gateway's parts without an engine: settings, token-exactness judgement of a session,
+reply trimming, session ownership, refusals that happen before any engine is called, and
+what a path or name serves."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.gateway.config import GatewayConfig, is_loopback
+from adapters.gateway.sessions import Call, Session, SessionError, SessionRegistry
+from rllm_envs.error import InvalidEnvConfig
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+KEY = "k" * 20
+# Nothing listens here: every test below is refused before an engine would be called.
+NOWHERE = "http://127.0.0.1:9/v1"
+
+
+def test_settings_are_checked():
+    with pytest.raises(InvalidEnvConfig, match="needs engines"):
+        GatewayConfig()
+    with pytest.raises(InvalidEnvConfig, match="api_keys"):
+        GatewayConfig(engines=[NOWHERE], host="0.0.0.0")
+    GatewayConfig(engines=[NOWHERE], host="0.0.0.0", api_keys={"a": KEY}, admin_key=KEY + "x")
+    with pytest.raises(InvalidEnvConfig, match="too short"):
+        GatewayConfig(engines=[NOWHERE], api_keys={"a": "short"})
+    with pytest.raises(InvalidEnvConfig, match="share one"):
+        GatewayConfig(engines=[NOWHERE], api_keys={"a": KEY, "b": KEY})
+    with pytest.raises(InvalidEnvConfig, match="base URL"):
+        GatewayConfig(engines=["127.0.0.1:8000"])
+    with pytest.raises(InvalidEnvConfig, match="max_body_bytes"):
+        GatewayConfig(engines=[NOWHERE], max_body_bytes=0)
+    with pytest.raises(InvalidEnvConfig, match="Unknown gateway setting"):
+        GatewayConfig.from_dict({"engines": [NOWHERE], "bogus": 1})
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+
+
+def call(prompt, completion, api="completions", source="engine", version=0):
+    return Call(
+        api=api,
+        prompt_ids=list(prompt),
+        completion_ids=list(completion),
+        logprobs=[-0.5] * len(completion),
+        text="x",
+        finish_reason="stop",
+        ids_source=source,
+        weights_version=version,
+    )
+
+
+def test_a_session_that_appends_is_one_token_exact_sequence():
+    s = Session(id="s", owner="o", env_id="e", group=2, sample=1)
+    s.calls = [call([1, 2], [3, 4]), call([1, 2, 3, 4, 9], [5], version=1)]
+    t = s.trajectory(1.5, {"is_correct": True})
+    t.check_token_exact()
+    assert t.token_exact and t.token_source == "engine"
+    assert t.token_ids() == [1, 2, 3, 4, 9, 5]
+    assert t.loss_mask() == [0, 0, 1, 1, 0, 1]
+    assert t.total_reward == 1.5 and t.is_correct and t.steps[-1].terminated
+    assert t.metadata["weights_versions"] == [0, 1] and (t.group, t.sample) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("api", "source"), [("chat", "server_template"), ("completions", "prompt_mismatch")]
+)
+def test_a_rewritten_history_is_recorded_as_not_token_exact(api, source):
+    s = Session(id="s", owner="o")
+    s.calls = [call([1, 2], [3, 4], api), call([1, 2, 7, 4, 9], [5], api)]
+    t = s.trajectory()
+    assert not t.token_exact and t.token_source == source
+    assert t.metadata["token_exact_lost_at_turn"] == 1
+    # Each call's ids are still the engine's own.
+    assert t.steps[1].prompt_ids == [1, 2, 7, 4, 9]
+
+
+def test_ids_that_are_not_the_engines_are_marked():
+    s = Session(id="s", owner="o")
+    s.calls = [call([1], [2], source="retokenized")]
+    assert s.trajectory().token_source == "retokenized"
+    s.calls = [call([], [], source="text_only")]
+    t = s.trajectory()
+    assert t.token_source == "text_only" and not t.token_exact
+
+
+class _Store:
+    """A stand-in episode store for the registry's unit test (records what it is given)."""
+
+    def __init__(self):
+        self.put_calls = []
+
+    def put(self, trajectory, run=None, model=None):
+        from rllm_agents.store import Put
+
+        self.put_calls.append((trajectory, run, model))
+        return Put(len(self.put_calls), f"h{len(self.put_calls)}", True)
+
+
+def test_sessions_belong_to_their_owner_and_end_once():
+    import asyncio
+
+    store = _Store()
+    registry = SessionRegistry(store, run="r", max_sessions=2, model="m")
+    mine = registry.get("abc", "alice")  # opened on first use
+    assert registry.get("abc", "alice") is mine
+    with pytest.raises(SessionError) as e:
+        registry.get("abc", "bob")
+    assert e.value.status == 403
+    registry.record(mine, call([1], [2]))
+    result = asyncio.run(registry.finish(mine, 1.0))
+    assert result["calls"] == 1 and store.put_calls[0][1:] == ("r", "m")
+    for who, status in (("alice", 409), ("bob", 403)):
+        with pytest.raises(SessionError) as e:
+            registry.get("abc", who)
+        assert e.value.status == status
+    with pytest.raises(SessionError) as e:
+        registry.create("alice", "x", fields={"bogus": 1})
+    assert e.value.status == 400
+    registry.create("alice")
+    registry.create("alice")
+    with pytest.raises(SessionError) as e:
+        registry.create("alice")
+    assert e.value.status == 503
+    # Without a store nothing is recorded and sessions are refused.
+    with pytest.raises(SessionError) as e:
+        SessionRegistry(None, run=None, max_sessions=1, model=None).get("s", "a")
+    assert e.value.status == 503
+
+
+def test_replies_lose_only_what_the_gateway_added():
+    from adapters.gateway.app import _StreamParts, _strip
+
+    reply = {
+        "prompt_token_ids": [1],
+        "choices": [{"token_ids": [2], "logprobs": {"content": []}, "text": "a"}],
+    }
+    _strip(reply, keep_ids=False, keep_logprobs=False)
+    assert reply == {"choices": [{"logprobs": None, "text": "a"}]}
+    kept = {"prompt_token_ids": [1], "choices": [{"token_ids": [2], "logprobs": {"x": 1}}]}
+    _strip(kept, keep_ids=True, keep_logprobs=True)
+    assert kept["prompt_token_ids"] == [1] and kept["choices"][0]["logprobs"] == {"x": 1}
+
+    parts = _StreamParts("chat")
+    parts.add({"prompt_token_ids": [5, 6], "choices": [{"index": 0, "delta": {"role": "a"}}]})
+    for token, lp in ((7, -0.1), (8, -0.2)):
+        parts.add(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": str(token)},
+                        "token_ids": [token],
+                        "logprobs": {"content": [{"logprob": lp}]},
+                    }
+                ]
+            }
+        )
+    parts.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    c = parts.call({"messages": []}, "e", 3)
+    assert (c.prompt_ids, c.completion_ids, c.logprobs) == ([5, 6], [7, 8], [-0.1, -0.2])
+    assert c.text == "78" and c.finish_reason == "length" and c.ids_source == "engine"
+
+
+@pytest.fixture
+def app(tmp_path):
+    from starlette.testclient import TestClient
+
+    from adapters.gateway.app import Gateway
+
+    config = GatewayConfig(
+        engines=[NOWHERE],
+        store=str(tmp_path / "e.db"),
+        api_keys={"alice": KEY, "bob": "b" * 20},
+        max_body_bytes=1000,
+    )
+    with TestClient(Gateway(config).app) as client:
+        yield client
+
+
+def test_refusals_before_the_engine(app):
+    alice = {"Authorization": f"Bearer {KEY}"}
+    assert app.post("/v1/completions", json={"prompt": "x"}).status_code == 401
+    r = app.post("/v1/completions", content=b"{oops", headers=alice)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+    r = app.post("/v1/completions", content=b"x" * 5000, headers=alice)
+    assert r.status_code == 413 and r.json()["error"]["type"] == "invalid_request_error"
+    r = app.post("/sessions", json={"env_id": "e"}, headers=alice)
+    sid = r.json()["session_id"]
+    assert r.json()["base_url"].endswith(f"/sessions/{sid}/v1")
+    bob = {"Authorization": "Bearer " + "b" * 20}
+    r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x"}, headers=bob)
+    assert r.status_code == 403
+    r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Nope-v0"}, headers=alice)
+    assert r.status_code == 400 and "no reply" in r.json()["error"]["message"]
+    assert app.get("/health").status_code == 200
+    # No engine answers: a clear 502, and the gateway still serves its own routes.
+    r = app.post("/v1/completions", json={"prompt": "x"}, headers=alice)
+    assert r.status_code == 502 and r.json()["error"]["code"] == "engine_error"
+    assert app.get("/metrics", headers=alice).json()["requests"]["rejected_502"] == 1
+
+
+def test_what_a_path_or_name_serves(tmp_path):
+    from adapters.gateway.checkpoint import resolve_served_model
+
+    with pytest.raises(InvalidEnvConfig, match="Cannot serve"):
+        resolve_served_model(tmp_path)
+    model = tmp_path / "my-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"")
+    assert resolve_served_model(model) == (str(model), "my-model")
+    run = tmp_path / "run"
+    (run / "final_model").mkdir(parents=True)
+    for f in ("config.json", "model.safetensors"):
+        (run / "final_model" / f).write_bytes(b"{}")
+    assert resolve_served_model(run) == (str(run / "final_model"), "run")
+
+
+def test_cli_arguments():
+    from adapters.gateway.server import parse_args
+
+    config = parse_args(
+        ["--engine", NOWHERE, "--api-key", f"a={KEY}", "--port", "0", "--rate-limit", "5"]
+    )
+    assert config.engines == [NOWHERE] and config.api_keys == {"a": KEY}
+    assert config.rate_limit_rps == 5.0
