@@ -7,6 +7,11 @@ output capture, killing the process group). Backends that cannot run here are sk
 
 Ratios are of medians (robust on a shared machine); the absolute overhead per run in ms is
 in ``extra_info["overhead_ms"]``.
+
+``test_sandbox_run_host_cpu_per_judged_step`` measures the judging process's own CPU time
+(``time.process_time``: reading the report channel, comparing, starting the pool's
+replacement sandbox) per judged step of 5 stdin tests, for the reference solution and for
+a submission that prints 16 MB of decimal tokens per test; ``host_cpu_ms`` is the median.
 """
 
 from __future__ import annotations
@@ -78,4 +83,59 @@ def _report(benchmark) -> None:
             ratio=median / _MEDIANS["bare"],
             goal=GOAL,
             overhead_ms=round((median - _MEDIANS["bare"]) * 1000, 1),
+        )
+
+
+# ---------------------------------------------------------------- host CPU per judged step
+
+#: A submission that prints 16 MB of decimal tokens on one line (the output cap is 16 MiB)
+#: for a one-number answer: the host's cost of judging it must stay near a correct one's.
+FLOOD = "print(' '.join(['1.5'] * 4_000_000))\n"
+REFERENCE = "a, b = map(int, input().split())\nprint(a + b)\n"
+_HOST_CPU: dict[str, float] = {}
+#: Goal: judging the flood costs the host at most this many times the reference's CPU.
+HOST_CPU_GOAL = 10.0
+
+
+@pytest.mark.parametrize("case", ["reference", "flood"])
+def test_sandbox_run_host_cpu_per_judged_step(benchmark, case):
+    """Host CPU (this process, all threads: reading the channel, comparing, the pool's
+    replacement start) per judged step of 5 stdin tests, warm, the auto backend."""
+    import time
+
+    from rllm_envs.code.judge import TestCase, judge, warm_up
+
+    try:
+        select_backend()
+    except SandboxUnavailable as e:
+        pytest.skip(str(e))
+    tests = [TestCase(f"{i} {i}\n", f"{2 * i}\n") for i in range(5)]
+    code = REFERENCE if case == "reference" else FLOOD
+    cpu: list[float] = []
+
+    def step() -> None:
+        before = time.process_time()
+        result = judge(code, tests, stop_on_failure=False)
+        cpu.append(time.process_time() - before)
+        assert result.all_passed == (case == "reference"), result.verdicts
+
+    def started() -> None:
+        assert warm_up(timeout=60), "the judging pool did not start"
+
+    benchmark.pedantic(step, setup=started, rounds=8, iterations=1)
+    median = sorted(cpu)[len(cpu) // 2]
+    _HOST_CPU[case] = median
+    benchmark.extra_info["host_cpu_ms"] = round(median * 1000, 2)
+    if case == "reference" and _MEDIANS.get("bare"):
+        benchmark.extra_info.update(
+            baseline="test_bare_python_start",
+            metric="host_cpu_vs_bare_wall",
+            ratio=median / _MEDIANS["bare"],
+        )
+    elif case == "flood" and _HOST_CPU.get("reference"):
+        benchmark.extra_info.update(
+            baseline="test_sandbox_run_host_cpu_per_judged_step[reference]",
+            metric="time_ratio",  # of host CPU times
+            ratio=median / _HOST_CPU["reference"],
+            goal=HOST_CPU_GOAL,
         )

@@ -433,7 +433,8 @@ class _Records:
                 return True
             if len(self.buffer) < 4 + size:
                 break
-            frame = bytes(self.buffer[4 : 4 + size])
+            with memoryview(self.buffer) as view:
+                frame = bytes(view[4 : 4 + size])  # one copy (a slice would make two)
             del self.buffer[: 4 + size]
             self._take(frame)
             if self.done or self.broken:
@@ -480,12 +481,10 @@ class _Records:
             self.broken = "a malformed, duplicated or out-of-order record"
             return
         out, err, _ = record["sizes"]
-        stdout = bytes(blob[:out]).decode("utf-8", "replace") if out >= 0 else None
-        stderr = bytes(blob[max(out, 0) : max(out, 0) + err]).decode("utf-8", "replace")
+        stdout = str(blob[:out], "utf-8", "replace") if out >= 0 else None
+        stderr = str(blob[max(out, 0) : max(out, 0) + err], "utf-8", "replace")
         result = (
-            bytes(blob[max(out, 0) + err :]).decode("utf-8", "replace")
-            if record["sizes"][2] >= 0
-            else None
+            str(blob[max(out, 0) + err :], "utf-8", "replace") if record["sizes"][2] >= 0 else None
         )
         seen = _Observed(
             record["outcome"],

@@ -19,13 +19,14 @@ each), and :func:`rllm_envs.code.judge.judge` runs a whole test suite in one san
 
 Security model, in short: the program runs as an unprivileged user (the dedicated
 ``rllm-sandbox`` user when the caller is root), in new network/PID/IPC (and, with
-bubblewrap, user) namespaces, with no capabilities, ``no_new_privs``, a seccomp filter on
-both backends (:mod:`rllm_envs.sandbox.seccomp`), no writable path at all, only the system
-directories visible read-only (``/usr``, ``/etc``, ...; no project, home, ``/tmp`` or
-``/run``), an empty environment, and a control group of its own for memory and processes
-where the machine offers one (:mod:`rllm_envs.sandbox.cgroup`). The judge decides verdicts
-on the host (:mod:`rllm_envs.code.judge`). See :mod:`rllm_envs.sandbox.backends` for each
-backend and the README's "Security model" for what is and is not guaranteed.
+bubblewrap, user) namespaces, with no capabilities, ``no_new_privs``, the same seccomp
+filter on both backends (installed by the bootstrap: :mod:`rllm_envs.sandbox.seccomp`), no
+writable path at all, only the system directories visible read-only (``/usr``, ``/etc``,
+...; no project, home, ``/tmp`` or ``/run``), an empty environment, and a control group of
+its own for memory, processes and a CPU share where the machine offers one
+(:mod:`rllm_envs.sandbox.cgroup`). The judge decides verdicts on the host
+(:mod:`rllm_envs.code.judge`). See :mod:`rllm_envs.sandbox.backends` for each backend and
+the README's "Security model" for what is and is not guaranteed.
 """
 
 from __future__ import annotations

@@ -198,6 +198,9 @@ class Firejail(Backend):
             *hidden,
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
+            # Other sandboxes' control groups (their memory use, process ids) would be a
+            # channel between concurrent sandboxes.
+            "--blacklist=/sys/fs/cgroup",
             "--nonewprivs",
             "--caps.drop=all",
             "--seccomp=" + ",".join(seccomp.DENIED_SYSCALLS),

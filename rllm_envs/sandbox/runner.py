@@ -22,6 +22,7 @@ process group and every process left in the control group, so nothing is left ru
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import select
@@ -48,6 +49,9 @@ LANGUAGES = ("python", "cpp")
 # the program (a wrapper error), which is reported as Status.SANDBOX_ERROR.
 _MARKER = b"\x1e"
 _CHUNK = 1 << 16
+# The report channel's pipe buffer (and read size): a judge's record carries a test's whole
+# output, and fewer, larger reads cost the host less CPU.
+_CHANNEL_PIPE = 1 << 20
 # After the program exits, how long to wait for the pipes to close (a process outside the
 # group may still hold them; only possible with the plain backend).
 _DRAIN_GRACE = 0.5
@@ -346,6 +350,10 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
     else:
         nproc = limits.max_processes * SHARED_PROCESS_FACTOR
     read, write = os.pipe()
+    try:
+        fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _CHANNEL_PIPE)
+    except OSError:  # above /proc/sys/fs/pipe-max-size for this user: keep the default
+        pass
     argv = [
         PYTHON,
         "-I",
@@ -517,7 +525,7 @@ def communicate(
                             proc.stdin.close()
                 else:
                     try:
-                        chunk = os.read(fd, _CHUNK)
+                        chunk = os.read(fd, _CHANNEL_PIPE if role == "chan" else _CHUNK)
                     except BlockingIOError:
                         continue
                     except OSError as e:

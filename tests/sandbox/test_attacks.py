@@ -19,8 +19,9 @@ import gymnasium as gym
 import pytest
 
 import rllm_envs
-from rllm_envs.code.judge import TestCase, judge
+from rllm_envs.code.judge import TestCase, close_pools, judge
 from rllm_envs.sandbox import Limits, Status, cgroup, run
+from tests.sandbox.conftest import sandbox_processes
 
 PROJECT = Path(rllm_envs.__file__).resolve().parents[1]
 HIDDEN_TESTS = PROJECT / "rllm_envs" / "code" / "data" / "problems.jsonl"
@@ -418,9 +419,15 @@ def many_fds():
     fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(OPEN_FDS)]
     assert max(fds) > 1023
     yield fds
+    close_pools()
+    # Nothing the test started is left running.
+    deadline = time.monotonic() + 10
+    while sandbox_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
     for fd in fds:
         os.close(fd)
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert sandbox_processes() == []
 
 
 def _new_forged_records(time_value: object = 0.0) -> bytes:
@@ -790,7 +797,11 @@ def test_host_work_is_bounded(monkeypatch):
     flood = "1.0 " * (4 << 20)
     assert not harness.stdout_matches(flood, "1\n")
     assert not harness.stdout_matches("1.0\n" * (1 << 20), "1\n")
+    assert not harness.stdout_matches("1.0 " * 2000, " ".join(["1"] * 2001))
     assert calls == []
+    # Within the slack the flood is compared: the same count of numbers, other spellings.
+    assert harness.stdout_matches("1.000 " * 2000, " ".join(["1"] * 2000))
+    calls.clear()
     assert harness.stdout_matches("1.0 2 3.50", "1 2 3.5")
     assert sum(calls) <= 3 * 3  # linear in the line's tokens
     assert harness.canonical_stdout("1e999999999") == "d:1E+999999999"
@@ -869,3 +880,15 @@ def test_hidden_inputs_wait_for_the_public_tests():
             records.feed(len(body).to_bytes(4, "big") + body)
         hidden = records.next_input()
         assert (hidden is not None and b"in2" in hidden and b"in3" in hidden) == more
+
+
+def test_no_other_sandbox_visible_through_sys(backend):
+    # Another sandbox's control group (its memory use, its processes) is a channel.
+    code = (
+        "import os\nseen = []\n"
+        "for d in ('/sys/fs/cgroup', '/sys/fs/cgroup/memory', '/sys/fs/cgroup/pids'):\n"
+        "    try:\n        seen += os.listdir(d)\n    except OSError:\n        pass\n"
+        "print(seen)\n"
+    )
+    result = run(code, backend=backend)
+    assert result.ok and result.stdout == "[]\n", result
