@@ -727,6 +727,19 @@ for path in ('/dev/shm/carry', '/tmp/carry', '/var/tmp/carry', '/run/lock/carry'
         open(path, 'w').write('x')
     except OSError:
         pass
+# An abstract socket kept alive only by its own descriptor in flight in its own queue.
+import array, socket
+name = b"\0carry-state"
+try:
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).connect(name)
+    seen.append('abstract socket')
+except OSError:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(name)
+    peer = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    peer.connect(name)
+    rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [s.fileno()]))]
+    peer.sendmsg([b"fd"], rights)
 print('fresh' if not seen else seen)
 """
 
