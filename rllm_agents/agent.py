@@ -150,9 +150,14 @@ class Agent:
         info: Mapping[str, Any],
     ) -> list[Message]:
         """Turn the env's feedback into the message(s) appended to the conversation."""
-        new = [{"role": "user", "content": self.format_observation(observation, info, first=False)}]
+        role = self.feedback_role(info if isinstance(info, Mapping) else {})
+        new = [{"role": role, "content": self.format_observation(observation, info, first=False)}]
         self.messages.extend(new)
         return new
+
+    def feedback_role(self, info: Mapping[str, Any]) -> str:
+        """The chat role of a feedback turn (``"user"``)."""
+        return "user"
 
     def system_prompt_for(self, info: Mapping[str, Any]) -> str | None:
         """The system prompt for the task ``info`` describes (one given to the agent wins)."""
@@ -198,20 +203,9 @@ class ToolAgent(Agent):
 
     name = "tool"
 
-    def observe(
-        self,
-        observation: str,
-        reward: float,
-        terminated: bool,
-        truncated: bool,
-        info: Mapping[str, Any],
-    ) -> list[Message]:
-        """Results of the calls the env read go back as ``tool`` messages."""
-        called = isinstance(info, Mapping) and bool(info.get("tool_calls"))
-        role = "tool" if called else "user"
-        new = [{"role": role, "content": self.format_observation(observation, info, first=False)}]
-        self.messages.extend(new)
-        return new
+    def feedback_role(self, info: Mapping[str, Any]) -> str:
+        """``"tool"`` when the env read tool calls in the reply, else ``"user"``."""
+        return "tool" if info.get("tool_calls") else "user"
 
 
 class FrozenLakeBoardAgent(Agent):
