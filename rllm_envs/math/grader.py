@@ -1639,9 +1639,10 @@ _NAME = re.compile(r"[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?")
 def _by_name(prediction: str, gold: str, problem: str | None) -> str | None:
     """A named answer (``y = 1, x = 3``) for an unnamed tuple gold, put in the gold's order.
 
-    The order is the one the problem announces (``$(x, y)$``), else alphabetical. Returns the
-    values as a tuple in that order, ``""`` when the names are not the announced ones (the
-    answer is wrong), or ``None`` when the rule does not apply (compared as written).
+    The order is the one the problem announces (``$(x, y)$``), else alphabetical for a tuple
+    gold (a plain list of solutions stays unordered). Returns the values as a tuple in that
+    order, ``""`` when the names are not the announced ones (the answer is wrong), or
+    ``None`` when the rule does not apply (compared as written).
     """
     if len(prediction) > MAX_ANSWER_LENGTH or "=" not in prediction:
         return None
@@ -1668,6 +1669,8 @@ def _by_name(prediction: str, gold: str, problem: str | None) -> str | None:
         order = [n.replace("{", "").replace("}", "") for n in announced]
         if set(order) != set(named):
             return ""
+    elif g.kind == "list":
+        return None  # `1, 3` lists solutions in any order: `x_1 = 3, x_2 = 1` is fine
     else:
         order = sorted(named)
     return "(" + ", ".join(named[n] for n in order) + ")"

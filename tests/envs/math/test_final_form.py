@@ -200,6 +200,13 @@ def test_tuple_answers_match_names(reply, expected):
         assert score_response(f"\\boxed{{{reply}}}", "(3, 1)")[0] == expected
 
 
+def test_named_roots_of_an_unordered_list_match_in_any_order():
+    assert score_response("\\boxed{x_1 = 3, x_2 = 1}", "1, 3")[0] == 1.0
+    assert score_response("\\boxed{x_1 = 1, x_2 = 3}", "1, 3")[0] == 1.0
+    # A list the problem names in order is a tuple after all.
+    assert score_response("\\boxed{y=3, x=1}", "3, 1", problem="Give $(x, y)$.")[0] == 0.0
+
+
 def test_linear_system_named_answers_every_difficulty():
     for difficulty in DIFFICULTIES:
         for task in _tasks("linear_system", difficulty):
