@@ -78,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="math envs: answer extraction mode (boxed: strict RL default; any: lenient)",
     )
+    p.add_argument(
+        "--split",
+        choices=("eval", "train"),
+        default="eval",
+        help="task universe of envs with a task seed (eval: shares nothing with training)",
+    )
     p.add_argument("--name", default="", help="run name (default: from the policy)")
     p.add_argument("--out", type=Path, default=Path("runs/leaderboard"))
     add_model_arguments(p, max_model_len=None)
@@ -101,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 name=args.name,
                 policy_kwargs=_model_kwargs(args) if model else {},
                 transcripts=args.transcripts,
+                split=args.split,
             )
             summary = run(config, args.out)
             console.print_json(json.dumps(summary))

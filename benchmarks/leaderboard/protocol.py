@@ -8,7 +8,7 @@ other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import rllm_envs
@@ -61,7 +61,11 @@ class EpisodeSpec:
 
 @dataclass
 class EpisodeRecord:
-    """The outcome of one evaluation episode (one line of ``episodes.jsonl``)."""
+    """The outcome of one evaluation episode (one line of ``episodes.jsonl``).
+
+    ``metrics`` holds an env's own per-episode figures (a judge's accuracy next to its base
+    rate, from the env class's ``episode_metrics``); the summary averages each.
+    """
 
     env_id: str
     row: int
@@ -75,6 +79,14 @@ class EpisodeRecord:
     tokens: int
     wall_s: float
     invalid_actions: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _episode_metrics(env_id: str, correct: dict[str, bool]) -> dict[str, float]:
+    """The env class's ``episode_metrics(correct)`` (e.g. a judge's base rate), if it has one."""
+    cls = rllm_envs.resolve(rllm_envs.env_entry(env_id).entry_point)
+    metrics = getattr(cls, "episode_metrics", None)
+    return dict(metrics(correct)) if callable(metrics) else {}
 
 
 def multiagent_record(
@@ -94,6 +106,7 @@ def multiagent_record(
         tokens=episode.tokens,
         wall_s=wall_s,
         invalid_actions=episode.invalid_actions,
+        metrics=_episode_metrics(spec.env_id, dict(episode.correct)),
     )
 
 

@@ -152,6 +152,22 @@ def markdown(runs: list[RunResult]) -> str:
     for run in runs:
         cells = [_fmt(run.summary["envs"].get(e, {}).get("format_rate"), 2) for e in _env_ids(runs)]
         lines.append(f"| {run.name} | " + " | ".join(cells) + " |")
+    # A judge picking among solutions shown in random order scores the base rate (the share of
+    # correct solutions) without reading them: its score means something only above that.
+    judged = [
+        (run, e, m)
+        for run in runs
+        for e, m in run.summary["envs"].items()
+        if "judge_base_rate" in m
+    ]
+    if judged:
+        lines += ["", "Judge accuracy next to its base rate (a constant choice's score):", ""]
+        lines += ["| policy | env | judge accuracy | base rate |", "|---|---|---|---|"]
+        for run, e, m in judged:
+            lines.append(
+                f"| {run.name} | `{e}` | {_fmt(m.get('judge_accuracy'))} | "
+                f"{_fmt(m['judge_base_rate'])} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,10 @@ appended and flushed as each episode ends), ``summary.json`` (metrics per env) a
 ``transcripts=True``, ``transcripts.jsonl`` (each episode's conversation). Running the
 same config into the same directory again skips the episodes already recorded.
 
+Every env with a task seed is evaluated in its evaluation universe
+(:data:`rllm_envs.tasks.EVAL_TASK_SEED`: questions, answers and worlds no training seed
+shares) unless ``split="train"`` or the column's ``env_kwargs`` set ``task_seed``.
+
 An env can be evaluated under several settings, each its own leaderboard column: an entry
 ``"<env id>@<variant>"`` in ``envs`` is the env with ``env_kwargs["<env id>@<variant>"]``, e.g.
 ``rllm/FrozenLake-v0`` on the trained map next to ``rllm/FrozenLake-v0@random-4x4`` on random
@@ -39,6 +43,7 @@ from benchmarks.leaderboard.protocol import (
     is_multiagent,
 )
 from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.tasks import EVAL_TASK_SEED
 
 _PACKAGES = (
     "rllm-envs",
@@ -83,6 +88,9 @@ class RunConfig:
             ``env_settings``; see :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
         transcripts: Write each episode's conversation to ``transcripts.jsonl`` (a model's
             chat; a scripted policy's observations and actions; multi-agent: the model's agents).
+        split: ``"eval"`` (default): envs with a task seed play the evaluation universe
+            (:data:`rllm_envs.tasks.EVAL_TASK_SEED`); ``"train"``: their default seed, the
+            universe training draws from. A ``task_seed`` in ``env_kwargs`` wins.
     """
 
     policy: str
@@ -94,8 +102,13 @@ class RunConfig:
     name: str = ""
     policy_kwargs: dict[str, Any] = field(default_factory=dict)
     transcripts: bool = False
+    split: str = "eval"
 
     def __post_init__(self) -> None:
+        if self.split not in ("eval", "train"):
+            raise InvalidEnvConfig(
+                f"Expects `split` to be 'eval' or 'train', actual: {self.split!r}."
+            )
         known = {**rllm_envs.list_envs(), **rllm_envs.list_multiagent_envs()}
         if not self.envs:
             self.envs = list(known)
@@ -172,6 +185,21 @@ def _load_records(path: Path) -> list[EpisodeRecord]:
     return records
 
 
+def universe_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
+    """``env_kwargs`` with the evaluation universe's ``task_seed`` for ``split="eval"``.
+
+    Only for envs that take a ``task_seed`` and only when ``env_kwargs`` does not set one.
+    """
+    import inspect
+
+    if split != "eval" or "task_seed" in env_kwargs:
+        return dict(env_kwargs)
+    cls = rllm_envs.resolve(rllm_envs.env_entry(env_id).entry_point)
+    if "task_seed" not in inspect.signature(cls.__init__).parameters:
+        return dict(env_kwargs)
+    return {**env_kwargs, "task_seed": EVAL_TASK_SEED}
+
+
 def source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
     """Number of tasks in the env's task source (evaluation rows cycle through them)."""
     if is_multiagent(env_id):
@@ -226,7 +254,8 @@ def run(
     done = {(r.env_id, r.row, r.sample) for r in records}
     jobs = []
     for column in config.envs:
-        env_id, kwargs = base_env_id(column), config.env_kwargs.get(column, {})
+        env_id = base_env_id(column)
+        kwargs = universe_kwargs(env_id, config.env_kwargs.get(column, {}), config.split)
         specs = episode_specs(
             env_id, config.n_tasks, config.k, config.seed, source_size(env_id, kwargs), column
         )
@@ -277,6 +306,15 @@ def format_rate(records: Iterable[EpisodeRecord]) -> float:
     return 1.0 - min(sum(r.invalid_actions for r in rs), turns) / turns
 
 
+def _mean_metrics(records: list[EpisodeRecord]) -> dict[str, float]:
+    """The mean of each env-specific metric over the records that report it."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        for name, value in (r.metrics or {}).items():
+            values[name].append(float(value))
+    return {name: float(np.mean(v)) for name, v in values.items()}
+
+
 def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, Any]:
     """Metrics per env (pass@1, pass@k, reward, turns, tokens, wall time, format rate)."""
     by_env: dict[str, list[EpisodeRecord]] = defaultdict(list)
@@ -300,6 +338,7 @@ def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, 
             "mean_tokens": float(np.mean([r.tokens for r in rs])),
             "wall_s": float(sum(r.wall_s for r in rs)),
             "format_rate": format_rate(rs),
+            **_mean_metrics(rs),
         }
     overall = float(np.mean([m["pass@1"] for m in envs.values()])) if envs else float("nan")
     return {

@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.leaderboard.report import Section, html_page, load_run, pick_examples
 from benchmarks.leaderboard.runner import RunConfig, run
+from rllm_envs.tasks import EVAL_TASK_SEED
 
 FL = "rllm/FrozenLake-v0"
 MATH = "rllm/Math-v0"
@@ -51,7 +52,9 @@ def test_variant_columns_keep_their_own_transcripts(tmp_path):
     run(config, tmp_path, progress=False)
     shown = load_run(tmp_path / "random").transcripts
     assert set(shown) == {FL, column}
-    assert all(t["env_kwargs"] == {"size": 4, "is_slippery": False} for t in shown[column])
+    # The column's own kwargs, played in the evaluation universe (the leaderboard's split).
+    expected = {"size": 4, "is_slippery": False, "task_seed": EVAL_TASK_SEED}
+    assert all(t["env_kwargs"] == expected for t in shown[column])
 
 
 def _episode(row: int, correct: bool, reply: str = "Right") -> dict:

@@ -1,0 +1,126 @@
+"""Held-out means held out: the evaluation universe shares no question, entity answer or world
+fact with training, the committed measurement says so, and the leaderboard plays it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from benchmarks.heldout import HELDOUT_TASK_SEED, measure_overlap, overlap_report
+from benchmarks.leaderboard.report import markdown
+from benchmarks.leaderboard.runner import RunConfig, run, universe_kwargs
+from rllm_envs.search.kb import build_kb, word_universe
+from rllm_envs.tasks import (
+    EVAL_SEED_START,
+    EVAL_TASK_SEED,
+    question_universe,
+    seed_universe,
+)
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "heldout_overlap.json"
+
+
+def test_the_committed_overlap_is_zero_where_it_must_be():
+    report = json.loads(RESULTS.read_text(encoding="utf-8"))
+    assert report["eval_seed_start"] == EVAL_SEED_START
+    for row in report["envs"]:
+        label = f"{row['env']} {row['env_kwargs']}"
+        assert row["eval_seed"] >= EVAL_SEED_START and row["train_seed"] < EVAL_SEED_START
+        assert row["questions"] == 0, label
+        assert row["entity_answers"] == 0, label
+        assert row["facts"] in (0, None), label
+    assert {r["env"] for r in report["envs"]} | set(report["without_task_seed"]) == {
+        *rllm_envs.list_envs(),
+        *rllm_envs.list_multiagent_envs(),
+    }
+    search = [r for r in report["envs"] if r["env"] == "rllm/Search-v0"]
+    assert search and all(r["facts"] == 0 and r["distinct"]["facts"][0] > 0 for r in search)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("rllm/Math-v0", {"families": ["arithmetic"]}),
+        ("rllm/Search-v0", {"difficulty": 1}),
+        ("rllm/Countdown-v0", {}),
+        ("rllm/FrozenLake-v0", {"difficulty": 2}),
+    ],
+)
+def test_measured_now_the_universes_share_nothing(env_id, kwargs):
+    row = measure_overlap(env_id, kwargs, num_tasks=80)
+    assert row["questions"] == row["entity_answers"] == 0
+    assert row["facts"] in (0, None)
+
+
+def test_every_procedural_task_is_a_question_of_its_seeds_universe():
+    for seed, universe in ((0, "train"), (7, "train"), (EVAL_TASK_SEED, "eval")):
+        assert seed_universe(seed) == universe
+        tasks = gym.make("rllm/Math-v0", task_seed=seed, families=["arithmetic"]).unwrapped.tasks
+        assert {question_universe(tasks[i]) for i in range(60)} == {universe}
+
+
+def test_search_worlds_depend_on_the_task_seed_and_eval_worlds_use_their_own_words():
+    def words(kb):
+        return {
+            w.lower()
+            for group in (kb.countries, kb.cities, kb.people)
+            for e in group
+            for w in e["name"].split()
+        }
+
+    train0, train1, held = (words(build_kb(0, 60, s)) for s in (0, 1, EVAL_TASK_SEED))
+    assert train0 != train1
+    assert {word_universe(w) for w in train0 | train1} == {"train"}
+    assert {word_universe(w) for w in held} == {"eval"}
+    assert not (train0 | train1) & held
+    # The answers of one training seed are no use on another: a memorising policy scores 0.
+    env = gym.make("rllm/Search-v0", task_seed=1, difficulty=1)
+    memorised = {}
+    seen = gym.make("rllm/Search-v0", task_seed=0, difficulty=1).unwrapped.tasks
+    for i in range(300):
+        memorised[seen[i]["question"]] = seen[i]["answers"][0]
+    hits = 0
+    for i in range(50):
+        obs, _ = env.reset(options={"index": i})
+        question = obs.rsplit("Question: ", 1)[1]
+        if question in memorised:
+            _, reward, *_ = env.step(f"<answer>{memorised[question]}</answer>")
+            hits += reward > 0
+    assert hits == 0
+
+
+def test_the_leaderboard_plays_the_evaluation_universe(tmp_path):
+    assert universe_kwargs("rllm/Math-v0", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
+    assert universe_kwargs("rllm/Math-v0", {"task_seed": 3}, "eval") == {"task_seed": 3}
+    assert universe_kwargs("rllm/Math-v0", {}, "train") == {}
+    assert universe_kwargs("rllm/Code-v0", {}, "eval") == {}  # a dataset: no task seed
+    assert universe_kwargs("rllm/SolverJudge-v0", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
+    assert HELDOUT_TASK_SEED == EVAL_TASK_SEED
+    config = RunConfig(policy="oracle", envs=["rllm/Math-v0"], n_tasks=2)
+    assert config.split == "eval"
+    run(config, tmp_path, progress=False)
+    lines = (tmp_path / config.name / "episodes.jsonl").read_text().splitlines()
+    assert all(f"-s{EVAL_TASK_SEED}-" in json.loads(line)["task_id"] for line in lines)
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="split"):
+        RunConfig(policy="oracle", split="test")
+
+
+def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
+    config = RunConfig(policy="random", envs=["rllm/SolverJudge-v0"], n_tasks=12)
+    summary = run(config, tmp_path, progress=False)
+    metrics = summary["envs"]["rllm/SolverJudge-v0"]
+    assert 0.0 <= metrics["judge_base_rate"] <= 1.0 and "judge_accuracy" in metrics
+    from benchmarks.leaderboard.report import load_run
+
+    text = markdown([load_run(tmp_path / config.name)])
+    assert "base rate" in text and "`rllm/SolverJudge-v0`" in text.split("base rate")[-1]
+
+
+@pytest.mark.slow
+def test_the_overlap_report_covers_every_id_with_a_task_seed():
+    report = overlap_report(num_tasks=40)
+    assert all(r["questions"] == 0 and r["entity_answers"] == 0 for r in report["envs"])
