@@ -141,7 +141,12 @@ if _f[1] == b"exec":  # trusted code (the judge's harness): runs here, holds the
     _g["__rllm_channel__"] = _ch
     del _a, _h, _f, _n, _b, _c, _limit
     exec(compile(_src, "harness.py", "exec"), _g)
-    sys.exit(0)
+    for _s in (sys.stdout, sys.stderr):
+        try:
+            _s.flush()
+        except Exception:
+            pass
+    os._exit(0)  # no interpreter teardown to wait for (no atexit handlers either)
 _pid = os.fork()
 if _pid:
     os.close(0)
@@ -315,8 +320,9 @@ def program_header(code: str, cpu_seconds: int | None = None, *, trusted: bool =
 
     ``cpu_seconds`` lowers the CPU limit set at start (for a sandbox started ahead of time).
     ``trusted`` code (the judge's harness, never model-written) runs in the bootstrap itself
-    and gets the report channel (``__rllm_channel__``); other code runs in a forked child
-    that does not.
+    and gets the report channel (``__rllm_channel__``); it ends with ``os._exit(0)`` once its
+    standard streams are flushed (no ``atexit`` handlers). Other code runs in a forked child
+    that holds nothing but its standard streams.
     """
     source = code.encode("utf-8", "surrogatepass")
     cpu = b"-" if cpu_seconds is None else b"%d" % cpu_seconds
