@@ -1,321 +1,426 @@
-r"""verifiers adapter: every rllm-envs id as a ``vf.Environment`` (``load_environment``).
+r"""verifiers adapter: every single-agent rllm-envs id as a verifiers 0.4 taskset and env.
 
-``pip install "rllm-envs[verifiers]"`` (verifiers' classic ``vf.Environment`` API, 0.3.x).
-:func:`load_environment` is what verifiers-based tools look for (``vf-eval``, prime-rl)::
+``pip install "rllm-envs[verifiers]"`` (verifiers >= 0.4, whose API is ``verifiers.v1``). A
+verifiers plugin is a top-level module exporting one ``vf.Taskset`` (and optionally a
+``vf.Env`` and a ``vf.Harness``) through ``__all__``; verifiers' own loader imports it by
+taskset id. Ours is ``rllm_envs_verifiers`` (this module, re-exported), so the taskset id is
+``rllm-envs-verifiers`` and the rllm-envs id is its ``env_id`` field::
 
-    import verifiers as vf
-    from adapters.verifiers import load_environment
+    vf-eval rllm-envs-verifiers --env.taskset.env-id rllm/FrozenLake-v0 \
+        --env.taskset.num-tasks 16 -n 16 -r 4 -m my-model \
+        --client.base-url http://127.0.0.1:8000/v1 --client.api-key-var OPENAI_API_KEY \
+        --no-push --no-rich
 
-    env = load_environment("rllm/Math-v0", num_examples=64, difficulty=3)
-    results = env.evaluate_sync(client, model="my-model", rollouts_per_example=4)
+or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalConfig``)::
 
-or from the command line, with this module as the environment module::
+    import asyncio
+    from verifiers.v1.cli.eval.runner import run_eval
+    from adapters.verifiers import eval_config
 
-    vf-eval adapters.verifiers -a '{"env": "rllm/Math-v0"}' -m my-model \
-        --api-base-url http://127.0.0.1:8000/v1 -n 16
+    config = eval_config("rllm/Math-v0", model="my-model",
+                         base_url="http://127.0.0.1:8000/v1", num_tasks=8)
+    episodes = asyncio.run(run_eval(config))
 
-* Single-turn ids (``max_turns == 1``: Math, Code) become a ``vf.SingleTurnEnv``: a dataset of
-  the env's tasks (prompt = the family agent's messages for the first observation) and a
-  rubric whose reward is the env's own reward for the completion.
-* Multi-turn ids (FrozenLake, CodeMultiTurn, ToolUse, Search) become an :class:`RllmMultiTurnEnv`
-  (``vf.MultiTurnEnv``) whose ``env_response`` steps a fresh episode of our env with each
-  model reply and returns the agent's feedback messages; the rubric's reward is the episode
-  return. Tool envs expose their tools the way our agents do: the system prompt describes
-  them and the model calls them in text (``<tool_call>{...}</tool_call>``); their OpenAI
-  schemas are in each row's ``info["tools"]``. Tool results come back as user messages.
+* :class:`RllmTaskset` yields task ``start + k`` of the env reset with seed ``seed + k``; its
+  prompt is the family agent's messages for the first observation (system prompt, worked
+  example, the observation).
+* :class:`RllmEnv` plays each episode: the model's reply is stepped through our env, the
+  agent turns the env's feedback into the next user turn, until our env terminates or
+  truncates (multi-turn ids: FrozenLake, CodeMultiTurn, ToolUse, Search; tool calls are
+  text ``<tool_call>{...}</tool_call>`` as our agents write them, tool results come back as
+  user turns).
+* The task's ``@vf.reward`` ``env_reward`` is the episode return from our env (its family
+  scorer); ``is_correct``, ``invalid_action``, ``turns`` and every reward component are
+  ``@vf.metric``\ s. Paired with another verifiers env (``--env.id``), a task is scored by
+  stepping a fresh episode with the trace's final reply.
+* :class:`RllmChatHarness` (the taskset's default harness) is a tool-less chat loop run in
+  process: each segment is one chat completion through verifiers' interception endpoint, so
+  the trace, sampling, limits and training clients work as for any harness; it needs no
+  ``uv`` or network at run time.
 
-Every row carries ``info = {"env_id", "env_kwargs", "seed", "task_index", "task_id"}``, so
-rewards are reproducible: the rubric replays the row's task with the same seed. Named reward
-components, ``is_correct`` and ``invalid_action`` are logged as metrics (weight 0).
+Multi-agent ids (PettingZoo) are not offered here: a verifiers multi-agent env needs every
+seat to be a model, while our competitive envs name scripted opponents per seat
+(``rllm_envs.env_entry(id).opponents``); use ``rllm_envs.make_parallel`` or the OpenEnv server.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.metadata
 import json
 from collections.abc import Mapping
 from typing import Any
 
-import gymnasium as gym
+import numpy as np
 
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, require
 
-vf = require("verifiers", "verifiers", feature="The verifiers adapter")
-
-__all__ = ["load_environment", "env_dataset", "EnvRubric", "RllmMultiTurnEnv", "completion_text"]
+_MIN_VERSION = (0, 4)
 
 
-def _make(info: Mapping[str, Any]) -> gym.Env:
+def _require_v1() -> Any:
+    try:
+        version = importlib.metadata.version("verifiers")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if version is not None:
+        parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+        if parts < _MIN_VERSION:
+            raise DependencyNotInstalled(
+                f"adapters.verifiers targets verifiers >= 0.4 (its `verifiers.v1` API); "
+                f"verifiers {version} is installed, whose classic `vf.Environment` API this "
+                f'adapter no longer supports. Run `pip install "rllm-envs[verifiers]"`.'
+            )
+    return require("verifiers.v1", "verifiers", feature="The verifiers adapter")
+
+
+vf = _require_v1()
+httpx = require("httpx", "verifiers", feature="The verifiers adapter")
+
+#: The taskset id verifiers' loader resolves to this adapter (module ``rllm_envs_verifiers``).
+TASKSET_ID = "rllm-envs-verifiers"
+
+__all__ = [
+    "TASKSET_ID",
+    "RllmTasksetConfig",
+    "RllmTaskData",
+    "RllmTask",
+    "RllmTaskset",
+    "RllmEnvConfig",
+    "RllmEnv",
+    "RllmChatHarnessConfig",
+    "RllmChatHarness",
+    "eval_config",
+]
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def _wire(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    # Our tool results are text turns (text tool calls carry no tool_call_id).
+    return [
+        {"role": "user" if m["role"] == "tool" else str(m["role"]), "content": str(m["content"])}
+        for m in messages
+    ]
+
+
+# ------------------------------------------------------------------------------- taskset
+
+
+class RllmTasksetConfig(vf.TasksetConfig):  # type: ignore[name-defined]
+    """Which env and tasks (``--env.taskset.*`` on the command line)."""
+
+    env_id: str = "rllm/Math-v0"
+    """A registered single-agent rllm-envs id."""
+    env_kwargs: dict[str, Any] = {}
+    """Constructor kwargs of the env (variants), e.g. ``{"difficulty": 3}``."""
+    num_tasks: int = 100
+    """Tasks: indices ``start .. start + num_tasks - 1`` (modulo the source size)."""
+    start: int = 0
+    """First task index (use disjoint ranges, or another ``task_seed``, for evaluation)."""
+    seed: int = 0
+    """Reset seed of task ``k`` is ``seed + k``."""
+
+
+class RllmTaskData(vf.TaskData):  # type: ignore[name-defined]
+    """One task: the env, its kwargs, the reset seed and task index, and the family's decoding."""
+
+    env_id: str
+    env_kwargs: dict[str, Any] = {}
+    seed: int
+    task_index: int
+    max_turns: int = 1
+    max_tokens: int | None = None
+    stop: list[str] = []
+    tools: list[dict[str, Any]] = []
+
+
+def _make(data: Any) -> tuple[Any, Any, str, dict[str, Any]]:
+    """A fresh env and agent on the task; the first observation and info."""
     import rllm_envs
+    from rllm_agents.agent import make_agent
 
-    env_kwargs = info.get("env_kwargs") or {}
-    if isinstance(env_kwargs, str):  # datasets may store nested dicts as JSON text
-        env_kwargs = json.loads(env_kwargs)
-    return rllm_envs.make(info["env_id"], **env_kwargs)
-
-
-def _reset(env: gym.Env, info: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    return env.reset(seed=int(info["seed"]), options={"index": int(info["task_index"])})
+    env = rllm_envs.make(data.env_id, **dict(data.env_kwargs))
+    observation, info = env.reset(seed=int(data.seed), options={"index": int(data.task_index)})
+    agent = make_agent(data.env_id)
+    return env, agent, observation, info
 
 
-def completion_text(completion: Any) -> str:
-    """The text of the last assistant message of a verifiers completion (or the string)."""
-    if isinstance(completion, str):
-        return completion
-    for message in reversed(list(completion or [])):
-        role = message.get("role") if isinstance(message, Mapping) else None
-        if role is None:
-            role = getattr(message, "role", None)
-        if role == "assistant":
-            content = message.get("content") if isinstance(message, Mapping) else message.content
-            if isinstance(content, list):  # content parts
-                return "".join(
-                    p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content
+def _replay(data: Any, reply: str) -> dict[str, Any]:
+    """Step a fresh episode of the task once with ``reply`` (scoring outside :class:`RllmEnv`)."""
+    env, agent, observation, info = _make(data)
+    try:
+        agent.reset(observation, info)
+        _, reward, terminated, truncated, info = env.step(agent.act(reply))
+    finally:
+        env.close()
+    return {"return": float(reward), "turns": 1, "info": _jsonable(info)}
+
+
+class RllmTask(vf.Task[RllmTaskData, vf.State, vf.TaskConfig]):  # type: ignore[name-defined]
+    """A task whose reward is our env's episode return and whose metrics are its info."""
+
+    async def _outcome(self, trace: Any) -> dict[str, Any]:
+        outcome = trace.info.get("rllm")
+        if outcome is None:
+            outcome = await asyncio.to_thread(_replay, self.data, trace.last_reply or "")
+            trace.info["rllm"] = outcome
+        return dict(outcome)
+
+    @vf.reward
+    async def env_reward(self, trace: Any) -> float:
+        """The env's return for the episode (its family scorer's reward)."""
+        return float((await self._outcome(trace))["return"])
+
+    @vf.metric
+    async def env_info(self, trace: Any) -> dict[str, float]:
+        """``is_correct``, ``invalid_action``, ``turns`` and ``component_<name>`` of the env."""
+        outcome = await self._outcome(trace)
+        info = outcome["info"]
+        metrics = {
+            "is_correct": float(bool(info.get("is_correct"))),
+            "invalid_action": float(bool(info.get("invalid_action"))),
+            "turns": float(outcome["turns"]),
+        }
+        for name, value in (info.get("reward_components") or {}).items():
+            metrics[f"component_{name}"] = float(value)
+        return metrics
+
+
+class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name-defined]
+    """The tasks of one rllm-envs id (see :class:`RllmTasksetConfig`)."""
+
+    def load(self) -> Any:
+        """Yield the configured tasks with the family agent's prompt."""
+        import rllm_envs
+
+        config = self.config
+        if config.env_id in rllm_envs.list_multiagent_envs():
+            raise InvalidEnvConfig(
+                f"{config.env_id} is a multi-agent env; verifiers tasksets here take "
+                "single-agent ids (see the adapters.verifiers docstring)."
+            )
+        if config.num_tasks < 1:
+            raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
+        env = rllm_envs.make(config.env_id, **dict(config.env_kwargs))
+        size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
+        max_turns = int(getattr(env.unwrapped, "max_turns", 1))
+        env.close()
+        from rllm_agents.agent import make_agent
+
+        for k in range(config.num_tasks):
+            index = config.start + k if not size else (config.start + k) % size
+            seed = config.seed + k
+            env = rllm_envs.make(config.env_id, **dict(config.env_kwargs))
+            observation, info = env.reset(seed=seed, options={"index": index})
+            env.close()
+            agent = make_agent(config.env_id)
+            hints = agent.sampling_hints()
+            yield RllmTask(
+                RllmTaskData(
+                    id=str(info.get("task_id")),
+                    name=f"{config.env_id}#{index}",
+                    prompt=_wire(agent.reset(observation, info)),
+                    env_id=config.env_id,
+                    env_kwargs=dict(config.env_kwargs),
+                    seed=seed,
+                    task_index=index,
+                    max_turns=max_turns,
+                    max_tokens=hints.get("max_tokens"),
+                    stop=list(hints.get("stop", ())),
+                    tools=_jsonable(list(info.get("tools") or [])),
+                ),
+                config.task,
+            )
+
+
+# ----------------------------------------------------------------------------------- env
+
+
+class RllmEnvConfig(vf.EnvConfig):  # type: ignore[name-defined]
+    """The env's one seat, ``agent`` (``--env.agent.*``), as in verifiers' single-agent env.
+
+    Its runtime defaults to a local subprocess workspace: the chat harness runs in process
+    and needs no container (verifiers' own default is a remote Prime sandbox).
+    """
+
+    agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+
+
+class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
+    """One episode of our env per rollout: the model's replies are its actions."""
+
+    async def run(self, task: Any, agents: Any) -> None:
+        """Play the task's episode: reply, step, feedback as the next user turn, until done."""
+        data = task.data
+        env, agent, observation, info = await asyncio.to_thread(_make, data)
+        agent.reset(observation, info)
+        total, turns, last_info = 0.0, 0, dict(info)
+        try:
+            async with agents.agent.interaction(task) as interaction:
+                segment = await interaction.turn()
+                while not segment.terminated:
+                    action = agent.act(segment.last_reply)
+                    observation, reward, terminated, truncated, step_info = await asyncio.to_thread(
+                        env.step, action
+                    )
+                    total, turns, last_info = total + float(reward), turns + 1, step_info
+                    if terminated or truncated:
+                        break
+                    new = agent.observe(
+                        observation, float(reward), terminated, truncated, step_info
+                    )
+                    segment = await interaction.turn(_wire(new))
+                # Read by the task's reward and metrics when the interaction closes.
+                interaction.trace.info["rllm"] = {
+                    "return": total,
+                    "turns": turns,
+                    "info": _jsonable(last_info),
+                }
+        finally:
+            await asyncio.to_thread(env.close)
+
+
+# ------------------------------------------------------------------------------- harness
+
+
+class RllmChatHarnessConfig(vf.HarnessConfig):  # type: ignore[name-defined]
+    """The chat harness's settings."""
+
+    request_timeout: float = 600.0
+    """Seconds one chat completion may take."""
+
+
+class RllmChatHarness(vf.Harness[RllmChatHarnessConfig]):  # type: ignore[name-defined]
+    """A tool-less chat loop in process: one chat completion per segment via interception."""
+
+    APPENDS_SYSTEM_PROMPT = True
+    SUPPORTS_RESUME = True
+    EXECUTES_CODE = False
+    NEEDS_CONTAINER = False
+
+    async def launch(
+        self,
+        ctx: Any,
+        trace: Any,
+        runtime: Any,
+        endpoint: str,
+        secret: str,
+        mcp_urls: dict[str, str],
+        data: Any,
+        tool_interception_url: str | None = None,
+    ) -> Any:
+        """Send the conversation to ``endpoint`` once; the interception records the turn."""
+        from verifiers.v1.dialects.chat import message_to_wire
+
+        system, prompt = self.resolve_prompt(data)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        if isinstance(prompt, str):
+            messages.append({"role": "user", "content": prompt})
+        else:
+            messages += [message_to_wire(m) for m in prompt or []]
+        body: dict[str, Any] = {"model": ctx.model, "messages": messages}
+        if getattr(data, "max_tokens", None):
+            body["max_tokens"] = data.max_tokens
+        if getattr(data, "stop", None):
+            body["stop"] = list(data.stop)
+        try:
+            async with httpx.AsyncClient(timeout=self.config.request_timeout) as client:
+                response = await client.post(
+                    endpoint.rstrip("/") + "/chat/completions",
+                    json=body,
+                    headers={"Authorization": f"Bearer {secret}"},
                 )
-            return content or ""
-    return ""
+        except httpx.TransportError as e:
+            from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
+
+            return vf.ProgramResult(
+                exit_code=MODEL_TRANSPORT_ERROR_EXIT_CODE, stdout="", stderr=repr(e)
+            )
+        if response.status_code >= 400:
+            from verifiers.v1.harnesses.utils.compaction import CONTEXT_OVERFLOW_MARKERS
+
+            text = response.text.casefold()
+            if response.status_code in (400, 413) and any(
+                marker in text for marker in CONTEXT_OVERFLOW_MARKERS
+            ):
+                # As verifiers' own chat program: a full context ends the exchange (no new
+                # turn), it is not a crash. The episode ends with the replies so far.
+                return vf.ProgramResult(exit_code=0, stdout="", stderr="")
+            return vf.ProgramResult(exit_code=1, stdout="", stderr=response.text[-2000:])
+        return vf.ProgramResult(exit_code=0, stdout="", stderr="")
 
 
-def env_dataset(
+# ---------------------------------------------------------------------------- eval config
+
+
+def eval_config(
     env_id: str,
     *,
-    num_examples: int = 100,
+    model: str,
+    base_url: str,
+    num_tasks: int = 16,
+    num_rollouts: int = 1,
     env_kwargs: Mapping[str, Any] | None = None,
     start: int = 0,
     seed: int = 0,
+    api_key_var: str = "OPENAI_API_KEY",
+    sampling: Mapping[str, Any] | None = None,
+    output_dir: str = "outputs",
+    max_concurrent: int | None = 32,
 ) -> Any:
-    """A ``datasets.Dataset`` of an env's tasks in verifiers' format.
-
-    Row ``k`` is task ``start + k`` reset with seed ``seed + k``. Columns: ``prompt`` (chat
-    messages from the family's agent), ``answer`` (the oracle's first action, for reference)
-    and ``info`` (what the rubric needs to replay the task; ``info["env_id"]`` routes rows).
-    """
-    datasets = require("datasets", "verifiers", feature="env_dataset")
-    from rllm_agents.agent import make_agent
-
-    if num_examples < 1:
-        raise InvalidEnvConfig(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
-    kwargs = dict(env_kwargs or {})
-    import rllm_envs
-
-    env = rllm_envs.make(env_id, **kwargs)
-    size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
-    rows: dict[str, list[Any]] = {k: [] for k in ("prompt", "answer", "info")}
-    for k in range(num_examples):
-        index = start + k if not size else (start + k) % size
-        info = {
-            "env_id": env_id,
-            "env_kwargs": json.dumps(kwargs),
-            "seed": seed + k,
-            "task_index": index,
-        }
-        observation, env_info = _reset(env, info)
-        messages = make_agent(env_id).reset(observation, env_info)
-        tools = env_info.get("tools")
-        rows["prompt"].append([{"role": m["role"], "content": m["content"]} for m in messages])
-        try:
-            answer = env.unwrapped.oracle_action()  # type: ignore[attr-defined]
-        except NotImplementedError:
-            answer = ""
-        rows["answer"].append(answer)
-        rows["info"].append(
-            {
-                **info,
-                "task_id": str(env_info.get("task_id")),
-                "tools": json.dumps(tools) if tools else "",
-            }
-        )
-    env.close()
-    return datasets.Dataset.from_dict(rows)
-
-
-# -------------------------------------------------------------------------------- rubric
-
-
-def _single_turn_outcome(state: Any) -> dict[str, Any]:
-    """Step the row's task with the completion once per rollout (cached in the state)."""
-    outcome = state.get("rllm")
-    if outcome is None:
-        from rllm_agents.agent import make_agent
-
-        info = state["info"]
-        env = _make(info)
-        try:
-            observation, env_info = _reset(env, info)
-            agent = make_agent(info["env_id"])
-            agent.reset(observation, env_info)
-            action = agent.act(completion_text(state["completion"]))
-            _, reward, _, _, step_info = env.step(action)
-        finally:
-            env.close()
-        outcome = {"return": float(reward), "info": step_info}
-        state["rllm"] = outcome
-    return outcome
-
-
-def _outcome(state: Any) -> dict[str, Any]:
-    return state.get("rllm") or _single_turn_outcome(state)
-
-
-class _Metric:
-    """A named metric reading one value of the episode outcome (verifiers keys by __name__)."""
-
-    def __init__(self, name: str, key: str, component: bool = False) -> None:
-        self.__name__ = name
-        self.key = key
-        self.component = component
-
-    def __call__(self, state: Any, **kwargs: Any) -> float:
-        info = _outcome(state)["info"]
-        if self.component:
-            return float(info.get("reward_components", {}).get(self.key, 0.0))
-        return float(bool(info.get(self.key)))
-
-
-def env_reward(state: Any, **kwargs: Any) -> float:
-    """The env's return for the rollout: the reward (single-turn) or the episode return."""
-    return float(_outcome(state)["return"])
-
-
-class EnvRubric(vf.Rubric):  # type: ignore[name-defined]
-    """A rubric whose reward is our env's reward; components and flags logged as metrics.
+    """The verifiers ``EvalConfig`` for an id served by an OpenAI-compatible endpoint.
 
     Args:
-        components: Reward component names to log (the env's ``default_reward_weights``).
-    """
-
-    def __init__(self, components: list[str] | tuple[str, ...] = (), **kwargs: Any) -> None:
-        super().__init__(funcs=[env_reward], weights=[1.0], **kwargs)
-        self.add_metric(_Metric("is_correct", "is_correct"))
-        self.add_metric(_Metric("invalid_action", "invalid_action"))
-        for name in components:
-            self.add_metric(_Metric(f"component_{name}", name, component=True))
-
-
-# ------------------------------------------------------------------------ multi-turn env
-
-
-class RllmMultiTurnEnv(vf.MultiTurnEnv):  # type: ignore[name-defined]
-    """A ``vf.MultiTurnEnv`` whose ``env_response`` steps one episode of an rllm-envs env.
-
-    Each rollout gets a fresh env and agent (in ``setup_state``), reset on the row's task.
-    The model's replies are the actions; the episode ends when our env says so
-    (``final_env_response``) or at verifiers' ``max_turns`` (then the last reply is still
-    stepped before scoring). The rollout's reward is the episode return.
-    """
-
-    async def setup_state(self, state: Any) -> Any:
-        """Start the row's episode."""
-        from rllm_agents.agent import make_agent
-
-        info = state["info"]
-        env = _make(info)
-        observation, env_info = _reset(env, info)
-        agent = make_agent(info["env_id"])
-        agent.reset(observation, env_info)
-        state["rllm_env"], state["rllm_agent"] = env, agent
-        state["rllm_steps"], state["rllm_return"], state["rllm_done"] = 0, 0.0, False
-        state["rllm_info"] = env_info
-        return state
-
-    def _step(self, state: Any, reply: str) -> list[dict[str, Any]]:
-        env, agent = state["rllm_env"], state["rllm_agent"]
-        action = agent.act(reply)
-        observation, reward, terminated, truncated, info = env.step(action)
-        state["rllm_steps"] += 1
-        state["rllm_return"] += float(reward)
-        state["rllm_info"] = info
-        state["rllm_done"] = bool(terminated or truncated)
-        new = agent.observe(observation, float(reward), terminated, truncated, info)
-        # The OpenAI chat API wants a tool_call_id on tool messages; ours are text tool calls.
-        return [
-            {"role": "user" if m["role"] == "tool" else m["role"], "content": m["content"]}
-            for m in new
-        ]
-
-    async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
-        """Step our env with the model's last reply; the feedback is the next user turn."""
-        response = self._step(state, completion_text(messages))
-        if state["rllm_done"]:
-            state["final_env_response"] = response
-        return response
-
-    @vf.cleanup
-    async def finish_episode(self, state: Any) -> None:
-        """Step a reply verifiers stopped on (max_turns), record the outcome, close the env."""
-        env = state.get("rllm_env")
-        if env is None:
-            return
-        try:
-            replies = len(state.get("trajectory", []))
-            if not state["rllm_done"] and replies > state["rllm_steps"]:
-                last = state["trajectory"][-1]["completion"]
-                self._step(state, completion_text(last))
-            state["rllm"] = {"return": state["rllm_return"], "info": state["rllm_info"]}
-        finally:
-            env.close()
-            state["rllm_env"] = state["rllm_agent"] = None
-
-
-# ------------------------------------------------------------------------- entry point
-
-
-def load_environment(
-    env_id: str | None = None,
-    num_examples: int = 100,
-    num_eval_examples: int | None = None,
-    seed: int = 0,
-    env_kwargs: Mapping[str, Any] | None = None,
-    env: str | None = None,
-    **kwargs: Any,
-) -> Any:
-    """A ``vf.Environment`` for an rllm-envs id (verifiers' ``load_environment`` hook).
-
-    Args:
-        env_id: A registered single-agent id (default ``rllm/Math-v0``).
-        num_examples: Rows of the training dataset (tasks ``0..n-1``, seeds ``seed + k``).
-        num_eval_examples: Rows of the eval dataset (the tasks after the training ones);
-            default ``num_examples``.
+        env_id: A registered single-agent id.
+        model: The served model name.
+        base_url: The endpoint, e.g. ``"http://127.0.0.1:8000/v1"``.
+        num_tasks: Tasks (all evaluated).
+        num_rollouts: Episodes per task (the group size).
+        env_kwargs: Env constructor kwargs.
+        start: First task index.
         seed: Base reset seed.
-        env_kwargs: Constructor kwargs of the env (variants); plain ``**kwargs`` are merged in,
-            so ``load_environment("rllm/Math-v0", difficulty=3)`` works.
-        env: The id under another name, for verifiers' own loader (``vf-eval adapters.verifiers
-            -a '{"env": "rllm/Math-v0"}'``), which takes ``env_id`` for the module name.
-        **kwargs: More env constructor kwargs.
+        api_key_var: Environment variable holding the key (unset: ``"EMPTY"``).
+        sampling: verifiers ``SamplingConfig`` fields (e.g. ``{"temperature": 0.0}``).
+        output_dir: Where verifiers writes the run (``traces.jsonl``).
+        max_concurrent: Episodes in flight.
 
     Returns:
-        A ``vf.SingleTurnEnv`` (single-turn ids) or :class:`RllmMultiTurnEnv`.
-
-    Raises:
-        UnknownEnvironment: For an unknown id. InvalidEnvConfig: For bad kwargs.
+        A ``verifiers.v1.configs.cli.eval.EvalConfig`` for ``run_eval``.
     """
-    import rllm_envs
+    from verifiers.v1.configs.cli.eval import EvalConfig
 
-    if env_id is not None and env is not None and env_id != env:
-        raise InvalidEnvConfig(f"Pass the id once: `env_id`={env_id!r} and `env`={env!r}.")
-    env_id = env_id or env or "rllm/Math-v0"
-    merged = {**dict(env_kwargs or {}), **kwargs}
-    probe = rllm_envs.make(env_id, **merged)
-    max_turns = int(getattr(probe.unwrapped, "max_turns", 1))
-    components = list(getattr(probe.unwrapped, "default_reward_weights", {}))
-    probe.close()
-    n_eval = num_examples if num_eval_examples is None else num_eval_examples
-    dataset = env_dataset(env_id, num_examples=num_examples, env_kwargs=merged, seed=seed)
-    eval_dataset = env_dataset(
-        env_id, num_examples=n_eval, env_kwargs=merged, start=num_examples, seed=seed + 10**6
+    return EvalConfig.model_validate(
+        {
+            "env": {
+                "taskset": {
+                    "id": TASKSET_ID,
+                    "env_id": env_id,
+                    "env_kwargs": json.loads(json.dumps(dict(env_kwargs or {}))),
+                    "num_tasks": num_tasks,
+                    "start": start,
+                    "seed": seed,
+                }
+            },
+            "model": model,
+            "client": {"type": "eval", "base_url": base_url, "api_key_var": api_key_var},
+            "sampling": dict(sampling or {}),
+            "num_rollouts": num_rollouts,
+            "max_concurrent": max_concurrent,
+            "rich": None,
+            "push": False,
+            "output_dir": output_dir,
+        }
     )
-    rubric = EnvRubric(components)
-    # verifiers reloads an env in its worker processes as `load_environment(env_id, **env_args)`
-    # of the *module* named env_id: this module, with the arguments that rebuild this env.
-    env_args = {"env": env_id, "num_examples": num_examples, "seed": seed, **merged}
-    if num_eval_examples is not None:
-        env_args["num_eval_examples"] = num_eval_examples
-    common = dict(
-        dataset=dataset,
-        eval_dataset=eval_dataset,
-        rubric=rubric,
-        env_id=__name__,
-        env_args=env_args,
-    )
-    if max_turns == 1:
-        return vf.SingleTurnEnv(**common)
-    return RllmMultiTurnEnv(max_turns=max_turns, **common)

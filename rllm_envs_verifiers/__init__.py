@@ -1,0 +1,27 @@
+"""verifiers plugin module for rllm-envs (taskset id ``rllm-envs-verifiers``).
+
+verifiers' loader imports a taskset by a top-level module name; this one re-exports the
+taskset, env and harness of :mod:`adapters.verifiers`, where they are documented.
+"""
+
+from adapters.verifiers import (
+    RllmChatHarness,
+    RllmChatHarnessConfig,
+    RllmEnv,
+    RllmEnvConfig,
+    RllmTask,
+    RllmTaskData,
+    RllmTaskset,
+    RllmTasksetConfig,
+)
+
+__all__ = [
+    "RllmChatHarness",
+    "RllmChatHarnessConfig",
+    "RllmEnv",
+    "RllmEnvConfig",
+    "RllmTask",
+    "RllmTaskData",
+    "RllmTaskset",
+    "RllmTasksetConfig",
+]
