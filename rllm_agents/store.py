@@ -879,7 +879,7 @@ class EpisodeStore:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "pass@k": float, ...}}``;
             pass@k is NaN when no task has ``k`` samples.
         """
-        from benchmarks.leaderboard.passk import mean_pass_at_k
+        from rllm_agents.passk import mean_pass_at_k
 
         for k in ks:
             if not isinstance(k, int) or isinstance(k, bool) or k < 1:
