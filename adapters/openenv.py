@@ -1,12 +1,12 @@
 r"""OpenEnv adapter: serve any rllm-envs id over OpenEnv's HTTP/WebSocket protocol, and a client.
 
-Built on ``openenv-core``'s own server primitives (``pip install "rllm-envs[openenv]"``):
+Built on ``openenv`` 0.10's types and client (``pip install "rllm-envs[openenv]"``):
 :class:`GymTextEnvironment` is an ``openenv`` ``Environment`` around one of our Gymnasium envs,
-and :func:`create_app` hands it to ``openenv.core.env_server.HTTPEnvServer``, which gives
-each WebSocket session (``/ws``) its own environment: one episode at a time per session, many
-sessions at once, up to ``max_sessions``; idle sessions are reaped after ``session_timeout``.
-Stateless ``POST /reset`` / ``POST /step`` are OpenEnv's simulation endpoints (a fresh env
-per request); real episodes use the WebSocket session, as OpenEnv's clients do.
+and :func:`create_app` serves it over OpenEnv's wire protocol with a session handler of our
+own, so that a session belongs to its WebSocket (``/ws``): one env and one episode at a time
+per socket, no HTTP route that creates, attaches to or closes sessions, and the limits of
+:class:`ServerLimits` on every path. Stateless ``POST /reset`` gives a fresh env's first
+observation; ``POST /step`` and ``GET /state`` answer 409 (no episode outlives a request).
 
 Serve from the command line (``python -m adapters.serve --help``)::
 
@@ -26,11 +26,13 @@ and talk to it with OpenEnv's client protocol::
 :class:`RemoteTextEnv` wraps that client as a ``gymnasium.Env[str, str]``, so anything that
 steps our envs (the rollout loop, vector envs, the conformance kit) can step a remote one.
 
-Resource limits: ``max_sessions`` (an extra session is refused with OpenEnv's
-``CAPACITY_REACHED`` error), ``session_timeout`` (idle sessions are closed), ``max_message_mb``
-(larger WebSocket frames close the connection), the env's own action and observation length
-limits and, for code envs, the sandbox's. On shutdown (SIGINT/SIGTERM) every live session's env
-is closed, which stops any sandbox it holds.
+Limits (:class:`ServerLimits`, the CLI's options): live sessions (``CAPACITY_REACHED``, close
+code 1013), idle sessions (``SESSION_TIMEOUT``, close code 4408), one size limit for WebSocket
+messages and HTTP bodies, header and body timeouts, connections per client address, and a
+bearer token (required off loopback). Every refusal has a code and a reason, and is one log
+line. On shutdown (SIGINT/SIGTERM) every live session's env is closed, which stops any sandbox
+it holds. :func:`openenv_package` writes the manifest, app and Dockerfile ``openenv validate``
+and ``openenv push`` read.
 """
 
 from __future__ import annotations
