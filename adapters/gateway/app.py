@@ -141,6 +141,7 @@ class Gateway:
             store, run=config.run, max_sessions=config.max_sessions, model=self.model
         )
         self._tokenizer = tokenizer
+        self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
         self._buckets: dict[str, _TokenBucket] = {}
         self.started = time.time()
@@ -542,6 +543,8 @@ class Gateway:
             raise GatewayError(
                 400, "A session records one completion per call: send n=1.", "invalid_request"
             )
+        if api == "chat" and self.templater() is not None:
+            return await self._templated_chat(session, body, stream)
         return await self._recorded(session, api, path, body, stream)
 
     async def _send(self, path: str, content: bytes, stream: bool) -> tuple[Any, Engine, Any]:
@@ -745,6 +748,152 @@ class Gateway:
             headers,
             cleanup,
         )
+
+    async def _templated_chat(self, session: Session, body: dict[str, Any], stream: bool) -> Any:
+        """A session's chat call as token ids appended to the session (``gateway.chat``)."""
+        from starlette.responses import JSONResponse, Response
+
+        from adapters.gateway.chat import (
+            ChatState,
+            chat_chunk,
+            chat_logprobs,
+            chat_reply,
+            parse_tool_calls,
+            tools_key,
+        )
+
+        templater = self.templater()
+        assert templater is not None
+        messages = [dict(m) for m in body["messages"] if isinstance(m, dict)]
+        tools = body.get("tools")
+        try:
+            prompt = templater.prompt(session.chat_state, messages, tools)
+        except Exception as e:  # the template rejects these messages (roles, fields)
+            raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
+        upstream = templater.upstream(body, prompt)
+        wants_ids = bool(body.get("return_token_ids"))
+        wants_lp = body.get("logprobs") not in (None, False)
+        self.in_flight += 1
+        session.in_flight += 1
+        started = time.monotonic()
+        try:
+            response, engine, slot = await self._send(
+                "/completions", json.dumps(upstream).encode(), stream
+            )
+        except BaseException:
+            self.in_flight -= 1
+            session.in_flight -= 1
+            raise
+        version = engine.weights_version
+        headers = _copy_headers(response)
+
+        def finish(call: Call) -> tuple[dict[str, Any], str]:
+            call.api = "chat"
+            content, calls = parse_tool_calls(call.text) if tools else (call.text, [])
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            call.message = message
+            call.latency_s = time.monotonic() - started
+            self._account(engine, call)
+            self.sessions.record(session, call)
+            session.chat_state = ChatState(
+                [*messages, message], tools_key(tools), call.prompt_ids, call.completion_ids
+            )
+            reason = "tool_calls" if calls and call.finish_reason == "stop" else call.finish_reason
+            return message, reason
+
+        if not stream or response.status_code >= 400:
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+                await slot.__aexit__(None, None, None)
+                self.in_flight -= 1
+                session.in_flight -= 1
+            if response.status_code >= 400:
+                return Response(raw, status_code=response.status_code, headers=headers)
+            try:
+                data = json.loads(raw)
+                call = self._call_from_reply("completions", body, data, engine, version)
+            except (ValueError, TypeError, AttributeError, IndexError) as e:
+                raise GatewayError(
+                    502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
+                ) from e
+            message, reason = finish(call)
+            logprobs = (
+                chat_logprobs(templater, call.completion_ids, call.logprobs) if wants_lp else None
+            )
+            ids = (call.prompt_ids, call.completion_ids) if wants_ids else None
+            return JSONResponse(chat_reply(data, message, reason, logprobs, ids))
+
+        parts = _StreamParts("completions")
+        complete = False
+
+        async def release() -> None:
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+            if complete or parts.finish_reason is not None:
+                finish(parts.call(body, engine.name, version))
+            session.in_flight -= 1
+
+        cleanup = _Once(release)
+
+        async def events() -> AsyncIterator[bytes]:
+            nonlocal complete
+            first = True
+            try:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        complete = True
+                        yield b"data: [DONE]\n\n"
+                        continue
+                    try:
+                        chunk = json.loads(payload)
+                    except json.JSONDecodeError:
+                        continue
+                    parts.add(chunk)
+                    for choice in chunk.get("choices") or []:
+                        delta: dict[str, Any] = {"content": choice.get("text") or ""}
+                        if first:
+                            delta["role"] = "assistant"
+                            first = False
+                        ids = choice.get("token_ids") or []
+                        lps = (choice.get("logprobs") or {}).get("token_logprobs") or []
+                        logprobs = chat_logprobs(templater, ids, lps) if wants_lp else None
+                        out = chat_chunk(chunk, delta, choice.get("finish_reason"), logprobs)
+                        if wants_ids:
+                            out["choices"][0]["token_ids"] = ids
+                            if choice.get("prompt_token_ids") is not None:
+                                out["prompt_token_ids"] = choice["prompt_token_ids"]
+                        yield b"data: " + json.dumps(out).encode() + b"\n\n"
+            finally:
+                await cleanup()
+
+        return _DeadlineStream(
+            events(),
+            started + self.config.request_timeout_s,
+            response.status_code,
+            headers,
+            cleanup,
+        )
+
+    def templater(self) -> Any:
+        """The chat templater of sessions (``None``: chat calls go to the chat endpoint)."""
+        if not self.config.template_chat:
+            return None
+        if self._templater is None:
+            tokenizer = self.tokenizer()
+            if tokenizer is None or getattr(tokenizer, "chat_template", None) is None:
+                return None
+            from adapters.gateway.chat import ChatTemplater
+
+            self._templater = ChatTemplater(tokenizer)
+        return self._templater
 
     def _account(self, engine: Engine, call: Call) -> None:
         n = len(call.completion_ids)

@@ -62,6 +62,10 @@ class GatewayConfig:
         session_idle_s: A session with no call for this long is stored without a reward
             (``None``: sessions wait for their reward until shutdown).
         max_sessions: Open sessions at once (new ones get 503 above).
+        template_chat: In sessions, template chat calls with the served tokenizer and append
+            each turn to the session's token sequence (:mod:`adapters.gateway.chat`), so a
+            multi-turn chat session is one token-exact sequence; off, or with no tokenizer,
+            chat calls go to the engine's chat endpoint.
     """
 
     host: str = "127.0.0.1"
@@ -87,6 +91,7 @@ class GatewayConfig:
     rate_limit_burst: int = 64
     session_idle_s: float | None = None
     max_sessions: int = 100_000
+    template_chat: bool = True
 
     def __post_init__(self) -> None:
         if not self.engines and self.model is None:

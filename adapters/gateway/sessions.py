@@ -96,6 +96,8 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     in_flight: int = 0
     closed: bool = False
+    #: The last chat exchange, when the gateway templates chat calls (see ``gateway.chat``).
+    chat_state: Any = None
 
     def trajectory(
         self,

@@ -131,6 +131,55 @@ def test_chat_session_prompt_is_the_engine_template_and_streams_match(launched, 
     assert a.steps[0].logprobs == pytest.approx(b.steps[0].logprobs, abs=1e-4)
 
 
+def test_multi_turn_chat_session_is_one_token_exact_sequence(launched, hf_model):
+    """A harness that sends its whole history each turn (any OpenAI chat client does): the
+    gateway appends each turn to the session's ids, so the sampled ids are never
+    re-tokenised and the session trains as one sequence."""
+    created = httpx.post(launched.url + "/sessions", json={}).json()
+    agent = openai.OpenAI(base_url=created["base_url"], api_key="unused")
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    for turn in range(3):
+        stream = turn == 1
+        out = agent.chat.completions.create(
+            model="tiny", messages=messages, max_tokens=12, temperature=1.0, stream=stream,
+            logprobs=turn == 2,
+        )  # fmt: skip
+        if stream:
+            text = "".join(c.choices[0].delta.content or "" for c in out if c.choices)
+        else:
+            text = out.choices[0].message.content
+            if turn == 2:
+                assert len(out.choices[0].logprobs.content) == out.usage.completion_tokens
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": f"Turn {turn}: go on"},
+        ]
+    result = httpx.post(
+        f"{launched.url}/sessions/{created['session_id']}/reward", json={"reward": 1}
+    ).json()
+    assert result["calls"] == 3 and result["token_exact"], result
+    (episode,) = [e for e in store_of(launched).episodes() if e.hash == result["hash"]]
+    t = episode.trajectory
+    t.check_token_exact()
+    assert t.token_source == "engine" and t.num_turns == 3
+    for step in t.steps:
+        outside, _ = completion_logprobs(hf_model, step.prompt_ids, step.completion_ids)
+        assert step.logprobs == pytest.approx(outside, abs=2e-3)
+    # A harness that rewrites its history gets a fresh prompt, recorded as not appending.
+    created = httpx.post(launched.url + "/sessions", json={}).json()
+    agent = openai.OpenAI(base_url=created["base_url"], api_key="unused")
+    first = [{"role": "user", "content": "Hi"}]
+    reply = agent.chat.completions.create(model="tiny", messages=first, max_tokens=4)
+    edited = [{"role": "user", "content": "Hello"}, dict(reply.choices[0].message.to_dict())]
+    agent.chat.completions.create(
+        model="tiny", messages=[*edited, {"role": "user", "content": "x"}], max_tokens=4
+    )
+    result = httpx.post(
+        f"{launched.url}/sessions/{created['session_id']}/reward", json={"reward": 0}
+    ).json()
+    assert not result["token_exact"] and result["token_source"] == "server_template"
+
+
 def test_reward_from_an_env_scorer(launched):
     import gymnasium as gym
 

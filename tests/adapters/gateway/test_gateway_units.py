@@ -226,3 +226,33 @@ def test_cli_arguments():
     )
     assert config.engines == [NOWHERE] and config.api_keys == {"a": KEY}
     assert config.rate_limit_rps == 5.0
+
+
+def test_chat_turns_append_to_the_session_ids(tiny_path):
+    from transformers import AutoTokenizer
+
+    from adapters.gateway.chat import ChatState, ChatTemplater, parse_tool_calls, tools_key
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_path)
+    templater = ChatTemplater(tokenizer)
+    first = [{"role": "user", "content": "Hi"}]
+    prompt = templater.prompt(None, first, None)
+    assert prompt == list(tokenizer.encode(templater.chat.render(first), add_special_tokens=False))
+    completion = [*tokenizer.encode("Hello there", add_special_tokens=False), 2]
+    reply = {"role": "assistant", "content": "Hello there"}
+    state = ChatState([*first, reply], tools_key(None), prompt, completion)
+    nxt = templater.prompt(state, [*first, reply, {"role": "user", "content": "More"}], None)
+    assert nxt[: len(prompt) + len(completion)] == prompt + completion
+    assert "More" in tokenizer.decode(nxt[len(prompt) + len(completion) :])
+    # A rewritten history (or other tools) starts over.
+    rewritten = [{"role": "user", "content": "Yo"}, reply, first[0]]
+    assert templater.prompt(state, rewritten, None) == templater.chat.initial_prompt(rewritten)
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    fresh = templater.prompt(state, [*first, reply, {"role": "user", "content": "x"}], tools)
+    assert fresh[: len(prompt) + len(completion)] != prompt + completion
+    up = templater.upstream({"model": "m", "messages": [], "max_completion_tokens": 5}, nxt)
+    assert up["prompt"] == nxt and up["max_tokens"] == 5 and up["return_token_ids"]
+    assert set(templater.chat.end_of_turn_ids) <= set(up["stop_token_ids"])
+    text, calls = parse_tool_calls('ok <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>')
+    assert text == "ok" and calls[0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
+    assert parse_tool_calls("<tool_call>not json</tool_call>")[1] == []

@@ -1,0 +1,203 @@
+"""Token-exact chat sessions: the gateway templates the conversation and appends turns.
+
+A chat server re-templates the whole history on every call, and re-tokenising a reply the
+model sampled does not always give back the sampled ids, so a multi-turn session through a
+chat endpoint is not one token sequence. When the gateway knows the served checkpoint's
+tokenizer, a session's chat call is instead turned into a ``/completions`` call on token ids,
+built as our rollout builds them (:class:`rllm_agents.chat.ChatTokenizer`): the first prompt
+is the chat template applied to the messages; a later call whose messages are the previous
+call's messages, the reply as returned, and new messages gets
+``previous prompt + previous completion + glue + new messages``. The reply goes back to the
+client as a chat completion (hermes ``<tool_call>`` blocks become ``tool_calls`` when the
+call had ``tools``). A client that rewrites its history gets a fresh prompt, recorded as such.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ChatState",
+    "ChatTemplater",
+    "chat_chunk",
+    "chat_logprobs",
+    "chat_reply",
+    "parse_tool_calls",
+    "tools_key",
+]
+
+#: Sampling fields a chat request shares with ``/completions``.
+_SAMPLING = (
+    "model",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "stop",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "ignore_eos",
+    "min_tokens",
+    "stream",
+)
+_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+
+
+@dataclass
+class ChatState:
+    """A session's last chat exchange: what the next call must start with to append."""
+
+    messages: list[dict[str, Any]]
+    tools_key: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+
+
+def tools_key(tools: Any) -> str:
+    """A stable key of a call's tool schemas (a change of tools starts a new sequence)."""
+    return json.dumps(tools, sort_keys=True) if tools else ""
+
+
+def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                pass
+        calls.append((function.get("name"), json.dumps(arguments, sort_keys=True)))
+    return (message.get("role"), message.get("content") or "", tuple(calls))
+
+
+class ChatTemplater:
+    """Build a session call's prompt ids (see the module docstring).
+
+    Args:
+        tokenizer: The served checkpoint's Hugging Face tokenizer (with a chat template).
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        from rllm_agents.chat import ChatTokenizer
+
+        self.chat = ChatTokenizer(tokenizer)
+        self.tokenizer = tokenizer
+
+    def prompt(
+        self, state: ChatState | None, messages: Sequence[Mapping[str, Any]], tools: Any
+    ) -> list[int]:
+        """The prompt ids of a call: appended to ``state`` when the history matches it."""
+        key = tools_key(tools)
+        plain = [dict(m) for m in messages]
+        if state is not None and state.tools_key == key and len(plain) > len(state.messages):
+            head = plain[: len(state.messages)]
+            if [_norm(m) for m in head] == [_norm(m) for m in state.messages]:
+                new = plain[len(state.messages) :]
+                return self.chat.append(state.prompt_ids, state.completion_ids, new, tools)
+        return self.chat.initial_prompt(plain, tools)
+
+    def upstream(self, body: Mapping[str, Any], prompt_ids: list[int]) -> dict[str, Any]:
+        """The ``/completions`` request for a chat request with these prompt ids."""
+        out = {k: body[k] for k in _SAMPLING if k in body and body[k] is not None}
+        if "max_tokens" not in out and body.get("max_completion_tokens") is not None:
+            out["max_tokens"] = body["max_completion_tokens"]
+        out["prompt"] = prompt_ids
+        stops = set(body.get("stop_token_ids") or [])
+        # The template's end of turn ends the reply, as the chat endpoint's EOS would.
+        out["stop_token_ids"] = sorted(stops | set(self.chat.end_of_turn_ids))
+        out["return_token_ids"] = True
+        out["logprobs"] = 0
+        out["skip_special_tokens"] = True
+        return out
+
+    def token_text(self, token_id: int) -> str:
+        """The text of one token (for chat-format logprobs)."""
+        return str(self.tokenizer.decode([token_id]))
+
+
+def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """Split hermes ``<tool_call>{json}</tool_call>`` blocks out of a reply."""
+    calls = []
+    for k, block in enumerate(_TOOL_CALL.findall(text)):
+        try:
+            payload = json.loads(block)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(payload, dict) or "name" not in payload:
+            continue
+        calls.append(
+            {
+                "id": f"call_{k}",
+                "type": "function",
+                "function": {
+                    "name": str(payload["name"]),
+                    "arguments": json.dumps(payload.get("arguments", {})),
+                },
+            }
+        )
+    if not calls:
+        return text, []
+    rest = _TOOL_CALL.sub("", text).strip()
+    return rest or None, calls
+
+
+def chat_logprobs(templater: ChatTemplater, ids: Sequence[int], logprobs: Sequence[float]) -> Any:
+    """Chat-format ``logprobs`` of the sampled tokens."""
+    return {
+        "content": [
+            {"token": templater.token_text(t), "logprob": lp, "bytes": None, "top_logprobs": []}
+            for t, lp in zip(ids, logprobs, strict=False)
+        ]
+    }
+
+
+def chat_reply(
+    data: Mapping[str, Any],
+    message: dict[str, Any],
+    finish_reason: str,
+    logprobs: Any,
+    ids: tuple[list[int], list[int]] | None,
+) -> dict[str, Any]:
+    """A ``chat.completion`` object from a ``/completions`` reply."""
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": message,
+        "logprobs": logprobs,
+        "finish_reason": finish_reason,
+    }
+    out: dict[str, Any] = {
+        "id": "chat" + str(data.get("id", "cmpl")),
+        "object": "chat.completion",
+        "created": data.get("created", int(time.time())),
+        "model": data.get("model"),
+        "choices": [choice],
+        "usage": data.get("usage"),
+    }
+    if ids is not None:
+        out["prompt_token_ids"], choice["token_ids"] = ids
+    return out
+
+
+def chat_chunk(
+    data: Mapping[str, Any], delta: dict[str, Any], finish_reason: str | None, logprobs: Any
+) -> dict[str, Any]:
+    """A ``chat.completion.chunk`` object from a streamed ``/completions`` chunk."""
+    return {
+        "id": "chat" + str(data.get("id", "cmpl")),
+        "object": "chat.completion.chunk",
+        "created": data.get("created", int(time.time())),
+        "model": data.get("model"),
+        "choices": [
+            {"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}
+        ],
+    }
