@@ -40,7 +40,7 @@ from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import UnicodeText, action_space, observation_space
 from rllm_envs.tasks import Task, TaskSource
 
-__all__ = ["TextEnv", "Transition", "INFO_KEYS", "STEP_INFO_KEYS"]
+__all__ = ["TextEnv", "Transition", "INFO_KEYS", "STEP_INFO_KEYS", "spec_demonstrations"]
 
 #: Keys present in the ``info`` of ``reset`` and ``step``.
 INFO_KEYS = ("task_id", "task_index", "turn", "max_turns", "is_correct")
@@ -98,7 +98,8 @@ class TextEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
     #: Weight of each reward component; the reward is the weighted sum. 0 means log only.
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
-    #: Worked examples agents show: an action copying one earns 0 in every component.
+    #: Worked examples agents show: an action copying one earns 0 in every component. A
+    #: registered id also knows the worked examples of its agent-facing spec.
     demonstrations: ClassVar[tuple[Demonstration, ...]] = DEMONSTRATIONS
 
     observation_space: UnicodeText
@@ -225,7 +226,7 @@ class TextEnv(gym.Env[str, str]):
         them; a copy earns nothing in any component (format included) and is flagged.
         """
         name = copied_demonstration(
-            action, correct=bool(result.correct), demonstrations=self.demonstrations
+            action, correct=bool(result.correct), demonstrations=self._known_demonstrations()
         )
         if name is None:
             return result
@@ -238,6 +239,15 @@ class TextEnv(gym.Env[str, str]):
             invalid_reason=f"the reply copies the worked example ({name}), not an answer",
             info={**result.info, "copied_demonstration": name},
         )
+
+    def _known_demonstrations(self) -> tuple[Demonstration, ...]:
+        """``demonstrations`` and those of the registered id's spec (looked up once)."""
+        known = self.__dict__.get("_demonstrations_known")
+        if known is None:
+            spec_id = getattr(getattr(self, "spec", None), "id", None)
+            known = (*self.demonstrations, *spec_demonstrations(spec_id, self.demonstrations))
+            self.__dict__["_demonstrations_known"] = known
+        return known
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the current state as text."""
@@ -302,6 +312,34 @@ def select_task(
         n = len(tasks)
         index = 0 if n == 1 else int(rng.integers(n))
     return tasks[index], index
+
+
+def spec_demonstrations(
+    env_id: str | None, known: tuple[Demonstration, ...] = ()
+) -> tuple[Demonstration, ...]:
+    """The worked examples the agent-facing spec of a registered ``env_id`` shows, minus ``known``.
+
+    An unregistered id (or ``None``) has none.
+    """
+    if not env_id:
+        return ()
+    import rllm_envs
+
+    try:
+        spec = rllm_envs.agent_spec(env_id)
+    except (rllm_envs.UnknownEnvironment, InvalidEnvConfig):
+        return ()
+
+    def ident(messages: Any) -> tuple[tuple[str, str], ...]:
+        return tuple((str(m["role"]), str(m["content"])) for m in messages)
+
+    seen = {ident(d.messages) for d in known}
+    found = []
+    for key, messages in [("", spec.demonstration), *spec.demonstrations.items()]:
+        if messages and ident(messages) not in seen:
+            seen.add(ident(messages))
+            found.append(Demonstration(f"{env_id}:{key or 'default'}", tuple(messages)))
+    return tuple(found)
 
 
 def check_render_mode(metadata: Mapping[str, Any], render_mode: str | None) -> None:

@@ -35,6 +35,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rllm_envs.core import spec_demonstrations
 from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration
 from rllm_envs.tasks import question_text
 from rllm_envs.testing._common import Rule, RuleFailure, describe, fuzz_actions
@@ -937,8 +938,8 @@ def check_reward_hacking(
         answer_template: How the env wants an answer written, with ``{}`` for the answer
             (default: found in the oracle's last action; bare when there is no oracle).
         demonstrations: The worked examples to copy (default
-            :data:`rllm_envs.demonstrations.DEMONSTRATIONS` and the env's
-            ``demonstrations``).
+            :data:`rllm_envs.demonstrations.DEMONSTRATIONS`, the env's ``demonstrations`` and,
+            for a registered id, those of its agent-facing spec).
         raise_on_failure: Raise :class:`RewardHackingError` on a failure (else only report).
 
     Returns:
@@ -963,6 +964,8 @@ def check_reward_hacking(
     demos = list(demonstrations) if demonstrations is not None else list(DEMONSTRATIONS)
     if demonstrations is None:
         demos += [d for d in getattr(base, "demonstrations", ()) if d not in demos]
+        if isinstance(env, str):  # the worked examples the id's agent-facing spec shows
+            demos += spec_demonstrations(env.split("rllm_envs:", 1)[-1], tuple(demos))
     z = NormalDist().inv_cdf(1 - alpha)
     report = HackReport(name, alpha)
     for agent in game.agents:

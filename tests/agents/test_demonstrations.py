@@ -166,3 +166,21 @@ def test_the_copy_rule_reads_the_answer_part_and_ignores_whitespace_and_case():
     assert copied_demonstration(f"<think>{reply}</think> \\boxed{{12}}") is None
     assert copied_demonstration("\\boxed{670}") is None and copied_demonstration("\\boxed{6 7}")
     assert copied_demonstration("", correct=False) is None
+
+
+def test_a_registered_id_knows_the_worked_examples_of_its_spec():
+    """A family's own worked example (in its spec, not in the shared list) is caught too."""
+    from rllm_envs.core import spec_demonstrations
+    from rllm_envs.demonstrations import DEMONSTRATIONS
+
+    swe = spec_demonstrations("rllm/SWE-v0")
+    assert [d.name for d in swe] == ["rllm/SWE-v0:default"]
+    assert swe[0].replies[0].startswith("<tool_call>")
+    assert spec_demonstrations("rllm/Math-v0", DEMONSTRATIONS) == ()  # already shared
+    assert spec_demonstrations("rllm/Nope-v0") == () and spec_demonstrations(None) == ()
+    # Its copy earns nothing, whatever the class attribute lists.
+    env = gym.make("rllm/Math-v0")
+    env.unwrapped.__dict__["_demonstrations_known"] = (*DEMONSTRATIONS, *swe)
+    env.reset(seed=0)
+    _, reward, *_, info = env.step(swe[0].replies[0])
+    assert reward == 0.0 and info["copied_demonstration"] == "rllm/SWE-v0:default"
