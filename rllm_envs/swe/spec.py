@@ -7,12 +7,14 @@ row names :data:`SPEC`.
 
 from __future__ import annotations
 
+from rllm_envs.demonstrations import Demonstration
 from rllm_envs.spec import AgentSpec
 
 __all__ = [
     "CALL_FORMAT",
     "SYSTEM_PROMPT",
     "DEMONSTRATION",
+    "SWE_DEMONSTRATION",
     "STOP",
     "MAX_TOKENS",
     "SPEC",
@@ -49,6 +51,10 @@ DEMONSTRATION: tuple[dict[str, str], ...] = (
         '"greeter/hello.py"}}</tool_call>',
     },
 )
+
+#: The worked example as the env knows it: a reply that copies it earns nothing and is
+#: flagged (``info["copied_demonstration"] == "swe"``).
+SWE_DEMONSTRATION = Demonstration("swe", DEMONSTRATION)
 
 #: Replies end at the end of a call: one call per reply.
 STOP: tuple[str, ...] = ("</tool_call>",)

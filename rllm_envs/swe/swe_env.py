@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rllm_envs.core import TextEnv, Transition
+from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.swe import judge
 from rllm_envs.swe.repo import (
@@ -21,7 +22,7 @@ from rllm_envs.swe.repo import (
     make_diff,
     normalize_path,
 )
-from rllm_envs.swe.spec import CALL_FORMAT
+from rllm_envs.swe.spec import CALL_FORMAT, SWE_DEMONSTRATION
 from rllm_envs.swe.tasks import MAX_DIFFICULTY, base_files, check_task, fixed_files, generate
 from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, check_difficulty
 from rllm_envs.tools import Tool, ToolCall, ToolRegistry, parse_tool_calls, strip_reasoning
@@ -231,6 +232,8 @@ class SWEEnv(TextEnv):
     - v0: Initial version.
     """
 
+    #: The worked examples agents show (the shared ones and this family's): a copy earns 0.
+    demonstrations: ClassVar[tuple[Demonstration, ...]] = (*DEMONSTRATIONS, SWE_DEMONSTRATION)
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "resolved": 1.0,
         "fail_to_pass": 0.0,
