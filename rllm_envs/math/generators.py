@@ -377,15 +377,31 @@ _MAX_DRAWS = 64
 
 
 def answer_in_problem(task: Task) -> bool:
-    """Whether the answer is written in the problem (a number of it, or one of its formulas).
+    """Whether the answer can be read off the problem without solving it.
 
-    Such a task pays a policy that echoes the problem's numbers (a committee of 3 from 4
-    people is 4; the gcd of 40 and 80 is 40), so the generator draws another.
+    That is: it is one of the problem's numbers (a committee of 3 from 4 people is 4; the gcd
+    of 40 and 80 is 40), their sum or their product (``3 + 4 + 5``), or one of its formulas.
+    Such a task pays a policy that echoes the problem's numbers, so the generator draws
+    another.
     """
     answer, problem = str(task["answer"]).strip(), str(task["problem"])
     if re.fullmatch(r"-?\d+", answer):
-        return answer.lstrip("-") in _NUMBER.findall(problem)
+        numbers = [int(n) for n in _NUMBER.findall(problem)]
+        if abs(int(answer)) in numbers:
+            return True
+        if len(numbers) >= 2 and int(answer) in (sum(numbers), _product(numbers)):
+            return True
+        return False
     return any(m.group(1).strip() == answer for m in _REGION.finditer(problem))
+
+
+def _product(numbers: list[int]) -> int:
+    total = 1
+    for n in numbers:
+        total *= n
+        if total > 10**30:
+            break  # bigger than any answer here: no need to go on
+    return total
 
 
 def generate_task(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import gymnasium as gym
@@ -98,6 +99,22 @@ def test_copied_problem_expressions_score_zero(family, difficulty):
             assert boxed[0] == 0.0 and bare[0] == 0.0, (task, region)
         # The problem sentence verbatim, read leniently, is not an answer either.
         assert score_response(problem, gold, problem=problem, answer_format="any")[0] == 0.0
+
+
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_echoing_the_problems_numbers_scores_zero(family, difficulty):
+    for task in _tasks(family, difficulty):
+        numbers = [int(n) for n in re.findall(r"\d+", task["problem"])]
+        echoes = {str(n) for n in numbers} | {str(-n) for n in numbers}
+        if len(numbers) >= 2:
+            echoes |= {str(sum(numbers)), str(math.prod(numbers))}
+        for echo in echoes:
+            reply = f"\\boxed{{{echo}}}"
+            assert score_response(reply, task["answer"], problem=task["problem"])[0] == 0.0, (
+                task,
+                echo,
+            )
 
 
 @pytest.mark.parametrize("difficulty", DIFFICULTIES)
