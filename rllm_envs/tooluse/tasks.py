@@ -490,17 +490,24 @@ _QUESTION_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _answer_in_question(task: Task) -> bool:
-    """Whether the answer is one of the question's numbers (an echo would score)."""
-    return task["answer_type"] == "math" and str(task["answer"]) in _QUESTION_NUMBER.findall(
-        task["question"]
-    )
+    """Whether the answer is one of the question's numbers or their sum (an echo would score)."""
+    if task["answer_type"] != "math":
+        return False
+    numbers = _QUESTION_NUMBER.findall(task["question"])
+    if str(task["answer"]) in numbers:
+        return True
+    try:
+        answer = Fraction(str(task["answer"]))
+    except (ValueError, ZeroDivisionError):
+        return False
+    return len(numbers) >= 2 and answer == sum((Fraction(n) for n in numbers), Fraction(0))
 
 
 def generate(rng: np.random.Generator, *, families: Sequence[str], difficulty: int) -> Task:
     """Build one task: a family drawn from ``families``, then that family's generator.
 
-    A task whose answer is one of its question's numbers is drawn again, so echoing a number
-    of the question never answers it.
+    A task whose answer is one of its question's numbers, or their sum, is drawn again, so
+    echoing the question's numbers never answers it.
     """
     family = families[int(rng.integers(len(families)))]
     for _ in range(_MAX_DRAWS):

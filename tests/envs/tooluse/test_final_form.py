@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import gymnasium as gym
 import pytest
@@ -37,9 +38,14 @@ def test_reference_scores_one_and_work_scores_zero(family, difficulty):
         assert score_answer("qwzx ☃ <answer>", task) == 0.0
         for expression in _expressions(task):
             assert score_answer(expression, task) == 0.0, (task["question"], expression)
-        # Echoing a number of the question never answers it.
-        for number in set(re.findall(r"\d+(?:\.\d+)?", task["question"])):
-            assert score_answer(number, task) == 0.0, (task["question"], number)
+        # Echoing a number of the question, or their sum, never answers it.
+        numbers = re.findall(r"\d+(?:\.\d+)?", task["question"])
+        echoes = set(numbers)
+        if len(numbers) >= 2:
+            total = sum((Fraction(n) for n in numbers), Fraction(0))
+            echoes.add(str(total.numerator) if total.denominator == 1 else str(float(total)))
+        for echo in echoes:
+            assert score_answer(echo, task) == 0.0, (task["question"], echo)
 
 
 @pytest.mark.parametrize("difficulty", range(1, MAX_DIFFICULTY + 1))
