@@ -36,6 +36,7 @@ import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
@@ -108,6 +109,31 @@ def sandbox_identity() -> tuple[int, int] | None:
     if entry.pw_uid == 0:
         raise SandboxUnavailable(f"The sandbox user `{name}` must not have uid 0.")
     return entry.pw_uid, entry.pw_gid
+
+
+def switch_user(
+    command: list[str], identity: tuple[int, int] | None
+) -> tuple[list[str], dict[str, object]]:
+    """The command and ``subprocess.Popen`` arguments that run it as ``identity``.
+
+    With util-linux's ``setpriv`` the switch happens in a small program the command starts
+    with (real, effective and saved ids, no supplementary groups, no capabilities left), so
+    ``Popen`` may use ``vfork``: asking ``Popen`` itself to switch user makes it ``fork``,
+    which copies the page tables of the whole judging process (tens of ms of the host's CPU
+    for a trainer holding gigabytes). Without ``setpriv``, ``Popen`` switches.
+    """
+    if identity is None:
+        return command, {}
+    setpriv = _setpriv()
+    if setpriv is not None:
+        uid, gid = identity
+        return [setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *command], {}
+    return command, {"user": identity[0], "group": identity[1], "extra_groups": []}
+
+
+@lru_cache(maxsize=1)
+def _setpriv() -> str | None:
+    return shutil.which("setpriv", path="/usr/bin:/bin")
 
 
 class Backend(ABC):
@@ -339,8 +365,9 @@ def _probe(backend: Backend) -> str | None:
         if key in _probe_cache:
             return _probe_cache[key]
         command, fds = backend.launch([PYTHON, "-I", "-c", "pass"])
+        command, as_user = switch_user(command, identity)
         try:
-            done = subprocess.run(
+            done = subprocess.run(  # type: ignore[call-overload]
                 command,
                 pass_fds=fds,
                 stdin=subprocess.DEVNULL,
@@ -349,9 +376,7 @@ def _probe(backend: Backend) -> str | None:
                 env=dict(CLEAN_ENV),
                 timeout=30,
                 start_new_session=True,
-                user=identity[0] if identity else None,
-                group=identity[1] if identity else None,
-                extra_groups=[] if identity else None,
+                **as_user,
             )
             result = (
                 None

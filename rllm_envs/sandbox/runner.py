@@ -37,7 +37,14 @@ from importlib import resources
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 from rllm_envs.sandbox import cgroup, seccomp
-from rllm_envs.sandbox.backends import CLEAN_ENV, PYTHON, Backend, sandbox_identity, select_backend
+from rllm_envs.sandbox.backends import (
+    CLEAN_ENV,
+    PYTHON,
+    Backend,
+    sandbox_identity,
+    select_backend,
+    switch_user,
+)
 from rllm_envs.sandbox.result import Limits, RunResult, Status
 
 __all__ = ["run", "LANGUAGES", "Sandbox", "spawn", "communicate", "attach_group"]
@@ -379,7 +386,8 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
     launch_fds: list[int] = []
     try:
         command, launch_fds = backend.launch(argv, keep_fds=(write,))
-        proc = subprocess.Popen(
+        command, as_user = switch_user(command, identity)
+        proc = subprocess.Popen(  # type: ignore[call-overload]
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -390,9 +398,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
             start_new_session=True,  # own process group: the whole group is killed at the end
             close_fds=True,
             umask=0o077,
-            user=identity[0] if identity else None,
-            group=identity[1] if identity else None,
-            extra_groups=[] if identity else None,
+            **as_user,
         )
     except BaseException:
         os.close(read)
