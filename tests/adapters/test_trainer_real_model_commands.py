@@ -1,0 +1,84 @@
+"""The real-model commands at tiny scale: the stage timings and the TRL counterpart run and
+write their results files (the real runs use the same code on SmolLM2-135M)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("deepspeed")
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+TINY_MATH = {
+    "model": "tiny",
+    "env": "rllm/Math-v0",
+    "env_kwargs": {"difficulty": 1, "families": ["arithmetic"]},
+    "rollout": {
+        "backend": "transformers",
+        "num_tasks": 2,
+        "group_size": 2,
+        "max_tokens": 6,
+        "temperature": 1.0,
+    },
+    # The untrained model rarely solves one: keep groups without a reward spread, so every
+    # iteration runs its update.
+    "algorithm": {
+        "advantage": "grpo",
+        "mini_batch_size": 4,
+        "micro_batch_size": 2,
+        "skip_zero_signal_groups": False,
+    },
+    "optim": {"lr": 1.0e-4},
+    "train": {"iterations": 2, "output_dir": "runs/unused"},
+    "logging": {"tensorboard": False},
+}
+
+
+def _config_file(tmp_path):
+    import yaml
+
+    data = json.loads(json.dumps(TINY_MATH))
+    data["train"]["output_dir"] = str(tmp_path / "run")
+    path = tmp_path / "tiny_math.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_stage_timings_of_each_variant(tmp_path):
+    from benchmarks.real_model_stages import STAGES, main
+
+    out = tmp_path / "stages.json"
+    assert (
+        main(["--config", str(_config_file(tmp_path)), "--iterations", "1", "--out", str(out)]) == 0
+    )
+    record = json.loads(out.read_text())
+    assert set(record["variants"]) == {"two_steps", "full", "lora"}
+    for name, variant in record["variants"].items():
+        assert variant["iterations"] == 1, name
+        assert set(variant["stages_s"]) == set(STAGES)
+        assert variant["stages_s"]["rollout"] > 0 and variant["stages_s"]["iteration"] > 0
+    # Two optimizer steps need the old log-prob pass; one step does not.
+    assert record["variants"]["two_steps"]["stages_s"]["old_logprob"] > 0
+    assert record["variants"]["full"]["stages_s"]["old_logprob"] == 0
+    assert "lora.r=16" in record["variants"]["lora"]["overrides"]
+
+
+def test_trl_counterpart_trains_the_same_setting(tmp_path):
+    pytest.importorskip("trl")
+    from adapters.trainer.config import load_config
+    from benchmarks.real_model_trl import grpo_args, main
+
+    path = _config_file(tmp_path)
+    args = grpo_args(load_config(path), tmp_path / "trl", 3)
+    # One optimizer update per generation batch of num_tasks x group_size episodes.
+    assert args.num_generations == 2 and args.generation_batch_size == 4
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 4
+    assert args.learning_rate == 1.0e-4 and args.loss_type == "dapo" and args.beta == 0.0
+    out = tmp_path / "trl.json"
+    assert main(["--config", str(path), "--updates", "1", "--skip-eval", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["training"]["updates"] == 1 and len(record["training"]["reward"]) == 1
+    assert (tmp_path / "run_trl" / "final_model" / "config.json").is_file()
