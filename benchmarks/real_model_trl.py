@@ -92,7 +92,7 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
     dataset = env_dataset(config.env, num_tasks=groups, env_kwargs=config.env_kwargs)
     steps: list[float] = []
 
-    class StepTimer(TrainerCallback):  # type: ignore[misc]
+    class StepTimer(TrainerCallback):
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.started = time.perf_counter()
 
@@ -111,7 +111,8 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
     wall = time.perf_counter() - started
     final = output_dir / "final_model"
     trainer.save_model(str(final))
-    trainer.processing_class.save_pretrained(str(final))
+    tokenizer: Any = trainer.processing_class
+    tokenizer.save_pretrained(str(final))
     log = [row for row in trainer.state.log_history if "reward" in row]
     return {
         "updates": len(steps),
