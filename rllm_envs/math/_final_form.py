@@ -20,11 +20,13 @@ and reports what is left to do, with these names:
 * ``"unreduced_fraction"`` -- ``\frac{4}{8}``, ``\frac{6}{1}``, ``\frac{2\sqrt2}{4}``.
 
 Rational numbers are final when written as an integer, a decimal, a fraction in lowest terms
-(``-\frac{71}{15}``, ``3/4``), a mixed number, scientific notation or a repeating decimal.
+(``-\frac{71}{15}``, ``3/4``), a mixed number, scientific notation (a mantissa from 1 to 10)
+or a repeating decimal.
 A rational coefficient times irrational factors (``2\sqrt2``, ``81\pi``,
 ``\frac{3\sqrt5}{2}``) and sums of unlike terms (``3 + 2\sqrt2``, ``6 - 5i``) are final.
 
-:func:`problem_issues` adds what the problem's wording asks for: ``"copied_expression"``
+With the problem text, the grader (:func:`rllm_envs.math.final_form_issue`) adds, through
+this module's helpers, what the problem's wording asks for: ``"copied_expression"``
 (the answer is an expression that appears in the problem's math, such as its ``(x+1)^2``),
 ``"not_exact"`` (a decimal where the problem asks for an exact form: "exact", "in terms of
 :math:`\pi`", "as a fraction", "lowest terms", "simplest form") and ``"not_simplest_radical"``
@@ -51,9 +53,11 @@ __all__ = [
     "expression_issues",
     "exact_form_requested",
     "expression_key",
+    "has_decimal",
     "is_atom",
     "problem_expressions",
     "radical_form_requested",
+    "radical_in_denominator",
     "tuple_names",
 ]
 

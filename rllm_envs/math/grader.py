@@ -1753,14 +1753,14 @@ def final_form_issue(
     r"""Why a bare answer is not the asked value in final form, or ``None`` if it is.
 
     An answer is in final form when nothing is left to compute: no arithmetic between numbers
-    (``3+4``, ``12 \cdot 5 - 7``, ``rac34 + rac16``), no power, factorial or binomial of
-    numbers (``2^{10}``, ``5!``, ``inom{5}{2}``), no reducible radical (``\sqrt{8}``) or
-    unreduced fraction (``rac{4}{8}``); with a ``problem``, also no copy of an expression
+    (``3+4``, ``12 \cdot 5 - 7``, ``\frac34 + \frac16``), no power, factorial or binomial of
+    numbers (``2^{10}``, ``5!``, ``\binom{5}{2}``), no reducible radical (``\sqrt{8}``) or
+    unreduced fraction (``\frac{4}{8}``); with a ``problem``, also no copy of an expression
     written in it, no decimal where it asks for an exact form ("exact", "in terms of
     :math:`\pi`", "as a fraction") and no radical in a denominator where it asks for simplest
     radical form. The answer's expression tree is read (:mod:`rllm_envs.math._final_form`),
-    so the rule is about structure, not spelling: ``rac{1}{2}``, ``0.5``, ``2\sqrt{2}``,
-    ``-rac{71}{15}``, ``81\pi`` and ``3 + 2\sqrt{2}`` are final.
+    so the rule is about structure, not spelling: ``\frac{1}{2}``, ``0.5``, ``2\sqrt{2}``,
+    ``-\frac{71}{15}``, ``81\pi`` and ``3 + 2\sqrt{2}`` are final.
 
     A form the ``gold`` answer itself uses is accepted (a dataset whose gold is ``2^{100}``
     accepts ``2^{100}``).
