@@ -764,7 +764,9 @@ class Gateway:
 
         templater = self.templater()
         assert templater is not None
-        messages = [dict(m) for m in body["messages"] if isinstance(m, dict)]
+        if not all(isinstance(m, dict) for m in body["messages"]):
+            raise GatewayError(400, "Each message must be an object.", "invalid_messages")
+        messages = [dict(m) for m in body["messages"]]
         tools = body.get("tools")
         try:
             prompt = templater.prompt(session.chat_state, messages, tools)

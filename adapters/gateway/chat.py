@@ -66,6 +66,19 @@ def tools_key(tools: Any) -> str:
     return json.dumps(tools, sort_keys=True) if tools else ""
 
 
+def _text_content(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The message with OpenAI content parts (``[{"type": "text", ...}]``) joined as text."""
+    out = dict(message)
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = "".join(
+            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
+        )
+    elif content is None:
+        out["content"] = ""
+    return out
+
+
 def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
     calls = []
     for call in message.get("tool_calls") or []:
@@ -77,7 +90,7 @@ def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
             except json.JSONDecodeError:
                 pass
         calls.append((function.get("name"), json.dumps(arguments, sort_keys=True)))
-    return (message.get("role"), message.get("content") or "", tuple(calls))
+    return (message.get("role"), _text_content(message)["content"], tuple(calls))
 
 
 class ChatTemplater:
@@ -98,7 +111,7 @@ class ChatTemplater:
     ) -> list[int]:
         """The prompt ids of a call: appended to ``state`` when the history matches it."""
         key = tools_key(tools)
-        plain = [dict(m) for m in messages]
+        plain = [_text_content(m) for m in messages]
         if state is not None and state.tools_key == key and len(plain) > len(state.messages):
             head = plain[: len(state.messages)]
             if [_norm(m) for m in head] == [_norm(m) for m in state.messages]:

@@ -245,6 +245,10 @@ def test_chat_turns_append_to_the_session_ids(tiny_path):
     assert nxt[: len(prompt) + len(completion)] == prompt + completion
     assert "More" in tokenizer.decode(nxt[len(prompt) + len(completion) :])
     # A rewritten history (or other tools) starts over.
+    parts = [
+        {"role": "user", "content": [{"type": "text", "text": "H"}, {"type": "text", "text": "i"}]}
+    ]
+    assert templater.prompt(None, parts, None) == prompt  # content parts are text
     rewritten = [{"role": "user", "content": "Yo"}, reply, first[0]]
     assert templater.prompt(state, rewritten, None) == templater.chat.initial_prompt(rewritten)
     tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
