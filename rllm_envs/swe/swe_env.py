@@ -360,6 +360,7 @@ class SWEEnv(TextEnv):
         invalid = len(parsed.errors)
         blocks: list[str] = []
         results: list[dict[str, Any]] = []
+        problems: list[str] = []
         submitted = False
         for i, call in enumerate(parsed.calls):
             if submitted:
@@ -379,6 +380,7 @@ class SWEEnv(TextEnv):
             results.append({"name": result.name, "ok": result.ok, "error": result.error})
             if result.error in ("unknown_tool", "invalid_arguments"):
                 invalid += 1
+                problems.append(result.output.removeprefix("Error: "))
             status = "" if result.ok else " (error)"
             blocks.append(f"[{call.name[:64]} result{status}]\n{result.output}")
         blocks += [f"[error] {e}" for e in errors]
@@ -396,18 +398,11 @@ class SWEEnv(TextEnv):
             "call_format": parsed.format,
             "submitted": submitted,
         }
-        reason = "; ".join(errors)[:500] if invalid else None
+        reason = None
         if nothing:
             reason = "no tool call found"
-        elif invalid and not reason:
-            reason = (
-                "; ".join(
-                    f"{r['name']}: {r['error']}"
-                    for r in results
-                    if r["error"] != "tool_error" and r["error"]
-                )[:500]
-                or "unusable tool call"
-            )
+        elif invalid:
+            reason = "; ".join([*parsed.errors, *problems])[:500] or "unusable tool call"
         last = self.turn >= self.max_turns or self._over_budget()
         if submitted or (last and self.submit_at_end):
             return self._judge(blocks, invalid, info, reason, submitted)

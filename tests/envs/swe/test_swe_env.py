@@ -95,6 +95,7 @@ def test_invalid_calls_are_counted(env):
     env.reset(seed=0)
     *_, info = env.step(call("no_such_tool") + call("read_file"))
     assert info["invalid_action"] and info["reward_components"]["invalid_call"] == 2.0
+    assert "unknown tool" in info["invalid_reason"] and "read_file" in info["invalid_reason"]
     *_, info = env.step(call("read_file", path="nope.py"))  # a tool's own error is not invalid
     assert not info["invalid_action"] and info["tool_results"][0]["error"] == "tool_error"
 
