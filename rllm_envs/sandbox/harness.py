@@ -498,22 +498,49 @@ def _child_streams(stdin_fd: int, out: int, err: int, keep: int) -> None:
     close_descriptors(keep)
 
 
-def _python_streams() -> None:
+def _make_streams() -> tuple[Any, Any, Any]:
     import io
 
     # An explicit encoding skips the locale look-up (a third of the set-up time).
-    sys.stdin = io.TextIOWrapper(
-        io.BufferedReader(io.FileIO(0, "rb", closefd=False)), encoding="utf-8"
+    return (
+        io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "rb", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "wb", closefd=False)), encoding="utf-8"),
+        io.TextIOWrapper(
+            io.BufferedWriter(io.FileIO(2, "wb", closefd=False)),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+        ),
     )
-    sys.stdout = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(1, "wb", closefd=False)), encoding="utf-8"
-    )
-    sys.stderr = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "wb", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
+
+
+_STREAMS: tuple[Any, Any, Any] | None = None
+
+
+def prepare_streams() -> None:
+    """Build a test's ``sys.stdin``/``stdout``/``stderr`` once, in the executor.
+
+    Every test process inherits them unused (building them in each test costs a good part
+    of a test's start). They are built while descriptors 0-2 are in-memory files, as in a
+    test (seekable, the same buffer sizes), then the executor's own streams are put back.
+    """
+    global _STREAMS
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    try:
+        for fd in (0, 1, 2):
+            scratch = os.memfd_create("stream", 0)
+            os.dup2(scratch, fd)
+            os.close(scratch)
+        _STREAMS = _make_streams()
+    finally:
+        for fd, copy in zip((0, 1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+def _python_streams() -> None:
+    streams = _STREAMS if _STREAMS is not None else _make_streams()
+    sys.stdin, sys.stdout, sys.stderr = streams
     for name in ("stdin", "stdout", "stderr"):  # code that writes to sys.__stdout__
         setattr(sys, f"__{name}__", getattr(sys, name))
 
@@ -827,6 +854,8 @@ def main(channel: int) -> None:
             executor.base = _prelude_namespace(prelude)
         if spec["kind"] == "functional":
             import json  # noqa: F401  (imported once here, used by every test)
+    if executor.binary is None:
+        prepare_streams()
     import gc
 
     gc.freeze()  # test processes inherit a frozen heap: their collections skip it (less COW)

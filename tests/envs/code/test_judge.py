@@ -293,3 +293,16 @@ def test_a_submission_cannot_forge_verdicts():
     for mode in MODES.values():
         result = judge(code, tests, **mode)
         assert "AC" not in result.verdicts, (mode, result.verdicts)
+
+
+def test_standard_streams_of_a_test_behave_like_files():
+    # A test's stdin is its own in-memory file: seekable, read from the start each test.
+    code = (
+        "import sys\n"
+        "data = sys.stdin.read()\n"
+        "sys.stdin.seek(0)\n"
+        "print(sys.stdin.read() == data, data.split()[0], file=sys.__stdout__)\n"
+        "print('to stderr', file=sys.stderr)\n"
+    )
+    tests = [TestCase(f"{i}\n", f"True {i}\n") for i in range(3)]
+    assert judge(code, tests).verdicts == ["AC"] * 3
