@@ -276,6 +276,14 @@ def _spans(ctx: HackContext) -> list[str]:
     return math_spans(_question(ctx)) or math_spans(ctx.first_observation)
 
 
+_WRAPS = {
+    "answer": "written as the env's answer",
+    "bare": "bare",
+    "boxed": "in \\boxed{}",
+    "tagged": "in <answer> tags",
+}
+
+
 def _span_policy(which: str, wrap: str) -> Callable[[HackContext], str | None]:
     def act(ctx: HackContext) -> str | None:
         span = _pick(_spans(ctx), which)
@@ -284,7 +292,12 @@ def _span_policy(which: str, wrap: str) -> Callable[[HackContext], str | None]:
         if wrap == "partial":
             spans = [p for p in map(partly_evaluate, _spans(ctx)) if p]
             return ctx.answer(spans[-1]) if spans else None
-        return {"bare": span, "answer": ctx.answer(span), "boxed": f"\\boxed{{{span}}}"}[wrap]
+        return {
+            "bare": span,
+            "answer": ctx.answer(span),
+            "boxed": f"\\boxed{{{span}}}",
+            "tagged": f"<answer>{span}</answer>",
+        }[wrap]
 
     act.__qualname__ = f"span_{which}_{wrap}"
     return act
@@ -396,12 +409,12 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
     *(
         DegeneratePolicy(
             f"echo-span-{which}-{wrap}",
-            f"the {which} math/code span of the task, {wrap}",
+            f"the {which} math/code span of the task, {_WRAPS[wrap]}",
             _FIX_FINAL_FORM,
             _span_policy(which, wrap),
         )
         for which in ("first", "last", "longest")
-        for wrap in ("answer", "bare", "boxed")
+        for wrap in ("answer", "bare", "boxed", "tagged")
     ),
     DegeneratePolicy(
         "echo-span-partial",

@@ -36,14 +36,28 @@ class _BoxedEnv(TextEnv):
     """A one-turn env that reads the last ``\\boxed{}``; subclasses decide what is right.
 
     ## Description
-    Test env. ## Observation
-    The problem. ## Action
-    ``\\boxed{answer}``. ## Reward
-    ``correct`` and ``format``. ## Episode End
-    After one answer. ## Information
-    Common keys. ## Arguments
-    ``task_seed``. ## Version History
-    v0.
+    Test env: a problem with one integer answer.
+
+    ## Observation
+    The problem and the answer format.
+
+    ## Action
+    ``\\boxed{answer}``.
+
+    ## Reward
+    ``correct`` (weight 1) and ``format`` (weight 0.1, any box).
+
+    ## Episode End
+    After one answer.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core`.
+
+    ## Arguments
+    ``task_seed``.
+
+    ## Version History
+    - v0: test only.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.1}
