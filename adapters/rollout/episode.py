@@ -100,13 +100,20 @@ class EpisodeRunner:
         self.chat = chat
         self.config = config
         self.agent_spec = agent_spec
+        self._prototypes: dict[str, Agent] = {}
 
     def new_agent(self, env_id: str) -> Agent:
-        """A fresh agent for one episode."""
-        if isinstance(self.agent_spec, Agent):
-            # One conversation per episode: concurrent episodes need their own copy.
-            return copy.deepcopy(self.agent_spec)
-        return make_agent(env_id, self.agent_spec, **self.config.agent_kwargs)
+        """A fresh agent for one episode: a copy of the rollout's agent for ``env_id``.
+
+        The agent is built once per env id; every episode gets its own copy, since concurrent
+        episodes hold their own conversations.
+        """
+        prototype = self._prototypes.get(env_id)
+        if prototype is None:
+            prototype = self._prototypes[env_id] = make_agent(
+                env_id, self.agent_spec, **self.config.agent_kwargs
+            )
+        return copy.deepcopy(prototype)
 
     def params(self, prompt_len: int, episode: int, turn: int) -> SamplingParams | None:
         """This turn's sampling parameters, or ``None`` when the prompt leaves no room."""
