@@ -620,6 +620,7 @@ class _Single:
         self.multi_turn = int(getattr(self.base, "max_turns", 1)) > 1
         #: Turns a degenerate episode may take (set from the oracle's longest episode).
         self.turn_limit = 200
+        self.success: Callable[[Mapping[str, Any]], Any] = _is_correct
 
     def play(
         self,
@@ -642,7 +643,7 @@ class _Single:
             _merge(earned, _earned(info.get("reward_components"), self.weights))
             if terminated or truncated:
                 break
-        return _Outcome(bool(info.get("is_correct")), earned, first_action or "", key)
+        return _Outcome(bool(self.success(info)), earned, first_action or "", key)
 
     def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
         method = getattr(self.base, "oracle_action", None)
@@ -681,6 +682,7 @@ class _Multi:
         self.max_length = int(getattr(self.env.action_space(first), "max_length", 10_000))
         self.multi_turn = True
         self.turn_limit = 200
+        self.success: Callable[[Mapping[str, Any]], Any] = _is_correct
 
     def play(
         self,
@@ -717,7 +719,7 @@ class _Multi:
             if agent in infos:
                 _merge(earned, _earned(infos[agent].get("reward_components"), self.weights))
                 if terms.get(agent) or truncs.get(agent):
-                    correct = bool(infos[agent].get("is_correct"))
+                    correct = bool(self.success(infos[agent]))
         return _Outcome(correct, earned, first_action or "", key)
 
     def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
@@ -741,6 +743,10 @@ class _Multi:
 
     def task_reference(self) -> list[str]:
         return _references(getattr(self.env, "task", None))
+
+
+def _is_correct(info: Mapping[str, Any]) -> bool:
+    return bool(info.get("is_correct"))
 
 
 def _one_per_role(env: Any) -> list[str]:
@@ -916,6 +922,7 @@ def check_reward_hacking(
     others: str = "heuristic",
     answer_template: str | None = None,
     demonstrations: Sequence[Demonstration] | None = None,
+    success: Callable[[Mapping[str, Any]], Any] | None = None,
     raise_on_failure: bool = True,
 ) -> HackReport:
     r"""Play degenerate policies against ``env``; fail when one beats the random baseline.
@@ -953,6 +960,8 @@ def check_reward_hacking(
         demonstrations: The worked examples to copy (default
             :data:`rllm_envs.demonstrations.DEMONSTRATIONS`, the env's ``demonstrations`` and,
             for a registered id, those of its agent-facing spec).
+        success: ``success(final_info) -> bool``: whether an episode counts as correct
+            (default ``info["is_correct"]``; e.g. ``lambda i: i["reward_components"]["em"]``).
         raise_on_failure: Raise :class:`RewardHackingError` on a failure (else only report).
 
     Returns:
@@ -967,6 +976,8 @@ def check_reward_hacking(
         raise ValueError(f"Expects episodes >= 1 and 0 < alpha < 0.5, got {episodes}, {alpha}.")
     make, name, multi = _factory(env, kwargs)
     game: _Single | _Multi = _Multi(make, others, agents) if multi else _Single(make)
+    if success is not None:
+        game.success = success
     chosen: list[HackPolicy] = list(DEGENERATE_POLICIES if policies is None else policies)
     for p in chosen:
         if not isinstance(p, HackPolicy):

@@ -140,3 +140,17 @@ def test_the_demonstration_replies_are_what_the_policy_sends():
         raise_on_failure=False,
     )
     assert "boxed{67}" in report.results[0].example
+
+
+def test_success_can_be_read_from_another_info_key():
+    """An env without ``is_correct`` names its own correctness (here: the ``correct`` term)."""
+    report = check_reward_hacking(
+        EvaluatingEnv,
+        policies=[p for p in DEGENERATE_POLICIES if p.name == "echo-span-longest-answer"],
+        success=lambda info: info["reward_components"]["correct"] > 0,
+        episodes=10,
+        raise_on_failure=False,
+    )
+    assert _failed(report) == {"degenerate-policy:echo-span-longest-answer"}
+    never = check_reward_hacking(EvaluatingEnv, success=lambda info: False, episodes=5)
+    assert never.ok
