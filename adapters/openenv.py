@@ -1122,6 +1122,7 @@ def openenv_package(env_id: str) -> dict[str, str]:
 spec_version: 1
 name: rllm-{slug}
 version: {rllm_envs.__version__}
+description: {json.dumps(rllm_envs.list_envs()[env_id])}
 type: space
 runtime: fastapi
 app: server.app:app

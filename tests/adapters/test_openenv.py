@@ -298,6 +298,7 @@ def test_gym_registry_is_untouched_by_the_adapter():
 
 
 def test_every_id_ships_an_openenv_package_that_openenv_validates():
+    import yaml
     from openenv.validation import Level, Verdict, run_validation
 
     for env_id in ALL_IDS:
@@ -307,6 +308,9 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
                 f"{folder / name} is stale: run adapters.openenv.write_openenv_packages"
                 "('deploy/openenv')"
             )
+        manifest = yaml.safe_load((folder / "openenv.yaml").read_text(encoding="utf-8"))
+        # OpenEnv's discovery catalog needs a name and an authored description.
+        assert manifest["name"] and manifest["description"] == rllm_envs.list_envs()[env_id]
         report = run_validation(folder, max_level=Level.STATIC, skip_build=True)
         assert report.verdict is not Verdict.FAIL, [r.evidence for r in report.results]
     folder = REPO / "deploy" / "openenv" / "math-v0"
