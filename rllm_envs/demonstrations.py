@@ -19,6 +19,7 @@ No Gymnasium import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +138,22 @@ def _squash(text: str) -> str:
     return "".join(text.split()).casefold()
 
 
+_BOXED = re.compile(r"\\(?:boxed|fbox)\{((?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*)\}")
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mathbf|mathit|operatorname|displaystyle)\s*")
+_NUMBER = re.compile(r"^\+?0*(\d+)(?:\.0*)?$")
+
+
+def _value(text: str) -> str:
+    r"""A boxed value with its spelling undone: ``\text{+067.0}`` -> ``67``."""
+    value = _WRAPPER.sub("", _squash(text)).replace("{", "").replace("}", "").replace("$", "")
+    number = _NUMBER.match(value)
+    return number.group(1) if number else value
+
+
+def _boxed_values(text: str) -> set[str]:
+    return {_value(m) for m in _BOXED.findall(text)}
+
+
 def demonstration_replies(
     demonstrations: Iterable[Demonstration] = DEMONSTRATIONS,
 ) -> list[str]:
@@ -171,6 +188,12 @@ def copied_demonstration(
     for demo in demonstrations:
         if any(_squash(r) in text for r in demo.replies if _squash(r)):
             return demo.name
-        if not correct and any(_squash(a) in text for a in demo.answers if _squash(a)):
+        if correct:
+            continue
+        if any(_squash(a) in text for a in demo.answers if _squash(a)):
+            return demo.name
+        # The same boxed value spelled another way (\text{67}, +67, 067.0) is the same answer.
+        shown = {v for a in demo.answers for v in _boxed_values(a)}
+        if shown & _boxed_values(answer_text(reply)):
             return demo.name
     return None

@@ -184,3 +184,16 @@ def test_a_registered_id_knows_the_worked_examples_of_its_spec():
     env.reset(seed=0)
     _, reward, *_, info = env.step(swe[0].replies[0])
     assert reward == 0.0 and info["copied_demonstration"] == "rllm/SWE-v0:default"
+
+
+@pytest.mark.parametrize(
+    "spelling", ["\\boxed{67.0}", "\\boxed{\\text{67}}", "\\boxed{+067}", "\\fbox{67}"]
+)
+def test_the_demonstration_answer_spelled_another_way_is_still_a_copy(spelling):
+    env = gym.make("rllm/Math-v0")
+    env.reset(seed=3)
+    _, reward, *_, info = env.step(spelling)
+    assert reward == 0.0 and set(info["reward_components"].values()) == {0.0}
+    assert info["copied_demonstration"] == "math"
+    env.reset(seed=3)
+    assert "copied_demonstration" not in env.step("\\boxed{670}")[-1]
