@@ -16,6 +16,8 @@ reverse of the seeded change. No Gymnasium import.
 
 from __future__ import annotations
 
+import ast
+import builtins
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -56,10 +58,15 @@ def _project_files(project: Project, pkg: str, extra: tuple[Module, ...]) -> dic
     return files
 
 
+@lru_cache(maxsize=128)
+def _compiled(source: str) -> Any:
+    return compile(source, "<module>", "exec")
+
+
 def _behaviour(source: str, call: str) -> tuple[bool, str]:
     """What ``call`` does with the module ``source``: ``(raised, text)``."""
     namespace: dict[str, Any] = {"__name__": "repro"}
-    exec(compile(source, "<module>", "exec"), namespace)
+    exec(_compiled(source), namespace)
     *setup, last = call.strip().split("\n")
     try:
         if setup:
@@ -75,6 +82,147 @@ def _repro(project_key: str, bug_index: int) -> tuple[tuple[bool, str], tuple[bo
     bug = project.bugs[bug_index]
     source = project.module(bug.module).source
     return _behaviour(source.replace(bug.old, bug.new, 1), bug.call), _behaviour(source, bug.call)
+
+
+#: Hidden cases made per bug besides the module's own tests (see :func:`_cases`).
+CASES_PER_BUG = 2
+_CASE_TRIES = 40
+
+
+def _mutate(call: str, rng: np.random.Generator) -> str:
+    """``call`` with its numbers and the letters and digits of its strings changed at random.
+
+    Changes are consistent (equal values and equal characters change alike), so a call whose
+    behaviour depends on two values being equal, or on a string's shape, keeps that shape.
+    """
+    import string
+
+    numbers: dict[int | float, int | float] = {}
+    chars: dict[str, str] = {}
+
+    def char(c: str) -> str:
+        if c not in chars:
+            pool = (
+                string.digits
+                if c.isdigit()
+                else string.ascii_uppercase
+                if c.isupper()
+                else string.ascii_lowercase
+            )
+            chars[c] = c if rng.random() < 0.3 else pool[int(rng.integers(len(pool)))]
+        return chars[c]
+
+    class Change(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            value = node.value
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                return node
+            if isinstance(value, str):
+                new: str | int | float = "".join(
+                    char(c) if c.isascii() and c.isalnum() else c for c in value
+                )
+            else:
+                if value not in numbers:
+                    keep = rng.random() < 0.3
+                    if isinstance(value, int):
+                        numbers[value] = value if keep else max(value + int(rng.integers(-3, 6)), 0)
+                    else:
+                        numbers[value] = value if keep else round(value * rng.uniform(0.5, 3.0), 2)
+                new = numbers[value]
+            return ast.copy_location(ast.Constant(new), node)
+
+    return ast.unparse(Change().visit(ast.parse(call)))
+
+
+def _plain(text: str) -> bool:
+    try:
+        return repr(ast.literal_eval(text)) == text
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+@lru_cache(maxsize=1024)
+def _cases(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, str], ...]:
+    """Hidden cases around the reported behaviour: ``(code, expected repr)`` pairs.
+
+    The issue's call with its numbers changed at random, kept when the fixed code returns a
+    plain value and the buggy code does something else. They make the hidden tests check
+    more than the example the issue shows, so special-casing that example earns nothing.
+    """
+    project = next(p for p in PROJECTS if p.key == project_key)
+    bug = project.bugs[bug_index]
+    source = project.module(bug.module).source
+    buggy = source.replace(bug.old, bug.new, 1)
+    rng = np.random.default_rng(seed)
+    found: dict[str, str] = {}
+    for _ in range(_CASE_TRIES):
+        code = _mutate(bug.call, rng)
+        if code == _mutate_normal(bug.call) or code in found:
+            continue
+        raised, value = _behaviour(source, code)
+        if raised:
+            # An exception the fix raises: kept when it is a built-in one the buggy code
+            # does not raise.
+            kind = value.split(":", 1)[0]
+            if not isinstance(getattr(builtins, kind, None), type):
+                continue
+            if _behaviour(buggy, code)[1].split(":", 1)[0] == kind:
+                continue
+            value = "raises " + kind
+        elif not _plain(value) or _same(_behaviour(buggy, code), value):
+            continue
+        found[code] = value
+        if len(found) == CASES_PER_BUG:
+            break
+    return tuple(found.items())
+
+
+def _mutate_normal(call: str) -> str:
+    return ast.unparse(ast.parse(call))
+
+
+def _case_test(name: str, code: str, expected: str) -> str:
+    *setup, last = code.split("\n")
+    body = "".join(f"    {line}\n" for line in setup)
+    if expected.startswith("raises "):
+        kind = expected.split()[1]
+        return (
+            f"def {name}():\n{body}    try:\n        {last}\n    except {kind}:\n"
+            f"        return\n    raise AssertionError('expected {kind}')\n"
+        )
+    if _has_float(ast.literal_eval(expected)):
+        # Another correct formula may round the last bit differently.
+        body += "    import pytest\n\n"
+        expected = f"pytest.approx({expected})"
+    return f"def {name}():\n{body}    assert {last} == {expected}\n"
+
+
+def _same(outcome: tuple[bool, str], expected: str) -> bool:
+    """Whether the buggy ``outcome`` passes the case for ``expected`` (approx for floats)."""
+    raised, text = outcome
+    if raised or not _plain(text):
+        return False
+    return _close(ast.literal_eval(text), ast.literal_eval(expected))
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(b, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
+        return abs(a - b) <= max(1e-6 * abs(b), 1e-12)
+    if isinstance(b, (list, tuple)) and type(a) is type(b) and len(a) == len(b):
+        return all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(b, dict) and isinstance(a, dict) and a.keys() == b.keys():
+        return all(_close(a[k], b[k]) for k in b)
+    return bool(a == b)
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, tuple, set)):
+        return any(_has_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    return False
 
 
 def _does(outcome: tuple[bool, str], *, past: bool) -> str:
@@ -132,6 +280,15 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         buggy[path] = buggy[path].replace(bug.old, bug.new, 1)
         f2p += [f"tests/test_{bug.module}.py::{t}" for t in bug.breaks if t not in f2p]
     f2p = list(dict.fromkeys(f2p))
+    for i in bugs:
+        bug = project.bugs[i]
+        path = f"tests/test_{bug.module}.py"
+        stem = bug.function.replace(".", "_").lower()
+        seed = int(rng.integers(2**31))
+        for n, (code, expected) in enumerate(_cases(project.key, i, seed), 1):
+            name = f"test_reported_{stem}_{n}"
+            fixed[path] += "\n\n" + _case_test(name, code, expected)
+            f2p.append(f"{path}::{name}")
     base = dict(buggy)
     p2p: list[str] = []
     for module in (*project.modules, *extra):

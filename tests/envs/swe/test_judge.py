@@ -427,3 +427,45 @@ def test_strict_comparisons_refuse_objects_equal_to_anything():
     assert {o.id.split("test_", 2)[-1]: o.status for o in report.outcomes} == dict.fromkeys(
         checks, "failed"
     )
+
+
+def _special_case_issue(task):
+    """A "fix" that returns the issue's expected value for the issue's exact call only."""
+    import ast
+
+    from rllm_envs.swe.projects import PROJECTS
+    from rllm_envs.swe.tasks import _repro
+
+    project = next(p for p in PROJECTS if p.key == task["project"])
+    function, kind = task["bug_functions"][0], task["bug_kinds"][0]
+    index = next(i for i, b in enumerate(project.bugs) if (b.function, b.kind) == (function, kind))
+    bug = project.bugs[index]
+    _, (raised, expected) = _repro(project.key, index)
+    call = ast.parse(bug.call.strip()).body
+    if raised or "." in function or len(call) != 1:
+        return None
+    node = call[0].value
+    args = "".join(ast.unparse(a) + ", " for a in node.args)
+    kwargs = ", ".join(f"{k.arg!r}: {ast.unparse(k.value)}" for k in node.keywords)
+    wrapper = (
+        f"\n\n_original = {function}\n\n\ndef {function}(*args, **kwargs):\n"
+        f"    if (args, kwargs) == (({args}), {{{kwargs}}}):\n        return {expected}\n"
+        "    return _original(*args, **kwargs)\n"
+    )
+    return {f"{task['repo']}/{bug.module}.py": lambda old: old + wrapper}
+
+
+def test_special_casing_the_issue_example_earns_nothing():
+    tried = 0
+    for index in range(40):
+        task = generate(task_rng(5, index), difficulty=2)
+        edits = _special_case_issue(task)
+        if edits is None:
+            continue
+        result = _verdict(task, _edited(task, edits))
+        assert not result.resolved, task["problem_statement"]
+        assert 0.0 < result.fail_to_pass < 1.0 or result.fail_to_pass == 0.0
+        tried += 1
+        if tried == 4:
+            break
+    assert tried == 4

@@ -7,7 +7,14 @@ import pytest
 from rllm_envs.swe import judge
 from rllm_envs.swe.projects import BUG_KINDS, DISTRACTORS, PROJECTS
 from rllm_envs.swe.repo import apply_diff, is_test_path
-from rllm_envs.swe.tasks import MAX_DIFFICULTY, _project_files, fixed_files, generate
+from rllm_envs.swe.tasks import (
+    MAX_DIFFICULTY,
+    _case_test,
+    _cases,
+    _project_files,
+    fixed_files,
+    generate,
+)
 from rllm_envs.tasks import task_rng
 
 
@@ -27,16 +34,31 @@ BUGS = [(p, i) for p in PROJECTS for i in range(len(p.bugs))]
 
 @pytest.mark.parametrize(("project", "index"), BUGS, ids=[f"{p.key}-{i}" for p, i in BUGS])
 def test_bug_breaks_exactly_its_tests(project, index):
+    """The module's tests it names fail, and so do the cases made around the issue's call."""
     bug = project.bugs[index]
     assert bug.kind in BUG_KINDS
     pkg = project.names[0]
     files = _project_files(project, pkg, ())
+    test_path = f"tests/test_{bug.module}.py"
+    cases = [f"test_case_{n}" for n in range(4)]
+    made = [c for seed in (1, 2) for c in _cases(project.key, index, seed)]
+    for name, (code, expected) in zip(cases, made, strict=False):
+        files[test_path] += "\n\n" + _case_test(name, code, expected)
+    cases = cases[: len(made)]
+    ids = [*_ids([project.module(bug.module)]), *(f"{test_path}::{c}" for c in cases)]
+    fixed = judge.run_tests(files, ids, warm=False)
+    assert [o.id for o in fixed.outcomes if not o.passed] == []
     path = f"{pkg}/{bug.module}.py"
     assert files[path].count(bug.old) == 1
     files[path] = files[path].replace(bug.old, bug.new)
-    report = judge.run_tests(files, _ids([project.module(bug.module)]), warm=False)
+    report = judge.run_tests(files, ids, warm=False)
     failing = sorted(o.id.split("::")[1] for o in report.outcomes if not o.passed)
-    assert failing == sorted(bug.breaks)
+    assert failing == sorted([*bug.breaks, *cases])
+
+
+def test_almost_every_bug_gets_cases_beyond_the_issue():
+    counts = [len(_cases(p.key, i, 7)) for p, i in BUGS]
+    assert sum(c == 2 for c in counts) >= len(BUGS) - 2
 
 
 def test_every_kind_is_seeded():
