@@ -9,9 +9,10 @@ repository: ``files`` (``{path: text}``, the embedded source) or ``repo_path`` a
 :func:`generate` makes task ``i`` of the embedded source from ``rng = task_rng(seed, i)``: one
 of the projects of :mod:`rllm_envs.swe.projects` under one of its package names, with one
 seeded bug (two from difficulty 4), the tests that expose it held back as hidden
-fail-to-pass tests, and an issue written from what the buggy code does (the code is run
-in-process: it is this package's own, never model-written). The reference fix is the
-reverse of the seeded change. No Gymnasium import.
+fail-to-pass tests together with fresh cases around the issue's call (so the example the
+issue shows is not all a fix must get right), and an issue written from what the buggy
+code does (the code is run in-process: it is this package's own, never model-written). The
+reference fix is the reverse of the seeded change. No Gymnasium import.
 """
 
 from __future__ import annotations
