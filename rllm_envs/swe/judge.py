@@ -18,11 +18,14 @@ hidden tests are pristine and the runner reads no configuration), ``sitecustomiz
 start-up hooks (the interpreter runs isolated, the repository is not on its path at start),
 ``sys.exit``/``os._exit``/signals and skips (any end but the runner's own is a failure), a
 result written without the nonce, and reads of anything outside the repository (the
-sandbox shows none of the host). What it does not: a test's outcome is computed in a
-process that also runs the submission (tests call its code), so a submission written to
-find the nonce in its own process's memory and write the runner's record itself can forge
-a pass. Such code is test-aware by construction; :attr:`Verdict.verdict_trust` says so
-(``"in_process"``), as the code judge does for assert-kind tests.
+sandbox shows none of the host), objects equal to anything (comparisons in test files are
+strict for plain values), a test module swapped in ``sys.modules``, and special-casing the
+issue's example (embedded tasks hide fresh cases around it). What it does not: a test's
+outcome is computed in a process that also runs the submission (tests call its code), so
+code written to inspect that process -- to find the nonce and write the runner's record
+itself, or to read the expected values from the running test -- can forge a pass. Such code
+is test-aware by construction; :attr:`Verdict.verdict_trust` says so (``"in_process"``), as
+the code judge does for assert-kind tests.
 """
 
 from __future__ import annotations
