@@ -24,6 +24,8 @@ from rllm_envs.sandbox.harness import (
     COMPILE_MEMORY_MB,
     COMPILE_TIME_LIMIT,
     CXX_FLAGS,
+    OUTPUT_SLACK,
+    OUTPUT_SLACK_BYTES,
     PRELUDE,
     PRELUDE_FUNCTIONAL,
     RESULT_MAX_BYTES,
@@ -302,6 +304,15 @@ def _valid_test_header(header: Any, expected_index: int, blob: int, cap: int) ->
     )
 
 
+# How much of an output too long to match is decoded (for feedback snippets).
+_FEEDBACK_BYTES = 1 << 16
+
+
+def _match_limit(expected: str) -> int:
+    """The longest output (in characters) that may still match ``expected``."""
+    return OUTPUT_SLACK * len(expected) + OUTPUT_SLACK_BYTES
+
+
 def _memory_error(stderr: str) -> bool:
     tail = stderr.rstrip().splitlines()[-1:] or [""]
     return tail[0].startswith("MemoryError") or "std::bad_alloc" in stderr[-2000:]
@@ -319,6 +330,8 @@ class _Observed:
     stdout: str | None
     stderr: str
     result: str | None
+    #: stdout is longer than any output matching the expected one (only its start is kept).
+    too_long: bool = False
 
 
 def _test_verdict(
@@ -348,7 +361,8 @@ def _test_verdict(
         why = f"killed by signal {sig}" if sig is not None else f"exit code {seen.code}"
         return "RE", stdout, why + ("\n" + stderr[-1500:] if stderr.strip() else "")
     if kind == "stdin":
-        return ("AC" if stdout_matches(stdout, expected[0]) else "WA"), stdout, None
+        matches = not seen.too_long and stdout_matches(stdout, expected[0])
+        return ("AC" if matches else "WA"), stdout, None
     if kind == "assert":
         return ("AC" if result == "A" else "WA"), stdout, None
     if result.startswith("N"):
@@ -433,9 +447,14 @@ class _Records:
                 return True
             if len(self.buffer) < 4 + size:
                 break
-            with memoryview(self.buffer) as view:
-                frame = bytes(view[4 : 4 + size])  # one copy (a slice would make two)
-            del self.buffer[: 4 + size]
+            frame: bytes | bytearray
+            if len(self.buffer) == 4 + size:  # the usual case: take the buffer, no copy
+                frame, self.buffer = self.buffer, bytearray()
+                del frame[:4]  # cheap: a bytearray drops its head in place
+            else:
+                with memoryview(self.buffer) as view:
+                    frame = bytes(view[4 : 4 + size])  # one copy (a slice would make two)
+                del self.buffer[: 4 + size]
             self._take(frame)
             if self.done or self.broken:
                 return True
@@ -443,7 +462,7 @@ class _Records:
                 return True
         return False
 
-    def _take(self, frame: bytes) -> None:
+    def _take(self, frame: bytes | bytearray) -> None:
         end = frame.find(b"\n", 0, _HEADER_MAX)
         try:
             if end < 0:
@@ -481,7 +500,11 @@ class _Records:
             self.broken = "a malformed, duplicated or out-of-order record"
             return
         out, err, _ = record["sizes"]
-        stdout = str(blob[:out], "utf-8", "replace") if out >= 0 else None
+        # An output too long to match (even at 4 bytes a character) is not decoded whole:
+        # its start is kept for feedback and the verdict is WA (unless it failed otherwise).
+        too_long = self.kind == "stdin" and out > 4 * _match_limit(self.expected[index][0])
+        shown = min(out, _FEEDBACK_BYTES) if too_long else out
+        stdout = str(blob[:shown], "utf-8", "replace") if out >= 0 else None
         stderr = str(blob[max(out, 0) : max(out, 0) + err], "utf-8", "replace")
         result = (
             str(blob[max(out, 0) + err :], "utf-8", "replace") if record["sizes"][2] >= 0 else None
@@ -495,6 +518,7 @@ class _Records:
             stdout,
             stderr,
             result,
+            too_long,
         )
         try:
             verdict, output, error = _test_verdict(

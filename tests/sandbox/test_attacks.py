@@ -905,3 +905,10 @@ def test_no_other_sandbox_visible_through_sys(backend):
     )
     result = run(code, backend=backend)
     assert result.ok and result.stdout == "[]\n", result
+
+
+def test_numeric_flood_is_wrong_and_shown_in_part(backend):
+    # 4 MB of numbers for a one-number answer: WA without the host decoding it all.
+    flood = "print(' '.join(['1.5'] * 1_000_000))\n"
+    result = judge(flood, [TestCase("1\n", "3\n")], backend=backend, snippet_chars=100)
+    assert result.verdicts == ["WA"] and result.results[0].output.startswith("1.5 1.5")
