@@ -452,6 +452,16 @@ class _Refusal(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+def _log_disconnect(peer: str, code: int | None) -> None:
+    # Normal closes (by the client, or ours at shutdown: 1012) are not news; the rest are.
+    if code in (1000, 1001, 1012, None):
+        return
+    if code == 1009:
+        log.warning("refused ws %s: MESSAGE_TOO_BIG (close code 1009)", peer)
+    else:
+        log.warning("dropped ws %s: client left (code %s)", peer, code)
+
+
 class _Session:
     """One WebSocket session: its own env, alive exactly as long as its socket."""
 
@@ -505,25 +515,29 @@ class _EnvServer:
         session = _Session(peer)
         self.sessions.add(session)  # no await since the check: the cap holds
         loop = asyncio.get_running_loop()
-        reason = "closed by the client"
         try:
-            session.env = await loop.run_in_executor(None, self.make_env)
+            try:
+                session.env = await loop.run_in_executor(None, self.make_env)
+            except Exception as e:
+                log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
+                text = f"The env could not be made: {type(e).__name__}: {e}"
+                await websocket.send_text(json.dumps(_error("FACTORY_ERROR", text)))
+                await websocket.close(1011, "FACTORY_ERROR")
+                return
             while True:
                 try:
                     message = await asyncio.wait_for(
                         websocket.receive(), self.limits.session_timeout
                     )
                 except asyncio.TimeoutError:
-                    reason = f"SESSION_TIMEOUT after {self.limits.session_timeout:g} idle s"
                     text = f"Session closed: no message for {self.limits.session_timeout:g} s."
                     await websocket.send_text(json.dumps(_error("SESSION_TIMEOUT", text)))
                     await websocket.close(CLOSE_SESSION_TIMEOUT, "SESSION_TIMEOUT")
-                    log.warning("closed ws %s: %s", peer, reason)
+                    idle = self.limits.session_timeout
+                    log.warning("closed ws %s: SESSION_TIMEOUT (%g s idle)", peer, idle)
                     return
                 if message["type"] == "websocket.disconnect":
-                    if message.get("code") not in (1000, 1001, 1012, None):
-                        reason = f"client left (code {message.get('code')})"
-                        log.warning("dropped ws %s: %s", peer, reason)
+                    _log_disconnect(peer, message.get("code"))
                     return
                 raw = message.get("text")
                 if raw is None:
@@ -534,10 +548,13 @@ class _EnvServer:
                     return
                 await websocket.send_text(json.dumps(reply))
         except WebSocketDisconnect as e:
-            if e.code not in (1000, 1001, 1012):
-                log.warning("dropped ws %s: client left (code %s)", peer, e.code)
+            _log_disconnect(peer, e.code)
         except (OSError, RuntimeError) as e:  # the socket went away under a send
             log.warning("dropped ws %s: %s", peer, type(e).__name__)
+        except Exception as e:  # a bug of ours: one line, and the session ends cleanly
+            log.error("closed ws %s: internal error (%s: %s)", peer, type(e).__name__, e)
+            with contextlib.suppress(Exception):
+                await websocket.close(1011, "INTERNAL_ERROR")
         finally:
             self.sessions.discard(session)
             env, session.env = session.env, None
