@@ -431,7 +431,27 @@ def html_page(
                 f"<td class='n'>{_fmt(m.get('format_rate'), 2)}</td>"
                 f"<td class='n'>{_fmt(m['wall_s'], 1)}</td></tr>"
             )
-    out.append("</table><h2>Charts</h2><div class='charts'>")
+    out.append("</table>")
+    judged = [
+        (env_id, run, run.summary["envs"][env_id])
+        for env_id in envs
+        for run in runs
+        if "judge_base_rate" in run.summary["envs"].get(env_id, {})
+    ]
+    if judged:
+        out.append(
+            "<h2>Judges against their base rate</h2><p>Solutions are shown in random order, so "
+            "a judge that never reads them scores the base rate.</p><table><tr><th>env</th>"
+            "<th>policy</th><th>judge accuracy</th><th>base rate</th></tr>"
+        )
+        out.extend(
+            f"<tr><td>{html.escape(env_id)}</td><td>{html.escape(run.name)}</td>"
+            f"<td class='n'>{_fmt(m.get('judge_accuracy'))}</td>"
+            f"<td class='n'>{_fmt(m['judge_base_rate'])}</td></tr>"
+            for env_id, run, m in judged
+        )
+        out.append("</table>")
+    out.append("<h2>Charts</h2><div class='charts'>")
     out.extend(_bar_chart(env_id, runs) for env_id in envs)
     out.append(_scatter(runs))
     out.append("</div>")

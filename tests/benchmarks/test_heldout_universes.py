@@ -118,6 +118,10 @@ def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
 
     text = markdown([load_run(tmp_path / config.name)])
     assert "base rate" in text and "`rllm/SolverJudge-v0`" in text.split("base rate")[-1]
+    from benchmarks.leaderboard.report import html_page
+
+    page = html_page([load_run(tmp_path / config.name)])
+    assert "Judges against their base rate" in page
 
 
 @pytest.mark.slow
