@@ -86,7 +86,8 @@ class TestOutcome:
     Attributes:
         id: The test's node id (``path::name`` or ``path::Class::name[params]``).
         status: ``passed``, ``failed``, ``error`` (not collected or not found), ``skipped``,
-            ``timeout``, ``crashed`` (killed, or exited on its own) or ``missing`` (no record).
+            ``timeout``, ``crashed`` (killed, or exited on its own), ``missing`` (no record)
+            or ``not_run`` (the run stopped at an earlier failure).
         message: The failure's traceback or reason (cut), ``""`` when passed.
         output: The end of what the test printed.
     """
@@ -210,14 +211,17 @@ def _pool(backend: Backend, limits: Limits) -> SandboxPool:
 class _Records:
     """Reads the report channel as it arrives; keeps only well-formed, in-order records."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop_after_failure: str | None = None) -> None:
         self.buffer = bytearray()
         self.records: list[dict[str, Any]] = []
         self.done = False
         self.broken: str | None = None
+        #: The run's nonce when the run should end at the first test that did not pass.
+        self.stop_after_failure = stop_after_failure
+        self.stopped = False
 
     def feed(self, chunk: bytes) -> bool:
-        if self.done or self.broken:
+        if self.done or self.broken or self.stopped:
             return True
         self.buffer += chunk
         while len(self.buffer) >= 4:
@@ -232,6 +236,11 @@ class _Records:
             self._take(frame)
             if self.done or self.broken:
                 return True
+            nonce = self.stop_after_failure
+            if nonce is not None and self.records:
+                if _status(self.records[-1], nonce)[0] != "passed":
+                    self.stopped = True
+                    return True
         return False
 
     def _take(self, frame: bytes) -> None:
@@ -285,6 +294,7 @@ def _status(record: Mapping[str, Any], nonce: str) -> tuple[str, str]:
 def _execute(
     spec: dict[str, Any],
     *,
+    records: _Records | None = None,
     total_time: float,
     memory_mb: int,
     backend: str | Backend | None,
@@ -293,7 +303,7 @@ def _execute(
     chosen = select_backend(backend)
     spec = {**spec, "reap": chosen.pid_namespace}
     limits = _limits(total_time, memory_mb)
-    records = _Records()
+    records = _Records() if records is None else records
     payload = marshal.dumps(spec)
     if warm:
         outcome, _ = _pool(chosen, limits).run_with_channel(
@@ -333,13 +343,17 @@ def _report(
         status, message = _status(record, nonce)
         outcomes.append(TestOutcome(record["id"], status, message, record["output"][-2000:]))
     error = None
-    if not records.done:
+    if not records.done and not records.stopped:
         why = records.broken or "the run did not finish"
         error = f"{outcome.status.value}: {why}. {outcome.stderr[-500:]}".strip()
     if ids is not None:
         if [o.id for o in outcomes] != list(ids[: len(outcomes)]):
             outcomes, error = [], "the sandbox reported tests that were not asked for"
-        outcomes += [TestOutcome(i, "missing", error or "no record") for i in ids[len(outcomes) :]]
+        rest = ids[len(outcomes) :]
+        if records.stopped and error is None:
+            outcomes += [TestOutcome(i, "not_run", "an earlier test did not pass") for i in rest]
+        else:
+            outcomes += [TestOutcome(i, "missing", error or "no record") for i in rest]
     return RunReport(outcomes, outcome.status, error)
 
 
@@ -351,6 +365,8 @@ def run_tests(
     memory_mb: int = 1024,
     backend: str | Backend | None = None,
     warm: bool = True,
+    stop_on_failure: bool = False,
+    total_time: float | None = None,
 ) -> RunReport:
     """Run the tests ``tests`` (node ids) of the repository ``files`` in one sandbox.
 
@@ -361,6 +377,10 @@ def run_tests(
         memory_mb: Address-space limit of each test process, in MiB.
         backend: Sandbox backend (see :func:`rllm_envs.sandbox.run`).
         warm: Use a sandbox started ahead of time (see :func:`close_pools`).
+        stop_on_failure: End the run at the first test that does not pass (the rest are
+            ``not_run``).
+        total_time: Wall-clock seconds for the whole run (default: every test's limit plus
+            a margin); tests not reported by then are ``missing``.
 
     Returns:
         One :class:`TestOutcome` per id, in order (``missing`` for tests never reported).
@@ -380,9 +400,11 @@ def run_tests(
         "output_chars": _OUTPUT_CHARS,
         "max_tests": len(ids),
     }
+    budget = len(ids) * (float(time_limit) + 0.5) + 5.0
     records, outcome = _execute(
         spec,
-        total_time=len(ids) * (float(time_limit) + 0.5) + 5.0,
+        records=_Records(nonce if stop_on_failure else None),
+        total_time=budget if total_time is None else min(float(total_time), budget),
         memory_mb=memory_mb,
         backend=backend,
         warm=warm,
@@ -501,8 +523,14 @@ def verdict(
     memory_mb: int = 1024,
     backend: str | Backend | None = None,
     warm: bool = True,
+    stop_on_failure: bool = False,
+    total_time: float | None = None,
 ) -> Verdict:
     """Judge a submission's diff on the hidden tests, in a fresh sandbox.
+
+    The fail-to-pass tests run first. With ``stop_on_failure`` the run ends at the first
+    test that does not pass (the verdict is then decided; the fractions count the rest as
+    failed); ``total_time`` bounds the whole run (see :func:`run_tests`).
 
     Raises:
         PatchError: Only if the task's own ``test_patch`` does not apply (a broken task);
@@ -521,7 +549,14 @@ def verdict(
             files[path] = text
     ids = [*fail_to_pass, *pass_to_pass]
     report = run_tests(
-        files, ids, time_limit=time_limit, memory_mb=memory_mb, backend=backend, warm=warm
+        files,
+        ids,
+        time_limit=time_limit,
+        memory_mb=memory_mb,
+        backend=backend,
+        warm=warm,
+        stop_on_failure=stop_on_failure,
+        total_time=total_time,
     )
     by_id = report.by_id()
     f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
@@ -559,6 +594,7 @@ def score(
         fail_to_pass=list(task["FAIL_TO_PASS"]),
         pass_to_pass=list(task.get("PASS_TO_PASS") or ()),
         backend=backend,
+        stop_on_failure=not partial_credit,
     )
     return reward_of(result, partial_credit)
 

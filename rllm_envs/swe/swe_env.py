@@ -192,8 +192,10 @@ class SWEEnv(TextEnv):
     (:mod:`rllm_envs.swe.judge`). Components: ``resolved`` = 1 when every fail-to-pass and
     pass-to-pass test passes (weight 1.0; with ``partial_credit=True`` the fraction of
     fail-to-pass tests that pass when no pass-to-pass test breaks); ``fail_to_pass`` and
-    ``pass_to_pass``, the fractions that pass (weight 0.0, log only); ``invalid_call``, the
-    number of unusable parts of the reply (weight 0.0). Every component is 0 before submit.
+    ``pass_to_pass``, the fractions that pass (weight 0.0, log only; without partial credit
+    the run stops at the first test that fails, fail-to-pass tests first, and the tests not
+    run count as failed); ``invalid_call``, the number of unusable parts of the reply
+    (weight 0.0). Every component is 0 before submit.
 
     ## Episode End
     Terminates at ``submit``. Truncates after ``max_turns`` replies, or when the replies
@@ -217,6 +219,7 @@ class SWEEnv(TextEnv):
       over local git repositories instead of the embedded source.
     - ``partial_credit`` (bool, default False): see Reward.
     - ``test_time_limit`` (float, default 10.0): seconds per test (and per ``run_python``).
+    - ``verdict_time_limit`` (float, default 120.0): seconds for the whole verdict run.
     - ``memory_mb`` (int, default 1024): address-space limit of each test process.
     - ``sandbox_backend`` (str, optional): the sandbox backend (default: automatic).
     - ``warm`` (bool, default True): use sandboxes started ahead of time
@@ -249,6 +252,7 @@ class SWEEnv(TextEnv):
         repos_dir: str | Path | None = None,
         partial_credit: bool = False,
         test_time_limit: float = judge.DEFAULT_TIME_LIMIT,
+        verdict_time_limit: float = 120.0,
         memory_mb: int = 1024,
         sandbox_backend: str | None = None,
         warm: bool = True,
@@ -280,6 +284,10 @@ class SWEEnv(TextEnv):
                 f"Expects `max_episode_chars` to be an int >= 1 or None, actual: "
                 f"{max_episode_chars!r}."
             )
+        if not isinstance(verdict_time_limit, (int, float)) or not 0 < verdict_time_limit:
+            raise InvalidEnvConfig(
+                f"Expects `verdict_time_limit` to be seconds > 0, actual: {verdict_time_limit!r}."
+            )
         if not isinstance(test_time_limit, (int, float)) or not 0 < test_time_limit <= 600:
             raise InvalidEnvConfig(
                 f"Expects `test_time_limit` to be seconds in (0, 600], actual: {test_time_limit!r}."
@@ -303,6 +311,7 @@ class SWEEnv(TextEnv):
         self.difficulty = difficulty
         self.partial_credit = bool(partial_credit)
         self.test_time_limit = float(test_time_limit)
+        self.verdict_time_limit = float(verdict_time_limit)
         self.memory_mb = memory_mb
         self.sandbox_backend = sandbox_backend
         self.warm = bool(warm)
@@ -485,6 +494,8 @@ class SWEEnv(TextEnv):
             memory_mb=self.memory_mb,
             backend=self.sandbox_backend,
             warm=self.warm,
+            stop_on_failure=not self.partial_credit,
+            total_time=self.verdict_time_limit,
         )
         word = "resolved" if result.resolved else "not resolved"
         how = "Submitted" if submitted else "Out of replies; your changes were judged"

@@ -469,3 +469,17 @@ def test_special_casing_the_issue_example_earns_nothing():
         if tried == 4:
             break
     assert tried == 4
+
+
+def test_a_run_can_stop_at_the_first_failure_and_is_bounded_in_time():
+    files = {
+        "m.py": "def f():\n    while True:\n        pass\n",
+        "tests/test_m.py": "from m import f\n\ndef test_loops():\n    f()\n\n"
+        "def test_ok():\n    assert True\n",
+    }
+    ids = ["tests/test_m.py::test_loops", "tests/test_m.py::test_ok", "tests/test_m.py::test_ok"]
+    report = judge.run_tests(files, ids, time_limit=1.0, stop_on_failure=True, warm=False)
+    assert [o.status for o in report.outcomes] == ["timeout", "not_run", "not_run"]
+    assert report.sandbox_error is None
+    report = judge.run_tests(files, ids, time_limit=5.0, total_time=2.0, warm=False)
+    assert [o.status for o in report.outcomes] == ["missing"] * 3 and report.sandbox_error

@@ -126,7 +126,8 @@ def test_oracle_and_noop_through_the_env(dataset):
     assert reward == 1.0 and terminated and info["fail_to_pass"] == 1.0
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
-    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] == 1.0
+    # The run stops at the first failing test: the pass-to-pass test did not run.
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] == 0.0
 
 
 def test_loader_errors(dataset, tmp_path):
