@@ -15,6 +15,8 @@ from rllm_envs.tasks import Task
 __all__ = ["ReasoningGymEnv"]
 
 _ALPHABET = string.ascii_lowercase + string.digits
+#: Tasks whose reference answers :meth:`ReasoningGymEnv.random_action` draws from.
+ANSWER_POOL = 64
 
 
 class ReasoningGymEnv(TextEnv):
@@ -34,8 +36,9 @@ class ReasoningGymEnv(TextEnv):
     answer, the verdict and, when wrong, the reference answer (if the family has one).
 
     ## Action
-    The model's full reply. The answer is the content of the last ``<answer>...</answer>``
-    block of its answer part (text up to the last ``</think>`` is reasoning).
+    The model's full reply. The answer is the content of its ``<answer>...</answer>`` block
+    (text up to the last ``</think>`` is reasoning); a reply with several different answer
+    blocks is not graded.
 
     ## Reward
     Weighted sum (``reward_weights``) of two components
@@ -56,13 +59,14 @@ class ReasoningGymEnv(TextEnv):
     ``step`` also ``answer`` (``str | None``, the extracted answer), ``verdict`` (``str``, see
     :class:`rllm_envs.reasoning_gym.scoring.Grade`), ``reasoning_gym_score`` (``float``) and
     ``reference_answer`` (``str | None``). ``invalid_action`` is set when the reply has no
-    answer block or a template answer.
+    answer block, a template answer or several different answers.
 
     ## Arguments
     - ``dataset`` (str, default ``"basic_arithmetic"``): the reasoning-gym family.
     - ``size`` (int, default 1000): tasks in the universe.
-    - ``task_seed`` (int, default 0): the universe; task ``i`` is a pure function of
-      ``(dataset, config, task_seed, i)``. Universes never share a generator seed.
+    - ``task_seed`` (int, default 0): the task universe; task ``i`` is a pure function of
+      ``(dataset, config, task_seed, i)``. Seeds from ``rllm_envs.tasks.EVAL_SEED_START`` up
+      are the evaluation universe, whose questions training seeds never yield.
     - ``config`` (dict): fields of the family's config dataclass (not ``seed``/``size``).
     - ``difficulty`` (int, default ``None``): reasoning-gym curriculum level of every attribute
       (0 = easiest); ``config`` fields win over it.
@@ -96,6 +100,7 @@ class ReasoningGymEnv(TextEnv):
             curriculum=curriculum,
         )
         self.dataset = dataset
+        self._answer_pool: list[str] | None = None
         super().__init__(
             tasks=tasks, max_turns=1, reward_weights=reward_weights, render_mode=render_mode
         )
@@ -121,7 +126,7 @@ class ReasoningGymEnv(TextEnv):
             text = f"Incorrect: {result.reason}."
             if reference is not None:
                 text += f" The reference answer: {reference}"
-        invalid = result.verdict in ("no_answer", "placeholder")
+        invalid = result.verdict in ("no_answer", "placeholder", "several_answers")
         return Transition(
             observation=text,
             reward_components={name: result.components[name] for name in COMPONENTS},
@@ -152,14 +157,25 @@ class ReasoningGymEnv(TextEnv):
         return f"<answer>{answer}</answer>"
 
     def random_action(self) -> str:
-        """A well-formed random answer: one to eight random letters and digits in tags.
+        """A random well-formed answer: the reference answer of a random task of the universe.
 
-        It draws from ``action_space``'s generator, never from ``np_random``.
+        The answers are drawn with their frequency among the first :data:`ANSWER_POOL` tasks,
+        so for a family with a few labels (``True``/``False``, ``on``/``off``) this is the
+        stratified random guess, and for open answers almost always a wrong value in the right
+        form. It draws from ``action_space``'s generator, never from ``np_random``.
         """
+        if self._answer_pool is None:
+            pool = []
+            for index in range(min(ANSWER_POOL, len(self.tasks))):
+                answer = self.tasks[index].get("answer")
+                if isinstance(answer, str) and answer.strip():
+                    pool.append(answer)
+            self._answer_pool = pool
         rng = self.action_space.np_random
+        if self._answer_pool:
+            return (
+                f"<answer>{self._answer_pool[int(rng.integers(len(self._answer_pool)))]}</answer>"
+            )
         length = int(rng.integers(1, 9))
-        return (
-            "<answer>"
-            + "".join(_ALPHABET[int(rng.integers(len(_ALPHABET)))] for _ in range(length))
-            + "</answer>"
-        )
+        letters = "".join(_ALPHABET[int(rng.integers(len(_ALPHABET)))] for _ in range(length))
+        return f"<answer>{letters}</answer>"

@@ -6,6 +6,7 @@ task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
 
 * no answer block, or an empty one or a template (``"..."``, ``"your answer"``:
   :func:`rllm_envs.text.is_placeholder`);
+* several different answer blocks (one final answer is graded, never the best of several);
 * an echo: the answer holds the whole question;
 * a copy: the answer is a piece of the question text (an example the question shows, the
   expression it asks to evaluate, a list holding the answer) and is not the reference answer
@@ -29,7 +30,16 @@ from typing import Any
 
 from rllm_envs.text import answer_text, is_placeholder
 
-__all__ = ["COMPONENTS", "Grade", "MAX_ANSWER_CHARS", "PROBE", "extract_answer", "grade", "score"]
+__all__ = [
+    "COMPONENTS",
+    "Grade",
+    "MAX_ANSWER_CHARS",
+    "PROBE",
+    "answer_blocks",
+    "extract_answer",
+    "grade",
+    "score",
+]
 
 #: Reward components: ``correct`` (reasoning-gym's score is 1) and ``score`` (its raw score).
 COMPONENTS = ("correct", "score")
@@ -52,6 +62,7 @@ class Grade:
         score: reasoning-gym's score after this suite's rules, in [0, 1].
         correct: ``score >= 1``.
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
+            ``"several_answers"``,
             ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
         reason: Why, in words (``None`` when correct).
     """
@@ -68,10 +79,15 @@ class Grade:
         return {"correct": float(self.correct), "score": float(self.score)}
 
 
+def answer_blocks(reply: str) -> list[str]:
+    """Every ``<answer>`` block of the reply's answer part, stripped, in order."""
+    return [m.strip() for m in _ANSWER_RE.findall(answer_text(reply))]
+
+
 def extract_answer(reply: str) -> str | None:
     """The last ``<answer>`` block of the reply's answer part, stripped (``None`` if none)."""
-    matches = _ANSWER_RE.findall(answer_text(reply))
-    return matches[-1].strip() if matches else None
+    blocks = answer_blocks(reply)
+    return blocks[-1] if blocks else None
 
 
 def _normal(text: str) -> str:
@@ -107,9 +123,14 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``)."""
     from rllm_envs.reasoning_gym.tasks import scorer_for
 
-    answer = extract_answer(reply if isinstance(reply, str) else str(reply))
-    if answer is None:
+    blocks = answer_blocks(reply if isinstance(reply, str) else str(reply))
+    if not blocks:
         return Grade(None, 0.0, False, "no_answer", "no <answer></answer> block in the reply")
+    answer = blocks[-1]
+    if len({_normal(b) for b in blocks}) > 1:
+        return Grade(
+            answer, 0.0, False, "several_answers", "the reply gives several different answers"
+        )
     reference = task.get("answer")
     is_reference = isinstance(reference, str) and _normal(answer) == _normal(reference)
     if is_placeholder(answer) and not is_reference:

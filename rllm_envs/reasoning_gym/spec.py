@@ -15,7 +15,6 @@ __all__ = [
     "SPEC",
     "DEFAULT_DATASET",
     "DEFAULT_SIZE",
-    "UNIVERSE_STRIDE",
 ]
 
 #: Appended to every question: reasoning-gym's own answer convention (``<answer>`` tags).
@@ -41,7 +40,3 @@ DEFAULT_DATASET = "basic_arithmetic"
 
 #: Tasks in one universe unless ``size`` says otherwise (some families precompute them all).
 DEFAULT_SIZE = 1000
-
-#: reasoning-gym seeds of universe ``task_seed`` start at ``task_seed * UNIVERSE_STRIDE``;
-#: families derive task ``i`` from seed ``+ i``, so universes never share a generator seed.
-UNIVERSE_STRIDE = 2**40

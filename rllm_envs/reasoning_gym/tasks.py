@@ -7,16 +7,20 @@ from ``config`` (the dataset config's fields), optionally on top of a curriculum
 (reasoning-gym's own curricula: ``difficulty`` sets every attribute's level, ``curriculum``
 single attributes).
 
-Universes: ``task_seed`` ``u`` uses reasoning-gym seed ``u * UNIVERSE_STRIDE``. Families draw
-item ``i`` from seed ``+ i``, so two universes never share a generator seed and an evaluation
-universe (e.g. ``task_seed=1_000_003``) shares no task draw with training on universe 0 (a
-family with a small problem space can still produce the same question text in both).
+Universes: task seeds below :data:`rllm_envs.tasks.EVAL_SEED_START` are the training universe,
+seeds from it up the evaluation universe (the leaderboard's). A question belongs to one of the
+two by a hash of its text (:func:`rllm_envs.tasks.question_universe`) and a source yields only
+questions of its seed's universe, drawing again when needed, so training never shows an
+evaluation question. Each task seed also has its own generator seeds: draw ``a`` of task seed
+``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from which families derive item ``i``
+(``seed + i``).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import random
 from collections.abc import Callable, Mapping
@@ -25,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig, did_you_mean, require
-from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE, UNIVERSE_STRIDE
-from rllm_envs.tasks import Task, TaskSource
+from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE
+from rllm_envs.tasks import Task, TaskSource, question_universe, seed_universe
 
 __all__ = ["ReasoningGymTasks", "family_names", "scorer_for", "oracle_answer"]
 
@@ -153,7 +157,7 @@ class ReasoningGymTasks(TaskSource):
         self.config = fields
         self.name = f"reasoning-gym-{dataset}-s{task_seed}"
         try:
-            self._dataset: Any = _create(dataset, task_seed, size, fields)
+            self._datasets: dict[int, Any] = {0: _create(dataset, task_seed, size, fields)}
         except (TypeError, ValueError, AssertionError, KeyError) as e:
             raise InvalidEnvConfig(
                 f"reasoning-gym rejected the config of {dataset!r} ({fields}): {e}"
@@ -198,16 +202,20 @@ class ReasoningGymTasks(TaskSource):
     def __len__(self) -> int:
         return self.size
 
-    def task(self, index: int) -> Task:
-        """Item ``index`` of the family's dataset as a task record."""
+    def _draw(self, index: int, attempt: int) -> dict[str, Any]:
+        """Item ``index`` of draw ``attempt`` (attempt ``a`` uses its own generator seeds)."""
+        dataset = self._datasets.get(attempt)
+        if dataset is None:
+            dataset = _create(self.dataset_name, self.task_seed, self.size, self.config, attempt)
+            self._datasets[attempt] = dataset
         # Some families also draw from the global `random`/`numpy.random` generators; seeding
-        # them per task keeps task i a pure function of the arguments. The caller's generator
+        # them per draw keeps task i a pure function of the arguments. The caller's generator
         # states are restored afterwards.
         py_state, np_state = random.getstate(), np.random.get_state()
-        random.seed(self.task_seed * UNIVERSE_STRIDE + index)
-        np.random.seed([index & 0xFFFFFFFF, index >> 32, self.task_seed & 0xFFFFFFFF])
+        random.seed(_base_seed(self.task_seed, attempt, self.size) + index)
+        np.random.seed([index & 0xFFFFFFFF, index >> 32, self.task_seed & 0xFFFFFFFF, attempt])
         try:
-            item = self._dataset[index]
+            item = dataset[index]
         finally:
             random.setstate(py_state)
             np.random.set_state(np_state)
@@ -219,18 +227,48 @@ class ReasoningGymTasks(TaskSource):
             "metadata": dict(item.get("metadata") or {}),
         }
 
+    def task(self, index: int) -> Task:
+        """Task ``index``: the first draw whose question belongs to the seed's universe.
+
+        As :class:`rllm_envs.tasks.ProceduralTasks`: a question belongs to the training or the
+        evaluation universe by a hash of its text (:func:`rllm_envs.tasks.question_universe`);
+        a draw of the other universe is drawn again (with other generator seeds), and a family
+        too small to reach its universe in ``MAX_DRAWS`` draws keeps the first draw.
+        """
+        first = self._draw(index, 0)
+        if self.size == 1:
+            return first
+        universe = seed_universe(self.task_seed)
+        for attempt in range(MAX_DRAWS):
+            draw = first if attempt == 0 else self._draw(index, attempt)
+            if question_universe(draw) == universe:
+                return draw
+        return first
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_dataset"] = None  # rebuilt from the arguments (some hold open generators)
+        state["_datasets"] = {}  # rebuilt from the arguments (some hold open generators)
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._dataset = _create(self.dataset_name, self.task_seed, self.size, self.config)
+
+#: Draws of one task index before a family too small to split keeps its first draw.
+MAX_DRAWS = 64
 
 
-def _create(name: str, task_seed: int, size: int, fields: Mapping[str, Any]) -> Any:
-    """reasoning-gym's dataset for universe ``task_seed`` (config given as plain data)."""
+def _base_seed(task_seed: int, attempt: int, size: int) -> int:
+    """reasoning-gym seed of draw ``attempt`` of task seed ``task_seed`` (items use ``+ i``).
+
+    A hash, kept below 2**32 - size: some families seed NumPy's legacy generator with
+    ``seed + i``, which takes 32-bit seeds only.
+    """
+    digest = hashlib.blake2b(f"{task_seed}:{attempt}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % (2**32 - size)
+
+
+def _create(
+    name: str, task_seed: int, size: int, fields: Mapping[str, Any], attempt: int = 0
+) -> Any:
+    """reasoning-gym's dataset of draw ``attempt`` in universe ``task_seed`` (config as data)."""
     rg = _rg()
     fields = dict(fields)
     if name == "composite" and isinstance(fields.get("datasets"), (list, tuple)):
@@ -240,4 +278,4 @@ def _create(name: str, task_seed: int, size: int, fields: Mapping[str, Any]) -> 
             DatasetSpec(**spec) if isinstance(spec, Mapping) else spec
             for spec in fields["datasets"]
         ]
-    return rg.create_dataset(name, seed=task_seed * UNIVERSE_STRIDE, size=size, **fields)
+    return rg.create_dataset(name, seed=_base_seed(task_seed, attempt, size), size=size, **fields)

@@ -27,7 +27,6 @@ ENV_ID = "rllm/ReasoningGym-v0"
 # `composite` mixes other families and needs them named in its config.
 CONFIGS = {"composite": {"datasets": [{"name": "leg_counting", "weight": 1.0, "config": {}}]}}
 FAMILIES = family_names()
-EVAL_UNIVERSE = 1_000_003
 
 
 def _env(name, **kwargs):
@@ -131,7 +130,7 @@ def test_the_scorer_reads_the_last_answer_block_and_never_raises():
     answer = task["answer"]
     assert score(answer, task) == 1.0
     assert score(f"<think>maybe 3</think>work... <answer>{answer}</answer>", task) == 1.0
-    assert score(f"<answer>{answer}</answer> no, <answer>0</answer>", task) == 0.0
+    assert score(f"<answer>{answer}</answer> no, <answer>0</answer>", task) == 0.0  # two answers
     assert score(kit.GARBAGE, task) == 0.0
     prime = _env("prime_factorization")
     prime.reset(seed=0, options={"index": 0})
@@ -140,17 +139,23 @@ def test_the_scorer_reads_the_last_answer_block_and_never_raises():
     assert result.score == 0.0 and result.verdict in ("scorer_error", "wrong")
 
 
-def test_train_and_eval_universes_share_no_task():
-    # Families with room for 200 distinct questions (tiny arithmetic repeats texts by chance).
-    for name in ("word_sorting", "letter_counting", "number_sorting"):
+def test_train_and_eval_universes_share_no_question():
+    from rllm_envs.tasks import EVAL_TASK_SEED, question_universe
+
+    # basic_arithmetic's small problems repeat across generator seeds: the question hash
+    # keeps the universes apart anyway.
+    for name in ("basic_arithmetic", "word_sorting", "letter_counting"):
         train = ReasoningGymTasks(name, size=200)
         neighbour = ReasoningGymTasks(name, size=200, task_seed=1)
-        held_out = ReasoningGymTasks(name, size=200, task_seed=EVAL_UNIVERSE)
-        questions = {train[i]["question"] for i in range(200)}
-        # Families derive task i from seed + i: adjacent universes would overlap if the
-        # universes were plain seeds.
-        assert not questions & {neighbour[i]["question"] for i in range(200)}, name
-        assert not questions & {held_out[i]["question"] for i in range(200)}, name
+        held_out = ReasoningGymTasks(name, size=200, task_seed=EVAL_TASK_SEED)
+        train_qs = [train[i] for i in range(200)]
+        eval_qs = [held_out[i] for i in range(200)]
+        assert {question_universe(t) for t in train_qs} == {"train"}, name
+        assert {question_universe(t) for t in eval_qs} == {"eval"}, name
+        questions = {t["question"] for t in train_qs}
+        assert not questions & {t["question"] for t in eval_qs}, name
+        # Generator seeds differ per task seed: neighbouring training seeds are new tasks.
+        assert len(questions & {neighbour[i]["question"] for i in range(200)}) < 20, name
         assert train[7] == ReasoningGymTasks(name, size=200)[7]  # pure function of the args
 
 
@@ -194,9 +199,55 @@ def test_the_env_pickles_and_passes_the_conformance_kit_on_other_families():
         assert not report.failures
 
 
-def test_degenerate_policies_earn_no_more_than_random():
-    check = getattr(kit, "check_reward_hacking", None)
-    if check is None:
-        pytest.skip("rllm_envs.testing.check_reward_hacking is not in this tree yet")
-    for name in ("basic_arithmetic", "word_sorting", "graph_color"):
-        check(ENV_ID, kwargs={"dataset": name, "size": 32})
+#: Families with few labels (True/False, on/off/undetermined), open numbers, and structured
+#: answers (JSON maps, grids, lists), where reasoning-gym pays partial credit or checks
+#: solutions.
+HACK_FAMILIES = [
+    "basic_arithmetic",
+    "gsm_symbolic",
+    "prime_factorization",
+    "acre",
+    "game_of_life_halting",
+    "propositional_logic",
+    "knights_knaves",
+    "syllogism",
+    "graph_color",
+    "rotate_matrix",
+    "list_functions",
+    "word_sorting",
+    "countdown",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", HACK_FAMILIES)
+def test_degenerate_policies_earn_no_more_than_random(name):
+    # The suite's public check: echoes, spans and numbers of the question, constant and
+    # sampled answers, several candidates, copied demonstrations, empty and long replies.
+    kit.check_reward_hacking(ENV_ID, kwargs={"dataset": name, "size": 64})
+
+
+def test_several_different_answers_are_not_graded():
+    env = _env("acre")
+    env.reset(seed=0, options={"index": 0})
+    reference = env.unwrapped.task["answer"]
+    _, reward, _, _, info = env.step(
+        "<answer>on</answer> <answer>off</answer> <answer>undetermined</answer>"
+    )
+    assert reward == 0.0 and info["verdict"] == "several_answers" and info["invalid_action"]
+    env.reset(seed=0, options={"index": 0})
+    _, reward, _, _, _ = env.step(f"<answer>{reference}</answer> so <answer>{reference}</answer>")
+    assert reward == 1.0  # the same answer twice is one answer
+
+
+def test_the_random_baseline_guesses_in_the_answer_form():
+    env = _env("acre")
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    guesses = {env.unwrapped.random_action() for _ in range(40)}
+    assert guesses <= {
+        "<answer>on</answer>",
+        "<answer>off</answer>",
+        "<answer>undetermined</answer>",
+    }
+    assert len(guesses) >= 2
