@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
-from gymnasium.envs.toy_text.frozen_lake import MAPS, generate_random_map
+from gymnasium.envs.toy_text.frozen_lake import MAPS
 from gymnasium.envs.toy_text.frozen_lake import FrozenLakeEnv as GymFrozenLake
 from gymnasium.envs.toy_text.utils import categorical_sample
 
@@ -17,6 +17,7 @@ from rllm_envs.frozenlake.lake import (
     ACTION_NAMES,
     optimal_policy,
     parse_action,
+    random_map,
     render_board,
     validate_map,
 )
@@ -37,9 +38,8 @@ _ACTIONS_LINE = "Actions: Left, Down, Right, Up (one per turn)."
 
 
 def generate_lake(rng: np.random.Generator, *, size: int, hole_density: float) -> Task:
-    """A random ``size`` x ``size`` map with a guaranteed safe path (Gymnasium's generator)."""
-    rows = generate_random_map(size=size, p=1.0 - hole_density, seed=int(rng.integers(2**31)))
-    return {"map": rows}
+    """A random ``size`` x ``size`` map with a guaranteed safe path (:func:`random_map`)."""
+    return {"map": random_map(rng, size, hole_density)}
 
 
 def _fixed_lake(rows: list[str], rng: np.random.Generator) -> Task:
@@ -52,7 +52,8 @@ class FrozenLakeEnv(TextEnv):
     ## Description
     Gymnasium's ``FrozenLake`` (its map generator, transition table and step) played through
     text. The agent starts at ``S`` and must reach ``G``; ``H`` cells are holes. By default
-    each task is a random map with a guaranteed safe path, drawn from the seed; fixed maps
+    each task is a random map with a guaranteed safe path, drawn from the seed, whose start
+    and goal cells are drawn too (so no fixed move sequence solves many maps); fixed maps
     (Gymnasium's ``"4x4"`` and ``"8x8"``, or any ``desc``) are available.
 
     ## Observation
@@ -99,7 +100,9 @@ class FrozenLakeEnv(TextEnv):
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
-    - v0: Initial version.
+    - v0: Initial version. Random maps draw the start and goal cells too (Gymnasium's
+      generator keeps them in fixed corners, where one map's path replayed blind solved
+      other maps far more often than random moves).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"success": 1.0, "invalid_action": 0.0}

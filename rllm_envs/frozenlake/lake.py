@@ -97,6 +97,43 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     )
 
 
+def has_safe_path(rows: Sequence[str]) -> bool:
+    """Whether the goal can be reached from the start without stepping on a hole."""
+    nrow, ncol = len(rows), len(rows[0])
+    start = next((r, c) for r in range(nrow) for c in range(ncol) if rows[r][c] == "S")
+    seen, frontier = {start}, [start]
+    while frontier:
+        r, c = frontier.pop()
+        if rows[r][c] == "G":
+            return True
+        for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if 0 <= nr < nrow and 0 <= nc < ncol and (nr, nc) not in seen and rows[nr][nc] != "H":
+                seen.add((nr, nc))
+                frontier.append((nr, nc))
+    return False
+
+
+def random_map(rng: np.random.Generator, size: int, hole_density: float) -> list[str]:
+    """A ``size`` x ``size`` map with the start, the goal and the holes all drawn from ``rng``.
+
+    Start and goal land anywhere, at least ``size - 1`` steps apart, so no fixed sequence of
+    moves (one map's path replayed on another) reaches the goal more often than reading the
+    board would; the map always has a safe path.
+    """
+    if size < 2:
+        raise ValueError(f"Expects a map size >= 2, actual: {size}.")
+    while True:
+        start, goal = (int(i) for i in rng.choice(size * size, size=2, replace=False))
+        (sr, sc), (gr, gc) = divmod(start, size), divmod(goal, size)
+        if abs(sr - gr) + abs(sc - gc) < size - 1:
+            continue
+        grid = np.where(rng.random((size, size)) < hole_density, "H", "F")
+        grid[sr, sc], grid[gr, gc] = "S", "G"
+        rows = ["".join(row) for row in grid]
+        if has_safe_path(rows):
+            return rows
+
+
 def validate_map(rows: Sequence[str]) -> list[str]:
     """Check a map (rows of ``S``/``F``/``H``/``G``) and return it as a list of strings.
 

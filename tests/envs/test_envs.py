@@ -112,11 +112,7 @@ def test_random_unicode_actions_never_raise(entry, actions, seed):
 
 #: Ids (and variants) the public reward-hacking check fails today, with why. Strict xfails:
 #: the day the env is fixed the test says so, and the entry must go.
-_HACKABLE = {
-    "rllm/FrozenLake-v0": "random maps keep the start and the goal in fixed corners, so "
-    "another map's oracle path, replayed blind, reaches the goal far more often than random "
-    "moves (degenerate-policy:replay-other-episode)",
-}
+_HACKABLE: dict[str, str] = {}
 #: Variants checked besides every id: the answer formats and families of issue #25's table.
 HACKING_VARIANTS: tuple[tuple[str, dict], ...] = (
     ("rllm/Math-v0", {"answer_format": "any"}),

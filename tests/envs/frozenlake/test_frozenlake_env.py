@@ -17,7 +17,10 @@ def test_quickstart_prints_a_readable_board_and_instructions():
     obs, info = env.reset(seed=0)
     assert "P" in obs and "G" in obs and "Legend" in obs
     assert "Right" in obs and "<action>" in obs
-    assert info["position"] == [0, 0] and info["turn"] == 0
+    start = next(
+        [r, c] for r, row in enumerate(info["map"]) for c, ch in enumerate(row) if ch == "S"
+    )
+    assert info["position"] == start and info["turn"] == 0
 
 
 def test_make_with_module_prefix_works_without_prior_import():
