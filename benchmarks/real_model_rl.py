@@ -4,6 +4,9 @@ One command runs the whole experiment on CPU, offline::
 
     python -m benchmarks.real_model_rl            # eval base, train, eval trained, write results
     python -m benchmarks.real_model_rl --skip-train   # reuse the run in the config's output_dir
+    python -m benchmarks.real_model_rl --config configs/math_smollm2_grpo_fast.yaml lora.r=16
+
+Trailing ``key=value`` arguments override the config (as for ``python -m adapters.train``).
 
 1. the base model (the config's ``model``) on ``--num-tasks`` held-out tasks
    (:mod:`benchmarks.heldout`: another task universe than training's, greedy, one sample);
@@ -74,9 +77,17 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
     if not rows:
         return {"iterations": 0}
 
+    stages = sorted({k for r in rows for k in r if k.startswith("perf/") and k.endswith("_s")})
     return {
         "iterations": len(rows),
         "wall_s": rows[-1].get("time_s"),
+        # Mean seconds per iteration of each stage (the iterations that ran it).
+        "stages_s": {
+            k[len("perf/") :]: round(
+                sum(float(r[k]) for r in rows if k in r) / sum(1 for r in rows if k in r), 2
+            )
+            for k in stages
+        },
         "episodes": rows[-1].get("episodes"),  # cumulative in the trainer's metrics
         "groups_skipped": sum(int(r.get("batch/groups_skipped", 0) or 0) for r in rows),
         "updates_skipped": sum(int(bool(r.get("batch/update_skipped", 0))) for r in rows),
@@ -87,15 +98,16 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.real_model_rl``."""
-    import yaml
-
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_model_rl", description=__doc__)
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument("--num-tasks", type=int, default=200)
     parser.add_argument("--skip-train", action="store_true", help="reuse the existing run")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("overrides", nargs="*", help="`key=value` overrides of the config")
     args = parser.parse_args(argv)
-    config = yaml.safe_load(args.config.read_text(encoding="utf-8"))
+    from adapters.trainer.config import read_config_mapping
+
+    config = read_config_mapping(args.config, args.overrides)
     output_dir = ROOT / config["train"]["output_dir"]
     evals = output_dir / "heldout"
     evals.mkdir(parents=True, exist_ok=True)
@@ -103,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = _evaluate(str(config["model"]), config, args.num_tasks, evals / "base.json")
     if not args.skip_train:
         subprocess.run(
-            [sys.executable, "-m", "adapters.train", "--config", str(args.config)],
+            [sys.executable, "-m", "adapters.train", "--config", str(args.config), *args.overrides],
             check=True,
             cwd=ROOT,
         )
@@ -129,9 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": git_commit(),
-        "config": str(args.config.relative_to(ROOT)),
-        "command": "python -m benchmarks.real_model_rl"
-        + (" --skip-train" if args.skip_train else ""),
+        "config": str(args.config),
+        "overrides": list(args.overrides),
+        "command": "python -m benchmarks.real_model_rl " + " ".join(argv or sys.argv[1:]),
         "machine": {
             "python": platform.python_version(),
             "platform": platform.platform(),

@@ -10,8 +10,11 @@ advantages, forward/backward, optimizer, weight sync) with the machine's load av
 Variants (overrides of ``configs/math_smollm2_grpo.yaml``):
 
 * ``two_steps``: two optimizer steps per iteration (one epoch, mini-batches of half the
-  batch), which needs the separate old log-prob pass;
-* ``full``: one optimizer step per iteration (the update's own forward is the old policy);
+  batch), which needs the separate old log-prob pass, prompts shared;
+* ``no_share``: one optimizer step per iteration (the update's own forward is the old
+  policy), every episode's prompt run through forward and backward;
+* ``full``: as ``no_share``, with a group's shared prompt run once
+  (``algorithm.share_prompt``, the default);
 * ``lora``: as ``full`` with LoRA adapters (rank 16) instead of full fine-tuning.
 
 Writes ``benchmarks/results/real_model_stages.json``. Timings on a shared machine vary with
@@ -37,7 +40,7 @@ DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
 RESULTS = ROOT / "benchmarks" / "results" / "real_model_stages.json"
 
 #: The variants (see the module docstring).
-VARIANTS = ("two_steps", "full", "lora")
+VARIANTS = ("two_steps", "no_share", "full", "lora")
 
 
 def variant_overrides(name: str, batch: int) -> list[str]:
@@ -45,6 +48,8 @@ def variant_overrides(name: str, batch: int) -> list[str]:
     if name == "two_steps":
         return ["algorithm.ppo_epochs=1", f"algorithm.mini_batch_size={batch // 2}"]
     one_step = ["algorithm.ppo_epochs=1", f"algorithm.mini_batch_size={batch}"]
+    if name == "no_share":
+        return one_step + ["algorithm.share_prompt=false"]
     if name == "full":
         return one_step
     if name == "lora":

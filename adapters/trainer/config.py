@@ -185,6 +185,11 @@ class AlgorithmConfig:
             tokens) or ``null`` (off). Episodes without sampler logprobs get weight 1, and
             so does ``use_rollout_logprobs`` (the old policy is then the sampler).
             Reported as ``policy/is_ratio`` and ``policy/is_masked``.
+        share_prompt: Run the tokens a micro-batch's episodes share (a task group's prompt)
+            once and continue every episode from their keys and values: the same logprobs
+            and gradients, with the prompt's forward and backward paid once per group
+            instead of once per sample. Mini-batches are then drawn as whole groups (shuffled
+            groups, shuffled samples within each), so micro-batches hold one group's samples.
         importance_sampling_max: Upper bound of the importance ratio (TRL's 3.0).
         importance_sampling_min: Lower bound (``null``: none for ``*_mask``, 0 for
             ``*_truncate``).
@@ -229,6 +234,7 @@ class AlgorithmConfig:
     importance_sampling: str | None = "sequence_mask"
     importance_sampling_max: float = 3.0
     importance_sampling_min: float | None = None
+    share_prompt: bool = True
     target_kl: float | None = None
     skip_zero_signal_groups: bool = True
     dynamic_sampling: bool = False

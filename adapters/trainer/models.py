@@ -26,6 +26,7 @@ __all__ = [
     "load_value_model",
     "merged_state_dict",
     "scored_logits",
+    "shared_prefix_length",
 ]
 
 
@@ -104,11 +105,33 @@ class ActionScorer(nn.Module):
         positions: torch.Tensor,
         targets: torch.Tensor,
         with_entropy: bool = True,
+        shared_prefix: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """Logprobs ``[B, A]`` of ``targets`` predicted at ``positions``, entropies, values."""
-        logits, hidden = scored_logits(
-            self.lm, positions, input_ids=input_ids, attention_mask=attention_mask
-        )
+        """Logprobs ``[B, A]`` of ``targets`` predicted at ``positions``, entropies, values.
+
+        ``shared_prefix``: the rows' first ``shared_prefix`` tokens are the same (a group's
+        prompt; see :func:`shared_prefix_length`): they run once, and every row continues
+        from their keys and values. The result and its gradient are those of the full rows;
+        the prefix's forward and backward cost one row instead of ``B``.
+        """
+        inputs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if shared_prefix > 0 and input_ids.shape[0] > 1:
+            prefix = self.lm(
+                input_ids=input_ids[:1, :shared_prefix],
+                attention_mask=attention_mask[:1, :shared_prefix],
+                use_cache=True,
+                **_keep_one_logit(self.lm),
+            )
+            cache = prefix.past_key_values
+            cache.batch_repeat_interleave(input_ids.shape[0])
+            inputs = {
+                "input_ids": input_ids[:, shared_prefix:],
+                "attention_mask": attention_mask,
+                "past_key_values": cache,
+            }
+            # Padded action slots point before the prefix: any valid index does for them.
+            positions = (positions - shared_prefix).clamp(min=0)
+        logits, hidden = scored_logits(self.lm, positions, **inputs)
         if self.temperature != 1.0:
             logits = logits / self.temperature
         logp_all = torch.log_softmax(logits, dim=-1)
@@ -120,6 +143,33 @@ class ActionScorer(nn.Module):
         if self.value_head is not None:
             values = self.value_head(hidden).squeeze(-1).float()
         return logp, entropy, values
+
+
+def _keep_one_logit(lm: Any) -> dict[str, Any]:
+    """``logits_to_keep=1`` when the model takes it (the prefix's logits are not needed)."""
+    import inspect
+
+    takes = "logits_to_keep" in inspect.signature(base_lm(lm).forward).parameters
+    return {"logits_to_keep": 1} if takes else {}
+
+
+def shared_prefix_length(
+    input_ids: torch.Tensor, positions: torch.Tensor, action_mask: torch.Tensor, minimum: int = 8
+) -> int:
+    """How many leading tokens every row shares, before the first scored position (or 0).
+
+    Rows of one task group share their prompt; the longest common prefix that ends before
+    any row's first scored position can run once (:meth:`ActionScorer.forward`). Below
+    ``minimum`` tokens, or for a single row, sharing does not pay: 0.
+    """
+    if input_ids.shape[0] < 2:
+        return 0
+    differs = (input_ids != input_ids[:1]).any(0).nonzero()
+    common = int(differs[0]) if len(differs) else int(input_ids.shape[1])
+    length = int(input_ids.shape[1])
+    first_scored = int(positions.masked_fill(action_mask == 0, length).min())
+    shared = min(common, first_scored)
+    return shared if shared >= minimum else 0
 
 
 class ValueModel(nn.Module):

@@ -71,7 +71,13 @@ from adapters.trainer.metrics import (
     rollout_metrics,
     write_samples,
 )
-from adapters.trainer.models import ActionScorer, apply_lora, load_causal_lm, load_value_model
+from adapters.trainer.models import (
+    ActionScorer,
+    apply_lora,
+    load_causal_lm,
+    load_value_model,
+    shared_prefix_length,
+)
 from adapters.trainer.rollouts import RolloutCollector
 from rllm_agents.trajectory import Trajectory
 
@@ -414,11 +420,12 @@ class PPOTrainer(TrainLoop):
         with torch.no_grad():
             for chunk in _micro_chunks(rows, micro):
                 mb = batch.select(chunk).to(self.device)
+                shared = self._shared_prefix(mb)
                 A = batch.positions.shape[1]
                 started = time.perf_counter()
                 if actor:
                     logp, entropy, shared_values = self.actor(
-                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True, shared
                     )
                     old.append(_pad_to(logp, A))
                     ent.append(_pad_to(entropy, A))
@@ -428,7 +435,7 @@ class PPOTrainer(TrainLoop):
                     started = time.perf_counter()
                 if self.reference is not None:
                     r, _, _ = self.reference(
-                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False
+                        mb.input_ids, mb.attention_mask, mb.positions, mb.targets, False, shared
                     )
                     ref.append(_pad_to(r, A))
                     seconds["reference"] += time.perf_counter() - started
@@ -521,7 +528,7 @@ class PPOTrainer(TrainLoop):
         # The learning rate of the update's first step (the schedule moves between steps).
         first_lr = float(self.actor.get_lr()[0])
         for _ in range(algo.ppo_epochs):
-            order = self._rng.permutation(batch.size).tolist()
+            order = self._update_order(batch)
             for start in range(0, batch.size, algo.mini_batch_size):
                 tokens += self._train_mini_batch(
                     data, order[start : start + algo.mini_batch_size], means
@@ -548,6 +555,27 @@ class PPOTrainer(TrainLoop):
         out["perf/optimizer_s"] = data.seconds["optimizer"]
         out["optim/lr"] = first_lr
         return out
+
+    def _update_order(self, batch: Batch) -> list[int]:
+        """The rows of one epoch, shuffled (whole groups together with ``share_prompt``)."""
+        if not self.config.algorithm.share_prompt:
+            return [int(i) for i in self._rng.permutation(batch.size)]
+        groups = batch.groups.tolist()
+        members: dict[int, list[int]] = {}
+        for row, group in enumerate(groups):
+            members.setdefault(group, []).append(row)
+        keys = list(members)
+        order: list[int] = []
+        for k in self._rng.permutation(len(keys)):
+            rows = members[keys[int(k)]]
+            order.extend(rows[int(i)] for i in self._rng.permutation(len(rows)))
+        return order
+
+    def _shared_prefix(self, mb: Batch) -> int:
+        """The tokens every row of ``mb`` shares, to run once (0: off, or none worth it)."""
+        if not self.config.algorithm.share_prompt:
+            return 0
+        return shared_prefix_length(mb.input_ids, mb.positions, mb.action_mask)
 
     def _loss_normalizer(self, batch: Batch) -> float:
         """The token count every step's summed loss is divided by (see :meth:`_update`).
@@ -599,7 +627,12 @@ class PPOTrainer(TrainLoop):
             return tensor[chunk][:, :width].to(self.device)
 
         logp, entropy, shared_values = self.actor(
-            mb.input_ids, mb.attention_mask, mb.positions, mb.targets, True
+            mb.input_ids,
+            mb.attention_mask,
+            mb.positions,
+            mb.targets,
+            True,
+            self._shared_prefix(mb),
         )
         assert entropy is not None
         if data.old_logp is None:

@@ -55,7 +55,7 @@ def test_stage_timings_of_each_variant(tmp_path):
         main(["--config", str(_config_file(tmp_path)), "--iterations", "1", "--out", str(out)]) == 0
     )
     record = json.loads(out.read_text())
-    assert set(record["variants"]) == {"two_steps", "full", "lora"}
+    assert set(record["variants"]) == {"two_steps", "no_share", "full", "lora"}
     for name, variant in record["variants"].items():
         assert variant["iterations"] == 1, name
         assert set(variant["stages_s"]) == set(STAGES)
@@ -64,6 +64,7 @@ def test_stage_timings_of_each_variant(tmp_path):
     assert record["variants"]["two_steps"]["stages_s"]["old_logprob"] > 0
     assert record["variants"]["full"]["stages_s"]["old_logprob"] == 0
     assert "lora.r=16" in record["variants"]["lora"]["overrides"]
+    assert "algorithm.share_prompt=false" in record["variants"]["no_share"]["overrides"]
 
 
 def test_trl_counterpart_trains_the_same_setting(tmp_path):
