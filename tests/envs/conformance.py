@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -16,43 +18,20 @@ __all__ = ["DOC_SECTIONS", "GARBAGE", "ALL_ENTRIES", "ALL_IDS", "VARIANTS", "cas
 ALL_ENTRIES = list(rllm_envs.ENVS)
 ALL_IDS = [e.id for e in ALL_ENTRIES]
 
-#: Variants the matrix runs besides each id's registered defaults: every difficulty and the
-#: switches that change the rules (slippery ice, Python tool off), and dataset files read
-#: through ``field_map``. Code envs are slow to judge, so besides their registered ids (Code,
-#: CodeMultiTurn, CodeCpp) they get two variants.
-VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    *(("rllm/FrozenLake-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
-    ("rllm/FrozenLake-v0", {"is_slippery": True}),
-    ("rllm/FrozenLake-v0", {"map_name": "8x8"}),
-    *(("rllm/Math-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
-    ("rllm/Math-v0", {"max_turns": 3}),
-    *(("rllm/ToolUse-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
-    ("rllm/ToolUse-v0", {"python": False}),
-    *(("rllm/Search-v0", {"difficulty": d}) for d in (1, 3, 4, 5)),
-    ("rllm/Code-v0", {"reward_mode": "fraction"}),
-    # Dataset files whose columns have other names, read through `field_map`.
-    (
-        "rllm/Math-v0",
-        {
-            "dataset": "tests/envs/math/data/renamed_columns.jsonl",
-            "field_map": {"problem": "statement", "answer": "final"},
-        },
-    ),
-    (
-        "rllm/Code-v0",
-        {
-            "dataset": "tests/envs/code/data/renamed_columns.jsonl",
-            "field_map": {"question": "statement"},
-        },
-    ),
-    (
-        "rllm/Countdown-v0",
-        {
-            "dataset": "tests/envs/countdown/data/renamed_columns.jsonl",
-            "field_map": {"nums": "numbers", "target": "goal"},
-        },
-    ),
-)
+
+def _family_variants() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """Every family's ``tests/envs/<family>/variants.py`` ``VARIANTS``, by folder name."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(Path(__file__).parent.glob("*/variants.py")):
+        module = importlib.import_module(f"tests.envs.{path.parent.name}.variants")
+        found += module.VARIANTS
+    return tuple(found)
+
+
+#: Variants the matrix runs besides each id's registered defaults (every difficulty, the
+#: switches that change the rules, dataset files read through ``field_map``); each family
+#: lists its own in ``tests/envs/<family>/variants.py``.
+VARIANTS = _family_variants()
 
 
 def case_id(env_id: str, kwargs: dict[str, Any]) -> str:

@@ -1,0 +1,18 @@
+"""This family's registry rows, read as plain data by :mod:`rllm_envs.registry`."""
+
+from __future__ import annotations
+
+from rllm_envs.registry import EnvEntry
+
+ENVS: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="rllm/Countdown-v0",
+        entry_point="rllm_envs.countdown.countdown_env:CountdownEnv",
+        description="Single-turn Countdown: combine the given numbers with + - * / into the "
+        "target, exact arithmetic, each number once (procedural with a difficulty knob, or "
+        "nums/target files such as Countdown-Tasks-3to4).",
+        family="Countdown",
+        spec="rllm_envs.countdown.spec:SPEC",
+        scorer="rllm_envs.countdown.rules:score",
+    ),
+)

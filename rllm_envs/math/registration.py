@@ -1,0 +1,17 @@
+"""This family's registry rows, read as plain data by :mod:`rllm_envs.registry`."""
+
+from __future__ import annotations
+
+from rllm_envs.registry import EnvEntry
+
+ENVS: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="rllm/Math-v0",
+        entry_point="rllm_envs.math.math_env:MathEnv",
+        description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
+        "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",
+        family="Math",
+        spec="rllm_envs.math.spec:SPEC",
+        scorer="rllm_envs.math.math_env:score",
+    ),
+)

@@ -1,0 +1,9 @@
+"""Variants of this family the conformance matrix runs besides its registered ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    *(("rllm/Search-v0", {"difficulty": d}) for d in (1, 3, 4, 5)),
+)
