@@ -374,13 +374,31 @@ def render(name: str) -> str:
     return "\n".join(lines)
 
 
+def render_envs() -> str:
+    """The table of every registered id, from the registry rows (``<!-- registry:envs -->``)."""
+    import rllm_envs
+
+    lines = ["| id | agents | what |", "|---|---|---|"]
+    for rows, kind in ((rllm_envs.ENVS, "single"), (rllm_envs.MULTIAGENT_ENVS, "multi")):
+        for row in rows:
+            extra = f" (`pip install \"rllm-envs[{row.extra}]\"`)" if row.extra else ""
+            lines.append(f"| `{row.id}` | {kind} | {row.description}{extra} |")
+    return "\n".join(lines)
+
+
+_ENVS_BLOCK = re.compile(r"<!-- registry:envs -->\n.*?<!-- /registry:envs -->", re.S)
+
+
 def rewrite(text: str) -> str:
-    """``text`` with every results block regenerated."""
+    """``text`` with every results block (and the registry's env table) regenerated."""
 
     def block(match: re.Match[str]) -> str:
         name = match.group("name")
         return f"<!-- results:{name} -->\n{render(name)}\n<!-- /results:{name} -->"
 
+    text = _ENVS_BLOCK.sub(
+        lambda _: f"<!-- registry:envs -->\n{render_envs()}\n<!-- /registry:envs -->", text
+    )
     return _BLOCK.sub(block, text)
 
 
