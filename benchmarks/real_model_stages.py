@@ -124,6 +124,8 @@ def run_variant(
         "stages_s": {stage: _mean(steady, f"perf/{stage}_s") for stage in STAGES},
         "first_iteration_s": rows[0].get("perf/iteration_s") if rows else None,
         "train_tokens": _mean(steady, "perf/train_tokens"),
+        # Peak resident memory of the trainer process (the in-process vLLM engine included).
+        "max_rss_gib": max((float(r.get("perf/max_rss_gib", 0.0)) for r in rows), default=None),
         "rollout_tokens_per_s": _mean(steady, "perf/rollout_tokens_per_s"),
         "reward": [r.get("rollout/reward") for r in rows],
     }

@@ -15,10 +15,12 @@ One iteration:
    ``kl_coef > 0``) and the critic's values (GAE).
 3. **Advantages**: GAE over the generated tokens (the env's reward on each turn's last token,
    minus the KL penalty in ``kl_mode: reward``), or group-relative returns (GRPO, RLOO).
-4. **Update**: ``ppo_epochs`` passes of shuffled mini-batches; clipped policy loss (weighted
-   for the sampler/trainer mismatch, ``algorithm.importance_sampling``), entropy bonus,
-   optional KL loss, clipped value loss; only where the loss mask is 1, and every token of
-   the batch weighs the same in every step and on every rank (DAPO's token-level mean).
+4. **Update**: ``ppo_epochs`` passes of shuffled mini-batches (whole task groups, whose
+   shared prompt runs once per micro-batch, ``algorithm.share_prompt``); clipped policy loss
+   (weighted for the sampler/trainer mismatch, ``algorithm.importance_sampling``), entropy
+   bonus, optional KL loss, clipped value loss; only where the loss mask is 1, and every
+   token of the batch weighs the same in every step and on every rank (DAPO's token-level
+   mean).
 5. **Sync**: the new actor weights go to the rollout engine (vLLM ``reload_weights`` in
    process), so the next rollout samples from them.
 
@@ -260,6 +262,8 @@ class PPOTrainer(TrainLoop):
         # CPU seconds of this process (all threads) since it started: with a busy machine the
         # wall clock overstates the work, this does not.
         metrics["perf/process_cpu_s"] = time.process_time()
+        # Peak resident memory of this process so far (the rollout engine included in process).
+        metrics["perf/max_rss_gib"] = _max_rss_gib()
         metrics["perf/iteration_s"] = time.perf_counter() - t0
         return metrics
 
@@ -865,6 +869,13 @@ class PPOTrainer(TrainLoop):
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _max_rss_gib() -> float:
+    import resource
+
+    # Linux reports kibibytes.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def _pad_to(x: torch.Tensor | None, width: int) -> torch.Tensor:

@@ -60,6 +60,7 @@ def test_stage_timings_of_each_variant(tmp_path):
         assert variant["iterations"] == 1, name
         assert set(variant["stages_s"]) == set(STAGES)
         assert variant["stages_s"]["rollout"] > 0 and variant["stages_s"]["iteration"] > 0
+        assert variant["max_rss_gib"] > 0
     # Two optimizer steps need the old log-prob pass; one step does not.
     assert record["variants"]["two_steps"]["stages_s"]["old_logprob"] > 0
     assert record["variants"]["full"]["stages_s"]["old_logprob"] == 0
