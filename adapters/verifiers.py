@@ -1,4 +1,4 @@
-r"""verifiers adapter: every single-agent rllm-envs id as a verifiers 0.4 taskset and env.
+r"""verifiers adapter: every rllm-envs id with one model seat as a verifiers 0.4 taskset and env.
 
 ``pip install "rllm-envs[verifiers]"`` (verifiers >= 0.4, whose API is ``verifiers.v1``). A
 verifiers plugin is a top-level module exporting one ``vf.Taskset`` (and optionally a
@@ -38,9 +38,11 @@ or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalC
   the trace, sampling, limits and training clients work as for any harness; it needs no
   ``uv`` or network at run time.
 
-Multi-agent ids (PettingZoo) are not offered here: a verifiers multi-agent env needs every
-seat to be a model, while our competitive envs name scripted opponents per seat
-(``rllm_envs.env_entry(id).opponents``); use ``rllm_envs.make_parallel`` or the OpenEnv server.
+Multi-agent ids with one model seat (``rllm/TicTacToe-v0``: the registry row scripts
+``player_1``) play that seat against the scripted opponents (:class:`adapters.trl.SeatEnv`).
+Ids whose every seat is the model's (``rllm/SolverJudge-v0``, ``rllm/Debate-v0``) are refused:
+their seats see different conversations of one joint step, which this one-seat env does not
+model; use our trainer (``adapters.multiagent_play``) or the OpenEnv server for them.
 """
 
 from __future__ import annotations
@@ -147,12 +149,22 @@ class RllmTaskData(vf.TaskData):  # type: ignore[name-defined]
     tools: list[dict[str, Any]] = []
 
 
+def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
+    """The env of an id: single-agent, or a multi-agent id's one model seat."""
+    import rllm_envs
+
+    if env_id in rllm_envs.list_multiagent_envs():
+        from adapters.trl import SeatEnv
+
+        return SeatEnv(env_id, env_kwargs)  # raises for ids with several model seats
+    return rllm_envs.make(env_id, **dict(env_kwargs))
+
+
 def _make(data: Any) -> tuple[Any, Any, str, dict[str, Any]]:
     """A fresh env and agent on the task; the first observation and info."""
-    import rllm_envs
     from rllm_agents.agent import make_agent
 
-    env = rllm_envs.make(data.env_id, **dict(data.env_kwargs))
+    env = _new_env(data.env_id, data.env_kwargs)
     observation, info = env.reset(seed=int(data.seed), options={"index": int(data.task_index)})
     agent = make_agent(data.env_id)
     return env, agent, observation, info
@@ -204,17 +216,10 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
 
     def load(self) -> Any:
         """Yield the configured tasks with the family agent's prompt."""
-        import rllm_envs
-
         config = self.config
-        if config.env_id in rllm_envs.list_multiagent_envs():
-            raise InvalidEnvConfig(
-                f"{config.env_id} is a multi-agent env; verifiers tasksets here take "
-                "single-agent ids (see the adapters.verifiers docstring)."
-            )
         if config.num_tasks < 1:
             raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
-        env = rllm_envs.make(config.env_id, **dict(config.env_kwargs))
+        env = _new_env(config.env_id, config.env_kwargs)
         size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
         max_turns = int(getattr(env.unwrapped, "max_turns", 1))
         env.close()
@@ -223,7 +228,7 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
         for k in range(config.num_tasks):
             index = config.start + k if not size else (config.start + k) % size
             seed = config.seed + k
-            env = rllm_envs.make(config.env_id, **dict(config.env_kwargs))
+            env = _new_env(config.env_id, config.env_kwargs)
             observation, info = env.reset(seed=seed, options={"index": index})
             env.close()
             agent = make_agent(config.env_id)

@@ -25,6 +25,10 @@ from rllm_agents.agent import make_agent  # noqa: E402
 
 TASKSET = adapter.TASKSET_ID
 SINGLE_AGENT_IDS = list(rllm_envs.list_envs())
+#: Multi-agent ids with one model seat (the registry row scripts the others).
+ONE_SEAT_IDS = [
+    i for i in rllm_envs.list_multiagent_envs() if len(rllm_envs.env_entry(i).opponents) == 1
+]
 
 
 def _env(env_id, **taskset):
@@ -45,7 +49,7 @@ def test_verifiers_own_loader_resolves_our_plugin():
     assert not adapter.RllmChatHarness.EXECUTES_CODE
 
 
-@pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS)
+@pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS + ONE_SEAT_IDS)
 def test_the_taskset_yields_every_ids_tasks_with_the_agents_prompt(env_id):
     try:
         env = _env(env_id, num_tasks=2, start=3, seed=7)
@@ -57,7 +61,7 @@ def test_the_taskset_yields_every_ids_tasks_with_the_agents_prompt(env_id):
         data = task.data
         assert isinstance(task, adapter.RllmTask)
         assert (data.env_id, data.seed) == (env_id, 7 + k)
-        local = rllm_envs.make(env_id)
+        local = adapter._new_env(env_id, {})
         obs, info = local.reset(seed=data.seed, options={"index": data.task_index})
         local.close()
         expected = make_agent(env_id).reset(obs, info)
@@ -74,9 +78,10 @@ def test_verifiers_views_select_tasks():
     assert len(picked) == 3 and len({t.data.task_index for t in picked}) == 3
 
 
-def test_multi_agent_ids_and_bad_configs_are_refused_with_the_reason():
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="multi-agent"):
-        list(_env("rllm/TicTacToe-v0").taskset)
+def test_all_model_seat_ids_and_bad_configs_are_refused_with_the_reason():
+    assert "rllm/TicTacToe-v0" in ONE_SEAT_IDS
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="model seats"):
+        list(_env("rllm/Debate-v0").taskset)
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="num_tasks"):
         list(_env("rllm/Math-v0", num_tasks=0).taskset)
     with pytest.raises(rllm_envs.UnknownEnvironment):

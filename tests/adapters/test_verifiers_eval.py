@@ -26,7 +26,7 @@ pytest.importorskip("vllm")
 from verifiers.v1.cli.eval.runner import run_eval  # noqa: E402
 
 import rllm_envs  # noqa: E402
-from adapters.verifiers import eval_config  # noqa: E402
+from adapters.verifiers import _new_env, eval_config  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,10 @@ ENV_KWARGS = {
     "rllm/Math-v0": {"max_turns": 1},
     "rllm/SWE-v0": {"max_turns": 2},
 }
-SINGLE_AGENT_IDS = list(rllm_envs.list_envs())
+#: Single-agent ids and multi-agent ids with one model seat (against scripted opponents).
+SINGLE_AGENT_IDS = list(rllm_envs.list_envs()) + [
+    i for i in rllm_envs.list_multiagent_envs() if len(rllm_envs.env_entry(i).opponents) == 1
+]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +93,7 @@ def server(tiny_path, tmp_path_factory):
 
 
 def _replay(env_id: str, data, replies: list[str]) -> tuple[float, int]:
-    env = rllm_envs.make(env_id, **ENV_KWARGS.get(env_id, {}))
+    env = _new_env(env_id, ENV_KWARGS.get(env_id, {}))
     agent = make_agent(env_id)
     obs, info = env.reset(seed=data["seed"], options={"index": data["task_index"]})
     agent.reset(obs, info)
