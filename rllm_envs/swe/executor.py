@@ -148,7 +148,75 @@ def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  
     setattr(unittest.TestCase, "assertNotEqual", _unittest_not_equal)  # noqa: B010
     setattr(unittest.TestCase, "assertIn", _unittest_in)  # noqa: B010
     setattr(unittest.TestCase, "assertNotIn", _unittest_not_in)  # noqa: B010
+    _file_view(files, finder.dirs)
     return finder
+
+
+def _repo_path(path: Any) -> str | None:
+    """The repository-relative path of ``path`` (``/repo/x`` or relative), or ``None``."""
+    import posixpath
+
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        return None
+    if not isinstance(text, str):
+        return None
+    if not text.startswith("/"):
+        text = REPO_PREFIX + text
+    text = posixpath.normpath(text)
+    if text == REPO_PREFIX.rstrip("/"):
+        return ""
+    return text[len(REPO_PREFIX) :] if text.startswith(REPO_PREFIX) else None
+
+
+def _file_view(files: dict[str, str], dirs: set[str]) -> None:
+    """Let code read the repository's files as ``/repo/<path>`` (or relative paths).
+
+    The sandbox has no such folder: ``open`` for reading, ``os.path.exists``/``isfile``/
+    ``isdir``, ``os.listdir`` and ``os.getcwd`` answer from memory for those paths, so tests
+    that read data files next to them work. Nothing can be written there.
+    """
+    import builtins
+    import io
+    import os.path as osp
+
+    real_open, real_exists, real_isfile = io.open, osp.exists, osp.isfile
+    real_isdir, real_listdir = osp.isdir, os.listdir
+
+    def repo_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        rel = _repo_path(file) if isinstance(mode, str) and not set(mode) & set("wax+") else None
+        if rel is not None and rel in files:
+            data = files[rel]
+            return io.BytesIO(data.encode("utf-8")) if "b" in mode else io.StringIO(data)
+        return real_open(file, mode, *args, **kwargs)
+
+    def exists(path: Any) -> bool:
+        rel = _repo_path(path)
+        return rel in files or rel in dirs or rel == "" if rel is not None else real_exists(path)
+
+    def isfile(path: Any) -> bool:
+        rel = _repo_path(path)
+        return rel in files if rel is not None else real_isfile(path)
+
+    def isdir(path: Any) -> bool:
+        rel = _repo_path(path)
+        return (rel in dirs or rel == "") if rel is not None else real_isdir(path)
+
+    def listdir(path: Any = ".") -> list[str]:
+        rel = _repo_path(path)
+        if rel is None:
+            return real_listdir(path)
+        prefix = rel + "/" if rel else ""
+        names = {p[len(prefix) :].split("/")[0] for p in files if p.startswith(prefix)}
+        if not names and rel not in dirs:
+            raise FileNotFoundError(2, "No such file or directory", path)
+        return sorted(names)
+
+    builtins.open = io.open = repo_open
+    osp.exists, osp.isfile, osp.isdir = exists, isfile, isdir  # type: ignore[assignment]
+    os.listdir = listdir  # type: ignore[assignment]
+    os.getcwd = lambda: REPO_PREFIX.rstrip("/")
 
 
 # ------------------------------------------------------------------ strict equality
@@ -174,6 +242,7 @@ def is_test_file(path: str) -> bool:
     return name.endswith(".py") and (
         name.startswith("test_")
         or name.endswith("_test.py")
+        or name == "conftest.py"
         or any(p in ("tests", "test", "testing") for p in parts)
     )
 
@@ -637,6 +706,31 @@ def _marks(*objs: Any) -> list[Any]:
     return found
 
 
+def conftests(path: str, files: dict[str, str], finder: RepoFinder) -> list[Any]:
+    """The ``conftest.py`` modules from the repository root down to ``path``'s folder.
+
+    Only their fixtures are used (pytest's hooks and plugins are not). The verdict runs the
+    pristine ones: a submission's changes to any ``conftest.py`` are dropped.
+    """
+    import importlib.util
+
+    parts = path.split("/")[:-1]
+    found = []
+    for depth in range(len(parts) + 1):
+        candidate = "/".join([*parts[:depth], "conftest.py"])
+        if candidate in files:
+            name = "_rllm_conftest_" + candidate[:-3].replace("/", "_").replace(".", "_")
+            if name not in sys.modules:
+                loader: Any = finder
+                spec = importlib.util.spec_from_loader(name, loader, origin=candidate)
+                assert spec is not None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                finder.exec_module(module)
+            found.append(sys.modules[name])
+    return found
+
+
 def _fixtures(*scopes: Any) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for scope in scopes:
@@ -757,7 +851,11 @@ def run_node(node: str, files: dict[str, str]) -> str:
             if callable(hook):
                 n = len(inspect.signature(hook).parameters)
                 hook(*([function] if n else []))
-        table = _fixtures(module, *([type(instance)] if instance is not None else []))
+        table = _fixtures(
+            *conftests(path, files, finder),
+            module,
+            *([type(instance)] if instance is not None else []),
+        )
         _call_with_fixtures(function, arguments, table, teardown, {})
         for done in reversed(teardown):
             done()

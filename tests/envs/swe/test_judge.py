@@ -483,3 +483,28 @@ def test_a_run_can_stop_at_the_first_failure_and_is_bounded_in_time():
     assert report.sandbox_error is None
     report = judge.run_tests(files, ids, time_limit=5.0, total_time=2.0, warm=False)
     assert [o.status for o in report.outcomes] == ["missing"] * 3 and report.sandbox_error
+
+
+def test_conftest_fixtures_and_data_files_work_as_under_pytest():
+    files = {
+        "conftest.py": "import pytest\n\n\n@pytest.fixture\ndef base():\n    return 10\n\n\n"
+        "@pytest.fixture\ndef name():\n    return 'root'\n\n\n"
+        "def pytest_runtest_makereport(item, call):\n    raise SystemExit(0)\n",
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef name(base):\n"
+        "    return f'tests-{base}'\n",
+        "tests/data/values.json": '{"a": [1, 2]}\n',
+        "tests/test_d.py": "import json, os\n\n\n"
+        "def test_fixtures(base, name):\n    assert (base, name) == (10, 'tests-10')\n\n\n"
+        "def test_data_next_to_the_test():\n"
+        "    path = os.path.join(os.path.dirname(__file__), 'data', 'values.json')\n"
+        "    with open(path) as f:\n        assert json.load(f) == {'a': [1, 2]}\n"
+        "    assert os.path.isfile(path) and os.path.isdir(os.path.dirname(path))\n"
+        "    assert os.listdir(os.path.dirname(path)) == ['values.json']\n\n\n"
+        "def test_relative_path_from_the_root():\n"
+        "    assert open('tests/data/values.json', 'rb').read().startswith(b'{')\n\n\n"
+        "def test_nothing_can_be_written():\n    open('tests/data/new.txt', 'w').write('x')\n",
+    }
+    names = ["fixtures", "data_next_to_the_test", "relative_path_from_the_root"]
+    ids = [f"tests/test_d.py::test_{n}" for n in [*names, "nothing_can_be_written"]]
+    report = judge.run_tests(files, ids, warm=False)
+    assert [o.status for o in report.outcomes] == ["passed"] * 3 + ["failed"]
