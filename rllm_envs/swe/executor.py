@@ -12,8 +12,10 @@ interpreter has none, and a real pytest would read the repository's ``conftest.p
 and configuration): a small runner collects test functions, ``Test*`` classes and
 ``unittest.TestCase`` methods, expands ``pytest.mark.parametrize`` with pytest's ids, and
 offers the common part of pytest's API (``raises``, ``approx``, marks, ``skip``, ``fail``,
-fixtures defined in the test file, ``monkeypatch`` and ``capsys``) as a ``pytest`` module
-that the repository cannot replace. ``conftest.py`` files are never loaded.
+fixtures defined in the test file or in the ``conftest.py`` files on its path, ``monkeypatch``
+and ``capsys``) as a ``pytest`` module that the repository cannot replace. Of a
+``conftest.py`` only the fixtures are used (no hooks, plugins or configuration), and the
+verdict runs the pristine ones. The repository's files can be read as ``/repo/<path>``.
 
 Every test runs in a fresh forked process (own process group, CPU/memory/file-size limits,
 nothing open but its output file and its result file) and everything it left is killed

@@ -10,9 +10,11 @@ the user already has: :func:`load_swebench` finds ``repos_dir/<owner>__<name>``,
 every episode on it (:func:`checkout`).
 
 What runs: the repository's text files, in memory, in the sandbox's system interpreter with
-the executor's pytest subset (:mod:`rllm_envs.swe.executor`). Repositories whose tests need
-third-party packages the system interpreter lacks, compiled extensions, ``conftest.py``
-fixtures or files read from disk are outside what this sandbox can run.
+the executor's pytest subset (:mod:`rllm_envs.swe.executor`: test functions, classes,
+parametrize, fixtures from the test file and its ``conftest.py`` files, data files read from
+the repository). Repositories whose tests need third-party packages the system interpreter
+lacks, compiled extensions, pytest plugins or writable files are outside what this sandbox
+can run.
 """
 
 from __future__ import annotations
