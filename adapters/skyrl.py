@@ -1,6 +1,7 @@
-"""SkyRL-Gym adapter: every rllm-envs id as a SkyRL-Gym ``BaseTextEnv``, in its registry.
+"""SkyRL-Gym adapter: every rllm-envs id with one model seat as a SkyRL-Gym ``BaseTextEnv``.
 
-``pip install "rllm-envs[skyrl]"``. Importing this module registers every single-agent id in
+``pip install "rllm-envs[skyrl]"``. Importing this module registers every single-agent id (and
+each multi-agent id with one model seat, see :func:`register_all`) in
 ``skyrl_gym``'s registry under the same name, so SkyRL's trainers make them the way they make
 their own envs::
 
@@ -70,7 +71,6 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
     def __init__(
         self, env_id: str, env_config: Any = None, extras: Mapping[str, Any] | None = None
     ) -> None:
-        import rllm_envs
         from rllm_agents.agent import make_agent
 
         super().__init__()
@@ -78,7 +78,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         config = _mapping(getattr(env_config, "get", lambda *_: None)("env_kwargs"))
         self.env_id = env_id
         self.env_kwargs = {**config, **_mapping(extras.get("env_kwargs"))}
-        self.env: Any = rllm_envs.make(env_id, **self.env_kwargs)
+        self.env: Any = _new_env(env_id, self.env_kwargs)
         self.agent = make_agent(env_id)
         self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1))
         if extras.get("max_turns") is not None:
@@ -162,15 +162,41 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def ids_with_one_model_seat() -> list[str]:
+    """Every single-agent id, then the multi-agent ids with one seat the row does not script."""
+    import rllm_envs
+
+    one_seat = []
+    for env_id in rllm_envs.list_multiagent_envs():
+        env = rllm_envs.make_parallel(env_id)
+        seats = set(env.possible_agents) - set(rllm_envs.env_entry(env_id).opponents)
+        env.close()
+        if len(seats) == 1:
+            one_seat.append(env_id)
+    return [*rllm_envs.list_envs(), *one_seat]
+
+
+def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
+    import rllm_envs
+
+    if env_id in rllm_envs.list_multiagent_envs():
+        from adapters.trl import SeatEnv
+
+        return SeatEnv(env_id, env_kwargs)  # raises for ids with several model seats
+    return rllm_envs.make(env_id, **dict(env_kwargs))
+
+
 def register_all() -> list[str]:
-    """Register every single-agent rllm-envs id in ``skyrl_gym``'s registry (idempotent).
+    """Register every id with one model seat in ``skyrl_gym``'s registry (idempotent).
+
+    Single-agent ids, and multi-agent ids whose other seats the registry row scripts
+    (``rllm/TicTacToe-v0``: the model plays ``player_0`` against the heuristic ``player_1``;
+    :class:`adapters.trl.SeatEnv`).
 
     Usable as Ray's ``worker_process_setup_hook`` (``"adapters.skyrl.register_all"``).
     """
-    import rllm_envs
-
     ids = []
-    for env_id in rllm_envs.list_envs():
+    for env_id in ids_with_one_model_seat():
         if env_id not in skyrl_gym.registry:
             skyrl_gym.register(
                 id=env_id, entry_point=f"{__name__}:RllmTextEnv", kwargs={"env_id": env_id}
@@ -192,11 +218,9 @@ def skyrl_dataset(
     Row ``k`` is task ``start + k`` with reset seed ``seed + k``; write the list to Parquet
     (e.g. ``datasets.Dataset.from_list(rows).to_parquet(path)``) for SkyRL's trainers.
     """
-    import rllm_envs
-
     if num_examples < 1:
         raise InvalidEnvConfig(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
-    probe = rllm_envs.make(env_id, **dict(env_kwargs or {}))
+    probe = _new_env(env_id, dict(env_kwargs or {}))
     size = len(probe.unwrapped.tasks) if hasattr(probe.unwrapped, "tasks") else None
     probe.close()
     rows = []
