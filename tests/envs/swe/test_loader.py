@@ -146,3 +146,51 @@ def test_loader_errors(dataset, tmp_path):
     [task] = load_swebench(bad, repos)
     with pytest.raises(InvalidDataset, match="git cannot read"):
         checkout(task["repo_path"], task["base_commit"])
+
+
+def test_a_src_layout_repository_with_conftest_fixtures_and_data(tmp_path):
+    """A second shape of repository: src/ layout, a tests package, conftest, data, classes."""
+    repos = tmp_path / "repos"
+    repo = repos / "acme__wordy"
+    for folder in ("src/wordy", "tests/data"):
+        (repo / folder).mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "src/wordy/__init__.py").write_text("from wordy.count import count_words\n")
+    source = "def count_words(text):\n    return len(text.split(' '))\n"
+    (repo / "src/wordy/count.py").write_text(source)
+    (repo / "tests/__init__.py").write_text("")
+    (repo / "tests/conftest.py").write_text(
+        "import os\nimport pytest\n\n\n@pytest.fixture\ndef sample():\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'data', 'sample.txt')) as f:\n"
+        "        return f.read()\n"
+    )
+    (repo / "tests/data/sample.txt").write_text("one  two three")
+    tests = "from wordy import count_words\n\n\nclass TestCount:\n    def test_simple(self):\n"
+    tests += "        assert count_words('a b') == 2\n"
+    (repo / "tests/test_count.py").write_text(tests)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    base = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    hidden = tests + "\n    def test_any_whitespace(self, sample):\n"
+    hidden += "        assert count_words(sample) == 3\n"
+    record = {
+        "instance_id": "acme__wordy-7",
+        "repo": "acme/wordy",
+        "base_commit": base,
+        "problem_statement": "count_words counts empty words between two spaces.",
+        "patch": _diff(repo, "src/wordy/count.py", source.replace("split(' ')", "split()")),
+        "test_patch": _diff(repo, "tests/test_count.py", hidden),
+        "FAIL_TO_PASS": ["tests/test_count.py::TestCount::test_any_whitespace"],
+        "PASS_TO_PASS": ["tests/test_count.py::TestCount::test_simple"],
+    }
+    path = tmp_path / "wordy.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    env.reset(seed=0)
+    *_, reward, terminated, _, info = env.step(env.oracle_action())
+    assert reward == 1.0 and terminated, info
+    env.reset(seed=0)
+    *_, reward, _, _, info = env.step(ToolCall("submit", {}).to_text())
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0
