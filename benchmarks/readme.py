@@ -1,4 +1,4 @@
-"""README tables generated from the committed benchmark results.
+"""README and docs/ tables generated from the committed benchmark results and the registry.
 
 Every figure of a README performance table comes from a file in ``benchmarks/results/``
 that ``python -m benchmarks.perf --out benchmarks/results/<name>.json`` wrote (with the
@@ -26,6 +26,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def pages() -> list[Path]:
+    """README and the ``docs/*.md`` pages, the files whose generated blocks this module keeps."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def docs_text() -> str:
+    """README and every docs page, in that order, as one text (for tests that find sections)."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in pages())
+
+
 RESULTS = ROOT / "benchmarks" / "results"
 _BLOCK = re.compile(r"<!-- results:(?P<name>[\w.-]+) -->\n.*?<!-- /results:(?P=name) -->", re.S)
 
@@ -381,7 +394,7 @@ def render_envs() -> str:
     lines = ["| id | agents | what |", "|---|---|---|"]
     for rows, kind in ((rllm_envs.ENVS, "single"), (rllm_envs.MULTIAGENT_ENVS, "multi")):
         for row in rows:
-            extra = f" (`pip install \"rllm-envs[{row.extra}]\"`)" if row.extra else ""
+            extra = f' (`pip install "rllm-envs[{row.extra}]"`)' if row.extra else ""
             lines.append(f"| `{row.id}` | {kind} | {row.description}{extra} |")
     return "\n".join(lines)
 
@@ -405,16 +418,20 @@ def rewrite(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.readme``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.readme", description=__doc__)
-    parser.add_argument("--check", action="store_true", help="fail if README is out of step")
+    parser.add_argument("--check", action="store_true", help="fail if a page is out of step")
     args = parser.parse_args(argv)
-    text = README.read_text(encoding="utf-8")
-    new = rewrite(text)
-    if args.check:
-        if new != text:
-            print("README's results tables are out of step: run `python -m benchmarks.readme`")
-            return 1
-        return 0
-    README.write_text(new, encoding="utf-8")
+    stale = []
+    for path in pages():
+        text = path.read_text(encoding="utf-8")
+        new = rewrite(text)
+        if new == text:
+            continue
+        stale.append(path.relative_to(ROOT))
+        if not args.check:
+            path.write_text(new, encoding="utf-8")
+    if args.check and stale:
+        print(f"generated tables out of step in {stale}: run `python -m benchmarks.readme`")
+        return 1
     return 0
 
 

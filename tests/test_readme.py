@@ -1,5 +1,5 @@
-"""The README documents what exists, its quick start stays the two-command form, and its
-performance figures are generated from committed results files."""
+"""README (the front door) and the docs/ pages document what exists, the quick start stays the
+two-command form, and every performance figure is generated from a committed results file."""
 
 from __future__ import annotations
 
@@ -7,15 +7,25 @@ import re
 from pathlib import Path
 
 import rllm_envs
+from benchmarks import readme as generator
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: README and every docs page, as one text.
+DOCS = generator.docs_text()
+
+
+def test_readme_is_a_front_door():
+    assert len(README.splitlines()) <= 300
+    for path in generator.pages()[1:]:
+        assert f"]({path.relative_to(ROOT).as_posix()})" in README, f"README does not link {path}"
 
 
 def test_readme_lists_every_registered_env():
     ids = [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]
     missing = [env_id for env_id in ids if f"`{env_id}`" not in README]
     assert not missing, f"README's environment table lacks {missing}"
+    assert generator.render_envs() in README, "run `python -m benchmarks.readme`"
 
 
 def test_quick_start_has_exactly_two_commands_that_exist():
@@ -36,19 +46,19 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_results_tables_come_from_committed_files():
     from benchmarks import readme
 
-    blocks = readme._BLOCK.findall(README)
-    assert blocks, "README has no generated results tables"
-    opened = re.findall(r"<!-- results:([\w.-]+) -->", README)
+    blocks = readme._BLOCK.findall(DOCS)
+    assert blocks, "README and docs have no generated results tables"
+    opened = re.findall(r"<!-- results:([\w.-]+) -->", DOCS)
     assert opened == blocks, "a `<!-- results:NAME -->` marker has no matching closing marker"
     for name in blocks:
         assert (readme.RESULTS / f"{name}.json").is_file(), f"benchmarks/results/{name}.json"
-    assert readme.rewrite(README) == README, "run `python -m benchmarks.readme`"
+    assert readme.main(["--check"]) == 0, "run `python -m benchmarks.readme`"
 
 
 def test_each_results_block_is_exactly_what_its_file_renders():
     from benchmarks import readme
 
-    for match in readme._BLOCK.finditer(README):
+    for match in readme._BLOCK.finditer(DOCS):
         name = match.group("name")
         expected = f"<!-- results:{name} -->\n{readme.render(name)}\n<!-- /results:{name} -->"
         assert match.group(0) == expected, (
@@ -62,12 +72,12 @@ def test_the_check_catches_a_hand_edit_and_a_missing_file():
 
     from benchmarks import readme
 
-    match = next(readme._BLOCK.finditer(README))
+    match = next(readme._BLOCK.finditer(DOCS))
     block = match.group(0)
     digit = re.search(r"\d", block[block.index("-->") :])
     at = block.index("-->") + digit.start()
     edited = block[:at] + str((int(block[at]) + 1) % 10) + block[at + 1 :]
-    text = README.replace(block, edited, 1)
+    text = DOCS.replace(block, edited, 1)
     assert readme.rewrite(text) != text
     missing = "no_such_results_file"
     with pytest.raises(FileNotFoundError):
@@ -99,10 +109,10 @@ def test_figure_rule():
     assert _figures_outside_blocks("a 4x4 map, `0x1f`, 2 CPUs, 16 writers, section 1.2") == []
 
 
-def test_performance_section_has_no_figures_outside_generated_blocks():
-    section = README.split("\n## Performance\n", 1)[1].split("\n## ", 1)[0]
+def test_performance_page_has_no_figures_outside_generated_blocks():
+    section = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     found = _figures_outside_blocks(section)
     assert not found, (
-        f"figures {found} in README's Performance section outside a `<!-- results:NAME -->` "
+        f"figures {found} in docs/performance.md outside a `<!-- results:NAME -->` "
         "block: put them in a committed results file and generate the table"
     )

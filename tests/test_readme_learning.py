@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.readme import docs_text
+
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = docs_text()  # README and the docs pages
 LEARNING = ROOT / "docs" / "learning"
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from benchmarks.readme import docs_text
+
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = docs_text()  # README and the docs pages
 
 
 def _section(title: str) -> str:
