@@ -251,6 +251,8 @@ class SessionRegistry:
             if sid in self.sessions or sid in self.ended:
                 raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
             values = dict(fields or {})
+            if not isinstance(values.get("metadata") or {}, Mapping):
+                raise SessionError(400, "`metadata` must be an object.", "invalid_session")
             session = Session(
                 id=sid,
                 owner=owner,

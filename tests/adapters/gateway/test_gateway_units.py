@@ -115,9 +115,10 @@ def test_sessions_belong_to_their_owner_and_end_once():
         with pytest.raises(SessionError) as e:
             registry.get("abc", who)
         assert e.value.status == status
-    with pytest.raises(SessionError) as e:
-        registry.create("alice", "x", fields={"bogus": 1})
-    assert e.value.status == 400
+    for bad in ({"bogus": 1}, {"metadata": [1]}, {"seed": "7"}):
+        with pytest.raises(SessionError) as e:
+            registry.create("alice", "x", fields=bad)
+        assert e.value.status == 400
     registry.create("alice")
     registry.create("alice")
     with pytest.raises(SessionError) as e:
