@@ -110,3 +110,62 @@ def test_the_trained_run_is_servable_by_path(trained):
     # The last pushed weights are the final model's.
     pushed = load_file(Path(trained["weights"][-1]) / "model.safetensors")
     assert all(torch.equal(final[k], pushed[k].to(final[k].dtype)) for k in final)
+
+
+def test_one_command_serves_the_trained_run(trained, tmp_path):
+    """``python -m adapters.gateway --model <run>`` serves the trained weights to any OpenAI
+    client: its greedy reply is the final model's."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import openai
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from adapters.gateway.engines import free_port
+    from tests.adapters.helpers import hf_greedy
+
+    run = Path(trained["run_dir"])
+    port = free_port()
+    log = open(tmp_path / "gateway.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "adapters.gateway", "--model", str(run), "--port", str(port),
+         "--served-model-name", "trained", "--engine-arg=--dtype=float32",
+         "--engine-arg=--max-model-len=2048"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert process.poll() is None, (tmp_path / "gateway.log").read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused")
+        prompt = [3, 4, 5, 6]
+        reply = client.completions.create(
+            model="trained",
+            prompt=prompt,
+            max_tokens=8,
+            temperature=0.0,
+            extra_body={"ignore_eos": True, "return_token_ids": True},
+        )
+        final = AutoModelForCausalLM.from_pretrained(
+            run / "final_model", torch_dtype=torch.float32
+        ).eval()
+        assert reply.choices[0].token_ids == hf_greedy(final, prompt, 8)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            assert process.wait(timeout=120) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+            log.close()
