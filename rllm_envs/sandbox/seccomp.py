@@ -19,9 +19,12 @@ build for). The filter:
   handle-based opens, port I/O; and what would keep state between tests or carry bits
   between concurrent sandboxes: SysV IPC (``shmget``, ``msgget``, ``semget``), POSIX
   message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``;
-* fails ``clone`` with namespace flags, ``socket(AF_VSOCK)`` and ``fcntl`` record locks,
-  leases and ``F_NOTIFY`` with ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in
-  memory, out of a filter's reach; glibc then falls back to ``clone``, which is filtered).
+* fails ``clone`` with namespace flags, ``socket`` for Unix, IP and vsock families (a bound
+  name outlives its process: state between tests; ``socketpair`` works), ``fcntl`` record locks,
+  leases and ``F_NOTIFY``, and setting SIGCHLD's disposition (an ignored SIGCHLD has the
+  kernel reap children unseen, hiding their CPU time from the verdict) with ``EPERM``,
+  and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc
+  then falls back to ``clone``, which is filtered).
 """
 
 from __future__ import annotations
@@ -46,10 +49,13 @@ _ERRNO = 0x00050000
 _EPERM, _ENOSYS = 1, 38
 
 _AF_VSOCK = 40
+# AF_UNIX, AF_INET, AF_INET6, AF_VSOCK.
+_DENIED_FAMILIES = (1, 2, 10, _AF_VSOCK)
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
 _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 _PERSONALITY_QUERY = 0xFFFFFFFF
+_SIGCHLD = 17
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
 # F_SETLEASE, F_NOTIFY.
 _FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026)
@@ -114,6 +120,8 @@ DENIED_SYSCALLS = (
     "inotify_init1",
     "inotify_add_watch",
     "fanotify_init",
+    # Machine-wide counters (task count, free memory, load): a channel between concurrent
+    # sandboxes, like the /proc files that rllm_envs.sandbox.procmask masks.
 )
 
 # (audit arch, syscall numbers); only what the filter needs.
@@ -177,6 +185,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_add_watch": 254,
             "fanotify_init": 300,
             "fcntl": 72,
+            "rt_sigaction": 13,
             "personality": 135,
             "socket": 41,
             "clone": 56,
@@ -239,6 +248,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_add_watch": 27,
             "fanotify_init": 262,
             "fcntl": 25,
+            "rt_sigaction": 134,
             "personality": 92,
             "socket": 198,
             "clone": 220,
@@ -317,14 +327,15 @@ def filter_program() -> bytes:
         prog.extend(checks)
         ret(_ALLOW)
 
-    # socket(family, ...): no vsock (host services through the hypervisor).
-    by_first_argument(
-        numbers["socket"],
-        [
-            _insn(_JEQ_K, 0, 1, _AF_VSOCK),
-            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
-        ],
-    )
+    # socket(family, ...): no vsock (host services through the hypervisor), and no Unix or
+    # IP socket: a bound name (abstract, or a loopback port left in TIME_WAIT) outlives its
+    # process and would carry state from one test to the next. socketpair() still works.
+    checks = [
+        _insn(_JEQ_K, len(_DENIED_FAMILIES) - i, 0, family)
+        for i, family in enumerate(_DENIED_FAMILIES)
+    ]
+    checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+    by_first_argument(numbers["socket"], checks)
     # clone(flags, ...): no new namespaces.
     by_first_argument(
         numbers["clone"],
@@ -337,6 +348,20 @@ def filter_program() -> bytes:
         checks.append(_insn(_JEQ_K, len(_FCNTL_DENIED) - i, 0, cmd))
     checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
     by_first_argument(numbers["fcntl"], checks)
+    # rt_sigaction(SIGCHLD, act, ...) with an act: no SIGCHLD disposition of one's own. An
+    # ignored SIGCHLD (or SA_NOCLDWAIT) has the kernel reap children unseen, and their CPU
+    # time would be missing from the test's: the verdict uses it. Queries (act NULL) pass.
+    by_first_argument(
+        numbers["rt_sigaction"],
+        [
+            _insn(_JEQ_K, 0, 5, _SIGCHLD),  # another signal: allowed
+            _insn(_LD_W_ABS, 0, 0, 24),  # act, low half
+            _insn(_JEQ_K, 0, 2, 0),
+            _insn(_LD_W_ABS, 0, 0, 28),  # act, high half
+            _insn(_JEQ_K, 1, 0, 0),  # NULL: a query, allowed
+            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+        ],
+    )
     # personality(persona): only the query (0xffffffff) and the default (0).
     by_first_argument(
         numbers["personality"],
