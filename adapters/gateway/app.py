@@ -1118,19 +1118,32 @@ def _deadline_stream_class() -> type:
             self.cleanup = cleanup
 
         async def stream_response(self, send: Any) -> None:
-            async def bounded(message: Any) -> None:
-                left = self.deadline - time.monotonic()
-                try:
-                    if left <= 0:
-                        raise asyncio.TimeoutError
-                    await asyncio.wait_for(send(message), left)
-                except asyncio.TimeoutError:
-                    _SLOW_READERS.append(time.monotonic())
-                    raise TimeoutError("the client read its reply too slowly") from None
+            # One timer for the whole reply (not a timeout around every chunk, which costs a
+            # task per chunk): at the deadline the reply is cancelled wherever it waits.
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
+            expired = False
 
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                if task is not None:
+                    task.cancel()
+
+            left = max(0.0, self.deadline - time.monotonic())
+            handle = loop.call_at(loop.time() + left, expire)
             try:
-                await super().stream_response(bounded)
+                await super().stream_response(send)
+            except asyncio.CancelledError:
+                if not expired:
+                    raise
+                uncancel = getattr(task, "uncancel", None)
+                if uncancel is not None:
+                    uncancel()
+                _SLOW_READERS.append(time.monotonic())
+                raise TimeoutError("the reply was not read within the request timeout") from None
             finally:
+                handle.cancel()
                 close = getattr(self.body_iterator, "aclose", None)
                 if close is not None:
                     await close()
