@@ -56,6 +56,7 @@ _RESERVED = frozenset({"pytest", "_pytest"})
 # ``os._exit`` there does not change what the runner calls.
 _write = os.write
 _exit = os._exit
+_audit = sys.audit
 
 
 # ------------------------------------------------------------------ in-memory import
@@ -120,6 +121,7 @@ class RepoFinder:
         if is_test_file(origin):
             self.loaded[origin] = module
             module.__dict__[_COMPARE] = strict_compare
+            _audit(_WATCH_EVENT, module.__dict__)  # the guard checks the binding at the end
             code = compile(strict_asserts(source, filename), filename, "exec", dont_inherit=True)
         else:
             code = compile(source, filename, "exec", dont_inherit=True)
@@ -698,6 +700,263 @@ def collect(module: Any, path: str) -> list[str]:
     return ids
 
 
+# ------------------------------------------------------------------ the guard
+#
+# A test's outcome is decided in the process that runs the repository's code, so that code
+# must not be able to read or rewrite the runner's state. Before any of it runs, the child
+# installs an audit hook (``sys.addaudithook``: it cannot be removed from Python) that
+# refuses frame, object-graph and memory introspection and tracing from repository code, and
+# reports every refusal on the tamper file, which fails the whole run on the host. A pass is
+# written by the hook itself, with a token made in this process after the fork and kept only
+# as a default argument of a function whose defaults the hook never lets anyone read; the
+# hook writes it only when the runner's own ``_child_test`` frame, directly above the
+# executor's, on the main thread, asks after the test returned, and only if nothing the
+# verdict depends on (the runner's module, ``builtins``, ``unittest``, ``inspect``, the
+# ``pytest`` module, a test module's comparison) was rebound since.
+
+_PASS_EVENT = "rllm.swe.pass"
+_WATCH_EVENT = "rllm.swe.watch"
+_TAMPER_FD = 4
+_TAMPER_CAP = 2000
+#: Events refused whoever asks, once the guard is armed (the runner needs none of them).
+_ALWAYS = frozenset(
+    {
+        "sys._current_frames",
+        "sys._current_exceptions",
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+    }
+)
+#: Attribute reads (``object.__getattr__`` events) that hand out frames.
+_FRAME_LINKS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: Standard-library functions that read frames without handing them on:
+#: ``(file suffix, function)`` of the frame that makes the audited call.
+_SAFE_READERS = frozenset(
+    {
+        ("collections/__init__.py", "namedtuple"),
+        ("typing.py", "_caller"),
+        ("enum.py", "_create_"),
+        ("traceback.py", "print_stack"),
+        ("traceback.py", "format_stack"),
+        ("traceback.py", "extract_stack"),
+        ("warnings.py", "warn"),
+        ("unittest/result.py", "_is_relevant_tb_level"),
+        ("logging/__init__.py", "findCaller"),
+        ("logging/__init__.py", "_is_internal_frame"),
+    }
+)
+#: Generators of ``traceback`` that yield frames: safe only when consumed by its own
+#: summary code without ``capture_locals``.
+_TB_WALKERS = frozenset({"walk_tb", "_walk_tb_with_full_positions", "walk_stack"})
+_PROC = ("mem", "maps", "pagemap", "fd", "fdinfo", "environ", "task", "map_files", "stack")
+
+
+def _is_secret_path(path: Any) -> bool:
+    """Whether opening ``path`` would reach this process's memory or descriptors."""
+    if isinstance(path, int):
+        return path in (_RESULT_FD, _TAMPER_FD)
+    if isinstance(path, bytes):
+        path = path.decode("utf-8", "replace")
+    if not isinstance(path, str):
+        return False
+    import posixpath
+
+    parts = posixpath.normpath(path).split("/")
+    if len(parts) >= 4 and parts[1] == "proc":
+        return any(p in _PROC for p in parts[3:])
+    return len(parts) >= 3 and parts[1] == "dev" and parts[2] in ("fd", "mem", "kmem", "port")
+
+
+def _arm(keys: list[bytes]) -> None:
+    """Install the guard in this test process (see the section comment); call it once.
+
+    Takes the token's halves out of ``keys``; the token itself exists only while a pass is
+    written.
+    """
+    import _signal
+    import _thread
+    import builtins
+    import functools
+    import inspect
+    import signal
+    import types
+    import unittest
+    import unittest.case
+    import unittest.result
+
+    getframe, ident, write = sys._getframe, _thread.get_ident, os.write
+    main = ident()
+    base = getframe(2)  # the executor's frame that forked this process
+    child_code = _child_test.__code__
+    exec_code = RepoFinder.exec_module.__code__
+    runner_file = child_code.co_filename
+    stdlib = os.path.dirname(os.__file__) + "/"
+    trusted = (stdlib, "<frozen ", runner_file)
+    function_type = types.FunctionType
+
+    def write_pass(_a: bytes = keys.pop(), _b: bytes = keys.pop()) -> None:
+        write(_RESULT_FD, b"P" + bytes(x ^ y for x, y in zip(_a, _b, strict=True)).hex().encode())
+
+    def set_signal(signalnum: Any, handler: Any, _real: Any = _signal.signal) -> Any:
+        # A handler is called with the interrupted frame: it gets ``None`` instead.
+        if callable(handler):
+            handler = functools.partial(_frameless, handler)
+        return _real(signalnum, handler)
+
+    sealed = (write_pass, set_signal)
+    _signal.signal = set_signal
+    signal.signal.__wrapped__ = set_signal  # type: ignore[attr-defined]
+
+    watched: list[tuple[Any, dict[Any, Any]]] = []
+    functions: list[tuple[Any, Any, Any, Any]] = []
+    classes: list[type] = [unittest.TestCase, unittest.TestResult, unittest.case._Outcome]  # type: ignore[attr-defined]
+
+    def watch(mapping: Any) -> None:
+        watched.append((mapping, dict(mapping)))
+        for value in list(mapping.values()):
+            for f in [value, *(vars(value).values() if isinstance(value, type) else ())]:
+                if type(f) in (staticmethod, classmethod):
+                    f = f.__func__
+                if type(f) is function_type:
+                    functions.append((f, f.__code__, f.__defaults__, f.__kwdefaults__))
+
+    own = _child_test.__globals__
+    for value in list(own.values()):
+        if isinstance(value, type) and getattr(value, "__module__", None) == own["__name__"]:
+            classes.append(value)
+    pytest_module = sys.modules.get("pytest")
+    for module in (builtins, unittest, unittest.case, unittest.result, inspect, pytest_module):
+        if module is not None:
+            watch(vars(module))
+    watch(own)
+    for cls in classes:
+        watch(vars(cls))
+    watched.append((sys.modules, dict(sys.modules)))
+    busy: set[int] = set()
+    fired: list[str] = []
+
+    def refuse(event: str) -> None:
+        if sum(map(len, fired)) < _TAMPER_CAP:
+            fired.append(event)
+            write(_TAMPER_FD, (event[:200] + "\n").encode("utf-8", "replace"))
+        raise PermissionError(f"{event} is refused while the repository's tests run")
+
+    def from_repository(top: Any) -> bool:
+        """Whether a frame from ``top`` down to the executor's is not the runner's or stdlib's."""
+        if ident() != main:
+            return True
+        frame = top
+        while frame is not None and frame is not base:
+            if not frame.f_code.co_filename.startswith(trusted):
+                return True
+            frame = frame.f_back
+        return frame is None
+
+    def safe_reader(top: Any) -> bool:
+        code = top.f_code
+        if not code.co_filename.startswith(stdlib):
+            return False
+        where = code.co_filename[len(stdlib) :]
+        if code.co_name in _TB_WALKERS and where == "traceback.py":
+            consumers = [top.f_back, top.f_back.f_back if top.f_back is not None else None]
+            return (
+                consumers[0] is not None
+                and consumers[0].f_code.co_filename == code.co_filename
+                and not any(c is not None and c.f_locals.get("capture_locals") for c in consumers)
+            )
+        if code.co_name == "<lambda>" and where == "logging/__init__.py":
+            caller = top.f_back
+            return (
+                caller is not None
+                and caller.f_code.co_name == "findCaller"
+                and caller.f_code.co_filename == code.co_filename
+            )
+        return (where, code.co_name) in _SAFE_READERS
+
+    def intact() -> bool:
+        for mapping, snapshot in watched:
+            for key, value in snapshot.items():
+                if mapping.get(key, refuse) is not value:
+                    return False
+        return all(
+            f.__code__ is c and f.__defaults__ is d and f.__kwdefaults__ is k
+            for f, c, d, k in functions
+        )
+
+    def hook(event: str, args: tuple) -> None:
+        me = ident()
+        if me in busy:  # the guard's own reads
+            return
+        busy.add(me)
+        try:
+            check(event, args)
+        finally:
+            busy.discard(me)
+
+    def check(event: str, args: tuple) -> None:
+        if event in _ALWAYS or event.startswith("ctypes."):
+            refuse(event)
+        elif event == "object.__getattr__":
+            obj, name = args[0], args[1]
+            if any(obj is f for f in sealed):
+                refuse(f"reading the guard's {name}")
+            if name in _FRAME_LINKS or name == "f_code":
+                top = getframe(2)
+                if from_repository(top):
+                    # Frames' code and generators' own frames are fine for the standard
+                    # library; frames reached from a traceback or the stack only for the
+                    # functions known to keep them.
+                    lenient = name != "tb_frame" and top.f_code.co_filename.startswith(trusted)
+                    if not lenient and not safe_reader(top):
+                        refuse(f"object.__getattr__ {name}")
+        elif event == "sys._getframe":
+            top = getframe(2)
+            if from_repository(top) and not safe_reader(top):
+                refuse(event)
+        elif event == "open":
+            if _is_secret_path(args[0]):
+                refuse(f"open {args[0]!r}")
+        elif event == "import":
+            if str(args[0]).partition(".")[0] in ("ctypes", "_ctypes"):
+                refuse(f"import {args[0]}")
+        elif event in ("code.__new__", "marshal.loads", "marshal.load"):
+            # Code objects made by hand (the import system's own reads of ``.pyc`` are fine).
+            if not getframe(2).f_code.co_filename.startswith(trusted):
+                refuse(event)
+        elif event == "compile":
+            filename = args[1] if len(args) > 1 else None
+            if isinstance(filename, bytes):
+                filename = filename.decode("utf-8", "replace")
+            if isinstance(filename, str) and filename.startswith((REPO_PREFIX, *trusted)):
+                top = getframe(2)
+                if top.f_code is not exec_code and from_repository(top):
+                    refuse(f"compile as {filename!r}")
+        elif event == _WATCH_EVENT:
+            if args and isinstance(args[0], dict):
+                watch(args[0])
+        elif event == _PASS_EVENT:
+            top = getframe(2)
+            if ident() != main or top.f_code is not child_code or top.f_back is not base:
+                refuse("a pass claimed from outside the runner")
+            if not fired:
+                if not intact():
+                    refuse("the runner's state was rebound during the test")
+                write_pass()
+        elif event in ("object.__setattr__", "object.__delattr__"):
+            if any(args[0] is c for c in classes) and from_repository(getframe(2)):
+                refuse(f"{event} {args[1]!r} on the runner's {args[0]!r}")
+
+    sys.addaudithook(hook)
+
+
+def _frameless(handler: Any, signum: int, frame: Any) -> Any:
+    """Call a signal handler without the interrupted frame (the guard's frames stay hidden)."""
+    return handler(signum, None)
+
+
 # ------------------------------------------------------------------ running one test
 
 
@@ -788,8 +1047,11 @@ def _call_with_fixtures(
     return function(**{p: resolve(p) for p in parameters})
 
 
-def run_node(node: str, files: dict[str, str]) -> str:
-    """Run one test node id; return ``"P"`` (passed), ``"F…"``, ``"S…"`` or ``"E…"``."""
+def run_node(node: str, files: dict[str, str], finder: RepoFinder | None = None) -> str:
+    """Run one test node id; return ``"P"`` (passed), ``"F…"``, ``"S…"`` or ``"E…"``.
+
+    ``finder``: the repository's finder, when :func:`install` already ran in this process.
+    """
     import importlib
     import inspect
     import unittest
@@ -801,7 +1063,8 @@ def run_node(node: str, files: dict[str, str]) -> str:
     last, bracket, label = parts[-1].partition("[")
     label = bracket + label
     module_name, root = module_for(path, files)
-    finder = install(files, [root] if root else [])
+    if finder is None:
+        finder = install(files, [root] if root else [])
     try:
         importlib.import_module(module_name)
     except Skipped as e:
@@ -820,6 +1083,8 @@ def run_node(node: str, files: dict[str, str]) -> str:
     code = getattr(inspect.unwrap(function), "__code__", None)
     if code is None or code.co_filename != REPO_PREFIX + path:
         return f"Ethe test {last!r} is not the function defined in {path}"
+    if getattr(inspect.unwrap(function), "__globals__", None) is not vars(module):
+        return f"Ethe test {last!r} does not run in the namespace of {path}"
     if inspect.isclass(owner) and issubclass(owner, unittest.TestCase):
         result = unittest.TestResult()
         owner(last).run(result)
@@ -878,12 +1143,29 @@ def _format_failure(error: BaseException) -> str:
     return "".join(info.format())[-_RESULT_CAP:]
 
 
-def _child_test(node: str, files: dict[str, str], nonce: str) -> None:
-    """The body of a test's process: run ``node``; write the result on fd 3; exit."""
+def _child_test(node: str, files: dict[str, str], keys: list[bytes]) -> None:
+    """The body of a test's process: run ``node``; write the result on fd 3; exit.
+
+    ``keys`` holds the two halves of this process's pass token; the guard takes them out
+    before any repository code runs, and only the guard writes a pass (see :func:`_arm`).
+    """
     try:
-        result = run_node(node, files)
+        path = node.partition("::")[0]
+        _, root = module_for(path, files) if path in files else ("", "")
+        finder = install(files, [root] if root else [])
+        _arm(keys)
+        result = run_node(node, files, finder)
         if result == "P":
-            result = "P" + nonce
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            try:
+                _audit(_PASS_EVENT)
+            except BaseException:
+                pass
+            _exit(0)
     except SystemExit as e:
         result = f"Fthe test called sys.exit({e.code!r})"
     except BaseException as e:
@@ -982,8 +1264,14 @@ class Executor:
             data = data[os.write(self.channel, data) :]
 
     def child(self, body: Any, *args: Any) -> dict[str, Any]:
-        """Fork ``body(*args)`` with the test limits; return what was observed."""
-        out, res = _memfd("out"), _memfd("res")
+        """Fork ``body(*args)`` with the test limits; return what was observed.
+
+        A test's process (``body`` is :func:`_child_test`) gets the two halves of a pass
+        token made after the fork, which never leave it but through the guard; its result
+        counts as a pass only if it is ``P`` and their XOR, and the tamper file (where the
+        guard reports what it refused) is part of the record.
+        """
+        out, res, keys, tamper = _memfd("out"), _memfd("res"), _memfd("keys"), _memfd("tamper")
         start = time.monotonic()
         try:
             pid = _fork()
@@ -995,7 +1283,13 @@ class Executor:
                     os.dup2(out, 1)
                     os.dup2(out, 2)
                     os.dup2(res, _RESULT_FD)
-                    os.closerange(_RESULT_FD + 1, 1 << 20)
+                    os.dup2(tamper, _TAMPER_FD)
+                    if body is _child_test:
+                        pair = [os.urandom(16), os.urandom(16)]
+                        os.write(keys, pair[0] + pair[1])
+                        args = (*args[:2], pair)
+                        del pair
+                    os.closerange(_TAMPER_FD + 1, 1 << 20)
                     _lower(resource.RLIMIT_CPU, int(self.limit) + 2)
                     _lower(resource.RLIMIT_AS, self.memory)
                     _lower(resource.RLIMIT_FSIZE, 16 << 20)
@@ -1039,9 +1333,17 @@ class Executor:
                     pass
             result = _read(res, 1 << 20)
             output = _read(out, self.output_chars, tail=True)
+            halves = os.pread(keys, 32, 0)
+            refused = _read(tamper, _TAMPER_CAP)
         finally:
-            os.close(out)
-            os.close(res)
+            for fd in (out, res, keys, tamper):
+                os.close(fd)
+        if result.startswith("P"):
+            token = bytes(x ^ y for x, y in zip(halves[:16], halves[16:], strict=False)).hex()
+            if len(halves) == 32 and result == "P" + token:
+                result = "P" + self.spec["nonce"]
+            else:
+                result = "Fa pass was reported, but not by the runner"
         signaled = os.WIFSIGNALED(status)
         return {
             "outcome": "timeout" if not ready else "signaled" if signaled else "exited",
@@ -1050,6 +1352,7 @@ class Executor:
             "result": result,
             "output": output,
             "time": round(time.monotonic() - start, 4),
+            "tamper": refused,
         }
 
     def run(self) -> None:

@@ -76,6 +76,7 @@ _RECORD_TYPES: dict[str, tuple[type, ...]] = {
     "result": (str,),
     "output": (str,),
     "time": (int, float),
+    "tamper": (str,),
 }
 
 
@@ -86,8 +87,9 @@ class TestOutcome:
     Attributes:
         id: The test's node id (``path::name`` or ``path::Class::name[params]``).
         status: ``passed``, ``failed``, ``error`` (not collected or not found), ``skipped``,
-            ``timeout``, ``crashed`` (killed, or exited on its own), ``missing`` (no record)
-            or ``not_run`` (the run stopped at an earlier failure).
+            ``timeout``, ``crashed`` (killed, or exited on its own), ``tampered`` (the test
+            process tried to reach the runner's state; see :mod:`rllm_envs.swe.executor`),
+            ``missing`` (no record) or ``not_run`` (the run stopped at an earlier failure).
         message: The failure's traceback or reason (cut), ``""`` when passed.
         output: The end of what the test printed.
     """
@@ -145,6 +147,8 @@ class Verdict:
         report: The run of the hidden tests (``None`` when the diff did not apply).
         verdict_trust: ``"in_process"``: each test's outcome is decided inside the process
             that runs the submission's code (see the module docstring).
+        tampering: A test process tried to reach the runner's state (the guard refused it);
+            every test of the run then counts as failed.
     """
 
     resolved: bool
@@ -155,6 +159,7 @@ class Verdict:
     dropped: list[str] = field(default_factory=list)
     report: RunReport | None = None
     verdict_trust: str = "in_process"
+    tampering: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -273,6 +278,8 @@ class _Records:
 def _status(record: Mapping[str, Any], nonce: str) -> tuple[str, str]:
     """The host's status for one test record: ``(status, message)``."""
     result = record["result"]
+    if record["tamper"]:
+        return "tampered", "the guard refused: " + record["tamper"][:500]
     if record["outcome"] == "timeout":
         return "timeout", "the test ran past its time limit"
     if record["outcome"] == "signaled":
@@ -561,6 +568,9 @@ def verdict(
     by_id = report.by_id()
     f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
     p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
+    tampering = any(o.status == "tampered" for o in report.outcomes)
+    if tampering:
+        f2p = p2p = 0.0
     return Verdict(
         resolved=f2p == 1.0 and p2p == 1.0,
         fail_to_pass=f2p,
@@ -568,6 +578,7 @@ def verdict(
         dropped=dropped,
         report=report,
         error=report.sandbox_error,
+        tampering=tampering,
     )
 
 
@@ -601,6 +612,8 @@ def score(
 
 def reward_of(result: Verdict, partial_credit: bool) -> float:
     """The ``resolved`` reward component of a verdict (see :func:`score`)."""
+    if result.tampering:
+        return 0.0
     if partial_credit:
         return result.fail_to_pass if result.pass_to_pass == 1.0 else 0.0
     return float(result.resolved)

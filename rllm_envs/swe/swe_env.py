@@ -507,12 +507,18 @@ class SWEEnv(TextEnv):
             blocks.append(f"Your changes could not be applied: {result.error}")
         if result.dropped:
             blocks.append("Changes to the test suite were discarded: " + ", ".join(result.dropped))
+        if result.tampering:
+            blocks.append(
+                "The code under test tried to reach the test runner's state; every test "
+                "of the run counts as failed."
+            )
         info.update(
             fail_to_pass=result.fail_to_pass,
             pass_to_pass=result.pass_to_pass,
             patch_applied=result.applied,
             dropped_test_changes=list(result.dropped),
             verdict_trust=result.verdict_trust,
+            verdict_tampering=result.tampering,
         )
         return Transition(
             observation="\n\n".join(blocks),

@@ -339,12 +339,15 @@ def test_records_are_parsed_strictly():
         "result": "Pabc",
         "output": "",
         "time": 0.1,
+        "tamper": "",
     }
     records = _Records()
     assert records.feed(_frame(good)[:5]) is False  # a frame split across reads
     records.feed(_frame(good)[5:] + _frame({"done": True}))
     assert records.done and _status(records.records[0], "abc") == ("passed", "")
     assert _status(records.records[0], "abd")[0] == "failed"  # the wrong nonce
+    # A run where the guard refused something is never a pass, whatever its result says.
+    assert _status({**good, "tamper": "sys._getframe\n"}, "abc")[0] == "tampered"
     for bad in (
         {**good, "index": 1},
         {**good, "code": "0"},
