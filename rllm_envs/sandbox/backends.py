@@ -9,12 +9,15 @@ parent (:mod:`rllm_envs.sandbox.runner`).
 * :class:`Firejail` -- the default where usable: new network namespace with no interfaces,
   PID/IPC namespaces, firejail's own seccomp list (plus :data:`seccomp.DENIED_SYSCALLS`),
   sockets limited to unix/inet/netlink (no vsock), no capabilities, the system directories
-  (``/usr``, ``/etc``, ...) bound read-only and every other top-level directory hidden. Not
+  (``/usr``, ``/etc``, ...) bound read-only, every other top-level directory hidden, and the
+  machine-wide counters of ``/proc`` and ``/sys`` hidden (:mod:`~rllm_envs.sandbox.procmask`,
+  through a profile of ours: too many paths for firejail's arguments). Not
   ``--read-only=/``: it bind-mounts ``/`` over itself, and ``/..`` at the process root
   leads to the writable lower copy with none of the blacklists.
 * :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only, fresh
-  ``/proc`` and ``/dev`` (read-only), every namespace unshared (user included), and the
-  bootstrap as the namespace's init.
+  ``/proc`` (its machine-wide counters masked, see :mod:`~rllm_envs.sandbox.procmask`) and
+  ``/dev`` (read-only), every namespace unshared (user included), and the bootstrap as the
+  namespace's init.
 
 Both get the same syscall filter (:mod:`rllm_envs.sandbox.seccomp`), installed by the
 bootstrap inside the sandbox before any program arrives.
@@ -23,7 +26,9 @@ bootstrap inside the sandbox before any program arrives.
 
 When the calling process is root, the program runs as the dedicated unprivileged user
 ``rllm-sandbox`` (see :func:`sandbox_identity`): the kernel does not apply the
-process-count limit to root, so a fork bomb would get through.
+process-count limit to root, so a fork bomb would get through. Without a user namespace
+(firejail), each concurrent sandbox gets a user of its own from a pool
+(:mod:`rllm_envs.sandbox.uids`), so that none can count another's processes.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
-from rllm_envs.sandbox import seccomp
+from rllm_envs.sandbox import procmask, seccomp
 
 __all__ = [
     "Backend",
@@ -166,10 +171,17 @@ class Backend(ABC):
         """
 
     def command(self, argv: list[str]) -> list[str]:
-        """The command line alone (for wrappers that need no descriptors; see :meth:`launch`)."""
+        """The command line alone, for a backend that needs no descriptors (see :meth:`launch`).
+
+        Raises:
+            RuntimeError: If it needs some (bubblewrap passes its masked ``/proc`` files
+                through descriptors): use :meth:`launch`.
+        """
         cmd, fds = self.launch(argv)
         for fd in fds:
             os.close(fd)
+        if fds:
+            raise RuntimeError(f"{self.name} needs descriptors: use launch(), not command()")
         return cmd
 
     def missing(self) -> str | None:
@@ -216,7 +228,10 @@ class Firejail(Backend):
         return [
             shutil.which("firejail") or "firejail",
             "--quiet",
-            "--noprofile",
+            # Not --noprofile: our own profile, which hides the machine-wide counters (task
+            # count, free memory, ...), a channel between concurrent sandboxes (procmask);
+            # too many paths for firejail's 128 arguments.
+            "--profile=" + procmask.firejail_profile(),
             "--net=none",
             "--ipc-namespace",
             "--private-dev",
@@ -269,6 +284,7 @@ class Bubblewrap(Backend):
                 binds += ["--ro-bind", path, path]
         if os.path.isdir("/etc"):
             binds += ["--ro-bind", "/etc", "/etc"]
+        masks, fds = _proc_masks()
         return [
             shutil.which("bwrap") or "bwrap",
             "--unshare-all",
@@ -282,6 +298,7 @@ class Bubblewrap(Backend):
             *binds,
             "--proc",
             "/proc",
+            *masks,
             "--dev",
             "/dev",
             # /dev/shm is a writable tmpfs with no size cap: make all of /dev read-only.
@@ -295,7 +312,7 @@ class Bubblewrap(Backend):
             "/",
             "--",
             *argv,
-        ], []
+        ], fds
 
 
 class Plain(Backend):
@@ -336,6 +353,38 @@ CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "H
 
 _probe_lock = threading.Lock()
 _probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}
+
+
+def _proc_masks() -> tuple[list[str], list[int]]:
+    """The bwrap arguments that mask the machine-wide counters of ``/proc`` (see procmask).
+
+    Static files come through pipes (``--ro-bind-data``), one per file: the caller passes
+    the returned descriptors to bwrap and closes them once it started.
+    """
+    args: list[str] = []
+    fds: list[int] = []
+    try:
+        hidden_dirs = [path for path, is_dir in procmask.hidden_entries() if is_dir]
+        for path, is_dir in procmask.hidden_entries():
+            if is_dir:
+                args += ["--tmpfs", path]
+            else:  # /dev/null on a nodev bind: empty or unreadable, never the counter
+                args += ["--ro-bind", "/dev/null", path]
+        for path, data in procmask.static_files().items():
+            read, write = os.pipe()
+            fds.append(read)
+            try:
+                os.write(write, data)  # far below a pipe's buffer
+            finally:
+                os.close(write)
+            args += ["--ro-bind-data", str(read), path]
+        for path in hidden_dirs:  # after the static files are in (/proc/pressure)
+            args += ["--remount-ro", path]
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return args, fds
 
 
 def _setenv_args() -> list[str]:

@@ -36,12 +36,11 @@ from functools import lru_cache
 from importlib import resources
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
-from rllm_envs.sandbox import cgroup, seccomp
+from rllm_envs.sandbox import cgroup, seccomp, uids
 from rllm_envs.sandbox.backends import (
     CLEAN_ENV,
     PYTHON,
     Backend,
-    sandbox_identity,
     select_backend,
     switch_user,
 )
@@ -217,10 +216,19 @@ class Sandbox:
     attached: bool = False
     #: What :func:`attach_group` read of standard error (the start marker).
     stderr_head: bytes = b""
+    #: The user it runs as, held until it is closed (see :mod:`rllm_envs.sandbox.uids`).
+    lease: uids.Lease | None = None
 
     def close(self) -> None:
         """Kill everything of the sandbox and release its resources (idempotent)."""
         _kill_group(self.proc.pid)
+        if self.lease is not None:
+            try:  # the user goes back once the wrapper (and what it ran) is gone
+                self.proc.wait(timeout=_STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                pass  # killed above; not worth holding the user forever
+            self.lease.release()
+            self.lease = None
         if self.group is not None:
             self.group.close()
             self.group = None
@@ -419,11 +427,11 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         str(write),
         seccomp_filter_hex(),
     ]
-    identity = sandbox_identity()
+    lease = uids.acquire(backend.private_process_count)
     launch_fds: list[int] = []
     try:
         command, launch_fds = backend.launch(argv, keep_fds=(write,))
-        command, as_user = switch_user(command, identity)
+        command, as_user = switch_user(command, lease.identity)
         proc = subprocess.Popen(  # type: ignore[call-overload]
             command,
             stdin=subprocess.PIPE,
@@ -439,6 +447,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         )
     except BaseException:
         os.close(read)
+        lease.release()
         if group is not None:
             group.close()
         raise
@@ -446,7 +455,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         os.close(write)
         for fd in launch_fds:
             os.close(fd)
-    return Sandbox(proc=proc, backend=backend, channel=read, group=group)
+    return Sandbox(proc=proc, backend=backend, channel=read, group=group, lease=lease)
 
 
 def spawn_failure(backend: Backend, error: OSError, start: float) -> RunResult:

@@ -18,7 +18,8 @@ build for). The filter:
   ``personality`` changes, modules, ``kexec``, ``reboot``, swap, accounting, quotas,
   handle-based opens, port I/O; and what would keep state between tests or carry bits
   between concurrent sandboxes: SysV IPC (``shmget``, ``msgget``, ``semget``), POSIX
-  message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``;
+  message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``, and ``sysinfo``
+  (machine-wide process count and free memory);
 * fails ``clone`` with namespace flags, ``socket`` for Unix, IP and vsock families (a bound
   name outlives its process: state between tests; ``socketpair`` works), ``fcntl`` record locks,
   leases and ``F_NOTIFY``, and setting SIGCHLD's disposition (an ignored SIGCHLD has the
@@ -122,6 +123,7 @@ DENIED_SYSCALLS = (
     "fanotify_init",
     # Machine-wide counters (task count, free memory, load): a channel between concurrent
     # sandboxes, like the /proc files that rllm_envs.sandbox.procmask masks.
+    "sysinfo",
 )
 
 # (audit arch, syscall numbers); only what the filter needs.
@@ -184,6 +186,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_init1": 294,
             "inotify_add_watch": 254,
             "fanotify_init": 300,
+            "sysinfo": 99,
             "fcntl": 72,
             "rt_sigaction": 13,
             "personality": 135,
@@ -247,6 +250,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_init1": 26,
             "inotify_add_watch": 27,
             "fanotify_init": 262,
+            "sysinfo": 179,
             "fcntl": 25,
             "rt_sigaction": 134,
             "personality": 92,

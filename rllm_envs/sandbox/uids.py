@@ -1,0 +1,156 @@
+"""One user per concurrent sandbox, where the kernel counts processes per user.
+
+Without a user namespace of its own (firejail in a container), a sandbox's process-count
+limit (``RLIMIT_NPROC``) is checked against every process of its user on the machine. If
+concurrent sandboxes shared one user, one could count the other's processes (lower its own
+limit, fork until it fails) and so receive bits from it: a channel between sandboxes.
+
+As root, each such sandbox therefore runs as a user of its own for its lifetime, taken from
+the pool ``rllm-sandbox-0``, ``rllm-sandbox-1``, ... that ``scripts/setup_sandbox_user.sh``
+creates (the base name follows ``RLLM_SANDBOX_USER``). A user is held with an exclusive
+``flock`` on a lock file under ``/run/rllm-sandbox`` (so concurrent host processes never
+share one either) and released when the sandbox is closed. With no pool, or every user of
+it taken, a sandbox falls back to the base user and :class:`SharedSandboxUserWarning` says
+so once, as it does for a caller that is not root (no user to switch to). Sandboxes with a
+user namespace of their own (bubblewrap) need none of this.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import stat
+import threading
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rllm_envs.sandbox.backends import SANDBOX_USER, sandbox_identity
+
+__all__ = ["Lease", "SharedSandboxUserWarning", "acquire", "pool_users", "LOCK_DIR"]
+
+#: Where the lock files of the pool's users live (root's only).
+LOCK_DIR = "/run/rllm-sandbox"
+#: At most this many pool users are looked up.
+MAX_POOL = 1024
+
+
+class SharedSandboxUserWarning(UserWarning):
+    """Concurrent sandboxes share one user: they can count each other's processes."""
+
+
+@dataclass
+class Lease:
+    """The identity a sandbox runs as (``None``: the caller's), held until :meth:`release`."""
+
+    identity: tuple[int, int] | None
+    fd: int = -1
+
+    def release(self) -> None:
+        """Give the user back (idempotent); call once every process of the sandbox is gone."""
+        if self.fd >= 0:
+            os.close(self.fd)  # drops the flock
+            self.fd = -1
+
+
+@lru_cache(maxsize=4)
+def pool_users(base: str) -> tuple[tuple[int, int], ...]:
+    """``(uid, gid)`` of the pool users ``{base}-0``, ``{base}-1``, ... (up to the first gap)."""
+    users = []
+    for i in range(MAX_POOL):
+        try:
+            entry = pwd.getpwnam(f"{base}-{i}")
+        except KeyError:
+            break
+        if entry.pw_uid != 0:
+            users.append((entry.pw_uid, entry.pw_gid))
+    return tuple(users)
+
+
+_warned: set[str] = set()
+_lock = threading.Lock()
+_next = 0
+
+
+def _warn(key: str, message: str) -> None:
+    with _lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, SharedSandboxUserWarning, stacklevel=4)
+
+
+def _lock_dir() -> str | None:
+    try:
+        os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+        info = os.lstat(LOCK_DIR)
+    except OSError:
+        return None
+    # Only a directory of ours that nobody else can write: a lock elsewhere proves nothing.
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return None
+    return LOCK_DIR
+
+
+def acquire(private_process_count: bool) -> Lease:
+    """The user for a new sandbox (see the module's docstring).
+
+    Args:
+        private_process_count: Whether the backend gives each sandbox a user namespace of
+            its own (then the shared base user is fine).
+
+    Raises:
+        SandboxUnavailable: If the caller is root and the base sandbox user does not exist.
+    """
+    global _next
+    base_identity = sandbox_identity()
+    if private_process_count:
+        return Lease(base_identity)
+    if base_identity is None:  # not root: no other user to switch to
+        _warn(
+            "not-root",
+            "rllm_envs.sandbox: not root, so concurrent sandboxes without a user namespace "
+            "(firejail) all run as the calling user and can count each other's processes, a "
+            "channel between them. Run as root with the user pool "
+            "(`sudo bash scripts/setup_sandbox_user.sh`), or use backend='bubblewrap'.",
+        )
+        return Lease(None)
+    base = os.environ.get("RLLM_SANDBOX_USER", SANDBOX_USER)
+    users = pool_users(base)
+    directory = _lock_dir() if users else None
+    if directory is None:
+        _warn(
+            "no-pool",
+            f"rllm_envs.sandbox: concurrent sandboxes share the user `{base}` (no users "
+            f"`{base}-0`, `{base}-1`, ... or no lock directory {LOCK_DIR}), so one can count "
+            "another's processes, a channel between them. Create the pool with "
+            "`sudo bash scripts/setup_sandbox_user.sh` (RLLM_SANDBOX_POOL users, default 64).",
+        )
+        return Lease(base_identity)
+    with _lock:
+        start = _next
+        _next = (_next + 1) % len(users)
+    for k in range(len(users)):
+        uid, gid = users[(start + k) % len(users)]
+        try:
+            fd = os.open(
+                os.path.join(directory, f"{uid}.lock"),
+                os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW,
+                0o600,
+            )
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by another sandbox (of this or another host process)
+            os.close(fd)
+            continue
+        return Lease((uid, gid), fd)
+    _warn(
+        "exhausted",
+        f"rllm_envs.sandbox: more concurrent sandboxes than the {len(users)} users "
+        f"`{base}-N`; the others share `{base}` and can count each other's processes. "
+        "Create more with `sudo RLLM_SANDBOX_POOL=<n> bash scripts/setup_sandbox_user.sh`.",
+    )
+    return Lease(base_identity)
