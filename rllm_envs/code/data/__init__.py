@@ -1,1 +1,1 @@
-"""The embedded problem set (``problems.jsonl``) and its generator (``_build.py``)."""
+"""The embedded problem set (``problems.jsonl``, written by ``scripts/build_code_problems.py``)."""

@@ -1,12 +1,13 @@
 """Regenerate ``problems.jsonl``: the embedded, original problem set of ``rllm/Code-v0``.
 
-Run ``python -m rllm_envs.code.data._build``. Each problem is written for this project:
+Run ``python scripts/build_code_problems.py`` (a build script: it is not installed with the
+package). Each problem is written for this project:
 a statement, a reference solution and test inputs (hand-picked edge cases plus seeded
 random ones); expected outputs are computed by running the reference solution, so tests
 and solutions agree by construction. Records use the LiveCodeBench schema (plus a
 ``solution`` field), so the embedded set goes through the same loader as real data.
 Stdin problems also carry a C++ reference (``solution_cpp``), kept as ``cpp/<id>.cpp``
-next to this file (checked against the same tests by ``tests/envs/code/test_problems.py``).
+next to ``problems.jsonl`` (checked against the same tests by ``tests/envs/code/test_problems.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 PROBLEMS: list[dict[str, Any]] = []
-CPP_DIR = Path(__file__).with_name("cpp")
+DATA = Path(__file__).resolve().parents[1] / "rllm_envs" / "code" / "data"
+CPP_DIR = DATA / "cpp"
 
 
 def problem(
@@ -1281,7 +1283,7 @@ def build() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    target = Path(__file__).with_name("problems.jsonl")
+    target = DATA / "problems.jsonl"
     rows = build()
     with target.open("w", encoding="utf-8") as f:
         for row in rows:
