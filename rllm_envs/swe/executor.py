@@ -77,6 +77,9 @@ class RepoFinder:
         #: Test modules this finder executed, by path (what the runner runs, whatever
         #: ``sys.modules`` holds later).
         self.loaded: dict[str, Any] = {}
+        #: Every code object compiled from a test file, by id (kept alive): a test runs only
+        #: if its code is one of them.
+        self.test_codes: dict[int, Any] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The spec of repository module ``name``, or ``None`` (not the repository's)."""
@@ -123,6 +126,11 @@ class RepoFinder:
             module.__dict__[_COMPARE] = strict_compare
             _audit(_WATCH_EVENT, module.__dict__)  # the guard checks the binding at the end
             code = compile(strict_asserts(source, filename), filename, "exec", dont_inherit=True)
+            pending = [code]
+            while pending:
+                found = pending.pop()
+                self.test_codes[id(found)] = found
+                pending += [c for c in found.co_consts if isinstance(c, type(found))]
         else:
             code = compile(source, filename, "exec", dont_inherit=True)
         exec(code, module.__dict__)
@@ -776,6 +784,7 @@ def _arm(keys: list[bytes]) -> None:
     Takes the token's halves out of ``keys``; the token itself exists only while a pass is
     written.
     """
+    import _imp
     import _signal
     import _thread
     import builtins
@@ -791,24 +800,75 @@ def _arm(keys: list[bytes]) -> None:
     main = ident()
     base = getframe(2)  # the executor's frame that forked this process
     child_code = _child_test.__code__
-    exec_code = RepoFinder.exec_module.__code__
     runner_file = child_code.co_filename
     stdlib = os.path.dirname(os.__file__) + "/"
     trusted = (stdlib, "<frozen ", runner_file)
     function_type = types.FunctionType
 
-    def write_pass(_a: bytes = keys.pop(), _b: bytes = keys.pop()) -> None:
-        write(_RESULT_FD, b"P" + bytes(x ^ y for x, y in zip(_a, _b, strict=True)).hex().encode())
+    busy: set[int] = set()
+    fired: list[str] = []
 
-    def set_signal(signalnum: Any, handler: Any, _real: Any = _signal.signal) -> Any:
-        # A handler is called with the interrupted frame: it gets ``None`` instead.
-        if callable(handler):
-            handler = functools.partial(_frameless, handler)
-        return _real(signalnum, handler)
+    def refuse(event: str) -> None:
+        if sum(map(len, fired)) < _TAMPER_CAP:
+            fired.append(event)
+            write(_TAMPER_FD, (event[:200] + "\n").encode("utf-8", "replace"))
+        raise PermissionError(f"{event} is refused while the repository's tests run")
 
-    sealed = (write_pass, set_signal)
+    # The functions that code outside the guard can reach (``_signal.signal``, signal
+    # handlers, the import system) have no closures (a cell can be rebound from Python):
+    # their state is in defaults, which the guard lets no one read or rebind.
+
+    def write_pass(
+        _a: bytes = keys.pop(),
+        _b: bytes = keys.pop(),
+        _getframe: Any = getframe,
+        _refuse: Any = refuse,
+        _write: Any = write,
+        _file: str = runner_file,
+    ) -> None:
+        callers = [_getframe(1).f_code, _getframe(2).f_code]
+        if [(c.co_name, c.co_filename) for c in callers] != [("check", _file), ("hook", _file)]:
+            _refuse("a pass written from outside the guard")
+        _write(_RESULT_FD, b"P" + bytes(x ^ y for x, y in zip(_a, _b, strict=True)).hex().encode())
+
+    def frameless(
+        handler: Any, signum: int, frame: Any, _busy: set[int] = busy, _main: int = main
+    ) -> Any:
+        # A handler gets no frame, and is checked like any code even if it interrupted the
+        # guard itself.
+        held = _main in _busy
+        _busy.discard(_main)
+        try:
+            return handler(signum, None)
+        finally:
+            if held:
+                _busy.add(_main)
+
+    def set_signal(
+        signalnum: Any,
+        handler: Any,
+        _real: Any = _signal.signal,
+        _partial: Any = functools.partial,
+        _wrap: Any = frameless,
+    ) -> Any:
+        return _real(signalnum, _partial(_wrap, handler) if callable(handler) else handler)
+
+    def create_builtin(
+        spec: Any,
+        _real: Any = _imp.create_builtin,
+        _loaded: Any = sys.modules,
+        _refuse: Any = refuse,
+    ) -> Any:
+        # A second copy of a loaded built-in module (``_signal``) would bypass the wrappers.
+        if getattr(spec, "name", None) in _loaded:
+            _refuse(f"a second copy of the module {spec.name}")
+        return _real(spec)
+
+    sealed = (write_pass, set_signal, frameless, create_builtin)
     _signal.signal = set_signal
     signal.signal.__wrapped__ = set_signal  # type: ignore[attr-defined]
+    _imp.create_builtin = create_builtin
+    builtin_loaded = frozenset(sys.builtin_module_names) & set(sys.modules)
 
     watched: list[tuple[Any, dict[Any, Any]]] = []
     functions: list[tuple[Any, Any, Any, Any]] = []
@@ -835,14 +895,6 @@ def _arm(keys: list[bytes]) -> None:
     for cls in classes:
         watch(vars(cls))
     watched.append((sys.modules, dict(sys.modules)))
-    busy: set[int] = set()
-    fired: list[str] = []
-
-    def refuse(event: str) -> None:
-        if sum(map(len, fired)) < _TAMPER_CAP:
-            fired.append(event)
-            write(_TAMPER_FD, (event[:200] + "\n").encode("utf-8", "replace"))
-        raise PermissionError(f"{event} is refused while the repository's tests run")
 
     def from_repository(top: Any) -> bool:
         """Whether a frame from ``top`` down to the executor's is not the runner's or stdlib's."""
@@ -888,13 +940,20 @@ def _arm(keys: list[bytes]) -> None:
 
     def hook(event: str, args: tuple) -> None:
         me = ident()
-        if me in busy:  # the guard's own reads
-            return
+        if me in busy:  # the guard's own reads are the only events it makes
+            if event == "sys._getframe" or (
+                event == "object.__getattr__"
+                and args[1] in ("f_code", "__code__", "__defaults__", "__kwdefaults__")
+                and not any(args[0] is f for f in sealed)
+            ):
+                return
+        held = me in busy
         busy.add(me)
         try:
             check(event, args)
         finally:
-            busy.discard(me)
+            if not held:
+                busy.discard(me)
 
     def check(event: str, args: tuple) -> None:
         if event in _ALWAYS or event.startswith("ctypes."):
@@ -920,8 +979,14 @@ def _arm(keys: list[bytes]) -> None:
             if _is_secret_path(args[0]):
                 refuse(f"open {args[0]!r}")
         elif event == "import":
-            if str(args[0]).partition(".")[0] in ("ctypes", "_ctypes"):
+            if str(args[0]).partition(".")[0] in ("ctypes", "_ctypes") or args[0] in builtin_loaded:
                 refuse(f"import {args[0]}")
+        elif event == "os.truncate":
+            if _is_secret_path(args[0]):
+                refuse(f"truncating {args[0]!r}")
+        elif event == "sys.addaudithook":
+            if from_repository(getframe(2)):
+                refuse(event)
         elif event in ("code.__new__", "marshal.loads", "marshal.load"):
             # Code objects made by hand (the import system's own reads of ``.pyc`` are fine).
             if not getframe(2).f_code.co_filename.startswith(trusted):
@@ -932,7 +997,7 @@ def _arm(keys: list[bytes]) -> None:
                 filename = filename.decode("utf-8", "replace")
             if isinstance(filename, str) and filename.startswith((REPO_PREFIX, *trusted)):
                 top = getframe(2)
-                if top.f_code is not exec_code and from_repository(top):
+                if not top.f_code.co_filename.startswith(trusted):
                     refuse(f"compile as {filename!r}")
         elif event == _WATCH_EVENT:
             if args and isinstance(args[0], dict):
@@ -946,15 +1011,12 @@ def _arm(keys: list[bytes]) -> None:
                     refuse("the runner's state was rebound during the test")
                 write_pass()
         elif event in ("object.__setattr__", "object.__delattr__"):
+            if any(args[0] is f for f in sealed):
+                refuse(f"rebinding the guard's {args[1]}")
             if any(args[0] is c for c in classes) and from_repository(getframe(2)):
                 refuse(f"{event} {args[1]!r} on the runner's {args[0]!r}")
 
     sys.addaudithook(hook)
-
-
-def _frameless(handler: Any, signum: int, frame: Any) -> Any:
-    """Call a signal handler without the interrupted frame (the guard's frames stay hidden)."""
-    return handler(signum, None)
 
 
 # ------------------------------------------------------------------ running one test
@@ -1081,7 +1143,11 @@ def run_node(node: str, files: dict[str, str], finder: RepoFinder | None = None)
     if function is None:
         return f"Eno test {last!r} in {path}"
     code = getattr(inspect.unwrap(function), "__code__", None)
-    if code is None or code.co_filename != REPO_PREFIX + path:
+    if (
+        code is None
+        or code.co_filename != REPO_PREFIX + path
+        or finder.test_codes.get(id(code)) is not code
+    ):
         return f"Ethe test {last!r} is not the function defined in {path}"
     if getattr(inspect.unwrap(function), "__globals__", None) is not vars(module):
         return f"Ethe test {last!r} does not run in the namespace of {path}"

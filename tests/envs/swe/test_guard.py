@@ -70,6 +70,15 @@ VARIANTS = {
     "_th.start(); _th.join()\n_forge(_box[0] if _box else None)\n",
     "ctypes": "import ctypes\n_fr = ctypes.pythonapi.PyEval_GetFrame\n"
     "_fr.restype = ctypes.py_object\n_forge(_fr())\n",
+    "audit_hook": "_s.addaudithook(lambda e, a: [_forge(x) for x in a if hasattr(x, 'f_back')])\n"
+    "import collections\ncollections.namedtuple('P', 'x')\n",
+    "signal_module_copy": "import _imp, importlib.machinery\n"
+    "_m = _imp.create_builtin(importlib.machinery.ModuleSpec('_signal', None))\n"
+    "_m.signal(10, lambda n, f: _forge(f))\n_o.kill(_o.getpid(), 10)\n",
+    "signal_reimport": "del _s.modules['_signal']\nimport _signal\n",
+    "guard_defaults": "import _signal\n_real = _signal.signal.__defaults__[0]\n"
+    "_real(10, lambda n, f: _forge(f))\n_o.kill(_o.getpid(), 10)\n",
+    "guard_rebind": "import _signal\n_signal.signal.__defaults__ = (None, None, None)\n",
     "proc_mem": "_m = open('/proc/self/mem', 'rb')\n_o._exit(0)\n",
     "result_fd_open": "_r = open(3, 'w')\n_r.write('P'); _r.close()\n_o._exit(0)\n",
     "compile_spoof": "_c = compile('pass', '/repo/tests/test_x.py', 'exec')\n",
@@ -174,6 +183,28 @@ def test_rebinding_the_runner_is_caught(name):
     report = judge.run_tests(files, ids, warm=False)
     statuses = [o.status for o in report.outcomes]
     assert "passed" not in statuses and "tampered" in statuses, (name, report.summary())
+
+
+def test_a_test_function_swapped_in_does_not_run():
+    """A function compiled as the test file (through the import system) and handed out by
+    a swapped module class is not the test the file defines."""
+    swap = (
+        "import types as _ty, importlib._bootstrap_external as _be\n"
+        "_t = _s.modules['test_a']\n"
+        "_c = _be.SourceLoader.source_to_code(None, b'def test_a():\\n    pass\\n', "
+        "'/repo/tests/test_a.py')\n"
+        "_ns = _t.__dict__\n"
+        "exec(_c, {**_ns, '__builtins__': __builtins__}, _box := {})\n"
+        "_evil = _ty.FunctionType(_box['test_a'].__code__, _ns)\n"
+        "class _M(_ty.ModuleType):\n"
+        "    def __getattribute__(self, n):\n"
+        "        return _evil if n == 'test_a' else _ty.ModuleType.__getattribute__(self, n)\n"
+        "_t.__class__ = _M\n"
+    )
+    payload = FORGE + "try:\n" + _indent(swap) + "except Exception:\n    pass\n"
+    files = {"pkg/__init__.py": payload, **REBIND_TESTS}
+    report = judge.run_tests(files, ["tests/test_a.py::test_a"], warm=False)
+    assert report.outcomes[0].status != "passed", report.summary()
 
 
 def test_the_runs_nonce_is_useless_in_the_test_process(monkeypatch):
