@@ -18,18 +18,22 @@ and ``capsys``) as a ``pytest`` module that the repository cannot replace. Of a
 verdict runs the pristine ones. The repository's files can be read as ``/repo/<path>``.
 
 Every test runs in a fresh forked process (own process group, CPU/memory/file-size limits,
-nothing open but its output file and its result file) and everything it left is killed
-before the next one. The executor reports what it observed for each test on the channel:
-the kernel's wait status, whether it hit the time limit, the result file (``P`` + the
-run's nonce for a test that returned normally, ``F``/``S``/``E`` + a message otherwise) and
-the end of the output. The host decides each verdict (:mod:`rllm_envs.swe.judge`).
+nothing open but its output file, its result file and its tamper file) and everything it
+left is killed before the next one. Before any repository code runs there, the process
+installs a guard (:func:`_arm`, an audit hook) that refuses introspection of the runner and
+reports each refusal in the tamper file; a pass is written only by the guard, with a token
+made in that process after the fork. The executor reports what it observed for each test on
+the channel: the kernel's wait status, whether it hit the time limit, the result (``P`` +
+the run's nonce when the result file held ``P`` + that process's token, ``F``/``S``/``E`` +
+a message otherwise), what the guard refused and the end of the output. The host decides
+each verdict (:mod:`rllm_envs.swe.judge`).
 
 Spec (``marshal``, on stdin): ``files`` ``{path: text}``, ``mode`` (``"tests"``: run the node
 ids ``tests``; ``"collect"``: collect and run the tests of ``test_files``; ``"python"``: run
 ``code`` as ``__main__``), ``nonce``, ``time_limit`` (per test), ``memory_mb``,
 ``output_chars``, ``max_tests`` and ``reap``. Records: a 4-byte big-endian length and a JSON
 object per test (``index``, ``id``, ``outcome``, ``code``, ``signal``, ``result``,
-``output``), then ``{"done": true}``.
+``output``, ``time``, ``tamper``), then ``{"done": true}``.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 The executor (:mod:`rllm_envs.swe.executor`) runs in a fresh sandbox with the repository in
 memory and reports, per test, what it observed on the sandbox's report channel (a pipe that
 no test process holds). This module decides each test's status from that record: a test
-passed only if its process exited normally and its result file holds ``P`` followed by a
-random nonce made for this run; a missing, malformed or out-of-order record, a crash, a
-time-out, a skip or an exit of any kind is a failure, never an exception.
+passed only if its process exited normally, the runner's guard wrote its pass (the executor
+then reports ``P`` followed by a random nonce made for this run) and the guard refused
+nothing; a missing, malformed or out-of-order record, a crash, a time-out, a skip or an exit
+of any kind is a failure, never an exception, and a refusal anywhere fails the whole run.
 
 :func:`verdict` is the SWE-bench rule: the submission's diff is applied to a pristine copy
 of the base repository, every change it makes to the test suite (test files, test folders,
@@ -17,15 +18,26 @@ What this resists: edits to tests, ``conftest.py``, pytest plugins or configurat
 hidden tests are pristine and the runner reads no configuration), ``sitecustomize`` and
 start-up hooks (the interpreter runs isolated, the repository is not on its path at start),
 ``sys.exit``/``os._exit``/signals and skips (any end but the runner's own is a failure), a
-result written without the nonce, and reads of anything outside the repository (the
-sandbox shows none of the host), objects equal to anything (comparisons in test files are
-strict for plain values), a test module swapped in ``sys.modules``, and special-casing the
-issue's example (embedded tasks hide fresh cases around it). What it does not: a test's
-outcome is computed in a process that also runs the submission (tests call its code), so
-code written to inspect that process -- to find the nonce and write the runner's record
-itself, or to read the expected values from the running test -- can forge a pass. Such code
-is test-aware by construction; :attr:`Verdict.verdict_trust` says so (``"in_process"``), as
-the code judge does for assert-kind tests.
+result written by anything but the runner's guard (the run's nonce is useless inside a test
+process; each process's token is made there after the fork and only the guard can read it),
+reads of anything outside the repository (the sandbox shows none of the host), objects equal
+to anything (comparisons in test files are strict for plain values), a test module or test
+function swapped in, and special-casing the issue's example (embedded tasks hide fresh cases
+around it). Code that inspects its own process is refused by an audit hook installed before
+any repository code runs, and the attempt fails the run (:attr:`Verdict.tampering`): stack
+frames (``sys._getframe``, ``inspect``, tracebacks' and generators' frames, signal
+handlers' frames), ``gc`` object walks, tracing and profiling, ``ctypes``, ``/proc/*/mem``
+and the result descriptors, hand-made code objects, extra audit hooks, and rebinding what the
+verdict depends on (the runner's module, ``builtins``, ``unittest``, ``inspect``, the
+``pytest`` module, a test module's comparison), checked when the pass is written. What it
+does not: the outcome is still computed in the process that runs the submission (tests
+call its code), and CPython offers no hard boundary inside one process -- the sandbox's
+bootstrap leaves ``_ctypes`` loaded, and its pointer types read memory without an audit
+event, so code that scans the heap for the token could still forge a pass; a rebinding
+undone by another thread between the test's assertions and the pass is not seen. Ordinary
+repositories that read frames themselves (``sys._getframe`` or ``inspect.currentframe``
+outside the standard library's own uses) are flagged too. :attr:`Verdict.verdict_trust`
+stays ``"in_process"``, as the code judge says for assert-kind tests.
 """
 
 from __future__ import annotations

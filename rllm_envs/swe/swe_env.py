@@ -208,8 +208,9 @@ class SWEEnv(TextEnv):
     ``step``: ``tool_calls``, ``tool_results`` (``[{"name", "ok", "error"}]``),
     ``call_format``, ``submitted``, and after a verdict ``fail_to_pass``, ``pass_to_pass``,
     ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose changes were
-    discarded) and ``verdict_trust`` (``"in_process"``: see :mod:`rllm_envs.swe.judge` for
-    what the verdict resists and what it does not).
+    discarded), ``verdict_trust`` (``"in_process"``: see :mod:`rllm_envs.swe.judge` for
+    what the verdict resists and what it does not) and ``verdict_tampering`` (the test
+    process tried to reach the runner's state; the run then counts as failed, reward 0).
 
     ## Arguments
     - ``difficulty`` (int 1-5, default 1): 1 names the file in the issue, 2 the function,
