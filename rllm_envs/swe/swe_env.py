@@ -189,9 +189,12 @@ class SWEEnv(TextEnv):
     repository; its changes to the test suite (test files, test folders, ``conftest.py``) are
     dropped, the hidden tests are placed on top, and the fail-to-pass and pass-to-pass tests
     run in a fresh sandbox, each in its own process, with verdicts decided on the host
-    (:mod:`rllm_envs.swe.judge`). Components: ``resolved`` = 1 when every fail-to-pass and
-    pass-to-pass test passes (weight 1.0; with ``partial_credit=True`` the fraction of
-    fail-to-pass tests that pass when no pass-to-pass test breaks); ``fail_to_pass`` and
+    (:mod:`rllm_envs.swe.judge`); a guard in each test process refuses introspection of the
+    test runner (frames, ``gc``, tracing, ``ctypes``, process memory, rebinding its state),
+    and a run where it refused anything counts every test as failed. Components:
+    ``resolved`` = 1 when every fail-to-pass and pass-to-pass test passes (weight 1.0; with
+    ``partial_credit=True`` the fraction of fail-to-pass tests that pass when no
+    pass-to-pass test breaks); ``fail_to_pass`` and
     ``pass_to_pass``, the fractions that pass (weight 0.0, log only; without partial credit
     the run stops at the first test that fails, fail-to-pass tests first, and the tests not
     run count as failed); ``invalid_call``, the number of unusable parts of the reply
