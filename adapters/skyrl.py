@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig, require
+from rllm_envs.utils import to_jsonable
 
 skyrl_gym = require("skyrl_gym", "skyrl", feature="The SkyRL-Gym adapter")
 _base = require("skyrl_gym.envs.base_text_env", "skyrl")
@@ -104,7 +105,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         observation, info = self.env.reset(seed=self.seed, options=self.options)
         self.turns, self.episode_return, self.last_info = 0, 0.0, info
         messages = self.agent.reset(observation, info)
-        return [{"role": m["role"], "content": m["content"]} for m in messages], _jsonable(info)
+        return [{"role": m["role"], "content": m["content"]} for m in messages], to_jsonable(info)
 
     def step(self, action: str) -> Any:
         """One model reply: the env's reward, ``done``, and the feedback as new messages."""
@@ -127,7 +128,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
             observations=observations,
             reward=float(reward),
             done=done,
-            metadata=_jsonable(info),
+            metadata=to_jsonable(info),
             postprocessed_action=text,
         )
 
@@ -145,21 +146,6 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         env, self.env = getattr(self, "env", None), None
         if env is not None:
             env.close()
-
-
-def _jsonable(value: Any) -> Any:
-    """``info`` as plain data (SkyRL logs and serialises metadata): NumPy values become Python."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    return str(value)
 
 
 def ids_with_one_model_seat() -> list[str]:

@@ -53,9 +53,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, require
+from rllm_envs.utils import to_jsonable
 
 _MIN_VERSION = (0, 4)
 
@@ -94,20 +93,6 @@ __all__ = [
     "RllmChatHarness",
     "eval_config",
 ]
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    return str(value)
 
 
 def _wire(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -178,7 +163,7 @@ def _replay(data: Any, reply: str) -> dict[str, Any]:
         _, reward, terminated, truncated, info = env.step(agent.act(reply))
     finally:
         env.close()
-    return {"return": float(reward), "turns": 1, "info": _jsonable(info)}
+    return {"return": float(reward), "turns": 1, "info": to_jsonable(info)}
 
 
 class RllmTask(vf.Task[RllmTaskData, vf.State, vf.TaskConfig]):  # type: ignore[name-defined]
@@ -245,7 +230,7 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
                     max_turns=max_turns,
                     max_tokens=hints.get("max_tokens"),
                     stop=list(hints.get("stop", ())),
-                    tools=_jsonable(list(info.get("tools") or [])),
+                    tools=to_jsonable(list(info.get("tools") or [])),
                 ),
                 config.task,
             )
@@ -292,7 +277,7 @@ class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
                 interaction.trace.info["rllm"] = {
                     "return": total,
                     "turns": turns,
-                    "info": _jsonable(last_info),
+                    "info": to_jsonable(last_info),
                 }
         finally:
             await asyncio.to_thread(env.close)
