@@ -203,7 +203,7 @@ class CodeEnv(TextEnv):
       embedded stdin problems have one; CodeContests records carry C++ solutions).
     - ``time_limit`` (float | None): seconds per test (default: the task's, else 6).
     - ``memory_mb`` (int, default 1024): address-space limit per test.
-    - ``backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
+    - ``sandbox_backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
       ``None`` for auto-selection; an unusable sandbox raises ``SandboxUnavailable`` here.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
@@ -234,7 +234,7 @@ class CodeEnv(TextEnv):
         stop_on_failure: bool | None = None,
         time_limit: float | None = None,
         memory_mb: int = 1024,
-        backend: str | Backend | None = None,
+        sandbox_backend: str | Backend | None = None,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -311,7 +311,7 @@ class CodeEnv(TextEnv):
         self.time_limit = time_limit
         self.memory_mb = memory_mb
         # Resolve now: a machine without a sandbox fails at construction, with the fix.
-        self.backend = select_backend(backend)
+        self.backend = select_backend(sandbox_backend)
 
     # ------------------------------------------------------------------------- hooks
 

@@ -398,7 +398,7 @@ def _env_attacks(env_id: str) -> list[str]:
 
 @pytest.mark.parametrize("env_id", CODE_ENVS)
 def test_env_step_gives_zero_to_forgers(env_id, backend):
-    env = gym.make(env_id, backend=backend)
+    env = gym.make(env_id, sandbox_backend=backend)
     fence = "cpp" if env_id.endswith("Cpp-v0") else "python"
     for attack in _env_attacks(env_id):
         env.reset(seed=0, options={"index": 0})
@@ -519,7 +519,7 @@ def test_channel_forgery_with_many_descriptors(backend, warm, many_fds):
 @pytest.mark.parametrize("env_id", CODE_ENVS)
 def test_env_step_with_many_descriptors(env_id, backend, many_fds):
     # The reference solution still passes and a forger still gets 0, through env.step.
-    env = gym.make(env_id, backend=backend)
+    env = gym.make(env_id, sandbox_backend=backend)
     fence = "cpp" if env_id.endswith("Cpp-v0") else "python"
     env.reset(seed=0, options={"index": 0})
     _, reward, *_ = env.step(env.unwrapped.oracle_action())
@@ -605,7 +605,7 @@ def test_multi_turn_feedback_shows_no_hidden_input(backend, tmp_path):
     }
     path = tmp_path / "echo.jsonl"
     path.write_text(json.dumps(record) + "\n")
-    env = gym.make("rllm/CodeMultiTurn-v0", dataset=str(path), backend=backend)
+    env = gym.make("rllm/CodeMultiTurn-v0", dataset=str(path), sandbox_backend=backend)
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(f"```python\n{SECRET_SCAN}\n```")
     assert reward == 0.0 and not terminated
@@ -713,7 +713,7 @@ def test_one_syscall_policy_for_both_backends(backend):
 
 @pytest.mark.parametrize("env_id", ["rllm/Code-v0", "rllm/CodeCpp-v0"])
 def test_policy_attacks_through_env_step(env_id, backend):
-    env = gym.make(env_id, backend=backend)
+    env = gym.make(env_id, sandbox_backend=backend)
     attacks = (
         [INT80_CPP]
         if env_id.endswith("Cpp-v0")

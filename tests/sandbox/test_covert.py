@@ -199,8 +199,8 @@ def test_reader_sees_nothing_of_a_concurrent_writer(backend):
 def test_no_process_count_leak_between_code_episodes(backend):
     """A Code episode holds processes on its hidden tests while a concurrent multi-turn
     episode of the same task prints what it sees: its feedback shows nothing of them."""
-    env_a = gym.make("rllm/Code-v0", backend=backend, time_limit=60)
-    env_b = gym.make("rllm/CodeMultiTurn-v0", backend=backend, time_limit=30)
+    env_a = gym.make("rllm/Code-v0", sandbox_backend=backend, time_limit=60)
+    env_b = gym.make("rllm/CodeMultiTurn-v0", sandbox_backend=backend, time_limit=30)
     try:
         for seed in range(200):
             env_a.reset(seed=seed)

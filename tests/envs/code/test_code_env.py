@@ -163,7 +163,7 @@ def test_missing_sandbox_fails_at_construction(monkeypatch):
 def test_explicit_backends(monkeypatch):
     for name in ("bubblewrap", "firejail"):
         try:
-            env = gym.make("rllm/Code-v0", backend=name)
+            env = gym.make("rllm/Code-v0", sandbox_backend=name)
         except SandboxUnavailable:
             continue
         env.reset(options={"index": SUM})
