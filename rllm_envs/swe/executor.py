@@ -127,9 +127,14 @@ class RepoFinder:
         module.__file__ = filename
         if is_test_file(origin):
             self.loaded[origin] = module
-            module.__dict__[_COMPARE] = strict_compare
-            _audit(_WATCH_EVENT, module.__dict__)  # the guard checks the binding at the end
-            code = compile(strict_asserts(source, filename), filename, "exec", dont_inherit=True)
+            _audit(_WATCH_EVENT, module.__dict__)  # the guard checks the module's names
+            import warnings
+
+            with warnings.catch_warnings():  # "'str' object is not callable": bound below
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = strict_asserts(source, filename)
+                code = compile(tree, filename, "exec", dont_inherit=True)
+            code = _bind_compare(code)
             pending = [code]
             while pending:
                 found = pending.pop()
@@ -246,7 +251,10 @@ def _file_view(files: dict[str, str], dirs: set[str]) -> None:
 # dicts and sets of them), the other must be a plain value of the same kind, compared
 # element by element; objects of the repository's own classes keep their ``__eq__``.
 
+#: Where the rewritten comparisons call :func:`strict_compare`: a constant of the compiled
+#: code, replaced by the function itself (no name a test's process could rebind).
 _COMPARE = "__rllm_compare__"
+_CHECK_EVENT = "rllm.swe.check"
 _NUMBERS = (bool, int, float, complex)
 _PLAIN = (*_NUMBERS, str, bytes, type(None), list, tuple, dict, set, frozenset)
 
@@ -295,13 +303,36 @@ def strict_contains(item: Any, container: Any) -> bool:
     return item in container
 
 
-def strict_compare(left: Any, op: str, right: Any) -> bool:
-    """``left <op> right`` for ``==``, ``!=``, ``in`` and ``not in``, compared strictly."""
+def strict_compare(
+    left: Any, op: str, right: Any, _check: Any = sys.audit, _event: str = _CHECK_EVENT
+) -> bool:
+    """``left <op> right`` for ``==``, ``!=``, ``in`` and ``not in``, compared strictly.
+
+    In a guarded test process the guard checks before and after that nothing the comparison
+    uses was rebound (``_check`` is sealed there).
+    """
+    _check(_event)
     if op in ("in", "not in"):
         found = strict_contains(left, right)
-        return found if op == "in" else not found
-    same = strict_equal(left, right)
-    return same if op == "==" else not same
+        result = found if op == "in" else not found
+    else:
+        same = strict_equal(left, right)
+        result = same if op == "==" else not same
+    _check(_event)
+    return result
+
+
+def _bind_compare(code: Any) -> Any:
+    """``code`` with every constant ``_COMPARE`` replaced by :func:`strict_compare`."""
+    consts = tuple(
+        strict_compare
+        if type(c) is str and c == _COMPARE
+        else _bind_compare(c)
+        if isinstance(c, type(code))
+        else c
+        for c in code.co_consts
+    )
+    return code.replace(co_consts=consts)
 
 
 def strict_asserts(source: str, filename: str) -> Any:
@@ -321,8 +352,9 @@ def strict_asserts(source: str, filename: str) -> Any:
             self.generic_visit(node)
             if len(node.ops) != 1 or type(node.ops[0]) not in ops:
                 return node
+            # A constant that :func:`_bind_compare` replaces by the function.
             call = ast.Call(
-                func=ast.Name(id=_COMPARE, ctx=ast.Load()),
+                func=ast.Constant(_COMPARE),
                 args=[node.left, ast.Constant(ops[type(node.ops[0])]), node.comparators[0]],
                 keywords=[],
             )
@@ -868,7 +900,7 @@ def _arm(keys: list[bytes]) -> None:
             _refuse(f"a second copy of the module {spec.name}")
         return _real(spec)
 
-    sealed = (write_pass, set_signal, frameless, create_builtin)
+    sealed = (write_pass, set_signal, frameless, create_builtin, strict_compare)
     _signal.signal = set_signal
     signal.signal.__wrapped__ = set_signal  # type: ignore[attr-defined]
     _imp.create_builtin = create_builtin
@@ -884,7 +916,7 @@ def _arm(keys: list[bytes]) -> None:
             for f in [value, *(vars(value).values() if isinstance(value, type) else ())]:
                 if type(f) in (staticmethod, classmethod):
                     f = f.__func__
-                if type(f) is function_type:
+                if type(f) is function_type and not any(f is g for g in sealed):
                     functions.append((f, f.__code__, f.__defaults__, f.__kwdefaults__))
 
     own = _child_test.__globals__
@@ -899,6 +931,15 @@ def _arm(keys: list[bytes]) -> None:
     for cls in classes:
         watch(vars(cls))
     watched.append((sys.modules, dict(sys.modules)))
+    # What a comparison in a test uses, checked around each one (a rebinding undone right
+    # after an assertion would escape the check at the end).
+    helpers = ("strict_equal", "strict_contains", "_Approx", "_PLAIN", "_NUMBERS")
+    used = ("type", "len", "all", "any", "zip", "bool", "isinstance", "abs", "max")
+    compare_deps = [
+        (own, {k: own[k] for k in helpers}),
+        (vars(builtins), {k: vars(builtins)[k] for k in used}),
+        (vars(_Approx), dict(vars(_Approx))),
+    ]
 
     def from_repository(top: Any) -> bool:
         """Whether a frame from ``top`` down to the executor's is not the runner's or stdlib's."""
@@ -1003,6 +1044,11 @@ def _arm(keys: list[bytes]) -> None:
                 top = getframe(2)
                 if not top.f_code.co_filename.startswith(trusted):
                     refuse(f"compile as {filename!r}")
+        elif event == _CHECK_EVENT:
+            for mapping, snapshot in compare_deps:
+                for key, value in snapshot.items():
+                    if mapping.get(key, refuse) is not value:
+                        refuse(f"the comparison's {key} was rebound")
         elif event == _WATCH_EVENT:
             if args and isinstance(args[0], dict):
                 watch(args[0])

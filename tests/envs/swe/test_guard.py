@@ -182,7 +182,10 @@ def test_rebinding_the_runner_is_caught(name):
     ]
     report = judge.run_tests(files, ids, warm=False)
     statuses = [o.status for o in report.outcomes]
-    assert "passed" not in statuses and "tampered" in statuses, (name, report.summary())
+    assert "passed" not in statuses, (name, report.summary())
+    # Rebinding the test module's name does nothing (its comparisons call the runner's
+    # function directly); everything else is caught.
+    assert name == "test_module_compare" or "tampered" in statuses, (name, report.summary())
 
 
 def test_a_test_function_swapped_in_does_not_run():
@@ -205,6 +208,22 @@ def test_a_test_function_swapped_in_does_not_run():
     files = {"pkg/__init__.py": payload, **REBIND_TESTS}
     report = judge.run_tests(files, ["tests/test_a.py::test_a"], warm=False)
     assert report.outcomes[0].status != "passed", report.summary()
+
+
+def test_a_rebinding_undone_right_after_the_assertion_is_caught():
+    """The code under test rebinds ``all`` while the assertion compares its result and undoes
+    it when the result is dropped (before the test ends)."""
+    pkg = (
+        "import builtins\n_all = builtins.all\n"
+        "class _Undo:\n    def __del__(self):\n        builtins.all = _all\n"
+        "def f():\n    builtins.all = lambda *a: True\n    return [1, _Undo()]\n"
+    )
+    files = {
+        "pkg/__init__.py": pkg,
+        "tests/test_a.py": "from pkg import f\n\ndef test_a():\n    assert f() == [1, 2]\n",
+    }
+    report = judge.run_tests(files, ["tests/test_a.py::test_a"], warm=False)
+    assert report.outcomes[0].status == "tampered", report.summary()
 
 
 def test_the_runs_nonce_is_useless_in_the_test_process(monkeypatch):
