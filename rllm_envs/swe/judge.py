@@ -29,12 +29,13 @@ frames (``sys._getframe``, ``inspect``, tracebacks' and generators' frames, sign
 handlers' frames), ``gc`` object walks, tracing and profiling, ``ctypes``, ``/proc/*/mem``
 and the result descriptors, hand-made code objects, extra audit hooks, and rebinding what the
 verdict depends on (the runner's module, ``builtins``, ``unittest``, ``inspect``, the
-``pytest`` module, a test module's comparison), checked when the pass is written. What it
+``pytest`` module), checked when the pass is written. What it
 does not: the outcome is still computed in the process that runs the submission (tests
 call its code), and CPython offers no hard boundary inside one process -- the sandbox's
 bootstrap leaves ``_ctypes`` loaded, and its pointer types read memory without an audit
-event, so code that scans the heap for the token could still forge a pass; a rebinding
-undone by another thread between the test's assertions and the pass is not seen. Ordinary
+event, so code that scans the heap for the token could still forge a pass; and a rebinding
+of the runner's state undone before the pass is written (by a finalizer or another thread)
+is not seen, except around the comparisons of test files, which are checked each. Ordinary
 repositories that read frames themselves (``sys._getframe`` or ``inspect.currentframe``
 outside the standard library's own uses) are flagged too. :attr:`Verdict.verdict_trust`
 stays ``"in_process"``, as the code judge says for assert-kind tests.
