@@ -112,20 +112,66 @@ def boxed(answer: str) -> str:
     return f"The final answer is \\boxed{{{answer}}}."
 
 
-_INT = re.compile(r"^-?\d+$")
+_DIGITS = re.compile(r"\d+")
+_FRAC = re.compile(r"\\d?frac\{(\d+)\}\{(\d+)\}")
+_SQRT = re.compile(r"\\sqrt\{(\d+)\}")
+_SHIFTS = (-10, -3, -2, -1, 1, 2, 3, 10)
+
+
+def _in_lowest_terms(text: str) -> bool:
+    """Whether every fraction is reduced and every radical simplified.
+
+    A wrong answer in an unsimplified form would tell a judge it is wrong without any maths.
+    """
+    for num, den in _FRAC.findall(text):
+        a, b = int(num), int(den)
+        if b <= 1 or a == 0 or np.gcd(a, b) != 1:
+            return False
+    for radicand in _SQRT.findall(text):
+        n = int(radicand)
+        if n < 2 or any(n % (k * k) == 0 for k in range(2, int(n**0.5) + 1)):
+            return False
+    return True
+
+
+def _shift_one_number(text: str, rng: np.random.Generator) -> str:
+    """``text`` with one of its integers moved a little (a positive one stays positive).
+
+    The LaTeX around it (fraction, radical, expression) keeps its form.
+    """
+    spans = [m.span() for m in _DIGITS.finditer(text)]
+    start, end = spans[int(rng.integers(len(spans)))]
+    old = int(text[start:end])
+    value = old + int(rng.choice(_SHIFTS))
+    if value < 1 and old >= 1:
+        value = old + int(rng.integers(1, 4))
+    return text[:start] + str(max(value, 0)) + text[end:]
 
 
 def wrong_answer(gold: str, rng: np.random.Generator) -> str:
-    """A plausible answer that is *not* equivalent to ``gold`` (for simulated fallible agents)."""
+    r"""A plausible answer that is *not* equivalent to ``gold`` (for simulated fallible agents).
+
+    It has the form of ``gold``: one integer of it is moved a little, so a fraction stays a
+    reduced fraction, a radical a simplified radical, an expression the same expression and an
+    integer an integer; a judge cannot tell the right answer by its shape. A gold with no
+    digit (``\pi``, ``x``) gets a coefficient or loses/gains its sign instead.
+    """
     text = gold.strip()
-    for _ in range(8):
-        if _INT.match(text):
-            candidate = str(int(text) + int(rng.choice([-10, -2, -1, 1, 2, 10])))
+    fallback = None
+    for _ in range(32):
+        if _DIGITS.search(text):
+            candidate = _shift_one_number(text, rng)
+        elif text.startswith("-"):
+            candidate = text[1:].strip()
         else:
-            candidate = str(int(rng.integers(-100, 1000)))
-        if not is_equivalent(candidate, gold):
+            candidate = rng.choice([f"-{text}", f"{int(rng.integers(2, 6))} {text}"])
+        candidate = str(candidate)
+        if is_equivalent(candidate, gold):
+            continue
+        if _in_lowest_terms(candidate):
             return candidate
-    return "\\text{no idea}"
+        fallback = fallback or candidate
+    return fallback if fallback is not None else f"{text} + 1"
 
 
 def majority_answer(answers: Sequence[str | None]) -> int | None:

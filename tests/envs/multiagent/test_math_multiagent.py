@@ -273,3 +273,53 @@ def test_debaters_that_copy_the_expression_earn_nothing():
             {"debater_0": boxed(expression), "debater_1": boxed(task["answer"])}
         )
         assert rewards["debater_0"] == 0.0 and rewards["debater_1"] == 1.0, (task, expression)
+
+
+def _form(answer: str) -> str:
+    """An answer's surface form: its LaTeX with every integer replaced by ``#``."""
+    import re
+
+    return re.sub(r"\d+", "#", answer.strip())
+
+
+def test_scripted_wrong_answers_take_the_form_of_the_right_one():
+    from rllm_envs.math import procedural_tasks
+
+    rng = np.random.default_rng(0)
+    sources = [procedural_tasks(difficulty=d) for d in (1, 3, 5)]
+    golds = [str(src[i]["answer"]) for src in sources for i in range(80)]
+    with_digits = [g for g in golds if any(c.isdigit() for c in g)]
+    assert len(with_digits) > 0.9 * len(golds)
+    for gold in with_digits:
+        wrong = wrong_answer(gold, rng)
+        assert _form(wrong) == _form(gold), (gold, wrong)
+        assert not is_equivalent(wrong, gold)
+    # A reduced fraction stays reduced and a simplified radical simplified.
+    for _ in range(30):
+        assert wrong_answer("\\frac{3}{4}", rng) not in {
+            "\\frac{4}{4}",
+            "\\frac{2}{4}",
+            "\\frac{6}{4}",
+        }
+        assert wrong_answer("2\\sqrt{3}", rng) not in {"2\\sqrt{4}", "2\\sqrt{8}", "2\\sqrt{12}"}
+
+
+def test_a_judge_reading_the_answers_form_earns_only_the_base_rate():
+    """The judge picks the one solution whose form differs from the others' (a LaTeX answer
+    among integers): against the scripted solvers that tells nothing."""
+    import re
+
+    told = 0
+    episodes = 150
+    for seed in range(episodes):
+        env = rllm_envs.make_parallel("rllm/SolverJudge-v0")
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        acts = {a: env.heuristic_action(a, rng) if a != "judge_0" else "wait" for a in env.agents}
+        obs, *_ = env.step(acts)
+        parts = re.split(r"=== Solution \d+ ===", obs["judge_0"])[1:]
+        answers = [(re.findall(r"\\boxed\{(.*)\}", p) or [""])[-1] for p in parts]
+        forms = [_form(a) for a in answers]
+        told += sum(forms.count(f) == 1 for f in forms) == 1
+    # Before, a wrong answer to a non-integer gold was an integer: the odd one out was right.
+    assert told <= 0.05 * episodes, told
