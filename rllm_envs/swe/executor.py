@@ -907,17 +907,10 @@ def _arm(keys: list[bytes]) -> None:
     builtin_loaded = frozenset(sys.builtin_module_names) & set(sys.modules)
 
     watched: list[tuple[Any, dict[Any, Any]]] = []
-    functions: list[tuple[Any, Any, Any, Any]] = []
     classes: list[type] = [unittest.TestCase, unittest.TestResult, unittest.case._Outcome]  # type: ignore[attr-defined]
 
     def watch(mapping: Any) -> None:
         watched.append((mapping, dict(mapping)))
-        for value in list(mapping.values()):
-            for f in [value, *(vars(value).values() if isinstance(value, type) else ())]:
-                if type(f) in (staticmethod, classmethod):
-                    f = f.__func__
-                if type(f) is function_type and not any(f is g for g in sealed):
-                    functions.append((f, f.__code__, f.__defaults__, f.__kwdefaults__))
 
     own = _child_test.__globals__
     for value in list(own.values()):
@@ -978,10 +971,7 @@ def _arm(keys: list[bytes]) -> None:
             for key, value in snapshot.items():
                 if mapping.get(key, refuse) is not value:
                     return False
-        return all(
-            f.__code__ is c and f.__defaults__ is d and f.__kwdefaults__ is k
-            for f, c, d, k in functions
-        )
+        return True
 
     def hook(event: str, args: tuple) -> None:
         me = ident()
@@ -1063,6 +1053,12 @@ def _arm(keys: list[bytes]) -> None:
         elif event in ("object.__setattr__", "object.__delattr__"):
             if any(args[0] is f for f in sealed):
                 refuse(f"rebinding the guard's {args[1]}")
+            if (
+                type(args[0]) is function_type
+                and args[0].__code__.co_filename.startswith(trusted)
+                and from_repository(getframe(2))
+            ):
+                refuse(f"rebinding {args[1]} of the runner's or the standard library's code")
             if any(args[0] is c for c in classes) and from_repository(getframe(2)):
                 refuse(f"{event} {args[1]!r} on the runner's {args[0]!r}")
 

@@ -102,6 +102,8 @@ REBIND = {
     "builtins": "import builtins\n"
     "builtins.bool = lambda *a: True\nbuiltins.all = lambda *a: True\n",
     "unittest_result": "import unittest\nunittest.TestResult.addFailure = lambda *a: None\n",
+    "runner_code": "_m = _s.modules['pytest'].raises.__globals__\n"
+    "_m['strict_equal'].__code__ = (lambda a, b, depth=0: True).__code__\n",
     "pytest_raises": "import contextlib\n"
     "_s.modules['pytest'].raises = lambda *a, **k: contextlib.suppress(BaseException)\n",
     "test_module_compare": "_t = _s.modules.get('test_a')\n"
