@@ -18,11 +18,13 @@ build for). The filter:
   ``personality`` changes, modules, ``kexec``, ``reboot``, swap, accounting, quotas,
   handle-based opens, port I/O; and what would keep state between tests or carry bits
   between concurrent sandboxes: SysV IPC (``shmget``, ``msgget``, ``semget``), POSIX
-  message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``, and ``sysinfo``
-  (machine-wide process count and free memory);
+  message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``, ``sysinfo``
+  (machine-wide process count and free memory), and the page-cache evictors and probes
+  (``fadvise64``, ``readahead``, ``mincore``, ``preadv2``/``pwritev2``, ``cachestat``);
 * fails ``clone`` with namespace flags, ``socket`` for Unix, IP and vsock families (a bound
   name outlives its process: state between tests; ``socketpair`` works), ``fcntl`` record locks,
-  leases and ``F_NOTIFY``, and setting SIGCHLD's disposition (an ignored SIGCHLD has the
+  leases and ``F_NOTIFY``, ``madvise`` reclaiming file pages (``MADV_COLD``/``MADV_PAGEOUT``),
+  and setting SIGCHLD's disposition (an ignored SIGCHLD has the
   kernel reap children unseen, hiding their CPU time from the verdict) with ``EPERM``,
   and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc
   then falls back to ``clone``, which is filtered).
@@ -56,6 +58,7 @@ _DENIED_FAMILIES = (1, 2, 10, _AF_VSOCK)
 _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
 _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 _PERSONALITY_QUERY = 0xFFFFFFFF
+_MADV_COLD, _MADV_PAGEOUT = 20, 21
 _SIGCHLD = 17
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
 # F_SETLEASE, F_NOTIFY.
@@ -124,6 +127,15 @@ DENIED_SYSCALLS = (
     # Machine-wide counters (task count, free memory, load): a channel between concurrent
     # sandboxes, like the /proc files that rllm_envs.sandbox.procmask masks.
     "sysinfo",
+    # The page cache of the read-only system files every sandbox sees: evicting pages
+    # (fadvise DONTNEED) and probing them without reading (mincore, preadv2 RWF_NOWAIT,
+    # cachestat) carried a hidden input bit-exact to a concurrent sandbox.
+    "fadvise64",
+    "readahead",
+    "mincore",
+    "preadv2",
+    "pwritev2",
+    "cachestat",
 )
 
 # (audit arch, syscall numbers); only what the filter needs.
@@ -187,6 +199,13 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_add_watch": 254,
             "fanotify_init": 300,
             "sysinfo": 99,
+            "fadvise64": 221,
+            "readahead": 187,
+            "mincore": 27,
+            "preadv2": 327,
+            "pwritev2": 328,
+            "cachestat": 451,
+            "madvise": 28,
             "fcntl": 72,
             "rt_sigaction": 13,
             "personality": 135,
@@ -251,6 +270,13 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "inotify_add_watch": 27,
             "fanotify_init": 262,
             "sysinfo": 179,
+            "fadvise64": 223,
+            "readahead": 213,
+            "mincore": 232,
+            "preadv2": 286,
+            "pwritev2": 287,
+            "cachestat": 451,
+            "madvise": 233,
             "fcntl": 25,
             "rt_sigaction": 134,
             "personality": 92,
@@ -366,6 +392,16 @@ def filter_program() -> bytes:
             _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
         ],
     )
+    # madvise(addr, len, advice): no reclaim of file pages (MADV_COLD, MADV_PAGEOUT), which
+    # would evict pages of the shared page cache (advice is the third argument).
+    checks = [
+        _insn(_LD_W_ABS, 0, 0, 32),
+        _insn(_JEQ_K, 2, 0, _MADV_COLD),
+        _insn(_JEQ_K, 1, 0, _MADV_PAGEOUT),
+        _insn(_JA, 0, 0, 1),
+        _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+    ]
+    by_first_argument(numbers["madvise"], checks)
     # personality(persona): only the query (0xffffffff) and the default (0).
     by_first_argument(
         numbers["personality"],

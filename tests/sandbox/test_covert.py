@@ -10,6 +10,7 @@ can see, not about timing.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -280,3 +281,42 @@ def test_firejail_sandbox_runs_as_a_pool_user_and_gives_it_back():
         assert lease.fd >= 0  # nothing held by the finished run (the pool is not empty)
     finally:
         lease.release()
+
+
+_PAGE_CACHE_PROBES = r"""
+import ctypes, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open("/usr/lib/x86_64-linux-gnu/libc.so.6", os.O_RDONLY)
+seen = {"fadvise": libc.posix_fadvise(fd, 0, 0, 4)}  # POSIX_FADV_DONTNEED; returns the errno
+m = mmap.mmap(fd, 4096, prot=mmap.PROT_READ)
+for name, call in (
+    ("madvise_pageout", lambda: m.madvise(21)),
+    ("madvise_cold", lambda: m.madvise(20)),
+    ("preadv2_nowait", lambda: os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)),
+):
+    try:
+        call()
+        seen[name] = 0
+    except OSError as e:
+        seen[name] = e.errno
+buf = ctypes.create_string_buffer(1)
+seen["mincore"] = ctypes.get_errno() if libc.syscall(27, 0, 4096, buf) == -1 else 0
+m.madvise(mmap.MADV_DONTNEED)  # ordinary memory management still works
+print(repr(seen))
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86-64")
+def test_page_cache_of_shared_files_cannot_be_evicted_or_probed(backend):
+    """Evicting a shared file's pages and probing them without reading carried a hidden input
+    bit-exact between concurrent sandboxes; every such call fails with EPERM."""
+    result = run(_PAGE_CACHE_PROBES, backend=backend, time_limit=20)
+    assert result.status.value == "ok", result.stderr
+    seen = ast.literal_eval(result.stdout.strip())
+    assert seen == {
+        "fadvise": 1,
+        "madvise_pageout": 1,
+        "madvise_cold": 1,
+        "preadv2_nowait": 1,
+        "mincore": 1,
+    }
