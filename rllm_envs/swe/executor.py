@@ -1056,7 +1056,7 @@ def _arm(keys: list[bytes]) -> None:
             if (
                 type(args[0]) is function_type
                 and args[0].__code__.co_filename.startswith(trusted)
-                and from_repository(getframe(2))
+                and not getframe(2).f_code.co_filename.startswith(trusted)
             ):
                 refuse(f"rebinding {args[1]} of the runner's or the standard library's code")
             if any(args[0] is c for c in classes) and from_repository(getframe(2)):

@@ -325,6 +325,90 @@ def test_oracle_still_resolves_with_frame_reading_code(difficulty):
         env.close()
 
 
+# A test suite that uses much of the standard library (asyncio, threads and a thread pool,
+# logging from a thread, namedtuple/Enum/dataclasses, inspect.signature, warnings, mocks,
+# subTest, monkeypatch and capsys): nothing is flagged and everything passes.
+ORDINARY_SUITE = r"""
+import asyncio, threading, concurrent.futures, unittest, dataclasses, functools, contextlib, abc
+import logging, warnings, traceback, json, re, collections, typing, enum
+import inspect, io, sys, decimal, fractions, itertools, copy, pickle
+import weakref, textwrap, string, datetime, random, math, operator, heapq
+import bisect, array, struct, pathlib, tempfile, time, os
+import pytest
+from pkg import add
+
+async def _co(x):
+    await asyncio.sleep(0)
+    return add(x, 1)
+
+def test_async():
+    assert asyncio.run(_co(1)) == 2
+
+def test_threads():
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        assert list(ex.map(lambda v: add(v, 1), [1, 2])) == [2, 3]
+    log = logging.getLogger("t")
+    q = collections.namedtuple("Q", "a")
+    t = threading.Thread(target=lambda: log.warning("from thread %s", q(1)))
+    t.start(); t.join()
+
+def test_inspect_and_pickle():
+    assert list(inspect.signature(add).parameters) == ["a", "b"]
+    assert pickle.loads(pickle.dumps([1, (2,)])) == [1, (2,)]
+    E = enum.Enum("E", "A B")
+    assert E.A.value == 1
+    with pytest.raises(ZeroDivisionError):
+        1 / 0
+    try:
+        raise KeyError("k")
+    except KeyError:
+        s = traceback.format_exc()
+    assert "KeyError" in s
+
+def test_monkeypatch(monkeypatch, capsys):
+    monkeypatch.setattr(time, "time", lambda: 5.0)
+    assert time.time() == 5.0
+    print("hi")
+    assert capsys.readouterr().out == "hi\n"
+
+class TestU(unittest.TestCase):
+    maxDiff = None
+    def test_sub(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                self.assertEqual(add(i, 0), i)
+    def test_mock(self):
+        from unittest import mock
+        with mock.patch("pkg.add", return_value=3) as m:
+            import pkg
+            self.assertEqual(pkg.add(1, 1), 3)
+        m.assert_called_once()
+
+@dataclasses.dataclass(frozen=True)
+class D:
+    a: int = 1
+    b: typing.List[int] = dataclasses.field(default_factory=list)
+
+def test_dataclass():
+    assert D().a == 1 and dataclasses.asdict(D()) == {"a": 1, "b": []}
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        warnings.warn("x", DeprecationWarning, stacklevel=2)
+    assert len(w) == 1
+"""
+
+
+def test_an_ordinary_suite_is_not_flagged():
+    files = {
+        "pkg/__init__.py": "def add(a, b):\n    return a + b\n",
+        "tests/test_b.py": ORDINARY_SUITE,
+    }
+    names = ["test_async", "test_threads", "test_inspect_and_pickle", "test_monkeypatch"]
+    names += ["TestU::test_sub", "TestU::test_mock", "test_dataclass"]
+    report = judge.run_tests(files, [f"tests/test_b.py::{n}" for n in names], warm=False)
+    assert [o.status for o in report.outcomes] == ["passed"] * len(names), report.summary()
+
+
 def _indent(text: str) -> str:
     return "".join("    " + line + "\n" for line in text.splitlines())
 
