@@ -192,9 +192,12 @@ def measure_overlap(
     """What the first ``num_tasks`` tasks of the training and evaluation universes share.
 
     Returns:
-        ``{"questions", "answers", "entity_answers", "facts"}``: each the number of distinct
-        items found in both universes (``facts``: Search passages and ToolUse table rows,
-        ``None`` for an env without world facts), next to the distinct counts of each side.
+        ``{"questions", "keys", "answers", "entity_answers", "facts"}``: each the number of
+        distinct items found in both universes (``keys``: the canonical universe keys of the
+        questions, :func:`rllm_envs.tasks.question_key` or the family's own, so a
+        near-duplicate that differs only in names or order counts; ``facts``: Search passages
+        and ToolUse table rows, ``None`` for an env without world facts), next to the distinct
+        counts of each side.
         ``entity_answers`` counts only answers that name something (a word of three or more
         letters, not a LaTeX command): a value recurs in any two arithmetic universes, a name
         must not.
@@ -204,10 +207,16 @@ def measure_overlap(
     sides: list[dict[str, set[str]]] = []
     for seed in (train_seed, eval_seed):
         env, tasks = _sources(env_id, dict(env_kwargs or {}), seed)
-        side: dict[str, set[str]] = {"questions": set(), "answers": set(), "facts": set()}
+        side: dict[str, set[str]] = {
+            "questions": set(),
+            "keys": set(),
+            "answers": set(),
+            "facts": set(),
+        }
         for i in range(min(num_tasks, len(tasks))):
             task = tasks[i]
             side["questions"].add(question_text(task))
+            side["keys"].add(tasks.universe_key(task))
             side["answers"].update(_answers(task))
             side["facts"].update(_facts(task))
         passages = getattr(getattr(env, "unwrapped", env), "retriever", None)
@@ -225,9 +234,10 @@ def measure_overlap(
         "eval_seed": eval_seed,
         "num_tasks": num_tasks,
         "distinct": {
-            k: [len(train[k]), len(heldout[k])] for k in ("questions", "answers", "facts")
+            k: [len(train[k]), len(heldout[k])] for k in ("questions", "keys", "answers", "facts")
         },
         "questions": len(train["questions"] & heldout["questions"]),
+        "keys": len(train["keys"] & heldout["keys"]),
         "answers": len(train["answers"] & heldout["answers"]),
         "entity_answers": len(entity),
         "facts": len(train["facts"] & heldout["facts"]) if has_facts else None,
@@ -248,10 +258,11 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
     return {
         "command": f"python -m benchmarks.heldout overlap --num-tasks {num_tasks}",
         "eval_seed_start": rllm_envs.tasks.EVAL_SEED_START,
-        "note": "Counts of distinct questions, answers, entity answers (names, not values) "
-        "and world facts found both in the first num_tasks tasks of task_seed 0 and in those of "
-        "the evaluation seed. Values recur in any two arithmetic universes; questions, entity "
-        "answers and facts must not.",
+        "note": "Counts of distinct questions, canonical question keys (names masked, case and "
+        "whitespace folded; Countdown: sorted numbers and target), answers, entity answers "
+        "(names, not values) and world facts found both in the first num_tasks tasks of "
+        "task_seed 0 and in those of the evaluation seed. Values recur in any two arithmetic "
+        "universes; questions, keys, entity answers and facts must not.",
         "envs": rows,
         "without_task_seed": no_seed,
     }
@@ -259,7 +270,19 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
 
 #: Settings measured besides each id's defaults (the hardest and the smallest task spaces).
 OVERLAP_VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
-    "rllm/Math-v0": ({}, {"families": ["arithmetic"]}, {"difficulty": 5}),
+    "rllm/Math-v0": (
+        {},
+        {"families": ["arithmetic"]},
+        {"families": ["word_problem"]},
+        {"difficulty": 5},
+    ),
+    "rllm/Countdown-v0": ({}, {"difficulty": 2}),
+    "rllm/ReasoningGym-v0": (
+        {},
+        {"dataset": "aiw"},
+        {"dataset": "coin_flip"},
+        {"dataset": "string_insertion"},
+    ),
     "rllm/Search-v0": ({}, {"difficulty": 1}, {"difficulty": 5}),
     "rllm/FrozenLake-v0": ({}, {"difficulty": 3}),
 }
@@ -287,7 +310,8 @@ def _overlap_main(argv: Sequence[str]) -> int:
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for row in report["envs"]:
         print(
-            f"{row['env']} {row['env_kwargs'] or ''}: questions {row['questions']}, answers "
+            f"{row['env']} {row['env_kwargs'] or ''}: questions {row['questions']}, keys "
+            f"{row['keys']}, answers "
             f"{row['answers']} (entities {row['entity_answers']}), facts {row['facts']}"
         )
     return 0

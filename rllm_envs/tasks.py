@@ -10,8 +10,10 @@ Procedural task seeds come in two universes that share no question: seeds below
 :data:`EVAL_SEED_START` are the **training** universe (every env's default ``task_seed=0``),
 seeds from it up are the **evaluation** universe (:data:`EVAL_TASK_SEED`, used by the
 leaderboard and held-out evaluations). A question belongs to one universe by a hash of its
-text (:func:`question_universe`), and a source only yields questions of its own universe, so
-training on any training seed never shows a question of any evaluation seed.
+canonical key (:func:`question_key`: what the policy sees, with capitalised words such as
+names masked, case and whitespace folded, numbers kept), and a source only yields questions of
+its own universe, so training on any training seed never shows a question of any evaluation
+seed, nor a near-duplicate of one that differs only in names, case or layout.
 * :class:`DatasetTasks` -- records read by :func:`load_records` from a local JSONL/JSON/Parquet
   file, or from the Hugging Face hub (``"hf:<name>"``, needs network and the ``datasets``
   extra), mapped onto the family's schema with ``field_map``.
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -45,7 +48,9 @@ __all__ = [
     "EVAL_TASK_SEED",
     "seed_universe",
     "question_text",
+    "question_key",
     "question_universe",
+    "key_universe",
 ]
 
 Task = dict[str, Any]
@@ -61,7 +66,32 @@ _EVAL_SHARE = 8
 #: Draws of one task index before a source too small to split keeps its first draw.
 _MAX_DRAWS = 64
 #: Task fields that hold the question, in order of preference.
-_QUESTION_FIELDS = ("problem", "question", "prompt", "statement")
+_QUESTION_FIELDS = ("problem", "question", "prompt", "statement", "problem_statement")
+#: Task fields a policy never sees (answers, solutions, grading data): never part of a key.
+_HIDDEN_FIELDS = frozenset(
+    {
+        "id",
+        "answer",
+        "answers",
+        "solution",
+        "solutions",
+        "reference",
+        "reference_answer",
+        "gold",
+        "patch",
+        "test_patch",
+        "hidden_tests",
+        "metadata",
+        "plan",
+        "hops",
+        "difficulty",
+        "family",
+    }
+)
+#: A word starting with a letter; masked when it is capitalised (a capital, then a small
+#: letter: names, places, and sentence starts, harmlessly). All-capital words (``"HHFG"``,
+#: ``"ABC"``) and single capitals are data or variables and stay.
+_WORD = re.compile(r"(?<!\w)[^\W\d_][\w'\u2019]*")
 
 
 def seed_universe(seed: int) -> str:
@@ -70,22 +100,65 @@ def seed_universe(seed: int) -> str:
 
 
 def question_text(task: Mapping[str, Any]) -> str:
-    """What a policy could memorise of a task: its question field, else every field but the id.
+    """What a policy could memorise of a task: its question field, else its visible fields.
 
-    Whitespace is collapsed, so two renderings of one question are one question.
+    Without a question field, every field but the id and the hidden ones (answers, solutions,
+    grading data) is serialised. Whitespace is collapsed, so two renderings of one question
+    are one question.
     """
     for key in _QUESTION_FIELDS:
         value = task.get(key)
         if isinstance(value, str) and value.strip():
             return " ".join(value.split())
-    rest = {k: v for k, v in task.items() if k != "id"}
+    rest = {k: v for k, v in task.items() if k not in _HIDDEN_FIELDS}
     return json.dumps(rest, sort_keys=True, default=str)
 
 
-def question_universe(task: Mapping[str, Any]) -> str:
-    """The universe (``"train"`` or ``"eval"``) a task's question belongs to, by a stable hash."""
-    digest = hashlib.blake2b(question_text(task).encode("utf-8"), digest_size=8).digest()
+def _capitalised(word: str) -> bool:
+    return word[0].isupper() and any(c.islower() for c in word)
+
+
+def canonical_text(text: str) -> str:
+    """``text`` with capitalised words masked, case and whitespace folded, numbers kept.
+
+    Two questions that differ only in names ("Ana is 34 years older than Bo" and "Goran is 34
+    years older than Ivo"), in capitalisation or in layout have one canonical text.
+    """
+    masked = _WORD.sub(lambda m: "N" if _capitalised(m.group()) else m.group(), text)
+    return " ".join(masked.casefold().split())
+
+
+def question_key(task: Mapping[str, Any]) -> str:
+    """The universe key of a task: the canonical form of what the policy sees.
+
+    A natural-language question field is canonicalised by :func:`canonical_text`; a task
+    without one is keyed by its visible fields (:func:`question_text`), which a family with a
+    better canonical form (Countdown: the sorted numbers and the target) replaces by passing
+    ``key`` to :class:`ProceduralTasks`.
+    """
+    for key in _QUESTION_FIELDS:
+        value = task.get(key)
+        if isinstance(value, str) and value.strip():
+            return canonical_text(value)
+    return question_text(task)
+
+
+def key_universe(key: str) -> str:
+    """The universe (``"train"`` or ``"eval"``) a universe key belongs to, by a stable hash."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return "eval" if int.from_bytes(digest, "big") % _EVAL_SHARE == 0 else "train"
+
+
+def question_universe(
+    task: Mapping[str, Any], key: Callable[[Mapping[str, Any]], str] | None = None
+) -> str:
+    """The universe a task's question belongs to: :func:`key_universe` of its key.
+
+    Args:
+        task: The task record.
+        key: The family's key function (default :func:`question_key`).
+    """
+    return key_universe((key or question_key)(task))
 
 
 def check_difficulty(difficulty: object, levels: Iterable[int]) -> int:
@@ -139,15 +212,20 @@ class TaskSource(ABC):
             )
         return self.task(int(index))
 
+    def universe_key(self, task: Mapping[str, Any]) -> str:
+        """The key that decides the universe of ``task`` (default :func:`question_key`)."""
+        return question_key(task)
+
 
 class ProceduralTasks(TaskSource):
     """Tasks made on demand by ``generate(rng)``, where ``rng = task_rng(seed, index)``.
 
-    The source yields only questions of its seed's universe (:func:`seed_universe`): a draw
-    whose question belongs to the other universe is drawn again from
-    ``SeedSequence([seed, index, attempt])``. A source of one task, or one whose generator
-    cannot reach its universe in ``_MAX_DRAWS`` draws (a tiny question space), keeps the
-    first draw.
+    The source yields only questions of its seed's universe (:func:`seed_universe`, decided by
+    the hash of ``key(task)``): a draw whose question belongs to the other universe is drawn
+    again from
+    ``SeedSequence([seed, index, attempt])``, up to ``8 * _MAX_DRAWS`` times. A source of one
+    task, or one whose generator shows fewer than ``_MAX_DRAWS // 4`` distinct keys in
+    ``_MAX_DRAWS`` draws (a tiny question space), keeps the first draw.
 
     Args:
         generate: A picklable callable (module-level function, ``functools.partial`` or
@@ -156,6 +234,9 @@ class ProceduralTasks(TaskSource):
         name: Prefix of task ids, e.g. ``"frozenlake-d1"``.
         seed: Seed of the task universe; task ``i`` is the same for the same seed.
         size: Number of distinct indices exposed.
+        key: A picklable callable giving a task's universe key: the canonical form of what
+            the policy sees, equal for near-duplicates (default :func:`question_key`). It must
+            not read answers or solutions.
     """
 
     def __init__(
@@ -165,6 +246,7 @@ class ProceduralTasks(TaskSource):
         name: str,
         seed: int = 0,
         size: int = PROCEDURAL_SIZE,
+        key: Callable[[Mapping[str, Any]], str] | None = None,
     ) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InvalidEnvConfig(
@@ -176,22 +258,32 @@ class ProceduralTasks(TaskSource):
         self.name = name
         self.seed = int(seed)
         self.size = int(size)
+        self.key = key
 
     def __len__(self) -> int:
         return self.size
+
+    def universe_key(self, task: Mapping[str, Any]) -> str:
+        """The key that decides the universe of ``task`` (the ``key`` argument's)."""
+        return (self.key or question_key)(task)
 
     def task(self, index: int) -> Task:
         """Generate task ``index`` (a question of the seed's universe)."""
         task = self.generate(task_rng(self.seed, index))
         if self.size > 1:
             universe = seed_universe(self.seed)
-            for attempt in range(_MAX_DRAWS):
+            keys: set[str] = set()
+            for attempt in range(_MAX_DRAWS * 8):
                 draw = (
                     task if attempt == 0 else self.generate(_redraw_rng(self.seed, index, attempt))
                 )
-                if question_universe(draw) == universe:
+                key = self.universe_key(draw)
+                if key_universe(key) == universe:
                     task = draw
                     break
+                keys.add(key)
+                if attempt + 1 >= _MAX_DRAWS and len(keys) < _MAX_DRAWS // 4:
+                    break  # a tiny question space: it may have no question of this universe
         task.setdefault("id", f"{self.name}-s{self.seed}-{index}")
         return task
 

@@ -129,3 +129,64 @@ def test_one_difficulty_check_for_every_env():
                    "rllm/Countdown-v0"):  # fmt: skip
         with pytest.raises(InvalidEnvConfig, match="difficulty"):
             gym.make(env_id, difficulty=True)
+
+
+_NAMES = ("Ana", "Bo", "Goran", "Ivo", "Mei", "Zoë", "O'Brien", "Kwame")
+
+
+def _story(rng):
+    """A word problem whose answer depends only on its numbers: names are decoration."""
+    a, b = (_NAMES[int(i)] for i in rng.choice(len(_NAMES), size=2, replace=False))
+    n, k = int(rng.integers(2, 12)), int(rng.integers(2, 6))
+    question = f"{a} has {n} apples and {b} gives {a} {k} more. How many?"
+    return {"question": question, "answer": n + k}
+
+
+def test_the_universe_key_folds_names_case_and_layout_and_keeps_numbers():
+    from rllm_envs.tasks import canonical_text, question_key
+
+    same = [
+        "Ana is 34 years older than Bo. How old is Bo?",
+        "Goran is 34 years older than  Ivo.\nHow old is Ivo?",
+        "Zoë is 34 YEARS older than O'Brien. How old is Kwame?",
+    ]
+    assert len({canonical_text(t) for t in same}) == 1
+    assert canonical_text("Ana is 35 years older than Bo.") != canonical_text(same[0])
+    # All-capital data (a string to transform, a map row) and single capitals stay.
+    assert canonical_text("Insert X after AAB in DBBDEAC") != canonical_text(
+        "Insert X after AAB in DBBDEAD"
+    )
+    # Without a question field the key is what the policy sees: never the answer or solution.
+    a = {"nums": [3, 4], "target": 7, "solution": "3 + 4", "answer": "7", "id": "a"}
+    b = {**a, "solution": "4 + 3", "answer": "x", "id": "b"}
+    assert question_key(a) == question_key(b)
+
+
+def test_near_duplicates_never_cross_universes():
+    from rllm_envs.tasks import EVAL_TASK_SEED, question_key
+
+    sources = [ProceduralTasks(_story, name="s", seed=s) for s in range(3)]
+    train = {question_key(src[i]) for src in sources for i in range(200)}
+    eval_source = ProceduralTasks(_story, name="s", seed=EVAL_TASK_SEED)
+    held = {question_key(eval_source[i]) for i in range(100)}
+    assert train and held and not train & held
+    # The exact texts differ by names only: an exact-text split would have mixed them.
+    assert len(held) < 100
+
+
+def test_a_family_key_decides_the_universe():
+    from rllm_envs.tasks import EVAL_TASK_SEED, key_universe, seed_universe
+
+    def gen(rng):
+        nums = [int(x) for x in rng.integers(1, 6, size=3)]
+        return {"nums": nums, "target": int(rng.integers(1, 4)), "solution": str(rng.random())}
+
+    def key(task):
+        return f"{sorted(task['nums'])}->{task['target']}"
+
+    for seed in (0, EVAL_TASK_SEED):
+        src = ProceduralTasks(gen, name="k", seed=seed, key=key)
+        assert {key_universe(src.universe_key(src[i])) for i in range(50)} == {seed_universe(seed)}
+    train = {key(ProceduralTasks(gen, name="k", seed=0, key=key)[i]) for i in range(300)}
+    held = {key(ProceduralTasks(gen, name="k", seed=EVAL_TASK_SEED, key=key)[i]) for i in range(50)}
+    assert not train & held

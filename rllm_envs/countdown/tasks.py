@@ -12,7 +12,9 @@ That value is the target, so every task is solvable using each number exactly on
 also under the at-most-once rule), and the expression built is the reference ``solution``.
 Targets outside ``1..max_target``, equal to one of the numbers, or reached by a fixed-shape
 expression that needs no search (every number added or multiplied, or folded with one
-operator in the given or sorted order: :func:`trivial_targets`) are redrawn.
+operator in the given or sorted order: :func:`trivial_targets`) are redrawn. A task's universe
+(training or evaluation, :mod:`rllm_envs.tasks`) is decided by :func:`countdown_key`, the sorted
+numbers and the target, so a reordering of a training task is never an evaluation task.
 
 =============  =========  ============  ============
 difficulty     numbers    values        targets
@@ -50,6 +52,7 @@ __all__ = [
     "Preset",
     "check_task_record",
     "countdown_dataset_tasks",
+    "countdown_key",
     "generate_task",
     "load_countdown_tasks",
     "procedural_tasks",
@@ -184,6 +187,16 @@ def generate_task(rng: np.random.Generator, *, preset: Preset, difficulty: int |
     }
 
 
+def countdown_key(task: Mapping[str, Any]) -> str:
+    """The universe key of a Countdown task: its numbers sorted, and its target.
+
+    Only what the prompt shows, in a canonical order: the numbers' order and the reference
+    solution do not change which tasks a memorised answer solves.
+    """
+    nums = sorted(int(n) for n in task["nums"])
+    return f"countdown:{','.join(map(str, nums))}->{int(task['target'])}"
+
+
 def resolve_preset(
     difficulty: int, num_count: int | None = None, max_number: int | None = None
 ) -> Preset:
@@ -220,7 +233,7 @@ def procedural_tasks(
     if num_count is not None or max_number is not None:
         name += f"-n{preset.num_count}-m{preset.max_number}"
     generate = partial(generate_task, preset=preset, difficulty=difficulty)
-    return ProceduralTasks(generate, name=name, seed=seed)
+    return ProceduralTasks(generate, name=name, seed=seed, key=countdown_key)
 
 
 def _as_int(value: Any, what: str) -> int:

@@ -30,6 +30,7 @@ from rllm_envs.tasks import (
     TaskSource,
     check_difficulty,
     load_records,
+    question_text,
     rename_fields,
 )
 from rllm_envs.text import answer_text, is_placeholder
@@ -191,8 +192,14 @@ class SearchEnv(TextEnv):
                 difficulty=difficulty,
                 task_seed=task_seed,
             )
+            # Keyed by the exact question: its names are the world's, and every world's names
+            # are of its seed's universe (kb.word_universe), so masking them would leave only
+            # the template.
             tasks = ProceduralTasks(
-                generate, name=f"search-kb{kb_seed}x{kb_size}-d{difficulty}", seed=task_seed
+                generate,
+                name=f"search-kb{kb_seed}x{kb_size}-d{difficulty}",
+                seed=task_seed,
+                key=question_text,
             )
             self.corpus_name = "an invented encyclopedia of people, places and companies"
         else:

@@ -31,6 +31,7 @@ def test_the_committed_overlap_is_zero_where_it_must_be():
         label = f"{row['env']} {row['env_kwargs']}"
         assert row["eval_seed"] >= EVAL_SEED_START and row["train_seed"] < EVAL_SEED_START
         assert row["questions"] == 0, label
+        assert row["keys"] == 0, label  # not even a renamed or reordered question
         assert row["entity_answers"] == 0, label
         assert row["facts"] in (0, None), label
     assert {r["env"] for r in report["envs"]} | set(report["without_task_seed"]) == {
@@ -52,8 +53,31 @@ def test_the_committed_overlap_is_zero_where_it_must_be():
 )
 def test_measured_now_the_universes_share_nothing(env_id, kwargs):
     row = measure_overlap(env_id, kwargs, num_tasks=80)
-    assert row["questions"] == row["entity_answers"] == 0
+    assert row["questions"] == row["keys"] == row["entity_answers"] == 0
     assert row["facts"] in (0, None)
+
+
+def test_a_renamed_or_reordered_training_question_is_never_an_evaluation_question():
+    import re
+
+    # Countdown: a training task's numbers in another order (its solution still works).
+    def countdown(seed):
+        return gym.make("rllm/Countdown-v0", task_seed=seed).unwrapped.tasks
+
+    train, held = countdown(0), countdown(EVAL_TASK_SEED)
+    seen = {(tuple(sorted(train[i]["nums"])), train[i]["target"]) for i in range(3000)}
+    assert not seen & {(tuple(sorted(held[i]["nums"])), held[i]["target"]) for i in range(200)}
+
+    # Math word problems: the same numbers about other people (the answer is the same).
+    def masked(task):
+        return " ".join(re.sub(r"\b[A-Z][a-z]+\b", "N", task["problem"]).split())
+
+    def words(seed):
+        return gym.make("rllm/Math-v0", task_seed=seed, families=["word_problem"]).unwrapped.tasks
+
+    train, held = words(0), words(EVAL_TASK_SEED)
+    seen = {masked(train[i]) for i in range(3000)}
+    assert not seen & {masked(held[i]) for i in range(200)}
 
 
 def test_every_procedural_task_is_a_question_of_its_seeds_universe():
@@ -127,4 +151,4 @@ def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
 @pytest.mark.slow
 def test_the_overlap_report_covers_every_id_with_a_task_seed():
     report = overlap_report(num_tasks=40)
-    assert all(r["questions"] == 0 and r["entity_answers"] == 0 for r in report["envs"])
+    assert all(r["questions"] == r["keys"] == r["entity_answers"] == 0 for r in report["envs"])
