@@ -13,6 +13,12 @@ task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
   itself. reasoning-gym pays some families partial credit for text that merely contains the
   answer or parses; copying the question must not collect it.
 
+* a short constant (:data:`CONSTANTS`: ``"0"``, ``"1"``, ``"yes"``, ``"true"``, ...) that is
+  not the reference answer itself: some scorers credit a matching prefix, so ``"0"`` would be
+  right for every reference starting with ``0``;
+* a truncated answer: a strict prefix of the reference, or one less than half its length
+  (spaces aside), that the scorer still credits and that is not numerically equal to it.
+
 A scorer that raises on odd input scores 0 (model output never raises). An answer earns only
 what nonsense (:data:`PROBE`) does not: where a scorer pays nonsense as much (one family's
 compares only ``bool(answer)``; some pay 0.01 for anything that parses), the answer scores 0
@@ -32,6 +38,7 @@ from rllm_envs.text import answer_text, is_placeholder
 
 __all__ = [
     "COMPONENTS",
+    "CONSTANTS",
     "Grade",
     "MAX_ANSWER_CHARS",
     "PROBE",
@@ -50,6 +57,9 @@ MAX_ANSWER_CHARS = 4000
 #: An answer no task has: a scorer that pays for it on a task is blind there.
 PROBE = "qz7 zx not an answer"
 
+#: Short constants a policy could answer everywhere: nonsense unless the reference itself.
+CONSTANTS = frozenset({"", "0", "1", "-1", "yes", "no", "true", "false", "none", "null"})
+
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 
 
@@ -62,7 +72,7 @@ class Grade:
         score: reasoning-gym's score after this suite's rules, in [0, 1].
         correct: ``score >= 1``.
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
-            ``"several_answers"``,
+            ``"several_answers"``, ``"constant"``, ``"truncated"``,
             ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
         reason: Why, in words (``None`` when correct).
     """
@@ -112,6 +122,34 @@ def _copy_verdict(answer: str, task: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _compact(text: str) -> str:
+    return "".join(_normal(text).split())
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _truncated(answer: str, reference: object) -> bool:
+    """Whether ``answer`` is a cut-down reference: a strict prefix, or under half its length.
+
+    An answer numerically equal to the reference (``"0.5"`` for ``"0.50"``) is not cut down.
+    """
+    if not isinstance(reference, str):
+        return False
+    given, ref = _compact(answer), _compact(reference)
+    if given == ref or not ref:
+        return False
+    short = (ref.startswith(given) and len(given) < len(ref)) or 2 * len(given) < len(ref)
+    if not short:
+        return False
+    a, r = _number(given), _number(ref)
+    return a is None or r is None or a != r
+
+
 def _nonsense_score(scorer: Any, entry: Mapping[str, Any]) -> float:
     try:
         return float(scorer(PROBE, copy.deepcopy(dict(entry))))
@@ -135,6 +173,10 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     is_reference = isinstance(reference, str) and _normal(answer) == _normal(reference)
     if is_placeholder(answer) and not is_reference:
         return Grade(answer, 0.0, False, "placeholder", "the answer is a template, not a value")
+    if _normal(answer) in CONSTANTS and not is_reference:
+        return Grade(
+            answer, 0.0, False, "constant", "a short constant is not an answer to this question"
+        )
     copied = _copy_verdict(answer, task)
     if copied == "echo":
         return Grade(answer, 0.0, False, "echo", "the answer repeats the question")
@@ -156,6 +198,10 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     if raw > 0 and not is_reference and raw <= _nonsense_score(scorer, entry):
         return Grade(answer, 0.0, False, "wrong", "the answer earns no more than nonsense does")
     value = min(max(raw, 0.0), 1.0) if raw == raw else 0.0
+    if value > 0 and not is_reference and _truncated(answer, reference):
+        return Grade(
+            answer, 0.0, False, "truncated", "the answer is only the start of the right one"
+        )
     if value >= 1.0:
         return Grade(answer, 1.0, True, "correct", None)
     if value > 0 and not is_reference and _normal(answer) in _normal(str(task.get("question"))):

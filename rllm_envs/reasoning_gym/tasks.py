@@ -9,11 +9,13 @@ single attributes).
 
 Universes: task seeds below :data:`rllm_envs.tasks.EVAL_SEED_START` are the training universe,
 seeds from it up the evaluation universe (the leaderboard's). A question belongs to one of the
-two by a hash of its text (:func:`rllm_envs.tasks.question_universe`) and a source yields only
-questions of its seed's universe, drawing again when needed, so training never shows an
-evaluation question. Each task seed also has its own generator seeds: draw ``a`` of task seed
-``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from which families derive item ``i``
-(``seed + i``).
+two by a hash of its canonical key (:func:`rllm_envs.tasks.question_key`: names masked, case
+and spacing folded, numbers kept) and a source yields only questions of its seed's universe,
+drawing again when needed, so training never shows an evaluation question nor one that differs
+from it only by names. A task whose answer can be read off its question is drawn again too
+(:meth:`ReasoningGymTasks.answer_in_question`). Each task seed also has its own generator
+seeds: draw ``a`` of task seed ``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from
+which families derive item ``i`` (``seed + i``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import functools
 import hashlib
 import json
 import random
+import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,7 +34,7 @@ import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig, did_you_mean, require
 from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE
-from rllm_envs.tasks import Task, TaskSource, question_universe, seed_universe
+from rllm_envs.tasks import Task, TaskSource, key_universe, seed_universe
 
 __all__ = ["ReasoningGymTasks", "family_names", "scorer_for", "oracle_answer"]
 
@@ -156,6 +160,7 @@ class ReasoningGymTasks(TaskSource):
         self.curriculum = dict(curriculum or {})
         self.config = fields
         self.name = f"reasoning-gym-{dataset}-s{task_seed}"
+        self._probes: list[tuple[str, str]] | None = None
         try:
             self._datasets: dict[int, Any] = {0: _create(dataset, task_seed, size, fields)}
         except (TypeError, ValueError, AssertionError, KeyError) as e:
@@ -228,31 +233,90 @@ class ReasoningGymTasks(TaskSource):
         }
 
     def task(self, index: int) -> Task:
-        """Task ``index``: the first draw whose question belongs to the seed's universe.
+        """Task ``index``: the first draw of the seed's universe whose answer is not read off.
 
         As :class:`rllm_envs.tasks.ProceduralTasks`: a question belongs to the training or the
-        evaluation universe by a hash of its text (:func:`rllm_envs.tasks.question_universe`);
-        a draw of the other universe is drawn again (with other generator seeds), and a family
-        too small to reach its universe in ``MAX_DRAWS`` draws keeps the first draw.
+        evaluation universe by a hash of its canonical key
+        (:func:`rllm_envs.tasks.question_universe`); a draw of the other universe is drawn
+        again (with other generator seeds). So is a draw whose answer can be read off the
+        question (:meth:`answer_in_question`), which pays a policy that echoes the question
+        (string_insertion's answer is mostly its input string). A family too small to reach its
+        universe (fewer than ``MAX_DRAWS // 4`` distinct questions in ``MAX_DRAWS`` draws) keeps
+        the first draw; one whose answers are always in the question (a needle in a haystack)
+        keeps its first draw of the universe. A draw showing a memory address (an object's
+        default repr, different in every process) is drawn again like a read-off one.
         """
         first = self._draw(index, 0)
         if self.size == 1:
             return first
         universe = seed_universe(self.task_seed)
-        for attempt in range(MAX_DRAWS):
+        in_universe: dict[str, Any] | None = None
+        readable = 0
+        keys: set[str] = set()
+        for attempt in range(MAX_DRAWS * MAX_DRAWS_READ_OFF):
             draw = first if attempt == 0 else self._draw(index, attempt)
-            if question_universe(draw) == universe:
-                return draw
-        return first
+            read_off = self.answer_in_question(draw) or _shows_an_address(draw)
+            readable += read_off
+            key = self.universe_key(draw)
+            keys.add(key)
+            if key_universe(key) == universe:
+                if not read_off:
+                    return draw
+                in_universe = in_universe or draw
+            if attempt + 1 >= MAX_DRAWS and (
+                readable == attempt + 1 or (in_universe is None and len(keys) < MAX_DRAWS // 4)
+            ):
+                break  # every draw is read off (the family's nature), or too few questions
+        return in_universe or first
+
+    def answer_in_question(self, task: Mapping[str, Any]) -> bool:
+        """Whether ``task``'s answer (3+ characters) can be read off its question verbatim.
+
+        Case and spacing aside. An answer that the family's questions name as one of their
+        options (``"true"``, ``"yes"``, ``"infeasible"``: it also occurs in the question of
+        another task with another answer) is a choice, not a read-off.
+        """
+        answer = _normal(task.get("answer"))
+        if len(answer.replace(" ", "")) < 3 or answer not in _normal(task.get("question")):
+            return False
+        return not any(answer in q and answer != a for q, a in self._vocabulary())
+
+    def _vocabulary(self) -> list[tuple[str, str]]:
+        """(question, answer) of the family's first tasks of draw 0: the options it names."""
+        if self._probes is None:
+            probes = [self._draw(i, 0) for i in range(min(_PROBES, self.size))]
+            self._probes = [(_normal(p["question"]), _normal(p["answer"])) for p in probes]
+        return self._probes
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_datasets"] = {}  # rebuilt from the arguments (some hold open generators)
+        state["_probes"] = None
         return state
 
 
 #: Draws of one task index before a family too small to split keeps its first draw.
 MAX_DRAWS = 64
+#: Draws (in units of MAX_DRAWS) allowed to find a draw of the universe whose answer is not
+#: read off: few of string_insertion's tasks qualify, and one in eight is of the universe.
+MAX_DRAWS_READ_OFF = 8
+#: Tasks whose questions show the options a family names (see ``answer_in_question``).
+_PROBES = 8
+
+
+#: A Python object's default repr (``<Sensor object at 0x7f...>``): it differs per process.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _shows_an_address(task: Mapping[str, Any]) -> bool:
+    """Whether a task's text holds a memory address: it is no pure function of its seed."""
+    return bool(_ADDRESS.search(f"{task.get('question')}\n{task.get('answer')}"))
+
+
+def _normal(text: object) -> str:
+    if not isinstance(text, str):
+        return ""
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
 def _base_seed(task_seed: int, attempt: int, size: int) -> int:

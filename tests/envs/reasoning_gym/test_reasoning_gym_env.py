@@ -262,3 +262,73 @@ def test_the_leaderboard_plays_it_on_the_evaluation_universe(tmp_path):
         scores[policy] = run(config, tmp_path / policy, progress=False)["envs"][ENV_ID]
     assert scores["oracle"]["pass@1"] == 1.0 and scores["oracle"]["episodes"] == 12
     assert scores["random"]["pass@1"] == 0.0
+
+
+def _rate(name: str, reply, n: int = 60, task_seed: int = 0) -> float:
+    env = ReasoningGymEnv(dataset=name, task_seed=task_seed)
+    total = 0.0
+    for index in range(n):
+        observation, _ = env.reset(options={"index": index})
+        _, reward, *_ = env.step(f"<answer>{reply(observation)}</answer>")
+        total += reward
+    return total / n
+
+
+def test_a_short_constant_or_a_truncated_answer_earns_nothing():
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    # coin_flip's scorer credits a matching prefix: "0" was right for every "0.xxx" answer.
+    for seed in (0, EVAL_TASK_SEED):
+        assert _rate("coin_flip", lambda obs: "0", task_seed=seed) == 0.0
+    env = ReasoningGymEnv(dataset="coin_flip")
+    for index in range(20):
+        env.reset(options={"index": index})
+        reference = env.unwrapped.task["answer"]
+        for cut in {1, 2, 3, len(reference) // 2}:
+            if 0 < cut < len(reference):
+                env.reset(options={"index": index})
+                _, reward, *_, info = env.step(f"<answer>{reference[:cut]}</answer>")
+                assert reward == 0.0 and info["verdict"] in ("truncated", "constant", "wrong")
+        env.reset(options={"index": index})
+        _, reward, *_ = env.step(f"<answer>{reference}</answer>")
+        assert reward == 1.0
+    task = {"dataset": "coin_flip", "question": "?", "answer": "0.25", "metadata": {}}
+    assert grade("<answer>0.250</answer>", task).correct  # numerically equal: not cut down
+    for constant in ("0", "1", "yes", "True", "false", ""):
+        assert not grade(f"<answer>{constant}</answer>", task).correct
+    # A constant that IS the reference is right.
+    syllogism = ReasoningGymTasks("syllogism")
+    yes = next(t for t in (syllogism[i] for i in range(40)) if t["answer"] == "Yes")
+    assert grade("<answer>Yes</answer>", yes).correct
+
+
+def test_no_task_answer_can_be_read_off_its_question():
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    def last_word(observation: str) -> str:
+        question = observation.split("\n\n" + ANSWER_FORMAT)[0]
+        return question.split()[-1]
+
+    # string_insertion's answer was its input string 91% of the time.
+    for seed in (0, EVAL_TASK_SEED):
+        assert _rate("string_insertion", last_word, task_seed=seed) <= 0.1
+        tasks = ReasoningGymTasks("string_insertion", task_seed=seed)
+        assert sum(tasks.answer_in_question(tasks[i]) for i in range(60)) <= 3
+    # An answer the family's questions offer as an option is a choice, not a read-off.
+    syllogism = ReasoningGymTasks("syllogism")
+    assert not any(syllogism.answer_in_question(syllogism[i]) for i in range(20))
+
+
+def test_names_masked_memorisation_does_not_carry_to_the_evaluation_universe():
+    import re
+
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    def key(question: str) -> str:
+        return " ".join(re.sub(r"\b[A-Z][a-z]+\b", "N", question).split())
+
+    # aiw's questions differ across universes by names only; memorising them paid 0.81.
+    sources = [ReasoningGymTasks("aiw", task_seed=s) for s in range(2)]
+    seen = {key(src[i]["question"]) for src in sources for i in range(600)}
+    held = ReasoningGymTasks("aiw", task_seed=EVAL_TASK_SEED)
+    assert not seen & {key(held[i]["question"]) for i in range(150)}
