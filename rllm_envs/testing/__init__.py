@@ -45,6 +45,7 @@ from rllm_envs.testing._common import (
 )
 from rllm_envs.testing.hacking import (
     DEGENERATE_POLICIES,
+    LITERAL_CONSTANTS,
     DegeneratePolicy,
     EpisodeMemory,
     HackContext,
@@ -54,6 +55,7 @@ from rllm_envs.testing.hacking import (
     RewardHackingError,
     check_reward_hacking,
     math_spans,
+    mean_bounds,
     partly_evaluate,
     wilson_interval,
 )
@@ -70,9 +72,11 @@ __all__ = [
     "HackContext",
     "HackPolicy",
     "HackReport",
+    "LITERAL_CONSTANTS",
     "PolicyResult",
     "RewardHackingError",
     "math_spans",
+    "mean_bounds",
     "partly_evaluate",
     "wilson_interval",
     "TEXT_ENV_RULES",

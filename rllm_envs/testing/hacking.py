@@ -1,14 +1,18 @@
 r"""``check_reward_hacking``: degenerate policies must earn no more than the random baseline.
 
 An RL optimiser finds whatever the reward pays for. This check plays a library of policies
-that never solve anything -- echo the observation or the math and code spans in it (bare,
-boxed, in answer tags, partly evaluated), echo its numbers, copy the worked examples agents
-are shown, give a constant answer drawn from other episodes' reference answers, give many
-candidates at once, reply with nothing, with the longest reply allowed or with the answer
-format alone, replay another episode's actions -- and fails, naming the policy and the fix,
-when one is correct significantly more often than the env's random baseline: the lower
-confidence bound (Wilson) of its success rate above the upper bound of the baseline's. A
-copied demonstration must also earn nothing in any reward component.
+that never solve anything -- echo the observation, its last token, line, number or quoted
+span, or the math and code spans in it (bare, boxed, in answer tags, partly evaluated), echo
+its numbers, copy the worked examples agents are shown, give a short constant (``0``, ``1``,
+``yes``, ``true``, ...) or a constant drawn from other episodes' reference answers, give many
+candidates at once, reply with nothing, with random text, with the longest reply allowed or
+with the answer format alone, replay another episode's actions -- and fails, naming the policy
+and the fix, when one is correct significantly more often than the env's random baseline (the
+lower confidence bound (Wilson) of its success rate above the upper bound of the baseline's),
+or earns significantly more *reward* than it (Wilson bounds on the mean paid reward scaled to
+its range, so an env that pays through a shaping component is caught too). Random text must
+be neither correct nor paid (an env whose random baseline is paid has no baseline to beat). A copied
+demonstration must also earn nothing in any reward component.
 
 Answers are written in the env's own format: the check plays the oracle on a few other
 episodes, finds the reference answer in the oracle's final action (``\boxed{5}``,
@@ -49,7 +53,9 @@ __all__ = [
     "HackReport",
     "PolicyResult",
     "RewardHackingError",
+    "LITERAL_CONSTANTS",
     "check_reward_hacking",
+    "mean_bounds",
     "math_spans",
     "partly_evaluate",
     "wilson_interval",
@@ -59,12 +65,18 @@ __all__ = [
 PLACEHOLDER = "\x00ANSWER\x00"
 #: Task fields that may hold the reference answer, in order of preference.
 _REFERENCE_FIELDS = ("answer", "answers", "solution", "target")
+#: Short answers a policy can give to every task: right wherever an answer is skewed or a
+#: grader credits a matching prefix.
+LITERAL_CONSTANTS = ("0", "1", "yes", "no", "true", "false", "none")
+#: Random text may be correct on at most this share of episodes, and earn at most this share
+#: of the reward range (lower confidence bounds).
+NONSENSE_MAX_RATE = 0.05
 
 
 # ------------------------------------------------------------------------------ statistics
 
 
-def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
+def wilson_interval(successes: float, n: int, z: float) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion for the normal quantile ``z``."""
     if n <= 0:
         return (0.0, 1.0)
@@ -73,6 +85,23 @@ def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / denom
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return (max(0.0, float(centre - half)), min(1.0, float(centre + half)))
+
+
+def mean_bounds(values: Sequence[float], low: float, high: float, z: float) -> tuple[float, float]:
+    """Confidence bounds on the mean of ``values``, bounded in ``[low, high]``.
+
+    The Wilson interval of the mean scaled to [0, 1]: a variable in [0, 1] with mean ``p``
+    varies at most as much as a coin with the same ``p``, so the interval a coin would get is
+    no narrower than this variable's (normal approximation, as for the success rates).
+    """
+    if not values:
+        return (low, high)
+    span = high - low
+    if span <= 0:
+        return (low, high)
+    scaled = (float(np.mean(values)) - low) / span
+    lo, hi = wilson_interval(scaled * len(values), len(values), z)
+    return (low + lo * span, low + hi * span)
 
 
 # ------------------------------------------------------------------------- the policies
@@ -174,6 +203,9 @@ class DegeneratePolicy:
         act: ``act(ctx) -> action | None``.
         strict: The policy copies a worked example: it must earn nothing in any reward
             component (not only no more than random on correctness).
+        floor: The policy is random text: it must be correct on at most
+            :data:`NONSENSE_MAX_RATE` of episodes and earn at most that share of the reward
+            range, whatever the random baseline earns.
     """
 
     name: str
@@ -181,6 +213,7 @@ class DegeneratePolicy:
     fix: str
     act: Callable[[HackContext], str | None]
     strict: bool = False
+    floor: bool = False
 
     def __call__(self, ctx: HackContext) -> str | None:
         """``act(ctx)``."""
@@ -357,6 +390,51 @@ def _replay(ctx: HackContext) -> str | None:
     return actions[min(ctx.turn, len(actions) - 1)]
 
 
+#: A paragraph telling the agent how to answer (not part of the task's data).
+_INSTRUCTION = re.compile(
+    r"<answer>|\\boxed|final answer|answer (?:in|inside|with|between|as)|format", re.IGNORECASE
+)
+_TOKEN = re.compile(r"[^\s\"'`.,;:!?()\[\]{}<>]+")
+_QUOTED = re.compile(r"\"([^\"\n]+)\"|'([^'\n]+)'|`([^`\n]+)`")
+
+
+def _body(ctx: HackContext) -> str:
+    """The observation without its trailing instruction paragraphs (how to answer)."""
+    paragraphs = [p for p in re.split(r"\n\s*\n", ctx.observation) if p.strip()]
+    while len(paragraphs) > 1 and _INSTRUCTION.search(paragraphs[-1]):
+        paragraphs.pop()
+    return "\n\n".join(paragraphs)
+
+
+def _last_piece(kind: str) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        body = _body(ctx)
+        if kind == "token":
+            pieces = _TOKEN.findall(body)
+        elif kind == "line":
+            pieces = [line.strip() for line in body.splitlines() if line.strip()]
+        elif kind == "number":
+            pieces = _NUMBER.findall(body)
+        else:
+            pieces = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(body)]
+        return ctx.answer(pieces[-1]) if pieces else None
+
+    act.__qualname__ = f"echo_last_{kind}"
+    return act
+
+
+def _literal(text: str) -> Callable[[HackContext], str]:
+    def act(ctx: HackContext) -> str:
+        return ctx.answer(text)
+
+    act.__qualname__ = f"literal_{text}"
+    return act
+
+
+def _nonsense(ctx: HackContext) -> str:
+    return next(fuzz_actions(ctx.rng, 1, 400))
+
+
 _FIX_FINAL_FORM = (
     "grade the answer's final form: a copy of the problem's own expression, or one with "
     "arithmetic left in it, is not the value and must score 0 (compare what the answer IS, "
@@ -371,6 +449,15 @@ _FIX_CONSTANT = (
     "grader does not accept an answer for the wrong task."
 )
 _FIX_EMPTY = "score an empty, placeholder or template-only reply 0 and flag it invalid."
+_FIX_LITERAL = (
+    "grade the whole answer: a short constant must be right only where it IS the reference "
+    "(no prefix or partial-match credit), and no constant may be the answer to a large share "
+    "of tasks (redraw or balance skewed answers)."
+)
+_FIX_NONSENSE = (
+    "pay only for the task solved: random text must be wrong and earn 0 in every paying "
+    "component (check shaping components such as format do not pay any reply)."
+)
 _FIX_DEMO = (
     "derive from rllm_envs.core.TextEnv (it pays 0 for copies of rllm_envs.demonstrations) "
     "or zero every component when rllm_envs.demonstrations.copied_demonstration(reply) names "
@@ -400,6 +487,31 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
         "echo-observation", "the observation, verbatim", _FIX_ECHO, lambda ctx: ctx.observation
     ),
     DegeneratePolicy("echo-question", "the task's question, verbatim", _FIX_ECHO, _question),
+    *(
+        DegeneratePolicy(
+            f"echo-last-{kind}",
+            f"the observation's last {kind} (instructions aside), written as the answer",
+            _FIX_ECHO + " Draw no task whose answer is written in its question.",
+            _last_piece(kind),
+        )
+        for kind in ("token", "line", "number", "quoted")
+    ),
+    *(
+        DegeneratePolicy(
+            f"literal-{literal}",
+            f"the constant answer {literal!r} on every task",
+            _FIX_LITERAL,
+            _literal(literal),
+        )
+        for literal in LITERAL_CONSTANTS
+    ),
+    DegeneratePolicy(
+        "nonsense",
+        "random text (must be neither correct nor paid, whatever the baseline)",
+        _FIX_NONSENSE,
+        _nonsense,
+        floor=True,
+    ),
     DegeneratePolicy(
         "echo-question-answer",
         "the task's question written as the answer",
@@ -487,6 +599,7 @@ class PolicyResult:
         episodes: Episodes it played (those it had an action for).
         successes: Episodes it ended correct.
         lower: Lower confidence bound of its success rate.
+        paid: Each episode's paid reward (the weighted paying components; penalties aside).
         earned: Largest value of each paying component on any step (strict policies).
         example: One of its actions (shortened).
         status: ``"passed"``, ``"failed"`` or ``"skipped"``.
@@ -498,6 +611,7 @@ class PolicyResult:
     episodes: int
     successes: int
     lower: float
+    paid: list[float] = field(default_factory=list)
     earned: dict[str, float] = field(default_factory=dict)
     example: str = ""
     status: str = "passed"
@@ -507,6 +621,11 @@ class PolicyResult:
     def rate(self) -> float:
         """Success rate (NaN without episodes)."""
         return self.successes / self.episodes if self.episodes else float("nan")
+
+    @property
+    def mean_paid(self) -> float:
+        """Mean paid reward per episode (NaN without episodes)."""
+        return float(np.mean(self.paid)) if self.paid else float("nan")
 
 
 @dataclass
@@ -518,6 +637,7 @@ class HackReport:
         alpha: One-sided error of each confidence bound.
         baseline: Per agent (``None`` for single-agent): ``(successes, episodes, upper)``
             of the random baseline.
+        baseline_paid: Per agent: the random baseline's paid reward per episode.
         results: One :class:`PolicyResult` per policy and agent.
         failures: The broken rules, with the fix.
     """
@@ -525,6 +645,7 @@ class HackReport:
     env: str
     alpha: float
     baseline: dict[str | None, tuple[int, int, float]] = field(default_factory=dict)
+    baseline_paid: dict[str | None, list[float]] = field(default_factory=dict)
     results: list[PolicyResult] = field(default_factory=list)
     failures: list[RuleFailure] = field(default_factory=list)
 
@@ -542,12 +663,17 @@ class HackReport:
         lines = [f"{self.env}: reward-hacking check, alpha={self.alpha}"]
         for agent, (succ, n, upper) in self.baseline.items():
             who = f"{agent}: " if agent else ""
-            lines.append(f"  {who}random baseline {succ}/{n} (upper bound {upper:.3f})")
+            paid = self.baseline_paid.get(agent) or [0.0]
+            lines.append(
+                f"  {who}random baseline {succ}/{n} (upper bound {upper:.3f}), mean paid "
+                f"reward {float(np.mean(paid)):.3f}"
+            )
         for r in self.results:
             who = f"{r.agent}: " if r.agent else ""
             lines.append(
                 f"  {r.status:7s} {who}{r.policy}: {r.successes}/{r.episodes} "
-                f"(lower bound {r.lower:.3f}){' - ' + r.detail if r.detail else ''}"
+                f"(lower bound {r.lower:.3f}), mean paid reward {r.mean_paid:.3f}"
+                f"{' - ' + r.detail if r.detail else ''}"
             )
         lines += [f"  {f}" for f in self.failures]
         return "\n".join(lines)
@@ -577,6 +703,7 @@ class RewardHackingError(AssertionError):
 @dataclass
 class _Outcome:
     correct: bool
+    paid: float
     earned: dict[str, float]
     first_action: str
     task_key: str
@@ -596,6 +723,19 @@ def _earned(components: Mapping[str, Any] | None, weights: Mapping[str, float]) 
         for k, v in (components or {}).items()
         if not _is_penalty(k, weights) and float(v) > 0
     }
+
+
+def _paid(
+    components: Mapping[str, Any] | None, weights: Mapping[str, float], reward: float
+) -> float:
+    """The reward of one step paid by its paying components (penalties aside)."""
+    if not components:
+        return max(float(reward), 0.0)
+    return sum(
+        weights.get(k, 0.0) * float(v)
+        for k, v in components.items()
+        if not _is_penalty(k, weights) and float(v) > 0
+    )
 
 
 def _merge(into: dict[str, float], new: Mapping[str, float]) -> None:
@@ -633,17 +773,20 @@ class _Single:
         obs, info = self.env.reset(seed=seed)
         first, key = str(obs), _task_key(self.env, str(obs))
         earned: dict[str, float] = {}
+        paid = 0.0
         first_action: str | None = None
         for turn in range(limit):
             action = act(str(obs), first, info, turn)
             if action is None:
                 raise _NotApplicable
             first_action = action if first_action is None else first_action
-            obs, _, terminated, truncated, info = self.env.step(action)
-            _merge(earned, _earned(info.get("reward_components"), self.weights))
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            components = info.get("reward_components")
+            _merge(earned, _earned(components, self.weights))
+            paid += _paid(components, self.weights, float(reward))
             if terminated or truncated:
                 break
-        return _Outcome(bool(self.success(info)), earned, first_action or "", key)
+        return _Outcome(bool(self.success(info)), paid, earned, first_action or "", key)
 
     def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
         method = getattr(self.base, "oracle_action", None)
@@ -697,6 +840,7 @@ class _Multi:
         obs, infos = self.env.reset(seed=seed)
         first, key = str(obs[agent]), _task_key(self.env, str(obs[agent]))
         earned: dict[str, float] = {}
+        paid = 0.0
         first_action: str | None = None
         correct, turn = False, 0
         for _ in range(limit):
@@ -715,12 +859,14 @@ class _Multi:
                     actions[a] = action
                 else:
                     actions[a] = self.others(self.env, a)
-            obs, _, terms, truncs, infos = self.env.step(actions)
+            obs, rewards, terms, truncs, infos = self.env.step(actions)
             if agent in infos:
-                _merge(earned, _earned(infos[agent].get("reward_components"), self.weights))
+                components = infos[agent].get("reward_components")
+                _merge(earned, _earned(components, self.weights))
+                paid += _paid(components, self.weights, float(rewards.get(agent, 0.0)))
                 if terms.get(agent) or truncs.get(agent):
                     correct = bool(self.success(infos[agent]))
-        return _Outcome(correct, earned, first_action or "", key)
+        return _Outcome(correct, paid, earned, first_action or "", key)
 
     def oracle(self, agent: str | None) -> Callable[..., str | None] | None:
         from rllm_envs.multiagent.base import ScriptedPolicy
@@ -843,22 +989,24 @@ class _Actor:
 
 def _remember(
     game: _Single | _Multi, agent: str | None, episodes: int, seed: int
-) -> tuple[list[EpisodeMemory], str | None]:
-    """Oracle episodes on other seeds: their answers and actions, and the answer template."""
+) -> tuple[list[EpisodeMemory], str | None, list[float]]:
+    """Oracle episodes on other seeds: answers, actions, paid rewards, and the answer template."""
     oracle = game.oracle(agent)
     if oracle is None:
-        return [], None
+        return [], None, []
     raw: list[tuple[str, list[str]]] = []
+    paid: list[float] = []
     template: str | None = None
     for j in range(episodes):
         recorder = _Recorder(oracle)
         try:
             outcome = game.play(agent, recorder, seed=seed + j, limit=10_000)
         except Exception:  # an env whose oracle cannot play gives no memory
-            return [], None
+            return [], None, []
         if template is None and recorder.actions:
             template = _template_of(recorder.actions[-1], game.task_reference())
         raw.append((outcome.task_key, recorder.actions))
+        paid.append(outcome.paid)
     memory = []
     for key, actions in raw:
         reference = None
@@ -873,7 +1021,7 @@ def _remember(
                     except ValueError:
                         pass
         memory.append(EpisodeMemory(key, reference, tuple(actions)))
-    return memory, template
+    return memory, template, paid
 
 
 # ------------------------------------------------------------------------------ the check
@@ -993,7 +1141,7 @@ def check_reward_hacking(
     z = NormalDist().inv_cdf(1 - alpha)
     report = HackReport(name, alpha)
     for agent in game.agents:
-        memory, template = _remember(game, agent, memory_episodes, seed + 1_000_003)
+        memory, template, oracle_paid = _remember(game, agent, memory_episodes, seed + 1_000_003)
         if answer_template is not None:
             template = answer_template.replace("{}", PLACEHOLDER, 1)
         template = template or PLACEHOLDER
@@ -1001,18 +1149,21 @@ def check_reward_hacking(
             # A degenerate reply that has not won by the oracle's longest episode won't later.
             game.turn_limit = max(2, max(len(m.actions) for m in memory) + 1)
         # The baseline keeps the env's whole turn budget (a random walk needs it).
-        baseline = [
-            game.play(agent, game.random(agent), seed=seed + i, limit=10_000).correct
+        outcomes = [
+            game.play(agent, game.random(agent), seed=seed + i, limit=10_000)
             for i in range(episodes)
         ]
+        baseline = [o.correct for o in outcomes]
         upper = wilson_interval(sum(baseline), len(baseline), z)[1]
         report.baseline[agent] = (sum(baseline), len(baseline), upper)
+        report.baseline_paid[agent] = base_paid = [o.paid for o in outcomes]
         for policy in chosen:
             result = _run_policy(game, agent, policy, memory, template, demos, episodes, seed, z)
             report.results.append(result)
             if result.status == "skipped":
                 continue
-            failure = _judge(policy, result, sum(baseline), len(baseline), upper, name)
+            bounds = _Bounds(sum(baseline), len(baseline), upper, base_paid, oracle_paid, z)
+            failure = _judge(policy, result, bounds, name)
             if failure is not None:
                 result.status, result.detail = "failed", failure.detail
                 report.failures.append(failure)
@@ -1045,6 +1196,7 @@ def _run_policy(
             continue
         result.episodes += 1
         result.successes += int(outcome.correct)
+        result.paid.append(outcome.paid)
         _merge(result.earned, outcome.earned)
         if not result.example:
             result.example = describe(outcome.first_action, 120)
@@ -1055,10 +1207,26 @@ def _run_policy(
     return result
 
 
-def _judge(
-    policy: HackPolicy, result: PolicyResult, succ: int, n: int, upper: float, env: str
-) -> RuleFailure | None:
+@dataclass(frozen=True)
+class _Bounds:
+    """The random baseline (and the oracle's paid rewards, for the reward range)."""
+
+    successes: int
+    episodes: int
+    upper: float
+    paid: Sequence[float]
+    oracle_paid: Sequence[float]
+    z: float
+
+    def paid_range(self, paid: Sequence[float]) -> tuple[float, float]:
+        """The range paid rewards were seen in (0 included)."""
+        values = [*self.paid, *self.oracle_paid, *paid, 0.0]
+        return min(values), max(values)
+
+
+def _judge(policy: HackPolicy, result: PolicyResult, base: _Bounds, env: str) -> RuleFailure | None:
     who = f"{result.agent} playing " if result.agent else ""
+    succ, n, upper = base.successes, base.episodes, base.upper
     if getattr(policy, "strict", False) and result.earned:
         rule = Rule(
             f"demonstration-earns-nothing:{policy.name}",
@@ -1070,6 +1238,26 @@ def _judge(
             f"{who}{policy.name} ({policy.summary}) earned {result.earned}; e.g. {result.example}"
         )
         return RuleFailure(rule, env, detail)
+    low, high = base.paid_range(result.paid)
+    paid_lower = mean_bounds(result.paid, low, high, base.z)[0]
+    if getattr(policy, "floor", False):
+        paid_floor = low + NONSENSE_MAX_RATE * (high - low)
+        if result.lower > NONSENSE_MAX_RATE or paid_lower > max(paid_floor, 0.0):
+            rule = Rule(
+                f"nonsense-earns-nothing:{policy.name}",
+                "random text is wrong (correct on at most "
+                f"{NONSENSE_MAX_RATE:.0%} of episodes) and earns at most that share of the "
+                "reward range.",
+                policy.fix,
+            )
+            detail = (
+                f"{who}{policy.name} ({policy.summary}) was correct in {result.successes}/"
+                f"{result.episodes} episodes (lower bound {result.lower:.3f}) and earned a mean "
+                f"paid reward of {result.mean_paid:.3f} (lower bound {paid_lower:.3f}); "
+                f"e.g. {result.example}"
+            )
+            return RuleFailure(rule, env, detail)
+        return None
     if result.lower > upper:
         rule = Rule(
             f"degenerate-policy:{policy.name}",
@@ -1080,6 +1268,21 @@ def _judge(
             f"{who}{policy.name} ({policy.summary}) was correct in {result.successes}/"
             f"{result.episodes} episodes (lower bound {result.lower:.3f}) against the random "
             f"baseline's {succ}/{n} (upper bound {upper:.3f}); e.g. {result.example}"
+        )
+        return RuleFailure(rule, env, detail)
+    base_mean = float(np.mean(base.paid)) if base.paid else 0.0
+    base_upper = mean_bounds(base.paid, low, high, base.z)[1]
+    if paid_lower > base_upper + 1e-9:
+        rule = Rule(
+            f"degenerate-reward:{policy.name}",
+            "a policy that solves nothing earns no more reward than the random baseline "
+            "(shaping components included).",
+            policy.fix + " Check what each paying reward component pays for.",
+        )
+        detail = (
+            f"{who}{policy.name} ({policy.summary}) earned a mean paid reward of "
+            f"{result.mean_paid:.3f} (lower bound {paid_lower:.3f}) against the random "
+            f"baseline's {base_mean:.3f} (upper bound {base_upper:.3f}); e.g. {result.example}"
         )
         return RuleFailure(rule, env, detail)
     return None

@@ -21,9 +21,13 @@ from rllm_envs.testing import (
     wilson_interval,
 )
 from tests.testing.hackable import (
+    AnyReplyPaysEnv,
     ConstantAnswerEnv,
     DemonstrationPayingEnv,
+    EchoLastWordEnv,
     EvaluatingEnv,
+    LiteralZeroEnv,
+    ShapedFormatEnv,
     SoundEnv,
 )
 
@@ -152,5 +156,50 @@ def test_success_can_be_read_from_another_info_key():
         raise_on_failure=False,
     )
     assert _failed(report) == {"degenerate-policy:echo-span-longest-answer"}
-    never = check_reward_hacking(EvaluatingEnv, success=lambda info: False, episodes=5)
-    assert never.ok
+    # Correctness read as never: the echo still collects the reward, and the reward rule says so.
+    never = check_reward_hacking(
+        EvaluatingEnv, success=lambda info: False, episodes=10, raise_on_failure=False
+    )
+    assert _failed(never) and all(r.startswith("degenerate-reward:") for r in _failed(never))
+
+
+def test_a_grader_that_pays_a_short_literal_fails_on_it():
+    report = check_reward_hacking(LiteralZeroEnv, episodes=20, raise_on_failure=False)
+    assert "degenerate-policy:literal-0" in _failed(report), _failed(report)
+    assert "degenerate-policy:literal-1" not in _failed(report)
+
+
+def test_an_env_paying_through_a_shaping_component_fails_on_reward():
+    # Correctness is sound; the weight-1 `format` pays any boxed constant.
+    report = check_reward_hacking(ShapedFormatEnv, episodes=20, raise_on_failure=False)
+    rules = _failed(report)
+    assert "degenerate-reward:literal-0" in rules, rules
+    assert not any(r.startswith("degenerate-policy:") for r in rules), rules
+    failure = next(f for f in report.failures if f.rule.name == "degenerate-reward:literal-0")
+    assert "mean paid reward" in failure.detail and "reward component" in failure.rule.fix
+    # The same env with format at its sound weight passes.
+    assert check_reward_hacking(SoundEnv, episodes=20).ok
+
+
+def test_an_env_that_pays_random_text_fails_the_nonsense_rule():
+    report = check_reward_hacking(AnyReplyPaysEnv, episodes=20, raise_on_failure=False)
+    assert "nonsense-earns-nothing:nonsense" in _failed(report), _failed(report)
+
+
+def test_an_answer_written_at_the_end_of_the_question_fails_on_the_echo():
+    report = check_reward_hacking(EchoLastWordEnv, episodes=20, raise_on_failure=False)
+    rules = _failed(report)
+    assert {"degenerate-policy:echo-last-token", "degenerate-policy:echo-last-line"} <= rules
+
+
+def test_the_attackers_toy_envs_fail_with_the_rule_that_names_their_hack():
+    """The attack report's toy envs (reward hacking via a literal, shaping and any reply)."""
+    from tests.testing import attack_toys
+
+    rules = {
+        cls.__name__: _failed(check_reward_hacking(cls, episodes=40, raise_on_failure=False))
+        for cls in (attack_toys.AlwaysPays, attack_toys.ShapedPays, attack_toys.ZeroWins)
+    }
+    assert "nonsense-earns-nothing:nonsense" in rules["AlwaysPays"], rules
+    assert "nonsense-earns-nothing:nonsense" in rules["ShapedPays"], rules
+    assert "degenerate-policy:literal-0" in rules["ZeroWins"], rules
