@@ -78,12 +78,6 @@ class RepoFinder:
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
         self.blocked = set(getattr(sys, "stdlib_module_names", ())) | _RESERVED
-        #: Test modules this finder executed, by path (what the runner runs, whatever
-        #: ``sys.modules`` holds later).
-        self.loaded: dict[str, Any] = {}
-        #: Every code object compiled from a test file, by id (kept alive): a test runs only
-        #: if its code is one of them.
-        self.test_codes: dict[int, Any] = {}
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The spec of repository module ``name``, or ``None`` (not the repository's)."""
@@ -114,35 +108,63 @@ class RepoFinder:
         """Default module creation."""
         return None
 
-    def exec_module(self, module: Any) -> None:
-        """Run the module's source from memory."""
+    def exec_module(
+        self, module: Any, *, _records: Any = None, _sources: Any = None, _exec: Any = exec
+    ) -> None:
+        """Run the module's source from memory.
+
+        In a test process, :func:`install` seals ``_records`` (what the runner runs: the
+        functions each test file's ``def`` statements made, recorded right after it ran) and
+        ``_sources`` (the files as they were before any repository code ran) as defaults the
+        guard lets no one read or rebind; the attributes of this object are not used for them.
+        """
         origin = module.__spec__.origin
         if origin is None:
             return
         import linecache
 
+        sources = self.files if _sources is None else _sources
         filename = REPO_PREFIX + origin
-        source = self.files[origin]
+        source = sources[origin]
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         module.__file__ = filename
-        if is_test_file(origin):
-            self.loaded[origin] = module
-            _audit(_WATCH_EVENT, module.__dict__)  # the guard checks the module's names
-            import warnings
+        if not is_test_file(origin):
+            _exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+            return
+        namespace = module.__dict__
+        first = _records is not None and origin not in _records
+        if first:
+            _records[origin] = None  # a second load of the same file (nested) is not recorded
+        _audit(_WATCH_EVENT, namespace)  # the guard checks the module's names
+        import warnings
 
-            with warnings.catch_warnings():  # "'str' object is not callable": bound below
-                warnings.simplefilter("ignore", SyntaxWarning)
-                tree = strict_asserts(source, filename)
-                code = compile(tree, filename, "exec", dont_inherit=True)
-            code = _bind_compare(code)
-            pending = [code]
-            while pending:
-                found = pending.pop()
-                self.test_codes[id(found)] = found
-                pending += [c for c in found.co_consts if isinstance(c, type(found))]
-        else:
-            code = compile(source, filename, "exec", dont_inherit=True)
-        exec(code, module.__dict__)
+        with warnings.catch_warnings():  # "'str' object is not callable": bound below
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = strict_asserts(source, filename)
+            code = compile(tree, filename, "exec", dont_inherit=True)
+        code = _bind_compare(code)
+        defs, pending = [], [code]
+        while pending:
+            found = pending.pop()
+            pending += [c for c in found.co_consts if isinstance(c, type(found))]
+            # Only ``def`` statements' code: a function made from the module's, a class
+            # body's, a lambda's or a comprehension's code is not a test.
+            if found.co_flags & _FUNCTION_FLAGS == _FUNCTION_FLAGS and not found.co_name.startswith(
+                "<"
+            ):
+                defs.append(found)
+        import builtins
+
+        _exec(code, namespace)
+        if first and namespace.get("__builtins__") in (builtins, vars(builtins)):
+            names = dict(namespace)
+            classes = {
+                id(v): (v, dict(vars(v)))
+                for v in names.values()
+                if isinstance(v, type) and v.__module__ == namespace.get("__name__")
+            }
+            _records[origin] = (module, names, classes, {id(c): c for c in defs})
+            _audit(_WATCH_EVENT, namespace)  # and again with what the file defined
 
     def get_source(self, name: str) -> str | None:
         """The source of module ``name`` (for ``inspect`` and tracebacks)."""
@@ -158,10 +180,26 @@ def repo_roots(files: dict[str, str]) -> list[str]:
     return roots
 
 
-def install(files: dict[str, str], extra_roots: list[str] = ()) -> RepoFinder:  # type: ignore[assignment]
-    """Install the repository finder and the runner's ``pytest`` module in this process."""
+def install(
+    files: dict[str, str],
+    extra_roots: list[str] = (),  # type: ignore[assignment]
+    records: dict[str, Any] | None = None,
+) -> RepoFinder:
+    """Install the repository finder and the runner's ``pytest`` module in this process.
+
+    ``records``: where the finder records each test file it runs (see
+    :meth:`RepoFinder.exec_module`); sealed in the finder's code, out of the repository's reach.
+    """
+    import types
     import unittest
 
+    if records is not None:
+        sealed = {
+            "_records": records,
+            "_sources": types.MappingProxyType(dict(files)),
+            "_exec": exec,
+        }
+        RepoFinder.exec_module.__kwdefaults__ = sealed
     finder = RepoFinder(files, [*extra_roots, *repo_roots(files)])
     sys.meta_path.append(finder)
     sys.modules["pytest"] = _pytest_module()
@@ -255,6 +293,8 @@ def _file_view(files: dict[str, str], dirs: set[str]) -> None:
 #: code, replaced by the function itself (no name a test's process could rebind).
 _COMPARE = "__rllm_compare__"
 _CHECK_EVENT = "rllm.swe.check"
+#: ``CO_OPTIMIZED | CO_NEWLOCALS``: the code of a function (not of a module or class body).
+_FUNCTION_FLAGS = 0x1 | 0x2
 _NUMBERS = (bool, int, float, complex)
 _PLAIN = (*_NUMBERS, str, bytes, type(None), list, tuple, dict, set, frozenset)
 
@@ -900,7 +940,16 @@ def _arm(keys: list[bytes]) -> None:
             _refuse(f"a second copy of the module {spec.name}")
         return _real(spec)
 
-    sealed = (write_pass, set_signal, frameless, create_builtin, strict_compare)
+    sealed = (
+        write_pass,
+        set_signal,
+        frameless,
+        create_builtin,
+        strict_compare,
+        run_node,
+        _child_test,
+        RepoFinder.exec_module,
+    )
     _signal.signal = set_signal
     signal.signal.__wrapped__ = set_signal  # type: ignore[attr-defined]
     _imp.create_builtin = create_builtin
@@ -1155,14 +1204,41 @@ def _call_with_fixtures(
     return function(**{p: resolve(p) for p in parameters})
 
 
-def run_node(node: str, files: dict[str, str], finder: RepoFinder | None = None) -> str:
+def run_node(
+    node: str,
+    files: dict[str, str],
+    finder: RepoFinder | None = None,
+    records: dict[str, Any] | None = None,
+    *,
+    _import: Any = __import__,
+    _call: Any = _call_with_fixtures,
+    _fixtures: Any = _fixtures,
+    _conftests: Any = conftests,
+    _marks: Any = _marks,
+    _parametrize: Any = _parametrize,
+    _skipped: Any = Skipped,
+    _getattr: Any = getattr,
+    _isinstance: Any = isinstance,
+    _issubclass: Any = issubclass,
+    _type: Any = type,
+    _vars: Any = vars,
+    _callable: Any = callable,
+    _len: Any = len,
+    _reversed: Any = reversed,
+    _bool: Any = bool,
+    _signature: Any = None,
+    _unwrap: Any = None,
+    _testcase: Any = None,
+    _testresult: Any = None,
+) -> str:
     """Run one test node id; return ``"P"`` (passed), ``"F…"``, ``"S…"`` or ``"E…"``.
 
-    ``finder``: the repository's finder, when :func:`install` already ran in this process.
+    ``finder``: the repository's finder, when :func:`install` already ran in this process;
+    ``records``: the dict given to :func:`install`, where it records the test files it ran.
+    Everything called once repository code may have run is a default bound before (the
+    keyword-only arguments; see :func:`_seal_runner`), never a name looked up then.
     """
     import importlib
-    import inspect
-    import unittest
 
     path, _, rest = node.partition("::")
     if path not in files or not rest:
@@ -1171,34 +1247,44 @@ def run_node(node: str, files: dict[str, str], finder: RepoFinder | None = None)
     last, bracket, label = parts[-1].partition("[")
     label = bracket + label
     module_name, root = module_for(path, files)
-    if finder is None:
-        finder = install(files, [root] if root else [])
+    if records is None:
+        records = {}
+        finder = install(files, [root] if root else [], records)
     try:
         importlib.import_module(module_name)
-    except Skipped as e:
+    except _skipped as e:
         return f"Sskipped at import: {e}"
-    module = finder.loaded.get(path)
-    if module is None:
+    record = records.get(path)
+    if record is None:
         return f"Ethe test module {path} was not loaded from the repository"
+    module, names, classes, codes = record
     owner: Any = module
-    for name in parts[:-1]:
-        owner = getattr(owner, name, None)
+    for index, name in enumerate(parts[:-1]):
+        owner = names.get(name) if index == 0 else _getattr(owner, name, None)
         if owner is None:
             return f"Eno class {name!r} in {path}"
-    function = getattr(owner, last, None)
+    if owner is module:
+        function = names.get(last)
+    else:
+        function = None
+        for klass in _getattr(owner, "__mro__", ()):
+            if last in _vars(klass):
+                known = classes.get(id(klass))
+                if known is not None and known[0] is klass:
+                    function = known[1].get(last)
+                break
     if function is None:
         return f"Eno test {last!r} in {path}"
-    code = getattr(inspect.unwrap(function), "__code__", None)
-    if (
-        code is None
-        or code.co_filename != REPO_PREFIX + path
-        or finder.test_codes.get(id(code)) is not code
-    ):
+    raw = function  # as the class holds it: bound to the instance below
+    if _isinstance(function, (staticmethod, classmethod)):
+        function = function.__func__
+    code = _getattr(_unwrap(function), "__code__", None)
+    if code is None or code.co_filename != REPO_PREFIX + path or codes.get(id(code)) is not code:
         return f"Ethe test {last!r} is not the function defined in {path}"
-    if getattr(inspect.unwrap(function), "__globals__", None) is not vars(module):
+    if _getattr(_unwrap(function), "__globals__", None) is not _vars(module):
         return f"Ethe test {last!r} does not run in the namespace of {path}"
-    if inspect.isclass(owner) and issubclass(owner, unittest.TestCase):
-        result = unittest.TestResult()
+    if _isinstance(owner, _type) and _issubclass(owner, _testcase):
+        result = _testresult()
         owner(last).run(result)
         problems = result.failures + result.errors
         if problems:
@@ -1212,37 +1298,54 @@ def run_node(node: str, files: dict[str, str], finder: RepoFinder | None = None)
     arguments, xfail = cases[label]
     marks = _marks(module, owner if owner is not module else None, function)
     for mark in marks:
-        if mark.name == "skip" or (mark.name == "skipif" and (not mark.args or bool(mark.args[0]))):
+        if mark.name == "skip" or (
+            mark.name == "skipif" and (not mark.args or _bool(mark.args[0]))
+        ):
             return "Smarked skip"
         xfail = xfail or mark.name == "xfail"
     teardown: list[Any] = []
     instance = None
     try:
-        hooks: list[Any] = [getattr(module, "setup_module", None)]
-        if inspect.isclass(owner):
-            hooks.append(getattr(owner, "setup_class", None))
+        hooks: list[Any] = [_getattr(module, "setup_module", None)]
+        if _isinstance(owner, _type):
+            hooks.append(_getattr(owner, "setup_class", None))
             instance = owner()
-            hooks.append(getattr(instance, "setup_method", None))
-            function = getattr(instance, last)
+            hooks.append(_getattr(instance, "setup_method", None))
+            function = raw.__get__(instance, owner)
         else:
-            hooks.append(getattr(module, "setup_function", None))
+            hooks.append(_getattr(module, "setup_function", None))
         for hook in hooks:
-            if callable(hook):
-                n = len(inspect.signature(hook).parameters)
+            if _callable(hook):
+                n = _len(_signature(hook).parameters)
                 hook(*([function] if n else []))
         table = _fixtures(
-            *conftests(path, files, finder),
+            *_conftests(path, files, finder),
             module,
-            *([type(instance)] if instance is not None else []),
+            *([_type(instance)] if instance is not None else []),
         )
-        _call_with_fixtures(function, arguments, table, teardown, {})
-        for done in reversed(teardown):
+        _call(function, arguments, table, teardown, {})
+        for done in _reversed(teardown):
             done()
-    except Skipped as e:
+    except _skipped as e:
         return f"S{e}"
     if xfail:
         return "Sexpected to fail (xfail) but passed"
     return "P"
+
+
+def _seal_runner() -> None:
+    """Bind the ``inspect`` and ``unittest`` parts :func:`run_node` calls as its defaults."""
+    import inspect
+    import unittest
+
+    defaults = dict(run_node.__kwdefaults__ or {})
+    defaults.update(
+        _signature=inspect.signature,
+        _unwrap=inspect.unwrap,
+        _testcase=unittest.TestCase,
+        _testresult=unittest.TestResult,
+    )
+    run_node.__kwdefaults__ = defaults
 
 
 def _format_failure(error: BaseException) -> str:
@@ -1255,26 +1358,34 @@ def _format_failure(error: BaseException) -> str:
     return "".join(info.format())[-_RESULT_CAP:]
 
 
-def _child_test(node: str, files: dict[str, str], keys: list[bytes]) -> None:
+def _child_test(
+    node: str,
+    files: dict[str, str],
+    keys: list[bytes],
+    *,
+    _run: Any = run_node,
+    _pass: Any = _audit,
+    _event: str = _PASS_EVENT,
+) -> None:
     """The body of a test's process: run ``node``; write the result on fd 3; exit.
 
     ``keys`` holds the two halves of this process's pass token; the guard takes them out
     before any repository code runs, and only the guard writes a pass (see :func:`_arm`).
+    The pass is claimed the moment the test returns, before anything repository code could
+    have replaced runs; output goes to the descriptors without flushing repository-visible
+    streams first (they are line-buffered; what is left is flushed after).
     """
     try:
         path = node.partition("::")[0]
         _, root = module_for(path, files) if path in files else ("", "")
-        finder = install(files, [root] if root else [])
+        records: dict[str, Any] = {}
+        finder = install(files, [root] if root else [], records)
+        _seal_runner()
         _arm(keys)
-        result = run_node(node, files, finder)
+        result = _run(node, files, finder, records)
         if result == "P":
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except BaseException:
-                    pass
             try:
-                _audit(_PASS_EVENT)
+                _pass(_event)
             except BaseException:
                 pass
             _exit(0)
@@ -1282,13 +1393,15 @@ def _child_test(node: str, files: dict[str, str], keys: list[bytes]) -> None:
         result = f"Fthe test called sys.exit({e.code!r})"
     except BaseException as e:
         result = "F" + _format_failure(e)
+    if type(result) is not str:
+        result = "Ethe runner returned no result"
+    data = result.encode("utf-8", "replace")[:_RESULT_CAP]
+    _write(_RESULT_FD, data)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BaseException:
             pass
-    data = result.encode("utf-8", "replace")[:_RESULT_CAP]
-    _write(_RESULT_FD, data)
     _exit(0)
 
 
