@@ -319,6 +319,7 @@ def test_no_task_answer_can_be_read_off_its_question():
     assert not any(syllogism.answer_in_question(syllogism[i]) for i in range(20))
 
 
+@pytest.mark.slow
 def test_names_masked_memorisation_does_not_carry_to_the_evaluation_universe():
     import re
 
