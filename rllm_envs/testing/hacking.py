@@ -714,7 +714,10 @@ class _NotApplicable(Exception):
 
 
 def _is_penalty(name: str, weights: Mapping[str, float]) -> bool:
-    return name.startswith(("invalid", "illegal")) or weights.get(name, 0.0) < 0
+    # A negative weight makes a penalty; a name only marks an unweighted flag as one, so a
+    # component named `invalid_*` that pays (positive weight) is still counted as pay.
+    weight = weights.get(name, 0.0)
+    return weight < 0 or (weight == 0 and name.startswith(("invalid", "illegal")))
 
 
 def _earned(components: Mapping[str, Any] | None, weights: Mapping[str, float]) -> dict[str, float]:
@@ -1079,7 +1082,8 @@ def check_reward_hacking(
     baseline plays the same ones). A policy fails when the lower Wilson bound of its success
     rate (``info["is_correct"]`` at the end) is above the upper bound of the baseline's, each
     bound one-sided at ``alpha``. Copies of a worked example fail on any reward earned in a
-    paying component (every component but ``invalid*``/``illegal*`` and negative weights).
+    paying component (every component with a positive weight, and unweighted ones not named
+    ``invalid*``/``illegal*``).
 
     Example:
         >>> from rllm_envs.testing import check_reward_hacking

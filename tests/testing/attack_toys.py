@@ -87,3 +87,18 @@ class ZeroWins(_Base):
         x = self._ans(action)
         ok = x == self.task["answer"] or x == "0"  # type: ignore[index]
         return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+class InvalidNamedPays(_Base):
+    """A paying component whose name reads like a penalty (``invalid_*``, positive weight)."""
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "correct": 1.0,
+        "invalid_format_ok": 1.0,
+    }
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition(
+            "ok", {"correct": float(ok), "invalid_format_ok": 1.0}, terminated=True, correct=ok
+        )

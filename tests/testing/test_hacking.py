@@ -203,3 +203,13 @@ def test_the_attackers_toy_envs_fail_with_the_rule_that_names_their_hack():
     assert "nonsense-earns-nothing:nonsense" in rules["AlwaysPays"], rules
     assert "nonsense-earns-nothing:nonsense" in rules["ShapedPays"], rules
     assert "degenerate-policy:literal-0" in rules["ZeroWins"], rules
+
+
+def test_a_paying_component_is_pay_whatever_its_name():
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(attack_toys.InvalidNamedPays, episodes=40, raise_on_failure=False)
+    assert not report.ok
+    assert any(rule.startswith("nonsense-earns-nothing") for rule in _failed(report)), _failed(
+        report
+    )
