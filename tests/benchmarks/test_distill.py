@@ -35,8 +35,13 @@ def test_oracle_teacher_episodes_are_solved_and_token_exact_for_the_student(tiny
     for t in episodes:
         t.check_token_exact()
         assert t.is_correct and t.total_reward == 1.0
-        # Random 4x4 maps: S and G in opposite corners, the shortest safe path is 6 moves.
-        assert t.num_turns == 6
+        # Random 4x4 maps: S and G at least 3 steps apart; the oracle walks a shortest path.
+        rows = t.initial_info["map"]
+        (sr, sc), (gr, gc) = (
+            next((r, c) for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == cell)
+            for cell in "SG"
+        )
+        assert t.num_turns >= max(3, abs(sr - gr) + abs(sc - gc))
         assert t.initial_info["map"] != ["SFFF", "FHFH", "FFFH", "HFFG"]
         for step in t.steps:
             text = tokenizer.decode(step.completion_ids, skip_special_tokens=False)
