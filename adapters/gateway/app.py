@@ -643,6 +643,40 @@ class Gateway:
         engine.completion_tokens += completion
         self.rate.add(completion)
 
+    async def _read_reply(
+        self,
+        response: Any,
+        slot: Any,
+        session: Session,
+        headers: dict[str, str],
+        api: str,
+        body: dict[str, Any],
+        engine: Engine,
+        version: int,
+    ) -> Any:
+        """Read a whole engine reply (not streamed, or an error) and free its slot.
+
+        Returns the engine's error as a response, or ``(data, call)`` of a readable reply.
+        """
+        from starlette.responses import Response
+
+        try:
+            raw = await response.aread()
+        finally:
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+            session.in_flight -= 1
+        if response.status_code >= 400:
+            return Response(raw, status_code=response.status_code, headers=headers)
+        try:
+            data = json.loads(raw)
+            return data, self._call_from_reply(api, body, data, engine, version)
+        except (ValueError, TypeError, AttributeError, IndexError) as e:
+            raise GatewayError(
+                502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
+            ) from e
+
     async def _recorded(
         self, session: Session, api: str, path: str, body: dict[str, Any], stream: bool
     ) -> Any:
@@ -672,22 +706,12 @@ class Gateway:
         version = engine.weights_version
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
-            try:
-                raw = await response.aread()
-            finally:
-                await response.aclose()
-                await slot.__aexit__(None, None, None)
-                self.in_flight -= 1
-                session.in_flight -= 1
-            if response.status_code >= 400:
-                return Response(raw, status_code=response.status_code, headers=headers)
-            try:
-                data = json.loads(raw)
-                call = self._call_from_reply(api, body, data, engine, version)
-            except (ValueError, TypeError, AttributeError, IndexError) as e:
-                raise GatewayError(
-                    502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
-                ) from e
+            read = await self._read_reply(
+                response, slot, session, headers, api, body, engine, version
+            )
+            if not isinstance(read, tuple):
+                return read
+            data, call = read
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
             self.sessions.record(session, call)
@@ -751,7 +775,7 @@ class Gateway:
 
     async def _templated_chat(self, session: Session, body: dict[str, Any], stream: bool) -> Any:
         """A session's chat call as token ids appended to the session (``gateway.chat``)."""
-        from starlette.responses import JSONResponse, Response
+        from starlette.responses import JSONResponse
 
         from adapters.gateway.chat import (
             ChatState,
@@ -806,22 +830,12 @@ class Gateway:
             return message, reason
 
         if not stream or response.status_code >= 400:
-            try:
-                raw = await response.aread()
-            finally:
-                await response.aclose()
-                await slot.__aexit__(None, None, None)
-                self.in_flight -= 1
-                session.in_flight -= 1
-            if response.status_code >= 400:
-                return Response(raw, status_code=response.status_code, headers=headers)
-            try:
-                data = json.loads(raw)
-                call = self._call_from_reply("completions", body, data, engine, version)
-            except (ValueError, TypeError, AttributeError, IndexError) as e:
-                raise GatewayError(
-                    502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
-                ) from e
+            read = await self._read_reply(
+                response, slot, session, headers, "completions", body, engine, version
+            )
+            if not isinstance(read, tuple):
+                return read
+            data, call = read
             message, reason = finish(call)
             logprobs = (
                 chat_logprobs(templater, call.completion_ids, call.logprobs) if wants_lp else None
