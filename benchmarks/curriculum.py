@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -34,7 +33,6 @@ from benchmarks.provenance import git_commit, machine
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "frozenlake_curriculum.yaml"
 ARMS = ("adaptive", "uniform")
-_DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 __all__ = ["main", "run_arm"]
 
@@ -195,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         (runs / args.arm / "arm.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
         return 0
     started = time.time()
-    env = {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
+    from adapters.trainer.distributed import child_env
+
+    env = child_env()
     env.setdefault("OMP_NUM_THREADS", "2")
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     budget = {"iterations": args.iterations, "minutes": args.max_minutes}

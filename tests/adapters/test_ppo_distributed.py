@@ -83,3 +83,22 @@ def test_torchrun_two_processes_zero3(tmp_path):
     assert "loss/value" in rows[-1]
     assert (out / "final_model" / "config.json").is_file()
     assert (out / "checkpoint" / "trainer_state.json").is_file()
+
+
+def test_a_child_of_a_trainer_process_starts_its_own_group():
+    """A plain-python trainer gives itself a one-process group through the launcher's variables;
+    a child that inherits them (a TRL script, a second trainer) must not reuse its port."""
+    from adapters.trainer.distributed import child_env, setup_distributed
+
+    assert setup_distributed() == (0, 1)
+    assert "MASTER_PORT" in os.environ  # held by this process's store
+    assert not {"RANK", "MASTER_PORT"} & set(child_env())
+    script = "from adapters.trainer.distributed import setup_distributed; print(setup_distributed())"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("(0, 1)")
+    # A launcher's variables (torchrun) are the child's own: kept.
+    launched = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_PORT": "1234"}
+    assert child_env(launched) == launched

@@ -18,7 +18,6 @@ from adapters.trainer.metrics import render_samples_markdown
 from rllm_envs.error import InvalidEnvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
 
 def _record(iteration, sample, reward, correct, advantage, response):
@@ -137,7 +136,7 @@ def test_sigterm_finishes_the_iteration_writes_a_checkpoint_and_exits_cleanly(tm
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
+    env = dict(os.environ)
     env["OMP_NUM_THREADS"] = "1"
     stderr = tmp_path / "stderr.txt"
     with stderr.open("w") as err:

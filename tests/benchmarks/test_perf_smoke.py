@@ -6,7 +6,6 @@ otherwise pass with nothing run. The reasons are in the failure message.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 BENCH_FILES = sorted((ROOT / "benchmarks" / "perf").glob("bench_*.py"))
 
 
@@ -34,9 +32,6 @@ def test_benchmark_file_runs(path):
             "no:cacheprovider",
         ],
         cwd=ROOT,
-        # An in-process trainer test leaves its one-process group's variables in os.environ;
-        # a child reusing MASTER_PORT would collide with that group's store.
-        env={k: v for k, v in os.environ.items() if k not in DIST_VARS},
         capture_output=True,
         text=True,
         timeout=900,
