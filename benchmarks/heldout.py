@@ -69,10 +69,10 @@ def evaluate(
     agent_kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Greedy pass@1 of ``model`` on the first ``num_tasks`` tasks of ``task_seed``."""
-    from adapters.backends import make_policy
-    from adapters.backends.base import SamplingParams
-    from adapters.rollout import RolloutConfig, rollout
-    from adapters.rollout.config import family_sampling
+    from rllm_adapters.backends import make_policy
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.rollout import RolloutConfig, rollout
+    from rllm_adapters.rollout.config import family_sampling
 
     kwargs = {**dict(env_kwargs or {}), "task_seed": task_seed}
     policy = make_policy(backend, model, **dict(engine_kwargs or {}))

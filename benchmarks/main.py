@@ -60,7 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRAIN_CONFIG = ROOT / "configs" / "frozenlake_ppo.yaml"
 #: Episodes of the random policy behind the curve's reference line (about 15 s here).
 RANDOM_BASELINE_EPISODES = 10_000
-#: The real pretrained model every main job evaluates (:mod:`adapters.models`).
+#: The real pretrained model every main job evaluates (:mod:`rllm_adapters.models`).
 REAL_MODEL = "smollm2-135m-instruct"
 #: The committed real-model RL result the page shows (``python -m benchmarks.real_model_rl``).
 REAL_MODEL_RL = ROOT / "benchmarks" / "results" / "real_model_rl.json"
@@ -125,7 +125,7 @@ def train(
         command = [
             sys.executable,
             "-m",
-            "adapters.train",
+            "rllm_adapters.train",
             "--config",
             str(config),
             f"train.output_dir={out_dir}",
@@ -138,7 +138,7 @@ def train(
         [
             sys.executable,
             "-m",
-            "adapters.train",
+            "rllm_adapters.train",
             "--plot",
             str(out_dir / "metrics.jsonl"),
             "--out",

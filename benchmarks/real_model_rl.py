@@ -6,11 +6,11 @@ One command runs the whole experiment on CPU, offline::
     python -m benchmarks.real_model_rl --skip-train   # reuse the run in the config's output_dir
     python -m benchmarks.real_model_rl --config configs/math_smollm2_grpo_fast.yaml lora.r=16
 
-Trailing ``key=value`` arguments override the config (as for ``python -m adapters.train``).
+Trailing ``key=value`` arguments override the config (as for ``python -m rllm_adapters.train``).
 
 1. the base model (the config's ``model``) on ``--num-tasks`` held-out tasks
    (:mod:`benchmarks.heldout`: another task universe than training's, greedy, one sample);
-2. ``python -m adapters.train --config CONFIG`` (the trainer stops at the config's
+2. ``python -m rllm_adapters.train --config CONFIG`` (the trainer stops at the config's
    ``train.max_wall_s``);
 3. the trained model (``<output_dir>/final_model``) on the same held-out tasks;
 4. ``benchmarks/results/real_model_rl.json`` (both evaluations, the training summary, the
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("overrides", nargs="*", help="`key=value` overrides of the config")
     args = parser.parse_args(argv)
-    from adapters.trainer.config import read_config_mapping
+    from rllm_adapters.trainer.config import read_config_mapping
 
     config = read_config_mapping(args.config, args.overrides)
     output_dir = ROOT / config["train"]["output_dir"]
@@ -115,7 +115,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     base = _evaluate(str(config["model"]), config, args.num_tasks, evals / "base.json")
     if not args.skip_train:
         subprocess.run(
-            [sys.executable, "-m", "adapters.train", "--config", str(args.config), *args.overrides],
+            [
+                sys.executable,
+                "-m",
+                "rllm_adapters.train",
+                "--config",
+                str(args.config),
+                *args.overrides,
+            ],
             check=True,
             cwd=ROOT,
         )
@@ -127,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         [
             sys.executable,
             "-m",
-            "adapters.train",
+            "rllm_adapters.train",
             "--plot",
             str(output_dir / "metrics.jsonl"),
             "--out",

@@ -1,6 +1,6 @@
 """Where a real-model GRPO iteration goes: per-stage seconds for several trainer variants.
 
-Runs ``python -m adapters.train`` on the real-model config for a few iterations per variant
+Runs ``python -m rllm_adapters.train`` on the real-model config for a few iterations per variant
 and records the mean of each ``perf/*_s`` stage (rollout, old log-prob pass, reference,
 advantages, forward/backward, optimizer, weight sync) with the machine's load average::
 
@@ -79,7 +79,7 @@ def run_variant(
     name: str, config: Path, iterations: int, extra: Sequence[str], workdir: Path
 ) -> dict[str, Any]:
     """Train ``iterations`` iterations of one variant; return its mean stage seconds."""
-    from adapters.trainer.config import RolloutSettings, read_config_mapping
+    from rllm_adapters.trainer.config import RolloutSettings, read_config_mapping
 
     # Read without validating: the variant's own mini-batch makes the config valid.
     rollout = read_config_mapping(config, list(extra)).get("rollout") or {}
@@ -92,7 +92,7 @@ def run_variant(
     command = [
         sys.executable,
         "-m",
-        "adapters.train",
+        "rllm_adapters.train",
         "--config",
         str(config),
         *extra,

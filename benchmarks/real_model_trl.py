@@ -9,7 +9,8 @@ update::
     python -m benchmarks.real_model_trl --updates 20 --skip-eval
 
 What is matched, from the config: the model, ``env``/``env_kwargs`` (the env is the reward,
-:class:`adapters.trl.EnvReward`, on the family agent's prompt, :func:`adapters.trl.env_dataset`),
+:class:`rllm_adapters.trl.EnvReward`, on the family agent's prompt,
+:func:`rllm_adapters.trl.env_dataset`),
 ``rollout.group_size`` (``num_generations``), ``rollout.num_tasks`` groups per update (one
 optimizer step per generation batch, as our one-step variant), ``rollout.max_tokens``,
 ``rollout.temperature``, ``optim.lr``/warm-up/clipping, ``algorithm.clip_ratio`` and
@@ -85,7 +86,7 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    from adapters.trl import EnvReward, env_dataset
+    from rllm_adapters.trl import EnvReward, env_dataset
 
     rollout = config.rollout
     groups = updates * rollout.num_tasks
@@ -126,7 +127,7 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.real_model_trl``."""
-    from adapters.trainer.config import load_config
+    from rllm_adapters.trainer.config import load_config
 
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.real_model_trl", description=__doc__

@@ -74,7 +74,7 @@ class ChatTokenizer:
             raise InvalidEnvConfig(
                 f"Expects a tokenizer with a chat template, actual: "
                 f"{type(tokenizer).__name__} without `chat_template`. Set "
-                "`tokenizer.chat_template` (e.g. adapters.tiny_model.CHATML_TEMPLATE)."
+                "`tokenizer.chat_template` (e.g. rllm_adapters.tiny_model.CHATML_TEMPLATE)."
             )
         self.tokenizer = tokenizer
         self.chat_template_kwargs = dict(chat_template_kwargs or {})

@@ -21,7 +21,7 @@ import pytest
 
 _ROOT = Path(__file__).parent
 _SANDBOX = ("sandbox", "envs/code", "envs/swe", "tools")
-_INTEGRATION = ("adapters", "benchmarks")
+_INTEGRATION = ("rllm_adapters", "benchmarks")
 # A process group's launcher variables (and the marker of a group a process gave itself).
 _GROUP_VARS = (
     "RANK",
@@ -71,7 +71,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _own_process_group_stays_in_its_test() -> Iterator[None]:
     """An in-process trainer gives pytest's process a one-process group through the launcher's
-    variables; a later test's child (a TRL script, ``python -m adapters.train``) that inherited
+    variables; a later test's child (a TRL script, ``python -m rllm_adapters.train``) that inherited
     them would start its store on the port that group holds. Each test gets the environment it
     started with."""
     before = {n: os.environ[n] for n in _GROUP_VARS if n in os.environ}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("rllm_envs", "rllm_agents", "adapters", "benchmarks")
+LAYERS = ("rllm_envs", "rllm_agents", "rllm_adapters", "benchmarks")
 # A string that is a dotted module path, optionally with ":name" (an entry point).
 _PATH = re.compile(r"^([A-Za-z_]\w*)(\.\w+)*(:\w+)?$")
 
@@ -54,6 +54,8 @@ def test_layer_points_down_only(layer: str) -> None:
 
 def test_the_check_sees_an_upward_reference(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
-    module.write_text('import adapters.x\nAGENT = "rllm_agents.agent:MathAgent"\nDOC = "a b"\n')
+    module.write_text(
+        'import rllm_adapters.x\nAGENT = "rllm_agents.agent:MathAgent"\nDOC = "a b"\n'
+    )
     refs = [ref for _, ref in _references(module)]
-    assert refs == ["adapters.x", "rllm_agents.agent:MathAgent"]
+    assert refs == ["rllm_adapters.x", "rllm_agents.agent:MathAgent"]

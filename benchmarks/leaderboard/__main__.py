@@ -11,13 +11,13 @@ from typing import Any
 import gymnasium as gym
 from rich.console import Console
 
-from adapters.rollout.cli import (
+from benchmarks.leaderboard.report import write_report
+from benchmarks.leaderboard.runner import RunConfig, run
+from rllm_adapters.rollout.cli import (
     add_model_arguments,
     agent_kwargs_from_args,
     engine_kwargs_from_args,
 )
-from benchmarks.leaderboard.report import write_report
-from benchmarks.leaderboard.runner import RunConfig, run
 from rllm_envs.error import RllmEnvsError
 
 

@@ -1,7 +1,7 @@
 """Model policies for leaderboard runs: vLLM, an OpenAI-compatible server, transformers.
 
-Single-agent envs run through the token-exact rollout loop (:mod:`adapters.rollout`), many
-episodes at once. Multi-agent envs run through :mod:`adapters.multiagent_play`: one
+Single-agent envs run through the token-exact rollout loop (:mod:`rllm_adapters.rollout`), many
+episodes at once. Multi-agent envs run through :mod:`rllm_adapters.multiagent_play`: one
 ``rllm_agents`` conversation per agent the model plays (system prompt, ``<think>`` handling),
 the end-of-turn stop ids on every request, the registry's opponents, all episodes concurrently.
 A leaderboard run plays every env column at once through one engine
@@ -33,7 +33,7 @@ from benchmarks.leaderboard.protocol import (
 from rllm_envs.error import InvalidEnvConfig
 
 if TYPE_CHECKING:
-    from adapters.multiagent_play import MultiAgentEpisode
+    from rllm_adapters.multiagent_play import MultiAgentEpisode
 
 #: Spec prefix -> adapters backend name.
 PREFIXES = {"vllm": "vllm", "hf": "transformers", "openai": "openai"}
@@ -80,7 +80,7 @@ class ModelPolicy:
 
     Args:
         spec: ``vllm:<path or hub id>``, ``hf:<path>`` or ``openai:<base url>:<model>``;
-            a model name (``tiny``, ``smollm2-135m-instruct``; :mod:`adapters.models`)
+            a model name (``tiny``, ``smollm2-135m-instruct``; :mod:`rllm_adapters.models`)
             means the locally built model.
         temperature: Sampling temperature (0 = greedy).
         max_tokens: Most tokens per model turn; ``None`` (default): what the env family's
@@ -94,7 +94,7 @@ class ModelPolicy:
         agent_kwargs: Passed to the agent (``system_prompt=``, ``think=``).
         engine_kwargs: Passed to the backend's constructor (e.g. ``dtype``, vLLM's
             ``max_model_len``; a local checkpoint loads in its own dtype by default; the vLLM
-            backend's CPU defaults apply, :func:`adapters.backends.vllm.cpu_engine_defaults`).
+            backend's CPU defaults apply, :func:`rllm_adapters.backends.vllm.cpu_engine_defaults`).
         env_settings: Per env id, the decoding this env needs instead of the defaults above
             (``temperature``, ``max_tokens``, ``agent``, ``agent_kwargs``): e.g. a checkpoint
             trained with one-token moves on FrozenLake keeps ``max_tokens=1`` and its
@@ -153,11 +153,11 @@ class ModelPolicy:
 
     def _backend(self) -> Any:
         if self._policy is None:
-            from adapters.backends import make_policy
+            from rllm_adapters.backends import make_policy
 
             kwargs: dict[str, Any] = dict(self.engine_kwargs)
             if self.backend == "openai":
-                from adapters.models import model_names
+                from rllm_adapters.models import model_names
 
                 local = self.model in model_names() or os.path.isdir(self.model)
                 kwargs.update(base_url=self.base_url, api="completions" if local else "chat")
@@ -177,8 +177,8 @@ class ModelPolicy:
         agent_kwargs = dict(own.get("agent_kwargs", self.agent_kwargs))
         # The family's stop strings always apply (its parser reads replies cut before them);
         # its token limit applies unless one is given.
-        from adapters.backends import SamplingParams
-        from adapters.rollout.config import family_sampling
+        from rllm_adapters.backends import SamplingParams
+        from rllm_adapters.rollout.config import family_sampling
 
         family = family_sampling(
             env_id,
@@ -196,7 +196,7 @@ class ModelPolicy:
         )
 
     def _sampling(self, decoding: _Decoding, seed: int) -> Any:
-        from adapters.backends import SamplingParams
+        from rllm_adapters.backends import SamplingParams
 
         return SamplingParams(
             max_tokens=decoding.max_tokens,
@@ -276,7 +276,7 @@ class ModelPolicy:
         on_record: RecordSink,
         writer: _TranscriptSink,
     ) -> None:
-        from adapters.rollout import RolloutConfig, rollout_stream
+        from rllm_adapters.rollout import RolloutConfig, rollout_stream
 
         decoding = self.decoding(batch[0].env_id)
         config = RolloutConfig(
@@ -327,7 +327,7 @@ class ModelPolicy:
     async def _play_multiagent(
         self, job: ColumnJob, backend: Any, on_record: RecordSink, writer: _TranscriptSink
     ) -> None:
-        from adapters.multiagent_play import play_episode
+        from rllm_adapters.multiagent_play import play_episode
 
         episodes = job.episodes
         decoding = self.decoding(episodes[0].env_id)
@@ -377,7 +377,7 @@ class _TranscriptSink:
     def trajectory(self, trajectory: Any, **extra: Any) -> None:
         """A single-agent episode (the rollout loop's transcript, ``extra`` keys first)."""
         if self._file is not None:
-            from adapters.rollout.transcripts import transcript
+            from rllm_adapters.rollout.transcripts import transcript
 
             self._write(transcript(trajectory, **extra))
 

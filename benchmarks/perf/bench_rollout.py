@@ -1,7 +1,7 @@
 """Rollout throughput: the async loop against raw vLLM, the engine dtype, env/generation overlap.
 
 1. ``rollout_single_turn`` vs ``raw_llm_generate``: generated tokens/s of a single-turn rollout
-   on ``rllm/Math-v0`` through the public :func:`adapters.rollout.rollout` (reset, agent, chat
+   on ``rllm/Math-v0`` through the public :func:`rllm_adapters.rollout.rollout` (reset, agent, chat
    template, vLLM, grading) against ``vllm.LLM.generate`` on the same engine object, with
    identical prompt ids (checked: the rollout's own prompts must equal the baseline's) and
    identical ``vllm.SamplingParams`` (checked against what the backend sends: temperature 1,
@@ -23,7 +23,7 @@
 Run: ``.venv/bin/python -m benchmarks.perf -k "raw or single or overlap" --out FILE``.
 
 The model is the tiny one by default; ``RLLM_BENCH_MODEL=smollm2-135m-instruct`` runs the same
-benchmarks on the real model (:mod:`adapters.models`, 16 episodes x 64 tokens) and
+benchmarks on the real model (:mod:`rllm_adapters.models`, 16 episodes x 64 tokens) and
 ``RLLM_BENCH_DTYPE=bfloat16`` (default ``float32``) picks the main engine's dtype::
 
     RLLM_BENCH_MODEL=smollm2-135m-instruct .venv/bin/python -m benchmarks.perf \
@@ -43,8 +43,8 @@ import pytest
 pytest.importorskip("vllm")
 
 import rllm_envs  # noqa: E402
-from adapters.backends.base import SamplingParams  # noqa: E402
-from adapters.rollout import (  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.rollout import (  # noqa: E402
     EnvPool,
     RolloutConfig,
     RolloutStats,
@@ -58,7 +58,7 @@ SINGLE_TURN_ENV = MATH or "rllm/FrozenLake-v0"
 #: What one benchmark measured, for the next one's ratio (pytest runs the file in order).
 RESULTS: dict[str, Any] = {}
 MAX_NUM_SEQS = 16
-#: A model name or folder (``adapters.models``) and the main engine's dtype.
+#: A model name or folder (``rllm_adapters.models``) and the main engine's dtype.
 MODEL = os.environ.get("RLLM_BENCH_MODEL", "tiny")
 DTYPE = os.environ.get("RLLM_BENCH_DTYPE", "float32")
 OTHER_DTYPE = "bfloat16" if DTYPE == "float32" else "float32"
@@ -77,8 +77,8 @@ def _engine(max_num_seqs: int | None, dtype: str = DTYPE):
     """An in-process engine, its start-up seconds, and the seconds of one warm-up batch."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.backends.vllm import VLLMPolicy
-    from adapters.models import resolve_model
+    from rllm_adapters.backends.vllm import VLLMPolicy
+    from rllm_adapters.models import resolve_model
 
     extra = {} if max_num_seqs is None else {"max_num_seqs": max_num_seqs}
     start = time.perf_counter()

@@ -1,6 +1,6 @@
 """The OpenEnv server: per-step overhead against in-process stepping, and throughput under attack.
 
-One server process (``python -m adapters.serve``) on 127.0.0.1 serves rllm/FrozenLake-v0 and
+One server process (``python -m rllm_adapters.serve``) on 127.0.0.1 serves rllm/FrozenLake-v0 and
 rllm/Math-v0. A "step" is the same unit in every case: one ``step`` of a fixed cycle of
 replies, plus a ``reset`` whenever the episode ends (so a Math step is a reset and an answer).
 
@@ -57,7 +57,7 @@ ROUNDS = {1: 300, 16: 40, 128: 10}
 def server_url():
     ids = [env_id for env_id, _ in ENVS.values()]
     proc, url = _start(
-        ["-m", "adapters.serve", *ids, "--port", "PORT"]
+        ["-m", "rllm_adapters.serve", *ids, "--port", "PORT"]
         + ["--max-sessions", str(max(SESSIONS) + HONEST + HOSTILE)]
         + ["--max-message-mb", "1", "--header-timeout", "1", "--body-timeout", "2"]
         + ["--max-connections-per-client", "1000"]
@@ -76,7 +76,7 @@ from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig
 from fastapi import FastAPI
 
-from adapters.openenv import GymTextEnvironment, TextAction, TextObservation
+from rllm_adapters.openenv import GymTextEnvironment, TextAction, TextObservation
 
 app = FastAPI()
 server = HTTPEnvServer(
@@ -137,7 +137,7 @@ def _local_stepper(env_id, replies):
 
 
 def _async_stepper(url, env_id, replies, n, steps_per_round=1):
-    from adapters.openenv import RllmEnvClient, TextAction
+    from rllm_adapters.openenv import RllmEnvClient, TextAction
 
     loop = asyncio.new_event_loop()
     base = f"{url}/{env_id}" if env_id else url

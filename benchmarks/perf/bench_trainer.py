@@ -29,7 +29,7 @@ Rows: ``ours_grpo_step`` (speedup over TRL, warm steps; goal >= 1.0) and
 each side is reported as ``cold``, the rest as ``warm``.
 
 ``RLLM_BENCH_MODEL=smollm2-135m-instruct`` runs the same comparison on the real model
-(:mod:`adapters.models`; same batch and lengths, fewer steps).
+(:mod:`rllm_adapters.models`; same batch and lengths, fewer steps).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ trl = pytest.importorskip("trl")
 PROMPTS, GROUP, PROMPT_LEN, COMPLETION_LEN = 4, 4, 64, 32
 BATCH = PROMPTS * GROUP
 TOKENS = BATCH * (PROMPT_LEN + COMPLETION_LEN)
-#: A model name or folder (``adapters.models``).
+#: A model name or folder (``rllm_adapters.models``).
 MODEL = os.environ.get("RLLM_BENCH_MODEL", "tiny")
 #: Warm steps measured after the first (cold) one.
 WARM_STEPS = 8 if MODEL == "tiny" else 2
@@ -79,7 +79,7 @@ def _data(vocab: int):
 
 @pytest.fixture(scope="module")
 def model_path():
-    from adapters.models import resolve_model
+    from rllm_adapters.models import resolve_model
 
     return resolve_model(MODEL)
 
@@ -102,8 +102,8 @@ def _summary(times: list[float]) -> dict[str, Any]:
 
 
 def _ours(model_path: str, output_dir: Path, bf16: bool):
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
     from rllm_agents.trajectory import Step, Trajectory
 
     config = config_from_dict(

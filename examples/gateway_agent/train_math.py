@@ -7,7 +7,7 @@ The agent (:mod:`math_agent`, next to this file) imports nothing of ours. This d
 2. each iteration, draws ``rllm/Math-v0`` tasks, opens one gateway session per sample and
    runs the agent with the session's base URL -- the gateway records every call
    token-exactly -- then ends each session with its reward;
-3. hands the recorded trajectories to :class:`adapters.trainer.trainer.PPOTrainer` (GRPO),
+3. hands the recorded trajectories to :class:`rllm_adapters.trainer.trainer.PPOTrainer` (GRPO),
    whose weight pushes go to the gateway, which hot-swaps them into the engine.
 
 The reward is the env's own score plus an optional brevity term (``--brevity``): the tiny
@@ -50,12 +50,12 @@ def train(
     import gymnasium as gym
 
     import rllm_envs  # noqa: F401
-    from adapters.gateway import GatewayConfig
-    from adapters.gateway.client import GatewayClient, GatewayWeightSync
-    from adapters.gateway.server import GatewayServer
-    from adapters.gateway.sessions import score_with_env
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.client import GatewayClient, GatewayWeightSync
+    from rllm_adapters.gateway.server import GatewayServer
+    from rllm_adapters.gateway.sessions import score_with_env
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)

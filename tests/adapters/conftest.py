@@ -9,14 +9,14 @@ import pytest
 def tiny_path():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     return tiny_model_path()
 
 
 @pytest.fixture(scope="session")
 def hf_policy(tiny_path):
-    from adapters.backends.transformers import TransformersPolicy
+    from rllm_adapters.backends.transformers import TransformersPolicy
 
     policy = TransformersPolicy(tiny_path)
     yield policy

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from adapters.curriculum import CurriculumConfig, CurriculumSampler
-from adapters.trainer.config import config_from_dict
+from rllm_adapters.curriculum import CurriculumConfig, CurriculumSampler
+from rllm_adapters.trainer.config import config_from_dict
 from rllm_envs.error import InvalidEnvConfig
 
 

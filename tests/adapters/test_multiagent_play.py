@@ -1,4 +1,4 @@
-"""Multi-agent model play (adapters.multiagent_play) with a fake backend and a fake tokenizer.
+"""Multi-agent model play (rllm_adapters.multiagent_play) with a fake backend and a fake tokenizer.
 
 ``FakeChatMLTokenizer`` and ``FakeBackend`` are test doubles: a character-level ChatML
 tokenizer (``<|im_end|>`` is one id) and a backend that records every request and answers
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import rllm_envs
-from adapters.backends.base import Generation, Policy, SamplingParams
-from adapters.multiagent_play import (
+from rllm_adapters.backends.base import Generation, Policy, SamplingParams
+from rllm_adapters.multiagent_play import (
     end_of_turn_stop_ids,
     play_episode,
     play_scripted_episode,

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("vllm")
 httpx = pytest.importorskip("httpx")
 
-from adapters.backends.base import SamplingParams  # noqa: E402
-from adapters.backends.openai import OpenAIPolicy, OpenAIServerError  # noqa: E402
-from adapters.rollout import RolloutConfig, rollout  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.backends.openai import OpenAIPolicy, OpenAIServerError  # noqa: E402
+from rllm_adapters.rollout import RolloutConfig, rollout  # noqa: E402
 from tests.adapters.helpers import assert_token_exact  # noqa: E402
 
 STARTUP_TIMEOUT_S = 300

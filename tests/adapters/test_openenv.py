@@ -1,6 +1,6 @@
 """The OpenEnv server, tested with OpenEnv's own client against a real server process.
 
-One server process (``python -m adapters.serve all``) on 127.0.0.1 serves every registered id
+One server process (``python -m rllm_adapters.serve all``) on 127.0.0.1 serves every registered id
 under its own path; the tests talk to it through ``openenv``'s ``EnvClient`` (our
 :class:`RllmEnvClient` only parses the payloads) and, for malformed frames, a raw WebSocket.
 """
@@ -28,7 +28,7 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
 
 import rllm_envs  # noqa: E402
-from adapters.openenv import (  # noqa: E402
+from rllm_adapters.openenv import (  # noqa: E402
     RemoteTextEnv,
     RllmEnvClient,
     TextAction,
@@ -68,7 +68,7 @@ def _alive(pid: int) -> bool:
 def server():
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "adapters.serve", "all", "--port", str(port)]
+        [sys.executable, "-m", "rllm_adapters.serve", "all", "--port", str(port)]
         + ["--max-sessions", str(MAX_SESSIONS), "--session-timeout", "120"],
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -285,7 +285,7 @@ def test_sigterm_shuts_down_cleanly_and_leaves_nothing_running(server):
 
 def test_cli_rejects_bad_json_kwargs():
     out = subprocess.run(
-        [sys.executable, "-m", "adapters.serve", "rllm/Math-v0", "--env-kwargs", "{nope"],
+        [sys.executable, "-m", "rllm_adapters.serve", "rllm/Math-v0", "--env-kwargs", "{nope"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -305,7 +305,7 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
         folder = REPO / "deploy" / "openenv" / env_id.split("/", 1)[1].lower()
         for name, text in openenv_package(env_id).items():
             assert (folder / name).read_text(encoding="utf-8") == text, (
-                f"{folder / name} is stale: run adapters.openenv.write_openenv_packages"
+                f"{folder / name} is stale: run rllm_adapters.openenv.write_openenv_packages"
                 "('deploy/openenv')"
             )
         manifest = yaml.safe_load((folder / "openenv.yaml").read_text(encoding="utf-8"))

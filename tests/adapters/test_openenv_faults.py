@@ -1,6 +1,6 @@
 """The OpenEnv server under hostile clients and faults, on loopback, with small limits.
 
-One server process (``python -m adapters.serve``) with 2 sessions, short timeouts and a 1 MiB
+One server process (``python -m rllm_adapters.serve``) with 2 sessions, short timeouts and a 1 MiB
 message limit; each test plays one kind of hostile client with raw sockets, raw WebSockets or
 OpenEnv's own client, and checks the refusal (status or close code, and its reason), that
 honest clients are unaffected, and at the end that the log has one line per refusal and no
@@ -27,7 +27,7 @@ import httpx  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
 
-from adapters.openenv import RllmEnvClient, TextAction  # noqa: E402
+from rllm_adapters.openenv import RllmEnvClient, TextAction  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = "rllm/FrozenLake-v0"
@@ -41,7 +41,7 @@ def _free_port() -> int:
 
 
 def _start(port: int, log: Path, *extra: str) -> subprocess.Popen:
-    args = [sys.executable, "-m", "adapters.serve", ENV, "--port", str(port)]
+    args = [sys.executable, "-m", "rllm_adapters.serve", ENV, "--port", str(port)]
     args += ["--max-sessions", "2", "--session-timeout", "3", "--header-timeout", "1"]
     args += ["--body-timeout", "1", "--max-message-mb", "1", "--max-connections-per-client", "12"]
     proc = subprocess.Popen(
@@ -294,7 +294,7 @@ def test_a_token_protects_every_route_but_health(tmp_path):
 
 def test_serving_off_loopback_without_a_token_is_refused():
     out = subprocess.run(
-        [sys.executable, "-m", "adapters.serve", ENV, "--host", "0.0.0.0"],
+        [sys.executable, "-m", "rllm_adapters.serve", ENV, "--host", "0.0.0.0"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adapters.trainer import algorithms as alg  # noqa: E402
+from rllm_adapters.trainer import algorithms as alg  # noqa: E402
 
 
 def _gae_reference(rewards, values, gamma, lam):

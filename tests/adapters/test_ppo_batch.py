@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adapters.trainer.batch import trajectories_to_batch  # noqa: E402
+from rllm_adapters.trainer.batch import trajectories_to_batch  # noqa: E402
 from rllm_agents.trajectory import Step, Trajectory  # noqa: E402
 
 

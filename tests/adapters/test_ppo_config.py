@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.trainer.config import TrainerConfig, config_from_dict, load_config
+from rllm_adapters.trainer.config import TrainerConfig, config_from_dict, load_config
 from rllm_envs.error import InvalidEnvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +17,7 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 def test_shipped_configs_load(path):
     import yaml
 
-    from adapters.trainer.sft_config import is_sft_config, load_sft_config
+    from rllm_adapters.trainer.sft_config import is_sft_config, load_sft_config
 
     if is_sft_config(yaml.safe_load(path.read_text(encoding="utf-8"))):
         assert load_sft_config(path).kind == "sft"
@@ -93,7 +93,7 @@ def test_yaml_and_overrides(tmp_path):
 
 
 def test_cli_prints_resolved_config(capsys):
-    from adapters.train import main
+    from rllm_adapters.train import main
 
     assert (
         main(

@@ -65,7 +65,7 @@ def test_torchrun_two_processes_zero3(tmp_path):
             "--master_port",
             str(_port()),
             "-m",
-            "adapters.train",
+            "rllm_adapters.train",
             "--config",
             str(path),
         ],
@@ -88,12 +88,15 @@ def test_torchrun_two_processes_zero3(tmp_path):
 def test_a_child_of_a_trainer_process_starts_its_own_group():
     """A plain-python trainer gives itself a one-process group through the launcher's variables;
     a child that inherits them (a TRL script, a second trainer) must not reuse its port."""
-    from adapters.trainer.distributed import child_env, setup_distributed
+    from rllm_adapters.trainer.distributed import child_env, setup_distributed
 
     assert setup_distributed() == (0, 1)
     assert "MASTER_PORT" in os.environ  # held by this process's store
     assert not {"RANK", "MASTER_PORT"} & set(child_env())
-    script = "from adapters.trainer.distributed import setup_distributed; print(setup_distributed())"
+    script = (
+        "from rllm_adapters.trainer.distributed import setup_distributed; "
+        "print(setup_distributed())"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
     )

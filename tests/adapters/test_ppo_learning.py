@@ -26,14 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.slow
 def test_frozenlake_ppo_learns_from_scratch(tmp_path):
-    from adapters.trainer.metrics import read_metrics
+    from rllm_adapters.trainer.metrics import read_metrics
 
     out = tmp_path / "run"
     result = subprocess.run(
         [
             sys.executable,
             "-m",
-            "adapters.train",
+            "rllm_adapters.train",
             "--config",
             str(ROOT / "configs" / "frozenlake_ppo.yaml"),
             "train.iterations=35",

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from adapters.trainer.metrics import MetricsLogger, read_metrics
+from rllm_adapters.trainer.metrics import MetricsLogger, read_metrics
 from rllm_envs.error import DependencyNotInstalled
 
 
@@ -35,7 +35,7 @@ def test_tensorboard_required_when_asked(tmp_path):
 
 def test_plot_learning_curve(tmp_path):
     pytest.importorskip("matplotlib")
-    from adapters.trainer.metrics import plot_learning_curve
+    from rllm_adapters.trainer.metrics import plot_learning_curve
 
     logger = MetricsLogger(tmp_path, tensorboard=False)
     for i in range(1, 4):

@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
-from adapters.trainer.config import config_from_dict  # noqa: E402
-from adapters.trainer.metrics import read_metrics  # noqa: E402
+from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
+from rllm_adapters.trainer.metrics import read_metrics  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -77,7 +77,7 @@ def _params(trainer):
     ids=["ppo-separate-critic", "ppo-shared-adaptive-kl", "grpo-kl-loss", "rloo"],
 )
 def test_one_iteration_updates_weights_and_reports_metrics(tmp_path, algorithm):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _config(tmp_path, algorithm=algorithm)
     with PPOTrainer(config) as trainer:
@@ -121,7 +121,7 @@ def test_one_iteration_updates_weights_and_reports_metrics(tmp_path, algorithm):
 
 @pytest.mark.slow
 def test_checkpoint_resumes_weights_optimizer_and_counters(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _config(tmp_path, train={"iterations": 1, "save_every": 1})
     with PPOTrainer(config) as trainer:
@@ -151,7 +151,7 @@ def test_checkpoint_resumes_weights_optimizer_and_counters(tmp_path):
 
 @pytest.mark.slow
 def test_zero2_bf16(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _config(
         tmp_path,
@@ -170,9 +170,9 @@ def test_zero2_bf16(tmp_path):
 @pytest.mark.slow
 def test_custom_rollout_fn_and_time_budget(tmp_path):
     """A user loop can feed the trainer; the wall-clock budget stops the run."""
-    from adapters.backends.base import SamplingParams
-    from adapters.rollout import RolloutConfig, rollout
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.rollout import RolloutConfig, rollout
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     calls = []
 
@@ -192,7 +192,7 @@ def test_custom_rollout_fn_and_time_budget(tmp_path):
             env_kwargs={"map_name": "4x4", "max_turns": 2},
         )
 
-    from adapters.backends.transformers import TransformersPolicy
+    from rllm_adapters.backends.transformers import TransformersPolicy
 
     config = _config(tmp_path, train={"iterations": 50, "max_wall_s": 1e-3})
     with PPOTrainer(config, rollout_fn=my_rollout, policy=None) as trainer:
@@ -208,7 +208,7 @@ def test_custom_rollout_fn_and_time_budget(tmp_path):
 @pytest.mark.slow
 def test_single_step_grpo_skips_the_scoring_pass(tmp_path):
     """One optimizer step per batch: the update's forward is the old policy (as in TRL)."""
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _config(
         tmp_path,

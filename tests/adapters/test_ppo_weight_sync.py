@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 
 
 def _greedy(policy, prompts, n=8):
-    from adapters.backends.base import SamplingParams
+    from rllm_adapters.backends.base import SamplingParams
 
     params = SamplingParams(max_tokens=n, temperature=0.0, logprobs=True)
     return policy.generate_batch(prompts, params)
@@ -26,8 +26,8 @@ def _greedy(policy, prompts, n=8):
 def test_vllm_samples_from_pushed_weights(tmp_path):
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = config_from_dict(
         {

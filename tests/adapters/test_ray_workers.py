@@ -8,10 +8,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from adapters.backends.base import SamplingParams  # noqa: E402
-from adapters.env_workers import EnvFactory  # noqa: E402
-from adapters.ray_workers import RayEnvWorker  # noqa: E402
-from adapters.rollout import RolloutConfig, rollout  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.env_workers import EnvFactory  # noqa: E402
+from rllm_adapters.ray_workers import RayEnvWorker  # noqa: E402
+from rllm_adapters.rollout import RolloutConfig, rollout  # noqa: E402
 from tests.adapters.helpers import assert_token_exact  # noqa: E402
 
 

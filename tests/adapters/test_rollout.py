@@ -11,9 +11,9 @@ import gymnasium as gym
 import pytest
 
 import rllm_envs
-from adapters.backends.base import SamplingParams
-from adapters.env_workers import EnvFactory
-from adapters.rollout import RolloutConfig, RolloutStats, rollout, rollout_stream
+from rllm_adapters.backends.base import SamplingParams
+from rllm_adapters.env_workers import EnvFactory
+from rllm_adapters.rollout import RolloutConfig, RolloutStats, rollout, rollout_stream
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 from tests.adapters.helpers import assert_token_exact
 
@@ -177,7 +177,7 @@ def test_vector_env_same_step_autoreset_and_turn_cap(hf_policy):
 
 
 def test_context_limit_ends_the_episode(hf_policy):
-    from adapters.backends.transformers import TransformersPolicy
+    from rllm_adapters.backends.transformers import TransformersPolicy
     from rllm_agents import ChatTokenizer, make_agent
 
     env = gym.make("rllm/FrozenLake-v0")
@@ -222,7 +222,7 @@ def test_invalid_inputs_raise_early(hf_policy):
 
 
 def test_env_pool_is_reused_across_rollouts(hf_policy):
-    from adapters.rollout import EnvPool
+    from rllm_adapters.rollout import EnvPool
 
     with EnvPool("rllm/FrozenLake-v0", 2, env_kwargs={"max_turns": 2}) as pool:
         first = rollout(pool, hf_policy, small_config(max_turns=None), num_tasks=1)

@@ -1,4 +1,4 @@
-"""``python -m adapters.rollout`` flags: agent, system prompt, engine settings, transcripts."""
+"""``python -m rllm_adapters.rollout`` flags: agent, system prompt, engine settings, transcripts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from adapters.rollout import main
+from rllm_adapters.rollout import main
 from rllm_agents import read_trajectories
 
 pytest.importorskip("torch")

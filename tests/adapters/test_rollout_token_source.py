@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.backends.base import Generation, Policy, SamplingParams
-from adapters.rollout import RolloutConfig, rollout
+from rllm_adapters.backends.base import Generation, Policy, SamplingParams
+from rllm_adapters.rollout import RolloutConfig, rollout
 
 pytest.importorskip("torch")
 

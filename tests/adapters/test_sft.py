@@ -1,5 +1,5 @@
 """The SFT trainer: loss only on completion tokens, packing equivalence, rejection sampling,
-resume, dispatch from ``python -m adapters.train``, and checkpoints the RL trainer and the
+resume, dispatch from ``python -m rllm_adapters.train``, and checkpoints the RL trainer and the
 leaderboard load."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
-from adapters.trainer.sft import (  # noqa: E402
+from rllm_adapters.trainer.sft import (  # noqa: E402
     Example,
     PackedScorer,
     make_batch,
@@ -17,7 +17,7 @@ from adapters.trainer.sft import (  # noqa: E402
     select_episodes,
     sft_loss,
 )
-from adapters.trainer.sft_config import (  # noqa: E402
+from rllm_adapters.trainer.sft_config import (  # noqa: E402
     SFTDataConfig,
     is_sft_config,
     sft_config_from_dict,
@@ -65,7 +65,7 @@ def _episodes(n, seed=0):
 
 @pytest.fixture(scope="module")
 def scorer(tiny_path):
-    from adapters.trainer.models import load_causal_lm
+    from rllm_adapters.trainer.models import load_causal_lm
 
     torch.manual_seed(0)
     return PackedScorer(load_causal_lm(str(tiny_path)))
@@ -168,7 +168,7 @@ def test_filters_reject_by_correctness_reward_length_and_duplicates():
 def test_retokenize_rebuilds_a_teacher_episode_for_the_student(tiny_path):
     from transformers import AutoTokenizer
 
-    from adapters.trainer.sft import retokenize
+    from rllm_adapters.trainer.sft import retokenize
     from rllm_agents.chat import ChatTokenizer
 
     chat = ChatTokenizer(AutoTokenizer.from_pretrained(tiny_path))
@@ -202,7 +202,7 @@ def test_config_validation_and_dispatch():
 
 
 def test_sft_config_is_a_variant_of_the_rl_config():
-    from adapters.trainer.config import OutputConfig, RunConfig, TrainerConfig
+    from rllm_adapters.trainer.config import OutputConfig, RunConfig, TrainerConfig
 
     config = sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "optim": {"lr": 1e-3}})
     rl = TrainerConfig()
@@ -223,8 +223,8 @@ def test_sft_config_is_a_variant_of_the_rl_config():
 
 
 def test_sft_and_rl_build_their_deepspeed_config_with_one_function():
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.distributed import deepspeed_config
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.distributed import deepspeed_config
 
     sft = sft_config_from_dict(
         {
@@ -284,7 +284,7 @@ def oracle_store(tmp_path_factory, tiny_path):
 
 @pytest.mark.slow
 def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracle_store):
-    from adapters.trainer.sft import SFTTrainer
+    from rllm_adapters.trainer.sft import SFTTrainer
 
     full = SFTTrainer(_sft_config(tmp_path, oracle_store, "full"))
     assert full.total_steps == 2 * full.steps_per_epoch >= 4
@@ -309,8 +309,8 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
     assert (model / "config.json").is_file() and (model / "tokenizer.json").is_file()
 
     # The RL trainer starts from the folder (`model:` in its config) and updates it.
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     rl_config = config_from_dict(
         {
@@ -359,7 +359,7 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
 def test_train_cli_runs_an_sft_config(tmp_path, oracle_store):
     import yaml
 
-    from adapters.train import main
+    from rllm_adapters.train import main
 
     config = tmp_path / "sft.yaml"
     config.write_text(

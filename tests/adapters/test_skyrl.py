@@ -12,7 +12,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason='needs `pip install "rllm-en
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
 import rllm_envs  # noqa: E402
-from adapters.skyrl import (  # noqa: E402
+from rllm_adapters.skyrl import (  # noqa: E402
     RllmTextEnv,
     ids_with_one_model_seat,
     register_all,
@@ -159,7 +159,7 @@ def test_max_turns_extra_ends_the_episode_after_that_many_replies():
 
 def test_specs_are_plain_data_for_other_processes():
     spec = skyrl_gym.spec("rllm/Math-v0")
-    assert spec.entry_point == "adapters.skyrl:RllmTextEnv"
+    assert spec.entry_point == "rllm_adapters.skyrl:RllmTextEnv"
     assert spec.kwargs == {"env_id": "rllm/Math-v0"}
 
 
@@ -170,7 +170,7 @@ def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
         pytest.skip("another test owns the Ray runtime in this process")
 
     # Defined here so Ray ships it by value: the worker never imports this test module (which
-    # imports adapters.skyrl); only Ray's setup hook registers our ids there.
+    # imports rllm_adapters.skyrl); only Ray's setup hook registers our ids there.
     def play_in_worker(env_id: str, seed: int, max_turns: int | None) -> dict:
         import sys
 
@@ -198,7 +198,7 @@ def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
         num_cpus=1,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"worker_process_setup_hook": "adapters.skyrl.register_all"},
+        runtime_env={"worker_process_setup_hook": "rllm_adapters.skyrl.register_all"},
     )
     try:
         play = ray.remote(num_cpus=1)(play_in_worker)

@@ -10,7 +10,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from adapters.trainer import algorithms as alg  # noqa: E402
+from rllm_adapters.trainer import algorithms as alg  # noqa: E402
 
 ESTIMATORS = [
     pytest.param({"estimator": "grpo"}, id="grpo"),

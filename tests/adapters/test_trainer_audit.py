@@ -16,9 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from adapters.backends.base import SamplingParams  # noqa: E402
-from adapters.trainer import algorithms as alg  # noqa: E402
-from adapters.trainer.models import ActionScorer  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.trainer import algorithms as alg  # noqa: E402
+from rllm_adapters.trainer.models import ActionScorer  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -103,7 +103,7 @@ def test_vllm_logprobs_are_at_the_sampling_temperature(tiny_path, hf_policy):
     import os
 
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.backends import make_policy
+    from rllm_adapters.backends import make_policy
 
     policy = make_policy("vllm", tiny_path, max_model_len=512, seed=0, enforce_eager=True)
     try:

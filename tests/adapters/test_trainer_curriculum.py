@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
-from adapters.trainer.config import config_from_dict  # noqa: E402
-from adapters.trainer.metrics import read_metrics  # noqa: E402
+from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
+from rllm_adapters.trainer.metrics import read_metrics  # noqa: E402
 from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -51,7 +51,7 @@ def _worker_ids(trainer):
 
 
 def test_uniform_curriculum_passes_each_level_and_keeps_one_pool_per_level(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = _config(tmp_path, {"kind": "uniform", "levels": [1, 2]})
     with PPOTrainer(config) as trainer:
@@ -89,7 +89,7 @@ def test_uniform_curriculum_passes_each_level_and_keeps_one_pool_per_level(tmp_p
 
 
 def test_adaptive_curriculum_is_logged_checkpointed_and_resumed(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     # band [0, 0]: any success promotes, none stays; window 4 = one iteration's episodes.
     curriculum = {"kind": "adaptive", "levels": [1, 2, 3], "band": [0.0, 0.0], "window": 4}
@@ -109,7 +109,7 @@ def test_adaptive_curriculum_is_logged_checkpointed_and_resumed(tmp_path):
 
 
 def test_without_a_curriculum_one_pool_serves_every_iteration(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     with PPOTrainer(_config(tmp_path, None)) as trainer:
         first = trainer.step()
@@ -121,7 +121,7 @@ def test_without_a_curriculum_one_pool_serves_every_iteration(tmp_path):
 
 
 def test_a_level_the_env_rejects_raises_before_training(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     with pytest.raises(InvalidEnvConfig, match="difficulty"):
         PPOTrainer(_config(tmp_path, {"kind": "uniform", "levels": [1, 9]}))

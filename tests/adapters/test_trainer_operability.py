@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.trainer.config import config_from_dict
-from adapters.trainer.metrics import render_samples_markdown
+from rllm_adapters.trainer.config import config_from_dict
+from rllm_adapters.trainer.metrics import render_samples_markdown
 from rllm_envs.error import InvalidEnvConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ def test_samples_render_as_markdown_with_components_side_by_side(tmp_path):
     last = render_samples_markdown(path, iterations=1)
     assert "## Iteration 1" not in last and "## Iteration 2" in last
 
-    from adapters.train import main
+    from rllm_adapters.train import main
 
     out = tmp_path / "samples.md"
     assert main(["--samples", str(path), "--out", str(out), "--last", "1"]) == 0
@@ -141,7 +141,7 @@ def test_sigterm_finishes_the_iteration_writes_a_checkpoint_and_exits_cleanly(tm
     stderr = tmp_path / "stderr.txt"
     with stderr.open("w") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "adapters.train", "--config", str(path)],
+            [sys.executable, "-m", "rllm_adapters.train", "--config", str(path)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -179,8 +179,8 @@ def test_tied_embedding_checkpoint_stores_the_embedding_once_and_reloads_tied(tm
     from safetensors import safe_open
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from adapters.tiny_model import tiny_model_path
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.tiny_model import tiny_model_path
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     src = tiny_model_path()
     model_config = AutoConfig.from_pretrained(src)

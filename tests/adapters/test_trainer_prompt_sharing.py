@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from adapters.trainer.models import ActionScorer, load_causal_lm, shared_prefix_length  # noqa: E402
+from rllm_adapters.trainer.models import ActionScorer, load_causal_lm, shared_prefix_length  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -72,8 +72,8 @@ def test_scores_and_gradients_equal_the_full_rows(tiny_path):
 @pytest.mark.slow
 def test_update_draws_whole_groups_and_shares_their_prompts(tmp_path):
     pytest.importorskip("deepspeed")
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
     from rllm_agents.trajectory import Step, Trajectory
 
     def episode(group, sample):
@@ -115,7 +115,7 @@ def test_update_draws_whole_groups_and_shares_their_prompts(tmp_path):
         }
     )
     with PPOTrainer(config, rollout_fn=lambda policy, it: list(episodes)) as trainer:
-        from adapters.trainer.batch import trajectories_to_batch
+        from rllm_adapters.trainer.batch import trajectories_to_batch
 
         batch = trajectories_to_batch(episodes)
         order = trainer._update_order(batch)

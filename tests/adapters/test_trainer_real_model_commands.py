@@ -70,8 +70,8 @@ def test_stage_timings_of_each_variant(tmp_path):
 
 def test_trl_counterpart_trains_the_same_setting(tmp_path):
     pytest.importorskip("trl")
-    from adapters.trainer.config import load_config
     from benchmarks.real_model_trl import grpo_args, main
+    from rllm_adapters.trainer.config import load_config
 
     path = _config_file(tmp_path)
     args = grpo_args(load_config(path), tmp_path / "trl", 3)

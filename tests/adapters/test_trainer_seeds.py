@@ -21,8 +21,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 
 def test_the_same_iteration_rolls_out_the_same_tokens(tmp_path):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = config_from_dict(
         {

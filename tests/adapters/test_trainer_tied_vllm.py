@@ -28,7 +28,7 @@ def _tied_tiny(folder):
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     src = tiny_model_path()
     model_config = AutoConfig.from_pretrained(src)
@@ -49,9 +49,9 @@ def _perturb(model):
 
 
 def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
-    from adapters.backends.base import SamplingParams
-    from adapters.trainer.config import config_from_dict
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     _tied_tiny(tmp_path / "tied")
     config = config_from_dict(
@@ -84,8 +84,8 @@ def test_tied_model_weights_pushed_to_vllm_are_served(tmp_path):
 
 def test_tied_model_reloaded_from_a_folder_is_served(tmp_path):
     """``update_weights(folder)`` of a tied model updates vLLM's output projection too."""
-    from adapters.backends.base import SamplingParams
-    from adapters.backends.vllm import VLLMPolicy
+    from rllm_adapters.backends.base import SamplingParams
+    from rllm_adapters.backends.vllm import VLLMPolicy
 
     model, tokenizer = _tied_tiny(tmp_path / "v0")
     prompt = tokenizer.encode("What is 85 + 63?")

@@ -19,8 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
-from adapters.trainer import algorithms as alg  # noqa: E402
-from adapters.trainer.config import config_from_dict  # noqa: E402
+from rllm_adapters.trainer import algorithms as alg  # noqa: E402
+from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
 from rllm_agents.trajectory import Step, Trajectory  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -87,7 +87,7 @@ def _spy_normalizers(monkeypatch) -> list[float]:
 
 
 def test_a_short_leftover_mini_batch_counts_for_its_share(tmp_path, monkeypatch):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     # 4 groups of 2; group 3 has no spread and is dropped: 6 rows in mini-batches of 4 and 2.
     lengths = {0: 3, 1: 5, 2: 7, 3: 4}
@@ -111,7 +111,7 @@ def test_a_short_leftover_mini_batch_counts_for_its_share(tmp_path, monkeypatch)
 
 
 def test_importance_weights_scale_or_mask_the_policy_loss(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     batch: list[Trajectory] = []
     # Lengths differ within a group, so the token-mean policy loss is not 0.
@@ -139,7 +139,7 @@ def test_importance_weights_scale_or_mask_the_policy_loss(tmp_path):
 
 
 def test_linear_schedule_moves_from_the_iterations_first_step(tmp_path):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     episodes = [_episode(g, s, float(s)) for g in range(2) for s in range(2)]
     config = _config(tmp_path, mini_batch_size=2)
@@ -187,7 +187,7 @@ def _grad_worker(rank: int, world: int, port: int, out: str, tmp: str) -> None:
     torch.set_num_threads(1)
     from pathlib import Path
 
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     if world == 1:
         episodes = _rank_episodes(0) + _rank_episodes(1)

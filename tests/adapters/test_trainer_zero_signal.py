@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
-from adapters.trainer.config import config_from_dict  # noqa: E402
+from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
 from rllm_agents.trajectory import Step, Trajectory  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -58,7 +58,7 @@ class Script:
 
 
 def _trainer(tmp_path, script, **algorithm):
-    from adapters.trainer.trainer import PPOTrainer
+    from rllm_adapters.trainer.trainer import PPOTrainer
 
     config = config_from_dict(
         {
@@ -136,7 +136,7 @@ def test_no_forward_or_backward_when_every_advantage_is_zero(tmp_path, caplog, e
         _spy(trainer, "_update", updated)
         forwards = []
         trainer.actor.module.register_forward_hook(lambda *a: forwards.append(1))
-        with caplog.at_level("WARNING", logger="adapters.trainer.trainer"):
+        with caplog.at_level("WARNING", logger="rllm_adapters.trainer.trainer"):
             metrics = trainer.step()
         assert scored == [] and updated == [] and forwards == []
         assert trainer.actor.global_steps == 0

@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adapters.backends import make_policy, resolve_model  # noqa: E402
-from adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.backends import make_policy, resolve_model  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
 from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 
@@ -82,7 +82,7 @@ def test_checkpoint_dtype_is_the_default(tmp_path, tiny_path):
     import json
     import shutil
 
-    from adapters.backends.base import checkpoint_dtype
+    from rllm_adapters.backends.base import checkpoint_dtype
 
     assert checkpoint_dtype(tiny_path) == "float32"
     assert checkpoint_dtype(tmp_path) is None  # no config.json

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("datasets")
 
-from adapters.trl import EnvReward, env_dataset, environment_class  # noqa: E402
+from rllm_adapters.trl import EnvReward, env_dataset, environment_class  # noqa: E402
 
 MATH = "rllm/Math-v0"
 TOOLS = "rllm/ToolUse-v0"
@@ -98,7 +98,7 @@ def test_environment_class_exposes_typed_tools_and_env_reward():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     pytest.importorskip("trl")
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     return tiny_model_path()
 

@@ -84,7 +84,7 @@ def test_the_snippet_is_complete_and_cpu_ready():
 @pytest.mark.slow
 def test_the_readme_trl_snippet_runs_as_written_on_cpu(tmp_path):
     pytest.importorskip("trl")
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     code, count = re.subn(
         r'^model = ".*"(.*)$', f"model = {str(tiny_model_path())!r}", _snippet(), flags=re.M

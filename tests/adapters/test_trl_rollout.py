@@ -1,4 +1,4 @@
-"""TRL's ``rollout_func`` hook with :class:`adapters.trl.EnvRollout`: multi-turn envs train
+"""TRL's ``rollout_func`` hook with :class:`rllm_adapters.trl.EnvRollout`: multi-turn envs train
 through ``GRPOTrainer`` on CPU (tiny model), token-exact, rewarded with the episode return;
 ``EnvReward`` refuses multi-turn ids and names the fix."""
 
@@ -10,7 +10,7 @@ pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
 import rllm_envs  # noqa: E402
-from adapters.trl import EnvReward, EnvRollout, env_dataset  # noqa: E402
+from rllm_adapters.trl import EnvReward, EnvRollout, env_dataset  # noqa: E402
 from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 LAKE = "rllm/FrozenLake-v0"
@@ -37,7 +37,7 @@ def test_env_reward_still_takes_single_turn_ids():
 
 @pytest.fixture(scope="module")
 def tiny():
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     return tiny_model_path()
 
@@ -163,7 +163,7 @@ def test_rollout_returns_match_the_env_on_the_same_replies(tiny, tmp_path):
 
 
 def test_a_multi_agent_id_is_one_seat_against_the_registry_opponents():
-    from adapters.trl import SeatEnv
+    from rllm_adapters.trl import SeatEnv
 
     env = SeatEnv("rllm/TicTacToe-v0")
     assert env.seat == "player_0" and env.opponents == {"player_1": "heuristic"}

@@ -19,7 +19,7 @@ from verifiers.v1.utils.loaders import (  # noqa: E402
     taskset_class,
 )
 
-import adapters.verifiers as adapter  # noqa: E402
+import rllm_adapters.verifiers as adapter  # noqa: E402
 import rllm_envs  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
 

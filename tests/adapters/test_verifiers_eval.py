@@ -26,7 +26,7 @@ pytest.importorskip("vllm")
 from verifiers.v1.cli.eval.runner import run_eval  # noqa: E402
 
 import rllm_envs  # noqa: E402
-from adapters.verifiers import _new_env, eval_config  # noqa: E402
+from rllm_adapters.verifiers import _new_env, eval_config  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from adapters.backends.base import SamplingParams  # noqa: E402
-from adapters.rollout import RolloutConfig, rollout  # noqa: E402
+from rllm_adapters.backends.base import SamplingParams  # noqa: E402
+from rllm_adapters.rollout import RolloutConfig, rollout  # noqa: E402
 from tests.adapters.helpers import assert_token_exact  # noqa: E402
 
 GREEDY = SamplingParams(max_tokens=12, temperature=0.0)
@@ -22,7 +22,7 @@ def vllm_policy(tiny_path):
     # A small cache on this shared machine; in-process mode and the executor are the
     # backend's own CPU defaults (checked below), as for any caller of make_policy("vllm").
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    from adapters.backends import make_policy
+    from rllm_adapters.backends import make_policy
 
     policy = make_policy("vllm", tiny_path, max_model_len=2048, seed=0, enforce_eager=True)
     yield policy
@@ -37,7 +37,7 @@ def test_cpu_defaults_hold_for_any_caller(vllm_policy):
 
 
 def test_cpu_engine_defaults_fill_only_what_is_unset(monkeypatch):
-    from adapters.backends.vllm import cpu_engine_defaults, kv_cache_gib
+    from rllm_adapters.backends.vllm import cpu_engine_defaults, kv_cache_gib
 
     monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
@@ -146,7 +146,7 @@ def test_concurrent_requests_from_the_event_loop(vllm_policy):
 def test_weight_updates_change_samples_and_match_transformers(vllm_policy, hf_policy, tmp_path):
     import torch
 
-    from adapters.backends.transformers import TransformersPolicy
+    from rllm_adapters.backends.transformers import TransformersPolicy
 
     batch = prompts(hf_policy.tokenizer, 2)
     before = [g.completion_ids for g in vllm_policy.generate_batch(batch, GREEDY)]
@@ -177,7 +177,7 @@ def test_weight_updates_change_samples_and_match_transformers(vllm_policy, hf_po
 
 
 def test_documented_command_rolls_out_every_env(tmp_path):
-    """`python -m adapters.rollout --env all --backend vllm` writes one file per env."""
+    """`python -m rllm_adapters.rollout --env all --backend vllm` writes one file per env."""
     import subprocess
     import sys
 
@@ -189,7 +189,7 @@ def test_documented_command_rolls_out_every_env(tmp_path):
         [
             sys.executable,
             "-m",
-            "adapters.rollout",
+            "rllm_adapters.rollout",
             "--env",
             "all",
             "--backend",
@@ -231,7 +231,7 @@ def test_documented_command_rolls_out_every_env(tmp_path):
 def test_engine_start_survives_numba_having_run():
     """vLLM's start-up scan used to crash once numba had loaded llvmlite (see the backend)."""
     numba = pytest.importorskip("numba")
-    from adapters.backends.vllm import _guard_llvmlite
+    from rllm_adapters.backends.vllm import _guard_llvmlite
 
     numba.njit(lambda x: x + 1)(1)
     _guard_llvmlite()

@@ -8,7 +8,7 @@ import pytest
 
 transformers = pytest.importorskip("transformers")
 
-from adapters.tiny_model import tiny_model_path  # noqa: E402
+from rllm_adapters.tiny_model import tiny_model_path  # noqa: E402
 from rllm_agents.chat import ChatTokenizer  # noqa: E402
 from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 

@@ -81,8 +81,8 @@ REAL = {
 def smollm2_run(tmp_path_factory):
     """One leaderboard run of the real model over :data:`REAL` (one engine for every test)."""
     pytest.importorskip("vllm")
-    from adapters.models import resolve_model
     from benchmarks.leaderboard.runner import RunConfig, run
+    from rllm_adapters.models import resolve_model
 
     try:
         resolve_model("smollm2-135m-instruct")

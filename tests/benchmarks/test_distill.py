@@ -10,7 +10,7 @@ from benchmarks.distill import ENV_KWARGS, RL_CONFIG, rl_task_indices, wilson
 @pytest.fixture(scope="module")
 def tiny_path():
     pytest.importorskip("transformers")
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
 
     return tiny_model_path()
 
@@ -52,7 +52,7 @@ def test_oracle_teacher_episodes_are_solved_and_token_exact_for_the_student(tiny
 
 def test_rl_task_draws_replayed_from_the_trainer_seeds():
     pytest.importorskip("yaml")
-    from adapters.trainer.config import load_config
+    from rllm_adapters.trainer.config import load_config
 
     config = load_config(RL_CONFIG, ["train.iterations=3"])
     assert config.env_kwargs["difficulty"] == ENV_KWARGS["difficulty"]

@@ -17,8 +17,8 @@ def launched(tiny_path, tmp_path_factory):  # noqa: D401
     pytest.importorskip("vllm")
     pytest.importorskip("starlette")
     pytest.importorskip("uvicorn")
-    from adapters.gateway import GatewayConfig
-    from adapters.gateway.server import GatewayServer
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.server import GatewayServer
 
     store = tmp_path_factory.mktemp("gateway") / "episodes.db"
     config = GatewayConfig(

@@ -225,7 +225,7 @@ def test_reward_from_an_env_scorer(launched):
 def test_hot_swap_keeps_calls_in_flight_on_the_old_weights(launched, hf_model, tmp_path):
     import torch
 
-    from adapters.gateway.client import GatewayClient, GatewayWeightSync
+    from rllm_adapters.gateway.client import GatewayClient, GatewayWeightSync
 
     gen = torch.Generator().manual_seed(0)
     new_state = {
@@ -300,7 +300,7 @@ def test_hot_swap_keeps_calls_in_flight_on_the_old_weights(launched, hf_model, t
 def test_sigterm_stores_every_open_session(launched, tmp_path):
     """A gateway process stopped by SIGTERM lets its call in flight finish and stores every
     open session before it exits."""
-    from adapters.gateway.engines import free_port
+    from rllm_adapters.gateway.engines import free_port
     from rllm_agents.store import EpisodeStore
 
     port = free_port()
@@ -308,7 +308,7 @@ def test_sigterm_stores_every_open_session(launched, tmp_path):
     command = [
         sys.executable,
         "-m",
-        "adapters.gateway",
+        "rllm_adapters.gateway",
         "--engine",
         engine_url(launched),
         "--port",

@@ -23,8 +23,8 @@ CALL = {"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0.
 
 @pytest.fixture(scope="module")
 def guarded(launched, tmp_path_factory):
-    from adapters.gateway import GatewayConfig
-    from adapters.gateway.server import GatewayServer
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.server import GatewayServer
 
     config = GatewayConfig(
         engines=[launched.gateway.pool.engines[0].url],

@@ -50,7 +50,7 @@ def test_grpo_trains_the_openai_agent_through_the_gateway(trained):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from adapters.tiny_model import tiny_model_path
+    from rllm_adapters.tiny_model import tiny_model_path
     from rllm_agents.store import EpisodeStore
 
     history = trained["history"]
@@ -97,7 +97,7 @@ def test_the_trained_run_is_servable_by_path(trained):
     import torch
     from safetensors.torch import load_file
 
-    from adapters.gateway.checkpoint import export_checkpoint, resolve_served_model
+    from rllm_adapters.gateway.checkpoint import export_checkpoint, resolve_served_model
 
     run = Path(trained["run_dir"])
     folder, name = resolve_served_model(run)
@@ -113,7 +113,7 @@ def test_the_trained_run_is_servable_by_path(trained):
 
 
 def test_one_command_serves_the_trained_run(trained, tmp_path):
-    """``python -m adapters.gateway --model <run>`` serves the trained weights to any OpenAI
+    """``python -m rllm_adapters.gateway --model <run>`` serves the trained weights to any OpenAI
     client: its greedy reply is the final model's."""
     import signal
     import subprocess
@@ -125,14 +125,14 @@ def test_one_command_serves_the_trained_run(trained, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from adapters.gateway.engines import free_port
+    from rllm_adapters.gateway.engines import free_port
     from tests.adapters.helpers import hf_greedy
 
     run = Path(trained["run_dir"])
     port = free_port()
     log = open(tmp_path / "gateway.log", "wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "adapters.gateway", "--model", str(run), "--port", str(port),
+        [sys.executable, "-m", "rllm_adapters.gateway", "--model", str(run), "--port", str(port),
          "--served-model-name", "trained", "--engine-arg=--dtype=float32",
          "--engine-arg=--max-model-len=2048"],
         stdout=log, stderr=subprocess.STDOUT,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.gateway.config import GatewayConfig, is_loopback
-from adapters.gateway.sessions import Call, Session, SessionError, SessionRegistry
+from rllm_adapters.gateway.config import GatewayConfig, is_loopback
+from rllm_adapters.gateway.sessions import Call, Session, SessionError, SessionRegistry
 from rllm_envs.error import InvalidEnvConfig
 
 pytest.importorskip("starlette")
@@ -131,7 +131,7 @@ def test_sessions_belong_to_their_owner_and_end_once():
 
 
 def test_replies_lose_only_what_the_gateway_added():
-    from adapters.gateway.app import _StreamParts, _strip
+    from rllm_adapters.gateway.app import _StreamParts, _strip
 
     reply = {
         "prompt_token_ids": [1],
@@ -168,7 +168,7 @@ def test_replies_lose_only_what_the_gateway_added():
 def app(tmp_path):
     from starlette.testclient import TestClient
 
-    from adapters.gateway.app import Gateway
+    from rllm_adapters.gateway.app import Gateway
 
     config = GatewayConfig(
         engines=[NOWHERE],
@@ -203,7 +203,7 @@ def test_refusals_before_the_engine(app):
 
 
 def test_what_a_path_or_name_serves(tmp_path):
-    from adapters.gateway.checkpoint import resolve_served_model
+    from rllm_adapters.gateway.checkpoint import resolve_served_model
 
     with pytest.raises(InvalidEnvConfig, match="Cannot serve"):
         resolve_served_model(tmp_path)
@@ -220,7 +220,7 @@ def test_what_a_path_or_name_serves(tmp_path):
 
 
 def test_cli_arguments():
-    from adapters.gateway.server import parse_args
+    from rllm_adapters.gateway.server import parse_args
 
     config = parse_args(
         ["--engine", NOWHERE, "--api-key", f"a={KEY}", "--port", "0", "--rate-limit", "5"]
@@ -232,7 +232,7 @@ def test_cli_arguments():
 def test_chat_turns_append_to_the_session_ids(tiny_path):
     from transformers import AutoTokenizer
 
-    from adapters.gateway.chat import ChatState, ChatTemplater, parse_tool_calls, tools_key
+    from rllm_adapters.gateway.chat import ChatState, ChatTemplater, parse_tool_calls, tools_key
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_path)
     templater = ChatTemplater(tokenizer)

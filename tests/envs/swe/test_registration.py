@@ -38,7 +38,7 @@ def test_the_tool_agent_reads_the_spec():
 
 
 def test_trl_environment_class_works_unchanged():
-    from adapters.trl import environment_class
+    from rllm_adapters.trl import environment_class
 
     cls = environment_class("rllm/SWE-v0", probe_tasks=2)
     assert {"read_file", "apply_patch", "run_tests", "submit"} <= set(dir(cls))

@@ -2,14 +2,14 @@
 
 import sys
 
-from adapters.openenv import create_app
-from adapters.openenv import main as serve_main
+from rllm_adapters.openenv import create_app
+from rllm_adapters.openenv import main as serve_main
 
 app = create_app("rllm/FrozenLake-v0")
 
 
 def main() -> None:
-    """Serve rllm/FrozenLake-v0 (``python -m adapters.serve`` with its options)."""
+    """Serve rllm/FrozenLake-v0 (``python -m rllm_adapters.serve`` with its options)."""
     serve_main(["rllm/FrozenLake-v0", *sys.argv[1:]])
 
 

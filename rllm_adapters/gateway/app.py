@@ -1,0 +1,1199 @@
+"""The gateway's HTTP server: OpenAI-compatible routes, sessions, health, metrics and admin.
+
+Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` header instead):
+
+* ``POST /v1/chat/completions``, ``POST /v1/completions`` (``stream`` included), ``GET
+  /v1/models`` -- and the same under ``/sessions/{sid}/v1/`` to record the call.
+* ``POST /sessions`` -- open a session (optional ``env_id``, ``task_id``, ``seed``, ``group``,
+  ``sample``, ``run``, ``metadata``); answers its id and ``base_url``.
+* ``GET /sessions/{sid}`` -- its calls so far; ``POST /sessions/{sid}/reward`` -- end it with
+  ``{"reward": x, "info": {...}}`` or with an env's scorer ``{"env": "rllm/Math-v0",
+  "seed": s, "env_kwargs": {...}}`` (the last reply is the answer) and store it.
+* ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine).
+* ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights.
+
+Calls without a session are relayed byte for byte (the reply is parsed only to count tokens).
+Calls in a session ask the engine for what recording needs (``return_token_ids``, logprobs)
+and the reply is given back without what the client did not ask for.
+
+Every refusal is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``) with
+its status: 400 malformed JSON or fields, 401 missing or wrong token, 403 another client's
+session, 404, 408 a body sent too slowly, 409 an ended session, 413 a body over the limit,
+429 over the rate limit, 503 queue full or no engine. A client that reads its stream too
+slowly is cut off at ``request_timeout_s``; each connection is its own task, so none of these
+holds up other clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
+from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
+from rllm_adapters.gateway.sessions import (
+    Call,
+    Session,
+    SessionError,
+    SessionRegistry,
+    score_with_env,
+)
+from rllm_envs.error import require
+
+__all__ = ["Gateway", "GatewayError"]
+
+_log = logging.getLogger(__name__)
+
+_RETRY_STATUS = frozenset({500, 502, 503, 504})
+#: Response headers that must not be copied from the engine's reply.
+_HOP_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
+)
+
+
+#: When streams were cut because their client read too slowly (read by ``/metrics``).
+_SLOW_READERS: collections.deque[float] = collections.deque(maxlen=1024)
+
+
+class GatewayError(Exception):
+    """A refusal with an HTTP status and an OpenAI-style error body."""
+
+    def __init__(self, status: int, message: str, code: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.headers = headers or {}
+
+
+class _TokenBucket:
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.at = time.monotonic()
+
+    def take(self) -> float:
+        """0 when a request may go now, else the seconds until it may."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+class _Rate:
+    """Tokens generated over a sliding window, for ``tokens_per_s``."""
+
+    def __init__(self, window_s: float = 10.0) -> None:
+        self.window_s = window_s
+        self.events: collections.deque[tuple[float, int]] = collections.deque()
+
+    def add(self, n: int) -> None:
+        self.events.append((time.monotonic(), n))
+
+    def per_second(self) -> float:
+        now = time.monotonic()
+        while self.events and now - self.events[0][0] > self.window_s:
+            self.events.popleft()
+        return sum(n for _, n in self.events) / self.window_s
+
+
+class Gateway:
+    """The gateway: engines, sessions and the Starlette app that serves them.
+
+    Args:
+        config: Its settings.
+        engines: The engines (built from ``config.engines`` when not given; engines launched
+            for ``config.model`` are passed in by :func:`rllm_adapters.gateway.server.serve`).
+        store: An episode store (opened from ``config.store`` when not given).
+        tokenizer: A tokenizer for engines that return no token ids (loaded from
+            ``config.tokenizer`` on first need when not given).
+        served_model_name: The model name reported for stored episodes.
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        engines: list[Engine] | None = None,
+        store: Any = None,
+        tokenizer: Any = None,
+        served_model_name: str | None = None,
+    ) -> None:
+        self.config = config
+        if engines is None:
+            engines = [
+                Engine(url=u.rstrip("/"), name=f"engine-{i}") for i, u in enumerate(config.engines)
+            ]
+        self.pool = EnginePool(
+            engines, max_in_flight=config.max_in_flight_per_engine, max_queue=config.max_queue
+        )
+        if store is None and config.store is not None:
+            from rllm_agents.store import EpisodeStore
+
+            store = EpisodeStore(config.store)
+        self.store = store
+        self.model = served_model_name or config.served_model_name
+        self.sessions = SessionRegistry(
+            store, run=config.run, max_sessions=config.max_sessions, model=self.model
+        )
+        self._tokenizer = tokenizer
+        self._templater: Any = None
+        self._tokens = {token: name for name, token in config.api_keys.items()}
+        self._buckets: dict[str, _TokenBucket] = {}
+        self.started = time.time()
+        self.counters: collections.Counter[str] = collections.Counter()
+        self.in_flight = 0
+        self.completion_tokens = 0
+        self.prompt_tokens = 0
+        self.rate = _Rate()
+        self.client: Any = None
+        self._background: list[asyncio.Task[Any]] = []
+        self.app = self._build_app()
+
+    # ------------------------------------------------------------------ app
+
+    def _build_app(self) -> Any:
+        starlette = require("starlette", "gateway", feature="the gateway")
+        del starlette
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        api = self._api
+        routes = [
+            Route("/health", self._health, methods=["GET"]),
+            Route("/metrics", api(self._metrics), methods=["GET"]),
+            Route("/v1/models", api(self._models), methods=["GET"]),
+            Route("/v1/chat/completions", api(self._chat), methods=["POST"]),
+            Route("/v1/completions", api(self._completions), methods=["POST"]),
+            Route("/sessions", api(self._create_session), methods=["POST"]),
+            Route("/sessions/{sid}", api(self._session_info), methods=["GET"]),
+            Route("/sessions/{sid}/reward", api(self._reward), methods=["POST"]),
+            Route("/sessions/{sid}/v1/models", api(self._models), methods=["GET"]),
+            Route("/sessions/{sid}/v1/chat/completions", api(self._chat), methods=["POST"]),
+            Route("/sessions/{sid}/v1/completions", api(self._completions), methods=["POST"]),
+            Route("/admin/weights", api(self._weights), methods=["POST"]),
+        ]
+        return Starlette(routes=routes, lifespan=self._lifespan)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Any) -> AsyncIterator[None]:
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        """Open the engine client and start the health and idle-session checks."""
+        import httpx
+
+        # One pooled client for every engine call; a limit per host keeps one engine's
+        # stalled connections from starving the others.
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.config.request_timeout_s, connect=10.0),
+            limits=httpx.Limits(
+                max_connections=None,
+                max_keepalive_connections=512,
+            ),
+        )
+        self._background.append(asyncio.create_task(self._watch()))
+
+    async def stop(self) -> None:
+        """Store every open session that has calls, then close the engine client."""
+        for task in self._background:
+            task.cancel()
+        for task in self._background:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._background.clear()
+        stored = await self.sessions.finish_all()
+        if stored:
+            _log.info("stored %d open sessions at shutdown", stored)
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(5.0)
+            with contextlib.suppress(Exception):
+                await self.pool.check_health(self.client)
+            if self.config.session_idle_s is not None:
+                with contextlib.suppress(Exception):
+                    await self.sessions.finish_idle(self.config.session_idle_s)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _api(self, handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        """Wrap a handler: refusals become OpenAI-style JSON errors, and are counted."""
+
+        async def wrapped(request: Any) -> Any:
+            try:
+                response = await handler(request)
+            except GatewayError as e:
+                self.counters[f"rejected_{e.status}"] += 1
+                return _error(e.status, str(e), e.code, e.headers)
+            except SessionError as e:
+                self.counters[f"rejected_{e.status}"] += 1
+                return _error(e.status, str(e), e.code)
+            except QueueFull as e:
+                self.counters["rejected_503"] += 1
+                return _error(503, f"Gateway busy: {e}.", "queue_full", {"Retry-After": "1"})
+            self.counters["responses"] += 1
+            return response
+
+        return wrapped
+
+    def principal(self, request: Any, *, admin: bool = False) -> str:
+        """Who is calling (``"local"`` without keys); raise 401 for a bad or missing token."""
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        if admin:
+            if self.config.admin_key is None:
+                if self.config.auth_required:
+                    raise GatewayError(
+                        403,
+                        "Admin routes are off: start the gateway with --admin-key.",
+                        "admin_off",
+                    )
+                return "admin"
+            if token and hmac.compare_digest(token, self.config.admin_key):
+                return "admin"
+            raise GatewayError(401, "Admin routes need the admin token.", "invalid_api_key")
+        if not self.config.auth_required:
+            return "local"
+        found = None
+        for known, name in self._tokens.items():
+            if hmac.compare_digest(token.encode(), known.encode()):
+                found = name
+        if found is None:
+            raise GatewayError(
+                401,
+                "Missing or invalid API key: send `Authorization: Bearer <token>`.",
+                "invalid_api_key",
+            )
+        return found
+
+    def _limit_rate(self, principal: str) -> None:
+        if self.config.rate_limit_rps is None:
+            return
+        bucket = self._buckets.get(principal)
+        if bucket is None:
+            bucket = self._buckets[principal] = _TokenBucket(
+                self.config.rate_limit_rps, self.config.rate_limit_burst
+            )
+        wait = bucket.take()
+        if wait > 0:
+            raise GatewayError(
+                429,
+                f"Rate limit of {self.config.rate_limit_rps:g} requests/s reached; retry later.",
+                "rate_limited",
+                {"Retry-After": str(max(1, round(wait)))},
+            )
+
+    async def read_body(self, request: Any) -> bytes:
+        """The request body, refused above ``max_body_bytes`` or after ``body_timeout_s``."""
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError as e:
+                raise GatewayError(400, "Bad Content-Length header.", "invalid_request") from e
+            if size > limit:
+                raise GatewayError(
+                    413, f"Request body of {size} bytes is over the limit of {limit}.", "too_large"
+                )
+
+        async def read() -> bytes:
+            chunks = []
+            total = 0
+            async for chunk in request.stream():
+                total += len(chunk)
+                if total > limit:
+                    raise GatewayError(
+                        413, f"Request body is over the limit of {limit} bytes.", "too_large"
+                    )
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+        try:
+            return await asyncio.wait_for(read(), self.config.body_timeout_s)
+        except asyncio.TimeoutError as e:
+            raise GatewayError(
+                408,
+                f"Request body not received within {self.config.body_timeout_s:g} s.",
+                "body_timeout",
+            ) from e
+
+    async def read_json(self, request: Any) -> tuple[bytes, dict[str, Any]]:
+        """The body and its JSON object; 400 unless it is one."""
+        raw = await self.read_body(request)
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
+        if not isinstance(data, dict):
+            raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
+        return raw, data
+
+    def _session_id(self, request: Any) -> str | None:
+        sid = request.path_params.get("sid") or request.headers.get("x-session-id")
+        if sid is None:
+            return None
+        if not SESSION_ID_RE.match(sid):
+            raise GatewayError(
+                400,
+                "A session id is 1-128 characters of letters, digits and `_.:-`.",
+                "invalid_session_id",
+            )
+        return str(sid)
+
+    # ------------------------------------------------------------------ small routes
+
+    async def _health(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        engines = [
+            {"name": e.name, "healthy": e.healthy, "swapping": e.swapping}
+            for e in self.pool.engines
+        ]
+        ok = any(e.healthy for e in self.pool.engines)
+        return JSONResponse(
+            {"status": "ok" if ok else "unavailable", "engines": engines},
+            status_code=200 if ok else 503,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        """Requests, tokens, tokens/s, queue and per-engine load."""
+        return {
+            "uptime_s": time.time() - self.started,
+            "requests": dict(self.counters),
+            "in_flight": self.in_flight,
+            "queue": self.pool.waiting,
+            "completion_tokens": self.completion_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "tokens_per_s": self.rate.per_second(),
+            "slow_readers_cut": len(_SLOW_READERS),
+            "sessions": {
+                "open": len(self.sessions.sessions),
+                "stored": self.sessions.stored,
+                "store_errors": self.sessions.store_errors,
+                "recorded_calls": self.sessions.recorded_calls,
+            },
+            "engines": [e.snapshot() for e in self.pool.engines],
+        }
+
+    async def _metrics(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        self.principal(request)
+        return JSONResponse(self.metrics())
+
+    async def _models(self, request: Any) -> Any:
+        from starlette.responses import Response
+
+        self.principal(request)
+        async with self.pool.acquire() as engine:
+            try:
+                response = await self.client.get(f"{engine.url}/models")
+            except Exception as e:
+                raise GatewayError(
+                    502, f"Engine {engine.name} unreachable: {e}", "engine_error"
+                ) from e
+        return Response(
+            response.content, status_code=response.status_code, media_type="application/json"
+        )
+
+    async def _create_session(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        principal = self.principal(request)
+        raw = await self.read_body(request)
+        fields: dict[str, Any] = {}
+        if raw.strip():
+            _, fields = await _parse(raw)
+        sid = fields.pop("session_id", None)
+        if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.match(sid)):
+            raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
+        session = self.sessions.create(principal, sid, fields=fields)
+        base = str(request.base_url).rstrip("/")
+        return JSONResponse(
+            {"session_id": session.id, "base_url": f"{base}/sessions/{session.id}/v1"},
+            status_code=201,
+        )
+
+    async def _session_info(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        principal = self.principal(request)
+        sid = self._session_id(request)
+        assert sid is not None
+        session = self.sessions.get(sid, principal, create=False)
+        return JSONResponse(
+            {
+                "session_id": session.id,
+                "calls": len(session.calls),
+                "env_id": session.env_id,
+                "task_id": session.task_id,
+                "group": session.group,
+                "sample": session.sample,
+                "last_reply": session.calls[-1].text if session.calls else None,
+                "completion_tokens": sum(len(c.completion_ids) for c in session.calls),
+            }
+        )
+
+    async def _reward(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        principal = self.principal(request)
+        sid = self._session_id(request)
+        assert sid is not None
+        _, body = await self.read_json(request)
+        session = self.sessions.get(sid, principal, create=False)
+        if "env" in body:
+            env_id = body["env"]
+            if not isinstance(env_id, str):
+                raise GatewayError(400, "`env` must be an env id string.", "invalid_request")
+            answer = body.get("answer")
+            if answer is None:
+                if not session.calls:
+                    raise GatewayError(
+                        400, "The session has no reply to score; send `answer`.", "no_answer"
+                    )
+                answer = session.calls[-1].text
+            try:
+                scored = await asyncio.to_thread(
+                    score_with_env,
+                    env_id,
+                    str(answer),
+                    env_kwargs=body.get("env_kwargs") or {},
+                    seed=body.get("seed", session.seed),
+                    options=body.get("options"),
+                )
+            except Exception as e:  # a bad env id or kwargs is the caller's error
+                raise GatewayError(
+                    400, f"Scoring with {env_id!r} failed: {e}", "score_failed"
+                ) from e
+            result = await self.sessions.finish(
+                session,
+                scored["reward"],
+                scored["info"],
+                env_id=env_id,
+                task_id=None if scored["task_id"] is None else str(scored["task_id"]),
+            )
+        else:
+            reward = body.get("reward")
+            if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+                raise GatewayError(
+                    400,
+                    'Send {"reward": <number>} or {"env": "<env id>", "seed": <int>}.',
+                    "invalid_reward",
+                )
+            info = body.get("info") or {}
+            if not isinstance(info, dict):
+                raise GatewayError(400, "`info` must be an object.", "invalid_reward")
+            result = await self.sessions.finish(session, float(reward), info)
+        return JSONResponse(result)
+
+    async def _weights(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        self.principal(request, admin=True)
+        _, body = await self.read_json(request)
+        path = body.get("path")
+        if not isinstance(path, str) or not path:
+            raise GatewayError(400, '`path` must be a model folder: {"path": "..."}.', "invalid")
+        lora = body.get("lora_name")
+        try:
+            engines = await self.pool.swap_weights(self.client, path, lora_name=lora)
+        except LookupError as e:
+            raise GatewayError(409, str(e), "no_launched_engine") from e
+        except Exception as e:
+            raise GatewayError(500, f"Weight swap failed: {e}", "swap_failed") from e
+        return JSONResponse({"engines": engines})
+
+    # ------------------------------------------------------------------ completions
+
+    async def _chat(self, request: Any) -> Any:
+        return await self._call(request, "chat")
+
+    async def _completions(self, request: Any) -> Any:
+        return await self._call(request, "completions")
+
+    async def _call(self, request: Any, api: str) -> Any:
+        principal = self.principal(request)
+        self._limit_rate(principal)
+        sid = self._session_id(request)
+        raw, body = await self.read_json(request)
+        if api == "chat" and not isinstance(body.get("messages"), list):
+            raise GatewayError(400, "`messages` must be a list of messages.", "invalid_request")
+        if api == "completions" and "prompt" not in body:
+            raise GatewayError(400, "`prompt` is required.", "invalid_request")
+        stream = bool(body.get("stream"))
+        path = "/chat/completions" if api == "chat" else "/completions"
+        session = self.sessions.get(sid, principal) if sid is not None else None
+        if session is None:
+            return await self._relay(path, raw, stream)
+        if body.get("n", 1) not in (1, None) or body.get("best_of", 1) not in (1, None):
+            raise GatewayError(
+                400, "A session records one completion per call: send n=1.", "invalid_request"
+            )
+        if api == "chat" and self.templater() is not None:
+            return await self._templated_chat(session, body, stream)
+        return await self._recorded(session, api, path, body, stream)
+
+    async def _send(self, path: str, content: bytes, stream: bool) -> tuple[Any, Engine, Any]:
+        """Send to an engine (retrying on others); return (response, engine, slot)."""
+        tried: set[str] = set()
+        last = ""
+        for _ in range(self.config.retries + 1):
+            try:
+                slot = self.pool.acquire(tried)
+                engine = await slot.__aenter__()
+            except LookupError:
+                break
+            request = self.client.build_request(
+                "POST",
+                engine.url + path,
+                content=content,
+                headers={"content-type": "application/json"},
+            )
+            try:
+                response = await self.client.send(request, stream=stream)
+            except Exception as e:
+                engine.errors += 1
+                engine.healthy = False
+                tried.add(engine.name)
+                last = f"{engine.name}: {type(e).__name__}: {e}"
+                await slot.__aexit__(None, None, None)
+                continue
+            if response.status_code in _RETRY_STATUS:
+                engine.errors += 1
+                tried.add(engine.name)
+                last = f"{engine.name}: HTTP {response.status_code}"
+                await response.aclose()
+                await slot.__aexit__(None, None, None)
+                continue
+            return response, engine, slot
+        raise GatewayError(502, f"No engine could serve the call ({last}).", "engine_error")
+
+    async def _relay(self, path: str, raw: bytes, stream: bool) -> Any:
+        """Forward a call without a session: bytes in, bytes out."""
+        from starlette.responses import Response
+
+        self.in_flight += 1
+        started = time.monotonic()
+        try:
+            response, engine, slot = await self._send(path, raw, stream)
+        except BaseException:
+            self.in_flight -= 1
+            raise
+        headers = _copy_headers(response)
+        if not stream or response.status_code >= 400:
+            try:
+                content = await response.aread()
+            finally:
+                await response.aclose()
+                await slot.__aexit__(None, None, None)
+                self.in_flight -= 1
+            if response.status_code < 400:
+                self._count_usage(engine, content)
+            return Response(content, status_code=response.status_code, headers=headers)
+
+        events = 0
+
+        async def release() -> None:
+            tokens = max(0, events - 1)
+            engine.completion_tokens += tokens
+            self.completion_tokens += tokens
+            self.rate.add(tokens)
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+
+        cleanup = _Once(release)
+
+        async def body() -> AsyncIterator[bytes]:
+            nonlocal events
+            try:
+                async for chunk in response.aiter_raw():
+                    # One SSE event per generated token (vLLM); the last one is `[DONE]`.
+                    events += chunk.count(b"data:")
+                    yield chunk
+            finally:
+                await cleanup()
+
+        return _DeadlineStream(
+            body(), started + self.config.request_timeout_s, response.status_code, headers, cleanup
+        )
+
+    def _count_usage(self, engine: Engine, content: bytes) -> None:
+        try:
+            usage = json.loads(content).get("usage") or {}
+        except (ValueError, AttributeError):
+            return
+        completion = int(usage.get("completion_tokens") or 0)
+        self.completion_tokens += completion
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        engine.completion_tokens += completion
+        self.rate.add(completion)
+
+    async def _read_reply(
+        self,
+        response: Any,
+        slot: Any,
+        session: Session,
+        headers: dict[str, str],
+        api: str,
+        body: dict[str, Any],
+        engine: Engine,
+        version: int,
+    ) -> Any:
+        """Read a whole engine reply (not streamed, or an error) and free its slot.
+
+        Returns the engine's error as a response, or ``(data, call)`` of a readable reply.
+        """
+        from starlette.responses import Response
+
+        try:
+            raw = await response.aread()
+        finally:
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+            session.in_flight -= 1
+        if response.status_code >= 400:
+            return Response(raw, status_code=response.status_code, headers=headers)
+        try:
+            data = json.loads(raw)
+            return data, self._call_from_reply(api, body, data, engine, version)
+        except (ValueError, TypeError, AttributeError, IndexError) as e:
+            raise GatewayError(
+                502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
+            ) from e
+
+    async def _recorded(
+        self, session: Session, api: str, path: str, body: dict[str, Any], stream: bool
+    ) -> Any:
+        """Forward a session call asking for token ids and logprobs, record it, answer."""
+        from starlette.responses import Response
+
+        wants_ids = bool(body.get("return_token_ids"))
+        wants_lp = body.get("logprobs") not in (None, False)
+        upstream = dict(body)
+        upstream["return_token_ids"] = True
+        if not wants_lp:
+            upstream["logprobs"] = True if api == "chat" else 0
+        if stream and api == "chat":
+            options = dict(upstream.get("stream_options") or {})
+            upstream["stream_options"] = options
+        content = json.dumps(upstream).encode()
+        self.in_flight += 1
+        # Counted from here, so a reward that arrives now waits for this call's record.
+        session.in_flight += 1
+        started = time.monotonic()
+        try:
+            response, engine, slot = await self._send(path, content, stream)
+        except BaseException:
+            self.in_flight -= 1
+            session.in_flight -= 1
+            raise
+        version = engine.weights_version
+        headers = _copy_headers(response)
+        if not stream or response.status_code >= 400:
+            read = await self._read_reply(
+                response, slot, session, headers, api, body, engine, version
+            )
+            if not isinstance(read, tuple):
+                return read
+            data, call = read
+            call.latency_s = time.monotonic() - started
+            self._account(engine, call)
+            self.sessions.record(session, call)
+            _strip(data, wants_ids, wants_lp)
+            headers.pop("content-type", None)
+            return Response(
+                json.dumps(data).encode(),
+                status_code=response.status_code,
+                headers=headers,
+                media_type="application/json",
+            )
+
+        parts = _StreamParts(api)
+        complete = False
+
+        async def release() -> None:
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+            if complete or parts.finish_reason is not None:
+                call = parts.call(body, engine.name, version)
+                if call.ids_source != "engine":
+                    self._fill_ids(call)
+                call.latency_s = time.monotonic() - started
+                self._account(engine, call)
+                self.sessions.record(session, call)
+            session.in_flight -= 1
+
+        cleanup = _Once(release)
+
+        async def events() -> AsyncIterator[bytes]:
+            nonlocal complete
+            try:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        complete = True
+                        yield b"data: [DONE]\n\n"
+                        continue
+                    try:
+                        chunk = json.loads(payload)
+                    except json.JSONDecodeError:
+                        yield (line + "\n\n").encode()
+                        continue
+                    parts.add(chunk)
+                    _strip(chunk, wants_ids, wants_lp)
+                    if chunk.get("choices") or chunk.get("usage") or chunk.get("error"):
+                        yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+            finally:
+                await cleanup()
+
+        return _DeadlineStream(
+            events(),
+            started + self.config.request_timeout_s,
+            response.status_code,
+            headers,
+            cleanup,
+        )
+
+    async def _templated_chat(self, session: Session, body: dict[str, Any], stream: bool) -> Any:
+        """A session's chat call as token ids appended to the session (``gateway.chat``)."""
+        from starlette.responses import JSONResponse
+
+        from rllm_adapters.gateway.chat import (
+            ChatState,
+            chat_chunk,
+            chat_logprobs,
+            chat_reply,
+            parse_tool_calls,
+            tools_key,
+        )
+
+        templater = self.templater()
+        assert templater is not None
+        if not all(isinstance(m, dict) for m in body["messages"]):
+            raise GatewayError(400, "Each message must be an object.", "invalid_messages")
+        messages = [dict(m) for m in body["messages"]]
+        tools = body.get("tools")
+        try:
+            prompt = templater.prompt(session.chat_state, messages, tools)
+        except Exception as e:  # the template rejects these messages (roles, fields)
+            raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
+        upstream = templater.upstream(body, prompt)
+        wants_ids = bool(body.get("return_token_ids"))
+        wants_lp = body.get("logprobs") not in (None, False)
+        self.in_flight += 1
+        session.in_flight += 1
+        started = time.monotonic()
+        try:
+            response, engine, slot = await self._send(
+                "/completions", json.dumps(upstream).encode(), stream
+            )
+        except BaseException:
+            self.in_flight -= 1
+            session.in_flight -= 1
+            raise
+        version = engine.weights_version
+        headers = _copy_headers(response)
+
+        def finish(call: Call) -> tuple[dict[str, Any], str]:
+            call.api = "chat"
+            content, calls = parse_tool_calls(call.text) if tools else (call.text, [])
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            call.message = message
+            call.latency_s = time.monotonic() - started
+            self._account(engine, call)
+            self.sessions.record(session, call)
+            session.chat_state = ChatState(
+                [*messages, message], tools_key(tools), call.prompt_ids, call.completion_ids
+            )
+            reason = "tool_calls" if calls and call.finish_reason == "stop" else call.finish_reason
+            return message, reason
+
+        if not stream or response.status_code >= 400:
+            read = await self._read_reply(
+                response, slot, session, headers, "completions", body, engine, version
+            )
+            if not isinstance(read, tuple):
+                return read
+            data, call = read
+            message, reason = finish(call)
+            logprobs = (
+                chat_logprobs(templater, call.completion_ids, call.logprobs) if wants_lp else None
+            )
+            ids = (call.prompt_ids, call.completion_ids) if wants_ids else None
+            return JSONResponse(chat_reply(data, message, reason, logprobs, ids))
+
+        parts = _StreamParts("completions")
+        complete = False
+
+        async def release() -> None:
+            await response.aclose()
+            await slot.__aexit__(None, None, None)
+            self.in_flight -= 1
+            if complete or parts.finish_reason is not None:
+                finish(parts.call(body, engine.name, version))
+            session.in_flight -= 1
+
+        cleanup = _Once(release)
+
+        async def events() -> AsyncIterator[bytes]:
+            nonlocal complete
+            first = True
+            try:
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == "[DONE]":
+                        complete = True
+                        yield b"data: [DONE]\n\n"
+                        continue
+                    try:
+                        chunk = json.loads(payload)
+                    except json.JSONDecodeError:
+                        continue
+                    parts.add(chunk)
+                    for choice in chunk.get("choices") or []:
+                        delta: dict[str, Any] = {"content": choice.get("text") or ""}
+                        if first:
+                            delta["role"] = "assistant"
+                            first = False
+                        ids = choice.get("token_ids") or []
+                        lps = (choice.get("logprobs") or {}).get("token_logprobs") or []
+                        logprobs = chat_logprobs(templater, ids, lps) if wants_lp else None
+                        out = chat_chunk(chunk, delta, choice.get("finish_reason"), logprobs)
+                        if wants_ids:
+                            out["choices"][0]["token_ids"] = ids
+                            if choice.get("prompt_token_ids") is not None:
+                                out["prompt_token_ids"] = choice["prompt_token_ids"]
+                        yield b"data: " + json.dumps(out).encode() + b"\n\n"
+            finally:
+                await cleanup()
+
+        return _DeadlineStream(
+            events(),
+            started + self.config.request_timeout_s,
+            response.status_code,
+            headers,
+            cleanup,
+        )
+
+    def templater(self) -> Any:
+        """The chat templater of sessions (``None``: chat calls go to the chat endpoint)."""
+        if not self.config.template_chat:
+            return None
+        if self._templater is None:
+            tokenizer = self.tokenizer()
+            if tokenizer is None or getattr(tokenizer, "chat_template", None) is None:
+                return None
+            from rllm_adapters.gateway.chat import ChatTemplater
+
+            self._templater = ChatTemplater(tokenizer)
+        return self._templater
+
+    def _account(self, engine: Engine, call: Call) -> None:
+        n = len(call.completion_ids)
+        self.completion_tokens += n
+        self.prompt_tokens += len(call.prompt_ids)
+        engine.completion_tokens += n
+        self.rate.add(n)
+
+    def _call_from_reply(
+        self, api: str, body: dict[str, Any], data: dict[str, Any], engine: Engine, version: int
+    ) -> Call:
+        choice = (data.get("choices") or [{}])[0]
+        prompt_ids = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
+        ids = choice.get("token_ids")
+        if api == "chat":
+            reply = choice.get("message") or {}
+            text = str(reply.get("content") or "")
+            message = {"role": "assistant", "content": text}
+            if reply.get("tool_calls"):
+                message["tool_calls"] = reply["tool_calls"]
+            logprobs = [
+                float(entry.get("logprob", 0.0))
+                for entry in ((choice.get("logprobs") or {}).get("content") or [])
+            ]
+        else:
+            message = None
+            text = str(choice.get("text") or "")
+            logprobs = [
+                0.0 if x is None else float(x)
+                for x in ((choice.get("logprobs") or {}).get("token_logprobs") or [])
+            ]
+        call = Call(
+            api=api,
+            prompt_ids=[int(i) for i in prompt_ids or []],
+            completion_ids=[int(i) for i in ids or []],
+            logprobs=logprobs,
+            text=text,
+            finish_reason=str(choice.get("finish_reason") or "stop"),
+            ids_source="engine" if ids is not None and prompt_ids is not None else "text_only",
+            request=_request_record(body),
+            message=message,
+            engine=engine.name,
+            weights_version=version,
+        )
+        if call.ids_source != "engine":
+            self._fill_ids(call)
+        return call
+
+    def _fill_ids(self, call: Call) -> None:
+        """Tokenise a call's text when the engine gave no ids (marked ``retokenized``)."""
+        tokenizer = self.tokenizer()
+        if tokenizer is None:
+            return
+        call.completion_ids = list(tokenizer.encode(call.text, add_special_tokens=False))
+        if not call.prompt_ids:
+            if call.api == "chat":
+                call.prompt_ids = list(
+                    tokenizer.apply_chat_template(
+                        call.request.get("messages", []),
+                        tokenize=True,
+                        add_generation_prompt=True,
+                    )
+                )
+            else:
+                prompt = call.request.get("prompt")
+                if isinstance(prompt, str):
+                    call.prompt_ids = list(tokenizer.encode(prompt, add_special_tokens=False))
+                elif isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
+                    call.prompt_ids = list(prompt)
+        if len(call.logprobs) != len(call.completion_ids):
+            call.logprobs = []
+        call.ids_source = "retokenized"
+
+    def tokenizer(self) -> Any:
+        """The tokenizer for engines without token ids (``None`` if none is configured)."""
+        if self._tokenizer is None and self.config.tokenizer:
+            transformers = require("transformers", "train", feature="re-tokenising replies")
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.config.tokenizer)
+        return self._tokenizer
+
+
+class _StreamParts:
+    """The pieces of one streamed reply, joined into a :class:`Call`."""
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.prompt_ids: list[int] | None = None
+        self.ids: list[int] = []
+        self.has_ids = False
+        self.logprobs: list[float] = []
+        self.text: list[str] = []
+        self.finish_reason: str | None = None
+        self.tool_calls: list[Any] = []
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("prompt_token_ids") is not None:
+            self.prompt_ids = [int(i) for i in chunk["prompt_token_ids"]]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            if choice.get("prompt_token_ids") is not None:
+                self.prompt_ids = [int(i) for i in choice["prompt_token_ids"]]
+            if choice.get("token_ids") is not None:
+                self.has_ids = True
+                self.ids.extend(int(i) for i in choice["token_ids"])
+            logprobs = choice.get("logprobs") or {}
+            if self.api == "chat":
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    self.text.append(str(delta["content"]))
+                if delta.get("tool_calls"):
+                    self.tool_calls.extend(delta["tool_calls"])
+                for entry in logprobs.get("content") or []:
+                    self.logprobs.append(float(entry.get("logprob", 0.0)))
+            else:
+                if choice.get("text"):
+                    self.text.append(str(choice["text"]))
+                for x in logprobs.get("token_logprobs") or []:
+                    self.logprobs.append(0.0 if x is None else float(x))
+            if choice.get("finish_reason") is not None:
+                self.finish_reason = str(choice["finish_reason"])
+
+    def call(self, body: dict[str, Any], engine: str, version: int) -> Call:
+        text = "".join(self.text)
+        message: dict[str, Any] | None = (
+            {"role": "assistant", "content": text} if self.api == "chat" else None
+        )
+        if message is not None and self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        exact = self.has_ids and self.prompt_ids is not None
+        return Call(
+            api=self.api,
+            prompt_ids=list(self.prompt_ids or []),
+            completion_ids=self.ids,
+            logprobs=self.logprobs,
+            text=text,
+            finish_reason=self.finish_reason or "abort",
+            ids_source="engine" if exact else "text_only",
+            request=_request_record(body),
+            message=message,
+            engine=engine,
+            weights_version=version,
+        )
+
+
+def _request_record(body: dict[str, Any]) -> dict[str, Any]:
+    """What of a request is kept with its call (messages/prompt and sampling settings)."""
+    keep = (
+        "messages",
+        "prompt",
+        "tools",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop",
+        "seed",
+        "model",
+    )
+    return {k: body[k] for k in keep if k in body}
+
+
+def _strip(data: dict[str, Any], keep_ids: bool, keep_logprobs: bool) -> None:
+    """Remove from a reply what the gateway asked for and the client did not."""
+    if not keep_ids:
+        data.pop("prompt_token_ids", None)
+    for choice in data.get("choices") or []:
+        if not keep_ids:
+            choice.pop("token_ids", None)
+            choice.pop("prompt_token_ids", None)
+        if not keep_logprobs and "logprobs" in choice:
+            choice["logprobs"] = None
+
+
+def _copy_headers(response: Any) -> dict[str, str]:
+    return {k: v for k, v in response.headers.items() if k.lower() not in _HOP_HEADERS}
+
+
+def _error(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> Any:
+    from starlette.responses import JSONResponse
+
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": code}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
+    if not isinstance(data, dict):
+        raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
+    return raw, data
+
+
+def _deadline_stream_class() -> type:
+    from starlette.responses import StreamingResponse
+
+    class DeadlineStream(StreamingResponse):
+        """A streamed reply that gives up on a client still reading at ``deadline``."""
+
+        def __init__(
+            self,
+            content: Any,
+            deadline: float,
+            status_code: int,
+            headers: dict[str, str],
+            cleanup: Callable[[], Awaitable[None]],
+        ) -> None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+            super().__init__(
+                content, status_code=status_code, headers=headers, media_type="text/event-stream"
+            )
+            self.deadline = deadline
+            self.cleanup = cleanup
+
+        async def stream_response(self, send: Any) -> None:
+            # One timer for the whole reply (not a timeout around every chunk, which costs a
+            # task per chunk): at the deadline the reply is cancelled wherever it waits.
+            loop = asyncio.get_running_loop()
+            task = asyncio.current_task()
+            expired = False
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                if task is not None:
+                    task.cancel()
+
+            left = max(0.0, self.deadline - time.monotonic())
+            handle = loop.call_at(loop.time() + left, expire)
+            try:
+                await super().stream_response(send)
+            except asyncio.CancelledError:
+                if not expired:
+                    raise
+                uncancel = getattr(task, "uncancel", None)
+                if uncancel is not None:
+                    uncancel()
+                _SLOW_READERS.append(time.monotonic())
+                raise TimeoutError("the reply was not read within the request timeout") from None
+            finally:
+                handle.cancel()
+                close = getattr(self.body_iterator, "aclose", None)
+                if close is not None:
+                    await close()
+                # A body never iterated (the client left at once) still frees its engine slot.
+                await self.cleanup()
+
+    return DeadlineStream
+
+
+class _Once:
+    """An async cleanup that runs once however many paths call it."""
+
+    def __init__(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self.fn = fn
+        self.done = False
+
+    async def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            await self.fn()
+
+
+class _DeadlineStreamFactory:
+    _cls: type | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._cls is None:
+            type(self)._cls = _deadline_stream_class()
+        assert self._cls is not None
+        return self._cls(*args)
+
+
+_DeadlineStream = _DeadlineStreamFactory()

@@ -1,0 +1,166 @@
+"""The gateway's settings: one validated dataclass, built by the CLI or by code."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_envs.error import InvalidEnvConfig
+
+__all__ = ["GatewayConfig", "is_loopback"]
+
+#: What a session id may be made of (it is part of a URL path and a database row).
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class GatewayConfig:
+    """How the gateway listens, which engines it uses, how it records and what it refuses.
+
+    Attributes:
+        host: Address to bind. Anything but loopback needs ``api_keys`` and ``admin_key``.
+        port: Port to bind (0 picks a free one).
+        engines: Base URLs (``http://host:port/v1``) of running OpenAI-compatible engines.
+        model: A checkpoint to serve: a Hugging Face folder, a trainer ``output_dir`` (its
+            ``final_model`` or its newest checkpoint), or a model name (``"tiny"``, ...).
+            The gateway launches ``num_engines`` vLLM servers on it.
+        served_model_name: The model name clients send (default: the folder's name or the
+            model name).
+        num_engines: vLLM servers to launch for ``model``.
+        engine_args: Extra command-line arguments for each launched vLLM server.
+        engine_env: Extra environment variables for each launched vLLM server.
+        tokenizer: Tokenizer folder used when an engine returns no token ids (the served
+            checkpoint's own tokenizer by default).
+        store: Episode store file (:class:`rllm_agents.store.EpisodeStore`) that recorded
+            sessions go to; ``None`` refuses session calls.
+        run: Run name given to stored episodes (a session may set its own).
+        api_keys: ``{principal: token}``; when set, every API call needs
+            ``Authorization: Bearer <token>`` and sessions belong to their principal.
+        admin_key: Token for ``/admin/*`` (weight swaps); loopback without keys needs none.
+        max_body_bytes: Largest request body accepted (413 above).
+        body_timeout_s: Seconds a client may take to send its whole request body (408 after).
+        request_timeout_s: Longest a call may take, engine time and slow readers included.
+        max_queue: Calls waiting for an engine at once before new ones get 503.
+        max_in_flight_per_engine: Calls sent to one engine at once (the rest wait in a queue).
+        retries: Attempts on another engine after a connection error or a 5xx, before any
+            byte of the reply reached the client.
+        rate_limit_rps: Requests per second each principal may make (``None``: no limit).
+        rate_limit_burst: Requests a principal may make at once above the rate.
+        session_idle_s: A session with no call for this long is stored without a reward
+            (``None``: sessions wait for their reward until shutdown).
+        max_sessions: Open sessions at once (new ones get 503 above).
+        template_chat: In sessions, template chat calls with the served tokenizer and append
+            each turn to the session's token sequence (:mod:`rllm_adapters.gateway.chat`), so a
+            multi-turn chat session is one token-exact sequence; off, or with no tokenizer,
+            chat calls go to the engine's chat endpoint.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8400
+    engines: list[str] = field(default_factory=list)
+    model: str | None = None
+    served_model_name: str | None = None
+    num_engines: int = 1
+    engine_args: list[str] = field(default_factory=list)
+    engine_env: dict[str, str] = field(default_factory=dict)
+    tokenizer: str | None = None
+    store: str | None = None
+    run: str | None = None
+    api_keys: dict[str, str] = field(default_factory=dict)
+    admin_key: str | None = None
+    max_body_bytes: int = 4 * 2**20
+    body_timeout_s: float = 30.0
+    request_timeout_s: float = 600.0
+    max_queue: int = 4096
+    max_in_flight_per_engine: int = 256
+    retries: int = 2
+    rate_limit_rps: float | None = None
+    rate_limit_burst: int = 64
+    session_idle_s: float | None = None
+    max_sessions: int = 100_000
+    template_chat: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.engines and self.model is None:
+            raise InvalidEnvConfig(
+                "The gateway needs engines: pass `model=` (a checkpoint folder, trainer run or "
+                "model name to serve) or `engines=[...]` (base URLs of running servers)."
+            )
+        for url in self.engines:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise InvalidEnvConfig(
+                    f"Expects each engine to be an http(s) base URL such as "
+                    f"'http://127.0.0.1:8000/v1', actual: {url!r}."
+                )
+        if self.num_engines < 0 or (self.model is not None and self.num_engines < 1):
+            raise InvalidEnvConfig(
+                f"Expects `num_engines` >= 1 with `model`, actual: {self.num_engines!r}."
+            )
+        if not 0 <= self.port < 65536:
+            raise InvalidEnvConfig(f"Expects `port` in [0, 65535], actual: {self.port!r}.")
+        for name, token in self.api_keys.items():
+            if not name or not isinstance(token, str) or len(token) < 16:
+                raise InvalidEnvConfig(
+                    f"API key of principal {name!r} is too short: use 16+ characters "
+                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(24))'`)."
+                )
+        if len(set(self.api_keys.values())) != len(self.api_keys):
+            raise InvalidEnvConfig("Two principals share one API key; give each its own.")
+        if self.admin_key is not None and len(self.admin_key) < 16:
+            raise InvalidEnvConfig("`admin_key` is too short: use 16+ characters.")
+        if not is_loopback(self.host) and (not self.api_keys or self.admin_key is None):
+            raise InvalidEnvConfig(
+                f"Binding {self.host!r} exposes the gateway beyond this machine: set "
+                "`api_keys` (--api-key NAME=TOKEN) and `admin_key` (--admin-key TOKEN), or "
+                "bind 127.0.0.1."
+            )
+        positive = {
+            "max_body_bytes": self.max_body_bytes,
+            "body_timeout_s": self.body_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+            "max_queue": self.max_queue,
+            "max_in_flight_per_engine": self.max_in_flight_per_engine,
+            "rate_limit_burst": self.rate_limit_burst,
+            "max_sessions": self.max_sessions,
+        }
+        for name, value in positive.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise InvalidEnvConfig(f"Expects `{name}` > 0, actual: {value!r}.")
+        if self.retries < 0:
+            raise InvalidEnvConfig(f"Expects `retries` >= 0, actual: {self.retries!r}.")
+        optional: dict[str, float | None] = {
+            "rate_limit_rps": self.rate_limit_rps,
+            "session_idle_s": self.session_idle_s,
+        }
+        for name, bound in optional.items():
+            if bound is not None and bound <= 0:
+                raise InvalidEnvConfig(f"Expects `{name}` > 0 or None, actual: {bound!r}.")
+
+    @property
+    def auth_required(self) -> bool:
+        """Whether API calls need a token."""
+        return bool(self.api_keys)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GatewayConfig:
+        """Build from a plain mapping (unknown keys raise with the valid ones listed)."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InvalidEnvConfig(
+                f"Unknown gateway setting(s) {unknown}; valid ones: {sorted(known)}."
+            )
+        return cls(**dict(data))

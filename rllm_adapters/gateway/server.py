@@ -1,0 +1,266 @@
+"""Run the gateway: launch engines for a checkpoint, serve HTTP, shut down without losing data.
+
+``python -m rllm_adapters.gateway --model runs/grpo-1 --store runs/episodes.db`` serves a trainer's
+run (or a model folder or name) through vLLM's OpenAI server and records sessions;
+``--engine http://host:port/v1`` (repeatable) puts the gateway in front of running servers
+instead. On SIGINT/SIGTERM the gateway stops accepting connections, lets calls in flight
+finish, stores every open session that has calls (``finish="truncated"``, no reward), and
+only then stops the engines it launched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rllm_adapters.gateway.app import Gateway
+from rllm_adapters.gateway.config import GatewayConfig
+from rllm_adapters.gateway.engines import Engine, VLLMServer
+from rllm_envs.error import require
+
+__all__ = ["GatewayServer", "launch_engines", "main", "parse_args"]
+
+
+def launch_engines(config: GatewayConfig) -> tuple[list[Engine], str, str]:
+    """Start ``config.num_engines`` vLLM servers on ``config.model``; wait until they answer.
+
+    Returns:
+        The engines (with their servers), the served folder and the served model name.
+    """
+    from rllm_adapters.gateway.checkpoint import resolve_served_model
+
+    assert config.model is not None
+    folder, default_name = resolve_served_model(config.model)
+    name = config.served_model_name or default_name
+    servers = [
+        VLLMServer(folder, name, args=config.engine_args, env=config.engine_env)
+        for _ in range(config.num_engines)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        for server in servers:
+            server.wait_ready()
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    engines = [
+        Engine(url=s.base_url, name=f"engine-{i}", server=s, weights=folder)
+        for i, s in enumerate(servers)
+    ]
+    return engines, folder, name
+
+
+class GatewayServer:
+    """The gateway on uvicorn, in this thread (:meth:`run`) or a background one (:meth:`start`).
+
+    Args:
+        config: The settings.
+        engines: Engines to use (otherwise launched for ``config.model`` and/or built from
+            ``config.engines``).
+        store: An episode store to write to (otherwise opened from ``config.store``).
+    """
+
+    def __init__(
+        self, config: GatewayConfig, *, engines: list[Engine] | None = None, store: Any = None
+    ) -> None:
+        self.config = config
+        self.launched: list[Engine] = []
+        served = config.served_model_name
+        tokenizer_folder = config.tokenizer
+        if engines is None:
+            engines = []
+            if config.model is not None:
+                self.launched, folder, served = launch_engines(config)
+                engines.extend(self.launched)
+                tokenizer_folder = tokenizer_folder or folder
+            offset = len(engines)
+            engines.extend(
+                Engine(url=u.rstrip("/"), name=f"engine-{offset + i}")
+                for i, u in enumerate(config.engines)
+            )
+        if tokenizer_folder != config.tokenizer:
+            config.tokenizer = tokenizer_folder
+        self.gateway = Gateway(config, engines=engines, store=store, served_model_name=served)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def app(self) -> Any:
+        """The ASGI app."""
+        return self.gateway.app
+
+    @property
+    def port(self) -> int:
+        """The port it listens on (known once started)."""
+        server = self._server
+        if server is not None and server.servers:
+            return int(server.servers[0].sockets[0].getsockname()[1])
+        return self.config.port
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.config.host}:{self.port}"
+
+    def _uvicorn(self) -> Any:
+        uvicorn = require("uvicorn", "gateway", feature="the gateway")
+        config = uvicorn.Config(
+            self.app,
+            host=self.config.host,
+            port=self.config.port,
+            log_level="warning",
+            # Calls in flight get this long to finish at shutdown before being cut.
+            timeout_graceful_shutdown=int(self.config.request_timeout_s),
+            timeout_keep_alive=30,
+            h11_max_incomplete_event_size=64 * 1024,
+        )
+        return uvicorn.Server(config)
+
+    def run(self) -> None:
+        """Serve until SIGINT/SIGTERM, then shut down cleanly (see the module docstring)."""
+        server = self._server = self._uvicorn()
+        # uvicorn re-raises a caught SIGTERM once it has shut down, which would kill this
+        # process before the engines it launched are stopped: take the signals here instead.
+        server.capture_signals = contextlib.nullcontext
+        previous = {
+            sig: signal.signal(sig, server.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            asyncio.run(server.serve())
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.close_engines()
+
+    def start(self, timeout: float = 60.0) -> GatewayServer:
+        """Serve from a background thread; return once it accepts connections."""
+        self._server = self._uvicorn()
+        # Signals belong to the main thread: a background server is stopped with stop().
+        self._server.install_signal_handlers = lambda: None
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._server.serve()), name="rllm-gateway", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("The gateway did not start.")
+            time.sleep(0.02)
+        return self
+
+    def stop(self, timeout: float = 120.0) -> None:
+        """Shut down as on SIGTERM (calls in flight finish, open sessions are stored)."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        self.close_engines()
+
+    def close_engines(self) -> None:
+        """Stop the engines this server launched."""
+        for engine in self.launched:
+            if engine.server is not None:
+                engine.server.stop()
+
+    def __enter__(self) -> GatewayServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _keys(values: Sequence[str]) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    for value in values:
+        for item in value.split(","):
+            if not item.strip():
+                continue
+            name, sep, token = item.partition("=")
+            if not sep:
+                raise SystemExit(f"--api-key expects NAME=TOKEN, got {item!r}")
+            keys[name.strip()] = token.strip()
+    return keys
+
+
+def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
+    """The CLI's arguments as a :class:`GatewayConfig`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m rllm_adapters.gateway",
+        description="OpenAI-compatible gateway that serves checkpoints and records sessions.",
+    )
+    parser.add_argument(
+        "--model",
+        help="checkpoint to serve: HF folder, trainer output_dir or checkpoint, or model name",
+    )
+    parser.add_argument(
+        "--engine", action="append", default=[], help="base URL of a running engine (repeat)"
+    )
+    parser.add_argument("--num-engines", type=int, default=1)
+    parser.add_argument("--served-model-name")
+    parser.add_argument(
+        "--engine-arg",
+        action="append",
+        default=[],
+        help="extra vLLM server argument, e.g. --engine-arg=--max-model-len=4096 (repeat)",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8400)
+    parser.add_argument("--store", help="episode store (SQLite) that sessions are recorded in")
+    parser.add_argument("--run", help="run name of recorded episodes")
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=[],
+        help="NAME=TOKEN a client authenticates with (repeat; or $RLLM_GATEWAY_API_KEYS)",
+    )
+    parser.add_argument("--admin-key", help="token for /admin (or $RLLM_GATEWAY_ADMIN_KEY)")
+    parser.add_argument("--tokenizer", help="tokenizer for engines that return no token ids")
+    parser.add_argument("--max-body-bytes", type=int, default=4 * 2**20)
+    parser.add_argument("--request-timeout", type=float, default=600.0)
+    parser.add_argument("--rate-limit", type=float, help="requests/s per client")
+    parser.add_argument("--session-idle", type=float, help="store sessions idle this long (s)")
+    args = parser.parse_args(argv)
+    keys = _keys([*args.api_key, os.environ.get("RLLM_GATEWAY_API_KEYS", "")])
+    return GatewayConfig(
+        host=args.host,
+        port=args.port,
+        engines=list(args.engine),
+        model=args.model,
+        served_model_name=args.served_model_name,
+        num_engines=args.num_engines,
+        engine_args=list(args.engine_arg),
+        tokenizer=args.tokenizer,
+        store=args.store,
+        run=args.run,
+        api_keys=keys,
+        admin_key=args.admin_key or os.environ.get("RLLM_GATEWAY_ADMIN_KEY") or None,
+        max_body_bytes=args.max_body_bytes,
+        request_timeout_s=args.request_timeout,
+        rate_limit_rps=args.rate_limit,
+        session_idle_s=args.session_idle,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m rllm_adapters.gateway``."""
+    config = parse_args(argv)
+    server = GatewayServer(config)
+    print(
+        f"rllm gateway on http://{config.host}:{config.port}/v1 "
+        f"({len(server.gateway.pool.engines)} engine(s))",
+        file=sys.stderr,
+        flush=True,
+    )
+    server.run()
+    return 0

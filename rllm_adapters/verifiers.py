@@ -1,0 +1,416 @@
+r"""verifiers adapter: every rllm-envs id with one model seat as a verifiers 0.4 taskset and env.
+
+``pip install "rllm-envs[verifiers]"`` (verifiers >= 0.4, whose API is ``verifiers.v1``). A
+verifiers plugin is a top-level module exporting one ``vf.Taskset`` (and optionally a
+``vf.Env`` and a ``vf.Harness``) through ``__all__``; verifiers' own loader imports it by
+taskset id. Ours is ``rllm_envs_verifiers`` (this module, re-exported), so the taskset id is
+``rllm-envs-verifiers`` and the rllm-envs id is its ``env_id`` field::
+
+    vf-eval rllm-envs-verifiers --env.taskset.env-id rllm/FrozenLake-v0 \
+        --env.taskset.num-tasks 16 -n 16 -r 4 -m my-model \
+        --client.base-url http://127.0.0.1:8000/v1 --client.api-key-var OPENAI_API_KEY \
+        --no-push --no-rich
+
+or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalConfig``)::
+
+    import asyncio
+    from verifiers.v1.cli.eval.runner import run_eval
+    from rllm_adapters.verifiers import eval_config
+
+    config = eval_config("rllm/Math-v0", model="my-model",
+                         base_url="http://127.0.0.1:8000/v1", num_tasks=8)
+    episodes = asyncio.run(run_eval(config))
+
+* :class:`RllmTaskset` yields task ``start + k`` of the env reset with seed ``seed + k``; its
+  prompt is the family agent's messages for the first observation (system prompt, worked
+  example, the observation).
+* :class:`RllmEnv` plays each episode: the model's reply is stepped through our env, the
+  agent turns the env's feedback into the next user turn, until our env terminates or
+  truncates (multi-turn ids: FrozenLake, CodeMultiTurn, ToolUse, Search; tool calls are
+  text ``<tool_call>{...}</tool_call>`` as our agents write them, tool results come back as
+  user turns).
+* The task's ``@vf.reward`` ``env_reward`` is the episode return from our env (its family
+  scorer); ``is_correct``, ``invalid_action``, ``turns`` and every reward component are
+  ``@vf.metric``\ s. Paired with another verifiers env (``--env.id``), a task is scored by
+  stepping a fresh episode with the trace's final reply.
+* :class:`RllmChatHarness` (the taskset's default harness) is a tool-less chat loop run in
+  process: each segment is one chat completion through verifiers' interception endpoint, so
+  the trace, sampling, limits and training clients work as for any harness; it needs no
+  ``uv`` or network at run time.
+
+Multi-agent ids with one model seat (``rllm/TicTacToe-v0``: the registry row scripts
+``player_1``) play that seat against the scripted opponents (:class:`rllm_adapters.trl.SeatEnv`).
+Ids whose every seat is the model's (``rllm/SolverJudge-v0``, ``rllm/Debate-v0``) are refused:
+their seats see different conversations of one joint step, which this one-seat env does not
+model; use our trainer (``rllm_adapters.multiagent_play``) or the OpenEnv server for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, require
+from rllm_envs.utils import to_jsonable
+
+_MIN_VERSION = (0, 4)
+
+
+def _require_v1() -> Any:
+    try:
+        version = importlib.metadata.version("verifiers")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if version is not None:
+        parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+        if parts < _MIN_VERSION:
+            raise DependencyNotInstalled(
+                f"rllm_adapters.verifiers targets verifiers >= 0.4 (its `verifiers.v1` API); "
+                f"verifiers {version} is installed, whose classic `vf.Environment` API this "
+                f'adapter no longer supports. Run `pip install "rllm-envs[verifiers]"`.'
+            )
+    return require("verifiers.v1", "verifiers", feature="The verifiers adapter")
+
+
+vf = _require_v1()
+httpx = require("httpx", "verifiers", feature="The verifiers adapter")
+
+#: The taskset id verifiers' loader resolves to this adapter (module ``rllm_envs_verifiers``).
+TASKSET_ID = "rllm-envs-verifiers"
+
+__all__ = [
+    "TASKSET_ID",
+    "RllmTasksetConfig",
+    "RllmTaskData",
+    "RllmTask",
+    "RllmTaskset",
+    "RllmEnvConfig",
+    "RllmEnv",
+    "RllmChatHarnessConfig",
+    "RllmChatHarness",
+    "eval_config",
+]
+
+
+def _wire(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    # Our tool results are text turns (text tool calls carry no tool_call_id).
+    return [
+        {"role": "user" if m["role"] == "tool" else str(m["role"]), "content": str(m["content"])}
+        for m in messages
+    ]
+
+
+# ------------------------------------------------------------------------------- taskset
+
+
+class RllmTasksetConfig(vf.TasksetConfig):  # type: ignore[name-defined]
+    """Which env and tasks (``--env.taskset.*`` on the command line)."""
+
+    env_id: str = "rllm/Math-v0"
+    """A registered single-agent rllm-envs id."""
+    env_kwargs: dict[str, Any] = {}
+    """Constructor kwargs of the env (variants), e.g. ``{"difficulty": 3}``."""
+    num_tasks: int = 100
+    """Tasks: indices ``start .. start + num_tasks - 1`` (modulo the source size)."""
+    start: int = 0
+    """First task index (use disjoint ranges, or another ``task_seed``, for evaluation)."""
+    seed: int = 0
+    """Reset seed of task ``k`` is ``seed + k``."""
+
+
+class RllmTaskData(vf.TaskData):  # type: ignore[name-defined]
+    """One task: the env, its kwargs, the reset seed and task index, and the family's decoding."""
+
+    env_id: str
+    env_kwargs: dict[str, Any] = {}
+    seed: int
+    task_index: int
+    max_turns: int = 1
+    max_tokens: int | None = None
+    stop: list[str] = []
+    tools: list[dict[str, Any]] = []
+
+
+def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
+    """The env of an id: single-agent, or a multi-agent id's one model seat."""
+    import rllm_envs
+
+    if env_id in rllm_envs.list_multiagent_envs():
+        from rllm_adapters.trl import SeatEnv
+
+        return SeatEnv(env_id, env_kwargs)  # raises for ids with several model seats
+    return rllm_envs.make(env_id, **dict(env_kwargs))
+
+
+def _make(data: Any) -> tuple[Any, Any, str, dict[str, Any]]:
+    """A fresh env and agent on the task; the first observation and info."""
+    from rllm_agents.agent import make_agent
+
+    env = _new_env(data.env_id, data.env_kwargs)
+    observation, info = env.reset(seed=int(data.seed), options={"index": int(data.task_index)})
+    agent = make_agent(data.env_id)
+    return env, agent, observation, info
+
+
+def _replay(data: Any, reply: str) -> dict[str, Any]:
+    """Step a fresh episode of the task once with ``reply`` (scoring outside :class:`RllmEnv`)."""
+    env, agent, observation, info = _make(data)
+    try:
+        agent.reset(observation, info)
+        _, reward, terminated, truncated, info = env.step(agent.act(reply))
+    finally:
+        env.close()
+    return {"return": float(reward), "turns": 1, "info": to_jsonable(info)}
+
+
+class RllmTask(vf.Task[RllmTaskData, vf.State, vf.TaskConfig]):  # type: ignore[name-defined]
+    """A task whose reward is our env's episode return and whose metrics are its info."""
+
+    async def _outcome(self, trace: Any) -> dict[str, Any]:
+        outcome = trace.info.get("rllm")
+        if outcome is None:
+            outcome = await asyncio.to_thread(_replay, self.data, trace.last_reply or "")
+            trace.info["rllm"] = outcome
+        return dict(outcome)
+
+    @vf.reward
+    async def env_reward(self, trace: Any) -> float:
+        """The env's return for the episode (its family scorer's reward)."""
+        return float((await self._outcome(trace))["return"])
+
+    @vf.metric
+    async def env_info(self, trace: Any) -> dict[str, float]:
+        """``is_correct``, ``invalid_action``, ``turns`` and ``component_<name>`` of the env."""
+        outcome = await self._outcome(trace)
+        info = outcome["info"]
+        metrics = {
+            "is_correct": float(bool(info.get("is_correct"))),
+            "invalid_action": float(bool(info.get("invalid_action"))),
+            "turns": float(outcome["turns"]),
+        }
+        for name, value in (info.get("reward_components") or {}).items():
+            metrics[f"component_{name}"] = float(value)
+        return metrics
+
+
+class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name-defined]
+    """The tasks of one rllm-envs id (see :class:`RllmTasksetConfig`)."""
+
+    def load(self) -> Any:
+        """Yield the configured tasks with the family agent's prompt."""
+        config = self.config
+        if config.num_tasks < 1:
+            raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
+        env = _new_env(config.env_id, config.env_kwargs)
+        size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
+        max_turns = int(getattr(env.unwrapped, "max_turns", 1))
+        env.close()
+        from rllm_agents.agent import make_agent
+
+        for k in range(config.num_tasks):
+            index = config.start + k if not size else (config.start + k) % size
+            seed = config.seed + k
+            env = _new_env(config.env_id, config.env_kwargs)
+            observation, info = env.reset(seed=seed, options={"index": index})
+            env.close()
+            agent = make_agent(config.env_id)
+            hints = agent.sampling_hints()
+            yield RllmTask(
+                RllmTaskData(
+                    id=str(info.get("task_id")),
+                    name=f"{config.env_id}#{index}",
+                    prompt=_wire(agent.reset(observation, info)),
+                    env_id=config.env_id,
+                    env_kwargs=dict(config.env_kwargs),
+                    seed=seed,
+                    task_index=index,
+                    max_turns=max_turns,
+                    max_tokens=hints.get("max_tokens"),
+                    stop=list(hints.get("stop", ())),
+                    tools=to_jsonable(list(info.get("tools") or [])),
+                ),
+                config.task,
+            )
+
+
+# ----------------------------------------------------------------------------------- env
+
+
+class RllmEnvConfig(vf.EnvConfig):  # type: ignore[name-defined]
+    """The env's one seat, ``agent`` (``--env.agent.*``), as in verifiers' single-agent env.
+
+    Its runtime defaults to a local subprocess workspace: the chat harness runs in process
+    and needs no container (verifiers' own default is a remote Prime sandbox).
+    """
+
+    agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+
+
+class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
+    """One episode of our env per rollout: the model's replies are its actions."""
+
+    async def run(self, task: Any, agents: Any) -> None:
+        """Play the task's episode: reply, step, feedback as the next user turn, until done."""
+        data = task.data
+        env, agent, observation, info = await asyncio.to_thread(_make, data)
+        agent.reset(observation, info)
+        total, turns, last_info = 0.0, 0, dict(info)
+        try:
+            async with agents.agent.interaction(task) as interaction:
+                segment = await interaction.turn()
+                while not segment.terminated:
+                    action = agent.act(segment.last_reply)
+                    observation, reward, terminated, truncated, step_info = await asyncio.to_thread(
+                        env.step, action
+                    )
+                    total, turns, last_info = total + float(reward), turns + 1, step_info
+                    if terminated or truncated:
+                        break
+                    new = agent.observe(
+                        observation, float(reward), terminated, truncated, step_info
+                    )
+                    segment = await interaction.turn(_wire(new))
+                # Read by the task's reward and metrics when the interaction closes.
+                interaction.trace.info["rllm"] = {
+                    "return": total,
+                    "turns": turns,
+                    "info": to_jsonable(last_info),
+                }
+        finally:
+            await asyncio.to_thread(env.close)
+
+
+# ------------------------------------------------------------------------------- harness
+
+
+class RllmChatHarnessConfig(vf.HarnessConfig):  # type: ignore[name-defined]
+    """The chat harness's settings."""
+
+    request_timeout: float = 600.0
+    """Seconds one chat completion may take."""
+
+
+class RllmChatHarness(vf.Harness[RllmChatHarnessConfig]):  # type: ignore[name-defined]
+    """A tool-less chat loop in process: one chat completion per segment via interception."""
+
+    APPENDS_SYSTEM_PROMPT = True
+    SUPPORTS_RESUME = True
+    EXECUTES_CODE = False
+    NEEDS_CONTAINER = False
+
+    async def launch(
+        self,
+        ctx: Any,
+        trace: Any,
+        runtime: Any,
+        endpoint: str,
+        secret: str,
+        mcp_urls: dict[str, str],
+        data: Any,
+        tool_interception_url: str | None = None,
+    ) -> Any:
+        """Send the conversation to ``endpoint`` once; the interception records the turn."""
+        from verifiers.v1.dialects.chat import message_to_wire
+
+        system, prompt = self.resolve_prompt(data)
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        if isinstance(prompt, str):
+            messages.append({"role": "user", "content": prompt})
+        else:
+            messages += [message_to_wire(m) for m in prompt or []]
+        body: dict[str, Any] = {"model": ctx.model, "messages": messages}
+        if getattr(data, "max_tokens", None):
+            body["max_tokens"] = data.max_tokens
+        if getattr(data, "stop", None):
+            body["stop"] = list(data.stop)
+        try:
+            async with httpx.AsyncClient(timeout=self.config.request_timeout) as client:
+                response = await client.post(
+                    endpoint.rstrip("/") + "/chat/completions",
+                    json=body,
+                    headers={"Authorization": f"Bearer {secret}"},
+                )
+        except httpx.TransportError as e:
+            from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
+
+            return vf.ProgramResult(
+                exit_code=MODEL_TRANSPORT_ERROR_EXIT_CODE, stdout="", stderr=repr(e)
+            )
+        if response.status_code >= 400:
+            from verifiers.v1.harnesses.utils.compaction import CONTEXT_OVERFLOW_MARKERS
+
+            text = response.text.casefold()
+            if response.status_code in (400, 413) and any(
+                marker in text for marker in CONTEXT_OVERFLOW_MARKERS
+            ):
+                # As verifiers' own chat program: a full context ends the exchange (no new
+                # turn), it is not a crash. The episode ends with the replies so far.
+                return vf.ProgramResult(exit_code=0, stdout="", stderr="")
+            return vf.ProgramResult(exit_code=1, stdout="", stderr=response.text[-2000:])
+        return vf.ProgramResult(exit_code=0, stdout="", stderr="")
+
+
+# ---------------------------------------------------------------------------- eval config
+
+
+def eval_config(
+    env_id: str,
+    *,
+    model: str,
+    base_url: str,
+    num_tasks: int = 16,
+    num_rollouts: int = 1,
+    env_kwargs: Mapping[str, Any] | None = None,
+    start: int = 0,
+    seed: int = 0,
+    api_key_var: str = "OPENAI_API_KEY",
+    sampling: Mapping[str, Any] | None = None,
+    output_dir: str = "outputs",
+    max_concurrent: int | None = 32,
+) -> Any:
+    """The verifiers ``EvalConfig`` for an id served by an OpenAI-compatible endpoint.
+
+    Args:
+        env_id: A registered single-agent id.
+        model: The served model name.
+        base_url: The endpoint, e.g. ``"http://127.0.0.1:8000/v1"``.
+        num_tasks: Tasks (all evaluated).
+        num_rollouts: Episodes per task (the group size).
+        env_kwargs: Env constructor kwargs.
+        start: First task index.
+        seed: Base reset seed.
+        api_key_var: Environment variable holding the key (unset: ``"EMPTY"``).
+        sampling: verifiers ``SamplingConfig`` fields (e.g. ``{"temperature": 0.0}``).
+        output_dir: Where verifiers writes the run (``traces.jsonl``).
+        max_concurrent: Episodes in flight.
+
+    Returns:
+        A ``verifiers.v1.configs.cli.eval.EvalConfig`` for ``run_eval``.
+    """
+    from verifiers.v1.configs.cli.eval import EvalConfig
+
+    return EvalConfig.model_validate(
+        {
+            "env": {
+                "taskset": {
+                    "id": TASKSET_ID,
+                    "env_id": env_id,
+                    "env_kwargs": json.loads(json.dumps(dict(env_kwargs or {}))),
+                    "num_tasks": num_tasks,
+                    "start": start,
+                    "seed": seed,
+                }
+            },
+            "model": model,
+            "client": {"type": "eval", "base_url": base_url, "api_key_var": api_key_var},
+            "sampling": dict(sampling or {}),
+            "num_rollouts": num_rollouts,
+            "max_concurrent": max_concurrent,
+            "rich": None,
+            "push": False,
+            "output_dir": output_dir,
+        }
+    )
