@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 REPO_PREFIX = "/repo/"
 _RESULT_FD = 3
 _RESULT_CAP = 4000
+#: What an observing test may report (see :func:`observed`).
+_OBSERVED_CAP = 1 << 20
 #: Names a repository may not provide: the runner's own ``pytest``.
 _RESERVED = frozenset({"pytest", "_pytest"})
 
@@ -559,6 +561,140 @@ def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
         raise Skipped(f"could not import {name!r}") from None
 
 
+# ------------------------------------------------------------------ observations
+#
+# In an observing run (spec ``observe``) the hidden test files are probes made on the host
+# (:mod:`rllm_envs.swe.probe`): each assertion became a call of ``pytest.observe`` on the
+# values it checked, with the expected side removed, and each ``pytest.raises`` block a
+# ``pytest.observing()`` block. The test's process reports these values as data; the host
+# compares them with the reference's. Nothing here decides a verdict, so nothing here needs
+# protecting from the repository's code: a forged record still has to equal the reference's.
+
+_OBSERVED: list[Any] = []
+_OBSERVE_NODES = 20000
+_OBSERVE_DEPTH = 40
+_OBSERVE_TEXT = 100000
+_BUILTIN_BASES: tuple[Any, ...] = (
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bytearray,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+)
+
+
+def _type_name(kind: Any) -> str:
+    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+
+
+def _mro_names(kind: Any) -> list[str]:
+    return [_type_name(k) for k in getattr(kind, "__mro__", (kind,)) if k is not object]
+
+
+def observed(value: Any) -> Any:
+    """``value`` as JSON-able data: ``[tag, ...]`` by exact type, containers element by element.
+
+    Plain values by their exact type (a subclass is tagged ``sub`` with its type's name),
+    dict items and set members sorted, other objects as their type's name and their
+    ``__dict__`` (or their ``repr`` when their class defines one). Cut at a size and depth.
+    """
+    import json
+
+    budget = [_OBSERVE_NODES]
+
+    def key(item: Any) -> str:
+        return json.dumps(item, sort_keys=True)
+
+    def walk(v: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0 or depth > _OBSERVE_DEPTH:
+            return ["cut"]
+        kind = type(v)
+        if v is None:
+            return ["none"]
+        if kind is bool:
+            return ["bool", v]
+        if kind is int:
+            return ["int", str(v)] if abs(v) < 10**4000 else ["int", "huge"]
+        if kind is float:
+            return ["float", repr(v)]
+        if kind is complex:
+            return ["complex", repr(v.real), repr(v.imag)]
+        if kind is str:
+            return ["str", v[:_OBSERVE_TEXT]]
+        if kind in (bytes, bytearray):
+            return [kind.__name__, bytes(v[:_OBSERVE_TEXT]).hex()]
+        if kind in (list, tuple):
+            return [kind.__name__, [walk(x, depth + 1) for x in v]]
+        if kind in (set, frozenset):
+            return [kind.__name__, sorted((walk(x, depth + 1) for x in v), key=key)]
+        if kind is dict:
+            pairs = [[walk(k, depth + 1), walk(x, depth + 1)] for k, x in v.items()]
+            return ["dict", sorted(pairs, key=key)]
+        if isinstance(v, BaseException):
+            return ["exception", _mro_names(kind), [walk(a, depth + 1) for a in v.args]]
+        if isinstance(v, type):
+            return ["type", _type_name(v)]
+        for base in _BUILTIN_BASES:
+            if isinstance(v, base):
+                return ["sub", _type_name(kind), walk(base(v), depth + 1)]
+        state = getattr(v, "__dict__", None)
+        if type(state) is dict and state:
+            return ["object", _type_name(kind), walk(dict(state), depth + 1)]
+        slots = [s for k in kind.__mro__ for s in getattr(k, "__slots__", ()) if type(s) is str]
+        if slots:
+            values = {s: getattr(v, s, None) for s in slots if not s.startswith("__")}
+            return ["object", _type_name(kind), walk(values, depth + 1)]
+        if kind.__repr__ is not object.__repr__:
+            return ["object", _type_name(kind), ["repr", repr(v)[:_OBSERVE_TEXT]]]
+        return ["object", _type_name(kind)]
+
+    try:
+        return walk(value, 0)
+    except Exception as e:
+        return ["unobservable", _type_name(type(e))]
+
+
+def observe(value: Any) -> None:
+    """``pytest.observe``: record a value a probe test computed (see above)."""
+    _OBSERVED.append(observed(value))
+
+
+class _Observing:
+    """``pytest.observing()``: a ``pytest.raises`` block of a probe; records what it raised."""
+
+    def __init__(self, message: bool = False) -> None:
+        self.message = message
+        self.value: Any = None
+        self.type: Any = None
+
+    def __enter__(self) -> _Observing:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if kind is None:
+            _OBSERVED.append(["no_raise"])
+            return False
+        if not issubclass(kind, Exception):
+            return False
+        self.value, self.type = value, kind
+        entry: list[Any] = ["raised", _mro_names(kind)]
+        if self.message:
+            try:
+                entry.append(str(value)[:_OBSERVE_TEXT])
+            except Exception:
+                entry.append(None)
+        _OBSERVED.append(entry)
+        return True
+
+
 def _pytest_module() -> Any:
     import types
 
@@ -571,6 +707,8 @@ def _pytest_module() -> Any:
     module.skip = _skip
     module.fail = _fail
     module.importorskip = _importorskip
+    module.observe = observe
+    module.observing = _Observing
     module.fail.Exception = Failed
     module.skip.Exception = Skipped
     return module
@@ -1362,6 +1500,7 @@ def _child_test(
     node: str,
     files: dict[str, str],
     keys: list[bytes],
+    observing: bool = False,
     *,
     _run: Any = run_node,
     _pass: Any = _audit,
@@ -1383,6 +1522,8 @@ def _child_test(
         _seal_runner()
         _arm(keys)
         result = _run(node, files, finder, records)
+        if observing:
+            _report_observed(["ended", result[:1]])
         if result == "P":
             try:
                 _pass(_event)
@@ -1390,13 +1531,34 @@ def _child_test(
                 pass
             _exit(0)
     except SystemExit as e:
+        if observing:
+            _report_observed(["raised", _mro_names(type(e))])
         result = f"Fthe test called sys.exit({e.code!r})"
     except BaseException as e:
+        if observing:
+            _report_observed(["raised", _mro_names(type(e))])
         result = "F" + _format_failure(e)
     if type(result) is not str:
         result = "Ethe runner returned no result"
     data = result.encode("utf-8", "replace")[:_RESULT_CAP]
     _write(_RESULT_FD, data)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    _exit(0)
+
+
+def _report_observed(end: list[Any]) -> None:
+    """Write what an observing test recorded, and how it ended, on fd 3; exit."""
+    import json
+
+    try:
+        data = "O" + json.dumps({"observed": _OBSERVED, "end": end}, ensure_ascii=True)
+    except BaseException:
+        data = "Ethe observations could not be written"
+    _write(_RESULT_FD, data.encode("ascii", "replace")[:_OBSERVED_CAP])
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -1512,7 +1674,7 @@ class Executor:
                     if body is _child_test:
                         pair = [os.urandom(16), os.urandom(16)]
                         os.write(keys, pair[0] + pair[1])
-                        args = (*args[:2], pair)
+                        args = (*args[:2], pair, *args[3:])
                         del pair
                     os.closerange(_TAMPER_FD + 1, 1 << 20)
                     _lower(resource.RLIMIT_CPU, int(self.limit) + 2)
@@ -1589,9 +1751,11 @@ class Executor:
             record = self.child(_child_python, self.spec["code"], self.files)
             self.emit({"index": 0, "id": "<snippet>", **record})
         elif mode == "tests":
+            observing = bool(self.spec.get("observe"))
             for index, node in enumerate(self.spec["tests"]):
-                record = self.child(_child_test, node, self.files, nonce)
-                record["result"] = record["result"][:_RESULT_CAP]
+                record = self.child(_child_test, node, self.files, nonce, observing)
+                if not (observing and record["result"].startswith("O")):
+                    record["result"] = record["result"][:_RESULT_CAP]
                 self.emit({"index": index, "id": node, **record})
         else:  # collect, then run what was collected
             import json

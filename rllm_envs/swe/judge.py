@@ -43,12 +43,14 @@ stays ``"in_process"``, as the code judge says for assert-kind tests.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import marshal
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -57,6 +59,7 @@ from typing import Any
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
+from rllm_envs.swe.probe import probe_source, same
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -71,6 +74,9 @@ __all__ = [
     "score",
     "close_pools",
     "warm_up",
+    "probe_files",
+    "reference_outcomes",
+    "Reference",
     "DEFAULT_TIME_LIMIT",
 ]
 
@@ -229,12 +235,15 @@ def _pool(backend: Backend, limits: Limits) -> SandboxPool:
 class _Records:
     """Reads the report channel as it arrives; keeps only well-formed, in-order records."""
 
-    def __init__(self, stop_after_failure: str | None = None) -> None:
+    def __init__(
+        self, stop_after_failure: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+    ) -> None:
         self.buffer = bytearray()
         self.records: list[dict[str, Any]] = []
         self.done = False
         self.broken: str | None = None
-        #: The run's nonce when the run should end at the first test that did not pass.
+        #: How a record's status is decided, when the run should end at the first test that
+        #: did not pass.
         self.stop_after_failure = stop_after_failure
         self.stopped = False
 
@@ -254,9 +263,9 @@ class _Records:
             self._take(frame)
             if self.done or self.broken:
                 return True
-            nonce = self.stop_after_failure
-            if nonce is not None and self.records:
-                if _status(self.records[-1], nonce)[0] != "passed":
+            decide = self.stop_after_failure
+            if decide is not None and self.records:
+                if decide(self.records[-1])[0] != "passed":
                     self.stopped = True
                     return True
         return False
@@ -356,11 +365,14 @@ def _check_files(files: Files) -> dict[str, str]:
 
 
 def _report(
-    records: _Records, outcome: RunResult, ids: Sequence[str] | None, nonce: str
+    records: _Records,
+    outcome: RunResult,
+    ids: Sequence[str] | None,
+    decide: Callable[[Mapping[str, Any]], tuple[str, str]],
 ) -> RunReport:
     outcomes = []
     for record in records.records:
-        status, message = _status(record, nonce)
+        status, message = decide(record)
         outcomes.append(TestOutcome(record["id"], status, message, record["output"][-2000:]))
     error = None
     if not records.done and not records.stopped:
@@ -405,16 +417,51 @@ def run_tests(
     Returns:
         One :class:`TestOutcome` per id, in order (``missing`` for tests never reported).
     """
-    files = _check_files(files)
     ids = [str(t) for t in tests]
+    nonce = secrets.token_hex(16)
+
+    def decide(record: Mapping[str, Any]) -> tuple[str, str]:
+        return _status(record, nonce)
+
+    return _run_ids(
+        _check_files(files),
+        ids,
+        nonce,
+        decide,
+        observe=False,
+        time_limit=time_limit,
+        memory_mb=memory_mb,
+        backend=backend,
+        warm=warm,
+        stop_on_failure=stop_on_failure,
+        total_time=total_time,
+    )
+
+
+def _run_ids(
+    files: dict[str, str],
+    ids: list[str],
+    nonce: str,
+    decide: Callable[[Mapping[str, Any]], tuple[str, str]],
+    *,
+    observe: bool,
+    time_limit: float,
+    memory_mb: int,
+    backend: str | Backend | None,
+    warm: bool,
+    stop_on_failure: bool,
+    total_time: float | None,
+    raw: list[dict[str, Any]] | None = None,
+) -> RunReport:
+    """Run node ids ``ids``; ``raw`` (when given) receives the records as they came."""
     if not ids:
         return RunReport([])
-    nonce = secrets.token_hex(16)
     spec = {
         "files": files,
         "mode": "tests",
         "tests": ids,
         "nonce": nonce,
+        "observe": observe,
         "time_limit": float(time_limit),
         "memory_mb": int(memory_mb),
         "output_chars": _OUTPUT_CHARS,
@@ -423,13 +470,15 @@ def run_tests(
     budget = len(ids) * (float(time_limit) + 0.5) + 5.0
     records, outcome = _execute(
         spec,
-        records=_Records(nonce if stop_on_failure else None),
+        records=_Records(decide if stop_on_failure else None),
         total_time=budget if total_time is None else min(float(total_time), budget),
         memory_mb=memory_mb,
         backend=backend,
         warm=warm,
     )
-    return _report(records, outcome, ids, nonce)
+    if raw is not None:
+        raw.extend(records.records)
+    return _report(records, outcome, ids, decide)
 
 
 def collect_and_run(
@@ -465,7 +514,7 @@ def collect_and_run(
     records, outcome = _execute(
         spec, total_time=total_time, memory_mb=memory_mb, backend=backend, warm=warm
     )
-    return _report(records, outcome, None, nonce)
+    return _report(records, outcome, None, lambda r: _status(r, nonce))
 
 
 def run_python(
@@ -532,6 +581,158 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
     return files, dropped
 
 
+def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+    """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
+
+    Returns the files and whether every probe is complete.
+    """
+    out = dict(files)
+    complete = True
+    for path, text in files.items():
+        if path.endswith(".py") and is_test_path(path):
+            out[path], ok = probe_source(text)
+            complete = complete and ok
+    return out, complete
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the reference repository does on a task's hidden tests (host side only).
+
+    Attributes:
+        passed: Per test id, whether the unchanged test passes on the reference.
+        observed: Per test id, the probe's observations on the reference (``None`` when it
+            reported none).
+        complete: Every probe was complete (see :mod:`rllm_envs.swe.probe`).
+        error: Why the reference could not be run (nothing is decided then).
+    """
+
+    passed: dict[str, bool]
+    observed: dict[str, Any]
+    complete: bool
+    error: str | None = None
+
+
+_references: OrderedDict[str, Reference] = OrderedDict()
+_references_lock = threading.Lock()
+#: Tasks whose reference outcomes are kept (each is a few kilobytes).
+REFERENCE_CACHE = 512
+
+
+def _parse_observed(result: str) -> Any:
+    if not result.startswith("O"):
+        return None
+    try:
+        data = json.loads(result[1:])
+    except (ValueError, RecursionError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"observed", "end"}
+        or not isinstance(data["observed"], list)
+        or not isinstance(data["end"], list)
+    ):
+        return None
+    return data
+
+
+def reference_outcomes(
+    reference: Files,
+    ids: Sequence[str],
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+) -> Reference:
+    """Run the hidden tests ``ids`` on the ``reference`` repository, in sandboxes of its own.
+
+    Two runs, at the same time: the unchanged tests (which must pass) and their probes (whose
+    observations a submission's must match). Cached by the repository and the ids; a run the
+    sandbox did not finish is not cached.
+    """
+    ref = _check_files(reference)
+    ids = [str(t) for t in ids]
+    key = hashlib.sha256(
+        json.dumps([sorted(ref.items()), ids, float(time_limit)], ensure_ascii=True).encode()
+    ).hexdigest()
+    with _references_lock:
+        cached = _references.get(key)
+        if cached is not None:
+            _references.move_to_end(key)
+            return cached
+    probes, complete = probe_files(ref)
+    raw: list[dict[str, Any]] = []
+    nonce = secrets.token_hex(16)
+    reports: dict[str, RunReport] = {}
+    common: dict[str, Any] = dict(
+        time_limit=time_limit,
+        memory_mb=memory_mb,
+        backend=backend,
+        warm=warm,
+        stop_on_failure=False,
+        total_time=None,
+    )
+
+    def plain() -> None:
+        reports["plain"] = _run_ids(
+            ref, ids, nonce, lambda r: _status(r, nonce), observe=False, **common
+        )
+
+    worker = threading.Thread(target=plain, name="swe-reference", daemon=True)
+    worker.start()
+    observed_report = _run_ids(
+        probes, ids, nonce, lambda r: ("passed", ""), observe=True, raw=raw, **common
+    )
+    worker.join()
+    plain_report = reports.get("plain")
+    error = observed_report.sandbox_error or (
+        plain_report.sandbox_error if plain_report else "the reference run did not finish"
+    )
+    by_id = plain_report.by_id() if plain_report else {}
+    passed = {t: t in by_id and by_id[t].passed for t in ids}
+    observed = {t: None for t in ids}
+    for record in raw:
+        if record["id"] in observed and not record["tamper"] and record["code"] == 0:
+            observed[record["id"]] = _parse_observed(record["result"])
+    result = Reference(passed, observed, complete, error)
+    if error is None:
+        with _references_lock:
+            _references[key] = result
+            while len(_references) > REFERENCE_CACHE:
+                _references.popitem(last=False)
+    return result
+
+
+def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[str, str]:
+    """The host's status for one probe record, against the reference's observations."""
+    status, message = _status(record, "")
+    if status in ("tampered", "timeout", "crashed"):
+        return status, message
+    test = record["id"]
+    expected = reference.observed.get(test)
+    if not reference.passed.get(test) or expected is None:
+        return "error", "the reference repository does not pass this test (a broken task)"
+    actual = _parse_observed(record["result"])
+    if actual is None:
+        if status in ("skipped", "error"):
+            return status, message
+        return "failed", "the test reported no observations"
+    if same(expected, actual):
+        return "passed", ""
+    # Where they first differ, not what the reference computed: feedback must not carry
+    # the expected values.
+    seen, want = actual["observed"], expected["observed"]
+    for n, (a, e) in enumerate(zip(seen, want, strict=False), 1):
+        if not same(e, a):
+            return "failed", f"check {n} of the test gave a different result than the fix's"
+    if len(seen) != len(want):
+        return "failed", f"the test made {len(seen)} checks, the fix's {len(want)}"
+    return "failed", "the test ended differently than with the fix (" + str(actual["end"])[
+        :200
+    ] + ")"
+
+
 def verdict(
     base: Files,
     diff: str,
@@ -545,8 +746,14 @@ def verdict(
     warm: bool = True,
     stop_on_failure: bool = False,
     total_time: float | None = None,
+    reference_patch: str | None = None,
 ) -> Verdict:
     """Judge a submission's diff on the hidden tests, in a fresh sandbox.
+
+    With a ``reference_patch`` (the task's fix; see the module docstring) the hidden tests run
+    as probes and each verdict is the host's comparison of the submission's observations
+    with the reference's; without one, each test's pass is decided in the sandbox's process
+    (``verdict_trust="in_process"``).
 
     The fail-to-pass tests run first. With ``stop_on_failure`` the run ends at the first
     test that does not pass (the verdict is then decided; the fractions count the rest as
@@ -568,16 +775,68 @@ def verdict(
         else:
             files[path] = text
     ids = [*fail_to_pass, *pass_to_pass]
-    report = run_tests(
-        files,
-        ids,
-        time_limit=time_limit,
-        memory_mb=memory_mb,
-        backend=backend,
-        warm=warm,
-        stop_on_failure=stop_on_failure,
-        total_time=total_time,
-    )
+    trust = "in_process"
+    if reference_patch and reference_patch.strip():
+        try:
+            reference_files, _ = final_files(base, reference_patch, test_patch)
+        except PatchError as e:
+            raise InvalidEnvConfig(f"The task's reference patch does not apply: {e}") from e
+        reference = reference_outcomes(
+            reference_files,
+            ids,
+            time_limit=time_limit,
+            memory_mb=memory_mb,
+            backend=backend,
+            warm=warm,
+        )
+        if reference.error is not None:
+            failed = RunReport(
+                [TestOutcome(t, "missing", "the reference run failed") for t in ids],
+                Status.OK,
+                "the reference run failed: " + reference.error,
+            )
+            return Verdict(
+                False,
+                0.0,
+                0.0,
+                dropped=dropped,
+                report=failed,
+                error=failed.sandbox_error,
+                verdict_trust="host",
+            )
+        probes, complete = probe_files(files)
+        observed_all = all(
+            v is not None and bool(v["observed"]) for v in reference.observed.values()
+        )
+        trust = "host" if complete and observed_all else "host_partial"
+
+        def decide(record: Mapping[str, Any]) -> tuple[str, str]:
+            return _observed_status(record, reference)
+
+        report = _run_ids(
+            _check_files(probes),
+            ids,
+            secrets.token_hex(16),
+            decide,
+            observe=True,
+            time_limit=time_limit,
+            memory_mb=memory_mb,
+            backend=backend,
+            warm=warm,
+            stop_on_failure=stop_on_failure,
+            total_time=total_time,
+        )
+    else:
+        report = run_tests(
+            files,
+            ids,
+            time_limit=time_limit,
+            memory_mb=memory_mb,
+            backend=backend,
+            warm=warm,
+            stop_on_failure=stop_on_failure,
+            total_time=total_time,
+        )
     by_id = report.by_id()
     f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
     p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
@@ -592,6 +851,7 @@ def verdict(
         report=report,
         error=report.sandbox_error,
         tampering=tampering,
+        verdict_trust=trust,
     )
 
 
@@ -619,6 +879,7 @@ def score(
         pass_to_pass=list(task.get("PASS_TO_PASS") or ()),
         backend=backend,
         stop_on_failure=not partial_credit,
+        reference_patch=str(task.get("patch") or ""),
     )
     return reward_of(result, partial_credit)
 

@@ -500,6 +500,7 @@ class SWEEnv(TextEnv):
             warm=self.warm,
             stop_on_failure=not self.partial_credit,
             total_time=self.verdict_time_limit,
+            reference_patch=str(self.task.get("patch") or ""),
         )
         word = "resolved" if result.resolved else "not resolved"
         how = "Submitted" if submitted else "Out of replies; your changes were judged"

@@ -188,8 +188,8 @@ def _case_test(name: str, code: str, expected: str) -> str:
     if expected.startswith("raises "):
         kind = expected.split()[1]
         return (
-            f"def {name}():\n{body}    try:\n        {last}\n    except {kind}:\n"
-            f"        return\n    raise AssertionError('expected {kind}')\n"
+            f"def {name}():\n{body}    import pytest\n\n"
+            f"    with pytest.raises({kind}):\n        {last}\n"
         )
     if _has_float(ast.literal_eval(expected)):
         # Another correct formula may round the last bit differently.
