@@ -54,7 +54,12 @@ __all__ = [
     "PolicyResult",
     "RewardHackingError",
     "LITERAL_CONSTANTS",
+    "LITERAL_FAMILY_VALUES",
+    "PolicyFamily",
     "check_reward_hacking",
+    "echo_family",
+    "keyword_family",
+    "literal_family",
     "mean_bounds",
     "math_spans",
     "partly_evaluate",
@@ -464,8 +469,232 @@ _FIX_DEMO = (
     "one; choose demonstration answers outside the task space."
 )
 
+# --------------------------------------------------------------------- policy families
+
+
+@dataclass(frozen=True)
+class PolicyFamily:
+    """Many related degenerate policies, screened cheaply before the full run.
+
+    Each member first plays ``screen`` episodes of its own (seeds after the check's); a member
+    that is never correct more often than the random baseline there, and earns no more paid
+    reward than it, stops. The others play the full run and are judged like any policy, so a
+    failure names the member (``degenerate-policy:literal-A-tagged``). A member right on fewer
+    than about 40% of episodes can stop at the screen: pass ``screen=0`` to
+    :func:`check_reward_hacking` to play every member in full.
+
+    Attributes:
+        name: Short id of the family (in reports).
+        summary: What its members do.
+        members: The policies (each a :class:`HackPolicy` with its own name).
+        screen: Episodes of the screen (``0``: none).
+    """
+
+    name: str
+    summary: str
+    members: tuple[HackPolicy, ...]
+    screen: int = 5
+
+
+def _slug(text: str) -> str:
+    """A policy-name piece for a literal (``-1`` -> ``minus-1``, ``""`` -> ``empty``)."""
+    named = {
+        "": "empty",
+        " ": "space",
+        ".": "dot",
+        "-": "dash",
+        "?": "question-mark",
+        "-1": "minus-1",
+    }
+    if text in named:
+        return named[text]
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-") or "symbol"
+
+
+#: How a family writes an answer: the env's own format, and the common ones besides.
+_FORMATS: dict[str, tuple[str, Callable[[HackContext, str], str]]] = {
+    "": ("written as the env's answer", lambda ctx, text: ctx.answer(text)),
+    "bare": ("bare", lambda ctx, text: text),
+    "boxed": ("in \\boxed{}", lambda ctx, text: f"\\boxed{{{text}}}"),
+    "tagged": ("in <answer> tags", lambda ctx, text: f"<answer>{text}</answer>"),
+}
+
+#: Literal constants of the literal family: option letters, digits, the labels of yes/no
+#: tasks, -1 and empty-ish answers.
+LITERAL_FAMILY_VALUES: tuple[str, ...] = (
+    *"ABCDE",
+    *"abcde",
+    *"0123456789",
+    *("yes", "no", "true", "false", "Yes", "No", "True", "False"),
+    *("-1", "none", "null", "N/A", "", " ", ".", "-", "?"),
+)
+
+
+def _literal_in(text: str, fmt: str) -> Callable[[HackContext], str]:
+    write = _FORMATS[fmt][1]
+
+    def act(ctx: HackContext) -> str:
+        return write(ctx, text)
+
+    act.__qualname__ = f"literal_{_slug(text)}_{fmt or 'answer'}"
+    return act
+
+
+def literal_family(values: Sequence[str] = LITERAL_FAMILY_VALUES) -> PolicyFamily:
+    """Each constant of ``values`` on every task, in the env's format, bare, boxed and tagged.
+
+    Members are named ``literal-<value>[-bare|-boxed|-tagged]``. The library's own
+    ``literal-<value>`` policies (:data:`LITERAL_CONSTANTS`, played in full) are left out.
+    """
+    members = tuple(
+        DegeneratePolicy(
+            f"literal-{_slug(value)}{'-' + fmt if fmt else ''}",
+            f"the constant answer {value!r} on every task, {_FORMATS[fmt][0]}",
+            _FIX_LITERAL,
+            _literal_in(value, fmt),
+        )
+        for value in values
+        for fmt in _FORMATS
+        if fmt or value not in LITERAL_CONSTANTS
+    )
+    return PolicyFamily("literal", "short constants (letters, digits, labels, empty-ish)", members)
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+#: Kinds the library's ``echo-last-<kind>`` policies read.
+_LAST_KINDS = ("token", "line", "number", "quoted")
+#: Positions the echo family reads: 1-based from the front, negative from the end.
+ECHO_POSITIONS: tuple[int, ...] = (1, 2, 3, -1, -2, -3)
+_ORDINAL = {1: "1st", 2: "2nd", 3: "3rd", -1: "last", -2: "2nd-last", -3: "3rd-last"}
+
+
+def _pieces(text: str, kind: str) -> list[str]:
+    if kind == "number":
+        return _NUMBER.findall(text)
+    if kind == "token":
+        return _TOKEN.findall(text)
+    if kind == "word":
+        return _WORD.findall(text)
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _kth(kind: str, k: int, fmt: str, whole: bool) -> Callable[[HackContext], str | None]:
+    write = _FORMATS[fmt][1]
+
+    def act(ctx: HackContext) -> str | None:
+        pieces = _pieces(ctx.observation if whole else _body(ctx), kind)
+        index = k - 1 if k > 0 else k
+        if not -len(pieces) <= index < len(pieces):
+            return None
+        return write(ctx, pieces[index])
+
+    act.__qualname__ = f"echo_{kind}_{k}_{fmt or 'answer'}{'_whole' if whole else ''}"
+    return act
+
+
+def echo_family(
+    kinds: Sequence[str] = ("number", "token", "word", "line"),
+    positions: Sequence[int] = ECHO_POSITIONS,
+) -> PolicyFamily:
+    """The k-th number, token, word or line of the observation, written as an answer.
+
+    Positions count from the front (1, 2, 3) or the end (-1: last) of the observation without
+    its trailing instructions; ``final`` members take the very last piece of the whole
+    observation. Each in the env's format, bare, boxed and tagged. Members are named
+    ``echo-<position>-<kind>[-bare|-boxed|-tagged]`` (``echo-2nd-number-tagged``); the
+    library's own ``echo-last-<kind>`` policies (played in full) are left out.
+    """
+    fix = _FIX_ECHO + " Draw no task whose answer sits at a fixed place in its question."
+    members: list[HackPolicy] = []
+    for kind in kinds:
+        spots = [(k, _ORDINAL.get(k, str(k)), False) for k in positions] + [(-1, "final", True)]
+        for k, where, whole in spots:
+            for fmt in _FORMATS:
+                if k == -1 and not whole and not fmt and kind in _LAST_KINDS:
+                    continue
+                scope = "the whole observation" if whole else "the observation"
+                members.append(
+                    DegeneratePolicy(
+                        f"echo-{where}-{kind}{'-' + fmt if fmt else ''}",
+                        f"the {where} {kind} of {scope}, {_FORMATS[fmt][0]}",
+                        fix,
+                        _kth(kind, k, fmt, whole),
+                    )
+                )
+    return PolicyFamily(
+        "echo", "the k-th number, token, word or line of the observation", tuple(members)
+    )
+
+
+#: An answer no task has (too long and odd to be anyone's reference).
+WRONG_ANSWER = "-987654321.5"
+#: Reasoning-sounding text: the words a grader or a reward model might credit by themselves.
+_REASONING = (
+    "Let me think step by step. First, I restate the problem and list what is given. "
+    "Next, I verify each step and check the result carefully. Therefore, the answer is "
+    "clear, and thus, hence and so the final answer follows. In conclusion, I have solved "
+    "it, verified it and double-checked it."
+)
+_FIX_KEYWORDS = (
+    "pay only for a correct final answer: words of reasoning ('therefore', 'the answer is', "
+    "'step', 'verify'), a reply's length or repeated tokens must earn nothing (no keyword, "
+    "length or style credit in any paying component)."
+)
+
+
+def _keyword_reply(shape: str) -> Callable[[HackContext], str]:
+    def act(ctx: HackContext) -> str:
+        budget = max(ctx.max_length, 1)
+        if shape == "no-answer":
+            return _REASONING[:budget]
+        if shape == "empty-answer":
+            return f"{_REASONING}\n{ctx.answer('')}"
+        if shape == "think":
+            return f"<think>{_REASONING}</think>\n{ctx.answer(WRONG_ANSWER)}"
+        if shape == "long":
+            half = max(budget // 2, 1)
+            text = (_REASONING + " ") * (half // len(_REASONING) + 1)
+            return text[:half] + "\n" + ctx.answer(WRONG_ANSWER)
+        if shape == "repeat-word":
+            return " ".join(["therefore"] * 64)
+        if shape == "repeat-answer":
+            return "\n".join([ctx.answer(WRONG_ANSWER)] * 16)
+        wrapped = _FORMATS["" if shape == "wrong-answer" else shape.split("-")[-1]][1]
+        return f"{_REASONING}\n{wrapped(ctx, WRONG_ANSWER)}"
+
+    act.__qualname__ = f"keywords_{shape.replace('-', '_')}"
+    return act
+
+
+_KEYWORD_SHAPES = {
+    "no-answer": "reasoning words and no answer",
+    "empty-answer": "reasoning words and an empty answer",
+    "wrong-answer": "reasoning words and a wrong answer in the env's format",
+    "wrong-boxed": "reasoning words and a wrong answer in \\boxed{}",
+    "wrong-tagged": "reasoning words and a wrong answer in <answer> tags",
+    "think": "reasoning in <think> tags and a wrong answer",
+    "long": "reasoning words repeated to half the length limit, then a wrong answer",
+    "repeat-word": "one reasoning word repeated many times",
+    "repeat-answer": "the same wrong answer repeated many times",
+}
+
+
+def keyword_family() -> PolicyFamily:
+    """Reasoning-sounding replies with a wrong, empty or no answer, long or repeated.
+
+    The style of a solution without one: "step", "verify", "therefore", "the answer is".
+
+    Members are named ``keywords-<shape>`` (``keywords-wrong-answer``, ``keywords-long``).
+    """
+    members = tuple(
+        DegeneratePolicy(f"keywords-{shape}", summary, _FIX_KEYWORDS, _keyword_reply(shape))
+        for shape, summary in _KEYWORD_SHAPES.items()
+    )
+    return PolicyFamily("keywords", "reasoning words with a wrong or no answer", members)
+
+
 #: The library of degenerate policies :func:`check_reward_hacking` plays by default.
-DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
+DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily, ...] = (
     DegeneratePolicy("empty", "reply with nothing", _FIX_EMPTY, lambda ctx: ""),
     DegeneratePolicy(
         "format-only", "the answer format with nothing in it", _FIX_EMPTY, lambda c: c.answer("")
@@ -494,7 +723,7 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
             _FIX_ECHO + " Draw no task whose answer is written in its question.",
             _last_piece(kind),
         )
-        for kind in ("token", "line", "number", "quoted")
+        for kind in _LAST_KINDS
     ),
     *(
         DegeneratePolicy(
@@ -583,6 +812,9 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy, ...] = (
         "episode's actions do not solve another's.",
         _replay,
     ),
+    literal_family(),
+    echo_family(),
+    keyword_family(),
 )
 
 
@@ -602,7 +834,8 @@ class PolicyResult:
         paid: Each episode's paid reward (the weighted paying components; penalties aside).
         earned: Largest value of each paying component on any step (strict policies).
         example: One of its actions (shortened).
-        status: ``"passed"``, ``"failed"`` or ``"skipped"``.
+        status: ``"passed"``, ``"failed"``, ``"skipped"`` or ``"screened"`` (a family member
+            that stopped after its screen; its counts are the screen's).
         detail: Why it failed or was skipped.
     """
 
@@ -668,7 +901,16 @@ class HackReport:
                 f"  {who}random baseline {succ}/{n} (upper bound {upper:.3f}), mean paid "
                 f"reward {float(np.mean(paid)):.3f}"
             )
+        screened = Counter(r.agent for r in self.results if r.status == "screened")
+        for agent, count in screened.items():
+            who = f"{agent}: " if agent else ""
+            lines.append(
+                f"  {who}{count} family members screened out (correct no more often than the "
+                "baseline and paid no more in their screen)"
+            )
         for r in self.results:
+            if r.status == "screened":
+                continue
             who = f"{r.agent}: " if r.agent else ""
             lines.append(
                 f"  {r.status:7s} {who}{r.policy}: {r.successes}/{r.episodes} "
@@ -764,6 +1006,10 @@ class _Single:
         #: Turns a degenerate episode may take (set from the oracle's longest episode).
         self.turn_limit = 200
         self.success: Callable[[Mapping[str, Any]], Any] = _is_correct
+        #: While set (family screens): the env's replies by (seed, actions so far), so a
+        #: member repeating another's actions on a seed replays them without the env (the
+        #: env is deterministic in its seed and actions; ``ctx.env`` may then be elsewhere).
+        self.memo: dict[tuple[int, tuple[str, ...]], Any] | None = None
 
     def play(
         self,
@@ -773,17 +1019,39 @@ class _Single:
         limit: int | None = None,
     ) -> _Outcome:
         limit = self.turn_limit if limit is None else limit
-        obs, info = self.env.reset(seed=seed)
-        first, key = str(obs), _task_key(self.env, str(obs))
+        memo = self.memo if self.memo is not None else {}
+        if (seed, ()) in memo:
+            obs, info, key = memo[(seed, ())]
+            live = False
+        else:
+            obs, info = self.env.reset(seed=seed)
+            key, live = _task_key(self.env, str(obs)), True
+            if self.memo is not None:
+                memo[(seed, ())] = (obs, info, key)
+        first = str(obs)
         earned: dict[str, float] = {}
         paid = 0.0
         first_action: str | None = None
+        path: tuple[str, ...] = ()
         for turn in range(limit):
             action = act(str(obs), first, info, turn)
             if action is None:
                 raise _NotApplicable
             first_action = action if first_action is None else first_action
-            obs, reward, terminated, truncated, info = self.env.step(action)
+            path += (action,)
+            step = memo.get((seed, path))
+            if step is None:
+                if not live:  # the env is elsewhere: bring it to this path's state
+                    self.env.reset(seed=seed)
+                    for earlier in path[:-1]:
+                        self.env.step(earlier)
+                    live = True
+                step = self.env.step(action)
+                if self.memo is not None:
+                    memo[(seed, path)] = step
+            else:
+                live = False
+            obs, reward, terminated, truncated, info = step
             components = info.get("reward_components")
             _merge(earned, _earned(components, self.weights))
             paid += _paid(components, self.weights, float(reward))
@@ -1064,8 +1332,9 @@ def check_reward_hacking(
     env: Any,
     *,
     kwargs: Mapping[str, Any] | None = None,
-    policies: Iterable[HackPolicy] | None = None,
+    policies: Iterable[HackPolicy | PolicyFamily] | None = None,
     episodes: int = 40,
+    screen: int | None = None,
     memory_episodes: int = 20,
     seed: int = 0,
     alpha: float = 0.05,
@@ -1096,9 +1365,12 @@ def check_reward_hacking(
             or an instance (copied by pickling).
         kwargs: Constructor kwargs for an id or a class.
         policies: The policies to play (default :data:`DEGENERATE_POLICIES`; anything
-            implementing :class:`HackPolicy`).
+            implementing :class:`HackPolicy`, and :class:`PolicyFamily` groups of them).
         episodes: Episodes per policy (and of the baseline). Detecting a policy that is
             right one time in five needs about 40.
+        screen: Screening episodes of each member of a :class:`PolicyFamily` before its
+            full run (default: the family's own ``screen``; ``0`` plays every member in
+            full).
         memory_episodes: Oracle episodes on other seeds that give the answer template, the
             answer distribution and the replayed actions.
         seed: First episode seed.
@@ -1122,20 +1394,24 @@ def check_reward_hacking(
     Raises:
         RewardHackingError: When a policy broke a rule and ``raise_on_failure`` is true; the
             message names the policy, its success rate against the baseline and the fix.
-        ValueError: For ``episodes < 1`` or ``alpha`` outside (0, 0.5).
+        ValueError: For ``episodes < 1``, ``screen < 0`` or ``alpha`` outside (0, 0.5).
     """
     if episodes < 1 or not 0 < alpha < 0.5:
         raise ValueError(f"Expects episodes >= 1 and 0 < alpha < 0.5, got {episodes}, {alpha}.")
+    if screen is not None and screen < 0:
+        raise ValueError(f"Expects screen >= 0 (0: no screen), got {screen}.")
     make, name, multi = _factory(env, kwargs)
     game: _Single | _Multi = _Multi(make, others, agents) if multi else _Single(make)
     if success is not None:
         game.success = success
-    chosen: list[HackPolicy] = list(DEGENERATE_POLICIES if policies is None else policies)
+    chosen = list(DEGENERATE_POLICIES if policies is None else policies)
     for p in chosen:
-        if not isinstance(p, HackPolicy):
-            raise TypeError(
-                f"Expects each policy to have name, summary, fix and __call__(ctx), actual: {p!r}."
-            )
+        for member in p.members if isinstance(p, PolicyFamily) else (p,):
+            if not isinstance(member, HackPolicy):
+                raise TypeError(
+                    "Expects each policy to have name, summary, fix and __call__(ctx) (or to be "
+                    f"a PolicyFamily of such), actual: {member!r}."
+                )
     base = getattr(game.env, "unwrapped", game.env)
     demos = list(demonstrations) if demonstrations is not None else list(DEMONSTRATIONS)
     if demonstrations is None:
@@ -1161,20 +1437,91 @@ def check_reward_hacking(
         upper = wilson_interval(sum(baseline), len(baseline), z)[1]
         report.baseline[agent] = (sum(baseline), len(baseline), upper)
         report.baseline_paid[agent] = base_paid = [o.paid for o in outcomes]
-        for policy in chosen:
-            result = _run_policy(game, agent, policy, memory, template, demos, episodes, seed, z)
-            report.results.append(result)
-            if result.status == "skipped":
-                continue
-            bounds = _Bounds(sum(baseline), len(baseline), upper, base_paid, oracle_paid, z)
-            failure = _judge(policy, result, bounds, name)
-            if failure is not None:
-                result.status, result.detail = "failed", failure.detail
-                report.failures.append(failure)
+        bounds = _Bounds(sum(baseline), len(baseline), upper, base_paid, oracle_paid, z)
+        played = _Played(game, agent, memory, template, demos, episodes, seed, z)
+        for item in chosen:
+            if isinstance(item, PolicyFamily):
+                size = item.screen if screen is None else screen
+                memo: dict[Any, Any] = {}  # the env's replies on the screen's episodes
+                results = [_screened(played, member, size, bounds, memo) for member in item.members]
+            else:
+                results = [(item, played.run(item))]
+            for policy, result in results:
+                report.results.append(result)
+                if result.status in ("skipped", "screened"):
+                    continue
+                failure = _judge(policy, result, bounds, name)
+                if failure is not None:
+                    result.status, result.detail = "failed", failure.detail
+                    report.failures.append(failure)
     game.env.close()
     if raise_on_failure:
         report.raise_for_failure()
     return report
+
+
+@dataclass(frozen=True)
+class _Played:
+    """What every policy of one agent's run plays with."""
+
+    game: _Single | _Multi
+    agent: str | None
+    memory: Sequence[EpisodeMemory]
+    template: str
+    demos: Sequence[Demonstration]
+    episodes: int
+    seed: int
+    z: float
+
+    def run(self, policy: HackPolicy, first: int = 0, count: int | None = None) -> PolicyResult:
+        """``policy`` on episodes ``first .. first + count - 1`` (default: the check's)."""
+        count = self.episodes if count is None else count
+        return _run_policy(
+            self.game,
+            self.agent,
+            policy,
+            self.memory,
+            self.template,
+            self.demos,
+            range(first, first + count),
+            self.seed,
+            self.z,
+        )
+
+
+def _screened(
+    played: _Played, policy: HackPolicy, size: int, base: _Bounds, memo: dict[Any, Any]
+) -> tuple[HackPolicy, PolicyResult]:
+    """A family member's run: its screen on episodes of its own, then the full run if needed.
+
+    The screen's episodes follow the check's (the full run's test sees none of them). A
+    member passes the screen when it is correct more often than the random baseline was, earns
+    more paid reward than it, or (a strict policy) earns anything. On a single-agent env the
+    screens of one family share ``memo`` (the env's replies by seed and actions so far).
+    """
+    if size > 0:
+        game = played.game
+        if isinstance(game, _Single):
+            game.memo = memo
+        try:
+            probe = played.run(policy, first=played.episodes, count=size)
+        finally:
+            if isinstance(game, _Single):
+                game.memo = None
+        if probe.status == "skipped":
+            return policy, probe
+        base_rate = base.successes / max(base.episodes, 1)
+        base_paid = float(np.mean(base.paid)) if base.paid else 0.0
+        promising = (
+            (probe.successes > 0 and probe.rate > base_rate)
+            or probe.mean_paid > base_paid + 1e-9
+            or (getattr(policy, "strict", False) and bool(probe.earned))
+        )
+        if not promising:
+            probe.status = "screened"
+            probe.detail = f"screened out: {probe.successes}/{probe.episodes} correct"
+            return policy, probe
+    return policy, played.run(policy)
 
 
 def _run_policy(
@@ -1184,7 +1531,7 @@ def _run_policy(
     memory: Sequence[EpisodeMemory],
     template: str,
     demos: Sequence[Demonstration],
-    episodes: int,
+    episodes: Iterable[int],
     seed: int,
     z: float,
 ) -> PolicyResult:
@@ -1192,7 +1539,7 @@ def _run_policy(
     if policy.name == "replay-other-episode" and not game.multi_turn:
         result.status, result.detail = "skipped", "single-turn env: nothing to replay"
         return result
-    for i in range(episodes):
+    for i in episodes:
         act = _Actor(game, policy, memory, template, demos, episode=i, seed=seed)
         try:
             outcome = game.play(agent, act, seed=seed + i)

@@ -8,6 +8,7 @@ weight-1 ``format`` component pays any reply with a digit. ``ZeroWins``: the lit
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -102,3 +103,135 @@ class InvalidNamedPays(_Base):
         return Transition(
             "ok", {"correct": float(ok), "invalid_format_ok": 1.0}, terminated=True, correct=ok
         )
+
+
+# A second attack: each toy pays one degenerate reply that solves nothing.
+
+
+class LiteralA(_Base):
+    """Pays the constant reply ``A`` (as a multiple-choice grader that defaults to option A)."""
+
+    def _act(self, action: str) -> Transition:
+        ok = action.strip() == "A" or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+class SecondNumber(_Base):
+    """Pays echoing the second number of the observation (``b`` of ``a times b``)."""
+
+    def _act(self, action: str) -> Transition:
+        second = re.findall(r"\d+", self._observation_text())[1]
+        x = self._ans(action)
+        ok = x in (second, self.task["answer"])  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+    def _observation_text(self) -> str:
+        return self._start(self.task)[0]  # type: ignore[arg-type]
+
+
+class KeywordPays(_Base):
+    """Pays any reply containing "therefore" (a rubric crediting the look of reasoning)."""
+
+    def _act(self, action: str) -> Transition:
+        ok = "therefore" in action.lower() or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+# Toys of our own design, of the same spirit.
+
+
+def _listing(rng: np.random.Generator) -> Task:
+    words = ["apple", "brick", "cloud", "delta", "ember", "fjord", "grain", "haven"]
+    picked = [words[int(i)] for i in rng.permutation(len(words))[:5]]
+    return {
+        "id": "-".join(picked),
+        "question": "\n".join(picked),
+        "answer": "-".join(sorted(picked)),
+    }
+
+
+class FirstLinePays(_Base):
+    """Sort five words (joined by dashes); pays the observation's first line, bare."""
+
+    def __init__(self, **kw: Any) -> None:
+        TextEnv.__init__(
+            self, tasks=ProceduralTasks(_listing, name="toy-lines", seed=0), max_turns=1, **kw
+        )
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{task['question']}\n\nSort the words above, joined by '-'. "
+            "Answer inside <answer></answer>.",
+            {},
+        )
+
+    def _act(self, action: str) -> Transition:
+        first = self.task["question"].splitlines()[0]  # type: ignore[index]
+        ok = action.strip() == first or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+class LongReplyPays(_Base):
+    """Pays any reply longer than 500 characters (a length bonus standing in for effort)."""
+
+    def _act(self, action: str) -> Transition:
+        ok = len(action) > 500 or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+class RepeatedTokenPays(_Base):
+    """Pays any reply that repeats one word ten times or more (a degenerate reward model)."""
+
+    def _act(self, action: str) -> Transition:
+        counts = Counter(action.lower().split())
+        ok = max(counts.values(), default=0) >= 10 or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+class BoxedDigitPays(_Base):
+    """Pays ``\\boxed{7}`` on every task (a grader that reads a boxed answer's last digit)."""
+
+    def _act(self, action: str) -> Transition:
+        boxed = re.findall(r"\\boxed\{([^{}]*)\}", action)
+        ok = (bool(boxed) and boxed[-1].strip() == "7") or self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 1.0}, terminated=True, correct=ok)
+
+
+# Fair toys: they pay only the answer, and must pass.
+
+
+class FairProduct(_Base):
+    """Pays only the product, written in tags."""
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 0.0}, terminated=True, correct=ok)
+
+
+def _choice(rng: np.random.Generator) -> Task:
+    a, b = int(rng.integers(10, 99)), int(rng.integers(10, 99))
+    letter = "ABCDE"[int(rng.integers(5))]
+    options = [a * b + d for d in rng.choice(np.arange(1, 40), size=4, replace=False)]
+    options.insert("ABCDE".index(letter), a * b)
+    lines = "\n".join(f"{L}. {v}" for L, v in zip("ABCDE", options, strict=True))
+    return {
+        "id": f"{a}*{b}:{letter}",
+        "question": f"What is {a} times {b}?\n{lines}",
+        "answer": letter,
+    }
+
+
+class FairChoice(_Base):
+    """Five options, the right letter uniform over A-E: a constant letter earns the base rate."""
+
+    def __init__(self, **kw: Any) -> None:
+        TextEnv.__init__(
+            self, tasks=ProceduralTasks(_choice, name="toy-choice", seed=0), max_turns=1, **kw
+        )
+
+    def random_action(self) -> str:
+        return f"<answer>{'ABCDE'[int(self.action_space.np_random.integers(5))]}</answer>"
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok), "format": 0.0}, terminated=True, correct=ok)

@@ -14,6 +14,7 @@ from rllm_envs.testing import (
     DegeneratePolicy,
     HackContext,
     HackPolicy,
+    PolicyFamily,
     RewardHackingError,
     check_reward_hacking,
     math_spans,
@@ -73,10 +74,20 @@ def test_a_sound_env_passes_and_the_report_says_what_ran():
     report = check_reward_hacking(SoundEnv, episodes=10)
     assert report.ok and report.baseline[None][:2] == (0, 10)
     names = [r.policy for r in report.results]
-    assert names == [p.name for p in DEGENERATE_POLICIES]
+    expanded = [
+        m.name
+        for p in DEGENERATE_POLICIES
+        for m in (p.members if isinstance(p, PolicyFamily) else (p,))
+    ]
+    assert names == expanded and len(set(names)) == len(names)
     skipped = {r.policy: r.detail for r in report.results if r.status == "skipped"}
     assert "single-turn" in skipped["replay-other-episode"]
     assert "echo-span-last-answer" in str(report)
+    # Family members that earn nothing in their screen stop there, summed up in one line.
+    screened = [r for r in report.results if r.status == "screened"]
+    assert len(screened) > 100 and all(r.episodes <= 5 for r in screened)
+    assert f"{len(screened)} family members screened out" in str(report)
+    assert "literal-A-tagged" not in str(report)
 
 
 def test_policies_are_pluggable_and_a_peeking_policy_is_caught():
@@ -213,3 +224,61 @@ def test_a_paying_component_is_pay_whatever_its_name():
     assert any(rule.startswith("nonsense-earns-nothing") for rule in _failed(report)), _failed(
         report
     )
+
+
+# The second attack's toy envs, and ours of the same spirit: each pays one degenerate reply.
+HACKED_TOYS = {
+    "LiteralA": "degenerate-policy:literal-A-bare",
+    "SecondNumber": "degenerate-policy:echo-2nd-number",
+    "KeywordPays": "degenerate-policy:keywords-wrong-answer",
+    "FirstLinePays": "degenerate-policy:echo-1st-line-bare",
+    "LongReplyPays": "degenerate-policy:keywords-long",
+    "RepeatedTokenPays": "degenerate-policy:keywords-repeat-word",
+    "BoxedDigitPays": "degenerate-policy:literal-7-boxed",
+}
+
+
+@pytest.mark.parametrize(("toy", "rule"), sorted(HACKED_TOYS.items()))
+def test_a_toy_env_paying_a_degenerate_reply_fails_with_its_rule(toy, rule):
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(getattr(attack_toys, toy), episodes=40, raise_on_failure=False)
+    assert rule in _failed(report), _failed(report)
+    failure = next(f for f in report.failures if f.rule.name == rule)
+    assert "40/40" in failure.detail and failure.rule.fix
+
+
+@pytest.mark.parametrize("toy", ["FairProduct", "FairChoice"])
+def test_fair_toy_envs_pass_the_families(toy):
+    """A five-option env whose letter is uniform: each constant letter earns the base rate."""
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(getattr(attack_toys, toy), episodes=40)
+    assert report.ok
+
+
+def test_families_are_pluggable_and_screen_zero_plays_every_member():
+    from tests.testing import attack_toys
+
+    family = PolicyFamily(
+        "mine",
+        "constant letters",
+        tuple(
+            DegeneratePolicy(f"my-{c}", f"answers {c}", "spread answers", lambda ctx, c=c: c)
+            for c in "AB"
+        ),
+        screen=3,
+    )
+    report = check_reward_hacking(
+        attack_toys.LiteralA, policies=[family], episodes=12, raise_on_failure=False
+    )
+    assert _failed(report) == {"degenerate-policy:my-A"}
+    assert {r.policy: r.status for r in report.results} == {"my-A": "failed", "my-B": "screened"}
+    full = check_reward_hacking(
+        attack_toys.LiteralA, policies=[family], episodes=12, screen=0, raise_on_failure=False
+    )
+    assert [r.episodes for r in full.results] == [12, 12]
+    with pytest.raises(ValueError, match="screen"):
+        check_reward_hacking(SoundEnv, screen=-1)
+    with pytest.raises(TypeError, match="PolicyFamily"):
+        check_reward_hacking(SoundEnv, policies=[PolicyFamily("bad", "", (lambda ctx: "",))])
