@@ -21,7 +21,7 @@ import pytest
 
 _ROOT = Path(__file__).parent
 _SANDBOX = ("sandbox", "envs/code", "envs/swe", "tools")
-_INTEGRATION = ("rllm_adapters", "benchmarks")
+_INTEGRATION = ("adapters", "benchmarks")
 # A process group's launcher variables (and the marker of a group a process gave itself).
 _GROUP_VARS = (
     "RANK",

@@ -62,7 +62,7 @@ def test_cpu_engine_defaults_fill_only_what_is_unset(monkeypatch):
 
 
 def test_engine_prompt_ids_equal_the_trajectory_each_turn(vllm_policy):
-    from tests.adapters.test_rollout_token_source import (
+    from tests.adapters.rollout.test_rollout_token_source import (
         Reporting,
         assert_engine_saw_the_trajectory,
     )

@@ -21,7 +21,7 @@ pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 pytest.importorskip("vllm")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from rllm_adapters.trainer.config import config_from_dict
 from rllm_adapters.trainer.metrics import render_samples_markdown
 from rllm_envs.error import InvalidEnvConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _record(iteration, sample, reward, correct, advantage, response):
