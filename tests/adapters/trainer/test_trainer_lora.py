@@ -151,12 +151,12 @@ def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_
             torch.testing.assert_close(state[name], after[name])
 
     # The leaderboard plays the merged folder and the adapter folder.
-    from benchmarks.leaderboard.players import EvalEpisode, make_player
+    from benchmarks.leaderboard.policies import EpisodeSpec, make_policy
 
     os.environ["RLLM_MODEL_CACHE"] = str(tmp_path / "cache")
     try:
         for model in (final, adapter):
-            policy = make_player(
+            policy = make_policy(
                 f"hf:{model}",
                 temperature=0.0,
                 max_tokens=2,
@@ -164,7 +164,7 @@ def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_
                 agent_kwargs={"system_prompt": None},
             )
             try:
-                spec = EvalEpisode(
+                spec = EpisodeSpec(
                     env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0
                 )
                 records = list(policy.play([spec], {"difficulty": 1, "max_turns": 2}))

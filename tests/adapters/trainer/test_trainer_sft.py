@@ -338,9 +338,9 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
     assert (tmp_path / "rl" / "final_model" / "config.json").is_file()
 
     # The leaderboard plays it as `hf:<folder>`.
-    from benchmarks.leaderboard.players import EvalEpisode, make_player
+    from benchmarks.leaderboard.policies import EpisodeSpec, make_policy
 
-    policy = make_player(
+    policy = make_policy(
         f"hf:{model}",
         temperature=0.0,
         max_tokens=3,
@@ -348,7 +348,7 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
         agent_kwargs={"system_prompt": None},
     )
     try:
-        spec = EvalEpisode(env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0)
+        spec = EpisodeSpec(env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0)
         records = list(policy.play([spec], {"difficulty": 1, "max_turns": 4}))
     finally:
         policy.close()
