@@ -70,9 +70,26 @@ class FrozenLakeEnv(TextEnv):
     ``</think>`` is ignored; a reply cut inside an unclosed ``<think>`` has no move).
 
     ## Reward
-    The weighted sum of components (``reward_weights``): ``success`` = 1 when the goal is
-    reached (weight 1.0); ``invalid_action`` = 1 when the reply held no action (weight 0.0,
-    log only; pass ``reward_weights={"invalid_action": -0.1}`` for a penalty).
+    The weighted sum of components (``reward_weights``), each paying for one thing:
+
+    - ``success`` (weight 1.0): 1 on the turn the goal is reached, else 0.
+    - ``hole`` (weight -0.15): on the turn the player falls into a hole, the number of turns
+      the fall throws away (that turn and every one left: ``max_turns - turn + 1``), else 0.
+      So a fall costs ``|weight|`` per turn it ends the episode early.
+    - ``invalid_action`` (weight 0.0, log only): 1 on a turn whose reply held no action,
+      else 0. Pass e.g. ``reward_weights={"invalid_action": -0.1}`` for a penalty per turn.
+
+    Falling never pays more than staying alive. An episode that does not fall can lose at
+    most ``|min(0, w_invalid)|`` per remaining turn (every reply unreadable) and
+    ``|min(0, w_success)|`` once, while a fall at turn ``t`` costs
+    ``|w_hole| * (max_turns - t + 1)``; the constructor therefore requires
+    ``w_hole < min(0, w_invalid, w_success)`` and raises
+    :class:`rllm_envs.error.InvalidEnvConfig` otherwise. With such weights, falling into a
+    hole at any turn returns less than every way of playing on from that turn -- valid moves
+    until the turn limit, unreadable replies, or any mix -- with or without a discount
+    ``gamma <= 1`` (the fall is paid on its own turn; the penalties it avoids come later).
+    Without a penalty per fall, a policy that often replies with no action learned to walk
+    into a hole at turn 2 to stop paying the invalid-action penalty.
 
     ## Episode End
     Terminates on reaching the goal or falling into a hole. Truncates after ``max_turns``
@@ -103,9 +120,17 @@ class FrozenLakeEnv(TextEnv):
     - v0: Initial version. Random maps draw the start and goal cells too (Gymnasium's
       generator keeps them in fixed corners, where one map's path replayed blind solved
       other maps far more often than random moves).
+    - v1: Reward: a ``hole`` component (weight -0.15) charges a fall per turn it throws
+      away, and weights under which falling pays at least as much as staying alive are
+      refused (``w_hole < min(0, w_invalid, w_success)``). In v0 a fall paid 0, the same
+      as timing out, and less than nothing when invalid actions were penalised.
     """
 
-    default_reward_weights: ClassVar[Mapping[str, float]] = {"success": 1.0, "invalid_action": 0.0}
+    default_reward_weights: ClassVar[Mapping[str, float]] = {
+        "success": 1.0,
+        "hole": -0.15,
+        "invalid_action": 0.0,
+    }
 
     def __init__(
         self,
@@ -163,9 +188,23 @@ class FrozenLakeEnv(TextEnv):
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
         )
+        self._check_shaping()
         self._lake: GymFrozenLake | None = None
         self._rows: list[str] = []
         self._policy: np.ndarray | None = None
+
+    def _check_shaping(self) -> None:
+        """Refuse weights under which falling into a hole pays as much as playing on."""
+        w = self.reward_weights
+        floor = min(0.0, w["invalid_action"], w["success"])
+        if not w["hole"] < floor:
+            raise InvalidEnvConfig(
+                f"Expects reward weight `hole` below min(0, invalid_action, success) = {floor}, "
+                f"actual: {w['hole']}. A fall costs |hole| per turn it throws away; at or above "
+                "that floor, falling into a hole pays at least as much as playing on (a policy "
+                "learns to die early to stop paying penalties). Pass e.g. "
+                f"reward_weights={{'hole': {round(floor - 0.05, 4)}}}."
+            )
 
     # ------------------------------------------------------------------------- hooks
 
@@ -223,7 +262,12 @@ class FrozenLakeEnv(TextEnv):
             text = f"You chose {name}, but slipped and moved {ACTION_NAMES[moved]}."
         else:
             outcome, text = "moved", f"You moved {name}."
-        return self._transition(text, outcome, name, float(reward), bool(terminated), None)
+        # A fall is charged for every turn it throws away (this one and all left), so it never
+        # beats playing on, whatever that would have cost per turn (see the class docstring).
+        forfeited = self.max_turns - self.turn + 1 if outcome == "hole" else 0
+        return self._transition(
+            text, outcome, name, float(reward), bool(terminated), None, hole=forfeited
+        )
 
     def oracle_action(self) -> str:
         """The optimal move (shortest safe path; most likely to succeed when slippery)."""
@@ -249,6 +293,7 @@ class FrozenLakeEnv(TextEnv):
         success: float,
         terminated: bool,
         reason: str | None,
+        hole: int = 0,
     ) -> Transition:
         parts = [text]
         if not terminated:
@@ -256,7 +301,11 @@ class FrozenLakeEnv(TextEnv):
             parts += ["", self._board_text(), "", f"{left} moves left. Your next action?"]
         return Transition(
             observation="\n".join(parts),
-            reward_components={"success": success, "invalid_action": float(reason is not None)},
+            reward_components={
+                "success": success,
+                "hole": float(hole),
+                "invalid_action": float(reason is not None),
+            },
             terminated=terminated,
             correct=success > 0,
             invalid_reason=reason,

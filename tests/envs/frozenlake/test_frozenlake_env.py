@@ -68,10 +68,11 @@ def test_dynamics_match_gymnasium_frozenlake_step_for_step():
     rng = np.random.default_rng(0)
     for _ in range(200):
         a = int(rng.integers(4))
-        _, r1, t1, _, info = ours.step(rllm_envs.frozenlake.ACTION_NAMES[a])
+        _, _, t1, _, info = ours.step(rllm_envs.frozenlake.ACTION_NAMES[a])
         s2, r2, t2, _, _ = theirs.step(a)
         assert info["position"] == [s2 // 8, s2 % 8]
-        assert (r1, t1) == (float(r2), t2)
+        # Gymnasium's reward is our `success` component (ours also charges a fall).
+        assert (info["reward_components"]["success"], t1) == (float(r2), t2)
         if t1:
             seed = int(rng.integers(1000))
             ours.reset(seed=seed)
@@ -87,7 +88,9 @@ def test_goal_hole_blocked_and_invalid_outcomes():
     assert info["outcome"] == "invalid" and info["invalid_action"] and reward == 0.0
     assert not terminated
     _, reward, terminated, _, info = env.step("Right")
-    assert info["outcome"] == "hole" and terminated and reward == 0.0
+    assert info["outcome"] == "hole" and terminated
+    # The fall at turn 3 of 5 throws away turns 3, 4 and 5, each at the default -0.15.
+    assert info["reward_components"]["hole"] == 3.0 and reward == pytest.approx(-0.45)
     env.reset(seed=0)
     env.step("down")
     obs, reward, terminated, _, info = env.step("right")
@@ -118,7 +121,7 @@ def test_slippery_oracle_beats_random_by_far():
         return rllm_envs.frozenlake.ACTION_NAMES[int(rng.integers(4))]
 
     def success(policy):
-        return np.mean([run_episode(env, policy, seed=s)[-1][1] for s in range(200)])
+        return np.mean([run_episode(env, policy, seed=s)[-1][4]["is_correct"] for s in range(200)])
 
     # Gymnasium's 4x4 slippery optimum is ~0.74 with enough steps; random is ~0.015.
     assert success(oracle) > 0.6
