@@ -6,10 +6,14 @@
   sandbox, pytest's cache off and no third-party plugins loaded (the leanest pytest run).
 * ``test_swe_verdict_warm``: :func:`rllm_envs.swe.judge.verdict` the default way -- the
   submission's diff applied to a pristine copy, test changes dropped, the hidden tests
-  placed, every test in its own process inside a sandbox started ahead of time (each round
-  waits until it is started; the wait is not timed), verdicts decided on the host. Goal:
-  <= 2x the baseline.
-* ``test_swe_verdict_cold``: the same with ``warm=False`` (the sandbox start is timed).
+  placed as probes, every test in its own process inside a sandbox started ahead of time
+  (each round waits until it is started; the wait is not timed), each verdict the host's
+  comparison of the observed values with the reference's (computed once per task, cached;
+  warmed before the rounds). Goal: <= 2x the baseline.
+* ``test_swe_verdict_first``: the same for a task seen for the first time: the reference's
+  two runs (unchanged tests and probes, at the same time) come first; no goal.
+* ``test_swe_verdict_cold``: the warm verdict with ``warm=False`` (the sandbox start is
+  timed).
 * ``test_swe_episode_oracle``: ``reset`` and the oracle's one reply (apply the patch,
   submit) through the env, warm; no goal.
 
@@ -69,8 +73,15 @@ def _verdict(warm: bool) -> None:
         fail_to_pass=TASK["FAIL_TO_PASS"],
         pass_to_pass=TASK["PASS_TO_PASS"],
         warm=warm,
+        reference_patch=TASK["patch"],
     )
     assert result.resolved, result.report.summary() if result.report else result.error
+    assert result.verdict_trust == "host"
+
+
+def _warm_first() -> None:
+    judge.forget_references()
+    judge.warm_up()
 
 
 def test_swe_pytest_direct(benchmark, checkout):
@@ -94,6 +105,12 @@ def test_swe_verdict_warm(benchmark):
         baseline="test_swe_pytest_direct", metric="time_ratio", goal=2, tests=len(IDS)
     )
     benchmark.pedantic(lambda: _verdict(True), setup=_warm, rounds=7, warmup_rounds=1)
+    median_ratio(benchmark)
+
+
+def test_swe_verdict_first(benchmark):
+    benchmark.extra_info.update(baseline="test_swe_pytest_direct", metric="time_ratio")
+    benchmark.pedantic(lambda: _verdict(True), setup=_warm_first, rounds=5, warmup_rounds=1)
     median_ratio(benchmark)
 
 

@@ -59,7 +59,7 @@ from typing import Any
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
-from rllm_envs.swe.probe import probe_source, same
+from rllm_envs.swe.probe import probe_source, same, same_observations
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -76,6 +76,8 @@ __all__ = [
     "warm_up",
     "probe_files",
     "reference_outcomes",
+    "run_probes",
+    "forget_references",
     "Reference",
     "DEFAULT_TIME_LIMIT",
 ]
@@ -619,6 +621,12 @@ _references_lock = threading.Lock()
 REFERENCE_CACHE = 512
 
 
+def forget_references() -> None:
+    """Drop the cached reference outcomes (the next verdict of each task runs its reference)."""
+    with _references_lock:
+        _references.clear()
+
+
 def _parse_observed(result: str) -> Any:
     if not result.startswith("O"):
         return None
@@ -718,7 +726,7 @@ def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[s
         if status in ("skipped", "error"):
             return status, message
         return "failed", "the test reported no observations"
-    if same(expected, actual):
+    if same_observations(expected, actual):
         return "passed", ""
     # Where they first differ, not what the reference computed: feedback must not carry
     # the expected values.
@@ -731,6 +739,48 @@ def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[s
     return "failed", "the test ended differently than with the fix (" + str(actual["end"])[
         :200
     ] + ")"
+
+
+def run_probes(
+    files: Files,
+    tests: Sequence[str],
+    reference: Reference,
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    memory_mb: int = 1024,
+    backend: str | Backend | None = None,
+    warm: bool = True,
+    stop_on_failure: bool = False,
+    total_time: float | None = None,
+) -> tuple[RunReport, str]:
+    """Run the probes of ``tests`` on ``files``; decide each on the host against ``reference``.
+
+    Returns the report and the verdict's trust: ``"host"``, or ``"host_partial"`` when a
+    probe is incomplete or a test observed nothing on the reference (some of its checks
+    then run only in the sandbox's process; see :mod:`rllm_envs.swe.probe`).
+    """
+    probes, complete = probe_files(_check_files(files))
+    ids = [str(t) for t in tests]
+    observed_all = all((reference.observed.get(t) or {}).get("observed") for t in ids)
+    trust = "host" if complete and observed_all else "host_partial"
+
+    def decide(record: Mapping[str, Any]) -> tuple[str, str]:
+        return _observed_status(record, reference)
+
+    report = _run_ids(
+        probes,
+        ids,
+        secrets.token_hex(16),
+        decide,
+        observe=True,
+        time_limit=time_limit,
+        memory_mb=memory_mb,
+        backend=backend,
+        warm=warm,
+        stop_on_failure=stop_on_failure,
+        total_time=total_time,
+    )
+    return report, trust
 
 
 def verdict(
@@ -804,21 +854,10 @@ def verdict(
                 error=failed.sandbox_error,
                 verdict_trust="host",
             )
-        probes, complete = probe_files(files)
-        observed_all = all(
-            v is not None and bool(v["observed"]) for v in reference.observed.values()
-        )
-        trust = "host" if complete and observed_all else "host_partial"
-
-        def decide(record: Mapping[str, Any]) -> tuple[str, str]:
-            return _observed_status(record, reference)
-
-        report = _run_ids(
-            _check_files(probes),
+        report, trust = run_probes(
+            files,
             ids,
-            secrets.token_hex(16),
-            decide,
-            observe=True,
+            reference,
             time_limit=time_limit,
             memory_mb=memory_mb,
             backend=backend,

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["probe_source", "same", "OBSERVE", "OBSERVING"]
+__all__ = ["probe_source", "same", "same_observations", "OBSERVE", "OBSERVING"]
 
 #: The names the probe binds to ``pytest.observe`` and ``pytest.observing``.
 OBSERVE = "__rllm_observe__"
@@ -68,11 +69,22 @@ _DECIDERS = ("assert",)
 
 
 def _expected(node: ast.expr) -> bool:
-    """Whether ``node`` is an expected value written in the test (a literal, or approx of one)."""
+    """Whether ``node`` is an expected value written in the test.
+
+    A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one.
+    """
     if isinstance(node, ast.Call) and _dotted(node.func) in ("pytest.approx", "approx"):
-        return all(_expected(a) for a in node.args)
-    if isinstance(node, ast.Name) and node.id in ("None", "True", "False"):
-        return True
+        return bool(node.args) and all(_expected(a) for a in node.args)
+    if isinstance(node, ast.BinOp):
+        return _expected(node.left) and _expected(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return _expected(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_expected(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _expected(k) for k in node.keys) and all(
+            _expected(v) for v in node.values
+        )
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -89,14 +101,43 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _observed(test: ast.expr) -> list[ast.expr]:
+def _made_from_literals(node: ast.expr) -> bool:
+    """Whether ``node`` is a class building a value from literals (``Interval(1, 9)``)."""
+    if _expected(node):
+        return True
+    if not isinstance(node, ast.Call) or not _dotted(node.func)[-1:].isalpha():
+        return False
+    if not _dotted(node.func).rsplit(".", 1)[-1][:1].isupper():
+        return False  # a function or method call, not a class building a value
+    values = [*node.args, *(k.value for k in node.keywords)]
+    return all(not isinstance(v, ast.Starred) and _made_from_literals(v) for v in values)
+
+
+def _pick(operands: list[ast.expr], probe: _Probe) -> list[ast.expr]:
+    """The operands of one comparison to observe: the computed ones, not the expected ones.
+
+    When more than one is computed and exactly one is not built from literals, the others
+    are the expected side (dropped); otherwise every computed operand is observed and the
+    module is incomplete (an expected value may be computed in the probe itself).
+    """
+    computed = [o for o in operands if not _expected(o)]
+    if len(computed) < 2:
+        return computed
+    made = [o for o in computed if not _made_from_literals(o)]
+    if len(made) == 1:
+        return made
+    probe.complete = False
+    return computed
+
+
+def _observed(test: ast.expr, probe: _Probe) -> list[ast.expr]:
     """The computed values a check of ``test`` depends on."""
     if isinstance(test, ast.Compare):
-        return [o for o in (test.left, *test.comparators) if not _expected(o)]
+        return _pick([test.left, *test.comparators], probe)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _observed(test.operand)
+        return _observed(test.operand, probe)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [e for v in test.values for e in _observed(v)]
+        return [e for v in test.values for e in _observed(v, probe)]
     if isinstance(test, ast.Call) and _dotted(test.func) in ("isinstance", "issubclass"):
         return [test.args[0]] if test.args else []
     return [] if _expected(test) else [test]
@@ -125,7 +166,7 @@ class _Probe(ast.NodeTransformer):
 
     def visit_Assert(self, node: ast.Assert) -> Any:
         self.generic_visit(node)
-        return _observe(_observed(node.test), node)
+        return _observe(_observed(node.test, self), node)
 
     def visit_Raise(self, node: ast.Raise) -> ast.AST:
         self.generic_visit(node)
@@ -170,7 +211,7 @@ class _Probe(ast.NodeTransformer):
             count = 1 if method in _UNITTEST_ONE else 2 if method in _UNITTEST_TWO else 0
             if count and _dotted(call.func.value) == "self":
                 args = [self.visit(a) for a in call.args[:count]]
-                return _observe([a for a in args if not _expected(a)], node)
+                return _observe(_pick(args, self), node)
         self.generic_visit(node)
         return node
 
@@ -220,6 +261,19 @@ def probe_source(source: str) -> tuple[str, bool]:
         at = len(tree.body)
     tree.body.insert(at, header)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n", probe.complete
+
+
+def same_observations(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Whether a test's record ``{"observed": [...], "end": [...]}`` matches the reference's.
+
+    Every observation in order (:func:`same`), as many as the reference made, and the same end.
+    """
+    seen, want = actual.get("observed"), expected.get("observed")
+    if not isinstance(seen, list) or not isinstance(want, list) or len(seen) != len(want):
+        return False
+    if not all(same(e, a) for e, a in zip(want, seen, strict=True)):
+        return False
+    return same(expected.get("end"), actual.get("end"))
 
 
 def same(expected: Any, actual: Any, depth: int = 0) -> bool:

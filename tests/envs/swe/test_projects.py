@@ -48,12 +48,21 @@ def test_bug_breaks_exactly_its_tests(project, index):
     ids = [*_ids([project.module(bug.module)]), *(f"{test_path}::{c}" for c in cases)]
     fixed = judge.run_tests(files, ids, warm=False)
     assert [o.id for o in fixed.outcomes if not o.passed] == []
+    fixed_files_of = dict(files)
     path = f"{pkg}/{bug.module}.py"
     assert files[path].count(bug.old) == 1
     files[path] = files[path].replace(bug.old, bug.new)
     report = judge.run_tests(files, ids, warm=False)
     failing = sorted(o.id.split("::")[1] for o in report.outcomes if not o.passed)
     assert failing == sorted([*bug.breaks, *cases])
+    # The same on the host: the buggy code's observations differ from the fixed code's on
+    # exactly those tests.
+    reference = judge.reference_outcomes(fixed_files_of, ids, warm=False)
+    assert reference.error is None and reference.complete
+    probed, trust = judge.run_probes(files, ids, reference, warm=False)
+    assert trust == "host"
+    failing = sorted(o.id.split("::")[1] for o in probed.outcomes if not o.passed)
+    assert failing == sorted([*bug.breaks, *cases]), probed.summary()
 
 
 def test_almost_every_bug_gets_cases_beyond_the_issue():

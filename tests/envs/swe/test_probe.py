@@ -1,0 +1,138 @@
+"""Probes: the hidden tests' checks observe computed values and leave the expected ones out."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from rllm_envs.swe.judge import final_files
+from rllm_envs.swe.probe import probe_source, same, same_observations
+from rllm_envs.swe.repo import is_test_path
+from rllm_envs.swe.tasks import generate
+from rllm_envs.tasks import task_rng
+
+
+def _calls(source: str) -> list[str]:
+    """The source of each observed expression, in order."""
+    tree = ast.parse(source)
+    return [
+        ast.unparse(n.args[0])
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id.endswith("observe__")
+    ]
+
+
+def test_assertions_observe_the_computed_side_only():
+    source = (
+        "import pytest\nfrom m import f, Box\n\n"
+        "def test_a():\n"
+        "    assert f(1) == [1, 2]\n"
+        "    assert -7 == f(2)\n"
+        "    assert f(3) == pytest.approx(5 / 3)\n"
+        "    assert f(4) is None\n"
+        "    assert not f(5)\n"
+        "    assert f(6) and f(7) == {'k': (1, 2.5)}\n"
+        "    assert Box(1).grow(2) == Box(3)\n"
+        "    assert isinstance(f(8), int)\n"
+    )
+    probe, complete = probe_source(source)
+    assert complete
+    assert _calls(probe) == [
+        "f(1)",
+        "f(2)",
+        "f(3)",
+        "f(4)",
+        "f(5)",
+        "f(6)",
+        "f(7)",
+        "Box(1).grow(2)",
+        "f(8)",
+    ]
+    assert "assert" not in probe
+    for expected in ("[1, 2]", "-7", "5 / 3", "2.5", "Box(3)"):
+        assert expected not in probe
+
+
+def test_raises_blocks_record_what_was_raised():
+    source = (
+        "import pytest\nfrom pytest import raises\nimport unittest\nfrom m import f\n\n"
+        "def test_a():\n"
+        "    with pytest.raises(ValueError):\n        f(0)\n"
+        "    with raises(KeyError, match='gone'):\n        f(1)\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_b(self):\n"
+        "        self.assertEqual(f(2), 3)\n"
+        "        with self.assertRaises(TypeError):\n            f(None)\n"
+    )
+    probe, complete = probe_source(source)
+    assert complete
+    for name in ("ValueError", "KeyError", "TypeError", "gone", "3)"):
+        assert name not in probe, name
+    assert probe.count("__rllm_observing__()") == 2
+    assert "__rllm_observing__(True)" in probe
+    assert _calls(probe) == ["f(2)"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    assert f(1) == want\n",  # the expected value is computed in the test itself
+        "    if f(1) != 2:\n        raise AssertionError('no')\n",
+        "    pytest.fail('no')\n",
+        "    pytest.raises(ValueError, f, 0)\n",
+        "    assert_close(f(1), 2)\n",
+    ],
+)
+def test_checks_left_in_the_process_make_the_probe_incomplete(body):
+    source = "import pytest\nfrom m import f\n\nwant = 2\n\ndef test_a():\n" + body
+    assert probe_source(source)[1] is False
+
+
+def test_parametrized_tables_make_the_probe_incomplete():
+    source = (
+        "import pytest\nfrom m import f\n\n"
+        "@pytest.mark.parametrize('x, y', [(1, 2)])\ndef test_a(x, y):\n    assert f(x) == y\n"
+    )
+    assert probe_source(source)[1] is False
+
+
+def test_a_module_that_does_not_parse_is_kept_and_incomplete():
+    assert probe_source("def test_a(:\n") == ("def test_a(:\n", False)
+
+
+def test_observations_compare_exactly_but_for_numbers_and_exception_subclasses():
+    assert same(["int", "2"], ["float", "2.0"])
+    assert same(["float", "0.30000000000000004"], ["float", "0.3"])
+    assert not same(["int", "3"], ["int", "4"])
+    assert not same(["int", "1"], ["bool", True])
+    assert not same(["list", [["int", "1"]]], ["tuple", [["int", "1"]]])
+    assert not same(["list", [["int", "1"]]], ["sub", "m.Anything", ["list", [["int", "1"]]]])
+    assert same(["raised", ["builtins.ValueError"]], ["raised", ["m.Bad", "builtins.ValueError"]])
+    assert not same(
+        ["raised", ["m.Bad", "builtins.ValueError"]], ["raised", ["builtins.ValueError"]]
+    )
+    assert not same(
+        ["raised", ["builtins.KeyError"], "gone"], ["raised", ["builtins.KeyError"], "x"]
+    )
+    reference = {"observed": [["int", "1"]], "end": ["ended", "P"]}
+    assert same_observations(reference, {"observed": [["float", "1.0"]], "end": ["ended", "P"]})
+    assert not same_observations(reference, {"observed": [], "end": ["ended", "P"]})
+    assert not same_observations(
+        reference, {"observed": [["int", "1"], ["int", "1"]], "end": ["ended", "P"]}
+    )
+    assert not same_observations(reference, {"observed": [["int", "1"]], "end": ["ended", "S"]})
+
+
+@pytest.mark.parametrize("difficulty", [1, 3, 5])
+def test_every_embedded_test_module_is_a_complete_probe(difficulty):
+    for index in range(12):
+        task = generate(task_rng(difficulty, index), difficulty=difficulty)
+        files, _ = final_files(task["files"], task["patch"], task["test_patch"])
+        for path, text in files.items():
+            if is_test_path(path) and path.endswith(".py"):
+                probe, complete = probe_source(text)
+                assert complete, (path, text)
+                assert "assert" not in probe and "raises" not in probe, probe
