@@ -16,6 +16,11 @@ Trailing ``key=value`` arguments override the config (as for ``python -m rllm_ad
 4. ``benchmarks/results/real_model_rl.json`` (both evaluations, the training summary, the
    machine and commit) and the learning curve ``docs/real_model/learning_curve.png``.
 
+The goal (issue #27): the trained pass@1 at least :data:`GOAL_RATIO` times the base and the
+two 95% intervals apart. The file records whether it was met and, either way, what the hour
+bought: updates done, seconds per update, the mean seconds of each trainer stage, the wall
+time of each phase and the machine's load averages sampled through the experiment.
+
 ``python -m benchmarks.readme`` renders the before/after table in README from the JSON.
 """
 
@@ -27,6 +32,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +44,57 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
 RESULTS = ROOT / "benchmarks" / "results" / "real_model_rl.json"
 CURVE = ROOT / "docs" / "real_model" / "learning_curve.png"
+#: The trained held-out pass@1 must reach this multiple of the base's (and the intervals part).
+GOAL_RATIO = 1.5
+
+
+class LoadSampler:
+    """The machine's 1-minute load average every ``every_s`` seconds, in a daemon thread."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s = every_s
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(round(os.getloadavg()[0], 2))
+            if self._stop.wait(self.every_s):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, Any]:
+        """Min, mean and max of the samples, and how many there were."""
+        values = self.samples or [round(os.getloadavg()[0], 2)]
+        return {
+            "samples": len(values),
+            "every_s": self.every_s,
+            "min": min(values),
+            "mean": round(sum(values) / len(values), 2),
+            "max": max(values),
+        }
+
+
+def goal(base: dict[str, Any], trained: dict[str, Any]) -> dict[str, Any]:
+    """Whether the trained pass@1 is ``GOAL_RATIO`` x the base's with the 95% intervals apart."""
+    b, t = float(base["pass_at_1"]), float(trained["pass_at_1"])
+    ratio = t / b if b > 0 else (float("inf") if t > 0 else 1.0)
+    apart = float(trained["ci95"][0]) > float(base["ci95"][1])
+    return {
+        "ratio_target": GOAL_RATIO,
+        "ratio": round(ratio, 3) if ratio != float("inf") else None,
+        "ratio_met": ratio >= GOAL_RATIO,
+        "intervals_apart": apart,
+        "met": ratio >= GOAL_RATIO and apart,
+    }
 
 
 def _evaluate(model: str, config: dict[str, Any], num_tasks: int, out: Path) -> dict[str, Any]:
@@ -78,9 +135,15 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
         return {"iterations": 0}
 
     stages = sorted({k for r in rows for k in r if k.startswith("perf/") and k.endswith("_s")})
+    updates_skipped = sum(int(bool(r.get("batch/update_skipped", 0))) for r in rows)
+    updates = len(rows) - updates_skipped
+    wall = rows[-1].get("time_s")
     return {
         "iterations": len(rows),
-        "wall_s": rows[-1].get("time_s"),
+        "updates": updates,
+        "wall_s": wall,
+        # Wall clock of the training loop (rollouts, scoring, updates, syncs) per update done.
+        "seconds_per_update": round(float(wall) / updates, 1) if wall and updates else None,
         # Mean seconds per iteration of each stage (the iterations that ran it).
         "stages_s": {
             k[len("perf/") :]: round(
@@ -90,7 +153,11 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
         },
         "episodes": rows[-1].get("episodes"),  # cumulative in the trainer's metrics
         "groups_skipped": sum(int(r.get("batch/groups_skipped", 0) or 0) for r in rows),
-        "updates_skipped": sum(int(bool(r.get("batch/update_skipped", 0))) for r in rows),
+        "updates_skipped": updates_skipped,
+        # Sampled (temperature) reward and success per iteration: what training saw.
+        "reward_curve": [round(float(r.get("rollout/reward", 0.0)), 4) for r in rows],
+        "success_curve": [round(float(r.get("rollout/success", 0.0)), 4) for r in rows],
+        "length_cut_curve": [round(float(r.get("rollout/length_cut_rate", 0.0)), 4) for r in rows],
         "first_rows": rows[:2],
         "last_rows": rows[-2:],
     }
@@ -112,23 +179,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     evals = output_dir / "heldout"
     evals.mkdir(parents=True, exist_ok=True)
     started = time.time()
-    base = _evaluate(str(config["model"]), config, args.num_tasks, evals / "base.json")
-    if not args.skip_train:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rllm_adapters.train",
-                "--config",
-                str(args.config),
-                *args.overrides,
-            ],
-            check=True,
-            cwd=ROOT,
+    phases: dict[str, float] = {}
+    with LoadSampler() as load:
+        base = _evaluate(str(config["model"]), config, args.num_tasks, evals / "base.json")
+        phases["base_eval_s"] = round(time.time() - started, 1)
+        if not args.skip_train:
+            mark = time.time()
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "rllm_adapters.train",
+                    "--config",
+                    str(args.config),
+                    *args.overrides,
+                ],
+                check=True,
+                cwd=ROOT,
+            )
+            # The trainer process end to end: engine start, the loop, the final save.
+            phases["train_process_s"] = round(time.time() - mark, 1)
+        mark = time.time()
+        trained = _evaluate(
+            str(output_dir / "final_model"), config, args.num_tasks, evals / "trained.json"
         )
-    trained = _evaluate(
-        str(output_dir / "final_model"), config, args.num_tasks, evals / "trained.json"
-    )
+        phases["trained_eval_s"] = round(time.time() - mark, 1)
     CURVE.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
@@ -156,10 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
             "load_average_1m": round(os.getloadavg()[0], 2),
+            "load_average_1m_during": load.summary(),
         },
         "experiment_s": round(time.time() - started, 1),
+        "phases_s": phases,
         "base": base,
         "trained": trained,
+        "goal": goal(base, trained),
         "training": _training_summary(output_dir),
         "curve": str(CURVE.relative_to(ROOT)),
     }
@@ -168,6 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("base", "trained"):
         r = result[name]
         print(f"{name}: pass@1 {r['pass_at_1']:.3f} [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]")
+    print(f"goal: {result['goal']}")
     return 0
 
 

@@ -1,0 +1,90 @@
+"""The real-model RL results file: the goal, what the hour bought, and its README block."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import readme
+from benchmarks.real_model_rl import GOAL_RATIO, LoadSampler, _training_summary, goal
+
+
+def _eval(correct: int, n: int = 200) -> dict:
+    from benchmarks.heldout import wilson_interval
+
+    return {
+        "pass_at_1": correct / n,
+        "ci95": list(wilson_interval(correct, n)),
+        "correct": correct,
+        "num_tasks": n,
+        "format_rate": 0.9,
+    }
+
+
+def test_goal_needs_the_ratio_and_intervals_apart():
+    assert GOAL_RATIO == 1.5
+    # 8% -> 12%: 1.5x, but the intervals overlap at n=200.
+    assert goal(_eval(16), _eval(24)) == {
+        "ratio_target": 1.5,
+        "ratio": 1.5,
+        "ratio_met": True,
+        "intervals_apart": False,
+        "met": False,
+    }
+    assert goal(_eval(16), _eval(40))["met"]
+    assert not goal(_eval(16), _eval(20))["ratio_met"]
+    # A base of zero: any correct answer is an unbounded ratio.
+    assert goal(_eval(0), _eval(12))["ratio"] is None and goal(_eval(0), _eval(12))["ratio_met"]
+
+
+def test_training_summary_counts_updates_and_their_pace(tmp_path):
+    rows = [
+        {"iteration": 1, "time_s": 100.0, "rollout/success": 0.05, "perf/update_s": 40.0},
+        {"iteration": 2, "time_s": 250.0, "batch/update_skipped": 1.0, "rollout/success": 0.0},
+        {"iteration": 3, "time_s": 400.0, "rollout/success": 0.1, "perf/update_s": 50.0},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = _training_summary(tmp_path)
+    assert summary["iterations"] == 3 and summary["updates"] == 2
+    assert summary["updates_skipped"] == 1 and summary["seconds_per_update"] == 200.0
+    assert summary["stages_s"]["update_s"] == 45.0
+    assert summary["success_curve"] == [0.05, 0.0, 0.1]
+
+
+def test_load_sampler_records_the_load_while_it_runs():
+    with LoadSampler(every_s=0.01) as load:
+        pass
+    summary = load.summary()
+    assert summary["samples"] >= 1 and summary["min"] <= summary["mean"] <= summary["max"]
+
+
+def test_readme_block_says_whether_the_goal_was_met(tmp_path, monkeypatch):
+    base, trained = _eval(16), _eval(24)
+    record = {
+        "time": "2026-12-01T00:00:00Z",
+        "command": "python -m benchmarks.real_model_rl",
+        "config": "configs/math_smollm2_grpo_fast.yaml",
+        "machine": {
+            "cpu_count": 2,
+            "load_average_1m_during": {"min": 2.0, "mean": 5.0, "max": 9.0, "samples": 3},
+        },
+        "base": base,
+        "trained": trained,
+        "goal": goal(base, trained),
+        "training": {"iterations": 12, "updates": 11, "seconds_per_update": 240.0},
+    }
+    (tmp_path / "real_model_rl.json").write_text(json.dumps(record))
+    monkeypatch.setattr(readme, "RESULTS", tmp_path)
+    block = readme.render("real_model_rl")
+    assert "| before (base model) | **8.0%** (16/200)" in block
+    assert ">= 1.5x the base, 95% intervals apart): **missed** (ratio 1.50x" in block
+    assert "(11 updates, 240 s per update)" in block and "load 2.0-9.0 (mean 5.0)" in block
+
+
+@pytest.mark.parametrize("key", ["base", "trained"])
+def test_committed_results_file_renders(key):
+    # The committed file (old or new layout) renders without error.
+    data = json.loads((readme.RESULTS / "real_model_rl.json").read_text())
+    assert key in data
+    assert "held-out pass@1" in readme.render("real_model_rl")
