@@ -15,7 +15,7 @@ import torch
 
 from rllm_agents.trajectory import Trajectory
 
-__all__ = ["Batch", "trajectories_to_batch"]
+__all__ = ["Batch", "episode_returns", "trajectories_to_batch"]
 
 
 @dataclass
@@ -31,6 +31,8 @@ class Batch:
         rewards: ``[B, A]`` env reward after each action token.
         rollout_logprobs: ``[B, A]`` the sampler's logprobs (0 where it gave none).
         has_rollout_logprobs: ``[B]`` whether the sampler returned logprobs for the row.
+        returns: ``[B]`` float64 episode returns (``Trajectory.total_reward``): the one
+            source of the return that signal-group selection and group advantages read.
         groups: ``[B]`` task group ids.
         lengths: ``[B]`` sequence lengths.
     """
@@ -43,6 +45,7 @@ class Batch:
     rewards: torch.Tensor
     rollout_logprobs: torch.Tensor
     has_rollout_logprobs: torch.Tensor
+    returns: torch.Tensor
     groups: torch.Tensor
     lengths: torch.Tensor
 
@@ -70,6 +73,11 @@ class Batch:
     def to(self, device: torch.device | str) -> Batch:
         """The batch on ``device``."""
         return Batch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+
+def episode_returns(trajectories: Sequence[Trajectory]) -> torch.Tensor:
+    """``[B]`` float64: each episode's return, the sum of its env rewards."""
+    return torch.tensor([t.total_reward for t in trajectories], dtype=torch.float64)
 
 
 def trajectories_to_batch(trajectories: Sequence[Trajectory], pad_id: int = 0) -> Batch:
@@ -129,6 +137,7 @@ def trajectories_to_batch(trajectories: Sequence[Trajectory], pad_id: int = 0) -
         rewards=rewards_t,
         rollout_logprobs=rollout_lp,
         has_rollout_logprobs=torch.tensor([r[4] for r in rows], dtype=torch.bool),
+        returns=episode_returns(trajectories),
         groups=torch.tensor([r[5] for r in rows], dtype=torch.long),
         lengths=torch.tensor([len(r[0]) for r in rows], dtype=torch.long),
     )

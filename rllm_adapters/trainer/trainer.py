@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from rllm_adapters.trainer import algorithms as alg
-from rllm_adapters.trainer.batch import Batch, trajectories_to_batch
+from rllm_adapters.trainer.batch import Batch, episode_returns, trajectories_to_batch
 from rllm_adapters.trainer.checkpoint import full_state_dict, save_hf_model
 from rllm_adapters.trainer.config import TrainerConfig
 from rllm_adapters.trainer.distributed import (
@@ -295,7 +295,7 @@ class PPOTrainer(TrainLoop):
                 old_logp = batch.rollout_logprobs
         t_adv = time.perf_counter()
         metrics["perf/score_s"] = t_adv - t_score
-        adv, returns, _ = self._advantages(batch, scores, metrics)
+        adv, returns = self._advantages(batch, scores, metrics)
         metrics["policy/advantage_abs"] = float(alg.masked_mean(adv.abs(), batch.action_mask))
         t2 = time.perf_counter()
         metrics["perf/advantages_s"] = t2 - t_adv
@@ -466,17 +466,20 @@ class PPOTrainer(TrainLoop):
 
     def _advantages(
         self, batch: Batch, scores: dict[str, torch.Tensor], metrics: dict[str, float]
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         algo = self.config.algorithm
         mask = batch.action_mask
-        rewards = batch.rewards.clone()
+        rewards = batch.rewards
+        # The KL penalty per action token when it is part of the reward (0 otherwise).
+        penalty = torch.zeros_like(rewards)
         kl_coef = self.kl_ctl.value
         if "ref_logp" in scores and "old_logp" in scores:
             kl = alg.kl_estimate(scores["old_logp"], scores["ref_logp"], algo.kl_estimator)
             metrics["kl/ref"] = float(alg.masked_mean(kl, mask))
             metrics["kl/coef"] = kl_coef
             if algo.kl_mode == "reward":
-                rewards = rewards - kl_coef * kl * mask
+                penalty = kl_coef * kl * mask
+                rewards = rewards - penalty
         returns: torch.Tensor | None = None
         if algo.advantage == "gae":
             adv, returns = alg.gae_advantages(
@@ -489,7 +492,8 @@ class PPOTrainer(TrainLoop):
             if algo.whiten_advantages:
                 adv = alg.masked_whiten(adv, mask)
         else:
-            episode_return = (rewards.double() * mask.double()).sum(1)
+            # The episode's return (the one signal selection read) less its KL penalty.
+            episode_return = batch.returns - (penalty.double() * mask.double()).sum(1)
             per_episode = alg.group_advantages(
                 episode_return,
                 batch.groups,
@@ -497,7 +501,7 @@ class PPOTrainer(TrainLoop):
                 normalize_std=algo.grpo_normalize_std,
             )
             adv = per_episode.float()[:, None] * mask
-        return adv, returns, rewards
+        return adv, returns
 
     # ------------------------------------------------------------------ 4. update
 
@@ -926,7 +930,7 @@ def _signal_groups(trajectories: Sequence[Trajectory]) -> list[int]:
     """Group ids (in order of first appearance) whose returns have a spread."""
     if not trajectories:
         return []
-    returns = torch.tensor([t.total_reward for t in trajectories], dtype=torch.float64)
+    returns = episode_returns(trajectories)
     groups = torch.tensor([t.group for t in trajectories], dtype=torch.long)
     keep = alg.signal_groups(returns, groups)
     out: list[int] = []

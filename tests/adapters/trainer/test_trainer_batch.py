@@ -64,6 +64,8 @@ def test_batch_positions_targets_rewards_and_logprobs():
     assert batch.rewards.tolist() == [[0.0, 0.0, 1.0], [0.5, 0.0, 0.0]]
     assert batch.rollout_logprobs[0].tolist() == [-0.5, -0.25, -1.0]
     assert batch.groups.tolist() == [0, 1]
+    # each episode's return, in float64, from the same source as signal-group selection
+    assert batch.returns.dtype == torch.float64 and batch.returns.tolist() == [1.0, 0.5]
     assert bool(batch.has_rollout_logprobs.all())
 
 
