@@ -43,7 +43,12 @@ SUCCESS = 0.9
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One run's outcome from its ``metrics.jsonl`` rows."""
+    """One run's outcome from its ``metrics.jsonl`` rows.
+
+    ``final_fall_rate``: the share of the last five iterations' episodes that ended in a hole
+    (terminated without reaching the goal), the collapse the ``hole`` component is there to
+    make a losing policy.
+    """
     success = [float(r.get("rollout/success", 0.0)) for r in rows]
     reached = next((i + 1 for i, s in enumerate(success) if s >= SUCCESS), None)
     last = rows[-5:]
@@ -53,6 +58,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "final_success": round(sum(success[-5:]) / max(len(success[-5:]), 1), 3),
         "final_invalid_rate": round(
             sum(float(r.get("rollout/invalid_action_rate", 0.0)) for r in last) / max(len(last), 1),
+            3,
+        ),
+        "final_fall_rate": round(
+            sum(
+                max(
+                    0.0,
+                    float(r.get("rollout/finish_terminated", 0.0))
+                    - float(r.get("rollout/success", 0.0)),
+                )
+                for r in last
+            )
+            / max(len(last), 1),
             3,
         ),
         "success_curve": [round(s, 3) for s in success],
@@ -122,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs": len(mine),
             "reached_0_9": sum(r["reached_0_9_at"] is not None for r in mine),
             "mean_final_success": round(sum(r["final_success"] for r in mine) / len(mine), 3),
+            "mean_final_fall_rate": round(sum(r["final_fall_rate"] for r in mine) / len(mine), 3),
         }
         for layout in args.layouts
         if (mine := [r for r in runs if r["layout"] == layout])

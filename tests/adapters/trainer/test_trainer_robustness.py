@@ -45,6 +45,11 @@ def test_grid_writes_one_summary_per_run(tmp_path):
     (run,) = record["runs"]
     assert run["layout"] == "corridor" and run["seed"] == 0 and run["iterations"] == 1
     assert record["per_layout"]["corridor"]["runs"] == 1
+    assert 0.0 <= run["final_fall_rate"] <= 1.0
+    # The run trained with the hole component (the env's default weight next to the config's
+    # invalid-action penalty): its metrics carry it.
+    rows = (tmp_path / "runs" / "corridor-seed0" / "metrics.jsonl").read_text().splitlines()
+    assert all("reward_components/hole" in json.loads(r) for r in rows if r.strip())
     # The run played the named layout, not the config's 4x4 map.
     config = json.loads((tmp_path / "runs" / "corridor-seed0" / "config.json").read_text())
     assert config["env_kwargs"]["desc"] == LAYOUTS["corridor"]
@@ -54,8 +59,13 @@ def test_grid_writes_one_summary_per_run(tmp_path):
 def test_summary_finds_the_first_iteration_at_the_bar():
     from benchmarks.frozenlake_robustness import summarize
 
-    rows = [{"rollout/success": s, "rollout/invalid_action_rate": 0.1} for s in (0, 0.5, 0.95, 1)]
+    rows = [
+        {"rollout/success": s, "rollout/invalid_action_rate": 0.1, "rollout/finish_terminated": 1.0}
+        for s in (0, 0.5, 0.95, 1)
+    ]
     summary = summarize(rows)
     assert summary["reached_0_9_at"] == 3
     assert summary["final_success"] == pytest.approx(0.6125, abs=1e-3)
+    # Terminated without the goal: fell into a hole.
+    assert summary["final_fall_rate"] == pytest.approx(1 - 0.6125, abs=1e-3)
     assert summarize([{"rollout/success": 0.0}])["reached_0_9_at"] is None
