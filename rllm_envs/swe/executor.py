@@ -30,7 +30,9 @@ each verdict (:mod:`rllm_envs.swe.judge`).
 
 Spec (``marshal``, on stdin): ``files`` ``{path: text}``, ``mode`` (``"tests"``: run the node
 ids ``tests``; ``"collect"``: collect and run the tests of ``test_files``; ``"python"``: run
-``code`` as ``__main__``), ``nonce``, ``time_limit`` (per test), ``memory_mb``,
+``code`` as ``__main__``), ``nonce``, ``observe`` (the test modules are probes: a test's
+result is ``O`` and the JSON of what it observed and how it ended, which the host compares
+with the reference's; see :func:`observed`), ``time_limit`` (per test), ``memory_mb``,
 ``output_chars``, ``max_tests`` and ``reap``. Records: a 4-byte big-endian length and a JSON
 object per test (``index``, ``id``, ``outcome``, ``code``, ``signal``, ``result``,
 ``output``, ``time``, ``tamper``), then ``{"done": true}``.

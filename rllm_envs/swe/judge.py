@@ -2,11 +2,8 @@
 
 The executor (:mod:`rllm_envs.swe.executor`) runs in a fresh sandbox with the repository in
 memory and reports, per test, what it observed on the sandbox's report channel (a pipe that
-no test process holds). This module decides each test's status from that record: a test
-passed only if its process exited normally, the runner's guard wrote its pass (the executor
-then reports ``P`` followed by a random nonce made for this run) and the guard refused
-nothing; a missing, malformed or out-of-order record, a crash, a time-out, a skip or an exit
-of any kind is a failure, never an exception, and a refusal anywhere fails the whole run.
+no test process holds); a missing, malformed or out-of-order record, a crash, a time-out, a
+skip or an exit of any kind is a failure, never an exception.
 
 :func:`verdict` is the SWE-bench rule: the submission's diff is applied to a pristine copy
 of the base repository, every change it makes to the test suite (test files, test folders,
@@ -14,31 +11,32 @@ of the base repository, every change it makes to the test suite (test files, tes
 every ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` test must pass. No Gymnasium import; trainers can
 call :func:`score` directly.
 
-What this resists: edits to tests, ``conftest.py``, pytest plugins or configuration (the
-hidden tests are pristine and the runner reads no configuration), ``sitecustomize`` and
-start-up hooks (the interpreter runs isolated, the repository is not on its path at start),
-``sys.exit``/``os._exit``/signals and skips (any end but the runner's own is a failure), a
-result written by anything but the runner's guard (the run's nonce is useless inside a test
-process; each process's token is made there after the fork and only the guard can read it),
-reads of anything outside the repository (the sandbox shows none of the host), objects equal
-to anything (comparisons in test files are strict for plain values), a test module or test
-function swapped in, and special-casing the issue's example (embedded tasks hide fresh cases
-around it). Code that inspects its own process is refused by an audit hook installed before
-any repository code runs, and the attempt fails the run (:attr:`Verdict.tampering`): stack
-frames (``sys._getframe``, ``inspect``, tracebacks' and generators' frames, signal
-handlers' frames), ``gc`` object walks, tracing and profiling, ``ctypes``, ``/proc/*/mem``
-and the result descriptors, hand-made code objects, extra audit hooks, and rebinding what the
-verdict depends on (the runner's module, ``builtins``, ``unittest``, ``inspect``, the
-``pytest`` module), checked when the pass is written. What it
-does not: the outcome is still computed in the process that runs the submission (tests
-call its code), and CPython offers no hard boundary inside one process -- the sandbox's
-bootstrap leaves ``_ctypes`` loaded, and its pointer types read memory without an audit
-event, so code that scans the heap for the token could still forge a pass; and a rebinding
-of the runner's state undone before the pass is written (by a finalizer or another thread)
-is not seen, except around the comparisons of test files, which are checked each. Ordinary
-repositories that read frames themselves (``sys._getframe`` or ``inspect.currentframe``
-outside the standard library's own uses) are flagged too. :attr:`Verdict.verdict_trust`
-stays ``"in_process"``, as the code judge says for assert-kind tests.
+With the task's reference ``patch`` (every embedded task has one; SWE-bench records do), each
+verdict is decided on the host, by comparison (``verdict_trust="host"``): the test modules are
+made probes (:mod:`rllm_envs.swe.probe`: each assertion records the values it checks, without
+its expected side; each ``pytest.raises`` block records what was raised), the probes run on the
+submission's repository, and each test's record of observed values must equal the record the
+same probe makes on the reference repository, run in sandboxes of its own
+(:func:`reference_outcomes`, once per task, cached), where the unchanged test must also pass.
+The expected values and the reference's outcomes are never in the submission's sandbox, so
+whatever the submitted code does to its own process -- rewrite the runner through
+``_ctypes``, reach its globals, replace the serialiser, write any record, exit early -- a test
+passes only if the reported values are the ones the fixed code computes on the hidden calls.
+What remains: a probe is only as strong as the test's checks, and a module whose expected
+values live outside an assertion's literal side (``parametrize`` tables, variables or two
+computed sides compared, ``raise AssertionError``, ``pytest.fail``, ``assert_*`` helpers)
+keeps them in the probe, where a patch could read and report them; such verdicts say
+``verdict_trust="host_partial"``.
+
+Without a reference patch, each test's pass is decided in the process that runs the
+submission (``verdict_trust="in_process"``): a pass is written only by a guard (an audit hook
+installed before any repository code runs, :func:`rllm_envs.swe.executor._arm`) with a token
+made in that process, and code that inspects its own process (frames, ``gc``, tracing,
+``ctypes``, ``/proc/*/mem``, rebinding the runner's state) is refused and fails the run
+(:attr:`Verdict.tampering`; the guard runs in both modes). That is not a boundary: the sandbox's
+bootstrap leaves ``_ctypes`` loaded, whose pointer types read and write memory without an audit
+event, and code that rewrites the runner's comparison that way forges a pass
+(``tests/envs/swe/test_escapes.py``).
 """
 
 from __future__ import annotations
@@ -166,8 +164,11 @@ class Verdict:
         error: Why the diff did not apply, or why the sandbox failed.
         dropped: Paths of the test suite the diff changed (those changes were discarded).
         report: The run of the hidden tests (``None`` when the diff did not apply).
-        verdict_trust: ``"in_process"``: each test's outcome is decided inside the process
-            that runs the submission's code (see the module docstring).
+        verdict_trust: ``"host"``: each test's outcome is the host's comparison of observed
+            values with the reference's; ``"host_partial"``: the same, but some checks of the
+            hidden tests keep their expected values in the probe; ``"in_process"``: no
+            reference patch, each outcome decided inside the process that runs the
+            submission (see the module docstring).
         tampering: A test process tried to reach the runner's state (the guard refused it);
             every test of the run then counts as failed.
     """
@@ -704,7 +705,8 @@ def reference_outcomes(
         if record["id"] in observed and not record["tamper"] and record["code"] == 0:
             observed[record["id"]] = _parse_observed(record["result"])
     result = Reference(passed, observed, complete, error)
-    if error is None:
+    # Only a clean run is kept: a test that timed out under load must not stay failed.
+    if error is None and all(passed.values()) and all(v is not None for v in observed.values()):
         with _references_lock:
             _references[key] = result
             while len(_references) > REFERENCE_CACHE:
@@ -714,7 +716,8 @@ def reference_outcomes(
 
 def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[str, str]:
     """The host's status for one probe record, against the reference's observations."""
-    status, message = _status(record, "")
+    # A fresh nonce: a pass written in the test process never counts here.
+    status, message = _status(record, secrets.token_hex(16))
     if status in ("tampered", "timeout", "crashed"):
         return status, message
     test = record["id"]

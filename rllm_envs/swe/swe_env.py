@@ -188,10 +188,13 @@ class SWEEnv(TextEnv):
     At ``submit`` the working copy's diff is applied to a pristine copy of the base
     repository; its changes to the test suite (test files, test folders, ``conftest.py``) are
     dropped, the hidden tests are placed on top, and the fail-to-pass and pass-to-pass tests
-    run in a fresh sandbox, each in its own process, with verdicts decided on the host
-    (:mod:`rllm_envs.swe.judge`); a guard in each test process refuses introspection of the
-    test runner (frames, ``gc``, tracing, ``ctypes``, process memory, rebinding its state),
-    and a run where it refused anything counts every test as failed. Components:
+    run in a fresh sandbox, each in its own process, as probes that report the values their
+    assertions check (expected sides removed); the host compares them with the same probes'
+    values on the reference fix, run in sandboxes of their own (:mod:`rllm_envs.swe.judge`),
+    so no verdict is decided where the submitted code runs. A guard in each test process
+    also refuses introspection of the test runner (frames, ``gc``, tracing, ``ctypes``,
+    process memory, rebinding its state), and a run where it refused anything counts every
+    test as failed. Components:
     ``resolved`` = 1 when every fail-to-pass and pass-to-pass test passes (weight 1.0; with
     ``partial_credit=True`` the fraction of fail-to-pass tests that pass when no
     pass-to-pass test breaks); ``fail_to_pass`` and
@@ -211,8 +214,10 @@ class SWEEnv(TextEnv):
     ``step``: ``tool_calls``, ``tool_results`` (``[{"name", "ok", "error"}]``),
     ``call_format``, ``submitted``, and after a verdict ``fail_to_pass``, ``pass_to_pass``,
     ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose changes were
-    discarded), ``verdict_trust`` (``"in_process"``: see :mod:`rllm_envs.swe.judge` for
-    what the verdict resists and what it does not) and ``verdict_tampering`` (the test
+    discarded), ``verdict_trust`` (``"host"``; ``"host_partial"`` when some hidden checks
+    keep their expected values in the probe; ``"in_process"`` for a task without a
+    reference patch: see :mod:`rllm_envs.swe.judge` for what each guarantees) and
+    ``verdict_tampering`` (the test
     process tried to reach the runner's state; the run then counts as failed, reward 0).
 
     ## Arguments
