@@ -14,6 +14,9 @@
   two runs (unchanged tests and probes, at the same time) come first; no goal.
 * ``test_swe_verdict_cold``: the warm verdict with ``warm=False`` (the sandbox start is
   timed).
+* ``test_swe_verdict_in_process``: the warm verdict without the reference: the unchanged
+  tests, each pass decided in the test's process (the fallback for tasks without a
+  reference patch); no goal, for comparison.
 * ``test_swe_episode_oracle``: ``reset`` and the oracle's one reply (apply the patch,
   submit) through the env, warm; no goal.
 
@@ -65,7 +68,7 @@ def _warm() -> None:
     judge.warm_up()
 
 
-def _verdict(warm: bool) -> None:
+def _verdict(warm: bool, reference: bool = True) -> None:
     result = judge.verdict(
         TASK["files"],
         TASK["patch"],
@@ -73,10 +76,10 @@ def _verdict(warm: bool) -> None:
         fail_to_pass=TASK["FAIL_TO_PASS"],
         pass_to_pass=TASK["PASS_TO_PASS"],
         warm=warm,
-        reference_patch=TASK["patch"],
+        reference_patch=TASK["patch"] if reference else None,
     )
     assert result.resolved, result.report.summary() if result.report else result.error
-    assert result.verdict_trust == "host"
+    assert result.verdict_trust == ("host" if reference else "in_process")
 
 
 def _warm_first() -> None:
@@ -117,6 +120,12 @@ def test_swe_verdict_first(benchmark):
 def test_swe_verdict_cold(benchmark):
     benchmark.extra_info.update(baseline="test_swe_pytest_direct", metric="time_ratio")
     benchmark.pedantic(lambda: _verdict(False), rounds=5, warmup_rounds=1)
+    median_ratio(benchmark)
+
+
+def test_swe_verdict_in_process(benchmark):
+    benchmark.extra_info.update(baseline="test_swe_pytest_direct", metric="time_ratio")
+    benchmark.pedantic(lambda: _verdict(True, False), setup=_warm, rounds=7, warmup_rounds=1)
     median_ratio(benchmark)
 
 
