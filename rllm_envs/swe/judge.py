@@ -587,7 +587,8 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
 def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
     """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
 
-    Returns the files and whether every probe is complete.
+    Returns the files and whether every probe is complete and the test suite has no data
+    files (they stay as they are, and may hold expected values).
     """
     out = dict(files)
     complete = True
@@ -595,6 +596,8 @@ def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
         if path.endswith(".py") and is_test_path(path):
             out[path], ok = probe_source(text)
             complete = complete and ok
+        elif is_test_path(path):
+            complete = False  # a data file of the tests may hold expected values
     return out, complete
 
 

@@ -279,9 +279,9 @@ def same_observations(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
 def same(expected: Any, actual: Any, depth: int = 0) -> bool:
     """Whether observation ``actual`` matches the reference's ``expected`` (host side).
 
-    Exact, but for numbers (an ``int`` and a ``float`` compare by value; floats within
-    pytest.approx's default tolerance) and raised exceptions (the submission's may be a
-    subclass of the reference's).
+    Exact, but for numbers (an ``int`` and a ``float`` compare by value, exactly; two floats
+    within pytest.approx's default tolerance) and raised exceptions (the submission's may be
+    a subclass of the reference's).
     """
     if depth > 200:
         return False
@@ -290,6 +290,8 @@ def same(expected: Any, actual: Any, depth: int = 0) -> bool:
     tag = expected[0]
     numbers = ("int", "float")
     if tag in numbers and actual[:1] and actual[0] in numbers and len(actual) == 2:
+        if "int" in (tag, actual[0]):
+            return _equal_numbers(expected[1], actual[1])
         return _close(expected[1], actual[1])
     if tag == "raised" and actual[:1] == ["raised"] and len(actual) == len(expected):
         names = expected[1]
@@ -305,13 +307,24 @@ def same(expected: Any, actual: Any, depth: int = 0) -> bool:
     return all(same(e, a, depth + 1) for e, a in zip(expected, actual, strict=True))
 
 
+def _equal_numbers(a: Any, b: Any) -> bool:
+    """``a == b`` as Python compares an int with an int or a float: exactly."""
+    if type(a) is str and a == b:
+        return True
+    try:
+        x = int(a) if isinstance(a, str) and a.lstrip("-").isdigit() else float(a)
+        y = int(b) if isinstance(b, str) and b.lstrip("-").isdigit() else float(b)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return bool(x == y)
+
+
 def _close(a: Any, b: Any) -> bool:
+    """Two floats (as ``repr`` text) within pytest.approx's default tolerance."""
     try:
         x, y = float(a), float(b)
     except (TypeError, ValueError, OverflowError):
-        return bool(a == b)
-    if a == b or (math.isnan(x) and math.isnan(y)):
+        return False
+    if x == y or (math.isnan(x) and math.isnan(y)):
         return True
-    if isinstance(a, str) and isinstance(b, str) and "." not in a + b and "e" not in a + b:
-        return False  # two different ints
     return abs(x - y) <= max(1e-6 * abs(x), 1e-12)

@@ -124,10 +124,24 @@ def test_oracle_and_noop_through_the_env(dataset):
     copy = pickle.loads(pickle.dumps(env))  # the shared base pickles too
     *_, reward, terminated, _, info = copy.step(copy.oracle_action())
     assert reward == 1.0 and terminated and info["fail_to_pass"] == 1.0
+    # Decided on the host against the reference patch, but the parametrize table keeps the
+    # expected values in the probe.
+    assert info["verdict_trust"] == "host_partial"
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
     # The run stops at the first failing test: the pass-to-pass test did not run.
     assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] == 0.0
+
+
+def test_an_instance_without_a_reference_patch_is_judged_in_process(dataset, tmp_path):
+    _, repos, record = dataset
+    path = tmp_path / "nopatch.jsonl"
+    path.write_text(json.dumps({**record, "patch": ""}) + "\n")
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    env.reset(seed=0)
+    calls = [ToolCall("apply_patch", {"patch": record["patch"]}), ToolCall("submit", {})]
+    *_, reward, _, _, info = env.step("\n".join(c.to_text() for c in calls))
+    assert reward == 1.0 and info["verdict_trust"] == "in_process"
 
 
 def test_loader_errors(dataset, tmp_path):
