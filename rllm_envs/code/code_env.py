@@ -153,6 +153,14 @@ class CodeEnv(TextEnv):
     ``reward_mode="all"`` judging stops at the first failing test, so ``pass_fraction`` is
     then a lower bound.
 
+    What each component pays for: ``all_passed`` only for a program that passes every test,
+    hidden ones included. ``pass_fraction`` pays for tests passed, not for solving the task:
+    the public tests are shown in the prompt, so a program that prints their expected outputs
+    (hard-coded) earns the public share of the tests (about a third on the embedded
+    problems) without solving anything. That is why its weight is 0 by default; train on it
+    (``reward_mode="fraction"``) only where the public tests are a small share or not shown.
+    ``invalid_action`` pays nothing (a log-only flag).
+
     ## Episode End
     Single-turn: terminates after one step. Multi-turn: terminates when every test passes;
     truncates after ``max_turns`` steps.

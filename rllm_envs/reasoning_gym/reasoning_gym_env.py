@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rllm_envs.core import TextEnv, Transition
+from rllm_envs.reasoning_gym.balance import BalancedTasks
 from rllm_envs.reasoning_gym.scoring import COMPONENTS, grade
 from rllm_envs.reasoning_gym.spec import ANSWER_FORMAT, DEFAULT_DATASET, DEFAULT_SIZE
-from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks, oracle_answer
+from rllm_envs.reasoning_gym.tasks import oracle_answer
 from rllm_envs.tasks import Task
 
 __all__ = ["ReasoningGymEnv"]
@@ -29,6 +30,14 @@ class ReasoningGymEnv(TextEnv):
     fields (``config``), a curriculum level (``difficulty``, ``curriculum``), the universe
     (``task_seed``) and its size (``size``) pick the tasks
     (:mod:`rllm_envs.reasoning_gym.tasks`).
+
+    Answers are balanced (:mod:`rllm_envs.reasoning_gym.balance`): a draw whose answer is
+    over-represented in the family is redrawn with the probability that brings every answer
+    down to ``max(1 / labels, 5%)`` of tasks (two labels: half each; ``shortest_path``'s
+    ``infeasible``, a third of its draws, about 5%), so a constant answer earns no more than
+    a guess from the answer distribution. ``env.unwrapped.tasks.answer_shares()`` reports the
+    family's shares before balancing; the random baseline (:meth:`random_action`) guesses from
+    the balanced distribution, so its success rate is the base rate to report.
 
     ## Observation
     The family's question followed by the answer format: the final answer inside
@@ -91,7 +100,7 @@ class ReasoningGymEnv(TextEnv):
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
-        tasks = ReasoningGymTasks(
+        tasks = BalancedTasks(
             dataset,
             size=size,
             task_seed=task_seed,

@@ -282,3 +282,13 @@ def test_families_are_pluggable_and_screen_zero_plays_every_member():
         check_reward_hacking(SoundEnv, screen=-1)
     with pytest.raises(TypeError, match="PolicyFamily"):
         check_reward_hacking(SoundEnv, policies=[PolicyFamily("bad", "", (lambda ctx: "",))])
+
+
+def test_the_docs_snippet_runs():
+    """docs/integrations.md's check_reward_hacking snippet, as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "integrations.md").read_text()
+    block = text.split("<!-- snippet:check_reward_hacking -->", 1)[1]
+    code = block.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/integrations.md", "exec"), {})
