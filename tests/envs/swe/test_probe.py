@@ -6,6 +6,7 @@ import ast
 
 import pytest
 
+from rllm_envs.swe import judge
 from rllm_envs.swe.judge import final_files
 from rllm_envs.swe.probe import probe_source, same, same_observations
 from rllm_envs.swe.repo import is_test_path
@@ -139,3 +140,43 @@ def test_every_embedded_test_module_is_a_complete_probe(difficulty):
                 probe, complete = probe_source(text)
                 assert complete, (path, text)
                 assert "assert" not in probe and "raises" not in probe, probe
+
+
+def _functions(source: str) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+
+
+def _expected_sides(function: ast.FunctionDef) -> list[str]:
+    """What a test expects: the literal sides of its comparisons, the types it expects raised."""
+    found = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+            for side in (node.test.left, *node.test.comparators):
+                if isinstance(side, ast.Call) and "approx" in ast.unparse(side.func):
+                    side = side.args[0]
+                if not isinstance(side, ast.Call):
+                    text = ast.unparse(side)
+                    # Short numbers also appear as inputs; the rest is distinctive.
+                    if len(text) >= 3 and any(c.isdigit() or c in "[('\"" for c in text):
+                        found.append(text)
+        if isinstance(node, ast.withitem) and "raises" in ast.unparse(node.context_expr):
+            found += [ast.unparse(a) for a in node.context_expr.args]  # type: ignore[attr-defined]
+    return found
+
+
+def test_the_hidden_tests_expected_values_never_reach_the_probes():
+    """What each fail-to-pass test expects is in none of the files the submission's run gets."""
+    checked = 0
+    for index in range(8):
+        task = generate(task_rng(7, index), difficulty=1 + index % 5)
+        files, _ = final_files(task["files"], task["patch"], task["test_patch"])
+        probes, complete = judge.probe_files(files)
+        assert complete
+        for test in task["FAIL_TO_PASS"]:
+            path, name = test.split("::")
+            original = _functions(files[path])[name]
+            probe = ast.unparse(_functions(probes[path])[name])
+            for expected in _expected_sides(original):
+                checked += 1
+                assert expected not in probe, (test, expected, probe)
+    assert checked >= 8
