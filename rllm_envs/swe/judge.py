@@ -620,6 +620,7 @@ class Reference:
 
 
 _references: OrderedDict[str, Reference] = OrderedDict()
+_running: dict[str, threading.Event] = {}
 _references_lock = threading.Lock()
 #: Tasks whose reference outcomes are kept (each is a few kilobytes).
 REFERENCE_CACHE = 512
@@ -668,11 +669,36 @@ def reference_outcomes(
     key = hashlib.sha256(
         json.dumps([sorted(ref.items()), ids, float(time_limit)], ensure_ascii=True).encode()
     ).hexdigest()
-    with _references_lock:
-        cached = _references.get(key)
-        if cached is not None:
-            _references.move_to_end(key)
-            return cached
+    while True:
+        with _references_lock:
+            cached = _references.get(key)
+            if cached is not None:
+                _references.move_to_end(key)
+                return cached
+            running = _running.get(key)
+            if running is None:
+                # This call runs the reference; the same task's other episodes wait for it
+                # (and run it themselves, one at a time, if it failed and was not cached).
+                mine = _running[key] = threading.Event()
+                break
+        running.wait()
+    try:
+        return _run_reference(ref, ids, key, time_limit, memory_mb, backend, warm)
+    finally:
+        with _references_lock:
+            _running.pop(key, None)
+        mine.set()
+
+
+def _run_reference(
+    ref: dict[str, str],
+    ids: list[str],
+    key: str,
+    time_limit: float,
+    memory_mb: int,
+    backend: str | Backend | None,
+    warm: bool,
+) -> Reference:
     probes, complete = probe_files(ref)
     raw: list[dict[str, Any]] = []
     nonce = secrets.token_hex(16)

@@ -511,3 +511,35 @@ def test_conftest_fixtures_and_data_files_work_as_under_pytest():
     ids = [f"tests/test_d.py::test_{n}" for n in [*names, "nothing_can_be_written"]]
     report = judge.run_tests(files, ids, warm=False)
     assert [o.status for o in report.outcomes] == ["passed"] * 3 + ["failed"]
+
+
+def test_concurrent_verdicts_of_a_task_run_its_reference_once(task, monkeypatch):
+    """A group of episodes on one task (GRPO) waits for one reference run, then reuses it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    judge.forget_references()
+    runs = []
+    real = judge._run_reference
+
+    def counted(*args, **kwargs):
+        runs.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(judge, "_run_reference", counted)
+
+    def one(_: int) -> judge.Verdict:
+        return judge.verdict(
+            task["files"],
+            task["patch"],
+            test_patch=task["test_patch"],
+            fail_to_pass=task["FAIL_TO_PASS"],
+            pass_to_pass=task["PASS_TO_PASS"],
+            reference_patch=task["patch"],
+            warm=False,
+        )
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(one, range(3)))
+    assert [r.resolved for r in results] == [True] * 3
+    assert all(r.verdict_trust == "host" for r in results)
+    assert len(runs) == 1
