@@ -199,7 +199,11 @@ def test_forging_the_outcome_earns_nothing(task, attack):
 
 
 def test_the_ctypes_escape_forges_a_verdict_decided_in_process(task):
-    """The attack above is live: where the test process decides the pass, it resolves."""
+    """The attack above is live: where the test process decides the pass, it resolves.
+
+    This keeps the escape tests honest (an attack that fails everywhere proves nothing). If the
+    in-process verdict ever resists it, replace the attack by one that beats that verdict.
+    """
     result = judge.verdict(
         task["files"],
         _attacked(task, "ctypes"),
