@@ -18,8 +18,9 @@ zero-argument factory (an env class counts) or an instance; ``rules=`` / ``skip=
 rules of :data:`TEXT_ENV_RULES`. ``check_multiagent_env`` does the same for PettingZoo parallel
 envs with :data:`MULTIAGENT_RULES` (PettingZoo's own tests included).
 
-``check_reward_hacking`` plays degenerate policies (echoes of the task, its math spans and
-numbers, copied worked examples, constant answers, several candidates, empty, maximal and
+``check_reward_hacking`` plays degenerate policies (echoes of the task, its math spans,
+numbers and k-th tokens, words and lines, copied worked examples, literal and sampled constant
+answers, reasoning words around a wrong answer, several candidates, empty, maximal and
 format-only replies, replays of other episodes) against any single- or multi-agent env and
 fails, naming the policy and the fix, when one is correct significantly more often than the
 env's random baseline::
@@ -30,7 +31,7 @@ env's random baseline::
     print(report)                                           # every policy, its rate and bound
 
 Add your own policies with ``policies=[*DEGENERATE_POLICIES, my_policy]`` (see
-:class:`HackPolicy`).
+:class:`HackPolicy` and :class:`PolicyFamily`).
 """
 
 from rllm_envs.testing._common import (

@@ -21,10 +21,18 @@ episodes, finds the reference answer in the oracle's final action (``\boxed{5}``
 the constant policies draw from and the actions the replay policy repeats; a policy never
 sees its own task's answer.
 
+Three families widen the library (:class:`PolicyFamily`, each member named and judged on its
+own): ``literal`` (letters A-E and a-e, digits, yes/no/true/false, -1, empty-ish constants),
+``echo`` (the 1st-3rd and last-3rd-last number, token, word and line of the observation) and
+``keywords`` (reasoning words with a wrong, empty or no answer, long or repeated), each in the
+env's format, bare, boxed and tagged. A member first plays a short screen of its own episodes
+and plays the full run only when it did better than the baseline there.
+
 Policies are pluggable: anything with ``name``, ``summary``, ``fix`` and
 ``__call__(ctx: HackContext) -> str | None`` (``None``: not applicable to this episode)
-is a :class:`HackPolicy`; :class:`DegeneratePolicy` wraps a function. ``policies=`` replaces
-the library (:data:`DEGENERATE_POLICIES`; pass ``[*DEGENERATE_POLICIES, mine]`` to add).
+is a :class:`HackPolicy`; :class:`DegeneratePolicy` wraps a function; a
+:class:`PolicyFamily` groups many. ``policies=`` replaces the library
+(:data:`DEGENERATE_POLICIES`; pass ``[*DEGENERATE_POLICIES, mine]`` to add).
 """
 
 from __future__ import annotations
