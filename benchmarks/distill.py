@@ -153,7 +153,7 @@ def model_episodes(
     seed: int = 0,
 ) -> list[Any]:
     """A model teacher (a leaderboard spec: ``vllm:``, ``hf:``, ``openai:``) plays the tasks."""
-    from benchmarks.leaderboard.model_policy import parse_spec
+    from benchmarks.leaderboard.model_player import parse_spec
     from rllm_adapters.backends import make_policy
     from rllm_adapters.backends.base import SamplingParams
     from rllm_adapters.rollout import RolloutConfig, rollout

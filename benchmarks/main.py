@@ -45,11 +45,11 @@ from typing import Any
 from rich.console import Console
 
 import rllm_envs
-from benchmarks.leaderboard.policies import ScriptedPolicy
+from benchmarks.leaderboard.players import ScriptedPlayer
 from benchmarks.leaderboard.report import Section, load_run, write_report
 from benchmarks.leaderboard.runner import (
-    RunConfig,
-    episode_specs,
+    LeaderboardConfig,
+    eval_episodes,
     provenance,
     run,
     source_size,
@@ -70,8 +70,8 @@ def measure_random_success(
     env_id: str, env_kwargs: dict[str, Any], episodes: int, seed: int = 0
 ) -> dict[str, Any]:
     """Success rate of the env's uniformly random policy over ``episodes`` seeded episodes."""
-    specs = episode_specs(env_id, episodes, 1, seed, source_size(env_id, env_kwargs))
-    wins = sum(r.success for r in ScriptedPolicy("random").play(specs, env_kwargs))
+    specs = eval_episodes(env_id, episodes, 1, seed, source_size(env_id, env_kwargs))
+    wins = sum(r.success for r in ScriptedPlayer("random").play(specs, env_kwargs))
     return {
         "env": env_id,
         "env_kwargs": env_kwargs,
@@ -342,7 +342,7 @@ def _rl_reference() -> dict[str, Any] | None:
         return None
 
 
-def _drop_stale_run(run_dir: Path, config: RunConfig, console: Console) -> None:
+def _drop_stale_run(run_dir: Path, config: LeaderboardConfig, console: Console) -> None:
     """The main job restarts a policy's run when its settings changed (it resumes otherwise)."""
     meta = run_dir / "meta.json"
     if meta.exists() and json.loads(meta.read_text(encoding="utf-8"))["config"] != asdict(config):
@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     run_dirs = []
     for name, spec, kwargs in policies:
-        config = RunConfig(
+        config = LeaderboardConfig(
             policy=spec,
             envs=env_ids,
             n_tasks=args.n_tasks,

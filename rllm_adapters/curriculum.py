@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from rllm_envs.error import InvalidEnvConfig
+from rllm_adapters.error import AdapterConfigError
 
 __all__ = ["CURRICULUM_KINDS", "CurriculumConfig", "CurriculumSampler"]
 
@@ -64,7 +64,7 @@ CURRICULUM_KINDS = ("adaptive", "schedule", "uniform")
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
-        raise InvalidEnvConfig(message)
+        raise AdapterConfigError(message)
 
 
 @dataclass
@@ -163,7 +163,7 @@ def _parse_schedule(schedule: Any, levels: Sequence[Any]) -> list[tuple[int, Any
         try:
             iteration = int(iteration)
         except (TypeError, ValueError):
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects a schedule iteration to be an int, actual: {iteration!r}."
             ) from None
         _check(

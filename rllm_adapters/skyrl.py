@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import require
 from rllm_envs.utils import to_jsonable
 
 skyrl_gym = require("skyrl_gym", "skyrl", feature="The SkyRL-Gym adapter")
@@ -56,7 +57,7 @@ def _mapping(value: Any) -> dict[str, Any]:
         return dict(json.loads(value)) if value.strip() else {}
     if hasattr(value, "items"):  # dict or omegaconf DictConfig
         return {str(k): v for k, v in value.items()}
-    raise InvalidEnvConfig(f"Expects a mapping of env kwargs, actual: {type(value).__name__}.")
+    raise AdapterConfigError(f"Expects a mapping of env kwargs, actual: {type(value).__name__}.")
 
 
 class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
@@ -85,7 +86,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         if extras.get("max_turns") is not None:
             limit = extras["max_turns"]
             if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
-                raise InvalidEnvConfig(f"Expects extras `max_turns` >= 1, actual: {limit!r}.")
+                raise AdapterConfigError(f"Expects extras `max_turns` >= 1, actual: {limit!r}.")
             self.max_turns = int(limit)
         self.seed = None if extras.get("seed") is None else int(extras["seed"])
         self.options: dict[str, Any] | None = None
@@ -205,7 +206,7 @@ def skyrl_dataset(
     (e.g. ``datasets.Dataset.from_list(rows).to_parquet(path)``) for SkyRL's trainers.
     """
     if num_examples < 1:
-        raise InvalidEnvConfig(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
+        raise AdapterConfigError(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
     probe = _new_env(env_id, dict(env_kwargs or {}))
     size = len(probe.unwrapped.tasks) if hasattr(probe.unwrapped, "tasks") else None
     probe.close()

@@ -41,7 +41,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import require
 
 __all__ = [
     "EnvReward",
@@ -70,7 +71,7 @@ class SeatEnv:
     seat waits), and the reward is the seat's. Opponents draw from the reset seed.
 
     Raises:
-        InvalidEnvConfig: For an id with more or fewer than one model seat.
+        AdapterConfigError: For an id with more or fewer than one model seat.
     """
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
@@ -82,7 +83,7 @@ class SeatEnv:
         self.opponents = dict(rllm_envs.env_entry(env_id).opponents)
         seats = [a for a in self.env.possible_agents if a not in self.opponents]
         if len(seats) != 1:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"{env_id} has {len(seats)} model seats ({seats}); the TRL adapter trains one "
                 "policy against fixed opponents, so it takes multi-agent ids with one model seat."
             )
@@ -206,7 +207,7 @@ class EnvReward:
         self.__name__ = name or env_id.split("/")[-1].replace("-", "_").lower() + "_reward"
         self._env: gym.Env | None = None
         if int(getattr(self.env.unwrapped, "max_turns", 1)) > 1:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"{env_id} (with {self.env_kwargs or 'its default kwargs'}) is multi-turn: a "
                 "reward function sees one completion, so it would score only the first turn. "
                 f'Pass `rollout_func=EnvRollout("{env_id}", dataset)` and '
@@ -308,7 +309,7 @@ def env_dataset(
     from rllm_agents.agent import make_agent
 
     if num_tasks < 1:
-        raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {num_tasks!r}.")
+        raise AdapterConfigError(f"Expects `num_tasks` >= 1, actual: {num_tasks!r}.")
     env = _make_env(env_id, env_kwargs)
     size = len(env.tasks) if hasattr(env, "tasks") else None
     rows: dict[str, list[Any]] = {
@@ -411,7 +412,7 @@ def _tool_method(schema: Mapping[str, Any]) -> Callable[..., str]:
     required = set(params.get("required") or [])
     for arg in properties:
         if not arg.isidentifier() or keyword.iskeyword(arg):
-            raise InvalidEnvConfig(f"Tool {name!r} has an argument {arg!r} that is not a name.")
+            raise AdapterConfigError(f"Tool {name!r} has an argument {arg!r} that is not a name.")
 
     def method(self: EnvToolEnvironment, **kwargs: Any) -> str:
         return self._call_tool(name, {k: v for k, v in kwargs.items() if v is not None})
@@ -484,7 +485,7 @@ def environment_class(
         env.close()
         tools = list(found.values())
     if not tools:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"{env_id} declares no tools in info['tools']; use EnvReward for single-turn envs."
         )
     reserved = {"reset", "get_reward"}
@@ -500,7 +501,7 @@ def environment_class(
     for schema in tools:
         method = _tool_method(schema)
         if method.__name__ in reserved or method.__name__.startswith("_"):
-            raise InvalidEnvConfig(f"Tool name {method.__name__!r} clashes with TRL's protocol.")
+            raise AdapterConfigError(f"Tool name {method.__name__!r} clashes with TRL's protocol.")
         namespace[method.__name__] = method
     class_name = "".join(ch for ch in env_id.split("/")[-1].title() if ch.isalnum()) + "Environment"
     return type(class_name, (EnvToolEnvironment,), namespace)
@@ -520,7 +521,7 @@ class EpisodeReturn:
     ) -> list[float]:
         """The episode returns of the batch (TRL's reward-function interface)."""
         if "env_return" not in columns:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "No `env_return` column: pass the EnvRollout as GRPOTrainer's `rollout_func`."
             )
         return [float(r) for r in columns["env_return"]]
@@ -567,7 +568,7 @@ class EnvRollout:
         self.max_turns = int(limit)
         probe.close()
         if self.max_turns < 1:
-            raise InvalidEnvConfig(f"Expects `max_turns` >= 1, actual: {max_turns!r}.")
+            raise AdapterConfigError(f"Expects `max_turns` >= 1, actual: {max_turns!r}.")
         self.agent_factory = lambda: make_agent(env_id)
         self._rows: dict[str, tuple[int, int]] = {}
         for row in dataset:
@@ -586,7 +587,7 @@ class EnvRollout:
         """Play one episode per prompt; TRL's ``rollout_func`` interface."""
         torch = require("torch", "trl", feature="EnvRollout")
         if getattr(trainer, "use_vllm", False):
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "EnvRollout generates with the trainer's model; set `use_vllm=False`."
             )
         tokenizer = trainer.processing_class
@@ -596,7 +597,7 @@ class EnvRollout:
         for prompt in prompts:
             key = self._key(prompt)
             if key not in self._rows:
-                raise InvalidEnvConfig(
+                raise AdapterConfigError(
                     "A prompt is not in the dataset EnvRollout was given; pass the same dataset "
                     "to EnvRollout and GRPOTrainer."
                 )

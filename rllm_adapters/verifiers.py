@@ -53,7 +53,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import DependencyNotInstalled, require
 from rllm_envs.utils import to_jsonable
 
 _MIN_VERSION = (0, 4)
@@ -203,7 +204,7 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
         """Yield the configured tasks with the family agent's prompt."""
         config = self.config
         if config.num_tasks < 1:
-            raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
+            raise AdapterConfigError(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
         env = _new_env(config.env_id, config.env_kwargs)
         size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
         max_turns = int(getattr(env.unwrapped, "max_turns", 1))

@@ -25,11 +25,14 @@ from rllm_agents.agent import (
     strip_think,
 )
 from rllm_agents.chat import ChatTokenizer, Message
+from rllm_agents.error import AgentConfigError, AgentError
 from rllm_agents.trajectory import Step, TokenExactnessError, Trajectory, to_jsonable
 from rllm_agents.writers import TrajectoryWriter, read_trajectories, write_trajectories
 
 __all__ = [
     "Agent",
+    "AgentConfigError",
+    "AgentError",
     "ChatTokenizer",
     "FrozenLakeBoardAgent",
     "GenericAgent",

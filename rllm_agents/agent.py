@@ -35,7 +35,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import rllm_envs
-from rllm_envs.error import InvalidEnvConfig, UnknownEnvironment, did_you_mean
+from rllm_agents.error import AgentConfigError
+from rllm_envs.error import UnknownEnvironment, did_you_mean
 from rllm_envs.spec import AgentSpec, Message, check_demonstration
 from rllm_envs.text import answer_text
 
@@ -93,15 +94,15 @@ class Agent:
         demonstration: Any = _DEFAULT,
     ) -> None:
         if think not in ("strip", "keep"):
-            raise InvalidEnvConfig(f"Expects `think` in ('strip', 'keep'), actual: {think!r}.")
+            raise AgentConfigError(f"Expects `think` in ('strip', 'keep'), actual: {think!r}.")
         if spec is not None and not isinstance(spec, AgentSpec):
-            raise InvalidEnvConfig(f"Expects `spec` to be an AgentSpec, actual: {spec!r}.")
+            raise AgentConfigError(f"Expects `spec` to be an AgentSpec, actual: {spec!r}.")
         self.spec = spec or AgentSpec()
         self.max_tokens: int | None = self.spec.max_tokens if max_tokens is _DEFAULT else max_tokens
         if self.max_tokens is not None and (
             not isinstance(self.max_tokens, int) or self.max_tokens < 1
         ):
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"Expects `max_tokens` to be an int >= 1 or None, actual: {self.max_tokens!r}."
             )
         self.stop: tuple[str, ...] = tuple(self.spec.stop if stop is _DEFAULT else stop)
@@ -283,16 +284,16 @@ def _agent_class(agent: str | type[Agent]) -> type[Agent]:
     if isinstance(agent, str) and ":" in agent:
         cls = rllm_envs.resolve(agent)
         if not (isinstance(cls, type) and issubclass(cls, Agent)):
-            raise InvalidEnvConfig(f"Expects {agent!r} to name an Agent subclass, actual: {cls!r}.")
+            raise AgentConfigError(f"Expects {agent!r} to name an Agent subclass, actual: {cls!r}.")
         return cls
     if isinstance(agent, str):
         names = agent_names()
         if agent not in names:
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"Unknown agent {agent!r}; known: {sorted(names)}." + did_you_mean(agent, names)
             )
         return names[agent]
-    raise InvalidEnvConfig(
+    raise AgentConfigError(
         f"Expects `agent` to be an Agent, an Agent subclass or a name, actual: {agent!r}."
     )
 

@@ -69,9 +69,9 @@ class ChatTokenizer:
         end_of_turn_ids: Sequence[int] | None = None,
     ) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
-            from rllm_envs.error import InvalidEnvConfig
+            from rllm_agents.error import AgentConfigError
 
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"Expects a tokenizer with a chat template, actual: "
                 f"{type(tokenizer).__name__} without `chat_template`. Set "
                 "`tokenizer.chat_template` (e.g. rllm_adapters.tiny_model.CHATML_TEMPLATE)."

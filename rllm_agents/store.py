@@ -67,8 +67,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rllm_agents.error import AgentConfigError, AgentError
 from rllm_agents.trajectory import Trajectory, to_jsonable
-from rllm_envs.error import InvalidEnvConfig, RllmEnvsError, require
+from rllm_envs.error import require
 
 __all__ = [
     "EpisodeStore",
@@ -254,14 +255,14 @@ def _decode_text(data: bytes) -> str:
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
     if value is not None and not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
-        raise InvalidEnvConfig(f"Expects `{name}` to be {names} or None, actual: {value!r}.")
+        raise AgentConfigError(f"Expects `{name}` to be {names} or None, actual: {value!r}.")
 
 
-class DamagedStore(RllmEnvsError, OSError):
+class DamagedStore(AgentError, OSError):
     """The store file is damaged or is not an episode store; the message says what and how."""
 
 
-class DamagedEpisode(RllmEnvsError, ValueError):
+class DamagedEpisode(AgentError, ValueError):
     """A stored episode does not match its digest: it was changed after it was written.
 
     Attributes:
@@ -342,7 +343,7 @@ class EpisodeStore:
             that lost its content must not quietly start again empty.
 
     Raises:
-        InvalidEnvConfig: For a bad argument, a missing file with ``read_only``, or a store
+        AgentConfigError: For a bad argument, a missing file with ``read_only``, or a store
             of another schema version.
         DamagedStore: For a file that is not an episode store, or a cut write-ahead log.
     """
@@ -357,19 +358,19 @@ class EpisodeStore:
         initialize: bool = False,
     ) -> None:
         if str(path) == ":memory:" or not str(path):
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 "Expects `path` to be a database file path, actual: "
                 f"{str(path)!r} (an in-memory store cannot be shared by threads or processes)."
             )
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            raise InvalidEnvConfig(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
+            raise AgentConfigError(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
         self.path = Path(path)
         self.timeout = float(timeout)
         self.durable = bool(durable)
         self.read_only = bool(read_only)
         self.initialize = bool(initialize)
         if read_only and not self.path.is_file():
-            raise InvalidEnvConfig(f"No episode store at {self.path} (opened read-only).")
+            raise AgentConfigError(f"No episode store at {self.path} (opened read-only).")
         self._immutable = False
         if not self.read_only:
             if not self.path.exists():
@@ -521,9 +522,9 @@ class EpisodeStore:
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as e:
-            raise InvalidEnvConfig(f"{self.path} is not an episode store: {e}") from e
+            raise AgentConfigError(f"{self.path} is not an episode store: {e}") from e
         if row is None or int(row[0]) != SCHEMA_VERSION:
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"{self.path} has episode-store schema version {row and row[0]}; this version "
                 f"of rllm_agents reads version {SCHEMA_VERSION}. Export it with the version "
                 "that wrote it (`python -m rllm_agents.store DB export`) and import the Parquet."
@@ -580,14 +581,14 @@ class EpisodeStore:
         created: float | None = None,
     ) -> tuple[Any, ...]:
         if not isinstance(trajectory, Trajectory):
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"Expects a Trajectory, actual type: {type(trajectory).__name__}."
             )
         total_reward = float(trajectory.total_reward)
         if math.isnan(total_reward):
             # SQLite stores NaN as NULL: the row would be refused (or, before, skipped).
             rewards = [step.reward for step in trajectory.steps]
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"Expects an episode with a total reward that is a number, actual: NaN (step "
                 f"rewards {rewards}, env {trajectory.env_id}, task {trajectory.task_id}). "
                 "SQLite cannot store NaN in the reward column; fix the reward function, or "
@@ -622,7 +623,7 @@ class EpisodeStore:
 
     def _write(self, rows: Sequence[tuple[Any, ...]]) -> list[Put]:
         if self.read_only:
-            raise InvalidEnvConfig(
+            raise AgentConfigError(
                 f"The episode store {self.path} was opened read-only (asked for, or its file or "
                 "folder is not writable): nothing can be stored in it."
             )
@@ -883,7 +884,7 @@ class EpisodeStore:
 
         for k in ks:
             if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-                raise InvalidEnvConfig(f"Expects each k to be an int >= 1, actual: {k!r}.")
+                raise AgentConfigError(f"Expects each k to be an int >= 1, actual: {k!r}.")
         where, params = self._where(**filters)
         sql = (
             "SELECT run, env_id, COALESCE(task_id, 'group-' || grp), COUNT(*), SUM(is_correct) "
@@ -969,7 +970,7 @@ class EpisodeStore:
         file = pq.ParquetFile(str(path))
         names = set(file.schema_arrow.names)
         if "record" not in names:
-            raise InvalidEnvConfig(f"{path} has no `record` column: not a trajectory file.")
+            raise AgentConfigError(f"{path} has no `record` column: not a trajectory file.")
         columns = ["record", *[n for n, _ in _EXTRA_PARQUET if n in names]]
         new = duplicates = 0
         for batch in file.iter_batches(batch_size=batch_size, columns=columns):

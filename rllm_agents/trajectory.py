@@ -17,6 +17,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rllm_agents.error import AgentError
 from rllm_envs.utils import to_jsonable
 
 __all__ = ["Step", "Trajectory", "TokenExactnessError", "to_jsonable"]
@@ -24,7 +25,7 @@ __all__ = ["Step", "Trajectory", "TokenExactnessError", "to_jsonable"]
 Message = dict[str, Any]
 
 
-class TokenExactnessError(ValueError):
+class TokenExactnessError(AgentError, ValueError):
     """A trajectory breaks the prompt-extends-previous-sequence invariant."""
 
 

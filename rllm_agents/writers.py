@@ -20,8 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from rllm_agents.error import AgentConfigError
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_envs.error import require
 
 __all__ = ["TrajectoryWriter", "read_trajectories", "write_trajectories"]
 
@@ -32,7 +33,7 @@ def _format_of(path: Path, fmt: str | None) -> str:
     if fmt is None:
         fmt = "parquet" if path.suffix == ".parquet" else "jsonl"
     if fmt not in _FORMATS:
-        raise InvalidEnvConfig(f"Expects a trajectory format in {_FORMATS}, actual: {fmt!r}.")
+        raise AgentConfigError(f"Expects a trajectory format in {_FORMATS}, actual: {fmt!r}.")
     return fmt
 
 

@@ -5,6 +5,6 @@
 """
 
 from benchmarks.leaderboard.passk import mean_pass_at_k, pass_at_k
-from benchmarks.leaderboard.runner import RunConfig, run, summarize
+from benchmarks.leaderboard.runner import LeaderboardConfig, run, summarize
 
-__all__ = ["RunConfig", "run", "summarize", "pass_at_k", "mean_pass_at_k"]
+__all__ = ["LeaderboardConfig", "run", "summarize", "pass_at_k", "mean_pass_at_k"]

@@ -12,7 +12,7 @@ import gymnasium as gym
 from rich.console import Console
 
 from benchmarks.leaderboard.report import write_report
-from benchmarks.leaderboard.runner import RunConfig, run
+from benchmarks.leaderboard.runner import LeaderboardConfig, run
 from rllm_adapters.rollout.cli import (
     add_model_arguments,
     agent_kwargs_from_args,
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             model = ":" in args.policy
             if not model and _model_flags_given(args):
                 parser.error(f"--{_model_flags_given(args)} applies to model policies only")
-            config = RunConfig(
+            config = LeaderboardConfig(
                 policy=args.policy,
                 envs=args.envs,
                 n_tasks=args.n_tasks,

@@ -1,7 +1,7 @@
-"""The leaderboard's episode protocol: what a policy is asked to play and what it reports.
+"""The leaderboard's episode protocol: what a player is asked to play and what it reports.
 
-Shared by the scripted policies (:mod:`benchmarks.leaderboard.policies`) and the model policy
-(:mod:`benchmarks.leaderboard.model_policy`); it imports neither, so they do not import each
+Shared by the scripted players (:mod:`benchmarks.leaderboard.players`) and the model player
+(:mod:`benchmarks.leaderboard.model_player`); it imports neither, so they do not import each
 other.
 """
 
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ColumnJob",
     "EpisodeRecord",
-    "EpisodeSpec",
-    "Policy",
+    "EvalEpisode",
+    "Player",
     "RecordSink",
     "is_multiagent",
     "multiagent_record",
@@ -33,8 +33,8 @@ def is_multiagent(env_id: str) -> bool:
 
 
 @dataclass(frozen=True)
-class EpisodeSpec:
-    """One evaluation episode.
+class EvalEpisode:
+    """One evaluation episode of a leaderboard column.
 
     Attributes:
         env_id: The env.
@@ -57,6 +57,12 @@ class EpisodeSpec:
     def label(self) -> str:
         """The column's name (the env id when the column has no variant)."""
         return self.column or self.env_id
+
+    def record(self, **outcome: Any) -> EpisodeRecord:
+        """This episode's record: its identity and ``outcome`` (the other record fields)."""
+        return EpisodeRecord(
+            self.env_id, self.row, self.task_index, self.sample, self.seed, **outcome
+        )
 
 
 @dataclass
@@ -90,15 +96,10 @@ def _episode_metrics(env_id: str, correct: dict[str, bool]) -> dict[str, float]:
 
 
 def multiagent_record(
-    spec: EpisodeSpec, episode: MultiAgentEpisode, wall_s: float
+    spec: EvalEpisode, episode: MultiAgentEpisode, wall_s: float
 ) -> EpisodeRecord:
-    """A multi-agent episode as a record: mean return, joint success of the policy's agents."""
-    return EpisodeRecord(
-        env_id=spec.env_id,
-        row=spec.row,
-        task_index=spec.task_index,
-        sample=spec.sample,
-        seed=spec.seed,
+    """A multi-agent episode as a record: mean return, joint success of the player's agents."""
+    return spec.record(
         task_id=episode.task_id,
         reward=episode.reward,
         success=episode.success,
@@ -110,23 +111,23 @@ def multiagent_record(
     )
 
 
-class Policy(Protocol):
-    """What the leaderboard runner needs from a policy."""
+class Player(Protocol):
+    """What the leaderboard runner needs from a player (what plays one policy spec)."""
 
     name: str
 
     def play(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+        self, episodes: Sequence[EvalEpisode], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
         """Play ``episodes`` (all of one env) and yield each record as it finishes."""
         ...
 
     def config(self) -> dict[str, Any]:
-        """The policy's settings, for provenance."""
+        """The player's settings, for provenance."""
         ...
 
     def close(self) -> None:
-        """Release what the policy holds (engines, threads)."""
+        """Release what the player holds (engines, threads)."""
         ...
 
 
@@ -141,7 +142,7 @@ class ColumnJob:
     """
 
     column: str
-    episodes: Sequence[EpisodeSpec]
+    episodes: Sequence[EvalEpisode]
     env_kwargs: dict[str, Any]
 
 

@@ -1,7 +1,7 @@
 """Merge leaderboard runs into a Markdown table and a self-contained HTML page.
 
 The HTML page has no external resources (inline CSS and SVG charts, images as data URIs), so it
-reads offline from a single file. Runs recorded with transcripts (``RunConfig.transcripts``)
+reads offline from a single file. Runs recorded with transcripts (``LeaderboardConfig.transcripts``)
 get a few example episodes per env and policy on the page, as readable conversations
 (system, user, assistant and tool turns, each reply's action and reward, the final feedback).
 Every text from a run (model replies above all) is escaped: it is shown, never interpreted.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.leaderboard.runner import RunConfig, _load_records, summarize
+from benchmarks.leaderboard.runner import LeaderboardConfig, _load_records, summarize
 
 _COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1")
 
@@ -114,7 +114,7 @@ def load_run(run_dir: str | Path, *, examples: int = EXAMPLES_PER_ENV) -> RunRes
     """Load a run directory (``meta.json`` + ``episodes.jsonl``) and recompute its summary."""
     run_dir = Path(run_dir)
     meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
-    config = RunConfig(**meta["config"])
+    config = LeaderboardConfig(**meta["config"])
     summary = summarize(_load_records(run_dir / "episodes.jsonl"), config)
     shown = pick_examples(load_transcripts(run_dir / "transcripts.jsonl"), examples)
     return RunResult(config.name, config.policy, meta, summary, shown)

@@ -32,12 +32,12 @@ import numpy as np
 
 import rllm_envs
 from benchmarks.leaderboard.passk import mean_pass_at_k
-from benchmarks.leaderboard.policies import make_policy
+from benchmarks.leaderboard.players import make_player
 from benchmarks.leaderboard.protocol import (
     ColumnJob,
     EpisodeRecord,
-    EpisodeSpec,
-    Policy,
+    EvalEpisode,
+    Player,
     is_multiagent,
 )
 from benchmarks.provenance import git_commit, git_dirty, versions
@@ -54,11 +54,11 @@ def base_env_id(column: str) -> str:
 
 
 @dataclass
-class RunConfig:
+class LeaderboardConfig:
     """What a leaderboard run evaluates.
 
     Attributes:
-        policy: Policy spec (see :mod:`benchmarks.leaderboard.policies`).
+        policy: Policy spec (see :mod:`benchmarks.leaderboard.players`).
         envs: Env ids, or ``"<env id>@<variant>"`` columns (the env with that entry's
             ``env_kwargs``); empty means every registered env, single- and multi-agent.
         n_tasks: Evaluation tasks per env (task indices ``0..n_tasks-1``).
@@ -68,7 +68,7 @@ class RunConfig:
         name: Run name (directory name); defaults to a slug of ``policy``.
         policy_kwargs: Settings of model policies (``temperature``, ``max_tokens``,
             ``concurrency``, ``agent``, ``agent_kwargs``, ``engine_kwargs``,
-            ``env_settings``; see :class:`~benchmarks.leaderboard.model_policy.ModelPolicy`).
+            ``env_settings``; see :class:`~benchmarks.leaderboard.model_player.ModelPlayer`).
         transcripts: Write each episode's conversation to ``transcripts.jsonl`` (a model's
             chat; a scripted policy's observations and actions; multi-agent: the model's agents).
         split: ``"eval"`` (default): envs with a task seed play the evaluation universe
@@ -110,12 +110,12 @@ class RunConfig:
             self.name = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.policy)
 
 
-def episode_specs(
+def eval_episodes(
     env_id: str, n_tasks: int, k: int, seed: int, n_source: int, column: str = ""
-) -> list[EpisodeSpec]:
+) -> list[EvalEpisode]:
     """The fixed evaluation episodes of one env: task ``i % n_source``, sample ``j``."""
     return [
-        EpisodeSpec(env_id, i, i % n_source, j, seed + i * k + j, column)
+        EvalEpisode(env_id, i, i % n_source, j, seed + i * k + j, column)
         for i in range(n_tasks)
         for j in range(k)
     ]
@@ -175,10 +175,10 @@ def source_size(env_id: str, env_kwargs: dict[str, Any]) -> int:
 
 
 def run(
-    config: RunConfig,
+    config: LeaderboardConfig,
     out_dir: str | Path,
     *,
-    policy: Policy | None = None,
+    player: Player | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run (or resume) a leaderboard run; returns its summary (also saved as summary.json)."""
@@ -189,23 +189,25 @@ def run(
     meta_path, episodes_path = run_dir / "meta.json", run_dir / "episodes.jsonl"
     config_dict = asdict(config)
     if meta_path.exists():
-        # Through RunConfig: a run recorded before a setting existed has its default.
-        previous = asdict(RunConfig(**json.loads(meta_path.read_text(encoding="utf-8"))["config"]))
+        # Through LeaderboardConfig: a run recorded before a setting existed has its default.
+        previous = asdict(
+            LeaderboardConfig(**json.loads(meta_path.read_text(encoding="utf-8"))["config"])
+        )
         if previous != config_dict:
             raise InvalidEnvConfig(
                 f"{run_dir} holds a run with another config ({previous}); pass another "
                 "--name or --out to start a new run, or the same settings to resume it."
             )
-    if policy is None:
+    if player is None:
         transcripts = run_dir / "transcripts.jsonl" if config.transcripts else None
-        policy = make_policy(config.policy, transcripts=transcripts, **config.policy_kwargs)
+        player = make_player(config.policy, transcripts=transcripts, **config.policy_kwargs)
     records = _load_records(episodes_path)
     # Rewrite the file without a possibly cut last line before appending.
     with episodes_path.open("w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(r)) + "\n" for r in records)
     meta = {
         "config": config_dict,
-        "policy": policy.config(),
+        "policy": player.config(),
         "provenance": provenance(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "resumed_with": len(records),
@@ -216,7 +218,7 @@ def run(
     for column in config.envs:
         env_id = base_env_id(column)
         kwargs = universe_kwargs(env_id, config.env_kwargs.get(column, {}), config.split)
-        specs = episode_specs(
+        specs = eval_episodes(
             env_id, config.n_tasks, config.k, config.seed, source_size(env_id, kwargs), column
         )
         todo = [s for s in specs if (column, s.row, s.sample) not in done]
@@ -236,17 +238,17 @@ def run(
                 records.append(record)
                 bar.advance(task)
 
-            play_columns = getattr(policy, "play_columns", None)
+            play_columns = getattr(player, "play_columns", None)
             if play_columns is not None:  # every column at once (a model: one engine)
                 bar.update(task, description=f"{config.name}: {len(jobs)} envs at once")
                 play_columns(jobs, keep)
             else:
                 for job in jobs:
                     bar.update(task, description=f"{config.name}: {job.column}")
-                    for record in policy.play(job.episodes, job.env_kwargs):
+                    for record in player.play(job.episodes, job.env_kwargs):
                         keep(job.column, record)
     finally:
-        policy.close()
+        player.close()
     summary = summarize(records, config)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -275,7 +277,7 @@ def _mean_metrics(records: list[EpisodeRecord]) -> dict[str, float]:
     return {name: float(np.mean(v)) for name, v in values.items()}
 
 
-def summarize(records: Iterable[EpisodeRecord], config: RunConfig) -> dict[str, Any]:
+def summarize(records: Iterable[EpisodeRecord], config: LeaderboardConfig) -> dict[str, Any]:
     """Metrics per env (pass@1, pass@k, reward, turns, tokens, wall time, format rate)."""
     by_env: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in records:

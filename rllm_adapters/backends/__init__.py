@@ -14,7 +14,8 @@ import os
 from typing import Any
 
 from rllm_adapters.backends.base import Generation, Policy, SamplingParams, checkpoint_dtype
-from rllm_envs.error import InvalidEnvConfig, did_you_mean
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import did_you_mean
 
 __all__ = ["BACKENDS", "Generation", "Policy", "SamplingParams", "make_policy", "resolve_model"]
 
@@ -80,9 +81,9 @@ def make_policy(
         from rllm_adapters.backends.openai import OpenAIPolicy
 
         if base_url is None:
-            raise InvalidEnvConfig("The openai backend needs `base_url` (e.g. http://host/v1).")
+            raise AdapterConfigError("The openai backend needs `base_url` (e.g. http://host/v1).")
         if "dtype" in kwargs:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "`dtype` is the server's setting with the openai backend; start the server "
                 "with it (e.g. vLLM's `--dtype`)."
             )
@@ -98,6 +99,6 @@ def make_policy(
             max_model_len=max_model_len,
             **kwargs,
         )
-    raise InvalidEnvConfig(
+    raise AdapterConfigError(
         f"Unknown backend {backend!r}; expects one of {BACKENDS}.{did_you_mean(backend, BACKENDS)}"
     )

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rllm_envs.error import InvalidEnvConfig
+from rllm_adapters.error import AdapterConfigError
 
 __all__ = ["Generation", "Policy", "SamplingParams", "checkpoint_dtype", "deliver"]
 
@@ -58,15 +58,15 @@ class SamplingParams:
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `max_tokens` to be an int >= 1, actual: {self.max_tokens!r}."
             )
         if not (self.temperature >= 0 and math.isfinite(self.temperature)):
-            raise InvalidEnvConfig(f"Expects `temperature` >= 0, actual: {self.temperature!r}.")
+            raise AdapterConfigError(f"Expects `temperature` >= 0, actual: {self.temperature!r}.")
         if not 0 < self.top_p <= 1:
-            raise InvalidEnvConfig(f"Expects `top_p` in (0, 1], actual: {self.top_p!r}.")
+            raise AdapterConfigError(f"Expects `top_p` in (0, 1], actual: {self.top_p!r}.")
         if self.top_k < 0:
-            raise InvalidEnvConfig(f"Expects `top_k` >= 0 (0 = off), actual: {self.top_k!r}.")
+            raise AdapterConfigError(f"Expects `top_k` >= 0 (0 = off), actual: {self.top_k!r}.")
         # Lists are accepted for convenience; tuples keep the params hashable (batch keys).
         object.__setattr__(self, "stop", tuple(self.stop))
         object.__setattr__(self, "stop_token_ids", tuple(int(i) for i in self.stop_token_ids))

@@ -29,7 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rllm_adapters.backends.base import Generation, Policy, SamplingParams
-from rllm_envs.error import InvalidEnvConfig, require
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import require
 
 __all__ = ["OpenAIPolicy", "OpenAIServerError"]
 
@@ -73,13 +74,13 @@ class OpenAIPolicy(Policy):
         extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         if api not in ("completions", "chat"):
-            raise InvalidEnvConfig(f"Expects `api` in ('completions', 'chat'), actual: {api!r}.")
+            raise AdapterConfigError(f"Expects `api` in ('completions', 'chat'), actual: {api!r}.")
         self._httpx = require("httpx", "openai", feature="the OpenAI-compatible backend")
         if isinstance(tokenizer, (str, os.PathLike)):
             transformers = require("transformers", "train", feature="a local tokenizer")
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer))
         if api == "completions" and tokenizer is None:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "api='completions' needs `tokenizer=` (a tokenizer or its folder) to build "
                 "token-exact prompts; use api='chat' to let the server template the chat."
             )

@@ -74,9 +74,9 @@ class TransformersPolicy(Policy):
         else:
             self.name = f"transformers:{type(model).__name__}"
         if tokenizer is None:
-            from rllm_envs.error import InvalidEnvConfig
+            from rllm_adapters.error import AdapterConfigError
 
-            raise InvalidEnvConfig("Pass `tokenizer=` with a loaded model.")
+            raise AdapterConfigError("Pass `tokenizer=` with a loaded model.")
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
@@ -253,9 +253,9 @@ class TransformersPolicy(Policy):
         state = dict(weights.items() if hasattr(weights, "items") else weights)
         missing = set(state) - set(self.model.state_dict())
         if missing:
-            from rllm_envs.error import InvalidEnvConfig
+            from rllm_adapters.error import AdapterConfigError
 
-            raise InvalidEnvConfig(f"Unknown parameter names: {sorted(missing)[:5]}...")
+            raise AdapterConfigError(f"Unknown parameter names: {sorted(missing)[:5]}...")
         self.model.load_state_dict(state, strict=False)
 
     def close(self) -> None:

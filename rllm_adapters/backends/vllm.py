@@ -164,9 +164,9 @@ class VLLMPolicy(Policy):
     ) -> None:
         if llm is None:
             if model is None:
-                from rllm_envs.error import InvalidEnvConfig
+                from rllm_adapters.error import AdapterConfigError
 
-                raise InvalidEnvConfig("Pass `model=` (a folder or hub id) or `llm=`.")
+                raise AdapterConfigError("Pass `model=` (a folder or hub id) or `llm=`.")
             engine_kwargs = dict(engine_kwargs)
             # Logprobs of the distribution sampled from (after temperature), as the trainer
             # scores them; vLLM's default is the raw logits' (temperature 1).

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rllm_envs.error import InvalidEnvConfig
+from rllm_adapters.error import AdapterConfigError
 
 __all__ = ["export_checkpoint", "resolve_served_model"]
 
@@ -39,7 +39,7 @@ def resolve_served_model(model: str | os.PathLike[str]) -> tuple[str, str]:
     """``(folder, default served name)`` for a model name, folder, trainer run or checkpoint.
 
     Raises:
-        InvalidEnvConfig: When ``model`` is none of those.
+        AdapterConfigError: When ``model`` is none of those.
     """
     from rllm_adapters.models import model_names, resolve_model
 
@@ -57,7 +57,7 @@ def resolve_served_model(model: str | os.PathLike[str]) -> tuple[str, str]:
         return str(export_checkpoint(path / "checkpoint")), path.name
     if (path / STATE_FILE).is_file():
         return str(export_checkpoint(path)), path.parent.name
-    raise InvalidEnvConfig(
+    raise AdapterConfigError(
         f"Cannot serve {name!r}: expects a model name ({model_names()}), a Hugging Face folder "
         "(config.json + weights), a trainer output_dir (with final_model/ or checkpoint/) or "
         "a checkpoint folder (with trainer_state.json)."
@@ -96,14 +96,14 @@ def export_checkpoint(checkpoint: str | os.PathLike[str]) -> Path:
         return out
     config_file = run_dir / "config.json"
     if not config_file.is_file():
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"{config_file} is missing: the run's config names the base model of {folder}."
         )
     base = _base_model(json.loads(config_file.read_text(encoding="utf-8")))
     actor = folder / "actor" / tag
     files = sorted(actor.glob("mp_rank_*_model_states.pt"))
     if not files:
-        raise InvalidEnvConfig(f"No actor model states in {actor}: not a trainer checkpoint.")
+        raise AdapterConfigError(f"No actor model states in {actor}: not a trainer checkpoint.")
     module = torch.load(files[0], map_location="cpu", weights_only=False).get("module") or {}
     weights = {k[len("lm.") :]: v for k, v in module.items() if k.startswith("lm.")}
     lm = AutoModelForCausalLM.from_pretrained(base, torch_dtype=torch.float32)
@@ -117,7 +117,7 @@ def export_checkpoint(checkpoint: str | os.PathLike[str]) -> Path:
     missing = expected - set(weights)
     tied = {n for n in missing if n.endswith("lm_head.weight")}
     if missing - tied:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Checkpoint {actor} lacks weights of the base model {base}: "
             f"{sorted(missing - tied)[:5]}..."
         )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rllm_envs.error import InvalidEnvConfig
+from rllm_adapters.error import AdapterConfigError
 
 __all__ = ["GatewayConfig", "is_loopback"]
 
@@ -95,34 +95,34 @@ class GatewayConfig:
 
     def __post_init__(self) -> None:
         if not self.engines and self.model is None:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 "The gateway needs engines: pass `model=` (a checkpoint folder, trainer run or "
                 "model name to serve) or `engines=[...]` (base URLs of running servers)."
             )
         for url in self.engines:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise InvalidEnvConfig(
+                raise AdapterConfigError(
                     f"Expects each engine to be an http(s) base URL such as "
                     f"'http://127.0.0.1:8000/v1', actual: {url!r}."
                 )
         if self.num_engines < 0 or (self.model is not None and self.num_engines < 1):
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `num_engines` >= 1 with `model`, actual: {self.num_engines!r}."
             )
         if not 0 <= self.port < 65536:
-            raise InvalidEnvConfig(f"Expects `port` in [0, 65535], actual: {self.port!r}.")
+            raise AdapterConfigError(f"Expects `port` in [0, 65535], actual: {self.port!r}.")
         for name, token in self.api_keys.items():
             if not name or not isinstance(token, str) or len(token) < 16:
-                raise InvalidEnvConfig(
+                raise AdapterConfigError(
                     f"API key of principal {name!r} is too short: use 16+ characters "
                     "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe(24))'`)."
                 )
         if len(set(self.api_keys.values())) != len(self.api_keys):
-            raise InvalidEnvConfig("Two principals share one API key; give each its own.")
+            raise AdapterConfigError("Two principals share one API key; give each its own.")
         if self.admin_key is not None and len(self.admin_key) < 16:
-            raise InvalidEnvConfig("`admin_key` is too short: use 16+ characters.")
+            raise AdapterConfigError("`admin_key` is too short: use 16+ characters.")
         if not is_loopback(self.host) and (not self.api_keys or self.admin_key is None):
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Binding {self.host!r} exposes the gateway beyond this machine: set "
                 "`api_keys` (--api-key NAME=TOKEN) and `admin_key` (--admin-key TOKEN), or "
                 "bind 127.0.0.1."
@@ -138,16 +138,16 @@ class GatewayConfig:
         }
         for name, value in positive.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise InvalidEnvConfig(f"Expects `{name}` > 0, actual: {value!r}.")
+                raise AdapterConfigError(f"Expects `{name}` > 0, actual: {value!r}.")
         if self.retries < 0:
-            raise InvalidEnvConfig(f"Expects `retries` >= 0, actual: {self.retries!r}.")
+            raise AdapterConfigError(f"Expects `retries` >= 0, actual: {self.retries!r}.")
         optional: dict[str, float | None] = {
             "rate_limit_rps": self.rate_limit_rps,
             "session_idle_s": self.session_idle_s,
         }
         for name, bound in optional.items():
             if bound is not None and bound <= 0:
-                raise InvalidEnvConfig(f"Expects `{name}` > 0 or None, actual: {bound!r}.")
+                raise AdapterConfigError(f"Expects `{name}` > 0 or None, actual: {bound!r}.")
 
     @property
     def auth_required(self) -> bool:
@@ -160,7 +160,7 @@ class GatewayConfig:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Unknown gateway setting(s) {unknown}; valid ones: {sorted(known)}."
             )
         return cls(**dict(data))

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rllm_adapters.backends.base import SamplingParams
+from rllm_adapters.error import AdapterConfigError
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = [
     "ENV_BACKENDS",
@@ -61,17 +61,19 @@ class RolloutConfig:
 
     def __post_init__(self) -> None:
         if self.num_envs < 1:
-            raise InvalidEnvConfig(f"Expects `num_envs` >= 1, actual: {self.num_envs!r}.")
+            raise AdapterConfigError(f"Expects `num_envs` >= 1, actual: {self.num_envs!r}.")
         if self.group_size < 1:
-            raise InvalidEnvConfig(f"Expects `group_size` >= 1, actual: {self.group_size!r}.")
+            raise AdapterConfigError(f"Expects `group_size` >= 1, actual: {self.group_size!r}.")
         if self.env_backend not in ENV_BACKENDS:
-            raise InvalidEnvConfig(
+            raise AdapterConfigError(
                 f"Expects `env_backend` in {ENV_BACKENDS}, actual: {self.env_backend!r}."
             )
         if self.mode not in _MODES:
-            raise InvalidEnvConfig(f"Expects `mode` in {_MODES}, actual: {self.mode!r}.")
+            raise AdapterConfigError(f"Expects `mode` in {_MODES}, actual: {self.mode!r}.")
         if self.max_turns is not None and self.max_turns < 1:
-            raise InvalidEnvConfig(f"Expects `max_turns` >= 1 or None, actual: {self.max_turns!r}.")
+            raise AdapterConfigError(
+                f"Expects `max_turns` >= 1 or None, actual: {self.max_turns!r}."
+            )
 
 
 #: Token limit of a turn when neither the caller nor the env family's agent names one.
@@ -162,14 +164,14 @@ def episode_specs(
 ) -> list[EpisodeSpec]:
     """The episodes of a rollout: ``group_size`` samples of each task group."""
     if tasks is not None and num_tasks is not None:
-        raise InvalidEnvConfig("Pass either `tasks` or `num_tasks`, not both.")
+        raise AdapterConfigError("Pass either `tasks` or `num_tasks`, not both.")
     groups: list[dict[str, Any] | None]
     if tasks is not None:
         groups = [{"index": int(t)} if isinstance(t, int) else {"task": dict(t)} for t in tasks]
     else:
         count = num_tasks if num_tasks is not None else max(1, config.num_envs // config.group_size)
         if count < 1:
-            raise InvalidEnvConfig(f"Expects `num_tasks` >= 1, actual: {count!r}.")
+            raise AdapterConfigError(f"Expects `num_tasks` >= 1, actual: {count!r}.")
         groups = [None] * count
     specs: list[EpisodeSpec] = []
     for g, options in enumerate(groups):

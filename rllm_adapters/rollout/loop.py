@@ -10,6 +10,7 @@ import gymnasium as gym
 
 from rllm_adapters.backends.base import Policy
 from rllm_adapters.env_workers import EnvFactory, EnvWorker
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.rollout.config import EpisodeSpec, RolloutConfig, RolloutStats, episode_specs
 from rllm_adapters.rollout.episode import AgentLike, EpisodeRunner
 from rllm_adapters.rollout.pool import EnvPool, env_factory
@@ -17,7 +18,6 @@ from rllm_adapters.rollout.progress import progress_bar, update_progress
 from rllm_adapters.rollout.vector import vector_stream
 from rllm_agents.chat import ChatTokenizer
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = ["EnvLike", "rollout", "rollout_stream"]
 
@@ -31,7 +31,7 @@ def _chat_for(policy: Policy, config: RolloutConfig) -> ChatTokenizer | None:
     if mode == "chat":
         return None
     if not policy.supports_token_ids:
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"mode='tokens' needs a backend with a local tokenizer; {policy.name} has none. "
             "Pass a tokenizer to the backend or use mode='chat'."
         )
@@ -77,7 +77,7 @@ async def rollout_stream(
             yield trajectory
         return
     if num_episodes is not None:
-        raise InvalidEnvConfig("`num_episodes` is for vector envs; pass `num_tasks` or `tasks`.")
+        raise AdapterConfigError("`num_episodes` is for vector envs; pass `num_tasks` or `tasks`.")
     specs = episode_specs(config, tasks, num_tasks)
     count = min(config.num_envs, len(specs))
     pool = env if isinstance(env, EnvPool) else None
@@ -89,7 +89,7 @@ async def rollout_stream(
             ray_actor_options=config.ray_actor_options,
         )
     elif env_kwargs:
-        raise InvalidEnvConfig("`env_kwargs` only applies when `env` is an id.")
+        raise AdapterConfigError("`env_kwargs` only applies when `env` is an id.")
     owned = pool is not env
     bar = None
     tasks_running: list[asyncio.Task[None]] = []

@@ -10,8 +10,8 @@ from typing import Any
 import gymnasium as gym
 
 from rllm_adapters.env_workers import EnvFactory, EnvWorker, ProcessEnvWorker, ThreadEnvWorker
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.rollout.config import ENV_BACKENDS
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = ["EnvPool", "env_factory"]
 
@@ -21,15 +21,15 @@ def env_factory(env: Any, env_kwargs: Mapping[str, Any] | None) -> Callable[[], 
     if isinstance(env, str):
         return EnvFactory(env, dict(env_kwargs or {}))
     if env_kwargs:
-        raise InvalidEnvConfig("`env_kwargs` only applies when `env` is an id.")
+        raise AdapterConfigError("`env_kwargs` only applies when `env` is an id.")
     if isinstance(env, gym.Env):
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             "Expects `env` to be an id, an EnvFactory, a zero-argument callable or a vector "
             "env, actual: a single env instance (one instance cannot run several episodes at "
             "once; pass a factory such as `lambda: MyEnv()`)."
         )
     if not callable(env):
-        raise InvalidEnvConfig(f"Expects `env` to be an id or a callable, actual: {env!r}.")
+        raise AdapterConfigError(f"Expects `env` to be an id or a callable, actual: {env!r}.")
     return env
 
 
@@ -85,9 +85,9 @@ class EnvPool:
         ray_actor_options: dict[str, Any] | None = None,
     ) -> None:
         if size < 1:
-            raise InvalidEnvConfig(f"Expects an EnvPool `size` >= 1, actual: {size!r}.")
+            raise AdapterConfigError(f"Expects an EnvPool `size` >= 1, actual: {size!r}.")
         if backend not in ENV_BACKENDS:
-            raise InvalidEnvConfig(f"Expects `backend` in {ENV_BACKENDS}, actual: {backend!r}.")
+            raise AdapterConfigError(f"Expects `backend` in {ENV_BACKENDS}, actual: {backend!r}.")
         self.factory = env_factory(env, env_kwargs)
         self.size = size
         self.backend = backend

@@ -16,11 +16,11 @@ from typing import Any
 
 import gymnasium as gym
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.rollout.config import EpisodeSpec, RolloutConfig, RolloutStats
 from rllm_adapters.rollout.episode import EpisodeRunner, EpisodeState
 from rllm_adapters.rollout.progress import progress_bar, update_progress
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = ["vector_stream"]
 
@@ -56,7 +56,7 @@ async def vector_stream(
     total = num_episodes if num_episodes is not None else n
     mode = vec_env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
     if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Vector envs with autoreset_mode={mode} are not supported; make them with "
             "vector_kwargs={'autoreset_mode': AutoresetMode.NEXT_STEP} (or SAME_STEP)."
         )

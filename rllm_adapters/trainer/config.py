@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
 from rllm_adapters.curriculum import CurriculumConfig
-from rllm_envs.error import InvalidEnvConfig, did_you_mean
+from rllm_adapters.error import AdapterConfigError
+from rllm_envs.error import did_you_mean
 
 __all__ = [
     "AlgorithmConfig",
@@ -58,7 +59,7 @@ R = TypeVar("R", bound="RunConfig")
 
 def _check(condition: bool, message: str) -> None:
     if not condition:
-        raise InvalidEnvConfig(message)
+        raise AdapterConfigError(message)
 
 
 @dataclass
@@ -604,7 +605,7 @@ class RunConfig:
             if isinstance(value, Mapping):
                 setattr(self, f.name, _build(cls, value, f.name))
             elif not isinstance(value, cls):
-                raise InvalidEnvConfig(
+                raise AdapterConfigError(
                     f"Expects `{f.name}` to be a mapping or {cls.__name__}, actual: {value!r}."
                 )
         _check(
@@ -698,7 +699,7 @@ def _build(cls: type, data: Mapping[str, Any], where: str) -> Any:
     unknown = [k for k in data if k not in known]
     if unknown:
         key = unknown[0]
-        raise InvalidEnvConfig(
+        raise AdapterConfigError(
             f"Unknown key `{where + '.' if where else ''}{key}`; known: {sorted(known)}."
             f"{did_you_mean(key, known)}"
         )
@@ -724,7 +725,7 @@ def run_config_from_dict(cls: type[R], data: Mapping[str, Any]) -> R:
     Unknown keys raise; a missing ``kind`` is the variant's own.
     """
     if not isinstance(data, Mapping):
-        raise InvalidEnvConfig(f"Expects a mapping at the top of the config, actual: {data!r}.")
+        raise AdapterConfigError(f"Expects a mapping at the top of the config, actual: {data!r}.")
     config: R = _build(cls, {"kind": cls.KIND, **data}, "")
     return config
 
@@ -740,7 +741,7 @@ def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     for key in keys[:-1]:
         child = node.setdefault(key, {})
         if not isinstance(child, dict):
-            raise InvalidEnvConfig(f"Cannot set `{dotted}`: `{key}` is not a section.")
+            raise AdapterConfigError(f"Cannot set `{dotted}`: `{key}` is not a section.")
         node = child
     node[keys[-1]] = value
 
@@ -760,11 +761,11 @@ def read_config_mapping(
     if path is not None:
         loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         if not isinstance(loaded, dict):
-            raise InvalidEnvConfig(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
+            raise AdapterConfigError(f"Expects a mapping at the top of {path}, actual: {loaded!r}.")
         data = loaded
     for item in overrides:
         if "=" not in item:
-            raise InvalidEnvConfig(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
+            raise AdapterConfigError(f"Expects an override like `optim.lr=3e-4`, actual: {item!r}.")
         key, raw = item.split("=", 1)
         _set_dotted(data, key.strip(), yaml.safe_load(raw))
     return data

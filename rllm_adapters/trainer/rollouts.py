@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_adapters.curriculum import CurriculumSampler
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.trainer.config import TrainerConfig
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = ["RolloutCollector"]
 
@@ -83,7 +83,7 @@ class RolloutCollector:
             try:
                 env = EnvFactory(self.config.env, self.env_kwargs(index))()
             except TypeError as e:
-                raise InvalidEnvConfig(
+                raise AdapterConfigError(
                     f"`rollout.curriculum` sets `{kwarg}={level!r}`, which `{self.config.env}` "
                     f"does not take ({e}); set `curriculum.kwarg` to its difficulty argument."
                 ) from e

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.trainer.config import (
     OutputConfig,
     RunConfig,
@@ -35,7 +36,6 @@ from rllm_adapters.trainer.config import (
     read_config_mapping,
     run_config_from_dict,
 )
-from rllm_envs.error import InvalidEnvConfig
 
 __all__ = [
     "SFTConfig",
@@ -228,7 +228,7 @@ def is_sft_config(data: Mapping[str, Any]) -> bool:
     """Whether a config mapping describes an SFT run (``kind: sft`` or an ``sft:`` section)."""
     kind = data.get("kind")
     if kind is not None and kind not in ("sft", "rl"):
-        raise InvalidEnvConfig(f"Expects `kind` to be 'sft' or 'rl', actual: {kind!r}.")
+        raise AdapterConfigError(f"Expects `kind` to be 'sft' or 'rl', actual: {kind!r}.")
     return kind == "sft" or (kind is None and "sft" in data)
 
 

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from rllm_adapters.curriculum import CurriculumConfig, CurriculumSampler
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.trainer.config import config_from_dict
-from rllm_envs.error import InvalidEnvConfig
 
 
 def _adaptive(**kwargs):
@@ -144,7 +144,7 @@ def test_state_dict_round_trips_through_json():
     ],
 )
 def test_invalid_curricula_raise_with_a_fix(kwargs, match):
-    with pytest.raises(InvalidEnvConfig, match=match):
+    with pytest.raises(AdapterConfigError, match=match):
         CurriculumConfig(**kwargs)
 
 
@@ -167,7 +167,7 @@ def test_trainer_config_reads_the_curriculum_and_round_trips():
     assert curriculum.band == (0.2, 0.9)
     again = config_from_dict(json.loads(json.dumps(config.to_dict())))
     assert again.rollout.curriculum == curriculum
-    with pytest.raises(InvalidEnvConfig, match="rollout.curriculum.levle"):
+    with pytest.raises(AdapterConfigError, match="rollout.curriculum.levle"):
         config_from_dict({"rollout": {"curriculum": {"levle": [1]}}})
-    with pytest.raises(InvalidEnvConfig, match="remove it from `env_kwargs`"):
+    with pytest.raises(AdapterConfigError, match="remove it from `env_kwargs`"):
         config_from_dict({"env_kwargs": {"difficulty": 2}, "rollout": {"curriculum": {}}})

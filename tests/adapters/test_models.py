@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from rllm_adapters import models
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.models import GGUFModel, model_names, model_path, resolve_model
-from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
+from rllm_envs.error import DependencyNotInstalled
 
 SMOL = "smollm2-135m-instruct"
 
@@ -21,7 +22,7 @@ def test_names_and_passthrough(tmp_path):
     assert model_names()[:2] == ["tiny", SMOL]
     assert resolve_model("org/some-model") == "org/some-model"
     assert resolve_model(tmp_path) == str(tmp_path)
-    with pytest.raises(InvalidEnvConfig, match="Did you mean"):
+    with pytest.raises(AdapterConfigError, match="Did you mean"):
         model_path("smollm2-135m-instuct", cache_dir=tmp_path)
 
 

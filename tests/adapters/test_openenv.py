@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
 
 import rllm_envs  # noqa: E402
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.openenv import (  # noqa: E402
     RemoteTextEnv,
     RllmEnvClient,
@@ -249,7 +250,7 @@ def test_bad_ids_kwargs_and_limits_fail_before_serving():
         create_app("rllm/Maths-v0")
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
         create_app("rllm/Math-v0", env_kwargs={"dificulty": 2})
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="max_sessions"):
+    with pytest.raises(AdapterConfigError, match="max_sessions"):
         create_app("rllm/Math-v0", max_sessions=0)
 
 

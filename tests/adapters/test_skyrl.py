@@ -12,6 +12,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason='needs `pip install "rllm-en
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
 import rllm_envs  # noqa: E402
+from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.skyrl import (  # noqa: E402
     RllmTextEnv,
     ids_with_one_model_seat,
@@ -153,7 +154,7 @@ def test_max_turns_extra_ends_the_episode_after_that_many_replies():
     env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0})
     env.init([])
     assert env.step("nonsense")["done"] is False and env.step("nonsense")["done"] is False
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="max_turns"):
+    with pytest.raises(AdapterConfigError, match="max_turns"):
         skyrl_gym.make("rllm/Math-v0", env_config={}, extras={"max_turns": 0})
 
 

@@ -10,8 +10,8 @@ pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
 import rllm_envs  # noqa: E402
+from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trl import EnvReward, EnvRollout, env_dataset  # noqa: E402
-from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 LAKE = "rllm/FrozenLake-v0"
 
@@ -26,7 +26,7 @@ LAKE = "rllm/FrozenLake-v0"
     ],
 )
 def test_env_reward_refuses_multi_turn_ids_with_the_fix(env_id, kwargs):
-    with pytest.raises(InvalidEnvConfig, match="EnvRollout"):
+    with pytest.raises(AdapterConfigError, match="EnvRollout"):
         EnvReward(env_id, kwargs)
 
 
@@ -179,5 +179,5 @@ def test_a_multi_agent_id_is_one_seat_against_the_registry_opponents():
     env.reset(seed=0, options={"index": 0})
     _, reward, terminated, _, info = env.step("garbage")
     assert reward < 0 and terminated and info["invalid_action"]
-    with pytest.raises(InvalidEnvConfig, match="model seats"):
+    with pytest.raises(AdapterConfigError, match="model seats"):
         SeatEnv("rllm/Debate-v0")

@@ -21,6 +21,7 @@ from verifiers.v1.utils.loaders import (  # noqa: E402
 
 import rllm_adapters.verifiers as adapter  # noqa: E402
 import rllm_envs  # noqa: E402
+from rllm_adapters.error import AdapterConfigError
 from rllm_agents.agent import make_agent  # noqa: E402
 
 TASKSET = adapter.TASKSET_ID
@@ -80,9 +81,9 @@ def test_verifiers_views_select_tasks():
 
 def test_all_model_seat_ids_and_bad_configs_are_refused_with_the_reason():
     assert "rllm/TicTacToe-v0" in ONE_SEAT_IDS
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="model seats"):
+    with pytest.raises(AdapterConfigError, match="model seats"):
         list(_env("rllm/Debate-v0").taskset)
-    with pytest.raises(rllm_envs.InvalidEnvConfig, match="num_tasks"):
+    with pytest.raises(AdapterConfigError, match="num_tasks"):
         list(_env("rllm/Math-v0", num_tasks=0).taskset)
     with pytest.raises(rllm_envs.UnknownEnvironment):
         list(_env("rllm/Maths-v0").taskset)

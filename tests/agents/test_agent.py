@@ -18,6 +18,7 @@ from rllm_agents import (
     make_agent,
     strip_think,
 )
+from rllm_agents.error import AgentConfigError
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
 from rllm_envs.spec import AgentSpec
 
@@ -40,11 +41,11 @@ def test_agent_selection_and_override():
     mine = GenericAgent(system_prompt=None)
     assert make_agent("rllm/FrozenLake-v0", mine) is mine
     assert make_agent("rllm/Math-v0", system_prompt="custom").system_prompt == "custom"
-    with pytest.raises(InvalidEnvConfig, match="Did you mean"):
+    with pytest.raises(AgentConfigError, match="Did you mean"):
         make_agent("rllm/Math-v0", "tools")
-    with pytest.raises(InvalidEnvConfig):
+    with pytest.raises(AgentConfigError):
         make_agent("rllm/Math-v0", 42)  # type: ignore[arg-type]
-    with pytest.raises(InvalidEnvConfig, match="think"):
+    with pytest.raises(AgentConfigError, match="think"):
         Agent(think="drop")
 
 

@@ -10,7 +10,7 @@ transformers = pytest.importorskip("transformers")
 
 from rllm_adapters.tiny_model import tiny_model_path  # noqa: E402
 from rllm_agents.chat import ChatTokenizer  # noqa: E402
-from rllm_envs.error import InvalidEnvConfig  # noqa: E402
+from rllm_agents.error import AgentConfigError  # noqa: E402
 
 TOOLS = [
     {
@@ -141,5 +141,5 @@ def test_glue_for_a_completion_ending_with_a_different_eos(chat, tokenizer):
 def test_needs_a_chat_template(tokenizer):
     bare = copy.deepcopy(tokenizer)
     bare.chat_template = None
-    with pytest.raises(InvalidEnvConfig, match="chat template"):
+    with pytest.raises(AgentConfigError, match="chat template"):
         ChatTokenizer(bare)

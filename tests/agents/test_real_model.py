@@ -49,13 +49,13 @@ def test_stops_keep_the_reply_parseable(env_id, kwargs):
 
 
 def test_leaderboard_decoding_uses_the_family_hints():
-    from benchmarks.leaderboard.model_policy import ModelPolicy
+    from benchmarks.leaderboard.model_player import ModelPlayer
 
-    policy = ModelPolicy("hf:tiny", env_settings={"rllm/Math-v0": {"max_tokens": 7}})
+    policy = ModelPlayer("hf:tiny", env_settings={"rllm/Math-v0": {"max_tokens": 7}})
     tool = policy.decoding("rllm/ToolUse-v0")
     assert (tool.max_tokens, tool.stop) == (192, ("</tool_call>",))
     assert policy.decoding("rllm/Math-v0").max_tokens == 7  # explicit wins
-    assert ModelPolicy("hf:tiny", max_tokens=16).decoding("rllm/FrozenLake-v0").stop == (
+    assert ModelPlayer("hf:tiny", max_tokens=16).decoding("rllm/FrozenLake-v0").stop == (
         "</action>",
     )
 
@@ -81,7 +81,7 @@ REAL = {
 def smollm2_run(tmp_path_factory):
     """One leaderboard run of the real model over :data:`REAL` (one engine for every test)."""
     pytest.importorskip("vllm")
-    from benchmarks.leaderboard.runner import RunConfig, run
+    from benchmarks.leaderboard.runner import LeaderboardConfig, run
     from rllm_adapters.models import resolve_model
 
     try:
@@ -89,7 +89,7 @@ def smollm2_run(tmp_path_factory):
     except DependencyNotInstalled as e:
         pytest.skip(str(e))
     out = tmp_path_factory.mktemp("smollm2")
-    config = RunConfig(
+    config = LeaderboardConfig(
         policy="vllm:smollm2-135m-instruct",
         envs=list(REAL),
         n_tasks=4,

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rllm_agents.error import AgentConfigError
 from rllm_agents.store import EpisodeStore, content_hash, main
 from rllm_agents.trajectory import Step, Trajectory
 from rllm_agents.writers import write_trajectories
-from rllm_envs.error import InvalidEnvConfig
 
 ODD_FLOATS = [-0.0, 5e-324, sys.float_info.max, -float("inf"), 0.1 + 0.2, 1 / 3, -1e-300]
 
@@ -222,7 +222,7 @@ def test_queries_filter_by_env_model_run_task_and_reward(store):
     page = [e.id for e in store.summaries(limit=5, offset=10)]
     assert page == list(range(11, 16))
     assert all(e.trajectory is None for e in store.summaries(limit=2))
-    with pytest.raises(InvalidEnvConfig):
+    with pytest.raises(AgentConfigError):
         store.count(env=3)
     with pytest.raises(TypeError):
         store.count(colour="red")
@@ -250,7 +250,7 @@ def test_get_by_id_hash_and_prefix(store):
 
 def test_put_many_is_all_or_nothing(store):
     store.put(make_trajectory(0))
-    with pytest.raises(InvalidEnvConfig):
+    with pytest.raises(AgentConfigError):
         store.put_many([make_trajectory(1), "not a trajectory"])  # type: ignore[list-item]
     assert len(store) == 1
 
@@ -276,7 +276,7 @@ def test_pass_at_k_uses_the_unbiased_estimator(store):
     assert row["pass@1"] == pytest.approx((0.25 + 0.0 + 1.0) / 3)
     assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0) / 2)
     assert math.isnan(store.pass_at_k([5])["run1|rllm/X-v0"]["pass@5"])
-    with pytest.raises(InvalidEnvConfig):
+    with pytest.raises(AgentConfigError):
         store.pass_at_k([0])
 
 
@@ -349,16 +349,16 @@ def test_wal_mode_read_only_and_bad_arguments(tmp_path):
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     with EpisodeStore(path, read_only=True) as ro:
         assert len(ro) == 1
-        with pytest.raises(InvalidEnvConfig, match="read-only"):
+        with pytest.raises(AgentConfigError, match="read-only"):
             ro.put(make_trajectory(1))
     for kwargs in ({"path": ":memory:"}, {"path": path, "timeout": 0}):
-        with pytest.raises(InvalidEnvConfig):
+        with pytest.raises(AgentConfigError):
             EpisodeStore(**kwargs)
-    with pytest.raises(InvalidEnvConfig, match="No episode store"):
+    with pytest.raises(AgentConfigError, match="No episode store"):
         EpisodeStore(tmp_path / "missing.db", read_only=True)
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(InvalidEnvConfig, match="schema version 99"):
+    with pytest.raises(AgentConfigError, match="schema version 99"):
         EpisodeStore(path)
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from rllm_agents.error import AgentConfigError
 from rllm_agents.store import DamagedEpisode, DamagedStore, EpisodeStore, main
-from rllm_envs.error import InvalidEnvConfig
 from tests.agents.test_store import make_trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +39,10 @@ def _with_reward(i: int, reward: float):
 
 def test_nan_reward_is_refused_before_anything_is_written(tmp_path):
     with EpisodeStore(tmp_path / "e.db") as store:
-        with pytest.raises(InvalidEnvConfig, match="NaN.*Nothing was written"):
+        with pytest.raises(AgentConfigError, match="NaN.*Nothing was written"):
             store.put(_with_reward(1, float("nan")))
         batch = [make_trajectory(2), _with_reward(3, float("nan")), make_trajectory(4)]
-        with pytest.raises(InvalidEnvConfig, match="NaN"):
+        with pytest.raises(AgentConfigError, match="NaN"):
             store.put_many(batch)
         assert len(store) == 0  # the batch is all or nothing, checked before the transaction
         store.put_many([make_trajectory(2), make_trajectory(4)])
@@ -216,7 +216,7 @@ def test_a_cut_log_is_detected_instead_of_silently_dropping_commits(tmp_path):
 RO_READER = """
 import sys
 from rllm_agents.store import EpisodeStore
-from rllm_envs.error import InvalidEnvConfig
+from rllm_agents.error import AgentConfigError
 from tests.agents.test_store import make_trajectory
 
 store = EpisodeStore(sys.argv[1])
@@ -224,7 +224,7 @@ assert store.read_only, "a store on a read-only mount must open read-only"
 assert store.trajectories() == [make_trajectory(i) for i in range(int(sys.argv[2]))]
 try:
     store.put(make_trajectory(10**6))
-except InvalidEnvConfig as e:
+except AgentConfigError as e:
     assert "read-only" in str(e), e
 else:
     raise AssertionError("put on a read-only mount did not raise")

@@ -119,9 +119,9 @@ def test_jsonl_streams_and_appends(tmp_path):
 
 
 def test_unknown_format(tmp_path):
-    from rllm_envs.error import InvalidEnvConfig
+    from rllm_agents.error import AgentConfigError
 
-    with pytest.raises(InvalidEnvConfig, match="format"):
+    with pytest.raises(AgentConfigError, match="format"):
         TrajectoryWriter(tmp_path / "x.csv", format="csv")
 
 

@@ -12,7 +12,7 @@ import pytest
 import rllm_envs
 from benchmarks.heldout import HELDOUT_TASK_SEED, measure_overlap, overlap_report
 from benchmarks.leaderboard.report import markdown
-from benchmarks.leaderboard.runner import RunConfig, run, universe_kwargs
+from benchmarks.leaderboard.runner import LeaderboardConfig, run, universe_kwargs
 from rllm_envs.search.kb import build_kb, word_universe
 from rllm_envs.tasks import (
     EVAL_SEED_START,
@@ -124,17 +124,17 @@ def test_the_leaderboard_plays_the_evaluation_universe(tmp_path):
     assert universe_kwargs("rllm/Code-v0", {}, "eval") == {}  # a dataset: no task seed
     assert universe_kwargs("rllm/SolverJudge-v0", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
     assert HELDOUT_TASK_SEED == EVAL_TASK_SEED
-    config = RunConfig(policy="oracle", envs=["rllm/Math-v0"], n_tasks=2)
+    config = LeaderboardConfig(policy="oracle", envs=["rllm/Math-v0"], n_tasks=2)
     assert config.split == "eval"
     run(config, tmp_path, progress=False)
     lines = (tmp_path / config.name / "episodes.jsonl").read_text().splitlines()
     assert all(f"-s{EVAL_TASK_SEED}-" in json.loads(line)["task_id"] for line in lines)
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="split"):
-        RunConfig(policy="oracle", split="test")
+        LeaderboardConfig(policy="oracle", split="test")
 
 
 def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
-    config = RunConfig(policy="random", envs=["rllm/SolverJudge-v0"], n_tasks=12)
+    config = LeaderboardConfig(policy="random", envs=["rllm/SolverJudge-v0"], n_tasks=12)
     summary = run(config, tmp_path, progress=False)
     metrics = summary["envs"]["rllm/SolverJudge-v0"]
     assert 0.0 <= metrics["judge_base_rate"] <= 1.0 and "judge_accuracy" in metrics

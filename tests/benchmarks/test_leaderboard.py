@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rllm_envs
-from benchmarks.leaderboard import RunConfig, mean_pass_at_k, pass_at_k, run
+from benchmarks.leaderboard import LeaderboardConfig, mean_pass_at_k, pass_at_k, run
 from benchmarks.leaderboard.__main__ import main as cli
 from benchmarks.leaderboard.report import load_run, markdown, write_report
 
@@ -42,7 +42,7 @@ def test_pass_at_k_rejects_inconsistent_counts():
 
 
 def test_run_writes_provenance_episodes_and_summary(tmp_path):
-    config = RunConfig(policy="oracle", envs=[FL], n_tasks=4, k=2)
+    config = LeaderboardConfig(policy="oracle", envs=[FL], n_tasks=4, k=2)
     summary = run(config, tmp_path, progress=False)
     run_dir = tmp_path / "oracle"
     meta = json.loads((run_dir / "meta.json").read_text())
@@ -56,7 +56,7 @@ def test_run_writes_provenance_episodes_and_summary(tmp_path):
 
 
 def test_interrupted_run_resumes_without_losing_work(tmp_path):
-    config = RunConfig(policy="random", envs=[FL], n_tasks=6, k=2, seed=3)
+    config = LeaderboardConfig(policy="random", envs=[FL], n_tasks=6, k=2, seed=3)
     full = run(config, tmp_path / "full", progress=False)
     run(config, tmp_path / "cut", progress=False)
     episodes = tmp_path / "cut" / "random" / "episodes.jsonl"
@@ -74,9 +74,9 @@ def test_interrupted_run_resumes_without_losing_work(tmp_path):
 
 
 def test_resuming_with_another_config_is_refused(tmp_path):
-    run(RunConfig(policy="oracle", envs=[FL], n_tasks=2), tmp_path, progress=False)
+    run(LeaderboardConfig(policy="oracle", envs=[FL], n_tasks=2), tmp_path, progress=False)
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="another config"):
-        run(RunConfig(policy="oracle", envs=[FL], n_tasks=3), tmp_path, progress=False)
+        run(LeaderboardConfig(policy="oracle", envs=[FL], n_tasks=3), tmp_path, progress=False)
 
 
 @pytest.mark.parametrize(
@@ -85,17 +85,17 @@ def test_resuming_with_another_config_is_refused(tmp_path):
 )
 def test_bad_config_is_rejected(kwargs, match):
     with pytest.raises(rllm_envs.InvalidEnvConfig, match=match):
-        RunConfig(policy="oracle", **kwargs)
+        LeaderboardConfig(policy="oracle", **kwargs)
 
 
 def test_unknown_policy_is_rejected(tmp_path):
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="Unknown policy spec"):
-        run(RunConfig(policy="oracel", envs=[FL], n_tasks=1), tmp_path, progress=False)
+        run(LeaderboardConfig(policy="oracel", envs=[FL], n_tasks=1), tmp_path, progress=False)
 
 
 def test_same_episodes_for_every_policy(tmp_path):
     for policy in ("oracle", "random"):
-        run(RunConfig(policy=policy, envs=[FL], n_tasks=3), tmp_path, progress=False)
+        run(LeaderboardConfig(policy=policy, envs=[FL], n_tasks=3), tmp_path, progress=False)
     tasks = {
         p: [json.loads(line)["task_id"] for line in (tmp_path / p / "episodes.jsonl").open()]
         for p in ("oracle", "random")
@@ -105,7 +105,7 @@ def test_same_episodes_for_every_policy(tmp_path):
 
 def _two_runs(tmp_path: Path) -> list[Path]:
     for policy in ("oracle", "random"):
-        run(RunConfig(policy=policy, envs=[FL], n_tasks=5), tmp_path, progress=False)
+        run(LeaderboardConfig(policy=policy, envs=[FL], n_tasks=5), tmp_path, progress=False)
     return [tmp_path / "oracle", tmp_path / "random"]
 
 
@@ -167,8 +167,8 @@ def test_html_page_renders_offline_in_headless_chromium(tmp_path):
 
 def test_multiagent_envs_are_evaluated(tmp_path):
     envs = ["rllm/SolverJudge-v0", "rllm/TicTacToe-v0"]
-    oracle = run(RunConfig(policy="oracle", envs=envs, n_tasks=4), tmp_path, progress=False)
-    rand = run(RunConfig(policy="random", envs=envs, n_tasks=4), tmp_path, progress=False)
+    oracle = run(LeaderboardConfig(policy="oracle", envs=envs, n_tasks=4), tmp_path, progress=False)
+    rand = run(LeaderboardConfig(policy="random", envs=envs, n_tasks=4), tmp_path, progress=False)
     # Cooperative self-play: the oracle solver(s) and judge are all correct.
     assert oracle["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 1.0
     assert rand["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 0.0
@@ -180,5 +180,5 @@ def test_multiagent_envs_are_evaluated(tmp_path):
 
 
 def test_default_envs_cover_single_and_multi_agent():
-    config = RunConfig(policy="oracle")
+    config = LeaderboardConfig(policy="oracle")
     assert set(rllm_envs.list_envs()) | set(rllm_envs.list_multiagent_envs()) == set(config.envs)

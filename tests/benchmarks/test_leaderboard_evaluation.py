@@ -8,9 +8,9 @@ import json
 import pytest
 
 from benchmarks import main as main_job
-from benchmarks.leaderboard import RunConfig, run
+from benchmarks.leaderboard import LeaderboardConfig, run
 from benchmarks.leaderboard.__main__ import main as cli
-from benchmarks.leaderboard.model_policy import ModelPolicy
+from benchmarks.leaderboard.model_player import ModelPlayer
 from benchmarks.leaderboard.report import load_run, markdown
 from rllm_envs.error import InvalidEnvConfig
 
@@ -21,7 +21,7 @@ COLUMNS = {TRAINED: {"map_name": "4x4", "is_slippery": False}, RANDOM: {"size": 
 
 
 def test_variant_columns_play_their_own_maps(tmp_path):
-    config = RunConfig(policy="oracle", envs=list(COLUMNS), n_tasks=4, env_kwargs=COLUMNS)
+    config = LeaderboardConfig(policy="oracle", envs=list(COLUMNS), n_tasks=4, env_kwargs=COLUMNS)
     summary = run(config, tmp_path, progress=False)
     assert set(summary["envs"]) == set(COLUMNS)
     records = [json.loads(x) for x in (tmp_path / "oracle" / "episodes.jsonl").open()]
@@ -35,11 +35,11 @@ def test_variant_columns_play_their_own_maps(tmp_path):
 
 def test_unknown_variant_base_id_is_rejected():
     with pytest.raises(InvalidEnvConfig, match="Unknown env id"):
-        RunConfig(policy="oracle", envs=["rllm/FrozenLak-v0@x"])
+        LeaderboardConfig(policy="oracle", envs=["rllm/FrozenLak-v0@x"])
 
 
 def test_env_settings_give_each_env_its_decoding():
-    policy = ModelPolicy(
+    policy = ModelPlayer(
         "hf:tiny",
         max_tokens=256,
         agent_kwargs={"think": "keep"},
@@ -49,7 +49,7 @@ def test_env_settings_give_each_env_its_decoding():
     assert (lake.max_tokens, lake.agent, lake.agent_kwargs) == (1, "frozenlake-board", {})
     assert (math.max_tokens, math.agent, math.agent_kwargs) == (256, None, {"think": "keep"})
     with pytest.raises(InvalidEnvConfig, match="env_settings"):
-        ModelPolicy("hf:tiny", env_settings={FL: {"max_token": 1}})
+        ModelPlayer("hf:tiny", env_settings={FL: {"max_token": 1}})
 
 
 def test_trained_checkpoint_keeps_its_budget_on_its_env_only(tmp_path):

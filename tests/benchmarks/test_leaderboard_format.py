@@ -7,7 +7,7 @@ import math
 
 from benchmarks.leaderboard.protocol import EpisodeRecord
 from benchmarks.leaderboard.report import html_page, load_run, markdown
-from benchmarks.leaderboard.runner import RunConfig, format_rate, run
+from benchmarks.leaderboard.runner import LeaderboardConfig, format_rate, run
 
 FL = "rllm/FrozenLake-v0"
 MATH = "rllm/Math-v0"
@@ -27,7 +27,7 @@ def test_format_rate_counts_turns():
 
 
 def test_oracle_parses_everywhere_and_the_report_shows_it(tmp_path):
-    run(RunConfig(policy="oracle", envs=[FL, MATH], n_tasks=3), tmp_path, progress=False)
+    run(LeaderboardConfig(policy="oracle", envs=[FL, MATH], n_tasks=3), tmp_path, progress=False)
     result = load_run(tmp_path / "oracle")
     assert {e: m["format_rate"] for e, m in result.summary["envs"].items()} == {FL: 1.0, MATH: 1.0}
     text = markdown([result])

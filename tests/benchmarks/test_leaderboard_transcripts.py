@@ -12,7 +12,7 @@ import json
 import pytest
 
 from benchmarks.leaderboard.report import Section, html_page, load_run, pick_examples
-from benchmarks.leaderboard.runner import RunConfig, run
+from benchmarks.leaderboard.runner import LeaderboardConfig, run
 from rllm_envs.tasks import EVAL_TASK_SEED
 
 FL = "rllm/FrozenLake-v0"
@@ -20,7 +20,7 @@ MATH = "rllm/Math-v0"
 
 
 def test_scripted_runs_write_transcripts_the_page_shows(tmp_path):
-    config = RunConfig(policy="oracle", envs=[FL, MATH], n_tasks=4, transcripts=True)
+    config = LeaderboardConfig(policy="oracle", envs=[FL, MATH], n_tasks=4, transcripts=True)
     run(config, tmp_path, progress=False)
     lines = (tmp_path / "oracle" / "transcripts.jsonl").read_text().splitlines()
     items = [json.loads(x) for x in lines]
@@ -42,7 +42,7 @@ def test_scripted_runs_write_transcripts_the_page_shows(tmp_path):
 
 def test_variant_columns_keep_their_own_transcripts(tmp_path):
     column = f"{FL}@random-4x4"
-    config = RunConfig(
+    config = LeaderboardConfig(
         policy="random",
         envs=[FL, column],
         n_tasks=2,
@@ -84,7 +84,7 @@ def test_examples_show_a_success_and_a_failure_first():
 
 
 def test_model_text_is_shown_as_text(tmp_path):
-    config = RunConfig(policy="random", envs=[FL], n_tasks=1, transcripts=True)
+    config = LeaderboardConfig(policy="random", envs=[FL], n_tasks=1, transcripts=True)
     run(config, tmp_path, progress=False)
     result = load_run(tmp_path / "random")
     hostile = "<script>alert('x')</script><img src=x onerror=alert(1)>"
@@ -97,7 +97,7 @@ def test_model_text_is_shown_as_text(tmp_path):
 
 
 def test_long_messages_are_cut_on_the_page(tmp_path):
-    config = RunConfig(policy="random", envs=[FL], n_tasks=1, transcripts=True)
+    config = LeaderboardConfig(policy="random", envs=[FL], n_tasks=1, transcripts=True)
     run(config, tmp_path, progress=False)
     result = load_run(tmp_path / "random")
     result.transcripts = {FL: [_episode(0, False, reply="x" * 50_000)]}
@@ -107,7 +107,7 @@ def test_long_messages_are_cut_on_the_page(tmp_path):
 
 @pytest.mark.parametrize("line", ["", "{cut", "[1, 2]"])
 def test_a_bad_transcript_line_is_skipped(tmp_path, line):
-    config = RunConfig(policy="oracle", envs=[FL], n_tasks=2, transcripts=True)
+    config = LeaderboardConfig(policy="oracle", envs=[FL], n_tasks=2, transcripts=True)
     run(config, tmp_path, progress=False)
     path = tmp_path / "oracle" / "transcripts.jsonl"
     path.write_text(path.read_text() + line + "\n")

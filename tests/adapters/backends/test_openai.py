@@ -185,7 +185,7 @@ def test_connection_errors_are_retried_then_raised():
 
 
 def test_completions_needs_a_tokenizer():
-    from rllm_envs.error import InvalidEnvConfig
+    from rllm_adapters.error import AdapterConfigError
 
-    with pytest.raises(InvalidEnvConfig, match="tokenizer"):
+    with pytest.raises(AdapterConfigError, match="tokenizer"):
         OpenAIPolicy("http://127.0.0.1:1/v1", "tiny", api="completions")

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from rllm_adapters.backends import make_policy, resolve_model  # noqa: E402
 from rllm_adapters.backends.base import SamplingParams  # noqa: E402
-from rllm_envs.error import InvalidEnvConfig  # noqa: E402
+from rllm_adapters.error import AdapterConfigError  # noqa: E402
 
 
 def encode(tokenizer, text):
@@ -72,9 +72,9 @@ def test_seeded_sampling_is_reproducible(hf_policy):
 def test_make_policy_errors_and_tiny_alias(tiny_path):
     assert resolve_model("tiny") == str(tiny_path)
     assert resolve_model("/some/folder") == "/some/folder"
-    with pytest.raises(InvalidEnvConfig, match="Did you mean"):
+    with pytest.raises(AdapterConfigError, match="Did you mean"):
         make_policy("vllms")
-    with pytest.raises(InvalidEnvConfig, match="base_url"):
+    with pytest.raises(AdapterConfigError, match="base_url"):
         make_policy("openai", "tiny")
 
 
@@ -106,5 +106,5 @@ def test_checkpoint_dtype_is_the_default(tmp_path, tiny_path):
 
 def test_openai_backend_refuses_a_dtype():
     pytest.importorskip("httpx")
-    with pytest.raises(InvalidEnvConfig, match="server's setting"):
+    with pytest.raises(AdapterConfigError, match="server's setting"):
         make_policy("openai", "tiny", base_url="http://127.0.0.1:1/v1", dtype="float32")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.gateway.config import GatewayConfig, is_loopback
 from rllm_adapters.gateway.sessions import Call, Session, SessionError, SessionRegistry
-from rllm_envs.error import InvalidEnvConfig
 
 pytest.importorskip("starlette")
 httpx = pytest.importorskip("httpx")
@@ -19,20 +19,20 @@ NOWHERE = "http://127.0.0.1:9/v1"
 
 
 def test_settings_are_checked():
-    with pytest.raises(InvalidEnvConfig, match="needs engines"):
+    with pytest.raises(AdapterConfigError, match="needs engines"):
         GatewayConfig()
-    with pytest.raises(InvalidEnvConfig, match="api_keys"):
+    with pytest.raises(AdapterConfigError, match="api_keys"):
         GatewayConfig(engines=[NOWHERE], host="0.0.0.0")
     GatewayConfig(engines=[NOWHERE], host="0.0.0.0", api_keys={"a": KEY}, admin_key=KEY + "x")
-    with pytest.raises(InvalidEnvConfig, match="too short"):
+    with pytest.raises(AdapterConfigError, match="too short"):
         GatewayConfig(engines=[NOWHERE], api_keys={"a": "short"})
-    with pytest.raises(InvalidEnvConfig, match="share one"):
+    with pytest.raises(AdapterConfigError, match="share one"):
         GatewayConfig(engines=[NOWHERE], api_keys={"a": KEY, "b": KEY})
-    with pytest.raises(InvalidEnvConfig, match="base URL"):
+    with pytest.raises(AdapterConfigError, match="base URL"):
         GatewayConfig(engines=["127.0.0.1:8000"])
-    with pytest.raises(InvalidEnvConfig, match="max_body_bytes"):
+    with pytest.raises(AdapterConfigError, match="max_body_bytes"):
         GatewayConfig(engines=[NOWHERE], max_body_bytes=0)
-    with pytest.raises(InvalidEnvConfig, match="Unknown gateway setting"):
+    with pytest.raises(AdapterConfigError, match="Unknown gateway setting"):
         GatewayConfig.from_dict({"engines": [NOWHERE], "bogus": 1})
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
@@ -205,7 +205,7 @@ def test_refusals_before_the_engine(app):
 def test_what_a_path_or_name_serves(tmp_path):
     from rllm_adapters.gateway.checkpoint import resolve_served_model
 
-    with pytest.raises(InvalidEnvConfig, match="Cannot serve"):
+    with pytest.raises(AdapterConfigError, match="Cannot serve"):
         resolve_served_model(tmp_path)
     model = tmp_path / "my-model"
     model.mkdir()

@@ -13,8 +13,9 @@ import pytest
 import rllm_envs
 from rllm_adapters.backends.base import SamplingParams
 from rllm_adapters.env_workers import EnvFactory
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.rollout import RolloutConfig, RolloutStats, rollout, rollout_stream
-from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig
+from rllm_envs.error import DependencyNotInstalled
 from tests.adapters.helpers import assert_token_exact
 
 pytest.importorskip("torch")
@@ -209,15 +210,15 @@ def test_agent_override_and_system_prompt(hf_policy):
 
 def test_invalid_inputs_raise_early(hf_policy):
     env = gym.make("rllm/FrozenLake-v0")
-    with pytest.raises(InvalidEnvConfig, match="single env instance"):
+    with pytest.raises(AdapterConfigError, match="single env instance"):
         rollout(env, hf_policy, small_config())
-    with pytest.raises(InvalidEnvConfig, match="num_envs"):
+    with pytest.raises(AdapterConfigError, match="num_envs"):
         RolloutConfig(num_envs=0)
-    with pytest.raises(InvalidEnvConfig, match="env_backend"):
+    with pytest.raises(AdapterConfigError, match="env_backend"):
         RolloutConfig(env_backend="gpu")
-    with pytest.raises(InvalidEnvConfig, match="either"):
+    with pytest.raises(AdapterConfigError, match="either"):
         rollout("rllm/FrozenLake-v0", hf_policy, small_config(), tasks=[0], num_tasks=1)
-    with pytest.raises(InvalidEnvConfig, match="max_tokens"):
+    with pytest.raises(AdapterConfigError, match="max_tokens"):
         SamplingParams(max_tokens=0)
 
 

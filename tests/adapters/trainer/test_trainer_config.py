@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.trainer.config import TrainerConfig, config_from_dict, load_config
-from rllm_envs.error import InvalidEnvConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -64,7 +64,7 @@ def test_frozenlake_proof_config_is_the_documented_setting():
     ],
 )
 def test_invalid_configs_raise_with_a_fix(data, match):
-    with pytest.raises(InvalidEnvConfig, match=match):
+    with pytest.raises(AdapterConfigError, match=match):
         config_from_dict(data)
 
 
@@ -72,7 +72,7 @@ def test_kind_names_the_variant():
     assert config_from_dict({}).kind == "rl"
     assert config_from_dict({"kind": "rl"}) == config_from_dict({})
     # An SFT config handed to the RL loader says what it is, not "unknown key".
-    with pytest.raises(InvalidEnvConfig, match="`kind: rl` in an RL config, actual: 'sft'"):
+    with pytest.raises(AdapterConfigError, match="`kind: rl` in an RL config, actual: 'sft'"):
         config_from_dict({"kind": "sft"})
 
 
@@ -88,7 +88,7 @@ def test_yaml_and_overrides(tmp_path):
     assert config.train.iterations == 7 and config.algorithm.kl_coef == 0.05
     assert config.optim.critic_lr == 2e-4
     assert config.algorithm.clip_ratio_high == config.algorithm.clip_ratio
-    with pytest.raises(InvalidEnvConfig, match="override"):
+    with pytest.raises(AdapterConfigError, match="override"):
         load_config(path, ["iterations"])
 
 

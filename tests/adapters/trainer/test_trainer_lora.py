@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 pytest.importorskip("peft")
 
+from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
 from rllm_adapters.trainer.models import apply_lora, merged_state_dict  # noqa: E402
-from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -59,11 +59,11 @@ def test_merged_state_dict_equals_peft_merge_and_loads_into_the_base(tiny_path):
 
 
 def test_lora_settings_are_validated():
-    with pytest.raises(InvalidEnvConfig, match="lora.r"):
+    with pytest.raises(AdapterConfigError, match="lora.r"):
         config_from_dict({"lora": {"r": -1}})
-    with pytest.raises(InvalidEnvConfig, match="target_modules"):
+    with pytest.raises(AdapterConfigError, match="target_modules"):
         config_from_dict({"lora": {"r": 4, "target_modules": []}})
-    with pytest.raises(InvalidEnvConfig, match="Unknown key `lora.rank`"):
+    with pytest.raises(AdapterConfigError, match="Unknown key `lora.rank`"):
         config_from_dict({"lora": {"rank": 4}})
     assert not config_from_dict({}).lora.enabled
     assert config_from_dict({"lora": {"r": 8}}).lora.enabled
@@ -151,12 +151,12 @@ def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_
             torch.testing.assert_close(state[name], after[name])
 
     # The leaderboard plays the merged folder and the adapter folder.
-    from benchmarks.leaderboard.policies import EpisodeSpec, make_policy
+    from benchmarks.leaderboard.players import EvalEpisode, make_player
 
     os.environ["RLLM_MODEL_CACHE"] = str(tmp_path / "cache")
     try:
         for model in (final, adapter):
-            policy = make_policy(
+            policy = make_player(
                 f"hf:{model}",
                 temperature=0.0,
                 max_tokens=2,
@@ -164,7 +164,7 @@ def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_
                 agent_kwargs={"system_prompt": None},
             )
             try:
-                spec = EpisodeSpec(
+                spec = EvalEpisode(
                     env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0
                 )
                 records = list(policy.play([spec], {"difficulty": 1, "max_turns": 2}))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.trainer.config import config_from_dict
 from rllm_adapters.trainer.metrics import render_samples_markdown
-from rllm_envs.error import InvalidEnvConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -85,7 +85,7 @@ def test_invalid_new_options_say_how_to_fix_them(section, values, match):
         "algorithm": {"mini_batch_size": 4, "micro_batch_size": 4},
     }
     data[section] = {**data.get(section, {}), **values}
-    with pytest.raises(InvalidEnvConfig, match=match):
+    with pytest.raises(AdapterConfigError, match=match):
         config_from_dict(data)
 
 

@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 
+from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trainer.sft import (  # noqa: E402
     Example,
     PackedScorer,
@@ -23,7 +24,6 @@ from rllm_adapters.trainer.sft_config import (  # noqa: E402
     sft_config_from_dict,
 )
 from rllm_agents.trajectory import Step, Trajectory  # noqa: E402
-from rllm_envs.error import InvalidEnvConfig  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -191,11 +191,11 @@ def test_retokenize_rebuilds_a_teacher_episode_for_the_student(tiny_path):
 def test_config_validation_and_dispatch():
     assert is_sft_config({"kind": "sft"}) and is_sft_config({"sft": {}})
     assert not is_sft_config({"rollout": {}}) and not is_sft_config({"kind": "rl", "sft": {}})
-    with pytest.raises(InvalidEnvConfig, match="data.store"):
+    with pytest.raises(AdapterConfigError, match="data.store"):
         sft_config_from_dict({})
-    with pytest.raises(InvalidEnvConfig, match="sft.epochs"):
+    with pytest.raises(AdapterConfigError, match="sft.epochs"):
         sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "sft": {"epochs": 0}})
-    with pytest.raises(InvalidEnvConfig, match="Unknown key `sft.epoch`"):
+    with pytest.raises(AdapterConfigError, match="Unknown key `sft.epoch`"):
         sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "sft": {"epoch": 2}})
     config = sft_config_from_dict({"data": {"files": "a.jsonl"}, "sft": {"max_length": 64}})
     assert config.data.files == ["a.jsonl"] and config.max_tokens == 64
@@ -210,13 +210,13 @@ def test_sft_config_is_a_variant_of_the_rl_config():
     # The shared sections are one class each, validated the same way.
     for name in ("optim", "deepspeed", "logging"):
         assert type(getattr(config, name)) is type(getattr(rl, name))
-    with pytest.raises(InvalidEnvConfig, match="optim.lr"):
+    with pytest.raises(AdapterConfigError, match="optim.lr"):
         sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "optim": {"lr": 0}})
-    with pytest.raises(InvalidEnvConfig, match="train.max_wall_s"):
+    with pytest.raises(AdapterConfigError, match="train.max_wall_s"):
         sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "train": {"max_wall_s": 0}})
-    with pytest.raises(InvalidEnvConfig, match="Unknown key `train.iterations`"):
+    with pytest.raises(AdapterConfigError, match="Unknown key `train.iterations`"):
         sft_config_from_dict({"data": {"files": ["a.jsonl"]}, "train": {"iterations": 3}})
-    with pytest.raises(InvalidEnvConfig, match="`kind: sft`"):
+    with pytest.raises(AdapterConfigError, match="`kind: sft`"):
         sft_config_from_dict({"kind": "rl", "data": {"files": ["a.jsonl"]}})
     assert config.train.output_dir == "runs/sft"
     assert sft_config_from_dict(config.to_dict()) == config
@@ -338,9 +338,9 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
     assert (tmp_path / "rl" / "final_model" / "config.json").is_file()
 
     # The leaderboard plays it as `hf:<folder>`.
-    from benchmarks.leaderboard.policies import EpisodeSpec, make_policy
+    from benchmarks.leaderboard.players import EvalEpisode, make_player
 
-    policy = make_policy(
+    policy = make_player(
         f"hf:{model}",
         temperature=0.0,
         max_tokens=3,
@@ -348,7 +348,7 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
         agent_kwargs={"system_prompt": None},
     )
     try:
-        spec = EpisodeSpec(env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0)
+        spec = EvalEpisode(env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0)
         records = list(policy.play([spec], {"difficulty": 1, "max_turns": 4}))
     finally:
         policy.close()

@@ -254,11 +254,11 @@ def test_the_random_baseline_guesses_in_the_answer_form():
 
 
 def test_the_leaderboard_plays_it_on_the_evaluation_universe(tmp_path):
-    from benchmarks.leaderboard.runner import RunConfig, run
+    from benchmarks.leaderboard.runner import LeaderboardConfig, run
 
     scores = {}
     for policy in ("oracle", "random"):
-        config = RunConfig(policy=policy, envs=[ENV_ID], n_tasks=6, k=2)
+        config = LeaderboardConfig(policy=policy, envs=[ENV_ID], n_tasks=6, k=2)
         scores[policy] = run(config, tmp_path / policy, progress=False)["envs"][ENV_ID]
     assert scores["oracle"]["pass@1"] == 1.0 and scores["oracle"]["episodes"] == 12
     assert scores["random"]["pass@1"] == 0.0

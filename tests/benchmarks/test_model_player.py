@@ -5,9 +5,9 @@ import json
 import pytest
 
 import rllm_envs
-from benchmarks.leaderboard import RunConfig, run
-from benchmarks.leaderboard.model_policy import ModelPolicy, parse_spec
-from benchmarks.leaderboard.policies import make_policy
+from benchmarks.leaderboard import LeaderboardConfig, run
+from benchmarks.leaderboard.model_player import ModelPlayer, parse_spec
+from benchmarks.leaderboard.players import make_player
 
 
 @pytest.mark.parametrize(
@@ -24,19 +24,21 @@ from benchmarks.leaderboard.policies import make_policy
 )
 def test_parse_spec(spec, expected):
     assert parse_spec(spec) == expected
-    assert isinstance(make_policy(spec), ModelPolicy)
+    assert isinstance(make_player(spec), ModelPlayer)
 
 
 @pytest.mark.parametrize("spec", ["vllm:", "openai:tiny", "openai:http://x:8000/v1:", "gpt:x"])
 def test_bad_specs_are_rejected(spec):
     with pytest.raises(rllm_envs.InvalidEnvConfig):
-        make_policy(spec)
+        make_player(spec)
 
 
 def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
     pytest.importorskip("transformers")
     envs = ["rllm/Math-v0", "rllm/TicTacToe-v0"]
-    config = RunConfig(policy="hf:tiny", envs=envs, n_tasks=2, k=2, policy_kwargs={"max_tokens": 8})
+    config = LeaderboardConfig(
+        policy="hf:tiny", envs=envs, n_tasks=2, k=2, policy_kwargs={"max_tokens": 8}
+    )
     summary = run(config, tmp_path, progress=False)
     records = [json.loads(line) for line in (tmp_path / "hf_tiny" / "episodes.jsonl").open()]
     assert len(records) == 8
@@ -57,9 +59,9 @@ def test_agent_override_by_module_path():
         make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:Nope")
 
 
-def test_scripted_policies_take_no_settings():
+def test_scripted_players_take_no_settings():
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="takes no settings"):
-        make_policy("oracle", temperature=0.5)
+        make_player("oracle", temperature=0.5)
 
 
 def _imports(module) -> set[str]:
@@ -71,25 +73,25 @@ def _imports(module) -> set[str]:
     return found | {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
 
 
-def test_policies_and_model_policy_do_not_import_each_other():
-    from benchmarks.leaderboard import model_policy, policies, protocol
+def test_players_and_model_player_do_not_import_each_other():
+    from benchmarks.leaderboard import model_player, players, protocol
 
-    assert "benchmarks.leaderboard.policies" not in _imports(model_policy)
-    assert not {"benchmarks.leaderboard.policies", "benchmarks.leaderboard.model_policy"} & (
+    assert "benchmarks.leaderboard.players" not in _imports(model_player)
+    assert not {"benchmarks.leaderboard.players", "benchmarks.leaderboard.model_player"} & (
         _imports(protocol)
     )
     # Opponents are the registry's, not a leaderboard table.
-    assert not hasattr(policies, "OPPONENTS")
+    assert not hasattr(players, "OPPONENTS")
 
 
 def test_play_yields_each_env_and_columns_run_together(tmp_path):
     """``play`` (one env) streams records; ``play_columns`` plays several columns at once."""
     pytest.importorskip("transformers")
-    from benchmarks.leaderboard.protocol import ColumnJob, EpisodeSpec
+    from benchmarks.leaderboard.protocol import ColumnJob, EvalEpisode
 
-    lake = [EpisodeSpec("rllm/FrozenLake-v0", i, i, 0, i) for i in range(2)]
-    math = [EpisodeSpec("rllm/Math-v0", i, i, 0, 10 + i, "rllm/Math-v0@x") for i in range(2)]
-    policy = ModelPolicy("hf:tiny", max_tokens=2, temperature=0.0, transcripts=tmp_path / "t.jsonl")
+    lake = [EvalEpisode("rllm/FrozenLake-v0", i, i, 0, i) for i in range(2)]
+    math = [EvalEpisode("rllm/Math-v0", i, i, 0, 10 + i, "rllm/Math-v0@x") for i in range(2)]
+    policy = ModelPlayer("hf:tiny", max_tokens=2, temperature=0.0, transcripts=tmp_path / "t.jsonl")
     try:
         assert sorted(r.row for r in policy.play(lake, {"max_turns": 2})) == [0, 1]
         seen: list[tuple[str, int]] = []

@@ -1,4 +1,4 @@
-"""Policies a leaderboard run can evaluate, addressed by a spec string, and the episode protocol.
+"""Players: what plays a policy on the leaderboard, built from the policy's spec string.
 
 =================================  ====================================================
 ``oracle``                         the env's expert (``env.oracle_action()``)
@@ -11,8 +11,11 @@
 A trained checkpoint is a Hugging Face folder: evaluate it as ``vllm:<dir>`` or ``hf:<dir>``.
 ``tiny`` as the model is the locally built tiny model.
 
-A policy plays a list of :class:`EpisodeSpec` on one env and yields one
-:class:`EpisodeRecord` per episode, as each finishes (so runs can be resumed).
+A player plays a list of :class:`EvalEpisode` on one env and yields one
+:class:`EpisodeRecord` per episode, as each finishes (so runs can be resumed). Only the
+leaderboard's players are called players: a model backend that samples tokens is a
+:class:`rllm_adapters.backends.Policy`, a scripted multi-agent move chooser a
+:class:`rllm_envs.multiagent.ScriptedPolicy`.
 
 Multi-agent envs: in cooperative envs (solver-judge, debate) the evaluated policy plays every
 agent (self-play, as rLLM trains them); the episode succeeds when every agent ends correct and
@@ -20,8 +23,8 @@ its reward is the mean agent return. In competitive games the evaluated policy p
 the scripted opponents the env's registry row names (``EnvEntry.opponents``); the episode
 succeeds on a win. Both are played by :mod:`rllm_adapters.multiagent_play`.
 
-The episode protocol (:class:`EpisodeSpec`, :class:`EpisodeRecord`, :class:`Policy`) lives in
-:mod:`benchmarks.leaderboard.protocol`; this module imports the model policy, never the
+The episode protocol (:class:`EvalEpisode`, :class:`EpisodeRecord`, :class:`Player`) lives in
+:mod:`benchmarks.leaderboard.protocol`; this module imports the model player, never the
 other way round.
 """
 
@@ -36,11 +39,11 @@ from typing import IO, Any
 import gymnasium as gym
 
 import rllm_envs
-from benchmarks.leaderboard.model_policy import ModelPolicy
+from benchmarks.leaderboard.model_player import ModelPlayer
 from benchmarks.leaderboard.protocol import (
     EpisodeRecord,
-    EpisodeSpec,
-    Policy,
+    EvalEpisode,
+    Player,
     is_multiagent,
     multiagent_record,
 )
@@ -48,22 +51,22 @@ from rllm_envs.error import did_you_mean
 
 __all__ = [
     "EpisodeRecord",
-    "EpisodeSpec",
-    "ModelPolicy",
-    "Policy",
-    "ScriptedPolicy",
+    "EvalEpisode",
+    "ModelPlayer",
+    "Player",
+    "ScriptedPlayer",
     "is_multiagent",
-    "make_policy",
+    "make_player",
 ]
 
 
-class ScriptedPolicy:
-    """``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``.
+class ScriptedPlayer:
+    """Plays ``oracle`` or ``random``: calls the env's own ``oracle_action``/``random_action``.
 
     Args:
         kind: ``"oracle"`` or ``"random"``.
         transcripts: A JSONL file to append each single-agent episode to, in the model
-            policies' transcript format (observations as user turns, actions as assistant
+            players' transcript format (observations as user turns, actions as assistant
             turns), so a report shows what the baseline did next to the model.
     """
 
@@ -74,14 +77,14 @@ class ScriptedPolicy:
         self.transcripts = None if transcripts is None else Path(transcripts)
 
     def config(self) -> dict[str, Any]:
-        """Scripted policies have no settings beyond their kind."""
+        """Scripted players have no settings beyond their kind."""
         return {"kind": self.name}
 
     def close(self) -> None:
         """Nothing to release."""
 
     def play(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+        self, episodes: Sequence[EvalEpisode], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
         """Play each episode with the env's scripted action."""
         if not episodes:
@@ -140,12 +143,7 @@ class ScriptedPolicy:
                     }
                     out.write(json.dumps(line, ensure_ascii=False) + "\n")
                     out.flush()
-                yield EpisodeRecord(
-                    env_id=spec.env_id,
-                    row=spec.row,
-                    task_index=spec.task_index,
-                    sample=spec.sample,
-                    seed=spec.seed,
+                yield spec.record(
                     task_id=task_id,
                     reward=total,
                     success=bool(info["is_correct"]),
@@ -160,7 +158,7 @@ class ScriptedPolicy:
                 out.close()
 
     def _play_multiagent(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+        self, episodes: Sequence[EvalEpisode], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
         from rllm_adapters.multiagent_play import play_scripted_episode
 
@@ -185,22 +183,22 @@ def _open_append(path: Path) -> IO[str]:
     return path.open("a", encoding="utf-8")
 
 
-def make_policy(spec: str, *, transcripts: str | Path | None = None, **model_kwargs: Any) -> Policy:
-    """Build a policy from its spec string (see the module docstring).
+def make_player(spec: str, *, transcripts: str | Path | None = None, **model_kwargs: Any) -> Player:
+    """The player of a policy spec string (see the module docstring).
 
     Args:
         spec: The policy spec.
         transcripts: A JSONL file each episode's transcript is appended to (any policy).
-        **model_kwargs: Settings of model policies (see ``ModelPolicy``).
+        **model_kwargs: Settings of model players (see ``ModelPlayer``).
     """
     if spec in ("oracle", "random"):
         if model_kwargs:
             raise rllm_envs.InvalidEnvConfig(
                 f"Scripted policy {spec!r} takes no settings, actual: {sorted(model_kwargs)}."
             )
-        return ScriptedPolicy(spec, transcripts=transcripts)
+        return ScriptedPlayer(spec, transcripts=transcripts)
     if spec.partition(":")[0] in ("vllm", "hf", "openai"):
-        return ModelPolicy(spec, transcripts=transcripts, **model_kwargs)
+        return ModelPlayer(spec, transcripts=transcripts, **model_kwargs)
     raise rllm_envs.InvalidEnvConfig(
         f"Unknown policy spec {spec!r}; expects 'oracle', 'random', 'vllm:<model>', "
         "'hf:<path>' or 'openai:<base url>:<model>'." + did_you_mean(spec, ["oracle", "random"])

@@ -1,11 +1,11 @@
-"""Model policies for leaderboard runs: vLLM, an OpenAI-compatible server, transformers.
+"""Model players for leaderboard runs: vLLM, an OpenAI-compatible server, transformers.
 
 Single-agent envs run through the token-exact rollout loop (:mod:`rllm_adapters.rollout`), many
 episodes at once. Multi-agent envs run through :mod:`rllm_adapters.multiagent_play`: one
 ``rllm_agents`` conversation per agent the model plays (system prompt, ``<think>`` handling),
 the end-of-turn stop ids on every request, the registry's opponents, all episodes concurrently.
 A leaderboard run plays every env column at once through one engine
-(:meth:`ModelPolicy.play_columns`), so requests from all envs share the engine's batches.
+(:meth:`ModelPlayer.play_columns`), so requests from all envs share the engine's batches.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import rllm_envs
 from benchmarks.leaderboard.protocol import (
     ColumnJob,
     EpisodeRecord,
-    EpisodeSpec,
+    EvalEpisode,
     RecordSink,
     is_multiagent,
     multiagent_record,
@@ -75,7 +75,7 @@ class _Decoding:
     stop: tuple[str, ...] = ()
 
 
-class ModelPolicy:
+class ModelPlayer:
     """A language model evaluated through one of the adapters' backends.
 
     Args:
@@ -207,7 +207,7 @@ class ModelPolicy:
         )
 
     def play(
-        self, episodes: Sequence[EpisodeSpec], env_kwargs: dict[str, Any]
+        self, episodes: Sequence[EvalEpisode], env_kwargs: dict[str, Any]
     ) -> Iterator[EpisodeRecord]:
         """Play the episodes of one env and yield each record as it finishes."""
         if not episodes:
@@ -271,7 +271,7 @@ class ModelPolicy:
     async def _play_batch(
         self,
         job: ColumnJob,
-        batch: Sequence[EpisodeSpec],
+        batch: Sequence[EvalEpisode],
         backend: Any,
         on_record: RecordSink,
         writer: _TranscriptSink,
@@ -308,12 +308,7 @@ class ModelPolicy:
             )
             on_record(
                 job.column,
-                EpisodeRecord(
-                    env_id=spec.env_id,
-                    row=spec.row,
-                    task_index=spec.task_index,
-                    sample=spec.sample,
-                    seed=spec.seed,
+                spec.record(
                     task_id=str(trajectory.task_id),
                     reward=float(trajectory.total_reward),
                     success=bool(trajectory.is_correct),
@@ -333,7 +328,7 @@ class ModelPolicy:
         decoding = self.decoding(episodes[0].env_id)
         limit = asyncio.Semaphore(self.concurrency)
 
-        async def one(spec: EpisodeSpec) -> None:
+        async def one(spec: EvalEpisode) -> None:
             async with limit:
                 start = time.perf_counter()
                 env = rllm_envs.make_parallel(spec.env_id, **job.env_kwargs)
@@ -382,7 +377,7 @@ class _TranscriptSink:
             self._write(transcript(trajectory, **extra))
 
     def multiagent(
-        self, episode: MultiAgentEpisode, spec: EpisodeSpec, job: ColumnJob, *, policy: str
+        self, episode: MultiAgentEpisode, spec: EvalEpisode, job: ColumnJob, *, policy: str
     ) -> None:
         """A multi-agent episode: each played agent's conversation and return."""
         self._write(
