@@ -1,4 +1,4 @@
-"""Task sources: where an environment's tasks come from.
+r"""Task sources: where an environment's tasks come from.
 
 Two kinds, behind one random-access interface (:class:`TaskSource`):
 
@@ -10,10 +10,15 @@ Procedural task seeds come in two universes that share no question: seeds below
 :data:`EVAL_SEED_START` are the **training** universe (every env's default ``task_seed=0``),
 seeds from it up are the **evaluation** universe (:data:`EVAL_TASK_SEED`, used by the
 leaderboard and held-out evaluations). A question belongs to one universe by a hash of its
-canonical key (:func:`question_key`: what the policy sees, with capitalised words such as
-names masked, case and whitespace folded, numbers kept), and a source only yields questions of
-its own universe, so training on any training seed never shows a question of any evaluation
-seed, nor a near-duplicate of one that differs only in names, case or layout.
+universe key (:func:`question_key`): the sorted multiset of the numbers the policy sees (``3``,
+``3.0`` and ``03`` are one number, signs are dropped, ``3/4`` holds 3 and 4), or, for a question
+without numbers, its canonical text (names masked, case and whitespace folded). A source only
+yields questions of its own universe, so training on any training seed never shows an evaluation
+question, nor one that differs from it only in the words around the same numbers or in their
+order (``lcm(4, 6)`` and ``lcm(6, 4)``; a rectangle's width and length swapped), which a policy
+that memorises answers by the numbers of a question would otherwise look up. A generator whose
+numbers do not split its questions (the same template constants in every question) is keyed by
+canonical text instead (:meth:`ProceduralTasks.universe_key`).
 * :class:`DatasetTasks` -- records read by :func:`load_records` from a local JSONL/JSON/Parquet
   file, or from the Hugging Face hub (``"hf:<name>"``, needs network and the ``datasets``
   extra), mapped onto the family's schema with ``field_map``.
@@ -26,9 +31,11 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
+import pickle
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +55,9 @@ __all__ = [
     "EVAL_TASK_SEED",
     "seed_universe",
     "question_text",
+    "canonical_text",
+    "number_key",
+    "text_key",
     "question_key",
     "question_universe",
     "key_universe",
@@ -92,6 +102,20 @@ _HIDDEN_FIELDS = frozenset(
 #: letter: names, places, and sentence starts, harmlessly). All-capital words (``"HHFG"``,
 #: ``"ABC"``) and single capitals are data or variables and stay.
 _WORD = re.compile(r"(?<!\w)[^\W\d_][\w'\u2019]*")
+#: A number as a policy reads it: a run of digits, with its decimals. Signs are not part of it
+#: (``x - 3`` and ``x + (-3)`` hold one 3), a fraction holds its numerator and denominator
+#: (``\frac{3}{4}``, ``3/4`` and ``4/3`` hold 3 and 4: reciprocals, ``a \times b`` against
+#: ``a \div 1/b``, often share an answer), and digits touching letters count (``7th``,
+#: ``x^2``, ``player_0``).
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+#: Draws a generator is probed with to choose its universe key (seed independent).
+_PROBES = 128
+#: The fewest distinct keys among the probe draws for a key to split a generator.
+_MIN_KEYS = _MAX_DRAWS // 4
+#: The smallest share of probe draws of each universe for a key to split a generator: with
+#: this share an index finds a question of its universe within ``8 * _MAX_DRAWS`` draws all
+#: but once in ten million.
+_MIN_SHARE = 1 / 32
 
 
 def seed_universe(seed: int) -> str:
@@ -128,19 +152,57 @@ def canonical_text(text: str) -> str:
     return " ".join(masked.casefold().split())
 
 
-def question_key(task: Mapping[str, Any]) -> str:
-    """The universe key of a task: the canonical form of what the policy sees.
-
-    A natural-language question field is canonicalised by :func:`canonical_text`; a task
-    without one is keyed by its visible fields (:func:`question_text`), which a family with a
-    better canonical form (Countdown: the sorted numbers and the target) replaces by passing
-    ``key`` to :class:`ProceduralTasks`.
-    """
+def _question(task: Mapping[str, Any]) -> tuple[str, bool]:
+    """What the policy sees of ``task`` and whether it is a natural-language question field."""
     for key in _QUESTION_FIELDS:
         value = task.get(key)
         if isinstance(value, str) and value.strip():
-            return canonical_text(value)
-    return question_text(task)
+            return value, True
+    return question_text(task), False
+
+
+def number_key(text: str) -> str | None:
+    """The sorted multiset of the numbers in ``text``; ``None`` if it has none.
+
+    ``3``, ``03`` and ``3.0`` are one number; signs are dropped and a fraction gives its two
+    numbers (see ``_NUMBER``). Number words stay words: every generator here writes its data
+    in digits, and its wording differs between templates.
+    """
+    values = sorted(Decimal(m.group()) for m in _NUMBER.finditer(text))
+    if not values:
+        return None
+    return "numbers: " + " ".join(_plain(v) for v in values)
+
+
+def _plain(value: Decimal) -> str:
+    """``value`` without exponent or trailing zeros (``3.0`` and ``03`` are ``3``)."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def text_key(task: Mapping[str, Any]) -> str:
+    """The canonical text of what the policy sees (:func:`canonical_text`), numbers kept.
+
+    A natural-language question field is canonicalised; a task without one is keyed by its
+    visible fields (:func:`question_text`). The universe key of a generator whose numbers do
+    not split its questions, and of every question without numbers.
+    """
+    text, natural = _question(task)
+    return canonical_text(text) if natural else text
+
+
+def question_key(task: Mapping[str, Any]) -> str:
+    """The universe key of a task: the numbers the policy sees, whatever the words around them.
+
+    The sorted multiset of the numbers of its question (:func:`number_key`), so questions that
+    differ only in wording, names or the order of their numbers share a key; a question without
+    numbers is keyed by its canonical text (:func:`text_key`). Without a question field the
+    visible fields are read (:func:`question_text`: never answers or solutions). A family with
+    a better canonical form (Countdown: the sorted numbers and the target) passes its own
+    ``key`` to :class:`ProceduralTasks`.
+    """
+    text, _ = _question(task)
+    return number_key(text) or text_key(task)
 
 
 def key_universe(key: str) -> str:
@@ -159,6 +221,30 @@ def question_universe(
         key: The family's key function (default :func:`question_key`).
     """
     return key_universe((key or question_key)(task))
+
+
+KeyFn = Callable[[Mapping[str, Any]], str]
+
+
+def splitting_key(probe: Sequence[Mapping[str, Any]], candidates: Sequence[KeyFn]) -> KeyFn | None:
+    """The first of ``candidates`` that splits a generator's questions into both universes.
+
+    A key splits when the ``probe`` draws (64 or more) show at least ``_MIN_KEYS`` distinct
+    keys and at least one draw in 32 of each universe. ``None`` when no candidate does: a
+    question space too small to split (both universes then hold the same questions).
+    """
+    for key in candidates:
+        keys = [key(task) for task in probe]
+        evals = sum(key_universe(k) == "eval" for k in keys)
+        least = max(1, round(_MIN_SHARE * len(keys)))
+        if len(set(keys)) >= _MIN_KEYS and min(evals, len(keys) - evals) >= least:
+            return key
+    return None
+
+
+def probe_rng(index: int) -> np.random.Generator:
+    """The generator of probe draw ``index``: the same for every task seed (and universe)."""
+    return np.random.default_rng(np.random.SeedSequence([0x70726F6265, index, 0, 0]))
 
 
 def check_difficulty(difficulty: object, levels: Iterable[int]) -> int:
@@ -221,11 +307,13 @@ class ProceduralTasks(TaskSource):
     """Tasks made on demand by ``generate(rng)``, where ``rng = task_rng(seed, index)``.
 
     The source yields only questions of its seed's universe (:func:`seed_universe`, decided by
-    the hash of ``key(task)``): a draw whose question belongs to the other universe is drawn
-    again from
-    ``SeedSequence([seed, index, attempt])``, up to ``8 * _MAX_DRAWS`` times. A source of one
-    task, or one whose generator shows fewer than ``_MAX_DRAWS // 4`` distinct keys in
-    ``_MAX_DRAWS`` draws (a tiny question space), keeps the first draw.
+    the hash of the task's universe key): a draw whose question belongs to the other universe
+    is drawn again from ``SeedSequence([seed, index, attempt])``, up to ``8 * _MAX_DRAWS``
+    times. The universe key is ``key``, else the coarsest of :func:`question_key` (the numbers)
+    and :func:`text_key` (the canonical text) that splits the generator
+    (:func:`splitting_key` over ``_PROBES`` draws of seed-independent generators, so every
+    seed keys alike). A source of one task, or one whose keys do not split it (a tiny question
+    space), keeps the first draw: both universes then draw from the same questions.
 
     Args:
         generate: A picklable callable (module-level function, ``functools.partial`` or
@@ -235,8 +323,8 @@ class ProceduralTasks(TaskSource):
         seed: Seed of the task universe; task ``i`` is the same for the same seed.
         size: Number of distinct indices exposed.
         key: A picklable callable giving a task's universe key: the canonical form of what
-            the policy sees, equal for near-duplicates (default :func:`question_key`). It must
-            not read answers or solutions.
+            the policy sees, equal for near-duplicates (default: see above). It must not read
+            answers or solutions.
     """
 
     def __init__(
@@ -246,7 +334,7 @@ class ProceduralTasks(TaskSource):
         name: str,
         seed: int = 0,
         size: int = PROCEDURAL_SIZE,
-        key: Callable[[Mapping[str, Any]], str] | None = None,
+        key: KeyFn | None = None,
     ) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InvalidEnvConfig(
@@ -259,33 +347,65 @@ class ProceduralTasks(TaskSource):
         self.seed = int(seed)
         self.size = int(size)
         self.key = key
+        self._split: tuple[KeyFn | None] | None = None
 
     def __len__(self) -> int:
         return self.size
 
+    def _candidates(self) -> tuple[KeyFn, ...]:
+        return (self.key,) if self.key is not None else (question_key, text_key)
+
+    def splitting_key(self) -> KeyFn | None:
+        """The key that splits this generator into universes; ``None`` for a tiny space."""
+        if self._split is None:
+            self._split = (_cached_split(self.generate, self._candidates()),)
+        return self._split[0]
+
     def universe_key(self, task: Mapping[str, Any]) -> str:
-        """The key that decides the universe of ``task`` (the ``key`` argument's)."""
-        return (self.key or question_key)(task)
+        """The key that decides the universe of ``task`` (see the class docstring)."""
+        return (self.splitting_key() or self._candidates()[-1])(task)
 
     def task(self, index: int) -> Task:
         """Generate task ``index`` (a question of the seed's universe)."""
         task = self.generate(task_rng(self.seed, index))
-        if self.size > 1:
+        key = self.splitting_key() if self.size > 1 else None
+        if key is not None:
             universe = seed_universe(self.seed)
-            keys: set[str] = set()
             for attempt in range(_MAX_DRAWS * 8):
                 draw = (
                     task if attempt == 0 else self.generate(_redraw_rng(self.seed, index, attempt))
                 )
-                key = self.universe_key(draw)
-                if key_universe(key) == universe:
+                if key_universe(key(draw)) == universe:
                     task = draw
                     break
-                keys.add(key)
-                if attempt + 1 >= _MAX_DRAWS and len(keys) < _MAX_DRAWS // 4:
-                    break  # a tiny question space: it may have no question of this universe
         task.setdefault("id", f"{self.name}-s{self.seed}-{index}")
         return task
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_split"] = None  # chosen again (and cached) where it is unpickled
+        return state
+
+
+#: Splitting keys already chosen in this process: by the pickled generator and candidates, or
+#: by the objects themselves when they do not pickle (a local function).
+_SPLITS: dict[object, KeyFn | None] = {}
+
+
+def _cached_split(
+    generate: Callable[[np.random.Generator], Task], candidates: tuple[KeyFn, ...]
+) -> KeyFn | None:
+    ident: object
+    try:
+        ident = pickle.dumps((generate, candidates))
+    except (pickle.PicklingError, AttributeError, TypeError):
+        ident = (generate, candidates)
+    if ident not in _SPLITS:
+        if len(_SPLITS) >= 1024:
+            _SPLITS.clear()
+        probe = [generate(probe_rng(i)) for i in range(_PROBES)]
+        _SPLITS[ident] = splitting_key(probe, candidates)
+    return _SPLITS[ident]
 
 
 def _redraw_rng(seed: int, index: int, attempt: int) -> np.random.Generator:

@@ -4,6 +4,7 @@ import json
 import pickle
 from functools import partial
 
+import numpy as np
 import pytest
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
@@ -125,8 +126,8 @@ def test_one_difficulty_check_for_every_env():
     for bad in (True, 2.0, "2", None, 9):
         with pytest.raises(InvalidEnvConfig, match="difficulty"):
             check_difficulty(bad, (1, 2, 3))
-    for env_id in ("rllm/FrozenLake-v0", "rllm/Math-v0", "rllm/ToolUse-v0", "rllm/Search-v0",
-                   "rllm/Countdown-v0"):  # fmt: skip
+    for env_id in ("rllm/FrozenLake-v1", "rllm/Math-v1", "rllm/ToolUse-v1", "rllm/Search-v1",
+                   "rllm/Countdown-v1"):  # fmt: skip
         with pytest.raises(InvalidEnvConfig, match="difficulty"):
             gym.make(env_id, difficulty=True)
 
@@ -190,3 +191,103 @@ def test_a_family_key_decides_the_universe():
     train = {key(ProceduralTasks(gen, name="k", seed=0, key=key)[i]) for i in range(300)}
     held = {key(ProceduralTasks(gen, name="k", seed=EVAL_TASK_SEED, key=key)[i]) for i in range(50)}
     assert not train & held
+
+
+def _lcm_story(rng):
+    """Questions whose answer depends only on the multiset of their numbers, worded and ordered
+    in several ways (what a policy memorising answers by the numbers would exploit)."""
+    from math import lcm
+
+    a, b = (int(x) for x in rng.choice(np.arange(2, 40), size=2, replace=False))
+    name = _NAMES[int(rng.integers(len(_NAMES)))]
+    template = [
+        "What is lcm({a}, {b})?",
+        "Find the least common multiple of {a} and {b}.",
+        "{name} has boxes of {a} and of {b}. What is the smallest number both divide?",
+    ][int(rng.integers(3))]
+    if rng.random() < 0.5:
+        a, b = b, a
+    return {"question": template.format(a=a, b=b, name=name), "answer": str(lcm(a, b))}
+
+
+def _memorised_accuracy(source, key, n=300):
+    """Accuracy on evaluation tasks of a policy that memorised training answers by ``key``,
+    and of the constant policy (the most common training answer)."""
+    from collections import Counter
+
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    train_source, held_source = source(0), source(EVAL_TASK_SEED)
+    train = [train_source[i] for i in range(n)]
+    held = [held_source[i] for i in range(n)]
+    table = {key(t["question"]): t["answer"] for t in train}
+    constant = Counter(t["answer"] for t in train).most_common(1)[0][0]
+    lookup = sum(table.get(key(t["question"]), constant) == t["answer"] for t in held)
+    return lookup / n, sum(constant == t["answer"] for t in held) / n
+
+
+def test_questions_with_the_same_numbers_share_a_universe_whatever_their_words():
+    from rllm_envs.tasks import canonical_text, key_universe, number_key, question_key
+
+    same = [
+        {"question": "What is lcm(4, 6)?"},
+        {"question": "What is lcm(6,4)?"},
+        {"question": "Find the least common multiple of 06 and 4.0"},
+        {"question": "Ana has 4 apples and buys -6 more."},
+        {"question": r"Compute $\frac{4}{6}$."},
+    ]
+    assert len({question_key(t) for t in same}) == 1
+    assert len({key_universe(question_key(t)) for t in same}) == 1
+    assert number_key("a 4 by 6 rectangle") == number_key("a 6 by 4 rectangle")
+    assert number_key("4 and 6") != number_key("4 and 7") != number_key("4 and 6 and 6")
+    assert number_key("3.5 and 03.50") == number_key("3.5 and 3.5") != number_key("35")
+    # A question without numbers keeps its canonical text as its key.
+    for text in ("How many letters does BANANA have?", "Insert X after AAB in DBBDEAC"):
+        assert question_key({"question": text}) == canonical_text(text)
+    assert number_key("no digits here") is None
+
+
+def test_a_policy_memorising_answers_by_numbers_gains_nothing_on_evaluation():
+    import re
+
+    def source(seed):
+        return ProceduralTasks(_lcm_story, name="lcm", seed=seed)
+
+    def by_numbers(q):
+        return tuple(sorted(re.findall(r"\d+", q)))
+
+    def by_ordered_numbers(q):
+        return tuple(re.findall(r"\d+", q))
+
+    for key in (by_numbers, by_ordered_numbers, lambda q: q):
+        lookup, constant = _memorised_accuracy(source, key)
+        assert lookup <= constant + 0.02, (key, lookup, constant)
+
+
+def test_a_generator_whose_numbers_do_not_split_it_is_keyed_by_its_text():
+    from rllm_envs.tasks import EVAL_TASK_SEED, key_universe, question_key, text_key
+
+    def rules(rng):
+        # Numbered rules (the same numbers in every question) around a string of letters.
+        word = "".join(rng.choice(list("ABCDE"), size=8))
+        return {"question": f"Apply rule 1, then rule 2, then rule 3 to {word}.", "answer": word}
+
+    train, held = (ProceduralTasks(rules, name="r", seed=s) for s in (0, EVAL_TASK_SEED))
+    assert train.splitting_key() is held.splitting_key() is text_key
+    train_qs = {train[i]["question"] for i in range(100)}
+    held_qs = {held[i]["question"] for i in range(100)}
+    assert len(held_qs) > 50 and not train_qs & held_qs
+    assert {key_universe(text_key({"question": q})) for q in held_qs} == {"eval"}
+    assert len({question_key({"question": q}) for q in train_qs | held_qs}) == 1
+
+
+def test_a_tiny_question_space_keeps_its_tasks_in_both_universes():
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    def tiny(rng):
+        return {"question": f"What is {int(rng.integers(1, 4))} + 1?"}
+
+    train, held = (ProceduralTasks(tiny, name="t", seed=s) for s in (0, EVAL_TASK_SEED))
+    assert train.splitting_key() is None and held.splitting_key() is None
+    # Too few questions to split: both universes draw from all three (none is held out).
+    assert {held[i]["question"] for i in range(60)} == {train[i]["question"] for i in range(60)}

@@ -9,13 +9,15 @@ single attributes).
 
 Universes: task seeds below :data:`rllm_envs.tasks.EVAL_SEED_START` are the training universe,
 seeds from it up the evaluation universe (the leaderboard's). A question belongs to one of the
-two by a hash of its canonical key (:func:`rllm_envs.tasks.question_key`: names masked, case
-and spacing folded, numbers kept) and a source yields only questions of its seed's universe,
-drawing again when needed, so training never shows an evaluation question nor one that differs
-from it only by names. A task whose answer can be read off its question is drawn again too
-(:meth:`ReasoningGymTasks.answer_in_question`). Each task seed also has its own generator
-seeds: draw ``a`` of task seed ``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from
-which families derive item ``i`` (``seed + i``).
+two by a hash of its universe key (:func:`rllm_envs.tasks.question_key`: the sorted numbers it
+shows, whatever the words around them; for a family whose numbers are only its template's, the
+canonical text with names masked, :func:`rllm_envs.tasks.text_key`) and a source yields only
+questions of its seed's universe, drawing again when needed, so training never shows an
+evaluation question nor one that differs from it only in wording, names or number order. A
+task whose answer can be read off its question is drawn again too
+(:meth:`ReasoningGymTasks.answer_in_question`). Each task seed also has its own generator seeds:
+draw ``a`` of task seed ``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from which
+families derive item ``i`` (``seed + i``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig, did_you_mean, require
 from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE
-from rllm_envs.tasks import Task, TaskSource, key_universe, seed_universe
+from rllm_envs.tasks import (
+    KeyFn,
+    Task,
+    TaskSource,
+    key_universe,
+    question_key,
+    seed_universe,
+    splitting_key,
+    text_key,
+)
 
 __all__ = ["ReasoningGymTasks", "family_names", "scorer_for", "oracle_answer"]
 
@@ -213,12 +224,15 @@ class ReasoningGymTasks(TaskSource):
         if dataset is None:
             dataset = _create(self.dataset_name, self.task_seed, self.size, self.config, attempt)
             self._datasets[attempt] = dataset
+        return self._item(dataset, index, self.task_seed, attempt)
+
+    def _item(self, dataset: Any, index: int, task_seed: int, attempt: int) -> dict[str, Any]:
         # Some families also draw from the global `random`/`numpy.random` generators; seeding
         # them per draw keeps task i a pure function of the arguments. The caller's generator
         # states are restored afterwards.
         py_state, np_state = random.getstate(), np.random.get_state()
-        random.seed(_base_seed(self.task_seed, attempt, self.size) + index)
-        np.random.seed([index & 0xFFFFFFFF, index >> 32, self.task_seed & 0xFFFFFFFF, attempt])
+        random.seed(_base_seed(task_seed, attempt, self.size) + index)
+        np.random.seed([index & 0xFFFFFFFF, index >> 32, task_seed & 0xFFFFFFFF, attempt])
         try:
             item = dataset[index]
         finally:
@@ -232,17 +246,36 @@ class ReasoningGymTasks(TaskSource):
             "metadata": dict(item.get("metadata") or {}),
         }
 
+    def splitting_key(self) -> KeyFn | None:
+        """The key that splits this family into universes; ``None`` for a tiny family.
+
+        The coarsest of :func:`~rllm_envs.tasks.question_key` (the numbers) and
+        :func:`~rllm_envs.tasks.text_key` that :func:`~rllm_envs.tasks.splitting_key` accepts
+        on probe draws made with generator seeds no task seed uses, so every task seed of a
+        family and config keys alike.
+        """
+        ident = (self.dataset_name, self.size, json.dumps(self.config, sort_keys=True, default=str))
+        if ident not in _SPLITS:
+            n = min(_PROBE_DRAWS, self.size)
+            dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
+            probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
+            _SPLITS[ident] = splitting_key(probe, (question_key, text_key))
+        return _SPLITS[ident]
+
+    def universe_key(self, task: Mapping[str, Any]) -> str:
+        """The key that decides the universe of ``task`` (:meth:`splitting_key`'s)."""
+        return (self.splitting_key() or text_key)(task)
+
     def task(self, index: int) -> Task:
         """Task ``index``: the first draw of the seed's universe whose answer is not read off.
 
         As :class:`rllm_envs.tasks.ProceduralTasks`: a question belongs to the training or the
-        evaluation universe by a hash of its canonical key
-        (:func:`rllm_envs.tasks.question_universe`); a draw of the other universe is drawn
-        again (with other generator seeds). So is a draw whose answer can be read off the
-        question (:meth:`answer_in_question`), which pays a policy that echoes the question
-        (string_insertion's answer is mostly its input string). A family too small to reach its
-        universe (fewer than ``MAX_DRAWS // 4`` distinct questions in ``MAX_DRAWS`` draws) keeps
-        the first draw; one whose answers are always in the question (a needle in a haystack)
+        evaluation universe by a hash of its universe key (:meth:`universe_key`); a draw of
+        the other universe is drawn again (with other generator seeds). So is a draw whose
+        answer can be read off the question (:meth:`answer_in_question`), which pays a policy
+        that echoes the question (string_insertion's answer is mostly its input string). A
+        family too small to split (no key splits it, :meth:`splitting_key`) draws from all its
+        questions; one whose answers are always in the question (a needle in a haystack)
         keeps its first draw of the universe. A draw showing a memory address (an object's
         default repr, different in every process) is drawn again like a read-off one.
         """
@@ -250,23 +283,19 @@ class ReasoningGymTasks(TaskSource):
         if self.size == 1:
             return first
         universe = seed_universe(self.task_seed)
+        key = self.splitting_key()
         in_universe: dict[str, Any] | None = None
         readable = 0
-        keys: set[str] = set()
         for attempt in range(MAX_DRAWS * MAX_DRAWS_READ_OFF):
             draw = first if attempt == 0 else self._draw(index, attempt)
             read_off = self.answer_in_question(draw) or _shows_an_address(draw)
             readable += read_off
-            key = self.universe_key(draw)
-            keys.add(key)
-            if key_universe(key) == universe:
+            if key is None or key_universe(key(draw)) == universe:
                 if not read_off:
                     return draw
                 in_universe = in_universe or draw
-            if attempt + 1 >= MAX_DRAWS and (
-                readable == attempt + 1 or (in_universe is None and len(keys) < MAX_DRAWS // 4)
-            ):
-                break  # every draw is read off (the family's nature), or too few questions
+            if attempt + 1 >= MAX_DRAWS and readable == attempt + 1:
+                break  # every draw is read off: the family's nature
         return in_universe or first
 
     def answer_in_question(self, task: Mapping[str, Any]) -> bool:
@@ -300,6 +329,12 @@ MAX_DRAWS = 64
 #: Draws (in units of MAX_DRAWS) allowed to find a draw of the universe whose answer is not
 #: read off: few of string_insertion's tasks qualify, and one in eight is of the universe.
 MAX_DRAWS_READ_OFF = 8
+#: Probe draws that choose a family's universe key (fewer than a generator's: some families
+#: take a second per item), and their draw number (no task's).
+_PROBE_DRAWS = 64
+_PROBE_ATTEMPT = 2**31 - 1
+#: Splitting keys already chosen in this process, by family, size and config.
+_SPLITS: dict[tuple[str, int, str], KeyFn | None] = {}
 #: Tasks whose questions show the options a family names (see ``answer_in_question``).
 _PROBES = 8
 

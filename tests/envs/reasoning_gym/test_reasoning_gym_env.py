@@ -140,7 +140,7 @@ def test_the_scorer_reads_the_last_answer_block_and_never_raises():
 
 
 def test_train_and_eval_universes_share_no_question():
-    from rllm_envs.tasks import EVAL_TASK_SEED, question_universe
+    from rllm_envs.tasks import EVAL_TASK_SEED, key_universe
 
     # basic_arithmetic's small problems repeat across generator seeds: the question hash
     # keeps the universes apart anyway.
@@ -150,8 +150,8 @@ def test_train_and_eval_universes_share_no_question():
         held_out = ReasoningGymTasks(name, size=200, task_seed=EVAL_TASK_SEED)
         train_qs = [train[i] for i in range(200)]
         eval_qs = [held_out[i] for i in range(200)]
-        assert {question_universe(t) for t in train_qs} == {"train"}, name
-        assert {question_universe(t) for t in eval_qs} == {"eval"}, name
+        assert {key_universe(train.universe_key(t)) for t in train_qs} == {"train"}, name
+        assert {key_universe(held_out.universe_key(t)) for t in eval_qs} == {"eval"}, name
         questions = {t["question"] for t in train_qs}
         assert not questions & {t["question"] for t in eval_qs}, name
         # Generator seeds differ per task seed: neighbouring training seeds are new tasks.
