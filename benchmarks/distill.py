@@ -1,6 +1,6 @@
 """Distillation recipe: teacher episodes -> SFT of the tiny model -> RL from the SFT checkpoint.
 
-On random 4x4 FrozenLake maps (``rllm/FrozenLake-v0`` at difficulty 1: a fresh map per task
+On random 4x4 FrozenLake maps (``rllm/FrozenLake-v1`` at difficulty 1: a fresh map per task
 with a guaranteed safe path, 20% holes, not slippery), fully offline on CPU::
 
     python -m benchmarks.distill --out runs/distill                # the whole recipe
@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ENV_ID = "rllm/FrozenLake-v0"
+ENV_ID = "rllm/FrozenLake-v1"
 #: Difficulty 1 = random 4x4 maps with a guaranteed path (not the fixed Gymnasium 4x4).
 #: A 10-move budget: every 4x4 map needs exactly 6 (S and G sit in opposite corners); the
 #: env's default of 16 only makes failing episodes (and CPU evaluation) longer.

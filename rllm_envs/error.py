@@ -20,6 +20,7 @@ __all__ = [
     "UnknownEnvironment",
     "InvalidEnvConfig",
     "InvalidDataset",
+    "VersionMovedWarning",
     "did_you_mean",
     "require",
 ]
@@ -43,6 +44,10 @@ class InvalidEnvConfig(RllmEnvsError, ValueError):
 
 class InvalidDataset(RllmEnvsError, ValueError):
     """A dataset cannot be read or lacks required fields; the message says how to fix it."""
+
+
+class VersionMovedWarning(FutureWarning):
+    """An old ``-vN`` id was used: it makes the current version, whose behaviour differs."""
 
 
 def did_you_mean(name: str, candidates: Iterable[str], n: int = 3) -> str:

@@ -30,7 +30,7 @@ class EnvEntry:
     ``import rllm_envs`` imports no spec, scorer or env module.
 
     Attributes:
-        id: Namespaced, versioned id, e.g. ``"rllm/FrozenLake-v0"``.
+        id: Namespaced, versioned id, e.g. ``"rllm/FrozenLake-v1"``.
         entry_point: Lazy ``"module:Class"`` path.
         description: One line for ``rllm-envs list`` and the README.
         family: The task family (``"Code"`` for every code variant); rows of one family
@@ -45,6 +45,10 @@ class EnvEntry:
         kwargs: Default constructor kwargs (variants are kwargs, not classes).
         nondeterministic: True for envs touching sandboxes, networks or clocks.
         extra: The pip extra the env needs, if any (tests skip it when missing).
+        previous: Earlier ids of this env whose behaviour (rewards, tasks) this version
+            changed, each with what changed. They still make this version, with a
+            :class:`~rllm_envs.error.VersionMovedWarning`, so code pinned to an old id keeps
+            running and is told that its numbers are not comparable; they are not listed.
     """
 
     id: str
@@ -57,6 +61,7 @@ class EnvEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
     nondeterministic: bool = False
     extra: str | None = None
+    previous: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("entry_point", "spec", "scorer"):

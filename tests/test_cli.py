@@ -20,7 +20,7 @@ def test_list_prints_every_id(capsys):
 
 
 def test_show_prints_observation_and_info(capsys):
-    assert main(["show", "rllm/FrozenLake-v0", "--seed", "3", "--kwarg", "map_name=4x4"]) == 0
+    assert main(["show", "rllm/FrozenLake-v1", "--seed", "3", "--kwarg", "map_name=4x4"]) == 0
     out = capsys.readouterr().out
     observation, info = out.split("--- info ---")
     assert "FrozenLake" in observation
@@ -30,7 +30,7 @@ def test_show_prints_observation_and_info(capsys):
 def test_play_with_typed_actions_reaches_the_goal(monkeypatch, capsys):
     moves = ["hello?", ":hint", "Right", "Right", "Down", "Down", "Down", "Right"]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(moves) + "\n"))
-    assert main(["play", "rllm/FrozenLake-v0", "--kwarg", "map_name=4x4"]) == 0
+    assert main(["play", "rllm/FrozenLake-v1", "--kwarg", "map_name=4x4"]) == 0
     out = capsys.readouterr().out
     assert "[invalid:" in out and "oracle: Down" in out
     assert "Episode terminated: solved, return +1.000." in out
@@ -45,13 +45,13 @@ def test_console_script_is_installed():
     out = subprocess.run(
         [sys.executable, "-m", "rllm_envs.cli", "list"], capture_output=True, text=True, check=True
     )
-    assert "rllm/FrozenLake-v0" in out.stdout
+    assert "rllm/FrozenLake-v1" in out.stdout
 
 
 @pytest.mark.parametrize("bad", ["novalue", "=3"])
 def test_bad_kwarg_syntax_exits(bad):
     with pytest.raises(SystemExit):
-        main(["show", "rllm/FrozenLake-v0", "--kwarg", bad])
+        main(["show", "rllm/FrozenLake-v1", "--kwarg", bad])
 
 
 def test_list_includes_multiagent_envs(capsys):

@@ -16,7 +16,7 @@ def test_every_row_is_registered_under_the_namespace():
 
 
 def test_unknown_id_suggests_the_closest():
-    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/FrozenLake-v0`"):
+    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/FrozenLake-v1`"):
         rllm_envs.make("rllm/FrozenLak-v0")
     with pytest.raises(gym.error.NameNotFound):  # our error is also Gymnasium's
         rllm_envs.make("rllm/Nope-v0")
@@ -24,13 +24,13 @@ def test_unknown_id_suggests_the_closest():
 
 def test_unknown_kwarg_suggests_the_closest():
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="Did you mean `difficulty`"):
-        rllm_envs.make("rllm/FrozenLake-v0", dificulty=2)
+        rllm_envs.make("rllm/FrozenLake-v1", dificulty=2)
 
 
 def test_make_and_make_vec_pass_kwargs():
-    env = rllm_envs.make("rllm/FrozenLake-v0", map_name="4x4")
+    env = rllm_envs.make("rllm/FrozenLake-v1", map_name="4x4")
     assert env.reset(seed=0)[1]["map"][0] == "SFFF"
-    venv = rllm_envs.make_vec("rllm/FrozenLake-v0", num_envs=2, vectorization_mode="async")
+    venv = rllm_envs.make_vec("rllm/FrozenLake-v1", num_envs=2, vectorization_mode="async")
     try:
         obs, _ = venv.reset(seed=0)
         assert all("FrozenLake" in o for o in obs)
@@ -58,9 +58,44 @@ def test_rows_carry_identity_and_lookups_find_every_id():
     for row in (*rllm_envs.ENVS, *rllm_envs.MULTIAGENT_ENVS):
         assert rllm_envs.env_entry(row.id) is row
         assert row.family and ":" in row.spec
-    assert rllm_envs.env_entry("rllm_envs:rllm/Math-v0").family == "Math"
+    assert rllm_envs.env_entry("rllm_envs:rllm/Math-v1").family == "Math"
     assert rllm_envs.env_entry("rllm/TicTacToe-v0").opponents == {"player_1": "heuristic"}
-    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/Debate-v0`"):
+    with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/Debate-v1`"):
         rllm_envs.env_entry("rllm/Debat-v0")
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import"):
         rllm_envs.resolve("rllm_agents.agent:Nope")
+
+
+def test_an_old_version_makes_the_current_one_and_says_what_changed():
+    import warnings
+
+    from rllm_envs import VersionMovedWarning, current_id, env_entry, list_envs
+
+    moved = {old: row for row in rllm_envs.ENVS for old in row.previous}
+    assert moved, "some env changed behaviour since v0"
+    for old, row in moved.items():
+        assert old not in list_envs()  # the table lists current versions only
+        with pytest.warns(VersionMovedWarning, match=row.id):
+            assert current_id(old) == row.id
+        with pytest.warns(VersionMovedWarning), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Gymnasium's own "out of date" note
+            env = gym.make(old)
+        assert type(env.unwrapped).__name__ == rllm_envs.resolve(row.entry_point).__name__
+        env.close()
+        with pytest.warns(VersionMovedWarning):
+            assert env_entry(old) is row
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VersionMovedWarning)
+        for row in rllm_envs.ENVS:
+            assert current_id(row.id) == row.id
+
+
+def test_an_old_multiagent_version_makes_the_current_one():
+    rows = [row for row in rllm_envs.MULTIAGENT_ENVS if row.previous]
+    assert rows
+    for row in rows:
+        for old in row.previous:
+            with pytest.warns(rllm_envs.VersionMovedWarning):
+                env = rllm_envs.make_parallel(old)
+            assert type(env).__name__ == rllm_envs.resolve(row.entry_point).__name__
+            env.close()

@@ -12,7 +12,7 @@ shares) unless ``split="train"`` or the column's ``env_kwargs`` set ``task_seed`
 
 An env can be evaluated under several settings, each its own leaderboard column: an entry
 ``"<env id>@<variant>"`` in ``envs`` is the env with ``env_kwargs["<env id>@<variant>"]``, e.g.
-``rllm/FrozenLake-v0`` on the trained map next to ``rllm/FrozenLake-v0@random-4x4`` on random
+``rllm/FrozenLake-v1`` on the trained map next to ``rllm/FrozenLake-v1@random-4x4`` on random
 maps of the same size (:data:`FROZENLAKE_RANDOM_4X4`).
 """
 
@@ -45,7 +45,7 @@ from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.tasks import EVAL_TASK_SEED
 
 #: Random 4x4 maps (not slippery): the generalisation column next to a policy trained on one map.
-FROZENLAKE_RANDOM_4X4 = ("rllm/FrozenLake-v0@random-4x4", {"size": 4, "is_slippery": False})
+FROZENLAKE_RANDOM_4X4 = ("rllm/FrozenLake-v1@random-4x4", {"size": 4, "is_slippery": False})
 
 
 def base_env_id(column: str) -> str:

@@ -1,4 +1,4 @@
-"""Step cost of rllm/FrozenLake-v0 (text in, text out) vs Gymnasium's own FrozenLake-v1.
+"""Step cost of rllm/FrozenLake-v1 (text in, text out) vs Gymnasium's own FrozenLake-v1.
 
 Both sides go through ``gym.make`` (the same default wrappers), on Gymnasium's fixed ``"4x4"``
 map, not slippery, 100 steps at most, playing the same cycle of moves with a reset whenever an
@@ -28,7 +28,7 @@ def _gymnasium_env():
 
 
 def _rllm_env():
-    return gym.make("rllm/FrozenLake-v0", map_name="4x4", is_slippery=False, max_turns=100)
+    return gym.make("rllm/FrozenLake-v1", map_name="4x4", is_slippery=False, max_turns=100)
 
 
 def _stepper(env, actions):
@@ -66,7 +66,7 @@ def test_gymnasium_frozenlake_step(benchmark):
 def test_rllm_frozenlake_step(benchmark):
     _check_same_walk(ACTION_NAMES)
     benchmark.extra_info.update(
-        label="`rllm/FrozenLake-v0` step, reply = an action name",
+        label="`rllm/FrozenLake-v1` step, reply = an action name",
         baseline=BASELINE,
         baseline_label="Gymnasium `FrozenLake-v1` step (integer action)",
         goal=GOAL,
@@ -79,7 +79,7 @@ def test_rllm_frozenlake_step(benchmark):
 def test_rllm_frozenlake_step_free_text(benchmark):
     _check_same_walk(FREE_TEXT)
     benchmark.extra_info.update(
-        label="`rllm/FrozenLake-v0` step, reply = free text with `<think>` and `<action>` tags",
+        label="`rllm/FrozenLake-v1` step, reply = free text with `<think>` and `<action>` tags",
         baseline=BASELINE,
         baseline_label="Gymnasium `FrozenLake-v1` step (integer action)",
         goal=GOAL,

@@ -1,7 +1,7 @@
 """Rollout throughput: the async loop against raw vLLM, the engine dtype, env/generation overlap.
 
 1. ``rollout_single_turn`` vs ``raw_llm_generate``: generated tokens/s of a single-turn rollout
-   on ``rllm/Math-v0`` through the public :func:`rllm_adapters.rollout.rollout` (reset, agent, chat
+   on ``rllm/Math-v1`` through the public :func:`rllm_adapters.rollout.rollout` (reset, agent, chat
    template, vLLM, grading) against ``vllm.LLM.generate`` on the same engine object, with
    identical prompt ids (checked: the rollout's own prompts must equal the baseline's) and
    identical ``vllm.SamplingParams`` (checked against what the backend sends: temperature 1,
@@ -53,8 +53,8 @@ from rllm_adapters.rollout import (  # noqa: E402
 )
 from rllm_agents import ChatTokenizer, make_agent  # noqa: E402
 
-MATH = "rllm/Math-v0" if any(e.id == "rllm/Math-v0" for e in rllm_envs.ENVS) else None
-SINGLE_TURN_ENV = MATH or "rllm/FrozenLake-v0"
+MATH = "rllm/Math-v1" if any(e.id == "rllm/Math-v1" for e in rllm_envs.ENVS) else None
+SINGLE_TURN_ENV = MATH or "rllm/FrozenLake-v1"
 #: What one benchmark measured, for the next one's ratio (pytest runs the file in order).
 RESULTS: dict[str, Any] = {}
 MAX_NUM_SEQS = 16
@@ -363,7 +363,7 @@ class SlowLake:
     def __call__(self) -> gym.Env:
         desc = ["S" + "F" * 7] + ["F" * 8] * 6 + ["F" * 7 + "G"]
         return TimedStepEnv(
-            gym.make("rllm/FrozenLake-v0", desc=desc, max_turns=self.turns), self.delay
+            gym.make("rllm/FrozenLake-v1", desc=desc, max_turns=self.turns), self.delay
         )
 
 

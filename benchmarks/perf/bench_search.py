@@ -1,4 +1,4 @@
-"""BM25 retrieval for rllm/Search-v0: bm25s (the chosen library) vs rank-bm25, in one run.
+"""BM25 retrieval for rllm/Search-v1: bm25s (the chosen library) vs rank-bm25, in one run.
 
 Measured on two corpora:
 

@@ -63,7 +63,7 @@ def _trajectory(i: int) -> Trajectory:
         )
         sequence = sequence + completion + [rng.randrange(150_000) for _ in range(20)]
     return Trajectory(
-        env_id="rllm/Countdown-v0",
+        env_id="rllm/Countdown-v1",
         task_id=f"countdown-d1-s0-{i}",
         seed=i,
         initial_observation="Using the numbers [3, 5, 7], create an expression that equals 57.",

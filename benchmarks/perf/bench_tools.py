@@ -7,8 +7,8 @@
 * Parsing an adversarial 256k-character reply (deeply nested unclosed JSON objects), against
   the same kind of reply 8x shorter (32k): the work must grow linearly, not quadratically.
   Goal: at most 16x the time (linear is 8x; quadratic would be 64x).
-* One ``rllm/ToolUse-v0`` step (an exact calculator call through the registry) and one
-  ``rllm/Search-v0`` step (a BM25 search of the default corpus), for the record (no baseline,
+* One ``rllm/ToolUse-v1`` step (an exact calculator call through the registry) and one
+  ``rllm/Search-v1`` step (a BM25 search of the default corpus), for the record (no baseline,
   so no ratio row).
 
 Ratios are of medians (:mod:`benchmarks.perf._ratios`).
@@ -94,10 +94,10 @@ def _stepper(env_id, **kwargs):
 
 def test_tooluse_oracle_step(benchmark):
     benchmark.extra_info.update(note="calculator/look-up/date tools through the registry")
-    benchmark(_stepper("rllm/ToolUse-v0", python=False))
+    benchmark(_stepper("rllm/ToolUse-v1", python=False))
 
 
 def test_search_oracle_step(benchmark):
     pytest.importorskip("bm25s")
     benchmark.extra_info.update(note="BM25 top-3 over the 560-passage default corpus")
-    benchmark(_stepper("rllm/Search-v0"))
+    benchmark(_stepper("rllm/Search-v1"))

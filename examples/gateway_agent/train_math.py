@@ -4,7 +4,7 @@ The agent (:mod:`math_agent`, next to this file) imports nothing of ours. This d
 
 1. starts the gateway on a checkpoint (``--model``; it launches a vLLM server) with an
    episode store;
-2. each iteration, draws ``rllm/Math-v0`` tasks, opens one gateway session per sample and
+2. each iteration, draws ``rllm/Math-v1`` tasks, opens one gateway session per sample and
    runs the agent with the session's base URL -- the gateway records every call
    token-exactly -- then ends each session with its reward;
 3. hands the recorded trajectories to :class:`rllm_adapters.trainer.trainer.PPOTrainer` (GRPO),
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from math_agent import solve  # noqa: E402
 
-ENV_ID = "rllm/Math-v0"
+ENV_ID = "rllm/Math-v1"
 
 
 def train(

@@ -7,7 +7,7 @@ Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` heade
 * ``POST /sessions`` -- open a session (optional ``env_id``, ``task_id``, ``seed``, ``group``,
   ``sample``, ``run``, ``metadata``); answers its id and ``base_url``.
 * ``GET /sessions/{sid}`` -- its calls so far; ``POST /sessions/{sid}/reward`` -- end it with
-  ``{"reward": x, "info": {...}}`` or with an env's scorer ``{"env": "rllm/Math-v0",
+  ``{"reward": x, "info": {...}}`` or with an env's scorer ``{"env": "rllm/Math-v1",
   "seed": s, "env_kwargs": {...}}`` (the last reply is the answer) and store it.
 * ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine).
 * ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights.

@@ -6,9 +6,9 @@ gives the trainer a :class:`GatewayWeightSync` as its ``policy`` so each update 
 served engines::
 
     client = GatewayClient("http://127.0.0.1:8400")
-    session = client.create_session(env_id="rllm/Math-v0", seed=7, group=0, sample=1)
+    session = client.create_session(env_id="rllm/Math-v1", seed=7, group=0, sample=1)
     run_agent(base_url=session["base_url"])          # any OpenAI-client program
-    client.reward(session["session_id"], env="rllm/Math-v0", seed=7)
+    client.reward(session["session_id"], env="rllm/Math-v1", seed=7)
 
     trainer = PPOTrainer(config, rollout_fn=..., policy=GatewayWeightSync(client, "runs/w"))
 """

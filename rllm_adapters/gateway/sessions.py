@@ -411,7 +411,7 @@ def score_with_env(
     """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
 
     The env's own scorer decides; its reward, ``info`` (``is_correct``, components) and task
-    id come back. For single-turn envs (``rllm/Math-v0``, ...) that is the episode's reward.
+    id come back. For single-turn envs (``rllm/Math-v1``, ...) that is the episode's reward.
     """
     import gymnasium as gym
 

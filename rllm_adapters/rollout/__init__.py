@@ -7,7 +7,7 @@
 
     policy = make_policy("transformers", "tiny")        # or "vllm", "openai"
     config = RolloutConfig(num_envs=8, group_size=4)
-    trajectories = rollout("rllm/FrozenLake-v0", policy, config, num_tasks=2)
+    trajectories = rollout("rllm/FrozenLake-v1", policy, config, num_tasks=2)
 
 How it runs:
 

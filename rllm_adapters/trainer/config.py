@@ -4,7 +4,7 @@ A config file mirrors the dataclasses (every section and key is optional)::
 
     model: tiny                       # a local HF folder, a hub id, or a model name: "tiny",
                                       # "smollm2-135m-instruct" (rllm_adapters.models)
-    env: rllm/FrozenLake-v0
+    env: rllm/FrozenLake-v1
     env_kwargs: {map_name: 4x4, is_slippery: false}
     rollout: {backend: vllm, num_tasks: 1, group_size: 64, max_tokens: 2}
     algorithm: {advantage: gae, ppo_epochs: 2, mini_batch_size: 32}
@@ -660,7 +660,7 @@ class TrainerConfig(RunConfig):
 
     kind: str = "rl"
     critic_model: str | None = None
-    env: str = "rllm/FrozenLake-v0"
+    env: str = "rllm/FrozenLake-v1"
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     rollout: RolloutSettings = field(default_factory=RolloutSettings)
     algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)

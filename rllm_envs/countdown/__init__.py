@@ -1,4 +1,4 @@
-"""Countdown: reach a target from given numbers with ``+ - * /`` (``rllm/Countdown-v0``).
+"""Countdown: reach a target from given numbers with ``+ - * /`` (``rllm/Countdown-v1``).
 
 The rules and scorer (:mod:`rllm_envs.countdown.rules`), the solver
 (:mod:`rllm_envs.countdown.solver`) and the task sources (:mod:`rllm_envs.countdown.tasks`)

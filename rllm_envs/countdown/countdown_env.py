@@ -1,4 +1,4 @@
-"""``rllm/Countdown-v0``: reach a target number from given numbers with + - * /."""
+"""``rllm/Countdown-v1``: reach a target number from given numbers with + - * /."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ class CountdownEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
-    - v0 (revised before any release): ``format`` and ``valid_expression`` need the given
+    - v1: ``format`` and ``valid_expression`` need the given
       numbers (the prompt's example and the bare target earned them); procedural targets
       are never the sum, product or a one-operator fold of the numbers (adding every number
       up solved 17% of difficulty-1 tasks without any search).

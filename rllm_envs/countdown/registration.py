@@ -6,7 +6,14 @@ from rllm_envs.registry import EnvEntry
 
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
-        id="rllm/Countdown-v0",
+        id="rllm/Countdown-v1",
+        previous={
+            "rllm/Countdown-v0": (
+                "`format` and `valid_expression` need the given numbers, targets are never a one-"
+                "operator fold of them, tasks come from held-out universes keyed by the "
+                "question's numbers"
+            )
+        },
         entry_point="rllm_envs.countdown.countdown_env:CountdownEnv",
         description="Single-turn Countdown: combine the given numbers with + - * / into the "
         "target, exact arithmetic, each number once (procedural with a difficulty knob, or "

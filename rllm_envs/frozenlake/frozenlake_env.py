@@ -1,4 +1,4 @@
-"""``rllm/FrozenLake-v0``: Gymnasium's FrozenLake, played through text."""
+"""``rllm/FrozenLake-v1``: Gymnasium's FrozenLake, played through text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-r"""Math problems with a fast, exact answer grader (``rllm/Math-v0``).
+r"""Math problems with a fast, exact answer grader (``rllm/Math-v1``).
 
 The grader (:mod:`rllm_envs.math.grader`), the procedural generators
 (:mod:`rllm_envs.math.generators`) and the dataset loaders (:mod:`rllm_envs.math.loaders`) are

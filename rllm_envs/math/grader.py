@@ -62,7 +62,7 @@ x = 3``) are matched by name, in the order the problem announces (``$(x, y)$``) 
 alphabetically; unnamed ones by position. :func:`compare` and :func:`is_equivalent` decide
 equivalence only.
 
-**Format** (:func:`format_issue`, the ``format`` reward of ``rllm/Math-v0``): one clean
+**Format** (:func:`format_issue`, the ``format`` reward of ``rllm/Math-v1``): one clean
 final answer, i.e. after the last ``</think>`` exactly one ``\boxed{}``, closed, non-empty,
 at most :data:`MAX_ANSWER_LENGTH` characters, not a template (``<answer>``, "your
 answer", ``...``: :func:`is_placeholder`) and a value in final form. Multi-box replies,
@@ -556,7 +556,7 @@ def format_issue(
 ) -> str | None:
     r"""What keeps a response from giving one clean final answer, or ``None`` if it does.
 
-    The rule (the ``format`` reward of ``rllm/Math-v0``): the answer part (after the last
+    The rule (the ``format`` reward of ``rllm/Math-v1``): the answer part (after the last
     ``</think>``; a ``<think>`` that is never closed is ``"unfinished_thinking"``) holds
     exactly one ``\boxed{}``/``\fbox{}`` (``"no_box"``, ``"multiple_boxes"``), closed
     (``"unclosed_box"``), with a non-empty content (``"empty_box"``) of at most

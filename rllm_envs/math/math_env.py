@@ -1,4 +1,4 @@
-r"""``rllm/Math-v0``: answer a math problem; the final ``\boxed{}`` answer is graded exactly."""
+r"""``rllm/Math-v1``: answer a math problem; the final ``\boxed{}`` answer is graded exactly."""
 
 from __future__ import annotations
 
@@ -144,15 +144,14 @@ class MathEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
-    - v0 (revised before any release): ``format`` requires one clean final box (it was 1
-      for any ``\boxed{}``, which GRPO learned to game with ``\boxed{42} \times \boxed{5}``);
-      the prompt's example is ``\boxed{<answer>}`` instead of ``\boxed{42}``, which small
-      models copied; ``answer_format`` and ``info["format_issue"]`` were added. The default
-      reward (``correct`` only) is unchanged, so the id stays ``-v0``.
-    - v0 (revised before any release): ``correct`` and ``format`` need the value in final
-      form (copying the problem's expression into the box earned 1 on every arithmetic and
-      fractions task); named tuples match by name; procedural problems never contain their
-      own answer; ``info["final_form_issue"]`` was added.
+    - v1: ``format`` requires one clean final box (it was 1 for any ``\boxed{}``, which
+      GRPO learned to game with ``\boxed{42} \times \boxed{5}``); the prompt's example is
+      ``\boxed{<answer>}`` instead of ``\boxed{42}``, which small models copied;
+      ``correct`` and ``format`` need the value in final form (copying the problem's
+      expression into the box earned 1 on every arithmetic and fractions task); named tuples
+      match by name; procedural problems never contain their own answer; tasks come from
+      held-out universes keyed by their numbers; ``answer_format``,
+      ``info["format_issue"]`` and ``info["final_form_issue"]`` were added.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.0}

@@ -6,7 +6,14 @@ from rllm_envs.registry import EnvEntry
 
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
-        id="rllm/Math-v0",
+        id="rllm/Math-v1",
+        previous={
+            "rllm/Math-v0": (
+                "`correct` and `format` need one clean final box with the value in final form, "
+                "named tuples match by name, tasks come from held-out universes keyed by the "
+                "question's numbers"
+            )
+        },
         entry_point="rllm_envs.math.math_env:MathEnv",
         description="Single-turn math with a \\boxed{} answer graded exactly (procedural families "
         "with a difficulty knob, or MATH/GSM8K/AIME/DeepScaleR files).",

@@ -1,4 +1,4 @@
-"""``rllm/Debate-v0``: agents answer a math problem, read each other's answers, and revise."""
+"""``rllm/Debate-v1``: agents answer a math problem, read each other's answers, and revise."""
 
 from __future__ import annotations
 
@@ -75,16 +75,18 @@ class DebateEnv(MultiAgentTextEnv):
     - ``families`` (list of str, optional): restrict procedural problems to these
       ``rllm_envs.math.FAMILIES`` (arithmetic, fractions, linear_equation, ...).
     - ``dataset``, ``split``, ``field_map``: a problem dataset instead of procedural problems,
-      as in ``rllm/SolverJudge-v0``.
+      as in ``rllm/SolverJudge-v1``.
     - ``max_response_chars`` (int >= 200, default 2000): each reply shown to the others is cut
       to this many characters.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.multiagent.base.MultiAgentTextEnv`.
 
     ## Version History
     - v0: Initial version.
+    - v1: answers are graded as Math-v1 grades them (the value in final form), on tasks of
+      the held-out universes.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_debate_v0"}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_debate_v1"}
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "correct": 1.0,
         "round_correct": 0.0,

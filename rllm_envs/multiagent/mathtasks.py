@@ -1,7 +1,7 @@
 r"""Shared pieces of the multi-agent math envs (solver-judge, debate); no Gym imports.
 
 Tasks and grading come from :mod:`rllm_envs.math` (its procedural generator, dataset schema
-and grader), so a multi-agent math episode scores exactly like ``rllm/Math-v0``.
+and grader), so a multi-agent math episode scores exactly like ``rllm/Math-v1``.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def grade(
 ) -> tuple[float, str | None, str | None]:
     """Score a reply against the reference answer with :mod:`rllm_envs.math`; never raises.
 
-    The rule is ``rllm/Math-v0``'s (:func:`rllm_envs.math.score_response`): the answer counts
+    The rule is ``rllm/Math-v1``'s (:func:`rllm_envs.math.score_response`): the answer counts
     only as the value in final form, so a reply that copies the problem's expression, or
     leaves arithmetic in its answer, scores 0.
 

@@ -6,7 +6,13 @@ from rllm_envs.registry import EnvEntry
 
 MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
-        id="rllm/SolverJudge-v0",
+        id="rllm/SolverJudge-v1",
+        previous={
+            "rllm/SolverJudge-v0": (
+                "solutions are shown in a random order, copies of a worked example earn 0, "
+                "answers are graded in final form"
+            )
+        },
         entry_point="rllm_envs.multiagent.solver_judge:SolverJudgeEnv",
         description="Solver agents answer a math problem, a judge agent selects one answer; "
         "solvers scored on correctness, the judge on picking a correct one.",
@@ -15,7 +21,10 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         scorer="rllm_envs.math.math_env:score",
     ),
     EnvEntry(
-        id="rllm/Debate-v0",
+        id="rllm/Debate-v1",
+        previous={
+            "rllm/Debate-v0": ("answers are graded in final form from held-out task universes")
+        },
         entry_point="rllm_envs.multiagent.debate:DebateEnv",
         description="Debater agents answer a math problem, read each other's answers and "
         "revise over several rounds; scored on their final answers.",

@@ -1,4 +1,4 @@
-"""``rllm/SolverJudge-v0``: solver agents answer a math problem, a judge agent picks one."""
+"""``rllm/SolverJudge-v1``: solver agents answer a math problem, a judge agent picks one."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
 
     ## Version History
     - v0: Initial version.
-    - v0 (revised before any release): solutions are shown in a random order (in solver
+    - v1: solutions are shown in a random order (in solver
       order, a judge that always answered ``2`` earned solver 2's accuracy without reading
       a solution); ``order`` and ``base_rate`` were added; copies of a worked example earn 0.
     """

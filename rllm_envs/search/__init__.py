@@ -1,4 +1,4 @@
-"""Search (``rllm/Search-v0``): multi-turn retrieval-augmented QA over an in-process BM25 index.
+"""Search (``rllm/Search-v1``): multi-turn retrieval-augmented QA over an in-process BM25 index.
 
 Plain modules (no Gymnasium import): :mod:`~rllm_envs.search.kb` (the generated knowledge
 base and its questions), :mod:`~rllm_envs.search.retrieval` (BM25 with an on-disk index cache),

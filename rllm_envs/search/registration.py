@@ -6,7 +6,12 @@ from rllm_envs.registry import EnvEntry
 
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
-        id="rllm/Search-v0",
+        id="rllm/Search-v1",
+        previous={
+            "rllm/Search-v0": (
+                "the world depends on `task_seed` and evaluation seeds use their own names"
+            )
+        },
         entry_point="rllm_envs.search.search_env:SearchEnv",
         description="Multi-turn retrieval-augmented QA: search a BM25 index (in process, cached "
         "on disk) and answer; an invented knowledge base with single- and multi-hop questions.",

@@ -1,4 +1,4 @@
-"""``rllm/Search-v0``: multi-turn retrieval-augmented question answering over a BM25 index."""
+"""``rllm/Search-v1``: multi-turn retrieval-augmented question answering over a BM25 index."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ class SearchEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
-    - v0 (revised before any release): the generated world depends on ``task_seed`` and
+    - v1: the generated world depends on ``task_seed`` and
       evaluation seeds use their own name words (answers of one seed were answerable from
       memory under another: the world depended on ``kb_seed`` only).
     """

@@ -13,7 +13,7 @@ Check your own env in five lines::
     report = check_text_env(MyTextEnv, oracle=lambda env, obs, info: env.unwrapped.answer)
     print(report)                              # raises ConformanceError on a broken rule
 
-``check_text_env`` takes an env id (``"rllm/Math-v0"`` with ``kwargs={"difficulty": 3}``), a
+``check_text_env`` takes an env id (``"rllm/Math-v1"`` with ``kwargs={"difficulty": 3}``), a
 zero-argument factory (an env class counts) or an instance; ``rules=`` / ``skip=`` choose the
 rules of :data:`TEXT_ENV_RULES`. ``check_multiagent_env`` does the same for PettingZoo parallel
 envs with :data:`MULTIAGENT_RULES` (PettingZoo's own tests included).

@@ -170,7 +170,7 @@ def check_text_env(
 
     Example:
         >>> from rllm_envs.testing import check_text_env
-        >>> report = check_text_env("rllm/Math-v0", kwargs={"difficulty": 3}, rules=["oracle"])
+        >>> report = check_text_env("rllm/Math-v1", kwargs={"difficulty": 3}, rules=["oracle"])
         >>> report.passed
         ['oracle']
 

@@ -1,4 +1,4 @@
-"""Tool use (``rllm/ToolUse-v0``): procedural tasks that need tools, solved by calling them.
+"""Tool use (``rllm/ToolUse-v1``): procedural tasks that need tools, solved by calling them.
 
 The task generators, their scripted tool plans and the scorer live in
 :mod:`rllm_envs.tooluse.tasks` (no Gymnasium import); the environment class in

@@ -6,7 +6,13 @@ from rllm_envs.registry import EnvEntry
 
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
-        id="rllm/ToolUse-v0",
+        id="rllm/ToolUse-v1",
+        previous={
+            "rllm/ToolUse-v0": (
+                "a math answer counts only as its value in final form, tasks come from held-out "
+                "universes keyed by the question's numbers"
+            )
+        },
         entry_point="rllm_envs.tooluse.tooluse_env:ToolUseEnv",
         description="Multi-turn function calling: catalogue look-ups, unit and date arithmetic, "
         "directory chains and exact math through tools (calculator, sandboxed Python).",

@@ -1,4 +1,4 @@
-"""``rllm/ToolUse-v0``: multi-turn function calling on tasks that need tools."""
+"""``rllm/ToolUse-v1``: multi-turn function calling on tasks that need tools."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ class ToolUseEnv(TextEnv):
 
     ## Version History
     - v0: Initial version.
-    - v0 (revised before any release): a math answer counts only as the value in final form
+    - v1: a math answer counts only as the value in final form
       (the question's expression copied into ``<answer>`` earned 1); a ``units`` task never
       converts a unit to itself, and no task's answer is one of its question's numbers.
     """

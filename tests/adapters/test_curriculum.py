@@ -150,7 +150,7 @@ def test_invalid_curricula_raise_with_a_fix(kwargs, match):
 
 def test_trainer_config_reads_the_curriculum_and_round_trips():
     data = {
-        "env": "rllm/Math-v0",
+        "env": "rllm/Math-v1",
         "rollout": {
             "curriculum": {
                 "kind": "schedule",

@@ -127,8 +127,8 @@ def test_players_and_opponents_come_from_the_registry():
         ["player_0"],
         {"player_1": "heuristic"},
     )
-    agents = list(rllm_envs.make_parallel("rllm/Debate-v0").possible_agents)
-    assert players("rllm/Debate-v0", agents) == (agents, {})
+    agents = list(rllm_envs.make_parallel("rllm/Debate-v1").possible_agents)
+    assert players("rllm/Debate-v1", agents) == (agents, {})
 
 
 @pytest.mark.parametrize("env_id", sorted(rllm_envs.list_multiagent_envs()))

@@ -135,7 +135,7 @@ def test_every_id_resets_steps_and_reports_state_over_openenvs_client(server, en
 
 def test_concurrent_sessions_are_independent_and_capacity_is_enforced(server):
     _, url = server
-    env_id = "rllm/FrozenLake-v0"
+    env_id = "rllm/FrozenLake-v1"
     base = f"{url}/{env_id}"
 
     def local_episode(seed):
@@ -183,7 +183,7 @@ def test_concurrent_sessions_are_independent_and_capacity_is_enforced(server):
 
 def test_bad_requests_get_clear_errors_and_the_session_survives(server):
     _, url = server
-    base = f"{url}/rllm/Math-v0"
+    base = f"{url}/rllm/Math-v1"
     with RllmEnvClient(base_url=base).sync() as client:
         with pytest.raises(RuntimeError, match="send a reset before stepping"):
             client.step(TextAction(text="\\boxed{1}"))
@@ -207,7 +207,7 @@ def test_bad_requests_get_clear_errors_and_the_session_survives(server):
 
 def test_a_dropped_client_frees_its_session(server):
     _, url = server
-    env_id = "rllm/Math-v0"
+    env_id = "rllm/Math-v1"
     before = _wait_for_sessions(url, env_id, 0)
     assert before["active"] == 0
     with contextlib.suppress(OSError, ConnectionClosed):
@@ -223,11 +223,11 @@ def test_a_dropped_client_frees_its_session(server):
 def test_stateless_http_endpoints_and_the_index(server):
     _, url = server
     assert set(httpx.get(f"{url}/rllm/envs").json()["envs"]) == set(ALL_IDS)
-    reply = httpx.post(f"{url}/rllm/Math-v0/reset", json={"seed": 0}, timeout=30).json()
-    local = rllm_envs.make("rllm/Math-v0")
+    reply = httpx.post(f"{url}/rllm/Math-v1/reset", json={"seed": 0}, timeout=30).json()
+    local = rllm_envs.make("rllm/Math-v1")
     assert reply["observation"]["text"] == local.reset(seed=0)[0]
-    assert httpx.get(f"{url}/rllm/Math-v0/health").json()["status"] == "healthy"
-    schema = httpx.get(f"{url}/rllm/Math-v0/schema").json()
+    assert httpx.get(f"{url}/rllm/Math-v1/health").json()["status"] == "healthy"
+    schema = httpx.get(f"{url}/rllm/Math-v1/schema").json()
     assert "text" in schema["action"]["properties"]
 
 
@@ -235,7 +235,7 @@ def test_a_remote_env_is_a_gymnasium_env_that_passes_the_kit(server):
     _, url = server
 
     def make():
-        return RemoteTextEnv(f"{url}/rllm/Math-v0")
+        return RemoteTextEnv(f"{url}/rllm/Math-v1")
 
     report = check_text_env(
         make,
@@ -249,16 +249,16 @@ def test_bad_ids_kwargs_and_limits_fail_before_serving():
     with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean"):
         create_app("rllm/Maths-v0")
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
-        create_app("rllm/Math-v0", env_kwargs={"dificulty": 2})
+        create_app("rllm/Math-v1", env_kwargs={"dificulty": 2})
     with pytest.raises(AdapterConfigError, match="max_sessions"):
-        create_app("rllm/Math-v0", max_sessions=0)
+        create_app("rllm/Math-v1", max_sessions=0)
 
 
 def test_openenvs_runtime_validation_passes_against_the_server(server):
     from openenv.cli._validation import validate_running_environment
 
     _, url = server
-    report = validate_running_environment(f"{url}/rllm/Math-v0", timeout_s=30)
+    report = validate_running_environment(f"{url}/rllm/Math-v1", timeout_s=30)
     failed = [c for c in report["criteria"] if not c["passed"]]
     assert report["passed"], failed
 
@@ -286,7 +286,7 @@ def test_sigterm_shuts_down_cleanly_and_leaves_nothing_running(server):
 
 def test_cli_rejects_bad_json_kwargs():
     out = subprocess.run(
-        [sys.executable, "-m", "rllm_adapters.serve", "rllm/Math-v0", "--env-kwargs", "{nope"],
+        [sys.executable, "-m", "rllm_adapters.serve", "rllm/Math-v1", "--env-kwargs", "{nope"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -314,7 +314,7 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
         assert manifest["name"] and manifest["description"] == rllm_envs.list_envs()[env_id]
         report = run_validation(folder, max_level=Level.STATIC, skip_build=True)
         assert report.verdict is not Verdict.FAIL, [r.evidence for r in report.results]
-    folder = REPO / "deploy" / "openenv" / "math-v0"
+    folder = REPO / "deploy" / "openenv" / "math-v1"
     out = subprocess.run(
         [sys.executable, "-m", "openenv.cli", "validate", str(folder), "--level", "static"]
         + ["--skip-build"],
@@ -329,11 +329,11 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
 def test_a_package_app_serves_its_id():
     from starlette.testclient import TestClient
 
-    folder = REPO / "deploy" / "openenv" / "frozenlake-v0"
+    folder = REPO / "deploy" / "openenv" / "frozenlake-v1"
     namespace: dict = {}
     exec(compile((folder / "server" / "app.py").read_text(), "app.py", "exec"), namespace)
     with TestClient(namespace["app"]) as http:
-        assert http.get("/metadata").json()["name"] == "rllm/FrozenLake-v0"
+        assert http.get("/metadata").json()["name"] == "rllm/FrozenLake-v1"
         with http.websocket_connect("/ws") as ws:
             ws.send_json({"type": "reset", "data": {"seed": 0}})
             assert ws.receive_json()["type"] == "observation"

@@ -30,7 +30,7 @@ from websockets.sync.client import connect as ws_connect  # noqa: E402
 from rllm_adapters.openenv import RllmEnvClient, TextAction  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = "rllm/FrozenLake-v0"
+ENV = "rllm/FrozenLake-v1"
 TOKEN = "s3cret-token-for-the-tests-0123456789"
 
 

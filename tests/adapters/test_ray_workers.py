@@ -41,11 +41,11 @@ def test_rollout_steps_envs_in_ray_actors(local_ray, hf_policy):
         progress=False,
     )
     trajectories = rollout(
-        EnvFactory("rllm/FrozenLake-v0", {"difficulty": 2}), hf_policy, config, num_tasks=1
+        EnvFactory("rllm/FrozenLake-v1", {"difficulty": 2}), hf_policy, config, num_tasks=1
     )
     assert len(trajectories) == 2
     for t in trajectories:
-        assert t.env_id == "rllm/FrozenLake-v0"
+        assert t.env_id == "rllm/FrozenLake-v1"
         assert_token_exact(t, hf_policy.tokenizer)
     # The actors are gone once the rollout ends: their CPU reservations come back.
     deadline = time.monotonic() + 30
@@ -62,7 +62,7 @@ def test_ray_worker_matches_a_local_env(local_ray):
     import rllm_envs  # noqa: F401
 
     async def remote():
-        worker = RayEnvWorker(EnvFactory("rllm/FrozenLake-v0"))
+        worker = RayEnvWorker(EnvFactory("rllm/FrozenLake-v1"))
         try:
             first = await worker.reset(seed=5)
             step = await worker.step("Down")
@@ -71,7 +71,7 @@ def test_ray_worker_matches_a_local_env(local_ray):
         return first, step
 
     (obs, info), step = asyncio.run(remote())
-    env = gym.make("rllm/FrozenLake-v0")
+    env = gym.make("rllm/FrozenLake-v1")
     local_obs, local_info = env.reset(seed=5)
     assert obs == local_obs and info == local_info
     assert step[:4] == env.step("Down")[:4]

@@ -46,7 +46,7 @@ def _play(env, policy, limit=200):
 
 def test_every_id_is_in_skyrls_registry():
     assert set(rllm_envs.list_envs()) <= set(ALL_IDS) and "rllm/TicTacToe-v0" in GAMES
-    assert "rllm/Debate-v0" not in ALL_IDS  # every seat is the model's
+    assert "rllm/Debate-v1" not in ALL_IDS  # every seat is the model's
     assert set(ALL_IDS) <= set(skyrl_gym.registry)
     assert register_all() == ALL_IDS  # idempotent
 
@@ -85,7 +85,7 @@ def test_garbage_earns_at_most_zero(env_id):
 
 
 def test_rewards_equal_the_gymnasium_envs_and_extras_pick_the_task():
-    env_id = "rllm/FrozenLake-v0"
+    env_id = "rllm/FrozenLake-v1"
     extras = {"seed": 4, "task_index": 17, "env_kwargs": json.dumps({"difficulty": 2})}
     env = skyrl_gym.make(env_id, env_config={}, extras=extras)
     local = rllm_envs.make(env_id, difficulty=2)
@@ -106,28 +106,28 @@ def test_env_config_kwargs_apply_and_row_extras_override_them():
     from omegaconf import OmegaConf
 
     config = OmegaConf.create({"env_kwargs": {"difficulty": 3}})
-    env = skyrl_gym.make("rllm/Math-v0", env_config=config, extras={"seed": 0})
+    env = skyrl_gym.make("rllm/Math-v1", env_config=config, extras={"seed": 0})
     assert env.env_kwargs == {"difficulty": 3}
     env = skyrl_gym.make(
-        "rllm/Math-v0", env_config=config, extras={"env_kwargs": {"difficulty": 5}}
+        "rllm/Math-v1", env_config=config, extras={"env_kwargs": {"difficulty": 5}}
     )
     assert env.env_kwargs == {"difficulty": 5}
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="has no argument"):
-        skyrl_gym.make("rllm/Math-v0", env_config={}, extras={"env_kwargs": {"dificulty": 1}})
+        skyrl_gym.make("rllm/Math-v1", env_config={}, extras={"env_kwargs": {"dificulty": 1}})
 
 
 def test_a_task_record_in_the_extras_is_played():
-    local = rllm_envs.make("rllm/Math-v0")
+    local = rllm_envs.make("rllm/Math-v1")
     local.reset(seed=0, options={"index": 3})
     task = local.unwrapped.task
-    env = RllmTextEnv("rllm/Math-v0", extras={"task": task})
+    env = RllmTextEnv("rllm/Math-v1", extras={"task": task})
     chat, meta = env.init([])
     assert meta["task_index"] is None and meta["task_id"] == task["id"]
     assert env.step(local.unwrapped.oracle_action())["reward"] == 1.0
 
 
 def test_dataset_rows_replay_through_skyrl_make_and_metrics_aggregate():
-    rows = skyrl_dataset("rllm/Math-v0", num_examples=3, seed=10)
+    rows = skyrl_dataset("rllm/Math-v1", num_examples=3, seed=10)
     assert [r["seed"] for r in rows] == [10, 11, 12]
     metrics = []
     for row in rows:
@@ -143,7 +143,7 @@ def test_dataset_rows_replay_through_skyrl_make_and_metrics_aggregate():
 
 
 def test_max_turns_extra_ends_the_episode_after_that_many_replies():
-    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0, "max_turns": 2})
+    env = skyrl_gym.make("rllm/FrozenLake-v1", env_config={}, extras={"seed": 0, "max_turns": 2})
     env.init([])
     first = env.step("nonsense")
     assert first["done"] is False and first["observations"]
@@ -151,17 +151,17 @@ def test_max_turns_extra_ends_the_episode_after_that_many_replies():
     assert second["done"] is True and second["observations"] == []
     assert env.get_metrics()["turns"] == 2
     # Without the extra the env's own limit applies.
-    env = skyrl_gym.make("rllm/FrozenLake-v0", env_config={}, extras={"seed": 0})
+    env = skyrl_gym.make("rllm/FrozenLake-v1", env_config={}, extras={"seed": 0})
     env.init([])
     assert env.step("nonsense")["done"] is False and env.step("nonsense")["done"] is False
     with pytest.raises(AdapterConfigError, match="max_turns"):
-        skyrl_gym.make("rllm/Math-v0", env_config={}, extras={"max_turns": 0})
+        skyrl_gym.make("rllm/Math-v1", env_config={}, extras={"max_turns": 0})
 
 
 def test_specs_are_plain_data_for_other_processes():
-    spec = skyrl_gym.spec("rllm/Math-v0")
+    spec = skyrl_gym.spec("rllm/Math-v1")
     assert spec.entry_point == "rllm_adapters.skyrl:RllmTextEnv"
-    assert spec.kwargs == {"env_id": "rllm/Math-v0"}
+    assert spec.kwargs == {"env_id": "rllm/Math-v1"}
 
 
 @pytest.mark.slow
@@ -203,9 +203,9 @@ def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
     )
     try:
         play = ray.remote(num_cpus=1)(play_in_worker)
-        lake = ray.get(play.remote("rllm/FrozenLake-v0", 3, None))
-        math = ray.get(play.remote("rllm/Math-v0", 1, None))
-        capped = ray.get(play.remote("rllm/FrozenLake-v0", 3, 1))
+        lake = ray.get(play.remote("rllm/FrozenLake-v1", 3, None))
+        math = ray.get(play.remote("rllm/Math-v1", 1, None))
+        capped = ray.get(play.remote("rllm/FrozenLake-v1", 3, 1))
     finally:
         ray.shutdown()
     assert not lake["test_module_imported"]

@@ -13,7 +13,7 @@ import rllm_envs  # noqa: E402
 from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trl import EnvReward, EnvRollout, env_dataset  # noqa: E402
 
-LAKE = "rllm/FrozenLake-v0"
+LAKE = "rllm/FrozenLake-v1"
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,7 @@ LAKE = "rllm/FrozenLake-v0"
     [
         (LAKE, {}),
         ("rllm/CodeMultiTurn-v0", {}),
-        ("rllm/Math-v0", {"max_turns": 3}),
+        ("rllm/Math-v1", {"max_turns": 3}),
         ("rllm/TicTacToe-v0", {}),
     ],
 )
@@ -31,8 +31,8 @@ def test_env_reward_refuses_multi_turn_ids_with_the_fix(env_id, kwargs):
 
 
 def test_env_reward_still_takes_single_turn_ids():
-    EnvReward("rllm/Math-v0")
-    EnvReward("rllm/Countdown-v0")
+    EnvReward("rllm/Math-v1")
+    EnvReward("rllm/Countdown-v1")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def _args(tmp_path, **kw):
     ("env_id", "env_kwargs"),
     [
         (LAKE, {"max_turns": 3}),
-        ("rllm/Search-v0", {}),
+        ("rllm/Search-v1", {}),
         ("rllm/CodeMultiTurn-v0", {"max_turns": 2}),
         ("rllm/TicTacToe-v0", {}),  # the model's seat against the row's heuristic opponent
     ],
@@ -80,7 +80,7 @@ def test_grpo_trainer_trains_a_multi_turn_env_through_rollout_func(
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    if env_id == "rllm/Search-v0":
+    if env_id == "rllm/Search-v1":
         pytest.importorskip("bm25s")
     dataset = env_dataset(env_id, num_tasks=4, env_kwargs=env_kwargs)
     rollout = EnvRollout(env_id, dataset, env_kwargs=env_kwargs, max_turns=3)
@@ -180,4 +180,4 @@ def test_a_multi_agent_id_is_one_seat_against_the_registry_opponents():
     _, reward, terminated, _, info = env.step("garbage")
     assert reward < 0 and terminated and info["invalid_action"]
     with pytest.raises(AdapterConfigError, match="model seats"):
-        SeatEnv("rllm/Debate-v0")
+        SeatEnv("rllm/Debate-v1")

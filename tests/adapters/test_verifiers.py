@@ -42,7 +42,7 @@ def test_verifiers_own_loader_resolves_our_plugin():
     assert environment_class(TASKSET) is adapter.RllmEnv
     assert default_harness_id(TASKSET) == TASKSET
     assert harness_class(TASKSET) is adapter.RllmChatHarness
-    env = _env("rllm/Math-v0")
+    env = _env("rllm/Math-v1")
     assert isinstance(env, adapter.RllmEnv)
     assert isinstance(env.config, adapter.RllmEnvConfig)
     # The seat runs locally: no remote sandbox, no tunnel, nothing on the network.
@@ -74,7 +74,7 @@ def test_the_taskset_yields_every_ids_tasks_with_the_agents_prompt(env_id):
 
 
 def test_verifiers_views_select_tasks():
-    env = _env("rllm/FrozenLake-v0", num_tasks=10)
+    env = _env("rllm/FrozenLake-v1", num_tasks=10)
     picked = list(env.taskset.shuffle(seed=1).take(3))
     assert len(picked) == 3 and len({t.data.task_index for t in picked}) == 3
 
@@ -82,16 +82,16 @@ def test_verifiers_views_select_tasks():
 def test_all_model_seat_ids_and_bad_configs_are_refused_with_the_reason():
     assert "rllm/TicTacToe-v0" in ONE_SEAT_IDS
     with pytest.raises(AdapterConfigError, match="model seats"):
-        list(_env("rllm/Debate-v0").taskset)
+        list(_env("rllm/Debate-v1").taskset)
     with pytest.raises(AdapterConfigError, match="num_tasks"):
-        list(_env("rllm/Math-v0", num_tasks=0).taskset)
+        list(_env("rllm/Math-v1", num_tasks=0).taskset)
     with pytest.raises(rllm_envs.UnknownEnvironment):
         list(_env("rllm/Maths-v0").taskset)
 
 
 def test_eval_config_names_our_taskset_and_a_local_endpoint():
     config = adapter.eval_config(
-        "rllm/Math-v0", model="m", base_url="http://127.0.0.1:1/v1", num_tasks=3, num_rollouts=2
+        "rllm/Math-v1", model="m", base_url="http://127.0.0.1:1/v1", num_tasks=3, num_rollouts=2
     )
     assert config.env.taskset.id == TASKSET and config.env.taskset.num_tasks == 3
     assert config.num_rollouts == 2 and config.push is False and config.rich is None

@@ -32,9 +32,9 @@ from rllm_agents.agent import make_agent  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 #: Variants small enough for the tiny model's context (multi-turn ids stop after 3 replies).
 ENV_KWARGS = {
-    "rllm/FrozenLake-v0": {"max_turns": 3},
+    "rllm/FrozenLake-v1": {"max_turns": 3},
     "rllm/CodeMultiTurn-v0": {"max_turns": 2},
-    "rllm/Math-v0": {"max_turns": 1},
+    "rllm/Math-v1": {"max_turns": 1},
     "rllm/SWE-v0": {"max_turns": 2},
 }
 #: Single-agent ids and multi-agent ids with one model seat (against scripted opponents).
@@ -151,7 +151,7 @@ def test_every_id_runs_through_verifiers_eval_runner_against_vllm(server, tmp_pa
 @pytest.mark.slow
 def test_vf_eval_cli_plays_a_multi_turn_id(server, tmp_path):
     command = [str(Path(sys.executable).with_name("vf-eval")), "rllm-envs-verifiers"]
-    command += ["--env.taskset.env-id", "rllm/FrozenLake-v0"]
+    command += ["--env.taskset.env-id", "rllm/FrozenLake-v1"]
     command += ["--env.taskset.env-kwargs", json.dumps({"max_turns": 3})]
     command += ["--env.taskset.num-tasks", "2", "-n", "2", "-r", "2", "-m", "tiny"]
     command += ["--client.base-url", server, "--client.api-key-var", "RLLM_TEST_KEY"]

@@ -24,27 +24,27 @@ from rllm_envs.spec import AgentSpec
 
 
 def test_agent_selection_and_override():
-    assert agent_class_for("rllm/FrozenLake-v0") is GenericAgent
-    assert agent_class_for("rllm/Math-v0") is GenericAgent
-    assert agent_class_for("rllm/Search-v0") is ToolAgent
+    assert agent_class_for("rllm/FrozenLake-v1") is GenericAgent
+    assert agent_class_for("rllm/Math-v1") is GenericAgent
+    assert agent_class_for("rllm/Search-v1") is ToolAgent
     assert agent_class_for("rllm_envs:rllm/Code-v0") is GenericAgent
     assert agent_class_for("rllm/Unknown-v0") is GenericAgent
     assert agent_class_for("CartPole-v1") is GenericAgent
-    assert isinstance(make_agent("rllm/FrozenLake-v0", "frozenlake-board"), FrozenLakeBoardAgent)
-    assert isinstance(make_agent("rllm/Math-v0", "generic"), GenericAgent)
-    assert isinstance(make_agent("rllm/Math-v0", ToolAgent), ToolAgent)
+    assert isinstance(make_agent("rllm/FrozenLake-v1", "frozenlake-board"), FrozenLakeBoardAgent)
+    assert isinstance(make_agent("rllm/Math-v1", "generic"), GenericAgent)
+    assert isinstance(make_agent("rllm/Math-v1", ToolAgent), ToolAgent)
     # The env's spec gives the defaults whatever the turn logic.
-    math = rllm_envs.agent_spec("rllm/Math-v0")
-    assert make_agent("rllm/Math-v0", ToolAgent).system_prompt == math.system_prompt
-    assert make_agent("rllm/Math-v0").sampling_hints() == {"max_tokens": math.max_tokens}
+    math = rllm_envs.agent_spec("rllm/Math-v1")
+    assert make_agent("rllm/Math-v1", ToolAgent).system_prompt == math.system_prompt
+    assert make_agent("rllm/Math-v1").sampling_hints() == {"max_tokens": math.max_tokens}
     assert make_agent("CartPole-v1").system_prompt is None
     mine = GenericAgent(system_prompt=None)
-    assert make_agent("rllm/FrozenLake-v0", mine) is mine
-    assert make_agent("rllm/Math-v0", system_prompt="custom").system_prompt == "custom"
+    assert make_agent("rllm/FrozenLake-v1", mine) is mine
+    assert make_agent("rllm/Math-v1", system_prompt="custom").system_prompt == "custom"
     with pytest.raises(AgentConfigError, match="Did you mean"):
-        make_agent("rllm/Math-v0", "tools")
+        make_agent("rllm/Math-v1", "tools")
     with pytest.raises(AgentConfigError):
-        make_agent("rllm/Math-v0", 42)  # type: ignore[arg-type]
+        make_agent("rllm/Math-v1", 42)  # type: ignore[arg-type]
     with pytest.raises(AgentConfigError, match="think"):
         Agent(think="drop")
 
@@ -137,14 +137,14 @@ def test_tool_agent_follows_the_calls_the_env_read():
 
 
 def test_frozenlake_board_agent_by_name_or_path():
-    agent = make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:FrozenLakeBoardAgent")
+    agent = make_agent("rllm/FrozenLake-v1", "rllm_agents.agent:FrozenLakeBoardAgent")
     assert type(agent) is FrozenLakeBoardAgent
     info = {"map": ["SF", "FG"], "position": [0, 1]}
     assert agent.reset("long prose", info)[-1]["content"].splitlines()[1:] == ["SP", "FG"]
 
 
 def test_agents_pickle():
-    agent = make_agent("rllm/FrozenLake-v0")
+    agent = make_agent("rllm/FrozenLake-v1")
     agent.reset("obs", {})
     clone = pickle.loads(pickle.dumps(agent))
     assert clone.messages == agent.messages and clone.spec == agent.spec

@@ -28,9 +28,9 @@ def _first_messages(env_id: str, **env_kwargs):
 @pytest.mark.parametrize(
     ("env_id", "demo"),
     [
-        ("rllm/Math-v0", MATH_DEMONSTRATION),
-        ("rllm/ToolUse-v0", TOOL_DEMONSTRATION),
-        ("rllm/Search-v0", SEARCH_DEMONSTRATION),
+        ("rllm/Math-v1", MATH_DEMONSTRATION),
+        ("rllm/ToolUse-v1", TOOL_DEMONSTRATION),
+        ("rllm/Search-v1", SEARCH_DEMONSTRATION),
     ],
 )
 def test_family_demonstration_sits_between_system_prompt_and_task(env_id, demo):
@@ -42,16 +42,16 @@ def test_family_demonstration_sits_between_system_prompt_and_task(env_id, demo):
 
 
 def test_families_without_a_demonstration_open_as_before():
-    messages, observation = _first_messages("rllm/FrozenLake-v0")
+    messages, observation = _first_messages("rllm/FrozenLake-v1")
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[-1]["content"] == observation
 
 
 def test_role_agents_pick_the_demonstration_of_their_role():
-    agent = make_agent("rllm/SolverJudge-v0")
+    agent = make_agent("rllm/SolverJudge-v1")
     judge = agent.reset("You are the judge.", {"role": "judge"})
     assert judge[1 : 1 + len(JUDGE_DEMONSTRATION)] == [dict(m) for m in JUDGE_DEMONSTRATION]
-    solver = make_agent("rllm/SolverJudge-v0").reset("Problem", {"role": "solver"})
+    solver = make_agent("rllm/SolverJudge-v1").reset("Problem", {"role": "solver"})
     assert solver[1 : 1 + len(MATH_DEMONSTRATION)] == [dict(m) for m in MATH_DEMONSTRATION]
     ttt = make_agent("rllm/TicTacToe-v0").reset("Board", {"role": "x"})
     assert [m["role"] for m in ttt] == ["system", "user"]
@@ -59,20 +59,20 @@ def test_role_agents_pick_the_demonstration_of_their_role():
 
 def test_demonstration_can_be_replaced_or_dropped():
     own = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "\\boxed{4}"}]
-    assert make_agent("rllm/Math-v0", demonstration=own).reset("q", {})[1:3] == own
+    assert make_agent("rllm/Math-v1", demonstration=own).reset("q", {})[1:3] == own
     for none in (None, ()):
-        messages = make_agent("rllm/Math-v0", demonstration=none).reset("q", {})
+        messages = make_agent("rllm/Math-v1", demonstration=none).reset("q", {})
         assert [m["role"] for m in messages] == ["system", "user"]
     # A demonstration given to the constructor wins over the per-task choice.
-    tool = make_agent("rllm/Search-v0", demonstration=own)
+    tool = make_agent("rllm/Search-v1", demonstration=own)
     assert tool.reset("q", {"tools": [{"function": {"name": "search"}}]})[1:3] == own
 
 
 def test_the_conversation_is_a_copy_of_the_demonstration():
-    agent = make_agent("rllm/Math-v0")
+    agent = make_agent("rllm/Math-v1")
     agent.reset("q", {})[1]["content"] = "changed"
     agent.messages[1]["content"] = "changed"
-    assert make_agent("rllm/Math-v0").reset("q", {})[1] == dict(MATH_DEMONSTRATION[0])
+    assert make_agent("rllm/Math-v1").reset("q", {})[1] == dict(MATH_DEMONSTRATION[0])
 
 
 @pytest.mark.parametrize(
@@ -100,12 +100,12 @@ def test_demonstrations_are_no_task_of_the_env():
     rng = np.random.default_rng(0)
     assert all(arithmetic(rng, d)["problem"] != problem for d in range(1, 6) for _ in range(2000))
     # The search demo's person and city are in no passage; its tool is in no ToolUse task.
-    search = gym.make("rllm/Search-v0")
+    search = gym.make("rllm/Search-v1")
     search.reset(seed=0, options={"index": 0})
     for query in ("Oskar Melvane", "Dravik"):
         observation, *_ = search.step(f"<search>{query}</search>")
         assert "Melvane" not in observation and "Dravik" not in observation
-    tool = gym.make("rllm/ToolUse-v0", python=False).unwrapped
+    tool = gym.make("rllm/ToolUse-v1", python=False).unwrapped
     for index in range(50):
         _, info = tool.reset(seed=0, options={"index": index})
         assert "word_count" not in {t["function"]["name"] for t in info["tools"]}
@@ -147,7 +147,7 @@ def test_a_copied_demonstration_earns_zero_in_every_component(env_id):
 
 def test_a_demonstration_answer_that_is_right_still_counts():
     """The rule pays nothing for a copy, not for a right answer that happens to be 67."""
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     task = {"problem": "Compute $60 + 7$.", "answer": "67"}
     env.reset(options={"task": task})
     _, reward, *_, info = env.step("\\boxed{67}")
@@ -176,10 +176,10 @@ def test_a_registered_id_knows_the_worked_examples_of_its_spec():
     swe = spec_demonstrations("rllm/SWE-v0")
     assert [d.name for d in swe] == ["rllm/SWE-v0:default"]
     assert swe[0].replies[0].startswith("<tool_call>")
-    assert spec_demonstrations("rllm/Math-v0", DEMONSTRATIONS) == ()  # already shared
+    assert spec_demonstrations("rllm/Math-v1", DEMONSTRATIONS) == ()  # already shared
     assert spec_demonstrations("rllm/Nope-v0") == () and spec_demonstrations(None) == ()
     # Its copy earns nothing, whatever the class attribute lists.
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.unwrapped.__dict__["_demonstrations_known"] = (*DEMONSTRATIONS, *swe)
     env.reset(seed=0)
     _, reward, *_, info = env.step(swe[0].replies[0])
@@ -190,7 +190,7 @@ def test_a_registered_id_knows_the_worked_examples_of_its_spec():
     "spelling", ["\\boxed{67.0}", "\\boxed{\\text{67}}", "\\boxed{+067}", "\\fbox{67}"]
 )
 def test_the_demonstration_answer_spelled_another_way_is_still_a_copy(spelling):
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.reset(seed=3)
     _, reward, *_, info = env.step(spelling)
     assert reward == 0.0 and set(info["reward_components"].values()) == {0.0}

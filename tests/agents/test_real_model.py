@@ -12,11 +12,11 @@ from rllm_agents import make_agent
 from rllm_envs.error import DependencyNotInstalled
 
 FAMILIES = {
-    "rllm/Math-v0": {"max_tokens": 384},
-    "rllm/FrozenLake-v0": {"max_tokens": 64, "stop": ("</action>",)},
+    "rllm/Math-v1": {"max_tokens": 384},
+    "rllm/FrozenLake-v1": {"max_tokens": 64, "stop": ("</action>",)},
     "rllm/Code-v0": {"max_tokens": 512},
-    "rllm/ToolUse-v0": {"max_tokens": 192, "stop": ("</tool_call>",)},
-    "rllm/Search-v0": {"max_tokens": 192, "stop": ("</tool_call>",)},
+    "rllm/ToolUse-v1": {"max_tokens": 192, "stop": ("</tool_call>",)},
+    "rllm/Search-v1": {"max_tokens": 192, "stop": ("</tool_call>",)},
 }
 
 
@@ -26,20 +26,20 @@ def test_family_hints(env_id):
 
 
 def test_hints_are_agent_kwargs():
-    agent = make_agent("rllm/Math-v0", max_tokens=32, stop=["\n\n"])
+    agent = make_agent("rllm/Math-v1", max_tokens=32, stop=["\n\n"])
     assert agent.sampling_hints() == {"max_tokens": 32, "stop": ("\n\n",)}
-    assert make_agent("rllm/Math-v0", max_tokens=None).sampling_hints() == {}
+    assert make_agent("rllm/Math-v1", max_tokens=None).sampling_hints() == {}
 
 
 @pytest.mark.parametrize(
-    ("env_id", "kwargs"), [("rllm/FrozenLake-v0", {}), ("rllm/ToolUse-v0", {"python": False})]
+    ("env_id", "kwargs"), [("rllm/FrozenLake-v1", {}), ("rllm/ToolUse-v1", {"python": False})]
 )
 def test_stops_keep_the_reply_parseable(env_id, kwargs):
     """A reply cut before the family's stop string is still a valid action."""
     env = gym.make(env_id, **kwargs).unwrapped
     env.reset(seed=0, options={"index": 0})
     full = env.oracle_action()
-    if env_id == "rllm/FrozenLake-v0":
+    if env_id == "rllm/FrozenLake-v1":
         full = f"<action>{full}</action>"
     (stop,) = make_agent(env_id).stop
     assert stop in full
@@ -51,11 +51,11 @@ def test_stops_keep_the_reply_parseable(env_id, kwargs):
 def test_leaderboard_decoding_uses_the_family_hints():
     from benchmarks.leaderboard.model_player import ModelPlayer
 
-    policy = ModelPlayer("hf:tiny", env_settings={"rllm/Math-v0": {"max_tokens": 7}})
-    tool = policy.decoding("rllm/ToolUse-v0")
+    policy = ModelPlayer("hf:tiny", env_settings={"rllm/Math-v1": {"max_tokens": 7}})
+    tool = policy.decoding("rllm/ToolUse-v1")
     assert (tool.max_tokens, tool.stop) == (192, ("</tool_call>",))
-    assert policy.decoding("rllm/Math-v0").max_tokens == 7  # explicit wins
-    assert ModelPlayer("hf:tiny", max_tokens=16).decoding("rllm/FrozenLake-v0").stop == (
+    assert policy.decoding("rllm/Math-v1").max_tokens == 7  # explicit wins
+    assert ModelPlayer("hf:tiny", max_tokens=16).decoding("rllm/FrozenLake-v1").stop == (
         "</action>",
     )
 
@@ -67,13 +67,13 @@ def test_leaderboard_decoding_uses_the_family_hints():
 #: get a few turns only: a format test needs replies, not whole episodes, and the turns of
 #: one episode are sequential (12 tool turns of 192 tokens are minutes of CPU on their own).
 REAL = {
-    "rllm/Math-v0": {},
-    "rllm/Countdown-v0": {},
+    "rllm/Math-v1": {},
+    "rllm/Countdown-v1": {},
     "rllm/Code-v0": {},
-    "rllm/FrozenLake-v0": {"max_turns": 4},
-    "rllm/ToolUse-v0": {"python": False, "max_turns": 3},  # no python tool: no sandbox
-    "rllm/Search-v0": {"max_turns": 3},
-    "rllm/SolverJudge-v0": {},
+    "rllm/FrozenLake-v1": {"max_turns": 4},
+    "rllm/ToolUse-v1": {"python": False, "max_turns": 3},  # no python tool: no sandbox
+    "rllm/Search-v1": {"max_turns": 3},
+    "rllm/SolverJudge-v1": {},
 }
 
 
@@ -115,7 +115,7 @@ def test_smollm2_replies_are_parsed_in_every_family(smollm2_run, env_id):
     (:attr:`~rllm_agents.agent.Agent.default_demonstration`); before, 0 under three prompts.
     """
     summary, run_dir = smollm2_run
-    if env_id == "rllm/ToolUse-v0":
+    if env_id == "rllm/ToolUse-v1":
         # On the evaluation universe's four tasks the model writes tool calls but copies the
         # prompt's placeholder argument, which the env refuses (an invalid turn, by design):
         # what this test can hold is that its replies are calls the env reads.

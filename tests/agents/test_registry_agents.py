@@ -101,9 +101,9 @@ def test_code_prompt_follows_the_task_kind_and_language():
 
 
 def test_multiagent_prompts_follow_the_role():
-    pairs = _first_observations(rllm_envs.env_entry("rllm/SolverJudge-v0"))
+    pairs = _first_observations(rllm_envs.env_entry("rllm/SolverJudge-v1"))
     prompts = {
-        info["role"]: make_agent("rllm/SolverJudge-v0").reset(o, info)[0]["content"]
+        info["role"]: make_agent("rllm/SolverJudge-v1").reset(o, info)[0]["content"]
         for o, info in pairs
     }
     assert set(prompts) == {"solver", "judge"}

@@ -65,7 +65,7 @@ def make_trajectory(i: int, *, turns: int = 2, prompt_len: int = 40, completion_
         glue = [rng.randrange(50_000) for _ in range(5)]
         sequence = sequence + completion + glue
     return Trajectory(
-        env_id="rllm/Countdown-v0" if i % 2 == 0 else "rllm/Math-v0",
+        env_id="rllm/Countdown-v1" if i % 2 == 0 else "rllm/Math-v1",
         task_id=f"task-{i % 5}",
         seed=i,
         group=i % 5,
@@ -158,7 +158,7 @@ def test_any_floats_and_text_round_trip_bit_for_bit(tmp_path_factory, logprobs, 
     assert same_bits(back, t)
 
 
-@pytest.mark.parametrize("env_id", ["rllm/Countdown-v0", "rllm/Math-v0", "rllm/FrozenLake-v0"])
+@pytest.mark.parametrize("env_id", ["rllm/Countdown-v1", "rllm/Math-v1", "rllm/FrozenLake-v1"])
 def test_real_env_episodes_round_trip(store, env_id):
     """Trajectories recorded from real env steps (info as the env returns it)."""
     import gymnasium as gym
@@ -211,7 +211,7 @@ def test_queries_filter_by_env_model_run_task_and_reward(store):
     for i in range(30):
         store.put(make_trajectory(i), run="a" if i < 20 else "b")
     assert len(store) == 30 and store.runs() == {"a": 20, "b": 10}
-    assert store.count(env="rllm/Countdown-v0") == 15
+    assert store.count(env="rllm/Countdown-v1") == 15
     assert store.count(model="model-1", run="a") == 10
     assert {e.task_id for e in store.summaries(task="task-2")} == {"task-2"}
     assert store.count(task="task-2") == 6
@@ -290,7 +290,7 @@ def test_parquet_export_import_round_trip(store, tmp_path):
         store.put(t, run="r", env_kwargs={"i": i})
     out = tmp_path / "out.parquet"
     assert store.export_parquet(out, row_group_size=3) == 10
-    assert store.export_parquet(tmp_path / "some.parquet", env="rllm/Math-v0") == 5
+    assert store.export_parquet(tmp_path / "some.parquet", env="rllm/Math-v1") == 5
     assert store.export_parquet(tmp_path / "none.parquet", run="missing") == 0
     with EpisodeStore(tmp_path / "copy.db") as copy:
         assert copy.import_parquet(out) == (10, 0)
@@ -378,9 +378,9 @@ def test_cli_list_show_export_import_passk(store, tmp_path, capsys):
     for i in range(6):
         store.put(make_trajectory(i), run="cli")
     db = str(store.path)
-    assert main([db, "list", "--env", "rllm/Countdown-v0"]) == 0
+    assert main([db, "list", "--env", "rllm/Countdown-v1"]) == 0
     out = capsys.readouterr().out
-    assert "3 of 3 episodes" in out and "rllm/Countdown-v0" in out and "rllm/Math-v0" not in out
+    assert "3 of 3 episodes" in out and "rllm/Countdown-v1" in out and "rllm/Math-v1" not in out
     assert main([db, "list", "--json", "--correct"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["id"] for r in rows] == [1, 4] and all(r["is_correct"] for r in rows)
@@ -407,7 +407,7 @@ def test_cli_list_show_export_import_passk(store, tmp_path, capsys):
     assert "pass@1" in out and "pass@2" in out and "cli" in out
     assert main([db, "passk", "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
-    assert {r["env"] for r in table} == {"rllm/Countdown-v0", "rllm/Math-v0"}
+    assert {r["env"] for r in table} == {"rllm/Countdown-v1", "rllm/Math-v1"}
     with pytest.raises(SystemExit):
         main([str(tmp_path / "missing.db"), "list"])
 

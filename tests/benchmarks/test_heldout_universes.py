@@ -38,17 +38,17 @@ def test_the_committed_overlap_is_zero_where_it_must_be():
         *rllm_envs.list_envs(),
         *rllm_envs.list_multiagent_envs(),
     }
-    search = [r for r in report["envs"] if r["env"] == "rllm/Search-v0"]
+    search = [r for r in report["envs"] if r["env"] == "rllm/Search-v1"]
     assert search and all(r["facts"] == 0 and r["distinct"]["facts"][0] > 0 for r in search)
 
 
 @pytest.mark.parametrize(
     ("env_id", "kwargs"),
     [
-        ("rllm/Math-v0", {"families": ["arithmetic"]}),
-        ("rllm/Search-v0", {"difficulty": 1}),
-        ("rllm/Countdown-v0", {}),
-        ("rllm/FrozenLake-v0", {"difficulty": 2}),
+        ("rllm/Math-v1", {"families": ["arithmetic"]}),
+        ("rllm/Search-v1", {"difficulty": 1}),
+        ("rllm/Countdown-v1", {}),
+        ("rllm/FrozenLake-v1", {"difficulty": 2}),
     ],
 )
 def test_measured_now_the_universes_share_nothing(env_id, kwargs):
@@ -62,7 +62,7 @@ def test_a_renamed_or_reordered_training_question_is_never_an_evaluation_questio
 
     # Countdown: a training task's numbers in another order (its solution still works).
     def countdown(seed):
-        return gym.make("rllm/Countdown-v0", task_seed=seed).unwrapped.tasks
+        return gym.make("rllm/Countdown-v1", task_seed=seed).unwrapped.tasks
 
     train, held = countdown(0), countdown(EVAL_TASK_SEED)
     seen = {(tuple(sorted(train[i]["nums"])), train[i]["target"]) for i in range(3000)}
@@ -73,7 +73,7 @@ def test_a_renamed_or_reordered_training_question_is_never_an_evaluation_questio
         return " ".join(re.sub(r"\b[A-Z][a-z]+\b", "N", task["problem"]).split())
 
     def words(seed):
-        return gym.make("rllm/Math-v0", task_seed=seed, families=["word_problem"]).unwrapped.tasks
+        return gym.make("rllm/Math-v1", task_seed=seed, families=["word_problem"]).unwrapped.tasks
 
     train, held = words(0), words(EVAL_TASK_SEED)
     seen = {masked(train[i]) for i in range(3000)}
@@ -83,7 +83,7 @@ def test_a_renamed_or_reordered_training_question_is_never_an_evaluation_questio
 def test_every_procedural_task_is_a_question_of_its_seeds_universe():
     for seed, universe in ((0, "train"), (7, "train"), (EVAL_TASK_SEED, "eval")):
         assert seed_universe(seed) == universe
-        tasks = gym.make("rllm/Math-v0", task_seed=seed, families=["arithmetic"]).unwrapped.tasks
+        tasks = gym.make("rllm/Math-v1", task_seed=seed, families=["arithmetic"]).unwrapped.tasks
         assert {question_universe(tasks[i]) for i in range(60)} == {universe}
 
 
@@ -102,9 +102,9 @@ def test_search_worlds_depend_on_the_task_seed_and_eval_worlds_use_their_own_wor
     assert {word_universe(w) for w in held} == {"eval"}
     assert not (train0 | train1) & held
     # The answers of one training seed are no use on another: a memorising policy scores 0.
-    env = gym.make("rllm/Search-v0", task_seed=1, difficulty=1)
+    env = gym.make("rllm/Search-v1", task_seed=1, difficulty=1)
     memorised = {}
-    seen = gym.make("rllm/Search-v0", task_seed=0, difficulty=1).unwrapped.tasks
+    seen = gym.make("rllm/Search-v1", task_seed=0, difficulty=1).unwrapped.tasks
     for i in range(300):
         memorised[seen[i]["question"]] = seen[i]["answers"][0]
     hits = 0
@@ -118,13 +118,13 @@ def test_search_worlds_depend_on_the_task_seed_and_eval_worlds_use_their_own_wor
 
 
 def test_the_leaderboard_plays_the_evaluation_universe(tmp_path):
-    assert universe_kwargs("rllm/Math-v0", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
-    assert universe_kwargs("rllm/Math-v0", {"task_seed": 3}, "eval") == {"task_seed": 3}
-    assert universe_kwargs("rllm/Math-v0", {}, "train") == {}
+    assert universe_kwargs("rllm/Math-v1", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
+    assert universe_kwargs("rllm/Math-v1", {"task_seed": 3}, "eval") == {"task_seed": 3}
+    assert universe_kwargs("rllm/Math-v1", {}, "train") == {}
     assert universe_kwargs("rllm/Code-v0", {}, "eval") == {}  # a dataset: no task seed
-    assert universe_kwargs("rllm/SolverJudge-v0", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
+    assert universe_kwargs("rllm/SolverJudge-v1", {}, "eval") == {"task_seed": EVAL_TASK_SEED}
     assert HELDOUT_TASK_SEED == EVAL_TASK_SEED
-    config = LeaderboardConfig(policy="oracle", envs=["rllm/Math-v0"], n_tasks=2)
+    config = LeaderboardConfig(policy="oracle", envs=["rllm/Math-v1"], n_tasks=2)
     assert config.split == "eval"
     run(config, tmp_path, progress=False)
     lines = (tmp_path / config.name / "episodes.jsonl").read_text().splitlines()
@@ -134,14 +134,14 @@ def test_the_leaderboard_plays_the_evaluation_universe(tmp_path):
 
 
 def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
-    config = LeaderboardConfig(policy="random", envs=["rllm/SolverJudge-v0"], n_tasks=12)
+    config = LeaderboardConfig(policy="random", envs=["rllm/SolverJudge-v1"], n_tasks=12)
     summary = run(config, tmp_path, progress=False)
-    metrics = summary["envs"]["rllm/SolverJudge-v0"]
+    metrics = summary["envs"]["rllm/SolverJudge-v1"]
     assert 0.0 <= metrics["judge_base_rate"] <= 1.0 and "judge_accuracy" in metrics
     from benchmarks.leaderboard.report import load_run
 
     text = markdown([load_run(tmp_path / config.name)])
-    assert "base rate" in text and "`rllm/SolverJudge-v0`" in text.split("base rate")[-1]
+    assert "base rate" in text and "`rllm/SolverJudge-v1`" in text.split("base rate")[-1]
     from benchmarks.leaderboard.report import html_page
 
     page = html_page([load_run(tmp_path / config.name)])

@@ -13,7 +13,7 @@ from benchmarks.leaderboard import LeaderboardConfig, mean_pass_at_k, pass_at_k,
 from benchmarks.leaderboard.__main__ import main as cli
 from benchmarks.leaderboard.report import load_run, markdown, write_report
 
-FL = "rllm/FrozenLake-v0"
+FL = "rllm/FrozenLake-v1"
 
 
 @pytest.mark.parametrize(
@@ -166,12 +166,12 @@ def test_html_page_renders_offline_in_headless_chromium(tmp_path):
 
 
 def test_multiagent_envs_are_evaluated(tmp_path):
-    envs = ["rllm/SolverJudge-v0", "rllm/TicTacToe-v0"]
+    envs = ["rllm/SolverJudge-v1", "rllm/TicTacToe-v0"]
     oracle = run(LeaderboardConfig(policy="oracle", envs=envs, n_tasks=4), tmp_path, progress=False)
     rand = run(LeaderboardConfig(policy="random", envs=envs, n_tasks=4), tmp_path, progress=False)
     # Cooperative self-play: the oracle solver(s) and judge are all correct.
-    assert oracle["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 1.0
-    assert rand["envs"]["rllm/SolverJudge-v0"]["pass@1"] == 0.0
+    assert oracle["envs"]["rllm/SolverJudge-v1"]["pass@1"] == 1.0
+    assert rand["envs"]["rllm/SolverJudge-v1"]["pass@1"] == 0.0
     # Competitive: the evaluated policy plays player_0 against the scripted heuristic; the
     # minimax oracle never loses, so its mean reward is >= 0, and random does worse.
     ttt_oracle = oracle["envs"]["rllm/TicTacToe-v0"]

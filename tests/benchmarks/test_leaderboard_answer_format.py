@@ -8,15 +8,15 @@ from benchmarks.leaderboard import __main__ as cli
 
 
 def test_answer_format_reaches_math_envs_only() -> None:
-    assert "rllm/Math-v0" in cli.math_env_ids()
-    kwargs = cli.with_answer_format({"rllm/FrozenLake-v0": {"size": 4}}, "any")
-    assert kwargs["rllm/Math-v0"] == {"answer_format": "any"}
-    assert kwargs["rllm/FrozenLake-v0"] == {"size": 4}
-    assert all(k in cli.math_env_ids() or k == "rllm/FrozenLake-v0" for k in kwargs)
+    assert "rllm/Math-v1" in cli.math_env_ids()
+    kwargs = cli.with_answer_format({"rllm/FrozenLake-v1": {"size": 4}}, "any")
+    assert kwargs["rllm/Math-v1"] == {"answer_format": "any"}
+    assert kwargs["rllm/FrozenLake-v1"] == {"size": 4}
+    assert all(k in cli.math_env_ids() or k == "rllm/FrozenLake-v1" for k in kwargs)
 
 
 def test_env_kwargs_win_and_no_flag_changes_nothing() -> None:
-    given = {"rllm/Math-v0": {"answer_format": "boxed", "difficulty": 2}}
+    given = {"rllm/Math-v1": {"answer_format": "boxed", "difficulty": 2}}
     assert cli.with_answer_format(given, "any") == given
     assert cli.with_answer_format(given, None) is given
 
@@ -29,8 +29,8 @@ def test_flag_is_parsed_and_checked(monkeypatch, tmp_path) -> None:
         return {}
 
     monkeypatch.setattr(cli, "run", fake_run)
-    argv = ["run", "--policy", "oracle", "--envs", "rllm/Math-v0", "--out", str(tmp_path)]
+    argv = ["run", "--policy", "oracle", "--envs", "rllm/Math-v1", "--out", str(tmp_path)]
     assert cli.main([*argv, "--answer-format", "any"]) == 0
-    assert seen["env_kwargs"]["rllm/Math-v0"]["answer_format"] == "any"
+    assert seen["env_kwargs"]["rllm/Math-v1"]["answer_format"] == "any"
     with pytest.raises(SystemExit):
         cli.main([*argv, "--answer-format", "lenient"])

@@ -14,7 +14,7 @@ from benchmarks.leaderboard.model_player import ModelPlayer
 from benchmarks.leaderboard.report import load_run, markdown
 from rllm_envs.error import InvalidEnvConfig
 
-FL = "rllm/FrozenLake-v0"
+FL = "rllm/FrozenLake-v1"
 TRAINED = f"{FL}@trained-map"
 RANDOM = f"{FL}@random-4x4"
 COLUMNS = {TRAINED: {"map_name": "4x4", "is_slippery": False}, RANDOM: {"size": 4}}
@@ -45,7 +45,7 @@ def test_env_settings_give_each_env_its_decoding():
         agent_kwargs={"think": "keep"},
         env_settings={FL: {"max_tokens": 1, "agent": "frozenlake-board", "agent_kwargs": {}}},
     )
-    lake, math = policy.decoding(FL), policy.decoding("rllm/Math-v0")
+    lake, math = policy.decoding(FL), policy.decoding("rllm/Math-v1")
     assert (lake.max_tokens, lake.agent, lake.agent_kwargs) == (1, "frozenlake-board", {})
     assert (math.max_tokens, math.agent, math.agent_kwargs) == (256, None, {"think": "keep"})
     with pytest.raises(InvalidEnvConfig, match="env_settings"):

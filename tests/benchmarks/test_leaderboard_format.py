@@ -9,8 +9,8 @@ from benchmarks.leaderboard.protocol import EpisodeRecord
 from benchmarks.leaderboard.report import html_page, load_run, markdown
 from benchmarks.leaderboard.runner import LeaderboardConfig, format_rate, run
 
-FL = "rllm/FrozenLake-v0"
-MATH = "rllm/Math-v0"
+FL = "rllm/FrozenLake-v1"
+MATH = "rllm/Math-v1"
 
 
 def _record(turns: int, invalid: int) -> EpisodeRecord:

@@ -15,8 +15,8 @@ from benchmarks.leaderboard.report import Section, html_page, load_run, pick_exa
 from benchmarks.leaderboard.runner import LeaderboardConfig, run
 from rllm_envs.tasks import EVAL_TASK_SEED
 
-FL = "rllm/FrozenLake-v0"
-MATH = "rllm/Math-v0"
+FL = "rllm/FrozenLake-v1"
+MATH = "rllm/Math-v1"
 
 
 def test_scripted_runs_write_transcripts_the_page_shows(tmp_path):

@@ -10,7 +10,7 @@ from benchmarks import main as main_job
 def test_main_job_scripted_policies_only(tmp_path):
     argv = [
         "--envs",
-        "rllm/FrozenLake-v0",
+        "rllm/FrozenLake-v1",
         "rllm/TicTacToe-v0",
         "--n-tasks",
         "3",
@@ -33,19 +33,19 @@ def test_main_job_scripted_policies_only(tmp_path):
     summary = json.loads((tmp_path / "main_leaderboard.json").read_text())
     assert summary == json.loads((tmp_path / "results" / "main_leaderboard.json").read_text())
     assert set(summary["policies"]) == {"oracle", "random"}
-    assert summary["policies"]["oracle"]["envs"]["rllm/FrozenLake-v0"]["pass@1"] == 1.0
+    assert summary["policies"]["oracle"]["envs"]["rllm/FrozenLake-v1"]["pass@1"] == 1.0
     assert {"setup", "leaderboard:oracle", "leaderboard:random", "report"} <= set(
         summary["stages_s"]
     )
     assert len(summary["machine"]["load_average_start"]) == 3 and "numpy" in summary["versions"]
-    assert summary["settings"]["envs"] == ["rllm/FrozenLake-v0", "rllm/TicTacToe-v0"]
+    assert summary["settings"]["envs"] == ["rllm/FrozenLake-v1", "rllm/TicTacToe-v0"]
     assert summary["real_model_rl"]["source"] == "benchmarks/results/real_model_rl.json"
 
 
 def test_readme_renders_the_main_job_summary(tmp_path, monkeypatch):
     from benchmarks import readme
 
-    argv = ["--envs", "rllm/Math-v0", "--n-tasks", "2", "--out", str(tmp_path)]
+    argv = ["--envs", "rllm/Math-v1", "--n-tasks", "2", "--out", str(tmp_path)]
     assert main_job.main([*argv, "--skip-train", "--real-model", "none"]) == 0
     (tmp_path / "results").mkdir()
     (tmp_path / "main_leaderboard.json").rename(tmp_path / "results" / "main_leaderboard.json")
@@ -62,7 +62,7 @@ def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
     pytest.importorskip("deepspeed")
     argv = [
         "--envs",
-        "rllm/FrozenLake-v0",
+        "rllm/FrozenLake-v1",
         "--n-tasks",
         "2",
         "--out",
@@ -82,15 +82,15 @@ def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
     meta = json.loads((tmp_path / "runs" / "trained-ppo" / "meta.json").read_text())
     assert meta["policy"]["backend"] == "vllm" and meta["policy"]["temperature"] == 0.0
     # Trained decoding on its env only; the env's own agent and a real budget elsewhere.
-    lake = meta["policy"]["env_settings"]["rllm/FrozenLake-v0"]
+    lake = meta["policy"]["env_settings"]["rllm/FrozenLake-v1"]
     assert lake["agent"] == "frozenlake-board"
     # Elsewhere no global cap: each env's agent family sets its own limit (max_tokens None).
     assert lake["max_tokens"] == 1 and meta["policy"]["max_tokens"] is None
     # Every policy plays the trained map and random maps of its size.
     oracle = json.loads((tmp_path / "runs" / "oracle" / "meta.json").read_text())
     assert oracle["config"]["env_kwargs"] == {
-        "rllm/FrozenLake-v0@trained-map": {"map_name": "4x4", "is_slippery": False},
-        "rllm/FrozenLake-v0@random-4x4": {"size": 4, "is_slippery": False},
+        "rllm/FrozenLake-v1@trained-map": {"map_name": "4x4", "is_slippery": False},
+        "rllm/FrozenLake-v1@random-4x4": {"size": 4, "is_slippery": False},
     }
     baseline = json.loads((tmp_path / "train" / "random_baseline.json").read_text())
     assert baseline["episodes"] == 300 and 0 <= baseline["success_rate"] < 0.1

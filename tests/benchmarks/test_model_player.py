@@ -35,7 +35,7 @@ def test_bad_specs_are_rejected(spec):
 
 def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
     pytest.importorskip("transformers")
-    envs = ["rllm/Math-v0", "rllm/TicTacToe-v0"]
+    envs = ["rllm/Math-v1", "rllm/TicTacToe-v0"]
     config = LeaderboardConfig(
         policy="hf:tiny", envs=envs, n_tasks=2, k=2, policy_kwargs={"max_tokens": 8}
     )
@@ -46,17 +46,17 @@ def test_tiny_model_on_single_and_multi_agent_envs(tmp_path):
     meta = json.loads((tmp_path / "hf_tiny" / "meta.json").read_text())
     assert meta["policy"]["backend"] == "transformers" and meta["policy"]["max_tokens"] == 8
     # An untrained tiny model solves nothing; the point is that it is evaluated end to end.
-    assert summary["envs"]["rllm/Math-v0"]["episodes"] == 4
+    assert summary["envs"]["rllm/Math-v1"]["episodes"] == 4
     assert summary["envs"]["rllm/TicTacToe-v0"]["mean_turns"] >= 1
 
 
 def test_agent_override_by_module_path():
     from rllm_agents.agent import FrozenLakeBoardAgent, make_agent
 
-    agent = make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:FrozenLakeBoardAgent")
+    agent = make_agent("rllm/FrozenLake-v1", "rllm_agents.agent:FrozenLakeBoardAgent")
     assert type(agent) is FrozenLakeBoardAgent
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="Cannot import"):
-        make_agent("rllm/FrozenLake-v0", "rllm_agents.agent:Nope")
+        make_agent("rllm/FrozenLake-v1", "rllm_agents.agent:Nope")
 
 
 def test_scripted_players_take_no_settings():
@@ -89,19 +89,19 @@ def test_play_yields_each_env_and_columns_run_together(tmp_path):
     pytest.importorskip("transformers")
     from benchmarks.leaderboard.protocol import ColumnJob, EvalEpisode
 
-    lake = [EvalEpisode("rllm/FrozenLake-v0", i, i, 0, i) for i in range(2)]
-    math = [EvalEpisode("rllm/Math-v0", i, i, 0, 10 + i, "rllm/Math-v0@x") for i in range(2)]
+    lake = [EvalEpisode("rllm/FrozenLake-v1", i, i, 0, i) for i in range(2)]
+    math = [EvalEpisode("rllm/Math-v1", i, i, 0, 10 + i, "rllm/Math-v1@x") for i in range(2)]
     policy = ModelPlayer("hf:tiny", max_tokens=2, temperature=0.0, transcripts=tmp_path / "t.jsonl")
     try:
         assert sorted(r.row for r in policy.play(lake, {"max_turns": 2})) == [0, 1]
         seen: list[tuple[str, int]] = []
-        jobs = [ColumnJob("rllm/FrozenLake-v0", lake, {}), ColumnJob("rllm/Math-v0@x", math, {})]
+        jobs = [ColumnJob("rllm/FrozenLake-v1", lake, {}), ColumnJob("rllm/Math-v1@x", math, {})]
         policy.play_columns(jobs, lambda column, record: seen.append((column, record.row)))
     finally:
         policy.close()
-    assert sorted(seen) == [("rllm/FrozenLake-v0", 0), ("rllm/FrozenLake-v0", 1)] + [
-        ("rllm/Math-v0@x", 0),
-        ("rllm/Math-v0@x", 1),
+    assert sorted(seen) == [("rllm/FrozenLake-v1", 0), ("rllm/FrozenLake-v1", 1)] + [
+        ("rllm/Math-v1@x", 0),
+        ("rllm/Math-v1@x", 1),
     ]
     columns = [json.loads(line)["column"] for line in (tmp_path / "t.jsonl").open()]
-    assert sorted(columns) == ["rllm/FrozenLake-v0"] * 4 + ["rllm/Math-v0@x"] * 2
+    assert sorted(columns) == ["rllm/FrozenLake-v1"] * 4 + ["rllm/Math-v1@x"] * 2

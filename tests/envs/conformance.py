@@ -35,7 +35,7 @@ VARIANTS = _family_variants()
 
 
 def case_id(env_id: str, kwargs: dict[str, Any]) -> str:
-    """A test id for a variant: ``rllm/Math-v0[difficulty=3]``."""
+    """A test id for a variant: ``rllm/Math-v1[difficulty=3]``."""
     if not kwargs:
         return env_id
     return env_id + "[" + ",".join(f"{k}={v}" for k, v in kwargs.items()) + "]"

@@ -28,8 +28,8 @@ _ENTRY = {e.id: e for e in ALL_ENTRIES}
 #: (id, kwargs, rules not run, why): slippery ice defeats any policy now and then, so the
 #: oracle's return is 1 only in expectation (tests/envs/frozenlake covers the slippery oracle).
 _NOT_RUN = {
-    ("rllm/FrozenLake-v0", "difficulty=5"): {"oracle": "slippery ice: no policy always wins"},
-    ("rllm/FrozenLake-v0", "is_slippery=True"): {"oracle": "slippery ice: no policy always wins"},
+    ("rllm/FrozenLake-v1", "difficulty=5"): {"oracle": "slippery ice: no policy always wins"},
+    ("rllm/FrozenLake-v1", "is_slippery=True"): {"oracle": "slippery ice: no policy always wins"},
 }
 #: Class-level rules are the same for every variant of a class: run them on the defaults only.
 _CLASS_RULES = {"docstring", "step-before-reset"}
@@ -115,10 +115,10 @@ def test_random_unicode_actions_never_raise(entry, actions, seed):
 _HACKABLE: dict[str, str] = {}
 #: Variants checked besides every id: the answer formats and families of issue #25's table.
 HACKING_VARIANTS: tuple[tuple[str, dict], ...] = (
-    ("rllm/Math-v0", {"answer_format": "any"}),
-    ("rllm/Math-v0", {"families": ["arithmetic", "fractions"], "difficulty": 3}),
-    ("rllm/ToolUse-v0", {"families": ["arith"], "difficulty": 2}),
-    ("rllm/FrozenLake-v0", {"map_name": "8x8"}),
+    ("rllm/Math-v1", {"answer_format": "any"}),
+    ("rllm/Math-v1", {"families": ["arithmetic", "fractions"], "difficulty": 3}),
+    ("rllm/ToolUse-v1", {"families": ["arith"], "difficulty": 2}),
+    ("rllm/FrozenLake-v1", {"map_name": "8x8"}),
 )
 
 

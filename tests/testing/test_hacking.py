@@ -115,7 +115,7 @@ def test_policies_are_pluggable_and_a_peeking_policy_is_caught():
 
 
 def test_multiagent_ids_play_each_role_degenerate_against_scripted_agents():
-    report = check_reward_hacking("rllm/SolverJudge-v0", episodes=8)
+    report = check_reward_hacking("rllm/SolverJudge-v1", episodes=8)
     assert set(report.baseline) == {"solver_0", "judge_0"}
     assert {r.agent for r in report.results} == {"solver_0", "judge_0"}
 

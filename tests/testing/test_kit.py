@@ -245,15 +245,15 @@ def test_an_env_without_an_oracle_skips_the_oracle_rule_with_the_reason():
 
 
 def test_a_registered_id_with_variant_kwargs():
-    report = check_text_env("rllm/Math-v0", kwargs={"difficulty": 3}, rules=["oracle"])
-    assert report.env == "rllm/Math-v0(difficulty=3)" and report.passed == ["oracle"]
+    report = check_text_env("rllm/Math-v1", kwargs={"difficulty": 3}, rules=["oracle"])
+    assert report.env == "rllm/Math-v1(difficulty=3)" and report.passed == ["oracle"]
 
 
 def test_the_kit_imports_without_pytest_or_hypothesis():
     code = (
         "import sys; sys.modules['pytest'] = None; sys.modules['hypothesis'] = None\n"
         "import rllm_envs.testing as t\n"
-        "assert t.check_text_env('rllm/FrozenLake-v0', rules=['oracle']).ok\n"
+        "assert t.check_text_env('rllm/FrozenLake-v1', rules=['oracle']).ok\n"
         "heavy = {'torch', 'transformers', 'vllm', 'pytest', 'hypothesis'} & set(sys.modules)\n"
         "assert not {m for m in heavy if sys.modules[m] is not None}, heavy\n"
     )

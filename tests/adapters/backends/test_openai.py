@@ -122,7 +122,7 @@ def test_completions_api_is_token_exact(server, tiny_path, hf_policy):
     assert remote.logprobs == pytest.approx(local.logprobs, abs=2e-3)
     assert "ids_from_text" not in remote.extra
 
-    trajectories = rollout("rllm/FrozenLake-v0", policy, RolloutConfig(**CONFIG), num_tasks=2)
+    trajectories = rollout("rllm/FrozenLake-v1", policy, RolloutConfig(**CONFIG), num_tasks=2)
     assert len(trajectories) == 4
     for t in trajectories:
         assert_token_exact(t, hf_policy.tokenizer)
@@ -149,7 +149,7 @@ def test_a_server_without_token_ids_is_recorded_as_retokenized(tiny_path):
     policy = OpenAIPolicy("http://sglang.invalid/v1", "m", tokenizer=tiny_path, max_model_len=2048)
     policy._httpx = MockHttpx()
     config = RolloutConfig(**{**CONFIG, "group_size": 1, "num_envs": 1})
-    (t,) = rollout("rllm/FrozenLake-v0", policy, config, num_tasks=1)
+    (t,) = rollout("rllm/FrozenLake-v1", policy, config, num_tasks=1)
     assert t.token_source == "retokenized" and not t.token_exact
     assert t.steps[0].completion_ids  # the text's ids, re-tokenised locally
 
@@ -157,7 +157,7 @@ def test_a_server_without_token_ids_is_recorded_as_retokenized(tiny_path):
 def test_chat_api_records_server_ids(server):
     policy = OpenAIPolicy(server, "tiny", api="chat")
     assert not policy.supports_token_ids
-    trajectories = rollout("rllm/ToolUse-v0", policy, RolloutConfig(**CONFIG), num_tasks=1)
+    trajectories = rollout("rllm/ToolUse-v1", policy, RolloutConfig(**CONFIG), num_tasks=1)
     assert len(trajectories) == 2
     for t in trajectories:
         assert not t.token_exact and t.metadata["mode"] == "chat"

@@ -71,7 +71,7 @@ def test_engine_prompt_ids_equal_the_trajectory_each_turn(vllm_policy):
     config = RolloutConfig(
         num_envs=2, group_size=2, sampling=SamplingParams(max_tokens=6), max_turns=3, progress=False
     )
-    trajectories = rollout("rllm/FrozenLake-v0", policy, config, num_tasks=1)
+    trajectories = rollout("rllm/FrozenLake-v1", policy, config, num_tasks=1)
     assert_engine_saw_the_trajectory(policy, trajectories)
 
 
@@ -125,7 +125,7 @@ def test_rollout_is_token_exact_with_vllm(vllm_policy):
         max_turns=3,
         progress=False,
     )
-    trajectories = rollout("rllm/FrozenLake-v0", vllm_policy, config, num_tasks=2)
+    trajectories = rollout("rllm/FrozenLake-v1", vllm_policy, config, num_tasks=2)
     assert len(trajectories) == 4
     for t in trajectories:
         assert_token_exact(t, vllm_policy.tokenizer)

@@ -185,12 +185,12 @@ def test_reward_from_an_env_scorer(launched):
 
     import rllm_envs  # noqa: F401
 
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     _, info = env.reset(seed=11)
     reference = env.unwrapped.task["answer"]
     env.close()
     created = httpx.post(
-        launched.url + "/sessions", json={"env_id": "rllm/Math-v0", "seed": 11}
+        launched.url + "/sessions", json={"env_id": "rllm/Math-v1", "seed": 11}
     ).json()
     agent = openai.OpenAI(base_url=created["base_url"], api_key="unused")
     agent.chat.completions.create(
@@ -199,11 +199,11 @@ def test_reward_from_an_env_scorer(launched):
     sid = created["session_id"]
     # The scorer is the env's: its reference answer scores 1, the model's garbage 0.
     result = httpx.post(
-        f"{launched.url}/sessions/{sid}/reward", json={"env": "rllm/Math-v0", "seed": 11}
+        f"{launched.url}/sessions/{sid}/reward", json={"env": "rllm/Math-v1", "seed": 11}
     ).json()
     assert result["reward"] == 0.0
     (episode,) = [e for e in store_of(launched).episodes() if e.hash == result["hash"]]
-    assert episode.env_id == "rllm/Math-v0" and episode.task_id == str(info["task_id"])
+    assert episode.env_id == "rllm/Math-v1" and episode.task_id == str(info["task_id"])
     assert episode.trajectory.steps[-1].info["is_correct"] is False
     # An ended session takes no more calls.
     late = httpx.post(
@@ -217,7 +217,7 @@ def test_reward_from_an_env_scorer(launched):
     agent.completions.create(model="tiny", prompt="x", max_tokens=2)
     result = httpx.post(
         f"{launched.url}/sessions/{created['session_id']}/reward",
-        json={"env": "rllm/Math-v0", "seed": 11, "answer": f"\\boxed{{{reference}}}"},
+        json={"env": "rllm/Math-v1", "seed": 11, "answer": f"\\boxed{{{reference}}}"},
     ).json()
     assert result["reward"] == 1.0
 

@@ -70,7 +70,7 @@ def test_grpo_trains_the_openai_agent_through_the_gateway(trained):
     for episode in episodes:
         t = episode.trajectory
         assert t.token_exact and t.token_source == "engine"
-        assert t.env_id == "rllm/Math-v0" and t.task_id is not None
+        assert t.env_id == "rllm/Math-v1" and t.task_id is not None
         assert t.metadata["source"] == "gateway" and t.num_turns == 1
         (step,) = t.steps
         assert "env_reward" in step.info and "is_correct" in step.info

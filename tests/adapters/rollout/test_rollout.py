@@ -57,7 +57,7 @@ def test_token_exact_on_every_registered_env(env_id, hf_policy):
 
 def test_groups_share_tasks_and_groups_differ(hf_policy):
     config = small_config(group_size=3, num_envs=6, max_turns=1)
-    trajectories = rollout("rllm/FrozenLake-v0", hf_policy, config, num_tasks=2)
+    trajectories = rollout("rllm/FrozenLake-v1", hf_policy, config, num_tasks=2)
     assert [(t.group, t.sample) for t in trajectories] == [(g, s) for g in (0, 1) for s in range(3)]
     by_group = {g: {t.initial_observation for t in trajectories if t.group == g} for g in (0, 1)}
     assert all(len(obs) == 1 for obs in by_group.values())
@@ -68,7 +68,7 @@ def test_groups_share_tasks_and_groups_differ(hf_policy):
 def test_explicit_tasks_by_index_and_record(hf_policy):
     record = {"map": ["SF", "FG"]}
     trajectories = rollout(
-        "rllm/FrozenLake-v0",
+        "rllm/FrozenLake-v1",
         hf_policy,
         small_config(group_size=1, max_turns=1),
         tasks=[3, record],
@@ -84,7 +84,7 @@ def test_stream_yields_trajectories_as_they_finish(hf_policy):
     async def collect():
         seen = []
         async for t in rollout_stream(
-            "rllm/FrozenLake-v0", hf_policy, small_config(), num_tasks=2, stats=stats
+            "rllm/FrozenLake-v1", hf_policy, small_config(), num_tasks=2, stats=stats
         ):
             seen.append((t.group, t.sample, stats.episodes))
         return seen
@@ -116,7 +116,7 @@ class SlowStepEnv(gym.Wrapper):
 
 
 def slow_frozenlake():
-    return SlowStepEnv(gym.make("rllm/FrozenLake-v0"))
+    return SlowStepEnv(gym.make("rllm/FrozenLake-v1"))
 
 
 def test_env_steps_run_off_the_event_loop_concurrently(hf_policy):
@@ -126,12 +126,12 @@ def test_env_steps_run_off_the_event_loop_concurrently(hf_policy):
     )
     assert len(trajectories) == 4
     assert SlowStepEnv.peak >= 2  # several episodes were inside env.step at the same time
-    assert trajectories[0].env_id == "rllm/FrozenLake-v0"
+    assert trajectories[0].env_id == "rllm/FrozenLake-v1"
 
 
 def test_process_env_workers(hf_policy):
     trajectories = rollout(
-        EnvFactory("rllm/FrozenLake-v0", {"difficulty": 2}),
+        EnvFactory("rllm/FrozenLake-v1", {"difficulty": 2}),
         hf_policy,
         small_config(env_backend="process", num_envs=2),
         num_tasks=1,
@@ -144,7 +144,7 @@ def test_process_env_workers(hf_policy):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_gymnasium_vector_env_input(mode, hf_policy):
-    vec = gym.make_vec("rllm/FrozenLake-v0", num_envs=2, vectorization_mode=mode, max_turns=3)
+    vec = gym.make_vec("rllm/FrozenLake-v1", num_envs=2, vectorization_mode=mode, max_turns=3)
     try:
         trajectories = rollout(vec, hf_policy, small_config(max_turns=None), num_episodes=3)
     finally:
@@ -161,7 +161,7 @@ def test_vector_env_same_step_autoreset_and_turn_cap(hf_policy):
     from gymnasium.vector import AutoresetMode
 
     vec = gym.make_vec(
-        "rllm/FrozenLake-v0",
+        "rllm/FrozenLake-v1",
         num_envs=2,
         vectorization_mode="sync",
         max_turns=4,
@@ -181,17 +181,17 @@ def test_context_limit_ends_the_episode(hf_policy):
     from rllm_adapters.backends.transformers import TransformersPolicy
     from rllm_agents import ChatTokenizer, make_agent
 
-    env = gym.make("rllm/FrozenLake-v0")
+    env = gym.make("rllm/FrozenLake-v1")
     obs, info = env.reset(seed=0)
     first = ChatTokenizer(hf_policy.tokenizer).initial_prompt(
-        make_agent("rllm/FrozenLake-v0").reset(obs, info)
+        make_agent("rllm/FrozenLake-v1").reset(obs, info)
     )
     # Room for the first reply (cut to 5 tokens) but not for the next observation.
     limit = len(first) + 5
     short = TransformersPolicy(hf_policy.model, hf_policy.tokenizer, max_model_len=limit)
     try:
         config = small_config(max_turns=None, group_size=1, num_envs=1)
-        (t,) = rollout("rllm/FrozenLake-v0", short, config, num_tasks=1)
+        (t,) = rollout("rllm/FrozenLake-v1", short, config, num_tasks=1)
     finally:
         short.close()
     assert t.finish == "context"
@@ -202,14 +202,14 @@ def test_context_limit_ends_the_episode(hf_policy):
 
 def test_agent_override_and_system_prompt(hf_policy):
     config = small_config(max_turns=1, agent_kwargs={"system_prompt": "Be terse."})
-    (t, _) = rollout("rllm/FrozenLake-v0", hf_policy, config, num_tasks=1, agent="generic")
+    (t, _) = rollout("rllm/FrozenLake-v1", hf_policy, config, num_tasks=1, agent="generic")
     assert t.metadata["agent"] == "GenericAgent"
     assert t.messages[0] == {"role": "system", "content": "Be terse."}
     assert "Be terse." in hf_policy.tokenizer.decode(t.steps[0].prompt_ids)
 
 
 def test_invalid_inputs_raise_early(hf_policy):
-    env = gym.make("rllm/FrozenLake-v0")
+    env = gym.make("rllm/FrozenLake-v1")
     with pytest.raises(AdapterConfigError, match="single env instance"):
         rollout(env, hf_policy, small_config())
     with pytest.raises(AdapterConfigError, match="num_envs"):
@@ -217,7 +217,7 @@ def test_invalid_inputs_raise_early(hf_policy):
     with pytest.raises(AdapterConfigError, match="env_backend"):
         RolloutConfig(env_backend="gpu")
     with pytest.raises(AdapterConfigError, match="either"):
-        rollout("rllm/FrozenLake-v0", hf_policy, small_config(), tasks=[0], num_tasks=1)
+        rollout("rllm/FrozenLake-v1", hf_policy, small_config(), tasks=[0], num_tasks=1)
     with pytest.raises(AdapterConfigError, match="max_tokens"):
         SamplingParams(max_tokens=0)
 
@@ -225,7 +225,7 @@ def test_invalid_inputs_raise_early(hf_policy):
 def test_env_pool_is_reused_across_rollouts(hf_policy):
     from rllm_adapters.rollout import EnvPool
 
-    with EnvPool("rllm/FrozenLake-v0", 2, env_kwargs={"max_turns": 2}) as pool:
+    with EnvPool("rllm/FrozenLake-v1", 2, env_kwargs={"max_turns": 2}) as pool:
         first = rollout(pool, hf_policy, small_config(max_turns=None), num_tasks=1)
         envs = [w.env for w in pool.workers]
         second = rollout(pool, hf_policy, small_config(max_turns=None), num_tasks=2)

@@ -16,7 +16,7 @@ def run_cli(tmp_path, *flags):
     return main(
         [
             "--env",
-            "rllm/FrozenLake-v0",
+            "rllm/FrozenLake-v1",
             "--backend",
             "transformers",
             "--num-tasks",
@@ -42,7 +42,7 @@ def test_command_line_writes_trajectories(tmp_path, tiny_path, capsys):
     assert status == 0
     trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v0.parquet")
     assert len(trajectories) == 2
-    assert "rllm/FrozenLake-v0: 2 episodes" in capsys.readouterr().out
+    assert "rllm/FrozenLake-v1: 2 episodes" in capsys.readouterr().out
 
 
 def test_agent_system_prompt_dtype_and_transcripts(tmp_path, tiny_path):

@@ -52,7 +52,7 @@ def assert_engine_saw_the_trajectory(policy: Reporting, trajectories) -> None:
 
 def test_engine_prompt_ids_equal_the_trajectory_each_turn(hf_policy):
     policy = Reporting(hf_policy)
-    trajectories = rollout("rllm/FrozenLake-v0", policy, config(), num_tasks=1)
+    trajectories = rollout("rllm/FrozenLake-v1", policy, config(), num_tasks=1)
     assert_engine_saw_the_trajectory(policy, trajectories)
 
 
@@ -60,7 +60,7 @@ def test_vector_env_path_records_the_same(hf_policy):
     import gymnasium as gym
 
     policy = Reporting(hf_policy)
-    vec = gym.make_vec("rllm/FrozenLake-v0", num_envs=2, vectorization_mode="sync", max_turns=3)
+    vec = gym.make_vec("rllm/FrozenLake-v1", num_envs=2, vectorization_mode="sync", max_turns=3)
     try:
         trajectories = rollout(vec, policy, config(), num_episodes=2)
     finally:
@@ -84,7 +84,7 @@ def _other_prompt(generation: Generation) -> None:
 def test_lost_exactness_is_recorded_not_assumed(hf_policy, tamper, source):
     policy = Reporting(hf_policy, tamper=tamper)
     trajectories = rollout(
-        "rllm/FrozenLake-v0", policy, config(group_size=1, num_envs=1), num_tasks=1
+        "rllm/FrozenLake-v1", policy, config(group_size=1, num_envs=1), num_tasks=1
     )
     (t,) = trajectories
     assert t.token_source == source and not t.token_exact
@@ -94,7 +94,7 @@ def test_lost_exactness_is_recorded_not_assumed(hf_policy, tamper, source):
 
 def test_chat_mode_is_server_templated(hf_policy):
     (t,) = rollout(
-        "rllm/FrozenLake-v0",
+        "rllm/FrozenLake-v1",
         hf_policy,
         config(group_size=1, num_envs=1, mode="chat", max_turns=1),
         num_tasks=1,

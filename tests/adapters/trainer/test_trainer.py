@@ -20,7 +20,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def _config(tmp_path, **sections):
     data = {
         "model": "tiny",
-        "env": "rllm/FrozenLake-v0",
+        "env": "rllm/FrozenLake-v1",
         "env_kwargs": {
             "map_name": "4x4",
             "is_slippery": False,
@@ -179,7 +179,7 @@ def test_custom_rollout_fn_and_time_budget(tmp_path):
     def my_rollout(policy, iteration):
         calls.append(iteration)
         return rollout(
-            "rllm/FrozenLake-v0",
+            "rllm/FrozenLake-v1",
             policy,
             RolloutConfig(
                 num_envs=4,

@@ -29,7 +29,7 @@ def test_shipped_configs_load(path):
 
 def test_frozenlake_proof_config_is_the_documented_setting():
     config = load_config(ROOT / "configs" / "frozenlake_ppo.yaml")
-    assert config.env == "rllm/FrozenLake-v0"
+    assert config.env == "rllm/FrozenLake-v1"
     assert config.env_kwargs["map_name"] == "4x4"
     assert config.env_kwargs["is_slippery"] is False
     assert config.model == "tiny" and config.rollout.backend == "vllm"

@@ -20,7 +20,7 @@ def _config(tmp_path, curriculum, **train):
     return config_from_dict(
         {
             "model": "tiny",
-            "env": "rllm/FrozenLake-v0",
+            "env": "rllm/FrozenLake-v1",
             # Random maps; the curriculum sets `difficulty` (map size and hole density).
             "env_kwargs": {"max_turns": 2, "reward_weights": {"invalid_action": -0.1}},
             "rollout": {

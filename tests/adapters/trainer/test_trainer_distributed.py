@@ -34,7 +34,7 @@ def test_torchrun_two_processes_zero3(tmp_path):
     out = tmp_path / "run"
     config = {
         "model": "tiny",
-        "env": "rllm/FrozenLake-v0",
+        "env": "rllm/FrozenLake-v1",
         "env_kwargs": {
             "map_name": "4x4",
             "max_turns": 3,

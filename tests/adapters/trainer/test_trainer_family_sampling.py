@@ -12,16 +12,16 @@ from rllm_agents import make_agent
 
 def test_family_limit_and_stops_unless_given():
     base = SamplingParams(temperature=0.7, stop=("###",))
-    tool = family_sampling("rllm/ToolUse-v0", base)
-    hints = make_agent("rllm/ToolUse-v0").sampling_hints()
+    tool = family_sampling("rllm/ToolUse-v1", base)
+    hints = make_agent("rllm/ToolUse-v1").sampling_hints()
     assert tool.max_tokens == hints["max_tokens"]
     assert tool.stop == ("###", *hints["stop"])
     assert tool.temperature == 0.7
     # An explicit limit wins; the family's stops still apply (its parser needs them).
-    given = family_sampling("rllm/ToolUse-v0", base, max_tokens=7)
+    given = family_sampling("rllm/ToolUse-v1", base, max_tokens=7)
     assert (given.max_tokens, given.stop) == (7, tool.stop)
     # Agent kwargs are the agent's own: a limit set there is the family limit.
-    own = family_sampling("rllm/Math-v0", base, agent_kwargs={"max_tokens": 11})
+    own = family_sampling("rllm/Math-v1", base, agent_kwargs={"max_tokens": 11})
     assert own.max_tokens == 11
 
 
@@ -37,14 +37,14 @@ def test_trainer_rollouts_use_the_family_decoding(tmp_path):
     def sampling(rollout):
         config = config_from_dict(
             {
-                "env": "rllm/ToolUse-v0",
+                "env": "rllm/ToolUse-v1",
                 "rollout": rollout,
                 "train": {"output_dir": str(tmp_path)},
             }
         )
         return RolloutCollector(config, show_progress=False)._rollout_config(0, 1, False).sampling
 
-    hints = make_agent("rllm/ToolUse-v0").sampling_hints()
+    hints = make_agent("rllm/ToolUse-v1").sampling_hints()
     open_limit = sampling({})
     assert (open_limit.max_tokens, open_limit.stop) == (hints["max_tokens"], hints["stop"])
     assert sampling({"max_tokens": 5}).max_tokens == 5

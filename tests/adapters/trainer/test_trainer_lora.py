@@ -73,7 +73,7 @@ def _rl_config(tmp_path, name="rl", **train):
     return config_from_dict(
         {
             "model": "tiny",
-            "env": "rllm/FrozenLake-v0",
+            "env": "rllm/FrozenLake-v1",
             "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 3},
             "rollout": {
                 "backend": "transformers",
@@ -165,7 +165,7 @@ def test_rl_with_lora_trains_syncs_checkpoints_and_the_leaderboard_loads_it(tmp_
             )
             try:
                 spec = EvalEpisode(
-                    env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0
+                    env_id="rllm/FrozenLake-v1", row=0, task_index=10**9, sample=0, seed=0
                 )
                 records = list(policy.play([spec], {"difficulty": 1, "max_turns": 2}))
             finally:

@@ -120,7 +120,7 @@ def test_sigterm_finishes_the_iteration_writes_a_checkpoint_and_exits_cleanly(tm
     out = tmp_path / "run"
     config = {
         "model": "tiny",
-        "env": "rllm/FrozenLake-v0",
+        "env": "rllm/FrozenLake-v1",
         "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 3},
         "rollout": {
             "backend": "transformers",

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 
 TINY_MATH = {
     "model": "tiny",
-    "env": "rllm/Math-v0",
+    "env": "rllm/Math-v1",
     "env_kwargs": {"difficulty": 1, "families": ["arithmetic"]},
     "rollout": {
         "backend": "transformers",

@@ -27,7 +27,7 @@ def test_the_same_iteration_rolls_out_the_same_tokens(tmp_path):
     config = config_from_dict(
         {
             "model": "tiny",
-            "env": "rllm/FrozenLake-v0",
+            "env": "rllm/FrozenLake-v1",
             "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 3},
             "rollout": {
                 "backend": "vllm",

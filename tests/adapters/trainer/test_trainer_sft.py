@@ -315,7 +315,7 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
     rl_config = config_from_dict(
         {
             "model": str(model),
-            "env": "rllm/FrozenLake-v0",
+            "env": "rllm/FrozenLake-v1",
             "env_kwargs": {"difficulty": 1, "max_turns": 4},
             "rollout": {
                 "backend": "transformers",
@@ -348,7 +348,7 @@ def test_sft_learns_resumes_exactly_and_feeds_rl_and_leaderboard(tmp_path, oracl
         agent_kwargs={"system_prompt": None},
     )
     try:
-        spec = EvalEpisode(env_id="rllm/FrozenLake-v0", row=0, task_index=10**9, sample=0, seed=0)
+        spec = EvalEpisode(env_id="rllm/FrozenLake-v1", row=0, task_index=10**9, sample=0, seed=0)
         records = list(policy.play([spec], {"difficulty": 1, "max_turns": 4}))
     finally:
         policy.close()

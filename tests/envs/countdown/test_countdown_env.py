@@ -1,4 +1,4 @@
-"""rllm/Countdown-v0: episodes, rewards, info keys, datasets, arguments, adversarial answers."""
+"""rllm/Countdown-v1: episodes, rewards, info keys, datasets, arguments, adversarial answers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rllm_envs.countdown import COMPONENTS, CountdownEnv
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 
 DATA = Path(__file__).parent / "data"
-ID = "rllm/Countdown-v0"
+ID = "rllm/Countdown-v1"
 
 
 def make(**kwargs) -> CountdownEnv:

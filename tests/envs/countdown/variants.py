@@ -7,7 +7,7 @@ from typing import Any
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     # A dataset file whose columns have other names, read through `field_map`.
     (
-        "rllm/Countdown-v0",
+        "rllm/Countdown-v1",
         {
             "dataset": "tests/envs/countdown/data/renamed_columns.jsonl",
             "field_map": {"nums": "numbers", "target": "goal"},

@@ -1,4 +1,4 @@
-"""Behaviour of rllm/FrozenLake-v0 beyond the shared conformance matrix."""
+"""Behaviour of rllm/FrozenLake-v1 beyond the shared conformance matrix."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.envs.conformance import oracle, run_episode
 
 
 def test_quickstart_prints_a_readable_board_and_instructions():
-    env = gym.make("rllm/FrozenLake-v0")
+    env = gym.make("rllm/FrozenLake-v1")
     obs, info = env.reset(seed=0)
     assert "P" in obs and "G" in obs and "Legend" in obs
     assert "Right" in obs and "<action>" in obs
@@ -28,7 +28,7 @@ def test_make_with_module_prefix_works_without_prior_import():
     import sys
 
     code = (
-        "import gymnasium as gym; env = gym.make('rllm_envs:rllm/FrozenLake-v0'); "
+        "import gymnasium as gym; env = gym.make('rllm_envs:rllm/FrozenLake-v1'); "
         "print(env.reset(seed=0)[0][:40])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -36,7 +36,7 @@ def test_make_with_module_prefix_works_without_prior_import():
 
 
 def test_fixed_map_4x4_is_gymnasiums_classic_layout():
-    env = gym.make("rllm/FrozenLake-v0", map_name="4x4")
+    env = gym.make("rllm/FrozenLake-v1", map_name="4x4")
     _, info = env.reset(seed=0)
     assert info["map"] == MAPS["4x4"]
     assert {env.reset(seed=s)[1]["task_id"] for s in range(5)} == {"frozenlake-4x4-s0-0"}
@@ -61,7 +61,7 @@ def test_task_is_a_pure_function_of_task_seed_index_and_difficulty():
 
 
 def test_dynamics_match_gymnasium_frozenlake_step_for_step():
-    ours = gym.make("rllm/FrozenLake-v0", map_name="8x8", is_slippery=True, max_turns=200)
+    ours = gym.make("rllm/FrozenLake-v1", map_name="8x8", is_slippery=True, max_turns=200)
     theirs = gym.make("FrozenLake-v1", map_name="8x8", is_slippery=True)
     ours.reset(seed=11)
     theirs.reset(seed=11)

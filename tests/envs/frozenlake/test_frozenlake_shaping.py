@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted(
     path
     for path in (ROOT / "configs").glob("frozenlake*.yaml")
-    if (yaml.safe_load(path.read_text()) or {}).get("env") == "rllm/FrozenLake-v0"
+    if (yaml.safe_load(path.read_text()) or {}).get("env") == "rllm/FrozenLake-v1"
 )
 
 

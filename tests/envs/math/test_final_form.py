@@ -136,7 +136,7 @@ def test_arithmetic_and_fractions_copies_score_zero_in_the_env(difficulty):
     # The first row: copying the `$...$` expression into the box earned 1 on 100%.
     for mode in ("boxed", "any"):
         env = gym.make(
-            "rllm/Math-v0",
+            "rllm/Math-v1",
             difficulty=difficulty,
             families=["arithmetic", "fractions"],
             answer_format=mode,
@@ -155,7 +155,7 @@ def test_arithmetic_and_fractions_copies_score_zero_in_the_env(difficulty):
 
 
 def test_env_reports_why_an_answer_is_not_final():
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.reset(options={"task": {"problem": "Compute $12 \\times 5 - 7$.", "answer": "53"}})
     _, reward, _, _, info = env.step("\\boxed{60 - 7}")
     assert reward == 0.0 and info["grade"] == "not_final_form"

@@ -1,4 +1,4 @@
-"""rllm/Math-v0: episodes, rewards, info keys, dataset loading and arguments."""
+"""rllm/Math-v1: episodes, rewards, info keys, dataset loading and arguments."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ STEP_KEYS = {"extracted_answer", "answer_source", "format_issue", "grade", "fami
 
 
 def test_observation_is_problem_plus_answer_format():
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     obs, info = env.reset(seed=0)
     task = env.unwrapped.task
     assert obs.startswith(task["problem"].strip())
@@ -30,7 +30,7 @@ def test_observation_is_problem_plus_answer_format():
 
 
 def test_oracle_scores_one_and_terminates_after_one_step():
-    env = gym.make("rllm/Math-v0", difficulty=3)
+    env = gym.make("rllm/Math-v1", difficulty=3)
     for seed in range(10):
         env.reset(seed=seed)
         obs, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
@@ -42,7 +42,7 @@ def test_oracle_scores_one_and_terminates_after_one_step():
 
 
 def test_wrong_answer_and_missing_answer():
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.reset(seed=1)
     gold = env.unwrapped.task["answer"]
     wrong = "\\boxed{12345678987654321}" if gold != "12345678987654321" else "\\boxed{0}"
@@ -57,7 +57,7 @@ def test_wrong_answer_and_missing_answer():
 
 
 def test_phrase_fallback_is_graded_without_format_credit():
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.reset(seed=2)
     gold = env.unwrapped.task["answer"]
     _, reward, _, _, info = env.step(f"Some work.\nThe final answer is ${gold}$")
@@ -66,14 +66,14 @@ def test_phrase_fallback_is_graded_without_format_credit():
 
 
 def test_format_weight_shapes_reward():
-    env = gym.make("rllm/Math-v0", reward_weights={"format": 0.1})
+    env = gym.make("rllm/Math-v1", reward_weights={"format": 0.1})
     env.reset(seed=0)
     _, reward, *_ = env.step("\\boxed{definitely not it}")
     assert reward == pytest.approx(0.1)
 
 
 def test_thinking_is_ignored():
-    env = gym.make("rllm/Math-v0")
+    env = gym.make("rllm/Math-v1")
     env.reset(seed=3)
     gold = env.unwrapped.task["answer"]
     _, reward, *_ = env.step(f"<think>maybe \\boxed{{{gold}}}? no.</think> \\boxed{{-99999}}")
@@ -84,7 +84,7 @@ def test_thinking_is_ignored():
 
 
 def test_multi_turn_retries():
-    env = gym.make("rllm/Math-v0", max_turns=2)
+    env = gym.make("rllm/Math-v1", max_turns=2)
     env.reset(seed=4)
     obs, reward, terminated, truncated, info = env.step("\\boxed{-99999}")
     assert (reward, terminated, truncated) == (0.0, False, False)
@@ -95,14 +95,14 @@ def test_multi_turn_retries():
 
 @pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
 def test_difficulty_levels_work(difficulty):
-    env = gym.make("rllm/Math-v0", difficulty=difficulty)
+    env = gym.make("rllm/Math-v1", difficulty=difficulty)
     _, info = env.reset(seed=0)
     assert info["difficulty"] == difficulty
     assert env.step(env.unwrapped.oracle_action())[1] == 1.0
 
 
 def test_families_restrict_tasks():
-    env = gym.make("rllm/Math-v0", families=["geometry"])
+    env = gym.make("rllm/Math-v1", families=["geometry"])
     assert {env.reset(seed=s)[1]["family"] for s in range(6)} == {"geometry"}
 
 
@@ -128,7 +128,7 @@ def test_bad_arguments_raise_early(kwargs):
 
 def test_unknown_kwarg_suggests_the_right_one():
     with pytest.raises(InvalidEnvConfig, match="difficulty"):
-        rllm_envs.make("rllm/Math-v0", dificulty=2)
+        rllm_envs.make("rllm/Math-v1", dificulty=2)
 
 
 # ----------------------------------------------------------------------------------- datasets
@@ -145,7 +145,7 @@ DATASETS = [
 
 @pytest.mark.parametrize(("name", "size", "first_answer"), DATASETS)
 def test_dataset_files_in_real_schemas(name, size, first_answer):
-    env = gym.make("rllm/Math-v0", dataset=str(DATA / name))
+    env = gym.make("rllm/Math-v1", dataset=str(DATA / name))
     assert len(env.unwrapped.tasks) == size
     obs, _ = env.reset(options={"index": 0})
     assert env.unwrapped.task["answer"] == first_answer
@@ -219,7 +219,7 @@ def test_score_function():
 
 
 def _step(action: str, seed: int = 0, **kwargs):
-    env = gym.make("rllm/Math-v0", reward_weights={"format": 0.1}, **kwargs)
+    env = gym.make("rllm/Math-v1", reward_weights={"format": 0.1}, **kwargs)
     env.reset(seed=seed)
     gold = env.unwrapped.task["answer"]
     _, reward, _, _, info = env.step(action.replace("GOLD", gold))
@@ -261,7 +261,7 @@ def test_format_only_reply_gets_no_correctness():
 
 
 def test_parroted_template_scores_nothing():
-    env = gym.make("rllm/Math-v0", reward_weights={"format": 0.1})
+    env = gym.make("rllm/Math-v1", reward_weights={"format": 0.1})
     obs, _ = env.reset(seed=5)
     # A model that copies the instruction, box and all.
     _, reward, _, _, info = env.step(obs.split("\n\n")[-1])
@@ -269,13 +269,13 @@ def test_parroted_template_scores_nothing():
 
 
 def test_answer_format_any_reads_unboxed_answers():
-    env = gym.make("rllm/Math-v0", answer_format="any")
+    env = gym.make("rllm/Math-v1", answer_format="any")
     env.reset(seed=2)
     gold = env.unwrapped.task["answer"]
     _, reward, _, _, info = env.step(f"I worked it out. It is ${gold}$")
     assert reward == 1.0 and info["answer_source"] == "latex"
     assert info["reward_components"]["format"] == 0.0  # format always means one box
-    strict = gym.make("rllm/Math-v0")
+    strict = gym.make("rllm/Math-v1")
     strict.reset(seed=2)
     assert strict.step(f"I worked it out. It is ${gold}$")[1] == 0.0
 

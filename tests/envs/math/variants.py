@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    *(("rllm/Math-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
-    ("rllm/Math-v0", {"max_turns": 3}),
+    *(("rllm/Math-v1", {"difficulty": d}) for d in (2, 3, 4, 5)),
+    ("rllm/Math-v1", {"max_turns": 3}),
     # A dataset file whose columns have other names, read through `field_map`.
     (
-        "rllm/Math-v0",
+        "rllm/Math-v1",
         {
             "dataset": "tests/envs/math/data/renamed_columns.jsonl",
             "field_map": {"problem": "statement", "answer": "final"},

@@ -77,7 +77,7 @@ def test_clip_middle_keeps_the_start_and_the_answer():
 
 
 def test_solver_judge_oracle_gets_one_for_every_agent():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=3)
     for seed in range(5):
         steps = run_parallel(env, scripted("oracle"), seed=seed)
         assert returns(steps) == dict.fromkeys(env.possible_agents, 1.0)
@@ -85,7 +85,7 @@ def test_solver_judge_oracle_gets_one_for_every_agent():
 
 
 def test_solver_judge_phases_and_rewards():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     obs, infos = env.reset(options=TASK)
     assert [a for a in env.agents if infos[a]["acting"]] == ["solver_0", "solver_1"]
     assert infos["judge_0"]["role"] == "judge" and infos["solver_0"]["role"] == "solver"
@@ -118,7 +118,7 @@ def _shown_as(infos, solver: int) -> int:
     [("wrong", 0.0, False), ("\\boxed{3}", 0.0, True), ("I cannot decide", 0.0, True)],
 )
 def test_judge_selecting_a_wrong_or_no_solution_scores_zero(judge_reply, reward, invalid):
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     env.reset(options=TASK)
     *_, infos = env.step({"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}"})
     if judge_reply == "wrong":
@@ -130,7 +130,7 @@ def test_judge_selecting_a_wrong_or_no_solution_scores_zero(judge_reply, reward,
 
 
 def test_judge_sees_clipped_solutions_and_the_heuristic_votes():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3, max_solution_chars=300)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=3, max_solution_chars=300)
     env.reset(options=TASK)
     huge = "reasoning " * 20_000 + "\\boxed{42}"
     obs, _, _, _, infos = env.step(
@@ -147,10 +147,10 @@ def test_judge_sees_clipped_solutions_and_the_heuristic_votes():
 def test_solver_judge_arguments_are_validated():
     for kwargs in [{"n_solvers": 0}, {"n_solvers": 9}, {"max_solution_chars": 10}]:
         with pytest.raises(rllm_envs.InvalidEnvConfig):
-            rllm_envs.make_parallel("rllm/SolverJudge-v0", **kwargs)
+            rllm_envs.make_parallel("rllm/SolverJudge-v1", **kwargs)
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="difficulty"):
-        rllm_envs.make_parallel("rllm/SolverJudge-v0", difficulty=99)
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0")
+        rllm_envs.make_parallel("rllm/SolverJudge-v1", difficulty=99)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1")
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="answer"):
         env.reset(options={"task": {"problem": "1+1?"}})
 
@@ -163,7 +163,7 @@ def test_math_envs_read_a_local_dataset(tmp_path):
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     field_map = {"problem": "question", "answer": "solution"}
-    for env_id in ["rllm/SolverJudge-v0", "rllm/Debate-v0"]:
+    for env_id in ["rllm/SolverJudge-v1", "rllm/Debate-v1"]:
         env = rllm_envs.make_parallel(env_id, dataset=str(path), field_map=field_map)
         obs, infos = env.reset(options={"index": 1})
         assert "What is 3^2?" in obs[env.possible_agents[0]]
@@ -173,7 +173,7 @@ def test_math_envs_read_a_local_dataset(tmp_path):
 
 
 def test_math_envs_restrict_families():
-    env = rllm_envs.make_parallel("rllm/Debate-v0", families=["arithmetic"])
+    env = rllm_envs.make_parallel("rllm/Debate-v1", families=["arithmetic"])
     env.reset(seed=0)
     assert env.task["family"] == "arithmetic"
 
@@ -182,7 +182,7 @@ def test_math_envs_restrict_families():
 
 
 def test_debate_oracle_gets_one_for_every_agent():
-    env = rllm_envs.make_parallel("rllm/Debate-v0")
+    env = rllm_envs.make_parallel("rllm/Debate-v1")
     for seed in range(5):
         steps = run_parallel(env, scripted("oracle"), seed=seed)
         assert len(steps) == 1 + env.n_rounds
@@ -191,7 +191,7 @@ def test_debate_oracle_gets_one_for_every_agent():
 
 
 def test_debate_scores_only_the_final_round():
-    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=2, n_rounds=2)
+    env = rllm_envs.make_parallel("rllm/Debate-v1", n_debaters=2, n_rounds=2)
     obs, infos = env.reset(options=TASK)
     assert all(info["acting"] and info["role"] == "debater" for info in infos.values())
     obs, rewards, terms, _, infos = env.step(
@@ -212,7 +212,7 @@ def test_debate_scores_only_the_final_round():
 
 
 def test_debate_heuristic_follows_the_majority():
-    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=3, n_rounds=2)
+    env = rllm_envs.make_parallel("rllm/Debate-v1", n_debaters=3, n_rounds=2)
     env.reset(options=TASK)
     env.step({"debater_0": "\\boxed{7}", "debater_1": "\\boxed{42}", "debater_2": "\\boxed{42}"})
     policy = rllm_envs.multiagent.ScriptedPolicy("heuristic")
@@ -220,12 +220,12 @@ def test_debate_heuristic_follows_the_majority():
 
 
 def test_debate_single_round_and_argument_checks():
-    env = rllm_envs.make_parallel("rllm/Debate-v0", n_rounds=1)
+    env = rllm_envs.make_parallel("rllm/Debate-v1", n_rounds=1)
     steps = run_parallel(env, scripted("oracle"), seed=0)
     assert len(steps) == 2 and all(r == 1.0 for r in returns(steps).values())
     for kwargs in [{"n_debaters": 1}, {"n_rounds": 0}, {"n_rounds": 11}, {"n_debaters": "3"}]:
         with pytest.raises(rllm_envs.InvalidEnvConfig):
-            rllm_envs.make_parallel("rllm/Debate-v0", **kwargs)
+            rllm_envs.make_parallel("rllm/Debate-v1", **kwargs)
 
 
 # ------------------------------------------------------------ final-form answers (issue #25)
@@ -256,7 +256,7 @@ def test_grade_needs_the_value_in_final_form():
 
 
 def test_solvers_that_copy_the_expression_earn_nothing():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     for task, expression in _copy_tasks():
         env.reset(options={"task": task})
         _, rewards, *_ = env.step(
@@ -266,7 +266,7 @@ def test_solvers_that_copy_the_expression_earn_nothing():
 
 
 def test_debaters_that_copy_the_expression_earn_nothing():
-    env = rllm_envs.make_parallel("rllm/Debate-v0", n_debaters=2, n_rounds=1)
+    env = rllm_envs.make_parallel("rllm/Debate-v1", n_debaters=2, n_rounds=1)
     for task, expression in _copy_tasks():
         env.reset(options={"task": task})
         _, rewards, *_ = env.step(
@@ -312,7 +312,7 @@ def test_a_judge_reading_the_answers_form_earns_only_the_base_rate():
     told = 0
     episodes = 150
     for seed in range(episodes):
-        env = rllm_envs.make_parallel("rllm/SolverJudge-v0")
+        env = rllm_envs.make_parallel("rllm/SolverJudge-v1")
         env.reset(seed=seed)
         rng = np.random.default_rng(seed)
         acts = {a: env.heuristic_action(a, rng) if a != "judge_0" else "wait" for a in env.agents}

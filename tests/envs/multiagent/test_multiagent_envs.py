@@ -25,9 +25,9 @@ from tests.envs.multiagent.conformance import (
 
 #: Variants besides each id's registered defaults: team sizes, rounds, difficulty, openings.
 VARIANTS = (
-    ("rllm/SolverJudge-v0", {"n_solvers": 3, "difficulty": 3}),
-    ("rllm/Debate-v0", {"n_debaters": 2, "n_rounds": 1}),
-    ("rllm/Debate-v0", {"difficulty": 4}),
+    ("rllm/SolverJudge-v1", {"n_solvers": 3, "difficulty": 3}),
+    ("rllm/Debate-v1", {"n_debaters": 2, "n_rounds": 1}),
+    ("rllm/Debate-v1", {"difficulty": 4}),
     ("rllm/TicTacToe-v0", {"opening_plies": 0}),
 )
 _ENTRY = {e.id: e for e in ALL_ENTRIES}

@@ -27,7 +27,7 @@ def test_unknown_id_suggests_the_closest():
     with pytest.raises(rllm_envs.UnknownEnvironment, match="Did you mean `rllm/TicTacToe-v0`"):
         rllm_envs.make_aec("rllm/TicTacToe-v1")
     with pytest.raises(rllm_envs.UnknownEnvironment, match="single-agent"):
-        rllm_envs.make_parallel("rllm/FrozenLake-v0")
+        rllm_envs.make_parallel("rllm/FrozenLake-v1")
 
 
 def test_unknown_kwarg_suggests_the_closest():

@@ -21,7 +21,7 @@ def _solve(env, replies):
 
 
 def test_the_order_is_random_and_the_judge_scores_the_solution_it_picked():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=3)
     orders = set()
     for seed in range(40):
         env.reset(seed=seed, options=TASK)
@@ -41,7 +41,7 @@ def test_the_order_is_random_and_the_judge_scores_the_solution_it_picked():
 
 def test_a_constant_choice_earns_the_base_rate_not_a_solvers_accuracy():
     """Solver 2 always right, solver 1 always wrong: in solver order `\\boxed{2}` won every time."""
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     wins = []
     for seed in range(200):
         env.reset(seed=seed)
@@ -53,7 +53,7 @@ def test_a_constant_choice_earns_the_base_rate_not_a_solvers_accuracy():
 
 
 def test_copied_worked_examples_earn_nothing_for_the_judge_and_the_solvers():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=2)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     env.reset(seed=0, options={"task": {"problem": "Compute $60 + 7$.", "answer": "67"}})
     _, rewards, _, _, infos = env.step({"solver_0": MATH.replies[0], "solver_1": "\\boxed{67}"})
     assert rewards["solver_0"] == 0.0 and infos["solver_0"]["invalid_action"]
@@ -66,7 +66,7 @@ def test_copied_worked_examples_earn_nothing_for_the_judge_and_the_solvers():
 
 
 def test_scripted_judges_read_the_order():
-    env = rllm_envs.make_parallel("rllm/SolverJudge-v0", n_solvers=3)
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=3)
     for seed in range(10):
         env.reset(seed=seed, options=TASK)
         env.step({"solver_0": "\\boxed{1}", "solver_1": "\\boxed{42}", "solver_2": "\\boxed{42}"})

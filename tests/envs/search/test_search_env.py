@@ -1,4 +1,4 @@
-"""Behaviour of rllm/Search-v0 beyond the shared conformance matrix."""
+"""Behaviour of rllm/Search-v1 beyond the shared conformance matrix."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _cache(tmp_path, monkeypatch):
 
 
 def test_first_observation_is_self_contained():
-    env = gym.make("rllm/Search-v0")
+    env = gym.make("rllm/Search-v1")
     obs, info = env.reset(seed=0)
     assert "<search>" in obs and "<answer>" in obs and "Question:" in obs
     assert [t["function"]["name"] for t in info["tools"]] == ["search", "final_answer"]
@@ -33,7 +33,7 @@ def test_first_observation_is_self_contained():
 
 @pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
 def test_oracle_solves_every_difficulty(difficulty):
-    env = gym.make("rllm/Search-v0", difficulty=difficulty)
+    env = gym.make("rllm/Search-v1", difficulty=difficulty)
     for seed in range(4):
         steps = run_episode(env, oracle, seed=seed)
         assert steps[-1][4]["is_correct"] and sum(s[1] for s in steps) == 1.0
@@ -108,14 +108,14 @@ def test_invalid_penalty_is_an_option():
 
 
 def test_never_answering_truncates_with_zero():
-    env = gym.make("rllm/Search-v0", max_turns=3)
+    env = gym.make("rllm/Search-v1", max_turns=3)
     steps = run_episode(env, lambda *_: "<search>river</search>", seed=0)
     assert steps[-1][3] and sum(s[1] for s in steps) == 0.0
 
 
 def test_user_corpus_and_question_file():
     env = gym.make(
-        "rllm/Search-v0",
+        "rllm/Search-v1",
         corpus=str(FIXTURES / "corpus.jsonl"),
         dataset=str(FIXTURES / "questions.jsonl"),
     )

@@ -5,5 +5,5 @@ from __future__ import annotations
 from typing import Any
 
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    *(("rllm/Search-v0", {"difficulty": d}) for d in (1, 3, 4, 5)),
+    *(("rllm/Search-v1", {"difficulty": d}) for d in (1, 3, 4, 5)),
 )

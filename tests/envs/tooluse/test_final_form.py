@@ -50,7 +50,7 @@ def test_reference_scores_one_and_work_scores_zero(family, difficulty):
 
 @pytest.mark.parametrize("difficulty", range(1, MAX_DIFFICULTY + 1))
 def test_arith_copies_of_the_question_score_zero_in_the_env(difficulty):
-    env = gym.make("rllm/ToolUse-v0", families=["arith"], difficulty=difficulty)
+    env = gym.make("rllm/ToolUse-v1", families=["arith"], difficulty=difficulty)
     copied = 0
     for seed in range(25):
         obs, _ = env.reset(seed=seed)

@@ -1,4 +1,4 @@
-"""Behaviour of rllm/ToolUse-v0 beyond the shared conformance matrix."""
+"""Behaviour of rllm/ToolUse-v1 beyond the shared conformance matrix."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _call(name, **arguments):
 
 
 def test_first_observation_lists_tools_and_call_format():
-    env = gym.make("rllm/ToolUse-v0")
+    env = gym.make("rllm/ToolUse-v1")
     obs, info = env.reset(seed=0)
     assert "Task:" in obs and "Tools:" in obs and "<tool_call>" in obs and "final_answer" in obs
     names = [t["function"]["name"] for t in info["tools"]]
@@ -33,7 +33,7 @@ def test_first_observation_lists_tools_and_call_format():
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f != "program"])
 @pytest.mark.parametrize("difficulty", [1, 3, 5])
 def test_oracle_solves_every_family_through_the_tools(family, difficulty):
-    env = gym.make("rllm/ToolUse-v0", families=[family], difficulty=difficulty)
+    env = gym.make("rllm/ToolUse-v1", families=[family], difficulty=difficulty)
     for seed in range(3):
         steps = run_episode(env, oracle, seed=seed)
         assert steps[-1][4]["is_correct"] and sum(s[1] for s in steps) == 1.0
@@ -98,7 +98,7 @@ def test_reply_without_call_or_answer_gets_a_clear_observation():
 
 
 def test_never_calling_a_tool_truncates_with_zero():
-    env = gym.make("rllm/ToolUse-v0", max_turns=3)
+    env = gym.make("rllm/ToolUse-v1", max_turns=3)
     steps = run_episode(env, lambda *_: "Let me think more.", seed=0)
     assert steps[-1][3] and not steps[-1][2] and sum(s[1] for s in steps) == 0.0
 
@@ -158,7 +158,7 @@ def test_mixed_oracle_and_noise_is_seeded_deterministic():
 
     runs = []
     for _ in range(2):
-        env = gym.make("rllm/ToolUse-v0")
+        env = gym.make("rllm/ToolUse-v1")
         env.action_space.seed(7)
         policy = make_policy(np.random.default_rng(7))
         runs.append([run_episode(env, policy, seed=s) for s in range(4)])
@@ -185,7 +185,7 @@ def test_math_dataset_with_field_map(tmp_path):
     rows = [{"problem": "What is 2^100 mod 7?", "solution": "...", "answer": "2"},
             {"problem": "Simplify 6/8.", "answer": "\\frac{3}{4}"}]  # fmt: skip
     path.write_text("\n".join(json.dumps(r) for r in rows))
-    env = gym.make("rllm/ToolUse-v0", dataset=str(path), field_map={"question": "problem"})
+    env = gym.make("rllm/ToolUse-v1", dataset=str(path), field_map={"question": "problem"})
     obs, info = env.reset(options={"index": 1})
     assert "Simplify 6/8." in obs and info["family"] == "math"
     _, reward, terminated, _, _ = env.step(_call("final_answer", answer="0.75"))
@@ -234,7 +234,7 @@ def test_python_tool_runs_in_the_sandbox():
 
 @pytest.mark.skipif(not _sandbox_available(), reason="no sandbox backend (firejail/bubblewrap)")
 def test_program_family_oracle_runs_python_in_the_sandbox():
-    env = gym.make("rllm/ToolUse-v0", families=["program"], difficulty=3)
+    env = gym.make("rllm/ToolUse-v1", families=["program"], difficulty=3)
     assert env.unwrapped.families == ("program",)
     for seed in range(3):
         steps = run_episode(env, oracle, seed=seed)

@@ -5,6 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
-    *(("rllm/ToolUse-v0", {"difficulty": d}) for d in (2, 3, 4, 5)),
-    ("rllm/ToolUse-v0", {"python": False}),
+    *(("rllm/ToolUse-v1", {"difficulty": d}) for d in (2, 3, 4, 5)),
+    ("rllm/ToolUse-v1", {"python": False}),
 )

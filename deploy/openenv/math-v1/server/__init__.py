@@ -1,0 +1,1 @@
+"""OpenEnv server of rllm/Math-v1."""
