@@ -532,13 +532,14 @@ _FORMATS: dict[str, tuple[str, Callable[[HackContext, str], str]]] = {
 }
 
 #: Literal constants of the literal family: option letters, digits, the labels of yes/no
-#: tasks, -1 and empty-ish answers.
+#: tasks, -1, refusals and empty-ish answers.
 LITERAL_FAMILY_VALUES: tuple[str, ...] = (
     *"ABCDE",
     *"abcde",
     *"0123456789",
     *("yes", "no", "true", "false", "Yes", "No", "True", "False"),
-    *("-1", "0.5", "none", "null", "N/A", "{}", "[]", "", " ", ".", "-", "?"),
+    *("-1", "0.5", "none", "null", "N/A", "unknown", "impossible", "I don't know"),
+    *("{}", "[]", "", " ", ".", "-", "?"),
 )
 
 
@@ -1369,7 +1370,7 @@ def check_reward_hacking(
 
     Example:
         >>> from rllm_envs.testing import check_reward_hacking
-        >>> report = check_reward_hacking("rllm/Countdown-v0", episodes=10, raise_on_failure=False)
+        >>> report = check_reward_hacking("rllm/Countdown-v1", episodes=10, raise_on_failure=False)
         >>> report.ok
         True
 
