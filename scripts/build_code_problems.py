@@ -228,7 +228,14 @@ print(g, l)
         (lambda r, n: f"{n}\n{ints(r.randint(1, 10**6) for _ in range(n))}\n")(rnd(40 + i), n)
         for i, n in enumerate([2, 5, 12, 20])
     ]
-    + ["4\n12 18 24 36\n"],
+    + ["4\n12 18 24 36\n"]
+    # Numbers sharing a factor: a gcd other than 1 on as many tests as a gcd of 1.
+    + [
+        (lambda r, n, g: f"{n}\n{ints(g * r.randint(1, 10**6 // g) for _ in range(n))}\n")(
+            rnd(45 + i), n, g
+        )
+        for i, (n, g) in enumerate([(3, 7), (6, 360), (10, 1001), (20, 2)])
+    ],
 )
 
 problem(
@@ -660,17 +667,27 @@ print(len(merged), sum(r - l for l, r in merged))
     ["3\n1 3\n2 6\n8 10\n", "2\n1 2\n2 3\n"]
     + [
         (
-            lambda r, n, span: (
+            lambda r, n, span, width: (
                 f"{n}\n"
                 + "".join(
-                    (lambda a, b: f"{min(a, b)} {max(a, b)}\n")(
-                        r.randint(-span, span), r.randint(-span, span)
+                    (lambda a, b: f"{a} {a + b}\n")(
+                        r.randint(-span, max(-span, span - width)), r.randint(0, width)
                     )
                     for _ in range(n)
                 )
             )
-        )(rnd(160 + i), n, span)
-        for i, (n, span) in enumerate([(1, 10), (10, 50), (1000, 10**6), (4000, 10**9)])
+        )(rnd(160 + i), n, span, width)
+        # Short intervals far apart leave several merged ones; wide ones cover everything.
+        for i, (n, span, width) in enumerate(
+            [
+                (1, 10, 10),
+                (10, 50, 8),
+                (10, 50, 100),
+                (1000, 10**6, 1500),
+                (4000, 10**9, 10**6),
+                (4000, 10**9, 2 * 10**9),
+            ]
+        )
     ],
 )
 
@@ -779,15 +796,27 @@ print(" ".join(map(str, order)) if len(order) == n else "IMPOSSIBLE")
             lambda r, n, m, dag: (
                 f"{n} {m}\n"
                 + "".join(
-                    (lambda a, b: f"{min(a, b)} {max(a, b)}\n" if dag and a != b else f"{a} {b}\n")(
-                        r.randint(1, n), r.randint(1, n)
+                    # A rule "a a" is a cycle: a DAG's rules join distinct courses.
+                    (lambda a, b: f"{min(a, b)} {max(a, b)}\n" if dag else f"{a} {b}\n")(
+                        *(
+                            r.sample(range(1, n + 1), 2)
+                            if dag
+                            else (r.randint(1, n), r.randint(1, n))
+                        )
                     )
                     for _ in range(m)
                 )
             )
         )(rnd(190 + i), n, m, dag)
         for i, (n, m, dag) in enumerate(
-            [(1, 0, True), (8, 10, True), (8, 10, False), (1000, 3000, True), (4000, 6000, True)]
+            [
+                (1, 0, True),
+                (8, 10, True),
+                (8, 10, False),
+                (1000, 3000, True),
+                (1000, 3000, False),
+                (4000, 6000, True),
+            ]
         )
     ],
 )
@@ -1012,7 +1041,7 @@ class Solution:
     def isMirror(self, x: int) -> bool:
         return x >= 0 and str(x) == str(x)[::-1]
 """,
-    [[121], [-121], [10], [0], [1234321], [2147447412], [123454321], [1000021]],
+    [[121], [-121], [10], [0], [1234321], [2147447412], [123454321], [1000021], [12], [-7]],
     func_name="isMirror",
     starter="class Solution:\n    def isMirror(self, x: int) -> bool:\n        ",
 )
