@@ -1187,9 +1187,15 @@ if __name__ == "__main__":
 #   docker build -f deploy/openenv/{slug}/Dockerfile -t rllm-{slug} .
 #   docker run -p 8000:8000 -e RLLM_SERVE_TOKEN=<a long secret> rllm-{slug}
 # Off loopback the server needs the token; clients send `Authorization: Bearer <token>`.
+# Ids that run programs (Code, SWE) sandbox them with firejail or bubblewrap, which need
+# namespaces inside the container (e.g. `docker run --privileged`; see docs/sandbox.md).
 FROM python:3.11-slim
+# python3: the sandbox's interpreter is /usr/bin/python3 (this image's own is in /usr/local);
+# rllm-sandbox: the unprivileged user sandboxed programs run as (the server runs as root).
+# The installed package (hidden tests) is under /usr, which the sandbox hides from programs.
 RUN apt-get update && apt-get install -y --no-install-recommends firejail bubblewrap g++ \\
-    && rm -rf /var/lib/apt/lists/*
+    python3 && rm -rf /var/lib/apt/lists/* \\
+    && useradd --system --user-group --no-create-home --shell /usr/sbin/nologin rllm-sandbox
 WORKDIR /app
 COPY . /app
 RUN pip install --no-cache-dir ".[openenv]"
