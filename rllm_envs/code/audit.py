@@ -24,6 +24,7 @@ from rllm_envs.sandbox.harness import canonical_value, stdout_matches
 
 # Answers a guessing program prints whatever the task.
 _STDIN_CONSTANTS = ("", "0", "1", "-1", "2", "YES", "NO", "Yes", "No", "IMPOSSIBLE", "NONE")
+_PER_QUERY = ("YES", "NO", "Yes", "No", "0", "1", "-1")
 _VALUE_CONSTANTS: tuple[Any, ...] = (0, 1, -1, True, False, None, [], "", [0, 1], [-1, -1])
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 # A single answer on more than this share of the hidden tests dominates them.
@@ -48,6 +49,15 @@ def _numbers(text: str) -> list[float | int]:
 
 def _constant(answer: Any) -> Callable[[Any], Any]:
     return lambda _: answer
+
+
+def _per_query(answer: str) -> Callable[[str], str]:
+    def program(text: str) -> str:
+        found = _numbers(text)
+        count = found[0] if found and isinstance(found[0], int) else 1
+        return "\n".join([answer] * min(max(count, 1), 10**5))
+
+    return program
 
 
 def _stdin_programs(outputs: Iterable[str]) -> dict[str, Callable[[str], str]]:
@@ -76,8 +86,11 @@ def _stdin_programs(outputs: Iterable[str]) -> dict[str, Callable[[str], str]]:
         "numbers reversed": lambda s: fmt(numbers_after_first(s)[::-1]),
         "second line": lambda s: (s.splitlines() + ["", ""])[1],
     }
+    programs["numbers echoed"] = lambda s: fmt(numbers_after_first(s))
     for constant in (*_STDIN_CONSTANTS, *outputs):
         programs[f"constant {constant.strip()[:40]!r}"] = _constant(constant)
+    for answer in _PER_QUERY:  # "t queries" answered alike: the same line t times
+        programs[f"{answer!r} per query"] = _per_query(answer)
     return programs
 
 

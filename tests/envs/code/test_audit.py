@@ -57,6 +57,13 @@ def test_the_audit_flags_heuristics_and_hard_coded_examples():
     # Hidden tests that repeat the statement's examples: hard-coding them passes.
     findings = audit_task(_with_hidden(task, task["public_tests"]))
     assert {f.check for f in findings} == {"degenerate"} and len(findings) > 10
+    # Queries all answered alike: one answer repeated per query passes.
+    brackets = TASKS["rllm-005"]
+    balanced = [
+        {"input": "2\n()\n[]\n", "output": "YES\nYES\n"},
+        {"input": "3\n{}\n([])\n()\n", "output": "YES\nYES\nYES\n"},
+    ]
+    assert "'YES' per query" in {f.subject for f in audit_task(_with_hidden(brackets, balanced))}
     # Functional: a test set where returning the first argument is right.
     mirror = TASKS["rllm-029"]
     echo = [{"input": "true", "output": "true"}, {"input": "false", "output": "false"}]
