@@ -1,6 +1,8 @@
-"""Assertions shared by the adapter tests."""
+"""Assertions and settings shared by the adapter tests."""
 
 from __future__ import annotations
+
+import pytest
 
 
 def assert_token_exact(trajectory, tokenizer=None):
@@ -41,3 +43,25 @@ def hf_greedy(model, prompt, n):
             pad_token_id=0,
         )
     return out[0, len(prompt) :].tolist()
+
+
+def grpo_args(tmp_path, **overrides):
+    """TRL ``GRPOConfig`` for a few CPU steps of the tiny model: 2 steps of 4 prompts x 4
+    generations of 8 tokens, no saving, no reporting; ``overrides`` replace any of them."""
+    trl = pytest.importorskip("trl")
+    settings = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        logging_steps=1,
+        save_strategy="no",
+        learning_rate=1e-3,
+        seed=0,
+    )
+    settings.update(overrides)
+    return trl.GRPOConfig(**settings)

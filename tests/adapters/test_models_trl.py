@@ -11,6 +11,7 @@ pytest.importorskip("datasets")
 from rllm_adapters.models import resolve_model  # noqa: E402
 from rllm_adapters.trl import env_dataset, environment_class  # noqa: E402
 from rllm_envs.error import DependencyNotInstalled  # noqa: E402
+from tests.adapters.helpers import grpo_args  # noqa: E402
 
 TOOLS = "rllm/ToolUse-v0"
 TOOL_KWARGS = {"python": False}
@@ -19,27 +20,21 @@ TOOL_KWARGS = {"python": False}
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
 def test_grpo_environment_factory_with_the_real_model(tmp_path):
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     try:
         model = resolve_model("smollm2-135m-instruct")
     except DependencyNotInstalled as e:
         pytest.skip(str(e))
     Env = environment_class(TOOLS, env_kwargs=TOOL_KWARGS, probe_tasks=16)
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
+    args = grpo_args(
+        tmp_path,
         max_steps=1,
         per_device_train_batch_size=2,
         num_generations=2,
         max_completion_length=24,
         max_tool_calling_iterations=1,
-        logging_steps=1,
-        save_strategy="no",
         learning_rate=1e-6,
-        seed=0,
     )
     trainer = GRPOTrainer(
         model=model,

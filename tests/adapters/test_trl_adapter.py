@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("datasets")
 
 from rllm_adapters.trl import EnvReward, env_dataset, environment_class  # noqa: E402
+from tests.adapters.helpers import grpo_args  # noqa: E402
 
 MATH = "rllm/Math-v0"
 TOOLS = "rllm/ToolUse-v0"
@@ -95,38 +96,9 @@ def test_environment_class_exposes_typed_tools_and_env_reward():
     assert "ended" in env.final_answer(answer="again")
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    pytest.importorskip("trl")
-    from rllm_adapters.tiny_model import tiny_model_path
-
-    return tiny_model_path()
-
-
-def _grpo_args(tmp_path, **kw):
-    from trl import GRPOConfig
-
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        logging_steps=1,
-        save_strategy="no",
-        learning_rate=1e-3,
-        seed=0,
-    )
-    base.update(kw)
-    return GRPOConfig(**base)
-
-
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
-def test_grpo_trainer_with_env_reward(tiny, tmp_path):
+def test_grpo_trainer_with_env_reward(tiny_path, tmp_path):
     from trl import GRPOTrainer
 
     reward = EnvReward(MATH)
@@ -139,9 +111,9 @@ def test_grpo_trainer_with_env_reward(tiny, tmp_path):
 
     counting.__name__ = reward.__name__
     trainer = GRPOTrainer(
-        model=str(tiny),
+        model=str(tiny_path),
         reward_funcs=counting,
-        args=_grpo_args(tmp_path),
+        args=grpo_args(tmp_path),
         train_dataset=env_dataset(MATH, num_tasks=8),
     )
     trainer.train()
@@ -153,23 +125,23 @@ def test_grpo_trainer_with_env_reward(tiny, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore")
-def test_grpo_trainer_with_environment_factory(tiny, tmp_path):
+def test_grpo_trainer_with_environment_factory(tiny_path, tmp_path):
     from pathlib import Path
 
     import trl
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_path)
     # TRL parses tool calls for chat templates it knows: give the tiny tokenizer Qwen3's.
     template = Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
     tokenizer.chat_template = template.read_text()
     Env = environment_class(TOOLS, env_kwargs=TOOL_KWARGS, probe_tasks=16)
     trainer = GRPOTrainer(
-        model=str(tiny),
+        model=str(tiny_path),
         processing_class=tokenizer,
         environment_factory=Env,
-        args=_grpo_args(tmp_path, max_tool_calling_iterations=2),
+        args=grpo_args(tmp_path, max_tool_calling_iterations=2),
         train_dataset=env_dataset(
             TOOLS, num_tasks=8, env_kwargs=TOOL_KWARGS, include_observation=False
         ),
