@@ -127,6 +127,10 @@ def _hacking_case(env_id: str, kwargs: dict) -> object:
     marks = []
     if entry.family == "Code":  # each degenerate reply is judged in the sandbox
         marks.append(pytest.mark.slow)
+    elif entry.family == "SWE" or kwargs:
+        # Each SWE reply is judged by running a project's tests; the variants repeat their id's
+        # policies on other settings (8x8 maps, other answer formats): the full suite runs them.
+        marks.append(pytest.mark.slow)
     key = case_id(env_id, kwargs)
     if key in _HACKABLE:
         marks.append(pytest.mark.xfail(strict=True, reason=_HACKABLE[key]))
