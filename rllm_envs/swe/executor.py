@@ -573,9 +573,14 @@ def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
 # protecting from the repository's code: a forged record still has to equal the reference's.
 
 _OBSERVED: list[Any] = []
+#: An observation bigger than this (nodes, nesting, characters of one text) is reported as
+#: the digest of its complete canonical form: compared exactly, never "equal by omission".
 _OBSERVE_NODES = 20000
 _OBSERVE_DEPTH = 40
 _OBSERVE_TEXT = 100000
+#: A value past these is unobservable, which never compares equal on the host.
+_OBSERVE_ALL_NODES = 5_000_000
+_OBSERVE_MAX_DEPTH = 200
 _BUILTIN_BASES: tuple[Any, ...] = (
     bool,
     int,
@@ -600,39 +605,80 @@ def _mro_names(kind: Any) -> list[str]:
     return [_type_name(k) for k in getattr(kind, "__mro__", (kind,)) if k is not object]
 
 
+class _Unobservable(Exception):
+    pass
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _canonical_numbers(item: Any) -> Any:
+    """``item`` with integral floats written as ints (``2.0 == 2`` inside a digest too)."""
+    if isinstance(item, list):
+        if len(item) == 2 and item[0] == "float" and isinstance(item[1], str):
+            try:
+                number = float(item[1])
+                if number.is_integer():
+                    return ["int", str(int(number))]
+            except (ValueError, OverflowError):
+                pass
+            return item
+        return [_canonical_numbers(x) for x in item]
+    return item
+
+
 def observed(value: Any) -> Any:
     """``value`` as JSON-able data: ``[tag, ...]`` by exact type, containers element by element.
 
     Plain values by their exact type (a subclass is tagged ``sub`` with its type's name),
     dict items and set members sorted, other objects as their type's name and their
-    ``__dict__`` (or their ``repr`` when their class defines one). Cut at a size and depth.
+    ``__dict__`` (or their ``repr`` when their class defines one). A text longer than
+    ``_OBSERVE_TEXT`` or an int of 4000 digits or more is its length and digest; an
+    observation of more than ``_OBSERVE_NODES`` nodes or ``_OBSERVE_DEPTH`` levels is
+    ``["digest", sha256]`` of its complete canonical form (exact, whatever its size); a value
+    past ``_OBSERVE_ALL_NODES`` nodes or ``_OBSERVE_MAX_DEPTH`` levels is ``unobservable``.
     """
     import json
 
-    budget = [_OBSERVE_NODES]
+    count = [0]
+    deepest = [0]
 
     def key(item: Any) -> str:
         return json.dumps(item, sort_keys=True)
 
+    def text(tag: str, data: bytes, shown: Any) -> Any:
+        if len(data) <= _OBSERVE_TEXT:
+            return [tag, shown]
+        return [tag + "#", len(data), _digest(data)]
+
     def walk(v: Any, depth: int) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0 or depth > _OBSERVE_DEPTH:
-            return ["cut"]
+        count[0] += 1
+        if count[0] > _OBSERVE_ALL_NODES or depth > _OBSERVE_MAX_DEPTH:
+            raise _Unobservable
+        if depth > deepest[0]:
+            deepest[0] = depth
         kind = type(v)
         if v is None:
             return ["none"]
         if kind is bool:
             return ["bool", v]
         if kind is int:
-            return ["int", str(v)] if abs(v) < 10**4000 else ["int", "huge"]
+            if -(10**4000) < v < 10**4000:
+                return ["int", str(v)]
+            return ["int", "#" + _digest(hex(v).encode("ascii"))]
         if kind is float:
             return ["float", repr(v)]
         if kind is complex:
             return ["complex", repr(v.real), repr(v.imag)]
         if kind is str:
-            return ["str", v[:_OBSERVE_TEXT]]
+            if len(v) <= _OBSERVE_TEXT:
+                return ["str", v]
+            return text("str", v.encode("utf-8", "surrogatepass"), None)
         if kind in (bytes, bytearray):
-            return [kind.__name__, bytes(v[:_OBSERVE_TEXT]).hex()]
+            return text(kind.__name__, bytes(v), bytes(v).hex())
         if kind in (list, tuple):
             return [kind.__name__, [walk(x, depth + 1) for x in v]]
         if kind in (set, frozenset):
@@ -655,18 +701,34 @@ def observed(value: Any) -> Any:
             values = {s: getattr(v, s, None) for s in slots if not s.startswith("__")}
             return ["object", _type_name(kind), walk(values, depth + 1)]
         if kind.__repr__ is not object.__repr__:
-            return ["object", _type_name(kind), ["repr", repr(v)[:_OBSERVE_TEXT]]]
+            shown = repr(v)
+            if type(shown) is not str:
+                raise _Unobservable
+            return ["object", _type_name(kind), walk(shown, depth + 1)]
         return ["object", _type_name(kind)]
 
     try:
-        return walk(value, 0)
+        whole = walk(value, 0)
+        if count[0] <= _OBSERVE_NODES and deepest[0] <= _OBSERVE_DEPTH:
+            return whole
+        form = json.dumps(_canonical_numbers(whole), sort_keys=True, ensure_ascii=True)
+        return ["digest", _digest(form.encode("ascii"))]
+    except _Unobservable:
+        return ["unobservable", "too big or too deep"]
     except Exception as e:
         return ["unobservable", _type_name(type(e))]
 
 
-def observe(value: Any) -> None:
-    """``pytest.observe``: record a value a probe test computed (see above)."""
-    _OBSERVED.append(observed(value))
+def observe(value: Any, approx: Any = None) -> None:
+    """``pytest.observe``: record a value a probe test computed (see above).
+
+    ``approx``: ``(rel, abs)`` when the test compared it with ``pytest.approx`` or
+    ``isclose`` (the host then compares numbers within that tolerance; otherwise exactly).
+    """
+    seen = observed(value)
+    if approx is not None:
+        seen = ["approx", list(approx), seen]
+    _OBSERVED.append(seen)
 
 
 class _Observing:
@@ -690,7 +752,7 @@ class _Observing:
         entry: list[Any] = ["raised", _mro_names(kind)]
         if self.message:
             try:
-                entry.append(str(value)[:_OBSERVE_TEXT])
+                entry.append(observed(str(value)))
             except Exception:
                 entry.append(None)
         _OBSERVED.append(entry)

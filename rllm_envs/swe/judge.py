@@ -24,9 +24,12 @@ whatever the submitted code does to its own process -- rewrite the runner throug
 passes only if the reported values are the ones the fixed code computes on the hidden calls.
 What remains: a probe is only as strong as the test's checks, and a module whose expected
 values live outside an assertion's literal side (``parametrize`` tables, variables or two
-computed sides compared, ``raise AssertionError``, ``pytest.fail``, ``assert_*`` helpers)
-keeps them in the probe, where a patch could read and report them; such verdicts say
-``verdict_trust="host_partial"``.
+computed sides compared, tables an ``all(...)`` loops over, ``assert_*`` helpers) keeps them
+in the probe, where a patch could read and report them, and an identity check is observed as
+a bool the sandbox computes; such verdicts say ``verdict_trust="host_partial"`` and
+:attr:`Verdict.weakened` says why. Observations are exact (floats within a tolerance only
+where the test used ``pytest.approx`` or ``isclose``); one too big to send is compared by the
+digest of its complete form, and a value the sandbox could not observe never matches.
 
 Without a reference patch, each test's pass is decided in the process that runs the
 submission (``verdict_trust="in_process"``): a pass is written only by a guard (an audit hook
@@ -57,7 +60,7 @@ from typing import Any
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
-from rllm_envs.swe.probe import probe_source, same, same_observations
+from rllm_envs.swe.probe import probe_report, same, same_observations
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -73,6 +76,7 @@ __all__ = [
     "close_pools",
     "warm_up",
     "probe_files",
+    "probe_notes",
     "reference_outcomes",
     "run_probes",
     "forget_references",
@@ -166,9 +170,11 @@ class Verdict:
         report: The run of the hidden tests (``None`` when the diff did not apply).
         verdict_trust: ``"host"``: each test's outcome is the host's comparison of observed
             values with the reference's; ``"host_partial"``: the same, but some checks of the
-            hidden tests keep their expected values in the probe; ``"in_process"``: no
-            reference patch, each outcome decided inside the process that runs the
-            submission (see the module docstring).
+            hidden tests keep their expected values in the probe or are weakened
+            (``weakened`` says which); ``"in_process"``: no reference patch, each outcome
+            decided inside the process that runs the submission (see the module docstring).
+        weakened: Why the verdict is ``"host_partial"``: one sentence per kind of check
+            the probes left to the sandbox or weakened (``()`` for ``"host"``).
         tampering: A test process tried to reach the runner's state (the guard refused it);
             every test of the run then counts as failed.
     """
@@ -182,6 +188,7 @@ class Verdict:
     report: RunReport | None = None
     verdict_trust: str = "in_process"
     tampering: bool = False
+    weakened: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -584,21 +591,39 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
     return files, dropped
 
 
+#: Why a verdict is ``host_partial`` when the test suite has a data file.
+NOTE_DATA_FILE = "the test suite has a data file (it may hold expected values)"
+#: Why a verdict is ``host_partial`` when a test observed nothing on the reference.
+NOTE_NOTHING_OBSERVED = "a test observed nothing on the reference (its checks run in the sandbox)"
+
+
+def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
+    """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
+
+    The notes of :func:`rllm_envs.swe.probe.probe_report` over every test module, and
+    :data:`NOTE_DATA_FILE` for a data file of the test suite.
+    """
+    notes: list[str] = []
+    for path, text in files.items():
+        if not is_test_path(path):
+            continue
+        found = probe_report(text)[1] if path.endswith(".py") else (NOTE_DATA_FILE,)
+        notes += [n for n in found if n not in notes]
+    return tuple(notes)
+
+
 def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
     """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
 
     Returns the files and whether every probe is complete and the test suite has no data
-    files (they stay as they are, and may hold expected values).
+    files (they stay as they are, and may hold expected values); :func:`probe_notes` says
+    why not.
     """
     out = dict(files)
-    complete = True
     for path, text in files.items():
         if path.endswith(".py") and is_test_path(path):
-            out[path], ok = probe_source(text)
-            complete = complete and ok
-        elif is_test_path(path):
-            complete = False  # a data file of the tests may hold expected values
-    return out, complete
+            out[path] = probe_report(text)[0]
+    return out, not probe_notes(files)
 
 
 @dataclass(frozen=True)
@@ -858,6 +883,7 @@ def verdict(
             files[path] = text
     ids = [*fail_to_pass, *pass_to_pass]
     trust = "in_process"
+    weakened: tuple[str, ...] = ()
     if reference_patch and reference_patch.strip():
         try:
             reference_files, _ = final_files(base, reference_patch, test_patch)
@@ -886,6 +912,9 @@ def verdict(
                 error=failed.sandbox_error,
                 verdict_trust="host",
             )
+        weakened = probe_notes(_check_files(files))
+        if not all((reference.observed.get(t) or {}).get("observed") for t in ids):
+            weakened += (NOTE_NOTHING_OBSERVED,)
         report, trust = run_probes(
             files,
             ids,
@@ -923,6 +952,7 @@ def verdict(
         error=report.sandbox_error,
         tampering=tampering,
         verdict_trust=trust,
+        weakened=weakened if trust == "host_partial" else (),
     )
 
 

@@ -29,7 +29,14 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["probe_source", "same", "same_observations", "OBSERVE", "OBSERVING"]
+__all__ = [
+    "probe_source",
+    "probe_report",
+    "same",
+    "same_observations",
+    "OBSERVE",
+    "OBSERVING",
+]
 
 #: The names the probe binds to ``pytest.observe`` and ``pytest.observing``.
 OBSERVE = "__rllm_observe__"
@@ -66,15 +73,27 @@ _UNITTEST_TWO = frozenset(
     }
 )
 _DECIDERS = ("assert",)
+_FAILS = frozenset({"pytest.fail", "self.fail", "fail"})
+#: Notes (why a probe is not complete) a verdict reports in ``info["verdict_weakened"]``.
+NOTE_TWO_SIDES = "a check compares two computed values (an expected one may be in the probe)"
+NOTE_IDENTITY = "an identity check (is / is not) is observed as a bool the sandbox computes"
+NOTE_TABLE = "a check loops over a table (its expected values stay in the probe)"
+NOTE_RAISE = "a raise or fail decides a test in the sandbox's process"
+NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
+NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
+NOTE_PARAMETRIZE = "a parametrize table (expected values stay in the probe)"
+NOTE_SYNTAX = "the test module does not parse"
 
 
 def _expected(node: ast.expr) -> bool:
     """Whether ``node`` is an expected value written in the test.
 
     A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one.
+    A call of anything else (``Interval(1, 3)``) runs code of the repository: it is
+    computed, never an expected side.
     """
-    if isinstance(node, ast.Call) and _dotted(node.func) in ("pytest.approx", "approx"):
-        return bool(node.args) and all(_expected(a) for a in node.args)
+    if _approx(node) is not None:
+        return bool(node.args) and all(_expected(a) for a in node.args)  # type: ignore[attr-defined]
     if isinstance(node, ast.BinOp):
         return _expected(node.left) and _expected(node.right)
     if isinstance(node, ast.UnaryOp):
@@ -101,61 +120,184 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _made_from_literals(node: ast.expr) -> bool:
-    """Whether ``node`` is a class building a value from literals (``Interval(1, 9)``)."""
-    if _expected(node):
-        return True
-    if not isinstance(node, ast.Call) or not _dotted(node.func)[-1:].isalpha():
-        return False
-    if not _dotted(node.func).rsplit(".", 1)[-1][:1].isupper():
-        return False  # a function or method call, not a class building a value
-    values = [*node.args, *(k.value for k in node.keywords)]
-    return all(not isinstance(v, ast.Starred) and _made_from_literals(v) for v in values)
+def _number(node: ast.expr | None) -> float | None:
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if type(value) in (int, float) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return None
 
 
-def _pick(operands: list[ast.expr], probe: _Probe) -> list[ast.expr]:
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _approx(node: ast.expr) -> tuple[float, float] | None:
+    """``(rel, abs)`` of a ``pytest.approx(...)`` call (pytest's defaults), else ``None``."""
+    if not (isinstance(node, ast.Call) and _dotted(node.func) in ("pytest.approx", "approx")):
+        return None
+    rel, tol = _number(_keyword(node, "rel")), _number(_keyword(node, "abs"))
+    if rel is None:
+        rel = 0.0 if tol is not None else 1e-6
+    return rel, 1e-12 if tol is None else tol
+
+
+def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
+    """The computed argument and ``(rel, abs)`` of ``math.isclose(x, literal)``, else ``None``."""
+    if not (
+        isinstance(node, ast.Call)
+        and _dotted(node.func) in ("math.isclose", "isclose", "cmath.isclose")
+        and len(node.args) == 2
+    ):
+        return None
+    computed = [a for a in node.args if not _expected(a)]
+    if len(computed) != 1:
+        return None
+    rel = _number(_keyword(node, "rel_tol"))
+    tol = _number(_keyword(node, "abs_tol"))
+    return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
+
+
+class _Check:
+    """One value a check observes, with the tolerance the test allowed (``None``: exact)."""
+
+    def __init__(self, value: ast.expr, approx: tuple[float, float] | None = None) -> None:
+        self.value = value
+        self.approx = approx
+
+
+def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
     """The operands of one comparison to observe: the computed ones, not the expected ones.
 
-    When more than one is computed and exactly one is not built from literals, the others
-    are the expected side (dropped); otherwise every computed operand is observed and the
-    module is incomplete (an expected value may be computed in the probe itself).
+    Only literals (and ``pytest.approx`` of literals) are expected sides. When more than one
+    operand is computed, every one is observed and the module is incomplete (an expected
+    value may be computed in the probe itself).
     """
     computed = [o for o in operands if not _expected(o)]
-    if len(computed) < 2:
-        return computed
-    made = [o for o in computed if not _made_from_literals(o)]
-    if len(made) == 1:
-        return made
-    probe.complete = False
-    return computed
+    if len(computed) >= 2:
+        probe.note(NOTE_TWO_SIDES)
+    tolerances = [t for t in (_approx(o) for o in operands) if t is not None]
+    approx = tolerances[0] if tolerances else None
+    return [_Check(o, approx) for o in computed]
 
 
-def _observed(test: ast.expr, probe: _Probe) -> list[ast.expr]:
+def _identity(test: ast.Compare, probe: _Probe) -> list[_Check]:
+    """``a is b`` between two computed values: whether they are one object (a bool)."""
+    found = []
+    left = test.left
+    for op, right in zip(test.ops, test.comparators, strict=True):
+        if isinstance(op, (ast.Is, ast.IsNot)) and not _expected(left) and not _expected(right):
+            probe.note(NOTE_IDENTITY)
+            found.append(_Check(ast.Compare(left, [ast.Is()], [right])))
+        left = right
+    return found
+
+
+def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     """The computed values a check of ``test`` depends on."""
     if isinstance(test, ast.Compare):
-        return _pick([test.left, *test.comparators], probe)
+        return _pick([test.left, *test.comparators], probe) + _identity(test, probe)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _observed(test.operand, probe)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [e for v in test.values for e in _observed(v, probe)]
     if isinstance(test, ast.Call) and _dotted(test.func) in ("isinstance", "issubclass"):
-        return [test.args[0]] if test.args else []
-    return [] if _expected(test) else [test]
+        return [_Check(test.args[0])] if test.args else []
+    close = _isclose(test)
+    if close is not None:
+        return [_Check(close[0], close[1])]
+    return [] if _expected(test) else [_Check(test)]
 
 
-def _observe(values: list[ast.expr], at: ast.AST) -> list[ast.stmt]:
-    calls: list[ast.stmt] = [
-        ast.Expr(ast.Call(ast.Name(OBSERVE, ast.Load()), [v], [])) for v in values
-    ]
-    for call in calls:
-        ast.copy_location(call, at)
+def _aggregate(test: ast.expr) -> ast.GeneratorExp | ast.ListComp | ast.SetComp | None:
+    """The comprehension of ``all(...)`` / ``any(...)`` (each element is a check of its own)."""
+    if (
+        isinstance(test, ast.Call)
+        and _dotted(test.func) in ("all", "any", "builtins.all", "builtins.any")
+        and len(test.args) == 1
+        and not test.keywords
+        and isinstance(test.args[0], (ast.GeneratorExp, ast.ListComp, ast.SetComp))
+    ):
+        return test.args[0]
+    return None
+
+
+def _literal_range(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and _dotted(node.func) == "range"
+        and all(_expected(a) for a in node.args)
+    )
+
+
+def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
+    """The observations replacing a check that ``test`` is true.
+
+    ``all(E for x in I if C)`` / ``any(...)`` become a loop observing every element's
+    computed values (a single bool would be the sandbox's decision); the table ``I`` stays
+    in the probe, so the module is incomplete unless it is a ``range`` of literals.
+    """
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _statements(test.operand, probe, at)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [s for v in test.values for s in _statements(v, probe, at)]
+    comprehension = _aggregate(test)
+    if comprehension is None:
+        return _observe(_observed(test, probe), at)
+    body = _statements(comprehension.elt, probe, at)
+    for generator in reversed(comprehension.generators):
+        if not _literal_range(generator.iter):
+            probe.note(NOTE_TABLE)
+        for condition in reversed(generator.ifs):
+            body = [ast.copy_location(ast.If(condition, body, []), at)]
+        loop: ast.stmt
+        if generator.is_async:
+            loop = ast.AsyncFor(generator.target, generator.iter, body, [])
+        else:
+            loop = ast.For(generator.target, generator.iter, body, [])
+        body = [ast.copy_location(loop, at)]
+    return body
+
+
+def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
+    calls: list[ast.stmt] = []
+    for check in values:
+        keywords = []
+        if check.approx is not None:
+            tolerance = ast.Tuple([ast.Constant(t) for t in check.approx], ast.Load())
+            keywords.append(ast.keyword("approx", tolerance))
+        call = ast.Expr(ast.Call(ast.Name(OBSERVE, ast.Load()), [check.value], keywords))
+        calls.append(ast.copy_location(call, at))
     return calls or [ast.copy_location(ast.Pass(), at)]
+
+
+def _fails(body: list[ast.stmt], raises_names: set[str]) -> bool:
+    """Whether ``body`` only fails the test (``raise ...`` / ``pytest.fail(...)``)."""
+    if len(body) != 1:
+        return False
+    statement = body[0]
+    if isinstance(statement, ast.Raise):
+        return statement.exc is not None
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and _dotted(statement.value.func) in _FAILS
+    )
 
 
 class _Probe(ast.NodeTransformer):
     def __init__(self) -> None:
-        self.complete = True
+        self.notes: list[str] = []
         self.raises_names = {"pytest.raises"}
+        self.in_test = 0
+
+    def note(self, why: str) -> None:
+        if why not in self.notes:
+            self.notes.append(why)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
         if node.module == "pytest":
@@ -164,19 +306,46 @@ class _Probe(ast.NodeTransformer):
                     self.raises_names.add(alias.asname or "raises")
         return node
 
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        test = node.name.startswith("test")
+        outer, self.in_test = self.in_test, (1 if test else 0)
+        self.generic_visit(node)
+        self.in_test = outer
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return self._function(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        outer, self.in_test = self.in_test, 0
+        self.generic_visit(node)
+        self.in_test = outer
+        return node
+
     def visit_Assert(self, node: ast.Assert) -> Any:
         self.generic_visit(node)
-        return _observe(_observed(node.test, self), node)
+        return _statements(node.test, self, node)
+
+    def visit_If(self, node: ast.If) -> Any:
+        # ``if bad: raise ...`` in a test is ``assert not bad``.
+        if self.in_test and not node.orelse and _fails(node.body, self.raises_names):
+            test = self.visit(node.test)
+            return _statements(test, self, node)
+        self.generic_visit(node)
+        return node
 
     def visit_Raise(self, node: ast.Raise) -> ast.AST:
         self.generic_visit(node)
         target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-        if target is not None and _dotted(target).rsplit(".", 1)[-1] in (
-            "AssertionError",
-            "Failed",
-            "failureException",
+        if self.in_test or (
+            target is not None
+            and _dotted(target).rsplit(".", 1)[-1]
+            in ("AssertionError", "Failed", "failureException")
         ):
-            self.complete = False
+            self.note(NOTE_RAISE)
         return node
 
     def visit_With(self, node: ast.With) -> ast.AST:
@@ -201,7 +370,9 @@ class _Probe(ast.NodeTransformer):
                 item.context_expr = ast.copy_location(
                     ast.Call(ast.Name(OBSERVING, ast.Load()), [ast.Constant(True)], []), call
                 )
+        outer, self.in_test = self.in_test, 0  # a raise in a raises block is what it expects
         self.generic_visit(node)
+        self.in_test = outer
         return node
 
     def visit_Expr(self, node: ast.Expr) -> Any:
@@ -211,7 +382,18 @@ class _Probe(ast.NodeTransformer):
             count = 1 if method in _UNITTEST_ONE else 2 if method in _UNITTEST_TWO else 0
             if count and _dotted(call.func.value) == "self":
                 args = [self.visit(a) for a in call.args[:count]]
-                return _observe(_pick(args, self), node)
+                if count == 1:
+                    return _statements(args[0], self, node) if args else [node]
+                checks = _pick(args, self)
+                if method in ("assertAlmostEqual", "assertNotAlmostEqual"):
+                    delta = _number(_keyword(call, "delta"))
+                    places = _number(_keyword(call, "places"))
+                    tolerance = delta if delta is not None else 0.5 * 10 ** -(places or 7)
+                    checks = [_Check(c.value, (0.0, tolerance)) for c in checks]
+                if method in ("assertIs", "assertIsNot") and len(args) == 2:
+                    compare = ast.Compare(args[0], [ast.Is()], [args[1]])
+                    checks += _identity(compare, self)
+                return _observe(checks, node)
         self.generic_visit(node)
         return node
 
@@ -219,28 +401,33 @@ class _Probe(ast.NodeTransformer):
         self.generic_visit(node)
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
-        if (
-            name in self.raises_names
-            or name in ("pytest.fail", "self.fail", "pytest.mark.parametrize")
-            or last in ("assertRaises", "assertRaisesRegex", "assertWarns", "parametrize")
-            or (last.startswith(_DECIDERS) and last != OBSERVE)
+        if name in self.raises_names or last in (
+            "assertRaises",
+            "assertRaisesRegex",
+            "assertWarns",
         ):
+            self.note(NOTE_RAISES_CALL)
+        elif name in _FAILS:
+            self.note(NOTE_RAISE)
+        elif name == "pytest.mark.parametrize" or last == "parametrize":
+            self.note(NOTE_PARAMETRIZE)
+        elif last.startswith(_DECIDERS) and last != OBSERVE:
             # What decides a test outside an observation (only reached for what the
             # rewrites above left in place).
-            self.complete = False
+            self.note(NOTE_HELPER)
         return node
 
 
 @lru_cache(maxsize=4096)
-def probe_source(source: str) -> tuple[str, bool]:
-    """The probe of test module ``source`` and whether it is complete (module docstring).
+def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
+    """The probe of test module ``source`` and why it is incomplete (``()``: complete).
 
     A module that does not parse is returned as it is, incomplete.
     """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return source, False
+        return source, (NOTE_SYNTAX,)
     probe = _Probe()
     tree = probe.visit(tree)
     header = ast.parse(f"from pytest import observe as {OBSERVE}, observing as {OBSERVING}\n").body[
@@ -260,7 +447,13 @@ def probe_source(source: str) -> tuple[str, bool]:
     else:
         at = len(tree.body)
     tree.body.insert(at, header)
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n", probe.complete
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n", tuple(probe.notes)
+
+
+def probe_source(source: str) -> tuple[str, bool]:
+    """The probe of test module ``source`` and whether it is complete (:func:`probe_report`)."""
+    probe, notes = probe_report(source)
+    return probe, not notes
 
 
 def same_observations(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
@@ -276,23 +469,38 @@ def same_observations(expected: Mapping[str, Any], actual: Mapping[str, Any]) ->
     return same(expected.get("end"), actual.get("end"))
 
 
-def same(expected: Any, actual: Any, depth: int = 0) -> bool:
+#: Observations that stand for a value the sandbox could not report: never equal.
+_NEVER_EQUAL = ("cut", "unobservable")
+
+
+def same(
+    expected: Any, actual: Any, depth: int = 0, tolerance: tuple[float, float] | None = None
+) -> bool:
     """Whether observation ``actual`` matches the reference's ``expected`` (host side).
 
-    Exact, but for numbers (an ``int`` and a ``float`` compare by value, exactly; two floats
-    within pytest.approx's default tolerance) and raised exceptions (the submission's may be
-    a subclass of the reference's).
+    Exact: numbers by value (``2 == 2.0``, as ``==`` compares them), floats within a
+    tolerance only where the test asked for one (``["approx", [rel, abs], value]``: the
+    reference's tolerance, never the submission's), a raised exception may be a subclass of
+    the reference's. A value the sandbox could not observe (``unobservable``, ``cut``) is
+    never equal; one too big to send is compared by its digest.
     """
     if depth > 200:
         return False
     if not isinstance(expected, list) or not isinstance(actual, list) or not expected:
-        return bool(expected == actual)
+        return type(expected) is type(actual) and bool(expected == actual)
     tag = expected[0]
+    if tag in _NEVER_EQUAL or actual[:1] and actual[0] in _NEVER_EQUAL:
+        return False
+    if tag == "approx" and len(expected) == 3:
+        if actual[:1] != ["approx"] or len(actual) != 3:
+            return False
+        allowed = _tolerance(expected[1])
+        return allowed is not None and same(expected[2], actual[2], depth + 1, allowed)
     numbers = ("int", "float")
     if tag in numbers and actual[:1] and actual[0] in numbers and len(actual) == 2:
-        if "int" in (tag, actual[0]):
-            return _equal_numbers(expected[1], actual[1])
-        return _close(expected[1], actual[1])
+        if tolerance is not None:
+            return _close(expected[1], actual[1], tolerance)
+        return _equal_numbers(expected[1], actual[1])
     if tag == "raised" and actual[:1] == ["raised"] and len(actual) == len(expected):
         names = expected[1]
         return (
@@ -304,7 +512,26 @@ def same(expected: Any, actual: Any, depth: int = 0) -> bool:
         )
     if len(expected) != len(actual):
         return False
-    return all(same(e, a, depth + 1) for e, a in zip(expected, actual, strict=True))
+    return all(same(e, a, depth + 1, tolerance) for e, a in zip(expected, actual, strict=True))
+
+
+def _tolerance(value: Any) -> tuple[float, float] | None:
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    if not all(type(v) in (int, float) and math.isfinite(v) and v >= 0 for v in value):
+        return None
+    return float(value[0]), float(value[1])
+
+
+#: Longest number text the host parses (a longer one is compared as text: ints of 4000
+#: digits or more are observed as digests, and parsing is quadratic in the length).
+_NUMBER_CHARS = 4400
+
+
+def _parse_number(text: Any) -> int | float:
+    if not isinstance(text, str) or len(text) > _NUMBER_CHARS:
+        raise ValueError("not a number")
+    return int(text) if text.lstrip("-").isdigit() else float(text)
 
 
 def _equal_numbers(a: Any, b: Any) -> bool:
@@ -312,19 +539,18 @@ def _equal_numbers(a: Any, b: Any) -> bool:
     if type(a) is str and a == b:
         return True
     try:
-        x = int(a) if isinstance(a, str) and a.lstrip("-").isdigit() else float(a)
-        y = int(b) if isinstance(b, str) and b.lstrip("-").isdigit() else float(b)
+        return bool(_parse_number(a) == _parse_number(b))
     except (TypeError, ValueError, OverflowError):
         return False
-    return bool(x == y)
 
 
-def _close(a: Any, b: Any) -> bool:
-    """Two floats (as ``repr`` text) within pytest.approx's default tolerance."""
+def _close(a: Any, b: Any, tolerance: tuple[float, float]) -> bool:
+    """Two numbers (as text) within ``(rel, abs)`` of each other."""
     try:
-        x, y = float(a), float(b)
+        x, y = float(_parse_number(a)), float(_parse_number(b))
     except (TypeError, ValueError, OverflowError):
         return False
     if x == y or (math.isnan(x) and math.isnan(y)):
         return True
-    return abs(x - y) <= max(1e-6 * abs(x), 1e-12)
+    rel, tol = tolerance
+    return abs(x - y) <= max(rel * max(abs(x), abs(y)), tol)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import posixpath
 import re
+import secrets
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ __all__ = [
     "Files",
     "FrozenFiles",
     "PatchError",
+    "PatchTooLarge",
     "Workspace",
     "WorkspaceLimits",
     "normalize_path",
@@ -40,6 +42,10 @@ MAX_PATH_CHARS = 256
 
 class PatchError(ValueError):
     """A diff, path or edit that cannot be used; the message is feedback for the model."""
+
+
+class PatchTooLarge(PatchError):
+    """A diff whose application would pass the work bounds (:data:`MAX_PATCH_WORK`, ...)."""
 
 
 class FrozenFiles(Mapping[str, str]):
@@ -338,24 +344,83 @@ def _parse(diff: str) -> list[_FilePatch]:
     return patches
 
 
-def _find(lines: list[str], block: list[str], hint: int) -> int:
-    """Where ``block`` occurs in ``lines``, the occurrence nearest ``hint``; -1 if nowhere."""
+#: Most context and removed lines of one hunk, and most lines of a file a diff changes.
+MAX_HUNK_LINES = 10_000
+MAX_PATCH_FILE_LINES = 200_000
+#: Most line comparisons (and line moves / 64) one :func:`apply_diff` call may spend.
+MAX_PATCH_WORK = 4_000_000
+_MODULUS = (1 << 61) - 1
+# Per process, so that no diff can be written to collide with the window hashes.
+_BASE = 2 + secrets.randbelow(_MODULUS - 3)
+
+
+class _Budget:
+    """The line operations left to one :func:`apply_diff` call."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def spend(self, work: int) -> None:
+        self.left -= work
+        if self.left < 0:
+            raise PatchTooLarge(
+                f"applying this diff takes more than {MAX_PATCH_WORK} line comparisons; "
+                "send smaller hunks with the right line numbers, or edit with replace"
+            )
+
+
+def _find(lines: list[str], block: list[str], hint: int, budget: _Budget | None = None) -> int:
+    """Where ``block`` occurs in ``lines``, the occurrence nearest ``hint``; -1 if nowhere.
+
+    Linear: the hint first, then a rolling hash of every window of ``len(block)`` lines
+    (equal hashes are compared line by line, nearest the hint first).
+    """
+    budget = budget or _Budget(MAX_PATCH_WORK)
+    size, count = len(block), len(lines)
     if not block:
-        return min(max(hint, 0), len(lines))
-    best = -1
-    for start in range(len(lines) - len(block) + 1):
-        if lines[start : start + len(block)] == block and (
-            best < 0 or abs(start - hint) < abs(best - hint)
-        ):
-            best = start
-    return best
+        return min(max(hint, 0), count)
+    if size > count:
+        return -1
+    at = min(max(hint, 0), count - size)
+    budget.spend(size)
+    if lines[at : at + size] == block:
+        return at
+    budget.spend(count + size)
+    mod, base = _MODULUS, _BASE
+    hashes = [hash(line) % mod for line in lines]
+    target = window = 0
+    for line in block:
+        target = (target * base + hash(line) % mod) % mod
+    for value in hashes[:size]:
+        window = (window * base + value) % mod
+    top = pow(base, size - 1, mod)
+    found = [0] if window == target else []
+    for start in range(1, count - size + 1):
+        window = ((window - hashes[start - 1] * top) * base + hashes[start + size - 1]) % mod
+        if window == target:
+            found.append(start)
+    for start in sorted(found, key=lambda s: (abs(s - hint), s)):
+        budget.spend(size)
+        if lines[start : start + size] == block:
+            return start
+    return -1
 
 
-def _apply_hunks(path: str, text: str, hunks: list[_Hunk]) -> str:
+def _apply_hunks(path: str, text: str, hunks: list[_Hunk], budget: _Budget | None = None) -> str:
+    budget = budget or _Budget(MAX_PATCH_WORK)
     lines = _lines(text)
+    if len(lines) > MAX_PATCH_FILE_LINES:
+        raise PatchTooLarge(
+            f"{path} has more than {MAX_PATCH_FILE_LINES} lines; a diff cannot change it"
+        )
     offset = 0
     for n, hunk in enumerate(hunks, 1):
-        at = _find(lines, hunk.old, hunk.old_start - 1 + offset)
+        if len(hunk.old) > MAX_HUNK_LINES:
+            raise PatchTooLarge(
+                f"hunk {n} of {path} has more than {MAX_HUNK_LINES} context and removed "
+                "lines; send smaller hunks"
+            )
+        at = _find(lines, hunk.old, hunk.old_start - 1 + offset, budget)
         if at < 0:
             first = next((s.strip() for s in hunk.old if s.strip()), "")
             raise PatchError(
@@ -363,6 +428,7 @@ def _apply_hunks(path: str, text: str, hunks: list[_Hunk]) -> str:
                 f"the file (first line {first[:60]!r}); read the file again and diff against "
                 "its current text"
             )
+        budget.spend((len(lines) - at) // 64 + len(hunk.new) // 64 + 1)
         lines[at : at + len(hunk.old)] = hunk.new
         offset = at + len(hunk.new) - (hunk.old_start - 1) - len(hunk.old)
     return "".join(lines)
@@ -387,8 +453,11 @@ def apply_diff(files: Files, diff: str) -> dict[str, str | None]:
 
     Raises:
         PatchError: If the diff is malformed or a hunk does not match (nothing is applied).
+        PatchTooLarge: If applying it would pass :data:`MAX_HUNK_LINES`,
+            :data:`MAX_PATCH_FILE_LINES` or :data:`MAX_PATCH_WORK` (nothing is applied).
     """
     result: dict[str, str | None] = {}
+    budget = _Budget(MAX_PATCH_WORK)
 
     def current(path: str) -> str | None:
         return result[path] if path in result else files.get(path)
@@ -399,13 +468,13 @@ def apply_diff(files: Files, diff: str) -> dict[str, str | None]:
             assert patch.new_path is not None
             if current(patch.new_path) is not None:
                 raise PatchError(f"the diff creates {patch.new_path}, which already exists")
-            text = _apply_hunks(patch.new_path, "", patch.hunks)
+            text = _apply_hunks(patch.new_path, "", patch.hunks, budget)
             result[patch.new_path] = text
             continue
         old = current(source)
         if old is None:
             raise PatchError(f"the diff changes {source}, which does not exist")
-        text = _apply_hunks(source, old, patch.hunks)
+        text = _apply_hunks(source, old, patch.hunks, budget)
         if patch.new_path is None:
             if text.strip():
                 raise PatchError(f"the diff deletes {source} but leaves lines in it")

@@ -15,6 +15,7 @@ from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.swe import judge
 from rllm_envs.swe.repo import (
     PatchError,
+    PatchTooLarge,
     Workspace,
     WorkspaceLimits,
     apply_diff,
@@ -212,11 +213,14 @@ class SWEEnv(TextEnv):
     The common keys of :mod:`rllm_envs.core` plus ``tools`` (OpenAI function schemas),
     ``repo``, ``difficulty`` and ``changed_files`` (paths the working copy changed); on
     ``step``: ``tool_calls``, ``tool_results`` (``[{"name", "ok", "error"}]``),
-    ``call_format``, ``submitted``, and after a verdict ``fail_to_pass``, ``pass_to_pass``,
-    ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose changes were
-    discarded), ``verdict_trust`` (``"host"``; ``"host_partial"`` when some hidden checks
-    keep their expected values in the probe; ``"in_process"`` for a task without a
-    reference patch: see :mod:`rllm_envs.swe.judge` for what each guarantees) and
+    ``call_format``, ``submitted``, ``patch_too_large`` (an ``apply_patch`` of the reply
+    passed the diff's work bounds and was refused), and after a verdict ``fail_to_pass``,
+    ``pass_to_pass``, ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose
+    changes were discarded), ``verdict_trust`` (``"host"``; ``"host_partial"`` when some
+    hidden checks keep their expected values in the probe; ``"in_process"`` for a task
+    without a reference patch: see :mod:`rllm_envs.swe.judge` for what each guarantees),
+    ``verdict_weakened`` (why a verdict is ``"host_partial"``: which kinds of hidden checks
+    the probes left to the sandbox or weakened, e.g. identity checks, tables) and
     ``verdict_tampering`` (the test
     process tried to reach the runner's state; the run then counts as failed, reward 0).
 
@@ -336,6 +340,7 @@ class SWEEnv(TextEnv):
         self._schemas = self.registry.schemas()
         self.workspace: Workspace | None = None
         self._chars = 0
+        self._patch_too_large = False
         self._submitted = False
 
     # ------------------------------------------------------------------------- hooks
@@ -373,6 +378,7 @@ class SWEEnv(TextEnv):
     def _act(self, action: str) -> Transition:
         assert self.task is not None and self.workspace is not None
         self._chars += len(action)
+        self._patch_too_large = False
         parsed = parse_tool_calls(strip_reasoning(action))
         errors = list(parsed.errors)
         invalid = len(parsed.errors)
@@ -415,6 +421,7 @@ class SWEEnv(TextEnv):
             "tool_results": results,
             "call_format": parsed.format,
             "submitted": submitted,
+            "patch_too_large": self._patch_too_large,
         }
         reason = None
         if nothing:
@@ -528,6 +535,7 @@ class SWEEnv(TextEnv):
             patch_applied=result.applied,
             dropped_test_changes=list(result.dropped),
             verdict_trust=result.verdict_trust,
+            verdict_weakened=list(result.weakened),
             verdict_tampering=result.tampering,
         )
         return Transition(
@@ -606,7 +614,11 @@ class SWEEnv(TextEnv):
 
     def _tool_apply_patch(self, patch: str) -> str:
         assert self.workspace is not None
-        changes = apply_diff(self.workspace.snapshot(), patch)
+        try:
+            changes = apply_diff(self.workspace.snapshot(), patch)
+        except PatchTooLarge:
+            self._patch_too_large = True
+            raise
         for name, text in changes.items():
             self.workspace.write(name, text)
         return "Applied; changed " + ", ".join(sorted(changes)) + "."
