@@ -4,10 +4,12 @@ Training runs draw procedural tasks from the training universe (the env default
 ``task_seed=0``, any seed below :data:`rllm_envs.tasks.EVAL_SEED_START`); evaluation here uses
 the evaluation universe (``--task-seed``, default :data:`rllm_envs.tasks.EVAL_TASK_SEED`) and its
 first ``--num-tasks`` indices. The two universes share no question (a question belongs to one
-by a hash of its text) and Search's worlds share no name, so nothing evaluated here can have
-been memorised in training; ``python -m benchmarks.heldout overlap`` measures it::
+by a hash of the numbers it shows, or of its canonical text when it shows none) and Search's
+worlds share no name, so nothing evaluated here can have been memorised in training;
+``python -m benchmarks.heldout overlap`` measures it, and plays a policy that memorises
+training answers against the evaluation universe::
 
-    python -m benchmarks.heldout --model smollm2-135m-instruct --env rllm/Math-v0 \
+    python -m benchmarks.heldout --model smollm2-135m-instruct --env rllm/Math-v1 \
         --env-kwargs '{"difficulty": 1, "families": ["arithmetic"]}' --num-tasks 200 \
         --out runs/heldout/base.json
 
@@ -26,7 +28,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,9 @@ __all__ = [
     "evaluate",
     "main",
     "measure_overlap",
+    "measure_memorisation",
     "overlap_report",
+    "ATTACK_KEYS",
     "HELDOUT_TASK_SEED",
 ]
 
@@ -193,9 +198,10 @@ def measure_overlap(
 
     Returns:
         ``{"questions", "keys", "answers", "entity_answers", "facts"}``: each the number of
-        distinct items found in both universes (``keys``: the canonical universe keys of the
-        questions, :func:`rllm_envs.tasks.question_key` or the family's own, so a
-        near-duplicate that differs only in names or order counts; ``facts``: Search passages
+        distinct items found in both universes (``keys``: the universe keys of the questions,
+        named by ``universe_key``: :func:`rllm_envs.tasks.question_key`, the numbers a question
+        shows, :func:`rllm_envs.tasks.text_key` or the family's own, so a question with the
+        same numbers in other words or another order counts; ``facts``: Search passages
         and ToolUse table rows, ``None`` for an env without world facts), next to the distinct
         counts of each side.
         ``entity_answers`` counts only answers that name something (a word of three or more
@@ -219,6 +225,14 @@ def measure_overlap(
             side["keys"].add(tasks.universe_key(task))
             side["answers"].update(_answers(task))
             side["facts"].update(_facts(task))
+        split = getattr(tasks, "splitting_key", None)
+        if split is not None:
+            chosen = split()
+            universe_key = (
+                "none (too few questions to split)" if chosen is None else chosen.__name__
+            )
+        else:
+            universe_key = "question_key"
         passages = getattr(getattr(env, "unwrapped", env), "retriever", None)
         if passages is not None and hasattr(passages, "passages"):
             side["facts"].update(str(p["text"]) for p in passages.passages)
@@ -233,6 +247,7 @@ def measure_overlap(
         "train_seed": train_seed,
         "eval_seed": eval_seed,
         "num_tasks": num_tasks,
+        "universe_key": universe_key,
         "distinct": {
             k: [len(train[k]), len(heldout[k])] for k in ("questions", "keys", "answers", "facts")
         },
@@ -244,9 +259,178 @@ def measure_overlap(
     }
 
 
-def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
-    """:func:`measure_overlap` for every registered id (and variant) with a task seed."""
+#: A number as an attacker reads it off a question (signs aside).
+_DIGITS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def _numbers_or_text(text: str, ordered: bool) -> object:
+    numbers = _DIGITS.findall(text)
+    if not numbers:
+        return " ".join(text.split())  # no numbers: the attacker keeps the whole question
+    return tuple(numbers if ordered else sorted(numbers, key=lambda n: (float(n), n)))
+
+
+#: Keys a policy that memorises training answers looks an evaluation question up by: the whole
+#: question, the multiset or the ordered tuple of its numbers (the question itself when it has
+#: none), and its template (numbers masked). The attacker's own reading, not the universe key.
+ATTACK_KEYS: dict[str, Callable[[str], object]] = {
+    "question": lambda text: " ".join(text.split()),
+    "numbers": lambda text: _numbers_or_text(text, ordered=False),
+    "ordered_numbers": lambda text: _numbers_or_text(text, ordered=True),
+    "template": lambda text: _DIGITS.sub("#", " ".join(text.split())),
+}
+
+#: Ids whose tasks have no answer a policy could memorise and replay here.
+_NOT_MEMORISED = {
+    "rllm/TicTacToe-v0": "a game against another agent: no answer (replaying moves is "
+    "check_reward_hacking's replay policy)",
+    "rllm/SWE-v0": "graded by hidden tests in a sandbox, not run by this measurement",
+}
+
+
+def _play(env: Any, index: int, actions: Sequence[str] | None) -> tuple[str, list[str], bool]:
+    """The first observation of task ``index``, the actions played, and whether it was solved.
+
+    ``actions=None`` plays the env's oracle; otherwise the actions are replayed in order.
+    """
+    obs, info = env.reset(options={"index": index})
+    first, played = str(obs), []
+    for turn in range(64):
+        if actions is None:
+            try:
+                action = env.unwrapped.oracle_action()
+            except NotImplementedError:  # a task without a known answer: nothing to remember
+                break
+        elif turn < len(actions):
+            action = actions[turn]
+        else:
+            break
+        played.append(action)
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    return first, played, bool(info.get("is_correct"))
+
+
+def _rate(correct: int, n: int) -> dict[str, Any]:
+    low, high = wilson_interval(correct, n)
+    return {"correct": correct, "rate": round(correct / max(n, 1), 4), "ci95": [low, high]}
+
+
+def measure_memorisation(
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None = None,
+    *,
+    num_tasks: int = 500,
+    train_seed: int = 0,
+    eval_seed: int = HELDOUT_TASK_SEED,
+) -> dict[str, Any]:
+    """A policy that memorises training answers, played on the evaluation universe.
+
+    It plays the env's oracle on the first ``num_tasks`` training tasks and remembers what it
+    did (every action, so a multi-turn env is replayed whole) under each of
+    :data:`ATTACK_KEYS` of the first observation; on each of the first ``num_tasks``
+    evaluation tasks it replays what it remembers under that task's key (the most common one
+    on ties), or else the most common training reply. Graded by the env itself (its
+    ``is_correct``; the multi-agent math envs by their solvers' grader). Next to it, the
+    constant policy that always gives the most common training reply.
+
+    Returns:
+        ``{"constant": {...}, "lookup": {key: {...}}}``, each with ``correct``, ``rate`` and
+        the 95% Wilson interval ``ci95`` (``lookup`` rows also ``hits``: evaluation tasks whose
+        key was remembered), or ``{"skipped": reason}``.
+    """
     import rllm_envs
+
+    if env_id in _NOT_MEMORISED:
+        return {"skipped": _NOT_MEMORISED[env_id]}
+    kwargs = dict(env_kwargs or {})
+    if env_id in rllm_envs.list_multiagent_envs():
+        return _memorise_math_answers(env_id, kwargs, num_tasks, train_seed, eval_seed)
+    import gymnasium as gym
+
+    train_env = gym.make(env_id, **{**kwargs, "task_seed": train_seed})
+    remembered = [_play(train_env, i, None) for i in range(num_tasks)]
+    train_env.close()
+    replies = Counter(tuple(actions) for _, actions, _ in remembered)
+    constant = replies.most_common(1)[0][0]
+    tables = {
+        name: _table((key(first), tuple(actions)) for first, actions, _ in remembered)
+        for name, key in ATTACK_KEYS.items()
+    }
+    eval_env = gym.make(env_id, **{**kwargs, "task_seed": eval_seed})
+    counts = {name: [0, 0] for name in ATTACK_KEYS}
+    constant_correct = 0
+    for i in range(num_tasks):
+        first = str(eval_env.reset(options={"index": i})[0])
+        outcomes: dict[tuple[str, ...], bool] = {}
+        constant_correct += _replayed(eval_env, i, constant, outcomes)
+        for name, key in ATTACK_KEYS.items():
+            hit = tables[name].get(key(first))
+            counts[name][0] += hit is not None
+            counts[name][1] += _replayed(eval_env, i, hit or constant, outcomes)
+    eval_env.close()
+    return _attack_row(num_tasks, constant_correct, counts)
+
+
+def _replayed(
+    env: Any, index: int, actions: tuple[str, ...], outcomes: dict[tuple[str, ...], bool]
+) -> bool:
+    """Whether replaying ``actions`` solves task ``index`` (each reply played once per task)."""
+    if actions not in outcomes:
+        outcomes[actions] = _play(env, index, actions)[2]
+    return outcomes[actions]
+
+
+def _table(pairs: Iterable[tuple[object, Any]]) -> dict[object, Any]:
+    """``{key: the most common value under it}`` (the first seen on ties)."""
+    seen: dict[object, Counter] = {}
+    for key, value in pairs:
+        seen.setdefault(key, Counter())[value] += 1
+    return {key: values.most_common(1)[0][0] for key, values in seen.items()}
+
+
+def _attack_row(n: int, constant_correct: int, counts: Mapping[str, list[int]]) -> dict[str, Any]:
+    return {
+        "num_tasks": n,
+        "constant": _rate(constant_correct, n),
+        "lookup": {name: {"hits": hits, **_rate(c, n)} for name, (hits, c) in counts.items()},
+    }
+
+
+def _memorise_math_answers(
+    env_id: str, kwargs: Mapping[str, Any], num_tasks: int, train_seed: int, eval_seed: int
+) -> dict[str, Any]:
+    """:func:`measure_memorisation` for the multi-agent math envs: a solver's boxed answer."""
+    from rllm_envs.multiagent.mathtasks import boxed, grade
+
+    def tasks(seed: int) -> list[dict[str, Any]]:
+        env, source = _sources(env_id, kwargs, seed)
+        env.close()
+        return [source[i] for i in range(min(num_tasks, len(source)))]
+
+    train, held = tasks(train_seed), tasks(eval_seed)
+    constant = Counter(str(t["answer"]) for t in train).most_common(1)[0][0]
+    tables = {
+        name: _table((key(str(t["problem"])), str(t["answer"])) for t in train)
+        for name, key in ATTACK_KEYS.items()
+    }
+    counts = {name: [0, 0] for name in ATTACK_KEYS}
+    constant_correct = 0
+    for task in held:
+        problem, gold = str(task["problem"]), str(task["answer"])
+        constant_correct += grade(boxed(constant), gold, problem)[0] >= 1.0
+        for name, key in ATTACK_KEYS.items():
+            hit = tables[name].get(key(problem))
+            counts[name][0] += hit is not None
+            counts[name][1] += grade(boxed(hit or constant), gold, problem)[0] >= 1.0
+    return _attack_row(len(held), constant_correct, counts)
+
+
+def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
+    """:func:`measure_overlap` and :func:`measure_memorisation` for every id with a task seed."""
+    import rllm_envs
+    from benchmarks.provenance import git_commit, git_dirty, machine
 
     rows, no_seed = [], []
     for env_id in [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]:
@@ -254,37 +438,65 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
             no_seed.append(env_id)
             continue
         for kwargs in OVERLAP_VARIANTS.get(env_id, ({},)):
-            rows.append(measure_overlap(env_id, kwargs, num_tasks=num_tasks))
+            row = measure_overlap(env_id, kwargs, num_tasks=num_tasks)
+            row["memorisation"] = measure_memorisation(env_id, kwargs, num_tasks=num_tasks)
+            rows.append(row)
     return {
         "command": f"python -m benchmarks.heldout overlap --num-tasks {num_tasks}",
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "machine": machine(),
         "eval_seed_start": rllm_envs.tasks.EVAL_SEED_START,
-        "note": "Counts of distinct questions, canonical question keys (names masked, case and "
-        "whitespace folded; Countdown: sorted numbers and target), answers, entity answers "
-        "(names, not values) and world facts found both in the first num_tasks tasks of "
-        "task_seed 0 and in those of the evaluation seed. Values recur in any two arithmetic "
-        "universes; questions, keys, entity answers and facts must not.",
+        "note": "Counts of distinct questions, universe keys (the sorted numbers a question "
+        "shows, or its canonical text -- names masked, case and whitespace folded -- when it "
+        "shows none or the family's numbers do not split it; Countdown: sorted numbers and "
+        "target; Search: the question), answers, entity answers (names, not values) and world "
+        "facts found both in the first num_tasks tasks of task_seed 0 and in those of the "
+        "evaluation seed. Values recur in any two arithmetic universes; questions, keys, entity "
+        "answers and facts must not. memorisation: a policy that remembers the oracle's replies "
+        "on the num_tasks training tasks under each attack key of the first observation "
+        "(question: the whole text; numbers: the sorted digit strings; ordered_numbers: them in "
+        "order; template: the text with numbers masked; the text itself for a question without "
+        "numbers) replays them on the evaluation tasks, else the most common training reply "
+        "(constant: always that reply); graded by the env, with 95% Wilson intervals.",
         "envs": rows,
         "without_task_seed": no_seed,
     }
 
 
+#: Math-v1's procedural families (one row each, at difficulty 1).
+MATH_FAMILIES = (
+    "arithmetic",
+    "fractions",
+    "linear_equation",
+    "quadratic_equation",
+    "linear_system",
+    "number_theory",
+    "combinatorics",
+    "sequences",
+    "geometry",
+    "word_problem",
+)
 #: Settings measured besides each id's defaults (the hardest and the smallest task spaces).
 OVERLAP_VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
-    "rllm/Math-v0": (
+    "rllm/Math-v1": (
         {},
-        {"families": ["arithmetic"]},
-        {"families": ["word_problem"]},
+        *({"families": [family]} for family in MATH_FAMILIES),
         {"difficulty": 5},
     ),
-    "rllm/Countdown-v0": ({}, {"difficulty": 2}),
+    "rllm/Countdown-v1": ({}, {"difficulty": 2}),
     "rllm/ReasoningGym-v0": (
         {},
         {"dataset": "aiw"},
         {"dataset": "coin_flip"},
         {"dataset": "string_insertion"},
+        {"dataset": "lcm"},
+        {"dataset": "products"},
+        {"dataset": "gsm_symbolic"},
     ),
-    "rllm/Search-v0": ({}, {"difficulty": 1}, {"difficulty": 5}),
-    "rllm/FrozenLake-v0": ({}, {"difficulty": 3}),
+    "rllm/Search-v1": ({}, {"difficulty": 1}, {"difficulty": 5}),
+    "rllm/FrozenLake-v1": ({}, {"difficulty": 3}),
 }
 
 
@@ -311,9 +523,15 @@ def _overlap_main(argv: Sequence[str]) -> int:
     for row in report["envs"]:
         print(
             f"{row['env']} {row['env_kwargs'] or ''}: questions {row['questions']}, keys "
-            f"{row['keys']}, answers "
+            f"{row['keys']} ({row['universe_key']}), answers "
             f"{row['answers']} (entities {row['entity_answers']}), facts {row['facts']}"
         )
+        attack = row["memorisation"]
+        if "skipped" in attack:
+            print(f"  memorisation: skipped ({attack['skipped']})")
+            continue
+        lookups = ", ".join(f"{k} {v['rate']:.3f}" for k, v in attack["lookup"].items())
+        print(f"  memorisation: constant {attack['constant']['rate']:.3f}; lookup {lookups}")
     return 0
 
 
@@ -324,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _overlap_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks.heldout", description=__doc__)
     parser.add_argument("--model", required=True, help="model name, folder or checkpoint")
-    parser.add_argument("--env", default="rllm/Math-v0")
+    parser.add_argument("--env", default="rllm/Math-v1")
     parser.add_argument("--env-kwargs", default="{}", help="JSON object of env kwargs")
     parser.add_argument("--num-tasks", type=int, default=200)
     parser.add_argument("--task-seed", type=int, default=HELDOUT_TASK_SEED)

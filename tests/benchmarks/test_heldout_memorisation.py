@@ -1,0 +1,76 @@
+"""Held-out means held out against a policy that memorises training answers: looked up by the
+whole question, by its numbers in any order, or in order, a memorised answer earns on
+evaluation tasks no more than the most common training answer does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.heldout import ATTACK_KEYS, measure_memorisation
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "heldout_overlap.json"
+#: Attack keys that look an evaluation question up among memorised training questions (the
+#: template key gives the most common answer of a template, which every universe shares: an
+#: answer prior, reported but not a held-out leak).
+MEMORISED_KEYS = ("question", "numbers", "ordered_numbers")
+
+
+def _gains(attack, slack=0.02):
+    """The memorised keys whose lookup beats the constant policy by more than ``slack``."""
+    n, constant = attack["num_tasks"], attack["constant"]["correct"]
+    return [
+        f"{key}: {attack['lookup'][key]['correct']}/{n} vs constant {constant}/{n}"
+        for key in MEMORISED_KEYS
+        if attack["lookup"][key]["correct"] > constant + slack * n
+    ]
+
+
+def test_the_committed_memorisation_attack_gains_nothing():
+    report = json.loads(RESULTS.read_text(encoding="utf-8"))
+    assert report["git_commit"] and report["machine"]["versions"]
+    measured = 0
+    for row in report["envs"]:
+        label = f"{row['env']} {row['env_kwargs']}"
+        assert not row["universe_key"].startswith("none"), label  # every row splits
+        attack = row["memorisation"]
+        if "skipped" in attack:
+            continue
+        measured += 1
+        assert attack["num_tasks"] == row["num_tasks"] and set(attack["lookup"]) == set(
+            ATTACK_KEYS
+        ), label
+        assert not _gains(attack), (label, _gains(attack))
+    assert measured >= 20
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("rllm/Math-v1", {"families": ["word_problem"]}),
+        ("rllm/Math-v1", {"families": ["geometry"]}),
+        ("rllm/Math-v1", {"families": ["fractions"]}),
+        ("rllm/ReasoningGym-v0", {"dataset": "lcm"}),
+        ("rllm/ReasoningGym-v0", {"dataset": "products"}),
+        ("rllm/ReasoningGym-v0", {"dataset": "aiw"}),
+        ("rllm/ReasoningGym-v0", {"dataset": "coin_flip"}),
+    ],
+)
+def test_memorised_training_answers_earn_no_more_than_a_constant_on_evaluation(env_id, kwargs):
+    # Questions with the same numbers in other words or another order share a universe, so a
+    # policy that looks evaluation questions up by their numbers finds nothing to replay.
+    attack = measure_memorisation(env_id, kwargs, num_tasks=200)
+    assert not _gains(attack), _gains(attack)
+    assert attack["lookup"]["numbers"]["hits"] == attack["lookup"]["question"]["hits"] == 0
+
+
+def test_a_memorised_reply_is_replayed_and_graded_by_the_env():
+    # On the training universe itself every question is remembered: the lookup is the oracle.
+    attack = measure_memorisation(
+        "rllm/Math-v1", {"families": ["arithmetic"]}, num_tasks=30, eval_seed=0
+    )
+    assert attack["lookup"]["question"]["hits"] == attack["lookup"]["question"]["correct"] == 30
+    assert attack["constant"]["correct"] < 30
+    assert "skipped" in measure_memorisation("rllm/TicTacToe-v0")
