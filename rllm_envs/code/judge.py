@@ -478,16 +478,19 @@ class _Records:
                 self.broken = "the run ended before every test was reported"
             return
         if isinstance(record, dict) and set(record) == {"compiled", "error"}:
-            if self.compiled is not None or self.results or blob:
+            # The error message is the blob (its size in the header): any length or content.
+            if self.compiled is not None or self.results:
                 self.broken = "a second compile record"
-            elif not _number(record["compiled"], 0, _MAX_SECONDS) or not isinstance(
-                record["error"], str
+            elif (
+                not _number(record["compiled"], 0, _MAX_SECONDS)
+                or not _int_or_none(record["error"], 0, _STDERR_MAX)
+                or record["error"] != len(blob)
             ):
                 self.broken = "a malformed compile record"
             else:
-                self.compiled = record
-                if record["error"]:
-                    message = record["error"]
+                message = str(blob, "utf-8", "replace")
+                self.compiled = {"compiled": record["compiled"], "error": message}
+                if message:
                     self.results = [TestResult("CE", error=message) for _ in self.tests]
             return
         index = len(self.results)

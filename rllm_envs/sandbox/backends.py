@@ -14,7 +14,8 @@ parent (:mod:`rllm_envs.sandbox.runner`).
   through a profile of ours: too many paths for firejail's arguments). Not
   ``--read-only=/``: it bind-mounts ``/`` over itself, and ``/..`` at the process root
   leads to the writable lower copy with none of the blacklists.
-* :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only, fresh
+* :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only (this
+  package's files in them masked, as for firejail), fresh
   ``/proc`` (its machine-wide counters masked, see :mod:`~rllm_envs.sandbox.procmask`) and
   ``/dev`` (read-only), every namespace unshared (user included), and the bootstrap as the
   namespace's init.
@@ -45,7 +46,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
-from rllm_envs.sandbox import procmask, seccomp
+from rllm_envs.sandbox import installed, procmask, seccomp
 
 __all__ = [
     "Backend",
@@ -237,6 +238,8 @@ class Firejail(Backend):
             "--private-dev",
             *read_only,
             *hidden,
+            # This package's files where a system-wide install put them (hidden task data).
+            *(f"--blacklist={path}" for path in installed.package_paths()),
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
             # Other sandboxes' control groups (their memory use, process ids) would be a
@@ -284,6 +287,7 @@ class Bubblewrap(Backend):
                 binds += ["--ro-bind", path, path]
         if os.path.isdir("/etc"):
             binds += ["--ro-bind", "/etc", "/etc"]
+        binds += _package_masks()
         masks, fds = _proc_masks()
         return [
             shutil.which("bwrap") or "bwrap",
@@ -385,6 +389,20 @@ def _proc_masks() -> tuple[list[str], list[int]]:
             os.close(fd)
         raise
     return args, fds
+
+
+def _package_masks() -> list[str]:
+    """The bwrap arguments that hide this package where it is installed (see installed).
+
+    A directory gets an empty read-only tmpfs over it, a file ``/dev/null``.
+    """
+    args: list[str] = []
+    for path in installed.package_paths():
+        if os.path.isdir(path):
+            args += ["--tmpfs", path, "--remount-ro", path]
+        else:
+            args += ["--ro-bind", "/dev/null", path]
+    return args
 
 
 def _setenv_args() -> list[str]:

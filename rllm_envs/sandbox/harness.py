@@ -45,7 +45,8 @@ each test: inside a PID namespace only) and optionally ``language`` (``"python"`
 ``"cpp"``) and ``compile_time_limit`` --, then one frame per test's input (read when the
 test starts). Output: records
 on the channel, each a 4-byte big-endian length, a JSON header line and the raw bytes it
-gives the sizes of: ``{"compiled": s, "error": msg}`` for C++, then one per test
+gives the sizes of: ``{"compiled": s, "error": n}`` (the compile error's ``n`` bytes
+follow; ``0``: compiled) for C++ or a Python syntax check, then one per test
 (``index``, ``outcome`` -- ``exited``, ``signaled`` or ``timeout`` --, ``code``,
 ``signal``, ``cpu``, ``wall``, ``maxrss_kb``, ``sizes``: of stdout (``-1`` past the cap),
 stderr and the result (``-1``: none)), then ``{"done": true}``.
@@ -289,6 +290,8 @@ COMPILE_MEMORY_MB = 1024
 CPP_STACK_MB = 256
 #: How much of the compiler's message is kept (its start: the first error matters most).
 COMPILE_MESSAGE_CHARS = 4000
+#: Most bytes of a compile (or Python syntax) error the executor reports.
+COMPILE_MESSAGE_BYTES = 4 * COMPILE_MESSAGE_CHARS + 64
 #: What :func:`run_cpp_program` writes to stderr before the compiler's message.
 COMPILE_ERROR_PREFIX = "compile error:\n"
 # TMPDIR points nowhere on purpose: nothing may need a temporary file.
@@ -706,6 +709,15 @@ class _Executor:
         self.file_size = max(self.cap, int(spec["biggest_input"]), RESULT_MAX_BYTES) + 1
         self.reap = bool(spec.get("reap"))
 
+    def emit_compiled(self, seconds: float, message: str) -> None:
+        """Report the compile: the message (empty: compiled) goes as the record's blob.
+
+        So its length or content never breaks the header line (an include of the source
+        itself repeats "from solution.cpp:1" past any header's cap).
+        """
+        data = message.encode("utf-8", "replace")[:COMPILE_MESSAGE_BYTES]
+        self.emit({"compiled": seconds, "error": len(data)}, data)
+
     def emit(self, header: dict[str, Any], *blobs: bytes) -> None:
         """One record: length, a JSON header line, then the raw blobs it gives the sizes of."""
         import json
@@ -835,7 +847,7 @@ def main(channel: int) -> None:
         limit = float(spec.get("compile_time_limit") or COMPILE_TIME_LIMIT)
         start = time.monotonic()
         executor.binary, message = compile_cpp(spec["code"], limit, COMPILE_MEMORY_MB)
-        executor.emit({"compiled": round(time.monotonic() - start, 4), "error": message})
+        executor.emit_compiled(round(time.monotonic() - start, 4), message)
         if executor.binary is None:
             executor.emit({"done": True})
             return
@@ -843,7 +855,7 @@ def main(channel: int) -> None:
         try:
             executor.code = compile(spec["code"], "solution.py", "exec")
         except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
-            executor.emit({"compiled": 0.0, "error": f"{type(e).__name__}: {e}"})
+            executor.emit_compiled(0.0, f"{type(e).__name__}: {e}")
             executor.emit({"done": True})
             return
         # The prelude is the host's trusted code; every test starts from a copy of it.

@@ -55,6 +55,21 @@ def test_compile_error_fails_every_test_with_the_message(backend):
     assert "solution.cpp:1" in error and "nope" in error
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        # Includes itself until g++ gives up: a message of thousands of "from solution.cpp:1".
+        '#include "/proc/self/fd/3"\nint main(){}\n',
+        # A long message full of quotes, backslashes and non-ASCII text.
+        "int main() { return " + " + ".join(f'"\\\\ é{i}"' for i in range(400)) + "; }\n",
+    ],
+)
+def test_a_long_compile_error_is_a_compile_error(backend, code):
+    result = _judge(code, backend=backend)
+    assert result.verdicts == ["CE", "CE"], [r.error for r in result.results]
+    assert "g++ failed" in (result.results[0].error or "")  # the message (its end) is shown
+
+
 def test_infinite_loop_is_a_timeout_within_the_limit(backend):
     start = time.monotonic()
     result = _judge(
