@@ -372,6 +372,38 @@ def _render_main_leaderboard(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_heldout_overlap(name: str, data: dict[str, Any]) -> str:
+    """What the training and evaluation universes share, and what memorising one earns."""
+    lines = [
+        "| env | kwargs | universe key | shared questions / keys / facts | "
+        "memorised lookup (best key) | constant answer |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in data["envs"]:
+        memo = row.get("memorisation")
+        if not isinstance(memo, dict) or "lookup" not in memo:
+            continue
+        best_key, best = max(memo["lookup"].items(), key=lambda item: item[1]["rate"])
+        kwargs = ", ".join(f"{k}={v}" for k, v in row["env_kwargs"].items()) or "default"
+        facts = "-" if row.get("facts") is None else row["facts"]
+        lines.append(
+            f"| `{row['env']}` | {kwargs} | {row.get('universe_key', '?')} | "
+            f"{row['questions']} / {row['keys']} / {facts} | "
+            f"{best['rate']:.3f} ({best_key}) | {memo['constant']['rate']:.3f} |"
+        )
+    machine = data.get("machine", {})
+    lines.append("")
+    lines.append(
+        f"From `benchmarks/results/{name}.json` (`{data.get('command', '?')}`, "
+        f"{data.get('time', '?')}, commit `{str(data.get('git_commit', ''))[:10]}`, "
+        f"{machine.get('cpu_count', '?')} CPUs): first {data['envs'][0].get('num_tasks', '?')} "
+        "tasks of the training seed 0 against the evaluation seed. A lookup replays the "
+        "oracle's training replies under a key of the question (the whole question, its sorted "
+        "or ordered numbers, its template); it must earn no more than the constant answer."
+    )
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -385,6 +417,8 @@ def render(name: str) -> str:
         return _render_real_model(name, data)
     if "policies" in data and "stages_s" in data:
         return _render_main_leaderboard(name, data)
+    if "eval_seed_start" in data:
+        return _render_heldout_overlap(name, data)
     if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
         return _render_perf(name, data)
     if any("warm" in row.get("extra", {}) for row in data.get("rows", [])):

@@ -15,7 +15,8 @@ if [ "${1:-}" = "--fast" ]; then
   echo "[test] pytest (fast lane)"
   # The adapter, benchmark and sandbox folders hold no fast test: not collecting them spares
   # importing torch and vLLM.
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider \
+  # One worker per core (pytest-xdist): the lane's tests share no state, ports or files.
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto \
     --ignore=tests/adapters --ignore=tests/benchmarks --ignore=tests/sandbox \
     -m "not slow and not sandbox and not model and not integration" "$@"
 fi
