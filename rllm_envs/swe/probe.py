@@ -12,13 +12,24 @@ observations of the same probe run on the reference repository in another sandbo
 (:mod:`rllm_envs.swe.judge`). A patch that wants to pass must make its code produce the
 reference's values: the expected values are not in its sandbox.
 
+Only literals (and ``pytest.approx`` of literals) are expected sides: a call is computed,
+whatever its name (``assert Interval(3, 1) == expected`` observes both sides). ``all(...)`` /
+``any(...)`` over a comprehension become a loop observing each element; ``if bad: raise ...``
+(or ``pytest.fail``) in a test becomes the observations of ``assert not bad``; a comparison,
+``bool(...)``, a ``startswith``-like predicate or a ``re.search`` nested in an observed value
+drops its literal too. Floats compare exactly unless the test gave a tolerance
+(``pytest.approx``, ``isclose``, ``assertAlmostEqual``: ``observe(value, approx=(rel, abs))``).
+
 A module is *complete* when every check the rewrite knows was rewritten and nothing else
-that decides a test is left in it: a ``raise AssertionError``, ``pytest.fail``, ``self.fail``,
-a call of a ``pytest.raises`` outside ``with``, a helper whose name starts with ``assert``
-from elsewhere, or ``pytest.mark.parametrize`` (its table can hold expected values, which
-stay in the probe). A test of an incomplete module still runs as a probe, but some of its
-checks run in the sandbox's process, where a patch could forge them; the judge says so
-(:attr:`rllm_envs.swe.judge.Verdict.verdict_trust`).
+that decides a test or keeps an expected value is left in it; otherwise
+:func:`probe_report` says why, one ``NOTE_*`` sentence per kind: two computed sides compared
+(an expected value may be computed in the probe), an identity check between computed values
+(observed as the bool ``a is b``), a table an aggregation loops over, a ``raise`` or
+``pytest.fail`` left in a test, a ``pytest.raises`` call outside ``with``, an ``assert*``
+helper from elsewhere, a ``parametrize`` table, a literal compared inside an observed value.
+A test of an incomplete module still runs as a probe, but what is noted stays readable or
+decided in the sandbox's process; the judge says so
+(:attr:`rllm_envs.swe.judge.Verdict.verdict_trust` and ``weakened``).
 """
 
 from __future__ import annotations
@@ -83,6 +94,11 @@ NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table (expected values stay in the probe)"
 NOTE_SYNTAX = "the test module does not parse"
+NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
+#: Predicates of builtin values whose literal argument is an expected value: the receiver
+#: is observed instead (``s.startswith("ab")`` observes ``s``, as ``"ab" in s`` does).
+_PREDICATES = frozenset({"startswith", "endswith", "issubset", "issuperset", "isdisjoint"})
+_PATTERNS = frozenset({"re.match", "re.search", "re.fullmatch"})
 
 
 def _expected(node: ast.expr) -> bool:
@@ -182,7 +198,46 @@ def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
         probe.note(NOTE_TWO_SIDES)
     tolerances = [t for t in (_approx(o) for o in operands) if t is not None]
     approx = tolerances[0] if tolerances else None
-    return [_Check(o, approx) for o in computed]
+    found = [c for o in computed for c in _value(o, probe)]
+    return [_Check(c.value, c.approx or approx) for c in found]
+
+
+def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
+    """What to observe for computed value ``node``.
+
+    A comparison, ``not``, ``and`` / ``or`` or ``bool(...)`` inside is a check of its own
+    (its literal side dropped); a builtin predicate with a literal argument observes its
+    receiver; any other comparison with a literal left inside is noted (the sandbox decides
+    it, and the literal is readable there).
+    """
+    if isinstance(node, ast.Compare) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
+    ):
+        return _observed(node, probe)
+    if isinstance(node, ast.BoolOp):
+        return [c for v in node.values for c in _observed(v, probe)]
+    if isinstance(node, ast.Call) and not node.keywords:
+        name = _dotted(node.func)
+        if name == "bool" and len(node.args) == 1:
+            return _observed(node.args[0], probe)
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in _PREDICATES
+            and node.args
+            and all(_expected(a) for a in node.args)
+            and not _expected(node.func.value)
+        ):
+            return _value(node.func.value, probe)
+        if name in _PATTERNS and len(node.args) == 2 and _expected(node.args[0]):
+            return _value(node.args[1], probe)
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Compare) and any(
+            _expected(o) and not (isinstance(o, ast.Constant) and o.value in (None, True, False))
+            for o in (inner.left, *inner.comparators)
+        ):
+            probe.note(NOTE_INNER)
+            break
+    return [_Check(node)]
 
 
 def _identity(test: ast.Compare, probe: _Probe) -> list[_Check]:
@@ -210,7 +265,7 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     close = _isclose(test)
     if close is not None:
         return [_Check(close[0], close[1])]
-    return [] if _expected(test) else [_Check(test)]
+    return [] if _expected(test) else _value(test, probe)
 
 
 def _aggregate(test: ast.expr) -> ast.GeneratorExp | ast.ListComp | ast.SetComp | None:

@@ -428,3 +428,30 @@ def test_reference_notes_say_why_a_verdict_is_partial():
     notes = judge.probe_notes(files)
     assert probe.NOTE_IDENTITY in notes and judge.NOTE_DATA_FILE in notes
     assert judge.probe_notes({"tests/test_a.py": "def test_a():\n    assert f() == 2\n"}) == ()
+
+
+@pytest.mark.parametrize(
+    "check, observed",
+    [
+        ("(f(x) == 3) is True", ["f(x)"]),
+        ("bool(f(x) == 3)", ["f(x)"]),
+        ("str(f(x)).startswith('abc')", ["str(f(x))"]),
+        ("re.search('a+b', f(x))", ["f(x)"]),
+        ("not (f(1) != 2)", ["f(1)"]),
+    ],
+)
+def test_checks_nested_in_an_observed_value_drop_their_literal(check, observed):
+    text, notes = probe_report(f"import re\n\ndef test_a():\n    assert {check}\n")
+    assert not notes
+    calls = [
+        line.strip()[len("__rllm_observe__(") : -1]
+        for line in text.splitlines()
+        if line.strip().startswith("__rllm_observe__(")
+    ]
+    assert calls == observed
+    assert "abc" not in text and "a+b" not in text and "3" not in text.split("def", 1)[1]
+
+
+def test_a_literal_compared_inside_an_observed_value_is_noted():
+    source = "def test_a():\n    assert len([y for y in f() if y == 3]) == 1\n"
+    assert probe.NOTE_INNER in probe_report(source)[1]
