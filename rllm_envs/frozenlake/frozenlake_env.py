@@ -73,23 +73,22 @@ class FrozenLakeEnv(TextEnv):
     The weighted sum of components (``reward_weights``), each paying for one thing:
 
     - ``success`` (weight 1.0): 1 on the turn the goal is reached, else 0.
-    - ``hole`` (weight -0.15): on the turn the player falls into a hole, the number of turns
-      the fall throws away (that turn and every one left: ``max_turns - turn + 1``), else 0.
-      So a fall costs ``|weight|`` per turn it ends the episode early.
+    - ``hole`` (weight -0.05): 1 on the turn the player falls into a hole, else 0.
     - ``invalid_action`` (weight 0.0, log only): 1 on a turn whose reply held no action,
-      else 0. Pass e.g. ``reward_weights={"invalid_action": -0.1}`` for a penalty per turn.
+      else 0; on a fall, also the unreadable replies the fall skips at the episode's own
+      rate (its unreadable replies so far per turn played, times the turns left). Pass e.g.
+      ``reward_weights={"invalid_action": -0.1}`` for a penalty per unreadable reply.
 
-    Falling never pays more than staying alive. An episode that does not fall can lose at
-    most ``|min(0, w_invalid)|`` per remaining turn (every reply unreadable) and
-    ``|min(0, w_success)|`` once, while a fall at turn ``t`` costs
-    ``|w_hole| * (max_turns - t + 1)``; the constructor therefore requires
-    ``w_hole < min(0, w_invalid, w_success)`` and raises
-    :class:`rllm_envs.error.InvalidEnvConfig` otherwise. With such weights, falling into a
-    hole at any turn returns less than every way of playing on from that turn -- valid moves
-    until the turn limit, unreadable replies, or any mix -- with or without a discount
-    ``gamma <= 1`` (the fall is paid on its own turn; the penalties it avoids come later).
-    Without a penalty per fall, a policy that often replies with no action learned to walk
-    into a hole at turn 2 to stop paying the invalid-action penalty.
+    Dying early is never the best way to play on. A fall costs ``|w_hole|`` more than
+    playing on validly (which costs nothing), and it does not escape the invalid-action
+    penalty: the replies it skips are charged at the rate the episode was replying
+    unreadably, so in expectation it costs ``|w_hole|`` more than playing on as before. The
+    constructor requires ``w_hole < 0`` and ``w_invalid <= 0`` (else
+    :class:`rllm_envs.error.InvalidEnvConfig`). In v0 a fall cost nothing, and a policy that
+    often replied with no action learned to walk into a hole at turn 2 to stop paying the
+    invalid-action penalty. A fall costs little on its own, so a policy still explores by
+    walking (a charge per turn a fall throws away made standing still at an edge the
+    policy that a from-scratch model learned instead of reaching the goal).
 
     ## Episode End
     Terminates on reaching the goal or falling into a hole. Truncates after ``max_turns``
@@ -120,15 +119,15 @@ class FrozenLakeEnv(TextEnv):
     - v0: Initial version. Random maps draw the start and goal cells too (Gymnasium's
       generator keeps them in fixed corners, where one map's path replayed blind solved
       other maps far more often than random moves).
-    - v1: Reward: a ``hole`` component (weight -0.15) charges a fall per turn it throws
-      away, and weights under which falling pays at least as much as staying alive are
-      refused (``w_hole < min(0, w_invalid, w_success)``). In v0 a fall paid 0, the same
-      as timing out, and less than nothing when invalid actions were penalised.
+    - v1: Reward: a ``hole`` component (weight -0.05) charges a fall, and a fall is charged
+      the unreadable replies it skips at the episode's rate (``invalid_action``); weights
+      with ``hole >= 0`` or ``invalid_action > 0`` are refused. In v0 a fall paid 0 and
+      ended the invalid-action penalty. Random maps draw the start and goal cells.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "success": 1.0,
-        "hole": -0.15,
+        "hole": -0.05,
         "invalid_action": 0.0,
     }
 
@@ -192,18 +191,17 @@ class FrozenLakeEnv(TextEnv):
         self._lake: GymFrozenLake | None = None
         self._rows: list[str] = []
         self._policy: np.ndarray | None = None
+        self._unreadable = 0  # unreadable replies this episode
 
     def _check_shaping(self) -> None:
         """Refuse weights under which falling into a hole pays as much as playing on."""
         w = self.reward_weights
-        floor = min(0.0, w["invalid_action"], w["success"])
-        if not w["hole"] < floor:
+        if not (w["hole"] < 0.0 and w["invalid_action"] <= 0.0):
             raise InvalidEnvConfig(
-                f"Expects reward weight `hole` below min(0, invalid_action, success) = {floor}, "
-                f"actual: {w['hole']}. A fall costs |hole| per turn it throws away; at or above "
-                "that floor, falling into a hole pays at least as much as playing on (a policy "
-                "learns to die early to stop paying penalties). Pass e.g. "
-                f"reward_weights={{'hole': {round(floor - 0.05, 4)}}}."
+                f"Expects reward weights `hole` < 0 and `invalid_action` <= 0, actual: hole "
+                f"{w['hole']}, invalid_action {w['invalid_action']}. Otherwise falling into a "
+                "hole pays at least as much as playing on (a policy learns to die early). Pass "
+                "e.g. reward_weights={'hole': -0.05, 'invalid_action': -0.1}."
             )
 
     # ------------------------------------------------------------------------- hooks
@@ -227,6 +225,7 @@ class FrozenLakeEnv(TextEnv):
         # Same draw as Gymnasium's reset, so a fixed map replays Gymnasium's episodes exactly.
         self._lake.s = int(categorical_sample(self._lake.initial_state_distrib, self.np_random))
         self._lake.lastaction = None
+        self._unreadable = 0
         observation = "\n".join(
             [
                 "You are playing FrozenLake. Walk from the start to the goal G without "
@@ -245,6 +244,7 @@ class FrozenLakeEnv(TextEnv):
         assert self._lake is not None
         action_id, reason = parse_action(action)
         if action_id is None:
+            self._unreadable += 1
             feedback = f"Invalid action: {reason} You stay where you are."
             return self._transition(feedback, "invalid", None, 0.0, False, reason)
         before = self._lake.s
@@ -262,11 +262,13 @@ class FrozenLakeEnv(TextEnv):
             text = f"You chose {name}, but slipped and moved {ACTION_NAMES[moved]}."
         else:
             outcome, text = "moved", f"You moved {name}."
-        # A fall is charged for every turn it throws away (this one and all left), so it never
-        # beats playing on, whatever that would have cost per turn (see the class docstring).
-        forfeited = self.max_turns - self.turn + 1 if outcome == "hole" else 0
+        # A fall skips the turns left; their unreadable replies are charged at the episode's
+        # rate, so dying never escapes the invalid-action penalty (see the class docstring).
+        skipped = 0.0
+        if outcome == "hole":
+            skipped = self._unreadable / self.turn * (self.max_turns - self.turn)
         return self._transition(
-            text, outcome, name, float(reward), bool(terminated), None, hole=forfeited
+            text, outcome, name, float(reward), bool(terminated), None, skipped=skipped
         )
 
     def oracle_action(self) -> str:
@@ -293,7 +295,7 @@ class FrozenLakeEnv(TextEnv):
         success: float,
         terminated: bool,
         reason: str | None,
-        hole: int = 0,
+        skipped: float = 0.0,
     ) -> Transition:
         parts = [text]
         if not terminated:
@@ -303,8 +305,8 @@ class FrozenLakeEnv(TextEnv):
             observation="\n".join(parts),
             reward_components={
                 "success": success,
-                "hole": float(hole),
-                "invalid_action": float(reason is not None),
+                "hole": float(outcome == "hole"),
+                "invalid_action": float(reason is not None) + skipped,
             },
             terminated=terminated,
             correct=success > 0,

@@ -89,8 +89,10 @@ def test_goal_hole_blocked_and_invalid_outcomes():
     assert not terminated
     _, reward, terminated, _, info = env.step("Right")
     assert info["outcome"] == "hole" and terminated
-    # The fall at turn 3 of 5 throws away turns 3, 4 and 5, each at the default -0.15.
-    assert info["reward_components"]["hole"] == 3.0 and reward == pytest.approx(-0.45)
+    # The fall at turn 3 of 5 costs the default -0.05; one unreadable reply in 3 turns charges
+    # the 2 skipped turns 2/3 of an unreadable reply (the invalid-action weight is 0 here).
+    assert info["reward_components"]["hole"] == 1.0 and reward == pytest.approx(-0.05)
+    assert info["reward_components"]["invalid_action"] == pytest.approx(2 / 3)
     env.reset(seed=0)
     env.step("down")
     obs, reward, terminated, _, info = env.step("right")
