@@ -25,12 +25,6 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="FrozenLake-v1 charges a fall (`hole`): three runs of this config learned valid "
-    "replies, then bumped an edge with 0 success in 26-36 iterations (issue #27 item 6; "
-    "docs/training.md). The proof needs an exploration fix.",
-)
 def test_frozenlake_ppo_learns_from_scratch(tmp_path):
     from rllm_adapters.trainer.metrics import read_metrics
 
