@@ -1,7 +1,7 @@
 """The OpenEnv server: per-step overhead against in-process stepping, and throughput under attack.
 
-One server process (``python -m rllm_adapters.serve``) on 127.0.0.1 serves rllm/FrozenLake-v0 and
-rllm/Math-v0. A "step" is the same unit in every case: one ``step`` of a fixed cycle of
+One server process (``python -m rllm_adapters.serve``) on 127.0.0.1 serves rllm/FrozenLake-v1 and
+rllm/Math-v1. A "step" is the same unit in every case: one ``step`` of a fixed cycle of
 replies, plus a ``reset`` whenever the episode ends (so a Math step is a reset and an answer).
 
 * Overhead, at 1, 16 and 128 sessions: N OpenEnv clients (``RllmEnvClient``, OpenEnv's
@@ -48,8 +48,8 @@ HONEST, HOSTILE = 20, 2
 OVERHEAD_GOAL_US = 500
 VERSIONS = {"openenv": metadata.version("openenv")}
 ENVS = {
-    "frozenlake": ("rllm/FrozenLake-v0", ["Down", "Down", "Right", "Right", "Down", "Right"]),
-    "math": ("rllm/Math-v0", ["\\boxed{42}", "The answer is \\boxed{7}.", "no idea"]),
+    "frozenlake": ("rllm/FrozenLake-v1", ["Down", "Down", "Right", "Right", "Down", "Right"]),
+    "math": ("rllm/Math-v1", ["\\boxed{42}", "The answer is \\boxed{7}.", "no idea"]),
 }
 ROUNDS = {1: 300, 16: 40, 128: 10}
 
@@ -78,7 +78,7 @@ from rllm_adapters.openenv import GymTextEnvironment, TextAction, TextObservatio
 
 app = FastAPI()
 server = HTTPEnvServer(
-    partial(GymTextEnvironment, "rllm/FrozenLake-v0", {}),
+    partial(GymTextEnvironment, "rllm/FrozenLake-v1", {}),
     TextAction,
     TextObservation,
     concurrency_config=ConcurrencyConfig(max_concurrent_envs=200, session_timeout=600),
@@ -273,11 +273,11 @@ def trickle():  # headers a byte every 0.1 s, reconnecting when cut
 
 
 def oversize():  # a 2 MiB body, then a 2 MiB message, five times a second
-    ws_url = url.replace("http", "ws") + "/rllm/FrozenLake-v0/ws"
+    ws_url = url.replace("http", "ws") + "/rllm/FrozenLake-v1/ws"
     text = big.decode()
     with httpx.Client(timeout=30) as http:
         while True:
-            reply = http.post(url + "/rllm/FrozenLake-v0/reset", content=big)
+            reply = http.post(url + "/rllm/FrozenLake-v1/reset", content=big)
             counts["bodies_refused"] += reply.status_code == 413
             try:
                 with connect(ws_url, max_size=None) as ws:

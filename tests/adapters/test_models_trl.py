@@ -1,5 +1,5 @@
 """TRL's ``GRPOTrainer(environment_factory=...)`` accepts the converted SmolLM2 folder as is
-(its tool-capable template and response template) on ``rllm/ToolUse-v0``: one short step."""
+(its tool-capable template and response template) on ``rllm/ToolUse-v1``: one short step."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rllm_adapters.trl import env_dataset, environment_class  # noqa: E402
 from rllm_envs.error import DependencyNotInstalled  # noqa: E402
 from tests.adapters.helpers import grpo_args  # noqa: E402
 
-TOOLS = "rllm/ToolUse-v0"
+TOOLS = "rllm/ToolUse-v1"
 TOOL_KWARGS = {"python": False}
 
 

@@ -13,8 +13,8 @@ pytest.importorskip("datasets")
 from rllm_adapters.trl import EnvReward, env_dataset, environment_class  # noqa: E402
 from tests.adapters.helpers import grpo_args  # noqa: E402
 
-MATH = "rllm/Math-v0"
-TOOLS = "rllm/ToolUse-v0"
+MATH = "rllm/Math-v1"
+TOOLS = "rllm/ToolUse-v1"
 TOOL_KWARGS = {"python": False}
 
 
