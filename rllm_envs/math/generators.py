@@ -1,4 +1,4 @@
-r"""Procedural math problems with exact answers: the offline default task source of Math-v0.
+r"""Procedural math problems with exact answers: the offline default task source of Math-v1.
 
 Each family is a module-level function ``(rng, difficulty) -> task`` where ``rng`` is a
 ``numpy`` generator and ``difficulty`` an int from 1 (one-step, small numbers) to 5 (several

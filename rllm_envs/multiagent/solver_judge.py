@@ -105,7 +105,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
       a solution); ``order`` and ``base_rate`` were added; copies of a worked example earn 0.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_solver_judge_v0"}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_solver_judge_v1"}
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "correct": 1.0,
         "invalid_action": 0.0,

@@ -12,7 +12,7 @@ from rllm_envs.error import DependencyNotInstalled
 
 def test_rollout_and_agents_import_no_heavy_dependency():
     code = (
-        "import sys, adapters, rllm_adapters.rollout, rllm_adapters.backends, rllm_agents\n"
+        "import sys, rllm_adapters, rllm_adapters.rollout, rllm_adapters.backends, rllm_agents\n"
         "names = ('torch', 'transformers', 'vllm', 'ray', 'httpx')\n"
         "heavy = [m for m in names if m in sys.modules]\n"
         "assert not heavy, heavy"

@@ -53,7 +53,7 @@ def test_env_reward_scores_reference_one_and_garbage_zero():
     other = dict(rows, env_id=["x", MATH, MATH])
     assert reward(ds["prompt"], answers, **other)[0] is None
     assert reward(["p"], ["a"]) == [None]
-    assert reward.__name__ == "math_v0_reward"
+    assert reward.__name__ == "math_v1_reward"
     # picklable (reward functions cross process boundaries)
     clone = pickle.loads(pickle.dumps(reward))
     assert clone(ds["prompt"], answers, **rows) == [1.0, 1.0, 1.0]
@@ -119,7 +119,7 @@ def test_grpo_trainer_with_env_reward(tiny_path, tmp_path):
     trainer.train()
     assert trainer.state.global_step == 2
     assert calls and all(r in (0.0, 1.0) for batch in calls for r in batch)
-    logged = [h for h in trainer.state.log_history if "rewards/math_v0_reward/mean" in h]
+    logged = [h for h in trainer.state.log_history if "rewards/math_v1_reward/mean" in h]
     assert logged
 
 

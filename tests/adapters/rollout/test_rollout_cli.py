@@ -40,7 +40,7 @@ def run_cli(tmp_path, *flags):
 def test_command_line_writes_trajectories(tmp_path, tiny_path, capsys):
     status = run_cli(tmp_path, "--group-size", "2", "--max-turns", "1", "--format", "parquet")
     assert status == 0
-    trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v0.parquet")
+    trajectories = read_trajectories(tmp_path / "rllm_FrozenLake-v1.parquet")
     assert len(trajectories) == 2
     assert "rllm/FrozenLake-v1: 2 episodes" in capsys.readouterr().out
 
@@ -59,10 +59,10 @@ def test_agent_system_prompt_dtype_and_transcripts(tmp_path, tiny_path):
         "--transcripts",
     )
     assert status == 0
-    (t,) = read_trajectories(tmp_path / "rllm_FrozenLake-v0.jsonl")
+    (t,) = read_trajectories(tmp_path / "rllm_FrozenLake-v1.jsonl")
     assert t.metadata["agent"] == "GenericAgent"
     assert t.messages[0] == {"role": "system", "content": "Answer with one move."}
-    lines = (tmp_path / "rllm_FrozenLake-v0.transcripts.jsonl").read_text().splitlines()
+    lines = (tmp_path / "rllm_FrozenLake-v1.transcripts.jsonl").read_text().splitlines()
     (record,) = [json.loads(line) for line in lines]
     assert record["messages"] == t.messages
     assert [turn["action"] for turn in record["turns"]] == [s.action for s in t.steps]
@@ -71,6 +71,6 @@ def test_agent_system_prompt_dtype_and_transcripts(tmp_path, tiny_path):
 
 def test_no_system_prompt(tmp_path, tiny_path):
     assert run_cli(tmp_path, "--no-system-prompt") == 0
-    (t,) = read_trajectories(tmp_path / "rllm_FrozenLake-v0.jsonl")
+    (t,) = read_trajectories(tmp_path / "rllm_FrozenLake-v1.jsonl")
     assert t.messages[0]["role"] == "user"
-    assert not (tmp_path / "rllm_FrozenLake-v0.transcripts.jsonl").exists()
+    assert not (tmp_path / "rllm_FrozenLake-v1.transcripts.jsonl").exists()
