@@ -29,7 +29,7 @@ _GROUP_VARS = (
     "LOCAL_RANK",
     "MASTER_ADDR",
     "MASTER_PORT",
-    "RLLM_ADAPTERS_OWN_GROUP_PID",
+    "RLLM_ADAPTERS_OWN_GROUP",
 )
 # Module-level imports that mean a test builds a model or an engine.
 _MODEL_MODULES = ("torch", "transformers", "vllm", "deepspeed", "trl", "peft")

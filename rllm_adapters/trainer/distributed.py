@@ -37,8 +37,8 @@ _log = logging.getLogger("rllm_adapters.trainer.trainer")
 
 #: The launcher variables of a process group.
 _GROUP_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
-#: Names the process that gave itself a one-process group (and so set ``_GROUP_VARS``).
-_OWN_GROUP = "RLLM_ADAPTERS_OWN_GROUP_PID"
+#: ``"<pid>:<port>"`` of the process that gave itself a one-process group (and set ``_GROUP_VARS``).
+_OWN_GROUP = "RLLM_ADAPTERS_OWN_GROUP"
 
 
 def _free_port() -> int:
@@ -48,9 +48,13 @@ def _free_port() -> int:
 
 
 def _inherited_own_group(environ: Mapping[str, str]) -> bool:
-    """Whether ``environ``'s group variables are a parent's one-process group, not a launcher's."""
-    owner = environ.get(_OWN_GROUP)
-    return owner is not None and owner != str(os.getpid())
+    """Whether ``environ``'s group variables are another process's own group, not a launcher's.
+
+    The marker is ``"<pid>:<port>"``; a launcher (torchrun, deepspeed) that started this process
+    from such a parent sets a port of its own, so its variables are kept.
+    """
+    pid, _, port = environ.get(_OWN_GROUP, "").partition(":")
+    return bool(pid) and pid != str(os.getpid()) and environ.get("MASTER_PORT") == port
 
 
 def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -62,8 +66,9 @@ def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     (``torchrun``, ``deepspeed``) are kept.
     """
     env = dict(os.environ if environ is None else environ)
-    if _OWN_GROUP in env:
-        for name in (*_GROUP_VARS, _OWN_GROUP):
+    pid, _, port = env.pop(_OWN_GROUP, "").partition(":")
+    if pid and env.get("MASTER_PORT") == port:
+        for name in _GROUP_VARS:
             env.pop(name, None)
     return env
 
@@ -78,16 +83,19 @@ def setup_distributed() -> tuple[int, int]:
     if "RANK" not in os.environ or _inherited_own_group(os.environ):
         # A parent's own group is not ours: its port is taken by the parent's store.
         own_port = os.environ.get("MASTER_PORT") if _OWN_GROUP not in os.environ else None
+        port = own_port or str(_free_port())
         os.environ.update(
             {
                 "RANK": "0",
                 "WORLD_SIZE": "1",
                 "LOCAL_RANK": "0",
                 "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": own_port or str(_free_port()),
-                _OWN_GROUP: str(os.getpid()),
+                "MASTER_PORT": port,
+                _OWN_GROUP: f"{os.getpid()}:{port}",
             }
         )
+    elif not os.environ.get(_OWN_GROUP, "").startswith(f"{os.getpid()}:"):
+        os.environ.pop(_OWN_GROUP, None)  # a launcher's group, started from a marked parent
     import torch.distributed as dist
 
     if not dist.is_initialized():

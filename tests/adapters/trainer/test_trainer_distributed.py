@@ -105,3 +105,7 @@ def test_a_child_of_a_trainer_process_starts_its_own_group():
     # A launcher's variables (torchrun) are the child's own: kept.
     launched = {"RANK": "1", "WORLD_SIZE": "2", "MASTER_PORT": "1234"}
     assert child_env(launched) == launched
+    # torchrun started from a process with its own group: the workers' port is torchrun's, so
+    # their variables are the launcher's (kept), and only the parent's marker goes.
+    marked = {**launched, "RLLM_ADAPTERS_OWN_GROUP": f"{os.getpid() + 1}:4321"}
+    assert child_env(marked) == launched
