@@ -12,6 +12,7 @@ pytest.importorskip("datasets")
 import rllm_envs  # noqa: E402
 from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trl import EnvReward, EnvRollout, env_dataset  # noqa: E402
+from tests.adapters.helpers import grpo_args  # noqa: E402
 
 LAKE = "rllm/FrozenLake-v1"
 
@@ -40,27 +41,6 @@ def tiny():
     from rllm_adapters.tiny_model import tiny_model_path
 
     return tiny_model_path()
-
-
-def _args(tmp_path, **kw):
-    from trl import GRPOConfig
-
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        logging_steps=1,
-        save_strategy="no",
-        learning_rate=1e-3,
-        seed=0,
-    )
-    base.update(kw)
-    return GRPOConfig(**base)
 
 
 @pytest.mark.slow
@@ -95,7 +75,7 @@ def test_grpo_trainer_trains_a_multi_turn_env_through_rollout_func(
         model=str(tiny),
         reward_funcs=rollout.reward,
         rollout_func=recording,
-        args=_args(tmp_path, max_steps=1),
+        args=grpo_args(tmp_path, max_steps=1),
         train_dataset=dataset,
     )
     trainer.train()
@@ -131,7 +111,7 @@ def test_rollout_returns_match_the_env_on_the_same_replies(tiny, tmp_path):
         model=str(tiny),
         reward_funcs=rollout.reward,
         rollout_func=rollout,
-        args=_args(tmp_path, max_steps=1),
+        args=grpo_args(tmp_path, max_steps=1),
         train_dataset=dataset,
     )
     out = rollout(list(dataset["prompt"]), trainer)
