@@ -68,16 +68,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.sandbox)
 
 
+# The launcher variables the session started with (none, outside torchrun).
+_SESSION_GROUP = {n: os.environ[n] for n in _GROUP_VARS if n in os.environ}
+
+
 @pytest.fixture(autouse=True)
 def _own_process_group_stays_in_its_test() -> Iterator[None]:
     """An in-process trainer gives pytest's process a one-process group through the launcher's
     variables; a later test's child (a TRL script, ``python -m rllm_adapters.train``) that inherited
-    them would start its store on the port that group holds. Each test gets the environment it
-    started with."""
-    before = {n: os.environ[n] for n in _GROUP_VARS if n in os.environ}
+    them would start its store on the port that group holds. After each test the variables are
+    those the session started with: a module-scoped trainer fixture sets them before any test of
+    its module starts, so restoring a test's own start would keep them for the rest of the run."""
     yield
     for name in _GROUP_VARS:
-        if name in before:
-            os.environ[name] = before[name]
+        if name in _SESSION_GROUP:
+            os.environ[name] = _SESSION_GROUP[name]
         else:
             os.environ.pop(name, None)

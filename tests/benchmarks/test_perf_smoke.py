@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from rllm_adapters.trainer.distributed import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_FILES = sorted((ROOT / "benchmarks" / "perf").glob("bench_*.py"))
 
@@ -32,6 +34,7 @@ def test_benchmark_file_runs(path):
             "no:cacheprovider",
         ],
         cwd=ROOT,
+        env=child_env(),
         capture_output=True,
         text=True,
         timeout=900,
