@@ -1,0 +1,73 @@
+"""An episode store: trajectories in one SQLite file, safe for many writers, queryable.
+
+Every rollout, leaderboard run or training iteration can write its trajectories here one at a
+time, from many threads and processes at once, and read them back identically::
+
+    from rllm_agents.store import EpisodeStore
+
+    with EpisodeStore("runs/episodes.db") as store:
+        store.put(trajectory, run="grpo-1", model="tiny-qwen", env_kwargs={"difficulty": 2})
+        wins = store.trajectories(env="rllm/Countdown-v1", run="grpo-1", correct=True)
+        store.export_parquet("runs/grpo-1.parquet", run="grpo-1")
+        store.pass_at_k([1, 4], run="grpo-1")
+
+**What is stored.** One row per episode: the whole :class:`~rllm_agents.trajectory.Trajectory`
+as JSON (token ids, logprobs and rewards of every step, messages, info, metadata; the loss mask
+and the flat training view are derived from it), plus columns to query on -- ``run``,
+``env_id``, ``env_kwargs``, ``model``, ``task_id``, ``seed``, ``total_reward``, ``is_correct``
+-- and the ``versions`` of the packages that produced it, ``timings`` and the time it was stored.
+JSON floats are written with ``repr`` (shortest exact form, ``NaN``/``Infinity`` included), so
+floats come back bit for bit. Values that are not JSON (numpy scalars, tuples) come back as
+:func:`~rllm_agents.trajectory.to_jsonable` makes them, as in the JSONL writer.
+
+**Concurrency and crashes.** SQLite in WAL mode: readers never block writers, writers take the
+write lock one at a time (``BEGIN IMMEDIATE``) and wait up to ``timeout`` seconds for it (the
+busy timeout) instead of failing. Each episode is one transaction, so a writer killed at any
+moment (even ``SIGKILL``) loses at most the episode it was writing and leaves the file
+readable. ``synchronous=NORMAL`` (the default) survives process crashes; pass ``durable=True``
+(``synchronous=FULL``) to also survive power loss, at some write speed. Each thread and each
+forked process gets its own connection, so one :class:`EpisodeStore` may be shared freely.
+
+**Damage is reported, never returned.** Every read of a trajectory checks the SHA-256 of its
+stored JSON against the episode's hash, and the query columns against the trajectory; a
+mismatch raises :class:`DamagedEpisode` naming the row id (:meth:`EpisodeStore.verify` lists
+every damaged episode). Opening refuses what is not a store: a 0-byte file or an SQLite file
+without the store's tables (unless ``initialize=True``), another file format, and a
+write-ahead log cut shorter than the commits its index (``-shm``) records, which SQLite
+itself would open silently with the cut episodes gone. A store on a read-only file or mount
+opens read-only. A NaN total reward is refused at ``put`` before anything is written (SQLite
+stores NaN as NULL); infinite rewards are stored.
+
+**Dedup.** An episode's id is the SHA-256 of its canonical JSON (sorted keys), so writing the
+same trajectory twice (a retried write, a re-imported file) stores it once.
+
+**CLI.** ``python -m rllm_agents.store DB {list,show,export,import,verify,passk}``: list
+episodes with filters, show one as a readable transcript, export to / import from Parquet,
+check every episode against its digest, and the unbiased pass@k from stored episodes.
+"""
+
+from rllm_agents.store.cli import main
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal
+from rllm_agents.store.episode_store import EpisodeStore
+from rllm_agents.store.schema import (
+    SCHEMA_VERSION,
+    Put,
+    StoredEpisode,
+    content_hash,
+    package_versions,
+)
+from rllm_agents.store.transcript import transcript
+
+__all__ = [
+    "EpisodeStore",
+    "Put",
+    "StoredEpisode",
+    "DamagedEpisode",
+    "DamagedStore",
+    "SCHEMA_VERSION",
+    "content_hash",
+    "package_versions",
+    "check_wal",
+    "transcript",
+    "main",
+]

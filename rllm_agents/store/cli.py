@@ -1,0 +1,138 @@
+"""``python -m rllm_agents.store DB COMMAND``: list, show, export, import, verify, passk."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rllm_agents.store.damage import DamagedStore
+from rllm_agents.store.episode_store import EpisodeStore
+from rllm_agents.store.transcript import transcript
+
+
+def _short(value: Any, width: int = 12) -> str:
+    text = "-" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", help="env id, e.g. rllm/Countdown-v1")
+    parser.add_argument("--model")
+    parser.add_argument("--run")
+    parser.add_argument("--task", help="task id")
+    parser.add_argument("--min-reward", type=float)
+    parser.add_argument("--max-reward", type=float)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--correct", dest="correct", action="store_true", default=None)
+    group.add_argument("--incorrect", dest="correct", action="store_false")
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("env", "model", "run", "task", "min_reward", "max_reward", "correct")
+    return {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+
+
+def _format_float(value: float) -> str:
+    return "nan" if math.isnan(value) else f"{value:.4f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rllm_agents.store DB COMMAND``: list, show, export, import, verify, passk."""
+    parser = argparse.ArgumentParser(
+        prog="python -m rllm_agents.store", description="Inspect an rllm episode store."
+    )
+    parser.add_argument("db", type=Path, help="the SQLite episode store")
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("list", help="one line per episode")
+    _add_filters(p)
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    p = commands.add_parser("show", help="a readable transcript of one episode")
+    p.add_argument("episode", help="row id or hash prefix (6+ characters)")
+    p.add_argument("--tokens", action="store_true", help="also print token ids and loss mask")
+    p.add_argument("--json", action="store_true", help="the stored record as JSON")
+    p = commands.add_parser("export", help="write matching episodes to Parquet")
+    p.add_argument("out", type=Path)
+    _add_filters(p)
+    p = commands.add_parser("import", help="store the episodes of a Parquet file")
+    p.add_argument("file", type=Path)
+    p.add_argument("--run", help="run name for rows without one")
+    commands.add_parser("verify", help="check every episode against its digest")
+    p = commands.add_parser("passk", help="unbiased pass@k per run and env")
+    p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
+    _add_filters(p)
+    p.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    if args.command != "import" and not args.db.is_file():
+        parser.error(f"no episode store at {args.db}")
+    try:
+        store = EpisodeStore(args.db, read_only=args.command != "import")
+    except DamagedStore as damage:
+        print(str(damage), file=sys.stderr)
+        return 1
+    try:
+        if args.command == "list":
+            rows = list(store.summaries(limit=args.limit, offset=args.offset, **_filters(args)))
+            if args.json:
+                for e in rows:
+                    print(json.dumps({k: v for k, v in vars(e).items() if k != "trajectory"}))
+                return 0
+            print(
+                f"{'id':>6}  {'hash':12}  {'run':12}  {'env':22}  {'model':12}  {'task':18}  "
+                f"{'reward':>7}  {'ok':2}  {'turns':>5}  finish"
+            )
+            for e in rows:
+                print(
+                    f"{e.id:>6}  {e.hash[:12]}  {_short(e.run)}  {_short(e.env_id, 22):22}  "
+                    f"{_short(e.model):12}  {_short(e.task_id, 18):18}  {e.total_reward:>7.3g}  "
+                    f"{'y' if e.is_correct else 'n':2}  {e.num_turns:>5}  {e.finish}"
+                )
+            total = store.count(**_filters(args))
+            print(f"{len(rows)} of {total} episodes")
+        elif args.command == "show":
+            key: int | str = int(args.episode) if args.episode.isdigit() else args.episode
+            try:
+                episode = store.get(key)
+            except KeyError as e:
+                print(str(e.args[0]), file=sys.stderr)
+                return 1
+            if args.json:
+                assert episode.trajectory is not None
+                print(json.dumps(episode.trajectory.to_dict(), ensure_ascii=False, indent=2))
+            else:
+                print(transcript(episode, tokens=args.tokens))
+        elif args.command == "export":
+            n = store.export_parquet(args.out, **_filters(args))
+            print(f"exported {n} episodes to {args.out}")
+        elif args.command == "import":
+            new, dup = store.import_parquet(args.file, run=args.run)
+            print(f"imported {new} new episodes ({dup} already stored) into {args.db}")
+        elif args.command == "verify":
+            damaged = store.verify()
+            for error in damaged:
+                print(str(error), file=sys.stderr)
+            print(f"{len(store) - len(damaged)} of {len(store)} episodes intact")
+            return 1 if damaged else 0
+        elif args.command == "passk":
+            ks = args.k or [1]
+            table = store.pass_at_k(ks, **_filters(args))
+            if args.json:
+                print(json.dumps(list(table.values())))
+                return 0
+            header = f"{'run':16}  {'env':24}  {'tasks':>5}  {'samples':>7}"
+            print(header + "".join(f"  {'pass@' + str(k):>8}" for k in ks))
+            for row in table.values():
+                line = f"{_short(row['run'], 16):16}  {_short(row['env'], 24):24}  "
+                line += f"{row['tasks']:>5}  {row['samples']:>7}"
+                line += "".join(f"  {_format_float(row[f'pass@{k}']):>8}" for k in ks)
+                print(line)
+    finally:
+        store.close()
+    return 0

