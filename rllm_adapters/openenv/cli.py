@@ -1,0 +1,85 @@
+"""``python -m rllm_adapters.serve ENV_ID ...``: the server's command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+
+from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.openenv.limits import ServerLimits, _is_loopback
+from rllm_adapters.openenv.server import serve
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m rllm_adapters.serve ENV_ID [--host] [--port] [--max-sessions] ...``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m rllm_adapters.serve",
+        description="Serve an rllm-envs environment over OpenEnv's HTTP/WebSocket protocol.",
+    )
+    parser.add_argument(
+        "env_ids",
+        nargs="+",
+        help="registered ids, e.g. rllm/Math-v1; several are served under /<id>, 'all' = every id",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--env-kwargs",
+        default="{}",
+        help="constructor kwargs as JSON (with several ids: {id: kwargs})",
+    )
+    parser.add_argument("--max-sessions", type=int, default=16)
+    parser.add_argument("--session-timeout", type=float, default=600.0, help="idle seconds")
+    parser.add_argument(
+        "--max-message-mb", type=float, default=16.0, help="WebSocket message and HTTP body limit"
+    )
+    parser.add_argument("--header-timeout", type=float, default=10.0, help="seconds")
+    parser.add_argument("--body-timeout", type=float, default=30.0, help="seconds")
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=None,
+        help="open connections per client address (default: 2 x max-sessions + 8)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("RLLM_SERVE_TOKEN"),
+        help="bearer token clients must send (default: $RLLM_SERVE_TOKEN); needed off loopback",
+    )
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as e:
+        parser.error(f"--env-kwargs is not JSON: {e}")
+    if not isinstance(env_kwargs, dict):
+        parser.error("--env-kwargs must be a JSON object")
+    import rllm_envs
+
+    ids = list(rllm_envs.list_envs()) if args.env_ids == ["all"] else args.env_ids
+    try:
+        limits = ServerLimits(
+            max_sessions=args.max_sessions,
+            session_timeout=args.session_timeout,
+            max_message_mb=args.max_message_mb,
+            header_timeout=args.header_timeout,
+            body_timeout=args.body_timeout,
+            max_connections_per_client=args.max_connections_per_client,
+            token=args.token or None,
+        )
+        if not _is_loopback(args.host) and limits.token is None:
+            raise AdapterConfigError(
+                f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN)."
+            )
+    except AdapterConfigError as e:
+        parser.error(str(e))
+    serve(
+        ids[0] if len(ids) == 1 else ids,
+        host=args.host,
+        port=args.port,
+        env_kwargs=env_kwargs,
+        limits=limits,
+        log_level=args.log_level,
+    )

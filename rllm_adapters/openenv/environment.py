@@ -1,0 +1,131 @@
+"""The OpenEnv ``Environment`` that plays one rllm-envs (Gymnasium) env.
+
+Every live one is registered, so a shutdown can close them all.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, _types, jsonable
+from rllm_envs.error import require
+
+_interfaces = require("openenv.core.env_server.interfaces", "openenv")
+
+
+# Every live environment of this process, so a shutdown can close them all.
+_LIVE: weakref.WeakSet[GymTextEnvironment] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
+    """An OpenEnv ``Environment`` that plays one rllm-envs (Gymnasium) env.
+
+    One instance per session: OpenEnv's server calls the factory for each WebSocket session.
+
+    Args:
+        env_id: A registered id, e.g. ``"rllm/FrozenLake-v1"``.
+        env_kwargs: Constructor kwargs (variants), checked like :func:`rllm_envs.make`.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
+        import rllm_envs
+
+        super().__init__()
+        self.env_id = env_id
+        self.env_kwargs = dict(env_kwargs or {})
+        self.env: gym.Env = rllm_envs.make(env_id, **self.env_kwargs)
+        self._state = TextState(env_id=env_id, env_kwargs=jsonable(self.env_kwargs))
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> TextObservation:
+        """Start an episode; ``options`` are the env's reset options (``index``, ``task``)."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._state = TextState(
+            episode_id=episode_id,
+            step_count=0,
+            env_id=self.env_id,
+            env_kwargs=jsonable(self.env_kwargs),
+            task_id=info.get("task_id"),
+            seed=seed,
+            done=False,
+        )
+        return TextObservation(text=obs, info=jsonable(info))
+
+    def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
+        """Apply the model's text; raises ``ResetNeeded`` outside an episode (a clear error)."""
+        text = action.text if isinstance(action, TextAction) else str(action)
+        payload = self.step_payload(text)
+        return TextObservation(
+            **payload["observation"], reward=payload["reward"], done=payload["done"]
+        )
+
+    def step_payload(self, text: str) -> dict[str, Any]:
+        """:meth:`step` as OpenEnv's wire payload (``observation``, ``reward``, ``done``).
+
+        The server's hot path: the same fields as the serialized :class:`TextObservation`,
+        without building and dumping the model for every step.
+        """
+        if self._state.done:
+            raise gym.error.ResetNeeded(
+                "No episode is running in this session: send a reset before stepping."
+            )
+        obs, reward, terminated, truncated, info = self.env.step(text)
+        self._state.step_count += 1
+        done = bool(terminated or truncated)
+        self._state.done = done
+        observation = {
+            "text": obs,
+            "terminated": bool(terminated),
+            "truncated": bool(truncated),
+            "info": jsonable(info),
+            "metadata": {},
+        }
+        return {"observation": observation, "reward": float(reward), "done": done}
+
+    @property
+    def state(self) -> TextState:
+        """The session's :class:`TextState`."""
+        return self._state
+
+    def get_metadata(self) -> Any:
+        """OpenEnv metadata: the id, its one-line description and the class docstring."""
+        import rllm_envs
+
+        return _types.EnvironmentMetadata(
+            name=self.env_id,
+            description=rllm_envs.list_envs().get(self.env_id, self.env_id),
+            readme_content=type(self.env.unwrapped).__doc__,
+            version=self.env_id.rsplit("-", 1)[-1],
+        )
+
+    def close(self) -> None:
+        """Close the env (stops any sandbox it holds). Idempotent."""
+        env, self.env = self.env, None  # type: ignore[assignment]
+        if env is not None:
+            env.close()
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+
+def close_all_environments() -> int:
+    """Close every live :class:`GymTextEnvironment` of this process; returns how many."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for env in live:
+        env.close()
+    return len(live)

@@ -1,0 +1,312 @@
+"""What a server lets a client use.
+
+The limits, the ASGI middleware and the HTTP protocol that enforce them, and the server's log
+(one line per refusal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rllm_adapters.error import AdapterConfigError
+
+log = logging.getLogger("rllm_adapters.openenv")
+
+#: Close codes: RFC 6455's policy violation and try-again-later, and application codes.
+CLOSE_UNAUTHORIZED = 1008
+CLOSE_CAPACITY = 1013
+CLOSE_SESSION_TIMEOUT = 4408
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server lets a client use; every refusal says which limit and why.
+
+    Attributes:
+        max_sessions: Live WebSocket sessions (sockets) per served id; one more is refused
+            with ``CAPACITY_REACHED`` (an error frame, then close code 1013 with the reason).
+        session_timeout: Seconds a session may wait for its client's next message before
+            it is closed (``SESSION_TIMEOUT``, close code 4408); ``None``: never.
+        max_message_mb: Largest WebSocket message and HTTP request body, in MiB (413).
+        header_timeout: Seconds a connection may take to send a request's headers.
+        body_timeout: Seconds a request may take to send its body (408).
+        max_connections_per_client: Open connections per client address (503).
+        token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``
+            (401, or close code 1008 on the WebSocket).
+    """
+
+    max_sessions: int = 16
+    session_timeout: float | None = 600.0
+    max_message_mb: float = 16.0
+    header_timeout: float = 10.0
+    body_timeout: float = 30.0
+    max_connections_per_client: int | None = None
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
+            raise AdapterConfigError(
+                f"Expects `max_sessions` to be an int >= 1, actual: {self.max_sessions}"
+            )
+        if self.session_timeout is not None and self.session_timeout <= 0:
+            raise AdapterConfigError(
+                f"Expects `session_timeout` > 0 or None, actual: {self.session_timeout}"
+            )
+        for name in ("max_message_mb", "header_timeout", "body_timeout"):
+            if not getattr(self, name) > 0:
+                raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
+        per_client = self.max_connections_per_client
+        if per_client is not None and (not isinstance(per_client, int) or per_client < 1):
+            raise AdapterConfigError(
+                f"Expects `max_connections_per_client` to be an int >= 1 or None, actual: "
+                f"{per_client}"
+            )
+        if self.token is not None and len(self.token) < 16:
+            raise AdapterConfigError(
+                "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
+                "secrets; print(secrets.token_urlsafe())'`)"
+            )
+
+    @property
+    def max_bytes(self) -> int:
+        """The message and body limit in bytes."""
+        return int(self.max_message_mb * 1024 * 1024)
+
+    @property
+    def connections_per_client(self) -> int:
+        """``max_connections_per_client``, by default room for every session plus HTTP calls."""
+        if self.max_connections_per_client is not None:
+            return self.max_connections_per_client
+        return 2 * self.max_sessions + 8
+
+
+def _peer(scope: Mapping[str, Any]) -> str:
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else "?"
+
+
+def _authorized(scope: Mapping[str, Any], token: str | None) -> bool:
+    if token is None:
+        return True
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            given = value.decode("latin-1")
+            return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return False
+
+
+async def _send_json(send: Any, status: int, body: Mapping[str, Any], close: bool) -> None:
+    payload = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "error", "data": {"message": message, "code": code, **extra}}
+
+
+class _Guard:
+    """ASGI middleware: the token, the body limit and the body timeout.
+
+    A refused request gets a JSON ``{"error": {"code", "message"}}`` with its status and the
+    connection is closed when its body was not read, so nothing stale is left on it.
+    """
+
+    def __init__(self, app: Any, limits: ServerLimits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if scope.get("path", "").rstrip("/").endswith("/health") and kind == "http":
+            await self.app(scope, receive, send)
+            return
+        if not _authorized(scope, self.limits.token):
+            log.warning("refused %s %s: UNAUTHORIZED (no valid bearer token)", kind, _peer(scope))
+            message = "This server needs `Authorization: Bearer <token>` (its --token)."
+            if kind == "http":
+                body = {"error": {"code": "UNAUTHORIZED", "message": message}}
+                await _send_json(send, 401, body, close=True)
+            else:
+                await receive()  # websocket.connect
+                await send({"type": "websocket.accept"})
+                await send(
+                    {"type": "websocket.send", "text": json.dumps(_error("UNAUTHORIZED", message))}
+                )
+                await send(
+                    {
+                        "type": "websocket.close",
+                        "code": CLOSE_UNAUTHORIZED,
+                        "reason": "UNAUTHORIZED",
+                    }
+                )
+            return
+        if kind == "websocket":
+            await self.app(scope, receive, send)
+            return
+        await self._http(scope, receive, send)
+
+    async def _http(self, scope: Any, receive: Any, send: Any) -> None:
+        limit = self.limits.max_bytes
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
+                await self._refuse(
+                    send,
+                    scope,
+                    413,
+                    "BODY_TOO_LARGE",
+                    f"Request bodies are limited to {self.limits.max_message_mb:g} MiB.",
+                )
+                return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.limits.body_timeout
+        state = {"bytes": 0, "done": False, "started": False}
+
+        async def guarded_receive() -> Any:
+            if state["done"]:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.001))
+            except asyncio.TimeoutError:
+                raise _Refusal(
+                    408,
+                    "BODY_TIMEOUT",
+                    f"The request body did not arrive within {self.limits.body_timeout:g} s.",
+                ) from None
+            if message["type"] == "http.request":
+                state["bytes"] += len(message.get("body", b""))
+                if state["bytes"] > limit:
+                    raise _Refusal(
+                        413,
+                        "BODY_TOO_LARGE",
+                        f"Request bodies are limited to {self.limits.max_message_mb:g} MiB.",
+                    )
+                state["done"] = not message.get("more_body", False)
+            return message
+
+        async def tracked_send(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        try:
+            await self.app(scope, guarded_receive, tracked_send)
+        except _Refusal as refusal:
+            if not state["started"]:
+                await self._refuse(send, scope, refusal.status, refusal.code, refusal.message)
+
+    @staticmethod
+    async def _refuse(send: Any, scope: Any, status: int, code: str, message: str) -> None:
+        log.warning(
+            "refused http %s %s: %s (%d)", _peer(scope), scope.get("path", ""), code, status
+        )
+        await _send_json(send, status, {"error": {"code": code, "message": message}}, close=True)
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def _h11_protocol(limits: ServerLimits) -> type:
+    """Uvicorn's h11 protocol with a header deadline and a per-client connection limit.
+
+    uvicorn times out idle keep-alive connections but not a request whose headers trickle
+    in, and has no per-client limit: both are enforced here, where connections start.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    peers: dict[str, set[asyncio.BaseTransport]] = {}
+    per_client = limits.connections_per_client
+
+    class GuardedH11Protocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            host = self.client[0] if self.client else "?"
+            live = peers.setdefault(host, set())
+            live.difference_update([t for t in live if t.is_closing()])
+            if len(live) >= per_client:
+                log.warning(
+                    "refused connection %s: TOO_MANY_CONNECTIONS (%d open)", host, len(live)
+                )
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "TOO_MANY_CONNECTIONS",
+                            "message": f"At most {per_client} connections per client.",
+                        }
+                    }
+                ).encode()
+                transport.write(
+                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                transport.close()
+                return
+            live.add(transport)
+            self._arm_header_timer()
+
+        def _arm_header_timer(self) -> None:
+            self._header_timer = self.loop.call_later(limits.header_timeout, self._header_timed_out)
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _header_timed_out(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
+                log.warning(
+                    "cut connection %s: HEADER_TIMEOUT (no request in %g s)",
+                    peer,
+                    limits.header_timeout,
+                )
+                self.transport.write(
+                    b"HTTP/1.1 408 Request Timeout\r\nconnection: close\r\n"
+                    b"content-length: 0\r\n\r\n"
+                )
+                self.transport.close()
+
+        def handle_events(self) -> None:
+            super().handle_events()
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self._header_timer is None:
+                self._arm_header_timer()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,499 @@
+"""The OpenEnv server.
+
+One WebSocket session per socket, the HTTP routes, the app for one id or several, and
+:func:`serve`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.openenv.environment import _LIVE, GymTextEnvironment, close_all_environments
+from rllm_adapters.openenv.limits import (
+    CLOSE_CAPACITY,
+    CLOSE_SESSION_TIMEOUT,
+    ServerLimits,
+    _error,
+    _Guard,
+    _h11_protocol,
+    _is_loopback,
+    _peer,
+    log,
+)
+from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState
+
+# isort: split
+# fastapi is a dependency of openenv: imported once the protocol module checked openenv is
+# installed, so a missing extra says which one.
+from fastapi import Request, WebSocket
+
+
+def _log_disconnect(peer: str, code: int | None) -> None:
+    # Normal closes (by the client, or ours at shutdown: 1012) are not news; the rest are.
+    if code in (1000, 1001, 1012, None):
+        return
+    if code == 1009:
+        log.warning("refused ws %s: MESSAGE_TOO_BIG (close code 1009)", peer)
+    else:
+        log.warning("dropped ws %s: client left (code %s)", peer, code)
+
+
+class _Session:
+    """One WebSocket session: its own env, alive exactly as long as its socket."""
+
+    def __init__(self, peer: str) -> None:
+        self.peer = peer
+        self.env: GymTextEnvironment | None = None
+
+
+def _serialize(observation: TextObservation) -> dict[str, Any]:
+    return {
+        "observation": observation.model_dump(exclude={"reward", "done"}),
+        "reward": observation.reward,
+        "done": observation.done,
+    }
+
+
+class _EnvServer:
+    """The OpenEnv wire protocol for one id: ``/ws`` sessions and the HTTP routes."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], limits: ServerLimits) -> None:
+        self.env_id = env_id
+        self.env_kwargs = env_kwargs
+        self.limits = limits
+        self.sessions: set[_Session] = set()
+        self.stateless = asyncio.Semaphore(limits.max_sessions)
+
+    def make_env(self) -> GymTextEnvironment:
+        return GymTextEnvironment(self.env_id, self.env_kwargs)
+
+    # ------------------------------------------------------------------- websocket
+
+    async def websocket(self, websocket: Any) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        peer = _peer(websocket.scope)
+        await websocket.accept()
+        if len(self.sessions) >= self.limits.max_sessions:
+            active, cap = len(self.sessions), self.limits.max_sessions
+            log.warning("refused ws %s: CAPACITY_REACHED (%d/%d sessions)", peer, active, cap)
+            refusal = f"Server at capacity: {active}/{cap} sessions. Retry later."
+            with contextlib.suppress(Exception):
+                await websocket.send_text(
+                    json.dumps(
+                        _error(
+                            "CAPACITY_REACHED", refusal, active_sessions=active, max_sessions=cap
+                        )
+                    )
+                )
+                await websocket.close(CLOSE_CAPACITY, f"CAPACITY_REACHED: {active}/{cap} sessions")
+            return
+        session = _Session(peer)
+        self.sessions.add(session)  # no await since the check: the cap holds
+        loop = asyncio.get_running_loop()
+        try:
+            try:
+                session.env = await loop.run_in_executor(None, self.make_env)
+            except Exception as e:
+                log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
+                text = f"The env could not be made: {type(e).__name__}: {e}"
+                await websocket.send_text(json.dumps(_error("FACTORY_ERROR", text)))
+                await websocket.close(1011, "FACTORY_ERROR")
+                return
+            while True:
+                try:
+                    message = await asyncio.wait_for(
+                        websocket.receive(), self.limits.session_timeout
+                    )
+                except asyncio.TimeoutError:
+                    text = f"Session closed: no message for {self.limits.session_timeout:g} s."
+                    await websocket.send_text(json.dumps(_error("SESSION_TIMEOUT", text)))
+                    await websocket.close(CLOSE_SESSION_TIMEOUT, "SESSION_TIMEOUT")
+                    idle = self.limits.session_timeout
+                    log.warning("closed ws %s: SESSION_TIMEOUT (%g s idle)", peer, idle)
+                    return
+                if message["type"] == "websocket.disconnect":
+                    _log_disconnect(peer, message.get("code"))
+                    return
+                raw = message.get("text")
+                if raw is None:
+                    raw = (message.get("bytes") or b"").decode("utf-8", "replace")
+                reply, close = await self._handle(session, raw)
+                if close:
+                    await websocket.close(1000)
+                    return
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect as e:
+            _log_disconnect(peer, e.code)
+        except (OSError, RuntimeError) as e:  # the socket went away under a send
+            log.warning("dropped ws %s: %s", peer, type(e).__name__)
+        except Exception as e:  # a bug of ours: one line, and the session ends cleanly
+            log.error("closed ws %s: internal error (%s: %s)", peer, type(e).__name__, e)
+            with contextlib.suppress(Exception):
+                await websocket.close(1011, "INTERNAL_ERROR")
+        finally:
+            self.sessions.discard(session)
+            env, session.env = session.env, None
+            if env is not None:
+                await loop.run_in_executor(None, env.close)
+
+    async def _handle(self, session: _Session, raw: str) -> tuple[dict[str, Any], bool]:
+        from pydantic import ValidationError
+
+        try:
+            message = json.loads(raw)
+        except json.JSONDecodeError as e:
+            return _error("INVALID_JSON", f"Invalid JSON: {e}"), False
+        if not isinstance(message, dict):
+            return _error(
+                "INVALID_MESSAGE",
+                'Expects a JSON object like {"type": "step", "data": {"text": "..."}}, '
+                f"actual: {type(message).__name__}",
+            ), False
+        kind = message.get("type")
+        data = message.get("data", {})
+        if kind == "close":
+            return {}, True
+        if kind not in ("reset", "step", "state"):
+            return _error("UNKNOWN_TYPE", f"Unknown message type: {kind!r}"), False
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return _error(
+                "VALIDATION_ERROR", f"Expects `data` to be an object, actual: {type(data).__name__}"
+            ), False
+        env = session.env
+        assert env is not None
+        loop = asyncio.get_running_loop()
+        try:
+            if kind == "state":
+                return {"type": "state", "data": env.state.model_dump()}, False
+            if kind == "reset":
+                seed, options = data.get("seed"), data.get("options")
+                if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+                    return _error(
+                        "VALIDATION_ERROR", f"Expects `seed` to be an int or null, actual: {seed!r}"
+                    ), False
+                if options is not None and not isinstance(options, dict):
+                    return _error(
+                        "VALIDATION_ERROR",
+                        f"Expects `options` to be an object or null, actual: {options!r}",
+                    ), False
+                obs = await loop.run_in_executor(
+                    None,
+                    partial(
+                        env.reset, seed=seed, episode_id=data.get("episode_id"), options=options
+                    ),
+                )
+            else:
+                try:
+                    action = TextAction.model_validate(data)
+                except ValidationError as e:
+                    errors = json.loads(e.json(include_url=False, include_input=False))
+                    return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
+                payload = await loop.run_in_executor(None, env.step_payload, action.text)
+                return {"type": "observation", "data": payload}, False
+        except Exception as e:  # the env's own error (no episode, bad option): the session stays
+            return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False
+        return {"type": "observation", "data": _serialize(obs)}, False
+
+    # ------------------------------------------------------------------------ HTTP
+
+    async def reset(self, request: Any) -> Any:
+        """OpenEnv's stateless ``POST /reset``: a fresh env's first observation."""
+        from fastapi.responses import JSONResponse
+
+        try:
+            body = await request.json() if await request.body() else {}
+        except ValueError:
+            return JSONResponse(
+                {"error": {"code": "INVALID_JSON", "message": "The body is not JSON."}}, 400
+            )
+        if not isinstance(body, dict):
+            return JSONResponse(
+                {"error": {"code": "INVALID_MESSAGE", "message": "Expects a JSON object."}}, 400
+            )
+        session = _Session(_peer(request.scope))
+        if self.stateless.locked():
+            log.warning("refused http %s /reset: CAPACITY_REACHED", session.peer)
+            return JSONResponse(
+                {
+                    "error": {
+                        "code": "CAPACITY_REACHED",
+                        "message": "Too many stateless resets at once.",
+                    }
+                },
+                503,
+            )
+        async with self.stateless:
+            session.env = await asyncio.get_running_loop().run_in_executor(None, self.make_env)
+            try:
+                reply, _ = await self._handle(session, json.dumps({"type": "reset", "data": body}))
+            finally:
+                await asyncio.get_running_loop().run_in_executor(None, session.env.close)
+        if reply["type"] == "error":
+            return JSONResponse({"error": reply["data"]}, 422)
+        return JSONResponse(reply["data"])
+
+    async def no_episode(self, request: Any) -> Any:
+        """``POST /step`` and ``GET /state`` over HTTP: no episode lives between requests."""
+        from fastapi.responses import JSONResponse
+
+        await request.body()  # read it all: the connection stays usable
+        route = f"{request.method} {request.url.path.rsplit('/', 1)[-1]}"
+        message = (
+            f"{route} is OpenEnv's stateless simulation route: every request gets a fresh env, "
+            "which has no episode to step or report. Episodes run over the WebSocket session "
+            "(/ws), as OpenEnv's clients (EnvClient, RllmEnvClient) use it."
+        )
+        return JSONResponse({"error": {"code": "NO_EPISODE", "message": message}}, 409)
+
+    async def mcp(self, request: Any) -> Any:
+        """``POST /mcp``: JSON-RPC, with no methods (these envs have no MCP tools)."""
+        from fastapi.responses import JSONResponse
+
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            body = {}
+        rid = body.get("id") if isinstance(body, dict) else None
+        method = body.get("method") if isinstance(body, dict) else None
+        message = (
+            f"Method not found: {method!r}. This server has no MCP tools or HTTP sessions; "
+            "episodes run over /ws."
+        )
+        return JSONResponse(
+            {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": message}}
+        )
+
+
+def create_app(
+    env_id: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    max_sessions: int = 16,
+    session_timeout: float | None = 600.0,
+    limits: ServerLimits | None = None,
+) -> Any:
+    """The FastAPI app serving ``env_id`` over OpenEnv's protocol (``/ws``, ``/reset``, ...).
+
+    Routes: ``/ws`` (a session per socket), ``GET /health``, ``/metadata``, ``/schema``,
+    ``/rllm/sessions``; stateless ``POST /reset``; ``POST /step`` and ``GET /state`` answer
+    409 ``NO_EPISODE`` (no episode outlives an HTTP request); ``POST /mcp`` answers JSON-RPC
+    "method not found" (no tools, no HTTP sessions to create or close).
+
+    Args:
+        env_id: A registered single-agent id.
+        env_kwargs: Constructor kwargs of every session's env.
+        max_sessions: Live sessions; ignored when ``limits`` is given.
+        session_timeout: Idle seconds before a session is closed; ignored with ``limits``.
+        limits: All limits (:class:`ServerLimits`).
+
+    Raises:
+        UnknownEnvironment: For an unknown id. AdapterConfigError: For bad kwargs or limits.
+    """
+    import rllm_envs
+
+    if limits is None:
+        limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
+    kwargs = dict(env_kwargs or {})
+    probe = GymTextEnvironment(env_id, kwargs)  # bad ids and kwargs fail here
+    metadata = probe.get_metadata()
+    probe.close()
+    from fastapi import FastAPI
+
+    app = FastAPI(
+        title=f"rllm-envs {env_id} (OpenEnv)",
+        description=rllm_envs.list_envs().get(env_id, ""),
+        version=rllm_envs.__version__,
+    )
+    server = _EnvServer(env_id, kwargs, limits)
+    app.state.env_server = server
+
+    @app.websocket("/ws")
+    async def ws(websocket: WebSocket) -> None:
+        await server.websocket(websocket)
+
+    @app.post("/reset", tags=["Simulation"])
+    async def reset(request: Request) -> Any:
+        return await server.reset(request)
+
+    @app.post("/step", tags=["Simulation"])
+    async def step(request: Request) -> Any:
+        return await server.no_episode(request)
+
+    @app.get("/state", tags=["Simulation"])
+    async def state(request: Request) -> Any:
+        return await server.no_episode(request)
+
+    @app.post("/mcp", tags=["MCP"])
+    async def mcp(request: Request) -> Any:
+        return await server.mcp(request)
+
+    @app.get("/health", tags=["Environment Info"])
+    def health() -> dict[str, Any]:
+        return {"status": "healthy"}
+
+    @app.get("/metadata", tags=["Environment Info"])
+    def get_metadata() -> dict[str, Any]:
+        return dict(metadata.model_dump())
+
+    @app.get("/schema", tags=["Environment Info"])
+    def schema() -> dict[str, Any]:
+        return {
+            "action": TextAction.model_json_schema(),
+            "observation": TextObservation.model_json_schema(),
+            "state": TextState.model_json_schema(),
+        }
+
+    @app.get("/rllm/sessions", tags=["Environment Info"])
+    def sessions(request: Request) -> dict[str, Any]:
+        return {
+            "env_id": env_id,
+            "active": len(server.sessions),
+            "max": limits.max_sessions,
+            "live_envs": len(_LIVE),
+        }
+
+    app.router.on_shutdown.append(_on_shutdown)
+    app.add_middleware(_Guard, limits=limits)
+    return app
+
+
+async def _on_shutdown() -> None:
+    close_all_environments()
+    judge = sys.modules.get("rllm_envs.code.judge")
+    if judge is not None:  # the code envs' shared pool of waiting sandboxes
+        judge.close_pools()
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises the signal to the previous
+    # handler; exiting here (not dying of the signal) lets atexit clean-ups run.
+    raise SystemExit(0)
+
+
+def create_multi_app(
+    env_ids: Sequence[str],
+    *,
+    env_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    max_sessions: int = 16,
+    session_timeout: float | None = 600.0,
+    limits: ServerLimits | None = None,
+) -> Any:
+    """One app serving several ids, each under its own path: ``/rllm/Math-v1/ws`` and so on.
+
+    A client's ``base_url`` is then ``http://host:port/rllm/Math-v1``. ``GET /rllm/envs`` lists
+    the served ids. Limits apply per id. Each mounted app's shutdown hook (closing the envs)
+    runs with the root app's.
+
+    Args:
+        env_ids: Registered single-agent ids.
+        env_kwargs: ``{env_id: kwargs}`` for the ids that need them.
+        max_sessions: Concurrent sessions per id (ignored when ``limits`` is given).
+        session_timeout: Idle seconds before a session is closed (ignored with ``limits``).
+        limits: All limits (:class:`ServerLimits`), per id.
+    """
+    from fastapi import FastAPI
+
+    import rllm_envs
+
+    if limits is None:
+        limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
+    per_id = dict(env_kwargs or {})
+    unknown = set(per_id) - set(env_ids)
+    if unknown:
+        raise AdapterConfigError(f"`env_kwargs` names ids that are not served: {sorted(unknown)}")
+    apps = {
+        env_id: create_app(env_id, env_kwargs=per_id.get(env_id), limits=limits)
+        for env_id in env_ids
+    }
+    root = FastAPI(title="rllm-envs (OpenEnv)", version=rllm_envs.__version__)
+
+    @root.get("/rllm/envs", tags=["Environment Info"])
+    def envs() -> dict[str, Any]:
+        return {"envs": {env_id: f"/{env_id}" for env_id in apps}}
+
+    @root.get("/health", tags=["Environment Info"])
+    def health() -> dict[str, Any]:
+        return {"status": "healthy"}
+
+    # Starlette does not run a mounted app's lifespan: run its hooks with the root's.
+    async def shutdown() -> None:
+        for app in apps.values():
+            for handler in app.router.on_shutdown:
+                await handler()
+
+    root.router.on_shutdown.append(shutdown)
+    for env_id, app in apps.items():
+        root.mount(f"/{env_id}", app)
+    root.add_middleware(_Guard, limits=limits)
+    return root
+
+
+def serve(
+    env_id: str | Sequence[str],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    env_kwargs: Mapping[str, Any] | None = None,
+    max_sessions: int = 16,
+    session_timeout: float | None = 600.0,
+    max_message_mb: float = 16.0,
+    limits: ServerLimits | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Run the server until SIGINT/SIGTERM (uvicorn), then close every session's env.
+
+    One id is served at the root (``base_url = http://host:port``); several ids are served by
+    :func:`create_multi_app` under their own paths (``env_kwargs`` is then ``{id: kwargs}``).
+    A host other than loopback needs ``limits.token``: anyone who reaches the port could
+    otherwise run episodes (and, for code envs, sandboxed programs).
+
+    Raises:
+        AdapterConfigError: For bad limits, or a non-loopback host without a token.
+    """
+    import uvicorn
+
+    if limits is None:
+        limits = ServerLimits(
+            max_sessions=max_sessions,
+            session_timeout=session_timeout,
+            max_message_mb=max_message_mb,
+        )
+    if not _is_loopback(host) and limits.token is None:
+        raise AdapterConfigError(
+            f"Serving on {host} (not loopback) needs a token: pass --token (or set "
+            "RLLM_SERVE_TOKEN); clients then send `Authorization: Bearer <token>`."
+        )
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    if isinstance(env_id, str):
+        app = create_app(env_id, env_kwargs=env_kwargs, limits=limits)
+    else:
+        app = create_multi_app(env_id, env_kwargs=env_kwargs, limits=limits)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=_h11_protocol(limits),
+        ws_max_size=limits.max_bytes,
+        h11_max_incomplete_event_size=64 * 1024,
+        timeout_graceful_shutdown=10,
+    )
