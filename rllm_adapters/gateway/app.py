@@ -33,7 +33,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
@@ -338,14 +338,7 @@ class Gateway:
 
     async def read_json(self, request: Any) -> tuple[bytes, dict[str, Any]]:
         """The body and its JSON object; 400 unless it is one."""
-        raw = await self.read_body(request)
-        try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
-        if not isinstance(data, dict):
-            raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
-        return raw, data
+        return await _parse(await self.read_body(request))
 
     def _session_id(self, request: Any) -> str | None:
         sid = request.path_params.get("sid") or request.headers.get("x-session-id")
@@ -588,25 +581,44 @@ class Gateway:
             return response, engine, slot
         raise GatewayError(502, f"No engine could serve the call ({last}).", "engine_error")
 
+    async def _send_counted(
+        self, path: str, content: bytes, stream: bool, session: Session | None = None
+    ) -> tuple[Any, Engine, Any, float]:
+        """:meth:`_send`, counted in flight from here until its reply is released.
+
+        A session's call counts for the session too, so a reward that arrives meanwhile waits
+        for this call's record. Returns (response, engine, slot, start time).
+        """
+        self.in_flight += 1
+        if session is not None:
+            session.in_flight += 1
+        started = time.monotonic()
+        try:
+            response, engine, slot = await self._send(path, content, stream)
+        except BaseException:
+            self.in_flight -= 1
+            if session is not None:
+                session.in_flight -= 1
+            raise
+        return response, engine, slot, started
+
+    async def _free(self, response: Any, slot: Any) -> None:
+        """Close an engine's reply and free its slot: the call is no longer in flight."""
+        await response.aclose()
+        await slot.__aexit__(None, None, None)
+        self.in_flight -= 1
+
     async def _relay(self, path: str, raw: bytes, stream: bool) -> Any:
         """Forward a call without a session: bytes in, bytes out."""
         from starlette.responses import Response
 
-        self.in_flight += 1
-        started = time.monotonic()
-        try:
-            response, engine, slot = await self._send(path, raw, stream)
-        except BaseException:
-            self.in_flight -= 1
-            raise
+        response, engine, slot, started = await self._send_counted(path, raw, stream)
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
             try:
                 content = await response.aread()
             finally:
-                await response.aclose()
-                await slot.__aexit__(None, None, None)
-                self.in_flight -= 1
+                await self._free(response, slot)
             if response.status_code < 400:
                 self._count_usage(engine, content)
             return Response(content, status_code=response.status_code, headers=headers)
@@ -618,9 +630,7 @@ class Gateway:
             engine.completion_tokens += tokens
             self.completion_tokens += tokens
             self.rate.add(tokens)
-            await response.aclose()
-            await slot.__aexit__(None, None, None)
-            self.in_flight -= 1
+            await self._free(response, slot)
 
         cleanup = _Once(release)
 
@@ -669,9 +679,7 @@ class Gateway:
         try:
             raw = await response.aread()
         finally:
-            await response.aclose()
-            await slot.__aexit__(None, None, None)
-            self.in_flight -= 1
+            await self._free(response, slot)
             session.in_flight -= 1
         if response.status_code >= 400:
             return Response(raw, status_code=response.status_code, headers=headers)
@@ -699,16 +707,7 @@ class Gateway:
             options = dict(upstream.get("stream_options") or {})
             upstream["stream_options"] = options
         content = json.dumps(upstream).encode()
-        self.in_flight += 1
-        # Counted from here, so a reward that arrives now waits for this call's record.
-        session.in_flight += 1
-        started = time.monotonic()
-        try:
-            response, engine, slot = await self._send(path, content, stream)
-        except BaseException:
-            self.in_flight -= 1
-            session.in_flight -= 1
-            raise
+        response, engine, slot, started = await self._send_counted(path, content, stream, session)
         version = engine.weights_version
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
@@ -731,19 +730,48 @@ class Gateway:
             )
 
         parts = _StreamParts(api)
+
+        def record() -> None:
+            call = parts.call(body, engine.name, version)
+            if call.ids_source != "engine":
+                self._fill_ids(call)
+            call.latency_s = time.monotonic() - started
+            self._account(engine, call)
+            self.sessions.record(session, call)
+
+        def relay(line: str, chunk: dict[str, Any] | None) -> Iterator[bytes]:
+            if chunk is None:
+                yield (line + "\n\n").encode()
+                return
+            _strip(chunk, wants_ids, wants_lp)
+            if chunk.get("choices") or chunk.get("usage") or chunk.get("error"):
+                yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+        return self._session_stream(response, slot, session, headers, started, parts, record, relay)
+
+    def _session_stream(
+        self,
+        response: Any,
+        slot: Any,
+        session: Session,
+        headers: dict[str, str],
+        started: float,
+        parts: _StreamParts,
+        record: Callable[[], None],
+        relay: Callable[[str, dict[str, Any] | None], Iterator[bytes]],
+    ) -> Any:
+        """A session call's event stream, each event as ``relay`` rewrites it.
+
+        ``relay`` gets the line and its JSON (``None`` when it is not JSON); every JSON event
+        is added to ``parts`` first. When the stream is released, ``record`` writes the call if
+        it finished (``[DONE]`` or a finish reason), then the call stops counting in flight.
+        """
         complete = False
 
         async def release() -> None:
-            await response.aclose()
-            await slot.__aexit__(None, None, None)
-            self.in_flight -= 1
+            await self._free(response, slot)
             if complete or parts.finish_reason is not None:
-                call = parts.call(body, engine.name, version)
-                if call.ids_source != "engine":
-                    self._fill_ids(call)
-                call.latency_s = time.monotonic() - started
-                self._account(engine, call)
-                self.sessions.record(session, call)
+                record()
             session.in_flight -= 1
 
         cleanup = _Once(release)
@@ -762,12 +790,11 @@ class Gateway:
                     try:
                         chunk = json.loads(payload)
                     except json.JSONDecodeError:
-                        yield (line + "\n\n").encode()
-                        continue
-                    parts.add(chunk)
-                    _strip(chunk, wants_ids, wants_lp)
-                    if chunk.get("choices") or chunk.get("usage") or chunk.get("error"):
-                        yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+                        chunk = None
+                    else:
+                        parts.add(chunk)
+                    for out in relay(line, chunk):
+                        yield out
             finally:
                 await cleanup()
 
@@ -805,17 +832,9 @@ class Gateway:
         upstream = templater.upstream(body, prompt)
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
-        self.in_flight += 1
-        session.in_flight += 1
-        started = time.monotonic()
-        try:
-            response, engine, slot = await self._send(
-                "/completions", json.dumps(upstream).encode(), stream
-            )
-        except BaseException:
-            self.in_flight -= 1
-            session.in_flight -= 1
-            raise
+        response, engine, slot, started = await self._send_counted(
+            "/completions", json.dumps(upstream).encode(), stream, session
+        )
         version = engine.weights_version
         headers = _copy_headers(response)
 
@@ -850,59 +869,31 @@ class Gateway:
             return JSONResponse(chat_reply(data, message, reason, logprobs, ids))
 
         parts = _StreamParts("completions")
-        complete = False
+        first = True
 
-        async def release() -> None:
-            await response.aclose()
-            await slot.__aexit__(None, None, None)
-            self.in_flight -= 1
-            if complete or parts.finish_reason is not None:
-                finish(parts.call(body, engine.name, version))
-            session.in_flight -= 1
+        def record() -> None:
+            finish(parts.call(body, engine.name, version))
 
-        cleanup = _Once(release)
+        def relay(line: str, chunk: dict[str, Any] | None) -> Iterator[bytes]:
+            nonlocal first
+            if chunk is None:
+                return
+            for choice in chunk.get("choices") or []:
+                delta: dict[str, Any] = {"content": choice.get("text") or ""}
+                if first:
+                    delta["role"] = "assistant"
+                    first = False
+                ids = choice.get("token_ids") or []
+                lps = (choice.get("logprobs") or {}).get("token_logprobs") or []
+                logprobs = chat_logprobs(templater, ids, lps) if wants_lp else None
+                out = chat_chunk(chunk, delta, choice.get("finish_reason"), logprobs)
+                if wants_ids:
+                    out["choices"][0]["token_ids"] = ids
+                    if choice.get("prompt_token_ids") is not None:
+                        out["prompt_token_ids"] = choice["prompt_token_ids"]
+                yield b"data: " + json.dumps(out).encode() + b"\n\n"
 
-        async def events() -> AsyncIterator[bytes]:
-            nonlocal complete
-            first = True
-            try:
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    payload = line[5:].strip()
-                    if payload == "[DONE]":
-                        complete = True
-                        yield b"data: [DONE]\n\n"
-                        continue
-                    try:
-                        chunk = json.loads(payload)
-                    except json.JSONDecodeError:
-                        continue
-                    parts.add(chunk)
-                    for choice in chunk.get("choices") or []:
-                        delta: dict[str, Any] = {"content": choice.get("text") or ""}
-                        if first:
-                            delta["role"] = "assistant"
-                            first = False
-                        ids = choice.get("token_ids") or []
-                        lps = (choice.get("logprobs") or {}).get("token_logprobs") or []
-                        logprobs = chat_logprobs(templater, ids, lps) if wants_lp else None
-                        out = chat_chunk(chunk, delta, choice.get("finish_reason"), logprobs)
-                        if wants_ids:
-                            out["choices"][0]["token_ids"] = ids
-                            if choice.get("prompt_token_ids") is not None:
-                                out["prompt_token_ids"] = choice["prompt_token_ids"]
-                        yield b"data: " + json.dumps(out).encode() + b"\n\n"
-            finally:
-                await cleanup()
-
-        return _DeadlineStream(
-            events(),
-            started + self.config.request_timeout_s,
-            response.status_code,
-            headers,
-            cleanup,
-        )
+        return self._session_stream(response, slot, session, headers, started, parts, record, relay)
 
     def templater(self) -> Any:
         """The chat templater of sessions (``None``: chat calls go to the chat endpoint)."""
