@@ -188,11 +188,15 @@ def install(
     files: dict[str, str],
     extra_roots: list[str] = (),  # type: ignore[assignment]
     records: dict[str, Any] | None = None,
+    hide_tests: bool = False,
 ) -> RepoFinder:
     """Install the repository finder and the runner's ``pytest`` module in this process.
 
     ``records``: where the finder records each test file it runs (see
     :meth:`RepoFinder.exec_module`); sealed in the finder's code, out of the repository's reach.
+    ``hide_tests``: test modules cannot be opened or listed as files (the probes' sources:
+    what of a hidden test's expected values could not be moved out of them is not one
+    ``open`` away; it stays in memory).
     """
     import types
     import unittest
@@ -211,8 +215,17 @@ def install(
     setattr(unittest.TestCase, "assertNotEqual", _unittest_not_equal)  # noqa: B010
     setattr(unittest.TestCase, "assertIn", _unittest_in)  # noqa: B010
     setattr(unittest.TestCase, "assertNotIn", _unittest_not_in)  # noqa: B010
-    _file_view(files, finder.dirs)
+    if hide_tests:
+        shown = {p: t for p, t in files.items() if not is_test_file(p)}
+        _file_view(shown, {d for p in shown for d in _folders(p)})
+    else:
+        _file_view(files, finder.dirs)
     return finder
+
+
+def _folders(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def _repo_path(path: Any) -> str | None:
@@ -1582,7 +1595,7 @@ def _child_test(
         path = node.partition("::")[0]
         _, root = module_for(path, files) if path in files else ("", "")
         records: dict[str, Any] = {}
-        finder = install(files, [root] if root else [], records)
+        finder = install(files, [root] if root else [], records, hide_tests=observing)
         _seal_runner()
         _arm(keys)
         result = _run(node, files, finder, records)

@@ -60,7 +60,7 @@ from typing import Any
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
-from rllm_envs.swe.probe import probe_report, same, same_observations
+from rllm_envs.swe.probe import probe_module, same, same_observations
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "warm_up",
     "probe_files",
     "probe_notes",
+    "probe_ids",
     "reference_outcomes",
     "run_probes",
     "forget_references",
@@ -246,9 +247,13 @@ class _Records:
     """Reads the report channel as it arrives; keeps only well-formed, in-order records."""
 
     def __init__(
-        self, stop_after_failure: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
+        self,
+        stop_after_failure: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None,
+        rename: Mapping[str, str] | None = None,
     ) -> None:
         self.buffer = bytearray()
+        #: The test ids the host knows for the ids the sandbox ran (probe ids -> task ids).
+        self.rename = rename or {}
         self.records: list[dict[str, Any]] = []
         self.done = False
         self.broken: str | None = None
@@ -304,6 +309,7 @@ class _Records:
         ):
             self.broken = "an out-of-order or malformed record"
             return
+        record["id"] = self.rename.get(record["id"], record["id"])
         self.records.append(record)
 
 
@@ -462,14 +468,25 @@ def _run_ids(
     stop_on_failure: bool,
     total_time: float | None,
     raw: list[dict[str, Any]] | None = None,
+    sandbox_ids: list[str] | None = None,
 ) -> RunReport:
-    """Run node ids ``ids``; ``raw`` (when given) receives the records as they came."""
+    """Run node ids ``ids``; ``raw`` (when given) receives the records as they came.
+
+    ``sandbox_ids``: the ids the sandbox runs them by (:func:`probe_ids`); records and
+    outcomes carry ``ids``.
+    """
     if not ids:
         return RunReport([])
+    rename: dict[str, str] = {}
+    tests = ids
+    if sandbox_ids is not None and len(sandbox_ids) == len(ids):
+        pairs = dict(zip(sandbox_ids, ids, strict=True))
+        if all(pairs[s] == o for s, o in zip(sandbox_ids, ids, strict=True)):
+            rename, tests = pairs, list(sandbox_ids)
     spec = {
         "files": files,
         "mode": "tests",
-        "tests": ids,
+        "tests": tests,
         "nonce": nonce,
         "observe": observe,
         "time_limit": float(time_limit),
@@ -480,7 +497,7 @@ def _run_ids(
     budget = len(ids) * (float(time_limit) + 0.5) + 5.0
     records, outcome = _execute(
         spec,
-        records=_Records(decide if stop_on_failure else None),
+        records=_Records(decide if stop_on_failure else None, rename),
         total_time=budget if total_time is None else min(float(total_time), budget),
         memory_mb=memory_mb,
         backend=backend,
@@ -600,14 +617,14 @@ NOTE_NOTHING_OBSERVED = "a test observed nothing on the reference (its checks ru
 def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
     """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
 
-    The notes of :func:`rllm_envs.swe.probe.probe_report` over every test module, and
+    The notes of :func:`rllm_envs.swe.probe.probe_module` over every test module, and
     :data:`NOTE_DATA_FILE` for a data file of the test suite.
     """
     notes: list[str] = []
     for path, text in files.items():
         if not is_test_path(path):
             continue
-        found = probe_report(text)[1] if path.endswith(".py") else (NOTE_DATA_FILE,)
+        found = probe_module(text).notes if path.endswith(".py") else (NOTE_DATA_FILE,)
         notes += [n for n in found if n not in notes]
     return tuple(notes)
 
@@ -622,8 +639,25 @@ def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
     out = dict(files)
     for path, text in files.items():
         if path.endswith(".py") and is_test_path(path):
-            out[path] = probe_report(text)[0]
+            out[path] = probe_module(text).text
     return out, not probe_notes(files)
+
+
+def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
+    """The node ids the probes of ``files`` give the tests ``ids`` (the task's node ids).
+
+    A parametrized test whose table lost its expected values has opaque case ids in its
+    probe (``test_slug[0]`` for ``test_slug[Hello World-hello-world]``): the sandbox never
+    sees the original ids, which name the values. Other ids are unchanged.
+    """
+    out = []
+    for node in ids:
+        path = node.partition("::")[0]
+        text = files.get(path)
+        if text is not None and path.endswith(".py") and is_test_path(path):
+            node = probe_module(text).node_id(node)
+        out.append(node)
+    return out
 
 
 @dataclass(frozen=True)
@@ -745,7 +779,14 @@ def _run_reference(
     worker = threading.Thread(target=plain, name="swe-reference", daemon=True)
     worker.start()
     observed_report = _run_ids(
-        probes, ids, nonce, lambda r: ("passed", ""), observe=True, raw=raw, **common
+        probes,
+        ids,
+        nonce,
+        lambda r: ("passed", ""),
+        observe=True,
+        raw=raw,
+        sandbox_ids=probe_ids(ref, ids),
+        **common,
     )
     worker.join()
     plain_report = reports.get("plain")
@@ -830,6 +871,7 @@ def run_probes(
         secrets.token_hex(16),
         decide,
         observe=True,
+        sandbox_ids=probe_ids(files, ids),
         time_limit=time_limit,
         memory_mb=memory_mb,
         backend=backend,

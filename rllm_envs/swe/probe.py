@@ -37,12 +37,19 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
+
+from rllm_envs.swe import tables as _tables
 
 __all__ = [
     "probe_source",
     "probe_report",
+    "probe_module",
+    "Probe",
+    "is_literal",
     "same",
     "same_observations",
     "OBSERVE",
@@ -101,13 +108,54 @@ _PREDICATES = frozenset({"startswith", "endswith", "issubset", "issuperset", "is
 _PATTERNS = frozenset({"re.match", "re.search", "re.fullmatch"})
 
 
+@dataclass
+class _Marks:
+    """Reads of table elements the probe takes as literals, and those it dropped."""
+
+    marked: set[tuple[Any, ...]] = field(default_factory=set)
+    dropped: set[tuple[Any, ...]] = field(default_factory=set)
+
+
+_MARKS: ContextVar[_Marks | None] = ContextVar("rllm_swe_probe_marks", default=None)
+_CHAINS = (ast.Name, ast.Attribute, ast.Subscript)
+
+
+def _drop(node: ast.AST) -> None:
+    """The probe leaves ``node`` (an expected side) out: record the table reads in it."""
+    marks = _MARKS.get()
+    if marks is None or not marks.marked:
+        return
+    stack = [node]
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, _CHAINS) and _tables.node_key(inner) in marks.marked:
+            # A read inside it (``TABLE[key]``'s key) is not an expected side itself.
+            marks.dropped.add(_tables.node_key(inner))
+            continue
+        stack.extend(ast.iter_child_nodes(inner))
+
+
+def is_literal(node: ast.expr) -> bool:
+    """Whether ``node`` is a constant expression (or ``pytest.approx`` of one)."""
+    token = _MARKS.set(None)
+    try:
+        return _expected(node)
+    finally:
+        _MARKS.reset(token)
+
+
 def _expected(node: ast.expr) -> bool:
     """Whether ``node`` is an expected value written in the test.
 
-    A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one.
-    A call of anything else (``Interval(1, 3)``) runs code of the repository: it is
-    computed, never an expected side.
+    A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one;
+    also a read of a table's element that only ever flows to expected sides
+    (:mod:`rllm_envs.swe.tables`). A call of anything else (``Interval(1, 3)``) runs code
+    of the repository: it is computed, never an expected side.
     """
+    if isinstance(node, _CHAINS):
+        marks = _MARKS.get()
+        if marks is not None and _tables.node_key(node) in marks.marked:
+            return True
     if _approx(node) is not None:
         return bool(node.args) and all(_expected(a) for a in node.args)  # type: ignore[attr-defined]
     if isinstance(node, ast.BinOp):
@@ -173,6 +221,9 @@ def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
     computed = [a for a in node.args if not _expected(a)]
     if len(computed) != 1:
         return None
+    for a in node.args:
+        if a is not computed[0]:
+            _drop(a)
     rel = _number(_keyword(node, "rel_tol"))
     tol = _number(_keyword(node, "abs_tol"))
     return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
@@ -194,6 +245,9 @@ def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
     value may be computed in the probe itself).
     """
     computed = [o for o in operands if not _expected(o)]
+    for o in operands:
+        if not any(o is c for c in computed):
+            _drop(o)
     if len(computed) >= 2:
         probe.note(NOTE_TWO_SIDES)
     tolerances = [t for t in (_approx(o) for o in operands) if t is not None]
@@ -227,8 +281,11 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
             and all(_expected(a) for a in node.args)
             and not _expected(node.func.value)
         ):
+            for a in node.args:
+                _drop(a)
             return _value(node.func.value, probe)
         if name in _PATTERNS and len(node.args) == 2 and _expected(node.args[0]):
+            _drop(node.args[0])
             return _value(node.args[1], probe)
     for inner in ast.walk(node):
         if isinstance(inner, ast.Compare) and any(
@@ -265,7 +322,10 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     close = _isclose(test)
     if close is not None:
         return [_Check(close[0], close[1])]
-    return [] if _expected(test) else _value(test, probe)
+    if _expected(test):
+        _drop(test)
+        return []
+    return _value(test, probe)
 
 
 def _aggregate(test: ast.expr) -> ast.GeneratorExp | ast.ListComp | ast.SetComp | None:
@@ -281,20 +341,13 @@ def _aggregate(test: ast.expr) -> ast.GeneratorExp | ast.ListComp | ast.SetComp 
     return None
 
 
-def _literal_range(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and _dotted(node.func) == "range"
-        and all(_expected(a) for a in node.args)
-    )
-
-
 def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
     """The observations replacing a check that ``test`` is true.
 
     ``all(E for x in I if C)`` / ``any(...)`` become a loop observing every element's
-    computed values (a single bool would be the sandbox's decision); the table ``I`` stays
-    in the probe, so the module is incomplete unless it is a ``range`` of literals.
+    computed values (a single bool would be the sandbox's decision); what ``I`` holds for
+    the expected sides is moved out of the probe when it is a literal table
+    (:mod:`rllm_envs.swe.tables`), and noted when it is not.
     """
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _statements(test.operand, probe, at)
@@ -305,8 +358,6 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
         return _observe(_observed(test, probe), at)
     body = _statements(comprehension.elt, probe, at)
     for generator in reversed(comprehension.generators):
-        if not _literal_range(generator.iter):
-            probe.note(NOTE_TABLE)
         for condition in reversed(generator.ifs):
             body = [ast.copy_location(ast.If(condition, body, []), at)]
         loop: ast.stmt
@@ -465,7 +516,7 @@ class _Probe(ast.NodeTransformer):
         elif name in _FAILS:
             self.note(NOTE_RAISE)
         elif name == "pytest.mark.parametrize" or last == "parametrize":
-            self.note(NOTE_PARAMETRIZE)
+            pass  # its table: see rllm_envs.swe.tables
         elif last.startswith(_DECIDERS) and last != OBSERVE:
             # What decides a test outside an observation (only reached for what the
             # rewrites above left in place).
@@ -473,18 +524,85 @@ class _Probe(ast.NodeTransformer):
         return node
 
 
-@lru_cache(maxsize=4096)
-def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
-    """The probe of test module ``source`` and why it is incomplete (``()``: complete).
+@dataclass(frozen=True)
+class Probe:
+    """The probe of a test module.
 
-    A module that does not parse is returned as it is, incomplete.
+    Attributes:
+        text: The probe's source.
+        notes: Why it is incomplete (``()``: complete).
+        labels: Per parametrized test whose table lost its expected values (``name`` or
+            ``Class::name``), the probe's id suffix of each original one
+            (``"[Hello World-hello-world]" -> "[0]"``): the host asks the sandbox for those.
+    """
+
+    text: str
+    notes: tuple[str, ...]
+    labels: Mapping[str, Mapping[str, str]]
+
+    def node_id(self, node: str) -> str:
+        """The probe's node id of original node id ``node`` (of this module)."""
+        path, sep, rest = node.partition("::")
+        name, bracket, label = rest.partition("[")
+        known = self.labels.get(name) if sep and bracket else None
+        mapped = known.get(bracket + label) if known is not None else None
+        return node if mapped is None else f"{path}::{name}{mapped}"
+
+
+#: Rounds of :func:`probe_module` (each unmarks table elements whose reads were not all
+#: dropped); past it nothing moves.
+_ROUNDS = 12
+
+
+def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, _Marks, Any]:
+    tree = ast.parse(source)
+    found = _tables.analyse(tree)
+    marks = _Marks(set(marked))
+    token = _MARKS.set(marks)
+    try:
+        probe = _Probe()
+        tree = probe.visit(tree)
+    finally:
+        _MARKS.reset(token)
+    return tree, probe, marks, found
+
+
+@lru_cache(maxsize=4096)
+def probe_module(source: str) -> Probe:
+    """The probe of test module ``source`` (see the module docstring).
+
+    Expected values held in literal tables are moved out first (:mod:`rllm_envs.swe.tables`):
+    every read of a table element is taken as a literal; an element path whose reads were
+    not all dropped by the rewrite stays (and the rewrite runs again without it), the others
+    become placeholders. A module that does not parse is returned as it is, incomplete.
     """
     try:
-        tree = ast.parse(source)
+        first = _tables.analyse(ast.parse(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return source, (NOTE_SYNTAX,)
-    probe = _Probe()
-    tree = probe.visit(tree)
+        return Probe(source, (NOTE_SYNTAX,), {})
+    marked = set(first.uses)
+    flowed: set[tuple[Any, ...]] | None = None
+    for _ in range(_ROUNDS):
+        tree, probe, marks, found = _transform(source, marked)
+        if flowed is None:
+            flowed = marks.marked & marks.dropped  # reads that are expected sides
+        moved = found.movable(marks.marked, marks.dropped)
+        keep = {k for k in marks.marked if found.uses.get(k) in moved}
+        if keep == marked:
+            break
+        marked = keep
+    else:
+        tree, probe, marks, found = _transform(source, set())
+        moved = set()
+    found.rewrite(moved)
+    for key in flowed or ():
+        origin = first.uses[key]
+        if origin not in moved:
+            probe.note(NOTE_PARAMETRIZE if origin.table.startswith("@") else NOTE_TABLE)
+    if found.unlabelled:
+        probe.note(NOTE_PARAMETRIZE)
+    if found.dynamic and found.tables:
+        probe.note(NOTE_TABLE)
     header = ast.parse(f"from pytest import observe as {OBSERVE}, observing as {OBSERVING}\n").body[
         0
     ]
@@ -502,7 +620,14 @@ def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
     else:
         at = len(tree.body)
     tree.body.insert(at, header)
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n", tuple(probe.notes)
+    text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    return Probe(text, tuple(probe.notes), found.labels)
+
+
+def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
+    """The probe of test module ``source`` and why it is incomplete (``()``: complete)."""
+    found = probe_module(source)
+    return found.text, found.notes
 
 
 def probe_source(source: str) -> tuple[str, bool]:

@@ -124,9 +124,9 @@ def test_oracle_and_noop_through_the_env(dataset):
     copy = pickle.loads(pickle.dumps(env))  # the shared base pickles too
     *_, reward, terminated, _, info = copy.step(copy.oracle_action())
     assert reward == 1.0 and terminated and info["fail_to_pass"] == 1.0
-    # Decided on the host against the reference patch, but the parametrize table keeps the
-    # expected values in the probe.
-    assert info["verdict_trust"] == "host_partial"
+    # Decided on the host against the reference patch: the parametrize table's expected
+    # column is not in the sandbox, and the record's node ids ([0.29-29]) map to the probe's.
+    assert info["verdict_trust"] == "host"
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
     # The run stops at the first failing test: the pass-to-pass test did not run.

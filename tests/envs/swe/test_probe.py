@@ -86,16 +86,20 @@ def test_raises_blocks_record_what_was_raised():
     ],
 )
 def test_checks_left_in_the_process_make_the_probe_incomplete(body):
-    source = "import pytest\nfrom m import f\n\nwant = 2\n\ndef test_a():\n" + body
+    source = "import pytest\nfrom m import f\n\nwant = f(2)\n\ndef test_a():\n" + body
     assert probe_source(source)[1] is False
 
 
-def test_parametrized_tables_make_the_probe_incomplete():
+def test_parametrized_tables_lose_their_expected_column():
     source = (
         "import pytest\nfrom m import f\n\n"
         "@pytest.mark.parametrize('x, y', [(1, 2)])\ndef test_a(x, y):\n    assert f(x) == y\n"
     )
-    assert probe_source(source)[1] is False
+    probe, complete = probe_source(source)
+    assert complete and "(1, 0)" in probe and "2" not in probe
+    # Ids the host cannot compute: the table stays, and the probe says so.
+    unlabelled = source.replace("[(1, 2)]", "[(1, 2)], ids=str")
+    assert probe_source(unlabelled)[1] is False
 
 
 def test_a_module_that_does_not_parse_is_kept_and_incomplete():

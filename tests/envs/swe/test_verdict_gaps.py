@@ -3,9 +3,9 @@
 Every task here is fixed by its reference patch, and the submission leaves the bug (or a
 wrong fix) in place: a reward above 0 is a verdict the hidden test would not give. Big
 values are compared exactly (by digest when too big to send), a call of the code under test
-is never taken as the expected side, identity checks and ``all(...)`` tables are observed
-element by element and say ``host_partial`` with why, and ``apply_patch`` is linear and
-bounded.
+is never taken as the expected side, identity checks say ``host_partial`` with why,
+``all(...)`` is observed element by element and the expected values of its table leave the
+sandbox (``test_tables.py``), and ``apply_patch`` is linear and bounded.
 """
 
 from __future__ import annotations
@@ -307,22 +307,22 @@ def slugify(text):
 """
 
 
-def test_a_table_the_submission_can_read_is_never_labelled_host():
+def test_a_table_the_submission_could_read_is_not_in_the_sandbox():
     reward, info = _episode(SLUG)
     assert reward == 0.0
     base = SLUG["files"]
     patch = make_diff(base, {**base, "slug/core.py": CHEAT})
     reward, info = _episode(SLUG, _call("apply_patch", patch=patch))
-    # The table stays readable in the sandbox: whatever the reward, the verdict says so.
-    assert info["verdict_trust"] == "host_partial"
-    assert probe.NOTE_TABLE in info["verdict_weakened"]
+    # The table's expected column is placeholders in the sandbox: the lookup finds nothing.
+    assert reward == 0.0 and info["verdict_trust"] == "host"
+    assert info["verdict_weakened"] == []
     assert _oracle(SLUG) == 1.0
 
 
 @pytest.mark.parametrize(
     "check, observed",
     [
-        ("assert all(f(x) == y for x, y in CASES)", ["f(x)", "y"]),
+        ("assert all(f(x) == y for x, y in CASES)", ["f(x)"]),
         ("assert not any(f(x) for x in CASES)", ["f(x)"]),
         ("assert all([f(x) > 0 for x in CASES if x])", ["f(x)"]),
         ("self_check = 1\n    assert all(f(x) for x in range(3))", ["f(x)"]),
@@ -338,7 +338,8 @@ def test_aggregations_observe_each_element(check, observed):
         if line.strip().startswith("__rllm_observe__(")
     ]
     assert calls == observed
-    assert (probe.NOTE_TABLE in notes) == ("range(3)" not in check)
+    # The expected column (y) is moved out of the probe; the inputs stay.
+    assert notes == () and ("(1, 0)" in text) == ("== y" in check)
 
 
 @pytest.mark.parametrize(
