@@ -8,7 +8,8 @@ import os
 from collections.abc import Sequence
 
 from rllm_adapters.error import AdapterConfigError
-from rllm_adapters.openenv.limits import ServerLimits, _is_loopback
+from rllm_adapters.gateway.config import is_loopback
+from rllm_adapters.openenv.limits import ServerLimits
 from rllm_adapters.openenv.server import serve
 
 
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_connections_per_client=args.max_connections_per_client,
             token=args.token or None,
         )
-        if not _is_loopback(args.host) and limits.token is None:
+        if not is_loopback(args.host) and limits.token is None:
             raise AdapterConfigError(
                 f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN)."
             )

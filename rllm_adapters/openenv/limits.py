@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import logging
 from collections.abc import Mapping
@@ -301,12 +300,3 @@ def _h11_protocol(limits: ServerLimits) -> type:
             super().connection_lost(exc)
 
     return GuardedH11Protocol
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

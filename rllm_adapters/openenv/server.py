@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.gateway.config import is_loopback
 from rllm_adapters.openenv.environment import _LIVE, GymTextEnvironment, close_all_environments
 from rllm_adapters.openenv.limits import (
     CLOSE_CAPACITY,
@@ -26,7 +27,6 @@ from rllm_adapters.openenv.limits import (
     _error,
     _Guard,
     _h11_protocol,
-    _is_loopback,
     _peer,
     log,
 )
@@ -471,7 +471,7 @@ def serve(
             session_timeout=session_timeout,
             max_message_mb=max_message_mb,
         )
-    if not _is_loopback(host) and limits.token is None:
+    if not is_loopback(host) and limits.token is None:
         raise AdapterConfigError(
             f"Serving on {host} (not loopback) needs a token: pass --token (or set "
             "RLLM_SERVE_TOKEN); clients then send `Authorization: Bearer <token>`."
