@@ -120,3 +120,17 @@ def test_to_jsonable_is_total():
     value = {"a": np.int64(3), "b": (1, {2}), "c": np.array([1.5]), 4: object}
     assert to_jsonable(value) == {"a": 3, "b": [1, [2]], "c": [1.5], "4": str(object)}
     assert isinstance(to_jsonable(nested), str)
+
+
+def test_to_jsonable_finite_writes_strict_json():
+    import json
+
+    import numpy as np
+
+    from rllm_envs.utils import to_jsonable
+
+    value = {"x": [float("inf"), np.float32("nan"), -np.inf], "y": 0.5}
+    assert to_jsonable(value)["x"][0] == float("inf")  # the store keeps them exact
+    strict = to_jsonable(value, finite=True)
+    assert strict == {"x": ["inf", "nan", "-inf"], "y": 0.5}
+    json.dumps(strict, allow_nan=False)

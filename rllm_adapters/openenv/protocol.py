@@ -6,13 +6,10 @@ env's ``info``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from rllm_envs.error import require
+from rllm_envs.utils import to_jsonable
 
 _types = require("openenv.core.env_server.types", "openenv", feature="The OpenEnv adapter")
 
@@ -49,17 +46,5 @@ class TextState(_types.State):  # type: ignore[name-defined]
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON-safe data: NumPy scalars and arrays become Python, the rest ``str``."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    return str(value)
+    """``value`` as strict JSON data (the wire has no ``inf``/``nan``): see ``to_jsonable``."""
+    return to_jsonable(value, finite=True)
