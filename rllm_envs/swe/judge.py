@@ -11,35 +11,40 @@ of the base repository, every change it makes to the test suite (test files, tes
 every ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` test must pass. No Gymnasium import; trainers can
 call :func:`score` directly.
 
-With the task's reference ``patch`` (every embedded task has one; SWE-bench records do), each
-verdict is decided on the host, by comparison (``verdict_trust="host"``): the test modules are
-made probes (:mod:`rllm_envs.swe.probe`: each assertion records the values it checks, without
-its expected side; each ``pytest.raises`` block records what was raised), the probes run on the
-submission's repository, and each test's record of observed values must equal the record the
-same probe makes on the reference repository, run in sandboxes of its own
-(:func:`reference_outcomes`, once per task, cached), where the unchanged test must also pass.
-The expected values and the reference's outcomes are never in the submission's sandbox, so
-whatever the submitted code does to its own process -- rewrite the runner through
-``_ctypes``, reach its globals, replace the serialiser, write any record, exit early -- a test
-passes only if the reported values are the ones the fixed code computes on the hidden calls.
-What remains: a probe is only as strong as the test's checks, and a module whose expected
-values live outside an assertion's literal side (``parametrize`` tables, variables or two
-computed sides compared, tables an ``all(...)`` loops over, ``assert_*`` helpers) keeps them
-in the probe, where a patch could read and report them, and an identity check is observed as
-a bool the sandbox computes; such verdicts say ``verdict_trust="host_partial"`` and
-:attr:`Verdict.weakened` says why. Observations are exact (floats within a tolerance only
-where the test used ``pytest.approx`` or ``isclose``); one too big to send is compared by the
-digest of its complete form, and a value the sandbox could not observe never matches.
+With the task's reference ``patch`` (every embedded task has one; SWE-bench records do),
+each verdict is decided on the host, by comparison (``verdict_trust="host"``): the test
+modules are made probes (:mod:`rllm_envs.swe.probe`: each assertion records the values it
+checks, without its expected side; each ``pytest.raises`` block records what was raised),
+the probes run on the submission's repository, and each test's record of observed values
+must equal the record the same probe makes on the reference repository, run in sandboxes of
+its own (:func:`reference_outcomes`, once per task, cached), where the unchanged test must
+also pass. The expected values and the reference's outcomes are never in the submission's
+sandbox, so whatever the submitted code does to its own process -- rewrite the runner
+through ``_ctypes``, reach its globals, replace the serialiser, write any record, exit early
+-- a test passes only if the reported values are the ones the fixed code computes on the
+hidden calls. Expected values held in literal tables (looped over, ``all(...)`` over,
+``parametrize`` lists, ``zip``-ped, dicts, class attributes, local ``expected`` variables)
+are moved out too: their elements become placeholders in the probe and parametrized cases
+get opaque ids, which :func:`probe_ids` maps from the task's node ids
+(:mod:`rllm_envs.swe.tables`). What remains: a probe is only as strong as the test's checks,
+and a module whose expected values the host cannot move (a table also read other ways,
+variables computed in the test or two computed sides compared, ``assert_*`` helpers) keeps
+them in the probe, where a patch could find and report them (the test modules cannot be
+opened as files in a probe run; their objects are in memory), and an identity check is
+observed as a bool the sandbox computes; such verdicts say ``verdict_trust="host_partial"``
+and :attr:`Verdict.weakened` says why. Observations are exact (floats within a tolerance
+only where the test used ``pytest.approx`` or ``isclose``); one too big to send is compared
+by the digest of its complete form, and a value the sandbox could not observe never matches.
 
 Without a reference patch, each test's pass is decided in the process that runs the
-submission (``verdict_trust="in_process"``): a pass is written only by a guard (an audit hook
-installed before any repository code runs, :func:`rllm_envs.swe.executor._arm`) with a token
-made in that process, and code that inspects its own process (frames, ``gc``, tracing,
+submission (``verdict_trust="in_process"``): a pass is written only by a guard (an audit
+hook installed before any repository code runs, :func:`rllm_envs.swe.executor._arm`) with a
+token made in that process, and code that inspects its own process (frames, ``gc``, tracing,
 ``ctypes``, ``/proc/*/mem``, rebinding the runner's state) is refused and fails the run
-(:attr:`Verdict.tampering`; the guard runs in both modes). That is not a boundary: the sandbox's
-bootstrap leaves ``_ctypes`` loaded, whose pointer types read and write memory without an audit
-event, and code that rewrites the runner's comparison that way forges a pass
-(``tests/envs/swe/test_escapes.py``).
+(:attr:`Verdict.tampering`; the guard runs in both modes). That is not a boundary: the
+sandbox's bootstrap leaves ``_ctypes`` loaded, whose pointer types read and write memory
+without an audit event, and code that rewrites the runner's comparison that way forges a
+pass (``tests/envs/swe/test_escapes.py``).
 """
 
 from __future__ import annotations

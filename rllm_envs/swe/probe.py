@@ -20,13 +20,21 @@ whatever its name (``assert Interval(3, 1) == expected`` observes both sides). `
 drops its literal too. Floats compare exactly unless the test gave a tolerance
 (``pytest.approx``, ``isclose``, ``assertAlmostEqual``: ``observe(value, approx=(rel, abs))``).
 
+Expected values held in literal tables (``for x, want in CASES: assert f(x) == want``,
+``parametrize`` lists, ``zip(INPUTS, EXPECTED)``, dicts, class attributes, a local
+``expected``) are moved out first (:mod:`rllm_envs.swe.tables`): each read of a table's
+element is taken as a literal, and the element positions whose every read the rewrite dropped
+become placeholders (:func:`probe_module`; parametrized cases get opaque ids,
+:attr:`Probe.labels`).
+
 A module is *complete* when every check the rewrite knows was rewritten and nothing else
 that decides a test or keeps an expected value is left in it; otherwise
 :func:`probe_report` says why, one ``NOTE_*`` sentence per kind: two computed sides compared
 (an expected value may be computed in the probe), an identity check between computed values
-(observed as the bool ``a is b``), a table an aggregation loops over, a ``raise`` or
+(observed as the bool ``a is b``), a table whose expected values could not be moved, a ``raise`` or
 ``pytest.fail`` left in a test, a ``pytest.raises`` call outside ``with``, an ``assert*``
-helper from elsewhere, a ``parametrize`` table, a literal compared inside an observed value.
+helper from elsewhere, a ``parametrize`` the host cannot label, a literal compared inside an
+observed value.
 A test of an incomplete module still runs as a probe, but what is noted stays readable or
 decided in the sandbox's process; the judge says so
 (:attr:`rllm_envs.swe.judge.Verdict.verdict_trust` and ``weakened``).
@@ -95,11 +103,11 @@ _FAILS = frozenset({"pytest.fail", "self.fail", "fail"})
 #: Notes (why a probe is not complete) a verdict reports in ``info["verdict_weakened"]``.
 NOTE_TWO_SIDES = "a check compares two computed values (an expected one may be in the probe)"
 NOTE_IDENTITY = "an identity check (is / is not) is observed as a bool the sandbox computes"
-NOTE_TABLE = "a check loops over a table (its expected values stay in the probe)"
+NOTE_TABLE = "a table's expected values are read other ways too (they stay in the probe)"
 NOTE_RAISE = "a raise or fail decides a test in the sandbox's process"
 NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
-NOTE_PARAMETRIZE = "a parametrize table (expected values stay in the probe)"
+NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
 #: Predicates of builtin values whose literal argument is an expected value: the receiver

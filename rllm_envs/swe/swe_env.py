@@ -216,9 +216,14 @@ class SWEEnv(TextEnv):
     ``call_format``, ``submitted``, ``patch_too_large`` (an ``apply_patch`` of the reply
     passed the diff's work bounds and was refused), and after a verdict ``fail_to_pass``,
     ``pass_to_pass``, ``patch_applied``, ``dropped_test_changes`` (test-suite paths whose
-    changes were discarded), ``verdict_trust`` (``"host"``; ``"host_partial"`` when some
-    hidden checks keep their expected values in the probe; ``"in_process"`` for a task
-    without a reference patch: see :mod:`rllm_envs.swe.judge` for what each guarantees),
+    changes were discarded), ``verdict_trust`` (``"host"``: no expected value of a hidden
+    test is in the sandbox -- literal sides are dropped and tables' expected columns are
+    replaced by placeholders, :mod:`rllm_envs.swe.tables`; ``"host_partial"`` when some
+    hidden checks keep their expected values in the probe, e.g. a table read other ways
+    than as an expected side; such a verdict still pays: in its run the test modules
+    cannot be opened as files and frame and ``gc`` walks fail the run, but the values stay
+    in the sandbox's memory; ``"in_process"`` for a task without a reference patch: see
+    :mod:`rllm_envs.swe.judge` for what each guarantees),
     ``verdict_weakened`` (why a verdict is ``"host_partial"``: which kinds of hidden checks
     the probes left to the sandbox or weakened, e.g. identity checks, tables) and
     ``verdict_tampering`` (the test

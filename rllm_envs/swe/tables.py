@@ -37,7 +37,9 @@ VALUES = "v"
 #: Names and attributes that read a module's or a frame's variables by name: a module that
 #: uses one keeps its tables (whatever it reads could be a moved value).
 _DYNAMIC_NAMES = frozenset({"globals", "locals", "vars", "eval", "exec", "__import__"})
-_DYNAMIC_ATTRS = frozenset({"__dict__", "f_globals", "f_locals", "_getframe", "getmembers"})
+_DYNAMIC_ATTRS = frozenset(
+    {"__dict__", "f_globals", "f_locals", "_getframe", "getmembers", "currentframe", "stack"}
+)
 _BY_NAME = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
 
@@ -382,6 +384,8 @@ class _Analysis:
         self.attr_tables: dict[str, set[str]] = {}
         self.bound: set[tuple[Any, ...]] = set()
         self.counts = _bindings(tree)
+        self.loop_origins: dict[str, list[Origin]] = {}
+        self.ambiguous: set[str] = set()
 
     # -------------------------------------------------------------- tables
 
@@ -415,6 +419,9 @@ class _Analysis:
                         self.attr_tables.setdefault(name, set()).add(key)
                         self._add(key, member, "value")
                 self.class_attrs[statement.name] = attrs
+        for keys in self.attr_tables.values():
+            if len(keys) > 1:  # one class's method may read another's (a subclass's) table
+                self.out.blocked |= keys
         for node in ast.walk(self.tree):
             # An attribute of that name written anywhere: not a table.
             if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
@@ -614,42 +621,111 @@ class _Analysis:
                         self._binding(targets[0], [node.value], found, env, counts)
             if env == before:
                 break
-        self.walk_uses(function.body, env, klass)
-        for decorator in function.decorator_list:
-            self.walk_uses([decorator], env, klass)
+        loop_names: list[str] = [
+            n.id
+            for loop in ast.walk(body)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension))
+            for n in ast.walk(loop.target)
+            if isinstance(n, ast.Name)
+        ]
+        loops = frozenset(
+            n for n in set(loop_names) if counts.get(n, 0) > 1 and loop_names.count(n) == counts[n]
+        )
+        self.loop_origins = {}
+        self.ambiguous = set()
+        self.walk_uses(function.body, env, klass, loops)
+        # Decorators and defaults run where the function is defined.
+        self.walk_uses([*function.decorator_list, function.args], {}, klass)
+        for name in self.ambiguous:
+            self.out.bad += self.loop_origins.get(name, [])
 
-    def walk_uses(self, nodes: list[Any], env: dict[str, Any], klass: str | None) -> None:
-        """Record every read of a table (an origin chain that is not a binding)."""
-        stack = list(nodes)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
-                node.ctx, ast.Load
-            ):
-                found = self.origin(node, env, klass)
-                if isinstance(found, Origin):
-                    if node_key(node) not in self.bound:
-                        self.out.uses[node_key(node)] = found
-                    if isinstance(node, ast.Subscript):
-                        stack.append(node.slice)
-                    continue
-                if isinstance(found, _Pack):  # a name bound to a whole zip/items element
-                    self.out.bad += [o for o in _origins(found)]
-                    continue
-                if isinstance(node, ast.Attribute) and node.attr in self.attr_tables:
-                    self.out.blocked |= self.attr_tables[node.attr]
-                if isinstance(node, ast.Name) and klass is not None:
-                    in_class = self.class_attrs.get(klass, {}).get(node.id)
-                    if in_class:
-                        self.out.blocked.add(in_class)
-            if (
-                isinstance(node, ast.Call)
-                and dotted(node.func) == "len"
-                and len(node.args) == 1
-                and isinstance(self.origin(node.args[0], env, klass), Origin)
-            ):
-                continue  # placeholders keep a table's shape
-            stack.extend(ast.iter_child_nodes(node))
+    def walk_uses(
+        self,
+        nodes: list[Any],
+        env: dict[str, Any],
+        klass: str | None,
+        loops: frozenset[str] = frozenset(),
+    ) -> None:
+        """Record every read of a table (an origin chain that is not a binding).
+
+        ``loops``: names bound only as loop targets, more than once: inside each loop they
+        are that loop's element; read anywhere else, whatever they held stays.
+        """
+        for node in nodes:
+            self._walk(node, env, klass, loops)
+
+    def _scope(
+        self,
+        target: ast.expr,
+        iterable: ast.expr,
+        env: dict[str, Any],
+        klass: str | None,
+        loops: frozenset[str],
+    ) -> dict[str, Any]:
+        """The names a loop binds, over ``env``; walks its iterable."""
+        chains: list[ast.expr] = []
+        value = self.element(iterable, env, klass, chains)
+        names = [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+        inner = dict(env)
+        for name in names:
+            inner[name] = None  # bound here (to a plain value unless the table's)
+        if self.bind(target, value, inner, dict.fromkeys(names, 1)):
+            self.bound.update(node_key(c) for c in chains)
+        for name in names:
+            if name in loops and inner.get(name) is not None:
+                self.loop_origins.setdefault(name, []).extend(_origins(inner[name]))
+        self._walk(iterable, env, klass, loops)
+        return inner
+
+    def _walk(
+        self, node: Any, env: dict[str, Any], klass: str | None, loops: frozenset[str]
+    ) -> None:
+        if loops and isinstance(node, (ast.For, ast.AsyncFor)):
+            inner = self._scope(node.target, node.iter, env, klass, loops)
+            self.walk_uses(node.body, inner, klass, loops)
+            self.walk_uses(node.orelse, env, klass, loops)
+            return
+        if loops and isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = env
+            for generator in node.generators:
+                inner = self._scope(generator.target, generator.iter, inner, klass, loops)
+                self.walk_uses(generator.ifs, inner, klass, loops)
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            self.walk_uses(parts, inner, klass, loops)
+            return
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
+            node.ctx, ast.Load
+        ):
+            found = self.origin(node, env, klass)
+            if isinstance(found, Origin):
+                if node_key(node) not in self.bound:
+                    self.out.uses[node_key(node)] = found
+                if isinstance(node, ast.Subscript):
+                    self._walk(node.slice, env, klass, loops)
+                return
+            if isinstance(found, _Pack):  # a name bound to a whole zip/items element
+                self.out.bad += _origins(found)
+                return
+            if isinstance(node, ast.Name) and node.id in loops and node.id not in env:
+                self.ambiguous.add(node.id)
+            if isinstance(node, ast.Attribute):
+                # Read through another object (``type(self).ROWS``, the module itself).
+                self.out.blocked |= self.attr_tables.get(node.attr, set())
+                if node.attr in self.module_names:
+                    self.out.blocked.add(self.module_names[node.attr])
+            if isinstance(node, ast.Name) and klass is not None:
+                in_class = self.class_attrs.get(klass, {}).get(node.id)
+                if in_class:
+                    self.out.blocked.add(in_class)
+        if (
+            isinstance(node, ast.Call)
+            and dotted(node.func) == "len"
+            and len(node.args) == 1
+            and isinstance(self.origin(node.args[0], env, klass), Origin)
+        ):
+            return  # placeholders keep a table's shape
+        for child in ast.iter_child_nodes(node):
+            self._walk(child, env, klass, loops)
 
     def run(self) -> Tables:
         self.find_tables()

@@ -107,6 +107,13 @@ PATTERNS: dict[str, tuple[str, list[str], list[str]]] = {
         ["hello-world", "11"],
         ["Hello World"],
     ),
+    "reused-loop-names": (
+        "A = {'Hello World': 'hello-world'}\nB = [('A B', 'a-b')]\n\n"
+        "def test_a():\n    for text, want in A.items():\n        assert slugify(text) == want\n"
+        "    for text, want in B:\n        assert slugify(text) == want\n",
+        ["hello-world", "a-b"],
+        ["Hello World", "A B"],
+    ),
     "approx-and-in": (
         "CASES = [('Hello World', ['hello-world', 'hello_world'], 0.5)]\n\n"
         "def test_a():\n    for text, allowed, ratio in CASES:\n"
@@ -143,6 +150,9 @@ def test_expected_values_leave_the_probe(name):
         "    assert globals()['CASES']\n",
         "    for text, want in CASES:\n        assert slugify(text) == want\n"
         "    CASES.append(('x', 'y'))\n",
+        # Read after the loops, a loop name holds the last element of whichever ran last.
+        "    for text, want in CASES:\n        assert slugify(text) == want\n"
+        "    for text, want in [('a', 'b')]:\n        pass\n    assert slugify(want)\n",
     ],
 )
 def test_a_table_read_otherwise_keeps_its_values_and_says_so(body):
