@@ -767,5 +767,11 @@ def _single_target(statement: ast.AST) -> str | None:
 
 
 def analyse(tree: ast.Module) -> Tables:
-    """The tables of test module ``tree`` and every read of them (see the module docstring)."""
-    return _Analysis(tree).run()
+    """The tables of test module ``tree`` and every read of them (see the module docstring).
+
+    A module too deeply nested to follow has none (nothing of it moves).
+    """
+    try:
+        return _Analysis(tree).run()
+    except RecursionError:
+        return Tables()
