@@ -33,6 +33,7 @@ import json
 import numbers
 import pickle
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -61,6 +62,13 @@ __all__ = [
     "question_key",
     "question_universe",
     "key_universe",
+    "Mixture",
+    "AnswerBalance",
+    "answer_balance",
+    "answer_label",
+    "MAX_ANSWER_SHARE",
+    "MIN_UNIVERSE_KEYS",
+    "grow_probe",
 ]
 
 Task = dict[str, Any]
@@ -108,14 +116,19 @@ _WORD = re.compile(r"(?<!\w)[^\W\d_][\w'\u2019]*")
 #: ``a \div 1/b``, often share an answer), and digits touching letters count (``7th``,
 #: ``x^2``, ``player_0``).
 _NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
-#: Draws a generator is probed with to choose its universe key (seed independent).
-_PROBES = 128
-#: The fewest distinct keys among the probe draws for a key to split a generator.
-_MIN_KEYS = _MAX_DRAWS // 4
-#: The smallest share of probe draws of each universe for a key to split a generator: with
-#: this share an index finds a question of its universe within ``8 * _MAX_DRAWS`` draws all
-#: but once in ten million.
-_MIN_SHARE = 1 / 32
+#: The largest share one answer may hold of a universe's tasks where its answers allow it (a
+#: family with ``k < 20`` possible answers is balanced to ``1 / k`` each).
+MAX_ANSWER_SHARE = 0.05
+#: Distinct universe keys each universe must show among a generator's probe draws for a key to
+#: split it: with fewer, one question of a universe could hold more than ``MAX_ANSWER_SHARE`` of
+#: its tasks, and a constant answer would win it.
+MIN_UNIVERSE_KEYS = round(1 / MAX_ANSWER_SHARE)
+#: Draws a generator is probed with (seed independent) to choose its universe key and answer
+#: balance: about 32 of them fall in the evaluation universe, enough to show 20 distinct keys.
+_PROBES = 256
+#: Draws of one task index, when answers are balanced, before the first draw of the universe is
+#: kept: a balanced slot holds about 1 / 20 of a universe's draws.
+_MAX_BALANCED_DRAWS = 4096
 
 
 def seed_universe(seed: int) -> str:
@@ -227,19 +240,197 @@ KeyFn = Callable[[Mapping[str, Any]], str]
 
 
 def splitting_key(probe: Sequence[Mapping[str, Any]], candidates: Sequence[KeyFn]) -> KeyFn | None:
-    """The first of ``candidates`` that splits a generator's questions into both universes.
+    """The first of ``candidates`` that splits a generator's questions into two rich universes.
 
-    A key splits when the ``probe`` draws (64 or more) show at least ``_MIN_KEYS`` distinct
-    keys and at least one draw in 32 of each universe. ``None`` when no candidate does: a
-    question space too small to split (both universes then hold the same questions).
+    A key splits when, among the ``probe`` draws, each universe shows at least
+    :data:`MIN_UNIVERSE_KEYS` distinct keys and none of its keys holds more than twice
+    :data:`MAX_ANSWER_SHARE` of its draws: then no single question holds much more than
+    ``MAX_ANSWER_SHARE`` of either universe's tasks. A key that leaves a universe a handful of
+    questions (a small template space whose few keys happen to hash to ``"eval"``) does not
+    split: the next candidate is tried, and ``None`` (both universes draw from every question,
+    reported as not held out) is returned when none splits.
     """
     for key in candidates:
-        keys = [key(task) for task in probe]
-        evals = sum(key_universe(k) == "eval" for k in keys)
-        least = max(1, round(_MIN_SHARE * len(keys)))
-        if len(set(keys)) >= _MIN_KEYS and min(evals, len(keys) - evals) >= least:
+        if _split_verdict(probe, key) == "yes":
             return key
     return None
+
+
+def grow_probe(
+    probe: list[Task], draw: Callable[[int], Task], candidates: Sequence[KeyFn], most: int
+) -> list[Task]:
+    """``probe`` grown with ``draw(i)`` while the first candidate that may split is unsure.
+
+    Unsure: a rich space whose evaluation draws are still too few to show 20 keys. The probe
+    grows four times at a time, up to ``most`` draws.
+    """
+    while len(probe) < most:
+        verdicts = [_split_verdict(probe, k) for k in candidates]
+        if "unsure" not in verdicts[: verdicts.index("yes") if "yes" in verdicts else None]:
+            break
+        probe = probe + [draw(i) for i in range(len(probe), min(most, 4 * len(probe)))]
+    return probe
+
+
+def _split_verdict(probe: Sequence[Mapping[str, Any]], key: KeyFn) -> str:
+    """``"yes"``, ``"no"``, or ``"unsure"`` (rich but too few draws to show 20 keys)."""
+    counts: dict[str, dict[str, int]] = {"train": {}, "eval": {}}
+    for task in probe:
+        k = key(task)
+        side = counts[key_universe(k)]
+        side[k] = side.get(k, 0) + 1
+    verdict = "yes"
+    for side in counts.values():
+        n = sum(side.values())
+        if not side or max(side.values()) > max(2, 2 * MAX_ANSWER_SHARE * n):
+            return "no"
+        if len(side) < MIN_UNIVERSE_KEYS:
+            verdict = "unsure" if len(side) >= n / 2 else "no"
+    return verdict
+
+
+def answer_label(task: Mapping[str, Any]) -> str | None:
+    """A task's reference answer as compared across tasks (``None``: the task has none).
+
+    Unicode-normalised, case and whitespace folded; a non-string answer is its JSON.
+    """
+    answer = task.get("answer")
+    if answer is None:
+        return None
+    if not isinstance(answer, str):
+        answer = json.dumps(answer, sort_keys=True, default=str)
+    return " ".join(unicodedata.normalize("NFKC", answer).casefold().split())
+
+
+class AnswerBalance:
+    """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
+
+    Every common answer (one whose share in the sample could bring it near
+    :data:`MAX_ANSWER_SHARE`) has one slot: the common answers spread over the slots by their
+    counts, largest first into the lightest slot. Task ``i`` targets slot
+    ``(hash(seed) + i) % slots`` and keeps a draw whose answer is in that slot, so each common
+    answer holds at most ``1 / slots`` of the tasks whatever its true share. The other answers
+    fill any slot (``free``) where the sample shows them to be most of the draws, so they stay
+    rare; where common answers are most of the sample, the others' shares are guesses, and
+    each has a slot too (by a hash of the answer).
+    """
+
+    def __init__(self, slots: int, assigned: Mapping[str, int], *, free: bool = True) -> None:
+        self.slots = int(slots)
+        self.assigned = dict(assigned)
+        self.free = bool(free)
+
+    def accepts(self, label: str | None, target: int) -> bool:
+        """Whether a draw with answer ``label`` (:func:`answer_label`) fills slot ``target``."""
+        if label is None:
+            return True
+        slot = self.assigned.get(label)
+        if slot is None:
+            if self.free:
+                return True
+            digest = hashlib.blake2b(label.encode("utf-8"), digest_size=8).digest()
+            slot = int.from_bytes(digest, "big") % self.slots
+        return slot == target
+
+    def target(self, seed: int, index: int) -> int:
+        """The slot task ``index`` of task seed ``seed`` fills."""
+        # Consecutive indices take the slots in turn (from a seed's own offset): any run of
+        # indices fills them evenly.
+        digest = hashlib.blake2b(f"slot:{seed}".encode(), digest_size=8).digest()
+        return (int.from_bytes(digest, "big") + index) % self.slots
+
+    def __repr__(self) -> str:
+        return (
+            f"AnswerBalance(slots={self.slots}, common={len(self.assigned)} answers, "
+            f"free={self.free})"
+        )
+
+
+def answer_balance(
+    labels: Sequence[str | None], pooled: Sequence[str | None] = ()
+) -> AnswerBalance | None:
+    """The balance a universe needs, from the answer labels of a sample of its draws.
+
+    ``None`` when no answer is common (its count below ``max(3, 0.75 * MAX_ANSWER_SHARE * n)``)
+    in ``labels`` nor in ``pooled`` (a larger sample of both universes), or only one answer
+    exists. Otherwise ``min(20, distinct answers)`` slots: a family with ``k < 20`` labels
+    (weekdays, yes/no) is balanced to ``1 / k`` each, an open-answer family to at most
+    :data:`MAX_ANSWER_SHARE`. Common answers: those seen twice or more whose share is at least
+    half the cap of the answers left uncommon (grown to a fixed point, so a family of few
+    labels has all its labels common); ``None`` when there is none.
+    """
+    counts = _counts(labels)
+    n = sum(counts.values())
+    if n < 8 or len(counts) < 2:
+        return None
+    if not (_repeats(counts) or _repeats(_counts(pooled))):
+        return None
+    slots = min(MIN_UNIVERSE_KEYS, len(counts))
+    common: set[str] = set()
+    while True:
+        rest = sum(c for a, c in counts.items() if a not in common) / n
+        grown = {a for a, c in counts.items() if c >= 2 and c / n >= MAX_ANSWER_SHARE / 2 * rest}
+        if grown <= common:
+            break
+        common |= grown
+    if not common:
+        return None
+    load = [0] * slots
+    assigned: dict[str, int] = {}
+    for label, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        if label in common:
+            lightest = min(range(slots), key=lambda j: (load[j], j))
+            assigned[label] = lightest
+            load[lightest] += count
+    rest = sum(c for a, c in counts.items() if a not in common) / n
+    return AnswerBalance(slots, assigned, free=rest >= 0.5)
+
+
+def _counts(labels: Iterable[str | None]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for label in labels:
+        if label is not None:
+            counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
+def _repeats(counts: Mapping[str, int]) -> bool:
+    """Whether an answer holds more of the sample than an open-answer family's would."""
+    n = sum(counts.values())
+    return bool(counts) and max(counts.values()) >= max(3.0, 0.75 * MAX_ANSWER_SHARE * n)
+
+
+class Mixture:
+    """A generator made of named parts: a part drawn uniformly, then a task of that part.
+
+    :class:`ProceduralTasks` chooses the universe key and the answer balance of each part on
+    its own, and redraws within the part a task index drew, so one part's small question space
+    neither collapses a universe nor shifts the parts' weights.
+
+    Args:
+        parts: ``{name: generate}``, each a picklable ``(rng) -> task``.
+        field: The task field that names its part (set on every task).
+    """
+
+    def __init__(
+        self, parts: Mapping[str, Callable[[np.random.Generator], Task]], *, field: str
+    ) -> None:
+        if not parts:
+            raise InvalidEnvConfig("Expects a Mixture of at least one part.")
+        self.parts = dict(parts)
+        self.names = tuple(self.parts)
+        self.field = field
+
+    def pick(self, rng: np.random.Generator) -> str:
+        """The part a task draws (uniform)."""
+        return self.names[int(rng.integers(len(self.names)))]
+
+    def __call__(self, rng: np.random.Generator) -> Task:
+        """A task of a uniformly drawn part (no universe or balance: see ProceduralTasks)."""
+        name = self.pick(rng)
+        task = self.parts[name](rng)
+        task[self.field] = name
+        return task
 
 
 def probe_rng(index: int) -> np.random.Generator:
@@ -308,23 +499,33 @@ class ProceduralTasks(TaskSource):
 
     The source yields only questions of its seed's universe (:func:`seed_universe`, decided by
     the hash of the task's universe key): a draw whose question belongs to the other universe
-    is drawn again from ``SeedSequence([seed, index, attempt])``, up to ``8 * _MAX_DRAWS``
-    times. The universe key is ``key``, else the coarsest of :func:`question_key` (the numbers)
-    and :func:`text_key` (the canonical text) that splits the generator
-    (:func:`splitting_key` over ``_PROBES`` draws of seed-independent generators, so every
-    seed keys alike). A source of one task, or one whose keys do not split it (a tiny question
-    space), keeps the first draw: both universes then draw from the same questions.
+    is drawn again from ``SeedSequence([seed, index, attempt])``. The universe key is ``key``,
+    else the coarsest of :func:`question_key` (the numbers) and :func:`text_key` (the
+    canonical text) that splits the generator into two universes of at least
+    :data:`MIN_UNIVERSE_KEYS` distinct questions each (:func:`splitting_key` over ``_PROBES``
+    draws of seed-independent generators, so every seed keys alike). A source of one task, or
+    one whose keys do not split it (a small question space), keeps the first draw: both
+    universes then draw from the same questions (not held out).
+
+    With ``balance=True`` the answers are balanced too, on the stream the source yields: the
+    probe draws of the seed's universe estimate its answer shares and, where one repeats,
+    :class:`AnswerBalance` slots cap every answer at ``max(1 / labels, MAX_ANSWER_SHARE)`` of
+    the universe's tasks, so a constant answer earns no more than a guess among the labels.
+
+    A :class:`Mixture` generator is split and balanced part by part: task ``i`` draws its part
+    first and redraws only within it.
 
     Args:
-        generate: A picklable callable (module-level function, ``functools.partial`` or
-            callable object) that builds one task dict from a ``numpy`` generator. Its
-            parameters (difficulty, sizes) are bound into it.
+        generate: A picklable callable (module-level function, ``functools.partial``, callable
+            object or :class:`Mixture`) that builds one task dict from a ``numpy`` generator.
+            Its parameters (difficulty, sizes) are bound into it.
         name: Prefix of task ids, e.g. ``"frozenlake-d1"``.
         seed: Seed of the task universe; task ``i`` is the same for the same seed.
         size: Number of distinct indices exposed.
         key: A picklable callable giving a task's universe key: the canonical form of what
             the policy sees, equal for near-duplicates (default: see above). It must not read
             answers or solutions.
+        balance: Balance reference answers (:func:`answer_label` of each task) as above.
     """
 
     def __init__(
@@ -335,6 +536,7 @@ class ProceduralTasks(TaskSource):
         seed: int = 0,
         size: int = PROCEDURAL_SIZE,
         key: KeyFn | None = None,
+        balance: bool = False,
     ) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InvalidEnvConfig(
@@ -347,7 +549,8 @@ class ProceduralTasks(TaskSource):
         self.seed = int(seed)
         self.size = int(size)
         self.key = key
-        self._split: tuple[KeyFn | None] | None = None
+        self.balance = bool(balance)
+        self._plans: dict[str, _Plan] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -355,57 +558,131 @@ class ProceduralTasks(TaskSource):
     def _candidates(self) -> tuple[KeyFn, ...]:
         return (self.key,) if self.key is not None else (question_key, text_key)
 
+    def _parts(self) -> dict[str, Callable[[np.random.Generator], Task]]:
+        gen = self.generate
+        return dict(gen.parts) if isinstance(gen, Mixture) else {"": gen}
+
+    def _plan(self, part: str) -> _Plan:
+        if part not in self._plans:
+            self._plans[part] = _cached_plan(self._parts()[part], self._candidates(), self.balance)
+        return self._plans[part]
+
+    def _part_of(self, task: Mapping[str, Any]) -> str:
+        gen = self.generate
+        if isinstance(gen, Mixture):
+            name = task.get(gen.field)
+            return str(name) if name in gen.parts else gen.names[0]
+        return ""
+
+    def splitting_keys(self) -> dict[str, KeyFn | None]:
+        """Per part (``""`` for a plain generator), the key that splits it; ``None``: no split."""
+        return {part: self._plan(part).key for part in self._parts()}
+
     def splitting_key(self) -> KeyFn | None:
-        """The key that splits this generator into universes; ``None`` for a tiny space."""
-        if self._split is None:
-            self._split = (_cached_split(self.generate, self._candidates()),)
-        return self._split[0]
+        """The key that splits this generator into universes; ``None`` if any part is unsplit.
+
+        For a :class:`Mixture`, see :meth:`splitting_keys` for each part's.
+        """
+        keys = list(self.splitting_keys().values())
+        return None if any(k is None for k in keys) else keys[0]
+
+    def answer_balance(self, part: str = "") -> AnswerBalance | None:
+        """The answer balance of this seed's universe (of ``part`` of a :class:`Mixture`)."""
+        return self._plan(part).balance[seed_universe(self.seed)]
 
     def universe_key(self, task: Mapping[str, Any]) -> str:
         """The key that decides the universe of ``task`` (see the class docstring)."""
-        return (self.splitting_key() or self._candidates()[-1])(task)
+        plan = self._plan(self._part_of(task))
+        return (plan.key or self._candidates()[-1])(task)
 
     def task(self, index: int) -> Task:
-        """Generate task ``index`` (a question of the seed's universe)."""
-        task = self.generate(task_rng(self.seed, index))
-        key = self.splitting_key() if self.size > 1 else None
-        if key is not None:
+        """Generate task ``index`` (a question of the seed's universe, answers balanced)."""
+        gen = self.generate
+        rng = task_rng(self.seed, index)
+        if isinstance(gen, Mixture):
+            part = gen.pick(rng)
+            draw_part = gen.parts[part]
+        else:
+            part, draw_part = "", gen
+        task = draw_part(rng)
+        if self.size > 1:
+            plan = self._plan(part)
             universe = seed_universe(self.seed)
-            for attempt in range(_MAX_DRAWS * 8):
-                draw = (
-                    task if attempt == 0 else self.generate(_redraw_rng(self.seed, index, attempt))
-                )
-                if key_universe(key(draw)) == universe:
-                    task = draw
-                    break
+            balance = plan.balance[universe]
+            target = 0 if balance is None else balance.target(self.seed, index)
+            if plan.key is not None or balance is not None:
+                fallback: Task | None = None
+                limit = _MAX_DRAWS * 8 if balance is None else _MAX_BALANCED_DRAWS
+                for attempt in range(limit):
+                    draw = (
+                        task if attempt == 0 else draw_part(_redraw_rng(self.seed, index, attempt))
+                    )
+                    if plan.key is not None and key_universe(plan.key(draw)) != universe:
+                        continue
+                    if balance is None or balance.accepts(answer_label(draw), target):
+                        task = draw
+                        break
+                    fallback = fallback or draw
+                else:
+                    task = fallback or task
+        if isinstance(gen, Mixture):
+            task[gen.field] = part
         task.setdefault("id", f"{self.name}-s{self.seed}-{index}")
         return task
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_split"] = None  # chosen again (and cached) where it is unpickled
+        state["_plans"] = {}  # chosen again (and cached) where it is unpickled
         return state
 
 
-#: Splitting keys already chosen in this process: by the pickled generator and candidates, or
-#: by the objects themselves when they do not pickle (a local function).
-_SPLITS: dict[object, KeyFn | None] = {}
+class _Plan:
+    """A generator part's universe key and, per universe, its answer balance."""
+
+    def __init__(self, key: KeyFn | None, balance: dict[str, AnswerBalance | None]) -> None:
+        self.key = key
+        self.balance = balance
 
 
-def _cached_split(
-    generate: Callable[[np.random.Generator], Task], candidates: tuple[KeyFn, ...]
-) -> KeyFn | None:
+#: Plans already chosen in this process: by the pickled generator, candidates and balance flag,
+#: or by the objects themselves when they do not pickle (a local function).
+_PLANS: dict[object, _Plan] = {}
+
+
+def _cached_plan(
+    generate: Callable[[np.random.Generator], Task], candidates: tuple[KeyFn, ...], balance: bool
+) -> _Plan:
     ident: object
     try:
-        ident = pickle.dumps((generate, candidates))
+        ident = pickle.dumps((generate, candidates, balance))
     except (pickle.PicklingError, AttributeError, TypeError):
-        ident = (generate, candidates)
-    if ident not in _SPLITS:
-        if len(_SPLITS) >= 1024:
-            _SPLITS.clear()
+        ident = (generate, candidates, balance)
+    if ident not in _PLANS:
+        if len(_PLANS) >= 1024:
+            _PLANS.clear()
         probe = [generate(probe_rng(i)) for i in range(_PROBES)]
-        _SPLITS[ident] = splitting_key(probe, candidates)
-    return _SPLITS[ident]
+        probe = grow_probe(probe, lambda i: generate(probe_rng(i)), candidates, 4 * _PROBES)
+        key = splitting_key(probe, candidates)
+        balances: dict[str, AnswerBalance | None] = {"train": None, "eval": None}
+        if balance:
+            pooled = [answer_label(t) for t in probe]
+            for universe in balances:
+                stream = _universe_labels(probe, key, universe)
+                plan = answer_balance(stream, pooled)
+                if plan is not None and plan.slots < MIN_UNIVERSE_KEYS and len(probe) < 1024:
+                    # Few labels so far: count them on a larger sample of this universe, so
+                    # the slots are as many as the labels it holds.
+                    more = [generate(probe_rng(i)) for i in range(len(probe), 4 * _PROBES)]
+                    plan = answer_balance(stream + _universe_labels(more, key, universe), pooled)
+                balances[universe] = plan
+        _PLANS[ident] = _Plan(key, balances)
+    return _PLANS[ident]
+
+
+def _universe_labels(
+    draws: Sequence[Mapping[str, Any]], key: KeyFn | None, universe: str
+) -> list[str | None]:
+    return [answer_label(t) for t in draws if key is None or key_universe(key(t)) == universe]
 
 
 def _redraw_rng(seed: int, index: int, attempt: int) -> np.random.Generator:

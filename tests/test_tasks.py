@@ -138,7 +138,8 @@ _NAMES = ("Ana", "Bo", "Goran", "Ivo", "Mei", "Zoë", "O'Brien", "Kwame")
 def _story(rng):
     """A word problem whose answer depends only on its numbers: names are decoration."""
     a, b = (_NAMES[int(i)] for i in rng.choice(len(_NAMES), size=2, replace=False))
-    n, k = int(rng.integers(2, 12)), int(rng.integers(2, 6))
+    # A space rich enough to split (each universe keeps many questions).
+    n, k = int(rng.integers(2, 120)), int(rng.integers(2, 60))
     question = f"{a} has {n} apples and {b} gives {a} {k} more. How many?"
     return {"question": question, "answer": n + k}
 
@@ -179,8 +180,8 @@ def test_a_family_key_decides_the_universe():
     from rllm_envs.tasks import EVAL_TASK_SEED, key_universe, seed_universe
 
     def gen(rng):
-        nums = [int(x) for x in rng.integers(1, 6, size=3)]
-        return {"nums": nums, "target": int(rng.integers(1, 4)), "solution": str(rng.random())}
+        nums = [int(x) for x in rng.integers(1, 30, size=3)]
+        return {"nums": nums, "target": int(rng.integers(1, 20)), "solution": str(rng.random())}
 
     def key(task):
         return f"{sorted(task['nums'])}->{task['target']}"

@@ -20,9 +20,16 @@ import numpy as np
 import sympy
 
 from rllm_envs.error import InvalidEnvConfig
-from rllm_envs.tasks import ProceduralTasks, Task, check_difficulty
+from rllm_envs.tasks import Mixture, ProceduralTasks, Task, check_difficulty
 
-__all__ = ["FAMILIES", "DIFFICULTIES", "answer_in_problem", "generate_task", "procedural_tasks"]
+__all__ = [
+    "FAMILIES",
+    "DIFFICULTIES",
+    "answer_in_problem",
+    "family_task",
+    "generate_task",
+    "procedural_tasks",
+]
 
 DIFFICULTIES = (1, 2, 3, 4, 5)
 _X, _Y, _Z = sympy.symbols("x y z")
@@ -413,6 +420,11 @@ def generate_task(
     """
     names = tuple(families) if families else tuple(FAMILIES)
     family = names[int(rng.integers(len(names)))]
+    return family_task(rng, family=family, difficulty=difficulty)
+
+
+def family_task(rng: np.random.Generator, *, family: str, difficulty: int = 1) -> Task:
+    """One problem of ``family``, drawn again while its answer is written in it."""
     for _ in range(_MAX_DRAWS):
         task = FAMILIES[family](rng, difficulty)
         if not answer_in_problem(task):
@@ -445,6 +457,10 @@ def procedural_tasks(
                 f"Expects `families` to be a non-empty subset of {sorted(FAMILIES)}, "
                 f"actual: {list(families)!r}."
             )
-    chosen = tuple(families) if families else None
-    generate = partial(generate_task, difficulty=difficulty, families=chosen)
-    return ProceduralTasks(generate, name=f"math-d{difficulty}", seed=seed)
+    chosen = tuple(families) if families else tuple(FAMILIES)
+    # Each family is split into universes and answer-balanced on its own (Mixture): a
+    # family's small question space or skewed answers never leak into the others' weights.
+    generate = Mixture(
+        {f: partial(family_task, family=f, difficulty=difficulty) for f in chosen}, field="family"
+    )
+    return ProceduralTasks(generate, name=f"math-d{difficulty}", seed=seed, balance=True)

@@ -58,6 +58,13 @@ class DebateEnv(MultiAgentTextEnv):
     round; ``invalid_action`` (weight 0.0, log only) is 1 for a reply with no final answer
     (it pays nothing: it only logs).
 
+    A debater that adopts another's answer is paid for it: revising toward a better-argued
+    answer is what debate is for, and a rule paying only answers a debater stated in round 1
+    would pay against every persuaded revision. What a copier cannot do is earn for nothing:
+    it earns what the answer it copies earns in the same episode, never more than the debater
+    it copies, and 0 where no debater solves the problem (self-play, every debater the same
+    copying policy). Another episode's answer earns nothing, as everywhere.
+
     ## Episode End
     Terminates for every debater after ``n_rounds`` rounds. No truncation.
 

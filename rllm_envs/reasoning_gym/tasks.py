@@ -37,9 +37,12 @@ import numpy as np
 from rllm_envs.error import InvalidEnvConfig, did_you_mean, require
 from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE
 from rllm_envs.tasks import (
+    AnswerBalance,
     KeyFn,
     Task,
     TaskSource,
+    answer_label,
+    grow_probe,
     key_universe,
     question_key,
     seed_universe,
@@ -259,7 +262,12 @@ class ReasoningGymTasks(TaskSource):
             n = min(_PROBE_DRAWS, self.size)
             dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
             probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
-            _SPLITS[ident] = splitting_key(probe, (question_key, text_key))
+            candidates = (question_key, text_key)
+            most = min(4 * _PROBE_DRAWS, self.size)
+            probe = grow_probe(
+                probe, lambda i: self._item(dataset, i, 0, _PROBE_ATTEMPT), candidates, most
+            )
+            _SPLITS[ident] = splitting_key(probe, candidates)
         return _SPLITS[ident]
 
     def universe_key(self, task: Mapping[str, Any]) -> str:
@@ -284,19 +292,31 @@ class ReasoningGymTasks(TaskSource):
             return first
         universe = seed_universe(self.task_seed)
         key = self.splitting_key()
+        balance = self.answer_balance()
+        target = 0 if balance is None else balance.target(self.task_seed, index)
         in_universe: dict[str, Any] | None = None
+        unbalanced: dict[str, Any] | None = None
         readable = 0
-        for attempt in range(MAX_DRAWS * MAX_DRAWS_READ_OFF):
+        limit = MAX_DRAWS * MAX_DRAWS_READ_OFF * (1 if balance is None else 4)
+        for attempt in range(limit):
             draw = first if attempt == 0 else self._draw(index, attempt)
             read_off = self.answer_in_question(draw) or _shows_an_address(draw)
             readable += read_off
             if key is None or key_universe(key(draw)) == universe:
-                if not read_off:
+                if not read_off and (
+                    balance is None or balance.accepts(answer_label(draw), target)
+                ):
                     return draw
+                if not read_off:
+                    unbalanced = unbalanced or draw
                 in_universe = in_universe or draw
             if attempt + 1 >= MAX_DRAWS and readable == attempt + 1:
                 break  # every draw is read off: the family's nature
-        return in_universe or first
+        return unbalanced or in_universe or first
+
+    def answer_balance(self) -> AnswerBalance | None:
+        """The answer balance of the tasks (none here; see ``BalancedTasks``)."""
+        return None
 
     def answer_in_question(self, task: Mapping[str, Any]) -> bool:
         """Whether ``task``'s answer (3+ characters) can be read off its question verbatim.
@@ -330,7 +350,8 @@ MAX_DRAWS = 64
 #: read off: few of string_insertion's tasks qualify, and one in eight is of the universe.
 MAX_DRAWS_READ_OFF = 8
 #: Probe draws that choose a family's universe key (fewer than a generator's: some families
-#: take a second per item), and their draw number (no task's).
+#: take a second per item; up to four times more where the evaluation side's keys are still
+#: too few to judge), and their draw number (no task's).
 _PROBE_DRAWS = 64
 _PROBE_ATTEMPT = 2**31 - 1
 #: Splitting keys already chosen in this process, by family, size and config.

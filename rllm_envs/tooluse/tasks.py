@@ -45,6 +45,7 @@ __all__ = [
     "FAMILIES",
     "DEFAULT_FAMILIES",
     "generate",
+    "family_task",
     "score",
     "score_answer",
     "answers_match",
@@ -510,6 +511,11 @@ def generate(rng: np.random.Generator, *, families: Sequence[str], difficulty: i
     echoing the question's numbers never answers it.
     """
     family = families[int(rng.integers(len(families)))]
+    return family_task(rng, family=family, difficulty=difficulty)
+
+
+def family_task(rng: np.random.Generator, *, family: str, difficulty: int) -> Task:
+    """One task of ``family`` (drawn again while its answer is in its question), plan closed."""
     for _ in range(_MAX_DRAWS):
         task = FAMILIES[family](rng, difficulty)
         if not _answer_in_question(task):

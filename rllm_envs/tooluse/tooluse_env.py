@@ -11,6 +11,7 @@ from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.tasks import (
     DatasetTasks,
+    Mixture,
     ProceduralTasks,
     Task,
     TaskSource,
@@ -35,7 +36,7 @@ from rllm_envs.tooluse.tasks import (
     DEFAULT_FAMILIES,
     FAMILIES,
     MAX_DIFFICULTY,
-    generate,
+    family_task,
     score_answer,
 )
 
@@ -229,8 +230,16 @@ class ToolUseEnv(TextEnv):
             if field_map is not None:
                 raise InvalidEnvConfig("`field_map` only applies with `dataset`.")
             name = f"tooluse-d{difficulty}-" + "+".join(chosen)
-            generate_task = partial(generate, families=tuple(chosen), difficulty=difficulty)
-            tasks = ProceduralTasks(generate_task, name=name, seed=task_seed)
+            # Each family is split into universes and answer-balanced on its own: a family's
+            # small question space (the harmonic sums) or few labels (weekdays) stay its own.
+            mixture = Mixture(
+                {
+                    f: partial(family_task, family=f, difficulty=difficulty)
+                    for f in dict.fromkeys(chosen)
+                },
+                field="family",
+            )
+            tasks = ProceduralTasks(mixture, name=name, seed=task_seed, balance=True)
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
         )

@@ -14,26 +14,26 @@ from rllm_envs.reasoning_gym.balance import (  # noqa: E402
     MAX_SHARE,
     BalancedTasks,
     answer_key,
-    keep_probabilities,
 )
 from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks  # noqa: E402
 
 
-def test_keep_probabilities_water_fill_to_the_target_share():
-    # Three skewed labels: balanced to a third each.
-    skewed = {"on": 0.7, "off": 0.2, "undetermined": 0.1}
-    keep = keep_probabilities(skewed, labels=3)
-    weights = {a: s * keep.get(a, 1.0) for a, s in skewed.items()}
-    assert weights["on"] == pytest.approx(0.1) and weights["off"] == pytest.approx(0.1)
-    assert "undetermined" not in keep
-    # Open answers: the common one is cut to MAX_SHARE of the kept draws.
-    shares = {"infeasible": 0.35, **{str(i): 0.65 / 65 for i in range(65)}}
-    keep = keep_probabilities(shares, labels=66)
-    kept = {a: s * keep.get(a, 1.0) for a, s in shares.items()}
-    assert kept["infeasible"] / sum(kept.values()) == pytest.approx(MAX_SHARE, rel=1e-6)
-    assert set(keep) == {"infeasible"}
-    # Already balanced: nothing is redrawn.
-    assert keep_probabilities({"True": 0.5, "False": 0.5}, labels=2) == {}
+@pytest.mark.parametrize(
+    ("family", "constant"),
+    [("count_bits", "19"), ("family_relationships", "father-in-law"), ("self_reference", "1")],
+)
+def test_the_attacks_constants_earn_no_more_than_a_balanced_share_on_both_universes(
+    family, constant
+):
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    for seed in (0, EVAL_TASK_SEED):
+        source = BalancedTasks(family, task_seed=seed)
+        answers = Counter(answer_key(source[i]) for i in range(120))
+        labels = len(answers)
+        cap = max(1 / labels, MAX_SHARE)
+        assert answers[constant] / 120 <= cap + 0.1, (family, seed, answers.most_common(3))
+        assert answers.most_common(1)[0][1] / 120 <= cap + 0.1, (family, seed)
 
 
 def test_a_skewed_family_is_balanced_and_stays_a_pure_function_of_its_arguments():

@@ -1,0 +1,206 @@
+"""No answer is a large share of any procedural generator's tasks, in either universe.
+
+For every procedural family (and sub-family) and difficulty of Math, ToolUse, Countdown and the
+fast reasoning-gym families, tasks are drawn from the env's own task source on the training
+and the evaluation universe, and the most common reference answer's share must stay within
+``max(1 / labels, MAX_ANSWER_SHARE)`` plus sampling noise: a constant answer then earns no
+more than a guess among the labels. The fast lane draws a few tasks per case; the slow lane
+draws many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from rllm_envs.tasks import (
+    EVAL_TASK_SEED,
+    MAX_ANSWER_SHARE,
+    MIN_UNIVERSE_KEYS,
+    AnswerBalance,
+    ProceduralTasks,
+    TaskSource,
+    answer_balance,
+    answer_label,
+    key_universe,
+)
+
+SEEDS = {"train": 0, "eval": EVAL_TASK_SEED}
+
+
+def bound(labels: int, n: int) -> float:
+    """The largest share a balanced answer may show in ``n`` draws (4 sigma over its cap)."""
+    cap = max(1 / max(labels, 1), MAX_ANSWER_SHARE)
+    return cap + 4 * math.sqrt(cap * (1 - cap) / n) + 1 / n
+
+
+def most_common_share(source: TaskSource, n: int) -> tuple[str | None, float, int]:
+    counts = Counter(answer_label(source[i]) for i in range(n))
+    label, count = counts.most_common(1)[0]
+    return label, count / n, len(counts)
+
+
+def math_cases() -> list[tuple[str, Callable[[int], TaskSource]]]:
+    from rllm_envs.math.generators import DIFFICULTIES, FAMILIES, procedural_tasks
+
+    return [
+        (f"math-{f}-d{d}", lambda s, f=f, d=d: procedural_tasks(seed=s, difficulty=d, families=[f]))
+        for f in FAMILIES
+        for d in DIFFICULTIES
+    ]
+
+
+def tooluse_cases() -> list[tuple[str, Callable[[int], TaskSource]]]:
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+    from rllm_envs.tooluse.tasks import FAMILIES, MAX_DIFFICULTY
+
+    def make(seed: int, f: str, d: int) -> TaskSource:
+        env = gym.make("rllm/ToolUse-v1", families=[f], difficulty=d, task_seed=seed)
+        return env.unwrapped.tasks
+
+    return [
+        (f"tooluse-{f}-d{d}", lambda s, f=f, d=d: make(s, f, d))
+        for f in FAMILIES
+        for d in range(1, MAX_DIFFICULTY + 1)
+    ]
+
+
+def countdown_cases() -> list[tuple[str, Callable[[int], TaskSource]]]:
+    from rllm_envs.countdown.tasks import DIFFICULTY_PRESETS, procedural_tasks
+
+    return [
+        (f"countdown-d{d}", lambda s, d=d: procedural_tasks(seed=s, difficulty=d))
+        for d in DIFFICULTY_PRESETS
+    ]
+
+
+#: reasoning-gym families with few labels or skewed answers (the attacks' and more), fast to
+#: generate: the fast lane runs the attacks' three, the slow lane all and more.
+RG_FAST = [
+    "count_bits",
+    "family_relationships",
+    "self_reference",
+    "aiw",
+    "syllogism",
+    "circuit_logic",
+    "isomorphic_strings",
+    "ransom_note",
+    "game_of_life_halting",
+    "calendar_arithmetic",
+    "shortest_path",
+    "gcd",
+]
+
+
+def rg_cases(names: list[str]) -> list[tuple[str, Callable[[int], TaskSource]]]:
+    pytest.importorskip("reasoning_gym")
+    from rllm_envs.reasoning_gym.balance import BalancedTasks
+
+    return [(f"rg-{n}", lambda s, n=n: BalancedTasks(n, task_seed=s)) for n in names]
+
+
+def check(make: Callable[[int], TaskSource], name: str, n: int) -> None:
+    for universe, seed in SEEDS.items():
+        source = make(seed)
+        label, share, labels = most_common_share(source, n)
+        assert share <= bound(labels, n), (
+            f"{name} ({universe} universe): answer {label!r} is {share:.0%} of {n} tasks "
+            f"({labels} labels, bound {bound(labels, n):.0%})"
+        )
+
+
+ALL = math_cases() + tooluse_cases() + countdown_cases()
+#: The fast lane: the attacks' cases (Math combinatorics d1, ToolUse dates d2 and arith d2) and
+#: one difficulty of every other family; the slow lane runs every family and difficulty.
+FAST = [
+    c
+    for c in ALL
+    if c[0]
+    in {
+        "math-combinatorics-d1",
+        "math-geometry-d1",
+        "math-linear_equation-d1",
+        "math-quadratic_equation-d1",
+        "tooluse-dates-d2",
+        "tooluse-arith-d2",
+        "tooluse-lookup-d1",
+        "countdown-d1",
+    }
+]
+
+
+@pytest.mark.parametrize(("name", "make"), FAST, ids=[c[0] for c in FAST])
+def test_no_answer_dominates_a_procedural_family(name, make):
+    check(make, name, 40)
+
+
+@pytest.mark.parametrize("family", RG_FAST[:3])
+def test_no_answer_dominates_a_reasoning_gym_family(family):
+    ((name, make),) = rg_cases([family])
+    check(make, name, 60)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "make"), ALL, ids=[c[0] for c in ALL])
+def test_no_answer_dominates_a_procedural_family_many_draws(name, make):
+    check(make, name, 400)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", RG_FAST + ["letter_counting", "dice"])
+def test_no_answer_dominates_a_reasoning_gym_family_many_draws(family):
+    ((name, make),) = rg_cases([family])
+    check(make, name, 300)
+
+
+def test_balance_caps_every_common_answer_whatever_the_sample_says():
+    # Weekday-like: 7 labels, one drawn half the time; the sample even misjudges it.
+    labels = ["mon"] * 20 + ["tue", "wed", "thu", "fri", "sat", "sun"] * 2
+    plan = answer_balance(labels)
+    assert isinstance(plan, AnswerBalance) and plan.slots == 7
+
+    def skewed(rng):
+        day = "mon" if rng.random() < 0.6 else str(rng.choice(["tue", "wed", "thu", "fri"]))
+        return {"question": f"Which day? {int(rng.integers(10**6))}", "answer": day}
+
+    source = ProceduralTasks(skewed, name="days", balance=True)
+    counts = Counter(source[i]["answer"] for i in range(300))
+    assert counts["mon"] / 300 <= 0.3, counts  # 0.6 unbalanced; 5 labels seen: 0.2 + noise
+    # An open-answer family with no common answer is left as it is.
+    assert answer_balance([str(i) for i in range(64)]) is None
+
+
+def test_a_split_that_leaves_a_universe_few_questions_is_not_used():
+    def small(rng):
+        # 12 questions: a universe would keep one or two of them.
+        n = int(rng.integers(12))
+        return {"question": f"How many ways to arrange {n} + 3 books?", "answer": str(n)}
+
+    source = ProceduralTasks(small, name="small", seed=EVAL_TASK_SEED)
+    assert source.splitting_key() is None
+
+    def rich(rng):
+        a, b = (int(x) for x in rng.integers(1, 10**6, size=2))
+        return {"question": f"What is {a} + {b}?", "answer": str(a + b)}
+
+    held = ProceduralTasks(rich, name="rich", seed=EVAL_TASK_SEED)
+    assert held.splitting_key() is not None
+    assert {key_universe(held.universe_key(held[i])) for i in range(20)} == {"eval"}
+    assert MIN_UNIVERSE_KEYS == 20
+
+
+def test_the_math_mixture_splits_and_balances_each_family_on_its_own():
+    from rllm_envs.math.generators import procedural_tasks
+
+    families = ["word_problem", "combinatorics", "number_theory"]
+    source = procedural_tasks(seed=EVAL_TASK_SEED, difficulty=1, families=families)
+    keys = source.splitting_keys()
+    # combinatorics d1 is too small to keep 20 questions per universe; the others split.
+    assert keys["combinatorics"] is None and keys["word_problem"] is not None
+    drawn = Counter(source[i]["family"] for i in range(90))
+    assert min(drawn.values()) >= 15, drawn  # no family's weight collapses
