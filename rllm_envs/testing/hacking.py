@@ -7,10 +7,15 @@ its numbers, copy the worked examples agents are shown, give a short constant (`
 ``yes``, ``true``, ...) or a constant drawn from other episodes' reference answers, give many
 candidates at once, reply with nothing, with random text, with the longest reply allowed or
 with the answer format alone, replay another episode's actions -- and fails, naming the policy
-and the fix, when one is correct significantly more often than the env's random baseline (the
-lower confidence bound (Wilson) of its success rate above the upper bound of the baseline's),
-or earns significantly more *reward* than it (Wilson bounds on the mean paid reward scaled to
-its range, so an env that pays through a shaping component is caught too). Random text must
+and the fix, when one is correct significantly more often than random guessing (the lower
+confidence bound (Wilson) of its success rate above the upper bound of the baseline's, or
+above chance over the answers seen plus a margin), or earns significantly more *reward* than
+random replies (Wilson bounds on the mean paid reward scaled to its range, so an env that pays
+through a shaping component is caught too). The baseline is the checker's own uniform guess
+among the answers it has seen, never an env's ``random_action`` that could be made strong;
+policies play each episode to its end; a promising policy against a rarely right baseline
+gets more episodes; and :class:`LeakScan` echoes every place (up to 32 pieces from either end)
+where an observation, after any number of wrong answers, stated the answer. Random text must
 be neither correct nor paid (an env whose random baseline is paid has no baseline to beat). A copied
 demonstration must also earn nothing in any reward component.
 
@@ -64,6 +69,7 @@ __all__ = [
     "LITERAL_CONSTANTS",
     "LITERAL_FAMILY_VALUES",
     "PolicyFamily",
+    "LeakScan",
     "check_reward_hacking",
     "echo_family",
     "keyword_family",
@@ -84,6 +90,21 @@ LITERAL_CONSTANTS = ("0", "1", "yes", "no", "true", "false", "none")
 #: Random text may be correct on at most this share of episodes, and earn at most this share
 #: of the reward range (lower confidence bounds).
 NONSENSE_MAX_RATE = 0.05
+#: Turns a degenerate episode may take at most (the env's own turn limit ends it sooner): a
+#: degenerate policy plays the whole episode, so feedback that leaks the answer late is read.
+MAX_DEGENERATE_TURNS = 64
+#: The leak scan reads this many positions from each end of every observation.
+LEAK_SCAN_POSITIONS = 32
+#: Leak-scan members played at most (those whose position held the answer most often first).
+LEAK_SCAN_MAX_MEMBERS = 24
+#: A policy is flagged only when the lower bound of its success rate is above this too: a
+#: policy right on a few percent more than random is noise at these sample sizes.
+MIN_FLAGGED_RATE = 0.03
+#: Extend a promising policy's run (and the baseline's) while the baseline's rate is at most this.
+LOW_BASELINE_RATE = 0.05
+#: Margin over chance (1 / answer labels) a policy's lower bound must exceed to fail the chance
+#: rule (several constants are played; each is at chance on a balanced task).
+CHANCE_MARGIN = 0.1
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -129,11 +150,15 @@ class EpisodeMemory:
         reference: The reference answer as the answer template writes it (``None`` if the
             oracle's action does not show it).
         actions: The oracle's actions, in order.
+        observation: The episode's first observation.
+        seed: The episode's seed.
     """
 
     task_key: str
     reference: str | None
     actions: tuple[str, ...]
+    observation: str = ""
+    seed: int | None = None
 
 
 @dataclass
@@ -413,7 +438,11 @@ _QUOTED = re.compile(r"\"([^\"\n]+)\"|'([^'\n]+)'|`([^`\n]+)`")
 
 def _body(ctx: HackContext) -> str:
     """The observation without its trailing instruction paragraphs (how to answer)."""
-    paragraphs = [p for p in re.split(r"\n\s*\n", ctx.observation) if p.strip()]
+    return _without_instructions(ctx.observation)
+
+
+def _without_instructions(text: str) -> str:
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
     while len(paragraphs) > 1 and _INSTRUCTION.search(paragraphs[-1]):
         paragraphs.pop()
     return "\n\n".join(paragraphs)
@@ -641,6 +670,157 @@ def echo_family(
 
 #: An answer no task has (too long and odd to be anyone's reference).
 WRONG_ANSWER = "-987654321.5"
+
+
+def _ordinal(k: int) -> str:
+    """``4`` -> ``4th``, ``-1`` -> ``last``, ``-12`` -> ``12th-last``."""
+    if k in _ORDINAL:
+        return _ORDINAL[k]
+    n = abs(k)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}" if k > 0 else f"{n}{suffix}-last"
+
+
+def _same_answer(piece: str, reference: str) -> bool:
+    """Whether ``piece`` of an observation states ``reference``.
+
+    Case, outer punctuation and the formatting of a number (``7`` = ``7.0``) aside.
+    """
+
+    def norm(text: str) -> str:
+        text = text.strip().strip(".,;:!?\"'`$()[]{}").strip().lower()
+        try:
+            return repr(float(text))
+        except ValueError:
+            return text
+
+    target = norm(reference)
+    return bool(target) and norm(piece) == target
+
+
+def _leak_echo(kind: str, k: int, whole: bool, after: int) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        if ctx.turn < after:
+            return ctx.answer(WRONG_ANSWER)
+        pieces = _pieces(ctx.observation if whole else _body(ctx), kind)
+        index = k - 1 if k > 0 else k
+        if not -len(pieces) <= index < len(pieces):
+            return None
+        return ctx.answer(pieces[index])
+
+    act.__qualname__ = f"leak_{kind}_{k}_{after}{'_whole' if whole else ''}"
+    return act
+
+
+@dataclass(frozen=True)
+class LeakScan:
+    """Finds where observations state the answer, and plays an echo of each such place.
+
+    A scan, not a policy: on the oracle's episodes (whose answers the checker knows), it
+    reads every observation a degenerate policy would see -- the first, and on a multi-turn
+    env each one after deliberately wrong answers, to the end of the episode -- and looks for
+    the reference answer among the first and last ``positions`` numbers, tokens, words and
+    lines. Each place that held it becomes a member of a :class:`PolicyFamily` played like
+    any other: answer wrong until that turn, then echo that piece (``echo-17th-number``,
+    ``wrong-2-then-echo-last-number``). The scan itself costs no episode on a single-turn env
+    and ``probes`` wrong-answer episodes on a multi-turn one; only places that held the answer
+    are played.
+
+    Attributes:
+        positions: Positions read from each end of an observation.
+        probes: Oracle-episode seeds replayed with wrong answers on a multi-turn env.
+        max_members: Places played at most (those that held the answer most often first).
+    """
+
+    positions: int = LEAK_SCAN_POSITIONS
+    probes: int = 8
+    max_members: int = LEAK_SCAN_MAX_MEMBERS
+    name: str = "leak-scan"
+
+    def family(
+        self,
+        game: _Single | _Multi,
+        agent: str | None,
+        memory: Sequence[EpisodeMemory],
+        template: str,
+    ) -> PolicyFamily:
+        """The family of echoes of every place an observation stated the answer."""
+        seen: list[tuple[str, int, list[str]]] = []  # (reference, seed, observations)
+        for m in memory:
+            if m.reference is not None and m.observation:
+                seen.append((m.reference, m.seed if m.seed is not None else -1, [m.observation]))
+        if game.multi_turn:
+            seen = seen[: self.probes]
+            for _, seed, observations in seen:
+                probe = _Recorder(lambda obs, first, info, turn: _fill(template, WRONG_ANSWER))
+                try:
+                    game.play(agent, probe, seed=seed, limit=MAX_DEGENERATE_TURNS)
+                except Exception:  # an env that cannot be probed has nothing to scan
+                    break
+                observations[1:] = probe.observations[1:]
+        hits: Counter[tuple[int, str, int, bool]] = Counter()
+        for reference, _, observations in seen:
+            found: set[tuple[int, str, int, bool]] = set()
+            for turn, observation in enumerate(observations):
+                found |= self._places(observation, reference, turn)
+            hits.update(found)
+        # A place that held the answer once is a coincidence (an answer that is also one of
+        # the question's numbers); one that held it on a tenth of the episodes is a leak.
+        least = max(2, len(seen) // 10)
+        members: list[HackPolicy] = []
+        names: set[str] = set()
+        for (turn, kind, k, whole), count in sorted(hits.items(), key=lambda kv: -kv[1]):
+            if count < least or len(members) >= self.max_members:
+                break
+            if turn == 0 and not whole and k in ECHO_POSITIONS:
+                continue  # the echo family plays it
+            if whole and hits.get((turn, kind, k, False), 0) >= count:
+                continue  # the same place counted in the observation's body
+            where = f"{_ordinal(k)}-{kind}{'-of-all' if whole else ''}"
+            name = f"echo-{where}" if turn == 0 else f"wrong-{turn}-then-echo-{where}"
+            if name in names:
+                continue
+            names.add(name)
+            scope = "the whole observation" if whole else "the observation"
+            members.append(
+                DegeneratePolicy(
+                    name,
+                    (f"{turn} wrong answer(s), then " if turn else "")
+                    + f"the {_ordinal(k)} {kind} of {scope}, written as the answer",
+                    _FIX_ECHO
+                    + " No observation (the task, or feedback after wrong answers) may state "
+                    "the answer.",
+                    _leak_echo(kind, k, whole, turn),
+                )
+            )
+        summary = "echoes of the places observations stated the answer"
+        return PolicyFamily(self.name, summary, tuple(members))
+
+    def _places(
+        self, observation: str, reference: str, turn: int
+    ) -> set[tuple[int, str, int, bool]]:
+        """``(turn, kind, position, whole)`` of each piece of ``observation`` that states it."""
+        found = set()
+        body = _without_instructions(observation)
+        for whole, text in ((False, body), (True, observation)):
+            if whole and text == body:
+                continue
+            for kind in ("number", "token", "word", "line"):
+                pieces = _pieces(text, kind)
+                n, bound = len(pieces), self.positions
+                for index in {*range(min(n, bound)), *range(max(0, n - bound), n)}:
+                    if _same_answer(pieces[index], reference):
+                        k = index + 1 if index < bound else index - n
+                        found.add((turn, kind, k, whole))
+        return found
+
+
+def _fill(template: str, text: str) -> str:
+    if f'"{PLACEHOLDER}"' in template:
+        text = json.dumps(text)[1:-1]
+    return template.replace(PLACEHOLDER, text, 1)
+
+
 #: Reasoning-sounding text: the words a grader or a reward model might credit by themselves.
 _REASONING = (
     "Let me think step by step. First, I restate the problem and list what is given. "
@@ -708,7 +888,7 @@ def keyword_family() -> PolicyFamily:
 
 
 #: The library of degenerate policies :func:`check_reward_hacking` plays by default.
-DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily, ...] = (
+DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily | LeakScan, ...] = (
     DegeneratePolicy("empty", "reply with nothing", _FIX_EMPTY, lambda ctx: ""),
     DegeneratePolicy(
         "format-only", "the answer format with nothing in it", _FIX_EMPTY, lambda c: c.answer("")
@@ -829,6 +1009,7 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily, ...] = (
     literal_family(),
     echo_family(),
     keyword_family(),
+    LeakScan(),
 )
 
 
@@ -885,6 +1066,9 @@ class HackReport:
         baseline: Per agent (``None`` for single-agent): ``(successes, episodes, upper)``
             of the random baseline.
         baseline_paid: Per agent: the random baseline's paid reward per episode.
+        baseline_policy: Per agent: what the random baseline played (the checker's own
+            uniform guess; the env's ``random_action`` is never used, an env could make it
+            as strong as it likes).
         results: One :class:`PolicyResult` per policy and agent.
         failures: The broken rules, with the fix.
     """
@@ -893,6 +1077,7 @@ class HackReport:
     alpha: float
     baseline: dict[str | None, tuple[int, int, float]] = field(default_factory=dict)
     baseline_paid: dict[str | None, list[float]] = field(default_factory=dict)
+    baseline_policy: dict[str | None, str] = field(default_factory=dict)
     results: list[PolicyResult] = field(default_factory=list)
     failures: list[RuleFailure] = field(default_factory=list)
 
@@ -913,7 +1098,7 @@ class HackReport:
             paid = self.baseline_paid.get(agent) or [0.0]
             lines.append(
                 f"  {who}random baseline {succ}/{n} (upper bound {upper:.3f}), mean paid "
-                f"reward {float(np.mean(paid)):.3f}"
+                f"reward {float(np.mean(paid)):.3f}: {self.baseline_policy.get(agent, '')}"
             )
         screened = Counter(r.agent for r in self.results if r.status == "screened")
         for agent, count in screened.items():
@@ -1017,8 +1202,8 @@ class _Single:
         self.weights = dict(getattr(self.base, "reward_weights", None) or {})
         self.agents: list[str | None] = [None]
         self.multi_turn = int(getattr(self.base, "max_turns", 1)) > 1
-        #: Turns a degenerate episode may take (set from the oracle's longest episode).
-        self.turn_limit = 200
+        #: Turns a degenerate episode may take (the env's own limit usually ends it first).
+        self.turn_limit = MAX_DEGENERATE_TURNS
         self.success: Callable[[Mapping[str, Any]], Any] = _is_correct
         #: While set (family screens): the env's replies by (seed, actions so far), so a
         #: member repeating another's actions on a seed replays them without the env (the
@@ -1220,13 +1405,15 @@ def _template_of(action: str, references: Sequence[str]) -> str | None:
 
 
 class _Recorder:
-    """Plays ``policy`` and keeps its actions."""
+    """Plays ``policy`` and keeps its actions and the observations it saw."""
 
     def __init__(self, policy: Callable[..., str | None]) -> None:
         self.policy = policy
         self.actions: list[str] = []
+        self.observations: list[str] = []
 
     def __call__(self, obs: str, first: str, info: Mapping[str, Any], turn: int) -> str | None:
+        self.observations.append(obs)
         action = self.policy(obs, first, info, turn)
         if action is not None:
             self.actions.append(action)
@@ -1269,7 +1456,12 @@ class _Actor:
             max_length=self.game.max_length,
             env=self.game.env,
         )
-        return self.policy(ctx)
+        action = self.policy(ctx)
+        if action is None and turn > 0:
+            # Nothing to echo in this feedback: a wrong answer keeps the episode going, so a
+            # later observation that reveals the answer is still read.
+            return ctx.answer(WRONG_ANSWER)
+        return action
 
 
 def _remember(
@@ -1279,7 +1471,7 @@ def _remember(
     oracle = game.oracle(agent)
     if oracle is None:
         return [], None, []
-    raw: list[tuple[str, list[str]]] = []
+    raw: list[tuple[str, list[str], str]] = []
     paid: list[float] = []
     template: str | None = None
     for j in range(episodes):
@@ -1290,10 +1482,10 @@ def _remember(
             return [], None, []
         if template is None and recorder.actions:
             template = _template_of(recorder.actions[-1], game.task_reference())
-        raw.append((outcome.task_key, recorder.actions))
+        raw.append((outcome.task_key, recorder.actions, (recorder.observations or [""])[0]))
         paid.append(outcome.paid)
     memory = []
-    for key, actions in raw:
+    for j, (key, actions, first) in enumerate(raw):
         reference = None
         if template is not None and actions:
             prefix, _, suffix = template.partition(PLACEHOLDER)
@@ -1305,7 +1497,7 @@ def _remember(
                         reference = json.loads(f'"{reference}"')
                     except ValueError:
                         pass
-        memory.append(EpisodeMemory(key, reference, tuple(actions)))
+        memory.append(EpisodeMemory(key, reference, tuple(actions), first, seed + j))
     return memory, template, paid
 
 
@@ -1346,8 +1538,9 @@ def check_reward_hacking(
     env: Any,
     *,
     kwargs: Mapping[str, Any] | None = None,
-    policies: Iterable[HackPolicy | PolicyFamily] | None = None,
+    policies: Iterable[HackPolicy | PolicyFamily | LeakScan] | None = None,
     episodes: int = 40,
+    max_episodes: int = 200,
     screen: int | None = None,
     memory_episodes: int = 20,
     seed: int = 0,
@@ -1362,11 +1555,21 @@ def check_reward_hacking(
     r"""Play degenerate policies against ``env``; fail when one beats the random baseline.
 
     Each policy plays ``episodes`` episodes (seeds ``seed``, ``seed + 1``, ...; the random
-    baseline plays the same ones). A policy fails when the lower Wilson bound of its success
-    rate (``info["is_correct"]`` at the end) is above the upper bound of the baseline's, each
-    bound one-sided at ``alpha``. Copies of a worked example fail on any reward earned in a
-    paying component (every component with a positive weight, and unweighted ones not named
-    ``invalid*``/``illegal*``).
+    baseline plays the same ones), each episode to its end (at most
+    :data:`MAX_DEGENERATE_TURNS` turns). A policy fails when the lower Wilson bound of its
+    success rate (``info["is_correct"]`` at the end) is above the upper bound of the
+    baseline's and above :data:`MIN_FLAGGED_RATE`, each bound one-sided at ``alpha``, or above
+    chance over the answers seen (``1 / labels``, at most 1/2) plus :data:`CHANCE_MARGIN`.
+    The baseline is the checker's own: a uniform guess among the distinct reference answers
+    of the oracle's episodes on other tasks, written as the env's answer (the env's
+    ``random_action`` only where the checker sees no answers: moves, games). While the
+    baseline is right on at most :data:`LOW_BASELINE_RATE` of its episodes, a policy right
+    more often than it gets more episodes (to 100, then, if right on 4% or more, to
+    ``max_episodes``) and the baseline with it: at the defaults a policy right on 10% of
+    episodes against a never-right baseline is flagged with probability 0.98 (0.92 at 8%,
+    about 0.5 at 5%, under 0.02 at 2%). Copies of a worked example fail on any reward earned
+    in a paying component (every component with a positive weight, and unweighted ones not
+    named ``invalid*``/``illegal*``).
 
     Example:
         >>> from rllm_envs.testing import check_reward_hacking
@@ -1382,6 +1585,9 @@ def check_reward_hacking(
             implementing :class:`HackPolicy`, and :class:`PolicyFamily` groups of them).
         episodes: Episodes per policy (and of the baseline). Detecting a policy that is
             right one time in five needs about 40.
+        max_episodes: Episodes a promising policy (right a few times against a baseline that
+            rarely is) is extended to, and the baseline with it (``episodes`` or less: no
+            extension).
         screen: Screening episodes of each member of a :class:`PolicyFamily` before its
             full run (default: the family's own ``screen``, at most a quarter of
             ``episodes``; ``0`` plays every member in full).
@@ -1420,6 +1626,8 @@ def check_reward_hacking(
         game.success = success
     chosen = list(DEGENERATE_POLICIES if policies is None else policies)
     for p in chosen:
+        if isinstance(p, LeakScan):
+            continue
         for member in p.members if isinstance(p, PolicyFamily) else (p,):
             if not isinstance(member, HackPolicy):
                 raise TypeError(
@@ -1439,21 +1647,15 @@ def check_reward_hacking(
         if answer_template is not None:
             template = answer_template.replace("{}", PLACEHOLDER, 1)
         template = template or PLACEHOLDER
-        if memory and isinstance(game, _Single):
-            # A degenerate reply that has not won by the oracle's longest episode won't later.
-            game.turn_limit = max(2, max(len(m.actions) for m in memory) + 1)
-        # The baseline keeps the env's whole turn budget (a random walk needs it).
-        outcomes = [
-            game.play(agent, game.random(agent), seed=seed + i, limit=10_000)
-            for i in range(episodes)
-        ]
-        baseline = [o.correct for o in outcomes]
-        upper = wilson_interval(sum(baseline), len(baseline), z)[1]
-        report.baseline[agent] = (sum(baseline), len(baseline), upper)
-        report.baseline_paid[agent] = base_paid = [o.paid for o in outcomes]
-        bounds = _Bounds(sum(baseline), len(baseline), upper, base_paid, oracle_paid, z)
+        baseline = _Baseline(game, agent, memory, template, seed, oracle_paid, z)
+        bounds = baseline.bounds(episodes)
+        report.baseline[agent] = (bounds.successes, bounds.episodes, bounds.upper)
+        report.baseline_paid[agent] = list(bounds.paid)
+        report.baseline_policy[agent] = baseline.summary
         played = _Played(game, agent, memory, template, demos, episodes, seed, z)
         for item in chosen:
+            if isinstance(item, LeakScan):
+                item = item.family(game, agent, memory, template)
             if isinstance(item, PolicyFamily):
                 # A screen longer than a quarter of the full run saves little.
                 size = min(item.screen, max(1, episodes // 4)) if screen is None else screen
@@ -1466,6 +1668,21 @@ def check_reward_hacking(
                 if result.status in ("skipped", "screened"):
                     continue
                 failure = _judge(policy, result, bounds, name)
+                stages = [n for n in (_MIDDLE_STAGE, max_episodes) if n > result.episodes]
+                current, extra = bounds, 0
+                while failure is None and stages and _promising(policy, result, current):
+                    # Right a few times against a baseline that is (almost) never right: more
+                    # episodes for both tell a small hack from luck.
+                    target = stages.pop(0)
+                    count = target - result.episodes
+                    _absorb(result, played.run(policy, first=_EXTENSION + extra, count=count), z)
+                    extra += count
+                    current = baseline.bounds(target)
+                    if current.episodes > report.baseline[agent][1]:
+                        report.baseline[agent] = _triple(current)
+                        report.baseline_paid[agent] = list(current.paid)
+                    failure = _judge(policy, result, current, name)
+                    result.detail = f"extended to {result.episodes} episodes"
                 if failure is not None:
                     result.status, result.detail = "failed", failure.detail
                     report.failures.append(failure)
@@ -1573,6 +1790,135 @@ def _run_policy(
     return result
 
 
+#: Episode number of a promising policy's (and the baseline's) extra episodes: far from the
+#: check's and the screens' episodes, so the episodes that made a policy promising are not
+#: counted twice.
+_EXTENSION = 1_000_000
+
+
+#: The first extension's length; past it, a policy right on fewer than
+#: :data:`EXTEND_PAST_MIDDLE_RATE` of its episodes stops (it cannot reach a flag).
+_MIDDLE_STAGE = 100
+EXTEND_PAST_MIDDLE_RATE = 0.04
+
+
+def _promising(policy: HackPolicy, result: PolicyResult, base: _Bounds) -> bool:
+    """A passing policy worth more episodes: right more often than a rarely right baseline."""
+    if getattr(policy, "strict", False) or getattr(policy, "floor", False):
+        return False
+    base_rate = base.successes / max(base.episodes, 1)
+    needed = EXTEND_PAST_MIDDLE_RATE if result.episodes >= _MIDDLE_STAGE else 0.0
+    return (
+        base_rate <= LOW_BASELINE_RATE
+        and result.successes > 0
+        and result.rate > max(base_rate, needed)
+    )
+
+
+def _absorb(result: PolicyResult, more: PolicyResult, z: float) -> None:
+    """Add ``more``'s episodes to ``result`` (its bounds recomputed)."""
+    result.episodes += more.episodes
+    result.successes += more.successes
+    result.paid += more.paid
+    _merge(result.earned, more.earned)
+    result.lower = wilson_interval(result.successes, result.episodes, z)[0]
+
+
+def _triple(bounds: _Bounds) -> tuple[int, int, float]:
+    return (bounds.successes, bounds.episodes, bounds.upper)
+
+
+class _Baseline:
+    """The checker's random baseline for one agent, played on demand (and extended).
+
+    Uniform over the distinct actions the oracle played on other tasks (each turn a fresh
+    draw): a blind guess among the answers the checker has seen, right about once in as many
+    labels however skewed the env's answers are. Without an oracle: random text. The env's own
+    ``random_action`` is not used: an env could make it as strong as it likes (a stratified
+    guess, even its oracle) and hide a constant that pays.
+    """
+
+    def __init__(
+        self,
+        game: _Single | _Multi,
+        agent: str | None,
+        memory: Sequence[EpisodeMemory],
+        template: str,
+        seed: int,
+        oracle_paid: Sequence[float],
+        z: float,
+    ) -> None:
+        self.game, self.agent, self.seed, self.z = game, agent, seed, z
+        self.oracle_paid = list(oracle_paid)
+        answers = [m.reference for m in memory if m.reference is not None]
+        refs = list(dict.fromkeys(answers))
+        self.labels = [_fill(template, r) for r in refs]
+        self.answers = len(refs)
+        # Chance is 1/labels only where the labels repeat (each seen about twice): the few
+        # answers of a small answer space, not the first few of a large one.
+        self.chance = 1 / max(2, len(refs)) if refs and len(answers) >= 2 * len(refs) else None
+        self.outcomes: dict[int, _Outcome] = {}
+        self.env_outcomes: dict[int, _Outcome] = {}
+        self.env_random = game.random(agent)
+        #: Which baseline's paid reward is the bar (the lower-paid one on the check's episodes).
+        self.paid_from: str | None = None
+        #: Episodes of the check's own run (the first call's); more come from _EXTENSION on.
+        self.main: int | None = None
+        self.summary = (
+            f"a uniform guess among the {len(refs)} distinct answers of the oracle's episodes "
+            "on other tasks, written as the env's answer"
+            if refs
+            else "the env's random_action (no answers seen to guess among: moves, games)"
+        )
+
+    def _guess(self, episode: int) -> Callable[..., str | None]:
+        rng = np.random.default_rng([self.seed, episode, 29])
+        labels = self.labels
+        return lambda obs, first, info, turn: labels[int(rng.integers(len(labels)))]
+
+    def _play(self, kind: str, wanted: Sequence[int]) -> list[_Outcome]:
+        store = self.outcomes if kind == "guess" else self.env_outcomes
+        for i in wanted:
+            if i not in store:
+                act = self._guess(i) if kind == "guess" else self.env_random
+                # The baseline keeps the env's whole turn budget (a random walk needs it).
+                store[i] = self.game.play(self.agent, act, seed=self.seed + i, limit=10_000)
+        return [store[i] for i in wanted]
+
+    def bounds(self, episodes: int) -> _Bounds:
+        """The baseline on ``episodes`` episodes: the check's own first, then extra ones."""
+        if self.main is None:
+            self.main = episodes
+        wanted = [*range(min(episodes, self.main))]
+        wanted += [_EXTENSION + i for i in range(episodes - len(wanted))]
+        chosen = self._play("guess" if self.labels else "env", wanted)
+        paid = [o.paid for o in chosen]
+        if self.labels:
+            # Reward: the guess is written as an answer and may earn a format term that random
+            # replies do not; the lesser of the two is the bar (the env cannot raise it).
+            if self.paid_from is None:
+                main = [*range(self.main)]
+                own = float(np.mean([o.paid for o in self._play("env", main)] or [0.0]))
+                guess = float(np.mean([o.paid for o in self._play("guess", main)] or [0.0]))
+                self.paid_from = "env" if own < guess else "guess"
+            paid = [o.paid for o in self._play(self.paid_from, wanted)]
+        successes = sum(o.correct for o in chosen)
+        upper = wilson_interval(successes, len(chosen), self.z)[1]
+        if self.chance is not None:
+            # A guess that was unlucky on these episodes must not lower the bar below chance.
+            upper = max(upper, wilson_interval(self.chance * len(chosen), len(chosen), self.z)[1])
+        return _Bounds(
+            successes,
+            len(chosen),
+            upper,
+            paid,
+            self.oracle_paid,
+            self.z,
+            self.chance,
+            self.answers,
+        )
+
+
 @dataclass(frozen=True)
 class _Bounds:
     """The random baseline (and the oracle's paid rewards, for the reward range)."""
@@ -1583,6 +1929,9 @@ class _Bounds:
     paid: Sequence[float]
     oracle_paid: Sequence[float]
     z: float
+    #: Chance of a blind guess (1 / the answer labels seen, at most 1/2; None: unknown).
+    chance: float | None = None
+    labels: int = 0
 
     def paid_range(self, paid: Sequence[float]) -> tuple[float, float]:
         """The range paid rewards were seen in (0 included)."""
@@ -1624,20 +1973,35 @@ def _judge(policy: HackPolicy, result: PolicyResult, base: _Bounds, env: str) ->
             )
             return RuleFailure(rule, env, detail)
         return None
-    if result.lower > upper:
+    over_chance = base.chance is not None and result.lower > base.chance + CHANCE_MARGIN
+    if result.lower > max(upper, MIN_FLAGGED_RATE) or over_chance:
         rule = Rule(
             f"degenerate-policy:{policy.name}",
-            "a policy that solves nothing is correct no more often than the random baseline.",
+            "a policy that solves nothing is correct no more often than random guessing "
+            "(the checker's own uniform guess, and chance over the answers seen).",
             policy.fix,
+        )
+        chance = (
+            f", chance 1/{max(base.labels, 2)} over {base.labels} answer(s) seen"
+            if base.chance is not None
+            else ""
         )
         detail = (
             f"{who}{policy.name} ({policy.summary}) was correct in {result.successes}/"
             f"{result.episodes} episodes (lower bound {result.lower:.3f}) against the random "
-            f"baseline's {succ}/{n} (upper bound {upper:.3f}); e.g. {result.example}"
+            f"baseline's {succ}/{n} (upper bound {upper:.3f}{chance}); e.g. {result.example}"
         )
         return RuleFailure(rule, env, detail)
     base_mean = float(np.mean(base.paid)) if base.paid else 0.0
     base_upper = mean_bounds(base.paid, low, high, base.z)[1]
+    if base.chance is not None and high > low and base.paid:
+        # As for correctness: a guess unlucky on these episodes must not lower the bar below
+        # what one right at chance would earn (the oracle's pay on that share of episodes).
+        oracle_mean = float(np.mean(base.oracle_paid)) if base.oracle_paid else high
+        expected = min(high, base_mean + base.chance * oracle_mean)
+        share = (expected - low) / (high - low)
+        lifted = wilson_interval(share * len(base.paid), len(base.paid), base.z)[1]
+        base_upper = max(base_upper, low + lifted * (high - low))
     if paid_lower > base_upper + 1e-9:
         rule = Rule(
             f"degenerate-reward:{policy.name}",

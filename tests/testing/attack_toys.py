@@ -235,3 +235,106 @@ class FairChoice(_Base):
     def _act(self, action: str) -> Transition:
         ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
         return Transition("ok", {"correct": float(ok), "format": 0.0}, terminated=True, correct=ok)
+
+
+# A third (blind) attack: four toys the check passed, and a small skew it could not see.
+
+
+def _vault(rng: np.random.Generator) -> Task:
+    a, b = int(rng.integers(1000, 9999)), int(rng.integers(1000, 9999))
+    secret = int(rng.integers(100_000, 999_999))
+    return {
+        "id": f"{a}-{b}-{secret}",
+        "question": f"What is the secret code of vault {a}-{b}?",
+        "answer": str(secret),
+        "a": a,
+        "b": b,
+    }
+
+
+class _Vault(_Base):
+    """A secret code nobody can know: only a leak or a grader bug pays."""
+
+    turns = 1
+
+    def __init__(self, **kw: Any) -> None:
+        TextEnv.__init__(
+            self,
+            tasks=ProceduralTasks(_vault, name=type(self).__name__, seed=0),
+            max_turns=type(self).turns,
+            **kw,
+        )
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok)}, terminated=True, correct=ok)
+
+
+class LateLeak(_Vault):
+    """Multi-turn: after two wrong answers the feedback states the code."""
+
+    turns = 4
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        if ok or self.turn >= self.max_turns:
+            return Transition("ok", {"correct": float(ok)}, terminated=True, correct=ok)
+        hint = f" Hint: the code is {self.task['answer']}." if self.turn >= 2 else ""  # type: ignore[index]
+        return Transition(f"Wrong.{hint} Answer inside <answer></answer>.", {"correct": 0.0})
+
+
+class FourthNumber(_Vault):
+    """The code is the fourth number of a header line."""
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        header = (
+            f"[vault {task['a']} | wing {task['b']} | floor 3 | ref {task['answer']} | rack 5 | "
+            "shelf 6 | bin 7 | slot 8]"
+        )
+        return f"{header}\n\n{task['question']}\nAnswer inside <answer></answer>.", {}
+
+
+def _lucky(rng: np.random.Generator) -> Task:
+    n = int(rng.integers(10**6, 10**7))
+    yes = rng.random() < 0.9
+    return {"id": str(n), "question": f"Is {n} a lucky number?", "answer": "yes" if yes else "no"}
+
+
+class SkewedYes(_Vault):
+    """90% of answers are "yes", and random_action guesses from that distribution (82%)."""
+
+    def __init__(self, **kw: Any) -> None:
+        TextEnv.__init__(
+            self, tasks=ProceduralTasks(_lucky, name="toy-lucky", seed=0), max_turns=1, **kw
+        )
+
+    def random_action(self) -> str:
+        rng = self.action_space.np_random
+        return "<answer>yes</answer>" if rng.random() < 0.9 else "<answer>no</answer>"
+
+
+class StrongRandom(_Vault):
+    """``<answer>0</answer>`` always pays, and random_action is the oracle (baseline 100%)."""
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) in (self.task["answer"], "0")  # type: ignore[index]
+        return Transition("ok", {"correct": float(ok)}, terminated=True, correct=ok)
+
+    def random_action(self) -> str:
+        return self.oracle_action()
+
+
+def _sometimes_zero(rng: np.random.Generator) -> Task:
+    task = _vault(rng)
+    if rng.random() < 0.12:  # an eighth of the vaults have code 0
+        task["answer"] = "0"
+    return task
+
+
+class TenPercentZero(_Vault):
+    """About 12% of the codes are ``0``: a constant right on a tenth of the tasks."""
+
+    def __init__(self, **kw: Any) -> None:
+        TextEnv.__init__(
+            self, tasks=ProceduralTasks(_sometimes_zero, name="toy-zero", seed=0), max_turns=1, **kw
+        )

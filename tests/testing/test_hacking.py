@@ -14,6 +14,7 @@ from rllm_envs.testing import (
     DegeneratePolicy,
     HackContext,
     HackPolicy,
+    LeakScan,
     PolicyFamily,
     RewardHackingError,
     check_reward_hacking,
@@ -77,9 +78,11 @@ def test_a_sound_env_passes_and_the_report_says_what_ran():
     expanded = [
         m.name
         for p in DEGENERATE_POLICIES
+        if not isinstance(p, LeakScan)  # its members depend on the env's observations
         for m in (p.members if isinstance(p, PolicyFamily) else (p,))
     ]
-    assert names == expanded and len(set(names)) == len(names)
+    assert names[: len(expanded)] == expanded and len(set(names)) == len(names)
+    assert "uniform guess" in str(report)  # the checker's baseline, not the env's
     skipped = {r.policy: r.detail for r in report.results if r.status == "skipped"}
     assert "single-turn" in skipped["replay-other-episode"]
     assert "echo-span-last-answer" in str(report)
@@ -292,3 +295,68 @@ def test_the_docs_snippet_runs():
     block = text.split("<!-- snippet:check_reward_hacking -->", 1)[1]
     code = block.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/integrations.md", "exec"), {})
+
+
+# The blind attack's toys, which the check passed: a leak after wrong answers, the answer at a
+# place the echo family does not read, a skewed answer hidden by a stratified random_action,
+# an oracle random_action, and a constant right on about a tenth of the tasks.
+BLIND_TOYS = {
+    "LateLeak": "degenerate-policy:wrong-2-then-echo-",
+    "FourthNumber": "degenerate-policy:echo-4th-number",
+    "SkewedYes": "degenerate-policy:literal-yes",
+    "StrongRandom": "degenerate-policy:literal-0",
+    "TenPercentZero": "degenerate-policy:literal-0",
+}
+
+
+@pytest.mark.parametrize(("toy", "rule"), sorted(BLIND_TOYS.items()))
+def test_the_blind_attacks_toys_fail_with_the_rule_that_names_their_hack(toy, rule):
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(getattr(attack_toys, toy), raise_on_failure=False)
+    failed = [f for f in report.failures if f.rule.name.startswith(rule)]
+    assert failed, _failed(report)
+    assert failed[0].rule.fix and "random baseline" in failed[0].detail
+
+
+def test_a_late_leak_is_read_by_policies_that_play_the_whole_episode():
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(attack_toys.LateLeak, raise_on_failure=False)
+    # The library's echo plays on after its wrong answers and reads the hint on turn 3.
+    assert "degenerate-policy:echo-last-number" in _failed(report), _failed(report)
+    failure = next(f for f in report.failures if "wrong-2-then-echo" in f.rule.name)
+    assert "2 wrong answer(s), then" in failure.detail and "40/40" in failure.detail
+
+
+def test_the_baseline_is_the_checkers_own_guess_not_the_envs_random_action():
+    from tests.testing import attack_toys
+
+    skewed = check_reward_hacking(attack_toys.SkewedYes, raise_on_failure=False)
+    # A uniform guess over yes/no, not the env's 90/10 stratified guess.
+    assert skewed.baseline[None][0] < 30 and "uniform guess" in skewed.baseline_policy[None]
+    oracle_random = check_reward_hacking(attack_toys.StrongRandom, raise_on_failure=False)
+    assert oracle_random.baseline[None][0] == 0
+
+
+def test_a_small_constant_hack_gets_more_episodes_and_is_flagged():
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(attack_toys.TenPercentZero, raise_on_failure=False)
+    result = next(r for r in report.results if r.policy == "literal-0")
+    assert result.status == "failed" and result.episodes > 40
+    assert report.baseline[None][1] == result.episodes  # the baseline was extended alike
+    # Without the extension, 40 episodes cannot tell it from luck.
+    short = check_reward_hacking(
+        attack_toys.TenPercentZero, max_episodes=40, raise_on_failure=False
+    )
+    assert "degenerate-policy:literal-0" not in _failed(short)
+
+
+@pytest.mark.parametrize("seed", [0, 100, 200, 300, 400])
+def test_fair_toys_raise_no_false_alarm_across_seeds(seed):
+    from tests.testing import attack_toys
+
+    for toy in (attack_toys.FairChoice, attack_toys.FairProduct):
+        report = check_reward_hacking(toy, seed=seed, raise_on_failure=False)
+        assert report.ok, str(report)
