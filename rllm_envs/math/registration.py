@@ -11,7 +11,8 @@ ENVS: tuple[EnvEntry, ...] = (
             "rllm/Math-v0": (
                 "`correct` and `format` need one clean final box with the value in final form, "
                 "named tuples match by name, tasks come from held-out universes keyed by the "
-                "question's numbers"
+                "question's numbers (a family split only where each universe keeps 20 distinct "
+                "questions), no answer above max(1/labels, 5%) of a family's tasks"
             )
         },
         entry_point="rllm_envs.math.math_env:MathEnv",

@@ -23,7 +23,10 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
         id="rllm/Debate-v1",
         previous={
-            "rllm/Debate-v0": ("answers are graded in final form from held-out task universes")
+            "rllm/Debate-v0": (
+                "answers are graded in final form from held-out task universes, on Math-v1's "
+                "answer-balanced tasks"
+            )
         },
         entry_point="rllm_envs.multiagent.debate:DebateEnv",
         description="Debater agents answer a math problem, read each other's answers and "

@@ -10,7 +10,9 @@ ENVS: tuple[EnvEntry, ...] = (
         previous={
             "rllm/ToolUse-v0": (
                 "a math answer counts only as its value in final form, tasks come from held-out "
-                "universes keyed by the question's numbers"
+                "universes keyed by the question's numbers (a family split only where each "
+                "universe keeps 20 distinct questions), no answer above max(1/labels, 5%) of a "
+                "family's tasks"
             )
         },
         entry_point="rllm_envs.tooluse.tooluse_env:ToolUseEnv",
