@@ -114,6 +114,16 @@ PATTERNS: dict[str, tuple[str, list[str], list[str]]] = {
         ["hello-world", "a-b"],
         ["Hello World", "A B"],
     ),
+    "unittest": (
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    CASES = [('Hello World', 'hello-world')]\n\n"
+        "    def test_a(self):\n        for text, want in self.CASES:\n"
+        "            with self.subTest(text=text):\n"
+        "                self.assertEqual(slugify(text), want)\n"
+        "            self.assertIn(slugify(text), [want])\n",
+        ["hello-world"],
+        ["Hello World"],
+    ),
     "approx-and-in": (
         "CASES = [('Hello World', ['hello-world', 'hello_world'], 0.5)]\n\n"
         "def test_a():\n    for text, allowed, ratio in CASES:\n"
