@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import git_commit, machine
+from benchmarks.provenance import git_commit, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "frozenlake_curriculum.yaml"
@@ -110,7 +110,8 @@ def run_arm(
     return {
         "kind": kind,
         "seed": seed,
-        "git_commit": _machine()["git_commit"],
+        # An arm can be reused by a later run (--reuse): the commit it ran at.
+        "commit": git_commit(),
         "target": target,
         "budget": {"iterations": iterations, "minutes": max_minutes},
         "reached": reached,
@@ -156,10 +157,6 @@ def baselines(maps: int = 500) -> dict[str, float]:
     return {**out, "maps": maps}
 
 
-def _machine() -> dict[str, Any]:
-    return {**machine(), "git_commit": git_commit()}
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.curriculum", description=__doc__)
     parser.add_argument("--target", type=float, default=0.3, help="success at the hardest level")
@@ -192,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         (runs / args.arm / "arm.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
         return 0
-    started = time.time()
     from rllm_adapters.trainer.distributed import child_env
 
     env = child_env()
@@ -261,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind in args.arms
     }
     result = {
-        "command": "python -m benchmarks.curriculum " + " ".join(argv or sys.argv[1:]),
+        **provenance("benchmarks.curriculum", argv),
         "config": str(CONFIG.relative_to(ROOT)),
         "overrides": list(args.overrides),
         "target_success_at_hardest": args.target,
@@ -271,8 +267,6 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_s_to_target": cpu,
         "verdict": verdict,
         "baselines_at_hardest": baselines(),
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "machine": _machine(),
         "runs": seeds,
     }
     summary = ("episodes_to_target", "cpu_s_to_target", "verdict")

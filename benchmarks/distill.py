@@ -39,6 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import provenance
+
 ENV_ID = "rllm/FrozenLake-v1"
 #: Difficulty 1 = random 4x4 maps with a guaranteed path (not the fixed Gymnasium 4x4).
 #: A 10-move budget: every 4x4 map needs exactly 6 (S and G sit in opposite corners); the
@@ -293,8 +295,11 @@ def _maps(indices: Sequence[int]) -> list[tuple[str, ...]]:
         env.close()
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    """The whole recipe; returns the results dict (also written to ``<out>/results.json``)."""
+def run(args: argparse.Namespace, argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The whole recipe; returns the results dict (also written to ``<out>/results.json``).
+
+    ``argv``, the command-line arguments, is recorded in the results as their command.
+    """
     import torch
 
     from rllm_adapters.tiny_model import tiny_model_path
@@ -418,6 +423,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     rl_metrics = read_metrics(out / "rl" / "metrics.jsonl")
     results = {
+        **provenance("benchmarks.distill", argv),
         "env": ENV_ID,
         "env_kwargs": ENV_KWARGS,
         "agent": AGENT,
@@ -474,7 +480,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "rl_config": args.rl_config,
         },
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "machine": {"cpus": os.cpu_count(), "note": "shared, busy machine"},
     }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     plot(results, out / "curves.png")
@@ -582,7 +587,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.distill``."""
     args = _parser().parse_args(argv)
-    results = run(args)
+    results = run(args, argv)
     out = Path(args.out)
     if args.stage == "all":
         if args.results:

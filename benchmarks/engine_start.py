@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import load_1m, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "engine_start.json"
@@ -53,7 +54,7 @@ def probe(model: str, eager: bool) -> dict[str, Any]:
         "enforce_eager": eager,
         "start_s": round(started, 2),
         "tokens_per_s": [round(r, 1) for r in rates],
-        "load_average_1m": round(os.getloadavg()[0], 2),
+        "load_average_1m": load_1m(),
     }
 
 
@@ -68,8 +69,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.probe:
         print(json.dumps(probe(args.probe[0], args.probe[1] == "1")))
         return 0
-    from benchmarks.provenance import git_commit, machine
-
     runs = []
     for model in args.models:
         for _ in range(args.rounds):
@@ -90,10 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "median_tokens_per_s": sorted(rates)[len(rates) // 2],
             }
     payload = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "python -m benchmarks.engine_start " + " ".join(argv or sys.argv[1:]),
-        "machine": machine(tools=True),
-        "commit": git_commit(),
+        **provenance("benchmarks.engine_start", argv, tools=True),
         "summary": summary,
         "runs": runs,
     }

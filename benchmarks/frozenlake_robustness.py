@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import load_1m, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "frozenlake_ppo.yaml"
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = []
     for layout in args.layouts:
         for seed in args.seeds:
-            load = round(os.getloadavg()[0], 2)
+            load = load_1m()
             runs.append({**run_one(layout, seed, args.config, args.overrides, args.workdir)})
             runs[-1]["load_average_1m_at_start"] = load
     per_layout = {
@@ -145,11 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (mine := [r for r in runs if r["layout"] == layout])
     }
     record = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **provenance("benchmarks.frozenlake_robustness", argv),
         "config": str(args.config),
         "overrides": list(args.overrides),
-        "command": "python -m benchmarks.frozenlake_robustness " + " ".join(argv or sys.argv[1:]),
-        "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count()},
         "layouts": {name: LAYOUTS[name] for name in args.layouts},
         "per_layout": per_layout,
         "runs": runs,

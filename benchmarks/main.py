@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -50,10 +49,10 @@ from benchmarks.leaderboard.report import Section, load_run, write_report
 from benchmarks.leaderboard.runner import (
     LeaderboardConfig,
     eval_episodes,
-    provenance,
     run,
     source_size,
 )
+from benchmarks.provenance import LoadSampler, provenance
 from rllm_envs.error import DependencyNotInstalled
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,26 +270,14 @@ def job_summary(
     stages: Stages,
     *,
     argv: list[str],
-    load_start: tuple[float, float, float],
+    load: LoadSampler,
     trained: bool,
 ) -> dict[str, Any]:
     """The machine-readable result of the job (``main_leaderboard.json``)."""
     runs = [load_run(d) for d in run_dirs]
-    prov = provenance()
     first = runs[0].meta["config"] if runs else {}
     return {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": " ".join(["python -m benchmarks.main", *argv]).strip(),
-        "commit": prov["git_commit"],
-        "git_dirty": prov["git_dirty"],
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_average_start": [round(x, 2) for x in load_start],
-            "load_average_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "versions": prov["versions"],
+        **provenance("benchmarks.main", argv, load=load),
         "settings": {
             "n_tasks": first.get("n_tasks"),
             "k": first.get("k"),
@@ -418,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 
     console = Console()
-    load_start = os.getloadavg()
+    load = LoadSampler().start()
     stages = Stages()
     env_ids = args.envs or _available(
         [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()], console
@@ -485,9 +472,10 @@ def main(argv: list[str] | None = None) -> int:
         run_dirs,
         stages,
         argv=argv,
-        load_start=load_start,
+        load=load,
         trained=not args.skip_train,
     )
+    load.stop()
     text = json.dumps(result, indent=2) + "\n"
     (args.out / "main_leaderboard.json").write_text(text, encoding="utf-8")
     if args.results is not None:

@@ -43,6 +43,29 @@ RESULTS = ROOT / "benchmarks" / "results"
 _BLOCK = re.compile(r"<!-- results:(?P<name>[\w.-]+) -->\n.*?<!-- /results:(?P=name) -->", re.S)
 
 
+def _commit(data: dict[str, Any]) -> str:
+    """The short commit of a results file (``git_commit`` in files older than one provenance)."""
+    return str(data.get("commit") or data.get("git_commit") or "")[:10]
+
+
+def _versions(data: dict[str, Any]) -> dict[str, str]:
+    """The package versions of a results file: under ``machine``, or at the top in older files."""
+    return dict(data.get("versions") or data.get("machine", {}).get("versions", {}))
+
+
+def _load(machine: dict[str, Any]) -> str:
+    """How busy the machine was: sampled during the run, at its start and end, or at the end."""
+    during = machine.get("load_average_1m_during") or {}
+    if during:
+        return f"load {during['min']}-{during['max']} (mean {during['mean']}) during the run"
+    if "load_average_start" in machine:
+        return (
+            f"load average {machine['load_average_start'][0]} at the start and "
+            f"{machine.get('load_average_end', ['?'])[0]} at the end"
+        )
+    return f"load {machine.get('load_average_1m', '?')} at the end"
+
+
 def _goal(row: dict[str, Any]) -> str:
     goal = row.get("goal")
     if goal is None:
@@ -66,14 +89,14 @@ def _render_agreement(name: str, data: dict[str, Any]) -> str:
         )
     met = "met" if speed["speedup"] >= speed["goal"] else "**missed**"
     machine = data.get("machine", {})
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items()))
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(_versions(data).items()))
     lines += [
         "",
         f"Boxed-mode grading of the {speed['mix_items']}-response mix: "
         f"{speed['rllm_boxed_median_s'] * 1000:.0f} ms vs math-verify's "
         f"{speed['math_verify_median_s'] * 1000:.0f} ms (medians), **{speed['speedup']:.0f}x** "
         f"(goal >= {speed['goal']}x, {met}). From `benchmarks/results/{name}.json` "
-        f"({data.get('time', '?')}, commit `{str(data.get('git_commit', ''))[:10]}`, "
+        f"({data.get('time', '?')}, commit `{_commit(data)}`, "
         f"{machine.get('cpu_count', '?')} CPUs, Python {machine.get('python', '?')}; {versions}).",
     ]
     return "\n".join(lines)
@@ -121,8 +144,9 @@ def _render_distill(name: str, data: dict[str, Any]) -> str:
         "",
         f"{held['layout_seen_in_sft_data']:.0%} of the held-out maps (new task indices) have a "
         "layout that also occurs in the SFT data, so the last column is the stricter test. Time: "
-        f"{total / 60:.1f} min in all ({parts}) on {machine.get('cpus', '?')} CPUs "
-        f"({machine.get('note', '')}). From `benchmarks/results/{name}.json`.",
+        f"{total / 60:.1f} min in all ({parts}) on "
+        f"{machine.get('cpu_count', machine.get('cpus', '?'))} CPUs "
+        f"({machine.get('note') or _load(machine)}). From `benchmarks/results/{name}.json`.",
     ]
     return "\n".join(lines)
 
@@ -198,19 +222,13 @@ def _render_real_model(name: str, data: dict[str, Any]) -> str:
         if per_update is not None
         else ""
     )
-    during = machine.get("load_average_1m_during") or {}
-    load = (
-        f"load {during['min']}-{during['max']} (mean {during['mean']}) during the run"
-        if during
-        else f"load {machine.get('load_average_1m', '?')} at the end"
-    )
     lines += [
         "",
         f"{goal_text} Training: {training.get('iterations')} GRPO iterations{pace}, "
         f"{training.get('episodes')} episodes, "
         f"{training.get('groups_skipped')} zero-signal groups skipped before the forward pass. "
         f"From `benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, config "
-        f"`{data['config']}`; {machine.get('cpu_count', '?')} CPUs, {load}).",
+        f"`{data['config']}`; {machine.get('cpu_count', '?')} CPUs, {_load(machine)}).",
     ]
     return "\n".join(lines)
 
@@ -243,7 +261,7 @@ def _render_perf(name: str, data: dict[str, Any]) -> str:
         "| measured | time | baseline (same run) | baseline time | ratio | goal |",
         "|---|---|---|---|---|---|",
     ]
-    versions = dict(data.get("machine", {}).get("versions", {}))
+    versions = _versions(data)
     loads = []
     for row in data["rows"]:
         extra = row.get("extra", {})
@@ -276,7 +294,7 @@ def _render_perf(name: str, data: dict[str, Any]) -> str:
         "Times are medians (means in a row marked `(means)`: its baseline was timed apart); "
         "`time` = our time / the baseline's, `speedup` = the baseline's time / ours. From "
         f"`benchmarks/results/{name}.json` ({data.get('time', '?')}, commit "
-        f"`{str(data.get('commit', ''))[:10]}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
+        f"`{_commit(data)}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
         f"load {during}{machine.get('load_average_1m', '?')} at the end, "
         f"Python {machine.get('python', '?')}; "
         f"{listed}).",
@@ -315,12 +333,12 @@ def _render_warm_cold(name: str, data: dict[str, Any]) -> str:
             during = "" if load is None else f" (1-minute load {load} after the row)"
             notes.append(f"- `{row['benchmark']}`: {extra['note']}{during}.")
     machine = data.get("machine", {})
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(machine.get("versions", {}).items()))
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(_versions(data).items()))
     lines += ["", *notes, *([""] if notes else [])]
     lines.append(
         "Warm: the rounds after the first call; cold: the first call. From "
         f"`benchmarks/results/{name}.json` ({data.get('time', '?')}, commit "
-        f"`{str(data.get('commit', ''))[:10]}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
+        f"`{_commit(data)}`, {machine.get('cpu_count', '?')} CPUs, 1-minute "
         f"load {machine.get('load_average_1m', '?')} at the end, "
         f"Python {machine.get('python', '?')}; {versions})."
     )
@@ -348,18 +366,15 @@ def _render_main_leaderboard(name: str, data: dict[str, Any]) -> str:
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in data["stages_s"].items())
     machine, settings = data.get("machine", {}), data["settings"]
-    versions = ", ".join(
-        f"{k} {v}" for k, v in sorted(data.get("versions", {}).items()) if k != "rllm-envs"
-    )
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(_versions(data).items()) if k != "rllm-envs")
     rl = data.get("real_model_rl") or {}
     lines += [
         "",
         f"{settings['n_tasks']} tasks per env, k={settings['k']}. Time: "
         f"**{data['total_s'] / 60:.1f} min** in all ({stages}) on {machine.get('cpu_count', '?')} "
-        f"CPUs, load average {machine.get('load_average_start', ['?'])[0]} at the start and "
-        f"{machine.get('load_average_end', ['?'])[0]} at the end. From "
+        f"CPUs, {_load(machine)}. From "
         f"`benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
-        f"`{str(data.get('commit', ''))[:10]}`; {versions}).",
+        f"`{_commit(data)}`; {versions}).",
     ]
     if rl:
         lines += [
@@ -395,7 +410,7 @@ def _render_heldout_overlap(name: str, data: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         f"From `benchmarks/results/{name}.json` (`{data.get('command', '?')}`, "
-        f"{data.get('time', '?')}, commit `{str(data.get('git_commit', ''))[:10]}`, "
+        f"{data.get('time', '?')}, commit `{_commit(data)}`, "
         f"{machine.get('cpu_count', '?')} CPUs): first {data['envs'][0].get('num_tasks', '?')} "
         "tasks of the training seed 0 against the evaluation seed. A lookup replays the "
         "oracle's training replies under a key of the question (the whole question, its sorted "
@@ -434,11 +449,11 @@ def render(name: str) -> str:
             f"{row['ratio']:.2f}x {row['metric'].replace('_', ' ')} | {_goal(row)} |"
         )
     machine = data.get("machine", {})
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(machine.get("versions", {}).items()))
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(_versions(data).items()))
     lines.append("")
     lines.append(
         f"From `benchmarks/results/{name}.json` ({data.get('time', '?')}, commit "
-        f"`{str(data.get('commit', ''))[:10]}`, {machine.get('cpu_count', '?')} CPUs, load "
+        f"`{_commit(data)}`, {machine.get('cpu_count', '?')} CPUs, load "
         f"{machine.get('load_average_1m', '?')}, "
         f"Python {machine.get('python', '?')}; {versions})."
     )

@@ -28,17 +28,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import git_commit
+from benchmarks.provenance import LoadSampler, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
@@ -46,41 +43,6 @@ RESULTS = ROOT / "benchmarks" / "results" / "real_model_rl.json"
 CURVE = ROOT / "docs" / "real_model" / "learning_curve.png"
 #: The trained held-out pass@1 must reach this multiple of the base's (and the intervals part).
 GOAL_RATIO = 1.5
-
-
-class LoadSampler:
-    """The machine's 1-minute load average every ``every_s`` seconds, in a daemon thread."""
-
-    def __init__(self, every_s: float = 60.0) -> None:
-        self.every_s = every_s
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while True:
-            self.samples.append(round(os.getloadavg()[0], 2))
-            if self._stop.wait(self.every_s):
-                return
-
-    def __enter__(self) -> LoadSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def summary(self) -> dict[str, Any]:
-        """Min, mean and max of the samples, and how many there were."""
-        values = self.samples or [round(os.getloadavg()[0], 2)]
-        return {
-            "samples": len(values),
-            "every_s": self.every_s,
-            "min": min(values),
-            "mean": round(sum(values) / len(values), 2),
-            "max": max(values),
-        }
 
 
 def goal(base: dict[str, Any], trained: dict[str, Any]) -> dict[str, Any]:
@@ -221,18 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cwd=ROOT,
     )
     result = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": git_commit(),
+        **provenance("benchmarks.real_model_rl", argv, load=load),
         "config": str(args.config),
         "overrides": list(args.overrides),
-        "command": "python -m benchmarks.real_model_rl " + " ".join(argv or sys.argv[1:]),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "load_average_1m": round(os.getloadavg()[0], 2),
-            "load_average_1m_during": load.summary(),
-        },
         "experiment_s": round(time.time() - started, 1),
         "phases_s": phases,
         "base": base,

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -34,6 +32,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import load_1m, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
@@ -106,7 +106,7 @@ def run_variant(
         "logging.progress=false",
         "logging.tensorboard=false",
     ]
-    load_before = os.getloadavg()[0]
+    load_before = load_1m()
     started = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT)
     rows = [
@@ -120,7 +120,7 @@ def run_variant(
         "overrides": list(extra) + overrides,
         "iterations": len(rows),
         "wall_s": round(time.perf_counter() - started, 1),
-        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "load_average_1m": [load_before, load_1m()],
         "stages_s": {stage: _mean(steady, f"perf/{stage}_s") for stage in STAGES},
         "first_iteration_s": rows[0].get("perf/iteration_s") if rows else None,
         "train_tokens": _mean(steady, "perf/train_tokens"),
@@ -151,16 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 name, args.config, args.iterations, args.overrides, Path(tmp)
             )
     record = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **provenance("benchmarks.real_model_stages", argv),
         "config": str(args.config.resolve().relative_to(ROOT))
         if args.config.resolve().is_relative_to(ROOT)
         else str(args.config),
-        "command": "python -m benchmarks.real_model_stages " + " ".join(argv or sys.argv[1:]),
-        "machine": {
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "note": "shared machine: compare variants of one run, not across runs",
-        },
+        # Each variant records the load before and after it: compare variants of one run.
         "variants": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

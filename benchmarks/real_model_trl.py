@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from benchmarks.provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
@@ -158,15 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_dir = ROOT / output_dir
     started = time.time()
     result: dict[str, Any] = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **provenance("benchmarks.real_model_trl", argv),
         "config": str(args.config),
         "overrides": list(args.overrides),
-        "command": "python -m benchmarks.real_model_trl " + " ".join(argv or sys.argv[1:]),
-        "machine": {
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            "load_average_1m": round(os.getloadavg()[0], 2),
-        },
         "training": train(config, output_dir, updates),
     }
     if not args.skip_eval:

@@ -404,7 +404,9 @@ def html_page(
     ]
     for rank, run in enumerate(runs, 1):
         episodes = sum(m["episodes"] for m in run.summary["envs"].values())
-        commit = (run.meta.get("provenance", {}).get("git_commit") or "")[:10]
+        prov = run.meta.get("provenance", {})
+        # ``git_commit`` in run directories written before provenance had one shape.
+        commit = (prov.get("commit") or prov.get("git_commit") or "")[:10]
         out.append(
             f"<tr><td class='n'>{rank}</td><td>{html.escape(run.name)}</td>"
             f"<td class='n'>{_fmt(run.summary['overall_pass@1'])}</td>"

@@ -1,6 +1,6 @@
 """Leaderboard runs: fixed evaluation episodes, results written episode by episode, resumable.
 
-A run directory holds ``meta.json`` (provenance: config, package versions, git commit),
+A run directory holds ``meta.json`` (config and :func:`benchmarks.provenance.provenance`),
 ``episodes.jsonl`` (one :class:`~benchmarks.leaderboard.protocol.EpisodeRecord` per line,
 appended and flushed as each episode ends), ``summary.json`` (metrics per env) and, with
 ``transcripts=True``, ``transcripts.jsonl`` (each episode's conversation). Running the
@@ -19,8 +19,6 @@ maps of the same size (:data:`FROZENLAKE_RANDOM_4X4`).
 from __future__ import annotations
 
 import json
-import platform
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -40,7 +38,7 @@ from benchmarks.leaderboard.protocol import (
     Player,
     is_multiagent,
 )
-from benchmarks.provenance import git_commit, git_dirty, versions
+from benchmarks.provenance import provenance
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.tasks import EVAL_TASK_SEED
 
@@ -121,17 +119,6 @@ def eval_episodes(
     ]
 
 
-def provenance() -> dict[str, Any]:
-    """Package versions, git commit, Python and platform, for a run's ``meta.json``."""
-    return {
-        "versions": versions(),
-        "git_commit": git_commit() or None,
-        "git_dirty": git_dirty(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
 def _load_records(path: Path) -> list[EpisodeRecord]:
     if not path.exists():
         return []
@@ -208,8 +195,8 @@ def run(
     meta = {
         "config": config_dict,
         "policy": player.config(),
+        # When the run (re)started, the commit, the machine and the package versions.
         "provenance": provenance(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "resumed_with": len(records),
     }
     meta_path.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -33,18 +33,14 @@ With ``--benchmark-disable`` (the CI smoke run) a small slice of the mix is used
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
-import platform
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import rllm_envs
-from benchmarks.provenance import git_commit
+from benchmarks.provenance import provenance
 from rllm_envs.math import grader, procedural_tasks, score_response
 
 math_verify = pytest.importorskip("math_verify")
@@ -329,20 +325,7 @@ def test_agreement_per_mode(benchmark):
     )
     benchmark.extra_info["agreement"] = results
     payload = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": git_commit() or None,
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpu_count": os.cpu_count(),
-            # A shared machine: the speed ratio is of medians in one run, but say how loaded.
-            "load_average": list(os.getloadavg()),
-        },
-        "versions": {
-            "rllm_envs": rllm_envs.__version__,
-            "math_verify": importlib.metadata.version("math-verify"),
-            "sympy": importlib.metadata.version("sympy"),
-        },
+        **provenance(),
         "speed": {
             "mix_items": len(grading_mix()),
             "math_verify_median_s": _MEDIANS.get("math_verify"),

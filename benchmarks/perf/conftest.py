@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import git_commit, machine
+from benchmarks.provenance import provenance
 
 _DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "latest.json"
 
@@ -80,11 +79,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: D103
         )
     out = Path(os.environ.get("RLLM_BENCH_OUT", _DEFAULT_OUT))
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": machine(tools=True),
-        "commit": git_commit(),
-        "rows": rows,
-    }
+    payload = {**provenance(tools=True), "rows": rows}
     out.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
     tr.write_line(f"saved {out}")

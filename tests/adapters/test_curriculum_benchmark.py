@@ -50,4 +50,4 @@ def test_curriculum_benchmark_runs_both_arms_and_writes_the_comparison(tmp_path)
         assert arm["kind"] == kind and len(arm["curve"]) == 1
         assert arm["curve"][0]["episodes"] == 4
     assert 0 <= data["baselines_at_hardest"]["random_move"] <= 1
-    assert data["machine"]["git_commit"]
+    assert data["commit"] and data["machine"]["versions"]

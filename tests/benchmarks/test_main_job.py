@@ -37,7 +37,9 @@ def test_main_job_scripted_policies_only(tmp_path):
     assert {"setup", "leaderboard:oracle", "leaderboard:random", "report"} <= set(
         summary["stages_s"]
     )
-    assert len(summary["machine"]["load_average_start"]) == 3 and "numpy" in summary["versions"]
+    machine = summary["machine"]
+    assert machine["load_average_1m_during"]["samples"] >= 1 and "numpy" in machine["versions"]
+    assert summary["command"].startswith("python -m benchmarks.main ") and summary["commit"]
     assert summary["settings"]["envs"] == ["rllm/FrozenLake-v1", "rllm/TicTacToe-v0"]
     assert summary["real_model_rl"]["source"] == "benchmarks/results/real_model_rl.json"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from benchmarks import readme
-from benchmarks.real_model_rl import GOAL_RATIO, LoadSampler, _training_summary, goal
+from benchmarks.real_model_rl import GOAL_RATIO, _training_summary, goal
 
 
 def _eval(correct: int, n: int = 200) -> dict:
@@ -50,13 +50,6 @@ def test_training_summary_counts_updates_and_their_pace(tmp_path):
     assert summary["updates_skipped"] == 1 and summary["seconds_per_update"] == 200.0
     assert summary["stages_s"]["update_s"] == 45.0
     assert summary["success_curve"] == [0.05, 0.0, 0.1]
-
-
-def test_load_sampler_records_the_load_while_it_runs():
-    with LoadSampler(every_s=0.01) as load:
-        pass
-    summary = load.summary()
-    assert summary["samples"] >= 1 and summary["min"] <= summary["mean"] <= summary["max"]
 
 
 def test_readme_block_says_whether_the_goal_was_met(tmp_path, monkeypatch):
