@@ -186,6 +186,33 @@ def _takes_task_seed(env_id: str) -> bool:
     return "task_seed" in inspect.signature(cls.__init__).parameters
 
 
+def _universe_key_name(tasks: Any) -> str:
+    """How a source splits into universes: its key, per part for a mixture of families.
+
+    A part whose questions are too few for each universe to keep 20 distinct ones
+    (:data:`rllm_envs.tasks.MIN_UNIVERSE_KEYS`) is not split: ``none``, named.
+    """
+
+    def name(key: Any) -> str:
+        return "none (too few questions to split)" if key is None else key.__name__
+
+    parts = getattr(tasks, "splitting_keys", None)
+    if parts is not None:
+        keys = parts()
+        if list(keys) == [""]:
+            return name(keys[""])
+        names = {part: name(key).split(" ")[0] for part, key in keys.items()}
+        if len(set(names.values())) == 1:
+            return name(next(iter(keys.values())))
+        unsplit = sorted(p for p, n in names.items() if n == "none")
+        split = ", ".join(f"{p}={n}" for p, n in names.items() if n != "none")
+        return f"per family: {split}" + (f"; not split: {', '.join(unsplit)}" if unsplit else "")
+    split = getattr(tasks, "splitting_key", None)
+    if split is not None:
+        return name(split())
+    return "question_key"
+
+
 def measure_overlap(
     env_id: str,
     env_kwargs: Mapping[str, Any] | None = None,
@@ -225,14 +252,7 @@ def measure_overlap(
             side["keys"].add(tasks.universe_key(task))
             side["answers"].update(_answers(task))
             side["facts"].update(_facts(task))
-        split = getattr(tasks, "splitting_key", None)
-        if split is not None:
-            chosen = split()
-            universe_key = (
-                "none (too few questions to split)" if chosen is None else chosen.__name__
-            )
-        else:
-            universe_key = "question_key"
+        universe_key = _universe_key_name(tasks)
         passages = getattr(getattr(env, "unwrapped", env), "retriever", None)
         if passages is not None and hasattr(passages, "passages"):
             side["facts"].update(str(p["text"]) for p in passages.passages)

@@ -243,12 +243,12 @@ def splitting_key(probe: Sequence[Mapping[str, Any]], candidates: Sequence[KeyFn
     """The first of ``candidates`` that splits a generator's questions into two rich universes.
 
     A key splits when, among the ``probe`` draws, each universe shows at least
-    :data:`MIN_UNIVERSE_KEYS` distinct keys and none of its keys holds more than twice
-    :data:`MAX_ANSWER_SHARE` of its draws: then no single question holds much more than
-    ``MAX_ANSWER_SHARE`` of either universe's tasks. A key that leaves a universe a handful of
-    questions (a small template space whose few keys happen to hash to ``"eval"``) does not
-    split: the next candidate is tried, and ``None`` (both universes draw from every question,
-    reported as not held out) is returned when none splits.
+    :data:`MIN_UNIVERSE_KEYS` distinct keys: enough questions that none need hold more than
+    :data:`MAX_ANSWER_SHARE` of a universe's tasks (where one still draws more often, answer
+    balancing caps its answer: ``ProceduralTasks(balance=True)``). A key that leaves a universe
+    a handful of questions (a small template space whose few keys happen to hash to
+    ``"eval"``) does not split: the next candidate is tried, and ``None`` (both universes draw
+    from every question, reported as not held out) is returned when none splits.
     """
     for key in candidates:
         if _split_verdict(probe, key) == "yes":
@@ -279,14 +279,15 @@ def _split_verdict(probe: Sequence[Mapping[str, Any]], key: KeyFn) -> str:
         k = key(task)
         side = counts[key_universe(k)]
         side[k] = side.get(k, 0) + 1
-    verdict = "yes"
+    verdicts = set()
     for side in counts.values():
         n = sum(side.values())
-        if not side or max(side.values()) > max(2, 2 * MAX_ANSWER_SHARE * n):
+        if not side:
             return "no"
+        rich = len(side) >= n / 2  # most draws distinct: more draws would show more keys
         if len(side) < MIN_UNIVERSE_KEYS:
-            verdict = "unsure" if len(side) >= n / 2 else "no"
-    return verdict
+            verdicts.add("unsure" if rich else "no")
+    return "no" if "no" in verdicts else "unsure" if verdicts else "yes"
 
 
 def answer_label(task: Mapping[str, Any]) -> str | None:
