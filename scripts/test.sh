@@ -16,6 +16,9 @@ if [ "${1:-}" = "--fast" ]; then
   # The adapter, benchmark and sandbox folders hold no fast test: not collecting them spares
   # importing torch and vLLM.
   # One worker per core (pytest-xdist): the lane's tests share no state, ports or files.
+  # Bytecode caches (gitignored) spare each worker recompiling the package and rewriting every
+  # test module's asserts on each run, also where the environment turns them off.
+  unset PYTHONDONTWRITEBYTECODE
   exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto \
     --ignore=tests/adapters --ignore=tests/benchmarks --ignore=tests/sandbox \
     -m "not slow and not sandbox and not model and not integration" "$@"

@@ -4,7 +4,7 @@ Markers are given by where a test lives (and by what it imports), so a new test 
 right lane without remembering to mark it:
 
 * ``sandbox``: runs model-written code in firejail/bubblewrap (needs the OS packages);
-* ``model``: builds a torch model or a vLLM engine;
+* ``model``: builds a torch model or a vLLM engine (imports or ``importorskip``s one);
 * ``integration``: drives an adapter, a server or a benchmark end to end;
 * ``slow``: marked by hand on tests that take more than about 20 s.
 
@@ -50,6 +50,12 @@ def _lane_markers(path: Path) -> set[str]:
         stripped = line.strip()
         if stripped.startswith(("import ", "from ")) and any(
             stripped.split()[1].split(".")[0] == module for module in _MODEL_MODULES
+        ):
+            marks.add("model")
+            break
+        # `transformers = pytest.importorskip("transformers")` at module level imports it too.
+        if not line.startswith(" ") and any(
+            f'importorskip("{module}' in stripped for module in _MODEL_MODULES
         ):
             marks.add("model")
             break

@@ -33,13 +33,40 @@ _NOT_RUN = {
 }
 #: Class-level rules are the same for every variant of a class: run them on the defaults only.
 _CLASS_RULES = {"docstring", "step-before-reset"}
+#: Families whose replies are judged by running programs or a project's tests: their variants run
+#: in the full suite only (``slow``), like their own folders (the sandbox lane); the registered
+#: defaults stay in the contributors' lane.
+_JUDGED_BY_RUNNING = {"Code", "SWE"}
+#: The hardest difficulty among each id's variants: the contributors' lane runs it (and the
+#: registered default); the difficulties in between take the same code paths at sizes in between
+#: and run in the full suite.
+_HARDEST = {
+    env_id: max(kw["difficulty"] for e, kw in VARIANTS if e == env_id and "difficulty" in kw)
+    for env_id, kwargs in VARIANTS
+    if "difficulty" in kwargs
+}
+
+
+def _variant_marks(env_id: str, kwargs: dict) -> list[pytest.MarkDecorator]:
+    if _ENTRY[env_id].family in _JUDGED_BY_RUNNING:
+        return [pytest.mark.slow]
+    if set(kwargs) == {"difficulty"} and kwargs["difficulty"] != _HARDEST[env_id]:
+        return [pytest.mark.slow]
+    return []
+
 
 CASES = [
     pytest.param(e.id, {}, rule, id=f"{e.id}-{rule}")
     for e in ALL_ENTRIES
     for rule in TEXT_ENV_RULES
 ] + [
-    pytest.param(env_id, kwargs, rule, id=f"{case_id(env_id, kwargs)}-{rule}")
+    pytest.param(
+        env_id,
+        kwargs,
+        rule,
+        id=f"{case_id(env_id, kwargs)}-{rule}",
+        marks=_variant_marks(env_id, kwargs),
+    )
     for env_id, kwargs in VARIANTS
     for rule in TEXT_ENV_RULES
     if rule not in _CLASS_RULES

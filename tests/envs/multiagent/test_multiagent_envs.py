@@ -135,7 +135,15 @@ def test_random_unicode_actions_in_aec_form_never_raise(entry, actions, seed):
             env.reset(seed=seed)
 
 
-@pytest.mark.parametrize("entry", ALL_ENTRIES, ids=ALL_IDS)
+def _hacking_case(entry) -> object:
+    # SolverJudge's roles are played degenerate in the contributors' lane by the checker's own
+    # test (tests/testing/test_hacking.py, 8 episodes); its 24-episode run here is the costliest
+    # of the lane and runs in the full suite.
+    marks = [pytest.mark.slow] if entry.id == "rllm/SolverJudge-v1" else []
+    return pytest.param(entry, id=entry.id, marks=marks)
+
+
+@pytest.mark.parametrize("entry", [_hacking_case(e) for e in ALL_ENTRIES])
 def test_reward_hacking(entry):
     """Each role played degenerate (the others scripted) earns no more than random play."""
     make_or_skip(entry.id).close()
