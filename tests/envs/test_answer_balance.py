@@ -139,7 +139,11 @@ def test_no_answer_dominates_a_procedural_family(name, make):
     check(make, name, 40)
 
 
-@pytest.mark.parametrize("family", RG_FAST[:3])
+@pytest.mark.parametrize(
+    "family",
+    # count_bits is the costliest family to balance: the many-draws test below covers it.
+    [pytest.param(f, marks=pytest.mark.slow) if f == "count_bits" else f for f in RG_FAST[:3]],
+)
 def test_no_answer_dominates_a_reasoning_gym_family(family):
     ((name, make),) = rg_cases([family])
     check(make, name, 60)
