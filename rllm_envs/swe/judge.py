@@ -32,9 +32,11 @@ variables computed in the test or two computed sides compared, ``assert_*`` help
 them in the probe, where a patch could find and report them (the test modules cannot be
 opened as files in a probe run; their objects are in memory), and an identity check is
 observed as a bool the sandbox computes; such verdicts say ``verdict_trust="host_partial"``
-and :attr:`Verdict.weakened` says why. Observations are exact (floats within a tolerance
-only where the test used ``pytest.approx`` or ``isclose``); one too big to send is compared
-by the digest of its complete form, and a value the sandbox could not observe never matches.
+and :attr:`Verdict.weakened` says why; :func:`score` and the env pay such a verdict (and an
+``"in_process"`` one) 0 unless ``partial_verdicts="pay"`` (:func:`withheld`). Observations
+are exact (floats within a tolerance only where the test used ``pytest.approx`` or
+``isclose``); one too big to send is compared by the digest of its complete form, and a
+value the sandbox could not observe never matches.
 
 Without a reference patch, each test's pass is decided in the process that runs the
 submission (``verdict_trust="in_process"``): a pass is written only by a guard (an audit
@@ -1003,20 +1005,65 @@ def verdict(
     )
 
 
+#: The ways a verdict not decided wholly on the host (``verdict_trust`` other than
+#: ``"host"``) is paid: ``"withhold"`` (0, the default) or ``"pay"`` (as a host verdict).
+PARTIAL_VERDICTS = ("withhold", "pay")
+
+
+def check_partial_verdicts(value: object) -> str:
+    """``value`` when it is one of :data:`PARTIAL_VERDICTS`; else InvalidEnvConfig."""
+    if value not in PARTIAL_VERDICTS:
+        raise InvalidEnvConfig(
+            f"Expects `partial_verdicts` to be one of {PARTIAL_VERDICTS}, actual: {value!r}."
+        )
+    return str(value)
+
+
+def withheld(result: Verdict, partial_credit: bool, partial_verdicts: str = "withhold") -> str:
+    """Why the reward of ``result`` is withheld (``""`` when it is not).
+
+    A verdict that is not ``"host"`` keeps some decisions in the process that runs the
+    submission (``"host_partial"``: expected values left in the probe or checks the sandbox
+    decides; ``"in_process"``: no reference patch), where a submission can read or forge
+    them; with ``partial_verdicts="withhold"`` (the default) such a verdict pays 0.
+    """
+    check_partial_verdicts(partial_verdicts)
+    if partial_verdicts == "pay" or result.verdict_trust == "host":
+        return ""
+    if _paid(result, partial_credit) == 0.0:
+        return ""
+    if result.verdict_trust == "host_partial":
+        why = "; ".join(result.weakened) or "some checks are decided in the sandbox"
+        return (
+            "The reward is withheld: the verdict is host_partial (some hidden checks keep "
+            f"their expected values or decision in the sandbox: {why}); pass "
+            'partial_verdicts="pay" to pay such verdicts.'
+        )
+    return (
+        "The reward is withheld: the task has no reference patch, so each test's pass was "
+        'decided in the sandbox that ran the submission (in_process); pass partial_verdicts="pay" '
+        "to pay such verdicts."
+    )
+
+
 def score(
     answer: str | None,
     task: Mapping[str, Any],
     *,
     partial_credit: bool = False,
     backend: str | Backend | None = None,
+    partial_verdicts: str = "withhold",
 ) -> float:
     """Score a submission (a unified diff against the task's base) on a SWE task.
 
     Returns 1.0 when the task is resolved, else 0.0; with ``partial_credit``, the fraction
-    of fail-to-pass tests that pass when no pass-to-pass test breaks.
+    of fail-to-pass tests that pass when no pass-to-pass test breaks. A verdict whose
+    ``verdict_trust`` is not ``"host"`` scores 0 unless ``partial_verdicts="pay"`` (see
+    :func:`withheld`).
     """
     from rllm_envs.swe.tasks import base_files
 
+    check_partial_verdicts(partial_verdicts)
     if not answer or not isinstance(answer, str):
         return 0.0
     result = verdict(
@@ -1029,11 +1076,17 @@ def score(
         stop_on_failure=not partial_credit,
         reference_patch=str(task.get("patch") or ""),
     )
-    return reward_of(result, partial_credit)
+    return reward_of(result, partial_credit, partial_verdicts)
 
 
-def reward_of(result: Verdict, partial_credit: bool) -> float:
+def reward_of(result: Verdict, partial_credit: bool, partial_verdicts: str = "withhold") -> float:
     """The ``resolved`` reward component of a verdict (see :func:`score`)."""
+    if withheld(result, partial_credit, partial_verdicts):
+        return 0.0
+    return _paid(result, partial_credit)
+
+
+def _paid(result: Verdict, partial_credit: bool) -> float:
     if result.tampering:
         return 0.0
     if partial_credit:

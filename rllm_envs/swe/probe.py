@@ -212,6 +212,8 @@ def _approx(node: ast.expr) -> tuple[float, float] | None:
     """``(rel, abs)`` of a ``pytest.approx(...)`` call (pytest's defaults), else ``None``."""
     if not (isinstance(node, ast.Call) and _dotted(node.func) in ("pytest.approx", "approx")):
         return None
+    if _keyword(node, "nan_ok") is not None:
+        return None  # nan equal to nan: not a tolerance; observed as a computed side
     rel, tol = _number(_keyword(node, "rel")), _number(_keyword(node, "abs"))
     if rel is None:
         rel = 0.0 if tol is not None else 1e-6
@@ -738,7 +740,12 @@ def _close(a: Any, b: Any, tolerance: tuple[float, float]) -> bool:
         x, y = float(_parse_number(a)), float(_parse_number(b))
     except (TypeError, ValueError, OverflowError):
         return False
-    if x == y or (math.isnan(x) and math.isnan(y)):
+    if x == y:
         return True
+    if not (math.isfinite(x) and math.isfinite(y)):
+        # As pytest.approx and math.isclose: an infinity is close only to the same infinity
+        # (inf - inf and rel * inf would make it close to every number), nan to nothing
+        # (``approx(..., nan_ok=True)`` is not a tolerance the probe moves out).
+        return False
     rel, tol = tolerance
     return abs(x - y) <= max(rel * max(abs(x), abs(y)), tol)

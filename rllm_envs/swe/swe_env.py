@@ -220,10 +220,12 @@ class SWEEnv(TextEnv):
     test is in the sandbox -- literal sides are dropped and tables' expected columns are
     replaced by placeholders, :mod:`rllm_envs.swe.tables`; ``"host_partial"`` when some
     hidden checks keep their expected values in the probe, e.g. a table read other ways
-    than as an expected side; such a verdict still pays: in its run the test modules
-    cannot be opened as files and frame and ``gc`` walks fail the run, but the values stay
-    in the sandbox's memory; ``"in_process"`` for a task without a reference patch: see
-    :mod:`rllm_envs.swe.judge` for what each guarantees),
+    than as an expected side, or a check the sandbox decides (a helper's or library
+    predicate's bool); ``"in_process"`` for a task without a reference patch: see
+    :mod:`rllm_envs.swe.judge` for what each guarantees; a verdict that is not ``"host"``
+    pays 0 unless ``partial_verdicts="pay"``, since a submission can read or forge what its
+    sandbox decides), ``verdict_withheld`` (``""``, or the sentence saying why a resolved
+    verdict's reward was withheld),
     ``verdict_weakened`` (why a verdict is ``"host_partial"``: which kinds of hidden checks
     the probes left to the sandbox or weakened, e.g. identity checks, tables) and
     ``verdict_tampering`` (the test
@@ -236,6 +238,9 @@ class SWEEnv(TextEnv):
     - ``dataset`` (path, optional) and ``repos_dir`` (folder): SWE-bench-format records
       over local git repositories instead of the embedded source.
     - ``partial_credit`` (bool, default False): see Reward.
+    - ``partial_verdicts`` (``"withhold"``, the default, or ``"pay"``): whether a verdict whose
+      ``verdict_trust`` is not ``"host"`` (``"host_partial"``, ``"in_process"``) pays; every
+      embedded task is judged ``"host"``, so this matters for ``dataset=`` records only.
     - ``test_time_limit`` (float, default 10.0): seconds per test (and per ``run_python``).
     - ``verdict_time_limit`` (float, default 120.0): seconds for the whole verdict run.
     - ``memory_mb`` (int, default 1024): address-space limit of each test process.
@@ -269,6 +274,7 @@ class SWEEnv(TextEnv):
         dataset: str | Path | None = None,
         repos_dir: str | Path | None = None,
         partial_credit: bool = False,
+        partial_verdicts: str = "withhold",
         test_time_limit: float = judge.DEFAULT_TIME_LIMIT,
         verdict_time_limit: float = 120.0,
         memory_mb: int = 1024,
@@ -285,6 +291,7 @@ class SWEEnv(TextEnv):
         render_mode: str | None = None,
     ) -> None:
         difficulty = check_difficulty(difficulty, range(1, MAX_DIFFICULTY + 1))
+        partial_verdicts = judge.check_partial_verdicts(partial_verdicts)
         for name, value, low in (
             ("max_calls_per_turn", max_calls_per_turn, 1),
             ("max_output_chars", max_output_chars, 500),
@@ -328,6 +335,7 @@ class SWEEnv(TextEnv):
             select_backend(sandbox_backend)  # an unknown or unusable backend fails here
         self.difficulty = difficulty
         self.partial_credit = bool(partial_credit)
+        self.partial_verdicts = partial_verdicts
         self.test_time_limit = float(test_time_limit)
         self.verdict_time_limit = float(verdict_time_limit)
         self.memory_mb = memory_mb
@@ -489,7 +497,7 @@ class SWEEnv(TextEnv):
                 "invalid_call": float(invalid),
             }
         return {
-            "resolved": judge.reward_of(result, self.partial_credit),
+            "resolved": judge.reward_of(result, self.partial_credit, self.partial_verdicts),
             "fail_to_pass": result.fail_to_pass,
             "pass_to_pass": result.pass_to_pass,
             "invalid_call": float(invalid),
@@ -525,6 +533,9 @@ class SWEEnv(TextEnv):
             f"{how}. The issue is {word}: {result.fail_to_pass:.0%} of the fail-to-pass and "
             f"{result.pass_to_pass:.0%} of the pass-to-pass tests passed."
         )
+        withheld = judge.withheld(result, self.partial_credit, self.partial_verdicts)
+        if withheld:
+            blocks.append(withheld)
         if not result.applied:
             blocks.append(f"Your changes could not be applied: {result.error}")
         if result.dropped:
@@ -541,13 +552,14 @@ class SWEEnv(TextEnv):
             dropped_test_changes=list(result.dropped),
             verdict_trust=result.verdict_trust,
             verdict_weakened=list(result.weakened),
+            verdict_withheld=withheld,
             verdict_tampering=result.tampering,
         )
         return Transition(
             observation="\n\n".join(blocks),
             reward_components=self._components(result, invalid),
             terminated=submitted,
-            correct=result.resolved,
+            correct=result.resolved and not withheld,
             invalid_reason=reason,
             info=info,
         )

@@ -72,7 +72,9 @@ def test_partial_credit_only_when_configured():
     result = _verdict(task, "diff --git" + first)
     assert 0.0 < result.fail_to_pass < 1.0 and not result.resolved
     assert judge.reward_of(result, partial_credit=False) == 0.0
-    assert judge.reward_of(result, partial_credit=True) == result.fail_to_pass
+    # _verdict has no reference patch: an in-process verdict pays only when opted in.
+    assert judge.reward_of(result, partial_credit=True) == 0.0
+    assert judge.reward_of(result, True, partial_verdicts="pay") == result.fail_to_pass
 
 
 def _module_of(task):

@@ -137,11 +137,18 @@ def test_an_instance_without_a_reference_patch_is_judged_in_process(dataset, tmp
     _, repos, record = dataset
     path = tmp_path / "nopatch.jsonl"
     path.write_text(json.dumps({**record, "patch": ""}) + "\n")
-    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
-    env.reset(seed=0)
     calls = [ToolCall("apply_patch", {"patch": record["patch"]}), ToolCall("submit", {})]
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False, partial_verdicts="pay")
+    env.reset(seed=0)
     *_, reward, _, _, info = env.step("\n".join(c.to_text() for c in calls))
     assert reward == 1.0 and info["verdict_trust"] == "in_process"
+    assert info["verdict_withheld"] == ""
+    # By default an in-process verdict (forgeable in the sandbox) pays nothing, and says why.
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    env.reset(seed=0)
+    *_, reward, _, _, info = env.step("\n".join(c.to_text() for c in calls))
+    assert reward == 0.0 and info["verdict_trust"] == "in_process"
+    assert "in_process" in info["verdict_withheld"] and info["fail_to_pass"] == 1.0
 
 
 def test_loader_errors(dataset, tmp_path):
@@ -201,7 +208,8 @@ def test_a_src_layout_repository_with_conftest_fixtures_and_data(tmp_path):
     }
     path = tmp_path / "wordy.jsonl"
     path.write_text(json.dumps(record) + "\n")
-    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    # The data file in the test folder makes the verdict host_partial: opt in to pay it.
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False, partial_verdicts="pay")
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(env.oracle_action())
     assert reward == 1.0 and terminated, info

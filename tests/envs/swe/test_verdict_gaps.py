@@ -59,7 +59,8 @@ def _task(package: str, module: str, buggy: str, fixed: str, tests: str, hidden:
 
 
 def _episode(task: dict, reply: str = "") -> tuple[float, dict[str, Any]]:
-    env = SWEEnv()
+    # host_partial verdicts pay here: a cheat's 0 is the comparison's, not the withholding's.
+    env = SWEEnv(partial_verdicts="pay")
     try:
         env.reset(seed=0, options={"task": task})
         _, reward, _, _, info = env.step(reply + _call("submit"))
@@ -69,7 +70,7 @@ def _episode(task: dict, reply: str = "") -> tuple[float, dict[str, Any]]:
 
 
 def _oracle(task: dict) -> float:
-    env = SWEEnv()
+    env = SWEEnv(partial_verdicts="pay")
     try:
         env.reset(seed=0, options={"task": task})
         return env.step(env.oracle_action())[1]

@@ -1,0 +1,91 @@
+"""Session-8 attack findings on the host verdict (F1-F10, B1): each cheat earns nothing.
+
+Each task is fixed by its reference patch; the cheat leaves the bug in place (or does
+nothing). A verdict that is not decided wholly on the host pays 0 by default
+(``partial_verdicts="withhold"``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.swe import judge
+from rllm_envs.swe.swe_env import SWEEnv
+from rllm_envs.swe.tasks import generate
+from rllm_envs.tasks import task_rng
+
+from .test_verdict_gaps import INTERVAL, _call, _task
+
+
+def _run(task: dict, reply: str = "", *, oracle: bool = False, **kwargs: object) -> tuple:
+    env = SWEEnv(**kwargs)  # type: ignore[arg-type]
+    try:
+        env.reset(seed=0, options={"task": task})
+        action = env.oracle_action() if oracle else reply + _call("submit")
+        _, reward, _, _, info = env.step(action)
+        return reward, info
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------- item 1 (F5, F7): partial verdicts
+
+
+def test_a_host_partial_verdict_is_withheld_unless_the_caller_opts_in():
+    reward, info = _run(INTERVAL, oracle=True)
+    assert info["verdict_trust"] == "host_partial" and info["fail_to_pass"] == 1.0
+    assert reward == 0.0 and "host_partial" in info["verdict_withheld"]
+    reward, info = _run(INTERVAL, oracle=True, partial_verdicts="pay")
+    assert reward == 1.0 and info["verdict_withheld"] == ""
+
+
+def test_an_in_process_verdict_is_withheld_by_score_unless_the_caller_opts_in():
+    task = generate(task_rng(0, 0), difficulty=1)
+    patch = task["patch"]
+    assert judge.score(patch, task) == 1.0  # embedded tasks are judged on the host
+    no_reference = {**task, "patch": ""}
+    assert judge.score(patch, no_reference) == 0.0
+    assert judge.score(patch, no_reference, partial_verdicts="pay") == 1.0
+
+
+def test_partial_verdicts_must_be_withhold_or_pay():
+    with pytest.raises(InvalidEnvConfig, match="partial_verdicts"):
+        SWEEnv(partial_verdicts="yes")
+    with pytest.raises(InvalidEnvConfig, match="partial_verdicts"):
+        judge.score("", generate(task_rng(0, 0), difficulty=1), partial_verdicts="maybe")
+
+
+# ------------------------------------------------------------ item 2 (F9): approx and inf
+
+
+@pytest.mark.parametrize("tolerance", [[1e-6, 1e-12], [1e-9, 0.0], [0.0, 1e-7]])
+def test_an_infinity_is_close_only_to_the_same_infinity(tolerance):
+    from rllm_envs.swe.probe import same
+
+    def obs(text: str) -> list:
+        return ["approx", tolerance, ["float", text]]
+
+    assert not same(obs("1.5"), obs("inf")) and not same(obs("inf"), obs("1.5"))
+    assert not same(obs("1.5"), obs("-inf")) and not same(obs("inf"), obs("-inf"))
+    assert not same(obs("nan"), obs("nan")) and not same(obs("1.5"), obs("nan"))
+    assert same(obs("inf"), obs("inf")) and same(obs("1.5"), obs("1.5000000001"))
+
+
+MEAN = _task(
+    "stats",
+    "mean",
+    "def mean(xs):\n    return sum(xs) // len(xs)\n",
+    "def mean(xs):\n    return sum(xs) / len(xs)\n",
+    "from stats.mean import mean\n\ndef test_one():\n    assert mean([2]) == 2\n",
+    "\nimport math\nimport pytest\n\ndef test_half():\n"
+    "    assert mean([1, 2]) == pytest.approx(1.5)\n"
+    "    assert math.isclose(mean([1, 2, 2]), 5 / 3)\n",
+)
+
+
+def test_returning_infinity_does_not_pass_approx_checks():
+    inf = _call("replace", path="stats/mean.py", old="sum(xs) // len(xs)", new="float('inf')")
+    reward, info = _run(MEAN, inf)
+    assert reward == 0.0 and info["verdict_trust"] == "host" and info["fail_to_pass"] == 0.0
+    assert _run(MEAN, oracle=True)[0] == 1.0
