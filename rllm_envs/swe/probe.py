@@ -183,6 +183,77 @@ def _expected(node: ast.expr) -> bool:
     return True
 
 
+#: The nodes of a test that holds nothing but constants (``False``, ``0``, ``1 == 2``).
+_CONSTANT_NODES = (
+    ast.Constant,
+    ast.UnaryOp,
+    ast.BinOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.Dict,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+#: The comparison a two-argument unittest assertion of two constants makes.
+_UNITTEST_OPS: dict[str, type[ast.cmpop]] = {
+    **dict.fromkeys(
+        (
+            "assertEqual",
+            "assertEquals",
+            "assertListEqual",
+            "assertTupleEqual",
+            "assertDictEqual",
+            "assertSetEqual",
+            "assertSequenceEqual",
+            "assertMultiLineEqual",
+        ),
+        ast.Eq,
+    ),
+    "assertNotEqual": ast.NotEq,
+    "assertIs": ast.Is,
+    "assertIsNot": ast.IsNot,
+    "assertIn": ast.In,
+    "assertNotIn": ast.NotIn,
+    "assertGreater": ast.Gt,
+    "assertGreaterEqual": ast.GtE,
+    "assertLess": ast.Lt,
+    "assertLessEqual": ast.LtE,
+}
+
+
+def _constant(node: ast.expr) -> bool:
+    """Whether ``node`` holds only constants: a fail statement's test (``assert False``)."""
+    return all(isinstance(n, _CONSTANT_NODES) for n in ast.walk(node))
+
+
+def _constant_assert(method: str, args: list[ast.expr]) -> ast.Assert | None:
+    """The plain ``assert`` a unittest assertion of constants makes (``None``: not known).
+
+    ``self.assertTrue(False)`` / ``self.assertEqual(1, 2)`` decide nothing about the code, but
+    a test that reaches them fails: kept as an ``assert`` statement (which no submission can
+    rebind), whose failure ends the test as the reference's never does.
+    """
+    test: ast.expr
+    if method in ("assertTrue", "assert_", "failUnless"):
+        test = args[0]
+    elif method == "assertFalse":
+        test = ast.UnaryOp(ast.Not(), args[0])
+    elif method in ("assertIsNone", "assertIsNotNone"):
+        op = ast.Is() if method == "assertIsNone" else ast.IsNot()
+        test = ast.Compare(args[0], [op], [ast.Constant(None)])
+    elif method in _UNITTEST_OPS and len(args) == 2:
+        test = ast.Compare(args[0], [_UNITTEST_OPS[method]()], [args[1]])
+    else:
+        return None
+    return ast.Assert(test, None)
+
+
 def _dotted(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -442,6 +513,11 @@ class _Probe(ast.NodeTransformer):
         return node
 
     def visit_Assert(self, node: ast.Assert) -> Any:
+        if _constant(node.test):
+            # A fail statement (``else: assert False, "should raise"``): it holds no value
+            # of the code, so it stays, and a test that reaches it ends failed, unlike the
+            # reference's. Its message may state the expected value: dropped.
+            return ast.copy_location(ast.Assert(node.test, None), node)
         self.generic_visit(node)
         return _statements(node.test, self, node)
 
@@ -496,7 +572,18 @@ class _Probe(ast.NodeTransformer):
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
             method = call.func.attr
             count = 1 if method in _UNITTEST_ONE else 2 if method in _UNITTEST_TWO else 0
+            if method == "fail" and _dotted(call.func.value) == "self":
+                # ``self.fail(msg)``: kept as ``assert False`` (a submission can rebind
+                # ``TestCase.fail``, not an assert statement; the message is dropped).
+                return ast.copy_location(ast.Assert(ast.Constant(False), None), node)
             if count and _dotted(call.func.value) == "self":
+                raw = call.args[:count]
+                if len(raw) == count and all(_constant(a) for a in raw):
+                    kept = _constant_assert(method, raw)
+                    if kept is None:
+                        self.note(NOTE_HELPER)
+                        return node
+                    return ast.copy_location(kept, node)
                 args = [self.visit(a) for a in call.args[:count]]
                 if count == 1:
                     return _statements(args[0], self, node) if args else [node]

@@ -89,3 +89,52 @@ def test_returning_infinity_does_not_pass_approx_checks():
     reward, info = _run(MEAN, inf)
     assert reward == 0.0 and info["verdict_trust"] == "host" and info["fail_to_pass"] == 0.0
     assert _run(MEAN, oracle=True)[0] == 1.0
+
+
+# ---------------------------------------------------------- item 3 (F1): fail statements
+
+
+@pytest.mark.parametrize(
+    "statement, kept",
+    [
+        ("assert False, 'should raise hello-world'", "assert False"),
+        ("assert 0", "assert 0"),
+        ("assert None", "assert None"),
+        ("assert 1 == 2", "assert 1 == 2"),
+        ("self.assertTrue(False)", "assert False"),
+        ("self.assertFalse(True)", "assert not True"),
+        ("self.assertEqual(1, 2)", "assert 1 == 2"),
+        ("self.fail('want hello-world')", "assert False"),
+    ],
+)
+def test_a_fail_statement_stays_in_the_probe_without_its_message(statement, kept):
+    from rllm_envs.swe.probe import probe_report
+
+    source = (
+        "import unittest\nfrom m import f\n\nclass T(unittest.TestCase):\n"
+        "    def test_t(self):\n        self.assertEqual(f(1), 2)\n        try:\n"
+        "            f(None)\n        except ValueError:\n            pass\n        else:\n"
+        f"            {statement}\n"
+    )
+    text, notes = probe_report(source)
+    assert f"        else:\n            {kept}\n" in text, text
+    assert "hello-world" not in text and not notes
+
+
+SLUG_RAISE = _task(
+    "slug",
+    "core",
+    "def slugify(text):\n    return text.lower()\n",
+    "def slugify(text):\n    if not text:\n        raise ValueError('empty')\n"
+    "    return text.lower()\n",
+    "from slug.core import slugify\n\ndef test_lower():\n    assert slugify('AB') == 'ab'\n",
+    "\n\ndef test_empty():\n    assert slugify('abc') == 'abc'\n    try:\n"
+    "        slugify('')\n    except ValueError:\n        pass\n    else:\n"
+    "        assert False, 'should raise'\n",
+)
+
+
+def test_doing_nothing_does_not_pass_a_test_that_reaches_assert_false():
+    reward, info = _run(SLUG_RAISE)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
+    assert _run(SLUG_RAISE, oracle=True)[0] == 1.0
