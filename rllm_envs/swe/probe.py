@@ -98,6 +98,39 @@ _UNITTEST_TWO = frozenset(
         "assertNotRegex",
     }
 )
+#: The parameter names of unittest's assertions (their checked arguments, in order).
+_UNITTEST_NAMES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(
+        ("assertTrue", "assertFalse", "assert_", "failUnless"),
+        ("expr",),
+    ),
+    **dict.fromkeys(("assertIsNone", "assertIsNotNone"), ("obj",)),
+    **dict.fromkeys(
+        (
+            "assertEqual",
+            "assertEquals",
+            "assertNotEqual",
+            "assertAlmostEqual",
+            "assertNotAlmostEqual",
+            "assertCountEqual",
+            "assertMultiLineEqual",
+        ),
+        ("first", "second"),
+    ),
+    **dict.fromkeys(("assertIs", "assertIsNot"), ("expr1", "expr2")),
+    **dict.fromkeys(("assertIn", "assertNotIn"), ("member", "container")),
+    **dict.fromkeys(("assertIsInstance", "assertNotIsInstance"), ("obj", "cls")),
+    **dict.fromkeys(
+        ("assertGreater", "assertGreaterEqual", "assertLess", "assertLessEqual"), ("a", "b")
+    ),
+    "assertListEqual": ("list1", "list2"),
+    "assertTupleEqual": ("tuple1", "tuple2"),
+    "assertDictEqual": ("d1", "d2"),
+    "assertSetEqual": ("set1", "set2"),
+    "assertSequenceEqual": ("seq1", "seq2"),
+    "assertRegex": ("text", "expected_regex"),
+    "assertNotRegex": ("text", "unexpected_regex"),
+}
 _DECIDERS = ("assert",)
 _FAILS = frozenset({"pytest.fail", "self.fail", "fail"})
 #: Notes (why a probe is not complete) a verdict reports in ``info["verdict_weakened"]``.
@@ -225,6 +258,29 @@ _UNITTEST_OPS: dict[str, type[ast.cmpop]] = {
     "assertLess": ast.Lt,
     "assertLessEqual": ast.LtE,
 }
+
+
+def _checked_arguments(call: ast.Call, method: str, count: int) -> list[ast.expr] | None:
+    """The ``count`` checked arguments of unittest assertion ``call``, positional or keyword.
+
+    ``None`` when they cannot be placed (a ``*args`` / ``**kwargs``, an unknown keyword).
+    """
+    names = _UNITTEST_NAMES.get(method, ())
+    if len(names) != count or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    found: list[ast.expr | None] = [*call.args[:count], *[None] * (count - len(call.args))]
+    known = {*names, "msg", "places", "delta"}
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg not in known:
+            return None
+        if keyword.arg in names:
+            at = names.index(keyword.arg)
+            if found[at] is not None:
+                return None
+            found[at] = keyword.value
+    if any(a is None for a in found):
+        return None
+    return [a for a in found if a is not None]
 
 
 def _constant(node: ast.expr) -> bool:
@@ -577,14 +633,20 @@ class _Probe(ast.NodeTransformer):
                 # ``TestCase.fail``, not an assert statement; the message is dropped).
                 return ast.copy_location(ast.Assert(ast.Constant(False), None), node)
             if count and _dotted(call.func.value) == "self":
-                raw = call.args[:count]
+                raw = _checked_arguments(call, method, count)
+                if raw is None:
+                    # Arguments the probe cannot place (``**kwargs``, an unknown keyword):
+                    # the assertion stays, decided in the sandbox.
+                    self.note(NOTE_HELPER)
+                    self.generic_visit(node)
+                    return node
                 if len(raw) == count and all(_constant(a) for a in raw):
                     kept = _constant_assert(method, raw)
                     if kept is None:
                         self.note(NOTE_HELPER)
                         return node
                     return ast.copy_location(kept, node)
-                args = [self.visit(a) for a in call.args[:count]]
+                args = [self.visit(a) for a in raw]
                 if count == 1:
                     return _statements(args[0], self, node) if args else [node]
                 checks = _pick(args, self)

@@ -138,3 +138,56 @@ def test_doing_nothing_does_not_pass_a_test_that_reaches_assert_false():
     reward, info = _run(SLUG_RAISE)
     assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
     assert _run(SLUG_RAISE, oracle=True)[0] == 1.0
+
+
+# ------------------------------------------------- item 4 (F6): unittest keyword arguments
+
+
+def test_unittest_assertions_with_keyword_arguments_are_rewritten():
+    from rllm_envs.swe.probe import probe_report
+
+    source = (
+        "import unittest\nfrom m import f\n\nclass T(unittest.TestCase):\n"
+        "    def test_t(self):\n"
+        "        self.assertEqual(first=f(1), second='xyz')\n"
+        "        self.assertIn(member=f(2), container=['abc'])\n"
+        "        self.assertTrue(expr=f(3) == 'qq', msg='m')\n"
+        "        self.assertEqual(f(4), second='pp', msg='m')\n"
+    )
+    text, notes = probe_report(source)
+    for n in range(1, 5):
+        assert f"__rllm_observe__(f({n}))" in text, text
+    assert not any(word in text for word in ("xyz", "abc", "qq", "pp")) and not notes
+    text, notes = probe_report(source + "        self.assertEqual(f(5), **kw)\n")
+    assert "self.assertEqual(f(5), **kw)" in text and notes
+
+
+def _unittest_task(hidden: str) -> dict:
+    """The slug task with a unittest class ``T``: ``test_lower`` and the hidden ``test_words``."""
+    task = _task(
+        "slug",
+        "core",
+        "def slugify(text):\n    return text.lower()\n",
+        "def slugify(text):\n    return '-'.join(text.lower().split())\n",
+        "import unittest\nfrom slug.core import slugify\n\nclass T(unittest.TestCase):\n"
+        "    def test_lower(self):\n        self.assertEqual(slugify('AB'), 'ab')\n",
+        "\n    def test_words(self):\n" + hidden,
+    )
+    path = "tests/test_core.py"
+    return {
+        **task,
+        "FAIL_TO_PASS": [f"{path}::T::test_words"],
+        "PASS_TO_PASS": [f"{path}::T::test_lower"],
+    }
+
+
+SLUG_UNITTEST = _unittest_task(
+    "        self.assertEqual(first=slugify('Hello World'), second='hello-world')\n"
+    "        self.assertIn(member=slugify('A B'), container=['a-b'])\n"
+)
+
+
+def test_doing_nothing_does_not_pass_keyword_unittest_assertions():
+    reward, info = _run(SLUG_UNITTEST)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
+    assert _run(SLUG_UNITTEST, oracle=True)[0] == 1.0
