@@ -819,9 +819,9 @@ def same(
 
     Exact: numbers by value (``2 == 2.0``, as ``==`` compares them), floats within a
     tolerance only where the test asked for one (``["approx", [rel, abs], value]``: the
-    reference's tolerance, never the submission's), a raised exception may be a subclass of
-    the reference's. A value the sandbox could not observe (``unobservable``, ``cut``) is
-    never equal; one too big to send is compared by its digest.
+    reference's tolerance, never the submission's), a raised exception is of the reference's
+    class (its MRO's qualified names equal). A value the sandbox could not observe
+    (``unobservable``, ``cut``) is never equal; one too big to send is compared by its digest.
     """
     if depth > 200:
         return False
@@ -841,12 +841,15 @@ def same(
             return _close(expected[1], actual[1], tolerance)
         return _equal_numbers(expected[1], actual[1])
     if tag == "raised" and actual[:1] == ["raised"] and len(actual) == len(expected):
+        # The same class: module-qualified names of the whole MRO equal. A class whose MRO
+        # merely contains the reference's (one exception deriving from every usual type)
+        # would match whatever the reference raised.
         names = expected[1]
         return (
             isinstance(names, list)
-            and isinstance(actual[1], list)
             and bool(names)
-            and names[0] in actual[1]
+            and all(type(n) is str for n in names)
+            and actual[1] == names
             and expected[2:] == actual[2:]
         )
     if len(expected) != len(actual):

@@ -191,3 +191,25 @@ def test_doing_nothing_does_not_pass_keyword_unittest_assertions():
     reward, info = _run(SLUG_UNITTEST)
     assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
     assert _run(SLUG_UNITTEST, oracle=True)[0] == 1.0
+
+
+# ------------------------------------------------------ item 5 (F8): raised types exactly
+
+
+def test_a_raise_matches_only_the_same_class():
+    from rllm_envs.swe.probe import same
+
+    value_error = ["builtins.ValueError", "builtins.Exception", "builtins.BaseException"]
+    omni = [
+        "m.Omni",
+        "builtins.ValueError",
+        "builtins.KeyError",
+        "builtins.LookupError",
+        "builtins.TypeError",
+        "builtins.Exception",
+        "builtins.BaseException",
+    ]
+    assert same(["raised", value_error], ["raised", list(value_error)])
+    assert not same(["raised", value_error], ["raised", omni])
+    assert not same(["raised", value_error], ["raised", ["m.ValueError", *value_error[1:]]])
+    assert not same(["raised", value_error], ["raised", [*value_error, 5]])
