@@ -143,6 +143,33 @@ NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's p
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
+NOTE_CALL_CHECK = (
+    "a check's result comes from a helper or predicate call the probe does not rewrite "
+    "(its expected argument stays in the probe and the sandbox decides it)"
+)
+#: Modules whose functions, called as a check, compare their arguments (``fnmatch.fnmatch``,
+#: ``operator.eq``, ``math.isclose`` with a computed expected side, ``np.allclose``).
+_PREDICATE_MODULES = ("fnmatch.", "operator.", "math.", "cmath.", "re.", "np.", "numpy.")
+#: Methods of builtin values whose literal argument is compared with the receiver.
+_VALUE_METHODS = frozenset(
+    {
+        "count",
+        "find",
+        "rfind",
+        "index",
+        "rindex",
+        "replace",
+        "removeprefix",
+        "removesuffix",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__contains__",
+    }
+)
 #: Predicates of builtin values whose literal argument is an expected value: the receiver
 #: is observed instead (``s.startswith("ab")`` observes ``s``, as ``"ab" in s`` does).
 _PREDICATES = frozenset({"startswith", "endswith", "issubset", "issuperset", "isdisjoint"})
@@ -431,7 +458,82 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
         ):
             probe.note(NOTE_INNER)
             break
+    if _decided_by_call(node, probe):
+        probe.note(NOTE_CALL_CHECK)
     return [_Check(node)]
+
+
+def _literal_argument(node: ast.expr) -> bool:
+    return _expected(node) and not (
+        isinstance(node, ast.Constant) and node.value in (None, True, False)
+    )
+
+
+def _decided_by_call(node: ast.expr, probe: _Probe) -> bool:
+    """Whether observed value ``node`` is a call that compares inside (with its expected side).
+
+    A helper of the test module (``_same(got, "x")``, a lambda), a predicate of a comparing
+    module (``fnmatch.fnmatch``, ``operator.eq``, ``math.isclose``), a literal's method
+    (``("x",).index(got)``), a comparing method with a literal argument (``got.count("x")``)
+    or a call given both a computed value and a literal (``check(slugify(x), "x")``): its
+    result is the sandbox's decision, and its literal stays in the probe.
+    """
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = _dotted(func)
+    arguments = [*node.args, *(k.value for k in node.keywords)]
+    literal = any(_literal_argument(a) for a in arguments)
+    return (
+        isinstance(func, ast.Lambda)
+        or name in probe.helpers
+        or name.startswith(_PREDICATE_MODULES)
+        or (isinstance(func, ast.Attribute) and _expected(func.value))
+        or (isinstance(func, ast.Attribute) and func.attr in _VALUE_METHODS and literal)
+        or (
+            literal
+            and any(isinstance(n, ast.Call) for a in arguments for n in ast.walk(a))
+            and name not in ("len", "sorted", "list", "tuple", "set", "str", "repr", "type")
+        )
+    )
+
+
+def _left_decisions(tree: ast.Module) -> bool:
+    """Whether a function of the probe still compares a computed value with a literal.
+
+    What the rewrite left outside observations: ``if got == "x": return`` before an
+    ``assert False``, a ``match`` over literal cases: the literal is in the probe and the
+    sandbox decides the branch.
+    """
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(_literal_argument(o) for o in operands) and not all(
+                    _expected(o) for o in operands
+                ):
+                    return True
+            elif isinstance(node, ast.MatchValue):
+                return True
+    return False
+
+
+def _helpers(tree: ast.Module) -> set[str]:
+    """Functions of a test module a check may call: its functions, lambdas and methods."""
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ClassDef):
+            for inner in node.body:
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.update((f"self.{inner.name}", f"cls.{inner.name}"))
+                    found.add(f"{node.name}.{inner.name}")
+    return {n for n in found if not n.rsplit(".", 1)[-1].startswith("test")}
 
 
 def _identity(test: ast.Compare, probe: _Probe) -> list[_Check]:
@@ -537,6 +639,7 @@ class _Probe(ast.NodeTransformer):
         self.notes: list[str] = []
         self.raises_names = {"pytest.raises"}
         self.in_test = 0
+        self.helpers: set[str] = set()
 
     def note(self, why: str) -> None:
         if why not in self.notes:
@@ -659,6 +762,15 @@ class _Probe(ast.NodeTransformer):
                     compare = ast.Compare(args[0], [ast.Is()], [args[1]])
                     checks += _identity(compare, self)
                 return _observe(checks, node)
+        if (
+            self.in_test
+            and isinstance(call, ast.Call)
+            and _dotted(call.func) not in self.helpers
+            and _decided_by_call(call, self)
+        ):
+            # ``check_slug(slugify(x), "hello-world")``: a helper from elsewhere (the
+            # repository, which the submission may edit) checks a value against a literal.
+            self.note(NOTE_CALL_CHECK)
         self.generic_visit(node)
         return node
 
@@ -720,6 +832,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     token = _MARKS.set(marks)
     try:
         probe = _Probe()
+        probe.helpers = _helpers(tree)
         tree = probe.visit(tree)
     finally:
         _MARKS.reset(token)
@@ -754,6 +867,8 @@ def probe_module(source: str) -> Probe:
         tree, probe, marks, found = _transform(source, set())
         moved = set()
     found.rewrite(moved)
+    if _left_decisions(tree):
+        probe.note(NOTE_INNER)
     for key in flowed or ():
         origin = first.uses[key]
         if origin not in moved:

@@ -245,7 +245,9 @@ class _FilePatch:
     hunks: list[_Hunk]
 
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+#: A hunk header; its numbers have at most 12 digits (a longer one is malformed: Python
+#: refuses to convert ints past 4300 digits, and no file has that many lines).
+_HUNK = re.compile(r"^@@ -(\d{1,12})(?:,(\d{1,12}))? \+(\d{1,12})(?:,(\d{1,12}))? @@")
 #: Most files one diff may touch and most lines it may have.
 MAX_DIFF_FILES = 200
 MAX_DIFF_LINES = 200_000

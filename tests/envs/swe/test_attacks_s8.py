@@ -213,3 +213,104 @@ def test_a_raise_matches_only_the_same_class():
     assert not same(["raised", value_error], ["raised", omni])
     assert not same(["raised", value_error], ["raised", ["m.ValueError", *value_error[1:]]])
     assert not same(["raised", value_error], ["raised", [*value_error, 5]])
+
+
+# ------------------------------------- item 6 (F2, F2b, F3): checks decided in the sandbox
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def _same(a, b):\n    return a == b\n\ndef test_t():\n"
+        "    assert _same(slugify('Hello World'), 'hello-world')\n",
+        "def test_t():\n    assert fnmatch.fnmatch(slugify('Hello World'), 'hello-world')\n",
+        "def test_t():\n    assert operator.eq(slugify('Hello World'), 'hello-world')\n",
+        "def test_t():\n    assert slugify('Hello World').__eq__('hello-world')\n",
+        "ok = lambda v: v == 'hello-world'\n\ndef test_t():\n"
+        "    assert ok(slugify('Hello World'))\n",
+        "def test_t():\n    assert slugify('Hello World').count('hello-world') == 1\n",
+        "def test_t():\n    assert {'hello-world': True}.get(slugify('Hello World'))\n",
+        "def test_t():\n    assert ('hello-world',).index(slugify('Hello World')) == 0\n",
+        "def check():\n    return slugify('Hello World') == 'hello-world'\n\n"
+        "def test_t():\n    assert check()\n",
+        "def test_t():\n    want = slugify('y')\n    assert math.isclose(slugify('x'), want)\n",
+        "from slug.checks import check_slug\n\ndef test_t():\n"
+        "    assert slugify('a') == 'a'\n    check_slug(slugify('Hello World'), 'hello-world')\n",
+        "def test_t():\n    assert slugify('a') == 'a'\n"
+        "    if slugify('Hello World') == 'hello-world':\n        return\n    assert False\n",
+        "def test_t():\n    assert slugify('a') == 'a'\n    match slugify('Hello World'):\n"
+        "        case 'hello-world':\n            pass\n"
+        "        case _:\n            assert False\n",
+    ],
+)
+def test_a_check_the_probe_leaves_to_the_sandbox_makes_the_module_partial(body):
+    from rllm_envs.swe.probe import probe_report
+
+    text, notes = probe_report(
+        "import fnmatch, math, operator\nfrom slug import slugify\n\n" + body
+    )
+    assert notes, text
+
+
+def test_plain_checks_with_literal_inputs_stay_host_decided():
+    from rllm_envs.swe.probe import probe_report
+
+    source = (
+        "from slug import slugify, Parser\n\ndef test_t():\n"
+        "    assert slugify('Hello World') == 'hello-world'\n"
+        "    assert Parser().parse('1+2') == 3\n    assert slugify('x')\n"
+        "    assert len(slugify('a b')) == 3\n"
+    )
+    text, notes = probe_report(source)
+    assert not notes and "hello-world" not in text, text
+
+
+FNMATCH = _task(
+    "slug",
+    "core",
+    "def slugify(text):\n    return text.lower()\n",
+    "def slugify(text):\n    return '-'.join(text.lower().split())\n",
+    "from slug.core import slugify\n\ndef test_lower():\n    assert slugify('AB') == 'ab'\n",
+    "\nimport fnmatch\n\ndef test_words():\n"
+    "    assert fnmatch.fnmatch(slugify('Hello World'), 'hello-world')\n",
+)
+
+
+def test_rebinding_a_library_predicate_earns_nothing():
+    rebind = _call(
+        "replace",
+        path="slug/core.py",
+        old="def slugify",
+        new="import fnmatch\nfnmatch.fnmatch = lambda *a, **k: True\n\n\ndef slugify",
+    )
+    reward, info = _run(FNMATCH, rebind)
+    assert reward == 0.0 and info["verdict_trust"] == "host_partial"
+
+
+# --------------------------------------------------- item 8 (F10): hostile hunk headers
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "@@ -" + "9" * 5000 + " +1 @@",
+        "@@ -1," + "9" * 5000 + " +1 @@",
+        "@@ -1 +1," + "7" * 5000 + " @@",
+    ],
+)
+def test_a_huge_hunk_number_is_a_patch_error_not_an_exception(header):
+    from rllm_envs.swe.repo import PatchError, apply_diff
+
+    task = generate(task_rng(0, 0), difficulty=1)
+    path = next(p for p in task["files"] if not p.startswith("tests/"))
+    diff = f"--- a/{path}\n+++ b/{path}\n{header}\n x\n"
+    with pytest.raises(PatchError):
+        apply_diff(task["files"], diff)
+    assert judge.score(diff, task) == 0.0
+    assert not judge.verdict(
+        task["files"],
+        diff,
+        test_patch=task["test_patch"],
+        fail_to_pass=task["FAIL_TO_PASS"],
+        reference_patch=task["patch"],
+    ).applied
