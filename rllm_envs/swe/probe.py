@@ -520,6 +520,32 @@ def _left_decisions(tree: ast.Module) -> bool:
     return False
 
 
+def _strip_strings(tree: ast.Module) -> None:
+    """Drop string statements (docstrings) from the probe: they may state expected values.
+
+    A test's docstring ("slugify('Hello World') gives 'hello-world'") would be readable as
+    ``__doc__`` in the sandbox; no check reads it.
+    """
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            statements = getattr(node, name, None)
+            if not isinstance(statements, list) or not statements:
+                continue
+            kept = [
+                s
+                for s in statements
+                if not (
+                    isinstance(s, ast.Expr)
+                    and isinstance(s.value, ast.Constant)
+                    and isinstance(s.value.value, (str, bytes))
+                )
+            ]
+            if len(kept) != len(statements):
+                if not kept and name == "body":
+                    kept = [ast.copy_location(ast.Pass(), statements[0])]
+                setattr(node, name, kept)
+
+
 def _helpers(tree: ast.Module) -> set[str]:
     """Functions of a test module a check may call: its functions, lambdas and methods."""
     found: set[str] = set()
@@ -869,6 +895,7 @@ def probe_module(source: str) -> Probe:
     found.rewrite(moved)
     if _left_decisions(tree):
         probe.note(NOTE_INNER)
+    _strip_strings(tree)
     for key in flowed or ():
         origin = first.uses[key]
         if origin not in moved:

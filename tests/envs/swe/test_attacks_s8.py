@@ -314,3 +314,22 @@ def test_a_huge_hunk_number_is_a_patch_error_not_an_exception(header):
         fail_to_pass=task["FAIL_TO_PASS"],
         reference_patch=task["patch"],
     ).applied
+
+
+# ------------------------------------------------------------ item 7 (F4): docstrings
+
+
+def test_docstrings_and_string_statements_leave_the_probe():
+    from rllm_envs.swe.probe import probe_report
+
+    source = (
+        '"""Module: hello-world."""\nfrom __future__ import annotations\n'
+        "from slug import slugify\n\nclass T:\n    '''class hello-world'''\n\n"
+        "    def test_a(self):\n        '''slugify gives hello-world'''\n"
+        "        assert slugify('Hello World') == 'hello-world'\n\n"
+        "def test_b():\n    b'hello-world'\n"
+    )
+    text, notes = probe_report(source)
+    assert "hello-world" not in text and not notes, text
+    assert text.startswith("from __future__ import annotations\n"), text
+    compile(text, "probe", "exec")
