@@ -1043,6 +1043,9 @@ _SAFE_READERS = frozenset(
         ("traceback.py", "extract_stack"),
         ("warnings.py", "warn"),
         ("unittest/result.py", "_is_relevant_tb_level"),
+        # unittest's assertRaises context clears the frames of the traceback it caught (it
+        # only calls ``frame.clear()``, which hands nothing out).
+        ("traceback.py", "clear_frames"),
         ("logging/__init__.py", "findCaller"),
         ("logging/__init__.py", "_is_internal_frame"),
     }

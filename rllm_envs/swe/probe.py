@@ -754,6 +754,9 @@ class _Probe(ast.NodeTransformer):
 
     def visit_Expr(self, node: ast.Expr) -> Any:
         call = node.value
+        block = self._raises_call(call)
+        if block is not None:
+            return ast.copy_location(block, node)
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
             method = call.func.attr
             count = 1 if method in _UNITTEST_ONE else 2 if method in _UNITTEST_TWO else 0
@@ -799,6 +802,34 @@ class _Probe(ast.NodeTransformer):
             self.note(NOTE_CALL_CHECK)
         self.generic_visit(node)
         return node
+
+    def _raises_call(self, call: ast.expr) -> ast.With | None:
+        """The ``with`` block of a raises call made as a statement (``None``: not one).
+
+        ``self.assertRaises(E, f, *a)`` / ``pytest.raises(E, f, *a)`` observe what ``f(*a)``
+        raises, as :meth:`visit_With` does (``assertRaisesRegex(E, r, f, *a)`` also records
+        the message).
+        """
+        if not isinstance(call, ast.Call) or any(isinstance(a, ast.Starred) for a in call.args[:3]):
+            return None
+        name = _dotted(call.func)
+        if name in self.raises_names or name == "self.assertRaises":
+            skip, message = 1, False
+        elif name == "self.assertRaisesRegex":
+            skip, message = 2, True
+        else:
+            return None
+        if len(call.args) <= skip or (name in self.raises_names and call.keywords):
+            return None
+        target = ast.Call(call.args[skip], call.args[skip + 1 :], call.keywords)
+        observing = ast.Call(
+            ast.Name(OBSERVING, ast.Load()), [ast.Constant(True)] if message else [], []
+        )
+        outer, self.in_test = self.in_test, 0  # a raise here is what it expects
+        inner = self.visit(ast.Expr(target))
+        self.in_test = outer
+        body = inner if isinstance(inner, list) else [inner]
+        return ast.With([ast.withitem(observing, None)], body)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)

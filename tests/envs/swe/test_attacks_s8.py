@@ -11,6 +11,7 @@ import pytest
 
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.swe import judge
+from rllm_envs.swe.repo import make_diff
 from rllm_envs.swe.swe_env import SWEEnv
 from rllm_envs.swe.tasks import generate
 from rllm_envs.tasks import task_rng
@@ -333,3 +334,29 @@ def test_docstrings_and_string_statements_leave_the_probe():
     assert "hello-world" not in text and not notes, text
     assert text.startswith("from __future__ import annotations\n"), text
     compile(text, "probe", "exec")
+
+
+# ------------------------------------------------ item 9 (B1): unittest assertRaises
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "        with self.assertRaises(ValueError):\n            slugify('')\n",
+        "        with self.assertRaisesRegex(ValueError, 'empty'):\n            slugify('')\n",
+        "        self.assertRaises(ValueError, slugify, '')\n",
+        "        self.assertRaisesRegex(ValueError, 'empty', slugify, '')\n",
+    ],
+)
+def test_an_honest_fix_passes_unittest_assert_raises_and_doing_nothing_does_not(check):
+    task = _unittest_task("        self.assertEqual(slugify('abc'), 'abc')\n" + check)
+    fixed = (
+        "def slugify(text):\n    if not text:\n        raise ValueError('empty')\n"
+        "    return '-'.join(text.lower().split())\n"
+    )
+    base = task["files"]
+    task = {**task, "patch": make_diff(base, {**base, "slug/core.py": fixed})}
+    reward, info = _run(task, oracle=True)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    assert not info["verdict_tampering"]
+    assert _run(task)[0] == 0.0

@@ -81,7 +81,7 @@ def test_raises_blocks_record_what_was_raised():
         "    assert f(1) == want\n",  # the expected value is computed in the test itself
         "    raise AssertionError('no')\n",
         "    pytest.fail('no')\n",
-        "    pytest.raises(ValueError, f, 0)\n",
+        "    info = pytest.raises(ValueError, f, 0)\n",  # as a statement it is observed
         "    assert_close(f(1), 2)\n",
     ],
 )
