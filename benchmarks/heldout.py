@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import re
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -186,30 +184,43 @@ def _takes_task_seed(env_id: str) -> bool:
     return "task_seed" in inspect.signature(cls.__init__).parameters
 
 
+#: Why a part of a source is not split into universes.
+_TOO_FEW = "too few questions to split"
+_NEVER_REPEAT = "questions never repeat"
+
+
 def _universe_key_name(tasks: Any) -> str:
     """How a source splits into universes: its key, per part for a mixture of families.
 
-    A part whose questions are too few for each universe to keep 20 distinct ones
-    (:data:`rllm_envs.tasks.MIN_UNIVERSE_KEYS`) is not split: ``none``, named.
+    A part that is not split reads ``none`` with the reason: its questions are too few for
+    each universe to keep 20 distinct ones (:data:`rllm_envs.tasks.MIN_UNIVERSE_KEYS`: the
+    universes share them, not held out), or its questions never repeat (each task a new
+    question with names and tables of its own, whose masked text is one key: nothing to
+    share, nothing to memorise).
     """
-
-    def name(key: Any) -> str:
-        return "none (too few questions to split)" if key is None else key.__name__
-
     parts = getattr(tasks, "splitting_keys", None)
     if parts is not None:
         keys = parts()
-        if list(keys) == [""]:
-            return name(keys[""])
-        names = {part: name(key).split(" ")[0] for part, key in keys.items()}
+        names = {}
+        for part, key in keys.items():
+            if key is not None:
+                names[part] = key.__name__
+            else:
+                never = not tasks.questions_repeat(part)
+                names[part] = f"none ({_NEVER_REPEAT if never else _TOO_FEW})"
         if len(set(names.values())) == 1:
-            return name(next(iter(keys.values())))
-        unsplit = sorted(p for p, n in names.items() if n == "none")
-        split = ", ".join(f"{p}={n}" for p, n in names.items() if n != "none")
-        return f"per family: {split}" + (f"; not split: {', '.join(unsplit)}" if unsplit else "")
+            return next(iter(names.values()))
+        split = ", ".join(f"{p}={n}" for p, n in names.items() if not n.startswith("none"))
+        text = f"per family: {split}"
+        for reason in (_TOO_FEW, _NEVER_REPEAT):
+            unsplit = sorted(p for p, n in names.items() if n == f"none ({reason})")
+            if unsplit:
+                text += f"; not split ({reason}): {', '.join(unsplit)}"
+        return text
     split = getattr(tasks, "splitting_key", None)
     if split is not None:
-        return name(split())
+        key = split()
+        return f"none ({_TOO_FEW})" if key is None else key.__name__
     return "question_key"
 
 
@@ -450,23 +461,20 @@ def _memorise_math_answers(
 def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
     """:func:`measure_overlap` and :func:`measure_memorisation` for every id with a task seed."""
     import rllm_envs
-    from benchmarks.provenance import git_commit, git_dirty, machine
+    from benchmarks.provenance import LoadSampler, provenance
 
     rows, no_seed = [], []
-    for env_id in [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]:
-        if not _takes_task_seed(env_id):
-            no_seed.append(env_id)
-            continue
-        for kwargs in OVERLAP_VARIANTS.get(env_id, ({},)):
-            row = measure_overlap(env_id, kwargs, num_tasks=num_tasks)
-            row["memorisation"] = measure_memorisation(env_id, kwargs, num_tasks=num_tasks)
-            rows.append(row)
+    with LoadSampler() as load:
+        for env_id in [*rllm_envs.list_envs(), *rllm_envs.list_multiagent_envs()]:
+            if not _takes_task_seed(env_id):
+                no_seed.append(env_id)
+                continue
+            for kwargs in OVERLAP_VARIANTS.get(env_id, ({},)):
+                row = measure_overlap(env_id, kwargs, num_tasks=num_tasks)
+                row["memorisation"] = measure_memorisation(env_id, kwargs, num_tasks=num_tasks)
+                rows.append(row)
     return {
-        "command": f"python -m benchmarks.heldout overlap --num-tasks {num_tasks}",
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-        "machine": machine(),
+        **provenance("benchmarks.heldout", ["overlap", "--num-tasks", str(num_tasks)], load=load),
         "eval_seed_start": rllm_envs.tasks.EVAL_SEED_START,
         "note": "Counts of distinct questions, universe keys (the sorted numbers a question "
         "shows, or its canonical text -- names masked, case and whitespace folded -- when it "
@@ -520,15 +528,6 @@ OVERLAP_VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
 }
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def _overlap_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.heldout overlap",
@@ -557,6 +556,8 @@ def _overlap_main(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.heldout`` (``overlap`` measures the universes)."""
+    from benchmarks.provenance import provenance
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["overlap"]:
         return _overlap_main(argv[1:])
@@ -581,8 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         backend=args.backend,
         engine_kwargs=json.loads(args.engine_kwargs),
     )
-    result["machine"] = {"python": platform.python_version(), "platform": platform.platform()}
-    result["commit"] = _commit()
+    result.update(provenance("benchmarks.heldout", argv))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     low, high = result["ci95"]

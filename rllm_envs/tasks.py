@@ -28,6 +28,7 @@ A task is a plain ``dict`` with at least an ``"id"`` key; each family documents 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import numbers
@@ -129,6 +130,8 @@ _PROBES = 256
 #: Draws of one task index, when answers are balanced, before the first draw of the universe is
 #: kept: a balanced slot holds about 1 / 20 of a universe's draws.
 _MAX_BALANCED_DRAWS = 4096
+#: Tasks a procedural source keeps after making them (the most recent).
+_RECENT_TASKS = 256
 
 
 def seed_universe(seed: int) -> str:
@@ -261,8 +264,9 @@ def grow_probe(
 ) -> list[Task]:
     """``probe`` grown with ``draw(i)`` while the first candidate that may split is unsure.
 
-    Unsure: a rich space whose evaluation draws are still too few to show 20 keys. The probe
-    grows four times at a time, up to ``most`` draws.
+    Unsure: a universe shows fewer than 20 keys, but most of its draws are distinct or so
+    many keys were drawn once that more draws would show 20 (:func:`_estimated_keys`). The
+    probe grows four times at a time, up to ``most`` draws.
     """
     while len(probe) < most:
         verdicts = [_split_verdict(probe, k) for k in candidates]
@@ -273,7 +277,7 @@ def grow_probe(
 
 
 def _split_verdict(probe: Sequence[Mapping[str, Any]], key: KeyFn) -> str:
-    """``"yes"``, ``"no"``, or ``"unsure"`` (rich but too few draws to show 20 keys)."""
+    """``"yes"``, ``"no"``, or ``"unsure"`` (too few draws yet to show a rich space's 20 keys)."""
     counts: dict[str, dict[str, int]] = {"train": {}, "eval": {}}
     for task in probe:
         k = key(task)
@@ -281,13 +285,25 @@ def _split_verdict(probe: Sequence[Mapping[str, Any]], key: KeyFn) -> str:
         side[k] = side.get(k, 0) + 1
     verdicts = set()
     for side in counts.values():
-        n = sum(side.values())
         if not side:
             return "no"
-        rich = len(side) >= n / 2  # most draws distinct: more draws would show more keys
         if len(side) < MIN_UNIVERSE_KEYS:
+            # Most draws distinct, or many keys seen once: more draws would show more keys.
+            rich = len(side) >= sum(side.values()) / 2
+            rich = rich or _estimated_keys(side) >= MIN_UNIVERSE_KEYS
             verdicts.add("unsure" if rich else "no")
     return "no" if "no" in verdicts else "unsure" if verdicts else "yes"
+
+
+def _estimated_keys(counts: Mapping[str, int]) -> float:
+    """The distinct keys a side would show with many more draws (Chao1, bias-corrected).
+
+    Keys drawn once (``f1``) against keys drawn twice (``f2``) tell whether more draws would
+    show more keys: a rich space still shows mostly new keys, an exhausted one repeats them.
+    """
+    f1 = sum(1 for c in counts.values() if c == 1)
+    f2 = sum(1 for c in counts.values() if c == 2)
+    return len(counts) + f1 * (f1 - 1) / (2 * (f2 + 1))
 
 
 def answer_label(task: Mapping[str, Any]) -> str | None:
@@ -505,8 +521,10 @@ class ProceduralTasks(TaskSource):
     canonical text) that splits the generator into two universes of at least
     :data:`MIN_UNIVERSE_KEYS` distinct questions each (:func:`splitting_key` over ``_PROBES``
     draws of seed-independent generators, so every seed keys alike). A source of one task, or
-    one whose keys do not split it (a small question space), keeps the first draw: both
-    universes then draw from the same questions (not held out).
+    one whose keys do not split it keeps the first draw: with a small question space both
+    universes then draw from the same questions (not held out); where no question repeats
+    (each task a new question: random names, a table of its own, with few keys because names
+    are masked), nothing is shared either (:meth:`questions_repeat`).
 
     With ``balance=True`` the answers are balanced too, on the stream the source yields: the
     probe draws of the seed's universe estimate its answer shares and, where one repeats,
@@ -552,6 +570,7 @@ class ProceduralTasks(TaskSource):
         self.key = key
         self.balance = bool(balance)
         self._plans: dict[str, _Plan] = {}
+        self._recent: dict[int, Task] = {}
 
     def __len__(self) -> int:
         return self.size
@@ -591,13 +610,43 @@ class ProceduralTasks(TaskSource):
         """The answer balance of this seed's universe (of ``part`` of a :class:`Mixture`)."""
         return self._plan(part).balance[seed_universe(self.seed)]
 
+    def questions_repeat(self, part: str = "") -> bool:
+        """Whether a question of this generator (``part`` of a :class:`Mixture`) recurs.
+
+        ``False`` when no question text repeats among the probe draws: each task is a new
+        question (random names, a table of its own), so one unsplit universe shares nothing
+        with another either, and a policy that memorises training answers finds none to
+        replay.
+        """
+        return self._plan(part).repeats
+
     def universe_key(self, task: Mapping[str, Any]) -> str:
-        """The key that decides the universe of ``task`` (see the class docstring)."""
+        """The key that decides the universe of ``task`` (see the class docstring).
+
+        An unsplit part whose questions never repeat (:meth:`questions_repeat`) is keyed by
+        its question text: what two universes would share if they shared anything.
+        """
         plan = self._plan(self._part_of(task))
+        if plan.key is None and not plan.repeats:
+            return question_text(task)
         return (plan.key or self._candidates()[-1])(task)
 
     def task(self, index: int) -> Task:
-        """Generate task ``index`` (a question of the seed's universe, answers balanced)."""
+        """Task ``index`` (a question of the seed's universe, answers balanced).
+
+        Recently made tasks are kept (a pure function of the index: a group of rollouts, or
+        a replay, resets one task many times, and a balanced task of the evaluation universe
+        costs about ``8 * slots`` draws).
+        """
+        kept = self._recent.get(index)
+        if kept is None:
+            kept = self._make(index)
+            if len(self._recent) >= _RECENT_TASKS:
+                del self._recent[next(iter(self._recent))]
+            self._recent[index] = kept
+        return copy.deepcopy(kept)
+
+    def _make(self, index: int) -> Task:
         gen = self.generate
         rng = task_rng(self.seed, index)
         if isinstance(gen, Mixture):
@@ -634,15 +683,22 @@ class ProceduralTasks(TaskSource):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_plans"] = {}  # chosen again (and cached) where it is unpickled
+        state["_recent"] = {}
         return state
 
 
 class _Plan:
-    """A generator part's universe key and, per universe, its answer balance."""
+    """A generator part's universe key, answer balance per universe, and question repeats.
 
-    def __init__(self, key: KeyFn | None, balance: dict[str, AnswerBalance | None]) -> None:
+    ``repeats`` is ``False`` when no question text repeats among the probe draws.
+    """
+
+    def __init__(
+        self, key: KeyFn | None, balance: dict[str, AnswerBalance | None], repeats: bool = True
+    ) -> None:
         self.key = key
         self.balance = balance
+        self.repeats = repeats
 
 
 #: Plans already chosen in this process: by the pickled generator, candidates and balance flag,
@@ -676,7 +732,8 @@ def _cached_plan(
                     more = [generate(probe_rng(i)) for i in range(len(probe), 4 * _PROBES)]
                     plan = answer_balance(stream + _universe_labels(more, key, universe), pooled)
                 balances[universe] = plan
-        _PLANS[ident] = _Plan(key, balances)
+        texts = [question_text(t) for t in probe]
+        _PLANS[ident] = _Plan(key, balances, repeats=len(set(texts)) < len(texts))
     return _PLANS[ident]
 
 

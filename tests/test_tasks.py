@@ -292,3 +292,47 @@ def test_a_tiny_question_space_keeps_its_tasks_in_both_universes():
     assert train.splitting_key() is None and held.splitting_key() is None
     # Too few questions to split: both universes draw from all three (none is held out).
     assert {held[i]["question"] for i in range(60)} == {train[i]["question"] for i in range(60)}
+
+
+def test_a_generator_whose_questions_never_repeat_is_unsplit_and_shares_nothing():
+    from rllm_envs.tasks import EVAL_TASK_SEED, question_text
+
+    def directory(rng):
+        # A made-up name in one template: names masked, every question is one key.
+        name = "".join(rng.choice(list("bdgklmnprstvz"), size=6)).capitalize()
+        return {"question": f"Where does {name} work?", "answer": name[::-1]}
+
+    train, held = (ProceduralTasks(directory, name="d", seed=s) for s in (0, EVAL_TASK_SEED))
+    assert held.splitting_key() is None and not held.questions_repeat()
+    train_qs = {question_text(train[i]) for i in range(200)}
+    held_qs = {question_text(held[i]) for i in range(200)}
+    assert len(held_qs) == 200 and not train_qs & held_qs
+    # Its universe key is the question itself: what two universes would share, if anything.
+    assert held.universe_key(held[3]) == question_text(held[3])
+
+    def tiny(rng):
+        return {"question": f"What is {int(rng.integers(1, 4))} + 1?"}
+
+    assert ProceduralTasks(tiny, name="t").questions_repeat()
+
+
+def test_a_rich_space_is_probed_until_its_evaluation_universe_shows_its_keys():
+    from rllm_envs.tasks import _PROBES, MIN_UNIVERSE_KEYS, grow_probe, probe_rng, question_key
+
+    def pairs(rng):
+        # About 210 keys, 26 of them evaluation ones: the first probes show too few of them.
+        a, b = int(rng.integers(20)), int(rng.integers(20))
+        return {"question": f"What is {a} times {b} plus {a + b + 1000}?"}
+
+    probe = [pairs(probe_rng(i)) for i in range(_PROBES)]
+    grown = grow_probe(probe, lambda i: pairs(probe_rng(i)), [question_key], 4 * _PROBES)
+    assert len(grown) > len(probe)
+    assert ProceduralTasks(pairs, name="p").splitting_key() is question_key
+    assert MIN_UNIVERSE_KEYS == 20
+
+
+def test_a_kept_task_is_a_fresh_copy():
+    source = ProceduralTasks(_lcm_story, name="lcm", seed=3)
+    first = source[5]
+    first["question"] = "changed"
+    assert source[5]["question"] != "changed" and source[5] == source[5]

@@ -11,6 +11,8 @@ string the grader compares against. A task is ``{"problem", "answer", "family", 
 
 from __future__ import annotations
 
+import ast
+import operator
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -49,6 +51,8 @@ def _ordinal(n: int) -> str:
 
 
 def _tex(value: sympy.Basic | int) -> str:
+    if isinstance(value, int):
+        return str(value)  # what sympy.latex writes for an int, without the printer's cost
     return sympy.latex(sympy.nsimplify(value) if isinstance(value, float) else value)
 
 
@@ -73,16 +77,36 @@ def arithmetic(rng: np.random.Generator, difficulty: int) -> Task:
         tex += f" {shown_op} {n}"
         if difficulty >= 3 and rng.random() < 0.3:
             py, tex = f"({py})", f"({tex})"
-    value = sympy.sympify(py)
-    return _task(f"Compute ${tex}$.", value, "arithmetic", difficulty)
+    return _task(
+        f"Compute ${tex}$.", _evaluate(ast.parse(py, mode="eval").body), "arithmetic", difficulty
+    )
+
+
+def _evaluate(node: ast.expr) -> int:
+    """The exact value of an expression of ints, ``+``, ``-``, ``*`` and parentheses."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    raise ValueError(f"Unexpected arithmetic expression: {ast.dump(node)}")
+
+
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+}
 
 
 def fractions(rng: np.random.Generator, difficulty: int) -> Task:
     """Add, subtract, multiply or divide fractions; the answer in lowest terms."""
     bound = 3 + 3 * difficulty
+    # Numerators to 9 from the start: with fewer, the pairs of fractions are too few for each
+    # universe to keep 20 questions whose numbers are its own.
+    top = max(9, bound)
     count = 2 if difficulty < 4 else 3
     values = [
-        sympy.Rational(_int(rng, -bound, bound, nonzero=True), _int(rng, 2, bound))
+        sympy.Rational(_int(rng, -top, top, nonzero=True), _int(rng, 2, bound))
         for _ in range(count)
     ]
     ops = [str(rng.choice(["+", "-", "\\times", "\\div"])) for _ in range(count - 1)]
@@ -130,10 +154,15 @@ def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
     bound = 3 + 2 * difficulty
     # Roots are built exactly and the polynomial from them (faster than sympy.solve).
     roots: list[sympy.Expr]
+    right: sympy.Expr = sympy.Integer(0)
     if difficulty <= 2:
         r1, r2 = _int(rng, -bound, bound), _int(rng, -bound, bound)
         roots = [sympy.Integer(r1), sympy.Integer(r2)]
-        poly = sympy.expand((_X - r1) * (_X - r2))
+        # A linear term on both sides (collected in one step, as in linear_equation): the
+        # integer root pairs are few, and questions that differ only in them would leave each
+        # universe too few to hold out.
+        right = _int(rng, -bound, bound, nonzero=True) * _X + _int(rng, -2 * bound, 2 * bound)
+        poly = sympy.expand((_X - r1) * (_X - r2) + right)
     elif difficulty == 3:
         p, q = _int(rng, 2, 4), _int(rng, -bound, bound, nonzero=True)
         r = _int(rng, -bound, bound)
@@ -150,7 +179,7 @@ def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
     roots = sorted(set(roots), key=lambda v: float(v))
     answer = ", ".join(sympy.latex(r) for r in roots)
     problem = (
-        f"Find all real solutions of ${sympy.latex(poly)} = 0$. "
+        f"Find all real solutions of ${sympy.latex(poly)} = {sympy.latex(right)}$. "
         "If there is more than one, list them separated by commas."
     )
     return _task(problem, answer, "quadratic_equation", difficulty)
@@ -216,28 +245,51 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
     return _task(problem, answer, "number_theory", difficulty)
 
 
+#: Letter counts of the words whose arrangements are asked (BANANA, LETTER, BALLOON,
+#: MISSISSIPPI, COMMITTEE, ASSESSMENT), easiest first; the letters themselves are drawn.
+_WORD_COUNTS: tuple[tuple[int, ...], ...] = (
+    (3, 2, 1),
+    (2, 2, 1, 1),
+    (2, 2, 1, 1, 1),
+    (4, 4, 2, 1),
+    (2, 2, 2, 1, 1, 1),
+    (4, 2, 1, 1, 1, 1),
+)
+_LETTERS = "ABCDEFGHIJKLMNOPRSTUVWY"
+
+
 def combinatorics(rng: np.random.Generator, difficulty: int) -> Task:
-    """Choices, arrangements and word permutations with repeated letters."""
+    """Choices, arrangements and arrangements of letters with repeats."""
     kind = int(rng.integers(3))
     n = _int(rng, 4, 5 + 3 * difficulty)
     k = _int(rng, 2, max(2, min(n - 1, 2 + difficulty)))
+    # The n people are sometimes two groups (n = a + b): the {k, n} pairs of a difficulty are
+    # few, and a universe needs 20 questions of its own to be held out.
+    a = _int(rng, 1, n - 1)
+    people = f"{n} people" if rng.random() < 0.5 else f"{a} women and {n - a} men"
     if kind == 0:
-        problem = f"In how many ways can a committee of {k} people be chosen from {n} people?"
+        problem = f"In how many ways can a committee of {k} people be chosen from {people}?"
         answer = comb(n, k)
     elif kind == 1:
+        contestants = f"{n} contestants" if "men" not in people else f"{people} contestants"
         problem = (
-            f"In how many ways can {k} different prizes be awarded to {n} contestants if no "
+            f"In how many ways can {k} different prizes be awarded to {contestants} if no "
             "contestant may win more than one prize?"
         )
         answer = perm(n, k)
     else:
-        words = ["BANANA", "LETTER", "BALLOON", "MISSISSIPPI", "COMMITTEE", "ASSESSMENT"]
-        word = words[min(len(words) - 1, int(rng.integers(0, 2 + difficulty)))]
-        counts = [word.count(c) for c in sorted(set(word))]
+        # The letter counts of a word of this difficulty, on letters drawn at random: the same
+        # count of arrangements, and questions too many to repeat.
+        counts = list(
+            _WORD_COUNTS[min(len(_WORD_COUNTS) - 1, int(rng.integers(0, 2 + difficulty)))]
+        )
+        letters = rng.choice(list(_LETTERS), size=len(counts), replace=False)
+        chars = [str(c) for c, m in zip(letters, counts, strict=True) for _ in range(m)]
+        word = "".join(chars[int(i)] for i in rng.permutation(len(chars)))
         answer = factorial(len(word))
         for c in counts:
             answer //= factorial(c)
-        problem = f"How many distinct arrangements of the letters of the word {word} are there?"
+        problem = f"How many distinct arrangements of the letters of {word} are there?"
     return _task(problem, answer, "combinatorics", difficulty)
 
 

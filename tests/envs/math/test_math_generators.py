@@ -88,7 +88,8 @@ def test_quadratic_roots_checked_independently(difficulty):
     source = procedural_tasks(seed=2, difficulty=difficulty, families=["quadratic_equation"])
     for i in range(N):
         task = source[i]
-        poly = latex_to_sympy(_math_spans(task["problem"])[0].split("=")[0]).doit()
+        lhs, rhs = _math_spans(task["problem"])[0].split("=")
+        poly = sympy.expand(latex_to_sympy(lhs).doit() - latex_to_sympy(rhs).doit())
         roots = sympy.solve(poly, x)
         shuffled = ", ".join(sympy.latex(r) for r in reversed(roots))
         assert is_equivalent(shuffled, task["answer"]), (shuffled, task["answer"])
@@ -136,3 +137,37 @@ def test_difficulty_grows_numbers():
 def test_generators_use_only_the_given_rng():
     for name, generate in FAMILIES.items():
         assert generate(task_rng(9, 9), 2) == generate(task_rng(9, 9), 2), name
+
+
+@pytest.mark.parametrize("difficulty", [1, 2])
+def test_small_quadratics_and_combinatorics_keep_twenty_questions_in_each_universe(difficulty):
+    # Their integer root pairs, {k, n} pairs and words are few: a linear term on both sides,
+    # people in two groups and drawn letters give each universe its own questions.
+    from rllm_envs.tasks import EVAL_TASK_SEED, MIN_UNIVERSE_KEYS, question_key
+
+    for family in ("quadratic_equation", "combinatorics"):
+        train, held = (
+            procedural_tasks(seed=s, difficulty=difficulty, families=[family])
+            for s in (0, EVAL_TASK_SEED)
+        )
+        assert held.splitting_keys()[family] is question_key, family
+        train_keys = {question_key(train[i]) for i in range(200)}
+        held_keys = {question_key(held[i]) for i in range(200)}
+        assert len(held_keys) >= MIN_UNIVERSE_KEYS and not train_keys & held_keys, family
+
+
+def test_letter_arrangements_keep_the_counts_of_their_word():
+    source = procedural_tasks(seed=4, difficulty=5, families=["combinatorics"])
+    for i in range(40):
+        task = source[i]
+        word = re.fullmatch(
+            r"How many distinct arrangements of the letters of ([A-Z]+) are there\?",
+            task["problem"],
+        )
+        if word is None:
+            continue
+        letters = word.group(1)
+        expected = sympy.factorial(len(letters))
+        for c in set(letters):
+            expected //= sympy.factorial(letters.count(c))
+        assert task["answer"] == str(expected)
