@@ -309,6 +309,11 @@ def _file_view(files: dict[str, str], dirs: set[str]) -> None:
 #: Where the rewritten comparisons call :func:`strict_compare`: a constant of the compiled
 #: code, replaced by the function itself (no name a test's process could rebind).
 _COMPARE = "__rllm_compare__"
+#: The constants a probe's observer names (``probe.OBSERVE``, ``probe.OBSERVING``) are
+#: compiled to, then bound to :func:`observe` and :class:`_Observing` (:func:`_bind_compare`).
+_OBSERVE_CONST = "__rllm_observe_const__"
+_OBSERVING_CONST = "__rllm_observing_const__"
+_PROBE_NAMES = {"__rllm_observe__": _OBSERVE_CONST, "__rllm_observing__": _OBSERVING_CONST}
 _CHECK_EVENT = "rllm.swe.check"
 #: ``CO_OPTIMIZED | CO_NEWLOCALS``: the code of a function (not of a module or class body).
 _FUNCTION_FLAGS = 0x1 | 0x2
@@ -384,6 +389,10 @@ def _bind_compare(code: Any) -> Any:
     consts = tuple(
         strict_compare
         if type(c) is str and c == _COMPARE
+        else observe
+        if type(c) is str and c == _OBSERVE_CONST
+        else _Observing
+        if type(c) is str and c == _OBSERVING_CONST
         else _bind_compare(c)
         if isinstance(c, type(code))
         else c
@@ -405,6 +414,13 @@ def strict_asserts(source: str, filename: str) -> Any:
     ops = {ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in"}
 
     class Rewrite(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            # A probe's observers become code constants (:func:`_bind_compare`): a module
+            # global could be rebound by the code under test, a constant cannot.
+            if isinstance(node.ctx, ast.Load) and node.id in _PROBE_NAMES:
+                return ast.copy_location(ast.Constant(_PROBE_NAMES[node.id]), node)
+            return node
+
         def visit_Compare(self, node: ast.Compare) -> ast.AST:
             self.generic_visit(node)
             if len(node.ops) != 1 or type(node.ops[0]) not in ops:

@@ -360,3 +360,61 @@ def test_an_honest_fix_passes_unittest_assert_raises_and_doing_nothing_does_not(
     assert reward == 1.0 and info["verdict_trust"] == "host", info
     assert not info["verdict_tampering"]
     assert _run(task)[0] == 0.0
+
+
+# ------------------------------- item 5 (F8): the probe's observers cannot be rebound
+
+FORGE = """import sys
+
+
+def _wrap():
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        real = names.get("__rllm_observing__") if type(names) is dict else None
+        if real is None or getattr(real, "forged", False):
+            continue
+
+        class Forged:
+            forged = True
+
+            def __init__(self, *args, **kwargs):
+                self.real = real(*args, **kwargs)
+
+            def __enter__(self):
+                return self.real.__enter__()
+
+            def __exit__(self, kind, value, tb):
+                if kind is None:
+                    return self.real.__exit__(ValueError, ValueError("x"), None)
+                return self.real.__exit__(kind, value, tb)
+
+        names["__rllm_observing__"] = Forged
+
+
+_wrap()
+
+
+def slugify(text):
+    _wrap()
+    return text.lower()
+"""
+FORGED_RAISE = _task(
+    "slug",
+    "core",
+    "def slugify(text):\n    return text.lower()\n",
+    "def slugify(text):\n    if not text:\n        raise ValueError('empty')\n"
+    "    return text.lower()\n",
+    "from slug.core import slugify\n\ndef test_lower():\n    assert slugify('AB') == 'ab'\n",
+    "\nimport pytest\n\ndef test_empty():\n    assert slugify('abc') == 'abc'\n"
+    "    with pytest.raises(ValueError):\n        slugify('')\n",
+)
+
+
+def test_rebinding_the_probes_raise_observer_forges_nothing():
+    base = FORGED_RAISE["files"]
+    old = "def slugify(text):\n    return text.lower()\n"
+    forge = _call("replace", path="slug/core.py", old=old, new=FORGE)
+    reward, info = _run(FORGED_RAISE, forge)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
+    assert _run(FORGED_RAISE, oracle=True)[0] == 1.0
+    assert base["slug/core.py"] == old
