@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import rllm_envs
-from benchmarks.heldout import HELDOUT_TASK_SEED, measure_overlap, overlap_report
+from benchmarks.heldout import _TOO_FEW, HELDOUT_TASK_SEED, measure_overlap, overlap_report
 from benchmarks.leaderboard.report import markdown
 from benchmarks.leaderboard.runner import LeaderboardConfig, run, universe_kwargs
 from rllm_envs.search.kb import build_kb, word_universe
@@ -151,4 +151,9 @@ def test_the_leaderboard_reports_the_judges_base_rate(tmp_path):
 @pytest.mark.slow
 def test_the_overlap_report_covers_every_id_with_a_task_seed():
     report = overlap_report(num_tasks=40)
-    assert all(r["questions"] == r["keys"] == r["entity_answers"] == 0 for r in report["envs"])
+    for row in report["envs"]:
+        if _TOO_FEW in row["universe_key"]:
+            # Too few questions for two universes of 20: shared, and the report says so.
+            continue
+        assert row["questions"] == row["keys"] == row["entity_answers"] == 0, row
+    assert any(_TOO_FEW not in row["universe_key"] for row in report["envs"])
