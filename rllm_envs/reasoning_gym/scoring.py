@@ -16,6 +16,10 @@ task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
 * a short constant (:data:`CONSTANTS`: ``"0"``, ``"1"``, ``"yes"``, ``"true"``, ...) that is
   not the reference answer itself: some scorers credit a matching prefix, so ``"0"`` would be
   right for every reference starting with ``0``;
+* in ``propositional_logic``, a conclusion that restates the premises (their conjunction, a
+  premise doubled or weakened: :mod:`rllm_envs.reasoning_gym.premises`). reasoning-gym pays any
+  valid consequence, and the premises are one; tasks whose reference is such a restatement
+  are drawn again (:mod:`rllm_envs.reasoning_gym.tasks`);
 * a truncated answer: a strict prefix of the reference, or one less than half its length
   (spaces aside), that the scorer still credits and that is not numerically equal to it.
 
@@ -72,7 +76,7 @@ class Grade:
         score: reasoning-gym's score after this suite's rules, in [0, 1].
         correct: ``score >= 1``.
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
-            ``"several_answers"``, ``"constant"``, ``"truncated"``,
+            ``"several_answers"``, ``"constant"``, ``"truncated"``, ``"restated_premises"``,
             ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
         reason: Why, in words (``None`` when correct).
     """
@@ -157,6 +161,29 @@ def _nonsense_score(scorer: Any, entry: Mapping[str, Any]) -> float:
         return 0.0
 
 
+def _is_propositional_logic(task: Mapping[str, Any]) -> bool:
+    metadata = task.get("metadata") or {}
+    return (metadata.get("source_dataset") or task.get("dataset")) == "propositional_logic"
+
+
+def _restatement(answer: str, task: Mapping[str, Any]) -> bool | None:
+    """Whether a ``propositional_logic`` conclusion only restates the task's premises.
+
+    Decided on truth tables (:func:`rllm_envs.reasoning_gym.premises.restates_premises`);
+    ``None`` for another family or a conclusion it cannot decide (unparsed, too many atoms),
+    which keeps this module's other rules and reasoning-gym's score.
+    """
+    if not _is_propositional_logic(task):
+        return None
+    metadata = task.get("metadata") or {}
+    premises = metadata.get("premises")
+    if not isinstance(premises, list) or not all(isinstance(p, str) for p in premises):
+        return None
+    from rllm_envs.reasoning_gym.premises import restates_premises
+
+    return restates_premises(answer, premises)
+
+
 def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``)."""
     from rllm_envs.reasoning_gym.tasks import scorer_for
@@ -177,10 +204,14 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(
             answer, 0.0, False, "constant", "a short constant is not an answer to this question"
         )
+    # A propositional_logic conclusion is judged on its meaning (restated premises below),
+    # not on its text: a valid conclusion may well be a piece of a premise (``¬Q`` of
+    # ``(¬Q ∨ ¬R)`` with ``R`` given). Its copy verdict waits for that judgement.
+    logic = _is_propositional_logic(task)
     copied = _copy_verdict(answer, task)
     if copied == "echo":
         return Grade(answer, 0.0, False, "echo", "the answer repeats the question")
-    if copied is not None:
+    if copied is not None and not logic:
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
         )
@@ -198,6 +229,20 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     if raw > 0 and not is_reference and raw <= _nonsense_score(scorer, entry):
         return Grade(answer, 0.0, False, "wrong", "the answer earns no more than nonsense does")
     value = min(max(raw, 0.0), 1.0) if raw == raw else 0.0
+    # Decided only for a conclusion the scorer read and paid (it parses, in bounded time).
+    restated = _restatement(answer, task) if logic and value > 0 else None
+    if restated:
+        return Grade(
+            answer,
+            0.0,
+            False,
+            "restated_premises",
+            "the answer restates the premises; it infers nothing from them",
+        )
+    if copied is not None and (restated is None or value < 1.0):
+        return Grade(
+            answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
+        )
     if value > 0 and not is_reference and _truncated(answer, reference):
         return Grade(
             answer, 0.0, False, "truncated", "the answer is only the start of the right one"

@@ -285,7 +285,9 @@ class ReasoningGymTasks(TaskSource):
         family too small to split (no key splits it, :meth:`splitting_key`) draws from all its
         questions; one whose answers are always in the question (a needle in a haystack)
         keeps its first draw of the universe. A draw showing a memory address (an object's
-        default repr, different in every process) is drawn again like a read-off one.
+        default repr, different in every process) is drawn again like a read-off one, and so
+        is a ``propositional_logic`` draw whose reference only restates its premises
+        (:func:`_restates_premises`).
         """
         first = self._draw(index, 0)
         if self.size == 1:
@@ -298,10 +300,15 @@ class ReasoningGymTasks(TaskSource):
         unbalanced: dict[str, Any] | None = None
         readable = 0
         limit = MAX_DRAWS * MAX_DRAWS_READ_OFF * (1 if balance is None else 4)
+        if self.dataset_name == "propositional_logic":
+            limit *= PREMISE_REDRAWS
         for attempt in range(limit):
             draw = first if attempt == 0 else self._draw(index, attempt)
             read_off = self.answer_in_question(draw) or _shows_an_address(draw)
             readable += read_off
+            # Counted apart: most propositional_logic draws restate their premises, yet about
+            # one in 15 does not, so the family is redrawn up to the full limit.
+            read_off = read_off or _restates_premises(draw)
             if key is None or key_universe(key(draw)) == universe:
                 if not read_off and (
                     balance is None or balance.accepts(answer_label(draw), target)
@@ -349,6 +356,9 @@ MAX_DRAWS = 64
 #: Draws (in units of MAX_DRAWS) allowed to find a draw of the universe whose answer is not
 #: read off: few of string_insertion's tasks qualify, and one in eight is of the universe.
 MAX_DRAWS_READ_OFF = 8
+#: More draws (a factor) for propositional_logic: about one draw in 15 infers something
+#: (:func:`_restates_premises`) and about one in 7 is of the evaluation universe.
+PREMISE_REDRAWS = 4
 #: Probe draws that choose a family's universe key (fewer than a generator's: some families
 #: take a second per item; up to four times more where the evaluation side's keys are still
 #: too few to judge), and their draw number (no task's).
@@ -367,6 +377,29 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 def _shows_an_address(task: Mapping[str, Any]) -> bool:
     """Whether a task's text holds a memory address: it is no pure function of its seed."""
     return bool(_ADDRESS.search(f"{task.get('question')}\n{task.get('answer')}"))
+
+
+def _restates_premises(task: Mapping[str, Any]) -> bool:
+    """Whether a ``propositional_logic`` draw has no conclusion worth inferring.
+
+    Its reference restates the premises (:func:`rllm_envs.reasoning_gym.premises.
+    restates_premises`: most of reasoning-gym's references weaken a premise, ``(P ∨ Q)`` from
+    ``P``), the premises contradict each other (every formula follows), or it has no
+    reference the scorer pays in full. Such a draw would make a restated premise a right
+    answer, which the scorer (:mod:`rllm_envs.reasoning_gym.scoring`) never pays.
+    """
+    from rllm_envs.reasoning_gym.premises import premises_are_consistent, restates_premises
+
+    metadata = task.get("metadata") or {}
+    if (metadata.get("source_dataset") or task.get("dataset")) != "propositional_logic":
+        return False
+    premises = metadata.get("premises")
+    if not isinstance(premises, list) or not all(isinstance(p, str) for p in premises):
+        return False
+    reference = oracle_answer(task)
+    if reference is None or premises_are_consistent(premises) is False:
+        return True
+    return restates_premises(reference, premises) is True
 
 
 def _normal(text: object) -> str:
