@@ -619,6 +619,23 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
 NOTE_DATA_FILE = "the test suite has a data file (it may hold expected values)"
 #: Why a verdict is ``host_partial`` when a test observed nothing on the reference.
 NOTE_NOTHING_OBSERVED = "a test observed nothing on the reference (its checks run in the sandbox)"
+#: Why a verdict is ``host_partial`` when a test's probe stopped early on the reference.
+NOTE_PROBE_STOPPED = (
+    "a test's probe did not run to its end with the fix (the checks after where it stopped "
+    "are compared by no one)"
+)
+
+
+def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
+    """Whether a reference probe observed something and ran through to its end.
+
+    A probe that stopped early (a rewrite that raises where the test would not, an eager
+    ``and``/``or``) leaves the checks after it uncompared, so a submission matching the
+    observations before it would pass.
+    """
+    if not observed or not observed.get("observed"):
+        return False
+    return bool(observed.get("end") == ["ended", "P"])
 
 
 def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
@@ -861,13 +878,14 @@ def run_probes(
     """Run the probes of ``tests`` on ``files``; decide each on the host against ``reference``.
 
     Returns the report and the verdict's trust: ``"host"``, or ``"host_partial"`` when a
-    probe is incomplete or a test observed nothing on the reference (some of its checks
-    then run only in the sandbox's process; see :mod:`rllm_envs.swe.probe`).
+    probe is incomplete, or a test observed nothing on the reference or its probe stopped
+    before its end there (some of its checks then run only in the sandbox's process, or
+    not at all; see :mod:`rllm_envs.swe.probe`).
     """
     probes, complete = probe_files(_check_files(files))
     ids = [str(t) for t in tests]
-    observed_all = all((reference.observed.get(t) or {}).get("observed") for t in ids)
-    trust = "host" if complete and observed_all else "host_partial"
+    decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
+    trust = "host" if complete and decided else "host_partial"
 
     def decide(record: Mapping[str, Any]) -> tuple[str, str]:
         return _observed_status(record, reference)
@@ -964,6 +982,8 @@ def verdict(
         weakened = probe_notes(_check_files(files))
         if not all((reference.observed.get(t) or {}).get("observed") for t in ids):
             weakened += (NOTE_NOTHING_OBSERVED,)
+        elif not all(_decided_on_host(reference.observed.get(t)) for t in ids):
+            weakened += (NOTE_PROBE_STOPPED,)
         report, trust = run_probes(
             files,
             ids,

@@ -418,3 +418,30 @@ def test_rebinding_the_probes_raise_observer_forges_nothing():
     assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
     assert _run(FORGED_RAISE, oracle=True)[0] == 1.0
     assert base["slug/core.py"] == old
+
+
+# ------------------------------- round 2 (F-B, F-C): a probe that stops early on the reference
+
+NORM = _task(
+    "norm",
+    "core",
+    "def first_num(s):\n    return None\n\ndef norm(s):\n    return s\n",
+    "def first_num(s):\n    return None\n\ndef norm(s):\n    return '-'.join(s.lower().split())\n",
+    "from norm.core import first_num, norm\n\ndef test_none():\n    assert first_num('') is None\n",
+    # An eager rewrite of the short-circuit guard raises on the reference at its second
+    # operand, so the check after it would be compared by no one.
+    "\ndef test_guarded():\n    n = first_num('abc')\n    assert n is None or n.bit_length() < 8\n"
+    "    assert norm('Hello  World') == 'hello-world'\n",
+)
+
+
+def test_a_probe_that_stops_early_on_the_reference_decides_nothing():
+    reward, info = _run(NORM, "")
+    assert reward == 0.0
+    if info["verdict_trust"] != "host":
+        # Withheld: the verdict says why, and doing nothing is not paid.
+        assert any("did not run to its end" in w for w in info["verdict_weakened"])
+        assert "host_partial" in info["verdict_withheld"]
+    else:
+        # A rewrite that keeps the short circuit compares every check: doing nothing fails.
+        assert info["fail_to_pass"] < 1.0
