@@ -173,10 +173,10 @@ def test_multiagent_envs_are_evaluated(tmp_path):
     # Cooperative self-play: the oracle solver(s) and judge are all correct.
     assert oracle["envs"]["rllm/SolverJudge-v1"]["pass@1"] == 1.0
     assert rand["envs"]["rllm/SolverJudge-v1"]["pass@1"] == 0.0
-    # Competitive: the evaluated policy plays player_0 against the scripted heuristic; the
-    # minimax oracle never loses, so its mean reward is >= 0, and random does worse.
+    # Competitive: the evaluated policy plays player_0 against the scripted heuristic. A task's
+    # opening is random plies, which can leave the evaluated side lost before it moves, so the
+    # minimax oracle's mean is not always >= 0; random play does worse.
     ttt_oracle = oracle["envs"]["rllm/TicTacToe-v0"]
-    assert ttt_oracle["mean_reward"] >= 0.0
     assert rand["envs"]["rllm/TicTacToe-v0"]["mean_reward"] < ttt_oracle["mean_reward"]
 
 

@@ -147,5 +147,10 @@ def _hacking_case(entry) -> object:
 def test_reward_hacking(entry):
     """Each role played degenerate (the others scripted) earns no more than random play."""
     make_or_skip(entry.id).close()
-    report = check_reward_hacking(entry.id, episodes=24)
+    # A debater may adopt a peer's answer (that is debate; tests/envs/multiagent/
+    # test_debate_copier.py bounds what a copier earns by what the copied debater earns), so
+    # Debate's peers guess at random here: whatever a degenerate debater then earns, it earns
+    # from the grader, not from a peer's work.
+    others = "random" if entry.id.startswith("rllm/Debate-") else "heuristic"
+    report = check_reward_hacking(entry.id, episodes=24, others=others)
     assert report.baseline  # every role was played
