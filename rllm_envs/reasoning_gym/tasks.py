@@ -330,12 +330,18 @@ class ReasoningGymTasks(TaskSource):
 
         Case and spacing aside. An answer that the family's questions name as one of their
         options (``"true"``, ``"yes"``, ``"infeasible"``: it also occurs in the question of
-        another task with another answer) is a choice, not a read-off.
+        another task with another answer, or in most of the family's questions, as a
+        template's "(Answer Yes or No)" does even where the probes all answer the same) is a
+        choice, not a read-off.
         """
         answer = _normal(task.get("answer"))
         if len(answer.replace(" ", "")) < 3 or answer not in _normal(task.get("question")):
             return False
-        return not any(answer in q and answer != a for q, a in self._vocabulary())
+        vocabulary = self._vocabulary()
+        named = [q for q, _ in vocabulary if answer in q]
+        if 2 * len(named) > len(vocabulary):
+            return False
+        return not any(answer in q and answer != a for q, a in vocabulary)
 
     def _vocabulary(self) -> list[tuple[str, str]]:
         """(question, answer) of the family's first tasks of draw 0: the options it names."""
