@@ -10,8 +10,9 @@ not run (``-k`` left it out), nothing is set and the report falls back to the me
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from benchmarks.provenance import load_1m
 
 _MEDIANS: dict[str, float] = {}
 
@@ -24,7 +25,7 @@ def record(benchmark: Any) -> float | None:
     _MEDIANS[benchmark.name] = median
     benchmark.extra_info["median_s"] = median
     # The suite records the load once, at the end; other jobs come and go on a shared machine.
-    benchmark.extra_info["load_1m"] = round(os.getloadavg()[0], 2)
+    benchmark.extra_info["load_1m"] = load_1m()
     work = benchmark.extra_info.get("work")
     if work:  # the same work per call on both sides, so rates compare like the times
         benchmark.extra_info["per_s"] = round(work[0] / median, 1)

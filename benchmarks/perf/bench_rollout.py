@@ -43,6 +43,7 @@ import pytest
 pytest.importorskip("vllm")
 
 import rllm_envs  # noqa: E402
+from benchmarks.provenance import load_1m  # noqa: E402
 from rllm_adapters.backends.base import SamplingParams  # noqa: E402
 from rllm_adapters.rollout import (  # noqa: E402
     EnvPool,
@@ -266,7 +267,7 @@ def test_rollout_single_turn(benchmark, policy):
         env=SINGLE_TURN_ENV,
         model=MODEL,
         dtype=DTYPE,
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
         note=(
             f"{episodes} episodes x {max_tokens} tokens of `{SINGLE_TURN_ENV}`, `{MODEL}` in "
             f"{DTYPE}, {rounds} warm rounds a side; same engine, prompt ids and sampling "
@@ -329,7 +330,7 @@ def test_rollout_dtype(benchmark, policy):
         rounds=rounds,
         env=SINGLE_TURN_ENV,
         model=MODEL,
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
         note=(
             f"the rollout above on a {OTHER_DTYPE} engine (measured) and the {DTYPE} one "
             f"(baseline), {rounds} round{'s' if rounds != 1 else ''} each, alternated; "
@@ -424,7 +425,7 @@ def test_rollout_slow_env_overlap(benchmark, capped_policy):
         step_delay_s=round(delay, 4),
         lockstep_ratio=round(bound / (t_gen + t_env), 3),
         warm={"unit": "s", "ours": round(wall, 3), "baseline": round(bound, 3)},
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
         note=(
             f"{episodes} episodes of a 4-turn lake with {workers} env workers, `{MODEL}`; "
             f"measured: wall time with env steps of {delay:.3f} s on average; baseline: "

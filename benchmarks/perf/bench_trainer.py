@@ -43,6 +43,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.provenance import load_1m
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
 trl = pytest.importorskip("trl")
@@ -283,7 +285,7 @@ def test_ours_grpo_step(benchmark, model_path, tmp_path):
         tokens=TOKENS,
         model=MODEL,
         dtype="float32",
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
         note=(
             f"{BATCH} sequences x ({PROMPT_LEN} + {COMPLETION_LEN}) tokens, `{MODEL}` in "
             f"float32, {ours['threads']} torch threads on both sides, {ours['steps'] - 1} warm "
@@ -310,7 +312,7 @@ def test_ours_grpo_step_bf16(benchmark, model_path, tmp_path):
         model=MODEL,
         dtype="bfloat16",
         baseline_dtype="float32",
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
         note=(
             f"ours in bf16 (DeepSpeed bf16, fp32 master weights; measured) vs ours in float32 "
             f"(baseline), the batch above, {bf16['threads']} torch threads, measured one after "
