@@ -32,6 +32,7 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -493,6 +494,10 @@ class Gateway:
                     'Send {"reward": <number>} or {"env": "<env id>", "seed": <int>}.',
                     "invalid_reward",
                 )
+            # JSON parsing takes NaN, Infinity and 1e400: one such reward in a GRPO group
+            # makes every advantage of the group NaN, so it is refused before it is stored.
+            if not math.isfinite(reward):
+                raise GatewayError(400, "`reward` must be a finite number.", "invalid_reward")
             info = body.get("info") or {}
             if not isinstance(info, dict):
                 raise GatewayError(400, "`info` must be an object.", "invalid_reward")
@@ -1102,6 +1107,8 @@ async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
+    except RecursionError as e:  # a few kB of `[[[[...` nest past the parser's stack
+        raise GatewayError(400, "The JSON body is nested too deeply.", "invalid_json") from e
     if not isinstance(data, dict):
         raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
     return raw, data

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import secrets
 import threading
 import time
@@ -34,6 +35,8 @@ from typing import Any
 from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 
 __all__ = ["Call", "Session", "SessionError", "SessionRegistry", "score_with_env"]
+
+_log = logging.getLogger(__name__)
 
 
 class SessionError(Exception):
@@ -329,7 +332,14 @@ class SessionRegistry:
         env_id: str | None = None,
         task_id: str | None = None,
     ) -> dict[str, Any]:
-        """End ``session`` (after its calls in flight) and store its trajectory."""
+        """End ``session`` (after its calls in flight) and store its trajectory.
+
+        Raises:
+            SessionError: 409 if the session is already ending (a second reward, sent while
+                the first was scored, would store the session twice).
+        """
+        if session.closed:
+            raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
         session.closed = True
         while session.in_flight:
             await asyncio.sleep(0.01)
@@ -372,9 +382,12 @@ class SessionRegistry:
                 for s in self.sessions.values()
                 if not s.closed and not s.in_flight and now - s.last_used > idle_s
             ]
+        count = 0
         for session in idle:
-            await self.finish(session, 0.0, {"ended_by": "idle"}, finish="truncated")
-        return len(idle)
+            if not session.closed:  # a reward may have ended it meanwhile
+                await self.finish(session, 0.0, {"ended_by": "idle"}, finish="truncated")
+                count += 1
+        return count
 
     async def finish_all(self) -> int:
         """Store every open session that has calls (shutdown); return how many."""
@@ -382,8 +395,12 @@ class SessionRegistry:
             open_sessions = [s for s in self.sessions.values() if not s.closed]
         count = 0
         for session in open_sessions:
-            if session.calls:
-                await self.finish(session, 0.0, {"ended_by": "shutdown"}, finish="truncated")
+            if session.calls and not session.closed:  # a reward may have ended it meanwhile
+                try:
+                    await self.finish(session, 0.0, {"ended_by": "shutdown"}, finish="truncated")
+                except Exception:  # counted in store_errors; the other sessions are still stored
+                    _log.exception("storing session %r at shutdown failed", session.id)
+                    continue
                 count += 1
         return count
 

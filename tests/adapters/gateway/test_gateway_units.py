@@ -130,6 +130,38 @@ def test_sessions_belong_to_their_owner_and_end_once():
     assert e.value.status == 503
 
 
+def test_a_session_is_stored_once_and_shutdown_stores_the_rest():
+    import asyncio
+
+    store = _Store()
+    registry = SessionRegistry(store, run=None, max_sessions=8, model=None)
+    session = registry.get("s", "alice")
+    registry.record(session, call([1], [2]))
+
+    async def two_rewards():  # the second arrives while the first is being stored
+        return await asyncio.gather(
+            registry.finish(session, 1.0), registry.finish(session, 2.0), return_exceptions=True
+        )
+
+    first, second = asyncio.run(two_rewards())
+    assert first["reward"] == 1.0 and len(store.put_calls) == 1
+    assert isinstance(second, SessionError) and second.status == 409
+
+    class Failing(_Store):
+        def put(self, trajectory, run=None, model=None):
+            if trajectory.metadata["session_id"] == "bad":
+                raise OSError("disk full")
+            return super().put(trajectory, run, model)
+
+    registry = SessionRegistry(Failing(), run=None, max_sessions=8, model=None)
+    for sid in ("bad", "good"):
+        registry.record(registry.get(sid, "alice"), call([1], [2]))
+    # One session that cannot be stored does not cost the others theirs.
+    assert asyncio.run(registry.finish_all()) == 1
+    assert [t.metadata["session_id"] for t, _, _ in registry.store.put_calls] == ["good"]
+    assert registry.store_errors == 1 and set(registry.sessions) == {"bad"}
+
+
 def test_replies_lose_only_what_the_gateway_added():
     from rllm_adapters.gateway.app import _StreamParts, _strip
 
@@ -200,6 +232,25 @@ def test_refusals_before_the_engine(app):
     r = app.post("/v1/completions", json={"prompt": "x"}, headers=alice)
     assert r.status_code == 502 and r.json()["error"]["code"] == "engine_error"
     assert app.get("/metrics", headers=alice).json()["requests"]["rejected_502"] == 1
+
+
+def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.gateway.app import Gateway
+
+    config = GatewayConfig(engines=[NOWHERE], store=str(tmp_path / "e.db"))
+    with TestClient(Gateway(config).app, raise_server_exceptions=False) as client:
+        for route in ("/v1/completions", "/sessions"):
+            r = client.post(route, content=b"[" * 100_000)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+        sid = client.post("/sessions", json={}).json()["session_id"]
+        for bad in (b"NaN", b"Infinity", b"-Infinity", b"1e400"):
+            r = client.post(f"/sessions/{sid}/reward", content=b'{"reward": %s}' % bad)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward"
+        # Nothing was stored: the session is still open and takes a finite reward.
+        r = client.post(f"/sessions/{sid}/reward", json={"reward": 1.0})
+        assert r.status_code == 200 and r.json()["reward"] == 0.0  # no calls: no step to reward
 
 
 def test_what_a_path_or_name_serves(tmp_path):
