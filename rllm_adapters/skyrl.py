@@ -20,12 +20,17 @@ of a run (row extras override them).
 
 SkyRL's trainer builds envs inside Ray tasks, in processes that never imported this module,
 so its registry there lacks our ids (``No registered env with id``). Register them in every
-Ray worker with Ray's own setup hook, which runs :func:`register_all` at worker start::
+Ray worker with Ray's own setup hook, which runs :func:`register_all` at worker start. SkyRL's
+stock entry points call ``ray.init`` themselves (with only ``env_vars`` in the runtime env), so
+give the hook through Ray's ``RAY_RUNTIME_ENV_HOOK``, which Ray applies to that call::
 
-    ray.init(runtime_env={"worker_process_setup_hook": "rllm_adapters.skyrl.register_all"})
+    RAY_RUNTIME_ENV_HOOK=rllm_adapters.skyrl.ray_runtime_env_hook \
+        python -m skyrl.train.entrypoints.main_base ...
 
-(or call ``rllm_adapters.skyrl.register_all()`` first thing in your SkyRL entry point task). Each
-id is registered with a string entry point (``rllm_adapters.skyrl:RllmTextEnv`` and the id as a
+In your own driver, ``ray.init(runtime_env={"worker_process_setup_hook":
+"rllm_adapters.skyrl.register_all"})`` does the same (or call
+``rllm_adapters.skyrl.register_all()`` first thing in your SkyRL entry point task). Each id is
+registered with a string entry point (``rllm_adapters.skyrl:RllmTextEnv`` and the id as a
 kwarg), so its spec is plain data that crosses process boundaries.
 
 Observations after the first are the env family's feedback messages (our agents' format; tool
@@ -47,7 +52,10 @@ from rllm_envs.utils import to_jsonable
 skyrl_gym = require("skyrl_gym", "skyrl", feature="The SkyRL-Gym adapter")
 _base = require("skyrl_gym.envs.base_text_env", "skyrl")
 
-__all__ = ["RllmTextEnv", "register_all", "skyrl_dataset"]
+__all__ = ["RllmTextEnv", "ray_runtime_env_hook", "register_all", "skyrl_dataset"]
+
+#: Ray's ``worker_process_setup_hook`` that registers our ids in a worker.
+SETUP_HOOK = "rllm_adapters.skyrl.register_all"
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -190,6 +198,30 @@ def register_all() -> list[str]:
             )
         ids.append(env_id)
     return ids
+
+
+def ray_runtime_env_hook(runtime_env: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Ray's ``RAY_RUNTIME_ENV_HOOK``: the runtime env with :func:`register_all` as its setup hook.
+
+    Ray calls it on the runtime env of every ``ray.init`` in a driver started with
+    ``RAY_RUNTIME_ENV_HOOK=rllm_adapters.skyrl.ray_runtime_env_hook``, so SkyRL's own entry
+    points (whose ``ray.init`` sets only ``env_vars``) build our envs in their Ray tasks. Under
+    ``uv run`` Ray applies its own uv hook instead of this one: there, call :func:`register_all`
+    first thing in your entry point task.
+
+    Raises:
+        AdapterConfigError: When the runtime env already names another setup hook (Ray runs
+            one; call :func:`register_all` from yours).
+    """
+    merged = dict(runtime_env or {})
+    hook = merged.get("worker_process_setup_hook")
+    if hook is not None and hook != SETUP_HOOK:
+        raise AdapterConfigError(
+            f"The Ray runtime env already has worker_process_setup_hook={hook!r}; Ray runs one "
+            f"setup hook, so call {SETUP_HOOK}() from it instead of setting RAY_RUNTIME_ENV_HOOK."
+        )
+    merged["worker_process_setup_hook"] = SETUP_HOOK
+    return merged
 
 
 def skyrl_dataset(

@@ -14,8 +14,10 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 import rllm_envs  # noqa: E402
 from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.skyrl import (  # noqa: E402
+    SETUP_HOOK,
     RllmTextEnv,
     ids_with_one_model_seat,
+    ray_runtime_env_hook,
     register_all,
     skyrl_dataset,
 )
@@ -164,11 +166,26 @@ def test_specs_are_plain_data_for_other_processes():
     assert spec.kwargs == {"env_id": "rllm/Math-v1"}
 
 
+def test_the_ray_runtime_env_hook_adds_our_setup_hook_and_keeps_the_rest():
+    skyrl_env = {"env_vars": {"VLLM_USE_V1": "1"}}  # what SkyRL's initialize_ray passes
+    assert ray_runtime_env_hook(skyrl_env) == {**skyrl_env, "worker_process_setup_hook": SETUP_HOOK}
+    assert skyrl_env == {"env_vars": {"VLLM_USE_V1": "1"}}  # not modified in place
+    assert ray_runtime_env_hook(None) == {"worker_process_setup_hook": SETUP_HOOK}
+    assert ray_runtime_env_hook({"worker_process_setup_hook": SETUP_HOOK})
+    with pytest.raises(AdapterConfigError, match="call rllm_adapters.skyrl.register_all"):
+        ray_runtime_env_hook({"worker_process_setup_hook": "mine.setup"})
+
+
 @pytest.mark.slow
-def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
+def test_a_ray_task_builds_our_envs_under_skyrls_own_ray_init(monkeypatch):
+    """SkyRL's stock entry point calls ``ray.init(runtime_env={"env_vars": ...})`` itself and
+    builds envs in its ``skyrl_entrypoint`` Ray task; ``RAY_RUNTIME_ENV_HOOK`` registers our ids
+    there with no change to that call. (SkyRL's trainer itself needs GPUs: its ``ray.init`` call
+    is reproduced here as its ``initialize_ray`` makes it.)"""
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         pytest.skip("another test owns the Ray runtime in this process")
+    monkeypatch.setenv("RAY_RUNTIME_ENV_HOOK", "rllm_adapters.skyrl.ray_runtime_env_hook")
 
     # Defined here so Ray ships it by value: the worker never imports this test module (which
     # imports rllm_adapters.skyrl); only Ray's setup hook registers our ids there.
@@ -199,7 +216,7 @@ def test_a_ray_task_builds_our_envs_after_the_worker_setup_hook():
         num_cpus=1,
         include_dashboard=False,
         log_to_driver=False,
-        runtime_env={"worker_process_setup_hook": "rllm_adapters.skyrl.register_all"},
+        runtime_env={"env_vars": {"VLLM_USE_V1": "1"}},
     )
     try:
         play = ray.remote(num_cpus=1)(play_in_worker)
