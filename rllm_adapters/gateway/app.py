@@ -145,7 +145,11 @@ class Gateway:
         self.store = store
         self.model = served_model_name or config.served_model_name
         self.sessions = SessionRegistry(
-            store, run=config.run, max_sessions=config.max_sessions, model=self.model
+            store,
+            run=config.run,
+            max_sessions=config.max_sessions,
+            model=self.model,
+            max_per_owner=config.max_sessions_per_client,
         )
         self._tokenizer = tokenizer
         self._templater: Any = None
@@ -413,6 +417,7 @@ class Gateway:
         from starlette.responses import JSONResponse
 
         principal = self.principal(request)
+        self._limit_rate(principal)
         raw = await self.read_body(request)
         fields: dict[str, Any] = {}
         if raw.strip():

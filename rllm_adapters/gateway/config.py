@@ -62,6 +62,9 @@ class GatewayConfig:
         session_idle_s: A session with no call for this long is stored without a reward
             (``None``: sessions wait for their reward until shutdown).
         max_sessions: Open sessions at once (new ones get 503 above).
+        max_sessions_per_client: Open sessions one client (principal) may hold at once (429
+            above; ``None``: only ``max_sessions``). Set it when several clients share the
+            gateway, so that one cannot take every session.
         template_chat: In sessions, template chat calls with the served tokenizer and append
             each turn to the session's token sequence (:mod:`rllm_adapters.gateway.chat`), so a
             multi-turn chat session is one token-exact sequence; off, or with no tokenizer,
@@ -91,6 +94,7 @@ class GatewayConfig:
     rate_limit_burst: int = 64
     session_idle_s: float | None = None
     max_sessions: int = 100_000
+    max_sessions_per_client: int | None = None
     template_chat: bool = True
 
     def __post_init__(self) -> None:
@@ -144,6 +148,7 @@ class GatewayConfig:
         optional: dict[str, float | None] = {
             "rate_limit_rps": self.rate_limit_rps,
             "session_idle_s": self.session_idle_s,
+            "max_sessions_per_client": self.max_sessions_per_client,
         }
         for name, bound in optional.items():
             if bound is not None and bound <= 0:

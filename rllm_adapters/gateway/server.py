@@ -230,6 +230,9 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument("--request-timeout", type=float, default=600.0)
     parser.add_argument("--rate-limit", type=float, help="requests/s per client")
     parser.add_argument("--session-idle", type=float, help="store sessions idle this long (s)")
+    parser.add_argument(
+        "--max-sessions-per-client", type=int, help="open sessions one client may hold at once"
+    )
     args = parser.parse_args(argv)
     keys = _keys([*args.api_key, os.environ.get("RLLM_GATEWAY_API_KEYS", "")])
     return GatewayConfig(
@@ -249,6 +252,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         request_timeout_s=args.request_timeout,
         rate_limit_rps=args.rate_limit,
         session_idle_s=args.session_idle,
+        max_sessions_per_client=args.max_sessions_per_client,
     )
 
 

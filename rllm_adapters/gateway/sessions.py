@@ -212,14 +212,23 @@ class SessionRegistry:
         run: Default run name of stored episodes.
         max_sessions: Open sessions at once.
         model: The served model's name, stored with each episode.
+        max_per_owner: Open sessions one owner may hold at once (``None``: no such limit).
     """
 
     def __init__(
-        self, store: Any, *, run: str | None, max_sessions: int, model: str | None
+        self,
+        store: Any,
+        *,
+        run: str | None,
+        max_sessions: int,
+        model: str | None,
+        max_per_owner: int | None = None,
     ) -> None:
         self.store = store
         self.run = run
         self.max_sessions = max_sessions
+        self.max_per_owner = max_per_owner
+        self._open_by_owner: collections.Counter[str] = collections.Counter()
         self.model = model
         self.sessions: dict[str, Session] = {}
         #: Ended session ids and their owners (oldest forgotten past ``max_sessions``), so a
@@ -250,6 +259,13 @@ class SessionRegistry:
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
                 raise SessionError(503, "Too many open sessions; try later.", "too_many_sessions")
+            if self.max_per_owner is not None and self._open_by_owner[owner] >= self.max_per_owner:
+                raise SessionError(
+                    429,
+                    f"This client already has {self.max_per_owner} open sessions: end one "
+                    "(send its reward) first.",
+                    "too_many_sessions",
+                )
             sid = session_id or secrets.token_urlsafe(16)
             if sid in self.sessions or sid in self.ended:
                 raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
@@ -275,6 +291,7 @@ class SessionRegistry:
                     "invalid_session",
                 )
             self.sessions[sid] = session
+            self._open_by_owner[owner] += 1
             return session
 
     def get(self, session_id: str, principal: str, *, create: bool = True) -> Session:
@@ -355,7 +372,10 @@ class SessionRegistry:
             session.closed = False  # still open: the reward can be sent again
             raise
         with self._lock:
-            self.sessions.pop(session.id, None)
+            if self.sessions.pop(session.id, None) is not None:
+                self._open_by_owner[session.owner] -= 1
+                if not self._open_by_owner[session.owner]:
+                    del self._open_by_owner[session.owner]
             self.ended[session.id] = session.owner
             while len(self.ended) > self.max_sessions:
                 self.ended.popitem(last=False)

@@ -162,6 +162,19 @@ def test_a_session_is_stored_once_and_shutdown_stores_the_rest():
     assert registry.store_errors == 1 and set(registry.sessions) == {"bad"}
 
 
+def test_one_client_cannot_take_every_session():
+    import asyncio
+
+    registry = SessionRegistry(_Store(), run=None, max_sessions=100, model=None, max_per_owner=2)
+    mine = [registry.create("mallory") for _ in range(2)]
+    with pytest.raises(SessionError) as e:
+        registry.get("one-more", "mallory")  # opening on first use counts too
+    assert e.value.status == 429 and e.value.code == "too_many_sessions"
+    registry.create("alice")  # others still get theirs
+    asyncio.run(registry.finish(mine[0], 0.0))
+    registry.create("mallory")  # an ended session frees its place
+
+
 def test_replies_lose_only_what_the_gateway_added():
     from rllm_adapters.gateway.app import _StreamParts, _strip
 
@@ -274,10 +287,11 @@ def test_cli_arguments():
     from rllm_adapters.gateway.server import parse_args
 
     config = parse_args(
-        ["--engine", NOWHERE, "--api-key", f"a={KEY}", "--port", "0", "--rate-limit", "5"]
-    )
+        ["--engine", NOWHERE, "--api-key", f"a={KEY}", "--port", "0", "--rate-limit", "5",
+         "--max-sessions-per-client", "8"]
+    )  # fmt: skip
     assert config.engines == [NOWHERE] and config.api_keys == {"a": KEY}
-    assert config.rate_limit_rps == 5.0
+    assert config.rate_limit_rps == 5.0 and config.max_sessions_per_client == 8
 
 
 def test_chat_turns_append_to_the_session_ids(tiny_path):
