@@ -516,9 +516,13 @@ def test_channel_forgery_with_many_descriptors(backend, warm, many_fds):
     assert all(v == "WA" for v in result.verdicts), result
 
 
+@pytest.mark.parametrize("pool", ["cold", "pooled"])
 @pytest.mark.parametrize("env_id", CODE_ENVS)
-def test_env_step_with_many_descriptors(env_id, backend, many_fds):
-    # The reference solution still passes and a forger still gets 0, through env.step.
+def test_env_step_with_many_descriptors(env_id, backend, many_fds, pool, monkeypatch):
+    # The reference solution still passes and a forger still gets 0, through env.step,
+    # with a sandbox started per step ($RLLM_JUDGE_POOL=0) or from the judge's pool.
+    if pool == "cold":
+        monkeypatch.setenv("RLLM_JUDGE_POOL", "0")
     env = gym.make(env_id, sandbox_backend=backend)
     fence = "cpp" if env_id.endswith("Cpp-v0") else "python"
     env.reset(seed=0, options={"index": 0})
@@ -979,3 +983,43 @@ print("done")
 def test_cpu_time_of_hidden_workers_is_counted(backend):
     result = judge(HIDDEN_WORKERS, [TestCase("", "done\n")], backend=backend, time_limit=5)
     assert result.results[0].time >= 0.35, result  # the workers' 0.4 s, not the parent's
+
+
+def test_every_attack_with_many_descriptors(backend, warm, many_fds):
+    # Every attack class of this file, judged while the judging process holds 1,100 more
+    # descriptors (so the channel's number is past 1023): forgers get nothing, the state
+    # and input readers find nothing, the policy holds in a judged test process, and
+    # ``many_fds`` checks that nothing is left running.
+    for attack in (FD_COPY, WRITE_EVERY_FD, KILL_SUPERVISOR, SCAN_MEMORY, EXIT_AS_SIGNAL):
+        result = judge(attack, _tests(), backend=backend, warm=warm, time_limit=5)
+        assert result.passed == 0, (attack[:80], result)
+    fresh = [TestCase(f"{i}\n", "fresh\n") for i in range(3)]
+    result = judge(CARRY_STATE, fresh, backend=backend, warm=warm, stop_on_failure=False)
+    assert result.verdicts == ["AC"] * 3, [r.output for r in result.results]
+    own = [TestCase(f"SECRET{secrets.token_hex(16)}\n", "[]\n") for _ in range(3)]
+    result = judge(SECRET_SCAN, own, backend=backend, warm=warm, stop_on_failure=False)
+    assert result.verdicts == ["AC"] * 3, [r.output for r in result.results]
+    closed = [TestCase("", "closed\n")]
+    for name, code in POLICY_ATTACKS_PY.items():
+        result = judge(code, closed, backend=backend, warm=warm)
+        assert result.verdicts == ["AC"], (name, result)
+    if os.uname().machine == "x86_64":
+        result = judge(
+            INT80_CPP, [TestCase("", "start\n")], language="cpp", backend=backend, warm=warm
+        )
+        assert result.verdicts == ["RE"], result
+
+
+def test_verdict_uses_cpu_time_with_wall_time_as_backstop():
+    # A test slowed down by others' load (wall far past the limit, little CPU) keeps its
+    # verdict; its own CPU past the limit, or the executor's wall backstop, is TLE.
+    from rllm_envs.code.judge import _Observed, _test_verdict
+
+    def seen(cpu: float, wall: float, outcome: str = "exited") -> _Observed:
+        code = 0 if outcome == "exited" else None
+        signal_ = None if outcome == "exited" else 9
+        return _Observed(outcome, code, signal_, cpu, wall, "2\n", "", None)
+
+    assert _test_verdict(seen(0.2, 3.5), "stdin", ["2\n"], 1.0)[0] == "AC"
+    assert _test_verdict(seen(1.2, 1.3), "stdin", ["2\n"], 1.0)[0] == "TLE"
+    assert _test_verdict(seen(0.0, 3.0, "timeout"), "stdin", ["2\n"], 1.0)[0] == "TLE"

@@ -9,6 +9,7 @@ limits but does not isolate.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -250,3 +251,28 @@ def test_cannot_read_the_parent_environment(backend, monkeypatch):
     )
     result = run(code, backend=backend)
     assert token not in result.stdout and "RLLM_TEST_SECRET" not in result.stdout
+
+
+# Constants the wrappers set themselves (none of the caller's values); docs/sandbox.md says so.
+WRAPPER_ENV = {
+    "firejail": {
+        "container",
+        "SHELL",
+        "FIREJAIL_QUIET",
+        "PROMPT_COMMAND",
+        "KDE_FORK_SLAVES",
+        "QML_DISABLE_DISK_CACHE",
+        "QT_X11_NO_MITSHM",
+    },
+    "bubblewrap": {"PWD"},
+}
+
+
+def test_environment_is_the_documented_one(backend, monkeypatch):
+    monkeypatch.setenv("RLLM_TEST_SECRET", secrets.token_hex(8))
+    result = run("import json, os\nprint(json.dumps(dict(os.environ)))", backend=backend)
+    assert result.ok, result
+    env = json.loads(result.stdout)
+    ours = {"PATH", "LANG", "LC_ALL", "HOME"}
+    assert ours <= set(env) and set(env) - ours <= WRAPPER_ENV[backend], sorted(env)
+    assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == "/"

@@ -141,3 +141,14 @@ def test_bad_datasets_are_programmer_errors(tmp_path):
         load_code_tasks(empty, in_process="allow")
     with pytest.raises(ValueError):
         normalize({"question": "q", "input_output": "{not json"})
+
+
+def test_loader_drops_in_process_tasks_by_default_and_logs_their_share(caplog):
+    # The loader itself defaults to the safe choice for RL, and says how many it dropped.
+    with caplog.at_level("INFO", logger="rllm_envs.code"):
+        assert load_code_tasks(DATA / "mbpp.jsonl", convert_asserts=False) == []
+    assert "mbpp.jsonl: 2 of 2 tasks (100.0%)" in caplog.text and "'drop'" in caplog.text
+    zeroed = load_code_tasks(DATA / "mbpp.jsonl", convert_asserts=False, in_process="zero")
+    assert [t["in_process"] for t in zeroed] == ["zero", "zero"]
+    # Converted to host-compared tests, nothing is in process and nothing is dropped.
+    assert len(load_code_tasks(DATA / "mbpp.jsonl")) == 2
