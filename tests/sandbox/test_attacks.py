@@ -952,6 +952,27 @@ def test_no_other_sandbox_visible_through_sys(backend):
     assert result.ok and result.stdout == "[]\n", result
 
 
+def test_sys_shows_only_static_cpu_facts(backend):
+    # The host's /sys (firejail) is a window on machine-wide state; only the CPU list
+    # glibc reads stays readable. bubblewrap mounts no /sys.
+    code = (
+        "import os\nfound = []\n"
+        "for root, dirs, files in os.walk('/sys'):\n"
+        "    if root.count('/') > 5:\n        dirs[:] = []\n"
+        "    for name in files:\n"
+        "        path = os.path.join(root, name)\n"
+        "        try:\n            open(path, 'rb').read(1)\n        except OSError:\n"
+        "            continue\n"
+        "        if not path.startswith('/sys/devices/system/cpu/'):\n"
+        "            found.append(path)\n"
+        "    if len(found) > 20:\n        break\n"
+        "print(found, os.path.isdir('/sys'))\n"
+    )
+    result = run(code, backend=backend, time_limit=30)
+    assert result.ok, result
+    assert result.stdout == f"[] {backend == 'firejail'}\n", result
+
+
 def test_numeric_flood_is_wrong_and_shown_in_part(backend):
     # 4 MB of numbers for a one-number answer: WA without the host decoding it all.
     flood = "print(' '.join(['1.5'] * 1_000_000))\n"
