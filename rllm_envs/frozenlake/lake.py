@@ -16,6 +16,11 @@ something decides:
    (``←↓→↑``) or Gymnasium's action id (``0``=Left, ``1``=Down, ``2``=Right, ``3``=Up).
 4. The last whole direction *word* (left/down/right/up, any case) anywhere in the reply.
 
+A token is whole: an action id is a bare digit, never a digit of a number (``32``, ``3.5``,
+``-3``, ``.3``, ``31 steps``, ``3rd``), and a word or letter ends where a word does
+(``R2``, ``Right3`` are no action). Inside a tag or label, a leading token followed by text
+counts (``Answer: Right, because...``, ``\boxed{2, to the right}``).
+
 Anything else is unparsable: the step is a normal transition with ``invalid_action`` set.
 """
 
@@ -53,11 +58,18 @@ _TAGGED = (
 )
 _STRIP = " \t\r\n\"'`*._-!()[]{}<>"
 _WORD = re.compile(r"\b(left|down|right|up)\b", re.IGNORECASE)
-_FIRST_TOKEN = re.compile(r"^[\s\"'`*]*([A-Za-z]+|[0-3←↓→↑])")
+# A leading whole token: a word, a letter, an arrow or a digit, not followed by more of a word
+# or a number (a move counter's "32" is not action 3).
+_FIRST_TOKEN = re.compile(r"^[\s\"'`*]*([A-Za-z]+|[0-3←↓→↑])(?!\w|[.,]\d)")
+# Every number in a text, with its sign and decimal part: an action id must be a bare digit.
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:[.,]\d+)*|[.,]\d+)")
 
 
 def _token(text: str) -> int | None:
-    return _TOKENS.get(text.strip(_STRIP).lower())
+    token = text.strip(_STRIP).lower()
+    if token.isdigit() and _NUMBER.findall(text) != [token]:
+        return None  # a signed or decimal number ("-3", ".3"), not an action id
+    return _TOKENS.get(token)
 
 
 def parse_action(text: str) -> tuple[int | None, str | None]:

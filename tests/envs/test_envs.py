@@ -139,13 +139,7 @@ def test_random_unicode_actions_never_raise(entry, actions, seed):
 
 #: Ids (and variants) the public reward-hacking check fails today, with why. Strict xfails:
 #: the day the env is fixed the test says so, and the entry must go.
-_HACKABLE: dict[str, str] = {
-    # Open (issue #25): the stronger checker plays to the episode's end; echoing the move
-    # counter walks Gymnasium's fixed 8x8 map to its goal (40/40), because the parser reads
-    # the leading digit of "32" as action 3 and the fixed map's top row and right column are
-    # safe. The fix is a stricter action parser (a bare 0-3 only) and per-task maps.
-    "rllm/FrozenLake-v1[map_name=8x8]": "echoing the move counter solves the fixed 8x8 map",
-}
+_HACKABLE: dict[str, str] = {}
 #: Variants checked besides every id: the answer formats and families of issue #25's table.
 HACKING_VARIANTS: tuple[tuple[str, dict], ...] = (
     ("rllm/Math-v1", {"answer_format": "any"}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -98,6 +100,29 @@ def test_goal_hole_blocked_and_invalid_outcomes():
     obs, reward, terminated, _, info = env.step("right")
     assert info["outcome"] == "goal" and terminated and reward == 1.0 and info["is_correct"]
     assert "win" in obs
+
+
+@pytest.mark.parametrize("reply", ["32", "3.5", "31 steps", "\\boxed{31}", "<action>-2</action>"])
+def test_a_number_is_an_invalid_action_not_its_leading_digit(reply):
+    env = gym.make("rllm/FrozenLake-v1", map_name="8x8")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(reply)
+    assert info["outcome"] == "invalid" and info["invalid_action"] and info["action"] is None
+    assert info["position"] == [0, 0] and reward == 0.0 and not (terminated or truncated)
+    assert obs.startswith("Invalid action:") and "Left, Down, Right, Up" in obs
+
+
+def test_echoing_the_move_counter_does_not_walk_the_fixed_map():
+    # Each turn, the move counter of the last observation, as the reward-hacking check's echo
+    # policies reply: with leading digits read as moves it reached the 8x8 goal every time.
+    env = gym.make("rllm/FrozenLake-v1", map_name="8x8")
+    obs, _ = env.reset(seed=0)
+    for _ in range(64):
+        counter = re.findall(r"\d+", obs.splitlines()[-1]) or ["0"]
+        obs, _, terminated, truncated, info = env.step(f"\\boxed{{{counter[-1]}}}")
+        if terminated or truncated:
+            break
+    assert not info["is_correct"]
 
 
 def test_turn_limit_truncates():

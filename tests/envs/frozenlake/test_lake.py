@@ -33,6 +33,9 @@ LEFT, DOWN, RIGHT, UP = range(4)
         ("\\boxed{Left}", LEFT),
         ("Action: Down", DOWN),
         ("Answer: Right, because the hole is below.", RIGHT),
+        ("3.", UP),  # a sentence's full stop, not a decimal point
+        ("(1)", DOWN),
+        ("\\boxed{2, to the right}", RIGHT),
         ("The hole is below me, so going down is bad. I will move right.", RIGHT),
         ("<think>maybe left? or up</think>Down", DOWN),
         ("<think>I could go <action>Up</action></think> <action>Left</action>", LEFT),
@@ -55,6 +58,23 @@ def test_parse_action_accepts_documented_forms(text, expected):
         "upward mobility",  # 'up' must be a whole word
         "<think>go right</think>",  # only the text after </think> counts
         "5",
+        # An action id is a bare digit, never a digit of a number: a move counter echoed back
+        # ("32", "31 moves left") is no move (it walked Gymnasium's fixed 8x8 map as Up,
+        # Right, Down through the counter's leading digits).
+        "32",
+        "3.5",
+        "-3",
+        ".3",
+        "3,5",
+        "31 steps",
+        "3rd",
+        "\\boxed{32}",
+        "\\boxed{31 moves left. Your next action?}",
+        "<action>22</action>",
+        "Answer: 3.5",
+        "Move: 21 to the right",
+        "R2",
+        "<action>Right3</action>",
     ],
 )
 def test_parse_action_rejects_with_a_reason(text):
