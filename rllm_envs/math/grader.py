@@ -110,6 +110,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import re
 import select
@@ -1936,8 +1937,11 @@ class _Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _Timeout
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if not ready:
+            # poll, not select: select() refuses descriptor numbers past 1023, which a
+            # trainer holding many files and sockets reaches.
+            poller = select.poll()
+            poller.register(self.fd, select.POLLIN)
+            if not poller.poll(max(1, math.ceil(remaining * 1000))):
                 raise _Timeout
             chunk = os.read(self.fd, 65536)
             if not chunk:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -381,6 +383,27 @@ def test_worker_restarts_after_shutdown() -> None:
     assert is_equivalent("\\sqrt{8}", "2\\sqrt{2}")
     shutdown_workers()
     assert is_equivalent("\\sqrt{18}", "3\\sqrt{2}")
+
+
+def test_grades_in_a_process_holding_over_1023_descriptors() -> None:
+    """A trainer with many files and sockets open still grades symbolically (no select())."""
+    from rllm_envs.math import grader
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} is under 1,200")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        shutdown_workers()  # the next worker's pipes get descriptor numbers above 1023
+        assert grader.warm_up()
+        assert is_equivalent("\\sqrt{18}", "3\\sqrt{2}")
+        assert not is_equivalent("\\sqrt{18}", "2\\sqrt{3}")
+    finally:
+        for fd in held:
+            os.close(fd)
+        shutdown_workers()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 # ------------------------------------------------------------------------------ extraction
