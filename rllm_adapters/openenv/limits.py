@@ -222,10 +222,13 @@ class _Refusal(Exception):
 
 
 def _h11_protocol(limits: ServerLimits) -> type:
-    """Uvicorn's h11 protocol with a header deadline and a per-client connection limit.
+    """Uvicorn's h11 protocol with header and late-body deadlines and a per-client limit.
 
     uvicorn times out idle keep-alive connections but not a request whose headers trickle
-    in, and has no per-client limit: both are enforced here, where connections start.
+    in, nor the rest of a body the app did not read (``GET /health`` with a Content-Length:
+    uvicorn answers, then discards the body as it trickles in, and each byte disarms its
+    keep-alive timer), and has no per-client limit: all are enforced here, where connections
+    start. A body the app reads is bounded by :class:`_Guard`.
     """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -235,6 +238,7 @@ def _h11_protocol(limits: ServerLimits) -> type:
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
+        _late_body_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -285,18 +289,49 @@ def _h11_protocol(limits: ServerLimits) -> type:
                 )
                 self.transport.close()
 
+        def _late_body_timed_out(self) -> None:
+            self._late_body_timer = None
+            if not self.transport.is_closing():
+                peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
+                log.warning(
+                    "cut connection %s: BODY_TIMEOUT (body unfinished %g s after the response)",
+                    peer,
+                    limits.body_timeout,
+                )
+                self.transport.close()
+
+        def _watch_late_body(self) -> None:
+            # The response is sent and the client is still sending the request's body: it
+            # gets body_timeout to finish, once (later bytes do not extend it).
+            late = self.conn.our_state is h11.DONE and self.conn.their_state is h11.SEND_BODY
+            if not late and self._late_body_timer is not None:
+                self._late_body_timer.cancel()
+                self._late_body_timer = None
+            elif late and self._late_body_timer is None and not self.transport.is_closing():
+                self._late_body_timer = self.loop.call_later(
+                    limits.body_timeout, self._late_body_timed_out
+                )
+
         def handle_events(self) -> None:
             super().handle_events()
             if self.conn.their_state is not h11.IDLE:
                 self._disarm_header_timer()
+            elif self._header_timer is None and not self.transport.is_closing():
+                # A body that finished after its response: the next request's headers are due.
+                self._arm_header_timer()
+            self._watch_late_body()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing() and self._header_timer is None:
                 self._arm_header_timer()
+            self._watch_late_body()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_header_timer()
+            if self._late_body_timer is not None:
+                self._late_body_timer.cancel()
+                self._late_body_timer = None
             super().connection_lost(exc)
 
     return GuardedH11Protocol

@@ -248,6 +248,44 @@ def test_slow_headers_and_slow_bodies_are_cut(server):
     assert "HEADER_TIMEOUT" in text and "BODY_TIMEOUT" in text
 
 
+def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> float | None:
+    """Seconds until the server closes ``sock`` (sending ``trickle`` every 0.2 s), or None."""
+    start = time.monotonic()
+    sock.settimeout(0.2)
+    while time.monotonic() - start < seconds:
+        try:
+            if trickle:
+                sock.sendall(trickle)
+            if sock.recv(65536) == b"":
+                return time.monotonic() - start
+        except TimeoutError:
+            continue
+        except OSError:
+            return time.monotonic() - start
+    return None
+
+
+def test_a_body_the_route_does_not_read_cannot_hold_the_connection(server):
+    url, log = server
+    # GET /health answers without reading the body; the rest of it trickles in after the reply.
+    late = _raw(url)
+    late.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+    late.settimeout(10)
+    assert late.recv(65536).startswith(b"HTTP/1.1 200")
+    assert (_closed_within(late, 15, trickle=b"a") or 99) < 5  # --body-timeout 1
+    # The body finished after the reply: the connection is idle and the next request is due.
+    done = _raw(url)
+    done.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n")
+    done.settimeout(10)
+    assert done.recv(65536).startswith(b"HTTP/1.1 200")
+    for byte in b"abc":
+        time.sleep(0.2)
+        done.sendall(bytes([byte]))
+    assert (_closed_within(done, 15) or 99) < 5  # --header-timeout 1
+    time.sleep(0.5)
+    assert "body unfinished" in log.read_text()
+
+
 def test_one_client_cannot_hold_every_connection(server):
     url, log = server
     held = [_raw(url) for _ in range(12)]
