@@ -18,8 +18,8 @@ That is how an agent written against the ``openai`` client alone becomes trainin
 
 Routing, retries, rate limits and load balancing are the gateway's own rather than LiteLLM's
 Router: LiteLLM drops vLLM's ``prompt_token_ids`` from streamed chat replies and refuses
-token-id prompts on ``/completions`` (both needed for token-exact records), and it costs more
-CPU per call than the engine it fronts on a small machine (see the README's gateway section).
+token-id prompts on ``/completions`` (both needed for token-exact records; see the gateway
+section of ``docs/integrations.md``).
 """
 
 from __future__ import annotations

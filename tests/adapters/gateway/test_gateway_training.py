@@ -92,6 +92,30 @@ def test_grpo_trains_the_openai_agent_through_the_gateway(trained):
     store.close()
 
 
+def test_sft_trains_on_the_recorded_sessions_as_stored(trained, tmp_path):
+    """The gateway's store is SFT data with no conversion: every recorded session passes the
+    token-exact filter and an optimizer step trains on them."""
+    import math
+
+    from rllm_adapters.trainer.sft import SFTTrainer
+    from rllm_adapters.trainer.sft_config import sft_config_from_dict
+
+    config = sft_config_from_dict(
+        {
+            "model": "tiny",
+            "data": {"store": trained["store"], "env": "rllm/Math-v1", "dedup": False},
+            "sft": {"epochs": 1, "max_length": 512, "micro_batch_size": 4, "max_steps": 1},
+            "optim": {"lr": 1e-4},
+            "train": {"output_dir": str(tmp_path / "sft"), "seed": 0},
+            "logging": {"progress": False, "tensorboard": False},
+        }
+    )
+    with SFTTrainer(config) as trainer:
+        history = trainer.train()
+    assert history[0]["data/episodes_seen"] == history[0]["data/episodes_kept"] == 3 * 2 * 4
+    assert math.isfinite(history[0]["sft/loss"]) and history[0]["sft/loss"] > 0
+
+
 def test_the_trained_run_is_servable_by_path(trained):
     """The run folder resolves to its final model, its checkpoint exports the same weights."""
     import torch
