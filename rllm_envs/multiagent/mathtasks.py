@@ -211,7 +211,10 @@ _CHOICE_CONTAINERS = (
         re.IGNORECASE,
     ),
 )
-_LABELLED = re.compile(r"(?:solution|solver|candidate|option|#)\s*(\d+)", re.IGNORECASE)
+# A label's number is whole: "Solution 2.5" names no solution 2.
+_LABELLED = re.compile(
+    r"(?:solution|solver|candidate|option|#)\s*(\d+)(?![\w]|[.,]\d)", re.IGNORECASE
+)
 _NUMBER = re.compile(r"(?<![\w.])(\d+)(?![\w]|\.\d)")
 
 

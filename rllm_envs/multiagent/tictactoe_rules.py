@@ -187,13 +187,17 @@ _CONTAINERS = (
     re.compile(r"\\boxed\{([^{}]*)\}"),
     re.compile(r"(?:^|\n)\s*\**\s*(?:final\s+)?(?:move|answer)\s*\**\s*[:=]\s*(.+)", re.IGNORECASE),
 )
+# The column's digit ends the reference: "column 31" or "column 3.5" names no column 3.
 _ROW_COL = re.compile(
-    r"row\s*([1-3])\s*[,;/ ]*\s*(?:and\s+)?(?:col(?:umn)?)\s*([1-3])", re.IGNORECASE
+    r"row\s*([1-3])\s*[,;/ ]*\s*(?:and\s+)?(?:col(?:umn)?)\s*([1-3])(?![0-9A-Za-z]|[.,][0-9])",
+    re.IGNORECASE,
 )
 _PAIR = re.compile(r"\(\s*([1-3])\s*,\s*([1-3])\s*\)")
 _COORD = re.compile(r"(?<![A-Za-z0-9])([abcABC])([1-3])(?![0-9A-Za-z])")
 # A lone digit: not part of a number, a word ("5th", "3x3") or a decimal.
 _DIGIT = re.compile(r"(?<![0-9.,A-Za-z])([1-9])(?![0-9A-Za-z]|[.,][0-9])")
+# A row or column number outside a full reference ("row 2, column 31") names no cell.
+_AXIS = re.compile(r"\b(?:row|col(?:umn)?)\s*[0-9]+", re.IGNORECASE)
 
 
 def _cell_refs(text: str) -> list[tuple[int, int, int]]:
@@ -206,7 +210,7 @@ def _cell_refs(text: str) -> list[tuple[int, int, int]]:
             else:
                 row, col = int(m.group(1)), int(m.group(2))
             refs.append((m.start(), m.end(), (row - 1) * 3 + col))
-    covered = [(s, e) for s, e, _ in refs]
+    covered = [(s, e) for s, e, _ in refs] + [m.span() for m in _AXIS.finditer(text)]
     for m in _DIGIT.finditer(text):
         if not any(s <= m.start() < e for s, e in covered):
             refs.append((m.start(), m.end(), int(m.group(1))))

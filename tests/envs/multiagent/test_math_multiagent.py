@@ -39,7 +39,11 @@ def test_parse_choice_accepts_many_formats(reply, choice):
     assert parse_choice(reply, 3) == (choice, None)
 
 
-@pytest.mark.parametrize("reply", ["", "none of them", "\\boxed{4}", "Solution 0", "\\boxed{}"])
+@pytest.mark.parametrize(
+    # A number is whole: "Solution 2.5" or "21" names no solution 2.
+    "reply",
+    ["", "none of them", "\\boxed{4}", "Solution 0", "\\boxed{}", "Solution 2.5", "\\boxed{21}"],
+)
 def test_parse_choice_rejects_invalid_choices(reply):
     choice, reason = parse_choice(reply, 3)
     assert choice is None and reason

@@ -143,7 +143,10 @@ def test_parse_move_accepts_many_formats(reply, cell):
 
 @pytest.mark.parametrize(
     "reply",
-    ["", "pass", "cell 10", "0", "3x3", "<move>centre</move> 5", "\\boxed{}", "1.5", "😀" * 50],
+    [
+        *("", "pass", "cell 10", "0", "3x3", "<move>centre</move> 5", "\\boxed{}", "1.5"),
+        *("😀" * 50, "32", "<move>32</move>", "<move>row 2, column 31</move>", "3.5"),
+    ],
 )
 def test_parse_move_rejects_non_moves(reply):
     cell, reason = parse_move(reply)
