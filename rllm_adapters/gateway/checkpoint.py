@@ -12,7 +12,8 @@
 
 A checkpoint holds DeepSpeed engine states, which no server loads: the actor's weights are
 exported once to ``<output_dir>/served/<tag>`` as a Hugging Face folder (the base model and
-tokenizer from the run's ``config.json``, the weights from the checkpoint), and that is served.
+tokenizer from the run's ``config.json``, the weights from the checkpoint, a LoRA run's adapters
+merged in), and that is served.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def export_checkpoint(checkpoint: str | os.PathLike[str]) -> Path:
         raise AdapterConfigError(
             f"{config_file} is missing: the run's config names the base model of {folder}."
         )
-    base = _base_model(json.loads(config_file.read_text(encoding="utf-8")))
+    run_config = json.loads(config_file.read_text(encoding="utf-8"))
+    base = _base_model(run_config)
     actor = folder / "actor" / tag
     files = sorted(actor.glob("mp_rank_*_model_states.pt"))
     if not files:
@@ -114,6 +116,8 @@ def export_checkpoint(checkpoint: str | os.PathLike[str]) -> Path:
 
         full = get_fp32_state_dict_from_zero_checkpoint(str(folder / "actor"), tag=tag)
         weights = {k[len("lm.") :]: v for k, v in full.items() if k.startswith("lm.")}
+    if any(".lora_" in k for k in weights):
+        weights = _merged_lora(base, run_config, weights)
     missing = expected - set(weights)
     tied = {n for n in missing if n.endswith("lm_head.weight")}
     if missing - tied:
@@ -127,3 +131,23 @@ def export_checkpoint(checkpoint: str | os.PathLike[str]) -> Path:
     AutoTokenizer.from_pretrained(base).save_pretrained(tmp)
     os.replace(tmp, out)
     return out
+
+
+def _merged_lora(base: str, run_config: dict[str, Any], weights: dict[str, Any]) -> dict[str, Any]:
+    """A LoRA run's actor states (PEFT names) as the base model's weights, adapters merged.
+
+    The model is rebuilt as the trainer built it (the base, then the run's ``lora`` settings),
+    the states loaded, and merged as the trainer merges what it pushes to engines.
+    """
+    from rllm_adapters.trainer.config import LoraSettings
+    from rllm_adapters.trainer.models import apply_lora, load_causal_lm, merged_state_dict
+
+    settings = LoraSettings(**(run_config.get("lora") or {}))
+    if not settings.enabled:
+        raise AdapterConfigError(
+            "The checkpoint holds LoRA adapters but the run's config.json has no `lora` "
+            "settings (lora.r > 0) to rebuild them with."
+        )
+    lm = apply_lora(load_causal_lm(base), settings)
+    lm.load_state_dict(weights, strict=True)
+    return merged_state_dict(lm)

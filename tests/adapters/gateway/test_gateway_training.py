@@ -136,6 +136,56 @@ def test_the_trained_run_is_servable_by_path(trained):
     assert all(torch.equal(final[k], pushed[k].to(final[k].dtype)) for k in final)
 
 
+def test_a_lora_run_is_servable_by_path_and_from_its_checkpoint(tmp_path):
+    """A LoRA run serves as a plain folder: by path its final model (adapters merged), and a
+    run stopped before that from its checkpoint, exported with the adapters merged the same."""
+    import torch
+    from safetensors.torch import load_file
+
+    from rllm_adapters.gateway.checkpoint import export_checkpoint, resolve_served_model
+    from rllm_adapters.trainer.config import config_from_dict
+    from rllm_adapters.trainer.trainer import PPOTrainer
+
+    run = tmp_path / "lora-run"
+    config = config_from_dict(
+        {
+            "model": "tiny",
+            "env": "rllm/FrozenLake-v1",
+            "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 2},
+            "rollout": {
+                "backend": "transformers",
+                "num_tasks": 2,
+                "group_size": 2,
+                "max_tokens": 2,
+                "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
+                "agent_kwargs": {"system_prompt": None},
+            },
+            "algorithm": {
+                "advantage": "grpo",
+                "ppo_epochs": 1,
+                "mini_batch_size": 2,
+                "micro_batch_size": 2,
+                "entropy_coef": 0.01,
+                "skip_zero_signal_groups": False,
+            },
+            "lora": {"r": 4, "alpha": 8.0},
+            "optim": {"lr": 5e-2},
+            "train": {"iterations": 1, "output_dir": str(run), "seed": 0},
+            "logging": {"progress": False, "tensorboard": False},
+        }
+    )
+    with PPOTrainer(config) as trainer:
+        trainer.train()
+    folder, name = resolve_served_model(run)
+    assert Path(folder) == run / "final_model" and name == run.name
+    final = load_file(run / "final_model" / "model.safetensors")
+    assert not any("lora_" in k for k in final)  # a plain folder any engine loads
+    exported = export_checkpoint(run / "checkpoint")
+    again = load_file(exported / "model.safetensors")
+    assert set(final) == set(again)
+    assert all(torch.equal(final[k], again[k]) for k in final)
+
+
 def test_one_command_serves_the_trained_run(trained, tmp_path):
     """``python -m rllm_adapters.gateway --model <run>`` serves the trained weights to any OpenAI
     client: its greedy reply is the final model's."""
