@@ -552,6 +552,12 @@ class Gateway:
             raise GatewayError(
                 400, "A session records one completion per call: send n=1.", "invalid_request"
             )
+        if body.get("echo"):
+            # The engine would put the prompt's text and logprobs before the completion's,
+            # so the record would pair more logprobs than generated ids.
+            raise GatewayError(
+                400, "A session records the completion alone: `echo` is off.", "invalid_request"
+            )
         if api == "chat" and self.templater() is not None:
             return await self._templated_chat(session, body, stream)
         return await self._recorded(session, api, path, body, stream)

@@ -238,6 +238,11 @@ def test_refusals_before_the_engine(app):
     bob = {"Authorization": "Bearer " + "b" * 20}
     r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x"}, headers=bob)
     assert r.status_code == 403
+    for one_completion in ({"n": 2}, {"best_of": 2}, {"echo": True}):
+        r = app.post(
+            f"/sessions/{sid}/v1/completions", json={"prompt": "x", **one_completion}, headers=alice
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
     r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Nope-v0"}, headers=alice)
     assert r.status_code == 400 and "no reply" in r.json()["error"]["message"]
     assert app.get("/health").status_code == 200
