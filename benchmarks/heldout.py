@@ -187,6 +187,7 @@ def _takes_task_seed(env_id: str) -> bool:
 #: Why a part of a source is not split into universes.
 _TOO_FEW = "too few questions to split"
 _NEVER_REPEAT = "questions never repeat"
+_OWN_WORLD = "each task seed plays its own world"
 
 
 def _universe_key_name(tasks: Any) -> str:
@@ -196,8 +197,12 @@ def _universe_key_name(tasks: Any) -> str:
     each universe to keep 20 distinct ones (:data:`rllm_envs.tasks.MIN_UNIVERSE_KEYS`: the
     universes share them, not held out), or its questions never repeat (each task a new
     question with names and tables of its own, whose masked text is one key: nothing to
-    share, nothing to memorise).
+    share, nothing to memorise). A source whose generator makes every question of its seed's
+    universe already (Search: a world per task seed, named with words of the seed's universe)
+    is not split either: it has nothing of the other universe to redraw.
     """
+    if getattr(tasks, "split", True) is False:
+        return f"none ({_OWN_WORLD})"
     parts = getattr(tasks, "splitting_keys", None)
     if parts is not None:
         keys = parts()
@@ -479,10 +484,11 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
         "note": "Counts of distinct questions, universe keys (the sorted numbers a question "
         "shows, or its canonical text -- names masked, case and whitespace folded -- when it "
         "shows none or the family's numbers do not split it; Countdown: sorted numbers and "
-        "target; Search: the question), answers, entity answers (names, not values) and world "
-        "facts found both in the first num_tasks tasks of task_seed 0 and in those of the "
-        "evaluation seed. Values recur in any two arithmetic universes; questions, keys, entity "
-        "answers and facts must not. memorisation: a policy that remembers the oracle's replies "
+        "target; Search: the question, in a world of its seed's own), answers, entity answers "
+        "(names, not values) and world facts found both in the first num_tasks tasks of "
+        "task_seed 0 and in those of the evaluation seed. Values recur in any two arithmetic "
+        "universes; questions, keys, entity answers and facts must not. memorisation: a policy "
+        "that remembers the oracle's replies "
         "on the num_tasks training tasks under each attack key of the first observation "
         "(question: the whole text; numbers: the sorted digit strings; ordered_numbers: them in "
         "order; template: the text with numbers masked; the text itself for a question without "

@@ -545,6 +545,11 @@ class ProceduralTasks(TaskSource):
             the policy sees, equal for near-duplicates (default: see above). It must not read
             answers or solutions.
         balance: Balance reference answers (:func:`answer_label` of each task) as above.
+        split: Redraw a question of the other universe (the default). ``False`` for a
+            generator whose questions are all of its seed's universe already (Search: each
+            task seed plays its own world, named with words of its universe): no question is
+            redrawn for its key, so the seed keeps every question of its world, and
+            :meth:`splitting_keys` reads ``None``. Answers are still balanced.
     """
 
     def __init__(
@@ -556,6 +561,7 @@ class ProceduralTasks(TaskSource):
         size: int = PROCEDURAL_SIZE,
         key: KeyFn | None = None,
         balance: bool = False,
+        split: bool = True,
     ) -> None:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InvalidEnvConfig(
@@ -569,6 +575,7 @@ class ProceduralTasks(TaskSource):
         self.size = int(size)
         self.key = key
         self.balance = bool(balance)
+        self.split = bool(split)
         self._plans: dict[str, _Plan] = {}
         self._recent: dict[int, Task] = {}
 
@@ -584,7 +591,8 @@ class ProceduralTasks(TaskSource):
 
     def _plan(self, part: str) -> _Plan:
         if part not in self._plans:
-            self._plans[part] = _cached_plan(self._parts()[part], self._candidates(), self.balance)
+            candidates = self._candidates() if self.split else ()
+            self._plans[part] = _cached_plan(self._parts()[part], candidates, self.balance)
         return self._plans[part]
 
     def _part_of(self, task: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ import ast
 import operator
 import re
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import lru_cache, partial
 from math import comb, factorial, gcd, perm
 
 import numpy as np
@@ -211,15 +211,25 @@ def linear_system(rng: np.random.Generator, difficulty: int) -> Task:
 
 
 def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
-    """Modular powers, gcd/lcm, divisor counts and sums, modular inverses."""
+    """Modular powers, gcd/lcm, divisor counts and sums, modular inverses.
+
+    Every kind spreads its answers over many values at every difficulty, so no small integer
+    (which several kinds answer with) is a common answer of the family: a remainder of 0 or 1
+    (read off without computing: the modulus divides the base, or Fermat) is drawn again, and a
+    divisor count is drawn first, uniformly among those of numbers in range, then a number
+    with it (divisor counts of uniform numbers are mostly 2, 4 and 8).
+    """
     kind = int(rng.integers(5))
     scale = 10**difficulty
     if kind == 0:
-        base, exp, mod = _int(rng, 2, 50), _int(rng, 10, 10 * scale), _int(rng, 3, 97)
+        while True:
+            base, exp, mod = _int(rng, 2, 50), _int(rng, 10, 10 * scale), _int(rng, 11, 97)
+            answer: int = pow(base, exp, mod)
+            if answer > 1:
+                break
         problem = f"What is the remainder when ${base}^{{{exp}}}$ is divided by ${mod}$?"
-        answer: int = pow(base, exp, mod)
     elif kind == 1:
-        g = _int(rng, 2, 4 * difficulty + 6)
+        g = _int(rng, 2, 10 * difficulty + 10)
         a, b = g * _int(rng, 2, 3 * scale // 10 + 5), g * _int(rng, 2, 3 * scale // 10 + 5)
         if rng.random() < 0.5:
             problem, answer = f"Find the greatest common divisor of ${a}$ and ${b}$.", gcd(a, b)
@@ -227,15 +237,14 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
             problem = f"Find the least common multiple of ${a}$ and ${b}$."
             answer = a * b // gcd(a, b)
     elif kind == 2:
-        n = _int(rng, 12, 12 * scale)
+        n, answer = _with_divisor_count(rng, 12, 36 * scale)
         problem = f"How many positive divisors does ${n}$ have?"
-        answer = int(sympy.divisor_count(n))
     elif kind == 3:
-        n = _int(rng, 12, 5 * scale)
+        n = _int(rng, 12, 10 * scale)
         problem = f"What is the sum of all positive divisors of ${n}$?"
         answer = int(sympy.divisor_sigma(n))
     else:
-        mod = int(sympy.prime(_int(rng, 3, 10 + 5 * difficulty)))
+        mod = int(sympy.prime(_int(rng, 5, 15 + 5 * difficulty)))
         a = _int(rng, 2, mod - 1)
         problem = (
             f"Find the integer $n$ with $0 \\le n < {mod}$ such that "
@@ -243,6 +252,67 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
         )
         answer = pow(a, -1, mod)
     return _task(problem, answer, "number_theory", difficulty)
+
+
+#: The primes a number is built from when its divisor count is chosen first (the first 25).
+_PRIMES = tuple(int(p) for p in sympy.primerange(2, 100))
+
+
+def _exponent_patterns(count: int, largest: int | None = None) -> list[tuple[int, ...]]:
+    """The prime exponents (largest first) of the numbers with ``count`` divisors."""
+    if count == 1:
+        return [()]
+    patterns = []
+    for factor in range(min(count, largest or count), 1, -1):
+        if count % factor == 0:
+            patterns += [
+                (factor - 1, *rest) for rest in _exponent_patterns(count // factor, factor)
+            ]
+    return patterns
+
+
+def _smallest(pattern: Sequence[int], primes: Sequence[int] = _PRIMES) -> int:
+    """The smallest number with these exponents on distinct primes (largest on the smallest)."""
+    value = 1
+    for prime, exp in zip(primes, pattern, strict=False):
+        value *= prime**exp
+    return value
+
+
+@lru_cache(maxsize=16)
+def _divisor_counts(high: int) -> dict[int, tuple[tuple[int, ...], ...]]:
+    """Each divisor count of some number up to ``high``, with the exponent patterns that fit."""
+    counts: dict[int, tuple[tuple[int, ...], ...]] = {}
+    for count in range(2, 64 * high.bit_length()):  # no number below 10**9 has more divisors
+        fits = tuple(p for p in _exponent_patterns(count) if _smallest(p) <= high)
+        if fits:
+            counts[count] = fits
+    return counts
+
+
+def _with_divisor_count(rng: np.random.Generator, low: int, high: int) -> tuple[int, int]:
+    """A number in ``[low, high]`` and its divisor count, the count drawn uniformly first."""
+    counts = _divisor_counts(high)
+    count = sorted(counts)[int(rng.integers(len(counts)))]
+    patterns = counts[count]
+    pattern = patterns[int(rng.integers(len(patterns)))]
+    while True:
+        n, used = 1, set()
+        for j, exp in enumerate(pattern):
+            rest = _smallest(pattern[j + 1 :], [q for q in _PRIMES if q not in used])
+            room = high // (n * rest)
+            # a prime whose power fits next to the smallest completion of the other exponents
+            choices = [q for q in _PRIMES if q not in used and q**exp <= room]
+            if exp == 1 and room > _PRIMES[-1] and rng.random() < 0.5:
+                choices = [int(sympy.prevprime(_int(rng, _PRIMES[-1] + 1, room) + 1))]
+            if not choices:
+                break
+            prime = choices[int(rng.integers(len(choices)))]
+            used.add(prime)
+            n *= prime**exp
+        else:
+            if low <= n <= high:
+                return n, count
 
 
 #: Letter counts of the words whose arrangements are asked (BANANA, LETTER, BALLOON,

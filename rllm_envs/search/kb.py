@@ -227,7 +227,11 @@ DIFFICULTY_HOPS: dict[int, tuple[int, ...]] = {1: (1,), 2: (1, 2), 3: (2,), 4: (
 def make_question(
     rng: np.random.Generator, *, kb: KnowledgeBase, difficulty: int
 ) -> dict[str, Any]:
-    """One question about ``kb``: ``question``, ``answers``, ``hops`` (oracle queries), ``kind``."""
+    """One question about ``kb``: ``question``, ``answers``, ``hops`` (oracle queries), ``kind``.
+
+    ``answer`` is the reference answer (``answers[0]``), which answer balancing reads
+    (:func:`rllm_envs.tasks.answer_label`).
+    """
     hops_allowed = DIFFICULTY_HOPS[difficulty]
     kinds = [k for k, h in QUESTION_KINDS.items() if h in hops_allowed]
     kind = kinds[int(rng.integers(len(kinds)))]
@@ -293,4 +297,11 @@ def make_question(
         q = f"Which river flows through the birthplace of the founder of {c['name']}?"
         a = city[f["born_city"]]["river"]
         hops = [f"{c['name']} founded by", f"{f['name']} born", f"{f['born_city']} river"]
-    return {"question": q, "answers": [a], "hops": hops, "kind": kind, "n_hops": len(hops)}
+    return {
+        "question": q,
+        "answer": a,
+        "answers": [a],
+        "hops": hops,
+        "kind": kind,
+        "n_hops": len(hops),
+    }

@@ -9,7 +9,8 @@ ENVS: tuple[EnvEntry, ...] = (
         id="rllm/Search-v1",
         previous={
             "rllm/Search-v0": (
-                "the world depends on `task_seed` and evaluation seeds use their own names"
+                "the world depends on `task_seed` and evaluation seeds use their own names; no "
+                "answer above max(1/labels, 5%) of a world's questions"
             )
         },
         entry_point="rllm_envs.search.search_env:SearchEnv",

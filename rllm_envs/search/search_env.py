@@ -131,7 +131,9 @@ class SearchEnv(TextEnv):
     - v0: Initial version.
     - v1: the generated world depends on ``task_seed`` and
       evaluation seeds use their own name words (answers of one seed were answerable from
-      memory under another: the world depended on ``kb_seed`` only).
+      memory under another: the world depended on ``kb_seed`` only); a seed plays every
+      question of its world, and no answer holds more than ``max(1 / labels, 5%)`` of them
+      (:class:`rllm_envs.tasks.ProceduralTasks` ``balance``).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
@@ -192,14 +194,19 @@ class SearchEnv(TextEnv):
                 difficulty=difficulty,
                 task_seed=task_seed,
             )
-            # Keyed by the exact question: its names are the world's, and every world's names
-            # are of its seed's universe (kb.word_universe), so masking them would leave only
-            # the template.
+            # The world is the seed's universe's already (its names are words of that universe
+            # only, kb.word_universe), so no question is redrawn for its universe (split=False):
+            # the seed keeps every question of its world, and a constant answer meets all of
+            # them. Answers are balanced on that world's questions (one country answers many
+            # multi-hop questions). Keyed by the exact question (masking its names would leave
+            # only the template).
             tasks = ProceduralTasks(
                 generate,
                 name=f"search-kb{kb_seed}x{kb_size}-d{difficulty}",
                 seed=task_seed,
                 key=question_text,
+                balance=True,
+                split=False,
             )
             self.corpus_name = "an invented encyclopedia of people, places and companies"
         else:

@@ -126,6 +126,71 @@ def test_number_theory_answers_checked_independently():
             assert answer == len(sympy.divisors(nums[0]))
 
 
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+def test_number_theory_spreads_its_answers_at_every_difficulty(difficulty):
+    # Several kinds answer with small integers (divisor counts, remainders, inverses). Before
+    # any balancing, no answer may come near the 5% cap: the evaluation universe's balance is
+    # estimated from its few probe draws, and an answer it misses keeps its raw share.
+    from collections import Counter
+
+    from rllm_envs.math.generators import family_task
+
+    rng = np.random.default_rng(difficulty)
+    n = 3000
+    counts = Counter(
+        family_task(rng, family="number_theory", difficulty=difficulty)["answer"] for _ in range(n)
+    )
+    answer, count = counts.most_common(1)[0]
+    assert count / n <= 0.045, (answer, count / n)
+    # divisor counts are drawn first: every count in range is asked about
+    source = procedural_tasks(seed=0, difficulty=difficulty, families=["number_theory"])
+    asked = [source[i]["problem"] for i in range(60)]
+    assert any("positive divisors does" in q for q in asked)
+
+
+def _top_share(source, n: int) -> tuple[str, float]:
+    from collections import Counter
+
+    answer, count = Counter(source[i]["answer"] for i in range(n)).most_common(1)[0]
+    return answer, count / n
+
+
+@pytest.mark.parametrize("difficulty", [3, 4])
+def test_no_constant_answer_wins_number_theory_in_the_evaluation_universe(difficulty):
+    import gymnasium as gym
+
+    from rllm_envs.tasks import EVAL_TASK_SEED, MAX_ANSWER_SHARE
+
+    # These rows had '4' and '8' on 7-8% of evaluation tasks (the raw family held them at 6-7%
+    # and the evaluation balance, estimated from its few probe draws, missed them).
+    env = gym.make(
+        "rllm/Math-v1", difficulty=difficulty, families=["number_theory"], task_seed=EVAL_TASK_SEED
+    )
+    n = 600
+    answer, share = _top_share(env.unwrapped.tasks, n)
+    assert share <= MAX_ANSWER_SHARE + (MAX_ANSWER_SHARE * (1 - MAX_ANSWER_SHARE) / n) ** 0.5
+    resets = 300
+    reward = 0.0
+    for seed in range(resets):
+        env.reset(seed=seed)
+        reward += env.step(f"\\boxed{{{answer}}}")[1]
+    assert reward / resets <= MAX_ANSWER_SHARE + 2 * (0.05 * 0.95 / resets) ** 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("universe", ["train", "eval"])
+def test_no_answer_holds_more_than_the_cap_of_number_theory(difficulty, universe):
+    from rllm_envs.tasks import EVAL_TASK_SEED, MAX_ANSWER_SHARE
+
+    seed = 0 if universe == "train" else EVAL_TASK_SEED
+    source = procedural_tasks(seed=seed, difficulty=difficulty, families=["number_theory"])
+    n = 2000
+    answer, share = _top_share(source, n)
+    cap = MAX_ANSWER_SHARE
+    assert share <= cap + 2 * (cap * (1 - cap) / n) ** 0.5, (answer, share)
+
+
 def test_difficulty_grows_numbers():
     def size(d):
         src = procedural_tasks(seed=0, difficulty=d, families=["arithmetic"])

@@ -285,3 +285,54 @@ def test_a_real_search_next_to_a_placeholder_one_still_runs_but_is_flagged():
     _, _, _, _, info = env.step(f"<search>{hop}</search><search>your query</search>")
     assert info["queries"] == [hop]
     assert info["reward_components"]["invalid_action"] == 1.0
+
+
+def _constant_answer_reward(difficulty: int, task_seed: int, resets: int) -> tuple[float, int]:
+    """The reward of the world's most common answer given to every reset, and the questions."""
+    from collections import Counter
+
+    env = gym.make("rllm/Search-v1", difficulty=difficulty, task_seed=task_seed)
+    tasks = env.unwrapped.tasks
+    top = Counter(tasks[i]["answers"][0] for i in range(resets)).most_common(1)[0][0]
+    reward, questions = 0.0, set()
+    for seed in range(resets):
+        env.reset(seed=seed)
+        questions.add(env.unwrapped.task["question"])
+        reward += env.step(f"<answer>{top}</answer>")[1]
+    return reward / resets, len(questions)
+
+
+#: A constant answer's reward over 300 resets: the 5% cap plus two standard errors.
+_CONSTANT_BOUND = 0.05 + 2 * (0.05 * 0.95 / 300) ** 0.5
+
+
+@pytest.mark.parametrize("universe", ["train", "eval"])
+def test_a_constant_answer_earns_no_more_than_a_guess_at_the_hardest_difficulty(universe):
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    # Three-hop answers are countries and rivers, few per world: one country answered 19% of
+    # the evaluation seed's questions when that seed kept only the eighth of its world's
+    # questions that hashed to its universe (its world is its universe's already).
+    reward, questions = _constant_answer_reward(
+        5, 0 if universe == "train" else EVAL_TASK_SEED, 300
+    )
+    assert reward <= _CONSTANT_BOUND
+    assert questions >= 100  # the seed plays every question of its world (200 at d5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("difficulty", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("universe", ["train", "eval"])
+def test_no_answer_holds_more_than_its_cap_of_a_world(difficulty, universe):
+    from collections import Counter
+
+    from rllm_envs.tasks import EVAL_TASK_SEED, MAX_ANSWER_SHARE
+
+    seed = 0 if universe == "train" else EVAL_TASK_SEED
+    tasks = gym.make("rllm/Search-v1", difficulty=difficulty, task_seed=seed).unwrapped.tasks
+    n = 1000
+    counts = Counter(tasks[i]["answers"][0] for i in range(n))
+    cap = max(1 / len(counts), MAX_ANSWER_SHARE)
+    assert counts.most_common(1)[0][1] / n <= cap + 4 * (cap * (1 - cap) / n) ** 0.5
+    reward, _ = _constant_answer_reward(difficulty, seed, 300)
+    assert reward <= _CONSTANT_BOUND
