@@ -280,6 +280,11 @@ def _render_perf(name: str, data: dict[str, Any]) -> str:
             sign = ">=" if row["metric"] in ("speedup", "throughput_ratio") else "<="
             mark = {True: "met", False: "**missed**", None: ""}[row.get("meets_goal")]
             goal_text = f"{sign} {goal}x: {mark}"
+        if extra.get("overhead_us_per_step") is not None:  # what a server adds to each step
+            goal_text = f"adds {float(extra['overhead_us_per_step']):,.0f} µs a step"
+            if extra.get("overhead_goal_us") is not None:
+                met = "met" if extra.get("overhead_goal_met") else "**missed**"
+                goal_text += f"; <= {extra['overhead_goal_us']} µs: {met}"
         label = str(extra.get("label") or f"`{row['benchmark']}`").replace("|", "\\|")
         baseline = str(extra.get("baseline_label") or f"`{row['baseline']}`").replace("|", "\\|")
         lines.append(

@@ -17,7 +17,8 @@ replies, plus a ``reset`` whenever the episode ends (so a Math step is a reset a
   clients (10%), in their own process, attack: one sends request headers a byte every 0.1 s
   (cut at the header timeout, then reconnects), one sends a 2 MiB HTTP body and a 2 MiB
   WebSocket message over a 1 MiB limit five times a second (refused with 413 / close 1009).
-  Baseline: the same rounds with no attackers.
+  Baseline: the same rounds with the attackers paused; clean and hostile rounds alternate,
+  so other jobs on a shared machine load both alike.
   ``throughput_ratio`` = clean median / hostile median; goal >= 0.9.
 """
 
@@ -27,6 +28,7 @@ import asyncio
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -42,6 +44,7 @@ import httpx  # noqa: E402
 
 import rllm_envs  # noqa: E402
 from benchmarks.perf._ratios import median_ratio, record  # noqa: E402
+from benchmarks.provenance import load_1m  # noqa: E402
 
 SESSIONS = (1, 16, 128)
 HONEST, HOSTILE = 20, 2
@@ -88,6 +91,16 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
 """
 
 
+_PIDS: dict[str, int] = {}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _serve(args: list[str]) -> Iterator[str]:
     """Start a server (``PORT`` in ``args`` is a free port), yield its URL, stop it."""
     with socket.socket() as s:
@@ -101,6 +114,7 @@ def _serve(args: list[str]) -> Iterator[str]:
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
+    _PIDS[url] = proc.pid
     deadline = time.monotonic() + 240
     while True:
         try:
@@ -258,14 +272,16 @@ url = sys.argv[1]
 port = int(url.rsplit(":", 1)[1])
 big = b"x" * (2 * 1024 * 1024)
 counts = {"trickles_cut": 0, "bodies_refused": 0, "messages_refused": 0}
+active = threading.Event()  # "on" / "off" lines on stdin
 
 
 def trickle():  # headers a byte every 0.1 s, reconnecting when cut
     while True:
+        active.wait()
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             try:
                 sock.sendall(b"GET /rllm/envs HTTP/1.1\\r\\nHost: x\\r\\n")
-                while True:
+                while active.is_set():
                     time.sleep(0.1)
                     sock.sendall(b"X")
             except OSError:
@@ -277,6 +293,7 @@ def oversize():  # a 2 MiB body, then a 2 MiB message, five times a second
     text = big.decode()
     with httpx.Client(timeout=30) as http:
         while True:
+            active.wait()
             reply = http.post(url + "/rllm/FrozenLake-v1/reset", content=big)
             counts["bodies_refused"] += reply.status_code == 413
             try:
@@ -290,13 +307,15 @@ def oversize():  # a 2 MiB body, then a 2 MiB message, five times a second
 
 for target in (trickle, oversize):
     threading.Thread(target=target, daemon=True).start()
-sys.stdin.read()  # until the benchmark closes our stdin
+for line in sys.stdin:
+    (active.set if line.strip() == "on" else active.clear)()
 print(counts, flush=True)
 """
 
 
 class _Attackers:
-    """10% hostile clients in their own process: a header trickler and an oversized sender."""
+    """10% hostile clients in their own process: a header trickler and an oversized sender,
+    attacking while switched on."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -311,45 +330,75 @@ class _Attackers:
         )
         return self
 
+    def switch(self, on: bool) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("on\n" if on else "off\n")
+        self.proc.stdin.flush()
+
     def __exit__(self, *exc: object) -> None:
         out, _ = self.proc.communicate("", timeout=60)
         self.counts = out.strip()
 
 
-def _honest(url):
-    env_id, replies = ENVS["frozenlake"]
-    return _async_stepper(url, env_id, replies, HONEST, steps_per_round=5)
-
-
-def test_clean_throughput(benchmark, server_url):
-    step, stop = _honest(server_url)
-    benchmark.extra_info.update(
-        label=f"{HONEST} honest FrozenLake sessions, 5 steps each per round, no attackers",
-        work=[HONEST * 5, "steps"],
-    )
-    _rounds(benchmark, step, stop, 20)
-    record(benchmark)
-
-
 def test_hostile_throughput(benchmark, server_url):
-    step, stop = _honest(server_url)
+    """Clean and hostile rounds alternate, so both run under the same load from other jobs."""
+    env_id, replies = ENVS["frozenlake"]
+    step, stop = _async_stepper(server_url, env_id, replies, HONEST, steps_per_round=5)
     benchmark.extra_info.update(
         label=(
             f"{HONEST} honest FrozenLake sessions, 5 steps each per round, while {HOSTILE} "
             "hostile clients (10%) trickle headers and send 2 MiB bodies and messages"
         ),
-        baseline="test_clean_throughput",
-        baseline_label="the same rounds with no attackers",
+        baseline="clean rounds",
+        baseline_label="the same rounds with the attackers paused (alternating rounds)",
         metric="throughput_ratio",
         goal=0.9,
         work=[HONEST * 5, "steps"],
         versions=VERSIONS,
     )
+    clean_s: list[float] = []
+    hostile_s: list[float] = []
+    # The server's CPU seconds in each round.
+    cpu: dict[str, list[float]] = {"clean": [], "hostile": []}
+    pid = _PIDS[server_url]
     try:
         with _Attackers(server_url) as attackers:
-            time.sleep(1.5)  # the first trickler is cut: attacks are under way
-            benchmark.pedantic(step, rounds=20, iterations=1, warmup_rounds=2)
+
+            def pair() -> None:
+                attackers.switch(False)
+                time.sleep(0.5)  # the attack in flight ends
+                cpu0, started = _cpu_seconds(pid), time.perf_counter()
+                step()
+                clean_s.append(time.perf_counter() - started)
+                cpu["clean"].append(_cpu_seconds(pid) - cpu0)
+                attackers.switch(True)
+                time.sleep(1.5)  # a trickler has been cut (--header-timeout 1): under way
+                cpu0, started = _cpu_seconds(pid), time.perf_counter()
+                step()
+                hostile_s.append(time.perf_counter() - started)
+                cpu["hostile"].append(_cpu_seconds(pid) - cpu0)
+
+            benchmark.pedantic(pair, rounds=12, iterations=1, warmup_rounds=1)
         benchmark.extra_info["attacks"] = attackers.counts
     finally:
         stop()
-    median_ratio(benchmark)
+    if not benchmark.stats:  # --benchmark-disable: nothing timed
+        return
+    clean_s, hostile_s = clean_s[1:], hostile_s[1:]  # the warm-up pair
+    work = benchmark.extra_info["work"][0]
+    median, base = statistics.median(hostile_s), statistics.median(clean_s)
+    benchmark.extra_info.update(
+        median_s=median,
+        baseline_median_s=base,
+        per_s=round(work / median, 1),
+        baseline_per_s=round(work / base, 1),
+        ratio=base / median,
+        ratio_of="medians",
+        rounds_s=[round(x, 4) for x in hostile_s],
+        baseline_rounds_s=[round(x, 4) for x in clean_s],
+        # What the attacks cost the server itself, apart from the CPU the attackers (on the
+        # same machine here) take from everyone: its CPU per honest round, both kinds.
+        server_cpu_ms_per_round=round(1000 * statistics.median(cpu["hostile"][1:]), 1),
+        baseline_server_cpu_ms_per_round=round(1000 * statistics.median(cpu["clean"][1:]), 1),
+        load_1m=load_1m(),
+    )
