@@ -534,7 +534,11 @@ class EpisodeStore:
     def summaries(
         self, *, limit: int | None = None, offset: int = 0, **filters: Any
     ) -> Iterator[StoredEpisode]:
-        """Like :meth:`episodes` without decoding the trajectories (``trajectory`` is None)."""
+        """Like :meth:`episodes` without decoding the trajectories (``trajectory`` is None).
+
+        The columns are returned as stored, without the digest check (which needs the record):
+        :meth:`verify` first on a store that may be damaged.
+        """
         return self._select(False, limit, offset, filters)
 
     def trajectories(self, *, limit: int | None = None, **filters: Any) -> list[Trajectory]:
@@ -590,7 +594,9 @@ class EpisodeStore:
 
         Samples of one task are the episodes with the same run, env and task id (the group
         index when the task id is missing); a sample is correct when ``is_correct``. Tasks with
-        fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``).
+        fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``). It reads the
+        ``is_correct`` column without the digest check: :meth:`verify` first on a store that may
+        be damaged.
 
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "pass@k": float, ...}}``;
