@@ -158,6 +158,9 @@ def test_an_idle_session_is_closed_with_its_reason_and_frees_its_slot(server):
 def test_non_object_json_and_bad_data_are_answered_and_the_session_survives(server):
     url, _ = server
     with _ws(url) as ws:
+        ws.send(json.dumps({"type": "step", "data": {"text": "Down"}}))  # before any reset
+        error = json.loads(ws.recv())["data"]
+        assert error["code"] == "EXECUTION_ERROR" and "send a reset" in error["message"]
         for frame in ("[1, 2]", '"step"', "42", "null", "{not json"):
             ws.send(frame)
             assert json.loads(ws.recv())["data"]["code"] in ("INVALID_MESSAGE", "INVALID_JSON")
