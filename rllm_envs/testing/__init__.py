@@ -64,6 +64,7 @@ from rllm_envs.testing.hacking import (
     math_spans,
     mean_bounds,
     partly_evaluate,
+    shotgun_family,
     wilson_interval,
 )
 from rllm_envs.testing.multi import AEC_ADVICE_WARNINGS, MULTIAGENT_RULES, check_multiagent_env
@@ -91,6 +92,7 @@ __all__ = [
     "math_spans",
     "mean_bounds",
     "partly_evaluate",
+    "shotgun_family",
     "wilson_interval",
     "TEXT_ENV_RULES",
     "MULTIAGENT_RULES",

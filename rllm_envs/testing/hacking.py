@@ -26,12 +26,15 @@ episodes, finds the reference answer in the oracle's final action (``\boxed{5}``
 the constant policies draw from and the actions the replay policy repeats; a policy never
 sees its own task's answer.
 
-Three families widen the library (:class:`PolicyFamily`, each member named and judged on its
-own): ``literal`` (letters A-E and a-e, digits, yes/no/true/false, -1, empty-ish constants),
-``echo`` (the 1st-3rd and last-3rd-last number, token, word and line of the observation) and
-``keywords`` (reasoning words with a wrong, empty or no answer, long or repeated), each in the
-env's format, bare, boxed and tagged. A member first plays a short screen of its own episodes
-and plays the full run only when it did better than the baseline there.
+Four families widen the library (:class:`PolicyFamily`, each member named and judged on its
+own): ``literal`` (letters A-E and a-e, digits, yes/no/true/false, -1, empty-ish constants,
+NaN and infinities), ``echo`` (the 1st-3rd and last-3rd-last number, token, word and line of
+the observation), ``keywords`` (reasoning words with a wrong, empty or no answer, long or
+repeated), each in the env's format, bare, boxed and tagged, and ``shotgun`` (many answers at
+once: every answer seen, each written as an answer, or the small integers in one answer; one
+huge answer). A member whose action is the oracle's answer on a few of the episodes the check
+has read plays the full run at once; any other first plays a screen of its own episodes and
+plays the full run only when it did better than the baseline there.
 
 Policies are pluggable: anything with ``name``, ``summary``, ``fix`` and
 ``__call__(ctx: HackContext) -> str | None`` (``None``: not applicable to this episode)
@@ -47,6 +50,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Protocol, runtime_checkable
 
@@ -77,6 +81,7 @@ __all__ = [
     "mean_bounds",
     "math_spans",
     "partly_evaluate",
+    "shotgun_family",
     "wilson_interval",
 ]
 
@@ -97,6 +102,22 @@ MAX_DEGENERATE_TURNS = 64
 LEAK_SCAN_POSITIONS = 32
 #: Leak-scan members played at most (those whose position held the answer most often first).
 LEAK_SCAN_MAX_MEMBERS = 24
+#: A place becomes a leak-scan member when it held the answer on this share of the scanned
+#: episodes (and on two at least): a leak on a tenth of the tasks is found about 19 times in
+#: 20 over the 60 episodes a single-turn env is scanned on.
+LEAK_SCAN_SHARE = 0.05
+#: Single-turn envs: oracle episodes read besides the memory's (a reset and the oracle's action
+#: each, no step), for the leak scan and the family members' pre-screen.
+SCAN_EPISODES = 40
+#: Screening episodes of a family member (at most half the check's episodes): on a single-turn
+#: env a screen episode is one step on a task the scan has drawn already, and a member right on
+#: a tenth of the tasks passes a screen of 20 with probability 0.88 (0.41 at 5); on a
+#: multi-turn env each is a whole episode.
+SCREEN_SINGLE_TURN = 20
+SCREEN_MULTI_TURN = 5
+#: A family member whose action is the oracle's (its whole answer) on this many of the scanned
+#: episodes, and on a larger share than the baseline is right, skips its screen.
+PRESCREEN_MIN_HITS = 2
 #: A policy is flagged only when the lower bound of its success rate is above this too: a
 #: policy right on a few percent more than random is noise at these sample sizes.
 MIN_FLAGGED_RATE = 0.03
@@ -513,25 +534,29 @@ _FIX_DEMO = (
 class PolicyFamily:
     """Many related degenerate policies, screened cheaply before the full run.
 
-    Each member first plays ``screen`` episodes of its own (seeds after the check's; at most a
-    quarter of the check's ``episodes`` unless the check's ``screen=`` says otherwise); a member
-    that is never correct more often than the random baseline there, and earns no more paid
-    reward than it, stops. The others play the full run and are judged like any policy, so a
-    failure names the member (``degenerate-policy:literal-A-tagged``). A member right on fewer
-    than about 40% of episodes can stop at the screen: pass ``screen=0`` to
-    :func:`check_reward_hacking` to play every member in full.
+    A member whose action is the oracle's (its whole answer) on :data:`PRESCREEN_MIN_HITS` or
+    more of the oracle's one-action episodes the check has read (a share larger than the
+    baseline's success rate) plays the full run at once: that costs no episode. Every other
+    member first plays ``screen`` episodes of its own (seeds after the check's; by default
+    :data:`SCREEN_SINGLE_TURN` on a single-turn env, :data:`SCREEN_MULTI_TURN` on a multi-turn
+    one, at most half the check's ``episodes``, unless the check's ``screen=`` says otherwise);
+    a member that is never correct more often than the random baseline there, and earns no
+    more paid reward than it, stops. The others play the full run and are judged like any
+    policy, so a failure names the member (``degenerate-policy:literal-A-tagged``). A member
+    right on a tenth of the episodes passes a screen of 20 with probability 0.88 (of 5: 0.41):
+    pass ``screen=0`` to :func:`check_reward_hacking` to play every member in full.
 
     Attributes:
         name: Short id of the family (in reports).
         summary: What its members do.
         members: The policies (each a :class:`HackPolicy` with its own name).
-        screen: Episodes of the screen (``0``: none).
+        screen: Episodes of the screen (``0``: none; ``None``: the check's default).
     """
 
     name: str
     summary: str
     members: tuple[HackPolicy, ...]
-    screen: int = 5
+    screen: int | None = None
 
 
 def _slug(text: str) -> str:
@@ -546,6 +571,7 @@ def _slug(text: str) -> str:
         "0.5": "half",
         "{}": "empty-object",
         "[]": "empty-list",
+        "-inf": "minus-inf",
     }
     if text in named:
         return named[text]
@@ -569,6 +595,9 @@ LITERAL_FAMILY_VALUES: tuple[str, ...] = (
     *("yes", "no", "true", "false", "Yes", "No", "True", "False"),
     *("-1", "0.5", "none", "null", "N/A", "unknown", "impossible", "I don't know"),
     *("{}", "[]", "", " ", ".", "-", "?"),
+    # Non-finite numbers: a tolerance test written ``not abs(x - ref) > tol`` passes NaN, a
+    # relative error ``|x - ref| / |x|`` is NaN for inf, and 1e309 reads as inf.
+    *("nan", "NaN", "inf", "-inf", "1e309"),
 )
 
 
@@ -666,6 +695,85 @@ def echo_family(
     return PolicyFamily(
         "echo", "the k-th number, token, word or line of the observation", tuple(members)
     )
+
+
+#: The shotgun's listings: integers from 0 up to these, one answer per integer (each in the
+#: answer format) and all in one answer (substrings of the latter cover every number of up to
+#: four digits).
+SHOTGUN_TAGGED_INTEGERS = 1_000
+SHOTGUN_LISTED_INTEGERS = 10_000
+_FIX_SHOTGUN = (
+    "grade one final answer, whole: the answer is the last (or only) answer of the reply, and "
+    "it must BE the reference, not contain it (no substring, any-tag, any-number or "
+    "first-or-last match; a reply with several answers gets 0)."
+)
+
+
+@lru_cache(maxsize=8)
+def _integers(count: int, template: str, sep: str) -> str:
+    """``0 .. count - 1``, each written in ``template``, joined by ``sep``."""
+    return sep.join(_fill(template, str(i)) for i in range(count))
+
+
+def _cut(text: str, sep: str, budget: int) -> str:
+    """``text`` cut at the last ``sep`` within ``budget`` characters (whole items only)."""
+    if len(text) <= budget:
+        return text
+    return text[: max(text.rfind(sep, 0, budget + 1), 0)]
+
+
+def _shotgun(shape: str) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        room = max(ctx.max_length - len(ctx.answer("")), 0)
+        if shape == "observation":
+            return ctx.answer(ctx.observation[:room])
+        if shape == "huge":
+            unit = (" ".join(_NUMBER.findall(ctx.observation)) or ctx.observation) + " "
+            return ctx.answer((unit * (room // max(len(unit), 1) + 1))[:room])
+        # Other episodes' answers first (every label seen: the first and the last differ),
+        # then the observation's numbers, then the small integers.
+        labels = list(dict.fromkeys(ctx.references()))
+        if shape == "references":
+            return "\n".join(ctx.answer(c) for c in labels) if labels else None
+        observed = dict.fromkeys(_NUMBER.findall(ctx.observation))
+        first = labels + [n for n in observed if n not in set(labels)]
+        if shape == "tagged":
+            tail = _integers(SHOTGUN_TAGGED_INTEGERS, ctx.template, "\n")
+            listing = "\n".join([*(ctx.answer(c) for c in first), tail])
+            return _cut(listing, "\n", ctx.max_length)
+        tail = _integers(SHOTGUN_LISTED_INTEGERS, PLACEHOLDER, " ")
+        return ctx.answer(_cut(" ".join([*first, tail]), " ", room))
+
+    act.__qualname__ = f"shotgun_{shape}"
+    return act
+
+
+_SHOTGUN_SHAPES = {
+    "references": "every distinct answer of other episodes, each written as the env's answer",
+    "tagged": "other episodes' answers, the observation's numbers and the integers 0-999, "
+    "each written as the env's answer",
+    "listed": "other episodes' answers, the observation's numbers and the integers 0-9999 in "
+    "one answer",
+    "observation": "the whole observation written as the answer",
+    "huge": "one answer as long as the action space allows (the observation's numbers repeated)",
+}
+
+
+def shotgun_family() -> PolicyFamily:
+    """Many answers at once: graders that read any answer, or search the one they read.
+
+    A reply listing every answer seen, the observation's numbers and the small integers, each
+    written as the env's answer (a grader reading any tag, or the first or the last of several
+    boxes) or all in one answer (a grader accepting the reference as a substring, or any
+    number, of the answer); the whole observation as the answer; one answer as long as the
+    action space allows (a grader that fails open on what it cannot check). Members are named
+    ``shotgun-<shape>``.
+    """
+    members = tuple(
+        DegeneratePolicy(f"shotgun-{shape}", summary, _FIX_SHOTGUN, _shotgun(shape))
+        for shape, summary in _SHOTGUN_SHAPES.items()
+    )
+    return PolicyFamily("shotgun", "many answers at once, or one huge answer", members)
 
 
 #: An answer no task has (too long and odd to be anyone's reference).
@@ -766,7 +874,7 @@ class LeakScan:
             hits.update(found)
         # A place that held the answer once is a coincidence (an answer that is also one of
         # the question's numbers); one that held it on a tenth of the episodes is a leak.
-        least = max(2, len(seen) // 10)
+        least = max(2, int(np.ceil(len(seen) * LEAK_SCAN_SHARE)))
         members: list[HackPolicy] = []
         names: set[str] = set()
         for (turn, kind, k, whole), count in sorted(hits.items(), key=lambda kv: -kv[1]):
@@ -1009,6 +1117,7 @@ DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily | LeakScan, ...] = (
     literal_family(),
     echo_family(),
     keyword_family(),
+    shotgun_family(),
     LeakScan(),
 )
 
@@ -1486,19 +1595,51 @@ def _remember(
         paid.append(outcome.paid)
     memory = []
     for j, (key, actions, first) in enumerate(raw):
-        reference = None
-        if template is not None and actions:
-            prefix, _, suffix = template.partition(PLACEHOLDER)
-            last = actions[-1]
-            if last.startswith(prefix) and last.endswith(suffix) and len(last) >= len(prefix):
-                reference = last[len(prefix) : len(last) - len(suffix)]
-                if f'"{PLACEHOLDER}"' in template:
-                    try:
-                        reference = json.loads(f'"{reference}"')
-                    except ValueError:
-                        pass
+        reference = _reference_in(actions[-1], template) if template and actions else None
         memory.append(EpisodeMemory(key, reference, tuple(actions), first, seed + j))
     return memory, template, paid
+
+
+def _reference_in(action: str, template: str) -> str | None:
+    """The answer ``action`` writes in ``template`` (``None``: not written that way)."""
+    prefix, _, suffix = template.partition(PLACEHOLDER)
+    if not (action.startswith(prefix) and action.endswith(suffix)):
+        return None
+    if len(action) < len(prefix) + len(suffix):
+        return None
+    reference = action[len(prefix) : len(action) - len(suffix)]
+    if f'"{PLACEHOLDER}"' in template:
+        try:
+            reference = json.loads(f'"{reference}"')
+        except ValueError:
+            pass
+    return reference
+
+
+def _scan(game: _Single | _Multi, template: str, seed: int, count: int) -> list[EpisodeMemory]:
+    """Oracle answers on ``count`` more episodes of a single-turn env (resets, no steps).
+
+    Each episode's first observation and the oracle's one action: what a leak scan reads and
+    what a family member's action is compared with, at the cost of a reset.
+    """
+    if not isinstance(game, _Single) or game.multi_turn or PLACEHOLDER not in template:
+        return []
+    if template == PLACEHOLDER:
+        return []
+    method = getattr(game.base, "oracle_action", None)
+    if method is None:
+        return []
+    found = []
+    for j in range(count):
+        try:
+            obs, _ = game.env.reset(seed=seed + j)
+            action = method()
+        except Exception:  # an env whose oracle cannot answer has nothing to scan
+            break
+        reference = _reference_in(action, template)
+        key = _task_key(game.env, str(obs))
+        found.append(EpisodeMemory(key, reference, (action,), str(obs), seed + j))
+    return found
 
 
 # ------------------------------------------------------------------------------ the check
@@ -1589,7 +1730,8 @@ def check_reward_hacking(
             rarely is) is extended to, and the baseline with it (``episodes`` or less: no
             extension).
         screen: Screening episodes of each member of a :class:`PolicyFamily` before its
-            full run (default: the family's own ``screen``, at most a quarter of
+            full run (default: the family's own ``screen``, else
+            :data:`SCREEN_SINGLE_TURN` or :data:`SCREEN_MULTI_TURN`, at most half of
             ``episodes``; ``0`` plays every member in full).
         memory_episodes: Oracle episodes on other seeds that give the answer template, the
             answer distribution and the replayed actions.
@@ -1652,13 +1794,15 @@ def check_reward_hacking(
         report.baseline[agent] = (bounds.successes, bounds.episodes, bounds.upper)
         report.baseline_paid[agent] = list(bounds.paid)
         report.baseline_policy[agent] = baseline.summary
-        played = _Played(game, agent, memory, template, demos, episodes, seed, z)
+        # The scan reads the screens' own episodes: their tasks are then drawn once for both.
+        scanned = [*memory, *_scan(game, template, seed + episodes, SCAN_EPISODES)]
+        solved = [m for m in scanned if m.reference is not None and len(m.actions) == 1]
+        played = _Played(game, agent, memory, template, demos, episodes, seed, z, solved)
         for item in chosen:
             if isinstance(item, LeakScan):
-                item = item.family(game, agent, memory, template)
+                item = item.family(game, agent, scanned, template)
             if isinstance(item, PolicyFamily):
-                # A screen longer than a quarter of the full run saves little.
-                size = min(item.screen, max(1, episodes // 4)) if screen is None else screen
+                size = _screen_size(item, game, episodes) if screen is None else screen
                 memo: dict[Any, Any] = {}  # the env's replies on the screen's episodes
                 results = [_screened(played, member, size, bounds, memo) for member in item.members]
             else:
@@ -1704,6 +1848,38 @@ class _Played:
     episodes: int
     seed: int
     z: float
+    #: Oracle episodes solved by one action (memory and scan): a member's pre-screen.
+    solved: Sequence[EpisodeMemory] = ()
+
+    def hits(self, policy: HackPolicy) -> int:
+        """Episodes of :attr:`solved` on which ``policy``'s first action is the oracle's."""
+        count = 0
+        rng = np.random.default_rng([self.seed, _PRESCREEN, 17])
+        for j, (m, others) in enumerate(zip(self.solved, self._others(), strict=True)):
+            ctx = HackContext(
+                observation=m.observation,
+                first_observation=m.observation,
+                info={},
+                turn=0,
+                episode=_PRESCREEN + j,
+                rng=rng,
+                template=self.template,
+                memory=others,
+                demonstrations=self.demos,
+                max_length=self.game.max_length,
+                env=self.game.env,
+            )
+            action = policy(ctx)
+            count += action is not None and action.strip() == m.actions[0].strip()
+        return count
+
+    def _others(self) -> list[list[EpisodeMemory]]:
+        """Per solved episode, the memory of the other tasks (worked out once)."""
+        cache = self.__dict__.get("_others_cache")
+        if cache is None:
+            cache = [[x for x in self.memory if x.task_key != m.task_key] for m in self.solved]
+            object.__setattr__(self, "_others_cache", cache)
+        return cache
 
     def run(self, policy: HackPolicy, first: int = 0, count: int | None = None) -> PolicyResult:
         """``policy`` on episodes ``first .. first + count - 1`` (default: the check's)."""
@@ -1721,16 +1897,35 @@ class _Played:
         )
 
 
+def _screen_size(family: PolicyFamily, game: _Single | _Multi, episodes: int) -> int:
+    """Screening episodes of each of ``family``'s members (at most half the full run)."""
+    if family.screen is not None:
+        wanted = family.screen
+    else:
+        wanted = SCREEN_MULTI_TURN if game.multi_turn else SCREEN_SINGLE_TURN
+    return min(wanted, max(1, episodes // 2))
+
+
 def _screened(
     played: _Played, policy: HackPolicy, size: int, base: _Bounds, memo: dict[Any, Any]
 ) -> tuple[HackPolicy, PolicyResult]:
     """A family member's run: its screen on episodes of its own, then the full run if needed.
 
-    The screen's episodes follow the check's (the full run's test sees none of them). A
-    member passes the screen when it is correct more often than the random baseline was, earns
-    more paid reward than it, or (a strict policy) earns anything. On a single-agent env the
-    screens of one family share ``memo`` (the env's replies by seed and actions so far).
+    First a pre-screen that costs no episode: a member whose action is the oracle's on
+    :data:`PRESCREEN_MIN_HITS` or more of the oracle's one-action episodes (the memory's and
+    the scan's), on a larger share of them than the baseline is right, plays the full run.
+    Otherwise the screen's episodes follow the check's (the full run's test sees none of
+    them). A member passes the screen when it is correct more often than the random baseline
+    was, earns more paid reward than it, or (a strict policy) earns anything. On a
+    single-agent env the screens of one family share ``memo`` (the env's replies by seed and
+    actions so far).
     """
+    if size > 0 and played.solved:
+        hits = played.hits(policy)
+        if hits >= PRESCREEN_MIN_HITS and hits / len(played.solved) > base.successes / max(
+            base.episodes, 1
+        ):
+            return policy, played.run(policy)
     if size > 0:
         game = played.game
         if isinstance(game, _Single):
@@ -1790,6 +1985,8 @@ def _run_policy(
     return result
 
 
+#: Episode number of the pre-screen's contexts (their policy randomness only; no env episode).
+_PRESCREEN = 2_000_000
 #: Episode number of a promising policy's (and the baseline's) extra episodes: far from the
 #: check's and the screens' episodes, so the episodes that made a policy promising are not
 #: counted twice.

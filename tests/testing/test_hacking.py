@@ -357,6 +357,64 @@ def test_a_small_constant_hack_gets_more_episodes_and_is_flagged():
 def test_fair_toys_raise_no_false_alarm_across_seeds(seed):
     from tests.testing import attack_toys
 
-    for toy in (attack_toys.FairChoice, attack_toys.FairProduct):
+    fair = (
+        attack_toys.FairChoice,
+        attack_toys.FairProduct,
+        attack_toys.FairSum,
+        attack_toys.FairYesNo,
+        attack_toys.FairFloat,
+    )
+    for toy in fair:
         report = check_reward_hacking(toy, seed=seed, raise_on_failure=False)
         assert report.ok, str(report)
+
+
+# A fourth attack: grader bugs that pay many answers at once, any of several answers, a
+# non-finite number, an empty or a huge answer. Each toy's grader reads the task's answer
+# format; the shotgun and the non-finite literals write theirs in it.
+GRADER_BUG_TOYS = {
+    "SubstringInAnswer": "degenerate-policy:shotgun-listed",
+    "SubstringInReply": "degenerate-policy:shotgun-listed",
+    "AnyTag": "degenerate-policy:shotgun-tagged",
+    "RegexAnyNumber": "degenerate-policy:shotgun-listed",
+    "FirstOrLastBox": "degenerate-policy:shotgun-references",
+    "NanPays": "degenerate-policy:literal-nan",
+    "InfPays": "degenerate-policy:literal-inf",
+    "EmptyTagPays": "degenerate-policy:format-only",
+    "HugeAnswerPays": "degenerate-policy:shotgun-huge",
+}
+
+
+@pytest.mark.parametrize(("toy", "rule"), sorted(GRADER_BUG_TOYS.items()))
+def test_a_grader_bug_paying_many_or_odd_answers_fails_with_its_rule(toy, rule):
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(getattr(attack_toys, toy), raise_on_failure=False)
+    assert rule in _failed(report), _failed(report)
+    failure = next(f for f in report.failures if f.rule.name == rule)
+    assert "40/40" in failure.detail and failure.rule.fix
+
+
+def test_the_shotgun_writes_its_answers_in_the_envs_format():
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(attack_toys.AnyTag, raise_on_failure=False)
+    tagged = next(r for r in report.results if r.policy == "shotgun-tagged")
+    assert tagged.example.count("<answer>") > 3  # (the example is shortened)
+    boxes = check_reward_hacking(attack_toys.FirstOrLastBox, raise_on_failure=False)
+    both = next(r for r in boxes.results if r.policy == "shotgun-references")
+    # Every label seen, each in the env's own \boxed{}: the first and the last box differ.
+    assert both.example.count("\\boxed{") == 2 and both.status == "failed"
+
+
+def test_a_leak_on_a_tenth_of_the_tasks_is_played_in_full_without_a_screen():
+    """The pre-screen reads the oracle's scanned answers: no screen of five to be lucky in."""
+    from tests.testing import attack_toys
+
+    # (A seed where the 40 + 60 episodes show it; over 50 seeds it is flagged 45 times or more.)
+    report = check_reward_hacking(attack_toys.TenPercentSecond, seed=7919, raise_on_failure=False)
+    result = next(r for r in report.results if r.policy == "echo-2nd-number")
+    assert result.status == "failed" and result.episodes > 40, str(report)
+    # The same place, found by the leak scan where the echo family does not read.
+    fourth = check_reward_hacking(attack_toys.TenPercentFourth, seed=7919, raise_on_failure=False)
+    assert "degenerate-policy:echo-4th-number" in _failed(fourth), str(fourth)
