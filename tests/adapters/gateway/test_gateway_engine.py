@@ -50,6 +50,32 @@ def test_plain_calls_are_relayed_as_the_engine_answers(launched):
     assert metrics["completion_tokens"] > 0 and metrics["engines"][0]["requests"] >= 4
 
 
+def test_calls_spread_over_engines_and_retry_on_another(launched):
+    """Calls go to the least-loaded engine; one whose engine is down is retried on another,
+    and the dead engine is marked unhealthy (two entries of the one real engine and a port
+    where nothing listens)."""
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.server import GatewayServer
+
+    live = engine_url(launched)
+    config = GatewayConfig(engines=["http://127.0.0.1:9/v1", live, live], port=0)
+    body = {"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 4, "temperature": 0.0}
+
+    async def calls(url):
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            posts = [http.post("/v1/completions", json=body) for _ in range(8)]
+            return await asyncio.gather(*posts)
+
+    with GatewayServer(config) as server:
+        replies = asyncio.run(calls(server.url))
+        assert [r.status_code for r in replies] == [200] * 8
+        dead, one, two = httpx.get(server.url + "/metrics").json()["engines"]
+        assert dead["errors"] >= 1 and not dead["healthy"]
+        assert one["requests"] > 0 and two["requests"] > 0
+        assert one["requests"] + two["requests"] == 8
+        assert httpx.get(server.url + "/health").json()["status"] == "ok"
+
+
 def test_session_records_engine_ids_exactly(launched, hf_model):
     """Multi-turn completions that append token ids: one token-exact trajectory whose ids
     and logprobs an outside forward pass of the same weights reproduces."""
