@@ -32,6 +32,7 @@ from rllm_envs.sandbox.harness import (
     VERDICTS,
     canonical_value,
     stdout_matches,
+    wall_cap,
     wall_limit,
 )
 from rllm_envs.sandbox.pool import SandboxPool
@@ -256,6 +257,9 @@ _OUTCOMES = ("exited", "signaled", "timeout")
 _MAX_SECONDS = 1e6
 _MAX_RSS_KB = 1 << 42
 _HEADER_MAX = 4096
+# The executor's own work between two tests (reaping, reading the output, forking the next),
+# on a loaded machine: added to a test's wall-clock backstop before a silent run is ended.
+_STALL_MARGIN = 4.0
 _STDERR_MAX = 1 << 16
 
 
@@ -428,6 +432,18 @@ class _Records:
         self.sent = end
         return data
 
+    def stall_limit(self) -> float | None:
+        """How long the executor may now stay silent (``None``: until it has compiled).
+
+        Once compiled it reports each test within the test's wall-clock backstop (a test
+        kept waiting for a CPU past it has the executor say so, once a second), plus its
+        own work between tests. A test that stops the executor (SIGSTOP from its
+        process) thus holds the judge one test's backstop, not every test's.
+        """
+        if self.compiled is None:
+            return None
+        return wall_limit(self.time_limit) + _STALL_MARGIN
+
     def feed(self, chunk: bytes) -> bool:
         """Take more of the channel; ``True`` when the run can stop (all decided)."""
         if self.done or self.broken:
@@ -494,6 +510,11 @@ class _Records:
                     self.results = [TestResult("CE", error=message) for _ in self.tests]
             return
         index = len(self.results)
+        if isinstance(record, dict) and set(record) == {"running"} and not blob:
+            # The executor gives a test that waited for a CPU more wall-clock time.
+            if record["running"] != index or index >= self.sent or self.compiled is None:
+                self.broken = "a malformed progress record"
+            return
         if (
             index >= self.sent
             or self.compiled is not None
@@ -666,7 +687,7 @@ def judge(
     supervisor_mb = max(int(memory_mb), COMPILE_MEMORY_MB) if language == "cpp" else memory_mb
     limits = replace(
         _sandbox_limits(supervisor_mb, max(biggest, max_output_bytes)),
-        time_limit=len(tests) * (wall_limit(float(time_limit)) + 0.2) + 5.0 + compiling,
+        time_limit=len(tests) * (wall_cap(float(time_limit)) + 0.2) + 5.0 + compiling,
     )
     records = _Records(
         tests,
@@ -688,6 +709,7 @@ def judge(
             channel_bytes=0,
             on_channel=records.feed,
             more_input=records.next_input,
+            stall_limit=records.stall_limit,
         )
     else:
         start = time.monotonic()
@@ -706,6 +728,7 @@ def judge(
                 channel_bytes=0,
                 on_channel=records.feed,
                 more_input=records.next_input,
+                stall_limit=records.stall_limit,
             )
     results = records.finish(outcome, int(snippet_chars))
     sandbox_error = None

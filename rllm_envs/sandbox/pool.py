@@ -127,10 +127,11 @@ class SandboxPool:
         channel_bytes: int = 1 << 12,
         on_channel: Callable[[bytes], bool] | None = None,
         more_input: Callable[[], bytes | None] | None = None,
+        stall_limit: Callable[[], float | None] | None = None,
     ) -> tuple[RunResult, bytes]:
         """:meth:`run`, also returning what the report channel carried.
 
-        ``channel_bytes``, ``on_channel`` and ``more_input`` are as for
+        ``channel_bytes``, ``on_channel``, ``more_input`` and ``stall_limit`` are as for
         :func:`~rllm_envs.sandbox.runner.communicate`.
         """
         if (code is None) != (self.program is not None):
@@ -162,6 +163,7 @@ class SandboxPool:
             channel_bytes=channel_bytes,
             on_channel=on_channel,
             more_input=more_input,
+            stall_limit=stall_limit,
         )
 
     @property

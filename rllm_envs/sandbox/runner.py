@@ -501,6 +501,7 @@ def communicate(
     channel_bytes: int = 1 << 12,
     on_channel: Callable[[bytes], bool] | None = None,
     more_input: Callable[[], bytes | None] | None = None,
+    stall_limit: Callable[[], float | None] | None = None,
 ) -> tuple[RunResult, bytes]:
     """Feed ``payload`` to a sandbox started by :func:`spawn`, collect its output, end it.
 
@@ -520,6 +521,10 @@ def communicate(
         more_input: Called after each report-channel chunk: bytes to send after
             ``payload`` (``b""``: nothing yet), or ``None`` once there is no more, when
             standard input is closed. Without it standard input closes after ``payload``.
+        stall_limit: Called after each report-channel chunk: how many seconds the channel
+            may now stay silent (``None``: no bound but the wall clock). A run silent for
+            longer ends as timed out, so a program that stops its reporter (a test
+            signalling the judge's executor) holds the host no longer than that.
 
     Returns:
         The :class:`RunResult` and what the report channel carried. For a forked program
@@ -552,12 +557,16 @@ def communicate(
         elif not input_open:
             proc.stdin.close()
         exited_at: float | None = None
+        silent = stall_limit() if stall_limit is not None else None
+        heard = start  # when the report channel last carried something
         while True:
             roles = {key.data for key in selector.get_map().values()}
             if not roles & {"out", "err", "chan"} and "exit" not in roles:
                 break
             now = time.monotonic()
             limit = deadline if exited_at is None else min(deadline, exited_at + _DRAIN_GRACE)
+            if silent is not None and "chan" in roles:
+                limit = min(limit, heard + silent)
             if now >= limit:
                 timed_out = exited_at is None
                 break
@@ -609,6 +618,7 @@ def communicate(
                             flooded = True
                     else:
                         chan += chunk[: max(channel_bytes - len(chan), 0)]
+                        heard = time.monotonic()
                         if on_channel is not None and on_channel(chunk):
                             stopped = True
                         elif input_open and more_input is not None:
@@ -622,6 +632,8 @@ def communicate(
                                 view = memoryview(bytes(view) + more)
                                 if stdin_fd not in selector.get_map():
                                     selector.register(stdin_fd, selectors.EVENT_WRITE, "in")
+                        if stall_limit is not None:
+                            silent = stall_limit()
             if flooded or stopped:
                 break
         if (timed_out or flooded or stopped) and sandbox.backend.stop_from_inside:

@@ -27,7 +27,13 @@ build for). The filter:
   and setting SIGCHLD's disposition (an ignored SIGCHLD has the
   kernel reap children unseen, hiding their CPU time from the verdict) with ``EPERM``,
   and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc
-  then falls back to ``clone``, which is filtered).
+  then falls back to ``clone``, which is filtered);
+* lets ``futex`` through only for private futexes (a shared one on a mapping of a read-only
+  system file has the same key in every sandbox: a channel between them); a shared wait
+  returns ``EAGAIN``, a shared wake 0, and the futex2 calls get ``ENOSYS``;
+* allows ``setpriority``, ``ioprio_set``, ``sched_setaffinity``, ``sched_setscheduler``,
+  ``sched_setparam``, ``sched_setattr`` and ``prlimit64`` on the caller itself only (``EPERM``
+  otherwise): on the executor they would carry state from one test to the next.
 """
 
 from __future__ import annotations
@@ -36,7 +42,14 @@ import platform
 import struct
 import warnings
 
-__all__ = ["DENIED_SYSCALLS", "filter_program", "supported", "warn_unsupported"]
+__all__ = [
+    "DENIED_SYSCALLS",
+    "ENOSYS_SYSCALLS",
+    "SELF_ONLY_SYSCALLS",
+    "filter_program",
+    "supported",
+    "warn_unsupported",
+]
 
 # BPF opcodes.
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -45,11 +58,12 @@ _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
 _JA = 0x05  # BPF_JMP | BPF_JA
+_AND_K = 0x54  # BPF_ALU | BPF_AND | BPF_K
 
 _ALLOW = 0x7FFF0000
 _KILL_PROCESS = 0x80000000
 _ERRNO = 0x00050000
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _EAGAIN, _ENOSYS = 1, 11, 38
 
 _AF_VSOCK = 40
 # AF_UNIX, AF_INET, AF_INET6, AF_VSOCK.
@@ -63,6 +77,12 @@ _SIGCHLD = 17
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
 # F_SETLEASE, F_NOTIFY.
 _FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026)
+_FUTEX_PRIVATE_FLAG = 128
+_FUTEX_CMD_MASK = 127  # also drops FUTEX_CLOCK_REALTIME (256)
+# futex commands that only wake (or requeue) waiters: WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
+# UNLOCK_PI, WAKE_BITSET, CMP_REQUEUE_PI. The others wait (or lock).
+_FUTEX_WAKES = (1, 3, 4, 5, 7, 10, 12)
+_PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
 
 #: Syscalls that fail with EPERM, by name (the numbers are per architecture below).
 DENIED_SYSCALLS = (
@@ -136,6 +156,24 @@ DENIED_SYSCALLS = (
     "preadv2",
     "pwritev2",
     "cachestat",
+    # Another task's robust-futex list head: nothing a program needs.
+    "get_robust_list",
+)
+
+#: Fail with ENOSYS: the futex2 calls. Their flags (private or shared) are in memory, out of
+#: a filter's reach, and a shared futex is a channel between sandboxes (see below).
+ENOSYS_SYSCALLS = ("futex_waitv", "futex_wake", "futex_wait", "futex_requeue")
+
+#: Allowed only on the caller itself (pid/who 0), else EPERM: changed on the executor, a
+#: test's parent, they would carry state to the next test (its fork inherits them).
+SELF_ONLY_SYSCALLS = (
+    "setpriority",
+    "ioprio_set",
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "prlimit64",
 )
 
 # (audit arch, syscall numbers); only what the filter needs.
@@ -212,6 +250,19 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "socket": 41,
             "clone": 56,
             "clone3": 435,
+            "get_robust_list": 274,
+            "futex": 202,
+            "futex_waitv": 449,
+            "futex_wake": 454,
+            "futex_wait": 455,
+            "futex_requeue": 456,
+            "setpriority": 141,
+            "ioprio_set": 251,
+            "sched_setaffinity": 203,
+            "sched_setscheduler": 144,
+            "sched_setparam": 142,
+            "sched_setattr": 314,
+            "prlimit64": 302,
         },  # fmt: skip
     ),
     "aarch64": (
@@ -283,6 +334,19 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "socket": 198,
             "clone": 220,
             "clone3": 435,
+            "get_robust_list": 100,
+            "futex": 98,
+            "futex_waitv": 449,
+            "futex_wake": 454,
+            "futex_wait": 455,
+            "futex_requeue": 456,
+            "setpriority": 140,
+            "ioprio_set": 30,
+            "sched_setaffinity": 122,
+            "sched_setscheduler": 119,
+            "sched_setparam": 118,
+            "sched_setattr": 274,
+            "prlimit64": 261,
         },  # fmt: skip
     ),
 }
@@ -347,8 +411,9 @@ def filter_program() -> bytes:
         if name in numbers:  # some do not exist on every architecture
             prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
             ret(_ERRNO | _EPERM)
-    prog.append(_insn(_JEQ_K, 0, 1, numbers["clone3"]))
-    ret(_ERRNO | _ENOSYS)
+    for name in ("clone3", *ENOSYS_SYSCALLS):
+        prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
+        ret(_ERRNO | _ENOSYS)
 
     # Syscalls allowed depending on their first argument: load it, decide, reload nr.
     def by_first_argument(nr: int, checks: list[bytes]) -> None:
@@ -411,5 +476,38 @@ def filter_program() -> bytes:
             _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
         ],
     )
+    # futex(uaddr, op, ...): private futexes only (FUTEX_PRIVATE_FLAG in op, the second
+    # argument). A shared futex is keyed by the page it is on: on a file mapping, by (inode,
+    # offset), the same in every sandbox that maps the same read-only /usr file, so waiting
+    # and waking there carries bits between concurrent sandboxes. A shared wait fails with
+    # EAGAIN (a spurious wake-up: every futex user re-checks and waits again; glibc's
+    # pthread_join, which waits shared for the kernel's exit wake-up, then spins) and a
+    # shared wake does nothing and returns 0 (no shared waiter can exist to be woken).
+    checks = [
+        _insn(_LD_W_ABS, 0, 0, 24),
+        _insn(_JSET_K, len(_FUTEX_WAKES) + 3, 0, _FUTEX_PRIVATE_FLAG),
+        _insn(_AND_K, 0, 0, _FUTEX_CMD_MASK),
+    ]
+    for i, cmd in enumerate(_FUTEX_WAKES):  # a match jumps to the "return 0" below
+        checks.append(_insn(_JEQ_K, len(_FUTEX_WAKES) - i, 0, cmd))
+    checks += [_insn(_RET_K, 0, 0, _ERRNO | _EAGAIN), _insn(_RET_K, 0, 0, _ERRNO | 0)]
+    by_first_argument(numbers["futex"], checks)
+    # Scheduling, I/O priority and resource limits: the caller's own only. setpriority and
+    # ioprio_set name a process (not a group or a user: the executor is one) and who == 0
+    # (args[0], args[1]); the others take a pid first, which must be 0 (the caller).
+    for name, which in (("setpriority", _PRIO_PROCESS), ("ioprio_set", _IOPRIO_WHO_PROCESS)):
+        by_first_argument(
+            numbers[name],
+            [
+                _insn(_JEQ_K, 0, 2, which),
+                _insn(_LD_W_ABS, 0, 0, 24),
+                _insn(_JEQ_K, 1, 0, 0),
+                _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+            ],
+        )
+    for name in SELF_ONLY_SYSCALLS[2:]:
+        by_first_argument(
+            numbers[name], [_insn(_JEQ_K, 1, 0, 0), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+        )
     ret(_ALLOW)
     return b"".join(prog)
