@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.trl import one_seat_env, one_seat_ids
 from rllm_envs.error import require
 from rllm_envs.utils import to_jsonable
 
@@ -88,7 +89,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         config = _mapping(getattr(env_config, "get", lambda *_: None)("env_kwargs"))
         self.env_id = env_id
         self.env_kwargs = {**config, **_mapping(extras.get("env_kwargs"))}
-        self.env: Any = _new_env(env_id, self.env_kwargs)
+        self.env: Any = one_seat_env(env_id, self.env_kwargs)
         self.agent = make_agent(env_id)
         self.max_turns = int(getattr(self.env.unwrapped, "max_turns", 1))
         if extras.get("max_turns") is not None:
@@ -159,26 +160,7 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
 
 def ids_with_one_model_seat() -> list[str]:
     """Every single-agent id, then the multi-agent ids with one seat the row does not script."""
-    import rllm_envs
-
-    one_seat = []
-    for env_id in rllm_envs.list_multiagent_envs():
-        env = rllm_envs.make_parallel(env_id)
-        seats = set(env.possible_agents) - set(rllm_envs.env_entry(env_id).opponents)
-        env.close()
-        if len(seats) == 1:
-            one_seat.append(env_id)
-    return [*rllm_envs.list_envs(), *one_seat]
-
-
-def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
-    import rllm_envs
-
-    if env_id in rllm_envs.list_multiagent_envs():
-        from rllm_adapters.trl import SeatEnv
-
-        return SeatEnv(env_id, env_kwargs)  # raises for ids with several model seats
-    return rllm_envs.make(env_id, **dict(env_kwargs))
+    return list(one_seat_ids())
 
 
 def register_all() -> list[str]:
@@ -239,7 +221,7 @@ def skyrl_dataset(
     """
     if num_examples < 1:
         raise AdapterConfigError(f"Expects `num_examples` >= 1, actual: {num_examples!r}.")
-    probe = _new_env(env_id, dict(env_kwargs or {}))
+    probe = one_seat_env(env_id, dict(env_kwargs or {}))
     size = len(probe.unwrapped.tasks) if hasattr(probe.unwrapped, "tasks") else None
     probe.close()
     rows = []

@@ -51,7 +51,41 @@ __all__ = [
     "EnvToolEnvironment",
     "env_dataset",
     "environment_class",
+    "one_seat_env",
+    "one_seat_ids",
 ]
+
+
+def one_seat_ids() -> dict[str, str]:
+    """Every id one policy can play, with its description.
+
+    The single-agent ids, then the multi-agent ids with one model seat (the registry row
+    scripts the others, e.g. ``rllm/TicTacToe-v0``). Ids whose every seat is the model's
+    (``rllm/SolverJudge-v1``, ``rllm/Debate-v1``) are not among them.
+    """
+    import rllm_envs
+
+    ids = dict(rllm_envs.list_envs())
+    for env_id, description in rllm_envs.list_multiagent_envs().items():
+        env = rllm_envs.make_parallel(env_id)
+        seats = set(env.possible_agents) - set(rllm_envs.env_entry(env_id).opponents)
+        env.close()
+        if len(seats) == 1:
+            ids[env_id] = description
+    return ids
+
+
+def one_seat_env(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> Any:
+    """The env of an id through :func:`rllm_envs.make`, or a multi-agent id's :class:`SeatEnv`.
+
+    Raises:
+        AdapterConfigError: For a multi-agent id with several model seats.
+    """
+    import rllm_envs
+
+    if env_id in rllm_envs.list_multiagent_envs():
+        return SeatEnv(env_id, env_kwargs)
+    return rllm_envs.make(env_id, **dict(env_kwargs or {}))
 
 
 def _make_env(env_id: str, env_kwargs: Mapping[str, Any] | None) -> Any:
@@ -84,8 +118,9 @@ class SeatEnv:
         seats = [a for a in self.env.possible_agents if a not in self.opponents]
         if len(seats) != 1:
             raise AdapterConfigError(
-                f"{env_id} has {len(seats)} model seats ({seats}); the TRL adapter trains one "
-                "policy against fixed opponents, so it takes multi-agent ids with one model seat."
+                f"{env_id} has {len(seats)} model seats ({seats}); this adapter plays one "
+                "policy against the registry's scripted opponents, so it takes multi-agent ids "
+                "with one model seat. Train this id with rllm_adapters.multiagent_play."
             )
         self.seat = seats[0]
         self.tasks = self.env.tasks

@@ -42,7 +42,8 @@ Multi-agent ids with one model seat (``rllm/TicTacToe-v0``: the registry row scr
 ``player_1``) play that seat against the scripted opponents (:class:`rllm_adapters.trl.SeatEnv`).
 Ids whose every seat is the model's (``rllm/SolverJudge-v1``, ``rllm/Debate-v1``) are refused:
 their seats see different conversations of one joint step, which this one-seat env does not
-model; use our trainer (``rllm_adapters.multiagent_play``) or the OpenEnv server for them.
+model (verifiers' multi-agent ``Env``, one ``AgentConfig`` role per seat, would); use our
+trainer (``rllm_adapters.multiagent_play``) for them.
 """
 
 from __future__ import annotations
@@ -137,13 +138,9 @@ class RllmTaskData(vf.TaskData):  # type: ignore[name-defined]
 
 def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
     """The env of an id: single-agent, or a multi-agent id's one model seat."""
-    import rllm_envs
+    from rllm_adapters.trl import one_seat_env
 
-    if env_id in rllm_envs.list_multiagent_envs():
-        from rllm_adapters.trl import SeatEnv
-
-        return SeatEnv(env_id, env_kwargs)  # raises for ids with several model seats
-    return rllm_envs.make(env_id, **dict(env_kwargs))
+    return one_seat_env(env_id, env_kwargs)  # raises for ids with several model seats
 
 
 def _make(data: Any) -> tuple[Any, Any, str, dict[str, Any]]:

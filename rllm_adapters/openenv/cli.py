@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.gateway.config import is_loopback
+from rllm_adapters.openenv.environment import served_ids
 from rllm_adapters.openenv.limits import ServerLimits
 from rllm_adapters.openenv.server import serve
 
@@ -57,9 +58,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error(f"--env-kwargs is not JSON: {e}")
     if not isinstance(env_kwargs, dict):
         parser.error("--env-kwargs must be a JSON object")
-    import rllm_envs
-
-    ids = list(rllm_envs.list_envs()) if args.env_ids == ["all"] else args.env_ids
+    ids = list(served_ids()) if args.env_ids == ["all"] else args.env_ids
     try:
         limits = ServerLimits(
             max_sessions=args.max_sessions,

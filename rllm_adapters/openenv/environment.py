@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, _types, jsonable
+from rllm_adapters.trl import one_seat_env, one_seat_ids
 from rllm_envs.error import require
 
 _interfaces = require("openenv.core.env_server.interfaces", "openenv")
@@ -23,25 +24,38 @@ _LIVE: weakref.WeakSet[GymTextEnvironment] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
 
 
+def served_ids() -> dict[str, str]:
+    """Every id OpenEnv serves, with its description (:func:`rllm_adapters.trl.one_seat_ids`).
+
+    OpenEnv's protocol has one actor per session, and OpenEnv 0.10 has no multi-agent scene
+    (its ``openenv validate`` calls them unsupported), so ids whose every seat is the model's
+    (``rllm/SolverJudge-v1``, ``rllm/Debate-v1``) are not served.
+    """
+    return one_seat_ids()
+
+
 class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
     """An OpenEnv ``Environment`` that plays one rllm-envs (Gymnasium) env.
 
     One instance per session: OpenEnv's server calls the factory for each WebSocket session.
+    A multi-agent id with one model seat (``rllm/TicTacToe-v0``) is that seat's game against
+    the registry row's scripted opponents (:class:`rllm_adapters.trl.SeatEnv`).
 
     Args:
         env_id: A registered id, e.g. ``"rllm/FrozenLake-v1"``.
         env_kwargs: Constructor kwargs (variants), checked like :func:`rllm_envs.make`.
+
+    Raises:
+        AdapterConfigError: For a multi-agent id with several model seats.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
-        import rllm_envs
-
         super().__init__()
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
-        self.env: gym.Env = rllm_envs.make(env_id, **self.env_kwargs)
+        self.env: Any = one_seat_env(env_id, self.env_kwargs)
         self._state = TextState(env_id=env_id, env_kwargs=jsonable(self.env_kwargs))
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -106,16 +120,19 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         """OpenEnv metadata: the id, its one-line description and the class docstring."""
         import rllm_envs
 
+        games = rllm_envs.list_multiagent_envs()
+        game = self.env.env if self.env_id in games else self.env.unwrapped  # SeatEnv's game
+        description = {**rllm_envs.list_envs(), **games}.get(self.env_id, self.env_id)
         return _types.EnvironmentMetadata(
             name=self.env_id,
-            description=rllm_envs.list_envs().get(self.env_id, self.env_id),
-            readme_content=type(self.env.unwrapped).__doc__,
+            description=description,
+            readme_content=type(game).__doc__,
             version=self.env_id.rsplit("-", 1)[-1],
         )
 
     def close(self) -> None:
         """Close the env (stops any sandbox it holds). Idempotent."""
-        env, self.env = self.env, None  # type: ignore[assignment]
+        env, self.env = self.env, None
         if env is not None:
             env.close()
         with _LIVE_LOCK:

@@ -23,6 +23,14 @@ def openenv_package(env_id: str) -> dict[str, str]:
     """
     import rllm_envs
 
+    if env_id in rllm_envs.list_multiagent_envs():
+        # The server plays a one-seat game (rllm/TicTacToe-v0); a package it cannot have.
+        raise AdapterConfigError(
+            f"{env_id} is multi-agent: OpenEnv 0.10's validation calls multi-agent packages "
+            "unsupported and needs an oracle within 0.1 of the maximum reward, while the best "
+            "play from some openings is a draw. Serve its one model seat with "
+            f"`python -m rllm_adapters.serve {env_id}` instead."
+        )
     if env_id not in rllm_envs.list_envs():
         raise AdapterConfigError(f"Expects a registered id, actual: {env_id!r}")
     slug = _slug(env_id)

@@ -314,7 +314,7 @@ def create_app(
 
     app = FastAPI(
         title=f"rllm-envs {env_id} (OpenEnv)",
-        description=rllm_envs.list_envs().get(env_id, ""),
+        description=metadata.description,
         version=rllm_envs.__version__,
     )
     server = _EnvServer(env_id, kwargs, limits)

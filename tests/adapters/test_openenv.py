@@ -36,9 +36,13 @@ from rllm_adapters.openenv import (  # noqa: E402
     create_app,
     openenv_package,
 )
+from rllm_adapters.openenv.environment import served_ids  # noqa: E402
+from rllm_adapters.trl import SeatEnv  # noqa: E402
 from rllm_envs.testing import check_text_env  # noqa: E402
 
 ALL_IDS = list(rllm_envs.list_envs())
+#: Multi-agent ids served as their one model seat against the row's scripted opponents.
+GAMES = [i for i in served_ids() if i in rllm_envs.list_multiagent_envs()]
 MAX_SESSIONS = 3
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,6 +99,7 @@ def server():
     if proc.poll() is None:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+    proc.stdout.close()
 
 
 def _sessions(url: str, env_id: str) -> dict:
@@ -131,6 +136,40 @@ def test_every_id_resets_steps_and_reports_state_over_openenvs_client(server, en
         assert state.env_id == env_id and state.step_count == 1
         assert state.task_id == info["task_id"] and state.seed == 0
     assert _wait_for_sessions(url, env_id, 0)["active"] == 0
+
+
+def test_a_one_seat_game_is_served_and_all_model_seat_ids_are_refused(server):
+    _, url = server
+    assert GAMES == ["rllm/TicTacToe-v0"]
+    for env_id in GAMES:
+        for seed in range(3):
+            local = SeatEnv(env_id)  # the same seat, opponents and seeds, in process
+            obs, info = local.reset(seed=seed, options={"index": seed})
+            with RllmEnvClient(base_url=f"{url}/{env_id}", message_timeout_s=120).sync() as client:
+                result = client.reset(seed=seed, options={"index": seed})
+                assert result.observation.text == obs and not result.done
+                steps = 0
+                while True:
+                    move = local.oracle_action()
+                    obs, reward, terminated, truncated, info = local.step(move)
+                    result = client.step(TextAction(text=move))
+                    steps += 1
+                    assert result.observation.text == obs and result.reward == reward
+                    assert result.done == (terminated or truncated)
+                    if result.done:
+                        break
+                assert client.state().step_count == steps
+            local.close()
+            assert reward >= 0.0  # the oracle never loses
+        metadata = httpx.get(f"{url}/{env_id}/metadata", timeout=10).json()
+        assert metadata["description"] == rllm_envs.list_multiagent_envs()[env_id]
+        # Served, not packaged: OpenEnv's validation takes no multi-agent package.
+        with pytest.raises(AdapterConfigError, match="multi-agent packages unsupported"):
+            openenv_package(env_id)
+    for env_id in ("rllm/SolverJudge-v1", "rllm/Debate-v1"):
+        assert env_id not in served_ids()
+        with pytest.raises(AdapterConfigError, match="model seats"):
+            create_app(env_id)
 
 
 def test_concurrent_sessions_are_independent_and_capacity_is_enforced(server):
@@ -222,7 +261,7 @@ def test_a_dropped_client_frees_its_session(server):
 
 def test_stateless_http_endpoints_and_the_index(server):
     _, url = server
-    assert set(httpx.get(f"{url}/rllm/envs").json()["envs"]) == set(ALL_IDS)
+    assert set(httpx.get(f"{url}/rllm/envs").json()["envs"]) == set(served_ids())
     reply = httpx.post(f"{url}/rllm/Math-v1/reset", json={"seed": 0}, timeout=30).json()
     local = rllm_envs.make("rllm/Math-v1")
     assert reply["observation"]["text"] == local.reset(seed=0)[0]
@@ -302,6 +341,8 @@ def test_every_id_ships_an_openenv_package_that_openenv_validates():
     import yaml
     from openenv.validation import Level, Verdict, run_validation
 
+    folders = {p.name for p in (REPO / "deploy" / "openenv").iterdir() if p.is_dir()}
+    assert folders == {i.split("/", 1)[1].lower() for i in ALL_IDS}
     for env_id in ALL_IDS:
         folder = REPO / "deploy" / "openenv" / env_id.split("/", 1)[1].lower()
         for name, text in openenv_package(env_id).items():
