@@ -155,6 +155,9 @@ class Gateway:
         self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
         self._buckets: dict[str, _TokenBucket] = {}
+        #: Calls in flight per client, and the client of each engine slot held.
+        self._client_calls: collections.Counter[str] = collections.Counter()
+        self._slot_clients: dict[Any, str | None] = {}
         self.started = time.time()
         self.counters: collections.Counter[str] = collections.Counter()
         self.in_flight = 0
@@ -547,7 +550,7 @@ class Gateway:
         path = "/chat/completions" if api == "chat" else "/completions"
         session = self.sessions.get(sid, principal) if sid is not None else None
         if session is None:
-            return await self._relay(path, raw, stream)
+            return await self._relay(path, raw, stream, principal)
         if body.get("n", 1) not in (1, None) or body.get("best_of", 1) not in (1, None):
             raise GatewayError(
                 400, "A session records one completion per call: send n=1.", "invalid_request"
@@ -598,16 +601,27 @@ class Gateway:
         raise GatewayError(502, f"No engine could serve the call ({last}).", "engine_error")
 
     async def _send_counted(
-        self, path: str, content: bytes, stream: bool, session: Session | None = None
+        self,
+        path: str,
+        content: bytes,
+        stream: bool,
+        session: Session | None = None,
+        principal: str | None = None,
     ) -> tuple[Any, Engine, Any, float]:
         """:meth:`_send`, counted in flight from here until its reply is released.
 
         A session's call counts for the session too, so a reward that arrives meanwhile waits
-        for this call's record. Returns (response, engine, slot, start time).
+        for this call's record; and for its client (the session's owner or ``principal``),
+        against ``max_in_flight_per_client``. Returns (response, engine, slot, start time).
         """
+        client = session.owner if session is not None else principal
+        if client is not None:
+            self._limit_calls(client)  # checked and counted with no await between
         self.in_flight += 1
         if session is not None:
             session.in_flight += 1
+        if client is not None:
+            self._client_calls[client] += 1
         started = time.monotonic()
         try:
             response, engine, slot = await self._send(path, content, stream)
@@ -615,20 +629,42 @@ class Gateway:
             self.in_flight -= 1
             if session is not None:
                 session.in_flight -= 1
+            self._release_client(client)
             raise
+        self._slot_clients[slot] = client
         return response, engine, slot, started
+
+    def _release_client(self, client: str | None) -> None:
+        if client is None:
+            return
+        self._client_calls[client] -= 1
+        if self._client_calls[client] <= 0:
+            del self._client_calls[client]
+
+    def _limit_calls(self, principal: str) -> None:
+        cap = self.config.max_in_flight_per_client
+        if cap is not None and self._client_calls[principal] >= cap:
+            raise GatewayError(
+                429,
+                f"This client already has {cap} calls in flight; wait for one to finish.",
+                "too_many_calls",
+                {"Retry-After": "1"},
+            )
 
     async def _free(self, response: Any, slot: Any) -> None:
         """Close an engine's reply and free its slot: the call is no longer in flight."""
         await response.aclose()
         await slot.__aexit__(None, None, None)
         self.in_flight -= 1
+        self._release_client(self._slot_clients.pop(slot, None))
 
-    async def _relay(self, path: str, raw: bytes, stream: bool) -> Any:
+    async def _relay(self, path: str, raw: bytes, stream: bool, principal: str) -> Any:
         """Forward a call without a session: bytes in, bytes out."""
         from starlette.responses import Response
 
-        response, engine, slot, started = await self._send_counted(path, raw, stream)
+        response, engine, slot, started = await self._send_counted(
+            path, raw, stream, principal=principal
+        )
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
             try:

@@ -62,6 +62,9 @@ class GatewayConfig:
         session_idle_s: A session with no call for this long is stored without a reward
             (``None``: sessions wait for their reward until shutdown).
         max_sessions: Open sessions at once (new ones get 503 above).
+        max_in_flight_per_client: Calls one client (principal) may have in flight at once
+            (429 above; ``None``: no such limit), so that one client's unread streams cannot
+            hold every engine slot until ``request_timeout_s``.
         max_sessions_per_client: Open sessions one client (principal) may hold at once (429
             above; ``None``: only ``max_sessions``). Set it when several clients share the
             gateway, so that one cannot take every session.
@@ -95,6 +98,7 @@ class GatewayConfig:
     session_idle_s: float | None = None
     max_sessions: int = 100_000
     max_sessions_per_client: int | None = None
+    max_in_flight_per_client: int | None = None
     template_chat: bool = True
 
     def __post_init__(self) -> None:
@@ -149,6 +153,7 @@ class GatewayConfig:
             "rate_limit_rps": self.rate_limit_rps,
             "session_idle_s": self.session_idle_s,
             "max_sessions_per_client": self.max_sessions_per_client,
+            "max_in_flight_per_client": self.max_in_flight_per_client,
         }
         for name, bound in optional.items():
             if bound is not None and bound <= 0:

@@ -233,6 +233,9 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument(
         "--max-sessions-per-client", type=int, help="open sessions one client may hold at once"
     )
+    parser.add_argument(
+        "--max-in-flight-per-client", type=int, help="calls one client may have in flight at once"
+    )
     args = parser.parse_args(argv)
     keys = _keys([*args.api_key, os.environ.get("RLLM_GATEWAY_API_KEYS", "")])
     return GatewayConfig(
@@ -253,6 +256,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         rate_limit_rps=args.rate_limit,
         session_idle_s=args.session_idle,
         max_sessions_per_client=args.max_sessions_per_client,
+        max_in_flight_per_client=args.max_in_flight_per_client,
     )
 
 

@@ -37,6 +37,7 @@ def guarded(launched, tmp_path_factory):
         request_timeout_s=10.0,
         rate_limit_rps=20.0,
         rate_limit_burst=40,
+        max_in_flight_per_client=2,
     )
     # The engine's first calls with logprobs warm it up (seconds on a loaded machine): not
     # under this gateway's short request timeout.
@@ -155,30 +156,41 @@ def test_slow_sender_times_out_and_others_are_served(guarded):
         sock.close()
 
 
-def test_slow_reader_is_cut_off_and_others_are_served(guarded):
-    """A client that opens a long stream and never reads is cut at the request timeout; its
-    engine slot is freed and everyone else is served meanwhile."""
+def _unread_stream(port):
+    """Alice opens a long stream and reads none of it."""
     body = (
         b'{"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 1900, "stream": true, '
         b'"ignore_eos": true, "temperature": 1.0}'
     )
-    sock = _raw_connection(guarded.port)
+    sock = _raw_connection(port)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.sendall(
+        (
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {KEYS['alice']}\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        + body
+    )
+    return sock
+
+
+def _all_released(guarded):
+    deadline = time.monotonic() + 60
+    while guarded.gateway.in_flight and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return guarded.gateway.in_flight == 0
+
+
+def test_slow_reader_is_cut_off_and_others_are_served(guarded):
+    """A client that opens a long stream and never reads is cut at the request timeout; its
+    engine slot is freed and everyone else is served meanwhile."""
+    sock = _unread_stream(guarded.port)
     try:
-        sock.sendall(
-            (
-                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                f"Authorization: Bearer {KEYS['alice']}\r\nContent-Length: {len(body)}\r\n\r\n"
-            ).encode()
-            + body
-        )
         time.sleep(0.5)
         for _ in range(3):
             served(guarded.url, BOB)
-        deadline = time.monotonic() + 60
         engine = guarded.gateway.pool.engines[0]
-        while guarded.gateway.in_flight and time.monotonic() < deadline:
-            time.sleep(0.2)
+        assert _all_released(guarded)
         # The slot is freed whether the reader was cut or the kernel's loopback buffers (which
         # grow to megabytes) took the whole reply; the cut count depends on those sizes, so it
         # is reported, not asserted.
@@ -188,6 +200,25 @@ def test_slow_reader_is_cut_off_and_others_are_served(guarded):
     finally:
         sock.close()
     served(guarded.url, BOB)
+
+
+def test_one_client_cannot_hold_every_engine_slot(guarded):
+    """Over its cap of calls in flight a client gets 429; others are served meanwhile, and the
+    client is served again once its calls are released."""
+    socks = [_unread_stream(guarded.port) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 30
+        while guarded.gateway.in_flight < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        over = httpx.post(guarded.url + "/v1/completions", json=CALL, headers=ALICE, timeout=60)
+        error(over, 429, "too_many_calls")
+        assert int(over.headers["retry-after"]) >= 1
+        served(guarded.url, BOB)
+    finally:
+        for sock in socks:
+            sock.close()
+    assert _all_released(guarded)
+    served(guarded.url, ALICE)
 
 
 def test_a_flood_is_rate_limited_per_client(guarded):

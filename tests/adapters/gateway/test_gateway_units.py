@@ -293,10 +293,11 @@ def test_cli_arguments():
 
     config = parse_args(
         ["--engine", NOWHERE, "--api-key", f"a={KEY}", "--port", "0", "--rate-limit", "5",
-         "--max-sessions-per-client", "8"]
+         "--max-sessions-per-client", "8", "--max-in-flight-per-client", "3"]
     )  # fmt: skip
     assert config.engines == [NOWHERE] and config.api_keys == {"a": KEY}
     assert config.rate_limit_rps == 5.0 and config.max_sessions_per_client == 8
+    assert config.max_in_flight_per_client == 3
 
 
 def test_chat_turns_append_to_the_session_ids(tiny_path):
