@@ -24,7 +24,7 @@ def openenv_package(env_id: str) -> dict[str, str]:
     import rllm_envs
 
     if env_id in rllm_envs.list_multiagent_envs():
-        # The server plays a one-seat game (rllm/TicTacToe-v0); a package it cannot have.
+        # Served as its one model seat (rllm/TicTacToe-v0), but OpenEnv validates no such package.
         raise AdapterConfigError(
             f"{env_id} is multi-agent: OpenEnv 0.10's validation calls multi-agent packages "
             "unsupported and needs an oracle within 0.1 of the maximum reward, while the best "
