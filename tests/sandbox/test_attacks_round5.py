@@ -243,3 +243,16 @@ def test_a_correct_program_keeps_ac_next_to_cpu_hogs(backend, warm):
             hog.join()
     assert loaded.verdicts == ["AC"], (loaded.results[0].error, took)
     assert loaded.results[0].time <= 2.0
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_the_filter_builds_for_each_architecture(monkeypatch, arch):
+    """Every syscall the new rules name has a number on each architecture we build for."""
+    from rllm_envs.sandbox import seccomp
+
+    monkeypatch.setattr(seccomp, "_arch", lambda: arch)
+    numbers = seccomp._ARCHES[arch][1]
+    for name in ("futex", *seccomp.ENOSYS_SYSCALLS, *seccomp.SELF_ONLY_SYSCALLS):
+        assert name in numbers
+    program = seccomp.filter_program()
+    assert len(program) % 8 == 0 and len(program) // 8 < 4096
