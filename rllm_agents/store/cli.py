@@ -1,4 +1,4 @@
-"""``python -m rllm_agents.store DB COMMAND``: list, show, export, import, verify, passk."""
+"""``python -m rllm_agents.store DB CMD``: list, show, export, import, verify, passk, upgrade."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rllm_agents.store.damage import DamagedStore
-from rllm_agents.store.episode_store import EpisodeStore
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore
+from rllm_agents.store.episode_store import EpisodeStore, upgrade
+from rllm_agents.store.schema import SCHEMA_VERSION
 from rllm_agents.store.transcript import transcript
 
 
@@ -42,7 +43,7 @@ def _format_float(value: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rllm_agents.store DB COMMAND``: list, show, export, import, verify, passk."""
+    """``python -m rllm_agents.store DB COMMAND`` (list, show, export, import, verify, ...)."""
     parser = argparse.ArgumentParser(
         prog="python -m rllm_agents.store", description="Inspect an rllm episode store."
     )
@@ -68,10 +69,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
     _add_filters(p)
     p.add_argument("--json", action="store_true")
+    commands.add_parser(
+        "upgrade", help="upgrade a schema-version-1 store in place (checks every episode first)"
+    )
     args = parser.parse_args(argv)
 
     if args.command != "import" and not args.db.is_file():
         parser.error(f"no episode store at {args.db}")
+    if args.command == "upgrade":
+        try:
+            n = upgrade(args.db)
+        except DamagedStore as damage:
+            print(str(damage), file=sys.stderr)
+            return 1
+        print(f"{args.db} is at schema version {SCHEMA_VERSION} ({n} episodes)")
+        return 0
     try:
         store = EpisodeStore(args.db, read_only=args.command != "import")
     except DamagedStore as damage:
@@ -133,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 line += f"{row['tasks']:>5}  {row['samples']:>7}"
                 line += "".join(f"  {_format_float(row[f'pass@{k}']):>8}" for k in ks)
                 print(line)
+    except DamagedEpisode as damage:  # named, never a half-printed table presented as whole
+        print(str(damage), file=sys.stderr)
+        return 1
     finally:
         store.close()
     return 0

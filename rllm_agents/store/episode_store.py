@@ -19,6 +19,7 @@ from typing import Any
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal
 from rllm_agents.store.schema import (
+    _CHECKED,
     _INSERT,
     _SCHEMA,
     _SUMMARY,
@@ -28,6 +29,8 @@ from rllm_agents.store.schema import (
     _canonical,
     _default_model,
     _default_timings,
+    _plain,
+    columns_digest,
     package_versions,
 )
 from rllm_agents.trajectory import Trajectory, to_jsonable
@@ -239,6 +242,15 @@ class EpisodeStore:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as e:
             raise AgentConfigError(f"{self.path} is not an episode store: {e}") from e
+        if row is not None and int(row[0]) == 1:
+            raise AgentConfigError(
+                f"{self.path} is an episode store of schema version 1, whose query columns "
+                "(run, env_id, is_correct, ...) have no digest of their own; this version of "
+                f"rllm_agents reads version {SCHEMA_VERSION}. Upgrade it in place with "
+                f"`python -m rllm_agents.store {self.path} upgrade` (it first checks every "
+                "episode against its record's SHA-256 and refuses if any is damaged); on a "
+                "read-only mount, copy the file (with any -wal) somewhere writable first."
+            )
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise AgentConfigError(
                 f"{self.path} has episode-store schema version {row and row[0]}; this version "
@@ -315,7 +327,7 @@ class EpisodeStore:
         if env_kwargs is None:
             meta_kwargs = trajectory.metadata.get("env_kwargs")
             env_kwargs = meta_kwargs if isinstance(meta_kwargs, Mapping) else {}
-        return (
+        columns = (
             digest,
             run,
             trajectory.env_id,
@@ -334,8 +346,9 @@ class EpisodeStore:
                 to_jsonable(dict(timings if timings is not None else _default_timings(trajectory)))
             ),
             time.time() if created is None else float(created),
-            record,
         )
+        stored = tuple(_plain(value) for value in columns)
+        return (*stored, record, columns_digest(stored))
 
     def _write(self, rows: Sequence[tuple[Any, ...]]) -> list[Put]:
         if self.read_only:
@@ -442,7 +455,9 @@ class EpisodeStore:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def _episode(self, row: Sequence[Any], record: str | None) -> StoredEpisode:
-        trajectory = None if record is None else self._verified(row, record)
+        """The episode of a ``_CHECKED`` row, after its checks (and its record's, if given)."""
+        trajectory = None if record is None else _verified(self.path, row, record)
+        self._check_columns(row)
         try:
             return StoredEpisode(
                 id=row[0],
@@ -467,38 +482,35 @@ class EpisodeStore:
         except (TypeError, ValueError) as e:
             raise DamagedEpisode(self.path, row[0], str(row[1]), f"unreadable column: {e}") from e
 
-    def _verified(self, row: Sequence[Any], record: Any) -> Trajectory:
-        """The trajectory of ``row``, after checking it against its digest and the columns."""
-        data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
-        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
-            raise DamagedEpisode(self.path, row[0], str(row[1]), "its record fails its SHA-256")
-        trajectory = Trajectory.from_dict(json.loads(record))
-        expected = (
-            trajectory.env_id,
-            None if trajectory.task_id is None else str(trajectory.task_id),
-            trajectory.seed,
-            trajectory.group,
-            trajectory.sample,
-            trajectory.num_turns,
-            float(trajectory.total_reward),
-            int(trajectory.is_correct),
-            trajectory.finish,
-        )
-        names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
-        stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
-        for name, want, got in zip(names.split(), expected, stored, strict=True):
-            if want != got:
-                raise DamagedEpisode(
-                    self.path, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
-                )
-        return trajectory
+    def _check_columns(self, row: Sequence[Any]) -> None:
+        if columns_digest(row[1:17]) != row[17]:
+            raise DamagedEpisode(
+                self.path,
+                row[0],
+                str(row[1]),
+                "its query columns (run, env_id, env_kwargs, model, task_id, seed, group, "
+                "sample, num_turns, total_reward, is_correct, finish, versions, timings, "
+                "created) fail the SHA-256 written with them",
+            )
+
+    def _checked_rows(self, filters: dict[str, Any]) -> Iterator[tuple[Sequence[Any], bool]]:
+        """Every row in id order, column-checked, with whether it matches ``filters``.
+
+        Every row is read, not only the matching ones: a damaged column could otherwise drop
+        its episode from a filtered count or pass@k without a word.
+        """
+        where, params = self._where(**filters)
+        hit = where.removeprefix(" WHERE ") or "1"
+        for row in self._conn.execute(f"SELECT {_CHECKED}, ({hit}) FROM episodes", params):
+            self._check_columns(row)
+            yield row, bool(row[18])
 
     def verify(self) -> list[DamagedEpisode]:
         """Check every episode against its digest; return the damaged ones (empty: all good)."""
         damaged = []
-        for row in self._conn.execute(f"SELECT {_SUMMARY}, record FROM episodes ORDER BY id"):
+        for row in self._conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
             try:
-                self._episode(row, row[17])
+                self._episode(row, row[18])
             except DamagedEpisode as e:
                 damaged.append(e)
         return damaged
@@ -507,16 +519,36 @@ class EpisodeStore:
         self, with_record: bool, limit: int | None, offset: int, filters: dict[str, Any]
     ) -> Iterator[StoredEpisode]:
         where, params = self._where(**filters)
-        columns = _SUMMARY + (", record" if with_record else "")
-        sql = f"SELECT {columns} FROM episodes{where} ORDER BY id"
-        if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            params += [int(limit), int(offset)]
-        elif offset:
-            sql += " LIMIT -1 OFFSET ?"
-            params.append(int(offset))
-        for row in self._conn.execute(sql, params):
-            yield self._episode(row, row[17] if with_record else None)
+        if not where:  # the rows skipped by the offset do not decide what is returned
+            sql = f"SELECT {_CHECKED}{', record' if with_record else ''} FROM episodes ORDER BY id"
+            if limit is not None:
+                sql += " LIMIT ? OFFSET ?"
+                params += [int(limit), int(offset)]
+            elif offset:
+                sql += " LIMIT -1 OFFSET ?"
+                params.append(int(offset))
+            for row in self._conn.execute(sql, params):
+                yield self._episode(row, row[18] if with_record else None)
+            return
+        if limit is not None and limit <= 0:
+            return
+        # Every row up to the last one returned is checked (a damaged column could move an
+        # episode out of the filter); SQLite reads the record of matching rows only.
+        hit = where.removeprefix(" WHERE ")
+        extra = f", CASE WHEN {hit} THEN record END" if with_record else ""
+        sql = f"SELECT {_CHECKED}, ({hit}){extra} FROM episodes ORDER BY id"
+        skipped = returned = 0
+        for row in self._conn.execute(sql, params * (2 if with_record else 1)):
+            self._check_columns(row)
+            if not row[18]:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            yield self._episode(row, row[19] if with_record else None)
+            returned += 1
+            if limit is not None and returned >= limit:
+                return
 
     def episodes(
         self, *, limit: int | None = None, offset: int = 0, **filters: Any
@@ -536,8 +568,9 @@ class EpisodeStore:
     ) -> Iterator[StoredEpisode]:
         """Like :meth:`episodes` without decoding the trajectories (``trajectory`` is None).
 
-        The columns are returned as stored, without the digest check (which needs the record):
-        :meth:`verify` first on a store that may be damaged.
+        Each row's columns are checked against the digest written with them (a damaged one
+        raises :class:`DamagedEpisode`); with filters, so is every row before the last one
+        returned, whether it matches or not.
         """
         return self._select(False, limit, offset, filters)
 
@@ -550,11 +583,14 @@ class EpisodeStore:
         return out
 
     def count(self, **filters: Any) -> int:
-        """Number of stored episodes matching the filters of :meth:`episodes`."""
-        where, params = self._where(**filters)
-        return int(
-            self._conn.execute(f"SELECT COUNT(*) FROM episodes{where}", params).fetchone()[0]
-        )
+        """Number of stored episodes matching the filters of :meth:`episodes`.
+
+        With filters, every row's columns are checked (:class:`DamagedEpisode`): a damaged
+        column could move an episode in or out of the count. Without, no column is read.
+        """
+        if not filters:
+            return int(self._conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+        return sum(hit for _, hit in self._checked_rows(filters))
 
     def __len__(self) -> int:
         return self.count()
@@ -567,11 +603,11 @@ class EpisodeStore:
         """
         if isinstance(key, int) and not isinstance(key, bool):
             rows = self._conn.execute(
-                f"SELECT {_SUMMARY}, record FROM episodes WHERE id = ?", (key,)
+                f"SELECT {_CHECKED}, record FROM episodes WHERE id = ?", (key,)
             ).fetchall()
         elif isinstance(key, str) and len(key) >= 6 and all(c in "0123456789abcdef" for c in key):
             rows = self._conn.execute(
-                f"SELECT {_SUMMARY}, record FROM episodes WHERE hash >= ? AND hash < ? LIMIT 2",
+                f"SELECT {_CHECKED}, record FROM episodes WHERE hash >= ? AND hash < ? LIMIT 2",
                 (key, key + "g"),
             ).fetchall()
         else:
@@ -580,12 +616,14 @@ class EpisodeStore:
             raise KeyError(
                 f"No episode {key!r}" if not rows else f"Hash prefix {key!r} is ambiguous"
             )
-        return self._episode(rows[0], rows[0][17])
+        return self._episode(rows[0], rows[0][18])
 
     def runs(self) -> dict[str | None, int]:
-        """``{run: episode count}``."""
-        rows = self._conn.execute("SELECT run, COUNT(*) FROM episodes GROUP BY run ORDER BY run")
-        return {run: int(n) for run, n in rows}
+        """``{run: episode count}`` (``None`` first, then by name); every row is checked."""
+        counts: dict[str | None, int] = {}
+        for row, _ in self._checked_rows({}):
+            counts[row[2]] = counts.get(row[2], 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
 
     # ------------------------------------------------------------------------ pass@k
 
@@ -594,9 +632,8 @@ class EpisodeStore:
 
         Samples of one task are the episodes with the same run, env and task id (the group
         index when the task id is missing); a sample is correct when ``is_correct``. Tasks with
-        fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``). It reads the
-        ``is_correct`` column without the digest check: :meth:`verify` first on a store that may
-        be damaged.
+        fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``). Every row's
+        columns are checked against their digest first (:class:`DamagedEpisode`).
 
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "pass@k": float, ...}}``;
@@ -607,14 +644,14 @@ class EpisodeStore:
         for k in ks:
             if not isinstance(k, int) or isinstance(k, bool) or k < 1:
                 raise AgentConfigError(f"Expects each k to be an int >= 1, actual: {k!r}.")
-        where, params = self._where(**filters)
-        sql = (
-            "SELECT run, env_id, COALESCE(task_id, 'group-' || grp), COUNT(*), SUM(is_correct) "
-            f"FROM episodes{where} GROUP BY run, env_id, COALESCE(task_id, 'group-' || grp)"
-        )
-        groups: dict[tuple[str | None, str], list[tuple[int, int]]] = {}
-        for run, env_id, _task, n, c in self._conn.execute(sql, params):
-            groups.setdefault((run, env_id), []).append((int(n), int(c)))
+        tasks: dict[tuple[str | None, str], dict[str, list[int]]] = {}
+        for episode, hit in self._checked_rows(filters):
+            if hit:
+                task = episode[6] if episode[6] is not None else f"group-{episode[8]}"
+                n_c = tasks.setdefault((episode[2], episode[3]), {}).setdefault(task, [0, 0])
+                n_c[0] += 1
+                n_c[1] += int(episode[12])
+        groups = {key: [(n, c) for n, c in by_task.values()] for key, by_task in tasks.items()}
         out: dict[str, dict[str, Any]] = {}
         for (run, env_id), counts in sorted(
             groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])
@@ -729,3 +766,96 @@ _EXTRA_PARQUET = (
     ("timings", "string"),
     ("created", "float64"),
 )
+
+
+def _verified(path: Path, row: Sequence[Any], record: Any) -> Trajectory:
+    """The trajectory of ``row``, after checking it against its digest and the columns."""
+    data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
+    if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
+        raise DamagedEpisode(path, row[0], str(row[1]), "its record fails its SHA-256")
+    trajectory = Trajectory.from_dict(json.loads(record))
+    expected = (
+        trajectory.env_id,
+        None if trajectory.task_id is None else str(trajectory.task_id),
+        trajectory.seed,
+        trajectory.group,
+        trajectory.sample,
+        trajectory.num_turns,
+        float(trajectory.total_reward),
+        int(trajectory.is_correct),
+        trajectory.finish,
+    )
+    names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
+    stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
+    for name, want, got in zip(names.split(), expected, stored, strict=True):
+        if want != got:
+            raise DamagedEpisode(
+                path, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
+            )
+    return trajectory
+
+
+def upgrade(path: str | os.PathLike[str], *, timeout: float = 60.0) -> int:
+    """Upgrade a schema-version-1 store in place to the current version; return its episodes.
+
+    Version 1 has no digest of the query columns. Every episode is first checked against its
+    record's SHA-256 and the columns the record holds (as :meth:`EpisodeStore.verify` does);
+    if any is damaged nothing is changed and :class:`DamagedStore` lists them. Then, in one
+    transaction, each row gets the digest of its columns as they are now (``run``, ``model``,
+    ``env_kwargs``, ``versions``, ``timings`` and ``created`` are not in the record, so they are
+    taken as found). A store already at the current version is left as it is.
+
+    Raises:
+        AgentConfigError: For a missing file or a version other than 1 and the current one.
+        DamagedStore: For damaged episodes, a cut write-ahead log or a file that is not a store.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise AgentConfigError(f"No episode store at {path}.")
+    check_wal(path)
+    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+    conn.text_factory = _decode_text
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.DatabaseError as e:
+            raise DamagedStore(f"{path} is not an episode store: {e}") from e
+        if version is not None and int(version[0]) == SCHEMA_VERSION:
+            conn.execute("ROLLBACK")
+            return int(conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+        if version is None or int(version[0]) != 1:
+            raise AgentConfigError(
+                f"{path} has episode-store schema version {version and version[0]}; "
+                f"`upgrade` turns version 1 into version {SCHEMA_VERSION}."
+            )
+        digests: list[tuple[str, int]] = []
+        damaged: list[DamagedEpisode] = []
+        for row in conn.execute(f"SELECT {_SUMMARY}, record FROM episodes ORDER BY id"):
+            try:
+                _verified(path, row, row[17])
+            except DamagedEpisode as e:
+                damaged.append(e)
+                continue
+            digests.append((columns_digest(row[1:17]), row[0]))
+        if damaged:
+            ids = ", ".join(str(e.id) for e in damaged[:20])
+            more = f" and {len(damaged) - 20} more" if len(damaged) > 20 else ""
+            raise DamagedStore(
+                f"{path} was not upgraded: {len(damaged)} damaged episodes (ids {ids}{more}; "
+                f"first: {damaged[0].reason}). Restore the store from a backup, or delete "
+                "those rows (`DELETE FROM episodes WHERE id IN (...)`), then upgrade again."
+            )
+        conn.execute("ALTER TABLE episodes ADD COLUMN columns_sha256 TEXT NOT NULL DEFAULT ''")
+        conn.executemany("UPDATE episodes SET columns_sha256 = ? WHERE id = ?", digests)
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+        )
+        conn.execute("COMMIT")
+        return len(digests)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    finally:
+        conn.close()

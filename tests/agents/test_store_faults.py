@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store import DamagedEpisode, DamagedStore, EpisodeStore, main
+from rllm_agents.store import DamagedEpisode, DamagedStore, EpisodeStore, main, upgrade
 from tests.agents.test_store import make_trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,139 @@ def test_a_changed_query_column_is_reported(tmp_path):
         with pytest.raises(DamagedEpisode, match="column total_reward"):
             store.get(ids[1])
         assert [e.id for e in store.verify()] == [ids[1]]
+
+
+# A changed value for each query column (same type, one character or unit off).
+_CHANGED = {
+    "hash": "substr(hash, 1, 63) || CASE substr(hash, 64) WHEN '0' THEN '1' ELSE '0' END",
+    "run": "'rum'",
+    "env_id": "'rllm/Math-v2'",
+    "env_kwargs": """'{"difficulty":3}'""",
+    "model": "'model-9'",
+    "task_id": "'task-9'",
+    "seed": "seed + 1",
+    "grp": "grp + 1",
+    "sample": "sample + 1",
+    "num_turns": "num_turns + 1",
+    "total_reward": "total_reward + 0.5",
+    "is_correct": "1 - is_correct",
+    "finish": "'truncated'",
+    "versions": """'{"python":"3.99.0"}'""",
+    "timings": """'{"wall_s":9.0}'""",
+    "created": "created + 1",
+}
+
+_HASHES: dict[int, str] = {}
+
+# Every read that returns something derived from an episode's columns or record.
+_READS = {
+    "get": lambda store, rowid: store.get(rowid),
+    "get by hash": lambda store, rowid: store.get(_HASHES[rowid]),
+    "episodes": lambda store, rowid: list(store.episodes()),
+    "episodes filtered": lambda store, rowid: list(store.episodes(run="run")),
+    "summaries": lambda store, rowid: list(store.summaries()),
+    "summaries filtered": lambda store, rowid: list(store.summaries(run="run", limit=10)),
+    "summaries past it": lambda store, rowid: list(store.summaries(correct=True, offset=2)),
+    "count filtered": lambda store, rowid: store.count(run="run"),
+    "runs": lambda store, rowid: store.runs(),
+    "pass_at_k": lambda store, rowid: store.pass_at_k([1]),
+    "pass_at_k filtered": lambda store, rowid: store.pass_at_k([1], env="rllm/Math-v1"),
+}
+
+
+@pytest.mark.parametrize("column", sorted(_CHANGED))
+def test_a_changed_query_column_is_reported_by_every_read(tmp_path, capsys, column):
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        puts = [store.put(make_trajectory(i), run="run") for i in range(6)]
+        ids = [put.id for put in puts]
+        _HASHES.update((put.id, put.hash[:16]) for put in puts)
+        before = store.pass_at_k([1])
+    damaged = ids[3]
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE episodes SET {column} = {_CHANGED[column]} WHERE id = ?", (damaged,))
+    with EpisodeStore(path, read_only=True) as store:
+        for name, read in _READS.items():
+            if name == "get by hash" and column == "hash":
+                continue  # the changed hash is no longer the prefix of any lookup here
+            with pytest.raises(DamagedEpisode, match=f"Episode {damaged} ") as caught:
+                read(store, damaged)
+            assert caught.value.id == damaged, name
+        assert [e.id for e in store.verify()] == [damaged]
+        assert store.count() == 6  # no column is read: every row counts
+        # The other episodes read back as before.
+        assert [e.id for e in store.summaries(limit=3)] == ids[:3]
+    for command in (["list"], ["list", "--run", "run"], ["passk"], ["verify"]):
+        assert main([str(path), *command]) == 1, command
+        assert f"Episode {damaged} " in capsys.readouterr().err
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM episodes WHERE id = ?", (damaged,))
+    with EpisodeStore(path, read_only=True) as store:
+        assert store.pass_at_k([1]).keys() == before.keys()
+
+
+def test_a_flipped_byte_in_a_text_column_is_reported(tmp_path):
+    # The same through the file's bytes: the run name is in the row and in the run index (not
+    # in the record); both are changed alike, so SQLite's own integrity check sees nothing.
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        ids = [store.put(make_trajectory(i), run=f"run-{i:03d}").id for i in range(20)]
+    data = bytearray(path.read_bytes())
+    found = [at for at in range(len(data)) if data.startswith(b"run-007", at)]
+    assert len(found) == 2
+    for at in found:
+        data[at + 6] ^= 0x01  # run-007 -> run-006
+    path.write_bytes(bytes(data))
+    assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with EpisodeStore(path, read_only=True) as store:
+        with pytest.raises(DamagedEpisode, match=f"Episode {ids[7]} "):
+            store.runs()
+        with pytest.raises(DamagedEpisode, match=f"Episode {ids[7]} "):
+            store.pass_at_k([1], run="run-006")
+        assert [e.id for e in store.verify()] == [ids[7]]
+
+
+def _as_version_1(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("ALTER TABLE episodes DROP COLUMN columns_sha256")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+
+
+def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_path, capsys):
+    path = tmp_path / "e.db"
+    ids = _filled(path, 6)
+    _as_version_1(path)
+    for read_only in (False, True):
+        with pytest.raises(AgentConfigError, match=r"version 1.*store .*e\.db upgrade"):
+            EpisodeStore(path, read_only=read_only)
+    assert main([str(path), "upgrade"]) == 0
+    assert "schema version 2 (6 episodes)" in capsys.readouterr().out
+    with EpisodeStore(path) as store:
+        assert [e.trajectory for e in store.episodes()] == [make_trajectory(i) for i in range(6)]
+        assert store.verify() == []
+        store.put(make_trajectory(6))
+    assert upgrade(path) == 7  # already current: nothing changes
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE episodes SET is_correct = 1 - is_correct WHERE id = ?", (ids[2],))
+    with EpisodeStore(path) as store:
+        with pytest.raises(DamagedEpisode, match=f"Episode {ids[2]} "):
+            store.pass_at_k([1])
+
+
+def test_a_damaged_version_1_store_is_not_upgraded(tmp_path, capsys):
+    path = tmp_path / "e.db"
+    ids = _filled(path, 6)
+    _as_version_1(path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE episodes SET is_correct = 1 - is_correct WHERE id = ?", (ids[4],))
+    with pytest.raises(DamagedStore, match=f"not upgraded: 1 damaged episodes \\(ids {ids[4]};"):
+        upgrade(path)
+    assert main([str(path), "upgrade"]) == 1
+    assert f"ids {ids[4]};" in capsys.readouterr().err
+    with sqlite3.connect(path) as conn:  # left exactly as it was
+        assert conn.execute("SELECT value FROM meta").fetchone() == ("1",)
+        names = [row[1] for row in conn.execute("PRAGMA table_info(episodes)")]
+        assert "columns_sha256" not in names
 
 
 def test_invalid_utf8_in_a_record_is_reported_not_raised_while_decoding(tmp_path):
