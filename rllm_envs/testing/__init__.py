@@ -20,10 +20,10 @@ envs with :data:`MULTIAGENT_RULES` (PettingZoo's own tests included).
 
 ``check_reward_hacking`` plays degenerate policies (echoes of the task, its math spans,
 numbers and k-th tokens, words and lines, copied worked examples, literal and sampled constant
-answers, reasoning words around a wrong answer, several candidates, empty, maximal and
-format-only replies, replays of other episodes) against any single- or multi-agent env and
-fails, naming the policy and the fix, when one is correct significantly more often than the
-env's random baseline::
+answers, NaN and infinities, reasoning words around a wrong answer, several candidates or
+every answer at once, empty, huge and format-only replies, replays of other episodes) against
+any single- or multi-agent env and fails, naming the policy and the fix, when one is correct
+significantly more often than random guessing::
 
     from rllm_envs.testing import check_reward_hacking
 
