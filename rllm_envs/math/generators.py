@@ -16,7 +16,7 @@ import operator
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache, partial
-from math import comb, factorial, gcd, perm
+from math import comb, factorial, gcd, isqrt, perm
 
 import numpy as np
 import sympy
@@ -216,8 +216,8 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
     Every kind spreads its answers over many values at every difficulty, so no small integer
     (which several kinds answer with) is a common answer of the family: a remainder of 0 or 1
     (read off without computing: the modulus divides the base, or Fermat) is drawn again, and a
-    divisor count is drawn first, uniformly among those of numbers in range, then a number
-    with it (divisor counts of uniform numbers are mostly 2, 4 and 8).
+    divisor count is drawn first, evenly among those of numbers in range, then a number with
+    it (divisor counts of uniform numbers are mostly 2, 4 and 8).
     """
     kind = int(rng.integers(5))
     scale = 10**difficulty
@@ -237,10 +237,10 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
             problem = f"Find the least common multiple of ${a}$ and ${b}$."
             answer = a * b // gcd(a, b)
     elif kind == 2:
-        n, answer = _with_divisor_count(rng, 12, 36 * scale)
+        n, answer = _with_divisor_count(rng, 12, 36 * 10 ** max(difficulty, 2))
         problem = f"How many positive divisors does ${n}$ have?"
     elif kind == 3:
-        n = _int(rng, 12, 10 * scale)
+        n = _int(rng, 12, 20 * scale)
         problem = f"What is the sum of all positive divisors of ${n}$?"
         answer = int(sympy.divisor_sigma(n))
     else:
@@ -254,65 +254,43 @@ def number_theory(rng: np.random.Generator, difficulty: int) -> Task:
     return _task(problem, answer, "number_theory", difficulty)
 
 
-#: The primes a number is built from when its divisor count is chosen first (the first 25).
-_PRIMES = tuple(int(p) for p in sympy.primerange(2, 100))
+#: Numbers with one divisor count that weigh fully when a count is drawn: a count of fewer
+#: numbers weighs less, so no single question is a large share of the kind (one of a universe's
+#: questions must stay a small share of that universe's tasks).
+_NUMBERS_PER_COUNT = 16
 
 
-def _exponent_patterns(count: int, largest: int | None = None) -> list[tuple[int, ...]]:
-    """The prime exponents (largest first) of the numbers with ``count`` divisors."""
-    if count == 1:
-        return [()]
-    patterns = []
-    for factor in range(min(count, largest or count), 1, -1):
-        if count % factor == 0:
-            patterns += [
-                (factor - 1, *rest) for rest in _exponent_patterns(count // factor, factor)
-            ]
-    return patterns
+@lru_cache(maxsize=8)
+def _numbers_by_divisor_count(low: int, high: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The divisor counts of ``[low, high]``, their cumulative weights and numbers by count.
 
-
-def _smallest(pattern: Sequence[int], primes: Sequence[int] = _PRIMES) -> int:
-    """The smallest number with these exponents on distinct primes (largest on the smallest)."""
-    value = 1
-    for prime, exp in zip(primes, pattern, strict=False):
-        value *= prime**exp
-    return value
-
-
-@lru_cache(maxsize=16)
-def _divisor_counts(high: int) -> dict[int, tuple[tuple[int, ...], ...]]:
-    """Each divisor count of some number up to ``high``, with the exponent patterns that fit."""
-    counts: dict[int, tuple[tuple[int, ...], ...]] = {}
-    for count in range(2, 64 * high.bit_length()):  # no number below 10**9 has more divisors
-        fits = tuple(p for p in _exponent_patterns(count) if _smallest(p) <= high)
-        if fits:
-            counts[count] = fits
-    return counts
+    Returns ``(counts, cumulative, numbers)``: ``numbers[count]`` holds the numbers with that
+    many divisors (``numbers`` is a ``dict``, returned as an object array).
+    """
+    tau = np.zeros(high + 1, dtype=np.int32)
+    for d in range(1, isqrt(high) + 1):  # each divisor d < sqrt(m) pairs with m / d
+        tau[d * d] += 1
+        tau[d * (d + 1) :: d] += 2
+    order = np.argsort(tau[low:], kind="stable") + low
+    counts, starts, sizes = np.unique(tau[order], return_index=True, return_counts=True)
+    weights = np.minimum(sizes, _NUMBERS_PER_COUNT)
+    numbers = np.empty(len(counts), dtype=object)
+    for j, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        numbers[j] = order[start : start + size].astype(np.int64)
+    return counts, np.cumsum(weights) / weights.sum(), numbers
 
 
 def _with_divisor_count(rng: np.random.Generator, low: int, high: int) -> tuple[int, int]:
-    """A number in ``[low, high]`` and its divisor count, the count drawn uniformly first."""
-    counts = _divisor_counts(high)
-    count = sorted(counts)[int(rng.integers(len(counts)))]
-    patterns = counts[count]
-    pattern = patterns[int(rng.integers(len(patterns)))]
-    while True:
-        n, used = 1, set()
-        for j, exp in enumerate(pattern):
-            rest = _smallest(pattern[j + 1 :], [q for q in _PRIMES if q not in used])
-            room = high // (n * rest)
-            # a prime whose power fits next to the smallest completion of the other exponents
-            choices = [q for q in _PRIMES if q not in used and q**exp <= room]
-            if exp == 1 and room > _PRIMES[-1] and rng.random() < 0.5:
-                choices = [int(sympy.prevprime(_int(rng, _PRIMES[-1] + 1, room) + 1))]
-            if not choices:
-                break
-            prime = choices[int(rng.integers(len(choices)))]
-            used.add(prime)
-            n *= prime**exp
-        else:
-            if low <= n <= high:
-                return n, count
+    """A number in ``[low, high]`` and its divisor count, the count drawn first.
+
+    Each count weighs ``min(numbers with it, _NUMBERS_PER_COUNT)``: the counts spread evenly
+    (uniform numbers have mostly 2, 4 or 8 divisors), and a count that few numbers have is
+    drawn less, so each of its questions stays rare too.
+    """
+    counts, cumulative, numbers = _numbers_by_divisor_count(low, high)
+    j = min(int(np.searchsorted(cumulative, rng.random(), side="right")), len(counts) - 1)
+    choices = numbers[j]
+    return int(choices[int(rng.integers(len(choices)))]), int(counts[j])
 
 
 #: Letter counts of the words whose arrangements are asked (BANANA, LETTER, BALLOON,
