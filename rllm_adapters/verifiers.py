@@ -1,4 +1,4 @@
-r"""verifiers adapter: every rllm-envs id with one model seat as a verifiers 0.4 taskset and env.
+r"""verifiers adapter: every rllm-envs id as a verifiers 0.4 taskset and env.
 
 ``pip install "rllm-envs[verifiers]"`` (verifiers >= 0.4, whose API is ``verifiers.v1``). A
 verifiers plugin is a top-level module exporting one ``vf.Taskset`` (and optionally a
@@ -39,16 +39,26 @@ or in Python (verifiers' own eval runner; :func:`eval_config` builds its ``EvalC
   ``uv`` or network at run time.
 
 Multi-agent ids with one model seat (``rllm/TicTacToe-v0``: the registry row scripts
-``player_1``) play that seat against the scripted opponents (:class:`rllm_adapters.trl.SeatEnv`).
-Ids whose every seat is the model's (``rllm/SolverJudge-v1``, ``rllm/Debate-v1``) are refused:
-their seats see different conversations of one joint step, which this one-seat env does not
-model (verifiers' multi-agent ``Env``, one ``AgentConfig`` role per seat, would); use our
-trainer (``rllm_adapters.multiagent_play``) for them.
+``player_1``) play that seat against the scripted opponents (:class:`rllm_adapters.trl.SeatEnv`)
+on the ``agent`` role. Ids whose every seat is the model's (``rllm/SolverJudge-v1``,
+``rllm/Debate-v1``) run through verifiers' multi-agent path: each seat of our PettingZoo env
+(``solver_0`` ... and ``judge_0``; ``debater_0`` ...) is one interaction of the verifiers role
+named by the seat's ``info["role"]`` (``--env.solver.*``, ``--env.judge.*``,
+``--env.debater.*``), with its own conversation (the family agent's prompt for that seat, then
+its observations as user turns). :meth:`RllmEnv.run` steps our parallel env one joint step at a
+time: the seats ``info["acting"]`` names reply (a seat's conversation opens at its first turn
+to act, as in :mod:`rllm_adapters.multiagent_play`), their actions go to ``env.step``
+together. Each seat's trace is scored by the task's ``env_reward``: that seat's return from our
+env; its task's ``seat`` names the seat. verifiers declares roles as fields of the env's config
+class, not per task, so :class:`RllmEnvConfig` declares the union (``agent``, ``solver``,
+``judge``, ``debater``) and an episode uses the roles of its id; seats sharing a role are
+several traces of that role (verifiers' ``Episode.by_agent``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
 import json
 from collections.abc import Mapping
@@ -112,7 +122,7 @@ class RllmTasksetConfig(vf.TasksetConfig):  # type: ignore[name-defined]
     """Which env and tasks (``--env.taskset.*`` on the command line)."""
 
     env_id: str = "rllm/Math-v1"
-    """A registered single-agent rllm-envs id."""
+    """A registered rllm-envs id: single-agent, or multi-agent (see the module docstring)."""
     env_kwargs: dict[str, Any] = {}
     """Constructor kwargs of the env (variants), e.g. ``{"difficulty": 3}``."""
     num_tasks: int = 100
@@ -131,9 +141,29 @@ class RllmTaskData(vf.TaskData):  # type: ignore[name-defined]
     seed: int
     task_index: int
     max_turns: int = 1
+    """Replies the env takes from the one seat of single-agent and one-seat ids."""
     max_tokens: int | None = None
     stop: list[str] = []
     tools: list[dict[str, Any]] = []
+    seats: list[str] = []
+    """Multi-agent ids with several model seats: every seat (empty for one-seat ids)."""
+    seat: str | None = None
+    """On the task a seat's interaction plays: that seat (``None`` on the taskset's task)."""
+
+
+def _joint_seats(env_id: str) -> list[str]:
+    """The seats of a multi-agent id whose every seat is the model's; ``[]`` for other ids."""
+    import rllm_envs
+
+    if env_id not in rllm_envs.list_multiagent_envs():
+        return []
+    opponents = dict(rllm_envs.env_entry(env_id).opponents)
+    if opponents:
+        return []  # one model seat against scripted players: SeatEnv
+    env = rllm_envs.make_parallel(env_id)
+    seats = list(env.possible_agents)
+    env.close()
+    return seats if len(seats) > 1 else []
 
 
 def _new_env(env_id: str, env_kwargs: Mapping[str, Any]) -> Any:
@@ -169,6 +199,12 @@ class RllmTask(vf.Task[RllmTaskData, vf.State, vf.TaskConfig]):  # type: ignore[
 
     async def _outcome(self, trace: Any) -> dict[str, Any]:
         outcome = trace.info.get("rllm")
+        if outcome is None and self.data.seats:
+            raise AdapterConfigError(
+                f"{self.data.env_id} is played by several seats at once; its tasks are scored "
+                "by RllmEnv's episode (the taskset's own env), not by replaying one reply. "
+                "Drop `--env.id` to run it with RllmEnv."
+            )
         if outcome is None:
             outcome = await asyncio.to_thread(_replay, self.data, trace.last_reply or "")
             trace.info["rllm"] = outcome
@@ -202,6 +238,9 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
         config = self.config
         if config.num_tasks < 1:
             raise AdapterConfigError(f"Expects `num_tasks` >= 1, actual: {config.num_tasks!r}.")
+        if _joint_seats(config.env_id):
+            yield from self._load_joint()
+            return
         env = _new_env(config.env_id, config.env_kwargs)
         size = len(env.unwrapped.tasks) if hasattr(env.unwrapped, "tasks") else None
         max_turns = int(getattr(env.unwrapped, "max_turns", 1))
@@ -233,25 +272,71 @@ class RllmTaskset(vf.Taskset[RllmTask, RllmTasksetConfig]):  # type: ignore[name
                 config.task,
             )
 
+    def _load_joint(self) -> Any:
+        """The tasks of an id with several model seats; the prompt is the first seat's."""
+        import rllm_envs
+        from rllm_agents.agent import make_agent
+
+        config = self.config
+        env = rllm_envs.make_parallel(config.env_id, **config.env_kwargs)
+        try:
+            size = len(env.tasks)
+            for k in range(config.num_tasks):
+                index = (config.start + k) % size if size else config.start + k
+                seed = config.seed + k
+                observations, infos = env.reset(seed=seed, options={"index": index})
+                first = next(a for a in env.agents if infos[a]["acting"])
+                agent = make_agent(config.env_id)
+                hints = agent.sampling_hints()
+                yield RllmTask(
+                    RllmTaskData(
+                        id=str(infos[first]["task_id"]),
+                        name=f"{config.env_id}#{index}",
+                        prompt=_wire(agent.reset(str(observations[first]), infos[first])),
+                        env_id=config.env_id,
+                        env_kwargs=dict(config.env_kwargs),
+                        seed=seed,
+                        task_index=index,
+                        max_tokens=hints.get("max_tokens"),
+                        stop=list(hints.get("stop", ())),
+                        seats=list(env.possible_agents),  # as the kwargs make them
+                    ),
+                    config.task,
+                )
+        finally:
+            env.close()
+
 
 # ----------------------------------------------------------------------------------- env
 
 
 class RllmEnvConfig(vf.EnvConfig):  # type: ignore[name-defined]
-    """The env's one seat, ``agent`` (``--env.agent.*``), as in verifiers' single-agent env.
+    """The env's roles, one ``AgentConfig`` each (``--env.<role>.*``).
 
-    Its runtime defaults to a local subprocess workspace: the chat harness runs in process
-    and needs no container (verifiers' own default is a remote Prime sandbox).
+    ``agent`` plays single-agent and one-seat ids; ``solver`` and ``judge`` play
+    ``rllm/SolverJudge-v1``'s seats, ``debater`` ``rllm/Debate-v1``'s. Their runtime defaults
+    to a local subprocess workspace: the chat harness runs in process and needs no container
+    (verifiers' own default is a remote Prime sandbox).
     """
 
     agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+    """The one seat of single-agent ids and of multi-agent ids with one model seat."""
+    solver: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+    """Every ``solver_<i>`` seat of ``rllm/SolverJudge-v1`` (one trace each)."""
+    judge: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+    """The ``judge_0`` seat of ``rllm/SolverJudge-v1``."""
+    debater: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())  # type: ignore[name-defined]
+    """Every ``debater_<i>`` seat of ``rllm/Debate-v1`` (one trace each)."""
 
 
 class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
-    """One episode of our env per rollout: the model's replies are its actions."""
+    """One episode of our env per rollout: the model's replies are its actions (every seat's)."""
 
     async def run(self, task: Any, agents: Any) -> None:
         """Play the task's episode: reply, step, feedback as the next user turn, until done."""
+        if task.data.seats:
+            await self._run_joint(task, agents)
+            return
         data = task.data
         env, agent, observation, info = await asyncio.to_thread(_make, data)
         agent.reset(observation, info)
@@ -279,6 +364,103 @@ class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
                 }
         finally:
             await asyncio.to_thread(env.close)
+
+    async def _run_joint(self, task: Any, agents: Any) -> None:
+        """One episode of an id with several model seats: one interaction per seat.
+
+        Each joint step, the acting seats without a conversation open one (on a task whose
+        prompt is the family agent's for that seat), every acting seat replies, and the
+        actions step our parallel env together. When every seat is done, each trace gets its
+        seat's return, then the interactions close and verifiers scores them.
+        """
+        import rllm_envs
+        from rllm_agents.agent import make_agent
+
+        data = task.data
+        env = await asyncio.to_thread(rllm_envs.make_parallel, data.env_id, **data.env_kwargs)
+        try:
+            observations, infos = await asyncio.to_thread(
+                env.reset, seed=int(data.seed), options={"index": int(data.task_index)}
+            )
+            seats = list(env.possible_agents)
+            returns = dict.fromkeys(seats, 0.0)
+            pending = dict.fromkeys(seats, 0.0)  # reward since the seat's last turn
+            turns = dict.fromkeys(seats, 0)
+            last = {seat: dict(infos[seat]) for seat in seats}
+            chats: dict[str, Any] = {}
+            interactions: dict[str, Any] = {}
+            over: set[str] = set()  # seats whose exchange verifiers ended (a limit)
+            async with contextlib.AsyncExitStack() as stack:
+
+                async def reply(seat: str) -> str:
+                    chat = chats[seat]
+                    if seat in over:
+                        return str(chat.act(""))
+                    if turns[seat] == 0:
+                        segment = await interactions[seat].turn()
+                    else:
+                        new = chat.observe(
+                            str(observations[seat]), pending[seat], False, False, infos[seat]
+                        )
+                        segment = await interactions[seat].turn(_wire(new))
+                    pending[seat] = 0.0
+                    if segment.terminated:
+                        over.add(seat)
+                        return str(chat.act(""))
+                    return str(chat.act(segment.last_reply or ""))
+
+                while env.agents:
+                    acting = [a for a in env.agents if infos[a]["acting"]]
+                    for seat in acting:
+                        if seat in chats:
+                            continue
+                        chat = chats[seat] = make_agent(data.env_id)
+                        messages = chat.reset(str(observations[seat]), infos[seat])
+                        # Validated, not model_copy'd: the prompt becomes typed messages.
+                        seat_data = type(data).model_validate(
+                            {
+                                **data.model_dump(),
+                                "prompt": _wire(messages),
+                                "seat": seat,
+                                "name": f"{data.name}/{seat}",
+                            }
+                        )
+                        seat_task = type(task)(seat_data, task.config)
+                        role = _role_agent(agents, str(infos[seat]["role"]), data.env_id)
+                        interactions[seat] = await stack.enter_async_context(
+                            role.interaction(seat_task)
+                        )
+                    texts = await asyncio.gather(*(reply(seat) for seat in acting))
+                    for seat in acting:
+                        turns[seat] += 1
+                    observations, rewards, _, _, infos = await asyncio.to_thread(
+                        env.step, dict(zip(acting, texts, strict=True))
+                    )
+                    for seat, reward in rewards.items():
+                        returns[seat] += float(reward)
+                        pending[seat] += float(reward)
+                        last[seat] = dict(infos[seat])
+                # Read by each trace's task reward and metrics when its interaction closes.
+                for seat, interaction in interactions.items():
+                    interaction.trace.info["rllm"] = {
+                        "return": returns[seat],
+                        "turns": turns[seat],
+                        "info": to_jsonable(last[seat]),
+                        "seat": seat,
+                    }
+        finally:
+            await asyncio.to_thread(env.close)
+
+
+def _role_agent(agents: Any, role: str, env_id: str) -> Any:
+    """The verifiers agent of a seat's role (a field of :class:`RllmEnvConfig`)."""
+    try:
+        return getattr(agents, role)
+    except AttributeError as e:
+        raise AdapterConfigError(
+            f"{env_id} has a seat of role {role!r}, which RllmEnvConfig does not declare; "
+            "declare it as an `AgentConfig` field of RllmEnvConfig."
+        ) from e
 
 
 # ------------------------------------------------------------------------------- harness
@@ -372,7 +554,7 @@ def eval_config(
     """The verifiers ``EvalConfig`` for an id served by an OpenAI-compatible endpoint.
 
     Args:
-        env_id: A registered single-agent id.
+        env_id: A registered single-agent id, or a multi-agent id (its seats' roles).
         model: The served model name.
         base_url: The endpoint, e.g. ``"http://127.0.0.1:8000/v1"``.
         num_tasks: Tasks (all evaluated).

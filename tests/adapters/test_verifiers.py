@@ -1,6 +1,7 @@
 """verifiers 0.4 adapter: verifiers' own loader finds our taskset, env and harness by taskset id,
-the taskset yields every single-agent id's tasks with the family agent's prompt, and the eval
-config runs locally. (Rollouts against a real vLLM server: test_verifiers_eval.py.)"""
+the taskset yields every id's tasks with the family agent's prompt (multi-agent ids: the first
+seat's, with every seat named for the env's roles), and the eval config runs locally.
+(Rollouts against a real vLLM server: test_verifiers_eval.py.)"""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ SINGLE_AGENT_IDS = list(rllm_envs.list_envs())
 ONE_SEAT_IDS = [
     i for i in rllm_envs.list_multiagent_envs() if len(rllm_envs.env_entry(i).opponents) == 1
 ]
+#: Multi-agent ids whose every seat is the model's (verifiers' multi-agent path).
+JOINT_IDS = [i for i in rllm_envs.list_multiagent_envs() if not rllm_envs.env_entry(i).opponents]
 
 
 def _env(env_id, **taskset):
@@ -79,10 +82,40 @@ def test_verifiers_views_select_tasks():
     assert len(picked) == 3 and len({t.data.task_index for t in picked}) == 3
 
 
-def test_all_model_seat_ids_and_bad_configs_are_refused_with_the_reason():
-    assert "rllm/TicTacToe-v0" in ONE_SEAT_IDS
-    with pytest.raises(AdapterConfigError, match="model seats"):
-        list(_env("rllm/Debate-v1").taskset)
+@pytest.mark.parametrize("env_id", JOINT_IDS)
+def test_a_multi_agent_ids_tasks_name_every_seat_and_each_seat_role_is_a_verifiers_role(env_id):
+    env = _env(env_id, num_tasks=2, start=1, seed=5)
+    tasks = list(env.taskset)
+    local = rllm_envs.make_parallel(env_id)
+    for k, task in enumerate(tasks):
+        data = task.data
+        observations, infos = local.reset(seed=5 + k, options={"index": data.task_index})
+        assert data.seats == list(local.possible_agents) and len(data.seats) > 1
+        first = next(a for a in local.agents if infos[a]["acting"])
+        expected = make_agent(env_id).reset(observations[first], infos[first])
+        assert [(m.role, m.content) for m in data.prompt] == [
+            (m["role"], m["content"]) for m in expected
+        ]
+        # Every seat's role is an agent of the env verifiers loaded (--env.<role>.*), local.
+        for seat in data.seats:
+            role = getattr(env.config, infos[seat]["role"])
+            assert isinstance(role, vf.AgentConfig) and role.runtime.type == "subprocess"
+    local.close()
+    assert JOINT_IDS == ["rllm/SolverJudge-v1", "rllm/Debate-v1"]
+
+
+def test_roles_are_configured_per_role_through_verifiers_config():
+    config = resolve_env_config(
+        {
+            "taskset": {"id": TASKSET, "env_id": "rllm/SolverJudge-v1"},
+            "judge": {"max_turns": 1},
+        }
+    )
+    assert isinstance(config, adapter.RllmEnvConfig)
+    assert config.judge.max_turns == 1 and config.solver.max_turns is None
+
+
+def test_bad_configs_are_refused_with_the_reason():
     with pytest.raises(AdapterConfigError, match="num_tasks"):
         list(_env("rllm/Math-v1", num_tasks=0).taskset)
     with pytest.raises(rllm_envs.UnknownEnvironment):

