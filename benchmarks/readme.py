@@ -282,6 +282,11 @@ def _render_perf(name: str, data: dict[str, Any]) -> str:
             goal_text = f"{sign} {goal}x: {mark}"
         if extra.get("overhead_us_per_step") is not None:  # what a server adds to each step
             goal_text = f"adds {float(extra['overhead_us_per_step']):,.0f} µs a step"
+            if extra.get("server_cpu_us_per_step") is not None:  # the figure above is CPU
+                goal_text = (
+                    f"adds {float(extra['overhead_us_per_step']):,.0f} µs of server CPU a step "
+                    f"(round trip {float(extra['roundtrip_overhead_us_per_step']):+,.0f} µs)"
+                )
             if extra.get("overhead_goal_us") is not None:
                 met = "met" if extra.get("overhead_goal_met") else "**missed**"
                 goal_text += f"; <= {extra['overhead_goal_us']} µs: {met}"

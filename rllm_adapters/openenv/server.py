@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -37,6 +38,19 @@ from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextStat
 # installed, so a missing extra says which one.
 from fastapi import Request, WebSocket
 
+#: A step that takes longer than this (wall time) is not run on the event loop
+#: (:class:`_StepPlace`); 0 keeps every step in the worker thread.
+_INLINE_STEP_MAX_S = 0.001
+
+
+def _ws_deflate(host: str) -> bool:
+    """permessage-deflate for WebSocket replies: off on loopback, where it only costs CPU.
+
+    The replies are a few hundred bytes of JSON; compressing and decompressing them on both
+    ends costs more than the bytes it saves unless the link is slow.
+    """
+    return not is_loopback(host)
+
 
 def _log_disconnect(peer: str, code: int | None) -> None:
     # Normal closes (by the client, or ours at shutdown: 1012) are not news; the rest are.
@@ -46,6 +60,45 @@ def _log_disconnect(peer: str, code: int | None) -> None:
         log.warning("refused ws %s: MESSAGE_TOO_BIG (close code 1009)", peer)
     else:
         log.warning("dropped ws %s: client left (code %s)", peer, code)
+
+
+class _StepPlace:
+    """Where one id's steps run: on the event loop while they are cheap, else a worker thread.
+
+    A step on the loop saves the thread hand-off (and the GIL ping-pong with the loop), which
+    is a large part of a cheap step's cost; a slow step there would stall every other
+    session. So steps start in the worker thread, and every step's wall time is measured:
+    after ``warm`` steps in a row under ``max_s`` they move to the loop; one step over
+    ``max_s`` there sends them back, and the next move needs twice as many fast steps. After
+    ``max_demotions`` moves back they stay in the thread for good: an env whose steps are
+    sometimes slow (a sandbox, a solver with a timeout) holds the loop at most that many
+    times, one step each, per id and server. Resets always run in the thread.
+    """
+
+    def __init__(self, max_s: float, warm: int = 32, max_demotions: int = 6) -> None:
+        self.max_s = max_s
+        self.warm = warm
+        self.max_demotions = max_demotions
+        self.fast = 0  # fast steps in a row
+        self.demotions = 0
+        self.inline = False
+
+    def record(self, seconds: float) -> None:
+        if seconds > self.max_s:
+            if self.inline:
+                self.demotions += 1
+                self.inline = False
+            self.fast = 0
+            return
+        self.fast += 1
+        needed = self.warm << self.demotions
+        if self.max_s > 0 and self.demotions < self.max_demotions and self.fast >= needed:
+            self.inline = True
+
+
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    return fn(*args), time.perf_counter() - started
 
 
 class _Session:
@@ -73,6 +126,7 @@ class _EnvServer:
         self.limits = limits
         self.sessions: set[_Session] = set()
         self.stateless = asyncio.Semaphore(limits.max_sessions)
+        self.steps = _StepPlace(_INLINE_STEP_MAX_S)
 
     def make_env(self) -> GymTextEnvironment:
         return GymTextEnvironment(self.env_id, self.env_kwargs)
@@ -201,7 +255,14 @@ class _EnvServer:
                 except ValidationError as e:
                     errors = json.loads(e.json(include_url=False, include_input=False))
                     return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
-                payload = await loop.run_in_executor(None, env.step_payload, action.text)
+                place = self.steps
+                if place.inline:
+                    payload, seconds = _timed(env.step_payload, action.text)
+                else:
+                    payload, seconds = await loop.run_in_executor(
+                        None, _timed, env.step_payload, action.text
+                    )
+                place.record(seconds)
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
             return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False
@@ -496,4 +557,5 @@ def serve(
         ws_max_size=limits.max_bytes,
         h11_max_incomplete_event_size=64 * 1024,
         timeout_graceful_shutdown=10,
+        ws_per_message_deflate=_ws_deflate(host),
     )

@@ -422,3 +422,93 @@ def test_dropped_clients_and_sigterm_under_load_log_one_line_each_and_no_traceba
     ]
     assert 3 <= len(dropped) <= 7 and len(set(dropped)) == len(dropped), text
     assert len(text.splitlines()) <= 10, text
+
+
+# ------------------------------------------------------------------- the step's hot path
+
+
+def test_loopback_replies_are_not_compressed(server):
+    # permessage-deflate only costs CPU on loopback: offered by the client, it is declined.
+    url, _ = server
+    with _ws(url) as ws:  # websockets offers permessage-deflate by default
+        assert ws.response is not None
+        assert "Sec-WebSocket-Extensions" not in ws.response.headers
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+
+
+def test_cheap_steps_move_to_the_loop_and_a_slow_env_goes_back_to_the_thread():
+    """Cheap steps run on the event loop; a step slower than the bound sends them back to the
+    worker thread, so a slow env holds the loop once, not every step (FrozenLake made slow)."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _INLINE_STEP_MAX_S, _EnvServer, _Session
+
+    async def play() -> None:
+        server = _EnvServer(ENV, {}, ServerLimits(max_sessions=2))
+        session = _Session("test")
+        session.env = server.make_env()
+        step = json.dumps({"type": "step", "data": {"text": "Down"}})
+        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        await server._handle(session, reset)
+        steps = 0
+        while not server.steps.inline and steps < 3000:  # a loaded machine may delay it
+            reply, _ = await server._handle(session, step)
+            steps += 1
+            if reply["type"] == "error" or reply["data"]["done"]:
+                await server._handle(session, reset)
+        assert server.steps.inline  # FrozenLake steps take well under the bound
+
+        fast_step = session.env.step_payload
+        slow_s = 100 * _INLINE_STEP_MAX_S
+
+        def slow_step(text):
+            time.sleep(slow_s)  # an env that waits (a sandbox, a solver)
+            return fast_step(text)
+
+        session.env.step_payload = slow_step  # type: ignore[method-assign]
+        lags: list[float] = []
+        stop = asyncio.Event()
+
+        async def heartbeat() -> None:  # how long the loop is held at a time
+            while not stop.is_set():
+                started = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append(time.perf_counter() - started)
+
+        beat = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0.01)
+        for _ in range(6):
+            await server._handle(session, reset)
+            await server._handle(session, step)
+        stop.set()
+        await beat
+        assert not server.steps.inline and server.steps.demotions == 1
+        held = sorted(lags, reverse=True)
+        assert held[0] >= slow_s  # the one step that found out, on the loop
+        assert held[1] < slow_s, held[:5]  # the 5 slow steps after it ran in the thread
+        session.env.close()
+
+    asyncio.run(play())
+
+
+def test_an_env_that_is_often_slow_stays_in_the_thread_for_good():
+    from rllm_adapters.openenv.server import _StepPlace
+
+    place = _StepPlace(0.001, warm=4, max_demotions=3)
+    moves = 0
+    for _ in range(200):  # bursts of fast steps, each followed by one slow step
+        for _ in range(40):
+            place.record(0.0001)
+        moves += place.inline
+        place.record(0.5)
+    assert moves == 3 and place.demotions == 3  # 4, 8, 16 fast steps needed, then never
+    assert not place.inline
+    for _ in range(1000):
+        place.record(0.0001)
+    assert not place.inline
+    assert not _StepPlace(0.0).inline  # 0: every step in the thread
+    zero = _StepPlace(0.0, warm=1)
+    zero.record(0.0)
+    assert not zero.inline
