@@ -49,7 +49,9 @@ its observations as user turns). :meth:`RllmEnv.run` steps our parallel env one 
 time: the seats ``info["acting"]`` names reply (a seat's conversation opens at its first turn
 to act, as in :mod:`rllm_adapters.multiagent_play`), their actions go to ``env.step``
 together. Each seat's trace is scored by the task's ``env_reward``: that seat's return from our
-env; its task's ``seat`` names the seat. verifiers declares roles as fields of the env's config
+env; its task's ``seat`` names the seat. :meth:`RllmEnv.finalize` adds the env class's
+cross-seat ``episode_metrics`` (SolverJudge: ``judge_accuracy``, ``judge_base_rate``) to every
+seat's trace. verifiers declares roles as fields of the env's config
 class, not per task, so :class:`RllmEnvConfig` declares the union (``agent``, ``solver``,
 ``judge``, ``debater``) and an episode uses the roles of its id; seats sharing a role are
 several traces of that role (verifiers' ``Episode.by_agent``).
@@ -450,6 +452,26 @@ class RllmEnv(vf.Env[RllmEnvConfig]):  # type: ignore[name-defined]
                     }
         finally:
             await asyncio.to_thread(env.close)
+
+    async def finalize(self, task: Any, episode: Any) -> None:
+        """Cross-seat metrics of the env class's ``episode_metrics`` on every seat's trace.
+
+        SolverJudge: the judge's accuracy next to its base rate (the share of correct
+        solutions), as our leaderboard reports them.
+        """
+        if not task.data.seats:
+            return
+        import rllm_envs
+
+        cls = rllm_envs.resolve(rllm_envs.env_entry(task.data.env_id).entry_point)
+        episode_metrics = getattr(cls, "episode_metrics", None)
+        if not callable(episode_metrics):
+            return
+        outcomes = [trace.info["rllm"] for trace in episode.traces]
+        correct = {o["seat"]: bool(o["info"].get("is_correct")) for o in outcomes}
+        metrics = dict(episode_metrics(correct))
+        for trace in episode.traces:
+            trace.record_metrics(metrics)
 
 
 def _role_agent(agents: Any, role: str, env_id: str) -> Any:

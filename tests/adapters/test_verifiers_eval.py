@@ -31,6 +31,7 @@ from verifiers.v1.cli.eval.runner import run_eval  # noqa: E402
 import rllm_envs  # noqa: E402
 from rllm_adapters.verifiers import _new_env, eval_config  # noqa: E402
 from rllm_agents.agent import make_agent  # noqa: E402
+from rllm_envs.multiagent.solver_judge import SolverJudgeEnv  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 #: Variants small enough for the tiny model's context (multi-turn ids stop after 3 replies).
@@ -137,6 +138,7 @@ def _replay_joint(env_id: str, data, replies: dict[str, list[str]]):
     observations, infos = env.reset(seed=data["seed"], options={"index": data["task_index"]})
     seats = list(env.possible_agents)
     returns, turns = dict.fromkeys(seats, 0.0), dict.fromkeys(seats, 0)
+    correct = dict.fromkeys(seats, False)
     roles = {seat: infos[seat]["role"] for seat in seats}
     chats: dict = {}
     while env.agents:
@@ -151,8 +153,9 @@ def _replay_joint(env_id: str, data, replies: dict[str, list[str]]):
         observations, rewards, _, _, infos = env.step(actions)
         for seat, reward in rewards.items():
             returns[seat] += reward
+            correct[seat] = bool(infos[seat]["is_correct"])
     env.close()
-    return returns, turns, roles
+    return returns, turns, roles, correct
 
 
 def _check_joint_episode(env_id: str, episode) -> None:
@@ -162,7 +165,7 @@ def _check_joint_episode(env_id: str, episode) -> None:
     replies = {
         seat: [m.content or "" for m in trace.assistant_messages] for seat, trace in by_seat.items()
     }
-    returns, turns, roles = _replay_joint(env_id, episode.task.data.model_dump(), replies)
+    returns, turns, roles, correct = _replay_joint(env_id, episode.task.data.model_dump(), replies)
     assert set(by_seat) == set(returns), "every seat plays in verifiers"
     for seat, trace in by_seat.items():
         assert trace.agent.name == roles[seat]
@@ -173,6 +176,11 @@ def _check_joint_episode(env_id: str, episode) -> None:
     if env_id == "rllm/SolverJudge-v1":
         # The judge saw the solvers' solutions: its one user turn lists them.
         assert "=== Solution 2 ===" in by_seat["judge_0"].task.data.prompt[-1].content
+        # Cross-seat metrics from the env class, as the leaderboard reports them.
+        expected = SolverJudgeEnv.episode_metrics(correct)
+        assert set(expected) == {"judge_accuracy", "judge_base_rate"}
+        for trace in by_seat.values():
+            assert {k: trace.metrics[k] for k in expected} == pytest.approx(expected)
     if env_id == "rllm/Debate-v1":
         # A second round: each debater's conversation went on with the others' answers.
         assert all(turns[seat] == 2 for seat in by_seat)
