@@ -242,6 +242,9 @@ class Firejail(Backend):
             *(f"--blacklist={path}" for path in installed.package_paths()),
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
+            # Pseudo-terminals: each one opened moves the machine-wide pty count.
+            "--blacklist=/dev/ptmx",
+            "--blacklist=/dev/pts",
             # Other sandboxes' control groups (their memory use, process ids) would be a
             # channel between concurrent sandboxes.
             "--blacklist=/sys/fs/cgroup",
@@ -305,6 +308,12 @@ class Bubblewrap(Backend):
             *masks,
             "--dev",
             "/dev",
+            # No pseudo-terminals (each one moves the machine-wide pty count): /dev/ptmx
+            # points into /dev/pts, which an empty read-only tmpfs replaces.
+            "--tmpfs",
+            "/dev/pts",
+            "--remount-ro",
+            "/dev/pts",
             # /dev/shm is a writable tmpfs with no size cap: make all of /dev read-only.
             "--remount-ro",
             "/dev",

@@ -1,9 +1,13 @@
-"""One user per concurrent sandbox, where the kernel counts processes per user.
+"""One host user per concurrent sandbox: the kernel keeps some accounts per user.
 
 Without a user namespace of its own (firejail in a container), a sandbox's process-count
 limit (``RLIMIT_NPROC``) is checked against every process of its user on the machine. If
 concurrent sandboxes shared one user, one could count the other's processes (lower its own
-limit, fork until it fails) and so receive bits from it: a channel between sandboxes.
+limit, fork until it fails) and so receive bits from it: a channel between sandboxes. Other
+accounts are per host user whatever the namespaces (bubblewrap too): the pipe-buffer pages a
+user holds (past ``pipe-user-pages-soft`` a new pipe gets 8 KiB, not 64 KiB) and the
+descriptors it has in flight over ``SCM_RIGHTS`` (past the limit a send fails with
+``ETOOMANYREFS``), each a channel between sandboxes of one user.
 
 As root, each such sandbox therefore runs as a user of its own for its lifetime, taken from
 the pool ``rllm-sandbox-0``, ``rllm-sandbox-1``, ... that ``scripts/setup_sandbox_user.sh``
@@ -11,8 +15,9 @@ creates (the base name follows ``RLLM_SANDBOX_USER``). A user is held with an ex
 ``flock`` on a lock file under ``/run/rllm-sandbox`` (so concurrent host processes never
 share one either) and released when the sandbox is closed. With no pool, or every user of
 it taken, a sandbox falls back to the base user and :class:`SharedSandboxUserWarning` says
-so once, as it does for a caller that is not root (no user to switch to). Sandboxes with a
-user namespace of their own (bubblewrap) need none of this.
+so once, as it does for a caller that is not root (no user to switch to). Every backend
+takes a pool user (bubblewrap's user namespace keeps the process count private, not the
+per-user accounts above).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ MAX_POOL = 1024
 
 
 class SharedSandboxUserWarning(UserWarning):
-    """Concurrent sandboxes share one user: they can count each other's processes."""
+    """Concurrent sandboxes share one host user: its per-user kernel accounts are a channel."""
 
 
 @dataclass
@@ -98,22 +103,26 @@ def acquire(private_process_count: bool) -> Lease:
 
     Args:
         private_process_count: Whether the backend gives each sandbox a user namespace of
-            its own (then the shared base user is fine).
+            its own (its process count is private then; the per-user pipe and in-flight
+            descriptor accounts are not, so it takes a pool user all the same). Kept for
+            callers; only the warnings' wording depends on it.
 
     Raises:
         SandboxUnavailable: If the caller is root and the base sandbox user does not exist.
     """
     global _next
     base_identity = sandbox_identity()
-    if private_process_count:
-        return Lease(base_identity)
+    shared = (
+        "share its per-user kernel accounts (pipe buffers, descriptors in flight)"
+        if private_process_count
+        else "can count each other's processes"
+    )
     if base_identity is None:  # not root: no other user to switch to
         _warn(
             "not-root",
-            "rllm_envs.sandbox: not root, so concurrent sandboxes without a user namespace "
-            "(firejail) all run as the calling user and can count each other's processes, a "
-            "channel between them. Run as root with the user pool "
-            "(`sudo bash scripts/setup_sandbox_user.sh`), or use backend='bubblewrap'.",
+            "rllm_envs.sandbox: not root, so concurrent sandboxes all run as the calling user "
+            f"and {shared}, a channel between them. Run as root with the user pool "
+            "(`sudo bash scripts/setup_sandbox_user.sh`).",
         )
         return Lease(None)
     base = os.environ.get("RLLM_SANDBOX_USER", SANDBOX_USER)
@@ -123,8 +132,8 @@ def acquire(private_process_count: bool) -> Lease:
         _warn(
             "no-pool",
             f"rllm_envs.sandbox: concurrent sandboxes share the user `{base}` (no users "
-            f"`{base}-0`, `{base}-1`, ... or no lock directory {LOCK_DIR}), so one can count "
-            "another's processes, a channel between them. Create the pool with "
+            f"`{base}-0`, `{base}-1`, ... or no lock directory {LOCK_DIR}), so they {shared}, "
+            "a channel between them. Create the pool with "
             "`sudo bash scripts/setup_sandbox_user.sh` (RLLM_SANDBOX_POOL users, default 64).",
         )
         return Lease(base_identity)
@@ -150,7 +159,7 @@ def acquire(private_process_count: bool) -> Lease:
     _warn(
         "exhausted",
         f"rllm_envs.sandbox: more concurrent sandboxes than the {len(users)} users "
-        f"`{base}-N`; the others share `{base}` and can count each other's processes. "
+        f"`{base}-N`; the others share `{base}` and {shared}. "
         "Create more with `sudo RLLM_SANDBOX_POOL=<n> bash scripts/setup_sandbox_user.sh`.",
     )
     return Lease(base_identity)

@@ -201,7 +201,7 @@ def test_no_process_count_leak_between_code_episodes(backend):
     """A Code episode holds processes on its hidden tests while a concurrent multi-turn
     episode of the same task prints what it sees: its feedback shows nothing of them."""
     env_a = gym.make("rllm/Code-v0", sandbox_backend=backend, time_limit=60)
-    env_b = gym.make("rllm/CodeMultiTurn-v0", sandbox_backend=backend, time_limit=30)
+    env_b = gym.make("rllm/CodeMultiTurn-v1", sandbox_backend=backend, time_limit=30)
     try:
         for seed in range(200):
             env_a.reset(seed=seed)
@@ -265,8 +265,13 @@ def test_leases_are_distinct_and_fall_back_with_a_warning(monkeypatch):
         assert again.identity in users
     finally:
         again.release()
-    # A user namespace of its own needs no pool user.
-    assert uids.acquire(private_process_count=True).identity not in users
+    # A user namespace of its own takes a pool user too (per-user pipe and SCM_RIGHTS
+    # accounts are not namespaced).
+    own = uids.acquire(private_process_count=True)
+    try:
+        assert own.identity in users and own.fd >= 0
+    finally:
+        own.release()
 
 
 def test_firejail_sandbox_runs_as_a_pool_user_and_gives_it_back():
