@@ -1,4 +1,4 @@
-"""Competitive-programming environments (``rllm/Code-v0``, ``rllm/CodeMultiTurn-v0``).
+"""Competitive-programming environments (``rllm/Code-v0``, ``rllm/CodeMultiTurn-v1``).
 
 * :mod:`rllm_envs.code.judge` -- run a submission on tests in one sandbox and give
   per-test verdicts with LiveCodeBench's comparison rules; ``score(answer, task)``.

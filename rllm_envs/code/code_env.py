@@ -1,4 +1,4 @@
-"""``rllm/Code-v0`` and ``rllm/CodeMultiTurn-v0``: competitive programming, judged in a sandbox."""
+"""``rllm/Code-v0`` and ``rllm/CodeMultiTurn-v1``: competitive programming, judged in a sandbox."""
 
 from __future__ import annotations
 
@@ -127,16 +127,21 @@ class CodeEnv(TextEnv):
     CodeContests, HumanEval(+), MBPP, LeetCode, KodCode, PrimeIntellect or rLLM/DeepCoder
     records (:mod:`rllm_envs.code.datasets`); their assert-style tests become
     host-compared functional tests where possible (:mod:`rllm_envs.code.convert`). With
-    ``multi_turn=True`` (``rllm/CodeMultiTurn-v0``) a failed submission gets feedback on
-    its first failing public test and the model may try again.
+    ``multi_turn=True`` (``rllm/CodeMultiTurn-v1``) a submission that fails a public test
+    gets feedback on it and the model may try again; one that passes the public tests is
+    judged on the hidden tests and ends the episode.
 
     ## Observation
     First: the statement, the starter code if any, and the answer format (one fenced
     ```` ```python ```` block, or ```` ```cpp ````; for function tasks, the class or function
     to complete).
-    After a step: the verdict. In the multi-turn variant a failure shows the first failing
-    public test (input, expected and actual output, error), or only that hidden tests fail;
-    hidden tests are never shown.
+    After a step: the verdict of each public test, then one line for the hidden tests as a
+    whole (``passed``, ``not all passed`` or ``not run``: with the default
+    ``stop_on_failure`` they run only once the public tests pass), and the first failing
+    public test (input, expected and actual output, error). Never how many hidden tests
+    passed or which one failed: with that a policy could check guesses of hidden answers
+    one test at a time. The hidden tests run in a fresh random order on every judge call
+    (:func:`rllm_envs.code.judge.judge_task`).
 
     ## Action
     Free text; the code is its last fenced Python (or C++) block (:func:`rllm_envs.code.
@@ -150,8 +155,9 @@ class CodeEnv(TextEnv):
     (weight 1 with ``reward_mode="fraction"``, else 0), ``invalid_action`` = 1 for a reply
     without code (weight 0, log only). In the multi-turn variant only the submission that
     ends the episode is scored (earlier steps give 0), so the return is at most 1. With
-    ``reward_mode="all"`` judging stops at the first failing test, so ``pass_fraction`` is
-    then a lower bound.
+    ``reward_mode="all"`` judging stops at the first failing test, and with
+    ``stop_on_failure`` ``pass_fraction`` counts the hidden tests all or nothing (passed
+    public tests, plus every hidden test if all passed).
 
     What each component pays for: ``all_passed`` only for a program that passes every test,
     hidden ones included. ``pass_fraction`` pays for tests passed, not for solving the task:
@@ -162,16 +168,21 @@ class CodeEnv(TextEnv):
     ``invalid_action`` pays nothing (a log-only flag).
 
     ## Episode End
-    Single-turn: terminates after one step. Multi-turn: terminates when every test passes;
-    truncates after ``max_turns`` steps.
+    Single-turn: terminates after one step. Multi-turn: terminates at the first submission
+    that passes the public tests (its hidden tests decide the reward, solved or not), so a
+    program that ran on hidden inputs is never followed by feedback showing a program's
+    output; truncates after ``max_turns`` steps otherwise. On a turn before the last the
+    hidden tests run only if every public test passed.
 
     ## Information
     The common keys of :mod:`rllm_envs.core` plus ``kind`` (``"stdin"``, ``"functional"``
     or ``"assert"``), ``language`` (``"python"`` or ``"cpp"``), ``difficulty``,
     ``num_public_tests`` and ``num_tests``; on ``step``:
     ``public_verdicts`` (verdict per public test: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
-    ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``tests_passed`` and
-    ``tests_total`` (all tests), ``has_code``, ``judge_error`` (``None`` unless the sandbox
+    ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``hidden_passed`` (``True``
+    when every hidden test passed, ``False`` when one did not, ``None`` when none ran: what
+    the observation says, no more), ``tests_total`` (the task's number of tests),
+    ``has_code``, ``judge_error`` (``None`` unless the sandbox
     itself failed) and ``verdict_trust``: ``"host"`` when every verdict was decided on the
     host from the program's observed output, ``"in_process"`` for assert-kind tasks whose
     checks run inside the submission's own process (forgeable; see
@@ -216,6 +227,10 @@ class CodeEnv(TextEnv):
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
+    - ``rllm/CodeMultiTurn-v1``: an attempt that passes the public tests ends the episode
+      (hidden tests decide its reward); the hidden tests run in a random order and the
+      feedback (all ids) gives one line for them as a whole; ``info`` has ``hidden_passed``
+      instead of ``tests_passed``.
     - v0: Initial version.
     """
 
@@ -361,8 +376,9 @@ class CodeEnv(TextEnv):
         )
         if self.multi_turn:
             parts.append(
-                f"You have {self.max_turns} attempts; after a failed attempt you will see the "
-                "first failing example test."
+                f"You have {self.max_turns} attempts. An attempt that passes the example tests "
+                "is judged on the hidden tests and ends the episode; after one that fails an "
+                "example test you see that test and may try again."
             )
         return "\n\n".join(parts), self._task_info(task)
 
@@ -386,7 +402,7 @@ class CodeEnv(TextEnv):
                 invalid_reason=reason,
                 info={
                     "public_verdicts": [],
-                    "tests_passed": 0,
+                    "hidden_passed": None,
                     "tests_total": self._num_tests(),
                     "has_code": False,
                     "judge_error": None,
@@ -394,6 +410,10 @@ class CodeEnv(TextEnv):
                     "reward_zeroed": self.task.get("in_process") == "zero",
                 },
             )
+        # Multi-turn: a program run on hidden inputs ends the episode, so no later turn's
+        # feedback shows the output of a program that could carry them over (host page
+        # cache, timing). Earlier turns run only while the public tests fail.
+        gate = self.multi_turn and not last_turn
         result = judge_task(
             code,
             self.task,
@@ -402,26 +422,33 @@ class CodeEnv(TextEnv):
             stop_on_failure=self.stop_on_failure,
             backend=self.backend,
             language=self.language,
+            hidden_needs_public_pass=gate,
         )
+        num_public = len(self.task["public_tests"])
+        public_passed = all(v == "AC" for v in result.verdicts[:num_public])
+        hidden = result.verdicts[num_public:]
+        hidden_passed = None if all(v == "SKIP" for v in hidden) else all(v == "AC" for v in hidden)
+        if not hidden:
+            hidden_passed = True
         solved = result.all_passed
-        scored = solved or not self.multi_turn or last_turn
+        ends = solved or not self.multi_turn or (public_passed and bool(result.results))
+        scored = ends or last_turn
         # An in-process verdict can be forged: with in_process="zero" it never pays.
         zeroed = self.task.get("in_process") == "zero"
         components = {
             "all_passed": float(solved) if scored and not zeroed else 0.0,
-            "pass_fraction": result.fraction if scored and not zeroed else 0.0,
+            "pass_fraction": self._fraction(result) if scored and not zeroed else 0.0,
             "invalid_action": 0.0,
         }
-        num_public = len(self.task["public_tests"])
         return Transition(
-            observation=self._feedback(result, last_turn),
+            observation=self._feedback(result, last_turn or ends),
             reward_components=components,
-            terminated=solved or not self.multi_turn,
+            terminated=ends,
             correct=solved,
             invalid_reason=None,
             info={
                 "public_verdicts": result.verdicts[:num_public],
-                "tests_passed": result.passed,
+                "hidden_passed": hidden_passed,
                 "tests_total": result.total,
                 "has_code": True,
                 "judge_error": result.sandbox_error,
@@ -447,6 +474,19 @@ class CodeEnv(TextEnv):
 
     # ---------------------------------------------------------------------- internals
 
+    def _fraction(self, result: JudgeResult) -> float:
+        """Share of tests passed; hidden ones all or nothing with ``stop_on_failure``.
+
+        How many hidden tests ran before the first failure (in a random order) is noise, and
+        a per-test count would be an oracle on which hidden answers are right.
+        """
+        if not self.stop_on_failure or not result.total:
+            return result.fraction
+        num_public = len(self.task["public_tests"]) if self.task is not None else 0
+        public = sum(r.passed for r in result.results[:num_public])
+        hidden = result.results[num_public:]
+        return (public + (len(hidden) if all(r.passed for r in hidden) else 0)) / result.total
+
     def _num_tests(self) -> int:
         assert self.task is not None
         return len(self.task["public_tests"]) + len(self.task["hidden_tests"])
@@ -460,18 +500,40 @@ class CodeEnv(TextEnv):
             "num_tests": len(task["public_tests"]) + len(task["hidden_tests"]),
         }
 
-    def _feedback(self, result: JudgeResult, last_turn: bool) -> str:
+    def _feedback(self, result: JudgeResult, ends: bool) -> str:
+        """Per-test verdicts of the public tests, one line for the hidden tests as a whole.
+
+        Never a hidden test's count, position or output: with per-test results a policy
+        could check its guesses of hidden answers one at a time.
+        """
         assert self.task is not None
         if result.all_passed:
-            return f"Accepted: all {result.total} tests passed."
+            return "Accepted: every test passed."
         if result.sandbox_error and not result.results:
             return "The judge could not run your program. Please submit it again."
         verdicts = result.verdicts
+        public = self.task["public_tests"]
         if verdicts and all(v == "CE" for v in verdicts):
             head = "Compilation error:\n" + _cut(result.results[0].error or "", 1500)
         else:
-            head = f"Not accepted: {_summary(verdicts)}."
-            public = self.task["public_tests"]
+            lines = ["Not accepted."]
+            if public:
+                lines.append(
+                    "Example tests: "
+                    + ", ".join(
+                        f"{i + 1} {_VERDICT_WORDS[v]}"
+                        for i, v in enumerate(verdicts[: len(public)])
+                    )
+                    + "."
+                )
+            hidden = verdicts[len(public) :]
+            if hidden:
+                if all(v == "SKIP" for v in hidden):
+                    lines.append("Hidden tests: not run (they run once the example tests pass).")
+                elif all(v == "AC" for v in hidden):
+                    lines.append("Hidden tests: passed.")
+                else:
+                    lines.append("Hidden tests: not all passed.")
             failing = next(
                 (i for i, v in enumerate(verdicts[: len(public)]) if v not in ("AC", "SKIP")),
                 None,
@@ -479,10 +541,9 @@ class CodeEnv(TextEnv):
             if failing is not None:
                 test, outcome = public[failing], result.results[failing]
                 got_label = "Your result" if self.task["kind"] == "functional" else "Your output"
-                lines = [
-                    head,
-                    f"Example test {failing + 1} failed: {_VERDICT_WORDS[outcome.verdict]}.",
-                ]
+                lines.append(
+                    f"Example test {failing + 1} failed: {_VERDICT_WORDS[outcome.verdict]}."
+                )
                 if self.task["kind"] != "assert":
                     lines += [
                         "Input:\n" + _cut(str(test["input"])),
@@ -493,10 +554,8 @@ class CodeEnv(TextEnv):
                     lines.append("Test:\n" + _cut(str(test["input"])))
                 if outcome.error:
                     lines.append("Error:\n" + _cut(outcome.error, 1000))
-                head = "\n".join(lines)
-            elif public:
-                head += " Your program passes the example tests but fails hidden tests."
-        if self.multi_turn and not last_turn:
+            head = "\n".join(lines)
+        if self.multi_turn and not ends:
             left = self.max_turns - self.turn
             head += (
                 f"\n\nYou have {left} attempt(s) left. Reply with the corrected program in one "
@@ -515,12 +574,3 @@ _VERDICT_WORDS = {
     "CE": "compilation error",
     "SKIP": "not run",
 }
-
-
-def _summary(verdicts: list[str]) -> str:
-    ran = [v for v in verdicts if v != "SKIP"]
-    passed = sum(v == "AC" for v in ran)
-    text = f"{passed} of {len(verdicts)} tests passed"
-    if len(ran) < len(verdicts):
-        text += f" (judging stopped at the first failure; {len(verdicts) - len(ran)} not run)"
-    return text

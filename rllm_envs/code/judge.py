@@ -11,6 +11,7 @@ import json
 import marshal
 import math
 import os
+import random
 import signal
 import threading
 import time
@@ -199,8 +200,18 @@ def _sandbox_limits(memory_mb: int, biggest_file: int) -> Limits:
     return Limits(
         cpu_time=_SANDBOX_CPU,
         memory_mb=max(int(memory_mb), 256),
-        max_file_size_mb=max(64, (int(biggest_file) >> 20) + 2),
+        max_file_size_mb=_file_size_mb(biggest_file),
     )
+
+
+def _file_size_mb(biggest_file: int) -> int:
+    # A power of two, at least 64 MiB: the limit (readable inside the sandbox) says at most
+    # that some input is past the previous power of two, never its size.
+    needed = (int(biggest_file) >> 20) + 2
+    size = 64
+    while size < needed:
+        size *= 2
+    return size
 
 
 def warm_up(
@@ -392,9 +403,11 @@ class _Records:
         output_cap: int,
         stop_on_failure: bool,
         hidden_from: int | None = None,
+        hidden_needs_public_pass: bool = False,
     ) -> None:
         self.tests, self.kind, self.expected = tests, kind, expected
         self.hidden_from = hidden_from
+        self.hidden_needs_public_pass = hidden_needs_public_pass
         self.time_limit, self.output_cap, self.stop_on_failure = (
             time_limit,
             output_cap,
@@ -412,16 +425,33 @@ class _Records:
         data = self.tests[index].input.encode("utf-8", "surrogatepass")
         return len(data).to_bytes(4, "big") + data
 
+    @property
+    def stopped(self) -> bool:
+        """No more test will run.
+
+        One failed (``stop_on_failure``), or a public test failed and hidden tests need
+        every public one passed.
+        """
+        if self.stop_on_failure and any(not r.passed for r in self.results):
+            return True
+        public = self.hidden_from or 0
+        return (
+            self.hidden_needs_public_pass
+            and len(self.results) >= public
+            and any(not r.passed for r in self.results[:public])
+        )
+
     def next_input(self) -> bytes | None:
         """Inputs to send now (``b""``: none yet); ``None`` once no more will be sent.
 
         Every input up to ``hidden_from`` at once, the rest only once every test before
-        ``hidden_from`` was reported (and, with ``stop_on_failure``, passed). The executor
-        reads each input only when its test starts, so a test never holds another's.
+        ``hidden_from`` was reported (and, with ``stop_on_failure`` or
+        ``hidden_needs_public_pass``, passed). The executor reads each input only when its
+        test starts, so a test never holds another's.
         """
         if self.sent >= len(self.tests) or self.broken or self.done:
             return None
-        if self.stop_on_failure and any(not r.passed for r in self.results):
+        if self.stopped:
             return None
         end = len(self.tests)
         if self.hidden_from and self.sent <= self.hidden_from:
@@ -472,9 +502,7 @@ class _Records:
                     frame = bytes(view[4 : 4 + size])  # one copy (a slice would make two)
                 del self.buffer[: 4 + size]
             self._take(frame)
-            if self.done or self.broken:
-                return True
-            if self.stop_on_failure and any(not r.passed for r in self.results):
+            if self.done or self.broken or self.stopped:
                 return True
         return False
 
@@ -556,8 +584,7 @@ class _Records:
         """Every test's result: what was decided, then SKIP/TLE/RE for the rest."""
         results = list(self.results)
         if len(results) < len(self.tests):
-            stopped = self.stop_on_failure and any(not r.passed for r in results)
-            if stopped and not self.broken:
+            if self.stopped and not self.broken:
                 filler = TestResult("SKIP")
             elif outcome.status is Status.TIMEOUT:
                 filler = TestResult("TLE", error="the judge did not finish in time")
@@ -590,6 +617,7 @@ def judge(
     language: str = "python",
     compile_time_limit: float = COMPILE_TIME_LIMIT,
     hidden_from: int | None = None,
+    hidden_needs_public_pass: bool = False,
 ) -> JudgeResult:
     r"""Run ``code`` on every test in one sandbox; decide each verdict on the host.
 
@@ -640,6 +668,8 @@ def judge(
             none after a failure), so a program run on a public test cannot show a hidden
             input. ``None``: all tests' inputs are sent at once (each test process still
             gets only its own).
+        hidden_needs_public_pass: With ``hidden_from``: hidden tests run only when every
+            public test passed (else they are ``SKIP``), whatever ``stop_on_failure`` says.
 
     Returns:
         A :class:`JudgeResult`. Infinite loops end as ``TLE`` after ``time_limit``.
@@ -667,6 +697,8 @@ def judge(
         prelude = PRELUDE if kind == "stdin" else PRELUDE_FUNCTIONAL
     expected = [_expected(t, kind, lenient_functional) for t in tests]
     chosen = select_backend(backend)
+    # Hidden inputs' sizes stay out of the spec (a program can read the executor's memory
+    # through its frames); the sandbox's file limit rounds them to a power of two.
     biggest = max(len(t.input.encode("utf-8", "surrogatepass")) for t in tests)
     spec = {
         "code": code,
@@ -674,7 +706,6 @@ def judge(
         "func_name": func_name,
         "prelude": prelude,
         "time_limits": [float(time_limit)] * len(tests),
-        "biggest_input": biggest,
         "memory_mb": int(memory_mb),
         "max_output_bytes": int(max_output_bytes),
         "language": language,
@@ -697,6 +728,7 @@ def judge(
         int(max_output_bytes),
         stop_on_failure,
         hidden_from,
+        hidden_needs_public_pass,
     )
     spec_bytes = marshal.dumps(spec)
     first = len(spec_bytes).to_bytes(4, "big") + spec_bytes + (records.next_input() or b"")
@@ -732,7 +764,7 @@ def judge(
             )
     results = records.finish(outcome, int(snippet_chars))
     sandbox_error = None
-    if not records.done and not (stop_on_failure and records.results and not records.broken):
+    if not records.done and not (records.stopped and not records.broken):
         sandbox_error = (
             f"{outcome.status.value}: {records.broken or ''} {outcome.stderr[-1000:]}".strip()
         )
@@ -807,18 +839,30 @@ def judge_task(
     stop_on_failure: bool = False,
     backend: str | Backend | None = None,
     language: str | None = None,
+    hidden_needs_public_pass: bool = False,
 ) -> JudgeResult:
     """Judge ``code`` on every test of a code task (public first, then hidden).
 
     ``time_limit`` overrides the task's own per-test limit (default
     :data:`DEFAULT_TIME_LIMIT`); ``language`` the task's ``"language"`` (default Python).
     A task's ``prelude`` (helper code such as LeetCode's ``ListNode``) runs before the
-    submission, instead of the default prelude.
+    submission, instead of the default prelude. ``hidden_needs_public_pass``: hidden tests
+    run only when every public test passed (see :func:`judge`).
+
+    The hidden tests run in a fresh random order on every call (``os.urandom``), so what a
+    program can learn inside the sandbox about its position in the run (a process id, how
+    many tests ran before it) names no particular hidden test, and with
+    ``stop_on_failure`` which hidden tests ran is a different draw each time. The results
+    come back in the task's order (a hidden test that did not run is ``SKIP``).
     """
     limit = time_limit or task.get("time_limit") or DEFAULT_TIME_LIMIT
-    return judge(
+    tests = task_tests(task)
+    public = len(task["public_tests"])
+    order = list(range(len(tests) - public))
+    random.SystemRandom().shuffle(order)
+    result = judge(
         code,
-        task_tests(task),
+        tests[:public] + [tests[public + i] for i in order],
         kind=task["kind"],
         func_name=task.get("func_name"),
         time_limit=float(limit),
@@ -828,8 +872,15 @@ def judge_task(
         prelude=task.get("prelude") or None,
         backend=backend,
         language=language or task.get("language") or "python",
-        hidden_from=len(task["public_tests"]),
+        hidden_from=public,
+        hidden_needs_public_pass=hidden_needs_public_pass,
     )
+    if len(result.results) != len(tests):
+        return result
+    results = list(result.results)
+    for position, i in enumerate(order):
+        results[public + i] = result.results[public + position]
+    return replace(result, results=results)
 
 
 def score(

@@ -17,10 +17,18 @@ ENVS: tuple[EnvEntry, ...] = (
         nondeterministic=True,
     ),
     EnvEntry(
-        id="rllm/CodeMultiTurn-v0",
+        id="rllm/CodeMultiTurn-v1",
+        previous={
+            "rllm/CodeMultiTurn-v0": (
+                "an attempt that passes the example tests is judged on the hidden tests and "
+                "ends the episode (a program run on hidden inputs is never followed by feedback "
+                "that shows program output); feedback gives one line for the hidden tests as a "
+                "whole, never how many passed"
+            )
+        },
         entry_point="rllm_envs.code.code_env:CodeEnv",
         description="Competitive programming with retries: feedback on the first failing example "
-        "test, up to 4 attempts.",
+        "test, up to 4 attempts; passing the examples ends the episode on the hidden tests.",
         family="Code",
         spec="rllm_envs.code.spec:SPEC",
         scorer="rllm_envs.code.judge:score",

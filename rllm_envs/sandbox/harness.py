@@ -40,7 +40,7 @@ uses the test's CPU time; a test that waits is stopped after :func:`wall_limit` 
 Stdin of the executor (from the trusted host) is length-prefixed frames: first a
 ``marshal``-encoded dict -- ``code``, ``kind`` (``"stdin"``, ``"functional"`` or
 ``"assert"``), ``func_name``, ``prelude``, ``time_limits`` (one per test),
-``biggest_input``, ``memory_mb``, ``max_output_bytes``, ``reap`` (kill leftovers after
+``memory_mb``, ``max_output_bytes``, ``reap`` (kill leftovers after
 each test: inside a PID namespace only) and optionally ``language`` (``"python"`` or
 ``"cpp"``) and ``compile_time_limit`` --, then one frame per test's input (read when the
 test starts). Output: records
@@ -742,7 +742,9 @@ class _Executor:
         self.binary: int | None = None
         self.cap = int(spec["max_output_bytes"])
         self.memory = int(spec["memory_mb"]) << 20
-        self.file_size = max(self.cap, int(spec["biggest_input"]), RESULT_MAX_BYTES) + 1
+        # A test writes only its output and (functional) its result into its files; its
+        # input was written by the executor. No input size enters the sandbox's spec.
+        self.file_size = max(self.cap, RESULT_MAX_BYTES) + 1
         self.reap = bool(spec.get("reap"))
 
     def emit_compiled(self, seconds: float, message: str) -> None:

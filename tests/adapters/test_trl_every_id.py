@@ -26,7 +26,7 @@ TRAINED_ELSEWHERE = {
     "rllm/ToolUse-v1",
     "rllm/FrozenLake-v1",
     "rllm/Search-v1",
-    "rllm/CodeMultiTurn-v0",
+    "rllm/CodeMultiTurn-v1",
     "rllm/TicTacToe-v0",
 }
 #: The others, each with the path its kind takes.

@@ -21,7 +21,7 @@ LAKE = "rllm/FrozenLake-v1"
     ("env_id", "kwargs"),
     [
         (LAKE, {}),
-        ("rllm/CodeMultiTurn-v0", {}),
+        ("rllm/CodeMultiTurn-v1", {}),
         ("rllm/Math-v1", {"max_turns": 3}),
         ("rllm/TicTacToe-v0", {}),
     ],
@@ -50,7 +50,7 @@ def tiny():
     [
         (LAKE, {"max_turns": 3}),
         ("rllm/Search-v1", {}),
-        ("rllm/CodeMultiTurn-v0", {"max_turns": 2}),
+        ("rllm/CodeMultiTurn-v1", {"max_turns": 2}),
         ("rllm/TicTacToe-v0", {}),  # the model's seat against the row's heuristic opponent
     ],
 )

@@ -25,7 +25,7 @@ from tests.sandbox.conftest import sandbox_processes
 
 PROJECT = Path(rllm_envs.__file__).resolve().parents[1]
 HIDDEN_TESTS = PROJECT / "rllm_envs" / "code" / "data" / "problems.jsonl"
-CODE_ENVS = ["rllm/Code-v0", "rllm/CodeMultiTurn-v0", "rllm/CodeCpp-v0"]
+CODE_ENVS = ["rllm/Code-v0", "rllm/CodeMultiTurn-v1", "rllm/CodeCpp-v0"]
 
 # What a forger writes everywhere it can: records in every shape a judge might read.
 _FORGED_FRAMES = "".join(
@@ -609,7 +609,7 @@ def test_multi_turn_feedback_shows_no_hidden_input(backend, tmp_path):
     }
     path = tmp_path / "echo.jsonl"
     path.write_text(json.dumps(record) + "\n")
-    env = gym.make("rllm/CodeMultiTurn-v0", dataset=str(path), sandbox_backend=backend)
+    env = gym.make("rllm/CodeMultiTurn-v1", dataset=str(path), sandbox_backend=backend)
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(f"```python\n{SECRET_SCAN}\n```")
     assert reward == 0.0 and not terminated

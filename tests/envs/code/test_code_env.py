@@ -1,4 +1,4 @@
-"""rllm/Code-v0 and rllm/CodeMultiTurn-v0 beyond the conformance matrix."""
+"""rllm/Code-v0 and rllm/CodeMultiTurn-v1 beyond the conformance matrix."""
 
 from __future__ import annotations
 
@@ -44,12 +44,14 @@ def test_single_turn_rewards():
     obs, reward, terminated, truncated, info = env.step(env.unwrapped.oracle_action())
     assert (reward, terminated, truncated) == (1.0, True, False)
     assert info["is_correct"] and info["public_verdicts"] == ["AC", "AC"]
-    assert info["tests_passed"] == info["tests_total"] and "Accepted" in obs
+    assert info["hidden_passed"] is True and "Accepted" in obs
 
     env.reset(options={"index": SUM})
     obs, reward, terminated, _, info = env.step(fenced("print(6)"))
     assert reward == 0.0 and terminated and not info["is_correct"]
     assert info["public_verdicts"] == ["AC", "WA"] and not info["invalid_action"]
+    assert info["hidden_passed"] is None and "Hidden tests: not run" in obs
+    assert "tests_passed" not in info
 
     env.reset(options={"index": SUM})
     obs, reward, terminated, _, info = env.step("I think the answer is the sum.")
@@ -75,7 +77,7 @@ def test_infinite_loop_ends_as_tle_within_the_limit():
 
 
 def test_multi_turn_feedback_and_retry():
-    env = gym.make("rllm/CodeMultiTurn-v0")
+    env = gym.make("rllm/CodeMultiTurn-v1")
     obs, info = env.reset(options={"index": SUM})
     assert info["max_turns"] == 4 and "4 attempts" in obs
     task = env.unwrapped.task
@@ -94,25 +96,25 @@ def test_multi_turn_feedback_and_retry():
 
 
 def test_multi_turn_hidden_failures_are_not_shown():
-    env = gym.make("rllm/CodeMultiTurn-v0", max_turns=2)
+    env = gym.make("rllm/CodeMultiTurn-v1", max_turns=2)
     env.reset(options={"index": SUM})
     cheat = "n = int(input())\nprint({'3': 6, '1': -5}.get(str(n), 0))"
     obs, reward, terminated, truncated, info = env.step(fenced(cheat))
-    assert "passes the example tests but fails hidden tests" in obs
-    assert info["public_verdicts"] == ["AC", "AC"] and reward == 0.0
-    obs, reward, terminated, truncated, info = env.step(fenced(cheat))
-    assert truncated and not terminated and reward == 0.0  # the last attempt is scored: 0
+    assert "Hidden tests: not all passed." in obs and "Example tests: 1 accepted, 2 accepted" in obs
+    assert info["public_verdicts"] == ["AC", "AC"] and info["hidden_passed"] is False
+    # A program that ran on hidden inputs ends the episode: no later feedback shows output.
+    assert terminated and not truncated and reward == 0.0 and "attempt(s) left" not in obs
 
 
 def test_multi_turn_return_is_at_most_one_in_fraction_mode():
-    env = gym.make("rllm/CodeMultiTurn-v0", reward_mode="fraction", max_turns=3)
+    env = gym.make("rllm/CodeMultiTurn-v1", reward_mode="fraction", max_turns=3)
     env.reset(options={"index": SUM})
     rewards = [env.step(fenced("print(6)"))[1] for _ in range(3)]
     assert rewards[:2] == [0.0, 0.0] and 0.0 < rewards[2] < 1.0
 
 
 def test_compile_error_feedback():
-    env = gym.make("rllm/CodeMultiTurn-v0")
+    env = gym.make("rllm/CodeMultiTurn-v1")
     env.reset(options={"index": SUM})
     obs, *_, info = env.step(fenced("def broken(:\n    pass"))
     assert "Compilation error" in obs and "SyntaxError" in obs
@@ -120,7 +122,7 @@ def test_compile_error_feedback():
 
 
 def test_functional_task_feedback_shows_the_returned_value():
-    env = gym.make("rllm/CodeMultiTurn-v0")
+    env = gym.make("rllm/CodeMultiTurn-v1")
     env.reset(options={"index": FUNC})
     code = "class Solution:\n    def pairWithTarget(self, nums, target):\n        return [0, 0]"
     obs, *_ = env.step(fenced(code))
@@ -184,7 +186,7 @@ def test_cpp_language_asks_for_and_judges_cpp():
     obs, info = env.reset(options={"index": 0})
     assert "C++17" in obs and "```cpp" in obs and info["kind"] == "stdin"
     obs, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
-    assert reward == 1.0 and terminated and info["tests_passed"] == info["tests_total"]
+    assert reward == 1.0 and terminated and info["hidden_passed"] is True
     env.reset(options={"index": 0})
     _, reward, _, _, info = env.step("```cpp\nint main() { return 0; }\n```")
     assert reward == 0.0 and info["public_verdicts"][0] == "WA"
@@ -251,7 +253,7 @@ def test_in_process_zero_or_allow(in_process, reward):
     env.reset(seed=0)
     _, got, _, _, info = env.step(fenced(DISARM))
     # The disarming submission "passes" (the forgeable verdict); only "allow" pays it.
-    assert info["tests_passed"] == info["tests_total"] and info["verdict_trust"] == "in_process"
+    assert info["hidden_passed"] is True and info["verdict_trust"] == "in_process"
     assert got == reward and info["reward_zeroed"] == (in_process == "zero")
     env.close()
 

@@ -221,7 +221,7 @@ def test_field_map_renames_columns(tmp_path):
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(InvalidDataset, match="schema"):
         load_code_tasks(path, in_process="allow")
-    for env_id in ("rllm/Code-v0", "rllm/CodeMultiTurn-v0"):
+    for env_id in ("rllm/Code-v0", "rllm/CodeMultiTurn-v1"):
         env = gym.make(env_id, dataset=str(path), field_map={"question_content": "statement"})
         obs, info = env.reset(seed=0)
         assert "2 * n" in obs and info["num_tests"] == 4

@@ -1,1 +1,0 @@
-"""OpenEnv server of rllm/CodeMultiTurn-v0."""

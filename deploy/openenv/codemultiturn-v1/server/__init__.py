@@ -1,0 +1,1 @@
+"""OpenEnv server of rllm/CodeMultiTurn-v1."""

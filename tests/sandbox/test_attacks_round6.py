@@ -1,0 +1,286 @@
+"""Round 6 of the attacks on the code sandbox (issue #24, session 9), through the public API.
+
+Each test replays one attack that got through, on both isolating backends:
+
+* a pass/fail oracle on hidden tests (reward 1.0 without solving): the feedback's "X of N
+  tests passed" with judging stopped at the first failure named the failing hidden test,
+  whose index the program could read (executor frames, its pid). The feedback now has one
+  line for the hidden tests as a whole and they run in a fresh random order;
+* in ``rllm/CodeMultiTurn`` a program run on hidden inputs left them in the host's page
+  cache for the next turn's public run to read and print: passing the public tests now ends
+  the episode, and earlier turns never run hidden tests;
+* the machine-wide pseudo-terminal count (``/proc/sys/kernel/pty/nr``, moved by opening
+  ``/dev/ptmx``): neither is in the sandbox;
+* the executor's spec told the program the size of the biggest (hidden) input;
+* every bubblewrap sandbox ran as one host user, whose per-user pipe-buffer and in-flight
+  descriptor accounts were a channel: each sandbox takes a user of the pool.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import rllm_envs
+from rllm_envs.code.judge import TestCase, judge, judge_task
+from rllm_envs.error import VersionMovedWarning
+from rllm_envs.sandbox.backends import sandbox_identity
+from rllm_envs.sandbox.uids import pool_users
+
+HIDDEN = 8
+
+# Echo the input, except for one given input (a wrong answer there).
+_ECHO_BUT = "s = input()\nprint('wrong' if s == {bad!r} else s)\n"
+
+# The test's position in the run, read from the executor's frames.
+_POSITION = """
+import sys
+f, position = sys._getframe(), None
+while f is not None:
+    if 'index' in f.f_locals and 'self' in f.f_locals:
+        position = f.f_locals['index']
+        break
+    f = f.f_back
+"""
+
+
+def _echo_task(tmp_path: Path, hidden: list[str], public: str = "p0") -> Path:
+    """A LiveCodeBench record: print the input; one public test and the given hidden ones."""
+    record = {
+        "question_title": "Echo",
+        "question_content": "Print the input line.",
+        "question_id": "echo",
+        "starter_code": "",
+        "difficulty": "easy",
+        "public_test_cases": json.dumps(
+            [{"input": public + "\n", "output": public + "\n", "testtype": "stdin"}]
+        ),
+        "private_test_cases": json.dumps(
+            [{"input": h + "\n", "output": h + "\n", "testtype": "stdin"} for h in hidden]
+        ),
+        "metadata": "{}",
+    }
+    path = tmp_path / "echo.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+# --------------------------------------------------------------- the hidden-test oracle
+
+
+@pytest.mark.slow
+def test_feedback_does_not_say_which_hidden_test_failed(backend, tmp_path):
+    """Failing only the first hidden test or only the last one reads the same: the old
+    feedback said "2 of 9" vs "8 of 9" (stop at the first failure), an oracle on each
+    hidden answer."""
+    hidden = [f"h{i}" for i in range(1, HIDDEN + 1)]
+    env = gym.make(
+        "rllm/Code-v0", dataset=str(_echo_task(tmp_path, hidden)), sandbox_backend=backend
+    )
+    seen = []
+    for bad in (hidden[0], hidden[-1], hidden[3]):
+        env.reset(seed=0)
+        obs, reward, terminated, _, info = env.step(_fenced(_ECHO_BUT.format(bad=bad)))
+        assert reward == 0.0 and terminated and info["public_verdicts"] == ["AC"]
+        assert info["hidden_passed"] is False and "tests_passed" not in info
+        seen.append(obs)
+    assert seen[0] == seen[1] == seen[2], seen
+    assert "Hidden tests: not all passed." in seen[0]
+    assert not any(str(n) in seen[0] for n in range(2, HIDDEN + 2)), seen[0]
+    env.close()
+
+
+@pytest.mark.slow
+def test_hidden_tests_run_in_a_fresh_random_order(backend):
+    """A program that answers by its position in the run (read from the executor's frames)
+    is right on every hidden test only if the order is the task's: it never is twice."""
+    task = {
+        "kind": "stdin",
+        "public_tests": [{"input": "0\n", "output": "0\n"}],
+        "hidden_tests": [{"input": f"{i}\n", "output": f"{i}\n"} for i in range(1, HIDDEN + 1)],
+    }
+    code = _POSITION + "s = input()\nprint(s if position == int(s) else -1)\n"
+    patterns = []
+    for _ in range(2):
+        result = judge_task(code, task, backend=backend, time_limit=5.0)
+        assert result.verdicts[0] == "AC" and len(result.verdicts) == HIDDEN + 1
+        patterns.append(tuple(result.verdicts[1:]))
+        # Results come back in the task's order: a test is AC where its place was kept.
+        assert result.sandbox_error is None
+    assert all(p != ("AC",) * HIDDEN for p in patterns), patterns
+
+
+@pytest.mark.slow
+def test_fraction_with_stop_on_failure_counts_hidden_all_or_nothing(backend, tmp_path):
+    """How many hidden tests ran before the first failure is not in the reward components
+    (info): the hidden tests count as a whole."""
+    hidden = [f"h{i}" for i in range(1, HIDDEN + 1)]
+    env = gym.make(
+        "rllm/Code-v0",
+        dataset=str(_echo_task(tmp_path, hidden)),
+        sandbox_backend=backend,
+        reward_mode="fraction",
+        stop_on_failure=True,
+    )
+    env.reset(seed=0)
+    _, reward, *_, info = env.step(_fenced(_ECHO_BUT.format(bad=hidden[-1])))
+    assert reward == pytest.approx(1 / (HIDDEN + 1))  # the public test only
+    env.close()
+
+
+# ------------------------------------------------------- multi-turn: hidden runs end it
+
+
+@pytest.mark.slow
+def test_multi_turn_ends_once_a_program_ran_on_hidden_inputs(backend, tmp_path):
+    """The page-cache attack needed a public turn after a hidden run: passing the public
+    tests now ends the episode (the hidden tests decide the reward)."""
+    hidden = [f"h{i}" for i in range(1, 4)]
+    path = _echo_task(tmp_path, hidden)
+    env = gym.make("rllm/CodeMultiTurn-v1", dataset=str(path), sandbox_backend=backend)
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(_fenced(_ECHO_BUT.format(bad="h2")))
+    assert (reward, terminated, truncated) == (0.0, True, False), obs
+    assert info["hidden_passed"] is False and "attempt(s) left" not in obs
+    assert "h2" not in obs and "wrong" not in obs
+    # Solved at once: reward 1, ended.
+    env.reset(seed=0)
+    _, reward, terminated, *_ = env.step(_fenced("print(input())"))
+    assert reward == 1.0 and terminated
+    env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reward_mode", ["all", "fraction"])
+def test_multi_turn_runs_no_hidden_test_before_the_public_ones_pass(backend, tmp_path, reward_mode):
+    """A turn that fails a public test continues with public feedback; its program never
+    ran on a hidden input (in fraction mode the old env ran them all on every turn)."""
+    hidden = [f"h{i}" for i in range(1, 4)]
+    path = _echo_task(tmp_path, hidden)
+    env = gym.make(
+        "rllm/CodeMultiTurn-v1",
+        dataset=str(path),
+        sandbox_backend=backend,
+        reward_mode=reward_mode,
+        max_turns=2,
+    )
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(_fenced(_ECHO_BUT.format(bad="p0")))
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["public_verdicts"] == ["WA"] and info["hidden_passed"] is None
+    assert "Hidden tests: not run" in obs and "1 attempt(s) left" in obs
+    # The last turn is scored whatever the public tests say (fraction: hidden ones count).
+    _, reward, terminated, truncated, info = env.step(_fenced(_ECHO_BUT.format(bad="p0")))
+    assert truncated and not terminated
+    assert info["hidden_passed"] is (True if reward_mode == "fraction" else None)
+    assert reward == (pytest.approx(3 / 4) if reward_mode == "fraction" else 0.0)
+    env.close()
+
+
+def test_the_old_multi_turn_id_makes_the_new_env_with_a_warning():
+    with pytest.warns(VersionMovedWarning, match="ends the episode"):
+        env = gym.make("rllm/CodeMultiTurn-v0", sandbox_backend="bubblewrap")
+    assert env.unwrapped.multi_turn and "rllm/CodeMultiTurn-v0" not in rllm_envs.list_envs()
+    with pytest.warns(VersionMovedWarning):
+        assert rllm_envs.env_entry("rllm/CodeMultiTurn-v0").id == "rllm/CodeMultiTurn-v1"
+    env.close()
+
+
+# --------------------------------------------------------------------- pseudo-terminals
+
+_PTY_PROBE = r"""
+import os
+opened = []
+for path in ("/dev/ptmx", "/dev/pts/ptmx"):
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+        opened.append(path)
+    except OSError:
+        pass
+for path in ("/proc/sys/kernel/pty/nr", "/proc/sys/kernel/pty/max"):
+    try:
+        with open(path) as f:
+            opened.append(path + "=" + f.read().strip())
+    except OSError:
+        pass
+print(opened)
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_no_pseudo_terminal_and_no_pty_count(backend, warm):
+    """Opening /dev/ptmx moved the machine-wide count in /proc/sys/kernel/pty/nr, which a
+    concurrent sandbox read: a channel (4/4 runs exact)."""
+    result = judge(_PTY_PROBE, [TestCase("", "[]\n")], backend=backend, warm=warm)
+    assert result.verdicts == ["AC"], result.results[0]
+
+
+# ------------------------------------------------------------------ the executor's spec
+
+_SPEC_PROBE = r"""
+import sys
+f, spec = sys._getframe(), None
+while f is not None:
+    if isinstance(f.f_locals.get('spec'), dict):
+        spec = f.f_locals['spec']
+    if hasattr(f.f_locals.get('self'), 'spec'):
+        spec = f.f_locals['self'].spec
+    f = f.f_back
+print(sorted(spec or {}), [v for v in (spec or {}).values() if isinstance(v, int)])
+"""
+
+
+@pytest.mark.slow
+def test_the_spec_holds_no_hidden_input_size(backend, tmp_path):
+    """The executor's spec (reachable through its frames) had ``biggest_input``, the size
+    of the biggest input, a hidden one included; the public turn's feedback showed it."""
+    hidden = ["x" * 4321]
+    env = gym.make(
+        "rllm/CodeMultiTurn-v1", dataset=str(_echo_task(tmp_path, hidden)), sandbox_backend=backend
+    )
+    env.reset(seed=0)
+    obs, reward, terminated, *_ = env.step(_fenced(_SPEC_PROBE))
+    assert not terminated and "Your output" in obs and "time_limits" in obs, obs
+    assert "4322" not in obs and "4321" not in obs and "biggest" not in obs, obs
+    env.close()
+
+
+# ------------------------------------------------------------------- per-user accounts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("warm", [True, False])
+def test_concurrent_sandboxes_run_as_distinct_host_users(backend, warm):
+    """Pipe-buffer pages and in-flight SCM_RIGHTS descriptors are counted per host user:
+    bubblewrap sandboxes all ran as one (a sender over the soft limit gave the receiver's
+    new pipes 8 KiB instead of 64 KiB). Each sandbox now takes a user of the pool."""
+    if sandbox_identity() is None:
+        pytest.skip("not root: every sandbox runs as the caller")
+    users = {uid for uid, _ in pool_users("rllm-sandbox")}
+    if len(users) < 4:
+        pytest.skip("no sandbox user pool (scripts/setup_sandbox_user.sh)")
+    code = "import os, time\ntime.sleep(1.5)\nprint(os.getuid())\n"
+    outputs: list[str] = []
+
+    def one() -> None:
+        result = judge(code, [TestCase("", "0\n")], backend=backend, warm=warm, time_limit=5)
+        outputs.append(result.results[0].output.strip())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threads = [threading.Thread(target=one) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    uids = {int(o) for o in outputs}
+    assert len(uids) == 2 and uids <= users, outputs
