@@ -46,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="open connections per client address (default: 2 x max-sessions + 8)",
     )
     parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections in all, any address (default: half the open-file limit)",
+    )
+    parser.add_argument(
         "--token",
         default=os.environ.get("RLLM_SERVE_TOKEN"),
         help="bearer token clients must send (default: $RLLM_SERVE_TOKEN); needed off loopback",
@@ -67,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             header_timeout=args.header_timeout,
             body_timeout=args.body_timeout,
             max_connections_per_client=args.max_connections_per_client,
+            max_connections=args.max_connections,
             token=args.token or None,
         )
         if not is_loopback(args.host) and limits.token is None:

@@ -36,7 +36,15 @@ class ServerLimits:
         max_message_mb: Largest WebSocket message and HTTP request body, in MiB (413).
         header_timeout: Seconds a connection may take to send a request's headers.
         body_timeout: Seconds a request may take to send its body (408).
-        max_connections_per_client: Open connections per client address (503).
+        max_connections_per_client: Open connections per client address (503). Every local
+            process connects from 127.0.0.1, so on loopback this is a limit on all local
+            clients together: it bounds what one remote address can hold, it does not keep
+            local processes from each other (one that can reach the port can as well use the
+            host's CPU, memory and descriptors directly). Separate local tenants need their
+            own server, or their own token and loopback address (127.0.0.2, ...).
+        max_connections: Open connections to the server in all (503), from any number of
+            addresses; by default half the process's open-file limit, so that clients cannot
+            take the descriptors the envs and the log need.
         token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``
             (401, or close code 1008 on the WebSocket).
     """
@@ -47,6 +55,7 @@ class ServerLimits:
     header_timeout: float = 10.0
     body_timeout: float = 30.0
     max_connections_per_client: int | None = None
+    max_connections: int | None = None
     token: str | None = None
 
     def __post_init__(self) -> None:
@@ -61,12 +70,14 @@ class ServerLimits:
         for name in ("max_message_mb", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
-        per_client = self.max_connections_per_client
-        if per_client is not None and (not isinstance(per_client, int) or per_client < 1):
-            raise AdapterConfigError(
-                f"Expects `max_connections_per_client` to be an int >= 1 or None, actual: "
-                f"{per_client}"
-            )
+        for name in ("max_connections_per_client", "max_connections"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise AdapterConfigError(
+                    f"Expects `{name}` to be an int >= 1 or None, actual: {value!r}"
+                )
         if self.token is not None and len(self.token) < 16:
             raise AdapterConfigError(
                 "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
@@ -84,6 +95,16 @@ class ServerLimits:
         if self.max_connections_per_client is not None:
             return self.max_connections_per_client
         return 2 * self.max_sessions + 8
+
+    @property
+    def connections_total(self) -> int:
+        """``max_connections``, by default half the open-file limit (at least 64)."""
+        if self.max_connections is not None:
+            return self.max_connections
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return 1 << 20 if soft == resource.RLIM_INFINITY else max(64, soft // 2)
 
 
 def _peer(scope: Mapping[str, Any]) -> str:
@@ -235,6 +256,16 @@ def _h11_protocol(limits: ServerLimits) -> type:
 
     peers: dict[str, set[asyncio.BaseTransport]] = {}
     per_client = limits.connections_per_client
+    total = limits.connections_total
+    everyone: set[asyncio.BaseTransport] = set()
+
+    def refuse(transport: asyncio.Transport, message: str) -> None:
+        body = json.dumps({"error": {"code": "TOO_MANY_CONNECTIONS", "message": message}})
+        transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body.encode())
+        )
+        transport.close()
 
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
@@ -245,25 +276,24 @@ def _h11_protocol(limits: ServerLimits) -> type:
             host = self.client[0] if self.client else "?"
             live = peers.setdefault(host, set())
             live.difference_update([t for t in live if t.is_closing()])
+            if len(everyone) >= total or len(everyone) % 256 == 255:  # upgraded ones too
+                everyone.difference_update([t for t in everyone if t.is_closing()])
+            if len(everyone) >= total:
+                log.warning(
+                    "refused connection %s: TOO_MANY_CONNECTIONS (%d open in all)",
+                    host,
+                    len(everyone),
+                )
+                refuse(transport, f"At most {total} connections to this server; retry later.")
+                return
             if len(live) >= per_client:
                 log.warning(
                     "refused connection %s: TOO_MANY_CONNECTIONS (%d open)", host, len(live)
                 )
-                body = json.dumps(
-                    {
-                        "error": {
-                            "code": "TOO_MANY_CONNECTIONS",
-                            "message": f"At most {per_client} connections per client.",
-                        }
-                    }
-                ).encode()
-                transport.write(
-                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-                    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-                )
-                transport.close()
+                refuse(transport, f"At most {per_client} connections per client.")
                 return
             live.add(transport)
+            everyone.add(transport)
             self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:

@@ -304,6 +304,46 @@ def test_one_client_cannot_hold_every_connection(server):
     assert "TOO_MANY_CONNECTIONS" in log.read_text()
 
 
+def test_connections_are_limited_per_address_and_in_all(tmp_path):
+    """Per address (12 here), so another loopback address is not refused while one is full;
+    and in all (20 here), so many addresses cannot take every descriptor."""
+    log = tmp_path / "server.log"
+    port = _free_port()
+    proc = _start(port, log, "--max-connections", "20", "--header-timeout", "30")
+
+    def connect(source: str) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+
+    def get(source: str) -> bytes:
+        with connect(source) as sock:
+            refused = _read_all(sock, 1)  # a refusal comes at once, before any request
+            if not refused.endswith(b"<still open>"):
+                return refused
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return _read_all(sock, 10)
+
+    held: list[socket.socket] = []
+    try:
+        held += [connect("127.0.0.1") for _ in range(12)]
+        assert b"At most 12 connections per client" in get("127.0.0.1")
+        assert get("127.0.0.2").startswith(b"HTTP/1.1 200")  # its own count
+        held += [connect(f"127.0.0.{2 + i % 4}") for i in range(8)]  # 20 open in all
+        for source in ("127.0.0.6", "127.0.0.7"):
+            reply = get(source)
+            assert reply.startswith(b"HTTP/1.1 503"), reply
+            assert b"At most 20 connections to this server" in reply
+    finally:
+        for sock in held:
+            sock.close()
+    try:
+        time.sleep(0.5)
+        assert get("127.0.0.6").startswith(b"HTTP/1.1 200")
+        text = log.read_text()
+        assert text.count("(20 open in all)") == 2 and "Traceback" not in text
+    finally:
+        _stop(proc)
+
+
 # -------------------------------------------------------------------------------- the token
 
 
