@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import numbers
 import pickle
 import re
@@ -68,6 +69,7 @@ __all__ = [
     "answer_balance",
     "answer_label",
     "MAX_ANSWER_SHARE",
+    "MIN_SLOT_SHARE",
     "MIN_UNIVERSE_KEYS",
     "grow_probe",
 ]
@@ -127,8 +129,8 @@ MIN_UNIVERSE_KEYS = round(1 / MAX_ANSWER_SHARE)
 #: Draws a generator is probed with (seed independent) to choose its universe key and answer
 #: balance: about 32 of them fall in the evaluation universe, enough to show 20 distinct keys.
 _PROBES = 256
-#: Draws of one task index, when answers are balanced, before the first draw of the universe is
-#: kept: a balanced slot holds about 1 / 20 of a universe's draws.
+#: Draws of one task index, when answers are balanced, before the rarest draw of the universe is
+#: kept: a balanced slot holds at least MIN_SLOT_SHARE of a universe's draws.
 _MAX_BALANCED_DRAWS = 4096
 #: Tasks a procedural source keeps after making them (the most recent).
 _RECENT_TASKS = 256
@@ -322,32 +324,43 @@ def answer_label(task: Mapping[str, Any]) -> str | None:
 class AnswerBalance:
     """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
 
-    Every common answer (one whose share in the sample could bring it near
-    :data:`MAX_ANSWER_SHARE`) has one slot: the common answers spread over the slots by their
-    counts, largest first into the lightest slot. Task ``i`` targets slot
-    ``(hash(seed) + i) % slots`` and keeps a draw whose answer is in that slot, so each common
-    answer holds at most ``1 / slots`` of the tasks whatever its true share. The other answers
-    fill any slot (``free``) where the sample shows them to be most of the draws, so they stay
-    rare; where common answers are most of the sample, the others' shares are guesses, and
-    each has a slot too (by a hash of the answer).
+    Each common answer has a slot of its own; the other answers (the pool: rarer ones, and any
+    the sample did not show) share the remaining slots. Task ``i`` targets slot
+    ``(hash(seed) + i) % slots`` and keeps a draw whose answer belongs to that slot, so each
+    common answer holds exactly one slot's share, ``1 / slots``, of every run of ``slots``
+    consecutive tasks, whatever its true share, and a pool answer holds its part of the pool
+    slots (see :func:`answer_balance`). Without pool slots, pool answers are not drawn.
+
+    Args:
+        slots: The number of slots.
+        assigned: ``{answer label: slot}`` of the common answers (one each).
+        counts: The sample counts of the labels (to keep the rarest draw when a slot is not
+            filled within the draw limit); absent labels count 0.
     """
 
-    def __init__(self, slots: int, assigned: Mapping[str, int], *, free: bool = True) -> None:
+    def __init__(
+        self, slots: int, assigned: Mapping[str, int], counts: Mapping[str, int] | None = None
+    ) -> None:
         self.slots = int(slots)
         self.assigned = dict(assigned)
-        self.free = bool(free)
+        self.counts = dict(counts or {})
+        self._taken = frozenset(self.assigned.values())
+
+    @property
+    def pool_slots(self) -> int:
+        """Slots that the pool answers (those not assigned a slot of their own) fill."""
+        return self.slots - len(self._taken)
 
     def accepts(self, label: str | None, target: int) -> bool:
         """Whether a draw with answer ``label`` (:func:`answer_label`) fills slot ``target``."""
         if label is None:
             return True
         slot = self.assigned.get(label)
-        if slot is None:
-            if self.free:
-                return True
-            digest = hashlib.blake2b(label.encode("utf-8"), digest_size=8).digest()
-            slot = int.from_bytes(digest, "big") % self.slots
-        return slot == target
+        return target not in self._taken if slot is None else slot == target
+
+    def rarity(self, label: str | None) -> int:
+        """The sample count of ``label``: the fallback draw of an unfilled slot is the rarest."""
+        return 0 if label is None else self.counts.get(label, 0)
 
     def target(self, seed: int, index: int) -> int:
         """The slot task ``index`` of task seed ``seed`` fills."""
@@ -359,8 +372,17 @@ class AnswerBalance:
     def __repr__(self) -> str:
         return (
             f"AnswerBalance(slots={self.slots}, common={len(self.assigned)} answers, "
-            f"free={self.free})"
+            f"pool_slots={self.pool_slots})"
         )
+
+
+#: The least share of a universe's draws that one slot's answers may hold: a common answer
+#: rarer than this has no slot of its own, and the pool needs as much to fill a slot, so a task
+#: costs at most about ``1 / MIN_SLOT_SHARE`` draws.
+MIN_SLOT_SHARE = 1 / 64
+#: Times an answer must be seen to get a slot of its own: its share known to about half, so a
+#: rare answer seen by chance does not get a slot that costs many draws to fill.
+_MIN_SLOT_COUNT = 5
 
 
 def answer_balance(
@@ -368,39 +390,56 @@ def answer_balance(
 ) -> AnswerBalance | None:
     """The balance a universe needs, from the answer labels of a sample of its draws.
 
-    ``None`` when no answer is common (its count below ``max(3, 0.75 * MAX_ANSWER_SHARE * n)``)
-    in ``labels`` nor in ``pooled`` (a larger sample of both universes), or only one answer
-    exists. Otherwise ``min(20, distinct answers)`` slots: a family with ``k < 20`` labels
-    (weekdays, yes/no) is balanced to ``1 / k`` each, an open-answer family to at most
-    :data:`MAX_ANSWER_SHARE`. Common answers: those seen twice or more whose share is at least
-    half the cap of the answers left uncommon (grown to a fixed point, so a family of few
-    labels has all its labels common); ``None`` when there is none.
+    The most slots (up to 20 = ``1 / MAX_ANSWER_SHARE``) over the choices of how many of the
+    most common answers get a slot of their own (``c``). Each such answer must be seen five
+    times and hold at least :data:`MIN_SLOT_SHARE` of the sample; the pool (the other answers, mass
+    ``r``) gets ``f`` slots, as many as keep its largest answer (its count plus one standard
+    error, so an underestimate does not lift it) within one slot's share: ``f = r / top``,
+    and none if the pool holds less than :data:`MIN_SLOT_SHARE`. So a common answer holds
+    exactly ``1 / (c + f)`` of the tasks and a pool answer at most about as much: a family with
+    ``k < 20`` labels of reasonable mass is balanced to ``1 / k`` each (yes/no to a half,
+    weekdays to a seventh), a skewed one with a long tail (letter counts) to ``1 / (c + f)``,
+    an open-answer family to at most :data:`MAX_ANSWER_SHARE`. Ties go to the fewest draws per
+    task. ``None`` when no answer needs a slot of its own (the pool alone does as well: no
+    answer is common), or the sample is too small (under 8 labels, or one label).
+
+    ``pooled`` is accepted for compatibility and not used: each universe is balanced on its own
+    stream's sample.
     """
+    del pooled
     counts = _counts(labels)
     n = sum(counts.values())
     if n < 8 or len(counts) < 2:
         return None
-    if not (_repeats(counts) or _repeats(_counts(pooled))):
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    best: tuple[int, float, int, int] | None = None  # (slots, -cost, common, pool slots)
+    taken = 0
+    cost = 0.0  # sum over the common slots of draws per task (n / count)
+    for common in range(min(len(ranked), MIN_UNIVERSE_KEYS) + 1):
+        if common:
+            count = ranked[common - 1][1]
+            if count < max(_MIN_SLOT_COUNT, MIN_SLOT_SHARE * n):
+                break
+            taken += count
+            cost += n / count
+        rest = n - taken
+        pool = 0
+        if common < len(ranked) and rest >= MIN_SLOT_SHARE * n:
+            top = ranked[common][1]
+            pool = max(1, int(rest / (top + math.sqrt(top))))
+        slots = min(MIN_UNIVERSE_KEYS, common + pool)
+        pool = slots - common
+        if slots < 2:
+            continue
+        draws = (cost + (pool * n / rest if pool else 0.0)) / slots
+        option = (slots, -draws, common, pool)
+        if best is None or option[:2] > best[:2]:
+            best = option
+    if best is None or best[2] == 0:
         return None
-    slots = min(MIN_UNIVERSE_KEYS, len(counts))
-    common: set[str] = set()
-    while True:
-        rest = sum(c for a, c in counts.items() if a not in common) / n
-        grown = {a for a, c in counts.items() if c >= 2 and c / n >= MAX_ANSWER_SHARE / 2 * rest}
-        if grown <= common:
-            break
-        common |= grown
-    if not common:
-        return None
-    load = [0] * slots
-    assigned: dict[str, int] = {}
-    for label, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        if label in common:
-            lightest = min(range(slots), key=lambda j: (load[j], j))
-            assigned[label] = lightest
-            load[lightest] += count
-    rest = sum(c for a, c in counts.items() if a not in common) / n
-    return AnswerBalance(slots, assigned, free=rest >= 0.5)
+    slots, _, common, _ = best
+    assigned = {label: j for j, (label, _) in enumerate(ranked[:common])}
+    return AnswerBalance(slots, assigned, counts)
 
 
 def _counts(labels: Iterable[str | None]) -> dict[str, int]:
@@ -409,12 +448,6 @@ def _counts(labels: Iterable[str | None]) -> dict[str, int]:
         if label is not None:
             counts[label] = counts.get(label, 0) + 1
     return counts
-
-
-def _repeats(counts: Mapping[str, int]) -> bool:
-    """Whether an answer holds more of the sample than an open-answer family's would."""
-    n = sum(counts.values())
-    return bool(counts) and max(counts.values()) >= max(3.0, 0.75 * MAX_ANSWER_SHARE * n)
 
 
 class Mixture:
@@ -527,9 +560,12 @@ class ProceduralTasks(TaskSource):
     are masked), nothing is shared either (:meth:`questions_repeat`).
 
     With ``balance=True`` the answers are balanced too, on the stream the source yields: the
-    probe draws of the seed's universe estimate its answer shares and, where one repeats,
-    :class:`AnswerBalance` slots cap every answer at ``max(1 / labels, MAX_ANSWER_SHARE)`` of
-    the universe's tasks, so a constant answer earns no more than a guess among the labels.
+    probe draws of the seed's universe (about 128, 512 where some answer is common) estimate
+    its answer shares and, where one is common, :class:`AnswerBalance` slots
+    (:func:`answer_balance`) give each common answer exactly ``1 / slots`` of the universe's
+    tasks and the rarer ones the other slots: each label of reasonable mass gets a slot, up to
+    ``1 / MAX_ANSWER_SHARE`` slots, so a constant answer earns about what a guess among the
+    labels would. An unfilled slot (past the draw limit) takes the rarest answer drawn.
 
     A :class:`Mixture` generator is split and balanced part by part: task ``i`` draws its part
     first and redraws only within it.
@@ -677,10 +713,15 @@ class ProceduralTasks(TaskSource):
                     )
                     if plan.key is not None and key_universe(plan.key(draw)) != universe:
                         continue
-                    if balance is None or balance.accepts(answer_label(draw), target):
+                    label = answer_label(draw)
+                    if balance is None or balance.accepts(label, target):
                         task = draw
                         break
-                    fallback = fallback or draw
+                    # Past the limit, the rarest answer drawn: a common one would pass its cap.
+                    if fallback is None or balance.rarity(label) < balance.rarity(
+                        answer_label(fallback)
+                    ):
+                        fallback = draw
                 else:
                     task = fallback or task
         if isinstance(gen, Mixture):
@@ -730,16 +771,19 @@ def _cached_plan(
         key = splitting_key(probe, candidates)
         balances: dict[str, AnswerBalance | None] = {"train": None, "eval": None}
         if balance:
-            pooled = [answer_label(t) for t in probe]
+            more: list[Task] = []
             for universe in balances:
                 stream = _universe_labels(probe, key, universe)
-                plan = answer_balance(stream, pooled)
-                if plan is not None and plan.slots < MIN_UNIVERSE_KEYS and len(probe) < 1024:
-                    # Few labels so far: count them on a larger sample of this universe, so
-                    # the slots are as many as the labels it holds.
-                    more = [generate(probe_rng(i)) for i in range(len(probe), 4 * _PROBES)]
-                    plan = answer_balance(stream + _universe_labels(more, key, universe), pooled)
-                balances[universe] = plan
+                counts = _counts(stream)
+                if counts and max(counts.values()) >= 2 and len(probe) < 4 * _PROBES:
+                    # An answer repeats: count the shares on a larger sample of this
+                    # universe (the evaluation universe holds about an eighth of the draws),
+                    # so that which answers get a slot of their own (each seen five times and
+                    # holding MIN_SLOT_SHARE of the draws) and how many slots the rarer ones
+                    # fill are known well.
+                    more = more or [generate(probe_rng(i)) for i in range(len(probe), 4 * _PROBES)]
+                    stream += _universe_labels(more, key, universe)
+                balances[universe] = answer_balance(stream)
         texts = [question_text(t) for t in probe]
         _PLANS[ident] = _Plan(key, balances, repeats=len(set(texts)) < len(texts))
     return _PLANS[ident]

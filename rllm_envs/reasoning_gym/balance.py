@@ -1,32 +1,42 @@
 """Answer balancing for ``rllm/ReasoningGym-v0``: no single answer is a large share of tasks.
 
 Some reasoning-gym families skew: about a third of ``shortest_path``'s tasks answer
-``infeasible``, ``count_bits`` answers are binomial, and families with a few labels rarely
-draw them evenly. A policy that always gives the common answer then earns that share without
-solving anything. :class:`BalancedTasks` measures the answer shares on the stream its tasks
-come from (the first :data:`SAMPLE` tasks of its own universe, drawn unbalanced: the universe
-split and the read-off redraws shape that stream, so probes of the raw generator would not
-show it) and balances it with :class:`rllm_envs.tasks.AnswerBalance` slots: each common answer
-holds at most ``1 / slots`` of the tasks, ``slots = min(20, labels)``. So a family with two
-labels is balanced to one half each, one with three to a third, and an open-answer family
-keeps no common answer above :data:`MAX_SHARE`, whatever the sample's estimate. Task ``i``'s
-slot is a hash of ``(task_seed, i)``: task ``i`` stays a pure function of the arguments.
+``infeasible``, ``count_bits`` answers are binomial, ``letter_counting`` answers 1 a third of
+the time, and families with a few labels rarely draw them evenly. A policy that always gives
+the common answer then earns that share without solving anything. :class:`BalancedTasks`
+measures the answer shares on the stream its tasks come from (its own universe's first tasks,
+drawn unbalanced: the universe split and the read-off redraws shape that stream, so probes of
+the raw generator would not show it): :data:`SAMPLE` tasks, :data:`LARGE_SAMPLE` where an
+answer repeats three times among them, so that an answer's share is known well enough to
+decide whether it needs a slot. It balances them with :class:`rllm_envs.tasks.AnswerBalance` slots
+(:func:`rllm_envs.tasks.answer_balance`): each common answer holds exactly ``1 / slots`` of
+the tasks, the rarer answers share the other slots. So a family with two labels is balanced to
+one half each, one with three to a third, a long-tailed one to ``1 / slots`` with a slot per
+answer of reasonable mass, and an open-answer family keeps no common answer above
+:data:`MAX_SHARE`. Task ``i``'s slot is a hash of ``(task_seed, i)``: task ``i`` stays a pure
+function of the arguments.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks
 from rllm_envs.tasks import MAX_ANSWER_SHARE, AnswerBalance, answer_balance, answer_label
 
-__all__ = ["BalancedTasks", "MAX_SHARE", "SAMPLE", "answer_key"]
+__all__ = ["BalancedTasks", "LARGE_SAMPLE", "MAX_SHARE", "SAMPLE", "answer_key"]
 
 #: The largest share a common answer keeps in an open-answer family.
 MAX_SHARE = MAX_ANSWER_SHARE
 #: Unbalanced tasks of the source's own universe that estimate its answer shares.
 SAMPLE = 64
+#: The sample where an answer repeats three times in the first :data:`SAMPLE` (a common
+#: answer's share, and whether a rarer answer can fill a slot, known to a few percent).
+LARGE_SAMPLE = 512
+#: Plans already measured in this process, by family, task seed, size and config.
+_PLANS: dict[tuple[str, int, int, str], tuple[AnswerBalance | None, dict[str, float]]] = {}
 
 #: The answer of a task as compared across tasks (kept under its old name).
 answer_key = answer_label
@@ -53,12 +63,28 @@ class BalancedTasks(ReasoningGymTasks):
         """The slots that balance this source's answers (measured once, on its own stream)."""
         if self._plan is None:
             self._plan = (None,)  # the sample itself is drawn unbalanced
-            labels = [answer_label(self.task(i)) for i in range(min(SAMPLE, self.size))]
-            counts = Counter(k for k in labels if k is not None)
-            total = sum(counts.values())
-            self._shares = {a: c / total for a, c in counts.most_common()} if total else {}
-            self._plan = (answer_balance(labels) if self.size > 1 else None,)
+            ident = (
+                self.dataset_name,
+                self.task_seed,
+                self.size,
+                json.dumps(self.config, sort_keys=True, default=str),
+            )
+            if ident not in _PLANS:
+                _PLANS[ident] = self._measure()
+            plan, self._shares = _PLANS[ident]
+            self._plan = (plan,)
         return self._plan[0]
+
+    def _measure(self) -> tuple[AnswerBalance | None, dict[str, float]]:
+        labels = [answer_label(self.task(i)) for i in range(min(SAMPLE, self.size))]
+        counts = Counter(k for k in labels if k is not None)
+        if counts and max(counts.values()) >= 3:  # some answer repeats: measure it well
+            more = range(len(labels), min(LARGE_SAMPLE, self.size))
+            labels += [answer_label(self.task(i)) for i in more]
+        counts = Counter(k for k in labels if k is not None)
+        total = sum(counts.values())
+        shares = {a: c / total for a, c in counts.most_common()} if total else {}
+        return (answer_balance(labels) if self.size > 1 else None), shares
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()

@@ -310,12 +310,16 @@ class ReasoningGymTasks(TaskSource):
             # one in 15 does not, so the family is redrawn up to the full limit.
             read_off = read_off or _restates_premises(draw)
             if key is None or key_universe(key(draw)) == universe:
-                if not read_off and (
-                    balance is None or balance.accepts(answer_label(draw), target)
-                ):
+                label = answer_label(draw)
+                if not read_off and (balance is None or balance.accepts(label, target)):
                     return draw
-                if not read_off:
-                    unbalanced = unbalanced or draw
+                # Past the limit, the rarest answer drawn: a common one would pass its cap.
+                if not read_off and (
+                    unbalanced is None
+                    or balance is None
+                    or balance.rarity(label) < balance.rarity(answer_label(unbalanced))
+                ):
+                    unbalanced = draw
                 in_universe = in_universe or draw
             if attempt + 1 >= MAX_DRAWS and readable == attempt + 1:
                 break  # every draw is read off: the family's nature

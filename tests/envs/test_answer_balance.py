@@ -14,11 +14,13 @@ import math
 from collections import Counter
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from rllm_envs.tasks import (
     EVAL_TASK_SEED,
     MAX_ANSWER_SHARE,
+    MIN_SLOT_SHARE,
     MIN_UNIVERSE_KEYS,
     AnswerBalance,
     ProceduralTasks,
@@ -159,12 +161,9 @@ def test_no_answer_dominates_a_procedural_family_many_draws(name, make):
     "family",
     [
         *RG_FAST,
-        # Open (issue #25): '1' is 18% of 300 training tasks against a 14% bound: the 64-task
-        # sample does not show it as common, so its slots do not cap it.
-        pytest.param(
-            "letter_counting",
-            marks=pytest.mark.xfail(strict=True, reason="'1' above the bound (issue #25)"),
-        ),
+        # A long tail: '1' is a third of the raw tasks, counts past 7 are each under 3%. Slots
+        # of rare labels used to run out of draws and fall back to '1' (18% of 300 tasks).
+        "letter_counting",
         "dice",
     ],
 )
@@ -175,7 +174,7 @@ def test_no_answer_dominates_a_reasoning_gym_family_many_draws(family):
 
 def test_balance_caps_every_common_answer_whatever_the_sample_says():
     # Weekday-like: 7 labels, one drawn half the time; the sample even misjudges it.
-    labels = ["mon"] * 20 + ["tue", "wed", "thu", "fri", "sat", "sun"] * 2
+    labels = ["mon"] * 60 + ["tue", "wed", "thu", "fri", "sat", "sun"] * 6
     plan = answer_balance(labels)
     assert isinstance(plan, AnswerBalance) and plan.slots == 7
 
@@ -188,6 +187,46 @@ def test_balance_caps_every_common_answer_whatever_the_sample_says():
     assert counts["mon"] / 300 <= 0.3, counts  # 0.6 unbalanced; 5 labels seen: 0.2 + noise
     # An open-answer family with no common answer is left as it is.
     assert answer_balance([str(i) for i in range(64)]) is None
+
+
+def _long_tail(rng):
+    # letter_counting's shape: '1' a third of the draws, then a geometric tail to 16.
+    count = min(int(rng.geometric(0.35)), 16)
+    return {"question": f"How many letters? {int(rng.integers(10**9))}", "answer": str(count)}
+
+
+def test_a_long_tail_is_capped_at_one_slot_per_answer_of_reasonable_mass():
+    labels = [str(min(int(x), 16)) for x in np.random.default_rng(0).geometric(0.35, size=512)]
+    plan = answer_balance(labels)
+    assert isinstance(plan, AnswerBalance) and plan.slots >= 7 and plan.pool_slots >= 1
+    assert plan.assigned["1"] != plan.assigned["2"]
+    # Every slot holds answers worth at least MIN_SLOT_SHARE of the draws: none runs dry.
+    counts = Counter(labels)
+    pool = sum(c for a, c in counts.items() if a not in plan.assigned)
+    assert min([*(counts[a] for a in plan.assigned), pool]) >= MIN_SLOT_SHARE * len(labels)
+    for universe, seed in SEEDS.items():
+        source = ProceduralTasks(_long_tail, name="tail", seed=seed, balance=True)
+        drawn = Counter(source[i]["answer"] for i in range(400))
+        # Each common answer holds one slot of every run of `slots` tasks, exactly.
+        slots = source.answer_balance().slots
+        assert slots >= 8, (universe, source.answer_balance())
+        # '1' is a third of the raw draws; no answer, common or in the pool, passes one slot.
+        assert max(drawn.values()) <= math.ceil(400 / slots), (universe, drawn)
+
+
+def test_a_slot_that_runs_dry_falls_back_to_the_rarest_answer():
+    # The sample promised a common 'b'; the generator never draws it: its slot's tasks take
+    # the rarest answer drawn, not the common 'a'.
+    plan = AnswerBalance(2, {"a": 0, "b": 1}, {"a": 60, "b": 40, "c": 1})
+
+    def no_b(rng):
+        answer = "a" if rng.random() < 0.95 else "c"
+        return {"question": f"Which? {int(rng.integers(10**9))}", "answer": answer}
+
+    source = ProceduralTasks(no_b, name="dry", seed=0, balance=True)
+    source._plans[""] = type(source._plan(""))(None, {"train": plan, "eval": plan})
+    drawn = Counter(source[i]["answer"] for i in range(40))
+    assert drawn == {"a": 20, "c": 20}
 
 
 def test_a_split_that_leaves_a_universe_few_questions_is_not_used():
