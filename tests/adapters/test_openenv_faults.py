@@ -324,6 +324,19 @@ def test_connections_are_limited_per_address_and_in_all(tmp_path):
 
     held: list[socket.socket] = []
     try:
+        _limits_hold(connect, get, held)
+        time.sleep(0.5)
+        assert get("127.0.0.6").startswith(b"HTTP/1.1 200")
+        text = log.read_text()
+        assert text.count("(20 open in all)") == 2 and "Traceback" not in text
+    finally:
+        for sock in held:
+            sock.close()
+        _stop(proc)
+
+
+def _limits_hold(connect, get, held: list[socket.socket]) -> None:
+    try:
         held += [connect("127.0.0.1") for _ in range(12)]
         assert b"At most 12 connections per client" in get("127.0.0.1")
         assert get("127.0.0.2").startswith(b"HTTP/1.1 200")  # its own count
@@ -335,13 +348,6 @@ def test_connections_are_limited_per_address_and_in_all(tmp_path):
     finally:
         for sock in held:
             sock.close()
-    try:
-        time.sleep(0.5)
-        assert get("127.0.0.6").startswith(b"HTTP/1.1 200")
-        text = log.read_text()
-        assert text.count("(20 open in all)") == 2 and "Traceback" not in text
-    finally:
-        _stop(proc)
 
 
 # -------------------------------------------------------------------------------- the token
