@@ -208,8 +208,9 @@ def test_a_long_tail_is_capped_at_one_slot_per_answer_of_reasonable_mass():
         source = ProceduralTasks(_long_tail, name="tail", seed=seed, balance=True)
         drawn = Counter(source[i]["answer"] for i in range(400))
         # Each common answer holds one slot of every run of `slots` tasks, exactly.
+        # (7 or more: the evaluation universe's sample is the smaller one.)
         slots = source.answer_balance().slots
-        assert slots >= 8, (universe, source.answer_balance())
+        assert slots >= 7, (universe, source.answer_balance())
         # '1' is a third of the raw draws; no answer, common or in the pool, passes one slot.
         assert max(drawn.values()) <= math.ceil(400 / slots), (universe, drawn)
 
