@@ -17,9 +17,10 @@ That is how an agent written against the ``openai`` client alone becomes trainin
 * :mod:`rllm_adapters.gateway.client` -- open sessions, send rewards, push trainer weights.
 
 Routing, retries, rate limits and load balancing are the gateway's own rather than LiteLLM's
-Router: LiteLLM drops vLLM's ``prompt_token_ids`` from streamed chat replies and refuses
-token-id prompts on ``/completions`` (both needed for token-exact records; see the gateway
-section of ``docs/integrations.md``).
+Router: LiteLLM's OpenAI routes drop vLLM's ``prompt_token_ids`` from streamed chat replies and
+refuse token-id prompts on ``/completions`` (both needed for token-exact records). Its ``/vllm``
+pass-through keeps them, and ``--engine <litellm>/vllm`` records through it; measured by
+``benchmarks/perf/bench_litellm.py`` (see the gateway section of ``docs/integrations.md``).
 """
 
 from __future__ import annotations
