@@ -29,6 +29,7 @@ import pytest
 import rllm_envs
 from rllm_envs.code.judge import TestCase, judge, judge_task
 from rllm_envs.error import VersionMovedWarning
+from rllm_envs.sandbox import run
 from rllm_envs.sandbox.backends import sandbox_identity
 from rllm_envs.sandbox.uids import pool_users
 
@@ -284,3 +285,56 @@ def test_concurrent_sandboxes_run_as_distinct_host_users(backend, warm):
             t.join()
     uids = {int(o) for o in outputs}
     assert len(uids) == 2 and uids <= users, outputs
+
+
+_INFLIGHT_SENDER = r"""
+import array, os, socket, time
+a, b = socket.socketpair()
+fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(100)]
+held = 0
+for _ in range(3):  # past RLIMIT_NOFILE in flight, the user's next send fails
+    try:
+        a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        held += len(fds)
+    except OSError:
+        break
+time.sleep(8)
+print(held)
+"""
+
+_INFLIGHT_RECEIVER = r"""
+import array, os, socket, time
+time.sleep(2.5)
+a, b = socket.socketpair()
+fd = os.open("/dev/null", os.O_RDONLY)
+try:
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    print("ok")
+except OSError as e:
+    print("refused", e.errno)
+"""
+
+
+@pytest.mark.slow
+def test_descriptors_in_flight_in_one_sandbox_do_not_refuse_another_s(backend):
+    """A sandbox holding 200 descriptors in flight over SCM_RIGHTS made every concurrent
+    bubblewrap sandbox's send fail with ETOOMANYREFS (one host user): a 1-bit channel."""
+    if sandbox_identity() is None:
+        pytest.skip("not root: every sandbox runs as the caller")
+    results: dict[str, str] = {}
+
+    def one(name: str, code: str) -> None:
+        results[name] = run(code, backend=backend, time_limit=20).stdout.strip()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        threads = [
+            threading.Thread(target=one, args=("sender", _INFLIGHT_SENDER)),
+            threading.Thread(target=one, args=("receiver", _INFLIGHT_RECEIVER)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert int(results["sender"]) >= 200, results
+    assert results["receiver"] == "ok", results
