@@ -17,8 +17,9 @@ under the load of the moment on a shared machine). Rows:
 
 * LiteLLM's OpenAI route (``/v1/chat/completions``, translated by its ``hosted_vllm``
   provider) and its ``/vllm`` pass-through (the engine's own route, forwarded);
-* the pass-through to LiteLLM's Router: a model group of a dead deployment and the engine
-  twice (every call must still come back 200);
+* the pass-through to LiteLLM's Router: a model group of a closed port and the engine twice
+  (every call must still come back 200); its label adds how many of ``CALLS`` calls at once
+  each LiteLLM route serves when the group's bad deployment answers 503 instead;
 * our gateway, relayed (no session) and recorded (each call in its own session).
 
 Each row's label carries the median per-call latency (request to last chunk) against the
@@ -54,7 +55,7 @@ from benchmarks.perf.bench_gateway import VERSIONS, cpu_seconds  # noqa: E402
 LITELLM_PYTHON = os.environ.get("RLLM_LITELLM_PYTHON", "")
 SKIP_REASON = "set RLLM_LITELLM_PYTHON to a Python that has `litellm[proxy]` (see this file)"
 CALLS, CONCURRENCY, MAX_TOKENS = 16, 16, 48
-ROUNDS = 8
+ROUNDS = 6
 GOAL = 0.95
 MESSAGES = [{"role": "user", "content": "Tell me a story about a lake."}]
 
@@ -123,13 +124,14 @@ def _start(command: list[str], health: str, log: Path, env: dict[str, str] | Non
         time.sleep(0.1)
 
 
-def _litellm_config(engine_url: str, dead_url: str) -> str:
-    """The proxy's config: ``tiny`` (the engine) and ``pool`` (a dead engine and the live one
-    twice), retries across deployments, and the ``/vllm`` pass-through's target."""
+def _litellm_config(engine_url: str, dead_url: str, failing_url: str) -> str:
+    """The proxy's config: ``tiny`` (the engine), ``pool`` (a closed port and the engine twice)
+    and ``failing`` (a server that answers 503 and the engine twice), with retries."""
     deployment = {"model": "hosted_vllm/tiny", "api_key": "none"}
     models = [{"model_name": "tiny", "litellm_params": {**deployment, "api_base": engine_url}}]
-    for url in (dead_url, engine_url, engine_url):
-        models.append({"model_name": "pool", "litellm_params": {**deployment, "api_base": url}})
+    for group, bad in (("pool", dead_url), ("failing", failing_url)):
+        for url in (bad, engine_url, engine_url):
+            models.append({"model_name": group, "litellm_params": {**deployment, "api_base": url}})
     config = {
         "model_list": models,
         "router_settings": {"routing_strategy": "least-busy", "num_retries": 2, "timeout": 600},
@@ -153,7 +155,12 @@ def servers(tmp_path_factory):
         engine.wait_ready()
         root = engine.base_url.removesuffix("/v1")
         config = logs / "litellm.yaml"
-        config.write_text(_litellm_config(engine.base_url, f"http://127.0.0.1:{free_port()}/v1"))
+        failing = _FailingServer()
+        config.write_text(
+            _litellm_config(
+                engine.base_url, f"http://127.0.0.1:{free_port()}/v1", failing.url + "/v1"
+            )
+        )
         litellm_port, gateway_port = free_port(), free_port()
         litellm, litellm_up, log = _start(
             [str(Path(LITELLM_PYTHON).parent / "litellm"), "--config", str(config),
@@ -199,6 +206,11 @@ def servers(tmp_path_factory):
         }
         for route, url in (("gateway", gateway_url), ("over", over_url)):
             found[route]["session"] = recorded_session(url)
+        found["router"] = {
+            route: failover(litellm_url + path, failing)
+            for route, path in (("passthrough", "/vllm"), ("openai", "/v1"))
+        }
+        failing.close()
         yield {
             "found": found,
             "engine": engine.base_url,
@@ -369,6 +381,15 @@ def test_litellm_router_passthrough(benchmark, servers):
         "deployment and the engine twice (`least-busy`, 2 retries); every call must come back 200",
         model="pool",
     )
+    router = servers["found"]["router"]
+    benchmark.extra_info["failover"] = router
+    benchmark.extra_info["label"] += (
+        f". With a deployment that answers 503 in the group instead: "
+        f"{router['passthrough']['served']} of {CALLS} calls served through `/vllm` "
+        f"({router['passthrough']['tries_at_the_503_one']} tries at the 503 one), "
+        f"{router['openai']['served']} of {CALLS} through `/v1` "
+        f"({router['openai']['tries_at_the_503_one']} tries)"
+    )
 
 
 def test_gateway_relayed(benchmark, servers):
@@ -486,6 +507,61 @@ def token_exact(base: str, reference: str) -> dict[str, Any]:
         "completion_ids": got.get("completion_ids") == want.get("completion_ids"),
     }
     return found
+
+
+class _FailingServer:
+    """A deployment that is up but answers every request with 503; it counts the requests."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        hits = self.hits = [0]
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                hits[0] += 1
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(b'{"error": {"message": "overloaded"}}')
+
+            do_GET = do_POST  # noqa: N815
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def failover(base: str, failing: _FailingServer) -> dict[str, Any]:
+    """``CALLS`` streamed calls at once to the ``failing`` group: how many came back 200."""
+    body = {"model": "failing", "max_tokens": 8, "messages": MESSAGES, "stream": True}
+
+    async def run() -> list[int]:
+        async with httpx.AsyncClient(timeout=120) as http:
+
+            async def one() -> int:
+                async with http.stream("POST", base + "/chat/completions", json=body) as reply:
+                    text = (await reply.aread()).decode(errors="replace")
+                    return reply.status_code if "data:" in text else -reply.status_code
+
+            return await asyncio.gather(*(one() for _ in range(CALLS)))
+
+    before = failing.hits[0]
+    statuses = asyncio.run(run())
+    return {
+        "calls": CALLS,
+        "served": statuses.count(200),
+        "statuses": sorted(set(statuses)),
+        "tries_at_the_503_one": failing.hits[0] - before,
+    }
 
 
 def recorded_session(gateway: str) -> dict[str, Any]:
