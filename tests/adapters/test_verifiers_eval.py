@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 #: Variants small enough for the tiny model's context (multi-turn ids stop after 3 replies).
 ENV_KWARGS = {
     "rllm/FrozenLake-v1": {"max_turns": 3},
-    "rllm/CodeMultiTurn-v0": {"max_turns": 2},
+    "rllm/CodeMultiTurn-v1": {"max_turns": 2},
     "rllm/Math-v1": {"max_turns": 1},
     "rllm/SWE-v0": {"max_turns": 2},
 }
