@@ -26,8 +26,9 @@ ones marked):
 ``turn``               ``int``: joint steps taken so far in this episode (0 after ``reset``).
 ``role``               ``str``: the agent's role (``"solver"``, ``"judge"``, ``"debater"``...).
 ``acting``             ``bool``: whether this agent's action is read at the next ``step``.
-``is_correct``         ``bool``: whether this agent's latest scored output is correct (a correct
-                       answer, a correct selection, a won game).
+``is_correct``         ``bool``: whether this agent's scored output is correct (a correct
+                       answer, a correct selection, a won game). Known only from the step
+                       at which this agent's episode ends; ``False`` while it still plays.
 ``reward_components``  ``dict[str, float]`` (step): this agent's named, unweighted reward terms
                        (every name of ``default_reward_weights``, on every step).
 ``acted``              ``bool`` (step): whether this agent's action was read at this step.
@@ -36,6 +37,12 @@ ones marked):
 ``action_truncated``   ``bool`` (step): the action was longer than the action space allows and
                        only its first ``action_space(agent).max_length`` characters were read.
 =====================  ======================================================================
+
+Grading stays hidden from an agent that still plays: its ``info`` holds nothing derived from
+the reference answer or from the grading of any agent (``is_correct`` is ``False``, and the
+family's :attr:`MultiAgentTextEnv.grading_info_keys` are left out) until the step at which
+its own episode ends. Otherwise a policy that reads its ``info`` learns which answer is right
+before it acts (a judge told which solution scored, a debater told its answer is wrong).
 """
 
 from __future__ import annotations
@@ -139,6 +146,9 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "multiagent_text"}
     #: Weight of each reward component; an agent's reward is its weighted sum. 0 = log only.
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
+    #: ``info`` keys that carry grading (scores, correctness): an agent gets them only at the
+    #: step at which its own episode ends; for an agent that still plays they are dropped.
+    grading_info_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -327,6 +337,9 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
                 sum(self.reward_weights[name] * value for name, value in components.items())
             )
             observations[agent] = self._clip(agent, self._observe(agent))
+            extra = outcome.info
+            if agent not in finished:
+                extra = {k: v for k, v in extra.items() if k not in self.grading_info_keys}
             infos[agent] = {
                 **self._info(agent, next_acting),
                 "reward_components": components,
@@ -334,7 +347,7 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
                 "invalid_action": outcome.invalid_reason is not None,
                 "invalid_reason": outcome.invalid_reason,
                 "action_truncated": cut.get(agent, False),
-                **outcome.info,
+                **extra,
             }
         terminations = {a: a in finished for a in live}
         truncations = dict.fromkeys(live, False)
@@ -376,7 +389,8 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
             "turn": self.turn,
             "role": self._role(agent),
             "acting": agent in acting,
-            "is_correct": self.correct.get(agent, False),
+            # Hidden while the agent still plays (see the module docstring).
+            "is_correct": agent not in self.agents and self.correct.get(agent, False),
         }
 
     def _clip(self, agent: str, observation: str) -> str:

@@ -54,8 +54,10 @@ class DebateEnv(MultiAgentTextEnv):
     the grade in [0, 1] of the debater's final-round answer (``rllm_envs.math.score_response``
     with the problem: only the value in final form counts, so a copy of the problem's
     expression or an answer with arithmetic left in it scores 0; 0 in earlier rounds);
-    ``round_correct`` (weight 0.0, log only) is the grade of this round's answer, every
-    round; ``invalid_action`` (weight 0.0, log only) is 1 for a reply with no final answer
+    ``round_correct`` (weight 0.0) is the mean grade of the debater's answers over all
+    rounds, paid at the final round (0 before: a per-round grade would tell a debater
+    whether its current answer is right while it can still change it); ``invalid_action``
+    (weight 0.0, log only) is 1 for a reply with no final answer
     (it pays nothing: it only logs).
 
     A debater that adopts another's answer is paid for it: revising toward a better-argued
@@ -70,9 +72,12 @@ class DebateEnv(MultiAgentTextEnv):
 
     ## Information
     The common keys of :mod:`rllm_envs.multiagent.base` (``is_correct``: the debater's latest
-    answer is correct) plus ``round`` (rounds played), ``n_rounds`` and, on ``step``,
-    ``answer`` (this debater's extracted answer or ``None``), ``score`` (its grade) and
-    ``answers`` (every debater's extracted answer of this round, in agent order).
+    answer is correct, from the final round on; ``False`` before) plus ``round`` (rounds
+    played), ``n_rounds`` and, on ``step``, ``answer`` (this debater's extracted answer or
+    ``None``) and ``answers`` (every debater's extracted answer of this round, in agent
+    order); at the final round also ``score`` (the grade of its final answer) and
+    ``round_scores`` (its grade in each round, in order). No grade reaches a debater before
+    the debate ends.
 
     ## Arguments
     - ``n_debaters`` (int 2-8, default 3): number of debater agents.
@@ -91,6 +96,9 @@ class DebateEnv(MultiAgentTextEnv):
     - v0: Initial version.
     - v1: answers are graded as Math-v1 grades them (the value in final form), on tasks of
       the held-out universes.
+      Since then, grades (``is_correct``, ``score``, ``round_correct``) reach a debater only
+      at the final round: after each earlier round they told it whether its answer was
+      right, so it could keep a right one and switch a wrong one.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_debate_v1"}
@@ -99,6 +107,7 @@ class DebateEnv(MultiAgentTextEnv):
         "round_correct": 0.0,
         "invalid_action": 0.0,
     }
+    grading_info_keys: ClassVar[tuple[str, ...]] = ("score", "round_scores")
 
     def __init__(
         self,
@@ -135,6 +144,7 @@ class DebateEnv(MultiAgentTextEnv):
         self.responses: list[str] = []
         self.answers: list[str | None] = []
         self.scores: list[float] = []
+        self.round_scores: dict[str, list[float]] = {}
 
     # ------------------------------------------------------------------------- hooks
 
@@ -144,6 +154,7 @@ class DebateEnv(MultiAgentTextEnv):
     def _start(self, task: Task) -> None:
         self.round = 0
         self.responses, self.answers, self.scores = [], [], []
+        self.round_scores = {a: [] for a in self.possible_agents}
 
     def _role(self, agent: str) -> str:
         return "debater"
@@ -163,15 +174,22 @@ class DebateEnv(MultiAgentTextEnv):
         self.scores = [graded[a][0] for a in self.possible_agents]
         outcomes = {}
         for agent, (score, answer, reason) in graded.items():
+            history = self.round_scores[agent]
+            history.append(score)
+            # Grades are paid and told at the final round only (see "Reward").
             outcomes[agent] = AgentOutcome(
                 {
                     "correct": score if final else 0.0,
-                    "round_correct": score,
+                    "round_correct": sum(history) / len(history) if final else 0.0,
                     "invalid_action": float(reason is not None),
                 },
                 correct=score >= 1.0,
                 invalid_reason=reason,
-                info={"answer": answer, "score": score, "answers": list(self.answers)},
+                info={
+                    "answer": answer,
+                    "answers": list(self.answers),
+                    **({"score": score, "round_scores": list(history)} if final else {}),
+                },
             )
         return outcomes, set(self.possible_agents) if final else set()
 

@@ -83,7 +83,10 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     ``answers`` (every solver's extracted answer, in solver order), ``scores`` (their grades),
     ``order`` (``order[k - 1]`` is the index of the solver shown as solution ``k``),
     ``base_rate`` (the mean of ``scores``: what a constant or random choice earns on
-    average) and, after it acts, ``choice`` (the solution number, 1-based, or ``None``).
+    average) and ``choice`` (the solution number, 1-based, or ``None``). Each agent gets
+    these only at the step at which its own episode ends (solvers after the first step, the
+    judge after the second): before it acts, the judge's ``info`` says nothing about which
+    solution is correct.
 
     ## Arguments
     - ``n_solvers`` (int 1-8, default 2): number of solver agents.
@@ -103,6 +106,9 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     - v1: solutions are shown in a random order (in solver
       order, a judge that always answered ``2`` earned solver 2's accuracy without reading
       a solution); ``order`` and ``base_rate`` were added; copies of a worked example earn 0.
+      Since then, the judge's ``answers``/``scores``/``order``/``base_rate`` arrive only
+      with its final step (they used to come with the solvers' step, before the judge acted,
+      telling it which solution was correct).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_solver_judge_v1"}
@@ -110,6 +116,14 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         "correct": 1.0,
         "invalid_action": 0.0,
     }
+    grading_info_keys: ClassVar[tuple[str, ...]] = (
+        "score",
+        "scores",
+        "answers",
+        "order",
+        "base_rate",
+        "choice",
+    )
 
     def __init__(
         self,
@@ -188,7 +202,8 @@ class SolverJudgeEnv(MultiAgentTextEnv):
             assert self.np_random is not None
             # Shown in a random order, so a constant choice earns the base rate.
             self.order = [int(i) for i in self.np_random.permutation(self.n_solvers)]
-            outcomes[JUDGE] = AgentOutcome(info=self._judge_info())
+            # The judge still has to act: nothing graded reaches it before it does.
+            outcomes[JUDGE] = AgentOutcome()
             self.phase = "judge"
             return outcomes, set(self.solvers)
         choice, reason = parse_choice(actions[JUDGE], self.n_solvers)

@@ -100,21 +100,21 @@ def test_solver_judge_phases_and_rewards():
     assert rewards == {"solver_0": 0.0, "solver_1": 1.0, "judge_0": 0.0}
     assert terms == {"solver_0": True, "solver_1": True, "judge_0": False}
     assert env.agents == ["judge_0"] and infos["judge_0"]["acting"]
-    assert infos["judge_0"]["answers"] == ["41", "42"]
+    assert "answers" not in infos["judge_0"]  # nothing graded before the judge acts
     assert "=== Solution 1 ===" in obs["judge_0"] and "\\boxed{42}" in obs["judge_0"]
     assert "is not correct" in obs["solver_0"] and "is correct" in obs["solver_1"]
-    right = _shown_as(infos, 1)
+    right = _shown_as(env, 1)
     obs, rewards, terms, _, infos = env.step(
         {"judge_0": f"Solution {right} is right: \\boxed{{{right}}}"}
     )
     assert rewards == {"judge_0": 1.0} and terms == {"judge_0": True} and env.agents == []
     assert infos["judge_0"]["choice"] == right and infos["judge_0"]["is_correct"]
+    assert infos["judge_0"]["answers"] == ["41", "42"]
 
 
-def _shown_as(infos, solver: int) -> int:
+def _shown_as(env, solver: int) -> int:
     """The solution number under which the judge sees ``solver`` (its order is random)."""
-    order = infos["judge_0"].get("order", list(range(len(infos["judge_0"]["answers"]))))
-    return order.index(solver) + 1
+    return env.unwrapped.order.index(solver) + 1
 
 
 @pytest.mark.parametrize(
@@ -126,7 +126,7 @@ def test_judge_selecting_a_wrong_or_no_solution_scores_zero(judge_reply, reward,
     env.reset(options=TASK)
     *_, infos = env.step({"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}"})
     if judge_reply == "wrong":
-        judge_reply = f"\\boxed{{{_shown_as(infos, 0)}}}"
+        judge_reply = f"\\boxed{{{_shown_as(env, 0)}}}"
     _, rewards, _, _, infos = env.step({"judge_0": judge_reply})
     assert rewards["judge_0"] == reward
     assert infos["judge_0"]["invalid_action"] is invalid
@@ -144,7 +144,7 @@ def test_judge_sees_clipped_solutions_and_the_heuristic_votes():
     assert "\\boxed{42}" in obs["judge_0"]
     policy = rllm_envs.multiagent.ScriptedPolicy("heuristic")
     # 42 and 42.0 form the majority: the first of them as the judge sees the solutions.
-    first = min(_shown_as(infos, 1), _shown_as(infos, 2))
+    first = min(_shown_as(env, 1), _shown_as(env, 2))
     assert policy(env, "judge_0") == f"\\boxed{{{first}}}"
 
 
@@ -202,7 +202,9 @@ def test_debate_scores_only_the_final_round():
         {"debater_0": "\\boxed{42}", "debater_1": "I think \\boxed{40}"}
     )
     assert rewards == {"debater_0": 0.0, "debater_1": 0.0} and not any(terms.values())
-    assert infos["debater_0"]["reward_components"]["round_correct"] == 1.0
+    # No grade before the debate ends, though debater_0 is right.
+    assert infos["debater_0"]["reward_components"]["round_correct"] == 0.0
+    assert not infos["debater_0"]["is_correct"] and "score" not in infos["debater_0"]
     assert infos["debater_0"]["answers"] == ["42", "40"] and infos["debater_0"]["round"] == 1
     assert "=== You ===" in obs["debater_0"] and "=== Debater 2 ===" in obs["debater_0"]
     assert "I think \\boxed{40}" in obs["debater_0"] and "last round" in obs["debater_0"]
@@ -213,6 +215,8 @@ def test_debate_scores_only_the_final_round():
     assert rewards == {"debater_0": 0.0, "debater_1": 1.0} and all(terms.values())
     assert env.agents == [] and "The debate is over" in obs["debater_0"]
     assert infos["debater_1"]["is_correct"] and not infos["debater_0"]["is_correct"]
+    assert infos["debater_0"]["round_scores"] == [1.0, 0.0]
+    assert infos["debater_0"]["reward_components"]["round_correct"] == 0.5
 
 
 def test_debate_heuristic_follows_the_majority():

@@ -28,14 +28,15 @@ def test_the_order_is_random_and_the_judge_scores_the_solution_it_picked():
         obs, _, _, _, infos = env.step(
             {"solver_0": "\\boxed{41}", "solver_1": "\\boxed{42}", "solver_2": "\\boxed{7}"}
         )
-        order = infos["judge_0"]["order"]
+        assert "order" not in infos["judge_0"]  # the judge has not acted yet
+        order = env.order
         orders.add(tuple(order))
         right = order.index(1) + 1  # the number under which solver_1's right answer is shown
         text = obs["judge_0"]
         assert text.index(f"=== Solution {right} ===") < text.index("\\boxed{42}")
-        assert infos["judge_0"]["base_rate"] == 1 / 3
         _, rewards, _, _, infos = env.step({"judge_0": f"\\boxed{{{right}}}"})
         assert rewards["judge_0"] == 1.0 and infos["judge_0"]["choice"] == right
+        assert infos["judge_0"]["order"] == order and infos["judge_0"]["base_rate"] == 1 / 3
     assert len(orders) == 6  # every permutation of three solvers occurs
 
 
