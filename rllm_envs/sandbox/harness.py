@@ -904,7 +904,9 @@ def main(channel: int) -> None:
     else:
         try:
             executor.code = compile(spec["code"], "solution.py", "exec")
-        except (SyntaxError, ValueError) as e:  # ValueError: source with NUL bytes
+        # ValueError: source with NUL bytes; MemoryError, RecursionError: a source built to
+        # exhaust the compiler (200,000 unary minus signs) is a compile error, not a crash.
+        except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
             executor.emit_compiled(0.0, f"{type(e).__name__}: {e}")
             executor.emit({"done": True})
             return

@@ -104,7 +104,7 @@ try:
     # Non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}.
     if _p(4, _z, _z, _z, _z):  # PR_SET_DUMPABLE, 0
         raise OSError("PR_SET_DUMPABLE")
-    _fp = bytes.fromhex(sys.argv[8])
+    _fp = bytes.fromhex("".join(sys.argv[8:]))
     if _fp:  # the syscall filter, for us and every process we start, on every backend
         class _C(_ctypes._SimpleCData):
             _type_ = "c"
@@ -186,13 +186,18 @@ except BaseException as _e:
 """
 
 
+#: firejail refuses an argument of 4,128 bytes or more: the filter travels in pieces.
+_ARG_CHUNK = 4000
+
+
 @lru_cache(maxsize=1)
-def seccomp_filter_hex() -> str:
-    """The bootstrap's syscall filter (:mod:`rllm_envs.sandbox.seccomp`), in hex."""
+def seccomp_filter_hex() -> tuple[str, ...]:
+    """The bootstrap's syscall filter (:mod:`rllm_envs.sandbox.seccomp`) in hex, as arguments."""
     if not seccomp.supported():
         seccomp.warn_unsupported()
-        return ""
-    return seccomp.filter_program().hex()
+        return ("",)
+    text = seccomp.filter_program().hex()
+    return tuple(text[i : i + _ARG_CHUNK] for i in range(0, len(text), _ARG_CHUNK))
 
 
 def wait_readable(fd: int, timeout: float) -> bool:
@@ -425,7 +430,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         str(limits.max_file_size_mb << 20),
         "1" if backend.pid_namespace else "0",
         str(write),
-        seccomp_filter_hex(),
+        *seccomp_filter_hex(),
     ]
     lease = uids.acquire(backend.private_process_count)
     launch_fds: list[int] = []

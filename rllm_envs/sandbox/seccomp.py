@@ -19,8 +19,11 @@ build for). The filter:
   handle-based opens, port I/O; and what would keep state between tests or carry bits
   between concurrent sandboxes: SysV IPC (``shmget``, ``msgget``, ``semget``), POSIX
   message queues (``mq_open``), ``flock``, ``inotify``/``fanotify``, ``sysinfo``
-  (machine-wide process count and free memory), and the page-cache evictors and probes
-  (``fadvise64``, ``readahead``, ``mincore``, ``preadv2``/``pwritev2``, ``cachestat``);
+  (machine-wide process count and free memory), the page-cache evictors and probes
+  (``fadvise64``, ``readahead``, ``mincore``, ``preadv2``/``pwritev2``, ``cachestat``),
+  legacy async I/O (``io_setup`` and its family: one machine-wide pool of contexts), and
+  the rest of firejail's default list that a program never needs (``modify_ldt``, setting
+  the clock or the host name, ``lookup_dcookie``);
 * fails ``clone`` with namespace flags, ``socket`` for Unix, IP and vsock families (a bound
   name outlives its process: state between tests; ``socketpair`` works), ``fcntl`` record locks,
   leases and ``F_NOTIFY``, ``madvise`` reclaiming file pages (``MADV_COLD``/``MADV_PAGEOUT``),
@@ -158,6 +161,24 @@ DENIED_SYSCALLS = (
     "cachestat",
     # Another task's robust-futex list head: nothing a program needs.
     "get_robust_list",
+    # Legacy async I/O: its contexts come from one machine-wide pool (fs.aio-max-nr), so
+    # holding them all is a channel between concurrent sandboxes (and starves the host).
+    "io_setup",
+    "io_destroy",
+    "io_submit",
+    "io_cancel",
+    "io_getevents",
+    "io_pgetevents",
+    # Also on firejail's default list: a per-process LDT (x86), the clock and host names
+    # of the machine, kernel profiling lookups.
+    "modify_ldt",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "sethostname",
+    "setdomainname",
+    "lookup_dcookie",
 )
 
 #: Fail with ENOSYS: the futex2 calls. Their flags (private or shared) are in memory, out of
@@ -251,6 +272,20 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "clone": 56,
             "clone3": 435,
             "get_robust_list": 274,
+            "io_setup": 206,
+            "io_destroy": 207,
+            "io_submit": 209,
+            "io_cancel": 210,
+            "io_getevents": 208,
+            "io_pgetevents": 333,
+            "modify_ldt": 154,
+            "settimeofday": 164,
+            "clock_settime": 227,
+            "clock_adjtime": 305,
+            "adjtimex": 159,
+            "sethostname": 170,
+            "setdomainname": 171,
+            "lookup_dcookie": 212,
             "futex": 202,
             "futex_waitv": 449,
             "futex_wake": 454,
@@ -335,6 +370,19 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "clone": 220,
             "clone3": 435,
             "get_robust_list": 100,
+            "io_setup": 0,
+            "io_destroy": 1,
+            "io_submit": 2,
+            "io_cancel": 3,
+            "io_getevents": 4,
+            "io_pgetevents": 292,
+            "settimeofday": 170,
+            "clock_settime": 112,
+            "clock_adjtime": 266,
+            "adjtimex": 171,
+            "sethostname": 161,
+            "setdomainname": 162,
+            "lookup_dcookie": 18,
             "futex": 98,
             "futex_waitv": 449,
             "futex_wake": 454,

@@ -12,6 +12,8 @@ Each test replays one attack that got through, on both isolating backends:
 * the machine-wide pseudo-terminal count (``/proc/sys/kernel/pty/nr``, moved by opening
   ``/dev/ptmx``): neither is in the sandbox;
 * the executor's spec told the program the size of the biggest (hidden) input;
+* legacy async I/O contexts (one machine-wide pool) held by one sandbox refused them to
+  every other: the io_* calls are refused;
 * every bubblewrap sandbox ran as one host user, whose per-user pipe-buffer and in-flight
   descriptor accounts were a channel: each sandbox takes a user of the pool.
 """
@@ -225,6 +227,28 @@ def test_no_pseudo_terminal_and_no_pty_count(backend, warm):
     assert result.verdicts == ["AC"], result.results[0]
 
 
+# Legacy async I/O contexts come from one machine-wide pool (fs.aio-max-nr): a sandbox that
+# held them all made io_setup fail everywhere else, a channel between concurrent sandboxes
+# (and starved the host). Every call of that family is refused, like firejail's own list.
+_AIO_PROBE = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+ctx = ctypes.c_ulong(0)
+refused = []
+for nr, args in ((206, (65536, ctypes.byref(ctx))), (207, (0,)), (208, (0, 0, 0, 0, 0)),
+                 (209, (0, 0, 0)), (210, (0, 0, 0)), (333, (0, 0, 0, 0, 0, 0))):
+    refused.append(libc.syscall(nr, *args) == -1 and ctypes.get_errno() == 1)  # EPERM
+print(all(refused), ctx.value)
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_no_legacy_async_io(backend, warm):
+    result = judge(_AIO_PROBE, [TestCase("", "True 0\n")], backend=backend, warm=warm)
+    assert result.verdicts == ["AC"], result.results[0]
+
+
 # ------------------------------------------------------------------ the executor's spec
 
 _SPEC_PROBE = r"""
@@ -338,3 +362,11 @@ def test_descriptors_in_flight_in_one_sandbox_do_not_refuse_another_s(backend):
             t.join()
     assert int(results["sender"]) >= 200, results
     assert results["receiver"] == "ok", results
+
+
+def test_a_source_that_exhausts_the_compiler_is_a_compile_error(backend):
+    """200,000 unary minus signs made ``compile()`` in the executor raise MemoryError, which
+    crashed it (every test RE, and the feedback spoke of hidden tests that never ran)."""
+    code = "x = " + "-" * 200_000 + "1\nprint(x)\n"
+    result = judge(code, [TestCase("", "1\n"), TestCase("", "1\n")], backend=backend)
+    assert result.verdicts == ["CE", "CE"], result.results[0]
