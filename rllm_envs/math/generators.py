@@ -15,7 +15,7 @@ import ast
 import operator
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from math import comb, factorial, gcd, isqrt, perm
 
 import numpy as np
@@ -293,28 +293,64 @@ def _with_divisor_count(rng: np.random.Generator, low: int, high: int) -> tuple[
     return int(choices[int(rng.integers(len(choices)))]), int(counts[j])
 
 
-#: Letter counts of the words whose arrangements are asked (BANANA, LETTER, BALLOON,
-#: MISSISSIPPI, COMMITTEE, ASSESSMENT), easiest first; the letters themselves are drawn.
-_WORD_COUNTS: tuple[tuple[int, ...], ...] = (
-    (3, 2, 1),
-    (2, 2, 1, 1),
-    (2, 2, 1, 1, 1),
-    (4, 4, 2, 1),
-    (2, 2, 2, 1, 1, 1),
-    (4, 2, 1, 1, 1, 1),
-)
 _LETTERS = "ABCDEFGHIJKLMNOPRSTUVWY"
+
+
+def _partitions(n: int, largest: int) -> list[tuple[int, ...]]:
+    """The partitions of ``n`` into parts of at most ``largest``, largest part first."""
+    if n == 0:
+        return [()]
+    return [
+        (part, *rest)
+        for part in range(min(n, largest), 0, -1)
+        for rest in _partitions(n - part, part)
+    ]
+
+
+@cache
+def _arrangement_counts(difficulty: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Letter counts of the strings whose arrangements are asked, grouped by their answer.
+
+    Four string lengths per difficulty and every count pattern of each length with a repeated
+    letter: drawing an answer first, then one of its patterns, keeps every answer rare and
+    leaves the length (or any feature short of counting the letters) far from fixing it.
+    """
+    by_answer: dict[int, list[tuple[int, ...]]] = {}
+    for length in range(5 + difficulty, 9 + difficulty):
+        for counts in _partitions(length, length - 1):
+            if counts[0] >= 2:
+                answer = factorial(length)
+                for c in counts:
+                    answer //= factorial(c)
+                by_answer.setdefault(answer, []).append(counts)
+    return tuple(tuple(patterns) for _, patterns in sorted(by_answer.items()))
+
+
+@cache
+def _choice_pairs(difficulty: int, ordered: bool) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """The ``(n, k)`` of the committees (or, ``ordered``, the prizes), grouped by answer.
+
+    A wide range of ``n`` with ``k`` up to ``2 + difficulty``: drawing an answer first, then
+    one of its pairs, keeps every answer rare.
+    """
+    by_answer: dict[int, list[tuple[int, int]]] = {}
+    for n in range(4, 22 + 2 * difficulty):
+        for k in range(2, min(n - 1, 2 + difficulty) + 1):
+            by_answer.setdefault(perm(n, k) if ordered else comb(n, k), []).append((n, k))
+    return tuple(tuple(pairs) for _, pairs in sorted(by_answer.items()))
 
 
 def combinatorics(rng: np.random.Generator, difficulty: int) -> Task:
     """Choices, arrangements and arrangements of letters with repeats."""
     kind = int(rng.integers(3))
-    n = _int(rng, 4, 5 + 3 * difficulty)
-    k = _int(rng, 2, max(2, min(n - 1, 2 + difficulty)))
-    # The n people are sometimes two groups (n = a + b): the {k, n} pairs of a difficulty are
-    # few, and a universe needs 20 questions of its own to be held out.
-    a = _int(rng, 1, n - 1)
-    people = f"{n} people" if rng.random() < 0.5 else f"{a} women and {n - a} men"
+    if kind < 2:
+        by_answer = _choice_pairs(difficulty, ordered=kind == 1)
+        pairs = by_answer[int(rng.integers(len(by_answer)))]
+        n, k = pairs[int(rng.integers(len(pairs)))]
+        # The n people are sometimes two groups (n = a + b): more questions of their own for
+        # each universe, which holds out questions by their text.
+        a = _int(rng, 1, n - 1)
+        people = f"{n} people" if rng.random() < 0.5 else f"{a} women and {n - a} men"
     if kind == 0:
         problem = f"In how many ways can a committee of {k} people be chosen from {people}?"
         answer = comb(n, k)
@@ -326,11 +362,10 @@ def combinatorics(rng: np.random.Generator, difficulty: int) -> Task:
         )
         answer = perm(n, k)
     else:
-        # The letter counts of a word of this difficulty, on letters drawn at random: the same
-        # count of arrangements, and questions too many to repeat.
-        counts = list(
-            _WORD_COUNTS[min(len(_WORD_COUNTS) - 1, int(rng.integers(0, 2 + difficulty)))]
-        )
+        # An answer, then one of its letter-count patterns, on letters drawn at random.
+        by_count = _arrangement_counts(difficulty)
+        patterns = by_count[int(rng.integers(len(by_count)))]
+        counts = list(patterns[int(rng.integers(len(patterns)))])
         letters = rng.choice(list(_LETTERS), size=len(counts), replace=False)
         chars = [str(c) for c, m in zip(letters, counts, strict=True) for _ in range(m)]
         word = "".join(chars[int(i)] for i in rng.permutation(len(chars)))
