@@ -18,6 +18,16 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "held
 MEMORISED_KEYS = ("question", "numbers", "ordered_numbers")
 
 
+#: Open findings (issue #25), xfail(strict) in the live test below: the committed file's rows
+#: for them are checked to still show the gain, so a fix shows up as a failure here too.
+KNOWN_OPEN = {
+    ("rllm/ReasoningGym-v0", "aiw"): "aiw splits by canonical text (its numbers are too few): "
+    "the same numbers about other people, in another universe, have the same answer",
+    ("rllm/ReasoningGym-v0", "coin_flip"): "coin_flip's questions (at least k heads in n flips) "
+    "are too few for each universe to keep 20: not split, both universes share them",
+}
+
+
 def _gains(attack, slack=0.02):
     """The memorised keys whose lookup beats the constant policy by more than ``slack``."""
     n, constant = attack["num_tasks"], attack["constant"]["correct"]
@@ -35,12 +45,15 @@ def test_the_committed_memorisation_attack_gains_nothing():
     measured = 0
     for row in report["envs"]:
         label = f"{row['env']} {row['env_kwargs']}"
+        if (row["env"], row["env_kwargs"].get("dataset")) in KNOWN_OPEN:
+            assert _gains(row["memorisation"]), f"{label}: fixed? drop it from KNOWN_OPEN"
+            continue
+        attack = row["memorisation"]
+        if "skipped" in attack:  # a game: no answer to memorise (replays are the checker's)
+            continue
         # A family may be unsplit where its questions never repeat (names and tables of its
         # own), never because its questions are too few: the universes would share them.
         assert "too few questions" not in row["universe_key"], label
-        attack = row["memorisation"]
-        if "skipped" in attack:
-            continue
         measured += 1
         assert attack["num_tasks"] == row["num_tasks"] and set(attack["lookup"]) == set(
             ATTACK_KEYS
@@ -63,18 +76,14 @@ def test_the_committed_memorisation_attack_gains_nothing():
             "rllm/ReasoningGym-v0",
             {"dataset": "aiw"},
             marks=pytest.mark.xfail(
-                strict=True,
-                reason="aiw splits by canonical text (its numbers are too few): the same numbers "
-                "about other people, in another universe, have the same answer",
+                strict=True, reason=KNOWN_OPEN[("rllm/ReasoningGym-v0", "aiw")]
             ),
         ),
         pytest.param(
             "rllm/ReasoningGym-v0",
             {"dataset": "coin_flip"},
             marks=pytest.mark.xfail(
-                strict=True,
-                reason="coin_flip's questions (at least k heads in n flips) are too few for "
-                "each universe to keep 20: not split, both universes share them",
+                strict=True, reason=KNOWN_OPEN[("rllm/ReasoningGym-v0", "coin_flip")]
             ),
         ),
     ],
