@@ -15,7 +15,8 @@ through a shaping component is caught too). The baseline is the checker's own un
 among the answers it has seen, never an env's ``random_action`` that could be made strong;
 policies play each episode to its end; a promising policy against a rarely right baseline
 gets more episodes; and :class:`LeakScan` echoes every place (up to 32 pieces from either end)
-where an observation, after any number of wrong answers, stated the answer. Random text must
+where an observation, or the ``info`` an agent gets before it acts, after any number of wrong
+answers, stated the answer. Random text must
 be neither correct nor paid (an env whose random baseline is paid has no baseline to beat). A copied
 demonstration must also earn nothing in any reward component.
 
@@ -173,6 +174,7 @@ class EpisodeMemory:
         actions: The oracle's actions, in order.
         observation: The episode's first observation.
         seed: The episode's seed.
+        info: The ``info`` that came with the first observation.
     """
 
     task_key: str
@@ -180,6 +182,7 @@ class EpisodeMemory:
     actions: tuple[str, ...]
     observation: str = ""
     seed: int | None = None
+    info: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -820,6 +823,54 @@ def _leak_echo(kind: str, k: int, whole: bool, after: int) -> Callable[[HackCont
     return act
 
 
+#: ``info`` leaves read by the leak scan at most per info (depth-first), and the depth.
+INFO_SCAN_LEAVES = 256
+INFO_SCAN_DEPTH = 4
+
+
+def _info_leaves(info: Any, path: str = "", depth: int = 0) -> list[tuple[str, str]]:
+    """``(path, text)`` of every string or number in ``info`` (``a.b.0``: key, key, index)."""
+    out: list[tuple[str, str]] = []
+    if depth > INFO_SCAN_DEPTH:
+        return out
+    if isinstance(info, Mapping):
+        items: Iterable[tuple[Any, Any]] = info.items()
+    elif isinstance(info, (list, tuple)):
+        items = enumerate(info)
+    else:
+        # bool is an int: True is no one's answer, and would match a reference "1".
+        if isinstance(info, (str, int, float)) and not isinstance(info, bool):
+            out.append((path, str(info)))
+        return out
+    for key, value in items:
+        out += _info_leaves(value, f"{path}.{key}" if path else str(key), depth + 1)
+        if len(out) >= INFO_SCAN_LEAVES:
+            return out[:INFO_SCAN_LEAVES]
+    return out
+
+
+def _states(observation: str, reference: str) -> bool:
+    """Whether ``observation`` states ``reference`` (a substring, number, token, word, line)."""
+    if reference.strip() and reference.strip() in observation:
+        return True
+    return any(
+        _same_answer(piece, reference)
+        for kind in ("number", "token", "word", "line")
+        for piece in _pieces(observation, kind)
+    )
+
+
+def _info_echo(path: str, after: int) -> Callable[[HackContext], str | None]:
+    def act(ctx: HackContext) -> str | None:
+        if ctx.turn < after:
+            return ctx.answer(WRONG_ANSWER)
+        value = dict(_info_leaves(ctx.info)).get(path)
+        return None if value is None else ctx.answer(value)
+
+    act.__qualname__ = f"leak_info_{after}"
+    return act
+
+
 @dataclass(frozen=True)
 class LeakScan:
     """Finds where observations state the answer, and plays an echo of each such place.
@@ -828,11 +879,14 @@ class LeakScan:
     reads every observation a degenerate policy would see -- the first, and on a multi-turn
     env each one after deliberately wrong answers, to the end of the episode -- and looks for
     the reference answer among the first and last ``positions`` numbers, tokens, words and
-    lines. Each place that held it becomes a member of a :class:`PolicyFamily` played like
-    any other: answer wrong until that turn, then echo that piece (``echo-17th-number``,
-    ``wrong-2-then-echo-last-number``). The scan itself costs no episode on a single-turn env
-    and ``probes`` wrong-answer episodes on a multi-turn one; only places that held the answer
-    are played.
+    lines, and in every string or number of the ``info`` the agent got with that observation
+    (before it acts: a multi-agent env's info to an agent still playing, a single-agent
+    env's info from ``reset`` or a non-final ``step``). Each place that held it becomes a
+    member of a :class:`PolicyFamily` played like any other (``echo-info-hint``,
+    ``wrong-1-then-echo-info-feedback.expected``): answer wrong until that turn, then echo
+    that piece (``echo-17th-number``, ``wrong-2-then-echo-last-number``). The scan itself
+    costs no episode on a single-turn env and ``probes`` wrong-answer episodes on a
+    multi-turn one; only places that held the answer are played.
 
     Attributes:
         positions: Positions read from each end of an observation.
@@ -853,25 +907,42 @@ class LeakScan:
         template: str,
     ) -> PolicyFamily:
         """The family of echoes of every place an observation stated the answer."""
-        seen: list[tuple[str, int, list[str]]] = []  # (reference, seed, observations)
+        # (reference, seed, observations, infos): what the agent saw before each action.
+        seen: list[tuple[str, int, list[str], list[Mapping[str, Any]]]] = []
         for m in memory:
             if m.reference is not None and m.observation:
-                seen.append((m.reference, m.seed if m.seed is not None else -1, [m.observation]))
+                seed = m.seed if m.seed is not None else -1
+                seen.append((m.reference, seed, [m.observation], [m.info or {}]))
         if game.multi_turn:
             seen = seen[: self.probes]
-            for _, seed, observations in seen:
+            for _, seed, observations, infos in seen:
                 probe = _Recorder(lambda obs, first, info, turn: _fill(template, WRONG_ANSWER))
                 try:
                     game.play(agent, probe, seed=seed, limit=MAX_DEGENERATE_TURNS)
                 except Exception:  # an env that cannot be probed has nothing to scan
                     break
                 observations[1:] = probe.observations[1:]
+                infos[:] = probe.infos or infos
         hits: Counter[tuple[int, str, int, bool]] = Counter()
-        for reference, _, observations in seen:
+        info_hits: Counter[tuple[int, str]] = Counter()
+        for reference, _, observations, infos in seen:
             found: set[tuple[int, str, int, bool]] = set()
             for turn, observation in enumerate(observations):
                 found |= self._places(observation, reference, turn)
             hits.update(found)
+            for turn, info in enumerate(infos):
+                # What the observation shows too (another debater's answer) is no info leak:
+                # the observation's own scan and the echo family read it.
+                shown = observations[turn] if turn < len(observations) else ""
+                if _states(shown, reference):
+                    continue
+                info_hits.update(
+                    {
+                        (turn, path)
+                        for path, text in _info_leaves(info)
+                        if _same_answer(text, reference)
+                    }
+                )
         # A place that held the answer once is a coincidence (an answer that is also one of
         # the question's numbers); one that held it on a tenth of the episodes is a leak.
         least = max(2, int(np.ceil(len(seen) * LEAK_SCAN_SHARE)))
@@ -901,7 +972,22 @@ class LeakScan:
                     _leak_echo(kind, k, whole, turn),
                 )
             )
-        summary = "echoes of the places observations stated the answer"
+        for (turn, path), count in sorted(info_hits.items(), key=lambda kv: -kv[1]):
+            if count < least or len(members) >= self.max_members:
+                break
+            name = f"echo-info-{path}" if turn == 0 else f"wrong-{turn}-then-echo-info-{path}"
+            members.append(
+                DegeneratePolicy(
+                    name,
+                    (f"{turn} wrong answer(s), then " if turn else "")
+                    + f"info[{path!r}] (the info the agent got before acting), as the answer",
+                    "An agent's info while its episode runs must hold nothing derived from the "
+                    "reference answer or from grading (no expected answer, score or verdict "
+                    "before the agent's own episode ends); send such fields with the final step.",
+                    _info_echo(path, turn),
+                )
+            )
+        summary = "echoes of the places observations or infos stated the answer"
         return PolicyFamily(self.name, summary, tuple(members))
 
     def _places(
@@ -1520,9 +1606,11 @@ class _Recorder:
         self.policy = policy
         self.actions: list[str] = []
         self.observations: list[str] = []
+        self.infos: list[Mapping[str, Any]] = []
 
     def __call__(self, obs: str, first: str, info: Mapping[str, Any], turn: int) -> str | None:
         self.observations.append(obs)
+        self.infos.append(info)
         action = self.policy(obs, first, info, turn)
         if action is not None:
             self.actions.append(action)
@@ -1580,7 +1668,7 @@ def _remember(
     oracle = game.oracle(agent)
     if oracle is None:
         return [], None, []
-    raw: list[tuple[str, list[str], str]] = []
+    raw: list[tuple[str, list[str], str, Mapping[str, Any]]] = []
     paid: list[float] = []
     template: str | None = None
     for j in range(episodes):
@@ -1591,12 +1679,15 @@ def _remember(
             return [], None, []
         if template is None and recorder.actions:
             template = _template_of(recorder.actions[-1], game.task_reference())
-        raw.append((outcome.task_key, recorder.actions, (recorder.observations or [""])[0]))
+        first_info = recorder.infos[0] if recorder.infos else {}
+        raw.append(
+            (outcome.task_key, recorder.actions, (recorder.observations or [""])[0], first_info)
+        )
         paid.append(outcome.paid)
     memory = []
-    for j, (key, actions, first) in enumerate(raw):
+    for j, (key, actions, first, info) in enumerate(raw):
         reference = _reference_in(actions[-1], template) if template and actions else None
-        memory.append(EpisodeMemory(key, reference, tuple(actions), first, seed + j))
+        memory.append(EpisodeMemory(key, reference, tuple(actions), first, seed + j, info))
     return memory, template, paid
 
 
@@ -1632,13 +1723,13 @@ def _scan(game: _Single | _Multi, template: str, seed: int, count: int) -> list[
     found = []
     for j in range(count):
         try:
-            obs, _ = game.env.reset(seed=seed + j)
+            obs, info = game.env.reset(seed=seed + j)
             action = method()
         except Exception:  # an env whose oracle cannot answer has nothing to scan
             break
         reference = _reference_in(action, template)
         key = _task_key(game.env, str(obs))
-        found.append(EpisodeMemory(key, reference, (action,), str(obs), seed + j))
+        found.append(EpisodeMemory(key, reference, (action,), str(obs), seed + j, info))
     return found
 
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rllm_envs.core import TextEnv, Transition
+from rllm_envs.multiagent.debate import DebateEnv
 from rllm_envs.tasks import ProceduralTasks, Task
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -562,3 +563,35 @@ class TenPercentLiteral(_Vault):
         bug = action.strip() == "A" and int(self.task["answer"]) % 10 == 0  # type: ignore[index]
         ok = bug or self._ans(action) == self.task["answer"]  # type: ignore[index]
         return Transition("ok", {"correct": float(ok)}, terminated=True, correct=ok)
+
+
+# Leaks through ``info`` (session 9): the checker read observations only.
+
+
+class InfoHint(_Vault):
+    """The code is in the info ``reset`` returns, before the agent answers."""
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        question = f"{task['question']}\nAnswer inside <answer></answer>."
+        return question, {"hint": {"expected": task["answer"]}}
+
+
+class LateInfoHint(_Vault):
+    """Multi-turn: after one wrong answer the step's info states the code."""
+
+    turns = 3
+
+    def _act(self, action: str) -> Transition:
+        ok = self._ans(action) == self.task["answer"]  # type: ignore[index]
+        if ok or self.turn >= self.max_turns:
+            return Transition("ok", {"correct": float(ok)}, terminated=True, correct=ok)
+        feedback = {"verdict": "wrong", "expected": self.task["answer"]}  # type: ignore[index]
+        return Transition("Wrong. Try again.", {"correct": 0.0}, info={"feedback": feedback})
+
+
+class DebateInfoHint(DebateEnv):
+    """A multi-agent env whose info to a debater that still plays states the reference."""
+
+    def _info(self, agent: str, acting: set[str]) -> dict[str, Any]:
+        info = super()._info(agent, acting)
+        return {**info, "expected": self.task["answer"]} if acting else info  # type: ignore[index]

@@ -418,3 +418,30 @@ def test_a_leak_on_a_tenth_of_the_tasks_is_played_in_full_without_a_screen():
     # The same place, found by the leak scan where the echo family does not read.
     fourth = check_reward_hacking(attack_toys.TenPercentFourth, seed=7919, raise_on_failure=False)
     assert "degenerate-policy:echo-4th-number" in _failed(fourth), str(fourth)
+
+
+# Leaks through ``info`` (session 9): the leak scan read observations only, so an env telling
+# the agent the answer in its info before it acts passed.
+INFO_TOYS = {
+    "InfoHint": "degenerate-policy:echo-info-hint.expected",
+    "LateInfoHint": "degenerate-policy:wrong-1-then-echo-info-feedback.expected",
+    "DebateInfoHint": "degenerate-policy:echo-info-expected",
+}
+
+
+@pytest.mark.parametrize(("toy", "rule"), sorted(INFO_TOYS.items()))
+def test_an_info_that_states_the_answer_before_the_agent_acts_is_flagged(toy, rule):
+    from tests.testing import attack_toys
+
+    report = check_reward_hacking(getattr(attack_toys, toy), raise_on_failure=False)
+    failed = [f for f in report.failures if f.rule.name == rule]
+    assert failed, _failed(report)
+    assert "info" in failed[0].rule.fix and "random baseline" in failed[0].detail
+
+
+@pytest.mark.parametrize("env_id", ["rllm/Debate-v1", "rllm/SolverJudge-v1"])
+def test_multiagent_envs_whose_infos_repeat_the_observation_pass_the_info_scan(env_id):
+    # Debate's info lists every debater's answer, which the observation shows too: a
+    # debater's answer is not the reference, and copying it is the env's business.
+    report = check_reward_hacking(env_id, raise_on_failure=False)
+    assert report.ok, str(report)
