@@ -38,6 +38,7 @@ def _failed(report) -> set[str]:
     return {f.rule.name for f in report.failures}
 
 
+@pytest.mark.slow  # about 19 s: the full check on Math-sized tasks
 def test_an_env_that_evaluates_the_reply_fails_on_the_echoed_expression():
     report = check_reward_hacking(EvaluatingEnv, episodes=20, raise_on_failure=False)
     assert not report.ok
@@ -353,7 +354,10 @@ def test_a_small_constant_hack_gets_more_episodes_and_is_flagged():
     assert "degenerate-policy:literal-0" not in _failed(short)
 
 
-@pytest.mark.parametrize("seed", [0, 100, 200, 300, 400])
+# One seed in the fast lane; the others (about 8 s each) in the full suite.
+@pytest.mark.parametrize(
+    "seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (100, 200, 300, 400))]
+)
 def test_fair_toys_raise_no_false_alarm_across_seeds(seed):
     from tests.testing import attack_toys
 

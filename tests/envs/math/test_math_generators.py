@@ -204,6 +204,7 @@ def test_generators_use_only_the_given_rng():
         assert generate(task_rng(9, 9), 2) == generate(task_rng(9, 9), 2), name
 
 
+@pytest.mark.slow  # about 12 s a difficulty (probe draws of both universes)
 @pytest.mark.parametrize("difficulty", [1, 2])
 def test_small_quadratics_and_combinatorics_keep_twenty_questions_in_each_universe(difficulty):
     # Their integer root pairs, {k, n} pairs and words are few: a linear term on both sides,
