@@ -39,6 +39,8 @@ pytest.importorskip("starlette", reason='needs `pip install "rllm-envs[gateway]"
 
 import httpx  # noqa: E402
 
+from benchmarks.provenance import load_1m  # noqa: E402
+
 CALLS, CONCURRENCY, MAX_TOKENS = 32, 16, 64
 SESSIONS, LOAD_TOKENS = 64, 16
 ROUNDS, LOAD_ROUNDS = 5, 2
@@ -166,7 +168,7 @@ def _paired(benchmark, servers, ours, baseline, *, rounds: int, calls: int) -> N
         rounds_s=[round(x, 3) for x in ours_s],
         baseline_rounds_s=[round(x, 3) for x in base_s],
         gateway_cpu_ms_per_call=round(1000 * statistics.median(cpu_s) / calls, 3),
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
     )
 
 

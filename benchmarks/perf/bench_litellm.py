@@ -51,6 +51,7 @@ pytest.importorskip("starlette", reason='needs `pip install "rllm-envs[gateway]"
 import httpx  # noqa: E402
 
 from benchmarks.perf.bench_gateway import VERSIONS, cpu_seconds  # noqa: E402
+from benchmarks.provenance import load_1m  # noqa: E402
 
 LITELLM_PYTHON = os.environ.get("RLLM_LITELLM_PYTHON", "")
 SKIP_REASON = "set RLLM_LITELLM_PYTHON to a Python that has `litellm[proxy]` (see this file)"
@@ -333,7 +334,7 @@ def _measure(
         proxy_cpu_ms_per_call=round(cpu, 2),
         proxy_rss_mb=round(rss, 1),
         proxy_start_s=round(up, 2),
-        load_1m=round(os.getloadavg()[0], 2),
+        load_1m=load_1m(),
     )
     benchmark.extra_info["label"] += (
         f" (per call: {latency:.2f} s vs {base_latency:.2f} s direct, proxy CPU {cpu:.1f} ms; "
