@@ -53,6 +53,9 @@ __all__ = ["Gateway", "GatewayError"]
 _log = logging.getLogger(__name__)
 
 _RETRY_STATUS = frozenset({500, 502, 503, 504})
+#: The largest reward a session takes (in size): any task's reward fits, and one huge reward
+#: cannot silence or swamp the advantages of the group it joins.
+MAX_ABS_REWARD = 1e6
 #: Response headers that must not be copied from the engine's reply.
 _HOP_HEADERS = frozenset(
     {"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding"}
@@ -503,9 +506,15 @@ class Gateway:
                     "invalid_reward",
                 )
             # JSON parsing takes NaN, Infinity and 1e400: one such reward in a GRPO group
-            # makes every advantage of the group NaN, so it is refused before it is stored.
-            if not math.isfinite(reward):
-                raise GatewayError(400, "`reward` must be a finite number.", "invalid_reward")
+            # makes every advantage of the group NaN, and a huge finite one (1e300, or an
+            # integer of 400 digits, which math.isfinite cannot even convert) flattens or
+            # blows up the group's advantages: refused before anything is stored.
+            if abs(reward) > MAX_ABS_REWARD or not math.isfinite(float(reward)):
+                raise GatewayError(
+                    400,
+                    f"`reward` must be a finite number of at most {MAX_ABS_REWARD:g} in size.",
+                    "invalid_reward",
+                )
             info = body.get("info") or {}
             if not isinstance(info, dict):
                 raise GatewayError(400, "`info` must be an object.", "invalid_reward")

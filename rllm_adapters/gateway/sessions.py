@@ -432,8 +432,11 @@ def _opt_str(value: Any) -> str | None:
 def _opt_int(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SessionError(400, f"Session field `{name}` must be an integer.", "invalid_session")
+    # The store keeps them as SQLite integers (64-bit): a larger one made the reward fail.
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value < 2**63:
+        raise SessionError(
+            400, f"Session field `{name}` must be a 64-bit integer.", "invalid_session"
+        )
     return value
 
 

@@ -263,9 +263,14 @@ def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
             r = client.post(route, content=b"[" * 100_000)
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
         sid = client.post("/sessions", json={}).json()["session_id"]
-        for bad in (b"NaN", b"Infinity", b"-Infinity", b"1e400"):
+        for bad in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"1e300", b"-1e7", b"1" * 400):
             r = client.post(f"/sessions/{sid}/reward", content=b'{"reward": %s}' % bad)
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward"
+        # Session numbers the store cannot keep (64-bit integers) are refused at creation.
+        for field in ("seed", "group", "sample"):
+            for value in (2**70, -(2**63) - 1):
+                r = client.post("/sessions", json={field: value})
+                assert r.status_code == 400, (field, value, r.text)
         # Nothing was stored: the session is still open and takes a finite reward.
         r = client.post(f"/sessions/{sid}/reward", json={"reward": 1.0})
         assert r.status_code == 200 and r.json()["reward"] == 0.0  # no calls: no step to reward
