@@ -206,8 +206,9 @@ class _EnvServer:
 
         try:
             message = json.loads(raw)
-        except json.JSONDecodeError as e:
-            return _error("INVALID_JSON", f"Invalid JSON: {e}"), False
+        # ValueError: also a number of over 4,300 digits; RecursionError: deep nesting.
+        except (ValueError, RecursionError) as e:
+            return _error("INVALID_JSON", f"Invalid JSON: {type(e).__name__}"), False
         if not isinstance(message, dict):
             return _error(
                 "INVALID_MESSAGE",
@@ -276,7 +277,7 @@ class _EnvServer:
 
         try:
             body = await request.json() if await request.body() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deeply nested JSON
             return JSONResponse(
                 {"error": {"code": "INVALID_JSON", "message": "The body is not JSON."}}, 400
             )
@@ -325,7 +326,7 @@ class _EnvServer:
 
         try:
             body = json.loads(await request.body() or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deeply nested JSON
             body = {}
         rid = body.get("id") if isinstance(body, dict) else None
         method = body.get("method") if isinstance(body, dict) else None

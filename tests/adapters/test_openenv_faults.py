@@ -161,7 +161,8 @@ def test_non_object_json_and_bad_data_are_answered_and_the_session_survives(serv
         ws.send(json.dumps({"type": "step", "data": {"text": "Down"}}))  # before any reset
         error = json.loads(ws.recv())["data"]
         assert error["code"] == "EXECUTION_ERROR" and "send a reset" in error["message"]
-        for frame in ("[1, 2]", '"step"', "42", "null", "{not json"):
+        # Also a 5,000-digit number (json's digit limit) and 100,000 levels of nesting.
+        for frame in ("[1, 2]", '"step"', "42", "null", "{not json", "9" * 5000, "[" * 100_000):
             ws.send(frame)
             assert json.loads(ws.recv())["data"]["code"] in ("INVALID_MESSAGE", "INVALID_JSON")
         for data in ([1], "x", {"seed": "zero"}, {"options": 3}):
@@ -186,6 +187,10 @@ def test_stateless_step_is_a_clear_4xx_and_the_connection_stays_usable(server):
             assert "/ws" in reply.json()["error"]["message"]
             assert http.get("/health").json()["status"] == "healthy"  # same connection
         assert http.get("/state").status_code == 409
+        # Deeply nested JSON is a clear 4xx (or a JSON-RPC error), never a 500.
+        deep = b"[" * 100_000
+        assert http.post("/reset", content=deep).status_code == 400
+        assert http.post("/mcp", content=deep).status_code < 500
         reset = http.post("/reset", json={"seed": 0})
         assert reset.status_code == 200 and reset.json()["done"] is False
 
@@ -203,10 +208,17 @@ def test_http_bodies_are_limited_like_websocket_messages(server):
     reply = httpx.post(f"{url}/reset", content=chunks(), timeout=30)  # no Content-Length
     assert reply.status_code == 413
     with _ws(url, max_size=None) as ws:
-        ws.send("z" * (2 * 1024 * 1024))
-        with pytest.raises(ConnectionClosed) as closed:
+        # Without compression (off on loopback) the server closes with 1009 while the client
+        # is still sending, and the kernel may then reset the connection before the close
+        # frame is read: either way the session ends and the server logs the refusal.
+        try:
+            ws.send("z" * (2 * 1024 * 1024))
             ws.recv(timeout=10)
-        assert closed.value.rcvd.code == 1009  # message too big
+            raise AssertionError("an oversized message was answered")
+        except ConnectionClosed as closed:
+            assert closed.rcvd is None or closed.rcvd.code == 1009  # message too big
+        except OSError:  # reset while sending
+            pass
     time.sleep(0.5)
     text = log.read_text()
     assert "BODY_TOO_LARGE" in text and "MESSAGE_TOO_BIG" in text
