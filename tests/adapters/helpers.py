@@ -65,3 +65,36 @@ def grpo_args(tmp_path, **overrides):
     )
     settings.update(overrides)
     return trl.GRPOConfig(**settings)
+
+
+def lora_grpo_config(output_dir, max_turns=3, **train):
+    """A one-iteration GRPO run of the tiny model with LoRA adapters on 4x4 FrozenLake."""
+    from rllm_adapters.trainer.config import config_from_dict
+
+    return config_from_dict(
+        {
+            "model": "tiny",
+            "env": "rllm/FrozenLake-v1",
+            "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": max_turns},
+            "rollout": {
+                "backend": "transformers",
+                "num_tasks": 2,
+                "group_size": 2,
+                "max_tokens": 2,
+                "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
+                "agent_kwargs": {"system_prompt": None},
+            },
+            "algorithm": {
+                "advantage": "grpo",
+                "ppo_epochs": 1,
+                "mini_batch_size": 2,
+                "micro_batch_size": 2,
+                "entropy_coef": 0.01,
+                "skip_zero_signal_groups": False,
+            },
+            "lora": {"r": 4, "alpha": 8.0},
+            "optim": {"lr": 5e-2},
+            "train": {"iterations": 1, "output_dir": str(output_dir), "seed": 0, **train},
+            "logging": {"progress": False, "tensorboard": False},
+        }
+    )

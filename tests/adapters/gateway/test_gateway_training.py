@@ -143,37 +143,11 @@ def test_a_lora_run_is_servable_by_path_and_from_its_checkpoint(tmp_path):
     from safetensors.torch import load_file
 
     from rllm_adapters.gateway.checkpoint import export_checkpoint, resolve_served_model
-    from rllm_adapters.trainer.config import config_from_dict
     from rllm_adapters.trainer.trainer import PPOTrainer
+    from tests.adapters.helpers import lora_grpo_config
 
     run = tmp_path / "lora-run"
-    config = config_from_dict(
-        {
-            "model": "tiny",
-            "env": "rllm/FrozenLake-v1",
-            "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 2},
-            "rollout": {
-                "backend": "transformers",
-                "num_tasks": 2,
-                "group_size": 2,
-                "max_tokens": 2,
-                "agent": "rllm_agents.agent:FrozenLakeBoardAgent",
-                "agent_kwargs": {"system_prompt": None},
-            },
-            "algorithm": {
-                "advantage": "grpo",
-                "ppo_epochs": 1,
-                "mini_batch_size": 2,
-                "micro_batch_size": 2,
-                "entropy_coef": 0.01,
-                "skip_zero_signal_groups": False,
-            },
-            "lora": {"r": 4, "alpha": 8.0},
-            "optim": {"lr": 5e-2},
-            "train": {"iterations": 1, "output_dir": str(run), "seed": 0},
-            "logging": {"progress": False, "tensorboard": False},
-        }
-    )
+    config = lora_grpo_config(run, max_turns=2)
     with PPOTrainer(config) as trainer:
         trainer.train()
     folder, name = resolve_served_model(run)

@@ -15,6 +15,7 @@ pytest.importorskip("peft")
 from rllm_adapters.error import AdapterConfigError  # noqa: E402
 from rllm_adapters.trainer.config import config_from_dict  # noqa: E402
 from rllm_adapters.trainer.models import apply_lora, merged_state_dict  # noqa: E402
+from tests.adapters.helpers import lora_grpo_config  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -70,33 +71,7 @@ def test_lora_settings_are_validated():
 
 
 def _rl_config(tmp_path, name="rl", **train):
-    return config_from_dict(
-        {
-            "model": "tiny",
-            "env": "rllm/FrozenLake-v1",
-            "env_kwargs": {"map_name": "4x4", "is_slippery": False, "max_turns": 3},
-            "rollout": {
-                "backend": "transformers",
-                "num_tasks": 2,
-                "group_size": 2,
-                "max_tokens": 2,
-                "agent": AGENT,
-                "agent_kwargs": {"system_prompt": None},
-            },
-            "algorithm": {
-                "advantage": "grpo",
-                "ppo_epochs": 1,
-                "mini_batch_size": 2,
-                "micro_batch_size": 2,
-                "entropy_coef": 0.01,
-                "skip_zero_signal_groups": False,
-            },
-            "lora": {"r": 4, "alpha": 8.0},
-            "optim": {"lr": 5e-2},
-            "train": {"iterations": 1, "output_dir": str(tmp_path / name), "seed": 0, **train},
-            "logging": {"progress": False, "tensorboard": False},
-        }
-    )
+    return lora_grpo_config(tmp_path / name, **train)
 
 
 @pytest.mark.slow
