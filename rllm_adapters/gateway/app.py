@@ -4,8 +4,10 @@ Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` heade
 
 * ``POST /v1/chat/completions``, ``POST /v1/completions`` (``stream`` included), ``GET
   /v1/models`` -- and the same under ``/sessions/{sid}/v1/`` to record the call.
-* ``POST /sessions`` -- open a session (optional ``env_id``, ``task_id``, ``seed``, ``group``,
-  ``sample``, ``run``, ``metadata``); answers its id and ``base_url``.
+* ``POST /sessions`` -- open a session (optional ``session_id``, ``env_id``, ``task_id``,
+  ``seed``, ``group``, ``sample``, ``run``, ``metadata``); answers its id, ``base_url`` and
+  ``run``. Session ids are per client and a run belongs to the client that opened it
+  (:class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
 * ``GET /sessions/{sid}`` -- its calls so far; ``POST /sessions/{sid}/reward`` -- end it with
   ``{"reward": x, "info": {...}}`` or with an env's scorer ``{"env": "rllm/Math-v1",
   "seed": s, "env_kwargs": {...}}`` (the last reply is the answer) and store it.
@@ -18,7 +20,8 @@ and the reply is given back without what the client did not ask for.
 
 Every refusal is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``) with
 its status: 400 malformed JSON or fields, 401 missing or wrong token, 403 another client's
-session, 404, 408 a body sent too slowly, 409 an ended session, 413 a body over the limit,
+run, 404 no such session of this client, 408 a body sent too slowly, 409 an ended session or
+a run no gateway client recorded, 413 a body over the limit,
 429 over the rate limit, 503 queue full or no engine. A client that reads its stream too
 slowly is cut off at ``request_timeout_s``; each connection is its own task, so none of these
 holds up other clients.
@@ -40,6 +43,7 @@ from typing import Any
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
+    RESERVED_STEP_INFO,
     Call,
     Session,
     SessionError,
@@ -153,6 +157,7 @@ class Gateway:
             max_sessions=config.max_sessions,
             model=self.model,
             max_per_owner=config.max_sessions_per_client,
+            clients=list(config.api_keys) if config.auth_required else None,
         )
         self._tokenizer = tokenizer
         self._templater: Any = None
@@ -217,6 +222,8 @@ class Gateway:
                 max_keepalive_connections=512,
             ),
         )
+        # Which runs the store holds already (and so belong to the client recorded there).
+        await asyncio.to_thread(self.sessions.load_runs)
         self._background.append(asyncio.create_task(self._watch()))
 
     async def stop(self) -> None:
@@ -434,7 +441,11 @@ class Gateway:
         session = self.sessions.create(principal, sid, fields=fields)
         base = str(request.base_url).rstrip("/")
         return JSONResponse(
-            {"session_id": session.id, "base_url": f"{base}/sessions/{session.id}/v1"},
+            {
+                "session_id": session.id,
+                "base_url": f"{base}/sessions/{session.id}/v1",
+                "run": session.run,
+            },
             status_code=201,
         )
 
@@ -451,6 +462,7 @@ class Gateway:
                 "calls": len(session.calls),
                 "env_id": session.env_id,
                 "task_id": session.task_id,
+                "run": session.run,
                 "group": session.group,
                 "sample": session.sample,
                 "last_reply": session.calls[-1].text if session.calls else None,
@@ -518,6 +530,13 @@ class Gateway:
             info = body.get("info") or {}
             if not isinstance(info, dict):
                 raise GatewayError(400, "`info` must be an object.", "invalid_reward")
+            reserved = sorted(RESERVED_STEP_INFO & set(info))
+            if reserved:
+                raise GatewayError(
+                    400,
+                    f"`info` may not set {reserved}: the gateway records them with each call.",
+                    "invalid_reward",
+                )
             result = await self.sessions.finish(session, float(reward), info)
         return JSONResponse(result)
 

@@ -28,15 +28,26 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 
-__all__ = ["Call", "Session", "SessionError", "SessionRegistry", "score_with_env"]
+__all__ = [
+    "RESERVED_STEP_INFO",
+    "Call",
+    "Session",
+    "SessionError",
+    "SessionRegistry",
+    "score_with_env",
+]
 
 _log = logging.getLogger(__name__)
+
+#: The fields the gateway writes into each recorded step's ``info``: a reward's ``info`` may
+#: not name them (the gateway's values win).
+RESERVED_STEP_INFO = frozenset({"call", "api", "engine", "weights_version", "ids_source"})
 
 
 class SessionError(Exception):
@@ -132,7 +143,9 @@ class Session:
         if steps:
             last = steps[-1]
             last.reward = float(reward)
-            last.info.update(to_jsonable(dict(info or {})))
+            # The gateway's own fields win: a reward's info cannot rewrite where a step's
+            # tokens came from or which weights made them.
+            last.info = {**to_jsonable(dict(info or {})), **last.info}
             last.terminated = finish == "terminated"
             last.truncated = finish != "terminated"
         sources = {c.ids_source for c in self.calls}
@@ -154,6 +167,7 @@ class Session:
         metadata: dict[str, Any] = {
             **self.metadata,
             "session_id": self.id,
+            "client": self.owner,
             "source": "gateway",
             "model": self.metadata.get("model")
             or next((c.request.get("model") for c in self.calls if c.request.get("model")), None),
@@ -205,7 +219,21 @@ def _finish(reason: str | None) -> str:
 
 
 class SessionRegistry:
-    """Open sessions, their owners, and writing finished ones to the episode store.
+    """Open sessions, their owners and runs, and writing finished ones to the episode store.
+
+    **Session ids are per client.** A session is ``(client, id)``: two clients may both use
+    the id ``"s1"`` and each gets its own session, so no client can take (or block) an id
+    another client will use. Another client's session is simply not found.
+
+    **Runs belong to one client.** The first client to open a session in a run owns it; a
+    session of another client naming that run is refused (403 ``run_forbidden``) and nothing
+    is recorded, so one client's episodes never join another's GRPO groups. Each stored
+    episode names its client (``metadata["client"]``); after a restart on the same store, a
+    run already there belongs to the client its first episode names, and a run whose
+    episodes name no client (written by something other than a gateway session) is refused
+    to every client (409 ``run_not_owned``). With several clients (``clients``), a session
+    that names no run goes to its client's own run ``"<run>:<client>"`` (``run`` defaults
+    to ``"gateway"``), reserved for that client.
 
     Args:
         store: An :class:`~rllm_agents.store.EpisodeStore` (``None``: sessions are refused).
@@ -213,6 +241,8 @@ class SessionRegistry:
         max_sessions: Open sessions at once.
         model: The served model's name, stored with each episode.
         max_per_owner: Open sessions one owner may hold at once (``None``: no such limit).
+        clients: The client names of a gateway with keys (each gets its own default run);
+            ``None``: one local client, whose default run is ``run``.
     """
 
     def __init__(
@@ -223,6 +253,7 @@ class SessionRegistry:
         max_sessions: int,
         model: str | None,
         max_per_owner: int | None = None,
+        clients: Iterable[str] | None = None,
     ) -> None:
         self.store = store
         self.run = run
@@ -230,14 +261,69 @@ class SessionRegistry:
         self.max_per_owner = max_per_owner
         self._open_by_owner: collections.Counter[str] = collections.Counter()
         self.model = model
-        self.sessions: dict[str, Session] = {}
-        #: Ended session ids and their owners (oldest forgotten past ``max_sessions``), so a
-        #: late call to an ended session is refused rather than opening a new one.
-        self.ended: collections.OrderedDict[str, str] = collections.OrderedDict()
+        #: Open sessions by ``(client, session id)``.
+        self.sessions: dict[tuple[str, str], Session] = {}
+        #: Ended sessions (oldest forgotten past ``max_sessions``), so a late call to an ended
+        #: session is refused rather than opening a new one.
+        self.ended: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
+        self.per_client_runs = clients is not None
+        #: The client each run belongs to (claimed here, or read from the store); ``""``: a
+        #: run in the store whose episodes name no client.
+        self.run_owners: dict[str, str] = {self.default_run(c) or "": c for c in (clients or ())}
+        self._stored_runs: set[str | None] | None = None
         self.stored = 0
         self.store_errors = 0
         self.recorded_calls = 0
         self._lock = threading.Lock()
+
+    def default_run(self, owner: str) -> str | None:
+        """The run of ``owner``'s sessions that name none."""
+        if self.per_client_runs:
+            return f"{self.run or 'gateway'}:{owner}"
+        return self.run
+
+    def load_runs(self) -> None:
+        """Read the store's run names (once; the gateway does it at start, off its loop)."""
+        if self._stored_runs is None and self.store is not None:
+            runs = getattr(self.store, "runs", None)
+            self._stored_runs = set(runs()) if runs is not None else set()
+
+    def _run_owner(self, run: str) -> str | None:
+        """Who owns ``run`` (``None``: nobody yet, ``""``: episodes that name no client)."""
+        owner = self.run_owners.get(run)
+        if owner is not None:
+            return owner
+        self.load_runs()
+        assert self._stored_runs is not None
+        if run not in self._stored_runs:
+            return None
+        first = next(iter(self.store.episodes(run=run, limit=1)), None)
+        metadata = first.trajectory.metadata if first is not None else {}
+        client = metadata.get("client") if metadata.get("source") == "gateway" else None
+        self.run_owners[run] = owner = client if isinstance(client, str) else ""
+        return owner
+
+    def _claim_run(self, run: str | None, owner: str) -> None:
+        """Make ``run`` ``owner``'s (held under the lock), or refuse it."""
+        key = run or ""
+        if run is None and key not in self.run_owners:
+            return  # the single local client's unnamed run
+        found = self._run_owner(key)
+        if found is None:
+            self.run_owners[key] = owner
+        elif found == "":
+            raise SessionError(
+                409,
+                f"Run {run!r} holds episodes that no gateway client recorded: name another "
+                "`run` for this session.",
+                "run_not_owned",
+            )
+        elif found != owner:
+            raise SessionError(
+                403,
+                f"Run {run!r} belongs to another client: name another `run` for this session.",
+                "run_forbidden",
+            )
 
     def _require_store(self) -> None:
         if self.store is None:
@@ -254,8 +340,32 @@ class SessionRegistry:
         *,
         fields: Mapping[str, Any] | None = None,
     ) -> Session:
-        """Open a session (a random id unless one is given)."""
+        """Open a session of ``owner`` (a random id unless one is given).
+
+        Raises:
+            SessionError: 400 bad fields, 403/409 a run this client may not write to, 409 an
+                id this client already used, 429/503 too many open sessions.
+        """
         self._require_store()
+        values = dict(fields or {})
+        if not isinstance(values.get("metadata") or {}, Mapping):
+            raise SessionError(400, "`metadata` must be an object.", "invalid_session")
+        env_id = str(values.pop("env_id", None) or "gateway")
+        task_id = _opt_str(values.pop("task_id", None))
+        seed = _opt_int(values.pop("seed", None), "seed")
+        group = _opt_int(values.pop("group", 0), "group") or 0
+        sample = _opt_int(values.pop("sample", 0), "sample") or 0
+        run = _opt_str(values.pop("run", None)) or self.default_run(owner)
+        if run is not None and len(run) > 256:
+            raise SessionError(400, "`run` is at most 256 characters.", "invalid_session")
+        metadata = {"model": self.model, **dict(values.pop("metadata", None) or {})}
+        if values:
+            raise SessionError(
+                400,
+                f"Unknown session field(s) {sorted(values)}; valid: env_id, task_id, seed, "
+                "group, sample, run, metadata.",
+                "invalid_session",
+            )
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
                 raise SessionError(503, "Too many open sessions; try later.", "too_many_sessions")
@@ -267,30 +377,21 @@ class SessionRegistry:
                     "too_many_sessions",
                 )
             sid = session_id or secrets.token_urlsafe(16)
-            if sid in self.sessions or sid in self.ended:
+            if (owner, sid) in self.sessions or (owner, sid) in self.ended:
                 raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
-            values = dict(fields or {})
-            if not isinstance(values.get("metadata") or {}, Mapping):
-                raise SessionError(400, "`metadata` must be an object.", "invalid_session")
+            self._claim_run(run, owner)
             session = Session(
                 id=sid,
                 owner=owner,
-                env_id=str(values.pop("env_id", None) or "gateway"),
-                task_id=_opt_str(values.pop("task_id", None)),
-                seed=_opt_int(values.pop("seed", None), "seed"),
-                group=_opt_int(values.pop("group", 0), "group") or 0,
-                sample=_opt_int(values.pop("sample", 0), "sample") or 0,
-                run=_opt_str(values.pop("run", None)) or self.run,
-                metadata={"model": self.model, **dict(values.pop("metadata", None) or {})},
+                env_id=env_id,
+                task_id=task_id,
+                seed=seed,
+                group=group,
+                sample=sample,
+                run=run,
+                metadata=metadata,
             )
-            if values:
-                raise SessionError(
-                    400,
-                    f"Unknown session field(s) {sorted(values)}; valid: env_id, task_id, seed, "
-                    "group, sample, run, metadata.",
-                    "invalid_session",
-                )
-            self.sessions[sid] = session
+            self.sessions[owner, sid] = session
             self._open_by_owner[owner] += 1
             return session
 
@@ -298,21 +399,16 @@ class SessionRegistry:
         """The open session ``session_id`` of ``principal`` (opened on first use).
 
         Raises:
-            SessionError: 403 if another principal owns it, 409 if it has ended.
+            SessionError: 404 if ``principal`` has no such session (and ``create`` is off),
+                409 if it has ended.
         """
         self._require_store()
+        key = (principal, session_id)
         with self._lock:
-            session = self.sessions.get(session_id)
+            session = self.sessions.get(key)
+            ended = key in self.ended
         if session is None:
-            with self._lock:
-                ended_owner = self.ended.get(session_id)
-            if ended_owner is not None:
-                if ended_owner != principal:
-                    raise SessionError(
-                        403,
-                        f"Session {session_id!r} belongs to another client.",
-                        "session_forbidden",
-                    )
+            if ended:
                 raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
             if not create:
                 raise SessionError(404, f"No open session {session_id!r}.", "session_not_found")
@@ -322,13 +418,11 @@ class SessionRegistry:
                 if e.code != "session_exists":
                     raise
                 with self._lock:
-                    session = self.sessions[session_id]
-        if session.owner != principal:
-            raise SessionError(
-                403,
-                f"Session {session_id!r} belongs to another client.",
-                "session_forbidden",
-            )
+                    session = self.sessions.get(key)
+                if session is None:  # it ended meanwhile
+                    raise SessionError(
+                        409, f"Session {session_id!r} has ended.", "session_ended"
+                    ) from e
         if session.closed:
             raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
         return session
@@ -372,11 +466,11 @@ class SessionRegistry:
             session.closed = False  # still open: the reward can be sent again
             raise
         with self._lock:
-            if self.sessions.pop(session.id, None) is not None:
+            if self.sessions.pop((session.owner, session.id), None) is not None:
                 self._open_by_owner[session.owner] -= 1
                 if not self._open_by_owner[session.owner]:
                     del self._open_by_owner[session.owner]
-            self.ended[session.id] = session.owner
+            self.ended[session.owner, session.id] = None
             while len(self.ended) > self.max_sessions:
                 self.ended.popitem(last=False)
             self.stored += 1

@@ -91,7 +91,7 @@ def test_session_records_engine_ids_exactly(launched, hf_model):
     # What the client asked for comes back, not what the gateway asked the engine for.
     assert first.choices[0].logprobs is None
     assert getattr(first.choices[0], "token_ids", None) is None
-    session = gw.sessions.sessions[sid]
+    session = gw.sessions.sessions["local", sid]
     ids = session.calls[0].completion_ids
     assert len(ids) == first.usage.completion_tokens
     second_prompt = prompt + ids + [5, 6]
@@ -293,14 +293,14 @@ def test_hot_swap_keeps_calls_in_flight_on_the_old_weights(launched, hf_model, t
         assert statuses == [200] * len(sids)  # nothing dropped
         gw = launched.gateway
         for sid in sids:
-            (call,) = gw.sessions.sessions[sid].calls
+            (call,) = gw.sessions.sessions["local", sid].calls
             assert len(call.completion_ids) == 48
             model = hf_model if call.weights_version == 0 else new_model
             outside, argmax = completion_logprobs(model, call.prompt_ids, call.completion_ids)
             # Each call was served by one set of weights, the one it names.
             assert call.completion_ids == argmax
             assert call.logprobs == pytest.approx(outside, abs=2e-3)
-        assert any(gw.sessions.sessions[s].calls[0].weights_version == 0 for s in sids)
+        assert any(gw.sessions.sessions["local", s].calls[0].weights_version == 0 for s in sids)
         engine = gw.pool.engines[0]
         assert engine.weights_version == 1 and not engine.swapping
         # After the swap the engine samples from the new weights.

@@ -91,6 +91,9 @@ class _Store:
     def __init__(self):
         self.put_calls = []
 
+    def runs(self):
+        return {}
+
     def put(self, trajectory, run=None, model=None):
         from rllm_agents.store import Put
 
@@ -102,19 +105,24 @@ def test_sessions_belong_to_their_owner_and_end_once():
     import asyncio
 
     store = _Store()
-    registry = SessionRegistry(store, run="r", max_sessions=2, model="m")
+    registry = SessionRegistry(store, run="r", max_sessions=2, model="m", clients=["alice", "bob"])
     mine = registry.get("abc", "alice")  # opened on first use
     assert registry.get("abc", "alice") is mine
+    # Session ids are per client: Bob's "abc" is his own session, not Alice's.
     with pytest.raises(SessionError) as e:
-        registry.get("abc", "bob")
-    assert e.value.status == 403
+        registry.get("abc", "bob", create=False)
+    assert e.value.status == 404
+    bobs = registry.get("abc", "bob")
+    assert bobs is not mine and (bobs.run, mine.run) == ("r:bob", "r:alice")
     registry.record(mine, call([1], [2]))
     result = asyncio.run(registry.finish(mine, 1.0))
-    assert result["calls"] == 1 and store.put_calls[0][1:] == ("r", "m")
-    for who, status in (("alice", 409), ("bob", 403)):
-        with pytest.raises(SessionError) as e:
-            registry.get("abc", who)
-        assert e.value.status == status
+    assert result["calls"] == 1 and store.put_calls[0][1:] == ("r:alice", "m")
+    assert store.put_calls[0][0].metadata["client"] == "alice"
+    with pytest.raises(SessionError) as e:
+        registry.get("abc", "alice")
+    assert e.value.status == 409
+    assert registry.get("abc", "bob") is bobs  # Alice's ended id does not end Bob's
+    asyncio.run(registry.finish(bobs, 0.0))
     for bad in ({"bogus": 1}, {"metadata": [1]}, {"seed": "7"}):
         with pytest.raises(SessionError) as e:
             registry.create("alice", "x", fields=bad)
@@ -159,7 +167,7 @@ def test_a_session_is_stored_once_and_shutdown_stores_the_rest():
     # One session that cannot be stored does not cost the others theirs.
     assert asyncio.run(registry.finish_all()) == 1
     assert [t.metadata["session_id"] for t, _, _ in registry.store.put_calls] == ["good"]
-    assert registry.store_errors == 1 and set(registry.sessions) == {"bad"}
+    assert registry.store_errors == 1 and set(registry.sessions) == {("alice", "bad")}
 
 
 def test_one_client_cannot_take_every_session():
@@ -236,8 +244,6 @@ def test_refusals_before_the_engine(app):
     sid = r.json()["session_id"]
     assert r.json()["base_url"].endswith(f"/sessions/{sid}/v1")
     bob = {"Authorization": "Bearer " + "b" * 20}
-    r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x"}, headers=bob)
-    assert r.status_code == 403
     for one_completion in ({"n": 2}, {"best_of": 2}, {"echo": True}):
         r = app.post(
             f"/sessions/{sid}/v1/completions", json={"prompt": "x", **one_completion}, headers=alice
@@ -246,10 +252,16 @@ def test_refusals_before_the_engine(app):
     r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Nope-v0"}, headers=alice)
     assert r.status_code == 400 and "no reply" in r.json()["error"]["message"]
     assert app.get("/health").status_code == 200
+    # Bob's call on Alice's session URL opens his own session of that id (ids are per client):
+    # it reaches the engine (nothing listens: 502) and Alice's session is untouched.
+    r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x"}, headers=bob)
+    assert r.status_code == 502
+    assert app.get(f"/sessions/{sid}", headers=bob).json()["calls"] == 0
+    assert app.get(f"/sessions/{sid}", headers=alice).json()["env_id"] == "e"
     # No engine answers: a clear 502, and the gateway still serves its own routes.
     r = app.post("/v1/completions", json={"prompt": "x"}, headers=alice)
     assert r.status_code == 502 and r.json()["error"]["code"] == "engine_error"
-    assert app.get("/metrics", headers=alice).json()["requests"]["rejected_502"] == 1
+    assert app.get("/metrics", headers=alice).json()["requests"]["rejected_502"] == 2
 
 
 def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
@@ -337,3 +349,133 @@ def test_chat_turns_append_to_the_session_ids(tiny_path):
     text, calls = parse_tool_calls('ok <tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>')
     assert text == "ok" and calls[0]["function"] == {"name": "f", "arguments": '{"a": 1}'}
     assert parse_tool_calls("<tool_call>not json</tool_call>")[1] == []
+
+
+def _gateway_client(store_path, **settings):
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.gateway.app import Gateway
+
+    config = GatewayConfig(
+        engines=[NOWHERE],
+        store=str(store_path),
+        api_keys={"alice": KEY, "bob": "b" * 20},
+        **settings,
+    )
+    return TestClient(Gateway(config).app)
+
+
+ALICE = {"Authorization": f"Bearer {KEY}"}
+BOB = {"Authorization": "Bearer " + "b" * 20}
+
+
+def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
+    """Bob cannot put episodes into Alice's run (and so into her GRPO groups), before or after
+    a restart on the same store; each stored episode names its client."""
+    from rllm_agents.store import EpisodeStore
+    from rllm_agents.trajectory import Trajectory
+
+    path = tmp_path / "e.db"
+    group = {"env_id": "rllm/Math-v1", "task_id": "t1", "group": 0, "run": "grpo-1"}
+    with _gateway_client(path, run="base") as app:
+        r = app.post("/sessions", json={**group, "sample": 0}, headers=ALICE)
+        assert r.status_code == 201 and r.json()["run"] == "grpo-1"
+        sid = r.json()["session_id"]
+        r = app.post("/sessions", json={**group, "sample": 1}, headers=BOB)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "run_forbidden"
+        # Nor Alice's own default run; Bob's sessions without a run go to his own.
+        r = app.post("/sessions", json={"run": "base:alice"}, headers=BOB)
+        assert r.status_code == 403
+        r = app.post("/sessions", json={}, headers=BOB)
+        assert r.status_code == 201 and r.json()["run"] == "base:bob"
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE).is_success
+        metrics = app.get("/metrics", headers=ALICE).json()
+        assert metrics["sessions"]["stored"] == 1 and metrics["sessions"]["open"] == 1
+        assert metrics["requests"]["rejected_403"] == 2
+    # Bob's open session was empty: not stored at shutdown. Alice's run holds only hers.
+    with EpisodeStore(path, read_only=True) as store:
+        (episode,) = store.episodes(run="grpo-1")
+        assert episode.trajectory.metadata["client"] == "alice"
+        assert store.runs() == {"grpo-1": 1}
+    with EpisodeStore(path) as store:  # a run that no gateway client recorded
+        store.put(Trajectory(env_id="e", task_id="t1"), run="offline")
+    # After a restart the store says whose each run is.
+    with _gateway_client(path, run="base") as app:
+        r = app.post("/sessions", json={**group, "sample": 1}, headers=BOB)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "run_forbidden"
+        assert app.post("/sessions", json={**group, "sample": 1}, headers=ALICE).status_code == 201
+        for who in (ALICE, BOB):
+            r = app.post("/sessions", json={"run": "offline"}, headers=who)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "run_not_owned"
+        # A client's `metadata` cannot claim another client.
+        r = app.post("/sessions", json={"metadata": {"client": "alice"}}, headers=BOB)
+        sid = r.json()["session_id"]
+        done = app.post(f"/sessions/{sid}/reward", json={"reward": 0.5}, headers=BOB).json()
+    with EpisodeStore(path, read_only=True) as store:
+        assert store.get(done["episode"]).trajectory.metadata["client"] == "bob"
+        assert store.get(done["episode"]).run == "base:bob"
+        assert store.count(run="grpo-1") == 1
+
+
+def test_session_ids_are_per_client(tmp_path):
+    """A client cannot squat or end an id another client uses."""
+    with _gateway_client(tmp_path / "e.db") as app:
+        # Bob takes "s1" first: Alice still gets her "s1".
+        assert app.post("/sessions", json={"session_id": "s1"}, headers=BOB).status_code == 201
+        r = app.post("/sessions", json={"session_id": "s1"}, headers=ALICE)
+        assert r.status_code == 201 and r.json()["session_id"] == "s1"
+        r = app.post("/sessions", json={"session_id": "s1"}, headers=ALICE)
+        assert r.status_code == 409  # her own id, twice
+        # Bob ends his "s1"; Alice's is still open and hers to end.
+        assert app.post("/sessions/s1/reward", json={"reward": 0}, headers=BOB).is_success
+        assert app.get("/sessions/s1", headers=ALICE).json()["calls"] == 0
+        r = app.get("/sessions/s2", headers=BOB)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "session_not_found"
+        assert app.post("/sessions/s1/reward", json={"reward": 0}, headers=ALICE).is_success
+        assert app.get("/sessions/s1", headers=ALICE).status_code == 409
+
+
+def test_reward_info_cannot_rewrite_the_gateways_step_fields(tmp_path):
+    s = Session(id="s", owner="o")
+    s.calls = [call([1], [2], source="retokenized", version=3)]
+    info = {"ids_source": "engine", "weights_version": 0, "engine": "x", "is_correct": True}
+    t = s.trajectory(1.0, info)
+    step = t.steps[-1].info
+    assert (step["ids_source"], step["weights_version"], step["engine"]) == ("retokenized", 3, "")
+    assert step["is_correct"] is True and t.token_source == "retokenized"
+    with _gateway_client(tmp_path / "e.db") as app:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        for key in ("ids_source", "weights_version", "call", "api", "engine"):
+            r = app.post(
+                f"/sessions/{sid}/reward", json={"reward": 1, "info": {key: 1}}, headers=ALICE
+            )
+            assert r.status_code == 400 and key in r.json()["error"]["message"]
+        r = app.post(f"/sessions/{sid}/reward", json={"reward": 1, "info": {"a": 1}}, headers=ALICE)
+        assert r.status_code == 200
+
+
+def test_a_full_queue_refuses_new_calls_until_a_slot_frees():
+    import asyncio
+
+    from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
+
+    async def scenario():
+        pool = EnginePool([Engine(url="http://e/v1", name="e")], max_in_flight=1, max_queue=1)
+        order = []
+
+        async def second():
+            async with pool.acquire() as engine:
+                order.append(engine.name)
+
+        async with pool.acquire():
+            waiter = asyncio.create_task(second())
+            while pool.waiting == 0:
+                await asyncio.sleep(0)
+            with pytest.raises(QueueFull):
+                async with pool.acquire():
+                    pass
+            assert order == [] and pool.waiting == 1
+        await waiter
+        assert order == ["e"] and pool.waiting == 0 and pool.engines[0].requests == 2
+
+    asyncio.run(scenario())
