@@ -50,8 +50,8 @@ check every episode against its digest, and the unbiased pass@k from stored epis
 """
 
 from rllm_agents.store.cli import main
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal
-from rllm_agents.store.episode_store import EpisodeStore, upgrade
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes, check_wal
+from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import (
     SCHEMA_VERSION,
     Put,
@@ -60,6 +60,7 @@ from rllm_agents.store.schema import (
     package_versions,
 )
 from rllm_agents.store.transcript import transcript
+from rllm_agents.store.upgrade import upgrade
 
 __all__ = [
     "EpisodeStore",
@@ -67,6 +68,7 @@ __all__ = [
     "StoredEpisode",
     "DamagedEpisode",
     "DamagedStore",
+    "MissingEpisodes",
     "SCHEMA_VERSION",
     "content_hash",
     "package_versions",

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rllm_agents.error import AgentConfigError
 from rllm_agents.store.damage import DamagedEpisode, DamagedStore
-from rllm_agents.store.episode_store import EpisodeStore, upgrade
+from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import SCHEMA_VERSION
 from rllm_agents.store.transcript import transcript
+from rllm_agents.store.upgrade import upgrade
 
 
 def _short(value: Any, width: int = 12) -> str:
@@ -48,6 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m rllm_agents.store", description="Inspect an rllm episode store."
     )
     parser.add_argument("db", type=Path, help="the SQLite episode store")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        help="the store's key file (default: $RLLM_STORE_KEY, else DB.key next to it)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("list", help="one line per episode")
     _add_filters(p)
@@ -64,13 +72,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = commands.add_parser("import", help="store the episodes of a Parquet file")
     p.add_argument("file", type=Path)
     p.add_argument("--run", help="run name for rows without one")
-    commands.add_parser("verify", help="check every episode against its digest")
+    commands.add_parser(
+        "verify", help="check every episode against its MAC and hash, and that none is missing"
+    )
     p = commands.add_parser("passk", help="unbiased pass@k per run and env")
     p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
     _add_filters(p)
     p.add_argument("--json", action="store_true")
-    commands.add_parser(
-        "upgrade", help="upgrade a schema-version-1 store in place (checks every episode first)"
+    p = commands.add_parser(
+        "upgrade",
+        help="upgrade a schema-version-1 or -2 store in place (checks every episode first)",
+    )
+    p.add_argument(
+        "--accept-missing",
+        action="store_true",
+        help="renumber the rows instead of refusing a store whose episodes have missing ids",
     )
     args = parser.parse_args(argv)
 
@@ -78,16 +94,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no episode store at {args.db}")
     if args.command == "upgrade":
         try:
-            n = upgrade(args.db)
-        except DamagedStore as damage:
-            print(str(damage), file=sys.stderr)
+            n = upgrade(args.db, key=args.key, accept_missing=args.accept_missing)
+        except (DamagedStore, AgentConfigError, sqlite3.Error) as error:
+            print(str(error), file=sys.stderr)
             return 1
         print(f"{args.db} is at schema version {SCHEMA_VERSION} ({n} episodes)")
         return 0
     try:
-        store = EpisodeStore(args.db, read_only=args.command != "import")
-    except DamagedStore as damage:
-        print(str(damage), file=sys.stderr)
+        store = EpisodeStore(args.db, read_only=args.command != "import", key=args.key)
+    except (DamagedStore, AgentConfigError) as error:
+        print(str(error), file=sys.stderr)
         return 1
     try:
         if args.command == "list":
@@ -130,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             damaged = store.verify()
             for error in damaged:
                 print(str(error), file=sys.stderr)
-            print(f"{len(store) - len(damaged)} of {len(store)} episodes intact")
+            written = max(store.written(), max((e.id for e in damaged), default=0))
+            print(f"{written - len(damaged)} of {written} episodes intact")
             return 1 if damaged else 0
         elif args.command == "passk":
             ks = args.k or [1]
@@ -145,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 line += f"{row['tasks']:>5}  {row['samples']:>7}"
                 line += "".join(f"  {_format_float(row[f'pass@{k}']):>8}" for k in ks)
                 print(line)
-    except DamagedEpisode as damage:  # named, never a half-printed table presented as whole
+    except (DamagedEpisode, DamagedStore) as damage:  # named, never a table presented as whole
         print(str(damage), file=sys.stderr)
         return 1
     finally:

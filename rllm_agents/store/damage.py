@@ -24,13 +24,35 @@ class DamagedEpisode(AgentError, ValueError):
 
     def __init__(self, path: Path, id: int, hash: str, reason: str) -> None:
         super().__init__(
-            f"Episode {id} ({hash[:12]}) in {path} is damaged: {reason}. The rest of the "
-            "store is readable; `EpisodeStore.verify()` (or `python -m rllm_agents.store DB "
-            "verify`) lists every damaged episode."
+            f"Episode {id} ({hash[:12] or 'hash unknown'}) in {path} is damaged: {reason}. "
+            "The rest of the store is readable; `EpisodeStore.verify()` (or `python -m "
+            "rllm_agents.store DB verify`) lists every damaged episode."
         )
         self.id = id
         self.hash = hash
         self.reason = reason
+
+
+class MissingEpisodes(DamagedStore):
+    """Episodes the store recorded as written are gone (their rows were deleted).
+
+    Attributes:
+        ids: The missing row ids (episodes are numbered 1, 2, 3, ... as they are written).
+        written: How many episodes the store records as written.
+    """
+
+    def __init__(self, path: Path, ids: list[int], written: int) -> None:
+        shown = ", ".join(str(i) for i in ids[:20]) + (
+            f" and {len(ids) - 20} more" if len(ids) > 20 else ""
+        )
+        super().__init__(
+            f"{path} is missing {len(ids)} of the {written} episodes it records as written "
+            f"(ids {shown}): their rows were deleted, so counts, pass@k and listings would be "
+            "wrong. Restore the store from a backup; `python -m rllm_agents.store DB verify` "
+            "lists every missing and damaged episode."
+        )
+        self.ids = ids
+        self.written = written
 
 
 _WAL_MAGIC = (0x377F0682, 0x377F0683)

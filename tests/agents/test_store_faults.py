@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store import DamagedEpisode, DamagedStore, EpisodeStore, main, upgrade
+from rllm_agents.store import (
+    DamagedEpisode,
+    DamagedStore,
+    EpisodeStore,
+    MissingEpisodes,
+    main,
+    upgrade,
+)
+from rllm_agents.store.schema import columns_digest
 from tests.agents.test_store import make_trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,8 +173,11 @@ def test_a_changed_query_column_is_reported_by_every_read(tmp_path, capsys, colu
         assert f"Episode {damaged} " in capsys.readouterr().err
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM episodes WHERE id = ?", (damaged,))
-    with EpisodeStore(path, read_only=True) as store:
-        assert store.pass_at_k([1]).keys() == before.keys()
+    with EpisodeStore(path, read_only=True) as store:  # deleting it is no way out
+        with pytest.raises(MissingEpisodes, match=f"ids {damaged}\\)") as missing:
+            store.pass_at_k([1])
+        assert missing.value.ids == [damaged]
+    assert before  # the store had a pass@k before it was damaged
 
 
 def test_a_flipped_byte_in_a_text_column_is_reported(tmp_path):
@@ -190,10 +201,26 @@ def test_a_flipped_byte_in_a_text_column_is_reported(tmp_path):
         assert [e.id for e in store.verify()] == [ids[7]]
 
 
-def _as_version_1(path: Path) -> None:
+def as_version(path: Path, version: int) -> None:
+    """Turn a current store into one as version 1 or 2 wrote it (no key, no count)."""
     with sqlite3.connect(path) as conn:
-        conn.execute("ALTER TABLE episodes DROP COLUMN columns_sha256")
-        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        if version == 2:
+            conn.execute("ALTER TABLE episodes ADD COLUMN columns_sha256 TEXT NOT NULL DEFAULT ''")
+            columns = "hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, "
+            columns += "num_turns, total_reward, is_correct, finish, versions, timings, created"
+            for row in conn.execute(f"SELECT id, {columns} FROM episodes").fetchall():
+                conn.execute(
+                    "UPDATE episodes SET columns_sha256 = ? WHERE id = ?",
+                    (columns_digest(row[1:]), row[0]),
+                )
+        conn.execute("ALTER TABLE episodes DROP COLUMN mac")
+        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'high_water')")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+    Path(f"{path}.key").unlink()
+
+
+def _as_version_1(path: Path) -> None:
+    as_version(path, 1)
 
 
 def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_path, capsys):
@@ -204,7 +231,7 @@ def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_
         with pytest.raises(AgentConfigError, match=r"version 1.*store .*e\.db upgrade"):
             EpisodeStore(path, read_only=read_only)
     assert main([str(path), "upgrade"]) == 0
-    assert "schema version 2 (6 episodes)" in capsys.readouterr().out
+    assert "schema version 3 (6 episodes)" in capsys.readouterr().out
     with EpisodeStore(path) as store:
         assert [e.trajectory for e in store.episodes()] == [make_trajectory(i) for i in range(6)]
         assert store.verify() == []
@@ -230,7 +257,8 @@ def test_a_damaged_version_1_store_is_not_upgraded(tmp_path, capsys):
     with sqlite3.connect(path) as conn:  # left exactly as it was
         assert conn.execute("SELECT value FROM meta").fetchone() == ("1",)
         names = [row[1] for row in conn.execute("PRAGMA table_info(episodes)")]
-        assert "columns_sha256" not in names
+        assert "columns_sha256" not in names and "mac" not in names
+    assert not Path(f"{path}.key").exists()
 
 
 def test_invalid_utf8_in_a_record_is_reported_not_raised_while_decoding(tmp_path):

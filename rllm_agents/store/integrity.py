@@ -1,0 +1,214 @@
+"""The store's integrity: its key, the MAC of each episode, and the count of episodes written.
+
+**Threat model.** Someone (or something: a bad copy, a script, an operator's ``DELETE``) can
+write the database file but cannot read the store's key. Whatever they change, add, move or
+delete is reported, never returned as data:
+
+* Each episode's query columns, with its row id (its sequence number), carry an HMAC-SHA256 under
+  the store's key (:func:`row_mac`); its record is bound to them by its content hash, itself a
+  MAC'd column. Unkeyed digests could be recomputed by whoever changes a field; a MAC cannot
+  be without the key.
+* Episodes are numbered 1, 2, 3, ... in the order they are written (the row id), and the store
+  keeps the number written so far as a MAC'd high-water mark (:func:`high_water_value`),
+  updated in the transaction that adds them. A missing number (a deleted row), a row past the
+  mark or a mark lowered by hand is reported by every read that aggregates and by ``verify``.
+
+Not covered: someone who can read the key (they can rewrite the store at will), and putting
+back a whole earlier copy of the store (or of its ``meta`` table together with the rows it
+covered): that is a state the store really was in, and nothing inside the file can tell it is
+old. Compare the count ``verify`` prints against one kept elsewhere to catch that.
+
+**The key.** 32 random bytes, hex, in a file created with mode 0600: ``DB.key`` next to the
+database unless ``key=`` (or the ``RLLM_STORE_KEY`` environment variable) names another path.
+Keep it where the people and jobs that may change the database file cannot read it (another
+owner, another mount, a secret store) for the MAC to mean anything against them; next to the
+database it still catches every accident and every edit made without reading it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sqlite3
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rllm_agents.error import AgentConfigError
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes
+from rllm_agents.trajectory import Trajectory
+
+#: Environment variable naming the key file when ``key=`` is not given.
+KEY_ENV = "RLLM_STORE_KEY"
+_KEY_BYTES = 32
+
+
+def key_path(db: Path, key: str | os.PathLike[str] | None) -> Path:
+    """The key file of the store at ``db``: ``key``, else ``$RLLM_STORE_KEY``, else ``DB.key``."""
+    if key is not None:
+        return Path(key)
+    from_env = os.environ.get(KEY_ENV)
+    return Path(from_env) if from_env else Path(f"{db}.key")
+
+
+def load_key(path: Path, db: Path, *, create: bool) -> bytes:
+    """The key in ``path``; with ``create``, a new random one is written there if it is missing.
+
+    The file is made beside its final name with mode 0600 and linked in place, so processes
+    racing to create one store all end up with the same key and none reads a half-written one.
+    """
+    if create and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(_KEY_BYTES) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            with contextlib.suppress(FileExistsError):  # another process made it first
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        raise AgentConfigError(
+            f"The key of the episode store {db} is not at {path}. Every episode is checked "
+            f"with it; give its path with `key=` (CLI `--key`, or ${KEY_ENV}), or restore the "
+            "key file from where it was kept. Without it the store cannot be read."
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise AgentConfigError(f"Cannot read the key {path} of the episode store {db}: {e}") from e
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise AgentConfigError(
+            f"{path} is not an episode-store key (expects 32+ random bytes as hex, one line)."
+        )
+    return key
+
+
+def sha256_hex(data: bytes) -> str:
+    """An episode's content hash from its canonical JSON."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def key_id(key: bytes) -> str:
+    """What the store records to tell its own key from another (not the key itself)."""
+    return hmac.new(key, b"rllm-episode-store key id", hashlib.sha256).hexdigest()[:32]
+
+
+def row_mac(key: bytes, row_id: int, columns: Sequence[Any]) -> str:
+    """HMAC-SHA256 of an episode's row id and query columns ``hash`` to ``created``.
+
+    ``ascii()`` of the tuple is the encoding (as in :func:`~rllm_agents.store.schema.
+    columns_digest`): it tells ``1`` from ``1.0`` and ``None`` from ``"None"``, writes floats
+    exactly and escapes text the same way in every Python version.
+    """
+    message = ascii((row_id, *columns)).encode("ascii")
+    return hmac.digest(key, message, "sha256").hex()
+
+
+def high_water_value(key: bytes, count: int) -> str:
+    """The ``meta`` value recording that episodes 1 to ``count`` were written."""
+    mac = hmac.digest(key, f"high-water {count}".encode("ascii"), "sha256").hex()
+    return f"{count} {mac}"
+
+
+def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
+    """The count recorded by a ``high_water_value``; :class:`DamagedStore` if it was changed."""
+    if value is None:
+        raise DamagedStore(
+            f"{db} has no record of how many episodes were written (its `meta` row "
+            "`high_water` was deleted): episodes may be missing. Restore it from a backup."
+        )
+    head = value.split(" ", 1)[0]
+    if not head.isdigit() or not hmac.compare_digest(value, high_water_value(key, int(head))):
+        raise DamagedStore(
+            f"{db}: the record of how many episodes were written ({value[:40]!r}) fails its "
+            "MAC: it was changed without the store's key, so episodes may be missing. "
+            "Restore the store from a backup."
+        )
+    return int(head)
+
+
+def check_row(key: bytes, db: Path, row: Sequence[Any]) -> None:
+    """Raise :class:`DamagedEpisode` unless a ``_CHECKED`` row's MAC (index 17) matches."""
+    if not isinstance(row[17], str) or not hmac.compare_digest(
+        row_mac(key, row[0], row[1:17]), row[17]
+    ):
+        raise DamagedEpisode(
+            db,
+            row[0],
+            str(row[1]),
+            "its row id and query columns (run, env_id, env_kwargs, model, task_id, seed, "
+            "group, sample, num_turns, total_reward, is_correct, finish, versions, timings, "
+            "created) fail the MAC written with them under the store's key",
+        )
+
+
+def verified(db: Path, row: Sequence[Any], record: Any) -> Trajectory:
+    """The trajectory of ``row``, after checking it against its hash and the columns."""
+    data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
+    if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
+        raise DamagedEpisode(db, row[0], str(row[1]), "its record fails its SHA-256")
+    trajectory = Trajectory.from_dict(json.loads(record))
+    expected = (
+        trajectory.env_id,
+        None if trajectory.task_id is None else str(trajectory.task_id),
+        trajectory.seed,
+        trajectory.group,
+        trajectory.sample,
+        trajectory.num_turns,
+        float(trajectory.total_reward),
+        int(trajectory.is_correct),
+        trajectory.finish,
+    )
+    names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
+    stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
+    for name, want, got in zip(names.split(), expected, stored, strict=True):
+        if want != got:
+            raise DamagedEpisode(
+                db, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
+            )
+    return trajectory
+
+
+class Sequence1:
+    """Checks that row ids read in order are 1, 2, 3, ... up to the high-water mark.
+
+    Rows past the mark are fine when their MAC holds: they were written after the mark was
+    read (only a holder of the key can make such a row). Call :meth:`see` with each id in
+    ascending order from ``start``, then :meth:`end` if the rows ran out. On a gap, the ids
+    of every row are read once to name exactly the missing ones.
+    """
+
+    def __init__(self, db: Path, conn: sqlite3.Connection, high_water: int, start: int = 1):
+        self.db = db
+        self.conn = conn
+        self.high_water = high_water
+        self.next = start
+
+    def see(self, row_id: int) -> None:
+        """Next row id read; :class:`MissingEpisodes` for the ids skipped before it."""
+        if row_id != self.next:
+            self._missing(row_id)
+        self.next += 1
+
+    def end(self) -> None:
+        """The rows ran out; :class:`MissingEpisodes` if ids up to the mark were not seen."""
+        if self.next <= self.high_water:
+            self._missing(self.high_water)
+
+    def _missing(self, upto: int) -> None:
+        present = {row[0] for row in self.conn.execute("SELECT id FROM episodes")}
+        last = max(upto, self.high_water, max(present, default=0))
+        missing = [i for i in range(1, last + 1) if i not in present]
+        raise MissingEpisodes(self.db, missing or [self.next], self.high_water)
