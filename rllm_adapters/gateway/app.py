@@ -549,6 +549,8 @@ class Gateway:
         if not isinstance(path, str) or not path:
             raise GatewayError(400, '`path` must be a model folder: {"path": "..."}.', "invalid")
         lora = body.get("lora_name")
+        if lora is not None and (not isinstance(lora, str) or not lora):
+            raise GatewayError(400, "`lora_name` must be the adapter's name.", "invalid")
         try:
             engines = await self.pool.swap_weights(self.client, path, lora_name=lora)
         except LookupError as e:

