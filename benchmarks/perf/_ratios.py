@@ -10,6 +10,7 @@ not run (``-k`` left it out), nothing is set and the report falls back to the me
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from benchmarks.provenance import load_1m
@@ -46,3 +47,27 @@ def median_ratio(benchmark: Any) -> None:
     speed = info.get("metric") in ("speedup", "throughput_ratio")
     info["ratio"] = base / median if speed else median / base
     info["ratio_of"] = "medians"
+
+
+def paired_ratio(
+    benchmark: Any, ours_s: list[float], base_s: list[float], *, digits: int = 3
+) -> None:
+    """Set the throughput ratio of alternating rounds: the baseline's median over ours.
+
+    For benchmarks that time their own rounds in pairs (a baseline round next to one of ours,
+    so both run under the same load from other jobs). The lists exclude the warm-up pair;
+    ``extra_info["work"]`` gives the work per round.
+    """
+    work = benchmark.extra_info["work"][0]
+    median, base = statistics.median(ours_s), statistics.median(base_s)
+    benchmark.extra_info.update(
+        median_s=median,
+        baseline_median_s=base,
+        per_s=round(work / median, 1),
+        baseline_per_s=round(work / base, 1),
+        ratio=base / median,
+        ratio_of="medians",
+        rounds_s=[round(x, digits) for x in ours_s],
+        baseline_rounds_s=[round(x, digits) for x in base_s],
+        load_1m=load_1m(),
+    )

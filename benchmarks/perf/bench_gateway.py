@@ -39,7 +39,7 @@ pytest.importorskip("starlette", reason='needs `pip install "rllm-envs[gateway]"
 
 import httpx  # noqa: E402
 
-from benchmarks.provenance import load_1m  # noqa: E402
+from benchmarks.perf._ratios import paired_ratio  # noqa: E402
 
 CALLS, CONCURRENCY, MAX_TOKENS = 32, 16, 64
 SESSIONS, LOAD_TOKENS = 64, 16
@@ -155,20 +155,9 @@ def _paired(benchmark, servers, ours, baseline, *, rounds: int, calls: int) -> N
     benchmark.pedantic(pair, rounds=rounds, iterations=1, warmup_rounds=1)
     if not benchmark.stats:  # --benchmark-disable: nothing timed
         return
-    ours_s, base_s, cpu_s = ours_s[1:], base_s[1:], cpu_s[1:]  # the warm-up pair
-    work = benchmark.extra_info["work"][0]
-    median, base = statistics.median(ours_s), statistics.median(base_s)
-    benchmark.extra_info.update(
-        median_s=median,
-        baseline_median_s=base,
-        per_s=round(work / median, 1),
-        baseline_per_s=round(work / base, 1),
-        ratio=base / median,
-        ratio_of="medians",
-        rounds_s=[round(x, 3) for x in ours_s],
-        baseline_rounds_s=[round(x, 3) for x in base_s],
-        gateway_cpu_ms_per_call=round(1000 * statistics.median(cpu_s) / calls, 3),
-        load_1m=load_1m(),
+    paired_ratio(benchmark, ours_s[1:], base_s[1:])  # without the warm-up pair
+    benchmark.extra_info["gateway_cpu_ms_per_call"] = round(
+        1000 * statistics.median(cpu_s[1:]) / calls, 3
     )
 
 

@@ -50,8 +50,8 @@ pytest.importorskip("starlette", reason='needs `pip install "rllm-envs[gateway]"
 
 import httpx  # noqa: E402
 
+from benchmarks.perf._ratios import paired_ratio  # noqa: E402
 from benchmarks.perf.bench_gateway import VERSIONS, cpu_seconds  # noqa: E402
-from benchmarks.provenance import load_1m  # noqa: E402
 
 LITELLM_PYTHON = os.environ.get("RLLM_LITELLM_PYTHON", "")
 SKIP_REASON = "set RLLM_LITELLM_PYTHON to a Python that has `litellm[proxy]` (see this file)"
@@ -314,27 +314,17 @@ def _measure(
     benchmark.pedantic(pair, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     if not benchmark.stats:  # --benchmark-disable: nothing timed
         return
-    ours_s, base_s, cpu_s = ours_s[1:], base_s[1:], cpu_s[1:]
-    median, base = statistics.median(ours_s), statistics.median(base_s)
+    paired_ratio(benchmark, ours_s[1:], base_s[1:])  # without the warm-up pair
     latency = statistics.median(ours_lat)
     base_latency = statistics.median(base_lat)
     rss, up = rss_mb(pid), servers["up_s"][proxy]
-    cpu = 1000 * statistics.median(cpu_s) / CALLS
+    cpu = 1000 * statistics.median(cpu_s[1:]) / CALLS
     benchmark.extra_info.update(
-        median_s=median,
-        baseline_median_s=base,
-        per_s=round(CALLS * MAX_TOKENS / median, 1),
-        baseline_per_s=round(CALLS * MAX_TOKENS / base, 1),
-        ratio=base / median,
-        ratio_of="medians",
-        rounds_s=[round(x, 3) for x in ours_s],
-        baseline_rounds_s=[round(x, 3) for x in base_s],
         call_latency_median_s=round(latency, 3),
         baseline_call_latency_median_s=round(base_latency, 3),
         proxy_cpu_ms_per_call=round(cpu, 2),
         proxy_rss_mb=round(rss, 1),
         proxy_start_s=round(up, 2),
-        load_1m=load_1m(),
     )
     benchmark.extra_info["label"] += (
         f" (per call: {latency:.2f} s vs {base_latency:.2f} s direct, proxy CPU {cpu:.1f} ms; "

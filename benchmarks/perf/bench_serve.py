@@ -49,8 +49,7 @@ pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-
 import httpx  # noqa: E402
 
 import rllm_envs  # noqa: E402
-from benchmarks.perf._ratios import median_ratio, record  # noqa: E402
-from benchmarks.provenance import load_1m  # noqa: E402
+from benchmarks.perf._ratios import median_ratio, paired_ratio, record  # noqa: E402
 
 SESSIONS = (1, 16, 128)
 HONEST, HOSTILE = 20, 2
@@ -448,21 +447,10 @@ def test_hostile_throughput(benchmark, server_url):
         stop()
     if not benchmark.stats:  # --benchmark-disable: nothing timed
         return
-    clean_s, hostile_s = clean_s[1:], hostile_s[1:]  # the warm-up pair
-    work = benchmark.extra_info["work"][0]
-    median, base = statistics.median(hostile_s), statistics.median(clean_s)
+    paired_ratio(benchmark, hostile_s[1:], clean_s[1:], digits=4)  # without the warm-up pair
     benchmark.extra_info.update(
-        median_s=median,
-        baseline_median_s=base,
-        per_s=round(work / median, 1),
-        baseline_per_s=round(work / base, 1),
-        ratio=base / median,
-        ratio_of="medians",
-        rounds_s=[round(x, 4) for x in hostile_s],
-        baseline_rounds_s=[round(x, 4) for x in clean_s],
         # What the attacks cost the server itself, apart from the CPU the attackers (on the
         # same machine here) take from everyone: its CPU per honest round, both kinds.
         server_cpu_ms_per_round=round(1000 * statistics.median(cpu["hostile"][1:]), 1),
         baseline_server_cpu_ms_per_round=round(1000 * statistics.median(cpu["clean"][1:]), 1),
-        load_1m=load_1m(),
     )
