@@ -28,25 +28,34 @@ readable. ``synchronous=NORMAL`` (the default) survives process crashes; pass ``
 (``synchronous=FULL``) to also survive power loss, at some write speed. Each thread and each
 forked process gets its own connection, so one :class:`EpisodeStore` may be shared freely.
 
-**Damage is reported, never returned.** Every read of a trajectory checks the SHA-256 of its stored
-JSON against the episode's hash, and the query columns against the trajectory; every read of the
-columns alone (``summaries``, filtered ``count``, ``runs``, ``pass_at_k``) checks them against the
-SHA-256 written with them at ``put`` (schema version 2), reading every row that could change the
-answer, filtered out or not. A mismatch raises :class:`DamagedEpisode` naming the row id
-(:meth:`EpisodeStore.verify` lists every damaged episode). A version-1 store is refused with the
-command that upgrades it in place (:func:`upgrade`, CLI ``upgrade``). Opening refuses what is not a
-store: a 0-byte file or an SQLite file without the store's tables (unless ``initialize=True``),
-another file format, and a write-ahead log cut shorter than the commits its index (``-shm``)
-records, which SQLite itself would open silently with the cut episodes gone. A store on a read-only
-file or mount opens read-only. A NaN total reward is refused at ``put`` before anything is written
-(SQLite stores NaN as NULL); infinite rewards are stored.
+**Damage is reported, never returned.** Every read of a trajectory checks the SHA-256 of its
+stored JSON against the episode's hash, and the query columns against the trajectory; every read
+of the columns alone (``summaries``, filtered ``count``, ``runs``, ``pass_at_k``) checks their
+MAC, reading every row that could change the answer, filtered out or not. A mismatch raises
+:class:`DamagedEpisode` naming the row id (:meth:`EpisodeStore.verify` lists every damaged and
+missing episode). Opening refuses what is not a store: a 0-byte file or an SQLite file without
+the store's tables (unless ``initialize=True``), another file format, and a write-ahead log cut
+shorter than the commits its index (``-shm``) records, which SQLite itself would open silently
+with the cut episodes gone. A store on a read-only file or mount opens read-only. A NaN total
+reward is refused at ``put`` before anything is written (SQLite stores NaN as NULL); infinite
+rewards are stored.
+
+**Edits without the key are reported** (schema version 3, :mod:`rllm_agents.store.integrity`
+has the threat model). Each store has a secret key in a mode-0600 file outside the database
+(``DB.key``, or ``key=`` / ``--key`` / ``$RLLM_STORE_KEY``); each episode's row id and query
+columns carry an HMAC-SHA256 under it, and the store keeps a MAC'd count of the episodes
+written (ids run 1, 2, 3, ...). A changed field with its digest recomputed fails its MAC; a
+deleted row, the last ones included, raises :class:`MissingEpisodes` from every read that
+aggregates or lists, and ``verify``. Stores of versions 1 and 2 are refused with the command that
+upgrades them in place after checking them (:func:`upgrade`, CLI ``upgrade``).
 
 **Dedup.** An episode's id is the SHA-256 of its canonical JSON (sorted keys), so writing the
 same trajectory twice (a retried write, a re-imported file) stores it once.
 
-**CLI.** ``python -m rllm_agents.store DB {list,show,export,import,verify,passk,upgrade}``: list
-episodes with filters, show one as a readable transcript, export to / import from Parquet,
-check every episode against its digest, and the unbiased pass@k from stored episodes.
+**CLI.** ``python -m rllm_agents.store DB [--key KEY] COMMAND``, the commands ``list``,
+``show``, ``export``, ``import``, ``verify``, ``passk`` and ``upgrade``: list episodes with
+filters, show one as a readable transcript, export to / import from Parquet, check every
+episode against its MAC and that none is missing, and the unbiased pass@k.
 """
 
 from rllm_agents.store.cli import main

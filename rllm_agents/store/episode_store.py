@@ -643,9 +643,10 @@ class EpisodeStore:
     ) -> Iterator[StoredEpisode]:
         """Like :meth:`episodes` without decoding the trajectories (``trajectory`` is None).
 
-        Each row's columns are checked against the digest written with them (a damaged one
+        Each row's columns are checked against the MAC written with them (a damaged one
         raises :class:`DamagedEpisode`); with filters, so is every row before the last one
-        returned, whether it matches or not.
+        returned, whether it matches or not. A deleted row among those read raises
+        :class:`MissingEpisodes`, and so does a deleted last row when the rows run out.
         """
         return self._select(False, limit, offset, filters)
 
@@ -734,7 +735,8 @@ class EpisodeStore:
         Samples of one task are the episodes with the same run, env and task id (the group
         index when the task id is missing); a sample is correct when ``is_correct``. Tasks with
         fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``). Every row's
-        columns are checked against their digest first (:class:`DamagedEpisode`).
+        columns are checked against their MAC first (:class:`DamagedEpisode`), and a deleted
+        row raises :class:`MissingEpisodes`.
 
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "pass@k": float, ...}}``;

@@ -8,6 +8,7 @@ every read that could be misled, and by ``verify``; the key is the store's own.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import pickle
 import sqlite3
 import stat
@@ -178,6 +179,13 @@ def test_moved_or_added_rows_are_reported(tmp_path):
             store.runs()
         with pytest.raises(DamagedStore, match="row with id 7 past the 6 episodes"):
             store.put(make_trajectory(50))
+
+
+def test_row_mac_is_hmac_sha256():
+    row = ("ab" * 32, None, "env", "{}", None, "t", 1, 0, 0, 2, -0.5, 1, "done", "{}", "{}", 1.5)
+    for key in (b"k" * 32, b"long" * 40):
+        message = ascii((7, *row)).encode("ascii")
+        assert row_mac(key, 7, row) == hmac.digest(key, message, "sha256").hex()
 
 
 def test_the_key_is_the_stores_own_and_kept_outside_the_file(tmp_path, monkeypatch):
