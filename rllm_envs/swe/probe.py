@@ -185,6 +185,10 @@ class _Marks:
 
 
 _MARKS: ContextVar[_Marks | None] = ContextVar("rllm_swe_probe_marks", default=None)
+#: The test module's named numbers (``TOL = 1e-9``, ``self.EPS``) a tolerance may be given by.
+_CONSTANTS: ContextVar[Mapping[str, float] | None] = ContextVar(
+    "rllm_swe_probe_constants", default=None
+)
 _CHAINS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
@@ -347,8 +351,11 @@ def _dotted(node: ast.expr) -> str:
 
 
 def _number(node: ast.expr | None) -> float | None:
+    """A non-negative finite number written in the test: a literal or a named constant."""
     if node is None:
         return None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return (_CONSTANTS.get() or {}).get(_dotted(node))
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -391,6 +398,147 @@ def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
     rel = _number(_keyword(node, "rel_tol"))
     tol = _number(_keyword(node, "abs_tol"))
     return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
+
+
+def _constants(tree: ast.Module) -> dict[str, float]:
+    """The named numbers of test module ``tree`` a tolerance may be given by.
+
+    A module-level ``TOL = 1e-9`` or a class-level ``EPS = 1e-6`` (read as ``TOL``,
+    ``self.EPS``, ``cls.EPS`` or ``Class.EPS``): a non-negative finite number bound once in
+    the whole module, and never bound, deleted or declared ``global`` / ``nonlocal``
+    anywhere else (a name the test could change is not a constant).
+    """
+    bound: dict[str, int] = {}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
+            node.ctx, (ast.Store, ast.Del)
+        ):
+            names.append(node.id if isinstance(node, ast.Name) else node.attr)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.extend(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.alias):
+            names.append((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            names.append(node.arg)
+        for name in names:
+            bound[name] = bound.get(name, 0) + 1
+    found: dict[str, float] = {}
+
+    def scan(body: list[ast.stmt], klass: str | None) -> None:
+        for statement in body:
+            target: ast.expr | None = None
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target, value = statement.targets[0], statement.value
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                target, value = statement.target, statement.value
+            if not isinstance(target, ast.Name) or bound.get(target.id) != 1:
+                continue
+            number = _number(value)
+            if number is None:
+                continue
+            if klass is None:
+                found[target.id] = number
+            else:
+                for head in ("self", "cls", klass):
+                    found[f"{head}.{target.id}"] = number
+
+    scan(tree.body, None)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            scan(node.body, node.name)
+    return found
+
+
+#: Calls an arithmetic check is wrapped in (their result is decided by the value inside).
+_WRAPPERS = frozenset(
+    {"abs", "round", "float", "int", "complex", "math.fabs", "fabs", "math.floor", "math.ceil"}
+)
+
+
+def _unwrapped(node: ast.expr) -> ast.expr:
+    """``node`` without the wrappers ``abs(...)``, ``round(..., 3)``, ``-...`` around it."""
+    while True:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            node = node.operand
+        elif (
+            isinstance(node, ast.Call)
+            and _dotted(node.func) in _WRAPPERS
+            and node.args
+            and not node.keywords
+            and not isinstance(node.args[0], ast.Starred)
+            and all(_expected(a) for a in node.args[1:])
+        ):
+            node = node.args[0]
+        else:
+            return node
+
+
+def _arithmetic(node: ast.expr, probe: _Probe) -> list[_Check] | None:
+    """The operands an arithmetic observed value is decided by (``None``: not arithmetic).
+
+    ``abs(mean(xs) - 2.5)`` computed in the sandbox is decided by the ``__sub__`` /
+    ``__abs__`` of whatever ``mean`` returned, which is handed the literal: an object that
+    answers ``0.0`` would match the reference without computing anything. So the operands
+    are observed instead (each by its exact type and value), and a literal operand is left
+    out of the probe like any expected side. A difference of two computed values compares
+    them (:data:`NOTE_TWO_SIDES`).
+    """
+    inner = _unwrapped(node)
+    if not isinstance(inner, ast.BinOp):
+        return None
+    operands = [inner.left, inner.right]
+    computed = [o for o in operands if not _expected(o)]
+    for o in operands:
+        if not any(o is c for c in computed):
+            _drop(o)
+    if len(computed) == 2 and isinstance(inner.op, ast.Sub):
+        probe.note(NOTE_TWO_SIDES)
+    return [c for o in computed for c in _value(o, probe)]
+
+
+def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
+    """``abs(got - want) < tol`` (or ``<=``, ``tol > ...``): ``got`` within ``tol`` on the host.
+
+    ``want`` a literal: ``got`` is observed with the absolute tolerance ``tol`` (a literal
+    or a named constant of the module, :func:`_constants`) and compared on the host with
+    the reference's; neither ``want`` nor the comparison is in the probe. Both computed:
+    both are observed so (:data:`NOTE_TWO_SIDES`). ``None``: not this shape.
+    """
+    if len(test.ops) != 1:
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        difference, bound = left, right
+    elif isinstance(op, (ast.Gt, ast.GtE)):
+        difference, bound = right, left
+    else:
+        return None
+    tolerance = _number(bound)
+    if tolerance is None or not (
+        isinstance(difference, ast.Call)
+        and _dotted(difference.func) in ("abs", "math.fabs", "fabs")
+        and len(difference.args) == 1
+        and not difference.keywords
+        and isinstance(difference.args[0], ast.BinOp)
+        and isinstance(difference.args[0].op, ast.Sub)
+    ):
+        return None
+    operands = [difference.args[0].left, difference.args[0].right]
+    computed = [o for o in operands if not _expected(o)]
+    if not computed:
+        return None
+    for o in operands:
+        if not any(o is c for c in computed):
+            _drop(o)
+    _drop(bound)
+    if len(computed) == 2:
+        probe.note(NOTE_TWO_SIDES)
+    return [
+        _Check(c.value, c.approx or (0.0, tolerance)) for o in computed for c in _value(o, probe)
+    ]
 
 
 class _Check:
@@ -451,6 +599,11 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
         if name in _PATTERNS and len(node.args) == 2 and _expected(node.args[0]):
             _drop(node.args[0])
             return _value(node.args[1], probe)
+    arithmetic = _arithmetic(node, probe)
+    if arithmetic is not None:
+        return arithmetic
+    if _literal_arithmetic(node):
+        probe.note(NOTE_INNER)
     for inner in ast.walk(node):
         if isinstance(inner, ast.Compare) and any(
             _expected(o) and not (isinstance(o, ast.Constant) and o.value in (None, True, False))
@@ -461,6 +614,42 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
     if _decided_by_call(node, probe):
         probe.note(NOTE_CALL_CHECK)
     return [_Check(node)]
+
+
+#: Calls whose arguments are part of the observed value, not inputs of the code under test.
+_VALUE_CALLS = _WRAPPERS | {"str", "repr", "bool", "max", "min", "sum", "len", "sorted"}
+
+
+def _literal_arithmetic(node: ast.expr) -> bool:
+    """Whether observed value ``node`` holds arithmetic of a computed value with a literal.
+
+    ``[mean(xs) - 2.5]``, ``(got - 2.5).real``: the computed operand's methods are handed
+    the literal and decide the result. Arguments of other calls (``f(n - 1)``), indices,
+    comprehensions and lambdas are inputs, not looked into.
+    """
+    stack = [node]
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, ast.BinOp):
+            sides = (inner.left, inner.right)
+            if any(_literal_argument(o) for o in sides) and not all(_expected(o) for o in sides):
+                return True
+            stack.extend(sides)
+        elif isinstance(inner, (ast.UnaryOp, ast.Starred)):
+            stack.append(inner.operand if isinstance(inner, ast.UnaryOp) else inner.value)
+        elif isinstance(inner, (ast.List, ast.Tuple, ast.Set)):
+            stack.extend(inner.elts)
+        elif isinstance(inner, ast.Dict):
+            stack.extend(v for v in (*inner.keys, *inner.values) if v is not None)
+        elif isinstance(inner, (ast.Attribute, ast.Subscript)):
+            stack.append(inner.value)
+        elif isinstance(inner, ast.Call):
+            stack.append(inner.func)
+            if _dotted(inner.func) in _VALUE_CALLS:
+                stack.extend(inner.args)
+        elif isinstance(inner, ast.IfExp):
+            stack.extend((inner.body, inner.orelse))
+    return False
 
 
 def _literal_argument(node: ast.expr) -> bool:
@@ -577,6 +766,9 @@ def _identity(test: ast.Compare, probe: _Probe) -> list[_Check]:
 def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     """The computed values a check of ``test`` depends on."""
     if isinstance(test, ast.Compare):
+        within = _within(test, probe)
+        if within is not None:
+            return within
         return _pick([test.left, *test.comparators], probe) + _identity(test, probe)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _observed(test.operand, probe)
@@ -586,7 +778,7 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
         return [_Check(test.args[0])] if test.args else []
     close = _isclose(test)
     if close is not None:
-        return [_Check(close[0], close[1])]
+        return [_Check(c.value, c.approx or close[1]) for c in _value(close[0], probe)]
     if _expected(test):
         _drop(test)
         return []
@@ -886,6 +1078,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     tree = ast.parse(source)
     found = _tables.analyse(tree)
     marks = _Marks(set(marked))
+    constants = _CONSTANTS.set(_constants(tree))
     token = _MARKS.set(marks)
     try:
         probe = _Probe()
@@ -893,6 +1086,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
         tree = probe.visit(tree)
     finally:
         _MARKS.reset(token)
+        _CONSTANTS.reset(constants)
     return tree, probe, marks, found
 
 
