@@ -8,8 +8,12 @@ Information keys (stable; present on every ``step``, and all but the step-only o
 ``reset``):
 
 =====================  ======================================================================
-``task_id``            ``str``: id of the current task.
+``task_id``            ``str``: id of the current task; ``custom-<digest>`` for a passed record
+                       (:func:`custom_task`), a namespace no task source uses.
 ``task_index``         ``int | None``: index in the task source (``None`` for a passed record).
+``custom_task``        ``bool``: the task is a record passed with ``options={"task": ...}``,
+                       not one of the source's tasks: leaderboards and pass@k of the source
+                       leave such episodes out.
 ``turn``               ``int``: actions taken so far in this episode (0 after ``reset``).
 ``max_turns``          ``int``: the turn limit; reaching it truncates the episode.
 ``is_correct``         ``bool``: whether the task is solved (so far).
@@ -21,6 +25,12 @@ Information keys (stable; present on every ``step``, and all but the step-only o
                        and only its first ``action_space.max_length`` characters were read.
 =====================  ======================================================================
 
+A ``reset`` checks all its arguments before it changes anything: one that raises on a bad
+argument (an unknown option, an index out of range, an unusable or oversized task record, a
+bad seed) leaves the previous episode exactly as it was, still playable. If the family's own
+start fails after that (``_start`` raised), the episode is ended (``step`` raises
+``ResetNeeded``): never half-switched.
+
 Only on a step whose action copies a worked example an agent shows
 (:mod:`rllm_envs.demonstrations`): ``copied_demonstration`` (``str``, its name). Such a step
 earns 0 in every reward component and is an invalid action.
@@ -28,6 +38,8 @@ earns 0 in every reward component and is an invalid action.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, SupportsFloat
@@ -39,13 +51,31 @@ from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration, copied_demon
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import UnicodeText, action_space, observation_space
 from rllm_envs.tasks import Task, TaskSource
+from rllm_envs.utils import to_jsonable
 
-__all__ = ["TextEnv", "Transition", "INFO_KEYS", "STEP_INFO_KEYS", "spec_demonstrations"]
+__all__ = [
+    "TextEnv",
+    "Transition",
+    "INFO_KEYS",
+    "STEP_INFO_KEYS",
+    "CUSTOM_ID_PREFIX",
+    "MAX_TASK_CHARS",
+    "custom_task",
+    "spec_demonstrations",
+]
 
 #: Keys present in the ``info`` of ``reset`` and ``step``.
 INFO_KEYS = ("task_id", "task_index", "turn", "max_turns", "is_correct")
 #: Keys present only in the ``info`` of ``step``.
 STEP_INFO_KEYS = ("reward_components", "invalid_action", "invalid_reason", "action_truncated")
+
+#: Prefix of the id of every task record passed with ``options={"task": ...}``: the rest is a
+#: digest of the record's content, so a client-written task never carries a source's task id.
+CUSTOM_ID_PREFIX = "custom-"
+#: Largest task record a ``reset`` accepts, in characters of its canonical JSON: linear costs
+#: (prompt building, grading against the problem text) stay bounded. Families whose cost grows
+#: faster with some field cap that field in their ``_check_task`` (FrozenLake: the map size).
+MAX_TASK_CHARS = 4 * 1024 * 1024
 
 _TRUNCATION_MARKER = "\n[... observation truncated ...]"
 
@@ -101,6 +131,8 @@ class TextEnv(gym.Env[str, str]):
     #: Worked examples agents show: an action copying one earns 0 in every component. A
     #: registered id also knows the worked examples of its agent-facing spec.
     demonstrations: ClassVar[tuple[Demonstration, ...]] = DEMONSTRATIONS
+    #: Largest passed task record, in characters of canonical JSON (:data:`MAX_TASK_CHARS`).
+    max_task_chars: ClassVar[int] = MAX_TASK_CHARS
 
     observation_space: UnicodeText
     action_space: UnicodeText
@@ -172,18 +204,29 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Start a new episode; see the class docstring for ``options``."""
-        super().reset(seed=seed)
+        """Start a new episode; see the class docstring for ``options``.
+
+        Every argument is checked before anything changes: a reset that raises on one leaves
+        the previous episode as it was. If the family's start fails after that, the episode
+        is ended (``step`` raises ``ResetNeeded``).
+        """
         options = dict(options or {})
         unknown = set(options) - {"index", "task"}
         if unknown:
             raise InvalidEnvConfig(
                 f"Unknown reset option(s) {sorted(unknown)}; expects 'index' or 'task'."
             )
-        task, index = select_task(self.tasks, options, self.np_random, self._check_task)
+        drawn = "task" not in options and options.get("index") is None
+        chosen = None if drawn else self._select(options, None)
+        super().reset(seed=seed)  # a bad seed raises here, before any state changed
+        task, index = self._select(options, self.np_random) if chosen is None else chosen
         self.task, self.task_index = task, index
         self.turn, self.is_correct, self.done = 0, False, False
-        observation, extra = self._start(task)
+        try:
+            observation, extra = self._start(task)
+        except BaseException:
+            self.done = True  # ended, never half-started: step() raises ResetNeeded
+            raise
         self.last_observation = self._clip(observation)
         return self.last_observation, {**self._info(), **extra}
 
@@ -266,11 +309,19 @@ class TextEnv(gym.Env[str, str]):
 
     # ---------------------------------------------------------------------- internals
 
+    def _select(
+        self, options: Mapping[str, Any], rng: np.random.Generator | None
+    ) -> tuple[Task, int | None]:
+        return select_task(
+            self.tasks, options, rng, self._check_task, max_task_chars=self.max_task_chars
+        )
+
     def _info(self) -> dict[str, Any]:
         assert self.task is not None
         return {
             "task_id": self.task["id"],
             "task_index": self.task_index,
+            "custom_task": self.task_index is None,
             "turn": self.turn,
             "max_turns": self.max_turns,
             "is_correct": self.is_correct,
@@ -286,10 +337,15 @@ class TextEnv(gym.Env[str, str]):
 def select_task(
     tasks: TaskSource,
     options: Mapping[str, Any],
-    rng: np.random.Generator,
+    rng: np.random.Generator | None,
     check_task: Callable[[Task], None],
+    *,
+    max_task_chars: int = MAX_TASK_CHARS,
 ) -> tuple[Task, int | None]:
-    """The task of a ``reset``: ``options["task"]`` (checked), ``options["index"]`` or a draw.
+    """The task of a ``reset``: a passed record, ``options["index"]`` or a draw.
+
+    ``options["task"]`` goes through :func:`custom_task`; only a draw uses ``rng``, so the
+    other two can be checked before the env is seeded (``rng=None``).
 
     Returns:
         The task and its index in ``tasks`` (``None`` for a passed record).
@@ -297,21 +353,64 @@ def select_task(
     if "task" in options and "index" in options:
         raise InvalidEnvConfig("Pass either options['index'] or options['task'], not both.")
     if "task" in options:
-        if not isinstance(options["task"], Mapping):
-            raise InvalidEnvConfig(
-                "Expects options['task'] to be a task record (dict), actual type: "
-                f"{type(options['task']).__name__}."
-            )
-        task = dict(options["task"])
-        check_task(task)
-        task.setdefault("id", "custom")
-        return task, None
+        return custom_task(options["task"], check_task, max_chars=max_task_chars), None
     index = options.get("index")
     if index is None:
+        if rng is None:
+            raise ValueError("select_task needs an rng to draw a task index.")
         # A one-task source draws nothing, so wrapped envs keep their RNG stream.
         n = len(tasks)
         index = 0 if n == 1 else int(rng.integers(n))
     return tasks[index], index
+
+
+def custom_task(
+    record: Any, check_task: Callable[[Task], None], *, max_chars: int = MAX_TASK_CHARS
+) -> Task:
+    """A task record passed with ``options={"task": record}``, checked and given its own id.
+
+    A passed record never passes for one of the source's tasks: its ``id`` is always
+    ``custom-<digest>`` (:data:`CUSTOM_ID_PREFIX`, then 16 hex digits of the SHA-256 of the
+    record's canonical JSON without ``id`` and ``client_id``), so the same content always
+    gets the same id. An ``id`` the client gave is kept as ``client_id``. Replaying the
+    result (``env.unwrapped.task``) gives the same task and id.
+
+    Raises:
+        InvalidEnvConfig: For a record that is not a mapping, is larger than ``max_chars``
+            characters of canonical JSON, or that ``check_task`` refuses.
+    """
+    if not isinstance(record, Mapping):
+        raise InvalidEnvConfig(
+            "Expects options['task'] to be a task record (dict), actual type: "
+            f"{type(record).__name__}."
+        )
+    task = dict(record)
+    given = task.pop("id", None)
+    client_id = task.pop("client_id", None)
+    content = _canonical_json(task)
+    if len(content) > max_chars:
+        raise InvalidEnvConfig(
+            f"The task record is too large: {len(content):,} characters of JSON, over the "
+            f"limit of {max_chars:,} (`max_task_chars` of the env class)."
+        )
+    check_task(task)
+    task_id = CUSTOM_ID_PREFIX + hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+    if given is not None and str(given) != task_id:
+        client_id = given
+    if client_id is not None:
+        task["client_id"] = str(client_id)[:256]
+    task["id"] = task_id
+    return task
+
+
+def _canonical_json(task: Mapping[str, Any]) -> str:
+    """``task`` as JSON with sorted keys and no spaces (values that are not JSON as text)."""
+    try:
+        return json.dumps(
+            to_jsonable(task), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
+    except (TypeError, ValueError, RecursionError):
+        return repr(sorted(task.items(), key=lambda kv: str(kv[0])))
 
 
 def spec_demonstrations(

@@ -15,6 +15,7 @@ from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.frozenlake.lake import (
     ACTION_NAMES,
+    MAX_MAP_SIZE,
     optimal_policy,
     parse_action,
     random_map,
@@ -109,7 +110,8 @@ class FrozenLakeEnv(TextEnv):
       way with probability ``success_rate``, else to either side.
     - ``success_rate`` (float, default 1/3): as in Gymnasium.
     - ``map_name`` (``"4x4"`` / ``"8x8"``) or ``desc`` (list of rows): a fixed map instead of
-      random ones.
+      random ones. A map (``desc`` or a passed task record's ``map``) has at most 32 rows
+      and 32 columns (``MAX_MAP_SIZE``, the largest random map); a larger one is refused.
     - ``task_seed`` (int, default 0): seed of the random-map universe; task ``i`` is a pure
       function of ``(task_seed, i, difficulty)``.
     - ``max_turns`` (int, default ``4 * size``, ``8 * size`` if slippery).
@@ -151,8 +153,10 @@ class FrozenLakeEnv(TextEnv):
         size = preset_size if size is None else size
         hole_density = preset_density if hole_density is None else hole_density
         self.is_slippery = preset_slippery if is_slippery is None else bool(is_slippery)
-        if not isinstance(size, int) or not 2 <= size <= 32:
-            raise InvalidEnvConfig(f"Expects `size` to be an int in [2, 32], actual: {size!r}.")
+        if not isinstance(size, int) or not 2 <= size <= MAX_MAP_SIZE:
+            raise InvalidEnvConfig(
+                f"Expects `size` to be an int in [2, {MAX_MAP_SIZE}], actual: {size!r}."
+            )
         if not 0.0 <= hole_density <= 0.5:
             raise InvalidEnvConfig(
                 f"Expects `hole_density` in [0, 0.5] (denser maps rarely have a path), "

@@ -35,11 +35,15 @@ from rllm_envs.text import answer_text
 
 __all__ = [
     "ACTION_NAMES",
+    "MAX_MAP_SIZE",
     "parse_action",
     "render_board",
     "optimal_policy",
     "validate_map",
 ]
+
+#: Most rows and columns of a map: the largest random map (``size`` 32) the env generates.
+MAX_MAP_SIZE = 32
 
 #: Gymnasium's FrozenLake action ids, in order.
 ACTION_NAMES = ("Left", "Down", "Right", "Up")
@@ -149,11 +153,35 @@ def random_map(rng: np.random.Generator, size: int, hole_density: float) -> list
 def validate_map(rows: Sequence[str]) -> list[str]:
     """Check a map (rows of ``S``/``F``/``H``/``G``) and return it as a list of strings.
 
+    A map has at most :data:`MAX_MAP_SIZE` rows and columns, the largest the random-map
+    generator makes (``size`` in ``[2, 32]``): building Gymnasium's transition table and the
+    oracle's plan grow with the cells (and their square), so a larger map would cost seconds
+    and gigabytes per reset. Each row is a string (Gymnasium's ``bytes`` rows are decoded).
+
     Raises:
-        ValueError: If the map is empty, ragged, has other characters, or not exactly one
-            ``S`` and at least one ``G``.
+        ValueError: If the map is not a list of rows, is empty, larger than
+            ``MAX_MAP_SIZE`` x ``MAX_MAP_SIZE``, ragged, has other characters, or not exactly
+            one ``S`` and at least one ``G``.
     """
-    rows = [str(r) for r in rows]
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence | np.ndarray):
+        raise ValueError(
+            f"Expects a map as a list of row strings, e.g. ['SFFF', 'FHFH', 'FFFH', 'HFFG'], "
+            f"actual type: {type(rows).__name__}."
+        )
+    if len(rows) > MAX_MAP_SIZE:
+        raise ValueError(f"Expects at most {MAX_MAP_SIZE} map rows, actual: {len(rows):,}.")
+    checked = []
+    for row in rows:
+        if isinstance(row, bytes):
+            row = row.decode("ascii", "replace")
+        if not isinstance(row, str):
+            raise ValueError(f"Expects each map row to be a string, actual: {type(row).__name__}.")
+        if len(row) > MAX_MAP_SIZE:
+            raise ValueError(
+                f"Expects at most {MAX_MAP_SIZE} map columns, actual: a row of {len(row):,}."
+            )
+        checked.append(row)
+    rows = checked
     if not rows or not rows[0]:
         raise ValueError("Expects a non-empty map, e.g. ['SFFF', 'FHFH', 'FFFH', 'HFFG'].")
     if any(len(r) != len(rows[0]) for r in rows):
