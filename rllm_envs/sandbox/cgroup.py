@@ -65,6 +65,10 @@ class SandboxCgroup(ABC):
         """The processes in the group."""
 
     @abstractmethod
+    def members(self) -> set[int]:
+        """The processes in every hierarchy of the group (v1: memory, pids and cpu alike)."""
+
+    @abstractmethod
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
 
@@ -180,6 +184,13 @@ class _V1(SandboxCgroup):
             found |= set(_read_pids(os.path.join(self.cpu, "cgroup.procs")))
         return sorted(found)
 
+    def members(self) -> set[int]:
+        found = set(_read_pids(os.path.join(self.pid_dir, "cgroup.procs")))
+        found &= set(_read_pids(os.path.join(self.memory, "cgroup.procs")))
+        if self.cpu is not None:
+            found &= set(_read_pids(os.path.join(self.cpu, "cgroup.procs")))
+        return found
+
     def oom_kills(self) -> int:
         return _read_counter(os.path.join(self.memory, "memory.oom_control"), "oom_kill")
 
@@ -214,6 +225,9 @@ class _V2(SandboxCgroup):
 
     def pids(self) -> list[int]:
         return _read_pids(os.path.join(self.path, "cgroup.procs"))
+
+    def members(self) -> set[int]:
+        return set(self.pids())
 
     def oom_kills(self) -> int:
         return _read_counter(os.path.join(self.path, "memory.events"), "oom_kill")

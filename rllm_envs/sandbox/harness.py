@@ -554,6 +554,9 @@ def _make_streams() -> tuple[Any, Any, Any]:
 
 
 _STREAMS: tuple[Any, Any, Any] | None = None
+# The executor's own standard streams, kept referenced: a test process that replaces them
+# then does not free them (freeing writes to their pages: more copy-on-write faults).
+_OWN_STREAMS: tuple[Any, ...] = ()
 
 
 def prepare_streams() -> None:
@@ -563,7 +566,15 @@ def prepare_streams() -> None:
     of a test's start). They are built while descriptors 0-2 are in-memory files, as in a
     test (seekable, the same buffer sizes), then the executor's own streams are put back.
     """
-    global _STREAMS
+    global _STREAMS, _OWN_STREAMS
+    _OWN_STREAMS = (
+        sys.stdin,
+        sys.stdout,
+        sys.stderr,
+        sys.__stdin__,
+        sys.__stdout__,
+        sys.__stderr__,
+    )
     saved = [os.dup(fd) for fd in (0, 1, 2)]
     try:
         for fd in (0, 1, 2):
@@ -706,6 +717,38 @@ def _read_frame() -> bytearray | None:
     return body if _read_exact(body) else None
 
 
+def _json_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    if type(value) is float and math.isfinite(value):
+        return repr(value)  # what json.dumps writes for a finite float
+    if type(value) is str and value.isascii() and value.isidentifier():
+        return f'"{value}"'  # no character that needs an escape
+    if type(value) is list:
+        return "[" + ",".join(_json_value(v) for v in value) + "]"
+    raise TypeError(f"not written by header_json: {value!r}")
+
+
+def header_json(header: dict[str, Any]) -> str:
+    """A record's header as JSON text, without importing ``json``.
+
+    Importing ``json`` (and ``re`` with it) costs a sandbox a few ms before its first
+    record, on the critical path of a pooled judge. Headers hold only names, integers,
+    finite floats, ``None``, booleans and lists of those; anything else falls back to
+    ``json`` (the host parses either with ``json.loads``).
+    """
+    try:
+        return "{" + ",".join(f"{_json_value(k)}:{_json_value(v)}" for k, v in header.items()) + "}"
+    except TypeError:
+        import json
+
+        return json.dumps(header, ensure_ascii=True)
+
+
 def _prctl(option: int, value: int) -> int:
     # An int return type that is a direct _SimpleCData subclass comes back as an int.
     import _ctypes
@@ -758,9 +801,7 @@ class _Executor:
 
     def emit(self, header: dict[str, Any], *blobs: bytes) -> None:
         """One record: length, a JSON header line, then the raw blobs it gives the sizes of."""
-        import json
-
-        body = json.dumps(header, ensure_ascii=True).encode("ascii") + b"\n"
+        body = header_json(header).encode("ascii") + b"\n"
         size = len(body) + sum(len(blob) for blob in blobs)
         parts = [memoryview(p) for p in (size.to_bytes(4, "big"), body, *blobs) if p]
         while parts:  # one writev, one wake-up of the host, unless the pipe is full
@@ -888,6 +929,10 @@ def main(channel: int) -> None:
     # Done before the spec is read: in a sandbox started ahead of time (a pool) this costs
     # nothing on the critical path.
     base = _prelude_namespace(PRELUDE)
+    prepare_streams()  # unused by C++ tests, but costly after the spec arrives
+    import gc
+
+    gc.freeze()
     frame = _read_frame()
     if frame is None:  # the pool closed this sandbox unused
         return
@@ -919,10 +964,6 @@ def main(channel: int) -> None:
             executor.base = _prelude_namespace(prelude)
         if spec["kind"] == "functional":
             import json  # noqa: F401  (imported once here, used by every test)
-    if executor.binary is None:
-        prepare_streams()
-    import gc
-
     gc.freeze()  # test processes inherit a frozen heap: their collections skip it (less COW)
     for index in range(len(spec["time_limits"])):
         data = _read_frame()

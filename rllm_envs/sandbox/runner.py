@@ -460,6 +460,14 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         os.close(write)
         for fd in launch_fds:
             os.close(fd)
+    if group is not None:
+        # Into the group at once, while the wrapper is still setting up: what it forks
+        # from now on starts inside. The first move into a group waits for the kernel (an
+        # RCU grace period, several ms), which here overlaps the wrapper's start instead of
+        # following it; right after it, further moves are quick: the wrapper's processes
+        # forked meanwhile follow at once. attach_group checks them all (and moves any
+        # still outside) once the bootstrap has started, before the program is sent.
+        _attach_tree(group, proc.pid, set())
     return Sandbox(proc=proc, backend=backend, channel=read, group=group, lease=lease)
 
 
@@ -489,7 +497,14 @@ def attach_group(sandbox: Sandbox, deadline: float) -> None:
     if not wait_readable(proc.stderr.fileno(), deadline - time.monotonic()):
         return
     sandbox.stderr_head = os.read(proc.stderr.fileno(), 1)
-    for pid in [proc.pid, *_descendants(proc.pid)]:
+    _attach_tree(group, proc.pid, group.members())  # usually all inside already (spawn)
+
+
+def _attach_tree(group: cgroup.SandboxCgroup, root: int, inside: set[int]) -> None:
+    """Move ``root`` and its descendants that are not ``inside`` into ``group``."""
+    for pid in [root, *_descendants(root)]:
+        if pid in inside:
+            continue
         try:
             group.attach(pid)
         except OSError:  # it exited meanwhile, or is a wrapper we may not move

@@ -1,0 +1,68 @@
+"""What the sandbox does ahead of the program to start it fast, without leaving anything out.
+
+The speed itself is measured by ``benchmarks/perf`` (``bench_sandbox``, ``bench_judge``);
+these tests check the behaviour those savings rely on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from rllm_envs.code.judge import TestCase, judge
+from rllm_envs.sandbox import Limits, cgroup, harness, runner, select_backend
+
+needs_cgroups = pytest.mark.skipif(
+    not cgroup.available(), reason="no per-sandbox control groups on this machine"
+)
+
+
+@needs_cgroups
+def test_the_wrapper_is_in_its_group_from_the_start(backend):
+    # spawn moves the wrapper into the group at once (the first move waits for the kernel,
+    # which overlaps the wrapper's start); once the bootstrap has started, every process
+    # of the sandbox is in the group, and what the program forks is too.
+    sandbox = runner.spawn(select_backend(backend), Limits())
+    assert sandbox.group is not None
+    assert sandbox.proc.pid in sandbox.group.members()
+    code = (
+        "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\nprint(1)\n"
+    )
+    group = sandbox.group
+    runner.attach_group(sandbox, time.monotonic() + 30)
+    tree = [sandbox.proc.pid, *runner._descendants(sandbox.proc.pid)]
+    assert set(tree) <= group.members()
+    result, _ = runner.communicate(sandbox, runner.program_header(code), Limits(), time.monotonic())
+    assert result.ok and result.stdout == "1\n", result
+
+
+def test_header_json_is_what_json_reads():
+    headers = [
+        {
+            "index": 3,
+            "outcome": "exited",
+            "code": None,
+            "signal": 9,
+            "cpu": 0.0012,
+            "wall": 1e-05,
+            "maxrss_kb": 9000,
+            "sizes": [-1, 0, 12],
+        },
+        {"compiled": 0.25, "error": 0},
+        {"running": 2},
+        {"done": True},
+        {"odd": 'a "quoted" name', "n": float("inf")},  # not a record: json writes it
+    ]
+    for header in headers:
+        assert json.loads(harness.header_json(header)) == header
+    assert harness.header_json({"done": True}) == '{"done":true}'
+
+
+def test_the_executor_imports_no_json_for_stdin_tests(backend):
+    # Importing json (and re) before the first record cost every pooled judge a few ms;
+    # a stdin test process inherits the executor's modules, so it sees what was imported.
+    code = "import sys\nprint(sorted(m for m in ('json', 're') if m in sys.modules))\n"
+    result = judge(code, [TestCase("", "[]\n")], backend=backend, warm=False)
+    assert result.verdicts == ["AC"], result
