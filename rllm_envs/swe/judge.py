@@ -54,6 +54,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import re
 import secrets
 import threading
 import time
@@ -84,6 +85,7 @@ __all__ = [
     "warm_up",
     "probe_files",
     "probe_notes",
+    "judged_files",
     "probe_ids",
     "reference_outcomes",
     "run_probes",
@@ -638,6 +640,50 @@ def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
     return bool(observed.get("end") == ["ended", "P"])
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _module_word(path: str) -> str:
+    """The name an import of test module ``path`` mentions (its package's for ``__init__``)."""
+    parts = path.split("/")
+    name = parts[-1][: -len(".py")]
+    return parts[-2] if name == "__init__" and len(parts) > 1 else name
+
+
+def judged_files(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
+    """``files`` without the test modules the tests ``ids`` cannot load.
+
+    Kept: every file outside the test suite, every data file of it, the modules of ``ids``,
+    every module of the test suite a kept module names (``from tests.helpers import x``,
+    ``pytest_plugins = ["fixtures"]``: its file name, or its package's for an
+    ``__init__.py``, appears in the kept module's text as a word), and the ``conftest.py`` /
+    ``__init__.py`` files of the folders above a kept module. The rest is neither sent to
+    the sandbox nor counted in the verdict's trust: a shape the probe cannot decide on the
+    host in an unrelated test module does not withhold a verdict it plays no part in, and
+    its values are not in the sandbox's memory either. A module loaded some other way
+    (``importlib.import_module`` of a computed name) is missing there, with the reference
+    too: its test ends differently than the unchanged test did, and the verdict says so.
+    """
+    modules = {p for p in files if p.endswith(".py") and is_test_path(p)}
+    kept = {node.partition("::")[0] for node in ids} & modules
+    while True:
+        folders = {"/".join(p.split("/")[:i]) for p in kept for i in range(p.count("/") + 1)}
+        words = {w for p in kept for w in _WORD.findall(files[p])}
+        more = {
+            p
+            for p in modules - kept
+            if _module_word(p) in words
+            or (
+                p.rsplit("/", 1)[-1] in ("conftest.py", "__init__.py")
+                and (p.rpartition("/")[0] in folders)
+            )
+        }
+        if not more:
+            break
+        kept |= more
+    return {p: t for p, t in files.items() if p not in modules or p in kept}
+
+
 def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
     """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
 
@@ -782,7 +828,7 @@ def _run_reference(
     backend: str | Backend | None,
     warm: bool,
 ) -> Reference:
-    probes, complete = probe_files(ref)
+    probes, complete = probe_files(judged_files(ref, ids))
     raw: list[dict[str, Any]] = []
     nonce = secrets.token_hex(16)
     reports: dict[str, RunReport] = {}
@@ -882,8 +928,8 @@ def run_probes(
     before its end there (some of its checks then run only in the sandbox's process, or
     not at all; see :mod:`rllm_envs.swe.probe`).
     """
-    probes, complete = probe_files(_check_files(files))
     ids = [str(t) for t in tests]
+    probes, complete = probe_files(judged_files(_check_files(files), ids))
     decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
     trust = "host" if complete and decided else "host_partial"
 
@@ -979,7 +1025,7 @@ def verdict(
                 error=failed.sandbox_error,
                 verdict_trust="host",
             )
-        weakened = probe_notes(_check_files(files))
+        weakened = probe_notes(judged_files(_check_files(files), ids))
         if not all((reference.observed.get(t) or {}).get("observed") for t in ids):
             weakened += (NOTE_NOTHING_OBSERVED,)
         elif not all(_decided_on_host(reference.observed.get(t)) for t in ids):
