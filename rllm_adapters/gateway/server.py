@@ -217,7 +217,9 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8400)
     parser.add_argument("--store", help="episode store (SQLite) that sessions are recorded in")
-    parser.add_argument("--run", help="run name of recorded episodes")
+    parser.add_argument(
+        "--run", help="run name of recorded episodes (with --api-key: RUN:CLIENT per client)"
+    )
     parser.add_argument(
         "--api-key",
         action="append",

@@ -1,5 +1,6 @@
 """Hostile clients get a clear error and harm nobody else: huge bodies, slow senders, slow
-readers, malformed JSON, missing tokens, another client's session, floods. A second gateway,
+readers, malformed JSON, missing tokens, another client's session or run, floods, a full
+queue. A second gateway,
 with tokens and tight limits, in front of the package's real vLLM engine."""
 
 from __future__ import annotations
@@ -102,27 +103,39 @@ def test_bad_bodies(guarded):
     served(guarded.url)
 
 
-def test_another_clients_session_is_refused(guarded):
+def test_another_clients_session_and_run_are_out_of_reach(guarded):
+    """Session ids are per client: Bob using Alice's session id (URL or header) gets his own
+    session, never hers, and cannot end, read or block hers; nor can he name her run."""
     url = guarded.url
-    r = httpx.post(url + "/sessions", json={"env_id": "x"}, headers=ALICE)
+    r = httpx.post(url + "/sessions", json={"env_id": "x", "run": "alice-run"}, headers=ALICE)
     sid = r.json()["session_id"]
     base = r.json()["base_url"]
     assert (
         httpx.post(base + "/completions", json=CALL, headers=ALICE, timeout=60).status_code == 200
     )
-    error(httpx.post(base + "/completions", json=CALL, headers=BOB), 403, "session_forbidden")
-    error(
-        httpx.post(url + "/v1/completions", json=CALL, headers={**BOB, "X-Session-Id": sid}),
-        403,
+    # Bob's calls under her id go to his own session of that id.
+    assert httpx.post(base + "/completions", json=CALL, headers=BOB, timeout=60).status_code == 200
+    r = httpx.post(
+        url + "/v1/completions", json=CALL, headers={**BOB, "X-Session-Id": sid}, timeout=60
     )
-    error(httpx.get(f"{url}/sessions/{sid}", headers=BOB), 403)
-    error(httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1}, headers=BOB), 403)
+    assert r.status_code == 200
+    assert httpx.get(f"{url}/sessions/{sid}", headers=BOB).json()["calls"] == 2
+    assert httpx.get(f"{url}/sessions/{sid}", headers=ALICE).json()["calls"] == 1
+    bobs = httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1}, headers=BOB).json()
+    assert bobs["calls"] == 2
+    error(
+        httpx.post(url + "/sessions", json={"run": "alice-run"}, headers=BOB), 403, "run_forbidden"
+    )
     error(httpx.post(f"{url}/sessions/a%20b/v1/completions", json=CALL, headers=ALICE), 400)
     error(httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": "1"}, headers=ALICE), 400)
     done = httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1}, headers=ALICE).json()
-    assert done["calls"] == 1  # Bob's attempts recorded nothing
-    error(httpx.post(base + "/completions", json=CALL, headers=BOB), 403)
+    assert done["calls"] == 1  # Bob's calls recorded nothing in hers
     error(httpx.post(base + "/completions", json=CALL, headers=ALICE), 409, "session_ended")
+    store = guarded.gateway.store
+    assert store.get(done["episode"]).run == "alice-run"
+    assert store.get(bobs["episode"]).run == "gateway:bob"
+    clients = {e.trajectory.metadata["client"] for e in store.episodes(run="alice-run")}
+    assert clients == {"alice"}
 
 
 def _raw_connection(port):
@@ -156,8 +169,8 @@ def test_slow_sender_times_out_and_others_are_served(guarded):
         sock.close()
 
 
-def _unread_stream(port):
-    """Alice opens a long stream and reads none of it."""
+def _unread_stream(port, token=KEYS["alice"]):
+    """Alice (``token``; ``None``: no token) opens a long stream and reads none of it."""
     body = (
         b'{"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 1900, "stream": true, '
         b'"ignore_eos": true, "temperature": 1.0}'
@@ -167,7 +180,8 @@ def _unread_stream(port):
     sock.sendall(
         (
             "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Authorization: Bearer {KEYS['alice']}\r\nContent-Length: {len(body)}\r\n\r\n"
+            + (f"Authorization: Bearer {token}\r\n" if token else "")
+            + f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         + body
     )
@@ -236,3 +250,70 @@ def test_a_flood_is_rate_limited_per_client(guarded):
     assert limited and all(int(r.headers["retry-after"]) >= 1 for r in limited)
     assert limited[0].json()["error"]["code"] == "rate_limited"
     served(guarded.url, BOB)  # Bob has his own budget
+
+
+def test_a_full_queue_gets_503_and_metrics_count_what_was_served(launched, tmp_path):
+    """With one engine slot and a queue of one, a call while the slot is held and the queue
+    full gets 503 queue_full (Retry-After); once freed, calls are served, and /metrics and
+    /health report the real counts: requests, responses, tokens, the engine's load, sessions
+    stored."""
+    from rllm_adapters.gateway import GatewayConfig
+    from rllm_adapters.gateway.server import GatewayServer
+
+    config = GatewayConfig(
+        engines=[launched.gateway.pool.engines[0].url],
+        port=0,
+        store=str(tmp_path / "episodes.db"),
+        max_in_flight_per_engine=1,
+        max_queue=1,
+        request_timeout_s=30.0,
+    )
+    server = GatewayServer(config).start()
+    try:
+        url = server.url
+        health = httpx.get(url + "/health").json()
+        assert health["status"] == "ok" and [e["healthy"] for e in health["engines"]] == [True]
+        socks = [_unread_stream(server.port, token=None)]
+        try:
+            deadline = time.monotonic() + 30
+            while server.gateway.pool.engines[0].in_flight < 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            socks.append(_unread_stream(server.port, token=None))  # waits in the queue
+            while server.gateway.pool.waiting < 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            full = httpx.post(url + "/v1/completions", json=CALL, timeout=60)
+            error(full, 503, "queue_full")
+            assert int(full.headers["retry-after"]) >= 1
+            busy = httpx.get(url + "/metrics").json()
+            assert busy["in_flight"] == 2 and busy["queue"] == 1
+            assert busy["engines"][0]["in_flight"] == 1
+        finally:
+            for sock in socks:
+                sock.close()
+        assert _all_released(server)
+        before = httpx.get(url + "/metrics").json()
+        fixed = {**CALL, "max_tokens": 5, "ignore_eos": True}
+        for _ in range(3):
+            r = httpx.post(url + "/v1/completions", json=fixed, timeout=60)
+            assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+        sid = httpx.post(url + "/sessions", json={}).json()["session_id"]
+        r = httpx.post(f"{url}/sessions/{sid}/v1/completions", json=fixed, timeout=60)
+        assert r.status_code == 200
+        httpx.post(f"{url}/sessions/{sid}/reward", json={"reward": 1.0}).raise_for_status()
+        after = httpx.get(url + "/metrics").json()
+        engine_before, engine_after = before["engines"][0], after["engines"][0]
+        assert after["requests"]["rejected_503"] == 1
+        assert after["requests"]["responses"] - before["requests"]["responses"] == 7
+        assert engine_after["requests"] - engine_before["requests"] == 4
+        assert engine_after["completion_tokens"] - engine_before["completion_tokens"] == 20
+        assert after["completion_tokens"] - before["completion_tokens"] == 20
+        assert after["prompt_tokens"] - before["prompt_tokens"] == 4 * len(CALL["prompt"])
+        assert after["tokens_per_s"] > 0 and after["in_flight"] == 0 and after["queue"] == 0
+        assert after["sessions"] == {
+            "open": 0,
+            "stored": 1,
+            "store_errors": 0,
+            "recorded_calls": 1,
+        }
+    finally:
+        server.stop()
