@@ -144,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"imported {new} new episodes ({dup} already stored) into {args.db}")
         elif args.command == "verify":
             damaged = store.verify()
-            for error in damaged:
-                print(str(error), file=sys.stderr)
+            for episode_error in damaged:
+                print(str(episode_error), file=sys.stderr)
             written = max(store.written(), max((e.id for e in damaged), default=0))
             print(f"{written - len(damaged)} of {written} episodes intact")
             return 1 if damaged else 0
