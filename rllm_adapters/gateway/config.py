@@ -48,7 +48,10 @@ class GatewayConfig:
             sessions go to; ``None`` refuses session calls.
         run: Run name given to stored episodes (a session may set its own).
         api_keys: ``{principal: token}``; when set, every API call needs
-            ``Authorization: Bearer <token>`` and sessions belong to their principal.
+            ``Authorization: Bearer <token>``; session ids are per principal, a run belongs
+            to the principal that opened it, and a session naming no run goes to its
+            principal's own run ``"<run>:<principal>"`` (see
+            :class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
         admin_key: Token for ``/admin/*`` (weight swaps); loopback without keys needs none.
         max_body_bytes: Largest request body accepted (413 above).
         body_timeout_s: Seconds a client may take to send its whole request body (408 after).
