@@ -3,10 +3,12 @@
 Starting firejail costs about four bare interpreter starts, bubblewrap about two (see
 ``benchmarks/perf/bench_sandbox.py``). A :class:`SandboxPool` keeps a few sandboxes started
 and waiting -- limits set, interpreter up and, with ``program``, that program already
-loaded -- and starts a replacement in the background each time one is used. Each sandbox
-still runs exactly **one** program and is then killed, so runs are exactly as isolated from
-each other as with :func:`rllm_envs.sandbox.run`; only the start-up moves off the critical
-path (it still costs the same CPU).
+loaded -- and starts a replacement in the background each time one is used: once that run
+ends, or at once when no started sandbox is left (a start costs a few interpreter starts of
+CPU, which on a small machine would slow the run down). Each sandbox still runs exactly
+**one** program and is then killed, so runs are exactly as isolated from each other as with
+:func:`rllm_envs.sandbox.run`; only the start-up moves off the critical path (it still costs
+the same CPU).
 
 Idle sandboxes are killed by :meth:`SandboxPool.close`, at interpreter exit, and exit by
 themselves when this process dies (their standard input closes). A process forked from
@@ -84,6 +86,7 @@ class SandboxPool:
         self.program = program
         self._preload = program_header(program, trusted=True) if program is not None else b""
         self._idle: deque[Sandbox] = deque()
+        self._running = 0  # runs in progress (see _fill)
         self._closed = False
         self._pid = os.getpid()
         self._cond = threading.Condition()
@@ -149,22 +152,27 @@ class SandboxPool:
             data = program_header(code, limits.cpu_seconds) + data
         start = time.monotonic()
         sandbox = self._take()
-        if sandbox is None:
-            try:
-                sandbox = self._start()
-            except OSError as e:
-                return spawn_failure(self.backend, e, start), b""
-        return communicate(
-            sandbox,
-            data,
-            limits,
-            start,
-            forked=self.program is None,
-            channel_bytes=channel_bytes,
-            on_channel=on_channel,
-            more_input=more_input,
-            stall_limit=stall_limit,
-        )
+        try:
+            if sandbox is None:
+                try:
+                    sandbox = self._start()
+                except OSError as e:
+                    return spawn_failure(self.backend, e, start), b""
+            return communicate(
+                sandbox,
+                data,
+                limits,
+                start,
+                forked=self.program is None,
+                channel_bytes=channel_bytes,
+                on_channel=on_channel,
+                more_input=more_input,
+                stall_limit=stall_limit,
+            )
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()  # the filler may start the replacement now
 
     @property
     def closed(self) -> bool:
@@ -242,13 +250,24 @@ class SandboxPool:
                 sandbox = self._idle[0]
             if sandbox is not None:
                 self._idle.remove(sandbox)
-            self._cond.notify_all()  # the filler starts a replacement
+            self._running += 1
+            self._cond.notify_all()  # the filler starts a replacement (see _fill)
             return sandbox
+
+    def _needs_start(self) -> bool:
+        """Whether to start a sandbox now (called with the lock held).
+
+        Up to ``size``; while a run is in progress only if none is left started, since a
+        start (several interpreter starts' CPU) would slow the run down on a small
+        machine; else once the run ends.
+        """
+        idle = len(self._idle)
+        return idle < self.size and (idle == 0 or self._running == 0)
 
     def _fill(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and len(self._idle) >= self.size:
+                while not self._closed and not self._needs_start():
                     self._cond.wait()
                 if self._closed:
                     return

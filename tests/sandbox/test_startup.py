@@ -7,12 +7,22 @@ these tests check the behaviour those savings rely on.
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
 
 from rllm_envs.code.judge import TestCase, judge
-from rllm_envs.sandbox import Limits, cgroup, harness, runner, select_backend
+from rllm_envs.sandbox import (
+    Limits,
+    RunResult,
+    SandboxPool,
+    cgroup,
+    harness,
+    runner,
+    select_backend,
+)
+from rllm_envs.sandbox import pool as pool_module
 
 needs_cgroups = pytest.mark.skipif(
     not cgroup.available(), reason="no per-sandbox control groups on this machine"
@@ -66,3 +76,41 @@ def test_the_executor_imports_no_json_for_stdin_tests(backend):
     code = "import sys\nprint(sorted(m for m in ('json', 're') if m in sys.modules))\n"
     result = judge(code, [TestCase("", "[]\n")], backend=backend, warm=False)
     assert result.verdicts == ["AC"], result
+
+
+def test_the_pool_starts_the_replacement_once_the_run_ends(backend, monkeypatch):
+    # With another started sandbox waiting, a replacement's start (a few interpreter starts
+    # of CPU) would compete with the run; it starts when the run ends instead. A pool with
+    # none left started starts one at once.
+    starts: list[float] = []
+    spawn = pool_module.spawn
+
+    def counting(*args, **kwargs):
+        starts.append(time.monotonic())
+        return spawn(*args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "spawn", counting)
+    for size, deferred in ((2, True), (1, False)):
+        starts.clear()
+        with SandboxPool(size, backend=backend) as pool:
+            assert pool.wait_ready(60)
+            assert len(starts) == size
+            results: list[RunResult] = []
+            runner_thread = threading.Thread(
+                target=_run_into, args=(pool, "import time\ntime.sleep(3)\nprint(1)", results)
+            )
+            runner_thread.start()
+            deadline = time.monotonic() + 10
+            while pool.ready == size and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(1.0)  # the run sleeps 3 s: still in progress
+            during = len(starts) - size
+            runner_thread.join()
+            assert results and results[0].ok, results
+            assert pool.wait_ready(60)
+            assert during == (0 if deferred else 1), (size, starts)
+            assert len(starts) == size + 1
+
+
+def _run_into(pool: SandboxPool, code: str, results: list[RunResult]) -> None:
+    results.append(pool.run(code))
