@@ -12,6 +12,7 @@ import hmac
 import pickle
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -281,3 +282,43 @@ def test_a_store_downgraded_to_have_changes_signed_is_refused(tmp_path, capsys):
     assert "relabelled as older" in capsys.readouterr().err
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM meta").fetchone() == ("2",)
+
+
+def test_reads_during_concurrent_writes_see_no_missing_episodes(tmp_path):
+    # A reader takes the count of episodes written, then reads rows that writers keep
+    # appending: rows past the count are new (their MACs hold), never a false alarm.
+    path = tmp_path / "e.db"
+    store = EpisodeStore(path)
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write(worker: int) -> None:
+        try:
+            for i in range(40):
+                store.put(make_trajectory(1000 * worker + i), run=f"w{worker}")
+        except BaseException as e:  # noqa: BLE001 - reported by the test below
+            errors.append(e)
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                store.count()
+                store.pass_at_k([1])
+                list(store.summaries(run="w1"))
+                assert store.verify() == []
+        except BaseException as e:  # noqa: BLE001 - reported by the test below
+            errors.append(e)
+
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(3)]
+    reader = threading.Thread(target=read)
+    reader.start()
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join(timeout=300)
+    done.set()
+    reader.join(timeout=300)
+    assert errors == []
+    assert len(store) == store.written() == 120
+    assert sorted(e.id for e in store.summaries()) == list(range(1, 121))
+    store.close()
