@@ -42,6 +42,9 @@ __all__ = [
     "overlap_report",
     "ATTACK_KEYS",
     "HELDOUT_TASK_SEED",
+    "held_out_reason",
+    "merge_rows",
+    "refuse_unheld",
 ]
 
 #: The universe of evaluation tasks (training uses the env's default ``task_seed``, 0).
@@ -78,6 +81,7 @@ def evaluate(
     from rllm_adapters.rollout.config import family_sampling
 
     kwargs = {**dict(env_kwargs or {}), "task_seed": task_seed}
+    refuse_unheld(env_id, kwargs)
     policy = make_policy(backend, model, **dict(engine_kwargs or {}))
     config = RolloutConfig(
         num_envs=32,
@@ -175,6 +179,33 @@ def _sources(env_id: str, kwargs: Mapping[str, Any], seed: int) -> tuple[Any, An
     return env, getattr(env.unwrapped, "tasks")  # noqa: B009 (every rllm env has tasks)
 
 
+def held_out_reason(tasks: Any) -> str | None:
+    """Why a task source has no held-out evaluation universe (``None``: it has one).
+
+    Read from the source's own ``held_out_reason()`` (reasoning-gym families with too few
+    questions, or whose numbers decide their answers but are too few to split by: see
+    :meth:`rllm_envs.reasoning_gym.tasks.ReasoningGymTasks.held_out_reason`); a source without
+    one is held out by its universe split.
+    """
+    reason = getattr(tasks, "held_out_reason", None)
+    return reason() if callable(reason) else None
+
+
+def refuse_unheld(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` when ``env_id`` with ``env_kwargs`` has no held-out universe."""
+    seed = int(env_kwargs.get("task_seed", HELDOUT_TASK_SEED))
+    env, tasks = _sources(env_id, {k: v for k, v in env_kwargs.items() if k != "task_seed"}, seed)
+    try:
+        reason = held_out_reason(tasks)
+    finally:
+        env.close()
+    if reason is not None:
+        raise ValueError(
+            f"{env_id} {dict(env_kwargs)} has no held-out evaluation universe, so a score on "
+            f"it is no held-out score: {reason}"
+        )
+
+
 def _takes_task_seed(env_id: str) -> bool:
     import inspect
 
@@ -269,6 +300,7 @@ def measure_overlap(
             side["answers"].update(_answers(task))
             side["facts"].update(_facts(task))
         universe_key = _universe_key_name(tasks)
+        unheld = held_out_reason(tasks)
         passages = getattr(getattr(env, "unwrapped", env), "retriever", None)
         if passages is not None and hasattr(passages, "passages"):
             side["facts"].update(str(p["text"]) for p in passages.passages)
@@ -284,6 +316,8 @@ def measure_overlap(
         "eval_seed": eval_seed,
         "num_tasks": num_tasks,
         "universe_key": universe_key,
+        "held_out": unheld is None,
+        **({} if unheld is None else {"not_held_out": unheld}),
         "distinct": {
             k: [len(train[k]), len(heldout[k])] for k in ("questions", "keys", "answers", "facts")
         },
@@ -463,8 +497,14 @@ def _memorise_math_answers(
     return _attack_row(len(held), constant_correct, counts)
 
 
-def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
-    """:func:`measure_overlap` and :func:`measure_memorisation` for every id with a task seed."""
+def overlap_report(
+    num_tasks: int = 500, only: Sequence[tuple[str, Mapping[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """:func:`measure_overlap` and :func:`measure_memorisation` for every id with a task seed.
+
+    ``only``: measure just these ``(id, kwargs)`` rows (each row then carries its own
+    ``provenance``; :func:`merge_rows` puts them into a committed report).
+    """
     import rllm_envs
     from benchmarks.provenance import LoadSampler, provenance
 
@@ -475,8 +515,14 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
                 no_seed.append(env_id)
                 continue
             for kwargs in OVERLAP_VARIANTS.get(env_id, ({},)):
+                if only is not None and (env_id, dict(kwargs)) not in [
+                    (e, dict(k)) for e, k in only
+                ]:
+                    continue
                 row = measure_overlap(env_id, kwargs, num_tasks=num_tasks)
                 row["memorisation"] = measure_memorisation(env_id, kwargs, num_tasks=num_tasks)
+                if only is not None:
+                    row["provenance"] = provenance("benchmarks.heldout")
                 rows.append(row)
     return {
         **provenance("benchmarks.heldout", ["overlap", "--num-tasks", str(num_tasks)], load=load),
@@ -497,6 +543,33 @@ def overlap_report(num_tasks: int = 500) -> dict[str, Any]:
         "envs": rows,
         "without_task_seed": no_seed,
     }
+
+
+def merge_rows(report: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``report`` with ``rows`` in place of its rows of the same id and kwargs.
+
+    A new row goes where :data:`OVERLAP_VARIANTS` lists it (after its id's other rows). The
+    top-level provenance stays the full run's; each merged row has its own ``provenance``.
+    """
+
+    def ident(row: Mapping[str, Any]) -> str:
+        return json.dumps([row["env"], row["env_kwargs"]], sort_keys=True)
+
+    fresh = {ident(r): dict(r) for r in rows}
+    merged = [fresh.pop(ident(r), r) for r in report["envs"]]
+    for key, row in fresh.items():
+        order = [
+            json.dumps([row["env"], dict(k)], sort_keys=True)
+            for k in OVERLAP_VARIANTS.get(row["env"], ({},))
+        ]
+        position = order.index(key) if key in order else len(order)
+        after = [
+            i
+            for i, r in enumerate(merged)
+            if r["env"] == row["env"] and ident(r) in order and order.index(ident(r)) < position
+        ]
+        merged.insert(after[-1] + 1 if after else len(merged), row)
+    return {**report, "envs": merged}
 
 
 #: Math-v1's procedural families (one row each, at difficulty 1).
@@ -523,7 +596,9 @@ OVERLAP_VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
     "rllm/ReasoningGym-v0": (
         {},
         {"dataset": "aiw"},
+        {"dataset": "aiw", "config": {"max_entities": 16}},
         {"dataset": "coin_flip"},
+        {"dataset": "coin_flip", "config": {"max_trials": 40}},
         {"dataset": "string_insertion"},
         {"dataset": "lcm"},
         {"dataset": "products"},
@@ -541,8 +616,26 @@ def _overlap_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--num-tasks", type=int, default=500)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/heldout_overlap.json"))
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="ID=KWARGS",
+        help="measure only this row (an id, '=', its kwargs as JSON: "
+        '\'rllm/ReasoningGym-v0={"dataset": "aiw"}\'), repeatable, and merge it into --out',
+    )
     args = parser.parse_args(argv)
-    report = overlap_report(args.num_tasks)
+    only = None
+    if args.only:
+        only = []
+        for spec in args.only:
+            env_id, _, kwargs = spec.partition("=")
+            only.append((env_id, json.loads(kwargs or "{}")))
+    report = overlap_report(args.num_tasks, only)
+    if only is not None:
+        if len(report["envs"]) != len(only):
+            parser.error(f"--only names rows that OVERLAP_VARIANTS does not list: {args.only}")
+        if args.out.exists():
+            report = merge_rows(json.loads(args.out.read_text(encoding="utf-8")), report["envs"])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     for row in report["envs"]:

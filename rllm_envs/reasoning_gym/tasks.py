@@ -18,6 +18,15 @@ task whose answer can be read off its question is drawn again too
 (:meth:`ReasoningGymTasks.answer_in_question`). Each task seed also has its own generator seeds:
 draw ``a`` of task seed ``u`` uses a reasoning-gym seed hashed from ``(u, a)``, from which
 families derive item ``i`` (``seed + i``).
+
+Held out: a family and config have an evaluation universe a memorising policy gains nothing
+on unless :meth:`ReasoningGymTasks.held_out_reason` says why not: too few questions to split
+(``family_relationships``), or split by text while its numbers, too few to split by, decide
+its answers (``aiw`` at its default six people, ``coin_flip`` at 15 flips: looked up by their
+numbers, training answers earned 183/500 on aiw's evaluation tasks against a constant's
+84/500). Their tasks still come from their seed's universe, but held-out evaluation
+(``benchmarks.heldout``) refuses them with the reason; a config with more numbers splits them
+by their numbers (``aiw``: ``{"max_entities": 16}``, ``coin_flip``: ``{"max_trials": 40}``).
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ import numpy as np
 from rllm_envs.error import InvalidEnvConfig, did_you_mean, require
 from rllm_envs.reasoning_gym.spec import DEFAULT_SIZE
 from rllm_envs.tasks import (
+    MIN_UNIVERSE_KEYS,
     AnswerBalance,
     KeyFn,
     Task,
@@ -50,7 +60,13 @@ from rllm_envs.tasks import (
     text_key,
 )
 
-__all__ = ["ReasoningGymTasks", "family_names", "scorer_for", "oracle_answer"]
+__all__ = [
+    "ReasoningGymTasks",
+    "family_names",
+    "numbers_recall_answers",
+    "scorer_for",
+    "oracle_answer",
+]
 
 _FEATURE = "rllm/ReasoningGym-v0"
 
@@ -263,7 +279,7 @@ class ReasoningGymTasks(TaskSource):
             dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
             probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
             candidates = (question_key, text_key)
-            most = min(4 * _PROBE_DRAWS, self.size)
+            most = min(_MAX_PROBE_DRAWS, self.size)
             probe = grow_probe(
                 probe, lambda i: self._item(dataset, i, 0, _PROBE_ATTEMPT), candidates, most
             )
@@ -273,6 +289,52 @@ class ReasoningGymTasks(TaskSource):
     def universe_key(self, task: Mapping[str, Any]) -> str:
         """The key that decides the universe of ``task`` (:meth:`splitting_key`'s)."""
         return (self.splitting_key() or text_key)(task)
+
+    def held_out_reason(self) -> str | None:
+        """Why this family and config have no held-out evaluation universe; ``None`` if they do.
+
+        Held out means a policy that memorises training answers gains nothing on evaluation
+        tasks. Two kinds of family fail it:
+
+        * too few questions to split (:meth:`splitting_key` is ``None``): both universes
+          draw from all of them;
+        * split by canonical text (its numbers are too few to split by) while its numbers
+          decide its answers: a policy that looks an evaluation question up among training
+          questions by its numbers (as a multiset or in order) beats the most common
+          training answer on probe draws (:func:`numbers_recall_answers`), as ``aiw``'s
+          sisters-and-brothers counts do.
+
+        The tasks are still drawn from the seed's universe (a text split keeps exact
+        questions apart); held-out evaluations (``benchmarks.heldout``) refuse such a family
+        with this reason, and a config with more numbers (``aiw``: ``max_entities``,
+        ``coin_flip``: ``max_trials``) makes it split by its numbers.
+        """
+        key = self.splitting_key()
+        if key is None:
+            return (
+                f"reasoning-gym {self.dataset_name!r} with config {self.config} has too few "
+                "distinct questions to split into training and evaluation universes that "
+                f"each show {MIN_UNIVERSE_KEYS}: both universes share them. Use it for "
+                "training only, or widen its config (more numbers, larger ranges)."
+            )
+        if key is not text_key:
+            return None
+        ident = (self.dataset_name, self.size, json.dumps(self.config, sort_keys=True, default=str))
+        if ident not in _NUMBER_LEAKS:
+            dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
+            n = min(_MAX_PROBE_DRAWS, self.size)
+            probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
+            _NUMBER_LEAKS[ident] = numbers_recall_answers(probe, key)
+        leak = _NUMBER_LEAKS[ident]
+        if leak is None:
+            return None
+        return (
+            f"reasoning-gym {self.dataset_name!r} with config {self.config} splits by "
+            "canonical text (its numbers are too few to split by), yet its numbers decide its "
+            f"answers: looking evaluation questions up by their numbers among training "
+            f"questions answered {leak}. Use it for training only, or widen its config so "
+            "that its numbers split it (more or larger numbers)."
+        )
 
     def task(self, index: int) -> Task:
         """Task ``index``: the first draw of the seed's universe whose answer is not read off.
@@ -370,10 +432,16 @@ MAX_DRAWS_READ_OFF = 8
 #: (:func:`_restates_premises`) and about one in 7 is of the evaluation universe.
 PREMISE_REDRAWS = 4
 #: Probe draws that choose a family's universe key (fewer than a generator's: some families
-#: take a second per item; up to four times more where the evaluation side's keys are still
-#: too few to judge), and their draw number (no task's).
+#: take a second per item; up to :data:`_MAX_PROBE_DRAWS` where the evaluation side's keys are
+#: still too few to judge), and their draw number (no task's).
 _PROBE_DRAWS = 64
 _PROBE_ATTEMPT = 2**31 - 1
+#: The most probe draws: a rich family whose evaluation side shows fewer than 20 keys in 256
+#: draws (about 32 of them evaluation draws) grows to this many before a coarser key is tried.
+_MAX_PROBE_DRAWS = 1024
+#: Number lookups already measured (:meth:`ReasoningGymTasks.held_out_reason`), by family,
+#: size and config.
+_NUMBER_LEAKS: dict[tuple[str, int, str], str | None] = {}
 #: Splitting keys already chosen in this process, by family, size and config.
 _SPLITS: dict[tuple[str, int, str], KeyFn | None] = {}
 #: Tasks whose questions show the options a family names (see ``answer_in_question``).
@@ -382,6 +450,51 @@ _PROBES = 8
 
 #: A Python object's default repr (``<Sensor object at 0x7f...>``): it differs per process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+#: A number as a memorising policy reads it (signs aside), as ``benchmarks.heldout`` does.
+_DIGITS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def numbers_recall_answers(probe: list[dict[str, Any]], key: KeyFn) -> str | None:
+    """Whether the numbers of a question recall its answer across the split ``key`` makes.
+
+    On the ``probe`` draws, split into universes by ``key``: a policy that remembers the most
+    common training answer under each question's numbers (their multiset, or their order)
+    answers each evaluation draw with the one remembered under its numbers, else with the
+    most common training answer (the constant). Returns a short account (``"41/146 against
+    the constant's 19/146"``) when a lookup beats the constant by more than
+    :data:`_LOOKUP_SLACK` of the evaluation draws (and 2 draws), else ``None``. Draws without
+    an answer are left out.
+    """
+    from collections import Counter
+
+    def numbers(task: Mapping[str, Any], ordered: bool) -> object:
+        found = _DIGITS.findall(str(task.get("question")))
+        return tuple(found if ordered else sorted(found, key=lambda n: (float(n), n)))
+
+    labelled = [(t, answer_label(t)) for t in probe]
+    train = [(t, a) for t, a in labelled if a is not None and key_universe(key(t)) == "train"]
+    held = [(t, a) for t, a in labelled if a is not None and key_universe(key(t)) == "eval"]
+    if not train or not held:
+        return None
+    constant = Counter(a for _, a in train).most_common(1)[0][0]
+    base = sum(a == constant for _, a in held)
+    for ordered in (False, True):
+        seen: dict[object, Counter[str]] = {}
+        for task, answer in train:
+            seen.setdefault(numbers(task, ordered), Counter())[answer] += 1
+        recalled = sum(
+            a == (seen[k].most_common(1)[0][0] if (k := numbers(t, ordered)) in seen else constant)
+            for t, a in held
+        )
+        if recalled - base > max(2, _LOOKUP_SLACK * len(held)):
+            return f"{recalled}/{len(held)} against the constant's {base}/{len(held)}"
+    return None
+
+
+#: The share of evaluation draws by which a number lookup may beat the constant on probes.
+_LOOKUP_SLACK = 0.05
 
 
 def _shows_an_address(task: Mapping[str, Any]) -> bool:

@@ -91,3 +91,38 @@ def test_restatements_are_decided_by_truth_tables():
     assert restates_premises("(A0 ∨ B0)", many) is None
     assert premises_are_consistent(["P", "¬(P ∨ R)"]) is False
     assert premises_are_consistent(premises) is True
+
+
+def _first_two_atoms_iff(premises: list[str]) -> str:
+    atoms = sorted({c for p in premises for c in p if c.isalpha() and c.isupper()})
+    return f"({atoms[0]} ↔ {atoms[1]})" if len(atoms) > 1 else f"¬¬{atoms[0]}"
+
+
+#: Why the best fixed conclusion still pays (issue #25, open): reasoning-gym pays any valid
+#: consequence that is no tautology, and a task's premises make on average 8 of the 68
+#: functions of one or two of its atoms (P..S) valid non-restating consequences, so over those
+#: 68 the shares sum to about 8: whatever the draws' weights, some fixed conclusion over P and
+#: Q earns about 12% or more (measured: `(P ↔ Q)` 28% train, 32% eval). Only tasks with a
+#: single such consequence (under 5% of draws) would balance, at 20 times the draw cost.
+#: Renaming atoms per task would stop the constant but not `(X ↔ Y)` of the question's first
+#: atoms, which earns the same.
+OPEN_CONSTANT = (
+    "propositional_logic pays any valid consequence; weak two-atom conclusions are valid for "
+    "about 30% of its premise sets (see the comment above)"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=OPEN_CONSTANT)
+def test_a_fixed_or_templated_conclusion_earns_no_more_than_a_fair_share():
+    env = ReasoningGymEnv(dataset="propositional_logic")
+    wins = {"(P ↔ Q)": 0, "first two atoms iff": 0}
+    for index in range(N):
+        env.reset(options={"index": index})
+        task = env.unwrapped.task
+        replies = {
+            "(P ↔ Q)": "(P ↔ Q)",
+            "first two atoms iff": _first_two_atoms_iff(task["metadata"]["premises"]),
+        }
+        for name, reply in replies.items():
+            wins[name] += grade(f"<answer>{reply}</answer>", task).correct
+    assert max(wins.values()) <= 0.1 * N, wins

@@ -339,3 +339,43 @@ def test_names_masked_memorisation_does_not_carry_to_the_evaluation_universe():
     seen = {key(src[i]["question"]) for src in sources for i in range(600)}
     held = ReasoningGymTasks("aiw", task_seed=EVAL_TASK_SEED)
     assert not seen & {key(held[i]["question"]) for i in range(150)}
+
+
+def test_a_family_is_held_out_only_where_its_numbers_cannot_be_looked_up():
+    from rllm_envs.reasoning_gym.tasks import numbers_recall_answers
+    from rllm_envs.tasks import question_key, text_key
+
+    # aiw's answer is a count it shows plus one. Six people at most: too few numbers to split
+    # by, so it splits by text, and its numbers recall its answers across that split.
+    aiw = ReasoningGymTasks("aiw")
+    assert aiw.splitting_key() is text_key
+    assert "numbers decide its answers" in (aiw.held_out_reason() or "")
+    # Sixteen: its evaluation side shows 20 number keys only past 256 probe draws (the old
+    # cap, which fell back to text); now it splits by numbers and is held out.
+    wide = ReasoningGymTasks("aiw", config={"max_entities": 16})
+    assert wide.splitting_key() is question_key and wide.held_out_reason() is None
+    assert "too few distinct questions" in (
+        ReasoningGymTasks("family_relationships").held_out_reason() or ""
+    )
+    for name in ("basic_arithmetic", "string_insertion"):
+        assert ReasoningGymTasks(name).held_out_reason() is None, name
+
+    # A synthetic family split by its whole text (tags of letters: no numbers of their own).
+    def tag(i: int) -> str:
+        return "".join(chr(97 + int(d)) for d in str(i))
+
+    def family(answer) -> list[dict]:
+        return [
+            {
+                "question": f"Ann has {i % 7} cats and {i % 5} dogs. Dogs? ({tag(i)})",
+                "answer": str(answer(i)),
+            }
+            for i in range(800)
+        ]
+
+    def whole_text(t) -> str:
+        return t["question"]
+
+    assert numbers_recall_answers(family(lambda i: i % 5), whole_text) is not None
+    # Answers the numbers do not decide: nothing to recall.
+    assert numbers_recall_answers(family(lambda i: (i * 7919) % 13), whole_text) is None
