@@ -293,6 +293,205 @@ def _file_view(files: dict[str, str], dirs: set[str]) -> None:
     osp.exists, osp.isfile, osp.isdir = exists, isfile, isdir  # type: ignore[assignment]
     os.listdir = listdir  # type: ignore[assignment]
     os.getcwd = lambda: REPO_PREFIX.rstrip("/")
+    _scratch_view()
+
+
+#: Where ``tmp_path`` folders are: a file system in the test process's memory (the sandbox
+#: has no writable path), gone with the process.
+SCRATCH_PREFIX = "/tmp/pytest-of-sandbox/"
+
+
+def _scratch_view() -> None:
+    """A writable file system in memory under :data:`SCRATCH_PREFIX` (for ``tmp_path``).
+
+    ``open`` (any mode), ``os.stat``/``lstat``, ``os.path.exists``/``isfile``/``isdir``,
+    ``os.listdir``, ``os.mkdir``/``makedirs``, ``os.remove``/``unlink``/``rmdir``,
+    ``os.rename``/``replace`` answer from memory for paths under it, so ``pathlib`` works
+    there (``write_text``, ``read_text``, ``mkdir``, ``exists``, ``iterdir``, ``unlink``).
+    Other paths go to the real functions unchanged.
+    """
+    import builtins
+    import io
+    import os.path as osp
+    import posixpath
+    import stat as st
+
+    data: dict[str, bytes] = {}
+    dirs = {SCRATCH_PREFIX.rstrip("/")}
+    real = {
+        "open": io.open,
+        "stat": os.stat,
+        "lstat": os.lstat,
+        "exists": osp.exists,
+        "isfile": osp.isfile,
+        "isdir": osp.isdir,
+        "listdir": os.listdir,
+        "mkdir": os.mkdir,
+        "remove": os.remove,
+        "rmdir": os.rmdir,
+        "rename": os.rename,
+        "replace": os.replace,
+    }
+
+    def mine(path: Any) -> str | None:
+        try:
+            text = os.fspath(path)
+        except TypeError:
+            return None
+        if not isinstance(text, str):
+            return None
+        text = posixpath.normpath(text)
+        root = SCRATCH_PREFIX.rstrip("/")
+        return text if text == root or text.startswith(SCRATCH_PREFIX) else None
+
+    def missing(path: str) -> OSError:
+        return FileNotFoundError(2, "No such file or directory", path)
+
+    class _Stored(io.BytesIO):
+        def __init__(self, name: str, initial: bytes) -> None:
+            super().__init__(initial)
+            self.name_ = name
+
+        def flush(self) -> None:
+            super().flush()
+            if not self.closed:
+                data[self.name_] = self.getvalue()
+
+        def close(self) -> None:
+            if not self.closed:
+                data[self.name_] = self.getvalue()
+            super().close()
+
+    def scratch_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        path = mine(file)
+        if path is None:
+            return real["open"](file, mode, *args, **kwargs)
+        if path in dirs:
+            raise IsADirectoryError(21, "Is a directory", path)
+        if posixpath.dirname(path) not in dirs:
+            raise missing(path)
+        writing = bool(set(mode) & set("wax+"))
+        if "x" in mode and path in data:
+            raise FileExistsError(17, "File exists", path)
+        if not writing or "+" in mode and "w" not in mode:
+            if path not in data:
+                raise missing(path)
+        initial = b"" if "w" in mode else data.get(path, b"")
+        if writing:
+            data[path] = initial
+            raw: Any = _Stored(path, initial)
+            if "a" in mode:
+                raw.seek(0, 2)
+        else:
+            raw = io.BytesIO(initial)
+        if "b" in mode:
+            return raw
+        encoding = kwargs.get("encoding") or (args[1] if len(args) > 1 else None) or "utf-8"
+        newline = kwargs.get("newline", args[3] if len(args) > 3 else None)
+        wrapper = io.TextIOWrapper(raw, encoding=encoding, newline=newline, write_through=True)
+        return wrapper
+
+    def scratch_stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        name = mine(path)
+        if name is None:
+            return real["stat"](path, *args, **kwargs)
+        if name in dirs:
+            return os.stat_result((st.S_IFDIR | 0o755, 0, 0, 2, 0, 0, 0, 0, 0, 0))
+        if name in data:
+            size = len(data[name])
+            return os.stat_result((st.S_IFREG | 0o644, 0, 0, 1, 0, 0, size, 0, 0, 0))
+        raise missing(name)
+
+    def scratch_lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if mine(path) is None:
+            return real["lstat"](path, *args, **kwargs)
+        return scratch_stat(path)
+
+    def wrap(name: str, answer: Any) -> Any:
+        def check(path: Any) -> bool:
+            found = mine(path)
+            return real[name](path) if found is None else answer(found)
+
+        return check
+
+    def scratch_listdir(path: Any = ".") -> list[str]:
+        name = mine(path)
+        if name is None:
+            return real["listdir"](path)
+        if name not in dirs:
+            raise missing(name)
+        prefix = name + "/"
+        found = {p[len(prefix) :].split("/")[0] for p in (*data, *dirs) if p.startswith(prefix)}
+        return sorted(found)
+
+    def scratch_mkdir(path: Any, mode: int = 0o777, *args: Any, **kwargs: Any) -> None:
+        name = mine(path)
+        if name is None:
+            return real["mkdir"](path, mode, *args, **kwargs)
+        if name in dirs or name in data:
+            raise FileExistsError(17, "File exists", name)
+        if posixpath.dirname(name) not in dirs:
+            raise missing(name)
+        dirs.add(name)
+        return None
+
+    def scratch_remove(path: Any, *args: Any, **kwargs: Any) -> None:
+        name = mine(path)
+        if name is None:
+            return real["remove"](path, *args, **kwargs)
+        if name not in data:
+            raise missing(name)
+        del data[name]
+        return None
+
+    def scratch_rmdir(path: Any, *args: Any, **kwargs: Any) -> None:
+        name = mine(path)
+        if name is None:
+            return real["rmdir"](path, *args, **kwargs)
+        if name not in dirs:
+            raise missing(name)
+        if scratch_listdir(name):
+            raise OSError(39, "Directory not empty", name)
+        dirs.discard(name)
+        return None
+
+    def moving(which: str) -> Any:
+        def move(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+            a, b = mine(src), mine(dst)
+            if a is None and b is None:
+                return real[which](src, dst, *args, **kwargs)
+            if a is None or b is None or a not in data:
+                raise OSError(18, "Invalid cross-device link or not a file", str(src))
+            if posixpath.dirname(b) not in dirs:
+                raise missing(b)
+            data[b] = data.pop(a)
+            return None
+
+        return move
+
+    builtins.open = io.open = scratch_open
+    os.stat, os.lstat = scratch_stat, scratch_lstat  # type: ignore[assignment]
+    osp.exists = wrap("exists", lambda p: p in data or p in dirs)  # type: ignore[assignment]
+    osp.isfile = wrap("isfile", lambda p: p in data)  # type: ignore[assignment]
+    osp.isdir = wrap("isdir", lambda p: p in dirs)  # type: ignore[assignment]
+    os.listdir = scratch_listdir  # type: ignore[assignment]
+    os.mkdir = scratch_mkdir  # type: ignore[assignment]
+    os.remove = os.unlink = scratch_remove  # type: ignore[assignment]
+    os.rmdir = scratch_rmdir  # type: ignore[assignment]
+    os.rename, os.replace = moving("rename"), moving("replace")  # type: ignore[assignment]
+
+
+def _scratch_dir(prefix: str) -> Any:
+    """A new empty folder of the in-memory scratch file system (see :func:`_scratch_view`)."""
+    import itertools
+    import pathlib
+
+    for n in itertools.count():
+        path = pathlib.Path(f"{SCRATCH_PREFIX}{prefix}{n}")
+        if not path.exists():
+            path.mkdir()
+            return path
+    raise AssertionError("unreachable")
 
 
 # ------------------------------------------------------------------ strict equality
@@ -523,6 +722,69 @@ def _raises(expected: Any, *args: Any, match: str | None = None, **kwargs: Any) 
     with context:
         args[0](*args[1:], **kwargs)
     return context
+
+
+class _Warns:
+    """``pytest.warns`` / ``deprecated_call`` in a plain run: the block must warn ``expected``.
+
+    The caught warnings are the context's items (``record[0].message``). In a probe the
+    block is a ``pytest.observing(warns=True)`` block instead: the host compares what warned.
+    """
+
+    def __init__(self, expected: Any, match: str | None = None) -> None:
+        import warnings
+
+        self.expected, self.match = expected, match
+        self._catcher = warnings.catch_warnings(record=True)
+        self.list: list[Any] = []
+
+    def __enter__(self) -> _Warns:
+        import warnings
+
+        self.list = self._catcher.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        import re
+
+        self._catcher.__exit__(kind, value, tb)
+        if kind is not None:
+            return False
+        for caught in self.list:
+            if issubclass(caught.category, self.expected) and (
+                self.match is None or re.search(self.match, str(caught.message))
+            ):
+                return False
+        raise Failed(f"DID NOT WARN {self.expected!r}")
+
+    def __len__(self) -> int:
+        return len(self.list)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.list[index]
+
+    def __iter__(self) -> Any:
+        return iter(self.list)
+
+    def pop(self, cls: Any = Warning) -> Any:
+        """The first caught warning of category ``cls``, removed."""
+        for i, caught in enumerate(self.list):
+            if issubclass(caught.category, cls):
+                return self.list.pop(i)
+        raise AssertionError(f"{cls!r} not found in warning list")
+
+
+def _warns(expected: Any = Warning, *args: Any, match: str | None = None, **kwargs: Any) -> Any:
+    context = _Warns(expected, match)
+    if not args:
+        return context
+    with context:
+        return args[0](*args[1:], **kwargs)
+
+
+def _deprecated_call(*args: Any, **kwargs: Any) -> Any:
+    return _warns((DeprecationWarning, PendingDeprecationWarning), *args, **kwargs)
 
 
 class _Approx:
@@ -761,24 +1023,56 @@ def observe(value: Any, approx: Any = None) -> None:
 
 
 class _Observing:
-    """``pytest.observing()``: a ``pytest.raises`` block of a probe; records what it raised."""
+    """``pytest.observing()``: a ``pytest.raises`` block of a probe; records what it raised.
 
-    def __init__(self, message: bool = False) -> None:
+    ``warns=True``: a ``pytest.warns`` / ``assertWarns`` block; records the classes of the
+    warnings it caught (each class once, by the qualified names of its MRO, sorted), and
+    their messages when the test matched one; an exception leaves the block as it would.
+    """
+
+    def __init__(self, message: bool = False, warns: bool = False) -> None:
         self.message = message
         self.value: Any = None
         self.type: Any = None
+        self.warns = warns
+        self.list: list[Any] = []
+        self._catcher: Any = None
 
     def __enter__(self) -> _Observing:
+        if self.warns:
+            import warnings
+
+            self._catcher = warnings.catch_warnings(record=True)
+            self.list = self._catcher.__enter__()
+            warnings.simplefilter("always")
         return self
 
+    def __len__(self) -> int:
+        return len(self.list)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.list[index]
+
+    def __iter__(self) -> Any:
+        return iter(self.list)
+
     def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        if self._catcher is not None:
+            self._catcher.__exit__(kind, value, tb)
+            if kind is None:
+                classes = sorted({tuple(_mro_names(w.category)) for w in self.list})
+                entry: list[Any] = ["warned", [list(c) for c in classes]]
+                if self.message:
+                    entry.append(observed(sorted(str(w.message) for w in self.list)))
+                _OBSERVED.append(entry)
+            return False
         if kind is None:
             _OBSERVED.append(["no_raise"])
             return False
         if not issubclass(kind, Exception):
             return False
         self.value, self.type = value, kind
-        entry: list[Any] = ["raised", _mro_names(kind)]
+        entry = ["raised", _mro_names(kind)]
         if self.message:
             try:
                 entry.append(observed(str(value)))
@@ -793,6 +1087,9 @@ def _pytest_module() -> Any:
 
     module: Any = types.ModuleType("pytest", "The sandboxed runner's subset of pytest's API.")
     module.raises = _raises
+    module.warns = _warns
+    module.deprecated_call = _deprecated_call
+    module.PytestWarning = type("PytestWarning", (UserWarning,), {"__module__": "pytest"})
     module.approx = lambda expected, rel=None, abs=None: _Approx(expected, rel, abs)
     module.mark = _MarkFactory()
     module.param = lambda *values, id=None, marks=(): _Param(values, id, marks)
@@ -883,20 +1180,34 @@ _MISSING = object()
 
 
 class CaptureFixture:
-    """The ``capsys`` fixture: ``readouterr()`` returns what was printed since the last call."""
+    """The ``capsys`` fixture: ``readouterr()`` returns what was printed since the last call.
 
-    def __init__(self) -> None:
+    Also ``capfd`` (what Python code prints; a child process's output is not captured) and
+    the ``binary`` forms (bytes).
+    """
+
+    def __init__(self, binary: bool = False) -> None:
         import io
 
+        self._binary = binary
         self._saved = (sys.stdout, sys.stderr)
         self._out, self._err = io.StringIO(), io.StringIO()
         sys.stdout, sys.stderr = self._out, self._err
+
+    def disabled(self) -> Any:
+        """A block whose output is not captured."""
+        import contextlib
+
+        return contextlib.nullcontext()
 
     def readouterr(self) -> Any:
         """``(out, err)`` printed since the last call."""
         import collections
 
-        out, err = self._out.getvalue(), self._err.getvalue()
+        out: Any = self._out.getvalue()
+        err: Any = self._err.getvalue()
+        if self._binary:
+            out, err = out.encode(), err.encode()
         for stream in (self._out, self._err):
             stream.seek(0)
             stream.truncate()
@@ -906,6 +1217,101 @@ class CaptureFixture:
     def close(self) -> None:
         """Restore the real streams."""
         sys.stdout, sys.stderr = self._saved
+
+
+class TempPathFactory:
+    """The ``tmp_path_factory`` fixture: ``mktemp(name)`` makes a fresh folder (in memory)."""
+
+    def mktemp(self, basename: str = "tmp", numbered: bool = True) -> Any:
+        """A new empty folder."""
+        return _scratch_dir(basename)
+
+    def getbasetemp(self) -> Any:
+        """The folder temporary folders are made in."""
+        import pathlib
+
+        return pathlib.Path(SCRATCH_PREFIX)
+
+
+class LogCaptureFixture:
+    """The ``caplog`` fixture: the log records made during the test (every level)."""
+
+    def __init__(self) -> None:
+        import logging
+
+        fixture = self
+
+        class _Handler(logging.Handler):
+            def emit(self, record: Any) -> None:
+                fixture.records.append(record)
+
+        self.records: list[Any] = []
+        self.handler = _Handler(0)
+        self.handler.setFormatter(logging.Formatter("%(levelname)-8s %(name)s:%(message)s"))
+        self._levels: list[tuple[Any, int]] = []
+        root = logging.getLogger()
+        root.addHandler(self.handler)
+        self._levels.append((root, root.level))
+        root.setLevel(0)
+
+    @property
+    def messages(self) -> list[str]:
+        """Each record's message."""
+        return [r.getMessage() for r in self.records]
+
+    @property
+    def text(self) -> str:
+        """The records, formatted."""
+        return "".join(self.handler.format(r) + "\n" for r in self.records)
+
+    @property
+    def record_tuples(self) -> list[tuple[str, int, str]]:
+        """``(logger name, level, message)`` of each record."""
+        return [(r.name, r.levelno, r.getMessage()) for r in self.records]
+
+    def clear(self) -> None:
+        """Forget the records so far."""
+        self.records.clear()
+
+    def get_records(self, when: str = "call") -> list[Any]:
+        """The records of the test (one phase here)."""
+        return self.records
+
+    def set_level(self, level: Any, logger: str | None = None) -> None:
+        """Set a logger's level (the root's by default) until the test ends."""
+        import logging
+
+        target = logging.getLogger(logger)
+        self._levels.append((target, target.level))
+        target.setLevel(level)
+        self.handler.setLevel(level)
+
+    def at_level(self, level: Any, logger: str | None = None) -> Any:
+        """A block with a logger at ``level``."""
+        import contextlib
+        import logging
+
+        @contextlib.contextmanager
+        def block() -> Any:
+            target = logging.getLogger(logger)
+            old, old_handler = target.level, self.handler.level
+            target.setLevel(level)
+            self.handler.setLevel(level)
+            try:
+                yield
+            finally:
+                target.setLevel(old)
+                self.handler.setLevel(old_handler)
+
+        return block()
+
+    def close(self) -> None:
+        """Detach from logging and restore the levels."""
+        import logging
+
+        logging.getLogger().removeHandler(self.handler)
+        for target, level in reversed(self._levels):
+            target.setLevel(level)
 
 
 # ------------------------------------------------------------------ collection
@@ -1406,9 +1812,19 @@ def _call_with_fixtures(
         if name == "monkeypatch":
             value: Any = MonkeyPatch()
             teardown.append(value.undo)
-        elif name == "capsys":
-            value = CaptureFixture()
+        elif name in ("capsys", "capfd", "capsysbinary", "capfdbinary"):
+            value = CaptureFixture(binary=name.endswith("binary"))
             teardown.append(value.close)
+        elif name == "tmp_path":
+            value = _scratch_dir("tmp")
+        elif name == "tmp_path_factory":
+            value = TempPathFactory()
+        elif name == "caplog":
+            value = LogCaptureFixture()
+            teardown.append(value.close)
+        elif name == "recwarn":
+            value = _Warns(Warning).__enter__()
+            teardown.append(lambda w=value: w._catcher.__exit__(None, None, None))
         elif name == "request":
             value = None
         elif name in table and depth < 32:
@@ -1426,7 +1842,8 @@ def _call_with_fixtures(
         else:
             raise LookupError(
                 f"fixture {name!r} not found (the sandboxed runner offers fixtures "
-                "defined in the test file, monkeypatch and capsys)"
+                "defined in the test file and its conftest.py files, monkeypatch, capsys, "
+                "capfd, tmp_path (in memory), tmp_path_factory, caplog and recwarn)"
             )
         cache[name] = value
         return value

@@ -619,7 +619,8 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
 
 #: Why a verdict is ``host_partial`` when the test suite has a data file.
 NOTE_DATA_FILE = "the test suite has a data file (it may hold expected values)"
-#: Why a verdict is ``host_partial`` when a test observed nothing on the reference.
+#: No longer given: a test that observed nothing but ran to its end on the reference is a
+#: "must not raise" test, decided on the host by how it ends (see :func:`_decided_on_host`).
 NOTE_NOTHING_OBSERVED = "a test observed nothing on the reference (its checks run in the sandbox)"
 #: Why a verdict is ``host_partial`` when a test's probe stopped early on the reference.
 NOTE_PROBE_STOPPED = (
@@ -629,13 +630,16 @@ NOTE_PROBE_STOPPED = (
 
 
 def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
-    """Whether a reference probe observed something and ran through to its end.
+    """Whether a reference probe ran through to its end.
 
     A probe that stopped early (a rewrite that raises where the test would not, an eager
     ``and``/``or``) leaves the checks after it uncompared, so a submission matching the
-    observations before it would pass.
+    observations before it would pass. One that ran to its end observing nothing is a
+    "must not raise" test (``def test_parses(): parse(text)``): in a complete probe module
+    nothing else decides it, and the host compares how it ended (a raise, a crash, an exit
+    or a skip is not the reference's ``ended P``), so it is decided on the host too.
     """
-    if not observed or not observed.get("observed"):
+    if not observed or not isinstance(observed.get("observed"), list):
         return False
     return bool(observed.get("end") == ["ended", "P"])
 
@@ -924,7 +928,7 @@ def run_probes(
     """Run the probes of ``tests`` on ``files``; decide each on the host against ``reference``.
 
     Returns the report and the verdict's trust: ``"host"``, or ``"host_partial"`` when a
-    probe is incomplete, or a test observed nothing on the reference or its probe stopped
+    probe is incomplete, or a test's probe stopped
     before its end there (some of its checks then run only in the sandbox's process, or
     not at all; see :mod:`rllm_envs.swe.probe`).
     """
@@ -1026,9 +1030,7 @@ def verdict(
                 verdict_trust="host",
             )
         weakened = probe_notes(judged_files(_check_files(files), ids))
-        if not all((reference.observed.get(t) or {}).get("observed") for t in ids):
-            weakened += (NOTE_NOTHING_OBSERVED,)
-        elif not all(_decided_on_host(reference.observed.get(t)) for t in ids):
+        if not all(_decided_on_host(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
         report, trust = run_probes(
             files,

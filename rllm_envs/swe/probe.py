@@ -131,7 +131,8 @@ _UNITTEST_NAMES: dict[str, tuple[str, ...]] = {
     "assertRegex": ("text", "expected_regex"),
     "assertNotRegex": ("text", "unexpected_regex"),
 }
-_DECIDERS = ("assert",)
+#: Names a call that decides a test starts with (unittest's old ``failIf``/``failUnless*``).
+_DECIDERS = ("assert", "failIf", "failUnless")
 _FAILS = frozenset({"pytest.fail", "self.fail", "fail"})
 #: Notes (why a probe is not complete) a verdict reports in ``info["verdict_weakened"]``.
 NOTE_TWO_SIDES = "a check compares two computed values (an expected one may be in the probe)"
@@ -856,6 +857,7 @@ class _Probe(ast.NodeTransformer):
     def __init__(self) -> None:
         self.notes: list[str] = []
         self.raises_names = {"pytest.raises"}
+        self.warns_names = {"pytest.warns", "pytest.deprecated_call"}
         self.in_test = 0
         self.helpers: set[str] = set()
 
@@ -868,6 +870,8 @@ class _Probe(ast.NodeTransformer):
             for alias in node.names:
                 if alias.name == "raises":
                     self.raises_names.add(alias.asname or "raises")
+                elif alias.name in ("warns", "deprecated_call"):
+                    self.warns_names.add(alias.asname or alias.name)
         return node
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
@@ -938,6 +942,20 @@ class _Probe(ast.NodeTransformer):
             elif name.endswith(".assertRaisesRegex"):
                 item.context_expr = ast.copy_location(
                     ast.Call(ast.Name(OBSERVING, ast.Load()), [ast.Constant(True)], []), call
+                )
+            elif name in self.warns_names or name.endswith((".assertWarns", ".assertWarnsRegex")):
+                # What warned is recorded (the classes, and the messages where the test
+                # matched one); the expected class and pattern are not in the probe.
+                message = name.endswith(".assertWarnsRegex") or any(
+                    k.arg == "match" for k in call.keywords
+                )
+                item.context_expr = ast.copy_location(
+                    ast.Call(
+                        ast.Name(OBSERVING, ast.Load()),
+                        [ast.Constant(message)],
+                        [ast.keyword("warns", ast.Constant(True))],
+                    ),
+                    call,
                 )
         outer, self.in_test = self.in_test, 0  # a raise in a raises block is what it expects
         self.generic_visit(node)
@@ -1027,10 +1045,16 @@ class _Probe(ast.NodeTransformer):
         self.generic_visit(node)
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
-        if name in self.raises_names or last in (
-            "assertRaises",
-            "assertRaisesRegex",
-            "assertWarns",
+        if (
+            name in self.raises_names
+            or name in self.warns_names
+            or last
+            in (
+                "assertRaises",
+                "assertRaisesRegex",
+                "assertWarns",
+                "assertWarnsRegex",
+            )
         ):
             self.note(NOTE_RAISES_CALL)
         elif name in _FAILS:
