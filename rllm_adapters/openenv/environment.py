@@ -12,8 +12,16 @@ from typing import Any
 
 import gymnasium as gym
 
-from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, _types, jsonable
+from rllm_adapters.openenv.protocol import (
+    TextAction,
+    TextObservation,
+    TextState,
+    _types,
+    check_reset_args,
+    jsonable,
+)
 from rllm_adapters.trl import one_seat_env, one_seat_ids
+from rllm_envs.core import TextEnv
 from rllm_envs.error import require
 
 _interfaces = require("openenv.core.env_server.interfaces", "openenv")
@@ -67,14 +75,32 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         options: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> TextObservation:
-        """Start an episode; ``options`` are the env's reset options (``index``, ``task``)."""
-        obs, info = self.env.reset(seed=seed, options=options)
+        """Start an episode; ``options`` are the env's reset options (``index``, ``task``).
+
+        The arguments are checked first (``ValueError``), and the env checks its options
+        before it changes anything: a reset that raises leaves the session's episode as it
+        was. Only when the env itself failed to start (it raised after its checks) is the
+        episode ended (``state.done``; a step then asks for a reset).
+        """
+        check_reset_args(seed, episode_id, options)
+        try:
+            obs, info = self.env.reset(seed=seed, options=options)
+        except Exception:
+            inner = getattr(self.env, "unwrapped", None)
+            if not (isinstance(inner, TextEnv) and not inner.done):
+                self._state.done = True  # the env may be half-started: no step until a reset
+            raise
+        task = (options or {}).get("task")
+        env_task = getattr(getattr(self.env, "unwrapped", None), "task", None)
+        client_id = env_task.get("client_id") if isinstance(env_task, dict) else None
         self._state = TextState(
             episode_id=episode_id,
             step_count=0,
             env_id=self.env_id,
             env_kwargs=jsonable(self.env_kwargs),
-            task_id=info.get("task_id"),
+            task_id=None if info.get("task_id") is None else str(info["task_id"]),
+            custom_task=task is not None,
+            client_task_id=None if task is None or client_id is None else str(client_id),
             seed=seed,
             done=False,
         )

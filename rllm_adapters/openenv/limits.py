@@ -365,3 +365,71 @@ def _h11_protocol(limits: ServerLimits) -> type:
             super().connection_lost(exc)
 
     return GuardedH11Protocol
+
+
+#: After a failure close (1009 message too big, 1007 invalid UTF-8), seconds the server keeps
+#: reading (and dropping) what the client is still sending before it closes the socket.
+_DRAIN_S = 5.0
+
+
+def _ws_protocol(limits: ServerLimits) -> type:
+    """Uvicorn's WebSocket protocol, closing with 1009 (or 1007) so the client sees the code.
+
+    When a frame is over ``max_message_mb``, websockets sends the close frame (1009) and
+    uvicorn closes the socket at once. The client is usually still sending the frame, and a
+    socket closed with unread bytes makes the kernel answer with a reset (RST) instead of an
+    orderly end: the client's kernel then drops the close frame it had received but not yet
+    read, so the client sees "connection reset" instead of 1009. (With permessage-deflate the
+    oversized frame is small on the wire and arrives whole, so this showed only without
+    compression: on loopback, where it is off.) Here the server half-closes after the close
+    frame (FIN, so the client reads the frame and then the end) and reads and drops the rest
+    of the client's bytes until the client closes, for at most :data:`_DRAIN_S` seconds and
+    ``max(4 x max_message_mb, 64 MiB)``; then the socket is closed.
+    """
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    most = max(4 * limits.max_bytes, 64 * 1024 * 1024)  # reading and dropping is cheap
+
+    class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
+        _draining = False
+        _drained = 0
+
+        def handle_parser_exception(self) -> None:
+            assert self.conn.close_sent is not None
+            close = self.conn.close_sent
+            self.queue.put_nowait(
+                {"type": "websocket.disconnect", "code": close.code, "reason": close.reason}
+            )
+            self.transport.write(b"".join(self.conn.data_to_send()))
+            self.close_sent = True
+            self._draining = True
+            if self.transport.can_write_eof():
+                self.transport.write_eof()  # after the close frame: the client reads both
+            if self.read_paused:
+                self.read_paused = False
+                self.transport.resume_reading()
+            # uvicorn's close timer: while it runs, the end of the app does not close the
+            # socket, and connection_lost cancels it.
+            self.close_timer = self.loop.call_later(_DRAIN_S, self._end_drain)
+
+        def data_received(self, data: bytes) -> None:
+            if self._draining:
+                self._drained += len(data)
+                if self._drained > most:
+                    self._end_drain()
+                return
+            super().data_received(data)
+
+        def eof_received(self) -> None:
+            if self._draining:
+                self._end_drain()
+
+        def _end_drain(self) -> None:
+            self._draining = False
+            if self.close_timer is not None:
+                self.close_timer.cancel()
+                self.close_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return DrainingWebSocketProtocol

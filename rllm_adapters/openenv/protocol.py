@@ -35,14 +35,49 @@ class TextObservation(_types.Observation):  # type: ignore[name-defined]
     info: dict[str, Any] = Field(default_factory=dict, description="The env's info dict")
 
 
+#: Longest ``episode_id`` a reset accepts (characters).
+MAX_EPISODE_ID_CHARS = 256
+
+
 class TextState(_types.State):  # type: ignore[name-defined]
-    """The session's state: the env id and the current episode (``step_count`` = turns)."""
+    """The session's state: the env id and the current episode (``step_count`` = turns).
+
+    ``custom_task`` is true when the episode plays a task record the client passed
+    (``options={"task": ...}``): its ``task_id`` is then ``custom-<digest>``, never one of the
+    source's ids, and ``client_task_id`` is the id the client gave the record (if any).
+    """
 
     env_id: str = ""
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     task_id: str | None = None
+    custom_task: bool = False
+    client_task_id: str | None = None
     seed: int | None = None
     done: bool = True
+
+
+def check_reset_args(seed: Any, episode_id: Any, options: Any) -> None:
+    """Raise ``ValueError`` naming the first bad ``reset`` argument (before anything changes).
+
+    ``seed``: an int or ``None``; ``episode_id``: a string of at most
+    :data:`MAX_EPISODE_ID_CHARS` characters or ``None``; ``options``: an object or ``None``.
+    """
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise ValueError(f"Expects `seed` to be an int or null, actual: {_shown(seed)}")
+    if episode_id is not None and (
+        not isinstance(episode_id, str) or len(episode_id) > MAX_EPISODE_ID_CHARS
+    ):
+        raise ValueError(
+            f"Expects `episode_id` to be a string of at most {MAX_EPISODE_ID_CHARS} characters "
+            f"or null, actual: {_shown(episode_id)}"
+        )
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"Expects `options` to be an object or null, actual: {_shown(options)}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, (int, float, str, bool)) else type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def jsonable(value: Any) -> Any:

@@ -29,9 +29,15 @@ from rllm_adapters.openenv.limits import (
     _Guard,
     _h11_protocol,
     _peer,
+    _ws_protocol,
     log,
 )
-from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState
+from rllm_adapters.openenv.protocol import (
+    TextAction,
+    TextObservation,
+    TextState,
+    check_reset_args,
+)
 
 # isort: split
 # fastapi is a dependency of openenv: imported once the protocol module checked openenv is
@@ -235,20 +241,13 @@ class _EnvServer:
                 return {"type": "state", "data": env.state.model_dump()}, False
             if kind == "reset":
                 seed, options = data.get("seed"), data.get("options")
-                if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-                    return _error(
-                        "VALIDATION_ERROR", f"Expects `seed` to be an int or null, actual: {seed!r}"
-                    ), False
-                if options is not None and not isinstance(options, dict):
-                    return _error(
-                        "VALIDATION_ERROR",
-                        f"Expects `options` to be an object or null, actual: {options!r}",
-                    ), False
+                episode_id = data.get("episode_id")
+                try:  # every argument before the env changes (it keeps its episode)
+                    check_reset_args(seed, episode_id, options)
+                except ValueError as e:
+                    return _error("VALIDATION_ERROR", str(e)), False
                 obs = await loop.run_in_executor(
-                    None,
-                    partial(
-                        env.reset, seed=seed, episode_id=data.get("episode_id"), options=options
-                    ),
+                    None, partial(env.reset, seed=seed, episode_id=episode_id, options=options)
                 )
             else:
                 try:
@@ -555,6 +554,7 @@ def serve(
         port=port,
         log_level=log_level,
         http=_h11_protocol(limits),
+        ws=_ws_protocol(limits),
         ws_max_size=limits.max_bytes,
         h11_max_incomplete_event_size=64 * 1024,
         timeout_graceful_shutdown=10,

@@ -244,6 +244,39 @@ def test_bad_requests_get_clear_errors_and_the_session_survives(server):
         assert reply["type"] == "observation" and reply["data"]["done"] is True
 
 
+def test_a_failed_reset_keeps_the_sessions_episode_and_custom_tasks_are_marked(server):
+    _, url = server
+    env_id = "rllm/Math-v1"
+    local = rllm_envs.make(env_id)
+    _, real = local.reset(seed=0, options={"index": 0})
+    oracle = local.unwrapped.oracle_action()
+    local.close()
+    impostor = {"id": real["task_id"], "problem": "What is 1+1?", "answer": "2"}
+
+    def ask(ws, kind, data=None):
+        ws.send(json.dumps({"type": kind, "data": data or {}}))
+        return json.loads(ws.recv())
+
+    with ws_connect(f"{url}/{env_id}".replace("http", "ws") + "/ws") as ws:
+        assert ask(ws, "reset", {"seed": 0, "options": {"index": 0}})["type"] == "observation"
+        for episode_id in ({"not": "a string"}, "x" * 10_000, 7):
+            bad = ask(ws, "reset", {"episode_id": episode_id, "options": {"task": impostor}})
+            assert bad["data"]["code"] == "VALIDATION_ERROR" and "episode_id" in str(bad["data"])
+        state = ask(ws, "state")["data"]
+        assert state["task_id"] == real["task_id"] and state["custom_task"] is False
+        step = ask(ws, "step", {"text": oracle})["data"]  # graded on the real task, as before
+        assert step["reward"] == 1.0 and step["observation"]["info"]["task_id"] == real["task_id"]
+        # A client's task record is played under its own id, never the source's.
+        reply = ask(ws, "reset", {"episode_id": "e1", "options": {"task": impostor}})["data"]
+        info = reply["observation"]["info"]
+        assert info["task_id"].startswith("custom-") and info["custom_task"] is True
+        state = ask(ws, "state")["data"]
+        assert state["task_id"] == info["task_id"] and state["custom_task"] is True
+        assert state["client_task_id"] == real["task_id"] and state["episode_id"] == "e1"
+        step = ask(ws, "step", {"text": "\\boxed{2}"})["data"]
+        assert step["reward"] == 1.0 and step["observation"]["info"]["task_id"] == info["task_id"]
+
+
 def test_a_dropped_client_frees_its_session(server):
     _, url = server
     env_id = "rllm/Math-v1"
@@ -378,3 +411,27 @@ def test_a_package_app_serves_its_id():
         with http.websocket_connect("/ws") as ws:
             ws.send_json({"type": "reset", "data": {"seed": 0}})
             assert ws.receive_json()["type"] == "observation"
+
+
+def test_an_env_that_fails_to_start_ends_the_sessions_episode():
+    from rllm_adapters.openenv.environment import GymTextEnvironment
+
+    env = GymTextEnvironment("rllm/FrozenLake-v1")
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ValueError, match="episode_id"):
+            env.reset(seed=1, episode_id=["not", "a", "string"])
+        assert env.state.done is False and env.state.seed == 0  # unchanged, still playable
+        unwrapped = env.env.unwrapped
+
+        def broken_start(task):
+            raise RuntimeError("the family could not start")
+
+        unwrapped._start = broken_start
+        with pytest.raises(RuntimeError):
+            env.reset(seed=2)
+        assert env.state.done is True
+        with pytest.raises(gym.error.ResetNeeded):
+            env.step(TextAction(text="Right"))
+    finally:
+        env.close()
