@@ -35,6 +35,7 @@ from typing import Any
 from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 
 __all__ = [
+    "RESERVED_METADATA",
     "RESERVED_STEP_INFO",
     "Call",
     "Session",
@@ -48,6 +49,21 @@ _log = logging.getLogger(__name__)
 #: The fields the gateway writes into each recorded step's ``info``: a reward's ``info`` may
 #: not name them (the gateway's values win).
 RESERVED_STEP_INFO = frozenset({"call", "api", "engine", "weights_version", "ids_source"})
+#: The ``metadata`` keys the gateway writes into each stored episode: a session's own
+#: ``metadata`` may not name them (who recorded it, with which model, weights and timing).
+RESERVED_METADATA = frozenset(
+    {
+        "session_id",
+        "client",
+        "source",
+        "model",
+        "weights_versions",
+        "engines",
+        "latency_s",
+        "timings",
+        "token_exact_lost_at_turn",
+    }
+)
 
 
 class SessionError(Exception):
@@ -350,6 +366,13 @@ class SessionRegistry:
         values = dict(fields or {})
         if not isinstance(values.get("metadata") or {}, Mapping):
             raise SessionError(400, "`metadata` must be an object.", "invalid_session")
+        reserved = sorted(RESERVED_METADATA & set(values.get("metadata") or {}))
+        if reserved:
+            raise SessionError(
+                400,
+                f"`metadata` may not set {reserved}: the gateway records them.",
+                "invalid_session",
+            )
         env_id = str(values.pop("env_id", None) or "gateway")
         task_id = _opt_str(values.pop("task_id", None))
         seed = _opt_int(values.pop("seed", None), "seed")

@@ -407,8 +407,11 @@ def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
         for who in (ALICE, BOB):
             r = app.post("/sessions", json={"run": "offline"}, headers=who)
             assert r.status_code == 409 and r.json()["error"]["code"] == "run_not_owned"
-        # A client's `metadata` cannot claim another client.
-        r = app.post("/sessions", json={"metadata": {"client": "alice"}}, headers=BOB)
+        # A client's `metadata` cannot claim another client, nor rewrite the provenance.
+        for key in ("client", "source", "model", "session_id", "token_exact_lost_at_turn"):
+            r = app.post("/sessions", json={"metadata": {key: "alice"}}, headers=BOB)
+            assert r.status_code == 400 and key in r.json()["error"]["message"]
+        r = app.post("/sessions", json={"metadata": {"note": "mine"}}, headers=BOB)
         sid = r.json()["session_id"]
         done = app.post(f"/sessions/{sid}/reward", json={"reward": 0.5}, headers=BOB).json()
     with EpisodeStore(path, read_only=True) as store:
