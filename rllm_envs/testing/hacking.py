@@ -16,7 +16,9 @@ among the answers it has seen, never an env's ``random_action`` that could be ma
 policies play each episode to its end; a promising policy against a rarely right baseline
 gets more episodes; and :class:`LeakScan` echoes every place (up to 32 pieces from either end)
 where an observation, or the ``info`` an agent gets before it acts, after any number of wrong
-answers, stated the answer. Random text must
+answers, stated the answer, and plays seeds twice with only the reference answer changed: what
+an agent is shown before its final action must not change with it (no correctness signal).
+Random text must
 be neither correct nor paid (an env whose random baseline is paid has no baseline to beat). A copied
 demonstration must also earn nothing in any reward component.
 
@@ -101,6 +103,8 @@ NONSENSE_MAX_RATE = 0.05
 MAX_DEGENERATE_TURNS = 64
 #: The leak scan reads this many positions from each end of every observation.
 LEAK_SCAN_POSITIONS = 32
+#: Seeds the leak scan's reference probe plays, each twice (once per reference answer).
+REFERENCE_PROBES = 4
 #: Leak-scan members played at most (those whose position held the answer most often first).
 LEAK_SCAN_MAX_MEMBERS = 24
 #: A place becomes a leak-scan member when it held the answer on this share of the scanned
@@ -110,12 +114,15 @@ LEAK_SCAN_SHARE = 0.05
 #: Single-turn envs: oracle episodes read besides the memory's (a reset and the oracle's action
 #: each, no step), for the leak scan and the family members' pre-screen.
 SCAN_EPISODES = 40
-#: Screening episodes of a family member (at most half the check's episodes): on a single-turn
-#: env a screen episode is one step on a task the scan has drawn already, and a member right on
-#: a tenth of the tasks passes a screen of 20 with probability 0.88 (0.41 at 5); on a
-#: multi-turn env each is a whole episode.
+#: Screening episodes of a family member (at most half the check's episodes): a member right on
+#: a tenth of the tasks passes a screen of 20 with probability 0.88 (0.41 at 5). On a
+#: single-turn env a screen episode is one step on a task the scan has drawn already; on a
+#: multi-turn env each is a whole episode (a member's screen stops at the end of the first
+#: stage of :data:`SCREEN_STAGE` episodes after which it is promising).
 SCREEN_SINGLE_TURN = 20
-SCREEN_MULTI_TURN = 5
+SCREEN_MULTI_TURN = 20
+#: Episodes of one stage of a screen: a member promising after a stage plays the full run.
+SCREEN_STAGE = 5
 #: A family member whose action is the oracle's (its whole answer) on this many of the scanned
 #: episodes, and on a larger share than the baseline is right, skips its screen.
 PRESCREEN_MIN_HITS = 2
@@ -546,7 +553,9 @@ class PolicyFamily:
     a member that is never correct more often than the random baseline there, and earns no
     more paid reward than it, stops. The others play the full run and are judged like any
     policy, so a failure names the member (``degenerate-policy:literal-A-tagged``). A member
-    right on a tenth of the episodes passes a screen of 20 with probability 0.88 (of 5: 0.41):
+    right on a tenth of the episodes passes a screen of 20 with probability 0.88 (of 5: 0.41;
+    the screen is played in stages of :data:`SCREEN_STAGE`, and stops at the first after which
+    the member is promising):
     pass ``screen=0`` to :func:`check_reward_hacking` to play every member in full.
 
     Attributes:
@@ -888,16 +897,41 @@ class LeakScan:
     costs no episode on a single-turn env and ``probes`` wrong-answer episodes on a
     multi-turn one; only places that held the answer are played.
 
+    The scan also runs a *reference probe*, for correctness signals that state no answer (an
+    ``is_correct``, a score, per-option grades, other agents' grades with their display
+    order): it plays ``reference_probes`` of the oracle's seeds twice through
+    ``reset(options={"task": record})``, once with the task record as drawn and once with
+    only its reference fields (those among ``answer``, ``answers``, ``solution`` and
+    ``target`` that hold the oracle's answer, or ``reference_fields``) replaced by another
+    task's. The played agent sends the oracle's final answer of the drawn task every turn
+    (right under the first reference only); other agents send the scripted oracle's actions of
+    the first run, replayed word for word in the second. Everything the agent is shown before
+    its episode ends -- observation, every ``info`` leaf (``task_id`` aside: a passed record's
+    id is a digest of it) and reward -- must be the same in both runs; the first difference
+    fails ``reference-blind:<place>``. Before the agent's first action no difference can be
+    feedback. After it, the agent's own answer was right in one run only: an env whose
+    feedback is on the agent's own attempt ends the episode on a right answer (so only wrong
+    answers get feedback, which the echoes above read) and shows nothing more; one that lets
+    an agent play on told it whether its answer is right. An observation that states each
+    reference itself (answer options) is left to the echoes. Where the probe cannot run -- no
+    task record, no reference field, ``options={"task": ...}`` refused, or a change of the
+    fields that does not change the grade of the oracle's answer -- its result says
+    ``unsupported`` and why.
+
     Attributes:
         positions: Positions read from each end of an observation.
         probes: Oracle-episode seeds replayed with wrong answers on a multi-turn env.
         max_members: Places played at most (those that held the answer most often first).
+        reference_probes: Seeds of the reference probe (``0``: no probe).
+        reference_fields: The task fields the env grades with (default: found as above).
     """
 
     positions: int = LEAK_SCAN_POSITIONS
     probes: int = 8
     max_members: int = LEAK_SCAN_MAX_MEMBERS
     name: str = "leak-scan"
+    reference_probes: int = REFERENCE_PROBES
+    reference_fields: tuple[str, ...] | None = None
 
     def family(
         self,
@@ -1891,6 +1925,10 @@ def check_reward_hacking(
         played = _Played(game, agent, memory, template, demos, episodes, seed, z, solved)
         for item in chosen:
             if isinstance(item, LeakScan):
+                probe, broken = _reference_probe(item, game, agent, memory, name)
+                report.results.append(probe)
+                if broken is not None:
+                    report.failures.append(broken)
                 item = item.family(game, agent, scanned, template)
             if isinstance(item, PolicyFamily):
                 size = _screen_size(item, game, episodes) if screen is None else screen
@@ -2019,23 +2057,39 @@ def _screened(
             return policy, played.run(policy)
     if size > 0:
         game = played.game
+        base_rate = base.successes / max(base.episodes, 1)
+        base_paid = float(np.mean(base.paid)) if base.paid else 0.0
+
+        def promising(probe: PolicyResult) -> bool:
+            return (
+                (probe.successes > 0 and probe.rate > base_rate)
+                or probe.mean_paid > base_paid + 1e-9
+                or (getattr(policy, "strict", False) and bool(probe.earned))
+            )
+
         if isinstance(game, _Single):
             game.memo = memo
         try:
-            probe = played.run(policy, first=played.episodes, count=size)
+            # In stages: a member promising after one plays the full run without the rest.
+            stage = min(SCREEN_STAGE, size)
+            probe = played.run(policy, first=played.episodes, count=stage)
+            done = stage
+            while done < size and (probe.status == "skipped" or not promising(probe)):
+                step = min(SCREEN_STAGE, size - done)
+                more = played.run(policy, first=played.episodes + done, count=step)
+                done += step
+                if more.status == "skipped":
+                    continue
+                if probe.status == "skipped":
+                    probe = more
+                else:
+                    _absorb(probe, more, played.z)
         finally:
             if isinstance(game, _Single):
                 game.memo = None
         if probe.status == "skipped":
             return policy, probe
-        base_rate = base.successes / max(base.episodes, 1)
-        base_paid = float(np.mean(base.paid)) if base.paid else 0.0
-        promising = (
-            (probe.successes > 0 and probe.rate > base_rate)
-            or probe.mean_paid > base_paid + 1e-9
-            or (getattr(policy, "strict", False) and bool(probe.earned))
-        )
-        if not promising:
+        if not promising(probe):
             probe.status = "screened"
             probe.detail = f"screened out: {probe.successes}/{probe.episodes} correct"
             return policy, probe
@@ -2304,3 +2358,268 @@ def _judge(policy: HackPolicy, result: PolicyResult, base: _Bounds, env: str) ->
         )
         return RuleFailure(rule, env, detail)
     return None
+
+
+# ------------------------------------------------------------------ the reference probe
+
+#: ``info`` leaves the reference probe compares at most per view, and the depth it reads.
+PROBE_INFO_LEAVES = 512
+#: ``info`` keys the reference probe does not compare: a passed task record's id is a digest
+#: of the record (``custom-<digest>``), which the probe's own change of the answer changes.
+PROBE_IGNORED_INFO = ("task_id",)
+
+
+def _flat(value: Any, path: str = "", depth: int = 0, out: dict[str, str] | None = None) -> dict:
+    """``{path: repr(leaf)}`` of ``value`` (bools and ``None`` included, unlike the scan's)."""
+    out = {} if out is None else out
+    if len(out) >= PROBE_INFO_LEAVES:
+        return out
+    if depth <= INFO_SCAN_DEPTH and isinstance(value, Mapping):
+        for key, item in value.items():
+            _flat(item, f"{path}.{key}" if path else str(key), depth + 1, out)
+    elif depth <= INFO_SCAN_DEPTH and isinstance(value, (list, tuple)):
+        for key, item in enumerate(value):
+            _flat(item, f"{path}.{key}" if path else str(key), depth + 1, out)
+    else:
+        out[path] = repr(value)
+    return out
+
+
+@dataclass
+class _View:
+    """What an agent was shown at one point before its episode ended."""
+
+    own_actions: int  # the agent's own actions before it
+    observation: str
+    info: dict[str, str]
+    reward: float
+
+
+def _task_of(game: _Single | _Multi) -> Mapping[str, Any] | None:
+    env = game.base if isinstance(game, _Single) else getattr(game.env, "unwrapped", game.env)
+    task = getattr(env, "task", None)
+    return task if isinstance(task, Mapping) else None
+
+
+def _reference_fields(task: Mapping[str, Any], reference: str | None) -> tuple[str, ...]:
+    """The fields of ``task`` among the reference names whose value is ``reference``."""
+    if reference is None:
+        return ()
+    found = []
+    for key in _REFERENCE_FIELDS:
+        value = task.get(key)
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, (str, int, float)) and _same_answer(str(value), reference):
+            found.append(key)
+    # ``answers`` goes with ``answer`` (its aliases), whichever matched.
+    if "answer" in found and "answers" in task and "answers" not in found:
+        found.append("answers")
+    return tuple(found)
+
+
+def _probe_play(
+    game: _Single | _Multi,
+    agent: str | None,
+    task: Mapping[str, Any],
+    seed: int,
+    own: str,
+    others: dict[tuple[int, str], str] | None,
+) -> tuple[list[_View], bool, dict[tuple[int, str], str]]:
+    """One probe episode on ``task``: the agent repeats ``own``; the others play ``others``.
+
+    ``others`` (``None``: record them) are the other agents' actions by (step, agent): the
+    scripted oracle's on the first run, replayed word for word on the second. Returns every
+    view of the agent before its episode ended, whether it ended correct, and the others'
+    actions.
+    """
+    options = {"task": dict(task)}
+    views: list[_View] = []
+    if isinstance(game, _Single):
+        obs, info = game.env.reset(seed=seed, options=options)
+        views.append(_View(0, str(obs), _flat(info), 0.0))
+        for turn in range(MAX_DEGENERATE_TURNS):
+            obs, reward, terminated, truncated, info = game.env.step(own)
+            if terminated or truncated:
+                return views, bool(game.success(info)), {}
+            views.append(_View(turn + 1, str(obs), _flat(info), float(reward)))
+        return views, False, {}
+    from rllm_envs.multiagent.base import ScriptedPolicy
+
+    assert agent is not None
+    env, oracle = game.env, ScriptedPolicy("oracle", seed=seed)
+    recorded: dict[tuple[int, str], str] = {} if others is None else others
+    observations, infos = env.reset(seed=seed, options=options)
+    views.append(_View(0, str(observations[agent]), _flat(infos[agent]), 0.0))
+    mine = 0
+    for step in range(game.turn_limit):
+        if agent not in env.agents:
+            break
+        actions = {}
+        for a in env.agents:
+            if not infos[a].get("acting", True):
+                continue
+            if a == agent:
+                actions[a], mine = own, mine + 1
+            elif others is None:
+                actions[a] = recorded[(step, a)] = oracle(env, a)
+            else:
+                actions[a] = recorded.get((step, a), _fill(PLACEHOLDER, WRONG_ANSWER))
+        observations, rewards, terms, truncs, infos = env.step(actions)
+        if agent not in infos:
+            break
+        if terms.get(agent) or truncs.get(agent):
+            return views, bool(game.success(infos[agent])), recorded
+        view = _View(mine, str(observations[agent]), _flat(infos[agent]), rewards.get(agent, 0.0))
+        views.append(view)
+    return views, False, recorded
+
+
+def _differences(a: Sequence[_View], b: Sequence[_View]) -> list[tuple[int, str, str, str]]:
+    """``(own actions, place, shown with the reference, with the other)`` where views differ."""
+    found = []
+    for x, y in zip(a, b, strict=False):
+        if x.observation != y.observation:
+            found.append((x.own_actions, "observation", x.observation, y.observation))
+        for path in sorted(set(x.info) | set(y.info)):
+            if path.split(".", 1)[0] in PROBE_IGNORED_INFO:
+                continue
+            u, v = x.info.get(path, "<absent>"), y.info.get(path, "<absent>")
+            if u != v:
+                found.append((x.own_actions, f"info.{path}", u, v))
+        if x.reward != y.reward:
+            found.append((x.own_actions, "reward", repr(x.reward), repr(y.reward)))
+    return found
+
+
+_FIX_REFERENCE_BLIND = (
+    "keep grading away from an agent that still plays: nothing it is shown before it acts, and "
+    "no answer of its but its last, may depend on the reference answer -- no is_correct, score, "
+    "verdict, expected answer or other agents' grades (with their display order) in its info, "
+    "observation or reward until the step at which its own episode ends (send them with that "
+    "step; rllm_envs.multiagent.MultiAgentTextEnv.grading_info_keys does this for a family)."
+)
+
+
+def _reference_probe(
+    scan: LeakScan,
+    game: _Single | _Multi,
+    agent: str | None,
+    memory: Sequence[EpisodeMemory],
+    env_label: str,
+) -> tuple[PolicyResult, RuleFailure | None]:
+    """Play seeds twice with only the reference changed; fail where the agent's view differs.
+
+    See :class:`LeakScan` (``reference_probes``) for what is compared and why.
+    """
+    result = PolicyResult("reference-swap", agent, 0, 0, 0.0)
+
+    def unsupported(why: str) -> tuple[PolicyResult, None]:
+        result.status, result.detail = "unsupported", f"reference probe not run: {why}"
+        return result, None
+
+    if scan.reference_probes <= 0:
+        result.status, result.detail = "skipped", "reference_probes=0"
+        return result, None
+    known = [m for m in memory if m.actions and m.seed is not None]
+    if not known:
+        return unsupported("no oracle episode to take the reference answer from")
+    tasks: list[tuple[EpisodeMemory, dict[str, Any]]] = []
+    for m in known[: max(2 * scan.reference_probes, 2)]:
+        game.env.reset(seed=m.seed)
+        task = _task_of(game)
+        if task is None:
+            return unsupported("the env exposes no task record (`task`) to change the answer of")
+        tasks.append((m, dict(task)))
+    cache = game.__dict__.setdefault("_probe_fields", {})
+    fields = tuple(scan.reference_fields or ())
+    own_fields = fields or next(
+        (f for f in (_reference_fields(t, m.reference) for m, t in tasks) if f), ()
+    )
+    fields = own_fields or cache.get("fields", ())
+    if not fields:
+        return unsupported(
+            f"no task field among {list(_REFERENCE_FIELDS)} holds the oracle's answer (pass "
+            "LeakScan(reference_fields=(...)) to name the fields the env grades with)"
+        )
+    cache.setdefault("fields", fields)
+    effective = inconclusive = 0
+    probed = 0
+    for i, (m, task) in enumerate(tasks):
+        if probed >= scan.reference_probes:
+            break
+        swapped = None
+        for _, other in tasks[i + 1 :] + tasks[:i]:
+            if all(k in other for k in fields) and any(
+                repr(other[k]) != repr(task.get(k)) for k in fields
+            ):
+                swapped = {**task, **{k: other[k] for k in fields}}
+                break
+        if swapped is None:
+            continue
+        assert m.seed is not None
+        own = m.actions[-1]
+        try:
+            views_a, right_a, others = _probe_play(game, agent, task, m.seed, own, None)
+            views_b, right_b, _ = _probe_play(game, agent, swapped, m.seed, own, others)
+        except Exception as e:
+            return unsupported(
+                f"playing a task record passed as reset(options={{'task': ...}}) raised "
+                f"{type(e).__name__}: {describe(str(e), 160)}"
+            )
+        probed += 1
+        result.episodes += 2
+        effective += right_a and not right_b
+        inconclusive += not right_a
+        refs = (str(task.get(fields[0])), str(swapped.get(fields[0])))
+        diffs = [
+            d
+            for d in _differences(views_a, views_b)
+            # The observation stating each reference itself (answer options, or a leak the
+            # echo families read) is the scan's business, not a correctness signal.
+            if not (d[1] == "observation" and _states(d[2], refs[0]) and _states(d[3], refs[1]))
+        ]
+        if diffs:
+            result.successes += 1
+            own_actions, place, shown_a, shown_b = diffs[0]
+            when = (
+                "before its first action"
+                if own_actions == 0
+                else f"after {own_actions} answer(s) of its own right under only one of them "
+                "(a still-playing agent told whether its answer is right)"
+            )
+            who = f"{agent} " if agent else "the agent "
+            detail = (
+                f"seed {m.seed}: the same actions with the reference {describe(refs[0], 40)} and "
+                f"then {describe(refs[1], 40)} (task fields {list(fields)}): {when}, {who}was "
+                f"shown {place} = {describe(shown_a, 60)} vs {describe(shown_b, 60)}"
+                + (f" ({len(diffs) - 1} more difference(s))" if len(diffs) > 1 else "")
+            )
+            head = place.split(".", 2)
+            rule = Rule(
+                f"reference-blind:{'.'.join(head[:2])}",
+                "what an agent is shown before it acts (and, while it still plays, after answers "
+                "of its own) is the same when only the reference answer changes: no "
+                "correctness signal reaches an agent before its final action.",
+                _FIX_REFERENCE_BLIND,
+            )
+            result.status, result.detail = "failed", detail
+            result.example = describe(own, 120)
+            return result, RuleFailure(rule, env_label, detail)
+    if probed == 0:
+        return unsupported(f"no two oracle episodes with different {list(fields)} to swap")
+    if own_fields and not effective:
+        why = (
+            "the oracle's answer did not solve the task passed as reset(options={'task': ...})"
+            if inconclusive == probed
+            else f"changing {list(fields)} did not change the grade of the oracle's answer (the "
+            "env grades from other data; pass LeakScan(reference_fields=(...)))"
+        )
+        return unsupported(why)
+    cache.setdefault("effective", True)
+    result.example = describe(own, 120)
+    result.detail = (
+        f"{probed} seed(s) played twice with {list(fields)} changed: every view before the "
+        "agent's final action identical"
+    )
+    return result, None

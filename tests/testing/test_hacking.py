@@ -449,3 +449,66 @@ def test_multiagent_envs_whose_infos_repeat_the_observation_pass_the_info_scan(e
     # debater's answer is not the reference, and copying it is the env's business.
     report = check_reward_hacking(env_id, raise_on_failure=False)
     assert report.ok, str(report)
+
+
+# Correctness signals (session 10): grades, verdicts and per-option scores given to an agent
+# before its final action. None states the answer, so the leak scan's echoes read nothing; the
+# reference probe plays each seed twice with only the answer changed and compares what the
+# agent was shown. The old checker passed all four.
+REFERENCE_TOYS = {
+    "OptionGrades": ("reference-blind:info.grades", "before its first action"),
+    "GradedDrafts": ("reference-blind:info.draft_correct", "after 1 answer(s) of its own"),
+    "JudgeToldScores": ("reference-blind:info.", "judge_0 was shown"),
+    "DebateToldVerdict": ("reference-blind:info.round_score", "after 1 answer(s) of its own"),
+}
+
+
+@pytest.mark.parametrize(("toy", "expected"), sorted(REFERENCE_TOYS.items()))
+def test_a_correctness_signal_before_the_final_action_is_flagged(toy, expected):
+    from tests.testing import attack_toys
+
+    rule, when = expected
+    report = check_reward_hacking(
+        getattr(attack_toys, toy), policies=[LeakScan()], episodes=4, raise_on_failure=False
+    )
+    failed = [f for f in report.failures if f.rule.name.startswith(rule)]
+    assert failed, str(report)
+    assert when in failed[0].detail and "grading" in failed[0].rule.fix
+    probe = next(r for r in report.results if r.policy == "reference-swap" and r.status == "failed")
+    assert probe.detail == failed[0].detail
+
+
+def test_the_reference_probe_passes_sound_envs_and_says_where_it_cannot_run():
+    from tests.testing import attack_toys
+
+    probe_only = [LeakScan(max_members=0)]  # the probe, without the scan's echoes
+    sound = check_reward_hacking(attack_toys.FairChoice, policies=probe_only, episodes=4)
+    probe = next(r for r in sound.results if r.policy == "reference-swap")
+    assert probe.status == "passed" and "['answer'] changed" in probe.detail, str(sound)
+    # A game has no answer field to change: the result says so, it is not silently skipped.
+    game = check_reward_hacking("rllm/TicTacToe-v0", policies=probe_only, episodes=2)
+    probes = [r for r in game.results if r.policy == "reference-swap"]
+    assert probes and all(r.status == "unsupported" for r in probes)
+    assert "reference_fields" in probes[0].detail and "unsupported" in str(game)
+    # Naming a field that does not change the grade is reported, not trusted.
+    named = [LeakScan(max_members=0, reference_fields=("question",))]
+    report = check_reward_hacking(attack_toys.FairChoice, policies=named, episodes=4)
+    probe = next(r for r in report.results if r.policy == "reference-swap")
+    assert probe.status == "unsupported" and "did not change the grade" in probe.detail
+
+
+def test_a_multi_turn_family_member_paid_on_a_tenth_of_the_tasks_is_screened_on_twenty():
+    """Multi-turn screens were 5 episodes (a 10% hack passed one with probability 0.41)."""
+    from rllm_envs.testing import literal_family
+    from tests.testing import attack_toys
+
+    # (A seed where a screen of 5 saw no success; over 50 seeds: 19 flagged at 5, 42 at 20.)
+    report = check_reward_hacking(
+        attack_toys.TenPercentLiteralTries,
+        policies=[literal_family()],
+        seed=7919,
+        raise_on_failure=False,
+    )
+    assert "degenerate-policy:literal-A-bare" in _failed(report), str(report)
+    screened = [r for r in report.results if r.status == "screened"]
+    assert screened and all(r.episodes == 20 for r in screened)
