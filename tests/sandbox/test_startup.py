@@ -19,10 +19,13 @@ from rllm_envs.sandbox import (
     SandboxPool,
     cgroup,
     harness,
+    run,
     runner,
+    seccomp,
     select_backend,
 )
 from rllm_envs.sandbox import pool as pool_module
+from rllm_envs.sandbox.backends import Firejail
 
 needs_cgroups = pytest.mark.skipif(
     not cgroup.available(), reason="no per-sandbox control groups on this machine"
@@ -114,3 +117,45 @@ def test_the_pool_starts_the_replacement_once_the_run_ends(backend, monkeypatch)
 
 def _run_into(pool: SandboxPool, code: str, results: list[RunResult]) -> None:
     results.append(pool.run(code))
+
+
+# Calls an unprivileged program could make if nothing filtered them: each must fail with EPERM.
+_UNFILTERED_WOULD_WORK = """
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(4096)
+n = ctypes.c_long(0)
+calls = {
+    "sysinfo": lambda: libc.syscall(NR["sysinfo"], buf),
+    "inotify_init1": lambda: libc.syscall(NR["inotify_init1"], 0),
+    "io_setup": lambda: libc.syscall(NR["io_setup"], 1, ctypes.byref(n)),
+    "get_robust_list": lambda: libc.syscall(NR["get_robust_list"], 0, buf, ctypes.byref(n)),
+    "flock": lambda: libc.syscall(NR["flock"], os.open("/etc/hostname", os.O_RDONLY), 1),
+}
+failed = []
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    if call() == -1 and ctypes.get_errno() == errno.EPERM:
+        failed.append(name)
+print(sorted(failed))
+"""
+
+
+def test_firejail_is_not_asked_to_build_a_filter_at_each_start():
+    # firejail's prebuilt default list; our own filter (the bootstrap's) fails the rest.
+    if not seccomp.supported():
+        pytest.skip("no filter of ours for this architecture: firejail adds the list")
+    command = Firejail().command(["/bin/true"])
+    assert "--seccomp" in command
+    assert not any(arg.startswith("--seccomp=") for arg in command)
+
+
+def test_denied_calls_fail_on_every_backend(backend):
+    if not seccomp.supported():
+        pytest.skip("no filter of ours for this architecture")
+    numbers = seccomp._ARCHES[seccomp._arch()][1]
+    wanted = ("sysinfo", "inotify_init1", "io_setup", "get_robust_list", "flock")
+    nr = {name: numbers[name] for name in wanted}
+    code = f"NR = {nr!r}\n" + _UNFILTERED_WOULD_WORK
+    result = run(code, backend=backend)
+    assert result.ok and result.stdout == f"{sorted(wanted)}\n", result
