@@ -11,11 +11,14 @@ standard library, which a repository cannot shadow. pytest is not used (the sand
 interpreter has none, and a real pytest would read the repository's ``conftest.py``, plugins
 and configuration): a small runner collects test functions, ``Test*`` classes and
 ``unittest.TestCase`` methods, expands ``pytest.mark.parametrize`` with pytest's ids, and
-offers the common part of pytest's API (``raises``, ``approx``, marks, ``skip``, ``fail``,
-fixtures defined in the test file or in the ``conftest.py`` files on its path, ``monkeypatch``
-and ``capsys``) as a ``pytest`` module that the repository cannot replace. Of a
-``conftest.py`` only the fixtures are used (no hooks, plugins or configuration), and the
-verdict runs the pristine ones. The repository's files can be read as ``/repo/<path>``.
+offers the common part of pytest's API (``raises``, ``warns``, ``deprecated_call``,
+``approx``, marks, ``skip``, ``fail``, fixtures defined in the test file or in the
+``conftest.py`` files on its path, ``monkeypatch``, ``capsys``, ``capfd``, ``caplog``,
+``recwarn``, ``tmp_path`` and ``tmp_path_factory``) as a ``pytest`` module that the
+repository cannot replace. Of a ``conftest.py`` only the fixtures are used (no hooks, plugins
+or configuration), and the verdict runs the pristine ones. The repository's files can be read
+as ``/repo/<path>``; ``tmp_path`` folders are a file system in the test process's memory
+under ``/tmp/pytest-of-sandbox/`` (the sandbox has no writable path).
 
 Every test runs in a fresh forked process (own process group, CPU/memory/file-size limits,
 nothing open but its output file, its result file and its tamper file) and everything it
@@ -318,7 +321,7 @@ def _scratch_view() -> None:
 
     data: dict[str, bytes] = {}
     dirs = {SCRATCH_PREFIX.rstrip("/")}
-    real = {
+    real: dict[str, Any] = {
         "open": io.open,
         "stat": os.stat,
         "lstat": os.lstat,
@@ -470,15 +473,15 @@ def _scratch_view() -> None:
         return move
 
     builtins.open = io.open = scratch_open
-    os.stat, os.lstat = scratch_stat, scratch_lstat  # type: ignore[assignment]
-    osp.exists = wrap("exists", lambda p: p in data or p in dirs)  # type: ignore[assignment]
-    osp.isfile = wrap("isfile", lambda p: p in data)  # type: ignore[assignment]
-    osp.isdir = wrap("isdir", lambda p: p in dirs)  # type: ignore[assignment]
+    os.stat, os.lstat = scratch_stat, scratch_lstat
+    osp.exists = wrap("exists", lambda p: p in data or p in dirs)
+    osp.isfile = wrap("isfile", lambda p: p in data)
+    osp.isdir = wrap("isdir", lambda p: p in dirs)
     os.listdir = scratch_listdir  # type: ignore[assignment]
-    os.mkdir = scratch_mkdir  # type: ignore[assignment]
-    os.remove = os.unlink = scratch_remove  # type: ignore[assignment]
-    os.rmdir = scratch_rmdir  # type: ignore[assignment]
-    os.rename, os.replace = moving("rename"), moving("replace")  # type: ignore[assignment]
+    os.mkdir = scratch_mkdir
+    os.remove = os.unlink = scratch_remove
+    os.rmdir = scratch_rmdir
+    os.rename, os.replace = moving("rename"), moving("replace")
 
 
 def _scratch_dir(prefix: str) -> Any:
@@ -745,17 +748,17 @@ class _Warns:
         warnings.simplefilter("always")
         return self
 
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
         import re
 
         self._catcher.__exit__(kind, value, tb)
         if kind is not None:
-            return False
+            return
         for caught in self.list:
             if issubclass(caught.category, self.expected) and (
                 self.match is None or re.search(self.match, str(caught.message))
             ):
-                return False
+                return
         raise Failed(f"DID NOT WARN {self.expected!r}")
 
     def __len__(self) -> int:

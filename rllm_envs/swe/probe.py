@@ -18,7 +18,14 @@ whatever its name (``assert Interval(3, 1) == expected`` observes both sides). `
 (or ``pytest.fail``) in a test becomes the observations of ``assert not bad``; a comparison,
 ``bool(...)``, a ``startswith``-like predicate or a ``re.search`` nested in an observed value
 drops its literal too. Floats compare exactly unless the test gave a tolerance
-(``pytest.approx``, ``isclose``, ``assertAlmostEqual``: ``observe(value, approx=(rel, abs))``).
+(``pytest.approx``, ``isclose``, ``assertAlmostEqual``, ``abs(got - want) < tol``:
+``observe(value, approx=(rel, abs))``; a tolerance may be a named constant of the module,
+``TOL = 1e-9`` or a class's ``EPS``). Arithmetic with a literal in an observed value
+(``abs(mean(xs) - 2.5) < 1e-9``, ``round(x - 2.5, 6) == 0``, ``len(xs) + 1 == 4``) observes
+its computed operands instead: the result would be decided by the ``__sub__``/``__abs__`` of
+an object the submission made, which is handed the literal; deeper inside an observed value
+(``[x - 2.5]``) it is noted. A ``pytest.warns`` / ``assertWarns`` block records the classes
+of the warnings it caught (and their messages where the test matched one).
 
 Expected values held in literal tables (``for x, want in CASES: assert f(x) == want``,
 ``parametrize`` lists, ``zip(INPUTS, EXPECTED)``, dicts, class attributes, a local
