@@ -783,7 +783,7 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [e for v in test.values for e in _observed(v, probe)]
     if isinstance(test, ast.Call) and _dotted(test.func) in ("isinstance", "issubclass"):
-        return [_Check(test.args[0])] if test.args else []
+        return _value(test.args[0], probe) if test.args else []
     close = _isclose(test)
     if close is not None:
         return [_Check(c.value, c.approx or close[1]) for c in _value(close[0], probe)]
