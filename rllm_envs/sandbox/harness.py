@@ -305,13 +305,14 @@ def _fd_path(fd: int) -> str:
 
 
 def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memory: int) -> str:
-    """Run one compiler step (own session, killed at the deadline); ``""`` or what failed."""
+    """Run one compiler step (own process group, killed at the deadline); ``""`` or what failed."""
     import subprocess
 
     os.ftruncate(log, 0)
     os.lseek(log, 0, os.SEEK_SET)
 
     def limit() -> None:  # in the child, before exec
+        os.setpgid(0, 0)  # a group of its own to kill (setsid is refused in a sandbox)
         if memory > 0:
             _lower_limit(resource.RLIMIT_AS, memory)
 
@@ -324,7 +325,6 @@ def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memo
             pass_fds=fds,
             env=_CXX_ENV,
             cwd="/",
-            start_new_session=True,
             preexec_fn=limit,
         )
     except (OSError, subprocess.SubprocessError) as e:
@@ -844,6 +844,8 @@ class _Executor:
                     _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
                     _lower_limit(resource.RLIMIT_AS, self.memory)
                     _lower_limit(resource.RLIMIT_FSIZE, self.file_size)
+                    if _CHILD_FILTER is not None and _CHILD_FILTER():
+                        raise OSError("the test's syscall filter was refused")
                     if self.binary is not None:
                         exec_binary(self.binary)
                 except BaseException as e:
@@ -907,6 +909,12 @@ class _Executor:
             ],
         }
         return header, stdout or b"", stderr, result or b""
+
+
+#: Installs the test processes' syscall filter on the caller (the bootstrap's, see
+#: ``rllm_envs.sandbox.seccomp.child_filter_program``); nonzero: refused. ``None`` where this
+#: executor was not started by the bootstrap, or no filter is built for this machine.
+_CHILD_FILTER: Any = None
 
 
 def _prelude_namespace(prelude: str) -> dict[str, Any]:
@@ -976,4 +984,5 @@ def main(channel: int) -> None:
 
 
 if __name__ == "__main__":
+    _CHILD_FILTER = globals().get("__rllm_child_filter__")
     main(int(globals().get("__rllm_channel__", -1)))

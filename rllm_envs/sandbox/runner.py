@@ -71,8 +71,9 @@ _STATUS_RECORD = re.compile(rb"\A(-?\d{1,10}) (\d{1,12}) (\d{1,7}\.\d{3})\n\Z")
 # The bootstrap. argv: address space, CPU seconds, processes, open files, file size,
 # whether to kill every process it can signal at the end (only inside a PID namespace,
 # where that is exactly what the program left behind), the report channel's fd, and the
-# seccomp filter in hex (empty: none for this architecture).
-_BOOT = r"""
+# seccomp filters in hex (empty: none for this architecture): the bootstrap's own, "-", and
+# the one a program's process adds (its parent's pid written in).
+_BOOT_SOURCE = r"""
 import os, sys, resource as R
 def _limit(kind, soft, hard):
     cur = R.getrlimit(kind)[1]
@@ -104,25 +105,36 @@ try:
     # Non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}.
     if _p(4, _z, _z, _z, _z):  # PR_SET_DUMPABLE, 0
         raise OSError("PR_SET_DUMPABLE")
-    _fp = bytes.fromhex("".join(sys.argv[8:]))
+    _fp, _, _fc = "".join(sys.argv[8:]).partition("-")
+    _fp, _cf = bytes.fromhex(_fp), None
     if _fp:  # the syscall filter, for us and every process we start, on every backend
         class _C(_ctypes._SimpleCData):
             _type_ = "c"
-        class _B(_ctypes.Array):
-            _type_ = _C
-            _length_ = len(_fp)
         class _P(_ctypes.Array):
             _type_ = _C
             _length_ = 16
-        _b = _B.from_buffer_copy(_fp)
         _o = sys.byteorder
-        _q = _P.from_buffer_copy(
-            (len(_fp) // 8).to_bytes(2, _o) + bytes(6) + _ctypes.addressof(_b).to_bytes(8, _o)
-        )
-        if _p(38, _U(1), _z, _z, _z) or _p(22, _U(2), _q, _z, _z):
+        def _prog(_d):  # the filter's bytes and a struct sock_fprog that points at them
+            class _B(_ctypes.Array):
+                _type_ = _C
+                _length_ = len(_d)
+            _fb = _B.from_buffer_copy(_d)
+            _n = (len(_d) // 8).to_bytes(2, _o) + bytes(6)
+            return _fb, _P.from_buffer_copy(_n + _ctypes.addressof(_fb).to_bytes(8, _o))
+        _fq = _prog(_fp)
+        if _p(38, _U(1), _z, _z, _z) or _p(22, _U(2), _fq[1], _z, _z):
             raise OSError("seccomp")  # PR_SET_NO_NEW_PRIVS; PR_SET_SECCOMP, FILTER
-        del _C, _B, _P, _b, _q, _o
-    del _I, _U, _F, _L, _p, _z, _fp
+        if _fc:  # a program's own filter, installed once it is forked (seccomp.py)
+            _d = bytearray.fromhex(_fc)
+            _k, _me = (0x7FFFFFF0).to_bytes(4, _o), os.getpid().to_bytes(4, _o)
+            for _i in range(4, len(_d), 8):  # PARENT_PID_SLOT: our pid
+                if _d[_i : _i + 4] == _k:
+                    _d[_i : _i + 4] = _me
+            def _cf(_x=_prog(bytes(_d)), _p=_p, _m=_U(2), _z=_z):
+                return _p(22, _m, _x[1], _z, _z)
+            del _d, _k, _me, _i
+        del _C, _P, _o, _prog, _fq
+    del _I, _U, _F, _L, _p, _z, _fp, _fc
 except Exception:
     os._exit(121)  # never run a program next to a dumpable reporter, or unfiltered
 os.write(2, b"\x1e")
@@ -144,6 +156,7 @@ while len(_b) < _n:
 _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins__}
 if _f[1] in (b"exec", b"code"):  # trusted code (the judge's harness): runs here, holds the channel
     _g["__rllm_channel__"] = _ch
+    _g["__rllm_child_filter__"] = _cf  # for each test process it forks
     if _f[1] == b"code":  # compiled by this interpreter on the host (marshal), saving a compile
         _co = __import__("marshal").loads(bytes(_b))
     else:
@@ -168,9 +181,11 @@ if _pid:
             pass
     os.write(_ch, b"%d %d %.3f\n" % (_st, _ru.ru_maxrss, _ru.ru_utime + _ru.ru_stime))
     os._exit(0)
+if _cf is not None and _cf():
+    os._exit(121)  # never run a program without its filter
 os.closerange(3, 0x7FFFFFFF)  # close_range: the channel and anything else, any number
 sys.argv = ["main.py"]
-del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap
+del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap, _cf
 try:
     exec(compile(_src, "main.py", "exec"), _g)
 except SystemExit:
@@ -190,14 +205,35 @@ except BaseException as _e:
 _ARG_CHUNK = 4000
 
 
+def _without_comments(source: str) -> str:
+    """``source`` without its comments and blank lines (no ``#`` in its strings).
+
+    The bootstrap is one argument (``-c``), under firejail's limit only without them.
+    """
+    lines = (re.sub(r"\s+#\s.*$", "", line) for line in source.splitlines())
+    return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#"))
+
+
+_BOOT = _without_comments(_BOOT_SOURCE)
+
+
 @lru_cache(maxsize=1)
 def seccomp_filter_hex() -> tuple[str, ...]:
-    """The bootstrap's syscall filter (:mod:`rllm_envs.sandbox.seccomp`) in hex, as arguments."""
+    """The syscall filters (:mod:`rllm_envs.sandbox.seccomp`) in hex, as arguments.
+
+    The bootstrap's own (:func:`~rllm_envs.sandbox.seccomp.filter_program`), then ``-``,
+    then the one each program's process adds once forked
+    (:func:`~rllm_envs.sandbox.seccomp.child_filter_program`).
+    """
     if not seccomp.supported():
         seccomp.warn_unsupported()
         return ("",)
-    text = seccomp.filter_program().hex()
-    return tuple(text[i : i + _ARG_CHUNK] for i in range(0, len(text), _ARG_CHUNK))
+    chunks: list[str] = []
+    for program in (seccomp.filter_program(), seccomp.child_filter_program()):
+        text = program.hex()
+        chunks += [text[i : i + _ARG_CHUNK] for i in range(0, len(text), _ARG_CHUNK)]
+        chunks.append("-")  # between the bootstrap's filter and a program's (hex has no -)
+    return tuple(chunks[:-1])
 
 
 def wait_readable(fd: int, timeout: float) -> bool:

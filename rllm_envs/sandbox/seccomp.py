@@ -23,20 +23,36 @@ build for). The filter:
   (``fadvise64``, ``readahead``, ``mincore``, ``preadv2``/``pwritev2``, ``cachestat``),
   legacy async I/O (``io_setup`` and its family: one machine-wide pool of contexts), and
   the rest of firejail's default list that a program never needs (``modify_ldt``, setting
-  the clock or the host name, ``lookup_dcookie``);
-* fails ``clone`` with namespace flags, ``socket`` for Unix, IP and vsock families (a bound
-  name outlives its process: state between tests; ``socketpair`` works), ``fcntl`` record locks,
-  leases and ``F_NOTIFY``, ``madvise`` reclaiming file pages (``MADV_COLD``/``MADV_PAGEOUT``),
-  and setting SIGCHLD's disposition (an ignored SIGCHLD has the
-  kernel reap children unseen, hiding their CPU time from the verdict) with ``EPERM``,
-  and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's reach; glibc
-  then falls back to ``clone``, which is filtered);
+  the clock or the host name, ``lookup_dcookie``); machine-wide allocators whose numbers a
+  program reads back (``eventfd``/``eventfd2``: the lowest free id of one machine-wide
+  allocator, shown in ``/proc/self/fdinfo``; ``setsid``: the next number of the scheduler's
+  autogroup counter, shown in ``/proc/self/autogroup``); ``pidfd_send_signal``;
+* lets ``sync`` and ``syncfs`` succeed without doing anything (a flush of every file system
+  of the machine: a host-wide I/O stall) and fails ``membarrier`` with ``ENOSYS``;
+* fails ``clone`` with namespace flags, ``CLONE_PIDFD`` or ``CLONE_PARENT``, ``socket`` for
+  Unix, IP and vsock families (a bound name outlives its process: state between tests;
+  ``socketpair`` works), ``fcntl`` record locks, leases, ``F_NOTIFY`` and signal-on-I/O
+  owners (``F_SETOWN``, ``F_SETOWN_EX``, ``F_SETSIG``; ``ioctl`` ``FIOSETOWN`` and
+  ``SIOCSPGRP`` too), the socket options that hand out process descriptors
+  (``SO_PEERPIDFD``, ``SO_PASSPIDFD``), ``madvise`` reclaiming file pages
+  (``MADV_COLD``/``MADV_PAGEOUT``), and setting SIGCHLD's disposition (an ignored SIGCHLD
+  has the kernel reap children unseen, hiding their CPU time from the verdict) with
+  ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's
+  reach; glibc then falls back to ``clone``, which is filtered);
 * lets ``futex`` through only for private futexes (a shared one on a mapping of a read-only
   system file has the same key in every sandbox: a channel between them); a shared wait
   returns ``EAGAIN``, a shared wake 0, and the futex2 calls get ``ENOSYS``;
 * allows ``setpriority``, ``ioprio_set``, ``sched_setaffinity``, ``sched_setscheduler``,
   ``sched_setparam``, ``sched_setattr`` and ``prlimit64`` on the caller itself only (``EPERM``
   otherwise): on the executor they would carry state from one test to the next.
+
+A second filter (:func:`child_filter_program`) is added by every process that runs a
+program, once forked: each test process of the judge's executor, and the program of a
+plain run. It refuses ``pidfd_open`` (a process descriptor's inode number counts every
+process started on the machine; the executor needs the call, its tests do not) and lets
+``kill``, ``tkill``, ``tgkill`` and ``rt_(tg)sigqueueinfo`` reach only processes started
+after the program's parent: its own, never the executor, the sandbox's init or a process
+group (a test that interrupted the executor ended the whole run).
 """
 
 from __future__ import annotations
@@ -46,7 +62,12 @@ import struct
 import warnings
 
 __all__ = [
+    "CHILD_DENIED_SYSCALLS",
     "DENIED_SYSCALLS",
+    "NOOP_SYSCALLS",
+    "PARENT_PID_SLOT",
+    "SIGNAL_SYSCALLS",
+    "child_filter_program",
     "ENOSYS_SYSCALLS",
     "SELF_ONLY_SYSCALLS",
     "filter_program",
@@ -74,12 +95,22 @@ _DENIED_FAMILIES = (1, 2, 10, _AF_VSOCK)
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
 _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
 _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+# Also CLONE_PIDFD (a process descriptor: its inode number counts every process started on
+# the machine) and CLONE_PARENT (a sibling of the caller: a child of the executor, which it
+# would signal at exit with a signal of the caller's choosing).
+_CLONE_DENIED = _CLONE_NAMESPACES | 0x00001000 | 0x00008000
 _PERSONALITY_QUERY = 0xFFFFFFFF
 _MADV_COLD, _MADV_PAGEOUT = 20, 21
 _SIGCHLD = 17
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
-# F_SETLEASE, F_NOTIFY.
-_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026)
+# F_SETLEASE, F_NOTIFY; and F_SETOWN, F_SETSIG, F_SETOWN_EX (I/O on the descriptor would
+# signal the process named, the executor included, with a signal of the caller's choosing).
+_FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026, 8, 10, 15)
+# ioctl commands that name the process to signal on I/O: FIOSETOWN, SIOCSPGRP.
+_IOCTL_DENIED = (0x8901, 0x8902)
+# SOL_SOCKET options that hand out process descriptors: SO_PASSPIDFD, SO_PEERPIDFD.
+_SOL_SOCKET = 1
+_SOCKOPT_DENIED = (76, 77)
 _FUTEX_PRIVATE_FLAG = 128
 _FUTEX_CMD_MASK = 127  # also drops FUTEX_CLOCK_REALTIME (256)
 # futex commands that only wake (or requeue) waiters: WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
@@ -179,11 +210,29 @@ DENIED_SYSCALLS = (
     "sethostname",
     "setdomainname",
     "lookup_dcookie",
+    # Machine-wide allocators whose numbers a program reads back. An eventfd takes the
+    # lowest free id of one machine-wide allocator (``eventfd-id`` in /proc/self/fdinfo):
+    # holding and freeing ids carried a hidden input, exactly, to a concurrent sandbox.
+    # setsid() takes the next number of the machine-wide scheduler autogroup counter
+    # (/proc/self/autogroup): the same. Nothing in a sandbox needs either (the C++ compile
+    # step puts the compiler in a process group of its own with setpgid).
+    "eventfd",
+    "eventfd2",
+    "setsid",
+    # Signals through a process descriptor (a /proc/<pid> directory is one): nothing a
+    # program needs, and the executor is not to be signalled (see child_filter_program).
+    "pidfd_send_signal",
 )
 
+#: Succeed without doing anything: flushing every file system of the machine (a host-wide
+#: I/O stall, and a timing signal to every other sandbox). A sandbox writes no file.
+NOOP_SYSCALLS = ("sync", "syncfs")
+
 #: Fail with ENOSYS: the futex2 calls. Their flags (private or shared) are in memory, out of
-#: a filter's reach, and a shared futex is a channel between sandboxes (see below).
-ENOSYS_SYSCALLS = ("futex_waitv", "futex_wake", "futex_wait", "futex_requeue")
+#: a filter's reach, and a shared futex is a channel between sandboxes (see below). Also
+#: ``membarrier`` (its global command waits for every CPU of the machine; a runtime that
+#: uses it falls back when the call is missing).
+ENOSYS_SYSCALLS = ("futex_waitv", "futex_wake", "futex_wait", "futex_requeue", "membarrier")
 
 #: Allowed only on the caller itself (pid/who 0), else EPERM: changed on the executor, a
 #: test's parent, they would carry state to the next test (its fork inherits them).
@@ -298,6 +347,22 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "sched_setparam": 142,
             "sched_setattr": 314,
             "prlimit64": 302,
+            "eventfd": 284,
+            "eventfd2": 290,
+            "setsid": 112,
+            "pidfd_send_signal": 424,
+            "pidfd_open": 434,
+            "sync": 162,
+            "syncfs": 306,
+            "membarrier": 324,
+            "ioctl": 16,
+            "getsockopt": 55,
+            "setsockopt": 54,
+            "kill": 62,
+            "tkill": 200,
+            "tgkill": 234,
+            "rt_sigqueueinfo": 129,
+            "rt_tgsigqueueinfo": 297,
         },  # fmt: skip
     ),
     "aarch64": (
@@ -395,6 +460,21 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "sched_setparam": 118,
             "sched_setattr": 274,
             "prlimit64": 261,
+            "eventfd2": 19,
+            "setsid": 157,
+            "pidfd_send_signal": 424,
+            "pidfd_open": 434,
+            "sync": 81,
+            "syncfs": 267,
+            "membarrier": 283,
+            "ioctl": 29,
+            "getsockopt": 209,
+            "setsockopt": 208,
+            "kill": 129,
+            "tkill": 130,
+            "tgkill": 131,
+            "rt_sigqueueinfo": 138,
+            "rt_tgsigqueueinfo": 240,
         },  # fmt: skip
     ),
 }
@@ -462,6 +542,9 @@ def filter_program() -> bytes:
     for name in ("clone3", *ENOSYS_SYSCALLS):
         prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
         ret(_ERRNO | _ENOSYS)
+    for name in NOOP_SYSCALLS:
+        prog.append(_insn(_JEQ_K, 0, 1, numbers[name]))
+        ret(_ERRNO | 0)
 
     # Syscalls allowed depending on their first argument: load it, decide, reload nr.
     def by_first_argument(nr: int, checks: list[bytes]) -> None:
@@ -479,11 +562,30 @@ def filter_program() -> bytes:
     ]
     checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
     by_first_argument(numbers["socket"], checks)
-    # clone(flags, ...): no new namespaces.
+    # clone(flags, ...): no new namespaces, no process descriptor, no sibling.
     by_first_argument(
         numbers["clone"],
-        [_insn(_JSET_K, 0, 1, _CLONE_NAMESPACES), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)],
+        [_insn(_JSET_K, 0, 1, _CLONE_DENIED), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)],
     )
+    # ioctl(fd, cmd, ...): no owner to signal on I/O (cmd is the second argument).
+    checks = [_insn(_LD_W_ABS, 0, 0, 24)]
+    for i, cmd in enumerate(_IOCTL_DENIED):
+        checks.append(_insn(_JEQ_K, len(_IOCTL_DENIED) - i, 0, cmd))
+    checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+    by_first_argument(numbers["ioctl"], checks)
+    # getsockopt/setsockopt(fd, level, name, ...): no process descriptor of the peer
+    # (SO_PEERPIDFD) or in messages (SO_PASSPIDFD): a pidfd's inode number is a machine-wide
+    # count of the processes started.
+    for name in ("getsockopt", "setsockopt"):
+        checks = [
+            _insn(_LD_W_ABS, 0, 0, 24),  # level; another one: allowed (past the EPERM)
+            _insn(_JEQ_K, 0, len(_SOCKOPT_DENIED) + 3, _SOL_SOCKET),
+            _insn(_LD_W_ABS, 0, 0, 32),
+        ]
+        for i, option in enumerate(_SOCKOPT_DENIED):
+            checks.append(_insn(_JEQ_K, len(_SOCKOPT_DENIED) - i, 0, option))
+        checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+        by_first_argument(numbers[name], checks)
     # fcntl(fd, cmd, ...): no record locks, leases or directory notification (cmd is the
     # second argument: reload it in place of the first).
     checks = [_insn(_LD_W_ABS, 0, 0, 24)]
@@ -558,4 +660,57 @@ def filter_program() -> bytes:
             numbers[name], [_insn(_JEQ_K, 1, 0, 0), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
         )
     ret(_ALLOW)
+    return b"".join(prog)
+
+
+#: Denied (EPERM) in test processes only, by :func:`child_filter_program`: the executor
+#: needs it. A process descriptor's inode number counts every process started on the
+#: machine (pidfs), a counter a concurrent sandbox moves.
+CHILD_DENIED_SYSCALLS = ("pidfd_open",)
+#: Syscalls that signal the process (or group) named by their first argument. In a test
+#: process they reach only processes started after its parent (the executor): the test's
+#: own, never the executor, the sandbox's init or a process group.
+SIGNAL_SYSCALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+#: The value in :func:`child_filter_program` that the sandbox's bootstrap replaces with its
+#: own process id (what a test process sees as its parent's) before installing it.
+PARENT_PID_SLOT = 0x7FFFFFF0
+_JGT_K = 0x25  # BPF_JMP | BPF_JGT | BPF_K
+
+
+def child_filter_program() -> bytes:
+    """The second filter, for the processes that run a program: on top of :func:`filter_program`.
+
+    The bootstrap installs :func:`filter_program` on itself; the executor (the judge's
+    harness, run by the bootstrap) needs ``pidfd_open`` and its tests must not reach it. So
+    each test process (and the program of a plain run) also gets this filter once it is
+    forked: :data:`CHILD_DENIED_SYSCALLS` fail with ``EPERM``, and the
+    :data:`SIGNAL_SYSCALLS` only reach a process whose id is above its parent's (the test's
+    own processes). The bootstrap writes its pid in place of :data:`PARENT_PID_SLOT`; left
+    as it is, no signal reaches another process.
+
+    Raises:
+        RuntimeError: On an architecture without a syscall table here (see :func:`supported`).
+    """
+    arch = _arch()
+    if arch not in _ARCHES:
+        raise RuntimeError(f"no seccomp syscall table for architecture {arch!r}")
+    audit_arch, numbers = _ARCHES[arch]
+    prog = [
+        _insn(_LD_W_ABS, 0, 0, 4),
+        _insn(_JEQ_K, 1, 0, audit_arch),
+        _insn(_RET_K, 0, 0, _KILL_PROCESS),
+        _insn(_LD_W_ABS, 0, 0, 0),
+    ]
+    for name in CHILD_DENIED_SYSCALLS:
+        prog += [_insn(_JEQ_K, 0, 1, numbers[name]), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
+    for name in SIGNAL_SYSCALLS:
+        prog += [
+            _insn(_JEQ_K, 0, 5, numbers[name]),
+            _insn(_LD_W_ABS, 0, 0, 16),  # the pid (an int: the low half), signed
+            _insn(_JGE_K, 2, 0, 0x80000000),  # negative: a process group, or -1: all
+            _insn(_JGT_K, 0, 1, PARENT_PID_SLOT),
+            _insn(_RET_K, 0, 0, _ALLOW),
+            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+        ]
+    prog.append(_insn(_RET_K, 0, 0, _ALLOW))
     return b"".join(prog)
