@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.heldout import ATTACK_KEYS, measure_memorisation
+from benchmarks.heldout import ATTACK_KEYS, measure_memorisation, measure_overlap, refuse_unheld
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "heldout_overlap.json"
 #: Attack keys that look an evaluation question up among memorised training questions (the
@@ -17,14 +17,12 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "held
 #: answer prior, reported but not a held-out leak).
 MEMORISED_KEYS = ("question", "numbers", "ordered_numbers")
 
-
-#: Open findings (issue #25), xfail(strict) in the live test below: the committed file's rows
-#: for them are checked to still show the gain, so a fix shows up as a failure here too.
-KNOWN_OPEN = {
-    ("rllm/ReasoningGym-v0", "aiw"): "aiw splits by canonical text (its numbers are too few): "
-    "the same numbers about other people, in another universe, have the same answer",
-    ("rllm/ReasoningGym-v0", "coin_flip"): "coin_flip's questions (at least k heads in n flips) "
-    "are too few for each universe to keep 20: not split, both universes share them",
+#: Settings without a held-out universe, measured to show why: their numbers decide their
+#: answers but are too few to split by (a text split keeps exact questions apart, not the
+#: numbers), so held-out evaluation refuses them (``benchmarks.heldout.refuse_unheld``).
+NOT_HELD_OUT = {
+    ("rllm/ReasoningGym-v0", '{"dataset": "aiw"}'),
+    ("rllm/ReasoningGym-v0", '{"dataset": "coin_flip"}'),
 }
 
 
@@ -43,10 +41,13 @@ def test_the_committed_memorisation_attack_gains_nothing():
     # Files written before benchmarks.provenance name the commit `git_commit`.
     assert (report.get("commit") or report.get("git_commit")) and report["machine"]["versions"]
     measured = 0
+    unheld = set()
     for row in report["envs"]:
         label = f"{row['env']} {row['env_kwargs']}"
-        if (row["env"], row["env_kwargs"].get("dataset")) in KNOWN_OPEN:
-            assert _gains(row["memorisation"]), f"{label}: fixed? drop it from KNOWN_OPEN"
+        if row.get("held_out") is False:
+            # Refused by held-out evaluation, with the reason; measured to show the leak.
+            assert row["not_held_out"] and _gains(row["memorisation"]), label
+            unheld.add((row["env"], json.dumps(row["env_kwargs"], sort_keys=True)))
             continue
         attack = row["memorisation"]
         if "skipped" in attack:  # a game: no answer to memorise (replays are the checker's)
@@ -59,7 +60,7 @@ def test_the_committed_memorisation_attack_gains_nothing():
             ATTACK_KEYS
         ), label
         assert not _gains(attack), (label, _gains(attack))
-    assert measured >= 20
+    assert measured >= 20 and unheld == NOT_HELD_OUT
 
 
 @pytest.mark.parametrize(
@@ -72,20 +73,9 @@ def test_the_committed_memorisation_attack_gains_nothing():
         ("rllm/Math-v1", {"families": ["quadratic_equation"], "difficulty": 2}),
         ("rllm/ReasoningGym-v0", {"dataset": "lcm"}),
         ("rllm/ReasoningGym-v0", {"dataset": "products"}),
-        pytest.param(
-            "rllm/ReasoningGym-v0",
-            {"dataset": "aiw"},
-            marks=pytest.mark.xfail(
-                strict=True, reason=KNOWN_OPEN[("rllm/ReasoningGym-v0", "aiw")]
-            ),
-        ),
-        pytest.param(
-            "rllm/ReasoningGym-v0",
-            {"dataset": "coin_flip"},
-            marks=pytest.mark.xfail(
-                strict=True, reason=KNOWN_OPEN[("rllm/ReasoningGym-v0", "coin_flip")]
-            ),
-        ),
+        # aiw and coin_flip with numbers enough to split by (their defaults have too few).
+        ("rllm/ReasoningGym-v0", {"dataset": "aiw", "config": {"max_entities": 16}}),
+        ("rllm/ReasoningGym-v0", {"dataset": "coin_flip", "config": {"max_trials": 40}}),
     ],
 )
 def test_memorised_training_answers_earn_no_more_than_a_constant_on_evaluation(env_id, kwargs):
@@ -94,6 +84,20 @@ def test_memorised_training_answers_earn_no_more_than_a_constant_on_evaluation(e
     attack = measure_memorisation(env_id, kwargs, num_tasks=200)
     assert not _gains(attack), _gains(attack)
     assert attack["lookup"]["numbers"]["hits"] == attack["lookup"]["question"]["hits"] == 0
+
+
+@pytest.mark.parametrize("dataset", ["aiw", "coin_flip"])
+def test_a_family_whose_numbers_decide_its_answers_but_cannot_split_is_not_held_out(dataset):
+    # aiw (the sisters of Alice's brother: sisters + 1) and coin_flip (k heads in n flips)
+    # show too few numbers for each universe to keep 20 keys of them; split by text, a policy
+    # that looked evaluation questions up by their numbers earned 183/500 on aiw against a
+    # constant's 84/500. Held-out evaluation now refuses them and says why and what to do.
+    kwargs = {"dataset": dataset}
+    with pytest.raises(ValueError, match="no held-out evaluation universe.*numbers"):
+        refuse_unheld("rllm/ReasoningGym-v0", kwargs)
+    row = measure_overlap("rllm/ReasoningGym-v0", kwargs, num_tasks=50)
+    assert row["held_out"] is False and "widen its config" in row["not_held_out"]
+    refuse_unheld("rllm/ReasoningGym-v0", {"dataset": "lcm"})  # held out: no error
 
 
 def test_a_memorised_reply_is_replayed_and_graded_by_the_env():

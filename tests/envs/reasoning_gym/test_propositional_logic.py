@@ -112,6 +112,7 @@ OPEN_CONSTANT = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason=OPEN_CONSTANT)
 def test_a_fixed_or_templated_conclusion_earns_no_more_than_a_fair_share():
     env = ReasoningGymEnv(dataset="propositional_logic")
