@@ -16,6 +16,14 @@ and a delegated cgroup v2 subtree (``memory`` and ``pids`` in ``cgroup.subtree_c
 are used. Elsewhere :func:`create` returns ``None`` and warns once
 (:class:`CgroupUnavailableWarning`), and the sandbox falls back to the rlimits alone.
 ``RLLM_SANDBOX_CGROUPS=0`` turns control groups off.
+
+The memory groups of all the sandboxes of one process sit under one parent group whose
+limit bounds them together (:func:`total_memory_limit`: half the machine's memory by
+default, ``RLLM_SANDBOX_MEMORY_TOTAL_MB`` to change it, ``0`` for none): 64 sandboxes of
+1 GiB each may not hold 64 GiB on a 24 GiB machine. Past it the kernel's OOM killer picks
+the largest process of those sandboxes (a memory hog, reported as ``Status.MEMORY``) instead
+of the machine's largest (the trainer, perhaps). Where that parent cannot be made, the
+groups go where they did before, without the common limit.
 """
 
 from __future__ import annotations
@@ -30,10 +38,23 @@ import time
 import warnings
 from abc import ABC, abstractmethod
 
-__all__ = ["SandboxCgroup", "CgroupUnavailableWarning", "create", "available", "ENV_VAR"]
+__all__ = [
+    "SandboxCgroup",
+    "CgroupUnavailableWarning",
+    "create",
+    "available",
+    "total_memory_limit",
+    "ENV_VAR",
+    "TOTAL_MEMORY_ENV_VAR",
+]
 
 #: Environment variable: ``0`` turns per-sandbox control groups off.
 ENV_VAR = "RLLM_SANDBOX_CGROUPS"
+#: Environment variable: MiB of memory all the sandboxes of this process may hold together
+#: (``0``: no common limit). Default: :data:`TOTAL_MEMORY_SHARE` of the machine's memory.
+TOTAL_MEMORY_ENV_VAR = "RLLM_SANDBOX_MEMORY_TOTAL_MB"
+#: The default common limit, as a share of the machine's memory (``MemTotal``).
+TOTAL_MEMORY_SHARE = 0.5
 _ROOT = "/sys/fs/cgroup"
 _GROUP = "rllm-sandbox"
 # Memory the wrappers and the bootstrap need on top of the program's limit.
@@ -145,8 +166,11 @@ def _v1_cpu_root() -> str | None:
 
 
 class _V1(SandboxCgroup):
-    def __init__(self, name: str, memory_bytes: int, max_pids: int) -> None:
-        self.memory = os.path.join(_ROOT, "memory", _GROUP, name)
+    def __init__(
+        self, name: str, memory_bytes: int, max_pids: int, memory_parent: str | None = None
+    ) -> None:
+        parent = memory_parent or os.path.join(_ROOT, "memory", _GROUP)
+        self.memory = os.path.join(parent, name)
         self.pid_dir = os.path.join(_ROOT, "pids", _GROUP, name)
         cpu_root = _v1_cpu_root()
         # A top-level CPU group per sandbox: the scheduler weighs each sandbox like one
@@ -243,6 +267,93 @@ class _V2(SandboxCgroup):
         return _rmdir(self.path)
 
 
+def total_memory_limit() -> int | None:
+    """Bytes all the sandboxes of this process may hold together, or ``None`` for no limit.
+
+    ``$RLLM_SANDBOX_MEMORY_TOTAL_MB`` (MiB; ``0``: none), else :data:`TOTAL_MEMORY_SHARE`
+    of the machine's memory.
+
+    Raises:
+        InvalidEnvConfig: If the variable is not a whole number of MiB (>= 0).
+    """
+    text = os.environ.get(TOTAL_MEMORY_ENV_VAR, "").strip()
+    if text:
+        if not text.isdigit():
+            from rllm_envs.error import InvalidEnvConfig
+
+            raise InvalidEnvConfig(
+                f"Expects ${TOTAL_MEMORY_ENV_VAR} to be a whole number of MiB (0: no common "
+                f"limit), actual: {text!r}."
+            )
+        return int(text) << 20 or None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(int(line.split()[1]) * 1024 * TOTAL_MEMORY_SHARE)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+# This process's parent memory group (its pid: a forked child makes its own) and the limit
+# last written there.
+_parent: tuple[int, str, int | None] | None = None
+
+
+def _write_v1_limit(path: str, limit: int | None) -> None:
+    value = str(limit) if limit is not None else "-1"
+    swap = os.path.join(path, "memory.memsw.limit_in_bytes")
+    files = [os.path.join(path, "memory.limit_in_bytes")]
+    if os.path.exists(swap):  # memory + swap may never be below memory alone
+        files.append(swap)
+    try:
+        for name in files:
+            _write(name, value)
+    except OSError:  # lowering: memory + swap first
+        for name in reversed(files):
+            _write(name, value)
+
+
+def _v2_enable(path: str) -> None:
+    with open(os.path.join(path, "cgroup.controllers")) as f:
+        offered = f.read().split()
+    wanted = [c for c in ("memory", "pids", "cpu") if c in offered]
+    _write(os.path.join(path, "cgroup.subtree_control"), " ".join("+" + c for c in wanted))
+
+
+def _memory_parent() -> str | None:
+    """This process's parent of sandbox memory groups, or ``None`` where it cannot be made.
+
+    Made once per process; its limit follows :func:`total_memory_limit`. Without it the
+    groups go where they did before.
+    """
+    global _parent
+    assert _kind
+    limit = total_memory_limit()
+    pid = os.getpid()
+    if _parent is not None and _parent[0] == pid and _parent[2] == limit:
+        return _parent[1]
+    if _kind == "v1":
+        path = os.path.join(_ROOT, "memory", _GROUP, f"process-{pid}")
+    else:
+        path = os.path.join(_kind[3:], f"{_GROUP}-process-{pid}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        if _kind == "v1":
+            _write_v1_limit(path, limit)
+        else:
+            _write(os.path.join(path, "memory.max"), str(limit) if limit else "max")
+            _v2_enable(path)
+    except OSError:
+        if _parent is not None and _parent[0] == pid:
+            return _parent[1]  # the limit could not change (e.g. below what is held)
+        _rmdir(path)
+        return None
+    _parent = (pid, path, limit)
+    return path
+
+
 _lock = threading.Lock()
 _pending_lock = threading.Lock()
 _pending: list[SandboxCgroup] = []
@@ -333,9 +444,13 @@ def create(memory_mb: int, max_processes: int) -> SandboxCgroup | None:
     name = f"{os.getpid()}-{next(_counter)}"
     memory = (int(memory_mb) << 20) + _MEMORY_SLACK
     pids = int(max_processes) + _PIDS_SLACK
+    with _lock:
+        parent = _memory_parent()
     try:
         if _kind == "v1":
-            return _V1(name, memory, pids)
+            return _V1(name, memory, pids, parent)
+        if parent is not None:
+            return _V2(parent, name, memory, pids)
         return _V2(_kind[3:], f"{_GROUP}-{name}", memory, pids)
     except OSError:
         return None
@@ -359,6 +474,8 @@ def _cleanup_at_exit() -> None:
             if group._remove_dirs():
                 break
             time.sleep(0.01)
+    if _parent is not None and _parent[0] == os.getpid():
+        _rmdir(_parent[1])  # empty unless a group of ours is still held
 
 
 atexit.register(_cleanup_at_exit)

@@ -13,7 +13,9 @@ isolating backends, pooled and cold where the judge is used:
   test a runtime error and feedback that said the hidden tests failed although none ran:
   a test's signals reach only its own processes (no ``kill`` of its parent, of init, of a
   group, no signal-on-I/O owner, no sibling through ``CLONE_PARENT``);
-* ``sync`` flushed every file system of the host from inside a sandbox: it does nothing.
+* ``sync`` flushed every file system of the host from inside a sandbox: it does nothing;
+* no limit bounded the memory of all the sandboxes together: those of one process now share
+  one (a parent control group).
 
 The filter's decisions are also checked instruction by instruction on both architectures
 we build for (:func:`_decide`, a classic-BPF interpreter), so the aarch64 table is tested
@@ -34,7 +36,8 @@ import pytest
 
 import rllm_envs  # noqa: F401  (registers the envs)
 from rllm_envs.code.judge import TestCase, judge
-from rllm_envs.sandbox import run, runner, seccomp
+from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox import Limits, Status, cgroup, run, runner, seccomp
 
 _X86 = os.uname().machine == "x86_64"
 needs_x86 = pytest.mark.skipif(not _X86, reason="syscall numbers of x86-64 in the programs")
@@ -330,3 +333,51 @@ def test_the_eventfd_relay_reads_nothing_of_a_concurrent_episode(backend, tmp_pa
         thread.join()
     assert "refused 1" in seen["reader"], seen["reader"]
     assert "ids" not in seen["reader"]
+
+
+# ------------------------------------------------------------ memory of all the sandboxes
+
+
+@pytest.mark.skipif(not cgroup.available(), reason="no per-sandbox control groups here")
+def test_the_sandboxes_of_a_process_share_one_memory_limit(backend, monkeypatch):
+    """64 sandboxes of 1 GiB each could hold 64 GiB on a 24 GiB machine: the kernel's OOM
+    killer would pick the machine's largest process (the trainer). Together the sandboxes
+    of a process now stay under one limit, and the hogs are the ones killed (MEMORY)."""
+    import threading
+
+    monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "700")
+    hog = (
+        "import time\nb = bytearray(400 << 20)\n"
+        "for i in range(0, len(b), 4096):\n    b[i] = 1\ntime.sleep(3)\nprint('held')\n"
+    )
+    results = []
+
+    def one() -> None:
+        results.append(run(hog, backend=backend, limits=Limits(memory_mb=512, time_limit=60)))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(r.status for r in results)
+    # Each alone fits its own limit (512 MiB); three together do not fit 700 MiB.
+    assert Status.MEMORY in statuses, statuses
+    assert set(statuses) <= {Status.OK, Status.MEMORY}, [r.stderr for r in results]
+    assert all(r.stdout == "held\n" for r in results if r.status is Status.OK)
+    monkeypatch.delenv(cgroup.TOTAL_MEMORY_ENV_VAR)
+    assert run("print(1)", backend=backend).stdout == "1\n"  # the default limit again
+
+
+def test_the_common_memory_limit_is_configurable(monkeypatch):
+    monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "0")
+    assert cgroup.total_memory_limit() is None
+    monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "2048")
+    assert cgroup.total_memory_limit() == 2048 << 20
+    monkeypatch.delenv(cgroup.TOTAL_MEMORY_ENV_VAR)
+    limit = cgroup.total_memory_limit()
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert limit is not None and 0 < limit < machine
+    monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "lots")
+    with pytest.raises(InvalidEnvConfig, match="RLLM_SANDBOX_MEMORY_TOTAL_MB"):
+        cgroup.total_memory_limit()
