@@ -21,11 +21,13 @@ The trust boundary (see the README's "Security model"):
   for processes of the same user; its test processes inherit that), the seccomp filter
   denies ``ptrace``, ``pidfd_getfd`` and ``process_vm_*``, and each test runs in a fresh
   forked process that holds descriptors 0, 1 and 2 only (everything else is closed with
-  ``close_range``, whatever its number). The executor reads each test's input from its
+  ``close_range``, whatever its number) and adds the bootstrap's second filter
+  (``seccomp.child_filter_program``: no ``pidfd_open``, and its signals reach only
+  processes started after the executor, its own). The executor reads each test's input from its
   stdin pipe only when that test starts and wipes its copy before forking, so no test
   process holds another test's input; the host may hold hidden tests' inputs back until
   the public tests are reported (``judge(hidden_from=...)``). After each test every other process
-  in the sandbox's PID namespace is killed (``kill(-1)``: ``setsid`` daemons included) and
+  in the sandbox's PID namespace is killed (``kill(-1)``: any process group) and
   reaped by the executor (their CPU time counts) before the next test starts.
 
 Per test, the executor forks a process (own process group; CPU, address-space and

@@ -26,7 +26,8 @@ build for). The filter:
   the clock or the host name, ``lookup_dcookie``); machine-wide allocators whose numbers a
   program reads back (``eventfd``/``eventfd2``: the lowest free id of one machine-wide
   allocator, shown in ``/proc/self/fdinfo``; ``setsid``: the next number of the scheduler's
-  autogroup counter, shown in ``/proc/self/autogroup``); ``pidfd_send_signal``;
+  autogroup counter, shown in ``/proc/self/autogroup``); ``pidfd_send_signal`` and
+  ``memfd_secret``;
 * lets ``sync`` and ``syncfs`` succeed without doing anything (a flush of every file system
   of the machine: a host-wide I/O stall) and fails ``membarrier`` with ``ENOSYS``;
 * fails ``clone`` with namespace flags, ``CLONE_PIDFD`` or ``CLONE_PARENT``, ``socket`` for
@@ -222,6 +223,9 @@ DENIED_SYSCALLS = (
     # Signals through a process descriptor (a /proc/<pid> directory is one): nothing a
     # program needs, and the executor is not to be signalled (see child_filter_program).
     "pidfd_send_signal",
+    # Memory taken out of the kernel's direct map (it splits the host's huge mappings):
+    # nothing a program needs.
+    "memfd_secret",
 )
 
 #: Succeed without doing anything: flushing every file system of the machine (a host-wide
@@ -352,6 +356,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "setsid": 112,
             "pidfd_send_signal": 424,
             "pidfd_open": 434,
+            "memfd_secret": 447,
             "sync": 162,
             "syncfs": 306,
             "membarrier": 324,
@@ -464,6 +469,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "setsid": 157,
             "pidfd_send_signal": 424,
             "pidfd_open": 434,
+            "memfd_secret": 447,
             "sync": 81,
             "syncfs": 267,
             "membarrier": 283,
