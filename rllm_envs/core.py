@@ -50,6 +50,7 @@ import numpy as np
 from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration, copied_demonstration
 from rllm_envs.error import InvalidEnvConfig, did_you_mean
 from rllm_envs.spaces import UnicodeText, action_space, observation_space
+from rllm_envs.tasks import _HIDDEN_FIELDS as _TASK_HIDDEN_FIELDS
 from rllm_envs.tasks import Task, TaskSource
 from rllm_envs.utils import to_jsonable
 
@@ -60,12 +61,13 @@ __all__ = [
     "STEP_INFO_KEYS",
     "CUSTOM_ID_PREFIX",
     "MAX_TASK_CHARS",
+    "HIDDEN_TASK_FIELDS",
     "custom_task",
     "spec_demonstrations",
 ]
 
 #: Keys present in the ``info`` of ``reset`` and ``step``.
-INFO_KEYS = ("task_id", "task_index", "turn", "max_turns", "is_correct")
+INFO_KEYS = ("task_id", "task_index", "custom_task", "turn", "max_turns", "is_correct")
 #: Keys present only in the ``info`` of ``step``.
 STEP_INFO_KEYS = ("reward_components", "invalid_action", "invalid_reason", "action_truncated")
 
@@ -76,6 +78,10 @@ CUSTOM_ID_PREFIX = "custom-"
 #: (prompt building, grading against the problem text) stay bounded. Families whose cost grows
 #: faster with some field cap that field in their ``_check_task`` (FrozenLake: the map size).
 MAX_TASK_CHARS = 4 * 1024 * 1024
+
+#: Fields of a task record a policy never sees (answers, solutions, hidden tests, grading
+#: data): a custom task's id is not a function of them (:func:`custom_task`).
+HIDDEN_TASK_FIELDS = _TASK_HIDDEN_FIELDS | {"FAIL_TO_PASS", "PASS_TO_PASS", "client_id"}
 
 _TRUNCATION_MARKER = "\n[... observation truncated ...]"
 
@@ -371,9 +377,12 @@ def custom_task(
 
     A passed record never passes for one of the source's tasks: its ``id`` is always
     ``custom-<digest>`` (:data:`CUSTOM_ID_PREFIX`, then 16 hex digits of the SHA-256 of the
-    record's canonical JSON without ``id`` and ``client_id``), so the same content always
-    gets the same id. An ``id`` the client gave is kept as ``client_id``. Replaying the
-    result (``env.unwrapped.task``) gives the same task and id.
+    canonical JSON of the fields a policy sees), so the same question always gets the same
+    id. The fields a policy never sees (answers, solutions, hidden tests, grading data:
+    :data:`HIDDEN_TASK_FIELDS`) are left out of the digest: an id that depended on the answer
+    would let anything that sees ``info`` test candidate answers against it. An ``id`` the
+    client gave is kept as ``client_id``. Replaying the result (``env.unwrapped.task``)
+    gives the same task and id.
 
     Raises:
         InvalidEnvConfig: For a record that is not a mapping, is larger than ``max_chars``
@@ -387,14 +396,15 @@ def custom_task(
     task = dict(record)
     given = task.pop("id", None)
     client_id = task.pop("client_id", None)
-    content = _canonical_json(task)
-    if len(content) > max_chars:
+    size = len(_canonical_json(task))
+    if size > max_chars:
         raise InvalidEnvConfig(
-            f"The task record is too large: {len(content):,} characters of JSON, over the "
-            f"limit of {max_chars:,} (`max_task_chars` of the env class)."
+            f"The task record is too large: {size:,} characters of JSON, over the limit of "
+            f"{max_chars:,} (`max_task_chars` of the env class)."
         )
     check_task(task)
-    task_id = CUSTOM_ID_PREFIX + hashlib.sha256(content.encode("utf-8", "replace")).hexdigest()[:16]
+    seen = _canonical_json({k: v for k, v in task.items() if k not in HIDDEN_TASK_FIELDS})
+    task_id = CUSTOM_ID_PREFIX + hashlib.sha256(seen.encode("utf-8", "replace")).hexdigest()[:16]
     if given is not None and str(given) != task_id:
         client_id = given
     if client_id is not None:

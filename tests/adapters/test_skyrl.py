@@ -124,7 +124,7 @@ def test_a_task_record_in_the_extras_is_played():
     task = local.unwrapped.task
     env = RllmTextEnv("rllm/Math-v1", extras={"task": task})
     chat, meta = env.init([])
-    assert meta["task_index"] is None and meta["task_id"] == task["id"]
+    assert meta["task_index"] is None and meta["task_id"].startswith("custom-")
     assert env.step(local.unwrapped.oracle_action())["reward"] == 1.0
 
 

@@ -134,3 +134,15 @@ def test_frozenlake_plays_the_largest_map_its_generator_makes():
     with gym.make("rllm/FrozenLake-v1") as env:
         _, info = env.reset(options={"task": {"map": rows}})
         assert info["map"] == rows and info["custom_task"] is True
+
+
+def test_a_custom_task_id_does_not_depend_on_what_the_policy_never_sees():
+    # info is shown to agents: an id that hashed the answer could be tested against guesses.
+    with gym.make("rllm/Math-v1") as env:
+        ids = set()
+        for answer in ("41", "42"):
+            _, info = env.reset(options={"task": {"problem": "What is 6 x 7?", "answer": answer}})
+            ids.add(info["task_id"])
+        assert len(ids) == 1
+        _, other = env.reset(options={"task": {"problem": "What is 6 x 8?", "answer": "48"}})
+        assert other["task_id"] not in ids
