@@ -219,6 +219,9 @@ def _takes_task_seed(env_id: str) -> bool:
 _TOO_FEW = "too few questions to split"
 _NEVER_REPEAT = "questions never repeat"
 _OWN_WORLD = "each task seed plays its own world"
+#: A source that splits but whose numbers still recall its answers across the split (or that
+#: does not split): held-out evaluation refuses it (:func:`refuse_unheld`).
+_NOT_HELD_OUT = "not held out"
 
 
 def _universe_key_name(tasks: Any) -> str:
@@ -301,6 +304,8 @@ def measure_overlap(
             side["facts"].update(_facts(task))
         universe_key = _universe_key_name(tasks)
         unheld = held_out_reason(tasks)
+        if unheld is not None:
+            universe_key += f", {_NOT_HELD_OUT} (see not_held_out)"
         passages = getattr(getattr(env, "unwrapped", env), "retriever", None)
         if passages is not None and hasattr(passages, "passages"):
             side["facts"].update(str(p["text"]) for p in passages.passages)
