@@ -308,9 +308,10 @@ def _scratch_view() -> None:
     """A writable file system in memory under :data:`SCRATCH_PREFIX` (for ``tmp_path``).
 
     ``open`` (any mode), ``os.stat``/``lstat``, ``os.path.exists``/``isfile``/``isdir``,
-    ``os.listdir``, ``os.mkdir``/``makedirs``, ``os.remove``/``unlink``/``rmdir``,
-    ``os.rename``/``replace`` answer from memory for paths under it, so ``pathlib`` works
-    there (``write_text``, ``read_text``, ``mkdir``, ``exists``, ``iterdir``, ``unlink``).
+    ``os.listdir``/``scandir``, ``os.mkdir``/``makedirs``, ``os.remove``/``unlink``/``rmdir``,
+    ``os.rename``/``replace``, ``os.chmod`` answer from memory for paths under it, so
+    ``pathlib`` (``write_text``, ``read_text``, ``mkdir``, ``exists``, ``iterdir``, ``glob``,
+    ``unlink``) and ``shutil.copy`` work there (not ``shutil.rmtree``, which opens folders).
     Other paths go to the real functions unchanged.
     """
     import builtins
@@ -334,6 +335,8 @@ def _scratch_view() -> None:
         "rmdir": os.rmdir,
         "rename": os.rename,
         "replace": os.replace,
+        "chmod": os.chmod,
+        "scandir": os.scandir,
     }
 
     def mine(path: Any) -> str | None:
@@ -472,7 +475,52 @@ def _scratch_view() -> None:
 
         return move
 
+    def scratch_chmod(path: Any, *args: Any, **kwargs: Any) -> None:
+        name = mine(path)
+        if name is None:
+            return real["chmod"](path, *args, **kwargs)
+        if name not in data and name not in dirs:
+            raise missing(name)
+        return None
+
+    class _Entry:
+        def __init__(self, folder: str, name: str) -> None:
+            self.name, self.path = name, f"{folder}/{name}"
+
+        def __fspath__(self) -> str:
+            return self.path
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            return self.path in dirs
+
+        def is_file(self, follow_symlinks: bool = True) -> bool:
+            return self.path in data
+
+        def is_symlink(self) -> bool:
+            return False
+
+        def stat(self, follow_symlinks: bool = True) -> Any:
+            return scratch_stat(self.path)
+
+    class _Entries(list):
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+        def close(self) -> None:
+            return None
+
+    def scratch_scandir(path: Any = ".") -> Any:
+        name = mine(path)
+        if name is None:
+            return real["scandir"](path)
+        return _Entries(_Entry(name, n) for n in scratch_listdir(name))
+
     builtins.open = io.open = scratch_open
+    os.chmod = scratch_chmod
+    os.scandir = scratch_scandir
     os.stat, os.lstat = scratch_stat, scratch_lstat
     osp.exists = wrap("exists", lambda p: p in data or p in dirs)
     osp.isfile = wrap("isfile", lambda p: p in data)

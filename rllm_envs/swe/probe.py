@@ -462,12 +462,19 @@ def _constants(tree: ast.Module) -> dict[str, float]:
 
 #: Calls an arithmetic check is wrapped in (their result is decided by the value inside).
 _WRAPPERS = frozenset(
-    {"abs", "round", "float", "int", "complex", "math.fabs", "fabs", "math.floor", "math.ceil"}
+    {
+        *("abs", "round", "float", "int", "complex", "math.fabs", "fabs", "math.floor"),
+        *("math.ceil", "str", "repr", "len", "sorted", "list", "tuple", "set", "sum"),
+        *("min", "max"),
+    }
 )
 
 
 def _unwrapped(node: ast.expr) -> ast.expr:
-    """``node`` without the wrappers ``abs(...)``, ``round(..., 3)``, ``-...`` around it."""
+    """``node`` without the wrappers ``abs(...)``, ``round(..., 3)``, ``-...`` around it.
+
+    (``max(x - 2.5, 0)``: the other arguments must be literals.)
+    """
     while True:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             node = node.operand
@@ -628,19 +635,33 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
 _VALUE_CALLS = _WRAPPERS | {"str", "repr", "bool", "max", "min", "sum", "len", "sorted"}
 
 
+def _literal_number(node: ast.expr) -> bool:
+    """Whether ``node`` is an expected number (a table's element counts: its type is unknown)."""
+    if not _literal_argument(node):
+        return False
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return True
+    return type(value) in (int, float, complex)
+
+
 def _literal_arithmetic(node: ast.expr) -> bool:
-    """Whether observed value ``node`` holds arithmetic of a computed value with a literal.
+    """Whether observed value ``node`` holds arithmetic of a computed value with a number.
 
     ``[mean(xs) - 2.5]``, ``(got - 2.5).real``: the computed operand's methods are handed
-    the literal and decide the result. Arguments of other calls (``f(n - 1)``), indices,
-    comprehensions and lambdas are inputs, not looked into.
+    the literal and decide the result (an object answering ``0.0`` to ``- 2.5`` matches
+    without computing anything). A text operand is a path or a format
+    (``(tmp_path / "a.txt").read_text()``, ``("%d" % n).strip()``), not looked into;
+    neither are arguments of other calls (``f(n - 1)``), indices, comprehensions and lambdas:
+    inputs.
     """
     stack = [node]
     while stack:
         inner = stack.pop()
         if isinstance(inner, ast.BinOp):
             sides = (inner.left, inner.right)
-            if any(_literal_argument(o) for o in sides) and not all(_expected(o) for o in sides):
+            if any(_literal_number(o) for o in sides) and not all(_expected(o) for o in sides):
                 return True
             stack.extend(sides)
         elif isinstance(inner, (ast.UnaryOp, ast.Starred)):

@@ -25,7 +25,15 @@ SAVE = _task(
     "\n\ndef test_roundtrip(tmp_path):\n    target = tmp_path / 'a.txt'\n"
     "    save(target, 'hello')\n    assert target.read_text() == 'hello'\n\n"
     "def test_factory(tmp_path_factory):\n    target = tmp_path_factory.mktemp('d') / 'b.txt'\n"
-    "    save(target, 'x')\n    assert target.read_text() == 'x'\n",
+    "    save(target, 'x')\n    assert target.read_text() == 'x'\n\n"
+    "def test_folders(tmp_path):\n    import json, shutil\n"
+    "    (tmp_path / 'a' / 'b').mkdir(parents=True)\n    save(tmp_path / 'a' / 'one.txt', 'y')\n"
+    "    shutil.copy(tmp_path / 'a' / 'one.txt', tmp_path / 'a' / 'two.txt')\n"
+    "    with open(tmp_path / 'a' / 'b' / 'c.json', 'w') as f:\n        json.dump([1], f)\n"
+    "    assert sorted(p.name for p in tmp_path.rglob('*.txt')) == ['one.txt', 'two.txt']\n"
+    "    assert (tmp_path / 'a' / 'two.txt').read_text() == 'y'\n"
+    "    names = sorted(p.name for p in (tmp_path / 'a').iterdir())\n"
+    "    assert names == ['b', 'one.txt', 'two.txt']\n",
 )
 
 LOGS = _task(
