@@ -530,10 +530,28 @@ def attach_group(sandbox: Sandbox, deadline: float) -> None:
     sandbox.attached = True
     proc, group = sandbox.proc, sandbox.group
     assert proc.stderr is not None and group is not None
-    if not wait_readable(proc.stderr.fileno(), deadline - time.monotonic()):
+    stderr = proc.stderr.fileno()
+    # Until the wrapper has a process inside the group below it, look for one every ms
+    # and move it at once: a process the wrapper forked while spawn() was moving it
+    # stayed outside, and moving it only after the marker would be a second wait for
+    # the kernel, after the start instead of during it. Once one is inside, what it
+    # forks starts inside.
+    while not wait_readable(stderr, min(_ATTACH_POLL, deadline - time.monotonic())):
+        if time.monotonic() >= deadline:
+            return
+        inside = group.members()
+        below = _descendants(proc.pid)
+        if below and set(below) <= inside:
+            break
+        _attach_tree(group, proc.pid, inside)
+    if not wait_readable(stderr, deadline - time.monotonic()):
         return
-    sandbox.stderr_head = os.read(proc.stderr.fileno(), 1)
-    _attach_tree(group, proc.pid, group.members())  # usually all inside already (spawn)
+    sandbox.stderr_head = os.read(stderr, 1)
+    _attach_tree(group, proc.pid, group.members())  # every process, checked (usually inside)
+
+
+#: How often attach_group looks for the wrapper's first process while the wrapper starts.
+_ATTACH_POLL = 0.001
 
 
 def _attach_tree(group: cgroup.SandboxCgroup, root: int, inside: set[int]) -> None:

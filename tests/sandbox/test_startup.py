@@ -159,3 +159,41 @@ def test_denied_calls_fail_on_every_backend(backend):
     code = f"NR = {nr!r}\n" + _UNFILTERED_WOULD_WORK
     result = run(code, backend=backend)
     assert result.ok and result.stdout == f"{sorted(wanted)}\n", result
+
+
+@needs_cgroups
+def test_every_process_is_moved_while_the_wrapper_starts(backend, monkeypatch):
+    # Moving a process after the start marker would wait for the kernel again after the
+    # start instead of during it; the wrapper's processes are moved while it starts, so
+    # the check at the marker finds them all inside.
+    for _ in range(5):
+        sandbox = runner.spawn(select_backend(backend), Limits())
+        group = sandbox.group
+        assert group is not None
+        marker_read: list[bool] = []
+        read = runner.os.read
+
+        def recording_read(fd: int, n: int, marker_read=marker_read, read=read) -> bytes:
+            data = read(fd, n)
+            marker_read.append(True)
+            return data
+
+        def refusing_attach(pid: int, marker_read=marker_read, attach=group.attach) -> None:
+            if marker_read:
+                raise OSError("moved after the marker")
+            attach(pid)
+
+        monkeypatch.setattr(runner.os, "read", recording_read)
+        monkeypatch.setattr(group, "attach", refusing_attach)
+        try:
+            runner.attach_group(sandbox, time.monotonic() + 30)
+            monkeypatch.undo()
+            assert marker_read
+            tree = [sandbox.proc.pid, *runner._descendants(sandbox.proc.pid)]
+            assert set(tree) <= group.members()
+        finally:
+            monkeypatch.undo()
+            result, _ = runner.communicate(
+                sandbox, runner.program_header("print(1)"), Limits(), time.monotonic()
+            )
+        assert result.ok, result
