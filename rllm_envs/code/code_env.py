@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rllm_envs.code.datasets import FORMATS, apply_in_process, in_process_share, normalize
-from rllm_envs.code.judge import JudgeResult, extract_code, judge_task
+from rllm_envs.code.judge import DEFAULT_TIME_LIMIT, JudgeResult, extract_code, judge_task
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, select_backend
@@ -22,6 +22,10 @@ __all__ = ["CodeEnv", "embedded_tasks", "load_code_tasks", "REWARD_MODES"]
 REWARD_MODES = ("all", "fraction")
 _SHOW = 600  # characters of a test's input/output shown in feedback
 _DIFFICULTIES = ("easy", "medium", "hard")
+#: Largest test count and judging budget (tests x seconds per test) of a task record passed
+#: with ``options={"task": ...}``: what one step of a client-written task may cost a sandbox.
+MAX_TASK_TESTS = 1000
+MAX_TASK_SECONDS = 600.0
 
 
 @lru_cache(maxsize=1)
@@ -220,7 +224,10 @@ class CodeEnv(TextEnv):
       for and judged. C++ keeps only stdin tasks, is compiled in the sandbox with ``g++``
       (``apt-get install g++``) and its oracle is the task's ``solution_cpp`` (the
       embedded stdin problems have one; CodeContests records carry C++ solutions).
-    - ``time_limit`` (float | None): seconds per test (default: the task's, else 6).
+    - ``time_limit`` (float | None): seconds per test (default: the task's, else 6). A task
+      record passed with ``options={"task": ...}`` may set its own ``time_limit`` in (0, 60]
+      and have at most :data:`MAX_TASK_TESTS` tests and :data:`MAX_TASK_SECONDS` of
+      per-test limits in all.
     - ``memory_mb`` (int, default 1024): address-space limit per test.
     - ``sandbox_backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
       ``None`` for auto-selection; an unusable sandbox raises ``SandboxUnavailable`` here.
@@ -344,6 +351,32 @@ class CodeEnv(TextEnv):
             raise InvalidEnvConfig(
                 f"A code task record needs the fields {missing} (see rllm_envs.code.datasets); "
                 "normalise raw records with rllm_envs.code.datasets.normalize()."
+            )
+        tests = [task["public_tests"], task["hidden_tests"]]
+        if not all(isinstance(t, list) for t in tests) or not all(
+            isinstance(case, Mapping) and {"input", "output"} <= case.keys()
+            for case in tests[0] + tests[1]
+        ):
+            raise InvalidEnvConfig(
+                "A code task's public_tests and hidden_tests are lists of "
+                "{'input': ..., 'output': ...} records."
+            )
+        limit = task.get("time_limit")
+        if limit is not None and not (
+            isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit <= 60
+        ):
+            raise InvalidEnvConfig(
+                f"A code task's time_limit is seconds in (0, 60] or None, actual: {limit!r}."
+            )
+        # A client-written task must not buy hours of sandbox time with one step: the
+        # judging budget is bounded like every other per-step cost.
+        count = len(tests[0]) + len(tests[1])
+        seconds = count * float(self.time_limit or limit or DEFAULT_TIME_LIMIT)
+        if count > MAX_TASK_TESTS or seconds > MAX_TASK_SECONDS:
+            raise InvalidEnvConfig(
+                f"A code task may have at most {MAX_TASK_TESTS} tests and "
+                f"{MAX_TASK_SECONDS:.0f} s of per-test limits in all; this one has {count} "
+                f"tests, {seconds:.0f} s."
             )
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:

@@ -262,3 +262,33 @@ def test_in_process_zero_or_allow(in_process, reward):
 def test_in_process_option_is_checked():
     with pytest.raises(InvalidEnvConfig, match="in_process"):
         gym.make("rllm/Code-v0", in_process="maybe")
+
+
+def test_a_client_written_task_cannot_buy_unbounded_judging_time():
+    """A passed record's per-test limit and test count are bounded like any per-step cost.
+
+    Before, ``time_limit`` came from the record unchecked (1e9 s: an infinite loop held a
+    sandbox for its wall cap, days) and any number of tests was judged.
+    """
+    env = gym.make("rllm/Code-v0")
+    # gymnasium's PassiveEnvChecker breaks the first step after a first reset that raised.
+    env.reset(options={"index": SUM})
+    base = dict(TASKS[SUM])
+    for bad in (
+        {"time_limit": 1e9},
+        {"time_limit": -1},
+        {"time_limit": "6"},
+        {"time_limit": True},
+        {"hidden_tests": [{"input": "1 2\n", "output": "3\n"}] * 5000},
+        # 152 tests x 6 s > 600 s
+        {"time_limit": 6, "hidden_tests": [{"input": "1 2\n", "output": "3\n"}] * 150},
+        {"hidden_tests": "1 2"},
+        {"public_tests": [["1 2", "3"]]},
+    ):
+        with pytest.raises(InvalidEnvConfig):
+            env.reset(options={"task": {**base, **bad}})
+    # The previous episode is untouched by a refused reset; a bounded record is played.
+    env.reset(options={"task": {**base, "time_limit": 1.0}})
+    _, reward, terminated, _, info = env.step(env.unwrapped.oracle_action())
+    assert terminated and reward == 1.0 and info["custom_task"] is True
+    env.close()
