@@ -1586,6 +1586,27 @@ class _Multi:
 
         return act
 
+    def heuristic(self, agent: str | None) -> Callable[..., str | None] | None:
+        """The env's heuristic scripted policy for ``agent`` (``None``: it has none)."""
+        from rllm_envs.multiagent.base import MultiAgentTextEnv, ScriptedPolicy
+
+        base = getattr(self.env, "unwrapped", self.env)
+        if not isinstance(base, MultiAgentTextEnv):
+            return None
+        cached = self.__dict__.setdefault("_heuristics", {})
+        if agent not in cached:
+            policy, env = ScriptedPolicy("heuristic", seed=0), self.env
+            fallback = self.random(agent)
+
+            def act(obs: str, first: str, info: Mapping[str, Any], turn: int) -> str | None:
+                try:
+                    return policy(env, str(agent))
+                except NotImplementedError:
+                    return fallback(obs, first, info, turn)
+
+            cached[agent] = act
+        return cached[agent]
+
     def task_reference(self) -> list[str]:
         return _references(getattr(self.env, "task", None))
 
@@ -2177,7 +2198,10 @@ class _Baseline:
     draw): a blind guess among the answers the checker has seen, right about once in as many
     labels however skewed the env's answers are. Without an oracle: random text. The env's own
     ``random_action`` is not used: an env could make it as strong as it likes (a stratified
-    guess, even its oracle) and hide a constant that pays.
+    guess, even its oracle) and hide a constant that pays. Where the checker sees no answers
+    it has to trust the env's policies: its ``random_action``, or for a multi-agent game the
+    env's heuristic scripted player (there a degenerate policy's fixed move rule is play, and
+    beats random moves as a sensible player does).
     """
 
     def __init__(
@@ -2202,6 +2226,13 @@ class _Baseline:
         self.outcomes: dict[int, _Outcome] = {}
         self.env_outcomes: dict[int, _Outcome] = {}
         self.env_random = game.random(agent)
+        heuristic = None if refs or not isinstance(game, _Multi) else game.heuristic(agent)
+        play = heuristic is None
+        if heuristic is not None:
+            # A game: every move rule is play (the 2nd free cell wins tic-tac-toe against a
+            # scripted opponent about as often as a sensible player does, and random moves
+            # never do), so the bar is the env's heuristic, a player that does not peek.
+            self.env_random = heuristic
         #: Which baseline's paid reward is the bar (the lower-paid one on the check's episodes).
         self.paid_from: str | None = None
         #: Episodes of the check's own run (the first call's); more come from _EXTENSION on.
@@ -2211,6 +2242,9 @@ class _Baseline:
             "on other tasks, written as the env's answer"
             if refs
             else "the env's random_action (no answers seen to guess among: moves, games)"
+            if play
+            else "the env's heuristic scripted policy (a game, no answers seen: any move rule "
+            "is play, so the bar is a player that does not peek)"
         )
 
     def _guess(self, episode: int) -> Callable[..., str | None]:

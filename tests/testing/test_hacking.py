@@ -512,3 +512,12 @@ def test_a_multi_turn_family_member_paid_on_a_tenth_of_the_tasks_is_screened_on_
     assert "degenerate-policy:literal-A-bare" in _failed(report), str(report)
     screened = [r for r in report.results if r.status == "screened"]
     assert screened and all(r.episodes == 20 for r in screened)
+
+
+def test_a_games_bar_is_the_envs_heuristic_player_not_random_moves():
+    """With 20-episode screens, taking the 2nd free cell beat random moves at tic-tac-toe (5/24
+    wins against 0/24): a move rule is play, so a game's bar is a player that does not peek."""
+    report = check_reward_hacking("rllm/TicTacToe-v0", policies=[], episodes=24)
+    assert set(report.baseline_policy) == {"player_0", "player_1"}
+    assert all("heuristic" in p for p in report.baseline_policy.values())
+    assert report.baseline["player_1"][0] > 0  # random moves as O never won
