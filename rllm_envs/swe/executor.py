@@ -1284,6 +1284,164 @@ class TempPathFactory:
         return pathlib.Path(SCRATCH_PREFIX)
 
 
+class LocalPath:
+    """The ``tmpdir`` fixture's ``py.path.local``: the common part, over a ``pathlib`` path."""
+
+    def __init__(self, path: Any) -> None:
+        import pathlib
+
+        self._path = pathlib.Path(path)
+
+    def __fspath__(self) -> str:
+        return str(self._path)
+
+    def __str__(self) -> str:
+        return str(self._path)
+
+    def __repr__(self) -> str:
+        return f"local({str(self._path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, LocalPath)) or hasattr(other, "__fspath__"):
+            return str(self._path) == str(other)
+        return False
+
+    def __hash__(self) -> int:
+        return hash(str(self._path))
+
+    def __truediv__(self, other: Any) -> LocalPath:
+        return LocalPath(self._path / str(other))
+
+    @property
+    def strpath(self) -> str:
+        """The path as text."""
+        return str(self._path)
+
+    @property
+    def basename(self) -> str:
+        """The last part of the path."""
+        return self._path.name
+
+    @property
+    def dirname(self) -> str:
+        """The folder above, as text."""
+        return str(self._path.parent)
+
+    @property
+    def ext(self) -> str:
+        """The suffix (``.txt``)."""
+        return self._path.suffix
+
+    @property
+    def purebasename(self) -> str:
+        """The last part without its suffix."""
+        return self._path.stem
+
+    def join(self, *parts: Any) -> LocalPath:
+        """The path with ``parts`` added."""
+        return LocalPath(self._path.joinpath(*(str(p) for p in parts)))
+
+    def dirpath(self) -> LocalPath:
+        """The folder above."""
+        return LocalPath(self._path.parent)
+
+    def exists(self) -> bool:
+        """Whether it exists."""
+        return self._path.exists()
+
+    def isfile(self) -> bool:
+        """Whether it is a file."""
+        return self._path.is_file()
+
+    def isdir(self) -> bool:
+        """Whether it is a folder."""
+        return self._path.is_dir()
+
+    def check(self, file: Any = None, dir: Any = None, exists: Any = None) -> bool:
+        """Whether it exists (and is a file / a folder when asked)."""
+        if file is not None:
+            return bool(file) == self._path.is_file()
+        if dir is not None:
+            return bool(dir) == self._path.is_dir()
+        return (exists is None or bool(exists)) == self._path.exists()
+
+    def mkdir(self, *parts: Any) -> LocalPath:
+        """A new folder ``parts`` below (or this one)."""
+        target = self.join(*parts) if parts else self
+        target._path.mkdir()
+        return target
+
+    def ensure(self, *parts: Any, dir: bool = False) -> LocalPath:
+        """The file (or folder) ``parts`` below, made with its folders if missing."""
+        target = self.join(*parts)
+        if dir:
+            target._path.mkdir(parents=True, exist_ok=True)
+        else:
+            target._path.parent.mkdir(parents=True, exist_ok=True)
+            if not target._path.exists():
+                target._path.write_text("")
+        return target
+
+    def write(self, data: Any, mode: str = "w", ensure: bool = False) -> None:
+        """Write ``data`` (text, or bytes with ``mode="wb"``)."""
+        if ensure:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes) and "b" not in mode:
+            mode += "b"
+        with open(self._path, mode) as f:
+            f.write(data)
+
+    def write_text(self, data: str, encoding: str = "utf-8", ensure: bool = False) -> None:
+        """Write text."""
+        self.write(data, "w", ensure)
+
+    def write_binary(self, data: bytes, ensure: bool = False) -> None:
+        """Write bytes."""
+        self.write(data, "wb", ensure)
+
+    def read(self, mode: str = "r") -> Any:
+        """The contents (text, or bytes with ``mode="rb"``)."""
+        with open(self._path, mode) as f:
+            return f.read()
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        """The contents as text."""
+        return self._path.read_text(encoding=encoding)
+
+    def read_binary(self) -> bytes:
+        """The contents as bytes."""
+        return self._path.read_bytes()
+
+    def readlines(self, cr: bool = True) -> list[str]:
+        """The lines (with their ends unless ``cr=False``)."""
+        text = self._path.read_text()
+        return text.splitlines(keepends=cr)
+
+    def open(self, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        """The file, opened."""
+        return open(self._path, mode, *args, **kwargs)
+
+    def listdir(self, fil: Any = None, sort: Any = None) -> list[LocalPath]:
+        """The entries of the folder, as paths, sorted."""
+        found = [LocalPath(p) for p in sorted(self._path.iterdir())]
+        if isinstance(fil, str):
+            import fnmatch
+
+            found = [p for p in found if fnmatch.fnmatch(p.basename, fil)]
+        return found
+
+    def remove(self, rec: int = 1, ignore_errors: bool = False) -> None:
+        """Delete the file (or the empty folder)."""
+        if self._path.is_dir():
+            self._path.rmdir()
+        else:
+            self._path.unlink()
+
+    def size(self) -> int:
+        """The size in bytes."""
+        return self._path.stat().st_size
+
+
 class LogCaptureFixture:
     """The ``caplog`` fixture: the log records made during the test (every level)."""
 
@@ -1868,6 +2026,8 @@ def _call_with_fixtures(
             teardown.append(value.close)
         elif name == "tmp_path":
             value = _scratch_dir("tmp")
+        elif name == "tmpdir":
+            value = LocalPath(_scratch_dir("tmpdir"))
         elif name == "tmp_path_factory":
             value = TempPathFactory()
         elif name == "caplog":

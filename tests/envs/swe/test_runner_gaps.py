@@ -1,6 +1,6 @@
 """Honest fixes the sandboxed runner used to fail or withhold (issue #30, session 10).
 
-pytest's built-in fixtures ``tmp_path``, ``caplog``, ``capfd``, ``recwarn`` and the
+pytest's built-in fixtures ``tmp_path``, ``tmpdir``, ``caplog``, ``capfd``, ``recwarn`` and the
 ``pytest.warns`` block were missing (the reference's tests did not run, so every verdict was
 an error), and a test that checks only that the code does not raise observed nothing and was
 ``host_partial``, withheld. Each task here: the fix earns 1 with trust ``host``, the bug and
@@ -34,6 +34,19 @@ SAVE = _task(
     "    assert (tmp_path / 'a' / 'two.txt').read_text() == 'y'\n"
     "    names = sorted(p.name for p in (tmp_path / 'a').iterdir())\n"
     "    assert names == ['b', 'one.txt', 'two.txt']\n",
+)
+
+LEGACY = _task(
+    "store",
+    "save",
+    "def save(path, text):\n    path.write_text(text.upper())\n",
+    "def save(path, text):\n    path.write_text(text)\n",
+    "from store.save import save\n\ndef test_import():\n    assert callable(save)\n",
+    "\n\ndef test_tmpdir(tmpdir):\n    target = tmpdir.join('sub', 'a.txt')\n"
+    "    tmpdir.mkdir('sub')\n    save(target, 'hello')\n    assert target.read() == 'hello'\n"
+    "    assert target.check(file=1) and [p.basename for p in tmpdir.listdir()] == ['sub']\n"
+    "    tmpdir.ensure('deep', 'b.txt').write('x')\n"
+    "    assert (tmpdir / 'deep' / 'b.txt').read() == 'x'\n",
 )
 
 LOGS = _task(
@@ -86,8 +99,8 @@ PARSE = _task(
 
 @pytest.mark.parametrize(
     "task",
-    [SAVE, LOGS, PRINTS, WARNS, PARSE],
-    ids=["tmp_path", "caplog", "capfd", "warns", "no-raise"],
+    [SAVE, LEGACY, LOGS, PRINTS, WARNS, PARSE],
+    ids=["tmp_path", "tmpdir", "caplog", "capfd", "warns", "no-raise"],
 )
 def test_the_fix_earns_1_on_the_host_and_the_bug_0(task):
     # Old code: the fixtures were missing (the reference did not pass: an error, 0), and the
