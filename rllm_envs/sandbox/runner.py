@@ -535,8 +535,10 @@ def attach_group(sandbox: Sandbox, deadline: float) -> None:
     # and move it at once: a process the wrapper forked while spawn() was moving it
     # stayed outside, and moving it only after the marker would be a second wait for
     # the kernel, after the start instead of during it. Once one is inside, what it
-    # forks starts inside.
-    while not wait_readable(stderr, min(_ATTACH_POLL, deadline - time.monotonic())):
+    # forks starts inside. (The plain backend's bootstrap is the wrapper's own process.)
+    while sandbox.backend.isolates and not wait_readable(
+        stderr, min(_ATTACH_POLL, deadline - time.monotonic())
+    ):
         if time.monotonic() >= deadline:
             return
         inside = group.members()
