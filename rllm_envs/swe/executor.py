@@ -1284,6 +1284,32 @@ class TempPathFactory:
         return pathlib.Path(SCRATCH_PREFIX)
 
 
+class FixtureRequest:
+    """The ``request`` fixture: ``addfinalizer``, ``getfixturevalue``, ``node.name``, ``function``.
+
+    (No fixture parameters: ``request.param`` raises ``AttributeError``.)
+    """
+
+    def __init__(self, function: Any, resolve: Any, teardown: list[Any]) -> None:
+        import types
+
+        self.function = function
+        self.node = types.SimpleNamespace(name=getattr(function, "__name__", ""))
+        self.instance = getattr(function, "__self__", None)
+        self.cls = type(self.instance) if self.instance is not None else None
+        self.module = sys.modules.get(getattr(function, "__module__", ""), None)
+        self.config = None
+        self._resolve, self._teardown = resolve, teardown
+
+    def addfinalizer(self, finalizer: Any) -> None:
+        """Call ``finalizer`` when the test ends."""
+        self._teardown.append(finalizer)
+
+    def getfixturevalue(self, name: str) -> Any:
+        """The value of fixture ``name``."""
+        return self._resolve(name)
+
+
 class LocalPath:
     """The ``tmpdir`` fixture's ``py.path.local``: the common part, over a ``pathlib`` path."""
 
@@ -2037,7 +2063,7 @@ def _call_with_fixtures(
             value = _Warns(Warning).__enter__()
             teardown.append(lambda w=value: w._catcher.__exit__(None, None, None))
         elif name == "request":
-            value = None
+            value = FixtureRequest(function, resolve, teardown)
         elif name in table and depth < 32:
             fixture = table[name]
             arguments = {
@@ -2053,8 +2079,9 @@ def _call_with_fixtures(
         else:
             raise LookupError(
                 f"fixture {name!r} not found (the sandboxed runner offers fixtures "
-                "defined in the test file and its conftest.py files, monkeypatch, capsys, "
-                "capfd, tmp_path (in memory), tmp_path_factory, caplog and recwarn)"
+                "defined in the test file and its conftest.py files, request, monkeypatch, "
+                "capsys, capfd, tmp_path and tmpdir (in memory), tmp_path_factory, caplog and "
+                "recwarn)"
             )
         cache[name] = value
         return value

@@ -1,10 +1,11 @@
 """Honest fixes the sandboxed runner used to fail or withhold (issue #30, session 10).
 
-pytest's built-in fixtures ``tmp_path``, ``tmpdir``, ``caplog``, ``capfd``, ``recwarn`` and the
-``pytest.warns`` block were missing (the reference's tests did not run, so every verdict was
-an error), and a test that checks only that the code does not raise observed nothing and was
-``host_partial``, withheld. Each task here: the fix earns 1 with trust ``host``, the bug and
-a cheat of the same shape earn 0.
+pytest's built-in fixtures ``tmp_path``, ``tmpdir``, ``request`` (``addfinalizer``,
+``getfixturevalue``), ``caplog``, ``capfd``, ``recwarn`` and the ``pytest.warns`` block were
+missing (the reference's tests did not run, so every verdict was an error), and a test that
+checks only that the code does not raise observed nothing and was ``host_partial``, withheld.
+Each task here: the fix earns 1 with trust ``host``, the bug and a cheat of the same shape
+earn 0.
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ LEGACY = _task(
     "    assert target.check(file=1) and [p.basename for p in tmpdir.listdir()] == ['sub']\n"
     "    tmpdir.ensure('deep', 'b.txt').write('x')\n"
     "    assert (tmpdir / 'deep' / 'b.txt').read() == 'x'\n",
+)
+
+FINAL = _task(
+    "store",
+    "save",
+    "def save(path, text):\n    path.write_text(text.upper())\n",
+    "def save(path, text):\n    path.write_text(text)\n",
+    "from store.save import save\n\ndef test_import():\n    assert callable(save)\n",
+    "\nimport pytest\n\nDONE = []\n\n@pytest.fixture\ndef target(request, tmp_path):\n"
+    "    request.addfinalizer(lambda: DONE.append(request.node.name))\n"
+    "    return request.getfixturevalue('tmp_path') / 'f.txt'\n\n"
+    "def test_request(target):\n    save(target, 'ok')\n    assert target.read_text() == 'ok'\n",
 )
 
 LOGS = _task(
@@ -99,8 +112,8 @@ PARSE = _task(
 
 @pytest.mark.parametrize(
     "task",
-    [SAVE, LEGACY, LOGS, PRINTS, WARNS, PARSE],
-    ids=["tmp_path", "tmpdir", "caplog", "capfd", "warns", "no-raise"],
+    [SAVE, LEGACY, FINAL, LOGS, PRINTS, WARNS, PARSE],
+    ids=["tmp_path", "tmpdir", "request", "caplog", "capfd", "warns", "no-raise"],
 )
 def test_the_fix_earns_1_on_the_host_and_the_bug_0(task):
     # Old code: the fixtures were missing (the reference did not pass: an error, 0), and the
