@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 #: Keys present in every agent's ``info`` on ``reset`` and ``step``.
-MA_INFO_KEYS = ("task_id", "task_index", "turn", "role", "acting", "is_correct")
+MA_INFO_KEYS = ("task_id", "task_index", "custom_task", "turn", "role", "acting", "is_correct")
 #: Keys present in every agent's ``info`` on ``step`` only.
 MA_STEP_INFO_KEYS = (
     "reward_components",
@@ -260,15 +260,27 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
-        """Start a new episode; see the class docstring for ``options``."""
+        """Start a new episode; see the class docstring for ``options``.
+
+        Every argument is checked before anything changes (the random generator included): a
+        reset that raises on one leaves the previous episode as it was. If the family's start
+        fails after that, the episode is ended (``step`` raises ``ResetNeeded``).
+        """
+        options = dict(options or {})
+        drawn = "task" not in options and options.get("index") is None
+        chosen = None if drawn else self._select_task(options, None)
         if seed is not None or self.np_random is None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
-        task, index = self._select_task(dict(options or {}))
+        task, index = self._select_task(options, self.np_random) if chosen is None else chosen
         self.task, self.task_index = task, index
         self.turn = 0
         self.agents = list(self.possible_agents)
         self.correct = dict.fromkeys(self.possible_agents, False)
-        self._start(task)
+        try:
+            self._start(task)
+        except BaseException:
+            self.agents = []  # ended, never half-started
+            raise
         acting = set(self._acting_agents())
         observations = {a: self._clip(a, self._observe(a)) for a in self.agents}
         infos = {a: self._info(a, acting) for a in self.agents}
@@ -371,21 +383,23 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
 
     # ---------------------------------------------------------------------- internals
 
-    def _select_task(self, options: dict[str, Any]) -> tuple[Task, int | None]:
+    def _select_task(
+        self, options: dict[str, Any], rng: np.random.Generator | None
+    ) -> tuple[Task, int | None]:
         for key in options:
             if key not in RESET_OPTIONS and did_you_mean(str(key), RESET_OPTIONS):
                 raise InvalidEnvConfig(
                     f"Unknown reset option `{key}`.{did_you_mean(str(key), RESET_OPTIONS)} "
                     f"Known options: {list(RESET_OPTIONS)}."
                 )
-        assert self.np_random is not None
-        return select_task(self.tasks, options, self.np_random, self._check_task)
+        return select_task(self.tasks, options, rng, self._check_task)
 
     def _info(self, agent: str, acting: set[str]) -> dict[str, Any]:
         assert self.task is not None
         return {
             "task_id": self.task["id"],
             "task_index": self.task_index,
+            "custom_task": self.task_index is None,
             "turn": self.turn,
             "role": self._role(agent),
             "acting": agent in acting,

@@ -154,3 +154,24 @@ def test_reward_hacking(entry):
     others = "random" if entry.id.startswith("rllm/Debate-") else "heuristic"
     report = check_reward_hacking(entry.id, episodes=24, others=others)
     assert report.baseline  # every role was played
+
+
+def test_a_refused_reset_changes_nothing_and_custom_tasks_are_marked():
+    """A reset refused for a bad task record leaves the episode and the generator as they
+    were (before, a seeded reset re-seeded first and only then refused the record), and an
+    episode on a passed record says so in every agent's info."""
+    import rllm_envs
+
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1")
+    _, infos = env.reset(seed=3)
+    assert not any(info["custom_task"] for info in infos.values())
+    task, agents = env.task, list(env.agents)
+    state = env.np_random.bit_generator.state
+    with pytest.raises(Exception, match="task"):
+        env.reset(seed=99, options={"task": "not a record"})
+    assert env.task is task and env.agents == agents
+    assert env.np_random.bit_generator.state == state
+    record = {k: task[k] for k in ("problem", "answer")}
+    _, infos = env.reset(options={"task": record})
+    assert all(info["custom_task"] for info in infos.values())
+    assert env.task["id"].startswith("custom-")
