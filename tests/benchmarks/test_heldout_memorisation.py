@@ -47,6 +47,7 @@ def test_the_committed_memorisation_attack_gains_nothing():
         if row.get("held_out") is False:
             # Refused by held-out evaluation, with the reason; measured to show the leak.
             assert row["not_held_out"] and _gains(row["memorisation"]), label
+            assert "not held out" in row["universe_key"], label  # the docs table says so
             unheld.add((row["env"], json.dumps(row["env_kwargs"], sort_keys=True)))
             continue
         attack = row["memorisation"]
