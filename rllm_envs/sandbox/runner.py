@@ -89,6 +89,10 @@ _limit(R.RLIMIT_CPU, _a[1], _a[1] + 1)
 _limit(R.RLIMIT_NPROC, _a[2], _a[2])
 _limit(R.RLIMIT_NOFILE, _a[3], _a[3])
 _limit(R.RLIMIT_FSIZE, _a[4], _a[4])
+try:  # the first to go when the machine runs out of memory (a raise needs no privilege)
+    open("/proc/self/oom_score_adj", "w").write("1000")
+except OSError:
+    pass
 try:
     import _ctypes
     class _I(_ctypes._SimpleCData):

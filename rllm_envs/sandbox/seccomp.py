@@ -35,7 +35,9 @@ build for). The filter:
   ``socketpair`` works), ``fcntl`` record locks, leases, ``F_NOTIFY`` and signal-on-I/O
   owners (``F_SETOWN``, ``F_SETOWN_EX``, ``F_SETSIG``; ``ioctl`` ``FIOSETOWN`` and
   ``SIOCSPGRP`` too), the socket options that hand out process descriptors
-  (``SO_PEERPIDFD``, ``SO_PASSPIDFD``), ``madvise`` reclaiming file pages
+  (``SO_PEERPIDFD``, ``SO_PASSPIDFD``) or machine-wide cookies (``SO_COOKIE``,
+  ``SO_NETNS_COOKIE``), netlink sockets but ``NETLINK_ROUTE`` (socket diagnostics report
+  cookies), ``madvise`` reclaiming file pages
   (``MADV_COLD``/``MADV_PAGEOUT``), and setting SIGCHLD's disposition (an ignored SIGCHLD
   has the kernel reap children unseen, hiding their CPU time from the verdict) with
   ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's
@@ -91,6 +93,7 @@ _ERRNO = 0x00050000
 _EPERM, _EAGAIN, _ENOSYS = 1, 11, 38
 
 _AF_VSOCK = 40
+_AF_NETLINK, _NETLINK_ROUTE = 16, 0
 # AF_UNIX, AF_INET, AF_INET6, AF_VSOCK.
 _DENIED_FAMILIES = (1, 2, 10, _AF_VSOCK)
 # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
@@ -109,9 +112,11 @@ _SIGCHLD = 17
 _FCNTL_DENIED = (5, 6, 7, 36, 37, 38, 1024, 1026, 8, 10, 15)
 # ioctl commands that name the process to signal on I/O: FIOSETOWN, SIOCSPGRP.
 _IOCTL_DENIED = (0x8901, 0x8902)
-# SOL_SOCKET options that hand out process descriptors: SO_PASSPIDFD, SO_PEERPIDFD.
+# SOL_SOCKET options that hand out process descriptors (SO_PASSPIDFD, SO_PEERPIDFD) or
+# numbers of machine-wide counters: SO_COOKIE (every socket asked for one takes the next
+# number of one counter: 1, 2, 3 in one sandbox, 4, 5, 6 in the next) and SO_NETNS_COOKIE.
 _SOL_SOCKET = 1
-_SOCKOPT_DENIED = (76, 77)
+_SOCKOPT_DENIED = (76, 77, 57, 71)
 _FUTEX_PRIVATE_FLAG = 128
 _FUTEX_CMD_MASK = 127  # also drops FUTEX_CLOCK_REALTIME (256)
 # futex commands that only wake (or requeue) waiters: WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
@@ -559,14 +564,19 @@ def filter_program() -> bytes:
         prog.extend(checks)
         ret(_ALLOW)
 
-    # socket(family, ...): no vsock (host services through the hypervisor), and no Unix or
-    # IP socket: a bound name (abstract, or a loopback port left in TIME_WAIT) outlives its
-    # process and would carry state from one test to the next. socketpair() still works.
-    checks = [
-        _insn(_JEQ_K, len(_DENIED_FAMILIES) - i, 0, family)
-        for i, family in enumerate(_DENIED_FAMILIES)
+    # socket(family, type, protocol): no vsock (host services through the hypervisor), and
+    # no Unix or IP socket: a bound name (abstract, or a loopback port left in TIME_WAIT)
+    # outlives its process and would carry state from one test to the next. socketpair()
+    # still works. Netlink for NETLINK_ROUTE only (glibc's getaddrinfo and getifaddrs): the
+    # socket-diagnostics family hands out socket cookies (see _SOCKOPT_DENIED).
+    n = len(_DENIED_FAMILIES)
+    checks = [_insn(_JEQ_K, n + 2 - i, 0, family) for i, family in enumerate(_DENIED_FAMILIES)]
+    checks += [
+        _insn(_JEQ_K, 0, 3, _AF_NETLINK),  # another family: allowed
+        _insn(_LD_W_ABS, 0, 0, 32),  # the protocol
+        _insn(_JEQ_K, 1, 0, _NETLINK_ROUTE),
+        _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
     ]
-    checks += [_insn(_JA, 0, 0, 1), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)]
     by_first_argument(numbers["socket"], checks)
     # clone(flags, ...): no new namespaces, no process descriptor, no sibling.
     by_first_argument(
@@ -581,7 +591,7 @@ def filter_program() -> bytes:
     by_first_argument(numbers["ioctl"], checks)
     # getsockopt/setsockopt(fd, level, name, ...): no process descriptor of the peer
     # (SO_PEERPIDFD) or in messages (SO_PASSPIDFD): a pidfd's inode number is a machine-wide
-    # count of the processes started.
+    # count of the processes started; no socket cookie (a machine-wide counter too).
     for name in ("getsockopt", "setsockopt"):
         checks = [
             _insn(_LD_W_ABS, 0, 0, 24),  # level; another one: allowed (past the EPERM)

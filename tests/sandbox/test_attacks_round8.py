@@ -8,14 +8,16 @@ isolating backends, pooled and cold where the judge is used:
   feedback and let a relay with no solving code earn 1.0 next to a solver; ``setsid`` moved
   the scheduler's autogroup counter (``/proc/self/autogroup``), an exact channel at low
   load; process descriptors (``pidfd_open``, ``clone(CLONE_PIDFD)``, ``SO_PEERPIDFD``) carry
-  pidfs inode numbers, a count of every process started on the machine. All are refused;
+  pidfs inode numbers, a count of every process started on the machine; socket cookies
+  (``SO_COOKIE``, socket diagnostics over netlink) number sockets machine-wide, 1, 2, 3 in
+  one sandbox and 4, 5, 6 in the next. All are refused;
 * a test that signalled the executor (``SIGINT`` to its parent) ended the run with every
   test a runtime error and feedback that said the hidden tests failed although none ran:
   a test's signals reach only its own processes (no ``kill`` of its parent, of init, of a
   group, no signal-on-I/O owner, no sibling through ``CLONE_PARENT``);
 * ``sync`` flushed every file system of the host from inside a sandbox: it does nothing;
 * no limit bounded the memory of all the sandboxes together: those of one process now share
-  one (a parent control group).
+  one (a parent control group), and every sandbox process has the highest ``oom_score_adj``.
 
 The filter's decisions are also checked instruction by instruction on both architectures
 we build for (:func:`_decide`, a classic-BPF interpreter), so the aarch64 table is tested
@@ -96,6 +98,7 @@ def test_the_filters_refuse_the_allocators_and_signals_on_each_architecture(monk
         ("clone", (0x01200011,)),  # what fork() passes
         ("clone", (0x003D0F00,)),  # what pthread_create passes
         ("getsockopt", (3, 1, 17)),  # SO_PEERCRED
+        ("socket", (16, 3, 0)),  # AF_NETLINK, NETLINK_ROUTE (getaddrinfo, getifaddrs)
         ("fcntl", (3, 4, 0)),  # F_SETFL
         ("ioctl", (3, 0x541B, 0)),  # FIONREAD
     ):
@@ -105,6 +108,10 @@ def test_the_filters_refuse_the_allocators_and_signals_on_each_architecture(monk
         ("clone", (0x8000 | 17,)),  # CLONE_PARENT
         ("getsockopt", (3, 1, 77)),  # SO_PEERPIDFD
         ("setsockopt", (3, 1, 76)),  # SO_PASSPIDFD
+        ("getsockopt", (3, 1, 57)),  # SO_COOKIE
+        ("getsockopt", (3, 1, 71)),  # SO_NETNS_COOKIE
+        ("socket", (16, 3, 4)),  # NETLINK_SOCK_DIAG: reports cookies
+        ("socket", (1, 1, 0)),  # AF_UNIX (as before)
         ("fcntl", (3, 8, 1)),  # F_SETOWN
         ("fcntl", (3, 10, 2)),  # F_SETSIG
         ("fcntl", (3, 15, 0)),  # F_SETOWN_EX
@@ -177,6 +184,10 @@ if child > 0:
     os.waitpid(child, 0)
 a, b = socket.socketpair()
 seen["so_peerpidfd"] = attempt(lambda: a.getsockopt(socket.SOL_SOCKET, 77))
+seen["so_cookie"] = attempt(lambda: a.getsockopt(socket.SOL_SOCKET, 57, 8))
+seen["netlink_diag"] = attempt(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4))
+seen["netlink_route"] = attempt(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0))
+seen["oom_score_adj"] = open("/proc/self/oom_score_adj").read().strip()
 seen["f_setown"] = attempt(lambda: fcntl.fcntl(r, fcntl.F_SETOWN, os.getppid()))
 seen["kill_parent"] = attempt(lambda: os.kill(os.getppid(), 0))
 seen["kill_init"] = attempt(lambda: os.kill(1, 0))
@@ -199,6 +210,8 @@ _REFUSED = (
     "pidfd_open",
     "clone_pidfd",
     "so_peerpidfd",
+    "so_cookie",
+    "netlink_diag",
     "f_setown",
     "kill_parent",
     "kill_init",
@@ -210,7 +223,8 @@ _REFUSED = (
 def _check_probe(output: str) -> None:
     seen = json.loads(output)
     assert {name: seen[name] for name in _REFUSED} == dict.fromkeys(_REFUSED, "EPERM"), seen
-    assert seen["kill_self"] == seen["kill_child"] == "ok", seen
+    assert seen["kill_self"] == seen["kill_child"] == seen["netlink_route"] == "ok", seen
+    assert seen["oom_score_adj"] == "1000", seen  # the first to go in a machine-wide OOM
 
 
 @needs_x86
