@@ -16,7 +16,9 @@ and :data:`KEPT` are masked:
 * every other file or directory is hidden (empty or unreadable), as are
   :data:`HIDDEN_SYS_FILES` in ``/proc/sys``;
 * under firejail, which shows the host's ``/sys``, everything but ``/sys/devices/system/cpu``
-  (glibc counts CPUs there) is hidden too; bubblewrap mounts no ``/sys``.
+  (glibc counts CPUs there) is hidden too, and of that its idle-state counters and frequency
+  scaling (:data:`CPU_HIDDEN`: the idle counters are an exact reading of every CPU's load);
+  bubblewrap mounts no ``/sys``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "KEPT",
     "STATIC",
     "HIDDEN_SYS_FILES",
+    "CPU_HIDDEN",
     "static_files",
     "hidden_entries",
     "sys_hidden",
@@ -150,9 +153,17 @@ def hidden_entries() -> tuple[tuple[str, bool], ...]:
     return tuple(hidden)
 
 
+#: Under ``/sys/devices/system/cpu`` (and each ``cpuN``), hidden: the idle-state counters
+#: (usage and time per state, moved by the load of every CPU) and frequency scaling.
+CPU_HIDDEN = ("cpuidle", "cpufreq")
+
+
 @lru_cache(maxsize=1)
 def sys_hidden() -> tuple[str, ...]:
-    """What to hide of the host's ``/sys``: all but the path to ``/sys/devices/system/cpu``."""
+    """What to hide of the host's ``/sys``: all but ``/sys/devices/system/cpu``'s topology.
+
+    Of that directory, :data:`CPU_HIDDEN` is hidden too, at the top and in each ``cpuN``.
+    """
     hidden = []
     for top, keep in (
         ("/sys", "devices"),
@@ -160,6 +171,14 @@ def sys_hidden() -> tuple[str, ...]:
         ("/sys/devices/system", "cpu"),
     ):
         hidden += [f"{top}/{name}" for name in _listdir(top) if name != keep]
+    cpu = "/sys/devices/system/cpu"
+    for name in _listdir(cpu):
+        if name in CPU_HIDDEN:
+            hidden.append(f"{cpu}/{name}")
+        elif name.startswith("cpu") and name[3:].isdigit():
+            hidden += [
+                f"{cpu}/{name}/{sub}" for sub in _listdir(f"{cpu}/{name}") if sub in CPU_HIDDEN
+            ]
     return tuple(hidden)
 
 

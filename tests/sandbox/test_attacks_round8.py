@@ -395,3 +395,19 @@ def test_the_common_memory_limit_is_configurable(monkeypatch):
     monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "lots")
     with pytest.raises(InvalidEnvConfig, match="RLLM_SANDBOX_MEMORY_TOTAL_MB"):
         cgroup.total_memory_limit()
+
+
+def test_no_cpu_idle_counters(backend):
+    """firejail showed /sys/devices/system/cpu/cpu*/cpuidle: per-state usage and time of
+    every CPU, an exact reading of the machine's load. Hidden; the CPU count still works."""
+    code = (
+        "import glob, os\n"
+        "seen = []\n"
+        "for path in glob.glob('/sys/devices/system/cpu/cpu*/cpuidle/state*/usage') + [\n"
+        "        '/sys/devices/system/cpu/cpu0/cpuidle/state0/usage',\n"
+        "        '/sys/devices/system/cpu/cpuidle/current_driver']:\n"
+        "    try:\n        seen.append(open(path).read())\n    except OSError:\n        pass\n"
+        "print(len(seen), os.cpu_count() == len(os.sched_getaffinity(0)) >= 1)\n"
+    )
+    result = run(code, backend=backend)
+    assert result.stdout == "0 True\n", result.stdout + result.stderr
