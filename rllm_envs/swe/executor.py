@@ -1061,13 +1061,29 @@ def observed(value: Any) -> Any:
         return ["unobservable", _type_name(type(e))]
 
 
-def observe(value: Any, approx: Any = None) -> None:
+def observe(value: Any, approx: Any = None, unordered: bool = False) -> None:
     """``pytest.observe``: record a value a probe test computed (see above).
 
     ``approx``: ``(rel, abs)`` when the test compared it with ``pytest.approx`` or
     ``isclose`` (the host then compares numbers within that tolerance; otherwise exactly).
+    ``unordered``: the test only asked what a ``list`` / ``tuple`` holds (``"b" in tags``):
+    its elements are recorded in a canonical order (``["unordered", kind, elements]``), so
+    an order that comes from hashing strings (seeded afresh in every sandbox) or a fix that
+    orders differently still compares equal; every element still must.
     """
     seen = observed(value)
+    if (
+        unordered
+        and type(value) in (list, tuple)
+        and isinstance(seen, list)
+        and len(seen) == 2
+        and seen[0] == type(value).__name__
+        and isinstance(seen[1], list)
+    ):
+        import json
+
+        elements = sorted(seen[1], key=lambda e: json.dumps(e, sort_keys=True))
+        seen = ["unordered", seen[0], elements]
     if approx is not None:
         seen = ["approx", list(approx), seen]
     _OBSERVED.append(seen)

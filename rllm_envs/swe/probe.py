@@ -559,9 +559,31 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 class _Check:
     """One value a check observes, with the tolerance the test allowed (``None``: exact)."""
 
-    def __init__(self, value: ast.expr, approx: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self, value: ast.expr, approx: tuple[float, float] | None = None, unordered: bool = False
+    ) -> None:
         self.value = value
         self.approx = approx
+        self.unordered = unordered
+
+
+def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
+    """``"b" in tags(x)`` / ``not in``: the container, observed without its order.
+
+    Membership does not depend on the order of a ``list`` or ``tuple`` (which may come from
+    hashing strings, seeded afresh in every sandbox), so its elements are compared as a
+    multiset (``observe(..., unordered=True)``); every element must still equal the
+    reference's. ``None``: not this shape.
+    """
+    if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.In, ast.NotIn)):
+        return None
+    member, container = test.left, test.comparators[0]
+    if not _expected(member) or _expected(container):
+        return None
+    _drop(member)
+    return [
+        _Check(c.value, c.approx, unordered=c.value is container) for c in _value(container, probe)
+    ]
 
 
 def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
@@ -580,7 +602,7 @@ def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
     tolerances = [t for t in (_approx(o) for o in operands) if t is not None]
     approx = tolerances[0] if tolerances else None
     found = [c for o in computed for c in _value(o, probe)]
-    return [_Check(c.value, c.approx or approx) for c in found]
+    return [_Check(c.value, c.approx or approx, c.unordered) for c in found]
 
 
 def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
@@ -798,6 +820,9 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
         within = _within(test, probe)
         if within is not None:
             return within
+        member = _membership(test, probe)
+        if member is not None:
+            return member
         return _pick([test.left, *test.comparators], probe) + _identity(test, probe)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _observed(test.operand, probe)
@@ -862,6 +887,8 @@ def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
         if check.approx is not None:
             tolerance = ast.Tuple([ast.Constant(t) for t in check.approx], ast.Load())
             keywords.append(ast.keyword("approx", tolerance))
+        if check.unordered:
+            keywords.append(ast.keyword("unordered", ast.Constant(True)))
         call = ast.Expr(ast.Call(ast.Name(OBSERVE, ast.Load()), [check.value], keywords))
         calls.append(ast.copy_location(call, at))
     return calls or [ast.copy_location(ast.Pass(), at)]
@@ -1020,6 +1047,10 @@ class _Probe(ast.NodeTransformer):
                 if count == 1:
                     return _statements(args[0], self, node) if args else [node]
                 checks = _pick(args, self)
+                if method in ("assertIn", "assertNotIn") and _expected(args[0]):
+                    # Membership: the container's order does not matter (see _membership).
+                    for check in checks:
+                        check.unordered = check.value is args[1]
                 if method in ("assertAlmostEqual", "assertNotAlmostEqual"):
                     delta = _number(_keyword(call, "delta"))
                     places = _number(_keyword(call, "places"))
