@@ -2,8 +2,11 @@
 
 * ``test_judge_20_stdin_tests`` judges a correct submission on 20 stdin tests the default
   way -- a sandbox started ahead of time by the judge's pool (each round waits until it is
-  started; the wait is not timed), all tests in one test process -- against one bare
-  ``python3`` start, with the auto-selected backend and with each backend. Goal: <= 3x.
+  started; the wait is not timed), all tests in one sandbox, one fresh process each --
+  against one bare ``python3`` start, with the auto-selected backend and with each backend.
+  Goal: <= 3x. The pool (two sandboxes) starts the used one's replacement once the
+  judgement ends, so the start does not compete with it for the 2 cores; judging back to
+  back, it overlaps the next judgement instead.
 * ``test_judge_20_stdin_tests_cold`` is the same with ``warm=False``: the sandbox start is
   on the critical path (firejail's start alone costs about 4 bare starts here).
 * ``test_judge_20_stdin_tests_cpp`` judges a correct C++ submission on the same 20 tests
