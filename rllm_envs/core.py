@@ -81,7 +81,12 @@ MAX_TASK_CHARS = 4 * 1024 * 1024
 
 #: Fields of a task record a policy never sees (answers, solutions, hidden tests, grading
 #: data): a custom task's id is not a function of them (:func:`custom_task`).
-HIDDEN_TASK_FIELDS = _TASK_HIDDEN_FIELDS | {"FAIL_TO_PASS", "PASS_TO_PASS", "client_id"}
+HIDDEN_TASK_FIELDS = _TASK_HIDDEN_FIELDS | {
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "client_id",
+    "solution_cpp",
+}
 
 _TRUNCATION_MARKER = "\n[... observation truncated ...]"
 
