@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
+import functools
 import hmac
 import json
 import logging
 import math
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -44,10 +47,12 @@ from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
     RESERVED_STEP_INFO,
+    SAMPLING_RECORD,
     Call,
     Session,
     SessionError,
     SessionRegistry,
+    check_json_field,
     score_with_env,
 )
 from rllm_envs.error import require
@@ -158,7 +163,16 @@ class Gateway:
             model=self.model,
             max_per_owner=config.max_sessions_per_client,
             clients=list(config.api_keys) if config.auth_required else None,
+            max_calls=config.max_calls_per_session,
+            max_bytes=config.max_session_bytes,
+            claims_path=None if config.store is None else config.store + ".runs.json",
         )
+        # Scorers run on their own bounded pool (a slow scoring holds up no store, no other
+        # route), at most ``max_scoring_per_client`` per client.
+        self._score_pool = concurrent.futures.ThreadPoolExecutor(
+            config.scoring_threads, "rllm-gateway-score"
+        )
+        self._scoring: collections.Counter[str] = collections.Counter()
         self._tokenizer = tokenizer
         self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
@@ -168,6 +182,9 @@ class Gateway:
         self._slot_clients: dict[Any, str | None] = {}
         self.started = time.time()
         self.counters: collections.Counter[str] = collections.Counter()
+        self._client_counters: dict[str, collections.Counter[str]] = collections.defaultdict(
+            collections.Counter
+        )
         self.in_flight = 0
         self.completion_tokens = 0
         self.prompt_tokens = 0
@@ -222,6 +239,11 @@ class Gateway:
                 max_keepalive_connections=512,
             ),
         )
+        from rllm_adapters.gateway.connections import RateLimitedLog
+
+        # A flood of one kind of error (failed accepts when file descriptors run out) logs a
+        # line per interval, not one per event.
+        asyncio.get_running_loop().set_exception_handler(RateLimitedLog())
         # Which runs the store holds already (and so belong to the client recorded there).
         await asyncio.to_thread(self.sessions.load_runs)
         self._background.append(asyncio.create_task(self._watch()))
@@ -256,26 +278,31 @@ class Gateway:
         """Wrap a handler: refusals become OpenAI-style JSON errors, and are counted."""
 
         async def wrapped(request: Any) -> Any:
+            def count(key: str) -> None:
+                self.counters[key] += 1
+                who = getattr(request.state, "principal", None)
+                if who is not None:
+                    self._client_counters[who][key] += 1
+
             try:
                 response = await handler(request)
             except GatewayError as e:
-                self.counters[f"rejected_{e.status}"] += 1
+                count(f"rejected_{e.status}")
                 return _error(e.status, str(e), e.code, e.headers)
             except SessionError as e:
-                self.counters[f"rejected_{e.status}"] += 1
+                count(f"rejected_{e.status}")
                 return _error(e.status, str(e), e.code)
             except QueueFull as e:
-                self.counters["rejected_503"] += 1
+                count("rejected_503")
                 return _error(503, f"Gateway busy: {e}.", "queue_full", {"Retry-After": "1"})
-            self.counters["responses"] += 1
+            count("responses")
             return response
 
         return wrapped
 
     def principal(self, request: Any, *, admin: bool = False) -> str:
         """Who is calling (``"local"`` without keys); raise 401 for a bad or missing token."""
-        header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        token = _bearer(request)
         if admin:
             if self.config.admin_key is None:
                 if self.config.auth_required:
@@ -300,6 +327,7 @@ class Gateway:
                 "Missing or invalid API key: send `Authorization: Bearer <token>`.",
                 "invalid_api_key",
             )
+        request.state.principal = found
         return found
 
     def _limit_rate(self, principal: str) -> None:
@@ -405,23 +433,50 @@ class Gateway:
             "engines": [e.snapshot() for e in self.pool.engines],
         }
 
+    def client_metrics(self, principal: str) -> dict[str, Any]:
+        """What ``/metrics`` shows a client: its own counts, nothing of other clients'."""
+        counts = self.sessions.client_counts.get(principal) or {}
+        return {
+            "client": principal,
+            "requests": dict(self._client_counters.get(principal) or {}),
+            "in_flight": self._client_calls.get(principal, 0),
+            "sessions": {
+                "open": self.sessions.open_of(principal),
+                "stored": counts.get("stored", 0),
+                "recorded_calls": counts.get("recorded_calls", 0),
+            },
+        }
+
     async def _metrics(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
 
-        self.principal(request)
-        return JSONResponse(self.metrics())
+        # The admin token (or a gateway without keys) sees everything; a client its own.
+        admin = self.config.admin_key
+        if admin is not None and hmac.compare_digest(_bearer(request).encode(), admin.encode()):
+            return JSONResponse(self.metrics())
+        principal = self.principal(request)
+        self._limit_rate(principal)
+        if not self.config.auth_required:
+            return JSONResponse(self.metrics())
+        return JSONResponse(self.client_metrics(principal))
 
     async def _models(self, request: Any) -> Any:
         from starlette.responses import Response
 
-        self.principal(request)
-        async with self.pool.acquire() as engine:
-            try:
-                response = await self.client.get(f"{engine.url}/models")
-            except Exception as e:
-                raise GatewayError(
-                    502, f"Engine {engine.name} unreachable: {e}", "engine_error"
-                ) from e
+        principal = self.principal(request)
+        self._limit_rate(principal)
+        self._limit_calls(principal)  # it holds an engine slot: counted as a call
+        self._client_calls[principal] += 1
+        try:
+            async with self.pool.acquire() as engine:
+                try:
+                    response = await self.client.get(f"{engine.url}/models")
+                except Exception as e:
+                    raise GatewayError(
+                        502, f"Engine {engine.name} unreachable: {e}", "engine_error"
+                    ) from e
+        finally:
+            self._release_client(principal)
         return Response(
             response.content, status_code=response.status_code, media_type="application/json"
         )
@@ -453,6 +508,7 @@ class Gateway:
         from starlette.responses import JSONResponse
 
         principal = self.principal(request)
+        self._limit_rate(principal)
         sid = self._session_id(request)
         assert sid is not None
         session = self.sessions.get(sid, principal, create=False)
@@ -474,71 +530,151 @@ class Gateway:
         from starlette.responses import JSONResponse
 
         principal = self.principal(request)
+        self._limit_rate(principal)
         sid = self._session_id(request)
         assert sid is not None
         _, body = await self.read_json(request)
         session = self.sessions.get(sid, principal, create=False)
         if "env" in body:
-            env_id = body["env"]
-            if not isinstance(env_id, str):
-                raise GatewayError(400, "`env` must be an env id string.", "invalid_request")
-            answer = body.get("answer")
-            if answer is None:
-                if not session.calls:
-                    raise GatewayError(
-                        400, "The session has no reply to score; send `answer`.", "no_answer"
-                    )
-                answer = session.calls[-1].text
-            try:
-                scored = await asyncio.to_thread(
-                    score_with_env,
-                    env_id,
-                    str(answer),
-                    env_kwargs=body.get("env_kwargs") or {},
-                    seed=body.get("seed", session.seed),
-                    options=body.get("options"),
-                )
-            except Exception as e:  # a bad env id or kwargs is the caller's error
-                raise GatewayError(
-                    400, f"Scoring with {env_id!r} failed: {e}", "score_failed"
-                ) from e
-            result = await self.sessions.finish(
-                session,
-                scored["reward"],
-                scored["info"],
-                env_id=env_id,
-                task_id=None if scored["task_id"] is None else str(scored["task_id"]),
+            return JSONResponse(await self._scored_reward(session, body))
+        reward = body.get("reward")
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+            raise GatewayError(
+                400,
+                'Send {"reward": <number>} or {"env": "<env id>", "seed": <int>}.',
+                "invalid_reward",
             )
-        else:
-            reward = body.get("reward")
-            if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-                raise GatewayError(
-                    400,
-                    'Send {"reward": <number>} or {"env": "<env id>", "seed": <int>}.',
-                    "invalid_reward",
-                )
-            # JSON parsing takes NaN, Infinity and 1e400: one such reward in a GRPO group
-            # makes every advantage of the group NaN, and a huge finite one (1e300, or an
-            # integer of 400 digits, which math.isfinite cannot even convert) flattens or
-            # blows up the group's advantages: refused before anything is stored.
-            if abs(reward) > MAX_ABS_REWARD or not math.isfinite(float(reward)):
-                raise GatewayError(
-                    400,
-                    f"`reward` must be a finite number of at most {MAX_ABS_REWARD:g} in size.",
-                    "invalid_reward",
-                )
-            info = body.get("info") or {}
-            if not isinstance(info, dict):
-                raise GatewayError(400, "`info` must be an object.", "invalid_reward")
-            reserved = sorted(RESERVED_STEP_INFO & set(info))
-            if reserved:
-                raise GatewayError(
-                    400,
-                    f"`info` may not set {reserved}: the gateway records them with each call.",
-                    "invalid_reward",
-                )
-            result = await self.sessions.finish(session, float(reward), info)
+        _check_reward(reward)
+        info = body.get("info") or {}
+        if not isinstance(info, dict):
+            raise GatewayError(400, "`info` must be an object.", "invalid_reward")
+        check_json_field(info, "info", "invalid_reward")
+        reserved = sorted(RESERVED_STEP_INFO & set(info))
+        if reserved:
+            raise GatewayError(
+                400,
+                f"`info` may not set {reserved}: the gateway records them with each call.",
+                "invalid_reward",
+            )
+        result = await self.sessions.finish(session, float(reward), info)
         return JSONResponse(result)
+
+    async def _scored_reward(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
+        """End ``session`` with the reward of one of the operator's scorers on its last reply.
+
+        The client names a scorer (``env``) and a task of its source (``seed`` and/or
+        ``index``; by default the session's ``seed``), nothing else: the scorer's kwargs are
+        the operator's (``GatewayConfig.scorers``), the answer is the session's last reply,
+        and the task is one of the source's, so a client cannot supply its own task, answer
+        or sandbox settings.
+        """
+        unknown = sorted(set(body) - {"env", "seed", "index"})
+        if unknown:
+            raise GatewayError(
+                400,
+                f"A scored reward names a scorer and a task of its source only "
+                f'({{"env": id, "seed": s}} or {{"env": id, "index": i}}); refused field(s) '
+                f"{unknown}: the answer is the session's last reply, and the scorer's settings "
+                "are the gateway's.",
+                "invalid_reward",
+            )
+        env_id = body["env"]
+        scorers = self.config.scorers
+        if not isinstance(env_id, str) or env_id not in scorers:
+            allowed = sorted(scorers)
+            raise GatewayError(
+                400,
+                f"`env` must name one of this gateway's scorers: {allowed}"
+                if allowed
+                else 'This gateway scores no rewards: send {"reward": <number>} (the '
+                "operator enables scorers with --scorer ENV_ID).",
+                "scorer_not_allowed",
+            )
+        seed = body.get("seed", session.seed)
+        index = body.get("index")
+        for name, value in (("seed", seed), ("index", index)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63
+            ):
+                raise GatewayError(
+                    400, f"`{name}` must be a non-negative 64-bit integer.", "invalid_reward"
+                )
+        if not session.calls:
+            raise GatewayError(
+                409,
+                f"Session {session.id!r} has no reply to score: make a call in it first "
+                "(nothing was stored).",
+                "no_calls",
+            )
+        owner = session.owner
+        cap = self.config.max_scoring_per_client
+        if self._scoring[owner] >= cap:
+            raise GatewayError(
+                429,
+                f"This client already has {cap} scorings running; wait for one to finish.",
+                "too_many_scorings",
+                {"Retry-After": "1"},
+            )
+        self._scoring[owner] += 1
+        try:
+            # Ended before scoring: a second reward is refused at once, not after scoring.
+            await self.sessions.claim(session)
+            try:
+                answer = session.calls[-1].text
+                options = {"index": index} if index is not None else None
+                loop = asyncio.get_running_loop()
+                try:
+                    scored = await loop.run_in_executor(
+                        self._score_pool,
+                        functools.partial(
+                            score_with_env,
+                            env_id,
+                            answer,
+                            env_kwargs=scorers[env_id],
+                            seed=seed,
+                            options=options,
+                        ),
+                    )
+                except Exception as e:
+                    # The env's text may quote its task source or files: logged, not answered.
+                    ref = secrets.token_hex(4)
+                    _log.warning(
+                        "scoring %s with %r failed [%s]", session.id, env_id, ref, exc_info=True
+                    )
+                    raise GatewayError(
+                        400,
+                        f"Scoring with {env_id!r} failed (check `seed`/`index`; error "
+                        f"{ref} in the gateway's log).",
+                        "score_failed",
+                    ) from e
+                reward = scored["reward"]
+                try:
+                    _check_reward(reward)
+                except GatewayError as e:
+                    raise GatewayError(
+                        400, f"The scorer's reward {reward!r} was refused: {e}", e.code
+                    ) from e
+                info = {
+                    **scored["info"],
+                    "scored": {"env": env_id, "seed": seed, "index": index},
+                }
+                task_id = scored["task_id"]
+            except BaseException:
+                self.sessions.reopen(session)
+                raise
+            return await self.sessions.finish(
+                session,
+                reward,
+                info,
+                env_id=env_id,
+                task_id=None if task_id is None else str(task_id),
+                seed=seed,
+                claimed=True,
+            )
+        finally:
+            self._scoring[owner] -= 1
+            if self._scoring[owner] <= 0:
+                del self._scoring[owner]
 
     async def _weights(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -591,9 +727,11 @@ class Gateway:
             raise GatewayError(
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
+        _check_session_fields(api, body)
+        self.sessions.check_room(session, len(raw))
         if api == "chat" and self.templater() is not None:
-            return await self._templated_chat(session, body, stream)
-        return await self._recorded(session, api, path, body, stream)
+            return await self._templated_chat(session, body, stream, len(raw))
+        return await self._recorded(session, api, path, body, stream, len(raw))
 
     async def _send(self, path: str, content: bytes, stream: bool) -> tuple[Any, Engine, Any]:
         """Send to an engine (retrying on others); return (response, engine, slot)."""
@@ -774,7 +912,7 @@ class Gateway:
             ) from e
 
     async def _recorded(
-        self, session: Session, api: str, path: str, body: dict[str, Any], stream: bool
+        self, session: Session, api: str, path: str, body: dict[str, Any], stream: bool, size: int
     ) -> Any:
         """Forward a session call asking for token ids and logprobs, record it, answer."""
         from starlette.responses import Response
@@ -801,7 +939,7 @@ class Gateway:
             data, call = read
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call)
+            self.sessions.record(session, call, size)
             _strip(data, wants_ids, wants_lp)
             headers.pop("content-type", None)
             return Response(
@@ -819,7 +957,7 @@ class Gateway:
                 self._fill_ids(call)
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call)
+            self.sessions.record(session, call, size)
 
         def relay(line: str, chunk: dict[str, Any] | None) -> Iterator[bytes]:
             if chunk is None:
@@ -888,7 +1026,9 @@ class Gateway:
             cleanup,
         )
 
-    async def _templated_chat(self, session: Session, body: dict[str, Any], stream: bool) -> Any:
+    async def _templated_chat(
+        self, session: Session, body: dict[str, Any], stream: bool, size: int
+    ) -> Any:
         """A session's chat call as token ids appended to the session (``gateway.chat``)."""
         from starlette.responses import JSONResponse
 
@@ -922,6 +1062,7 @@ class Gateway:
 
         def finish(call: Call) -> tuple[dict[str, Any], str]:
             call.api = "chat"
+            call.request = _request_record(body, "chat")
             content, calls = parse_tool_calls(call.text) if tools else (call.text, [])
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
@@ -929,7 +1070,7 @@ class Gateway:
             call.message = message
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call)
+            self.sessions.record(session, call, size)
             session.chat_state = ChatState(
                 [*messages, message], tools_key(tools), call.prompt_ids, call.completion_ids
             )
@@ -1028,7 +1169,7 @@ class Gateway:
             text=text,
             finish_reason=str(choice.get("finish_reason") or "stop"),
             ids_source="engine" if ids is not None and prompt_ids is not None else "text_only",
-            request=_request_record(body),
+            request=_request_record(body, api),
             message=message,
             engine=engine.name,
             weights_version=version,
@@ -1127,29 +1268,80 @@ class _StreamParts:
             text=text,
             finish_reason=self.finish_reason or "abort",
             ids_source="engine" if exact else "text_only",
-            request=_request_record(body),
+            request=_request_record(body, self.api),
             message=message,
             engine=engine,
             weights_version=version,
         )
 
 
-def _request_record(body: dict[str, Any]) -> dict[str, Any]:
-    """What of a request is kept with its call (messages/prompt and sampling settings)."""
-    keep = (
-        "messages",
-        "prompt",
-        "tools",
-        "max_tokens",
-        "max_completion_tokens",
-        "temperature",
-        "top_p",
-        "top_k",
-        "stop",
-        "seed",
+def _check_reward(reward: Any) -> None:
+    """Refuse (400) a reward that is not finite or is over ``MAX_ABS_REWARD`` in size."""
+    # JSON parsing takes NaN, Infinity and 1e400: one such reward in a GRPO group makes every
+    # advantage of the group NaN, and a huge finite one (1e300, or an integer of 400 digits,
+    # which math.isfinite cannot even convert) flattens or blows up the group's advantages:
+    # refused before anything is stored.
+    if abs(reward) > MAX_ABS_REWARD or not math.isfinite(float(reward)):
+        raise GatewayError(
+            400,
+            f"`reward` must be a finite number of at most {MAX_ABS_REWARD:g} in size.",
+            "invalid_reward",
+        )
+
+
+#: The request fields a recorded session call may carry. Each either does not change the
+#: distribution the completion is sampled from (ids, logprobs, streaming, stops that only cut
+#: the reply) or is a sampling setting recorded with the step (``SAMPLING_RECORD``:
+#: temperature, top-p/k, min-p, seed). Everything else vLLM takes that reshapes the
+#: distribution -- ``logit_bias``, ``allowed_token_ids``, ``bad_words``, penalties,
+#: ``min_tokens``, guided decoding, ``response_format``, ``structured_outputs``,
+#: ``logits_processors``, ``vllm_xargs``, beam search -- is refused: the episode would claim
+#: token-exact on-policy logprobs that are not the policy's.
+_SESSION_COMMON = frozenset(
+    {
         "model",
-    )
-    return {k: body[k] for k in keep if k in body}
+        *SAMPLING_RECORD,
+        "stream",
+        "stream_options",
+        "logprobs",
+        "return_token_ids",
+        "n",
+        "best_of",
+        "echo",
+        "user",
+    }
+)
+_SESSION_FIELDS = {
+    "completions": _SESSION_COMMON | {"prompt"},
+    "chat": _SESSION_COMMON
+    | {"messages", "tools", "tool_choice", "top_logprobs", "parallel_tool_calls"},
+}
+
+
+def _check_session_fields(api: str, body: dict[str, Any]) -> None:
+    """Refuse (400) a session call's fields that would reshape the sampled distribution."""
+    refused = sorted(set(body) - _SESSION_FIELDS[api])
+    # "required" or a named tool makes vLLM constrain the reply (guided decoding).
+    if body.get("tool_choice") not in (None, "auto", "none"):
+        refused.append("tool_choice")
+    if refused:
+        raise GatewayError(
+            400,
+            f"A recorded session refuses {refused}: they change the distribution the reply is "
+            "sampled from, so its logprobs would not be the policy's. Sampling settings a "
+            f"session takes: {list(SAMPLING_RECORD)} (recorded with each step); send the "
+            "others without a session.",
+            "field_not_recordable",
+        )
+
+
+def _request_record(body: dict[str, Any], api: str) -> dict[str, Any]:
+    """What of a request is kept with its call: its API's input and sampling settings.
+
+    The prompt (completions) or the messages and tools (chat); nothing else the client sent.
+    """
+    keep = ("prompt",) if api == "completions" else ("messages", "tools")
+    return {k: body[k] for k in (*keep, "model", *SAMPLING_RECORD) if k in body}
 
 
 def _strip(data: dict[str, Any], keep_ids: bool, keep_logprobs: bool) -> None:
@@ -1162,6 +1354,11 @@ def _strip(data: dict[str, Any], keep_ids: bool, keep_logprobs: bool) -> None:
             choice.pop("prompt_token_ids", None)
         if not keep_logprobs and "logprobs" in choice:
             choice["logprobs"] = None
+
+
+def _bearer(request: Any) -> str:
+    header = str(request.headers.get("authorization", ""))
+    return header[7:].strip() if header[:7].lower() == "bearer " else ""
 
 
 def _copy_headers(response: Any) -> dict[str, str]:

@@ -31,7 +31,8 @@ __all__ = [
     "tools_key",
 ]
 
-#: Sampling fields a chat request shares with ``/completions``.
+#: Sampling fields a chat request shares with ``/completions`` (a session refuses the fields
+#: that reshape the sampling distribution beyond these: ``gateway.app._SESSION_FIELDS``).
 _SAMPLING = (
     "model",
     "max_tokens",
@@ -41,11 +42,7 @@ _SAMPLING = (
     "min_p",
     "stop",
     "seed",
-    "presence_penalty",
-    "frequency_penalty",
-    "repetition_penalty",
     "ignore_eos",
-    "min_tokens",
     "stream",
 )
 _TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ __all__ = ["GatewayConfig", "is_loopback"]
 
 #: What a session id may be made of (it is part of a URL path and a database row).
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+#: Sandbox backends that run code without isolation (refused for a gateway's scorers).
+_UNISOLATED_BACKENDS = frozenset({"plain", "none", "subprocess"})
 
 
 def is_loopback(host: str) -> bool:
@@ -69,8 +72,25 @@ class GatewayConfig:
             (429 above; ``None``: no such limit), so that one client's unread streams cannot
             hold every engine slot until ``request_timeout_s``.
         max_sessions_per_client: Open sessions one client (principal) may hold at once (429
-            above; ``None``: only ``max_sessions``). Set it when several clients share the
-            gateway, so that one cannot take every session.
+            above; ``None``: only ``max_sessions``). Well below ``max_sessions`` by default,
+            so that no one client can take every session.
+        max_calls_per_session: Calls one session may record (409 above): a session's record
+            stays bounded in memory until its reward.
+        max_session_bytes: Request bytes one session may record over all its calls (409
+            above).
+        scorers: ``{env id: gym.make kwargs}`` of the envs a reward may be scored by
+            (``{"env": id}``). Fixed by the operator at start: a client names one of these and a
+            task of its source (``seed`` or ``index``), never kwargs, options, task records or
+            an answer. Empty (the default): env-scored rewards are refused.
+        scoring_threads: Threads that run scorers (their own pool: slow scorings never hold up
+            storing or other routes).
+        max_scoring_per_client: Scorings one client may have running or queued at once (429
+            above).
+        header_timeout_s: Seconds a connection may take to send a request's head (from
+            connecting, or from the first byte of the next request); it is closed after.
+        max_connections: Open connections at once; a new one above it is answered 503 and
+            closed before its request is read (``None``: what the file-descriptor limit
+            allows, less a reserve).
         template_chat: In sessions, template chat calls with the served tokenizer and append
             each turn to the session's token sequence (:mod:`rllm_adapters.gateway.chat`), so a
             multi-turn chat session is one token-exact sequence; off, or with no tokenizer,
@@ -100,8 +120,15 @@ class GatewayConfig:
     rate_limit_burst: int = 64
     session_idle_s: float | None = None
     max_sessions: int = 100_000
-    max_sessions_per_client: int | None = None
+    max_sessions_per_client: int | None = 1024
     max_in_flight_per_client: int | None = None
+    max_calls_per_session: int = 1024
+    max_session_bytes: int = 64 * 2**20
+    scorers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scoring_threads: int = 2
+    max_scoring_per_client: int = 2
+    header_timeout_s: float = 10.0
+    max_connections: int | None = None
     template_chat: bool = True
 
     def __post_init__(self) -> None:
@@ -146,6 +173,11 @@ class GatewayConfig:
             "max_in_flight_per_engine": self.max_in_flight_per_engine,
             "rate_limit_burst": self.rate_limit_burst,
             "max_sessions": self.max_sessions,
+            "max_calls_per_session": self.max_calls_per_session,
+            "max_session_bytes": self.max_session_bytes,
+            "scoring_threads": self.scoring_threads,
+            "max_scoring_per_client": self.max_scoring_per_client,
+            "header_timeout_s": self.header_timeout_s,
         }
         for name, value in positive.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -157,10 +189,37 @@ class GatewayConfig:
             "session_idle_s": self.session_idle_s,
             "max_sessions_per_client": self.max_sessions_per_client,
             "max_in_flight_per_client": self.max_in_flight_per_client,
+            "max_connections": self.max_connections,
         }
         for name, bound in optional.items():
             if bound is not None and bound <= 0:
                 raise AdapterConfigError(f"Expects `{name}` > 0 or None, actual: {bound!r}.")
+        self._check_scorers()
+
+    def _check_scorers(self) -> None:
+        if not isinstance(self.scorers, Mapping):
+            raise AdapterConfigError(
+                f"Expects `scorers` as {{env id: kwargs}}, actual: {self.scorers!r}."
+            )
+        for env_id, kwargs in self.scorers.items():
+            if not isinstance(env_id, str) or not isinstance(kwargs, Mapping):
+                raise AdapterConfigError(
+                    f"Expects each scorer as an env id and a kwargs object, actual: "
+                    f"{env_id!r}: {kwargs!r}."
+                )
+            try:
+                json.dumps(kwargs)
+            except (TypeError, ValueError) as e:
+                raise AdapterConfigError(
+                    f"The kwargs of scorer {env_id!r} must be JSON values: {e}"
+                ) from e
+            backend = kwargs.get("sandbox_backend")
+            if isinstance(backend, str) and backend in _UNISOLATED_BACKENDS:
+                raise AdapterConfigError(
+                    f"Scorer {env_id!r} would run client-chosen model output with "
+                    f"sandbox_backend={backend!r}, which does not isolate it: use an isolating "
+                    "backend (firejail, bubblewrap) or leave the env's default."
+                )
 
     @property
     def auth_required(self) -> bool:

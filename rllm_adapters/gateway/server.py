@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -114,10 +115,23 @@ class GatewayServer:
 
     def _uvicorn(self) -> Any:
         uvicorn = require("uvicorn", "gateway", feature="the gateway")
+        from rllm_adapters.gateway.connections import (
+            default_max_connections,
+            guarded_protocol,
+            raise_fd_limit,
+        )
+
+        try:
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+        except ImportError:  # uvicorn's "auto" choice without httptools
+            from uvicorn.protocols.http.h11_impl import H11Protocol as base
+        fd_limit = raise_fd_limit()
+        cap = self.config.max_connections or default_max_connections(fd_limit)
         config = uvicorn.Config(
             self.app,
             host=self.config.host,
             port=self.config.port,
+            http=guarded_protocol(base, self.config.header_timeout_s, cap),
             log_level="warning",
             # Calls in flight get this long to finish at shutdown before being cut.
             timeout_graceful_shutdown=int(self.config.request_timeout_s),
@@ -233,10 +247,29 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument("--rate-limit", type=float, help="requests/s per client")
     parser.add_argument("--session-idle", type=float, help="store sessions idle this long (s)")
     parser.add_argument(
-        "--max-sessions-per-client", type=int, help="open sessions one client may hold at once"
+        "--max-sessions-per-client",
+        type=int,
+        default=1024,
+        help="open sessions one client may hold at once (default 1024)",
     )
     parser.add_argument(
         "--max-in-flight-per-client", type=int, help="calls one client may have in flight at once"
+    )
+    parser.add_argument(
+        "--max-sessions", type=int, default=100_000, help="open sessions at once (all clients)"
+    )
+    parser.add_argument(
+        "--scorer",
+        action="append",
+        default=[],
+        help="env a reward may be scored by: ENV_ID or ENV_ID=JSON_KWARGS, e.g. "
+        "--scorer rllm/Math-v1 (repeat; none: env-scored rewards are refused)",
+    )
+    parser.add_argument(
+        "--header-timeout", type=float, default=10.0, help="seconds to send a request head"
+    )
+    parser.add_argument(
+        "--max-connections", type=int, help="open connections at once (default: from the fd limit)"
     )
     args = parser.parse_args(argv)
     keys = _keys([*args.api_key, os.environ.get("RLLM_GATEWAY_API_KEYS", "")])
@@ -259,7 +292,27 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         session_idle_s=args.session_idle,
         max_sessions_per_client=args.max_sessions_per_client,
         max_in_flight_per_client=args.max_in_flight_per_client,
+        max_sessions=args.max_sessions,
+        scorers=_scorers(args.scorer),
+        header_timeout_s=args.header_timeout,
+        max_connections=args.max_connections,
     )
+
+
+def _scorers(values: Sequence[str]) -> dict[str, dict[str, Any]]:
+    scorers: dict[str, dict[str, Any]] = {}
+    for value in values:
+        env_id, sep, kwargs = value.partition("=")
+        try:
+            parsed = json.loads(kwargs) if sep else {}
+        except json.JSONDecodeError as e:
+            raise SystemExit(
+                f"--scorer expects ENV_ID or ENV_ID=JSON_OBJECT, got {value!r}: {e}"
+            ) from None
+        if not isinstance(parsed, dict):
+            raise SystemExit(f"--scorer expects ENV_ID=JSON_OBJECT, got {value!r}")
+        scorers[env_id.strip()] = parsed
+    return scorers
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
+import json
 import logging
+import os
 import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from rllm_adapters.error import AdapterConfigError
 from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionRegistry",
+    "check_json_field",
     "score_with_env",
 ]
 
@@ -48,7 +54,26 @@ _log = logging.getLogger(__name__)
 
 #: The fields the gateway writes into each recorded step's ``info``: a reward's ``info`` may
 #: not name them (the gateway's values win).
-RESERVED_STEP_INFO = frozenset({"call", "api", "engine", "weights_version", "ids_source"})
+RESERVED_STEP_INFO = frozenset(
+    {"call", "api", "engine", "weights_version", "ids_source", "sampling", "scored"}
+)
+#: The sampling settings of a call kept in its step's ``info["sampling"]`` (a session refuses
+#: every other field that changes the sampling distribution; see ``gateway.app``).
+SAMPLING_RECORD = (
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "stop",
+    "stop_token_ids",
+    "ignore_eos",
+)
+#: How deep and how large (as JSON) a reward's ``info`` or a session's ``metadata`` may be.
+MAX_JSON_DEPTH = 32
+MAX_JSON_BYTES = 64 * 1024
 #: The ``metadata`` keys the gateway writes into each stored episode: a session's own
 #: ``metadata`` may not name them (who recorded it, with which model, weights and timing).
 RESERVED_METADATA = frozenset(
@@ -126,6 +151,8 @@ class Session:
     last_used: float = field(default_factory=time.monotonic)
     in_flight: int = 0
     closed: bool = False
+    #: Request bytes recorded so far (bounded by the registry's ``max_session_bytes``).
+    record_bytes: int = 0
     #: The last chat exchange, when the gateway templates chat calls (see ``gateway.chat``).
     chat_state: Any = None
 
@@ -152,6 +179,9 @@ class Session:
                         "engine": call.engine,
                         "weights_version": call.weights_version,
                         "ids_source": call.ids_source,
+                        "sampling": {
+                            k: call.request[k] for k in SAMPLING_RECORD if k in call.request
+                        },
                     },
                     finish_reason=_finish(call.finish_reason),
                 )
@@ -249,7 +279,15 @@ class SessionRegistry:
     episodes name no client (written by something other than a gateway session) is refused
     to every client (409 ``run_not_owned``). With several clients (``clients``), a session
     that names no run goes to its client's own run ``"<run>:<client>"`` (``run`` defaults
-    to ``"gateway"``), reserved for that client.
+    to ``"gateway"``): every run named ``"<run>:<name>"`` is reserved for the client
+    ``name`` (configured now or later), so no client can record into another's default run
+    before that client exists. Claims of runs are kept in ``claims_path`` (a JSON file next
+    to the store), so a run claimed but not yet stored still belongs to its client after a
+    restart. A default run that the store shows holding another client's episodes stops the
+    gateway at start (:meth:`load_runs`).
+
+    **A session's record is bounded**: at most ``max_calls`` calls and ``max_bytes`` request
+    bytes (409 ``session_full`` above; end the session with its reward and open another).
 
     Args:
         store: An :class:`~rllm_agents.store.EpisodeStore` (``None``: sessions are refused).
@@ -259,6 +297,9 @@ class SessionRegistry:
         max_per_owner: Open sessions one owner may hold at once (``None``: no such limit).
         clients: The client names of a gateway with keys (each gets its own default run);
             ``None``: one local client, whose default run is ``run``.
+        max_calls: Calls one session may record.
+        max_bytes: Request bytes one session may record.
+        claims_path: A JSON file that keeps run claims across restarts (``None``: in memory).
     """
 
     def __init__(
@@ -270,6 +311,9 @@ class SessionRegistry:
         model: str | None,
         max_per_owner: int | None = None,
         clients: Iterable[str] | None = None,
+        max_calls: int = 1024,
+        max_bytes: int = 64 * 2**20,
+        claims_path: str | Path | None = None,
     ) -> None:
         self.store = store
         self.run = run
@@ -285,12 +329,29 @@ class SessionRegistry:
         self.per_client_runs = clients is not None
         #: The client each run belongs to (claimed here, or read from the store); ``""``: a
         #: run in the store whose episodes name no client.
-        self.run_owners: dict[str, str] = {self.default_run(c) or "": c for c in (clients or ())}
+        self.clients = list(clients or ())
+        self.run_owners: dict[str, str] = {self.default_run(c) or "": c for c in self.clients}
+        self.max_calls = max_calls
+        self.max_bytes = max_bytes
+        self.claims_path = None if claims_path is None else Path(claims_path)
+        self._claims: dict[str, str] = {}
+        if self.claims_path is not None and self.claims_path.is_file():
+            loaded = json.loads(self.claims_path.read_text())
+            self._claims = {str(k): str(v) for k, v in dict(loaded).items()}
+        for run, owner in self._claims.items():
+            self.run_owners.setdefault(run, owner)
         self._stored_runs: set[str | None] | None = None
         self.stored = 0
         self.store_errors = 0
         self.recorded_calls = 0
+        #: Counts per client (what ``/metrics`` shows a client of its own).
+        self.client_counts: dict[str, collections.Counter[str]] = collections.defaultdict(
+            collections.Counter
+        )
         self._lock = threading.Lock()
+        # Stores run on their own thread: scoring or other work in the default executor
+        # never holds up ending a session.
+        self._store_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-store")
 
     def default_run(self, owner: str) -> str | None:
         """The run of ``owner``'s sessions that name none."""
@@ -299,10 +360,28 @@ class SessionRegistry:
         return self.run
 
     def load_runs(self) -> None:
-        """Read the store's run names (once; the gateway does it at start, off its loop)."""
+        """Read the store's run names (once; the gateway does it at start, off its loop).
+
+        Raises:
+            AdapterConfigError: a configured client's default run holds another client's episodes
+                (recorded before that client was configured): the gateway must not add to
+                it. Move those episodes or start with another ``run``.
+        """
         if self._stored_runs is None and self.store is not None:
             runs = getattr(self.store, "runs", None)
             self._stored_runs = set(runs()) if runs is not None else set()
+            for client in self.clients:
+                run = self.default_run(client) or ""
+                if run not in self._stored_runs:
+                    continue
+                for episode in self.store.episodes(run=run):
+                    metadata = episode.trajectory.metadata
+                    if metadata.get("client") != client:
+                        raise AdapterConfigError(
+                            f"Run {run!r}, the default run of client {client!r}, holds "
+                            f"episodes of another client ({metadata.get('client')!r}): "
+                            "start the gateway with another --run, or move them."
+                        )
 
     def _run_owner(self, run: str) -> str | None:
         """Who owns ``run`` (``None``: nobody yet, ``""``: episodes that name no client)."""
@@ -319,14 +398,30 @@ class SessionRegistry:
         self.run_owners[run] = owner = client if isinstance(client, str) else ""
         return owner
 
+    def _reserved_for(self, run: str) -> str | None:
+        """The client whose default-run namespace ``run`` is in (``None``: not reserved)."""
+        if not self.per_client_runs:
+            return None
+        prefix = f"{self.run or 'gateway'}:"
+        return run[len(prefix) :] if run.startswith(prefix) else None
+
     def _claim_run(self, run: str | None, owner: str) -> None:
         """Make ``run`` ``owner``'s (held under the lock), or refuse it."""
         key = run or ""
         if run is None and key not in self.run_owners:
             return  # the single local client's unnamed run
+        reserved = self._reserved_for(key)
+        if reserved is not None and reserved != owner:
+            raise SessionError(
+                403,
+                f"Run {run!r} is reserved for client {reserved!r} (its default run): name "
+                "another `run` for this session.",
+                "run_forbidden",
+            )
         found = self._run_owner(key)
         if found is None:
             self.run_owners[key] = owner
+            self._save_claim(key, owner)
         elif found == "":
             raise SessionError(
                 409,
@@ -340,6 +435,21 @@ class SessionRegistry:
                 f"Run {run!r} belongs to another client: name another `run` for this session.",
                 "run_forbidden",
             )
+
+    def _save_claim(self, run: str, owner: str) -> None:
+        """Keep a new claim on disk (so a restart knows it before anything is stored)."""
+        if self.claims_path is None:
+            return
+        self._claims[run] = owner
+        tmp = self.claims_path.with_name(self.claims_path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(self._claims, f)
+        os.replace(tmp, self.claims_path)
+
+    def open_of(self, owner: str) -> int:
+        """How many sessions ``owner`` holds open."""
+        return self._open_by_owner.get(owner, 0)
 
     def _require_store(self) -> None:
         if self.store is None:
@@ -366,6 +476,7 @@ class SessionRegistry:
         values = dict(fields or {})
         if not isinstance(values.get("metadata") or {}, Mapping):
             raise SessionError(400, "`metadata` must be an object.", "invalid_session")
+        check_json_field(values.get("metadata") or {}, "metadata", "invalid_session")
         reserved = sorted(RESERVED_METADATA & set(values.get("metadata") or {}))
         if reserved:
             raise SessionError(
@@ -450,11 +561,37 @@ class SessionRegistry:
             raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
         return session
 
-    def record(self, session: Session, call: Call) -> None:
-        """Append a finished call to its session."""
+    def check_room(self, session: Session, size: int) -> None:
+        """Refuse a call (409 ``session_full``) that would take ``session`` past its bounds."""
+        if len(session.calls) + session.in_flight >= self.max_calls:
+            raise SessionError(
+                409,
+                f"Session {session.id!r} holds its limit of {self.max_calls} calls: send its "
+                "reward and open another session.",
+                "session_full",
+            )
+        if session.record_bytes + size > self.max_bytes:
+            raise SessionError(
+                409,
+                f"Session {session.id!r} would record over {self.max_bytes} request bytes: "
+                "send its reward and open another session.",
+                "session_full",
+            )
+
+    def record(self, session: Session, call: Call, size: int = 0) -> None:
+        """Append a finished call to its session (``size``: its request's bytes)."""
+        # Only the first and the last call's conversation are read (the episode's first
+        # observation and its messages): a middle call keeps its ids, not its messages.
+        if len(session.calls) >= 2:
+            middle = session.calls[-1]
+            middle.request = {
+                k: v for k, v in middle.request.items() if k not in ("messages", "tools")
+            }
         session.calls.append(call)
+        session.record_bytes += size
         session.last_used = time.monotonic()
         self.recorded_calls += 1
+        self.client_counts[session.owner]["recorded_calls"] += 1
 
     async def finish(
         self,
@@ -465,29 +602,38 @@ class SessionRegistry:
         finish: str = "terminated",
         env_id: str | None = None,
         task_id: str | None = None,
+        seed: int | None = None,
+        claimed: bool = False,
     ) -> dict[str, Any]:
         """End ``session`` (after its calls in flight) and store its trajectory.
+
+        ``claimed``: the caller already ended it with :meth:`claim` (a scored reward claims
+        the session before scoring, so a second reward is refused at once).
 
         Raises:
             SessionError: 409 if the session is already ending (a second reward, sent while
                 the first was scored, would store the session twice).
         """
-        if session.closed:
-            raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
-        session.closed = True
-        while session.in_flight:
-            await asyncio.sleep(0.01)
-        if env_id:
-            session.env_id = env_id
-        if task_id is not None:
-            session.task_id = task_id
-        trajectory = session.trajectory(reward, info, finish=finish)
+        if not claimed:
+            await self.claim(session)
+        before = (session.env_id, session.task_id, session.seed)
         try:
-            put = await asyncio.to_thread(self._put, trajectory, session.run)
+            if env_id:
+                session.env_id = env_id
+            if task_id is not None:
+                session.task_id = task_id
+            if seed is not None:
+                session.seed = seed
+            trajectory = session.trajectory(reward, info, finish=finish)
+            loop = asyncio.get_running_loop()
+            put = await loop.run_in_executor(self._store_pool, self._put, trajectory, session.run)
         except BaseException:
             self.store_errors += 1
-            session.closed = False  # still open: the reward can be sent again
+            # Still open: the reward can be sent again, and shutdown stores it if not.
+            session.env_id, session.task_id, session.seed = before
+            session.closed = False
             raise
+        self.client_counts[session.owner]["stored"] += 1
         with self._lock:
             if self.sessions.pop((session.owner, session.id), None) is not None:
                 self._open_by_owner[session.owner] -= 1
@@ -506,6 +652,18 @@ class SessionRegistry:
             "token_exact": trajectory.token_exact,
             "token_source": trajectory.token_source,
         }
+
+    async def claim(self, session: Session) -> None:
+        """Mark ``session`` as ending (409 if it already is), then wait for its calls."""
+        if session.closed:
+            raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
+        session.closed = True
+        while session.in_flight:
+            await asyncio.sleep(0.01)
+
+    def reopen(self, session: Session) -> None:
+        """Undo :meth:`claim` (a scoring that failed: the session takes a reward again)."""
+        session.closed = False
 
     def _put(self, trajectory: Trajectory, run: str | None) -> Any:
         return self.store.put(trajectory, run=run, model=self.model)
@@ -540,6 +698,32 @@ class SessionRegistry:
                     continue
                 count += 1
         return count
+
+
+def check_json_field(value: Any, name: str, code: str) -> None:
+    """Refuse (400) a client's JSON value too deep or too large to keep.
+
+    Deeper than ``MAX_JSON_DEPTH`` or larger than ``MAX_JSON_BYTES`` as JSON (a reward's
+    ``info``, a session's ``metadata``).
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise SessionError(
+                    400, f"`{name}` is nested deeper than {MAX_JSON_DEPTH} levels.", code
+                )
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    try:
+        size = len(json.dumps(value))
+    except (TypeError, ValueError, RecursionError) as e:
+        raise SessionError(400, f"`{name}` must be plain JSON.", code) from e
+    if size > MAX_JSON_BYTES:
+        raise SessionError(
+            400, f"`{name}` is {size} bytes as JSON, over the limit of {MAX_JSON_BYTES}.", code
+        )
 
 
 def _opt_str(value: Any) -> str | None:

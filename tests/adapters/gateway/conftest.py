@@ -28,6 +28,7 @@ def launched(tiny_path, tmp_path_factory):  # noqa: D401
         port=0,
         store=str(store),
         run="test",
+        scorers={"rllm/Math-v1": {}},
     )
     server = GatewayServer(config).start()
     try:

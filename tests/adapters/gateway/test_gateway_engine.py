@@ -238,15 +238,16 @@ def test_reward_from_an_env_scorer(launched):
         json={"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 1},
     )
     assert late.status_code == 409 and late.json()["error"]["code"] == "session_ended"
-    # An answer sent with the reward is scored instead of the last reply.
+    # The client cannot send an answer of its own (nor a task or kwargs): the scorer reads
+    # the session's last reply, on a task of the env's source.
     created = httpx.post(launched.url + "/sessions", json={}).json()
     agent = openai.OpenAI(base_url=created["base_url"], api_key="unused")
     agent.completions.create(model="tiny", prompt="x", max_tokens=2)
-    result = httpx.post(
+    r = httpx.post(
         f"{launched.url}/sessions/{created['session_id']}/reward",
         json={"env": "rllm/Math-v1", "seed": 11, "answer": f"\\boxed{{{reference}}}"},
-    ).json()
-    assert result["reward"] == 1.0
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward"
 
 
 def test_hot_swap_keeps_calls_in_flight_on_the_old_weights(launched, hf_model, tmp_path):

@@ -250,7 +250,7 @@ def test_refusals_before_the_engine(app):
         )
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
     r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Nope-v0"}, headers=alice)
-    assert r.status_code == 400 and "no reply" in r.json()["error"]["message"]
+    assert r.status_code == 400 and r.json()["error"]["code"] == "scorer_not_allowed"
     assert app.get("/health").status_code == 200
     # Bob's call on Alice's session URL opens his own session of that id (ids are per client):
     # it reaches the engine (nothing listens: 502) and Alice's session is untouched.
@@ -261,7 +261,8 @@ def test_refusals_before_the_engine(app):
     # No engine answers: a clear 502, and the gateway still serves its own routes.
     r = app.post("/v1/completions", json={"prompt": "x"}, headers=alice)
     assert r.status_code == 502 and r.json()["error"]["code"] == "engine_error"
-    assert app.get("/metrics", headers=alice).json()["requests"]["rejected_502"] == 2
+    for who in (alice, bob):  # each client's own count
+        assert app.get("/metrics", headers=who).json()["requests"]["rejected_502"] == 1
 
 
 def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
@@ -389,8 +390,12 @@ def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
         r = app.post("/sessions", json={}, headers=BOB)
         assert r.status_code == 201 and r.json()["run"] == "base:bob"
         assert app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE).is_success
+        # Each client sees its own counts in /metrics, not the other's.
         metrics = app.get("/metrics", headers=ALICE).json()
-        assert metrics["sessions"]["stored"] == 1 and metrics["sessions"]["open"] == 1
+        assert metrics["sessions"]["stored"] == 1 and metrics["sessions"]["open"] == 0
+        assert "rejected_403" not in metrics["requests"]
+        metrics = app.get("/metrics", headers=BOB).json()
+        assert metrics["sessions"] == {"open": 1, "stored": 0, "recorded_calls": 0}
         assert metrics["requests"]["rejected_403"] == 2
     # Bob's open session was empty: not stored at shutdown. Alice's run holds only hers.
     with EpisodeStore(path, read_only=True) as store:

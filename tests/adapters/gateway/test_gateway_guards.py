@@ -1,0 +1,560 @@
+"""The gateway against the second blind attack (issue #29): scorers fixed by the operator,
+scoring that holds up nobody, session calls that cannot reshape the sampled distribution,
+connections that cannot exhaust the process, bounded session records, client JSON that
+cannot lose a session, and runs and metrics that stay each client's own.
+
+The engine here is ``FakeEngine``: a stand-in OpenAI server inside these unit tests of the
+gateway (it answers a fixed completion with ids and logprobs, and keeps what it was sent).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.gateway.config import GatewayConfig
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+KEY_A = "alice-token-0123456789"
+KEY_B = "bob-token-0123456789ab"
+ADMIN = "admin-token-0123456789"
+ALICE = {"Authorization": f"Bearer {KEY_A}"}
+BOB = {"Authorization": f"Bearer {KEY_B}"}
+NOWHERE = "http://127.0.0.1:9/v1"
+CALL = {"model": "tiny", "prompt": "1+1=", "max_tokens": 4}
+
+
+class FakeEngine:
+    """A stand-in OpenAI-compatible engine for these unit tests (not a real part)."""
+
+    def __init__(self, text: str = "\\boxed{2}") -> None:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        self.text = text
+        self.bodies: list[dict] = []
+
+        async def completions(request):
+            body = json.loads(await request.body())
+            self.bodies.append(body)
+            choice = {
+                "index": 0,
+                "text": self.text,
+                "token_ids": [5, 6],
+                "prompt_token_ids": [1, 2],
+                "logprobs": {"token_logprobs": [-0.1, -0.2]},
+                "finish_reason": "stop",
+            }
+            usage = {"prompt_tokens": 2, "completion_tokens": 2}
+            return JSONResponse({"id": "c", "choices": [choice], "usage": usage})
+
+        async def health(request):
+            return JSONResponse({})
+
+        self.app = Starlette(
+            routes=[
+                Route("/v1/completions", completions, methods=["POST"]),
+                Route("/health", health, methods=["GET"]),
+            ]
+        )
+
+
+def _gateway(tmp_path, engine: FakeEngine | None = None, **settings):
+    """A TestClient of a gateway (alice and bob) whose engine calls go to ``engine``."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.gateway.app import Gateway
+
+    settings.setdefault("store", str(tmp_path / "e.db"))
+    settings.setdefault("api_keys", {"alice": KEY_A, "bob": KEY_B})
+    gateway = Gateway(GatewayConfig(engines=[NOWHERE], **settings))
+    client = TestClient(gateway.app)
+    client.__enter__()
+    if engine is not None:
+        gateway.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=engine.app))
+    client.gateway = gateway
+    return client
+
+
+def _session(app, headers=ALICE, **fields):
+    r = app.post("/sessions", json=fields, headers=headers)
+    assert r.status_code == 201, r.text
+    return r.json()["session_id"]
+
+
+def _episodes(path):
+    from rllm_agents.store import EpisodeStore
+
+    if not path.exists():
+        return []
+    with EpisodeStore(path, read_only=True) as store:
+        return list(store.episodes())
+
+
+# ---------------------------------------------------------------- 1. scorers are the operator's
+
+
+def test_a_client_names_a_scorer_and_a_task_nothing_else(tmp_path):
+    engine = FakeEngine(text="garbage")
+    app = _gateway(tmp_path, engine, scorers={"rllm/Math-v1": {}})
+    try:
+        sid = _session(app, env_id="rllm/Math-v1", seed=3)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        reward = f"/sessions/{sid}/reward"
+        # The attacks of round 2: sandbox off, a host file as dataset, own task and answer.
+        for extra in (
+            {"env_kwargs": {"sandbox_backend": "none"}},
+            {"env_kwargs": {"dataset": "/etc/passwd", "field_map": {"problem": "x"}}},
+            {"options": {"task": {"problem": "1+1", "answer": "2"}}},
+            {"answer": "\\boxed{2}"},
+        ):
+            r = app.post(reward, json={"env": "rllm/Math-v1", **extra}, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward", r.text
+        # Only the operator's scorers.
+        r = app.post(reward, json={"env": "rllm/Code-v0"}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "scorer_not_allowed"
+        assert "rllm/Math-v1" in r.json()["error"]["message"]
+        for bad in ({"seed": -1}, {"index": "0"}, {"seed": True}):
+            r = app.post(reward, json={"env": "rllm/Math-v1", **bad}, headers=ALICE)
+            assert r.status_code == 400
+        assert _episodes(tmp_path / "e.db") == []  # nothing stored by any refusal
+        # The session's last reply, on the session's task: garbage scores 0.
+        r = app.post(reward, json={"env": "rllm/Math-v1"}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0
+        (episode,) = _episodes(tmp_path / "e.db")
+        t = episode.trajectory
+        assert (t.env_id, t.seed) == ("rllm/Math-v1", 3)
+        step = t.steps[-1]
+        assert step.info["custom_task"] is False and step.response == "garbage"
+        assert step.info["scored"] == {"env": "rllm/Math-v1", "seed": 3, "index": None}
+        # A session with no call has nothing to score: 409 and nothing stored.
+        empty = _session(app)
+        r = app.post(f"/sessions/{empty}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "no_calls"
+        assert len(_episodes(tmp_path / "e.db")) == 1
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothing(tmp_path):
+    import gymnasium as gym
+
+    class LeakyScorer(gym.Env):
+        """A fake env inside this test: its reset fails quoting what it read."""
+
+        def reset(self, *, seed=None, options=None):
+            raise ValueError("Available fields: ['creds'] sk-SECRET-0123")
+
+    gym.register("gwtest/LeakyScorer-v0", entry_point=LeakyScorer, disable_env_checker=True)
+    engine = FakeEngine(text="\\boxed{x}")
+    heavy = {"reward_weights": {"correct": 1.0, "format": 1e300}}
+    scorers = {"rllm/Math-v1": heavy, "gwtest/LeakyScorer-v0": {}}
+    app = _gateway(tmp_path, engine, scorers=scorers)
+    try:
+        sid = _session(app, seed=3)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward", r.text
+        r = app.post(
+            f"/sessions/{sid}/reward", json={"env": "gwtest/LeakyScorer-v0"}, headers=ALICE
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "score_failed"
+        message = r.json()["error"]["message"]
+        assert "SECRET" not in message and "creds" not in message
+        # Nothing stored, and the session still takes its reward.
+        assert _episodes(tmp_path / "e.db") == []
+        r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 1.0
+    finally:
+        app.__exit__(None, None, None)
+    # An operator cannot give a scorer a sandbox that does not isolate.
+    with pytest.raises(AdapterConfigError, match="isolat"):
+        GatewayConfig(engines=[NOWHERE], scorers={"rllm/Code-v0": {"sandbox_backend": "none"}})
+    from rllm_adapters.gateway.server import parse_args
+
+    config = parse_args(
+        ["--engine", NOWHERE, "--scorer", "rllm/Math-v1", "--scorer", 'a/B-v0={"x": 1}']
+    )
+    assert config.scorers == {"rllm/Math-v1": {}, "a/B-v0": {"x": 1}}
+
+
+# ---------------------------------------------------------------- 2. scoring holds up nobody
+
+
+def test_slow_scorings_are_capped_per_client_and_hold_up_no_other_reward(tmp_path):
+    import gymnasium as gym
+
+    entered = threading.Semaphore(0)
+    release = threading.Event()
+
+    class SlowScorer(gym.Env):
+        """A fake env inside this test: its step waits until the test releases it."""
+
+        def reset(self, *, seed=None, options=None):
+            return "", {"task_id": "t"}
+
+        def step(self, action):
+            entered.release()
+            release.wait(60)
+            return "", 1.0, True, False, {}
+
+    gym.register("gwtest/SlowScorer-v0", entry_point=SlowScorer, disable_env_checker=True)
+    app = _gateway(
+        tmp_path,
+        FakeEngine(),
+        scorers={"gwtest/SlowScorer-v0": {}},
+        max_scoring_per_client=2,
+    )
+    scored = {"env": "gwtest/SlowScorer-v0"}
+    try:
+        sids = [_session(app) for _ in range(3)]
+        for sid in sids:
+            assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        bobs = _session(app, headers=BOB)
+        assert app.post(f"/sessions/{bobs}/v1/completions", json=CALL, headers=BOB).is_success
+        with ThreadPoolExecutor(2) as pool:
+            slow = [
+                pool.submit(app.post, f"/sessions/{sid}/reward", json=scored, headers=ALICE)
+                for sid in sids[:2]
+            ]
+            assert entered.acquire(timeout=60) and entered.acquire(timeout=60)
+            # Alice's third scoring is refused at once, and so is a second reward on a
+            # session being scored (before any scoring, not after).
+            r = app.post(f"/sessions/{sids[2]}/reward", json=scored, headers=ALICE)
+            assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_scorings"
+            r = app.post(f"/sessions/{sids[0]}/reward", json={"reward": 1.0}, headers=ALICE)
+            assert r.status_code == 409
+            # Bob's reward is stored while both of Alice's scorings still run.
+            r = app.post(f"/sessions/{bobs}/reward", json={"reward": 1.0}, headers=BOB)
+            assert r.status_code == 200 and not any(f.done() for f in slow)
+            release.set()
+            assert [f.result().status_code for f in slow] == [200, 200]
+        r = app.post(f"/sessions/{sids[2]}/reward", json=scored, headers=ALICE)
+        assert r.status_code == 200
+        assert len(_episodes(tmp_path / "e.db")) == 4
+    finally:
+        release.set()
+        app.__exit__(None, None, None)
+
+
+def test_every_route_of_a_client_is_rate_limited(tmp_path):
+    app = _gateway(tmp_path, FakeEngine(), rate_limit_rps=0.001, rate_limit_burst=1)
+    try:
+        sid = _session(app)  # the one request of the burst
+        for method, route in (
+            ("post", f"/sessions/{sid}/reward"),
+            ("get", f"/sessions/{sid}"),
+            ("get", "/metrics"),
+            ("get", "/v1/models"),
+        ):
+            kwargs = {"json": {"reward": 1.0}} if method == "post" else {}
+            r = getattr(app, method)(route, headers=ALICE, **kwargs)
+            assert r.status_code == 429, (route, r.text)
+        assert _session(app, headers=BOB)  # another client's own bucket
+    finally:
+        app.__exit__(None, None, None)
+
+
+# -------------------------------------------- 3. a session cannot reshape what it records
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"logit_bias": {"21": 100}},
+        {"allowed_token_ids": [21, 223]},
+        {"bad_words": ["x"]},
+        {"min_tokens": 4},
+        {"presence_penalty": 1.0},
+        {"frequency_penalty": 1.0},
+        {"repetition_penalty": 1.3},
+        {"response_format": {"type": "json_object"}},
+        {"structured_outputs": {"choice": ["a"]}},
+        {"guided_json": {"type": "object"}},
+        {"logits_processors": ["x"]},
+        {"vllm_xargs": {"a": 1}},
+        {"use_beam_search": True},
+    ],
+)
+def test_fields_that_reshape_the_sampled_distribution_are_refused_in_a_session(tmp_path, field):
+    engine = FakeEngine()
+    app = _gateway(tmp_path, engine)
+    try:
+        sid = _session(app)
+        r = app.post(f"/sessions/{sid}/v1/completions", json={**CALL, **field}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "field_not_recordable"
+        assert next(iter(field)) in r.json()["error"]["message"]
+        chat = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}], **field}
+        r = app.post(f"/sessions/{sid}/v1/chat/completions", json=chat, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "field_not_recordable"
+        assert engine.bodies == []
+        # Without a session the call is relayed as sent (nothing is recorded).
+        assert app.post("/v1/completions", json={**CALL, **field}, headers=ALICE).is_success
+        assert engine.bodies[-1].items() >= field.items()
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_sampling_settings_a_session_takes_are_recorded_with_each_step(tmp_path):
+    engine = FakeEngine()
+    app = _gateway(tmp_path, engine)
+    try:
+        sid = _session(app)
+        chat = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
+        r = app.post(
+            f"/sessions/{sid}/v1/chat/completions",
+            json={**chat, "tool_choice": "required", "tools": []},
+            headers=ALICE,
+        )
+        assert r.status_code == 400 and "tool_choice" in r.json()["error"]["message"]
+        sampling = {"temperature": 0.7, "top_p": 0.9, "top_k": 5, "seed": 1, "max_tokens": 4}
+        body = {"prompt": "x", "model": "tiny", "stop": ["\n"], **sampling}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=body, headers=ALICE).is_success
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE).is_success
+        (episode,) = _episodes(tmp_path / "e.db")
+        step = episode.trajectory.steps[0]
+        assert step.info["sampling"] == {**sampling, "stop": ["\n"]}
+        assert episode.trajectory.token_exact
+    finally:
+        app.__exit__(None, None, None)
+
+
+# ---------------------------------------------------- 4. connections before any request
+
+
+def test_half_sent_heads_are_cut_and_connections_are_capped(tmp_path):
+    pytest.importorskip("uvicorn")
+    from rllm_adapters.gateway.server import GatewayServer
+
+    config = GatewayConfig(
+        engines=[NOWHERE],
+        port=0,
+        api_keys={"alice": KEY_A},
+        header_timeout_s=0.5,
+        max_connections=4,
+    )
+    server = GatewayServer(config).start()
+    sockets = []
+    try:
+
+        def connect():
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            sockets.append(s)
+            return s
+
+        half = connect()
+        half.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+        silent = connect()  # sends nothing at all
+        # Both are closed by the gateway, before any token was checked.
+        assert half.recv(1024) == b"" and silent.recv(1024) == b""
+        held = [connect() for _ in range(4)]
+        over = connect()  # the fifth open connection: 503 and closed
+        answer = over.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"too_many_connections" in answer
+        for s in held:
+            s.close()
+        deadline = time.monotonic() + 30
+        while True:  # once they are gone, a client is served again
+            r = httpx.get(server.url + "/health", timeout=30)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                break
+        assert r.status_code in (200, 503) and "engines" in r.json()
+    finally:
+        for s in sockets:
+            s.close()
+        server.stop()
+
+
+def test_one_kind_of_loop_error_is_logged_once_per_interval():
+    from rllm_adapters.gateway.connections import RateLimitedLog, default_max_connections
+
+    logged = []
+
+    class Loop:
+        """A stand-in event loop inside this test: records what would be logged."""
+
+        def default_exception_handler(self, context):
+            logged.append(context["message"])
+
+    handler = RateLimitedLog(interval_s=3600)
+    error = OSError(24, "Too many open files")
+    for _ in range(10_000):
+        handler(Loop(), {"message": "socket.accept() out of system resource", "exception": error})
+    handler(Loop(), {"message": "another kind"})
+    assert logged == ["socket.accept() out of system resource", "another kind"]
+    handler.interval_s = 0.0
+    handler(Loop(), {"message": "socket.accept() out of system resource", "exception": error})
+    assert "9999 more like it" in logged[-1]
+    assert default_max_connections(1024) < 1024 - 64
+
+
+# ---------------------------------------------------------- 5. a session's record is bounded
+
+
+def test_a_session_records_only_its_apis_fields_within_bounds(tmp_path):
+    engine = FakeEngine()
+    app = _gateway(tmp_path, engine, max_calls_per_session=2, max_session_bytes=10_000)
+    try:
+        sid = _session(app)
+        url = f"/sessions/{sid}/v1/completions"
+        # vLLM ignores `messages` on /completions: refused rather than kept with the call.
+        r = app.post(url, json={**CALL, "messages": [{}] * 1000}, headers=ALICE)
+        assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
+        assert app.post(url, json=CALL, headers=ALICE).is_success
+        assert app.post(url, json=CALL, headers=ALICE).is_success
+        r = app.post(url, json=CALL, headers=ALICE)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "session_full"
+        session = app.gateway.sessions.sessions["alice", sid]
+        assert set(session.calls[0].request) == {"prompt", "model", "max_tokens"}
+        other = _session(app)
+        r = app.post(
+            f"/sessions/{other}/v1/completions",
+            json={**CALL, "prompt": "x" * 12_000},
+            headers=ALICE,
+        )
+        assert r.status_code == 409 and r.json()["error"]["code"] == "session_full"
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_middle_chat_call_keeps_its_ids_not_its_conversation():
+    from rllm_adapters.gateway.sessions import Call, SessionRegistry
+
+    class Store:
+        """A stand-in episode store inside this test (never written to)."""
+
+    registry = SessionRegistry(Store(), run=None, max_sessions=4, model=None)
+    session = registry.get("s", "alice")
+    for turn in range(3):
+        messages = [{"role": "user", "content": "x" * 100}] * (turn + 1)
+        request = {"messages": messages, "tools": [], "temperature": 1.0}
+        registry.record(session, Call("chat", [1], [2], [-0.1], "x", "stop", request=request))
+    first, middle, last = (c.request for c in session.calls)
+    assert "messages" in first and "messages" in last
+    assert middle == {"temperature": 1.0}
+
+
+# ------------------------------------------------- 6. client JSON cannot lose a session
+
+
+def test_deep_info_or_metadata_is_refused_and_the_session_kept(tmp_path):
+    app = _gateway(tmp_path, FakeEngine())
+    try:
+        deep: dict = {}
+        node = deep
+        for _ in range(900):
+            node["a"] = {}
+            node = node["a"]
+        r = app.post("/sessions", json={"metadata": deep}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session"
+        r = app.post("/sessions", json={"metadata": {"x": "y" * 70_000}}, headers=ALICE)
+        assert r.status_code == 400
+        sid = _session(app)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0, "info": deep}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward"
+        r = app.post(
+            f"/sessions/{sid}/reward", json={"reward": 1.0, "info": {"ok": 1}}, headers=ALICE
+        )
+        assert r.status_code == 200
+        (episode,) = _episodes(tmp_path / "e.db")
+        assert episode.trajectory.steps[-1].info["ok"] == 1
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_trajectory_that_cannot_be_built_leaves_the_session_open():
+    import asyncio
+
+    from rllm_adapters.gateway.sessions import Call, SessionRegistry
+
+    class Store:
+        """A stand-in episode store inside this test."""
+
+        def __init__(self):
+            self.put_calls = []
+
+        def put(self, trajectory, run=None, model=None):
+            self.put_calls.append(trajectory)
+            return type("Put", (), {"id": 1, "hash": "h"})()
+
+    registry = SessionRegistry(Store(), run=None, max_sessions=4, model=None)
+    session = registry.get("s", "alice")
+    registry.record(session, Call("completions", [1], [2], [-0.1], "x", "stop"))
+
+    class Unbuildable(Mapping):
+        """A mapping that cannot be read (as a value nested past the walk once was)."""
+
+        def __len__(self):
+            return 1
+
+        def __getitem__(self, key):
+            raise TypeError("unreadable")
+
+        def __iter__(self):
+            raise TypeError("unreadable")
+
+    with pytest.raises(TypeError):
+        asyncio.run(registry.finish(session, 1.0, Unbuildable()))
+    assert not session.closed  # still open: shutdown (or a retry) stores it
+    assert asyncio.run(registry.finish_all()) == 1 and len(registry.store.put_calls) == 1
+
+
+# ----------------------------------------------- 7. runs and metrics stay each client's own
+
+
+def test_default_runs_are_reserved_and_claims_survive_a_restart(tmp_path):
+    path = tmp_path / "e.db"
+    app = _gateway(tmp_path)
+    try:
+        # Carol is not configured yet: her default run is still hers alone.
+        r = app.post("/sessions", json={"run": "gateway:carol"}, headers=BOB)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "run_forbidden"
+        assert _session(app, headers=BOB, run="gateway:bob")  # his own is fine
+        _session(app, run="exp-B")  # claimed by Alice, nothing stored
+    finally:
+        app.__exit__(None, None, None)
+    app = _gateway(tmp_path)
+    try:
+        r = app.post("/sessions", json={"run": "exp-B"}, headers=BOB)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "run_forbidden"
+        assert _session(app, run="exp-B")
+    finally:
+        app.__exit__(None, None, None)
+    # A store whose run `gateway:carol` holds another client's episode (written before the
+    # reservation): a gateway with carol refuses to start rather than mix them.
+    from rllm_agents.store import EpisodeStore
+    from rllm_agents.trajectory import Trajectory
+
+    with EpisodeStore(path) as store:
+        squat = Trajectory(env_id="e", metadata={"client": "bob", "source": "gateway"})
+        store.put(squat, run="gateway:carol")
+    with pytest.raises(AdapterConfigError, match="gateway:carol"):
+        _gateway(tmp_path, api_keys={"carol": "carol-token-0123456789"})
+
+
+def test_per_client_limits_are_on_by_default_and_metrics_are_per_client(tmp_path):
+    config = GatewayConfig(engines=[NOWHERE])
+    assert config.max_sessions_per_client is not None
+    assert config.max_sessions_per_client * 10 <= config.max_sessions
+    app = _gateway(tmp_path, FakeEngine(), admin_key=ADMIN)
+    try:
+        sid = _session(app)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        mine = app.get("/metrics", headers=BOB).json()
+        assert mine["client"] == "bob" and mine["sessions"]["recorded_calls"] == 0
+        assert "engines" not in mine and "uptime_s" not in mine
+        everything = app.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"}).json()
+        assert everything["sessions"]["recorded_calls"] == 1 and everything["engines"]
+    finally:
+        app.__exit__(None, None, None)
