@@ -9,14 +9,18 @@ Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` heade
   ``run``. Session ids are per client and a run belongs to the client that opened it
   (:class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
 * ``GET /sessions/{sid}`` -- its calls so far; ``POST /sessions/{sid}/reward`` -- end it with
-  ``{"reward": x, "info": {...}}`` or with an env's scorer ``{"env": "rllm/Math-v1",
-  "seed": s, "env_kwargs": {...}}`` (the last reply is the answer) and store it.
-* ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine).
+  ``{"reward": x, "info": {...}}`` or with one of the operator's scorers ``{"env":
+  "rllm/Math-v1", "seed": s}`` (or ``"index": i``; the last reply is the answer, the kwargs
+  are ``GatewayConfig.scorers``') and store it.
+* ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine
+  for the admin token; a client's own counts for a client token).
 * ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights.
 
 Calls without a session are relayed byte for byte (the reply is parsed only to count tokens).
 Calls in a session ask the engine for what recording needs (``return_token_ids``, logprobs)
 and the reply is given back without what the client did not ask for.
+A session call may not send fields that reshape the sampled distribution (``logit_bias``,
+penalties, guided decoding, ...): its logprobs must be the policy's (``_SESSION_FIELDS``).
 
 Every refusal is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``) with
 its status: 400 malformed JSON or fields, 401 missing or wrong token, 403 another client's

@@ -87,20 +87,24 @@ class GatewayClient:
         *,
         env: str | None = None,
         seed: int | None = None,
-        env_kwargs: Mapping[str, Any] | None = None,
-        answer: str | None = None,
+        index: int | None = None,
         info: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """End a session with a reward, or with ``env``'s scorer on its last reply.
+
+        ``env`` must be one of the gateway's scorers (its operator's ``--scorer``); ``seed``
+        or ``index`` names the task of its source (the session's ``seed`` by default).
 
         Returns:
             The stored episode's id and hash, the reward and whether it is token-exact.
         """
         body: dict[str, Any]
         if env is not None:
-            body = {"env": env, "seed": seed, "env_kwargs": dict(env_kwargs or {})}
-            if answer is not None:
-                body["answer"] = answer
+            body = {"env": env}
+            if seed is not None:
+                body["seed"] = seed
+            if index is not None:
+                body["index"] = index
         elif reward is not None:
             body = {"reward": float(reward), "info": dict(info or {})}
         else:
