@@ -75,12 +75,32 @@ def _rg() -> Any:
     return require("reasoning_gym", "reasoning-gym", feature=_FEATURE)
 
 
+#: reasoning-gym families whose generator runs code from its data with ``exec`` in the
+#: generating process (``codeio`` runs LLM-rewritten snippets; one wrote files into the working
+#: directory here). Tasks are made on the host, outside any sandbox, so they are refused.
+HOST_CODE_FAMILIES = frozenset({"codeio"})
+
+
 def family_names() -> list[str]:
-    """Every reasoning-gym family name (``dataset=`` values), sorted."""
+    """Every reasoning-gym family name this env plays (``dataset=`` values), sorted."""
     _rg()
     from reasoning_gym.factory import DATASETS
 
-    return sorted(DATASETS)
+    return sorted(set(DATASETS) - HOST_CODE_FAMILIES)
+
+
+def _refuse_host_code(name: str, fields: Mapping[str, Any]) -> None:
+    names = {name}
+    if name == "composite":
+        for spec in fields.get("datasets") or ():
+            names.add(spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", ""))
+    refused = sorted(names & HOST_CODE_FAMILIES)
+    if refused:
+        raise InvalidEnvConfig(
+            f"reasoning-gym's {refused} generator runs code snippets from its data with exec() "
+            "in this process, outside any sandbox; rllm-envs does not make its tasks. For code "
+            "tasks use rllm/Code-v0, whose programs run in the sandbox."
+        )
 
 
 @functools.cache
@@ -183,6 +203,7 @@ class ReasoningGymTasks(TaskSource):
                     "`curriculum` and set its `config` fields instead."
                 )
             fields = {**self._curriculum_fields(dataset, difficulty, curriculum), **fields}
+        _refuse_host_code(dataset, fields)
         self.dataset_name = dataset
         self.size = size
         self.task_seed = task_seed

@@ -379,3 +379,23 @@ def test_a_family_is_held_out_only_where_its_numbers_cannot_be_looked_up():
     assert numbers_recall_answers(family(lambda i: i % 5), whole_text) is not None
     # Answers the numbers do not decide: nothing to recall.
     assert numbers_recall_answers(family(lambda i: (i * 7919) % 13), whole_text) is None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"dataset": "codeio"},
+        {
+            "dataset": "composite",
+            "config": {"datasets": [{"name": "codeio", "weight": 1.0, "config": {}}]},
+        },
+    ],
+)
+def test_families_that_exec_their_data_on_the_host_are_refused(kwargs, tmp_path, monkeypatch):
+    """reasoning-gym's codeio generator exec()s snippets from its data in the generating
+    process (one wrote sailor_performance.csv and test_dir/ into the working directory)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidEnvConfig, match="exec"):
+        ReasoningGymEnv(size=4, **kwargs)
+    assert list(tmp_path.iterdir()) == []
+    assert "codeio" not in family_names()
