@@ -721,9 +721,24 @@ class Gateway:
         session = self.sessions.get(sid, principal) if sid is not None else None
         if session is None:
             return await self._relay(path, raw, stream, principal)
-        if body.get("n", 1) not in (1, None) or body.get("best_of", 1) not in (1, None):
+        if any(
+            body.get(k) is not None and (type(body[k]) is not int or body[k] != 1)
+            for k in ("n", "best_of")
+        ):
             raise GatewayError(
                 400, "A session records one completion per call: send n=1.", "invalid_request"
+            )
+        prompt = body.get("prompt")
+        if api == "completions" and not (
+            isinstance(prompt, str)
+            or (isinstance(prompt, list) and all(type(i) is int for i in prompt))
+        ):
+            # A list of prompts is a batch: the session would record only its first reply.
+            raise GatewayError(
+                400,
+                "A session records one prompt per call: `prompt` is a string or a list of "
+                "token ids.",
+                "invalid_request",
             )
         if body.get("echo"):
             # The engine would put the prompt's text and logprobs before the completion's,

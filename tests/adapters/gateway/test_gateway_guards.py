@@ -410,6 +410,10 @@ def test_a_session_records_only_its_apis_fields_within_bounds(tmp_path):
         # vLLM ignores `messages` on /completions: refused rather than kept with the call.
         r = app.post(url, json={**CALL, "messages": [{}] * 1000}, headers=ALICE)
         assert r.status_code == 400 and "messages" in r.json()["error"]["message"]
+        # A batch of prompts, or `n: true`, would record one reply of several.
+        for batch in ({"prompt": [[1], [2]]}, {"prompt": ["a", "b"]}, {"n": True}):
+            r = app.post(url, json={**CALL, **batch}, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
         assert app.post(url, json=CALL, headers=ALICE).is_success
         assert app.post(url, json=CALL, headers=ALICE).is_success
         r = app.post(url, json=CALL, headers=ALICE)
