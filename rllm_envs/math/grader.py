@@ -103,6 +103,11 @@ measured by ``benchmarks/perf/bench_math.py`` (``benchmarks/results/math.json``)
 :data:`MAX_ANSWER_LENGTH`, and sympy runs in a separate worker process that is killed when the
 deadline passes. This works the same from the main thread, other threads and subprocesses
 (no ``signal.alarm``). A timed-out comparison counts as not equivalent (reason ``"timeout"``).
+The bound is the comparison's own work: the workers (``min(4, cpus)`` per process) are shared
+by every caller of the process (every session of a server, every episode of a trainer), a
+caller takes a free one first come, first served and holds one at most, and neither that wait
+nor a worker's start (the sympy import) counts against ``timeout``: a busy pool delays a
+verdict, it never makes a correct answer a ``"timeout"``.
 Results are cached: parsed answers (so each gold answer is parsed once) and verdicts.
 """
 
@@ -118,6 +123,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -1192,6 +1200,34 @@ class _Timeout(Exception):
     """The deadline of a comparison passed."""
 
 
+class _Budget:
+    """The time one comparison may compute: a deadline that waits do not use up.
+
+    Waiting for a sympy worker (other comparisons hold every slot) or for a new worker to
+    start (the sympy import) is not the comparison's own work: :meth:`paused` moves the
+    deadline on by that wait, so a busy pool delays an answer but never turns it into a
+    ``"timeout"``.
+    """
+
+    __slots__ = ("deadline", "pausable")
+
+    def __init__(self, timeout: float, *, pausable: bool = True) -> None:
+        self.deadline = time.monotonic() + timeout
+        self.pausable = pausable
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            if self.pausable:
+                self.deadline += time.monotonic() - started
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of :func:`compare`.
@@ -1210,7 +1246,7 @@ class Verdict:
     issue: str | None = None
 
 
-def _expr_equal(p: _Expr, g: _Expr, deadline: float, lenient: bool = False) -> bool:
+def _expr_equal(p: _Expr, g: _Expr, deadline: _Budget, lenient: bool = False) -> bool:
     if not p.canon or not g.canon:
         return False  # nothing left after normalisation ("$", "+", "\text{}") is no answer
     if p.canon == g.canon:
@@ -1239,7 +1275,7 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: float, lenient: bool = False) -> b
     verdict = decide(a, b, tolerant=tolerant)
     if verdict is not None:
         return verdict
-    if time.monotonic() >= deadline:
+    if deadline.passed():
         raise _Timeout
     return _symbolic({"op": "expr", "a": a, "b": b, "tolerant": tolerant}, deadline)
 
@@ -1248,7 +1284,7 @@ _DECIMAL = re.compile(r"\d\.\d|(?<!\d)\.\d")
 
 
 def _match_unordered(
-    ps: tuple[_Node, ...], gs: tuple[_Node, ...], deadline: float, lenient: bool = False
+    ps: tuple[_Node, ...], gs: tuple[_Node, ...], deadline: _Budget, lenient: bool = False
 ) -> bool:
     if lenient:
         # `"any"` mode: an answer set lists each element once (`(1, 2), (1, 2)` is one pair).
@@ -1276,8 +1312,8 @@ def _as_items(node: _Node) -> tuple[_Node, ...] | None:
     return None
 
 
-def _node_equal(p: _Node, g: _Node, deadline: float, lenient: bool = False) -> bool:
-    if time.monotonic() > deadline:
+def _node_equal(p: _Node, g: _Node, deadline: _Budget, lenient: bool = False) -> bool:
+    if deadline.passed():
         raise _Timeout
     if isinstance(g, _Expr) and isinstance(p, _Expr):
         return _expr_equal(p, g, deadline, lenient)
@@ -1360,7 +1396,7 @@ def _node_equal(p: _Node, g: _Node, deadline: float, lenient: bool = False) -> b
 @lru_cache(maxsize=65_536)
 def _compare_cached(prediction: str, gold: str, timeout: float) -> bool:
     # Raises _Timeout (not cached by lru_cache) when the deadline passes.
-    return _node_equal(_prepare(prediction), _prepare(gold), time.monotonic() + timeout)
+    return _node_equal(_prepare(prediction), _prepare(gold), _Budget(timeout))
 
 
 # ------------------------------------------------------------------ lenient ("any") compare
@@ -1536,7 +1572,7 @@ def _prepare_any(answer: str) -> _Node:
 
 @lru_cache(maxsize=65_536)
 def _compare_any_cached(prediction: str, gold: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
+    deadline = _Budget(timeout)
     p, g = _prepare(prediction), _prepare(gold)
     if _node_equal(p, g, deadline, True):
         return True
@@ -1914,22 +1950,26 @@ class _Worker:
         self.ready = False
         self.started = time.monotonic()
 
-    def wait_ready(self, deadline: float) -> None:
-        """Wait for the worker's start-up line, until ``deadline`` at most.
+    def wait_ready(self, budget: _Budget) -> None:
+        """Wait for the worker's start-up line (the sympy import), at most ``_STARTUP_TIMEOUT``.
+
+        The wait is not the comparison's work: it is paused in ``budget``, unless the budget
+        is not pausable (:func:`warm_up`), which then ends it at its deadline.
 
         Raises:
-            _Timeout: If the deadline passed first (the worker may still be starting).
+            _Timeout: If an unpausable budget ran out first (the worker may still be starting).
             EOFError: If the worker died, or did not start within ``_STARTUP_TIMEOUT``.
         """
         if self.ready:
             return
         limit = self.started + _STARTUP_TIMEOUT
-        try:
-            self._readline(min(deadline, limit))
-        except _Timeout:
-            if time.monotonic() >= limit:
-                raise EOFError("sympy worker did not start") from None
-            raise
+        with budget.paused():
+            try:
+                self._readline(limit if budget.pausable else min(budget.deadline, limit))
+            except _Timeout:
+                if time.monotonic() >= limit:
+                    raise EOFError("sympy worker did not start") from None
+                raise
         self.ready = True
 
     def _readline(self, deadline: float) -> bytes:
@@ -1974,25 +2014,76 @@ class _Worker:
             pass
 
 
+class _Slots:
+    """The pool's worker slots, handed out first come, first served.
+
+    A :class:`threading.Semaphore` lets the thread that releases a slot take it straight back
+    (it never sleeps in between), so a caller that sends one slow comparison after another
+    kept the slot while the others waited out their deadlines. Here a released slot goes to
+    the longest waiter: a caller waits behind at most one request of each caller ahead.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.free = size
+        self.lock = threading.Lock()
+        self.waiting: deque[threading.Event] = deque()
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take a slot, waiting in turn (at most ``timeout`` seconds); whether one was taken."""
+        with self.lock:
+            if self.free and not self.waiting:
+                self.free -= 1
+                return True
+            ticket = threading.Event()
+            self.waiting.append(ticket)
+        got = False
+        try:
+            got = ticket.wait(timeout)  # release() hands its slot over by setting the ticket
+        finally:
+            if not got:  # timed out or interrupted: leave the queue, or pass on a late slot
+                with self.lock:
+                    late = ticket not in self.waiting
+                    if not late:
+                        self.waiting.remove(ticket)
+                if late:
+                    self.release()
+        return got
+
+    def release(self) -> None:
+        with self.lock:
+            if self.waiting:
+                self.waiting.popleft().set()
+            else:
+                self.free += 1
+
+
 class _Pool:
-    """Sympy workers shared by the threads of one process (forked children make their own)."""
+    """Sympy workers shared by the threads of one process (forked children make their own).
+
+    Every comparison of the process (every session of a server, every episode of a trainer)
+    queues here for a slot, first come, first served (:class:`_Slots`); a thread holds at
+    most one slot, and the wait for it is not part of the comparison's time bound.
+    """
 
     def __init__(self, size: int) -> None:
         self.pid = os.getpid()
         self.idle: list[_Worker] = []
         self.lock = threading.Lock()
-        self.slots = threading.BoundedSemaphore(size)
+        self.slots = _Slots(size)
 
-    def run(self, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
-        if not self.slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise _Timeout
+    def run(self, payload: dict[str, Any], budget: _Budget) -> dict[str, Any]:
+        with budget.paused():
+            wait = None if budget.pausable else max(0.0, budget.deadline - time.monotonic())
+            if not self.slots.acquire(wait):
+                raise _Timeout
         try:
             with self.lock:
                 worker = self.idle.pop() if self.idle else None
             if worker is None or worker.proc.poll() is not None:
                 worker = _Worker()
             try:
-                worker.wait_ready(deadline)
+                worker.wait_ready(budget)
             except _Timeout:
                 # Still importing sympy: keep it for the next call rather than start over, so
                 # a short timeout never kills workers before they can ever answer.
@@ -2003,7 +2094,7 @@ class _Pool:
                 worker.kill()
                 raise
             try:
-                reply = worker.request(payload, deadline)
+                reply = worker.request(payload, budget.deadline)
             except BaseException:
                 worker.kill()  # mid-computation or broken: never reuse it
                 raise
@@ -2062,18 +2153,23 @@ def warm_up(timeout: float = _STARTUP_TIMEOUT) -> bool:
         Whether a worker answered within ``timeout`` seconds.
     """
     try:
-        reply = _get_pool().run({"op": "ping"}, time.monotonic() + timeout)
+        reply = _get_pool().run({"op": "ping"}, _Budget(timeout, pausable=False))
     except (_Timeout, EOFError, OSError, ValueError):
         return False
     return bool(reply.get("equal"))
 
 
-def _symbolic(payload: dict[str, Any], deadline: float) -> bool:
-    """Ask a sympy worker; an error (unparsable input) means "not shown equal"."""
-    if time.monotonic() >= deadline:
+def _symbolic(payload: dict[str, Any], budget: _Budget | float) -> bool:
+    """Ask a sympy worker; an error (unparsable input) means "not shown equal".
+
+    ``budget`` may also be a deadline (``time.monotonic()`` seconds) that waits do use up.
+    """
+    if not isinstance(budget, _Budget):
+        budget = _Budget(budget - time.monotonic(), pausable=False)
+    if budget.passed():
         raise _Timeout
     try:
-        reply = _get_pool().run(payload, deadline)
+        reply = _get_pool().run(payload, budget)
     except (EOFError, OSError, ValueError):
         return False
     return bool(reply.get("equal", False))

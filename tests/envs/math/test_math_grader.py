@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from rllm_envs.math import (
     DEFAULT_TIMEOUT,
+    Verdict,
     compare,
     extract_answer,
     extract_answer_and_source,
@@ -552,21 +554,100 @@ def test_grading_modules_do_not_import_gymnasium():
         assert "gymnasium" not in imported, name
 
 
-def test_the_bound_holds_while_a_worker_starts_and_workers_do_not_leak():
+def test_a_worker_start_is_not_part_of_the_bound_and_workers_do_not_leak():
     from rllm_envs.math import grader
 
     shutdown_workers()
-    start = time.monotonic()
-    # Sympy is needed (infinities) but no worker runs yet: the deadline still holds.
-    verdict = compare("-\\infty", "\\infty", timeout=0.05)
-    assert time.monotonic() - start < 2.0
-    assert verdict.equal is False
-    assert grader.warm_up()  # the worker that started meanwhile is kept and answers
+    grader._compare_cached.cache_clear()
+    # Sympy is needed (infinities) but no worker runs yet: the comparison waits for the
+    # worker's start (the sympy import, not its own work) and is then decided, not timed out.
+    verdict = compare("-\\infty", "\\infty", timeout=2.0)
+    assert verdict.reason == "not_equal"
     pool = grader._get_pool()
     procs = [w.proc for w in pool.idle]
     assert procs and all(p.poll() is None for p in procs)
     shutdown_workers()
     assert all(p.poll() is not None for p in procs)
+
+
+def test_warm_up_keeps_its_own_bound_while_a_worker_starts():
+    from rllm_envs.math import grader
+
+    shutdown_workers()
+    start = time.monotonic()
+    grader.warm_up(timeout=0.01)  # returns at its bound; the starting worker is kept
+    assert time.monotonic() - start < 5.0
+    assert grader.warm_up()
+    shutdown_workers()
+
+
+def _hold_every_slot(grader, seconds: float) -> list[threading.Thread]:
+    """Threads that each keep a worker busy until their own (unpausable) deadline."""
+    pool = grader._get_pool()
+    hogs = [
+        threading.Thread(
+            target=lambda: pytest.raises(
+                grader._Timeout,
+                grader._symbolic,
+                {"op": "busy", "seconds": 60},
+                time.monotonic() + seconds,
+            )
+        )
+        for _ in range(pool.slots.size)
+    ]
+    for hog in hogs:
+        hog.start()
+    while pool.slots.free or any(w.ready is False for w in pool.idle):
+        time.sleep(0.01)
+    return hogs
+
+
+def test_waiting_for_a_busy_pool_never_turns_a_correct_answer_into_a_timeout():
+    # Issue #31 (M1): every session of a server (every episode of a trainer) shares the
+    # pool; another caller's slow expressions held every slot, and the wait counted against
+    # this comparison's deadline: its correct answer was graded "timeout" (reward 0).
+    from rllm_envs.math import grader
+
+    assert grader.warm_up()
+    grader._compare_cached.cache_clear()
+    hogs = _hold_every_slot(grader, seconds=3.0)
+    verdict = compare("2^{1024}", "2^{2^{10}}", timeout=1.0)  # settled by sympy only
+    for hog in hogs:
+        hog.join()
+    assert verdict == Verdict(True, "equal")
+
+
+def test_the_pool_serves_callers_in_turn():
+    # Issue #31 (M1): a caller that sends one slow comparison after another took its slot
+    # straight back (a semaphore lets the releasing thread win); the others waited out
+    # their deadlines. A released slot now goes to the longest waiter.
+    from rllm_envs.math import grader
+
+    assert grader.warm_up()
+    pool = grader._get_pool()
+    order: list[str] = []
+    stop = threading.Event()
+
+    def hog(name: str) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(grader._Timeout):
+                grader._symbolic({"op": "busy", "seconds": 60}, grader._Budget(0.3))
+            order.append(name)
+
+    hogs = [threading.Thread(target=hog, args=(f"hog{i}",)) for i in range(pool.slots.size)]
+    for thread in hogs:
+        thread.start()
+    while pool.slots.free:
+        time.sleep(0.01)
+    budget = grader._Budget(2.0)
+    equal = grader._symbolic({"op": "expr", "a": "\\infty", "b": "\\infty"}, budget)
+    order.append("victim")
+    stop.set()
+    for thread in hogs:
+        thread.join()
+    assert equal
+    # Each hog finished at most its request in flight and one queued before the victim's.
+    assert order.index("victim") <= 2 * pool.slots.size
 
 
 # ------------------------------------------------------------- lenient ("any") extraction
