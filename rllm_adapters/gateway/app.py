@@ -44,7 +44,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
@@ -439,7 +439,7 @@ class Gateway:
 
     def client_metrics(self, principal: str) -> dict[str, Any]:
         """What ``/metrics`` shows a client: its own counts, nothing of other clients'."""
-        counts = self.sessions.client_counts.get(principal) or {}
+        counts: Mapping[str, int] = self.sessions.client_counts.get(principal) or {}
         return {
             "client": principal,
             "requests": dict(self._client_counters.get(principal) or {}),

@@ -105,7 +105,7 @@ def default_max_connections(fd_limit: int) -> int:
 def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) -> type:
     """``base`` (uvicorn's httptools or h11 protocol) with a head deadline and a cap."""
 
-    class Guarded(base):  # type: ignore[valid-type,misc]
+    class Guarded(base):
         _head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:

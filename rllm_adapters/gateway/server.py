@@ -121,10 +121,15 @@ class GatewayServer:
             raise_fd_limit,
         )
 
+        base: type
         try:
-            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+            base = HttpToolsProtocol
         except ImportError:  # uvicorn's "auto" choice without httptools
-            from uvicorn.protocols.http.h11_impl import H11Protocol as base
+            from uvicorn.protocols.http.h11_impl import H11Protocol
+
+            base = H11Protocol
         fd_limit = raise_fd_limit()
         cap = self.config.max_connections or default_max_connections(fd_limit)
         config = uvicorn.Config(

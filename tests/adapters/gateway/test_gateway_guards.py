@@ -562,3 +562,40 @@ def test_per_client_limits_are_on_by_default_and_metrics_are_per_client(tmp_path
         assert everything["sessions"]["recorded_calls"] == 1 and everything["engines"]
     finally:
         app.__exit__(None, None, None)
+
+
+def test_the_head_deadline_also_holds_on_uvicorns_h11_protocol():
+    """Without httptools uvicorn speaks h11: the same deadline closes a half-sent head there,
+    and a whole request on the same kind of connection is still answered."""
+    uvicorn = pytest.importorskip("uvicorn")
+    pytest.importorskip("h11")
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from rllm_adapters.gateway.connections import guarded_protocol
+
+    async def ok(request):
+        return PlainTextResponse("ok")
+
+    app = Starlette(routes=[Route("/", ok)])
+    server = uvicorn.Server(
+        uvicorn.Config(app, port=0, http=guarded_protocol(H11Protocol, 0.5, 8), log_level="warning")
+    )
+    server.install_signal_handlers = lambda: None
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        half = socket.create_connection(("127.0.0.1", port), timeout=30)
+        half.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+        assert half.recv(1024) == b""
+        half.close()
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).text == "ok"
+    finally:
+        server.should_exit = True
+        thread.join(30)
