@@ -376,7 +376,16 @@ BACKENDS: dict[str, type[Backend]] = {
 _ALIASES = {"bwrap": "bubblewrap", "subprocess": "plain", "none": "plain"}
 
 #: The clean environment of sandboxed programs.
-CLEAN_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": "/"}
+#: A fixed hash seed: the order of a set or dict of strings is the same in every sandbox, so a
+#: test comparing such an order passes or fails the same way for the reference and for a
+#: submission (and a program's output does not change from run to run).
+CLEAN_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "HOME": "/",
+    "PYTHONHASHSEED": "0",
+}
 
 _probe_lock = threading.Lock()
 _probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}

@@ -457,9 +457,12 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, _CHANNEL_PIPE)
     except OSError:  # above /proc/sys/fs/pipe-max-size for this user: keep the default
         pass
+    # Isolated like -I (no user site, no script folder on sys.path), except that the
+    # environment, which is ours (CLEAN_ENV), is read: it fixes the hash seed.
     argv = [
         PYTHON,
-        "-I",
+        "-s",
+        "-P",
         "-B",
         "-c",
         _BOOT,

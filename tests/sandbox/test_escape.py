@@ -273,6 +273,6 @@ def test_environment_is_the_documented_one(backend, monkeypatch):
     result = run("import json, os\nprint(json.dumps(dict(os.environ)))", backend=backend)
     assert result.ok, result
     env = json.loads(result.stdout)
-    ours = {"PATH", "LANG", "LC_ALL", "HOME"}
+    ours = {"PATH", "LANG", "LC_ALL", "HOME", "PYTHONHASHSEED"}
     assert ours <= set(env) and set(env) - ours <= WRAPPER_ENV[backend], sorted(env)
-    assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == "/"
+    assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == "/" and env["PYTHONHASHSEED"] == "0"
