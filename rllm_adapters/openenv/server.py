@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -47,6 +48,13 @@ from fastapi import Request, WebSocket
 #: A step that takes longer than this (wall time) is not run on the event loop
 #: (:class:`_StepPlace`); 0 keeps every step in the worker thread.
 _INLINE_STEP_MAX_S = 0.001
+
+#: The ids whose steps may run on the event loop: every step is bounded-cheap whatever the
+#: client sends (pure Python on capped input; the costliest measured step of each is
+#: 0.01-0.1 s: a 256K action). Every other id steps in a worker thread always: a step that
+#: waits on a shared pool, a sandbox or a solver (Math's sympy comparison takes up to its
+#: ``timeout``, 5 s) held the loop, and so every client, for that long (issue #31, M2).
+INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0", "rllm/Countdown-v1"})
 
 
 def _ws_deflate(host: str) -> bool:
@@ -108,10 +116,16 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
 
 
 class _Session:
-    """One WebSocket session: its own env, alive exactly as long as its socket."""
+    """One WebSocket session: its own env, alive as long as its socket and its last call.
+
+    A client that leaves during a step does not stop the step (an env has no way to cancel
+    one): the session stays counted (toward ``max_sessions`` and its client's share) until the
+    step returns, so leaving and coming back cannot hold more threads than sessions.
+    """
 
     def __init__(self, peer: str) -> None:
         self.peer = peer
+        self.host = peer.rsplit(":", 1)[0]
         self.env: GymTextEnvironment | None = None
 
 
@@ -132,7 +146,19 @@ class _EnvServer:
         self.limits = limits
         self.sessions: set[_Session] = set()
         self.stateless = asyncio.Semaphore(limits.max_sessions)
-        self.steps = _StepPlace(_INLINE_STEP_MAX_S)
+        self.steps = _StepPlace(_INLINE_STEP_MAX_S if env_id in INLINE_STEP_IDS else 0.0)
+        # This id's own threads, one per session and per stateless reset: a session runs one
+        # call at a time, so no session (making its env, resetting, closing) ever waits for a
+        # thread behind other sessions' slow steps. asyncio's default executor has
+        # cpu_count + 4 threads: six hostile Code steps made a new client's reset wait 32 s.
+        # Threads start on demand.
+        self.pool = ThreadPoolExecutor(
+            max_workers=2 * limits.max_sessions, thread_name_prefix="rllm-serve"
+        )
+
+    async def run(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in this id's threads."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
     def make_env(self) -> GymTextEnvironment:
         return GymTextEnvironment(self.env_id, self.env_kwargs)
@@ -144,6 +170,18 @@ class _EnvServer:
 
         peer = _peer(websocket.scope)
         await websocket.accept()
+        session = _Session(peer)
+        mine = sum(other.host == session.host for other in self.sessions)
+        if mine >= self.limits.connections_per_client:
+            # Sessions still counted after their client left (their step runs on) count too:
+            # leaving mid-step and reconnecting cannot take every session and thread.
+            cap = self.limits.connections_per_client
+            log.warning("refused ws %s: CLIENT_LIMIT (%d/%d sessions)", peer, mine, cap)
+            refusal = f"At most {cap} sessions per client, including steps still running."
+            with contextlib.suppress(Exception):
+                await websocket.send_text(json.dumps(_error("CLIENT_LIMIT", refusal)))
+                await websocket.close(CLOSE_CAPACITY, f"CLIENT_LIMIT: {mine}/{cap} sessions")
+            return
         if len(self.sessions) >= self.limits.max_sessions:
             active, cap = len(self.sessions), self.limits.max_sessions
             log.warning("refused ws %s: CAPACITY_REACHED (%d/%d sessions)", peer, active, cap)
@@ -158,12 +196,10 @@ class _EnvServer:
                 )
                 await websocket.close(CLOSE_CAPACITY, f"CAPACITY_REACHED: {active}/{cap} sessions")
             return
-        session = _Session(peer)
         self.sessions.add(session)  # no await since the check: the cap holds
-        loop = asyncio.get_running_loop()
         try:
             try:
-                session.env = await loop.run_in_executor(None, self.make_env)
+                session.env = await self.run(self.make_env)
             except Exception as e:
                 log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
                 text = f"The env could not be made: {type(e).__name__}: {e}"
@@ -205,7 +241,7 @@ class _EnvServer:
             self.sessions.discard(session)
             env, session.env = session.env, None
             if env is not None:
-                await loop.run_in_executor(None, env.close)
+                await self.run(env.close)
 
     async def _handle(self, session: _Session, raw: str) -> tuple[dict[str, Any], bool]:
         from pydantic import ValidationError
@@ -235,7 +271,6 @@ class _EnvServer:
             ), False
         env = session.env
         assert env is not None
-        loop = asyncio.get_running_loop()
         try:
             if kind == "state":
                 return {"type": "state", "data": env.state.model_dump()}, False
@@ -246,8 +281,8 @@ class _EnvServer:
                     check_reset_args(seed, episode_id, options)
                 except ValueError as e:
                     return _error("VALIDATION_ERROR", str(e)), False
-                obs = await loop.run_in_executor(
-                    None, partial(env.reset, seed=seed, episode_id=episode_id, options=options)
+                obs = await self.run(
+                    partial(env.reset, seed=seed, episode_id=episode_id, options=options)
                 )
             else:
                 try:
@@ -259,9 +294,7 @@ class _EnvServer:
                 if place.inline:
                     payload, seconds = _timed(env.step_payload, action.text)
                 else:
-                    payload, seconds = await loop.run_in_executor(
-                        None, _timed, env.step_payload, action.text
-                    )
+                    payload, seconds = await self.run(_timed, env.step_payload, action.text)
                 place.record(seconds)
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
@@ -297,11 +330,11 @@ class _EnvServer:
                 503,
             )
         async with self.stateless:
-            session.env = await asyncio.get_running_loop().run_in_executor(None, self.make_env)
+            session.env = await self.run(self.make_env)
             try:
                 reply, _ = await self._handle(session, json.dumps({"type": "reset", "data": body}))
             finally:
-                await asyncio.get_running_loop().run_in_executor(None, session.env.close)
+                await self.run(session.env.close)
         if reply["type"] == "error":
             return JSONResponse({"error": reply["data"]}, 422)
         return JSONResponse(reply["data"])

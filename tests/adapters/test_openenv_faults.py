@@ -567,3 +567,78 @@ def test_an_env_that_is_often_slow_stays_in_the_thread_for_good():
     zero = _StepPlace(0.0, warm=1)
     zero.record(0.0)
     assert not zero.inline
+
+
+def test_math_steps_never_run_on_the_loop():
+    """Issue #31 (M2): after 32 fast steps (answers with no box) Math's steps moved onto the
+    event loop, and the next one that needed sympy (up to its 5 s timeout) stalled every
+    client. Only ids whose steps are bounded-cheap (INLINE_STEP_IDS) may move."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import INLINE_STEP_IDS, _EnvServer, _Session
+
+    assert "rllm/Math-v1" not in INLINE_STEP_IDS and ENV in INLINE_STEP_IDS
+
+    async def play() -> None:
+        server = _EnvServer("rllm/Math-v1", {}, ServerLimits(max_sessions=2))
+        session = _Session("test")
+        session.env = server.make_env()
+        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        step = json.dumps({"type": "step", "data": {"text": "no idea"}})
+        for _ in range(200):
+            await server._handle(session, reset)
+            reply, _ = await server._handle(session, step)
+            assert reply["type"] == "observation"
+        assert not server.steps.inline
+        session.env.close()
+
+    asyncio.run(play())
+
+
+def test_slow_steps_cannot_take_the_threads_other_sessions_need():
+    """Issue #31 (C2): steps ran on asyncio's default executor (cpu_count + 4 threads); six
+    hostile Code steps made a new client's reset wait 32 s. Each id now has a thread per
+    session: more sessions with a step that waits than the default executor had threads,
+    and a new session still resets (FrozenLake's step made to wait, as a sandbox does)."""
+    import asyncio
+    import threading
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _EnvServer, _Session
+
+    release = threading.Event()
+    reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+    step = json.dumps({"type": "step", "data": {"text": "Down"}})
+
+    async def play() -> None:
+        n = min(32, (os.cpu_count() or 1) + 4) + 2
+        server = _EnvServer(ENV, {}, ServerLimits(max_sessions=n + 1))
+        sessions = []
+        for _ in range(n):
+            session = _Session("127.0.0.1:1")
+            session.env = server.make_env()
+            await server._handle(session, reset)
+            fast = session.env.step_payload
+
+            def waiting_step(text, fast=fast):
+                release.wait(120)
+                return fast(text)
+
+            session.env.step_payload = waiting_step  # type: ignore[method-assign]
+            sessions.append(session)
+        hogs = [asyncio.create_task(server._handle(s, step)) for s in sessions]
+        await asyncio.sleep(0.5)
+        newcomer = _Session("127.0.0.1:2")
+        newcomer.env = server.make_env()
+        try:
+            reply, _ = await asyncio.wait_for(server._handle(newcomer, reset), 60)
+            assert reply["type"] == "observation"
+            assert not all(h.done() for h in hogs)  # the slow steps were still running
+        finally:
+            release.set()
+            await asyncio.gather(*hogs)
+        for session in [*sessions, newcomer]:
+            session.env.close()
+
+    asyncio.run(play())
