@@ -40,22 +40,34 @@ with the cut episodes gone. A store on a read-only file or mount opens read-only
 reward is refused at ``put`` before anything is written (SQLite stores NaN as NULL); infinite
 rewards are stored.
 
-**Edits without the key are reported** (schema version 3, :mod:`rllm_agents.store.integrity`
+**Edits without the key are reported** (schema version 4, :mod:`rllm_agents.store.integrity`
 has the threat model). Each store has a secret key in a mode-0600 file outside the database
-(``DB.key``, or ``key=`` / ``--key`` / ``$RLLM_STORE_KEY``); each episode's row id and query
-columns carry an HMAC-SHA256 under it, and the store keeps a MAC'd count of the episodes
-written (ids run 1, 2, 3, ...). A changed field with its digest recomputed fails its MAC; a
-deleted row, the last ones included, raises :class:`MissingEpisodes` from every read that
-aggregates or lists, and ``verify``. Stores of versions 1 and 2 are refused with the command that
-upgrades them in place after checking them (:func:`upgrade`, CLI ``upgrade``).
+(``DB.key``, or ``key=`` / ``--key`` / ``$RLLM_STORE_KEY``) and a random identity; each
+episode's row id and query columns carry an HMAC-SHA256 under the key bound to that identity
+(stores sharing a key file do not accept each other's rows), and the store keeps a MAC'd count
+of the episodes written (ids run 1, 2, 3, ...). A changed field with its digest recomputed
+fails its MAC; a deleted row below the count raises :class:`MissingEpisodes` from every read
+that aggregates or lists, and ``verify``; a count set back below signed rows is reported by
+``verify`` (``repair-mark`` raises it). Not detected: a **rollback** -- the newest episodes
+deleted and an earlier value of the count put back (or a whole earlier copy of the store),
+which is a state the store really was in; ``verify`` prints the count and the last episode's
+MAC to compare with a record kept elsewhere. Stores of versions 1 to 3 are refused with the
+command that upgrades them in place after checking them (:func:`upgrade`, CLI ``upgrade``);
+an unkeyed store (1 or 2) gets a new key, never an existing one, and is only as trustworthy
+as whoever could write it before.
 
-**Dedup.** An episode's id is the SHA-256 of its canonical JSON (sorted keys), so writing the
-same trajectory twice (a retried write, a re-imported file) stores it once.
+**Dedup.** A trajectory's hash is the SHA-256 of its canonical JSON (sorted keys); the same
+trajectory written again under the same run and model (a retried write, a re-imported file) is
+stored once, and under another run or model it is another episode.
+
+**pass@k** leaves out episodes played on tasks the client passed (task id ``custom-...``)
+unless ``include_custom=True`` (CLI ``passk --include-custom``).
 
 **CLI.** ``python -m rllm_agents.store DB [--key KEY] COMMAND``, the commands ``list``,
-``show``, ``export``, ``import``, ``verify``, ``passk`` and ``upgrade``: list episodes with
-filters, show one as a readable transcript, export to / import from Parquet, check every
-episode against its MAC and that none is missing, and the unbiased pass@k.
+``show``, ``export``, ``import``, ``verify``, ``passk``, ``upgrade`` and ``repair-mark``: list
+episodes with filters, show one as a readable transcript, export to / import from Parquet,
+check every episode against its MAC and that none is missing, the unbiased pass@k, and raise a
+count that was set back over the signed episodes past it.
 """
 
 from rllm_agents.store.cli import main

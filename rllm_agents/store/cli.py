@@ -1,4 +1,4 @@
-"""``python -m rllm_agents.store DB CMD``: list, show, export, import, verify, passk, upgrade."""
+"""``python -m rllm_agents.store DB CMD``: list, show, export, import, verify, passk, ...."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rllm_agents.store.damage import DamagedEpisode, DamagedStore
 from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import SCHEMA_VERSION
 from rllm_agents.store.transcript import transcript
-from rllm_agents.store.upgrade import upgrade
+from rllm_agents.store.upgrade import UPGRADE_TRUST, upgrade
 
 
 def _short(value: Any, width: int = 12) -> str:
@@ -77,16 +77,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p = commands.add_parser("passk", help="unbiased pass@k per run and env")
     p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
+    p.add_argument(
+        "--include-custom",
+        action="store_true",
+        help="also count episodes played on client-passed tasks (task id custom-...)",
+    )
     _add_filters(p)
     p.add_argument("--json", action="store_true")
     p = commands.add_parser(
         "upgrade",
-        help="upgrade a schema-version-1 or -2 store in place (checks every episode first)",
+        help="upgrade a schema-version-1, -2 or -3 store in place (checks every episode first)",
     )
     p.add_argument(
         "--accept-missing",
         action="store_true",
         help="renumber the rows instead of refusing a store whose episodes have missing ids",
+    )
+    commands.add_parser(
+        "repair-mark",
+        help="raise a record of episodes written that was set back, over rows whose MACs hold",
+    )
+    commands.add_parser(
+        "keep-mark",
+        help="keep a copy of the count of episodes written beside the key (detects rollback)",
     )
     args = parser.parse_args(argv)
 
@@ -99,9 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(str(error), file=sys.stderr)
             return 1
         print(f"{args.db} is at schema version {SCHEMA_VERSION} ({n} episodes)")
+        print(UPGRADE_TRUST)
         return 0
     try:
-        store = EpisodeStore(args.db, read_only=args.command != "import", key=args.key)
+        store = EpisodeStore(
+            args.db,
+            read_only=args.command not in ("import", "repair-mark", "keep-mark"),
+            key=args.key,
+        )
     except (DamagedStore, AgentConfigError) as error:
         print(str(error), file=sys.stderr)
         return 1
@@ -148,10 +166,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(str(episode_error), file=sys.stderr)
             written = max(store.written(), max((e.id for e in damaged), default=0))
             print(f"{written - len(damaged)} of {written} episodes intact")
+            print(
+                f"recorded as written: {store.written()}; MAC of the last episode: "
+                f"{store.last_mac()[:32] or '-'} (keep both elsewhere to detect a rollback)"
+            )
             return 1 if damaged else 0
+        elif args.command == "keep-mark":
+            n = store.keep_mark()
+            print(f"{store._mark} keeps the count of episodes written ({n}) from now on")
+        elif args.command == "repair-mark":
+            old, new = store.repair_mark()
+            if old == new:
+                print(f"nothing to repair: no episode past the record of {old} written")
+            else:
+                print(f"record of episodes written raised from {old} to {new}")
         elif args.command == "passk":
             ks = args.k or [1]
-            table = store.pass_at_k(ks, **_filters(args))
+            table = store.pass_at_k(ks, include_custom=args.include_custom, **_filters(args))
             if args.json:
                 print(json.dumps(list(table.values())))
                 return 0

@@ -20,6 +20,7 @@ from rllm_agents.store import integrity
 from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes, check_wal
 from rllm_agents.store.schema import (
     _CHECKED,
+    _DUPLICATE,
     _INSERT,
     _SCHEMA,
     SCHEMA_VERSION,
@@ -32,6 +33,7 @@ from rllm_agents.store.schema import (
     package_versions,
 )
 from rllm_agents.trajectory import Trajectory, to_jsonable
+from rllm_envs.core import CUSTOM_ID_PREFIX
 from rllm_envs.error import require
 
 
@@ -91,14 +93,15 @@ class EpisodeStore:
         self.read_only = bool(read_only)
         self.initialize = bool(initialize)
         self.key_path = integrity.key_path(self.path, key)
-        self._key = b""
+        self._raw_key = b""  # the key file's key
+        self._key = b""  # this store's MAC key (integrity.store_key)
         if read_only and not self.path.is_file():
             raise AgentConfigError(f"No episode store at {self.path} (opened read-only).")
         self._immutable = False
         if not self.read_only:
             if not self.path.exists():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._key = integrity.load_key(self.key_path, self.path, create=True)
+                self._raw_key = integrity.load_key(self.key_path, self.path, create=True)
                 self._create()
             elif not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
                 # SQLite needs to write the file and create its -wal/-shm next to it.
@@ -125,7 +128,7 @@ class EpisodeStore:
             conn = sqlite3.connect(tmp, isolation_level=None)
             try:
                 conn.execute("PRAGMA journal_mode = WAL")
-                self._write_schema(conn, self._key)
+                self._write_schema(conn, self._raw_key)
             finally:
                 conn.close()  # the last connection checkpoints: the file is whole
             try:
@@ -144,12 +147,17 @@ class EpisodeStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            store_id = integrity.new_store_id()
             conn.executemany(
                 "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
                 [
                     ("schema_version", str(SCHEMA_VERSION)),
                     ("key_id", integrity.key_id(key)),
-                    ("high_water", integrity.high_water_value(key, 0)),
+                    ("store_id", store_id),
+                    (
+                        "high_water",
+                        integrity.high_water_value(integrity.store_key(key, store_id), 0),
+                    ),
                 ],
             )
             conn.execute("COMMIT")
@@ -230,18 +238,33 @@ class EpisodeStore:
                     f"{sorted(tables) or 'none'}). Pass `initialize=True` to add the store's "
                     "tables to it, or use another path."
                 )
-            self._key = integrity.load_key(self.key_path, self.path, create=True)
+            self._raw_key = integrity.load_key(self.key_path, self.path, create=True)
             self._init_schema(conn)
         self._check_version(conn)
-        if not self._key:
-            self._key = integrity.load_key(self.key_path, self.path, create=False)
-        row = conn.execute("SELECT value FROM meta WHERE key = 'key_id'").fetchone()
-        if row is None or row[0] != integrity.key_id(self._key):
+        if not self._raw_key:
+            self._raw_key = integrity.load_key(self.key_path, self.path, create=False)
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('key_id', 'store_id')"))
+        if meta.get("key_id") != integrity.key_id(self._raw_key):
             raise AgentConfigError(
                 f"{self.key_path} is not the key of the episode store {self.path} (the store "
-                f"records key id {row and row[0]!r}, this key's is "
-                f"{integrity.key_id(self._key)!r}). Give the store's own key with `key=` "
+                f"records key id {meta.get('key_id')!r}, this key's is "
+                f"{integrity.key_id(self._raw_key)!r}). Give the store's own key with `key=` "
                 f"(CLI `--key`, or ${integrity.KEY_ENV})."
+            )
+        store_id = meta.get("store_id")
+        if not isinstance(store_id, str) or not store_id.isascii():
+            raise DamagedStore(
+                f"{self.path} has no store identity (its `meta` row `store_id` was deleted or "
+                "changed): every MAC is bound to it, so no episode can be checked. Restore the "
+                "store from a backup."
+            )
+        self._key = integrity.store_key(self._raw_key, store_id)
+        self._mark = integrity.mark_path(self.key_path, store_id)
+        if not self.read_only and self._mark.exists() and not os.access(self._mark.parent, os.W_OK):
+            raise AgentConfigError(
+                f"{self._mark} keeps the count of episodes written to {self.path} beside its "
+                "key, and every writer updates it, but its folder is not writable here. Open "
+                "the store with `read_only=True`, or from a user who may write that folder."
             )
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
@@ -250,7 +273,7 @@ class EpisodeStore:
             try:
                 # Switching to WAL needs a moment alone with the file.
                 conn.execute("PRAGMA journal_mode = WAL")
-                self._write_schema(conn, self._key)
+                self._write_schema(conn, self._raw_key)
                 break
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) or time.monotonic() > deadline:
@@ -269,8 +292,17 @@ class EpisodeStore:
                 f"unnoticed); this version of rllm_agents reads version {SCHEMA_VERSION}. "
                 f"Upgrade it in place with `python -m rllm_agents.store {self.path} upgrade` "
                 "(it first checks every episode against its digests and refuses if any is "
-                "damaged or missing, then makes the store's key); on a read-only mount, copy "
-                "the file (with any -wal) somewhere writable first."
+                "damaged or missing, then makes a new key for the store); on a read-only "
+                "mount, copy the file (with any -wal) somewhere writable first."
+            )
+        if row is not None and row[0] == "3":
+            raise AgentConfigError(
+                f"{self.path} is an episode store of schema version 3, whose MACs are not "
+                "bound to the store (stores sharing a key accept each other's rows) and which "
+                f"stores an episode once across runs; this version reads version "
+                f"{SCHEMA_VERSION}. Upgrade it in place with `python -m rllm_agents.store "
+                f"{self.path} [--key KEY] upgrade` (it first checks every episode and the "
+                "count under the store's key and refuses if anything fails)."
             )
         if row is None or int(row[0]) != SCHEMA_VERSION:
             raise AgentConfigError(
@@ -384,9 +416,14 @@ class EpisodeStore:
         try:
             written = start = self._high_water()
             for row in rows:
+                # The same trajectory, run and model: a retried write, a re-imported file.
+                found = conn.execute(_DUPLICATE, (row[0], row[1], row[4])).fetchone()
+                if found is not None:
+                    out.append(Put(found[0], row[0], False))
+                    continue
                 row_id = written + 1
                 try:
-                    cursor = conn.execute(
+                    conn.execute(
                         _INSERT, (row_id, *row, integrity.row_mac(self._key, row_id, row[:16]))
                     )
                 except sqlite3.IntegrityError as e:
@@ -394,21 +431,15 @@ class EpisodeStore:
                         raise
                     raise DamagedStore(
                         f"{self.path} has a row with id {row_id} past the {written} episodes it "
-                        "records as written: it was added without the store's key. Run "
-                        f"`python -m rllm_agents.store {self.path} verify`."
+                        "records as written, so nothing can be stored: either that record was "
+                        "set back (to an old value) or the row was added without the store's "
+                        f"key. Run `python -m rllm_agents.store {self.path} verify`: if it "
+                        "reports episodes past the record whose MACs hold, `python -m "
+                        f"rllm_agents.store {self.path} repair-mark` raises the record over "
+                        "them; otherwise restore the store from a backup."
                     ) from e
-                if cursor.rowcount == 1:
-                    written = row_id
-                    out.append(Put(row_id, row[0], True))
-                else:
-                    found = conn.execute(
-                        "SELECT id FROM episodes WHERE hash = ?", (row[0],)
-                    ).fetchone()
-                    if found is None:
-                        raise DamagedStore(
-                            f"{self.path}: episode {row[0][:12]} was neither stored nor found."
-                        )
-                    out.append(Put(found[0], row[0], False))
+                written = row_id
+                out.append(Put(row_id, row[0], True))
             if written != start:
                 conn.execute(
                     "UPDATE meta SET value = ? WHERE key = 'high_water'",
@@ -419,6 +450,8 @@ class EpisodeStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        if written != start and self._mark.exists():
+            integrity.raise_mark(self._key, self.path, self._mark, written)
         return out
 
     def put(
@@ -527,8 +560,39 @@ class EpisodeStore:
 
     def _high_water(self) -> int:
         """How many episodes the store records as written (checked against its MAC)."""
+        kept = self._kept()  # before the store's own: writers update it after they commit
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()
-        return integrity.parse_high_water(self._key, self.path, row and row[0])
+        return self._parse_mark(row and row[0], kept)
+
+    def _kept(self) -> int | None:
+        return integrity.read_mark(self._key, self.path, self._mark)
+
+    def _parse_mark(self, value: str | None, kept: int | None) -> int:
+        written = integrity.parse_high_water(self._key, self.path, value)
+        if kept is not None and written < kept:
+            raise DamagedStore(
+                f"{self.path} records {written} episodes written, but {self._mark}, kept beside "
+                f"its key, records {kept}: the store was rolled back (its newest episodes "
+                "deleted and an earlier count put back, or an earlier copy of it restored). "
+                "Restore the newest copy from a backup; if this earlier copy was restored on "
+                f"purpose, delete {self._mark} (and run `keep-mark` again)."
+            )
+        return written
+
+    def keep_mark(self) -> int:
+        """Keep a copy of the count of episodes written beside the key; return the count.
+
+        From then on every writer that opens the store with this key raises the copy after
+        each commit, and every read checks that the store's own count is not below it: a
+        store rolled back (its newest episodes deleted and an earlier count put back) is
+        reported. It holds against whoever cannot write the key's folder; kept next to the
+        database (the default ``DB.key``) it catches accidents only.
+        """
+        if self.read_only:
+            raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
+        written = self._high_water()
+        integrity.raise_mark(self._key, self.path, self._mark, written)
+        return written
 
     def written(self) -> int:
         """How many episodes the store records as written (ids 1 to this; nothing is deleted).
@@ -564,18 +628,82 @@ class EpisodeStore:
         Raises:
             DamagedStore: If the record of how many episodes were written was changed.
         """
-        written = self._high_water()
-        damaged = []
-        expected = 1
-        for row in self._conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
-            damaged += [_missing(self.path, i) for i in range(expected, row[0])]
-            expected = max(expected, row[0] + 1)
-            try:
-                self._episode(row, row[18])
-            except DamagedEpisode as e:
-                damaged.append(e)
-        damaged += [_missing(self.path, i) for i in range(expected, written + 1)]
+        conn = self._conn
+        own = not conn.in_transaction
+        if own:  # the record and the rows from one snapshot: a row past it is not a new one
+            conn.execute("BEGIN")
+        try:
+            written = self._high_water()
+            damaged = []
+            expected = 1
+            for row in conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
+                damaged += [_missing(self.path, i) for i in range(expected, row[0])]
+                expected = max(expected, row[0] + 1)
+                try:
+                    self._episode(row, row[18])
+                except DamagedEpisode as e:
+                    damaged.append(e)
+                    continue
+                if row[0] > written:
+                    damaged.append(_past_mark(self.path, row, written))
+            damaged += [_missing(self.path, i) for i in range(expected, written + 1)]
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
         return damaged
+
+    def last_mac(self) -> str:
+        """The MAC of the newest episode ("" if none).
+
+        With :meth:`written`, what to keep elsewhere to tell this store from an earlier state
+        of it (rollback, see :mod:`rllm_agents.store.integrity`).
+        """
+        row = self._conn.execute("SELECT mac FROM episodes ORDER BY id DESC LIMIT 1").fetchone()
+        return "" if row is None else str(row[0])
+
+    def repair_mark(self) -> tuple[int, int]:
+        """Raise the record of episodes written over the rows past it; return (old, new).
+
+        Only for a record set back to an earlier value (``verify`` reports episodes "past the
+        record"): every row past it must carry a valid MAC of its own id under this store's
+        key -- rows only this store's writers can have made -- and the ids must follow on
+        without a gap. Nothing unsigned is admitted, so this cannot launder a forged row;
+        rows deleted before the record was set back stay undetected (rollback).
+
+        Raises:
+            DamagedEpisode: For a row past the record whose MAC fails (nothing is changed).
+            DamagedStore: For a gap in the ids past the record (nothing is changed).
+        """
+        if self.read_only:
+            raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            written = new = self._high_water()
+            for row in conn.execute(
+                f"SELECT {_CHECKED} FROM episodes WHERE id > ? ORDER BY id", (written,)
+            ):
+                if row[0] != new + 1:
+                    raise DamagedStore(
+                        f"{self.path}: episodes {new + 1} to {row[0] - 1} are missing past the "
+                        f"record of {written} episodes written; nothing was changed. Restore "
+                        "the store from a backup."
+                    )
+                self._check_columns(row)
+                new = row[0]
+            if new != written:
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = 'high_water'",
+                    (integrity.high_water_value(self._key, new),),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if new != written and self._mark.exists():
+            integrity.raise_mark(self._key, self.path, self._mark, new)
+        return written, new
 
     def _select(
         self, with_record: bool, limit: int | None, offset: int, filters: dict[str, Any]
@@ -667,12 +795,13 @@ class EpisodeStore:
         (:class:`MissingEpisodes` when rows were deleted).
         """
         if not filters:
+            kept = self._kept()
             # One statement: one snapshot of the rows and the record a writer updates with them.
             count, first, last, value = self._conn.execute(
                 "SELECT COUNT(*), MIN(id), MAX(id), "
                 "(SELECT value FROM meta WHERE key = 'high_water') FROM episodes"
             ).fetchone()
-            written = integrity.parse_high_water(self._key, self.path, value)
+            written = self._parse_mark(value, kept)
             if count != written or (count and (first, last) != (1, written)):
                 present = {
                     row[0]
@@ -685,8 +814,9 @@ class EpisodeStore:
                     raise MissingEpisodes(self.path, missing, written)
                 raise DamagedStore(
                     f"{self.path} holds {count} episodes where it records {written} as "
-                    "written: rows were added without the store's key. Run "
-                    f"`python -m rllm_agents.store {self.path} verify`."
+                    "written: the record was set back, or rows were added without the "
+                    f"store's key. Run `python -m rllm_agents.store {self.path} verify`, and "
+                    "`repair-mark` if it reports only episodes past the record whose MACs hold."
                 )
             return int(count)
         return sum(hit for _, hit in self._checked_rows(filters))
@@ -729,7 +859,9 @@ class EpisodeStore:
 
     # ------------------------------------------------------------------------ pass@k
 
-    def pass_at_k(self, ks: Sequence[int] = (1,), **filters: Any) -> dict[str, dict[str, Any]]:
+    def pass_at_k(
+        self, ks: Sequence[int] = (1,), *, include_custom: bool = False, **filters: Any
+    ) -> dict[str, dict[str, Any]]:
         """Unbiased pass@k per ``run`` and env from stored episodes.
 
         Samples of one task are the episodes with the same run, env and task id (the group
@@ -738,20 +870,35 @@ class EpisodeStore:
         columns are checked against their MAC first (:class:`DamagedEpisode`), and a deleted
         row raises :class:`MissingEpisodes`.
 
+        Episodes played on a task the client passed (``options={"task": ...}``, task id
+        ``custom-<digest>``, see :func:`rllm_envs.core.custom_task`) are not the source's
+        tasks and are left out, as the env docs promise, unless ``include_custom``; each row
+        says how many were left out (``custom_left_out``).
+
         Returns:
-            ``{"<run>|<env>": {"run", "env", "tasks", "samples", "pass@k": float, ...}}``;
-            pass@k is NaN when no task has ``k`` samples.
+            ``{"<run>|<env>": {"run", "env", "tasks", "samples", "custom_left_out",
+            "pass@k": float, ...}}``; pass@k is NaN when no task has ``k`` samples.
         """
         from rllm_agents.passk import mean_pass_at_k
 
         for k in ks:
             if not isinstance(k, int) or isinstance(k, bool) or k < 1:
                 raise AgentConfigError(f"Expects each k to be an int >= 1, actual: {k!r}.")
+        if not isinstance(include_custom, bool):
+            raise AgentConfigError(
+                f"Expects `include_custom` to be a bool, actual: {include_custom!r}."
+            )
         tasks: dict[tuple[str | None, str], dict[str, list[int]]] = {}
+        left_out: dict[tuple[str | None, str], int] = {}
         for episode, hit in self._checked_rows(filters):
             if hit:
+                group = (episode[2], episode[3])
+                by_task = tasks.setdefault(group, {})
+                if not include_custom and str(episode[6] or "").startswith(CUSTOM_ID_PREFIX):
+                    left_out[group] = left_out.get(group, 0) + 1
+                    continue
                 task = episode[6] if episode[6] is not None else f"group-{episode[8]}"
-                n_c = tasks.setdefault((episode[2], episode[3]), {}).setdefault(task, [0, 0])
+                n_c = by_task.setdefault(task, [0, 0])
                 n_c[0] += 1
                 n_c[1] += int(episode[12])
         groups = {key: [(n, c) for n, c in by_task.values()] for key, by_task in tasks.items()}
@@ -764,6 +911,7 @@ class EpisodeStore:
                 "env": env_id,
                 "tasks": len(counts),
                 "samples": sum(n for n, _ in counts),
+                "custom_left_out": left_out.get((run, env_id), 0),
             }
             for k in ks:
                 row[f"pass@{k}"] = mean_pass_at_k(counts, k)
@@ -858,6 +1006,17 @@ class EpisodeStore:
 
 def _missing(path: Path, row_id: int) -> DamagedEpisode:
     return DamagedEpisode(path, row_id, "", "it is missing: its row was deleted")
+
+
+def _past_mark(path: Path, row: Sequence[Any], written: int) -> DamagedEpisode:
+    return DamagedEpisode(
+        path,
+        row[0],
+        str(row[1]),
+        f"it is past the {written} episodes the store records as written, although its MAC "
+        "holds: that record was set back to an earlier value, and `put` refuses until "
+        f"`python -m rllm_agents.store {path} repair-mark` raises it over such episodes",
+    )
 
 
 def _json_or_none(value: str | None) -> Any:

@@ -1,22 +1,31 @@
-"""The store's integrity: its key, the MAC of each episode, and the count of episodes written.
+"""The store's integrity: its key, its identity, the MAC of each episode, the count written.
 
 **Threat model.** Someone (or something: a bad copy, a script, an operator's ``DELETE``) can
-write the database file but cannot read the store's key. Whatever they change, add, move or
-delete is reported, never returned as data:
+write the database file but cannot read the store's key. What they change, add, move or
+delete is reported, never returned as data, with one exception (rollback, below):
 
-* Each episode's query columns, with its row id (its sequence number), carry an HMAC-SHA256 under
-  the store's key (:func:`row_mac`); its record is bound to them by its content hash, itself a
-  MAC'd column. Unkeyed digests could be recomputed by whoever changes a field; a MAC cannot
-  be without the key.
+* Each store has a random identity (``meta`` row ``store_id``, made with the store) and every
+  MAC is computed under the store's own MAC key, ``HMAC(key, store_id)``
+  (:func:`store_key`). Stores that share a key file (``$RLLM_STORE_KEY``) therefore do not
+  accept each other's rows, or each other's count; a changed ``store_id`` fails every MAC.
+* Each episode's query columns, with its row id (its sequence number), carry an HMAC-SHA256
+  under that MAC key (:func:`row_mac`); its record is bound to them by its content hash,
+  itself a MAC'd column. Unkeyed digests could be recomputed by whoever changes a field; a
+  MAC cannot be without the key.
 * Episodes are numbered 1, 2, 3, ... in the order they are written (the row id), and the store
   keeps the number written so far as a MAC'd high-water mark (:func:`high_water_value`),
-  updated in the transaction that adds them. A missing number (a deleted row), a row past the
-  mark or a mark lowered by hand is reported by every read that aggregates and by ``verify``.
+  updated in the transaction that adds them. A missing number below the mark (a deleted
+  row) and a forged or deleted mark are reported by every read that aggregates and by
+  ``verify``. A mark set back below rows that exist (their MACs hold) is reported by
+  ``verify`` and makes ``put`` refuse; ``repair-mark`` raises it over those rows.
 
-Not covered: someone who can read the key (they can rewrite the store at will), and putting
-back a whole earlier copy of the store (or of its ``meta`` table together with the rows it
-covered): that is a state the store really was in, and nothing inside the file can tell it is
-old. Compare the count ``verify`` prints against one kept elsewhere to catch that.
+Not covered: someone who can read the key (they can rewrite the store at will), and
+**rollback**: putting back an earlier value of the mark -- or a whole earlier copy of the
+store -- after deleting the episodes written since. The old mark is a state the store really
+was in (its MAC holds), and nothing inside the file can tell it is old, so the newest
+episodes (any suffix of them) can be dropped unnoticed by someone who kept one old ``meta``
+value (from the file or a backup). ``verify`` prints the count and the MAC of the last
+episode: compare them with a record kept where that person cannot write to catch it.
 
 **The key.** 32 random bytes, hex, in a file created with mode 0600: ``DB.key`` next to the
 database unless ``key=`` (or the ``RLLM_STORE_KEY`` environment variable) names another path.
@@ -28,6 +37,7 @@ database it still catches every accident and every edit made without reading it.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import hmac
@@ -96,6 +106,45 @@ def load_key(path: Path, db: Path, *, create: bool) -> bytes:
     return key
 
 
+def new_store_id() -> str:
+    """A random identity for a new store (``meta`` row ``store_id``)."""
+    return secrets.token_hex(16)
+
+
+def store_key(key: bytes, store_id: str) -> bytes:
+    """The MAC key of one store: its key file's key bound to its ``store_id``.
+
+    Every row MAC and the count are made under it, so rows (or a count) copied from another
+    store with the same key file fail their MACs, and so does every MAC if ``store_id`` is
+    changed.
+    """
+    return hmac.digest(key, b"rllm-episode-store store " + store_id.encode("ascii"), "sha256")
+
+
+def new_key(path: Path, db: Path) -> bytes:
+    """Write a new random key to ``path``, which must not exist; return it.
+
+    Raises:
+        AgentConfigError: If ``path`` exists (an upgrade never signs with an existing key).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(_KEY_BYTES) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise AgentConfigError(
+                f"{path} exists: a new key for the episode store {db} must go to a new path."
+            ) from None
+    finally:
+        os.unlink(tmp)
+    return load_key(path, db, create=False)
+
+
 def sha256_hex(data: bytes) -> str:
     """An episode's content hash from its canonical JSON."""
     return hashlib.sha256(data).hexdigest()
@@ -153,6 +202,56 @@ def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
             "Restore the store from a backup."
         )
     return int(head)
+
+
+def mark_path(key_file: Path, store_id: str) -> Path:
+    """Where a copy of a store's count is kept beside its key (see :func:`raise_mark`)."""
+    return key_file.with_name(f"{key_file.name}.{store_id}.mark")
+
+
+def read_mark(key: bytes, db: Path, path: Path) -> int | None:
+    """The count kept in ``path`` (``None`` if there is none); :class:`DamagedStore` if changed."""
+    try:
+        value = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DamagedStore(
+            f"Cannot read {path}, the count of episodes written to {db} kept beside its key: {e}"
+        ) from e
+    head = value.split(" ", 1)[0]
+    if not head.isdigit() or not hmac.compare_digest(value, high_water_value(key, int(head))):
+        raise DamagedStore(
+            f"{path}, the count of episodes written to {db} kept beside its key, fails its MAC: "
+            "it was changed without the key. Restore it (or the key's folder) from a backup."
+        )
+    return int(head)
+
+
+def raise_mark(key: bytes, db: Path, path: Path, count: int) -> None:
+    """Keep ``count`` in ``path`` unless it already holds as much (never lowered).
+
+    Writers call it after each commit, so the file is a lower bound on the store's own count:
+    a store whose count is below it was rolled back. Writers serialize on ``path.lock``
+    (``flock``) and replace the file whole, so it never holds a half-written or lowered value.
+    """
+    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = read_mark(key, db, path)
+        if current is not None and current >= count:
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(high_water_value(key, count) + "\n")
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    finally:
+        os.close(lock)
 
 
 def check_row(key: bytes, db: Path, row: Sequence[Any]) -> None:

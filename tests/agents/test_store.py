@@ -228,16 +228,39 @@ def test_queries_filter_by_env_model_run_task_and_reward(store):
         store.count(colour="red")
 
 
-def test_dedup_by_content_hash(store):
+def test_dedup_by_content_hash_run_and_model(store):
     t = make_trajectory(0)
     first = store.put(t)
-    again = store.put(make_trajectory(0), run="other")
+    again = store.put(make_trajectory(0))
     assert first.new and not again.new and again.id == first.id and again.hash == first.hash
     assert len(store) == 1
     changed = store.put(replace(make_trajectory(0), sample=99))
     assert changed.new and len(store) == 2
     puts = store.put_many([make_trajectory(0), make_trajectory(1), make_trajectory(1)])
     assert [p.new for p in puts] == [False, True, False] and len(store) == 3
+
+
+def test_the_same_episode_under_another_run_or_model_is_stored_again(store):
+    # A deterministic baseline re-run under a new name: each run keeps all its episodes
+    # (issue #31 S5: the second run's episodes used to be dropped as duplicates of the first).
+    for run in ("baseline-day1", "baseline-day2"):
+        puts = [store.put(make_trajectory(i), run=run, model="m") for i in range(3)]
+        assert all(p.new for p in puts)
+    assert store.runs() == {"baseline-day1": 3, "baseline-day2": 3}
+    samples: dict[str, int] = {}
+    for row in store.pass_at_k([1]).values():
+        samples[row["run"]] = samples.get(row["run"], 0) + row["samples"]
+    assert samples == {"baseline-day1": 3, "baseline-day2": 3}
+    other_model = store.put(make_trajectory(0), run="baseline-day1", model="m2")
+    assert other_model.new and len(store) == 7
+    retried = store.put(make_trajectory(0), run="baseline-day2", model="m")
+    assert not retried.new and retried.id == 4 and len(store) == 7
+    assert store.put(make_trajectory(0), run=None, model=None).new
+    assert not store.put(make_trajectory(0), run=None, model=None).new  # None matches None
+    # A hash now names up to one episode per run and model: a full hash is ambiguous.
+    with pytest.raises(KeyError, match="ambiguous"):
+        store.get(other_model.hash)
+    assert store.get(other_model.id).run == "baseline-day1"
 
 
 def test_get_by_id_hash_and_prefix(store):

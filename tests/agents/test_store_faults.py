@@ -23,6 +23,7 @@ from rllm_agents.store import (
     DamagedStore,
     EpisodeStore,
     MissingEpisodes,
+    integrity,
     main,
     upgrade,
 )
@@ -202,19 +203,38 @@ def test_a_flipped_byte_in_a_text_column_is_reported(tmp_path):
 
 
 def as_version(path: Path, version: int) -> None:
-    """Turn a current store into one as version 1 or 2 wrote it (no key, no count)."""
+    """Turn a current store into one as version 1, 2 (no key, no count) or 3 wrote it.
+
+    Version 3 MACs each row and the count under the key file's key itself, with no
+    ``store_id``; its key file stays.
+    """
+    columns = "hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, "
+    columns += "num_turns, total_reward, is_correct, finish, versions, timings, created"
     with sqlite3.connect(path) as conn:
+        if version == 3:
+            key = integrity.load_key(Path(f"{path}.key"), path, create=False)
+            for row in conn.execute(f"SELECT id, {columns} FROM episodes").fetchall():
+                conn.execute(
+                    "UPDATE episodes SET mac = ? WHERE id = ?",
+                    (integrity.row_mac(key, row[0], row[1:]), row[0]),
+                )
+            count = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'high_water'",
+                (integrity.high_water_value(key, count),),
+            )
+            conn.execute("DELETE FROM meta WHERE key = 'store_id'")
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            return
         if version == 2:
             conn.execute("ALTER TABLE episodes ADD COLUMN columns_sha256 TEXT NOT NULL DEFAULT ''")
-            columns = "hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, "
-            columns += "num_turns, total_reward, is_correct, finish, versions, timings, created"
             for row in conn.execute(f"SELECT id, {columns} FROM episodes").fetchall():
                 conn.execute(
                     "UPDATE episodes SET columns_sha256 = ? WHERE id = ?",
                     (columns_digest(row[1:]), row[0]),
                 )
         conn.execute("ALTER TABLE episodes DROP COLUMN mac")
-        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'high_water')")
+        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'high_water', 'store_id')")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     Path(f"{path}.key").unlink()
 
@@ -231,7 +251,7 @@ def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_
         with pytest.raises(AgentConfigError, match=r"version 1.*store .*e\.db upgrade"):
             EpisodeStore(path, read_only=read_only)
     assert main([str(path), "upgrade"]) == 0
-    assert "schema version 3 (6 episodes)" in capsys.readouterr().out
+    assert "schema version 4 (6 episodes)" in capsys.readouterr().out
     with EpisodeStore(path) as store:
         assert [e.trajectory for e in store.episodes()] == [make_trajectory(i) for i in range(6)]
         assert store.verify() == []

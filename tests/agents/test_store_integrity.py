@@ -27,7 +27,8 @@ from rllm_agents.store import (
     upgrade,
 )
 from rllm_agents.store.integrity import high_water_value, row_mac
-from rllm_agents.store.schema import columns_digest
+from rllm_agents.store.schema import _INSERT, columns_digest
+from rllm_agents.trajectory import Step, Trajectory
 from tests.agents.test_store import make_trajectory
 from tests.agents.test_store_faults import as_version
 
@@ -226,7 +227,8 @@ def test_a_version_2_store_is_upgraded_after_checking_it(tmp_path, capsys):
     with pytest.raises(AgentConfigError, match=r"schema version 2.*e\.db upgrade"):
         EpisodeStore(path)
     assert main([str(path), "upgrade"]) == 0
-    assert "schema version 3 (6 episodes)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "schema version 4 (6 episodes)" in out and "only as trustworthy as whoever" in out
     assert stat.S_IMODE(Path(f"{path}.key").stat().st_mode) == 0o600
     with EpisodeStore(path) as store:
         assert store.trajectories() == [make_trajectory(i) for i in range(6)]
@@ -284,11 +286,15 @@ def test_a_store_downgraded_to_have_changes_signed_is_refused(tmp_path, capsys):
         assert conn.execute("SELECT value FROM meta").fetchone() == ("2",)
 
 
-def test_reads_during_concurrent_writes_see_no_missing_episodes(tmp_path):
+@pytest.mark.parametrize("keep_mark", [False, True])
+def test_reads_during_concurrent_writes_see_no_missing_episodes(tmp_path, keep_mark):
     # A reader takes the count of episodes written, then reads rows that writers keep
-    # appending: rows past the count are new (their MACs hold), never a false alarm.
+    # appending: rows past the count are new (their MACs hold), never a false alarm; nor is
+    # the copy of the count kept beside the key ever ahead of the store's own.
     path = tmp_path / "e.db"
     store = EpisodeStore(path)
+    if keep_mark:
+        assert store.keep_mark() == 0
     errors: list[BaseException] = []
     done = threading.Event()
 
@@ -322,3 +328,263 @@ def test_reads_during_concurrent_writes_see_no_missing_episodes(tmp_path):
     assert len(store) == store.written() == 120
     assert sorted(e.id for e in store.summaries()) == list(range(1, 121))
     store.close()
+
+
+# --------------------------------------------- blind attack round 2 (issue #31, S1 to S6)
+
+
+def _math(i: int, correct: bool, task: str | None = None) -> Trajectory:
+    step = Step([1], [2], [-0.1], "r", "a", "o", float(correct), True, info={"is_correct": correct})
+    return Trajectory(
+        env_id="rllm/Math-v1", task_id=task or f"t{i}", seed=i, steps=[step], metadata={"i": i}
+    )
+
+
+def _relabel_with_forgeries(path: Path, scratch: Path, *, keep_keyed_meta: bool) -> None:
+    """What someone who can write the file but not read the key does: forged rows (every
+    episode correct) in the version-2 layout with its unkeyed digests, labelled version 2."""
+    with EpisodeStore(scratch, key=scratch.with_suffix(".key")) as other:
+        forged = [
+            other._row(_math(i, True), "eval", None, None, None, None, 1.0 + i) for i in range(4)
+        ]
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM episodes")
+    conn.execute("ALTER TABLE episodes DROP COLUMN mac")
+    conn.execute("ALTER TABLE episodes ADD COLUMN columns_sha256 TEXT NOT NULL DEFAULT ''")
+    for i, row in enumerate(forged, start=1):
+        conn.execute(
+            _INSERT.replace(", mac)", ", columns_sha256)"), (i, *row, columns_digest(row[:16]))
+        )
+    if not keep_keyed_meta:
+        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water')")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("named", ["--key", "env"])
+def test_upgrade_never_signs_forged_rows_with_an_existing_key(tmp_path, capsys, monkeypatch, named):
+    # S6: a keyed store relabelled as version 2 with forged rows; the operator runs the
+    # upgrade the error message names, with the key named explicitly (the recommended set-up).
+    # It used to sign the forgeries: pass@1 0.0 -> 1.0 and `verify` "4 of 4 intact".
+    key = tmp_path / "secure" / "store.key"
+    key.parent.mkdir()
+    path = tmp_path / "e.db"
+    with EpisodeStore(path, key=key) as store:
+        for i in range(4):
+            store.put(_math(i, False), run="eval")
+    argv = [str(path), "--key", str(key)] if named == "--key" else [str(path)]
+    if named == "env":
+        monkeypatch.setenv("RLLM_STORE_KEY", str(key))
+    for keep_keyed_meta in (True, False):
+        if keep_keyed_meta:
+            _relabel_with_forgeries(path, tmp_path / "scratch.db", keep_keyed_meta=True)
+        else:  # the attacker also deleted what only keyed stores write
+            conn = sqlite3.connect(path)
+            conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water')")
+            conn.commit()
+            conn.close()
+        assert main([*argv, "upgrade"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert ("only keyed stores write" if keep_keyed_meta else "never signing with one") in err
+        with sqlite3.connect(path) as conn:  # nothing was changed
+            assert conn.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone() == ("2",)
+        with pytest.raises(AgentConfigError, match="schema version 2"):
+            EpisodeStore(path, key=key)
+    # The key of the real store is untouched and never signed the forged rows: an operator who
+    # insists names a new key, and the upgrade says what the result is worth.
+    fresh = tmp_path / "fresh.key"
+    assert main([str(path), "--key", str(fresh), "upgrade"]) == 0
+    assert "only as trustworthy as whoever could write the file" in capsys.readouterr().out
+    with pytest.raises(AgentConfigError, match="is not the key"):
+        EpisodeStore(path, key=key)
+    assert upgrade(path, key=fresh) == 4  # already version 4: only checked
+
+
+def test_a_version_3_store_is_upgraded_under_its_own_key(tmp_path, capsys):
+    path = tmp_path / "e.db"
+    _filled(path, 5)
+    as_version(path, 3)
+    with pytest.raises(AgentConfigError, match=r"schema version 3.*e\.db .*upgrade"):
+        EpisodeStore(path)
+    other = tmp_path / "other.key"
+    other.write_text("ab" * 32)
+    with pytest.raises(AgentConfigError, match="is not the key"):
+        upgrade(path, key=other)
+    _sql(path, "UPDATE episodes SET is_correct = 1 - is_correct WHERE id = 3")
+    assert main([str(path), "upgrade"]) == 1  # a v3 MAC that fails: nothing is signed
+    assert "1 damaged episodes (ids 3;" in capsys.readouterr().err
+    _sql(path, "UPDATE episodes SET is_correct = 1 - is_correct WHERE id = 3")
+    _sql(path, "DELETE FROM episodes WHERE id = 5")  # the last one: the v3 count says 5
+    with pytest.raises(DamagedStore, match=r"1 episodes are missing \(ids 5;"):
+        upgrade(path)
+    assert upgrade(path, accept_missing=True) == 4
+    with EpisodeStore(path) as store:
+        assert store.trajectories() == [make_trajectory(i) for i in range(4)]
+        assert store.verify() == [] and store.put(make_trajectory(9)).id == 5
+
+
+def test_stores_sharing_a_key_do_not_accept_each_others_rows(tmp_path, monkeypatch):
+    # S3: with one key for several stores ($RLLM_STORE_KEY), rows copied from store A over
+    # store B's, MACs included, used to pass (B's pass@1 0.0 -> 1.0, verify clean); so did
+    # A's count record.
+    monkeypatch.setenv("RLLM_STORE_KEY", str(tmp_path / "shared.key"))
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, correct in ((a, True), (b, False)):
+        with EpisodeStore(path) as store:
+            for i in range(4):
+                store.put(_math(i, correct), run="eval")
+    with sqlite3.connect(a) as conn:
+        rows = conn.execute("SELECT * FROM episodes").fetchall()
+        mark = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()[0]
+    with sqlite3.connect(b) as conn:
+        conn.execute("DELETE FROM episodes")
+        conn.executemany(f"INSERT INTO episodes VALUES ({', '.join('?' * len(rows[0]))})", rows)
+    with EpisodeStore(b, read_only=True) as store:
+        assert sorted(e.id for e in store.verify()) == [1, 2, 3, 4]
+        with pytest.raises(DamagedEpisode, match="Episode 1 .*MAC"):
+            store.pass_at_k([1])
+    _sql(b, f"UPDATE meta SET value = '{mark}' WHERE key = 'high_water'")
+    with (
+        EpisodeStore(b, read_only=True) as store,
+        pytest.raises(DamagedStore, match="fails its MAC"),
+    ):
+        store.count()
+    # Changing the store's identity to A's makes every MAC of B's own fail too.
+    with sqlite3.connect(a) as conn:
+        a_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+    _sql(b, f"UPDATE meta SET value = '{a_id}' WHERE key = 'store_id'")
+    with EpisodeStore(b, read_only=True) as store:
+        assert len(store) == 4  # it now is A in every respect: rows, count and identity
+    _sql(b, "DELETE FROM meta WHERE key = 'store_id'")
+    with pytest.raises(DamagedStore, match="no store identity"):
+        EpisodeStore(b, read_only=True)
+
+
+def test_a_count_set_back_is_reported_by_verify_and_repaired_only_over_signed_rows(
+    tmp_path, capsys
+):
+    # S2: the count set back to an old value, no row deleted: every put failed while `verify`
+    # said "3 of 3 episodes intact" with exit 0, and nothing repaired it.
+    path = tmp_path / "e.db"
+    _filled(path, 3)
+    with sqlite3.connect(path) as conn:
+        old = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()[0]
+    with EpisodeStore(path) as store:
+        for i in range(3, 6):
+            store.put(make_trajectory(i), run="run")
+    _sql(path, f"UPDATE meta SET value = '{old}' WHERE key = 'high_water'")
+    with EpisodeStore(path) as store:
+        damaged = store.verify()
+        assert [e.id for e in damaged] == [4, 5, 6]
+        assert all("set back" in e.reason for e in damaged)
+        with pytest.raises(DamagedStore, match="repair-mark"):
+            store.put(make_trajectory(50))
+        with pytest.raises(DamagedStore, match="repair-mark"):
+            store.count()
+    assert main([str(path), "verify"]) == 1
+    captured = capsys.readouterr()
+    assert "3 of 6 episodes intact" in captured.out and "repair-mark" in captured.err
+    # The repair admits nothing unsigned: a forged row past the count stops it.
+    conn = sqlite3.connect(path)
+    conn.execute(
+        f"INSERT INTO episodes (id, {_COLUMNS}, record, mac) SELECT 7, 'f' || substr(hash, 2), "
+        + _COLUMNS.split(", ", 1)[1]
+        + ", record, mac FROM episodes WHERE id = 6"
+    )
+    conn.commit()
+    assert main([str(path), "repair-mark"]) == 1
+    assert "Episode 7 " in capsys.readouterr().err
+    with EpisodeStore(path) as store:
+        assert store.written() == 3
+    conn.execute("DELETE FROM episodes WHERE id = 7")
+    conn.commit()
+    conn.close()
+    assert main([str(path), "repair-mark"]) == 0
+    assert "raised from 3 to 6" in capsys.readouterr().out
+    with EpisodeStore(path) as store:
+        assert store.verify() == [] and len(store) == 6
+        assert store.put(make_trajectory(50)).id == 7
+    assert main([str(path), "repair-mark"]) == 0
+    assert "nothing to repair" in capsys.readouterr().out
+
+
+def test_rollback_of_the_count_is_not_detected_and_verify_prints_what_to_keep(tmp_path, capsys):
+    # S1, a documented limit: with an old count put back after deleting the newest episodes,
+    # the file is a state the store really was in. `verify` prints the count and the last
+    # MAC, which differ from a record of them kept elsewhere.
+    path = tmp_path / "e.db"
+    _filled(path, 4)
+    with sqlite3.connect(path) as conn:
+        old = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()[0]
+    assert main([str(path), "verify"]) == 0
+    before = capsys.readouterr().out
+    with EpisodeStore(path) as store:
+        store.put(make_trajectory(10), run="run")
+        kept = (store.written(), store.last_mac())
+    _sql(
+        path,
+        "DELETE FROM episodes WHERE id > 4",
+        f"UPDATE meta SET value = '{old}' WHERE key = 'high_water'",
+    )
+    assert main([str(path), "verify"]) == 0
+    after = capsys.readouterr().out
+    assert after == before and "recorded as written: 4; MAC of the last episode: " in after
+    with EpisodeStore(path, read_only=True) as store:
+        assert (store.written(), store.last_mac()) != kept
+    # Kept beside the key (where whoever changes the database cannot write), the count
+    # catches it: `keep-mark`, then the same rollback.
+    path = tmp_path / "kept.db"
+    _filled(path, 4)
+    assert main([str(path), "keep-mark"]) == 0
+    assert "keeps the count of episodes written (4)" in capsys.readouterr().out
+    with sqlite3.connect(path) as conn:
+        old = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()[0]
+    with EpisodeStore(path) as store:
+        store.put(make_trajectory(10), run="run")
+    _sql(
+        path,
+        "DELETE FROM episodes WHERE id > 4",
+        f"UPDATE meta SET value = '{old}' WHERE key = 'high_water'",
+    )
+    with EpisodeStore(path, read_only=True) as store:
+        for read in (store.count, lambda: store.pass_at_k([1]), store.verify, store.runs):
+            with pytest.raises(DamagedStore, match="rolled back"):
+                read()
+    assert main([str(path), "verify"]) == 1
+    assert "rolled back" in capsys.readouterr().err
+    mark = next(tmp_path.glob("kept.db.key.*.mark"))
+    mark.write_text(high_water_value(b"guess" * 8, 2) + "\n")
+    with EpisodeStore(path) as store, pytest.raises(DamagedStore, match="fails its MAC"):
+        store.count()
+    mark.unlink()  # an earlier copy restored on purpose: the operator drops the kept count
+    with EpisodeStore(path) as store:
+        assert store.verify() == [] and store.put(make_trajectory(11)).id == 5
+
+    import rllm_agents.store as package
+
+    # The package docstring no longer claims deleted last rows are always reported.
+    assert "rollback" in (package.__doc__ or "")
+
+
+def test_pass_at_k_leaves_out_episodes_on_client_passed_tasks(tmp_path, capsys):
+    # S4: the env docs promise pass@k of the source leaves out episodes played on a task the
+    # client passed (task id custom-<digest>); they used to count (pass@1 0.5 over 2 tasks).
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        store.put(_math(0, False), run="eval")
+        store.put(_math(1, True, task="custom-0123456789abcdef"), run="eval")
+        row = store.pass_at_k([1])["eval|rllm/Math-v1"]
+        assert (row["tasks"], row["samples"], row["pass@1"]) == (1, 1, 0.0)
+        assert row["custom_left_out"] == 1
+        row = store.pass_at_k([1], include_custom=True)["eval|rllm/Math-v1"]
+        assert (row["tasks"], row["pass@1"], row["custom_left_out"]) == (2, 0.5, 0)
+        with pytest.raises(AgentConfigError, match="include_custom"):
+            store.pass_at_k([1], include_custom="yes")
+    assert main([str(path), "passk", "--json"]) == 0
+    assert '"pass@1": 0.0' in capsys.readouterr().out
+    assert main([str(path), "passk", "--include-custom", "--json"]) == 0
+    assert '"pass@1": 0.5' in capsys.readouterr().out

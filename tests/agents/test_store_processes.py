@@ -49,8 +49,12 @@ def _python(code: str, *args: str, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, text=True, **kwargs)
 
 
-def test_eight_processes_write_concurrently_into_a_new_store(tmp_path):
+@pytest.mark.parametrize("keep_mark", [False, True])
+def test_eight_processes_write_concurrently_into_a_new_store(tmp_path, keep_mark):
     path = tmp_path / "episodes.db"  # does not exist yet: the writers race to create it
+    if keep_mark:  # the count kept beside the key: writers race to raise it, never lower it
+        with EpisodeStore(path) as store:
+            store.keep_mark()
     procs = [_python(WRITER, str(path), str(w), "25", stderr=subprocess.PIPE) for w in range(8)]
     for proc in procs:
         _, err = proc.communicate(timeout=300)
@@ -66,6 +70,8 @@ def test_eight_processes_write_concurrently_into_a_new_store(tmp_path):
             assert got == want
         conn = sqlite3.connect(path)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if keep_mark:
+            assert store._kept() == store.written() == 201
 
 
 def _fork_writer(store: EpisodeStore, worker: int) -> None:
