@@ -20,9 +20,10 @@ from rllm_adapters.openenv.protocol import (
     check_reset_args,
     jsonable,
 )
-from rllm_adapters.trl import one_seat_env, one_seat_ids
+from rllm_adapters.trl import SeatEnv, one_seat_env, one_seat_ids
 from rllm_envs.core import TextEnv
 from rllm_envs.error import require
+from rllm_envs.multiagent.base import MultiAgentTextEnv, _check_option_names
 
 _interfaces = require("openenv.core.env_server.interfaces", "openenv")
 
@@ -83,11 +84,12 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         episode ended (``state.done``; a step then asks for a reset).
         """
         check_reset_args(seed, episode_id, options)
+        if isinstance(self.env, SeatEnv):  # a game ignores PettingZoo's probe; clients may not
+            _check_option_names(options or {}, probe=False)
         try:
             obs, info = self.env.reset(seed=seed, options=options)
         except Exception:
-            inner = getattr(self.env, "unwrapped", None)
-            if not (isinstance(inner, TextEnv) and not inner.done):
+            if not self._episode_live():
                 self._state.done = True  # the env may be half-started: no step until a reset
             raise
         task = (options or {}).get("task")
@@ -105,6 +107,22 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             done=False,
         )
         return TextObservation(text=obs, info=jsonable(info))
+
+    def _episode_live(self) -> bool:
+        """Whether the env still plays an episode (after a reset that raised).
+
+        A refused reset (a bad option, checked before anything changes) leaves it; a start that
+        failed ends it. A one-seat game (:class:`rllm_adapters.trl.SeatEnv`) plays while its
+        seat is among the game's agents: it was marked done after every refused reset, so a
+        TicTacToe client's episode ended on a bad ``index`` (issue #31, T2).
+        """
+        inner = getattr(self.env, "unwrapped", None)
+        if isinstance(inner, TextEnv):
+            return not inner.done
+        game = getattr(getattr(inner, "env", None), "unwrapped", None)
+        if isinstance(game, MultiAgentTextEnv):
+            return game.task is not None and getattr(inner, "seat", None) in game.agents
+        return False
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> TextObservation:
         """Apply the model's text; raises ``ResetNeeded`` outside an episode (a clear error)."""

@@ -435,3 +435,27 @@ def test_an_env_that_fails_to_start_ends_the_sessions_episode():
             env.step(TextAction(text="Right"))
     finally:
         env.close()
+
+
+def test_a_refused_reset_keeps_a_one_seat_games_episode():
+    """Issue #31 (T2): a TicTacToe session (a SeatEnv) was marked done by every refused
+    reset (an index out of range, a task that is not a record), so its next step got
+    ResetNeeded; it keeps its episode now, as the single-agent ids do. A client's board is
+    marked custom_task on reset and step (T1)."""
+    from rllm_adapters.openenv.environment import GymTextEnvironment
+
+    env = GymTextEnvironment("rllm/TicTacToe-v0")
+    try:
+        first = env.reset(seed=3)
+        for bad in ({"index": 2**70}, {"task": []}, {"zzz": 1}, {"options": 1}):
+            with pytest.raises(Exception, match="index|task|option"):
+                env.reset(seed=4, options=bad)
+            assert env.state.done is False and env.state.seed == 3
+        move = first.info["legal_moves"][0]
+        assert env.step(TextAction(text=f"<move>{move}</move>")).info["turn"] >= 1
+        board = {"board": "XX.OO....", "x_agent": "player_0"}
+        obs = env.reset(options={"task": board})
+        assert obs.info["custom_task"] is True and env.state.custom_task is True
+        assert env.step(TextAction(text="<move>3</move>")).info["custom_task"] is True
+    finally:
+        env.close()

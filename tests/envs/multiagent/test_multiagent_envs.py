@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pettingzoo.test import api_test
 
+from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.multiagent import MA_STEP_INFO_KEYS, MultiAgentTextEnv
 from rllm_envs.testing import MULTIAGENT_RULES, check_multiagent_env, check_reward_hacking
 from tests.envs.conformance import case_id, skip_if_skipped
@@ -175,3 +176,22 @@ def test_a_refused_reset_changes_nothing_and_custom_tasks_are_marked():
     _, infos = env.reset(options={"task": record})
     assert all(info["custom_task"] for info in infos.values())
     assert env.task["id"].startswith("custom-")
+
+
+@pytest.mark.parametrize("entry", ALL_ENTRIES, ids=ALL_IDS)
+def test_every_unknown_reset_option_is_refused_and_changes_nothing(entry):
+    """Issue #31 (T1): only names close to a known option were refused; ``{"zzz": 1}``
+    started a drawn episode as if nothing had been asked. Every unknown name is refused now,
+    as the single-agent envs do, before the generator or the episode changes."""
+    import rllm_envs
+
+    env = rllm_envs.make_parallel(entry.id)
+    env.reset(seed=3)
+    task, agents = env.task, list(env.agents)
+    state = env.np_random.bit_generator.state
+    for options in ({"zzz": 1}, {"index": 0, "difficulty": 2}, {"seed": 1}):
+        with pytest.raises(InvalidEnvConfig, match="Unknown reset option"):
+            env.reset(seed=99, options=options)
+        assert env.task is task and env.agents == agents
+        assert env.np_random.bit_generator.state == state
+    env.close()
