@@ -56,6 +56,12 @@ _INLINE_STEP_MAX_S = 0.001
 #: ``timeout``, 5 s) held the loop, and so every client, for that long (issue #31, M2).
 INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0", "rllm/Countdown-v1"})
 
+#: Constructor kwargs a served id gets unless the operator passes them: a server does not show
+#: its clients reference answers (a wrong reply's feedback named it, so a client could read a
+#: private dataset's answers off and replay them on the same index; issue #31, R1). Pass
+#: ``--env-kwargs '{"reveal_reference": true}'`` to show them.
+SERVED_DEFAULTS: Mapping[str, Mapping[str, Any]] = {"rllm/Math-v1": {"reveal_reference": False}}
+
 
 def _ws_deflate(host: str) -> bool:
     """permessage-deflate for WebSocket replies: off on loopback, where it only costs CPU.
@@ -388,7 +394,8 @@ def create_app(
 
     Args:
         env_id: A registered single-agent id.
-        env_kwargs: Constructor kwargs of every session's env.
+        env_kwargs: Constructor kwargs of every session's env, over :data:`SERVED_DEFAULTS`
+            (Math withholds its reference answers unless given ``reveal_reference=True``).
         max_sessions: Live sessions; ignored when ``limits`` is given.
         session_timeout: Idle seconds before a session is closed; ignored with ``limits``.
         limits: All limits (:class:`ServerLimits`).
@@ -400,7 +407,7 @@ def create_app(
 
     if limits is None:
         limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
-    kwargs = dict(env_kwargs or {})
+    kwargs = {**SERVED_DEFAULTS.get(env_id, {}), **dict(env_kwargs or {})}
     probe = GymTextEnvironment(env_id, kwargs)  # bad ids and kwargs fail here
     metadata = probe.get_metadata()
     probe.close()

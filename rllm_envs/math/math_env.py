@@ -79,7 +79,8 @@ class MathEnv(TextEnv):
     ## Observation
     The problem text followed by the answer-format instruction (:data:`ANSWER_FORMAT`):
     reason freely and end with ``\boxed{<answer>}``. After an answer, the observation says
-    whether it was correct (and, when the episode ends, the reference answer).
+    whether it was correct (and, when the episode ends without a correct answer, the reference
+    answer, unless ``reveal_reference=False``).
 
     ## Action
     The model's full response. Text before the last ``</think>`` is ignored; a response
@@ -120,7 +121,8 @@ class MathEnv(TextEnv):
     answer equal to the gold is not in final form: one of
     :data:`rllm_envs.math.FINAL_FORM_ISSUES`, or ``None``), ``grade`` (``"correct"``,
     ``"incorrect"``, ``"not_final_form"``, ``"no_answer"`` or ``"timeout"``) and, on the step
-    that ends the episode, ``reference_answer``. ``invalid_action`` is set when no answer was found.
+    that ends the episode, ``reference_answer`` (not with ``reveal_reference=False``).
+    ``invalid_action`` is set when no answer was found.
 
     ## Arguments
     - ``dataset`` (str | path | list of records, default ``None``): a local ``.jsonl``,
@@ -136,7 +138,13 @@ class MathEnv(TextEnv):
     - ``task_seed`` (int, default 0): seed of the procedural task universe; task ``i`` is a
       pure function of ``(task_seed, i, difficulty)``.
     - ``max_turns`` (int, default 1): answer attempts.
-    - ``timeout`` (float, default 5.0): seconds one answer comparison may take.
+    - ``timeout`` (float, default 5.0): seconds one answer comparison may take (its own work;
+      waiting for a shared sympy worker does not count).
+    - ``reveal_reference`` (bool, default ``True``): show the reference answer when an
+      episode ends without a correct one (in the observation and ``info["reference_answer"]``).
+      ``False`` withholds it: whoever plays the env (a client of a server, see
+      :mod:`rllm_adapters.openenv`, which defaults to ``False``) cannot read a dataset's answers
+      off wrong replies and replay them on the same task index.
     - ``answer_format`` (``"boxed"`` or ``"any"``, default ``"boxed"``): how the ``correct``
       component reads the answer: strict, for RL rewards, or lenient, for evaluation and
       datasets whose answers are not boxed. ``format`` always applies the boxed rule.
@@ -151,7 +159,8 @@ class MathEnv(TextEnv):
       expression into the box earned 1 on every arithmetic and fractions task); named tuples
       match by name; procedural problems never contain their own answer; tasks come from
       held-out universes keyed by their numbers; ``answer_format``,
-      ``info["format_issue"]`` and ``info["final_form_issue"]`` were added.
+      ``info["format_issue"]`` and ``info["final_form_issue"]`` were added;
+      ``reveal_reference`` was added (the reference was always shown).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "format": 0.0}
@@ -169,9 +178,14 @@ class MathEnv(TextEnv):
         max_turns: int = 1,
         timeout: float = DEFAULT_TIMEOUT,
         answer_format: AnswerFormat = "boxed",
+        reveal_reference: bool = True,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
+        if not isinstance(reveal_reference, bool):
+            raise InvalidEnvConfig(
+                f"Expects `reveal_reference` to be a bool, actual: {reveal_reference!r}."
+            )
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise InvalidEnvConfig(f"Expects `timeout` to be a number > 0, actual: {timeout!r}.")
         if answer_format not in ANSWER_FORMATS:
@@ -202,6 +216,7 @@ class MathEnv(TextEnv):
                 f"actual type: {type(dataset).__name__}."
             )
         self.timeout = float(timeout)
+        self.reveal_reference = reveal_reference
         self.answer_format: AnswerFormat = answer_format
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
@@ -254,7 +269,7 @@ class MathEnv(TextEnv):
             )
         else:
             text = "Incorrect."
-        if last and not correct:
+        if last and not correct and self.reveal_reference:
             text += f" The reference answer is \\boxed{{{gold}}}."
         elif not last:
             text += f" Try again ({self.max_turns - self.turn} attempts left)."
@@ -267,7 +282,7 @@ class MathEnv(TextEnv):
             "family": self.task.get("family"),
             "difficulty": self.task.get("difficulty"),
         }
-        if last:
+        if last and self.reveal_reference:
             info["reference_answer"] = gold
         return Transition(
             observation=text,

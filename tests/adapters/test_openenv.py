@@ -459,3 +459,28 @@ def test_a_refused_reset_keeps_a_one_seat_games_episode():
         assert env.step(TextAction(text="<move>3</move>")).info["custom_task"] is True
     finally:
         env.close()
+
+
+def test_a_served_math_env_withholds_its_reference_answers():
+    """Issue #31 (R1): over the server a wrong answer's feedback named the reference, so a
+    client could read a private dataset's answers off and replay them on the same index. A
+    served Math env withholds them unless the operator passes reveal_reference=True."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import create_app
+
+    records = [{"problem": "What is 6 times 7?", "answer": "42"}]
+    for kwargs, shown in (
+        ({"dataset": records}, False),
+        ({"dataset": records, "reveal_reference": True}, True),
+    ):
+        with TestClient(create_app("rllm/Math-v1", env_kwargs=kwargs)) as http:
+            with http.websocket_connect("/ws") as ws:
+                ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
+                assert ws.receive_json()["type"] == "observation"
+                ws.send_json({"type": "step", "data": {"text": "\\boxed{41}"}})
+                data = ws.receive_json()["data"]
+        assert data["done"] is True and data["reward"] == 0.0
+        observation = data["observation"]
+        assert ("42" in observation["text"]) is shown
+        assert ("reference_answer" in observation["info"]) is shown

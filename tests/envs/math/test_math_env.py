@@ -284,3 +284,24 @@ def test_score_function_modes():
     task = {"answer": "1000.99"}
     assert score("so it costs 1 000,99 €", task) == 0.0
     assert score("so it costs 1000,99 €", task, answer_format="any") == 1.0
+
+
+def test_the_reference_answer_can_be_withheld():
+    """Issue #31 (R1): a wrong last answer showed the reference, so whoever plays the env (a
+    server's client) could read a dataset's answers off and replay them on the same index.
+    ``reveal_reference=False`` withholds it from the observation and ``info``."""
+    records = [{"problem": "What is 6 times 7?", "answer": "42"}]
+    shown = gym.make("rllm/Math-v1", dataset=records)
+    shown.reset(seed=0)
+    obs, _, _, _, info = shown.step("\\boxed{41}")
+    assert "\\boxed{42}" in obs and info["reference_answer"] == "42"
+    hidden = gym.make("rllm/Math-v1", dataset=records, reveal_reference=False)
+    hidden.reset(seed=0)
+    obs, reward, terminated, _, info = hidden.step("\\boxed{41}")
+    assert (reward, terminated) == (0.0, True)
+    assert "42" not in obs and "reference_answer" not in info and info["grade"] == "incorrect"
+    hidden.reset(seed=0)
+    obs, reward, *_ = hidden.step("\\boxed{42}")
+    assert reward == 1.0 and obs == "Correct."
+    with pytest.raises(InvalidEnvConfig, match="reveal_reference"):
+        gym.make("rllm/Math-v1", reveal_reference="no")
