@@ -260,7 +260,7 @@ class EpisodeStore:
             )
         self._key = integrity.store_key(self._raw_key, store_id)
         self._mark = integrity.mark_path(self.key_path, store_id)
-        if not self.read_only and self._mark.exists() and not os.access(self._mark.parent, os.W_OK):
+        if not self.read_only and self._mark_kept() and not os.access(self._mark.parent, os.W_OK):
             raise AgentConfigError(
                 f"{self._mark} keeps the count of episodes written to {self.path} beside its "
                 "key, and every writer updates it, but its folder is not writable here. Open "
@@ -450,7 +450,7 @@ class EpisodeStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if written != start and self._mark.exists():
+        if written != start and self._mark_kept():
             integrity.raise_mark(self._key, self.path, self._mark, written)
         return out
 
@@ -567,6 +567,9 @@ class EpisodeStore:
     def _kept(self) -> int | None:
         return integrity.read_mark(self._key, self.path, self._mark)
 
+    def _mark_kept(self) -> bool:
+        return os.path.exists(f"{self._mark}.lock")
+
     def _parse_mark(self, value: str | None, kept: int | None) -> int:
         written = integrity.parse_high_water(self._key, self.path, value)
         if kept is not None and written < kept:
@@ -575,7 +578,7 @@ class EpisodeStore:
                 f"its key, records {kept}: the store was rolled back (its newest episodes "
                 "deleted and an earlier count put back, or an earlier copy of it restored). "
                 "Restore the newest copy from a backup; if this earlier copy was restored on "
-                f"purpose, delete {self._mark} (and run `keep-mark` again)."
+                f"purpose, delete {self._mark} (writers keep it again from their next write)."
             )
         return written
 
@@ -586,7 +589,10 @@ class EpisodeStore:
         each commit, and every read checks that the store's own count is not below it: a
         store rolled back (its newest episodes deleted and an earlier count put back) is
         reported. It holds against whoever cannot write the key's folder; kept next to the
-        database (the default ``DB.key``) it catches accidents only.
+        database (the default ``DB.key``) it catches accidents only. Writers rewrite it in
+        place under a ``flock`` (microseconds a commit). With ``durable=False`` a power loss
+        (not a crash) can lose the last commits while the kept count survives: the store is
+        then reported as rolled back. Deleting ``KEY.<store_id>.mark.lock`` turns it off.
         """
         if self.read_only:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
@@ -701,7 +707,7 @@ class EpisodeStore:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        if new != written and self._mark.exists():
+        if new != written and self._mark_kept():
             integrity.raise_mark(self._key, self.path, self._mark, new)
         return written, new
 

@@ -209,16 +209,33 @@ def mark_path(key_file: Path, store_id: str) -> Path:
     return key_file.with_name(f"{key_file.name}.{store_id}.mark")
 
 
+_MARK_BYTES = 128  # the kept count is rewritten in place at this fixed length
+
+
 def read_mark(key: bytes, db: Path, path: Path) -> int | None:
     """The count kept in ``path`` (``None`` if there is none); :class:`DamagedStore` if changed."""
     try:
-        value = path.read_text(encoding="ascii").strip()
+        lock = os.open(f"{path}.lock", os.O_RDONLY)
+    except FileNotFoundError:
+        return None  # never kept: keep-mark makes the lock file first
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # a writer rewrites it in place
+        return _read_mark(key, db, path)
+    finally:
+        os.close(lock)
+
+
+def _read_mark(key: bytes, db: Path, path: Path) -> int | None:
+    try:
+        value = path.read_bytes().decode("ascii").strip()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as e:
         raise DamagedStore(
             f"Cannot read {path}, the count of episodes written to {db} kept beside its key: {e}"
         ) from e
+    if not value:
+        return None  # made by a writer that died before writing it (it writes under the lock)
     head = value.split(" ", 1)[0]
     if not head.isdigit() or not hmac.compare_digest(value, high_water_value(key, int(head))):
         raise DamagedStore(
@@ -232,24 +249,22 @@ def raise_mark(key: bytes, db: Path, path: Path, count: int) -> None:
     """Keep ``count`` in ``path`` unless it already holds as much (never lowered).
 
     Writers call it after each commit, so the file is a lower bound on the store's own count:
-    a store whose count is below it was rolled back. Writers serialize on ``path.lock``
-    (``flock``) and replace the file whole, so it never holds a half-written or lowered value.
+    a store whose count is below it was rolled back. Writers hold ``path.lock`` exclusively
+    (``flock``) and readers shared while the file is rewritten in place at a fixed length (one
+    small write, no rename: it costs microseconds), so no one sees a half-written or lowered
+    value.
     """
     lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        current = read_mark(key, db, path)
+        current = _read_mark(key, db, path)
         if current is not None and current >= count:
             return
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            with os.fdopen(fd, "w") as f:
-                f.write(high_water_value(key, count) + "\n")
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+            os.pwrite(fd, high_water_value(key, count).ljust(_MARK_BYTES).encode("ascii"), 0)
+        finally:
+            os.close(fd)
     finally:
         os.close(lock)
 

@@ -88,7 +88,7 @@ _COLUMNS = (
 )
 _INSERT = f"INSERT INTO episodes ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 #: What makes an episode a duplicate: the same trajectory, run and model (``IS``: NULL too).
-_DUPLICATE = "SELECT id FROM episodes WHERE hash = ? AND run IS ? AND model IS ? LIMIT 1"
+_DUPLICATE = "SELECT id FROM episodes WHERE hash = ? AND +run IS ? AND +model IS ? LIMIT 1"
 _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
     "total_reward, is_correct, finish, versions, timings, created"
