@@ -91,7 +91,11 @@ class GatewayServer:
             )
         if tokenizer_folder != config.tokenizer:
             config.tokenizer = tokenizer_folder
-        self.gateway = Gateway(config, engines=engines, store=store, served_model_name=served)
+        try:
+            self.gateway = Gateway(config, engines=engines, store=store, served_model_name=served)
+        except BaseException:
+            self.close_engines()  # the engines launched above must not outlive a failed start
+            raise
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -173,6 +177,8 @@ class GatewayServer:
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
+                self._server.should_exit = True
+                self.close_engines()  # launched for this gateway: not left running
                 raise RuntimeError("The gateway did not start.")
             time.sleep(0.02)
         return self

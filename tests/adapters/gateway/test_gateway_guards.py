@@ -599,3 +599,42 @@ def test_the_head_deadline_also_holds_on_uvicorns_h11_protocol():
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+def test_engines_launched_for_a_gateway_that_fails_to_start_are_stopped(tmp_path, monkeypatch):
+    """A gateway that launched its engines and then failed (its store unusable, its start
+    refused) stops them: none is left running after the error."""
+    pytest.importorskip("uvicorn")
+    from rllm_adapters.gateway import server as server_module
+    from rllm_adapters.gateway.engines import Engine
+    from rllm_agents.store import EpisodeStore
+    from rllm_agents.trajectory import Trajectory
+
+    stopped = []
+
+    class LaunchedServer:
+        """A stand-in for a launched vLLM server inside this test: records its stop."""
+
+        def stop(self):
+            stopped.append(self)
+
+    def launch(config):
+        engine = Engine(url=NOWHERE, name="engine-0", server=LaunchedServer())
+        return [engine], str(tmp_path), "tiny"
+
+    monkeypatch.setattr(server_module, "launch_engines", launch)
+    # Failing in the constructor: the store path is a folder.
+    with pytest.raises(Exception):  # noqa: B017 (whatever the store raises)
+        server_module.GatewayServer(GatewayConfig(model="tiny", store=str(tmp_path), port=0))
+    assert len(stopped) == 1
+    # Failing at start: a default run that holds another client's episodes.
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        squat = Trajectory(env_id="e", metadata={"client": "bob", "source": "gateway"})
+        store.put(squat, run="gateway:carol")
+    config = GatewayConfig(
+        model="tiny", store=str(path), port=0, api_keys={"carol": "carol-token-0123456789"}
+    )
+    with pytest.raises(RuntimeError, match="did not start"):
+        server_module.GatewayServer(config).start(timeout=60)
+    assert len(stopped) == 2
