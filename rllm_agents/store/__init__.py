@@ -50,11 +50,12 @@ fails its MAC; a deleted row below the count raises :class:`MissingEpisodes` fro
 that aggregates or lists, and ``verify``; a count set back below signed rows is reported by
 ``verify`` (``repair-mark`` raises it). Not detected: a **rollback** -- the newest episodes
 deleted and an earlier value of the count put back (or a whole earlier copy of the store),
-which is a state the store really was in; ``verify`` prints the count and the last episode's
-MAC to compare with a record kept elsewhere. Stores of versions 1 to 3 are refused with the
-command that upgrades them in place after checking them (:func:`upgrade`, CLI ``upgrade``);
-an unkeyed store (1 or 2) gets a new key, never an existing one, and is only as trustworthy
-as whoever could write it before.
+which is a state the store really was in -- unless ``keep-mark`` keeps a copy of the count
+beside the key (then every read reports it); ``verify`` prints the count and the last
+episode's MAC to compare with a record kept elsewhere. Stores of versions 1 to 3 are refused
+with the command that upgrades them in place after checking them (:func:`upgrade`, CLI
+``upgrade``); an unkeyed store (1 or 2) gets a new key, never an existing one, and is only as
+trustworthy as whoever could write it before.
 
 **Dedup.** A trajectory's hash is the SHA-256 of its canonical JSON (sorted keys); the same
 trajectory written again under the same run and model (a retried write, a re-imported file) is
@@ -64,10 +65,11 @@ stored once, and under another run or model it is another episode.
 unless ``include_custom=True`` (CLI ``passk --include-custom``).
 
 **CLI.** ``python -m rllm_agents.store DB [--key KEY] COMMAND``, the commands ``list``,
-``show``, ``export``, ``import``, ``verify``, ``passk``, ``upgrade`` and ``repair-mark``: list
+``show``, ``export``, ``import``, ``verify``, ``passk``, ``upgrade``, ``repair-mark`` and
+``keep-mark``: list
 episodes with filters, show one as a readable transcript, export to / import from Parquet,
 check every episode against its MAC and that none is missing, the unbiased pass@k, and raise a
-count that was set back over the signed episodes past it.
+count that was set back over the signed episodes past it, and keep the count beside the key.
 """
 
 from rllm_agents.store.cli import main

@@ -24,8 +24,11 @@ Not covered: someone who can read the key (they can rewrite the store at will), 
 store -- after deleting the episodes written since. The old mark is a state the store really
 was in (its MAC holds), and nothing inside the file can tell it is old, so the newest
 episodes (any suffix of them) can be dropped unnoticed by someone who kept one old ``meta``
-value (from the file or a backup). ``verify`` prints the count and the MAC of the last
-episode: compare them with a record kept where that person cannot write to catch it.
+value (from the file or a backup). Two ways to catch it: ``keep-mark``
+(:meth:`EpisodeStore.keep_mark`) keeps a MAC'd copy of the count beside the key
+(:func:`raise_mark`), raised by every writer after each commit and checked by every read, which
+holds against whoever cannot write the key's folder; or compare the count and the last
+episode's MAC that ``verify`` prints with a record kept where that person cannot write.
 
 **The key.** 32 random bytes, hex, in a file created with mode 0600: ``DB.key`` next to the
 database unless ``key=`` (or the ``RLLM_STORE_KEY`` environment variable) names another path.
