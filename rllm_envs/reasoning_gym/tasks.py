@@ -93,7 +93,8 @@ def _refuse_host_code(name: str, fields: Mapping[str, Any]) -> None:
     names = {name}
     if name == "composite":
         for spec in fields.get("datasets") or ():
-            names.add(spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", ""))
+            named = spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", "")
+            names.add(str(named))
     refused = sorted(names & HOST_CODE_FAMILIES)
     if refused:
         raise InvalidEnvConfig(
