@@ -1201,7 +1201,7 @@ def probe_module(source: str) -> Probe:
         tree, probe, marks, found = _transform(source, set())
         moved = set()
     found.rewrite(moved)
-    if _left_decisions(tree):
+    if _left_decisions(tree) or _sandbox_operations(tree):
         probe.note(NOTE_INNER)
     _strip_strings(tree)
     for key in flowed or ():
@@ -1351,3 +1351,311 @@ def _close(a: Any, b: Any, tolerance: tuple[float, float]) -> bool:
         return False
     rel, tol = tolerance
     return abs(x - y) <= max(rel * max(abs(x), abs(y)), tol)
+
+
+# -- F1/F1b: operations with a literal that the sandbox evaluates -------------------------
+
+#: Builtins (and module functions) whose arguments are part of the value they return: an
+#: operation inside them is evaluated in the sandbox as part of the observed value.
+_TRANSPARENT_CALLS = frozenset(
+    {
+        *_VALUE_CALLS,
+        *("abs", "all", "any", "bool", "complex", "dict", "divmod", "enumerate", "filter"),
+        *("float", "format", "frozenset", "int", "iter", "list", "map", "next", "pow"),
+        *("range", "reversed", "round", "set", "sorted", "str", "tuple", "zip"),
+        *("functools.reduce", "statistics.mean", "statistics.fmean", "statistics.median"),
+    }
+)
+#: Calls that combine their arguments arithmetically (``sum([x, -2.5])``, ``divmod(x, 2.5)``).
+_COMBINING_CALLS = frozenset(
+    {"sum", "min", "max", "divmod", "pow", "math.fsum", "math.prod", "math.dist", "math.hypot"}
+)
+#: Calls whose result holds their argument's elements (a taint follows them).
+_CARRYING_CALLS = frozenset(
+    {"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter", "dict", "range"}
+)
+
+
+def _plain(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (None, True, False, Ellipsis)
+
+
+class _Literals:
+    """Which names of a function hold literals (or elements of them) in the probe.
+
+    A name bound to a literal (``want = [0.25, 0.5]``, a module constant), a loop or
+    comprehension target over one (``for w in [..]``), or the matching position of a
+    ``zip(got, [..])`` / ``enumerate([..])`` target. Moved table elements are integer
+    placeholders in the probe: literals too.
+    """
+
+    def __init__(self, function: ast.AST, module: set[str]) -> None:
+        self.names = set(module)
+        #: Names bound to a row of literals and computed values (``for p in zip(got, [..])``,
+        #: ``map(lambda p: .., zip(got, [..]))``): an operation between its parts meets both.
+        self.mixed: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(function):
+                bound: list[str] = []
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                    value = node.value
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if value is not None and self.literal(value):
+                        bound = [n for t in targets for n in _names(t)]
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    bound = self._targets(node.target, node.iter)
+                    self._mix(
+                        _names(node.target) if isinstance(node.target, ast.Name) else [], node.iter
+                    )
+                elif (
+                    isinstance(node, ast.Call)
+                    and _dotted(node.func) in ("map", "filter", "itertools.starmap", "sorted")
+                    and node.args
+                    and isinstance(node.args[0], ast.Lambda)
+                ):
+                    params = [a.arg for a in node.args[0].args.args]
+                    iterables = node.args[1:]
+                    if len(params) == len(iterables):
+                        bound = [
+                            p for p, i in zip(params, iterables, strict=True) if self.literal(i)
+                        ]
+                    for i in iterables:
+                        self._mix(params, i)
+                new = set(bound) - self.names
+                if new:
+                    self.names |= new
+                    changed = True
+
+    def _mix(self, names: list[str], source: ast.expr) -> None:
+        if isinstance(source, ast.Call) and _dotted(source.func) in ("zip", "enumerate", "map"):
+            kinds = [self.literal(a) for a in source.args]
+            if any(kinds) and (not all(kinds) or _dotted(source.func) == "enumerate"):
+                self.mixed.update(names)
+
+    def _targets(self, target: ast.expr, source: ast.expr) -> list[str]:
+        name = _dotted(source.func) if isinstance(source, ast.Call) else ""
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(source, ast.Call):
+            args = source.args
+            if name == "zip" and len(args) == len(target.elts):
+                return [
+                    n
+                    for t, a in zip(target.elts, args, strict=True)
+                    if self.literal(a)
+                    for n in _names(t)
+                ]
+            if name == "enumerate" and args and len(target.elts) == 2:
+                return _names(target.elts[1]) if self.literal(args[0]) else []
+        if self.literal(source):
+            return _names(target)
+        if (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Attribute)
+            and source.func.attr in ("items", "keys", "values")
+            and self.literal(source.func.value)
+        ):
+            return _names(target)
+        return []
+
+    def literal(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a literal in the probe (or holds only literals)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.names
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            return self.literal(node.value)
+        if isinstance(node, ast.Starred):
+            return self.literal(node.value)
+        if isinstance(node, ast.Call) and _dotted(node.func) in (
+            *_CARRYING_CALLS,
+            "zip",
+            "enumerate",
+        ):
+            return bool(node.args) and all(self.literal(a) for a in node.args)
+        if isinstance(node, ast.BinOp):
+            return self.literal(node.left) and self.literal(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return self.literal(node.operand)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return bool(node.elts) and all(self.literal(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return (
+                bool(node.values)
+                and all(k is not None and self.literal(k) for k in node.keys)
+                and all(self.literal(v) for v in node.values)
+            )
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.literal(node.elt) and all(self.literal(g.iter) for g in node.generators)
+        return is_literal(node) and not _plain(node)
+
+    def meets(self, operands: list[ast.expr]) -> bool:
+        """Whether a literal and a computed value meet among ``operands``."""
+        operands = [o for o in operands if not _plain(o)]
+        rows = [o for o in operands if _root(o) in self.mixed]
+        if rows and len(operands) >= 2:
+            return True
+        kinds = [self.literal(o) for o in operands]
+        return any(kinds) and not all(kinds)
+
+
+def _root(node: ast.expr) -> str:
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _names(target: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def _module_literals(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+            if is_literal(statement.value) and not _plain(statement.value):
+                targets = (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
+                names.update(n for t in targets for n in _names(t))
+    return names
+
+
+def _observed_region(function: ast.AST) -> list[ast.expr]:
+    """The expressions of ``function`` whose values reach an observation.
+
+    The observations' arguments; the values, iterables, conditions and mutating calls
+    (``errors.append(g)``) that bind or change a name read in one, and the conditions and
+    loops around them (``for g, w in zip(..): if g != w: ok = False``), to a fixed point.
+    """
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(function):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    roots: list[ast.expr] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and _dotted(node.func) == OBSERVE:
+            roots.extend(node.args)
+    seen: set[str] = set()
+    region: list[ast.expr] = []
+    while roots:
+        root = roots.pop()
+        region.append(root)
+        names = {n.id for n in ast.walk(root) if isinstance(n, ast.Name)} - seen
+        seen |= names
+        if not names:
+            continue
+        for node in ast.walk(function):
+            feeds: list[ast.expr] = []
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if node.value is not None and any(n in names for t in targets for n in _names(t)):
+                    feeds = [node.value, *targets]
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                if set(_names(node.target)) & names:
+                    feeds = [node.iter]
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                if set(_names(node.optional_vars)) & names:
+                    feeds = [node.context_expr]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in names
+            ):
+                feeds = [*node.args, *(k.value for k in node.keywords)]
+            if not feeds:
+                continue
+            roots.extend(feeds)
+            at = parents.get(node)
+            while at is not None and at is not function:
+                if isinstance(at, (ast.If, ast.While)):
+                    roots.append(at.test)
+                elif isinstance(at, (ast.For, ast.AsyncFor)):
+                    roots.append(at.iter)
+                elif isinstance(at, ast.comprehension):
+                    roots.extend(at.ifs)
+                at = parents.get(at)
+    return region
+
+
+def _operations(node: ast.expr, literals: _Literals) -> bool:
+    """Whether observed expression ``node`` has a literal meet a computed value.
+
+    In an operation the sandbox evaluates as part of the value: arithmetic, a comparison, a
+    combining builtin (``sum([x, -2.5])``), a dunder or a display's method
+    (``x.__sub__(2.5)``, ``{x: 1}.get(2.5)``). Arguments of the code under test
+    (``f(n - 1)``) and indices are inputs: not looked into.
+    """
+    stack: list[ast.AST] = [node]
+    while stack:
+        inner = stack.pop()
+        if isinstance(inner, ast.BinOp):
+            text = [
+                o
+                for o in (inner.left, inner.right)
+                if isinstance(o, ast.Constant) and isinstance(o.value, (str, bytes))
+            ]
+            form = text and isinstance(inner.op, (ast.Mod, ast.Div))
+            if not form and literals.meets([inner.left, inner.right]):
+                return True
+            stack.extend((inner.left, inner.right))
+        elif isinstance(inner, ast.Compare):
+            if literals.meets([inner.left, *inner.comparators]):
+                return True
+            stack.extend((inner.left, *inner.comparators))
+        elif isinstance(inner, ast.Call):
+            name = _dotted(inner.func)
+            arguments = [*inner.args, *(k.value for k in inner.keywords)]
+            if name in _COMBINING_CALLS or name.startswith("operator."):
+                spread = [
+                    e
+                    for a in arguments
+                    for e in (a.elts if isinstance(a, (ast.List, ast.Tuple, ast.Set)) else [a])
+                ]
+                if literals.meets(spread):
+                    return True
+            if isinstance(inner.func, ast.Attribute):
+                receiver = inner.func.value
+                dunder = inner.func.attr.startswith("__")
+                display = isinstance(
+                    receiver, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Constant, ast.JoinedStr)
+                )
+                if (dunder or display) and literals.meets([receiver, *arguments]):
+                    return True
+                stack.append(receiver)
+                if dunder or display:
+                    stack.extend(arguments)
+            elif isinstance(inner.func, ast.Lambda) or name in _TRANSPARENT_CALLS:
+                stack.append(inner.func)
+                stack.extend(arguments)
+        elif isinstance(inner, ast.Subscript):
+            if isinstance(inner.value, (ast.List, ast.Tuple, ast.Dict)) and literals.meets(
+                [inner.value, inner.slice]
+            ):
+                return True
+            stack.append(inner.value)
+        elif isinstance(inner, ast.Lambda):
+            stack.append(inner.body)
+        elif isinstance(inner, (ast.expr, ast.comprehension, ast.keyword, ast.arguments)):
+            stack.extend(ast.iter_child_nodes(inner))
+    return False
+
+
+def _sandbox_operations(tree: ast.Module) -> bool:
+    """Whether a literal meets a computed value where the sandbox decides an observation.
+
+    In an observed value, or in a loop, comprehension or assignment feeding one.
+
+    ``max(abs(a - b) for a, b in zip(got, [0.25, 0.5])) < 1e-9``, ``f"{got[1] - 0.5:.6f}"``,
+    ``[w for w in ["a"] if w not in got]``, ``ok = False`` in a loop over ``zip(got, want)``:
+    the computed operand's methods are handed the literal (or a name bound from one) and
+    decide the result, and the literal stays in the probe.
+    """
+    module = _module_literals(tree)
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        literals = _Literals(function, module)
+        if any(_operations(e, literals) for e in _observed_region(function)):
+            return True
+    return False

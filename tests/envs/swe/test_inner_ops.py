@@ -1,0 +1,128 @@
+"""Operations with a literal one level down in an observed value (issue #30, att30 F1 / F1b).
+
+``max(abs(a - b) for a, b in zip(got, [0.25, 0.5])) < 1e-9``, ``f"{got[1] - 0.5:.6f}"`` or
+``missing = [w for w in ["a-b"] if w not in got]`` were observed as the value the sandbox
+computed, with the literal in the probe and no note: a float subclass whose ``__sub__``
+answers ``0.0`` (or a list whose ``__contains__`` says yes) earned 1.0 with trust ``host``.
+Every literal (or name bound from one) that meets a computed value in an operation inside an
+observed value, or in an assignment, loop or comprehension feeding one, now makes the verdict
+``host_partial`` (withheld by default).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.swe.probe import NOTE_INNER, probe_report
+from rllm_envs.swe.repo import make_diff
+
+from .test_attacks_s8 import _run
+from .test_verdict_gaps import _call, _task
+
+NUMBERS = [
+    "assert max(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
+    "want = [0.25, 0.5, 0.25]\n    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-9",
+    "assert sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
+    "assert math.isclose(sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])), 0, abs_tol=1e-9)",
+    "assert f'{got[1] - 0.5:.6f}' == '0.000000'",
+    "assert [round(v - w, 9) for v, w in zip(got, [0.25, 0.5, 0.25])] == [0, 0, 0]",
+    "assert abs(sum([got[1], -0.5])) < 1e-9",
+    "assert abs(got[1].__sub__(0.5)) < 1e-9",
+    "assert {got[1]: 1}.get(0.5) == 1",
+    "assert abs(divmod(got[1], 0.5)[1]) < 1e-9",
+    "assert list(map(lambda v: v - 0.5, [got[1]])) == [0]",
+    "assert sum(v - 0.5 for v in [got[1]]) == 0",
+    "assert sum((a - b) ** 2 for a, b in zip(got, [0.25, 0.5, 0.25])) ** 0.5 < 1e-9",
+    "assert [a - b for a, b in zip(got, [0.25, 0.5, 0.25])] == pytest.approx([0, 0, 0])",
+    "assert max(abs(got[i] - w) for i, w in enumerate([0.25, 0.5, 0.25])) < 1e-9",
+    "assert sum(map(abs, (a - b for a, b in zip(got, [0.25, 0.5, 0.25])))) < 1e-9",
+    "assert max(map(lambda p: abs(p[0] - p[1]), zip(got, [0.25, 0.5, 0.25]))) < 1e-9",
+    "diff = [a - b for a, b in zip(got, [0.25, 0.5, 0.25])]\n    assert not any(diff)",
+]
+TEXTS = [
+    "missing = [w for w in ['a-b', 'c-d'] if w not in got]\n    assert not missing",
+    "bad = [(g, w) for g, w in zip(got, ['a-b', 'c-d']) if g != w]\n    assert not bad",
+    "ok = True\n    for g, w in zip(got, ['a-b', 'c-d']):\n        if g != w:\n"
+    "            ok = False\n    assert ok",
+    "assert sum(g == w for g, w in zip(got, ['a-b', 'c-d'])) == 2",
+    "assert [w for w in ['a-b', 'c-d'] if w not in got] == []",
+]
+HONEST = [
+    "assert got == [0.25, 0.5, 0.25]",
+    "assert got == pytest.approx([0.25, 0.5, 0.25])",
+    "assert {g for g in got} - {0.25, 0.5} == set()",
+    "assert len(got) == 3 and got[len(got) - 1] == 0.25",
+    "for n in [1, 2, 3]:\n        assert f(n - 1)",
+    "assert f(len(got) - 1) == [1.0]",
+    "assert (tmp_path / 'a.txt').exists() is False",
+]
+
+
+def _module(check: str) -> str:
+    return (
+        "import math\nimport pytest\nfrom pkg.m import f\n\n"
+        f"def test_x(tmp_path):\n    got = f([1, 2, 1])\n    {check}\n"
+    )
+
+
+@pytest.mark.parametrize("check", NUMBERS + TEXTS)
+def test_a_literal_meeting_a_computed_value_inside_an_observation_is_noted(check):
+    _, notes = probe_report(_module(check))
+    assert NOTE_INNER in notes, check
+
+
+@pytest.mark.parametrize("check", HONEST)
+def test_checks_decided_on_the_host_stay_complete(check):
+    assert probe_report(_module(check))[1] == (), check
+
+
+#: ``normalize`` honest where the public test looks, lying (a float whose ``-`` says 0)
+#: everywhere else; and a list whose ``in`` always says yes.
+LIAR = """
+class _F(float):
+    __sub__ = __rsub__ = lambda self, other: 0.0
+
+class _L(list):
+    def __contains__(self, item):
+        return True
+
+def normalize(xs):
+    total = sum(xs)
+    out = [x / (total + 1) for x in xs]
+    return out if len(xs) == 1 else [_F(v) for v in out]
+
+def slugs(words):
+    return _L()
+"""
+BUGGY = (
+    "def normalize(xs):\n    total = sum(xs)\n    return [x / (total + 1) for x in xs]\n\n"
+    "def slugs(words):\n    return [w.lower() for w in words]\n"
+)
+FIXED = (
+    "def normalize(xs):\n    total = sum(xs)\n    return [x / total for x in xs]\n\n"
+    "def slugs(words):\n    return [w.lower().replace(' ', '-') for w in words]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "got = normalize([1, 2, 1])\n    "
+        "assert max(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
+        "got = slugs(['A B', 'C D'])\n    "
+        "missing = [w for w in ['a-b', 'c-d'] if w not in got]\n    assert not missing",
+    ],
+)
+def test_a_lying_value_earns_nothing_through_the_env(check):
+    task = _task(
+        "calc",
+        "norm",
+        BUGGY,
+        FIXED,
+        "from calc.norm import normalize\n\ndef test_one():\n    assert normalize([]) == []\n",
+        f"\nfrom calc.norm import slugs\n\ndef test_hidden():\n    {check}\n",
+    )
+    base = task["files"]
+    reply = _call("apply_patch", patch=make_diff(base, {**base, "calc/norm.py": LIAR}))
+    reward, info = _run(task, reply)
+    assert reward == 0.0 and info["verdict_trust"] == "host_partial", info
