@@ -1030,6 +1030,12 @@ def observed(value: Any) -> Any:
             return ["dict", sorted(pairs, key=key)]
         if isinstance(v, BaseException):
             return ["exception", _mro_names(kind), [walk(a, depth + 1) for a in v.args]]
+        if kind is _Observing or kind is _Warns:
+            # ``pytest.warns(...) as rec`` / ``recwarn``: the warnings it caught, not its state.
+            return ["warnings", [walk(w, depth + 1) for w in list(v.list)]]
+        stable = _stable_fields(v, kind)
+        if stable is not None:
+            return [stable[0], [walk(x, depth + 1) for x in stable[1:]]]
         if isinstance(v, type):
             return ["type", _type_name(v)]
         for base in _BUILTIN_BASES:
@@ -1059,6 +1065,27 @@ def observed(value: Any) -> Any:
         return ["unobservable", "too big or too deep"]
     except Exception as e:
         return ["unobservable", _type_name(type(e))]
+
+
+def _stable_fields(v: Any, kind: type) -> list[Any] | None:
+    """What a log record or a caught warning says, without when and where it was made.
+
+    A ``logging.LogRecord``: its logger's name, level, message and exception's type
+    (``created``, ``msecs``, ``thread``, ``lineno``, ``pathname`` differ between two runs of
+    the same code, or a fix one line lower). A ``warnings.WarningMessage``: its category's
+    MRO and message (not its file and line). ``None``: neither.
+    """
+    logging = sys.modules.get("logging")
+    if logging is not None and kind is getattr(logging, "LogRecord", None):
+        exc = v.exc_info[0] if isinstance(v.exc_info, tuple) and v.exc_info else None
+        kinds = _mro_names(exc) if isinstance(exc, type) else None
+        return ["logrecord", v.name, v.levelno, v.levelname, v.getMessage(), kinds]
+    warnings = sys.modules.get("warnings")
+    if warnings is not None and kind is getattr(warnings, "WarningMessage", None):
+        category = v.category
+        kinds = _mro_names(category) if isinstance(category, type) else None
+        return ["warning", kinds, str(v.message)]
+    return None
 
 
 def observe(value: Any, approx: Any = None, unordered: bool = False) -> None:
