@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -133,6 +133,7 @@ class _Session:
         self.peer = peer
         self.host = peer.rsplit(":", 1)[0]
         self.env: GymTextEnvironment | None = None
+        self.running: Future[Any] | None = None  # the last call in a thread
 
 
 def _serialize(observation: TextObservation) -> dict[str, Any]:
@@ -162,9 +163,36 @@ class _EnvServer:
             max_workers=2 * limits.max_sessions, thread_name_prefix="rllm-serve"
         )
 
-    async def run(self, fn: Any, *args: Any) -> Any:
-        """``fn(*args)`` in this id's threads."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+    async def run(self, fn: Any, *args: Any, session: _Session | None = None) -> Any:
+        """``fn(*args)`` in this id's threads (as ``session.running`` while it runs)."""
+        future = self.pool.submit(fn, *args)
+        if session is not None:
+            session.running = future
+        return await asyncio.wrap_future(future)
+
+    def _release(self, session: _Session) -> None:
+        """Leave ``session`` counted until its running call returns, then close its env.
+
+        The client left (or the server stops) while a reset or step ran: it runs on (an env
+        cannot cancel one), and holds its thread until then.
+        """
+        env, session.env = session.env, None
+        running = session.running
+        if running is None or running.done():
+            self.sessions.discard(session)
+            if env is not None:
+                self.pool.submit(env.close)
+            return
+        loop = asyncio.get_running_loop()
+
+        def finished(_: Any) -> None:
+            if env is not None:
+                with contextlib.suppress(Exception):
+                    env.close()
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing to count
+                loop.call_soon_threadsafe(self.sessions.discard, session)
+
+        running.add_done_callback(finished)
 
     def make_env(self) -> GymTextEnvironment:
         return GymTextEnvironment(self.env_id, self.env_kwargs)
@@ -244,10 +272,7 @@ class _EnvServer:
             with contextlib.suppress(Exception):
                 await websocket.close(1011, "INTERNAL_ERROR")
         finally:
-            self.sessions.discard(session)
-            env, session.env = session.env, None
-            if env is not None:
-                await self.run(env.close)
+            self._release(session)
 
     async def _handle(self, session: _Session, raw: str) -> tuple[dict[str, Any], bool]:
         from pydantic import ValidationError
@@ -288,7 +313,8 @@ class _EnvServer:
                 except ValueError as e:
                     return _error("VALIDATION_ERROR", str(e)), False
                 obs = await self.run(
-                    partial(env.reset, seed=seed, episode_id=episode_id, options=options)
+                    partial(env.reset, seed=seed, episode_id=episode_id, options=options),
+                    session=session,
                 )
             else:
                 try:
@@ -300,7 +326,9 @@ class _EnvServer:
                 if place.inline:
                     payload, seconds = _timed(env.step_payload, action.text)
                 else:
-                    payload, seconds = await self.run(_timed, env.step_payload, action.text)
+                    payload, seconds = await self.run(
+                        _timed, env.step_payload, action.text, session=session
+                    )
                 place.record(seconds)
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays

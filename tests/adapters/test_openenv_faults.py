@@ -642,3 +642,60 @@ def test_slow_steps_cannot_take_the_threads_other_sessions_need():
             session.env.close()
 
     asyncio.run(play())
+
+
+def test_sessions_whose_client_left_mid_step_count_toward_the_clients_share():
+    """Issue #31 (C2): a client that leaves during a step does not stop it; its session now
+    stays counted until the step returns, and an address holds at most
+    max_connections_per_client sessions, those included (CLIENT_LIMIT), so leaving and
+    reconnecting cannot take every session and thread (FrozenLake's step made to wait)."""
+    import threading
+
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import create_app
+    from rllm_adapters.openenv.environment import GymTextEnvironment
+    from rllm_adapters.openenv.limits import ServerLimits
+
+    release = threading.Event()
+    started = threading.Semaphore(0)
+    limits = ServerLimits(max_sessions=4, max_connections_per_client=2)
+    app = create_app(ENV, limits=limits)
+    server = app.state.env_server
+
+    def make_waiting_env() -> GymTextEnvironment:
+        env = GymTextEnvironment(ENV)
+        fast = env.step_payload
+
+        def waiting_step(text):
+            started.release()
+            release.wait(120)
+            return fast(text)
+
+        env.step_payload = waiting_step  # type: ignore[method-assign]
+        return env
+
+    server.make_env = make_waiting_env
+    try:
+        with TestClient(app) as http:
+            for _ in range(2):  # reset, send a step, leave while it runs
+                with http.websocket_connect("/ws") as ws:
+                    ws.send_json({"type": "reset", "data": {"seed": 0}})
+                    assert ws.receive_json()["type"] == "observation"
+                    ws.send_json({"type": "step", "data": {"text": "Down"}})
+                    assert started.acquire(timeout=60)
+            deadline = time.monotonic() + 30
+            while http.get("/rllm/sessions").json()["active"] < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert http.get("/rllm/sessions").json()["active"] == 2  # both steps still run
+            with http.websocket_connect("/ws") as ws:
+                refusal = ws.receive_json()
+            assert refusal["data"]["code"] == "CLIENT_LIMIT"
+            release.set()
+            while http.get("/rllm/sessions").json()["active"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with http.websocket_connect("/ws") as ws:  # the share is free again
+                ws.send_json({"type": "reset", "data": {"seed": 0}})
+                assert ws.receive_json()["type"] == "observation"
+    finally:
+        release.set()
