@@ -864,6 +864,9 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
         return _statements(test.operand, probe, at)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [s for v in test.values for s in _statements(v, probe, at)]
+    deviation = _deviation(test, probe, at)
+    if deviation is not None:
+        return deviation
     comprehension = _aggregate(test)
     if comprehension is None:
         return _observe(_observed(test, probe), at)
@@ -878,6 +881,85 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
             loop = ast.For(generator.target, generator.iter, body, [])
         body = [ast.copy_location(loop, at)]
     return body
+
+
+def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | None:
+    """``max(abs(a - b) for a, b in zip(X, [..])) < tol`` as ``for a in X: observe(a)``.
+
+    Each element of ``X`` is observed with the absolute tolerance ``tol`` (``sum(...)``:
+    ``tol`` shared among the literal's elements) and compared on the host with the
+    reference's; the expected list and the differences are not in the probe (computed in the
+    sandbox, they were decided by the ``__sub__`` of whatever ``X`` held, handed the
+    literal). ``zip(LIT, X)`` and ``abs(b - a)`` too. ``None``: not this shape.
+    """
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        total, bound = left, right
+    elif isinstance(op, (ast.Gt, ast.GtE)):
+        total, bound = right, left
+    else:
+        return None
+    tolerance = _number(bound)
+    if (
+        tolerance is None
+        or not isinstance(total, ast.Call)
+        or _dotted(total.func) not in ("max", "sum")
+        or len(total.args) != 1
+        or total.keywords
+        or not isinstance(total.args[0], (ast.GeneratorExp, ast.ListComp))
+    ):
+        return None
+    comprehension = total.args[0]
+    if len(comprehension.generators) != 1:
+        return None
+    generator = comprehension.generators[0]
+    target, source, element = generator.target, generator.iter, comprehension.elt
+    if (
+        generator.ifs
+        or generator.is_async
+        or not isinstance(target, ast.Tuple)
+        or len(target.elts) != 2
+        or not all(isinstance(t, ast.Name) for t in target.elts)
+        or not isinstance(source, ast.Call)
+        or _dotted(source.func) != "zip"
+        or len(source.args) != 2
+        or source.keywords
+        or not isinstance(element, ast.Call)
+        or _dotted(element.func) not in ("abs", "math.fabs", "fabs")
+        or len(element.args) != 1
+        or element.keywords
+        or not isinstance(element.args[0], ast.BinOp)
+        or not isinstance(element.args[0].op, ast.Sub)
+    ):
+        return None
+    names = [t.id for t in target.elts]  # type: ignore[attr-defined]
+    sides = [element.args[0].left, element.args[0].right]
+    if (
+        not all(isinstance(o, ast.Name) for o in sides)
+        or sorted(
+            o.id  # type: ignore[attr-defined]
+            for o in sides
+        )
+        != sorted(names)
+        or names[0] == names[1]
+    ):
+        return None
+    literal = [_expected(a) for a in source.args]
+    if literal.count(True) != 1:
+        return None
+    want, got = (0, 1) if literal[0] else (1, 0)
+    expected = source.args[want]
+    if _dotted(total.func) == "sum":
+        if not isinstance(expected, (ast.List, ast.Tuple)) or not expected.elts:
+            return None
+        tolerance = tolerance / len(expected.elts)
+    _drop(expected)
+    _drop(bound)
+    body = _observe([_Check(ast.Name(names[got], ast.Load()), (0.0, tolerance))], at)
+    loop = ast.For(ast.Name(names[got], ast.Store()), source.args[got], body, [])
+    return [ast.copy_location(loop, at)]
 
 
 def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:

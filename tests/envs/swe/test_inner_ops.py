@@ -19,10 +19,16 @@ from rllm_envs.swe.repo import make_diff
 from .test_attacks_s8 import _run
 from .test_verdict_gaps import _call, _task
 
-NUMBERS = [
+#: Rewritten: each element of ``got`` observed with the tolerance (``sum``: shared), the list
+#: and the differences out of the probe (F1 and F2).
+DEVIATIONS = [
     "assert max(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
+    "assert sum(abs(w - g) for g, w in zip(got, [0.25, 0.5, 0.25])) <= 1e-9",
+    "assert 1e-9 > max(abs(a - b) for a, b in zip([0.25, 0.5, 0.25], got))",
+]
+NUMBERS = [
     "want = [0.25, 0.5, 0.25]\n    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-9",
-    "assert sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
+    "assert sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25]) if a) < 1e-9",
     "assert math.isclose(sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])), 0, abs_tol=1e-9)",
     "assert f'{got[1] - 0.5:.6f}' == '0.000000'",
     "assert [round(v - w, 9) for v, w in zip(got, [0.25, 0.5, 0.25])] == [0, 0, 0]",
@@ -69,6 +75,15 @@ def _module(check: str) -> str:
 def test_a_literal_meeting_a_computed_value_inside_an_observation_is_noted(check):
     _, notes = probe_report(_module(check))
     assert NOTE_INNER in notes, check
+
+
+@pytest.mark.parametrize("check", DEVIATIONS)
+def test_a_deviation_over_a_literal_list_is_observed_per_element(check):
+    text, notes = probe_report(_module(check))
+    body = text.split("def test_x")[1]
+    assert notes == () and "0.25" not in body and " - " not in body, body
+    tolerance = "1e-09" if "max" in check else str(1e-9 / 3)
+    assert f"approx=(0.0, {tolerance})" in body, body
 
 
 @pytest.mark.parametrize("check", HONEST)
@@ -125,4 +140,28 @@ def test_a_lying_value_earns_nothing_through_the_env(check):
     base = task["files"]
     reply = _call("apply_patch", patch=make_diff(base, {**base, "calc/norm.py": LIAR}))
     reward, info = _run(task, reply)
-    assert reward == 0.0 and info["verdict_trust"] == "host_partial", info
+    assert reward == 0.0, info
+    # The deviation is rewritten (decided on the host); the membership loop is withheld.
+    assert info["fail_to_pass"] == 0.0 or info["verdict_trust"] == "host_partial", info
+    reward, info = _run(task, reply, partial_verdicts="pay")
+    assert reward == 0.0 or "missing" in check, info
+
+
+def test_an_honest_fix_within_the_tolerance_of_a_deviation_earns_1():
+    """F2: the reference's mean is 0.20000000000000004, the fix's 0.2 (within 1e-9)."""
+    task = _task(
+        "calc",
+        "avg",
+        "def mean(r):\n    return sum(r) / (len(r) + 1)\n",
+        "def mean(r):\n    return sum(r) / len(r)\n",
+        "from calc.avg import mean\n\ndef test_one():\n    assert mean([1]) > 0\n",
+        "\n\ndef test_hidden():\n    got = [mean([0.1, 0.2, 0.3])]\n"
+        "    assert max(abs(a - b) for a, b in zip(got, [0.2])) < 1e-9\n",
+    )
+    reward, info = _run(task, oracle=True)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    base = task["files"]
+    honest = "def mean(r):\n    return sum(x / len(r) for x in r)\n"
+    reply = _call("apply_patch", patch=make_diff(base, {**base, "calc/avg.py": honest}))
+    reward, info = _run(task, reply)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
