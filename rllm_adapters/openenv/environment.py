@@ -95,6 +95,9 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         task = (options or {}).get("task")
         env_task = getattr(getattr(self.env, "unwrapped", None), "task", None)
         client_id = env_task.get("client_id") if isinstance(env_task, dict) else None
+        # A client's board on which the opponents end the game before the seat's first move
+        # (x_agent the opponent, one move from its win): over at reset, said so (done).
+        over = isinstance(self.env, SeatEnv) and not self._episode_live()
         self._state = TextState(
             episode_id=episode_id,
             step_count=0,
@@ -104,9 +107,9 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             custom_task=task is not None,
             client_task_id=None if task is None or client_id is None else str(client_id),
             seed=seed,
-            done=False,
+            done=over,
         )
-        return TextObservation(text=obs, info=jsonable(info))
+        return TextObservation(text=obs, info=jsonable(info), terminated=over, done=over)
 
     def _episode_live(self) -> bool:
         """Whether the env still plays an episode (after a reset that raised).

@@ -457,6 +457,11 @@ def test_a_refused_reset_keeps_a_one_seat_games_episode():
         obs = env.reset(options={"task": board})
         assert obs.info["custom_task"] is True and env.state.custom_task is True
         assert env.step(TextAction(text="<move>3</move>")).info["custom_task"] is True
+        # The scripted X wins before the seat (O) moves: the reset says the game is over.
+        lost = env.reset(options={"task": {"board": "XX.OO....", "x_agent": "player_1"}})
+        assert lost.done is True and env.state.done is True and lost.info["outcome"] == "loss"
+        with pytest.raises(gym.error.ResetNeeded):
+            env.step(TextAction(text="<move>3</move>"))
     finally:
         env.close()
 
