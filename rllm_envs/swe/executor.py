@@ -1088,7 +1088,7 @@ def _stable_fields(v: Any, kind: type) -> list[Any] | None:
     return None
 
 
-def observe(value: Any, approx: Any = None, unordered: bool = False) -> None:
+def observe(value: Any, approx: Any = None, unordered: bool = False, host: Any = None) -> None:
     """``pytest.observe``: record a value a probe test computed (see above).
 
     ``approx``: ``(rel, abs)`` when the test compared it with ``pytest.approx`` or
@@ -1097,6 +1097,8 @@ def observe(value: Any, approx: Any = None, unordered: bool = False) -> None:
     its elements are recorded in a canonical order (``["unordered", kind, elements]``), so
     an order that comes from hashing strings (seeded afresh in every sandbox) or a fix that
     orders differently still compares equal; every element still must.
+    ``host``: the index of a check the host runs itself on a plain text (``"x" in text``,
+    :attr:`rllm_envs.swe.probe.Probe.predicates`): recorded as ``["host", k, observation]``.
     """
     seen = observed(value)
     if (
@@ -1113,6 +1115,8 @@ def observe(value: Any, approx: Any = None, unordered: bool = False) -> None:
         seen = ["unordered", seen[0], elements]
     if approx is not None:
         seen = ["approx", list(approx), seen]
+    if type(host) is int:
+        seen = ["host", host, seen]
     _OBSERVED.append(seen)
 
 
@@ -1124,8 +1128,9 @@ class _Observing:
     their messages when the test matched one; an exception leaves the block as it would.
     """
 
-    def __init__(self, message: bool = False, warns: bool = False) -> None:
+    def __init__(self, message: bool = False, warns: bool = False, host: Any = None) -> None:
         self.message = message
+        self.host = host
         self.value: Any = None
         self.type: Any = None
         self.warns = warns
@@ -1173,9 +1178,11 @@ class _Observing:
         entry = ["raised", _mro_names(kind)]
         if self.message:
             try:
-                entry.append(observed(str(value)))
+                text = observed(str(value))
             except Exception:
-                entry.append(None)
+                text = None
+            # ``match=``: the host runs the test's pattern on the text (``host``: its index).
+            entry.append(["host", self.host, text] if type(self.host) is int else text)
         _OBSERVED.append(entry)
         return True
 

@@ -744,12 +744,15 @@ class Reference:
             reported none).
         complete: Every probe was complete (see :mod:`rllm_envs.swe.probe`).
         error: Why the reference could not be run (nothing is decided then).
+        predicates: Per test id, the checks of plain texts the host runs itself
+            (:attr:`rllm_envs.swe.probe.Probe.predicates` of its module).
     """
 
     passed: dict[str, bool]
     observed: dict[str, Any]
     complete: bool
     error: str | None = None
+    predicates: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 _references: OrderedDict[str, Reference] = OrderedDict()
@@ -873,7 +876,13 @@ def _run_reference(
     for record in raw:
         if record["id"] in observed and not record["tamper"] and record["code"] == 0:
             observed[record["id"]] = _parse_observed(record["result"])
-    result = Reference(passed, observed, complete, error)
+    predicates = {}
+    for t in ids:
+        path = t.partition("::")[0]
+        text = ref.get(path)
+        if text is not None and path.endswith(".py") and is_test_path(path):
+            predicates[t] = probe_module(text).predicates
+    result = Reference(passed, observed, complete, error, predicates)
     # Only a clean run is kept: a test that timed out under load must not stay failed.
     if error is None and all(passed.values()) and all(v is not None for v in observed.values()):
         with _references_lock:
@@ -898,13 +907,14 @@ def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[s
         if status in ("skipped", "error"):
             return status, message
         return "failed", "the test reported no observations"
-    if same_observations(expected, actual):
+    predicates = reference.predicates.get(test, ())
+    if same_observations(expected, actual, predicates):
         return "passed", ""
     # Where they first differ, not what the reference computed: feedback must not carry
     # the expected values.
     seen, want = actual["observed"], expected["observed"]
     for n, (a, e) in enumerate(zip(seen, want, strict=False), 1):
-        if not same(e, a):
+        if not same(e, a, predicates=predicates):
             return "failed", f"check {n} of the test gave a different result than the fix's"
     if len(seen) != len(want):
         return "failed", f"the test made {len(seen)} checks, the fix's {len(want)}"

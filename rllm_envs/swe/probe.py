@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -556,15 +556,47 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
     ]
 
 
+#: The checks of a plain text the host runs itself (a text the sandbox observed, a literal
+#: the host holds): ``"in"`` / ``"not in"`` (a substring), ``"search"`` (``re.search`` of a
+#: pattern without repetition, ``match=`` of ``pytest.raises``). The probe names the check
+#: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
+PREDICATES = ("in", "not in", "search")
+_PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
+    "_PREDICATES_FOUND", default=None
+)
+
+
+def _predicate(check: tuple[str, str]) -> int:
+    found = _PREDICATES_FOUND.get()
+    if found is None:
+        return -1
+    if check not in found:
+        found.append(check)
+    return found.index(check)
+
+
+def _matched(pattern: ast.expr) -> list[ast.keyword]:
+    """``host=k`` for a ``match=`` pattern the host can run (a literal without repetition)."""
+    if not (isinstance(pattern, ast.Constant) and type(pattern.value) is str):
+        return []
+    return [ast.keyword("host", ast.Constant(_predicate(("search", pattern.value))))]
+
+
 class _Check:
     """One value a check observes, with the tolerance the test allowed (``None``: exact)."""
 
     def __init__(
-        self, value: ast.expr, approx: tuple[float, float] | None = None, unordered: bool = False
+        self,
+        value: ast.expr,
+        approx: tuple[float, float] | None = None,
+        unordered: bool = False,
+        host: tuple[str, str] | None = None,
     ) -> None:
         self.value = value
         self.approx = approx
         self.unordered = unordered
+        #: The test's own check of a plain text, run on the host (:data:`PREDICATES`).
+        self.host = host
 
 
 def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
@@ -581,8 +613,18 @@ def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
     if not _expected(member) or _expected(container):
         return None
     _drop(member)
+    host = None
+    if isinstance(member, ast.Constant) and type(member.value) is str:
+        # ``"negative" in str(e.value)``: on a plain text the host runs the check itself.
+        host = ("in" if isinstance(test.ops[0], ast.In) else "not in", member.value)
     return [
-        _Check(c.value, c.approx, unordered=c.value is container) for c in _value(container, probe)
+        _Check(
+            c.value,
+            c.approx,
+            unordered=c.value is container,
+            host=host if c.value is container else None,
+        )
+        for c in _value(container, probe)
     ]
 
 
@@ -966,6 +1008,8 @@ def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
     calls: list[ast.stmt] = []
     for check in values:
         keywords = []
+        if check.host is not None:
+            keywords.append(ast.keyword("host", ast.Constant(_predicate(check.host))))
         if check.approx is not None:
             tolerance = ast.Tuple([ast.Constant(t) for t in check.approx], ast.Load())
             keywords.append(ast.keyword("approx", tolerance))
@@ -997,6 +1041,7 @@ class _Probe(ast.NodeTransformer):
         self.warns_names = {"pytest.warns", "pytest.deprecated_call"}
         self.in_test = 0
         self.helpers: set[str] = set()
+        self.predicates: tuple[tuple[str, str], ...] = ()
 
     def note(self, why: str) -> None:
         if why not in self.notes:
@@ -1065,20 +1110,26 @@ class _Probe(ast.NodeTransformer):
                 continue
             name = _dotted(call.func)
             if name in self.raises_names or name.endswith(".assertRaises"):
-                message = any(k.arg == "match" for k in call.keywords)
+                match = [k.value for k in call.keywords if k.arg == "match"]
                 if name.endswith(".assertRaises"):
-                    message = False
+                    match = []
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
-                        [ast.Constant(True)] if message else [],
-                        [],
+                        [ast.Constant(True)] if match else [],
+                        _matched(match[0]) if match else [],
                     ),
                     call,
                 )
             elif name.endswith(".assertRaisesRegex"):
+                pattern = call.args[1:2]
                 item.context_expr = ast.copy_location(
-                    ast.Call(ast.Name(OBSERVING, ast.Load()), [ast.Constant(True)], []), call
+                    ast.Call(
+                        ast.Name(OBSERVING, ast.Load()),
+                        [ast.Constant(True)],
+                        _matched(pattern[0]) if pattern else [],
+                    ),
+                    call,
                 )
             elif name in self.warns_names or name.endswith((".assertWarns", ".assertWarnsRegex")):
                 # What warned is recorded (the classes, and the messages where the test
@@ -1219,11 +1270,14 @@ class Probe:
         labels: Per parametrized test whose table lost its expected values (``name`` or
             ``Class::name``), the probe's id suffix of each original one
             (``"[Hello World-hello-world]" -> "[0]"``): the host asks the sandbox for those.
+        predicates: The checks of plain texts the host runs itself (``(kind, literal)``,
+            :data:`PREDICATES`), by the index the probe's ``observe(..., host=k)`` names.
     """
 
     text: str
     notes: tuple[str, ...]
     labels: Mapping[str, Mapping[str, str]]
+    predicates: tuple[tuple[str, str], ...] = ()
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -1245,13 +1299,16 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     marks = _Marks(set(marked))
     constants = _CONSTANTS.set(_constants(tree))
     token = _MARKS.set(marks)
+    predicates = _PREDICATES_FOUND.set([])
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
         tree = probe.visit(tree)
+        probe.predicates = tuple(_PREDICATES_FOUND.get() or ())
     finally:
         _MARKS.reset(token)
         _CONSTANTS.reset(constants)
+        _PREDICATES_FOUND.reset(predicates)
     return tree, probe, marks, found
 
 
@@ -1312,7 +1369,7 @@ def probe_module(source: str) -> Probe:
         at = len(tree.body)
     tree.body.insert(at, header)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    return Probe(text, tuple(probe.notes), found.labels)
+    return Probe(text, tuple(probe.notes), found.labels, probe.predicates)
 
 
 def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
@@ -1327,15 +1384,20 @@ def probe_source(source: str) -> tuple[str, bool]:
     return probe, not notes
 
 
-def same_observations(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+def same_observations(
+    expected: Mapping[str, Any],
+    actual: Mapping[str, Any],
+    predicates: Sequence[tuple[str, str]] = (),
+) -> bool:
     """Whether a test's record ``{"observed": [...], "end": [...]}`` matches the reference's.
 
     Every observation in order (:func:`same`), as many as the reference made, and the same end.
+    ``predicates``: the test module's :attr:`Probe.predicates`.
     """
     seen, want = actual.get("observed"), expected.get("observed")
     if not isinstance(seen, list) or not isinstance(want, list) or len(seen) != len(want):
         return False
-    if not all(same(e, a) for e, a in zip(want, seen, strict=True)):
+    if not all(same(e, a, predicates=predicates) for e, a in zip(want, seen, strict=True)):
         return False
     return same(expected.get("end"), actual.get("end"))
 
@@ -1345,7 +1407,11 @@ _NEVER_EQUAL = ("cut", "unobservable")
 
 
 def same(
-    expected: Any, actual: Any, depth: int = 0, tolerance: tuple[float, float] | None = None
+    expected: Any,
+    actual: Any,
+    depth: int = 0,
+    tolerance: tuple[float, float] | None = None,
+    predicates: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Whether observation ``actual`` matches the reference's ``expected`` (host side).
 
@@ -1354,6 +1420,9 @@ def same(
     reference's tolerance, never the submission's), a raised exception is of the reference's
     class (its MRO's qualified names equal). A value the sandbox could not observe
     (``unobservable``, ``cut``) is never equal; one too big to send is compared by its digest.
+    ``["host", k, value]``: where ``value`` is a plain text, the test's own check
+    ``predicates[k]`` (``"x" in text``, ``match="x"``) run here decides; otherwise, as
+    before, the value equals the reference's.
     """
     if depth > 200:
         return False
@@ -1362,6 +1431,12 @@ def same(
     tag = expected[0]
     if tag in _NEVER_EQUAL or actual[:1] and actual[0] in _NEVER_EQUAL:
         return False
+    if tag == "host" and len(expected) == 3:
+        if actual[:1] != ["host"] or len(actual) != 3 or actual[1] != expected[1]:
+            return False
+        if _holds(predicates, expected[1], actual[2]):
+            return True
+        return same(expected[2], actual[2], depth + 1, tolerance, predicates)
     if tag == "approx" and len(expected) == 3:
         if actual[:1] != ["approx"] or len(actual) != 3:
             return False
@@ -1382,11 +1457,43 @@ def same(
             and bool(names)
             and all(type(n) is str for n in names)
             and actual[1] == names
-            and expected[2:] == actual[2:]
+            and all(
+                same(e, a, depth + 1, None, predicates)
+                for e, a in zip(expected[2:], actual[2:], strict=True)
+            )
         )
     if len(expected) != len(actual):
         return False
     return all(same(e, a, depth + 1, tolerance) for e, a in zip(expected, actual, strict=True))
+
+
+#: Characters that make a ``match=`` pattern more than a plain search: repetition and
+#: back references (the host would run a pattern whose time may grow past linear).
+_REPEATS = frozenset("*+?{\\")
+
+
+def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> bool:
+    """Whether the test's check ``predicates[index]`` holds for observed plain text ``value``."""
+    if type(index) is not int or not 0 <= index < len(predicates):
+        return False
+    if not (isinstance(value, list) and len(value) == 2 and value[0] == "str"):
+        return False
+    text = value[1]
+    kind, literal = predicates[index]
+    if type(text) is not str or type(literal) is not str:
+        return False
+    if kind == "in":
+        return literal in text
+    if kind == "not in":
+        return literal not in text
+    if kind == "search" and not _REPEATS & set(literal):
+        import re
+
+        try:
+            return re.search(literal, text) is not None
+        except (re.error, RecursionError, OverflowError):
+            return False
+    return False
 
 
 def _tolerance(value: Any) -> tuple[float, float] | None:

@@ -71,7 +71,7 @@ def test_raises_blocks_record_what_was_raised():
     for name in ("ValueError", "KeyError", "TypeError", "gone", "3)"):
         assert name not in probe, name
     assert probe.count("__rllm_observing__()") == 2
-    assert "__rllm_observing__(True)" in probe
+    assert "__rllm_observing__(True, host=0)" in probe  # match= runs on the host
     assert _calls(probe) == ["f(2)"]
 
 

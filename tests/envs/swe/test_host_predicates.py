@@ -1,0 +1,91 @@
+"""Substring and ``match=`` checks run on the host (issue #30, att30 F5).
+
+``pytest.raises(ValueError, match="negative")``, ``"negative" in str(e.value)`` and
+``"negative" in capsys.readouterr().out`` compared the whole text with the reference's: an
+honest fix with its own message (``"x must not be negative"``) scored 0, where pytest passes
+it. The probe now sends the plain text, and the host runs the test's own check on it with
+the literal it holds (which never enters the sandbox). A pattern with repetition or a back
+reference, or a text that is not a plain ``str``, is compared whole as before.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.swe.probe import probe_module, same
+from rllm_envs.swe.repo import make_diff
+
+from .test_attacks_s8 import _run
+from .test_verdict_gaps import _call, _task
+
+BUG = "def check(x):\n    return x\n"
+FIX = "def check(x):\n    if x < 0:\n        raise ValueError('negative values are not allowed')\n"
+FIX += "    return x\n"
+PUBLIC = (
+    "import pytest\nfrom vals.check import check\n\ndef test_one():\n    assert check(1) == 1\n"
+)
+HIDDEN = [
+    "\n\ndef test_neg():\n    with pytest.raises(ValueError, match='negative'):\n"
+    "        check(-1)\n",
+    "\n\ndef test_neg():\n    with pytest.raises(ValueError) as e:\n        check(-1)\n"
+    "    assert 'negative' in str(e.value)\n",
+    "\n\ndef test_neg(capsys):\n    try:\n        check(-1)\n    except ValueError as e:\n"
+    "        print(e)\n    assert 'negative' in capsys.readouterr().out\n",
+]
+
+
+def _submit(task: dict, content: str) -> tuple:
+    base = task["files"]
+    return _run(
+        task, _call("apply_patch", patch=make_diff(base, {**base, "vals/check.py": content}))
+    )
+
+
+@pytest.mark.parametrize("hidden", HIDDEN)
+def test_an_honest_message_passes_and_a_wrong_one_fails(hidden):
+    task = _task("vals", "check", BUG, FIX, PUBLIC, hidden)
+    reward, info = _run(task, oracle=True)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    honest = FIX.replace("negative values are not allowed", "x must not be negative")
+    reward, info = _submit(task, honest)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    wrong = FIX.replace("negative values are not allowed", "x must be at least 0")
+    reward, info = _submit(task, wrong)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
+
+
+def test_a_text_subclass_does_not_pass_the_hosts_check():
+    liar = (
+        "class _S(str):\n    def __contains__(self, other):\n        return True\n\n"
+        "def check(x):\n    if x < 0:\n        raise ValueError(_S('nope'))\n    return x\n"
+    )
+    task = _task("vals", "check", BUG, FIX, PUBLIC, HIDDEN[1])
+    reward, info = _submit(task, liar)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
+
+
+def test_the_literal_stays_on_the_host():
+    found = probe_module(PUBLIC + HIDDEN[0] + HIDDEN[1].replace("test_neg", "test_two"))
+    assert "negative" not in found.text and found.notes == ()
+    assert found.predicates == (("search", "negative"), ("in", "negative"))
+
+
+def test_same_runs_the_check_only_on_a_plain_text():
+    predicates = (("in", "neg"), ("search", "a+b"), ("search", "ne.g"), ("not in", "x"))
+    ref = ["host", 0, ["str", "negative"]]
+    assert same(ref, ["host", 0, ["str", "not negative"]], predicates=predicates)
+    assert not same(ref, ["host", 0, ["str", "positive"]], predicates=predicates)
+    assert not same(ref, ["host", 0, ["sub", "_S", ["str", "x"]]], predicates=predicates)
+    assert not same(ref, ["host", 1, ["str", "not negative"]], predicates=predicates)
+    assert not same(ref, ["host", 0, ["str", "neg"]])  # no predicates: exact
+    # Repetition: compared whole (the host runs no pattern whose time may grow).
+    assert not same(["host", 1, ["str", "aab"]], ["host", 1, ["str", "ab"]], predicates=predicates)
+    assert same(["host", 2, ["str", "ne-g"]], ["host", 2, ["str", "one:g"]], predicates=predicates)
+    assert same(["host", 3, ["str", "a"]], ["host", 3, ["str", "b"]], predicates=predicates)
+    raised = ["raised", ["ValueError"], ["host", 2, ["str", "ne-g"]]]
+    assert same(
+        raised, ["raised", ["ValueError"], ["host", 2, ["str", "xne gx"]]], predicates=predicates
+    )
+    assert not same(
+        raised, ["raised", ["KeyError"], ["host", 2, ["str", "ne-g"]]], predicates=predicates
+    )
