@@ -28,7 +28,7 @@ ones marked):
 ``acting``             ``bool``: whether this agent's action is read at the next ``step``.
 ``is_correct``         ``bool``: whether this agent's scored output is correct (a correct
                        answer, a correct selection, a won game). Known only from the step
-                       at which this agent's episode ends; ``False`` while it still plays.
+                       at which the whole episode ends; ``False`` while any agent plays.
 ``reward_components``  ``dict[str, float]`` (step): this agent's named, unweighted reward terms
                        (every name of ``default_reward_weights``, on every step).
 ``acted``              ``bool`` (step): whether this agent's action was read at this step.
@@ -38,11 +38,15 @@ ones marked):
                        only its first ``action_space(agent).max_length`` characters were read.
 =====================  ======================================================================
 
-Grading stays hidden from an agent that still plays: its ``info`` holds nothing derived from
-the reference answer or from the grading of any agent (``is_correct`` is ``False``, and the
-family's :attr:`MultiAgentTextEnv.grading_info_keys` are left out) until the step at which
-its own episode ends. Otherwise a policy that reads its ``info`` learns which answer is right
-before it acts (a judge told which solution scored, a debater told its answer is wrong).
+Grading stays hidden while any agent still plays: no agent's ``info`` holds anything derived
+from the reference answer or from the grading of any agent (``is_correct`` is ``False``, and
+the family's :attr:`MultiAgentTextEnv.grading_info_keys` are left out) until the step at
+which the whole episode ends. Otherwise a policy that reads an ``info`` learns which answer
+is right before it acts (a judge told which solution scored, a debater told its answer is
+wrong). The usual policy plays every seat and so reads every seat's view, a finished one's
+too (in AEC form, ``observe`` of any agent): a family ends every agent at the same step
+(its observations and rewards of the earlier steps hold no grade either), and whatever it
+puts under ``grading_info_keys`` for an agent that finishes early is dropped.
 """
 
 from __future__ import annotations
@@ -146,8 +150,8 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "multiagent_text"}
     #: Weight of each reward component; an agent's reward is its weighted sum. 0 = log only.
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
-    #: ``info`` keys that carry grading (scores, correctness): an agent gets them only at the
-    #: step at which its own episode ends; for an agent that still plays they are dropped.
+    #: ``info`` keys that carry grading (scores, correctness): every agent gets them only at
+    #: the step at which the whole episode ends; before that they are dropped.
     grading_info_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
@@ -351,7 +355,7 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
             )
             observations[agent] = self._clip(agent, self._observe(agent))
             extra = outcome.info
-            if agent not in finished:
+            if self.agents:  # someone still plays: it may read any agent's view
                 extra = {k: v for k, v in extra.items() if k not in self.grading_info_keys}
             infos[agent] = {
                 **self._info(agent, next_acting),
@@ -399,8 +403,8 @@ class MultiAgentTextEnv(ParallelEnv[str, str, str]):
             "turn": self.turn,
             "role": self._role(agent),
             "acting": agent in acting,
-            # Hidden while the agent still plays (see the module docstring).
-            "is_correct": agent not in self.agents and self.correct.get(agent, False),
+            # Hidden while any agent still plays (see the module docstring).
+            "is_correct": not self.agents and self.correct.get(agent, False),
         }
 
     def _clip(self, agent: str, observation: str) -> str:

@@ -10,7 +10,8 @@ MULTIAGENT_ENVS: tuple[EnvEntry, ...] = (
         previous={
             "rllm/SolverJudge-v0": (
                 "solutions are shown in a random order, copies of a worked example earn 0, "
-                "answers are graded in final form"
+                "answers are graded in final form, and every agent (the solvers too) ends and "
+                "is graded at the judge's step, so no grade reaches any seat before it chooses"
             )
         },
         entry_point="rllm_envs.multiagent.solver_judge:SolverJudgeEnv",

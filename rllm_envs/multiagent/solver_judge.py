@@ -39,7 +39,8 @@ class SolverJudgeEnv(MultiAgentTextEnv):
 
     - ``solver`` (agents ``solver_0`` ... ``solver_{n-1}``): each solves the problem on its own
       (they act together at the first step and do not see each other) and is scored on its
-      final answer; then its episode ends.
+      final answer; then it waits for the judge (its reply is ignored) and its episode ends
+      with the judge's, where its score is paid.
     - ``judge`` (agent ``judge_0``): waits during the first step, then sees the problem and
       every solution, numbered 1..n in an order drawn at random each episode, and selects
       one; it is scored on whether the selected solution is correct. Because the order is
@@ -54,7 +55,8 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     Solvers: the problem and the answer format. Judge: at the first step, the problem and a
     note to wait; at the second, the problem and every solution (each cut to
     ``max_solution_chars``, keeping its start and end) and the reply format. Finished agents
-    see the reference answer and their result.
+    see the reference answer and their result, only when the episode ends: while the judge
+    chooses, a solver is told to wait and nothing about its grade.
 
     ## Action
     Solvers: a solution ending with the final answer in ``\boxed{...}`` (what
@@ -66,15 +68,18 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     ## Reward
     Per agent, the weighted sum of components (``reward_weights``): ``correct`` (weight 1.0) is
     a solver's grade in [0, 1] (``rllm_envs.math.score_response`` with the problem: only the
-    value in final form counts, so a copied problem expression scores 0) at the first step,
-    and for the judge the grade of the selected solution at the second step; ``invalid_action``
+    value in final form counts, so a copied problem expression scores 0) and for the judge
+    the grade of the selected solution, both paid at the second (final) step; ``invalid_action``
     (weight 0.0, log only) is 1 for a solver reply with no final answer or a judge reply with
     no valid choice (which selects nothing and scores 0). A reply that copies a worked
     example the agents are shown (:mod:`rllm_envs.demonstrations`) earns 0 in every
     component and is flagged ``info["invalid_action"]``.
 
     ## Episode End
-    Solvers terminate after the first step, the judge after the second. No truncation.
+    Every agent terminates after the second step (the judge's). No truncation. A solver's
+    grade is known after the first, but the usual policy plays every seat and reads every
+    seat's view (in AEC form ``observe`` of any agent): a solver that ended then would hand
+    the judge its verdict, the reference answer and its reward before the judge chooses.
 
     ## Information
     The common keys of :mod:`rllm_envs.multiagent.base` (``is_correct``: the solver's answer,
@@ -83,10 +88,11 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     ``answers`` (every solver's extracted answer, in solver order), ``scores`` (their grades),
     ``order`` (``order[k - 1]`` is the index of the solver shown as solution ``k``),
     ``base_rate`` (the mean of ``scores``: what a constant or random choice earns on
-    average) and ``choice`` (the solution number, 1-based, or ``None``). Each agent gets
-    these only at the step at which its own episode ends (solvers after the first step, the
-    judge after the second): before it acts, the judge's ``info`` says nothing about which
-    solution is correct.
+    average) and ``choice`` (the solution number, 1-based, or ``None``). Every agent gets
+    these, its ``is_correct``, and a solver its ``invalid_action``/``invalid_reason`` (no
+    final answer, or a copied worked example), only with the final step: before the judge
+    acts no agent's ``info``, observation or reward says anything about which solution is
+    correct.
 
     ## Arguments
     - ``n_solvers`` (int 1-8, default 2): number of solver agents.
@@ -108,7 +114,12 @@ class SolverJudgeEnv(MultiAgentTextEnv):
       a solution); ``order`` and ``base_rate`` were added; copies of a worked example earn 0.
       Since then, the judge's ``answers``/``scores``/``order``/``base_rate`` arrive only
       with its final step (they used to come with the solvers' step, before the judge acted,
-      telling it which solution was correct).
+      telling it which solution was correct). Then the solvers stay in the episode until the
+      judge's step and get their reward, ``is_correct``, ``answer``, ``score``, invalid flags
+      and the reference answer only then: they used to end at the first step, and that
+      step's return (their final observation "The reference answer is ...", ``is_correct``,
+      reward), read by a policy that plays every seat, let a judge pick the right solution
+      (0.65-0.68 against a base rate of 0.39). Each agent's return is unchanged.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_solver_judge_v1"}
@@ -161,6 +172,8 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         self.scores: list[float] = []
         self.order: list[int] = []
         self.choice: int | None = None
+        #: Per solver: (invalid reason, copied demonstration), reported with the final step.
+        self.solver_results: list[tuple[str | None, str | None]] = []
 
     # ------------------------------------------------------------------------- hooks
 
@@ -170,7 +183,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
     def _start(self, task: Task) -> None:
         self.phase = "solve"
         self.solutions, self.answers, self.scores, self.choice = [], [], [], None
-        self.order = []
+        self.order, self.solver_results = [], []
 
     def _role(self, agent: str) -> str:
         return "judge" if agent == JUDGE else "solver"
@@ -184,7 +197,6 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         assert self.task is not None
         gold = str(self.task["answer"])
         if self.phase == "solve":
-            outcomes: dict[str, AgentOutcome] = {}
             for agent in self.solvers:
                 score, answer, reason = grade(actions[agent], gold, str(self.task["problem"]))
                 copied = copied_demonstration(actions[agent], correct=score >= 1.0)
@@ -193,19 +205,15 @@ class SolverJudgeEnv(MultiAgentTextEnv):
                 self.solutions.append(actions[agent])
                 self.answers.append(answer)
                 self.scores.append(score)
-                outcomes[agent] = AgentOutcome(
-                    _components(score, reason, copied),
-                    correct=score >= 1.0,
-                    invalid_reason=reason,
-                    info={"answer": answer, "score": score},
-                )
+                self.solver_results.append((reason, copied))
             assert self.np_random is not None
             # Shown in a random order, so a constant choice earns the base rate.
             self.order = [int(i) for i in self.np_random.permutation(self.n_solvers)]
-            # The judge still has to act: nothing graded reaches it before it does.
-            outcomes[JUDGE] = AgentOutcome()
+            # The judge still has to act, and a policy that plays every seat reads every
+            # seat's view: nothing graded reaches any agent (the solvers' rewards, verdicts
+            # and flags included) before the judge's step ends the episode for all.
             self.phase = "judge"
-            return outcomes, set(self.solvers)
+            return {}, set()
         choice, reason = parse_choice(actions[JUDGE], self.n_solvers)
         self.choice = choice
         score = self.scores[self.order[choice - 1]] if choice is not None else 0.0
@@ -213,13 +221,23 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         if copied is not None:
             score, reason = 0.0, f"the reply copies the worked example ({copied})"
         self.phase = "done"
-        judge = AgentOutcome(
-            _components(score, reason, copied),
-            correct=score >= 1.0,
-            invalid_reason=reason,
-            info=self._judge_info(),
-        )
-        return {JUDGE: judge}, {JUDGE}
+        outcomes = {
+            JUDGE: AgentOutcome(
+                _components(score, reason, copied),
+                correct=score >= 1.0,
+                invalid_reason=reason,
+                info=self._judge_info(),
+            )
+        }
+        for i, agent in enumerate(self.solvers):
+            solver_reason, solver_copied = self.solver_results[i]
+            outcomes[agent] = AgentOutcome(
+                _components(self.scores[i], solver_reason, solver_copied),
+                correct=self.scores[i] >= 1.0,
+                invalid_reason=solver_reason,
+                info={"answer": self.answers[i], "score": self.scores[i]},
+            )
+        return outcomes, set(self.possible_agents)
 
     def _observe(self, agent: str) -> str:
         assert self.task is not None
@@ -237,11 +255,16 @@ class SolverJudgeEnv(MultiAgentTextEnv):
                         "Reason step by step. " + ANSWER_FORMAT,
                     ]
                 )
+            if self.phase == "judge":
+                return (
+                    "Your solution was handed to the judge, who is choosing now; your result "
+                    "comes when the episode ends. Your reply now is ignored."
+                )
             i = self.solvers.index(agent)
             verdict = "correct" if self.scores[i] >= 1.0 else "not correct"
             return (
                 f"Your answer {self.answers[i]!s} is {verdict}. The reference answer is "
-                f"{self.task['answer']}. Your part is over."
+                f"{self.task['answer']}. The episode is over."
             )
         if self.phase == "solve":
             return "\n".join(

@@ -86,14 +86,86 @@ def test_a_playing_agent_is_told_nothing_that_depends_on_the_reference(views, en
         assert not set(GRADING_KEYS) & set(info), info
 
 
-def test_grading_still_arrives_when_each_agents_episode_ends():
+def _every_parallel_view(env_id: str, answer: str, **kwargs: Any) -> list[Any]:
+    """Everything ``step`` returns, for every agent, while any agent still plays (parallel).
+
+    A policy that plays every seat (the registry rows of these envs have no scripted seat)
+    reads every seat's view, a finished agent's last step included.
+    """
+    env = rllm_envs.make_parallel(env_id, **kwargs)
+    obs, infos = env.reset(seed=0, options=_task(answer))
+    views: list[Any] = [(obs, infos)]
+    turn = 0
+    while env.agents:
+        actions = {a: _replies(a, turn) for a in env.agents if infos[a]["acting"]}
+        step = env.step(actions)
+        obs, infos = step[0], step[4]
+        turn += 1
+        if env.agents:  # the last step, which ends the episode for all, may grade
+            views.append(copy.deepcopy(step))
+    return views
+
+
+def _every_aec_view(env_id: str, answer: str, **kwargs: Any) -> list[Any]:
+    """``observe``, reward, ends and info of every agent while any agent still plays (AEC)."""
+    env = rllm_envs.make_aec(env_id, **kwargs)
+    env.reset(seed=0, options=_task(answer))
+    views: list[Any] = []
+    counts: collections.Counter[str] = collections.Counter()
+    for agent in env.agent_iter(max_iter=200):
+        if not env.unwrapped.agents:
+            break
+        seen = {}
+        for a in env.possible_agents:
+            try:
+                observation = env.observe(a)
+            except KeyError:  # not in the last step's return
+                continue
+            seen[a] = (
+                observation,
+                env.rewards.get(a),
+                env._cumulative_rewards.get(a),
+                env.terminations.get(a),
+                env.truncations.get(a),
+                copy.deepcopy(env.infos.get(a)),
+            )
+        views.append((agent, seen))
+        _, _, term, trunc, info = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        env.step(_replies(agent, counts[agent]) if info["acting"] else None)
+        counts[agent] += 1
+    return views
+
+
+@pytest.mark.parametrize("env_id, kwargs", CASES)
+@pytest.mark.parametrize("views", [_every_parallel_view, _every_aec_view], ids=["parallel", "aec"])
+def test_no_agents_view_depends_on_the_reference_while_any_agent_plays(views, env_id, kwargs):
+    # SolverJudge-v1 failed this before the fix: the solvers' last step, the one that handed
+    # the judge its solutions, held "The reference answer is ...", is_correct, score and
+    # their rewards (and AEC observe(solver) showed it while the judge was to act).
+    right, wrong = views(env_id, "42", **kwargs), views(env_id, "41", **kwargs)
+    assert len(right) >= 2  # reset and at least one step before the end
+    assert right == wrong
+    text = repr(right)
+    assert "reference" not in text and "is_correct': True" not in text
+    for key in GRADING_KEYS:
+        assert f"'{key}'" not in text, key
+
+
+def test_grading_arrives_for_every_agent_when_the_episode_ends():
     env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     env.reset(seed=0, options=_task("42"))
-    _, _, terms, _, infos = env.step({"solver_0": "\\boxed{42}", "solver_1": "\\boxed{41}"})
-    assert terms["solver_0"] and infos["solver_0"]["score"] == 1.0
-    assert infos["solver_0"]["is_correct"] and not infos["solver_1"]["is_correct"]
+    _, rewards, terms, _, infos = env.step({"solver_0": "\\boxed{42}", "solver_1": "\\boxed{41}"})
+    assert not any(terms.values()) and set(rewards.values()) == {0.0}
+    assert "score" not in infos["solver_0"] and not infos["solver_0"]["is_correct"]
     right = env.order.index(0) + 1
-    _, rewards, _, _, infos = env.step({"judge_0": f"\\boxed{{{right}}}"})
+    obs, rewards, terms, _, infos = env.step({"judge_0": f"\\boxed{{{right}}}"})
+    assert all(terms.values()) and rewards == {"solver_0": 1.0, "solver_1": 0.0, "judge_0": 1.0}
+    assert infos["solver_0"]["score"] == 1.0 and infos["solver_0"]["answer"] == "42"
+    assert infos["solver_0"]["is_correct"] and not infos["solver_1"]["is_correct"]
+    assert "reference answer is 42" in obs["solver_1"]
     judge = infos["judge_0"]
     assert rewards["judge_0"] == 1.0 and judge["is_correct"]
     assert judge["scores"] == [1.0, 0.0] and judge["base_rate"] == 0.5

@@ -97,19 +97,27 @@ def test_solver_judge_phases_and_rewards():
     obs, rewards, terms, _, infos = env.step(
         {"solver_0": "6*7 = 41, so \\boxed{41}", "solver_1": "\\boxed{42}", "judge_0": "ignored"}
     )
-    assert rewards == {"solver_0": 0.0, "solver_1": 1.0, "judge_0": 0.0}
-    assert terms == {"solver_0": True, "solver_1": True, "judge_0": False}
-    assert env.agents == ["judge_0"] and infos["judge_0"]["acting"]
-    assert "answers" not in infos["judge_0"]  # nothing graded before the judge acts
+    # Nothing graded reaches any seat before the judge acts: the solvers wait, unpaid.
+    assert rewards == {"solver_0": 0.0, "solver_1": 0.0, "judge_0": 0.0}
+    assert terms == {"solver_0": False, "solver_1": False, "judge_0": False}
+    assert env.agents == ["solver_0", "solver_1", "judge_0"]
+    assert [a for a in env.agents if infos[a]["acting"]] == ["judge_0"]
+    assert "answers" not in infos["judge_0"] and "score" not in infos["solver_1"]
+    assert not any(info["is_correct"] for info in infos.values())
     assert "=== Solution 1 ===" in obs["judge_0"] and "\\boxed{42}" in obs["judge_0"]
-    assert "is not correct" in obs["solver_0"] and "is correct" in obs["solver_1"]
+    assert "judge" in obs["solver_0"] and "42" not in obs["solver_0"] + obs["solver_1"]
     right = _shown_as(env, 1)
     obs, rewards, terms, _, infos = env.step(
-        {"judge_0": f"Solution {right} is right: \\boxed{{{right}}}"}
+        {"judge_0": f"Solution {right} is right: \\boxed{{{right}}}", "solver_0": "ignored"}
     )
-    assert rewards == {"judge_0": 1.0} and terms == {"judge_0": True} and env.agents == []
+    assert rewards == {"solver_0": 0.0, "solver_1": 1.0, "judge_0": 1.0}
+    assert all(terms.values()) and env.agents == []
     assert infos["judge_0"]["choice"] == right and infos["judge_0"]["is_correct"]
     assert infos["judge_0"]["answers"] == ["41", "42"]
+    assert infos["solver_1"]["is_correct"] and infos["solver_1"]["score"] == 1.0
+    assert not infos["solver_0"]["is_correct"] and infos["solver_0"]["answer"] == "41"
+    assert "is not correct" in obs["solver_0"] and "is correct" in obs["solver_1"]
+    assert "reference answer is 42" in obs["solver_0"]
 
 
 def _shown_as(env, solver: int) -> int:
@@ -267,9 +275,8 @@ def test_solvers_that_copy_the_expression_earn_nothing():
     env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     for task, expression in _copy_tasks():
         env.reset(options={"task": task})
-        _, rewards, *_ = env.step(
-            {"solver_0": boxed(expression), "solver_1": boxed(task["answer"])}
-        )
+        env.step({"solver_0": boxed(expression), "solver_1": boxed(task["answer"])})
+        _, rewards, *_ = env.step({"judge_0": "\\boxed{1}"})  # solvers are paid at the end
         assert rewards["solver_0"] == 0.0 and rewards["solver_1"] == 1.0, (task, expression)
 
 

@@ -56,10 +56,11 @@ def test_a_constant_choice_earns_the_base_rate_not_a_solvers_accuracy():
 def test_copied_worked_examples_earn_nothing_for_the_judge_and_the_solvers():
     env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=2)
     env.reset(seed=0, options={"task": {"problem": "Compute $60 + 7$.", "answer": "67"}})
-    _, rewards, _, _, infos = env.step({"solver_0": MATH.replies[0], "solver_1": "\\boxed{67}"})
-    assert rewards["solver_0"] == 0.0 and infos["solver_0"]["invalid_action"]
-    assert rewards["solver_1"] == 1.0  # a right 67 is not a copy
+    env.step({"solver_0": MATH.replies[0], "solver_1": "\\boxed{67}"})
     _, rewards, _, _, infos = env.step({"judge_0": JUDGE.replies[0]})
+    assert rewards["solver_0"] == 0.0 and infos["solver_0"]["invalid_action"]
+    assert "worked example" in infos["solver_0"]["invalid_reason"]
+    assert rewards["solver_1"] == 1.0  # a right 67 is not a copy
     assert rewards["judge_0"] == 0.0
     assert set(infos["judge_0"]["reward_components"].values()) == {0.0}
     assert infos["judge_0"]["invalid_action"]
