@@ -227,6 +227,8 @@ def make_diff(old: Files, new: Files, *, only: list[str] | None = None) -> str:
         body = list(difflib.unified_diff(a_lines, b_lines, head_a, head_b, n=3))
         if body:
             body[0], body[1] = f"--- {head_a}\n", f"+++ {head_b}\n"
+        else:  # an empty file created or deleted: the headers alone say so
+            body = [f"--- {head_a}\n", f"+++ {head_b}\n"]
         out.extend(body)
     return "".join(out)
 
@@ -262,6 +264,19 @@ def _header_path(line: str) -> str | None:
     return normalize_path(name)
 
 
+def _git_path(line: str) -> str | None:
+    """The path of a ``diff --git a/<path> b/<path>`` line (the same path on both sides)."""
+    rest = line[len("diff --git ") :].rstrip("\r\n")
+    half = (len(rest) - 1) // 2
+    old, new = rest[:half], rest[half + 1 :]
+    if rest[half : half + 1] != " " or not old.startswith("a/") or old[2:] != new[2:]:
+        return None
+    try:
+        return normalize_path(old[2:])
+    except PatchError:
+        return None
+
+
 def _strip_newline(hunk: _Hunk, tag: str) -> None:
     """Apply a "No newline at end of file" marker to the line just read (its side only)."""
     sides = {" ": (hunk.old, hunk.new), "-": (hunk.old,), "+": (hunk.new,)}.get(tag, ())
@@ -278,6 +293,21 @@ def _parse(diff: str) -> list[_FilePatch]:
     i = 0
     while i < len(lines):
         line = lines[i]
+        if line.startswith("diff --git "):
+            # git writes an empty file's creation or deletion without ``---`` / ``+++``
+            # headers (``new file mode 100644``, ``index 0000000..e69de29``).
+            j, mode = i + 1, ""
+            while j < len(lines) and not lines[j].startswith(("diff --git ", "--- ", "@@")):
+                if lines[j].startswith(("new file mode", "deleted file mode")):
+                    mode = lines[j].split()[0]
+                j += 1
+            path = _git_path(line)
+            if mode and path is not None and not (j < len(lines) and lines[j].startswith("--- ")):
+                patches.append(
+                    _FilePatch(None, path, []) if mode == "new" else _FilePatch(path, None, [])
+                )
+                i = j
+                continue
         if not (line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
             i += 1
             continue
