@@ -2376,6 +2376,7 @@ def _child_collect(path: str, files: dict[str, str]) -> None:
     import importlib
     import json
 
+    me = os.getpid()
     try:
         module_name, root = module_for(path, files)
         install(files, [root] if root else [])
@@ -2383,6 +2384,10 @@ def _child_collect(path: str, files: dict[str, str]) -> None:
         data = "C" + json.dumps(collect(module, path))
     except BaseException as e:
         data = "E" + _format_failure(e)
+    if os.getpid() != me:
+        # A process the module forked at import (and that went on past its own code): its
+        # report would land in the same result file as the collector's.
+        _exit(0)
     _write(_RESULT_FD, data.encode("utf-8", "replace")[: 1 << 20])
     _exit(0)
 
@@ -2579,7 +2584,13 @@ class Executor:
                 try:
                     nodes = [n for n in json.loads(text[1:]) if isinstance(n, str)]
                 except ValueError:
-                    nodes = []
+                    found["result"] = (
+                        "Ecollection's report was unreadable (did a process the module "
+                        "started at import write to it too?)"
+                    )
+                    self.emit({"index": index, "id": path, **found})
+                    index += 1
+                    continue
                 for node in nodes:
                     if index >= budget or not node.startswith(path + "::"):
                         break
