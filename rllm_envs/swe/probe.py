@@ -24,7 +24,12 @@ drops its literal too. Floats compare exactly unless the test gave a tolerance
 (``abs(mean(xs) - 2.5) < 1e-9``, ``round(x - 2.5, 6) == 0``, ``len(xs) + 1 == 4``) observes
 its computed operands instead: the result would be decided by the ``__sub__``/``__abs__`` of
 an object the submission made, which is handed the literal; deeper inside an observed value
-(``[x - 2.5]``) it is noted. A ``pytest.warns`` / ``assertWarns`` block records the classes
+(``[x - 2.5]``, a comprehension, an f-string) or in an assignment, loop or comprehension
+feeding one (a mismatch list, an ``ok = False`` flag) it is noted
+(:func:`_sandbox_operations`), except ``max(abs(a - b) for a, b in zip(X, [..])) < tol``,
+observed per element of ``X`` with the tolerance. ``"x" in text`` and ``match="x"`` observe
+the text and name a check the host runs on it (:attr:`Probe.predicates`). A
+``pytest.warns`` / ``assertWarns`` block records the classes
 of the warnings it caught (and their messages where the test matched one).
 
 Expected values held in literal tables (``for x, want in CASES: assert f(x) == want``,
