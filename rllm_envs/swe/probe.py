@@ -1564,6 +1564,11 @@ _TRANSPARENT_CALLS = frozenset(
 _COMBINING_CALLS = frozenset(
     {"sum", "min", "max", "divmod", "pow", "math.fsum", "math.prod", "math.dist", "math.hypot"}
 )
+#: Constructors of a value from literals (``Decimal("0.5")``, ``np.array([..])``): a literal.
+_VALUE_CONSTRUCTORS = frozenset(
+    {"float", "int", "complex", "str", "bytes", "Decimal", "decimal.Decimal", "Fraction"}
+    | {"fractions.Fraction", "array.array", "collections.Counter", "Counter", "OrderedDict"}
+)
 #: Calls whose result holds their argument's elements (a taint follows them).
 _CARRYING_CALLS = frozenset(
     {"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter", "dict", "range"}
@@ -1660,12 +1665,15 @@ class _Literals:
             return self.literal(node.value)
         if isinstance(node, ast.Starred):
             return self.literal(node.value)
-        if isinstance(node, ast.Call) and _dotted(node.func) in (
-            *_CARRYING_CALLS,
-            "zip",
-            "enumerate",
+        name = _dotted(node.func) if isinstance(node, ast.Call) else ""
+        if isinstance(node, ast.Call) and (
+            name in _CARRYING_CALLS
+            or name in ("zip", "enumerate")
+            or name in _VALUE_CONSTRUCTORS
+            or name.endswith((".array", ".asarray", ".float64", ".int64"))
         ):
-            return bool(node.args) and all(self.literal(a) for a in node.args)
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            return bool(arguments) and all(self.literal(a) for a in arguments)
         if isinstance(node, ast.BinOp):
             return self.literal(node.left) and self.literal(node.right)
         if isinstance(node, ast.UnaryOp):

@@ -44,6 +44,8 @@ NUMBERS = [
     "assert sum(map(abs, (a - b for a, b in zip(got, [0.25, 0.5, 0.25])))) < 1e-9",
     "assert max(map(lambda p: abs(p[0] - p[1]), zip(got, [0.25, 0.5, 0.25]))) < 1e-9",
     "diff = [a - b for a, b in zip(got, [0.25, 0.5, 0.25])]\n    assert not any(diff)",
+    "assert abs(np.array(got) - np.array([0.25, 0.5, 0.25])).max() < 1e-9",
+    "assert sum(g - Decimal('0.25') for g in got) == 0",
 ]
 TEXTS = [
     "missing = [w for w in ['a-b', 'c-d'] if w not in got]\n    assert not missing",
@@ -66,7 +68,8 @@ HONEST = [
 
 def _module(check: str) -> str:
     return (
-        "import math\nimport pytest\nfrom pkg.m import f\n\n"
+        "import math\nfrom decimal import Decimal\nimport numpy as np\nimport pytest\n"
+        "from pkg.m import f\n\n"
         f"def test_x(tmp_path):\n    got = f([1, 2, 1])\n    {check}\n"
     )
 
