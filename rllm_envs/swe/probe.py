@@ -993,7 +993,11 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
         or names[0] == names[1]
     ):
         return None
-    literal = [_expected(a) for a in source.args]
+    # A literal list, or a table's (``want = [..]`` bound once: its reads are the target's).
+    operand = {o.id: o for o in sides}  # type: ignore[attr-defined]
+    literal = [
+        _expected(a) or _expected(operand[n]) for a, n in zip(source.args, names, strict=True)
+    ]
     if literal.count(True) != 1:
         return None
     want, got = (0, 1) if literal[0] else (1, 0)
@@ -1003,6 +1007,7 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
             return None
         tolerance = tolerance / len(expected.elts)
     _drop(expected)
+    _drop(operand[names[want]])
     _drop(bound)
     body = _observe([_Check(ast.Name(names[got], ast.Load()), (0.0, tolerance))], at)
     loop = ast.For(ast.Name(names[got], ast.Store()), source.args[got], body, [])

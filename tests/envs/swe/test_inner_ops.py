@@ -25,9 +25,10 @@ DEVIATIONS = [
     "assert max(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])) < 1e-9",
     "assert sum(abs(w - g) for g, w in zip(got, [0.25, 0.5, 0.25])) <= 1e-9",
     "assert 1e-9 > max(abs(a - b) for a, b in zip([0.25, 0.5, 0.25], got))",
+    "want = [0.25, 0.5, 0.25]\n    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-9",
 ]
 NUMBERS = [
-    "want = [0.25, 0.5, 0.25]\n    assert max(abs(a - b) for a, b in zip(got, want)) < 1e-9",
+    "want = [0.25, 0.5, 0.25]\n    assert max(abs(a - b) for a in got for b in want) < 1e-9",
     "assert sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25]) if a) < 1e-9",
     "assert math.isclose(sum(abs(a - b) for a, b in zip(got, [0.25, 0.5, 0.25])), 0, abs_tol=1e-9)",
     "assert f'{got[1] - 0.5:.6f}' == '0.000000'",
