@@ -30,6 +30,7 @@ from rllm_agents.store.schema import (
     _default_model,
     _default_timings,
     _plain,
+    check_catalog,
     package_versions,
 )
 from rllm_agents.trajectory import Trajectory, to_jsonable
@@ -241,6 +242,8 @@ class EpisodeStore:
             self._raw_key = integrity.load_key(self.key_path, self.path, create=True)
             self._init_schema(conn)
         self._check_version(conn)
+        self._schema_seen = -1
+        self._check_catalog(conn)
         if not self._raw_key:
             self._raw_key = integrity.load_key(self.key_path, self.path, create=False)
         meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('key_id', 'store_id')"))
@@ -266,6 +269,13 @@ class EpisodeStore:
                 "key, and every writer updates it, but its folder is not writable here. Open "
                 "the store with `read_only=True`, or from a user who may write that folder."
             )
+
+    def _check_catalog(self, conn: sqlite3.Connection) -> None:
+        """Check the schema objects again if they changed since they were last checked."""
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        if version != self._schema_seen:
+            check_catalog(conn, self.path)
+            self._schema_seen = version
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         deadline = time.monotonic() + self.timeout
@@ -418,14 +428,14 @@ class EpisodeStore:
             for row in rows:
                 # The same trajectory, run and model: a retried write, a re-imported file.
                 found = conn.execute(_DUPLICATE, (row[0], row[1], row[4])).fetchone()
-                if found is not None:
+                if found is not None and tuple(found[1:]) == (row[0], row[1], row[4]):
                     out.append(Put(found[0], row[0], False))
                     continue
                 row_id = written + 1
                 try:
-                    conn.execute(
+                    inserted = conn.execute(
                         _INSERT, (row_id, *row, integrity.row_mac(self._key, row_id, row[:16]))
-                    )
+                    ).rowcount
                 except sqlite3.IntegrityError as e:
                     if "episodes.id" not in str(e):
                         raise
@@ -438,13 +448,17 @@ class EpisodeStore:
                         f"rllm_agents.store {self.path} repair-mark` raises the record over "
                         "them; otherwise restore the store from a backup."
                     ) from e
+                if inserted != 1:
+                    raise self._ignored(f"the insert of episode {row_id}")
                 written = row_id
                 out.append(Put(row_id, row[0], True))
             if written != start:
-                conn.execute(
+                updated = conn.execute(
                     "UPDATE meta SET value = ? WHERE key = 'high_water'",
                     (integrity.high_water_value(self._key, written),),
-                )
+                ).rowcount
+                if updated != 1:
+                    raise self._ignored("the update of the count of episodes written")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -453,6 +467,13 @@ class EpisodeStore:
         if written != start and self._mark_kept():
             integrity.raise_mark(self._key, self.path, self._mark, written)
         return out
+
+    def _ignored(self, what: str) -> DamagedStore:
+        return DamagedStore(
+            f"{self.path}: SQLite skipped {what} without an error (a trigger or another "
+            "object planted in the file); nothing was written. Run `python -m "
+            f"rllm_agents.store {self.path} verify` and restore the store from a backup."
+        )
 
     def put(
         self,
@@ -561,6 +582,7 @@ class EpisodeStore:
     def _high_water(self) -> int:
         """How many episodes the store records as written (checked against its MAC)."""
         kept = self._kept()  # before the store's own: writers update it after they commit
+        self._check_catalog(self._conn)
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()
         return self._parse_mark(row and row[0], kept)
 
@@ -639,6 +661,7 @@ class EpisodeStore:
         if own:  # the record and the rows from one snapshot: a row past it is not a new one
             conn.execute("BEGIN")
         try:
+            self._schema_seen = -1  # the schema objects are checked in full
             written = self._high_water()
             damaged = []
             expected = 1
@@ -802,6 +825,7 @@ class EpisodeStore:
         """
         if not filters:
             kept = self._kept()
+            self._check_catalog(self._conn)
             # One statement: one snapshot of the rows and the record a writer updates with them.
             count, first, last, value = self._conn.execute(
                 "SELECT COUNT(*), MIN(id), MAX(id), "
@@ -837,6 +861,7 @@ class EpisodeStore:
             KeyError: If no episode (or more than one, for a prefix) matches.
             MissingEpisodes: For the id of an episode the store wrote whose row was deleted.
         """
+        self._check_catalog(self._conn)
         if isinstance(key, int) and not isinstance(key, bool):
             rows = self._conn.execute(
                 f"SELECT {_CHECKED}, record FROM episodes WHERE id = ?", (key,)

@@ -6,14 +6,17 @@ packages that wrote it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
+import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rllm_agents.store.damage import DamagedStore
 from rllm_agents.trajectory import Trajectory
 
 #: Version of the table layout; a store with another version is refused with a message.
@@ -88,7 +91,10 @@ _COLUMNS = (
 )
 _INSERT = f"INSERT INTO episodes ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 #: What makes an episode a duplicate: the same trajectory, run and model (``IS``: NULL too).
-_DUPLICATE = "SELECT id FROM episodes WHERE hash = ? AND +run IS ? AND +model IS ? LIMIT 1"
+#: The caller compares what it reads back in Python too (an index is not trusted to match).
+_DUPLICATE = (
+    "SELECT id, hash, run, model FROM episodes WHERE hash = ? AND +run IS ? AND +model IS ? LIMIT 1"
+)
 _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "
     "total_reward, is_correct, finish, versions, timings, created"
@@ -224,3 +230,64 @@ def _default_model(trajectory: Trajectory) -> str | None:
         if value is not None:
             return str(value)
     return None
+
+
+_CATALOG = "SELECT type, name, tbl_name, sql FROM sqlite_master"
+
+
+@functools.cache
+def expected_catalog() -> frozenset[tuple[str, str, str, str | None]]:
+    """Exactly the schema objects (``sqlite_master`` rows) a store has: what it creates."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        return frozenset(conn.execute(_CATALOG))
+    finally:
+        conn.close()
+
+
+# ``upgrade`` builds the table under another name and renames it: SQLite then quotes the name.
+_RENAMED = 'CREATE TABLE "episodes" ('
+
+
+def check_catalog(conn: sqlite3.Connection, db: Any) -> None:
+    """Raise :class:`DamagedStore` unless the store's tables and indexes are exactly its own.
+
+    A trigger (``RAISE(IGNORE)`` on insert drops an episode while ``put`` acknowledges it), a
+    view, an index, or a column definition changed through ``PRAGMA writable_schema`` (a
+    collation turns ``run = 'teacher'`` into a match for ``'TEACHER'``) all change what SQL
+    the store's statements run without changing a stored value, so no MAC would fail. Tables
+    and indexes of other tables are allowed (``initialize=True`` on a file that had them);
+    triggers and views are not, wherever they are.
+    """
+    expected = expected_catalog()
+    ours = {"meta", "episodes"}
+    unexpected = []
+    for kind, name, table, sql in conn.execute(_CATALOG):
+        if isinstance(sql, str) and sql.startswith(_RENAMED):
+            sql = "CREATE TABLE episodes (" + sql.removeprefix(_RENAMED)
+        row = (kind, name, table, sql)
+        if row in expected:
+            continue
+        if kind in ("table", "index") and table not in ours and name not in ours:
+            continue
+        unexpected.append(f"{kind} {name!r} on {table!r}: {str(sql)[:200]!r}")
+    missing = {name for _, name, _, _ in expected} - {
+        row[1] for row in conn.execute("SELECT type, name FROM sqlite_master")
+    }
+    if unexpected or missing:
+        found = "; ".join(unexpected[:5]) + (
+            f" and {len(unexpected) - 5} more" if len(unexpected) > 5 else ""
+        )
+        raise DamagedStore(
+            f"{db}'s schema is not the episode store's own: "
+            + (f"unexpected or changed objects: {found}" if unexpected else "")
+            + ("; " if unexpected and missing else "")
+            + (f"missing: {', '.join(sorted(missing))}" if missing else "")
+            + ". A trigger, view, index or changed column definition changes what the store's "
+            "statements do (an episode acknowledged but not stored, a filter matching other "
+            "runs) without changing any stored value. Nothing was read or written; restore "
+            "the store from a backup."
+        )
