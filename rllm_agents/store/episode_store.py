@@ -255,12 +255,13 @@ class EpisodeStore:
                 f"(CLI `--key`, or ${integrity.KEY_ENV})."
             )
         store_id = meta.get("store_id")
-        if not isinstance(store_id, str) or not store_id.isascii():
+        if not integrity.valid_store_id(store_id):
             raise DamagedStore(
-                f"{self.path} has no store identity (its `meta` row `store_id` was deleted or "
-                "changed): every MAC is bound to it, so no episode can be checked. Restore the "
-                "store from a backup."
+                f"{self.path} has no valid store identity (its `meta` row `store_id` is "
+                f"{str(store_id)[:40]!r}, not 32 hex digits: deleted or changed): every MAC "
+                "is bound to it, so no episode can be checked. Restore the store from a backup."
             )
+        assert isinstance(store_id, str)
         self._key = integrity.store_key(self._raw_key, store_id)
         self._mark = integrity.mark_path(self.key_path, store_id)
         if not self.read_only and self._mark_kept() and not os.access(self._mark.parent, os.W_OK):
@@ -314,7 +315,13 @@ class EpisodeStore:
                 f"{self.path} [--key KEY] upgrade` (it first checks every episode and the "
                 "count under the store's key and refuses if anything fails)."
             )
-        if row is None or int(row[0]) != SCHEMA_VERSION:
+        if row is not None and not (isinstance(row[0], str) and row[0].isdecimal()):
+            raise DamagedStore(
+                f"{self.path} records episode-store schema version {str(row[0])[:40]!r}, which "
+                "is not a version number: its `meta` row `schema_version` was changed. Restore "
+                "the store from a backup."
+            )
+        if row is None or row[0] != str(SCHEMA_VERSION):
             raise AgentConfigError(
                 f"{self.path} has episode-store schema version {row and row[0]}; this version "
                 f"of rllm_agents reads version {SCHEMA_VERSION}. Export it with the version "
@@ -386,6 +393,27 @@ class EpisodeStore:
                 f"rewards {rewards}, env {trajectory.env_id}, task {trajectory.task_id}). "
                 "SQLite cannot store NaN in the reward column; fix the reward function, or "
                 "replace the NaN step reward before storing. Nothing was written."
+            )
+        for name, number in (
+            ("seed", trajectory.seed),
+            ("group", trajectory.group),
+            ("sample", trajectory.sample),
+            ("num_turns", trajectory.num_turns),
+        ):
+            if isinstance(number, int) and not -(2**63) <= number < 2**63:
+                raise AgentConfigError(
+                    f"Expects the trajectory's {name} to fit in a signed 64-bit integer (what "
+                    f"SQLite stores), actual: {number} (env {trajectory.env_id}, task "
+                    f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
+                    "was written."
+                )
+        if created is not None and not (
+            isinstance(created, (int, float)) and math.isfinite(created)
+        ):
+            raise AgentConfigError(
+                f"Expects `created` (the Unix time an episode was stored) to be a finite "
+                f"number, actual: {created!r} (env {trajectory.env_id}, task "
+                f"{trajectory.task_id}). Fix that value in the file; nothing was written."
             )
         record = _canonical(trajectory.to_dict())
         digest = integrity.sha256_hex(record.encode("utf-8"))
@@ -594,7 +622,9 @@ class EpisodeStore:
 
     def _parse_mark(self, value: str | None, kept: int | None) -> int:
         written = integrity.parse_high_water(self._key, self.path, value)
-        if kept is not None and written < kept:
+        if kept is not None and written < kept and self._fresh_count() < kept:
+            # Only the newest snapshot tells: a statement this connection still has open (a
+            # read nested in a loop over summaries()) keeps reading an older one.
             raise DamagedStore(
                 f"{self.path} records {written} episodes written, but {self._mark}, kept beside "
                 f"its key, records {kept}: the store was rolled back (its newest episodes "
@@ -603,6 +633,15 @@ class EpisodeStore:
                 f"purpose, delete {self._mark} (writers keep it again from their next write)."
             )
         return written
+
+    def _fresh_count(self) -> int:
+        """The count of episodes written in the newest snapshot, from a connection of its own."""
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()
+        finally:
+            conn.close()
+        return integrity.parse_high_water(self._key, self.path, row and row[0])
 
     def keep_mark(self) -> int:
         """Keep a copy of the count of episodes written beside the key; return the count.
@@ -858,7 +897,8 @@ class EpisodeStore:
         """One episode by row id, content hash, or a unique hash prefix (6+ characters).
 
         Raises:
-            KeyError: If no episode (or more than one, for a prefix) matches.
+            KeyError: If no episode or more than one matches (the same trajectory under two
+                runs has one hash: the message lists their ids).
             MissingEpisodes: For the id of an episode the store wrote whose row was deleted.
         """
         self._check_catalog(self._conn)
@@ -876,8 +916,21 @@ class EpisodeStore:
         if not rows and isinstance(key, int) and 1 <= key <= self._high_water():
             raise MissingEpisodes(self.path, [key], self._high_water())
         if len(rows) != 1:
+            if not rows:
+                raise KeyError(f"No episode {key!r}")
+            ids = [
+                row[0]
+                for row in self._conn.execute(
+                    "SELECT id FROM episodes WHERE hash >= ? AND hash < ? ORDER BY id LIMIT 6",
+                    (key, key + "g"),
+                )
+            ]
+            same = len({row[1] for row in rows}) == 1
             raise KeyError(
-                f"No episode {key!r}" if not rows else f"Hash prefix {key!r} is ambiguous"
+                f"Hash {'' if same else 'prefix '}{key!r} is "
+                + ("stored more than once (under other runs or models)" if same else "ambiguous")
+                + f": give the row id, one of {', '.join(map(str, ids[:5]))}"
+                + (" ..." if len(ids) > 5 else "")
             )
         return self._episode(rows[0], rows[0][18])
 

@@ -114,6 +114,15 @@ def new_store_id() -> str:
     return secrets.token_hex(16)
 
 
+def valid_store_id(store_id: object) -> bool:
+    """Whether ``store_id`` is what :func:`new_store_id` makes (32 lowercase hex characters)."""
+    return (
+        isinstance(store_id, str)
+        and len(store_id) == 32
+        and all(c in "0123456789abcdef" for c in store_id)
+    )
+
+
 def store_key(key: bytes, store_id: str) -> bytes:
     """The MAC key of one store: its key file's key bound to its ``store_id``.
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rllm_agents.store import DamagedStore, EpisodeStore
+from rllm_agents.store import DamagedStore, EpisodeStore, integrity
 from rllm_agents.store import episode_store as episode_store_module
 from tests.agents.test_store import make_trajectory
 
@@ -105,3 +105,104 @@ def test_r2_a_collation_changed_through_writable_schema_is_refused(tmp_path):
     _sql(db, "REINDEX")
     with pytest.raises(DamagedStore, match="run TEXT COLLATE NOCASE"):
         EpisodeStore(db)
+
+
+def test_r6_a_read_nested_in_a_loop_is_not_a_false_rollback_alarm(tmp_path):
+    db = tmp_path / "ep.db"
+    _filled(db, 6)
+    with EpisodeStore(db) as writer, EpisodeStore(db, read_only=True) as reader:
+        writer.keep_mark()
+        seen = 0
+        for _ in reader.summaries(run="run"):  # the open statement pins an older snapshot
+            seen += 1
+            if seen == 2:
+                writer.put(make_trajectory(100), run="run")
+            assert reader.count() in (6, 7)  # 6 while the loop's statement is open
+        assert seen == 6 and reader.count() == 7 and reader.verify() == []
+        # A real rollback under the same conditions is still reported.
+        _sql(db, "DELETE FROM episodes WHERE id = 7")
+        conn = sqlite3.connect(db, isolation_level=None)
+
+        key = integrity.store_key(
+            integrity.load_key(Path(f"{db}.key"), db, create=False),
+            conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0],
+        )
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'high_water'",
+            (integrity.high_water_value(key, 6),),
+        )
+        conn.close()
+        with pytest.raises(DamagedStore, match="rolled back"):
+            for _ in reader.summaries(run="run"):
+                reader.count()
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("UPDATE meta SET value = 'x' WHERE key = 'schema_version'", "not a version number"),
+        ("UPDATE meta SET value = 'a/b' WHERE key = 'store_id'", "not 32 hex digits"),
+        ("UPDATE meta SET value = '" + "a" * 300 + "' WHERE key = 'store_id'", "not 32 hex"),
+    ],
+)
+def test_r7_a_changed_meta_value_is_a_one_line_refusal(tmp_path, capsys, statement, message):
+    from rllm_agents.store import main
+
+    db = tmp_path / "ep.db"
+    _filled(db, 2)
+    _sql(db, statement)
+    with pytest.raises(DamagedStore, match=message):
+        EpisodeStore(db)
+    assert main([str(db), "verify"]) != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_r7_a_hash_stored_under_two_runs_names_the_ids(tmp_path):
+    db = tmp_path / "ep.db"
+    with EpisodeStore(db) as store:
+        first = store.put(make_trajectory(1), run="a")
+        second = store.put(make_trajectory(1), run="b")
+        with pytest.raises(KeyError, match="stored more than once.*row id, one of 1, 2"):
+            store.get(first.hash)
+        assert store.get(second.id).run == "b"
+
+
+@pytest.mark.parametrize("seed", [2**63, 2**64, -(2**63) - 1])
+def test_r8_a_seed_past_64_bits_is_refused_in_one_line_before_writing(tmp_path, seed):
+    from rllm_agents.error import AgentConfigError
+
+    db = tmp_path / "ep.db"
+    trajectory = make_trajectory(1)
+    trajectory.seed = seed
+    with EpisodeStore(db) as store:
+        with pytest.raises(AgentConfigError, match="seed to fit in a signed 64-bit"):
+            store.put(trajectory)
+        with pytest.raises(AgentConfigError, match="Nothing was written"):
+            store.put_many([make_trajectory(2), trajectory])
+        assert store.count() == 0
+        trajectory.seed = 2**63 - 1
+        store.put(trajectory)
+        assert store.get(1).seed == 2**63 - 1
+
+
+def test_r8_a_nan_created_in_an_imported_file_is_refused_in_one_line(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from rllm_agents.error import AgentConfigError
+
+    db = tmp_path / "ep.db"
+    _filled(db, 3)
+    out = tmp_path / "ep.parquet"
+    with EpisodeStore(db) as store:
+        store.export_parquet(out)
+    table = pq.read_table(out)
+    created = table.column("created").to_pylist()
+    created[1] = float("nan")
+    index = table.schema.get_field_index("created")
+    table = table.set_column(index, "created", pa.array(created, pa.float64()))
+    pq.write_table(table, out)
+    with EpisodeStore(tmp_path / "new.db") as store:
+        with pytest.raises(AgentConfigError, match="`created`.*finite number, actual: nan"):
+            store.import_parquet(out)
+        assert store.count() == 0
