@@ -38,6 +38,7 @@ from rllm_envs.sandbox.harness import (
 )
 from rllm_envs.sandbox.pool import SandboxPool
 from rllm_envs.sandbox.runner import (
+    KILLED_FROM_OUTSIDE,
     LANGUAGES,
     check_language,
     communicate,
@@ -598,6 +599,10 @@ class _Records:
         ]
 
 
+#: How many times :func:`judge` runs a submission that an OOM it did not cause killed.
+_JUDGE_ATTEMPTS = 2
+
+
 def judge(
     code: str,
     tests: Sequence[TestCase],
@@ -720,51 +725,58 @@ def judge(
         _sandbox_limits(supervisor_mb, max(biggest, max_output_bytes)),
         time_limit=len(tests) * (wall_cap(float(time_limit)) + 0.2) + 5.0 + compiling,
     )
-    records = _Records(
-        tests,
-        kind,
-        expected,
-        float(time_limit),
-        int(max_output_bytes),
-        stop_on_failure,
-        hidden_from,
-        hidden_needs_public_pass,
-    )
-    spec_bytes = marshal.dumps(spec)
-    first = len(spec_bytes).to_bytes(4, "big") + spec_bytes + (records.next_input() or b"")
-    pool = _pool(chosen, limits) if warm else None
-    if pool is not None:
-        outcome, _ = pool.run_with_channel(
-            stdin=first,
-            time_limit=limits.time_limit,
-            max_output_bytes=1 << 16,
-            channel_bytes=0,
-            on_channel=records.feed,
-            more_input=records.next_input,
-            stall_limit=records.stall_limit,
+    # A run that the kernel's OOM killer hit while the sandbox was under its own memory
+    # limit (memory was short outside it) says nothing about the program: judged again.
+    for _ in range(_JUDGE_ATTEMPTS):
+        records = _Records(
+            tests,
+            kind,
+            expected,
+            float(time_limit),
+            int(max_output_bytes),
+            stop_on_failure,
+            hidden_from,
+            hidden_needs_public_pass,
         )
-    else:
-        start = time.monotonic()
-        try:
-            sandbox = spawn(chosen, limits)
-        except OSError as e:
-            outcome = spawn_failure(chosen, e, start)
-        else:
-            payload = program_header(harness_source(), trusted=True) + first
-            outcome, _ = communicate(
-                sandbox,
-                payload,
-                replace(limits, max_output_bytes=1 << 16),
-                start,
-                forked=False,
+        spec_bytes = marshal.dumps(spec)
+        first = len(spec_bytes).to_bytes(4, "big") + spec_bytes + (records.next_input() or b"")
+        pool = _pool(chosen, limits) if warm else None
+        if pool is not None:
+            outcome, _ = pool.run_with_channel(
+                stdin=first,
+                time_limit=limits.time_limit,
+                max_output_bytes=1 << 16,
                 channel_bytes=0,
                 on_channel=records.feed,
                 more_input=records.next_input,
                 stall_limit=records.stall_limit,
             )
+        else:
+            start = time.monotonic()
+            try:
+                sandbox = spawn(chosen, limits)
+            except OSError as e:
+                outcome = spawn_failure(chosen, e, start)
+            else:
+                payload = program_header(harness_source(), trusted=True) + first
+                outcome, _ = communicate(
+                    sandbox,
+                    payload,
+                    replace(limits, max_output_bytes=1 << 16),
+                    start,
+                    forked=False,
+                    channel_bytes=0,
+                    on_channel=records.feed,
+                    more_input=records.next_input,
+                    stall_limit=records.stall_limit,
+                )
+        if not outcome.killed_from_outside:
+            break
     results = records.finish(outcome, int(snippet_chars))
     sandbox_error = None
-    if not records.done and not (records.stopped and not records.broken):
+    if outcome.killed_from_outside:
+        results, sandbox_error = [], KILLED_FROM_OUTSIDE
+    elif not records.done and not (records.stopped and not records.broken):
         sandbox_error = (
             f"{outcome.status.value}: {records.broken or ''} {outcome.stderr[-1000:]}".strip()
         )

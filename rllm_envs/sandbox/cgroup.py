@@ -46,6 +46,8 @@ __all__ = [
     "total_memory_limit",
     "ENV_VAR",
     "TOTAL_MEMORY_ENV_VAR",
+    "AdmissionTimeout",
+    "ADMISSION_WAIT",
 ]
 
 #: Environment variable: ``0`` turns per-sandbox control groups off.
@@ -69,8 +71,19 @@ class CgroupUnavailableWarning(UserWarning):
     """No per-sandbox control group here: memory and process limits are per process/user."""
 
 
+#: The most seconds :func:`create` waits for room under the common memory limit.
+ADMISSION_WAIT = 600.0
+
+
+class AdmissionTimeout(OSError):
+    """No room under the common memory limit within :data:`ADMISSION_WAIT` seconds."""
+
+
 class SandboxCgroup(ABC):
     """One sandbox's control group (memory and pids)."""
+
+    #: Bytes of the common limit this group holds (see :func:`create`); 0: none.
+    reserved: int = 0
 
     @property
     @abstractmethod
@@ -92,6 +105,18 @@ class SandboxCgroup(ABC):
     @abstractmethod
     def oom_kills(self) -> int:
         """How many processes the kernel killed for going over the memory limit."""
+
+    @abstractmethod
+    def limit_reached(self) -> bool:
+        """Whether the group's usage ever reached its own memory limit."""
+
+    def killed_from_outside(self) -> bool:
+        """Whether the kernel OOM-killed a process of the group that never reached its limit.
+
+        Such a kill comes from an OOM the sandbox did not cause (the machine's, or a common
+        limit above it): never a verdict against the program.
+        """
+        return self.oom_kills() > 0 and not self.limit_reached()
 
     @abstractmethod
     def _remove_dirs(self) -> bool:
@@ -116,6 +141,7 @@ class SandboxCgroup(ABC):
     def close(self) -> None:
         """Kill what is left and remove the group (later, if the kernel is still busy)."""
         self.kill_all()
+        _release(self)
         for _ in range(5):  # the last killed processes may take a moment to leave
             if self._remove_dirs():
                 return
@@ -218,6 +244,15 @@ class _V1(SandboxCgroup):
     def oom_kills(self) -> int:
         return _read_counter(os.path.join(self.memory, "memory.oom_control"), "oom_kill")
 
+    def limit_reached(self) -> bool:
+        # failcnt counts the charges refused at this group's own limit (a full parent
+        # counts in the parent's).
+        try:
+            with open(os.path.join(self.memory, "memory.failcnt")) as f:
+                return int(f.read()) > 0
+        except (OSError, ValueError):
+            return True  # cannot tell: the program's own
+
     def _remove_dirs(self) -> bool:
         dirs = [self.memory, self.pid_dir] + ([self.cpu] if self.cpu is not None else [])
         return all([_rmdir(path) for path in dirs])
@@ -255,6 +290,13 @@ class _V2(SandboxCgroup):
 
     def oom_kills(self) -> int:
         return _read_counter(os.path.join(self.path, "memory.events"), "oom_kill")
+
+    def limit_reached(self) -> bool:
+        # "max": times the usage was about to pass this group's memory.max (a leaf: events
+        # of its ancestors do not count here).
+        if not os.path.exists(os.path.join(self.path, "memory.events")):
+            return True
+        return _read_counter(os.path.join(self.path, "memory.events"), "max") > 0
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         try:  # Linux 5.14+: the kernel kills the whole group at once
@@ -446,14 +488,69 @@ def create(memory_mb: int, max_processes: int) -> SandboxCgroup | None:
     pids = int(max_processes) + _PIDS_SLACK
     with _lock:
         parent = _memory_parent()
+        total = _parent[2] if parent is not None and _parent is not None else None
+    reserved = 0
+    if total is not None:
+        memory = min(memory, total)
+        _admit(memory, total)
+        reserved = memory
+    group: SandboxCgroup | None = None
     try:
         if _kind == "v1":
-            return _V1(name, memory, pids, parent)
-        if parent is not None:
-            return _V2(parent, name, memory, pids)
-        return _V2(_kind[3:], f"{_GROUP}-{name}", memory, pids)
+            group = _V1(name, memory, pids, parent)
+        elif parent is not None:
+            group = _V2(parent, name, memory, pids)
+        else:
+            group = _V2(_kind[3:], f"{_GROUP}-{name}", memory, pids)
     except OSError:
-        return None
+        group = None
+    finally:
+        if group is None and reserved:
+            _give_back(reserved)
+    if group is not None:
+        group.reserved = reserved
+    return group
+
+
+# Admission control (see the module's docstring): bytes of the common limit held by the live
+# groups of this process (its pid: a forked child starts with none).
+_admission = threading.Condition()
+_held: list[int] = [0, 0]  # [pid, bytes]
+
+
+def _held_bytes() -> int:
+    if _held[0] != os.getpid():
+        _held[:] = [os.getpid(), 0]
+    return _held[1]
+
+
+def _admit(memory: int, total: int) -> None:
+    deadline = time.monotonic() + ADMISSION_WAIT
+    with _admission:
+        while _held_bytes() + memory > total:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AdmissionTimeout(
+                    errno.EAGAIN,
+                    f"no room for a sandbox of {memory >> 20} MiB under the common memory "
+                    f"limit of {total >> 20} MiB (${TOTAL_MEMORY_ENV_VAR}) within "
+                    f"{ADMISSION_WAIT:g} s: {_held_bytes() >> 20} MiB are held by live "
+                    "sandboxes of this process. Run fewer at once or raise the limit.",
+                )
+            _admission.wait(min(left, 1.0))
+        _held[1] += memory
+
+
+def _give_back(memory: int) -> None:
+    with _admission:
+        _held[1] = max(_held_bytes() - memory, 0)
+        _admission.notify_all()
+
+
+def _release(group: SandboxCgroup) -> None:
+    if group.reserved:
+        memory, group.reserved = group.reserved, 0
+        _give_back(memory)
 
 
 def _retry_pending() -> None:

@@ -111,6 +111,10 @@ class RunResult:
         stderr_truncated: Standard error was cut at the limit.
         backend: Name of the backend that ran it (``"firejail"``, ``"bubblewrap"``,
             ``"plain"``).
+        killed_from_outside: The kernel's OOM killer killed a process of the sandbox while
+            its group was under its own memory limit (memory was short elsewhere): what
+            happened is not the program's doing (a plain run is then
+            :attr:`Status.SANDBOX_ERROR`; a judge runs it again).
     """
 
     status: Status
@@ -122,6 +126,7 @@ class RunResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     backend: str = ""
+    killed_from_outside: bool = False
 
     @property
     def ok(self) -> bool:

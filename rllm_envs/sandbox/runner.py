@@ -263,6 +263,9 @@ class Sandbox:
     stderr_head: bytes = b""
     #: The user it runs as, held until it is closed (see :mod:`rllm_envs.sandbox.uids`).
     lease: uids.Lease | None = None
+    #: When it got its memory and its user (``time.monotonic()``): a wall clock that started
+    #: earlier starts here instead (waiting for room is not the program's time).
+    admitted: float = 0.0
 
     def close(self) -> None:
         """Kill everything of the sandbox and release its resources (idempotent)."""
@@ -475,7 +478,15 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         str(write),
         *seccomp_filter_hex(),
     ]
-    lease = uids.acquire(backend.private_process_count)
+    try:
+        lease = uids.acquire(backend.private_process_count)
+    except BaseException:
+        os.close(read)
+        os.close(write)
+        if group is not None:
+            group.close()
+        raise
+    admitted = time.monotonic()
     launch_fds: list[int] = []
     try:
         command, launch_fds = backend.launch(argv, keep_fds=(write,))
@@ -511,7 +522,9 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         # forked meanwhile follow at once. attach_group checks them all (and moves any
         # still outside) once the bootstrap has started, before the program is sent.
         _attach_tree(group, proc.pid, set())
-    return Sandbox(proc=proc, backend=backend, channel=read, group=group, lease=lease)
+    return Sandbox(
+        proc=proc, backend=backend, channel=read, group=group, lease=lease, admitted=admitted
+    )
 
 
 def spawn_failure(backend: Backend, error: OSError, start: float) -> RunResult:
@@ -614,6 +627,7 @@ def communicate(
         the status comes from the bootstrap's record there (the kernel's wait status);
         for trusted code (``exec``) from the wrapper's exit status.
     """
+    start = max(start, sandbox.admitted)
     deadline = start + limits.time_limit
     proc = sandbox.proc
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -732,6 +746,7 @@ def communicate(
             proc.kill()
             proc.wait()
         oom = sandbox.group.oom_kills() if sandbox.group is not None else 0
+        outside = sandbox.group is not None and oom > 0 and sandbox.group.killed_from_outside()
         selector.close()
         if pidfd >= 0:
             os.close(pidfd)
@@ -770,6 +785,10 @@ def communicate(
     elif record is None and forked:
         # The bootstrap never reported (the program killed it): no status can be trusted.
         status, code = Status.RUNTIME_ERROR, None
+    elif outside and forked:
+        # An OOM the sandbox did not cause (its group stayed under its own limit) killed it.
+        status = Status.SANDBOX_ERROR
+        stderr_text += f"\n{KILLED_FROM_OUTSIDE}"
     elif sig == signal.SIGXCPU:
         status = Status.TIMEOUT
     elif sig == signal.SIGXFSZ:
@@ -790,8 +809,16 @@ def communicate(
         stdout_truncated=out_truncated,
         stderr_truncated=err_truncated,
         backend=sandbox.backend.name,
+        killed_from_outside=outside,
     )
     return result, bytes(chan)
+
+
+#: Appended to the standard error of a run killed by an OOM it did not cause.
+KILLED_FROM_OUTSIDE = (
+    "killed by the kernel's OOM killer while under its own memory limit (memory was short "
+    "outside the sandbox): not the program's fault; run it again"
+)
 
 
 #: How long a wrapper may take to exit once what ran inside it was killed.
