@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the dedicated, unprivileged system users that sandboxed code runs as (idempotent).
-#   sudo bash scripts/setup_sandbox_user.sh            # `rllm-sandbox` + `rllm-sandbox-0..63`
+#   sudo bash scripts/setup_sandbox_user.sh            # `rllm-sandbox` + `rllm-sandbox-0..255`
 #   RLLM_SANDBOX_USER=name RLLM_SANDBOX_POOL=16 sudo bash scripts/setup_sandbox_user.sh
 # Why: as root, the kernel ignores the process-count limit (a fork bomb gets through), and
 # firejail refuses `nobody`; a real system account with no home, no shell and no groups is
@@ -11,7 +11,9 @@
 # user, inside the sandbox.
 set -euo pipefail
 NAME="${RLLM_SANDBOX_USER:-rllm-sandbox}"
-POOL="${RLLM_SANDBOX_POOL:-64}"
+# One user per live sandbox (a sandbox waits when all are taken): room for 64 concurrent
+# judges per judging process, the idle sandboxes of its pools, and a few processes.
+POOL="${RLLM_SANDBOX_POOL:-256}"
 
 if [ "$(id -u)" != "0" ]; then
   echo "[sandbox-user] not root: skipped (sandboxed code runs as $(id -un))"

@@ -13,32 +13,52 @@ As root, each such sandbox therefore runs as a user of its own for its lifetime,
 the pool ``rllm-sandbox-0``, ``rllm-sandbox-1``, ... that ``scripts/setup_sandbox_user.sh``
 creates (the base name follows ``RLLM_SANDBOX_USER``). A user is held with an exclusive
 ``flock`` on a lock file under ``/run/rllm-sandbox`` (so concurrent host processes never
-share one either) and released when the sandbox is closed. With no pool, or every user of
-it taken, a sandbox falls back to the base user and :class:`SharedSandboxUserWarning` says
-so once, as it does for a caller that is not root (no user to switch to). Every backend
+share one either) and released when the sandbox is closed. With every user of the pool
+taken, a new sandbox waits for one to be released (at most :data:`ACQUIRE_WAIT` seconds, then
+:class:`PoolExhausted`): sharing a user would reopen the channels above. With no pool at
+all a sandbox runs as the base user and :class:`SharedSandboxUserWarning` says so once, as
+it does for a caller that is not root (no user to switch to). Every backend
 takes a pool user (bubblewrap's user namespace keeps the process count private, not the
 per-user accounts above).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import pwd
 import stat
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
 from rllm_envs.sandbox.backends import SANDBOX_USER, sandbox_identity
 
-__all__ = ["Lease", "SharedSandboxUserWarning", "acquire", "pool_users", "LOCK_DIR"]
+__all__ = [
+    "Lease",
+    "SharedSandboxUserWarning",
+    "PoolExhausted",
+    "acquire",
+    "pool_users",
+    "LOCK_DIR",
+    "ACQUIRE_WAIT",
+]
 
 #: Where the lock files of the pool's users live (root's only).
 LOCK_DIR = "/run/rllm-sandbox"
 #: At most this many pool users are looked up.
 MAX_POOL = 1024
+#: The most seconds :func:`acquire` waits for a pool user to be free.
+ACQUIRE_WAIT = 600.0
+# How often a waiting acquire() tries the pool again.
+_RETRY = 0.05
+
+
+class PoolExhausted(OSError):
+    """Every pool user stayed taken for :data:`ACQUIRE_WAIT` seconds."""
 
 
 class SharedSandboxUserWarning(UserWarning):
@@ -109,8 +129,8 @@ def acquire(private_process_count: bool) -> Lease:
 
     Raises:
         SandboxUnavailable: If the caller is root and the base sandbox user does not exist.
+        PoolExhausted: If every pool user stayed taken for :data:`ACQUIRE_WAIT` seconds.
     """
-    global _next
     base_identity = sandbox_identity()
     shared = (
         "share its per-user kernel accounts (pipe buffers, descriptors in flight)"
@@ -134,9 +154,28 @@ def acquire(private_process_count: bool) -> Lease:
             f"rllm_envs.sandbox: concurrent sandboxes share the user `{base}` (no users "
             f"`{base}-0`, `{base}-1`, ... or no lock directory {LOCK_DIR}), so they {shared}, "
             "a channel between them. Create the pool with "
-            "`sudo bash scripts/setup_sandbox_user.sh` (RLLM_SANDBOX_POOL users, default 64).",
+            "`sudo bash scripts/setup_sandbox_user.sh` (RLLM_SANDBOX_POOL users, default 256).",
         )
         return Lease(base_identity)
+    deadline = time.monotonic() + ACQUIRE_WAIT
+    while True:
+        lease = _try_pool(users, directory)
+        if lease is not None:
+            return lease
+        if time.monotonic() >= deadline:
+            raise PoolExhausted(
+                errno.EAGAIN,
+                f"every one of the {len(users)} sandbox users `{base}-N` stayed taken for "
+                f"{ACQUIRE_WAIT:g} s (concurrent sandboxes never share one). Run fewer at "
+                "once or create more with "
+                "`sudo RLLM_SANDBOX_POOL=<n> bash scripts/setup_sandbox_user.sh`.",
+            )
+        time.sleep(_RETRY)
+
+
+def _try_pool(users: tuple[tuple[int, int], ...], directory: str) -> Lease | None:
+    """A free pool user, locked, or ``None`` if every one is taken."""
+    global _next
     with _lock:
         start = _next
         _next = (_next + 1) % len(users)
@@ -156,10 +195,4 @@ def acquire(private_process_count: bool) -> Lease:
             os.close(fd)
             continue
         return Lease((uid, gid), fd)
-    _warn(
-        "exhausted",
-        f"rllm_envs.sandbox: more concurrent sandboxes than the {len(users)} users "
-        f"`{base}-N`; the others share `{base}` and {shared}. "
-        "Create more with `sudo RLLM_SANDBOX_POOL=<n> bash scripts/setup_sandbox_user.sh`.",
-    )
-    return Lease(base_identity)
+    return None
