@@ -183,7 +183,8 @@ def held_out_reason(tasks: Any) -> str | None:
     """Why a task source has no held-out evaluation universe (``None``: it has one).
 
     Read from the source's own ``held_out_reason()`` (reasoning-gym families with too few
-    questions, or whose numbers decide their answers but are too few to split by: see
+    questions, whose numbers decide their answers but are too few to split by, or whose
+    answers are predictable from the question's surface: see
     :meth:`rllm_envs.reasoning_gym.tasks.ReasoningGymTasks.held_out_reason`); a source without
     one is held out by its universe split.
     """

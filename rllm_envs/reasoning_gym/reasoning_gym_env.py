@@ -15,6 +15,40 @@ from rllm_envs.tasks import Task
 
 __all__ = ["ReasoningGymEnv"]
 
+#: Families already warned of in this process (:func:`_warn_of_a_tell`).
+_WARNED: set[str] = set()
+
+
+def _warn_of_a_tell(
+    dataset: str,
+    task_seed: int,
+    config: Mapping[str, Any] | None,
+    difficulty: int | None,
+    curriculum: Mapping[str, int] | None,
+) -> None:
+    """Warn once per family when a family with a surface tell is used for training.
+
+    The tells are those measured at the default config (:data:`rllm_envs.reasoning_gym.
+    surface.KNOWN_TELLS`); another config is measured by ``tasks.surface_tell()`` (and
+    ``held_out_reason()``), which takes a few thousand generator draws.
+    """
+    from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
+    from rllm_envs.tasks import EVAL_SEED_START
+
+    default = not config and difficulty is None and not curriculum
+    tell = KNOWN_TELLS.get(dataset)
+    if tell is None or not default or task_seed >= EVAL_SEED_START or dataset in _WARNED:
+        return
+    _WARNED.add(dataset)
+    import gymnasium as gym
+
+    gym.logger.warn(
+        f"reasoning-gym {dataset!r} (default config) has answers predictable from the "
+        f"question's surface: {tell}. Training on it rewards the tell as much as the "
+        "reasoning, and held-out evaluation refuses it (tasks.held_out_reason())."
+    )
+
+
 _ALPHABET = string.ascii_lowercase + string.digits
 #: Tasks whose reference answers :meth:`ReasoningGymEnv.random_action` draws from.
 ANSWER_POOL = 64
@@ -59,6 +93,10 @@ class ReasoningGymEnv(TextEnv):
 
     Both are 0 for a missing or template answer, an echo of the question, or a piece of the
     question that is not the reference answer (partial credit for copying is not paid).
+
+    Some families give their answer away on the question's surface (a board pattern, a gate
+    name, a pair count: :mod:`rllm_envs.reasoning_gym.surface`); the env warns once when one
+    is used for training, and held-out evaluation refuses it.
 
     ## Episode End
     Terminates after the answer (single turn). It never truncates.
@@ -109,6 +147,7 @@ class ReasoningGymEnv(TextEnv):
             curriculum=curriculum,
         )
         self.dataset = dataset
+        _warn_of_a_tell(dataset, task_seed, config, difficulty, curriculum)
         self._answer_pool: list[str] | None = None
         super().__init__(
             tasks=tasks, max_turns=1, reward_weights=reward_weights, render_mode=render_mode

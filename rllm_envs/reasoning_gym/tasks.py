@@ -27,6 +27,14 @@ numbers, training answers earned 183/500 on aiw's evaluation tasks against a con
 84/500). Their tasks still come from their seed's universe, but held-out evaluation
 (``benchmarks.heldout``) refuses them with the reason; a config with more numbers splits them
 by their numbers (``aiw``: ``{"max_entities": 16}``, ``coin_flip``: ``{"max_trials": 40}``).
+A family is not held out either where its answers are predictable from the question's surface
+(:mod:`rllm_envs.reasoning_gym.surface`: ``game_of_life_halting``'s ``1 1``, ``circuit_logic``'s
+output gate, ``course_schedule``'s pair count, and ``aiw`` at 16 people, whose answer is a
+count it shows plus one; :meth:`ReasoningGymTasks.surface_tell`).
+
+A draw the generator fails on (``maze``: "Could not find suitable path cell") is drawn again
+with the next generator seeds; a family that fails on every draw of a task raises
+:class:`~rllm_envs.error.InvalidEnvConfig`.
 """
 
 from __future__ import annotations
@@ -213,6 +221,7 @@ class ReasoningGymTasks(TaskSource):
         self.config = fields
         self.name = f"reasoning-gym-{dataset}-s{task_seed}"
         self._probes: list[tuple[str, str]] | None = None
+        self._failure = ""
         try:
             self._datasets: dict[int, Any] = {0: _create(dataset, task_seed, size, fields)}
         except (TypeError, ValueError, AssertionError, KeyError) as e:
@@ -267,6 +276,24 @@ class ReasoningGymTasks(TaskSource):
             self._datasets[attempt] = dataset
         return self._item(dataset, index, self.task_seed, attempt)
 
+    def _probe_item(self, dataset: Any, index: int, attempt: int | None = None) -> dict[str, Any]:
+        """Probe draw ``index`` (an item the generator fails on is replaced by a later one).
+
+        Raises:
+            InvalidEnvConfig: When the generator fails on every replacement too.
+        """
+        failure: GeneratorFailure | None = None
+        attempt = _PROBE_ATTEMPT if attempt is None else attempt
+        for k in range(_PROBE_RETRIES):
+            try:
+                return self._item(dataset, (index + k * 104729) % len(dataset), 0, attempt)
+            except GeneratorFailure as e:
+                failure = failure or e
+        raise InvalidEnvConfig(
+            f"{failure} (and on {_PROBE_RETRIES - 1} other items): this family and config do "
+            "not generate tasks reliably; change its config."
+        )
+
     def _item(self, dataset: Any, index: int, task_seed: int, attempt: int) -> dict[str, Any]:
         # Some families also draw from the global `random`/`numpy.random` generators; seeding
         # them per draw keeps task i a pure function of the arguments. The caller's generator
@@ -276,6 +303,12 @@ class ReasoningGymTasks(TaskSource):
         np.random.seed([index & 0xFFFFFFFF, index >> 32, task_seed & 0xFFFFFFFF, attempt])
         try:
             item = dataset[index]
+        except Exception as e:  # noqa: BLE001 - a generator's own failure on one draw
+            raise GeneratorFailure(
+                f"reasoning-gym's {self.dataset_name!r} generator failed on item {index} of "
+                f"draw {attempt} of task seed {task_seed} (config {self.config}): "
+                f"{type(e).__name__}: {e}"
+            ) from e
         finally:
             random.setstate(py_state)
             np.random.set_state(np_state)
@@ -299,12 +332,10 @@ class ReasoningGymTasks(TaskSource):
         if ident not in _SPLITS:
             n = min(_PROBE_DRAWS, self.size)
             dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
-            probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
+            probe = [self._probe_item(dataset, i) for i in range(n)]
             candidates = (question_key, text_key)
             most = min(_MAX_PROBE_DRAWS, self.size)
-            probe = grow_probe(
-                probe, lambda i: self._item(dataset, i, 0, _PROBE_ATTEMPT), candidates, most
-            )
+            probe = grow_probe(probe, lambda i: self._probe_item(dataset, i), candidates, most)
             _SPLITS[ident] = splitting_key(probe, candidates)
         return _SPLITS[ident]
 
@@ -315,8 +346,8 @@ class ReasoningGymTasks(TaskSource):
     def held_out_reason(self) -> str | None:
         """Why this family and config have no held-out evaluation universe; ``None`` if they do.
 
-        Held out means a policy that memorises training answers gains nothing on evaluation
-        tasks. Two kinds of family fail it:
+        Held out means a policy that memorises training answers, or reads them off the
+        question's surface, gains nothing on evaluation tasks. Three kinds of family fail it:
 
         * too few questions to split (:meth:`splitting_key` is ``None``): both universes
           draw from all of them;
@@ -324,7 +355,11 @@ class ReasoningGymTasks(TaskSource):
           decide its answers: a policy that looks an evaluation question up among training
           questions by its numbers (as a multiset or in order) beats the most common
           training answer on probe draws (:func:`numbers_recall_answers`), as ``aiw``'s
-          sisters-and-brothers counts do.
+          sisters-and-brothers counts do;
+        * answers predictable from the question's surface (:meth:`surface_tell`): a shallow
+          classifier fitted on training-universe draws beats the best constant on
+          evaluation-universe draws (``game_of_life_halting``, ``circuit_logic``,
+          ``course_schedule``, ...).
 
         The tasks are still drawn from the seed's universe (a text split keeps exact
         questions apart); held-out evaluations (``benchmarks.heldout``) refuse such a family
@@ -339,24 +374,57 @@ class ReasoningGymTasks(TaskSource):
                 f"each show {MIN_UNIVERSE_KEYS}: both universes share them. Use it for "
                 "training only, or widen its config (more numbers, larger ranges)."
             )
-        if key is not text_key:
+        leak = self._number_leak() if key is text_key else None
+        if leak is not None:
+            return (
+                f"reasoning-gym {self.dataset_name!r} with config {self.config} splits by "
+                "canonical text (its numbers are too few to split by), yet its numbers decide "
+                f"its answers: looking evaluation questions up by their numbers among training "
+                f"questions answered {leak}. Use it for training only, or widen its config so "
+                "that its numbers split it (more or larger numbers)."
+            )
+        tell = self.surface_tell()
+        if tell is not None:
+            return (
+                f"reasoning-gym {self.dataset_name!r} with config {self.config}: {tell}. A "
+                "policy trained on it learns the tell, and a held-out score on it measures the "
+                "tell, not the reasoning. Use it for training only (knowing this), or pick "
+                "another family or config."
+            )
+        return None
+
+    def surface_tell(self) -> str | None:
+        """The family's surface tell on probe draws (:mod:`rllm_envs.reasoning_gym.surface`).
+
+        :data:`_SURFACE_DRAWS` draws with generator seeds no task seed uses, split into
+        universes by :meth:`splitting_key`: classifiers fitted on the training-universe ones
+        are scored on the evaluation-universe ones. ``None``: no tell (or too few draws of a
+        universe to judge, or a family too small to split). Measured once per process and
+        config.
+        """
+        from rllm_envs.reasoning_gym.surface import surface_tell
+
+        key = self.splitting_key()
+        if key is None:
             return None
+        ident = (self.dataset_name, json.dumps(self.config, sort_keys=True, default=str))
+        if ident not in _SURFACE:
+            dataset = _create(self.dataset_name, 0, _SURFACE_DRAWS, self.config, _SURFACE_ATTEMPT)
+            probe = [self._probe_item(dataset, i, _SURFACE_ATTEMPT) for i in range(_SURFACE_DRAWS)]
+            train = [t for t in probe if key_universe(key(t)) == "train"]
+            held = [t for t in probe if key_universe(key(t)) == "eval"]
+            _SURFACE[ident] = surface_tell(train, held)
+        return _SURFACE[ident][0]
+
+    def _number_leak(self) -> str | None:
+        key = text_key
         ident = (self.dataset_name, self.size, json.dumps(self.config, sort_keys=True, default=str))
         if ident not in _NUMBER_LEAKS:
             dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
             n = min(_MAX_PROBE_DRAWS, self.size)
-            probe = [self._item(dataset, i, 0, _PROBE_ATTEMPT) for i in range(n)]
+            probe = [self._probe_item(dataset, i) for i in range(n)]
             _NUMBER_LEAKS[ident] = numbers_recall_answers(probe, key)
-        leak = _NUMBER_LEAKS[ident]
-        if leak is None:
-            return None
-        return (
-            f"reasoning-gym {self.dataset_name!r} with config {self.config} splits by "
-            "canonical text (its numbers are too few to split by), yet its numbers decide its "
-            f"answers: looking evaluation questions up by their numbers among training "
-            f"questions answered {leak}. Use it for training only, or widen its config so "
-            "that its numbers split it (more or larger numbers)."
-        )
+        return _NUMBER_LEAKS[ident]
 
     def task(self, index: int) -> Task:
         """Task ``index``: the first draw of the seed's universe whose answer is not read off.
@@ -373,8 +441,8 @@ class ReasoningGymTasks(TaskSource):
         is a ``propositional_logic`` draw whose reference only restates its premises
         (:func:`_restates_premises`).
         """
-        first = self._draw(index, 0)
-        if self.size == 1:
+        first = self._safe_draw(index, 0)
+        if self.size == 1 and first is not None:
             return first
         universe = seed_universe(self.task_seed)
         key = self.splitting_key()
@@ -386,8 +454,15 @@ class ReasoningGymTasks(TaskSource):
         limit = MAX_DRAWS * MAX_DRAWS_READ_OFF * (1 if balance is None else 4)
         if self.dataset_name == "propositional_logic":
             limit *= PREMISE_REDRAWS
+        failures = 0
         for attempt in range(limit):
-            draw = first if attempt == 0 else self._draw(index, attempt)
+            found = first if attempt == 0 else self._safe_draw(index, attempt)
+            if found is None:
+                failures += 1
+                if failures >= MAX_DRAWS and failures == attempt + 1:
+                    break
+                continue
+            draw = found
             read_off = self.answer_in_question(draw) or _shows_an_address(draw)
             readable += read_off
             # Counted apart: most propositional_logic draws restate their premises, yet about
@@ -405,9 +480,28 @@ class ReasoningGymTasks(TaskSource):
                 ):
                     unbalanced = draw
                 in_universe = in_universe or draw
-            if attempt + 1 >= MAX_DRAWS and readable == attempt + 1:
+            if attempt + 1 >= MAX_DRAWS and readable + failures == attempt + 1:
                 break  # every draw is read off: the family's nature
-        return unbalanced or in_universe or first
+        result = unbalanced or in_universe or first
+        if result is None:
+            raise InvalidEnvConfig(
+                f"reasoning-gym's {self.dataset_name!r} generator failed on every draw of task "
+                f"{index} (task seed {self.task_seed}, config {self.config}): {self._failure}. "
+                "Change its config."
+            )
+        return result
+
+    def _safe_draw(self, index: int, attempt: int) -> dict[str, Any] | None:
+        """Draw ``attempt`` of task ``index``; ``None`` where the generator fails on it.
+
+        A generator that raises on a draw (``maze``'s "Could not find suitable path cell")
+        fails on that draw only: the task draws again with the next generator seeds.
+        """
+        try:
+            return self._draw(index, attempt)
+        except GeneratorFailure as e:
+            self._failure = str(e)
+            return None
 
     def answer_balance(self) -> AnswerBalance | None:
         """The answer balance of the tasks (none here; see ``BalancedTasks``)."""
@@ -434,7 +528,8 @@ class ReasoningGymTasks(TaskSource):
     def _vocabulary(self) -> list[tuple[str, str]]:
         """(question, answer) of the family's first tasks of draw 0: the options it names."""
         if self._probes is None:
-            probes = [self._draw(i, 0) for i in range(min(_PROBES, self.size))]
+            draws = [self._safe_draw(i, 0) for i in range(min(_PROBES, self.size))]
+            probes = [d for d in draws if d is not None]
             self._probes = [(_normal(p["question"]), _normal(p["answer"])) for p in probes]
         return self._probes
 
@@ -464,6 +559,15 @@ _MAX_PROBE_DRAWS = 1024
 #: Number lookups already measured (:meth:`ReasoningGymTasks.held_out_reason`), by family,
 #: size and config.
 _NUMBER_LEAKS: dict[tuple[str, int, str], str | None] = {}
+#: Surface tells already measured (:meth:`ReasoningGymTasks.surface_tell`), by family and
+#: config: the tell and its statistics.
+_SURFACE: dict[tuple[str, str], tuple[str | None, dict[str, Any]]] = {}
+#: Probe draws of the surface probe (about one in eight is of the evaluation universe: some
+#: 250, above :data:`rllm_envs.reasoning_gym.surface.MIN_EVAL_DRAWS`) and their draw number.
+_SURFACE_DRAWS = 2000
+_SURFACE_ATTEMPT = 2**31 - 2
+#: Items a probe tries in place of one its generator fails on.
+_PROBE_RETRIES = 8
 #: Splitting keys already chosen in this process, by family, size and config.
 _SPLITS: dict[tuple[str, int, str], KeyFn | None] = {}
 #: Tasks whose questions show the options a family names (see ``answer_in_question``).
@@ -517,6 +621,10 @@ def numbers_recall_answers(probe: list[dict[str, Any]], key: KeyFn) -> str | Non
 
 #: The share of evaluation draws by which a number lookup may beat the constant on probes.
 _LOOKUP_SLACK = 0.05
+
+
+class GeneratorFailure(RuntimeError):
+    """reasoning-gym's generator raised on one draw (a task draws again; see ``task``)."""
 
 
 def _shows_an_address(task: Mapping[str, Any]) -> bool:

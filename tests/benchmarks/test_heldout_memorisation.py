@@ -19,11 +19,16 @@ MEMORISED_KEYS = ("question", "numbers", "ordered_numbers")
 
 #: Settings without a held-out universe, measured to show why: their numbers decide their
 #: answers but are too few to split by (a text split keeps exact questions apart, not the
-#: numbers), so held-out evaluation refuses them (``benchmarks.heldout.refuse_unheld``).
+#: numbers), or their answers are predictable from the question's surface (aiw at 16 people:
+#: a count it shows plus one, issue #25), so held-out evaluation refuses them
+#: (``benchmarks.heldout.refuse_unheld``).
 NOT_HELD_OUT = {
     ("rllm/ReasoningGym-v0", '{"dataset": "aiw"}'),
+    ("rllm/ReasoningGym-v0", '{"config": {"max_entities": 16}, "dataset": "aiw"}'),
     ("rllm/ReasoningGym-v0", '{"dataset": "coin_flip"}'),
 }
+#: The reason of a setting whose answers a surface classifier reads (no memorisation needed).
+SURFACE = "answers predictable from the question's surface"
 
 
 def _gains(attack, slack=0.02):
@@ -45,8 +50,10 @@ def test_the_committed_memorisation_attack_gains_nothing():
     for row in report["envs"]:
         label = f"{row['env']} {row['env_kwargs']}"
         if row.get("held_out") is False:
-            # Refused by held-out evaluation, with the reason; measured to show the leak.
-            assert row["not_held_out"] and _gains(row["memorisation"]), label
+            # Refused by held-out evaluation, with the reason; measured to show the leak (a
+            # memorised lookup, or a surface tell that needs no memory).
+            assert row["not_held_out"], label
+            assert _gains(row["memorisation"]) or SURFACE in row["not_held_out"], label
             assert "not held out" in row["universe_key"], label  # the docs table says so
             unheld.add((row["env"], json.dumps(row["env_kwargs"], sort_keys=True)))
             continue
@@ -85,6 +92,13 @@ def test_memorised_training_answers_earn_no_more_than_a_constant_on_evaluation(e
     attack = measure_memorisation(env_id, kwargs, num_tasks=200)
     assert not _gains(attack), _gains(attack)
     assert attack["lookup"]["numbers"]["hits"] == attack["lookup"]["question"]["hits"] == 0
+
+
+def test_a_family_whose_answers_show_on_the_question_surface_is_not_held_out():
+    # circuit_logic's answer follows from its output gate (a one-feature rule: 0.81 against a
+    # constant's 0.59 on balanced answers); held-out evaluation refuses it and says why.
+    with pytest.raises(ValueError, match="no held-out evaluation universe.*question's surface"):
+        refuse_unheld("rllm/ReasoningGym-v0", {"dataset": "circuit_logic"})
 
 
 @pytest.mark.parametrize("dataset", ["aiw", "coin_flip"])

@@ -1,0 +1,346 @@
+"""Surface tells: answers a cheap classifier reads off the question's surface.
+
+Answer balancing (:mod:`rllm_envs.reasoning_gym.balance`) caps how often each answer occurs,
+so a constant answer earns no more than a guess. It does not stop the question's surface from
+giving the answer away: ``game_of_life_halting`` answers ``False`` when its board shows two
+horizontally adjacent live cells (``1 1``) and ``True`` otherwise, right 97% of the time
+against a constant's 53%; ``circuit_logic``'s answer follows from the gate on its ``OUT``
+line; ``course_schedule``'s from how many prerequisite pairs it lists. A policy trained on
+such a family learns the tell, not the reasoning, and a held-out score on it measures the tell.
+
+:func:`surface_tell` measures this on a family's probe draws: it fits two cheap classifiers of
+the answer on the training-universe draws (a decision stump over one surface feature, and a
+Bernoulli naive Bayes over them all) and scores them on the evaluation-universe draws against
+the best constant. The features (:func:`features`) are the question's token counts, its
+tokens, adjacent token pairs, the tokens on a line together with a word of that line (``OUT``
+and its gate), and the last line's tokens. Draws are weighted so that each answer holds the
+share the balancer gives it (``max(1 / labels, 5%)`` at most), so the constant scores what it
+scores on the env's tasks. A family whose classifier beats the best constant by more than
+:data:`MARGIN` with a one-sided confidence bound (:data:`Z`, over at least
+:data:`MIN_EVAL_DRAWS` evaluation draws) has a tell; the family's
+:meth:`~rllm_envs.reasoning_gym.tasks.ReasoningGymTasks.held_out_reason` then refuses it for
+held-out evaluation, and ``rllm/ReasoningGym-v0`` warns when it is used for training
+(:data:`KNOWN_TELLS`, measured at the default config).
+
+The classifiers are deliberately shallow: a family with a genuine reasoning shortcut that
+shows on the surface is flagged too (it still pays a policy that never does the task's
+reasoning).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KNOWN_TELLS", "MARGIN", "MIN_EVAL_DRAWS", "features", "surface_tell"]
+
+#: The smallest lead over the best constant (a share of evaluation draws) that counts as a tell.
+MARGIN = 0.05
+#: One-sided normal quantile of the lead's lower bound (two classifiers: Bonferroni of 2.5%).
+Z = 2.24
+#: Evaluation draws a verdict needs (fewer: no verdict).
+MIN_EVAL_DRAWS = 200
+#: A feature must occur in this many training draws to be used (and in no more than all but
+#: this many): rarer ones only memorise single questions.
+_MIN_DOC_SHARE = 0.02
+#: The most features kept (the most frequent first) and answers modelled.
+_MAX_FEATURES = 4000
+_MAX_CLASSES = 40
+#: Runs of word characters, or of one repeated symbol (``⊕⊕``, ``────``, ``(``).
+_TOKEN = re.compile(r"\w+|(\S)\1*")
+_NAME = re.compile(r"[^\W\d_]\w+")
+
+#: Tells measured at each family's default config, balanced answers (``python -m
+#: rllm_envs.reasoning_gym.surface`` measures every family again, :func:`scan`): family -> the
+#: tell. ``rllm/ReasoningGym-v0`` warns when one is used for training. Families whose generator
+#: is too slow to probe (:data:`SLOW_ITEM_S`) are not in it.
+KNOWN_TELLS: dict[str, str] = {
+    "circuit_logic": "a one-feature rule on how often the question shows `++` (at most 2, or "
+    "more) answers 0.81 of evaluation draws against the best constant's 0.59 (n=257)",
+    "course_schedule": "naive Bayes over its surface tokens answers 0.80 of evaluation draws "
+    "against the best constant's 0.52 (n=237); its token count alone, 0.65",
+    "emoji_mystery": "naive Bayes over its surface tokens answers 0.14 of evaluation draws "
+    "against the best constant's 0.01 (n=269)",
+    "game_of_life_halting": "a one-feature rule on how often the board shows `1 1` (at most 1, "
+    "or more) answers 0.98 of evaluation draws against the best constant's 0.57 (n=288)",
+    "modulo_grid": "naive Bayes over its surface tokens answers 0.18 of evaluation draws "
+    "against the best constant's 0.02 (n=257)",
+    "number_sequence": "naive Bayes over its surface tokens answers 0.28 of evaluation draws "
+    "against the best constant's 0.11 (n=273)",
+    "rectangle_count": "naive Bayes over its surface tokens answers 0.33 of evaluation draws "
+    "against the best constant's 0.12 (n=248)",
+    "self_reference": "naive Bayes over its surface tokens answers 0.53 of evaluation draws "
+    "against the best constant's 0.35 (n=240)",
+}
+
+
+def features(question: str) -> Counter[str]:
+    """Surface features of a question and their counts (see the module docstring)."""
+    lines = [line for line in question.splitlines() if line.strip()]
+    out: Counter[str] = Counter()
+    count = 0
+    for line in lines:
+        tokens = [m.group(0) for m in _TOKEN.finditer(line)]
+        count += len(tokens)
+        out.update(f"tok:{t}" for t in tokens)
+        out.update(f"pair:{a} {b}" for a, b in zip(tokens, tokens[1:], strict=False))
+        names = {t for t in tokens if _NAME.fullmatch(t)}
+        if 0 < len(names) <= 3:
+            for name in names:
+                out.update(f"line:{name}+{t}" for t in set(tokens) if t != name)
+    if lines:
+        out.update(f"last:{t}" for t in (m.group(0) for m in _TOKEN.finditer(lines[-1])))
+    out["len:tokens"] = count
+    out["len:lines"] = len(lines)
+    out["len:numbers"] = len(re.findall(r"\d+", question))
+    return out
+
+
+def _describe(name: str) -> str:
+    kind, _, what = name.partition(":")
+    if kind == "len":
+        return {"tokens": "its token count", "lines": "its line count"}.get(
+            what, "how many numbers it shows"
+        )
+    if kind == "line":
+        word, _, token = what.partition("+")
+        return f"`{token}` on a line with `{word}`"
+    if kind == "last":
+        return f"`{what}` on its last line"
+    return f"`{what}`"
+
+
+def _balanced_weights(labels: Sequence[str]) -> dict[str, float]:
+    """Per-answer weights that bring each answer's share to the balancer's cap at most."""
+    counts = Counter(labels)
+    total = sum(counts.values())
+    cap = max(1 / len(counts), 0.05)
+    kept = {a: min(c / total, cap) for a, c in counts.items()}
+    norm = sum(kept.values())
+    return {a: kept[a] / norm / (counts[a] / total) for a in counts}
+
+
+def surface_tell(
+    train: Sequence[Mapping[str, Any]], held: Sequence[Mapping[str, Any]]
+) -> tuple[str | None, dict[str, Any]]:
+    """Whether the answers of ``held`` follow from surface features learned on ``train``.
+
+    Args:
+        train: Training-universe draws (``question`` and ``answer``; answers compared as
+            :func:`rllm_envs.tasks.answer_label` does).
+        held: Evaluation-universe draws.
+
+    Returns:
+        ``(tell, stats)``: ``tell`` is a short account of the tell (the classifier, its
+        feature, its score and the constant's) or ``None``; ``stats`` holds the measured
+        shares (``n``, ``constant``, ``stump``, ``bayes``, ``lower``: the lead's lower bound).
+    """
+    from rllm_envs.tasks import answer_label
+
+    tr = [(str(t.get("question")), answer_label(t)) for t in train]
+    ev = [(str(t.get("question")), answer_label(t)) for t in held]
+    tr = [(q, a) for q, a in tr if a is not None]
+    ev = [(q, a) for q, a in ev if a is not None]
+    stats: dict[str, Any] = {"n": len(ev)}
+    if len(ev) < MIN_EVAL_DRAWS or len(tr) < MIN_EVAL_DRAWS:
+        return None, stats
+    weight_of = _balanced_weights([a for _, a in tr + ev])
+    w_tr = np.array([weight_of[a] for _, a in tr])
+    w_ev = np.array([weight_of[a] for _, a in ev])
+    w_ev = w_ev / w_ev.sum()
+
+    # Classes: the most common training answers (the rest are one class no one predicts).
+    class_weight: Counter[str] = Counter()
+    for (_, a), w in zip(tr, w_tr, strict=True):
+        class_weight[a] += float(w)
+    classes = [a for a, _ in class_weight.most_common(_MAX_CLASSES)]
+    index = {a: i for i, a in enumerate(classes)}
+    y_tr = np.array([index.get(a, -1) for _, a in tr])
+    ev_labels = [a for _, a in ev]
+
+    # Best constant on the evaluation draws themselves (an upper bound on a fair guess).
+    ev_weight: Counter[str] = Counter()
+    for a, w in zip(ev_labels, w_ev, strict=True):
+        ev_weight[a] += float(w)
+    constant_label = ev_weight.most_common(1)[0][0]
+    base = np.array([a == constant_label for a in ev_labels], dtype=float)
+
+    feats_tr = [features(q) for q, _ in tr]
+    feats_ev = [features(q) for q, _ in ev]
+    doc_freq: Counter[str] = Counter()
+    for f in feats_tr:
+        doc_freq.update(f.keys())
+    low = max(3, _MIN_DOC_SHARE * len(tr))
+    vocab = [
+        name
+        for name, c in doc_freq.most_common()
+        if (low <= c <= len(tr) - low) or name.startswith("len:")
+    ][:_MAX_FEATURES]
+    col = {name: j for j, name in enumerate(vocab)}
+
+    def matrix(rows: list[Counter[str]]) -> np.ndarray:
+        x = np.zeros((len(rows), len(vocab)), dtype=np.float32)
+        for i, row in enumerate(rows):
+            for name, c in row.items():
+                j = col.get(name)
+                if j is not None:
+                    x[i, j] = c
+        return x
+
+    x_tr, x_ev = matrix(feats_tr), matrix(feats_ev)
+    y_onehot = np.zeros((len(tr), len(classes)))
+    known = y_tr >= 0
+    y_onehot[np.nonzero(known)[0], y_tr[known]] = 1.0
+    y_weighted = y_onehot * w_tr[:, None]
+
+    stump_pred, stump_name = _stump(x_tr, y_weighted, x_ev, vocab)
+    right_stump = np.array(
+        [p >= 0 and classes[p] == a for p, a in zip(stump_pred, ev_labels, strict=True)],
+        dtype=float,
+    )
+    bayes_pred = _bayes(x_tr > 0, y_weighted, x_ev > 0)
+    right_bayes = np.array(
+        [classes[p] == a for p, a in zip(bayes_pred, ev_labels, strict=True)], dtype=float
+    )
+    n_eff = 1.0 / float(np.sum(w_ev**2))
+    results = {}
+    for name, right in (("stump", right_stump), ("bayes", right_bayes)):
+        lead = right - base
+        mean = float(np.sum(w_ev * lead))
+        var = float(np.sum(w_ev * (lead - mean) ** 2))
+        results[name] = (mean, mean - Z * math.sqrt(var / n_eff), float(np.sum(w_ev * right)))
+    constant = float(np.sum(w_ev * base))
+    best = max(results, key=lambda k: results[k][1])
+    stats.update(
+        constant=round(constant, 3),
+        stump=round(results["stump"][2], 3),
+        bayes=round(results["bayes"][2], 3),
+        lower=round(results[best][1], 3),
+        feature=stump_name,
+    )
+    if results[best][1] <= MARGIN:
+        return None, stats
+    score = results[best][2]
+    if best == "stump":
+        how = f"a one-feature rule on {stump_name}"
+    else:
+        how = "naive Bayes over its surface tokens"
+        if results["stump"][1] > MARGIN:
+            how += f" (one feature alone, {stump_name}, scores {results['stump'][2]:.2f})"
+    tell = (
+        f"answers predictable from the question's surface: {how} answers {score:.2f} of "
+        f"evaluation draws against the best constant's {constant:.2f} (n={len(ev)}, "
+        f"balanced answers)"
+    )
+    return tell, stats
+
+
+def _stump(
+    x: np.ndarray, y: np.ndarray, x_ev: np.ndarray, vocab: Sequence[str]
+) -> tuple[list[int], str]:
+    """The best one-feature threshold rule (each side predicts its heaviest class)."""
+    best = (-1.0, 0, 0.0, 0, 0)
+    for j in range(x.shape[1]):
+        values = x[:, j]
+        order = np.argsort(values, kind="stable")
+        sorted_values = values[order]
+        cum = np.cumsum(y[order], axis=0)
+        total = cum[-1]
+        # Split after position i where the value changes.
+        cuts = np.nonzero(np.diff(sorted_values))[0]
+        if len(cuts) == 0:
+            continue
+        left = cum[cuts]
+        right = total - left
+        gains = left.max(axis=1) + right.max(axis=1)
+        k = int(np.argmax(gains))
+        if gains[k] > best[0]:
+            i = cuts[k]
+            threshold = float((sorted_values[i] + sorted_values[i + 1]) / 2)
+            best = (
+                float(gains[k]),
+                j,
+                threshold,
+                int(left[k].argmax()),
+                int(right[k].argmax()),
+            )
+    _, j, threshold, below, above = best
+    pred = [below if v <= threshold else above for v in x_ev[:, j]]
+    name = vocab[j]
+    if name.startswith("len:"):
+        what = f"{_describe(name)} (at most {threshold:g}, or more)"
+    elif x[:, j].max() > 1:
+        what = f"how often the question shows {_describe(name)} (at most {threshold:g}, or more)"
+    else:
+        what = f"whether the question shows {_describe(name)}"
+    return pred, what
+
+
+def _bayes(x: np.ndarray, y: np.ndarray, x_ev: np.ndarray) -> list[int]:
+    """Bernoulli naive Bayes (Laplace smoothing) on presence features; class per draw."""
+    xf = x.astype(np.float64)
+    mass = y.sum(axis=0) + 1e-12
+    present = xf.T @ y  # features x classes
+    p = (present + 1.0) / (mass + 2.0)
+    log_p, log_q = np.log(p), np.log1p(-p)
+    prior = np.log(mass / mass.sum())
+    xe = x_ev.astype(np.float64)
+    scores = xe @ log_p + (1.0 - xe) @ log_q + prior
+    return [int(i) for i in scores.argmax(axis=1)]
+
+
+#: A family whose generator takes longer than this per item (seconds) is not scanned (its
+#: probe would take minutes).
+SLOW_ITEM_S = 0.03
+
+
+def scan(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The surface probe of every family (default config), as rows for a table.
+
+    A family whose generator takes more than :data:`SLOW_ITEM_S` per item on a first probe of
+    16 draws is reported as ``slow`` and not measured.
+    """
+    import json
+    import time
+
+    from rllm_envs.reasoning_gym import tasks as rg_tasks
+
+    rows = []
+    for name in names or rg_tasks.family_names():
+        row: dict[str, Any] = {"family": name}
+        start = time.perf_counter()
+        try:
+            source = rg_tasks.ReasoningGymTasks(name)
+            dataset = rg_tasks._create(name, 0, 16, {}, rg_tasks._SURFACE_ATTEMPT)
+            started = time.perf_counter()
+            for i in range(16):
+                source._probe_item(dataset, i, rg_tasks._SURFACE_ATTEMPT)
+            per_item = (time.perf_counter() - started) / 16
+            if per_item > SLOW_ITEM_S:
+                row.update(verdict="slow", per_item_s=round(per_item, 3))
+            else:
+                reason = source.held_out_reason()
+                source.surface_tell()
+                ident = (name, json.dumps(source.config, sort_keys=True, default=str))
+                tell, stats = rg_tasks._SURFACE.get(ident, (None, {}))
+                row.update(stats)
+                row["verdict"] = "tell" if tell else "held" if reason is None else "unheld"
+                row["tell"] = tell
+                row["reason"] = reason
+        except Exception as e:  # noqa: BLE001 - a scan reports every family's failure
+            row.update(verdict="error", error=f"{type(e).__name__}: {e}")
+        row["seconds"] = round(time.perf_counter() - start, 1)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    import sys
+
+    scan(sys.argv[1:] or None)
