@@ -1406,8 +1406,10 @@ _CURRENCY_TAIL = re.compile(
     r"\s*(?:\\\$|\$|€|£|¥|₹|USD|EUR|GBP|euros?|dollars?|\\text\{\s*(?:euros?|dollars?|USD|EUR)\s*\})$"
 )
 _SUPERSCRIPT = re.compile(r"[²³]")
+#: A number and an optional unit; ``^2``/``^3`` only on a unit (``25 m^2``): on the number
+#: itself (``5^2``) it is a power left to evaluate, not a unit to drop.
 _NUMBER_UNIT = re.compile(
-    r"([-+]?[\d.,{}\\! \u2009\u202f]*\d)\s*" + _UNITS + r"?\s*(?:\^\{?[23]\}?)?"
+    r"([-+]?[\d.,{}\\! \u2009\u202f]*\d)\s*(?:" + _UNITS + r"\s*(?:\^\{?[23]\}?)?)?"
 )
 _GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:" + _GROUP_SEP + r"\d{3})+(?:\.\d+)?")
 _DECIMAL_COMMA = re.compile(r"([-+]?\d+),(\d+)")

@@ -375,6 +375,21 @@ def test_worked_chain_ending_on_the_value_counts_in_any_mode():
     assert score_response("So $2 \\times 3$.", "6", answer_format="any")[0] == 0.0
 
 
+@pytest.mark.parametrize(
+    "answer, gold", [("5^2", "25"), ("2^2", "4"), ("2^{2}", "4"), ("3^2", "9"), ("2^3", "8")]
+)
+def test_small_powers_are_not_final_in_any_mode_either(answer, gold):
+    # att25 F4: "any" mode read `^2`/`^3` after a bare number as a unit's exponent (as in
+    # `25 m^2`), dropped it, and paid `5^2` for 25; boxed mode refused it.
+    for fmt in ("boxed", "any"):
+        verdict = grade_answer(answer, gold, answer_format=fmt)
+        assert not verdict.equal and verdict.issue == "unevaluated_power", (fmt, verdict)
+        assert score_response(f"$${answer}$$", gold, answer_format=fmt)[0] == 0.0
+    # A unit's exponent is still a unit: the number is the answer.
+    for unit in ("25 m^2", "25 m²", "25 \\text{ cm}^2", "25 sq units"):
+        assert grade_answer(unit, "25", answer_format="any").equal, unit
+
+
 def test_format_needs_a_final_form_value():
     assert format_issue("\\boxed{3 + 4}") == "not_final_form"
     assert format_issue("\\boxed{7}") is None
