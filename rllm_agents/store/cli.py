@@ -93,6 +93,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="renumber the rows instead of refusing a store whose episodes have missing ids",
     )
+    p.add_argument(
+        "--unkeyed",
+        action="store_true",
+        help="upgrade a version-1 or -2 store, which never had a key (its rows are unverifiable)",
+    )
+    p.add_argument(
+        "--shared-key",
+        action="store_true",
+        help="upgrade a version-3 store although other stores keep their counts beside its key",
+    )
     commands.add_parser(
         "repair-mark",
         help="raise a record of episodes written that was set back, over rows whose MACs hold",
@@ -107,7 +117,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no episode store at {args.db}")
     if args.command == "upgrade":
         try:
-            n = upgrade(args.db, key=args.key, accept_missing=args.accept_missing)
+            n = upgrade(
+                args.db,
+                key=args.key,
+                accept_missing=args.accept_missing,
+                unkeyed=args.unkeyed,
+                shared_key=args.shared_key,
+            )
         except (DamagedStore, AgentConfigError, sqlite3.Error) as error:
             print(str(error), file=sys.stderr)
             return 1

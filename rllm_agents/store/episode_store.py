@@ -300,9 +300,11 @@ class EpisodeStore:
             raise AgentConfigError(
                 f"{self.path} is an episode store of schema version {row[0]}, whose episodes "
                 "carry no keyed MAC and no record of how many were written (deleted rows go "
-                f"unnoticed); this version of rllm_agents reads version {SCHEMA_VERSION}. "
-                f"Upgrade it in place with `python -m rllm_agents.store {self.path} upgrade` "
-                "(it first checks every episode against its digests and refuses if any is "
+                f"unnoticed); this version of rllm_agents reads version {SCHEMA_VERSION}. If "
+                "this store was ever version 3 or newer (it had a key), it was relabelled: "
+                "restore it from a backup. Only if it has always been unkeyed, upgrade it in "
+                f"place with `python -m rllm_agents.store {self.path} upgrade --unkeyed` (it "
+                "first checks every episode against its digests and refuses if any is "
                 "damaged or missing, then makes a new key for the store); on a read-only "
                 "mount, copy the file (with any -wal) somewhere writable first."
             )
@@ -313,7 +315,9 @@ class EpisodeStore:
                 f"stores an episode once across runs; this version reads version "
                 f"{SCHEMA_VERSION}. Upgrade it in place with `python -m rllm_agents.store "
                 f"{self.path} [--key KEY] upgrade` (it first checks every episode and the "
-                "count under the store's key and refuses if anything fails)."
+                "count under the store's key and refuses if anything fails). If this store "
+                "was ever version 4, this is an earlier copy of it put back: restore the "
+                "newest copy from a backup instead."
             )
         if row is not None and not (isinstance(row[0], str) and row[0].isdecimal()):
             raise DamagedStore(

@@ -25,9 +25,42 @@ from rllm_agents.store.schema import (
 UPGRADE_TRUST = (
     "Note: an upgrade checks every episode against the digests the store holds, but a "
     "version-1 or -2 store has no key: its episodes are only as trustworthy as whoever could "
-    "write the file before the upgrade (anyone could recompute those digests). From now on, "
-    "changes made without the store's key are reported."
+    "write the file before the upgrade (anyone could recompute those digests). A version-3 "
+    "store's MACs are not bound to it: its episodes are only as trustworthy as every store "
+    "that shared its key (their rows pass its checks). From now on, changes made without the "
+    "store's key are reported."
 )
+
+
+def _upgrading(key_file: Path) -> Path:
+    """The note an unkeyed upgrade leaves while the key it made has signed nothing yet."""
+    return key_file.with_name(f"{key_file.name}.upgrading")
+
+
+def _signs_of_a_key(path: Path, key_file: Path) -> list[Path]:
+    """Files only a keyed store leaves: its key, a copy of it, a kept count, beside it or the DB.
+
+    ``KEY*`` beside the key to be made (the key, ``KEY.bak``, ``KEY.<store_id>.mark``) and
+    ``DB.key*`` beside the database (the default key and what it leaves), except the note of an
+    interrupted upgrade (:func:`_upgrading`).
+    """
+    found: set[Path] = set()
+    for folder, prefix in ((key_file.parent, key_file.name), (path.parent, f"{path.name}.key")):
+        with contextlib.suppress(OSError):
+            found.update(p for p in folder.iterdir() if p.name.startswith(prefix))
+    found.discard(_upgrading(key_file))
+    return sorted(found)
+
+
+def _marks(key_file: Path) -> list[Path]:
+    """Counts kept beside ``key_file`` by version-4 stores (``KEY.<store_id>.mark``)."""
+    with contextlib.suppress(OSError):
+        return sorted(
+            p
+            for p in key_file.parent.iterdir()
+            if p.name.startswith(f"{key_file.name}.") and ".mark" in p.name
+        )
+    return []
 
 
 def _layout(columns: list[str]) -> str:
@@ -43,6 +76,8 @@ def upgrade(
     timeout: float = 60.0,
     key: str | os.PathLike[str] | None = None,
     accept_missing: bool = False,
+    unkeyed: bool = False,
+    shared_key: bool = False,
 ) -> int:
     """Upgrade a schema-version-1, -2 or -3 store in place to version 4; return its episodes.
 
@@ -53,13 +88,20 @@ def upgrade(
     missing nothing is changed and :class:`DamagedStore` lists it. Then, in one transaction,
     the store gets a new random identity, every row its MAC and the store its count.
 
-    **Keys.** A version-1 or -2 store has no key, so an upgrade makes a new one and never signs
-    with a key file that exists (explicit or not): a keyed store relabelled as older, with
-    forged rows, would otherwise have them signed with its real key. What it signs is only as
-    trustworthy as whoever could write the file before (:data:`UPGRADE_TRUST`). A version-3
-    store keeps its key: only rows that key already vouched for (their MACs and the count
-    hold) are signed again, under a MAC key bound to the new identity that has signed nothing
-    before. A store already at version 4 is only checked (:meth:`EpisodeStore.count`).
+    **Keys.** A version-1 or -2 store has no key, so nothing can tell its rows from forged ones
+    (:data:`UPGRADE_TRUST`), and a keyed store relabelled as version 2 with forged rows looks
+    exactly like one. Its upgrade therefore needs ``unkeyed=True`` (CLI ``--unkeyed``), the
+    operator's word that the store never had a key; it makes a new key and never signs with
+    a key file that exists (explicit or not), and it refuses while anything a keyed store
+    leaves is there: ``meta`` rows of a keyed store, or files named like the key to be made
+    or like ``DB.key`` (a key, a copy of one, a kept count). A version-3 store keeps its key:
+    only rows that key already vouched for (their MACs and the count hold) are signed again,
+    under a MAC key bound to the new identity that has signed nothing before. Counts kept
+    beside that key (``keep-mark``) belong to version-4 stores: an earlier version-3 copy of
+    such a store put back (a rollback) would otherwise be upgraded to a new identity the kept
+    count does not name, so they refuse the upgrade unless ``shared_key=True`` (CLI
+    ``--shared-key``) says the key is shared with other stores. A store already at version 4
+    is only checked (:meth:`EpisodeStore.count`).
 
     Args:
         path: The database file.
@@ -68,10 +110,14 @@ def upgrade(
             2 where the new key is made (it must not exist); for version 3 the store's key.
         accept_missing: Renumber the rows 1, 2, 3, ... in order instead of refusing a store
             with missing ids (their episodes are gone either way; row ids change).
+        unkeyed: Upgrade a version-1 or -2 store, whose rows nothing can vouch for.
+        shared_key: Upgrade a version-3 store although counts of other stores are kept beside
+            its key.
 
     Raises:
-        AgentConfigError: For a missing file, an unknown version, an existing key file for an
-            unkeyed store, or a missing or wrong key for a version-3 store.
+        AgentConfigError: For a missing file, an unknown version, an unkeyed store without
+            ``unkeyed`` or with signs of a key, a version-3 store with counts kept beside its
+            key without ``shared_key``, or a missing or wrong key for a version-3 store.
         DamagedStore: For damaged or missing episodes, a label that does not match the
             table, a cut write-ahead log or a file that is not a store.
     """
@@ -119,6 +165,14 @@ def upgrade(
                     "it is a keyed store relabelled as older (to have changed episodes "
                     "signed). Nothing was changed; restore the store from a backup."
                 )
+            note = _upgrading(key_file)
+            if key_file.exists() and note.exists():
+                raise AgentConfigError(
+                    f"An upgrade of {path} made the key {key_file} and was interrupted before "
+                    f"it committed ({note} says so): the store is unchanged (still version "
+                    f"{label}) and that key signed nothing. If you ran that upgrade, delete "
+                    f"{key_file} and {note} and run it again. Nothing was changed."
+                )
             if key_file.exists():
                 raise AgentConfigError(
                     f"{path} is a version-{label} store, which has no key, and `upgrade` makes "
@@ -128,7 +182,36 @@ def upgrade(
                     "store really never had a key, name a path that does not exist yet with "
                     "`--key` (`key=`). Nothing was changed."
                 )
+            signs = _signs_of_a_key(path, key_file)
+            if signs:
+                shown = ", ".join(str(p) for p in signs[:4]) + (" ..." if len(signs) > 4 else "")
+                raise AgentConfigError(
+                    f"{path} is labelled version {label}, which has no key, but files only a "
+                    f"keyed store leaves are there ({shown}): it may be a keyed store "
+                    "relabelled as older (its key deleted) to have forged episodes signed. "
+                    "Restore it from a backup. Nothing was changed."
+                )
+            if not unkeyed:
+                raise AgentConfigError(
+                    f"{path} is a version-{label} store: its episodes carry no keyed MAC, so "
+                    "an upgrade cannot tell them from forged ones, and a keyed store "
+                    "relabelled as older looks the same. If this store was ever version 3 or "
+                    "newer, restore it from a backup. Only if it has always been version "
+                    f"{label}, upgrade with `--unkeyed` (`unkeyed=True`). {UPGRADE_TRUST} "
+                    "Nothing was changed."
+                )
         else:
+            marks = _marks(key_file)
+            if marks and not shared_key:
+                raise AgentConfigError(
+                    f"{path} is a version-3 store, but counts kept by version-4 stores lie "
+                    f"beside its key ({marks[0]}{' ...' if len(marks) > 1 else ''}): if this "
+                    "is an earlier copy of such a store put back (a rollback), an upgrade "
+                    "would hide it under a new identity. Restore the newest copy from a "
+                    "backup. Only if the key is shared with other stores and this one was "
+                    "never upgraded, upgrade with `--shared-key` (`shared_key=True`). "
+                    "Nothing was changed."
+                )
             old_key = integrity.load_key(key_file, path, create=False)
             if meta.get("key_id") != integrity.key_id(old_key):
                 raise AgentConfigError(
@@ -163,9 +246,8 @@ def upgrade(
             more = f" and {len(damaged) - 20} more" if len(damaged) > 20 else ""
             raise DamagedStore(
                 f"{path} was not upgraded: {len(damaged)} damaged episodes (ids {ids}{more}; "
-                f"first: {damaged[0].reason}). Restore the store from a backup, or delete "
-                "those rows (`DELETE FROM episodes WHERE id IN (...)`), then upgrade again "
-                "with `--accept-missing`."
+                f"first: {damaged[0].reason}). Nothing was changed; restore the store from a "
+                "backup."
             )
         present = [row_id for row_id, _ in rows]
         expected = list(range(1, max(len(rows), written) + 1))
@@ -175,13 +257,20 @@ def upgrade(
             shown = ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else "")
             raise DamagedStore(
                 f"{path} was not upgraded: {len(missing)} episodes are missing (ids {shown}; "
-                "their rows were deleted). Restore the store from a backup, or upgrade with "
-                "`--accept-missing` to keep what is left (rows are renumbered 1, 2, 3, ...)."
+                "their rows were deleted). Nothing was changed; restore the store from a "
+                "backup."
             )
         if label == "3":
             secret = old_key
         else:
-            secret = integrity.new_key(key_file, path)
+            # The note first: a run killed after making the key tells the next one so.
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            _upgrading(key_file).write_text(f"{path}\n", encoding="utf-8")
+            try:
+                secret = integrity.new_key(key_file, path)
+            except BaseException:
+                _upgrading(key_file).unlink(missing_ok=True)
+                raise
             made_key = True
         store_id = integrity.new_store_id()
         mac_key = integrity.store_key(secret, store_id)
@@ -209,6 +298,8 @@ def upgrade(
         )
         conn.execute("COMMIT")
         made_key = False
+        if label != "3":
+            _upgrading(key_file).unlink(missing_ok=True)
         return len(rows)
     except sqlite3.Error as e:
         raise DamagedStore(f"{path} was not upgraded: {type(e).__name__}: {e}") from e
@@ -219,3 +310,4 @@ def upgrade(
         conn.close()
         if made_key:
             key_file.unlink(missing_ok=True)
+            _upgrading(key_file).unlink(missing_ok=True)

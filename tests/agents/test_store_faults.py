@@ -248,9 +248,11 @@ def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_
     ids = _filled(path, 6)
     _as_version_1(path)
     for read_only in (False, True):
-        with pytest.raises(AgentConfigError, match=r"version 1.*store .*e\.db upgrade"):
+        with pytest.raises(AgentConfigError, match=r"version 1.*store .*e\.db upgrade --unkeyed"):
             EpisodeStore(path, read_only=read_only)
-    assert main([str(path), "upgrade"]) == 0
+    assert main([str(path), "upgrade"]) == 1  # the operator's word that it never had a key
+    assert "--unkeyed" in capsys.readouterr().err
+    assert main([str(path), "upgrade", "--unkeyed"]) == 0
     assert "schema version 4 (6 episodes)" in capsys.readouterr().out
     with EpisodeStore(path) as store:
         assert [e.trajectory for e in store.episodes()] == [make_trajectory(i) for i in range(6)]
@@ -271,8 +273,8 @@ def test_a_damaged_version_1_store_is_not_upgraded(tmp_path, capsys):
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE episodes SET is_correct = 1 - is_correct WHERE id = ?", (ids[4],))
     with pytest.raises(DamagedStore, match=f"not upgraded: 1 damaged episodes \\(ids {ids[4]};"):
-        upgrade(path)
-    assert main([str(path), "upgrade"]) == 1
+        upgrade(path, unkeyed=True)
+    assert main([str(path), "upgrade", "--unkeyed"]) == 1
     assert f"ids {ids[4]};" in capsys.readouterr().err
     with sqlite3.connect(path) as conn:  # left exactly as it was
         assert conn.execute("SELECT value FROM meta").fetchone() == ("1",)

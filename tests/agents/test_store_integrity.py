@@ -224,9 +224,9 @@ def test_a_version_2_store_is_upgraded_after_checking_it(tmp_path, capsys):
     path = tmp_path / "e.db"
     _filled(path, 6)
     as_version(path, 2)
-    with pytest.raises(AgentConfigError, match=r"schema version 2.*e\.db upgrade"):
+    with pytest.raises(AgentConfigError, match=r"schema version 2.*e\.db upgrade --unkeyed"):
         EpisodeStore(path)
-    assert main([str(path), "upgrade"]) == 0
+    assert main([str(path), "upgrade", "--unkeyed"]) == 0
     out = capsys.readouterr().out
     assert "schema version 4 (6 episodes)" in out and "only as trustworthy as whoever" in out
     assert stat.S_IMODE(Path(f"{path}.key").stat().st_mode) == 0o600
@@ -244,13 +244,14 @@ def test_a_damaged_or_shortened_version_2_store_is_not_upgraded(tmp_path, capsys
     _filled(path, 6)
     as_version(path, 2)
     _sql(path, "UPDATE episodes SET run = 'other' WHERE id = 4")
-    assert main([str(path), "upgrade"]) == 1
-    assert "1 damaged episodes (ids 4;" in capsys.readouterr().err
+    assert main([str(path), "upgrade", "--unkeyed"]) == 1
+    err = capsys.readouterr().err
+    assert "1 damaged episodes (ids 4;" in err and "upgrade" not in err.split(")", 1)[1]
     _sql(path, "DELETE FROM episodes WHERE id IN (2, 4)")
-    assert main([str(path), "upgrade"]) == 1
+    assert main([str(path), "upgrade", "--unkeyed"]) == 1
     assert "2 episodes are missing (ids 2, 4;" in capsys.readouterr().err
     assert not Path(f"{path}.key").exists()
-    assert main([str(path), "upgrade", "--accept-missing"]) == 0
+    assert main([str(path), "upgrade", "--unkeyed", "--accept-missing"]) == 0
     with EpisodeStore(path) as store:
         assert [e.id for e in store.summaries()] == [1, 2, 3, 4]
         assert [t.seed for t in store.trajectories()] == [0, 2, 4, 5]
@@ -397,7 +398,7 @@ def test_upgrade_never_signs_forged_rows_with_an_existing_key(tmp_path, capsys, 
     # The key of the real store is untouched and never signed the forged rows: an operator who
     # insists names a new key, and the upgrade says what the result is worth.
     fresh = tmp_path / "fresh.key"
-    assert main([str(path), "--key", str(fresh), "upgrade"]) == 0
+    assert main([str(path), "--key", str(fresh), "upgrade", "--unkeyed"]) == 0
     assert "only as trustworthy as whoever could write the file" in capsys.readouterr().out
     with pytest.raises(AgentConfigError, match="is not the key"):
         EpisodeStore(path, key=key)
@@ -460,7 +461,7 @@ def test_stores_sharing_a_key_do_not_accept_each_others_rows(tmp_path, monkeypat
     with EpisodeStore(b, read_only=True) as store:
         assert len(store) == 4  # it now is A in every respect: rows, count and identity
     _sql(b, "DELETE FROM meta WHERE key = 'store_id'")
-    with pytest.raises(DamagedStore, match="no store identity"):
+    with pytest.raises(DamagedStore, match="no valid store identity"):
         EpisodeStore(b, read_only=True)
 
 

@@ -6,11 +6,13 @@ Each test fails on the store before these fixes (the finding's id is in its name
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from rllm_agents.error import AgentConfigError
 from rllm_agents.store import DamagedStore, EpisodeStore, integrity
 from rllm_agents.store import episode_store as episode_store_module
 from tests.agents.test_store import make_trajectory
@@ -206,3 +208,105 @@ def test_r8_a_nan_created_in_an_imported_file_is_refused_in_one_line(tmp_path):
         with pytest.raises(AgentConfigError, match="`created`.*finite number, actual: nan"):
             store.import_parquet(out)
         assert store.count() == 0
+
+
+def test_r5_upgrade_does_not_launder_an_earlier_version_3_copy_past_keep_mark(tmp_path, capsys):
+    from rllm_agents.store import main, upgrade
+    from tests.agents.test_store_faults import as_version
+
+    db = tmp_path / "ep.db"
+    _filled(db, 4)
+    as_version(db, 3)
+    gc.collect()  # as_version's connection
+    _sql(db, "PRAGMA wal_checkpoint(TRUNCATE)")
+    v3_copy = db.read_bytes()
+    assert upgrade(db) == 4  # no counts kept beside the key yet
+    with EpisodeStore(db) as store:
+        store.keep_mark()
+        for i in range(4, 10):
+            store.put(make_trajectory(i), run="run")
+    db.write_bytes(v3_copy)  # the rollback: the earlier copy put back
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(AgentConfigError, match="schema version 3.*earlier copy of it put back"):
+        EpisodeStore(db)
+    assert main([str(db), "upgrade"]) == 1
+    err = capsys.readouterr().err
+    assert "counts kept by version-4 stores" in err and "rollback" in err
+    with sqlite3.connect(db) as conn:  # nothing was changed
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "3",
+        )
+    assert upgrade(db, shared_key=True) == 4  # the operator's word: another store's count
+
+
+@pytest.mark.parametrize("sign", ["keep-mark", "key backup"])
+def test_r9_an_unkeyed_label_with_signs_of_a_key_is_never_upgraded(tmp_path, capsys, sign):
+    from rllm_agents.store import main
+    from tests.agents.test_store_integrity import _relabel_with_forgeries
+
+    db = tmp_path / "ep.db"
+    _filled(db, 4)
+    key = Path(f"{db}.key")
+    if sign == "keep-mark":
+        with EpisodeStore(db) as store:
+            store.keep_mark()
+    else:
+        key.with_name("ep.db.key.bak").write_bytes(key.read_bytes())
+    # Write access to the folder is enough to unlink the key (not to read it).
+    _relabel_with_forgeries(db, tmp_path / "scratch" / "s.db", keep_keyed_meta=False)
+    key.unlink()
+    with pytest.raises(AgentConfigError, match="ever version 3 or newer.*relabelled"):
+        EpisodeStore(db)
+    for flag in ([], ["--unkeyed"]):  # the operator's word does not override them
+        assert main([str(db), "upgrade", *flag]) == 1
+        assert "files only a keyed store leaves" in capsys.readouterr().err
+    assert not key.exists()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "2",
+        )
+
+
+def test_r11_an_upgrade_killed_after_making_its_key_is_recognised(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from rllm_agents.store import main
+    from tests.agents.test_store_faults import as_version
+
+    db = tmp_path / "ep.db"
+    _filled(db, 3)
+    as_version(db, 2)
+    killed = (
+        "import os, signal\n"
+        "from rllm_agents.store import integrity, upgrade\n"
+        "real = integrity.new_key\n"
+        "def new_key(*a):\n"
+        "    real(*a)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "integrity.new_key = new_key\n"
+        f"upgrade({str(db)!r}, unkeyed=True)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", killed], capture_output=True, timeout=120)
+    assert run.returncode == -9 and Path(f"{db}.key").exists()
+    assert main([str(db), "upgrade", "--unkeyed"]) == 1
+    err = capsys.readouterr().err
+    assert "was interrupted before it committed" in err and "relabelled" not in err
+    Path(f"{db}.key").unlink()
+    Path(f"{db}.key.upgrading").unlink()
+    assert main([str(db), "upgrade", "--unkeyed"]) == 0
+    assert not Path(f"{db}.key.upgrading").exists()
+    with EpisodeStore(db) as store:
+        assert store.count() == 3 and store.verify() == []
+
+
+def test_r10_the_upgrade_says_what_a_version_3_stores_rows_are_worth(tmp_path, capsys):
+    from rllm_agents.store import main
+    from tests.agents.test_store_faults import as_version
+
+    db = tmp_path / "ep.db"
+    _filled(db, 2)
+    as_version(db, 3)
+    assert main([str(db), "upgrade"]) == 0
+    assert "every store that shared its key" in capsys.readouterr().out
