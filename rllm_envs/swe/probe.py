@@ -1733,55 +1733,60 @@ def _observed_region(function: ast.AST) -> list[ast.expr]:
     The observations' arguments; the values, iterables, conditions and mutating calls
     (``errors.append(g)``) that bind or change a name read in one, and the conditions and
     loops around them (``for g, w in zip(..): if g != w: ok = False``), to a fixed point.
+    One pass indexes what binds or changes each name; each name and expression is then
+    followed once.
     """
     parents: dict[ast.AST, ast.AST] = {}
+    roots: list[ast.expr] = []
+    binders: dict[str, list[tuple[ast.AST, list[ast.expr]]]] = {}
     for node in ast.walk(function):
         for child in ast.iter_child_nodes(node):
             parents[child] = node
-    roots: list[ast.expr] = []
-    for node in ast.walk(function):
+        bound: list[str] = []
+        feeds: list[ast.expr] = []
         if isinstance(node, ast.Call) and _dotted(node.func) == OBSERVE:
             roots.extend(node.args)
-    seen: set[str] = set()
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is not None:
+                bound = [n for t in targets for n in _names(t)]
+                feeds = [node.value, *targets]
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            bound, feeds = _names(node.target), [node.iter]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            bound, feeds = _names(node.optional_vars), [node.context_expr]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            bound = [node.func.value.id]
+            feeds = [*node.args, *(k.value for k in node.keywords)]
+        for name in set(bound):
+            binders.setdefault(name, []).append((node, feeds))
+    seen_names: set[str] = set()
+    seen_nodes: set[int] = set()
     region: list[ast.expr] = []
     while roots:
         root = roots.pop()
-        region.append(root)
-        names = {n.id for n in ast.walk(root) if isinstance(n, ast.Name)} - seen
-        seen |= names
-        if not names:
+        if id(root) in seen_nodes:
             continue
-        for node in ast.walk(function):
-            feeds: list[ast.expr] = []
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if node.value is not None and any(n in names for t in targets for n in _names(t)):
-                    feeds = [node.value, *targets]
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                if set(_names(node.target)) & names:
-                    feeds = [node.iter]
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                if set(_names(node.optional_vars)) & names:
-                    feeds = [node.context_expr]
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in names
-            ):
-                feeds = [*node.args, *(k.value for k in node.keywords)]
-            if not feeds:
-                continue
-            roots.extend(feeds)
-            at = parents.get(node)
-            while at is not None and at is not function:
-                if isinstance(at, (ast.If, ast.While)):
-                    roots.append(at.test)
-                elif isinstance(at, (ast.For, ast.AsyncFor)):
-                    roots.append(at.iter)
-                elif isinstance(at, ast.comprehension):
-                    roots.extend(at.ifs)
-                at = parents.get(at)
+        seen_nodes.add(id(root))
+        region.append(root)
+        names = {n.id for n in ast.walk(root) if isinstance(n, ast.Name)} - seen_names
+        seen_names |= names
+        for name in names:
+            for node, feeds in binders.get(name, ()):
+                roots.extend(feeds)
+                at = parents.get(node)
+                while at is not None and at is not function:
+                    if isinstance(at, (ast.If, ast.While)):
+                        roots.append(at.test)
+                    elif isinstance(at, (ast.For, ast.AsyncFor)):
+                        roots.append(at.iter)
+                    elif isinstance(at, ast.comprehension):
+                        roots.extend(at.ifs)
+                    at = parents.get(at)
     return region
 
 
