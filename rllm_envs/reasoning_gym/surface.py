@@ -142,10 +142,11 @@ def surface_tell(
     """
     from rllm_envs.tasks import answer_label
 
-    tr = [(str(t.get("question")), answer_label(t)) for t in train]
-    ev = [(str(t.get("question")), answer_label(t)) for t in held]
-    tr = [(q, a) for q, a in tr if a is not None]
-    ev = [(q, a) for q, a in ev if a is not None]
+    def labelled(draws: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+        pairs = ((str(t.get("question")), answer_label(t)) for t in draws)
+        return [(q, a) for q, a in pairs if a is not None]
+
+    tr, ev = labelled(train), labelled(held)
     stats: dict[str, Any] = {"n": len(ev)}
     if len(ev) < MIN_EVAL_DRAWS or len(tr) < MIN_EVAL_DRAWS:
         return None, stats
@@ -155,19 +156,19 @@ def surface_tell(
     w_ev = w_ev / w_ev.sum()
 
     # Classes: the most common training answers (the rest are one class no one predicts).
-    class_weight: Counter[str] = Counter()
+    class_weight: dict[str, float] = {}
     for (_, a), w in zip(tr, w_tr, strict=True):
-        class_weight[a] += float(w)
-    classes = [a for a, _ in class_weight.most_common(_MAX_CLASSES)]
+        class_weight[a] = class_weight.get(a, 0.0) + float(w)
+    classes = sorted(class_weight, key=lambda a: -class_weight[a])[:_MAX_CLASSES]
     index = {a: i for i, a in enumerate(classes)}
     y_tr = np.array([index.get(a, -1) for _, a in tr])
     ev_labels = [a for _, a in ev]
 
     # Best constant on the evaluation draws themselves (an upper bound on a fair guess).
-    ev_weight: Counter[str] = Counter()
+    ev_weight: dict[str, float] = {}
     for a, w in zip(ev_labels, w_ev, strict=True):
-        ev_weight[a] += float(w)
-    constant_label = ev_weight.most_common(1)[0][0]
+        ev_weight[a] = ev_weight.get(a, 0.0) + float(w)
+    constant_label = max(ev_weight, key=lambda a: ev_weight[a])
     base = np.array([a == constant_label for a in ev_labels], dtype=float)
 
     feats_tr = [features(q) for q, _ in tr]
