@@ -10,8 +10,8 @@ ENVS: tuple[EnvEntry, ...] = (
         previous={
             "rllm/Countdown-v0": (
                 "`format` and `valid_expression` need the given numbers, targets are never a one-"
-                "operator fold of them, tasks come from held-out universes keyed by the "
-                "question's numbers"
+                "operator fold of them, tasks are balanced by fixed shape (with four numbers "
+                "or fewer) and come from held-out universes keyed by the question's numbers"
             )
         },
         entry_point="rllm_envs.countdown.countdown_env:CountdownEnv",

@@ -10,11 +10,20 @@ random order with random operators, into one value, keeping every intermediate a
 integer (``a - b`` only when ``a > b``, ``a / b`` only when ``b`` divides ``a`` and ``b > 1``).
 That value is the target, so every task is solvable using each number exactly once (hence
 also under the at-most-once rule), and the expression built is the reference ``solution``.
-Targets outside ``1..max_target``, equal to one of the numbers, or reached by a fixed-shape
-expression that needs no search (every number added or multiplied, or folded with one
-operator in the given or sorted order: :func:`trivial_targets`) are redrawn. A task's universe
-(training or evaluation, :mod:`rllm_envs.tasks`) is decided by :func:`countdown_key`, the sorted
-numbers and the target, so a reordering of a training task is never an evaluation task.
+Targets outside ``1..max_target``, equal to one of the numbers, or reached by a one-operator
+fold (every number added or multiplied, or folded with one operator in the given or sorted
+order: :func:`trivial_targets`) are redrawn. Every other expression is also a fixed *shape*: a
+template that needs no search once the numbers are sorted (``(c + b) - a`` over ``a <= b <=
+c``). Left alone, the generator's draws favour some shapes (one solved 17% of the tasks of
+three numbers, and 10-15% of four). With four numbers or fewer, draws are therefore thinned by
+shape (:func:`shape_hits`, :func:`shape_balance`): a draw that popular shapes solve is kept
+with a probability that keeps each shape's share of the tasks near :data:`SHAPE_CAP` (with
+three numbers every task is one of 192 templates and several solve each, so the best shape
+still solves about 7%, a shape drawn at random about 4%). With five or six numbers there
+are too many shapes for this (10^4 to 10^5 per order) and the best one measured solves
+about 3% and 1% of evaluation tasks. A task's universe (training or evaluation,
+:mod:`rllm_envs.tasks`) is decided by :func:`countdown_key`, the sorted numbers and the
+target, so a reordering of a training task is never an evaluation task.
 
 =============  =========  ============  ============
 difficulty     numbers    values        targets
@@ -34,10 +43,11 @@ names through ``field_map``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +58,8 @@ from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, check_difficult
 
 __all__ = [
     "DIFFICULTY_PRESETS",
+    "SHAPE_CAP",
+    "ShapeBalance",
     "MAX_TASK_NUMBERS",
     "Preset",
     "check_task_record",
@@ -56,6 +68,8 @@ __all__ = [
     "generate_task",
     "load_countdown_tasks",
     "procedural_tasks",
+    "shape_balance",
+    "shape_hits",
     "trivial_targets",
 ]
 
@@ -162,23 +176,152 @@ def trivial_targets(nums: Sequence[int]) -> set[int]:
     return found
 
 
+#: Most numbers whose every shape is enumerated and balanced (4: 24 orders x 320 templates).
+SHAPE_NUMBERS = 4
+#: The share of tasks a single fixed shape should solve at most, where shapes are balanced.
+SHAPE_CAP = 0.03
+#: Raw draws that estimate each shape's share (once per preset and process).
+_SHAPE_PROBE = 600
+
+
+def _template_values(order: Sequence[int]) -> np.ndarray:
+    """The value of every expression template over ``order`` (float64; nan/inf for ``/0``).
+
+    A template is a binary tree over the numbers in this order with an operator at each node;
+    its position in the array depends only on ``len(order)``, so a position names the same
+    template for every task.
+    """
+    n = len(order)
+    table = {(i, i): np.array([float(v)]) for i, v in enumerate(order)}
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            j = i + length - 1
+            parts = []
+            for k in range(i, j):
+                a, b = table[(i, k)][:, None], table[(k + 1, j)][None, :]
+                with np.errstate(all="ignore"):
+                    parts += [(a + b).ravel(), (a - b).ravel(), (a * b).ravel(), (a / b).ravel()]
+            table[(i, j)] = np.concatenate(parts)
+    return table[(0, n - 1)]
+
+
+@lru_cache(maxsize=256)  # a 4-number entry is 7680 floats (61 kB)
+def _sorted_shape_values(nums: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """Every template over every order of the sorted ``nums``, and the count per order."""
+    ordered = sorted(nums)
+    rows = [
+        _template_values([ordered[i] for i in perm])
+        for perm in itertools.permutations(range(len(nums)))
+    ]
+    return np.concatenate(rows), len(rows[0])
+
+
+def shape_hits(nums: Sequence[int], target: int) -> frozenset[int]:
+    """The fixed shapes that reach ``target`` from ``nums`` (empty above :data:`SHAPE_NUMBERS`).
+
+    A shape is an expression template over the sorted numbers: an order of their positions
+    (``c, a, b`` for ``a <= b <= c``), a tree and an operator at each node, numbered the same
+    way for every task of that many numbers. A policy that always plays one shape needs no
+    search; its reward is the share of tasks the shape solves. Templates over the numbers as
+    given are among them (the given order is a random order of the sorted numbers).
+    """
+    if not 2 < len(nums) <= SHAPE_NUMBERS:
+        return frozenset()
+    values, _ = _sorted_shape_values(tuple(sorted(int(n) for n in nums)))
+    close = np.abs(values - target) <= 1e-9 * max(1.0, abs(float(target)))
+    return frozenset(int(i) for i in np.flatnonzero(close))
+
+
+def _draw(rng: np.random.Generator, preset: Preset) -> tuple[list[int], int, str] | None:
+    """A raw draw: numbers and a target that pass every rule but the shape balance."""
+    nums = [int(n) for n in rng.integers(1, preset.max_number + 1, size=preset.num_count)]
+    # With two numbers every expression is a one-operator fold: nothing to exclude.
+    trivial = trivial_targets(nums) if len(nums) > 2 else set()
+    for _ in range(_ATTEMPTS_PER_DRAW):
+        target, solution = _build(rng, nums)
+        if 1 <= target <= preset.max_target and target not in nums and target not in trivial:
+            return nums, target, solution
+    return None
+
+
+@dataclass(frozen=True)
+class ShapeBalance:
+    """How draws are thinned by shape: keep one with ``min(1, scale / max share of its shapes)``.
+
+    Attributes:
+        shares: Each shape's share of the raw draws (estimated from a fixed probe).
+        scale: The keep probability of a draw whose most popular shape has share ``scale``.
+        max_share: The largest share of a shape among the kept probe draws.
+    """
+
+    shares: Mapping[int, float]
+    scale: float
+    max_share: float
+
+    def keep(self, hits: frozenset[int]) -> float:
+        """The probability of keeping a draw solved by the shapes ``hits``."""
+        top = max((self.shares.get(h, 0.0) for h in hits), default=0.0)
+        return 1.0 if top <= self.scale else self.scale / top
+
+
+@lru_cache(maxsize=32)
+def shape_balance(preset: Preset) -> ShapeBalance | None:
+    """The shape balance of ``preset`` (``None`` above :data:`SHAPE_NUMBERS` numbers).
+
+    Estimated once from :data:`_SHAPE_PROBE` raw draws of a generator seeded by the preset
+    alone (the same for every task seed). The keep rule bounds a shape's share of the kept
+    tasks by ``scale / (share of draws kept)``; ``scale`` is the largest that brings every
+    shape to :data:`SHAPE_CAP` on the probe, or, where no scale does (three numbers: every
+    task is some shape, and a task is solved by several), the one with the smallest largest
+    share among those that keep a tenth of the draws or more.
+    """
+    if not 2 < preset.num_count <= SHAPE_NUMBERS:
+        return None
+    rng = np.random.default_rng([0x5A9E, preset.num_count, preset.max_number, preset.max_target])
+    probe = []
+    for _ in range(_SHAPE_PROBE):
+        draw = _draw(rng, preset)
+        if draw is not None:
+            probe.append(shape_hits(draw[0], draw[1]))
+    counts: dict[int, int] = {}
+    for hits in probe:
+        for h in hits:
+            counts[h] = counts.get(h, 0) + 1
+    if not probe or not counts:
+        return None
+    shares = {h: c / len(probe) for h, c in counts.items()}
+    tops = [max((shares[h] for h in hits), default=0.0) for hits in probe]
+    best: ShapeBalance | None = None
+    for scale in sorted(set(tops), reverse=True):
+        keep = np.array([1.0 if t <= scale else scale / t for t in tops])
+        if keep.mean() < 0.1:
+            break
+        kept: dict[int, float] = {}
+        for hits, k in zip(probe, keep, strict=True):
+            for h in hits:
+                kept[h] = kept.get(h, 0.0) + k
+        top = max(kept.values()) / keep.sum()
+        if best is None or top < best.max_share:
+            best = ShapeBalance(shares, float(scale), float(top))
+        if top <= SHAPE_CAP:
+            break
+    return best
+
+
 def generate_task(rng: np.random.Generator, *, preset: Preset, difficulty: int | None) -> Task:
     """One solvable task drawn with ``rng`` (see the module docstring for the rule)."""
-    for _ in range(_DRAWS):
-        nums = [int(n) for n in rng.integers(1, preset.max_number + 1, size=preset.num_count)]
-        # With two numbers every expression is a one-operator fold: nothing to exclude.
-        trivial = trivial_targets(nums) if len(nums) > 2 else set()
-        for _ in range(_ATTEMPTS_PER_DRAW):
-            target, solution = _build(rng, nums)
-            if 1 <= target <= preset.max_target and target not in nums and target not in trivial:
-                return {
-                    "nums": nums,
-                    "target": target,
-                    "solution": solution,
-                    "difficulty": difficulty,
-                }
+    balance = shape_balance(preset)
+    for _ in range(_DRAWS * (10 if balance is not None else 1)):
+        draw = _draw(rng, preset)
+        if draw is None:
+            continue
+        nums, target, solution = draw
+        if balance is not None and rng.random() >= balance.keep(shape_hits(nums, target)):
+            continue
+        return {"nums": nums, "target": target, "solution": solution, "difficulty": difficulty}
     # Unlucky (or a tiny target range): the sum of two or more positive numbers exceeds each
     # of them, so it is a valid, non-trivial target even if it is above `max_target`.
+    nums = [int(n) for n in rng.integers(1, preset.max_number + 1, size=preset.num_count)]
     return {
         "nums": nums,
         "target": sum(nums),
