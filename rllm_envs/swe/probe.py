@@ -1593,8 +1593,11 @@ class _Literals:
     placeholders in the probe: literals too.
     """
 
-    def __init__(self, function: ast.AST, module: set[str]) -> None:
+    def __init__(
+        self, function: ast.AST, module: set[str], found: _ModuleLiterals | None = None
+    ) -> None:
         self.names = set(module)
+        self.found = found or _ModuleLiterals()
         #: Names bound to a row of literals and computed values (``for p in zip(got, [..])``,
         #: ``map(lambda p: .., zip(got, [..]))``): an operation between its parts meets both.
         self.mixed: set[str] = set()
@@ -1666,6 +1669,13 @@ class _Literals:
         """Whether ``node`` is a literal in the probe (or holds only literals)."""
         if isinstance(node, ast.Name):
             return node.id in self.names
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.found.attrs
+            and isinstance(node.value, ast.Name)
+            and (node.value.id in ("self", "cls") or node.value.id in self.found.classes)
+        ):
+            return True
         if isinstance(node, (ast.Subscript, ast.Attribute)):
             return self.literal(node.value)
         if isinstance(node, ast.Starred):
@@ -1715,15 +1725,67 @@ def _names(target: ast.expr) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def _module_literals(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
+@dataclass
+class _ModuleLiterals:
+    """What holds literals module-wide: names, class attributes, fixtures and classes."""
+
+    names: set[str] = field(default_factory=set)
+    attrs: set[str] = field(default_factory=set)
+    fixtures: set[str] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)
+
+
+def _literal_assignment(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        if is_literal(statement.value) and not _plain(statement.value):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            return [n for t in targets for n in _names(t)]
+    return []
+
+
+def _module_literals(tree: ast.Module) -> _ModuleLiterals:
+    """What holds literals in test module ``tree``.
+
+    Module constants and class attributes bound to literals (read as ``self.X``, ``cls.X``
+    or ``Class.X``), and fixtures that return a literal.
+    """
+    found = _ModuleLiterals()
     for statement in tree.body:
-        if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
-            if is_literal(statement.value) and not _plain(statement.value):
-                targets = (
-                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                )
-                names.update(n for t in targets for n in _names(t))
+        found.names.update(_literal_assignment(statement))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            found.classes.add(node.name)
+            for statement in node.body:
+                found.attrs.update(_literal_assignment(statement))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            _dotted(d.func if isinstance(d, ast.Call) else d).endswith("fixture")
+            for d in node.decorator_list
+        ):
+            if any(
+                isinstance(r, ast.Return) and r.value is not None and is_literal(r.value)
+                for r in ast.walk(node)
+            ):
+                found.fixtures.add(node.name)
+    return found
+
+
+def _parametrized(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The argument names a ``parametrize`` decorator gives ``function`` (its table's)."""
+    names: set[str] = set()
+    for decorator in function.decorator_list:
+        if not (
+            isinstance(decorator, ast.Call)
+            and _dotted(decorator.func).endswith("parametrize")
+            and decorator.args
+        ):
+            continue
+        first = decorator.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            names.update(n.strip() for n in first.value.split(","))
+        elif isinstance(first, (ast.List, ast.Tuple)):
+            names.update(
+                e.value for e in first.elts if isinstance(e, ast.Constant) and type(e.value) is str
+            )
     return names
 
 
@@ -1867,7 +1929,9 @@ def _sandbox_operations(tree: ast.Module) -> bool:
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        literals = _Literals(function, module)
+        arguments = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
+        given = _parametrized(function) | (arguments & module.fixtures)
+        literals = _Literals(function, module.names | given, module)
         if any(_operations(e, literals) for e in _observed_region(function)):
             return True
     return False

@@ -56,6 +56,17 @@ TEXTS = [
     "assert sum(g == w for g, w in zip(got, ['a-b', 'c-d'])) == 2",
     "assert [w for w in ['a-b', 'c-d'] if w not in got] == []",
 ]
+#: Literals that reach the test other ways: a class attribute, a parametrize argument, a
+#: fixture returning a literal (whole modules: their tables stay in the probe).
+ELSEWHERE = [
+    "class TestX:\n    WANT = ['a-b', 'c-d']\n    def test_x(self):\n"
+    "        ok = True\n        for g, w in zip(f(1), self.WANT):\n            if g != w:\n"
+    "                ok = False\n        assert ok\n",
+    "@pytest.mark.parametrize('x,w', [('A B', 'a-b')])\ndef test_x(x, w):\n"
+    "    bad = [g for g in f([x]) if g != w]\n    assert not bad\n",
+    "@pytest.fixture\ndef want():\n    return ['a-b']\n\ndef test_x(want):\n"
+    "    bad = [g for g in f(['A B']) if g not in want]\n    assert not bad\n",
+]
 HONEST = [
     "assert got == [0.25, 0.5, 0.25]",
     "assert got == pytest.approx([0.25, 0.5, 0.25])",
@@ -79,6 +90,21 @@ def _module(check: str) -> str:
 def test_a_literal_meeting_a_computed_value_inside_an_observation_is_noted(check):
     _, notes = probe_report(_module(check))
     assert NOTE_INNER in notes, check
+
+
+@pytest.mark.parametrize("module", ELSEWHERE)
+def test_a_literal_from_a_class_a_parametrize_or_a_fixture_is_noted(module):
+    _, notes = probe_report("import pytest\nfrom pkg.m import f\n\n" + module)
+    assert NOTE_INNER in notes, module
+
+
+def test_a_parametrized_check_decided_on_the_host_stays_complete():
+    module = (
+        "import pytest\nfrom pkg.m import f\n\n"
+        "@pytest.mark.parametrize('x,w', [(1, 0.5)])\ndef test_x(x, w):\n"
+        "    assert abs(f(x) - w) < 1e-9\n    assert f(x + 1) == pytest.approx(w + 0.5)\n"
+    )
+    assert probe_report(module)[1] == ()
 
 
 @pytest.mark.parametrize("check", DEVIATIONS)
