@@ -283,7 +283,8 @@ CXX_FLAGS = ("-std=c++17", "-O2", "-pipe")
 #: ``#include <bits/stdc++.h>`` about 5x faster; without it (or once g++ or the flags
 #: change, when g++ ignores it) the real header is used.
 CPP_PCH_DIR = "/usr/local/lib/rllm-envs/pch"
-#: Wall-clock seconds a compilation may take (compiling and linking together).
+#: CPU seconds a compilation may take (compiling and linking together); its wall clock is
+#: stopped at :func:`wall_cap` of it.
 COMPILE_TIME_LIMIT = 30.0
 #: Address-space limit of the compiler, in MiB. Measured: ``cc1plus -O2`` on a program that
 #: includes ``bits/stdc++.h`` peaks at ~200 MiB resident and compiles under a 256 MiB limit;
@@ -306,8 +307,36 @@ def _fd_path(fd: int) -> str:
     return f"/proc/self/fd/{fd}"
 
 
-def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memory: int) -> str:
-    """Run one compiler step (own process group, killed at the deadline); ``""`` or what failed."""
+class _CompileClock:
+    """The compiler's limits: ``limit`` CPU seconds and :func:`wall_cap` of it in wall time.
+
+    The CPU time is that of all its processes, compile and link together. A compile slowed
+    down by a concurrent load (waiting for a CPU) keeps its verdict, as a test does.
+    """
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.wall_end = time.monotonic() + wall_cap(limit)
+        self.before = resource.getrusage(resource.RUSAGE_CHILDREN)
+
+    def cpu(self, running: int) -> float:
+        """CPU seconds so far: the steps reaped, and ``running`` (a step) with its children."""
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        reaped = sum(getattr(now, f) - getattr(self.before, f) for f in ("ru_utime", "ru_stime"))
+        return reaped + descendants_cpu(running, itself=True)
+
+    def over(self, running: int) -> bool:
+        return time.monotonic() >= self.wall_end or self.cpu(running) > self.limit
+
+
+# How often a running compiler's CPU time is checked (seconds).
+_COMPILE_POLL = 0.25
+
+
+def _tool(
+    argv: list[str], fds: tuple[int, ...], log: int, clock: _CompileClock, memory: int
+) -> str:
+    """Run one compiler step (own process group, killed past ``clock``); ``""`` or what failed."""
     import subprocess
 
     os.ftruncate(log, 0)
@@ -331,10 +360,15 @@ def _tool(argv: list[str], fds: tuple[int, ...], log: int, deadline: float, memo
         )
     except (OSError, subprocess.SubprocessError) as e:
         return f"cannot run {argv[0]}: {type(e).__name__}: {e}"
+    code: int | None = None
     try:
-        code = proc.wait(max(deadline - time.monotonic(), 0.001))
-    except subprocess.TimeoutExpired:
-        code = None
+        while True:
+            try:
+                code = proc.wait(min(_COMPILE_POLL, max(clock.wall_end - time.monotonic(), 0.001)))
+                break
+            except subprocess.TimeoutExpired:
+                if clock.over(proc.pid):
+                    break
     finally:
         _kill_group(proc.pid)  # whatever the driver started (cc1plus, as)
         proc.wait()
@@ -360,7 +394,7 @@ def _log_text(log: int, names: dict[int, str]) -> str:
     return text
 
 
-def _link_command(obj: int, binary: int, log: int, deadline: float) -> list[str] | str:
+def _link_command(obj: int, binary: int, log: int, clock: _CompileClock) -> list[str] | str:
     """The linker command ``g++`` would run (``-###`` prints it), with ``ld`` for collect2."""
     import shlex
 
@@ -368,7 +402,7 @@ def _link_command(obj: int, binary: int, log: int, deadline: float) -> list[str]
         [CXX, *CXX_FLAGS, "-fno-use-linker-plugin", "-###", _fd_path(obj), "-o", _fd_path(binary)],
         (obj, binary),
         log,
-        deadline,
+        clock,
         0,
     )
     if why:
@@ -394,14 +428,16 @@ def compile_cpp(
 
     Args:
         source: The C++ source.
-        time_limit: Wall-clock seconds for compiling and linking.
+        time_limit: CPU seconds of the compiler's processes, compiling and linking
+            together; the wall clock stops them at :func:`wall_cap` of it (time spent
+            waiting for a CPU under a concurrent load does not count).
         memory_mb: Address-space limit of each compiler process (0: inherit).
 
     Returns:
         ``(fd, "")``: a read-only, close-on-exec descriptor of the executable; or
         ``(None, message)``: the compiler's message (``solution.cpp`` names the source).
     """
-    deadline = time.monotonic() + time_limit
+    clock = _CompileClock(time_limit)
     memory = int(memory_mb) << 20
     fds: list[int] = []
     try:
@@ -410,15 +446,13 @@ def compile_cpp(
         obj, binary, log = (os.memfd_create(name, 0) for name in ("obj", "bin", "log"))
         fds += [obj, binary, log]
         names = {src: "solution.cpp", obj: "solution.o", binary: "solution"}
-        why = _tool(
-            cxx_compile_argv(_fd_path(src), _fd_path(obj)), (src, obj), log, deadline, memory
-        )
+        why = _tool(cxx_compile_argv(_fd_path(src), _fd_path(obj)), (src, obj), log, clock, memory)
         if why:
             return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
-        link = _link_command(obj, binary, log, deadline)
+        link = _link_command(obj, binary, log, clock)
         if isinstance(link, str):
             return None, (_log_text(log, names).rstrip() + "\n" + link).strip()
-        why = _tool(link, (obj, binary), log, deadline, memory)
+        why = _tool(link, (obj, binary), log, clock, memory)
         if why:
             return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
         return os.open(_fd_path(binary), os.O_RDONLY | os.O_CLOEXEC), ""
@@ -510,6 +544,45 @@ def cpu_wait(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return most / 1e9
+
+
+def descendants_cpu(root: int, itself: bool = False) -> float:
+    """CPU seconds of the live descendants of ``root`` (their reaped children's included).
+
+    With ``itself``, ``root``'s own (and its reaped children's) too.
+
+    From ``/proc/*/stat`` (``utime + stime + cutime + cstime``). With ``root`` a child
+    subreaper, every process a test started is one of its descendants, whatever group or
+    parent it moved to; those ``root`` already reaped are in its ``RUSAGE_CHILDREN``.
+    """
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+            times[int(entry)] = sum(int(x) for x in fields[11:15])
+        except (OSError, IndexError, ValueError):
+            continue
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    ticks, stack = 0, [root] if itself else list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        ticks += times.get(pid, 0)
+        stack.extend(children.get(pid, ()))
+    return ticks / _CLOCK_TICKS
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def _fork_with_retry() -> int:
@@ -864,13 +937,21 @@ class _Executor:
                 poller.register(pidfd, select.POLLIN)
                 ended = poller.poll(max(wall_limit(limit), 0.001) * 1000)
                 # Past the backstop, a test that was kept waiting for a CPU (a concurrent
-                # load) gets that time back, up to the cap; a sleeping one does not. The
-                # host hears that the test still runs (it ends a run that goes silent).
+                # load) gets that time back, up to the cap; a sleeping one does not, nor
+                # does the time its own processes had the CPU (children spinning where its
+                # main thread waits), and a test whose processes together used more than
+                # its limit is stopped (TLE whatever follows). The host hears that the test
+                # still runs (it ends a run that goes silent).
                 while not ended:
                     elapsed = time.monotonic() - start
-                    left = min(
-                        wall_limit(limit) - (elapsed - cpu_wait(pid)), wall_cap(limit) - elapsed
+                    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    used = descendants_cpu(os.getpid()) + sum(
+                        getattr(now, f) - getattr(before, f) for f in ("ru_utime", "ru_stime")
                     )
+                    if used > limit:
+                        break
+                    waited = min(cpu_wait(pid), max(elapsed - used, 0.0))
+                    left = min(wall_limit(limit) - (elapsed - waited), wall_cap(limit) - elapsed)
                     if left <= 0:
                         break
                     self.emit({"running": index})

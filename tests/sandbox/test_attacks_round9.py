@@ -193,3 +193,130 @@ def test_sandboxes_never_share_a_user_when_the_pool_is_taken(backend, monkeypatc
             lease.release()
     result = run("import os\nprint(os.getuid())", backend=backend)
     assert result.status is Status.OK, result
+
+
+# ------------------------------------------------------------ F3: a test's own CPU is no wait
+
+_SELF_WAIT = r"""
+import os, time
+os.sched_setaffinity(0, {0})
+def spin():
+    pid = os.fork()
+    if pid == 0:
+        t = time.process_time()
+        while time.process_time() - t < 0.5:  # under RLIMIT_CPU, then replaced
+            pass
+        os._exit(0)
+    return pid
+live = [spin() for _ in range(8)]
+while True:  # the main thread: runnable, waiting for CPU 0 behind its own children
+    for i, p in enumerate(live):
+        if os.waitpid(p, os.WNOHANG)[0]:
+            live[i] = spin()
+"""
+
+
+def test_a_test_spinning_its_own_children_gets_no_cpu_wait_extension(backend):
+    """Children spinning on the main process's CPU made its threads wait (run_delay), which
+    the executor took for a concurrent load: the test ran to the cap, 10x its limit, a CPU
+    burnt all along. It is stopped once its processes used its limit (about the 2x + 1 s
+    backstop), far below the cap."""
+    import time
+
+    from rllm_envs.sandbox.harness import wall_cap
+
+    start = time.monotonic()
+    result = judge(_SELF_WAIT, [TestCase("", "1\n")], time_limit=1.0, backend=backend)
+    took = time.monotonic() - start
+    assert result.verdicts == ["TLE"], result
+    assert took < 0.8 * wall_cap(1.0), took  # the old code: the full cap (10 s)
+
+
+def test_descendants_cpu_counts_every_process_of_a_test():
+    from rllm_envs.sandbox.harness import descendants_cpu
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        import time
+
+        child = os.fork()  # a grandchild spins too
+        t = time.process_time()
+        while time.process_time() - t < 0.3:
+            pass
+        if child:
+            os.waitpid(child, 0)  # its time moves into ours (cutime)
+            time.sleep(5)
+        os._exit(0)
+    try:
+        import time
+
+        deadline = time.monotonic() + 20
+        while descendants_cpu(os.getpid()) < 0.5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert descendants_cpu(os.getpid()) >= 0.5
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+# ------------------------------------------------------------ F4: compiling under load
+
+_CPP = (
+    '#include <cstdio>\nint main() { int a; if (scanf("%d", &a) == 1) printf("%d\\n", 2 * a); }\n'
+)
+
+
+def _compile_behind_spinners(time_limit: float, spinners: int) -> str:
+    """compile_cpp's message (``""``: compiled) in a child pinned to one CPU behind
+    ``spinners`` busy processes: a compile that gets a small share of a CPU."""
+    import shutil
+
+    from rllm_envs.sandbox.harness import CXX, compile_cpp
+
+    if shutil.which(CXX) is None:
+        pytest.skip("no g++ here")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        kids = []
+        try:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+            for _ in range(spinners):
+                kid = os.fork()
+                if kid == 0:
+                    while True:
+                        pass
+                kids.append(kid)
+            binary, message = compile_cpp(_CPP, time_limit, 0)
+            os.write(write, (message or "compiled").encode()[:4000])
+        finally:
+            for kid in kids:
+                os.kill(kid, 9)
+                os.waitpid(kid, 0)
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        text = f.read().decode()
+    os.waitpid(pid, 0)
+    return "" if text == "compiled" else text
+
+
+def test_a_compile_slowed_by_a_load_is_not_a_compile_error():
+    """g++ had 30 s of wall-clock time whatever the load: behind enough concurrent work a
+    correct program was CE. The limit is the compiler's CPU time now: here 0.2 s of CPU,
+    this program needs ~0.05 s, while it gets a quarter of one CPU (its wall time, ~0.25 s
+    unloaded, is then well above 0.2 s, below the 2 s backstop)."""
+    assert _compile_behind_spinners(0.2, 3) == ""
+
+
+def test_a_compile_that_uses_its_cpu_limit_is_stopped():
+    # Many functions at -O2: seconds of CPU.
+    bomb = "".join(
+        f"int f{i}(int x) {{ for (int k = 0; k < x; ++k) x ^= k * {i}; return x; }}\n"
+        for i in range(20000)
+    )
+    bomb += "int main() { return f1(3); }\n"
+    from rllm_envs.sandbox.harness import compile_cpp
+
+    binary, message = compile_cpp(bomb, 0.5, 0)
+    assert binary is None and message.endswith("compilation timed out"), message
