@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 from pathlib import Path
 
@@ -62,40 +63,89 @@ _WAL_MAGIC = (0x377F0682, 0x377F0683)
 _WAL_INDEX_HDR = struct.Struct("=IIIBBHII8s8s8s")
 
 
-def check_wal(path: Path) -> None:
+def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
+    """``(salt, committed frames, page size)`` from the log index (``-shm``), if it is whole."""
+    try:
+        with open(f"{path}-shm", "rb") as f:
+            index = f.read(2 * _WAL_INDEX_HDR.size)
+    except OSError:
+        return None
+    if len(index) < 2 * _WAL_INDEX_HDR.size or index[:48] != index[48:96]:
+        return None  # no index, or one being rewritten: nothing reliable to compare against
+    _, _, _, is_init, _, page_size, max_frame, _, _, salt, _ = _WAL_INDEX_HDR.unpack(index[:48])
+    if not is_init:
+        return None
+    return salt, max_frame, 65536 if page_size == 1 else page_size
+
+
+def check_wal(path: Path) -> tuple[bytes, int] | None:
     """Raise :class:`DamagedStore` if ``path``'s write-ahead log is shorter than its index says.
 
     SQLite opens a log cut mid-way (a bad copy, a full disk on another machine) without an
     error and drops every commit in the cut part. The log index (``-shm``) left by the last
     writer records how many frames were committed; fewer whole frames in the log means
     acknowledged episodes are gone. Without an index there is nothing to compare against.
+
+    Returns:
+        The index's ``(salt, committed frames)`` when there is a log and a whole index, for
+        :func:`check_wal_kept` after the first query; else ``None``.
     """
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    wal = Path(f"{path}-wal")
+    state = _wal_index(path)
     try:
-        with open(shm, "rb") as f:
-            index = f.read(2 * _WAL_INDEX_HDR.size)
         with open(wal, "rb") as f:
             header = f.read(32)
             wal_size = os.fstat(f.fileno()).st_size
     except OSError:
-        return
-    if len(index) < 2 * _WAL_INDEX_HDR.size or index[:48] != index[48:96]:
-        return  # no index, or one being rewritten: nothing reliable to compare against
-    _, _, _, is_init, _, page_size, max_frame, _, _, salt, _ = _WAL_INDEX_HDR.unpack(index[:48])
-    page_size = 65536 if page_size == 1 else page_size
-    if not is_init or max_frame == 0:
-        return
+        return None
+    if state is None or state[1] == 0:
+        return None if state is None else state[:2]
+    salt, max_frame, page_size = state
     if len(header) < 32 or struct.unpack(">I", header[:4])[0] not in _WAL_MAGIC:
         frames = 0
     elif header[16:24] != salt:
-        return  # the log was restarted since this index was written: another generation
+        return None  # the log was restarted since this index was written: another generation
     else:
         frames = (wal_size - 32) // (24 + page_size)
     if frames < max_frame:
         raise DamagedStore(
             f"The write-ahead log {wal} was cut: it holds {frames} whole frames, and its index "
-            f"{shm} records {max_frame} committed ones. Episodes committed in the missing "
+            f"{path}-shm records {max_frame} committed ones. Episodes committed in the missing "
             "frames are lost, and SQLite would open the store without saying so. Restore the "
             "-wal file (or the whole store) from a backup; to keep what is left, delete the "
             "-shm file and open the store again."
+        )
+    return salt, max_frame
+
+
+def check_wal_kept(path: Path, before: tuple[bytes, int] | None) -> None:
+    """Raise :class:`DamagedStore` if SQLite dropped committed frames of the log while opening.
+
+    The first connection to open a store rebuilds the log index from the log itself and stops
+    at the first frame whose checksum fails (one flipped bit), dropping that commit and every
+    later one without an error. ``before`` is the index :func:`check_wal` read before opening;
+    read again after the first query, the same log generation (its salt) with fewer committed
+    frames means exactly that. A checkpoint that restarts the log changes the salt.
+
+    Only the first opener can tell: the index it leaves records the shorter log. So the log
+    as it was is copied to ``DB-wal.damaged`` (when the folder is writable) before the
+    connection that would checkpoint it into the database is closed.
+    """
+    if before is None:
+        return
+    after = _wal_index(path)
+    if after is not None and after[0] == before[0] and after[1] < before[1]:
+        kept = Path(f"{path}-wal.damaged")
+        try:
+            if not kept.exists():
+                shutil.copyfile(f"{path}-wal", kept)
+            where = f"The log as it was is kept in {kept}. "
+        except OSError:
+            where = ""
+        raise DamagedStore(
+            f"The write-ahead log {path}-wal is damaged: its index recorded {before[1]} "
+            f"committed frames, and SQLite, rebuilding the index from the log, kept {after[1]} "
+            "(a frame's checksum fails: a changed byte). Episodes committed in the dropped "
+            f"frames are lost, and the next opener will not be told. {where}Restore the store "
+            "from a backup."
         )

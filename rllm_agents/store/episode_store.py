@@ -17,7 +17,13 @@ from typing import Any
 
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store import integrity
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes, check_wal
+from rllm_agents.store.damage import (
+    DamagedEpisode,
+    DamagedStore,
+    MissingEpisodes,
+    check_wal,
+    check_wal_kept,
+)
 from rllm_agents.store.schema import (
     _CHECKED,
     _DUPLICATE,
@@ -107,8 +113,9 @@ class EpisodeStore:
             elif not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
                 # SQLite needs to write the file and create its -wal/-shm next to it.
                 self.read_only = True
+        self._wal_before = None
         if self.path.is_file() and self.path.stat().st_size > 0:
-            check_wal(self.path)
+            self._wal_before = check_wal(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -218,6 +225,7 @@ class EpisodeStore:
                 row[0]
                 for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             }
+            check_wal_kept(self.path, self._wal_before)
         except sqlite3.OperationalError as e:
             if not self.read_only or self._immutable or Path(f"{self.path}-wal").exists():
                 raise DamagedStore(f"Cannot read {self.path} as an episode store: {e}") from e

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store import integrity
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal
+from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal, check_wal_kept
 from rllm_agents.store.episode_store import EpisodeStore, _decode_text
 from rllm_agents.store.schema import (
     _COLUMNS,
@@ -124,7 +124,7 @@ def upgrade(
     path = Path(path)
     if not path.is_file():
         raise AgentConfigError(f"No episode store at {path}.")
-    check_wal(path)
+    wal_before = check_wal(path)
     key_file = integrity.key_path(path, key)
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
     conn.text_factory = _decode_text
@@ -133,6 +133,7 @@ def upgrade(
         try:
             conn.execute("BEGIN IMMEDIATE")
             meta = dict(conn.execute("SELECT key, value FROM meta"))
+            check_wal_kept(path, wal_before)
             columns = [row[1] for row in conn.execute("PRAGMA table_info(episodes)")]
         except sqlite3.DatabaseError as e:
             raise DamagedStore(f"{path} is not an episode store: {e}") from e

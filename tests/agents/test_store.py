@@ -257,8 +257,8 @@ def test_the_same_episode_under_another_run_or_model_is_stored_again(store):
     assert not retried.new and retried.id == 4 and len(store) == 7
     assert store.put(make_trajectory(0), run=None, model=None).new
     assert not store.put(make_trajectory(0), run=None, model=None).new  # None matches None
-    # A hash now names up to one episode per run and model: a full hash is ambiguous.
-    with pytest.raises(KeyError, match="ambiguous"):
+    # A hash now names up to one episode per run and model: a full hash names them all.
+    with pytest.raises(KeyError, match="stored more than once.*give the row id"):
         store.get(other_model.hash)
     assert store.get(other_model.id).run == "baseline-day1"
 

@@ -310,3 +310,28 @@ def test_r10_the_upgrade_says_what_a_version_3_stores_rows_are_worth(tmp_path, c
     as_version(db, 3)
     assert main([str(db), "upgrade"]) == 0
     assert "every store that shared its key" in capsys.readouterr().out
+
+
+def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener(tmp_path):
+    import shutil
+
+    src, dst = tmp_path / "src", tmp_path / "copy"
+    src.mkdir()
+    dst.mkdir()
+    db = src / "ep.db"
+    store = EpisodeStore(db)
+    for i in range(30):
+        store.put(make_trajectory(i), run="run")
+    # A copy taken while the writer holds the store open: the database, -wal and -shm, whole.
+    for suffix in ("", "-wal", "-shm", ".key"):
+        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
+    store.close()
+    wal = dst / "ep.db-wal"
+    data = bytearray(wal.read_bytes())
+    page = int.from_bytes(data[8:12], "big")
+    frames = (len(data) - 32) // (24 + page)
+    data[32 + (frames // 4) * (24 + page) + 24 + 100] ^= 1  # one bit of a quarter-way frame
+    wal.write_bytes(bytes(data))
+    with pytest.raises(DamagedStore, match="rebuilding the index from the log, kept"):
+        EpisodeStore(dst / "ep.db")
+    assert (dst / "ep.db-wal.damaged").read_bytes() == bytes(data)
