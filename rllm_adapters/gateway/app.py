@@ -42,6 +42,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
@@ -50,6 +51,8 @@ from typing import Any
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
+    GRADE_INFO,
+    MAX_ID_CHARS,
     RESERVED_STEP_INFO,
     SAMPLING_RECORD,
     Call,
@@ -299,6 +302,15 @@ class Gateway:
             except QueueFull as e:
                 count("rejected_503")
                 return _error(503, f"Gateway busy: {e}.", "queue_full", {"Retry-After": "1"})
+            except Exception:
+                # A bug, not a refusal: counted, logged under a reference the client gets,
+                # and answered as JSON like every other error.
+                count("rejected_500")
+                ref = secrets.token_hex(4)
+                _log.exception("internal error [%s] on %s", ref, request.url.path)
+                return _error(
+                    500, f"Internal error {ref} (in the gateway's log).", "internal_error"
+                )
             count("responses")
             return response
 
@@ -560,17 +572,35 @@ class Gateway:
                 f"`info` may not set {reserved}: the gateway records them with each call.",
                 "invalid_reward",
             )
+        if not session.calls:
+            # Nothing to train on: the session ends (its slot is free) and nothing is stored.
+            if not session.closed:
+                self.sessions.end(session)
+            raise GatewayError(
+                409,
+                f"Session {session.id!r} made no call: it has ended and nothing was stored "
+                "(a trajectory of no step is no training data).",
+                "no_calls",
+            )
+        # A client's number is the client's: whatever reads as a verified grade
+        # (`is_correct`, ...) is kept under `client_grade`, and only a scorer sets it.
+        grade = {k: info.pop(k) for k in sorted(GRADE_INFO & set(info))}
+        if grade:
+            info["client_grade"] = grade
+        info["reward_source"] = "client"
         result = await self.sessions.finish(session, float(reward), info)
         return JSONResponse(result)
 
     async def _scored_reward(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
         """End ``session`` with the reward of one of the operator's scorers on its last reply.
 
-        The client names a scorer (``env``) and a task of its source (``seed`` and/or
-        ``index``; by default the session's ``seed``), nothing else: the scorer's kwargs are
-        the operator's (``GatewayConfig.scorers``), the answer is the session's last reply,
-        and the task is one of the source's, so a client cannot supply its own task, answer
-        or sandbox settings.
+        The task is the one the session opened with (``env_id`` and ``seed`` and/or
+        ``index``), fixed before any reply: a reward that names another env, seed or index is
+        refused (400 ``task_mismatch``), so no client picks the task whose answer its reply
+        happens to be. The scorer's kwargs are the operator's (``GatewayConfig.scorers``),
+        the answer is the session's last reply, and the first call's prompt must hold the
+        task's prompt as the env gives it (409 ``prompt_not_task`` otherwise; a prompt of
+        token ids cannot be checked and is refused too).
         """
         unknown = sorted(set(body) - {"env", "seed", "index"})
         if unknown:
@@ -594,14 +624,31 @@ class Gateway:
                 "operator enables scorers with --scorer ENV_ID).",
                 "scorer_not_allowed",
             )
-        seed = body.get("seed", session.seed)
-        index = body.get("index")
-        for name, value in (("seed", seed), ("index", index)):
+        for name in ("seed", "index"):
+            value = body.get(name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63
             ):
                 raise GatewayError(
                     400, f"`{name}` must be a non-negative 64-bit integer.", "invalid_reward"
+                )
+        if session.env_id != env_id or (session.seed is None and session.index is None):
+            raise GatewayError(
+                409,
+                f"Session {session.id!r} was opened for env {session.env_id!r}"
+                + ("" if session.seed is not None or session.index is not None else " with no task")
+                + f": a reward scored by {env_id!r} needs a session opened with "
+                f'{{"env_id": "{env_id}", "seed": s}} (or "index"), before its calls.',
+                "task_mismatch",
+            )
+        seed, index = session.seed, session.index
+        for name, value in (("seed", seed), ("index", index)):
+            if name in body and body[name] != value:
+                raise GatewayError(
+                    400,
+                    f"`{name}` {body[name]!r} is not this session's task ({name} {value!r}): "
+                    "the task is fixed when the session opens.",
+                    "task_mismatch",
                 )
         if not session.calls:
             raise GatewayError(
@@ -651,6 +698,24 @@ class Gateway:
                         f"{ref} in the gateway's log).",
                         "score_failed",
                     ) from e
+                if not _prompt_holds(session.calls[0], scored.get("observation")):
+                    raise GatewayError(
+                        409,
+                        f"Session {session.id!r}'s first prompt does not hold the prompt of "
+                        f"its task ({env_id!r}, seed {seed!r}, index {index!r}): only a reply "
+                        "to the task is scored (send it as text; a number reward is kept as "
+                        "the client's).",
+                        "prompt_not_task",
+                    )
+                if session.task_id is not None and scored["task_id"] is not None:
+                    if str(scored["task_id"]) != session.task_id:
+                        raise GatewayError(
+                            400,
+                            f"The session names task {session.task_id!r}, but {env_id!r} "
+                            f"with seed {seed!r}, index {index!r} is task "
+                            f"{str(scored['task_id'])!r}.",
+                            "task_mismatch",
+                        )
                 reward = scored["reward"]
                 try:
                     _check_reward(reward)
@@ -661,6 +726,7 @@ class Gateway:
                 info = {
                     **scored["info"],
                     "scored": {"env": env_id, "seed": seed, "index": index},
+                    "reward_source": "scorer",
                 }
                 task_id = scored["task_id"]
             except BaseException:
@@ -670,9 +736,7 @@ class Gateway:
                 session,
                 reward,
                 info,
-                env_id=env_id,
                 task_id=None if task_id is None else str(task_id),
-                seed=seed,
                 claimed=True,
             )
         finally:
@@ -747,10 +811,34 @@ class Gateway:
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
         _check_session_fields(api, body)
+        self._pin_model(session, body.get("model"))
         self.sessions.check_room(session, len(raw))
         if api == "chat" and self.templater() is not None:
             return await self._templated_chat(session, body, stream, len(raw))
         return await self._recorded(session, api, path, body, stream, len(raw))
+
+    def _pin_model(self, session: Session, model: Any) -> None:
+        """Fix the model of ``session`` at its first call; refuse (400) a call for another.
+
+        An engine may serve several models (the base and a LoRA adapter): the episode is
+        recorded under the model its calls asked for, and one episode is one model's.
+        """
+        if model is not None and (not isinstance(model, str) or len(model) > MAX_ID_CHARS):
+            raise GatewayError(
+                400, f"`model` is a name of at most {MAX_ID_CHARS} characters.", "invalid_request"
+            )
+        asked = model or self.model
+        if asked is None:
+            return
+        if session.model is None:
+            session.model = asked
+        elif asked != session.model:
+            raise GatewayError(
+                400,
+                f"Session {session.id!r} records model {session.model!r}: a call for "
+                f"{asked!r} belongs in another session.",
+                "model_changed",
+            )
 
     async def _send(self, path: str, content: bytes, stream: bool) -> tuple[Any, Engine, Any]:
         """Send to an engine (retrying on others); return (response, engine, slot)."""
@@ -1294,6 +1382,33 @@ class _StreamParts:
         )
 
 
+def _prompt_holds(call: Call, task_prompt: Any) -> bool:
+    """Whether ``call``'s prompt (text) holds ``task_prompt`` (whitespace runs as one space).
+
+    A chat call's text is its messages' contents; a prompt of token ids cannot be checked.
+    An env that gives no text prompt (``None``) is not checked.
+    """
+    if task_prompt is None:
+        return True
+    if not isinstance(task_prompt, str):
+        return False
+    if call.api == "completions":
+        prompt = call.request.get("prompt")
+        texts = [prompt] if isinstance(prompt, str) else []
+    else:
+        texts = []
+        for message in call.request.get("messages") or []:
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if isinstance(content, str):
+                texts.append(content)
+            elif isinstance(content, list):
+                texts.extend(
+                    str(part.get("text") or "") for part in content if isinstance(part, Mapping)
+                )
+    needle = " ".join(task_prompt.split())
+    return any(needle in " ".join(text.split()) for text in texts)
+
+
 def _check_reward(reward: Any) -> None:
     """Refuse (400) a reward that is not finite or is over ``MAX_ABS_REWARD`` in size."""
     # JSON parsing takes NaN, Infinity and 1e400: one such reward in a GRPO group makes every
@@ -1395,15 +1510,32 @@ def _error(status: int, message: str, code: str, headers: dict[str, str] | None 
     )
 
 
+#: A ``\\uD800``-``\\uDFFF`` escape (lone unless half of a pair), or such a code point
+#: encoded as bytes (``json.loads`` decodes bytes with ``surrogatepass``).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]")
+
+
 async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
     try:
         data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
     except RecursionError as e:  # a few kB of `[[[[...` nest past the parser's stack
         raise GatewayError(400, "The JSON body is nested too deeply.", "invalid_json") from e
+    except ValueError as e:  # malformed, not UTF-8, or an integer of 4,300+ digits
+        raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
     if not isinstance(data, dict):
         raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
+    if _SURROGATE_ESCAPE.search(raw):
+        # JSON takes a lone surrogate ("\\udc00"); no UTF-8 text holds one, so a session that
+        # kept it could never be stored. Checked only when the body escapes a surrogate.
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise GatewayError(
+                400,
+                "The JSON body holds a lone surrogate escape (\\ud800-\\udfff), which is "
+                "not text: send valid Unicode.",
+                "invalid_json",
+            ) from e
     return raw, data
 
 

@@ -40,6 +40,9 @@ from rllm_adapters.error import AdapterConfigError
 from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 
 __all__ = [
+    "GRADE_INFO",
+    "MAX_ID_CHARS",
+    "MAX_RUNS_PER_CLIENT",
     "RESERVED_METADATA",
     "RESERVED_STEP_INFO",
     "Call",
@@ -55,8 +58,39 @@ _log = logging.getLogger(__name__)
 #: The fields the gateway writes into each recorded step's ``info``: a reward's ``info`` may
 #: not name them (the gateway's values win).
 RESERVED_STEP_INFO = frozenset(
-    {"call", "api", "engine", "weights_version", "ids_source", "sampling", "scored"}
+    {
+        "call",
+        "api",
+        "engine",
+        "model",
+        "weights_version",
+        "ids_source",
+        "sampling",
+        "scored",
+        "reward_source",
+        "client_grade",
+    }
 )
+#: The ``info`` fields that read as a verified grade (``Trajectory.is_correct`` reads
+#: ``is_correct``; pass@k reads the store's ``is_correct`` column). Only an operator's scorer
+#: sets them: a number reward's ``info`` keeps the client's values under ``"client_grade"``.
+GRADE_INFO = frozenset(
+    {
+        "is_correct",
+        "grade",
+        "reward_components",
+        "reference_answer",
+        "extracted_answer",
+        "answer_source",
+        "correct",
+        "score",
+        "verified",
+    }
+)
+#: The longest id (``env_id``, ``task_id``, ``run``) a session takes, in characters.
+MAX_ID_CHARS = 256
+#: Runs one client may claim (each claim is kept on disk for good).
+MAX_RUNS_PER_CLIENT = 1024
 #: The sampling settings of a call kept in its step's ``info["sampling"]`` (a session refuses
 #: every other field that changes the sampling distribution; see ``gateway.app``).
 SAMPLING_RECORD = (
@@ -87,6 +121,8 @@ RESERVED_METADATA = frozenset(
         "latency_s",
         "timings",
         "token_exact_lost_at_turn",
+        "task_index",
+        "reward_source",
     }
 )
 
@@ -142,6 +178,8 @@ class Session:
     env_id: str = "gateway"
     task_id: str | None = None
     seed: int | None = None
+    #: The task's index in its env's source (a scorer's ``options={"index": i}``).
+    index: int | None = None
     group: int = 0
     sample: int = 0
     run: str | None = None
@@ -155,6 +193,10 @@ class Session:
     record_bytes: int = 0
     #: The last chat exchange, when the gateway templates chat calls (see ``gateway.chat``).
     chat_state: Any = None
+    #: The model the session's calls asked for (the first call's; others are refused).
+    model: str | None = None
+    #: A failed store of this session was logged (an idle sweep logs it once).
+    store_failed: bool = False
 
     def trajectory(
         self,
@@ -177,6 +219,7 @@ class Session:
                         "call": index,
                         "api": call.api,
                         "engine": call.engine,
+                        "model": call.request.get("model") or self.metadata.get("model"),
                         "weights_version": call.weights_version,
                         "ids_source": call.ids_source,
                         "sampling": {
@@ -215,14 +258,21 @@ class Session:
             "session_id": self.id,
             "client": self.owner,
             "source": "gateway",
-            "model": self.metadata.get("model")
-            or next((c.request.get("model") for c in self.calls if c.request.get("model")), None),
+            # The model the calls asked the engine for (a session takes one), else the served
+            # model's name.
+            "model": self.model
+            or next((c.request.get("model") for c in self.calls if c.request.get("model")), None)
+            or self.metadata.get("model"),
             "weights_versions": sorted({c.weights_version for c in self.calls}),
             "engines": sorted({c.engine for c in self.calls}),
             "latency_s": sum(c.latency_s for c in self.calls),
         }
         if lost_at is not None:
             metadata["token_exact_lost_at_turn"] = lost_at
+        if self.index is not None:
+            metadata["task_index"] = self.index
+        if steps:
+            metadata["reward_source"] = steps[-1].info.get("reward_source", "none")
         messages: list[dict[str, Any]] = []
         last_chat = next((c for c in reversed(self.calls) if c.api == "chat"), None)
         if last_chat is not None:
@@ -323,9 +373,12 @@ class SessionRegistry:
         self.model = model
         #: Open sessions by ``(client, session id)``.
         self.sessions: dict[tuple[str, str], Session] = {}
-        #: Ended sessions (oldest forgotten past ``max_sessions``), so a late call to an ended
-        #: session is refused rather than opening a new one.
-        self.ended: collections.OrderedDict[tuple[str, str], None] = collections.OrderedDict()
+        #: Ended sessions of each client (its oldest forgotten past ``max_sessions``), so a
+        #: late call to an ended session is refused rather than opening a new one. Kept per
+        #: client: no client's churn can evict another's marks.
+        self.ended: dict[str, collections.OrderedDict[str, None]] = collections.defaultdict(
+            collections.OrderedDict
+        )
         self.per_client_runs = clients is not None
         #: The client each run belongs to (claimed here, or read from the store); ``""``: a
         #: run in the store whose episodes name no client.
@@ -336,10 +389,10 @@ class SessionRegistry:
         self.claims_path = None if claims_path is None else Path(claims_path)
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
-            loaded = json.loads(self.claims_path.read_text())
-            self._claims = {str(k): str(v) for k, v in dict(loaded).items()}
+            self._claims = _read_claims(self.claims_path)
         for run, owner in self._claims.items():
             self.run_owners.setdefault(run, owner)
+        self._claims_by_owner: collections.Counter[str] = collections.Counter(self._claims.values())
         self._stored_runs: set[str | None] | None = None
         self.stored = 0
         self.store_errors = 0
@@ -420,6 +473,13 @@ class SessionRegistry:
             )
         found = self._run_owner(key)
         if found is None:
+            if self._claims_by_owner[owner] >= MAX_RUNS_PER_CLIENT:
+                raise SessionError(
+                    429,
+                    f"This client has claimed {MAX_RUNS_PER_CLIENT} runs, its limit: record "
+                    "into a run it already owns.",
+                    "too_many_runs",
+                )
             self.run_owners[key] = owner
             self._save_claim(key, owner)
         elif found == "":
@@ -437,15 +497,18 @@ class SessionRegistry:
             )
 
     def _save_claim(self, run: str, owner: str) -> None:
-        """Keep a new claim on disk (so a restart knows it before anything is stored)."""
+        """Keep a new claim on disk (so a restart knows it before anything is stored).
+
+        One JSON line appended per claim: a claim costs the same however many there are.
+        """
+        self._claims[run] = owner
+        self._claims_by_owner[owner] += 1
         if self.claims_path is None:
             return
-        self._claims[run] = owner
-        tmp = self.claims_path.with_name(self.claims_path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._claims, f)
-        os.replace(tmp, self.claims_path)
+        line = json.dumps([run, owner]) + "\n"
+        fd = os.open(self.claims_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a") as f:
+            f.write(line)
 
     def open_of(self, owner: str) -> int:
         """How many sessions ``owner`` holds open."""
@@ -484,20 +547,24 @@ class SessionRegistry:
                 f"`metadata` may not set {reserved}: the gateway records them.",
                 "invalid_session",
             )
-        env_id = str(values.pop("env_id", None) or "gateway")
-        task_id = _opt_str(values.pop("task_id", None))
+        env_id = _opt_id(values.pop("env_id", None), "env_id") or "gateway"
+        task_id = _opt_id(values.pop("task_id", None), "task_id")
         seed = _opt_int(values.pop("seed", None), "seed")
+        index = _opt_int(values.pop("index", None), "index")
+        for name, value in (("seed", seed), ("index", index)):
+            if value is not None and value < 0:
+                raise SessionError(
+                    400, f"Session field `{name}` must not be negative.", "invalid_session"
+                )
         group = _opt_int(values.pop("group", 0), "group") or 0
         sample = _opt_int(values.pop("sample", 0), "sample") or 0
-        run = _opt_str(values.pop("run", None)) or self.default_run(owner)
-        if run is not None and len(run) > 256:
-            raise SessionError(400, "`run` is at most 256 characters.", "invalid_session")
+        run = _opt_id(values.pop("run", None), "run") or self.default_run(owner)
         metadata = {"model": self.model, **dict(values.pop("metadata", None) or {})}
         if values:
             raise SessionError(
                 400,
                 f"Unknown session field(s) {sorted(values)}; valid: env_id, task_id, seed, "
-                "group, sample, run, metadata.",
+                "index, group, sample, run, metadata.",
                 "invalid_session",
             )
         with self._lock:
@@ -511,7 +578,7 @@ class SessionRegistry:
                     "too_many_sessions",
                 )
             sid = session_id or secrets.token_urlsafe(16)
-            if (owner, sid) in self.sessions or (owner, sid) in self.ended:
+            if (owner, sid) in self.sessions or sid in self.ended.get(owner, ()):
                 raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
             self._claim_run(run, owner)
             session = Session(
@@ -520,6 +587,7 @@ class SessionRegistry:
                 env_id=env_id,
                 task_id=task_id,
                 seed=seed,
+                index=index,
                 group=group,
                 sample=sample,
                 run=run,
@@ -540,7 +608,7 @@ class SessionRegistry:
         key = (principal, session_id)
         with self._lock:
             session = self.sessions.get(key)
-            ended = key in self.ended
+            ended = session_id in self.ended.get(principal, ())
         if session is None:
             if ended:
                 raise SessionError(409, f"Session {session_id!r} has ended.", "session_ended")
@@ -600,15 +668,15 @@ class SessionRegistry:
         info: Mapping[str, Any] | None = None,
         *,
         finish: str = "terminated",
-        env_id: str | None = None,
         task_id: str | None = None,
-        seed: int | None = None,
         claimed: bool = False,
     ) -> dict[str, Any]:
         """End ``session`` (after its calls in flight) and store its trajectory.
 
         ``claimed``: the caller already ended it with :meth:`claim` (a scored reward claims
-        the session before scoring, so a second reward is refused at once).
+        the session before scoring, so a second reward is refused at once). ``task_id``: the
+        scorer's id of the session's own task, kept when the session named none (the task
+        itself -- env, seed, index -- is the one the session opened with, never changed).
 
         Raises:
             SessionError: 409 if the session is already ending (a second reward, sent while
@@ -616,32 +684,22 @@ class SessionRegistry:
         """
         if not claimed:
             await self.claim(session)
-        before = (session.env_id, session.task_id, session.seed)
+        before = session.task_id
         try:
-            if env_id:
-                session.env_id = env_id
-            if task_id is not None:
+            if task_id is not None and session.task_id is None:
                 session.task_id = task_id
-            if seed is not None:
-                session.seed = seed
             trajectory = session.trajectory(reward, info, finish=finish)
             loop = asyncio.get_running_loop()
             put = await loop.run_in_executor(self._store_pool, self._put, trajectory, session.run)
         except BaseException:
             self.store_errors += 1
             # Still open: the reward can be sent again, and shutdown stores it if not.
-            session.env_id, session.task_id, session.seed = before
+            session.task_id = before
             session.closed = False
             raise
         self.client_counts[session.owner]["stored"] += 1
+        self.end(session)
         with self._lock:
-            if self.sessions.pop((session.owner, session.id), None) is not None:
-                self._open_by_owner[session.owner] -= 1
-                if not self._open_by_owner[session.owner]:
-                    del self._open_by_owner[session.owner]
-            self.ended[session.owner, session.id] = None
-            while len(self.ended) > self.max_sessions:
-                self.ended.popitem(last=False)
             self.stored += 1
         return {
             "session_id": session.id,
@@ -652,6 +710,19 @@ class SessionRegistry:
             "token_exact": trajectory.token_exact,
             "token_source": trajectory.token_source,
         }
+
+    def end(self, session: Session) -> None:
+        """Forget ``session`` as open and mark its id ended (its client's late calls: 409)."""
+        session.closed = True
+        with self._lock:
+            if self.sessions.pop((session.owner, session.id), None) is not None:
+                self._open_by_owner[session.owner] -= 1
+                if not self._open_by_owner[session.owner]:
+                    del self._open_by_owner[session.owner]
+            ended = self.ended[session.owner]
+            ended[session.id] = None
+            while len(ended) > self.max_sessions:
+                ended.popitem(last=False)
 
     async def claim(self, session: Session) -> None:
         """Mark ``session`` as ending (409 if it already is), then wait for its calls."""
@@ -666,7 +737,9 @@ class SessionRegistry:
         session.closed = False
 
     def _put(self, trajectory: Trajectory, run: str | None) -> Any:
-        return self.store.put(trajectory, run=run, model=self.model)
+        # The model the session's calls asked for (the served model's name by default).
+        model = trajectory.metadata.get("model") or self.model
+        return self.store.put(trajectory, run=run, model=model)
 
     async def finish_idle(self, idle_s: float) -> int:
         """Store (without a reward) the sessions idle for ``idle_s`` seconds; return how many."""
@@ -679,9 +752,23 @@ class SessionRegistry:
             ]
         count = 0
         for session in idle:
-            if not session.closed:  # a reward may have ended it meanwhile
-                await self.finish(session, 0.0, {"ended_by": "idle"}, finish="truncated")
-                count += 1
+            if session.closed:  # a reward may have ended it meanwhile
+                continue
+            if not session.calls:  # nothing to store: it just ends
+                self.end(session)
+                continue
+            try:
+                await self.finish(
+                    session, 0.0, {"ended_by": "idle", "reward_source": "none"}, finish="truncated"
+                )
+            except Exception:
+                # Counted in store_errors and left open (shutdown tries again); one session
+                # that cannot be stored never stops the sweep for the others.
+                if not session.store_failed:
+                    session.store_failed = True
+                    _log.exception("storing idle session %r failed", session.id)
+                continue
+            count += 1
         return count
 
     async def finish_all(self) -> int:
@@ -692,7 +779,12 @@ class SessionRegistry:
         for session in open_sessions:
             if session.calls and not session.closed:  # a reward may have ended it meanwhile
                 try:
-                    await self.finish(session, 0.0, {"ended_by": "shutdown"}, finish="truncated")
+                    await self.finish(
+                        session,
+                        0.0,
+                        {"ended_by": "shutdown", "reward_source": "none"},
+                        finish="truncated",
+                    )
                 except Exception:  # counted in store_errors; the other sessions are still stored
                     _log.exception("storing session %r at shutdown failed", session.id)
                     continue
@@ -726,8 +818,47 @@ def check_json_field(value: Any, name: str, code: str) -> None:
         )
 
 
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _opt_id(value: Any, name: str) -> str | None:
+    """A session's id field: a string (or an integer) of at most ``MAX_ID_CHARS``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise SessionError(
+            400, f"Session field `{name}` must be a string (or an integer).", "invalid_session"
+        )
+    text = str(value)
+    if len(text) > MAX_ID_CHARS:
+        raise SessionError(
+            400, f"Session field `{name}` is at most {MAX_ID_CHARS} characters.", "invalid_session"
+        )
+    return text
+
+
+def _read_claims(path: Path) -> dict[str, str]:
+    """The run claims kept in ``path``: one ``[run, client]`` JSON line each.
+
+    An older gateway wrote one JSON object ``{run: client}``: it is rewritten as lines.
+    """
+    text = path.read_text()
+    if text.lstrip().startswith("{"):
+        legacy = {str(k): str(v) for k, v in dict(json.loads(text)).items()}
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.writelines(json.dumps([run, owner]) + "\n" for run, owner in legacy.items())
+        os.replace(tmp, path)
+        return legacy
+    claims: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            run, owner = json.loads(line)
+        except ValueError:  # a line cut by a crash mid-write: that claim was never answered
+            _log.warning("skipping an unreadable line of %s", path)
+            continue
+        claims.setdefault(str(run), str(owner))
+    return claims
 
 
 def _opt_int(value: Any, name: str) -> int | None:
@@ -751,8 +882,9 @@ def score_with_env(
 ) -> dict[str, Any]:
     """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
 
-    The env's own scorer decides; its reward, ``info`` (``is_correct``, components) and task
-    id come back. For single-turn envs (``rllm/Math-v1``, ...) that is the episode's reward.
+    The env's own scorer decides; its reward, ``info`` (``is_correct``, components), task
+    id and the task's prompt (``observation``, when it is text) come back. For single-turn
+    envs (``rllm/Math-v1``, ...) that is the episode's reward.
     """
     import gymnasium as gym
 
@@ -760,7 +892,7 @@ def score_with_env(
 
     env = gym.make(env_id, **dict(env_kwargs or {}))
     try:
-        _, reset_info = env.reset(seed=seed, options=dict(options) if options else None)
+        observation, reset_info = env.reset(seed=seed, options=dict(options) if options else None)
         _, reward, terminated, truncated, info = env.step(answer)
     finally:
         env.close()
@@ -768,4 +900,5 @@ def score_with_env(
         "reward": float(reward),
         "info": to_jsonable({**info, "terminated": terminated, "truncated": truncated}),
         "task_id": reset_info.get("task_id"),
+        "observation": observation if isinstance(observation, str) else None,
     }

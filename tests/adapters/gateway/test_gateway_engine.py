@@ -213,15 +213,16 @@ def test_reward_from_an_env_scorer(launched):
     import rllm_envs  # noqa: F401
 
     env = gym.make("rllm/Math-v1")
-    _, info = env.reset(seed=11)
+    question, info = env.reset(seed=11)
     reference = env.unwrapped.task["answer"]
     env.close()
     created = httpx.post(
         launched.url + "/sessions", json={"env_id": "rllm/Math-v1", "seed": 11}
     ).json()
     agent = openai.OpenAI(base_url=created["base_url"], api_key="unused")
+    # The first prompt holds the task's (a scored session's reply is to its own task).
     agent.chat.completions.create(
-        model="tiny", messages=[{"role": "user", "content": "1+1?"}], max_tokens=4
+        model="tiny", messages=[{"role": "user", "content": question}], max_tokens=4
     )
     sid = created["session_id"]
     # The scorer is the env's: its reference answer scores 1, the model's garbage 0.

@@ -92,6 +92,24 @@ def _session(app, headers=ALICE, **fields):
     return r.json()["session_id"]
 
 
+def _task_prompt(env_id, seed):
+    """The prompt ``env_id`` gives for ``seed`` (what a scored session's first call holds)."""
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+
+    env = gym.make(env_id)
+    try:
+        observation, _ = env.reset(seed=seed)
+    finally:
+        env.close()
+    return observation
+
+
+def _task_call(env_id, seed):
+    return {**CALL, "prompt": "Task: " + _task_prompt(env_id, seed)}
+
+
 def _episodes(path):
     from rllm_agents.store import EpisodeStore
 
@@ -109,7 +127,8 @@ def test_a_client_names_a_scorer_and_a_task_nothing_else(tmp_path):
     app = _gateway(tmp_path, engine, scorers={"rllm/Math-v1": {}})
     try:
         sid = _session(app, env_id="rllm/Math-v1", seed=3)
-        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        task = _task_call("rllm/Math-v1", 3)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=task, headers=ALICE).is_success
         reward = f"/sessions/{sid}/reward"
         # The attacks of round 2: sandbox off, a host file as dataset, own task and answer.
         for extra in (
@@ -138,7 +157,7 @@ def test_a_client_names_a_scorer_and_a_task_nothing_else(tmp_path):
         assert step.info["custom_task"] is False and step.response == "garbage"
         assert step.info["scored"] == {"env": "rllm/Math-v1", "seed": 3, "index": None}
         # A session with no call has nothing to score: 409 and nothing stored.
-        empty = _session(app)
+        empty = _session(app, env_id="rllm/Math-v1", seed=3)
         r = app.post(f"/sessions/{empty}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
         assert r.status_code == 409 and r.json()["error"]["code"] == "no_calls"
         assert len(_episodes(tmp_path / "e.db")) == 1
@@ -161,12 +180,15 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
     scorers = {"rllm/Math-v1": heavy, "gwtest/LeakyScorer-v0": {}}
     app = _gateway(tmp_path, engine, scorers=scorers)
     try:
-        sid = _session(app, seed=3)
-        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        sid = _session(app, env_id="rllm/Math-v1", seed=3)
+        task = _task_call("rllm/Math-v1", 3)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=task, headers=ALICE).is_success
         r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward", r.text
+        leaky = _session(app, env_id="gwtest/LeakyScorer-v0", seed=0)
+        assert app.post(f"/sessions/{leaky}/v1/completions", json=CALL, headers=ALICE).is_success
         r = app.post(
-            f"/sessions/{sid}/reward", json={"env": "gwtest/LeakyScorer-v0"}, headers=ALICE
+            f"/sessions/{leaky}/reward", json={"env": "gwtest/LeakyScorer-v0"}, headers=ALICE
         )
         assert r.status_code == 400 and r.json()["error"]["code"] == "score_failed"
         message = r.json()["error"]["message"]
@@ -217,7 +239,7 @@ def test_slow_scorings_are_capped_per_client_and_hold_up_no_other_reward(tmp_pat
     )
     scored = {"env": "gwtest/SlowScorer-v0"}
     try:
-        sids = [_session(app) for _ in range(3)]
+        sids = [_session(app, env_id="gwtest/SlowScorer-v0", seed=0) for _ in range(3)]
         for sid in sids:
             assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
         bobs = _session(app, headers=BOB)
@@ -638,3 +660,272 @@ def test_engines_launched_for_a_gateway_that_fails_to_start_are_stopped(tmp_path
     with pytest.raises(RuntimeError, match="did not start"):
         server_module.GatewayServer(config).start(timeout=60)
     assert len(stopped) == 2
+
+
+# ------------------------------------------ 8. the third blind attack (att29b): a session's task
+
+
+def _math_answer(seed):
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+
+    env = gym.make("rllm/Math-v1")
+    try:
+        env.reset(seed=seed)
+        return env.unwrapped.task["answer"]
+    finally:
+        env.close()
+
+
+def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
+    """att29b A1: the reply to seed 1's prompt is seed 0's answer; naming seed 0 at reward
+    time paid 1.0 and rewrote the record to seed 0. The task is fixed at open: any other is
+    refused, and the record keeps the session's task."""
+    engine = FakeEngine(text=f"\\boxed{{{_math_answer(0)}}}")
+    app = _gateway(tmp_path, engine, scorers={"rllm/Math-v1": {}})
+    path = tmp_path / "e.db"
+    try:
+        sid = _session(app, env_id="rllm/Math-v1", seed=1)
+        call = _task_call("rllm/Math-v1", 1)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        reward = f"/sessions/{sid}/reward"
+        for other in ({"seed": 0}, {"index": 0}, {"seed": 1, "index": 3}):
+            r = app.post(reward, json={"env": "rllm/Math-v1", **other}, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "task_mismatch", r.text
+        assert _episodes(path) == []
+        r = app.post(reward, json={"env": "rllm/Math-v1", "seed": 1}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
+        (episode,) = _episodes(path)
+        t = episode.trajectory
+        assert (t.env_id, t.seed, episode.is_correct) == ("rllm/Math-v1", 1, False)
+        assert t.steps[-1].info["reward_source"] == "scorer"
+        # A session opened with no task (or for another env) is never scored.
+        for fields in ({}, {"env_id": "rllm/Math-v1"}, {"env_id": "other/Env-v0", "seed": 0}):
+            sid = _session(app, **fields)
+            assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+            r = app.post(
+                f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1", "seed": 0}, headers=ALICE
+            )
+            assert r.status_code == 409 and r.json()["error"]["code"] == "task_mismatch", r.text
+        # A first prompt that is not the session's task (seed 0's prompt in a seed-1 session,
+        # or token ids) is not scored; the session stays open for a (client) number reward.
+        for prompt in (_task_prompt("rllm/Math-v1", 0), [1, 2, 3]):
+            sid = _session(app, env_id="rllm/Math-v1", seed=1)
+            wrong = {**CALL, "prompt": prompt}
+            assert app.post(f"/sessions/{sid}/v1/completions", json=wrong, headers=ALICE).is_success
+            r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "prompt_not_task"
+            assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+        # A task id named at open must be the scorer's id of that task.
+        sid = _session(app, env_id="rllm/Math-v1", seed=1, task_id="math-made-up")
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "task_mismatch"
+        stored = [e.trajectory for e in _episodes(path)]
+        assert {t.seed for t in stored} == {1} and all(not e.is_correct for e in _episodes(path))
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_number_reward_is_the_clients_and_sets_no_grade(tmp_path):
+    """att29b A2 and A12: a number reward's `is_correct` made the row read as a verified
+    grade; a number reward to a session with no call stored an empty token-exact episode."""
+    app = _gateway(tmp_path, FakeEngine())
+    path = tmp_path / "e.db"
+    try:
+        sid = _session(app, env_id="rllm/Math-v1", task_id="math-d1-s0-1016164991", seed=1)
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        info = {"is_correct": True, "grade": "correct", "reference_answer": "42", "note": "n"}
+        r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0, "info": info}, headers=ALICE)
+        assert r.status_code == 200, r.text
+        (episode,) = _episodes(path)
+        step = episode.trajectory.steps[-1]
+        assert episode.is_correct is False and episode.trajectory.is_correct is False
+        assert step.info["reward_source"] == "client" and step.info["note"] == "n"
+        assert step.info["client_grade"] == {
+            "is_correct": True,
+            "grade": "correct",
+            "reference_answer": "42",
+        }
+        assert "is_correct" not in step.info
+        assert episode.trajectory.metadata["reward_source"] == "client"
+        for key in ("reward_source", "client_grade", "model"):
+            sid = _session(app)
+            r = app.post(
+                f"/sessions/{sid}/reward", json={"reward": 1, "info": {key: 1}}, headers=ALICE
+            )
+            assert r.status_code == 400 and key in r.json()["error"]["message"]
+        # No call: 409, nothing stored, and the id has ended.
+        r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "no_calls"
+        late = app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE)
+        assert late.status_code == 409 and late.json()["error"]["code"] == "session_ended"
+        assert len(_episodes(path)) == 1
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_session_records_the_model_its_calls_asked_for(tmp_path):
+    """att29b A3: a call for another model the engine serves was stored token-exact under
+    the served model's name. The session records the model asked for, and only one."""
+    app = _gateway(tmp_path, FakeEngine(), served_model_name="tiny")
+    try:
+        sid = _session(app)
+        other = {**CALL, "model": "other"}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=other, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_changed"
+        long = {**CALL, "model": "m" * 300}
+        r = app.post(f"/sessions/{sid}/v1/completions", json=long, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+        sid = _session(app)
+        plain = {k: v for k, v in CALL.items() if k != "model"}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=plain, headers=ALICE).is_success
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+        first, second = sorted(_episodes(tmp_path / "e.db"), key=lambda e: e.created)
+        assert first.model == "other" and first.trajectory.metadata["model"] == "other"
+        assert first.trajectory.steps[0].info["model"] == "other"
+        assert second.model == "tiny" and second.trajectory.steps[0].info["model"] == "tiny"
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_client_strings_are_bounded_and_must_be_text(tmp_path):
+    """att29b A4, A8 and A9: megabyte ids, lone surrogates (valid JSON, never storable) and
+    4,300-digit integers are refused at the door with a 400; nothing is kept."""
+    app = _gateway(tmp_path, FakeEngine(), admin_key=ADMIN)
+    try:
+        for fields in (
+            {"env_id": "e" * 257},
+            {"task_id": "t" * 257},
+            {"run": "r" * 257},
+            {"task_id": {"a": 1}},
+            {"env_id": ["x"]},
+            {"metadata": {"m": "x" * (70 * 1024)}},
+        ):
+            r = app.post("/sessions", json=fields, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session", fields
+        assert _session(app, env_id="e" * 256, task_id=7)
+        for raw in (
+            b'{"task_id": "\\udc00"}',
+            b'{"metadata": {"k": ["\\uDFFF"]}}',
+            b'{"env_id": "\xed\xb0\x80"}',
+            b'{"seed": ' + b"1" * 5000 + b"}",
+        ):
+            r = app.post("/sessions", content=raw, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json", raw[:20]
+        # A surrogate pair is text: kept.
+        sid = _session(app, task_id="\U0001f600")
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=ALICE).is_success
+        r = app.post(
+            f"/sessions/{sid}/reward",
+            content=b'{"reward": 1, "info": {"x": "\\udc00"}}',
+            headers=ALICE,
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+        r = app.post(
+            f"/sessions/{sid}/v1/completions",
+            content=b'{"model": "tiny", "prompt": "\\ud800", "max_tokens": 1}',
+            headers=ALICE,
+        )
+        assert r.status_code == 400
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 1}, headers=ALICE).is_success
+        (episode,) = _episodes(tmp_path / "e.db")
+        assert episode.task_id == "\U0001f600"
+        metrics = app.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"}).json()
+        assert metrics["requests"]["rejected_400"] >= 12 and "rejected_500" not in metrics
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_one_unstorable_session_stops_no_idle_sweep(tmp_path, caplog):
+    """att29b A9: the first session the store refused stopped every idle sweep, so no later
+    session of any client was stored. Now it is logged once and the others are stored."""
+    import asyncio
+    import logging
+
+    from rllm_adapters.gateway.sessions import SessionRegistry
+    from rllm_agents.store import EpisodeStore
+
+    from .test_gateway_units import call
+
+    store = EpisodeStore(tmp_path / "e.db")
+    registry = SessionRegistry(store, run="r", max_sessions=10, model="m", clients=["a", "b"])
+    poisoned = registry.create("a", "p")
+    registry.record(poisoned, call([1], [2]))
+    poisoned.task_id = "\udc00"  # as a session of the old gateway could hold
+    sessions = [registry.create("b", f"s{i}") for i in range(3)]
+    for s in sessions:
+        registry.record(s, call([1], [2]))
+    empty = registry.create("b", "empty")  # no call: it ends without being stored
+    for s in (poisoned, *sessions, empty):
+        s.last_used -= 100
+    with caplog.at_level(logging.ERROR, logger="rllm_adapters.gateway.sessions"):
+        assert asyncio.run(registry.finish_idle(1.0)) == 3
+        assert asyncio.run(registry.finish_idle(1.0)) == 0
+    assert len([r for r in caplog.records if "idle session 'p'" in r.getMessage()]) == 1
+    assert store.count() == 3 and registry.store_errors == 2
+    assert list(registry.sessions) == [("a", "p")]
+    store.close()
+
+
+def test_run_claims_are_capped_per_client_and_appended(tmp_path, monkeypatch):
+    """att29b A5: claims were unbounded and each rewrote the whole claims file; now a client
+    claims at most MAX_RUNS_PER_CLIENT runs and each claim appends one line."""
+    from rllm_adapters.gateway import sessions as sessions_module
+
+    monkeypatch.setattr(sessions_module, "MAX_RUNS_PER_CLIENT", 3)
+    claims = tmp_path / "e.db.runs.json"
+    claims.write_text(json.dumps({"legacy": "bob"}))  # an older gateway's file
+    app = _gateway(tmp_path)
+    try:
+        before = claims.read_text()
+        for i in range(3):
+            assert _session(app, run=f"exp-{i}")
+            text = claims.read_text()
+            assert text.startswith(before) and text.count("\n") == before.count("\n") + 1
+            before = text
+        r = app.post("/sessions", json={"run": "exp-3"}, headers=ALICE)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_runs"
+        assert _session(app, run="exp-0")  # her own runs still take sessions
+        assert _session(app, headers=BOB, run="bob-1")  # and bob has his own budget
+        r = app.post("/sessions", json={"run": "legacy"}, headers=ALICE)
+        assert r.status_code == 403
+    finally:
+        app.__exit__(None, None, None)
+    assert [json.loads(line) for line in claims.read_text().splitlines()] == [
+        ["legacy", "bob"],
+        ["exp-0", "alice"],
+        ["exp-1", "alice"],
+        ["exp-2", "alice"],
+        ["bob-1", "bob"],
+    ]
+    app = _gateway(tmp_path)
+    try:
+        r = app.post("/sessions", json={"run": "exp-1"}, headers=BOB)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "run_forbidden"
+        r = app.post("/sessions", json={"run": "exp-9"}, headers=ALICE)
+        assert r.status_code == 429  # the cap counts the claims of before the restart
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_no_client_can_evict_anothers_ended_marks(tmp_path):
+    """att29b A10: ended marks were one FIFO for all clients: alice's churn evicted bob's,
+    and his late call opened a second session with the same id (a duplicate episode)."""
+    app = _gateway(tmp_path, FakeEngine(), max_sessions=5)
+    try:
+        sid = _session(app, headers=BOB, session_id="b1")
+        assert app.post(f"/sessions/{sid}/v1/completions", json=CALL, headers=BOB).is_success
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 1}, headers=BOB).is_success
+        for _ in range(12):
+            churn = _session(app)
+            r = app.post(f"/sessions/{churn}/reward", json={"reward": 0}, headers=ALICE)
+            assert r.status_code == 409  # no call: ended, nothing stored
+        late = app.post("/sessions/b1/v1/completions", json=CALL, headers=BOB)
+        assert late.status_code == 409 and late.json()["error"]["code"] == "session_ended"
+        assert len(_episodes(tmp_path / "e.db")) == 1
+    finally:
+        app.__exit__(None, None, None)

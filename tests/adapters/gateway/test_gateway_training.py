@@ -73,7 +73,9 @@ def test_grpo_trains_the_openai_agent_through_the_gateway(trained):
         assert t.env_id == "rllm/Math-v1" and t.task_id is not None
         assert t.metadata["source"] == "gateway" and t.num_turns == 1
         (step,) = t.steps
-        assert "env_reward" in step.info and "is_correct" in step.info
+        # The example's reward is a number: the client's, its grade kept as the client's.
+        assert "env_reward" in step.info and "is_correct" in step.info["client_grade"]
+        assert step.info["reward_source"] == "client" and not episode.is_correct
         version = step.info["weights_version"]
         if version not in models:
             model = AutoModelForCausalLM.from_pretrained(

@@ -284,9 +284,10 @@ def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
             for value in (2**70, -(2**63) - 1):
                 r = client.post("/sessions", json={field: value})
                 assert r.status_code == 400, (field, value, r.text)
-        # Nothing was stored: the session is still open and takes a finite reward.
+        # Nothing was stored: the session was still open and took a finite reward -- which,
+        # with no call to reward, ends it without storing an empty episode (409 no_calls).
         r = client.post(f"/sessions/{sid}/reward", json={"reward": 1.0})
-        assert r.status_code == 200 and r.json()["reward"] == 0.0  # no calls: no step to reward
+        assert r.status_code == 409 and r.json()["error"]["code"] == "no_calls"
 
 
 def test_what_a_path_or_name_serves(tmp_path):
@@ -363,7 +364,16 @@ def _gateway_client(store_path, **settings):
         api_keys={"alice": KEY, "bob": "b" * 20},
         **settings,
     )
-    return TestClient(Gateway(config).app)
+    gateway = Gateway(config)
+    client = TestClient(gateway.app)
+    client.gateway = gateway
+    return client
+
+
+def _record_a_call(app, owner, sid):
+    """Put one call into an open session (these gateways have no engine to call)."""
+    registry = app.gateway.sessions
+    registry.record(registry.sessions[owner, sid], call([1], [2]))
 
 
 ALICE = {"Authorization": f"Bearer {KEY}"}
@@ -389,6 +399,7 @@ def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
         assert r.status_code == 403
         r = app.post("/sessions", json={}, headers=BOB)
         assert r.status_code == 201 and r.json()["run"] == "base:bob"
+        _record_a_call(app, "alice", sid)
         assert app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE).is_success
         # Each client sees its own counts in /metrics, not the other's.
         metrics = app.get("/metrics", headers=ALICE).json()
@@ -418,6 +429,7 @@ def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
             assert r.status_code == 400 and key in r.json()["error"]["message"]
         r = app.post("/sessions", json={"metadata": {"note": "mine"}}, headers=BOB)
         sid = r.json()["session_id"]
+        _record_a_call(app, "bob", sid)
         done = app.post(f"/sessions/{sid}/reward", json={"reward": 0.5}, headers=BOB).json()
     with EpisodeStore(path, read_only=True) as store:
         assert store.get(done["episode"]).trajectory.metadata["client"] == "bob"
@@ -434,11 +446,13 @@ def test_session_ids_are_per_client(tmp_path):
         assert r.status_code == 201 and r.json()["session_id"] == "s1"
         r = app.post("/sessions", json={"session_id": "s1"}, headers=ALICE)
         assert r.status_code == 409  # her own id, twice
-        # Bob ends his "s1"; Alice's is still open and hers to end.
-        assert app.post("/sessions/s1/reward", json={"reward": 0}, headers=BOB).is_success
+        # Bob ends his "s1" (no call: ended, nothing stored); Alice's is still open and hers.
+        assert app.post("/sessions/s1/reward", json={"reward": 0}, headers=BOB).status_code == 409
+        assert app.get("/sessions/s1", headers=BOB).status_code == 409
         assert app.get("/sessions/s1", headers=ALICE).json()["calls"] == 0
         r = app.get("/sessions/s2", headers=BOB)
         assert r.status_code == 404 and r.json()["error"]["code"] == "session_not_found"
+        _record_a_call(app, "alice", "s1")
         assert app.post("/sessions/s1/reward", json={"reward": 0}, headers=ALICE).is_success
         assert app.get("/sessions/s1", headers=ALICE).status_code == 409
 
@@ -458,6 +472,7 @@ def test_reward_info_cannot_rewrite_the_gateways_step_fields(tmp_path):
                 f"/sessions/{sid}/reward", json={"reward": 1, "info": {key: 1}}, headers=ALICE
             )
             assert r.status_code == 400 and key in r.json()["error"]["message"]
+        _record_a_call(app, "alice", sid)
         r = app.post(f"/sessions/{sid}/reward", json={"reward": 1, "info": {"a": 1}}, headers=ALICE)
         assert r.status_code == 200
 
