@@ -609,6 +609,9 @@ OVERLAP_VARIANTS: dict[str, tuple[dict[str, Any], ...]] = {
         {"dataset": "lcm"},
         {"dataset": "products"},
         {"dataset": "gsm_symbolic"},
+        # Answers predictable from the question's surface (issue #25): not held out.
+        {"dataset": "circuit_logic"},
+        {"dataset": "course_schedule"},
     ),
     "rllm/Search-v1": ({}, {"difficulty": 1}, {"difficulty": 5}),
     "rllm/FrozenLake-v1": ({}, {"difficulty": 3}),

@@ -26,6 +26,8 @@ NOT_HELD_OUT = {
     ("rllm/ReasoningGym-v0", '{"dataset": "aiw"}'),
     ("rllm/ReasoningGym-v0", '{"config": {"max_entities": 16}, "dataset": "aiw"}'),
     ("rllm/ReasoningGym-v0", '{"dataset": "coin_flip"}'),
+    ("rllm/ReasoningGym-v0", '{"dataset": "circuit_logic"}'),
+    ("rllm/ReasoningGym-v0", '{"dataset": "course_schedule"}'),
 }
 #: The reason of a setting whose answers a surface classifier reads (no memorisation needed).
 SURFACE = "answers predictable from the question's surface"
