@@ -5,13 +5,15 @@ Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` heade
 * ``POST /v1/chat/completions``, ``POST /v1/completions`` (``stream`` included), ``GET
   /v1/models`` -- and the same under ``/sessions/{sid}/v1/`` to record the call.
 * ``POST /sessions`` -- open a session (optional ``session_id``, ``env_id``, ``task_id``,
-  ``seed``, ``group``, ``sample``, ``run``, ``metadata``); answers its id, ``base_url`` and
-  ``run``. Session ids are per client and a run belongs to the client that opened it
-  (:class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
+  ``seed``, ``index``, ``group``, ``sample``, ``run``, ``metadata``); answers its id,
+  ``base_url`` and ``run``. Session ids are per client and a run belongs to the client that
+  opened it (:class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
 * ``GET /sessions/{sid}`` -- its calls so far; ``POST /sessions/{sid}/reward`` -- end it with
-  ``{"reward": x, "info": {...}}`` or with one of the operator's scorers ``{"env":
-  "rllm/Math-v1", "seed": s}`` (or ``"index": i``; the last reply is the answer, the kwargs
-  are ``GatewayConfig.scorers``') and store it.
+  ``{"reward": x, "info": {...}}`` (the client's number: ``info["reward_source"] = "client"``,
+  grade fields kept under ``info["client_grade"]``) or with one of the operator's scorers
+  ``{"env": "rllm/Math-v1"}`` on the task the session opened with (its ``env_id`` and
+  ``seed``/``index``; the last reply is the answer, the kwargs are
+  ``GatewayConfig.scorers``') and store it.
 * ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine
   for the admin token; a client's own counts for a client token).
 * ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights.
@@ -534,6 +536,9 @@ class Gateway:
                 "calls": len(session.calls),
                 "env_id": session.env_id,
                 "task_id": session.task_id,
+                "seed": session.seed,
+                "index": session.index,
+                "model": session.model,
                 "run": session.run,
                 "group": session.group,
                 "sample": session.sample,
