@@ -36,9 +36,15 @@ MAC, reading every row that could change the answer, filtered out or not. A mism
 missing episode). Opening refuses what is not a store: a 0-byte file or an SQLite file without
 the store's tables (unless ``initialize=True``), another file format, and a write-ahead log cut
 shorter than the commits its index (``-shm``) records, which SQLite itself would open silently
-with the cut episodes gone. A store on a read-only file or mount opens read-only. A NaN total
-reward is refused at ``put`` before anything is written (SQLite stores NaN as NULL); infinite
-rewards are stored.
+with the cut episodes gone; the first opener (index present) after a byte of the log changed
+(SQLite then drops that commit and every later one) refuses it too, and keeps the log in
+``DB-wal.damaged`` (later openers cannot tell). The schema must be exactly the store's own (checked at open, in
+``verify``, and before every read and write that finds it changed): a trigger, view, extra
+index or changed column definition is refused, since it would change what the store's SQL does
+(an episode acknowledged and dropped, a filter matching other runs) without changing a stored
+value. A store on a read-only file or mount opens read-only. A NaN total reward, and a seed or
+other integer outside signed 64 bits, are refused at ``put`` before anything is written (SQLite
+stores NaN as NULL); infinite rewards are stored.
 
 **Edits without the key are reported** (schema version 4, :mod:`rllm_agents.store.integrity`
 has the threat model). Each store has a secret key in a mode-0600 file outside the database
@@ -52,10 +58,12 @@ that aggregates or lists, and ``verify``; a count set back below signed rows is 
 deleted and an earlier value of the count put back (or a whole earlier copy of the store),
 which is a state the store really was in -- unless ``keep-mark`` keeps a copy of the count
 beside the key (then every read reports it); ``verify`` prints the count and the last
-episode's MAC to compare with a record kept elsewhere. Stores of versions 1 to 3 are refused
-with the command that upgrades them in place after checking them (:func:`upgrade`, CLI
-``upgrade``); an unkeyed store (1 or 2) gets a new key, never an existing one, and is only as
-trustworthy as whoever could write it before.
+episode's MAC to compare with a record kept elsewhere. Nor is a whole store replaced by another
+that shares its key file. Stores of versions 1 to 3 are refused with the command that upgrades
+them in place after checking them (:func:`upgrade`, CLI ``upgrade``); an unkeyed store (1 or
+2) is upgraded only with ``--unkeyed``, the operator's word that it never had a key, and never
+while files a keyed store leaves lie beside it or its key; it gets a new key, never an
+existing one, and is only as trustworthy as whoever could write it before.
 
 **Dedup.** A trajectory's hash is the SHA-256 of its canonical JSON (sorted keys); the same
 trajectory written again under the same run and model (a retried write, a re-imported file) is
@@ -68,8 +76,9 @@ unless ``include_custom=True`` (CLI ``passk --include-custom``).
 ``show``, ``export``, ``import``, ``verify``, ``passk``, ``upgrade``, ``repair-mark`` and
 ``keep-mark``: list
 episodes with filters, show one as a readable transcript, export to / import from Parquet,
-check every episode against its MAC and that none is missing, the unbiased pass@k, and raise a
-count that was set back over the signed episodes past it, and keep the count beside the key.
+check every episode against its MAC and that none is missing, the unbiased pass@k, upgrade an
+older store (``--unkeyed``, ``--shared-key``, ``--accept-missing``), raise a count that was set
+back over the signed episodes past it, and keep the count beside the key.
 """
 
 from rllm_agents.store.cli import main

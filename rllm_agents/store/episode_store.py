@@ -74,7 +74,9 @@ class EpisodeStore:
     Raises:
         AgentConfigError: For a bad argument, a missing file with ``read_only``, a store
             of another schema version, or a missing or wrong key.
-        DamagedStore: For a file that is not an episode store, or a cut write-ahead log.
+        DamagedStore: For a file that is not an episode store, a schema that is not exactly
+            the store's own, or a write-ahead log cut or damaged (see
+            :func:`~rllm_agents.store.damage.check_wal_kept`).
     """
 
     def __init__(
@@ -923,6 +925,8 @@ class EpisodeStore:
                 f"SELECT {_CHECKED}, record FROM episodes WHERE hash >= ? AND hash < ? LIMIT 2",
                 (key, key + "g"),
             ).fetchall()
+            # The hash index answered: what it found is checked against the key here.
+            rows = [row for row in rows if isinstance(row[1], str) and row[1].startswith(key)]
         else:
             raise KeyError(f"Expects a row id or a hex hash prefix of 6+ characters: {key!r}")
         if not rows and isinstance(key, int) and 1 <= key <= self._high_water():

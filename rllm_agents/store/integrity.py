@@ -2,12 +2,16 @@
 
 **Threat model.** Someone (or something: a bad copy, a script, an operator's ``DELETE``) can
 write the database file but cannot read the store's key. What they change, add, move or
-delete is reported, never returned as data, with one exception (rollback, below):
+delete is reported, never returned as data, with the exceptions below (rollback, a whole
+store swapped for another under a shared key, a deleted key):
 
 * Each store has a random identity (``meta`` row ``store_id``, made with the store) and every
   MAC is computed under the store's own MAC key, ``HMAC(key, store_id)``
   (:func:`store_key`). Stores that share a key file (``$RLLM_STORE_KEY``) therefore do not
   accept each other's rows, or each other's count; a changed ``store_id`` fails every MAC.
+* The schema (:func:`rllm_agents.store.schema.check_catalog`) must be exactly the tables and
+  indexes the store creates: a planted trigger or a changed column definition would change
+  what its SQL does (an insert skipped, a filter's collation) without changing a value.
 * Each episode's query columns, with its row id (its sequence number), carry an HMAC-SHA256
   under that MAC key (:func:`row_mac`); its record is bound to them by its content hash,
   itself a MAC'd column. Unkeyed digests could be recomputed by whoever changes a field; a
@@ -29,12 +33,19 @@ value (from the file or a backup). Two ways to catch it: ``keep-mark``
 (:func:`raise_mark`), raised by every writer after each commit and checked by every read, which
 holds against whoever cannot write the key's folder; or compare the count and the last
 episode's MAC that ``verify`` prints with a record kept where that person cannot write.
+Stores sharing a key file: one store's whole file put in place of another's is a valid store
+under that key, with its own identity (and kept count), so nothing tells; give each store its
+own key file to rule it out.
 
 **The key.** 32 random bytes, hex, in a file created with mode 0600: ``DB.key`` next to the
 database unless ``key=`` (or the ``RLLM_STORE_KEY`` environment variable) names another path.
 Keep it where the people and jobs that may change the database file cannot read it (another
 owner, another mount, a secret store) for the MAC to mean anything against them; next to the
-database it still catches every accident and every edit made without reading it.
+database it still catches every accident and every edit made without reading it, short of
+deleting the key file: a store relabelled as unkeyed (version 2) with forged rows and its key
+deleted looks like a store that never had one, and ``upgrade --unkeyed`` would sign it; the
+upgrade refuses while a kept count or a copy of the key lies beside it, and otherwise relies
+on the operator's word.
 """
 
 from __future__ import annotations
