@@ -930,6 +930,32 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
     return body
 
 
+def _near_zero(test: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """``math.isclose(total, 0, abs_tol=tol)`` (either order): ``(total, tol)``; else ``None``."""
+    if not (
+        isinstance(test, ast.Call)
+        and _dotted(test.func) in ("math.isclose", "isclose")
+        and len(test.args) == 2
+        and all(k.arg in ("abs_tol", "rel_tol") for k in test.keywords)
+    ):
+        return None
+    bound = _keyword(test, "abs_tol")
+    relative = _keyword(test, "rel_tol")
+    if bound is None:
+        return None
+    if relative is not None:
+        rel = _number(relative)
+        if rel is None or not 0 <= rel < 1:
+            return None
+    zero = [
+        isinstance(a, ast.Constant) and a.value == 0 and type(a.value) in (int, float)
+        for a in test.args
+    ]
+    if zero.count(True) != 1:
+        return None
+    return test.args[1 if zero[0] else 0], bound
+
+
 def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | None:
     """``max(abs(a - b) for a, b in zip(X, [..])) < tol`` as ``for a in X: observe(a)``.
 
@@ -937,17 +963,22 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
     ``tol`` shared among the literal's elements) and compared on the host with the
     reference's; the expected list and the differences are not in the probe (computed in the
     sandbox, they were decided by the ``__sub__`` of whatever ``X`` held, handed the
-    literal). ``zip(LIT, X)`` and ``abs(b - a)`` too. ``None``: not this shape.
+    literal). ``zip(LIT, X)`` and ``abs(b - a)`` too, and ``math.isclose(total, 0,
+    abs_tol=tol)`` (``|total| <= tol`` for any ``rel_tol`` below 1). ``None``: not this shape.
     """
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+    close = _near_zero(test)
+    if close is not None:
+        total, bound = close
+    elif not isinstance(test, ast.Compare) or len(test.ops) != 1:
         return None
-    op, left, right = test.ops[0], test.left, test.comparators[0]
-    if isinstance(op, (ast.Lt, ast.LtE)):
-        total, bound = left, right
-    elif isinstance(op, (ast.Gt, ast.GtE)):
-        total, bound = right, left
     else:
-        return None
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, (ast.Lt, ast.LtE)):
+            total, bound = left, right
+        elif isinstance(op, (ast.Gt, ast.GtE)):
+            total, bound = right, left
+        else:
+            return None
     tolerance = _number(bound)
     if (
         tolerance is None
