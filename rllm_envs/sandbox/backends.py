@@ -240,6 +240,8 @@ class Firejail(Backend):
             *hidden,
             # This package's files where a system-wide install put them (hidden task data).
             *(f"--blacklist={path}" for path in installed.package_paths()),
+            # Large trees no program needs (their page cache is a channel).
+            *(f"--blacklist={path}" for path in installed.unused_paths()),
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
             # Pseudo-terminals: each one opened moves the machine-wide pty count.
@@ -429,7 +431,7 @@ def _package_masks() -> list[str]:
     A directory gets an empty read-only tmpfs over it, a file ``/dev/null``.
     """
     args: list[str] = []
-    for path in installed.package_paths():
+    for path in (*installed.package_paths(), *installed.unused_paths()):
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         else:

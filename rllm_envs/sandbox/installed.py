@@ -33,6 +33,8 @@ __all__ = [
     "installed_paths",
     "package_paths",
     "visible_in_sandbox",
+    "UNUSED_TREES",
+    "unused_paths",
 ]
 
 #: The distribution this package is installed as.
@@ -148,3 +150,51 @@ def _resolved(candidates: frozenset[str]) -> tuple[str, ...]:
 def package_paths() -> tuple[str, ...]:
     """The :func:`installed_paths` a sandbox would show, so must hide."""
     return tuple(p for p in installed_paths() if visible_in_sandbox(p))
+
+
+#: Large system trees no sandboxed program needs (Python's standard library, the Debian
+#: Python packages and the C++ toolchain live elsewhere): hidden, so that their pages are
+#: not there to mark in the host's page cache (a channel between concurrent sandboxes: a
+#: page read by one is a minor fault for the next, a major one if nobody read it). Globs.
+UNUSED_TREES = (
+    # /usr/local/include is on g++'s search path, /usr/local/lib holds the precompiled header.
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/usr/local/cuda*",
+    "/usr/local/share",
+    "/usr/local/src",
+    "/usr/local/games",
+    "/usr/local/man",
+    "/usr/share",
+    "/usr/src",
+    "/usr/games",
+    "/usr/lib/jvm",
+    "/usr/lib/chromium",
+    "/usr/lib/chromium-browser",
+    "/usr/lib/firefox*",
+    "/usr/lib/google-cloud-sdk",
+    "/usr/lib/llvm-*",
+    "/usr/lib/node_modules",
+    "/usr/lib/postgresql",
+    "/usr/lib/debug",
+    "/usr/lib/libreoffice",
+    "/usr/lib/*-linux-gnu/libLLVM*",
+    "/usr/lib/*-linux-gnu/libclang*",
+    "/usr/lib/*-linux-gnu/libz3.*",
+    "/usr/lib/*-linux-gnu/dri",
+    "/opt",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def unused_paths() -> tuple[str, ...]:
+    """The existing paths of :data:`UNUSED_TREES` (symlinks resolved, inside ``/usr``)."""
+    import glob
+
+    found: list[str] = []
+    for pattern in UNUSED_TREES:
+        for path in sorted(glob.glob(pattern)):
+            real = os.path.realpath(path)
+            if real == path and visible_in_sandbox(real) and "\n" not in real:
+                found.append(real)
+    return tuple(found)

@@ -320,3 +320,35 @@ def test_a_compile_that_uses_its_cpu_limit_is_stopped():
 
     binary, message = compile_cpp(bomb, 0.5, 0)
     assert binary is None and message.endswith("compilation timed out"), message
+
+
+# ------------------------------------------------------------ F0: the page cache of /usr
+
+
+def test_large_unused_system_trees_are_hidden(backend):
+    """A sender marked pages of large read-only files no program needs (a JVM's modules,
+    libLLVM, a cloud SDK) by reading them; a receiver read the marks back from its major
+    fault count. Those trees are hidden now (the rest of the channel: docs/sandbox.md)."""
+    from rllm_envs.sandbox import installed
+
+    hidden = installed.unused_paths()
+    if not hidden:
+        pytest.skip("none of the unused trees exists here")
+    probe = (
+        "import os, sys\n"
+        "for path in sys.stdin.read().split():\n"
+        "    try:\n"
+        "        fd = os.open(path, os.O_RDONLY)\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if os.path.isdir(path) and not os.listdir(path):\n"
+        "        continue  # an empty tmpfs over it\n"
+        "    if os.path.isfile(path) and os.fstat(fd).st_size == 0:\n"
+        "        continue  # /dev/null over it\n"
+        "    print(path)\n"
+    )
+    result = run(probe, stdin="\n".join(hidden), backend=backend)
+    assert result.status is Status.OK, result
+    assert result.stdout == "", result.stdout
+    # What programs need is still there.
+    assert run("import ssl, sqlite3, decimal\nprint(1)", backend=backend).stdout == "1\n"
