@@ -938,7 +938,7 @@ class EpisodeStore:
                 row[0]
                 for row in self._conn.execute(
                     "SELECT id FROM episodes WHERE hash >= ? AND hash < ? ORDER BY id LIMIT 6",
-                    (key, key + "g"),
+                    (key, f"{key}g"),
                 )
             ]
             same = len({row[1] for row in rows}) == 1
