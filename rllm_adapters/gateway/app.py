@@ -703,7 +703,9 @@ class Gateway:
                         f"{ref} in the gateway's log).",
                         "score_failed",
                     ) from e
-                if not _prompt_holds(session.calls[0], scored.get("observation")):
+                if not _prompt_holds(
+                    session.calls[0], scored.get("observation"), scored.get("statement")
+                ):
                     raise GatewayError(
                         409,
                         f"Session {session.id!r}'s first prompt does not hold the prompt of "
@@ -1387,16 +1389,16 @@ class _StreamParts:
         )
 
 
-def _prompt_holds(call: Call, task_prompt: Any) -> bool:
-    """Whether ``call``'s prompt (text) holds ``task_prompt`` (whitespace runs as one space).
+def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
+    """Whether ``call``'s prompt (text) holds ``task_prompt`` or the task's ``statement``.
 
-    A chat call's text is its messages' contents; a prompt of token ids cannot be checked.
-    An env that gives no text prompt (``None``) is not checked.
+    Whitespace runs read as one space. A chat call's text is its messages' contents; a prompt
+    of token ids cannot be checked. An env that gives no text prompt (``None``) and no
+    statement is not checked.
     """
-    if task_prompt is None:
-        return True
-    if not isinstance(task_prompt, str):
-        return False
+    needles = [t for t in (task_prompt, statement) if isinstance(t, str)]
+    if not needles:
+        return task_prompt is None
     if call.api == "completions":
         prompt = call.request.get("prompt")
         texts = [prompt] if isinstance(prompt, str) else []
@@ -1410,8 +1412,8 @@ def _prompt_holds(call: Call, task_prompt: Any) -> bool:
                 texts.extend(
                     str(part.get("text") or "") for part in content if isinstance(part, Mapping)
                 )
-    needle = " ".join(task_prompt.split())
-    return any(needle in " ".join(text.split()) for text in texts)
+    flat = [" ".join(text.split()) for text in texts]
+    return any(" ".join(n.split()) in text for n in needles for text in flat)
 
 
 def _check_reward(reward: Any) -> None:

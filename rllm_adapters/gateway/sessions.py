@@ -883,7 +883,8 @@ def score_with_env(
     """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
 
     The env's own scorer decides; its reward, ``info`` (``is_correct``, components), task
-    id and the task's prompt (``observation``, when it is text) come back. For single-turn
+    id, the task's prompt (``observation``, when it is text) and its statement (``statement``:
+    the task record's ``problem``/``question``/``prompt``, else ``None``) come back. For single-turn
     envs (``rllm/Math-v1``, ...) that is the episode's reward.
     """
     import gymnasium as gym
@@ -893,6 +894,19 @@ def score_with_env(
     env = gym.make(env_id, **dict(env_kwargs or {}))
     try:
         observation, reset_info = env.reset(seed=seed, options=dict(options) if options else None)
+        # The task's own statement (a task record's problem/question/prompt), which an agent
+        # may send without the env's instructions around it.
+        task = getattr(env.unwrapped, "task", None)
+        statement = None
+        if isinstance(task, Mapping):
+            statement = next(
+                (
+                    task[k]
+                    for k in ("problem", "question", "prompt")
+                    if isinstance(task.get(k), str) and task[k].strip()
+                ),
+                None,
+            )
         _, reward, terminated, truncated, info = env.step(answer)
     finally:
         env.close()
@@ -901,4 +915,5 @@ def score_with_env(
         "info": to_jsonable({**info, "terminated": terminated, "truncated": truncated}),
         "task_id": reset_info.get("task_id"),
         "observation": observation if isinstance(observation, str) else None,
+        "statement": statement,
     }

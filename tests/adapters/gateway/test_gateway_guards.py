@@ -665,6 +665,19 @@ def test_engines_launched_for_a_gateway_that_fails_to_start_are_stopped(tmp_path
 # ------------------------------------------ 8. the third blind attack (att29b): a session's task
 
 
+def _problem(seed):
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+
+    env = gym.make("rllm/Math-v1")
+    try:
+        env.reset(seed=seed)
+        return env.unwrapped.task["problem"]
+    finally:
+        env.close()
+
+
 def _math_answer(seed):
     import gymnasium as gym
 
@@ -717,6 +730,13 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
             r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
             assert r.status_code == 409 and r.json()["error"]["code"] == "prompt_not_task"
             assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+        # The task's statement alone (without the env's instructions) is the task too.
+        sid = _session(app, env_id="rllm/Math-v1", seed=1)
+        statement = {**CALL, "prompt": f"Q: {_problem(1)}\nA:"}
+        r = app.post(f"/sessions/{sid}/v1/completions", json=statement, headers=ALICE)
+        assert r.status_code == 200, r.text
+        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
         # A task id named at open must be the scorer's id of that task.
         sid = _session(app, env_id="rllm/Math-v1", seed=1, task_id="math-made-up")
         assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
@@ -929,3 +949,19 @@ def test_no_client_can_evict_anothers_ended_marks(tmp_path):
         assert len(_episodes(tmp_path / "e.db")) == 1
     finally:
         app.__exit__(None, None, None)
+
+
+def test_the_task_check_reads_chat_contents_and_refuses_token_ids():
+    from rllm_adapters.gateway.app import _prompt_holds
+    from rllm_adapters.gateway.sessions import Call
+
+    def chat(messages):
+        return Call("chat", [1], [2], [-0.1], "x", "stop", request={"messages": messages})
+
+    task = "Solve:  1 + 1\n\nAnswer in \\boxed{}."
+    parts = [{"type": "text", "text": "Solve: 1 + 1 Answer in \\boxed{}."}]
+    assert _prompt_holds(chat([{"role": "user", "content": parts}]), task)
+    assert _prompt_holds(chat([{"role": "user", "content": "1 + 1"}]), task, "1 + 1")
+    assert not _prompt_holds(chat([{"role": "user", "content": "2 + 2"}]), task, "1 + 1")
+    ids = Call("completions", [1], [2], [-0.1], "x", "stop", request={"prompt": [1, 2]})
+    assert not _prompt_holds(ids, task) and _prompt_holds(ids, None)
