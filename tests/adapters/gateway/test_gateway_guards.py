@@ -965,3 +965,22 @@ def test_the_task_check_reads_chat_contents_and_refuses_token_ids():
     assert not _prompt_holds(chat([{"role": "user", "content": "2 + 2"}]), task, "1 + 1")
     ids = Call("completions", [1], [2], [-0.1], "x", "stop", request={"prompt": [1, 2]})
     assert not _prompt_holds(ids, task) and _prompt_holds(ids, None)
+
+
+def test_an_unexpected_error_is_a_counted_json_500(tmp_path, caplog):
+    """att29b A8: an exception that escaped a handler was uvicorn's bare 500, uncounted."""
+    app = _gateway(tmp_path, admin_key=ADMIN)
+    try:
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("a bug")
+
+        app.gateway.sessions.get = broken
+        with caplog.at_level("ERROR", logger="rllm_adapters.gateway.app"):
+            r = app.get("/sessions/s1", headers=ALICE)
+        assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
+        assert "a bug" not in r.text and any("internal error" in m for m in caplog.messages)
+        metrics = app.get("/metrics", headers={"Authorization": f"Bearer {ADMIN}"}).json()
+        assert metrics["requests"]["rejected_500"] == 1
+    finally:
+        app.__exit__(None, None, None)
