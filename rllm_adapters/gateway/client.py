@@ -71,8 +71,9 @@ class GatewayClient:
         """Open a session; returns ``{"session_id", "base_url"}``.
 
         Args:
-            **fields: ``session_id``, ``env_id``, ``task_id``, ``seed``, ``group``, ``sample``,
-                ``run``, ``metadata``.
+            **fields: ``session_id``, ``env_id``, ``task_id``, ``seed``, ``index``, ``group``,
+                ``sample``, ``run``, ``metadata`` (a session to be scored names its env and
+                ``seed``/``index`` here: the task is fixed when it opens).
         """
         return self._post("/sessions", fields)
 
@@ -92,8 +93,11 @@ class GatewayClient:
     ) -> dict[str, Any]:
         """End a session with a reward, or with ``env``'s scorer on its last reply.
 
-        ``env`` must be one of the gateway's scorers (its operator's ``--scorer``); ``seed``
-        or ``index`` names the task of its source (the session's ``seed`` by default).
+        ``env`` must be one of the gateway's scorers (its operator's ``--scorer``) and the
+        session's ``env_id``; the task is the one the session opened with (``seed``/``index``
+        may repeat it, another is refused). A number ``reward`` is kept as the client's
+        (``info["reward_source"] == "client"``; grade fields under ``info["client_grade"]``),
+        and a session with no call ends unstored (409 ``no_calls``).
 
         Returns:
             The stored episode's id and hash, the reward and whether it is token-exact.
