@@ -38,32 +38,33 @@ the store's tables (unless ``initialize=True``), another file format, and a writ
 shorter than the commits its index (``-shm``) records, which SQLite itself would open silently
 with the cut episodes gone; the first opener (index present) after a byte of the log changed
 (SQLite then drops that commit and every later one) refuses it too, and keeps the log in
-``DB-wal.damaged`` (later openers cannot tell). The schema must be exactly the store's own (checked at open, in
-``verify``, and before every read and write that finds it changed): a trigger, view, extra
-index or changed column definition is refused, since it would change what the store's SQL does
-(an episode acknowledged and dropped, a filter matching other runs) without changing a stored
-value. A store on a read-only file or mount opens read-only. A NaN total reward, and a seed or
-other integer outside signed 64 bits, are refused at ``put`` before anything is written (SQLite
-stores NaN as NULL); infinite rewards are stored.
+``DB-wal.damaged`` (later openers cannot tell). The schema must be exactly the store's own
+(checked at open, in ``verify``, and before every read and write that finds it changed): a
+trigger, view, extra index or changed column definition is refused, since it would change what
+the store's SQL does (an episode acknowledged and dropped, a filter matching other runs) without
+changing a stored value. A store on a read-only file or mount opens read-only. A NaN total
+reward, and a seed or other integer outside signed 64 bits, are refused at ``put`` before
+anything is written (SQLite stores NaN as NULL); infinite rewards are stored.
 
-**Edits without the key are reported** (schema version 4, :mod:`rllm_agents.store.integrity`
-has the threat model). Each store has a secret key in a mode-0600 file outside the database
+**Edits without the key are reported** (schema version 4, :mod:`rllm_agents.store.integrity` has
+the threat model). Each store has a secret key in a mode-0600 file outside the database
 (``DB.key``, or ``key=`` / ``--key`` / ``$RLLM_STORE_KEY``) and a random identity; each
 episode's row id and query columns carry an HMAC-SHA256 under the key bound to that identity
 (stores sharing a key file do not accept each other's rows), and the store keeps a MAC'd count
-of the episodes written (ids run 1, 2, 3, ...). A changed field with its digest recomputed
-fails its MAC; a deleted row below the count raises :class:`MissingEpisodes` from every read
-that aggregates or lists, and ``verify``; a count set back below signed rows is reported by
+of the episodes written (ids run 1, 2, 3, ...). A changed field with its digest recomputed fails
+its MAC; a deleted row below the count raises :class:`MissingEpisodes` from every read that
+aggregates or lists, and ``verify``; a count set back below signed rows is reported by
 ``verify`` (``repair-mark`` raises it). Not detected: a **rollback** -- the newest episodes
-deleted and an earlier value of the count put back (or a whole earlier copy of the store),
-which is a state the store really was in -- unless ``keep-mark`` keeps a copy of the count
-beside the key (then every read reports it); ``verify`` prints the count and the last
-episode's MAC to compare with a record kept elsewhere. Nor is a whole store replaced by another
-that shares its key file. Stores of versions 1 to 3 are refused with the command that upgrades
-them in place after checking them (:func:`upgrade`, CLI ``upgrade``); an unkeyed store (1 or
-2) is upgraded only with ``--unkeyed``, the operator's word that it never had a key, and never
-while files a keyed store leaves lie beside it or its key; it gets a new key, never an
-existing one, and is only as trustworthy as whoever could write it before.
+deleted and an earlier value of the count put back (or a whole earlier copy of the store), which
+is a state the store really was in -- unless ``keep-mark`` keeps a copy of the count beside the
+key (then every read reports it); ``verify`` prints the count and the last episode's MAC to
+compare with a record kept elsewhere. Nor is a whole store replaced by another that shares its
+key file, unless ``keep-mark`` recorded which store lives at that path. Stores of versions 1 to
+3 are refused with the command that upgrades them in place after checking them (:func:`upgrade`,
+CLI ``upgrade``); an unkeyed store (1 or 2) is upgraded only with ``--unkeyed``, the operator's
+word that it never had a key, and never while files a keyed store leaves lie beside it or its
+key; it gets a new key, never an existing one, and is only as trustworthy as whoever could write
+it before.
 
 **Dedup.** A trajectory's hash is the SHA-256 of its canonical JSON (sorted keys); the same
 trajectory written again under the same run and model (a retried write, a re-imported file) is

@@ -274,12 +274,18 @@ class EpisodeStore:
         assert isinstance(store_id, str)
         self._key = integrity.store_key(self._raw_key, store_id)
         self._mark = integrity.mark_path(self.key_path, store_id)
-        if not self.read_only and self._mark_kept() and not os.access(self._mark.parent, os.W_OK):
+        kept = self._mark_kept()
+        if not self.read_only and kept and not os.access(self._mark.parent, os.W_OK):
             raise AgentConfigError(
                 f"{self._mark} keeps the count of episodes written to {self.path} beside its "
                 "key, and every writer updates it, but its folder is not writable here. Open "
                 "the store with `read_only=True`, or from a user who may write that folder."
             )
+        self._store_id = store_id
+        self._home = integrity.home_path(self.key_path, self.path)
+        integrity.check_home(
+            self._raw_key, self.path, self._home, store_id, write=kept and not self.read_only
+        )
 
     def _check_catalog(self, conn: sqlite3.Connection) -> None:
         """Check the schema objects again if they changed since they were last checked."""
@@ -668,11 +674,16 @@ class EpisodeStore:
         place under a ``flock`` (microseconds a commit). With ``durable=False`` a power loss
         (not a crash) can lose the last commits while the kept count survives: the store is
         then reported as rolled back. Deleting ``KEY.<store_id>.mark.lock`` turns it off.
+        It also records which store lives at this path (``KEY.<path digest>.home``,
+        :func:`~rllm_agents.store.integrity.check_home`), checked by every open: another
+        store's whole file put in its place (one sharing its key file), or a new store made
+        after the file was deleted, is refused.
         """
         if self.read_only:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
         written = self._high_water()
         integrity.raise_mark(self._key, self.path, self._mark, written)
+        integrity.check_home(self._raw_key, self.path, self._home, self._store_id, write=True)
         return written
 
     def written(self) -> int:

@@ -34,8 +34,9 @@ value (from the file or a backup). Two ways to catch it: ``keep-mark``
 holds against whoever cannot write the key's folder; or compare the count and the last
 episode's MAC that ``verify`` prints with a record kept where that person cannot write.
 Stores sharing a key file: one store's whole file put in place of another's is a valid store
-under that key, with its own identity (and kept count), so nothing tells; give each store its
-own key file to rule it out.
+under that key, with its own identity (and kept count), so nothing in it tells. keep-mark also
+records which store lives at each database path (:func:`check_home`), which catches that;
+without it, give each store its own key file.
 
 **The key.** 32 random bytes, hex, in a file created with mode 0600: ``DB.key`` next to the
 database unless ``key=`` (or the ``RLLM_STORE_KEY`` environment variable) names another path.
@@ -230,6 +231,66 @@ def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
 def mark_path(key_file: Path, store_id: str) -> Path:
     """Where a copy of a store's count is kept beside its key (see :func:`raise_mark`)."""
     return key_file.with_name(f"{key_file.name}.{store_id}.mark")
+
+
+def home_path(key_file: Path, db: Path) -> Path:
+    """Where keep-mark records which store lives at ``db`` (see :func:`check_home`)."""
+    digest = hashlib.sha256(str(db.resolve()).encode("utf-8", "surrogateescape")).hexdigest()
+    return key_file.with_name(f"{key_file.name}.{digest[:32]}.home")
+
+
+def _home_value(key: bytes, db: Path, store_id: str) -> str:
+    message = f"rllm-episode-store home {db.resolve()} {store_id}".encode(
+        "utf-8", "surrogateescape"
+    )
+    return f"{store_id} {hmac.digest(key, message, 'sha256').hex()}"
+
+
+def check_home(key: bytes, db: Path, path: Path, store_id: str, *, write: bool) -> None:
+    """Check that the store at ``db`` is the one keep-mark recorded there (``write``: record it).
+
+    Stores that share a key file are each valid under it, so one's whole file put in place of
+    another's passes every MAC, and its own kept count; this record, a MAC'd identity per
+    database path beside the key (under the key file's key), tells them apart. It holds
+    against whoever cannot write the key's folder, like the kept count.
+
+    Raises:
+        DamagedStore: If the record names another store, or fails its MAC.
+    """
+    try:
+        text = path.read_bytes().decode("ascii").strip()
+    except FileNotFoundError:
+        if write:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(_home_value(key, db, store_id) + "\n")
+                with contextlib.suppress(FileExistsError):  # another writer made it first
+                    os.link(tmp, path)
+            finally:
+                os.unlink(tmp)
+            check_home(key, db, path, store_id, write=False)
+        return
+    except (OSError, UnicodeDecodeError) as e:
+        raise DamagedStore(
+            f"Cannot read {path}, the identity kept for {db} beside its key: {e}"
+        ) from e
+    recorded = text.split(" ", 1)[0]
+    if not valid_store_id(recorded) or not hmac.compare_digest(
+        text, _home_value(key, db, recorded)
+    ):
+        raise DamagedStore(
+            f"{path}, the identity of the store kept for {db} beside its key, fails its MAC: it "
+            "was changed without the key. Restore it (or the key's folder) from a backup."
+        )
+    if recorded != store_id:
+        raise DamagedStore(
+            f"{db} is not the store keep-mark recorded at this path: its identity is "
+            f"{store_id}, {path} records {recorded}. Another store's file (one sharing this "
+            "key file, or a new store made after the old file was deleted) was put in its "
+            "place. Restore the store from a backup; if it was replaced on purpose, delete "
+            f"{path} (keep-mark records the new one from the next writer's open)."
+        )
 
 
 _MARK_BYTES = 128  # the kept count is rewritten in place at this fixed length

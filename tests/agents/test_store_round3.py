@@ -335,3 +335,32 @@ def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener
     with pytest.raises(DamagedStore, match="rebuilding the index from the log, kept"):
         EpisodeStore(dst / "ep.db")
     assert (dst / "ep.db-wal.damaged").read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize("b_keeps_mark", [True, False])
+def test_r4_a_store_replaced_by_another_sharing_its_key_is_refused_with_keep_mark(
+    tmp_path, monkeypatch, b_keeps_mark
+):
+    # cp model-b.db model-a.db with one key file for both: every MAC and B's own kept count
+    # held, and A read B's pass@1 (0.8 for 0.2) with verify clean.
+    monkeypatch.setenv("RLLM_STORE_KEY", str(tmp_path / "keys" / "shared.key"))
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    for path, n in ((a, 3), (b, 5)):
+        _filled(path, n)
+        if path == a or b_keeps_mark:
+            with EpisodeStore(path) as store:
+                store.keep_mark()
+    with EpisodeStore(a) as store:  # A's writers and readers agree with the record
+        store.put(make_trajectory(50), run="run")
+        assert store.count() == 4
+    gc.collect()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{a}{suffix}").unlink(missing_ok=True)
+    a.write_bytes(b.read_bytes())
+    for read_only in (True, False):
+        with pytest.raises(DamagedStore, match="not the store keep-mark recorded at this path"):
+            EpisodeStore(a, read_only=read_only)
+    # Replaced on purpose: deleting A's record (the path's) accepts the new store.
+    integrity.home_path(tmp_path / "keys" / "shared.key", a).unlink()
+    with EpisodeStore(a) as store:
+        assert store.count() == 5 and store.verify() == []
