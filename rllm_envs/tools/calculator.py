@@ -34,6 +34,8 @@ _MAX_FACTORIAL = 2_000
 #: Arguments of transcendental functions and symbolic powers stay below this many bits.
 _MAX_SYMBOLIC_BITS = 2_048
 _DIGITS = 15
+#: floor/ceil/// of an irrational value: largest magnitude (its digits are what SymPy computes).
+_MAX_ROUNDED = 10**40
 
 
 class CalculatorError(ValueError):
@@ -79,10 +81,37 @@ def _round(x: sympy.Expr, digits: sympy.Expr | None = None) -> sympy.Expr:
 
 
 def _mod_pow(base: sympy.Expr, exp: sympy.Expr, mod: sympy.Expr) -> sympy.Expr:
+    # Modular exponentiation costs about bits(e) multiplications of bits(m)-bit numbers: at the
+    # 14,000-bit cap of other integers, one call ran 14 s holding the GIL (issue #31, F8).
+    # Exponent and modulus stay within _MAX_SYMBOLIC_BITS (a few ms at the cap).
     b = _int_arg(base, "pow", -(2**_MAX_BITS), 2**_MAX_BITS)
-    e = _int_arg(exp, "pow", 0, 2**_MAX_BITS)
-    m = _int_arg(mod, "pow", 1, 2**_MAX_BITS)
-    return sympy.Integer(pow(b, e, m))
+    for name, value, low in (("exponent", exp, 0), ("modulus", mod, 1)):
+        if not (value.is_Integer and low <= int(value) <= 2**_MAX_SYMBOLIC_BITS):
+            raise CalculatorError(
+                f"pow(b, e, m) needs an integer {name} in [{low}, 2^{_MAX_SYMBOLIC_BITS}]"
+            )
+    e, m = int(exp), int(mod)
+    return sympy.Integer(pow(b % m, e, m))
+
+
+def _rounding(fn: Callable[[sympy.Expr], sympy.Expr]) -> Callable[[sympy.Expr], sympy.Expr]:
+    """``floor``/``ceil`` of an irrational value only below _MAX_ROUNDED in magnitude.
+
+    SymPy finds the integer part of an irrational value by evaluating it to as many digits as
+    it has: ``floor((1 + sqrt(2))**9999)`` took 5 s (issue #31, F8).
+    """
+
+    def rounded(x: sympy.Expr) -> sympy.Expr:
+        if not x.is_Rational:
+            approx = sympy.N(x, _DIGITS)
+            if not approx.is_Number or not approx.is_finite or abs(approx) > _MAX_ROUNDED:
+                raise CalculatorError(
+                    f"{fn.__name__} of an irrational value needs a real value of magnitude at "
+                    f"most 10^{len(str(_MAX_ROUNDED)) - 1}"
+                )
+        return fn(x)
+
+    return rounded
 
 
 def _minmax(pick: Callable[..., Any]) -> Callable[..., sympy.Expr]:
@@ -110,8 +139,8 @@ FUNCTIONS: dict[str, Callable[..., sympy.Expr]] = {
     "asin": sympy.asin,
     "acos": sympy.acos,
     "atan": sympy.atan,
-    "floor": sympy.floor,
-    "ceil": sympy.ceiling,
+    "floor": _rounding(sympy.floor),
+    "ceil": _rounding(sympy.ceiling),
     "round": _round,
     "factorial": _factorial,
     "binomial": _binomial,
@@ -177,7 +206,7 @@ def _divide(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 def _floordiv(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     if b == 0:
         raise CalculatorError("division by zero")
-    return sympy.floor(a / b)
+    return _FLOOR(a / b)
 
 
 def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
@@ -187,6 +216,8 @@ def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
         raise CalculatorError("% expects rational operands")
     return a - b * sympy.floor(a / b)
 
+
+_FLOOR = _rounding(sympy.floor)
 
 _BINOPS: dict[type[ast.operator], Callable[[sympy.Expr, sympy.Expr], sympy.Expr]] = {
     ast.Add: lambda a, b: a + b,

@@ -84,3 +84,40 @@ def test_refused_or_bounded(expression, fragment):
 def test_non_string_is_refused():
     with pytest.raises(CalculatorError):
         evaluate(123)  # type: ignore[arg-type]
+
+
+# Issue #31, F8: the calculator runs in the server's process and holds the GIL, so an
+# operation's cost is bounded by the size of its operands, before the work is done.
+@pytest.mark.parametrize(
+    "expression",
+    [
+        # 14,000-bit exponent and modulus: 14 s of modular exponentiation.
+        "pow(3, 2**6999*2**6999-1, 2**6999*2**6999-5)",
+        "pow(2**6999*2**6999-1, 2**6999*2**6999-3, 2**6999*2**6998+1)",
+        "pow(3, 2**3000, 7)",
+        "pow(3, 5, 2**3000+1)",
+        # SymPy evaluates an irrational value to all its digits to find its integer part (5 s).
+        "floor((1+sqrt(2))**9999)",
+        "ceil((2+sqrt(3))**2000)",
+        "(1+sqrt(2))**9999 // 1",
+        "floor(exp(2**2000))",
+    ],
+)
+def test_costly_operations_are_refused_before_they_run(expression: str) -> None:
+    with pytest.raises(CalculatorError):
+        evaluate(expression)
+
+
+@pytest.mark.parametrize(
+    "expression, expected",
+    [
+        ("pow(3, 2**2047, 2**2048 - 1)", pow(3, 2**2047, 2**2048 - 1)),
+        ("pow(-3, 3, 7)", pow(-3, 3, 7)),
+        ("pow(2**6000 + 1, 3, 1000)", pow(2**6000 + 1, 3, 1000)),
+        ("floor((1+sqrt(2))**40)", 2046573816377473),
+        ("ceil(pi * 10**30)", 3141592653589793238462643383280),
+        ("(1+sqrt(2))**20 // 1", 45239073),
+    ],
+)
+def test_bounded_operations_below_the_caps_still_work(expression: str, expected: int) -> None:
+    assert evaluate(expression) == expected
