@@ -241,21 +241,21 @@ def _pool() -> tuple[tuple[int, int], ...]:
     return users
 
 
-def test_leases_are_distinct_and_fall_back_with_a_warning(monkeypatch):
+def test_leases_are_distinct_and_never_shared(monkeypatch):
+    """With every pool user taken a new sandbox waits for one, then fails cleanly
+    (``PoolExhausted``); it used to share the base user (round 9: the per-user pipe-buffer
+    account carried bits again)."""
     users = _pool()
-    monkeypatch.setattr(uids, "_warned", set())
+    monkeypatch.setattr(uids, "ACQUIRE_WAIT", 0.2)
     leases = []
     try:
         # Some may be held by sandboxes of other tests running now: take what is free.
-        with pytest.warns(uids.SharedSandboxUserWarning, match="more concurrent sandboxes"):
+        with pytest.raises(uids.PoolExhausted, match="stayed taken"):
             while True:
-                lease = uids.acquire(private_process_count=False)
-                leases.append(lease)
-                if lease.fd < 0:
-                    break  # the pool is exhausted: the shared base user
-        held = [lease.identity for lease in leases[:-1]]
+                leases.append(uids.acquire(private_process_count=False))
+        held = [lease.identity for lease in leases]
         assert len(set(held)) == len(held) and set(held) <= set(users)
-        assert leases[-1].identity not in users
+        assert all(lease.fd >= 0 for lease in leases)
     finally:
         for lease in leases:
             lease.release()
