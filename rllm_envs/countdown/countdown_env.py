@@ -18,7 +18,12 @@ from rllm_envs.countdown.tasks import (
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.tasks import Task, TaskSource
 
-__all__ = ["CountdownEnv"]
+__all__ = ["CountdownEnv", "CUSTOM_TASK_MAX_STATES"]
+
+#: Solver budget (distinct states) for a client-written task (``options={"task": ...}``): a
+#: custom task of 6-12 large numbers with no solution ran the default 200,000-state search,
+#: 3-7 s of pure Python holding the GIL (issue #31, F3). 20,000 states is about a tenth of that.
+CUSTOM_TASK_MAX_STATES = 20_000
 
 _OPS = ("+", "-", "*", "/")
 
@@ -87,8 +92,9 @@ class CountdownEnv(TextEnv):
     ``"illegal_numbers"``, ``"division_by_zero"``, ``"parse_error"`` or ``"no_answer"``),
     ``expression`` (``str | None``, the parsed answer), ``value`` (``str | None``, its exact
     value such as ``"7"`` or ``"7/3"``), ``numbers_used`` (``list[int]``) and, on the step that
-    ends the episode, ``reference_solution`` (``str | None``). ``invalid_action`` is set when
-    the answer is missing or does not parse.
+    ends the episode, ``reference_solution`` (``str | None``; not with
+    ``reveal_reference=False``). ``invalid_action`` is set when the answer is missing or does
+    not parse.
 
     ## Arguments
     - ``dataset`` (str | path | list of records, default ``None``): a local ``.jsonl``,
@@ -104,6 +110,12 @@ class CountdownEnv(TextEnv):
     - ``task_seed`` (int, default 0): seed of the procedural task universe; task ``i`` is a
       pure function of ``(task_seed, i, difficulty, num_count, max_number)``.
     - ``max_turns`` (int, default 1): answer attempts.
+    - ``reveal_reference`` (bool, default ``True``): show a solution when an episode ends
+      unsolved (in the observation and ``info["reference_solution"]``). ``False`` withholds it
+      and does not run the solver: whoever plays the env (a client of a server, see
+      :mod:`rllm_adapters.openenv`, which defaults to ``False``) cannot read a dataset's
+      solutions off wrong replies and replay them on the same task index. The solver searches
+      at most :data:`CUSTOM_TASK_MAX_STATES` states for a client-written task.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
@@ -114,7 +126,8 @@ class CountdownEnv(TextEnv):
       up solved 17% of difficulty-1 tasks without any search). Since then, with four
       numbers or fewer, draws are balanced by shape (a fixed template over the sorted
       numbers, ``(c + b) - a`` at difficulty 1, ``((a - b) + c) + d`` at 3, solved 17% and
-      10% of evaluation tasks with no search); the tasks of difficulties 1-3 changed.
+      10% of evaluation tasks with no search); the tasks of difficulties 1-3 changed;
+      ``reveal_reference`` was added (the solution was always shown).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
@@ -136,9 +149,14 @@ class CountdownEnv(TextEnv):
         use_all: bool = True,
         task_seed: int = 0,
         max_turns: int = 1,
+        reveal_reference: bool = True,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
+        if not isinstance(reveal_reference, bool):
+            raise InvalidEnvConfig(
+                f"Expects `reveal_reference` to be a bool, actual: {reveal_reference!r}."
+            )
         if not isinstance(use_all, bool):
             raise InvalidEnvConfig(f"Expects `use_all` to be a bool, actual: {use_all!r}.")
         tasks: TaskSource
@@ -164,6 +182,7 @@ class CountdownEnv(TextEnv):
                     f"actual type: {type(dataset).__name__}."
                 )
         self.use_all = use_all
+        self.reveal_reference = reveal_reference
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode
         )
@@ -193,7 +212,8 @@ class CountdownEnv(TextEnv):
         """A solution of the current task: the task's own, else the solver's (``None`` if none).
 
         A task's ``solution`` is used only if it grades correct under this env's rule; the
-        solver runs at most once per episode.
+        solver runs at most once per episode, with :data:`CUSTOM_TASK_MAX_STATES` states for a
+        client-written task.
         """
         assert self.task is not None, "Call reset() before reference_solution()."
         if not self._solution_ready:
@@ -204,7 +224,12 @@ class CountdownEnv(TextEnv):
             ):
                 self._solution = given
             else:
-                self._solution = solve(self.task["nums"], self.task["target"], use_all=self.use_all)
+                budget = (
+                    {} if self.task_index is not None else {"max_states": CUSTOM_TASK_MAX_STATES}
+                )
+                self._solution = solve(
+                    self.task["nums"], self.task["target"], use_all=self.use_all, **budget
+                )
             self._solution_ready = True
         return self._solution
 
@@ -221,7 +246,7 @@ class CountdownEnv(TextEnv):
             "value": result.value,
             "numbers_used": result.numbers_used,
         }
-        if last:
+        if last and self.reveal_reference:
             solution = self.reference_solution()
             info["reference_solution"] = solution
             if not correct:

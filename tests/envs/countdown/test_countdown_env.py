@@ -189,3 +189,49 @@ def test_bad_task_records_raise_early():
         env.reset(options={"task": {"nums": "1, 2", "target": 3}})
     with pytest.raises(InvalidDataset):
         make(dataset=[{"nums": [1, 2]}])
+
+
+def test_reveal_reference_false_withholds_the_solution_and_skips_the_solver() -> None:
+    """Issue #31 (F2): a wrong answer's feedback and info carried the reference solution, so a
+    client could replay it on the same index (20/20 paid 1.0)."""
+
+    for reveal in (True, False):
+        env = rllm_envs.make("rllm/Countdown-v1", reveal_reference=reveal)
+        env.reset(options={"index": 0})
+        obs, reward, terminated, _, info = env.step("<answer>1 + 1</answer>")
+        assert terminated and reward == 0.0
+        assert ("A solution" in obs) is reveal
+        assert ("reference_solution" in info) is reveal
+        assert env.unwrapped._solution_ready is reveal  # the solver did not run
+        env.close()
+
+
+def test_a_client_written_task_is_solved_within_the_custom_budget() -> None:
+    """Issue #31 (F3): a custom task of 12 large numbers ran the 200,000-state solver for 3-7 s
+    of pure Python on the step that ended the episode. A client-written task gets
+    CUSTOM_TASK_MAX_STATES; the source's own tasks keep the default budget."""
+    from rllm_envs.countdown import countdown_env, solver
+    from rllm_envs.countdown.countdown_env import CUSTOM_TASK_MAX_STATES, CountdownEnv
+
+    budgets: list[int] = []
+    real_solve = solver.solve
+
+    def spy(*args, max_states=solver.DEFAULT_MAX_STATES, **kwargs):  # the real solver, recorded
+        budgets.append(max_states)
+        return real_solve(*args, max_states=max_states, **kwargs)
+
+    nums = [999_999_937, 999_999_929, 999_999_893, 999_999_883, 999_999_797, 999_999_761] * 2
+    env = CountdownEnv()
+    original = countdown_env.solve
+    countdown_env.solve = spy
+    try:
+        env.reset(options={"task": {"nums": nums, "target": 1}})
+        _, _, terminated, _, info = env.step("<answer>1</answer>")
+        source = CountdownEnv(dataset=[{"nums": [1, 2], "target": 3}])
+        source.reset(options={"index": 0})
+        source.step("<answer>1</answer>")
+    finally:
+        countdown_env.solve = original
+    assert terminated and "reference_solution" in info
+    assert budgets == [CUSTOM_TASK_MAX_STATES, solver.DEFAULT_MAX_STATES]
+    assert CUSTOM_TASK_MAX_STATES <= solver.DEFAULT_MAX_STATES // 10
