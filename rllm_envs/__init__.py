@@ -111,6 +111,12 @@ for _row in ENVS:
                 entry_point=_row.entry_point if _old == _row.id else _moved_creator(_old),
                 kwargs=dict(_row.kwargs),
                 nondeterministic=_row.nondeterministic,
+                # Gymnasium's PassiveEnvChecker marks its one checked reset done before that
+                # reset runs: a refused first reset (a bad option) left it without data, and
+                # every later step raised TypeError (issue #31, F1). Our envs are checked by
+                # rllm_envs.testing.check_text_env (which runs the passive checker itself);
+                # `disable_env_checker=False` in make still adds Gymnasium's wrapper.
+                disable_env_checker=True,
                 # Our spaces write real Unicode text through shared memory (see
                 # rllm_envs.spaces), so AsyncVectorEnv's default shared memory works.
             )

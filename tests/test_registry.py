@@ -99,3 +99,23 @@ def test_an_old_multiagent_version_makes_the_current_one():
                 env = rllm_envs.make_parallel(old)
             assert type(env).__name__ == rllm_envs.resolve(row.entry_point).__name__
             env.close()
+
+
+@pytest.mark.parametrize("env_id", ["rllm/Countdown-v1", "rllm/Math-v1", "rllm/FrozenLake-v1"])
+@pytest.mark.parametrize("maker", ["rllm_envs.make", "gymnasium.make"])
+def test_a_refused_first_reset_leaves_the_env_usable(env_id: str, maker: str) -> None:
+    """Issue #31 (F1): Gymnasium's PassiveEnvChecker marked its checked reset done before the
+    reset ran, so after a refused first reset every step raised TypeError."""
+    import gymnasium
+
+    import rllm_envs
+    from rllm_envs.error import InvalidEnvConfig
+
+    env = rllm_envs.make(env_id) if maker == "rllm_envs.make" else gymnasium.make(env_id)
+    with pytest.raises(InvalidEnvConfig):
+        env.reset(options={"index": -1})
+    obs, _ = env.reset(seed=1)
+    assert isinstance(obs, str) and obs
+    obs, reward, terminated, truncated, info = env.step("an answer")
+    assert isinstance(obs, str) and isinstance(info, dict)
+    env.close()
