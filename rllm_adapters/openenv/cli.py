@@ -56,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=os.environ.get("RLLM_SERVE_TOKEN"),
         help="bearer token clients must send (default: $RLLM_SERVE_TOKEN); needed off loopback",
     )
+    parser.add_argument(
+        "--no-custom-tasks",
+        action="store_true",
+        help="refuse resets with options.task (client-written task records)",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     try:
@@ -75,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_connections_per_client=args.max_connections_per_client,
             max_connections=args.max_connections,
             token=args.token or None,
+            allow_custom_tasks=not args.no_custom_tasks,
         )
         if not is_loopback(args.host) and limits.token is None:
             raise AdapterConfigError(

@@ -19,6 +19,7 @@ from rllm_adapters.openenv.protocol import (
     _types,
     check_reset_args,
     jsonable,
+    public_kwargs,
 )
 from rllm_adapters.trl import SeatEnv, one_seat_env, one_seat_ids
 from rllm_envs.core import TextEnv
@@ -65,7 +66,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.env: Any = one_seat_env(env_id, self.env_kwargs)
-        self._state = TextState(env_id=env_id, env_kwargs=jsonable(self.env_kwargs))
+        self._state = TextState(env_id=env_id, env_kwargs=public_kwargs(self.env_kwargs))
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -102,7 +103,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             episode_id=episode_id,
             step_count=0,
             env_id=self.env_id,
-            env_kwargs=jsonable(self.env_kwargs),
+            env_kwargs=public_kwargs(self.env_kwargs),
             task_id=None if info.get("task_id") is None else str(info["task_id"]),
             custom_task=task is not None,
             client_task_id=None if task is None or client_id is None else str(client_id),

@@ -47,6 +47,9 @@ class ServerLimits:
             take the descriptors the envs and the log need.
         token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``
             (401, or close code 1008 on the WebSocket).
+        allow_custom_tasks: False refuses a reset with ``options.task`` (a task record the
+            client wrote) with ``VALIDATION_ERROR``: an evaluation server for untrusted clients
+            need not rely on every consumer checking ``custom_task`` (issue #31, F7).
     """
 
     max_sessions: int = 16
@@ -57,6 +60,7 @@ class ServerLimits:
     max_connections_per_client: int | None = None
     max_connections: int | None = None
     token: str | None = None
+    allow_custom_tasks: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:

@@ -6,8 +6,10 @@ env's ``info``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from rllm_envs.core import HIDDEN_TASK_FIELDS
 from rllm_envs.error import require
 from rllm_envs.utils import to_jsonable
 
@@ -45,6 +47,9 @@ class TextState(_types.State):  # type: ignore[name-defined]
     ``custom_task`` is true when the episode plays a task record the client passed
     (``options={"task": ...}``): its ``task_id`` is then ``custom-<digest>``, never one of the
     source's ids, and ``client_task_id`` is the id the client gave the record (if any).
+    ``env_kwargs`` names every constructor kwarg of the served env but shows only the values
+    of numbers, booleans and ``None`` (:func:`public_kwargs`); any other value (a dataset and
+    its answers, a path, a field map, judge settings) reads ``"<withheld>"``.
     """
 
     env_id: str = ""
@@ -54,6 +59,24 @@ class TextState(_types.State):  # type: ignore[name-defined]
     client_task_id: str | None = None
     seed: int | None = None
     done: bool = True
+
+
+#: What ``state`` shows for a kwarg whose value a client may not see.
+WITHHELD = "<withheld>"
+
+
+def public_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The env kwargs a client may see: every name, and only scalar values (rule in TextState).
+
+    The ``state`` message returned the operator's kwargs verbatim, so a dataset passed as
+    records gave every client its answers (issue #31, F5). Values of the task-record fields
+    :data:`rllm_envs.core.HIDDEN_TASK_FIELDS` are withheld even when they are scalars.
+    """
+    shown: dict[str, Any] = {}
+    for name, value in kwargs.items():
+        scalar = value is None or isinstance(value, bool | int | float)
+        shown[str(name)] = value if scalar and name not in HIDDEN_TASK_FIELDS else WITHHELD
+    return shown
 
 
 def check_reset_args(seed: Any, episode_id: Any, options: Any) -> None:

@@ -54,13 +54,20 @@ _INLINE_STEP_MAX_S = 0.001
 #: 0.01-0.1 s: a 256K action). Every other id steps in a worker thread always: a step that
 #: waits on a shared pool, a sandbox or a solver (Math's sympy comparison takes up to its
 #: ``timeout``, 5 s) held the loop, and so every client, for that long (issue #31, M2).
-INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0", "rllm/Countdown-v1"})
+#: Countdown is not inline: a step that ends an episode may run its solver (seconds of pure
+#: Python on a large task, issue #31, F3). Running a step in a thread does not keep the loop
+#: free of work that holds the GIL in C (a regex match, big-integer arithmetic): such work is
+#: bounded where it is done (linear tag parsing, the calculator's operand caps; F4, F8).
+INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0"})
 
 #: Constructor kwargs a served id gets unless the operator passes them: a server does not show
 #: its clients reference answers (a wrong reply's feedback named it, so a client could read a
 #: private dataset's answers off and replay them on the same index; issue #31, R1). Pass
 #: ``--env-kwargs '{"reveal_reference": true}'`` to show them.
-SERVED_DEFAULTS: Mapping[str, Mapping[str, Any]] = {"rllm/Math-v1": {"reveal_reference": False}}
+SERVED_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "rllm/Math-v1": {"reveal_reference": False},
+    "rllm/Countdown-v1": {"reveal_reference": False},  # issue #31, F2
+}
 
 
 def _ws_deflate(host: str) -> bool:
@@ -310,6 +317,11 @@ class _EnvServer:
                 episode_id = data.get("episode_id")
                 try:  # every argument before the env changes (it keeps its episode)
                     check_reset_args(seed, episode_id, options)
+                    if not self.limits.allow_custom_tasks and "task" in (options or {}):
+                        raise ValueError(
+                            "This server does not play client-written tasks "
+                            "(options.task); reset with an index or a seed."
+                        )
                 except ValueError as e:
                     return _error("VALIDATION_ERROR", str(e)), False
                 obs = await self.run(

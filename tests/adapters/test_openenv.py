@@ -489,3 +489,75 @@ def test_a_served_math_env_withholds_its_reference_answers():
         observation = data["observation"]
         assert ("42" in observation["text"]) is shown
         assert ("reference_answer" in observation["info"]) is shown
+
+
+def test_state_shows_kwarg_names_but_never_a_dataset() -> None:
+    """Issue #31 (F5): ``state`` returned the operator's env kwargs verbatim, so a Math dataset
+    passed as records gave every client its answers (replayed: reward 1.0)."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import create_app
+
+    records = [{"problem": "Secret problem 1: what is 6 times 7?", "answer": "SECRET-4417"}]
+    app = create_app("rllm/Math-v1", env_kwargs={"dataset": records, "max_turns": 2})
+    with TestClient(app) as http, http.websocket_connect("/ws") as ws:
+        replies = []
+        for message in (
+            {"type": "state"},
+            {"type": "reset", "data": {"options": {"index": 0}}},
+            {"type": "state"},
+            {"type": "step", "data": {"text": "\\boxed{41}"}},
+            {"type": "step", "data": {"text": "\\boxed{40}"}},
+            {"type": "state"},
+        ):
+            ws.send_json(message)
+            replies.append(ws.receive_json())
+    assert not any("SECRET" in json.dumps(reply) for reply in replies), replies
+    kwargs = replies[0]["data"]["env_kwargs"]
+    assert kwargs == {"reveal_reference": False, "dataset": "<withheld>", "max_turns": 2}
+
+
+def test_a_served_countdown_withholds_its_solution() -> None:
+    """Issue #31 (F2): a served Countdown's wrong answer carried the reference solution, which
+    replayed on the same index paid 1.0 (20/20). Served ids default to reveal_reference=False."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import create_app
+    from rllm_adapters.openenv.server import INLINE_STEP_IDS
+
+    assert "rllm/Countdown-v1" not in INLINE_STEP_IDS  # its solver may run on a step (F3)
+    with TestClient(create_app("rllm/Countdown-v1")) as http, http.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
+        assert ws.receive_json()["type"] == "observation"
+        ws.send_json({"type": "step", "data": {"text": "<answer>1 + 1</answer>"}})
+        data = ws.receive_json()["data"]
+    assert data["done"] is True and data["reward"] == 0.0
+    assert "A solution" not in data["observation"]["text"]
+    assert "reference_solution" not in data["observation"]["info"]
+
+
+def test_no_custom_tasks_refuses_client_written_records(capsys) -> None:
+    """Issue #31 (F7): an operator can refuse client-written tasks (``--no-custom-tasks``)."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import ServerLimits, create_app
+    from rllm_adapters.openenv.cli import main
+
+    task = {"problem": "1+1?", "answer": "2"}
+    limits = ServerLimits(allow_custom_tasks=False)
+    with TestClient(create_app("rllm/Math-v1", limits=limits)) as http:
+        with http.websocket_connect("/ws") as ws:
+            ws.send_json({"type": "reset", "data": {"options": {"task": task}}})
+            reply = ws.receive_json()
+            assert reply["type"] == "error"
+            assert reply["data"]["code"] == "VALIDATION_ERROR"
+            assert "client-written" in reply["data"]["message"]
+            ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
+            assert ws.receive_json()["type"] == "observation"
+        assert http.post("/reset", json={"options": {"task": task}}).status_code == 422
+    with TestClient(create_app("rllm/Math-v1")) as http, http.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"options": {"task": task}}})
+        assert ws.receive_json()["data"]["observation"]["info"]["custom_task"] is True
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "--no-custom-tasks" in capsys.readouterr().out
