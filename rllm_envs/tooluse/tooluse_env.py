@@ -161,7 +161,11 @@ class ToolUseEnv(TextEnv):
     - ``field_map`` (dict, optional): column renames for ``dataset``.
     - ``python`` (bool, default True): offer the ``python`` tool, which runs code through
       :func:`rllm_envs.sandbox.run` (never unsandboxed).
-    - ``python_time_limit`` (float, default 5.0): seconds per Python run.
+    - ``python_time_limit`` (float, default 5.0): seconds per Python run. One reply may run
+      up to ``max_calls_per_turn`` programs, one after another: with the defaults a step can
+      hold a sandbox for about 8 x 5 = 40 s, and an episode of 12 turns for about 8 minutes
+      (issue #31, F6). A server for untrusted clients can serve ``python=False``, or a smaller
+      ``python_time_limit`` or ``max_calls_per_turn`` (``--env-kwargs``).
     - ``sandbox_backend`` (str, optional): the sandbox backend (default: automatic).
     - ``max_calls_per_turn`` (int, default 8), ``max_output_chars`` (int, default 4000): bounds
       on one reply's calls and on each tool result.
