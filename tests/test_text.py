@@ -134,3 +134,79 @@ def test_to_jsonable_finite_writes_strict_json():
     strict = to_jsonable(value, finite=True)
     assert strict == {"x": ["inf", "nan", "-inf"], "y": 0.5}
     json.dumps(strict, allow_nan=False)
+
+
+# ------------------------------------------------------- hostile tag spam (issue #31, F4)
+# ``re.findall(r"<tag>(.*?)</tag>")`` retried every opening tag to the end of the text:
+# a 256K action of unclosed opening tags took over a minute while holding the GIL (the whole
+# env server froze). Each family's parser must read such an action like any other reply.
+# The child process's timeout is only a hang guard (the linear parse takes milliseconds).
+_SPAM = 262_144
+_HOSTILE_FAMILIES = {
+    "frozenlake": (
+        "from rllm_envs.frozenlake.lake import parse_action\n"
+        "a, why = parse_action(('<action>' * N)[:N])\n"
+        "assert a is None and why, (a, why)\n"
+    ),
+    "tictactoe": (
+        "from rllm_envs.multiagent.tictactoe_rules import parse_move\n"
+        "for tag in ('<move>', '<answer>'):\n"
+        "    cell, why = parse_move((tag * N)[:N])\n"
+        "    assert cell is None and why, (cell, why)\n"
+    ),
+    "mathtasks": (
+        "from rllm_envs.multiagent.mathtasks import parse_choice\n"
+        "choice, why = parse_choice(('<answer>' * N)[:N], 3)\n"
+        "assert choice is None and why, (choice, why)\n"
+    ),
+    "reasoning_gym": (
+        "from rllm_envs.reasoning_gym.scoring import answer_blocks\n"
+        "assert answer_blocks(('<answer>' * N)[:N]) == []\n"
+        "assert answer_blocks('<answer>ok</answer>' + ('<answer>' * N)[:N]) == ['ok']\n"
+    ),
+    "search": (
+        "import rllm_envs\n"
+        "env = rllm_envs.make('rllm/Search-v1')\n"
+        "env.reset(seed=0)\n"
+        "for tag in ('<search>', '<answer>'):\n"
+        "    obs, reward, term, trunc, info = env.step((tag * N)[:N])\n"
+        "    assert reward == 0.0 and not term, info\n"
+    ),
+    "tooluse": (
+        "import rllm_envs\n"
+        "env = rllm_envs.make('rllm/ToolUse-v1')\n"
+        "env.reset(seed=0)\n"
+        "obs, reward, term, trunc, info = env.step(('<answer>' * N)[:N])\n"
+        "assert reward == 0.0 and info['invalid_action'], info\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_HOSTILE_FAMILIES))
+def test_unclosed_tag_spam_parses_like_any_reply(family: str) -> None:
+    import subprocess
+    import sys
+
+    code = f"N = {_SPAM}\n" + _HOSTILE_FAMILIES[family]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{family}: parsing {_SPAM} characters of unclosed tags did not finish")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_tag_contents_is_findall_of_the_lazy_pattern() -> None:
+    import random
+    import re
+
+    from rllm_envs.text import tag_contents, tag_matches
+
+    lazy = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
+    pieces = ["<answer>", "</answer>", "<ANSWER>", "</Answer>", "x", "\n", "<answ", "er>", "</"]
+    rng = random.Random(0)
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        assert tag_contents(text, "answer") == lazy.findall(text), text
+        assert tag_matches(text, "answer") == [(m.start(), m.group(1)) for m in lazy.finditer(text)]

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rllm_envs.text import answer_text
+from rllm_envs.text import answer_text, tag_contents
 
 __all__ = [
     "ACTION_NAMES",
@@ -55,8 +55,9 @@ for _i, _name in enumerate(ACTION_NAMES):
     _TOKENS[str(_i)] = _i
 _TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3})
 
+# ``<action>`` blocks are read by :func:`tag_contents` (linear; the regex was quadratic).
 _TAGGED = (
-    re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL),
+    "action",
     re.compile(r"\\boxed\{([^{}]*)\}"),
     re.compile(r"\b(?:action|answer|move)\s*[:=]\s*([^\n]{0,40})", re.IGNORECASE),
 )
@@ -84,7 +85,7 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     """
     text = answer_text(text)
     for pattern in _TAGGED:
-        matches = pattern.findall(text)
+        matches = tag_contents(text, pattern) if isinstance(pattern, str) else pattern.findall(text)
         if matches:
             content = matches[-1]
             action = _token(content)

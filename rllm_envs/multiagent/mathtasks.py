@@ -15,7 +15,7 @@ import numpy as np
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.math import extract_answer, is_equivalent, procedural_tasks, score_response
 from rllm_envs.tasks import DatasetTasks, Task, TaskSource, load_records
-from rllm_envs.text import answer_text
+from rllm_envs.text import answer_text, tag_matches
 
 __all__ = [
     "ANSWER_FORMAT",
@@ -205,7 +205,6 @@ def clip_middle(text: str, limit: int) -> str:
 
 _CHOICE_CONTAINERS = (
     re.compile(r"\\boxed\{\s*([^{}]*?)\s*\}"),
-    re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL),
     re.compile(
         r"(?:^|\n)\s*\**\s*(?:final\s+)?(?:answer|choice|selection|verdict)\s*\**\s*[:=]\s*(.+)",
         re.IGNORECASE,
@@ -230,7 +229,8 @@ def parse_choice(text: str, n: int) -> tuple[int | None, str | None]:
         ``(choice, None)`` with ``1 <= choice <= n``, or ``(None, reason)``.
     """
     body = answer_text(text)
-    found: list[tuple[int, str]] = []
+    # ``<answer>`` blocks by tag_matches: linear, where ``<answer>(.*?)</answer>`` was quadratic.
+    found: list[tuple[int, str]] = tag_matches(body, "answer")
     for pattern in _CHOICE_CONTAINERS:
         found += [(m.start(), m.group(1)) for m in pattern.finditer(body)]
     scope = max(found, key=lambda f: f[0])[1] if found else body

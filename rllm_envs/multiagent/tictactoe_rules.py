@@ -19,7 +19,7 @@ from functools import cache
 
 import numpy as np
 
-from rllm_envs.text import answer_text
+from rllm_envs.text import answer_text, tag_matches
 
 __all__ = [
     "EMPTY",
@@ -181,9 +181,10 @@ def random_opening(rng: np.random.Generator, plies: int) -> str:
 # ------------------------------------------------------------------------------- parsing
 
 # Explicit answer containers; the last one wins, and its content must hold the move.
+# ``<move>`` and ``<answer>`` blocks are read by :func:`tag_matches` (linear; the regex
+# ``<move>(.*?)</move>`` was quadratic in the number of unclosed opening tags).
+_CONTAINER_TAGS = ("move", "answer")
 _CONTAINERS = (
-    re.compile(r"<move>(.*?)</move>", re.IGNORECASE | re.DOTALL),
-    re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL),
     re.compile(r"\\boxed\{([^{}]*)\}"),
     re.compile(r"(?:^|\n)\s*\**\s*(?:final\s+)?(?:move|answer)\s*\**\s*[:=]\s*(.+)", re.IGNORECASE),
 )
@@ -232,6 +233,8 @@ def parse_move(text: str) -> tuple[int | None, str | None]:
     """
     body = answer_text(text)
     containers: list[tuple[int, str]] = []
+    for tag in _CONTAINER_TAGS:
+        containers += tag_matches(body, tag)
     for pattern in _CONTAINERS:
         containers += [(m.start(), m.group(1)) for m in pattern.finditer(body)]
     if containers:

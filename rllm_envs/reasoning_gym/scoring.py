@@ -32,13 +32,12 @@ unless it is the reference answer itself (case and spacing aside).
 from __future__ import annotations
 
 import copy
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rllm_envs.text import answer_text, is_placeholder
+from rllm_envs.text import answer_text, is_placeholder, tag_contents
 
 __all__ = [
     "COMPONENTS",
@@ -63,8 +62,6 @@ PROBE = "qz7 zx not an answer"
 
 #: Short constants a policy could answer everywhere: nonsense unless the reference itself.
 CONSTANTS = frozenset({"", "0", "1", "-1", "yes", "no", "true", "false", "none", "null"})
-
-_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,7 @@ class Grade:
 
 def answer_blocks(reply: str) -> list[str]:
     """Every ``<answer>`` block of the reply's answer part, stripped, in order."""
-    return [m.strip() for m in _ANSWER_RE.findall(answer_text(reply))]
+    return [m.strip() for m in tag_contents(answer_text(reply), "answer")]
 
 
 def extract_answer(reply: str) -> str | None:
@@ -263,5 +260,6 @@ def score(answer: str, task: Mapping[str, Any]) -> float:
 
     ``answer`` is a full reply (its last ``<answer>`` block is read) or a bare answer.
     """
-    text = answer if _ANSWER_RE.search(answer_text(str(answer))) else f"<answer>{answer}</answer>"
+    tagged = tag_contents(answer_text(str(answer)), "answer")
+    text = answer if tagged else f"<answer>{answer}</answer>"
     return 1.0 if grade(text, task).correct else 0.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -33,7 +32,7 @@ from rllm_envs.tasks import (
     question_text,
     rename_fields,
 )
-from rllm_envs.text import answer_text, is_placeholder
+from rllm_envs.text import answer_text, is_placeholder, tag_contents
 from rllm_envs.tools import (
     FINAL_ANSWER,
     SearchFunction,
@@ -45,7 +44,6 @@ from rllm_envs.tools.runner import run_turn
 
 __all__ = ["SearchEnv", "kb_question"]
 
-_SEARCH_RE = re.compile(r"<search>(.*?)</search>", re.DOTALL | re.IGNORECASE)
 _QUESTION_FIELDS = ("question", "answers")
 #: Example values of the prompt (placeholders already, refused as queries and answers).
 _EXAMPLES = ("your query", "the answer", "a name", "a year", "a name, a year, ...")
@@ -292,7 +290,7 @@ class SearchEnv(TextEnv):
             if call.name == "search" and result.ok
         ]
         if report.final_answer is None:
-            for query in _SEARCH_RE.findall(answer_text(action)):
+            for query in tag_contents(answer_text(action), "search"):
                 if is_placeholder(query, _EXAMPLES):
                     report.refuse(
                         f"<search>{query.strip()[:40]}</search> is a placeholder, not a query; "

@@ -7,20 +7,18 @@ results the same way. :func:`run_turn` never raises on model output.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rllm_envs.text import is_placeholder
+from rllm_envs.text import is_placeholder, tag_contents
 from rllm_envs.tools.base import ToolCall, ToolRegistry, ToolResult
 from rllm_envs.tools.parser import parse_tool_calls, strip_reasoning
 from rllm_envs.utils import to_jsonable
 
-__all__ = ["TurnReport", "run_turn", "call_format_help", "placeholder_arguments", "ANSWER_TAG_RE"]
+__all__ = ["TurnReport", "run_turn", "call_format_help", "placeholder_arguments"]
 
 #: ``<answer>...</answer>``: a final answer written without a tool call (the last one counts).
-ANSWER_TAG_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 
 
 @dataclass
@@ -163,7 +161,7 @@ def run_turn(
             continue
         report.add(call, registry.execute(call))
     if report.final_answer is None:
-        tags = ANSWER_TAG_RE.findall(text)
+        tags = tag_contents(text, "answer")
         if tags:
             answer = tags[-1].strip()
             report.format = report.format or "answer_tag"
