@@ -15,11 +15,12 @@ call had ``tools``). A client that rewrites its history gets a fresh prompt, rec
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from rllm_envs.text import tag_matches
 
 __all__ = [
     "ChatState",
@@ -45,7 +46,6 @@ _SAMPLING = (
     "ignore_eos",
     "stream",
 )
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 
 
 @dataclass
@@ -138,9 +138,11 @@ class ChatTemplater:
 def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
     """Split hermes ``<tool_call>{json}</tool_call>`` blocks out of a reply."""
     calls = []
-    for k, block in enumerate(_TOOL_CALL.findall(text)):
+    # Linear in the reply (a reply of many unclosed tags made the regex quadratic).
+    found = tag_matches(text, "tool_call")
+    for k, (_, block) in enumerate(found):
         try:
-            payload = json.loads(block)
+            payload = json.loads(block.strip())
         except json.JSONDecodeError:
             continue
         if not isinstance(payload, dict) or "name" not in payload:
@@ -157,7 +159,11 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
         )
     if not calls:
         return text, []
-    rest = _TOOL_CALL.sub("", text).strip()
+    pieces, pos = [], 0
+    for start, block in found:
+        pieces.append(text[pos:start])
+        pos = start + len("<tool_call></tool_call>") + len(block)
+    rest = "".join([*pieces, text[pos:]]).strip()
     return rest or None, calls
 
 

@@ -502,3 +502,16 @@ def test_a_full_queue_refuses_new_calls_until_a_slot_frees():
         assert order == ["e"] and pool.waiting == 0 and pool.engines[0].requests == 2
 
     asyncio.run(scenario())
+
+
+def test_tool_call_parsing_is_linear_in_a_hostile_reply():
+    """A reply of many unclosed <tool_call> tags made the regex quadratic (64K: 3.6 s holding
+    the GIL); the same blocks are parsed and removed as before."""
+    from rllm_adapters.gateway.chat import parse_tool_calls
+
+    reply = "<tool_call>" * 200_000  # quadratic: minutes; linear: milliseconds
+    assert parse_tool_calls(reply) == (reply, [])
+    text, calls = parse_tool_calls(
+        'a <tool_call> {"name": "f", "arguments": {}} </tool_call> b <tool_call>x</tool_call>'
+    )
+    assert text == "a  b" and [c["function"]["name"] for c in calls] == ["f"]
