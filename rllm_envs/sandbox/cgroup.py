@@ -37,6 +37,7 @@ import threading
 import time
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 
 __all__ = [
     "SandboxCgroup",
@@ -526,8 +527,11 @@ def _held_bytes() -> int:
 
 def _admit(memory: int, total: int) -> None:
     deadline = time.monotonic() + ADMISSION_WAIT
-    with _admission:
-        while _held_bytes() + memory > total:
+    while True:
+        with _admission:
+            if _held_bytes() + memory <= total:
+                _held[1] += memory
+                return
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AdmissionTimeout(
@@ -537,8 +541,25 @@ def _admit(memory: int, total: int) -> None:
                     f"{ADMISSION_WAIT:g} s: {_held_bytes() >> 20} MiB are held by live "
                     "sandboxes of this process. Run fewer at once or raise the limit.",
                 )
-            _admission.wait(min(left, 1.0))
-        _held[1] += memory
+        # Idle sandboxes started ahead of time (pools) hold room too: end them first (not
+        # under the lock: ending one gives its room back).
+        if not getattr(ahead, "active", False) and any([r() for r in list(_reclaimers)]):
+            continue
+        with _admission:
+            if _held_bytes() + memory > total:
+                _admission.wait(min(left, 1.0))
+
+
+#: Called when a sandbox waits for room: each ends idle sandboxes (returns whether any).
+_reclaimers: list[Callable[[], bool]] = []
+#: ``ahead.active``: this thread starts sandboxes ahead of time (a pool's), which never end
+#: idle ones to make room.
+ahead = threading.local()
+
+
+def add_reclaimer(reclaim: Callable[[], bool]) -> None:
+    """Register ``reclaim``: it ends idle sandboxes when one waits for room (see create)."""
+    _reclaimers.append(reclaim)
 
 
 def _give_back(memory: int) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.sandbox import cgroup
 from rllm_envs.sandbox.backends import Backend, select_backend
 from rllm_envs.sandbox.result import Limits, RunResult
 from rllm_envs.sandbox.runner import (
@@ -93,6 +94,8 @@ class SandboxPool:
         self._filler = threading.Thread(target=self._fill, name="sandbox-pool", daemon=True)
         self._filler.start()
         _LIVE.add(self)
+        ref = weakref.ref(self)
+        cgroup.add_reclaimer(lambda: bool((pool := ref()) is not None and pool._drop_idle()))
 
     # ------------------------------------------------------------------ public API
 
@@ -265,6 +268,7 @@ class SandboxPool:
         return idle < self.size and (idle == 0 or self._running == 0)
 
     def _fill(self) -> None:
+        cgroup.ahead.active = True  # a sandbox started ahead ends no idle one for its room
         while True:
             with self._cond:
                 while not self._closed and not self._needs_start():
@@ -282,6 +286,18 @@ class SandboxPool:
                     return
                 self._idle.append(sandbox)
                 self._cond.notify_all()
+
+    def _drop_idle(self) -> bool:
+        """End the idle sandboxes; whether there were any.
+
+        Called when a sandbox waits for room under the common memory limit, which they hold.
+        """
+        if os.getpid() != self._pid:
+            return False
+        with self._cond:
+            idle, self._idle = list(self._idle), deque()
+        _stop(idle)
+        return bool(idle)
 
     def _forget(self) -> None:
         """In a forked child: drop the parent's sandboxes (close only this copy of the pipes)."""

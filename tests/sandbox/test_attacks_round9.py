@@ -97,6 +97,20 @@ def test_a_sandbox_waits_for_room_and_fails_cleanly_past_the_bound(backend, monk
     assert run("print(1)", backend=backend, limits=Limits(memory_mb=512)).stdout == "1\n"
 
 
+@needs_cgroups
+def test_idle_pooled_sandboxes_give_their_room_to_a_waiting_one(backend, monkeypatch):
+    """Idle sandboxes started ahead of time hold their room under the common limit: a
+    sandbox of other limits waiting for room ends them instead of waiting forever."""
+    from rllm_envs.sandbox import SandboxPool
+
+    monkeypatch.setenv(cgroup.TOTAL_MEMORY_ENV_VAR, "1200")
+    monkeypatch.setattr(cgroup, "ADMISSION_WAIT", 60.0)
+    with SandboxPool(size=1, backend=backend, limits=Limits(memory_mb=900)) as pool:
+        assert pool.wait_ready(60)
+        result = run("print(1)", backend=backend, limits=Limits(memory_mb=512))
+        assert result.status is Status.OK and result.stdout == "1\n", result
+
+
 def _squeeze_parent(mb: int) -> None:
     """Lower this process's common memory limit behind the admission control's back: memory
     short outside the sandbox (another process's sandboxes, the machine)."""
