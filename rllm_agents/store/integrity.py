@@ -89,17 +89,8 @@ def load_key(path: Path, db: Path, *, create: bool) -> bytes:
     racing to create one store all end up with the same key and none reads a half-written one.
     """
     if create and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(_KEY_BYTES) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            with contextlib.suppress(FileExistsError):  # another process made it first
-                os.link(tmp, path)
-        finally:
-            os.unlink(tmp)
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            _link_new_key(path)
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
@@ -151,6 +142,20 @@ def new_key(path: Path, db: Path) -> bytes:
     Raises:
         AgentConfigError: If ``path`` exists (an upgrade never signs with an existing key).
     """
+    try:
+        _link_new_key(path)
+    except FileExistsError:
+        raise AgentConfigError(
+            f"{path} exists: a new key for the episode store {db} must go to a new path."
+        ) from None
+    return load_key(path, db, create=False)
+
+
+def _link_new_key(path: Path) -> None:
+    """Write a random key beside ``path`` (mode 0600) and link it there; FileExistsError if taken.
+
+    Linking a complete file in place means no reader ever sees a half-written key.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
     try:
@@ -158,15 +163,9 @@ def new_key(path: Path, db: Path) -> bytes:
             f.write(secrets.token_hex(_KEY_BYTES) + "\n")
             f.flush()
             os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise AgentConfigError(
-                f"{path} exists: a new key for the episode store {db} must go to a new path."
-            ) from None
+        os.link(tmp, path)
     finally:
         os.unlink(tmp)
-    return load_key(path, db, create=False)
 
 
 def sha256_hex(data: bytes) -> str:
