@@ -667,7 +667,8 @@ def judge(
             sandboxes per backend and limits, default 2; see :func:`close_pools`), so the
             sandbox start is off the critical path. Each sandbox judges one submission.
         language: ``"python"`` or ``"cpp"`` (needs ``g++``: ``apt-get install g++``).
-        compile_time_limit: Wall-clock seconds to compile a C++ submission (more is ``CE``).
+        compile_time_limit: CPU seconds of the compiler to compile a C++ submission (more is
+            ``CE``; a compile that waits for a CPU is not charged for the wait).
         hidden_from: The index of the first hidden test: no hidden test's input enters the
             sandbox before every test ahead of it was reported (with ``stop_on_failure``,
             none after a failure), so a program run on a public test cannot show a hidden
