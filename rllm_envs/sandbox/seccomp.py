@@ -523,16 +523,21 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
+def _arch_table() -> tuple[int, dict[str, int]]:
+    """This machine's audit architecture and syscall numbers; RuntimeError if it has none."""
+    arch = _arch()
+    if arch not in _ARCHES:
+        raise RuntimeError(f"no seccomp syscall table for architecture {arch!r}")
+    return _ARCHES[arch]
+
+
 def filter_program() -> bytes:
     """The filter as bytes of ``struct sock_filter`` (what ``bwrap --seccomp`` reads).
 
     Raises:
         RuntimeError: On an architecture without a syscall table here (see :func:`supported`).
     """
-    arch = _arch()
-    if arch not in _ARCHES:
-        raise RuntimeError(f"no seccomp syscall table for architecture {arch!r}")
-    audit_arch, numbers = _ARCHES[arch]
+    audit_arch, numbers = _arch_table()
     prog: list[bytes] = []
 
     def ret(value: int) -> None:
@@ -543,7 +548,7 @@ def filter_program() -> bytes:
     prog.append(_insn(_JEQ_K, 1, 0, audit_arch))
     ret(_KILL_PROCESS)
     prog.append(_insn(_LD_W_ABS, 0, 0, 0))
-    if arch == "x86_64":  # the x32 ABI: syscall numbers with bit 30 set
+    if _arch() == "x86_64":  # the x32 ABI: syscall numbers with bit 30 set
         prog.append(_insn(_JGE_K, 0, 1, 0x40000000))
         ret(_KILL_PROCESS)
     for name in DENIED_SYSCALLS:
@@ -707,10 +712,7 @@ def child_filter_program() -> bytes:
     Raises:
         RuntimeError: On an architecture without a syscall table here (see :func:`supported`).
     """
-    arch = _arch()
-    if arch not in _ARCHES:
-        raise RuntimeError(f"no seccomp syscall table for architecture {arch!r}")
-    audit_arch, numbers = _ARCHES[arch]
+    audit_arch, numbers = _arch_table()
     prog = [
         _insn(_LD_W_ABS, 0, 0, 4),
         _insn(_JEQ_K, 1, 0, audit_arch),

@@ -519,6 +519,18 @@ def _arithmetic(node: ast.expr, probe: _Probe) -> list[_Check] | None:
     return [c for o in computed for c in _value(o, probe)]
 
 
+def _below_bound(test: ast.Compare) -> tuple[ast.expr, ast.expr] | None:
+    """``(x, bound)`` of a single ``x < bound`` / ``<=`` (or ``bound > x`` / ``>=``)."""
+    if len(test.ops) != 1:
+        return None
+    op, left, right = test.ops[0], test.left, test.comparators[0]
+    if isinstance(op, (ast.Lt, ast.LtE)):
+        return left, right
+    if isinstance(op, (ast.Gt, ast.GtE)):
+        return right, left
+    return None
+
+
 def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
     """``abs(got - want) < tol`` (or ``<=``, ``tol > ...``): ``got`` within ``tol`` on the host.
 
@@ -527,15 +539,10 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
     the reference's; neither ``want`` nor the comparison is in the probe. Both computed:
     both are observed so (:data:`NOTE_TWO_SIDES`). ``None``: not this shape.
     """
-    if len(test.ops) != 1:
+    split = _below_bound(test)
+    if split is None:
         return None
-    op, left, right = test.ops[0], test.left, test.comparators[0]
-    if isinstance(op, (ast.Lt, ast.LtE)):
-        difference, bound = left, right
-    elif isinstance(op, (ast.Gt, ast.GtE)):
-        difference, bound = right, left
-    else:
-        return None
+    difference, bound = split
     tolerance = _number(bound)
     if tolerance is None or not (
         isinstance(difference, ast.Call)
@@ -969,16 +976,10 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
     close = _near_zero(test)
     if close is not None:
         total, bound = close
-    elif not isinstance(test, ast.Compare) or len(test.ops) != 1:
+    elif not isinstance(test, ast.Compare) or (split := _below_bound(test)) is None:
         return None
     else:
-        op, left, right = test.ops[0], test.left, test.comparators[0]
-        if isinstance(op, (ast.Lt, ast.LtE)):
-            total, bound = left, right
-        elif isinstance(op, (ast.Gt, ast.GtE)):
-            total, bound = right, left
-        else:
-            return None
+        total, bound = split
     tolerance = _number(bound)
     if (
         tolerance is None
