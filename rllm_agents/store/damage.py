@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import threading
 from pathlib import Path
 
 from rllm_agents.error import AgentError
@@ -63,11 +64,76 @@ _WAL_MAGIC = (0x377F0682, 0x377F0683)
 _WAL_INDEX_HDR = struct.Struct("=IIIBBHII8s8s8s")
 
 
+# POSIX record locks belong to a process and an inode: closing *any* descriptor of a -shm file
+# drops every lock this process holds on it, SQLite's too. SQLite's shared lock on the index
+# tells other processes the index is in use; without it the next opener truncates the file
+# under this process's mapping, and the next write here dies of SIGBUS (16 writer processes
+# did). So a store holds its -shm descriptors open until it closes (hold_index/release_index),
+# and reads the index through them.
+_held_lock = threading.Lock()
+_held: dict[str, tuple[int, dict[tuple[int, int], int]]] = {}  # path -> (stores, {inode: fd})
+_held_pid = os.getpid()
+
+
+def _own_held() -> dict[str, tuple[int, dict[tuple[int, int], int]]]:
+    global _held_pid
+    if os.getpid() != _held_pid:
+        # Forked: the parent's descriptors stay open here (this process holds no lock yet),
+        # and its stores are not this process's.
+        _held.clear()
+        _held_pid = os.getpid()
+    return _held
+
+
+def hold_index(path: Path) -> None:
+    """Keep ``path``'s -shm descriptors open until a matching :func:`release_index`."""
+    key = os.path.realpath(path)
+    with _held_lock:
+        stores, fds = _own_held().get(key, (0, {}))
+        _held[key] = (stores + 1, fds)
+
+
+def release_index(path: Path) -> None:
+    """Close ``path``'s -shm descriptors once no store of this process holds them.
+
+    A store calls it after closing its own connections.
+    """
+    key = os.path.realpath(path)
+    with _held_lock:
+        stores, fds = _own_held().get(key, (1, {}))
+        if stores > 1:
+            _held[key] = (stores - 1, fds)
+            return
+        _held.pop(key, None)
+    for fd in fds.values():
+        os.close(fd)
+
+
+def _read_index(path: Path, size: int) -> bytes:
+    shm = f"{path}-shm"
+    with _held_lock:
+        held = _own_held().get(os.path.realpath(path))
+        if held is None:  # no store of this process is open on it: nothing to drop
+            with open(shm, "rb") as f:
+                return f.read(size)
+        fds = held[1]
+        st = os.stat(shm)
+        fd = fds.get((st.st_dev, st.st_ino))
+        if fd is None:
+            for inode, old in list(fds.items()):
+                # SQLite deletes the index only when no connection anywhere uses it.
+                if os.fstat(old).st_nlink == 0:
+                    os.close(fds.pop(inode))
+            fd = os.open(shm, os.O_RDONLY | os.O_CLOEXEC)
+            st = os.fstat(fd)
+            fds[(st.st_dev, st.st_ino)] = fd
+        return os.pread(fd, size, 0)
+
+
 def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
     """``(salt, committed frames, page size)`` from the log index (``-shm``), if it is whole."""
     try:
-        with open(f"{path}-shm", "rb") as f:
-            index = f.read(2 * _WAL_INDEX_HDR.size)
+        index = _read_index(path, 2 * _WAL_INDEX_HDR.size)
     except OSError:
         return None
     if len(index) < 2 * _WAL_INDEX_HDR.size or index[:48] != index[48:96]:

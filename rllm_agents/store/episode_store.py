@@ -23,6 +23,8 @@ from rllm_agents.store.damage import (
     MissingEpisodes,
     check_wal,
     check_wal_kept,
+    hold_index,
+    release_index,
 )
 from rllm_agents.store.schema import (
     _CHECKED,
@@ -115,14 +117,20 @@ class EpisodeStore:
             elif not (os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)):
                 # SQLite needs to write the file and create its -wal/-shm next to it.
                 self.read_only = True
-        self._wal_before = None
-        if self.path.is_file() and self.path.stat().st_size > 0:
-            self._wal_before = check_wal(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._pid = os.getpid()
-        self._open()
+        hold_index(self.path)  # released by close(), after this store's connections
+        self._holds_index = True
+        try:
+            self._wal_before = None
+            if self.path.is_file() and self.path.stat().st_size > 0:
+                self._wal_before = check_wal(self.path)
+            self._open()
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ connections
 
@@ -233,7 +241,7 @@ class EpisodeStore:
                 raise DamagedStore(f"Cannot read {self.path} as an episode store: {e}") from e
             # A read-only folder where SQLite cannot create the -shm index, and no log
             # holding commits: the main file is the whole store, and nothing can write it.
-            self.close()
+            self._close_connections()
             self._immutable = True
             conn = self._conn
             tables = {
@@ -352,6 +360,12 @@ class EpisodeStore:
         """Close every connection this store opened in this process."""
         if os.getpid() != self._pid:
             return
+        self._close_connections()
+        if self._holds_index:
+            self._holds_index = False
+            release_index(self.path)
+
+    def _close_connections(self) -> None:
         with self._lock:
             connections, self._connections = self._connections, []
         for conn in connections:

@@ -122,3 +122,43 @@ def test_sigkill_mid_stream_loses_at_most_the_episode_in_flight(tmp_path):
             assert episode.trajectory == make_trajectory(episode.seed, turns=3, prompt_len=3000)
         store.put(make_trajectory(10**6))  # still writable after the crash
         assert len(store) == len(seeds) + 1
+
+
+# SQLite's "dead man switch" on the log index: a shared POSIX lock on byte 128 of the -shm
+# file (os_unix.c UNIX_SHM_DMS) while a connection of the process uses the index.
+LOCK_PROBE = """
+import fcntl, os, struct, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDWR)
+except FileNotFoundError:  # SQLite deletes the index when its last connection closes
+    sys.exit(print(0))
+query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 128, 1, 0)
+kind, _, _, _, pid = struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK, query))
+print(pid if kind != fcntl.F_UNLCK else 0)
+"""
+
+
+def _index_lock_holder(db: Path) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", LOCK_PROBE, f"{db}-shm"], capture_output=True, text=True, check=True
+    )
+    return int(out.stdout)
+
+
+def test_a_second_store_on_the_same_file_keeps_the_index_lock(tmp_path):
+    """Reading the -shm file through a descriptor of its own and closing it dropped every
+    POSIX lock of the process on it, SQLite's too: the next process to open the store then
+    truncated the index under this one's mapping (a 16-writer benchmark died of SIGBUS)."""
+    db = tmp_path / "s.db"
+    first = EpisodeStore(db)
+    first.put(make_trajectory(0))
+    assert _index_lock_holder(db) == os.getpid()
+    second = EpisodeStore(db)  # reads the index before and after its first query
+    second.put(make_trajectory(1))
+    assert _index_lock_holder(db) == os.getpid()
+    second.close()
+    assert _index_lock_holder(db) == os.getpid()
+    first.put(make_trajectory(2))
+    assert len(first) == 3
+    first.close()
+    assert _index_lock_holder(db) == 0
