@@ -109,7 +109,10 @@ def _bench(benchmark, pool, tmp_path: Path, kind: str) -> None:
 
     def run(path: str) -> None:
         started = time.perf_counter()
-        pool.starmap(_write, [(kind, path, w, per_writer) for w in range(WRITERS)])
+        # A writer that dies leaves starmap waiting for ever: fail instead.
+        pool.starmap_async(_write, [(kind, path, w, per_writer) for w in range(WRITERS)]).get(
+            timeout=600
+        )
         times.append(time.perf_counter() - started)
 
     benchmark.pedantic(run, setup=setup, rounds=1 if benchmark.disabled else 5, iterations=1)
