@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
-from rllm_envs.sandbox import installed, procmask, seccomp
+from rllm_envs.sandbox import installed, procmask, resident, seccomp
 
 __all__ = [
     "Backend",
@@ -213,6 +213,7 @@ class Firejail(Backend):
 
     def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Wrap ``argv`` in firejail (no ``--timeout``: it adds ~2 s per run)."""
+        resident.ensure()  # every file the sandbox shows locked in memory (page cache)
         top = _listdir("/")
         hidden = [f"--blacklist=/{d}" for d in top if d not in _SYSTEM_DIRS]
         # /run itself must stay (firejail keeps its state in /run/firejail); hide the rest.
@@ -233,6 +234,8 @@ class Firejail(Backend):
             # count, free memory, ...), a channel between concurrent sandboxes (procmask);
             # too many paths for firejail's 128 arguments.
             "--profile=" + procmask.firejail_profile(),
+            # The minimal root (resident): only the allow-list of /usr and /etc is shown.
+            "--include=" + _firejail_root_profile(),
             "--net=none",
             "--ipc-namespace",
             "--private-dev",
@@ -240,8 +243,6 @@ class Firejail(Backend):
             *hidden,
             # This package's files where a system-wide install put them (hidden task data).
             *(f"--blacklist={path}" for path in installed.package_paths()),
-            # Large trees no program needs (their page cache is a channel).
-            *(f"--blacklist={path}" for path in installed.unused_paths()),
             "--blacklist=/dev/shm",
             "--blacklist=/dev/mqueue",
             # Pseudo-terminals: each one opened moves the machine-wide pty count.
@@ -297,16 +298,8 @@ class Bubblewrap(Backend):
 
     def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Wrap ``argv`` in bwrap (which passes ``keep_fds`` on to the program)."""
-        binds = ["--ro-bind", "/usr", "/usr"]
-        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            path = "/" + name
-            if os.path.islink(path):
-                binds += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                binds += ["--ro-bind", path, path]
-        if os.path.isdir("/etc"):
-            binds += ["--ro-bind", "/etc", "/etc"]
-        binds += _package_masks()
+        resident.ensure()  # every file the sandbox shows locked in memory (page cache)
+        binds = _bwrap_root()
         masks, fds = _proc_masks()
         return [
             shutil.which("bwrap") or "bwrap",
@@ -425,18 +418,121 @@ def _proc_masks() -> tuple[list[str], list[int]]:
     return args, fds
 
 
-def _package_masks() -> list[str]:
-    """The bwrap arguments that hide this package where it is installed (see installed).
+def _hidden_inside(allow: resident.Root) -> list[str]:
+    """The paths inside the shown binds to hide: the root's masks and this package's files."""
+    ours = [p for p in installed.package_paths() if allow.shows(p)]
+    return sorted({*allow.masks, *ours})
 
-    A directory gets an empty read-only tmpfs over it, a file ``/dev/null``.
-    """
+
+@lru_cache(maxsize=1)
+def _bwrap_static_root() -> tuple[str, ...]:
+    allow = resident.root()
     args: list[str] = []
-    for path in (*installed.package_paths(), *installed.unused_paths()):
+    for path in allow.binds:
+        args += ["--ro-bind", path, path]
+    inside = [b for b in allow.binds if os.path.isdir(b)]
+    for path, target in allow.links:
+        # A link inside a shown directory is there already (and read-only).
+        if not any(path.startswith(d + "/") for d in inside):
+            args += ["--symlink", target, path]
+    return tuple(args)
+
+
+def _bwrap_root() -> list[str]:
+    """The bwrap arguments that build the minimal root (:func:`resident.root`), read-only.
+
+    Each shown path is bound at its own place, each symlink on the way made again; a hidden
+    directory inside gets an empty read-only tmpfs over it, a hidden file ``/dev/null``.
+    """
+    allow = resident.root()
+    args = list(_bwrap_static_root())
+    for path in _hidden_inside(allow):
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
-        else:
+        elif os.path.exists(path):
             args += ["--ro-bind", "/dev/null", path]
     return args
+
+
+_root_profile_lock = threading.Lock()
+_root_profile: dict[tuple[str, ...], str] = {}
+
+
+def _firejail_root_lines(allow: resident.Root) -> list[str]:
+    """Profile lines that make firejail show only the minimal root of ``/usr`` and ``/etc``.
+
+    firejail's ``whitelist`` mounts an empty file system on the top directory of a path
+    (a directory of ``/`` or of ``/usr``) and binds the path into it: each top directory
+    holding something shown gets its shown paths whitelisted; one holding only symlinks on
+    the way (``/usr/lib64`` on a merged ``/usr``) keeps them and hides the rest of its
+    entries; every other one is blacklisted.
+    """
+
+    def top_of(path: str) -> str:
+        parts = path.split("/")
+        return "/".join(parts[:3] if parts[1] == "usr" else parts[:2])
+
+    tops: dict[str, list[str]] = {}
+    for path in allow.binds:
+        tops.setdefault(top_of(path), []).append(path)
+    inside = [b for b in allow.binds if os.path.isdir(b)]
+    link_tops: dict[str, list[str]] = {}
+    for path, _ in allow.links:
+        if any(path.startswith(d + "/") for d in inside):
+            continue
+        real_top = top_of(os.path.realpath(path))
+        if path.count("/") < 2:
+            continue  # a top-level link (/lib -> usr/lib) stays as it is
+        if top_of(path) == real_top:
+            tops.setdefault(top_of(path), []).append(path)
+        else:
+            link_tops.setdefault(top_of(path), []).append(path)
+    lines: list[str] = []
+    # /bin, /lib, ... are links into /usr on a merged /usr; elsewhere top directories too.
+    candidates = [f"/{d}" for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")]
+    candidates += [f"/usr/{d}" for d in _listdir("/usr")]
+    for top in candidates:
+        if os.path.islink(top) or not os.path.isdir(top):
+            continue
+        if top in tops:
+            lines += [f"whitelist {p}" for p in sorted(set(tops[top]))]
+        elif top in link_tops:
+            keep = {os.path.basename(p) for p in link_tops[top] if os.path.dirname(p) == top}
+            lines += [f"blacklist {top}/{d}" for d in _listdir(top) if d not in keep]
+        else:
+            lines.append(f"blacklist {top}")
+    lines += [f"blacklist {p}" for p in allow.masks]
+    return lines
+
+
+def _firejail_root_profile() -> str:
+    """The path of a profile file (see :func:`_firejail_root_lines`), written once."""
+    import atexit
+    import tempfile
+
+    allow = resident.root()
+    with _root_profile_lock:
+        key = allow.binds
+        path = _root_profile.get(key)
+        if path is not None and os.path.exists(path):
+            return path
+        lines = _firejail_root_lines(allow)
+        if any("\n" in line for line in lines):
+            raise RuntimeError("unexpected newline in a path of the sandbox's root")
+        directory = tempfile.mkdtemp(prefix="rllm-firejail-root-")
+        os.chmod(directory, 0o711)  # the sandbox's user reads the file, cannot list
+        path = os.path.join(directory, "root.inc")
+        with open(path, "w") as f:
+            f.writelines(line + "\n" for line in lines)
+        os.chmod(path, 0o644)
+        atexit.register(_remove_profile, directory, os.getpid())
+        _root_profile[key] = path
+        return path
+
+
+def _remove_profile(directory: str, owner: int) -> None:
+    if os.getpid() == owner:  # not from a forked child that exits normally
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _setenv_args() -> list[str]:
