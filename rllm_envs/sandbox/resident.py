@@ -154,6 +154,7 @@ class _Builder:
         self.links: dict[str, str] = {}
         self.paths: set[str] = set()  # real files or directories to show
         self.masks: set[str] = set()
+        self.header_roots: list[str] = []  # directories whose shown files are grouped
 
     def resolve(self, path: str) -> str | None:
         """The real path of ``path``, recording each symlink on the way; None if missing."""
@@ -261,12 +262,34 @@ def _cxx(builder: _Builder, cxx: str, flags: tuple[str, ...], pch_dir: str) -> l
             builder.add(directory)
     source = "".join(f"#include <{h}>\n" for h in _EXTRA_HEADERS)
     deps = _run([cxx, *flags, "-M", "-x", "c++", "-"], stdin=source)
-    for token in deps.replace("\\\n", " ").split():
-        if token.startswith("/") and os.path.isfile(token):
-            builder.add(token)
+    closure = [
+        token
+        for token in deps.replace("\\\n", " ").split()
+        if token.startswith("/") and os.path.isfile(token)
+    ]
+    for path in _c_library_headers(closure, dirs):
+        builder.add(path)
+    builder.header_roots.extend(d for d in dirs if not any(d.startswith(e + "/") for e in dirs))
     if os.path.isdir(pch_dir):
         builder.add(pch_dir)
     return elves
+
+
+def _c_library_headers(closure: list[str], dirs: list[str]) -> list[str]:
+    """The C headers a program may include: those of ``closure`` and of their packages.
+
+    The packages that own them (dpkg: the C library's, the kernel's) give every header of
+    the C library (``<arpa/inet.h>``, ...); without dpkg, the closure alone.
+    """
+    own = [p for p in closure if "/c++/" not in p and "/gcc/" not in p]
+    owners = set()
+    for line in _run(["dpkg-query", "-S", *own]).splitlines() if own else []:
+        if ": /" in line:
+            owners.update(name.split(":")[0].strip() for name in line.split(": /")[0].split(","))
+    listed = _run(["dpkg-query", "-L", *sorted(owners)]).splitlines() if owners else []
+    roots = tuple(d + "/" for d in dirs)
+    headers = [p for p in listed if p.startswith(roots) and os.path.isfile(p)]
+    return closure + headers
 
 
 def _include_dirs(text: str) -> list[str]:
@@ -350,6 +373,41 @@ def _walk_files(builder: _Builder, paths: set[str], masks: set[str]) -> dict[str
     return files
 
 
+def _cover(top: str, shown: set[str]) -> set[str]:
+    """The fewest paths under ``top`` that show exactly the files of ``shown`` under it."""
+    ancestors = {
+        os.path.dirname(p[: i + len(top) + 1])
+        for p in shown
+        if p.startswith(top + "/")
+        for i in range(len(p) - len(top))
+        if p[len(top) + i] == "/"
+    }
+
+    def cover(directory: str) -> tuple[bool, set[str]]:
+        complete, found = True, set()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return False, set()
+        for entry in entries:
+            if entry.is_symlink():
+                continue  # shown with a whole directory: a link is no page
+            if entry.is_dir():
+                if entry.path not in ancestors:
+                    complete = False
+                    continue
+                whole, sub = cover(entry.path)
+                complete = complete and whole
+                found |= sub
+            elif entry.path in shown:
+                found.add(entry.path)
+            else:
+                complete = False
+        return complete, ({directory} if complete else found)
+
+    return cover(top)[1] if top in ancestors else set()
+
+
 def _minimal(paths: set[str]) -> tuple[str, ...]:
     kept: list[str] = []
     for path in sorted(paths):
@@ -373,6 +431,12 @@ def build_root(python: str, cxx: str, cxx_flags: tuple[str, ...], pch_dir: str) 
         if os.path.isfile(gconv):
             builder.add(gconv)
     files = _walk_files(builder, set(builder.paths), set(builder.masks))
+    # Fewer mounts: a directory whose every file is shown is shown whole.
+    for top in builder.header_roots:
+        if os.path.isdir(top) and top not in builder.paths:
+            inside = {p for p in builder.paths if p.startswith(top + "/")}
+            builder.paths -= inside
+            builder.paths |= _cover(top, set(files))
     binds = _minimal(builder.paths)
     masks = tuple(sorted(m for m in builder.masks if any(m.startswith(b + "/") for b in binds)))
     links = tuple(
