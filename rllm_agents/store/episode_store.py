@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store import integrity
+from rllm_agents.store import integrity, parquet
 from rllm_agents.store.damage import (
     DamagedEpisode,
     DamagedStore,
@@ -43,7 +43,6 @@ from rllm_agents.store.schema import (
 )
 from rllm_agents.trajectory import Trajectory, to_jsonable
 from rllm_envs.core import CUSTOM_ID_PREFIX
-from rllm_envs.error import require
 
 
 def _decode_text(data: bytes) -> str:
@@ -1055,38 +1054,7 @@ class EpisodeStore:
         ``env_kwargs``, ``versions``, ``timings`` and ``created``; :meth:`import_parquet` reads
         it back exactly (and also reads files written by ``TrajectoryWriter``).
         """
-        pa = require("pyarrow", "datasets", feature="Parquet export")
-        pq = require("pyarrow.parquet", "datasets", feature="Parquet export")
-        from rllm_agents.writers import _parquet_row, _parquet_schema
-
-        schema = _parquet_schema()
-        for name, kind in _EXTRA_PARQUET:
-            schema = schema.append(pa.field(name, getattr(pa, kind)()))
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        count = 0
-        rows: list[dict[str, Any]] = []
-        with pq.ParquetWriter(str(out), schema) as writer:
-            for episode in self.episodes(**filters):
-                assert episode.trajectory is not None
-                row = _parquet_row(episode.trajectory)
-                row.update(
-                    hash=episode.hash,
-                    run=episode.run,
-                    model=episode.model,
-                    env_kwargs=_canonical(episode.env_kwargs),
-                    versions=_canonical(episode.versions),
-                    timings=_canonical(episode.timings),
-                    created=episode.created,
-                )
-                rows.append(row)
-                count += 1
-                if len(rows) >= row_group_size:
-                    writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-                    rows = []
-            if rows or count == 0:
-                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
-        return count
+        return parquet.export_episodes(self, path, row_group_size=row_group_size, **filters)
 
     def import_parquet(
         self, path: str | os.PathLike[str], *, run: str | None = None, batch_size: int = 256
@@ -1101,32 +1069,7 @@ class EpisodeStore:
         Returns:
             ``(new, duplicates)``.
         """
-        pq = require("pyarrow.parquet", "datasets", feature="Parquet import")
-        file = pq.ParquetFile(str(path))
-        names = set(file.schema_arrow.names)
-        if "record" not in names:
-            raise AgentConfigError(f"{path} has no `record` column: not a trajectory file.")
-        columns = ["record", *[n for n, _ in _EXTRA_PARQUET if n in names]]
-        new = duplicates = 0
-        for batch in file.iter_batches(batch_size=batch_size, columns=columns):
-            rows = []
-            for item in batch.to_pylist():
-                trajectory = Trajectory.from_dict(json.loads(item["record"]))
-                rows.append(
-                    self._row(
-                        trajectory,
-                        item.get("run") if item.get("run") is not None else run,
-                        item.get("model"),
-                        _json_or_none(item.get("env_kwargs")),
-                        _json_or_none(item.get("versions")),
-                        _json_or_none(item.get("timings")),
-                        item.get("created"),
-                    )
-                )
-            for put in self._write(rows):
-                new += put.new
-                duplicates += not put.new
-        return new, duplicates
+        return parquet.import_episodes(self, path, run=run, batch_size=batch_size)
 
 
 def _missing(path: Path, row_id: int) -> DamagedEpisode:
@@ -1142,18 +1085,3 @@ def _past_mark(path: Path, row: Sequence[Any], written: int) -> DamagedEpisode:
         "holds: that record was set back to an earlier value, and `put` refuses until "
         f"`python -m rllm_agents.store {path} repair-mark` raises it over such episodes",
     )
-
-
-def _json_or_none(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
-
-
-_EXTRA_PARQUET = (
-    ("hash", "string"),
-    ("run", "string"),
-    ("model", "string"),
-    ("env_kwargs", "string"),
-    ("versions", "string"),
-    ("timings", "string"),
-    ("created", "float64"),
-)

@@ -1,0 +1,101 @@
+"""Parquet in and out of the episode store (the flat training view plus the full record)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rllm_agents.error import AgentConfigError
+from rllm_agents.store.schema import _canonical
+from rllm_agents.trajectory import Trajectory
+from rllm_envs.error import require
+
+if TYPE_CHECKING:
+    from rllm_agents.store.episode_store import EpisodeStore
+
+# The store's own columns, after TrajectoryWriter's.
+_EXTRA_PARQUET = (
+    ("hash", "string"),
+    ("run", "string"),
+    ("model", "string"),
+    ("env_kwargs", "string"),
+    ("versions", "string"),
+    ("timings", "string"),
+    ("created", "float64"),
+)
+
+
+def export_episodes(
+    store: EpisodeStore, path: str | os.PathLike[str], *, row_group_size: int, **filters: Any
+) -> int:
+    """:meth:`EpisodeStore.export_parquet`."""
+    pa = require("pyarrow", "datasets", feature="Parquet export")
+    pq = require("pyarrow.parquet", "datasets", feature="Parquet export")
+    from rllm_agents.writers import _parquet_row, _parquet_schema
+
+    schema = _parquet_schema()
+    for name, kind in _EXTRA_PARQUET:
+        schema = schema.append(pa.field(name, getattr(pa, kind)()))
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    rows: list[dict[str, Any]] = []
+    with pq.ParquetWriter(str(out), schema) as writer:
+        for episode in store.episodes(**filters):
+            assert episode.trajectory is not None
+            row = _parquet_row(episode.trajectory)
+            row.update(
+                hash=episode.hash,
+                run=episode.run,
+                model=episode.model,
+                env_kwargs=_canonical(episode.env_kwargs),
+                versions=_canonical(episode.versions),
+                timings=_canonical(episode.timings),
+                created=episode.created,
+            )
+            rows.append(row)
+            count += 1
+            if len(rows) >= row_group_size:
+                writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+                rows = []
+        if rows or count == 0:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+    return count
+
+
+def import_episodes(
+    store: EpisodeStore, path: str | os.PathLike[str], *, run: str | None, batch_size: int
+) -> tuple[int, int]:
+    """:meth:`EpisodeStore.import_parquet`."""
+    pq = require("pyarrow.parquet", "datasets", feature="Parquet import")
+    file = pq.ParquetFile(str(path))
+    names = set(file.schema_arrow.names)
+    if "record" not in names:
+        raise AgentConfigError(f"{path} has no `record` column: not a trajectory file.")
+    columns = ["record", *[n for n, _ in _EXTRA_PARQUET if n in names]]
+    new = duplicates = 0
+    for batch in file.iter_batches(batch_size=batch_size, columns=columns):
+        rows = []
+        for item in batch.to_pylist():
+            trajectory = Trajectory.from_dict(json.loads(item["record"]))
+            rows.append(
+                store._row(
+                    trajectory,
+                    item.get("run") if item.get("run") is not None else run,
+                    item.get("model"),
+                    _json_or_none(item.get("env_kwargs")),
+                    _json_or_none(item.get("versions")),
+                    _json_or_none(item.get("timings")),
+                    item.get("created"),
+                )
+            )
+        for put in store._write(rows):
+            new += put.new
+            duplicates += not put.new
+    return new, duplicates
+
+
+def _json_or_none(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
