@@ -463,9 +463,9 @@ def _firejail_root_lines(allow: resident.Root) -> list[str]:
 
     firejail's ``whitelist`` mounts an empty file system on the top directory of a path
     (a directory of ``/`` or of ``/usr``) and binds the path into it: each top directory
-    holding something shown gets its shown paths whitelisted; one holding only symlinks on
-    the way (``/usr/lib64`` on a merged ``/usr``) keeps them and hides the rest of its
-    entries; every other one is blacklisted.
+    holding something shown gets its shown paths whitelisted (one shown whole stays as it
+    is); one holding only symlinks on the way (``/usr/lib64`` on a merged ``/usr``) keeps
+    them and hides the rest of its entries; every other one is blacklisted.
     """
 
     def top_of(path: str) -> str:
@@ -494,6 +494,8 @@ def _firejail_root_lines(allow: resident.Root) -> list[str]:
     for top in candidates:
         if os.path.islink(top) or not os.path.isdir(top):
             continue
+        if top in tops and top in tops[top]:
+            continue  # shown whole: as it is (firejail whitelists only what is inside a top)
         if top in tops:
             lines += [f"whitelist {p}" for p in sorted(set(tops[top]))]
         elif top in link_tops:

@@ -64,18 +64,31 @@ STDLIB_HIDDEN = (
     "idlelib",
     "tkinter",
     "turtledemo",
-    "turtle.py",
     "ensurepip",
     "lib2to3",
     "pydoc_data",
     "config-*",
     "dist-packages",
     "site-packages",
-    "EXTERNALLY-MANAGED",
-    "LICENSE.txt",
 )
-# Extension modules of the standard library left out (their libraries are large: Tk, X11).
-_DYNLOAD_HIDDEN = ("_tkinter*",)
+# Extension modules of the standard library whose libraries are not shown (terminals, Tk,
+# NIS, dbm, crypt, audio: each shown library is a mount in every sandbox).
+_DYNLOAD_UNLINKED = (
+    "_tkinter*",
+    "nis.*",
+    "_dbm.*",
+    "_gdbm.*",
+    "readline.*",
+    "_curses*",
+    "ossaudiodev.*",
+    "spwd.*",
+    "_crypt.*",
+)
+# A header directory whose shown files would take more mounts than this is shown whole,
+# with its large subtrees of other packages hidden (their small files are shown, and locked).
+_MOST_HEADER_MOUNTS = 8
+# Unshown entries at least this large (bytes, a directory's whole tree) are hidden.
+_MASK_MIN = 1 << 20
 # Headers a C++ submission may include besides the standard ones (their closure is shown).
 _EXTRA_HEADERS = (
     "bits/stdc++.h",
@@ -219,9 +232,10 @@ def _python(builder: _Builder, python: str) -> list[str]:
     if os.path.isdir(dynload):
         for name in sorted(os.listdir(dynload)):
             path = os.path.join(dynload, name)
-            if any(fnmatch.fnmatch(name, pattern) for pattern in _DYNLOAD_HIDDEN):
-                builder.masks.add(path)
-            elif name.endswith(".so"):
+            # A module left out stays (a small file, locked), without its libraries: its
+            # import fails (ImportError), as where they are not installed.
+            skipped = any(fnmatch.fnmatch(name, pattern) for pattern in _DYNLOAD_UNLINKED)
+            if name.endswith(".so") and not skipped:
                 elves.append(path)
     return elves
 
@@ -362,9 +376,12 @@ def _walk_files(builder: _Builder, paths: set[str], masks: set[str]) -> dict[str
                 if masked(path):
                     continue
                 if os.path.islink(path):
-                    real = builder.add(path)  # a link in a shown directory: show its target
-                    if real is not None and real not in seen and not masked(real):
-                        pending.append(real)
+                    # A link in a shown directory to a file: show the file (Debian's
+                    # sitecustomize.py). One to a directory stays dangling.
+                    if os.path.isfile(path):
+                        real = builder.add(path)
+                        if real is not None and real not in seen and not masked(real):
+                            pending.append(real)
                 elif name in names and os.path.isfile(path):
                     try:
                         files[path] = os.stat(path).st_size
@@ -408,6 +425,45 @@ def _cover(top: str, shown: set[str]) -> set[str]:
     return cover(top)[1] if top in ancestors else set()
 
 
+def _tree_size(path: str) -> int:
+    total = 0
+    for directory, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _large_others(top: str, shown: set[str]) -> list[str]:
+    """The entries under ``top`` holding no shown file and at least :data:`_MASK_MIN` bytes."""
+    ancestors = {os.path.dirname(p) for p in shown if p.startswith(top + "/")}
+    for path in list(ancestors):
+        while path.startswith(top + "/"):
+            path = os.path.dirname(path)
+            ancestors.add(path)
+    masks: list[str] = []
+    pending = [top]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.path in ancestors:
+                    pending.append(entry.path)
+                elif _tree_size(entry.path) >= _MASK_MIN:
+                    masks.append(entry.path)
+            elif entry.path not in shown and entry.stat().st_size >= _MASK_MIN:
+                masks.append(entry.path)
+    return sorted(masks)
+
+
 def _minimal(paths: set[str]) -> tuple[str, ...]:
     kept: list[str] = []
     for path in sorted(paths):
@@ -431,12 +487,21 @@ def build_root(python: str, cxx: str, cxx_flags: tuple[str, ...], pch_dir: str) 
         if os.path.isfile(gconv):
             builder.add(gconv)
     files = _walk_files(builder, set(builder.paths), set(builder.masks))
-    # Fewer mounts: a directory whose every file is shown is shown whole.
+    # Fewer mounts: a directory whose every file is shown is shown whole; a header
+    # directory that would still take many is shown whole minus its large other trees.
+    grouped = False
     for top in builder.header_roots:
         if os.path.isdir(top) and top not in builder.paths:
             inside = {p for p in builder.paths if p.startswith(top + "/")}
             builder.paths -= inside
-            builder.paths |= _cover(top, set(files))
+            cover = _cover(top, set(files))
+            if len(cover) > _MOST_HEADER_MOUNTS:
+                cover = {top}
+                builder.masks.update(_large_others(top, set(files)))
+                grouped = True
+            builder.paths |= cover
+    if grouped:
+        files = _walk_files(builder, set(builder.paths), set(builder.masks))
     binds = _minimal(builder.paths)
     masks = tuple(sorted(m for m in builder.masks if any(m.startswith(b + "/") for b in binds)))
     links = tuple(
