@@ -13,8 +13,10 @@ decide whether it needs a slot. It balances them with :class:`rllm_envs.tasks.An
 the tasks, the rarer answers share the other slots. So a family with two labels is balanced to
 one half each, one with three to a third, a long-tailed one to ``1 / slots`` with a slot per
 answer of reasonable mass, and an open-answer family keeps no common answer above
-:data:`MAX_SHARE`. Task ``i``'s slot is a hash of ``(task_seed, i)``: task ``i`` stays a pure
-function of the arguments.
+:data:`MAX_SHARE`. ``propositional_logic``'s tasks are balanced by their reference conclusion
+up to equivalence (:func:`rllm_envs.reasoning_gym.tasks.task_label`), measured on the training
+stream for every universe. Task ``i``'s slot is a hash of ``(task_seed, i)``: task ``i`` stays
+a pure function of the arguments.
 """
 
 from __future__ import annotations
@@ -23,8 +25,14 @@ import json
 from collections import Counter
 from typing import Any
 
-from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks
-from rllm_envs.tasks import MAX_ANSWER_SHARE, AnswerBalance, answer_balance, answer_label
+from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks, task_label
+from rllm_envs.tasks import (
+    MAX_ANSWER_SHARE,
+    AnswerBalance,
+    answer_balance,
+    answer_label,
+    seed_universe,
+)
 
 __all__ = ["BalancedTasks", "LARGE_SAMPLE", "MAX_SHARE", "SAMPLE", "answer_key"]
 
@@ -76,11 +84,18 @@ class BalancedTasks(ReasoningGymTasks):
         return self._plan[0]
 
     def _measure(self) -> tuple[AnswerBalance | None, dict[str, float]]:
-        labels = [answer_label(self.task(i)) for i in range(min(SAMPLE, self.size))]
+        source: ReasoningGymTasks = self
+        if self.dataset_name == "propositional_logic" and seed_universe(self.task_seed) == "eval":
+            # Its universe split (by question text) is blind to the reference formula, whose
+            # shares the training stream shows at a seventh of the evaluation stream's draws.
+            source = ReasoningGymTasks(
+                self.dataset_name, size=self.size, task_seed=0, config=self.config
+            )
+        labels = [task_label(source.task(i)) for i in range(min(SAMPLE, self.size))]
         counts = Counter(k for k in labels if k is not None)
         if counts and max(counts.values()) >= 3:  # some answer repeats: measure it well
             more = range(len(labels), min(LARGE_SAMPLE, self.size))
-            labels += [answer_label(self.task(i)) for i in more]
+            labels += [task_label(source.task(i)) for i in more]
         counts = Counter(k for k in labels if k is not None)
         total = sum(counts.values())
         shares = {a: c / total for a, c in counts.most_common()} if total else {}

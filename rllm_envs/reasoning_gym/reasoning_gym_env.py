@@ -49,6 +49,20 @@ def _warn_of_a_tell(
     )
 
 
+#: What a ``propositional_logic`` conclusion must be to earn the reward (in its observation).
+INFORMATIVE_CONCLUSION = (
+    "A conclusion earns the reward when it follows from the premises, is no restatement of "
+    "them (a premise, their conjunction, or a premise weakened) and is specific: a weak "
+    "conclusion that follows from many premise sets of this kind (more than 5% of them, as "
+    "(P ∨ Q) or (P ↔ Q) often do) earns nothing unless it is the expected conclusion."
+)
+
+
+def _is_logic(task: Mapping[str, Any]) -> bool:
+    metadata = task.get("metadata") or {}
+    return (metadata.get("source_dataset") or task.get("dataset")) == "propositional_logic"
+
+
 _ALPHABET = string.ascii_lowercase + string.digits
 #: Tasks whose reference answers :meth:`ReasoningGymEnv.random_action` draws from.
 ANSWER_POOL = 64
@@ -93,6 +107,16 @@ class ReasoningGymEnv(TextEnv):
 
     Both are 0 for a missing or template answer, an echo of the question, or a piece of the
     question that is not the reference answer (partial credit for copying is not paid).
+
+    ``propositional_logic`` asks what follows from some premises, and reasoning-gym pays any
+    valid consequence. Here a conclusion earns ``correct`` only when it is also informative
+    (:mod:`rllm_envs.reasoning_gym.premises`): it restates no premise (their conjunction, a
+    premise doubled or weakened), and it is equivalent to the task's reference conclusion or
+    follows from at most 5% of the premise sets the generator draws for the same config
+    (estimated on 2000 seeded draws per config). A weak conclusion (``(P ↔ Q)`` follows
+    from a third of the default premise sets) is graded ``weak_conclusion``, and the tasks
+    are balanced so that no formula is the reference of more than 5% of them: a constant or
+    templated conclusion earns about 5%, the reference 1. The observation says so.
 
     Some families give their answer away on the question's surface (a board pattern, a gate
     name, a pair count: :mod:`rllm_envs.reasoning_gym.surface`); the env warns once when one
@@ -161,7 +185,9 @@ class ReasoningGymEnv(TextEnv):
             raise InvalidEnvConfig(f"Expects a reasoning-gym task record; missing {missing}.")
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
-        return f"{task['question'].rstrip()}\n\n{ANSWER_FORMAT}", {"dataset": task["dataset"]}
+        rule = f"{INFORMATIVE_CONCLUSION}\n\n" if _is_logic(task) else ""
+        text = f"{task['question'].rstrip()}\n\n{rule}{ANSWER_FORMAT}"
+        return text, {"dataset": task["dataset"]}
 
     def _act(self, action: str) -> Transition:
         assert self.task is not None

@@ -20,6 +20,11 @@ task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
   premise doubled or weakened: :mod:`rllm_envs.reasoning_gym.premises`). reasoning-gym pays any
   valid consequence, and the premises are one; tasks whose reference is such a restatement
   are drawn again (:mod:`rllm_envs.reasoning_gym.tasks`);
+* in ``propositional_logic``, a weak conclusion: one that is not equivalent to the task's
+  reference conclusion and follows from more than 5% of the premise sets the generator draws
+  for the task's config (:func:`rllm_envs.reasoning_gym.premises.is_informative`). reasoning-gym
+  pays any valid consequence, so ``(P ↔ Q)``, valid for a third of the default premise sets,
+  earned 28% as a constant answer;
 * a truncated answer: a strict prefix of the reference, or one less than half its length
   (spaces aside), that the scorer still credits and that is not numerically equal to it.
 
@@ -74,6 +79,7 @@ class Grade:
         correct: ``score >= 1``.
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
             ``"several_answers"``, ``"constant"``, ``"truncated"``, ``"restated_premises"``,
+            ``"weak_conclusion"``,
             ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
         reason: Why, in words (``None`` when correct).
     """
@@ -181,6 +187,32 @@ def _restatement(answer: str, task: Mapping[str, Any]) -> bool | None:
     return restates_premises(answer, premises)
 
 
+def _max_valid_share() -> float:
+    from rllm_envs.reasoning_gym.premises import MAX_VALID_SHARE
+
+    return MAX_VALID_SHARE
+
+
+def _weak_conclusion(answer: str, task: Mapping[str, Any]) -> bool:
+    """Whether a valid ``propositional_logic`` conclusion says too little to be paid.
+
+    :func:`rllm_envs.reasoning_gym.premises.is_informative`: not equivalent to the task's
+    reference conclusion, and valid for more than 5% of the premise sets the generator draws
+    for the task's config. Undecidable (no config in the metadata, too many atoms): not weak.
+    """
+    from rllm_envs.reasoning_gym.premises import is_informative
+    from rllm_envs.reasoning_gym.tasks import oracle_answer
+
+    metadata = task.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        return False
+    try:
+        reference = oracle_answer(task)
+    except Exception:  # noqa: BLE001 - a record without a reference is judged by share alone
+        reference = None
+    return is_informative(answer, metadata, reference) is False
+
+
 def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``)."""
     from rllm_envs.reasoning_gym.tasks import scorer_for
@@ -235,6 +267,15 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
             False,
             "restated_premises",
             "the answer restates the premises; it infers nothing from them",
+        )
+    if logic and value >= 1.0 and _weak_conclusion(answer, task):
+        return Grade(
+            answer,
+            0.0,
+            False,
+            "weak_conclusion",
+            "the conclusion says too little: it follows from more than "
+            f"{_max_valid_share():.0%} of this family's premise sets and is not the expected one",
         )
     if copied is not None and (restated is None or value < 1.0):
         return Grade(

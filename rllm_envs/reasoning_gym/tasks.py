@@ -74,6 +74,7 @@ __all__ = [
     "numbers_recall_answers",
     "scorer_for",
     "oracle_answer",
+    "task_label",
 ]
 
 _FEATURE = "rllm/ReasoningGym-v0"
@@ -359,13 +360,19 @@ class ReasoningGymTasks(TaskSource):
         * answers predictable from the question's surface (:meth:`surface_tell`): a shallow
           classifier fitted on training-universe draws beats the best constant on
           evaluation-universe draws (``game_of_life_halting``, ``circuit_logic``,
-          ``course_schedule``, ...).
+          ``course_schedule``, ...);
+        * a ``composite`` that mixes a family which is not held out (:meth:`components`):
+          that family's reason, named.
 
         The tasks are still drawn from the seed's universe (a text split keeps exact
         questions apart); held-out evaluations (``benchmarks.heldout``) refuse such a family
         with this reason, and a config with more numbers (``aiw``: ``max_entities``,
         ``coin_flip``: ``max_trials``) makes it split by its numbers.
         """
+        for name, config in self.components():
+            reason = ReasoningGymTasks(name, config=config).held_out_reason()
+            if reason is not None:
+                return f"reasoning-gym 'composite' mixes {name!r}: {reason}"
         key = self.splitting_key()
         if key is None:
             return (
@@ -400,10 +407,17 @@ class ReasoningGymTasks(TaskSource):
         universes by :meth:`splitting_key`: classifiers fitted on the training-universe ones
         are scored on the evaluation-universe ones. ``None``: no tell (or too few draws of a
         universe to judge, or a family too small to split). Measured once per process and
-        config.
+        config. A family too slow for 2000 draws
+        (:data:`~rllm_envs.reasoning_gym.surface.SLOW_FAMILIES`) is read from the committed
+        scan at its default config (:data:`~rllm_envs.reasoning_gym.surface.SLOW_SCANS`) and
+        measured by :meth:`bounded_surface_tell` at another.
         """
-        from rllm_envs.reasoning_gym.surface import surface_tell
+        from rllm_envs.reasoning_gym.surface import SLOW_FAMILIES, SLOW_SCANS, surface_tell
 
+        if self.dataset_name in SLOW_FAMILIES:
+            if not self.config and self.dataset_name in SLOW_SCANS:
+                return SLOW_SCANS[self.dataset_name][0]
+            return self.bounded_surface_tell()[0]
         key = self.splitting_key()
         if key is None:
             return None
@@ -415,6 +429,42 @@ class ReasoningGymTasks(TaskSource):
             held = [t for t in probe if key_universe(key(t)) == "eval"]
             _SURFACE[ident] = surface_tell(train, held)
         return _SURFACE[ident][0]
+
+    def bounded_surface_tell(self) -> tuple[str | None, dict[str, Any]]:
+        """The surface probe on :data:`~rllm_envs.reasoning_gym.surface.BOUNDED_DRAWS` draws.
+
+        For a family too slow for :meth:`surface_tell`'s universe split
+        (:data:`~rllm_envs.reasoning_gym.surface.SLOW_FAMILIES`): two folds by a hash of each
+        draw's canonical text, each scored by the other's fit
+        (:func:`~rllm_envs.reasoning_gym.surface.surface_tell_folds`). Returns the tell (or
+        ``None``) and its statistics; measured once per process and config.
+        """
+        from rllm_envs.reasoning_gym.surface import BOUNDED_DRAWS, surface_tell_folds
+
+        ident = (f"{self.dataset_name}:bounded", json.dumps(self.config, sort_keys=True))
+        if ident not in _SURFACE:
+            n = BOUNDED_DRAWS
+            dataset = _create(self.dataset_name, 0, n, self.config, _SURFACE_ATTEMPT)
+            probe = [self._probe_item(dataset, i, _SURFACE_ATTEMPT) for i in range(n)]
+
+            def fold_of(task: Mapping[str, Any]) -> int:
+                return hashlib.blake2b(text_key(task).encode(), digest_size=1).digest()[0] & 1
+
+            _SURFACE[ident] = surface_tell_folds(probe, fold_of)
+        return _SURFACE[ident]
+
+    def components(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(family, config)`` of each family a ``composite`` mixes (none for another family)."""
+        if self.dataset_name != "composite":
+            return []
+        out = []
+        for spec in self.config.get("datasets") or ():
+            if isinstance(spec, Mapping):
+                name, config = spec.get("name"), spec.get("config")
+            else:
+                name, config = getattr(spec, "name", None), getattr(spec, "config", None)
+            out.append((str(name), dict(config or {})))
+        return out
 
     def _number_leak(self) -> str | None:
         key = text_key
@@ -465,18 +515,19 @@ class ReasoningGymTasks(TaskSource):
             draw = found
             read_off = self.answer_in_question(draw) or _shows_an_address(draw)
             readable += read_off
-            # Counted apart: most propositional_logic draws restate their premises, yet about
-            # one in 15 does not, so the family is redrawn up to the full limit.
-            read_off = read_off or _restates_premises(draw)
             if key is None or key_universe(key(draw)) == universe:
-                label = answer_label(draw)
+                # Counted apart (and only for a draw of the universe: it takes truth tables):
+                # most propositional_logic draws restate their premises, yet about one in 15
+                # does not, so the family is redrawn up to the full limit.
+                read_off = read_off or _restates_premises(draw)
+                label = task_label(draw)
                 if not read_off and (balance is None or balance.accepts(label, target)):
                     return draw
                 # Past the limit, the rarest answer drawn: a common one would pass its cap.
                 if not read_off and (
                     unbalanced is None
                     or balance is None
-                    or balance.rarity(label) < balance.rarity(answer_label(unbalanced))
+                    or balance.rarity(label) < balance.rarity(task_label(unbalanced))
                 ):
                     unbalanced = draw
                 in_universe = in_universe or draw
@@ -630,6 +681,23 @@ class GeneratorFailure(RuntimeError):
 def _shows_an_address(task: Mapping[str, Any]) -> bool:
     """Whether a task's text holds a memory address: it is no pure function of its seed."""
     return bool(_ADDRESS.search(f"{task.get('question')}\n{task.get('answer')}"))
+
+
+def task_label(task: Mapping[str, Any]) -> str | None:
+    """A task's answer as the answer balance compares it across tasks.
+
+    :func:`rllm_envs.tasks.answer_label` of its answer, except in ``propositional_logic``,
+    whose tasks have no answer but a reference conclusion: there, the reference up to
+    equivalence (:func:`rllm_envs.reasoning_gym.premises.reference_class`), so no formula is
+    the reference of more than 5% of tasks and a constant conclusion earns no more by being
+    some tasks' reference.
+    """
+    metadata = task.get("metadata") or {}
+    if (metadata.get("source_dataset") or task.get("dataset")) != "propositional_logic":
+        return answer_label(task)
+    from rllm_envs.reasoning_gym.premises import reference_class
+
+    return reference_class(metadata, oracle_answer(task))
 
 
 def _restates_premises(task: Mapping[str, Any]) -> bool:

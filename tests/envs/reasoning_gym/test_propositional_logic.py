@@ -1,8 +1,11 @@
 """rllm/ReasoningGym-v0, ``propositional_logic``: a conclusion that restates the premises
 (their conjunction, a premise doubled, negated twice or weakened) earns nothing, whatever its
-spelling, while the reference conclusion scores 1 in both universes."""
+spelling, and neither does a weak conclusion a constant policy could give everywhere, while
+the reference conclusion and other specific ones score 1 in both universes."""
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 
@@ -12,9 +15,15 @@ import rllm_envs.testing as kit  # noqa: E402
 from rllm_envs.reasoning_gym import ReasoningGymEnv, grade  # noqa: E402
 from rllm_envs.reasoning_gym.premises import (  # noqa: E402
     MAX_ATOMS,
+    MAX_VALID_SHARE,
+    _equivalent,
+    _parse,
+    is_informative,
     premises_are_consistent,
     restates_premises,
+    valid_share,
 )
+from rllm_envs.reasoning_gym.tasks import oracle_answer  # noqa: E402
 from rllm_envs.tasks import EVAL_TASK_SEED  # noqa: E402
 
 N = 60
@@ -98,32 +107,99 @@ def _first_two_atoms_iff(premises: list[str]) -> str:
     return f"({atoms[0]} ↔ {atoms[1]})" if len(atoms) > 1 else f"¬¬{atoms[0]}"
 
 
-#: Why the best fixed conclusion still pays (issue #25, open): reasoning-gym pays any valid
-#: consequence that is no tautology, and a task's premises make on average 8 of the 68
-#: functions of one or two of its atoms (P..S) valid non-restating consequences, so over those
-#: 68 the shares sum to about 8: whatever the draws' weights, some fixed conclusion over P and
-#: Q earns about 12% or more (measured: `(P ↔ Q)` 28% train, 32% eval). Only tasks with a
-#: single such consequence (under 5% of draws) would balance, at 20 times the draw cost.
-#: Renaming atoms per task would stop the constant but not `(X ↔ Y)` of the question's first
-#: atoms, which earns the same.
-OPEN_CONSTANT = (
-    "propositional_logic pays any valid consequence; weak two-atom conclusions are valid for "
-    "about 30% of its premise sets (see the comment above)"
-)
+def _two_literal_formulas(atoms: str) -> list[str]:
+    """Every literal, and every formula of two literals of different atoms and one connective."""
+    literals = [a for a in atoms] + [f"¬{a}" for a in atoms]
+    out = list(literals)
+    for x, y in itertools.permutations(literals, 2):
+        if x[-1] != y[-1]:
+            out += [f"({x} {op} {y})" for op in ("∧", "∨", "→", "↔")]
+    return out
 
 
+#: Issue #25: reasoning-gym pays any valid consequence that is no tautology, and a task's
+#: premises make weak two-atom formulas valid often: ``(P ↔ Q)`` for a third of the default
+#: premise sets, so as a constant it earned 28% (train) and 32% (eval). A conclusion is now
+#: paid only when it is equivalent to the reference or follows from at most 5% of the
+#: config's premise sets (:func:`rllm_envs.reasoning_gym.premises.is_informative`), and the
+#: answer balance keeps each reference formula (up to equivalence) to 5% of tasks.
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=OPEN_CONSTANT)
 def test_a_fixed_or_templated_conclusion_earns_no_more_than_a_fair_share():
     env = ReasoningGymEnv(dataset="propositional_logic")
-    wins = {"(P ↔ Q)": 0, "first two atoms iff": 0}
+    constants = _two_literal_formulas("PQR")
+    wins = dict.fromkeys([*constants, "first two atoms iff"], 0)
     for index in range(N):
         env.reset(options={"index": index})
         task = env.unwrapped.task
-        replies = {
-            "(P ↔ Q)": "(P ↔ Q)",
-            "first two atoms iff": _first_two_atoms_iff(task["metadata"]["premises"]),
-        }
+        replies = {c: c for c in constants}
+        replies["first two atoms iff"] = _first_two_atoms_iff(task["metadata"]["premises"])
         for name, reply in replies.items():
             wins[name] += grade(f"<answer>{reply}</answer>", task).correct
-    assert max(wins.values()) <= 0.1 * N, wins
+    best = max(wins, key=lambda k: wins[k])
+    assert wins["(P ↔ Q)"] <= 0.1 * N and wins["first two atoms iff"] <= 0.1 * N, wins
+    assert wins[best] <= 0.1 * N, (best, wins[best])
+
+
+@pytest.mark.parametrize("task_seed", [0, EVAL_TASK_SEED])
+def test_the_reference_and_other_specific_conclusions_earn_1(task_seed):
+    """The reference pays on at least 95% of tasks, and so does a valid conclusion other than
+    the reference that follows from at most 5% of the premise sets (an honest solver's)."""
+    env = ReasoningGymEnv(dataset="propositional_logic", task_seed=task_seed)
+    paid = specific = 0
+    for index in range(N):
+        env.reset(options={"index": index})
+        task = env.unwrapped.task
+        paid += grade(env.unwrapped.oracle_action(), task).correct
+        reference = oracle_answer(task)
+        premises = task["metadata"]["premises"]
+        atoms = "".join(task["metadata"]["variables"])
+        for formula in _two_literal_formulas(atoms):
+            share = valid_share(formula, task["metadata"])
+            if share is None or share > MAX_VALID_SHARE or restates_premises(formula, premises):
+                continue
+            if is_informative(formula, task["metadata"], None) and _follows(formula, premises):
+                if _equivalent(formula, reference):
+                    continue
+                result = grade(f"<answer>{formula}</answer>", task)
+                assert result.correct, (formula, premises, reference, result)
+                specific += 1
+                break
+    assert paid >= 0.95 * N, paid
+    assert specific >= 0.1 * N, specific  # 10 of 60 train tasks have one
+
+
+def _follows(formula: str, premises: list[str]) -> bool:
+    """Whether ``formula`` is a valid consequence of ``premises`` and no tautology."""
+    parsed = _parse([formula, *premises])
+    assert parsed is not None
+    (conclusion, *given), table = parsed
+    target, conj = table.mask(conclusion), table.full
+    for premise in given:
+        conj &= table.mask(premise)
+    return conj & ~target == 0 and target != table.full
+
+
+def test_weak_conclusions_are_refused_by_their_share_of_premise_sets():
+    metadata = {"difficulty": {"vars": (2, 4), "statements": (2, 4), "complexity": (1, 3)}}
+    assert valid_share("(P ↔ Q)", metadata) > 0.2
+    assert valid_share("(P ∨ ¬P)", metadata) == 1.0
+    assert is_informative("(P ↔ Q)", metadata, None) is False
+    # Equivalent to the reference: paid whatever its share.
+    assert is_informative("(¬P ∨ Q)", metadata, "(P → Q)") is True
+    assert is_informative("(P ∧", metadata, None) is None
+    assert valid_share("(P ↔ Q)", {}) is None
+    task = {
+        "dataset": "propositional_logic",
+        "question": "Given:\n1. (P ↔ Q)\n.2. R\n.What can we conclude?",
+        "answer": None,
+        "metadata": {
+            "source_dataset": "propositional_logic",
+            "premises": ["(P ↔ Q)", "R", "(R → (P ∧ S))"],
+            "variables": ["P", "Q", "R", "S"],
+            "example_answer": "(Q ∧ S)",
+            **metadata,
+        },
+    }
+    assert grade("<answer>(Q ∧ S)</answer>", task).correct
+    weak = grade("<answer>(P ∨ Q)</answer>", task)
+    assert weak.verdict == "weak_conclusion" and weak.score == 0.0
