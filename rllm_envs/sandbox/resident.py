@@ -296,7 +296,7 @@ def _c_library_headers(closure: list[str], dirs: list[str]) -> list[str]:
     the C library (``<arpa/inet.h>``, ...); without dpkg, the closure alone.
     """
     own = [p for p in closure if "/c++/" not in p and "/gcc/" not in p]
-    owners = set()
+    owners: set[str] = set()
     for line in _run(["dpkg-query", "-S", *own]).splitlines() if own else []:
         if ": /" in line:
             owners.update(name.split(":")[0].strip() for name in line.split(": /")[0].split(","))
@@ -647,6 +647,15 @@ def _start(libc: ctypes.CDLL, keeper: Keeper, files: tuple[str, ...], size: int)
         _hold(libc, keeper, path)
 
 
+def _release(libc: ctypes.CDLL, keeper: Keeper) -> None:
+    """Unmap (and so unlock) every file ``keeper`` holds."""
+    for _, _, _, _, address, length, _ in keeper.mappings.values():
+        if address:
+            libc.munmap(address, length)
+    keeper.mappings.clear()
+    keeper.locked = 0
+
+
 def _recheck(libc: ctypes.CDLL, keeper: Keeper, allow: Root) -> None:
     """Lock what changed under the shown paths: a replaced file, a new one in a directory."""
     current = _walk_files(_Builder(), set(allow.binds), set(allow.masks))
@@ -683,9 +692,7 @@ def ensure() -> Keeper:
         allow = root()
         libc = _libc()
         if keeper is not None:  # a forked child: the mappings are there, the locks are not
-            for _, _, _, _, address, length, _ in keeper.mappings.values():
-                if address:
-                    libc.munmap(address, length)
+            _release(libc, keeper)
         keeper = Keeper(files=len(allow.files), size=allow.size, pid=os.getpid(), checked=now)
         _start(libc, keeper, allow.files, allow.size)
         keeper.seconds = time.perf_counter() - started

@@ -224,3 +224,55 @@ def test_the_keeper_warns_once_and_goes_on_when_locking_is_refused():
     assert report["locked"] < report["size"], report
     assert len(report["warnings"]) == 1, report
     assert "RLIMIT_MEMLOCK" in report["warnings"][0]
+
+
+def _locked_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmLck:"))
+
+
+def test_a_replaced_or_new_file_is_locked_at_the_next_check(tmp_path):
+    """A package upgrade (a new inode at a path) or a new file in a shown directory."""
+    first, second = tmp_path / "a.so", tmp_path / "b.so"
+    first.write_bytes(b"a" * 40000)
+    allow = resident.Root(
+        binds=(str(tmp_path),), links=(), masks=(), files=(str(first),), size=40000
+    )
+    libc = resident._libc()
+    keeper = resident.Keeper(pid=os.getpid())
+    resident._start(libc, keeper, allow.files, allow.size)
+    try:
+        if keeper.refused:
+            pytest.skip(f"locking refused here: {keeper.refused}")
+        before = keeper.mappings[str(first)]
+        assert before[6] and keeper.locked == 40000
+        replacement = tmp_path / "a.so.new"
+        replacement.write_bytes(b"b" * 50000)
+        os.replace(replacement, first)
+        second.write_bytes(b"c" * 4096)
+        resident._recheck(libc, keeper, allow)
+        after = keeper.mappings[str(first)]
+        assert after[1] == first.stat().st_ino != before[1] and after[6]
+        assert keeper.mappings[str(second)][6]
+        assert keeper.locked == 50000 + 4096
+    finally:
+        resident._release(libc, keeper)
+
+
+def test_the_keeper_locks_again_in_a_forked_child():
+    keeper = resident.ensure()
+    if keeper.refused:
+        pytest.skip(f"locking refused here: {keeper.refused}")
+    assert _locked_kib() * 1024 >= keeper.locked
+    pid = os.fork()
+    if pid == 0:  # memory locks are not inherited
+        code = 1
+        try:
+            unlocked = _locked_kib() * 1024 < keeper.locked
+            child = resident.ensure()
+            ok = child.pid == os.getpid() and child.locked == child.size
+            code = 0 if unlocked and ok and _locked_kib() * 1024 >= child.locked else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
