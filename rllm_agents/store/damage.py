@@ -112,11 +112,9 @@ def release_index(path: Path) -> None:
 def _read_index(path: Path, size: int) -> bytes:
     shm = f"{path}-shm"
     with _held_lock:
-        held = _own_held().get(os.path.realpath(path))
-        if held is None:  # no store of this process is open on it: nothing to drop
-            with open(shm, "rb") as f:
-                return f.read(size)
-        fds = held[1]
+        # Without a hold (a caller of check_wal that may have a connection of its own), the
+        # descriptor is kept too: closing it could drop that connection's locks.
+        fds = _own_held().setdefault(os.path.realpath(path), (0, {}))[1]
         st = os.stat(shm)
         fd = fds.get((st.st_dev, st.st_ino))
         if fd is None:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store import integrity
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, check_wal, check_wal_kept
+from rllm_agents.store.damage import (
+    DamagedEpisode,
+    DamagedStore,
+    check_wal,
+    check_wal_kept,
+    hold_index,
+    release_index,
+)
 from rllm_agents.store.episode_store import EpisodeStore, _decode_text
 from rllm_agents.store.schema import (
     _COLUMNS,
@@ -124,6 +131,22 @@ def upgrade(
     path = Path(path)
     if not path.is_file():
         raise AgentConfigError(f"No episode store at {path}.")
+    # Its connection's locks must outlive every read of the index (damage.hold_index).
+    hold_index(path)
+    try:
+        return _upgrade(path, timeout, key, accept_missing, unkeyed, shared_key)
+    finally:
+        release_index(path)
+
+
+def _upgrade(
+    path: Path,
+    timeout: float,
+    key: str | os.PathLike[str] | None,
+    accept_missing: bool,
+    unkeyed: bool,
+    shared_key: bool,
+) -> int:
     wal_before = check_wal(path)
     key_file = integrity.key_path(path, key)
     conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
