@@ -91,6 +91,8 @@ def load_key(path: Path, db: Path, *, create: bool) -> bytes:
     if create and not path.exists():
         with contextlib.suppress(FileExistsError):  # another process made it first
             _link_new_key(path)
+    elif create:
+        _check_adopted_key(path, db)
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
@@ -110,6 +112,32 @@ def load_key(path: Path, db: Path, *, create: bool) -> bytes:
             f"{path} is not an episode-store key (expects 32+ random bytes as hex, one line)."
         )
     return key
+
+
+def _check_adopted_key(path: Path, db: Path) -> None:
+    """Refuse to make a new store under a key file that someone else may have written.
+
+    Whoever holds a store's key can sign episodes into it. A key file that is there before the
+    store is only trusted when it is this user's and nobody else may read or write it (as
+    every key the store makes is): one planted by another user, or left readable, would let
+    its planter add episodes that ``verify`` accepts.
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return  # gone meanwhile: reading it says so
+    why = []
+    if st.st_uid != os.getuid():
+        why.append(f"owned by uid {st.st_uid}")
+    if st.st_mode & 0o077:
+        why.append(f"open to other users (mode {oct(st.st_mode & 0o777)})")
+    if why:
+        raise AgentConfigError(
+            f"Not making the episode store {db} under the key {path}: the key file exists "
+            f"already and is {' and '.join(why)}, so someone else may hold it and sign "
+            f"episodes into the new store. If it is your key, `chmod 600 {path}` (as its "
+            "owner); otherwise delete it and a new key is made."
+        )
 
 
 def new_store_id() -> str:

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
+import time
 from rllm_agents.store import EpisodeStore
 from tests.agents.test_store import make_trajectory
 
@@ -33,6 +35,7 @@ store.close()
 
 ENDLESS_WRITER = """
 import sys
+import time
 from rllm_agents.store import EpisodeStore
 from tests.agents.test_store import make_trajectory
 
@@ -162,3 +165,66 @@ def test_a_second_store_on_the_same_file_keeps_the_index_lock(tmp_path):
     assert len(first) == 3
     first.close()
     assert _index_lock_holder(db) == 0
+
+
+OLD_WRITER = r"""
+import os, sqlite3, sys, time
+db, go, done = sys.argv[1:4]
+c = sqlite3.connect(db, isolation_level=None, timeout=0.5)
+c.execute("SELECT count(*) FROM episodes").fetchone()
+open(go + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.01)
+cols = ", ".join(r[1] for r in c.execute("PRAGMA table_info(episodes)") if r[1] != "id")
+try:
+    c.execute("BEGIN IMMEDIATE")
+    c.execute(f"INSERT INTO episodes ({cols}) SELECT {cols} FROM episodes WHERE id = 3")
+    c.execute("COMMIT")
+    answer = "committed"
+except sqlite3.OperationalError as e:
+    answer = f"refused: {e}"
+open(done, "w").write(answer)
+c.close()
+"""
+
+
+def test_an_upgrade_keeps_its_write_lock_while_another_process_is_connected(tmp_path, monkeypatch):
+    """upgrade() read the -shm index through a descriptor it then closed, inside its write
+    transaction: its own write lock was gone, and an older writer's commit made meanwhile was
+    overwritten by the upgrade's (21 acknowledged, 20 kept, `verify` clean)."""
+    from rllm_agents.store import integrity
+    from rllm_agents.store.upgrade import upgrade
+    from tests.agents.test_store_faults import as_version
+
+    db = tmp_path / "e.db"
+    with EpisodeStore(db) as store:
+        for i in range(20):
+            store.put(make_trajectory(i), run="r")
+    as_version(db, 2)
+    go, done = tmp_path / "go", tmp_path / "done"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", OLD_WRITER, str(db), str(go), str(done)], cwd=ROOT
+    )
+    try:
+        while not Path(f"{go}.ready").exists():
+            assert writer.poll() is None
+            time.sleep(0.01)
+        new_store_id = integrity.new_store_id
+
+        def inside_the_transaction() -> str:  # the upgrade is past its reads of the index
+            go.touch()
+            deadline = time.monotonic() + 30
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return new_store_id()
+
+        monkeypatch.setattr(integrity, "new_store_id", inside_the_transaction)
+        assert upgrade(db, unkeyed=True) == 20
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+    assert done.read_text().startswith("refused: database is locked")
+    with EpisodeStore(db, read_only=True) as store:
+        assert store.count() == 20 and store.verify() == []

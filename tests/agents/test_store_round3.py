@@ -364,3 +364,21 @@ def test_r4_a_store_replaced_by_another_sharing_its_key_is_refused_with_keep_mar
     integrity.home_path(tmp_path / "keys" / "shared.key", a).unlink()
     with EpisodeStore(a) as store:
         assert store.count() == 5 and store.verify() == []
+
+
+def test_a_new_store_refuses_a_key_file_others_may_have_written(tmp_path):
+    """A key file planted (world-readable) before the store existed was adopted silently,
+    and its planter signed episodes that `verify` accepted (pass@1 0.0 -> 0.5)."""
+    from rllm_agents.error import AgentConfigError
+
+    db = tmp_path / "e.db"
+    key = tmp_path / "e.db.key"
+    key.write_text("ab" * 32 + "\n")
+    key.chmod(0o644)
+    with pytest.raises(AgentConfigError, match="chmod 600"):
+        EpisodeStore(db)
+    assert not db.exists()
+    key.chmod(0o600)  # the owner's own key, kept private: a shared key is fine
+    with EpisodeStore(db) as store:
+        store.put(make_trajectory(0))
+        assert len(store) == 1
