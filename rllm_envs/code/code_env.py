@@ -13,7 +13,7 @@ from rllm_envs.code.judge import DEFAULT_TIME_LIMIT, JudgeResult, extract_code, 
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, select_backend
-from rllm_envs.sandbox.harness import CXX_FLAGS
+from rllm_envs.sandbox.harness import CXX_FLAGS, WALL_EXTRA, WALL_FACTOR, wall_limit
 from rllm_envs.sandbox.runner import check_language
 from rllm_envs.tasks import DatasetTasks, Task, load_records, rename_fields
 
@@ -227,7 +227,8 @@ class CodeEnv(TextEnv):
     - ``time_limit`` (float | None): seconds per test (default: the task's, else 6). A task
       record passed with ``options={"task": ...}`` may set its own ``time_limit`` in (0, 60]
       and have at most :data:`MAX_TASK_TESTS` tests and :data:`MAX_TASK_SECONDS` of
-      per-test limits in all.
+      wall-clock time in all (each test counts
+      :func:`~rllm_envs.sandbox.harness.wall_limit` of its time limit).
     - ``memory_mb`` (int, default 1024): address-space limit per test.
     - ``sandbox_backend``: sandbox backend name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or
       ``None`` for auto-selection; an unusable sandbox raises ``SandboxUnavailable`` here.
@@ -369,13 +370,16 @@ class CodeEnv(TextEnv):
                 f"A code task's time_limit is seconds in (0, 60] or None, actual: {limit!r}."
             )
         # A client-written task must not buy hours of sandbox time with one step: the
-        # judging budget is bounded like every other per-step cost.
+        # judging budget is bounded like every other per-step cost. It counts the wall clock
+        # a test may hold its sandbox (a program that sleeps uses no CPU time), not only the
+        # CPU-time limit.
         count = len(tests[0]) + len(tests[1])
-        seconds = count * float(self.time_limit or limit or DEFAULT_TIME_LIMIT)
+        seconds = count * wall_limit(float(self.time_limit or limit or DEFAULT_TIME_LIMIT))
         if count > MAX_TASK_TESTS or seconds > MAX_TASK_SECONDS:
             raise InvalidEnvConfig(
                 f"A code task may have at most {MAX_TASK_TESTS} tests and "
-                f"{MAX_TASK_SECONDS:.0f} s of per-test limits in all; this one has {count} "
+                f"{MAX_TASK_SECONDS:.0f} s of wall-clock time in all (a test may run "
+                f"{WALL_FACTOR:g} x its time limit + {WALL_EXTRA:g} s); this one has {count} "
                 f"tests, {seconds:.0f} s."
             )
 

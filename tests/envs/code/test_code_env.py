@@ -280,6 +280,9 @@ def test_a_client_written_task_cannot_buy_unbounded_judging_time():
         {"hidden_tests": [{"input": "1 2\n", "output": "3\n"}] * 5000},
         # 152 tests x 6 s > 600 s
         {"time_limit": 6, "hidden_tests": [{"input": "1 2\n", "output": "3\n"}] * 150},
+        # 1,000 tests x 0.6 s is 600 s of CPU limits but ~2,200 s of wall clock a program that
+        # sleeps could hold its sandbox (2 x 0.6 + 1 s each)
+        {"time_limit": 0.6, "hidden_tests": [{"input": "1 2\n", "output": "3\n"}] * 998},
         {"hidden_tests": "1 2"},
         {"public_tests": [["1 2", "3"]]},
     ):
