@@ -341,7 +341,7 @@ def evaluate(expression: str) -> sympy.Expr:
         return _eval(tree, 0, text)
     except CalculatorError:
         raise
-    except (ArithmeticError, ValueError, TypeError, RecursionError) as e:
+    except Exception as e:  # sympy on model input: its own bugs included (AttributeError)
         raise CalculatorError(f"cannot evaluate the expression ({type(e).__name__})") from e
 
 
@@ -375,7 +375,7 @@ def format_value(value: sympy.Expr) -> str:
             return f"{exact} = {decimal}"
     try:
         approx = sympy.N(value, _DIGITS)
-    except (ArithmeticError, ValueError, TypeError):
+    except Exception:  # sympy on model input: no approximation, the exact form stands
         return exact
     if approx.is_real is False:
         return exact

@@ -121,3 +121,10 @@ def test_costly_operations_are_refused_before_they_run(expression: str) -> None:
 )
 def test_bounded_operations_below_the_caps_still_work(expression: str, expected: int) -> None:
     assert evaluate(expression) == expected
+
+
+def test_a_sympy_failure_is_a_calculator_error() -> None:
+    """sympy raised AttributeError (a lazy exception message) inside atan(tan(10**300)):
+    callers of `calculate` got an exception type it does not document."""
+    with pytest.raises(CalculatorError):
+        calculate("atan(tan(10**300))")
