@@ -24,7 +24,14 @@ from rllm_envs.swe.repo import (
     normalize_path,
 )
 from rllm_envs.swe.spec import CALL_FORMAT, SWE_DEMONSTRATION
-from rllm_envs.swe.tasks import MAX_DIFFICULTY, base_files, check_task, fixed_files, generate
+from rllm_envs.swe.tasks import (
+    MAX_DIFFICULTY,
+    base_files,
+    check_patches,
+    check_task,
+    fixed_files,
+    generate,
+)
 from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, check_difficulty
 from rllm_envs.tools import Tool, ToolCall, ToolRegistry, parse_tool_calls, strip_reasoning
 
@@ -362,7 +369,9 @@ class SWEEnv(TextEnv):
         check_task(task)
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
-        self.workspace = Workspace(base_files(task), self.limits)
+        base = base_files(task)
+        check_patches(task, base)  # a broken record fails here, not at submit
+        self.workspace = Workspace(base, self.limits)
         self._chars = 0
         self._submitted = False
         paths = self.workspace.paths()

@@ -29,7 +29,15 @@ from rllm_envs.error import InvalidDataset
 from rllm_envs.swe.projects import DISTRACTORS, PROJECTS, Bug, Module, Project
 from rllm_envs.swe.repo import Files, make_diff
 
-__all__ = ["generate", "base_files", "fixed_files", "check_task", "MAX_DIFFICULTY", "REQUIRED"]
+__all__ = [
+    "generate",
+    "base_files",
+    "fixed_files",
+    "check_task",
+    "check_patches",
+    "MAX_DIFFICULTY",
+    "REQUIRED",
+]
 
 #: Difficulty levels: 1 names the file, 2 the function, 3 only the behaviour (and adds a
 #: module with no bug), 4 two bugs, 5 two bugs and two modules with no bug.
@@ -337,6 +345,45 @@ def check_task(task: Mapping[str, Any]) -> None:
             raise InvalidDataset(f"Expects `{key}` to be a list of test ids, actual: {value!r}.")
     if not task["FAIL_TO_PASS"]:
         raise InvalidDataset("Expects at least one FAIL_TO_PASS test in a SWE task.")
+    for key in ("patch", "test_patch", "problem_statement"):
+        if task.get(key) is not None and not isinstance(task[key], str):
+            raise InvalidDataset(
+                f"Expects a SWE task's `{key}` to be a str, actual: {type(task[key]).__name__}."
+            )
+    if "files" in task:
+        files = task["files"]
+        if not isinstance(files, Mapping):
+            raise InvalidDataset("Expects a task's `files` to be a mapping of path to text.")
+        bad = [p for p, t in files.items() if not isinstance(p, str) or not isinstance(t, str)]
+        if bad:
+            raise InvalidDataset(
+                f"Expects a task's `files` to map str paths to str texts; not so for {bad[:3]!r}."
+            )
+    else:
+        from rllm_envs.swe.loader import check_commit
+
+        if not isinstance(task["repo_path"], str):
+            raise InvalidDataset("Expects a task's `repo_path` to be a str (a git repository).")
+        check_commit(task["base_commit"])
+
+
+def check_patches(task: Mapping[str, Any], base: Files) -> None:
+    """Raise :class:`InvalidDataset` unless the task's ``patch`` and ``test_patch`` apply.
+
+    Run at reset, so a broken record fails before an episode is played on it.
+    """
+    from rllm_envs.swe.repo import PatchError, apply_diff
+
+    for key in ("patch", "test_patch"):
+        diff = str(task.get(key) or "")
+        if not diff.strip():
+            continue
+        try:
+            apply_diff(base, diff)
+        except PatchError as e:
+            raise InvalidDataset(
+                f"The task's `{key}` does not apply to its base repository: {e}"
+            ) from e
 
 
 def base_files(task: Mapping[str, Any]) -> Files:
