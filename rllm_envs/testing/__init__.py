@@ -67,6 +67,7 @@ from rllm_envs.testing.hacking import (
     shotgun_family,
     wilson_interval,
 )
+from rllm_envs.testing.learned import FixedShape, SurfaceClassifier
 from rllm_envs.testing.multi import AEC_ADVICE_WARNINGS, MULTIAGENT_RULES, check_multiagent_env
 from rllm_envs.testing.single import TEXT_ENV_RULES, check_text_env
 
@@ -77,6 +78,7 @@ __all__ = [
     "DEGENERATE_POLICIES",
     "DegeneratePolicy",
     "EpisodeMemory",
+    "FixedShape",
     "HackContext",
     "HackPolicy",
     "HackReport",
@@ -93,6 +95,7 @@ __all__ = [
     "mean_bounds",
     "partly_evaluate",
     "shotgun_family",
+    "SurfaceClassifier",
     "wilson_interval",
     "TEXT_ENV_RULES",
     "MULTIAGENT_RULES",

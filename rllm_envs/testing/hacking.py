@@ -39,6 +39,13 @@ huge answer). A member whose action is the oracle's answer on a few of the episo
 has read plays the full run at once; any other first plays a screen of its own episodes and
 plays the full run only when it did better than the baseline there.
 
+Two policies learn from other tasks (:mod:`rllm_envs.testing.learned`): ``surface-classifier``
+(a naive Bayes of the answer on the question's surface, fitted on the env's own training
+draws; it must beat the best constant of those draws too) and ``fixed-shape`` (the most
+common expression shape of the oracle's answers, filled with the question's numbers). Where
+one cannot run (no task source with answers, answers that are no expressions) the report
+lists it as ``unsupported``, with the reason.
+
 Policies are pluggable: anything with ``name``, ``summary``, ``fix`` and
 ``__call__(ctx: HackContext) -> str | None`` (``None``: not applicable to this episode)
 is a :class:`HackPolicy`; :class:`DegeneratePolicy` wraps a function; a
@@ -52,7 +59,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Any, Protocol, runtime_checkable
@@ -1116,7 +1123,7 @@ def keyword_family() -> PolicyFamily:
 
 
 #: The library of degenerate policies :func:`check_reward_hacking` plays by default.
-DEGENERATE_POLICIES: tuple[DegeneratePolicy | PolicyFamily | LeakScan, ...] = (
+DEGENERATE_POLICIES: tuple[HackPolicy | PolicyFamily | LeakScan, ...] = (
     DegeneratePolicy("empty", "reply with nothing", _FIX_EMPTY, lambda ctx: ""),
     DegeneratePolicy(
         "format-only", "the answer format with nothing in it", _FIX_EMPTY, lambda c: c.answer("")
@@ -1258,8 +1265,10 @@ class PolicyResult:
         paid: Each episode's paid reward (the weighted paying components; penalties aside).
         earned: Largest value of each paying component on any step (strict policies).
         example: One of its actions (shortened).
-        status: ``"passed"``, ``"failed"``, ``"skipped"`` or ``"screened"`` (a family member
-            that stopped after its screen; its counts are the screen's).
+        status: ``"passed"``, ``"failed"``, ``"skipped"``, ``"screened"`` (a family member
+            that stopped after its screen; its counts are the screen's), ``"unsupported"``
+            (a learned policy that cannot run on this env: :mod:`rllm_envs.testing.learned`)
+            or ``"bar"`` (the best constant a learned policy must beat besides the baseline).
         detail: Why it failed or was skipped.
     """
 
@@ -1956,14 +1965,33 @@ def check_reward_hacking(
                 memo: dict[Any, Any] = {}  # the env's replies on the screen's episodes
                 results = [_screened(played, member, size, bounds, memo) for member in item.members]
             else:
+                if (
+                    hasattr(item, "unsupported")
+                    and is_dataclass(item)
+                    and not isinstance(item, type)
+                ):
+                    item = replace(item)  # a learned policy fits afresh for each check
+                why = item.unsupported(game.env, memory) if hasattr(item, "unsupported") else None
+                if why is not None:
+                    report.results.append(
+                        PolicyResult(item.name, agent, 0, 0, 0.0, status="unsupported", detail=why)
+                    )
+                    continue
                 results = [(item, played.run(item))]
             for policy, result in results:
                 report.results.append(result)
                 if result.status in ("skipped", "screened"):
                     continue
-                failure = _judge(policy, result, bounds, name)
+                bar = _bar_policy(policy, game.env, template)
+                own = bounds  # the baseline, or the bar of a learned policy where higher
+                if bar is not None:
+                    bar_result = played.run(bar)
+                    bar_result.status, bar_result.detail = "bar", f"the bar of {policy.name}"
+                    report.results.append(bar_result)
+                    own = _raised(bounds, bar_result, z)
+                failure = _judge(policy, result, own, name)
                 stages = [n for n in (_MIDDLE_STAGE, max_episodes) if n > result.episodes]
-                current, extra = bounds, 0
+                current, extra = own, 0
                 while failure is None and stages and _promising(policy, result, current):
                     # Right a few times against a baseline that is (almost) never right: more
                     # episodes for both tell a small hack from luck.
@@ -1975,6 +2003,10 @@ def check_reward_hacking(
                     if current.episodes > report.baseline[agent][1]:
                         report.baseline[agent] = _triple(current)
                         report.baseline_paid[agent] = list(current.paid)
+                    if bar is not None:
+                        more = played.run(bar, first=_EXTENSION + extra - count, count=count)
+                        _absorb(bar_result, more, z)
+                        current = _raised(current, bar_result, z)
                     failure = _judge(policy, result, current, name)
                     result.detail = f"extended to {result.episodes} episodes"
                 if failure is not None:
@@ -2045,6 +2077,30 @@ class _Played:
             self.seed,
             self.z,
         )
+
+
+def _bar_policy(policy: HackPolicy, env: Any, template: str) -> HackPolicy | None:
+    """The best-constant policy a learned policy must beat too (:mod:`.learned`'s ``bar``)."""
+    bar = getattr(policy, "bar", None)
+    answer = bar(env) if callable(bar) else None
+    if answer is None:
+        return None
+    return DegeneratePolicy(
+        f"{policy.name}.best-constant",
+        f"the best constant answer of {policy.name}'s training draws ({describe(answer, 40)})",
+        _FIX_CONSTANT,
+        lambda ctx: ctx.answer(answer) if ctx.turn == 0 else None,
+    )
+
+
+def _raised(bounds: _Bounds, bar: PolicyResult, z: float) -> _Bounds:
+    """``bounds`` with the baseline's upper bound raised to the bar policy's, if higher."""
+    if bar.episodes == 0:
+        return bounds
+    upper = wilson_interval(bar.successes, bar.episodes, z)[1]
+    if upper <= bounds.upper:
+        return bounds
+    return replace(bounds, upper=upper)
 
 
 def _screen_size(family: PolicyFamily, game: _Single | _Multi, episodes: int) -> int:

@@ -1,0 +1,311 @@
+"""Degenerate policies that learn from other tasks: a surface classifier and a fixed shape.
+
+Both solve nothing: they read other tasks' questions and answers, never the reasoning a task
+asks for. :func:`rllm_envs.testing.check_reward_hacking` plays them like its other policies,
+with two differences:
+
+* ``unsupported(env, memory)`` says why a policy cannot run on an env (no task source with
+  questions and answers, answers that are no expressions); the report then lists it as
+  ``unsupported`` with that reason instead of playing it.
+* ``bar(memory)`` is the policy it must beat besides the random baseline: the best constant
+  answer of the same draws. A classifier that only learns a skewed answer distribution earns
+  what the constant earns, which :data:`~rllm_envs.testing.hacking.DEGENERATE_POLICIES`'
+  ``constant-answer`` already judges; a tell is what it earns beyond that.
+
+:class:`SurfaceClassifier` fits a naive Bayes of the answer on the surface features of the
+question (:func:`rllm_envs.reasoning_gym.surface.features`: tokens, adjacent pairs, tokens on
+a line with a name, counts) over the env's own training draws (``env.unwrapped.tasks``
+records, other tasks than the one played) and answers each episode's task with its
+prediction. It is the checker's side of ``rllm/ReasoningGym-v0``'s surface probe
+(:mod:`rllm_envs.reasoning_gym.surface`), which refuses such families for held-out
+evaluation; an env of any kind whose answers follow from its question's wording fails it.
+
+:class:`FixedShape` reads the oracle's answers to other tasks as expressions, replaces their
+numbers by slots (``(a + b) - c``), and answers every task with the most common shape filled
+with the numbers its question gives, in order (Countdown: a popular operator shape solves a
+share of tasks without any search).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rllm_envs.tasks import question_text
+
+__all__ = ["FixedShape", "SurfaceClassifier", "constant_bar"]
+
+#: Task fields that hold a reference answer (as the reference probe reads them).
+_REFERENCE_FIELDS = ("answer", "answers", "solution", "target")
+#: Answers the classifier models (the most common of the training draws).
+_MAX_CLASSES = 40
+
+
+def _reference(record: Mapping[str, Any]) -> str | None:
+    for name in _REFERENCE_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+def _label(answer: str) -> str:
+    return " ".join(answer.casefold().split())
+
+
+@dataclass
+class _Fit:
+    """A fitted classifier: its vocabulary, class answers and log tables."""
+
+    columns: dict[str, int]
+    answers: list[str]
+    log_p: np.ndarray
+    log_q: np.ndarray
+    prior: np.ndarray
+    constant: str
+
+    def predict(self, question: str) -> str:
+        from rllm_envs.reasoning_gym.surface import features
+
+        x = np.zeros(len(self.columns))
+        for name in features(question):
+            j = self.columns.get(name)
+            if j is not None:
+                x[j] = 1.0
+        scores = x @ self.log_p + (1.0 - x) @ self.log_q + self.prior
+        return self.answers[int(scores.argmax())]
+
+
+def constant_bar(answers: Sequence[str]) -> str | None:
+    """The most common answer (the best constant) among ``answers``."""
+    counts = Counter(_label(a) for a in answers)
+    if not counts:
+        return None
+    best = counts.most_common(1)[0][0]
+    return next(a for a in answers if _label(a) == best)
+
+
+@dataclass
+class SurfaceClassifier:
+    """Answers with a naive Bayes of the answer on the question's surface features.
+
+    Attributes:
+        draws: Training draws read from the env's task source (spread over it).
+        min_draws: Fewer records with a question and an answer: ``unsupported``.
+    """
+
+    draws: int = 300
+    min_draws: int = 60
+    name: str = "surface-classifier"
+    summary: str = (
+        "a naive Bayes of the answer on the question's surface tokens, fitted on other "
+        "tasks' questions and answers"
+    )
+    fix: str = (
+        "make the answer independent of the question's surface: balance answers within "
+        "surface strata (redraw tasks whose surface predicts their answer), or change the "
+        "generator so the wording, counts and symbols do not give the answer away."
+    )
+    # Fits by env (a fresh copy per check: ``dataclasses.replace`` starts them empty).
+    _fits: dict[int, tuple[_Fit | None, str | None]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _records_of: dict[int, list[tuple[str, str]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _without: dict[tuple[int, str], _Fit | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    def _records(self, env: Any) -> tuple[list[tuple[str, str]], str | None]:
+        tasks = getattr(getattr(env, "unwrapped", env), "tasks", None)
+        if tasks is None or not hasattr(tasks, "__getitem__") or not hasattr(tasks, "__len__"):
+            return [], "the env has no task source (env.unwrapped.tasks) to read other tasks from"
+        size = len(tasks)
+        if size < self.min_draws:
+            return [], f"its task source has {size} tasks, fewer than {self.min_draws}"
+        picks = np.unique(np.linspace(0, size - 1, min(self.draws, size)).astype(int))
+        records = []
+        for i in picks:
+            try:
+                record = tasks[int(i)]
+            except Exception:  # noqa: BLE001 - a source that cannot be read is unsupported
+                return [], "its task source could not be read by index"
+            if not isinstance(record, Mapping):
+                return [], "its tasks are not records"
+            answer = _reference(record)
+            if answer is not None:
+                records.append((question_text(record), answer))
+        if len(records) < self.min_draws:
+            return [], (
+                f"only {len(records)} of its tasks hold a reference answer "
+                f"({'/'.join(_REFERENCE_FIELDS)}); the classifier needs {self.min_draws}"
+            )
+        return records, None
+
+    def _fit(self, env: Any) -> tuple[_Fit | None, str | None]:
+        key = id(getattr(env, "unwrapped", env))
+        if key not in self._fits:
+            records, why = self._records(env)
+            self._records_of[key] = records
+            self._fits[key] = self._fit_records(records, why)
+        return self._fits[key]
+
+    def _fit_for(self, env: Any, question: str) -> _Fit | None:
+        """The fit, or one without the training draws of this very question.
+
+        So the classifier has no memory of the played task's own answer.
+        """
+        fit = self._fit(env)[0]
+        key = id(getattr(env, "unwrapped", env))
+        records = self._records_of.get(key, [])
+        if fit is None or all(q != question for q, _ in records):
+            return fit
+        if (key, question) not in self._without:
+            rest = [(q, a) for q, a in records if q != question]
+            self._without[(key, question)] = self._fit_records(rest, None)[0]
+        return self._without[(key, question)]
+
+    def _fit_records(
+        self, records: list[tuple[str, str]], why: str | None
+    ) -> tuple[_Fit | None, str | None]:
+        from rllm_envs.reasoning_gym.surface import features
+
+        if why is not None:
+            return None, why
+        labels = [_label(a) for _, a in records]
+        counts = Counter(labels)
+        classes = [a for a, _ in counts.most_common(_MAX_CLASSES)]
+        raw = {}
+        for (_, answer), label in zip(records, labels, strict=True):
+            raw.setdefault(label, answer)
+        feats = [set(features(q)) for q, _ in records]
+        freq: Counter[str] = Counter()
+        for f in feats:
+            freq.update(f)
+        low = max(3, 0.02 * len(records))
+        vocab = [n for n, c in freq.most_common() if low <= c <= len(records) - low][:4000]
+        columns = {n: j for j, n in enumerate(vocab)}
+        index = {a: i for i, a in enumerate(classes)}
+        x = np.zeros((len(records), len(vocab)))
+        y = np.zeros((len(records), len(classes)))
+        for i, (f, label) in enumerate(zip(feats, labels, strict=True)):
+            for n in f:
+                if n in columns:
+                    x[i, columns[n]] = 1.0
+            if label in index:
+                y[i, index[label]] = 1.0
+        mass = y.sum(axis=0) + 1e-12
+        p = (x.T @ y + 1.0) / (mass + 2.0)
+        fit = _Fit(
+            columns=columns,
+            answers=[raw[a] for a in classes],
+            log_p=np.log(p),
+            log_q=np.log1p(-p),
+            prior=np.log(mass / mass.sum()),
+            constant=raw[classes[0]],
+        )
+        return fit, None
+
+    def unsupported(self, env: Any, memory: Sequence[Any] = ()) -> str | None:
+        """Why the classifier cannot run on ``env`` (``None``: it can)."""
+        return self._fit(env)[1]
+
+    def bar(self, env: Any) -> str | None:
+        """The best constant answer of the training draws (the bar the classifier must beat)."""
+        fit = self._fit(env)[0]
+        return None if fit is None else fit.constant
+
+    def __call__(self, ctx: Any) -> str | None:
+        """The predicted answer to the episode's task, written as the env's answer."""
+        if ctx.turn > 0:
+            return None
+        # The played task's question as the source's records show it (its visible text).
+        base = getattr(ctx.env, "unwrapped", ctx.env)
+        task = getattr(base, "task", None)
+        question = question_text(task) if isinstance(task, Mapping) else ctx.first_observation
+        fit = self._fit_for(ctx.env, question)
+        return None if fit is None else ctx.answer(fit.predict(question))
+
+
+#: A number as an expression shows it.
+_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+#: An operator between numbers.
+_OPERATOR = re.compile(r"[-+*/×÷^]")
+
+
+def shape_of(expression: str) -> tuple[str, int] | None:
+    """An expression's shape (its numbers as slots ``{}``) and its slot count.
+
+    ``None`` for text without an operator between numbers (no expression).
+    """
+    numbers = _NUM.findall(expression)
+    if len(numbers) < 2 or not _OPERATOR.search(_NUM.sub("", expression)):
+        return None
+    shape = " ".join(_NUM.sub("{}", expression).split())
+    return shape, len(numbers)
+
+
+@dataclass
+class FixedShape:
+    """Answers with the most common expression shape of other tasks, filled with its numbers.
+
+    The numbers are those the question gives, in order.
+    """
+
+    name: str = "fixed-shape"
+    summary: str = (
+        "the most common expression shape of the oracle's answers to other tasks (e.g. "
+        "`({} + {}) - {}`), filled with the numbers the question gives, in order"
+    )
+    fix: str = (
+        "redraw tasks that a popular fixed shape solves (keep their share at chance), or "
+        "grade something a shape cannot fill in (the task's own structure)."
+    )
+
+    @staticmethod
+    def _shapes(memory: Sequence[Any]) -> Counter[tuple[str, int]]:
+        shapes: Counter[tuple[str, int]] = Counter()
+        for m in memory:
+            reference = getattr(m, "reference", None)
+            shape = shape_of(reference) if isinstance(reference, str) else None
+            if shape is not None:
+                shapes[shape] += 1
+        return shapes
+
+    def unsupported(self, env: Any, memory: Sequence[Any] = ()) -> str | None:
+        """Why the policy cannot run: the oracle's answers are not expressions of numbers."""
+        answers = [m.reference for m in memory if getattr(m, "reference", None) is not None]
+        if not answers:
+            return "the oracle's actions show no answer to read a shape from"
+        shaped = sum(self._shapes([m]).total() > 0 for m in memory if m.reference is not None)
+        if 2 * shaped < len(answers):
+            return (
+                f"only {shaped} of {len(answers)} oracle answers are expressions of numbers "
+                "(the env's answers are no expressions)"
+            )
+        return None
+
+    def bar(self, env: Any) -> str | None:
+        """No constant bar beyond the random baseline: an expression answer is task-bound."""
+        return None
+
+    def __call__(self, ctx: Any) -> str | None:
+        """The most common shape, filled with the question's numbers (``None``: too few)."""
+        if ctx.turn > 0:
+            return None
+        shapes = self._shapes(ctx.memory)
+        if not shapes:
+            return None
+        (shape, slots), _ = shapes.most_common(1)[0]
+        numbers = _NUM.findall(ctx.first_observation)
+        if len(numbers) < slots:
+            return None
+        return ctx.answer(shape.format(*numbers[:slots]))

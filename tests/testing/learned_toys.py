@@ -1,0 +1,124 @@
+"""Toy envs a learned degenerate policy hacks (:mod:`rllm_envs.testing.learned`).
+
+Module-level classes (not test-local) so they pickle like a user's env would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rllm_envs.core import TextEnv, Transition
+from rllm_envs.tasks import ProceduralTasks, Task
+from rllm_envs.text import tag_contents
+
+
+def _board(rng: np.random.Generator, adjacent: bool) -> str:
+    """12 cells; two live cells side by side exactly when ``adjacent``."""
+    while True:
+        cells = [int(c) for c in rng.integers(0, 2, size=12)]
+        if any(a and b for a, b in zip(cells, cells[1:], strict=False)) == adjacent:
+            return " ".join(map(str, cells))
+
+
+def _halting_task(rng: np.random.Generator) -> Task:
+    halts = bool(rng.integers(2))
+    board = _board(rng, adjacent=not halts)
+    return {
+        "question": f"Will this one-row board of Life halt? Answer yes or no.\n{board}",
+        "answer": "yes" if halts else "no",
+    }
+
+
+def _shape_task(rng: np.random.Generator) -> Task:
+    a, b, c = (int(x) for x in rng.integers(2, 30, size=3))
+    return {
+        "question": f"Using the numbers [{a}, {b}, {c}], make {a * b - c}. Use each once.",
+        "numbers": [a, b, c],
+        "target": a * b - c,
+        "answer": f"{a} * {b} - {c}",
+    }
+
+
+class _AnswerEnv(TextEnv):
+    """A one-turn env that reads the last ``<answer>``.
+
+    ## Description
+    Test env.
+
+    ## Observation
+    The question and the answer format.
+
+    ## Action
+    ``<answer>...</answer>``.
+
+    ## Reward
+    ``correct`` (weight 1).
+
+    ## Episode End
+    After one answer.
+
+    ## Information
+    The common keys of :mod:`rllm_envs.core`.
+
+    ## Arguments
+    ``task_seed``.
+
+    ## Version History
+    - v0: test only.
+    """
+
+    default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0}
+    generate = staticmethod(_halting_task)
+
+    def __init__(self, *, task_seed: int = 0) -> None:
+        tasks = ProceduralTasks(partial(type(self).generate), name="learned-toy", seed=task_seed)
+        super().__init__(tasks=tasks, max_turns=1)
+
+    def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        return f"{task['question']}\n\nGive the answer in <answer></answer> tags.", {}
+
+    def right(self, answer: str) -> bool:
+        assert self.task is not None
+        return answer.strip().lower() == str(self.task["answer"])
+
+    def _act(self, action: str) -> Transition:
+        found = tag_contents(action, "answer")
+        correct = bool(found) and self.right(found[-1])
+        return Transition(
+            "Correct." if correct else "Wrong.",
+            {"correct": float(correct)},
+            terminated=True,
+            correct=correct,
+            invalid_reason=None if found else "no answer",
+        )
+
+    def oracle_action(self) -> str:
+        assert self.task is not None
+        return f"<answer>{self.task['answer']}</answer>"
+
+
+class SurfaceTellEnv(_AnswerEnv):
+    """Hackable: the answer is ``no`` exactly when the board shows ``1 1`` (balanced answers,
+    so every constant and the uniform guess earn a half)."""
+
+
+class FixedShapeEnv(_AnswerEnv):
+    """Hackable: every task is solved by ``a * b - c`` of its numbers in order."""
+
+    generate = staticmethod(_shape_task)
+
+    def right(self, answer: str) -> bool:
+        assert self.task is not None
+        numbers = sorted(
+            int(t) for t in answer.replace("*", " ").replace("-", " ").split() if t.isdigit()
+        )
+        if numbers != sorted(self.task["numbers"]) or not set(answer) <= set("0123456789 +-*()"):
+            return False
+        try:
+            return bool(eval(answer, {"__builtins__": {}}) == self.task["target"])  # noqa: S307
+        except Exception:  # noqa: BLE001 - a malformed expression is wrong
+            return False

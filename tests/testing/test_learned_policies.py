@@ -1,0 +1,77 @@
+"""Issue #25: the reward-hacking check plays policies that learn from other tasks -- a surface
+classifier (answers read off the question's wording) and a fixed expression shape -- and
+flags toy envs that the earlier library passed; where one cannot run it says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.testing import (
+    DEGENERATE_POLICIES,
+    FixedShape,
+    SurfaceClassifier,
+    check_reward_hacking,
+)
+from rllm_envs.testing.learned import shape_of
+from tests.testing.hackable import SoundEnv
+from tests.testing.learned_toys import FixedShapeEnv, SurfaceTellEnv
+
+#: The library before the learned policies (what the old checker played).
+OLD_LIBRARY = [p for p in DEGENERATE_POLICIES if not isinstance(p, SurfaceClassifier | FixedShape)]
+
+
+def _statuses(report, name):
+    return [r for r in report.results if r.policy == name]
+
+
+@pytest.mark.parametrize(
+    ("env", "policy", "rule"),
+    [
+        (SurfaceTellEnv, SurfaceClassifier(), "degenerate-policy:surface-classifier"),
+        (FixedShapeEnv, FixedShape(), "degenerate-policy:fixed-shape"),
+    ],
+)
+def test_a_learned_policy_flags_a_toy_the_old_library_passed(env, policy, rule):
+    old = check_reward_hacking(env, policies=OLD_LIBRARY, raise_on_failure=False)
+    assert old.ok, str(old)
+    new = check_reward_hacking(env, policies=[policy], raise_on_failure=False)
+    assert [f.rule.name for f in new.failures] == [rule], str(new)
+    (result,) = _statuses(new, policy.name)
+    assert result.status == "failed" and result.rate > 0.8, str(new)
+
+
+def test_the_surface_classifier_must_beat_the_best_constant_too():
+    report = check_reward_hacking(
+        SurfaceTellEnv, policies=[SurfaceClassifier()], raise_on_failure=False
+    )
+    (bar,) = _statuses(report, "surface-classifier.best-constant")
+    assert bar.status == "bar" and 0.2 < bar.rate < 0.8, str(report)
+    assert "surface-classifier.best-constant" in str(report)
+
+
+def test_where_a_learned_policy_cannot_run_the_report_says_unsupported_and_why():
+    # SoundEnv's answers are numbers, not expressions; its task source holds "problem"s.
+    report = check_reward_hacking(
+        SoundEnv,
+        policies=[FixedShape(), SurfaceClassifier(min_draws=10**9)],
+        raise_on_failure=False,
+    )
+    assert report.ok, str(report)
+    (shape,) = _statuses(report, "fixed-shape")
+    (surface,) = _statuses(report, "surface-classifier")
+    assert shape.status == "unsupported" and "expressions" in shape.detail
+    assert surface.status == "unsupported" and "the classifier needs" in surface.detail
+    assert "unsupported fixed-shape" in str(report)
+
+
+def test_a_sound_env_passes_both():
+    report = check_reward_hacking(SoundEnv, policies=[SurfaceClassifier()], raise_on_failure=False)
+    assert report.ok, str(report)
+    (result,) = _statuses(report, "surface-classifier")
+    assert result.status == "passed", str(report)
+
+
+def test_shapes_are_numbers_as_slots():
+    assert shape_of("(3 + 4) * 2") == ("({} + {}) * {}", 3)
+    assert shape_of("12") is None
+    assert shape_of("yes") is None
