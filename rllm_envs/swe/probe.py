@@ -55,7 +55,9 @@ decided in the sandbox's process; the judge says so
 from __future__ import annotations
 
 import ast
+import builtins
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -1630,6 +1632,11 @@ class _Literals:
     ) -> None:
         self.names = set(module)
         self.found = found or _ModuleLiterals()
+        #: Names bound to a value built outside the repository from a literal (``{12}``,
+        #: ``partial(operator.eq, 12)``, ``{12}.__contains__``), and to a call given one
+        #: (``check = checker(12)``): see :meth:`holds` and :meth:`foreign_check`.
+        self.built: set[str] = set(self.found.built)
+        self.curried: set[str] = set(self.found.curried)
         #: Names bound to a row of literals and computed values (``for p in zip(got, [..])``,
         #: ``map(lambda p: .., zip(got, [..]))``): an operation between its parts meets both.
         self.mixed: set[str] = set()
@@ -1666,6 +1673,16 @@ class _Literals:
                 if new:
                     self.names |= new
                     changed = True
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                    value = node.value
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = {n for t in targets for n in _names(t)}
+                    if value is not None and names - self.built and self.holds(value):
+                        self.built |= names
+                        changed = True
+                    if value is not None and names - self.curried and self.calls_with(value):
+                        self.curried |= names
+                        changed = True
 
     def _mix(self, names: list[str], source: ast.expr) -> None:
         if isinstance(source, ast.Call) and _dotted(source.func) in ("zip", "enumerate", "map"):
@@ -1737,6 +1754,99 @@ class _Literals:
             return self.literal(node.elt) and all(self.literal(g.iter) for g in node.generators)
         return is_literal(node) and not _plain(node)
 
+    def holds(self, node: ast.expr) -> bool:
+        """Whether ``node``'s value is built outside the repository from a literal.
+
+        A literal, a display holding one, a call of a builtin, standard-library or
+        test-module callable given one (``set([12])``, ``partial(operator.eq, 12)``,
+        ``dict.fromkeys([12])``, ``make(12)``), a lambda with a literal default, and an
+        attribute, item or method result of such a value (``{12}.__contains__``).
+        ``itemgetter`` / ``attrgetter`` take keys (inputs), not expected values.
+        """
+        if _plain(node):
+            return False
+        if self.literal(node):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in self.built
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in self.found.built_attrs
+            and isinstance(node.value, ast.Name)
+            and (node.value.id in ("self", "cls") or node.value.id in self.found.classes)
+        ):
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+            return self.holds(node.value)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return any(self.holds(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self.holds(e) for e in (*node.keys, *node.values) if e is not None)
+        if isinstance(node, ast.Lambda):
+            defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            return any(self.holds(d) for d in defaults)
+        if isinstance(node, ast.BinOp):
+            return self.holds(node.left) or self.holds(node.right)
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name.rsplit(".", 1)[-1] in ("itemgetter", "attrgetter"):
+                return False
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            foreign = isinstance(node.func, ast.Lambda) or (
+                bool(name) and name.split(".")[0] in self.found.foreign
+            )
+            if foreign and any(self.holds(a) for a in arguments):
+                return True
+            return not isinstance(node.func, ast.Name) and self.holds(node.func)
+        return False
+
+    def calls_with(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a call given a literal (its result may be a predicate on it)."""
+        if not isinstance(node, ast.Call):
+            return False
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        return any(self.holds(a) for a in arguments)
+
+    def computed(self, node: ast.expr) -> bool:
+        """Whether ``node`` may hold a value of the code under test (not only literals)."""
+        if isinstance(node, ast.Slice):
+            return any(
+                self.computed(p) for p in (node.lower, node.upper, node.step) if p is not None
+            )
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return any(self.computed(e) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self.computed(e) for e in (*node.keys, *node.values) if e is not None)
+        return not _plain(node) and not self.literal(node) and not self.holds(node)
+
+    def foreign_check(self, call: ast.Call) -> bool:
+        """Whether ``call`` hands a computed value to a callee that holds a literal.
+
+        ``partial(operator.eq, 12)(x)``, ``{12}.__contains__(x)``, ``d.get(x)`` with a
+        literal ``d``, ``set([12]).issuperset({x})``, ``checker(12)(x)`` (a predicate made
+        from the literal), ``any(map(partial(operator.eq, 12), [x]))``: the comparison with
+        the literal runs in the sandbox, in code the probe does not rewrite.
+        """
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if not any(self.computed(a) for a in arguments):
+            return False
+        func = call.func
+        if isinstance(func, ast.Call) and self.calls_with(func):
+            return True
+        if isinstance(func, ast.Name) and func.id in self.curried:
+            return True
+        if not isinstance(func, ast.Name) and self.holds(func):
+            return True
+        if isinstance(func, ast.Name) and func.id in self.built:
+            return True
+        # A predicate holding a literal handed to a higher-order call (``map``, ``key=``).
+        return any(
+            self.holds(a)
+            and isinstance(a, (ast.Call, ast.Lambda, ast.Name, ast.Attribute))
+            and not self.literal(a)
+            for a in arguments
+        )
+
     def meets(self, operands: list[ast.expr]) -> bool:
         """Whether a literal and a computed value meet among ``operands``."""
         operands = [o for o in operands if not _plain(o)]
@@ -1765,6 +1875,13 @@ class _ModuleLiterals:
     attrs: set[str] = field(default_factory=set)
     fixtures: set[str] = field(default_factory=set)
     classes: set[str] = field(default_factory=set)
+    #: Names of builtins, the standard library, pytest/numpy and the test module's own
+    #: functions: callables outside the repository (see :meth:`_Literals.holds`).
+    foreign: set[str] = field(default_factory=set)
+    #: Module names and class attributes built outside the repository from a literal.
+    built: set[str] = field(default_factory=set)
+    built_attrs: set[str] = field(default_factory=set)
+    curried: set[str] = field(default_factory=set)
 
 
 def _literal_assignment(statement: ast.stmt) -> list[str]:
@@ -1784,6 +1901,34 @@ def _module_literals(tree: ast.Module) -> _ModuleLiterals:
     found = _ModuleLiterals()
     for statement in tree.body:
         found.names.update(_literal_assignment(statement))
+    found.foreign = _foreign_names(tree)
+    module = _Literals(ast.Module(body=[], type_ignores=[]), found.names, found)
+    for _ in range(3):  # names built from names built before
+        for statement in tree.body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+                targets = (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
+                names = {n for t in targets for n in _names(t)}
+                if module.holds(statement.value):
+                    found.built |= names
+                    module.built |= names
+                if module.calls_with(statement.value):
+                    found.curried |= names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for statement in node.body:
+                if (
+                    isinstance(statement, (ast.Assign, ast.AnnAssign))
+                    and statement.value is not None
+                ):
+                    targets = (
+                        statement.targets
+                        if isinstance(statement, ast.Assign)
+                        else [statement.target]
+                    )
+                    if module.holds(statement.value) or module.calls_with(statement.value):
+                        found.built_attrs.update(n for t in targets for n in _names(t))
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             found.classes.add(node.name)
@@ -1798,6 +1943,32 @@ def _module_literals(tree: ast.Module) -> _ModuleLiterals:
                 for r in ast.walk(node)
             ):
                 found.fixtures.add(node.name)
+    return found
+
+
+#: Top-level modules outside the repository besides the standard library.
+_FOREIGN_MODULES = frozenset({"pytest", "numpy", "np", "_pytest", "hypothesis"})
+
+
+def _foreign_names(tree: ast.Module) -> set[str]:
+    """Names in ``tree`` that call code outside the repository.
+
+    Builtins, names imported from the standard library (or pytest, numpy), and the test
+    module's own functions.
+    """
+    found = {n for n in dir(builtins) if not n.startswith("_")}
+    stdlib = set(getattr(sys, "stdlib_module_names", ())) | _FOREIGN_MODULES
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in stdlib:
+                    found.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in stdlib:
+                found.update(a.asname or a.name for a in node.names)
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.add(statement.name)
     return found
 
 
@@ -1912,6 +2083,8 @@ def _operations(node: ast.expr, literals: _Literals) -> bool:
         elif isinstance(inner, ast.Call):
             name = _dotted(inner.func)
             arguments = [*inner.args, *(k.value for k in inner.keywords)]
+            if literals.foreign_check(inner):
+                return True
             if name in _COMBINING_CALLS or name.startswith("operator."):
                 spread = [
                     e
@@ -1939,9 +2112,18 @@ def _operations(node: ast.expr, literals: _Literals) -> bool:
                 [inner.value, inner.slice]
             ):
                 return True
+            if literals.holds(inner.value) and literals.computed(inner.slice):
+                # ``{12: 1}[x]``, ``Counter([12])[x]``, ``TABLE[x]``: the container's
+                # ``__getitem__`` hashes and compares the computed key with the literal.
+                return True
             stack.append(inner.value)
         elif isinstance(inner, ast.Lambda):
             stack.append(inner.body)
+        elif isinstance(inner, (ast.Set, ast.Dict)) and literals.meets(
+            [k for k in (inner.elts if isinstance(inner, ast.Set) else inner.keys) if k is not None]
+        ):
+            # ``{12: True, x: True}``: building it hashes and compares the keys.
+            return True
         elif isinstance(inner, (ast.expr, ast.comprehension, ast.keyword, ast.arguments)):
             stack.extend(ast.iter_child_nodes(inner))
     return False

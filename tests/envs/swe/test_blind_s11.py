@@ -147,3 +147,122 @@ def test_a_broken_custom_record_fails_at_reset_with_a_message():
         with pytest.raises(InvalidDataset, match=match):
             env.reset(seed=0, options={"task": task})
     env.reset(seed=0, options={"task": good})
+
+
+# --------------------------------------------------------------------------------- P1
+
+#: A literal inside the callee or container of a check: the sandbox compares (in C code the
+#: probe does not rewrite) and an always-equal object, or one hashed like the literal read
+#: from the probe's code constants, earned 1.0 with trust ``host``.
+LITERAL_CALLEES = [
+    "same = functools.partial(operator.eq, 12)\n    assert same(area(3, 4))",
+    "assert functools.partial(operator.eq, 12)(area(3, 4))",
+    "same = functools.partial(lambda a, b: a == b, 12)\n    assert same(area(3, 4))",
+    "assert operator.methodcaller('__eq__', 12)(area(3, 4))",
+    "assert any(map(functools.partial(operator.eq, 12), [area(3, 4)]))",
+    "assert list(filter(functools.partial(operator.eq, 12), [area(3, 4)])) != []",
+    "assert make(12)(area(3, 4))",
+    "assert checker(12)(area(3, 4))",
+    "check = checker(12)\n    assert check(area(3, 4))",
+    "allowed = {12}.__contains__\n    assert allowed(area(3, 4))",
+    "ok = [12].__contains__\n    assert ok(area(3, 4))",
+    "same = (12).__eq__\n    assert same(area(3, 4))",
+    "assert {12: 1}[area(3, 4)] == 1",
+    "assert Counter([12])[area(3, 4)] == 1",
+    "d = {12: True}\n    assert d.get(area(3, 4))",
+    "assert set([12]).issuperset({area(3, 4)})",
+    "assert dict.fromkeys([12], True).get(area(3, 4))",
+    "assert MappingProxyType({12: True}).get(area(3, 4))",
+    "assert OrderedDict([(12, 1)]).get(area(3, 4))",
+    "assert defaultdict(bool, {12: True})[area(3, 4)]",
+    "assert functools.partial(operator.contains, [12])(area(3, 4))",
+    "ok = lambda v, w=12: operator.eq(v, w)\n    assert ok(area(3, 4))",
+    "assert operator.itemgetter(12)({12: True, area(3, 4): True})",
+    "assert CHECKS[0](area(3, 4))",
+    "assert TABLE[area(3, 4)] == 'ok'",
+    "assert OK(area(3, 4))",
+    "check = functools.partial(operator.eq, 12)\n    result = check(area(3, 4))\n"
+    "    assert result is True",
+]
+#: Inputs and lookups decided on the host: they stay complete.
+HOST_DECIDED = [
+    "assert area(3, 4) == 12",
+    "assert area(3, 4) in {12, 13}",
+    "r = area(3, 4)\n    assert r == 12",
+    "assert sorted([area(3, 4), 1], key=operator.itemgetter(0) if False else None) == [1, 12]",
+    "shape = Shape(3, 4)\n    assert shape.scaled(area(1, 2)).width == 6",
+    "assert {area(3, 4)} == {12}",
+]
+_HEADER = (
+    "import functools\nimport operator\nfrom collections import Counter, OrderedDict, "
+    "defaultdict\nfrom types import MappingProxyType\n\nfrom geo.shapes import Shape, area, "
+    "checker\n\nCHECKS = [functools.partial(operator.eq, 12)]\nTABLE = {12: 'ok'}\n"
+    "OK = {12}.__contains__\n\n\ndef make(w):\n    return functools.partial(operator.eq, w)\n"
+)
+
+
+@pytest.mark.parametrize("check", LITERAL_CALLEES)
+def test_a_literal_in_the_callee_or_container_of_a_check_is_noted(check):
+    from rllm_envs.swe.probe import probe_report
+
+    _, notes = probe_report(f"{_HEADER}\n\ndef test_area():\n    {check}\n")
+    assert notes, check
+
+
+def test_a_class_attribute_predicate_built_from_a_literal_is_noted():
+    from rllm_envs.swe.probe import probe_report
+
+    module = (
+        "from geo.shapes import area\n\n\nclass TestA:\n    ok = {12}.__contains__\n\n"
+        "    def test_a(self):\n        assert self.ok(area(3, 4))\n"
+    )
+    assert probe_report(module)[1]
+
+
+@pytest.mark.parametrize("check", HOST_DECIDED)
+def test_checks_of_the_code_under_test_stay_complete(check):
+    from rllm_envs.swe.probe import probe_report
+
+    assert probe_report(f"{_HEADER}\n\ndef test_area():\n    {check}\n")[1] == (), check
+
+
+_ALWAYS_EQUAL = (
+    "class _Yes:\n    def __eq__(self, other):\n        return True\n\n"
+    "    def __ne__(self, other):\n        return False\n\n    def __hash__(self):\n"
+    "        return 12\n\n\ndef area(w, h):\n    return _Yes()\n"
+)
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        "same = functools.partial(operator.eq, 12)\n    assert same(area(3, 4))",
+        "assert {12: 1}[area(3, 4)] == 1",
+    ],
+)
+def test_an_always_equal_object_earns_nothing_through_a_literal_callee(hidden):
+    from .test_attacks_s8 import _run
+    from .test_verdict_gaps import _call, _task
+
+    tests = "from geo.shapes import area\n\n\ndef test_callable():\n    assert callable(area)\n"
+    body = f"\n\nimport functools\nimport operator\n\n\ndef test_area():\n    {hidden}\n"
+    task = _task(
+        "geo",
+        "shapes",
+        "def area(w, h):\n    return w + h\n",
+        "def area(w, h):\n    return w * h\n",
+        tests,
+        body,
+    )
+    cheat = _call(
+        "replace",
+        path="geo/shapes.py",
+        old="def area(w, h):\n    return w + h\n",
+        new=_ALWAYS_EQUAL,
+    )
+    reward, info = _run(task, cheat, warm=False)
+    assert info["patch_applied"] and info["fail_to_pass"] == 1.0, info  # it passes in the sandbox
+    assert reward == 0.0 and info["verdict_trust"] != "host", info
+    # Opted in to partial verdicts, the oracle is paid; the cheat is still not host-trusted.
+    reward, info = _run(task, oracle=True, warm=False, partial_verdicts="pay")
+    assert reward == 1.0, info
