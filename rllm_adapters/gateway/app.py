@@ -55,6 +55,7 @@ from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
     GRADE_INFO,
     MAX_ID_CHARS,
+    POLICY_SAMPLING,
     RESERVED_STEP_INFO,
     SAMPLING_RECORD,
     Call,
@@ -92,6 +93,35 @@ class GatewayError(Exception):
         self.status = status
         self.code = code
         self.headers = headers or {}
+
+
+class _ThrottledLog:
+    """Log each kind of event once per ``interval_s`` (its traceback too); count the rest.
+
+    A line logged after a quiet interval says how many of its kind were left out, so a client
+    that makes the same error fail in a loop costs one log line per interval, not one each.
+    """
+
+    def __init__(self, interval_s: float = 60.0) -> None:
+        self.interval_s = interval_s
+        self._last: dict[Any, float] = {}
+        self._dropped: collections.Counter[Any] = collections.Counter()
+
+    def log(self, kind: Any, message: str, *args: Any, exc_info: bool = False) -> bool:
+        """Log ``message % args`` unless ``kind`` was logged within the interval."""
+        now = time.monotonic()
+        last = self._last.get(kind)
+        if last is not None and now - last < self.interval_s:
+            self._dropped[kind] += 1
+            return False
+        if len(self._last) > 4096:  # kinds are few; a bound all the same
+            self._last.clear()
+        self._last[kind] = now
+        dropped = self._dropped.pop(kind, 0)
+        if dropped:
+            message += f" (and {dropped} more like it in the last {self.interval_s:g} s)"
+        _log.warning(message, *args, exc_info=exc_info)
+        return True
 
 
 class _TokenBucket:
@@ -182,6 +212,8 @@ class Gateway:
             config.scoring_threads, "rllm-gateway-score"
         )
         self._scoring: collections.Counter[str] = collections.Counter()
+        #: Failed scorings: one traceback per env and error type per minute.
+        self._scoring_log = _ThrottledLog()
         self._tokenizer = tokenizer
         self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
@@ -265,6 +297,12 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._background.clear()
+        # Calls cut at the end of the shutdown grace record what they generated as their
+        # tasks unwind: their sessions are stored with it.
+        busy = [s for s in list(self.sessions.sessions.values()) if s.in_flight]
+        if busy:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(s.calls_done() for s in busy)), 5.0)
         stored = await self.sessions.finish_all()
         if stored:
             _log.info("stored %d open sessions at shutdown", stored)
@@ -577,10 +615,11 @@ class Gateway:
                 f"`info` may not set {reserved}: the gateway records them with each call.",
                 "invalid_reward",
             )
+        # Ended first (a second reward is refused), after the calls in flight are recorded.
+        await self.sessions.claim(session)
         if not session.calls:
             # Nothing to train on: the session ends (its slot is free) and nothing is stored.
-            if not session.closed:
-                self.sessions.end(session)
+            self.sessions.end(session)
             raise GatewayError(
                 409,
                 f"Session {session.id!r} made no call: it has ended and nothing was stored "
@@ -593,7 +632,7 @@ class Gateway:
         if grade:
             info["client_grade"] = grade
         info["reward_source"] = "client"
-        result = await self.sessions.finish(session, float(reward), info)
+        result = await self.sessions.finish(session, float(reward), info, claimed=True)
         return JSONResponse(result)
 
     async def _scored_reward(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
@@ -655,13 +694,6 @@ class Gateway:
                     "the task is fixed when the session opens.",
                     "task_mismatch",
                 )
-        if not session.calls:
-            raise GatewayError(
-                409,
-                f"Session {session.id!r} has no reply to score: make a call in it first "
-                "(nothing was stored).",
-                "no_calls",
-            )
         owner = session.owner
         cap = self.config.max_scoring_per_client
         if self._scoring[owner] >= cap:
@@ -675,81 +707,142 @@ class Gateway:
         try:
             # Ended before scoring: a second reward is refused at once, not after scoring.
             await self.sessions.claim(session)
-            try:
-                answer = session.calls[-1].text
-                options = {"index": index} if index is not None else None
-                loop = asyncio.get_running_loop()
-                try:
-                    scored = await loop.run_in_executor(
-                        self._score_pool,
-                        functools.partial(
-                            score_with_env,
-                            env_id,
-                            answer,
-                            env_kwargs=scorers[env_id],
-                            seed=seed,
-                            options=options,
-                        ),
-                    )
-                except Exception as e:
-                    # The env's text may quote its task source or files: logged, not answered.
-                    ref = secrets.token_hex(4)
-                    _log.warning(
-                        "scoring %s with %r failed [%s]", session.id, env_id, ref, exc_info=True
-                    )
-                    raise GatewayError(
-                        400,
-                        f"Scoring with {env_id!r} failed (check `seed`/`index`; error "
-                        f"{ref} in the gateway's log).",
-                        "score_failed",
-                    ) from e
-                if not _prompt_holds(
-                    session.calls[0], scored.get("observation"), scored.get("statement")
-                ):
-                    raise GatewayError(
-                        409,
-                        f"Session {session.id!r}'s first prompt does not hold the prompt of "
-                        f"its task ({env_id!r}, seed {seed!r}, index {index!r}): only a reply "
-                        "to the task is scored (send it as text; a number reward is kept as "
-                        "the client's).",
-                        "prompt_not_task",
-                    )
-                if session.task_id is not None and scored["task_id"] is not None:
-                    if str(scored["task_id"]) != session.task_id:
-                        raise GatewayError(
-                            400,
-                            f"The session names task {session.task_id!r}, but {env_id!r} "
-                            f"with seed {seed!r}, index {index!r} is task "
-                            f"{str(scored['task_id'])!r}.",
-                            "task_mismatch",
-                        )
-                reward = scored["reward"]
-                try:
-                    _check_reward(reward)
-                except GatewayError as e:
-                    raise GatewayError(
-                        400, f"The scorer's reward {reward!r} was refused: {e}", e.code
-                    ) from e
-                info = {
-                    **scored["info"],
-                    "scored": {"env": env_id, "seed": seed, "index": index},
-                    "reward_source": "scorer",
-                }
-                task_id = scored["task_id"]
-            except BaseException:
+            if not session.calls:
+                self.sessions.end(session)
+                raise GatewayError(
+                    409,
+                    f"Session {session.id!r} made no call: it has ended and nothing was "
+                    "stored (a trajectory of no step is no training data).",
+                    "no_calls",
+                )
+            aborted = sum(c.aborted for c in session.calls)
+            if aborted:
+                # Still open: its record (aborted calls included) can end with a number.
                 self.sessions.reopen(session)
-                raise
+                raise GatewayError(
+                    409,
+                    f"Session {session.id!r} holds {aborted} call(s) whose stream ended before "
+                    "its finish: a scorer grades only a session whose every generation was "
+                    "read to its end (send a number reward to store it as the client's).",
+                    "aborted_call",
+                )
+            try:
+                scored = await self._score(session, env_id, seed, index)
+            except GatewayError as e:
+                # Scored once: whatever failed, the session ends and its calls are stored
+                # without a reward, so no session is a scorer run again and again.
+                await self._store_unscored(session, e.code)
+                raise GatewayError(
+                    e.status,
+                    f"{e} The session has ended; its calls were stored without a reward.",
+                    e.code,
+                ) from e
             return await self.sessions.finish(
                 session,
-                reward,
-                info,
-                task_id=None if task_id is None else str(task_id),
+                scored["reward"],
+                scored["info"],
+                task_id=scored["task_id"],
                 claimed=True,
             )
         finally:
             self._scoring[owner] -= 1
             if self._scoring[owner] <= 0:
                 del self._scoring[owner]
+
+    async def _score(
+        self, session: Session, env_id: str, seed: int | None, index: int | None
+    ) -> dict[str, Any]:
+        """Score the last reply of claimed ``session`` (reward, info, task id), or refuse.
+
+        The cheap checks come first, inside the scoring thread: the env is reset for the
+        task's prompt, and only if the first and the last call's prompts hold it is the reply
+        stepped (a tool env's step may run the reply's program).
+        """
+        first, last = session.calls[0], session.calls[-1]
+
+        def holds(observation: Any, statement: Any) -> bool:
+            text = observation if isinstance(observation, str) else None
+            return _prompt_holds(first, text, statement) and _prompt_holds(last, text, statement)
+
+        options = {"index": index} if index is not None else None
+        loop = asyncio.get_running_loop()
+        try:
+            scored = await loop.run_in_executor(
+                self._score_pool,
+                functools.partial(
+                    score_with_env,
+                    env_id,
+                    last.text,
+                    env_kwargs=self.config.scorers[env_id],
+                    seed=seed,
+                    options=options,
+                    check=holds,
+                ),
+            )
+        except Exception as e:
+            # The env's text may quote its task source or files: logged, not answered; one
+            # traceback per kind of failure per interval, a line for the others.
+            ref = secrets.token_hex(4)
+            self._scoring_log.log(
+                (env_id, type(e).__name__),
+                "scoring %s with %r failed [%s]",
+                session.id,
+                env_id,
+                ref,
+                exc_info=True,
+            )
+            raise GatewayError(
+                400,
+                f"Scoring with {env_id!r} failed (check `seed`/`index`; error {ref} in the "
+                "gateway's log).",
+                "score_failed",
+            ) from e
+        if not scored.get("prompt_ok", True):
+            raise GatewayError(
+                409,
+                f"Session {session.id!r}'s first and last prompts must each hold the prompt of "
+                f"its task ({env_id!r}, seed {seed!r}, index {index!r}): only a reply to the "
+                "task is scored (send it as text; a number reward is kept as the client's).",
+                "prompt_not_task",
+            )
+        if session.task_id is not None and scored["task_id"] is not None:
+            if str(scored["task_id"]) != session.task_id:
+                raise GatewayError(
+                    400,
+                    f"The session names task {session.task_id!r}, but {env_id!r} with seed "
+                    f"{seed!r}, index {index!r} is task {str(scored['task_id'])!r}.",
+                    "task_mismatch",
+                )
+        reward = scored["reward"]
+        try:
+            _check_reward(reward)
+        except GatewayError as e:
+            raise GatewayError(
+                400, f"The scorer's reward {reward!r} was refused: {e}", e.code
+            ) from e
+        task_id = scored["task_id"]
+        return {
+            "reward": reward,
+            "info": {
+                **scored["info"],
+                "scored": {"env": env_id, "seed": seed, "index": index},
+                "reward_source": "scorer",
+            },
+            "task_id": None if task_id is None else str(task_id),
+        }
+
+    async def _store_unscored(self, session: Session, code: str) -> None:
+        """Store claimed ``session`` with no reward after its scoring was refused."""
+        try:
+            await self.sessions.finish(
+                session,
+                0.0,
+                {"ended_by": "score_refused", "score_error": code, "reward_source": "none"},
+                finish="truncated",
+                claimed=True,
+            )
+        except Exception:  # counted in store_errors; left open (shutdown stores it)
+            _log.exception("storing session %r after a refused scoring failed", session.id)
 
     async def _weights(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -910,7 +1003,7 @@ class Gateway:
         except BaseException:
             self.in_flight -= 1
             if session is not None:
-                session.in_flight -= 1
+                session.leave()
             self._release_client(client)
             raise
         self._slot_clients[slot] = client
@@ -1014,7 +1107,7 @@ class Gateway:
             raw = await response.aread()
         finally:
             await self._free(response, slot)
-            session.in_flight -= 1
+            session.leave()
         if response.status_code >= 400:
             return Response(raw, status_code=response.status_code, headers=headers)
         try:
@@ -1033,7 +1126,7 @@ class Gateway:
 
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
-        upstream = dict(body)
+        upstream = {**POLICY_SAMPLING, **{k: v for k, v in body.items() if v is not None}}
         upstream["return_token_ids"] = True
         if not wants_lp:
             upstream["logprobs"] = True if api == "chat" else 0
@@ -1097,16 +1190,23 @@ class Gateway:
         """A session call's event stream, each event as ``relay`` rewrites it.
 
         ``relay`` gets the line and its JSON (``None`` when it is not JSON); every JSON event
-        is added to ``parts`` first. When the stream is released, ``record`` writes the call if
-        it finished (``[DONE]`` or a finish reason), then the call stops counting in flight.
+        is added to ``parts`` first. When the stream is released, ``record`` writes the call --
+        also one that did not finish (no ``[DONE]``, no finish reason: the client closed it,
+        the deadline cut it, the engine stopped), with what arrived, marked ``aborted``: every
+        generation a session asked for is in its record, so no client can drop the samples
+        it did not like and keep one as a first try. Then the call stops counting in flight.
         """
         complete = False
 
         async def release() -> None:
             await self._free(response, slot)
-            if complete or parts.finish_reason is not None:
+            try:
+                parts.aborted = not (complete or parts.finish_reason is not None)
                 record()
-            session.in_flight -= 1
+            except Exception:
+                _log.exception("recording a call of session %r failed", session.id)
+            finally:
+                session.leave()
 
         cleanup = _Once(release)
 
@@ -1165,7 +1265,7 @@ class Gateway:
             prompt = templater.prompt(session.chat_state, messages, tools)
         except Exception as e:  # the template rejects these messages (roles, fields)
             raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
-        upstream = templater.upstream(body, prompt)
+        upstream = {**POLICY_SAMPLING, **templater.upstream(body, prompt)}
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
         response, engine, slot, started = await self._send_counted(
@@ -1337,6 +1437,8 @@ class _StreamParts:
         self.text: list[str] = []
         self.finish_reason: str | None = None
         self.tool_calls: list[Any] = []
+        #: The stream ended before its finish (set when it is released).
+        self.aborted = False
 
     def add(self, chunk: dict[str, Any]) -> None:
         if chunk.get("prompt_token_ids") is not None:
@@ -1386,6 +1488,7 @@ class _StreamParts:
             message=message,
             engine=engine,
             weights_version=version,
+            aborted=self.aborted,
         )
 
 
@@ -1431,17 +1534,18 @@ def _check_reward(reward: Any) -> None:
 
 
 #: The request fields a recorded session call may carry. Each either does not change the
-#: distribution the completion is sampled from (ids, logprobs, streaming, stops that only cut
-#: the reply) or is a sampling setting recorded with the step (``SAMPLING_RECORD``:
-#: temperature, top-p/k, min-p, seed). Everything else vLLM takes that reshapes the
-#: distribution -- ``logit_bias``, ``allowed_token_ids``, ``bad_words``, penalties,
+#: distribution the completion is sampled from (ids, logprobs, streaming, stops and lengths
+#: that only cut the reply) or is a sampling setting at the policy's own value
+#: (``POLICY_SAMPLING``: temperature 1, top-p 1, no top-k or min-p). Everything else vLLM
+#: takes that reshapes the distribution -- ``temperature``/``top_p``/``top_k``/``min_p`` at
+#: other values, ``seed``, ``logit_bias``, ``allowed_token_ids``, ``bad_words``, penalties,
 #: ``min_tokens``, guided decoding, ``response_format``, ``structured_outputs``,
 #: ``logits_processors``, ``vllm_xargs``, beam search -- is refused: the episode would claim
-#: token-exact on-policy logprobs that are not the policy's.
+#: token-exact on-policy logprobs that are not the policy's (or a replayable sample).
 _SESSION_COMMON = frozenset(
     {
         "model",
-        *SAMPLING_RECORD,
+        *(k for k in SAMPLING_RECORD if k != "seed"),
         "stream",
         "stream_options",
         "logprobs",
@@ -1461,7 +1565,20 @@ _SESSION_FIELDS = {
 
 def _check_session_fields(api: str, body: dict[str, Any]) -> None:
     """Refuse (400) a session call's fields that would reshape the sampled distribution."""
-    refused = sorted(set(body) - _SESSION_FIELDS[api])
+    # `seed: null` asks for no seed (what a session samples with anyway).
+    refused = sorted(k for k in set(body) - _SESSION_FIELDS[api] if (k, body[k]) != ("seed", None))
+    for name, value in body.items():
+        if name not in POLICY_SAMPLING or value is None:
+            continue
+        top_k = name == "top_k"
+        # Greedy (temperature 0) keeps the logprobs the model's own: vLLM applies no
+        # temperature to a greedy request (its logprobs match the model's forward pass).
+        neutral = (
+            (-1, 0) if top_k else (0.0, 1.0) if name == "temperature" else (POLICY_SAMPLING[name],)
+        )
+        kinds = (int,) if top_k else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or value not in neutral:
+            refused.append(name)
     # "required" or a named tool makes vLLM constrain the reply (guided decoding).
     if body.get("tool_choice") not in (None, "auto", "none"):
         refused.append("tool_choice")
@@ -1469,9 +1586,11 @@ def _check_session_fields(api: str, body: dict[str, Any]) -> None:
         raise GatewayError(
             400,
             f"A recorded session refuses {refused}: they change the distribution the reply is "
-            "sampled from, so its logprobs would not be the policy's. Sampling settings a "
-            f"session takes: {list(SAMPLING_RECORD)} (recorded with each step); send the "
-            "others without a session.",
+            "sampled from (or make it replayable: `seed`), so its logprobs would not be the "
+            "policy's. A session samples at temperature 1 (or 0, greedy), top_p 1, no "
+            "top_k/min_p (those values may be sent); it takes max_tokens, stop, "
+            "stop_token_ids and ignore_eos (recorded with each step); send the others "
+            "without a session.",
             "field_not_recordable",
         )
 

@@ -88,6 +88,10 @@ class GatewayConfig:
             above).
         header_timeout_s: Seconds a connection may take to send a request's head (from
             connecting, or from the first byte of the next request); it is closed after.
+        shutdown_grace_s: Seconds calls in flight get to finish at shutdown (after every
+            session with no call in flight is stored); then they are cut, what they generated
+            is recorded (marked aborted) and their sessions are stored. Bounded apart from
+            ``request_timeout_s``, so no client's slow stream holds a shutdown for long.
         max_connections: Open connections at once; a new one above it is answered 503 and
             closed before its request is read (``None``: what the file-descriptor limit
             allows, less a reserve).
@@ -128,6 +132,7 @@ class GatewayConfig:
     scoring_threads: int = 2
     max_scoring_per_client: int = 2
     header_timeout_s: float = 10.0
+    shutdown_grace_s: float = 10.0
     max_connections: int | None = None
     template_chat: bool = True
 
@@ -178,6 +183,7 @@ class GatewayConfig:
             "scoring_threads": self.scoring_threads,
             "max_scoring_per_client": self.max_scoring_per_client,
             "header_timeout_s": self.header_timeout_s,
+            "shutdown_grace_s": self.shutdown_grace_s,
         }
         for name, value in positive.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

@@ -6,6 +6,9 @@ any token is checked). :func:`guarded_protocol` wraps uvicorn's HTTP protocol so
 
 * a connection that has not sent a whole request head ``header_timeout_s`` after it opened
   (or after the first byte of its next request) is closed;
+* a connection whose request body is not all there ``body_timeout_s`` after its head is
+  closed -- also when the gateway answered without reading it (``/health``, a 401), so no
+  unauthenticated connection is held by a body that never ends;
 * a connection above ``max_connections`` is answered 503 and closed at once;
 
 :func:`raise_fd_limit` lifts the soft file-descriptor limit to the hard one at start, and
@@ -102,11 +105,14 @@ def default_max_connections(fd_limit: int) -> int:
     return max(32, min(16384, (fd_limit - 128) // 2))
 
 
-def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) -> type:
-    """``base`` (uvicorn's httptools or h11 protocol) with a head deadline and a cap."""
+def guarded_protocol(
+    base: type, header_timeout_s: float, max_connections: int, body_timeout_s: float = 30.0
+) -> type:
+    """``base`` (uvicorn's httptools or h11 protocol) with head and body deadlines and a cap."""
 
     class Guarded(base):
         _head_timer: asyncio.TimerHandle | None = None
+        _body_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -118,7 +124,17 @@ def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) 
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_head()
+            self._disarm_body()
             super().connection_lost(exc)
+
+        def _arm_body(self) -> None:
+            if self._body_timer is None:
+                self._body_timer = self.loop.call_later(body_timeout_s, self._head_expired)
+
+        def _disarm_body(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
 
         def _arm_head(self) -> None:
             if self._head_timer is None:
@@ -131,6 +147,7 @@ def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) 
 
         def _head_expired(self) -> None:
             self._head_timer = None
+            self._body_timer = None
             if not self.transport.is_closing():
                 self.transport.close()
 
@@ -141,7 +158,12 @@ def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) 
 
         def on_headers_complete(self) -> None:
             self._disarm_head()
+            self._arm_body()  # until the whole body is in (on_message_complete)
             super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._disarm_body()
+            super().on_message_complete()
 
         # h11: after each read, a head is awaited while the peer's state is IDLE with bytes
         # buffered (the keep-alive timer covers an idle connection with nothing buffered).
@@ -156,6 +178,10 @@ def guarded_protocol(base: type, header_timeout_s: float, max_connections: int) 
                 self._arm_head()
             elif conn.their_state is not h11.IDLE:
                 self._disarm_head()
+            if conn.their_state is h11.SEND_BODY:
+                self._arm_body()
+            else:
+                self._disarm_body()
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded

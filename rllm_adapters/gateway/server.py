@@ -3,9 +3,11 @@
 ``python -m rllm_adapters.gateway --model runs/grpo-1 --store runs/episodes.db`` serves a trainer's
 run (or a model folder or name) through vLLM's OpenAI server and records sessions;
 ``--engine http://host:port/v1`` (repeatable) puts the gateway in front of running servers
-instead. On SIGINT/SIGTERM the gateway stops accepting connections, lets calls in flight
-finish, stores every open session that has calls (``finish="truncated"``, no reward), and
-only then stops the engines it launched.
+instead. On SIGINT/SIGTERM the gateway first stores every open session with calls and none
+in flight (``finish="truncated"``, no reward), stops accepting connections, gives calls in
+flight ``--shutdown-grace`` seconds (10 by default) to finish, cuts the rest (what they
+generated is recorded, marked aborted), stores their sessions, and only then stops the
+engines it launched.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import math
 import os
 import signal
 import sys
@@ -28,6 +32,8 @@ from rllm_adapters.gateway.engines import Engine, VLLMServer
 from rllm_envs.error import require
 
 __all__ = ["GatewayServer", "launch_engines", "main", "parse_args"]
+
+_log = logging.getLogger(__name__)
 
 
 def launch_engines(config: GatewayConfig) -> tuple[list[Engine], str, str]:
@@ -140,14 +146,37 @@ class GatewayServer:
             self.app,
             host=self.config.host,
             port=self.config.port,
-            http=guarded_protocol(base, self.config.header_timeout_s, cap),
+            http=guarded_protocol(
+                base, self.config.header_timeout_s, cap, self.config.body_timeout_s
+            ),
             log_level="warning",
-            # Calls in flight get this long to finish at shutdown before being cut.
-            timeout_graceful_shutdown=int(self.config.request_timeout_s),
+            # Calls in flight get this long to finish at shutdown before being cut (their
+            # partial generations are recorded); sessions with none were stored before.
+            timeout_graceful_shutdown=max(
+                1, math.ceil(min(self.config.shutdown_grace_s, self.config.request_timeout_s))
+            ),
             timeout_keep_alive=30,
             h11_max_incomplete_event_size=64 * 1024,
         )
-        return uvicorn.Server(config)
+        server = uvicorn.Server(config)
+        shutdown = server.shutdown
+        gateway = self.gateway
+
+        async def store_then_shutdown(sockets: Any = None) -> None:
+            # First every open session with no call in flight is stored, so one client's slow
+            # stream (held up to the grace period) puts no other client's sessions at risk
+            # of a supervisor's kill.
+            try:
+                stored = await gateway.sessions.finish_all(idle_only=True)
+            except Exception:
+                _log.exception("storing open sessions at shutdown failed")
+            else:
+                if stored:
+                    _log.info("stored %d open sessions at shutdown", stored)
+            await shutdown(sockets=sockets)
+
+        server.shutdown = store_then_shutdown
+        return server
 
     def run(self) -> None:
         """Serve until SIGINT/SIGTERM, then shut down cleanly (see the module docstring)."""
@@ -277,6 +306,12 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         "--scorer rllm/Math-v1 (repeat; none: env-scored rewards are refused)",
     )
     parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        help="seconds calls in flight get to finish at shutdown (then cut and recorded)",
+    )
+    parser.add_argument(
         "--header-timeout", type=float, default=10.0, help="seconds to send a request head"
     )
     parser.add_argument(
@@ -306,6 +341,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         max_sessions=args.max_sessions,
         scorers=_scorers(args.scorer),
         header_timeout_s=args.header_timeout,
+        shutdown_grace_s=args.shutdown_grace,
         max_connections=args.max_connections,
     )
 

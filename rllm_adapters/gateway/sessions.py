@@ -28,10 +28,11 @@ import concurrent.futures
 import json
 import logging
 import os
+import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from rllm_agents.trajectory import Step, Trajectory, to_jsonable
 __all__ = [
     "GRADE_INFO",
     "MAX_ID_CHARS",
+    "POLICY_SAMPLING",
     "MAX_RUNS_PER_CLIENT",
     "RESERVED_METADATA",
     "RESERVED_STEP_INFO",
@@ -69,6 +71,7 @@ RESERVED_STEP_INFO = frozenset(
         "scored",
         "reward_source",
         "client_grade",
+        "aborted",
     }
 )
 #: The ``info`` fields that read as a verified grade (``Trajectory.is_correct`` reads
@@ -89,6 +92,12 @@ GRADE_INFO = frozenset(
 )
 #: The longest id (``env_id``, ``task_id``, ``run``) a session takes, in characters.
 MAX_ID_CHARS = 256
+#: What one recorded id or logprob holds in memory, in bytes (a list slot and an int or
+#: float object), counted against a session's ``max_bytes``.
+ID_BYTES = 36
+#: A run a client names: letters, digits and ``_.:-`` (no look-alikes by space or invisible
+#: characters; one differing from another client's only by case is refused too).
+RUN_RE = re.compile(r"[A-Za-z0-9_.:-]{1,256}")
 #: Runs one client may claim (each claim is kept on disk for good).
 MAX_RUNS_PER_CLIENT = 1024
 #: The sampling settings of a call kept in its step's ``info["sampling"]`` (a session refuses
@@ -105,6 +114,21 @@ SAMPLING_RECORD = (
     "stop_token_ids",
     "ignore_eos",
 )
+#: The sampling settings a session call is sampled with: the policy's own distribution (what
+#: the recorded logprobs describe). A session call may name them only with these values (any
+#: value of ``top_k`` that turns it off; ``temperature`` 0 too: greedy, whose logprobs vLLM
+#: leaves the model's own, recorded in the step's ``info["sampling"]``). The gateway sends
+#: them to the engine with every session call, so an engine's defaults (vLLM applies a
+#: model's ``generation_config``) do not reshape it either. ``seed`` is refused: it makes a
+#: sample replayable, so a client could search seeds off the record and replay the one it
+#: liked in a session.
+POLICY_SAMPLING: dict[str, Any] = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": -1,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
+}
 #: How deep and how large (as JSON) a reward's ``info`` or a session's ``metadata`` may be.
 MAX_JSON_DEPTH = 32
 MAX_JSON_BYTES = 64 * 1024
@@ -123,6 +147,7 @@ RESERVED_METADATA = frozenset(
         "token_exact_lost_at_turn",
         "task_index",
         "reward_source",
+        "aborted_calls",
     }
 )
 
@@ -153,6 +178,9 @@ class Call:
         engine: The engine's name.
         weights_version: The version of the weights that served it.
         latency_s: Seconds from the call's start to its last byte.
+        aborted: The stream ended before its finish (the client left, the deadline cut it,
+            or the engine stopped): what arrived is recorded, marked, and the session can no
+            longer be scored.
     """
 
     api: str
@@ -167,6 +195,7 @@ class Call:
     engine: str = ""
     weights_version: int = 0
     latency_s: float = 0.0
+    aborted: bool = False
 
 
 @dataclass
@@ -197,6 +226,22 @@ class Session:
     model: str | None = None
     #: A failed store of this session was logged (an idle sweep logs it once).
     store_failed: bool = False
+    #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
+    _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
+
+    def leave(self) -> None:
+        """One call in flight of this session has ended (recorded or refused)."""
+        self.in_flight -= 1
+        if self.in_flight <= 0 and self._idle is not None:
+            self._idle.set()
+
+    async def calls_done(self) -> None:
+        """Wait (without polling) until this session has no call in flight."""
+        while self.in_flight > 0:
+            if self._idle is None:
+                self._idle = asyncio.Event()
+            self._idle.clear()
+            await self._idle.wait()
 
     def trajectory(
         self,
@@ -225,8 +270,9 @@ class Session:
                         "sampling": {
                             k: call.request[k] for k in SAMPLING_RECORD if k in call.request
                         },
+                        **({"aborted": True} if call.aborted else {}),
                     },
-                    finish_reason=_finish(call.finish_reason),
+                    finish_reason="abort" if call.aborted else _finish(call.finish_reason),
                 )
             )
         if steps:
@@ -269,6 +315,9 @@ class Session:
         }
         if lost_at is not None:
             metadata["token_exact_lost_at_turn"] = lost_at
+        aborted = sum(c.aborted for c in self.calls)
+        if aborted:
+            metadata["aborted_calls"] = aborted
         if self.index is not None:
             metadata["task_index"] = self.index
         if steps:
@@ -473,6 +522,7 @@ class SessionRegistry:
             )
         found = self._run_owner(key)
         if found is None:
+            self._refuse_lookalike(key, owner)
             if self._claims_by_owner[owner] >= MAX_RUNS_PER_CLIENT:
                 raise SessionError(
                     429,
@@ -495,6 +545,20 @@ class SessionRegistry:
                 f"Run {run!r} belongs to another client: name another `run` for this session.",
                 "run_forbidden",
             )
+
+    def _refuse_lookalike(self, run: str, owner: str) -> None:
+        """Refuse a new run that differs only by case from a run another client owns."""
+        folded = run.casefold()
+        known = set(self.run_owners) | {r for r in self._stored_runs or () if r is not None}
+        for other in known:
+            if other != run and other.casefold() == folded:
+                if self._run_owner(other) != owner:
+                    raise SessionError(
+                        409,
+                        f"Run {run!r} differs only by case from another client's run: name "
+                        "another `run` for this session.",
+                        "run_lookalike",
+                    )
 
     def _save_claim(self, run: str, owner: str) -> None:
         """Keep a new claim on disk (so a restart knows it before anything is stored).
@@ -558,7 +622,15 @@ class SessionRegistry:
                 )
         group = _opt_int(values.pop("group", 0), "group") or 0
         sample = _opt_int(values.pop("sample", 0), "sample") or 0
-        run = _opt_id(values.pop("run", None), "run") or self.default_run(owner)
+        named = _opt_id(values.pop("run", None), "run")
+        if named is not None and not RUN_RE.fullmatch(named):
+            raise SessionError(
+                400,
+                "A run name is 1-256 letters, digits and `_.:-` (no spaces or other "
+                "characters, which make look-alike names).",
+                "invalid_session",
+            )
+        run = named or self.default_run(owner)
         metadata = {"model": self.model, **dict(values.pop("metadata", None) or {})}
         if values:
             raise SessionError(
@@ -647,7 +719,12 @@ class SessionRegistry:
             )
 
     def record(self, session: Session, call: Call, size: int = 0) -> None:
-        """Append a finished call to its session (``size``: its request's bytes)."""
+        """Append a finished call to its session (``size``: its request's bytes).
+
+        What the call holds in memory counts against the session's ``max_bytes``: its
+        request's bytes and its ids and logprobs as Python lists (``ID_BYTES`` each), so a
+        session of many token-id prompts holds at most a small multiple of its bound.
+        """
         # Only the first and the last call's conversation are read (the episode's first
         # observation and its messages): a middle call keeps its ids, not its messages.
         if len(session.calls) >= 2:
@@ -655,8 +732,13 @@ class SessionRegistry:
             middle.request = {
                 k: v for k, v in middle.request.items() if k not in ("messages", "tools")
             }
+        # A prompt of token ids is read by nothing (the engine's prompt ids are kept): not
+        # kept twice.
+        if not isinstance(call.request.get("prompt", ""), str):
+            call.request = {k: v for k, v in call.request.items() if k != "prompt"}
+        held = len(call.prompt_ids) + len(call.completion_ids) + len(call.logprobs)
         session.calls.append(call)
-        session.record_bytes += size
+        session.record_bytes += size + ID_BYTES * held
         session.last_used = time.monotonic()
         self.recorded_calls += 1
         self.client_counts[session.owner]["recorded_calls"] += 1
@@ -703,7 +785,9 @@ class SessionRegistry:
             self.stored += 1
         return {
             "session_id": session.id,
-            "episode": put.id,
+            # The episode's content hash (``EpisodeStore.get`` takes it), not its row id: a
+            # row id is the store's count, which would tell a client how many episodes the
+            # other clients stored meanwhile.
             "hash": put.hash,
             "reward": trajectory.total_reward,
             "calls": len(session.calls),
@@ -729,8 +813,7 @@ class SessionRegistry:
         if session.closed:
             raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
         session.closed = True
-        while session.in_flight:
-            await asyncio.sleep(0.01)
+        await session.calls_done()
 
     def reopen(self, session: Session) -> None:
         """Undo :meth:`claim` (a scoring that failed: the session takes a reward again)."""
@@ -771,12 +854,18 @@ class SessionRegistry:
             count += 1
         return count
 
-    async def finish_all(self) -> int:
-        """Store every open session that has calls (shutdown); return how many."""
+    async def finish_all(self, *, idle_only: bool = False) -> int:
+        """Store every open session that has calls (shutdown); return how many.
+
+        ``idle_only``: only those with no call in flight (the first thing shutdown does, so
+        no client's slow stream holds the others' sessions until the grace period ends).
+        """
         with self._lock:
             open_sessions = [s for s in self.sessions.values() if not s.closed]
         count = 0
         for session in open_sessions:
+            if idle_only and session.in_flight:
+                continue
             if session.calls and not session.closed:  # a reward may have ended it meanwhile
                 try:
                     await self.finish(
@@ -879,8 +968,13 @@ def score_with_env(
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int | None = None,
     options: Mapping[str, Any] | None = None,
+    check: Callable[[Any, Any], bool] | None = None,
 ) -> dict[str, Any]:
     """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
+
+    ``check(observation, statement)``, when given, runs after the reset: if it is false the
+    answer is not stepped (a tool env's step may run the answer's program) and the result
+    is ``{"prompt_ok": False, ...}`` with no reward.
 
     The env's own scorer decides; its reward, ``info`` (``is_correct``, components), task
     id, the task's prompt (``observation``, when it is text) and its statement (``statement``:
@@ -907,6 +1001,15 @@ def score_with_env(
                 ),
                 None,
             )
+        if check is not None and not check(observation, statement):
+            return {
+                "prompt_ok": False,
+                "reward": 0.0,
+                "info": {},
+                "task_id": reset_info.get("task_id"),
+                "observation": observation if isinstance(observation, str) else None,
+                "statement": statement,
+            }
         _, reward, terminated, truncated, info = env.step(answer)
     finally:
         env.close()

@@ -193,10 +193,15 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
         assert r.status_code == 400 and r.json()["error"]["code"] == "score_failed"
         message = r.json()["error"]["message"]
         assert "SECRET" not in message and "creds" not in message
-        # Nothing stored, and the session still takes its reward.
-        assert _episodes(tmp_path / "e.db") == []
+        # A session is scored once: both ended, stored without a reward (s11 att29 F12).
+        stored = {e.trajectory.metadata["session_id"]: e for e in _episodes(tmp_path / "e.db")}
+        assert set(stored) == {sid, leaky}
+        for episode in stored.values():
+            assert episode.trajectory.total_reward == 0.0
+            assert episode.trajectory.steps[-1].info["reward_source"] == "none"
+        assert stored[leaky].trajectory.steps[-1].info["score_error"] == "score_failed"
         r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE)
-        assert r.status_code == 200 and r.json()["reward"] == 1.0
+        assert r.status_code == 409 and r.json()["error"]["code"] == "session_ended"
     finally:
         app.__exit__(None, None, None)
     # An operator cannot give a scorer a sandbox that does not isolate.
@@ -339,7 +344,8 @@ def test_sampling_settings_a_session_takes_are_recorded_with_each_step(tmp_path)
             headers=ALICE,
         )
         assert r.status_code == 400 and "tool_choice" in r.json()["error"]["message"]
-        sampling = {"temperature": 0.7, "top_p": 0.9, "top_k": 5, "seed": 1, "max_tokens": 4}
+        # Settings at the policy's own values are taken (s11 att29 F5: others are refused).
+        sampling = {"temperature": 1.0, "top_p": 1, "top_k": -1, "min_p": 0.0, "max_tokens": 4}
         body = {"prompt": "x", "model": "tiny", "stop": ["\n"], **sampling}
         assert app.post(f"/sessions/{sid}/v1/completions", json=body, headers=ALICE).is_success
         assert app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE).is_success
@@ -722,14 +728,15 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
             )
             assert r.status_code == 409 and r.json()["error"]["code"] == "task_mismatch", r.text
         # A first prompt that is not the session's task (seed 0's prompt in a seed-1 session,
-        # or token ids) is not scored; the session stays open for a (client) number reward.
+        # or token ids) is not scored; the session ends, stored without a reward (scored once).
         for prompt in (_task_prompt("rllm/Math-v1", 0), [1, 2, 3]):
             sid = _session(app, env_id="rllm/Math-v1", seed=1)
             wrong = {**CALL, "prompt": prompt}
             assert app.post(f"/sessions/{sid}/v1/completions", json=wrong, headers=ALICE).is_success
             r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
             assert r.status_code == 409 and r.json()["error"]["code"] == "prompt_not_task"
-            assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+            r = app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "session_ended"
         # The task's statement alone (without the env's instructions) is the task too.
         sid = _session(app, env_id="rllm/Math-v1", seed=1)
         statement = {**CALL, "prompt": f"Q: {_problem(1)}\nA:"}

@@ -432,8 +432,8 @@ def test_a_run_and_its_groups_belong_to_the_client_that_opened_it(tmp_path):
         _record_a_call(app, "bob", sid)
         done = app.post(f"/sessions/{sid}/reward", json={"reward": 0.5}, headers=BOB).json()
     with EpisodeStore(path, read_only=True) as store:
-        assert store.get(done["episode"]).trajectory.metadata["client"] == "bob"
-        assert store.get(done["episode"]).run == "base:bob"
+        assert store.get(done["hash"]).trajectory.metadata["client"] == "bob"
+        assert store.get(done["hash"]).run == "base:bob"
         assert store.count(run="grpo-1") == 1
 
 
