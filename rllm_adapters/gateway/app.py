@@ -22,7 +22,9 @@ Calls without a session are relayed byte for byte (the reply is parsed only to c
 Calls in a session ask the engine for what recording needs (``return_token_ids``, logprobs)
 and the reply is given back without what the client did not ask for.
 A session call may not send fields that reshape the sampled distribution (``logit_bias``,
-penalties, guided decoding, ...): its logprobs must be the policy's (``_SESSION_FIELDS``).
+penalties, guided decoding, sampling settings other than the policy's own, ``seed``): its
+logprobs must be the policy's (``_SESSION_FIELDS``, ``POLICY_SAMPLING``). Every generation a
+session asks for is recorded, a stream the client closes half-way included (marked aborted).
 
 Every refusal is an OpenAI-style JSON error (``{"error": {"message", "type", "code"}}``) with
 its status: 400 malformed JSON or fields, 401 missing or wrong token, 403 another client's
@@ -642,9 +644,12 @@ class Gateway:
         ``index``), fixed before any reply: a reward that names another env, seed or index is
         refused (400 ``task_mismatch``), so no client picks the task whose answer its reply
         happens to be. The scorer's kwargs are the operator's (``GatewayConfig.scorers``),
-        the answer is the session's last reply, and the first call's prompt must hold the
-        task's prompt as the env gives it (409 ``prompt_not_task`` otherwise; a prompt of
-        token ids cannot be checked and is refused too).
+        the answer is the session's last reply, and the first and the last call's prompts
+        must hold the task's prompt as the env gives it (409 ``prompt_not_task`` otherwise; a
+        prompt of token ids cannot be checked and is refused too), checked before the reply is
+        stepped. A session is scored once: a scoring refused or failed once the session is
+        claimed ends it, stored without a reward. A session holding an aborted call is not
+        scored (409 ``aborted_call``; it stays open for a number reward).
         """
         unknown = sorted(set(body) - {"env", "seed", "index"})
         if unknown:

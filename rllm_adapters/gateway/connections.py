@@ -6,9 +6,9 @@ any token is checked). :func:`guarded_protocol` wraps uvicorn's HTTP protocol so
 
 * a connection that has not sent a whole request head ``header_timeout_s`` after it opened
   (or after the first byte of its next request) is closed;
-* a connection whose request body is not all there ``body_timeout_s`` after its head is
-  closed -- also when the gateway answered without reading it (``/health``, a 401), so no
-  unauthenticated connection is held by a body that never ends;
+* a connection whose request body is not all there ``body_timeout_s`` (and a second) after
+  its head is closed -- also when the gateway answered without reading it (``/health``, a
+  401), so no unauthenticated connection is held by a body that never ends;
 * a connection above ``max_connections`` is answered 503 and closed at once;
 
 :func:`raise_fd_limit` lifts the soft file-descriptor limit to the hard one at start, and
@@ -128,8 +128,9 @@ def guarded_protocol(
             super().connection_lost(exc)
 
         def _arm_body(self) -> None:
+            # A second past the body timeout: a route that reads the body answers 408 first.
             if self._body_timer is None:
-                self._body_timer = self.loop.call_later(body_timeout_s, self._head_expired)
+                self._body_timer = self.loop.call_later(body_timeout_s + 1.0, self._head_expired)
 
         def _disarm_body(self) -> None:
             if self._body_timer is not None:

@@ -292,19 +292,28 @@ def test_a_request_body_that_never_ends_is_cut_even_before_authentication(tmp_pa
     server = _server(tmp_path, "http://127.0.0.1:9/v1", store=None, **config)
     sockets = []
     try:
-        for i in range(4):
+        heads = {
+            "POST /sessions": b"HTTP/1.1 401",  # answered before its body: no token
+            "GET /health": b"HTTP/1.1 ",  # answered before its body: no token needed
+            f"POST /sessions\r\nAuthorization: Bearer {KEY_A}": b"HTTP/1.1 408",  # read: 408
+            "GET /health\r\nX-Other: 1": b"HTTP/1.1 ",
+        }
+        for head in heads:
             s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
             sockets.append(s)
-            head = "GET /health" if i % 2 else "POST /sessions"
-            s.sendall(f"{head} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n{{".encode())
-        for s in sockets:
+            method, _, rest = head.partition("\r\n")
+            extra = rest + "\r\n" if rest else ""
+            s.sendall(
+                f"{method} HTTP/1.1\r\nHost: x\r\n{extra}Content-Length: 1000000\r\n\r\n{{".encode()
+            )
+        for s, expected in zip(sockets, heads.values(), strict=True):
             received = b""
-            while True:  # the answer (200/503 or 401), then the gateway closes the connection
+            while True:  # the answer, then the gateway closes the connection
                 chunk = s.recv(65536)
                 if not chunk:
                     break
                 received += chunk
-            assert received.startswith(b"HTTP/1.1 ")
+            assert received.startswith(expected), received[:200]
         # The slots are free again: an authenticated client is served, not 503 at the cap.
         r = httpx.get(server.url + "/metrics", headers=ALICE, timeout=10)
         assert r.status_code == 200, r.text
