@@ -25,8 +25,12 @@ def _warn_of_a_tell(
     config: Mapping[str, Any] | None,
     difficulty: int | None,
     curriculum: Mapping[str, int] | None,
+    *,
+    mixed: bool = False,
 ) -> None:
     """Warn once per family when a family with a surface tell is used for training.
+
+    A ``composite`` warns of each family it mixes (``mixed``) that has one.
 
     The tells are those measured at the default config (:data:`rllm_envs.reasoning_gym.
     surface.KNOWN_TELLS`); another config is measured by ``tasks.surface_tell()`` (and
@@ -35,6 +39,14 @@ def _warn_of_a_tell(
     from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
     from rllm_envs.tasks import EVAL_SEED_START
 
+    if dataset == "composite" and difficulty is None and not curriculum:
+        # A mix warns of each family it mixes at that family's default config.
+        for spec in (config or {}).get("datasets") or ():
+            name = spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", None)
+            sub = spec.get("config") if isinstance(spec, Mapping) else getattr(spec, "config", None)
+            if isinstance(name, str) and name != "composite":
+                _warn_of_a_tell(name, task_seed, sub, None, None, mixed=True)
+        return
     default = not config and difficulty is None and not curriculum
     tell = KNOWN_TELLS.get(dataset)
     if tell is None or not default or task_seed >= EVAL_SEED_START or dataset in _WARNED:
@@ -42,8 +54,9 @@ def _warn_of_a_tell(
     _WARNED.add(dataset)
     import gymnasium as gym
 
+    where = "mixed into this composite at its default config" if mixed else "(default config)"
     gym.logger.warn(
-        f"reasoning-gym {dataset!r} (default config) has answers predictable from the "
+        f"reasoning-gym {dataset!r} {where} has answers predictable from the "
         f"question's surface: {tell}. Training on it rewards the tell as much as the "
         "reasoning, and held-out evaluation refuses it (tasks.held_out_reason())."
     )
@@ -120,7 +133,9 @@ class ReasoningGymEnv(TextEnv):
 
     Some families give their answer away on the question's surface (a board pattern, a gate
     name, a pair count: :mod:`rllm_envs.reasoning_gym.surface`); the env warns once when one
-    is used for training, and held-out evaluation refuses it.
+    is used for training, or mixed into a ``composite``, and held-out evaluation refuses it
+    (a composite mixing one too). Every family is scanned, the slowest generators on a
+    bounded probe (:data:`rllm_envs.reasoning_gym.surface.SLOW_SCANS`).
 
     ## Episode End
     Terminates after the answer (single turn). It never truncates.

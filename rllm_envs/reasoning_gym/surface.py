@@ -376,7 +376,29 @@ BOUNDED_DRAWS = 400
 #: The bounded probe of each slow family at its default config, as ``scan()`` measured it
 #: (committed so that ``held_out_reason()`` at the default config does not take minutes):
 #: family -> ``(tell or None, stats)``. A tell here is in :data:`KNOWN_TELLS` too.
-SLOW_SCANS: dict[str, tuple[str | None, dict[str, Any]]] = {}
+#: Measured 2026-12-02 (``python -m rllm_envs.reasoning_gym.surface <family>``, niced, 2 shared
+#: cores): no slow family has a tell; every lead's lower bound is at or below 0.
+SLOW_SCANS: dict[str, tuple[str | None, dict[str, Any]]] = {
+    "futoshiki": (None, {"n": 400, "constant": 0.002, "stump": 0.0, "bayes": 0.0, "lower": -0.008}),
+    "intermediate_integration": (
+        None,
+        {"n": 400, "constant": 0.017, "stump": 0.0, "bayes": 0.0, "lower": -0.032},
+    ),
+    "knight_swap": (
+        None,
+        {"n": 400, "constant": 0.057, "stump": 0.055, "bayes": 0.055, "lower": -0.006},
+    ),
+    "puzzle24": (None, {"n": 400, "constant": 0.01, "stump": 0.0, "bayes": 0.0, "lower": -0.021}),
+    "quantum_lock": (
+        None,
+        {"n": 400, "constant": 0.012, "stump": 0.0, "bayes": 0.012, "lower": -0.018},
+    ),
+    "sokoban": (None, {"n": 400, "constant": 0.002, "stump": 0.0, "bayes": 0.0, "lower": -0.008}),
+    "zebra_puzzles": (
+        None,
+        {"n": 400, "constant": 0.262, "stump": 0.253, "bayes": 0.273, "lower": -0.055},
+    ),
+}
 
 
 def scan(names: Sequence[str] | None = None) -> list[dict[str, Any]]:

@@ -412,7 +412,13 @@ class ReasoningGymTasks(TaskSource):
         scan at its default config (:data:`~rllm_envs.reasoning_gym.surface.SLOW_SCANS`) and
         measured by :meth:`bounded_surface_tell` at another.
         """
-        from rllm_envs.reasoning_gym.surface import SLOW_FAMILIES, SLOW_SCANS, surface_tell
+        from rllm_envs.reasoning_gym.surface import (
+            MIN_EVAL_DRAWS,
+            SLOW_FAMILIES,
+            SLOW_SCANS,
+            surface_tell,
+            surface_tell_folds,
+        )
 
         if self.dataset_name in SLOW_FAMILIES:
             if not self.config and self.dataset_name in SLOW_SCANS:
@@ -427,7 +433,12 @@ class ReasoningGymTasks(TaskSource):
             probe = [self._probe_item(dataset, i, _SURFACE_ATTEMPT) for i in range(_SURFACE_DRAWS)]
             train = [t for t in probe if key_universe(key(t)) == "train"]
             held = [t for t in probe if key_universe(key(t)) == "eval"]
-            _SURFACE[ident] = surface_tell(train, held)
+            found = surface_tell(train, held)
+            if found[1].get("n", 0) < MIN_EVAL_DRAWS:
+                # Too few evaluation draws to judge (a family with answerless draws, such as
+                # a composite mixing one): every draw in two folds instead.
+                found = surface_tell_folds(probe, _text_fold)
+            _SURFACE[ident] = found
         return _SURFACE[ident][0]
 
     def bounded_surface_tell(self) -> tuple[str | None, dict[str, Any]]:
@@ -446,11 +457,7 @@ class ReasoningGymTasks(TaskSource):
             n = BOUNDED_DRAWS
             dataset = _create(self.dataset_name, 0, n, self.config, _SURFACE_ATTEMPT)
             probe = [self._probe_item(dataset, i, _SURFACE_ATTEMPT) for i in range(n)]
-
-            def fold_of(task: Mapping[str, Any]) -> int:
-                return hashlib.blake2b(text_key(task).encode(), digest_size=1).digest()[0] & 1
-
-            _SURFACE[ident] = surface_tell_folds(probe, fold_of)
+            _SURFACE[ident] = surface_tell_folds(probe, _text_fold)
         return _SURFACE[ident]
 
     def components(self) -> list[tuple[str, dict[str, Any]]]:
@@ -676,6 +683,11 @@ _LOOKUP_SLACK = 0.05
 
 class GeneratorFailure(RuntimeError):
     """reasoning-gym's generator raised on one draw (a task draws again; see ``task``)."""
+
+
+def _text_fold(task: Mapping[str, Any]) -> int:
+    """A draw's fold in the two-fold surface probe: a hash of its canonical text."""
+    return hashlib.blake2b(text_key(task).encode(), digest_size=1).digest()[0] & 1
 
 
 def _shows_an_address(task: Mapping[str, Any]) -> bool:

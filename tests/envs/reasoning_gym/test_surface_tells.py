@@ -80,3 +80,46 @@ def test_a_generator_failure_draws_again_instead_of_raising():
         obs, _ = env.reset(seed=seed)
         assert env.unwrapped.task["dataset"] == "maze" and obs.strip()
     env.close()
+
+
+def test_every_slow_family_has_a_committed_scan_read_without_drawing(monkeypatch):
+    # The 7 families too slow for the 2000-draw probe were not scanned (issue #25): their
+    # held_out_reason() would have drawn for up to an hour. Their bounded scan is committed.
+    from rllm_envs.reasoning_gym import tasks as rg_tasks
+    from rllm_envs.reasoning_gym.surface import SLOW_FAMILIES, SLOW_SCANS
+
+    assert set(SLOW_SCANS) == set(SLOW_FAMILIES)
+    for name, (tell, stats) in SLOW_SCANS.items():
+        assert stats["n"] >= 200, (name, stats)
+        assert (tell is not None) == (name in KNOWN_TELLS), name
+    sources = {name: ReasoningGymTasks(name) for name in SLOW_FAMILIES}
+
+    def no_draws(*args, **kwargs):
+        raise AssertionError("the committed scan is read, not measured again")
+
+    monkeypatch.setattr(rg_tasks, "_create", no_draws)
+    for name, source in sources.items():
+        assert source.surface_tell() == SLOW_SCANS[name][0], name
+
+
+def test_the_bounded_probe_agrees_with_the_full_one():
+    assert TELL in (ReasoningGymTasks("game_of_life_halting").bounded_surface_tell()[0] or "")
+    assert ReasoningGymTasks("basic_arithmetic").bounded_surface_tell()[0] is None
+
+
+MIX = {
+    "datasets": [
+        {"name": "circuit_logic", "weight": 1.0, "config": {}},
+        {"name": "basic_arithmetic", "weight": 1.0, "config": {}},
+    ]
+}
+
+
+def test_a_composite_mixing_a_family_with_a_tell_is_unheld_and_warns():
+    from rllm_envs.reasoning_gym import reasoning_gym_env
+
+    reason = ReasoningGymTasks("composite", config=MIX).held_out_reason() or ""
+    assert "mixes 'circuit_logic'" in reason and TELL in reason
+    reasoning_gym_env._WARNED.discard("circuit_logic")
+    with pytest.warns(UserWarning, match=r"'circuit_logic' mixed into this composite"):
+        gym.make("rllm/ReasoningGym-v0", dataset="composite", config=MIX, size=4).close()
