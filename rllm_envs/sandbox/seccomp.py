@@ -38,10 +38,11 @@ build for). The filter:
   (``SO_PEERPIDFD``, ``SO_PASSPIDFD``) or machine-wide cookies (``SO_COOKIE``,
   ``SO_NETNS_COOKIE``), netlink sockets but ``NETLINK_ROUTE`` (socket diagnostics report
   cookies), ``madvise`` reclaiming file pages
-  (``MADV_COLD``/``MADV_PAGEOUT``), and setting SIGCHLD's disposition (an ignored SIGCHLD
-  has the kernel reap children unseen, hiding their CPU time from the verdict) with
-  ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in memory, out of a filter's
-  reach; glibc then falls back to ``clone``, which is filtered);
+  (``MADV_COLD``/``MADV_PAGEOUT``), huge pages of the hugetlb pool (``MFD_HUGETLB``,
+  ``MAP_HUGETLB``: not charged to the sandbox's memory group), and setting SIGCHLD's
+  disposition (an ignored SIGCHLD has the kernel reap children unseen, hiding their CPU
+  time from the verdict) with ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in
+  memory, out of a filter's reach; glibc then falls back to ``clone``, which is filtered);
 * lets ``futex`` through only for private futexes (a shared one on a mapping of a read-only
   system file has the same key in every sandbox: a channel between them); a shared wait
   returns ``EAGAIN``, a shared wake 0, and the futex2 calls get ``ENOSYS``;
@@ -105,6 +106,9 @@ _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 _CLONE_DENIED = _CLONE_NAMESPACES | 0x00001000 | 0x00008000
 _PERSONALITY_QUERY = 0xFFFFFFFF
 _MADV_COLD, _MADV_PAGEOUT = 20, 21
+# Huge pages of the hugetlb pool: memfd_create(MFD_HUGETLB), mmap(MAP_HUGETLB). A host that
+# reserves such pages does not charge them to a sandbox's memory control group.
+_MFD_HUGETLB, _MAP_HUGETLB = 0x4, 0x40000
 _SIGCHLD = 17
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW,
 # F_SETLEASE, F_NOTIFY; and F_SETOWN, F_SETSIG, F_SETOWN_EX (I/O on the descriptor would
@@ -323,6 +327,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 328,
             "cachestat": 451,
             "madvise": 28,
+            "memfd_create": 319,
+            "mmap": 9,
             "fcntl": 72,
             "rt_sigaction": 13,
             "personality": 135,
@@ -438,6 +444,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 287,
             "cachestat": 451,
             "madvise": 233,
+            "memfd_create": 279,
+            "mmap": 222,
             "fcntl": 25,
             "rt_sigaction": 134,
             "personality": 92,
@@ -638,6 +646,16 @@ def filter_program() -> bytes:
         _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
     ]
     by_first_argument(numbers["madvise"], checks)
+    # memfd_create(name, flags) and mmap(addr, len, prot, flags, ...): no huge pages of the
+    # hugetlb pool (MFD_HUGETLB, MAP_HUGETLB in the second and fourth arguments): on a host
+    # that reserves them they are outside the sandbox's memory limit.
+    for name, offset, flag in (("memfd_create", 24, _MFD_HUGETLB), ("mmap", 40, _MAP_HUGETLB)):
+        checks = [
+            _insn(_LD_W_ABS, 0, 0, offset),
+            _insn(_JSET_K, 0, 1, flag),
+            _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
+        ]
+        by_first_argument(numbers[name], checks)
     # personality(persona): only the query (0xffffffff) and the default (0).
     by_first_argument(
         numbers["personality"],
