@@ -46,7 +46,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
-from rllm_envs.sandbox import installed, procmask, resident, seccomp
+from rllm_envs.sandbox import installed, landlock, procmask, resident, seccomp
 
 __all__ = [
     "Backend",
@@ -618,6 +618,7 @@ def select_backend(backend: str | Backend | None = None) -> Backend:
         SandboxUnavailable: If no isolating backend works, or the named one does not.
         InvalidEnvConfig: For an unknown backend name.
     """
+    landlock.warn_unavailable()  # once: judged tests can read /proc without it
     if isinstance(backend, Backend):
         return backend
     if backend is None:

@@ -434,7 +434,8 @@ def compile_cpp(
         memory_mb: Address-space limit of each compiler process (0: inherit).
 
     Returns:
-        ``(fd, "")``: a read-only, close-on-exec descriptor of the executable; or
+        ``(fd, "")``: a read-only, close-on-exec descriptor of the executable, sealed
+        against writes and resizing (:func:`_seal`); or
         ``(None, message)``: the compiler's message (``solution.cpp`` names the source).
     """
     clock = _CompileClock(time_limit)
@@ -443,7 +444,8 @@ def compile_cpp(
     try:
         src = _memfd(source.encode("utf-8", "surrogatepass"), "solution.cpp")
         fds.append(src)
-        obj, binary, log = (os.memfd_create(name, 0) for name in ("obj", "bin", "log"))
+        obj, log = (os.memfd_create(name, 0) for name in ("obj", "log"))
+        binary = os.memfd_create("bin", os.MFD_ALLOW_SEALING)
         fds += [obj, binary, log]
         names = {src: "solution.cpp", obj: "solution.o", binary: "solution"}
         why = _tool(cxx_compile_argv(_fd_path(src), _fd_path(obj)), (src, obj), log, clock, memory)
@@ -455,12 +457,27 @@ def compile_cpp(
         why = _tool(link, (obj, binary), log, clock, memory)
         if why:
             return None, (_log_text(log, names).rstrip() + "\n" + why).strip()
+        _seal(binary)
         return os.open(_fd_path(binary), os.O_RDONLY | os.O_CLOEXEC), ""
     except OSError as e:  # e.g. out of memory for the in-memory files
         return None, f"cannot compile: {type(e).__name__}: {e}"
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _seal(fd: int) -> None:
+    """Make the in-memory file ``fd`` immutable: no write, no resize, no seal removed.
+
+    Through every descriptor and every re-open: a test that reached the executable by a
+    path (``/proc/self/exe``, then ``/proc/self/fd/N`` once it exec'd away, so that nothing
+    ran it) wrote to it, and the next test ran the modified program (state between tests;
+    session 11 attack F2). ``ld`` has exited: no writable mapping of it is left.
+    """
+    import fcntl
+
+    seals = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
 
 
 def exec_binary(binary: int) -> None:
@@ -492,7 +509,124 @@ def run_cpp_program(source: str) -> None:
     if binary is None:
         os.write(2, (COMPILE_ERROR_PREFIX + message + "\n").encode("utf-8", "replace"))
         os._exit(1)
+    ruleset = landlock_ruleset()  # the program opens nothing under /proc, as a judged test
+    if ruleset >= 0:
+        if not landlock_restrict(ruleset):
+            os.write(2, b"cannot start the program: its file-system restriction was refused\n")
+            os._exit(1)
+        os.close(ruleset)
     exec_binary(binary)
+
+
+# ------------------------------------------------------------------ Landlock: what a test opens
+
+# Landlock's syscalls (the same numbers on every architecture): create_ruleset, add_rule,
+# restrict_self.
+_LL_CREATE, _LL_ADD_RULE, _LL_RESTRICT = 444, 445, 446
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 0x1, 0x2, 0x4, 0x8
+_LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 14, 1 << 15
+# Rights that apply to a file (a rule on a file may grant only these).
+_LL_FILE_RIGHTS = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
+#: Top-level entries of the sandbox's root that a test process cannot open anything under
+#: (Landlock; see :func:`landlock_ruleset`). ``/proc``: a process's memory reports
+#: (``/proc/self/smaps``, ``smaps_rollup``, ``numa_maps``, ``pagemap``) tell how many
+#: processes map a page of a shared read-only file, and a concurrent sandbox sets that
+#: count (session 11 attack F1: a relay with no solving code earned 1.0 next to a solver);
+#: ``/proc``'s other files tell a program nothing it needs (its own links, ``/proc/self/fd/N``
+#: and ``/dev/stdin``, still reach what they point at when that is the test's own file or a
+#: visible one: Landlock checks what is opened, not the path to it).
+LANDLOCK_HIDDEN = ("proc",)
+
+_SYSCALL: Any = None
+
+
+def _syscall(*args: int | bytes | None) -> int:
+    """The C library's ``syscall(2)``: ints go as C longs, bytes as a pointer; -1: failed."""
+    global _SYSCALL
+    if _SYSCALL is None:
+        import _ctypes
+
+        class _Long(_ctypes._SimpleCData):
+            _type_ = "l"
+
+        class _Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = _Long
+
+        class _Libc:
+            _handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+
+        _SYSCALL = (_Function(("syscall", _Libc())), _Long)  # type: ignore[arg-type]
+    function, long = _SYSCALL
+    return int(function(*(long(a) if isinstance(a, int) else a for a in args)))
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version the kernel offers here (0: none, or refused)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        return max(_syscall(_LL_CREATE, None, 0, 1), 0)  # LANDLOCK_CREATE_RULESET_VERSION
+    except (OSError, AttributeError, ImportError):
+        return 0
+
+
+def landlock_ruleset(root: str = "/") -> int:
+    """A Landlock ruleset for test processes (a descriptor), or -1 where there is none.
+
+    Beneath every top-level entry of ``root`` but :data:`LANDLOCK_HIDDEN`, a process
+    restricted by it may read files and directories and execute files; under ``/dev`` it
+    may also write, truncate and ``ioctl`` (``/dev/null``; the sandbox's root is read-only,
+    so nothing there is written that could be read back). It cannot open anything else:
+    none of ``/proc``'s own files (memory reports, ``maps``, ``status``...), whatever the
+    path, nor create any file. Its in-memory files, pipes and the visible files stay
+    reachable through ``/proc/self/fd/N`` and ``/dev/stdin`` (Landlock checks the file
+    opened, not the path). Where the ABI has them it also scopes abstract Unix sockets and
+    signals to the test's own processes (ABI 6) and refuses TCP ``bind``/``connect`` (ABI
+    4). Built once by the executor; each test process applies it with
+    :func:`landlock_restrict` (descriptors it opened before keep their rights).
+    """
+    abi = landlock_abi()
+    if abi < 1:
+        return -1
+    handled = (1 << (13 if abi == 1 else 14 if abi == 2 else 15 if abi < 5 else 16)) - 1
+    order = sys.byteorder
+    attr = (
+        handled.to_bytes(8, order)
+        + (3 if abi >= 4 else 0).to_bytes(8, order)  # LANDLOCK_ACCESS_NET_{BIND,CONNECT}_TCP
+        + (3 if abi >= 6 else 0).to_bytes(8, order)  # LANDLOCK_SCOPE_{ABSTRACT_UNIX_SOCKET,SIGNAL}
+    )
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = _syscall(_LL_CREATE, attr[:size], size, 0)
+    if ruleset < 0:
+        return -1
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        entries = []
+    read = _LL_EXECUTE | _LL_READ_FILE | _LL_READ_DIR
+    device = read | _LL_WRITE_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
+    for entry in entries:
+        if entry in LANDLOCK_HIDDEN:
+            continue
+        try:
+            target = os.open(os.path.join(root, entry), os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue  # e.g. a dangling link
+        try:
+            access = (device if entry == "dev" else read) & handled
+            if os.fstat(target).st_mode & 0o170000 != 0o040000:  # not a directory
+                access &= _LL_FILE_RIGHTS
+            rule = access.to_bytes(8, order) + target.to_bytes(4, order, signed=True)
+            _syscall(_LL_ADD_RULE, ruleset, 1, rule, 0)  # LANDLOCK_RULE_PATH_BENEATH
+        finally:
+            os.close(target)
+    return ruleset
+
+
+def landlock_restrict(ruleset: int) -> bool:
+    """Restrict the calling process (and what it starts) by ``ruleset``; False if refused."""
+    return _syscall(_LL_RESTRICT, ruleset, 0) == 0
 
 
 # ------------------------------------------------------------------ one test
@@ -915,6 +1049,8 @@ class _Executor:
             if pid == 0:  # pragma: no cover - runs in the child
                 try:
                     os.setpgid(0, 0)
+                    if _LANDLOCK >= 0 and not landlock_restrict(_LANDLOCK):
+                        raise OSError("the test's file-system restriction was refused")
                     _child_streams(stdin_fd, out, err, -1 if self.binary is None else self.binary)
                     _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
                     _lower_limit(resource.RLIMIT_AS, self.memory)
@@ -994,6 +1130,11 @@ class _Executor:
         return header, stdout or b"", stderr, result or b""
 
 
+#: The executor's Landlock ruleset (:func:`landlock_ruleset`) that each test process applies
+#: to itself; -1 where the kernel (or the sandbox) offers none: tests can then open what
+#: the sandbox shows, ``/proc`` included (the README's residual channels).
+_LANDLOCK = -1
+
 #: Installs the test processes' syscall filter on the caller (the bootstrap's, see
 #: ``rllm_envs.sandbox.seccomp.child_filter_program``); nonzero: refused. ``None`` where this
 #: executor was not started by the bootstrap, or no filter is built for this machine.
@@ -1014,9 +1155,11 @@ def main(channel: int) -> None:
     """
     import marshal
 
+    global _LANDLOCK
     # Orphans of a test become our children, so their CPU time is counted and they are
     # reaped (a no-op where we are the namespace's init already).
     _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+    _LANDLOCK = landlock_ruleset()  # each test process restricts itself with it
     # Done before the spec is read: in a sandbox started ahead of time (a pool) this costs
     # nothing on the critical path.
     base = _prelude_namespace(PRELUDE)
