@@ -574,7 +574,7 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 #: the host holds): ``"in"`` / ``"not in"`` (a substring), ``"search"`` (``re.search`` of a
 #: pattern without repetition, ``match=`` of ``pytest.raises``). The probe names the check
 #: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
-PREDICATES = ("in", "not in", "search")
+PREDICATES = ("in", "not in", "search", "near")
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
 )
@@ -917,12 +917,19 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
     (:mod:`rllm_envs.swe.tables`), and noted when it is not.
     """
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _statements(test.operand, probe, at)
+        probe.negated += 1
+        try:
+            return _statements(test.operand, probe, at)
+        finally:
+            probe.negated -= 1
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [s for v in test.values for s in _statements(v, probe, at)]
     deviation = _deviation(test, probe, at)
     if deviation is not None:
         return deviation
+    near = _near(test, probe) if not probe.negated else None
+    if near is not None:
+        return _observe([near], at)
     comprehension = _aggregate(test)
     if comprehension is None:
         return _observe(_observed(test, probe), at)
@@ -937,6 +944,68 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
             loop = ast.For(generator.target, generator.iter, body, [])
         body = [ast.copy_location(loop, at)]
     return body
+
+
+def _near(test: ast.expr, probe: _Probe) -> _Check | None:
+    """A tolerance check of one computed number against a number literal, run on the host.
+
+    ``x == pytest.approx(12, abs=5)``, ``abs(x - 12) <= 5``, ``math.isclose(x, 12,
+    rel_tol=0.4)``: ``x`` is observed and the host checks it against the test's own literal
+    and tolerance (a ``"near"`` predicate), not against the reference's value (which may sit
+    anywhere in the band: the unchanged code could match it while an honest fix the test
+    accepts would not). ``None``: not this shape (or a computed side needs its own rewrite).
+    """
+    import json
+
+    found: tuple[ast.expr, float, list[Any]] | None = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, right = test.left, test.comparators[0]
+        if isinstance(test.ops[0], ast.Eq):
+            for computed, other in ((left, right), (right, left)):
+                tolerance = _approx(other)
+                value = _number(other.args[0]) if tolerance and other.args else None  # type: ignore[attr-defined]
+                if tolerance is not None and value is not None and not _expected(computed):
+                    if len(other.args) == 1:  # type: ignore[attr-defined]
+                        found = (computed, value, [*tolerance, "approx"])
+        split = _below_bound(test)
+        bound = _number(split[1]) if split is not None else None
+        if split is not None and bound is not None:
+            difference = split[0]
+            if (
+                isinstance(difference, ast.Call)
+                and _dotted(difference.func) in ("abs", "math.fabs", "fabs")
+                and len(difference.args) == 1
+                and not difference.keywords
+                and isinstance(difference.args[0], ast.BinOp)
+                and isinstance(difference.args[0].op, ast.Sub)
+            ):
+                a, b = difference.args[0].left, difference.args[0].right
+                strict = isinstance(test.ops[0], (ast.Lt, ast.Gt))
+                for computed, other in ((a, b), (b, a)):
+                    value = _number(other)
+                    if value is not None and not _expected(computed):
+                        found = (computed, value, [0.0, bound, "lt" if strict else "le"])
+    elif (
+        isinstance(test, ast.Call)
+        and _dotted(test.func) in ("math.isclose", "isclose")
+        and len(test.args) == 2
+    ):
+        for computed, other in ((test.args[0], test.args[1]), (test.args[1], test.args[0])):
+            value = _number(other)
+            if value is not None and not _expected(computed):
+                rel = _number(_keyword(test, "rel_tol"))
+                tol = _number(_keyword(test, "abs_tol"))
+                found = (computed, value, [1e-9 if rel is None else rel, tol or 0.0, "isclose"])
+    if found is None:
+        return None
+    computed, value, rule = found
+    checks = _value(computed, probe)
+    if len(checks) != 1 or checks[0].value is not computed or not math.isfinite(value):
+        return None
+    for node in ast.walk(test):
+        if isinstance(node, ast.expr) and node is not computed and _expected(node):
+            _drop(node)
+    return _Check(computed, host=("near", json.dumps([value, *rule])))
 
 
 def _near_zero(test: ast.expr) -> tuple[ast.expr, ast.expr] | None:
@@ -1086,6 +1155,9 @@ class _Probe(ast.NodeTransformer):
         self.in_test = 0
         self.helpers: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
+        #: How many ``not`` the check being rewritten is under (a host tolerance check,
+        #: :func:`_near`, is only made for a check that must hold).
+        self.negated = 0
 
     def note(self, why: str) -> None:
         if why not in self.notes:
@@ -1480,6 +1552,10 @@ def same(
             return False
         if _holds(predicates, expected[1], actual[2]):
             return True
+        if _is_near(predicates, expected[1]):
+            # The test's own tolerance around its literal decides (never the reference's
+            # value: the unchanged code may sit in the band around it).
+            return False
         return same(expected[2], actual[2], depth + 1, tolerance, predicates)
     if tag == "approx" and len(expected) == 3:
         if actual[:1] != ["approx"] or len(actual) != 3:
@@ -1516,10 +1592,41 @@ def same(
 _REPEATS = frozenset("*+?{\\")
 
 
+def _is_near(predicates: Sequence[tuple[str, str]], index: Any) -> bool:
+    return type(index) is int and 0 <= index < len(predicates) and predicates[index][0] == "near"
+
+
+def _near_holds(rule_text: str, value: Any) -> bool:
+    """Whether observed number ``value`` is within the test's tolerance of its literal."""
+    import json
+
+    if not (isinstance(value, list) and len(value) == 2 and value[0] in ("int", "float")):
+        return False
+    try:
+        want, rel, tol, kind = json.loads(rule_text)
+        got = float(_parse_number(value[1]))
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return False
+    if not (math.isfinite(got) and math.isfinite(want)):
+        return False
+    gap = abs(got - want)
+    if kind == "approx":  # pytest.approx: ``rel`` scales the expected value only
+        return gap <= max(rel * abs(want), tol)
+    if kind == "isclose":
+        return gap <= max(rel * max(abs(got), abs(want)), tol)
+    if kind == "lt":
+        return gap < tol
+    if kind == "le":
+        return gap <= tol
+    return False
+
+
 def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> bool:
     """Whether the test's check ``predicates[index]`` holds for observed plain text ``value``."""
     if type(index) is not int or not 0 <= index < len(predicates):
         return False
+    if predicates[index][0] == "near" and type(predicates[index][1]) is str:
+        return _near_holds(predicates[index][1], value)
     if not (isinstance(value, list) and len(value) == 2 and value[0] == "str"):
         return False
     text = value[1]

@@ -112,8 +112,10 @@ def test_the_literal_is_not_in_the_probe_nor_its_constants(check):
 
 
 def test_the_tolerance_is_applied_on_the_host():
-    text, _ = probe_report("def test_a():\n    assert abs(mean([2, 3]) - 2.5) < 1e-9\n")
-    assert "__rllm_observe__(mean([2, 3]), approx=(0.0, 1e-09))" in text
+    # Around the test's literal with its tolerance (s11 T1: not around the reference's value).
+    found = probe.probe_module("def test_a():\n    assert abs(mean([2, 3]) - 2.5) < 1e-9\n")
+    assert "__rllm_observe__(mean([2, 3]), host=0)" in found.text
+    assert found.predicates == (("near", '[2.5, 0.0, 1e-09, "lt"]'),)
     text, notes = probe_report("def test_a():\n    assert abs(got() - want()) <= 0.01\n")
     assert "__rllm_observe__(got(), approx=(0.0, 0.01))" in text
     assert "__rllm_observe__(want(), approx=(0.0, 0.01))" in text
@@ -204,8 +206,13 @@ def test_a_class_constant_is_a_tolerance_too():
         "        assert area(3) == pytest.approx(28.274, abs=self.EPS)\n"
         "        assert abs(area(1) - 3.14159) < TestArea.EPS\n"
     )
-    text, notes = probe_report(source)
-    assert not notes and text.count("approx=(0.0, 0.001)") == 2, text
+    found = probe.probe_module(source)
+    # Checked on the host around the test's literals (s11 T1), with the class's tolerance.
+    assert not found.notes and found.text.count("host=") == 2, found.text
+    assert found.predicates == (
+        ("near", '[28.274, 0.0, 0.001, "approx"]'),
+        ("near", '[3.14159, 0.0, 0.001, "lt"]'),
+    )
 
 
 def test_a_name_the_test_can_rebind_is_not_a_tolerance():

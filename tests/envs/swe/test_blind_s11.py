@@ -266,3 +266,77 @@ def test_an_always_equal_object_earns_nothing_through_a_literal_callee(hidden):
     # Opted in to partial verdicts, the oracle is paid; the cheat is still not host-trusted.
     reward, info = _run(task, oracle=True, warm=False, partial_verdicts="pay")
     assert reward == 1.0, info
+
+
+# --------------------------------------------------------------------------------- T1
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "assert estimate(100) == pytest.approx(12, abs=5)",
+        "assert abs(estimate(100) - 12) <= 5",
+        "assert 5 >= abs(12 - estimate(100))",
+    ],
+)
+def test_a_tolerance_is_judged_around_the_tests_literal_not_the_references_value(check):
+    """T1: the host accepted |x - 16| <= 5 (the reference's 16), not |x - 12| <= 5."""
+    from .test_attacks_s8 import _run
+    from .test_verdict_gaps import _call, _task
+
+    tests = (
+        "from sim.est import estimate\n\n\ndef test_callable():\n    assert callable(estimate)\n"
+    )
+    hidden = f"\n\nimport pytest\n\n\ndef test_estimate():\n    {check}\n"
+    bug = "def estimate(n):\n    return 20.5\n"
+    task = _task("sim", "est", bug, "def estimate(n):\n    return 16.0\n", tests, hidden)
+    reward, info = _run(task, warm=False)  # the unchanged code: pytest fails it (8.5 > 5)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
+    honest = _call("replace", path="sim/est.py", old=bug, new="def estimate(n):\n    return 8.0\n")
+    reward, info = _run(task, honest, warm=False)  # pytest passes it (4 <= 5)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    reward, info = _run(task, oracle=True, warm=False)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+
+
+def test_a_negated_tolerance_check_is_not_turned_into_a_host_band():
+    from rllm_envs.swe.probe import probe_module
+
+    found = probe_module(
+        "import pytest\nfrom sim.est import estimate\n\n\ndef test_e():\n"
+        "    assert not estimate(1) == pytest.approx(3, abs=1)\n"
+        "    assert estimate(2) == pytest.approx(3, abs=1)\n"
+    )
+    assert [p[0] for p in found.predicates] == ["near"]
+    assert "3" not in found.text.split("def test_e")[1]
+
+
+# --------------------------------------------------------------------------------- B1
+
+
+def test_a_pass_to_pass_test_the_reference_fails_is_reported_and_not_judged():
+    """B1: such a test zeroed every episode of the task, the oracle's too, with no word."""
+    from .test_attacks_s8 import _run
+    from .test_verdict_gaps import _task
+
+    tests = (
+        "from geo.shapes import area\n\n\ndef test_callable():\n    assert callable(area)\n\n\n"
+        "def test_needs_dep():\n    import not_installed_in_the_sandbox\n"
+    )
+    hidden = "\n\ndef test_area():\n    assert area(3, 4) == 12\n"
+    task = _task(
+        "geo",
+        "shapes",
+        "def area(w, h):\n    return w + h\n",
+        "def area(w, h):\n    return w * h\n",
+        tests,
+        hidden,
+    )
+    with pytest.warns(UserWarning, match="reference repository fails 1 of its tests"):
+        reward, info = _run(task, oracle=True, warm=False)
+    assert reward == 1.0 and info["pass_to_pass"] == 1.0 and info["verdict_trust"] == "host"
+    assert info["reference_failing_tests"] == ["tests/test_shapes.py::test_needs_dep"]
+    reward, info = _run(task, warm=False)  # the unchanged code still earns nothing
+    assert reward == 0.0 and info["reference_failing_tests"] == [
+        "tests/test_shapes.py::test_needs_dep"
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rllm_envs.swe import executor, judge, probe, repo
-from rllm_envs.swe.probe import probe_report, probe_source, same, same_observations
+from rllm_envs.swe.probe import probe_module, probe_report, probe_source, same, same_observations
 from rllm_envs.swe.repo import PatchTooLarge, apply_diff, make_diff
 from rllm_envs.swe.swe_env import SWEEnv
 
@@ -190,7 +190,14 @@ def test_floats_are_exact_unless_the_test_asked_for_a_tolerance():
     namespace["test_a"]()
     exact = list(executor._OBSERVED)
     executor._OBSERVED.clear()
-    assert [same(e, a) for e, a in zip(exact, near, strict=True)] == [False, True, True, False]
+    # The tolerance checks run on the host against the test's literal (s11 T1).
+    predicates = probe_module(source).predicates
+    assert [same(e, a, predicates=predicates) for e, a in zip(exact, near, strict=True)] == [
+        False,
+        True,
+        True,
+        False,
+    ]
     # The tolerance is the reference's: a submission claiming a wide one gains nothing.
     forged = ["approx", [1.0, 1.0], ["float", "9.0"]]
     assert not same(exact[1], forged)
