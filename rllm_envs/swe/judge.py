@@ -58,6 +58,7 @@ import re
 import secrets
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -187,6 +188,8 @@ class Verdict:
             the probes left to the sandbox or weakened (``()`` for ``"host"``).
         tampering: A test process tried to reach the runner's state (the guard refused it);
             every test of the run then counts as failed.
+        reference_failing: Tests the reference repository fails (a broken record, e.g. a
+            dependency the sandbox lacks): pass-to-pass ones are left out of the verdict.
     """
 
     resolved: bool
@@ -199,6 +202,7 @@ class Verdict:
     verdict_trust: str = "in_process"
     tampering: bool = False
     weakened: tuple[str, ...] = ()
+    reference_failing: tuple[str, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -1011,6 +1015,7 @@ def verdict(
     ids = [*fail_to_pass, *pass_to_pass]
     trust = "in_process"
     weakened: tuple[str, ...] = ()
+    failing: tuple[str, ...] = ()
     if reference_patch and reference_patch.strip():
         try:
             reference_files, _ = final_files(base, reference_patch, test_patch)
@@ -1039,6 +1044,14 @@ def verdict(
                 error=failed.sandbox_error,
                 verdict_trust="host",
             )
+        failing = tuple(t for t in ids if reference.passed.get(t) is False)
+        if failing:
+            # A test the reference repository fails is a broken record (SWE-bench validates
+            # its records so): a pass-to-pass one is not judged (it would zero every
+            # episode, the oracle's too), and each is reported (info, one warning per task).
+            pass_to_pass = [t for t in pass_to_pass if t not in failing]
+            ids = [*fail_to_pass, *pass_to_pass]
+            _warn_reference_failing(failing, fail_to_pass)
         weakened = probe_notes(judged_files(_check_files(files), ids))
         if not all(_decided_on_host(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
@@ -1080,6 +1093,31 @@ def verdict(
         tampering=tampering,
         verdict_trust=trust,
         weakened=weakened if trust == "host_partial" else (),
+        reference_failing=failing,
+    )
+
+
+_warned: set[tuple[str, ...]] = set()
+
+
+def _warn_reference_failing(failing: tuple[str, ...], fail_to_pass: Sequence[str]) -> None:
+    """One warning per task: tests the reference repository fails (a broken record)."""
+    with _references_lock:
+        if failing in _warned:
+            return
+        _warned.add(failing)
+    hidden = [t for t in failing if t in fail_to_pass]
+    what = (
+        f"{len(hidden)} FAIL_TO_PASS test(s) fail on the reference: no submission can "
+        "resolve this task; "
+        if hidden
+        else ""
+    )
+    warnings.warn(
+        f"A SWE task's reference repository fails {len(failing)} of its tests ({what}the "
+        f"PASS_TO_PASS ones are not judged): {list(failing)[:10]}. The usual cause is a "
+        "dependency the sandbox's interpreter lacks; see info['reference_failing_tests'].",
+        stacklevel=3,
     )
 
 

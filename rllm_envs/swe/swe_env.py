@@ -236,7 +236,9 @@ class SWEEnv(TextEnv):
     ``verdict_weakened`` (why a verdict is ``"host_partial"``: which kinds of hidden checks
     the probes left to the sandbox or weakened, e.g. identity checks, tables) and
     ``verdict_tampering`` (the test
-    process tried to reach the runner's state; the run then counts as failed, reward 0).
+    process tried to reach the runner's state; the run then counts as failed, reward 0) and
+    ``reference_failing_tests`` (tests the task's own reference repository fails: a broken
+    record; its pass-to-pass ones are not judged, and a warning names them once per task).
 
     ## Arguments
     - ``difficulty`` (int 1-5, default 1): 1 names the file in the issue, 2 the function,
@@ -563,6 +565,7 @@ class SWEEnv(TextEnv):
             verdict_weakened=list(result.weakened),
             verdict_withheld=withheld,
             verdict_tampering=result.tampering,
+            reference_failing_tests=list(result.reference_failing),
         )
         return Transition(
             observation="\n\n".join(blocks),
