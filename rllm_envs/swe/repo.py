@@ -224,13 +224,66 @@ def make_diff(old: Files, new: Files, *, only: list[str] | None = None) -> str:
             out.append("new file mode 100644\n")
         elif b is None:
             out.append("deleted file mode 100644\n")
-        body = list(difflib.unified_diff(a_lines, b_lines, head_a, head_b, n=3))
+        body = _unified(a_lines, b_lines, head_a, head_b)
         if body:
             body[0], body[1] = f"--- {head_a}\n", f"+++ {head_b}\n"
         else:  # an empty file created or deleted: the headers alone say so
             body = [f"--- {head_a}\n", f"+++ {head_b}\n"]
         out.extend(body)
     return "".join(out)
+
+
+#: Line comparisons :func:`make_diff` lets difflib spend on one file's changed region; past
+#: it (difflib is quadratic there: 6000 interleaved lines took 4 s) the region is written
+#: as one hunk that removes its old lines and adds its new ones (correct, less readable).
+MAX_DIFF_WORK = 4_000_000
+_DIFF_CHUNK = 2000
+
+
+def _range(start: int, length: int) -> str:
+    """A hunk side's range as ``diff -u`` writes it (``start`` 0-based)."""
+    if length == 1:
+        return f"{start + 1}"
+    return f"{start + 1 if length else start},{length}"
+
+
+def _unified(a: list[str], b: list[str], head_a: str, head_b: str) -> list[str]:
+    """``difflib.unified_diff(a, b, n=3)``, bounded: see :data:`MAX_DIFF_WORK`."""
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(a), len(b)) - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]
+    ):
+        suffix += 1
+    if (len(a) - prefix - suffix) * (len(b) - prefix - suffix) <= MAX_DIFF_WORK:
+        return list(difflib.unified_diff(a, b, head_a, head_b, n=3))
+    start = max(prefix - 3, 0)
+    end_a = min(len(a) - suffix + 3, len(a))
+    old_mid, new_mid = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
+    # Hunks of at most _DIFF_CHUNK removed lines each (apply_diff refuses huge hunks).
+    count = -(-len(old_mid) // _DIFF_CHUNK)
+    per = -(-len(new_mid) // count)
+    lines = [f"--- {head_a}\n", f"+++ {head_b}\n"]
+    at_a = at_b = prefix
+    for k in range(count):
+        removed = old_mid[k * _DIFF_CHUNK : (k + 1) * _DIFF_CHUNK]
+        added = new_mid[k * per : (k + 1) * per]
+        lead = a[start:prefix] if k == 0 else []
+        trail = a[len(a) - suffix : end_a] if k == count - 1 else []
+        size_a = len(lead) + len(removed) + len(trail)
+        size_b = len(lead) + len(added) + len(trail)
+        lines.append(
+            f"@@ -{_range(at_a - len(lead), size_a)} +{_range(at_b - len(lead), size_b)} @@\n"
+        )
+        lines += [" " + line for line in lead]
+        lines += ["-" + line for line in removed]
+        lines += ["+" + line for line in added]
+        lines += [" " + line for line in trail]
+        at_a += len(removed)
+        at_b += len(added)
+    return lines
 
 
 @dataclass

@@ -340,3 +340,49 @@ def test_a_pass_to_pass_test_the_reference_fails_is_reported_and_not_judged():
     assert reward == 0.0 and info["reference_failing_tests"] == [
         "tests/test_shapes.py::test_needs_dep"
     ]
+
+
+# --------------------------------------------------------------------------------- D1
+
+
+def test_a_diff_of_a_large_interleaved_rewrite_is_bounded_and_round_trips():
+    """D1: difflib is quadratic on interleaved lines (6000 lines: 4 s of host CPU per submit).
+
+    Past ``MAX_DIFF_WORK`` line comparisons the changed region is written as a few hunks that
+    remove its old lines and add its new ones; the diff still gives back the working copy.
+    """
+    from rllm_envs.swe.repo import apply_diff, make_diff
+
+    old = "".join(f"line {i} = {i * 7}\n" for i in range(6000))
+    new = "".join(f"line {i} = {i * 7}\nextra {i}\n" for i in range(6000))
+    a, b = {"m.py": "head\n" + old + "tail"}, {"m.py": "head\n" + new + "tail"}
+    diff = make_diff(a, b)
+    assert diff.count("\n@@ ") == 3  # 6000 removed lines in hunks of 2000 (difflib: 6000 hunks)
+    assert apply_diff(a, diff)["m.py"] == b["m.py"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_bounded_diff_round_trips_any_edit(seed, monkeypatch):
+    import random
+
+    from rllm_envs.swe import repo
+
+    monkeypatch.setattr(repo, "MAX_DIFF_WORK", 0)
+    monkeypatch.setattr(repo, "_DIFF_CHUNK", 3)
+    rng = random.Random(seed)
+    base = [f"l{rng.randrange(6)}\n" for _ in range(rng.randrange(0, 30))]
+    edited = list(base)
+    for _ in range(rng.randrange(1, 6)):
+        at = rng.randrange(len(edited) + 1)
+        if rng.random() < 0.5 and at < len(edited):
+            del edited[at : at + rng.randrange(1, 4)]
+        else:
+            edited[at:at] = [f"n{rng.randrange(9)}\n" for _ in range(rng.randrange(1, 5))]
+    a_text, b_text = "".join(base), "".join(edited)
+    if rng.random() < 0.5:
+        a_text, b_text = a_text.rstrip("\n"), b_text.rstrip("\n")
+    a, b = {"m.py": a_text}, {"m.py": b_text}
+    if a_text == b_text:
+        return
+    diff = repo.make_diff(a, b)
+    assert repo.apply_diff(a, diff).get("m.py") == b_text, diff
