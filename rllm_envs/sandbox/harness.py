@@ -23,7 +23,9 @@ The trust boundary (see the README's "Security model"):
   forked process that holds descriptors 0, 1 and 2 only (everything else is closed with
   ``close_range``, whatever its number) and adds the bootstrap's second filter
   (``seccomp.child_filter_program``: no ``pidfd_open``, and its signals reach only
-  processes started after the executor, its own). The executor reads each test's input from its
+  processes started after the executor, its own) and a Landlock ruleset
+  (:func:`landlock_ruleset`: none of ``/proc``'s files opens, so no memory report tells
+  what a concurrent sandbox maps). The executor reads each test's input from its
   stdin pipe only when that test starts and wipes its copy before forking, so no test
   process holds another test's input; the host may hold hidden tests' inputs back until
   the public tests are reported (``judge(hidden_from=...)``). After each test every other process
