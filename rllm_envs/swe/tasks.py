@@ -98,11 +98,13 @@ CASES_PER_BUG = 2
 _CASE_TRIES = 40
 
 
-def _mutate(call: str, rng: np.random.Generator) -> str:
+def _mutate(call: str, rng: np.random.Generator, *, pad: bool = False) -> str:
     """``call`` with its numbers and the letters and digits of its strings changed at random.
 
     Changes are consistent (equal values and equal characters change alike), so a call whose
     behaviour depends on two values being equal, or on a string's shape, keeps that shape.
+    ``pad``: strings also get spaces or a repeated character at random places (for a bug
+    whose wrong inputs differ from the issue's only in length or spacing).
     """
     import string
 
@@ -130,6 +132,10 @@ def _mutate(call: str, rng: np.random.Generator) -> str:
                 new: str | int | float = "".join(
                     char(c) if c.isascii() and c.isalnum() else c for c in value
                 )
+                if pad and isinstance(new, str):
+                    at = int(rng.integers(len(new) + 1))
+                    extra = " " if rng.random() < 0.6 or not new else new[min(at, len(new) - 1)]
+                    new = new[:at] + extra * int(rng.integers(1, 3)) + new[at:]
             else:
                 if value not in numbers:
                     keep = rng.random() < 0.3
@@ -164,8 +170,13 @@ def _cases(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, str]
     buggy = source.replace(bug.old, bug.new, 1)
     rng = np.random.default_rng(seed)
     found: dict[str, str] = {}
-    for _ in range(_CASE_TRIES):
-        code = _mutate(bug.call, rng)
+    # Plain mutations first; padded ones only when those find too few (a bug whose wrong
+    # inputs differ from the issue's only in length or spacing, e.g. ``is_valid('0')``),
+    # so that every task has hidden cases beyond the issue's example (att30 M1).
+    for tries in range(2 * _CASE_TRIES):
+        if tries >= _CASE_TRIES and len(found) >= CASES_PER_BUG:
+            break
+        code = _mutate(bug.call, rng, pad=tries >= _CASE_TRIES)
         if code == _mutate_normal(bug.call) or code in found:
             continue
         raised, value = _behaviour(source, code)

@@ -386,3 +386,26 @@ def test_the_bounded_diff_round_trips_any_edit(seed, monkeypatch):
         return
     diff = repo.make_diff(a, b)
     assert repo.apply_diff(a, diff).get("m.py") == b_text, diff
+
+
+# --------------------------------------------------------------------------------- M1
+
+
+def test_every_seeded_bug_gets_hidden_cases_beyond_the_issues_example():
+    """M1: shop bug 8 (``is_valid('0')``) got no fresh case in 30 seeds of 30, so its hidden
+    set was the issue's example and module tests public in other tasks: special-casing
+    ``code == "0"`` earned 1.0. Now every bug gets at least one case in every seed (2 in all
+    but a few), none equal to the issue's call."""
+    from rllm_envs.swe.projects import PROJECTS
+    from rllm_envs.swe.tasks import CASES_PER_BUG, _cases, _mutate_normal
+
+    short = 0
+    for project in PROJECTS:
+        for index, bug in enumerate(project.bugs):
+            for seed in range(30):
+                cases = _cases(project.key, index, seed)
+                assert cases, (project.key, index, seed)
+                assert all(code != _mutate_normal(bug.call) for code, _ in cases)
+                short += len(cases) < CASES_PER_BUG
+    assert short <= 2
+    assert len({code for s in range(30) for code, _ in _cases("shop", 8, s)}) >= 3
