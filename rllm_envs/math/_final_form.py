@@ -5,8 +5,8 @@ produce it. :func:`expression_issues` parses one expression (LaTeX or plain, thr
 grader's converter :func:`rllm_envs.math._latex.to_python`) into an unevaluated :mod:`ast` tree
 and reports what is left to do, with these names:
 
-* ``"unevaluated_arithmetic"`` -- an operation between numbers that evaluates to a number
-  written more simply: two numeric terms in one sum (``3+4``, ``\frac34 + \frac16``), two
+* ``"unevaluated_arithmetic"`` -- a division written with ``\div`` (or ``÷``), or an operation
+  between numbers that evaluates to a number written more simply: two numeric terms in one sum (``3+4``, ``\frac34 + \frac16``), two
   numeric factors in one product (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms
   (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero term or a factor 1, a double sign, the absolute
   value of a constant, two radicals in one product, or any constant subexpression whose
@@ -370,6 +370,8 @@ def expression_issues(text: str) -> frozenset[str]:
     s = text.strip()
     if not s or _SCI.fullmatch(s):
         return frozenset()  # scientific notation writes one number
+    if "\\div" in s:  # normalize writes ÷ as \div: a division still to do, never a value
+        return frozenset({"unevaluated_arithmetic"})
     mixed = _MIXED.fullmatch(s)
     if mixed:
         num, den = int(mixed.group(1)), int(mixed.group(2))

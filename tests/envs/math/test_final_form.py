@@ -290,6 +290,9 @@ def test_linear_system_named_answers_every_difficulty():
         ("[1+1, 3]", "unevaluated_arithmetic"),
         ("\\begin{pmatrix} 1+1 \\\\ 2 \\end{pmatrix}", "unevaluated_arithmetic"),
         ("123 * 456 - 789 ** 2", "unevaluated_arithmetic"),
+        # the problem's own `3 \div 2` passed for the fraction 3/2 (s11 att25 F6)
+        ("3 \\div 2", "unevaluated_arithmetic"),
+        ("-1 ÷ 2", "unevaluated_arithmetic"),
     ],
 )
 def test_not_final_forms(answer, issue):
