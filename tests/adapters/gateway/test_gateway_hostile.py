@@ -133,7 +133,7 @@ def test_another_clients_session_and_run_are_out_of_reach(guarded):
     error(httpx.post(base + "/completions", json=CALL, headers=ALICE), 409, "session_ended")
     store = guarded.gateway.store
     assert store.get(done["hash"]).run == "alice-run"
-    assert store.get(bobs["episode"]).run == "gateway:bob"
+    assert store.get(bobs["hash"]).run == "gateway:bob"
     clients = {e.trajectory.metadata["client"] for e in store.episodes(run="alice-run")}
     assert clients == {"alice"}
 
