@@ -5,12 +5,13 @@ produce it. :func:`expression_issues` parses one expression (LaTeX or plain, thr
 grader's converter :func:`rllm_envs.math._latex.to_python`) into an unevaluated :mod:`ast` tree
 and reports what is left to do, with these names:
 
-* ``"unevaluated_arithmetic"`` -- a division written with ``\div`` (or ``÷``), or an operation
-  between numbers that evaluates to a number written more simply: two numeric terms in one sum (``3+4``, ``\frac34 + \frac16``), two
-  numeric factors in one product (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms
-  (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero term or a factor 1, a double sign, the absolute
-  value of a constant, two radicals in one product, or any constant subexpression whose
-  value is rational but is not written as a rational number.
+* ``"unevaluated_arithmetic"`` -- a division written with ``\div`` (or ``÷``), or an
+  operation between numbers that evaluates to a number written more simply: two numeric terms
+  in one sum (``3+4``, ``\frac34 + \frac16``), two numeric factors in one product
+  (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero
+  term or a factor 1, a double sign, the absolute value of a constant, two radicals in one
+  product, or any constant subexpression whose value is rational but is not written as a
+  rational number.
 * ``"unevaluated_power"`` -- a constant base raised to an integer exponent (``2^{10}``,
   ``(1+\sqrt2)^2``, ``2^{-3}``), or an exponent 0 or 1. ``\pi^2`` stays: it is final.
 * ``"unevaluated_factorial"``, ``"unevaluated_binomial"`` -- ``5!``, ``\binom{5}{2}`` of numbers.
