@@ -75,3 +75,25 @@ def test_shapes_are_numbers_as_slots():
     assert shape_of("(3 + 4) * 2") == ("({} + {}) * {}", 3)
     assert shape_of("12") is None
     assert shape_of("yes") is None
+
+
+def test_the_surface_classifier_is_in_the_default_library():
+    assert any(isinstance(p, SurfaceClassifier) for p in DEGENERATE_POLICIES)
+
+
+#: Why fixed-shape is not in the default library yet (issue #25, open): Countdown-v1's default
+#: tasks keep a floor of draws a popular fixed operator shape solves.
+COUNTDOWN_FLOOR = (
+    "rllm/Countdown-v1: the most common shape of the oracle's answers, filled with the numbers "
+    "in order, solved 8/100 tasks against the random baseline's 1/100 (lower bound 0.046 > "
+    "0.044); Countdown's generator keeps fewer such draws at d1-d3 but not none"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=COUNTDOWN_FLOOR)
+def test_countdown_passes_the_fixed_shape_policy():
+    report = check_reward_hacking(
+        "rllm/Countdown-v1", policies=[FixedShape()], raise_on_failure=False
+    )
+    assert report.ok, str(report)
