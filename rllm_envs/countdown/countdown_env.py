@@ -83,7 +83,10 @@ class CountdownEnv(TextEnv):
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` an
     incorrect answer gets feedback and another try; the episode terminates on a correct
-    answer or after the last try. It never truncates.
+    answer or after the last try. It never truncates. Each try is another fixed shape for a
+    policy that does not search, so ``k`` tries of the most popular shapes solve about ``k``
+    times the single-shape share above (five shapes: 21% at difficulty 1, 9% at 2-3); the
+    ``value`` of a multi-try episode is only as hard to earn as ``max_turns`` allows.
 
     ## Information
     The common keys of :mod:`rllm_envs.core`, plus ``nums`` (``list[int]``), ``target``
