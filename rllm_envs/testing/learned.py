@@ -183,7 +183,7 @@ class SurfaceClassifier:
         labels = [_label(a) for _, a in records]
         counts = Counter(labels)
         classes = [a for a, _ in counts.most_common(_MAX_CLASSES)]
-        raw = {}
+        raw: dict[str, str] = {}
         for (_, answer), label in zip(records, labels, strict=True):
             raw.setdefault(label, answer)
         feats = [set(features(q)) for q, _ in records]
