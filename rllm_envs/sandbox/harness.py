@@ -871,21 +871,22 @@ def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any]) -> N
         _join_threads()  # as the interpreter does at exit: a program may work in a thread
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) and 0 < e.code < 256 else 1
-    except AssertionError as e:
-        if kind != "assert":
-            raise
-        _report(f"FAssertionError: {e}"[:500].encode("utf-8", "replace"))
-        status = 1
     except BaseException as e:
-        import linecache
-        import traceback
+        # A failed assert of an assert test is its verdict; any other exception (an assert
+        # of a stdin or functional program included: re-raised from here, it ran on in the
+        # executor's code in this process) is a runtime error with its traceback.
+        if kind == "assert" and isinstance(e, AssertionError):
+            _report(f"FAssertionError: {e}"[:500].encode("utf-8", "replace"))
+        else:
+            import linecache
+            import traceback
 
-        lines = spec["code"].splitlines(True)
-        linecache.cache["solution.py"] = (0, None, lines, "solution.py")
-        try:
-            traceback.print_exception(type(e), e, e.__traceback__)
-        except BaseException:
-            pass
+            lines = spec["code"].splitlines(True)
+            linecache.cache["solution.py"] = (0, None, lines, "solution.py")
+            try:
+                traceback.print_exception(type(e), e, e.__traceback__)
+            except BaseException:
+                pass
         status = 1
     for stream in (sys.stdout, sys.stderr):
         try:

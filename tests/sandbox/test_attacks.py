@@ -547,23 +547,131 @@ def test_env_step_with_many_descriptors(env_id, backend, many_fds, pool, monkeyp
     env.close()
 
 
-# Reads every readable mapping of its own process (directly: a test process is
-# non-dumpable, so /proc/self/mem is closed to it) and prints the secrets not its own.
+# Reads every readable byte of its own process and prints the secrets not its own. A test
+# process cannot read /proc/self/maps (Landlock) or /proc/self/mem (non-dumpable), so it finds
+# its mappings by bisecting the address space: mmap(MAP_FIXED_NOREPLACE) fails with EEXIST iff
+# a range holds a mapping, madvise(MADV_NORMAL) succeeds iff all of it is mapped; it copies
+# each mapping through write() into a memfd (an unreadable page is EFAULT, not a crash).
 SECRET_SCAN = r"""
-import ctypes, re, sys
+import ctypes, errno, os, re, sys
 own = sys.stdin.read()
 pattern = re.compile(rb'SECRET[0-9a-f]{32}')
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+libc.write.restype = ctypes.c_ssize_t
+PAGE = 4096
+def overlaps(lo, hi):
+    # MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
+    if libc.mmap(lo, hi - lo, 0, 0x22 | 0x4000 | 0x100000, -1, 0) == lo:
+        libc.munmap(lo, hi - lo)
+        return False
+    return ctypes.get_errno() == errno.EEXIST
+def regions(lo, hi, out):
+    if not overlaps(lo, hi):
+        return
+    if libc.madvise(lo, hi - lo, 0) == 0:
+        if out and out[-1][1] == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi])
+    elif hi - lo > PAGE:
+        mid = lo + (hi - lo) // 2 // PAGE * PAGE
+        regions(lo, mid, out)
+        regions(mid, hi, out)
+spans = []
+regions(0x10000, (1 << 47) - PAGE, spans)  # the top page is not for users
+fd = os.memfd_create('scan')
 found = set()
-with open('/proc/self/maps') as maps:
-    regions = [line.split() for line in maps]
-for fields in regions:
-    low, high = (int(x, 16) for x in fields[0].split('-'))
-    name = fields[5] if len(fields) > 5 else ''
-    if 'r' not in fields[1] or high - low > 1 << 28 or name.startswith(('[vvar', '[vsys')):
-        continue
-    found.update(pattern.findall(ctypes.string_at(low, high - low)))
+for lo, hi in spans:
+    pos = lo
+    while pos < hi:
+        n = libc.write(fd, pos, min(hi - pos, 1 << 22))
+        if n <= 0:
+            pos += PAGE
+            continue
+        found.update(pattern.findall(os.pread(fd, n, 0)))
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, 0)
+        pos += n - 64 if n > 64 and pos + n < hi else n
+assert len(spans) >= 3, spans  # the binary, its heap, libraries, the stack
 print(sorted(x.decode() for x in found if x.decode() not in own))
 """
+
+#: The same scan as a C++ program (its process after ``execve``: the binary's memory only).
+SECRET_SCAN_CPP = r"""
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+static const unsigned long PAGE = 4096;
+static std::vector<std::pair<unsigned long, unsigned long>> spans;
+static bool overlaps(unsigned long lo, unsigned long hi) {
+    void* p = mmap((void*)lo, hi - lo, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | 0x100000, -1, 0);
+    if (p == (void*)lo) { munmap(p, hi - lo); return false; }
+    return errno == EEXIST;
+}
+static void regions(unsigned long lo, unsigned long hi) {
+    if (!overlaps(lo, hi)) return;
+    if (madvise((void*)lo, hi - lo, MADV_NORMAL) == 0) {
+        if (!spans.empty() && spans.back().second == lo) spans.back().second = hi;
+        else spans.push_back({lo, hi});
+    } else if (hi - lo > PAGE) {
+        unsigned long mid = lo + (hi - lo) / 2 / PAGE * PAGE;
+        regions(lo, mid);
+        regions(mid, hi);
+    }
+}
+static char buf[1 << 22];
+int main() {
+    char own[64] = {0};
+    if (scanf("%63s", own) != 1) return 1;
+    regions(0x10000, (1UL << 47) - PAGE);
+    int fd = memfd_create("scan", 0), found = 0;
+    for (auto [lo, hi] : spans) {
+        unsigned long pos = lo;
+        while (pos < hi) {
+            ssize_t n = write(fd, (void*)pos, std::min(hi - pos, (unsigned long)sizeof buf));
+            if (n <= 0) { pos += PAGE; continue; }
+            n = pread(fd, buf, n, 0);
+            if (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET)) return 1;
+            for (ssize_t p = 0; p + 38 <= n; p++) {
+                if (memcmp(buf + p, "SECRET", 6) || !memcmp(buf + p, own, 38)) continue;
+                bool hex = true;
+                for (int k = 6; k < 38; k++) hex = hex && isxdigit((unsigned char)buf[p + k]);
+                found += hex;
+            }
+            pos += (n > 64 && pos + n < hi) ? n - 64 : n;
+        }
+    }
+    if (spans.size() < 3) return 2;
+    if (found) printf("%d\n", found); else printf("[]\n");
+}
+"""
+
+
+def test_the_memory_scans_find_a_planted_secret(backend):
+    """The scans see a process's memory without /proc: a secret placed in it is found."""
+    own = TestCase(f"SECRET{secrets.token_hex(16)}\n", "[]\n")
+    planted = "blob = bytearray(b'SECRET' + b'abcdef' * 5 + b'ab')\n" + SECRET_SCAN
+    result = judge(planted, [own], backend=backend)
+    assert result.results[0].output.strip() == f"['SECRET{'abcdef' * 5}ab']", result.results[0]
+    cpp = SECRET_SCAN_CPP.replace(
+        "static char buf",
+        'volatile char planted[40] = "SECRETabcdefabcdefabcdefabcdefabcdefab";\nstatic char buf',
+    )
+    result = judge(cpp, [own], language="cpp", backend=backend)
+    assert result.results[0].output.strip() == "1", result.results[0]
 
 
 def test_no_test_holds_another_tests_input(backend, warm):
@@ -572,22 +680,9 @@ def test_no_test_holds_another_tests_input(backend, warm):
     tests = [TestCase(s + "\n", "[]\n") for s in secrets_]
     result = judge(SECRET_SCAN, tests, backend=backend, warm=warm, stop_on_failure=False)
     assert result.verdicts == ["AC"] * 4, [r.output for r in result.results]
-    cpp = (
-        "#include <cstdio>\n#include <cstring>\n#include <cctype>\n"
-        'int main(){ char own[64] = {0}; scanf("%63s", own); int found = 0;\n'
-        ' FILE* maps = fopen("/proc/self/maps", "r"); char line[512];\n'
-        " while (fgets(line, sizeof line, maps)) {\n"
-        "  unsigned long lo, hi; char perms[8];\n"
-        '  if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3) continue;\n'
-        '  if (perms[0] != \'r\' || strstr(line, "[vvar") || strstr(line, "[vsyscall")) continue;\n'
-        "  const char* m = (const char*)lo;\n"
-        "  for (unsigned long p = 0; p + 38 <= hi - lo; p++) {\n"
-        '   if (memcmp(m + p, "SECRET", 6) || !memcmp(m + p, own, 38)) continue;\n'
-        "   bool hex = true; for (int k = 6; k < 38; k++) hex = hex && isxdigit(m[p + k]);\n"
-        "   found += hex; } }\n"
-        ' if (found) printf("%d\\n", found); else printf("[]\\n"); }\n'
+    result = judge(
+        SECRET_SCAN_CPP, tests, language="cpp", backend=backend, warm=warm, stop_on_failure=False
     )
-    result = judge(cpp, tests, language="cpp", backend=backend, warm=warm, stop_on_failure=False)
     assert result.verdicts == ["AC"] * 4, [r.output for r in result.results]
 
 

@@ -152,6 +152,17 @@ def test_without_landlock_the_executor_falls_back_and_the_host_warns_once(monkey
         landlock.warn_unavailable()  # once
 
 
+def test_an_assert_in_a_stdin_program_is_a_runtime_error_of_its_own(backend):
+    """Found with this round's scans: a failed ``assert`` of a stdin or functional program
+    was re-raised out of the test's body and ran on in the executor's code in the test
+    process (a traceback of the harness, "Bad file descriptor", after the program's)."""
+    code = "x = int(input())\nassert x == 2, 'boom'\nprint(x)\n"
+    result = judge(code, [TestCase("1\n", "1\n")], backend=backend)
+    error = result.results[0].error or ""
+    assert result.verdicts == ["RE"] and error.rstrip().endswith("AssertionError: boom"), error
+    assert "During handling" not in error and "Bad file descriptor" not in error, error
+
+
 # ------------------------------------------------------------ F2: the binary is sealed
 
 _REWRITE = r"""

