@@ -206,6 +206,7 @@ class Gateway:
             clients=list(config.api_keys) if config.auth_required else None,
             max_calls=config.max_calls_per_session,
             max_bytes=config.max_session_bytes,
+            max_bytes_per_client=config.max_bytes_per_client,
             claims_path=None if config.store is None else config.store + ".runs.json",
         )
         # Scorers run on their own bounded pool (a slow scoring holds up no store, no other

@@ -76,8 +76,10 @@ class GatewayConfig:
             so that no one client can take every session.
         max_calls_per_session: Calls one session may record (409 above): a session's record
             stays bounded in memory until its reward.
-        max_session_bytes: Request bytes one session may record over all its calls (409
-            above).
+        max_session_bytes: Bytes one session may record over all its calls: its requests
+            and its recorded ids and logprobs (``sessions.ID_BYTES`` each) (409 above).
+        max_bytes_per_client: Bytes one client's open sessions may hold in all, counted as
+            for ``max_session_bytes`` (429 ``client_full`` above; ``None``: no such bound).
         scorers: ``{env id: gym.make kwargs}`` of the envs a reward may be scored by
             (``{"env": id}``). Fixed by the operator at start: a client names one of these and a
             task of its source (``seed`` or ``index``), never kwargs, options, task records or
@@ -128,6 +130,7 @@ class GatewayConfig:
     max_in_flight_per_client: int | None = None
     max_calls_per_session: int = 1024
     max_session_bytes: int = 64 * 2**20
+    max_bytes_per_client: int | None = 2**30
     scorers: dict[str, dict[str, Any]] = field(default_factory=dict)
     scoring_threads: int = 2
     max_scoring_per_client: int = 2
@@ -196,6 +199,7 @@ class GatewayConfig:
             "max_sessions_per_client": self.max_sessions_per_client,
             "max_in_flight_per_client": self.max_in_flight_per_client,
             "max_connections": self.max_connections,
+            "max_bytes_per_client": self.max_bytes_per_client,
         }
         for name, bound in optional.items():
             if bound is not None and bound <= 0:

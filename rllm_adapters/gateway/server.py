@@ -287,6 +287,12 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument("--rate-limit", type=float, help="requests/s per client")
     parser.add_argument("--session-idle", type=float, help="store sessions idle this long (s)")
     parser.add_argument(
+        "--max-client-bytes",
+        type=int,
+        default=2**30,
+        help="bytes one client's open sessions may record in all (0: no bound)",
+    )
+    parser.add_argument(
         "--max-sessions-per-client",
         type=int,
         default=1024,
@@ -337,6 +343,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         rate_limit_rps=args.rate_limit,
         session_idle_s=args.session_idle,
         max_sessions_per_client=args.max_sessions_per_client,
+        max_bytes_per_client=args.max_client_bytes or None,
         max_in_flight_per_client=args.max_in_flight_per_client,
         max_sessions=args.max_sessions,
         scorers=_scorers(args.scorer),

@@ -413,6 +413,7 @@ class SessionRegistry:
         max_calls: int = 1024,
         max_bytes: int = 64 * 2**20,
         claims_path: str | Path | None = None,
+        max_bytes_per_client: int | None = None,
     ) -> None:
         self.store = store
         self.run = run
@@ -435,6 +436,9 @@ class SessionRegistry:
         self.run_owners: dict[str, str] = {self.default_run(c) or "": c for c in self.clients}
         self.max_calls = max_calls
         self.max_bytes = max_bytes
+        self.max_bytes_per_client = max_bytes_per_client
+        #: Bytes recorded in each client's open sessions (what ``max_bytes_per_client`` bounds).
+        self._bytes_by_owner: collections.Counter[str] = collections.Counter()
         self.claims_path = None if claims_path is None else Path(claims_path)
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
@@ -713,9 +717,17 @@ class SessionRegistry:
         if session.record_bytes + size > self.max_bytes:
             raise SessionError(
                 409,
-                f"Session {session.id!r} would record over {self.max_bytes} request bytes: "
+                f"Session {session.id!r} would record over {self.max_bytes} bytes: "
                 "send its reward and open another session.",
                 "session_full",
+            )
+        cap = self.max_bytes_per_client
+        if cap is not None and self._bytes_by_owner[session.owner] + size > cap:
+            raise SessionError(
+                429,
+                f"This client's open sessions hold {cap} recorded bytes, its limit: send "
+                "their rewards first.",
+                "client_full",
             )
 
     def record(self, session: Session, call: Call, size: int = 0) -> None:
@@ -739,6 +751,8 @@ class SessionRegistry:
         held = len(call.prompt_ids) + len(call.completion_ids) + len(call.logprobs)
         session.calls.append(call)
         session.record_bytes += size + ID_BYTES * held
+        if self.sessions.get((session.owner, session.id)) is session:  # still open
+            self._bytes_by_owner[session.owner] += size + ID_BYTES * held
         session.last_used = time.monotonic()
         self.recorded_calls += 1
         self.client_counts[session.owner]["recorded_calls"] += 1
@@ -803,6 +817,9 @@ class SessionRegistry:
                 self._open_by_owner[session.owner] -= 1
                 if not self._open_by_owner[session.owner]:
                     del self._open_by_owner[session.owner]
+                self._bytes_by_owner[session.owner] -= session.record_bytes
+                if self._bytes_by_owner[session.owner] <= 0:
+                    del self._bytes_by_owner[session.owner]
             ended = self.ended[session.owner]
             ended[session.id] = None
             while len(ended) > self.max_sessions:

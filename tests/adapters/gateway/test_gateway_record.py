@@ -480,6 +480,28 @@ def test_what_a_call_holds_in_memory_counts_against_its_sessions_bound(tmp_path)
         app.__exit__(None, None, None)
 
 
+def test_a_clients_open_sessions_hold_a_bounded_record_in_all(tmp_path):
+    """s11 att29 F7: 1024 sessions of 64 MiB each were ~160 GB for one client key."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, max_bytes_per_client=20_000)
+    try:
+        ids = {**CALL, "prompt": list(range(1000, 1300))}  # about 13 kB held per call
+        first, second, third = (
+            app.post("/sessions", json={}, headers=ALICE).json()["session_id"] for _ in range(3)
+        )
+        assert app.post(f"/sessions/{first}/v1/completions", json=ids, headers=ALICE).is_success
+        assert app.post(f"/sessions/{second}/v1/completions", json=ids, headers=ALICE).is_success
+        r = app.post(f"/sessions/{third}/v1/completions", json=ids, headers=ALICE)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "client_full"
+        # Bob's own budget is untouched; a reward frees Alice's.
+        bob = app.post("/sessions", json={}, headers=BOB).json()["session_id"]
+        assert app.post(f"/sessions/{bob}/v1/completions", json=ids, headers=BOB).is_success
+        assert app.post(f"/sessions/{first}/reward", json={"reward": 0}, headers=ALICE).is_success
+        assert app.post(f"/sessions/{third}/v1/completions", json=ids, headers=ALICE).is_success
+    finally:
+        app.__exit__(None, None, None)
+
+
 # ---------------------------------------- F13: a waiting reward does not poll
 
 
