@@ -206,7 +206,8 @@ class Gateway:
             clients=list(config.api_keys) if config.auth_required else None,
             max_calls=config.max_calls_per_session,
             max_bytes=config.max_session_bytes,
-            max_bytes_per_client=config.max_bytes_per_client,
+            # Clients with keys only: a local trainer's own sessions are bounded one by one.
+            max_bytes_per_client=config.max_bytes_per_client if config.auth_required else None,
             claims_path=None if config.store is None else config.store + ".runs.json",
         )
         # Scorers run on their own bounded pool (a slow scoring holds up no store, no other

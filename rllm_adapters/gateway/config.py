@@ -80,6 +80,8 @@ class GatewayConfig:
             and its recorded ids and logprobs (``sessions.ID_BYTES`` each) (409 above).
         max_bytes_per_client: Bytes one client's open sessions may hold in all, counted as
             for ``max_session_bytes`` (429 ``client_full`` above; ``None``: no such bound).
+            Applies to clients with keys (``api_keys``); a gateway without keys has one
+            local client, bounded by ``max_session_bytes`` per session.
         scorers: ``{env id: gym.make kwargs}`` of the envs a reward may be scored by
             (``{"env": id}``). Fixed by the operator at start: a client names one of these and a
             task of its source (``seed`` or ``index``), never kwargs, options, task records or
