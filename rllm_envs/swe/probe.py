@@ -574,7 +574,7 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 #: the host holds): ``"in"`` / ``"not in"`` (a substring), ``"search"`` (``re.search`` of a
 #: pattern without repetition, ``match=`` of ``pytest.raises``). The probe names the check
 #: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
-PREDICATES = ("in", "not in", "search", "near")
+PREDICATES = ("in", "not in", "search", "near", "order", "truthy", "falsy")
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
 )
@@ -870,6 +870,23 @@ def _identity(test: ast.Compare, probe: _Probe) -> list[_Check]:
     return found
 
 
+def _none_check(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
+    """``x is None`` / ``x is not None``: the bool ``x is None`` (``is`` cannot be faked).
+
+    Not ``x`` itself: a value with a timestamp or an id never repeats the reference's.
+    """
+    if len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+        return None
+    left, right = test.left, test.comparators[0]
+    for computed, other in ((left, right), (right, left)):
+        if isinstance(other, ast.Constant) and other.value is None and not _expected(computed):
+            checks = _value(computed, probe)
+            if len(checks) == 1 and checks[0].value is computed:
+                return [_Check(ast.Compare(computed, [ast.Is()], [ast.Constant(None)]))]
+            return checks
+    return None
+
+
 def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     """The computed values a check of ``test`` depends on."""
     if isinstance(test, ast.Compare):
@@ -879,13 +896,27 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
         member = _membership(test, probe)
         if member is not None:
             return member
+        none = _none_check(test, probe)
+        if none is not None:
+            return none
         return _pick([test.left, *test.comparators], probe) + _identity(test, probe)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _observed(test.operand, probe)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [e for v in test.values for e in _observed(v, probe)]
     if isinstance(test, ast.Call) and _dotted(test.func) in ("isinstance", "issubclass"):
-        return _value(test.args[0], probe) if test.args else []
+        if not test.args:
+            return []
+        checks = _value(test.args[0], probe)
+        if (
+            _dotted(test.func) == "isinstance"
+            and len(checks) == 1
+            and checks[0].value is test.args[0]
+        ):
+            # Only the type is checked: observe the type (a value with a timestamp or an id
+            # never repeats the reference's; ``type()`` cannot be faked by ``__class__``).
+            return [_Check(ast.Call(ast.Name("type", ast.Load()), [test.args[0]], []))]
+        return checks
     close = _isclose(test)
     if close is not None:
         return [_Check(c.value, c.approx or close[1]) for c in _value(close[0], probe)]
@@ -928,11 +959,25 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
     if deviation is not None:
         return deviation
     near = _near(test, probe) if not probe.negated else None
+    if near is None and not probe.negated:
+        near = _order(test, probe)
     if near is not None:
         return _observe([near], at)
     comprehension = _aggregate(test)
     if comprehension is None:
-        return _observe(_observed(test, probe), at)
+        checks = _observed(test, probe)
+        if (
+            len(checks) == 1
+            and checks[0].value is test
+            and checks[0].approx is None
+            and checks[0].host is None
+            and not checks[0].unordered
+            and not isinstance(test, (ast.Compare, ast.BoolOp, ast.UnaryOp))
+        ):
+            # ``assert jitter()``: the test asks only for truthiness; the host decides it from
+            # the observed value (a clock or random value never repeats the reference's).
+            checks[0].host = ("falsy" if probe.negated % 2 else "truthy", "")
+        return _observe(checks, at)
     body = _statements(comprehension.elt, probe, at)
     for generator in reversed(comprehension.generators):
         for condition in reversed(generator.ifs):
@@ -944,6 +989,39 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
             loop = ast.For(generator.target, generator.iter, body, [])
         body = [ast.copy_location(loop, at)]
     return body
+
+
+_ORDER_OPS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.NotEq: "!="}
+
+
+def _order(test: ast.expr, probe: _Probe) -> _Check | None:
+    """``stamp() > 0``, ``0 <= ratio()``: one computed number ordered against a number literal.
+
+    The value is observed and the host checks the test's own comparison on it (an
+    ``"order"`` predicate), not equality with the reference's value (a clock, a random draw
+    or an id never repeats it). ``None``: not this shape.
+    """
+    import json
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    op = _ORDER_OPS.get(type(test.ops[0]))
+    if op is None:
+        return None
+    left, right = test.left, test.comparators[0]
+    flipped = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "!=": "!="}
+    for computed, other, how in ((left, right, op), (right, left, flipped[op])):
+        value = _number(other) if isinstance(other, (ast.Constant, ast.UnaryOp)) else None
+        if value is None or not math.isfinite(value) or _expected(computed):
+            continue
+        if not _expected(other):
+            continue
+        checks = _value(computed, probe)
+        if len(checks) != 1 or checks[0].value is not computed or checks[0].approx is not None:
+            return None
+        _drop(other)
+        return _Check(computed, host=("order", json.dumps([how, value])))
+    return None
 
 
 def _near(test: ast.expr, probe: _Probe) -> _Check | None:
@@ -1204,7 +1282,11 @@ class _Probe(ast.NodeTransformer):
         # ``if bad: raise ...`` in a test is ``assert not bad``.
         if self.in_test and not node.orelse and _fails(node.body, self.raises_names):
             test = self.visit(node.test)
-            return _statements(test, self, node)
+            self.negated += 1  # the check is that ``test`` does not hold
+            try:
+                return _statements(test, self, node)
+            finally:
+                self.negated -= 1
         self.generic_visit(node)
         return node
 
@@ -1552,9 +1634,10 @@ def same(
             return False
         if _holds(predicates, expected[1], actual[2]):
             return True
-        if _is_near(predicates, expected[1]):
-            # The test's own tolerance around its literal decides (never the reference's
-            # value: the unchanged code may sit in the band around it).
+        if _decides(predicates, expected[1], actual[2]):
+            # The test's own check decides (a tolerance around its literal, an order, a
+            # truth value): never equality with the reference's value, which the unchanged
+            # code may sit near, or which a clock or random value never repeats.
             return False
         return same(expected[2], actual[2], depth + 1, tolerance, predicates)
     if tag == "approx" and len(expected) == 3:
@@ -1592,8 +1675,64 @@ def same(
 _REPEATS = frozenset("*+?{\\")
 
 
-def _is_near(predicates: Sequence[tuple[str, str]], index: Any) -> bool:
-    return type(index) is int and 0 <= index < len(predicates) and predicates[index][0] == "near"
+#: Observation kinds whose truth value the host knows.
+_TRUTHY_KINDS = frozenset({"bool", "int", "float", "str", "bytes", "list", "tuple", "dict", "none"})
+
+
+def _decides(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> bool:
+    """Whether host check ``predicates[index]`` alone decides observation ``value``."""
+    if type(index) is not int or not 0 <= index < len(predicates):
+        return False
+    kind = predicates[index][0]
+    if not (isinstance(value, list) and value):
+        return False
+    if kind in ("near", "order"):
+        return value[0] in ("int", "float")
+    if kind in ("truthy", "falsy"):
+        return value[0] in _TRUTHY_KINDS
+    return False
+
+
+def _truth(value: list[Any]) -> bool | None:
+    kind = value[0]
+    if kind == "none":
+        return False
+    if len(value) != 2:
+        return None
+    data = value[1]
+    if kind == "bool":
+        return data is True
+    if kind in ("int", "float"):
+        try:
+            return bool(_parse_number(data))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    if kind in ("str", "bytes", "list", "tuple", "dict"):
+        return len(data) > 0 if isinstance(data, (str, list)) else None
+    return None
+
+
+def _order_holds(rule_text: str, value: Any) -> bool:
+    import json
+    import operator
+
+    if not (isinstance(value, list) and len(value) == 2 and value[0] in ("int", "float")):
+        return False
+    try:
+        how, bound = json.loads(rule_text)
+        got = _parse_number(value[1])
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return False
+    compare = {
+        ">": operator.gt,
+        ">=": operator.ge,
+        "<": operator.lt,
+        "<=": operator.le,
+        "!=": operator.ne,
+    }.get(how)
+    if compare is None or type(bound) not in (int, float):
+        return False
+    return bool(compare(got, bound))
 
 
 def _near_holds(rule_text: str, value: Any) -> bool:
@@ -1627,6 +1766,11 @@ def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> boo
         return False
     if predicates[index][0] == "near" and type(predicates[index][1]) is str:
         return _near_holds(predicates[index][1], value)
+    if predicates[index][0] == "order" and type(predicates[index][1]) is str:
+        return _order_holds(predicates[index][1], value)
+    if predicates[index][0] in ("truthy", "falsy"):
+        truth = _truth(value) if isinstance(value, list) and value else None
+        return truth is not None and truth == (predicates[index][0] == "truthy")
     if not (isinstance(value, list) and len(value) == 2 and value[0] == "str"):
         return False
     text = value[1]

@@ -409,3 +409,67 @@ def test_every_seeded_bug_gets_hidden_cases_beyond_the_issues_example():
                 short += len(cases) < CASES_PER_BUG
     assert short <= 2
     assert len({code for s in range(30) for code, _ in _cases("shop", 8, s)}) >= 3
+
+
+# --------------------------------------------------------------------------------- N1
+
+_NONDET_BUG = (
+    "def stamp():\n    return 0.0\n\n\ndef new_id():\n    return None\n\n\n"
+    "def jitter():\n    return 0\n\n\ndef make_event(name):\n    return None\n"
+)
+_NONDET_FIX = (
+    "import random\nimport time\nimport uuid\n\n\ndef stamp():\n    return time.time()\n\n\n"
+    "def new_id():\n    return uuid.uuid4().hex\n\n\ndef jitter():\n"
+    "    return random.random() + 1\n\n\nclass Event:\n    def __init__(self, name):\n"
+    "        self.name = name\n        self.created = time.time()\n\n\n"
+    "def make_event(name):\n    return Event(name)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "assert stamp() > 0",
+        "assert 0 < stamp()",
+        "assert isinstance(new_id(), str)",
+        "assert new_id() is not None",
+        "assert jitter()",
+        "assert make_event('a') is not None",
+    ],
+)
+def test_a_weak_check_of_a_value_that_changes_run_to_run_is_decided_by_what_it_asks(check):
+    """N1: the probe observed the raw value (a clock, a uuid, a random draw), which never
+    repeats the reference's: the oracle scored 0 with trust ``host``."""
+    from .test_attacks_s8 import _run
+    from .test_verdict_gaps import _task
+
+    tests = "from ev.core import stamp\n\n\ndef test_callable():\n    assert callable(stamp)\n"
+    hidden = (
+        f"\n\nfrom ev.core import jitter, make_event, new_id\n\n\ndef test_weak():\n    {check}\n"
+    )
+    task = _task("ev", "core", _NONDET_BUG, _NONDET_FIX, tests, hidden)
+    reward, info = _run(task, oracle=True, warm=False)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    reward, info = _run(task, warm=False)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
+
+
+def test_host_checks_of_order_and_truth_follow_the_tests_semantics():
+    from rllm_envs.swe.probe import probe_module, same
+
+    found = probe_module(
+        "from m import f\n\n\ndef test_a():\n    assert f(1) >= 2\n    assert not f(2)\n"
+        "    if f(3) > 5:\n        raise AssertionError\n"
+    )
+    predicates = found.predicates
+    assert [p[0] for p in predicates] == ["order", "falsy"]
+    assert "5" not in found.text.split("def test_a")[1] or "observe(f(3))" in found.text
+    reference = ["host", 0, ["int", "7"]]
+    assert same(reference, ["host", 0, ["int", "2"]], predicates=predicates)
+    assert not same(reference, ["host", 0, ["int", "1"]], predicates=predicates)
+    assert not same(reference, ["host", 0, ["bool", True]], predicates=predicates)
+    falsy = ["host", 1, ["list", []]]
+    assert same(falsy, ["host", 1, ["str", ""]], predicates=predicates)
+    assert not same(falsy, ["host", 1, ["int", "3"]], predicates=predicates)
+    # An object the host cannot judge is compared with the reference's, as before.
+    assert not same(falsy, ["host", 1, ["object", "m.Thing"]], predicates=predicates)
