@@ -64,6 +64,7 @@ from rllm_envs.testing.hacking import (
     math_spans,
     mean_bounds,
     partly_evaluate,
+    perturbed_echo_family,
     shotgun_family,
     wilson_interval,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "math_spans",
     "mean_bounds",
     "partly_evaluate",
+    "perturbed_echo_family",
     "shotgun_family",
     "SurfaceClassifier",
     "wilson_interval",

@@ -29,11 +29,14 @@ episodes, finds the reference answer in the oracle's final action (``\boxed{5}``
 the constant policies draw from and the actions the replay policy repeats; a policy never
 sees its own task's answer.
 
-Four families widen the library (:class:`PolicyFamily`, each member named and judged on its
+Five families widen the library (:class:`PolicyFamily`, each member named and judged on its
 own): ``literal`` (letters A-E and a-e, digits, yes/no/true/false, -1, empty-ish constants,
 NaN and infinities), ``echo`` (the 1st-3rd and last-3rd-last number, token, word and line of
-the observation), ``keywords`` (reasoning words with a wrong, empty or no answer, long or
-repeated), each in the env's format, bare, boxed and tagged, and ``shotgun`` (many answers at
+the observation), ``echo-perturbed`` (the question, the observation and its first and last
+line with a zero-width space, non-breaking spaces, upper case, a character dropped, or cut
+to half its words: an exact-echo filter does not stop them), ``keywords`` (reasoning words
+with a wrong, empty or no answer, long or repeated), each in the env's format, bare, boxed
+and tagged (``echo-perturbed``: the env's format and bare), and ``shotgun`` (many answers at
 once: every answer seen, each written as an answer, or the small integers in one answer; one
 huge answer). A member whose action is the oracle's answer on a few of the episodes the check
 has read plays the full run at once; any other first plays a screen of its own episodes and
@@ -95,6 +98,7 @@ __all__ = [
     "mean_bounds",
     "math_spans",
     "partly_evaluate",
+    "perturbed_echo_family",
     "shotgun_family",
     "wilson_interval",
 ]
@@ -720,6 +724,104 @@ def echo_family(
     )
 
 
+#: Where the perturbed-echo family reads its text: the question, the observation without its
+#: trailing instructions, and that observation's first and last line.
+PERTURBED_SOURCES: tuple[str, ...] = ("question", "body", "first-line", "last-line")
+#: How it perturbs the text: an invisible character inserted, the spaces made non-breaking,
+#: upper case, one character dropped at either end, and each half of its words.
+PERTURBATIONS: dict[str, str] = {
+    "zero-width": "with a zero-width space after its first character",
+    "nbsp": "with every space made non-breaking",
+    "upper": "in upper case",
+    "drop-first": "without its first character",
+    "drop-last": "without its last character",
+    "first-half": "cut to the first half of its words",
+    "second-half": "cut to the second half of its words",
+}
+_FIX_PERTURBED_ECHO = (
+    _FIX_ECHO + " An exact-echo filter is not enough: compare on a normalised key (NFKC, "
+    "format characters such as U+200B removed, case and whitespace folded) and refuse an answer "
+    "that holds most of the question's words, not only the question whole, or grade the answer "
+    "whole instead of searching it for the reference."
+)
+
+
+def _perturbed_source(ctx: HackContext, source: str) -> str:
+    if source == "question":
+        return _question(ctx)
+    body = _body(ctx)
+    if source == "body":
+        return body
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    return lines[0] if source == "first-line" else lines[-1]
+
+
+def _perturb(text: str, how: str) -> str | None:
+    if how == "zero-width":
+        return text[:1] + "\u200b" + text[1:]
+    if how == "nbsp":
+        return text.replace(" ", "\u00a0") if " " in text else None
+    if how == "upper":
+        upper = text.upper()
+        return upper if upper != text else None
+    if how == "drop-first":
+        return text[1:] if len(text) > 1 else None
+    if how == "drop-last":
+        return text[:-1] if len(text) > 1 else None
+    words = text.split(" ")
+    if len(words) < 2:
+        return None
+    half = len(words) // 2
+    return " ".join(words[:half] if how == "first-half" else words[half:])
+
+
+def _perturbed_echo(source: str, how: str, fmt: str) -> Callable[[HackContext], str | None]:
+    write = _FORMATS[fmt][1]
+
+    def act(ctx: HackContext) -> str | None:
+        text = _perturbed_source(ctx, source)
+        changed = _perturb(text, how) if text else None
+        return None if not changed else write(ctx, changed)
+
+    act.__qualname__ = f"echo_perturbed_{source}_{how}_{fmt or 'answer'}"
+    return act
+
+
+def perturbed_echo_family(
+    sources: Sequence[str] = PERTURBED_SOURCES,
+    perturbations: Sequence[str] = tuple(PERTURBATIONS),
+    formats: Sequence[str] = ("", "bare"),
+) -> PolicyFamily:
+    """The question, observation or one of its lines echoed with a small change.
+
+    An env that refuses an exact echo of the question but pays an answer that *contains* the
+    reference is beaten by an echo one invisible character away (issue #25: a zero-width
+    space after the first character won 200 of 200 episodes of such an env that the verbatim
+    echoes passed). Each text of :data:`PERTURBED_SOURCES`, changed as each of
+    :data:`PERTURBATIONS` says (invisible characters, whitespace, case, a character dropped,
+    half of it), in the env's answer format and bare. Members are named
+    ``echo-perturbed-<source>-<perturbation>[-bare]``
+    (``echo-perturbed-question-zero-width``).
+    """
+    members = tuple(
+        DegeneratePolicy(
+            f"echo-perturbed-{source}-{how}{'-' + fmt if fmt else ''}",
+            f"the {source.replace('-', ' ')} of the observation {PERTURBATIONS[how]}, "
+            f"{_FORMATS[fmt][0]}",
+            _FIX_PERTURBED_ECHO,
+            _perturbed_echo(source, how, fmt),
+        )
+        for source in sources
+        for how in perturbations
+        for fmt in formats
+    )
+    return PolicyFamily(
+        "echo-perturbed", "the question or a line of it echoed with a small change", members
+    )
+
+
 #: The shotgun's listings: integers from 0 up to these, one answer per integer (each in the
 #: answer format) and all in one answer (substrings of the latter cover every number of up to
 #: four digits).
@@ -923,7 +1025,11 @@ class LeakScan:
     feedback. After it, the agent's own answer was right in one run only: an env whose
     feedback is on the agent's own attempt ends the episode on a right answer (so only wrong
     answers get feedback, which the echoes above read) and shows nothing more; one that lets
-    an agent play on told it whether its answer is right. An observation that states each
+    an agent play on told it whether its answer is right. Where the agent plays on after a
+    wrong answer, each seed is also played twice with another oracle episode's final answer
+    (wrong under both references) every turn: feedback to it that differs ("too high" / "too
+    low", a distance, digits right) carries the reference, and a blind search that follows it
+    wins without reading the task. An observation that states each
     reference itself (answer options) is left to the echoes. Where the probe cannot run -- no
     task record, no reference field, ``options={"task": ...}`` refused, or a change of the
     fields that does not change the grade of the oracle's answer -- its result says
@@ -1247,6 +1353,7 @@ DEGENERATE_POLICIES: tuple[HackPolicy | PolicyFamily | LeakScan, ...] = (
     ),
     literal_family(),
     echo_family(),
+    perturbed_echo_family(),
     keyword_family(),
     shotgun_family(),
     SurfaceClassifier(),
@@ -2518,10 +2625,12 @@ def _probe_play(
     agent: str | None,
     task: Mapping[str, Any],
     seed: int,
-    own: str,
+    own: str | Sequence[str],
     others: dict[tuple[int, str], str] | None,
 ) -> tuple[list[_View], bool, dict[tuple[int, str], str]]:
     """One probe episode on ``task``: the agent repeats ``own``; the others play ``others``.
+
+    ``own`` is one action, sent every turn, or several, sent in turn (cycling).
 
     ``others`` (``None``: record them) are the other agents' actions by (step, agent): the
     scripted oracle's on the first run, replayed word for word on the second. Returns every
@@ -2530,11 +2639,13 @@ def _probe_play(
     """
     options = {"task": dict(task)}
     views: list[_View] = []
+    mine_in_turn = (own,) if isinstance(own, str) else tuple(own)
     if isinstance(game, _Single):
         obs, info = game.env.reset(seed=seed, options=options)
         views.append(_View(0, str(obs), _flat(info), 0.0))
         for turn in range(MAX_DEGENERATE_TURNS):
-            obs, reward, terminated, truncated, info = game.env.step(own)
+            action = mine_in_turn[turn % len(mine_in_turn)]
+            obs, reward, terminated, truncated, info = game.env.step(action)
             if terminated or truncated:
                 return views, bool(game.success(info)), {}
             views.append(_View(turn + 1, str(obs), _flat(info), float(reward)))
@@ -2555,7 +2666,7 @@ def _probe_play(
             if not infos[a].get("acting", True):
                 continue
             if a == agent:
-                actions[a], mine = own, mine + 1
+                actions[a], mine = mine_in_turn[mine % len(mine_in_turn)], mine + 1
             elif others is None:
                 actions[a] = recorded[(step, a)] = oracle(env, a)
             else:
@@ -2587,6 +2698,19 @@ def _differences(a: Sequence[_View], b: Sequence[_View]) -> list[tuple[int, str,
     return found
 
 
+def _signals(
+    a: Sequence[_View], b: Sequence[_View], refs: Sequence[str]
+) -> list[tuple[int, str, str, str]]:
+    """:func:`_differences` of two probe runs that may be a signal of the reference."""
+    return [
+        d
+        for d in _differences(a, b)
+        # The observation stating each reference itself (answer options, or a leak the echo
+        # families read) is the scan's business, not a correctness signal.
+        if not (d[1] == "observation" and _states(d[2], refs[0]) and _states(d[3], refs[1]))
+    ]
+
+
 _FIX_REFERENCE_BLIND = (
     "keep grading away from an agent that still plays: nothing it is shown before it acts, and "
     "no answer of its but its last, may depend on the reference answer -- no is_correct, score, "
@@ -2594,6 +2718,27 @@ _FIX_REFERENCE_BLIND = (
     "observation or reward until the step at which its own episode ends (send them with that "
     "step; rllm_envs.multiagent.MultiAgentTextEnv.grading_info_keys does this for a family)."
 )
+
+
+#: Wrong answers the reference probe cycles through, one a turn (other oracle episodes' final
+#: answers): feedback that tells a direction differs under two references only for a wrong
+#: answer between them, so one fixed wrong answer often misses it.
+PROBE_WRONG_ANSWERS = 8
+
+
+def _wrong_answers(
+    known: Sequence[EpisodeMemory], this: EpisodeMemory, refs: Sequence[str]
+) -> tuple[str, ...]:
+    """Other oracle episodes' final answers that are neither of ``refs`` (distinct ones)."""
+    found: dict[str, None] = {}
+    for other in known:
+        if len(found) >= PROBE_WRONG_ANSWERS:
+            break
+        if other is this or other.reference is None:
+            continue
+        if not any(_same_answer(other.reference, ref) for ref in refs):
+            found[other.actions[-1]] = None
+    return tuple(found)
 
 
 def _reference_probe(
@@ -2667,22 +2812,43 @@ def _reference_probe(
         effective += right_a and not right_b
         inconclusive += not right_a
         refs = (str(task.get(fields[0])), str(swapped.get(fields[0])))
-        diffs = [
-            d
-            for d in _differences(views_a, views_b)
-            # The observation stating each reference itself (answer options, or a leak the
-            # echo families read) is the scan's business, not a correctness signal.
-            if not (d[1] == "observation" and _states(d[2], refs[0]) and _states(d[3], refs[1]))
-        ]
+
+        diffs, played = _signals(views_a, views_b, refs), own
+        wrong = _wrong_answers(known, m, refs) if len(views_b) > 1 else ()
+        if not diffs and wrong:
+            # The env let the agent play on after a wrong answer: feedback to answers wrong
+            # under both references must not depend on which one is graded either ("too
+            # high" / "too low", a distance, digits right: a blind search follows it). One
+            # wrong answer a turn, cycling through other tasks' answers.
+            try:
+                views_c, _, others_c = _probe_play(game, agent, task, m.seed, wrong, None)
+                views_d, _, _ = _probe_play(game, agent, swapped, m.seed, wrong, others_c)
+            except Exception as e:
+                return unsupported(
+                    f"playing a task record passed as reset(options={{'task': ...}}) raised "
+                    f"{type(e).__name__}: {describe(str(e), 160)}"
+                )
+            result.episodes += 2
+            diffs, played = _signals(views_c, views_d, refs), " then ".join(wrong)
+            wrong_turns = bool(diffs)
+        else:
+            wrong_turns = False
         if diffs:
             result.successes += 1
             own_actions, place, shown_a, shown_b = diffs[0]
-            when = (
-                "before its first action"
-                if own_actions == 0
-                else f"after {own_actions} answer(s) of its own right under only one of them "
-                "(a still-playing agent told whether its answer is right)"
-            )
+            if own_actions == 0:
+                when = "before its first action"
+            elif wrong_turns:
+                when = (
+                    f"after {own_actions} answer(s) of its own wrong under both of them "
+                    "(feedback to a wrong answer that depends on the reference: a direction, "
+                    "a distance or a partial score, which a blind search follows)"
+                )
+            else:
+                when = (
+                    f"after {own_actions} answer(s) of its own right under only one of them "
+                    "(a still-playing agent told whether its answer is right)"
+                )
             who = f"{agent} " if agent else "the agent "
             detail = (
                 f"seed {m.seed}: the same actions with the reference {describe(refs[0], 40)} and "
@@ -2699,7 +2865,7 @@ def _reference_probe(
                 _FIX_REFERENCE_BLIND,
             )
             result.status, result.detail = "failed", detail
-            result.example = describe(own, 120)
+            result.example = describe(played, 120)
             return result, RuleFailure(rule, env_label, detail)
     if probed == 0:
         return unsupported(f"no two oracle episodes with different {list(fields)} to swap")
