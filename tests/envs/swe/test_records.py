@@ -45,10 +45,26 @@ def test_the_reference_and_the_same_fix_one_line_lower_earn_1(hidden):
     assert reward == 1.0 and info["verdict_trust"] == "host", info
 
 
-def test_another_message_still_differs():
+def test_another_message_is_judged_by_what_the_check_asks():
+    # ``assert caplog.records`` asks only for a record: its truth is decided on the host
+    # (s11 N1), so another message passes, as under pytest; no record still fails.
     task = _task("logs", "check", BUG, FIX, PUBLIC, HIDDEN[0])
     base = task["files"]
     other = FIX.replace("'negative value %s'", "'bad value %s'")
     reply = _call("apply_patch", patch=make_diff(base, {**base, "logs/check.py": other}))
+    reward, info = _run(task, reply)
+    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    reward, info = _run(task)
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
+    # A check of the message itself still compares it.
+    task = _task(
+        "logs",
+        "check",
+        BUG,
+        FIX,
+        PUBLIC,
+        "\n\ndef test_logged(caplog):\n    check(-2)\n"
+        "    assert caplog.records[0].getMessage() == 'negative value -2'\n",
+    )
     reward, info = _run(task, reply)
     assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
