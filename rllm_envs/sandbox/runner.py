@@ -70,9 +70,10 @@ _STATUS_RECORD = re.compile(rb"\A(-?\d{1,10}) (\d{1,12}) (\d{1,7}\.\d{3})\n\Z")
 
 # The bootstrap. argv: address space, CPU seconds, processes, open files, file size,
 # whether to kill every process it can signal at the end (only inside a PID namespace,
-# where that is exactly what the program left behind), the report channel's fd, and the
-# seccomp filters in hex (empty: none for this architecture): the bootstrap's own, "-", and
-# the one a program's process adds (its parent's pid written in).
+# where that is exactly what the program left behind), the report channel's fd, the source
+# that builds the Landlock ruleset (:data:`_LANDLOCK_SOURCE`), and the seccomp filters in hex
+# (empty: none for this architecture): the bootstrap's own, "-", and the one a program's
+# process adds (its parent's pid written in).
 _BOOT_SOURCE = r"""
 import os, sys, resource as R
 def _limit(kind, soft, hard):
@@ -109,7 +110,7 @@ try:
     # Non-dumpable: no process of our user may ptrace us or open /proc/<us>/{mem,fd}.
     if _p(4, _z, _z, _z, _z):  # PR_SET_DUMPABLE, 0
         raise OSError("PR_SET_DUMPABLE")
-    _fp, _, _fc = "".join(sys.argv[8:]).partition("-")
+    _fp, _, _fc = "".join(sys.argv[9:]).partition("-")
     _fp, _cf = bytes.fromhex(_fp), None
     if _fp:  # the syscall filter, for us and every process we start, on every backend
         class _C(_ctypes._SimpleCData):
@@ -138,6 +139,7 @@ try:
                 return _p(22, _m, _x[1], _z, _z)
             del _d, _k, _me, _i
         del _C, _P, _o, _prog, _fq
+    exec(sys.argv[8])  # _ll: restricts the caller with Landlock (None: no Landlock here)
     del _I, _U, _F, _L, _p, _z, _fp, _fc
 except Exception:
     os._exit(121)  # never run a program next to a dumpable reporter, or unfiltered
@@ -161,6 +163,7 @@ _g = {"__name__": "__main__", "__file__": "main.py", "__builtins__": __builtins_
 if _f[1] in (b"exec", b"code"):  # trusted code (the judge's harness): runs here, holds the channel
     _g["__rllm_channel__"] = _ch
     _g["__rllm_child_filter__"] = _cf  # for each test process it forks
+    _g["__rllm_landlock__"] = _ll  # likewise (the SWE executor's tests)
     if _f[1] == b"code":  # compiled by this interpreter on the host (marshal), saving a compile
         _co = __import__("marshal").loads(bytes(_b))
     else:
@@ -185,11 +188,11 @@ if _pid:
             pass
     os.write(_ch, b"%d %d %.3f\n" % (_st, _ru.ru_maxrss, _ru.ru_utime + _ru.ru_stime))
     os._exit(0)
-if _cf is not None and _cf():
-    os._exit(121)  # never run a program without its filter
-os.closerange(3, 0x7FFFFFFF)  # close_range: the channel and anything else, any number
+if _ll is not None and _ll() or _cf is not None and _cf():
+    os._exit(121)  # never run a program without its file-system restriction or its filter
+os.closerange(3, 0x7FFFFFFF)  # close_range: the channel, the ruleset and anything else
 sys.argv = ["main.py"]
-del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap, _cf
+del _a, _h, _f, _n, _b, _c, _limit, _ch, _pid, _reap, _cf, _ll
 try:
     exec(compile(_src, "main.py", "exec"), _g)
 except SystemExit:
@@ -205,6 +208,44 @@ except BaseException as _e:
 """
 
 
+#: The bootstrap runs this (its ``argv[8]``) once per sandbox, after its syscall filter and
+#: before any program arrives (off the critical path of a pooled sandbox): it builds the
+#: Landlock ruleset of :func:`rllm_envs.sandbox.harness.landlock_ruleset` (the same rules:
+#: read and execute beneath every top-level entry of the root but ``/proc``, ``/dev`` also
+#: written; no file created; TCP and, where the ABI has them, abstract Unix sockets and
+#: signals scoped) and defines ``_ll``, which restricts its caller with it (nonzero:
+#: refused), or ``_ll = None`` where the kernel (or the sandbox) offers no Landlock. The
+#: program of a plain run applies it in its forked process before its syscall filter and
+#: its code; trusted code gets it as ``__rllm_landlock__`` (the SWE executor's tests). So no
+#: program opens ``/proc``'s memory reports (``smaps``, ``numa_maps``, ``pagemap``: page
+#: mapcounts a concurrent sandbox sets, session 11 attack F1). Uses the bootstrap's ctypes
+#: classes (``_F``, ``_L``, ``_U``, ``_z``).
+_LANDLOCK_SOURCE = r"""
+def _ll(_s=_F(("syscall", _L())), _U=_U, _z=_z, _o=sys.byteorder):
+    _v = _s(_U(444), _z, _z, _U(1))  # landlock_create_ruleset(VERSION): the ABI, or -1
+    if _v < 1:
+        return None
+    _hd = (1 << (13 if _v == 1 else 14 if _v == 2 else 15 if _v < 5 else 16)) - 1
+    _at = _hd.to_bytes(8, _o) + (3 if _v > 3 else 0).to_bytes(8, _o)  # TCP bind, connect
+    _at = (_at + (3 if _v > 5 else 0).to_bytes(8, _o))[: 8 if _v < 4 else 16 if _v < 6 else 24]
+    _r = _s(_U(444), _at, _U(len(_at)), _z)
+    if _r < 0:
+        return None
+    for _e in os.listdir("/"):
+        if _e == "proc":
+            continue
+        try:
+            _t = os.open("/" + _e, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue  # e.g. a dangling link
+        _m = (0xC00F if _e == "dev" else 0xD) & _hd  # read, execute, list; dev: write too
+        if os.fstat(_t).st_mode & 0o170000 != 0o40000:  # a file: file rights only
+            _m &= 0xC007
+        _s(_U(445), _U(_r), _U(1), _m.to_bytes(8, _o) + _t.to_bytes(4, _o), _z)
+        os.close(_t)
+    return lambda _x=(_U(446), _U(_r), _z): _s(*_x)  # landlock_restrict_self
+_ll = _ll()
+"""
 #: firejail refuses an argument of 4,128 bytes or more: the filter travels in pieces.
 _ARG_CHUNK = 4000
 
@@ -219,6 +260,7 @@ def _without_comments(source: str) -> str:
 
 
 _BOOT = _without_comments(_BOOT_SOURCE)
+_LANDLOCK_BOOT = _without_comments(_LANDLOCK_SOURCE)
 
 
 @lru_cache(maxsize=1)
@@ -476,6 +518,7 @@ def spawn(backend: Backend, limits: Limits) -> Sandbox:
         str(limits.max_file_size_mb << 20),
         "1" if backend.pid_namespace else "0",
         str(write),
+        _LANDLOCK_BOOT,
         *seccomp_filter_hex(),
     ]
     try:

@@ -2432,6 +2432,15 @@ def _read(fd: int, cap: int, tail: bool = False) -> str:
     return data.decode("utf-8", "replace")
 
 
+#: Restricts the calling process with the bootstrap's Landlock ruleset (nonzero: refused;
+#: ``rllm_envs.sandbox.runner._LANDLOCK_SOURCE``): each test process applies it before any
+#: repository code runs, so it opens nothing of ``/proc`` (memory reports carry page
+#: mapcounts a concurrent sandbox sets) and creates no file; it reads what the sandbox shows
+#: (the repository is served from memory). ``None`` outside a sandbox's bootstrap or where
+#: the kernel offers no Landlock (tests then run as before).
+_LANDLOCK: Any = globals().get("__rllm_landlock__")
+
+
 def _fork() -> int:
     for attempt in range(40):
         try:
@@ -2475,6 +2484,8 @@ class Executor:
             if pid == 0:  # pragma: no cover - runs in the child
                 try:
                     os.setpgid(0, 0)
+                    if _LANDLOCK is not None and _LANDLOCK():
+                        raise OSError("the test's file-system restriction was refused")
                     null = os.open("/dev/null", os.O_RDONLY)
                     os.dup2(null, 0)
                     os.dup2(out, 1)
