@@ -37,12 +37,17 @@ def test_runs_match_plain_runs(backend):
 def test_each_run_gets_a_fresh_sandbox(backend):
     # A process left running by one program is gone when the next runs: a sandbox is never
     # reused (the bootstrap and the end of the run kill everything in it).
-    leave = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nprint(1)"
-    look = "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))"
+    # A program cannot list /proc (Landlock): in a fresh sandbox (its own PID namespace) the
+    # next program gets the first program's pid again, and the one left is not there.
+    leave = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\n"
+    leave += "print(os.getpid())"
+    look = "import os\ntry:\n    os.kill(int(input()) + 1, 0)\nexcept OSError as e:\n"
+    look += "    print(os.getpid(), type(e).__name__)"
     with SandboxPool(1, backend=backend) as pool:
-        assert pool.run(leave).stdout == "1\n"
-        seen = pool.run(look)
-        assert seen.ok and len(eval(seen.stdout)) <= 3, seen.stdout  # init, bootstrap, ...
+        first = pool.run(leave)
+        assert first.ok and first.stdout.strip().isdigit(), first.stderr
+        seen = pool.run(look, stdin=first.stdout)
+        assert seen.ok and seen.stdout == f"{first.stdout.strip()} ProcessLookupError\n", seen
     assert _settled() == []
 
 
