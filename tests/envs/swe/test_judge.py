@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from rllm_envs.sandbox import landlock
 from rllm_envs.swe import judge
 from rllm_envs.swe.judge import _Records, _status
 from rllm_envs.swe.repo import Workspace, apply_diff
@@ -398,7 +399,10 @@ def test_hostile_tests_fail_alone_and_leave_nothing_for_the_next():
     assert status["after"] == "passed"  # the daemon of the test before did not reach it
     for name in ("fork_bomb", "memory", "daemon", "write_disk"):
         assert status[name] != "passed", name
-    if status["kill_executor"] != "passed":
+    if landlock.abi() >= 6:  # Landlock scopes a test's signals to its own processes
+        assert status["kill_executor"] == "failed", report.outcomes  # PermissionError
+        assert status["never_reported"] == "passed"
+    elif status["kill_executor"] != "passed":
         # It killed the executor (firejail): the tests not reported are failures.
         assert status["never_reported"] == "missing" and report.sandbox_error
     else:  # the executor is the namespace's init (bubblewrap): the signal does nothing
