@@ -97,6 +97,14 @@ class GatewayError(Exception):
         self.headers = headers or {}
 
 
+class _Unscored(GatewayError):
+    """A scoring refusal that knows the session's task (its episode is stored under it)."""
+
+    def __init__(self, task_id: Any, status: int, message: str, code: str) -> None:
+        super().__init__(status, message, code)
+        self.task_id = task_id
+
+
 class _ThrottledLog:
     """Log each kind of event once per ``interval_s`` (its traceback too); count the rest.
 
@@ -640,13 +648,14 @@ class Gateway:
         return JSONResponse(result)
 
     async def _scored_reward(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
-        """End ``session`` with the reward of one of the operator's scorers on its last reply.
+        """End ``session`` with the reward one of the operator's scorers gives its episode.
 
         The task is the one the session opened with (``env_id`` and ``seed`` and/or
         ``index``), fixed before any reply: a reward that names another env, seed or index is
         refused (400 ``task_mismatch``), so no client picks the task whose answer its reply
         happens to be. The scorer's kwargs are the operator's (``GatewayConfig.scorers``),
-        the answer is the session's last reply, and the first and the last call's prompts
+        each call is one turn of the env's episode (its reply stepped in order; more calls
+        than the episode takes: 409 ``too_many_turns``), and the first and the last call's prompts
         must hold the task's prompt as the env gives it (409 ``prompt_not_task`` otherwise; a
         prompt of token ids cannot be checked and is refused too), checked before the reply is
         stepped. A session is scored once: a scoring refused or failed once the session is
@@ -659,7 +668,7 @@ class Gateway:
                 400,
                 f"A scored reward names a scorer and a task of its source only "
                 f'({{"env": id, "seed": s}} or {{"env": id, "index": i}}); refused field(s) '
-                f"{unknown}: the answer is the session's last reply, and the scorer's settings "
+                f"{unknown}: the answers are the session's replies, and the scorer's settings "
                 "are the gateway's.",
                 "invalid_reward",
             )
@@ -738,7 +747,7 @@ class Gateway:
             except GatewayError as e:
                 # Scored once: whatever failed, the session ends and its calls are stored
                 # without a reward, so no session is a scorer run again and again.
-                await self._store_unscored(session, e.code)
+                await self._store_unscored(session, e.code, getattr(e, "task_id", None))
                 raise GatewayError(
                     e.status,
                     f"{e} The session has ended; its calls were stored without a reward.",
@@ -759,11 +768,13 @@ class Gateway:
     async def _score(
         self, session: Session, env_id: str, seed: int | None, index: int | None
     ) -> dict[str, Any]:
-        """Score the last reply of claimed ``session`` (reward, info, task id), or refuse.
+        """Score claimed ``session`` as the env's episode (reward, info, task id), or refuse.
 
         The cheap checks come first, inside the scoring thread: the env is reset for the
-        task's prompt, and only if the first and the last call's prompts hold it is the reply
-        stepped (a tool env's step may run the reply's program).
+        task's prompt, and only if the first and the last call's prompts hold it, and the
+        session has no more calls than the env's ``max_turns``, are the replies stepped, one
+        per call in order (a tool env's step may run the reply's program). A session whose
+        episode the env ends before its last call is refused (409 ``too_many_turns``).
         """
         first, last = session.calls[0], session.calls[-1]
 
@@ -779,7 +790,7 @@ class Gateway:
                 functools.partial(
                     score_with_env,
                     env_id,
-                    last.text,
+                    [call.text for call in session.calls],
                     env_kwargs=self.config.scorers[env_id],
                     seed=seed,
                     options=options,
@@ -812,6 +823,18 @@ class Gateway:
                 "task is scored (send it as text; a number reward is kept as the client's).",
                 "prompt_not_task",
             )
+        if scored.get("too_many_turns"):
+            # Stored under its task (not correct), so pass@k counts it as a failed sample.
+            raise _Unscored(
+                scored["task_id"],
+                409,
+                f"Session {session.id!r} holds {len(session.calls)} calls, but an episode of "
+                f"{env_id!r} ends after {scored.get('max_turns')} turn(s): a scored session is "
+                "played as the env plays it (each call one turn, every reply stepped in "
+                "order), so a session that tried again past the env's turns is not scored "
+                "(send a number reward to keep such a session as the client's).",
+                "too_many_turns",
+            )
         if session.task_id is not None and scored["task_id"] is not None:
             if str(scored["task_id"]) != session.task_id:
                 raise GatewayError(
@@ -838,7 +861,7 @@ class Gateway:
             "task_id": None if task_id is None else str(task_id),
         }
 
-    async def _store_unscored(self, session: Session, code: str) -> None:
+    async def _store_unscored(self, session: Session, code: str, task_id: Any = None) -> None:
         """Store claimed ``session`` with no reward after its scoring was refused."""
         try:
             await self.sessions.finish(
@@ -846,6 +869,7 @@ class Gateway:
                 0.0,
                 {"ended_by": "score_refused", "score_error": code, "reward_source": "none"},
                 finish="truncated",
+                task_id=None if task_id is None else str(task_id),
                 claimed=True,
             )
         except Exception:  # counted in store_errors; left open (shutdown stores it)

@@ -32,7 +32,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -980,24 +980,34 @@ def _opt_int(value: Any, name: str) -> int | None:
 
 def score_with_env(
     env_id: str,
-    answer: str,
+    answer: str | Sequence[str],
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int | None = None,
     options: Mapping[str, Any] | None = None,
     check: Callable[[Any, Any], bool] | None = None,
 ) -> dict[str, Any]:
-    """Score ``answer`` with one step of an env: reset (seed, options), then step(answer).
+    """Play ``answer`` (one reply, or each turn's reply in order) as an episode of an env.
 
-    ``check(observation, statement)``, when given, runs after the reset: if it is false the
-    answer is not stepped (a tool env's step may run the answer's program) and the result
-    is ``{"prompt_ok": False, ...}`` with no reward.
+    The env is reset (seed, options) and stepped once per reply, in order, as the env plays
+    it: the reward is the episode's (the sum of its steps' rewards), never the last reply's
+    alone. An episode the env ends (terminated, truncated, or ``max_turns``) before the
+    replies run out is not scored: the result is ``{"too_many_turns": True, ...}`` with no
+    reward (a single-turn env takes exactly one reply, so no session scores its best try).
+    More replies than the env's ``max_turns`` are refused before any is stepped.
 
-    The env's own scorer decides; its reward, ``info`` (``is_correct``, components), task
-    id, the task's prompt (``observation``, when it is text) and its statement (``statement``:
-    the task record's ``problem``/``question``/``prompt``, else ``None``) come back. For single-turn
-    envs (``rllm/Math-v1``, ...) that is the episode's reward.
+    ``check(observation, statement)``, when given, runs after the reset: if it is false no
+    reply is stepped (a tool env's step may run the reply's program) and the result is
+    ``{"prompt_ok": False, ...}`` with no reward.
+
+    The env's own scorer decides; its reward, the last step's ``info`` (``is_correct``,
+    components) with ``turns`` and ``step_rewards``, task id, the task's prompt
+    (``observation``, when it is text) and its statement (``statement``: the task record's
+    ``problem``/``question``/``prompt``, else ``None``) come back.
     """
+    answers = [answer] if isinstance(answer, str) else list(answer)
+    if not answers:
+        raise ValueError("score_with_env needs at least one reply to step.")
     import gymnasium as gym
 
     import rllm_envs  # noqa: F401  (registers the ids)
@@ -1018,21 +1028,41 @@ def score_with_env(
                 ),
                 None,
             )
+        unscored = {
+            "reward": 0.0,
+            "info": {},
+            "task_id": reset_info.get("task_id"),
+            "observation": observation if isinstance(observation, str) else None,
+            "statement": statement,
+        }
         if check is not None and not check(observation, statement):
-            return {
-                "prompt_ok": False,
-                "reward": 0.0,
-                "info": {},
-                "task_id": reset_info.get("task_id"),
-                "observation": observation if isinstance(observation, str) else None,
-                "statement": statement,
-            }
-        _, reward, terminated, truncated, info = env.step(answer)
+            return {**unscored, "prompt_ok": False}
+        max_turns = getattr(env.unwrapped, "max_turns", None)
+        if isinstance(max_turns, int) and not isinstance(max_turns, bool):
+            if len(answers) > max_turns:
+                return {**unscored, "too_many_turns": True, "max_turns": max_turns}
+        rewards: list[float] = []
+        terminated = truncated = False
+        info: dict[str, Any] = {}
+        for reply in answers:
+            if terminated or truncated:
+                # The env's episode ended with replies left: not the episode the env plays.
+                return {**unscored, "too_many_turns": True, "max_turns": len(rewards)}
+            _, reward, terminated, truncated, info = env.step(reply)
+            rewards.append(float(reward))
     finally:
         env.close()
     return {
-        "reward": float(reward),
-        "info": to_jsonable({**info, "terminated": terminated, "truncated": truncated}),
+        "reward": float(sum(rewards)),
+        "info": to_jsonable(
+            {
+                **info,
+                "terminated": terminated,
+                "truncated": truncated,
+                "turns": len(rewards),
+                "step_rewards": rewards,
+            }
+        ),
         "task_id": reset_info.get("task_id"),
         "observation": observation if isinstance(observation, str) else None,
         "statement": statement,

@@ -397,17 +397,23 @@ def test_a_scored_session_is_checked_before_its_reply_runs_and_is_scored_once(tm
         assert len(STEPS) == 3
         assert sum(1 for rec in caplog.records if "scoring" in rec.getMessage()) == 1
         engine.text = "seven"
+        # Two calls of a one-turn episode (att29b G1): not scored; the probe names no
+        # max_turns, so its first reply is stepped, its episode ends, and the second is not.
         r = score(session(task, {**task, "prompt": task["prompt"] + " seven. Again:"}))
+        assert r.status_code == 409 and r.json()["error"]["code"] == "too_many_turns", r.text
+        assert len(STEPS) == 4
+        r = score(session(task))
         assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
     finally:
         app.__exit__(None, None, None)
     episodes = _episodes(tmp_path / "e.db")
-    assert len(episodes) == 7
+    assert len(episodes) == 8
     refused = [e for e in episodes if e.trajectory.steps[-1].info["reward_source"] == "none"]
-    assert len(refused) == 6 and all(e.trajectory.total_reward == 0.0 for e in refused)
+    assert len(refused) == 7 and all(e.trajectory.total_reward == 0.0 for e in refused)
     assert {e.trajectory.steps[-1].info["score_error"] for e in refused} == {
         "prompt_not_task",
         "score_failed",
+        "too_many_turns",
     }
 
 
