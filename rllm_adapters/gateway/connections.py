@@ -10,6 +10,12 @@ any token is checked). :func:`guarded_protocol` wraps uvicorn's HTTP protocol so
   its head is closed -- also when the gateway answered without reading it (``/health``, a
   401), so no unauthenticated connection is held by a body that never ends;
 * a connection above ``max_connections`` is answered 503 and closed at once;
+* a request head (request line, URL and headers) over ``max_head_bytes`` (64 KiB) is answered
+  431 and the connection closed, whatever the parser (httptools sets no limit of its own; h11
+  is given the same one by the server);
+* a connection that pipelines requests without reading the replies stops being read while a
+  request waits for the one before it, and one that queues more than ``max_pipelined`` (16)
+  in what it sent at once is closed.
 
 :func:`raise_fd_limit` lifts the soft file-descriptor limit to the hard one at start, and
 :class:`RateLimitedLog` (the loop's exception handler) logs one line per kind of error per
@@ -37,6 +43,18 @@ _BUSY = json.dumps(
         }
     }
 ).encode()
+_HEAD_TOO_BIG = b"Request head too large."
+_HEAD_TOO_BIG_RESPONSE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain\r\n"
+    b"connection: close\r\ncontent-length: "
+    + str(len(_HEAD_TOO_BIG)).encode()
+    + b"\r\n\r\n"
+    + _HEAD_TOO_BIG
+)
+#: Bytes a request head may take (the h11 parser is given the same limit by the server).
+MAX_HEAD_BYTES = 64 * 1024
+#: Requests a connection may have waiting behind the one being answered.
+MAX_PIPELINED = 16
 _BUSY_RESPONSE = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
     b"retry-after: 1\r\nconnection: close\r\ncontent-length: "
@@ -106,13 +124,26 @@ def default_max_connections(fd_limit: int) -> int:
 
 
 def guarded_protocol(
-    base: type, header_timeout_s: float, max_connections: int, body_timeout_s: float = 30.0
+    base: type,
+    header_timeout_s: float,
+    max_connections: int,
+    body_timeout_s: float = 30.0,
+    *,
+    max_head_bytes: int = MAX_HEAD_BYTES,
+    max_pipelined: int = MAX_PIPELINED,
 ) -> type:
-    """``base`` (uvicorn's httptools or h11 protocol) with head and body deadlines and a cap."""
+    """``base`` (uvicorn's httptools or h11 protocol) with the guards of this module.
+
+    Head and body deadlines, a bound on a request head's bytes and on pipelined requests,
+    and a connection cap.
+    """
 
     class Guarded(base):
         _head_timer: asyncio.TimerHandle | None = None
         _body_timer: asyncio.TimerHandle | None = None
+        # Bytes received since the last head ended, while a head is awaited (httptools).
+        _head_bytes = 0
+        _awaiting_head = True
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -152,26 +183,80 @@ def guarded_protocol(
             if not self.transport.is_closing():
                 self.transport.close()
 
+        def _refuse_head(self) -> None:
+            self._disarm_head()
+            self._disarm_body()
+            if not self.transport.is_closing():
+                self.transport.write(_HEAD_TOO_BIG_RESPONSE)
+                self.transport.close()
+
         # httptools: a request begins, then its head is complete.
         def on_message_begin(self) -> None:
+            self._head_len = 0
             self._arm_head()
             super().on_message_begin()
 
+        def _count_head(self, size: int) -> bool:
+            # What the parser handed over of this head (a head read in one piece too).
+            self._head_len = getattr(self, "_head_len", 0) + size
+            if self._head_len > max_head_bytes:
+                self._refuse_head()
+            return not self.transport.is_closing()
+
+        def on_url(self, url: bytes) -> None:
+            if self._count_head(len(url)):
+                super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            if self._count_head(len(name) + len(value) + 4):
+                super().on_header(name, value)
+
         def on_headers_complete(self) -> None:
+            self._head_bytes, self._awaiting_head = 0, False
+            if self.transport.is_closing():
+                return  # closed for the requests before it: no new cycle
             self._disarm_head()
             self._arm_body()  # until the whole body is in (on_message_complete)
             super().on_headers_complete()
+            pipeline = getattr(self, "pipeline", None)
+            if pipeline is not None and len(pipeline) > max_pipelined:
+                # Requests sent without reading the replies, more than any client needs.
+                self._disarm_body()
+                self.transport.close()
+
+        def on_body(self, body: bytes) -> None:
+            if not self.transport.is_closing():
+                super().on_body(body)
 
         def on_message_complete(self) -> None:
+            self._awaiting_head = True
             self._disarm_body()
-            super().on_message_complete()
+            if not self.transport.is_closing():
+                super().on_message_complete()
 
-        # h11: after each read, a head is awaited while the peer's state is IDLE with bytes
-        # buffered (the keep-alive timer covers an idle connection with nothing buffered).
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            # uvicorn resumes reading after every reply; a connection with requests still
+            # waiting is read again only once they are answered.
+            if getattr(self, "pipeline", None) and not self.transport.is_closing():
+                self.flow.pause_reading()
+
         def data_received(self, data: bytes) -> None:
+            counting = hasattr(self, "parser") and self._awaiting_head
+            if counting:
+                self._head_bytes += len(data)
             super().data_received(data)
+            if self.transport.is_closing():
+                return
+            # httptools keeps every header of a head (and the URL) with no limit of its own.
+            if counting and self._awaiting_head and self._head_bytes > max_head_bytes:
+                self._refuse_head()
+                return
+            # h11: after each read, a head is awaited while the peer's state is IDLE with
+            # bytes buffered (the keep-alive timer covers an idle connection with nothing
+            # buffered).
             conn = getattr(self, "conn", None)
-            if conn is None or self.transport.is_closing():
+            if conn is None:
                 return
             import h11
 

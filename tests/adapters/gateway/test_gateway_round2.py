@@ -9,6 +9,8 @@ these unit tests of the gateway, not a real part).
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from .test_gateway_record import (
@@ -16,6 +18,7 @@ from .test_gateway_record import (
     CALL,
     StandInEngine,
     _episodes,
+    _server,
     _task_prompt,
     _test_client,
 )
@@ -87,3 +90,73 @@ def test_a_scored_session_is_played_as_the_envs_episode_not_graded_on_its_last_r
     with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
         (row,) = store.pass_at_k(env=MATH).values()
     assert row["pass@1"] == pytest.approx(1 / 3), row
+
+
+# ------------------------------------- G3/G4: heads and pipelined requests are bounded
+
+
+def _read_to_close(sock):
+    received = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        received += chunk
+    return received
+
+
+def test_a_request_head_is_bounded_before_authentication(tmp_path):
+    """att29b G3/G3b: with httptools a request head had no size limit: 1 GB of headers (or a
+    URL that never ends) in one head was kept by the gateway, before any token. Now a head
+    over 64 KiB is answered 431 and the connection closed."""
+    server = _server(tmp_path, "http://127.0.0.1:9/v1", store=None)
+    try:
+        for head in (
+            b"GET /health HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 2000 + b"\r\n",
+            b"GET /health?" + b"a" * 2000,
+        ):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+                s.sendall(head)
+                sent, refused = len(head), False
+                try:
+                    while sent < 4 * 1024 * 1024:  # more is never read
+                        pad = b"X-Pad: " + b"a" * 2000 + b"\r\n" if b"Host" in head else b"a" * 2000
+                        s.sendall(pad * 16)
+                        sent += len(pad) * 16
+                except (BrokenPipeError, ConnectionResetError):
+                    refused = True
+                received = _read_to_close(s)
+                assert refused or received, "the gateway read 4 MB of one head"
+                if received:
+                    assert received.startswith(b"HTTP/1.1 431"), received[:200]
+        # A head of ordinary size is served.
+        r = httpx.get(server.url + "/health", headers={"X-Pad": "a" * 8000}, timeout=10)
+        assert r.status_code == 200, r.text
+    finally:
+        server.stop()
+
+
+def test_pipelined_requests_are_not_read_past_a_small_queue(tmp_path):
+    """att29b G4: pipelined `/health` requests that were never read were all queued (uvicorn
+    reads on after each reply): 10 connections x 2 MB stalled other clients for over 10 s and
+    kept 300 MB. Now a connection is not read while a request waits for the one before it,
+    and one that queued more than 16 in one write is closed."""
+    server = _server(tmp_path, "http://127.0.0.1:9/v1", store=None)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 1000)
+            received = _read_to_close(s)
+        answered = received.count(b"HTTP/1.1 200")
+        assert answered <= 17, answered
+        # A few pipelined requests (a client that does pipeline) are all answered.
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" * 3)
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert _read_to_close(s).count(b"HTTP/1.1 200") == 4
+        r = httpx.get(server.url + "/health", timeout=10)
+        assert r.status_code == 200, r.text
+    finally:
+        server.stop()
