@@ -299,7 +299,33 @@ class Gateway:
         asyncio.get_running_loop().set_exception_handler(RateLimitedLog())
         # Which runs the store holds already (and so belong to the client recorded there).
         await asyncio.to_thread(self.sessions.load_runs)
+        # `--engine` without `--served-model-name`: the engine's served model (what it
+        # serves a call that names none), so such calls are pinned to it (att29b G2).
+        with contextlib.suppress(Exception):
+            await self.served_model()
         self._background.append(asyncio.create_task(self._watch()))
+
+    async def served_model(self) -> str | None:
+        """The model a call that names none is served: the served name, else the engines'.
+
+        Without a served name (``--engine`` alone) it is the first id of an engine's
+        ``/v1/models`` (vLLM serves a call naming no model with its first model, the base),
+        looked up at start, by the health watch, and at a session call that names no model
+        until found; ``None`` while no engine has answered.
+        """
+        if self.model is not None or self.client is None:
+            return self.model
+        for engine in list(self.pool.engines):
+            try:
+                response = await self.client.get(f"{engine.url}/models", timeout=5.0)
+                model = response.json()["data"][0]["id"]
+            except Exception:
+                continue
+            if isinstance(model, str) and 0 < len(model) <= MAX_ID_CHARS:
+                self.model = self.sessions.model = model
+                _log.info("calls that name no model are recorded as the engines' %r", model)
+                return model
+        return None
 
     async def stop(self) -> None:
         """Store every open session that has calls, then close the engine client."""
@@ -327,6 +353,9 @@ class Gateway:
             await asyncio.sleep(5.0)
             with contextlib.suppress(Exception):
                 await self.pool.check_health(self.client)
+            if self.model is None:
+                with contextlib.suppress(Exception):
+                    await self.served_model()
             if self.config.session_idle_s is not None:
                 with contextlib.suppress(Exception):
                     await self.sessions.finish_idle(self.config.session_idle_s)
@@ -942,6 +971,19 @@ class Gateway:
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
         _check_session_fields(api, body)
+        if body.get("model") is None:
+            # The engine serves a call naming no model with its own default: the session is
+            # pinned to that model by name, and the engine is sent the name (att29b G2).
+            served = await self.served_model()
+            if served is None:
+                raise GatewayError(
+                    503,
+                    "The gateway does not know the engines' served model yet (none answered "
+                    "/v1/models): name `model` in the call, or retry.",
+                    "model_unknown",
+                    {"Retry-After": "1"},
+                )
+            body["model"] = served
         self._pin_model(session, body.get("model"))
         self.sessions.check_room(session, len(raw))
         if api == "chat" and self.templater() is not None:

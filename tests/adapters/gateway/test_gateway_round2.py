@@ -160,3 +160,40 @@ def test_pipelined_requests_are_not_read_past_a_small_queue(tmp_path):
         assert r.status_code == 200, r.text
     finally:
         server.stop()
+
+
+# ------------------------------- G2: a call naming no model is pinned to the served one
+
+
+def test_a_call_naming_no_model_is_pinned_to_the_engines_served_model(tmp_path):
+    """att29b G2: with `--engine` and no `--served-model-name`, a call naming no model was
+    never pinned: a session mixed the engine's default (base) model and an adapter and was
+    stored as the adapter's. Now the engines' served model is looked up (`/v1/models`, first
+    id), a call naming none is pinned and sent to it, and another model is `model_changed`."""
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    engine = StandInEngine(text="\\boxed{455}")
+
+    async def models(request):
+        return JSONResponse({"data": [{"id": "tiny"}, {"id": "other"}]})
+
+    engine.app.router.routes.append(Route("/v1/models", models, methods=["GET"]))
+    app = _test_client(tmp_path, engine)
+    plain = {k: v for k, v in CALL.items() if k != "model"}
+    try:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        r = app.post(f"/sessions/{sid}/v1/completions", json=plain, headers=ALICE)
+        assert r.is_success, r.text
+        assert engine.bodies[-1]["model"] == "tiny"  # the engine is told which
+        other = {**CALL, "model": "other"}
+        r = app.post(f"/sessions/{sid}/v1/completions", json=other, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "model_changed", r.text
+        r = app.post(f"/sessions/{sid}/v1/completions", json=plain, headers=ALICE)
+        assert r.is_success, r.text
+        assert app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE).is_success
+    finally:
+        app.__exit__(None, None, None)
+    (episode,) = _episodes(tmp_path / "e.db")
+    assert episode.model == "tiny" and episode.trajectory.metadata["model"] == "tiny"
+    assert [s.info["model"] for s in episode.trajectory.steps] == ["tiny", "tiny"]

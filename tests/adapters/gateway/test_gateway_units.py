@@ -255,6 +255,9 @@ def test_refusals_before_the_engine(app):
     # Bob's call on Alice's session URL opens his own session of that id (ids are per client):
     # it reaches the engine (nothing listens: 502) and Alice's session is untouched.
     r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x"}, headers=bob)
+    # A call naming no model needs the engines' served model first (att29b G2): none answers.
+    assert r.status_code == 503 and r.json()["error"]["code"] == "model_unknown"
+    r = app.post(f"/sessions/{sid}/v1/completions", json={"prompt": "x", "model": "m"}, headers=bob)
     assert r.status_code == 502
     assert app.get(f"/sessions/{sid}", headers=bob).json()["calls"] == 0
     assert app.get(f"/sessions/{sid}", headers=alice).json()["env_id"] == "e"
