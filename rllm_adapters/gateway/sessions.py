@@ -456,8 +456,12 @@ class SessionRegistry:
         )
         self._lock = threading.Lock()
         # Stores run on their own thread: scoring or other work in the default executor
-        # never holds up ending a session.
+        # never holds up ending a session. Each client has its own queue of stores and the
+        # thread serves the clients in turn (one store each), so one client's big episodes
+        # wait behind its own, not another client's reward (att29b G7).
         self._store_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-store")
+        self._store_lock = threading.Lock()
+        self._store_queues: dict[str, collections.deque[Any]] = {}
 
     def default_run(self, owner: str) -> str | None:
         """The run of ``owner``'s sessions that name none."""
@@ -785,8 +789,9 @@ class SessionRegistry:
             if task_id is not None and session.task_id is None:
                 session.task_id = task_id
             trajectory = session.trajectory(reward, info, finish=finish)
-            loop = asyncio.get_running_loop()
-            put = await loop.run_in_executor(self._store_pool, self._put, trajectory, session.run)
+            put = await asyncio.wrap_future(
+                self._submit_store(session.owner, self._put, trajectory, session.run)
+            )
         except BaseException:
             self.store_errors += 1
             # Still open: the reward can be sent again, and shutdown stores it if not.
@@ -835,6 +840,31 @@ class SessionRegistry:
     def reopen(self, session: Session) -> None:
         """Undo :meth:`claim` (a scoring that failed: the session takes a reward again)."""
         session.closed = False
+
+    def _submit_store(
+        self, owner: str, fn: Callable[..., Any], *args: Any
+    ) -> concurrent.futures.Future[Any]:
+        """Queue ``fn(*args)`` as a store of ``owner``'s; the store thread runs clients in turn."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._store_lock:
+            self._store_queues.setdefault(owner, collections.deque()).append((fn, args, future))
+        # One turn of the thread per store queued; each turn takes the next client's first.
+        self._store_pool.submit(self._store_turn)
+        return future
+
+    def _store_turn(self) -> None:
+        with self._store_lock:
+            owner = next(iter(self._store_queues))  # the client whose turn it is
+            queue = self._store_queues.pop(owner)
+            fn, args, future = queue.popleft()
+            if queue:
+                self._store_queues[owner] = queue  # to the back of the turn
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:
+            future.set_exception(e)
 
     def _put(self, trajectory: Trajectory, run: str | None) -> Any:
         # The model the session's calls asked for (the served model's name by default).

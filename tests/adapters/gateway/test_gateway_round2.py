@@ -197,3 +197,53 @@ def test_a_call_naming_no_model_is_pinned_to_the_engines_served_model(tmp_path):
     (episode,) = _episodes(tmp_path / "e.db")
     assert episode.model == "tiny" and episode.trajectory.metadata["model"] == "tiny"
     assert [s.info["model"] for s in episode.trajectory.steps] == ["tiny", "tiny"]
+
+
+# ------------------------------------- G7: one client's stores do not delay another's
+
+
+def test_the_store_thread_serves_clients_in_turn():
+    """att29b G7: one store thread served every client first come, first served: alice's
+    full sessions (seconds each to store) delayed bob's reward behind all of them. Now each
+    client has its own queue and the thread takes one store of each client in turn."""
+    import asyncio
+    import threading
+
+    from rllm_adapters.gateway.sessions import Call, SessionRegistry
+
+    class Store:
+        """A stand-in episode store inside this test: alice's first store waits until
+        every reward is queued, and the order of stores is kept."""
+
+        def __init__(self):
+            self.order = []
+            self.release = threading.Event()
+
+        def put(self, trajectory, run=None, model=None):
+            owner = trajectory.metadata["client"]
+            if not self.order:
+                self.release.wait(30)
+            self.order.append(owner)
+            return type("Put", (), {"id": len(self.order), "hash": "h"})()
+
+    store = Store()
+    registry = SessionRegistry(store, run=None, max_sessions=16, model=None)
+
+    async def main():
+        sessions = []
+        for owner, sid in [("alice", f"a{i}") for i in range(4)] + [("bob", "b0")]:
+            session = registry.get(sid, owner, create=True)
+            session.metadata = {**(session.metadata or {}), "client": owner}
+            registry.record(session, Call("completions", [1], [2], [-0.1], "x", "stop"))
+            sessions.append(session)
+        tasks = [asyncio.create_task(registry.finish(s, 1.0)) for s in sessions]
+        await asyncio.sleep(0.2)  # every store queued behind alice's first
+        store.release.set()
+        return await asyncio.gather(*tasks)
+
+    results = asyncio.run(main())
+    assert len(results) == 5
+    # Bob's store waits for the one running and at most one more of alice's, not all four
+    # (which of the two depends on whether alice's second was queued before the first ran).
+    assert sorted(store.order) == ["alice"] * 4 + ["bob"]
+    assert store.order.index("bob") <= 2, store.order
