@@ -771,6 +771,16 @@ class Gateway:
                     "read to its end (send a number reward to store it as the client's).",
                     "aborted_call",
                 )
+            past_eos = sum(c.request.get("ignore_eos") is True for c in session.calls)
+            if past_eos:
+                self.sessions.reopen(session)
+                raise GatewayError(
+                    409,
+                    f"Session {session.id!r} holds {past_eos} call(s) sent with `ignore_eos`: "
+                    "a reply sampled past the policy's own end is not its sample, so a scorer "
+                    "does not grade it (send a number reward to store it as the client's).",
+                    "ignore_eos",
+                )
             try:
                 scored = await self._score(session, env_id, seed, index)
             except GatewayError as e:
@@ -970,7 +980,7 @@ class Gateway:
             raise GatewayError(
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
-        _check_session_fields(api, body)
+        _check_session_fields(api, body, self.config.auth_required)
         if body.get("model") is None:
             # The engine serves a call naming no model with its own default: the session is
             # pinned to that model by name, and the engine is sent the name (att29b G2).
@@ -1619,6 +1629,7 @@ _SESSION_COMMON = frozenset(
     {
         "model",
         *(k for k in SAMPLING_RECORD if k != "seed"),
+        "repetition_penalty",  # at its neutral value (POLICY_SAMPLING) only
         "stream",
         "stream_options",
         "logprobs",
@@ -1636,10 +1647,21 @@ _SESSION_FIELDS = {
 }
 
 
-def _check_session_fields(api: str, body: dict[str, Any]) -> None:
-    """Refuse (400) a session call's fields that would reshape the sampled distribution."""
+def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) -> None:
+    """Refuse (400) a session call's fields that would reshape the sampled distribution.
+
+    ``clients``: the gateway has client keys; their sessions may not send ``ignore_eos``
+    (a keyless local trainer may, for fixed lengths; such a session is never scored).
+    """
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise GatewayError(400, "`stream_options` must be an object.", "invalid_request")
     # `seed: null` asks for no seed (what a session samples with anyway).
     refused = sorted(k for k in set(body) - _SESSION_FIELDS[api] if (k, body[k]) != ("seed", None))
+    # A reply sampled past the policy's own end (EOS) is not the policy's sample.
+    eos = body.get("ignore_eos")
+    if clients and not (eos is None or eos is False):
+        refused.append("ignore_eos")
     for name, value in body.items():
         if name not in POLICY_SAMPLING or value is None:
             continue
@@ -1660,10 +1682,10 @@ def _check_session_fields(api: str, body: dict[str, Any]) -> None:
             400,
             f"A recorded session refuses {refused}: they change the distribution the reply is "
             "sampled from (or make it replayable: `seed`), so its logprobs would not be the "
-            "policy's. A session samples at temperature 1 (or 0, greedy), top_p 1, no "
-            "top_k/min_p (those values may be sent); it takes max_tokens, stop, "
-            "stop_token_ids and ignore_eos (recorded with each step); send the others "
-            "without a session.",
+            "policy's (`ignore_eos`: sampled past the policy's own end). A session samples "
+            "at temperature 1 (or 0, greedy), top_p 1, no top_k/min_p, repetition_penalty 1 "
+            "(those values may be sent); it takes max_tokens, stop and stop_token_ids "
+            "(recorded with each step); send the others without a session.",
             "field_not_recordable",
         )
 

@@ -247,3 +247,48 @@ def test_the_store_thread_serves_clients_in_turn():
     # (which of the two depends on whether alice's second was queued before the first ran).
     assert sorted(store.order) == ["alice"] * 4 + ["bob"]
     assert store.order.index("bob") <= 2, store.order
+
+
+# ------------------------------- G5 and notes: odd session fields answer 400, not 500
+
+
+def test_session_fields_stream_options_repetition_penalty_and_ignore_eos(tmp_path):
+    """att29b G5: `stream_options` that is not an object raised (500 internal_error); the
+    gateway's own `repetition_penalty: 1.0` was refused; `ignore_eos` let a recorded, scored
+    reply run past the policy's own end. Now: 400, accepted, refused for clients with keys
+    (a keyless local gateway may send it, and such a session is never scored)."""
+    engine = StandInEngine(text="\\boxed{455}")
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    call = {**CALL, "prompt": _task_prompt(MATH, 0)}
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE).json()[
+            "session_id"
+        ]
+        url = f"/sessions/{sid}/v1/completions"
+        for options in ("x", 5, [1]):
+            body = {**call, "stream": True, "stream_options": options}
+            r = app.post(url, json=body, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+        r = app.post(url, json={**call, "ignore_eos": True}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "field_not_recordable"
+        assert "ignore_eos" in r.json()["error"]["message"]
+        r = app.post(url, json={**call, "repetition_penalty": 1.05}, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "field_not_recordable"
+        body = {**call, "repetition_penalty": 1.0, "ignore_eos": False}
+        r = app.post(url, json=body, headers=ALICE)
+        assert r.status_code == 200, r.text
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    finally:
+        app.__exit__(None, None, None)
+    # A keyless (local) gateway takes `ignore_eos` for fixed lengths, but does not score it.
+    store = str(tmp_path / "local.db")
+    local = _test_client(tmp_path, engine, api_keys={}, scorers={MATH: {}}, store=store)
+    try:
+        sid = local.post("/sessions", json={"env_id": MATH, "seed": 0}).json()["session_id"]
+        r = local.post(f"/sessions/{sid}/v1/completions", json={**call, "ignore_eos": True})
+        assert r.status_code == 200, r.text
+        r = local.post(f"/sessions/{sid}/reward", json={"env": MATH})
+        assert r.status_code == 409 and r.json()["error"]["code"] == "ignore_eos", r.text
+    finally:
+        local.__exit__(None, None, None)
