@@ -103,7 +103,8 @@ class ReasoningGymEnv(TextEnv):
     ## Observation
     The family's question followed by the answer format: the final answer inside
     ``<answer></answer>`` tags (:data:`rllm_envs.reasoning_gym.spec.ANSWER_FORMAT`). After the
-    answer, the verdict and, when wrong, the reference answer (if the family has one).
+    answer, the verdict and, when wrong, the reference answer (if the family has one and
+    ``reveal_reference``).
 
     ## Action
     The model's full reply. The answer is the content of its ``<answer>...</answer>`` block
@@ -144,8 +145,16 @@ class ReasoningGymEnv(TextEnv):
     The common keys of :mod:`rllm_envs.core`, plus ``dataset`` (``str``, the family); on
     ``step`` also ``answer`` (``str | None``, the extracted answer), ``verdict`` (``str``, see
     :class:`rllm_envs.reasoning_gym.scoring.Grade`), ``reasoning_gym_score`` (``float``) and
-    ``reference_answer`` (``str | None``). ``invalid_action`` is set when the reply has no
-    answer block, a template answer or several different answers.
+    ``reference_answer`` (``str | None``; always ``None`` with ``reveal_reference=False``).
+    ``invalid_action`` is set when the reply has no answer block, a template answer or
+    several different answers.
+
+    ## Scoring runs no model text
+    Some families' reasoning-gym scorers run the answer (or the task's reference) as Python
+    (``eval``, ``sympy.parse_expr``); those are scored by this suite's own scorers, which parse
+    without running anything (:mod:`rllm_envs.reasoning_gym.safe_scoring`), and a family whose
+    scorer runs text and has no such scorer is refused. A task passed with
+    ``options={"task": ...}`` must name the env's family (a ``composite``'s: one it mixes).
 
     ## Arguments
     - ``dataset`` (str, default ``"basic_arithmetic"``): the reasoning-gym family.
@@ -157,10 +166,15 @@ class ReasoningGymEnv(TextEnv):
     - ``difficulty`` (int, default ``None``): reasoning-gym curriculum level of every attribute
       (0 = easiest); ``config`` fields win over it.
     - ``curriculum`` (dict, default ``None``): ``{attribute: level}`` for single attributes.
+    - ``reveal_reference`` (bool, default ``True``): show the reference answer after a wrong
+      reply (in the observation and ``info["reference_answer"]``). ``False`` withholds it:
+      whoever plays the env (a client of a server, see :mod:`rllm_adapters.openenv`, which
+      defaults to ``False``) cannot read answers off wrong replies and replay them.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
-    - v0: Initial version.
+    - v0: Initial version. ``reveal_reference`` was added later (the reference was always
+      shown), and families whose scorer runs text as code got safe scorers (issue #31).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {"correct": 1.0, "score": 0.0}
@@ -174,9 +188,17 @@ class ReasoningGymEnv(TextEnv):
         config: Mapping[str, Any] | None = None,
         difficulty: int | None = None,
         curriculum: Mapping[str, int] | None = None,
+        reveal_reference: bool = True,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
+        from rllm_envs.error import InvalidEnvConfig
+        from rllm_envs.reasoning_gym.safe_scoring import check_family
+
+        if not isinstance(reveal_reference, bool):
+            raise InvalidEnvConfig(
+                f"Expects `reveal_reference` to be a bool, actual: {reveal_reference!r}."
+            )
         tasks = BalancedTasks(
             dataset,
             size=size,
@@ -186,6 +208,11 @@ class ReasoningGymEnv(TextEnv):
             curriculum=curriculum,
         )
         self.dataset = dataset
+        self.reveal_reference = reveal_reference
+        #: The families a task may be scored as: the env's, or those a composite mixes.
+        self.families = frozenset(name for name, _ in tasks.components()) or frozenset({dataset})
+        for family in sorted(self.families):
+            check_family(family)
         _warn_of_a_tell(dataset, task_seed, config, difficulty, curriculum)
         self._answer_pool: list[str] | None = None
         super().__init__(
@@ -198,6 +225,19 @@ class ReasoningGymEnv(TextEnv):
         missing = [k for k in ("dataset", "question", "answer", "metadata") if k not in task]
         if missing:
             raise InvalidEnvConfig(f"Expects a reasoning-gym task record; missing {missing}.")
+        metadata = task.get("metadata") or {}
+        family = metadata.get("source_dataset") if isinstance(metadata, Mapping) else None
+        family = family or task.get("dataset")
+        if task.get("dataset") != self.dataset or not (
+            isinstance(family, str) and family in self.families
+        ):
+            raise InvalidEnvConfig(
+                f"A task for this env must be of its family {self.dataset!r}"
+                + (f" (one of {sorted(self.families)})" if self.dataset == "composite" else "")
+                + f"; this one names {task.get('dataset')!r}"
+                + (f" / {family!r}" if family != task.get("dataset") else "")
+                + ". Make an env with dataset= that family to play it."
+            )
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
         rule = f"{INFORMATIVE_CONCLUSION}\n\n" if _is_logic(task) else ""
@@ -208,7 +248,7 @@ class ReasoningGymEnv(TextEnv):
         assert self.task is not None
         result = grade(action, self.task)
         reference = self.task.get("answer")
-        reference = reference if isinstance(reference, str) else None
+        reference = reference if isinstance(reference, str) and self.reveal_reference else None
         if result.correct:
             text = "Correct."
         else:

@@ -2,7 +2,8 @@
 
 No Gymnasium import. The answer is the content of the last ``<answer>...</answer>`` block of
 the reply's answer part (:mod:`rllm_envs.text`: text after ``</think>``). It is scored by the
-task family's ``score_answer`` (reasoning-gym's), except that these earn 0:
+task family's ``score_answer`` (reasoning-gym's, or this suite's own where reasoning-gym's runs
+the answer as code: :mod:`rllm_envs.reasoning_gym.safe_scoring`), except that these earn 0:
 
 * no answer block, or an empty one or a template (``"..."``, ``"your answer"``:
   :func:`rllm_envs.text.is_placeholder`);
@@ -42,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rllm_envs.reasoning_gym.safe_scoring import UnsafeScorer
 from rllm_envs.text import answer_text, is_placeholder, tag_contents
 
 __all__ = [
@@ -80,7 +82,8 @@ class Grade:
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
             ``"several_answers"``, ``"constant"``, ``"truncated"``, ``"restated_premises"``,
             ``"weak_conclusion"``,
-            ``"echo"``, ``"copied_from_question"`` or ``"scorer_error"``.
+            ``"echo"``, ``"copied_from_question"``, ``"scorer_error"`` or ``"scorer_refused"``
+            (the family's scorer runs text as code: :mod:`rllm_envs.reasoning_gym.safe_scoring`).
         reason: Why, in words (``None`` when correct).
     """
 
@@ -253,6 +256,8 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     scorer = scorer_for(task)
     try:
         raw = float(scorer(answer, entry))
+    except UnsafeScorer as e:  # a scorer that would run text as code is never called
+        return Grade(answer, 0.0, False, "scorer_refused", str(e))
     except Exception as e:  # noqa: BLE001 - a scorer choking on model text is a wrong answer
         return Grade(answer, 0.0, False, "scorer_error", f"the answer could not be read: {e}")
     if raw > 0 and not is_reference and raw <= _nonsense_score(scorer, entry):

@@ -40,7 +40,6 @@ with the next generator seeds; a family that fails on every draw of a task raise
 from __future__ import annotations
 
 import copy
-import functools
 import hashlib
 import json
 import random
@@ -113,20 +112,20 @@ def _refuse_host_code(name: str, fields: Mapping[str, Any]) -> None:
         )
 
 
-@functools.cache
-def _default_scorer(name: str) -> Callable[[str | None, dict[str, Any]], float]:
-    from reasoning_gym.factory import get_score_answer_fn
-
-    return get_score_answer_fn(name)
-
-
 def scorer_for(task: Mapping[str, Any]) -> Callable[[str | None, dict[str, Any]], float]:
-    """reasoning-gym's ``score_answer`` for a task record (its source family's)."""
+    """The scorer of a task record's source family: one that runs no text as code.
+
+    reasoning-gym's ``score_answer``, or this suite's own for a family whose scorer runs the
+    answer (or the task's reference) as Python, or a refusal
+    (:func:`rllm_envs.reasoning_gym.safe_scoring.safe_scorer`; issue #31).
+    """
+    from rllm_envs.reasoning_gym.safe_scoring import safe_scorer
+
     _rg()
     metadata = task.get("metadata") or {}
     # A composite dataset's items name the family that made them.
     name = str(metadata.get("source_dataset") or task["dataset"])
-    return _default_scorer(name)
+    return safe_scorer(name)
 
 
 #: Metadata keys where families without a single ``answer`` keep a known solution.

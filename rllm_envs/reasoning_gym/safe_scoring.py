@@ -1,0 +1,704 @@
+"""Scorers that never run text as code (issue #31, F2/F2b/F3).
+
+Several reasoning-gym families score an answer by running it as Python: ``eval(answer)``
+(``string_insertion``, ``spiral_matrix``, ``binary_matrix``, ``n_queens``), ``eval`` of the
+task's own reference or metadata (``number_sorting``, ``bitwise_arithmetic``: a client-written
+task brings them) or ``sympy.parse_expr`` (``polynomial_multiplication``, ``simple_integration``,
+``intermediate_integration``, ``puzzle24``, ``countdown``), which runs ``eval`` too. The text
+comes from the model (or a client), and the scorer runs in the host process: an answer could
+run any command there, or rewrite the scorer so that every later answer pays 1.
+
+This module closes the class:
+
+* :func:`evaluating_calls` reads the installed reasoning-gym source of a family's
+  ``score_answer`` (and of every reasoning-gym function or method it calls) for calls of
+  :data:`EVALUATING_CALLS` (``eval``, ``exec``, ``parse_expr``, ``sympify``...). A family
+  whose source cannot be read counts as evaluating.
+* :data:`OVERRIDES` holds this module's own scorers for the evaluating families: the same
+  rules, with ``ast.literal_eval`` for the literal families and :func:`parse_math` (a
+  whitelisted Python-syntax parser with bounds on size, depth, numbers and powers) for the
+  sympy ones. They never call the family's scorer.
+* :func:`safe_scorer` gives the override of an evaluating family, refuses one without an
+  override (:class:`UnsafeScorer`: an upgrade of reasoning-gym that adds one is refused, never
+  trusted), and otherwise gives reasoning-gym's scorer, checked on every call for tampering
+  (its code object must be the one it had when first fetched).
+* :func:`check_family` refuses, when an env is made, a family whose scorer would be refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import json
+import math
+import random
+import re
+import textwrap
+import types
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "EVALUATING_CALLS",
+    "MAX_NUMBER_BITS",
+    "OVERRIDES",
+    "UnsafeExpression",
+    "UnsafeScorer",
+    "check_family",
+    "evaluating_calls",
+    "evaluating_families",
+    "parse_math",
+    "safe_scorer",
+    "scan_scorer",
+]
+
+Scorer = Callable[[Any, dict[str, Any]], float]
+
+#: Calls that run text as code (by name or attribute name, wherever they come from).
+EVALUATING_CALLS = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "parse_expr",
+        "sympify",
+        "S",
+        "parse_latex",
+        "lambdify",
+    }
+)
+#: Modules any call into which counts as evaluating (deserialisers that run code).
+_EVALUATING_MODULES = ("pickle", "marshal", "dill", "cloudpickle", "subprocess", "os")
+
+#: A bigger number (numerator or denominator) is refused while parsing: about 3,000 digits.
+MAX_NUMBER_BITS = 10_000
+#: Power exponents: a literal rational of at most this size (no towers: ``9**9**9`` is refused).
+MAX_EXPONENT = 1000
+#: Syntax nodes of one expression.
+MAX_NODES = 4000
+#: Nesting depth of one expression (sums and products are flattened first).
+MAX_DEPTH = 60
+#: Text longer than this is not parsed.
+MAX_TEXT = 8000
+
+
+class UnsafeScorer(Exception):
+    """A family's scorer runs text as code and this module has no safe scorer for it."""
+
+
+class UnsafeExpression(ValueError):
+    """Text :func:`parse_math` refuses (not in its grammar, or over a bound)."""
+
+
+# ------------------------------------------------------------------------------ the scan
+
+
+def _function_of(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+    return None
+
+
+def _scan(fn: Any, cls: type, seen: set[Any], found: set[str], depth: int = 0) -> None:
+    if fn in seen or depth > 8:
+        return
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        found.add(f"<no source: {getattr(fn, '__qualname__', fn)}>")
+        return
+    names = getattr(fn, "__globals__", {})
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func, target = node.func, None
+        if isinstance(func, ast.Name):
+            if func.id in EVALUATING_CALLS:
+                found.add(func.id)
+            target = names.get(func.id)
+        elif isinstance(func, ast.Attribute):
+            if func.attr in EVALUATING_CALLS:
+                found.add(func.attr)
+            if isinstance(func.value, ast.Name):
+                if func.value.id in ("self", "cls", "super"):
+                    method = _function_of(cls, func.attr)
+                    if isinstance(method, types.FunctionType):  # any method of the scorer's
+                        _scan(method, cls, seen, found, depth + 1)
+                else:
+                    base = names.get(func.value.id)
+                    if isinstance(base, types.ModuleType):
+                        if base.__name__.split(".")[0] in _EVALUATING_MODULES:
+                            found.add(f"{base.__name__}.{func.attr}")
+                        target = getattr(base, func.attr, None)
+        if isinstance(target, types.ModuleType):
+            continue
+        if isinstance(target, types.FunctionType) and (target.__module__ or "").startswith(
+            "reasoning_gym"
+        ):
+            _scan(target, cls, seen, found, depth + 1)
+
+
+def scan_scorer(dataset_cls: type) -> frozenset[str]:
+    """The code-running calls a dataset class's ``score_answer`` makes.
+
+    Read from the source of ``score_answer``, of every method of the class it calls
+    (``self._helper(...)``) and of every reasoning-gym function it calls (``helper(...)``,
+    ``module.helper(...)``), to a depth of 8: calls named in :data:`EVALUATING_CALLS` and
+    calls into :data:`_EVALUATING_MODULES`. Empty for a scorer that runs no text;
+    ``"<no source: ...>"`` when a function's source cannot be read (it counts as evaluating).
+    """
+    found: set[str] = set()
+    scorer = _function_of(dataset_cls, "score_answer")
+    if not isinstance(scorer, types.FunctionType):
+        return frozenset({f"<no source: {dataset_cls.__qualname__}.score_answer>"})
+    _scan(scorer, dataset_cls, set(), found)
+    return frozenset(found)
+
+
+@functools.cache
+def evaluating_calls(family: str) -> frozenset[str]:
+    """The code-running calls of the installed reasoning-gym scorer of ``family``.
+
+    :func:`scan_scorer` of the family's dataset class, cached.
+    """
+    from reasoning_gym.factory import DATASETS
+
+    return scan_scorer(DATASETS[family][0])
+
+
+def evaluating_families() -> dict[str, frozenset[str]]:
+    """Every installed family whose scorer runs text as code, with the calls found."""
+    from reasoning_gym.factory import DATASETS
+
+    result = {}
+    for name in sorted(DATASETS):
+        calls = evaluating_calls(name)
+        if calls:
+            result[name] = calls
+    return result
+
+
+def check_family(family: str) -> None:
+    """Refuse a family whose scorer runs text as code and has no safe override here.
+
+    ``composite`` is checked by its component families (its items name them). Another family's
+    scorer is fetched (and cached) here, when an env is made, so that the code object its
+    tamper check compares with is the one it had before any answer was scored.
+
+    Raises:
+        InvalidEnvConfig: For such a family.
+    """
+    from rllm_envs.error import InvalidEnvConfig
+
+    if family == "composite":
+        return
+    calls = evaluating_calls(family)
+    if family in OVERRIDES or not calls:
+        # Fetched now, before any answer is scored: the guard's reference code object.
+        safe_scorer(family)
+        return
+    if calls:
+        raise InvalidEnvConfig(
+            f"reasoning-gym's {family!r} scorer runs the answer as code ({sorted(calls)}) in "
+            "this process and rllm-envs has no safe scorer for it "
+            "(rllm_envs.reasoning_gym.safe_scoring.OVERRIDES); it is not played."
+        )
+
+
+def _refused(family: str) -> Scorer:
+    def refuse(answer: Any, entry: dict[str, Any]) -> float:
+        raise UnsafeScorer(f"reasoning-gym's {family!r} scorer runs text as code; it is not called")
+
+    return refuse
+
+
+def _guarded(family: str) -> Scorer:
+    from reasoning_gym.factory import get_score_answer_fn
+
+    method = get_score_answer_fn(family)
+    func = getattr(method, "__func__", method)
+    code = func.__code__
+    owner = type(getattr(method, "__self__", None))
+
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        current = _function_of(owner, "score_answer") if owner is not type(None) else func
+        if func.__code__ is not code or (current is not None and current is not func):
+            raise UnsafeScorer(f"reasoning-gym's {family!r} scorer was changed in this process")
+        return float(method(answer, entry))
+
+    return score
+
+
+@functools.cache
+def safe_scorer(family: str) -> Scorer:
+    """The scorer of ``family`` that runs no text as code (see the module docstring).
+
+    The override of an evaluating family; for one without an override (and ``composite``,
+    whose items must name their family), a scorer that raises :class:`UnsafeScorer`; else
+    reasoning-gym's, which raises :class:`UnsafeScorer` if its code was swapped.
+    """
+    if family in OVERRIDES:
+        return OVERRIDES[family]()
+    if family == "composite" or evaluating_calls(family):
+        return _refused(family)
+    return _guarded(family)
+
+
+# ------------------------------------------------------------------ literal families
+
+
+def _literal(text: str) -> Any:
+    """``ast.literal_eval`` of bounded text (never runs code)."""
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise UnsafeExpression("not a bounded string")
+    return ast.literal_eval(text)
+
+
+def _string_insertion() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        oracle = entry["answer"]
+        if isinstance(answer, str):
+            if answer == oracle:
+                return 1.0
+            try:  # a Python list of characters
+                if "".join(_literal(answer)) == oracle:
+                    return 0.1
+            except Exception:  # noqa: BLE001 - not a literal: wrong
+                pass
+        return 0.0
+
+    return score
+
+
+def _spiral_matrix() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        oracle = str(entry["answer"]).strip()
+        if isinstance(answer, str) and answer:
+            answer = answer.strip()
+            if answer == oracle:
+                return 1.0
+            try:  # a Python list
+                if " ".join(str(item) for item in _literal(answer)) == oracle:
+                    return 0.1
+            except Exception:  # noqa: BLE001 - not a literal: wrong
+                pass
+        return 0.0
+
+    return score
+
+
+def _binary_matrix() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        oracle = entry["answer"]
+        if isinstance(answer, str):
+            if answer == oracle:
+                return 1.0
+            try:  # a Python list of lists
+                matrix = _literal(answer)
+                if "\n".join(" ".join(str(x) for x in row) for row in matrix) == oracle:
+                    return 0.1
+            except Exception:  # noqa: BLE001 - not a literal: wrong
+                pass
+        return 0.0
+
+    return score
+
+
+def _n_queens() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if isinstance(answer, str):
+            valid = entry["metadata"]["valid_answers"]
+            if answer in valid:
+                return 1.0
+            try:  # a Python list of rows
+                board = _literal(answer)
+                if "\n".join(" ".join(x for x in row) for row in board) in valid:
+                    return 0.5
+            except Exception:  # noqa: BLE001 - not a literal: wrong
+                pass
+        return 0.0
+
+    return score
+
+
+def _number_sorting() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str):
+            return 0.0
+        try:
+            try:
+                given = json.loads(answer.replace("'", '"'))
+            except json.JSONDecodeError:
+                return 0.0
+            if not isinstance(given, list):
+                return 0.0
+            try:
+                expected = json.loads(entry["answer"])
+            except json.JSONDecodeError:
+                expected = _literal(entry["answer"])
+            if len(given) != len(expected):
+                return 0.0
+            values = [float(n) for n in given]
+            targets = [float(n) for n in expected]
+            descending = entry["metadata"]["direction"] != "ascending"
+            if values != sorted(values, reverse=descending):
+                return 0.0
+            if any(abs(a - b) > 1 for a, b in zip(values, targets, strict=True)):
+                return 0.0
+            return 1.0
+        except Exception:  # noqa: BLE001 - anything unreadable is wrong
+            return 0.0
+
+    return score
+
+
+_INT_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+}
+
+
+def _int_value(node: ast.AST, depth: int = 0) -> int:
+    """An integer expression (``+ - * << >> & | ^ ~``, int literals), bounded; else refused."""
+    if depth > MAX_DEPTH:
+        raise UnsafeExpression("too deep")
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        value = node.value
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        inner = _int_value(node.operand, depth + 1)
+        value = (
+            -inner
+            if isinstance(node.op, ast.USub)
+            else ~inner
+            if isinstance(node.op, ast.Invert)
+            else inner
+        )
+    elif isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        a, b = _int_value(node.left, depth + 1), _int_value(node.right, depth + 1)
+        if isinstance(node.op, (ast.LShift, ast.RShift)) and not 0 <= b <= MAX_NUMBER_BITS:
+            raise UnsafeExpression("shift out of range")
+        if isinstance(node.op, ast.LShift) and a.bit_length() + b > MAX_NUMBER_BITS:
+            raise UnsafeExpression("number too large")
+        if isinstance(node.op, ast.Mult) and a.bit_length() + b.bit_length() > MAX_NUMBER_BITS:
+            raise UnsafeExpression("number too large")
+        value = _INT_OPS[type(node.op)](a, b)
+    else:
+        raise UnsafeExpression(f"not an integer expression: {type(node).__name__}")
+    if value.bit_length() > MAX_NUMBER_BITS:
+        raise UnsafeExpression("number too large")
+    return value
+
+
+def _bitwise_arithmetic() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if isinstance(answer, str):
+            try:
+                problem = entry["metadata"]["problem"]
+                if not isinstance(problem, str) or len(problem) > MAX_TEXT:
+                    return 0.0
+                expected = _int_value(ast.parse(problem.strip(), mode="eval").body)
+                if len(answer) <= 4000 and int(answer, 0) == expected:
+                    return 1.0
+            except Exception:  # noqa: BLE001 - anything unreadable is wrong
+                pass
+        return 0.0
+
+    return score
+
+
+# ------------------------------------------------------------------------ sympy families
+
+_FUNCTIONS = (
+    "sin cos tan cot sec csc asin acos atan acot sinh cosh tanh asinh acosh atanh exp log sqrt Abs"
+).split()
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]{0,15}\Z")
+
+
+def _sympy() -> Any:
+    import sympy
+
+    return sympy
+
+
+def _check_number(value: Any) -> Any:
+    sympy = _sympy()
+    if isinstance(value, sympy.Rational):
+        if max(int(value.p).bit_length(), int(value.q).bit_length()) > MAX_NUMBER_BITS:
+            raise UnsafeExpression("number too large")
+    elif isinstance(value, sympy.Float) and not value.is_finite:
+        raise UnsafeExpression("not a finite number")
+    return value
+
+
+#: A rational under a root (or a log, ...) is at most this big: sympy factors it.
+MAX_ROOT_BITS = 256
+
+
+def _check_root(base: Any, exponent: Any) -> None:
+    sympy = _sympy()
+    if not isinstance(base, sympy.Rational) or isinstance(exponent, sympy.Integer):
+        return
+    if max(int(base.p).bit_length(), int(base.q).bit_length()) > MAX_ROOT_BITS:
+        raise UnsafeExpression("number under a root too large")
+
+
+def _chain(node: ast.AST, ops: tuple[type, ...]) -> list[tuple[bool, ast.AST]]:
+    """The operands of a left-nested chain of ``ops`` (``a - b + c``), each with its sign."""
+    items: list[tuple[bool, ast.AST]] = []
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ops):
+        items.append((isinstance(node.op, (ast.Sub, ast.Div)), node.right))
+        node = node.left
+    items.append((False, node))
+    return items[::-1]
+
+
+class _Builder:
+    def __init__(self, local: Mapping[str, Any], symbols: bool, integral_of: Any | None) -> None:
+        self.sympy = _sympy()
+        self.local = dict(local)
+        self.symbols = symbols
+        self.integral_of = integral_of
+
+    def build(self, node: ast.AST, depth: int = 0) -> Any:
+        sympy = self.sympy
+        if depth > MAX_DEPTH:
+            raise UnsafeExpression("too deep")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            terms = [
+                (-self.build(n, depth + 1) if neg else self.build(n, depth + 1))
+                for neg, n in _chain(node, (ast.Add, ast.Sub))
+            ]
+            return _check_number(sympy.Add(*terms))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+            factors = []
+            for inverse, n in _chain(node, (ast.Mult, ast.Div)):
+                value = self.build(n, depth + 1)
+                factors.append(sympy.Pow(value, -1) if inverse else value)
+            return _check_number(sympy.Mul(*factors))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            return self._power(node, depth)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = self.build(node.operand, depth + 1)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if type(value) is int:
+                return _check_number(sympy.Integer(value))
+            if type(value) is float:
+                if not math.isfinite(value):
+                    raise UnsafeExpression("not a finite number")
+                return sympy.Float(value)
+            raise UnsafeExpression("only numbers")
+        if isinstance(node, ast.Name):
+            return self._name(node.id)
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        raise UnsafeExpression(f"{type(node).__name__} is not allowed")
+
+    def _name(self, name: str) -> Any:
+        sympy = self.sympy
+        if name in self.local:
+            return self.local[name]
+        constants = {"pi": sympy.pi, "E": sympy.E, "I": sympy.I}
+        if name in constants:
+            return constants[name]
+        if not self.symbols or name in _FUNCTIONS or not _NAME.match(name):
+            raise UnsafeExpression(f"name {name!r} is not allowed")
+        return sympy.Symbol(name)
+
+    def _power(self, node: ast.BinOp, depth: int) -> Any:
+        sympy = self.sympy
+        exponent = self.build(node.right, depth + 1)
+        if not isinstance(exponent, sympy.Rational):
+            raise UnsafeExpression("a power's exponent must be a number")
+        if abs(exponent) > MAX_EXPONENT or exponent.q > MAX_EXPONENT:
+            raise UnsafeExpression("exponent too large")
+        base = self.build(node.left, depth + 1)
+        _check_root(base, exponent)
+        if isinstance(base, sympy.Rational):
+            bits = max(int(base.p).bit_length(), int(base.q).bit_length())
+            if bits * abs(exponent) > MAX_NUMBER_BITS:
+                raise UnsafeExpression("power too large")
+        elif base.is_number and base.has(sympy.Pow) and abs(exponent) > 4:
+            raise UnsafeExpression("power of a power too large")
+        return _check_number(sympy.Pow(base, exponent))
+
+    def _call(self, node: ast.Call, depth: int) -> Any:
+        sympy = self.sympy
+        if not isinstance(node.func, ast.Name) or node.keywords:
+            raise UnsafeExpression("only plain calls of known functions")
+        name = node.func.id
+        args = [self.build(a, depth + 1) for a in node.args]
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise UnsafeExpression("only plain calls of known functions")
+        if name == "Integral" and self.integral_of is not None:
+            if len(args) != 2 or args[1] != self.integral_of:
+                raise UnsafeExpression("Integral(expression, variable) only")
+            return sympy.Integral(args[0], args[1])
+        if name == "abs":
+            name = "Abs"
+        if name not in _FUNCTIONS:
+            raise UnsafeExpression(f"function {name!r} is not allowed")
+        if len(args) != 1 and not (name == "log" and len(args) == 2):
+            raise UnsafeExpression(f"{name} takes one argument")
+        for arg in args:  # sympy factors small rationals under roots and logs
+            _check_root(arg, sympy.Rational(1, 2))
+        return getattr(sympy, name)(*args)
+
+
+def parse_math(
+    text: str,
+    local: Mapping[str, Any] | None = None,
+    *,
+    symbols: bool = True,
+    integral_of: Any | None = None,
+) -> Any:
+    """A sympy expression from Python-syntax math text, without running the text.
+
+    The grammar: numbers, ``+ - * / **`` and parentheses, names (in ``local``; ``pi``, ``E``,
+    ``I``; other identifiers become symbols when ``symbols``), calls of elementary functions
+    (``sin`` ... ``sqrt``, ``Abs``), and ``Integral(f, x)`` for ``x`` == ``integral_of``.
+    Bounded: :data:`MAX_TEXT` characters, :data:`MAX_NODES` nodes, :data:`MAX_DEPTH` levels,
+    numbers of :data:`MAX_NUMBER_BITS` bits, exponents that are literal numbers up to
+    :data:`MAX_EXPONENT` (so ``9**9**9`` is refused before anything is computed).
+
+    Raises:
+        UnsafeExpression: For text outside the grammar or over a bound.
+    """
+    if not isinstance(text, str) or len(text) > MAX_TEXT:
+        raise UnsafeExpression("not a bounded string")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        raise UnsafeExpression(f"cannot parse: {e}") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+        raise UnsafeExpression("expression too large")
+    try:
+        return _Builder(local or {}, symbols, integral_of).build(tree.body)
+    except RecursionError:
+        raise UnsafeExpression("too deep") from None
+
+
+def _polynomial_multiplication() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if isinstance(answer, str):
+            try:
+                if parse_math(answer) == parse_math(entry["answer"]):
+                    return 1.0
+            except Exception:  # noqa: BLE001 - anything unreadable is wrong
+                pass
+        return 0.0
+
+    return score
+
+
+#: Points at which an antiderivative's derivative is compared with the integrand.
+_POINTS = 6
+
+
+def _integration() -> Scorer:
+    """``d/dx answer == integrand``, decided at random points (no ``simplify``: bounded time)."""
+
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str):
+            return 0.0
+        try:
+            sympy = _sympy()
+            metadata = entry["metadata"]
+            name = metadata["variable"]
+            if not isinstance(name, str) or not _NAME.match(name):
+                return 0.0
+            x = sympy.Symbol(name)
+            given = parse_math(answer, {name: x, "C": sympy.Symbol("C")}, integral_of=x)
+            integrand = parse_math(metadata["integrand"], {name: x})
+            difference = sympy.diff(given, x) - integrand
+            if difference == 0:
+                return 1.0
+            if difference.free_symbols - {x} or difference.has(sympy.Integral):
+                return 0.0
+            rng = random.SystemRandom()
+            agreed = 0
+            for _ in range(_POINTS):
+                point = sympy.Rational(rng.randint(500, 2500), 1000)
+                gap = complex(difference.evalf(30, subs={x: point}))
+                size = complex(integrand.evalf(30, subs={x: point}))
+                if not all(map(math.isfinite, (gap.real, gap.imag, size.real, size.imag))):
+                    continue
+                if abs(gap) > 1e-9 * max(1.0, abs(size)):
+                    return 0.0
+                agreed += 1
+            return 1.0 if agreed >= 3 else 0.0
+        except Exception:  # noqa: BLE001 - anything unreadable is wrong
+            return 0.0
+
+    return score
+
+
+def _config(family: str) -> Any:
+    from reasoning_gym.factory import DATASETS
+
+    return DATASETS[family][1]()
+
+
+def _puzzle24() -> Scorer:
+    config = _config("puzzle24")
+
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str):
+            return 0.01
+        try:
+            answer = answer.strip()
+            value = parse_math(answer, symbols=False)
+            used = [int(n) for n in re.findall(r"\b\d+\b", answer)]
+            if len(used) != 4 or any(not config.min_value <= n <= config.max_value for n in used):
+                return 0.01
+            return 1.0 if value == 24 else 0.01
+        except Exception:  # noqa: BLE001 - anything unreadable earns the floor
+            return 0.01
+
+    return score
+
+
+def _countdown() -> Scorer:
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str) or not answer.strip():
+            return 0.01
+        try:
+            value = float(parse_math(answer, symbols=False))
+            used = [int(n) for n in re.findall(r"\b\d+\b", answer)]
+            if sorted(used) != sorted(entry["metadata"]["numbers"]):
+                return 0.05
+            if abs(value - float(entry["metadata"]["target"])) <= 1e-6:
+                return 1.0
+            return 0.05
+        except Exception:  # noqa: BLE001 - anything unreadable earns the floor
+            return 0.01
+
+    return score
+
+
+#: This module's scorers of the families whose reasoning-gym scorer runs text as code.
+OVERRIDES: dict[str, Callable[[], Scorer]] = {
+    "string_insertion": _string_insertion,
+    "spiral_matrix": _spiral_matrix,
+    "binary_matrix": _binary_matrix,
+    "n_queens": _n_queens,
+    "number_sorting": _number_sorting,
+    "bitwise_arithmetic": _bitwise_arithmetic,
+    "polynomial_multiplication": _polynomial_multiplication,
+    "simple_integration": _integration,
+    "intermediate_integration": _integration,
+    "puzzle24": _puzzle24,
+    "countdown": _countdown,
+}

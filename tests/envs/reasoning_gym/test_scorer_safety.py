@@ -1,0 +1,331 @@
+"""rllm/ReasoningGym-v0 never runs model (or client) text as code (issue #31, att31 F1-F3).
+
+Some reasoning-gym scorers ``eval`` the answer or ``sympy.parse_expr`` it; here those families
+are scored by :mod:`rllm_envs.reasoning_gym.safe_scoring`. The payloads are att31's: each
+would write a marker file (and the ``__code__`` swap would pay every later junk answer 1.0)
+if it ran. References still earn 1, junk and copies 0, and a wrong reply shows no reference
+when ``reveal_reference=False`` (the server's default).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("reasoning_gym", reason='needs `pip install "rllm-envs[reasoning-gym]"`')
+
+import rllm_envs  # noqa: E402
+from rllm_envs.error import InvalidEnvConfig  # noqa: E402
+
+ENV_ID = "rllm/ReasoningGym-v0"
+LITERAL = ["string_insertion", "spiral_matrix", "binary_matrix", "n_queens"]
+SYMPY = [
+    "polynomial_multiplication",
+    "simple_integration",
+    "intermediate_integration",
+    "puzzle24",
+    "countdown",
+]
+#: Families whose scorer evals the task's reference or metadata (a custom task brings them).
+REFERENCE_EVAL = ["number_sorting", "bitwise_arithmetic"]
+AFFECTED = LITERAL + SYMPY + REFERENCE_EVAL
+JUNK = "<answer>" + "banana " * 120 + "</answer>"
+#: att31 F3: swaps the cached scorer's code so that any answer without the probe pays 1.0.
+PATCH = (
+    "setattr(type(self).score_answer, '__code__', "
+    "(lambda s, a, e: 0.0 if 'qz7' in str(a) else 1.0).__code__)"
+)
+BOMBS = ["9**9**9", "10**1000**1000", "((10**100)**100)**100", "2**(2**(2**(2**(2**5))))"]
+
+
+def _payloads(marker) -> list[str]:
+    shell = f"id > {marker}"
+    return [
+        f"__import__('os').system('{shell}')",  # att31 F3 (eval families)
+        # att31 F2 (sympy.parse_expr families): an attribute chain out of sympy's namespace
+        f"lambdify.__globals__['__builtins__']['__import__']('os').system('{shell}')",
+        f"[__import__('os').system('{shell}')]",
+        f"open('{marker}', 'w').write('x')",
+        PATCH,
+    ]
+
+
+def _make(family, **kwargs):
+    return rllm_envs.make(ENV_ID, dataset=family, size=100, **kwargs)
+
+
+@pytest.fixture
+def marker(tmp_path):
+    path = tmp_path / "ran"
+    yield path
+    assert not path.exists(), "a payload ran in the test process"
+
+
+# ------------------------------------------------------------------------------ the scan
+
+
+def test_every_family_whose_scorer_runs_text_is_overridden_or_refused():
+    from reasoning_gym.factory import DATASETS
+
+    from rllm_envs.reasoning_gym.safe_scoring import (
+        OVERRIDES,
+        UnsafeScorer,
+        check_family,
+        evaluating_calls,
+        evaluating_families,
+        safe_scorer,
+    )
+
+    found = evaluating_families()
+    # The scan sees every family att31 and this fix know of (it must not go blind).
+    assert set(AFFECTED) <= set(found), sorted(set(AFFECTED) - set(found))
+    for family in sorted(DATASETS):
+        if not evaluating_calls(family):
+            continue
+        if family in OVERRIDES:
+            check_family(family)
+            assert safe_scorer(family) is not None
+            continue
+        with pytest.raises(InvalidEnvConfig, match="runs the answer as code"):
+            check_family(family)
+        with pytest.raises(UnsafeScorer):
+            safe_scorer(family)("1", {"question": "", "answer": "1", "metadata": {}})
+
+
+class _FakeEvaluatingDataset:  # a stand-in dataset class for the scan only
+    def _read(self, text):
+        return eval(text)  # noqa: S307 - the scan must find this (never called)
+
+    def score_answer(self, answer, entry):
+        return float(self._read(answer) == entry["answer"])
+
+
+class _FakeSympyDataset:  # a stand-in dataset class for the scan only
+    def score_answer(self, answer, entry):
+        import sympy
+
+        return float(sympy.parse_expr(answer) == 0)
+
+
+class _FakeSafeDataset:  # a stand-in dataset class for the scan only
+    def score_answer(self, answer, entry):
+        return float(json.loads(answer) == entry["answer"])
+
+
+def test_the_scan_finds_eval_in_a_helper_method_and_sympy_parsing():
+    from rllm_envs.reasoning_gym.safe_scoring import scan_scorer
+
+    assert "eval" in scan_scorer(_FakeEvaluatingDataset)
+    assert "parse_expr" in scan_scorer(_FakeSympyDataset)
+    assert scan_scorer(_FakeSafeDataset) == frozenset()
+
+
+def test_an_unknown_evaluating_family_is_refused_when_the_env_is_made(monkeypatch):
+    """A reasoning-gym upgrade whose family starts to eval, with no override: refused."""
+    from rllm_envs.reasoning_gym import safe_scoring
+
+    monkeypatch.setattr(safe_scoring, "OVERRIDES", {})
+    with pytest.raises(InvalidEnvConfig, match="runs the answer as code"):
+        _make("spiral_matrix")
+
+
+# ------------------------------------------------------------------ rewards still right
+
+
+@pytest.mark.parametrize("family", AFFECTED)
+def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
+    env = _make(family)
+    paid = 0
+    for index in range(100):
+        observation, _ = env.reset(options={"index": index})
+        _, reward, *_ = env.step(env.unwrapped.oracle_action())
+        paid += reward == 1.0
+        if index < 10:
+            env.reset(options={"index": index})
+            assert env.step(JUNK)[1] == 0.0
+            question = env.unwrapped.task["question"]
+            env.reset(options={"index": index})
+            assert env.step(f"<answer>{question}</answer>")[1] == 0.0
+    env.close()
+    assert paid >= 99, (family, paid)
+
+
+@pytest.mark.parametrize("family", SYMPY)
+def test_power_towers_and_huge_numbers_are_refused_at_once(family):
+    env = _make(family)
+    for bomb in BOMBS + ["1" * 5000, "x**" + "(" * 200 + "2" + ")" * 200]:
+        env.reset(options={"index": 0})
+        _, reward, _, _, info = env.step(f"<answer>{bomb}</answer>")
+        assert reward == 0.0, (bomb, info["verdict"])
+    env.close()
+
+
+def test_parse_math_refuses_what_is_not_math():
+    from rllm_envs.reasoning_gym.safe_scoring import UnsafeExpression, parse_math
+
+    assert str(parse_math("3*x**2 + 2*x - 1/2")) == "3*x**2 + 2*x - 1/2"
+    for text in [
+        "x.__class__",
+        "lambdify(x)",
+        "sin.__globals__",
+        "(lambda: 1)()",
+        "[1, 2]",
+        "'text'",
+        "x[0]",
+        "__import__('os')",
+        "sin(x, y=1)",
+        "x if x else 1",
+        *BOMBS,
+    ]:
+        with pytest.raises(UnsafeExpression):
+            parse_math(text)
+
+
+# ----------------------------------------------------------------------- the payloads
+
+
+@pytest.mark.parametrize("family", AFFECTED)
+def test_no_payload_runs_or_changes_the_scorer_in_process(family, marker):
+    env = _make(family)
+    for index, payload in enumerate(_payloads(marker)):
+        env.reset(options={"index": index})
+        _, reward, *_ = env.step(f"<answer>{payload}</answer>")
+        assert reward == 0.0 and not marker.exists(), payload
+    for index in range(5, 10):  # att31 F3: after the patch, junk still earns nothing
+        env.reset(options={"index": index})
+        assert env.step(JUNK)[1] == 0.0
+    env.close()
+
+
+def _custom_tasks(family, marker) -> list[dict]:
+    """Client-written tasks whose reference or metadata is a payload (att31 F2b)."""
+    payloads = _payloads(marker)
+    env = _make(family)
+    env.reset(options={"index": 0})
+    task = {k: v for k, v in env.unwrapped.task.items() if k in ("question", "answer", "metadata")}
+    env.close()
+    task["dataset"] = family
+    out = []
+    for payload in payloads:
+        out.append({**task, "answer": payload})
+        metadata = json.loads(json.dumps(task["metadata"]))
+        for key in ("problem", "integrand", "valid_answers"):
+            if key in metadata:
+                metadata[key] = [payload] if key == "valid_answers" else payload
+        out.append({**task, "metadata": metadata})
+    return out
+
+
+@pytest.mark.parametrize("family", AFFECTED)
+def test_custom_tasks_whose_reference_is_code_run_nothing(family, marker):
+    env = _make(family)
+    for task in _custom_tasks(family, marker):
+        env.reset(options={"task": task})
+        for answer in ["<answer>[1, 2]</answer>", f"<answer>{_payloads(marker)[0]}</answer>"]:
+            env.reset(options={"task": task})
+            _, reward, *_ = env.step(answer)
+            assert not marker.exists(), (task, answer)
+    env.close()
+
+
+def test_a_custom_task_must_name_the_envs_family(marker):
+    """att31 F2b: the default env (basic_arithmetic) ran spiral_matrix's eval for a client."""
+    env = rllm_envs.make(ENV_ID)
+    task = {
+        "dataset": "spiral_matrix",
+        "question": "Write anything.",
+        "answer": "1 2",
+        "metadata": {},
+    }
+    with pytest.raises(InvalidEnvConfig, match="must be of its family"):
+        env.reset(options={"task": task})
+    named = {**task, "dataset": "basic_arithmetic", "metadata": {"source_dataset": "spiral_matrix"}}
+    with pytest.raises(InvalidEnvConfig, match="must be of its family"):
+        env.reset(options={"task": named})
+    env.close()
+
+
+def test_a_swapped_scorer_is_refused_not_trusted():
+    """Defence in depth: a scorer whose code changed in the process is never called."""
+    from reasoning_gym.factory import DATASETS
+
+    cls = DATASETS["basic_arithmetic"][0]
+    env = rllm_envs.make(ENV_ID)
+    env.reset(options={"index": 0})
+    original = cls.score_answer.__code__
+    cls.score_answer.__code__ = (lambda s, a, e: 1.0).__code__
+    try:
+        _, reward, _, _, info = env.step(JUNK)
+    finally:
+        cls.score_answer.__code__ = original
+    assert reward == 0.0 and info["verdict"] == "scorer_refused"
+    env.close()
+
+
+# ---------------------------------------------------------------------- att31 F1
+
+
+def test_reveal_reference_false_withholds_the_reference():
+    shown, hidden = rllm_envs.make(ENV_ID), rllm_envs.make(ENV_ID, reveal_reference=False)
+    for env in (shown, hidden):
+        env.reset(options={"index": 0})
+    reference = shown.unwrapped.task["answer"]
+    text, _, _, _, info = shown.step("<answer>I do not know 12345</answer>")
+    assert reference in text and info["reference_answer"] == reference
+    text, _, _, _, info = hidden.step("<answer>I do not know 12345</answer>")
+    assert reference not in text and info["reference_answer"] is None
+    with pytest.raises(InvalidEnvConfig, match="reveal_reference"):
+        rllm_envs.make(ENV_ID, reveal_reference="no")
+
+
+# ------------------------------------------------------------------- through the server
+
+
+def _server(**env_kwargs):
+    pytest.importorskip("openenv.core.env_server", reason='needs "rllm-envs[openenv]"')
+    from fastapi.testclient import TestClient
+
+    from rllm_adapters.openenv.server import create_app
+
+    return TestClient(create_app(ENV_ID, env_kwargs=env_kwargs or None))
+
+
+def _call(ws, kind, data=None) -> dict:
+    ws.send_json({"type": kind, "data": data or {}})
+    return ws.receive_json()
+
+
+@pytest.mark.parametrize(
+    "family", ["spiral_matrix", "polynomial_multiplication", "bitwise_arithmetic"]
+)
+def test_through_the_server_no_payload_runs_and_no_other_client_is_paid(family, marker):
+    with _server(dataset=family) as client:
+        with client.websocket_connect("/ws") as victim, client.websocket_connect("/ws") as attacker:
+            for task in _custom_tasks(family, marker)[:4]:
+                assert (
+                    _call(attacker, "reset", {"options": {"task": task}})["type"] == "observation"
+                )
+                for payload in _payloads(marker):
+                    _call(attacker, "reset", {"options": {"task": task}})
+                    reply = _call(attacker, "step", {"text": f"<answer>{payload}</answer>"})
+                    assert not marker.exists(), payload
+                    if payload not in json.dumps(task):  # a task's own answer may pay, as text
+                        assert reply["data"]["reward"] == 0.0, payload
+            for index in range(3):
+                _call(victim, "reset", {"options": {"index": index}})
+                assert _call(victim, "step", {"text": JUNK})["data"]["reward"] == 0.0
+
+
+def test_the_default_server_refuses_a_custom_task_of_another_family(marker):
+    task = {
+        "dataset": "spiral_matrix",
+        "question": "Write anything.",
+        "answer": "1 2 3 4",
+        "metadata": {},
+    }
+    with _server() as client, client.websocket_connect("/ws") as ws:
+        reply = _call(ws, "reset", {"options": {"task": task}})
+        assert reply["type"] == "error" and "family" in json.dumps(reply)
+        _call(ws, "reset", {"options": {"index": 0}})
+        _call(ws, "step", {"text": f"<answer>{_payloads(marker)[0]}</answer>"})
