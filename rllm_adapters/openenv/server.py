@@ -67,6 +67,7 @@ INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0"})
 SERVED_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "rllm/Math-v1": {"reveal_reference": False},
     "rllm/Countdown-v1": {"reveal_reference": False},  # issue #31, F2
+    "rllm/ReasoningGym-v0": {"reveal_reference": False},  # issue #31 (att31), F1
 }
 
 

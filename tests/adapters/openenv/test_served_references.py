@@ -1,0 +1,88 @@
+"""No served id names a task's hidden answer after a wrong reply (issue #31, att31 F1).
+
+Math, Countdown and ReasoningGym each showed the reference after a wrong reply, so a client
+could read a dataset's answers off and replay them on the same index for reward 1. The server
+withholds them (:data:`rllm_adapters.openenv.server.SERVED_DEFAULTS`); this walks every served
+id through the server's own app, steps wrong replies until the episode ends (at most 12), and
+asserts that no hidden task field (:data:`rllm_envs.core.HIDDEN_TASK_FIELDS`) the question did
+not already show appears in any observation or info, so the next env added cannot reopen it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-envs[openenv]"`')
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from rllm_adapters.openenv.environment import GymTextEnvironment, served_ids  # noqa: E402
+from rllm_adapters.openenv.server import SERVED_DEFAULTS, create_app  # noqa: E402
+from rllm_envs.core import HIDDEN_TASK_FIELDS  # noqa: E402
+
+#: A wrong reply in every family's format at once.
+WRONG = (
+    "```python\nprint(0)\n```\nI think the answer is \\boxed{987654321} <answer>987654321</answer>"
+)
+INDICES = range(2)
+
+
+def _strings(value, out: set[str]) -> set[str]:
+    if isinstance(value, str):
+        if len(value.strip()) >= 2:
+            out.add(value.strip())
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if abs(value) >= 10:
+            out.add(str(value))
+    elif isinstance(value, dict):
+        for item in value.values():
+            _strings(item, out)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _strings(item, out)
+    return out
+
+
+def _hidden(env_id: str, index: int) -> tuple[set[str], str]:
+    """The hidden field values of task ``index`` as the server makes it, and its first text."""
+    env = GymTextEnvironment(env_id, dict(SERVED_DEFAULTS.get(env_id, {})))
+    try:
+        observation = env.reset(options={"index": index})
+        task = getattr(env.env.unwrapped, "task", None)
+        values: set[str] = set()
+        for key in HIDDEN_TASK_FIELDS - {"id", "client_id"}:
+            if isinstance(task, dict) and key in task:
+                _strings(task[key], values)
+        return values, observation.text + json.dumps(observation.info)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", list(served_ids()))
+def test_a_wrong_reply_through_the_server_shows_no_hidden_answer(env_id):
+    with TestClient(create_app(env_id)) as client, client.websocket_connect("/ws") as ws:
+        for index in INDICES:
+            hidden, first = _hidden(env_id, index)
+            hidden = {value for value in hidden if value not in first}
+            ws.send_json({"type": "reset", "data": {"options": {"index": index}}})
+            reply = ws.receive_json()
+            assert reply["type"] == "observation", reply
+            seen = ""
+            for _ in range(12):
+                ws.send_json({"type": "step", "data": {"text": WRONG}})
+                reply = ws.receive_json()
+                assert reply["type"] == "observation", reply
+                observation = reply["data"]["observation"]
+                info = observation.get("info") or {}
+                assert info.get("reference_answer") is None, (env_id, index)
+                seen += observation["text"] + json.dumps(info)
+                if reply["data"].get("done"):
+                    break
+            leaked = sorted(value for value in hidden if value in seen)
+            assert not leaked, (env_id, index, leaked[:3])
+
+
+def test_reasoning_gym_is_served_without_references():
+    assert SERVED_DEFAULTS["rllm/ReasoningGym-v0"] == {"reveal_reference": False}
