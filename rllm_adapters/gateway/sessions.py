@@ -522,12 +522,7 @@ class SessionRegistry:
             return  # the single local client's unnamed run
         reserved = self._reserved_for(key)
         if reserved is not None and reserved != owner:
-            raise SessionError(
-                403,
-                f"Run {run!r} is reserved for client {reserved!r} (its default run): name "
-                "another `run` for this session.",
-                "run_forbidden",
-            )
+            raise _run_forbidden(run)
         found = self._run_owner(key)
         if found is None:
             self._refuse_lookalike(key, owner)
@@ -548,11 +543,7 @@ class SessionRegistry:
                 "run_not_owned",
             )
         elif found != owner:
-            raise SessionError(
-                403,
-                f"Run {run!r} belongs to another client: name another `run` for this session.",
-                "run_forbidden",
-            )
+            raise _run_forbidden(run)
 
     def _refuse_lookalike(self, run: str, owner: str) -> None:
         """Refuse a new run that differs only by case from a run another client owns."""
@@ -561,12 +552,7 @@ class SessionRegistry:
         for other in known:
             if other != run and other.casefold() == folded:
                 if self._run_owner(other) != owner:
-                    raise SessionError(
-                        409,
-                        f"Run {run!r} differs only by case from another client's run: name "
-                        "another `run` for this session.",
-                        "run_lookalike",
-                    )
+                    raise _run_forbidden(run)
 
     def _save_claim(self, run: str, owner: str) -> None:
         """Keep a new claim on disk (so a restart knows it before anything is stored).
@@ -995,6 +981,20 @@ def _read_claims(path: Path) -> dict[str, str]:
             continue
         claims.setdefault(str(run), str(owner))
     return claims
+
+
+def _run_forbidden(run: str | None) -> SessionError:
+    """The one refusal of a run another client has, reserves or has a look-alike of.
+
+    One answer for the three (att29b G6), so a refusal does not tell which (nor whose).
+    """
+    return SessionError(
+        403,
+        f"Run {run!r} is not available to this client (another client's run, reserved for "
+        "another client, or differing only by case from one): name another `run` for this "
+        "session.",
+        "run_forbidden",
+    )
 
 
 def _opt_int(value: Any, name: str) -> int | None:

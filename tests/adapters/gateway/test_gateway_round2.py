@@ -292,3 +292,27 @@ def test_session_fields_stream_options_repetition_penalty_and_ignore_eos(tmp_pat
         assert r.status_code == 409 and r.json()["error"]["code"] == "ignore_eos", r.text
     finally:
         local.__exit__(None, None, None)
+
+
+# ----------------------------------- G6: run refusals do not say which kind (or whose)
+
+
+def test_another_clients_run_and_its_look_alike_get_one_answer(tmp_path):
+    """att29b G6: alice learned from 403 `run_forbidden` vs 409 `run_lookalike` (and a
+    message naming the reserving client) which of her guesses were bob's runs and how.
+    Now a run that is another client's, reserved for one, or a look-alike of one gets the
+    same answer (a free name is still claimed: first come, first served, documented)."""
+    from .test_gateway_record import BOB
+
+    app = _test_client(tmp_path, StandInEngine())
+    try:
+        assert app.post("/sessions", json={"run": "exp-7f3a"}, headers=BOB).status_code == 201
+        answers = []
+        for name in ("exp-7f3a", "EXP-7F3A", "gateway:bob", "Gateway:bob"):
+            r = app.post("/sessions", json={"run": name}, headers=ALICE)
+            error = r.json()["error"]
+            answers.append((r.status_code, error["code"], error["message"].replace(name, "N")))
+        assert len(set(answers)) == 1 and answers[0][:2] == (403, "run_forbidden"), answers
+        assert "bob" not in answers[0][2]
+    finally:
+        app.__exit__(None, None, None)
