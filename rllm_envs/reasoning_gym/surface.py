@@ -13,10 +13,13 @@ the answer on the training-universe draws (a decision stump over one surface fea
 Bernoulli naive Bayes over them all) and scores them on the evaluation-universe draws against
 the best constant. The features (:func:`features`) are the question's token counts, its
 tokens, adjacent token pairs, the tokens on a line together with a word of that line (``OUT``
-and its gate), and the last line's tokens. Draws are weighted so that each answer holds the
-share the balancer gives it (``max(1 / labels, 5%)`` at most), so the constant scores what it
-scores on the env's tasks. A family whose classifier beats the best constant by more than
-:data:`MARGIN` with a one-sided confidence bound (:data:`Z`, over at least
+and its gate), the last line's tokens, and the character statistics of the strings that end
+the question (length, distinct characters, their comparison between two strings:
+``isomorphic_strings`` answers by its two strings' distinct-letter counts,
+``binary_alternation`` by its binary string's length). Draws are weighted so that each answer
+holds the share the balancer gives it (``max(1 / labels, 5%)`` at most), so the constant
+scores what it scores on the env's tasks. A family whose classifier beats the best constant
+by more than :data:`MARGIN` with a one-sided confidence bound (:data:`Z`, over at least
 :data:`MIN_EVAL_DRAWS` evaluation draws) has a tell; the family's
 :meth:`~rllm_envs.reasoning_gym.tasks.ReasoningGymTasks.held_out_reason` then refuses it for
 held-out evaluation, and ``rllm/ReasoningGym-v0`` warns when it is used for training
@@ -66,9 +69,21 @@ _NAME = re.compile(r"[^\W\d_]\w+")
 
 #: Tells measured at each family's default config, balanced answers (``python -m
 #: rllm_envs.reasoning_gym.surface`` measures every family again, :func:`scan`): family -> the
-#: tell. ``rllm/ReasoningGym-v0`` warns when one is used for training. Families whose generator
-#: is too slow to probe (:data:`SLOW_ITEM_S`) are not in it.
+#: tell. ``rllm/ReasoningGym-v0`` warns when one is used for training. The slow families
+#: (:data:`SLOW_FAMILIES`) have no tell (:data:`SLOW_SCANS`). Re-scanned on 2026-12-02 with
+#: the string statistics (:func:`_string_features`) by the bounded probe of every family
+#: (``python -m rllm_envs.reasoning_gym.surface --bounded``): it found ``isomorphic_strings``
+#: and ``binary_alternation`` besides the tells listed before (their numbers here are the full
+#: probe's, which ``held_out_reason()`` runs). The bounded probe has less power than the full
+#: one: of the earlier tells it finds game_of_life_halting, circuit_logic, course_schedule,
+#: modulo_grid and rectangle_count, not the weaker emoji_mystery (lead's lower bound 0.03),
+#: number_sequence (0.04) and self_reference (-0.06), which stay listed. Five families have no
+#: answer a label can be read from (boxnet, graph_color, propositional_logic, rubiks_cube,
+#: rush_hour: no verdict).
 KNOWN_TELLS: dict[str, str] = {
+    "binary_alternation": "naive Bayes over its surface features (its binary string's length "
+    "among them: a lookup by length) answers 0.36 of evaluation draws against the best "
+    "constant's 0.15 (n=261)",
     "circuit_logic": "a one-feature rule on how often the question shows `++` (at most 2, or "
     "more) answers 0.81 of evaluation draws against the best constant's 0.59 (n=257)",
     "course_schedule": "naive Bayes over its surface tokens answers 0.80 of evaluation draws "
@@ -77,6 +92,9 @@ KNOWN_TELLS: dict[str, str] = {
     "against the best constant's 0.01 (n=269)",
     "game_of_life_halting": "a one-feature rule on how often the board shows `1 1` (at most 1, "
     "or more) answers 0.98 of evaluation draws against the best constant's 0.57 (n=288)",
+    "isomorphic_strings": "a one-feature rule on its two strings' distinct characters (the "
+    "first's minus the second's: below 0, or not) answers 0.89 of evaluation draws against the "
+    "best constant's 0.51 (n=265)",
     "modulo_grid": "naive Bayes over its surface tokens answers 0.18 of evaluation draws "
     "against the best constant's 0.02 (n=257)",
     "number_sequence": "naive Bayes over its surface tokens answers 0.28 of evaluation draws "
@@ -107,11 +125,99 @@ def features(question: str) -> Counter[str]:
     out["len:tokens"] = count
     out["len:lines"] = len(lines)
     out["len:numbers"] = len(re.findall(r"\d+", question))
+    out.update(_string_features(lines))
     return out
+
+
+#: The word tokens of the question's last lines whose character statistics are features
+#: (:func:`_string_features`): the last three of its last line, the last of each of the two
+#: lines before it.
+_WORD = re.compile(r"\w+")
+
+
+def _string_features(lines: Sequence[str]) -> Counter[str]:
+    """Character statistics of the question's data strings and their comparisons.
+
+    A family's data usually sits at the end of the question: the two strings of
+    ``isomorphic_strings`` on the last line, the binary string ending
+    ``binary_alternation``'s, the note and magazine closing ``ransom_note``'s two last lines.
+    Those strings are single tokens, unique per question, so the token features never see
+    them. Per string (``e1`` the last word of the last line, ``e2``, ``e3`` the ones before
+    it; ``l2``, ``l3`` the last word of the line before, and of the one before that): its
+    length, its distinct characters and its most repeated character's count, both as a count
+    (``str:...``, for the stump's thresholds) and as a value (``strv:...``, a category for naive
+    Bayes: a lookup by length). For the pairs ``e2``-``e1`` and ``l2``-``e1``: whether the
+    first string's length and distinct-character count are below, equal to or above the
+    second's (``cmp:...``), and their difference (``diff:...``, a count).
+    """
+    out: Counter[str] = Counter()
+    if not lines:
+        return out
+    strings: dict[str, str] = {}
+    last = _WORD.findall(lines[-1])
+    for k, word in enumerate(reversed(last[-3:]), 1):
+        strings[f"e{k}"] = word
+    for k in (2, 3):
+        if len(lines) >= k:
+            words = _WORD.findall(lines[-k])
+            if words:
+                strings[f"l{k}"] = words[-1]
+    stats: dict[str, dict[str, int]] = {}
+    for slot, word in strings.items():
+        counts = Counter(word)
+        stats[slot] = {
+            "len": len(word),
+            "distinct": len(counts),
+            "repeat": max(counts.values()),
+        }
+        for what, value in stats[slot].items():
+            out[f"str:{what}:{slot}"] = value
+            out[f"strv:{what}:{slot}={value}"] = 1
+    for a, b in (("e2", "e1"), ("l2", "e1")):
+        if a not in stats or b not in stats:
+            continue
+        for what in ("len", "distinct"):
+            d = stats[a][what] - stats[b][what]
+            side = "below" if d < 0 else "equal" if d == 0 else "above"
+            out[f"cmp:{what}:{a}-{b}={side}"] = 1
+            out[f"diff:{what}:{a}-{b}"] = d
+    return out
+
+
+#: Feature kinds that are counts or measures (the stump thresholds them; they are kept
+#: whatever their document frequency).
+_MEASURES = ("len:", "str:", "diff:")
+#: The data strings of :func:`_string_features`, as a reader finds them.
+_SLOTS = {
+    "e1": "its last line's last word",
+    "e2": "its last line's second-last word",
+    "e3": "its last line's third-last word",
+    "l2": "the last word of the line before its last",
+    "l3": "the last word of the line two above its last",
+}
+_STATS = {
+    "len": "the length of {}",
+    "distinct": "the distinct characters of {}",
+    "repeat": "the most repeated character's count in {}",
+}
 
 
 def _describe(name: str) -> str:
     kind, _, what = name.partition(":")
+    if kind in ("str", "strv"):
+        stat, _, slot = what.partition(":")
+        slot, _, value = slot.partition("=")
+        text = _STATS[stat].format(_SLOTS[slot])
+        return f"{text} being {value}" if value else text
+    if kind in ("diff", "cmp"):
+        stat, _, pair = what.partition(":")
+        pair, _, side = pair.partition("=")
+        a, _, b = pair.partition("-")
+        text = _STATS[stat].format(_SLOTS[a])
+        if side:
+            verb = {"below": "is below", "equal": "equals", "above": "is above"}[side]
+            return f"{text} {verb} {_STATS[stat].format(_SLOTS[b])}"
+        return f"{text} minus {_STATS[stat].format(_SLOTS[b])}"
     if kind == "len":
         return {"tokens": "its token count", "lines": "its line count"}.get(
             what, "how many numbers it shows"
@@ -215,7 +321,7 @@ def _fold(
     vocab = [
         name
         for name, c in doc_freq.most_common()
-        if (low <= c <= len(tr) - low) or name.startswith("len:")
+        if (low <= c <= len(tr) - low) or name.startswith(_MEASURES)
     ][:_MAX_FEATURES]
     col = {name: j for j, name in enumerate(vocab)}
 
@@ -288,7 +394,7 @@ def _verdict(folds: Sequence[Mapping[str, Any]]) -> tuple[str | None, dict[str, 
     if best == "stump":
         how = f"a one-feature rule on {stump_name}"
     else:
-        how = "naive Bayes over its surface tokens"
+        how = "naive Bayes over its surface features"
         if results["stump"][1] > MARGIN:
             how += f" (one feature alone, {stump_name}, scores {results['stump'][2]:.2f})"
     tell = (
@@ -331,8 +437,10 @@ def _stump(
     _, j, threshold, below, above = best
     pred = [below if v <= threshold else above for v in x_ev[:, j]]
     name = vocab[j]
-    if name.startswith("len:"):
+    if name.startswith(_MEASURES):
         what = f"{_describe(name)} (at most {threshold:g}, or more)"
+    elif name.startswith(("strv:", "cmp:")):
+        what = f"whether {_describe(name)}"
     elif x[:, j].max() > 1:
         what = f"how often the question shows {_describe(name)} (at most {threshold:g}, or more)"
     else:
@@ -377,7 +485,9 @@ BOUNDED_DRAWS = 400
 #: (committed so that ``held_out_reason()`` at the default config does not take minutes):
 #: family -> ``(tell or None, stats)``. A tell here is in :data:`KNOWN_TELLS` too.
 #: Measured 2026-12-02 (``python -m rllm_envs.reasoning_gym.surface <family>``, niced, 2 shared
-#: cores): no slow family has a tell; every lead's lower bound is at or below 0.
+#: cores): no slow family has a tell; every lead's lower bound is at or below 0. Measured again
+#: with the string statistics the same day (``--bounded``): the same numbers but zebra_puzzles'
+#: naive Bayes (0.265, lower bound -0.061).
 SLOW_SCANS: dict[str, tuple[str | None, dict[str, Any]]] = {
     "futoshiki": (None, {"n": 400, "constant": 0.002, "stump": 0.0, "bayes": 0.0, "lower": -0.008}),
     "intermediate_integration": (
@@ -396,13 +506,16 @@ SLOW_SCANS: dict[str, tuple[str | None, dict[str, Any]]] = {
     "sokoban": (None, {"n": 400, "constant": 0.002, "stump": 0.0, "bayes": 0.0, "lower": -0.008}),
     "zebra_puzzles": (
         None,
-        {"n": 400, "constant": 0.262, "stump": 0.253, "bayes": 0.273, "lower": -0.055},
+        {"n": 400, "constant": 0.262, "stump": 0.253, "bayes": 0.265, "lower": -0.061},
     ),
 }
 
 
-def scan(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def scan(names: Sequence[str] | None = None, bounded: bool = False) -> list[dict[str, Any]]:
     """The surface probe of every family (default config), as rows for a table.
+
+    ``bounded``: every family by the bounded probe (the cheap scan: about 400 draws each,
+    no ``held_out_reason()`` checks), as :data:`KNOWN_TELLS` was last re-scanned.
 
     A family of :data:`SLOW_FAMILIES`, or one whose generator takes more than
     :data:`SLOW_ITEM_S` per item on a first probe of 16 draws, is measured by the bounded
@@ -427,7 +540,7 @@ def scan(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
             for i in range(16):
                 source._probe_item(dataset, i, rg_tasks._SURFACE_ATTEMPT)
             per_item = (time.perf_counter() - started) / 16
-            if name in SLOW_FAMILIES or per_item > SLOW_ITEM_S:
+            if bounded or name in SLOW_FAMILIES or per_item > SLOW_ITEM_S:
                 tell, stats = source.bounded_surface_tell()
                 row.update(stats)
                 row.update(
@@ -467,4 +580,5 @@ COMPOSITE_SCAN: dict[str, Any] = {
 if __name__ == "__main__":
     import sys
 
-    scan(sys.argv[1:] or None)
+    args = [a for a in sys.argv[1:] if a != "--bounded"]
+    scan(args or None, bounded="--bounded" in sys.argv[1:])

@@ -14,7 +14,8 @@ with two differences:
 
 :class:`SurfaceClassifier` fits a naive Bayes of the answer on the surface features of the
 question (:func:`rllm_envs.reasoning_gym.surface.features`: tokens, adjacent pairs, tokens on
-a line with a name, counts) over the env's own training draws (``env.unwrapped.tasks``
+a line with a name, counts, the length and distinct characters of the strings that end the
+question and how two of them compare) over the env's own training draws (``env.unwrapped.tasks``
 records, other tasks than the one played) and answers each episode's task with its
 prediction. It is the checker's side of ``rllm/ReasoningGym-v0``'s surface probe
 (:mod:`rllm_envs.reasoning_gym.surface`), which refuses such families for held-out

@@ -45,7 +45,55 @@ def test_a_synthetic_tell_is_found_and_noise_is_not():
     assert surface_tell(_draws(600, tell, 1), _draws(50, tell, 2))[0] is None
 
 
-@pytest.mark.parametrize("name", ["game_of_life_halting", "circuit_logic", "course_schedule"])
+def _string_draws(n: int, answer, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = ("".join(rng.choice("abcdefgh") for _ in range(rng.randint(3, 9))) for _ in "ab")
+        out.append({"question": f"Are these strings alike?\n{a} {b}", "answer": str(answer(a, b))})
+    return out
+
+
+def test_tells_in_the_statistics_of_the_questions_strings_are_found():
+    # s11 blind attack (issue #25): each string is one token, unique per question, so the
+    # token features never saw its length or its distinct letters.
+    def fewer_letters(a: str, b: str) -> bool:  # isomorphic_strings' tell
+        return len(set(b)) <= len(set(a))
+
+    found, stats = surface_tell(
+        _string_draws(600, fewer_letters, 1), _string_draws(250, fewer_letters, 2)
+    )
+    assert found is not None and "distinct characters" in found, stats
+
+    def by_length(a: str, b: str) -> int:  # binary_alternation's: a lookup by length
+        return len(b) % 4
+
+    found, stats = surface_tell(_string_draws(600, by_length, 3), _string_draws(250, by_length, 4))
+    assert found is not None and stats["bayes"] > 0.9, stats
+
+
+@pytest.mark.parametrize("name", ["isomorphic_strings", "binary_alternation"])
+def test_families_with_a_tell_in_their_strings_are_flagged_by_the_bounded_probe(name):
+    tell, stats = ReasoningGymTasks(name).bounded_surface_tell()
+    assert tell is not None and TELL in tell and stats["lower"] > 0.1, stats
+
+
+def test_ransom_note_stays_held_with_the_string_statistics():
+    # Its two strings' lengths and distinct letters do not give its answer (0.54 against a
+    # constant's 0.51 in the attack's own rule).
+    assert ReasoningGymTasks("ransom_note").surface_tell() is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "game_of_life_halting",
+        "circuit_logic",
+        "course_schedule",
+        "isomorphic_strings",
+        "binary_alternation",
+    ],
+)
 def test_families_whose_surface_gives_the_answer_away_are_unheld(name):
     source = ReasoningGymTasks(name)
     assert TELL in (source.surface_tell() or "")
