@@ -1058,7 +1058,7 @@ def score_with_env(
                 ),
                 None,
             )
-        unscored = {
+        unscored: dict[str, Any] = {
             "reward": 0.0,
             "info": {},
             "task_id": reset_info.get("task_id"),

@@ -269,6 +269,10 @@ def test_session_fields_stream_options_repetition_penalty_and_ignore_eos(tmp_pat
             body = {**call, "stream": True, "stream_options": options}
             r = app.post(url, json=body, headers=ALICE)
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+            chat = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
+            chat = {**chat, "stream": True, "stream_options": options}
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=chat, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
         r = app.post(url, json={**call, "ignore_eos": True}, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "field_not_recordable"
         assert "ignore_eos" in r.json()["error"]["message"]
