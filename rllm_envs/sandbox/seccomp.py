@@ -38,8 +38,10 @@ build for). The filter:
   (``SO_PEERPIDFD``, ``SO_PASSPIDFD``) or machine-wide cookies (``SO_COOKIE``,
   ``SO_NETNS_COOKIE``), netlink sockets but ``NETLINK_ROUTE`` (socket diagnostics report
   cookies), ``madvise`` reclaiming file pages
-  (``MADV_COLD``/``MADV_PAGEOUT``), huge pages of the hugetlb pool (``MFD_HUGETLB``,
-  ``MAP_HUGETLB``: not charged to the sandbox's memory group), and setting SIGCHLD's
+  (``MADV_COLD``/``MADV_PAGEOUT``), same-page merging (``MADV_MERGEABLE``, ``prctl``
+  ``PR_SET_MEMORY_MERGE``: on a host running KSM a merge is visible), huge pages of the
+  hugetlb pool (``MFD_HUGETLB``, ``MAP_HUGETLB``: not charged to the sandbox's memory
+  group), and setting SIGCHLD's
   disposition (an ignored SIGCHLD has the kernel reap children unseen, hiding their CPU
   time from the verdict) with ``EPERM``, and ``clone3`` with ``ENOSYS`` (its flags are in
   memory, out of a filter's reach; glibc then falls back to ``clone``, which is filtered);
@@ -106,6 +108,9 @@ _CLONE_NAMESPACES |= 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
 _CLONE_DENIED = _CLONE_NAMESPACES | 0x00001000 | 0x00008000
 _PERSONALITY_QUERY = 0xFFFFFFFF
 _MADV_COLD, _MADV_PAGEOUT = 20, 21
+# Kernel same-page merging (KSM): opting a mapping in (MADV_MERGEABLE) or the whole process
+# (prctl PR_SET_MEMORY_MERGE).
+_MADV_MERGEABLE, _PR_SET_MEMORY_MERGE = 12, 67
 # Huge pages of the hugetlb pool: memfd_create(MFD_HUGETLB), mmap(MAP_HUGETLB). A host that
 # reserves such pages does not charge them to a sandbox's memory control group.
 _MFD_HUGETLB, _MAP_HUGETLB = 0x4, 0x40000
@@ -327,6 +332,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 328,
             "cachestat": 451,
             "madvise": 28,
+            "prctl": 157,
             "memfd_create": 319,
             "mmap": 9,
             "fcntl": 72,
@@ -444,6 +450,7 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "pwritev2": 287,
             "cachestat": 451,
             "madvise": 233,
+            "prctl": 167,
             "memfd_create": 279,
             "mmap": 222,
             "fcntl": 25,
@@ -637,15 +644,23 @@ def filter_program() -> bytes:
         ],
     )
     # madvise(addr, len, advice): no reclaim of file pages (MADV_COLD, MADV_PAGEOUT), which
-    # would evict pages of the shared page cache (advice is the third argument).
+    # would evict pages of the shared page cache (advice is the third argument); no opting
+    # into same-page merging (MADV_MERGEABLE): on a host running KSM, whether a page was
+    # merged with another sandbox's (a copy-on-write fault is slower) is a channel.
     checks = [
         _insn(_LD_W_ABS, 0, 0, 32),
-        _insn(_JEQ_K, 2, 0, _MADV_COLD),
-        _insn(_JEQ_K, 1, 0, _MADV_PAGEOUT),
+        _insn(_JEQ_K, 3, 0, _MADV_COLD),
+        _insn(_JEQ_K, 2, 0, _MADV_PAGEOUT),
+        _insn(_JEQ_K, 1, 0, _MADV_MERGEABLE),
         _insn(_JA, 0, 0, 1),
         _insn(_RET_K, 0, 0, _ERRNO | _EPERM),
     ]
     by_first_argument(numbers["madvise"], checks)
+    # prctl(option, ...): the same merging for the whole process (PR_SET_MEMORY_MERGE).
+    by_first_argument(
+        numbers["prctl"],
+        [_insn(_JEQ_K, 0, 1, _PR_SET_MEMORY_MERGE), _insn(_RET_K, 0, 0, _ERRNO | _EPERM)],
+    )
     # memfd_create(name, flags) and mmap(addr, len, prot, flags, ...): no huge pages of the
     # hugetlb pool (MFD_HUGETLB, MAP_HUGETLB in the second and fourth arguments): on a host
     # that reserves them they are outside the sandbox's memory limit.

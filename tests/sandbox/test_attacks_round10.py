@@ -261,3 +261,39 @@ def test_a_program_gets_no_hugetlb_memfd(backend):
     result = run(code, backend=backend)
     assert result.status is Status.OK, result
     assert result.stdout.split() == [str(errno.EPERM), "ok", str(errno.EPERM)]
+
+
+# ------------------------------------------------------------ att24b N2: no same-page merging
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+def test_the_filter_refuses_same_page_merging_on_each_architecture(monkeypatch, arch):
+    """On a host running KSM, whether a page was merged with another sandbox's (a slower
+    copy-on-write fault) is a channel: a program may not opt into merging."""
+    monkeypatch.setattr(seccomp, "_arch", lambda: arch)
+    audit, numbers = seccomp._ARCHES[arch]
+    program = seccomp.filter_program()
+    madvise, prctl = numbers["madvise"], numbers["prctl"]
+    allowed = 0x7FFF0000
+    assert _errno(_decide(program, audit, madvise, 0, 4096, 12)) == errno.EPERM  # MERGEABLE
+    assert _decide(program, audit, madvise, 0, 4096, 4) == allowed  # MADV_DONTNEED
+    assert _errno(_decide(program, audit, prctl, 67, 1)) == errno.EPERM  # PR_SET_MEMORY_MERGE
+    assert _decide(program, audit, prctl, 3) == allowed  # PR_GET_DUMPABLE
+
+
+@needs_x86
+def test_a_program_cannot_opt_into_same_page_merging(backend):
+    code = (
+        "import ctypes, mmap\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "m = mmap.mmap(-1, 4096)\n"
+        "address = ctypes.addressof(ctypes.c_char.from_buffer(m))\n"
+        "out = []\n"
+        "for call in (lambda: libc.madvise(ctypes.c_void_p(address), 4096, 12),\n"
+        "             lambda: libc.prctl(67, 1, 0, 0, 0), lambda: libc.prctl(3, 0, 0, 0, 0)):\n"
+        "    out.append(str(ctypes.get_errno()) if call() < 0 else 'ok')\n"
+        "print(*out)\n"
+    )
+    result = run(code, backend=backend)
+    assert result.status is Status.OK, result
+    assert result.stdout.split() == [str(errno.EPERM), str(errno.EPERM), "ok"]
