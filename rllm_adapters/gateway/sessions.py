@@ -462,6 +462,7 @@ class SessionRegistry:
         self._store_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-store")
         self._store_lock = threading.Lock()
         self._store_queues: dict[str, collections.deque[Any]] = {}
+        self._store_served: collections.Counter[str] = collections.Counter()
 
     def default_run(self, owner: str) -> str | None:
         """The run of ``owner``'s sessions that name none."""
@@ -840,17 +841,26 @@ class SessionRegistry:
 
     def _store_turn(self) -> None:
         with self._store_lock:
-            owner = next(iter(self._store_queues))  # the client whose turn it is
-            queue = self._store_queues.pop(owner)
+            # The client with stores waiting that had the fewest run since the thread was
+            # last idle (the first queued of those): a client arriving while another's
+            # stores run goes next, not behind that client's next one.
+            served = self._store_served
+            owner = min(self._store_queues, key=lambda o: served[o])
+            queue = self._store_queues[owner]
             fn, args, future = queue.popleft()
-            if queue:
-                self._store_queues[owner] = queue  # to the back of the turn
-        if not future.set_running_or_notify_cancel():
-            return
+            if not queue:
+                del self._store_queues[owner]
+            served[owner] += 1
         try:
-            future.set_result(fn(*args))
-        except BaseException as e:
-            future.set_exception(e)
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as e:
+                    future.set_exception(e)
+        finally:
+            with self._store_lock:
+                if not self._store_queues:
+                    served.clear()
 
     def _put(self, trajectory: Trajectory, run: str | None) -> Any:
         # The model the session's calls asked for (the served model's name by default).
