@@ -1863,6 +1863,35 @@ _VALUE_CONSTRUCTORS = frozenset(
 _CARRYING_CALLS = frozenset(
     {"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter", "dict", "range"}
 )
+#: Calls outside the repository that do not compare their arguments with each other: a
+#: literal argument is a parameter (``round(x, 2)``, ``getattr(x, "a", 0)``), not an
+#: expected value. Every other such call given a literal and a computed value (``set([x,
+#: 12])``, ``sorted([x, 12])``, ``Counter``, ``functools.reduce(operator.eq, ..)``) may
+#: compare them in C, out of the probe's sight (P1c).
+_NONCOMPARING_CALLS = frozenset(
+    {
+        *("abs", "round", "float", "int", "complex", "math.fabs", "fabs", "math.floor"),
+        *("math.ceil", "str", "repr", "len", "list", "tuple", "iter", "reversed"),
+        *("enumerate", "zip", "range", "isinstance", "issubclass", "getattr", "hasattr"),
+        *("type", "id", "callable", "print", "format", "bool", "next", "hash", "vars"),
+    }
+)
+#: Calls that apply their first argument to the rest (a callable, not a value).
+_HIGHER_ORDER = frozenset(
+    {"map", "filter", "itertools.starmap", "starmap", "functools.reduce", "reduce"}
+    | {"itertools.filterfalse", "filterfalse", "itertools.takewhile", "itertools.dropwhile"}
+)
+#: Methods that put their argument into a hashed container (it is compared with the keys).
+_HASHING_METHODS = frozenset({"add", "update", "setdefault", "discard", "remove", "fromkeys"})
+#: Methods of builtin values that compare their argument with the receiver's elements.
+_COMPARING_METHODS = (
+    _VALUE_METHODS
+    | _PREDICATES
+    | frozenset(
+        {"union", "intersection", "difference", "symmetric_difference", "remove", "discard"}
+        | {"intersection_update", "difference_update", "symmetric_difference_update"}
+    )
+)
 
 
 def _plain(node: ast.expr) -> bool:
@@ -1934,6 +1963,226 @@ class _Literals:
                     if value is not None and names - self.curried and self.calls_with(value):
                         self.curried |= names
                         changed = True
+        self._meeting(function)
+
+    def _meeting(self, function: ast.AST) -> None:
+        """Which names hold both a literal and a computed value (P1c), to a fixed point.
+
+        ``got = [area(3, 4), 12]``, ``s.add(area(3, 4)); s.add(12)``: :attr:`blended`.
+        :attr:`hashed` are those a hashed container holds (``add``, ``update``, ``d[k] =``,
+        ``|=``): putting the second value in compares it with the first, in C.
+        """
+        self.local: set[str] = set()
+        self.given: set[str] = set()
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = function.args
+            self.given = {
+                a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+            }
+        bindings: list[tuple[list[str], list[ast.expr]]] = []
+        self.hashed: set[str] = set()
+        # Names bound to a builtin container (a display, a comprehension, a call outside the
+        # repository): only their methods (``add``, ``append``) feed them. A repository
+        # object's ``calc.add(2, 3)`` takes inputs.
+        containers: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = node.value
+                built = isinstance(
+                    value,
+                    (
+                        ast.List,
+                        ast.Tuple,
+                        ast.Set,
+                        ast.Dict,
+                        ast.ListComp,
+                        ast.SetComp,
+                        ast.DictComp,
+                    ),
+                ) or (
+                    isinstance(value, ast.Call)
+                    and bool(_dotted(value.func))
+                    and _dotted(value.func).split(".")[0] in self.found.foreign
+                )
+                if built:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    containers.update(t.id for t in targets if isinstance(t, ast.Name))
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                        self.hashed.add(t.value.id)
+                        # (a repository object's ``obj[k] = v`` is its own ``__setitem__``)
+                        bindings.append(([t.value.id], [t.slice]))
+                names = [n for t in targets if not isinstance(t, ast.Subscript) for n in _names(t)]
+                if node.value is not None and names:
+                    bindings.append((names, [node.value]))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                if isinstance(node.op, (ast.BitOr, ast.BitAnd, ast.BitXor, ast.Sub)):
+                    self.hashed.add(node.target.id)
+                bindings.append(([node.target.id], [node.value]))
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                bindings.append((_names(node.target), [node.iter]))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bindings.append((_names(node.optional_vars), [node.context_expr]))
+            elif isinstance(node, ast.Lambda) and node is not function:
+                self.given |= {a.arg for a in (*node.args.posonlyargs, *node.args.args)}
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in containers
+                and node.func.attr not in ("get", "pop", "index", "count")
+            ):
+                receiver = node.func.value.id
+                if node.func.attr in _HASHING_METHODS:
+                    self.hashed.add(receiver)
+                feeds = node.args[:1] if node.func.attr == "setdefault" else node.args
+                bindings.append(([receiver], list(feeds)))
+        for names, _ in bindings:
+            self.local.update(names)
+        self.derived: set[str] = self.given - self.names
+        self.fed_literal: set[str] = set()
+        self.blended: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for names, feeds in bindings:
+                kinds = [self.kinds(f) for f in feeds]
+                literal = any(k[0] for k in kinds)
+                derived = any(k[1] for k in kinds)
+                for n in names:
+                    if derived and n not in self.derived:
+                        self.derived.add(n)
+                        changed = True
+                    if literal and n not in self.fed_literal:
+                        self.fed_literal.add(n)
+                        changed = True
+                self.blended = self.derived & self.fed_literal
+
+    def _name_kinds(self, name: str) -> tuple[bool, bool]:
+        if name in self.names:
+            return True, name in self.derived
+        literal = name in self.fed_literal or name in self.built
+        if name in self.local or name in self.given:
+            return literal, name in self.derived
+        if name in self.found.foreign or name in self.found.built:
+            return literal, False
+        return literal, True  # a name of the repository (``area``, a module value)
+
+    def kinds(self, node: ast.expr) -> tuple[bool, bool]:
+        """Whether ``node``'s value may hold (a literal, a value of the code under test).
+
+        Looks through displays, operators, comprehensions and calls outside the
+        repository; a call of repository code is a computed value (its literal arguments
+        are inputs).
+        """
+        literal = derived = False
+        stack: list[ast.expr] = [node]
+        while stack and not (literal and derived):
+            inner = stack.pop()
+            if isinstance(inner, ast.Name):
+                a, b = self._name_kinds(inner.id)
+                literal, derived = literal or a, derived or b
+            elif isinstance(inner, ast.Constant):
+                # (``1 in (None, True, False)`` holds: the type tells a number from a flag)
+                literal = literal or type(inner.value) not in (type(None), bool, type(...))
+            elif isinstance(inner, (ast.List, ast.Tuple, ast.Set)):
+                stack.extend(inner.elts)
+            elif isinstance(inner, ast.Dict):
+                stack.extend(k for k in inner.keys if k is not None)
+            elif isinstance(inner, ast.DictComp):
+                stack.append(inner.key)
+            elif isinstance(inner, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+                stack.append(inner.elt)
+            elif isinstance(inner, (ast.Starred, ast.Attribute, ast.Subscript, ast.Await)):
+                stack.append(inner.value)
+            elif isinstance(inner, ast.BinOp):
+                sides = (inner.left, inner.right)
+                if any(isinstance(o, ast.Constant) for o in sides) and any(
+                    self.kinds(o)[1] for o in sides
+                ):
+                    derived = True  # ``tmp_path / "a"``, ``x + 1``: a value made from an input
+                else:
+                    stack.extend(sides)  # ``got + [12]``: elements of both
+            elif isinstance(inner, ast.UnaryOp):
+                stack.append(inner.operand)
+            elif isinstance(inner, ast.BoolOp):
+                stack.extend(inner.values)
+            elif isinstance(inner, ast.IfExp):
+                stack.extend((inner.body, inner.orelse))
+            elif isinstance(inner, (ast.Compare, ast.JoinedStr, ast.FormattedValue)):
+                stack.extend(ast.iter_child_nodes(inner))  # type: ignore[arg-type]
+            elif isinstance(inner, ast.Call):
+                name = _dotted(inner.func)
+                root = name.split(".")[0]
+                arguments = [*inner.args, *(k.value for k in inner.keywords)]
+                if isinstance(inner.func, ast.Name) and not self._foreign(inner.func.id):
+                    derived = True  # the code under test: its arguments are inputs
+                elif name and self._foreign(root):
+                    stack.extend(arguments)
+                elif isinstance(inner.func, ast.Attribute):
+                    receiver = inner.func.value
+                    if (
+                        not (isinstance(receiver, ast.Name) and receiver.id in self.blended)
+                        and (self.kinds(receiver)[1])
+                    ):
+                        derived = True  # a computed value's method: its arguments are inputs
+                    else:
+                        stack.append(receiver)  # ``[12].copy()``, ``got.copy()``
+                        stack.extend(arguments)
+                elif isinstance(inner.func, ast.Lambda):
+                    stack.extend(arguments)
+                else:
+                    stack.append(inner.func)
+                    stack.extend(arguments)
+        return literal, derived
+
+    def _foreign(self, name: str) -> bool:
+        return name in self.found.foreign and name not in self.local and name not in self.given
+
+    def compares_inside(self, call: ast.Call) -> bool:
+        """Whether ``call`` (outside the repository) is given a literal and a computed value.
+
+        ``set([area(3, 4), 12])``, ``sorted([x, 12])[0]``, ``Counter(got)`` with ``got``
+        holding both, ``set([x]).difference([12])``, ``functools.reduce(operator.eq, ..)``,
+        ``all(map(operator.eq, got, [12]))``: the call may hash, order or compare them in C,
+        where the probe cannot see it. Calls of the code under test take inputs;
+        :data:`_NONCOMPARING_CALLS` take parameters.
+        """
+        name = _dotted(call.func)
+        if name in (OBSERVE, OBSERVING) or name in _NONCOMPARING_CALLS:
+            return False
+        parts = [*call.args, *(k.value for k in call.keywords if k.arg != "key")]
+        if (
+            name in _HIGHER_ORDER
+            and parts
+            and isinstance(parts[0], (ast.Name, ast.Attribute))
+            and not self.kinds(parts[0])[0]
+        ):
+            parts = parts[1:]  # ``map(area, [3], [4])``: the function takes the rest as inputs
+        func = call.func
+        if isinstance(func, ast.Name):
+            if not self._foreign(func.id) and func.id not in self.built:
+                return False
+        elif isinstance(func, ast.Attribute):
+            root = name.split(".")[0]
+            if name and self._foreign(root):
+                pass  # ``collections.Counter``, ``dict.fromkeys``: a module's function
+            elif func.attr in _COMPARING_METHODS or (
+                func.attr in ("get", "pop", "setdefault", "__getitem__")
+                and self.kinds(func.value)[0]
+            ):
+                # ``set([x]).union([12])``, ``dict(zip([x], [1])).get(12)``: the receiver
+                # meets the argument (a lookup in a computed value, ``r.get("a")``, does not)
+                parts.append(func.value)
+            else:
+                return False  # a method of a value (its arguments are inputs)
+        elif not isinstance(func, (ast.Lambda, ast.Call)):
+            return False
+        kinds = [self.kinds(p) for p in parts]
+        return any(k[0] for k in kinds) and any(k[1] for k in kinds)
 
     def _mix(self, names: list[str], source: ast.expr) -> None:
         if isinstance(source, ast.Call) and _dotted(source.func) in ("zip", "enumerate", "map"):
@@ -2306,7 +2555,7 @@ def _observed_region(function: ast.AST) -> list[ast.expr]:
     return region
 
 
-def _operations(node: ast.expr, literals: _Literals) -> bool:
+def _operations(node: ast.expr, literals: _Literals, whole_observed: bool = False) -> bool:
     """Whether observed expression ``node`` has a literal meet a computed value.
 
     In an operation the sandbox evaluates as part of the value: arithmetic, a comparison, a
@@ -2336,6 +2585,11 @@ def _operations(node: ast.expr, literals: _Literals) -> bool:
             arguments = [*inner.args, *(k.value for k in inner.keywords)]
             if literals.foreign_check(inner):
                 return True
+            whole = inner is node and name == "sorted" and whole_observed
+            if not whole and literals.compares_inside(inner):
+                # (``sorted([x, 1])`` observed whole: every element reaches the host, which
+                # compares each with the reference's; a part of it, ``[0]``, does not.)
+                return True
             if name in _COMBINING_CALLS or name.startswith("operator."):
                 spread = [
                     e
@@ -2355,7 +2609,11 @@ def _operations(node: ast.expr, literals: _Literals) -> bool:
                 stack.append(receiver)
                 if dunder or display:
                     stack.extend(arguments)
-            elif isinstance(inner.func, ast.Lambda) or name in _TRANSPARENT_CALLS:
+            elif (
+                isinstance(inner.func, ast.Lambda)
+                or name in _TRANSPARENT_CALLS
+                or (name and literals._foreign(name.split(".")[0]))
+            ):
                 stack.append(inner.func)
                 stack.extend(arguments)
         elif isinstance(inner, ast.Subscript):
@@ -2370,6 +2628,9 @@ def _operations(node: ast.expr, literals: _Literals) -> bool:
             stack.append(inner.value)
         elif isinstance(inner, ast.Lambda):
             stack.append(inner.body)
+        elif isinstance(inner, ast.Name) and inner.id in literals.hashed & literals.blended:
+            # ``s.add(area(3, 4)); s.add(12)``: the set compared them when it took the second.
+            return True
         elif isinstance(inner, (ast.Set, ast.Dict)) and literals.meets(
             [k for k in (inner.elts if isinstance(inner, ast.Set) else inner.keys) if k is not None]
         ):
@@ -2397,6 +2658,12 @@ def _sandbox_operations(tree: ast.Module) -> bool:
         arguments = {a.arg for a in (*function.args.posonlyargs, *function.args.args)}
         given = _parametrized(function) | (arguments & module.fixtures)
         literals = _Literals(function, module.names | given, module)
-        if any(_operations(e, literals) for e in _observed_region(function)):
+        observed = {
+            id(a)
+            for n in ast.walk(function)
+            if isinstance(n, ast.Call) and _dotted(n.func) == OBSERVE
+            for a in n.args[:1]
+        }
+        if any(_operations(e, literals, id(e) in observed) for e in _observed_region(function)):
             return True
     return False
