@@ -209,6 +209,7 @@ def make_diff(old: Files, new: Files, *, only: list[str] | None = None) -> str:
     """
     paths = sorted(set(old) | set(new)) if only is None else only
     out: list[str] = []
+    budget = [MAX_DIFF_WORK]  # for the whole diff, not per file (many files add up)
     for path in paths:
         a, b = old.get(path), new.get(path)
         if a == b:
@@ -224,7 +225,7 @@ def make_diff(old: Files, new: Files, *, only: list[str] | None = None) -> str:
             out.append("new file mode 100644\n")
         elif b is None:
             out.append("deleted file mode 100644\n")
-        body = _unified(a_lines, b_lines, head_a, head_b)
+        body = _unified(a_lines, b_lines, head_a, head_b, budget)
         if body:
             body[0], body[1] = f"--- {head_a}\n", f"+++ {head_b}\n"
         else:  # an empty file created or deleted: the headers alone say so
@@ -233,9 +234,10 @@ def make_diff(old: Files, new: Files, *, only: list[str] | None = None) -> str:
     return "".join(out)
 
 
-#: Line comparisons :func:`make_diff` lets difflib spend on one file's changed region; past
-#: it (difflib is quadratic there: 6000 interleaved lines took 4 s) the region is written
-#: as one hunk that removes its old lines and adds its new ones (correct, less readable).
+#: Line comparisons :func:`make_diff` lets difflib spend on the changed regions of all its
+#: files together; past it (difflib is quadratic there: 6000 interleaved lines took 4 s)
+#: a region is written as hunks that remove its old lines and add its new ones (correct,
+#: less readable).
 MAX_DIFF_WORK = 4_000_000
 _DIFF_CHUNK = 2000
 
@@ -247,8 +249,15 @@ def _range(start: int, length: int) -> str:
     return f"{start + 1 if length else start},{length}"
 
 
-def _unified(a: list[str], b: list[str], head_a: str, head_b: str) -> list[str]:
-    """``difflib.unified_diff(a, b, n=3)``, bounded: see :data:`MAX_DIFF_WORK`."""
+def _unified(
+    a: list[str], b: list[str], head_a: str, head_b: str, budget: list[int] | None = None
+) -> list[str]:
+    """``difflib.unified_diff(a, b, n=3)``, bounded: see :data:`MAX_DIFF_WORK`.
+
+    ``budget``: the comparisons left to the whole diff (spent here when difflib runs).
+    """
+    if budget is None:
+        budget = [MAX_DIFF_WORK]
     prefix = 0
     while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
         prefix += 1
@@ -257,7 +266,9 @@ def _unified(a: list[str], b: list[str], head_a: str, head_b: str) -> list[str]:
         suffix < min(len(a), len(b)) - prefix and a[len(a) - 1 - suffix] == b[len(b) - 1 - suffix]
     ):
         suffix += 1
-    if (len(a) - prefix - suffix) * (len(b) - prefix - suffix) <= MAX_DIFF_WORK:
+    work = (len(a) - prefix - suffix) * (len(b) - prefix - suffix)
+    if work <= budget[0]:
+        budget[0] -= work
         return list(difflib.unified_diff(a, b, head_a, head_b, n=3))
     start = max(prefix - 3, 0)
     end_a = min(len(a) - suffix + 3, len(a))
