@@ -583,13 +583,60 @@ def is_test_file(path: str) -> bool:
     )
 
 
+#: How the plain value a subclass instance holds is read without its own methods: the
+#: plain type's C code (``tuple.__getitem__(v, slice(None))`` of a namedtuple, ``str.__str__``
+#: of a ``str`` Enum member, ``dict.copy`` of a ``Counter``) returns an exact plain copy.
+_PLAIN_COPIES: dict[type, Any] = {
+    int: int.__int__,
+    float: float.__float__,
+    complex: lambda v: complex(complex.__getattribute__(v, "real"), v.imag),
+    str: str.__str__,
+    bytes: lambda v: bytes.__getitem__(v, slice(None)),
+    list: lambda v: list.__getitem__(v, slice(None)),
+    tuple: lambda v: tuple.__getitem__(v, slice(None)),
+    dict: dict.copy,
+    set: set.copy,
+    frozenset: frozenset.copy,
+}
+
+
+def plain_copy(value: Any) -> Any:
+    """The plain value an instance of a subclass of a plain type holds (else ``value``).
+
+    A ``namedtuple`` as its tuple, a ``str`` / ``int`` Enum member as its str / int, a
+    ``Counter`` / ``OrderedDict`` / ``defaultdict`` as its dict, a float subclass as its
+    float: what pytest's ``==`` with a literal compares (the plain type's ``__eq__``), read
+    from the value's storage, so an overridden ``__eq__`` / ``__iter__`` decides nothing.
+    """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    for base in kind.__mro__[1:]:
+        copy = _PLAIN_COPIES.get(base)
+        if copy is not None:
+            try:
+                return copy(value)
+            except Exception:
+                return value
+    return value
+
+
 def strict_equal(a: Any, b: Any, depth: int = 0) -> bool:
-    """``a == b``, but a plain value equals only a plain value of the same kind."""
+    """``a == b``, but a plain value equals only a plain value of the same kind.
+
+    A subclass of a plain type (a namedtuple, an Enum with a ``str`` or ``int`` mixin,
+    ``Counter``, ``OrderedDict``, a float subclass) compared with a plain value is compared
+    as the plain value it holds (:func:`plain_copy`), as pytest's ``==`` does.
+    """
     ta, tb = type(a), type(b)
     if isinstance(b, _Approx):
         return b == a
     if isinstance(a, _Approx):
         return a == b
+    if (ta in _PLAIN) != (tb in _PLAIN) and depth <= 100:
+        a, b = plain_copy(a), plain_copy(b)
+        if type(a) in _PLAIN and type(b) in _PLAIN:
+            return strict_equal(a, b, depth + 1)
     if ta not in _PLAIN and tb not in _PLAIN:
         return bool(a == b)
     if ta in _NUMBERS and tb in _NUMBERS:
@@ -745,7 +792,7 @@ class _Param:
 
 class _Raises:
     def __init__(self, expected: Any, match: str | None) -> None:
-        self.expected, self.match = expected, match
+        self.expected, self.pattern = expected, match
         self.value: Any = None
         self.type: Any = None
 
@@ -758,12 +805,33 @@ class _Raises:
         if not issubclass(kind, self.expected):
             return False
         self.value, self.type = value, kind
-        if self.match is not None:
-            import re
-
-            if not re.search(self.match, str(value)):
-                raise AssertionError(f"Regex {self.match!r} does not match {str(value)!r}")
+        if self.pattern is not None:
+            self.match(self.pattern)
         return True
+
+    def match(self, pattern: Any) -> bool:
+        """``ExceptionInfo.match``: ``re.search`` of ``pattern`` in the exception's text."""
+        import re
+
+        if not re.search(pattern, str(self.value)):
+            raise AssertionError(f"Regex {pattern!r} does not match {str(self.value)!r}")
+        return True
+
+    @property
+    def typename(self) -> str:
+        """``ExceptionInfo.typename``: the exception class's name."""
+        return self.type.__name__ if self.type is not None else ""
+
+    @property
+    def tb(self) -> Any:
+        return getattr(self.value, "__traceback__", None)
+
+    def exconly(self, tryshort: bool = False) -> str:
+        """``ExceptionInfo.exconly``: ``"Type: text"``."""
+        return f"{self.typename}: {self.value}"
+
+    def errisinstance(self, kind: Any) -> bool:
+        return self.type is not None and issubclass(self.type, kind)
 
 
 def _raises(expected: Any, *args: Any, match: str | None = None, **kwargs: Any) -> Any:
@@ -839,8 +907,10 @@ def _deprecated_call(*args: Any, **kwargs: Any) -> Any:
 
 
 class _Approx:
-    def __init__(self, expected: Any, rel: float | None, abs: float | None) -> None:
-        self.expected, self.rel, self.abs = expected, rel, abs
+    def __init__(
+        self, expected: Any, rel: float | None, abs: float | None, nan_ok: bool = False
+    ) -> None:
+        self.expected, self.rel, self.abs, self.nan_ok = expected, rel, abs, nan_ok
 
     def _close(self, a: Any, b: Any) -> bool:
         if isinstance(b, (list, tuple)):
@@ -855,10 +925,13 @@ class _Approx:
                 and a.keys() == b.keys()
                 and all(self._close(a[k], b[k]) for k in b)
             )
+        a, b = _approx_number(a), _approx_number(b)
         if type(a) not in _NUMBERS or type(b) not in _NUMBERS:
             return strict_equal(a, b)
         try:
             if a == b:
+                return True
+            if self.nan_ok and a != a and b != b:
                 return True
             tolerance = max(
                 (1e-6 if self.rel is None else self.rel) * abs(b),
@@ -873,6 +946,23 @@ class _Approx:
 
     def __repr__(self) -> str:
         return f"approx({self.expected!r})"
+
+
+def _approx_number(value: Any) -> Any:
+    """The number ``pytest.approx`` compares ``value`` as.
+
+    A float subclass as its float, an exact ``Fraction`` / ``Decimal`` as a float (pytest
+    computes their distance too).
+    """
+    value = plain_copy(value)
+    if type(value).__module__ in ("fractions", "decimal", "_pydecimal") and type(
+        value
+    ).__name__ in ("Fraction", "Decimal"):
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            return value
+    return value
 
 
 def _fixture(*args: Any, **kwargs: Any) -> Any:
@@ -1155,6 +1245,31 @@ class _Observing:
     def __iter__(self) -> Any:
         return iter(self.list)
 
+    def match(self, pattern: Any) -> bool:
+        """``ExceptionInfo.match`` in a probe: the message is observed.
+
+        The host compares it with the reference's; the pattern decides nothing here.
+        """
+        try:
+            text = observed(str(self.value))
+        except Exception:
+            text = None
+        _OBSERVED.append(["message", text])
+        return True
+
+    @property
+    def typename(self) -> str:
+        """``ExceptionInfo.typename``: the exception class's name."""
+        return self.type.__name__ if self.type is not None else ""
+
+    @property
+    def tb(self) -> Any:
+        return getattr(self.value, "__traceback__", None)
+
+    def exconly(self, tryshort: bool = False) -> str:
+        """``ExceptionInfo.exconly``: ``"Type: text"``."""
+        return f"{self.typename}: {self.value}"
+
     def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
         if self._catcher is not None:
             self._catcher.__exit__(kind, value, tb)
@@ -1195,7 +1310,10 @@ def _pytest_module() -> Any:
     module.warns = _warns
     module.deprecated_call = _deprecated_call
     module.PytestWarning = type("PytestWarning", (UserWarning,), {"__module__": "pytest"})
-    module.approx = lambda expected, rel=None, abs=None: _Approx(expected, rel, abs)
+    module.approx = lambda expected, rel=None, abs=None, nan_ok=False: _Approx(
+        expected, rel, abs, bool(nan_ok)
+    )
+    module.MonkeyPatch = MonkeyPatch
     module.mark = _MarkFactory()
     module.param = lambda *values, id=None, marks=(): _Param(values, id, marks)
     module.fixture = _fixture
@@ -1260,10 +1378,52 @@ class MonkeyPatch:
         """Unset an environment variable until the test ends."""
         self.delitem(os.environ, name, raising)
 
+    def chdir(self, path: Any) -> None:
+        """Change the working directory until the test ends.
+
+        Where the sandbox refuses the real change (its scratch folders can be written but
+        not entered), ``os.getcwd`` answers ``path`` instead; relative paths still resolve
+        from the real working directory then.
+        """
+        self._undo.append((os.getcwd, os.getcwd()))
+        try:
+            os.chdir(path)
+        except OSError:
+            text = os.fspath(path)
+            os.getcwd = lambda: str(text)  # type: ignore[assignment]
+
+    def syspath_prepend(self, path: Any) -> None:
+        """Put ``path`` first on ``sys.path`` until the test ends."""
+        self._undo.append((sys.path, list(sys.path), None, "path"))
+        sys.path.insert(0, str(path))
+
+    @classmethod
+    def context(cls) -> Any:
+        """``with pytest.MonkeyPatch.context() as mp:``: changes undone at the block's end."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def block() -> Any:
+            patch = cls()
+            try:
+                yield patch
+            finally:
+                patch.undo()
+
+        return block()
+
     def undo(self) -> None:
         """Undo every change, last first."""
         for entry in reversed(self._undo):
-            if len(entry) == 4:
+            if len(entry) == 2:
+                os.getcwd = entry[0]  # type: ignore[assignment]
+                try:
+                    os.chdir(entry[1])
+                except OSError:
+                    pass
+            elif len(entry) == 4 and entry[3] == "path":
+                entry[0][:] = entry[1]
+            elif len(entry) == 4:
                 mapping, key, old, _ = entry
                 if old is _MISSING:
                     mapping.pop(key, None)
@@ -1885,7 +2045,13 @@ def _arm(keys: list[bytes]) -> None:
     builtin_loaded = frozenset(sys.builtin_module_names) & set(sys.modules)
 
     watched: list[tuple[Any, dict[Any, Any]]] = []
-    classes: list[type] = [unittest.TestCase, unittest.TestResult, unittest.case._Outcome]  # type: ignore[attr-defined]
+    classes: list[type] = [
+        unittest.TestCase,
+        unittest.TestResult,
+        unittest.case._Outcome,  # type: ignore[attr-defined]
+        unittest.TestSuite,  # it runs a TestCase test with its class fixtures
+        unittest.suite.BaseTestSuite,
+    ]
 
     def watch(mapping: Any) -> None:
         watched.append((mapping, dict(mapping)))
@@ -1895,7 +2061,15 @@ def _arm(keys: list[bytes]) -> None:
         if isinstance(value, type) and getattr(value, "__module__", None) == own["__name__"]:
             classes.append(value)
     pytest_module = sys.modules.get("pytest")
-    for module in (builtins, unittest, unittest.case, unittest.result, inspect, pytest_module):
+    for module in (
+        builtins,
+        unittest,
+        unittest.case,
+        unittest.result,
+        unittest.suite,
+        inspect,
+        pytest_module,
+    ):
         if module is not None:
             watch(vars(module))
     watch(own)
@@ -2173,6 +2347,7 @@ def run_node(
     _unwrap: Any = None,
     _testcase: Any = None,
     _testresult: Any = None,
+    _testsuite: Any = None,
 ) -> str:
     """Run one test node id; return ``"P"`` (passed), ``"F…"``, ``"S…"`` or ``"E…"``.
 
@@ -2228,7 +2403,8 @@ def run_node(
         return f"Ethe test {last!r} does not run in the namespace of {path}"
     if _isinstance(owner, _type) and _issubclass(owner, _testcase):
         result = _testresult()
-        owner(last).run(result)
+        # A suite runs ``setUpClass`` / ``tearDownClass`` (and ``setUpModule``) around it.
+        _testsuite([owner(last)]).run(result)
         problems = result.failures + result.errors
         if problems:
             return "F" + problems[0][1][-_RESULT_CAP:]
@@ -2287,6 +2463,7 @@ def _seal_runner() -> None:
         _unwrap=inspect.unwrap,
         _testcase=unittest.TestCase,
         _testresult=unittest.TestResult,
+        _testsuite=unittest.TestSuite,
     )
     run_node.__kwdefaults__ = defaults
 

@@ -388,8 +388,10 @@ def _approx(node: ast.expr) -> tuple[float, float] | None:
     """``(rel, abs)`` of a ``pytest.approx(...)`` call (pytest's defaults), else ``None``."""
     if not (isinstance(node, ast.Call) and _dotted(node.func) in ("pytest.approx", "approx")):
         return None
-    if _keyword(node, "nan_ok") is not None:
-        return None  # nan equal to nan: not a tolerance; observed as a computed side
+    nan_ok = _keyword(node, "nan_ok")
+    if nan_ok is not None and not (isinstance(nan_ok, ast.Constant) and type(nan_ok.value) is bool):
+        return None  # a computed flag: observed as a computed side
+    # (``nan_ok=True`` with a literal expected value changes nothing: a literal is never NaN)
     rel, tol = _number(_keyword(node, "rel")), _number(_keyword(node, "abs"))
     if rel is None:
         rel = 0.0 if tol is not None else 1e-6
@@ -913,9 +915,17 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
             and len(checks) == 1
             and checks[0].value is test.args[0]
         ):
-            # Only the type is checked: observe the type (a value with a timestamp or an id
-            # never repeats the reference's; ``type()`` cannot be faked by ``__class__``).
-            return [_Check(ast.Call(ast.Name("type", ast.Load()), [test.args[0]], []))]
+            # Only the type is checked: observe whether the value's real type is one of the
+            # classes (a value with a timestamp or an id never repeats the reference's;
+            # ``type()`` cannot be faked by ``__class__``). ``isinstance(x, (int, float))``
+            # accepts ``3.0`` where the reference returns ``3``, as pytest does.
+            kind = ast.Call(ast.Name("type", ast.Load()), [test.args[0]], [])
+            if len(test.args) == 2 and all(
+                isinstance(n, (ast.Name, ast.Attribute, ast.Tuple, ast.Load))
+                for n in ast.walk(test.args[1])
+            ):
+                kind = ast.Call(ast.Name("issubclass", ast.Load()), [kind, test.args[1]], [])
+            return [_Check(kind)]
         return checks
     close = _isclose(test)
     if close is not None:
@@ -1679,11 +1689,31 @@ _REPEATS = frozenset("*+?{\\")
 _TRUTHY_KINDS = frozenset({"bool", "int", "float", "str", "bytes", "list", "tuple", "dict", "none"})
 
 
+def _number_view(value: Any) -> Any:
+    """A number observation, also of an ``int`` / ``float`` subclass (its base value).
+
+    ``["sub", "units.Meters", ["float", "1.0"]]``: what ``float``'s own arithmetic saw; a
+    subclass that overrides ``__sub__`` / ``__abs__`` is still checked by that base value.
+    """
+    if (
+        isinstance(value, list)
+        and len(value) == 3
+        and value[0] == "sub"
+        and isinstance(value[2], list)
+        and len(value[2]) == 2
+        and value[2][0] in ("int", "float")
+    ):
+        return value[2]
+    return value
+
+
 def _decides(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> bool:
     """Whether host check ``predicates[index]`` alone decides observation ``value``."""
     if type(index) is not int or not 0 <= index < len(predicates):
         return False
     kind = predicates[index][0]
+    if kind in ("near", "order"):
+        value = _number_view(value)
     if not (isinstance(value, list) and value):
         return False
     if kind in ("near", "order"):
@@ -1765,9 +1795,9 @@ def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> boo
     if type(index) is not int or not 0 <= index < len(predicates):
         return False
     if predicates[index][0] == "near" and type(predicates[index][1]) is str:
-        return _near_holds(predicates[index][1], value)
+        return _near_holds(predicates[index][1], _number_view(value))
     if predicates[index][0] == "order" and type(predicates[index][1]) is str:
-        return _order_holds(predicates[index][1], value)
+        return _order_holds(predicates[index][1], _number_view(value))
     if predicates[index][0] in ("truthy", "falsy"):
         truth = _truth(value) if isinstance(value, list) and value else None
         return truth is not None and truth == (predicates[index][0] == "truthy")
