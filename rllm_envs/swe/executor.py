@@ -954,10 +954,11 @@ def _approx_number(value: Any) -> Any:
     A float subclass as its float, an exact ``Fraction`` / ``Decimal`` as a float (pytest
     computes their distance too).
     """
+    import decimal
+    import fractions
+
     value = plain_copy(value)
-    if type(value).__module__ in ("fractions", "decimal", "_pydecimal") and type(
-        value
-    ).__name__ in ("Fraction", "Decimal"):
+    if type(value) in (fractions.Fraction, decimal.Decimal):
         try:
             return float(value)
         except (TypeError, ValueError, OverflowError):
@@ -1390,7 +1391,7 @@ class MonkeyPatch:
             os.chdir(path)
         except OSError:
             text = os.fspath(path)
-            os.getcwd = lambda: str(text)  # type: ignore[assignment]
+            os.getcwd = lambda: str(text)
 
     def syspath_prepend(self, path: Any) -> None:
         """Put ``path`` first on ``sys.path`` until the test ends."""
@@ -1416,7 +1417,7 @@ class MonkeyPatch:
         """Undo every change, last first."""
         for entry in reversed(self._undo):
             if len(entry) == 2:
-                os.getcwd = entry[0]  # type: ignore[assignment]
+                os.getcwd = entry[0]
                 try:
                     os.chdir(entry[1])
                 except OSError:
