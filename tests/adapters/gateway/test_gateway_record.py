@@ -521,11 +521,17 @@ def test_a_reward_waits_for_calls_in_flight_without_polling(monkeypatch):
     real_sleep = asyncio.sleep
     wakeups = []
 
+    loops = []
+
     async def counted(delay, *args, **kwargs):
-        wakeups.append(delay)
+        # Only this test's loop: a server thread another test left (uvicorn's main loop
+        # sleeps 0.1 s) shares the patched module.
+        if asyncio.get_running_loop() in loops:
+            wakeups.append(delay)
         return await real_sleep(delay, *args, **kwargs)
 
     async def run():
+        loops.append(asyncio.get_running_loop())
         claim = asyncio.create_task(registry.claim(session))
         monkeypatch.setattr(asyncio, "sleep", counted)
         for _ in range(20):
