@@ -326,14 +326,19 @@ def _n_queens() -> Scorer:
     return score
 
 
+def _no_constant(name: str) -> Any:
+    """JSON's ``NaN``/``Infinity`` are not numbers an answer may use."""
+    raise UnsafeExpression(f"{name} is not a number")
+
+
 def _number_sorting() -> Scorer:
     def score(answer: Any, entry: dict[str, Any]) -> float:
         if not isinstance(answer, str):
             return 0.0
         try:
             try:
-                given = json.loads(answer.replace("'", '"'))
-            except json.JSONDecodeError:
+                given = json.loads(answer.replace("'", '"'), parse_constant=_no_constant)
+            except (json.JSONDecodeError, UnsafeExpression):
                 return 0.0
             if not isinstance(given, list):
                 return 0.0
@@ -344,6 +349,8 @@ def _number_sorting() -> Scorer:
             if len(given) != len(expected):
                 return 0.0
             values = [float(n) for n in given]
+            if not all(map(math.isfinite, values)):  # NaN compares as sorted and near anything
+                return 0.0
             targets = [float(n) for n in expected]
             descending = entry["metadata"]["direction"] != "ascending"
             if values != sorted(values, reverse=descending):
@@ -464,11 +471,10 @@ def _chain(node: ast.AST, ops: tuple[type, ...]) -> list[tuple[bool, ast.AST]]:
 
 
 class _Builder:
-    def __init__(self, local: Mapping[str, Any], symbols: bool, integral_of: Any | None) -> None:
+    def __init__(self, local: Mapping[str, Any], symbols: bool) -> None:
         self.sympy = _sympy()
         self.local = dict(local)
         self.symbols = symbols
-        self.integral_of = integral_of
 
     def build(self, node: ast.AST, depth: int = 0) -> Any:
         sympy = self.sympy
@@ -542,10 +548,6 @@ class _Builder:
         args = [self.build(a, depth + 1) for a in node.args]
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise UnsafeExpression("only plain calls of known functions")
-        if name == "Integral" and self.integral_of is not None:
-            if len(args) != 2 or args[1] != self.integral_of:
-                raise UnsafeExpression("Integral(expression, variable) only")
-            return sympy.Integral(args[0], args[1])
         if name == "abs":
             name = "Abs"
         if name not in _FUNCTIONS:
@@ -562,13 +564,13 @@ def parse_math(
     local: Mapping[str, Any] | None = None,
     *,
     symbols: bool = True,
-    integral_of: Any | None = None,
 ) -> Any:
     """A sympy expression from Python-syntax math text, without running the text.
 
     The grammar: numbers, ``+ - * / **`` and parentheses, names (in ``local``; ``pi``, ``E``,
     ``I``; other identifiers become symbols when ``symbols``), calls of elementary functions
-    (``sin`` ... ``sqrt``, ``Abs``), and ``Integral(f, x)`` for ``x`` == ``integral_of``.
+    (``sin`` ... ``sqrt``, ``Abs``). No unevaluated operator (``Integral``, ``Derivative``,
+    ``Sum``, ``Limit``, ``Subs``...): an answer wrapping the question in one is not an answer.
     Bounded: :data:`MAX_TEXT` characters, :data:`MAX_NODES` nodes, :data:`MAX_DEPTH` levels,
     numbers of :data:`MAX_NUMBER_BITS` bits, exponents that are literal numbers up to
     :data:`MAX_EXPONENT` (so ``9**9**9`` is refused before anything is computed).
@@ -585,7 +587,7 @@ def parse_math(
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise UnsafeExpression("expression too large")
     try:
-        return _Builder(local or {}, symbols, integral_of).build(tree.body)
+        return _Builder(local or {}, symbols).build(tree.body)
     except RecursionError:
         raise UnsafeExpression("too deep") from None
 
@@ -620,7 +622,8 @@ def _integration() -> Scorer:
             if not isinstance(name, str) or not _NAME.match(name):
                 return 0.0
             x = sympy.Symbol(name)
-            given = parse_math(answer, {name: x, "C": sympy.Symbol("C")}, integral_of=x)
+            # No Integral (or any unevaluated operator) in an answer: d/dx Integral(f, x) is f.
+            given = parse_math(answer, {name: x, "C": sympy.Symbol("C")})
             integrand = parse_math(metadata["integrand"], {name: x})
             difference = sympy.diff(given, x) - integrand
             if difference == 0:
@@ -651,6 +654,34 @@ def _config(family: str) -> Any:
     return DATASETS[family][1]()
 
 
+_DECIMAL = re.compile(r"[0-9]+\Z")
+
+
+def _decimal_integers(text: str) -> list[int]:
+    """The numbers an arithmetic answer uses, read from its parse (not from the text).
+
+    Every literal must be a plain decimal integer as written (``12``): hex, octal, binary,
+    underscores, exponents and floats (``0x18``, ``1_2_3``, ``0e0``, ``2.0``) are refused, since a
+    literal the number check cannot see would hide a free term.
+
+    Raises:
+        UnsafeExpression: For a literal that is not a plain decimal integer, or unparsable text.
+    """
+    text = text.strip()
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
+        raise UnsafeExpression(f"cannot parse: {e}") from None
+    used = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            source = ast.get_source_segment(text, node)
+            if type(node.value) is not int or source is None or not _DECIMAL.match(source):
+                raise UnsafeExpression(f"not a plain decimal integer: {source!r}")
+            used.append(node.value)
+    return used
+
+
 def _puzzle24() -> Scorer:
     config = _config("puzzle24")
 
@@ -660,8 +691,11 @@ def _puzzle24() -> Scorer:
         try:
             answer = answer.strip()
             value = parse_math(answer, symbols=False)
-            used = [int(n) for n in re.findall(r"\b\d+\b", answer)]
-            if len(used) != 4 or any(not config.min_value <= n <= config.max_value for n in used):
+            used = _decimal_integers(answer)
+            numbers = entry["metadata"]["numbers"]
+            if sorted(used) != sorted(numbers) or any(
+                not config.min_value <= n <= config.max_value for n in used
+            ):
                 return 0.01
             return 1.0 if value == 24 else 0.01
         except Exception:  # noqa: BLE001 - anything unreadable earns the floor
@@ -676,7 +710,7 @@ def _countdown() -> Scorer:
             return 0.01
         try:
             value = float(parse_math(answer, symbols=False))
-            used = [int(n) for n in re.findall(r"\b\d+\b", answer)]
+            used = _decimal_integers(answer)
             if sorted(used) != sorted(entry["metadata"]["numbers"]):
                 return 0.05
             if abs(value - float(entry["metadata"]["target"])) <= 1e-6:
