@@ -35,6 +35,7 @@ import math
 import random
 import re
 import textwrap
+import time
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -607,6 +608,25 @@ def _polynomial_multiplication() -> Scorer:
 
 #: Points at which an antiderivative's derivative is compared with the integrand.
 _POINTS = 6
+#: The most terms a derivative may have before it is built: a product of ``k`` factors of the
+#: variable has a derivative of ``k`` terms of ``k`` factors (att31b D1: 360 ``sin(k*x)``
+#: factors, 3,900 characters, cost 12 s of CPU), so a product counts ``k * k``.
+MAX_DIFF_WORK = 2000
+#: CPU seconds (of the scoring thread) after which an integration check stops, unpaid.
+MAX_CHECK_SECONDS = 2.0
+
+
+def _diff_work(expression: Any, x: Any) -> int:
+    """The size of ``d/dx expression`` as built term by term (see :data:`MAX_DIFF_WORK`)."""
+    sympy = _sympy()
+    work = 0
+    for node in sympy.preorder_traversal(expression):
+        if isinstance(node, sympy.Mul):
+            varying = sum(1 for a in node.args if a.has(x))
+            work += varying * len(node.args)
+        else:
+            work += 1
+    return work
 
 
 def _integration() -> Scorer:
@@ -625,6 +645,9 @@ def _integration() -> Scorer:
             # No Integral (or any unevaluated operator) in an answer: d/dx Integral(f, x) is f.
             given = parse_math(answer, {name: x, "C": sympy.Symbol("C")})
             integrand = parse_math(metadata["integrand"], {name: x})
+            if _diff_work(given, x) > MAX_DIFF_WORK:
+                return 0.0
+            start = time.thread_time()
             difference = sympy.diff(given, x) - integrand
             if difference == 0:
                 return 1.0
@@ -633,6 +656,8 @@ def _integration() -> Scorer:
             rng = random.SystemRandom()
             agreed = 0
             for _ in range(_POINTS):
+                if time.thread_time() - start > MAX_CHECK_SECONDS:
+                    return 0.0
                 point = sympy.Rational(rng.randint(500, 2500), 1000)
                 gap = complex(difference.evalf(30, subs={x: point}))
                 size = complex(integrand.evalf(30, subs={x: point}))
