@@ -38,9 +38,11 @@ unless it is the reference answer itself (case and spacing aside).
 from __future__ import annotations
 
 import copy
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from rllm_envs.reasoning_gym.safe_scoring import UnsafeScorer
@@ -141,6 +143,37 @@ def _number(text: str) -> float | None:
         return float(text.replace(",", ""))
     except ValueError:
         return None
+
+
+#: How far a numeric answer may be from a numeric reference (relative) and still be paid.
+NUMERIC_TOLERANCE = 1e-2
+#: A plain number (exponents of at most 3 digits: ``Fraction("1e999999999")`` is costly).
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?(/\d+)?\Z")
+
+
+def _value(text: str) -> Fraction | None:
+    """The exact value of a plain number (``0.25``, ``1/4``, ``1,000``, ``2e-3``), else None."""
+    text = text.replace(",", "").strip()
+    if len(text) > 100 or not _PLAIN_NUMBER.match(text):
+        return None
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _numeric_mismatch(answer: str, reference: object) -> str | None:
+    """``"constant"``/``"wrong"`` for a number paid although its value is not the reference's.
+
+    Both must be plain numbers; the answer is paid only within :data:`NUMERIC_TOLERANCE` of the
+    reference (relative; exactly, for a reference of 0). ``"constant"`` for 0, 1 or -1.
+    """
+    if not isinstance(reference, str):
+        return None
+    a, r = _value(answer), _value(reference)
+    if a is None or r is None or abs(a - r) <= NUMERIC_TOLERANCE * abs(r):
+        return None
+    return "constant" if a in (0, 1, -1) else "wrong"
 
 
 def _truncated(answer: str, reference: object) -> bool:
@@ -286,6 +319,11 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
         )
+    numeric = _numeric_mismatch(answer, reference) if value > 0 and not is_reference else None
+    if numeric is not None:
+        # A number is right by its value, never by a text prefix (coin_flip credits the
+        # matching prefix of ``.10g`` strings: ``0.000000`` earned 1.0 on 39 of 40 tasks).
+        return Grade(answer, 0.0, False, numeric, "the answer's value is not the right one")
     if value > 0 and not is_reference and _truncated(answer, reference):
         return Grade(
             answer, 0.0, False, "truncated", "the answer is only the start of the right one"
