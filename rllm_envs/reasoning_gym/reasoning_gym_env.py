@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rllm_envs.core import TextEnv, Transition
@@ -14,6 +15,10 @@ from rllm_envs.reasoning_gym.tasks import oracle_answer
 from rllm_envs.tasks import Task
 
 __all__ = ["ReasoningGymEnv"]
+
+#: Verdicts that tell how much of an answer the scorer matched (a piece of the reference, or a
+#: piece of the question it paid for): said as ``"wrong"`` when the reference is hidden.
+_MATCH_VERDICTS = frozenset({"truncated", "copied_from_question"})
 
 #: Families already warned of in this process (:func:`_warn_of_a_tell`).
 _WARNED: set[str] = set()
@@ -225,6 +230,25 @@ class ReasoningGymEnv(TextEnv):
         missing = [k for k in ("dataset", "question", "answer", "metadata") if k not in task]
         if missing:
             raise InvalidEnvConfig(f"Expects a reasoning-gym task record; missing {missing}.")
+        wrong = [
+            f"{key} must be {kind}, not {type(task[key]).__name__}"
+            for key, kind, ok in (
+                ("question", "a str", isinstance(task["question"], str)),
+                (
+                    "answer",
+                    "a str or None",
+                    task["answer"] is None or isinstance(task["answer"], str),
+                ),
+                ("metadata", "a mapping", isinstance(task["metadata"], Mapping)),
+                ("dataset", "a str", isinstance(task["dataset"], str)),
+            )
+            if not ok
+        ]
+        if wrong:
+            raise InvalidEnvConfig(
+                "Expects a reasoning-gym task record (question: str, answer: str | None, "
+                f"metadata: dict, dataset: str); {'; '.join(wrong)}."
+            )
         metadata = task.get("metadata") or {}
         family = metadata.get("source_dataset") if isinstance(metadata, Mapping) else None
         family = family or task.get("dataset")
@@ -249,6 +273,10 @@ class ReasoningGymEnv(TextEnv):
         result = grade(action, self.task)
         reference = self.task.get("answer")
         reference = reference if isinstance(reference, str) and self.reveal_reference else None
+        if not self.reveal_reference and result.verdict in _MATCH_VERDICTS:
+            # "Only the start of the right one" says how much matched: a prefix oracle for a
+            # hidden reference. Said as plainly wrong (the reward is the same 0).
+            result = replace(result, verdict="wrong", reason="the answer is not correct")
         if result.correct:
             text = "Correct."
         else:

@@ -96,3 +96,102 @@ def test_puzzle24_counts_the_tasks_numbers_as_a_multiset():
     others = [n for n in range(1, 11) if n not in numbers][:1]
     swapped = task["answer"].replace(str(numbers[0]), str(others[0]), 1)
     assert not grade(f"<answer>{swapped}</answer>", task).correct
+
+
+# --------------------------------------------------------------- att31b F4: numbers by value
+
+
+@pytest.mark.parametrize("answer", ["0.000000", "0.000000000000", "000000000000", "0/1"])
+def test_coin_flip_pays_no_zero_by_its_text_prefix(answer):
+    tasks = _tasks("coin_flip", 40)
+    paid = [t["answer"] for t in tasks if grade(f"<answer>{answer}</answer>", t).correct]
+    assert all(float(r) == 0 for r in paid), paid
+
+
+def test_a_number_is_paid_by_its_value():
+    task = _tasks("coin_flip", 1)[0]
+    reference = float(task["answer"])
+    assert grade(f"<answer>{reference:.12f}</answer>", task).correct
+    assert grade(f"<answer>{reference + 5e-5}</answer>", task).correct  # coin_flip's own 1e-4
+    wrong = grade(f"<answer>{task['answer'][:1]}{'0' * 12}</answer>", task)
+    assert not wrong.correct and wrong.verdict in ("constant", "wrong", "truncated")
+
+
+@pytest.mark.parametrize(
+    ("family", "constant"), [("polynomial_equations", "0.000000"), ("power_function", "1.000000")]
+)
+def test_a_frequent_constant_reference_is_balanced_in_the_env(family, constant):
+    import rllm_envs
+
+    env = rllm_envs.make("rllm/ReasoningGym-v0", dataset=family, size=1000)
+    paid = 0
+    for index in range(100):
+        env.reset(options={"index": index})
+        paid += env.step(f"<answer>{constant}</answer>")[1] == 1.0
+    env.close()
+    assert paid <= 6, (family, paid)
+
+
+# ------------------------------------------ att31b F3: no prefix oracle with a hidden reference
+
+
+def test_a_hidden_reference_is_not_told_how_much_of_an_answer_matched():
+    import rllm_envs
+
+    shown = rllm_envs.make("rllm/ReasoningGym-v0", dataset="letter_jumble", size=100)
+    hidden = rllm_envs.make(
+        "rllm/ReasoningGym-v0", dataset="letter_jumble", size=100, reveal_reference=False
+    )
+    for env in (shown, hidden):
+        env.reset(options={"index": 0})
+    prefix = shown.unwrapped.task["answer"][:-2]
+    text, reward, *_, info = shown.step(f"<answer>{prefix}</answer>")
+    assert info["verdict"] == "truncated" and reward == 0.0
+    text, reward, *_, info = hidden.step(f"<answer>{prefix}</answer>")
+    assert info["verdict"] == "wrong" and reward == 0.0
+    assert "start" not in text and prefix not in text
+
+
+# ----------------------------------------------- att31b H1: a malformed custom task is refused
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"metadata": [1, 2]}, {"metadata": "x"}, {"question": ["q"]}, {"question": 3}, {"answer": 5}],
+)
+def test_a_custom_task_of_the_wrong_types_is_refused_with_a_message(change):
+    import rllm_envs
+    from rllm_envs.error import InvalidEnvConfig
+
+    env = rllm_envs.make("rllm/ReasoningGym-v0", dataset="simple_integration", size=10)
+    env.reset(options={"index": 0})
+    record = {k: env.unwrapped.task[k] for k in ("dataset", "question", "answer", "metadata")}
+    record.update(change)
+    (key,) = change
+    with pytest.raises(InvalidEnvConfig, match=key):
+        env.reset(options={"task": record})
+    env.close()
+
+
+# ----------------------------------------------- att31b D1: an answer's derivative is bounded
+
+
+def test_an_answer_whose_derivative_is_too_large_to_build_is_refused_before_building():
+    import sympy
+
+    from rllm_envs.reasoning_gym.safe_scoring import (
+        MAX_DIFF_WORK,
+        _diff_work,
+        parse_math,
+        safe_scorer,
+    )
+
+    task = _tasks("simple_integration", 1)[0]
+    name = task["metadata"]["variable"]
+    x = sympy.Symbol(name)
+    product = "*".join(f"sin({k}*{name})" for k in range(2, 362))  # att31b: 12 s of CPU
+    assert _diff_work(parse_math(product, {name: x}), x) > MAX_DIFF_WORK
+    assert safe_scorer("simple_integration")(product, dict(task)) == 0.0
+    # References stay far under the bound (at most 41 on 400 tasks).
+    assert _diff_work(parse_math(task["answer"], {name: x, "C": sympy.Symbol("C")}), x) < 100
+    assert safe_scorer("simple_integration")(task["answer"], dict(task)) == 1.0
