@@ -312,6 +312,13 @@ class ReasoningGymTasks(TaskSource):
         finally:
             random.setstate(py_state)
             np.random.set_state(np_state)
+        if self.dataset_name in _INTEGRATION and "Integral(" in str(item.get("answer")):
+            # sympy could not integrate it: the reference is the question again, which no
+            # answer may be (safe_scoring refuses Integral), so the draw is replaced.
+            raise GeneratorFailure(
+                f"reasoning-gym's {self.dataset_name!r} reference of item {index} (draw "
+                f"{attempt}, task seed {task_seed}) is an unevaluated integral"
+            )
         return {
             "id": f"{self.name}-{index}",
             "dataset": self.dataset_name,
@@ -678,6 +685,10 @@ def numbers_recall_answers(probe: list[dict[str, Any]], key: KeyFn) -> str | Non
 
 #: The share of evaluation draws by which a number lookup may beat the constant on probes.
 _LOOKUP_SLACK = 0.05
+
+
+# Families whose reference may be left an unevaluated Integral by reasoning-gym's sympy.
+_INTEGRATION = frozenset({"simple_integration", "intermediate_integration"})
 
 
 class GeneratorFailure(RuntimeError):

@@ -136,17 +136,14 @@ def test_an_unknown_evaluating_family_is_refused_when_the_env_is_made(monkeypatc
 @pytest.mark.parametrize("family", AFFECTED)
 def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
     env = _make(family)
-    paid = unplayable = 0
+    paid = 0
     for index in range(100):
         observation, _ = env.reset(options={"index": index})
-        if "Integral(" in env.unwrapped.task["answer"]:
-            # reasoning-gym left the integral unevaluated (6 of 100 intermediate_integration
-            # references): that is the question again, not an answer, and earns nothing.
-            unplayable += 1
-            assert env.step(f"<answer>{env.unwrapped.task['answer']}</answer>")[1] == 0.0
-        else:
-            _, reward, *_ = env.step(env.unwrapped.oracle_action())
-            paid += reward == 1.0
+        # reasoning-gym leaves some integrals unevaluated (6 of 100 intermediate_integration
+        # draws): the question again, which no answer may be; such draws are replaced.
+        assert "Integral(" not in env.unwrapped.task["answer"]
+        _, reward, *_ = env.step(env.unwrapped.oracle_action())
+        paid += reward == 1.0
         if index < 10:
             env.reset(options={"index": index})
             assert env.step(JUNK)[1] == 0.0
@@ -154,7 +151,7 @@ def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
             env.reset(options={"index": index})
             assert env.step(f"<answer>{question}</answer>")[1] == 0.0
     env.close()
-    assert unplayable <= 10 and paid >= 99 - unplayable, (family, paid, unplayable)
+    assert paid >= 99, (family, paid)
 
 
 @pytest.mark.parametrize("family", SYMPY)
