@@ -163,6 +163,9 @@ class RepoFinder:
         import builtins
 
         _exec(code, namespace)
+        # A builtin's name in the module that its own code does not bind was put there by
+        # the code it imported (a probe's ``callable(x)`` would call it).
+        _audit(_BUILTINS_EVENT, namespace, _bound_names(tree, namespace))
         if first and namespace.get("__builtins__") in (builtins, vars(builtins)):
             names = dict(namespace)
             classes = {
@@ -177,6 +180,46 @@ class RepoFinder:
         """The source of module ``name`` (for ``inspect`` and tracebacks)."""
         spec = self.find_spec(name)
         return None if spec is None or spec.origin is None else self.files[spec.origin]
+
+
+def _bound_names(tree: Any, namespace: dict[str, Any]) -> frozenset[str]:
+    """Every name a module's code may bind anywhere; ``import *`` binds what it found.
+
+    ``namespace``: the module's, after it ran (a name a star import bound is one whose value
+    is the imported module's own).
+    """
+    import ast
+    import importlib.util
+
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            try:
+                name = importlib.util.resolve_name(
+                    "." * node.level + (node.module or ""), namespace.get("__package__")
+                )
+            except (ImportError, ValueError, TypeError):
+                continue
+            source = sys.modules.get(name)
+            if source is not None:
+                names.update(k for k, v in vars(source).items() if namespace.get(k) is v)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name.partition(".")[0])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return frozenset(names)
 
 
 def repo_roots(files: dict[str, str]) -> list[str]:
@@ -563,7 +606,12 @@ _COMPARE = "__rllm_compare__"
 #: compiled to, then bound to :func:`observe` and :class:`_Observing` (:func:`_bind_compare`).
 _OBSERVE_CONST = "__rllm_observe_const__"
 _OBSERVING_CONST = "__rllm_observing_const__"
-_PROBE_NAMES = {"__rllm_observe__": _OBSERVE_CONST, "__rllm_observing__": _OBSERVING_CONST}
+_ISINSTANCE_CONST = "__rllm_isinstance_const__"
+_PROBE_NAMES = {
+    "__rllm_observe__": _OBSERVE_CONST,
+    "__rllm_observing__": _OBSERVING_CONST,
+    "__rllm_isinstance__": _ISINSTANCE_CONST,
+}
 _CHECK_EVENT = "rllm.swe.check"
 #: ``CO_OPTIMIZED | CO_NEWLOCALS``: the code of a function (not of a module or class body).
 _FUNCTION_FLAGS = 0x1 | 0x2
@@ -690,6 +738,8 @@ def _bind_compare(code: Any) -> Any:
         if type(c) is str and c == _OBSERVE_CONST
         else _Observing
         if type(c) is str and c == _OBSERVING_CONST
+        else observe_isinstance
+        if type(c) is str and c == _ISINSTANCE_CONST
         else _bind_compare(c)
         if isinstance(c, type(code))
         else c
@@ -1179,6 +1229,114 @@ def _stable_fields(v: Any, kind: type) -> list[Any] | None:
     return None
 
 
+def _classes_of(classes: Any) -> list[Any] | None:
+    """The classes of ``isinstance``'s second argument (a class or nested tuples).
+
+    ``None``: something else (a union, a typing form).
+    """
+    if type(classes) is tuple:
+        found: list[Any] = []
+        for item in classes:
+            inner = _classes_of(item)
+            if inner is None:
+                return None
+            found += inner
+        return found
+    return [classes] if isinstance(classes, type) else None
+
+
+_FUNCTION_TYPE = type(_classes_of)
+
+
+def _stdlib_check(
+    cls: Any,
+    *,
+    _type: Any = type,
+    _vars: Any = vars,
+    _mro: Any = type.__dict__["__mro__"].__get__,
+    _function: Any = _FUNCTION_TYPE,
+    _wrappers: Any = (classmethod, staticmethod),
+    _stdlib: tuple[str, ...] = (os.path.dirname(os.__file__) + "/", "<frozen "),
+) -> bool:
+    """Whether ``issubclass(x, cls)`` runs only the standard library's code.
+
+    Its metaclass's ``__subclasscheck__`` and its ``__subclasshook__`` are ``type``'s /
+    ``object``'s or functions of standard-library files (a repository file cannot be
+    compiled as one, nor as a frozen module).
+    """
+    for start, name, base in (
+        (_type(cls), "__subclasscheck__", _type),
+        (cls, "__subclasshook__", object),
+    ):
+        for owner in _mro(start):
+            if name in _vars(owner):
+                if owner is base:
+                    break
+                entry = _vars(owner)[name]
+                if _type(entry) in _wrappers:
+                    entry = entry.__func__
+                if _type(entry) is not _function or not entry.__code__.co_filename.startswith(
+                    _stdlib
+                ):
+                    return False
+                break
+    return True
+
+
+def observe_isinstance(
+    value: Any,
+    classes: Any,
+    *,
+    _type: Any = type,
+    _issubclass: Any = issubclass,
+    _vars: Any = vars,
+    _mro: Any = type.__dict__["__mro__"].__get__,
+    _classes_of: Any = _classes_of,
+    _stdlib_check: Any = None,
+) -> bool:
+    """``pytest.observe_isinstance``: ``isinstance(value, classes)`` as the probe observes it.
+
+    Decided by ``type(value)``'s real MRO (read without the class's attributes), with
+    references bound before any repository code ran: a ``__class__`` property, a
+    repository metaclass's ``__instancecheck__`` / ``__subclasscheck__`` or a rebound
+    ``issubclass`` decides nothing. A class outside the MRO counts only through a
+    standard-library class's own check (``isinstance({}, Mapping)``). Raises ``TypeError``
+    where only repository code could answer (a metaclass with its own ``mro()``, a
+    repository class with a metaclass of its own and not in the MRO): the check is then
+    compared by no one (the reference's probe stops there) or differs from the reference's.
+    """
+    kind = _type(value)
+    wanted = _classes_of(classes)
+    if wanted is None:
+        return _issubclass(kind, classes)
+    meta = _type(kind)
+    for owner in _mro(meta):
+        if "mro" in _vars(owner):
+            if owner is not _type:
+                raise TypeError("isinstance: the class's metaclass defines its own mro()")
+            break
+    mro = _mro(kind)
+    for cls in wanted:
+        for base in mro:
+            if base is cls:
+                return True
+    undecided = False
+    for cls in wanted:
+        if _type(cls) is _type:
+            continue  # a plain class is an instance's class only through the MRO
+        if _stdlib_check(cls):
+            if _issubclass(kind, cls):
+                return True
+        else:
+            undecided = True
+    if undecided:
+        raise TypeError("isinstance: a repository class's metaclass would decide it")
+    return False
+
+
+observe_isinstance.__kwdefaults__["_stdlib_check"] = _stdlib_check  # type: ignore[index]
+
+
 def observe(value: Any, approx: Any = None, unordered: bool = False, host: Any = None) -> None:
     """``pytest.observe``: record a value a probe test computed (see above).
 
@@ -1323,6 +1481,7 @@ def _pytest_module() -> Any:
     module.importorskip = _importorskip
     module.observe = observe
     module.observing = _Observing
+    module.observe_isinstance = observe_isinstance
     module.fail.Exception = Failed
     module.skip.Exception = Skipped
     return module
@@ -1887,6 +2046,10 @@ def collect(module: Any, path: str) -> list[str]:
 
 _PASS_EVENT = "rllm.swe.pass"
 _WATCH_EVENT = "rllm.swe.watch"
+#: Checks that no entry of ``builtins`` changed or was added since the guard was armed (no
+#: args), or that a test module binds no builtin's name its own code does not (``namespace,
+#: names the file binds``); sent after a test module ran and after the test.
+_BUILTINS_EVENT = "rllm.swe.builtins"
 _TAMPER_FD = 4
 _TAMPER_CAP = 2000
 #: Events refused whoever asks, once the guard is armed (the runner needs none of them).
@@ -2087,6 +2250,29 @@ def _arm(keys: list[bytes]) -> None:
         (vars(_Approx), dict(vars(_Approx))),
     ]
 
+    # Every entry of ``builtins`` as it was before any repository code ran: a probe's
+    # observed expression looks its builtins up at run time (``callable(x)``).
+    builtin_names = vars(builtins)
+    builtin_snapshot = dict(builtin_names)
+
+    def builtins_intact(namespace: Any = None, bound: Any = ()) -> None:
+        for key, value in builtin_snapshot.items():
+            if builtin_names.get(key, refuse) is not value:
+                refuse(f"the builtin {key} was rebound")
+        for key in list(builtin_names):
+            if key not in builtin_snapshot:
+                refuse(f"a builtin {key!r} was added")
+        if type(namespace) is dict:
+            for key in list(namespace):
+                if (
+                    type(key) is str
+                    and not key.startswith("__")
+                    and key in builtin_snapshot
+                    and key not in bound
+                    and namespace[key] is not builtin_snapshot[key]
+                ):
+                    refuse(f"the test module's {key} was bound from outside it")
+
     def from_repository(top: Any) -> bool:
         """Whether a frame from ``top`` down to the executor's is not the runner's or stdlib's."""
         if ident() != main:
@@ -2195,6 +2381,11 @@ def _arm(keys: list[bytes]) -> None:
         elif event == _WATCH_EVENT:
             if args and isinstance(args[0], dict):
                 watch(args[0])
+        elif event == _BUILTINS_EVENT:
+            if len(args) == 2 and type(args[1]) is frozenset:
+                builtins_intact(args[0], args[1])
+            else:
+                builtins_intact()
         elif event == _PASS_EVENT:
             top = getframe(2)
             if ident() != main or top.f_code is not child_code or top.f_back is not base:
@@ -2335,6 +2526,8 @@ def run_node(
     _marks: Any = _marks,
     _parametrize: Any = _parametrize,
     _skipped: Any = Skipped,
+    _audit: Any = _audit,
+    _builtins_event: str = _BUILTINS_EVENT,
     _getattr: Any = getattr,
     _isinstance: Any = isinstance,
     _issubclass: Any = issubclass,
@@ -2373,6 +2566,7 @@ def run_node(
         importlib.import_module(module_name)
     except _skipped as e:
         return f"Sskipped at import: {e}"
+    _audit(_builtins_event)  # nothing the import ran rebound a builtin
     record = records.get(path)
     if record is None:
         return f"Ethe test module {path} was not loaded from the repository"
@@ -2488,6 +2682,7 @@ def _child_test(
     _run: Any = run_node,
     _pass: Any = _audit,
     _event: str = _PASS_EVENT,
+    _builtins_event: str = _BUILTINS_EVENT,
 ) -> None:
     """The body of a test's process: run ``node``; write the result on fd 3; exit.
 
@@ -2505,6 +2700,7 @@ def _child_test(
         _seal_runner()
         _arm(keys)
         result = _run(node, files, finder, records)
+        _pass(_builtins_event)  # nor did the test (a monkeypatch is undone by now)
         if observing:
             _report_observed(["ended", result[:1]])
         if result == "P":

@@ -76,11 +76,15 @@ __all__ = [
     "same_observations",
     "OBSERVE",
     "OBSERVING",
+    "ISINSTANCE",
 ]
 
 #: The names the probe binds to ``pytest.observe`` and ``pytest.observing``.
 OBSERVE = "__rllm_observe__"
 OBSERVING = "__rllm_observing__"
+#: The name the probe binds to ``pytest.observe_isinstance`` (``isinstance`` decided by the
+#: runner from the real MRO, not by a metaclass of the repository's).
+ISINSTANCE = "__rllm_isinstance__"
 _UNITTEST_ONE = frozenset(
     {"assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone", "assert_", "failUnless"}
 )
@@ -158,6 +162,23 @@ NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's p
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
+#: Why a verdict is ``host_partial`` when a check is a method of the value under test given
+#: the expected value (att30c M2).
+NOTE_METHOD_CHECK = (
+    "a check's result comes from a method of the value under test given an argument "
+    "(``x.equals(12)``: the submission's method decides it)"
+)
+#: Method names that compare their receiver with their argument (``x.equals(12)``,
+#: ``x.compare(12) == 0``), whatever the check does with the result.
+_VERDICT_METHODS = frozenset(
+    {"compare", "cmp", "compare_to", "compareto", "equals", "equal", "eq", "ne", "same"}
+    | {"same_as", "isclose", "close_to", "almost_equal", "allclose"}
+    | {"match", "matches", "fullmatch", "contains", "includes", "differs", "between"}
+    | {"within", "agrees", "accepts", "satisfies", "equivalent"}
+)
+#: Names of modules whose functions a check calls (not methods of a value).
+_MODULE_ROOTS = frozenset(sys.stdlib_module_names) | {"np", "numpy", "pytest", "pd", "pandas"}
+_VERDICT_PREFIXES = ("is_", "has_", "equals", "compare", "match", "contains", "same", "differ")
 NOTE_CALL_CHECK = (
     "a check's result comes from a helper or predicate call the probe does not rewrite "
     "(its expected argument stays in the probe and the sandbox decides it)"
@@ -708,7 +729,36 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
             break
     if _decided_by_call(node, probe):
         probe.note(NOTE_CALL_CHECK)
+    if _method_verdict(node, named=True):
+        probe.note(NOTE_METHOD_CHECK)
     return [_Check(node)]
+
+
+def _method_verdict(node: ast.expr, named: bool) -> bool:
+    """Whether ``node`` is a method of a computed value given an argument (att30c M2).
+
+    ``assert area(3, 4).equals(12)``: the result is the check, and the submission's method
+    decides it. ``named``: only a comparing method's name counts (``x.compare(12) == 0``,
+    where the result is also compared); otherwise the receiver must be computed by a call.
+    A module's function (``re.match``, ``math.isclose``, ``os.path.exists``) is not a
+    method of a value.
+    """
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    receiver = node.func.value
+    if not (node.args or node.keywords) or _expected(receiver):
+        return False
+    name = node.func.attr.lower()
+    if name.startswith("__") or name in _COMPARING_METHODS:
+        return False  # dunders and a value's comparing methods are noted by other rules
+    chain = receiver
+    while isinstance(chain, ast.Attribute):
+        chain = chain.value
+    if isinstance(chain, ast.Name) and chain.id in _MODULE_ROOTS:
+        return False
+    if not named:
+        return any(isinstance(n, ast.Call) for n in ast.walk(receiver))
+    return not named or name in _VERDICT_METHODS or name.startswith(_VERDICT_PREFIXES)
 
 
 #: Calls whose arguments are part of the observed value, not inputs of the code under test.
@@ -924,7 +974,9 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
                 isinstance(n, (ast.Name, ast.Attribute, ast.Tuple, ast.Load))
                 for n in ast.walk(test.args[1])
             ):
-                kind = ast.Call(ast.Name("issubclass", ast.Load()), [kind, test.args[1]], [])
+                # The runner's own check: a repository class's metaclass (or a rebound
+                # ``issubclass``) does not decide it.
+                kind = ast.Call(ast.Name(ISINSTANCE, ast.Load()), [test.args[0], test.args[1]], [])
             return [_Check(kind)]
         return checks
     close = _isclose(test)
@@ -933,6 +985,8 @@ def _observed(test: ast.expr, probe: _Probe) -> list[_Check]:
     if _expected(test):
         _drop(test)
         return []
+    if _method_verdict(test, named=False):
+        probe.note(NOTE_METHOD_CHECK)  # ``assert area(3, 4).accepted_by(12)``
     return _value(test, probe)
 
 
@@ -1559,9 +1613,10 @@ def probe_module(source: str) -> Probe:
         probe.note(NOTE_PARAMETRIZE)
     if found.dynamic and found.tables:
         probe.note(NOTE_TABLE)
-    header = ast.parse(f"from pytest import observe as {OBSERVE}, observing as {OBSERVING}\n").body[
-        0
-    ]
+    header = ast.parse(
+        f"from pytest import observe as {OBSERVE}, observing as {OBSERVING}, "
+        f"observe_isinstance as {ISINSTANCE}\n"
+    ).body[0]
     at = 0
     for at, statement in enumerate(tree.body):  # noqa: B007
         docstring = (
@@ -2182,7 +2237,7 @@ class _Literals:
         :data:`_NONCOMPARING_CALLS` take parameters.
         """
         name = _dotted(call.func)
-        if name in (OBSERVE, OBSERVING) or name in _NONCOMPARING_CALLS:
+        if name in (OBSERVE, OBSERVING, ISINSTANCE) or name in _NONCOMPARING_CALLS:
             return False
         parts = [*call.args, *(k.value for k in call.keywords if k.arg != "key")]
         if (

@@ -701,16 +701,16 @@ _INTERVAL = Module(
                 Interval(5, 1)
 
         def test_overlaps():
-            assert Interval(1, 5).overlaps(Interval(4, 9))
+            assert [s for s in (4, 7) if Interval(1, 5).overlaps(Interval(s, 9))] == [4]
 
         def test_overlaps_shared_point():
-            assert Interval(1, 5).overlaps(Interval(5, 9))
+            assert [s for s in (5, 6) if Interval(1, 5).overlaps(Interval(s, 9))] == [5]
 
         def test_disjoint():
-            assert not Interval(1, 2).overlaps(Interval(4, 5))
+            assert [s for s in (3, 4) if Interval(1, 2).overlaps(Interval(s, 5))] == []
 
         def test_contains_ends():
-            assert Interval(2, 4).contains(2) and Interval(2, 4).contains(4)
+            assert [p for p in (1, 2, 3, 4, 5) if Interval(2, 4).contains(p)] == [2, 3, 4]
     """),
 )
 _MERGE = Module(

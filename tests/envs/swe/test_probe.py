@@ -48,7 +48,7 @@ def test_assertions_observe_the_computed_side_only():
         "f(5)",
         "f(6)",
         "f(7)",
-        "issubclass(type(f(8)), int)",  # what ``isinstance`` asks (s11 N1)
+        "__rllm_isinstance__(f(8), int)",  # the runner decides it (s11 N1, att30c M3)
     ]
     assert "assert" not in probe
     for expected in ("[1, 2]", "-7", "5 / 3", "2.5"):
@@ -159,7 +159,8 @@ def _expected_sides(function: ast.FunctionDef) -> list[str]:
             for side in (node.test.left, *node.test.comparators):
                 if isinstance(side, ast.Call) and "approx" in ast.unparse(side.func):
                     side = side.args[0]
-                if not isinstance(side, ast.Call):
+                computed = (ast.Call, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+                if not isinstance(side, computed):  # a comprehension computes its value
                     text = ast.unparse(side)
                     # Short numbers also appear as inputs; the rest is distinctive.
                     if len(text) >= 3 and any(c.isdigit() or c in "[('\"" for c in text):
