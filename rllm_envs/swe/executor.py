@@ -840,11 +840,29 @@ class _Param:
         self.values, self.id, self.marks = values, id, marks
 
 
-class _Raises:
+class _ExceptionInfo:
+    """What ``pytest.raises`` hands the test (``ExceptionInfo``): the caught exception."""
+
+    value: Any = None
+    type: Any = None
+
+    @property
+    def typename(self) -> str:
+        """``ExceptionInfo.typename``: the exception class's name."""
+        return self.type.__name__ if self.type is not None else ""
+
+    @property
+    def tb(self) -> Any:
+        return getattr(self.value, "__traceback__", None)
+
+    def exconly(self, tryshort: bool = False) -> str:
+        """``ExceptionInfo.exconly``: ``"Type: text"``."""
+        return f"{self.typename}: {self.value}"
+
+
+class _Raises(_ExceptionInfo):
     def __init__(self, expected: Any, match: str | None) -> None:
         self.expected, self.pattern = expected, match
-        self.value: Any = None
-        self.type: Any = None
 
     def __enter__(self) -> _Raises:
         return self
@@ -866,19 +884,6 @@ class _Raises:
         if not re.search(pattern, str(self.value)):
             raise AssertionError(f"Regex {pattern!r} does not match {str(self.value)!r}")
         return True
-
-    @property
-    def typename(self) -> str:
-        """``ExceptionInfo.typename``: the exception class's name."""
-        return self.type.__name__ if self.type is not None else ""
-
-    @property
-    def tb(self) -> Any:
-        return getattr(self.value, "__traceback__", None)
-
-    def exconly(self, tryshort: bool = False) -> str:
-        """``ExceptionInfo.exconly``: ``"Type: text"``."""
-        return f"{self.typename}: {self.value}"
 
     def errisinstance(self, kind: Any) -> bool:
         return self.type is not None and issubclass(self.type, kind)
@@ -1369,7 +1374,7 @@ def observe(value: Any, approx: Any = None, unordered: bool = False, host: Any =
     _OBSERVED.append(seen)
 
 
-class _Observing:
+class _Observing(_ExceptionInfo):
     """``pytest.observing()``: a ``pytest.raises`` block of a probe; records what it raised.
 
     ``warns=True``: a ``pytest.warns`` / ``assertWarns`` block; records the classes of the
@@ -1380,8 +1385,6 @@ class _Observing:
     def __init__(self, message: bool = False, warns: bool = False, host: Any = None) -> None:
         self.message = message
         self.host = host
-        self.value: Any = None
-        self.type: Any = None
         self.warns = warns
         self.list: list[Any] = []
         self._catcher: Any = None
@@ -1415,19 +1418,6 @@ class _Observing:
             text = None
         _OBSERVED.append(["message", text])
         return True
-
-    @property
-    def typename(self) -> str:
-        """``ExceptionInfo.typename``: the exception class's name."""
-        return self.type.__name__ if self.type is not None else ""
-
-    @property
-    def tb(self) -> Any:
-        return getattr(self.value, "__traceback__", None)
-
-    def exconly(self, tryshort: bool = False) -> str:
-        """``ExceptionInfo.exconly``: ``"Type: text"``."""
-        return f"{self.typename}: {self.value}"
 
     def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
         if self._catcher is not None:
