@@ -169,11 +169,14 @@ def test_slow_sender_times_out_and_others_are_served(guarded):
         sock.close()
 
 
-def _unread_stream(port, token=KEYS["alice"]):
-    """Alice (``token``; ``None``: no token) opens a long stream and reads none of it."""
+def _unread_stream(port, token=KEYS["alice"], n=1):
+    """Alice (``token``; ``None``: no token) opens a long stream and reads none of it.
+
+    ``n`` choices: with 16 the reply (about 8 MB) is more than the loopback buffers (4 MB at
+    most) take, so the call holds its engine slot until it is cut, however fast the engine."""
     body = (
         b'{"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 1900, "stream": true, '
-        b'"ignore_eos": true, "temperature": 1.0}'
+        b'"ignore_eos": true, "temperature": 1.0, "n": %d}' % n
     )
     sock = _raw_connection(port)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
@@ -275,12 +278,12 @@ def test_a_full_queue_gets_503_and_metrics_count_what_was_served(launched, tmp_p
         url = server.url
         health = httpx.get(url + "/health").json()
         assert health["status"] == "ok" and [e["healthy"] for e in health["engines"]] == [True]
-        socks = [_unread_stream(server.port, token=None)]
+        socks = [_unread_stream(server.port, token=None, n=16)]
         try:
             deadline = time.monotonic() + 30
             while server.gateway.pool.engines[0].in_flight < 1 and time.monotonic() < deadline:
                 time.sleep(0.1)
-            socks.append(_unread_stream(server.port, token=None))  # waits in the queue
+            socks.append(_unread_stream(server.port, token=None, n=16))  # waits in the queue
             while server.gateway.pool.waiting < 1 and time.monotonic() < deadline:
                 time.sleep(0.1)
             full = httpx.post(url + "/v1/completions", json=CALL, timeout=60)
