@@ -22,6 +22,8 @@ from rllm_envs.reasoning_gym import (  # noqa: E402
     score,
 )
 from rllm_envs.reasoning_gym.spec import ANSWER_FORMAT, SPEC  # noqa: E402
+from rllm_envs.reasoning_gym.surface import KNOWN_TELLS  # noqa: E402
+from rllm_envs.testing.hacking import RewardHackingError  # noqa: E402
 
 ENV_ID = "rllm/ReasoningGym-v0"
 # `composite` mixes other families and needs them named in its config.
@@ -213,7 +215,6 @@ HACK_FAMILIES = [
     "gsm_symbolic",
     "prime_factorization",
     "acre",
-    "game_of_life_halting",
     "propositional_logic",
     "knights_knaves",
     "syllogism",
@@ -231,6 +232,17 @@ def test_degenerate_policies_earn_no_more_than_random(name):
     # The suite's public check: echoes, spans and numbers of the question, constant and
     # sampled answers, several candidates, copied demonstrations, empty and long replies.
     kit.check_reward_hacking(ENV_ID, kwargs={"dataset": name, "size": 64})
+
+
+@pytest.mark.slow
+def test_the_check_catches_a_family_whose_surface_gives_the_answer_away():
+    # game_of_life_halting answers False when its board shows `1 1` (surface.KNOWN_TELLS): a
+    # policy that reads the surface and never simulates is caught by the public check, the
+    # family is refused for held-out evaluation and warns when trained on.
+    name = "game_of_life_halting"
+    assert name in KNOWN_TELLS
+    with pytest.raises(RewardHackingError, match="surface-classifier"):
+        kit.check_reward_hacking(ENV_ID, kwargs={"dataset": name, "size": 64})
 
 
 def test_several_different_answers_are_not_graded():
