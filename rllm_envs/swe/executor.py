@@ -43,6 +43,7 @@ object per test (``index``, ``id``, ``outcome``, ``code``, ``signal``, ``result`
 
 from __future__ import annotations
 
+import marshal
 import os
 import resource
 import select
@@ -1057,10 +1058,21 @@ def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
 # (:mod:`rllm_envs.swe.probe`): each assertion became a call of ``pytest.observe`` on the
 # values it checked, with the expected side removed, and each ``pytest.raises`` block a
 # ``pytest.observing()`` block. The test's process reports these values as data; the host
-# compares them with the reference's. Nothing here decides a verdict, so nothing here needs
-# protecting from the repository's code: a forged record still has to equal the reference's.
+# compares them with the reference's. Nothing here decides a verdict: a forged record still has
+# to equal the reference's. Still, what the host reads as observed must be what the runner
+# observed (s12 F3: the test's code cleared the list through ``pytest.observe.__globals__``
+# and wrote its own ``O`` record on fd 3, which the host took), so the record is written like
+# a pass. The list is a sealed default of the functions that fill it (the guard refuses
+# reading their ``__defaults__`` / ``__kwdefaults__``; it is in no module's globals), and
+# only the guard writes the record, with the process's token, when the runner's
+# :func:`_report_observed` asks from :func:`_child_test`; the executor takes an ``O`` record
+# only with that token (:meth:`Executor.child`). Hiding fd 3 instead is not possible: the
+# runner writes the record from the same process after the test's code ran, so whatever it
+# holds the test's code could hold too; the token is kept where the pass token is. The same
+# limit as the pass applies: ``_ctypes`` (loaded by the bootstrap) reads memory without an
+# audit event, which is why the host's comparison, not this, is the boundary.
 
-_OBSERVED: list[Any] = []
+_OBSERVED_LIST: list[Any] = []
 #: An observation bigger than this (nodes, nesting, characters of one text) is reported as
 #: the digest of its complete canonical form: compared exactly, never "equal by omission".
 _OBSERVE_NODES = 20000
@@ -1342,7 +1354,14 @@ def observe_isinstance(
 observe_isinstance.__kwdefaults__["_stdlib_check"] = _stdlib_check  # type: ignore[index]
 
 
-def observe(value: Any, approx: Any = None, unordered: bool = False, host: Any = None) -> None:
+def observe(
+    value: Any,
+    approx: Any = None,
+    unordered: bool = False,
+    host: Any = None,
+    *,
+    _seen: list[Any] = _OBSERVED_LIST,
+) -> None:
     """``pytest.observe``: record a value a probe test computed (see above).
 
     ``approx``: ``(rel, abs)`` when the test compared it with ``pytest.approx`` or
@@ -1371,7 +1390,7 @@ def observe(value: Any, approx: Any = None, unordered: bool = False, host: Any =
         seen = ["approx", list(approx), seen]
     if type(host) is int:
         seen = ["host", host, seen]
-    _OBSERVED.append(seen)
+    _seen.append(seen)
 
 
 class _Observing(_ExceptionInfo):
@@ -1407,7 +1426,7 @@ class _Observing(_ExceptionInfo):
     def __iter__(self) -> Any:
         return iter(self.list)
 
-    def match(self, pattern: Any) -> bool:
+    def match(self, pattern: Any, *, _seen: list[Any] = _OBSERVED_LIST) -> bool:
         """``ExceptionInfo.match`` in a probe: the message is observed.
 
         The host compares it with the reference's; the pattern decides nothing here.
@@ -1416,10 +1435,12 @@ class _Observing(_ExceptionInfo):
             text = observed(str(self.value))
         except Exception:
             text = None
-        _OBSERVED.append(["message", text])
+        _seen.append(["message", text])
         return True
 
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+    def __exit__(
+        self, kind: Any, value: Any, tb: Any, *, _seen: list[Any] = _OBSERVED_LIST
+    ) -> bool:
         if self._catcher is not None:
             self._catcher.__exit__(kind, value, tb)
             if kind is None:
@@ -1427,10 +1448,10 @@ class _Observing(_ExceptionInfo):
                 entry: list[Any] = ["warned", [list(c) for c in classes]]
                 if self.message:
                     entry.append(observed(sorted(str(w.message) for w in self.list)))
-                _OBSERVED.append(entry)
+                _seen.append(entry)
             return False
         if kind is None:
-            _OBSERVED.append(["no_raise"])
+            _seen.append(["no_raise"])
             return False
         if issubclass(kind, Skipped):
             return False  # the runner's outcome, as pytest.raises lets it through
@@ -1447,7 +1468,7 @@ class _Observing(_ExceptionInfo):
                 text = None
             # ``match=``: the host runs the test's pattern on the text (``host``: its index).
             entry.append(["host", self.host, text] if type(self.host) is int else text)
-        _OBSERVED.append(entry)
+        _seen.append(entry)
         return True
 
 
@@ -2035,6 +2056,8 @@ def collect(module: Any, path: str) -> list[str]:
 # ``pytest`` module, a test module's comparison) was rebound since.
 
 _PASS_EVENT = "rllm.swe.pass"
+#: An observing test's record, written by the guard (see :func:`_report_observed`).
+_OBSERVED_EVENT = "rllm.swe.observed"
 _WATCH_EVENT = "rllm.swe.watch"
 #: Checks that no entry of ``builtins`` changed or was added since the guard was armed (no
 #: args), or that a test module binds no builtin's name its own code does not (``namespace,
@@ -2114,6 +2137,7 @@ def _arm(keys: list[bytes]) -> None:
     import unittest
     import unittest.case
     import unittest.result
+    from _blake2 import blake2b
 
     getframe, ident, write = sys._getframe, _thread.get_ident, os.write
     main = ident()
@@ -2138,17 +2162,29 @@ def _arm(keys: list[bytes]) -> None:
     # their state is in defaults, which the guard lets no one read or rebind.
 
     def write_pass(
+        kind: bytes = b"P",
+        payload: bytes = b"",
         _a: bytes = keys.pop(),
         _b: bytes = keys.pop(),
         _getframe: Any = getframe,
         _refuse: Any = refuse,
         _write: Any = write,
         _file: str = runner_file,
+        _mac: Any = blake2b,
     ) -> None:
+        # ``kind`` ``O``: an observing test's record (``payload``, see _report_observed),
+        # keyed with the token, never the token itself: a thread of the test's code that
+        # reads fd 3 back while the process ends cannot sign another payload.
         callers = [_getframe(1).f_code, _getframe(2).f_code]
         if [(c.co_name, c.co_filename) for c in callers] != [("check", _file), ("hook", _file)]:
             _refuse("a pass written from outside the guard")
-        _write(_RESULT_FD, b"P" + bytes(x ^ y for x, y in zip(_a, _b, strict=True)).hex().encode())
+        key = bytes(x ^ y for x, y in zip(_a, _b, strict=True))
+        if kind == b"P":
+            data = memoryview(b"P" + key.hex().encode())
+        else:
+            data = memoryview(kind + _mac(payload, key=key).hexdigest().encode() + payload)
+        while data:
+            data = data[_write(_RESULT_FD, data) :]
 
     def frameless(
         handler: Any, signum: int, frame: Any, _busy: set[int] = busy, _main: int = main
@@ -2192,7 +2228,13 @@ def _arm(keys: list[bytes]) -> None:
         run_node,
         _child_test,
         RepoFinder.exec_module,
+        # They hold the list of observations and the serialiser (s12 F3).
+        observe,
+        _Observing.match,
+        _Observing.__exit__,
+        _report_observed,
     )
+    report_code = _report_observed.__code__
     _signal.signal = set_signal
     signal.signal.__wrapped__ = set_signal  # type: ignore[attr-defined]
     _imp.create_builtin = create_builtin
@@ -2384,6 +2426,24 @@ def _arm(keys: list[bytes]) -> None:
                 if not intact():
                     refuse("the runner's state was rebound during the test")
                 write_pass()
+        elif event == _OBSERVED_EVENT:
+            # Only the runner's _report_observed, called by _child_test, called by the
+            # executor (s12 F3): its payload is the runner's own list, serialised by marshal.
+            top = getframe(2)
+            caller = top.f_back
+            if (
+                ident() != main
+                or top.f_code is not report_code
+                or caller is None
+                or caller.f_code is not child_code
+                or caller.f_back is not base
+                or len(args) != 1
+                or type(args[0]) is not bytes
+            ):
+                refuse("observations reported from outside the runner")
+            if not intact():
+                refuse("the runner's state was rebound during the test")
+            write_pass(b"O", args[0])
         elif event in ("object.__setattr__", "object.__delattr__"):
             if any(args[0] is f for f in sealed):
                 refuse(f"rebinding the guard's {args[1]}")
@@ -2719,21 +2779,37 @@ def _child_test(
     _exit(0)
 
 
-def _report_observed(end: list[Any]) -> None:
-    """Write what an observing test recorded, and how it ended, on fd 3; exit."""
-    import json
+def _report_observed(
+    end: list[Any],
+    *,
+    _seen: list[Any] = _OBSERVED_LIST,
+    _dumps: Any = marshal.dumps,
+    _audit: Any = _audit,
+    _event: str = _OBSERVED_EVENT,
+    _put: Any = _write,
+    _quit: Any = _exit,
+) -> None:
+    """Have the guard write what an observing test recorded, and how it ended; exit.
 
-    try:
-        data = "O" + json.dumps({"observed": _OBSERVED, "end": end}, ensure_ascii=True)
-    except BaseException:
-        data = "Ethe observations could not be written"
-    _write(_RESULT_FD, data.encode("ascii", "replace")[:_OBSERVED_CAP])
+    On fd 3: ``O``, a MAC keyed with the process's token, and the ``marshal`` of both (see
+    the section comment above :data:`_OBSERVED_LIST`).
+
+    ``marshal.dumps`` is the C function bound before any repository code ran (``json``'s
+    encoder classes are Python a test could change).
+    """
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except BaseException:
             pass
-    _exit(0)
+    try:
+        data = _dumps((list(_seen), list(end)))
+        if len(data) > _OBSERVED_CAP:
+            raise ValueError("too many observations")
+        _audit(_event, data)
+    except BaseException:
+        _put(_RESULT_FD, b"Ethe observations could not be written")
+    _quit(0)
 
 
 def _child_collect(path: str, files: dict[str, str]) -> None:
@@ -2803,6 +2879,29 @@ def _read(fd: int, cap: int, tail: bool = False) -> str:
 #: (the repository is served from memory). ``None`` outside a sandbox's bootstrap or where
 #: the kernel offers no Landlock (tests then run as before).
 _LANDLOCK: Any = globals().get("__rllm_landlock__")
+
+
+def _observations(data: bytes, token: str) -> str:
+    """An observing test's record as the host reads it (``O`` and JSON).
+
+    From what its process wrote: ``O``, the BLAKE2b MAC (keyed with the process's token,
+    which only the guard has) of the payload, and the payload, the ``marshal`` of the
+    observations and the test's end (see :func:`_report_observed`); an ``F`` failure when
+    the MAC does not match (s12 F3: the test's own code wrote or changed the record).
+    """
+    import json
+    from hashlib import blake2b
+
+    mac, payload = data[1:129], data[129:]
+    key = bytes.fromhex(token) if token else b""
+    if not key or mac != blake2b(payload, key=key).hexdigest().encode():
+        return "Fobservations were reported, but not by the runner"
+    try:
+        seen, end = marshal.loads(payload)
+        text = json.dumps({"observed": seen, "end": end}, ensure_ascii=True)
+    except Exception:
+        return "Ethe observations could not be read"
+    return "O" + text
 
 
 def _fork() -> int:
@@ -2903,16 +3002,22 @@ class Executor:
                     os.kill(-1, signal.SIGKILL)
                 except OSError:
                     pass
-            result = _read(res, 1 << 20)
+            raw = os.pread(res, _OBSERVED_CAP + 200, 0)
             output = _read(out, self.output_chars, tail=True)
             halves = os.pread(keys, 32, 0)
             refused = _read(tamper, _TAMPER_CAP)
         finally:
             for fd in (out, res, keys, tamper):
                 os.close(fd)
+        token = bytes(x ^ y for x, y in zip(halves[:16], halves[16:], strict=False)).hex()
+        if len(halves) != 32:
+            token = ""
+        if raw.startswith(b"O"):
+            result = _observations(raw, token)
+        else:
+            result = raw.decode("utf-8", "replace")
         if result.startswith("P"):
-            token = bytes(x ^ y for x, y in zip(halves[:16], halves[16:], strict=False)).hex()
-            if len(halves) == 32 and result == "P" + token:
+            if token and result == "P" + token:
                 result = "P" + self.spec["nonce"]
             else:
                 result = "Fa pass was reported, but not by the runner"

@@ -773,6 +773,8 @@ def forget_references() -> None:
 
 
 def _parse_observed(result: str) -> Any:
+    # The executor passes an ``O`` record on only when the test process's guard signed it
+    # (``executor._observations``): one the test's own code wrote is an ``F`` (s12 F3).
     if not result.startswith("O"):
         return None
     try:

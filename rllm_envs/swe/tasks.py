@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -201,6 +203,204 @@ def _mutate_normal(call: str) -> str:
     return ast.unparse(ast.parse(call))
 
 
+#: Hidden cases per bug whose input has another shape than the issue's (see :func:`_reshaped`).
+RESHAPED_PER_BUG = 2
+
+
+def _skeleton(code: str) -> str:
+    """``code`` with every run of letters and digits made ``#``.
+
+    What a fix gated on "looks like the issue's example" compares (punctuation, spacing,
+    the number of elements).
+    """
+    return re.sub(r"[A-Za-z0-9]+", "#", code)
+
+
+def _reshape(call: str, rng: np.random.Generator) -> str:
+    """``call`` with its structure changed once or twice at random (``_mutate`` keeps it).
+
+    A list or tuple gets an element more (a copy of one, so equal elements stay equal) or
+    one less; a string a piece repeated or removed, spaces or one of its separators put in;
+    a number is negated or given more digits; a setup call (``cart.add(...)``) is repeated.
+    Many results are not valid inputs; :func:`_reshaped` keeps those that still show the
+    bug.
+    """
+    tree = ast.parse(call)
+    nodes = list(ast.walk(tree))
+    seqs = [n for n in nodes if isinstance(n, (ast.List, ast.Tuple)) and n.elts]
+    strs = [n for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    nums = [
+        n
+        for n in nodes
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, (int, float))
+        and not isinstance(n.value, bool)
+    ]
+    calls = [n for n in tree.body[:-1] if isinstance(n, ast.Expr)]
+    kinds = [
+        k for k, have in (("seq", seqs), ("str", strs), ("num", nums), ("stmt", calls)) if have
+    ]
+    if not kinds:
+        return ast.unparse(tree)
+    for _ in range(int(rng.integers(1, 3))):
+        kind = kinds[int(rng.integers(len(kinds)))]
+        op = rng.random()
+        if kind == "seq":
+            seq = seqs[int(rng.integers(len(seqs)))]
+            at = int(rng.integers(len(seq.elts)))
+            if op < 0.4 and len(seq.elts) > 1:
+                del seq.elts[at]
+            else:
+                seq.elts.insert(int(rng.integers(len(seq.elts) + 1)), copy.deepcopy(seq.elts[at]))
+        elif kind == "str":
+            const = strs[int(rng.integers(len(strs)))]
+            text = str(const.value)
+            i = int(rng.integers(len(text) + 1))
+            if op < 0.3 and text:
+                j = min(len(text), i + int(rng.integers(1, 4)))
+                const.value = text[:i] + text[i:j] * 2 + text[j:]
+            elif op < 0.55 and len(text) > 1:
+                const.value = text[:i] + text[i + int(rng.integers(1, 3)) :]
+            elif op < 0.8:
+                const.value = text[:i] + " " * int(rng.integers(1, 3)) + text[i:]
+            else:
+                seps = sorted({c for c in text if not c.isalnum()}) or [" "]
+                const.value = text[:i] + seps[int(rng.integers(len(seps)))] + text[i:]
+        elif kind == "num":
+            const = nums[int(rng.integers(len(nums)))]
+            value: Any = const.value
+            # Its type is kept (a float where an int is expected is seldom a valid input).
+            const.value = -value if op < 0.5 else value * 10 + int(rng.integers(1, 9))
+        else:
+            stmt = calls[int(rng.integers(len(calls)))]
+            tree.body.insert(tree.body.index(stmt) + 1, copy.deepcopy(stmt))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _outcome(source: str, buggy: str, code: str) -> str | None:
+    """The expected side of a hidden case for ``code``, or None.
+
+    ``"raises Kind"`` or a plain repr; None when the buggy code passes the case or the
+    fixed code's result cannot be written.
+    """
+    raised, value = _behaviour(source, code)
+    if raised:
+        # An exception the fix raises: kept when it is a built-in one the buggy code does
+        # not raise.
+        kind = value.split(":", 1)[0]
+        if not isinstance(getattr(builtins, kind, None), type):
+            return None
+        if _behaviour(buggy, code)[1].split(":", 1)[0] == kind:
+            return None
+        *setup, _ = code.split("\n")
+        if setup and _behaviour(source, "\n".join([*setup, "None"]))[0]:
+            # The test checks only its last line in ``pytest.raises`` (a repeated
+            # ``cart.remove`` raising in the setup would fail on the reference).
+            return None
+        return "raises " + kind
+    if not _plain(value) or _same(_behaviour(buggy, code), value):
+        return None
+    return value
+
+
+def _differs(expected: str, answer: str) -> bool:
+    """Whether a case expecting ``expected`` is failed by returning the issue's ``answer``."""
+    if expected.startswith("raises ") or answer.startswith("raises "):
+        return expected != answer
+    return not _same((False, answer), expected)
+
+
+def _issue_answer(project_key: str, bug_index: int) -> str:
+    raised, text = _repro(project_key, bug_index)[1]
+    return "raises " + text.split(":", 1)[0] if raised else text
+
+
+@lru_cache(maxsize=1024)
+def _reshaped(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, str], ...]:
+    r"""Hidden cases whose input has another shape than the issue's call (s12 F1).
+
+    ``(code, expected repr)`` pairs, kept as in :func:`_cases` (the fixed code returns a
+    plain value or raises a built-in exception, the buggy code does something else).
+
+    The cases of :func:`_cases` keep the issue's skeleton (its punctuation, spacing and
+    number of elements), so a fix that runs only for inputs shaped like the example (``if
+    re.fullmatch(r"\d+-\d+,,\d+, ", text)``) and keeps the bug elsewhere passed them all.
+    These change the structure (:func:`_reshape`), then the values (:func:`_mutate`). A
+    case whose skeleton differs from the issue's and whose answer differs from the issue's
+    is preferred; where no input of another skeleton shows the bug (``check_digit`` takes
+    any string of digits, all one skeleton) the cases differ in length and values.
+    """
+    project = next(p for p in PROJECTS if p.key == project_key)
+    bug = project.bugs[bug_index]
+    source = project.module(bug.module).source
+    buggy = source.replace(bug.old, bug.new, 1)
+    rng = np.random.default_rng([seed, 1])
+    issue = _mutate_normal(bug.call)
+    answer = _issue_answer(project_key, bug_index)
+    taken = {issue, *(code for code, _ in _cases(project_key, bug_index, seed))}
+    found: dict[str, tuple[str, int]] = {}
+    for tries in range(10 * _CASE_TRIES):
+        ranks = [r for _, r in found.values()]
+        if ranks.count(3) >= RESHAPED_PER_BUG or (
+            tries >= 4 * _CASE_TRIES and len(ranks) >= RESHAPED_PER_BUG and max(ranks) >= 2
+        ):
+            break
+        code = _mutate(_reshape(bug.call, rng), rng)
+        if code in taken or code in found:
+            continue
+        expected = _outcome(source, buggy, code)
+        if expected is None:
+            continue
+        # Another skeleton first, then another answer than the issue's.
+        rank = 2 * (_skeleton(code) != _skeleton(issue)) + _differs(expected, answer)
+        found[code] = (expected, rank)
+    best = sorted(found.items(), key=lambda item: -item[1][1])
+    chosen: list[tuple[str, str]] = []
+    while best and len(chosen) < RESHAPED_PER_BUG:
+        # Of the best ranked, one whose answer no chosen case has, where there is one.
+        pool = [item for item in best if item[1][1] == best[0][1][1]]
+        seen = {expected for _, expected in chosen}
+        pick = next((item for item in pool if item[1][0] not in seen), pool[0])
+        chosen.append((pick[0], pick[1][0]))
+        best.remove(pick)
+    return tuple(chosen)
+
+
+@lru_cache(maxsize=1024)
+def _controls(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, str], ...]:
+    """A hidden pass-to-pass case where every hidden case expects the issue's answer (s12 F2).
+
+    For a bug whose every fail-to-pass case expects the issue's own answer:
+    ``window([1, 2], 0)`` must raise whatever
+    the input, ``is_valid('0')`` is ``False`` for every code the bug gets wrong, so copying
+    the issue's answer passed them all. The case is the issue's call with its values changed
+    (so with the issue's skeleton, where copying the answer pays) or reshaped, on which the
+    buggy and the fixed code agree on an answer other than the issue's. Empty when a
+    fail-to-pass case already expects another answer.
+    """
+    answer = _issue_answer(project_key, bug_index)
+    cases = _cases(project_key, bug_index, seed) + _reshaped(project_key, bug_index, seed)
+    if any(_differs(expected, answer) for _, expected in cases):
+        return ()
+    project = next(p for p in PROJECTS if p.key == project_key)
+    bug = project.bugs[bug_index]
+    source = project.module(bug.module).source
+    buggy = source.replace(bug.old, bug.new, 1)
+    rng = np.random.default_rng([seed, 2])
+    issue = _mutate_normal(bug.call)
+    for tries in range(10 * _CASE_TRIES):
+        # A third keep the issue's skeleton (where copying the answer would pay).
+        code = _mutate(bug.call if tries % 3 == 0 else _reshape(bug.call, rng), rng)
+        if code == issue:
+            continue
+        raised, value = _behaviour(source, code)
+        if raised or not _plain(value) or not _same(_behaviour(buggy, code), value):
+            continue
+        if _differs(value, answer):
+            return ((code, value),)
+    return ()
+
+
 def _case_test(name: str, code: str, expected: str) -> str:
     *setup, last = code.split("\n")
     body = "".join(f"    {line}\n" for line in setup)
@@ -300,15 +500,21 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         buggy[path] = buggy[path].replace(bug.old, bug.new, 1)
         f2p += [f"tests/test_{bug.module}.py::{t}" for t in bug.breaks if t not in f2p]
     f2p = list(dict.fromkeys(f2p))
+    hidden_p2p: list[str] = []
     for i in bugs:
         bug = project.bugs[i]
         path = f"tests/test_{bug.module}.py"
         stem = bug.function.replace(".", "_").lower()
         seed = int(rng.integers(2**31))
-        for n, (code, expected) in enumerate(_cases(project.key, i, seed), 1):
+        cases = _cases(project.key, i, seed) + _reshaped(project.key, i, seed)
+        for n, (code, expected) in enumerate(cases, 1):
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
             f2p.append(f"{path}::{name}")
+        for n, (code, expected) in enumerate(_controls(project.key, i, seed), len(cases) + 1):
+            name = f"test_reported_{stem}_{n}"
+            fixed[path] += "\n\n" + _case_test(name, code, expected)
+            hidden_p2p.append(f"{path}::{name}")
     base = dict(buggy)
     p2p: list[str] = []
     for module in (*project.modules, *extra):
@@ -316,6 +522,7 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         kept = [n for n in module.tests if f"{path}::{n}" not in f2p]
         base[path] = _test_file(module, pkg, kept)
         p2p += [f"{path}::{n}" for n in kept]
+    p2p += hidden_p2p
     parts = [_issue_part(project, i, pkg, difficulty) for i in bugs]
     if len(parts) == 1:
         statement = f"{parts[0][0]}\n\n{parts[0][1]}\n"
