@@ -149,8 +149,9 @@ def _tokenize(text: str) -> list[str | int]:
 class _Parser:
     """Recursive descent over the token list; evaluates as it parses."""
 
-    def __init__(self, tokens: list[str | int]) -> None:
+    def __init__(self, tokens: list[str | int], unary_minus: bool = False) -> None:
         self.tokens = tokens
+        self.unary_minus = unary_minus
         self.pos = 0
         self.numbers: list[int] = []
         self.div_by_zero = False
@@ -200,12 +201,17 @@ class _Parser:
             return value
         if token is None:
             raise _ParseError("the expression ends where a number or '(' was expected")
+        if token == "-" and self.unary_minus:
+            if depth >= MAX_DEPTH:
+                raise _ParseError(f"unary minus or parentheses nested deeper than {MAX_DEPTH}")
+            self.pos += 1
+            return -self.factor(depth + 1)
         if token in ("+", "-"):
             raise _ParseError(f"unary {token!r} is not allowed (use only binary + - * /)")
         raise _ParseError(f"unexpected {token!r} where a number or '(' was expected")
 
 
-def _parse(text: str) -> Parsed:
+def _parse(text: str, unary_minus: bool = False) -> Parsed:
     if len(text) > MAX_EXPRESSION_LENGTH:
         raise _ParseError(f"the answer is longer than {MAX_EXPRESSION_LENGTH} characters")
     tokens = _tokenize(text)
@@ -220,7 +226,7 @@ def _parse(text: str) -> Parsed:
         expression = text.strip()
     if not tokens:
         raise _ParseError("the answer is empty")
-    parser = _Parser(tokens)
+    parser = _Parser(tokens, unary_minus)
     value = parser.expression(0)
     if parser.pos != len(tokens):
         raise _ParseError(f"unexpected {tokens[parser.pos]!r} after a complete expression")
@@ -231,11 +237,14 @@ def _parse(text: str) -> Parsed:
     )
 
 
-def parse_expression(text: str) -> tuple[Parsed | None, str | None]:
+def parse_expression(text: str, *, unary_minus: bool = False) -> tuple[Parsed | None, str | None]:
     """Parse and exactly evaluate an answer expression; never raises.
 
     Args:
         text: The expression (the content of the answer tags).
+        unary_minus: Also read a unary ``-`` before a number or ``(`` (``-2 + 3``,
+            ``4*(-1 + 7)``), as reasoning-gym's countdown references are written; Countdown's
+            own grammar has none. Nesting of unary minus counts against :data:`MAX_DEPTH`.
 
     Returns:
         ``(parsed, None)`` on success, or ``(None, reason)`` with the reason in words.
@@ -243,7 +252,7 @@ def parse_expression(text: str) -> tuple[Parsed | None, str | None]:
     if not isinstance(text, str):
         return None, f"expects a string, got {type(text).__name__}"
     try:
-        return _parse(text), None
+        return _parse(text, unary_minus), None
     except _ParseError as e:
         return None, str(e)
     except RecursionError:  # unreachable with MAX_DEPTH, kept as a last line of defence

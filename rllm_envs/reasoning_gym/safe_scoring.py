@@ -15,9 +15,13 @@ This module closes the class:
   :data:`EVALUATING_CALLS` (``eval``, ``exec``, ``parse_expr``, ``sympify``...). A family
   whose source cannot be read counts as evaluating.
 * :data:`OVERRIDES` holds this module's own scorers for the evaluating families: the same
-  rules, with ``ast.literal_eval`` for the literal families and :func:`parse_math` (a
+  rules, with ``ast.literal_eval`` for the literal families, :func:`parse_math` (a
   whitelisted Python-syntax parser with bounds on size, depth, numbers and powers) for the
-  sympy ones. They never call the family's scorer.
+  sympy ones, and Countdown's ``+ - * /`` grammar over integer literals (exact fractions, no
+  names, calls or powers: :func:`_arithmetic`) for ``puzzle24`` and ``countdown``. They never
+  call the family's scorer. One override is of a family that runs no text:
+  ``complex_arithmetic``, whose scorer pays a NaN answer 1.0; its override scores only a
+  finite parse (by reasoning-gym's tamper-checked scorer).
 * :func:`safe_scorer` gives the override of an evaluating family, refuses one without an
   override (:class:`UnsafeScorer`: an upgrade of reasoning-gym that adds one is refused, never
   trusted), and otherwise gives reasoning-gym's scorer, checked on every call for tampering
@@ -28,6 +32,7 @@ This module closes the class:
 from __future__ import annotations
 
 import ast
+import cmath
 import functools
 import inspect
 import json
@@ -38,6 +43,7 @@ import textwrap
 import time
 import types
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 __all__ = [
@@ -574,7 +580,9 @@ def parse_math(
     ``Sum``, ``Limit``, ``Subs``...): an answer wrapping the question in one is not an answer.
     Bounded: :data:`MAX_TEXT` characters, :data:`MAX_NODES` nodes, :data:`MAX_DEPTH` levels,
     numbers of :data:`MAX_NUMBER_BITS` bits, exponents that are literal numbers up to
-    :data:`MAX_EXPONENT` (so ``9**9**9`` is refused before anything is computed).
+    :data:`MAX_EXPONENT` (so ``9**9**9`` is refused before anything is computed). An
+    expression holding a non-finite value (``1/0``, ``0/0``, ``log(0)``: ``zoo``, ``nan``,
+    ``oo``) is refused.
 
     Raises:
         UnsafeExpression: For text outside the grammar or over a bound.
@@ -588,9 +596,13 @@ def parse_math(
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
         raise UnsafeExpression("expression too large")
     try:
-        return _Builder(local or {}, symbols).build(tree.body)
+        result = _Builder(local or {}, symbols).build(tree.body)
     except RecursionError:
         raise UnsafeExpression("too deep") from None
+    sympy = _sympy()
+    if result.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):  # 1/0, 0/0, log(0)
+        raise UnsafeExpression("not a finite expression")
+    return result
 
 
 def _polynomial_multiplication() -> Scorer:
@@ -679,50 +691,41 @@ def _config(family: str) -> Any:
     return DATASETS[family][1]()
 
 
-_DECIMAL = re.compile(r"[0-9]+\Z")
+def _arithmetic(text: str) -> Any:
+    """An integer-arithmetic answer: exact value and the numbers it uses, or ``None``.
 
-
-def _decimal_integers(text: str) -> list[int]:
-    """The numbers an arithmetic answer uses, read from its parse (not from the text).
-
-    Every literal must be a plain decimal integer as written (``12``): hex, octal, binary,
-    underscores, exponents and floats (``0x18``, ``1_2_3``, ``0e0``, ``2.0``) are refused, since a
-    literal the number check cannot see would hide a free term.
-
-    Raises:
-        UnsafeExpression: For a literal that is not a plain decimal integer, or unparsable text.
+    puzzle24's and countdown's answers are read by Countdown's own grammar
+    (:func:`rllm_envs.countdown.rules.parse_expression`, with the unary minus reasoning-gym's
+    countdown references use): plain decimal integers, ``+ - * /`` and parentheses, exact
+    :class:`~fractions.Fraction` arithmetic. No names, no calls, no powers, no other literal
+    (``pi``, ``E``, ``I``, ``sqrt``, ``0x18``, ``24e0``, ``2.0``): each would be a term the
+    number check cannot see, a free value (blind red-team s12 H1/H2: ``(a*b*c*d)*(I-I)`` plus
+    24 built from ``E/E`` paid 100 of 100). ``=`` is refused (the prompt says none). ``None``
+    for text outside the grammar; a division by zero has value ``None``.
     """
-    text = text.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as e:
-        raise UnsafeExpression(f"cannot parse: {e}") from None
-    used = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
-            source = ast.get_source_segment(text, node)
-            if type(node.value) is not int or source is None or not _DECIMAL.match(source):
-                raise UnsafeExpression(f"not a plain decimal integer: {source!r}")
-            used.append(node.value)
-    return used
+    from rllm_envs.countdown.rules import parse_expression
+
+    if not isinstance(text, str) or "=" in text:
+        return None
+    parsed, _ = parse_expression(text.strip(), unary_minus=True)
+    return parsed
 
 
 def _puzzle24() -> Scorer:
     config = _config("puzzle24")
 
     def score(answer: Any, entry: dict[str, Any]) -> float:
-        if not isinstance(answer, str):
-            return 0.01
         try:
-            answer = answer.strip()
-            value = parse_math(answer, symbols=False)
-            used = _decimal_integers(answer)
-            numbers = entry["metadata"]["numbers"]
+            parsed = _arithmetic(answer)
+            if parsed is None or parsed.value is None:
+                return 0.01
+            used = list(parsed.numbers)
+            numbers = [int(n) for n in entry["metadata"]["numbers"]]
             if sorted(used) != sorted(numbers) or any(
                 not config.min_value <= n <= config.max_value for n in used
             ):
                 return 0.01
-            return 1.0 if value == 24 else 0.01
+            return 1.0 if parsed.value == 24 else 0.01
         except Exception:  # noqa: BLE001 - anything unreadable earns the floor
             return 0.01
 
@@ -730,19 +733,51 @@ def _puzzle24() -> Scorer:
 
 
 def _countdown() -> Scorer:
+    """reasoning-gym's rule: every given number used exactly once (as a multiset)."""
+
     def score(answer: Any, entry: dict[str, Any]) -> float:
         if not isinstance(answer, str) or not answer.strip():
             return 0.01
         try:
-            value = float(parse_math(answer, symbols=False))
-            used = _decimal_integers(answer)
-            if sorted(used) != sorted(entry["metadata"]["numbers"]):
+            parsed = _arithmetic(answer)
+            if parsed is None or parsed.value is None:
+                return 0.01
+            numbers = [int(n) for n in entry["metadata"]["numbers"]]
+            if sorted(parsed.numbers) != sorted(numbers):
                 return 0.05
-            if abs(value - float(entry["metadata"]["target"])) <= 1e-6:
+            if parsed.value == Fraction(int(entry["metadata"]["target"])):
                 return 1.0
             return 0.05
         except Exception:  # noqa: BLE001 - anything unreadable earns the floor
             return 0.01
+
+    return score
+
+
+def _complex_arithmetic() -> Scorer:
+    """reasoning-gym's scorer, but a non-finite answer earns 0 (blind red-team s12 H3).
+
+    reasoning-gym scores ``min(1.0, exp(-distance))``; for ``nan + nan i`` the distance is NaN
+    and ``min(1.0, nan)`` is 1.0. Its own parser reads the answer first (reasoning-gym's code,
+    which runs no text): a parse that is not a finite complex number earns 0, and the
+    scorer, tamper-checked (:func:`_guarded`), is called only for a finite one.
+    """
+    from reasoning_gym.factory import DATASETS
+
+    parse = DATASETS["complex_arithmetic"][0].parse_string_to_complex
+    family = _guarded("complex_arithmetic")
+
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str):
+            return 0.0
+        try:
+            value = parse(answer)
+        except Exception:  # noqa: BLE001 - unreadable: wrong
+            return 0.0
+        if not isinstance(value, complex) or not cmath.isfinite(value):
+            return 0.0
+        raw = family(answer, entry)
+        return raw if math.isfinite(raw) else 0.0
 
     return score
 
@@ -760,4 +795,6 @@ OVERRIDES: dict[str, Callable[[], Scorer]] = {
     "intermediate_integration": _integration,
     "puzzle24": _puzzle24,
     "countdown": _countdown,
+    # Not an evaluating family: its scorer pays a NaN answer in full (see the function).
+    "complex_arithmetic": _complex_arithmetic,
 }

@@ -26,18 +26,24 @@ the answer as code: :mod:`rllm_envs.reasoning_gym.safe_scoring`), except that th
   for the task's config (:func:`rllm_envs.reasoning_gym.premises.is_informative`). reasoning-gym
   pays any valid consequence, so ``(P ↔ Q)``, valid for a third of the default premise sets,
   earned 28% as a constant answer;
+* a non-finite number (``nan``, ``inf``, ``infinity``, ``zoo``, ``oo``, ``∞``, case aside,
+  or an exponent literal that overflows: ``1e999``) that the reference does not write
+  itself. Distance scorers pay NaN in full (``min(1.0, exp(-nan))`` is 1.0: complex_arithmetic
+  paid ``NaN + NaN i`` 150 of 150);
 * a truncated answer: a strict prefix of the reference, or one less than half its length
   (spaces aside), that the scorer still credits and that is not numerically equal to it.
 
 A scorer that raises on odd input scores 0 (model output never raises). An answer earns only
-what nonsense (:data:`PROBE`) does not: where a scorer pays nonsense as much (one family's
-compares only ``bool(answer)``; some pay 0.01 for anything that parses), the answer scores 0
-unless it is the reference answer itself (case and spacing aside).
+what nonsense (:data:`PROBE`, and the NaN answers of :data:`NAN_PROBES`) does not: where a
+scorer pays nonsense as much (one family's compares only ``bool(answer)``; some pay 0.01 for
+anything that parses; one paid NaN in full), the answer scores 0 unless it is the reference
+answer itself (case and spacing aside).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -68,6 +74,10 @@ MAX_ANSWER_CHARS = 4000
 
 #: An answer no task has: a scorer that pays for it on a task is blind there.
 PROBE = "qz7 zx not an answer"
+#: Not-a-number answers, probed too: a scorer that pays one on a task (reasoning-gym's
+#: complex_arithmetic paid ``NaN + NaN i`` 1.0: ``min(1.0, exp(-nan))``) is blind there to
+#: every spelling of NaN its parser may accept, so only the reference itself earns.
+NAN_PROBES = ("nan", "nan + nan i", "[nan]")
 
 #: Short constants a policy could answer everywhere: nonsense unless the reference itself.
 CONSTANTS = frozenset({"", "0", "1", "-1", "yes", "no", "true", "false", "none", "null"})
@@ -83,7 +93,7 @@ class Grade:
         correct: ``score >= 1``.
         verdict: ``"correct"``, ``"partial"``, ``"wrong"``, ``"no_answer"``, ``"placeholder"``,
             ``"several_answers"``, ``"constant"``, ``"truncated"``, ``"restated_premises"``,
-            ``"weak_conclusion"``,
+            ``"weak_conclusion"``, ``"non_finite"``,
             ``"echo"``, ``"copied_from_question"``, ``"scorer_error"`` or ``"scorer_refused"``
             (the family's scorer runs text as code: :mod:`rllm_envs.reasoning_gym.safe_scoring`).
         reason: Why, in words (``None`` when correct).
@@ -194,10 +204,66 @@ def _truncated(answer: str, reference: object) -> bool:
 
 
 def _nonsense_score(scorer: Any, entry: Mapping[str, Any]) -> float:
-    try:
-        return float(scorer(PROBE, copy.deepcopy(dict(entry))))
-    except Exception:  # noqa: BLE001 - a scorer that refuses the probe pays nothing for it
-        return 0.0
+    """The most the scorer pays nonsense on this entry: :data:`PROBE` or a NaN probe.
+
+    A probe's NaN score counts as 1 (``NaN`` is no score a grade may keep).
+    """
+    best = 0.0
+    for probe in (PROBE, *NAN_PROBES):
+        try:
+            raw = float(scorer(probe, copy.deepcopy(dict(entry))))
+        except Exception:  # noqa: BLE001 - a scorer that refuses the probe pays nothing for it
+            continue
+        best = max(best, 1.0 if math.isnan(raw) else raw)
+        if best >= 1.0:
+            break
+    return best
+
+
+#: Number tokens with no finite value, as parsers spell them (case aside): Python's and
+#: numpy's ``nan``/``inf``/``infinity`` (``decimal``'s ``snan``, ``nan123``), sympy's ``zoo``
+#: and ``oo``, ``∞``, each optionally an imaginary one (``nani``, ``infj``).
+_NON_FINITE = re.compile(r"(?<![a-z])(?:s?nan|inf(?:inity)?|zoo|oo)[ij]?(?![a-z])|∞", re.IGNORECASE)
+#: A decimal literal with an exponent, which a float overflows to ``inf`` (``1e999``).
+#: Possessive quantifiers: linear on a long run of digits.
+_EXPONENT_LITERAL = re.compile(r"(?<![\w.])(?:\d++(?:\.\d*+)?+|\.\d++)[eE]([+-]?)(\d++)(?![\w.])")
+
+
+#: One name per value: ``nan``, ``inf`` (either sign) or ``zoo`` (complex infinity).
+_CANONICAL = {"snan": "nan", "infinity": "inf", "oo": "inf", "∞": "inf"}
+
+
+def _spellings(text: str) -> list[str]:
+    return [m.group(0).lower().rstrip("ij") for m in _NON_FINITE.finditer(text)]
+
+
+def _non_finite_tokens(text: str) -> set[str]:
+    """The non-finite values ``text`` writes (:data:`_CANONICAL` names; ``1e999``: ``inf``)."""
+    text = unicodedata.normalize("NFKC", text)
+    found = {_CANONICAL.get(t, t) for t in _spellings(text)}
+    for m in _EXPONENT_LITERAL.finditer(text):
+        sign, digits = m.group(1), m.group(2).lstrip("0")
+        if sign != "-" and (len(digits) > 6 or not math.isfinite(float(m.group(0)))):
+            found.add("inf")
+    return found
+
+
+def _non_finite(answer: str, reference: object) -> bool:
+    """Whether ``answer`` writes a non-finite number the reference does not write.
+
+    Any token of :data:`_NON_FINITE` (or an exponent literal that overflows) counts, unless
+    the reference has it too (a reference of ``inf``) or the reference is a plain text answer
+    with no digit (a word ladder through ``NAN`` or ``ZOO``: no number is read there). Then
+    the NaN probes (:data:`NAN_PROBES`) still catch a scorer that pays NaN.
+    """
+    tokens = _non_finite_tokens(answer)
+    if not tokens:
+        return False
+    if isinstance(reference, str):
+        if not any(c.isdigit() for c in reference) and not _non_finite_tokens(reference):
+            return False
+        tokens -= _non_finite_tokens(reference)
+    return bool(tokens)
 
 
 def _is_propositional_logic(task: Mapping[str, Any]) -> bool:
@@ -279,6 +345,11 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
     if copied is not None and not logic:
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
+        )
+    if not is_reference and _non_finite(answer[:MAX_ANSWER_CHARS], reference):
+        # NaN is no answer: a distance to it is NaN, and min(1.0, exp(-nan)) is 1.0.
+        return Grade(
+            answer, 0.0, False, "non_finite", "the answer writes a number that is not finite"
         )
     answer = answer[:MAX_ANSWER_CHARS]
     entry = {

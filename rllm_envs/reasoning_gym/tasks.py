@@ -366,7 +366,9 @@ class ReasoningGymTasks(TaskSource):
         * answers predictable from the question's surface (:meth:`surface_tell`): a shallow
           classifier fitted on training-universe draws beats the best constant on
           evaluation-universe draws (``game_of_life_halting``, ``circuit_logic``,
-          ``course_schedule``, ...);
+          ``course_schedule``, ...), or, at the default config, a tell measured otherwise
+          and committed in :data:`~rllm_envs.reasoning_gym.surface.KNOWN_TELLS` (``lcm``:
+          the larger of its two numbers);
         * a ``composite`` that mixes a family which is not held out (:meth:`components`):
           that family's reason, named.
 
@@ -397,6 +399,12 @@ class ReasoningGymTasks(TaskSource):
                 "that its numbers split it (more or larger numbers)."
             )
         tell = self.surface_tell()
+        if tell is None and not self.config:
+            # A tell the classifiers cannot find (lcm's larger number), known at the default
+            # config (surface.KNOWN_TELLS).
+            from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
+
+            tell = KNOWN_TELLS.get(self.dataset_name)
         if tell is not None:
             return (
                 f"reasoning-gym {self.dataset_name!r} with config {self.config}: {tell}. A "
