@@ -38,12 +38,14 @@ if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
 # The whole suite in two runs that together select every test once: the fast lane's tests in
-# parallel, then the slow, sandbox, model and integration tests one at a time (they start
-# sandboxes, engines and servers whose limits are set for a machine they do not share).
+# parallel, then the slow, sandbox, model and integration tests on two workers: the model and
+# integration tests one at a time on one (tests/conftest.py groups them: engines, trainers and
+# servers are sized for a machine where no other of them runs), the slow env and sandbox tests on
+# the other (sandbox limits count CPU time and memory, which another worker does not take).
 status=0
 echo "[test] pytest 1/2: the fast lane, one worker per core"
 fast_lane || status=$?
 echo "[test] pytest 2/2: slow, sandbox, model and integration tests"
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 \
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 -n 2 --dist loadgroup \
   -m "not ($FAST_LANE)" || status=$?
 exit "$status"

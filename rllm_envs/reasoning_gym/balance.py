@@ -21,7 +21,6 @@ a pure function of the arguments.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
@@ -71,12 +70,7 @@ class BalancedTasks(ReasoningGymTasks):
         """The slots that balance this source's answers (measured once, on its own stream)."""
         if self._plan is None:
             self._plan = (None,)  # the sample itself is drawn unbalanced
-            ident = (
-                self.dataset_name,
-                self.task_seed,
-                self.size,
-                json.dumps(self.config, sort_keys=True, default=str),
-            )
+            ident = self._ident()
             if ident not in _PLANS:
                 _PLANS[ident] = self._measure()
             plan, self._shares = _PLANS[ident]

@@ -498,6 +498,28 @@ class ReasoningGymTasks(TaskSource):
         return _NUMBER_LEAKS[ident]
 
     def task(self, index: int) -> Task:
+        """Task ``index`` (see :meth:`_search`), a fresh copy of this process's memo of it.
+
+        A task is a pure function of the source's arguments and its index; finding one can take
+        thousands of draws (``propositional_logic``: a truth table each), and a check or a
+        training run resets to the same tasks many times over, in envs made afresh.
+        """
+        # A balanced source draws its tasks unbalanced while it measures its answer shares.
+        key = (self._ident(), index, self.answer_balance() is not None)
+        found = _TASKS.get(key)
+        if found is None:
+            found = self._search(index)
+            if len(_TASKS) >= _MAX_MEMO:
+                del _TASKS[next(iter(_TASKS))]  # the oldest entry
+            _TASKS[key] = found
+        return copy.deepcopy(found)
+
+    def _ident(self) -> tuple[str, int, int, str]:
+        """The arguments that decide every task: family, task seed, size and config."""
+        config = json.dumps(self.config, sort_keys=True, default=str)
+        return (self.dataset_name, self.task_seed, self.size, config)
+
+    def _search(self, index: int) -> Task:
         """Task ``index``: the first draw of the seed's universe whose answer is not read off.
 
         As :class:`rllm_envs.tasks.ProceduralTasks`: a question belongs to the training or the
@@ -612,6 +634,10 @@ class ReasoningGymTasks(TaskSource):
         return state
 
 
+#: Tasks already found in this process (:meth:`ReasoningGymTasks.task`), oldest first.
+_TASKS: dict[tuple[tuple[str, int, int, str], int, bool], Task] = {}
+#: The most tasks the memo keeps.
+_MAX_MEMO = 8192
 #: Draws of one task index before a family too small to split keeps its first draw.
 MAX_DRAWS = 64
 #: Draws (in units of MAX_DRAWS) allowed to find a draw of the universe whose answer is not

@@ -66,3 +66,20 @@ def test_the_env_draws_balanced_tasks_and_a_balanced_family_is_unchanged():
         BalancedTasks("basic_arithmetic", size=32),
     )
     assert [raw[i] for i in range(32)] == [balanced[i] for i in range(32)]
+
+
+def test_a_task_is_found_once_per_process_and_handed_out_as_a_copy(monkeypatch):
+    # Finding a task can take thousands of draws; resets of new envs read the memo instead.
+    source = BalancedTasks("self_reference", size=16, task_seed=5)
+    first = source.task(3)
+    first["question"] = "changed by the caller"
+
+    def no_search(self, index):
+        raise AssertionError("task 3 was searched for again")
+
+    monkeypatch.setattr(ReasoningGymTasks, "_search", no_search)
+    again = BalancedTasks("self_reference", size=16, task_seed=5).task(3)
+    assert again["question"] != "changed by the caller"
+    assert again == source.task(3)
+    with pytest.raises(AssertionError, match="searched for again"):
+        BalancedTasks("self_reference", size=16, task_seed=6).task(3)  # other arguments
