@@ -37,15 +37,27 @@ if [ "$#" -gt 0 ]; then
   echo "[test] pytest $*"
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-# The whole suite in two runs that together select every test once: the fast lane's tests in
-# parallel, then the slow, sandbox, model and integration tests on two workers: the model and
-# integration tests one at a time on one (tests/conftest.py groups them: engines, trainers and
-# servers are sized for a machine where no other of them runs), the slow env and sandbox tests on
-# the other (sandbox limits count CPU time and memory, which another worker does not take).
+# The whole suite in three runs that together select every test once: the fast lane's tests in
+# parallel, then two runs side by side, each one test at a time: the model and integration tests
+# (engines, trainers and servers size their threads, memory and launcher ports for a machine
+# where no other of them runs), and the slow env and sandbox tests (sandbox limits count CPU time
+# and memory, which the other run does not take). Two pytest processes rather than xdist's
+# loadgroup, which pytest 9.2 silently turned off (pytest-dev/pytest-xdist#1386).
 status=0
-echo "[test] pytest 1/2: the fast lane, one worker per core"
+echo "[test] pytest 1/3: the fast lane, one worker per core"
 fast_lane || status=$?
-echo "[test] pytest 2/2: slow, sandbox, model and integration tests"
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 -n 2 --dist loadgroup \
-  -m "not ($FAST_LANE)" || status=$?
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+one_at_a_time() {
+  local name=$1 markers=$2
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --basetemp="$tmp/$name" \
+    -m "$markers"
+}
+echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
+one_at_a_time envs "not ($FAST_LANE) and not model and not integration" >"$tmp/envs.log" 2>&1 &
+envs_pid=$!
+one_at_a_time engines "model or integration" || status=$?
+wait "$envs_pid" || status=$?
+echo "[test] pytest 3/3: slow env and sandbox tests"
+cat "$tmp/envs.log"
 exit "$status"

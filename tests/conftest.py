@@ -72,11 +72,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, name))
         if "backend" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.sandbox)
-        if item.get_closest_marker("model") or item.get_closest_marker("integration"):
-            # Under `pytest -n N --dist loadgroup` (the full suite's second run) these share one
-            # worker, one test at a time: engines, trainers and servers size their threads,
-            # memory and launcher ports for a machine where no other of them runs.
-            item.add_marker(pytest.mark.xdist_group("engines"))
 
 
 # The launcher variables the session started with (none, outside torchrun).
