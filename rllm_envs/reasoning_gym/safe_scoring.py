@@ -832,6 +832,36 @@ def _rush_hour() -> Scorer:
     return score
 
 
+def _sokoban() -> Scorer:
+    """Sokoban replayed strictly: every move made (blind red-team s14, as rush_hour).
+
+    reasoning-gym plays each character of the answer and skips one that is no move or whose
+    move is blocked, so a random walk solves a board now and then (1 to 3 of 100). Here the
+    answer is ``L``/``R``/``U``/``D`` only (spaces and commas between them aside), each move
+    made on reasoning-gym's own game: a blocked one makes the answer wrong.
+    """
+    import numpy as np
+    from reasoning_gym.games.contrib.sokoban.src.game import Game
+    from reasoning_gym.games.contrib.sokoban.src.utils import is_solved
+
+    def score(answer: Any, entry: dict[str, Any]) -> float:
+        if not isinstance(answer, str):
+            return 0.0
+        moves = re.sub(r"[\s,]+", "", answer)
+        if not moves or set(moves) - set("LRUD"):
+            return 0.0
+        rows = entry["metadata"]["gamestr"].replace(" ", "").strip().split("\n")
+        matrix = np.array([list(row) for row in rows])
+        game = Game(height=matrix.shape[0], width=matrix.shape[1])
+        game.load_puzzle_matrix(matrix)
+        for move in moves:
+            if game.player.update(key=move) != 1:
+                return 0.0  # into a wall, or a box that cannot move
+        return 1.0 if is_solved(game.get_curr_state()) else 0.0
+
+    return score
+
+
 def _rubiks_cube() -> Scorer:
     """reasoning-gym's scorer, for answers of at most :data:`CUBE_MAX_TURNS` turns.
 
@@ -877,4 +907,5 @@ OVERRIDES: dict[str, Callable[[], Scorer]] = {
     "complex_arithmetic": _complex_arithmetic,
     "rush_hour": _rush_hour,
     "rubiks_cube": _rubiks_cube,
+    "sokoban": _sokoban,
 }

@@ -4,6 +4,8 @@
   blocked step silently, so about 4,000 characters of random moves over the board's letters,
   ending ``A+5``, solved 20 of 150 boards (the constant ``A+5``: 0 of 150). Moves are now
   replayed strictly: one that cannot be made in full makes the answer wrong.
+* sokoban paid a random walk of ``LRUD`` too (1 to 3 of 100 boards), for the same reason: its
+  moves are now replayed strictly as well.
 * rush_hour and rubiks_cube hung on short answers: a move's cells (``A+30000000``: 9 s) and a
   move's repeat count (``U100000``: 11 s) were played one at a time, unbounded.
 """
@@ -177,3 +179,25 @@ def test_a_rubiks_cube_solution_pays_and_huge_repeat_counts_are_not_played(monke
         _, reward, *_ = env.step(f"<answer>{answer}</answer>")
         assert reward == 0.0
         assert turned == [], answer  # refused before the cube is turned
+
+
+def test_a_random_walk_solves_no_sokoban_board_and_the_solutions_still_pay():
+    from reasoning_gym.factory import get_score_answer_fn
+
+    env = gym.make(ENV_ID, dataset="sokoban", size=64)
+    ours, theirs = safe_scorer("sokoban"), get_score_answer_fn("sokoban")
+    rng = random.Random(0)
+    walks_paid = {"ours": 0, "reasoning-gym": 0}
+    for seed in range(60):
+        env.reset(seed=seed)
+        task = env.unwrapped.task
+        entry = {"metadata": task["metadata"], "answer": task["answer"]}
+        walk = "".join(rng.choice("LRUD") for _ in range(3990))
+        walks_paid["ours"] += ours(walk, entry) > 0
+        walks_paid["reasoning-gym"] += theirs(walk, entry) > 0
+        _, reward, *_ = env.step(f"<answer>{task['answer']}</answer>")
+        assert reward == 1.0, seed
+        assert ours(" ".join(task["answer"]), entry) == 1.0  # spaces between moves
+        assert ours(f"x{task['answer']}", entry) == 0.0  # moves only
+    assert walks_paid["reasoning-gym"] > 0  # the walk the red team measured (1 to 3 in 100)
+    assert walks_paid["ours"] == 0
