@@ -174,6 +174,8 @@ class Verdict:
     Attributes:
         resolved: Every fail-to-pass and pass-to-pass test passed.
         fail_to_pass: Fraction of fail-to-pass tests that passed.
+        unshown: Fraction of the ``unshown`` fail-to-pass tests that passed (what partial
+            credit pays; every fail-to-pass test when none are named).
         pass_to_pass: Fraction of pass-to-pass tests that passed (1.0 when there are none).
         applied: The submission's diff applied to the pristine repository.
         error: Why the diff did not apply, or why the sandbox failed.
@@ -203,6 +205,7 @@ class Verdict:
     tampering: bool = False
     weakened: tuple[str, ...] = ()
     reference_failing: tuple[str, ...] = ()
+    unshown: float = 0.0
 
 
 @lru_cache(maxsize=1)
@@ -987,6 +990,7 @@ def verdict(
     stop_on_failure: bool = False,
     total_time: float | None = None,
     reference_patch: str | None = None,
+    unshown: Sequence[str] | None = None,
 ) -> Verdict:
     """Judge a submission's diff on the hidden tests, in a fresh sandbox.
 
@@ -1082,10 +1086,13 @@ def verdict(
     by_id = report.by_id()
     f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
     p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
+    counted = list(unshown or fail_to_pass)
+    credit = sum(by_id[t].passed for t in counted) / len(counted)
     tampering = any(o.status == "tampered" for o in report.outcomes)
     if tampering:
-        f2p = p2p = 0.0
+        f2p = p2p = credit = 0.0
     return Verdict(
+        unshown=credit,
         resolved=f2p == 1.0 and p2p == 1.0,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
@@ -1175,7 +1182,8 @@ def score(
     """Score a submission (a unified diff against the task's base) on a SWE task.
 
     Returns 1.0 when the task is resolved, else 0.0; with ``partial_credit``, the fraction
-    of fail-to-pass tests that pass when no pass-to-pass test breaks. A verdict whose
+    of the task's unshown fail-to-pass tests (``FAIL_TO_PASS_UNSHOWN``, default all) that
+    pass when no pass-to-pass test breaks. A verdict whose
     ``verdict_trust`` is not ``"host"`` scores 0 unless ``partial_verdicts="pay"`` (see
     :func:`withheld`).
     """
@@ -1193,6 +1201,7 @@ def score(
         backend=backend,
         stop_on_failure=not partial_credit,
         reference_patch=str(task.get("patch") or ""),
+        unshown=task.get("FAIL_TO_PASS_UNSHOWN"),
     )
     return reward_of(result, partial_credit, partial_verdicts)
 
@@ -1208,5 +1217,5 @@ def _paid(result: Verdict, partial_credit: bool) -> float:
     if result.tampering:
         return 0.0
     if partial_credit:
-        return result.fail_to_pass if result.pass_to_pass == 1.0 else 0.0
+        return result.unshown if result.pass_to_pass == 1.0 else 0.0
     return float(result.resolved)

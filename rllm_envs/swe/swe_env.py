@@ -204,8 +204,9 @@ class SWEEnv(TextEnv):
     process memory, rebinding its state), and a run where it refused anything counts every
     test as failed. Components:
     ``resolved`` = 1 when every fail-to-pass and pass-to-pass test passes (weight 1.0; with
-    ``partial_credit=True`` the fraction of fail-to-pass tests that pass when no
-    pass-to-pass test breaks); ``fail_to_pass`` and
+    ``partial_credit=True`` the fraction of the fail-to-pass tests the issue and the
+    repository do not show (the task's fresh cases) that pass when no pass-to-pass test
+    breaks: special-casing the issue's example earns none of it); ``fail_to_pass`` and
     ``pass_to_pass``, the fractions that pass (weight 0.0, log only; without partial credit
     the run stops at the first test that fails, fail-to-pass tests first, and the tests not
     run count as failed); ``invalid_call``, the number of unusable parts of the reply
@@ -537,6 +538,7 @@ class SWEEnv(TextEnv):
             stop_on_failure=not self.partial_credit,
             total_time=self.verdict_time_limit,
             reference_patch=str(self.task.get("patch") or ""),
+            unshown=self.task.get("FAIL_TO_PASS_UNSHOWN"),
         )
         word = "resolved" if result.resolved else "not resolved"
         how = "Submitted" if submitted else "Out of replies; your changes were judged"

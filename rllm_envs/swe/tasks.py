@@ -2,7 +2,9 @@
 
 A task is a SWE-bench-shaped record: ``instance_id``, ``problem_statement``, ``patch`` (the
 reference fix, a unified diff against the base), ``test_patch`` (the hidden tests, a diff
-against the base), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids), and the base
+against the base), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids), optionally
+``FAIL_TO_PASS_UNSHOWN`` (the fail-to-pass tests that neither the issue nor another task
+shows: partial credit counts only these; default all of ``FAIL_TO_PASS``), and the base
 repository: ``files`` (``{path: text}``, the embedded source) or ``repo_path`` and
 ``base_commit`` (a git repository on disk, see :mod:`rllm_envs.swe.loader`).
 
@@ -501,6 +503,9 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         f2p += [f"tests/test_{bug.module}.py::{t}" for t in bug.breaks if t not in f2p]
     f2p = list(dict.fromkeys(f2p))
     hidden_p2p: list[str] = []
+    # The fresh cases, drawn for this task: the module's own fail-to-pass tests are the same
+    # in every task of the project, and one of them calls the issue's example.
+    unshown: list[str] = []
     for i in bugs:
         bug = project.bugs[i]
         path = f"tests/test_{bug.module}.py"
@@ -511,6 +516,7 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
             f2p.append(f"{path}::{name}")
+            unshown.append(f"{path}::{name}")
         for n, (code, expected) in enumerate(_controls(project.key, i, seed), len(cases) + 1):
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
@@ -544,6 +550,7 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         "patch": make_diff(base, fixed, only=sources),
         "test_patch": make_diff(base, fixed, only=tests),
         "FAIL_TO_PASS": f2p,
+        "FAIL_TO_PASS_UNSHOWN": unshown,
         "PASS_TO_PASS": p2p,
     }
 
@@ -563,6 +570,16 @@ def check_task(task: Mapping[str, Any]) -> None:
             raise InvalidDataset(f"Expects `{key}` to be a list of test ids, actual: {value!r}.")
     if not task["FAIL_TO_PASS"]:
         raise InvalidDataset("Expects at least one FAIL_TO_PASS test in a SWE task.")
+    unshown = task.get("FAIL_TO_PASS_UNSHOWN")
+    if unshown is not None and (
+        not isinstance(unshown, (list, tuple))
+        or not unshown
+        or not set(unshown) <= set(task["FAIL_TO_PASS"])
+    ):
+        raise InvalidDataset(
+            "Expects `FAIL_TO_PASS_UNSHOWN` to be a non-empty list of FAIL_TO_PASS test ids, "
+            f"actual: {unshown!r}."
+        )
     for key in ("patch", "test_patch", "problem_statement"):
         if task.get(key) is not None and not isinstance(task[key], str):
             raise InvalidDataset(
