@@ -50,11 +50,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 one_at_a_time() {
   local name=$1 markers=$2
+  shift 2
   .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --basetemp="$tmp/$name" \
-    -m "$markers"
+    -m "$markers" "$@"
 }
 echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
-one_at_a_time envs "not ($FAST_LANE) and not model and not integration" >"$tmp/envs.log" 2>&1 &
+# Every test of the adapter and benchmark folders is an integration test (tests/conftest.py).
+one_at_a_time envs "not ($FAST_LANE) and not model and not integration" \
+  --ignore=tests/adapters --ignore=tests/benchmarks >"$tmp/envs.log" 2>&1 &
 envs_pid=$!
 one_at_a_time engines "model or integration" || status=$?
 wait "$envs_pid" || status=$?
