@@ -193,8 +193,10 @@ def test_forging_the_outcome_earns_nothing(task, attack):
     )
     assert result.applied and result.verdict_trust == "host", attack
     assert not result.resolved and result.fail_to_pass == 0.0, (attack, result.report)
-    # Denied by the comparison with the reference, not by the guard's refusals.
-    assert not result.tampering, (attack, result.report)
+    # Reaching the runner's state (its frames' globals, or through ctypes) is refused by the
+    # guard since the observation records are sealed (s12 F3); the others are denied by the
+    # comparison with the reference.
+    assert result.tampering == (attack in ("ctypes", "globals")), (attack, result.report)
     assert judge.score(diff, task) == 0.0
 
 

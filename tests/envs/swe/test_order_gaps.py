@@ -67,10 +67,10 @@ def test_the_member_is_not_in_the_probe():
 
 
 def test_unordered_observations_compare_as_multisets():
-    executor._OBSERVED.clear()
+    executor._OBSERVED_LIST.clear()
     for value in (["a", "b", "c"], ["c", "a", "b"], ["a", "b"], ("a", "b", "c"), "abc"):
         executor.observe(value, unordered=True)
-    abc, cab, ab, tup, text = executor._OBSERVED
-    executor._OBSERVED.clear()
+    abc, cab, ab, tup, text = executor._OBSERVED_LIST
+    executor._OBSERVED_LIST.clear()
     assert same(abc, cab) and not same(abc, ab) and not same(abc, tup)
     assert text == executor.observed("abc")  # a text keeps its order

@@ -175,7 +175,7 @@ def test_floats_are_exact_unless_the_test_asked_for_a_tolerance():
     text, complete = probe_source(source)
     assert complete and "0.3" not in text and "isclose" not in text
     namespace: dict[str, Any] = {}
-    executor._OBSERVED.clear()
+    executor._OBSERVED_LIST.clear()
     exec(  # the probe's observations, as the sandbox makes them
         text.replace("from pytest import observe", "from rllm_envs.swe.executor import observe")
         .replace(", observing as __rllm_observing__", "")
@@ -184,12 +184,12 @@ def test_floats_are_exact_unless_the_test_asked_for_a_tolerance():
         namespace,
     )
     namespace["test_a"]()
-    near = list(executor._OBSERVED)
-    executor._OBSERVED.clear()
+    near = list(executor._OBSERVED_LIST)
+    executor._OBSERVED_LIST.clear()
     namespace["f"] = lambda n: 0.3
     namespace["test_a"]()
-    exact = list(executor._OBSERVED)
-    executor._OBSERVED.clear()
+    exact = list(executor._OBSERVED_LIST)
+    executor._OBSERVED_LIST.clear()
     # The tolerance checks run on the host against the test's literal (s11 T1).
     predicates = probe_module(source).predicates
     assert [same(e, a, predicates=predicates) for e, a in zip(exact, near, strict=True)] == [
