@@ -38,17 +38,18 @@ if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
 # The whole suite in three runs that together select every test once: the fast lane's tests in
-# parallel, then two runs side by side, each one test at a time: the model and integration tests
-# (engines, trainers and servers size their threads, memory and launcher ports for a machine
-# where no other of them runs), and the slow env and sandbox tests (sandbox limits count CPU time
-# and memory, which the other run does not take). Two pytest processes rather than xdist's
+# parallel, then two runs side by side: the model and integration tests one at a time (engines,
+# trainers and servers size their threads, memory and launcher ports for a machine where no
+# other of them runs), and the slow env and sandbox tests on two workers (sandbox limits count
+# CPU time and memory, which other work does not take; the second worker uses the core the
+# engines leave, and both once they are done). Two pytest processes rather than xdist's
 # loadgroup, which pytest 9.2 silently turned off (pytest-dev/pytest-xdist#1386).
 status=0
 echo "[test] pytest 1/3: the fast lane, one worker per core"
 fast_lane || status=$?
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-one_at_a_time() {
+slow_run() {
   local name=$1 markers=$2
   shift 2
   .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 --basetemp="$tmp/$name" \
@@ -56,10 +57,10 @@ one_at_a_time() {
 }
 echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
 # Every test of the adapter and benchmark folders is an integration test (tests/conftest.py).
-one_at_a_time envs "not ($FAST_LANE) and not model and not integration" \
+slow_run envs "not ($FAST_LANE) and not model and not integration" -n 2 \
   --ignore=tests/adapters --ignore=tests/benchmarks >"$tmp/envs.log" 2>&1 &
 envs_pid=$!
-one_at_a_time engines "model or integration" || status=$?
+slow_run engines "model or integration" || status=$?
 wait "$envs_pid" || status=$?
 echo "[test] pytest 3/3: slow env and sandbox tests"
 cat "$tmp/envs.log"
