@@ -175,7 +175,8 @@ class Verdict:
         resolved: Every fail-to-pass and pass-to-pass test passed.
         fail_to_pass: Fraction of fail-to-pass tests that passed.
         unshown: Fraction of the ``unshown`` fail-to-pass tests that passed (what partial
-            credit pays; every fail-to-pass test when none are named).
+            credit pays; every fail-to-pass test when ``unshown`` is ``None``; 1 or 0 by
+            whether all passed when it is empty).
         pass_to_pass: Fraction of pass-to-pass tests that passed (1.0 when there are none).
         applied: The submission's diff applied to the pristine repository.
         error: Why the diff did not apply, or why the sandbox failed.
@@ -1086,8 +1087,8 @@ def verdict(
     by_id = report.by_id()
     f2p = sum(by_id[t].passed for t in fail_to_pass) / len(fail_to_pass)
     p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
-    counted = list(unshown or fail_to_pass)
-    credit = sum(by_id[t].passed for t in counted) / len(counted)
+    counted = list(fail_to_pass if unshown is None else unshown)
+    credit = sum(by_id[t].passed for t in counted) / len(counted) if counted else float(f2p == 1.0)
     tampering = any(o.status == "tampered" for o in report.outcomes)
     if tampering:
         f2p = p2p = credit = 0.0

@@ -4,7 +4,8 @@ A task is a SWE-bench-shaped record: ``instance_id``, ``problem_statement``, ``p
 reference fix, a unified diff against the base), ``test_patch`` (the hidden tests, a diff
 against the base), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids), optionally
 ``FAIL_TO_PASS_UNSHOWN`` (the fail-to-pass tests that neither the issue nor another task
-shows: partial credit counts only these; default all of ``FAIL_TO_PASS``), and the base
+shows and that the issue's answer does not pass: partial credit counts only these, none pays
+only a resolved task; default all of ``FAIL_TO_PASS``), and the base
 repository: ``files`` (``{path: text}``, the embedded source) or ``repo_path`` and
 ``base_commit`` (a git repository on disk, see :mod:`rllm_envs.swe.loader`).
 
@@ -503,8 +504,10 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         f2p += [f"tests/test_{bug.module}.py::{t}" for t in bug.breaks if t not in f2p]
     f2p = list(dict.fromkeys(f2p))
     hidden_p2p: list[str] = []
-    # The fresh cases, drawn for this task: the module's own fail-to-pass tests are the same
-    # in every task of the project, and one of them calls the issue's example.
+    # What partial credit counts: the fresh cases drawn for this task that expect another
+    # answer than the issue's. The module's own fail-to-pass tests are the same in every task
+    # of the project (one calls the issue's example), and a case expecting the issue's answer
+    # is passed by code that returns it whenever the bug shows the issue's symptom (s14).
     unshown: list[str] = []
     for i in bugs:
         bug = project.bugs[i]
@@ -512,11 +515,13 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         stem = bug.function.replace(".", "_").lower()
         seed = int(rng.integers(2**31))
         cases = _cases(project.key, i, seed) + _reshaped(project.key, i, seed)
+        answer = _issue_answer(project.key, i)
         for n, (code, expected) in enumerate(cases, 1):
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
             f2p.append(f"{path}::{name}")
-            unshown.append(f"{path}::{name}")
+            if _differs(expected, answer):
+                unshown.append(f"{path}::{name}")
         for n, (code, expected) in enumerate(_controls(project.key, i, seed), len(cases) + 1):
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
@@ -572,13 +577,11 @@ def check_task(task: Mapping[str, Any]) -> None:
         raise InvalidDataset("Expects at least one FAIL_TO_PASS test in a SWE task.")
     unshown = task.get("FAIL_TO_PASS_UNSHOWN")
     if unshown is not None and (
-        not isinstance(unshown, (list, tuple))
-        or not unshown
-        or not set(unshown) <= set(task["FAIL_TO_PASS"])
+        not isinstance(unshown, (list, tuple)) or not set(unshown) <= set(task["FAIL_TO_PASS"])
     ):
         raise InvalidDataset(
-            "Expects `FAIL_TO_PASS_UNSHOWN` to be a non-empty list of FAIL_TO_PASS test ids, "
-            f"actual: {unshown!r}."
+            "Expects `FAIL_TO_PASS_UNSHOWN` to be a list of FAIL_TO_PASS test ids (empty: "
+            f"partial credit only for a resolved task), actual: {unshown!r}."
         )
     for key in ("patch", "test_patch", "problem_statement"):
         if task.get(key) is not None and not isinstance(task[key], str):
