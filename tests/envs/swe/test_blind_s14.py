@@ -96,3 +96,44 @@ def test_every_embedded_task_names_its_fresh_cases_and_records_are_checked():
     for bad in (["tests/test_x.py::not_a_fail_to_pass_test"], "all"):
         with pytest.raises(InvalidDataset, match="FAIL_TO_PASS_UNSHOWN"):
             check_task({**task, "FAIL_TO_PASS_UNSHOWN": bad})
+
+
+_SYMPTOM = """
+
+def _when_symptom(function, wrong, outcome):
+    def wrapped(*args, **kwargs):
+        got = function(*args, **kwargs)
+        return outcome() if got == wrong and type(got) is type(wrong) else got
+    return wrapped
+"""
+
+
+@pytest.mark.slow
+def test_the_issues_outcome_on_the_issues_symptom_earns_no_partial_credit():
+    # d1 seed 8: wordsmith's window returns [(), (), ()] for any two items and a width of 0,
+    # so raising the issue's error on that symptom passed 4 of 5 fresh cases and earned 0.75
+    # before round 2's fix.
+    env = gym.make("rllm/SWE-v0", difficulty=1, partial_credit=True)
+    env.reset(seed=8)
+    task = env.unwrapped.task
+    assert task["bug_functions"] == ["window"]
+    issue = task["problem_statement"]
+    module = re.search(r"from (\w+)\.(\w+) import window", issue)
+    wrong = re.search(r"It returns `(.*?)`[,;]", issue)
+    outcome = re.search(r"should (return|raise) `(.*?)`\.", issue)
+    assert module and wrong and outcome
+    if outcome.group(1) == "raise":
+        kind, _, message = outcome.group(2).partition(": ")
+        body = f"raise {kind}({message!r})"
+    else:
+        body = f"return {outcome.group(2)}"
+    path = f"{module.group(1)}/{module.group(2)}.py"
+    text = env.unwrapped.workspace.read(path)
+    wrapper = (
+        f"{_SYMPTOM}\ndef _issue_outcome():\n    {body}\n\n"
+        f"window = _when_symptom(window, {wrong.group(1)}, _issue_outcome)\n"
+    )
+    env.step(_call("replace", path=path, old=text[-200:], new=text[-200:] + wrapper))
+    _, reward, _, _, info = env.step(_call("submit"))
+    assert info["fail_to_pass"] > 0.5 and info["pass_to_pass"] == 1.0
+    assert reward == 0.0
