@@ -38,12 +38,13 @@ if [ "$#" -gt 0 ]; then
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
 # The whole suite in three runs that together select every test once: the fast lane's tests in
-# parallel, then two runs side by side: the model and integration tests one at a time (engines,
-# trainers and servers size their threads, memory and launcher ports for a machine where no
-# other of them runs), and the slow env and sandbox tests on two workers (sandbox limits count
-# CPU time and memory, which other work does not take; the second worker uses the core the
-# engines leave, and both once they are done). Two pytest processes rather than xdist's
-# loadgroup, which pytest 9.2 silently turned off (pytest-dev/pytest-xdist#1386).
+# parallel, then two runs side by side, each one test at a time: the model and integration
+# tests (engines, trainers and servers size their threads, memory and launcher ports for a
+# machine where no other of them runs), and the slow env and sandbox tests (sandbox limits count
+# CPU time and memory, which the other run does not take). Not on xdist workers: SWE-v0's
+# AsyncVectorEnv contract test deadlocked in one (its forked envs idle, the worker waiting for
+# a step reply). Two pytest processes rather than xdist's loadgroup, which pytest 9.2 silently
+# turned off (pytest-dev/pytest-xdist#1386).
 status=0
 echo "[test] pytest 1/3: the fast lane, one worker per core"
 fast_lane || status=$?
@@ -57,7 +58,7 @@ slow_run() {
 }
 echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
 # Every test of the adapter and benchmark folders is an integration test (tests/conftest.py).
-slow_run envs "not ($FAST_LANE) and not model and not integration" -n 2 \
+slow_run envs "not ($FAST_LANE) and not model and not integration" \
   --ignore=tests/adapters --ignore=tests/benchmarks >"$tmp/envs.log" 2>&1 &
 envs_pid=$!
 slow_run engines "model or integration" || status=$?
