@@ -509,8 +509,8 @@ class ReasoningGymTasks(TaskSource):
         found = _TASKS.get(key)
         if found is None:
             found = self._search(index)
-            if len(_TASKS) >= _MAX_MEMO:
-                del _TASKS[next(iter(_TASKS))]  # the oldest entry
+            if len(_TASKS) >= _MAX_MEMO:  # drop the oldest (tolerant of another thread)
+                _TASKS.pop(next(iter(_TASKS), None), None)  # type: ignore[arg-type]
             _TASKS[key] = found
         return copy.deepcopy(found)
 
