@@ -174,7 +174,7 @@ class Verdict:
     Attributes:
         resolved: Every fail-to-pass and pass-to-pass test passed.
         fail_to_pass: Fraction of fail-to-pass tests that passed.
-        unshown: Fraction of the ``unshown`` fail-to-pass tests that passed (what partial
+        unshown_passed: Fraction of the ``unshown`` fail-to-pass tests that passed (what partial
             credit pays; every fail-to-pass test when ``unshown`` is ``None``; 1 or 0 by
             whether all passed when it is empty).
         pass_to_pass: Fraction of pass-to-pass tests that passed (1.0 when there are none).
@@ -206,7 +206,7 @@ class Verdict:
     tampering: bool = False
     weakened: tuple[str, ...] = ()
     reference_failing: tuple[str, ...] = ()
-    unshown: float = 0.0
+    unshown_passed: float = 0.0
 
 
 @lru_cache(maxsize=1)
@@ -1093,7 +1093,7 @@ def verdict(
     if tampering:
         f2p = p2p = credit = 0.0
     return Verdict(
-        unshown=credit,
+        unshown_passed=credit,
         resolved=f2p == 1.0 and p2p == 1.0,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
@@ -1218,5 +1218,5 @@ def _paid(result: Verdict, partial_credit: bool) -> float:
     if result.tampering:
         return 0.0
     if partial_credit:
-        return result.unshown if result.pass_to_pass == 1.0 else 0.0
+        return result.unshown_passed if result.pass_to_pass == 1.0 else 0.0
     return float(result.resolved)
