@@ -53,7 +53,29 @@ def _ordinal(n: int) -> str:
 def _tex(value: sympy.Basic | int) -> str:
     if isinstance(value, int):
         return str(value)  # what sympy.latex writes for an int, without the printer's cost
-    return sympy.latex(sympy.nsimplify(value) if isinstance(value, float) else value)
+    return _latex(sympy.nsimplify(value) if isinstance(value, float) else value)
+
+
+# sympy's printer costs about a millisecond a call, and the evaluation universe draws about a
+# hundred candidates for each task it keeps (an eighth of the draws are of its universe, and
+# answers are balanced): the printed forms are kept by the small integers that make them, so
+# each is printed once per process, exactly as sympy prints it.
+@lru_cache(maxsize=1 << 16)
+def _latex(value: sympy.Basic) -> str:
+    return sympy.latex(value)
+
+
+@lru_cache(maxsize=1 << 16)
+def _linear_tex(coefficients: tuple[int, ...], variables: str = "x") -> str:
+    """LaTeX of ``c1 v1 + c2 v2 + ... + c0`` (a coefficient per letter of ``variables``)."""
+    terms = [*sympy.symbols(list(variables)), sympy.Integer(1)]
+    return sympy.latex(sum(c * t for c, t in zip(coefficients, terms, strict=True)))
+
+
+@lru_cache(maxsize=1 << 16)
+def _quadratic_tex(c2: int, c1: int, c0: int) -> str:
+    """LaTeX of ``c2 x^2 + c1 x + c0``."""
+    return sympy.latex(c2 * _X**2 + c1 * _X + c0)
 
 
 def _task(problem: str, answer: sympy.Basic | int | str, family: str, difficulty: int) -> Task:
@@ -144,8 +166,8 @@ def linear_equation(rng: np.random.Generator, difficulty: int) -> Task:
     else:
         d = sympy.Integer(_int(rng, -4 * bound, 4 * bound))
         x0 = sympy.Rational(d - b, a - c)
-    equation = sympy.Eq(a * _X + b, c * _X + d, evaluate=False)
-    problem = f"Solve for $x$: ${sympy.latex(equation)}$."
+    # sympy.latex(Eq(a x + b, c x + d, evaluate=False)): each side, then " = ".
+    problem = f"Solve for $x$: ${_linear_tex((a, b))} = {_linear_tex((c, int(d)))}$."
     return _task(problem, x0, "linear_equation", difficulty)
 
 
@@ -153,54 +175,72 @@ def quadratic_equation(rng: np.random.Generator, difficulty: int) -> Task:
     """Real roots of a quadratic: integer, rational (d3) or irrational (d4+) roots."""
     bound = 3 + 2 * difficulty
     # Roots are built exactly and the polynomial from them (faster than sympy.solve).
-    roots: list[sympy.Expr]
-    right: sympy.Expr = sympy.Integer(0)
+    right = "0"
     if difficulty <= 2:
         r1, r2 = _int(rng, -bound, bound), _int(rng, -bound, bound)
-        roots = [sympy.Integer(r1), sympy.Integer(r2)]
         # A linear term on both sides (collected in one step, as in linear_equation): the
         # integer root pairs are few, and questions that differ only in them would leave each
         # universe too few to hold out.
-        right = _int(rng, -bound, bound, nonzero=True) * _X + _int(rng, -2 * bound, 2 * bound)
-        poly = sympy.expand((_X - r1) * (_X - r2) + right)
+        k = _int(rng, -bound, bound, nonzero=True)
+        m = _int(rng, -2 * bound, 2 * bound)
+        right = _linear_tex((k, m))
+        # (x - r1)(x - r2) + k x + m, expanded
+        poly = _quadratic_tex(1, k - r1 - r2, r1 * r2 + m)
+        answer = ", ".join(str(r) for r in sorted({r1, r2}))
     elif difficulty == 3:
         p, q = _int(rng, 2, 4), _int(rng, -bound, bound, nonzero=True)
         r = _int(rng, -bound, bound)
-        roots = [sympy.Rational(q, p), sympy.Integer(r)]
-        poly = sympy.expand((p * _X - q) * (_X - r))
+        poly = _quadratic_tex(p, -(p * r + q), q * r)  # (p x - q)(x - r), expanded
+        roots = sorted({sympy.Rational(q, p), sympy.Integer(r)}, key=float)
+        answer = ", ".join(_latex(root) for root in roots)
     else:
         while True:
             b, c = _int(rng, -bound, bound), _int(rng, -bound, bound)
             disc = b * b - 4 * c
-            if disc > 0 and sympy.sqrt(disc).is_irrational:
+            if disc > 0 and isqrt(disc) ** 2 != disc:  # an irrational square root
                 break
-        poly = _X**2 + b * _X + c
-        roots = [(-b - sympy.sqrt(disc)) / 2, (-b + sympy.sqrt(disc)) / 2]
-    roots = sorted(set(roots), key=lambda v: float(v))
-    answer = ", ".join(sympy.latex(r) for r in roots)
+        poly = _quadratic_tex(1, b, c)
+        answer = _irrational_roots_tex(b, disc)
     problem = (
-        f"Find all real solutions of ${sympy.latex(poly)} = {sympy.latex(right)}$. "
+        f"Find all real solutions of ${poly} = {right}$. "
         "If there is more than one, list them separated by commas."
     )
     return _task(problem, answer, "quadratic_equation", difficulty)
 
 
+@lru_cache(maxsize=1 << 12)
+def _irrational_roots_tex(b: int, disc: int) -> str:
+    """The roots ``(-b -+ sqrt(disc)) / 2``, ascending, in LaTeX, separated by commas."""
+    roots = ((-b - sympy.sqrt(disc)) / 2, (-b + sympy.sqrt(disc)) / 2)
+    return ", ".join(sympy.latex(r) for r in roots)
+
+
+def _determinant(matrix: list[list[int]]) -> int:
+    """The determinant of a small integer matrix (Laplace expansion along the first row)."""
+    if len(matrix) == 1:
+        return matrix[0][0]
+    return sum(
+        (-1) ** j * top * _determinant([row[:j] + row[j + 1 :] for row in matrix[1:]])
+        for j, top in enumerate(matrix[0])
+    )
+
+
 def linear_system(rng: np.random.Generator, difficulty: int) -> Task:
     """A 2x2 (3x3 from difficulty 4) linear system with an integer solution."""
     size = 2 if difficulty <= 3 else 3
-    names = [_X, _Y, _Z][:size]
+    names = "xyz"[:size]
     bound = 3 + difficulty
     solution = [_int(rng, -bound, bound) for _ in range(size)]
     while True:
-        matrix = sympy.Matrix(size, size, lambda i, j: _int(rng, -bound, bound))
-        if matrix.det() != 0:
+        matrix = [[_int(rng, -bound, bound) for _ in range(size)] for _ in range(size)]
+        if _determinant(matrix) != 0:
             break
-    rhs = matrix * sympy.Matrix(solution)
+    rhs = [sum(a * v for a, v in zip(row, solution, strict=True)) for row in matrix]
+    # sympy.latex(Eq(row . names, rhs)): the left side, then " = " and the integer.
     lines = [
-        sympy.latex(sympy.Eq(sum(matrix[i, j] * names[j] for j in range(size)), rhs[i]))
-        for i in range(size)
+        f"{_linear_tex((*row, 0), names)} = {value}" for row, value in zip(matrix, rhs, strict=True)
     ]
-    tuple_names = ", ".join(str(n) for n in names)
+    tuple_names = ", ".join(names)
     problem = (
         "Solve the system of equations\n"
         + "\n".join(f"${line}$" for line in lines)
@@ -387,7 +427,7 @@ def sequences(rng: np.random.Generator, difficulty: int) -> Task:
             problem = (
                 f"What is the {_ordinal(n)} term of the arithmetic sequence ${shown}, \\ldots$?"
             )
-            answer: sympy.Basic | int = a + (n - 1) * d
+            answer: int | str = a + (n - 1) * d
         else:
             problem = (
                 f"What is the sum of the first {n} terms of the arithmetic sequence "
@@ -396,21 +436,30 @@ def sequences(rng: np.random.Generator, difficulty: int) -> Task:
             answer = n * (2 * a + (n - 1) * d) // 2
     else:
         a = _int(rng, 1, 5)
-        r = sympy.Integer(_int(rng, 2, 3)) if difficulty < 3 else sympy.Rational(1, _int(rng, 2, 3))
+        ratio = (_int(rng, 2, 3), 1) if difficulty < 3 else (1, _int(rng, 2, 3))
         m = min(n, 6 + difficulty)
-        shown = ", ".join(sympy.latex(a * r**i) for i in range(4))
+        shown, term, total = _geometric_tex(a, ratio, m)
         if kind == 2:
             problem = (
                 f"What is the {_ordinal(m)} term of the geometric sequence ${shown}, \\ldots$?"
             )
-            answer = a * r ** (m - 1)
+            answer = term
         else:
             problem = (
                 f"What is the sum of the first {m} terms of the geometric sequence "
                 f"${shown}, \\ldots$?"
             )
-            answer = sympy.nsimplify(sum(a * r**i for i in range(m)))
+            answer = total
     return _task(problem, answer, "sequences", difficulty)
+
+
+@lru_cache(maxsize=1 << 10)
+def _geometric_tex(a: int, ratio: tuple[int, int], m: int) -> tuple[str, str, str]:
+    """LaTeX of a geometric sequence's first four terms, its ``m``-th term and partial sum."""
+    r = sympy.Rational(*ratio)
+    shown = ", ".join(sympy.latex(a * r**i) for i in range(4))
+    total = sympy.nsimplify(sum(a * r**i for i in range(m)))
+    return shown, sympy.latex(a * r ** (m - 1)), sympy.latex(total)
 
 
 def geometry(rng: np.random.Generator, difficulty: int) -> Task:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import pickle
 import re
 
@@ -12,7 +14,7 @@ import sympy
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.math import FAMILIES, is_equivalent, procedural_tasks, score_response
 from rllm_envs.math._symbolic import latex_to_sympy
-from rllm_envs.math.generators import DIFFICULTIES
+from rllm_envs.math.generators import DIFFICULTIES, family_task
 from rllm_envs.tasks import task_rng
 
 N = 12
@@ -202,6 +204,25 @@ def test_difficulty_grows_numbers():
 def test_generators_use_only_the_given_rng():
     for name, generate in FAMILIES.items():
         assert generate(task_rng(9, 9), 2) == generate(task_rng(9, 9), 2), name
+
+
+#: Digest of the first 100 draws of every family and difficulty (``family_task(default_rng(i))``)
+#: as of Math-v1. Results are comparable across versions only while it holds: a change to a
+#: generator that changes its tasks needs a new env version, and this digest with it.
+MATH_V1_DRAWS = "01f4a9ec483622dfd38ab541c792613faaeee7ae598b4887b80b7ed0550369e7"
+
+
+def test_the_task_stream_of_math_v1_does_not_change():
+    digest = hashlib.sha256()
+    for family in FAMILIES:
+        for difficulty in DIFFICULTIES:
+            for i in range(100):
+                task = family_task(np.random.default_rng(i), family=family, difficulty=difficulty)
+                digest.update(json.dumps(task, sort_keys=True).encode())
+    assert digest.hexdigest() == MATH_V1_DRAWS, (
+        "Math-v1's tasks changed: results would no longer be comparable. Keep the generators' "
+        "output, or register a new version of the env and update MATH_V1_DRAWS."
+    )
 
 
 @pytest.mark.slow  # about 12 s a difficulty (probe draws of both universes)
