@@ -184,24 +184,27 @@ SHAPE_CAP = 0.03
 _SHAPE_PROBE = 600
 
 
-def _template_values(order: Sequence[int]) -> np.ndarray:
-    """The value of every expression template over ``order`` (float64; nan/inf for ``/0``).
+def _template_values(orders: np.ndarray) -> np.ndarray:
+    """Every expression template's value over each row of ``orders`` (an order of the numbers).
 
-    A template is a binary tree over the numbers in this order with an operator at each node;
-    its position in the array depends only on ``len(order)``, so a position names the same
-    template for every task.
+    Returns a ``(orders, templates)`` float64 array (nan/inf for ``/0``). A template is a
+    binary tree over the numbers in an order with an operator at each node; its column
+    depends only on the number count, so a column names the same template for every task.
+    All orders are computed at once: one array operation per tree split.
     """
-    n = len(order)
-    table = {(i, i): np.array([float(v)]) for i, v in enumerate(order)}
-    for length in range(2, n + 1):
-        for i in range(n - length + 1):
-            j = i + length - 1
-            parts = []
-            for k in range(i, j):
-                a, b = table[(i, k)][:, None], table[(k + 1, j)][None, :]
-                with np.errstate(all="ignore"):
-                    parts += [(a + b).ravel(), (a - b).ravel(), (a * b).ravel(), (a / b).ravel()]
-            table[(i, j)] = np.concatenate(parts)
+    n = orders.shape[1]
+    table = {(i, i): orders[:, i : i + 1].astype(np.float64) for i in range(n)}
+    with np.errstate(all="ignore"):
+        for length in range(2, n + 1):
+            for i in range(n - length + 1):
+                j = i + length - 1
+                parts = []
+                for k in range(i, j):
+                    a, b = table[(i, k)][:, :, None], table[(k + 1, j)][:, None, :]
+                    parts += [a + b, a - b, a * b, a / b]
+                table[(i, j)] = np.concatenate(
+                    [part.reshape(len(orders), -1) for part in parts], axis=1
+                )
     return table[(0, n - 1)]
 
 
@@ -209,11 +212,11 @@ def _template_values(order: Sequence[int]) -> np.ndarray:
 def _sorted_shape_values(nums: tuple[int, ...]) -> tuple[np.ndarray, int]:
     """Every template over every order of the sorted ``nums``, and the count per order."""
     ordered = sorted(nums)
-    rows = [
-        _template_values([ordered[i] for i in perm])
-        for perm in itertools.permutations(range(len(nums)))
-    ]
-    return np.concatenate(rows), len(rows[0])
+    orders = np.array(
+        [[ordered[i] for i in perm] for perm in itertools.permutations(range(len(nums)))]
+    )
+    values = _template_values(orders)
+    return values.ravel(), values.shape[1]
 
 
 def shape_hits(nums: Sequence[int], target: int) -> frozenset[int]:

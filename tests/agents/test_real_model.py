@@ -109,6 +109,8 @@ def smollm2_run(tmp_path_factory):
 SMALL_SAMPLE = {"rllm/Countdown-v1"}
 
 
+# `model`: it runs a vLLM engine, in the run that has the machine to itself (scripts/test.sh).
+@pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "env_id",

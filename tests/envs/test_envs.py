@@ -172,5 +172,8 @@ def _hacking_case(env_id: str, kwargs: dict) -> object:
 def test_reward_hacking(env_id, kwargs):
     """No degenerate policy beats the random baseline; copied demonstrations earn nothing."""
     make_or_skip(env_id, **kwargs).close()
-    episodes = 6 if _ENTRY[env_id].family == "Code" else 40
+    # Every id gets 40 episodes a policy; a variant, which repeats its id's policies on other
+    # settings, half (its Wilson bounds still separate a paid policy from the random baseline;
+    # the 8x8 lake took 120 s at 40).
+    episodes = 6 if _ENTRY[env_id].family == "Code" else (20 if kwargs else 40)
     check_reward_hacking(env_id, kwargs=kwargs, episodes=episodes)

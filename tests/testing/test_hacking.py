@@ -354,9 +354,9 @@ def test_a_small_constant_hack_gets_more_episodes_and_is_flagged():
     assert "degenerate-policy:literal-0" not in _failed(short)
 
 
-# One seed in the fast lane; the others (about 8 s each) in the full suite.
+# One seed in the fast lane; two others (about 20 s each) in the full suite.
 @pytest.mark.parametrize(
-    "seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (100, 200, 300, 400))]
+    "seed", [0, *(pytest.param(s, marks=pytest.mark.slow) for s in (100, 200))]
 )
 def test_fair_toys_raise_no_false_alarm_across_seeds(seed):
     from tests.testing import attack_toys
