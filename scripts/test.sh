@@ -58,7 +58,8 @@ slow_run() {
 }
 echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
 # Every test of the adapter and benchmark folders is an integration test (tests/conftest.py).
-slow_run envs "not ($FAST_LANE) and not model and not integration" \
+# Its slowest test takes about 3 minutes here: 10 minutes a test bounds what a hang can take.
+slow_run envs "not ($FAST_LANE) and not model and not integration" --timeout=600 \
   --ignore=tests/adapters --ignore=tests/benchmarks >"$tmp/envs.log" 2>&1 &
 envs_pid=$!
 slow_run engines "model or integration" || status=$?
