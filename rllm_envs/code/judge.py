@@ -13,13 +13,13 @@ import math
 import os
 import random
 import signal
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
+from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import Backend, Limits, RunResult, Status, select_backend
 from rllm_envs.sandbox.harness import (
     COMPILE_MEMORY_MB,
@@ -168,7 +168,7 @@ class JudgeResult:
 
 
 _pools: dict[tuple[object, ...], SandboxPool] = {}
-_pools_lock = threading.Lock()
+_pools_lock = ForkSafeLock()
 
 
 def _pool_size() -> int:

@@ -38,7 +38,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import threading
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -46,6 +45,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
+from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import installed, landlock, procmask, resident, seccomp
 
 __all__ = [
@@ -382,7 +382,7 @@ CLEAN_ENV = {
     "PYTHONHASHSEED": "0",
 }
 
-_probe_lock = threading.Lock()
+_probe_lock = ForkSafeLock()
 _probe_cache: dict[tuple[str, tuple[int, int] | None], str | None] = {}
 
 
@@ -454,7 +454,7 @@ def _bwrap_root() -> list[str]:
     return args
 
 
-_root_profile_lock = threading.Lock()
+_root_profile_lock = ForkSafeLock()
 _root_profile: dict[tuple[str, ...], str] = {}
 
 

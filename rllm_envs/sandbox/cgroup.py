@@ -39,6 +39,8 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
+from rllm_envs.forksafe import ForkSafeLock
+
 __all__ = [
     "SandboxCgroup",
     "CgroupUnavailableWarning",
@@ -397,8 +399,8 @@ def _memory_parent() -> str | None:
     return path
 
 
-_lock = threading.Lock()
-_pending_lock = threading.Lock()
+_lock = ForkSafeLock()
+_pending_lock = ForkSafeLock()
 _pending: list[SandboxCgroup] = []
 _counter = itertools.count()
 _kind: str | None = None  # "v1", "v2:<parent>" or "" (none), decided once
@@ -516,6 +518,14 @@ def create(memory_mb: int, max_processes: int) -> SandboxCgroup | None:
 # Admission control (see the module's docstring): bytes of the common limit held by the live
 # groups of this process (its pid: a forked child starts with none).
 _admission = threading.Condition()
+
+
+def _renew_admission_after_fork() -> None:
+    global _admission  # its lock may be held by a thread the forked child does not have
+    _admission = threading.Condition()
+
+
+os.register_at_fork(after_in_child=_renew_admission_after_fork)
 _held: list[int] = [0, 0]  # [pid, bytes]
 
 

@@ -27,8 +27,9 @@ import atexit
 import os
 import shutil
 import tempfile
-import threading
 from functools import lru_cache
+
+from rllm_envs.forksafe import ForkSafeLock
 
 __all__ = [
     "KEPT",
@@ -182,7 +183,7 @@ def sys_hidden() -> tuple[str, ...]:
     return tuple(hidden)
 
 
-_profile_lock = threading.Lock()
+_profile_lock = ForkSafeLock()
 _profile_path: str | None = None
 
 

@@ -42,10 +42,11 @@ import os
 import re
 import resource
 import subprocess
-import threading
 import time
 import warnings
 from dataclasses import dataclass, field
+
+from rllm_envs.forksafe import ForkSafeLock
 
 __all__ = [
     "Root",
@@ -516,7 +517,7 @@ def build_root(python: str, cxx: str, cxx_flags: tuple[str, ...], pch_dir: str) 
     )
 
 
-_root_lock = threading.Lock()
+_root_lock = ForkSafeLock()
 _root: Root | None = None
 
 
@@ -578,7 +579,7 @@ class Keeper:
     mappings: dict[str, tuple[int, int, int, int, int, int, bool]] = field(default_factory=dict)
 
 
-_keeper_lock = threading.Lock()
+_keeper_lock = ForkSafeLock()
 _keeper: Keeper | None = None
 _warned = False
 _MADV_WILLNEED = 3

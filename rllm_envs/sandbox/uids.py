@@ -29,12 +29,12 @@ import fcntl
 import os
 import pwd
 import stat
-import threading
 import time
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox.backends import SANDBOX_USER, sandbox_identity
 
 __all__ = [
@@ -94,7 +94,7 @@ def pool_users(base: str) -> tuple[tuple[int, int], ...]:
 
 
 _warned: set[str] = set()
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 _next = 0
 
 

@@ -67,6 +67,7 @@ from importlib import resources
 from typing import Any
 
 from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
 from rllm_envs.swe.probe import probe_module, same, same_observations
@@ -216,7 +217,7 @@ def executor_source() -> str:
 
 
 _pools: dict[tuple[object, ...], SandboxPool] = {}
-_pools_lock = threading.Lock()
+_pools_lock = ForkSafeLock()
 
 
 def close_pools() -> None:
@@ -765,7 +766,7 @@ class Reference:
 
 _references: OrderedDict[str, Reference] = OrderedDict()
 _running: dict[str, threading.Event] = {}
-_references_lock = threading.Lock()
+_references_lock = ForkSafeLock()
 #: Tasks whose reference outcomes are kept (each is a few kilobytes).
 REFERENCE_CACHE = 512
 
