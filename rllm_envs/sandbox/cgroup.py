@@ -518,6 +518,7 @@ def create(memory_mb: int, max_processes: int) -> SandboxCgroup | None:
 # Admission control (see the module's docstring): bytes of the common limit held by the live
 # groups of this process (its pid: a forked child starts with none).
 _admission = threading.Condition()
+_held: list[int] = [0, 0]  # [pid, bytes]
 
 
 def _renew_admission_after_fork() -> None:
@@ -526,7 +527,6 @@ def _renew_admission_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_renew_admission_after_fork)
-_held: list[int] = [0, 0]  # [pid, bytes]
 
 
 def _held_bytes() -> int:
