@@ -66,6 +66,7 @@ from rllm_adapters.gateway.sessions import (
     SessionRegistry,
     check_json_field,
     score_with_env,
+    task_id_of,
 )
 from rllm_envs.error import require
 
@@ -112,8 +113,9 @@ class _ThrottledLog:
     that makes the same error fail in a loop costs one log line per interval, not one each.
     """
 
-    def __init__(self, interval_s: float = 60.0) -> None:
+    def __init__(self, interval_s: float = 60.0, level: int = logging.WARNING) -> None:
         self.interval_s = interval_s
+        self.level = level
         self._last: dict[Any, float] = {}
         self._dropped: collections.Counter[Any] = collections.Counter()
 
@@ -130,7 +132,7 @@ class _ThrottledLog:
         dropped = self._dropped.pop(kind, 0)
         if dropped:
             message += f" (and {dropped} more like it in the last {self.interval_s:g} s)"
-        _log.warning(message, *args, exc_info=exc_info)
+        _log.log(self.level, message, *args, exc_info=exc_info)
         return True
 
 
@@ -226,6 +228,10 @@ class Gateway:
         self._scoring: collections.Counter[str] = collections.Counter()
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
+        #: Task ids of scorer tasks sessions opened on, by (env, seed, index).
+        self._task_ids: dict[tuple[str, int | None, int | None], str | None] = {}
+        #: Internal errors (bugs): one traceback per handler and error type per minute.
+        self._internal_log = _ThrottledLog(level=logging.ERROR)
         self._tokenizer = tokenizer
         self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
@@ -383,12 +389,19 @@ class Gateway:
             except QueueFull as e:
                 count("rejected_503")
                 return _error(503, f"Gateway busy: {e}.", "queue_full", {"Retry-After": "1"})
-            except Exception:
-                # A bug, not a refusal: counted, logged under a reference the client gets,
-                # and answered as JSON like every other error.
+            except Exception as e:
+                # A bug, not a refusal: counted, logged under a reference the client gets
+                # (a traceback per handler and error type per minute, so a client repeating
+                # one cannot flood the log), and answered as JSON like every other error.
                 count("rejected_500")
                 ref = secrets.token_hex(4)
-                _log.exception("internal error [%s] on %s", ref, request.url.path)
+                self._internal_log.log(
+                    (handler.__name__, type(e).__name__),
+                    "internal error [%s] on %s",
+                    ref,
+                    request.url.path,
+                    exc_info=True,
+                )
                 return _error(
                     500, f"Internal error {ref} (in the gateway's log).", "internal_error"
                 )
@@ -590,6 +603,7 @@ class Gateway:
         sid = fields.pop("session_id", None)
         if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.match(sid)):
             raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
+        await self._bind_task(fields)
         session = self.sessions.create(principal, sid, fields=fields)
         base = str(request.base_url).rstrip("/")
         return JSONResponse(
@@ -600,6 +614,62 @@ class Gateway:
             },
             status_code=201,
         )
+
+    async def _bind_task(self, fields: dict[str, Any]) -> None:
+        """Fix the task id of a session opened on a scorer's task, before any call.
+
+        Such a session names one of this gateway's scorers as ``env_id``, with ``seed``
+        and/or ``index``. Every way it ends (scored, a number reward, idle, shutdown, a
+        refused scoring) then stores it under its task, so pass@k counts each of its samples: a
+        client cannot have its right replies scored and file its wrong ones elsewhere.
+        A ``task_id`` the client names must be that task's (400 ``task_mismatch``).
+        """
+        env_id = fields.get("env_id")
+        if not isinstance(env_id, str) or env_id not in self.config.scorers:
+            return
+        seed, index = fields.get("seed"), fields.get("index")
+
+        def plain(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+        if (seed is None and index is None) or not all(
+            v is None or plain(v) for v in (seed, index)
+        ):
+            return  # no task (or fields the session's own checks refuse)
+        key = (env_id, seed, index)
+        task_id = self._task_ids.get(key)
+        if task_id is None:
+            try:
+                task_id = await asyncio.get_running_loop().run_in_executor(
+                    self._score_pool,
+                    functools.partial(
+                        task_id_of,
+                        env_id,
+                        env_kwargs=self.config.scorers[env_id],
+                        seed=seed,
+                        index=index,
+                    ),
+                )
+            except Exception as e:
+                raise GatewayError(
+                    400,
+                    f"{env_id!r} has no task at seed {seed!r}, index {index!r} "
+                    f"({type(e).__name__}).",
+                    "invalid_session",
+                ) from e
+            if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
+                self._task_ids.clear()
+            self._task_ids[key] = task_id
+        named = fields.get("task_id")
+        if named is not None and task_id is not None and named != task_id:
+            raise GatewayError(
+                400,
+                f"`task_id` {named!r} is not the task of {env_id!r} at seed {seed!r}, index "
+                f"{index!r} ({task_id!r}).",
+                "task_mismatch",
+            )
+        if task_id is not None:
+            fields["task_id"] = task_id
 
     async def _session_info(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -783,6 +853,10 @@ class Gateway:
                 )
             try:
                 scored = await self._score(session, env_id, seed, index)
+            except asyncio.CancelledError:
+                # Cut by shutdown: not scored, so shutdown stores it as it stores open ones.
+                self.sessions.reopen(session)
+                raise
             except GatewayError as e:
                 # Scored once: whatever failed, the session ends and its calls are stored
                 # without a reward, so no session is a scorer run again and again.
@@ -1065,6 +1139,7 @@ class Gateway:
         stream: bool,
         session: Session | None = None,
         principal: str | None = None,
+        size: int = 0,
     ) -> tuple[Any, Engine, Any, float]:
         """:meth:`_send`, counted in flight from here until its reply is released.
 
@@ -1075,6 +1150,11 @@ class Gateway:
         client = session.owner if session is not None else principal
         if client is not None:
             self._limit_calls(client)  # checked and counted with no await between
+        if session is not None:
+            # The request's bytes count against the session's and client's bounds from here
+            # (checked and held with no await between), so calls sent at once cannot each
+            # pass the check on what was recorded before any of them.
+            self.sessions.reserve(session, size)
         self.in_flight += 1
         if session is not None:
             session.in_flight += 1
@@ -1086,11 +1166,16 @@ class Gateway:
         except BaseException:
             self.in_flight -= 1
             if session is not None:
-                session.leave()
+                self._leave(session, size)
             self._release_client(client)
             raise
         self._slot_clients[slot] = client
         return response, engine, slot, started
+
+    def _leave(self, session: Session, size: int) -> None:
+        """A session's call counted by :meth:`_send_counted` has ended (recorded or not)."""
+        self.sessions.release(session, size)
+        session.leave()
 
     def _release_client(self, client: str | None) -> None:
         if client is None:
@@ -1179,6 +1264,7 @@ class Gateway:
         body: dict[str, Any],
         engine: Engine,
         version: int,
+        size: int,
     ) -> Any:
         """Read a whole engine reply (not streamed, or an error) and free its slot.
 
@@ -1190,7 +1276,7 @@ class Gateway:
             raw = await response.aread()
         finally:
             await self._free(response, slot)
-            session.leave()
+            self._leave(session, size)
         if response.status_code >= 400:
             return Response(raw, status_code=response.status_code, headers=headers)
         try:
@@ -1217,12 +1303,14 @@ class Gateway:
             options = dict(upstream.get("stream_options") or {})
             upstream["stream_options"] = options
         content = json.dumps(upstream).encode()
-        response, engine, slot, started = await self._send_counted(path, content, stream, session)
+        response, engine, slot, started = await self._send_counted(
+            path, content, stream, session, size=size
+        )
         version = engine.weights_version
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
             read = await self._read_reply(
-                response, slot, session, headers, api, body, engine, version
+                response, slot, session, headers, api, body, engine, version, size
             )
             if not isinstance(read, tuple):
                 return read
@@ -1257,7 +1345,9 @@ class Gateway:
             if chunk.get("choices") or chunk.get("usage") or chunk.get("error"):
                 yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
-        return self._session_stream(response, slot, session, headers, started, parts, record, relay)
+        return self._session_stream(
+            response, slot, session, headers, started, parts, record, relay, size
+        )
 
     def _session_stream(
         self,
@@ -1269,6 +1359,7 @@ class Gateway:
         parts: _StreamParts,
         record: Callable[[], None],
         relay: Callable[[str, dict[str, Any] | None], Iterator[bytes]],
+        size: int,
     ) -> Any:
         """A session call's event stream, each event as ``relay`` rewrites it.
 
@@ -1289,7 +1380,7 @@ class Gateway:
             except Exception:
                 _log.exception("recording a call of session %r failed", session.id)
             finally:
-                session.leave()
+                self._leave(session, size)
 
         cleanup = _Once(release)
 
@@ -1352,7 +1443,7 @@ class Gateway:
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
         response, engine, slot, started = await self._send_counted(
-            "/completions", json.dumps(upstream).encode(), stream, session
+            "/completions", json.dumps(upstream).encode(), stream, session, size=size
         )
         version = engine.weights_version
         headers = _copy_headers(response)
@@ -1376,7 +1467,7 @@ class Gateway:
 
         if not stream or response.status_code >= 400:
             read = await self._read_reply(
-                response, slot, session, headers, "completions", body, engine, version
+                response, slot, session, headers, "completions", body, engine, version, size
             )
             if not isinstance(read, tuple):
                 return read
@@ -1413,7 +1504,9 @@ class Gateway:
                         out["prompt_token_ids"] = choice["prompt_token_ids"]
                 yield b"data: " + json.dumps(out).encode() + b"\n\n"
 
-        return self._session_stream(response, slot, session, headers, started, parts, record, relay)
+        return self._session_stream(
+            response, slot, session, headers, started, parts, record, relay, size
+        )
 
     def templater(self) -> Any:
         """The chat templater of sessions (``None``: chat calls go to the chat endpoint)."""
@@ -1733,19 +1826,25 @@ def _error(status: int, message: str, code: str, headers: dict[str, str] | None 
 
 #: A ``\\uD800``-``\\uDFFF`` escape (lone unless half of a pair), or such a code point
 #: encoded as bytes (``json.loads`` decodes bytes with ``surrogatepass``).
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\xed[\xa0-\xbf]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
     try:
-        data = json.loads(raw)
+        # UTF-8 only (RFC 8259): json.loads would also take UTF-16/32 bytes, whose lone
+        # surrogates no escape check below would see.
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise GatewayError(400, f"The body is not UTF-8 JSON: {e}.", "invalid_json") from e
+    try:
+        data = json.loads(text)
     except RecursionError as e:  # a few kB of `[[[[...` nest past the parser's stack
         raise GatewayError(400, "The JSON body is nested too deeply.", "invalid_json") from e
     except ValueError as e:  # malformed, not UTF-8, or an integer of 4,300+ digits
         raise GatewayError(400, f"Malformed JSON body: {e}.", "invalid_json") from e
     if not isinstance(data, dict):
         raise GatewayError(400, "The JSON body must be an object.", "invalid_request")
-    if _SURROGATE_ESCAPE.search(raw):
+    if _SURROGATE_ESCAPE.search(text):
         # JSON takes a lone surrogate ("\\udc00"); no UTF-8 text holds one, so a session that
         # kept it could never be stored. Checked only when the body escapes a surrogate.
         try:

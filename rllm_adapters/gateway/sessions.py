@@ -220,6 +220,8 @@ class Session:
     closed: bool = False
     #: Request bytes recorded so far (bounded by the registry's ``max_session_bytes``).
     record_bytes: int = 0
+    #: Request bytes of the calls in flight, held against the same bound until they end.
+    reserved_bytes: int = 0
     #: The last chat exchange, when the gateway templates chat calls (see ``gateway.chat``).
     chat_state: Any = None
     #: The model the session's calls asked for (the first call's; others are refused).
@@ -439,6 +441,8 @@ class SessionRegistry:
         self.max_bytes_per_client = max_bytes_per_client
         #: Bytes recorded in each client's open sessions (what ``max_bytes_per_client`` bounds).
         self._bytes_by_owner: collections.Counter[str] = collections.Counter()
+        #: Request bytes of calls in flight per client (see :meth:`reserve`).
+        self._reserved_by_owner: collections.Counter[str] = collections.Counter()
         self.claims_path = None if claims_path is None else Path(claims_path)
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
@@ -514,7 +518,10 @@ class SessionRegistry:
         if not self.per_client_runs:
             return None
         prefix = f"{self.run or 'gateway'}:"
-        return run[len(prefix) :] if run.startswith(prefix) else None
+        # Case-blind: `GATEWAY:carol` is carol's as much as `gateway:carol`, configured or not.
+        if not run.casefold().startswith(prefix.casefold()):
+            return None
+        return run[len(prefix) :]
 
     def _claim_run(self, run: str | None, owner: str) -> None:
         """Make ``run`` ``owner``'s (held under the lock), or refuse it."""
@@ -599,7 +606,13 @@ class SessionRegistry:
         if not isinstance(values.get("metadata") or {}, Mapping):
             raise SessionError(400, "`metadata` must be an object.", "invalid_session")
         check_json_field(values.get("metadata") or {}, "metadata", "invalid_session")
-        reserved = sorted(RESERVED_METADATA & set(values.get("metadata") or {}))
+        # Keys the store reads as its own columns (the env's kwargs, timings: every `*_s`)
+        # are the gateway's too.
+        reserved = sorted(
+            k
+            for k in values.get("metadata") or {}
+            if k in RESERVED_METADATA or k == "env_kwargs" or str(k).endswith("_s")
+        )
         if reserved:
             raise SessionError(
                 400,
@@ -705,7 +718,7 @@ class SessionRegistry:
                 "reward and open another session.",
                 "session_full",
             )
-        if session.record_bytes + size > self.max_bytes:
+        if session.record_bytes + session.reserved_bytes + size > self.max_bytes:
             raise SessionError(
                 409,
                 f"Session {session.id!r} would record over {self.max_bytes} bytes: "
@@ -713,13 +726,32 @@ class SessionRegistry:
                 "session_full",
             )
         cap = self.max_bytes_per_client
-        if cap is not None and self._bytes_by_owner[session.owner] + size > cap:
+        held = self._bytes_by_owner[session.owner] + self._reserved_by_owner[session.owner]
+        if cap is not None and held + size > cap:
             raise SessionError(
                 429,
                 f"This client's open sessions hold {cap} recorded bytes, its limit: send "
                 "their rewards first.",
                 "client_full",
             )
+
+    def reserve(self, session: Session, size: int) -> None:
+        """Hold a call's ``size`` request bytes against the session's and client's bounds.
+
+        Refused as :meth:`check_room` refuses; held until :meth:`release`.
+        """
+        with self._lock:
+            self.check_room(session, size)
+            session.reserved_bytes += size
+            self._reserved_by_owner[session.owner] += size
+
+    def release(self, session: Session, size: int) -> None:
+        """Give back what :meth:`reserve` held for a call that has ended."""
+        with self._lock:
+            session.reserved_bytes -= size
+            self._reserved_by_owner[session.owner] -= size
+            if self._reserved_by_owner[session.owner] <= 0:
+                del self._reserved_by_owner[session.owner]
 
     def record(self, session: Session, call: Call, size: int = 0) -> None:
         """Append a finished call to its session (``size``: its request's bytes).
@@ -822,7 +854,13 @@ class SessionRegistry:
         if session.closed:
             raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
         session.closed = True
-        await session.calls_done()
+        try:
+            await session.calls_done()
+        except BaseException:
+            # Cut while waiting (shutdown's grace ended with a stream still open): open
+            # again, so shutdown stores the session rather than skip it as ended.
+            session.closed = False
+            raise
 
     def reopen(self, session: Session) -> None:
         """Undo :meth:`claim` (a scoring that failed: the session takes a reward again)."""
@@ -1016,6 +1054,27 @@ def _opt_int(value: Any, name: str) -> int | None:
             400, f"Session field `{name}` must be a 64-bit integer.", "invalid_session"
         )
     return value
+
+
+def task_id_of(
+    env_id: str,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    index: int | None = None,
+) -> str | None:
+    """The id of the task an env's reset gives for ``seed`` / ``index`` (``None``: none)."""
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401  (registers the ids)
+
+    env = gym.make(env_id, **dict(env_kwargs or {}))
+    try:
+        _, info = env.reset(seed=seed, options=None if index is None else {"index": index})
+    finally:
+        env.close()
+    task_id = info.get("task_id")
+    return None if task_id is None else str(task_id)
 
 
 def score_with_env(

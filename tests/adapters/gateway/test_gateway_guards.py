@@ -174,10 +174,20 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
         def reset(self, *, seed=None, options=None):
             raise ValueError("Available fields: ['creds'] sk-SECRET-0123")
 
+    class LeakyStep(gym.Env):
+        """A fake env inside this test: its task is CALL's prompt; its step fails quoting."""
+
+        def reset(self, *, seed=None, options=None):
+            return CALL["prompt"], {"task_id": "leaky-0"}
+
+        def step(self, action):
+            raise ValueError("Available fields: ['creds'] sk-SECRET-0123")
+
     gym.register("gwtest/LeakyScorer-v0", entry_point=LeakyScorer, disable_env_checker=True)
+    gym.register("gwtest/LeakyStep-v0", entry_point=LeakyStep, disable_env_checker=True)
     engine = FakeEngine(text="\\boxed{x}")
     heavy = {"reward_weights": {"correct": 1.0, "format": 1e300}}
-    scorers = {"rllm/Math-v1": heavy, "gwtest/LeakyScorer-v0": {}}
+    scorers = {"rllm/Math-v1": heavy, "gwtest/LeakyScorer-v0": {}, "gwtest/LeakyStep-v0": {}}
     app = _gateway(tmp_path, engine, scorers=scorers)
     try:
         sid = _session(app, env_id="rllm/Math-v1", seed=3)
@@ -185,10 +195,18 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
         assert app.post(f"/sessions/{sid}/v1/completions", json=task, headers=ALICE).is_success
         r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward", r.text
-        leaky = _session(app, env_id="gwtest/LeakyScorer-v0", seed=0)
+        # The task is found when the session opens (s16 att29c F1): a scorer whose reset
+        # fails refuses the session there, quoting nothing of what it read.
+        r = app.post(
+            "/sessions", json={"env_id": "gwtest/LeakyScorer-v0", "seed": 0}, headers=ALICE
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session"
+        message = r.json()["error"]["message"]
+        assert "SECRET" not in message and "creds" not in message
+        leaky = _session(app, env_id="gwtest/LeakyStep-v0", seed=0)
         assert app.post(f"/sessions/{leaky}/v1/completions", json=CALL, headers=ALICE).is_success
         r = app.post(
-            f"/sessions/{leaky}/reward", json={"env": "gwtest/LeakyScorer-v0"}, headers=ALICE
+            f"/sessions/{leaky}/reward", json={"env": "gwtest/LeakyStep-v0"}, headers=ALICE
         )
         assert r.status_code == 400 and r.json()["error"]["code"] == "score_failed"
         message = r.json()["error"]["message"]
@@ -200,6 +218,7 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
             assert episode.trajectory.total_reward == 0.0
             assert episode.trajectory.steps[-1].info["reward_source"] == "none"
         assert stored[leaky].trajectory.steps[-1].info["score_error"] == "score_failed"
+        assert stored[leaky].trajectory.task_id == "leaky-0"
         r = app.post(f"/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE)
         assert r.status_code == 409 and r.json()["error"]["code"] == "session_ended"
     finally:
@@ -744,10 +763,9 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
         assert r.status_code == 200, r.text
         r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
         assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
-        # A task id named at open must be the scorer's id of that task.
-        sid = _session(app, env_id="rllm/Math-v1", seed=1, task_id="math-made-up")
-        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
-        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        # A task id named at open must be the scorer's id of that task (refused at open).
+        fields = {"env_id": "rllm/Math-v1", "seed": 1, "task_id": "math-made-up"}
+        r = app.post("/sessions", json=fields, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "task_mismatch"
         stored = [e.trajectory for e in _episodes(path)]
         assert {t.seed for t in stored} == {1} and all(not e.is_correct for e in _episodes(path))

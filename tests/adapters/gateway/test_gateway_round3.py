@@ -1,0 +1,240 @@
+"""The gateway against the third blind attack (issue #29, session 16, att29c F1-F5): a
+session opened on a scorer's task is stored under that task however it ends, calls in flight
+count against the byte bounds, a reward cut by shutdown leaves its session to be stored,
+bodies are UTF-8 only, and client metadata cannot fill the store's own columns.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from .test_gateway_record import (
+    ALICE,
+    BOB,
+    CALL,
+    StandInEngine,
+    _episodes,
+    _Served,
+    _server,
+    _task_prompt,
+    _test_client,
+)
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+MATH = "rllm/Math-v1"
+
+
+def test_a_session_on_a_scorers_task_is_stored_under_it_however_it_ends(tmp_path):
+    """att29c F1: only a scored reward wrote the task id, so a client scored its right
+    replies and ended its wrong ones with a number (or left them to idle/shutdown): those
+    were filed under ``group-<n>``, and pass@1 of the task read 1.0 for a true 0.25. Now the
+    task id is fixed when the session opens, and every sample counts."""
+    from rllm_agents.store import EpisodeStore
+
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    call = {**CALL, "prompt": _task_prompt(MATH, 0)}  # seed 0's answer is 455
+    try:
+        for i, (text, reward) in enumerate(
+            [
+                ("\\boxed{455}", {"env": MATH}),
+                ("\\boxed{451}", {"reward": 0.0}),
+                ("\\boxed{452}", {"reward": 1.0}),
+                ("\\boxed{453}", None),  # left open: stored at shutdown
+            ]
+        ):
+            opened = app.post(
+                "/sessions", json={"env_id": MATH, "seed": 0, "sample": i}, headers=ALICE
+            )
+            assert opened.status_code == 201, opened.text
+            sid = opened.json()["session_id"]
+            info = app.get(f"/sessions/{sid}", headers=ALICE).json()
+            assert info["task_id"] is not None  # known before any call
+            engine.text = text
+            assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+            if reward is not None:
+                r = app.post(f"/sessions/{sid}/reward", json=reward, headers=ALICE)
+                assert r.status_code == 200, r.text
+        # A task id the client names must be the task's.
+        r = app.post(
+            "/sessions", json={"env_id": MATH, "seed": 0, "task_id": "other"}, headers=ALICE
+        )
+        assert r.status_code == 400 and r.json()["error"]["code"] == "task_mismatch", r.text
+    finally:
+        app.__exit__(None, None, None)
+    episodes = _episodes(tmp_path / "e.db")
+    assert len(episodes) == 4
+    assert len({e.trajectory.task_id for e in episodes}) == 1
+    assert None not in {e.trajectory.task_id for e in episodes}
+    with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+        (row,) = store.pass_at_k(ks=(1,)).values()
+    assert row["tasks"] == 1 and row["samples"] == 4
+    assert row["pass@1"] == pytest.approx(0.25)
+
+
+def test_calls_in_flight_count_against_the_byte_bounds(tmp_path):
+    """att29c F3: ``max_session_bytes`` was checked against what was already recorded, so 20
+    calls of 300 kB sent at once all passed a 1 MB bound (6 MB recorded). Calls in flight
+    now hold their bytes from the moment they are sent."""
+    engine = _Served(StandInEngine(text="ab", hold_after=1).app)
+    server = _server(tmp_path, engine.url, max_session_bytes=1_000_000)
+    base = f"http://127.0.0.1:{server.port}"
+    sid = httpx.post(f"{base}/sessions", json={}, headers=ALICE).json()["session_id"]
+    body = {**CALL, "prompt": "x" * 300_000, "stream": True}
+    held: list[int] = []
+    stop = threading.Event()
+
+    def hold() -> None:  # a stream read to its first chunk, then held open
+        with httpx.stream(
+            "POST", f"{base}/sessions/{sid}/v1/completions", json=body, headers=ALICE, timeout=30
+        ) as r:
+            held.append(r.status_code)
+            stop.wait(30)
+
+    threads = [threading.Thread(target=hold, daemon=True) for _ in range(3)]
+    try:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 20
+        while len(held) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held == [200, 200, 200]
+        # 3 x 300 kB in flight: a fourth does not fit in 1 MB, before any was recorded.
+        r = httpx.post(
+            f"{base}/sessions/{sid}/v1/completions", json=body, headers=ALICE, timeout=30
+        )
+        assert r.status_code == 409 and r.json()["error"]["code"] == "session_full", r.text
+        session = next(iter(server.gateway.sessions.sessions.values()))
+        assert session.record_bytes == 0 and session.reserved_bytes > 900_000
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+        server.stop()
+        engine.stop()
+    # The held streams were recorded (aborted) and gave their reservations back.
+    assert session.reserved_bytes == 0
+    assert server.gateway.sessions._reserved_by_owner == {}
+
+
+@pytest.mark.parametrize("reward", [{"reward": 1.0}, {"env": MATH}])
+def test_a_reward_waiting_on_a_stream_at_shutdown_leaves_the_session_to_be_stored(tmp_path, reward):
+    """att29c F4: a reward sent while the session's stream ran claimed the session and
+    waited; shutdown skipped it as ended, the grace period cut the reward, and nothing was
+    stored (0 episodes, for number and scored rewards alike)."""
+    engine = _Served(StandInEngine(text="\\boxed{455} done", hold_after=3).app)
+    server = _server(tmp_path, engine.url, scorers={MATH: {}}, shutdown_grace_s=1)
+    base = f"http://127.0.0.1:{server.port}"
+    prompt = _task_prompt(MATH, 0)
+    sid = httpx.post(f"{base}/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE).json()[
+        "session_id"
+    ]
+    call = {**CALL, "prompt": prompt}
+    assert httpx.post(
+        f"{base}/sessions/{sid}/v1/completions", json=call, headers=ALICE, timeout=30
+    ).is_success
+
+    def stream() -> None:
+        try:
+            with httpx.stream(
+                "POST",
+                f"{base}/sessions/{sid}/v1/completions",
+                json={**call, "stream": True},
+                headers=ALICE,
+                timeout=30,
+            ) as r:
+                for _ in r.iter_lines():
+                    pass
+        except httpx.HTTPError:
+            pass  # cut at shutdown
+
+    def send_reward() -> None:
+        try:
+            httpx.post(f"{base}/sessions/{sid}/reward", json=reward, headers=ALICE, timeout=30)
+        except httpx.HTTPError:
+            pass
+
+    threads = [threading.Thread(target=stream), threading.Thread(target=send_reward)]
+    try:
+        threads[0].start()
+        time.sleep(1.0)
+        threads[1].start()
+        time.sleep(1.0)
+    finally:
+        server.stop()
+        for t in threads:
+            t.join(10)
+        engine.stop()
+    (episode,) = _episodes(tmp_path / "e.db")
+    assert len(episode.trajectory.steps) == 2  # both calls, the cut stream marked aborted
+    assert episode.trajectory.metadata["aborted_calls"] == 1
+    assert episode.trajectory.task_id is not None
+
+
+def test_a_body_is_utf8_json_only(tmp_path):
+    """att29c F2: ``json.loads`` took UTF-16/32 bodies, whose lone surrogates no escape check
+    saw: such a session could never be stored (500 on every reward, each with a traceback)."""
+    app = _test_client(tmp_path, StandInEngine())
+    try:
+        text = '{"metadata": {"k": "\ud800"}}'
+        for encoding in ("utf-16", "utf-32", "utf-16-le"):
+            r = app.post(
+                "/sessions",
+                content=text.encode(encoding, "surrogatepass"),
+                headers={**ALICE, "content-type": "application/json"},
+            )
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json", r.text
+        r = app.post(
+            "/sessions",
+            content=json.dumps({"metadata": {"k": "é"}}, ensure_ascii=False).encode(),
+            headers={**ALICE, "content-type": "application/json"},
+        )
+        assert r.status_code == 201, r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_client_metadata_cannot_fill_the_stores_columns_nor_take_a_future_clients_run(
+    tmp_path,
+):
+    """att29c F5: ``metadata.env_kwargs`` and ``*_s`` keys became the store's ``env_kwargs``
+    and ``timings`` columns; and ``GATEWAY:carol`` (a client not configured yet) was free to
+    take, the reservation being case-sensitive."""
+    app = _test_client(tmp_path, StandInEngine())
+    try:
+        for metadata in ({"env_kwargs": {"difficulty": 5}}, {"generation_s": 1e9}):
+            r = app.post("/sessions", json={"metadata": metadata}, headers=ALICE)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_session", r.text
+        for run in ("GATEWAY:carol", "Gateway:alice", "gateway:carol"):
+            r = app.post("/sessions", json={"run": run}, headers=BOB)
+            assert r.status_code == 403, (run, r.text)
+        assert app.post("/sessions", json={"metadata": {"note": 1}}, headers=ALICE).is_success
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_repeated_internal_error_logs_one_traceback_a_minute(tmp_path, caplog):
+    """att29c F2: each 500 logged a full traceback, so a client repeating one flooded the log."""
+    app = _test_client(tmp_path, StandInEngine())
+    try:
+
+        def broken(*args, **kwargs):
+            raise RuntimeError("a bug")
+
+        app.gateway.sessions.get = broken
+        with caplog.at_level("ERROR", logger="rllm_adapters.gateway.app"):
+            for _ in range(5):
+                r = app.get("/sessions/s1", headers=ALICE)
+                assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
+        assert sum(record.exc_info is not None for record in caplog.records) == 1
+    finally:
+        app.__exit__(None, None, None)
