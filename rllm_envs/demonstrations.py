@@ -182,18 +182,42 @@ def copied_demonstration(
         The demonstration's :attr:`Demonstration.name` when the reply repeats one of its
         worked replies, or gives one of its :attr:`Demonstration.answers` and is not right.
     """
-    text = _squash(answer_text(reply))
+    answer = answer_text(reply)
+    text = _squash(answer)
     if not text:
         return None
+    boxed: set[str] | None = None  # the reply's boxed values, read once when first needed
     for demo in demonstrations:
-        if any(_squash(r) in text for r in demo.replies if _squash(r)):
+        replies, answers, shown = _keys(demo)
+        if any(r in text for r in replies):
             return demo.name
         if correct:
             continue
-        if any(_squash(a) in text for a in demo.answers if _squash(a)):
+        if any(a in text for a in answers):
             return demo.name
         # The same boxed value spelled another way (\text{67}, +67, 067.0) is the same answer.
-        shown = {v for a in demo.answers for v in _boxed_values(a)}
-        if shown & _boxed_values(answer_text(reply)):
-            return demo.name
+        if shown:
+            if boxed is None:
+                boxed = _boxed_values(answer)
+            if shown & boxed:
+                return demo.name
     return None
+
+
+#: What :func:`copied_demonstration` compares, per demonstration (by identity: its messages
+#: are dicts, so it is not hashable): squashed replies, squashed answers, boxed values.
+_KEYS: dict[int, tuple[Demonstration, tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]]] = {}
+
+
+def _keys(demo: Demonstration) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    cached = _KEYS.get(id(demo))
+    if cached is None or cached[0] is not demo:
+        keys = (
+            tuple(s for s in map(_squash, demo.replies) if s),
+            tuple(s for s in map(_squash, demo.answers) if s),
+            frozenset(v for a in demo.answers for v in _boxed_values(a)),
+        )
+        if len(_KEYS) > 1024:  # demonstrations are few; a bound all the same
+            _KEYS.clear()
+        cached = _KEYS[id(demo)] = (demo, keys)
+    return cached[1]

@@ -111,6 +111,25 @@ KNOWN_TELLS: dict[str, str] = {
     "against the best constant's 0.12 (n=248)",
     "self_reference": "naive Bayes over its surface tokens answers 0.53 of evaluation draws "
     "against the best constant's 0.35 (n=240)",
+    # Found by a blind red-team (s16 att25c), not by the classifiers (they see no positions,
+    # adjacency or arithmetic on the numbers). Measured on the env's balanced evaluation
+    # stream (BalancedTasks(family, task_seed=EVAL_SEED_START), tasks 0..149; the shortcuts are
+    # tests/envs/reasoning_gym/test_blind_s16.py's).
+    "count_primes": "the prime-number theorem's estimate of the count (li(b) - li(a), no "
+    "counting) answers 0.09 of evaluation draws against the best constant's 0.02 (n=150)",
+    "largest_island": "counting every 1 of the grid (connectivity ignored) answers 0.54 of "
+    "evaluation draws against the best constant's 0.05 (n=150)",
+    "maze": "the Manhattan distance from start to goal (walls ignored) answers 0.59 of "
+    "evaluation draws against the best constant's 0.17 (n=150)",
+    "ransom_note": "whether the note's letters are a subset of the magazine's (letter counts "
+    "ignored) answers 0.94 of evaluation draws against the best constant's 0.50 (n=150)",
+    "rotten_oranges": "the farthest fresh orange's distance to its nearest rotten one (no "
+    "spreading simulated) answers 0.45 of evaluation draws against the best constant's 0.13 "
+    "(n=150)",
+    "shortest_path": "all vertical moves, then all horizontal ones (obstacles ignored) answers "
+    "0.44 of evaluation draws against the best constant's 0.05 (n=150)",
+    "tsumego": "the empty point with the most stones next to it (no colour, liberties or life "
+    "and death) answers 0.59 of evaluation draws against the best constant's 0.04 (n=150)",
 }
 
 
