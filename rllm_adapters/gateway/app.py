@@ -65,6 +65,7 @@ from rllm_adapters.gateway.sessions import (
     SessionError,
     SessionRegistry,
     check_json_field,
+    held_bytes,
     score_with_env,
     task_id_of,
 )
@@ -228,6 +229,8 @@ class Gateway:
         self._scoring: collections.Counter[str] = collections.Counter()
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
+        #: Each run's sampling, fixed by its first call: "greedy" or "sampled".
+        self._run_sampling: dict[str, str] = {}
         #: Task ids of scorer tasks sessions opened on, by (env, seed, index).
         self._task_ids: dict[tuple[str, int | None, int | None], str | None] = {}
         #: Internal errors (bugs): one traceback per handler and error type per minute.
@@ -500,7 +503,7 @@ class Gateway:
         sid = request.path_params.get("sid") or request.headers.get("x-session-id")
         if sid is None:
             return None
-        if not SESSION_ID_RE.match(sid):
+        if not SESSION_ID_RE.fullmatch(sid):
             raise GatewayError(
                 400,
                 "A session id is 1-128 characters of letters, digits and `_.:-`.",
@@ -601,9 +604,9 @@ class Gateway:
         if raw.strip():
             _, fields = await _parse(raw)
         sid = fields.pop("session_id", None)
-        if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.match(sid)):
+        if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid)):
             raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
-        await self._bind_task(fields)
+        await self._bind_task(fields, principal)
         session = self.sessions.create(principal, sid, fields=fields)
         base = str(request.base_url).rstrip("/")
         return JSONResponse(
@@ -615,7 +618,7 @@ class Gateway:
             status_code=201,
         )
 
-    async def _bind_task(self, fields: dict[str, Any]) -> None:
+    async def _bind_task(self, fields: dict[str, Any], owner: str) -> None:
         """Fix the task id of a session opened on a scorer's task, before any call.
 
         Such a session names one of this gateway's scorers as ``env_id``, with ``seed``
@@ -639,6 +642,17 @@ class Gateway:
         key = (env_id, seed, index)
         task_id = self._task_ids.get(key)
         if task_id is None:
+            # A lookup resets the scorer's env on the scoring pool: it counts against the
+            # client's scorings, so no client's opens hold up another's scoring.
+            cap = self.config.max_scoring_per_client
+            if self._scoring[owner] >= cap:
+                raise GatewayError(
+                    429,
+                    f"This client already has {cap} scorings running; wait for one to finish.",
+                    "too_many_scorings",
+                    {"Retry-After": "1"},
+                )
+            self._scoring[owner] += 1
             try:
                 task_id = await asyncio.get_running_loop().run_in_executor(
                     self._score_pool,
@@ -657,6 +671,10 @@ class Gateway:
                     f"({type(e).__name__}).",
                     "invalid_session",
                 ) from e
+            finally:
+                self._scoring[owner] -= 1
+                if self._scoring[owner] <= 0:
+                    del self._scoring[owner]
             if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
                 self._task_ids.clear()
             self._task_ids[key] = task_id
@@ -1069,10 +1087,35 @@ class Gateway:
                 )
             body["model"] = served
         self._pin_model(session, body.get("model"))
-        self.sessions.check_room(session, len(raw))
+        self._pin_sampling(session, body)
+        # What the call's request holds once parsed (a body of many small JSON values holds
+        # far more than its length) counts against the session's and client's bounds.
+        # A prompt of token ids is not kept (the engine's prompt ids are, counted on record).
+        kept = {k: v for k, v in body.items() if not (k == "prompt" and isinstance(v, list))}
+        size = held_bytes(len(raw), kept)
+        self.sessions.check_room(session, size)
         if api == "chat" and self.templater() is not None:
-            return await self._templated_chat(session, body, stream, len(raw))
-        return await self._recorded(session, api, path, body, stream, len(raw))
+            return await self._templated_chat(session, body, stream, size)
+        return await self._recorded(session, api, path, body, stream, size)
+
+    def _pin_sampling(self, session: Session, body: dict[str, Any]) -> None:
+        """Fix a run's sampling at its first call: greedy (temperature 0) or sampled (1).
+
+        A client could otherwise preview the greedy reply off the record and record greedy
+        calls only where it is right (sampling elsewhere): a run's pass@k would then count
+        chosen samples, and the trainer would take greedy replies for the policy's samples.
+        """
+        mode = "greedy" if body.get("temperature") == 0 else "sampled"
+        key = session.run or ""
+        pinned = self._run_sampling.setdefault(key, mode)
+        if pinned != mode:
+            raise GatewayError(
+                400,
+                f"Run {session.run!r} records {pinned} calls "
+                f"({'temperature 0' if pinned == 'greedy' else 'temperature 1'}): "
+                f"{mode} calls belong in another run.",
+                "sampling_changed",
+            )
 
     def _pin_model(self, session: Session, model: Any) -> None:
         """Fix the model of ``session`` at its first call; refuse (400) a call for another.
@@ -1749,6 +1792,11 @@ def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) 
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise GatewayError(400, "`stream_options` must be an object.", "invalid_request")
+    stops = body.get("stop_token_ids")
+    if stops is not None and not (
+        isinstance(stops, list) and all(type(i) is int and i >= 0 for i in stops)
+    ):
+        raise GatewayError(400, "`stop_token_ids` must be a list of token ids.", "invalid_request")
     # `seed: null` asks for no seed (what a session samples with anyway).
     refused = sorted(k for k in set(body) - _SESSION_FIELDS[api] if (k, body[k]) != ("seed", None))
     # A reply sampled past the policy's own end (EOS) is not the policy's sample.

@@ -14,7 +14,7 @@ from rllm_adapters.error import AdapterConfigError
 __all__ = ["GatewayConfig", "is_loopback"]
 
 #: What a session id may be made of (it is part of a URL path and a database row).
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")  # whole id: fullmatch
 #: Sandbox backends that run code without isolation (refused for a gateway's scorers).
 _UNISOLATED_BACKENDS = frozenset({"plain", "none", "subprocess"})
 

@@ -647,6 +647,8 @@ class SessionRegistry:
                 "index, group, sample, run, metadata.",
                 "invalid_session",
             )
+        # The metadata is held until the session ends: it counts against the bounds.
+        held = held_bytes(len(json.dumps(metadata)), metadata)
         with self._lock:
             if len(self.sessions) >= self.max_sessions:
                 raise SessionError(503, "Too many open sessions; try later.", "too_many_sessions")
@@ -660,6 +662,14 @@ class SessionRegistry:
             sid = session_id or secrets.token_urlsafe(16)
             if (owner, sid) in self.sessions or sid in self.ended.get(owner, ()):
                 raise SessionError(409, f"Session {sid!r} already exists.", "session_exists")
+            cap = self.max_bytes_per_client
+            if cap is not None and self._bytes_by_owner[owner] + held > cap:
+                raise SessionError(
+                    429,
+                    f"This client's open sessions hold {cap} recorded bytes, its limit: send "
+                    "their rewards first.",
+                    "client_full",
+                )
             self._claim_run(run, owner)
             session = Session(
                 id=sid,
@@ -673,6 +683,8 @@ class SessionRegistry:
                 run=run,
                 metadata=metadata,
             )
+            session.record_bytes = held
+            self._bytes_by_owner[owner] += held
             self.sessions[owner, sid] = session
             self._open_by_owner[owner] += 1
             return session
@@ -804,13 +816,22 @@ class SessionRegistry:
         if not claimed:
             await self.claim(session)
         before = session.task_id
+        future: concurrent.futures.Future[Any] | None = None
         try:
             if task_id is not None and session.task_id is None:
                 session.task_id = task_id
             trajectory = session.trajectory(reward, info, finish=finish)
-            put = await asyncio.wrap_future(
-                self._submit_store(session.owner, self._put, trajectory, session.run)
-            )
+            future = self._submit_store(session.owner, self._put, trajectory, session.run)
+            put = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            if future is not None and not future.cancelled():
+                # Cut (shutdown) with the store already running: it completes on the store
+                # thread; the session stays claimed, so shutdown does not store it again.
+                future.add_done_callback(lambda f: self._stored_late(session, f, before))
+                raise
+            session.task_id = before
+            session.closed = False
+            raise
         except BaseException:
             self.store_errors += 1
             # Still open: the reward can be sent again, and shutdown stores it if not.
@@ -832,6 +853,20 @@ class SessionRegistry:
             "token_exact": trajectory.token_exact,
             "token_source": trajectory.token_source,
         }
+
+    def _stored_late(
+        self, session: Session, future: concurrent.futures.Future[Any], task_id: str | None
+    ) -> None:
+        """The store of a cut :meth:`finish` ended: count it, or reopen the session."""
+        if future.exception() is None:
+            self.client_counts[session.owner]["stored"] += 1
+            self.end(session)
+            with self._lock:
+                self.stored += 1
+        else:
+            self.store_errors += 1
+            session.task_id = task_id
+            session.closed = False
 
     def end(self, session: Session) -> None:
         """Forget ``session`` as open and mark its id ended (its client's late calls: 409)."""
@@ -942,7 +977,11 @@ class SessionRegistry:
         no client's slow stream holds the others' sessions until the grace period ends).
         """
         with self._lock:
-            open_sessions = [s for s in self.sessions.values() if not s.closed]
+            # Smallest first: one client's large records cannot push every session opened
+            # after them past a supervisor's kill.
+            open_sessions = sorted(
+                (s for s in self.sessions.values() if not s.closed), key=lambda s: s.record_bytes
+            )
         count = 0
         for session in open_sessions:
             if idle_only and session.in_flight:
@@ -960,6 +999,26 @@ class SessionRegistry:
                     continue
                 count += 1
         return count
+
+
+#: What one JSON value (a dict, list, string or number) holds in memory once parsed, beyond
+#: its characters, in bytes: ``[{}, {}, ...]`` takes about 16 times its JSON size in Python.
+VALUE_BYTES = 64
+
+
+def held_bytes(raw_size: int, value: Any) -> int:
+    """What a parsed JSON body of ``raw_size`` bytes holds in memory, about (for the bounds)."""
+    count = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            count += len(item)  # the keys
+        elif isinstance(item, list):
+            stack.extend(item)
+    return raw_size + VALUE_BYTES * count
 
 
 def check_json_field(value: Any, name: str, code: str) -> None:

@@ -114,7 +114,7 @@ def test_calls_in_flight_count_against_the_byte_bounds(tmp_path):
         )
         assert r.status_code == 409 and r.json()["error"]["code"] == "session_full", r.text
         session = next(iter(server.gateway.sessions.sessions.values()))
-        assert session.record_bytes == 0 and session.reserved_bytes > 900_000
+        assert session.record_bytes < 1000 and session.reserved_bytes > 900_000
     finally:
         stop.set()
         for t in threads:
@@ -236,5 +236,98 @@ def test_a_repeated_internal_error_logs_one_traceback_a_minute(tmp_path, caplog)
                 r = app.get("/sessions/s1", headers=ALICE)
                 assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
         assert sum(record.exc_info is not None for record in caplog.records) == 1
+    finally:
+        app.__exit__(None, None, None)
+
+
+# ------------------------------------------------------------------ att29d (round 4)
+
+
+def test_what_parsed_metadata_and_bodies_hold_counts_against_the_bounds(tmp_path):
+    """att29d M1: 60 kB of ``[{}, {}, ...]`` metadata holds about 1 MB in Python, and a 4 MiB
+    chat body of ``{}`` objects about 72 MB; only their lengths counted, so a client's 1 GiB
+    allowance held about 18 GB."""
+    app = _test_client(tmp_path, StandInEngine(), max_bytes_per_client=3_000_000)
+    try:
+        metadata = {"notes": [{} for _ in range(10_000)]}  # 30 kB as JSON
+        codes = [
+            app.post("/sessions", json={"metadata": metadata}, headers=ALICE).status_code
+            for _ in range(6)
+        ]
+        # By their JSON length a hundred would fit in 3 MB; as held (about 0.7 MB each), four.
+        assert codes[0] == 201 and codes[-1] == 429, codes
+        assert app.post("/sessions", json={}, headers=BOB).status_code == 201
+    finally:
+        app.__exit__(None, None, None)
+    app = _test_client(tmp_path / "b", StandInEngine(), max_session_bytes=1_000_000)
+    try:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        body = {**CALL, "stop": None, "logit_bias": None, "user": [{} for _ in range(20_000)]}
+        r = app.post(f"/sessions/{sid}/v1/completions", json=body, headers=ALICE)
+        assert r.status_code in (400, 409), r.text  # never recorded as 60 kB
+        session = app.gateway.sessions.sessions["alice", sid]
+        assert session.calls == []
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_shutdown_stores_small_sessions_before_large_ones(tmp_path):
+    """att29d M2: shutdown stored sessions in opening order, so one client's large records
+    (11.5 s of stores) pushed a later client's small session past a supervisor's kill."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine)
+    try:
+        big = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        ids = {**CALL, "prompt": list(range(1000, 3000))}
+        for _ in range(3):
+            assert app.post(f"/sessions/{big}/v1/completions", json=ids, headers=ALICE).is_success
+        small = app.post("/sessions", json={}, headers=BOB).json()["session_id"]
+        assert app.post(f"/sessions/{small}/v1/completions", json=CALL, headers=BOB).is_success
+    finally:
+        app.__exit__(None, None, None)  # shutdown stores both
+    order = [e.trajectory.metadata["session_id"] for e in _episodes(tmp_path / "e.db")]
+    assert order == [small, big]
+
+
+def test_a_runs_sampling_is_fixed_by_its_first_call(tmp_path):
+    """att29d M3: a client previewed the greedy reply off the record and recorded greedy calls
+    only where it was right, sampling elsewhere: pass@1 1.0 for a chosen mix of samples."""
+    app = _test_client(tmp_path, StandInEngine())
+    try:
+        greedy = {**CALL, "temperature": 0}
+        first = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        assert app.post(f"/sessions/{first}/v1/completions", json=CALL, headers=ALICE).is_success
+        second = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        r = app.post(f"/sessions/{second}/v1/completions", json=greedy, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+        # Another run takes greedy calls, and only those.
+        third = app.post("/sessions", json={"run": "eval-greedy"}, headers=ALICE).json()
+        url = f"/sessions/{third['session_id']}/v1/completions"
+        assert app.post(url, json=greedy, headers=ALICE).is_success
+        r = app.post(url, json=CALL, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_malformed_stop_ids_session_ids_and_lookups_beyond_the_scoring_cap_answer_4xx(tmp_path):
+    """att29d L1-L3: ``stop_token_ids: 5`` was a 500; ``s1\n`` was a session id apart from
+    ``s1``; a client's task lookups at open ran beyond its scoring cap."""
+    app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}}, max_scoring_per_client=1)
+    try:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        for stops in (5, [[1]], "ab", {"a": 1}, [-1], [True]):
+            body = {**CALL, "stop_token_ids": stops}
+            r = app.post(f"/sessions/{sid}/v1/completions", json=body, headers=ALICE)
+            assert r.status_code == 400, (stops, r.text)
+        for bad in ("s1\n", "s1\n\n"):
+            r = app.post("/sessions", json={"session_id": bad}, headers=ALICE)
+            assert r.status_code == 400, r.text
+        r = app.get("/sessions/s1%0A", headers=ALICE)
+        assert r.status_code == 400, r.text
+        app.gateway._scoring["alice"] = 1  # one scoring of alice's running
+        r = app.post("/sessions", json={"env_id": MATH, "seed": 5}, headers=ALICE)
+        assert r.status_code == 429 and r.json()["error"]["code"] == "too_many_scorings"
+        assert app.post("/sessions", json={"env_id": MATH, "seed": 5}, headers=BOB).is_success
     finally:
         app.__exit__(None, None, None)
