@@ -10,13 +10,72 @@ import asyncio
 import hmac
 import json
 import logging
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rllm_adapters.error import AdapterConfigError
 
+#: JSON containers (``[`` or ``{`` outside strings) one message may hold. An OpenEnv message
+#: holds a few dozen; 16 MiB of ``[[],[],...]`` holds millions and takes seconds of the event
+#: loop (and hundreds of MB) to parse, stalling every client.
+MAX_JSON_CONTAINERS = 10_000
+#: Messages shorter than this are parsed without the count (they cannot hold many).
+_COUNTED_FROM = 64 * 1024
+_STRINGS = re.compile(r'"(?:[^"\\]+|\\.)*"')
+
+
+def loads_bounded(raw: str | bytes) -> Any:
+    """``json.loads`` of a client's message (bytes must be UTF-8).
+
+    Raises:
+        ValueError: not JSON, or more than :data:`MAX_JSON_CONTAINERS` containers (refused
+            before it is parsed).
+    """
+    text = raw if isinstance(raw, str) else raw.decode("utf-8")
+    if len(text) > _COUNTED_FROM:
+        outside = _STRINGS.sub("", text)  # a long action is one string: nothing to count
+        if outside.count("[") + outside.count("{") > MAX_JSON_CONTAINERS:
+            raise ValueError(f"more than {MAX_JSON_CONTAINERS} JSON arrays and objects")
+    return json.loads(text)
+
+
 log = logging.getLogger("rllm_adapters.openenv")
+
+
+class _RateLimit(logging.Filter):
+    """Pass at most ``burst`` records of one message template per ``window_s`` seconds.
+
+    A client that reconnects in a loop gets a refusal line per connection: without a bound,
+    thousands of lines a second (686 kB in 10 s). The first record after a quiet window says
+    how many of its kind were left out.
+    """
+
+    def __init__(self, burst: int = 20, window_s: float = 10.0) -> None:
+        super().__init__()
+        self.burst, self.window_s = burst, window_s
+        self._seen: dict[str, tuple[float, int, int]] = {}  # template: (start, passed, dropped)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        key = str(record.msg)
+        start, passed, dropped = self._seen.get(key, (now, 0, 0))
+        if now - start >= self.window_s:
+            if dropped:
+                record.msg = f"{record.msg} (and {dropped} more like it in {self.window_s:g} s)"
+            start, passed, dropped = now, 0, 0
+        if passed >= self.burst:
+            self._seen[key] = (start, passed, dropped + 1)
+            return False
+        if len(self._seen) > 1024:  # templates are few; a bound all the same
+            self._seen.clear()
+        self._seen[key] = (start, passed + 1, dropped)
+        return True
+
+
+log.addFilter(_RateLimit())
 
 #: Close codes: RFC 6455's policy violation and try-again-later, and application codes.
 CLOSE_UNAUTHORIZED = 1008

@@ -31,6 +31,7 @@ from rllm_adapters.openenv.limits import (
     _h11_protocol,
     _peer,
     _ws_protocol,
+    loads_bounded,
     log,
 )
 from rllm_adapters.openenv.protocol import (
@@ -286,7 +287,7 @@ class _EnvServer:
         from pydantic import ValidationError
 
         try:
-            message = json.loads(raw)
+            message = loads_bounded(raw)
         # ValueError: also a number of over 4,300 digits; RecursionError: deep nesting.
         except (ValueError, RecursionError) as e:
             return _error("INVALID_JSON", f"Invalid JSON: {type(e).__name__}"), False
@@ -355,7 +356,8 @@ class _EnvServer:
         from fastapi.responses import JSONResponse
 
         try:
-            body = await request.json() if await request.body() else {}
+            raw = await request.body()
+            body = loads_bounded(raw) if raw else {}
         except (ValueError, RecursionError):  # RecursionError: deeply nested JSON
             return JSONResponse(
                 {"error": {"code": "INVALID_JSON", "message": "The body is not JSON."}}, 400
@@ -404,7 +406,7 @@ class _EnvServer:
         from fastapi.responses import JSONResponse
 
         try:
-            body = json.loads(await request.body() or b"{}")
+            body = loads_bounded(await request.body() or b"{}")
         except (ValueError, RecursionError):  # RecursionError: deeply nested JSON
             body = {}
         rid = body.get("id") if isinstance(body, dict) else None
@@ -640,4 +642,7 @@ def serve(
         h11_max_incomplete_event_size=64 * 1024,
         timeout_graceful_shutdown=10,
         ws_per_message_deflate=_ws_deflate(host),
+        # The peer is the socket's: a client on loopback (or behind a local TLS proxy) must
+        # not pick the address its sessions and connections are counted and logged under.
+        proxy_headers=False,
     )

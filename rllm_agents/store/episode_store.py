@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
+import numbers
 import os
 import sqlite3
 import tempfile
@@ -427,19 +429,51 @@ class EpisodeStore:
                 "SQLite cannot store NaN in the reward column; fix the reward function, or "
                 "replace the NaN step reward before storing. Nothing was written."
             )
+        # Each value in the type of its column: SQLite would convert another (2.0 or "12" in
+        # an INTEGER column, 5 in a TEXT one), and the MAC written over the value given would
+        # then fail on read: an acknowledged episode that reads as damaged.
+        for name, text in (
+            ("env_id", trajectory.env_id),
+            ("finish", trajectory.finish),
+            ("run", run),
+            ("model", model),
+        ):
+            if not isinstance(text, str) and not (text is None and name in ("run", "model")):
+                raise AgentConfigError(
+                    f"Expects the episode's {name} to be a string, actual: {text!r} "
+                    f"({type(text).__name__}; env {trajectory.env_id!r}, task "
+                    f"{trajectory.task_id!r}). Nothing was written."
+                )
         for name, number in (
             ("seed", trajectory.seed),
             ("group", trajectory.group),
             ("sample", trajectory.sample),
             ("num_turns", trajectory.num_turns),
         ):
-            if isinstance(number, int) and not -(2**63) <= number < 2**63:
+            if not isinstance(number, numbers.Integral) and not (number is None and name == "seed"):
+                raise AgentConfigError(
+                    f"Expects the trajectory's {name} to be an integer"
+                    + (" or None" if name == "seed" else "")
+                    + f", actual: {number!r} ({type(number).__name__}; env "
+                    f"{trajectory.env_id!r}, task {trajectory.task_id!r}). Nothing was written."
+                )
+            if isinstance(number, numbers.Integral) and not -(2**63) <= number < 2**63:
                 raise AgentConfigError(
                     f"Expects the trajectory's {name} to fit in a signed 64-bit integer (what "
                     f"SQLite stores), actual: {number} (env {trajectory.env_id}, task "
                     f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
                     "was written."
                 )
+        if any(
+            value is not None and type(value) is not int  # numpy's, bool: stored as ints
+            for value in (trajectory.seed, trajectory.group, trajectory.sample)
+        ):
+            trajectory = dataclasses.replace(
+                trajectory,
+                seed=None if trajectory.seed is None else int(trajectory.seed),
+                group=int(trajectory.group),
+                sample=int(trajectory.sample),
+            )
         if created is not None and not (
             isinstance(created, (int, float)) and math.isfinite(created)
         ):
@@ -460,10 +494,10 @@ class EpisodeStore:
             _canonical(to_jsonable(dict(env_kwargs))),
             model if model is not None else _default_model(trajectory),
             None if trajectory.task_id is None else str(trajectory.task_id),
-            trajectory.seed,
-            trajectory.group,
-            trajectory.sample,
-            trajectory.num_turns,
+            None if trajectory.seed is None else int(trajectory.seed),
+            int(trajectory.group),
+            int(trajectory.sample),
+            int(trajectory.num_turns),
             total_reward,
             int(trajectory.is_correct),
             trajectory.finish,

@@ -122,7 +122,9 @@ class ReasoningGymEnv(TextEnv):
 
     - ``correct`` (weight 1.0): 1 when reasoning-gym's ``score_answer`` gives the answer 1.
     - ``score`` (weight 0.0, log only): reasoning-gym's score in [0, 1], partial credit
-      included (``reward_weights={"score": 1.0, "correct": 0.0}`` trains on it).
+      included (``reward_weights={"score": 1.0, "correct": 0.0}`` trains on it). With
+      ``reveal_reference=False`` and the score unpaid it reads 1 or 0 only (so does
+      ``info["reasoning_gym_score"]``): a partial score is an oracle for the hidden reference.
 
     Both are 0 for a missing or template answer, an echo of the question, or a piece of the
     question that is not the reference answer (partial credit for copying is not paid).
@@ -284,9 +286,16 @@ class ReasoningGymEnv(TextEnv):
             if reference is not None:
                 text += f" The reference answer: {reference}"
         invalid = result.verdict in ("no_answer", "placeholder", "several_answers")
+        components = {name: result.components[name] for name in COMPONENTS}
+        score = result.score
+        if not self.reveal_reference and not self.reward_weights.get("score"):
+            # A partial score (the share of right sudoku cells, a length ratio) is an oracle
+            # for a hidden reference: a client replaying one task reads the answer off it a
+            # cell at a time. Unpaid and hidden, it reads only right or wrong.
+            score = components["score"] = float(result.correct)
         return Transition(
             observation=text,
-            reward_components={name: result.components[name] for name in COMPONENTS},
+            reward_components=components,
             terminated=True,
             correct=result.correct,
             invalid_reason=result.reason if invalid else None,
@@ -294,7 +303,7 @@ class ReasoningGymEnv(TextEnv):
                 "dataset": self.task["dataset"],
                 "answer": result.answer,
                 "verdict": result.verdict,
-                "reasoning_gym_score": result.score,
+                "reasoning_gym_score": score,
                 "reference_answer": reference,
             },
         )

@@ -699,3 +699,53 @@ def test_sessions_whose_client_left_mid_step_count_toward_the_clients_share():
                 assert ws.receive_json()["type"] == "observation"
     finally:
         release.set()
+
+
+def test_a_message_of_millions_of_tiny_containers_is_refused_before_it_is_parsed():
+    """att31c M1: 16 MiB of ``[[],[],...]`` took 3.1 s of the event loop and 357 MB to parse
+    (two hostile sockets: an honest round trip 0.3 ms -> 2.6 s). Messages holding more than
+    ``MAX_JSON_CONTAINERS`` arrays and objects outside strings are refused unparsed; a long
+    action (one string) is not."""
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import create_app
+    from rllm_adapters.openenv.limits import MAX_JSON_CONTAINERS, loads_bounded
+
+    bomb = "[" + ",".join(["[]"] * 2_000_000) + "]"
+    started = time.process_time()
+    with pytest.raises(ValueError, match="arrays and objects"):
+        loads_bounded(bomb)
+    with pytest.raises(ValueError):
+        loads_bounded(b"\xff" * 100)
+    assert time.process_time() - started < 1.0  # bounded work, not a parse of 2M containers
+    code = "for i in range(3): print([i, {1: 2}])\n" * 20_000  # 40k brackets, in a string
+    assert loads_bounded(json.dumps({"type": "step", "data": {"text": code}}))["data"]["text"]
+    assert MAX_JSON_CONTAINERS < 40_000
+    app = create_app(ENV)
+    with TestClient(app) as http:
+        with http.websocket_connect("/ws") as ws:
+            ws.send_text(json.dumps({"type": "reset", "data": {"seed": 0, "x": [[]] * 20_000}}))
+            assert ws.receive_json()["data"]["code"] == "INVALID_JSON"
+            ws.send_json({"type": "reset", "data": {"seed": 0}})
+            assert ws.receive_json()["type"] == "observation"  # the session goes on
+        r = http.post("/reset", content=json.dumps({"x": [{}] * 20_000}))
+        assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_JSON"
+
+
+def test_log_lines_of_one_kind_are_rate_limited():
+    """att31c L2: 6,408 reconnects in 10 s wrote 686 kB of refusal lines."""
+    import logging
+
+    from rllm_adapters.openenv.limits import _RateLimit
+
+    limit = _RateLimit(burst=3, window_s=60.0)
+    records = [
+        logging.LogRecord("x", logging.WARNING, __file__, 1, "refused ws %s", ("p",), None)
+        for _ in range(10)
+    ]
+    assert [limit.filter(r) for r in records] == [True] * 3 + [False] * 7
+    other = logging.LogRecord("x", logging.WARNING, __file__, 1, "dropped ws %s", ("p",), None)
+    assert limit.filter(other)
+    limit.window_s = 0.0  # the window has passed: the next line says how many were left out
+    late = logging.LogRecord("x", logging.WARNING, __file__, 1, "refused ws %s", ("p",), None)
+    assert limit.filter(late) and "7 more like it" in late.getMessage()

@@ -446,3 +446,50 @@ def test_cli_runs_as_a_module(store):
         check=True,
     )
     assert "1 of 1 episodes" in out.stdout
+
+
+def test_a_value_its_column_would_convert_is_refused_before_anything_is_written(tmp_path):
+    """att31c M2: ``put`` acknowledged seed ``2.0`` (also ``np.float64``), group ``1.0``,
+    env ``5`` and seed ``"12"``; SQLite stored them converted to the column's type, so the MAC
+    (written over the value given) failed on read, and every read of the whole store raised
+    ``DamagedEpisode``. Such values are refused; numpy integers are stored as integers."""
+    np = pytest.importorskip("numpy")
+
+    def episode(**fields):
+        trajectory = Trajectory(env_id="rllm/Math-v1", task_id="t1", **fields)
+        trajectory.steps.append(
+            Step(
+                prompt_ids=[1],
+                completion_ids=[2],
+                logprobs=[-0.1],
+                response="r",
+                action="a",
+                observation="o",
+                reward=1.0,
+                info={"is_correct": True},
+            )
+        )
+        return trajectory
+
+    with EpisodeStore(tmp_path / "e.db") as store:
+        store.put(episode(seed=1), run="good")
+        for fields in (
+            {"seed": 2.0},
+            {"seed": np.float64(2.0)},
+            {"seed": "12"},
+            {"group": 1.0},
+            {"sample": "3"},
+            {"env_id": 5},
+        ):
+            trajectory = episode(**{k: v for k, v in fields.items() if k != "env_id"})
+            if "env_id" in fields:
+                trajectory = replace(trajectory, env_id=fields["env_id"])
+            with pytest.raises(AgentConfigError, match="Nothing was written"):
+                store.put(trajectory, run="bad")
+        with pytest.raises(AgentConfigError, match="run"):
+            store.put(episode(seed=3), run=7)
+        assert store.put(episode(seed=np.int64(4), group=np.int32(2)), run="good").new
+    with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+        assert store.count() == 2 and store.verify() == []
+        seeds = sorted(t.seed for t in store.trajectories())
+        assert seeds == [1, 4] and all(type(s) is int for s in seeds)

@@ -282,6 +282,38 @@ def test_reveal_reference_false_withholds_the_reference():
         rllm_envs.make(ENV_ID, reveal_reference="no")
 
 
+def test_reveal_reference_false_withholds_the_partial_score():
+    """att31c H1: with the reference hidden, a served sudoku still reported its partial score
+    (the share of right cells): replaying one task index and changing one cell at a time read
+    the whole solution off it (reward 1.0 in 335 episodes). Hidden and unpaid, it reads 1 or 0."""
+
+    def play(env, grid):
+        env.reset(options={"index": 3})
+        text = "\n".join(" ".join(str(v) for v in row) for row in grid)
+        _, reward, _, _, info = env.step(f"<answer>{text}</answer>")
+        return reward, info
+
+    shown = rllm_envs.make(ENV_ID, dataset="sudoku")
+    hidden = rllm_envs.make(ENV_ID, dataset="sudoku", reveal_reference=False)
+    paid = rllm_envs.make(
+        ENV_ID, dataset="sudoku", reveal_reference=False, reward_weights={"score": 1.0}
+    )
+    shown.reset(options={"index": 3})
+    solution = [[int(v) for v in row.split()] for row in shown.unwrapped.task["answer"].split("\n")]
+    near = [row[:] for row in solution]
+    near[0][0] = near[0][0] % 9 + 1  # one cell wrong
+    _, info = play(shown, near)
+    assert 0.5 < info["reasoning_gym_score"] < 1.0 and 0.5 < info["reward_components"]["score"]
+    reward, info = play(hidden, near)
+    assert reward == 0.0 and info["reasoning_gym_score"] == 0.0
+    assert info["reward_components"]["score"] == 0.0
+    reward, info = play(hidden, solution)
+    assert reward == 1.0 and info["reasoning_gym_score"] == 1.0
+    # A score the reward pays is the reward itself: shown as the env pays it.
+    reward, info = play(paid, near)
+    assert 0.5 < reward < 1.0 and info["reasoning_gym_score"] == reward
+
+
 # ------------------------------------------------------------------- through the server
 
 
