@@ -1099,19 +1099,25 @@ class Gateway:
         return await self._recorded(session, api, path, body, stream, size)
 
     def _pin_sampling(self, session: Session, body: dict[str, Any]) -> None:
-        """Fix a run's sampling at its first call: greedy (temperature 0) or sampled (1).
+        """Fix how a run's scored sessions sample at their first call: greedy or sampled.
 
         A client could otherwise preview the greedy reply off the record and record greedy
         calls only where it is right (sampling elsewhere): a run's pass@k would then count
         chosen samples, and the trainer would take greedy replies for the policy's samples.
+        Only sessions on a scorer's task are graded (``is_correct``), so only they are held
+        to it; a session the client rewards itself may mix.
         """
+        if session.env_id not in self.config.scorers or (
+            session.seed is None and session.index is None
+        ):
+            return
         mode = "greedy" if body.get("temperature") == 0 else "sampled"
         key = session.run or ""
         pinned = self._run_sampling.setdefault(key, mode)
         if pinned != mode:
             raise GatewayError(
                 400,
-                f"Run {session.run!r} records {pinned} calls "
+                f"Run {session.run!r} records {pinned} scored calls "
                 f"({'temperature 0' if pinned == 'greedy' else 'temperature 1'}): "
                 f"{mode} calls belong in another run.",
                 "sampling_changed",

@@ -292,20 +292,29 @@ def test_shutdown_stores_small_sessions_before_large_ones(tmp_path):
 def test_a_runs_sampling_is_fixed_by_its_first_call(tmp_path):
     """att29d M3: a client previewed the greedy reply off the record and recorded greedy calls
     only where it was right, sampling elsewhere: pass@1 1.0 for a chosen mix of samples."""
-    app = _test_client(tmp_path, StandInEngine())
+    app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}})
     try:
-        greedy = {**CALL, "temperature": 0}
-        first = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
-        assert app.post(f"/sessions/{first}/v1/completions", json=CALL, headers=ALICE).is_success
-        second = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
-        r = app.post(f"/sessions/{second}/v1/completions", json=greedy, headers=ALICE)
+        task = {"env_id": MATH, "seed": 0}
+        call = {**CALL, "prompt": _task_prompt(MATH, 0)}
+        greedy = {**call, "temperature": 0}
+
+        def open_session(**fields):
+            r = app.post("/sessions", json={**task, **fields}, headers=ALICE)
+            return f"/sessions/{r.json()['session_id']}/v1/completions"
+
+        assert app.post(open_session(), json=call, headers=ALICE).is_success
+        r = app.post(open_session(), json=greedy, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
-        # Another run takes greedy calls, and only those.
-        third = app.post("/sessions", json={"run": "eval-greedy"}, headers=ALICE).json()
-        url = f"/sessions/{third['session_id']}/v1/completions"
+        # Another run takes greedy scored calls, and only those.
+        url = open_session(run="eval-greedy")
         assert app.post(url, json=greedy, headers=ALICE).is_success
-        r = app.post(url, json=CALL, headers=ALICE)
+        r = app.post(open_session(run="eval-greedy"), json=call, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+        # A session the client rewards itself (no scorer task) may sample either way.
+        plain = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        for body in (CALL, {**CALL, "temperature": 0}):
+            r = app.post(f"/sessions/{plain}/v1/completions", json=body, headers=ALICE)
+            assert r.is_success, r.text
     finally:
         app.__exit__(None, None, None)
 
