@@ -229,8 +229,6 @@ class Gateway:
         self._scoring: collections.Counter[str] = collections.Counter()
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
-        #: Each run's sampling, fixed by its first call: "greedy" or "sampled".
-        self._run_sampling: dict[str, str] = {}
         #: Task ids of scorer tasks sessions opened on, by (env, seed, index).
         self._task_ids: dict[tuple[str, int | None, int | None], str | None] = {}
         #: Internal errors (bugs): one traceback per handler and error type per minute.
@@ -1112,8 +1110,7 @@ class Gateway:
         ):
             return
         mode = "greedy" if body.get("temperature") == 0 else "sampled"
-        key = session.run or ""
-        pinned = self._run_sampling.setdefault(key, mode)
+        pinned = self.sessions.pin_sampling(session.run, mode)
         if pinned != mode:
             raise GatewayError(
                 400,

@@ -444,6 +444,14 @@ class SessionRegistry:
         #: Request bytes of calls in flight per client (see :meth:`reserve`).
         self._reserved_by_owner: collections.Counter[str] = collections.Counter()
         self.claims_path = None if claims_path is None else Path(claims_path)
+        #: How each run's scored sessions sample ("greedy" or "sampled"), fixed by the first
+        #: scored call and kept next to the claims (a restart must not forget it).
+        self.sampling_path = (
+            None if self.claims_path is None else self.claims_path.with_suffix(".sampling")
+        )
+        self._sampling: dict[str, str] = {}
+        if self.sampling_path is not None and self.sampling_path.is_file():
+            self._sampling = _read_claims(self.sampling_path)
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
             self._claims = _read_claims(self.claims_path)
@@ -575,6 +583,20 @@ class SessionRegistry:
         fd = os.open(self.claims_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with os.fdopen(fd, "a") as f:
             f.write(line)
+
+    def pin_sampling(self, run: str | None, mode: str) -> str:
+        """The sampling mode of ``run``'s scored sessions: ``mode`` if it has none yet."""
+        key = run or ""
+        with self._lock:
+            pinned = self._sampling.get(key)
+            if pinned is not None:
+                return pinned
+            self._sampling[key] = mode
+            if self.sampling_path is not None:
+                fd = os.open(self.sampling_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a") as f:
+                    f.write(json.dumps([key, mode]) + "\n")
+            return mode
 
     def open_of(self, owner: str) -> int:
         """How many sessions ``owner`` holds open."""

@@ -1023,8 +1023,11 @@ class EpisodeStore:
         """Unbiased pass@k per ``run`` and env from stored episodes.
 
         Samples of one task are the episodes with the same run, env and task id (the group
-        index when the task id is missing); a sample is correct when ``is_correct``. Tasks with
-        fewer than ``k`` samples are left out of pass@k (and counted in ``tasks``). Every row's
+        index when the task id is missing); a sample is correct when ``is_correct``. A task
+        with fewer than ``k`` samples counts its missing samples as failures (``short@k``
+        says how many tasks were short): leaving such tasks out would let a client that sees
+        each grade stop sampling a task after its failures and keep only the tasks it solved
+        (pass@4 0.87 -> 1.0 for the same policy). Every row's
         columns are checked against their MAC first (:class:`DamagedEpisode`), and a deleted
         row raises :class:`MissingEpisodes`.
 
@@ -1035,7 +1038,7 @@ class EpisodeStore:
 
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "custom_left_out",
-            "pass@k": float, ...}}``; pass@k is NaN when no task has ``k`` samples.
+            "pass@k": float, "short@k": int, ...}}``.
         """
         from rllm_agents.passk import mean_pass_at_k
 
@@ -1072,7 +1075,8 @@ class EpisodeStore:
                 "custom_left_out": left_out.get((run, env_id), 0),
             }
             for k in ks:
-                row[f"pass@{k}"] = mean_pass_at_k(counts, k)
+                row[f"pass@{k}"] = mean_pass_at_k([(max(n, k), c) for n, c in counts], k)
+                row[f"short@{k}"] = sum(n < k for n, _ in counts)
             out[f"{run}|{env_id}"] = row
         return out
 

@@ -49,6 +49,7 @@ def test_agent_selection_and_override():
         Agent(think="drop")
 
 
+@pytest.mark.slow  # 11 s: every id made and reset, SWE and Code included
 def test_every_registered_env_gets_an_agent_that_builds_messages():
     for entry in rllm_envs.ENVS:
         try:

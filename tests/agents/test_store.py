@@ -284,7 +284,8 @@ def test_put_many_is_all_or_nothing(store):
 def test_pass_at_k_uses_the_unbiased_estimator(store):
     from benchmarks.leaderboard.passk import pass_at_k
 
-    # Task t0: 4 samples, 1 correct; t1: 4 samples, 0 correct; t2: 1 sample (left out at k=2).
+    # Task t0: 4 samples, 1 correct; t1: 4 samples, 0 correct; t2: 1 sample, correct (at
+    # k=2 its missing sample counts as a failure: s16 att29e F1).
     plan = {"t0": [1, 0, 0, 0], "t1": [0, 0, 0, 0], "t2": [1]}
     for task, outcomes in plan.items():
         for sample, ok in enumerate(outcomes):
@@ -297,8 +298,10 @@ def test_pass_at_k_uses_the_unbiased_estimator(store):
     row = table["run1|rllm/X-v0"]
     assert row["tasks"] == 3 and row["samples"] == 9
     assert row["pass@1"] == pytest.approx((0.25 + 0.0 + 1.0) / 3)
-    assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0) / 2)
-    assert math.isnan(store.pass_at_k([5])["run1|rllm/X-v0"]["pass@5"])
+    assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0 + pass_at_k(2, 1, 2)) / 3)
+    assert row["short@1"] == 0 and row["short@2"] == 1
+    five = store.pass_at_k([5])["run1|rllm/X-v0"]
+    assert five["pass@5"] == pytest.approx(2 / 3) and five["short@5"] == 3
     with pytest.raises(AgentConfigError):
         store.pass_at_k([0])
 
@@ -493,3 +496,32 @@ def test_a_value_its_column_would_convert_is_refused_before_anything_is_written(
         assert store.count() == 2 and store.verify() == []
         seeds = sorted(t.seed for t in store.trajectories())
         assert seeds == [1, 4] and all(type(s) is int for s in seeds)
+
+
+def test_stopping_a_task_after_its_failures_does_not_raise_pass_at_k(tmp_path):
+    """s16 att29e F1: tasks with fewer than k samples were left out of pass@k, so a client
+    that sees each grade sampled k-1 times, added a k-th sample only where one was right and
+    stopped elsewhere: pass@4 1.0 for a policy whose honest pass@4 is 0.87. Missing samples
+    now count as failures."""
+    import random
+
+    rng = random.Random(0)
+
+    def put(store, run, task, ok, sample):
+        step = Step([1], [2], [-0.5], "r", "r", "", float(ok), True, info={"is_correct": ok})
+        trajectory = Trajectory(env_id="rllm/X-v0", task_id=task, sample=sample, steps=[step])
+        store.put(trajectory, run=run)
+
+    with EpisodeStore(tmp_path / "e.db") as store:
+        for t in range(60):
+            outcomes = [rng.random() < 0.3 for _ in range(4)]
+            for i, ok in enumerate(outcomes):
+                put(store, "honest", f"t{t}", ok, i)
+            for i, ok in enumerate(outcomes[:3]):
+                put(store, "stopping", f"t{t}", ok, i)
+            if any(outcomes[:3]):
+                put(store, "stopping", f"t{t}", outcomes[3], 3)
+        table = store.pass_at_k([4])
+    honest, stopping = table["honest|rllm/X-v0"], table["stopping|rllm/X-v0"]
+    assert stopping["pass@4"] <= honest["pass@4"] < 1.0
+    assert stopping["tasks"] == 60 and stopping["short@4"] > 0

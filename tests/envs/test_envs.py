@@ -154,9 +154,10 @@ def _hacking_case(env_id: str, kwargs: dict) -> object:
     marks = []
     if entry.family == "Code":  # each degenerate reply is judged in the sandbox
         marks.append(pytest.mark.slow)
-    elif entry.family == "SWE" or kwargs:
-        # Each SWE reply is judged by running a project's tests; the variants repeat their id's
-        # policies on other settings (8x8 maps, other answer formats): the full suite runs them.
+    elif entry.family in ("SWE", "FrozenLake") or kwargs:
+        # Each SWE reply is judged by running a project's tests; FrozenLake's multi-turn replay
+        # policies play about 9,000 episodes (20 s); the variants repeat their id's policies on
+        # other settings (8x8 maps, other answer formats): the full suite runs them.
         marks.append(pytest.mark.slow)
     key = case_id(env_id, kwargs)
     if key in _HACKABLE:

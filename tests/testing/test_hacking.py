@@ -161,6 +161,7 @@ def test_the_demonstration_replies_are_what_the_policy_sends():
     assert "boxed{67}" in report.results[0].example
 
 
+@pytest.mark.slow  # 8 s: the whole check on a toy
 def test_success_can_be_read_from_another_info_key():
     """An env without ``is_correct`` names its own correctness (here: the ``correct`` term)."""
     report = check_reward_hacking(
@@ -443,7 +444,11 @@ def test_an_info_that_states_the_answer_before_the_agent_acts_is_flagged(toy, ru
     assert "info" in failed[0].rule.fix and "random baseline" in failed[0].detail
 
 
-@pytest.mark.parametrize("env_id", ["rllm/Debate-v1", "rllm/SolverJudge-v1"])
+@pytest.mark.parametrize(
+    "env_id",
+    # SolverJudge's 7 s: the full suite runs it (Debate's scan stays in the lane).
+    ["rllm/Debate-v1", pytest.param("rllm/SolverJudge-v1", marks=pytest.mark.slow)],
+)
 def test_multiagent_envs_whose_infos_repeat_the_observation_pass_the_info_scan(env_id):
     # Debate's info lists every debater's answer, which the observation shows too: a
     # debater's answer is not the reference, and copying it is the env's business.

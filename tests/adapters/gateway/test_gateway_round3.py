@@ -340,3 +340,23 @@ def test_malformed_stop_ids_session_ids_and_lookups_beyond_the_scoring_cap_answe
         assert app.post("/sessions", json={"env_id": MATH, "seed": 5}, headers=BOB).is_success
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_runs_sampling_mode_survives_a_restart(tmp_path):
+    """att29e F3: the greedy/sampled pin was in memory only: after a restart on the same
+    store, greedy scored calls joined a sampled run again."""
+    call = {**CALL, "prompt": _task_prompt(MATH, 0)}
+    for attempt in range(2):
+        app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}})
+        try:
+            sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE).json()
+            url = f"/sessions/{sid['session_id']}/v1/completions"
+            body = call if attempt == 0 else {**call, "temperature": 0}
+            r = app.post(url, json=body, headers=ALICE)
+            if attempt == 0:
+                assert r.is_success, r.text
+            else:
+                assert r.status_code == 400, r.text
+                assert r.json()["error"]["code"] == "sampling_changed"
+        finally:
+            app.__exit__(None, None, None)

@@ -140,7 +140,9 @@ def _hacking_case(entry) -> object:
     # SolverJudge's roles are played degenerate in the contributors' lane by the checker's own
     # test (tests/testing/test_hacking.py, 8 episodes); its 24-episode run here is the costliest
     # of the lane and runs in the full suite.
-    marks = [pytest.mark.slow] if entry.id == "rllm/SolverJudge-v1" else []
+    # TicTacToe's episodes of every degenerate move pattern take 6 s: full suite too.
+    slow = ("rllm/SolverJudge-v1", "rllm/TicTacToe-v0")
+    marks = [pytest.mark.slow] if entry.id in slow else []
     return pytest.param(entry, id=entry.id, marks=marks)
 
 

@@ -181,6 +181,7 @@ def test_a_rubiks_cube_solution_pays_and_huge_repeat_counts_are_not_played(monke
         assert turned == [], answer  # refused before the cube is turned
 
 
+@pytest.mark.slow  # 8 s: a search of every board
 def test_a_random_walk_solves_no_sokoban_board_and_the_solutions_still_pay():
     from reasoning_gym.factory import get_score_answer_fn
 

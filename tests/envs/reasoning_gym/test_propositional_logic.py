@@ -49,6 +49,7 @@ ATTACKS = {
 }
 
 
+@pytest.mark.slow  # 7-24 s: thousands of premise sets per universe (the full suite runs it)
 @pytest.mark.parametrize("task_seed", [0, EVAL_TASK_SEED])
 def test_the_reference_scores_and_restated_premises_earn_nothing(task_seed):
     env = ReasoningGymEnv(dataset="propositional_logic", task_seed=task_seed)
@@ -69,6 +70,7 @@ def test_the_reference_scores_and_restated_premises_earn_nothing(task_seed):
     assert not any(wins.values())
 
 
+@pytest.mark.slow  # the env's first reset measures its premise sets (10-20 s a process)
 def test_the_env_reports_a_restatement_in_its_verdict():
     env = ReasoningGymEnv(dataset="propositional_logic")
     env.reset(options={"index": 0})
@@ -140,6 +142,7 @@ def test_a_fixed_or_templated_conclusion_earns_no_more_than_a_fair_share():
     assert wins[best] <= 0.1 * N, (best, wins[best])
 
 
+@pytest.mark.slow  # 20-40 s: the premise sets of both universes
 @pytest.mark.parametrize("task_seed", [0, EVAL_TASK_SEED])
 def test_the_reference_and_other_specific_conclusions_earn_1(task_seed):
     """The reference pays on at least 95% of tasks, and so does a valid conclusion other than

@@ -133,7 +133,15 @@ def test_an_unknown_evaluating_family_is_refused_when_the_env_is_made(monkeypatc
 # ------------------------------------------------------------------ rewards still right
 
 
-@pytest.mark.parametrize("family", AFFECTED)
+#: Families whose generators take 5-15 s to draw a test's tasks: the full suite runs them.
+_SLOW_FAMILIES = {"puzzle24", "intermediate_integration"}
+
+
+def _families(names):
+    return [pytest.param(f, marks=[pytest.mark.slow] if f in _SLOW_FAMILIES else []) for f in names]
+
+
+@pytest.mark.parametrize("family", _families(AFFECTED))
 def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
     env = _make(family)
     paid = 0
@@ -154,7 +162,7 @@ def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
     assert paid >= 99, (family, paid)
 
 
-@pytest.mark.parametrize("family", SYMPY)
+@pytest.mark.parametrize("family", _families(SYMPY))
 def test_power_towers_and_huge_numbers_are_refused_at_once(family):
     env = _make(family)
     for bomb in BOMBS + ["1" * 5000, "x**" + "(" * 200 + "2" + ")" * 200]:

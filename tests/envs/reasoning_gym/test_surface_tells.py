@@ -78,16 +78,17 @@ def test_families_with_a_tell_in_their_strings_are_flagged_by_the_bounded_probe(
     assert tell is not None and TELL in tell and stats["lower"] > 0.1, stats
 
 
-def test_ransom_note_stays_held_with_the_string_statistics():
+def test_ransom_note_has_no_tell_in_the_string_statistics():
     # Its two strings' lengths and distinct letters do not give its answer (0.54 against a
-    # constant's 0.51 in the attack's own rule).
+    # constant's 0.51 in the attack's own rule); its letter-subset shortcut does (s16, a
+    # committed tell in surface.KNOWN_TELLS, tests/envs/reasoning_gym/test_blind_s16.py).
     assert ReasoningGymTasks("ransom_note").surface_tell() is None
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        "game_of_life_halting",
+        pytest.param("game_of_life_halting", marks=pytest.mark.slow),  # 10 s of draws
         "circuit_logic",
         "course_schedule",
         "isomorphic_strings",
