@@ -69,6 +69,7 @@ SERVED_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "rllm/Math-v1": {"reveal_reference": False},
     "rllm/Countdown-v1": {"reveal_reference": False},  # issue #31, F2
     "rllm/ReasoningGym-v0": {"reveal_reference": False},  # issue #31 (att31), F1
+    "rllm/Search-v1": {"reveal_reference": False},  # issue #31 (att31d): its token F1
 }
 
 

@@ -777,7 +777,10 @@ class EpisodeStore:
             damaged = []
             expected = 1
             for row in conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
-                damaged += [_missing(self.path, i) for i in range(expected, row[0])]
+                # Missing: ids up to the mark only (a row id set far past it lists no more).
+                damaged += [
+                    _missing(self.path, i) for i in range(expected, min(row[0], written + 1))
+                ]
                 expected = max(expected, row[0] + 1)
                 try:
                     self._episode(row, row[18])

@@ -439,17 +439,24 @@ class Sequence1:
 
     def see(self, row_id: int) -> None:
         """Next row id read; :class:`MissingEpisodes` for the ids skipped before it."""
-        if row_id != self.next:
-            self._missing(row_id)
-        self.next += 1
+        if row_id != self.next and self.next <= self.high_water:
+            self._missing()
+        # Ids past the mark need not follow on (rows written after it; their MACs decide).
+        self.next = row_id + 1
 
     def end(self) -> None:
         """The rows ran out; :class:`MissingEpisodes` if ids up to the mark were not seen."""
         if self.next <= self.high_water:
-            self._missing(self.high_water)
+            self._missing()
 
-    def _missing(self, upto: int) -> None:
-        present = {row[0] for row in self.conn.execute("SELECT id FROM episodes")}
-        last = max(upto, self.high_water, max(present, default=0))
-        missing = [i for i in range(1, last + 1) if i not in present]
+    def _missing(self) -> None:
+        # Only ids up to the mark were written: a row whose id was set far past it (10**12)
+        # must not make the check list every id in between (it ran out of memory).
+        present = {
+            row[0]
+            for row in self.conn.execute(
+                "SELECT id FROM episodes WHERE id <= ?", (self.high_water,)
+            )
+        }
+        missing = [i for i in range(1, self.high_water + 1) if i not in present]
         raise MissingEpisodes(self.db, missing or [self.next], self.high_water)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 from dataclasses import replace
@@ -18,7 +19,51 @@ __all__ = ["ReasoningGymEnv"]
 
 #: Verdicts that tell how much of an answer the scorer matched (a piece of the reference, or a
 #: piece of the question it paid for): said as ``"wrong"`` when the reference is hidden.
-_MATCH_VERDICTS = frozenset({"truncated", "copied_from_question"})
+#: A client's propositional_logic record: its premises' variables (the scorer builds all
+#: 2^N assignments), premises, and the difficulty config whose premise sets are drawn.
+_LOGIC_BOUNDS = {"variables": 12, "premises": 16, "max_statements": 16, "max_complexity": 6}
+
+
+def _check_logic_record(metadata: Mapping[str, Any]) -> None:
+    """Refuse a client's propositional_logic record that would cost the scorer unbounded work.
+
+    reasoning-gym's scorer lists every assignment of the premises' variables (24 variables:
+    2.5 GB; 26: tens of GB) and the share check draws the record's difficulty config
+    (statements 60, complexity 8: 170 s a step).
+    """
+    from rllm_envs.error import InvalidEnvConfig
+
+    premises = metadata.get("premises")
+    if not isinstance(premises, list) or not all(isinstance(p, str) for p in premises):
+        raise InvalidEnvConfig("A propositional_logic record's premises must be a list of str.")
+    names = set(re.findall(r"[A-Za-z_]\w*", " ".join(premises)))
+    difficulty = metadata.get("difficulty")
+    config = difficulty if isinstance(difficulty, Mapping) else {}
+    sizes = {
+        "variables": len(names),
+        "premises": len(premises),
+        "max_statements": _upper(config.get("statements")),
+        "max_complexity": _upper(config.get("complexity")),
+    }
+    over = {k: v for k, v in sizes.items() if v is not None and v > _LOGIC_BOUNDS[k]}
+    if over:
+        raise InvalidEnvConfig(
+            f"A propositional_logic record may hold at most {_LOGIC_BOUNDS} (what scoring it "
+            f"costs grows exponentially with them); this one: {over}."
+        )
+
+
+def _upper(bounds: Any) -> int | None:
+    """The upper end of a difficulty range (``(low, high)`` or a number); ``None``: none."""
+    if isinstance(bounds, (list, tuple)) and bounds:
+        bounds = bounds[-1]
+    if isinstance(bounds, (int, float)) and not isinstance(bounds, bool):
+        return int(bounds) if bounds == bounds and abs(bounds) < 2**31 else 2**31
+    return None
+
+
+#: Verdicts that depend on the reply alone (the others are decided against the reference).
+_PLAIN_VERDICTS = frozenset({"correct", "no_answer", "several_answers", "placeholder", "echo"})
 
 #: Families already warned of in this process (:func:`_warn_of_a_tell`).
 _WARNED: set[str] = set()
@@ -176,7 +221,10 @@ class ReasoningGymEnv(TextEnv):
     - ``reveal_reference`` (bool, default ``True``): show the reference answer after a wrong
       reply (in the observation and ``info["reference_answer"]``). ``False`` withholds it:
       whoever plays the env (a client of a server, see :mod:`rllm_adapters.openenv`, which
-      defaults to ``False``) cannot read answers off wrong replies and replay them.
+      defaults to ``False``) cannot read answers off wrong replies and replay them. Nor
+      anything decided against the reference: a wrong reply's verdict reads ``wrong`` (only
+      ``no_answer``, ``several_answers``, ``placeholder`` and ``echo``, which depend on the
+      reply alone, are said as such).
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
@@ -252,6 +300,8 @@ class ReasoningGymEnv(TextEnv):
                 f"metadata: dict, dataset: str); {'; '.join(wrong)}."
             )
         metadata = task.get("metadata") or {}
+        if _is_logic(task):
+            _check_logic_record(metadata)
         family = metadata.get("source_dataset") if isinstance(metadata, Mapping) else None
         family = family or task.get("dataset")
         if task.get("dataset") != self.dataset or not (
@@ -275,9 +325,11 @@ class ReasoningGymEnv(TextEnv):
         result = grade(action, self.task)
         reference = self.task.get("answer")
         reference = reference if isinstance(reference, str) and self.reveal_reference else None
-        if not self.reveal_reference and result.verdict in _MATCH_VERDICTS:
-            # "Only the start of the right one" says how much matched: a prefix oracle for a
-            # hidden reference. Said as plainly wrong (the reward is the same 0).
+        if not self.reveal_reference and result.verdict not in _PLAIN_VERDICTS:
+            # Every other verdict was decided against the reference ("only the start of the
+            # right one", "partial", "not finite", "earns no more than nonsense"): replaying
+            # one task, a client read a hidden answer off them (a mini_sudoku cell at a time;
+            # lcm's number from candidate sets). Said as plainly wrong (the reward is the same).
             result = replace(result, verdict="wrong", reason="the answer is not correct")
         if result.correct:
             text = "Correct."

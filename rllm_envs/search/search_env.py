@@ -122,6 +122,8 @@ class SearchEnv(TextEnv):
     - ``retriever`` (``"bm25s"`` default, or ``"rank_bm25"``); ``cache_dir`` (path; default
       ``$RLLM_ENVS_CACHE`` or ``~/.cache/rllm-envs``; ``False`` disables the disk cache).
     - ``max_searches_per_turn`` (int, default 3).
+    - ``reveal_reference`` (bool, default ``True``): ``False`` (a server's default) reports
+      an unpaid ``f1`` as 1 or 0 only: against a hidden answer a token F1 is an oracle.
     - ``task_seed`` (int, default 0), ``max_turns`` (int, default 8), ``reward_weights``,
       ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
@@ -159,8 +161,14 @@ class SearchEnv(TextEnv):
         max_turns: int = 8,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
+        reveal_reference: bool = True,
     ) -> None:
         difficulty = check_difficulty(difficulty, DIFFICULTY_HOPS)
+        if not isinstance(reveal_reference, bool):
+            raise InvalidEnvConfig(
+                f"Expects `reveal_reference` to be a bool, actual: {reveal_reference!r}."
+            )
+        self.reveal_reference = reveal_reference
         if not isinstance(kb_size, int) or kb_size < 10:
             raise InvalidEnvConfig(f"Expects `kb_size` to be an int >= 10, actual: {kb_size!r}.")
         if not isinstance(top_k, int) or not 1 <= top_k <= 50:
@@ -321,6 +329,11 @@ class SearchEnv(TextEnv):
             answers = self.task["answers"]
             em = exact_match(report.final_answer, answers)
             f1 = f1_score(report.final_answer, answers)
+            if not self.reveal_reference and not self.reward_weights.get("f1"):
+                # A token F1 against a hidden answer is a bag-of-words oracle: a client
+                # replaying one task narrows the answer's words down. Unpaid and hidden, it
+                # reads 1 or 0.
+                f1 = em
             info["f1"] = f1
             verdict = "correct" if em == 1.0 else "not correct"
             return Transition(

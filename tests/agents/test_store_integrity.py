@@ -589,3 +589,31 @@ def test_pass_at_k_leaves_out_episodes_on_client_passed_tasks(tmp_path, capsys):
     assert '"pass@1": 0.0' in capsys.readouterr().out
     assert main([str(path), "passk", "--include-custom", "--json"]) == 0
     assert '"pass@1": 0.5' in capsys.readouterr().out
+
+
+def test_a_row_id_set_far_past_the_mark_is_reported_not_enumerated(tmp_path):
+    """att31d: a row's id set to 10**12 with sqlite3 (no key needed) made verify, filtered
+    counts and pass@k list every id in between and run out of memory instead of reporting."""
+    import sqlite3
+    import time
+
+    from rllm_agents.store import DamagedStore, EpisodeStore
+
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        for seed in range(5):
+            step = Step([1], [2], [-0.5], "r", "r", "", 1.0, True, info={"is_correct": True})
+            store.put(Trajectory(env_id="rllm/X-v0", task_id="t", seed=seed, steps=[step]), run="r")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE episodes SET id = ? WHERE id = 3", (10**12,))
+    conn.commit()
+    conn.close()
+    started = time.monotonic()
+    with EpisodeStore(path) as store:
+        damaged = store.verify()
+        assert 3 in {d.id for d in damaged} and 10**12 in {d.id for d in damaged}
+        with pytest.raises(DamagedStore):
+            store.pass_at_k([1])
+        with pytest.raises(DamagedStore):
+            store.count(run="r")
+    assert time.monotonic() - started < 30

@@ -322,6 +322,56 @@ def test_reveal_reference_false_withholds_the_partial_score():
     assert 0.5 < reward < 1.0 and info["reasoning_gym_score"] == reward
 
 
+def test_with_the_reference_hidden_a_wrong_replys_verdict_and_text_say_only_wrong():
+    """att31d: with the partial score hidden, ``info["verdict"]`` still said ``partial`` (and
+    the text "earns no more than nonsense" or "not the right one" where the scorer paid
+    something): lcm's answers read off sets of candidates in 11-20 replays of one index, a
+    mini_sudoku cell at a time. Hidden, every verdict decided against the reference is
+    ``wrong``."""
+    shown = rllm_envs.make(ENV_ID, dataset="lcm")
+    hidden = rllm_envs.make(ENV_ID, dataset="lcm", reveal_reference=False)
+    shown.reset(options={"index": 0})
+    reference = shown.unwrapped.task["answer"]
+    candidates = "|".join([reference, "17", "23"]) + "|"
+    seen: dict[str, set[str]] = {"shown": set(), "hidden": set()}
+    texts: set[str] = set()
+    for reply in (candidates, "17|23|", f"{reference}.5", "nan", "0", reference[:-1]):
+        for name, env in (("shown", shown), ("hidden", hidden)):
+            env.reset(options={"index": 0})
+            text, reward, _, _, info = env.step(f"<answer>{reply}</answer>")
+            assert reward == 0.0
+            seen[name].add(info["verdict"])
+            if name == "hidden":
+                texts.add(text)
+                assert info["reasoning_gym_score"] == 0.0
+    assert seen["shown"] - {"wrong"}  # shown: the verdicts tell these replies apart
+    assert seen["hidden"] == {"wrong"} and len(texts) == 1
+    hidden.reset(options={"index": 0})
+    assert hidden.step("no tags")[4]["verdict"] == "no_answer"  # the reply's own fault
+
+
+def test_a_clients_propositional_logic_record_is_bounded():
+    """att31d: a client's record of 24 variables made the scorer list 2^24 assignments (2.5
+    GB); statements 60 and complexity 8 cost 170 s a step."""
+    from rllm_envs.error import InvalidEnvConfig
+
+    env = rllm_envs.make(ENV_ID, dataset="propositional_logic")
+    env.reset(options={"index": 0})
+    task = dict(env.unwrapped.task)
+    task.pop("id", None)
+    env.reset(options={"task": task})  # a record like the source's plays
+    atoms = [f"V{i}" for i in range(24)]
+    wide = {**task, "metadata": {**task["metadata"], "premises": [" ∨ ".join(atoms)]}}
+    with pytest.raises(InvalidEnvConfig, match="at most"):
+        env.reset(options={"task": wide})
+    deep = {
+        **task,
+        "metadata": {**task["metadata"], "difficulty": {"statements": [2, 60], "complexity": 8}},
+    }
+    with pytest.raises(InvalidEnvConfig, match="at most"):
+        env.reset(options={"task": deep})
+
+
 # ------------------------------------------------------------------- through the server
 
 

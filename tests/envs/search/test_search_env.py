@@ -63,6 +63,26 @@ def test_partial_answer_gets_f1_but_no_reward():
     assert info["reward_components"]["f1"] == pytest.approx(2 / 3) and info["f1"] > 0
 
 
+def test_with_the_reference_hidden_an_unpaid_f1_reads_only_right_or_wrong():
+    """att31d: a served Search env showed the token F1 of a wrong answer, a bag-of-words
+    oracle on the hidden answer ("Foo Theinvos Bar": 0.5). Hidden and unpaid, it is 1 or 0;
+    a reward that pays it keeps it."""
+    task = {"question": "q?", "answers": ["Ross Island"]}
+    for kwargs, expected in (
+        ({"reveal_reference": False}, 0.0),
+        ({"reveal_reference": False, "reward_weights": {"f1": 0.5}}, 2 / 3),
+    ):
+        env = SearchEnv(difficulty=1, **kwargs)
+        env.reset(seed=0, options={"task": task})
+        _, reward, _, _, info = env.step("<answer>Ross</answer>")
+        assert info["f1"] == pytest.approx(expected)
+        assert info["reward_components"]["f1"] == pytest.approx(expected)
+        env.reset(seed=0, options={"task": task})
+        assert env.step("<answer>Ross Island</answer>")[4]["f1"] == 1.0
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="reveal_reference"):
+        SearchEnv(difficulty=1, reveal_reference="no")
+
+
 def test_tool_call_form_works_for_search_and_answer():
     env = SearchEnv(difficulty=1)
     env.reset(seed=2)
