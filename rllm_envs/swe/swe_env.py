@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration
-from rllm_envs.error import InvalidEnvConfig
+from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.swe import judge
 from rllm_envs.swe.repo import (
     PatchError,
@@ -369,6 +369,15 @@ class SWEEnv(TextEnv):
     # ------------------------------------------------------------------------- hooks
 
     def _check_task(self, task: Task) -> None:
+        if "repo_path" in task:
+            # A folder on the host that runs the env: a client (of a server) naming one would
+            # read any git repository the env can (its files become the observation). Records
+            # of the env's own dataset name theirs under `repos_dir`, the operator's choice.
+            raise InvalidDataset(
+                "A passed task carries its repository as `files` ({path: text}); `repo_path` "
+                "names a folder on the env's host and is read only from the env's own dataset "
+                "(`dataset=` with `repos_dir=`)."
+            )
         check_task(task)
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
