@@ -1044,6 +1044,9 @@ class Gateway:
         path = "/chat/completions" if api == "chat" else "/completions"
         session = self.sessions.get(sid, principal) if sid is not None else None
         if session is None:
+            # The relay forwards the bytes: the parsed body (a 4 MiB body of `[[], ...]` holds
+            # ~100 MB as Python objects) is not kept while the engine answers.
+            del body
             return await self._relay(path, raw, stream, principal)
         if any(
             body.get(k) is not None and (type(body[k]) is not int or body[k] != 1)
