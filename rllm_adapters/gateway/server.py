@@ -158,6 +158,10 @@ class GatewayServer:
             timeout_keep_alive=30,
             h11_max_incomplete_event_size=64 * 1024,
         )
+        # uvicorn's own line per bad connection, rate-limited like the env server's.
+        from rllm_adapters.openenv.limits import limit_uvicorn_log
+
+        limit_uvicorn_log()
         server = uvicorn.Server(config)
         shutdown = server.shutdown
         gateway = self.gateway

@@ -31,6 +31,7 @@ from rllm_adapters.openenv.limits import (
     _h11_protocol,
     _peer,
     _ws_protocol,
+    limit_uvicorn_log,
     loads_bounded,
     log,
 )
@@ -632,6 +633,7 @@ def serve(
         app = create_app(env_id, env_kwargs=env_kwargs, limits=limits)
     else:
         app = create_multi_app(env_id, env_kwargs=env_kwargs, limits=limits)
+    limit_uvicorn_log()
     uvicorn.run(
         app,
         host=host,

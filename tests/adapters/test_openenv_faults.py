@@ -736,9 +736,13 @@ def test_log_lines_of_one_kind_are_rate_limited():
     """att31c L2: 6,408 reconnects in 10 s wrote 686 kB of refusal lines."""
     import logging
 
-    from rllm_adapters.openenv.limits import _RateLimit
+    from rllm_adapters.openenv.limits import RateLimitFilter, limit_uvicorn_log
 
-    limit = _RateLimit(burst=3, window_s=60.0)
+    limit_uvicorn_log()
+    limit_uvicorn_log()
+    uvicorn_filters = logging.getLogger("uvicorn.error").filters
+    assert sum(isinstance(f, RateLimitFilter) for f in uvicorn_filters) == 1
+    limit = RateLimitFilter(burst=3, window_s=60.0)
     records = [
         logging.LogRecord("x", logging.WARNING, __file__, 1, "refused ws %s", ("p",), None)
         for _ in range(10)
