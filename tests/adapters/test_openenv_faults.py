@@ -718,9 +718,23 @@ def test_a_message_of_millions_of_tiny_containers_is_refused_before_it_is_parsed
     with pytest.raises(ValueError):
         loads_bounded(b"\xff" * 100)
     assert time.process_time() - started < 1.0  # bounded work, not a parse of 2M containers
-    code = "for i in range(3): print([i, {1: 2}])\n" * 20_000  # 40k brackets, in a string
+    code = 'for i in range(3): print([i, {1: 2}], "q\\\\")\n' * 20_000  # 40k brackets, quoted
     assert loads_bounded(json.dumps({"type": "step", "data": {"text": code}}))["data"]["text"]
     assert MAX_JSON_CONTAINERS < 40_000
+    # att31e: the first count was a regular expression whose backtracking over an unclosed
+    # string was exponential (70 kB and 28 more characters: 15.9 s of the loop). Hostile
+    # shapes now cost linear time in C, refused or parsed.
+    hostile = [
+        '{"type":"step","data":{"text":"' + "x" * 70_000 + '"}} "' + "a" * 60,
+        json.dumps({"text": '"' * 4_000_000}),  # escapes
+        '"\\' * 10_000 + "x" * 70_000,
+        "[" + ",".join(['""'] * 1_000_000) + "]",  # strings
+    ]
+    started = time.process_time()
+    for text in hostile:
+        with contextlib.suppress(ValueError):
+            loads_bounded(text)
+    assert time.process_time() - started < 1.0
     app = create_app(ENV)
     with TestClient(app) as http:
         with http.websocket_connect("/ws") as ws:
