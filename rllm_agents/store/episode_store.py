@@ -1026,11 +1026,13 @@ class EpisodeStore:
         """Unbiased pass@k per ``run`` and env from stored episodes.
 
         Samples of one task are the episodes with the same run, env and task id (the group
-        index when the task id is missing); a sample is correct when ``is_correct``. A task
-        with fewer than ``k`` samples counts its missing samples as failures (``short@k``
-        says how many tasks were short): leaving such tasks out would let a client that sees
-        each grade stop sampling a task after its failures and keep only the tasks it solved
-        (pass@4 0.87 -> 1.0 for the same policy). Every row's
+        index when the task id is missing); a sample is correct when ``is_correct``. Every
+        task counts as sampled as often as the group's most-sampled task (and at least ``k``
+        times): its missing samples are failures (``short@k`` says how many tasks were
+        short). A writer that sees each grade could otherwise choose when to stop: leaving
+        short tasks out paid stopping a task after its failures (pass@4 0.87 -> 1.0), and
+        unequal counts paid sampling a task until its first success (pass@1 0.3 -> 0.51).
+        Every row's
         columns are checked against their MAC first (:class:`DamagedEpisode`), and a deleted
         row raises :class:`MissingEpisodes`.
 
@@ -1077,9 +1079,12 @@ class EpisodeStore:
                 "samples": sum(n for n, _ in counts),
                 "custom_left_out": left_out.get((run, env_id), 0),
             }
+            most = max(n for n, _ in counts)
             for k in ks:
-                row[f"pass@{k}"] = mean_pass_at_k([(max(n, k), c) for n, c in counts], k)
-                row[f"short@{k}"] = sum(n < k for n, _ in counts)
+                # Every task as sampled as the most-sampled one: missing samples are failures.
+                target = max(most, k)
+                row[f"pass@{k}"] = mean_pass_at_k([(target, c) for _, c in counts], k)
+                row[f"short@{k}"] = sum(n < target for n, _ in counts)
             out[f"{run}|{env_id}"] = row
         return out
 

@@ -297,9 +297,11 @@ def test_pass_at_k_uses_the_unbiased_estimator(store):
     table = store.pass_at_k([1, 2])
     row = table["run1|rllm/X-v0"]
     assert row["tasks"] == 3 and row["samples"] == 9
-    assert row["pass@1"] == pytest.approx((0.25 + 0.0 + 1.0) / 3)
-    assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0 + pass_at_k(2, 1, 2)) / 3)
-    assert row["short@1"] == 0 and row["short@2"] == 1
+    # Every task counts as sampled 4 times (the most-sampled task's count): t2's 3 missing
+    # samples are failures (s16 att29e F1, att31e).
+    assert row["pass@1"] == pytest.approx((0.25 + 0.0 + 0.25) / 3)
+    assert row["pass@2"] == pytest.approx((pass_at_k(4, 1, 2) + 0.0 + pass_at_k(4, 1, 2)) / 3)
+    assert row["short@1"] == 1 and row["short@2"] == 1
     five = store.pass_at_k([5])["run1|rllm/X-v0"]
     assert five["pass@5"] == pytest.approx(2 / 3) and five["short@5"] == 3
     with pytest.raises(AgentConfigError):
@@ -525,3 +527,26 @@ def test_stopping_a_task_after_its_failures_does_not_raise_pass_at_k(tmp_path):
     honest, stopping = table["honest|rllm/X-v0"], table["stopping|rllm/X-v0"]
     assert stopping["pass@4"] <= honest["pass@4"] < 1.0
     assert stopping["tasks"] == 60 and stopping["short@4"] > 0
+
+
+def test_sampling_a_task_until_its_first_success_does_not_raise_pass_at_k(tmp_path):
+    """s16 att31e: with unequal counts, a writer that samples each task until its first
+    success (up to 8) read pass@1 0.51 for a policy right 0.3 of the time. Every task now
+    counts as sampled as often as the most-sampled one."""
+    import random
+
+    rng = random.Random(1)
+    with EpisodeStore(tmp_path / "e.db") as store:
+        for t in range(200):
+            for i in range(8):
+                ok = rng.random() < 0.3
+                step = Step(
+                    [1], [2], [-0.5], "r", "r", "", float(ok), True, info={"is_correct": ok}
+                )
+                store.put(
+                    Trajectory(env_id="rllm/X-v0", task_id=f"t{t}", sample=i, steps=[step]), run="r"
+                )
+                if ok:
+                    break
+        row = store.pass_at_k([1])["r|rllm/X-v0"]
+    assert row["pass@1"] < 0.3 and row["short@1"] > 0
