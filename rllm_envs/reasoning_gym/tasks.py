@@ -158,6 +158,19 @@ def oracle_answer(task: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _source_name(dataset: str, task_seed: int, size: int, config: Mapping[str, Any]) -> str:
+    """The prefix of a source's task ids (``reasoning-gym-<family>-s<seed>`` by default).
+
+    Another config or size draws other tasks at the same index, so its ids carry a digest of
+    them: pass@k groups samples by task id, and one id over two tasks merged them (att31e).
+    """
+    if not config and size == DEFAULT_SIZE:
+        return f"reasoning-gym-{dataset}-s{task_seed}"
+    canonical = json.dumps({"config": config, "size": size}, sort_keys=True, default=str)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    return f"reasoning-gym-{dataset}-c{digest}-s{task_seed}"
+
+
 class ReasoningGymTasks(TaskSource):
     """Tasks of one reasoning-gym family (see the module docstring).
 
@@ -219,7 +232,7 @@ class ReasoningGymTasks(TaskSource):
         self.difficulty = difficulty
         self.curriculum = dict(curriculum or {})
         self.config = fields
-        self.name = f"reasoning-gym-{dataset}-s{task_seed}"
+        self.name = _source_name(dataset, task_seed, size, fields)
         self._probes: list[tuple[str, str]] | None = None
         self._failure = ""
         try:

@@ -178,3 +178,17 @@ def test_a_family_with_a_shortcut_is_refused_for_held_out_evaluation_and_warns(f
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gym.make(ENV_ID, dataset=family, size=4).close()
+
+
+def test_a_config_or_size_names_its_tasks_apart():
+    """att31e: ``difficulty``, ``config`` and ``size`` drew other questions at index 0 under
+    the same task id, so pass@k merged different tasks (pass@4 0.986 stored for a true 0.5)."""
+    ids, questions = set(), set()
+    for kwargs in ({}, {"difficulty": 3}, {"config": {"max_value": 50}}, {"size": 50}):
+        env = gym.make(ENV_ID, dataset="gcd", **kwargs)
+        _, info = env.reset(options={"index": 0})
+        ids.add(info["task_id"])
+        questions.add(env.unwrapped.task["question"])
+        env.close()
+    assert len(ids) == len(questions) == 4
+    assert "reasoning-gym-gcd-s0-0" in ids  # the default config keeps its ids
