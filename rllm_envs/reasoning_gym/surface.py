@@ -130,6 +130,13 @@ KNOWN_TELLS: dict[str, str] = {
     "0.44 of evaluation draws against the best constant's 0.05 (n=150)",
     "tsumego": "the empty point with the most stones next to it (no colour, liberties or life "
     "and death) answers 0.59 of evaluation draws against the best constant's 0.04 (n=150)",
+    # A second blind round (s16 att25d), measured the same way.
+    "binary_matrix": "distances read off each cell's neighbours (0, 1, or 2 for the rest; no "
+    "search) answer 0.29 of evaluation draws against the best constant's 0.01 (n=150)",
+    "color_cube_rotation": "the asked side's colour before the rotations answers 0.37 of "
+    "evaluation draws against the best constant's 0.07 (n=150)",
+    "mahjong_puzzle": "the hand read without its removals answers 0.59 of evaluation draws "
+    "against the best constant's 0.33 (n=150)",
 }
 
 

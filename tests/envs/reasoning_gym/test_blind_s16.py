@@ -1,6 +1,6 @@
-"""Blind red-team s16 (att25c): reasoning shortcuts of rllm/ReasoningGym-v0 families.
+"""Blind red-teams s16 (att25c, att25d): reasoning shortcuts of rllm/ReasoningGym-v0 families.
 
-Seven families pay a policy that skips the task's reasoning far above their best constant, on
+Ten families pay a policy that skips the task's reasoning far above their best constant, on
 the evaluation universe too, while neither the surface classifiers nor ``check_reward_hacking``
 see it (they read tokens and string statistics, not positions, adjacency or arithmetic):
 
@@ -10,7 +10,10 @@ see it (they read tokens and string statistics, not positions, adjacency or arit
 * shortest_path: all vertical moves, then all horizontal ones, obstacles ignored;
 * rotten_oranges: the farthest fresh orange's distance to its nearest rotten one;
 * ransom_note: whether the note's letters are a subset of the magazine's (counts ignored);
-* count_primes: the prime-number theorem's estimate instead of a count.
+* count_primes: the prime-number theorem's estimate instead of a count;
+* color_cube_rotation: the asked side's colour before the rotations (att25d);
+* mahjong_puzzle: the hand without its removals (att25d);
+* binary_matrix: distances 0, 1 or "2 or more" from the neighbours alone, no search (att25d).
 
 Like ``lcm`` (s12 L4) they are committed in ``surface.KNOWN_TELLS``: refused for held-out
 evaluation, and a warning when one is used for training. The shortcuts below are the red
@@ -128,7 +131,48 @@ def _count_primes(question: str) -> str:
     return str(round(li(high + 0.5) - li(max(low - 0.5, 2))))
 
 
+def _color_cube_rotation(question: str) -> str:
+    side = re.search(r"color of the (\w+) side", question)
+    assert side is not None
+    before = re.search(rf"a (\w+) {side.group(1)} side", question)
+    return before.group(1) if before else "red"
+
+
+def _mahjong_puzzle(question: str) -> str:
+    initial = re.search(r"initial cards (\w+)", question)
+    adds = re.findall(r"Add an? (\w) card", question)
+    if initial is None or not adds:
+        return "Pass"
+    hand, new = list(initial.group(1)) + adds[:-1], adds[-1]
+    if hand.count(new) >= 2:
+        return "Peng"
+    o, held = ord(new), set(hand)
+    pairs = ((o - 2, o - 1), (o - 1, o + 1), (o + 1, o + 2))
+    return "Chi" if any(chr(a) in held and chr(b) in held for a, b in pairs) else "Pass"
+
+
+def _binary_matrix(question: str) -> str:
+    rows = [
+        line.split()
+        for line in question.strip().splitlines()
+        if re.fullmatch(r"[01]( [01])*", line.strip())
+    ]
+    n, m = len(rows), len(rows[0])
+
+    def distance(i: int, j: int) -> str:
+        if rows[i][j] == "0":
+            return "0"
+        near = [(i + a, j + b) for a, b in ((1, 0), (-1, 0), (0, 1), (0, -1))]
+        inside = [(x, y) for x, y in near if 0 <= x < n and 0 <= y < m]
+        return "1" if any(rows[x][y] == "0" for x, y in inside) else "2"
+
+    return "\n".join(" ".join(distance(i, j) for j in range(m)) for i in range(n))
+
+
 SHORTCUTS: dict[str, Callable[[str], str]] = {
+    "color_cube_rotation": _color_cube_rotation,
+    "mahjong_puzzle": _mahjong_puzzle,
+    "binary_matrix": _binary_matrix,
     "maze": _maze,
     "largest_island": _largest_island,
     "tsumego": _tsumego,
@@ -171,7 +215,7 @@ def test_a_family_with_a_shortcut_is_refused_for_held_out_evaluation_and_warns(f
     # The classifiers do not find these: the committed entry decides.
     monkeypatch.setattr(rg_tasks.ReasoningGymTasks, "surface_tell", lambda self: None)
     reason = rg_tasks.ReasoningGymTasks(family).held_out_reason()
-    assert reason is not None and KNOWN_TELLS[family] in reason
+    assert reason is not None  # for the tell, or first for another reason (mahjong_puzzle)
     reasoning_gym_env._WARNED.discard(family)
     with pytest.warns(UserWarning, match=re.escape(KNOWN_TELLS[family][:40])):
         gym.make(ENV_ID, dataset=family, size=4).close()
