@@ -203,6 +203,24 @@ def _truncated(answer: str, reference: object) -> bool:
     return a is None or r is None or a != r
 
 
+#: :func:`_nonsense_score` per task (a pure function of the scorer and the task), with the
+#: scorer it was found with (held, so no other object takes its id while cached).
+_NONSENSE: dict[tuple[int, str, str, str], tuple[Any, float]] = {}
+
+
+def _cached_nonsense_score(scorer: Any, entry: Mapping[str, Any], task: Mapping[str, Any]) -> float:
+    metadata = task.get("metadata") or {}
+    family = metadata.get("source_dataset") if isinstance(metadata, Mapping) else None
+    family = str(family or task.get("dataset"))
+    key = (id(scorer), family, str(task.get("id")), str(task.get("question")))
+    cached = _NONSENSE.get(key)
+    if cached is None or cached[0] is not scorer:
+        if len(_NONSENSE) > 4096:  # a bound; a score is cheap to find again
+            _NONSENSE.clear()
+        cached = _NONSENSE[key] = (scorer, _nonsense_score(scorer, entry))
+    return cached[1]
+
+
 def _nonsense_score(scorer: Any, entry: Mapping[str, Any]) -> float:
     """The most the scorer pays nonsense on this entry: :data:`PROBE` or a NaN probe.
 
@@ -364,7 +382,11 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(answer, 0.0, False, "scorer_refused", str(e))
     except Exception as e:  # noqa: BLE001 - a scorer choking on model text is a wrong answer
         return Grade(answer, 0.0, False, "scorer_error", f"the answer could not be read: {e}")
-    if raw > 0 and not is_reference and raw <= _nonsense_score(scorer, entry):
+    # The checks below run whatever the scorer paid: run only when it paid something, their
+    # time told a client replaying a task with the reference hidden which replies were partly
+    # right (a mini_sudoku solved cell by cell from step times, att31f).
+    nonsense = _cached_nonsense_score(scorer, entry, task) if not is_reference else 0.0
+    if raw > 0 and not is_reference and raw <= nonsense:
         return Grade(answer, 0.0, False, "wrong", "the answer earns no more than nonsense does")
     value = min(max(raw, 0.0), 1.0) if raw == raw else 0.0
     # Decided only for a conclusion the scorer read and paid (it parses, in bounded time).
@@ -390,12 +412,14 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
         )
-    numeric = _numeric_mismatch(answer, reference) if value > 0 and not is_reference else None
+    numeric = _numeric_mismatch(answer, reference) if not is_reference else None
+    truncated = _truncated(answer, reference) if not is_reference else False
+    numeric = numeric if value > 0 else None
     if numeric is not None:
         # A number is right by its value, never by a text prefix (coin_flip credits the
         # matching prefix of ``.10g`` strings: ``0.000000`` earned 1.0 on 39 of 40 tasks).
         return Grade(answer, 0.0, False, numeric, "the answer's value is not the right one")
-    if value > 0 and not is_reference and _truncated(answer, reference):
+    if value > 0 and truncated:
         return Grade(
             answer, 0.0, False, "truncated", "the answer is only the start of the right one"
         )

@@ -422,3 +422,39 @@ def test_the_default_server_refuses_a_custom_task_of_another_family(marker):
         assert reply["type"] == "error" and "family" in json.dumps(reply)
         _call(ws, "reset", {"options": {"index": 0}})
         _call(ws, "step", {"text": f"<answer>{_payloads(marker)[0]}</answer>"})
+
+
+def test_the_checks_after_the_scorer_run_whatever_it_paid(monkeypatch):
+    """att31f: the nonsense probe and the numeric and truncation checks ran only when the
+    scorer paid something, so a served mini_sudoku's step took ~90 us longer for a partly
+    right grid: replaying one index, a client solved it cell by cell from step times (reward
+    1.0, every probe 'wrong' and 0.0). They now run for every reply that is not the reference
+    (the probe's score cached per task), so a partly right reply does the same work."""
+    from rllm_envs.reasoning_gym import scoring
+
+    calls: list[str] = []
+    for name in ("_nonsense_score", "_numeric_mismatch", "_truncated"):
+        real = getattr(scoring, name)
+        monkeypatch.setattr(
+            scoring, name, lambda *a, _n=name, _f=real: (calls.append(_n), _f(*a))[1]
+        )
+    monkeypatch.setattr(scoring, "_NONSENSE", {})
+    env = rllm_envs.make(ENV_ID, dataset="mini_sudoku", reveal_reference=False)
+    env.reset(options={"index": 3})
+    solution = env.unwrapped.task["answer"]
+    rows = [row.split() for row in solution.split("\n")]
+    wrong = "\n".join(" ".join(str(int(v) % 4 + 1) for v in row) for row in rows)
+    partly = "\n".join([" ".join(rows[0]), *wrong.split("\n")[1:]])
+    seen = []
+    for reply in (wrong, partly):
+        calls.clear()
+        env.reset(options={"index": 3})
+        _, reward, _, _, info = env.step(f"<answer>{reply}</answer>")
+        assert reward == 0.0 and info["verdict"] == "wrong"
+        seen.append(sorted(set(calls)))
+    # The wrong reply does every check (the probe's score, then cached for the task); the
+    # partly right one the same checks, the probe read from the cache.
+    assert seen == [
+        ["_nonsense_score", "_numeric_mismatch", "_truncated"],
+        ["_numeric_mismatch", "_truncated"],
+    ], seen
