@@ -642,15 +642,7 @@ class Gateway:
         if task_id is None:
             # A lookup resets the scorer's env on the scoring pool: it counts against the
             # client's scorings, so no client's opens hold up another's scoring.
-            cap = self.config.max_scoring_per_client
-            if self._scoring[owner] >= cap:
-                raise GatewayError(
-                    429,
-                    f"This client already has {cap} scorings running; wait for one to finish.",
-                    "too_many_scorings",
-                    {"Retry-After": "1"},
-                )
-            self._scoring[owner] += 1
+            self._take_scoring(owner)
             try:
                 task_id = await asyncio.get_running_loop().run_in_executor(
                     self._score_pool,
@@ -670,9 +662,7 @@ class Gateway:
                     "invalid_session",
                 ) from e
             finally:
-                self._scoring[owner] -= 1
-                if self._scoring[owner] <= 0:
-                    del self._scoring[owner]
+                self._give_scoring(owner)
             if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
                 self._task_ids.clear()
             self._task_ids[key] = task_id
@@ -826,15 +816,7 @@ class Gateway:
                     "task_mismatch",
                 )
         owner = session.owner
-        cap = self.config.max_scoring_per_client
-        if self._scoring[owner] >= cap:
-            raise GatewayError(
-                429,
-                f"This client already has {cap} scorings running; wait for one to finish.",
-                "too_many_scorings",
-                {"Retry-After": "1"},
-            )
-        self._scoring[owner] += 1
+        self._take_scoring(owner)
         try:
             # Ended before scoring: a second reward is refused at once, not after scoring.
             await self.sessions.claim(session)
@@ -890,9 +872,24 @@ class Gateway:
                 claimed=True,
             )
         finally:
-            self._scoring[owner] -= 1
-            if self._scoring[owner] <= 0:
-                del self._scoring[owner]
+            self._give_scoring(owner)
+
+    def _take_scoring(self, owner: str) -> None:
+        """Count a scoring (or a task lookup) of ``owner``'s, or refuse (429) past its cap."""
+        cap = self.config.max_scoring_per_client
+        if self._scoring[owner] >= cap:
+            raise GatewayError(
+                429,
+                f"This client already has {cap} scorings running; wait for one to finish.",
+                "too_many_scorings",
+                {"Retry-After": "1"},
+            )
+        self._scoring[owner] += 1
+
+    def _give_scoring(self, owner: str) -> None:
+        self._scoring[owner] -= 1
+        if self._scoring[owner] <= 0:
+            del self._scoring[owner]
 
     async def _score(
         self, session: Session, env_id: str, seed: int | None, index: int | None

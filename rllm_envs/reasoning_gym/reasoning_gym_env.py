@@ -322,7 +322,9 @@ class ReasoningGymEnv(TextEnv):
 
     def _act(self, action: str) -> Transition:
         assert self.task is not None
-        result = grade(action, self.task)
+        # A hidden reference: grading takes the same work for any wrong reply (its time
+        # would otherwise tell a partly right one).
+        result = grade(action, self.task, uniform=not self.reveal_reference)
         reference = self.task.get("answer")
         reference = reference if isinstance(reference, str) and self.reveal_reference else None
         if not self.reveal_reference and result.verdict not in _PLAIN_VERDICTS:

@@ -333,8 +333,12 @@ def _weak_conclusion(answer: str, task: Mapping[str, Any]) -> bool:
     return is_informative(answer, metadata, reference) is False
 
 
-def grade(reply: str, task: Mapping[str, Any]) -> Grade:
-    """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``)."""
+def grade(reply: str, task: Mapping[str, Any], *, uniform: bool = False) -> Grade:
+    """Grade one reply on one task record (``dataset``, ``question``, ``answer``, ``metadata``).
+
+    ``uniform``: run the checks after the scorer whatever it paid, so the time a grade takes
+    does not say whether a reply was partly right (for a reference the player may not see).
+    """
     from rllm_envs.reasoning_gym.tasks import scorer_for
 
     blocks = answer_blocks(reply if isinstance(reply, str) else str(reply))
@@ -382,10 +386,11 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(answer, 0.0, False, "scorer_refused", str(e))
     except Exception as e:  # noqa: BLE001 - a scorer choking on model text is a wrong answer
         return Grade(answer, 0.0, False, "scorer_error", f"the answer could not be read: {e}")
-    # The checks below run whatever the scorer paid: run only when it paid something, their
-    # time told a client replaying a task with the reference hidden which replies were partly
-    # right (a mini_sudoku solved cell by cell from step times, att31f).
-    nonsense = _cached_nonsense_score(scorer, entry, task) if not is_reference else 0.0
+    # With ``uniform``, the checks below run whatever the scorer paid: run only when it paid
+    # something, their time told a client replaying a task with the reference hidden which
+    # replies were partly right (a mini_sudoku solved cell by cell from step times, att31f).
+    checks = not is_reference and (uniform or raw > 0)
+    nonsense = _cached_nonsense_score(scorer, entry, task) if checks else 0.0
     if raw > 0 and not is_reference and raw <= nonsense:
         return Grade(answer, 0.0, False, "wrong", "the answer earns no more than nonsense does")
     value = min(max(raw, 0.0), 1.0) if raw == raw else 0.0
@@ -412,8 +417,8 @@ def grade(reply: str, task: Mapping[str, Any]) -> Grade:
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
         )
-    numeric = _numeric_mismatch(answer, reference) if not is_reference else None
-    truncated = _truncated(answer, reference) if not is_reference else False
+    numeric = _numeric_mismatch(answer, reference) if checks else None
+    truncated = _truncated(answer, reference) if checks else False
     numeric = numeric if value > 0 else None
     if numeric is not None:
         # A number is right by its value, never by a text prefix (coin_flip credits the
