@@ -22,6 +22,9 @@ from rllm_adapters.error import AdapterConfigError
 #: seconds of the event loop (and hundreds of MB) to parse, stalling every client.
 MAX_JSON_CONTAINERS = 10_000
 MAX_JSON_STRINGS = 10_000
+#: Values (commas outside strings) one message may hold: 16 MiB of ``[0,0,...]`` is 8 million
+#: numbers, 0.4 s of the loop and 380 MB to parse.
+MAX_JSON_VALUES = 100_000
 #: Messages shorter than this are parsed without the counts (they cannot hold many).
 _COUNTED_FROM = 64 * 1024
 
@@ -34,8 +37,9 @@ def loads_bounded(raw: str | bytes) -> Any:
     message held the loop for seconds per extra character).
 
     Raises:
-        ValueError: not JSON, or more than :data:`MAX_JSON_STRINGS` strings or
-            :data:`MAX_JSON_CONTAINERS` containers outside them (refused before parsing).
+        ValueError: not JSON, or more than :data:`MAX_JSON_STRINGS` strings,
+            :data:`MAX_JSON_CONTAINERS` containers or :data:`MAX_JSON_VALUES` values outside
+            them (refused before parsing).
     """
     text = raw if isinstance(raw, str) else raw.decode("utf-8")
     if len(text) > _COUNTED_FROM:
@@ -47,6 +51,8 @@ def loads_bounded(raw: str | bytes) -> Any:
         outside = "".join(bare.split('"')[::2])
         if outside.count("[") + outside.count("{") > MAX_JSON_CONTAINERS:
             raise ValueError(f"more than {MAX_JSON_CONTAINERS} JSON arrays and objects")
+        if outside.count(",") > MAX_JSON_VALUES:
+            raise ValueError(f"more than {MAX_JSON_VALUES} JSON values")
     return json.loads(text)
 
 

@@ -419,6 +419,7 @@ def grade(reply: str, task: Mapping[str, Any], *, uniform: bool = False) -> Grad
         )
     numeric = _numeric_mismatch(answer, reference) if checks else None
     truncated = _truncated(answer, reference) if checks else False
+    piece = checks and _normal(answer) in _normal(str(task.get("question")))
     numeric = numeric if value > 0 else None
     if numeric is not None:
         # A number is right by its value, never by a text prefix (coin_flip credits the
@@ -430,7 +431,7 @@ def grade(reply: str, task: Mapping[str, Any], *, uniform: bool = False) -> Grad
         )
     if value >= 1.0:
         return Grade(answer, 1.0, True, "correct", None)
-    if value > 0 and not is_reference and _normal(answer) in _normal(str(task.get("question"))):
+    if value > 0 and piece:
         # A short piece of the question earns only when it is the answer.
         return Grade(
             answer, 0.0, False, "copied_from_question", "the answer copies part of the question"

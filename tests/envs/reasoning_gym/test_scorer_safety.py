@@ -433,7 +433,7 @@ def test_the_checks_after_the_scorer_run_whatever_it_paid(monkeypatch):
     from rllm_envs.reasoning_gym import scoring
 
     calls: list[str] = []
-    for name in ("_nonsense_score", "_numeric_mismatch", "_truncated"):
+    for name in ("_nonsense_score", "_numeric_mismatch", "_truncated", "_normal"):
         real = getattr(scoring, name)
         monkeypatch.setattr(
             scoring, name, lambda *a, _n=name, _f=real: (calls.append(_n), _f(*a))[1]
@@ -451,10 +451,10 @@ def test_the_checks_after_the_scorer_run_whatever_it_paid(monkeypatch):
         env.reset(options={"index": 3})
         _, reward, _, _, info = env.step(f"<answer>{reply}</answer>")
         assert reward == 0.0 and info["verdict"] == "wrong"
-        seen.append(sorted(set(calls)))
+        seen.append(calls[:])
     # The wrong reply does every check (the probe's score, then cached for the task); the
-    # partly right one the same checks, the probe read from the cache.
-    assert seen == [
-        ["_nonsense_score", "_numeric_mismatch", "_truncated"],
-        ["_numeric_mismatch", "_truncated"],
-    ], seen
+    # partly right one the same checks (att31g: the question-copy check, whose `_normal`
+    # of a long reply took 170 us, ran only for it), the probe read from the cache.
+    first, second = seen
+    assert first.count("_nonsense_score") == 1 and "_nonsense_score" not in second
+    assert [c for c in first if c != "_nonsense_score"] == second, seen
