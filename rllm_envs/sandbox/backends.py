@@ -6,7 +6,7 @@ the wrapper), a control group per sandbox bounds memory and processes where the 
 offers one (:mod:`rllm_envs.sandbox.cgroup`), and the wall clock is enforced from the
 parent (:mod:`rllm_envs.sandbox.runner`).
 
-* :class:`Firejail` -- the default where usable: new network namespace with no interfaces,
+* :class:`Firejail` -- used where bubblewrap cannot run: new network namespace with no interfaces,
   PID/IPC namespaces, firejail's own seccomp list (under our filter, see below),
   sockets limited to unix/inet/netlink (no vsock), no capabilities, the system directories
   (``/usr``, ``/etc``, ...) bound read-only, every other top-level directory hidden, and the
@@ -14,8 +14,9 @@ parent (:mod:`rllm_envs.sandbox.runner`).
   through a profile of ours: too many paths for firejail's arguments). Not
   ``--read-only=/``: it bind-mounts ``/`` over itself, and ``/..`` at the process root
   leads to the writable lower copy with none of the blacklists.
-* :class:`Bubblewrap` -- an empty root with ``/usr`` and ``/etc`` bound read-only (this
-  package's files in them masked, as for firejail), fresh
+* :class:`Bubblewrap` -- the default where usable: an empty root showing the minimal root
+  read-only, its directories bound from their tmpfs copy (:mod:`~rllm_envs.sandbox.mirror`:
+  no lookup of a missing name leaves a trace another sandbox could time), fresh
   ``/proc`` (its machine-wide counters masked, see :mod:`~rllm_envs.sandbox.procmask`) and
   ``/dev`` (read-only), every namespace unshared (user included), and the bootstrap as the
   namespace's init.
@@ -46,7 +47,7 @@ from typing import ClassVar
 
 from rllm_envs.error import DependencyNotInstalled, InvalidEnvConfig, did_you_mean
 from rllm_envs.forksafe import ForkSafeLock
-from rllm_envs.sandbox import installed, landlock, procmask, resident, seccomp
+from rllm_envs.sandbox import installed, landlock, mirror, procmask, resident, seccomp
 
 __all__ = [
     "Backend",
@@ -197,7 +198,7 @@ class Backend(ABC):
 
 
 class Firejail(Backend):
-    """The firejail backend (default)."""
+    """The firejail backend (where bubblewrap cannot run; see :func:`select_backend`)."""
 
     name = "firejail"
     # firejail cannot make a user namespace inside a container (it checks for one and goes
@@ -364,8 +365,8 @@ class Plain(Backend):
 
 #: Backends by name, in auto-selection order (plain is never auto-selected).
 BACKENDS: dict[str, type[Backend]] = {
-    "firejail": Firejail,
     "bubblewrap": Bubblewrap,
+    "firejail": Firejail,
     "plain": Plain,
 }
 _ALIASES = {"bwrap": "bubblewrap", "subprocess": "plain", "none": "plain"}
@@ -427,31 +428,37 @@ def _hidden_inside(allow: resident.Root) -> list[str]:
 @lru_cache(maxsize=1)
 def _bwrap_static_root() -> tuple[str, ...]:
     allow = resident.root()
+    copy = mirror.mirror(_hidden_inside(allow))
+    copies = dict(copy.dirs) if copy is not None else {}
     args: list[str] = []
     for path in allow.binds:
-        args += ["--ro-bind", path, path]
+        args += ["--ro-bind", copies.get(path, path), path]
+    for path in copy.overlays if copy is not None else ():
+        args += ["--ro-bind", path, path]  # over its placeholder in the copy
     inside = [b for b in allow.binds if os.path.isdir(b)]
     for path, target in allow.links:
         # A link inside a shown directory is there already (and read-only).
         if not any(path.startswith(d + "/") for d in inside):
             args += ["--symlink", target, path]
+    if copy is None:  # the host's directories: hide what is inside them
+        for path in _hidden_inside(allow):
+            if os.path.isdir(path):
+                args += ["--tmpfs", path, "--remount-ro", path]
+            elif os.path.exists(path):
+                args += ["--ro-bind", "/dev/null", path]
     return tuple(args)
 
 
 def _bwrap_root() -> list[str]:
     """The bwrap arguments that build the minimal root (:func:`resident.root`), read-only.
 
-    Each shown path is bound at its own place, each symlink on the way made again; a hidden
-    directory inside gets an empty read-only tmpfs over it, a hidden file ``/dev/null``.
+    Each shown directory is bound from its tmpfs copy (:mod:`~rllm_envs.sandbox.mirror`,
+    which leaves out what is hidden inside it), each shown file at its own place, each
+    symlink on the way made again. Without a copy the host's directories are bound, a
+    hidden directory inside gets an empty read-only tmpfs over it, a hidden file
+    ``/dev/null``.
     """
-    allow = resident.root()
-    args = list(_bwrap_static_root())
-    for path in _hidden_inside(allow):
-        if os.path.isdir(path):
-            args += ["--tmpfs", path, "--remount-ro", path]
-        elif os.path.exists(path):
-            args += ["--ro-bind", "/dev/null", path]
-    return args
+    return list(_bwrap_static_root())
 
 
 _root_profile_lock = ForkSafeLock()
@@ -612,7 +619,9 @@ def select_backend(backend: str | Backend | None = None) -> Backend:
     """Resolve the ``backend`` argument of :func:`rllm_envs.sandbox.run`.
 
     ``None`` (or ``"auto"``) uses ``$RLLM_SANDBOX_BACKEND`` if set, else the first usable of
-    firejail and bubblewrap. The plain backend is only used when named.
+    bubblewrap and firejail (bubblewrap first: its directories are tmpfs copies, firejail's
+    are the host's, whose cache of missing names is a channel between sandboxes). The plain
+    backend is only used when named.
 
     Raises:
         SandboxUnavailable: If no isolating backend works, or the named one does not.
@@ -639,7 +648,7 @@ def select_backend(backend: str | Backend | None = None) -> Backend:
             sandbox_identity()  # still refuse to run as root without the dedicated user
         return chosen
     reasons = []
-    for cls in (Firejail, Bubblewrap):
+    for cls in (Bubblewrap, Firejail):
         candidate = cls()
         reason = _probe(candidate)
         if reason is None:

@@ -55,6 +55,7 @@ __all__ = [
     "root",
     "ensure",
     "keeper",
+    "hold_also",
     "RECHECK_SECONDS",
     "STDLIB_HIDDEN",
 ]
@@ -582,6 +583,8 @@ class Keeper:
 _keeper_lock = ForkSafeLock()
 _keeper: Keeper | None = None
 _warned = False
+# Files the keeper holds besides the root's (the tmpfs copy of the shown directories).
+_also: tuple[str, ...] = ()
 _MADV_WILLNEED = 3
 
 
@@ -668,8 +671,8 @@ def _recheck(libc: ctypes.CDLL, keeper: Keeper, allow: Root) -> None:
             continue
         if held is None or _identity(st) != held[:4]:
             _hold(libc, keeper, path)
-    keeper.files = len(current)
-    keeper.size = sum(current.values())
+    keeper.files = len(current) + len(_also)
+    keeper.size = sum(current.values()) + _size(_also)
 
 
 def ensure() -> Keeper:
@@ -694,8 +697,10 @@ def ensure() -> Keeper:
         libc = _libc()
         if keeper is not None:  # a forked child: the mappings are there, the locks are not
             _release(libc, keeper)
-        keeper = Keeper(files=len(allow.files), size=allow.size, pid=os.getpid(), checked=now)
-        _start(libc, keeper, allow.files, allow.size)
+        files = (*allow.files, *_also)
+        size = allow.size + _size(_also)
+        keeper = Keeper(files=len(files), size=size, pid=os.getpid(), checked=now)
+        _start(libc, keeper, files, size)
         keeper.seconds = time.perf_counter() - started
         _keeper = keeper
         if keeper.refused and not _warned:
@@ -704,12 +709,38 @@ def ensure() -> Keeper:
                 "rllm_envs.sandbox: the sandbox's files could not be locked in memory "
                 f"({keeper.refused}); sandboxes can signal each other through the host's "
                 "page cache (a page they read is cached). Run as root, give the process "
-                f"CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK to at least {allow.size >> 20} MiB + 1 "
+                f"CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK to at least {size >> 20} MiB + 1 "
                 "(e.g. `ulimit -l unlimited`); see docs/sandbox.md, residual channels.",
                 PageCacheWarning,
                 stacklevel=3,
             )
         return keeper
+
+
+def _size(paths: tuple[str, ...]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue
+    return total
+
+
+def hold_also(paths: tuple[str, ...]) -> None:
+    """Have the keeper hold ``paths`` too (now if it runs, and in every forked child)."""
+    global _also
+    with _keeper_lock:
+        held = set(_also)
+        new = tuple(p for p in paths if p not in held)
+        _also = (*_also, *new)
+        keeper = _keeper
+        if keeper is not None and keeper.pid == os.getpid() and new:
+            libc = _libc()
+            for path in new:
+                _hold(libc, keeper, path)
+            keeper.files += len(new)
+            keeper.size += _size(new)
 
 
 def keeper() -> Keeper | None:

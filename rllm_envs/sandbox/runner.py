@@ -355,7 +355,7 @@ def run(
             starting with ``"compile error:"`` and the compiler's message.
         stdin: The program's standard input.
         time_limit: Wall-clock seconds (overrides ``limits.time_limit``; default 10).
-        backend: ``None`` (auto: ``$RLLM_SANDBOX_BACKEND``, else firejail, else bubblewrap),
+        backend: ``None`` (auto: ``$RLLM_SANDBOX_BACKEND``, else bubblewrap, else firejail),
             a name (``"firejail"``, ``"bubblewrap"``, ``"plain"``) or a :class:`Backend`.
         limits: Resource limits (:class:`Limits`); defaults are 1 GiB of address space, 64
             processes, 128 open files, 16 MiB files, 1 MiB of stdout, 64 KiB of stderr.
