@@ -208,7 +208,10 @@ def _build(base: str, hidden: set[str]) -> Mirror:
                 os.rename(work, final)
             except OSError:  # another process finished first, or a stranger's path
                 if not _trusted(final, digest):
-                    final = work  # ours alone, kept for the machine's life like the shared one
+                    # Ours alone (kept for the machine's life like the shared one), under a
+                    # name no builder sweeps.
+                    final = work.replace(".tmp-", ".own-")
+                    os.rename(work, final)
                     work = ""
         finally:
             if work and os.path.exists(work):

@@ -144,16 +144,19 @@ def fresh_copy(tmp_path, monkeypatch):
     base = f"/dev/shm/rllm-test-mirror-{os.getpid()}-{random.randrange(10**9)}"
     os.mkdir(base, 0o700)
     monkeypatch.setenv(mirror.MIRROR_ENV, base)
-    yield base
+    held: list[tuple[str, ...]] = []
+    monkeypatch.setattr(resident, "hold_also", held.append)  # this process's keeper: untouched
+    yield base, held
     mirror._built.pop(base, None)
     shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_copy_shows_exactly_the_shown_files(fresh_copy):
+    base, held = fresh_copy
     allow = resident.root()
     hidden = _hidden_inside(allow)
     copy = mirror.mirror(hidden)
-    assert copy is not None and copy.path.startswith(fresh_copy + "/")
+    assert copy is not None and copy.path.startswith(base + "/")
     copies = dict(copy.dirs)
     assert set(copies) == {b for b in allow.binds if os.path.isdir(b)}
     overlays = set(copy.overlays)
@@ -173,32 +176,42 @@ def test_the_copy_shows_exactly_the_shown_files(fresh_copy):
         top = next((d for d in copies if path.startswith(d + "/")), None)
         if top is not None:
             assert not os.path.lexists(copies[top] + path[len(top) :]), path
-    # The keeper holds the copy's pages too (they are what the sandbox reads).
+    # The keeper is asked to hold the copy's pages (what the sandbox reads).
+    assert held[-1] == copy.files
+
+
+def test_the_keeper_holds_the_copy():
+    copy = mirror.mirror(_hidden_inside(resident.root()))
+    if copy is None:
+        pytest.skip("no writable tmpfs for the copy")
     keeper = resident.ensure()
-    assert all(f in keeper.mappings for f in copy.files[:50])
+    assert set(copy.files) <= set(keeper.mappings)  # the pages the sandbox reads
 
 
 def test_a_second_process_reuses_the_copy(fresh_copy):
+    base, _ = fresh_copy
     hidden = _hidden_inside(resident.root())
     first = mirror.mirror(hidden)
     assert first is not None
-    mirror._built.pop(fresh_copy)
+    mirror._built.pop(base)
     marker = os.stat(os.path.join(first.path, mirror._MARK)).st_mtime_ns
     second = mirror.mirror(hidden)
     assert second == first
     assert os.stat(os.path.join(second.path, mirror._MARK)).st_mtime_ns == marker
-    assert [e for e in os.listdir(fresh_copy) if ".tmp-" in e] == []
+    assert [e for e in os.listdir(base) if ".tmp-" in e] == []
 
 
 def test_a_copy_others_could_change_is_not_used(fresh_copy):
+    base, _ = fresh_copy
     hidden = _hidden_inside(resident.root())
     built = mirror.mirror(hidden)
     assert built is not None
-    mirror._built.pop(fresh_copy)
+    mirror._built.pop(base)
     os.chmod(built.path, 0o777)  # as if planted, writable by anyone
     again = mirror.mirror(hidden)
-    assert again is not None and again.path != built.path
+    assert again is not None and again.path != built.path and ".tmp-" not in again.path
     assert os.stat(again.path).st_mode & 0o022 == 0
+    assert mirror._trusted(again.path, open(os.path.join(built.path, mirror._MARK)).read())
 
 
 def test_no_tmpfs_warns_and_falls_back(tmp_path, monkeypatch):
@@ -231,14 +244,15 @@ def test_executables_stay_the_hosts_on_a_noexec_tmpfs():
 
 
 def test_half_built_copies_of_dead_builders_are_swept(fresh_copy):
+    base, _ = fresh_copy
     prefix = f"rllm-envs-root-{os.geteuid()}-"
-    stale = os.path.join(fresh_copy, prefix + "abc.tmp-x1")
-    recent = os.path.join(fresh_copy, prefix + "abc.tmp-x2")
+    stale = os.path.join(base, prefix + "abc.tmp-x1")
+    recent = os.path.join(base, prefix + "abc.tmp-x2")
     os.mkdir(stale)
     os.mkdir(recent)
     old = time.time() - 2 * mirror._STALE_SECONDS
     os.utime(stale, (old, old))
-    mirror._sweep(fresh_copy, prefix)
+    mirror._sweep(base, prefix)
     assert not os.path.exists(stale) and os.path.exists(recent)
 
 

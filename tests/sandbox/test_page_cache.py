@@ -108,7 +108,7 @@ def test_every_visible_file_is_in_the_allow_list(backend, monkeypatch):
     assert not outside, outside[:20]
     # and the keeper of this process holds each of them
     keeper = resident.keeper()
-    assert keeper is not None and keeper.files == len(allow.files)
+    assert keeper is not None and set(allow.files) <= set(keeper.mappings)
 
 
 def test_a_visible_page_is_never_a_major_fault(backend):
