@@ -215,6 +215,7 @@ class Firejail(Backend):
     def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Wrap ``argv`` in firejail (no ``--timeout``: it adds ~2 s per run)."""
         resident.ensure()  # every file the sandbox shows locked in memory (page cache)
+        _warn_host_directories()
         top = _listdir("/")
         hidden = [f"--blacklist=/{d}" for d in top if d not in _SYSTEM_DIRS]
         # /run itself must stay (firejail keeps its state in /run/firejail); hide the rest.
@@ -279,6 +280,25 @@ def _firejail_seccomp() -> str:
     if seccomp.supported():
         return "--seccomp"
     return "--seccomp=" + ",".join(seccomp.DENIED_SYSCALLS)
+
+
+_warned_directories = False
+
+
+def _warn_host_directories() -> None:
+    """Say once that firejail's sandboxes show the host's directories (see :mod:`mirror`)."""
+    global _warned_directories
+    if not _warned_directories:
+        _warned_directories = True
+        warnings.warn(
+            "rllm_envs.sandbox: firejail shows the host's directories (/, /usr, the headers, "
+            "the standard library), whose cache of missing names carries bits between "
+            "sandboxes: concurrent or successive programs can pass answers. bubblewrap does "
+            "not (install it: `apt-get install bubblewrap`; `auto` prefers it); see "
+            "docs/sandbox.md, residual channels.",
+            mirror.DirectoryCacheWarning,
+            stacklevel=4,
+        )
 
 
 class Bubblewrap(Backend):

@@ -266,3 +266,14 @@ def test_a_cpp_submission_compiles_against_the_copy():
     result = run(code, language="cpp", stdin="12 18", backend="bubblewrap", time_limit=10)
     assert result.ok, result.stderr
     assert result.stdout.strip() == "6"
+
+
+def test_firejail_says_once_that_its_directories_are_the_hosts(monkeypatch):
+    if backends.Firejail().missing() is not None:
+        pytest.skip("firejail is not installed")
+    monkeypatch.setattr(backends, "_warned_directories", False)
+    with pytest.warns(mirror.DirectoryCacheWarning, match="bubblewrap does not"):
+        backends.Firejail().launch(["/usr/bin/python3", "-c", "pass"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        backends.Firejail().launch(["/usr/bin/python3", "-c", "pass"])  # once
