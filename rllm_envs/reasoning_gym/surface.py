@@ -137,6 +137,24 @@ KNOWN_TELLS: dict[str, str] = {
     "evaluation draws against the best constant's 0.07 (n=150)",
     "mahjong_puzzle": "the hand read without its removals answers 0.59 of evaluation draws "
     "against the best constant's 0.33 (n=150)",
+    # A third blind round (s17 att25e), measured on gym.make("rllm/ReasoningGym-v0",
+    # dataset=..., task_seed=EVAL_SEED_START), reset(seed=i) for i < n. The classifiers miss
+    # them: naive Bayes pools the premises' words with the conclusion's (syllogism), and no
+    # feature sees set identity (acre), templates under renaming (knights_knaves) or
+    # divisibility (gcd).
+    "syllogism": "the quantifiers alone (the conclusion's and the premises', looked up in "
+    "1,000 training-universe tasks; which terms they link never read) answer 0.88 of "
+    "evaluation draws against the best constant's 0.53 (n=300); 'Yes' iff the conclusion "
+    "starts with 'Some', 0.67",
+    "acre": "copying the light of a shown example with the same objects (else "
+    "'undetermined'; no inference) answers 0.53 of evaluation draws against the best "
+    "constant's 0.34 (n=300)",
+    "knights_knaves": "its statements' template (names and role words replaced) looked up "
+    "among 3,000 training-universe tasks answers 0.54 of evaluation draws against the best "
+    "truth pattern's 0.30 (n=200; its answers name the question's people, so a literal "
+    "constant earns about 0.02 and the env's random_action 0, both below the base rate)",
+    "gcd": "the common factors among 2, 3, 5 and 7 only (no Euclid) answer 0.82 of "
+    "evaluation draws against the best constant's 0.10 (n=300)",
 }
 
 

@@ -114,7 +114,7 @@ def test_a_family_whose_numbers_decide_its_answers_but_cannot_split_is_not_held_
         refuse_unheld("rllm/ReasoningGym-v0", kwargs)
     row = measure_overlap("rllm/ReasoningGym-v0", kwargs, num_tasks=50)
     assert row["held_out"] is False and "widen its config" in row["not_held_out"]
-    refuse_unheld("rllm/ReasoningGym-v0", {"dataset": "gcd"})  # held out: no error
+    refuse_unheld("rllm/ReasoningGym-v0", {"dataset": "chain_sum"})  # held out: no error
 
 
 def test_a_memorised_reply_is_replayed_and_graded_by_the_env():

@@ -217,7 +217,7 @@ def test_lcm_is_refused_for_held_out_evaluation_and_warns(monkeypatch):
     monkeypatch.setattr(rg_tasks.ReasoningGymTasks, "surface_tell", lambda self: None)
     reason = rg_tasks.ReasoningGymTasks("lcm").held_out_reason()
     assert reason is not None and "larger of its two numbers" in reason
-    assert rg_tasks.ReasoningGymTasks("gcd").held_out_reason() is None
+    assert rg_tasks.ReasoningGymTasks("chain_sum").held_out_reason() is None
     reasoning_gym_env._WARNED.discard("lcm")
     with pytest.warns(UserWarning, match="larger of its two numbers"):
         gym.make(ENV_ID, dataset="lcm", size=4).close()
