@@ -215,7 +215,6 @@ class Firejail(Backend):
     def launch(self, argv: list[str], keep_fds: Sequence[int] = ()) -> tuple[list[str], list[int]]:
         """Wrap ``argv`` in firejail (no ``--timeout``: it adds ~2 s per run)."""
         resident.ensure()  # every file the sandbox shows locked in memory (page cache)
-        _warn_host_directories()
         top = _listdir("/")
         hidden = [f"--blacklist=/{d}" for d in top if d not in _SYSTEM_DIRS]
         # /run itself must stay (firejail keeps its state in /run/firejail); hide the rest.
@@ -666,12 +665,16 @@ def select_backend(backend: str | Backend | None = None) -> Backend:
                 )
         else:
             sandbox_identity()  # still refuse to run as root without the dedicated user
+        if isinstance(chosen, Firejail):
+            _warn_host_directories()
         return chosen
     reasons = []
     for cls in (Bubblewrap, Firejail):
         candidate = cls()
         reason = _probe(candidate)
         if reason is None:
+            if isinstance(candidate, Firejail):
+                _warn_host_directories()
             return candidate
         reasons.append(f"{candidate.name}: {reason}")
     raise SandboxUnavailable(
