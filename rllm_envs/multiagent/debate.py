@@ -10,6 +10,7 @@ import numpy as np
 from rllm_envs.multiagent.base import AgentOutcome, MultiAgentTextEnv
 from rllm_envs.multiagent.mathtasks import (
     ANSWER_FORMAT,
+    Decoys,
     boxed,
     check_count,
     check_math_task,
@@ -17,7 +18,6 @@ from rllm_envs.multiagent.mathtasks import (
     grade,
     majority_answer,
     math_tasks,
-    wrong_answer,
 )
 from rllm_envs.tasks import Task
 
@@ -152,6 +152,7 @@ class DebateEnv(MultiAgentTextEnv):
         check_math_task(task)
 
     def _start(self, task: Task) -> None:
+        self.decoys = Decoys(self.tasks, task, from_source=self.task_index is not None)
         self.round = 0
         self.responses, self.answers, self.scores = [], [], []
         self.round_scores = {a: [] for a in self.possible_agents}
@@ -261,7 +262,7 @@ class DebateEnv(MultiAgentTextEnv):
             if pick is not None:
                 return boxed(str(self.answers[pick]))
         gold = str(self.task["answer"])
-        return boxed(gold if rng.random() < HEURISTIC_ACCURACY else wrong_answer(gold, rng))
+        return boxed(gold if rng.random() < HEURISTIC_ACCURACY else self.decoys.draw(rng))
 
     def random_action(self, agent: str, rng: np.random.Generator) -> str:
         """A random integer answer."""

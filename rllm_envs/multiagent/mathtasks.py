@@ -24,6 +24,7 @@ __all__ = [
     "grade",
     "boxed",
     "wrong_answer",
+    "Decoys",
     "majority_answer",
     "clip_middle",
     "parse_choice",
@@ -153,8 +154,10 @@ def wrong_answer(gold: str, rng: np.random.Generator) -> str:
 
     It has the form of ``gold``: one integer of it is moved a little, so a fraction stays a
     reduced fraction, a radical a simplified radical, an expression the same expression and an
-    integer an integer; a judge cannot tell the right answer by its shape. A gold with no
-    digit (``\pi``, ``x``) gets a coefficient or loses/gains its sign instead.
+    integer an integer. A gold with no digit (``\pi``, ``x``) gets a coefficient or
+    loses/gains its sign instead. Its size still leans (small positive integers move up more
+    often) and several such answers surround the gold: the simulated agents draw
+    :class:`Decoys` instead, and use this only for a task that has no source to draw from.
     """
     text = gold.strip()
     fallback = None
@@ -172,6 +175,49 @@ def wrong_answer(gold: str, rng: np.random.Generator) -> str:
             return candidate
         fallback = fallback or candidate
     return fallback if fallback is not None else f"{text} + 1"
+
+
+#: How many tasks :meth:`Decoys.draw` looks at for another answer before it shifts the gold.
+_DECOY_TRIES = 64
+
+
+class Decoys:
+    r"""The wrong answers of one episode's simulated fallible agents: other tasks' answers.
+
+    A wrong answer made from the gold (:func:`wrong_answer`: one integer moved a little) gave
+    the gold away to a judge that never reads the problem: small positive integers were moved
+    up more often than down (they stay positive), so the smallest answer was right 0.59 of the
+    time against a base rate of 0.51, and with three or more solvers every wrong answer sat
+    around the gold, so the answer nearest the others was right 0.71-0.75 of the time against
+    0.52 (session 17, att25f). A decoy here is the answer of another task of the same family
+    (or, for a dataset, of the same dataset), distinct from the gold and from the episode's
+    other decoys: it is drawn as the gold was, so no rule on the answers alone (size,
+    sign, form, position among the others) tells which is right. A judge that reads the
+    problem still can. A client-written task (no family, not from the source) falls back to
+    :func:`wrong_answer`.
+    """
+
+    def __init__(self, tasks: TaskSource, task: Task, from_source: bool) -> None:
+        self.tasks, self.gold = tasks, str(task["answer"]).strip()
+        self.family = task.get("family")
+        self.from_source = from_source or self.family is not None
+        self.drawn: list[str] = []
+
+    def draw(self, rng: np.random.Generator) -> str:
+        """One more wrong answer (a fresh one while the source has them)."""
+        size = len(self.tasks)
+        for _ in range(_DECOY_TRIES if self.from_source and size > 1 else 0):
+            other = self.tasks[int(rng.integers(size))]
+            if self.family is not None and other.get("family") != self.family:
+                continue
+            answer = str(other.get("answer", "")).strip()
+            if not answer or any(is_equivalent(answer, seen) for seen in (self.gold, *self.drawn)):
+                continue
+            self.drawn.append(answer)
+            return answer
+        answer = wrong_answer(self.gold, rng)
+        self.drawn.append(answer)
+        return answer
 
 
 def majority_answer(answers: Sequence[str | None]) -> int | None:

@@ -11,6 +11,7 @@ from rllm_envs.demonstrations import copied_demonstration
 from rllm_envs.multiagent.base import AgentOutcome, MultiAgentTextEnv
 from rllm_envs.multiagent.mathtasks import (
     ANSWER_FORMAT,
+    Decoys,
     boxed,
     check_count,
     check_math_task,
@@ -19,7 +20,6 @@ from rllm_envs.multiagent.mathtasks import (
     majority_answer,
     math_tasks,
     parse_choice,
-    wrong_answer,
 )
 from rllm_envs.tasks import Task
 
@@ -181,6 +181,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         check_math_task(task)
 
     def _start(self, task: Task) -> None:
+        self.decoys = Decoys(self.tasks, task, from_source=self.task_index is not None)
         self.phase = "solve"
         self.solutions, self.answers, self.scores, self.choice = [], [], [], None
         self.order, self.solver_results = [], []
@@ -329,7 +330,7 @@ class SolverJudgeEnv(MultiAgentTextEnv):
         assert self.task is not None
         if agent != JUDGE:
             gold = str(self.task["answer"])
-            return boxed(gold if rng.random() < HEURISTIC_ACCURACY else wrong_answer(gold, rng))
+            return boxed(gold if rng.random() < HEURISTIC_ACCURACY else self.decoys.draw(rng))
         pick = majority_answer([self.answers[i] for i in self.order])
         return f"\\boxed{{{1 if pick is None else pick + 1}}}"
 

@@ -338,3 +338,80 @@ def test_a_judge_reading_the_answers_form_earns_only_the_base_rate():
         told += sum(forms.count(f) == 1 for f in forms) == 1
     # Before, a wrong answer to a non-integer gold was an integer: the odd one out was right.
     assert told <= 0.05 * episodes, told
+
+
+def _judge_rate(n_solvers: int, rule, episodes: int) -> tuple[float, float]:
+    """A problem-blind judge's reward and the base rate against the scripted solvers."""
+    import re
+
+    from rllm_envs.math import extract_answer
+
+    got = base = 0.0
+    for seed in range(episodes):
+        env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=n_solvers)
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        acts = {a: env.heuristic_action(a, rng) if a != "judge_0" else "wait" for a in env.agents}
+        obs, *_ = env.step(acts)
+        parts = re.split(r"=== Solution \d+ ===", obs["judge_0"])[1:]
+        answers = [extract_answer(p.split("Check the solutions")[0]) or "" for p in parts]
+        numbers = [[float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", a)] for a in answers]
+        pick = rule(numbers)
+        _, rewards, _, _, infos = env.step({"judge_0": f"\\boxed{{{pick + 1}}}"})
+        got += rewards["judge_0"]
+        base += infos["judge_0"]["base_rate"]
+    return got / episodes, base / episodes
+
+
+def _smallest(numbers: list[list[float]]) -> int:
+    return min(range(len(numbers)), key=lambda i: sum(map(abs, numbers[i])) if numbers[i] else 1e18)
+
+
+def _nearest_the_others(numbers: list[list[float]]) -> int:
+    def distance(a: list[float], b: list[float]) -> float:
+        if len(a) != len(b) or not a:
+            return 1e9
+        return sum(abs(x - y) for x, y in zip(a, b, strict=True))
+
+    return min(
+        range(len(numbers)),
+        key=lambda i: sum(distance(numbers[i], b) for j, b in enumerate(numbers) if j != i),
+    )
+
+
+@pytest.mark.slow
+def test_a_judge_that_reads_only_the_answers_sizes_earns_the_base_rate():
+    """att25f: the scripted solvers' wrong answers were the gold with one integer moved, up more
+    often than down for small ones and all around it: the smallest answer was right 0.59 of
+    the time against a base rate of 0.51 (2 solvers), the one nearest the others 0.71 against
+    0.52 (3 solvers). They are other tasks' answers now (``Decoys``)."""
+    reward, base = _judge_rate(2, _smallest, 300)
+    assert reward <= base + 0.06, (reward, base)
+    # With 3 solvers the right ones agree, so a group of equal answers is the majority
+    # vote's (the env's own heuristic judge): nearness to the others adds nothing beyond it.
+    near, base = _judge_rate(3, _nearest_the_others, 300)
+    majority, _ = _judge_rate(3, _majority_of, 300)
+    assert near <= majority + 0.04, (near, majority, base)
+
+
+def _majority_of(numbers: list[list[float]]) -> int:
+    keys = [tuple(n) for n in numbers]
+    return max(range(len(keys)), key=lambda i: (keys.count(keys[i]), -i))
+
+
+def test_decoys_are_other_answers_of_the_family_and_all_wrong():
+    from rllm_envs.multiagent.mathtasks import Decoys
+
+    env = rllm_envs.make_parallel("rllm/SolverJudge-v1", n_solvers=4)
+    for seed in range(20):
+        env.reset(seed=seed)
+        gold = str(env.task["answer"])
+        decoys = Decoys(env.tasks, env.task, from_source=True)
+        rng = np.random.default_rng(seed)
+        drawn = [decoys.draw(rng) for _ in range(3)]
+        assert not any(is_equivalent(d, gold) for d in drawn)
+        assert len({*drawn}) == 3
+    # A client-written task has no source to draw from: the gold with one integer moved.
+    env.reset(seed=0, options=TASK)
+    decoys = Decoys(env.tasks, env.task, from_source=env.task_index is not None)
+    assert _form(decoys.draw(np.random.default_rng(0))) == _form("42")
