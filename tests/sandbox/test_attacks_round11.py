@@ -80,3 +80,31 @@ def test_the_judges_compiler_opens_nothing_under_proc(backend):
         backend=backend,
     )
     assert ok.verdicts == ["AC"], ok.results
+
+
+# A test walks up the frames it was forked in and reports anything of an earlier test: a
+# record (a dict with "sizes"), or the executor's resource totals of earlier tests' processes.
+_FRAME_WALK = r"""
+import resource, sys
+found = []
+f = sys._getframe()
+while f is not None:
+    for name, value in list(f.f_locals.items()):
+        if isinstance(value, dict) and "sizes" in value:
+            found.append(f"{f.f_code.co_name}.{name}")
+        if isinstance(value, resource.struct_rusage):
+            found.append(f"{f.f_code.co_name}.{name}")
+    f = f.f_back
+n = int(input())
+sys.stderr.write("x" * (100 + n))
+print(" ".join(found) or "none")
+"""
+
+
+def test_a_test_finds_nothing_of_the_previous_one_in_the_frames_it_was_forked_in(backend):
+    """att24d F1: the executor's loop still held the previous test's record while forking the
+    next, and its test method the totals of earlier tests' processes: a passing test sent 23
+    bits a boundary (stderr length, trailing spaces), and pooled work paid fraction 0.44."""
+    tests = [TestCase(f"{n}\n", "none\n") for n in (1, 2, 3, 4)]
+    result = judge(_FRAME_WALK, tests, backend=backend)
+    assert [r.output.strip() for r in result.results] == ["none"] * 4, result.results
