@@ -897,16 +897,23 @@ class Gateway:
         """Score claimed ``session`` as the env's episode (reward, info, task id), or refuse.
 
         The cheap checks come first, inside the scoring thread: the env is reset for the
-        task's prompt, and only if the first and the last call's prompts hold it, and the
-        session has no more calls than the env's ``max_turns``, are the replies stepped, one
+        task's prompt, and only if the first and the last call's prompts hold it, the last
+        call's conversation holds exactly the earlier replies (:func:`_history_recorded`: 409
+        ``history_not_recorded``), and the session has no more calls than the env's
+        ``max_turns``, are the replies stepped, one
         per call in order (a tool env's step may run the reply's program). A session whose
         episode the env ends before its last call is refused (409 ``too_many_turns``).
         """
         first, last = session.calls[0], session.calls[-1]
+        refused: list[str] = []
 
         def holds(observation: Any, statement: Any) -> bool:
             text = observation if isinstance(observation, str) else None
-            return _prompt_holds(first, text, statement) and _prompt_holds(last, text, statement)
+            if not (_prompt_holds(first, text, statement) and _prompt_holds(last, text, statement)):
+                refused.append("prompt_not_task")
+            elif not _history_recorded(session):
+                refused.append("history_not_recorded")
+            return not refused
 
         options = {"index": index} if index is not None else None
         loop = asyncio.get_running_loop()
@@ -941,6 +948,15 @@ class Gateway:
                 "gateway's log).",
                 "score_failed",
             ) from e
+        if refused == ["history_not_recorded"]:
+            raise GatewayError(
+                409,
+                f"Session {session.id!r}'s last call does not hold exactly its earlier "
+                f"replies ({len(session.calls) - 1} recorded): a scored session is the env's "
+                "episode, every turn a call through it, sent back as the gateway returned it "
+                "(a number reward keeps such a session as the client's).",
+                "history_not_recorded",
+            )
         if not scored.get("prompt_ok", True):
             raise GatewayError(
                 409,
@@ -1739,6 +1755,88 @@ def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
                 )
     flat = [" ".join(text.split()) for text in texts]
     return any(" ".join(n.split()) in text for n in needles for text in flat)
+
+
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _content_text(content: Any) -> str | None:
+    """A message's content as text (a list of parts joined), ``None`` when it has none."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping))
+    return None
+
+
+def _tool_calls(message: Any) -> list[tuple[str, Any]]:
+    """``(name, arguments)`` of a message's tool calls (arguments parsed where they are JSON)."""
+    out = []
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                pass
+        out.append((str(function.get("name")), arguments))
+    return out
+
+
+def _same_reply(sent: Mapping[str, Any], call: Call) -> bool:
+    """Whether an assistant message a client sent back is ``call``'s recorded reply.
+
+    Tool calls compare by name and arguments; text with whitespace runs read as one space,
+    and a leading ``<think>`` block may be left out (chat templates drop earlier turns'
+    reasoning). A message with no text matches a reply that had none, or was tool calls.
+    """
+    if _tool_calls(sent) != _tool_calls(call.message):
+        return False
+    text = _content_text(sent.get("content")) or ""
+    if not text.strip():
+        return bool(_tool_calls(sent)) or not call.text.strip()
+    recorded = [call.text, _content_text((call.message or {}).get("content"))]
+    wanted = {_flat(f(t)) for t in recorded if t for f in (str, lambda t: _THINK.sub("", t))}
+    return _flat(text) in wanted
+
+
+def _history_recorded(session: Session) -> bool:
+    """Whether the last call's conversation holds exactly the session's earlier replies.
+
+    A scored session is the env's episode, one call a turn: every reply the policy gave in it
+    must be one the gateway recorded. A client that played turns off the record (tool turns
+    through another endpoint, or another model) and recorded only the final call would have
+    the final reply graded on a history the record does not hold (session 16, att29e F4:
+    pass@1 0.47 against 0.21). Chat: the last call's assistant messages are the earlier
+    calls' replies, as many and in order. Completions: each earlier reply appears in the last
+    prompt, in order (a text prompt's turns cannot be counted). A single call must carry no
+    assistant message.
+    """
+    *earlier, last = session.calls
+    if last.api == "completions":
+        prompt = last.request.get("prompt")
+        if not isinstance(prompt, str):
+            return not earlier
+        flat, at = _flat(prompt), 0
+        for call in earlier:
+            found = flat.find(_flat(_THINK.sub("", call.text)), at)
+            if found < 0:
+                return False
+            at = found
+        return True
+    messages = last.request.get("messages") or []
+    sent = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return len(sent) == len(earlier) and all(
+        _same_reply(m, call) for m, call in zip(sent, earlier, strict=True)
+    )
 
 
 def _check_reward(reward: Any) -> None:

@@ -48,10 +48,14 @@ def test_a_scored_session_is_played_as_the_envs_episode_not_graded_on_its_last_r
         sid = app.post("/sessions", json={"env_id": env_id, "seed": 0}, headers=ALICE).json()[
             "session_id"
         ]
-        for text in replies:
+        prompt = call["prompt"]
+        for text in replies:  # each turn's prompt carries the earlier replies, as a client's
             engine.text = text
-            r = app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+            r = app.post(
+                f"/sessions/{sid}/v1/completions", json={**call, "prompt": prompt}, headers=ALICE
+            )
             assert r.is_success, r.text
+            prompt += f"\n{text}\nTry again.\n"
         return app.post(f"/sessions/{sid}/reward", json={"env": env_id}, headers=ALICE)
 
     try:

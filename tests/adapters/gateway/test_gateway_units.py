@@ -518,3 +518,52 @@ def test_tool_call_parsing_is_linear_in_a_hostile_reply():
         'a <tool_call> {"name": "f", "arguments": {}} </tool_call> b <tool_call>x</tool_call>'
     )
     assert text == "a  b" and [c["function"]["name"] for c in calls] == ["f"]
+
+
+def test_a_scored_sessions_last_call_must_hold_exactly_its_recorded_replies():
+    """att29e F4: a client played ToolUse's tool turns off the record and recorded only the
+    final call, whose reply was graded on a history the record did not hold (pass@1 0.47
+    against 0.21). The last call's conversation must hold the earlier replies, no more."""
+    from rllm_adapters.gateway.app import _history_recorded
+
+    task = {"role": "user", "content": "Task: what is 6 * 7?"}
+
+    def chat(messages, text, tool_calls=None):
+        message = {"role": "assistant", "content": text, "tool_calls": tool_calls}
+        return Call(
+            "chat", [1], [2], [0.0], text, "stop", request={"messages": messages}, message=message
+        )
+
+    def session(*calls):
+        return Session(id="s", owner="o", calls=list(calls))
+
+    lookup = [{"function": {"name": "calculator", "arguments": '{"expression": "6*7"}'}}]
+    first = chat([task], "", tool_calls=lookup)
+    tool = {"role": "tool", "content": "42"}
+    sent_back = {"role": "assistant", "content": None, "tool_calls": lookup}
+    # Played through the gateway, turn by turn: held.
+    assert _history_recorded(session(chat([task], "<answer>42</answer>")))
+    assert _history_recorded(session(first, chat([task, sent_back, tool], "<answer>42</answer>")))
+    # The tool turn played off the record, the final call alone recorded: refused.
+    assert not _history_recorded(session(chat([task, sent_back, tool], "<answer>42</answer>")))
+    # A recorded turn replaced by another (arguments, or text) in the final conversation.
+    other = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"function": {"name": "calculator", "arguments": '{"expression": "7*6"}'}}],
+    }
+    assert not _history_recorded(session(first, chat([task, other, tool], "42")))
+    said = chat([task], "<think>hmm</think> It is 41.")
+    assert _history_recorded(
+        session(said, chat([task, {"role": "assistant", "content": "It is 41."}], "42"))
+    )  # a chat template drops earlier reasoning
+    assert not _history_recorded(
+        session(said, chat([task, {"role": "assistant", "content": "It is 42."}], "42"))
+    )
+
+    # Completions: each earlier reply in the last prompt, in order.
+    def text(prompt, reply):
+        return Call("completions", [1], [2], [0.0], reply, "stop", request={"prompt": prompt})
+
+    assert _history_recorded(session(text("Q:", "A1"), text("Q: A1 more", "A2")))
+    assert not _history_recorded(session(text("Q:", "A1"), text("Q: A9 more", "A2")))
