@@ -32,8 +32,11 @@ The trust boundary (see the README's "Security model"):
   in the sandbox's PID namespace is killed (``kill(-1)``: any process group) and
   reaped by the executor (their CPU time counts) before the next test starts.
 
-Per test, the executor forks a process (own process group; CPU, address-space and
-file-size limits) that runs the submission afresh in a copy of the prelude namespace:
+Per test, a fresh process (own process group; CPU, address-space and file-size limits) runs
+the submission afresh in a copy of the prelude namespace. It is forked by the executor's
+*zygote* (:class:`_Zygote`), a copy of the executor made before any test ran, never by the
+executor itself, so nothing the executor held of an earlier test (its output, its record, the
+memory that held them) is in a test's process:
 stdin programs as ``__main__``; functional and assert tests load the submission as a
 module (``__name__ == "solution"``: an ``if __name__ == "__main__":`` block does not run,
 as LiveCodeBench grades). Such a test reads its input (JSON arguments or assert code) from
@@ -995,6 +998,92 @@ def _prctl(option: int, value: int) -> int:
     )
 
 
+def _namespace_pids() -> list[int]:
+    """The processes of this PID namespace (its /proc's numbered entries)."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+# Seconds the executor waits for the zygote's answer (a test may stop it: then no more tests).
+_ZYGOTE_WAIT_S = 10.0
+
+
+class _Zygote:
+    """The process every test is forked from: a copy of the executor made before any test ran.
+
+    The executor holds each test's results for a while (the wait status, the resource usage,
+    the record it writes), and what it frees stays on its heap: a test forked from it could
+    read what the previous one left there (session 17 att24c/att24d: stderr bytes, then the
+    record itself, carried 23 bits and more per test boundary and pooled work across tests).
+    So the executor forks this zygote once, before the first test, and never forks a test
+    itself. Per test the zygote receives the limit and the test's three files (``SCM_RIGHTS``),
+    forks the test, forks its own successor (an equally clean copy: it only ever held file
+    numbers, the limit and the test's pid), tells the executor both pids and exits. Both are
+    then the executor's children (it is their subreaper), so it waits for the test, counts
+    its CPU and reaps what it leaves, as before; the successor waits for the next test.
+    """
+
+    def __init__(self, executor: _Executor) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = _fork_with_retry()
+        if pid == 0:  # pragma: no cover - the zygote
+            ours.close()
+            _zygote_loop(theirs, executor)
+        theirs.close()
+        self.sock, self.pid = ours, pid
+        self.sock.settimeout(_ZYGOTE_WAIT_S)
+
+    def spawn(self, limit: float, fds: tuple[int, int, int]) -> int | None:
+        """Fork a test through the zygote; its pid (a child of ours), or None if it is gone."""
+        import socket
+
+        try:
+            socket.send_fds(self.sock, [repr(limit).encode("ascii")], list(fds))
+            test, successor = (int(x) for x in self.sock.recv(64).split())
+        except (OSError, ValueError):  # stopped or killed by a test: no more tests
+            _kill_group(self.pid)
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (OSError, ChildProcessError):
+                pass
+            return None
+        os.waitpid(self.pid, 0)  # the old zygote exits once it answered: reap it
+        self.pid = successor
+        return test
+
+    def close(self) -> None:
+        self.sock.close()  # the zygote reads the end and exits
+
+
+def _zygote_loop(sock: Any, executor: _Executor) -> None:  # pragma: no cover - the zygote
+    import socket
+
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 64, 3)
+        except OSError:
+            os._exit(0)
+        if not message or len(fds) != 3:
+            os._exit(0)
+        limit = float(message.decode("ascii"))
+        test = _fork_with_retry()
+        if test == 0:
+            sock.close()
+            executor.run_test(limit, *fds)
+        successor = _fork_with_retry()
+        if successor == 0:
+            for fd in fds:
+                os.close(fd)
+            continue  # the next zygote: the same clean state, waiting for the next test
+        sock.send(f"{test} {successor}".encode("ascii"))
+        os._exit(0)
+
+
 class _Executor:
     """Runs the tests of one submission, one fresh process each, and reports them.
 
@@ -1012,6 +1101,7 @@ class _Executor:
         # input was written by the executor. No input size enters the sandbox's spec.
         self.file_size = max(self.cap, RESULT_MAX_BYTES) + 1
         self.reap = bool(spec.get("reap"))
+        self.zygote: _Zygote  # started by main() before the first test
 
     def emit_compiled(self, seconds: float, message: str) -> None:
         """Report the compile: the message (empty: compiled) goes as the record's blob.
@@ -1034,13 +1124,42 @@ class _Executor:
             if parts:
                 parts[0] = parts[0][sent:]
 
+    def run_test(self, limit: float, stdin_fd: int, out: int, err: int) -> None:
+        """The body of a test's process (forked by the zygote): set up, then run; never returns."""
+        try:
+            os.setpgid(0, 0)
+            if _LANDLOCK >= 0 and not landlock_restrict(_LANDLOCK):
+                raise OSError("the test's file-system restriction was refused")
+            _child_streams(stdin_fd, out, err, -1 if self.binary is None else self.binary)
+            _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
+            _lower_limit(resource.RLIMIT_AS, self.memory)
+            _lower_limit(resource.RLIMIT_FSIZE, self.file_size)
+            if _CHILD_FILTER is not None and _CHILD_FILTER():
+                raise OSError("the test's syscall filter was refused")
+            if self.binary is not None:
+                exec_binary(self.binary)
+        except BaseException as e:
+            os.write(2, f"cannot start the test: {e}\n".encode("utf-8", "replace"))
+            os._exit(127)
+        _run_python_test(self.spec, self.code, self.base)
+
     def _clear_leftovers(self) -> None:
         """Kill and reap whatever the test left (its children are ours: we are their reaper)."""
         deadline = time.monotonic() + 2.0
+        spare = {os.getpid(), 1, self.zygote.pid}
         while True:
-            if self.reap:  # inside a PID namespace: everything we can signal is the test's
+            # Inside a PID namespace every process we may signal but ours (the executor, the
+            # zygote) is the test's: what the namespace's /proc lists (kill(-1) would take
+            # the zygote too).
+            left = []
+            for pid in _namespace_pids() if self.reap else ():
+                if pid in spare:
+                    continue
                 try:
-                    os.kill(-1, signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
+                    left.append(pid)
+                except PermissionError:
+                    spare.add(pid)  # not ours to signal (as kill(-1) would skip it)
                 except OSError:
                     pass
             try:
@@ -1048,7 +1167,7 @@ class _Executor:
                     pass
             except ChildProcessError:
                 return
-            if not self.reap or time.monotonic() > deadline:
+            if not left or time.monotonic() > deadline:
                 return
             time.sleep(0.0002)  # killed, not yet dead
 
@@ -1058,26 +1177,22 @@ class _Executor:
         memoryview(data)[:] = bytes(len(data))  # the executor keeps no copy of the input
         try:
             start = time.monotonic()
-            pid = _fork_with_retry()
-            if pid == 0:  # pragma: no cover - runs in the child
-                try:
-                    os.setpgid(0, 0)
-                    if _LANDLOCK >= 0 and not landlock_restrict(_LANDLOCK):
-                        raise OSError("the test's file-system restriction was refused")
-                    _child_streams(stdin_fd, out, err, -1 if self.binary is None else self.binary)
-                    _lower_limit(resource.RLIMIT_CPU, math.ceil(limit) + 1)
-                    _lower_limit(resource.RLIMIT_AS, self.memory)
-                    _lower_limit(resource.RLIMIT_FSIZE, self.file_size)
-                    if _CHILD_FILTER is not None and _CHILD_FILTER():
-                        raise OSError("the test's syscall filter was refused")
-                    if self.binary is not None:
-                        exec_binary(self.binary)
-                except BaseException as e:
-                    os.write(2, f"cannot start the test: {e}\n".encode("utf-8", "replace"))
-                    os._exit(127)
-                _run_python_test(self.spec, self.code, self.base)
-            # Read after the fork (no child is reaped in between): the executor's totals of
-            # earlier tests' processes are not in the frame the test was forked from.
+            pid = self.zygote.spawn(limit, (stdin_fd, out, err))
+            if pid is None:  # the test killed the zygote (it can signal it without Landlock)
+                message = b"cannot start the test: its process could not be forked\n"
+                header = {
+                    "index": index,
+                    "outcome": "exited",
+                    "code": 127,
+                    "signal": None,
+                    "cpu": 0.0,
+                    "wall": 0.0,
+                    "maxrss_kb": 0,
+                    "sizes": [0, len(message), -1],
+                }
+                return header, b"", message, b""
+            # The test's process is ours now (the zygote's fork ended: we are the reaper); the
+            # totals of earlier tests' processes are read here, never in a frame it forked from.
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             try:
                 os.setpgid(pid, pid)  # also here: the group must exist before it is killed
@@ -1215,6 +1330,7 @@ def main(channel: int) -> None:
         if spec["kind"] == "functional":
             import json  # noqa: F401  (imported once here, used by every test)
     gc.freeze()  # test processes inherit a frozen heap: their collections skip it (less COW)
+    executor.zygote = _Zygote(executor)  # every test is forked from this clean copy
     for index in range(len(spec["time_limits"])):
         data = _read_frame()
         if data is None:  # the host has seen enough (stop at the first failure)
@@ -1224,6 +1340,7 @@ def main(channel: int) -> None:
         # a test stays bound once it is reported.
         executor.emit(*executor.test(index, data))
         del data
+    executor.zygote.close()
     executor.emit({"done": True})
 
 
