@@ -1019,10 +1019,11 @@ class _Zygote:
     record itself, carried 23 bits and more per test boundary and pooled work across tests).
     So the executor forks this zygote once, before the first test, and never forks a test
     itself. Per test the zygote receives the limit and the test's three files (``SCM_RIGHTS``),
-    forks the test, forks its own successor (an equally clean copy: it only ever held file
-    numbers, the limit and the test's pid), tells the executor both pids and exits. Both are
-    then the executor's children (it is their subreaper), so it waits for the test, counts
-    its CPU and reaps what it leaves, as before; the successor waits for the next test.
+    forks the test, says its pid, forks its own successor (an equally clean copy: it only
+    ever held file numbers, the limit and a pid) and exits; the successor says its pid and
+    waits for the next test. The test is then the executor's child (it is the subreaper), so
+    it waits for it, counts its CPU and reaps what it leaves, as before. The successor's fork
+    and the old zygote's exit overlap the test's run.
     """
 
     def __init__(self, executor: _Executor) -> None:
@@ -1034,27 +1035,63 @@ class _Zygote:
             ours.close()
             _zygote_loop(theirs, executor)
         theirs.close()
-        self.sock, self.pid = ours, pid
-        self.sock.settimeout(_ZYGOTE_WAIT_S)
+        ours.settimeout(_ZYGOTE_WAIT_S)
+        self.sock = ours
+        self.retiring: int | None = None  # the zygote that forked the running test
+        self.pid = self._said("Z")  # the waiting zygote (None: gone)
+
+    def _said(self, kind: str) -> int | None:
+        """The pid the zygote side says next (``kind`` "T": a test, "Z": a zygote)."""
+        try:
+            what, pid = self.sock.recv(64).decode("ascii").split()
+            return int(pid) if what == kind else None
+        except (OSError, ValueError):
+            return None
 
     def spawn(self, limit: float, fds: tuple[int, int, int]) -> int | None:
-        """Fork a test through the zygote; its pid (a child of ours), or None if it is gone."""
+        """Fork a test through the zygote: its pid, or None if the zygote is gone."""
         import socket
 
-        try:
-            socket.send_fds(self.sock, [repr(limit).encode("ascii")], list(fds))
-            test, successor = (int(x) for x in self.sock.recv(64).split())
-        except (OSError, ValueError):  # stopped or killed by a test: no more tests
-            _kill_group(self.pid)
+        if self.pid is None:
+            self.pid = self._said("Z")  # the successor of the last test's zygote
+        test = None
+        if self.pid is not None:
             try:
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            except (OSError, ChildProcessError):
+                socket.send_fds(self.sock, [repr(limit).encode("ascii")], list(fds))
+                test = self._said("T")
+            except OSError:
                 pass
-            return None
-        os.waitpid(self.pid, 0)  # the old zygote exits once it answered: reap it
-        self.pid = successor
+        self.retiring, self.pid = self.pid, None
+        if test is None:  # stopped or killed by a test: no more tests
+            self.settle()
         return test
+
+    def settle(self) -> float:
+        """Reap the zygote that forked the last test (CPU seconds it used: not the test's).
+
+        Called before the test is waited for: the test is the executor's child only once its
+        zygote has exited. A zygote a test stopped is killed after :data:`_ZYGOTE_WAIT_S`.
+        """
+        retiring, self.retiring = self.retiring, None
+        if retiring is None:
+            return 0.0
+        if self.pid is None:
+            self.pid = self._said("Z")
+        try:
+            pidfd = os.pidfd_open(retiring)
+        except OSError:
+            return 0.0
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            if not poller.poll(_ZYGOTE_WAIT_S * 1000):
+                os.kill(retiring, signal.SIGKILL)
+            _, _, usage = os.wait4(retiring, 0)
+        except (OSError, ChildProcessError):
+            return 0.0
+        finally:
+            os.close(pidfd)
+        return usage.ru_utime + usage.ru_stime
 
     def close(self) -> None:
         self.sock.close()  # the zygote reads the end and exits
@@ -1063,6 +1100,7 @@ class _Zygote:
 def _zygote_loop(sock: Any, executor: _Executor) -> None:  # pragma: no cover - the zygote
     import socket
 
+    sock.send(f"Z {os.getpid()}".encode("ascii"))
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(sock, 64, 3)
@@ -1075,12 +1113,12 @@ def _zygote_loop(sock: Any, executor: _Executor) -> None:  # pragma: no cover - 
         if test == 0:
             sock.close()
             executor.run_test(limit, *fds)
-        successor = _fork_with_retry()
-        if successor == 0:
+        sock.send(f"T {test}".encode("ascii"))
+        if _fork_with_retry() == 0:  # the next zygote: the same clean state
             for fd in fds:
                 os.close(fd)
-            continue  # the next zygote: the same clean state, waiting for the next test
-        sock.send(f"{test} {successor}".encode("ascii"))
+            sock.send(f"Z {os.getpid()}".encode("ascii"))
+            continue
         os._exit(0)
 
 
@@ -1226,6 +1264,7 @@ class _Executor:
             finally:
                 os.close(pidfd)
             timed_out = not ended
+            forker_cpu = self.zygote.settle()  # the test is our child once its zygote exited
             _kill_group(pid)
             _, wait_status, usage = os.wait4(pid, 0)
             wall = time.monotonic() - start
@@ -1233,6 +1272,7 @@ class _Executor:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             # Every process of the test, reaped by it or by us (setsid daemons included).
             cpu = sum(getattr(after, f) - getattr(before, f) for f in ("ru_utime", "ru_stime"))
+            cpu = max(cpu - forker_cpu, 0.0)
             stdout = _read_file(out, self.cap)
             stderr = _read_file(err, _STDERR_KEEP, tail=True) or b""
             result = (
