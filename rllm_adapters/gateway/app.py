@@ -839,6 +839,15 @@ class Gateway:
                     "read to its end (send a number reward to store it as the client's).",
                     "aborted_call",
                 )
+            if session.unrecorded:
+                self.sessions.reopen(session)
+                raise GatewayError(
+                    409,
+                    f"Session {session.id!r} had {session.unrecorded} call(s) whose reply could "
+                    "not be recorded: a scorer grades only a session whose every generation is "
+                    "in its record (send a number reward to store it as the client's).",
+                    "unrecorded_call",
+                )
             past_eos = sum(c.request.get("ignore_eos") is True for c in session.calls)
             if past_eos:
                 self.sessions.reopen(session)
@@ -1440,6 +1449,10 @@ class Gateway:
                 parts.aborted = not (complete or parts.finish_reason is not None)
                 record()
             except Exception:
+                # The client has the reply: the session's record misses a generation, so it
+                # is never scored (att29f F1: a reply that broke the tool-call parser went
+                # unrecorded, and the client called again until a reply was right).
+                session.unrecorded += 1
                 _log.exception("recording a call of session %r failed", session.id)
             finally:
                 self._leave(session, size)
@@ -1758,6 +1771,8 @@ def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
 
 
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
+#: The chat roles a scored session's messages may have (OpenAI's names).
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
 def _flat(text: str) -> str:
@@ -1832,8 +1847,12 @@ def _history_recorded(session: Session) -> bool:
                 return False
             at = found
         return True
-    messages = last.request.get("messages") or []
-    sent = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    messages = [m for m in last.request.get("messages") or [] if isinstance(m, Mapping)]
+    # A role spelled otherwise ("Assistant", "model") may still render as the policy's own
+    # turn in a chat template (att29f F2): only the standard names are taken.
+    if any(m.get("role") not in _ROLES for m in messages):
+        return False
+    sent = [m for m in messages if m.get("role") == "assistant"]
     return len(sent) == len(earlier) and all(
         _same_reply(m, call) for m, call in zip(sent, earlier, strict=True)
     )

@@ -84,7 +84,7 @@ def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # a reply's JSON: any text, any depth
                 pass
         calls.append((function.get("name"), json.dumps(arguments, sort_keys=True)))
     return (message.get("role"), _text_content(message)["content"], tuple(calls))
@@ -143,7 +143,7 @@ def parse_tool_calls(text: str) -> tuple[str | None, list[dict[str, Any]]]:
     for k, (_, block) in enumerate(found):
         try:
             payload = json.loads(block.strip())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a reply's JSON: any text, any depth
             continue
         if not isinstance(payload, dict) or "name" not in payload:
             continue

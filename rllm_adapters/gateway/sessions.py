@@ -228,6 +228,9 @@ class Session:
     model: str | None = None
     #: A failed store of this session was logged (an idle sweep logs it once).
     store_failed: bool = False
+    #: Calls whose reply reached the client but could not be recorded: such a session is
+    #: not scored (its record misses a generation).
+    unrecorded: int = 0
     #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
     _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
 
@@ -320,6 +323,8 @@ class Session:
         aborted = sum(c.aborted for c in self.calls)
         if aborted:
             metadata["aborted_calls"] = aborted
+        if self.unrecorded:
+            metadata["unrecorded_calls"] = self.unrecorded
         if self.index is not None:
             metadata["task_index"] = self.index
         if steps:

@@ -360,3 +360,45 @@ def test_a_runs_sampling_mode_survives_a_restart(tmp_path):
                 assert r.json()["error"]["code"] == "sampling_changed"
         finally:
             app.__exit__(None, None, None)
+
+
+def test_a_reply_that_could_not_be_recorded_leaves_its_session_unscorable(tmp_path, monkeypatch):
+    """att29f F1: a streamed reply that broke the recording (a tool-call bracket bomb made the
+    parser raise) reached the client but not the record: the client called again until a
+    reply was right and had that scored as the first try (pass@1 0.81 against 0.32)."""
+    from rllm_adapters.gateway import sessions as sessions_module
+    from rllm_adapters.gateway.chat import parse_tool_calls
+
+    # The parser itself no longer raises on any reply.
+    bomb = "<tool_call>" + "[" * 5000 + "</tool_call>"
+    assert parse_tool_calls(bomb)[1] == []
+    assert parse_tool_calls("<tool_call>" + "9" * 5000 + "</tool_call>")[1] == []
+
+    engine = StandInEngine(text="\\boxed{450}")
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    call = {**CALL, "prompt": _task_prompt(MATH, 0), "stream": True}  # seed 0: 455
+    real = sessions_module.SessionRegistry.record
+    fail = {"left": 1}
+
+    def flaky(self, session, call, size=0):
+        if fail["left"]:
+            fail["left"] -= 1
+            raise RuntimeError("a recording failure of any kind")
+        return real(self, session, call, size)
+
+    monkeypatch.setattr(sessions_module.SessionRegistry, "record", flaky)
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE).json()[
+            "session_id"
+        ]
+        r = app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+        assert r.status_code == 200 and "[DONE]" in r.text  # the client saw the whole reply
+        engine.text = "\\boxed{455}"
+        r = app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+        assert r.status_code == 200
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "unrecorded_call", r.text
+    finally:
+        app.__exit__(None, None, None)
+    (episode,) = _episodes(tmp_path / "e.db")
+    assert not episode.is_correct and episode.trajectory.metadata["unrecorded_calls"] == 1

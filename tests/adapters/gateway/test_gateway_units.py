@@ -567,3 +567,15 @@ def test_a_scored_sessions_last_call_must_hold_exactly_its_recorded_replies():
 
     assert _history_recorded(session(text("Q:", "A1"), text("Q: A1 more", "A2")))
     assert not _history_recorded(session(text("Q:", "A1"), text("Q: A9 more", "A2")))
+
+
+def test_a_relabelled_turn_does_not_pass_for_another_role():
+    """att29f F2: an off-record turn sent back under the role ``Assistant`` (or ``model``)
+    renders as the policy's own turn in a chat template but was not counted."""
+    from rllm_adapters.gateway.app import _history_recorded
+
+    task = {"role": "user", "content": "Task: what is 6 * 7?"}
+    for role in ("Assistant", "model", "ASSISTANT", " assistant"):
+        messages = [task, {"role": role, "content": "42"}, {"role": "user", "content": "again"}]
+        call = Call("chat", [1], [2], [0.0], "42", "stop", request={"messages": messages})
+        assert not _history_recorded(Session(id="s", owner="o", calls=[call])), role
