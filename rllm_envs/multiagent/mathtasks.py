@@ -220,8 +220,14 @@ class Decoys:
         return answer
 
 
-def majority_answer(answers: Sequence[str | None]) -> int | None:
-    """Index of the first answer of the largest group of equivalent answers (``None`` if none)."""
+def majority_answer(answers: Sequence[str | None], strict: bool = False) -> int | None:
+    """Index of the first answer of the largest group of equivalent answers (``None`` if none).
+
+    ``strict``: only a group of two or more that is larger than every other one counts (no
+    tie broken by position: debaters that followed the first of equally supported answers
+    all took a lone guess's side, so a copier that never read the problem out-earned them,
+    session 17 att29f).
+    """
     groups: list[list[int]] = []
     for i, answer in enumerate(answers):
         if answer is None:
@@ -236,7 +242,10 @@ def majority_answer(answers: Sequence[str | None]) -> int | None:
             groups.append([i])
     if not groups:
         return None
-    return max(groups, key=len)[0]  # max keeps the earliest group on ties
+    largest = max(groups, key=len)  # max keeps the earliest group on ties
+    if strict and (len(largest) < 2 or sum(len(g) == len(largest) for g in groups) > 1):
+        return None
+    return largest[0]
 
 
 def clip_middle(text: str, limit: int) -> str:

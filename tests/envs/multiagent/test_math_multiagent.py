@@ -415,3 +415,20 @@ def test_decoys_are_other_answers_of_the_family_and_all_wrong():
     env.reset(seed=0, options=TASK)
     decoys = Decoys(env.tasks, env.task, from_source=env.task_index is not None)
     assert _form(decoys.draw(np.random.default_rng(0))) == _form("42")
+
+
+def test_heuristic_debaters_follow_only_a_strict_majority():
+    """att29f: with every round-1 answer different, the heuristic debaters broke the tie by
+    position and all took a blind seat's guess, so a copier out-earned them."""
+    assert majority_answer(["1", "2", "3"], strict=True) is None
+    assert majority_answer(["1", "2", "2", "3"], strict=True) == 1
+    assert majority_answer(["1", "1", "2", "2"], strict=True) is None
+    assert majority_answer(["1", "2", "3"]) == 0  # the judge's tie rule is unchanged
+    env = rllm_envs.make_parallel("rllm/Debate-v1", n_debaters=3, n_rounds=2)
+    env.reset(seed=0)
+    env.answers = ["1", "57", "12"]  # all different: each keeps its own
+    rng = np.random.default_rng(0)
+    env.round = 1
+    assert [env.heuristic_action(a, rng) for a in env.possible_agents] == [
+        boxed(x) for x in ("1", "57", "12")
+    ]
