@@ -207,8 +207,11 @@ def test_pickles_mid_episode(env):
 def _children():
     found = []
     for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as f:
-            found += f.read().split()
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += f.read().split()
+        except FileNotFoundError:  # a thread that ended since the listing
+            continue
     return set(found)
 
 
