@@ -14,7 +14,7 @@ import numpy as np
 
 from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.math import extract_answer, is_equivalent, procedural_tasks, score_response
-from rllm_envs.tasks import DatasetTasks, Task, TaskSource, load_records
+from rllm_envs.tasks import DatasetTasks, Mixture, Task, TaskSource, load_records, task_rng
 from rllm_envs.text import answer_text, tag_matches
 
 __all__ = [
@@ -178,7 +178,7 @@ def wrong_answer(gold: str, rng: np.random.Generator) -> str:
 
 
 #: How many tasks :meth:`Decoys.draw` looks at for another answer before it shifts the gold.
-_DECOY_TRIES = 64
+_DECOY_TRIES = 256
 
 
 class Decoys:
@@ -206,8 +206,17 @@ class Decoys:
     def draw(self, rng: np.random.Generator) -> str:
         """One more wrong answer (a fresh one while the source has them)."""
         size = len(self.tasks)
+        # A procedural source names a task's family from its index's first draw: other
+        # families' tasks are skipped without being made (a decoy costs one task, not ten).
+        mixture = getattr(self.tasks, "generate", None)
+        seed = getattr(self.tasks, "seed", 0)
+        if not (isinstance(mixture, Mixture) and isinstance(seed, int) and self.family):
+            mixture, seed = None, 0
         for _ in range(_DECOY_TRIES if self.from_source and size > 1 else 0):
-            other = self.tasks[int(rng.integers(size))]
+            index = int(rng.integers(size))
+            if mixture is not None and mixture.pick(task_rng(seed, index)) != self.family:
+                continue
+            other = self.tasks[index]
             if self.family is not None and other.get("family") != self.family:
                 continue
             answer = str(other.get("answer", "")).strip()
