@@ -20,7 +20,8 @@ The copy is read-only to everyone but its owner, and the keeper locks its pages 
 host files' (:func:`resident.hold_also`). It is a snapshot: a package upgraded while the
 process runs shows in the sandbox from the next process on.
 
-Where no tmpfs is writable, :func:`mirror` returns ``None`` and warns once
+Where no tmpfs is writable with room to spare (:data:`_HEADROOM` left free: a container's
+64 MiB ``/dev/shm`` is other programs' shared memory), :func:`mirror` returns ``None`` and warns once
 (:class:`DirectoryCacheWarning`): the sandbox then shows the host's directories, and the
 channel is open. firejail cannot use the copy at all (it has no way for an unprivileged user
 to bind one path at another, and its ``/`` and ``/usr`` are the host's): see docs/sandbox.md.
@@ -51,6 +52,8 @@ _LARGE = 1 << 20
 # Bumped when the layout of a copy changes, so an old copy is never taken for a new one.
 _FORMAT = 1
 _MARK = ".complete"
+# Free space (bytes) a copy leaves on its tmpfs, or it is not made (shared memory of others).
+_HEADROOM = 256 << 20
 # A half-built copy this old (seconds) is a dead builder's: removed by the next builder.
 _STALE_SECONDS = 600.0
 
@@ -197,6 +200,14 @@ def _build(base: str, hidden: set[str]) -> Mirror:
     digest = _digest(plan)
     final = os.path.join(base, f"rllm-envs-root-{os.geteuid()}-{digest}")
     if not _trusted(final, digest):
+        need = sum(st.st_size for _, found in plan for kind, _, st, _ in found if kind == "copy")
+        vfs = os.statvfs(base)
+        if vfs.f_bavail * vfs.f_frsize < need + _HEADROOM:
+            # A small /dev/shm (a container's 64 MiB) is other programs' shared memory too.
+            raise OSError(
+                f"{need >> 20} MiB for the copy and {_HEADROOM >> 20} MiB to spare are more than "
+                f"the {vfs.f_bavail * vfs.f_frsize >> 20} MiB free there"
+            )
         _sweep(base, f"rllm-envs-root-{os.geteuid()}-")
         work = tempfile.mkdtemp(prefix=os.path.basename(final) + ".tmp-", dir=base)
         try:

@@ -146,9 +146,14 @@ def fresh_copy(tmp_path, monkeypatch):
     monkeypatch.setenv(mirror.MIRROR_ENV, base)
     held: list[tuple[str, ...]] = []
     monkeypatch.setattr(resident, "hold_also", held.append)  # this process's keeper: untouched
-    yield base, held
-    mirror._built.pop(base, None)
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        if mirror.mirror(_hidden_inside(resident.root())) is None:
+            pytest.skip("no room on /dev/shm for another copy (a DirectoryCacheWarning says why)")
+        mirror._built.pop(base, None)
+        yield base, held
+    finally:
+        mirror._built.pop(base, None)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_copy_shows_exactly_the_shown_files(fresh_copy):
@@ -280,3 +285,26 @@ def test_firejail_says_once_that_its_directories_are_the_hosts(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         backends.select_backend("firejail")  # once
+
+
+def test_a_small_tmpfs_is_left_to_others(monkeypatch):
+    """A container's /dev/shm (64 MiB) is other programs' shared memory too: no copy there."""
+    if not mirror.is_tmpfs("/dev/shm"):
+        pytest.skip("/dev/shm is not a tmpfs here")
+    base = f"/dev/shm/rllm-test-small-{os.getpid()}-{random.randrange(10**9)}"
+    os.mkdir(base, 0o700)
+    real = os.statvfs(base)
+
+    class Small:
+        f_bavail, f_frsize, f_flag = (64 << 20) // real.f_frsize, real.f_frsize, real.f_flag
+
+    monkeypatch.setenv(mirror.MIRROR_ENV, base)
+    monkeypatch.setattr(mirror.os, "statvfs", lambda path: Small)
+    monkeypatch.setattr(mirror, "_warned", False)
+    try:
+        with pytest.warns(mirror.DirectoryCacheWarning, match="free there"):
+            assert mirror.mirror(_hidden_inside(resident.root())) is None
+        assert os.listdir(base) == []
+    finally:
+        mirror._built.pop(base, None)
+        shutil.rmtree(base, ignore_errors=True)
