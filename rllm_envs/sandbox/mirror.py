@@ -21,8 +21,8 @@ host files' (:func:`resident.hold_also`). It is a snapshot: a package upgraded w
 process runs shows in the sandbox from the next process on.
 
 Where no tmpfs is writable with room to spare (:data:`_HEADROOM` left free: a container's
-64 MiB ``/dev/shm`` is other programs' shared memory), :func:`mirror` returns ``None`` and warns once
-(:class:`DirectoryCacheWarning`): the sandbox then shows the host's directories, and the
+64 MiB ``/dev/shm`` is other programs' shared memory), :func:`mirror` returns ``None`` and
+warns once (:class:`DirectoryCacheWarning`): the sandbox then shows the host's directories, and the
 channel is open. firejail cannot use the copy at all (it has no way for an unprivileged user
 to bind one path at another, and its ``/`` and ``/usr`` are the host's): see docs/sandbox.md.
 """
