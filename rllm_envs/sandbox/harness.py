@@ -29,8 +29,9 @@ The trust boundary (see the README's "Security model"):
   stdin pipe only when that test starts and wipes its copy before forking, so no test
   process holds another test's input; the host may hold hidden tests' inputs back until
   the public tests are reported (``judge(hidden_from=...)``). After each test every other process
-  in the sandbox's PID namespace is killed (``kill(-1)``: any process group) and
-  reaped by the executor (their CPU time counts) before the next test starts.
+  in the sandbox's PID namespace but the zygote is killed (from the namespace's process list:
+  any process group) and reaped by the executor (their CPU time counts) before the next test
+  starts.
 
 Per test, a fresh process (own process group; CPU, address-space and file-size limits) runs
 the submission afresh in a copy of the prelude namespace. It is forked by the executor's
