@@ -1135,13 +1135,19 @@ class Gateway:
         ):
             return
         mode = "greedy" if body.get("temperature") == 0 else "sampled"
+        # Stop strings cut the reply: chosen per task by a client that knows its answer (a
+        # procedural task's is public), they cut every wrong box out of a reply and keep the
+        # right one (session 17 att29g: pass@1 0.33 -> 0.49). So they are the run's, fixed
+        # with its sampling at its first scored call.
+        cuts = _cuts(body)
+        mode = f"{mode} stop={cuts}" if cuts else mode
         pinned = self.sessions.pin_sampling(session.run, mode)
         if pinned != mode:
             raise GatewayError(
                 400,
-                f"Run {session.run!r} records {pinned} scored calls "
-                f"({'temperature 0' if pinned == 'greedy' else 'temperature 1'}): "
-                f"{mode} calls belong in another run.",
+                f"Run {session.run!r} records scored calls sampled as {pinned!r} (temperature "
+                "0 is greedy, 1 sampled; stop strings and stop token ids as the run's first "
+                f"scored call sent them): a call sampled as {mode!r} belongs in another run.",
                 "sampling_changed",
             )
 
@@ -1903,6 +1909,19 @@ _SESSION_FIELDS = {
 }
 
 
+#: The most stop strings (or stop token ids) a session call takes, and a stop string's length.
+MAX_STOPS = 16
+MAX_STOP_CHARS = 64
+
+
+def _cuts(body: Mapping[str, Any]) -> str:
+    """A call's stop strings and stop token ids, as one comparable text ("" when none)."""
+    stop = body.get("stop")
+    strings = sorted({stop} if isinstance(stop, str) else set(stop or []))
+    ids = sorted(set(body.get("stop_token_ids") or []))
+    return json.dumps([strings, ids]) if strings or ids else ""
+
+
 def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) -> None:
     """Refuse (400) a session call's fields that would reshape the sampled distribution.
 
@@ -1914,9 +1933,30 @@ def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) 
         raise GatewayError(400, "`stream_options` must be an object.", "invalid_request")
     stops = body.get("stop_token_ids")
     if stops is not None and not (
-        isinstance(stops, list) and all(type(i) is int and i >= 0 for i in stops)
+        isinstance(stops, list)
+        and len(stops) <= MAX_STOPS
+        and all(type(i) is int and i >= 0 for i in stops)
     ):
-        raise GatewayError(400, "`stop_token_ids` must be a list of token ids.", "invalid_request")
+        raise GatewayError(
+            400,
+            f"`stop_token_ids` must be a list of at most {MAX_STOPS} token ids.",
+            "invalid_request",
+        )
+    stop = body.get("stop")
+    if stop is not None and not (
+        (isinstance(stop, str) and len(stop) <= MAX_STOP_CHARS)
+        or (
+            isinstance(stop, list)
+            and len(stop) <= MAX_STOPS
+            and all(isinstance(x, str) and len(x) <= MAX_STOP_CHARS for x in stop)
+        )
+    ):
+        raise GatewayError(
+            400,
+            f"`stop` must be a string or a list of at most {MAX_STOPS} strings of at most "
+            f"{MAX_STOP_CHARS} characters.",
+            "invalid_request",
+        )
     # `seed: null` asks for no seed (what a session samples with anyway).
     refused = sorted(k for k in set(body) - _SESSION_FIELDS[api] if (k, body[k]) != ("seed", None))
     # A reply sampled past the policy's own end (EOS) is not the policy's sample.

@@ -402,3 +402,31 @@ def test_a_reply_that_could_not_be_recorded_leaves_its_session_unscorable(tmp_pa
         app.__exit__(None, None, None)
     (episode,) = _episodes(tmp_path / "e.db")
     assert not episode.is_correct and episode.trajectory.metadata["unrecorded_calls"] == 1
+
+
+def test_a_runs_stop_strings_are_fixed_by_its_first_scored_call(tmp_path):
+    """att29g: a client that knows a task's answer sent stop strings cutting every wrong box
+    out of the policy's reply (keeping the right one): pass@1 0.33 -> 0.49. Stop strings and
+    stop token ids are now the run's, pinned with its sampling; and bounded."""
+    engine = StandInEngine(text="\\boxed{455}")
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    call = {**CALL, "prompt": _task_prompt(MATH, 0)}
+
+    def scored_call(run, **fields):
+        sid = app.post(
+            "/sessions", json={"env_id": MATH, "seed": 0, "run": run}, headers=ALICE
+        ).json()["session_id"]
+        return app.post(f"/sessions/{sid}/v1/completions", json={**call, **fields}, headers=ALICE)
+
+    try:
+        assert scored_call("r1", stop=["</answer>"]).status_code == 200
+        assert scored_call("r1", stop="</answer>").status_code == 200  # the same cut
+        for fields in ({"stop": ["\\boxed{4550", "\\boxed{456"]}, {}, {"stop_token_ids": [7]}):
+            r = scored_call("r1", **fields)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed"
+        assert scored_call("r2").status_code == 200  # another run: no stop strings
+        for bad in ({"stop": ["x"] * 17}, {"stop": "y" * 65}, {"stop_token_ids": list(range(17))}):
+            r = scored_call("r3", **bad)
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", bad
+    finally:
+        app.__exit__(None, None, None)
