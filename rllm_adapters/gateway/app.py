@@ -52,6 +52,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+from rllm_adapters.gateway.chat import message_text, tool_call_key
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
@@ -1763,15 +1764,8 @@ def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
         prompt = call.request.get("prompt")
         texts = [prompt] if isinstance(prompt, str) else []
     else:
-        texts = []
-        for message in call.request.get("messages") or []:
-            content = message.get("content") if isinstance(message, Mapping) else None
-            if isinstance(content, str):
-                texts.append(content)
-            elif isinstance(content, list):
-                texts.extend(
-                    str(part.get("text") or "") for part in content if isinstance(part, Mapping)
-                )
+        messages = call.request.get("messages") or []
+        texts = [message_text(m) for m in messages if isinstance(m, Mapping)]
     flat = [" ".join(text.split()) for text in texts]
     return any(" ".join(n.split()) in text for n in needles for text in flat)
 
@@ -1785,33 +1779,6 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _content_text(content: Any) -> str | None:
-    """A message's content as text (a list of parts joined), ``None`` when it has none."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping))
-    return None
-
-
-def _tool_calls(message: Any) -> list[tuple[str, Any]]:
-    """``(name, arguments)`` of a message's tool calls (arguments parsed where they are JSON)."""
-    out = []
-    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-    for call in calls if isinstance(calls, list) else []:
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping):
-            continue
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                pass
-        out.append((str(function.get("name")), arguments))
-    return out
-
-
 def _same_reply(sent: Mapping[str, Any], call: Call) -> bool:
     """Whether an assistant message a client sent back is ``call``'s recorded reply.
 
@@ -1819,12 +1786,12 @@ def _same_reply(sent: Mapping[str, Any], call: Call) -> bool:
     and a leading ``<think>`` block may be left out (chat templates drop earlier turns'
     reasoning). A message with no text matches a reply that had none, or was tool calls.
     """
-    if _tool_calls(sent) != _tool_calls(call.message):
+    if tool_call_key(sent) != tool_call_key(call.message):
         return False
-    text = _content_text(sent.get("content")) or ""
+    text = message_text(sent)
     if not text.strip():
-        return bool(_tool_calls(sent)) or not call.text.strip()
-    recorded = [call.text, _content_text((call.message or {}).get("content"))]
+        return bool(tool_call_key(sent)) or not call.text.strip()
+    recorded = [call.text, message_text(call.message or {})]
     wanted = {_flat(f(t)) for t in recorded if t for f in (str, lambda t: _THINK.sub("", t))}
     return _flat(text) in wanted
 

@@ -63,31 +63,39 @@ def tools_key(tools: Any) -> str:
     return json.dumps(tools, sort_keys=True) if tools else ""
 
 
-def _text_content(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The message with OpenAI content parts (``[{"type": "text", ...}]``) joined as text."""
-    out = dict(message)
-    content = out.get("content")
+def message_text(message: Mapping[str, Any]) -> str:
+    """A message's content as text: OpenAI content parts (``[{"type": "text", ...}]``) joined."""
+    content = message.get("content")
     if isinstance(content, list):
-        out["content"] = "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, Mapping)
-        )
-    elif content is None:
-        out["content"] = ""
-    return out
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
+    return content if isinstance(content, str) else ""
 
 
-def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
+def tool_call_key(message: Any) -> tuple[tuple[Any, str], ...]:
+    """A message's tool calls as ``(name, arguments as sorted JSON)``, arguments parsed if JSON."""
+    calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
         arguments = function.get("arguments")
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError):  # a reply's JSON: any text, any depth
                 pass
-        calls.append((function.get("name"), json.dumps(arguments, sort_keys=True)))
-    return (message.get("role"), _text_content(message)["content"], tuple(calls))
+        out.append((function.get("name"), json.dumps(arguments, sort_keys=True)))
+    return tuple(out)
+
+
+def _text_content(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The message with its content as text (:func:`message_text`)."""
+    return {**message, "content": message_text(message)}
+
+
+def _norm(message: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (message.get("role"), message_text(message), tool_call_key(message))
 
 
 class ChatTemplater:
