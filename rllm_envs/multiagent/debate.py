@@ -65,11 +65,10 @@ class DebateEnv(MultiAgentTextEnv):
     would pay against every persuaded revision. What a copier cannot do is earn for nothing:
     it is right only where another debater gave the right answer in the round it copied
     from, and earns 0 where no debater solves the problem (self-play, every debater the same
-    copying policy). Against the heuristic debaters (which follow only a strict majority, so
-    a lone guess sways none of them) a copier that never read the problem earned 0.41 against
-    the best other debater's 0.70 (3 debaters, 2 rounds, 300 episodes; before they broke ties
-    by position and followed its guess: 0.48 against 0.26). Another episode's answer earns
-    nothing, as everywhere.
+    copying policy). The heuristic debaters follow only a strict majority, so a lone guess
+    sways none of them (when they broke ties by position, a copier that never read the
+    problem out-earned them: session 17, att29f). Another episode's answer earns nothing, as
+    everywhere.
 
     ## Episode End
     Terminates for every debater after ``n_rounds`` rounds. No truncation.

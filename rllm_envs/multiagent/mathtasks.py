@@ -186,13 +186,12 @@ class Decoys:
 
     A wrong answer made from the gold (:func:`wrong_answer`: one integer moved a little) gave
     the gold away to a judge that never reads the problem: small positive integers were moved
-    up more often than down (they stay positive), so the smallest answer was right 0.59 of the
-    time against a base rate of 0.51, and with three or more solvers every wrong answer sat
-    around the gold, so the answer nearest the others was right 0.71-0.75 of the time against
-    0.52 (session 17, att25f). A decoy here is the answer of another task of the same family
-    (or, for a dataset, of the same dataset), distinct from the gold and from the episode's
-    other decoys: it is drawn as the gold was, so no rule on the answers alone (size,
-    sign, form, position among the others) tells which is right. A judge that reads the
+    up more often than down (they stay positive), so the smallest answer was more often right,
+    and with three or more solvers every wrong answer sat around the gold, so the answer
+    nearest the others was (session 17, att25f). A decoy here is the answer of another task
+    of the same family (or, for a dataset, of the same dataset), distinct from the gold and
+    from the episode's other decoys: it is drawn as the gold was, so no rule on the answers
+    alone (size, sign, form, position among the others) tells which is right. A judge that reads the
     problem still can. A client-written task (no family, not from the source) falls back to
     :func:`wrong_answer`.
     """

@@ -904,11 +904,11 @@ def _run_python_test(spec: dict[str, Any], code: Any, base: dict[str, Any]) -> N
 def _read_file(fd: int, cap: int, tail: bool = False) -> memoryview | bytes | None:
     """The content of a test's in-memory file: ``None`` past ``cap`` (or its end, ``tail``).
 
-    A view of the file's own pages (``mmap``), never a copy on the executor's heap: the
-    next test is forked from that heap, and freed memory keeps what it held (session 17
-    att24c: a test read the previous one's stderr, 16 KiB exactly in 25 of 25 boundaries,
-    and pooled work across tests, fraction 0 -> 0.75). Dropping the view unmaps it; the
-    kernel's pages go when the file is closed, and come back to anyone zeroed.
+    A view of the file's own pages (``mmap``), never a copy on the executor's heap, where
+    freed memory keeps what it held (session 17 att24c: a test forked from that heap read the
+    previous one's stderr; tests are forked by the zygote now, and this keeps the heap clean
+    too). Dropping the view unmaps it; the kernel's pages go when the file is closed, and
+    come back to anyone zeroed.
     """
     import mmap
 
@@ -1017,7 +1017,7 @@ class _Zygote:
     The executor holds each test's results for a while (the wait status, the resource usage,
     the record it writes), and what it frees stays on its heap: a test forked from it could
     read what the previous one left there (session 17 att24c/att24d: stderr bytes, then the
-    record itself, carried 23 bits and more per test boundary and pooled work across tests).
+    record itself, pooled work across tests).
     So the executor forks this zygote once, before the first test, and never forks a test
     itself. Per test the zygote receives the limit and the test's three files (``SCM_RIGHTS``),
     forks the test, says its pid, forks its own successor (an equally clean copy: it only
