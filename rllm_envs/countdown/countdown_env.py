@@ -78,15 +78,17 @@ class CountdownEnv(TextEnv):
     or fewer the generator balances draws by shape (:mod:`rllm_envs.countdown.tasks`) so that
     no shape solves more than about 3% of the tasks, except with three numbers (difficulty
     1), where every task is one of 192 templates and several solve each: there the best
-    shape solves about 7% (a template drawn at random, about 4%; 17% before balancing).
+    shapes solve several times that share (a measured floor of this difficulty, issue #25:
+    ``check_reward_hacking`` with :class:`rllm_envs.testing.learned.FixedShape` reports it).
 
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` an
     incorrect answer gets feedback and another try; the episode terminates on a correct
     answer or after the last try. It never truncates. Each try is another fixed shape for a
     policy that does not search, so ``k`` tries of the most popular shapes solve about ``k``
-    times the single-shape share above (five shapes: 21% at difficulty 1, 9% at 2-3); the
-    ``value`` of a multi-try episode is only as hard to earn as ``max_turns`` allows.
+    times the single-shape share above, without ever reading the target; the ``value`` of a
+    multi-try episode is only as hard to earn as ``max_turns`` allows: train multi-try
+    Countdown at difficulty 2 or more.
 
     ## Information
     The common keys of :mod:`rllm_envs.core`, plus ``nums`` (``list[int]``), ``target``

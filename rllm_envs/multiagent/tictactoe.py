@@ -74,7 +74,10 @@ class TicTacToeEnv(MultiAgentTextEnv):
     and ``illegal_move`` = 1 for an agent whose reply is not a legal move (weight -1.0).
     **Illegal move** (PettingZoo semantics, as its ``TerminateIllegalWrapper``): a reply that
     is unreadable, names an occupied cell or no cell at all ends the game at once; the offender
-    gets the ``illegal_move`` penalty and the opponent 0 (not a win).
+    gets the ``illegal_move`` penalty and the opponent 0 (not a win). The weights must make an
+    illegal move cost at least as much as a loss and a draw (``InvalidEnvConfig`` otherwise):
+    a seat about to lose would otherwise earn more by ending the game with an illegal reply,
+    and take the win away from the other seat.
 
     ## Episode End
     Terminates for both agents on a win, a draw or an illegal move (at most 9 moves). There
@@ -132,6 +135,14 @@ class TicTacToeEnv(MultiAgentTextEnv):
             reward_weights=reward_weights,
             render_mode=render_mode,
         )
+        w = self.reward_weights
+        if w["illegal_move"] > min(w["loss"], w["draw"]):
+            raise InvalidEnvConfig(
+                "Expects reward weight `illegal_move` <= `loss` and <= `draw`, actual: "
+                f"illegal_move {w['illegal_move']}, loss {w['loss']}, draw {w['draw']}. "
+                "Otherwise a seat about to lose earns more by resigning with an illegal reply "
+                "(and the other seat loses its win)."
+            )
         self.opening_plies = opening_plies
         self.board = ""
         self.marks: dict[str, str] = {}

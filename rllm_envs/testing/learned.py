@@ -264,7 +264,8 @@ class FixedShape:
     name: str = "fixed-shape"
     summary: str = (
         "the most common expression shape of the oracle's answers to other tasks (e.g. "
-        "`({} + {}) - {}`), filled with the numbers the question gives, in order"
+        "`({} + {}) - {}`), filled with the numbers the question gives, in order; each "
+        "further try the next most common shape"
     )
     fix: str = (
         "redraw tasks that a popular fixed shape solves (keep their share at chance), or "
@@ -299,13 +300,17 @@ class FixedShape:
         return None
 
     def __call__(self, ctx: Any) -> str | None:
-        """The most common shape, filled with the question's numbers (``None``: too few)."""
-        if ctx.turn > 0:
+        """The shape ranked ``ctx.turn`` by frequency, filled with the question's numbers.
+
+        Each further try of a multi-try episode plays the next most common shape: with
+        feedback after a wrong answer, ``k`` blind shapes solve about ``k`` times one's share
+        (att25g: five shapes on Countdown's smallest difficulty). ``None``: too few numbers,
+        or no shape left.
+        """
+        ranked = self._shapes(ctx.memory).most_common()
+        if ctx.turn >= len(ranked):
             return None
-        shapes = self._shapes(ctx.memory)
-        if not shapes:
-            return None
-        (shape, slots), _ = shapes.most_common(1)[0]
+        (shape, slots), _ = ranked[ctx.turn]
         numbers = _NUM.findall(ctx.first_observation)
         if len(numbers) < slots:
             return None

@@ -97,3 +97,20 @@ def test_countdown_passes_the_fixed_shape_policy():
         "rllm/Countdown-v1", policies=[FixedShape()], raise_on_failure=False
     )
     assert report.ok, str(report)
+
+
+def test_fixed_shape_plays_the_next_most_common_shape_on_each_try():
+    # att25g F1: five blind shapes over five tries of Countdown's smallest difficulty earned
+    # 0.30 while the checker's fixed-shape policy gave up after the first try.
+    from types import SimpleNamespace
+
+    refs = ["(1 + 2) * 3"] * 3 + ["4 - 5 - 6"] * 2 + ["7 / 8"]
+    memory = [SimpleNamespace(reference=r) for r in refs]
+
+    def play(turn):
+        ctx = SimpleNamespace(
+            memory=memory, turn=turn, first_observation="Use 10, 20, 30 to make 7", answer=str
+        )
+        return FixedShape()(ctx)
+
+    assert [play(t) for t in range(4)] == ["(10 + 20) * 30", "10 - 20 - 30", "10 / 20", None]

@@ -202,6 +202,18 @@ def test_illegal_move_ends_the_game_with_a_penalty(reply, reason):
     assert "not a legal move" in obs["player_0"] and "No winner" in obs["player_1"]
 
 
+@pytest.mark.parametrize(
+    "weights",
+    [{"illegal_move": -0.5}, {"illegal_move": 0.0}, {"draw": -1.0, "illegal_move": -0.9}],
+)
+def test_weights_under_which_resigning_beats_losing_are_refused(weights):
+    # att25g F2: with illegal_move -0.5 a seat facing two threats replied "I resign" and
+    # earned 0.12 against the honest 0.055, taking the win from the other seat.
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="illegal_move"):
+        _env(reward_weights=weights)
+    _env(reward_weights={"illegal_move": -2.0, "loss": -1.0, "draw": 0.5})  # stricter is fine
+
+
 def test_missing_action_of_the_player_to_move_is_an_empty_reply():
     env = _env()
     env.reset(options=_task(EMPTY_BOARD))
