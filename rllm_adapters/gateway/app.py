@@ -605,8 +605,19 @@ class Gateway:
         sid = fields.pop("session_id", None)
         if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid)):
             raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
-        await self._bind_task(fields, principal)
+        bound = await self._bind_task(fields, principal)
         session = self.sessions.create(principal, sid, fields=fields)
+        if bound:
+            try:
+                await self.sessions.open_pending(session)
+            except Exception as e:
+                self.sessions.end(session)
+                raise GatewayError(
+                    503,
+                    f"The store could not mark the session's sample ({type(e).__name__}); retry.",
+                    "store_unavailable",
+                    {"Retry-After": "1"},
+                ) from e
         base = str(request.base_url).rstrip("/")
         return JSONResponse(
             {
@@ -617,18 +628,22 @@ class Gateway:
             status_code=201,
         )
 
-    async def _bind_task(self, fields: dict[str, Any], owner: str) -> None:
+    async def _bind_task(self, fields: dict[str, Any], owner: str) -> bool:
         """Fix the task id of a session opened on a scorer's task, before any call.
 
         Such a session names one of this gateway's scorers as ``env_id``, with ``seed``
         and/or ``index``. Every way it ends (scored, a number reward, idle, shutdown, a
         refused scoring) then stores it under its task, so pass@k counts each of its samples: a
-        client cannot have its right replies scored and file its wrong ones elsewhere.
+        client cannot have its right replies scored and file its wrong ones elsewhere; while
+        it is open the store counts its sample as failed (``EpisodeStore.open_pending``).
         A ``task_id`` the client names must be that task's (400 ``task_mismatch``).
+
+        Returns:
+            Whether the session is on a scorer's task (its ``task_id`` set in ``fields``).
         """
         env_id = fields.get("env_id")
         if not isinstance(env_id, str) or env_id not in self.config.scorers:
-            return
+            return False
         seed, index = fields.get("seed"), fields.get("index")
 
         def plain(value: Any) -> bool:
@@ -637,7 +652,7 @@ class Gateway:
         if (seed is None and index is None) or not all(
             v is None or plain(v) for v in (seed, index)
         ):
-            return  # no task (or fields the session's own checks refuse)
+            return False  # no task (or fields the session's own checks refuse)
         key = (env_id, seed, index)
         task_id = self._task_ids.get(key)
         if task_id is None:
@@ -675,8 +690,10 @@ class Gateway:
                 f"{index!r} ({task_id!r}).",
                 "task_mismatch",
             )
-        if task_id is not None:
-            fields["task_id"] = task_id
+        if task_id is None:
+            return False
+        fields["task_id"] = task_id
+        return True
 
     async def _session_info(self, request: Any) -> Any:
         from starlette.responses import JSONResponse
@@ -1123,7 +1140,7 @@ class Gateway:
         return await self._recorded(session, api, path, body, stream, size)
 
     def _pin_sampling(self, session: Session, body: dict[str, Any]) -> None:
-        """Fix how a run's scored sessions sample at their first call: greedy or sampled.
+        """Fix a run's scored sessions' sampling, stop strings and model at their first call.
 
         A client could otherwise preview the greedy reply off the record and record greedy
         calls only where it is right (sampling elsewhere): a run's pass@k would then count
@@ -1142,13 +1159,17 @@ class Gateway:
         # with its sampling at its first scored call.
         cuts = _cuts(body)
         mode = f"{mode} stop={cuts}" if cuts else mode
+        # And the model: a run mixing a weak and a strong model reports a blend, and with
+        # greedy previews a client picks the model per task (att29h: 0.6 for 0.3 and 0.9).
+        mode = f"{mode} model={body.get('model')}"
         pinned = self.sessions.pin_sampling(session.run, mode)
         if pinned != mode:
             raise GatewayError(
                 400,
                 f"Run {session.run!r} records scored calls sampled as {pinned!r} (temperature "
-                "0 is greedy, 1 sampled; stop strings and stop token ids as the run's first "
-                f"scored call sent them): a call sampled as {mode!r} belongs in another run.",
+                "0 is greedy, 1 sampled; stop strings and stop token ids and the model as the "
+                f"run's first scored call sent them): a call sampled as {mode!r} belongs in "
+                "another run.",
                 "sampling_changed",
             )
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import json
 import logging
 import os
@@ -231,6 +232,9 @@ class Session:
     #: Calls whose reply reached the client but could not be recorded: such a session is
     #: not scored (its record misses a generation).
     unrecorded: int = 0
+    #: The store's key of this session's sample while it is open (a session on a scorer's
+    #: task): pass@k counts it as failed until the session's episode is stored.
+    pending: str | None = None
     #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
     _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
 
@@ -848,7 +852,9 @@ class SessionRegistry:
             if task_id is not None and session.task_id is None:
                 session.task_id = task_id
             trajectory = session.trajectory(reward, info, finish=finish)
-            future = self._submit_store(session.owner, self._put, trajectory, session.run)
+            future = self._submit_store(
+                session.owner, self._put, trajectory, session.run, session.pending
+            )
             put = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             if future is not None and not future.cancelled():
@@ -962,10 +968,30 @@ class SessionRegistry:
                 if not self._store_queues:
                     served.clear()
 
-    def _put(self, trajectory: Trajectory, run: str | None) -> Any:
+    def _put(self, trajectory: Trajectory, run: str | None, pending: str | None = None) -> Any:
         # The model the session's calls asked for (the served model's name by default).
         model = trajectory.metadata.get("model") or self.model
-        return self.store.put(trajectory, run=run, model=model)
+        if pending is None:
+            return self.store.put(trajectory, run=run, model=model)
+        return self.store.put(trajectory, run=run, model=model, pending=pending)
+
+    async def open_pending(self, session: Session) -> None:
+        """Have the store count ``session``'s sample as failed until the session is stored.
+
+        For a session on a scorer's task, at its opening: a client that scores its right
+        replies and leaves its wrong sessions open (or the gateway dies first) must not see
+        pass@k over the right ones alone (att29h: 1.0 for a skill of 0.30).
+        """
+        assert session.task_id is not None
+        session.pending = f"{session.owner}/{session.id}/{secrets.token_hex(8)}"
+        fn = functools.partial(
+            self.store.open_pending,
+            session.pending,
+            run=session.run,
+            env_id=session.env_id,
+            task_id=session.task_id,
+        )
+        await asyncio.wrap_future(self._submit_store(session.owner, fn))
 
     async def finish_idle(self, idle_s: float) -> int:
         """Store (without a reward) the sessions idle for ``idle_s`` seconds; return how many."""

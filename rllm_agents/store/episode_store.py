@@ -51,6 +51,13 @@ def _decode_text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
+#: The ``meta`` keys of samples opened and not stored yet (:meth:`EpisodeStore.open_pending`).
+PENDING_PREFIX = "pending:"
+#: ``pass_at_k`` filters that only stored episodes can match (a pending sample has no model
+#: or reward yet).
+_EPISODE_ONLY_FILTERS = ("model", "min_reward", "max_reward", "correct")
+
+
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
     if value is not None and not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
@@ -509,7 +516,7 @@ class EpisodeStore:
         )
         return (*(_plain(value) for value in columns), record)
 
-    def _write(self, rows: Sequence[tuple[Any, ...]]) -> list[Put]:
+    def _write(self, rows: Sequence[tuple[Any, ...]], pending: str | None = None) -> list[Put]:
         if self.read_only:
             raise AgentConfigError(
                 f"The episode store {self.path} was opened read-only (asked for, or its file or "
@@ -554,6 +561,8 @@ class EpisodeStore:
                 ).rowcount
                 if updated != 1:
                     raise self._ignored("the update of the count of episodes written")
+            if pending is not None:
+                conn.execute("DELETE FROM meta WHERE key = ?", (PENDING_PREFIX + pending,))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -579,6 +588,7 @@ class EpisodeStore:
         env_kwargs: Mapping[str, Any] | None = None,
         versions: Mapping[str, Any] | None = None,
         timings: Mapping[str, Any] | None = None,
+        pending: str | None = None,
     ) -> Put:
         """Store one trajectory in its own transaction (a duplicate is not stored again).
 
@@ -590,12 +600,14 @@ class EpisodeStore:
             versions: Package versions; defaults to those of this process.
             timings: Seconds spent (generation, env steps, ...); defaults to
                 ``metadata["timings"]`` or the ``metadata`` keys ending in ``_s``.
+            pending: The key of an :meth:`open_pending` sample this episode settles,
+                removed in the same transaction.
 
         Returns:
             The row id, the content hash and whether it was new.
         """
         row = self._row(trajectory, run, model, env_kwargs, versions, timings)
-        return self._write([row])[0]
+        return self._write([row], pending=pending)[0]
 
     def put_many(
         self,
@@ -1018,6 +1030,44 @@ class EpisodeStore:
             counts[row[2]] = counts.get(row[2], 0) + 1
         return dict(sorted(counts.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
 
+    # ------------------------------------------------------------------- pending samples
+
+    def open_pending(self, key: str, *, run: str | None, env_id: str, task_id: str) -> None:
+        """Count a sample of ``task_id`` as a failure until an episode settles it.
+
+        A writer that samples a task and stores the sample later (the gateway, at a
+        session's end) marks it here first: :meth:`pass_at_k` counts every pending sample
+        as failed, so samples still open (or lost in a crash) cannot be left out. Stored with
+        ``put(..., pending=key)``, the episode replaces it in one transaction.
+        """
+        for name, value in (("key", key), ("env_id", env_id), ("task_id", task_id)):
+            if not isinstance(value, str) or not value:
+                raise AgentConfigError(
+                    f"Expects `{name}` to be a non-empty str, actual: {value!r}."
+                )
+        _check_filter("run", run, (str,))
+        if self.read_only:
+            raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
+        self._conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            (PENDING_PREFIX + key, json.dumps([run, env_id, task_id])),
+        )
+
+    def pending(self) -> dict[str, tuple[str | None, str, str]]:
+        """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet."""
+        rows = self._conn.execute(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
+            (len(PENDING_PREFIX), PENDING_PREFIX),
+        )
+        out: dict[str, tuple[str | None, str, str]] = {}
+        for key, value in rows:
+            try:
+                run, env_id, task_id = json.loads(value)
+            except (TypeError, ValueError) as e:
+                raise DamagedStore(f"{self.path}: pending sample {key!r} is unreadable.") from e
+            out[key.removeprefix(PENDING_PREFIX)] = (run, str(env_id), str(task_id))
+        return out
+
     # ------------------------------------------------------------------------ pass@k
 
     def pass_at_k(
@@ -1041,9 +1091,13 @@ class EpisodeStore:
         tasks and are left out, as the env docs promise, unless ``include_custom``; each row
         says how many were left out (``custom_left_out``).
 
+        Samples opened with :meth:`open_pending` and not stored yet count as failed samples
+        of their task (``pending`` says how many), unless a filter only episodes have
+        (``model``, rewards, ``correct``) is given.
+
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "custom_left_out",
-            "pass@k": float, "short@k": int, ...}}``.
+            "pending", "pass@k": float, "short@k": int, ...}}``.
         """
         from rllm_agents.passk import mean_pass_at_k
 
@@ -1067,6 +1121,21 @@ class EpisodeStore:
                 n_c = by_task.setdefault(task, [0, 0])
                 n_c[0] += 1
                 n_c[1] += int(episode[12])
+        # Samples opened and not stored yet are failures (see open_pending): leaving the
+        # wrong ones open and scoring the right ones would otherwise count only successes
+        # (att29h: pass@1 1.0 read while the gateway ran, for a skill of 0.30). They have no
+        # model or reward yet: only the run, env and task filters apply to them.
+        waiting: dict[tuple[str | None, str], int] = {}
+        if not any(filters.get(k) is not None for k in _EPISODE_ONLY_FILTERS):
+            for run, env_id, task in self.pending().values():
+                if any(
+                    filters.get(name) not in (None, value)
+                    for name, value in (("run", run), ("env", env_id), ("task", task))
+                ):
+                    continue
+                group = (run, env_id)
+                tasks.setdefault(group, {}).setdefault(task, [0, 0])[0] += 1
+                waiting[group] = waiting.get(group, 0) + 1
         groups = {key: [(n, c) for n, c in by_task.values()] for key, by_task in tasks.items()}
         out: dict[str, dict[str, Any]] = {}
         for (run, env_id), counts in sorted(
@@ -1078,6 +1147,7 @@ class EpisodeStore:
                 "tasks": len(counts),
                 "samples": sum(n for n, _ in counts),
                 "custom_left_out": left_out.get((run, env_id), 0),
+                "pending": waiting.get((run, env_id), 0),
             }
             most = max(n for n, _ in counts)
             for k in ks:

@@ -1,0 +1,89 @@
+"""The gateway against the blind round of session 18 (issue #29, att29h): a scored session's
+sample counts as failed from the moment it opens until its episode is stored, and a run's
+scored sessions keep one model.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+MATH = "rllm/Math-v1"
+
+
+def test_sessions_left_open_count_as_failed_samples_while_the_gateway_runs(tmp_path):
+    """att29h F1: score the right replies, leave every wrong session open: pass@1 read from
+    the store while the gateway ran was 1.0 for a skill of 0.30 (tasks without a right reply
+    were not even counted)."""
+    from rllm_agents.store import EpisodeStore
+
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        for seed, text in [(0, "\\boxed{455}"), (0, "\\boxed{1}"), (1, "\\boxed{1}")]:
+            opened = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+            assert opened.status_code == 201, opened.text
+            sid = opened.json()["session_id"]
+            engine.text = text
+            call = {**CALL, "prompt": _task_prompt(MATH, seed)}
+            assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+            if text == "\\boxed{455}":  # seed 0's answer: scored; the wrong ones stay open
+                r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+                assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+        with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+            (row,) = store.pass_at_k(ks=(1,)).values()
+            assert len(store.pending()) == 2
+        assert (row["tasks"], row["samples"], row["pending"]) == (2, 3, 2), row
+        assert row["pass@1"] == pytest.approx(0.25)  # task 0: 1 of 2, task 1: 0 of 1 (of 2)
+        # A filter only stored episodes have leaves the open samples out, and says so.
+        with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+            (row,) = store.pass_at_k(ks=(1,), correct=True).values()
+        assert row["pending"] == 0
+    finally:
+        app.__exit__(None, None, None)  # shutdown stores the open ones: nothing pending
+    with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+        (row,) = store.pass_at_k(ks=(1,)).values()
+        assert store.pending() == {}
+    assert (row["tasks"], row["samples"], row["pending"]) == (2, 3, 0), row
+    assert row["pass@1"] == pytest.approx(0.25)
+
+
+def test_a_sample_lost_with_the_gateway_stays_a_failure(tmp_path):
+    """A gateway killed with scored sessions open loses their episodes, not their samples."""
+    from rllm_agents.store import EpisodeStore
+
+    with EpisodeStore(tmp_path / "s.db") as store:
+        store.open_pending("alice/s1/x", run="r", env_id=MATH, task_id="t0")
+        row = store.pass_at_k(ks=(1,))["r|" + MATH]
+        assert (row["tasks"], row["samples"], row["pending"], row["pass@1"]) == (1, 1, 1, 0.0)
+        assert store.pass_at_k(ks=(1,), run="other") == {}
+        with pytest.raises(Exception, match="non-empty str"):
+            store.open_pending("", run="r", env_id=MATH, task_id="t0")
+
+
+def test_a_runs_scored_sessions_keep_one_model(tmp_path):
+    """att29h F2: one run's scored sessions on a weak and a strong model reported their
+    blend (0.6 for 0.3 and 0.9); with greedy previews a client picks the model per task."""
+    app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}})
+    try:
+        call = {**CALL, "prompt": _task_prompt(MATH, 0)}
+
+        def scored_call(model, run=None):
+            fields = {"env_id": MATH, "seed": 0, **({"run": run} if run else {})}
+            sid = app.post("/sessions", json=fields, headers=ALICE).json()["session_id"]
+            body = {**call, "model": model}
+            return app.post(f"/sessions/{sid}/v1/completions", json=body, headers=ALICE)
+
+        assert scored_call(CALL["model"]).is_success
+        r = scored_call("another-model")
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+        assert "model" in r.json()["error"]["message"]
+    finally:
+        app.__exit__(None, None, None)
