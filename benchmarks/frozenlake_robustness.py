@@ -128,12 +128,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("overrides", nargs="*", help="`key=value` overrides of the config")
     args = parser.parse_args(argv)
-    runs = []
+    runs: list[dict[str, Any]] = []
     for layout in args.layouts:
         for seed in args.seeds:
             load = load_1m()
             runs.append({**run_one(layout, seed, args.config, args.overrides, args.workdir)})
             runs[-1]["load_average_1m_at_start"] = load
+            # After every run: a grid stopped part-way keeps the runs it finished.
+            per_layout = _write(args, argv, runs)
+    for layout, summary in per_layout.items():
+        print(
+            f"{layout}: {summary['reached_0_9']}/{summary['runs']} reached {SUCCESS}, "
+            f"mean final success {summary['mean_final_success']}"
+        )
+    return 0
+
+
+def _write(
+    args: argparse.Namespace, argv: Sequence[str] | None, runs: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Write the results file of ``runs`` so far; return its per-layout summary."""
     per_layout = {
         layout: {
             "runs": len(mine),
@@ -154,12 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    for layout, summary in per_layout.items():
-        print(
-            f"{layout}: {summary['reached_0_9']}/{summary['runs']} reached {SUCCESS}, "
-            f"mean final success {summary['mean_final_success']}"
-        )
-    return 0
+    return per_layout
 
 
 if __name__ == "__main__":
