@@ -155,6 +155,13 @@ KNOWN_TELLS: dict[str, str] = {
     "constant earns about 0.02 and the env's random_action 0, both below the base rate)",
     "gcd": "the common factors among 2, 3, 5 and 7 only (no Euclid) answer 0.82 of "
     "evaluation draws against the best constant's 0.10 (n=300)",
+    # A fourth blind round (s18 att25h), measured the same way: each rule drops one of the
+    # puzzle's constraints, and the default puzzles are loose enough that it rarely matters.
+    "mini_sudoku": "filling each blank its row and column leave one digit for (the 2x2 boxes "
+    "never read), then each row's missing digits in order, answers 0.84 of evaluation draws "
+    "against the best constant's 0 (n=200)",
+    "n_queens": "pairing the free rows with the free columns in order (diagonals never read) "
+    "answers 0.27 of evaluation draws against the best constant's 0.06 (n=200)",
 }
 
 
