@@ -1167,8 +1167,8 @@ class Gateway:
             raise GatewayError(
                 400,
                 f"Run {session.run!r} records scored calls sampled as {pinned!r} (temperature "
-                "0 is greedy, 1 sampled; stop strings and stop token ids and the model as the "
-                f"run's first scored call sent them): a call sampled as {mode!r} belongs in "
+                "0 is greedy, 1 sampled; stop strings, stop token ids, max_tokens and the model "
+                f"as the run's first scored call sent them): a call sampled as {mode!r} belongs in "
                 "another run.",
                 "sampling_changed",
             )
@@ -1903,11 +1903,19 @@ MAX_STOP_CHARS = 64
 
 
 def _cuts(body: Mapping[str, Any]) -> str:
-    """A call's stop strings and stop token ids, as one comparable text ("" when none)."""
+    """A call's stop strings, stop token ids and token limit, as one comparable text.
+
+    ``""`` when it sets none of them. The token limit cuts a reply as a stop string does: a
+    client that previewed the greedy reply off the record could end it right after a right box
+    that a wrong one follows (session 18 att29i: greedy pass@1 0.31 -> 0.59).
+    """
     stop = body.get("stop")
     strings = sorted({stop} if isinstance(stop, str) else set(stop or []))
     ids = sorted(set(body.get("stop_token_ids") or []))
-    return json.dumps([strings, ids]) if strings or ids else ""
+    limit = body.get("max_tokens", body.get("max_completion_tokens"))
+    if not (strings or ids or limit is not None):
+        return ""
+    return json.dumps([strings, ids] if limit is None else [strings, ids, limit])
 
 
 def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) -> None:

@@ -202,11 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(list(table.values())))
                 return 0
-            header = f"{'run':16}  {'env':24}  {'tasks':>5}  {'samples':>7}"
+            header = f"{'run':16}  {'env':24}  {'tasks':>5}  {'samples':>7}  {'pending':>7}"
             print(header + "".join(f"  {'pass@' + str(k):>8}" for k in ks))
             for row in table.values():
                 line = f"{_short(row['run'], 16):16}  {_short(row['env'], 24):24}  "
-                line += f"{row['tasks']:>5}  {row['samples']:>7}"
+                line += f"{row['tasks']:>5}  {row['samples']:>7}  {row['pending']:>7}"
                 line += "".join(f"  {_format_float(row[f'pass@{k}']):>8}" for k in ks)
                 print(line)
     except (DamagedEpisode, DamagedStore) as damage:  # named, never a table presented as whole

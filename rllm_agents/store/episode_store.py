@@ -53,9 +53,10 @@ def _decode_text(data: bytes) -> str:
 
 #: The ``meta`` keys of samples opened and not stored yet (:meth:`EpisodeStore.open_pending`).
 PENDING_PREFIX = "pending:"
-#: ``pass_at_k`` filters that only stored episodes can match (a pending sample has no model
-#: or reward yet).
-_EPISODE_ONLY_FILTERS = ("model", "min_reward", "max_reward", "correct")
+#: ``pass_at_k`` filters on an episode's outcome, which a pending sample does not have yet. A
+#: ``model`` filter keeps pending samples (a run's scored sessions share one model; a reader
+#: filtering by model must not lose the samples a client left open: att29i, 0.33 -> 1.0).
+_EPISODE_ONLY_FILTERS = ("min_reward", "max_reward", "correct")
 
 
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
@@ -1092,8 +1093,10 @@ class EpisodeStore:
         says how many were left out (``custom_left_out``).
 
         Samples opened with :meth:`open_pending` and not stored yet count as failed samples
-        of their task (``pending`` says how many), unless a filter only episodes have
-        (``model``, rewards, ``correct``) is given.
+        of their task (``pending`` says how many), under every filter but those on an
+        episode's outcome (rewards, ``correct``). Stored and pending samples are read in one
+        snapshot. A run named ``"None"`` is keyed ``'"None"|<env>'``, apart from the unnamed
+        run's ``"None|<env>"``.
 
         Returns:
             ``{"<run>|<env>": {"run", "env", "tasks", "samples", "custom_left_out",
@@ -1108,34 +1111,43 @@ class EpisodeStore:
             raise AgentConfigError(
                 f"Expects `include_custom` to be a bool, actual: {include_custom!r}."
             )
-        tasks: dict[tuple[str | None, str], dict[str, list[int]]] = {}
-        left_out: dict[tuple[str | None, str], int] = {}
-        for episode, hit in self._checked_rows(filters):
-            if hit:
-                group = (episode[2], episode[3])
-                by_task = tasks.setdefault(group, {})
-                if not include_custom and str(episode[6] or "").startswith(CUSTOM_ID_PREFIX):
-                    left_out[group] = left_out.get(group, 0) + 1
-                    continue
-                task = episode[6] if episode[6] is not None else f"group-{episode[8]}"
-                n_c = by_task.setdefault(task, [0, 0])
-                n_c[0] += 1
-                n_c[1] += int(episode[12])
-        # Samples opened and not stored yet are failures (see open_pending): leaving the
-        # wrong ones open and scoring the right ones would otherwise count only successes
-        # (att29h: pass@1 1.0 read while the gateway ran, for a skill of 0.30). They have no
-        # model or reward yet: only the run, env and task filters apply to them.
-        waiting: dict[tuple[str | None, str], int] = {}
-        if not any(filters.get(k) is not None for k in _EPISODE_ONLY_FILTERS):
-            for run, env_id, task in self.pending().values():
-                if any(
-                    filters.get(name) not in (None, value)
-                    for name, value in (("run", run), ("env", env_id), ("task", task))
-                ):
-                    continue
-                group = (run, env_id)
-                tasks.setdefault(group, {}).setdefault(task, [0, 0])[0] += 1
-                waiting[group] = waiting.get(group, 0) + 1
+        # One snapshot for the stored and the pending samples: a session stored between two
+        # reads would otherwise count in neither (att29i: 28 of 304 reads short).
+        conn = self._conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            tasks: dict[tuple[str | None, str], dict[str, list[int]]] = {}
+            left_out: dict[tuple[str | None, str], int] = {}
+            for episode, hit in self._checked_rows(filters):
+                if hit:
+                    group = (episode[2], episode[3])
+                    by_task = tasks.setdefault(group, {})
+                    if not include_custom and str(episode[6] or "").startswith(CUSTOM_ID_PREFIX):
+                        left_out[group] = left_out.get(group, 0) + 1
+                        continue
+                    task = episode[6] if episode[6] is not None else f"group-{episode[8]}"
+                    n_c = by_task.setdefault(task, [0, 0])
+                    n_c[0] += 1
+                    n_c[1] += int(episode[12])
+            # Samples opened and not stored yet are failures (see open_pending): leaving the
+            # wrong ones open and scoring the right ones would otherwise count only successes
+            # (att29h: pass@1 1.0 read while the gateway ran, for a skill of 0.30).
+            waiting: dict[tuple[str | None, str], int] = {}
+            if not any(filters.get(k) is not None for k in _EPISODE_ONLY_FILTERS):
+                for run, env_id, task in self.pending().values():
+                    if any(
+                        filters.get(name) not in (None, value)
+                        for name, value in (("run", run), ("env", env_id), ("task", task))
+                    ):
+                        continue
+                    group = (run, env_id)
+                    tasks.setdefault(group, {}).setdefault(task, [0, 0])[0] += 1
+                    waiting[group] = waiting.get(group, 0) + 1
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
         groups = {key: [(n, c) for n, c in by_task.values()] for key, by_task in tasks.items()}
         out: dict[str, dict[str, Any]] = {}
         for (run, env_id), counts in sorted(
@@ -1155,7 +1167,9 @@ class EpisodeStore:
                 target = max(most, k)
                 row[f"pass@{k}"] = mean_pass_at_k([(target, c) for _, c in counts], k)
                 row[f"short@{k}"] = sum(n < target for n, _ in counts)
-            out[f"{run}|{env_id}"] = row
+            # A run named "None" gets its name quoted: it must not replace the unnamed run's
+            # row (att29i: a client's run "None" hid the operator's unnamed run).
+            out[f"{json.dumps(run) if run == 'None' else run}|{env_id}"] = row
         return out
 
     # ------------------------------------------------------------------------ Parquet

@@ -42,8 +42,11 @@ def test_sessions_left_open_count_as_failed_samples_while_the_gateway_runs(tmp_p
             assert len(store.pending()) == 2
         assert (row["tasks"], row["samples"], row["pending"]) == (2, 3, 2), row
         assert row["pass@1"] == pytest.approx(0.25)  # task 0: 1 of 2, task 1: 0 of 1 (of 2)
-        # A filter only stored episodes have leaves the open samples out, and says so.
         with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+            # att29i A1: a model filter kept only the stored (right) samples: 1.0 again.
+            (by_model,) = store.pass_at_k(ks=(1,), model=CALL["model"]).values()
+            assert by_model["pending"] == 2 and by_model["pass@1"] == pytest.approx(0.25)
+            # A filter on an episode's outcome leaves the open samples out, and says so.
             (row,) = store.pass_at_k(ks=(1,), correct=True).values()
         assert row["pending"] == 0
     finally:
@@ -85,5 +88,38 @@ def test_a_runs_scored_sessions_keep_one_model(tmp_path):
         r = scored_call("another-model")
         assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
         assert "model" in r.json()["error"]["message"]
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_run_named_none_keeps_apart_from_the_unnamed_run(tmp_path):
+    """att29i A2: pass@k was keyed f"{run}|{env}": a client's run "None" replaced the row of
+    the operator's unnamed run (0.25 over 40 tasks hidden behind 1.0 over 1)."""
+    from rllm_agents.store import EpisodeStore
+
+    with EpisodeStore(tmp_path / "s.db") as store:
+        store.open_pending("a", run=None, env_id=MATH, task_id="t0")
+        store.open_pending("b", run="None", env_id=MATH, task_id="t1")
+        table = store.pass_at_k(ks=(1,))
+    assert set(table) == {f"None|{MATH}", f'"None"|{MATH}'}
+    assert [row["run"] for row in table.values()] == [None, "None"]
+
+
+def test_a_runs_token_limit_is_fixed_by_its_first_scored_call(tmp_path):
+    """att29i A4: a greedy reply previewed off the record, then a scored call whose
+    max_tokens ended it right after a right box that a wrong one followed: 0.31 -> 0.59."""
+    app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}})
+    try:
+        call = {**CALL, "prompt": _task_prompt(MATH, 0), "temperature": 0}
+
+        def scored_call(**fields):
+            sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE).json()
+            url = f"/sessions/{sid['session_id']}/v1/completions"
+            return app.post(url, json={**call, **fields}, headers=ALICE)
+
+        assert scored_call().is_success
+        r = scored_call(max_tokens=CALL["max_tokens"] - 1)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+        assert "max_tokens" in r.json()["error"]["message"]
     finally:
         app.__exit__(None, None, None)
