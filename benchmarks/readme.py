@@ -183,6 +183,35 @@ def _render_curriculum(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_robustness(name: str, data: dict[str, Any]) -> str:
+    """The FrozenLake robustness grid: per layout, seeds that reached 0.9 and final success."""
+    lines = [
+        "| layout | seeds that reached 0.9 success | iteration it was reached (per seed) "
+        "| mean final success | mean final fall rate |",
+        "|---|---|---|---|---|",
+    ]
+    for layout, summary in data["per_layout"].items():
+        mine = [r for r in data["runs"] if r["layout"] == layout]
+        reached = ", ".join(
+            f"{r['seed']}: {r['reached_0_9_at'] if r['reached_0_9_at'] else 'never'}" for r in mine
+        )
+        lines.append(
+            f"| `{layout}` | {summary['reached_0_9']}/{summary['runs']} | {reached} | "
+            f"{summary['mean_final_success']:.2f} | {summary.get('mean_final_fall_rate', 0):.2f} |"
+        )
+    loads = [r.get("load_average_1m_at_start") for r in data["runs"]]
+    known = [x for x in loads if x is not None]
+    load = f"{min(known)}-{max(known)}" if known else "?"
+    lines += [
+        "",
+        f"Final success: the mean of each run's last five iterations. From "
+        f"`benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
+        f"`{_commit(data)}`; {data.get('machine', {}).get('cpu_count', '?')} CPUs, load "
+        f"{load} at the runs' starts).",
+    ]
+    return "\n".join(lines)
+
+
 def _render_real_model(name: str, data: dict[str, Any]) -> str:
     """The real-model RL experiment's file: held-out pass@1 before and after, the goal."""
     base, trained, training = data["base"], data["trained"], data["training"]
@@ -442,6 +471,8 @@ def render(name: str) -> str:
         return _render_real_model(name, data)
     if "policies" in data and "stages_s" in data:
         return _render_main_leaderboard(name, data)
+    if "per_layout" in data:
+        return _render_robustness(name, data)
     if "eval_seed_start" in data:
         return _render_heldout_overlap(name, data)
     if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
