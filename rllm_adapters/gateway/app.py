@@ -1140,7 +1140,7 @@ class Gateway:
         return await self._recorded(session, api, path, body, stream, size)
 
     def _pin_sampling(self, session: Session, body: dict[str, Any]) -> None:
-        """Fix a run's scored sessions' sampling, stop strings and model at their first call.
+        """Fix a run's scored sessions' sampling, cuts (stop, max_tokens) and model at first call.
 
         A client could otherwise preview the greedy reply off the record and record greedy
         calls only where it is right (sampling elsewhere): a run's pass@k would then count
