@@ -461,6 +461,9 @@ class SessionRegistry:
         self._sampling: dict[str, str] = {}
         if self.sampling_path is not None and self.sampling_path.is_file():
             self._sampling = _read_claims(self.sampling_path)
+        store_pin = getattr(store, "pin", None)
+        if store_pin is not None:  # pins of an older gateway's side file go into the store
+            self._sampling = {k: store_pin(f"sampling:{k}", m) for k, m in self._sampling.items()}
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
             self._claims = _read_claims(self.claims_path)
@@ -594,12 +597,23 @@ class SessionRegistry:
             f.write(line)
 
     def pin_sampling(self, run: str | None, mode: str) -> str:
-        """The sampling mode of ``run``'s scored sessions: ``mode`` if it has none yet."""
+        """The sampling mode of ``run``'s scored sessions: ``mode`` if it has none yet.
+
+        Kept in the store itself where it can (``EpisodeStore.pin``): two gateways on one
+        store, or a store restored without its side files, let a run mix greedy and sampled
+        calls when the pin lived only next to it (session 18 att29i: 0.44-0.53 for 0.30).
+        """
         key = run or ""
         with self._lock:
             pinned = self._sampling.get(key)
             if pinned is not None:
                 return pinned
+            store_pin = getattr(self.store, "pin", None)
+            if store_pin is not None:
+                pinned = store_pin(f"sampling:{key}", mode)
+                self._sampling[key] = pinned
+                if pinned != mode:
+                    return pinned
             self._sampling[key] = mode
             if self.sampling_path is not None:
                 fd = os.open(self.sampling_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -53,6 +53,8 @@ def _decode_text(data: bytes) -> str:
 
 #: The ``meta`` keys of samples opened and not stored yet (:meth:`EpisodeStore.open_pending`).
 PENDING_PREFIX = "pending:"
+#: The ``meta`` keys of :meth:`EpisodeStore.pin`.
+PIN_PREFIX = "pin:"
 #: ``pass_at_k`` filters on an episode's outcome, which a pending sample does not have yet. A
 #: ``model`` filter keeps pending samples (a run's scored sessions share one model; a reader
 #: filtering by model must not lose the samples a client left open: att29i, 0.33 -> 1.0).
@@ -1068,6 +1070,34 @@ class EpisodeStore:
                 raise DamagedStore(f"{self.path}: pending sample {key!r} is unreadable.") from e
             out[key.removeprefix(PENDING_PREFIX)] = (run, str(env_id), str(task_id))
         return out
+
+    def pin(self, key: str, value: str) -> str:
+        """The value kept under ``key``: ``value`` if none is yet (first writer wins).
+
+        For settings a writer fixes once and every later writer must share (the gateway's
+        sampling of a run's scored sessions): kept in the store, so two writers of one store,
+        or a store moved elsewhere, read the same.
+        """
+        for name, text in (("key", key), ("value", value)):
+            if not isinstance(text, str):
+                raise AgentConfigError(f"Expects `{name}` to be a str, actual: {text!r}.")
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (PIN_PREFIX + key, value)
+            )
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (PIN_PREFIX + key,)
+            ).fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if row is None:
+            raise self._ignored(f"the pin {key!r}")
+        return str(row[0])
 
     # ------------------------------------------------------------------------ pass@k
 

@@ -123,3 +123,25 @@ def test_a_runs_token_limit_is_fixed_by_its_first_scored_call(tmp_path):
         assert "max_tokens" in r.json()["error"]["message"]
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_runs_sampling_pin_lives_in_the_store(tmp_path):
+    """att29i A3: the pin lived in memory and a side file: two gateways on one store (or a
+    store restored without the file) let one run mix greedy and sampled calls (0.44 for 0.30)."""
+    from rllm_adapters.gateway.sessions import SessionRegistry
+    from rllm_agents.store import EpisodeStore
+
+    with EpisodeStore(tmp_path / "e.db") as one, EpisodeStore(tmp_path / "e.db") as two:
+        first = SessionRegistry(one, run=None, max_sessions=4, model=None)
+        second = SessionRegistry(two, run=None, max_sessions=4, model=None)
+        assert first.pin_sampling("r", "sampled") == "sampled"
+        assert second.pin_sampling("r", "greedy") == "sampled"
+        assert second.pin_sampling("other", "greedy") == "greedy"
+        assert first.pin_sampling("other", "sampled") == "greedy"
+    # An older gateway's side file moves into the store: the store's pin wins.
+    side = tmp_path / "e.db.runs.json"
+    side.with_suffix(".sampling").write_text('["old", "greedy"]\n["r", "greedy"]\n')
+    with EpisodeStore(tmp_path / "e.db") as store:
+        again = SessionRegistry(store, run=None, max_sessions=4, model=None, claims_path=side)
+        assert again.pin_sampling("old", "sampled") == "greedy"
+        assert again.pin_sampling("r", "greedy") == "sampled"
