@@ -453,17 +453,15 @@ class SessionRegistry:
         #: Request bytes of calls in flight per client (see :meth:`reserve`).
         self._reserved_by_owner: collections.Counter[str] = collections.Counter()
         self.claims_path = None if claims_path is None else Path(claims_path)
-        #: How each run's scored sessions sample ("greedy" or "sampled"), fixed by the first
-        #: scored call and kept next to the claims (a restart must not forget it).
-        self.sampling_path = (
-            None if self.claims_path is None else self.claims_path.with_suffix(".sampling")
-        )
+        #: How each run's scored sessions sample, fixed by the first scored call and kept in
+        #: the store (``EpisodeStore.pin``); read through to the store on a miss.
         self._sampling: dict[str, str] = {}
-        if self.sampling_path is not None and self.sampling_path.is_file():
-            self._sampling = _read_claims(self.sampling_path)
-        store_pin = getattr(store, "pin", None)
-        if store_pin is not None:  # pins of an older gateway's side file go into the store
-            self._sampling = {k: store_pin(f"sampling:{k}", m) for k, m in self._sampling.items()}
+        # An older gateway kept them next to the claims: they move into the store.
+        old_pins = None if self.claims_path is None else self.claims_path.with_suffix(".sampling")
+        if store is not None and old_pins is not None and old_pins.is_file():
+            self._sampling = {
+                k: store.pin(f"sampling:{k}", m) for k, m in _read_claims(old_pins).items()
+            }
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
             self._claims = _read_claims(self.claims_path)
@@ -599,27 +597,17 @@ class SessionRegistry:
     def pin_sampling(self, run: str | None, mode: str) -> str:
         """The sampling mode of ``run``'s scored sessions: ``mode`` if it has none yet.
 
-        Kept in the store itself where it can (``EpisodeStore.pin``): two gateways on one
+        Kept in the store (``EpisodeStore.pin``, first writer wins): two gateways on one
         store, or a store restored without its side files, let a run mix greedy and sampled
-        calls when the pin lived only next to it (session 18 att29i: 0.44-0.53 for 0.30).
+        calls when the pin lived in a file next to it (session 18 att29i: 0.44-0.53 for 0.30).
         """
         key = run or ""
         with self._lock:
             pinned = self._sampling.get(key)
             if pinned is not None:
                 return pinned
-            store_pin = getattr(self.store, "pin", None)
-            if store_pin is not None:
-                pinned = store_pin(f"sampling:{key}", mode)
-                self._sampling[key] = pinned
-                if pinned != mode:
-                    return pinned
-            self._sampling[key] = mode
-            if self.sampling_path is not None:
-                fd = os.open(self.sampling_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-                with os.fdopen(fd, "a") as f:
-                    f.write(json.dumps([key, mode]) + "\n")
-            return mode
+            pinned = self._sampling[key] = self.store.pin(f"sampling:{key}", mode)
+            return pinned
 
     def open_of(self, owner: str) -> int:
         """How many sessions ``owner`` holds open."""
@@ -985,8 +973,6 @@ class SessionRegistry:
     def _put(self, trajectory: Trajectory, run: str | None, pending: str | None = None) -> Any:
         # The model the session's calls asked for (the served model's name by default).
         model = trajectory.metadata.get("model") or self.model
-        if pending is None:
-            return self.store.put(trajectory, run=run, model=model)
         return self.store.put(trajectory, run=run, model=model, pending=pending)
 
     async def open_pending(self, session: Session) -> None:

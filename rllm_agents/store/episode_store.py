@@ -773,6 +773,19 @@ class EpisodeStore:
             yield row, bool(row[18])
         sequence.end()
 
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the store (a read transaction, unless one is open)."""
+        conn = self._conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if own and conn.in_transaction:
+                conn.execute("COMMIT")
+
     def verify(self) -> list[DamagedEpisode]:
         """Check every episode against its MAC and hash; return the damaged and missing ones.
 
@@ -783,10 +796,8 @@ class EpisodeStore:
             DamagedStore: If the record of how many episodes were written was changed.
         """
         conn = self._conn
-        own = not conn.in_transaction
-        if own:  # the record and the rows from one snapshot: a row past it is not a new one
-            conn.execute("BEGIN")
-        try:
+        # The record and the rows from one snapshot: a row past it is not a new one.
+        with self._snapshot():
             self._schema_seen = -1  # the schema objects are checked in full
             written = self._high_water()
             damaged = []
@@ -805,9 +816,6 @@ class EpisodeStore:
                 if row[0] > written:
                     damaged.append(_past_mark(self.path, row, written))
             damaged += [_missing(self.path, i) for i in range(expected, written + 1)]
-        finally:
-            if own and conn.in_transaction:
-                conn.execute("COMMIT")
         return damaged
 
     def last_mac(self) -> str:
@@ -1143,11 +1151,7 @@ class EpisodeStore:
             )
         # One snapshot for the stored and the pending samples: a session stored between two
         # reads would otherwise count in neither (att29i: 28 of 304 reads short).
-        conn = self._conn
-        own = not conn.in_transaction
-        if own:
-            conn.execute("BEGIN")
-        try:
+        with self._snapshot():
             tasks: dict[tuple[str | None, str], dict[str, list[int]]] = {}
             left_out: dict[tuple[str | None, str], int] = {}
             for episode, hit in self._checked_rows(filters):
@@ -1175,9 +1179,6 @@ class EpisodeStore:
                     group = (run, env_id)
                     tasks.setdefault(group, {}).setdefault(task, [0, 0])[0] += 1
                     waiting[group] = waiting.get(group, 0) + 1
-        finally:
-            if own and conn.in_transaction:
-                conn.execute("COMMIT")
         groups = {key: [(n, c) for n, c in by_task.values()] for key, by_task in tasks.items()}
         out: dict[str, dict[str, Any]] = {}
         for (run, env_id), counts in sorted(

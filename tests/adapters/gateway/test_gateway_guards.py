@@ -535,7 +535,7 @@ def test_a_trajectory_that_cannot_be_built_leaves_the_session_open():
         def __init__(self):
             self.put_calls = []
 
-        def put(self, trajectory, run=None, model=None):
+        def put(self, trajectory, run=None, model=None, pending=None):
             self.put_calls.append(trajectory)
             return type("Put", (), {"id": 1, "hash": "h"})()
 

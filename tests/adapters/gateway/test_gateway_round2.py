@@ -223,7 +223,7 @@ def test_the_store_thread_serves_clients_in_turn():
             self.order = []
             self.release = threading.Event()
 
-        def put(self, trajectory, run=None, model=None):
+        def put(self, trajectory, run=None, model=None, pending=None):
             owner = trajectory.metadata["client"]
             if not self.order:
                 self.release.wait(30)

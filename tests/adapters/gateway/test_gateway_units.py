@@ -94,7 +94,7 @@ class _Store:
     def runs(self):
         return {}
 
-    def put(self, trajectory, run=None, model=None):
+    def put(self, trajectory, run=None, model=None, pending=None):
         from rllm_agents.store import Put
 
         self.put_calls.append((trajectory, run, model))
@@ -156,7 +156,7 @@ def test_a_session_is_stored_once_and_shutdown_stores_the_rest():
     assert isinstance(second, SessionError) and second.status == 409
 
     class Failing(_Store):
-        def put(self, trajectory, run=None, model=None):
+        def put(self, trajectory, run=None, model=None, pending=None):
             if trajectory.metadata["session_id"] == "bad":
                 raise OSError("disk full")
             return super().put(trajectory, run, model)
