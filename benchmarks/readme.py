@@ -199,15 +199,14 @@ def _render_robustness(name: str, data: dict[str, Any]) -> str:
             f"| `{layout}` | {summary['reached_0_9']}/{summary['runs']} | {reached} | "
             f"{summary['mean_final_success']:.2f} | {summary.get('mean_final_fall_rate', 0):.2f} |"
         )
-    loads = [r.get("load_average_1m_at_start") for r in data["runs"]]
-    known = [x for x in loads if x is not None]
-    load = f"{min(known)}-{max(known)}" if known else "?"
+    known = [r["load_average_1m_at_start"] for r in data["runs"] if "load_average_1m_at_start" in r]
+    starts = f", {min(known)}-{max(known)} at the runs' starts" if known else ""
+    machine = data.get("machine", {})
     lines += [
         "",
         f"Final success: the mean of each run's last five iterations. From "
         f"`benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
-        f"`{_commit(data)}`; {data.get('machine', {}).get('cpu_count', '?')} CPUs, load "
-        f"{load} at the runs' starts).",
+        f"`{_commit(data)}`; {machine.get('cpu_count', '?')} CPUs, {_load(machine)}{starts}).",
     ]
     return "\n".join(lines)
 
