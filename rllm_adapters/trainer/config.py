@@ -196,6 +196,14 @@ class AlgorithmConfig:
             ``*_truncate``).
         target_kl: Stop an iteration's remaining mini-batches once the approximate KL to the
             rollout policy exceeds this (``null``: never); guards against destructive steps.
+        max_step_kl: Undo an optimizer step after which the approximate KL (the same
+            ``0.5 * log_ratio^2`` as ``policy/approx_kl``) between the new policy and the
+            rollout policy on the step's mini-batch exceeds this, and end the iteration's
+            update (``null``: never). ``target_kl`` only stops *after* a step has gone too
+            far; one step of a small policy can move far past the clipping's trust region
+            (FrozenLake's collapses followed single steps of KL 0.4-1.8). Costs a copy of the
+            weights and optimizer state and a no-gradient forward of the mini-batch per step;
+            ZeRO stage 0 in fp32 only. Reported as ``policy/step_kl`` and ``policy/step_undone``.
         skip_zero_signal_groups: GRPO/RLOO: drop the groups whose returns have no spread (all
             samples equally good or bad: every advantage is exactly 0) before the forward
             pass, and skip the update when no group is left. Counted as
@@ -237,6 +245,7 @@ class AlgorithmConfig:
     importance_sampling_min: float | None = None
     share_prompt: bool = True
     target_kl: float | None = None
+    max_step_kl: float | None = None
     skip_zero_signal_groups: bool = True
     dynamic_sampling: bool = False
     dynamic_sampling_max_rounds: int = 3
@@ -258,10 +267,12 @@ class AlgorithmConfig:
             f"[0, max) or null, actual: {self.importance_sampling_min!r}, "
             f"{self.importance_sampling_max!r}.",
         )
-        _check(
-            self.target_kl is None or self.target_kl > 0,
-            f"Expects `algorithm.target_kl` > 0 or null, actual: {self.target_kl!r}.",
-        )
+        for name in ("target_kl", "max_step_kl"):
+            value = getattr(self, name)
+            _check(
+                value is None or value > 0,
+                f"Expects `algorithm.{name}` > 0 or null, actual: {value!r}.",
+            )
         _check(
             self.advantage in _ADVANTAGES,
             f"Expects `algorithm.advantage` in {_ADVANTAGES}, actual: {self.advantage!r}."
@@ -681,6 +692,13 @@ class TrainerConfig(RunConfig):
                 f"`env_kwargs.{curriculum.kwarg}` is set, but `rollout.curriculum` chooses it "
                 "per task: remove it from `env_kwargs`.",
             )
+        _check(
+            self.algorithm.max_step_kl is None
+            or (self.deepspeed.zero_stage == 0 and not self.deepspeed.bf16),
+            "`algorithm.max_step_kl` undoes a step from a copy of the plain optimizer's state: "
+            "set `deepspeed.zero_stage: 0` and `deepspeed.bf16: false` (actual "
+            f"{self.deepspeed.zero_stage}, {self.deepspeed.bf16}) or `max_step_kl: null`.",
+        )
         if self.algorithm.advantage in ("grpo", "rloo"):
             _check(
                 self.rollout.group_size >= 2,

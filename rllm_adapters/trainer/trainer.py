@@ -532,18 +532,25 @@ class PPOTrainer(TrainLoop):
         means = WeightedMeans()
         grad_norms: list[float] = []
         tokens = 0
-        stopped = False
+        stopped = undone = False
+        step_kls: list[float] = []
         # The learning rate of the update's first step (the schedule moves between steps).
         first_lr = float(self.actor.get_lr()[0])
         for _ in range(algo.ppo_epochs):
             order = self._update_order(batch)
             for start in range(0, batch.size, algo.mini_batch_size):
-                tokens += self._train_mini_batch(
-                    data, order[start : start + algo.mini_batch_size], means
-                )
+                rows = order[start : start + algo.mini_batch_size]
+                saved = self._engine_states() if algo.max_step_kl is not None else None
+                tokens += self._train_mini_batch(data, rows, means)
                 norm = self.actor.get_global_grad_norm()
                 if norm is not None:
                     grad_norms.append(float(norm))
+                if saved is not None:
+                    step_kls.append(self._mean_over_ranks(self._step_kl(data, rows)))
+                    if step_kls[-1] > float(algo.max_step_kl or 0.0):
+                        self._restore_engine_states(saved)
+                        stopped = undone = True
+                        break
                 if algo.target_kl is not None:
                     stopped = self._mean_over_ranks(means.mean("policy/approx_kl")) > algo.target_kl
                     if stopped:
@@ -552,6 +559,9 @@ class PPOTrainer(TrainLoop):
                 break
         out = means.result()
         out["policy/early_stopped"] = float(stopped)
+        if step_kls:
+            out["policy/step_kl"] = max(step_kls)
+            out["policy/step_undone"] = float(undone)
         if data.fused_rows:
             recomputed = torch.zeros_like(batch.rollout_logprobs)
             recomputed[torch.as_tensor(data.fused_rows)] = torch.cat(data.fused_logp)
@@ -563,6 +573,63 @@ class PPOTrainer(TrainLoop):
         out["perf/optimizer_s"] = data.seconds["optimizer"]
         out["optim/lr"] = first_lr
         return out
+
+    def _engine_states(self) -> list[tuple[Any, dict[str, Any], dict[str, Any], Any]]:
+        """Copies of each engine's weights, optimizer and scheduler state (``max_step_kl``)."""
+        import copy
+
+        states = []
+        for engine in (self.actor, self.critic):
+            if engine is not None:
+                scheduler = getattr(engine, "lr_scheduler", None)
+                states.append(
+                    (
+                        engine,
+                        copy.deepcopy(engine.module.state_dict()),
+                        copy.deepcopy(engine.optimizer.state_dict()),
+                        None if scheduler is None else scheduler.state_dict(),
+                    )
+                )
+        return states
+
+    @staticmethod
+    def _restore_engine_states(
+        states: list[tuple[Any, dict[str, Any], dict[str, Any], Any]],
+    ) -> None:
+        """Put back what :meth:`_engine_states` copied: the step never happened."""
+        for engine, weights, optimizer, scheduler in states:
+            engine.module.load_state_dict(weights)
+            engine.optimizer.load_state_dict(optimizer)
+            if scheduler is not None:
+                engine.lr_scheduler.load_state_dict(scheduler)
+
+    @torch.no_grad()
+    def _step_kl(self, data: _UpdateData, rows: list[int]) -> float:
+        """The approximate KL to the rollout policy on ``rows`` at the current weights."""
+        if data.old_logp is None:
+            # One step per batch: the old logprobs are the step's own forward (fused).
+            position = {row: i for i, row in enumerate(data.fused_rows)}
+            fused = torch.cat(data.fused_logp)
+        total = weight = 0.0
+        for chunk in _micro_chunks(rows, self.config.algorithm.micro_batch_size):
+            mb = data.batch.select(chunk).to(self.device)
+            width = mb.positions.shape[1]
+            logp, _, _ = self.actor(
+                mb.input_ids,
+                mb.attention_mask,
+                mb.positions,
+                mb.targets,
+                False,
+                self._shared_prefix(mb),
+            )
+            if data.old_logp is None:
+                old = fused[torch.as_tensor([position[r] for r in chunk])]
+            else:
+                old = data.old_logp[chunk]
+            kl = alg.kl_estimate(logp, old[:, :width].to(self.device), "k2")
+            total += float((kl * mb.action_mask).sum())
+            weight += float(mb.action_mask.sum())
+        return total / max(weight, 1.0)
 
     def _update_order(self, batch: Batch) -> list[int]:
         """The rows of one epoch, shuffled (whole groups together with ``share_prompt``)."""

@@ -80,7 +80,14 @@ def test_trl_counterpart_trains_the_same_setting(tmp_path):
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 4
     assert args.learning_rate == 1.0e-4 and args.loss_type == "dapo" and args.beta == 0.0
     out = tmp_path / "trl.json"
-    assert main(["--config", str(path), "--updates", "1", "--skip-eval", "--out", str(out)]) == 0
+    # The updates to match come from our run's results file (--ours).
+    ours = tmp_path / "ours.json"
+    ours.write_text(json.dumps({"training": {"iterations": 3, "updates": 1}}))
+    assert main(["--config", str(path), "--ours", str(ours), "--skip-eval", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert record["training"]["updates"] == 1 and len(record["training"]["reward"]) == 1
+    training = record["training"]
+    assert training["updates"] == 1 and len(training["reward"]) == 1
+    # Generation and scoring are timed apart, inside the step.
+    assert len(training["generate_and_score_s"]) == 1
+    assert 0 < training["generate_and_score_s"][0] <= training["step_s"][0]
     assert (tmp_path / "run_trl" / "final_model" / "config.json").is_file()

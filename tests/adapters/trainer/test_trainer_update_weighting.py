@@ -160,6 +160,50 @@ def test_linear_schedule_moves_from_the_iterations_first_step(tmp_path):
     assert [h["optim/lr"] for h in history] == pytest.approx([1e-3, 5e-4])
 
 
+def _weights(trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.actor.module.state_dict().items()}
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["old_logp_pass", "one_step_per_batch"])
+def test_a_step_past_max_step_kl_is_undone(tmp_path, fused):
+    """The step is taken, its KL measured on its mini-batch, and undone past the bound."""
+    from rllm_adapters.trainer.trainer import PPOTrainer
+
+    episodes = [_episode(g, s, float(s), 2 + s) for g in range(2) for s in range(2)]
+    config = _config(tmp_path, mini_batch_size=4 if fused else 2, max_step_kl=1e-12)
+    config.optim.lr = 0.05  # a large step: its KL is far above the bound
+    with PPOTrainer(config, rollout_fn=lambda policy, it: list(episodes)) as trainer:
+        before = _weights(trainer)
+        assert trainer.actor.optimizer.state_dict()["state"] == {}  # no step yet
+        metrics = trainer.step()
+        after = _weights(trainer)
+        # The step did move the policy (its KL was measured above 0), then was put back:
+        # weights as before, and no Adam moments or step count; the rest of the update skipped.
+        assert metrics["policy/step_undone"] == 1.0 and metrics["policy/step_kl"] > 1e-6
+        assert metrics["policy/early_stopped"] == 1.0
+        assert all(torch.equal(before[k], after[k]) for k in before)
+        assert trainer.actor.optimizer.state_dict()["state"] == {}
+        # A bound the step stays inside keeps it.
+        trainer.config.algorithm.max_step_kl = 1e6
+        kept = trainer.step()
+    assert kept["policy/step_undone"] == 0.0
+    assert kept["policy/step_kl"] > 1e-6
+    assert any(not torch.equal(before[k], v) for k, v in _weights(trainer).items())
+
+
+def test_max_step_kl_needs_the_plain_optimizer(tmp_path):
+    from rllm_adapters.error import AdapterConfigError
+
+    with pytest.raises(AdapterConfigError, match="zero_stage: 0"):
+        config_from_dict(
+            {
+                **_config(tmp_path).to_dict(),
+                "algorithm": {"max_step_kl": 0.1, "mini_batch_size": 2, "micro_batch_size": 1},
+                "deepspeed": {"zero_stage": 2},
+            }
+        )
+
+
 # ---------------------------------------------------------------------- two ranks
 
 
