@@ -754,7 +754,7 @@ class Gateway:
         await self.sessions.claim(session)
         if not session.calls:
             # Nothing to train on: the session ends (its slot is free) and nothing is stored.
-            self.sessions.end(session)
+            await self.sessions.end_unsampled(session)
             raise GatewayError(
                 409,
                 f"Session {session.id!r} made no call: it has ended and nothing was stored "
@@ -839,7 +839,7 @@ class Gateway:
             # Ended before scoring: a second reward is refused at once, not after scoring.
             await self.sessions.claim(session)
             if not session.calls:
-                self.sessions.end(session)
+                await self.sessions.end_unsampled(session)
                 raise GatewayError(
                     409,
                     f"Session {session.id!r} made no call: it has ended and nothing was "
@@ -1269,6 +1269,8 @@ class Gateway:
             self._release_client(client)
             raise
         self._slot_clients[slot] = client
+        if session is not None and response.status_code < 400:
+            session.replied = True  # the policy sampled for it (see end_unsampled)
         return response, engine, slot, started
 
     def _leave(self, session: Session, size: int) -> None:
@@ -1912,10 +1914,24 @@ def _cuts(body: Mapping[str, Any]) -> str:
     stop = body.get("stop")
     strings = sorted({stop} if isinstance(stop, str) else set(stop or []))
     ids = sorted(set(body.get("stop_token_ids") or []))
-    limit = body.get("max_tokens", body.get("max_completion_tokens"))
+    limit = _token_limit(body)
     if not (strings or ids or limit is not None):
         return ""
     return json.dumps([strings, ids] if limit is None else [strings, ids, limit])
+
+
+def _token_limit(body: Mapping[str, Any]) -> Any:
+    """A call's token limit as the engine reads it (``None``: no limit).
+
+    ``max_completion_tokens`` before ``max_tokens`` (vLLM's chat endpoint), a null as not sent.
+
+    A session call may not send two different ones (:func:`_check_session_fields`), so the
+    gateway's templated path (which forwards one as ``max_tokens``) cuts where this says.
+    """
+    for name in ("max_completion_tokens", "max_tokens"):
+        if body.get(name) is not None:
+            return body[name]
+    return None
 
 
 def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) -> None:
@@ -1951,6 +1967,16 @@ def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) 
             400,
             f"`stop` must be a string or a list of at most {MAX_STOPS} strings of at most "
             f"{MAX_STOP_CHARS} characters.",
+            "invalid_request",
+        )
+    limits = {body.get("max_tokens"), body.get("max_completion_tokens")} - {None}
+    if len(limits) > 1 or any(type(v) is not int or v < 1 for v in limits):
+        # Two limits are read differently by the engine's chat endpoint and the templated
+        # path: a client pinned one and was cut at the other (att29j F1: 0.27 -> 0.57).
+        raise GatewayError(
+            400,
+            "`max_tokens` and `max_completion_tokens` must be positive integers, and equal "
+            "when both are sent.",
             "invalid_request",
         )
     # `seed: null` asks for no seed (what a session samples with anyway).

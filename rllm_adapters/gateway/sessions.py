@@ -235,6 +235,9 @@ class Session:
     #: The store's key of this session's sample while it is open (a session on a scorer's
     #: task): pass@k counts it as failed until the session's episode is stored.
     pending: str | None = None
+    #: An engine began a reply (status < 400) to one of its calls: the policy has sampled
+    #: for this session, so its pending sample stays a failure however the session ends.
+    replied: bool = False
     #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
     _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
 
@@ -993,6 +996,28 @@ class SessionRegistry:
         )
         await asyncio.wrap_future(self._submit_store(session.owner, fn))
 
+    async def end_unsampled(self, session: Session) -> None:
+        """End a session that recorded no call; drop its pending sample if nothing was sampled.
+
+        A scored session whose calls never reached an engine (refused by the gateway, its
+        queue full) holds no sample of the policy: kept pending, it would count as a failed
+        sample for good, and one extra sample of one task counts a missing sample as a
+        failure for every other task of the run (att29j F2: pass@1 1.0 -> 0.5 for one
+        retried session). A session an engine replied to (``replied``) keeps its failure:
+        its client saw the policy's reply.
+        """
+        self.end(session)
+        key = session.pending
+        if key is None or session.calls or session.replied or session.unrecorded:
+            return
+        session.pending = None
+        try:
+            await asyncio.wrap_future(
+                self._submit_store(session.owner, self.store.drop_pending, key)
+            )
+        except Exception:  # kept pending: a failed sample, never a lost one
+            _log.exception("dropping the pending sample of session %r failed", session.id)
+
     async def finish_idle(self, idle_s: float) -> int:
         """Store (without a reward) the sessions idle for ``idle_s`` seconds; return how many."""
         now = time.monotonic()
@@ -1007,7 +1032,7 @@ class SessionRegistry:
             if session.closed:  # a reward may have ended it meanwhile
                 continue
             if not session.calls:  # nothing to store: it just ends
-                self.end(session)
+                await self.end_unsampled(session)
                 continue
             try:
                 await self.finish(
@@ -1039,7 +1064,9 @@ class SessionRegistry:
         for session in open_sessions:
             if idle_only and session.in_flight:
                 continue
-            if session.calls and not session.closed:  # a reward may have ended it meanwhile
+            if not session.calls and not session.closed and not session.in_flight:
+                await self.end_unsampled(session)
+            elif session.calls and not session.closed:  # a reward may have ended it meanwhile
                 try:
                     await self.finish(
                         session,

@@ -1064,6 +1064,16 @@ class EpisodeStore:
             (PENDING_PREFIX + key, json.dumps([run, env_id, task_id])),
         )
 
+    def drop_pending(self, key: str) -> None:
+        """Forget the :meth:`open_pending` sample ``key`` that never sampled anything.
+
+        For a writer whose sample did not happen (the gateway's session whose calls never
+        reached an engine); a sample that happened is settled by storing its episode.
+        """
+        if self.read_only:
+            raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
+        self._conn.execute("DELETE FROM meta WHERE key = ?", (PENDING_PREFIX + key,))
+
     def pending(self) -> dict[str, tuple[str | None, str, str]]:
         """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet."""
         rows = self._conn.execute(
