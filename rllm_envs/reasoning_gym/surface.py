@@ -162,6 +162,13 @@ KNOWN_TELLS: dict[str, str] = {
     "against the best constant's 0 (n=200)",
     "n_queens": "pairing the free rows with the free columns in order (diagonals never read) "
     "answers 0.27 of evaluation draws against the best constant's 0.06 (n=200)",
+    # A fifth blind round (s19 att25i), measured the same way.
+    "fraction_simplification": "cancelling the common factors among 2, 3, 5 and 7 only (no "
+    "gcd) answers 0.43 of evaluation draws against the best constant's 0 (n=300)",
+    "calendar_arithmetic": "a weekday or business-day count taken as the range's days times "
+    "1/7 or 5/7 (the start's weekday never found), the best constant elsewhere, answers 0.18 "
+    "of evaluation draws against the best constant's 0.06 (n=1,200; 0.60 against 0.13 on "
+    "those questions)",
 }
 
 
