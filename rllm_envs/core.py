@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, SupportsFloat
@@ -474,7 +475,17 @@ def resolve_reward_weights(env: Any, overrides: Mapping[str, float] | None) -> d
                 f"Unknown reward component `{name}` for {type(env).__name__}; known: "
                 f"{sorted(weights)}.{did_you_mean(name, weights)}"
             )
-        weights[name] = float(value)
+        try:
+            weight = float(value)
+        except (TypeError, ValueError):
+            weight = math.nan
+        if not math.isfinite(weight):
+            # A NaN weight passes every comparison an env checks its weights with (TicTacToe's
+            # illegal_move <= loss) and makes every reward NaN (s19 att25i).
+            raise InvalidEnvConfig(
+                f"Expects reward weight `{name}` to be a finite number, actual: {value!r}."
+            )
+        weights[name] = weight
     return weights
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -212,6 +213,16 @@ def test_weights_under_which_resigning_beats_losing_are_refused(weights):
     with pytest.raises(rllm_envs.InvalidEnvConfig, match="illegal_move"):
         _env(reward_weights=weights)
     _env(reward_weights={"illegal_move": -2.0, "loss": -1.0, "draw": 0.5})  # stricter is fine
+
+
+@pytest.mark.parametrize("weights", [{"illegal_move": float("nan")}, {"loss": float("inf")}])
+def test_non_finite_weights_are_refused(weights):
+    # s19 att25i: NaN passed `illegal_move <= min(loss, draw)` (every comparison with NaN is
+    # false) and made every reward NaN.
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="finite"):
+        _env(reward_weights=weights)
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="finite"):
+        gym.make("rllm/Math-v1", reward_weights={"correct": "lots"})
 
 
 def test_missing_action_of_the_player_to_move_is_an_empty_reply():
