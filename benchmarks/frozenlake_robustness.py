@@ -72,6 +72,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             / max(len(last), 1),
             3,
         ),
+        # Iterations whose update a KL step guard undid (``algorithm.max_step_kl``).
+        "steps_undone": sum(int(r.get("policy/step_undone", 0.0)) for r in rows),
         "success_curve": [round(s, 3) for s in success],
     }
 

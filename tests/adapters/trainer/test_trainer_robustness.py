@@ -69,3 +69,7 @@ def test_summary_finds_the_first_iteration_at_the_bar():
     # Terminated without the goal: fell into a hole.
     assert summary["final_fall_rate"] == pytest.approx(1 - 0.6125, abs=1e-3)
     assert summarize([{"rollout/success": 0.0}])["reached_0_9_at"] is None
+    assert summary["steps_undone"] == 0
+    assert (
+        summarize([{"policy/step_undone": 1.0}, {"policy/step_undone": 0.0}])["steps_undone"] == 1
+    )
