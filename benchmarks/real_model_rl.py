@@ -125,6 +125,15 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
     }
 
 
+def curve_path(out: Path) -> Path:
+    """The learning curve of the results file ``out``.
+
+    Another file than the committed run's (a short run, a variant) gets its own curve, so it
+    never overwrites the committed one.
+    """
+    return CURVE if out.resolve() == RESULTS else CURVE.with_name(f"{out.stem}.png")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.real_model_rl``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.real_model_rl", description=__doc__)
@@ -166,7 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(output_dir / "final_model"), config, args.num_tasks, evals / "trained.json"
         )
         phases["trained_eval_s"] = round(time.time() - mark, 1)
-    CURVE.parent.mkdir(parents=True, exist_ok=True)
+    curve = curve_path(args.out)
+    curve.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [
             sys.executable,
@@ -175,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--plot",
             str(output_dir / "metrics.jsonl"),
             "--out",
-            str(CURVE),
+            str(curve),
             "--title",
             f"GRPO, {config['model']} on {config['env']} (CPU)",
         ],
@@ -192,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trained": trained,
         "goal": goal(base, trained),
         "training": _training_summary(output_dir),
-        "curve": str(CURVE.relative_to(ROOT)),
+        "curve": str(curve.relative_to(ROOT)),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -81,3 +81,11 @@ def test_committed_results_file_renders(key):
     data = json.loads((readme.RESULTS / "real_model_rl.json").read_text())
     assert key in data
     assert "held-out pass@1" in readme.render("real_model_rl")
+
+
+def test_another_results_file_gets_its_own_curve():
+    from benchmarks.real_model_rl import CURVE, RESULTS, ROOT, curve_path
+
+    assert curve_path(RESULTS) == CURVE
+    short = curve_path(ROOT / "benchmarks" / "results" / "real_model_rl_short.json")
+    assert short != CURVE and short.name == "real_model_rl_short.png"
