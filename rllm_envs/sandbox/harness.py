@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import resource
 import select
 import signal
@@ -110,24 +111,42 @@ def _canonical_number(value: Decimal) -> str:
     return str(value.normalize(context))
 
 
+#: Whitespace between tokens and around lines, as judges read it: ASCII only. ``str.split()``
+#: also splits at U+001C-U+001F, U+0085, U+00A0 and other Unicode separators, which would let
+#: ``"1\x1f2"`` match ``"1 2"``.
+_WHITESPACE = " \t\n\r\v\f"
+_SPACES = re.compile(r"[ \t\r\v\f]+")
+#: A number token as judges read it (ASCII digits, a point, an exponent; or an infinity).
+#: Decimal alone also reads "1_0", other scripts' digits and surrounding Unicode spaces.
+#: No nested or ambiguous quantifiers: a failed match costs linear time.
+_NUMBER = re.compile(
+    r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity)", re.I | re.A
+)
+
+
+def _tokens(line: str) -> list[str]:
+    return [token for token in _SPACES.split(line) if token]
+
+
 def _is_int(token: str) -> bool:
     body = token[1:] if token[:1] in "+-" else token
     return body.isascii() and body.isdigit() and len(body) < _INT_DIGITS
 
 
 def _numbers(tokens: list[str]) -> list[Decimal] | None:
-    """The tokens as decimal numbers, or ``None`` if one is not a number (or is a NaN)."""
+    """The tokens as decimal numbers, or ``None`` if one is not a number (a NaN is not)."""
     from decimal import Decimal, InvalidOperation
 
+    if not all(_NUMBER.fullmatch(token) for token in tokens):
+        return None
     try:
-        numbers = [Decimal(token) for token in tokens]
+        return [Decimal(token) for token in tokens]
     except (InvalidOperation, ValueError):
         return None
-    return None if any(n.is_nan() for n in numbers) else numbers
 
 
 def _canonical_line(line: str) -> str:
-    tokens = line.split()
+    tokens = _tokens(line)
     if not tokens:
         return "s:"
     if all(_is_int(token) for token in tokens):  # the common case, without decimal
@@ -141,12 +160,15 @@ def _canonical_line(line: str) -> str:
 def canonical_stdout(text: str) -> str:
     """Canonical form of a program's output: equal forms <=> the outputs match.
 
-    Lines are stripped (after stripping the whole text); a line of decimal numbers becomes
+    Lines are stripped (after stripping the whole text) and split into tokens at ASCII
+    whitespace only; a line of decimal numbers (ASCII digits, no ``_`` separators) becomes
     its normalised values, so ``"1.50  2"`` and ``"1.5 2.00"`` match. Infinities
     (``inf``, ``-Infinity``, any case) are numbers too and equal only to an infinity of the
     same sign; a line with a NaN, or anything else, must match exactly. Never raises.
     """
-    return "\n".join(_canonical_line(line.strip()) for line in text.strip().split("\n"))
+    return "\n".join(
+        _canonical_line(line.strip(_WHITESPACE)) for line in text.strip(_WHITESPACE).split("\n")
+    )
 
 
 #: An output longer than this many times the expected output (plus
@@ -159,7 +181,7 @@ OUTPUT_SLACK_BYTES = 4096
 def _lines_match(got: str, want: str) -> bool:
     if got == want:
         return True
-    tokens, expected = got.split(), want.split()
+    tokens, expected = _tokens(got), _tokens(want)
     if len(tokens) != len(expected) or not tokens:
         return False  # a numeric line matches only with as many numbers; text exactly
     differ = [(a, b) for a, b in zip(tokens, expected, strict=True) if a != b]
@@ -187,10 +209,14 @@ def stdout_matches(output: str, expected: str) -> bool:
     """
     if len(output) > OUTPUT_SLACK * len(expected) + OUTPUT_SLACK_BYTES:
         return False  # no plausible spelling of the answer is that long: nothing is parsed
-    got, want = output.strip().split("\n"), expected.strip().split("\n")
+    got = output.strip(_WHITESPACE).split("\n")
+    want = expected.strip(_WHITESPACE).split("\n")
     if len(got) != len(want):
         return False
-    return all(_lines_match(a.strip(), b.strip()) for a, b in zip(got, want, strict=True))
+    return all(
+        _lines_match(a.strip(_WHITESPACE), b.strip(_WHITESPACE))
+        for a, b in zip(got, want, strict=True)
+    )
 
 
 def _plain_value(value: Any) -> Any:

@@ -17,7 +17,7 @@ from rllm_envs.code.judge import (
     warm_up,
 )
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
-from rllm_envs.sandbox.harness import canonical_stdout, canonical_value, wall_cap
+from rllm_envs.sandbox.harness import canonical_stdout, canonical_value, stdout_matches, wall_cap
 
 # ------------------------------------------------------------------ comparison rules
 
@@ -39,6 +39,7 @@ from rllm_envs.sandbox.harness import canonical_stdout, canonical_value, wall_ca
 )
 def test_outputs_that_match(got, expected):
     assert canonical_stdout(got) == canonical_stdout(expected)
+    assert stdout_matches(got, expected)
 
 
 @pytest.mark.parametrize(
@@ -53,10 +54,18 @@ def test_outputs_that_match(got, expected):
         ("nan", "NaN"),
         ("", "0"),
         ("6\n6", "6"),
+        # Judges read ASCII: Decimal's "1_0" and other scripts' digits are not numbers, and
+        # str.split()'s Unicode separators (U+001F, U+00A0) do not split tokens (s20 att24f).
+        ("1_0", "10"),
+        ("\u0661\u0660", "10"),
+        ("1\x1f2", "1 2"),
+        ("1\xa02", "1 2"),
+        ("\x1c6\x1d", "6"),
     ],
 )
 def test_outputs_that_differ(got, expected):
     assert canonical_stdout(got) != canonical_stdout(expected)
+    assert not stdout_matches(got, expected)
 
 
 def test_functional_values_compare_as_json():
