@@ -394,10 +394,12 @@ class SessionRegistry:
     that names no run goes to its client's own run ``"<run>:<client>"`` (``run`` defaults
     to ``"gateway"``): every run named ``"<run>:<name>"`` is reserved for the client
     ``name`` (configured now or later), so no client can record into another's default run
-    before that client exists. Claims of runs are kept in ``claims_path`` (a JSON file next
-    to the store), so a run claimed but not yet stored still belongs to its client after a
-    restart. A default run that the store shows holding another client's episodes stops the
-    gateway at start (:meth:`load_runs`).
+    before that client exists. A claim of a run is kept in the store (``EpisodeStore.pin``,
+    first writer wins: two gateways on one store cannot give one run to two clients) and in
+    ``claims_path`` (a JSON file next to the store, which also counts each client's claims),
+    so a run claimed but not yet stored still belongs to its client after a restart. A
+    default run that the store shows holding another client's episodes stops the gateway at
+    start (:meth:`load_runs`).
 
     **A session's record is bounded**: at most ``max_calls`` calls and ``max_bytes`` request
     bytes (409 ``session_full`` above; end the session with its reward and open another).
@@ -562,7 +564,13 @@ class SessionRegistry:
                     "into a run it already owns.",
                     "too_many_runs",
                 )
-            self.run_owners[key] = owner
+            # The store decides between gateways that share it (first writer wins), as for
+            # the sampling pin: a claim kept only here and in this gateway's side file let
+            # another gateway on the same store give the run to its own client.
+            pinned = self.store.pin(f"run_owner:{key}", owner) if self.store is not None else owner
+            self.run_owners[key] = pinned
+            if pinned != owner:
+                raise _run_forbidden(run)
             self._save_claim(key, owner)
         elif found == "":
             raise SessionError(

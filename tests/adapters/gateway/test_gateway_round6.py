@@ -145,3 +145,29 @@ def test_a_runs_sampling_pin_lives_in_the_store(tmp_path):
         again = SessionRegistry(store, run=None, max_sessions=4, model=None, claims_path=side)
         assert again.pin_sampling("old", "sampled") == "greedy"
         assert again.pin_sampling("r", "greedy") == "sampled"
+
+
+def test_a_run_claim_lives_in_the_store(tmp_path):
+    """A claim kept in one gateway's memory and side file: a second gateway on the same store
+    gave a run claimed (nothing stored yet) by alice to bob, and both recorded into it."""
+    from rllm_adapters.gateway.sessions import SessionError, SessionRegistry
+    from rllm_agents.store import EpisodeStore
+
+    clients = ["alice", "bob"]
+    with EpisodeStore(tmp_path / "e.db") as one, EpisodeStore(tmp_path / "e.db") as two:
+        first = SessionRegistry(
+            one, run=None, max_sessions=4, model=None, clients=clients,
+            claims_path=tmp_path / "first.runs.json",
+        )  # fmt: skip
+        second = SessionRegistry(
+            two, run=None, max_sessions=4, model=None, clients=clients,
+            claims_path=tmp_path / "second.runs.json",
+        )  # fmt: skip
+        first.create("alice", fields={"run": "shared"})
+        with pytest.raises(SessionError) as refused:
+            second.create("bob", fields={"run": "shared"})
+        assert refused.value.status == 403
+        second.create("alice", fields={"run": "shared"})  # its owner, through either gateway
+        second.create("bob", fields={"run": "bobs"})
+        with pytest.raises(SessionError):
+            first.create("alice", fields={"run": "bobs"})
