@@ -228,6 +228,11 @@ class Gateway:
             config.scoring_threads, "rllm-gateway-score"
         )
         self._scoring: collections.Counter[str] = collections.Counter()
+        # Chat templating (a chat template and the tokenizer over a body of up to the request
+        # limit: seconds for 4 MB) runs on its own thread, off the event loop, where one client's
+        # big call held every other client's requests and streams (s20 att29k F2: 3-9 s). One
+        # thread: the tokenizer is used by one call at a time.
+        self._template_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-template")
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
         #: Task ids of scorer tasks sessions opened on, by (env, seed, index).
@@ -1114,6 +1119,7 @@ class Gateway:
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
         _check_session_fields(api, body, self.config.auth_required)
+        _one_token_limit(api, body)
         if body.get("model") is None:
             # The engine serves a call naming no model with its own default: the session is
             # pinned to that model by name, and the engine is sent the name (att29b G2).
@@ -1541,7 +1547,9 @@ class Gateway:
         messages = [dict(m) for m in body["messages"]]
         tools = body.get("tools")
         try:
-            prompt = templater.prompt(session.chat_state, messages, tools)
+            prompt = await asyncio.get_running_loop().run_in_executor(
+                self._template_pool, templater.prompt, session.chat_state, messages, tools
+            )
         except Exception as e:  # the template rejects these messages (roles, fields)
             raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
         upstream = {**POLICY_SAMPLING, **templater.upstream(body, prompt)}
@@ -1932,6 +1940,30 @@ def _token_limit(body: Mapping[str, Any]) -> Any:
         if body.get(name) is not None:
             return body[name]
     return None
+
+
+#: The token limit of a completions call that sends none (OpenAI's documented default, and
+#: vLLM's).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+
+
+def _one_token_limit(api: str, body: dict[str, Any]) -> None:
+    """Make a session call's token limit one explicit ``max_tokens``: the limit the engine cuts at.
+
+    Both vLLM endpoints read ``max_tokens``, but only the chat one reads
+    ``max_completion_tokens``: the completions endpoint ignored it and cut at its default of
+    16 tokens, while the run's pin said the number sent (s20 att29k: a client chose the field
+    per task after a greedy preview, pass@1 0.33 -> 0.53). A completions call that sends none
+    gets the default written out, so its pin says where it is cut.
+    """
+    limit = _token_limit(body)
+    body.pop("max_completion_tokens", None)
+    if limit is None and api == "completions":
+        limit = COMPLETIONS_DEFAULT_MAX_TOKENS
+    if limit is None:
+        body.pop("max_tokens", None)
+    else:
+        body["max_tokens"] = limit
 
 
 def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) -> None:

@@ -1,0 +1,89 @@
+"""The gateway against the blind round of session 20 (issue #29, att29k): a completions
+call's token limit is the ``max_tokens`` the engine reads, and chat templating runs off the
+event loop.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+MATH = "rllm/Math-v1"
+
+
+def _scored_call(app, seed=0, **fields):
+    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE).json()
+    call = {k: v for k, v in CALL.items() if k != "max_tokens"}
+    call = {**call, "prompt": _task_prompt(MATH, seed), "temperature": 0, **fields}
+    return app.post(f"/sessions/{sid['session_id']}/v1/completions", json=call, headers=ALICE)
+
+
+def test_a_completions_calls_limit_reaches_the_engine_as_max_tokens(tmp_path):
+    """att29k F1: vLLM's completions endpoint ignores `max_completion_tokens` (it cuts at its
+    default, 16), while the run's pin read the number sent: a client that previewed the greedy
+    reply chose the field per task and cut after a right box (pass@1 0.33 -> 0.53)."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        assert _scored_call(app, max_tokens=64).is_success
+        assert _scored_call(app, max_completion_tokens=64).is_success  # the same limit
+        sent = engine.bodies[-2:]
+        assert [b.get("max_tokens") for b in sent] == [64, 64]
+        assert all("max_completion_tokens" not in b for b in sent)
+        # No limit is the engine's default of 16 tokens: not the pinned 64.
+        r = _scored_call(app)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
+        r = _scored_call(app, max_tokens=None, max_completion_tokens=None)
+        assert r.status_code == 400, r.text
+    finally:
+        app.__exit__(None, None, None)
+    # A run whose first call sent no limit is pinned to 16, which the engine is sent.
+    engine = StandInEngine()
+    app = _test_client(tmp_path / "other", engine, scorers={MATH: {}})
+    try:
+        assert _scored_call(app).is_success
+        assert engine.bodies[-1]["max_tokens"] == 16
+        assert _scored_call(app, max_completion_tokens=16).is_success
+        assert _scored_call(app, max_tokens=64).status_code == 400
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_chat_templating_runs_off_the_event_loop(tmp_path, tiny_path):
+    """att29k F2: a session's chat call was templated (the chat template and the tokenizer
+    over up to 4 MB) on the event loop: every other client's requests and streams waited
+    3-9 s behind it. It runs on the gateway's templating thread."""
+    import threading
+
+    engine = StandInEngine("Hello")
+    app = _test_client(tmp_path, engine, tokenizer=str(tiny_path))
+    templater = app.gateway.templater()
+    assert templater is not None
+    threads = []
+    prompt = templater.prompt
+
+    def recording(*args):
+        threads.append(threading.current_thread().name)
+        return prompt(*args)
+
+    templater.prompt = recording
+    try:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        call = {
+            "model": CALL["model"],
+            "max_tokens": 4,
+            "messages": [{"role": "user", "content": "Hi"}],
+        }
+        r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+        assert r.is_success, r.text
+        assert engine.bodies[-1]["prompt"] == prompt(None, call["messages"], None)
+    finally:
+        app.__exit__(None, None, None)
+    assert threads and all(name.startswith("rllm-gateway-template") for name in threads), threads
