@@ -175,9 +175,9 @@ class Verdict:
     Attributes:
         resolved: Every fail-to-pass and pass-to-pass test passed.
         fail_to_pass: Fraction of fail-to-pass tests that passed.
-        unshown_passed: Fraction of the ``unshown`` fail-to-pass tests that passed (what partial
-            credit pays; every fail-to-pass test when ``unshown`` is ``None``; 1 or 0 by
-            whether all passed when it is empty).
+        unshown_passed: Fraction of the ``unshown`` fail-to-pass tests that passed, at most
+            ``fail_to_pass`` (what partial credit pays; every fail-to-pass test when
+            ``unshown`` is ``None``; 1 or 0 by whether all passed when it is empty).
         pass_to_pass: Fraction of pass-to-pass tests that passed (1.0 when there are none).
         applied: The submission's diff applied to the pristine repository.
         error: Why the diff did not apply, or why the sandbox failed.
@@ -1090,6 +1090,10 @@ def verdict(
     p2p = sum(by_id[t].passed for t in pass_to_pass) / len(pass_to_pass) if pass_to_pass else 1.0
     counted = list(fail_to_pass if unshown is None else unshown)
     credit = sum(by_id[t].passed for t in counted) / len(counted) if counted else float(f2p == 1.0)
+    # Never more than the share of all fail-to-pass tests: a task whose unshown cases all
+    # belong to one of its bugs (the other's raise on the buggy code, which pay nothing) would
+    # otherwise pay 1.0 for fixing that bug alone.
+    credit = min(credit, f2p)
     tampering = any(o.status == "tampered" for o in report.outcomes)
     if tampering:
         f2p = p2p = credit = 0.0

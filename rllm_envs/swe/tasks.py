@@ -4,8 +4,8 @@ A task is a SWE-bench-shaped record: ``instance_id``, ``problem_statement``, ``p
 reference fix, a unified diff against the base), ``test_patch`` (the hidden tests, a diff
 against the base), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids), optionally
 ``FAIL_TO_PASS_UNSHOWN`` (the fail-to-pass tests that neither the issue nor another task
-shows, that the issue's answer does not pass and that ask for more than another exception
-class than the buggy code raises: partial credit counts only these, none pays only a resolved
+shows, that the issue's answer does not pass and on which the buggy code does not raise (generic
+error handling passes those): partial credit counts only these, none pays only a resolved
 task; default all of ``FAIL_TO_PASS``), and the base
 repository: ``files`` (``{path: text}``, the embedded source) or ``repo_path`` and
 ``base_commit`` (a git repository on disk, see :mod:`rllm_envs.swe.loader`).
@@ -314,15 +314,15 @@ def _differs(expected: str, answer: str) -> bool:
     return not _same((False, answer), expected)
 
 
-def _exception_swap(project_key: str, bug_index: int, code: str, expected: str) -> bool:
-    """Whether a case asks only for another exception than the one the buggy code raises.
+def _buggy_raises(project_key: str, bug_index: int, code: str) -> bool:
+    """Whether the buggy code raises on a case's ``code``.
 
-    Such a case is still fail-to-pass, but partial credit does not count it: code that turns
-    every exception into the expected kind passes it without fixing anything (s20 att30d:
-    wrapping each function of a package to raise ``ValueError`` earned up to 0.5).
+    Such a case is still fail-to-pass, but partial credit does not count it: generic error
+    handling passes it without fixing anything. Turning every exception into the expected
+    kind (s20 att30d: up to 0.5) or retrying a call without the keyword the buggy code
+    rejects (s20 att30e: a renamed ``suffix`` then falls back to its default, right whenever
+    the text is short) earned partial credit while the issue's own call still failed.
     """
-    if not expected.startswith("raises "):
-        return False
     project = next(p for p in PROJECTS if p.key == project_key)
     bug = project.bugs[bug_index]
     buggy = project.module(bug.module).source.replace(bug.old, bug.new, 1)
@@ -536,7 +536,7 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
             f2p.append(f"{path}::{name}")
-            if _differs(expected, answer) and not _exception_swap(project.key, i, code, expected):
+            if _differs(expected, answer) and not _buggy_raises(project.key, i, code):
                 unshown.append(f"{path}::{name}")
         for n, (code, expected) in enumerate(_controls(project.key, i, seed), len(cases) + 1):
             name = f"test_reported_{stem}_{n}"

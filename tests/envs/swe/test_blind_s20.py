@@ -1,11 +1,15 @@
-"""Finding of the s20 blind round (att30d) against SWE-v0: partial credit for a non-fix.
+"""Findings of the s20 blind rounds (att30d, att30e) against SWE-v0: partial credit for a
+non-fix.
 
 A hidden case where the fixed code raises ``ValueError`` and the buggy code raises another
 exception (``apply_discount(x, percent=-7)``: ``TypeError`` before the fix) was paid as
 partial credit. A submission that wraps every function of the package to turn any other
 exception into ``ValueError`` fixes nothing (the issue's own call still fails) and earned
-0.25-0.5 on 3 of 40 tasks at difficulty 1 with ``partial_credit=True``. Such cases stay
-fail-to-pass but are no longer counted for partial credit (``FAIL_TO_PASS_UNSHOWN``).
+0.25-0.5 on 3 of 40 tasks at difficulty 1 with ``partial_credit=True``. The next round
+retried a call without the keyword the buggy code rejects (a renamed ``suffix`` then falls
+back to its default, right whenever the text fits): 0.5 on 4 of 5 such tasks. A case where the
+buggy code raises stays fail-to-pass but is no longer counted for partial credit
+(``FAIL_TO_PASS_UNSHOWN``).
 """
 
 from __future__ import annotations
@@ -83,4 +87,53 @@ def test_turning_every_exception_into_the_expected_one_earns_no_partial_credit(s
         env.close()
     assert info["verdict_trust"] == "host"
     assert info["pass_to_pass"] == 1.0  # nothing else broke: only partial credit is at stake
+    assert reward == 0.0
+
+
+#: Wraps ``truncate`` to call again without a keyword the function rejects.
+_DROP_UNKNOWN_KEYWORDS = """import functools as _functools, re as _re
+
+
+def _drop_unknown_keywords(f):
+    @_functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        while True:
+            try:
+                return f(*args, **kwargs)
+            except TypeError as e:
+                m = _re.search(r"unexpected keyword argument '(\\w+)'", str(e))
+                if not m or m.group(1) not in kwargs:
+                    raise
+                kwargs.pop(m.group(1))
+    return wrapped
+
+
+@_drop_unknown_keywords
+def truncate("""
+
+
+@pytest.mark.slow
+def test_retrying_without_the_rejected_keyword_earns_no_partial_credit():
+    env = gym.make("rllm/SWE-v0", difficulty=1, partial_credit=True)
+    try:
+        obs, _ = env.reset(seed=11)  # truncate(..., suffix='~') after suffix became ending
+        assert "truncate" in obs
+        reply, *_ = env.step(
+            _call(
+                "replace", path="wordsmith/wrap.py", old="def truncate(", new=_DROP_UNKNOWN_KEYWORDS
+            )
+        )
+        assert "Replaced" in reply, reply
+        out, *_ = env.step(
+            _call(
+                "run_python",
+                code="from wordsmith.wrap import truncate\n"
+                "print(repr(truncate('hello world', 6, suffix='~')))",
+            )
+        )
+        assert "'hel...'" in out  # the issue's call is still wrong
+        _, reward, _, _, info = env.step(_call("submit"))
+    finally:
+        env.close()
+    assert info["verdict_trust"] == "host" and info["pass_to_pass"] == 1.0
     assert reward == 0.0
