@@ -240,6 +240,8 @@ class Gateway:
         #: Internal errors (bugs): one traceback per handler and error type per minute.
         self._internal_log = _ThrottledLog(level=logging.ERROR)
         self._tokenizer = tokenizer
+        #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
+        self._max_model_len: int | None = None
         self._templater: Any = None
         self._tokens = {token: name for name, token in config.api_keys.items()}
         self._buckets: dict[str, _TokenBucket] = {}
@@ -339,6 +341,42 @@ class Gateway:
                 _log.info("calls that name no model are recorded as the engines' %r", model)
                 return model
         return None
+
+    async def _context_left(self, prompt_tokens: int) -> int:
+        """The tokens left after a prompt in the engines' context (``max_model_len``).
+
+        Read once from an engine's ``/v1/models`` (vLLM's model card says it).
+
+        Raises:
+            GatewayError: 400 when no engine says its context length (the call must send
+                ``max_tokens``) or the prompt fills it.
+        """
+        if self._max_model_len is None and self.client is not None:
+            for engine in list(self.pool.engines):
+                try:
+                    response = await self.client.get(f"{engine.url}/models", timeout=5.0)
+                    length = response.json()["data"][0].get("max_model_len")
+                except Exception:
+                    continue
+                if type(length) is int and length > 0:
+                    self._max_model_len = length
+                    break
+        if self._max_model_len is None:
+            raise GatewayError(
+                400,
+                "The engine does not say its context length, so a chat call without a limit "
+                "has none the gateway can send: set `max_tokens`.",
+                "invalid_request",
+            )
+        left = self._max_model_len - prompt_tokens
+        if left < 1:
+            raise GatewayError(
+                400,
+                f"The prompt ({prompt_tokens} tokens) fills the model's context "
+                f"({self._max_model_len}).",
+                "context_length_exceeded",
+            )
+        return left
 
     async def stop(self) -> None:
         """Store every open session that has calls, then close the engine client."""
@@ -1553,6 +1591,11 @@ class Gateway:
         except Exception as e:  # the template rejects these messages (roles, fields)
             raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
         upstream = {**POLICY_SAMPLING, **templater.upstream(body, prompt)}
+        if upstream.get("max_tokens") is None:
+            # A chat call with no limit runs to the end of the context, as on the chat
+            # endpoint; the completions endpoint it is sent to would cut it at 16 tokens
+            # while its pin and record said no limit (s20 att29l).
+            upstream["max_tokens"] = await self._context_left(len(prompt))
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
         response, engine, slot, started = await self._send_counted(

@@ -91,9 +91,15 @@ class StandInEngine:
         async def health(request):
             return JSONResponse({})
 
+        async def models(request):
+            # vLLM's model card says the context length (what a chat call without a limit
+            # may use up).
+            return JSONResponse({"data": [{"id": "tiny", "max_model_len": 2048}]})
+
         self.app = Starlette(
             routes=[
                 Route("/v1/completions", completions, methods=["POST"]),
+                Route("/v1/models", models, methods=["GET"]),
                 Route("/health", health, methods=["GET"]),
             ]
         )

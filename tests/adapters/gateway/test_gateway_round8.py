@@ -87,3 +87,27 @@ def test_chat_templating_runs_off_the_event_loop(tmp_path, tiny_path):
     finally:
         app.__exit__(None, None, None)
     assert threads and all(name.startswith("rllm-gateway-template") for name in threads), threads
+
+
+def test_a_templated_chat_call_without_a_limit_runs_to_the_end_of_the_context(tmp_path, tiny_path):
+    """att29l F1/F2: a chat call with no limit, templated by the gateway and sent to the
+    engine's completions endpoint, was cut at that endpoint's default of 16 tokens while its
+    pin and record said no limit (and another gateway's chat endpoint ran on to the end of the
+    context under the same pin). It is sent the context left after its prompt."""
+    engine = StandInEngine("Hello")
+    app = _test_client(tmp_path, engine, tokenizer=str(tiny_path))
+    try:
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        messages = [{"role": "user", "content": "Write a long essay."}]
+        call = {"model": CALL["model"], "messages": messages}
+        assert app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE).is_success
+        sent = engine.bodies[-1]
+        assert sent["max_tokens"] == 2048 - len(sent["prompt"])  # the stand-in's max_model_len
+        limited = {**call, "max_tokens": 7, "messages": messages}
+        sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+        assert app.post(
+            f"/sessions/{sid}/v1/chat/completions", json=limited, headers=ALICE
+        ).is_success
+        assert engine.bodies[-1]["max_tokens"] == 7
+    finally:
+        app.__exit__(None, None, None)
