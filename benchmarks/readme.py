@@ -258,7 +258,43 @@ def _render_real_model(name: str, data: dict[str, Any]) -> str:
         f"From `benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, config "
         f"`{data['config']}`; {machine.get('cpu_count', '?')} CPUs, {_load(machine)}).",
     ]
+    if name != "real_model_rl" and any(o.startswith("lora.r=") for o in data.get("overrides", [])):
+        lines += _lora_against_full(data)
     return "\n".join(lines)
+
+
+def _lora_against_full(data: dict[str, Any]) -> list[str]:
+    """A LoRA run's training against the committed full fine-tuning run's first iterations.
+
+    Shown only when both runs used one config (and so one seed).
+    """
+    path = RESULTS / "real_model_rl.json"
+    full = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if full.get("config") != data.get("config"):
+        return []
+    mine, theirs = data["training"], full["training"]
+    n = len(mine["reward_curve"])
+    if n == 0 or len(theirs["reward_curve"]) < n:
+        return []
+    last = max(0, n - 10)
+
+    def mean(values: list[float]) -> str:
+        return f"{sum(values) / len(values):.3f}"
+
+    lora = ", ".join(o for o in data["overrides"] if o.startswith(("lora.", "optim.lr")))
+    return [
+        "",
+        f"| first {n} iterations, same config and seed | full fine-tuning (`real_model_rl.json`) | "
+        f"LoRA ({lora}) |",
+        "|---|---|---|",
+        f"| training reward, mean of iterations 1-{n} | {mean(theirs['reward_curve'][:n])} | "
+        f"{mean(mine['reward_curve'])} |",
+        f"| sampled success, mean of iterations {last + 1}-{n} | "
+        f"{mean(theirs['success_curve'][last:n])} | {mean(mine['success_curve'][last:])} |",
+        f"| update seconds per iteration (forward, backward, optimizer; the full run's over "
+        f"all its {theirs['iterations']}) | {theirs['stages_s'].get('update_s', 0.0):.1f} | "
+        f"{mine['stages_s'].get('update_s', 0.0):.1f} |",
+    ]
 
 
 def _interval(row: dict[str, Any]) -> str:

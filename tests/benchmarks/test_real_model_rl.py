@@ -89,3 +89,38 @@ def test_another_results_file_gets_its_own_curve():
     assert curve_path(RESULTS) == CURVE
     short = curve_path(ROOT / "benchmarks" / "results" / "real_model_rl_short.json")
     assert short != CURVE and short.name == "real_model_rl_short.png"
+
+
+def test_a_lora_run_is_set_against_the_full_runs_first_iterations(tmp_path, monkeypatch):
+    def record(overrides, rewards, update_s):
+        return {
+            "time": "2026-12-01T00:00:00Z",
+            "command": "python -m benchmarks.real_model_rl",
+            "config": "configs/math_smollm2_grpo_fast.yaml",
+            "overrides": overrides,
+            "machine": {"cpu_count": 2},
+            "base": _eval(16),
+            "trained": _eval(20),
+            "training": {
+                "iterations": len(rewards),
+                "updates": len(rewards),
+                "seconds_per_update": 20.0,
+                "reward_curve": rewards,
+                "success_curve": [r / 2 for r in rewards],
+                "stages_s": {"update_s": update_s},
+            },
+        }
+
+    full = record([], [0.1, 0.2, 0.3, 0.9], 7.5)
+    lora = record(["lora.r=16", "lora.alpha=32", "optim.lr=2.0e-4"], [0.1, 0.1, 0.4], 3.0)
+    (tmp_path / "real_model_rl.json").write_text(json.dumps(full))
+    (tmp_path / "real_model_rl_lora.json").write_text(json.dumps(lora))
+    monkeypatch.setattr(readme, "RESULTS", tmp_path)
+    block = readme.render("real_model_rl_lora")
+    # The full run's first 3 iterations (same tasks), not its whole curve.
+    assert "| training reward, mean of iterations 1-3 | 0.200 | 0.200 |" in block
+    assert "| sampled success, mean of iterations 1-3 | 0.100 | 0.100 |" in block
+    assert "all its 4) | 7.5 | 3.0 |" in block
+    assert "LoRA (lora.r=16, lora.alpha=32, optim.lr=2.0e-4)" in block
+    # The full run's own block has no such table.
+    assert "first 4 iterations" not in readme.render("real_model_rl")
