@@ -510,6 +510,13 @@ class SessionRegistry:
             self._stored_runs = set(runs()) if runs is not None else set()
             for client in self.clients:
                 run = self.default_run(client) or ""
+                # Pinned in the store, so a gateway on it started with another --run does not
+                # take this client's default run for a run of its own clients.
+                if self._pin_owner(run, client) != client:
+                    raise AdapterConfigError(
+                        f"Run {run!r}, the default run of client {client!r}, belongs to "
+                        "another client in this store: start the gateway with another --run."
+                    )
                 if run not in self._stored_runs:
                     continue
                 for episode in self.store.episodes(run=run):
@@ -567,7 +574,7 @@ class SessionRegistry:
             # The store decides between gateways that share it (first writer wins), as for
             # the sampling pin: a claim kept only here and in this gateway's side file let
             # another gateway on the same store give the run to its own client.
-            pinned = self.store.pin(f"run_owner:{key}", owner) if self.store is not None else owner
+            pinned = self._pin_owner(key, owner)
             self.run_owners[key] = pinned
             if pinned != owner:
                 raise _run_forbidden(run)
@@ -581,6 +588,16 @@ class SessionRegistry:
             )
         elif found != owner:
             raise _run_forbidden(run)
+
+    def _pin_owner(self, run: str, owner: str) -> str:
+        """The owner the store keeps for ``run``: ``owner`` unless another was pinned first.
+
+        Keyed by the name's case fold, so a look-alike by case that another gateway on the
+        store claimed is refused as the run itself is.
+        """
+        if self.store is None:
+            return owner
+        return str(self.store.pin(f"run_owner:{run.casefold()}", owner))
 
     def _refuse_lookalike(self, run: str, owner: str) -> None:
         """Refuse a new run that differs only by case from a run another client owns."""

@@ -171,3 +171,26 @@ def test_a_run_claim_lives_in_the_store(tmp_path):
         second.create("bob", fields={"run": "bobs"})
         with pytest.raises(SessionError):
             first.create("alice", fields={"run": "bobs"})
+
+
+def test_default_runs_and_case_lookalikes_hold_across_gateways(tmp_path):
+    """s20 att29l (from the code): a client's default run `<--run>:<client>` was reserved only
+    in its gateway's memory, so a gateway on the same store started with another `--run` let
+    its client claim it; a look-alike by case of a run another gateway claimed after start was
+    not seen."""
+    from rllm_adapters.gateway.sessions import SessionError, SessionRegistry
+    from rllm_agents.store import EpisodeStore
+
+    clients = ["alice", "bob"]
+    with EpisodeStore(tmp_path / "e.db") as one, EpisodeStore(tmp_path / "e.db") as two:
+        first = SessionRegistry(one, run="X", max_sessions=4, model=None, clients=clients)
+        second = SessionRegistry(two, run="Y", max_sessions=4, model=None, clients=clients)
+        first.load_runs()
+        second.load_runs()
+        with pytest.raises(SessionError) as refused:
+            second.create("bob", fields={"run": "X:alice"})
+        assert refused.value.status == 403
+        second.create("alice", fields={"run": "X:alice"})
+        first.create("bob", fields={"run": "Shared"})
+        with pytest.raises(SessionError):
+            second.create("alice", fields={"run": "shared"})
