@@ -1026,6 +1026,9 @@ _PRICING = Module(
         def test_bulk_price_discount():
             assert bulk_price(10.0, 20, threshold=5) == 180.0
 
+        def test_bulk_price_at_a_custom_threshold():
+            assert bulk_price(2.0, 5, threshold=5) == 9.0
+
         def test_split_bill_even():
             assert split_bill(9, 3) == [3.0, 3.0, 3.0]
 
@@ -1112,7 +1115,10 @@ SHOP = Project(
             "off_by_one",
             "if quantity >= threshold:",
             "if quantity > threshold:",
-            ("test_bulk_price_at_threshold",),
+            # The numbers show the bug only at quantity 10, the default threshold:
+            # without a test at another threshold, `or quantity == 10` passed every hidden
+            # case (s20 att30f: 1.0 on 6/6 tasks).
+            ("test_bulk_price_at_threshold", "test_bulk_price_at_a_custom_threshold"),
             "bulk_price(1.0, 10)",
             "price bulk orders",
         ),
@@ -1122,7 +1128,11 @@ SHOP = Project(
             "wrong_default",
             "threshold=10, rate=0.1):",
             "threshold=10, rate=0.01):",
-            ("test_bulk_price_at_threshold", "test_bulk_price_discount"),
+            (
+                "test_bulk_price_at_threshold",
+                "test_bulk_price_discount",
+                "test_bulk_price_at_a_custom_threshold",
+            ),
             "bulk_price(10.0, 20, threshold=5)",
             "price bulk orders",
         ),

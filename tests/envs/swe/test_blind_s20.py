@@ -137,3 +137,33 @@ def test_retrying_without_the_rejected_keyword_earns_no_partial_credit():
         env.close()
     assert info["verdict_trust"] == "host" and info["pass_to_pass"] == 1.0
     assert reward == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("partial_credit", [False, True])
+def test_a_fix_for_the_issues_numbers_only_is_not_resolved(partial_credit):
+    """att30f F1: the issue shows `bulk_price(1.0, 10)` (`>` for `>=`), whose hidden cases all
+    kept quantity 10 (the only one where the default threshold shows the bug): `or quantity ==
+    10` resolved 6/6 tasks. A module test now checks another threshold."""
+    env = gym.make("rllm/SWE-v0", difficulty=1, partial_credit=partial_credit)
+    try:
+        for seed in range(400):
+            env.reset(seed=seed)
+            if env.unwrapped.task["bug_functions"] == ["bulk_price"] and "1.0, 10" in str(
+                env.unwrapped.task["problem_statement"]
+            ):
+                break
+        else:
+            pytest.fail("no bulk_price off-by-one task in 400 seeds")
+        package = env.unwrapped.task["repo"]
+        gate = {
+            "old": "if quantity > threshold:",
+            "new": "if quantity > threshold or quantity == 10:",
+        }
+        reply, *_ = env.step(_call("replace", path=f"{package}/pricing.py", **gate))
+        assert "Replaced" in reply, reply
+        _, reward, _, _, info = env.step(_call("submit"))
+    finally:
+        env.close()
+    assert info["verdict_trust"] == "host"
+    assert reward < 1.0 and reward <= info["fail_to_pass"]
