@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+from .test_gateway_record import ALICE, CALL, StandInEngine, _test_client
+from .test_gateway_round7 import MATH, _scored_call
 
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
-MATH = "rllm/Math-v1"
-
-
-def _scored_call(app, seed=0, **fields):
-    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE).json()
-    call = {k: v for k, v in CALL.items() if k != "max_tokens"}
-    call = {**call, "prompt": _task_prompt(MATH, seed), "temperature": 0, **fields}
-    return app.post(f"/sessions/{sid['session_id']}/v1/completions", json=call, headers=ALICE)
+#: A call that sends no token limit (the shared call's `max_tokens` sent as null).
+NO_LIMIT = {"max_tokens": None}
 
 
 def test_a_completions_calls_limit_reaches_the_engine_as_max_tokens(tmp_path):
@@ -33,12 +28,12 @@ def test_a_completions_calls_limit_reaches_the_engine_as_max_tokens(tmp_path):
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
     try:
         assert _scored_call(app, max_tokens=64).is_success
-        assert _scored_call(app, max_completion_tokens=64).is_success  # the same limit
+        assert _scored_call(app, **NO_LIMIT, max_completion_tokens=64).is_success  # the same
         sent = engine.bodies[-2:]
         assert [b.get("max_tokens") for b in sent] == [64, 64]
         assert all("max_completion_tokens" not in b for b in sent)
         # No limit is the engine's default of 16 tokens: not the pinned 64.
-        r = _scored_call(app)
+        r = _scored_call(app, **NO_LIMIT)
         assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed", r.text
         r = _scored_call(app, max_tokens=None, max_completion_tokens=None)
         assert r.status_code == 400, r.text
@@ -48,9 +43,9 @@ def test_a_completions_calls_limit_reaches_the_engine_as_max_tokens(tmp_path):
     engine = StandInEngine()
     app = _test_client(tmp_path / "other", engine, scorers={MATH: {}})
     try:
-        assert _scored_call(app).is_success
+        assert _scored_call(app, **NO_LIMIT).is_success
         assert engine.bodies[-1]["max_tokens"] == 16
-        assert _scored_call(app, max_completion_tokens=16).is_success
+        assert _scored_call(app, **NO_LIMIT, max_completion_tokens=16).is_success
         assert _scored_call(app, max_tokens=64).status_code == 400
     finally:
         app.__exit__(None, None, None)
