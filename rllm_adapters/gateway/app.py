@@ -919,6 +919,17 @@ class Gateway:
                     "does not grade it (send a number reward to store it as the client's).",
                     "ignore_eos",
                 )
+            cut = sum(_cut_by_context(c) for c in session.calls)
+            if cut:
+                self.sessions.reopen(session)
+                raise GatewayError(
+                    409,
+                    f"Session {session.id!r} holds {cut} call(s) whose reply the model's context "
+                    "ended before their token limit: where that falls is set by the prompt's "
+                    "length, which the client chooses, so a scorer does not grade it (send a "
+                    "number reward to store it as the client's).",
+                    "context_cut",
+                )
             try:
                 scored = await self._score(session, env_id, seed, index)
             except asyncio.CancelledError:
@@ -1983,6 +1994,19 @@ def _token_limit(body: Mapping[str, Any]) -> Any:
         if body.get(name) is not None:
             return body[name]
     return None
+
+
+def _cut_by_context(call: Call) -> bool:
+    """Whether a reply ended for length before its own token limit (or had none).
+
+    The engine then stopped at the end of the model's context, which the prompt's length
+    sets: a client that previewed the greedy reply padded its prompt so that the context
+    ended right after a right box (s20 att29m: greedy pass@1 0.33 -> 0.67, every pin kept).
+    """
+    if call.finish_reason != "length":
+        return False
+    limit = call.request.get("max_tokens")
+    return type(limit) is not int or len(call.completion_ids) < limit
 
 
 #: The token limit of a completions call that sends none (OpenAI's documented default, and

@@ -49,6 +49,8 @@ class StandInEngine:
 
         self.text = text
         self.hold_after = hold_after
+        #: The finish reason of every reply (``"length"``: as if cut).
+        self.finish = "stop"
         self.bodies: list[dict] = []
 
         def prompt_ids(body):
@@ -66,7 +68,7 @@ class StandInEngine:
                     "token_ids": ids,
                     "prompt_token_ids": prompt_ids(body),
                     "logprobs": {"token_logprobs": [-0.5] * len(ids)},
-                    "finish_reason": "stop",
+                    "finish_reason": self.finish,
                 }
                 return JSONResponse({"id": "c", "choices": [choice]})
 
@@ -79,7 +81,7 @@ class StandInEngine:
                         "text": char,
                         "token_ids": [ids[i]],
                         "logprobs": {"token_logprobs": [-0.5]},
-                        "finish_reason": "stop" if i == len(self.text) - 1 else None,
+                        "finish_reason": self.finish if i == len(self.text) - 1 else None,
                     }
                     if i == 0:
                         choice["prompt_token_ids"] = prompt_ids(body)

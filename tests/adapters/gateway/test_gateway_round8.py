@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_gateway_record import ALICE, CALL, StandInEngine, _test_client
+from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
 from .test_gateway_round7 import MATH, _scored_call
 
 pytest.importorskip("starlette")
@@ -104,5 +104,31 @@ def test_a_templated_chat_call_without_a_limit_runs_to_the_end_of_the_context(tm
             f"/sessions/{sid}/v1/chat/completions", json=limited, headers=ALICE
         ).is_success
         assert engine.bodies[-1]["max_tokens"] == 7
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_reply_the_context_ended_is_not_scored(tmp_path):
+    """att29m F1: the engine cuts a reply at the end of the model's context, which the
+    prompt's length sets: a client padded each prompt so that a previewed greedy reply ended
+    right after its right box (pass@1 0.33 -> 0.67, every pin kept)."""
+    engine = StandInEngine("\\boxed{455}")  # seed 0's answer
+    engine.finish = "length"
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        for limit, status in ((64, 409), (len(engine.text), 200)):
+            fields = {"env_id": MATH, "seed": 0, "run": f"limit-{limit}"}  # a run per limit
+            sid = app.post("/sessions", json=fields, headers=ALICE).json()
+            url = f"/sessions/{sid['session_id']}"
+            call = {**CALL, "prompt": _task_prompt(MATH, 0), "max_tokens": limit}
+            assert app.post(f"{url}/v1/completions", json=call, headers=ALICE).is_success
+            r = app.post(f"{url}/reward", json={"env": MATH}, headers=ALICE)
+            assert r.status_code == status, r.text
+            if status == 409:  # cut before its limit: the context ended it
+                assert r.json()["error"]["code"] == "context_cut"
+                r = app.post(f"{url}/reward", json={"reward": 0.0}, headers=ALICE)
+                assert r.is_success, r.text  # still the client's to store
+            else:  # its own limit cut it: scored
+                assert r.json()["reward"] == 1.0
     finally:
         app.__exit__(None, None, None)
