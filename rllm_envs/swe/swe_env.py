@@ -205,9 +205,10 @@ class SWEEnv(TextEnv):
     test as failed. Components:
     ``resolved`` = 1 when every fail-to-pass and pass-to-pass test passes (weight 1.0; with
     ``partial_credit=True`` the fraction of the fail-to-pass tests the issue and the
-    repository do not show (the task's fresh cases on which the buggy code returns a value)
-    that pass when no pass-to-pass test breaks: special-casing the issue's example or generic
-    error handling earns none of it); ``fail_to_pass`` and
+    repository do not show (the task's fresh cases on which the buggy code returns a value
+    and that keep none of the issue's numbers in place) that pass when no pass-to-pass test
+    breaks, at most the share of all fail-to-pass tests: special-casing the issue's example,
+    gating a fix on its numbers or generic error handling earns none of it); ``fail_to_pass`` and
     ``pass_to_pass``, the fractions that pass (weight 0.0, log only; without partial credit
     the run stops at the first test that fails, fail-to-pass tests first, and the tests not
     run count as failed); ``invalid_call``, the number of unusable parts of the reply

@@ -4,9 +4,10 @@ A task is a SWE-bench-shaped record: ``instance_id``, ``problem_statement``, ``p
 reference fix, a unified diff against the base), ``test_patch`` (the hidden tests, a diff
 against the base), ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` (pytest node ids), optionally
 ``FAIL_TO_PASS_UNSHOWN`` (the fail-to-pass tests that neither the issue nor another task
-shows, that the issue's answer does not pass and on which the buggy code does not raise (generic
-error handling passes those): partial credit counts only these, none pays only a resolved
-task; default all of ``FAIL_TO_PASS``), and the base
+shows, that the issue's answer does not pass, on which the buggy code does not raise (generic
+error handling passes those) and that keep none of the issue's numbers or lengths in its
+place (a fix gated on them passes those): partial credit counts only these, none pays only a
+resolved task; default all of ``FAIL_TO_PASS``), and the base
 repository: ``files`` (``{path: text}``, the embedded source) or ``repo_path`` and
 ``base_commit`` (a git repository on disk, see :mod:`rllm_envs.swe.loader`).
 
@@ -329,6 +330,57 @@ def _buggy_raises(project_key: str, bug_index: int, code: str) -> bool:
     return _behaviour(buggy, code)[0]
 
 
+def _values(code: str) -> tuple[list[float], list[int]]:
+    """The numbers and the literal lengths written in ``code``, in the order they appear.
+
+    A sign is folded into its number; lengths are those of list, tuple, set, dict and string
+    literals.
+    """
+    numbers: list[float] = []
+    lengths: list[int] = []
+
+    def visit(node: ast.AST) -> None:
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, (ast.USub, ast.UAdd))
+            and isinstance(node.operand, ast.Constant)
+            and type(node.operand.value) in (int, float)
+        ):
+            value = node.operand.value
+            numbers.append(-value if isinstance(node.op, ast.USub) else value)
+            return
+        if isinstance(node, ast.Constant):
+            if type(node.value) in (int, float):
+                numbers.append(node.value)
+            elif isinstance(node.value, str):
+                lengths.append(len(node.value))
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            lengths.append(len(node.elts))
+        elif isinstance(node, ast.Dict):
+            lengths.append(len(node.keys))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(code))
+    return numbers, lengths
+
+
+def _shares_a_value(code: str, call: str) -> bool:
+    """Whether a case keeps one of the issue's numbers or lengths in its place.
+
+    Such a case is still fail-to-pass, but partial credit does not count it: the fix applied
+    only when an input equals the issue's (``if len(values) == 4``, ``if width == 7``) passed
+    most of them while the bug stayed everywhere else (s20 att30f: 0.262 at d4, as much as
+    an honest fix of one of two bugs).
+    """
+    numbers, lengths = _values(code)
+    issue_numbers, issue_lengths = _values(call)
+    # Compared place by place over the shorter list: a reshaped case has more or fewer.
+    return any(a == b for a, b in zip(numbers, issue_numbers, strict=False)) or any(
+        a == b for a, b in zip(lengths, issue_lengths, strict=False)
+    )
+
+
 def _issue_answer(project_key: str, bug_index: int) -> str:
     raised, text = _repro(project_key, bug_index)[1]
     return "raises " + text.split(":", 1)[0] if raised else text
@@ -536,7 +588,11 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
             name = f"test_reported_{stem}_{n}"
             fixed[path] += "\n\n" + _case_test(name, code, expected)
             f2p.append(f"{path}::{name}")
-            if _differs(expected, answer) and not _buggy_raises(project.key, i, code):
+            if (
+                _differs(expected, answer)
+                and not _buggy_raises(project.key, i, code)
+                and not _shares_a_value(code, bug.call)
+            ):
                 unshown.append(f"{path}::{name}")
         for n, (code, expected) in enumerate(_controls(project.key, i, seed), len(cases) + 1):
             name = f"test_reported_{stem}_{n}"

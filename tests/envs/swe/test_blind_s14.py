@@ -92,9 +92,10 @@ def test_every_embedded_task_names_its_fresh_cases_and_records_are_checked():
             assert all("::test_reported_" in t for t in unshown)
             named += bool(unshown)
             check_task(task)
-    # Of 30: most tasks have fresh cases expecting another answer on which the buggy code
-    # returns a value (one where it raises pays no partial credit: s20 att30d, att30e).
-    assert named >= 18
+    # Of 30: a third of the tasks have fresh cases that expect another answer, on which the
+    # buggy code returns a value and that keep none of the numbers in place (s20
+    # att30d, att30e, att30f); the rest pay partial credit only when resolved.
+    assert named >= 8
     for bad in (["tests/test_x.py::not_a_fail_to_pass_test"], "all"):
         with pytest.raises(InvalidDataset, match="FAIL_TO_PASS_UNSHOWN"):
             check_task({**task, "FAIL_TO_PASS_UNSHOWN": bad})

@@ -144,7 +144,8 @@ def test_retrying_without_the_rejected_keyword_earns_no_partial_credit():
 def test_a_fix_for_the_issues_numbers_only_is_not_resolved(partial_credit):
     """att30f F1: the issue shows `bulk_price(1.0, 10)` (`>` for `>=`), whose hidden cases all
     kept quantity 10 (the only one where the default threshold shows the bug): `or quantity ==
-    10` resolved 6/6 tasks. A module test now checks another threshold."""
+    10` resolved 6/6 tasks. A module test now checks another threshold, and partial credit
+    counts no case that keeps one of the issue's numbers in its place."""
     env = gym.make("rllm/SWE-v0", difficulty=1, partial_credit=partial_credit)
     try:
         for seed in range(400):
@@ -166,4 +167,5 @@ def test_a_fix_for_the_issues_numbers_only_is_not_resolved(partial_credit):
     finally:
         env.close()
     assert info["verdict_trust"] == "host"
-    assert reward < 1.0 and reward <= info["fail_to_pass"]
+    # Nor partial credit: the cases it passes keep the issue's quantity (att30f F2).
+    assert reward == 0.0 and info["fail_to_pass"] < 1.0

@@ -244,12 +244,18 @@ def test_arguments_are_checked():
 
 
 def test_partial_credit_variant():
+    # Fixing one of a task's two bugs earns a share, never more than the fail-to-pass tests'
+    # share (a task whose fixed bug has no counted case earns nothing: try the next one).
     env = SWEEnv(difficulty=4, partial_credit=True, warm=False)
-    for seed in range(30):
+    for seed in range(60):
         env.reset(seed=seed)
-        if len({t.split("::")[0] for t in env.task["FAIL_TO_PASS"]}) > 1:
+        if len({t.split("::")[0] for t in env.task["FAIL_TO_PASS"]}) < 2:
+            continue
+        first = env.task["patch"].split("diff --git")[1]
+        env.step(call("apply_patch", patch="diff --git" + first))
+        *_, reward, terminated, _, info = env.step(call("submit"))
+        assert terminated and reward < 1.0 and reward <= info["fail_to_pass"] < 1.0
+        if reward > 0.0:
             break
-    first = env.task["patch"].split("diff --git")[1]
-    env.step(call("apply_patch", patch="diff --git" + first))
-    *_, reward, terminated, _, info = env.step(call("submit"))
-    assert terminated and 0.0 < reward < 1.0 and reward == info["fail_to_pass"]
+    else:
+        pytest.fail("no one-bug fix earned partial credit in 60 tasks")
