@@ -339,19 +339,20 @@ def _values(code: str) -> tuple[list[float], list[int]]:
     numbers: list[float] = []
     lengths: list[int] = []
 
+    def number(node: ast.AST) -> float | None:
+        value = node.value if isinstance(node, ast.Constant) else None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     def visit(node: ast.AST) -> None:
-        if (
-            isinstance(node, ast.UnaryOp)
-            and isinstance(node.op, (ast.USub, ast.UAdd))
-            and isinstance(node.operand, ast.Constant)
-            and type(node.operand.value) in (int, float)
-        ):
-            value = node.operand.value
-            numbers.append(-value if isinstance(node.op, ast.USub) else value)
-            return
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = number(node.operand)
+            if value is not None:
+                numbers.append(-value if isinstance(node.op, ast.USub) else value)
+                return
         if isinstance(node, ast.Constant):
-            if type(node.value) in (int, float):
-                numbers.append(node.value)
+            value = number(node)
+            if value is not None:
+                numbers.append(value)
             elif isinstance(node.value, str):
                 lengths.append(len(node.value))
         elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
