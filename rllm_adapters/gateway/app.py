@@ -328,18 +328,28 @@ class Gateway:
         looked up at start, by the health watch, and at a session call that names no model
         until found; ``None`` while no engine has answered.
         """
-        if self.model is not None or self.client is None:
+        if self.model is not None:
             return self.model
+        model = await self._from_model_card(
+            "id", lambda v: isinstance(v, str) and 0 < len(v) <= MAX_ID_CHARS
+        )
+        if model is not None:
+            self.model = self.sessions.model = model
+            _log.info("calls that name no model are recorded as the engines' %r", model)
+        return self.model
+
+    async def _from_model_card(self, key: str, valid: Callable[[Any], bool]) -> Any:
+        """The first valid ``key`` of an engine's first model card (``/v1/models``), or ``None``."""
+        if self.client is None:
+            return None
         for engine in list(self.pool.engines):
             try:
                 response = await self.client.get(f"{engine.url}/models", timeout=5.0)
-                model = response.json()["data"][0]["id"]
+                value = response.json()["data"][0][key]
             except Exception:
                 continue
-            if isinstance(model, str) and 0 < len(model) <= MAX_ID_CHARS:
-                self.model = self.sessions.model = model
-                _log.info("calls that name no model are recorded as the engines' %r", model)
-                return model
+            if valid(value):
+                return value
         return None
 
     async def _context_left(self, prompt_tokens: int) -> int:
@@ -351,16 +361,10 @@ class Gateway:
             GatewayError: 400 when no engine says its context length (the call must send
                 ``max_tokens``) or the prompt fills it.
         """
-        if self._max_model_len is None and self.client is not None:
-            for engine in list(self.pool.engines):
-                try:
-                    response = await self.client.get(f"{engine.url}/models", timeout=5.0)
-                    length = response.json()["data"][0].get("max_model_len")
-                except Exception:
-                    continue
-                if type(length) is int and length > 0:
-                    self._max_model_len = length
-                    break
+        if self._max_model_len is None:
+            self._max_model_len = await self._from_model_card(
+                "max_model_len", lambda v: type(v) is int and v > 0
+            )
         if self._max_model_len is None:
             raise GatewayError(
                 400,

@@ -92,12 +92,18 @@ def _behaviour(source: str, call: str) -> tuple[bool, str]:
         return True, f"{type(e).__name__}: {e}"
 
 
-@lru_cache(maxsize=256)
-def _repro(project_key: str, bug_index: int) -> tuple[tuple[bool, str], tuple[bool, str]]:
+def _bug_sources(project_key: str, bug_index: int) -> tuple[Bug, str, str]:
+    """A seeded bug with its module's fixed and buggy source."""
     project = next(p for p in PROJECTS if p.key == project_key)
     bug = project.bugs[bug_index]
     source = project.module(bug.module).source
-    return _behaviour(source.replace(bug.old, bug.new, 1), bug.call), _behaviour(source, bug.call)
+    return bug, source, source.replace(bug.old, bug.new, 1)
+
+
+@lru_cache(maxsize=256)
+def _repro(project_key: str, bug_index: int) -> tuple[tuple[bool, str], tuple[bool, str]]:
+    bug, source, buggy = _bug_sources(project_key, bug_index)
+    return _behaviour(buggy, bug.call), _behaviour(source, bug.call)
 
 
 #: Hidden cases made per bug besides the module's own tests (see :func:`_cases`).
@@ -171,10 +177,7 @@ def _cases(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, str]
     plain value and the buggy code does something else. They make the hidden tests check
     more than the example the issue shows, so special-casing that example earns nothing.
     """
-    project = next(p for p in PROJECTS if p.key == project_key)
-    bug = project.bugs[bug_index]
-    source = project.module(bug.module).source
-    buggy = source.replace(bug.old, bug.new, 1)
+    bug, source, buggy = _bug_sources(project_key, bug_index)
     rng = np.random.default_rng(seed)
     found: dict[str, str] = {}
     # Plain mutations first; padded ones only when those find too few (a bug whose wrong
@@ -315,6 +318,7 @@ def _differs(expected: str, answer: str) -> bool:
     return not _same((False, answer), expected)
 
 
+@lru_cache(maxsize=4096)
 def _buggy_raises(project_key: str, bug_index: int, code: str) -> bool:
     """Whether the buggy code raises on a case's ``code``.
 
@@ -324,13 +328,11 @@ def _buggy_raises(project_key: str, bug_index: int, code: str) -> bool:
     rejects (s20 att30e: a renamed ``suffix`` then falls back to its default, right whenever
     the text is short) earned partial credit while the issue's own call still failed.
     """
-    project = next(p for p in PROJECTS if p.key == project_key)
-    bug = project.bugs[bug_index]
-    buggy = project.module(bug.module).source.replace(bug.old, bug.new, 1)
-    return _behaviour(buggy, code)[0]
+    return _behaviour(_bug_sources(project_key, bug_index)[2], code)[0]
 
 
-def _values(code: str) -> tuple[list[float], list[int]]:
+@lru_cache(maxsize=4096)
+def _values(code: str) -> tuple[tuple[float, ...], tuple[int, ...]]:
     """The numbers and the literal lengths written in ``code``, in the order they appear.
 
     A sign is folded into its number; lengths are those of list, tuple, set, dict and string
@@ -363,7 +365,7 @@ def _values(code: str) -> tuple[list[float], list[int]]:
             visit(child)
 
     visit(ast.parse(code))
-    return numbers, lengths
+    return tuple(numbers), tuple(lengths)
 
 
 def _shares_a_value(code: str, call: str) -> bool:
@@ -402,10 +404,7 @@ def _reshaped(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, s
     is preferred; where no input of another skeleton shows the bug (``check_digit`` takes
     any string of digits, all one skeleton) the cases differ in length and values.
     """
-    project = next(p for p in PROJECTS if p.key == project_key)
-    bug = project.bugs[bug_index]
-    source = project.module(bug.module).source
-    buggy = source.replace(bug.old, bug.new, 1)
+    bug, source, buggy = _bug_sources(project_key, bug_index)
     rng = np.random.default_rng([seed, 1])
     issue = _mutate_normal(bug.call)
     answer = _issue_answer(project_key, bug_index)
@@ -454,10 +453,7 @@ def _controls(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, s
     cases = _cases(project_key, bug_index, seed) + _reshaped(project_key, bug_index, seed)
     if any(_differs(expected, answer) for _, expected in cases):
         return ()
-    project = next(p for p in PROJECTS if p.key == project_key)
-    bug = project.bugs[bug_index]
-    source = project.module(bug.module).source
-    buggy = source.replace(bug.old, bug.new, 1)
+    bug, source, buggy = _bug_sources(project_key, bug_index)
     rng = np.random.default_rng([seed, 2])
     issue = _mutate_normal(bug.call)
     for tries in range(10 * _CASE_TRIES):
