@@ -42,6 +42,7 @@ import collections
 import concurrent.futures
 import contextlib
 import functools
+import hashlib
 import hmac
 import json
 import logging
@@ -49,7 +50,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rllm_adapters.gateway.chat import message_text, tool_call_key
@@ -1070,6 +1071,7 @@ class Gateway:
                     f"{seed!r}, index {index!r} is task {str(scored['task_id'])!r}.",
                     "task_mismatch",
                 )
+        self._pin_framing(session, scored)
         reward = scored["reward"]
         try:
             _check_reward(reward)
@@ -1087,6 +1089,36 @@ class Gateway:
             },
             "task_id": None if task_id is None else str(task_id),
         }
+
+    def _pin_framing(self, session: Session, scored: Mapping[str, Any]) -> None:
+        """Fix what a run's scored sessions wrap their tasks in at its first scored session.
+
+        A greedy reply changes with the prompt's wording: a client that previews it off the
+        record under a few wordings per task (a reference number, a blank line) could send each
+        task in the wording whose reply is right (session 21 att29n: pass@1 0.17 -> 1.0, every
+        task of a fixed range opened). So the first call's prompt with the task's text taken
+        out, and for a session of several calls its last call's with the replies and the env's
+        feedback taken out too, are the run's, per number of calls; a session framed otherwise
+        is not graded and counts as a failed sample of its task (409 ``framing_changed``).
+        """
+        first, last = session.calls[0], session.calls[-1]
+        task = [scored.get("observation"), scored.get("statement")]
+        framings = [(1, _framing(first, task))]
+        if len(session.calls) > 1:
+            known = task + [call.text for call in session.calls] + list(scored.get("feedback", []))
+            framings.append((len(session.calls), _framing(last, known)))
+        for turns, framing in framings:
+            if self.sessions.pin_framing(session.run, turns, framing) != framing:
+                raise _Unscored(
+                    scored["task_id"],
+                    409,
+                    f"Session {session.id!r} wraps its task in other text than run "
+                    f"{session.run!r}'s scored sessions of {turns} call(s): a run's prompts "
+                    "are its first scored session's with only the task's text (its replies and "
+                    "the env's feedback) changed, so no client words each task the way that "
+                    "makes a reply right. Other wording belongs in another run.",
+                    "framing_changed",
+                )
 
     async def _store_unscored(self, session: Session, code: str, task_id: Any = None) -> None:
         """Store claimed ``session`` with no reward after its scoring was refused."""
@@ -1857,6 +1889,38 @@ def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
         texts = [message_text(m) for m in messages if isinstance(m, Mapping)]
     flat = [" ".join(text.split()) for text in texts]
     return any(" ".join(n.split()) in text for n in needles for text in flat)
+
+
+def _framing(call: Call, known: Sequence[Any]) -> str:
+    """``call``'s prompt with each of the ``known`` texts taken out, as a digest.
+
+    Whitespace runs read as one space; the longest text is taken out first, everywhere it
+    appears. A chat call's assistant messages are the recorded replies
+    (:func:`_history_recorded`), so only their place counts; its tools and tool choice frame
+    the prompt too.
+    """
+    texts = sorted({_flat(t) for t in known if isinstance(t, str) and t.strip()}, key=len)[::-1]
+
+    def framed(text: str) -> str:
+        text = _flat(text)
+        for known_text in texts:
+            text = text.replace(known_text, "\x00")
+        return text
+
+    request = call.request
+    if call.api == "completions":
+        prompt = request.get("prompt")
+        parts: Any = framed(prompt) if isinstance(prompt, str) else prompt
+    else:
+        parts = [
+            [m.get("role"), "\x00" if m.get("role") == "assistant" else framed(message_text(m))]
+            if isinstance(m, Mapping)
+            else m
+            for m in request.get("messages") or []
+        ]
+        parts = [parts, request.get("tools"), request.get("tool_choice")]
+    blob = json.dumps([call.api, parts], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)

@@ -458,14 +458,16 @@ class SessionRegistry:
         #: Request bytes of calls in flight per client (see :meth:`reserve`).
         self._reserved_by_owner: collections.Counter[str] = collections.Counter()
         self.claims_path = None if claims_path is None else Path(claims_path)
-        #: How each run's scored sessions sample, fixed by the first scored call and kept in
-        #: the store (``EpisodeStore.pin``); read through to the store on a miss.
-        self._sampling: dict[str, str] = {}
+        #: How each run's scored sessions sample and are framed, fixed by the first scored call
+        #: (session) and kept in the store (``EpisodeStore.pin``), by pin key; read through to
+        #: the store on a miss.
+        self._pins: dict[str, str] = {}
         # An older gateway kept them next to the claims: they move into the store.
         old_pins = None if self.claims_path is None else self.claims_path.with_suffix(".sampling")
         if store is not None and old_pins is not None and old_pins.is_file():
-            self._sampling = {
-                k: store.pin(f"sampling:{k}", m) for k, m in _read_claims(old_pins).items()
+            self._pins = {
+                f"sampling:{k}": store.pin(f"sampling:{k}", m)
+                for k, m in _read_claims(old_pins).items()
             }
         self._claims: dict[str, str] = {}
         if self.claims_path is not None and self.claims_path.is_file():
@@ -629,12 +631,23 @@ class SessionRegistry:
         store, or a store restored without its side files, let a run mix greedy and sampled
         calls when the pin lived in a file next to it (session 18 att29i: 0.44-0.53 for 0.30).
         """
-        key = run or ""
+        return self._pin(f"sampling:{run or ''}", mode)
+
+    def pin_framing(self, run: str | None, turns: int, framing: str) -> str:
+        """The framing of ``run``'s scored sessions of ``turns`` calls: ``framing`` if none yet.
+
+        What a harness wraps each task in (its prompt with the task's text, the replies and the
+        env's feedback taken out; :func:`rllm_adapters.gateway.app._framing`), kept in the
+        store like the sampling.
+        """
+        return self._pin(f"framing:{run or ''}:{turns}", framing)
+
+    def _pin(self, key: str, value: str) -> str:
         with self._lock:
-            pinned = self._sampling.get(key)
+            pinned = self._pins.get(key)
             if pinned is not None:
                 return pinned
-            pinned = self._sampling[key] = self.store.pin(f"sampling:{key}", mode)
+            pinned = self._pins[key] = self.store.pin(key, value)
             return pinned
 
     def open_of(self, owner: str) -> int:
@@ -1265,8 +1278,9 @@ def score_with_env(
 
     The env's own scorer decides; its reward, the last step's ``info`` (``is_correct``,
     components) with ``turns`` and ``step_rewards``, task id, the task's prompt
-    (``observation``, when it is text) and its statement (``statement``: the task record's
-    ``problem``/``question``/``prompt``, else ``None``) come back.
+    (``observation``, when it is text), its statement (``statement``: the task record's
+    ``problem``/``question``/``prompt``, else ``None``) and the env's text after each reply
+    (``feedback``) come back.
     """
     answers = [answer] if isinstance(answer, str) else list(answer)
     if not answers:
@@ -1305,14 +1319,16 @@ def score_with_env(
             if len(answers) > max_turns:
                 return {**unscored, "too_many_turns": True, "max_turns": max_turns}
         rewards: list[float] = []
+        feedback: list[str] = []
         terminated = truncated = False
         info: dict[str, Any] = {}
         for reply in answers:
             if terminated or truncated:
                 # The env's episode ended with replies left: not the episode the env plays.
                 return {**unscored, "too_many_turns": True, "max_turns": len(rewards)}
-            _, reward, terminated, truncated, info = env.step(reply)
+            after, reward, terminated, truncated, info = env.step(reply)
             rewards.append(float(reward))
+            feedback.append(after if isinstance(after, str) else "")
     finally:
         env.close()
     return {
@@ -1329,4 +1345,5 @@ def score_with_env(
         "task_id": reset_info.get("task_id"),
         "observation": observation if isinstance(observation, str) else None,
         "statement": statement,
+        "feedback": feedback,
     }

@@ -1,0 +1,121 @@
+"""The gateway against the blind round of session 21 (issue #29, att29n): a run's scored
+sessions wrap their tasks alike, so no client words each task the way that makes its greedy
+reply right.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+from .test_gateway_round7 import MATH
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+#: Seeds 0 and 1 of Math-v1 and their answers.
+ANSWERS = {0: "455", 1: "11"}
+
+
+def _scored(app, engine, seed, prompt, run="eval", reply=None):
+    """One scored greedy completions session: the engine replies ``reply`` (else the right
+    box) to ``prompt``; returns the reward response."""
+    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed, "run": run}, headers=ALICE)
+    sid = sid.json()["session_id"]
+    engine.text = reply if reply is not None else f"\\boxed{{{ANSWERS[seed]}}}"
+    call = {**CALL, "prompt": prompt, "temperature": 0}
+    assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+    return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+
+def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
+    """att29n F1: a greedy reply changes with the prompt's wording; a client that previewed it
+    under a dozen wordings per task (a reference number after the task) sent each task in
+    the wording whose reply was right: pass@1 0.17 -> 1.0 with every task of a fixed range
+    opened and every pin kept. The first scored session fixes the run's framing; a session
+    worded otherwise is not graded and counts as a failed sample of its task."""
+    from rllm_agents.store import EpisodeStore
+
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    prompts = {seed: _task_prompt(MATH, seed) for seed in ANSWERS}
+    assert ANSWERS[0] not in prompts[0]  # the answer is not in the prompt
+    try:
+        # The same wrapper around every task (here a system line before it): graded.
+        wrapped = {seed: f"You are a careful solver.\n{p}" for seed, p in prompts.items()}
+        assert _scored(app, engine, 0, wrapped[0]).json()["reward"] == 1.0
+        assert _scored(app, engine, 1, wrapped[1]).json()["reward"] == 1.0
+        # Whitespace runs read as one space: the same framing.
+        r = _scored(app, engine, 1, wrapped[1].replace("\n", "\n\n"))
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+        # Another wording of one task, in the same run: refused, a failed sample.
+        for extra in ("\n\n(Problem reference #3)", " "):
+            r = _scored(app, engine, 0, wrapped[0] + extra + ("x" if extra == " " else ""))
+            assert r.status_code == 409, r.text
+            assert r.json()["error"]["code"] == "framing_changed", r.text
+        r = _scored(app, engine, 0, prompts[0])  # the wrapper left out
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+        # Another run has its own framing.
+        r = _scored(app, engine, 0, prompts[0] + "\n(Problem reference #3)", run="other")
+        assert r.status_code == 200, r.text
+        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #3)", run="other")
+        assert r.status_code == 200, r.text
+        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #4)", run="other")
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
+    with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
+        rows = store.pass_at_k((1,), env=MATH)
+    (row,) = [row for key, row in rows.items() if "eval" in str(key)]
+    # Seed 0: one right sample and three refused; seed 1: two right, two short (every task
+    # counts as sampled as often as the most-sampled one).
+    assert row["samples"] == 6 and row["pass@1"] == pytest.approx((1 / 4 + 2 / 4) / 2), row
+    # The pin is kept in the store: a gateway restarted on it keeps the run's framing.
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        r = _scored(app, engine, 1, prompts[1])
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+        r = _scored(app, engine, 1, f"You are a careful solver.\n{prompts[1]}")
+        assert r.status_code == 200, r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_runs_later_turns_are_framed_alike_around_the_envs_feedback(tmp_path):
+    """The same for an episode of several turns: each later turn is the earlier conversation,
+    the recorded reply and the env's feedback in the run's own wrapper; wording a later turn
+    per task (after a previewed first reply) is refused too."""
+    engine = StandInEngine()
+    env_id = MATH
+    app = _test_client(tmp_path, engine, scorers={env_id: {"max_turns": 2}})
+    import gymnasium as gym
+
+    def session(seed, template):
+        env = gym.make(env_id, max_turns=2)
+        prompt, _ = env.reset(seed=seed)
+        sid = app.post("/sessions", json={"env_id": env_id, "seed": seed}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        right = f"\\boxed{{{env.unwrapped.task['answer']}}}"
+        for turn, reply in enumerate(["\\boxed{0.5}", right]):
+            engine.text = reply
+            call = {**CALL, "prompt": prompt, "temperature": 0}
+            r = app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+            assert r.is_success, r.text
+            if turn == 0:
+                feedback, *_ = env.step(reply)
+                prompt += template.format(reply=reply, feedback=feedback, seed=seed)
+        env.close()
+        return app.post(f"/sessions/{sid}/reward", json={"env": env_id}, headers=ALICE)
+
+    try:
+        template = "\n{reply}\nThe grader said: {feedback}\n"
+        for seed in (0, 1):
+            r = session(seed, template)
+            assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+        r = session(2, template.replace("said:", "said (task {seed}):"))
+        assert r.status_code == 409 and r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
