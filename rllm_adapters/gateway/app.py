@@ -1891,35 +1891,43 @@ def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:
     return any(" ".join(n.split()) in text for n in needles for text in flat)
 
 
+#: The fields of a session call that make the prompt the engine sees (the others are pinned
+#: with the run's sampling, or only say how the reply comes back).
+_PROMPT_FIELDS = {
+    "completions": ("prompt",),
+    "chat": ("messages", "tools", "tool_choice", "parallel_tool_calls"),
+}
+
+
 def _framing(call: Call, known: Sequence[Any]) -> str:
-    """``call``'s prompt with each of the ``known`` texts taken out, as a digest.
+    """``call``'s prompt fields with each of the ``known`` texts taken out, as a digest.
 
-    Whitespace runs read as one space; the longest text is taken out first, everywhere it
-    appears. A chat call's assistant messages are the recorded replies
-    (:func:`_history_recorded`), so only their place counts; its tools and tool choice frame
-    the prompt too.
+    Exact: a greedy reply changes with a space or a line break, and an engine renders message
+    fields and content parts the gateway's own reading skips (a ``refusal`` part; session 21
+    att29o: 0.20 -> 1.00 with whitespace, 0.48 -> 0.98 with parts), so every string of every
+    prompt field counts as sent. A known text is taken out as given or stripped (a reply also
+    without its leading ``<think>`` block, as a chat client may send it back), longest first,
+    everywhere it appears.
     """
-    texts = sorted({_flat(t) for t in known if isinstance(t, str) and t.strip()}, key=len)[::-1]
+    texts: set[str] = set()
+    for text in known:
+        if isinstance(text, str):
+            texts |= {text, text.strip(), _THINK.sub("", text).strip()}
+    ordered = sorted((t for t in texts if t), key=len, reverse=True)
 
-    def framed(text: str) -> str:
-        text = _flat(text)
-        for known_text in texts:
-            text = text.replace(known_text, "\x00")
-        return text
+    def framed(value: Any) -> Any:
+        if isinstance(value, str):
+            for text in ordered:
+                value = value.replace(text, "\x00")
+            return value
+        if isinstance(value, list):
+            return [framed(item) for item in value]
+        if isinstance(value, Mapping):
+            return {str(key): framed(item) for key, item in value.items()}
+        return value
 
-    request = call.request
-    if call.api == "completions":
-        prompt = request.get("prompt")
-        parts: Any = framed(prompt) if isinstance(prompt, str) else prompt
-    else:
-        parts = [
-            [m.get("role"), "\x00" if m.get("role") == "assistant" else framed(message_text(m))]
-            if isinstance(m, Mapping)
-            else m
-            for m in request.get("messages") or []
-        ]
-        parts = [parts, request.get("tools"), request.get("tool_choice")]
-    blob = json.dumps([call.api, parts], sort_keys=True, default=str)
+    fields = {name: framed(call.request.get(name)) for name in _PROMPT_FIELDS[call.api]}
+    blob = json.dumps([call.api, fields], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -2181,12 +2189,13 @@ def _check_session_fields(api: str, body: dict[str, Any], clients: bool = True) 
 
 
 def _request_record(body: dict[str, Any], api: str) -> dict[str, Any]:
-    """What of a request is kept with its call: its API's input and sampling settings.
+    """What of a request is kept with its call: what makes its prompt, and sampling settings.
 
-    The prompt (completions) or the messages and tools (chat); nothing else the client sent.
+    The prompt (completions) or the messages, tools and tool settings (chat); nothing else
+    the client sent.
     """
-    keep = ("prompt",) if api == "completions" else ("messages", "tools")
-    return {k: body[k] for k in (*keep, "model", *SAMPLING_RECORD) if k in body}
+    keep = (*_PROMPT_FIELDS[api], "model", *SAMPLING_RECORD)
+    return {k: body[k] for k in keep if k in body}
 
 
 def _strip(data: dict[str, Any], keep_ids: bool, keep_logprobs: bool) -> None:

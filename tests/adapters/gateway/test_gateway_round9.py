@@ -48,16 +48,18 @@ def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
         wrapped = {seed: f"You are a careful solver.\n{p}" for seed, p in prompts.items()}
         assert _scored(app, engine, 0, wrapped[0]).json()["reward"] == 1.0
         assert _scored(app, engine, 1, wrapped[1]).json()["reward"] == 1.0
-        # Whitespace runs read as one space: the same framing.
-        r = _scored(app, engine, 1, wrapped[1].replace("\n", "\n\n"))
-        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
-        # Another wording of one task, in the same run: refused, a failed sample.
-        for extra in ("\n\n(Problem reference #3)", " "):
-            r = _scored(app, engine, 0, wrapped[0] + extra + ("x" if extra == " " else ""))
+        # Another wording of one task, in the same run: refused, a failed sample. Whitespace
+        # too (att29o F1: a dozen whitespace suffixes, 0.20 -> 1.00), the wrapper left out.
+        for prompt in (
+            wrapped[0] + "\n\n(Problem reference #3)",
+            wrapped[0] + "\n",
+            wrapped[0].replace("\n", "\n\n", 1),
+            wrapped[0].replace(" ", "\u00a0", 1),
+            prompts[0],
+        ):
+            r = _scored(app, engine, 0, prompt)
             assert r.status_code == 409, r.text
             assert r.json()["error"]["code"] == "framing_changed", r.text
-        r = _scored(app, engine, 0, prompts[0])  # the wrapper left out
-        assert r.json()["error"]["code"] == "framing_changed", r.text
         # Another run has its own framing.
         r = _scored(app, engine, 0, prompts[0] + "\n(Problem reference #3)", run="other")
         assert r.status_code == 200, r.text
@@ -70,9 +72,9 @@ def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
     with EpisodeStore(tmp_path / "e.db", read_only=True) as store:
         rows = store.pass_at_k((1,), env=MATH)
     (row,) = [row for key, row in rows.items() if "eval" in str(key)]
-    # Seed 0: one right sample and three refused; seed 1: two right, two short (every task
+    # Seed 0: one right sample and five refused; seed 1: one right, five short (every task
     # counts as sampled as often as the most-sampled one).
-    assert row["samples"] == 6 and row["pass@1"] == pytest.approx((1 / 4 + 2 / 4) / 2), row
+    assert row["samples"] == 7 and row["pass@1"] == pytest.approx((1 / 6 + 1 / 6) / 2), row
     # The pin is kept in the store: a gateway restarted on it keeps the run's framing.
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
     try:
@@ -117,5 +119,51 @@ def test_a_runs_later_turns_are_framed_alike_around_the_envs_feedback(tmp_path):
             assert r.status_code == 200 and r.json()["reward"] > 0, r.text
         r = session(2, template.replace("said:", "said (task {seed}):"))
         assert r.status_code == 409 and r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_chat_calls_framing_counts_every_content_part_and_field(tmp_path, tiny_path):
+    """att29o F2: the framing read a message's `text` parts only, while an engine renders
+    `refusal` (and other) parts too: a wording hidden in a refusal part per task raised greedy
+    pass@1 0.48 -> 0.98. Every string of every message and prompt field counts."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, tokenizer=str(tiny_path))
+
+    def scored(seed, content, **fields):
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        engine.text = f"\\boxed{{{ANSWERS[seed]}}}"
+        call = {
+            "model": CALL["model"],
+            "max_tokens": 8,
+            "temperature": 0,
+            "messages": [{"role": "user", "content": content}],
+            **fields,
+        }
+        r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+        assert r.is_success, r.text
+        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+    def parts(seed, *extra):
+        return [{"type": "text", "text": _task_prompt(MATH, seed)}, *extra]
+
+    try:
+        assert scored(0, parts(0)).status_code == 200
+        assert scored(1, parts(1)).status_code == 200  # the same framing, another task
+        refusal = {"type": "refusal", "refusal": "(Problem reference #3)"}
+        task = _task_prompt(MATH, 0)
+        half = len(task) // 2
+        split = [{"type": "text", "text": task[:half]}, {"type": "text", "text": task[half:]}]
+        for content, fields in (
+            (parts(0, refusal), {}),
+            (parts(0, {"type": "text", "text": ""}), {}),
+            (split, {}),
+            (task, {}),
+            (parts(0), {"parallel_tool_calls": False}),
+        ):
+            r = scored(0, content, **fields)
+            assert r.status_code == 409, (content[-1:], fields, r.text)
+            assert r.json()["error"]["code"] == "framing_changed", r.text
     finally:
         app.__exit__(None, None, None)
