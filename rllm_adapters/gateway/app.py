@@ -50,7 +50,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from rllm_adapters.gateway.chat import message_text, tool_call_key
@@ -997,7 +997,7 @@ class Gateway:
             text = observation if isinstance(observation, str) else None
             if not (_prompt_holds(first, text, statement) and _prompt_holds(last, text, statement)):
                 refused.append("prompt_not_task")
-            elif not _history_recorded(session):
+            elif session.diverged or not _history_recorded(session):
                 refused.append("history_not_recorded")
             return not refused
 
@@ -1090,6 +1090,16 @@ class Gateway:
             "task_id": None if task_id is None else str(task_id),
         }
 
+    def _record(self, session: Session, call: Call, size: int) -> None:
+        """Record ``call`` in ``session``; mark the session if the call does not continue.
+
+        A call that does not continue its session's previous one (:func:`_continues`) leaves
+        the session unscored.
+        """
+        if session.calls and not _continues(session.calls[-1], call):
+            session.diverged = True
+        self.sessions.record(session, call, size)
+
     def _pin_framing(self, session: Session, scored: Mapping[str, Any]) -> None:
         """Fix what a run's scored sessions wrap their tasks in at its first scored session.
 
@@ -1102,10 +1112,14 @@ class Gateway:
         is not graded and counts as a failed sample of its task (409 ``framing_changed``).
         """
         first, last = session.calls[0], session.calls[-1]
-        task = [scored.get("observation"), scored.get("statement")]
+        task = {"task": scored.get("observation"), "statement": scored.get("statement")}
         framings = [(1, _framing(first, task))]
         if len(session.calls) > 1:
-            known = task + [call.text for call in session.calls] + list(scored.get("feedback", []))
+            # Each call continues the one before it (:func:`_continues`), so the last call's
+            # prompt holds every earlier call's.
+            known = dict(task)
+            known.update({f"reply {i}": call.text for i, call in enumerate(session.calls)})
+            known.update({f"feedback {i}": t for i, t in enumerate(scored.get("feedback", []))})
             framings.append((len(session.calls), _framing(last, known)))
         for turns, framing in framings:
             if self.sessions.pin_framing(session.run, turns, framing) != framing:
@@ -1509,7 +1523,7 @@ class Gateway:
             data, call = read
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call, size)
+            self._record(session, call, size)
             _strip(data, wants_ids, wants_lp)
             headers.pop("content-type", None)
             return Response(
@@ -1527,7 +1541,7 @@ class Gateway:
                 self._fill_ids(call)
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call, size)
+            self._record(session, call, size)
 
         def relay(line: str, chunk: dict[str, Any] | None) -> Iterator[bytes]:
             if chunk is None:
@@ -1661,7 +1675,7 @@ class Gateway:
             call.message = message
             call.latency_s = time.monotonic() - started
             self._account(engine, call)
-            self.sessions.record(session, call, size)
+            self._record(session, call, size)
             session.chat_state = ChatState(
                 [*messages, message], tools_key(tools), call.prompt_ids, call.completion_ids
             )
@@ -1899,26 +1913,30 @@ _PROMPT_FIELDS = {
 }
 
 
-def _framing(call: Call, known: Sequence[Any]) -> str:
-    """``call``'s prompt fields with each of the ``known`` texts taken out, as a digest.
+def _framing(call: Call, known: Mapping[str, Any]) -> str:
+    """``call``'s prompt fields with each of the ``known`` texts marked by its name, as a digest.
 
     Exact: a greedy reply changes with a space or a line break, and an engine renders message
     fields and content parts the gateway's own reading skips (a ``refusal`` part; session 21
     att29o: 0.20 -> 1.00 with whitespace, 0.48 -> 0.98 with parts), so every string of every
     prompt field counts as sent. A known text is taken out as given or stripped (a reply also
     without its leading ``<think>`` block, as a chat client may send it back), longest first,
-    everywhere it appears.
+    everywhere it appears, and marked with its own name: which text fills which place is part
+    of the framing (one mark for all let a prompt hold the task's statement where the run's
+    held the env's whole prompt, a second wording per place: att29p F1).
     """
-    texts: set[str] = set()
-    for text in known:
+    marks: dict[str, str] = {}
+    for name, text in known.items():
         if isinstance(text, str):
-            texts |= {text, text.strip(), _THINK.sub("", text).strip()}
-    ordered = sorted((t for t in texts if t), key=len, reverse=True)
+            for variant in (text, text.strip(), _THINK.sub("", text).strip()):
+                if variant:
+                    marks.setdefault(variant, f"\x00{name}\x00")
+    ordered = sorted(marks, key=len, reverse=True)
 
     def framed(value: Any) -> Any:
         if isinstance(value, str):
             for text in ordered:
-                value = value.replace(text, "\x00")
+                value = value.replace(text, marks[text])
             return value
         if isinstance(value, list):
             return [framed(item) for item in value]
@@ -1989,6 +2007,40 @@ def _history_recorded(session: Session) -> bool:
     sent = [m for m in messages if m.get("role") == "assistant"]
     return len(sent) == len(earlier) and all(
         _same_reply(m, call) for m, call in zip(sent, earlier, strict=True)
+    )
+
+
+def _continues(previous: Call, call: Call) -> bool:
+    """Whether ``call``'s prompt is ``previous``'s with its reply and more after it.
+
+    Completions: the prompt starts with the previous prompt, and the reply (as given, stripped
+    or without its ``<think>`` block) follows. Chat: the messages start with the previous
+    call's, exactly, then an assistant message that is its reply (:func:`_same_reply`). A
+    scored session's middle calls are not kept, so only this ties them to the last call's
+    prompt, whose framing is the run's: a middle turn worded per task after a previewed
+    reply, then dropped, lifted pass@1 0.60 -> 1.00 (att29p F2).
+    """
+    if call.api != previous.api:
+        return False
+    if call.api == "completions":
+        before, now = previous.request.get("prompt"), call.request.get("prompt")
+        if not (isinstance(before, str) and isinstance(now, str) and now.startswith(before)):
+            return False
+        rest = now[len(before) :]
+        reply = previous.text
+        variants = [v for v in (reply, reply.strip(), _THINK.sub("", reply).strip()) if v]
+        return not variants or any(v in rest for v in variants)
+    before_messages = previous.request.get("messages")
+    messages = call.request.get("messages")
+    if not (isinstance(before_messages, list) and isinstance(messages, list)):
+        return False
+    n = len(before_messages)
+    return (
+        len(messages) > n
+        and messages[:n] == before_messages
+        and isinstance(messages[n], Mapping)
+        and messages[n].get("role") == "assistant"
+        and _same_reply(messages[n], previous)
     )
 
 

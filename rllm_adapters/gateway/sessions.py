@@ -238,6 +238,9 @@ class Session:
     #: An engine began a reply (status < 400) to one of its calls: the policy has sampled
     #: for this session, so its pending sample stays a failure however the session ends.
     replied: bool = False
+    #: A call did not continue the one before it (its prompt is not the earlier prompt, the
+    #: reply and more): the session is not scored.
+    diverged: bool = False
     #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
     _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
 

@@ -167,3 +167,91 @@ def test_a_chat_calls_framing_counts_every_content_part_and_field(tmp_path, tiny
             assert r.json()["error"]["code"] == "framing_changed", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_each_known_text_keeps_its_own_place_in_the_framing(tmp_path):
+    """att29p F1: the framing took the env's prompt and the task's bare statement out with one
+    mark, so a client previewed both in each place (2 wordings per place; 0.20 -> 0.45 with
+    one place, 0.50 -> 1.00 with five). Which text fills which place is the run's."""
+    from .test_gateway_guards import _problem
+
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        assert _scored(app, engine, 0, _task_prompt(MATH, 0)).status_code == 200
+        r = _scored(app, engine, 1, _problem(1))
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+        two = "Part 1:\n{}\nPart 2:\n{}"
+        r = _scored(app, engine, 0, two.format(_task_prompt(MATH, 0), _problem(0)), run="two")
+        assert r.status_code == 200, r.text
+        r = _scored(app, engine, 1, two.format(_task_prompt(MATH, 1), _problem(1)), run="two")
+        assert r.status_code == 200, r.text
+        r = _scored(app, engine, 1, two.format(_problem(1), _task_prompt(MATH, 1)), run="two")
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_every_call_of_a_scored_session_continues_the_one_before(tmp_path):
+    """att29p F2: a middle call is not kept, so its prompt was never compared: a client worded
+    the middle turn per task after previewing it (kept wrong so the episode went on) and the
+    last call, in the run's wording, came out right: pass@1 0.60 -> 1.00 over three turns.
+    Each call's prompt is the previous prompt, its reply and more, or the session is not
+    scored (409 ``history_not_recorded``, a failed sample)."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 3}})
+    task = _task_prompt(MATH, 0)
+
+    def session(middle_note):
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        prompt = task
+        for turn, reply in enumerate(["\\boxed{1}", "\\boxed{2}", "\\boxed{455}"]):
+            engine.text = reply
+            sent = prompt + (middle_note if turn == 1 else "")
+            call = {**CALL, "prompt": sent, "temperature": 0}
+            assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+            prompt += f"\n{reply}\nIncorrect. Try again.\n"
+        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+    try:
+        r = session("")
+        assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+        r = session("\n(attempt note 7)")
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["code"] == "history_not_recorded", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_chat_session_continues_its_messages_exactly(tmp_path, tiny_path):
+    """The same for chat: a later call's messages start with the earlier call's, exactly (a
+    content part dropped from the history counts), then the recorded reply."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}}, tokenizer=str(tiny_path))
+    task = _task_prompt(MATH, 0)
+
+    def session(first_content, later_content):
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        history = [{"role": "user", "content": first_content}]
+        for reply in ["\\boxed{1}", "\\boxed{455}"]:
+            engine.text = reply
+            call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0, "messages": history}
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.is_success, r.text
+            history = [
+                {"role": "user", "content": later_content},
+                r.json()["choices"][0]["message"],
+                {"role": "user", "content": "Incorrect. Try again."},
+            ]
+        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+    try:
+        parts = [{"type": "text", "text": task}]
+        assert session(parts, parts).status_code == 200
+        note = [*parts, {"type": "refusal", "refusal": "(attempt note 7)"}]
+        r = session(note, parts)
+        assert r.json()["error"]["code"] == "history_not_recorded", r.text
+    finally:
+        app.__exit__(None, None, None)
