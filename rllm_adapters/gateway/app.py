@@ -50,7 +50,7 @@ import math
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rllm_adapters.gateway.chat import message_text, tool_call_key
@@ -1098,6 +1098,7 @@ class Gateway:
         """
         if session.calls and not _continues(session.calls[-1], call):
             session.diverged = True
+        session.sizes.append(_prompt_size(call))
         self.sessions.record(session, call, size)
 
     def _pin_framing(self, session: Session, scored: Mapping[str, Any]) -> None:
@@ -1113,14 +1114,18 @@ class Gateway:
         """
         first, last = session.calls[0], session.calls[-1]
         task = {"task": scored.get("observation"), "statement": scored.get("statement")}
-        framings = [(1, _framing(first, task))]
+        framings = [(1, _framing(first, [task]))]
         if len(session.calls) > 1:
             # Each call continues the one before it (:func:`_continues`), so the last call's
-            # prompt holds every earlier call's.
-            known = dict(task)
-            known.update({f"reply {i}": call.text for i, call in enumerate(session.calls)})
-            known.update({f"feedback {i}": t for i, t in enumerate(scored.get("feedback", []))})
-            framings.append((len(session.calls), _framing(last, known)))
+            # prompt holds every earlier call's, and what each turn added is its own piece:
+            # the reply and the env's feedback are taken out of their turn's piece only (a
+            # short reply is also a word of the harness's own text).
+            feedback = list(scored.get("feedback", []))
+            added = [
+                {"reply": call.text, "call id": _call_ids(call), "feedback": text}
+                for call, text in zip(session.calls, feedback, strict=False)
+            ]
+            framings.append((len(session.calls), _framing(last, [task, *added], session.sizes)))
         for turns, framing in framings:
             if self.sessions.pin_framing(session.run, turns, framing) != framing:
                 raise _Unscored(
@@ -1913,39 +1918,80 @@ _PROMPT_FIELDS = {
 }
 
 
-def _framing(call: Call, known: Mapping[str, Any]) -> str:
-    """``call``'s prompt fields with each of the ``known`` texts marked by its name, as a digest.
+def _prompt_size(call: Call) -> int:
+    """Where ``call``'s prompt ends: its length (completions) or its messages' count (chat)."""
+    key = "prompt" if call.api == "completions" else "messages"
+    value = call.request.get(key)
+    return len(value) if isinstance(value, (str, list)) else 0
 
-    Exact: a greedy reply changes with a space or a line break, and an engine renders message
-    fields and content parts the gateway's own reading skips (a ``refusal`` part; session 21
-    att29o: 0.20 -> 1.00 with whitespace, 0.48 -> 0.98 with parts), so every string of every
-    prompt field counts as sent. A known text is taken out as given or stripped (a reply also
-    without its leading ``<think>`` block, as a chat client may send it back), longest first,
-    everywhere it appears, and marked with its own name: which text fills which place is part
-    of the framing (one mark for all let a prompt hold the task's statement where the run's
-    held the env's whole prompt, a second wording per place: att29p F1).
+
+def _call_ids(call: Call) -> list[str]:
+    """The ids of ``call``'s tool calls (a tool message names the one it answers)."""
+    calls = (call.message or {}).get("tool_calls")
+    return [c["id"] for c in calls or [] if isinstance(c, Mapping) and isinstance(c.get("id"), str)]
+
+
+def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int] = ()) -> str:
+    """``call``'s prompt fields with the known texts marked by their names, as a digest.
+
+    The prompt is cut where the session's earlier prompts ended (``ends``): the ``k``-th piece
+    is what the ``k``-th call added (the first call's prompt, then the previous reply and the
+    env's feedback), and only ``known[k]``'s texts are taken out of it, each as given (a task's
+    text also stripped), longest first, everywhere in its piece, marked with its own name:
+    which text fills which place is part of the framing (one mark for the env's prompt and the
+    task's statement was a second wording per place: att29p F1). Exact otherwise: a greedy
+    reply changes with a space or a line break, and an engine renders message fields and
+    content parts the gateway's own reading skips (session 21 att29o: 0.20 -> 1.00 with
+    whitespace, 0.48 -> 0.98 with a `refusal` part), so every string of every prompt field
+    counts as sent.
     """
-    marks: dict[str, str] = {}
-    for name, text in known.items():
-        if isinstance(text, str):
-            for variant in (text, text.strip(), _THINK.sub("", text).strip()):
-                if variant:
-                    marks.setdefault(variant, f"\x00{name}\x00")
-    ordered = sorted(marks, key=len, reverse=True)
 
-    def framed(value: Any) -> Any:
-        if isinstance(value, str):
-            for text in ordered:
-                value = value.replace(text, marks[text])
+    def marker(piece: Mapping[str, Any]) -> Callable[[Any], Any]:
+        marks: dict[str, str] = {}
+        for name, value in piece.items():
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str):
+                    stripped = text.strip() if name in ("task", "statement") else text
+                    for variant in (text, stripped):
+                        if variant:
+                            marks.setdefault(variant, f"\x00{name}\x00")
+        ordered = sorted(marks, key=len, reverse=True)
+
+        def framed(value: Any) -> Any:
+            if isinstance(value, str):
+                for text in ordered:
+                    value = value.replace(text, marks[text])
+                return value
+            if isinstance(value, list):
+                return [framed(item) for item in value]
+            if isinstance(value, Mapping):
+                return {str(key): framed(item) for key, item in value.items()}
             return value
-        if isinstance(value, list):
-            return [framed(item) for item in value]
-        if isinstance(value, Mapping):
-            return {str(key): framed(item) for key, item in value.items()}
-        return value
 
-    fields = {name: framed(call.request.get(name)) for name in _PROMPT_FIELDS[call.api]}
-    blob = json.dumps([call.api, fields], sort_keys=True, default=str)
+        return framed
+
+    def pieces(value: Any) -> Any:
+        if not isinstance(value, (str, list)):
+            return marker({})(value)
+        bounds = [0, *ends[: len(known) - 1]]
+        cut = [value[a:b] for a, b in zip(bounds, [*bounds[1:], len(value)], strict=True)]
+        out = []
+        for k, (piece, part) in enumerate(zip(known, cut, strict=False)):
+            framed = marker(piece)(part)
+            if k and isinstance(part, list) and part and isinstance(part[0], Mapping):
+                # A turn's first message is the reply (:func:`_continues`): its text and tool
+                # calls are the policy's; its other fields count as sent.
+                framed[0] = {**framed[0], "content": "\x00reply\x00", "tool_calls": None}
+            out.append(framed)
+        return out
+
+    api = call.api
+    main = "prompt" if api == "completions" else "messages"
+    fields = {
+        name: pieces(call.request.get(name)) if name == main else marker({})(call.request.get(name))
+        for name in _PROMPT_FIELDS[api]
+    }
+    blob = json.dumps([api, fields], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -2013,9 +2059,11 @@ def _history_recorded(session: Session) -> bool:
 def _continues(previous: Call, call: Call) -> bool:
     """Whether ``call``'s prompt is ``previous``'s with its reply and more after it.
 
-    Completions: the prompt starts with the previous prompt, and the reply (as given, stripped
-    or without its ``<think>`` block) follows. Chat: the messages start with the previous
-    call's, exactly, then an assistant message that is its reply (:func:`_same_reply`). A
+    Completions: the prompt starts with the previous prompt, and the reply follows, as the
+    gateway returned it. Chat: the messages start with the previous call's, exactly, then an
+    assistant message that is its reply, its text as returned. One form of each reply: a
+    stripped one or one without its ``<think>`` block was another wording of the next turn's
+    prompt, chosen per task after a preview (att29q F1: 0.63 -> 0.82 over three turns). A
     scored session's middle calls are not kept, so only this ties them to the last call's
     prompt, whose framing is the run's: a middle turn worded per task after a previewed
     reply, then dropped, lifted pass@1 0.60 -> 1.00 (att29p F2).
@@ -2026,10 +2074,7 @@ def _continues(previous: Call, call: Call) -> bool:
         before, now = previous.request.get("prompt"), call.request.get("prompt")
         if not (isinstance(before, str) and isinstance(now, str) and now.startswith(before)):
             return False
-        rest = now[len(before) :]
-        reply = previous.text
-        variants = [v for v in (reply, reply.strip(), _THINK.sub("", reply).strip()) if v]
-        return not variants or any(v in rest for v in variants)
+        return previous.text in now[len(before) :]
     before_messages = previous.request.get("messages")
     messages = call.request.get("messages")
     if not (isinstance(before_messages, list) and isinstance(messages, list)):
@@ -2041,6 +2086,7 @@ def _continues(previous: Call, call: Call) -> bool:
         and isinstance(messages[n], Mapping)
         and messages[n].get("role") == "assistant"
         and _same_reply(messages[n], previous)
+        and message_text(messages[n]) in (previous.text, message_text(previous.message or {}))
     )
 
 

@@ -241,6 +241,9 @@ class Session:
     #: A call did not continue the one before it (its prompt is not the earlier prompt, the
     #: reply and more): the session is not scored.
     diverged: bool = False
+    #: Where each call's prompt ended (its length, or its messages' count): the turns'
+    #: pieces of the last call's prompt, whose framing is the run's.
+    sizes: list[int] = field(default_factory=list)
     #: Set when the last call in flight ends (what a reward waiting for the calls awaits).
     _idle: asyncio.Event | None = field(default=None, repr=False, compare=False)
 

@@ -255,3 +255,72 @@ def test_a_chat_session_continues_its_messages_exactly(tmp_path, tiny_path):
         assert r.json()["error"]["code"] == "history_not_recorded", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def _turns(app, engine, seed, replies, wrapper="{}", sent=lambda reply: reply):
+    """A scored completions session of ``len(replies)`` turns (Math-v1 with retries): each
+    turn's prompt is the previous one, the reply (as ``sent`` writes it back) and the env's
+    feedback. Returns the reward response."""
+    import gymnasium as gym
+
+    env = gym.make(MATH, max_turns=len(replies))
+    prompt = wrapper.format(env.reset(seed=seed)[0])
+    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+    sid = sid.json()["session_id"]
+    for reply in replies:
+        engine.text = reply
+        call = {**CALL, "prompt": prompt, "temperature": 0}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        feedback, *_ = env.step(reply)
+        prompt += f"{sent(reply)}\nFeedback: {feedback}\n"
+    env.close()
+    return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+
+def test_a_reply_goes_back_in_the_one_form_it_came_in(tmp_path):
+    """att29q F1: a reply was taken back as given, stripped or without its `<think>` block,
+    three wordings of the next turn's prompt per reply, chosen per task after a preview
+    (0.63 -> 0.82 over three turns, every pin kept). Only the form the gateway returned."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    thinking = "<think>Let me see.</think>\n\\boxed{1} "
+    try:
+        r = _turns(app, engine, 0, [thinking, "\\boxed{455}"])
+        assert r.status_code == 200, r.text
+        for sent in (str.strip, lambda reply: reply.split("</think>")[-1]):
+            r = _turns(app, engine, 1, [thinking, "\\boxed{11}"], sent=sent)
+            assert r.status_code == 409, r.text
+            assert r.json()["error"]["code"] == "history_not_recorded", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_replies_are_taken_out_of_their_own_turn_only(tmp_path):
+    """att29q F2: replies were taken out of the whole prompt by text, the first reply's mark
+    for every copy, so a policy that repeated a reply (or whose reply was a word of the
+    harness's own text) framed the run otherwise: 9 of 20 honest FrozenLake sessions were
+    refused. Each turn's reply and feedback are taken out of what that turn added."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 3}})
+    wrapper = "Write your answer as \\boxed{1} would be written.\n{}"
+    wrapper = wrapper.replace("{1}", "{{1}}")
+    try:
+        for seed, replies in (
+            (0, ["\\boxed{1}", "\\boxed{2}", "\\boxed{455}"]),
+            (1, ["\\boxed{3}", "\\boxed{3}", "\\boxed{11}"]),  # a repeated reply
+            (2, ["\\boxed{1}", "\\boxed{1}", "\\boxed{18}"]),  # and a word of the wrapper
+        ):
+            r = _turns(app, engine, seed, replies, wrapper=wrapper)
+            assert r.status_code == 200 and r.json()["reward"] > 0, (seed, r.text)
+        # A per-task word in a later turn is still the client's wording: refused.
+        r = _turns(
+            app,
+            engine,
+            3,
+            ["\\boxed{1}", "\\boxed{2}", "\\boxed{4}"],
+            wrapper=wrapper,
+            sent=lambda reply: reply + " (task 3)",
+        )
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
