@@ -1759,9 +1759,13 @@ class Gateway:
         if api == "chat":
             reply = choice.get("message") or {}
             text = str(reply.get("content") or "")
-            message = {"role": "assistant", "content": text}
-            if reply.get("tool_calls"):
-                message["tool_calls"] = reply["tool_calls"]
+            # The reply as the client gets it: its other fields too (tool calls, an engine's
+            # reasoning), which a chat template may render when the client sends them back.
+            message = {
+                **{k: v for k, v in reply.items() if v not in (None, "", [], {})},
+                "role": "assistant",
+                "content": text,
+            }
             logprobs = [
                 float(entry.get("logprob", 0.0))
                 for entry in ((choice.get("logprobs") or {}).get("content") or [])
@@ -1854,8 +1858,8 @@ class _StreamParts:
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     self.text.append(str(delta["content"]))
-                if delta.get("tool_calls"):
-                    self.tool_calls.extend(delta["tool_calls"])
+                for piece in delta.get("tool_calls") or []:
+                    self._add_tool_call(piece)
                 for entry in logprobs.get("content") or []:
                     self.logprobs.append(float(entry.get("logprob", 0.0)))
             else:
@@ -1865,6 +1869,31 @@ class _StreamParts:
                     self.logprobs.append(0.0 if x is None else float(x))
             if choice.get("finish_reason") is not None:
                 self.finish_reason = str(choice["finish_reason"])
+
+    def _add_tool_call(self, piece: Any) -> None:
+        """Merge a streamed tool-call delta into the call it continues (by ``index``).
+
+        An engine streams a tool call in pieces: its id, type and name first, then its
+        arguments' text over later chunks; the reply holds the whole calls, as a client that
+        merges them (the openai SDK) sends them back.
+        """
+        if not isinstance(piece, Mapping):
+            return
+        index = piece.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = len(self.tool_calls)
+        while len(self.tool_calls) <= index:
+            self.tool_calls.append({"function": {"arguments": ""}})
+        call = self.tool_calls[index]
+        for key in ("id", "type"):
+            if piece.get(key) is not None:
+                call[key] = piece[key]
+        function = piece.get("function")
+        if isinstance(function, Mapping):
+            if function.get("name") is not None:
+                call["function"]["name"] = function["name"]
+            if isinstance(function.get("arguments"), str):
+                call["function"]["arguments"] += function["arguments"]
 
     def call(self, body: dict[str, Any], engine: str, version: int) -> Call:
         text = "".join(self.text)
@@ -1979,9 +2008,9 @@ def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int]
         for k, (piece, part) in enumerate(zip(known, cut, strict=False)):
             framed = marker(piece)(part)
             if k and isinstance(part, list) and part and isinstance(part[0], Mapping):
-                # A turn's first message is the reply (:func:`_continues`): its text and tool
-                # calls are the policy's; its other fields count as sent.
-                framed[0] = {**framed[0], "content": "\x00reply\x00", "tool_calls": None}
+                # A turn's first message is the reply as the gateway returned it (checked by
+                # :func:`_continues` when its call came): all of it is the policy's.
+                framed[0] = {"role": "assistant", "content": "\x00reply\x00"}
             out.append(framed)
         return out
 
@@ -2084,9 +2113,29 @@ def _continues(previous: Call, call: Call) -> bool:
         len(messages) > n
         and messages[:n] == before_messages
         and isinstance(messages[n], Mapping)
-        and messages[n].get("role") == "assistant"
-        and _same_reply(messages[n], previous)
-        and message_text(messages[n]) in (previous.text, message_text(previous.message or {}))
+        and _as_returned(messages[n], previous)
+    )
+
+
+def _as_returned(sent: Mapping[str, Any], call: Call) -> bool:
+    """Whether an assistant message a client sent back is ``call``'s reply as returned.
+
+    The content as the same string, and every other field as returned (the tool calls with
+    their ids and arguments' text; an empty field as none): an engine renders content parts
+    and fields the
+    gateway's own reading skips (a ``refusal`` part, two text parts joined with a line
+    break), so any other form was another wording of the next turn (att29r F1: 0.43 ->
+    1.00).
+    """
+    returned = call.message or {"role": "assistant", "content": call.text}
+    content = sent.get("content")
+    if sent.get("role") != "assistant" or not (content is None or isinstance(content, str)):
+        return False
+    if (content or "") not in {returned.get("content") or "", call.text}:
+        return False
+    return all(
+        (sent.get(key) or None) == (returned.get(key) or None)
+        for key in {*sent, *returned} - {"role", "content"}
     )
 
 

@@ -324,3 +324,146 @@ def test_replies_are_taken_out_of_their_own_turn_only(tmp_path):
         assert r.json()["error"]["code"] == "framing_changed", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+class ChatStandIn:
+    """A stand-in OpenAI chat engine for these unit tests (not a real part): it replies
+    ``text`` (and ``tool_calls``), streaming a tool call in pieces as vLLM does (id, type
+    and name first, then the arguments' text over two chunks)."""
+
+    def __init__(self) -> None:
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.routing import Route
+
+        self.text = ""
+        self.tool_calls: list[dict] = []
+
+        async def chat(request):
+            import json
+
+            body = json.loads(await request.body())
+            ids = [100 + i for i in range(max(len(self.text), 1))]
+            logprobs = {"content": [{"token": "x", "logprob": -0.5} for _ in ids]}
+            if not body.get("stream"):
+                message = {"role": "assistant", "content": self.text, "refusal": None}
+                if self.tool_calls:
+                    message["tool_calls"] = self.tool_calls
+                choice = {"index": 0, "message": message, "logprobs": logprobs}
+                choice.update(token_ids=ids, finish_reason="stop")
+                return JSONResponse({"id": "c", "choices": [choice], "prompt_token_ids": [1, 2]})
+
+            def chunk(delta, **extra):
+                choice = {"index": 0, "delta": delta, **extra}
+                return f"data: {json.dumps({'id': 'c', 'choices': [choice]})}\n\n"
+
+            async def events():
+                yield chunk({"role": "assistant", "content": self.text}, token_ids=ids)
+                for k, call in enumerate(self.tool_calls):
+                    head = {**call, "index": k, "function": {**call["function"], "arguments": ""}}
+                    yield chunk({"tool_calls": [head]})
+                    args = call["function"]["arguments"]
+                    for part in (args[: len(args) // 2], args[len(args) // 2 :]):
+                        yield chunk({"tool_calls": [{"index": k, "function": {"arguments": part}}]})
+                yield chunk({}, finish_reason="tool_calls" if self.tool_calls else "stop")
+                yield "data: [DONE]\n\n"
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        async def models(request):
+            return JSONResponse({"data": [{"id": CALL["model"], "max_model_len": 4096}]})
+
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", chat, methods=["POST"]),
+                Route("/v1/models", models, methods=["GET"]),
+            ]
+        )
+
+
+def _chat_session(app, engine, seed, replies, back=lambda message: message, stream=False):
+    """A scored two-turn chat session sent straight to the engine; ``back`` writes each reply
+    message back into the history. Returns the reward response."""
+    import json
+
+    import gymnasium as gym
+
+    env = gym.make(MATH, max_turns=2)
+    history = [{"role": "user", "content": env.reset(seed=seed)[0]}]
+    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+    sid = sid.json()["session_id"]
+    for text, tool_calls in replies:
+        engine.text, engine.tool_calls = text, tool_calls
+        call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0, "messages": history}
+        r = app.post(
+            f"/sessions/{sid}/v1/chat/completions", json={**call, "stream": stream}, headers=ALICE
+        )
+        assert r.is_success, r.text
+        if stream:  # merged as the openai SDK merges a stream
+            message = {"role": "assistant", "content": "", "tool_calls": []}
+            for line in r.text.splitlines():
+                if not line.startswith("data: {"):
+                    continue
+                delta = json.loads(line[6:])["choices"][0]["delta"]
+                message["content"] += delta.get("content") or ""
+                for piece in delta.get("tool_calls") or []:
+                    while len(message["tool_calls"]) <= piece["index"]:
+                        message["tool_calls"].append({"function": {"arguments": ""}})
+                    merged = message["tool_calls"][piece["index"]]
+                    merged.update({k: piece[k] for k in ("id", "type") if k in piece})
+                    if "name" in piece.get("function", {}):
+                        merged["function"]["name"] = piece["function"]["name"]
+                    merged["function"]["arguments"] += piece["function"].get("arguments", "")
+        else:
+            message = r.json()["choices"][0]["message"]
+        feedback, *_ = env.step(text)
+        history = [*history, back(message), {"role": "user", "content": feedback}]
+    env.close()
+    return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+
+def test_a_chat_reply_goes_back_as_the_engine_returned_it(tmp_path):
+    """att29r F1: with the engine templating chat, a reply sent back as content parts (with a
+    `refusal` part, or cut in two text parts that the engine joins with a line break) passed
+    the checks and the framing, another wording of the next turn per preview: 0.43 -> 1.00.
+    The content goes back as the same string, every other field as returned."""
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    replies = [("\\boxed{1}", []), (f"\\boxed{{{ANSWERS[0]}}}", [])]
+    try:
+        r = _chat_session(app, engine, 0, replies)
+        assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+        for back in (
+            lambda m: {**m, "content": [{"type": "text", "text": m["content"]}]},
+            lambda m: {
+                **m,
+                "content": [
+                    {"type": "text", "text": m["content"]},
+                    {"type": "refusal", "refusal": "#3"},
+                ],
+            },
+            lambda m: {**m, "content": m["content"] + " "},
+            lambda m: {**m, "reasoning_content": "#3"},
+        ):
+            r = _chat_session(app, engine, 0, replies, back=back)
+            assert r.status_code == 409, r.text
+            assert r.json()["error"]["code"] == "history_not_recorded", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_streamed_tool_call_is_recorded_whole(tmp_path):
+    """att29r F2: a tool call streamed in pieces was recorded as the pieces, so the client's
+    merged call (as the openai SDK merges it) never matched its reply: 30 of 30 honest
+    streamed sessions refused, and the stored message held fragments."""
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    tool = {"id": "call_7", "type": "function"}
+    tool["function"] = {"name": "calc", "arguments": '{"expr": "2*3"}'}
+    replies = [("", [tool]), (f"\\boxed{{{ANSWERS[0]}}}", [])]
+    try:
+        for stream in (False, True):
+            r = _chat_session(app, engine, 0, replies, stream=stream, back=dict)
+            assert r.status_code == 200, (stream, r.text)
+    finally:
+        app.__exit__(None, None, None)
