@@ -1224,6 +1224,8 @@ class Gateway:
             )
         _check_session_fields(api, body, self.config.auth_required)
         _one_token_limit(api, body)
+        if api == "chat":
+            body["messages"] = [_without_reasoning(m) for m in body["messages"]]
         if body.get("model") is None:
             # The engine serves a call naming no model with its own default: the session is
             # pinned to that model by name, and the engine is sent the name (att29b G2).
@@ -1839,6 +1841,8 @@ class _StreamParts:
         self.text: list[str] = []
         self.finish_reason: str | None = None
         self.tool_calls: list[Any] = []
+        #: An engine's reasoning (a reasoning parser's field), as the non-streamed message has it.
+        self.reasoning: dict[str, str] = {}
         #: The stream ended before its finish (set when it is released).
         self.aborted = False
 
@@ -1858,6 +1862,9 @@ class _StreamParts:
                 delta = choice.get("delta") or {}
                 if delta.get("content"):
                     self.text.append(str(delta["content"]))
+                for name in REASONING_FIELDS:
+                    if delta.get(name):
+                        self.reasoning[name] = self.reasoning.get(name, "") + str(delta[name])
                 for piece in delta.get("tool_calls") or []:
                     self._add_tool_call(piece)
                 for entry in logprobs.get("content") or []:
@@ -1902,6 +1909,8 @@ class _StreamParts:
         )
         if message is not None and self.tool_calls:
             message["tool_calls"] = self.tool_calls
+        if message is not None:
+            message.update(self.reasoning)
         exact = self.has_ids and self.prompt_ids is not None
         return Call(
             api=self.api,
@@ -1983,14 +1992,25 @@ def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int]
                     stripped = text.strip() if name in ("task", "statement") else text
                     for variant in (text, stripped):
                         if variant:
-                            marks.setdefault(variant, f"\x00{name}\x00")
+                            marks.setdefault(variant, name)
         ordered = sorted(marks, key=len, reverse=True)
 
         def framed(value: Any) -> Any:
             if isinstance(value, str):
+                # Literal pieces and marks apart (a mark is an object, which no string of the
+                # client's is): a literal mark in the prompt was another place for the task
+                # with the same framing (att29s F1: 0.20 -> 0.87).
+                parts: list[Any] = [value]
                 for text in ordered:
-                    value = value.replace(text, marks[text])
-                return value
+                    split: list[Any] = []
+                    for part in parts:
+                        if not isinstance(part, str):
+                            split.append(part)
+                            continue
+                        for i, piece in enumerate(part.split(text)):
+                            split.extend([{"mark": marks[text]}, piece] if i else [piece])
+                    parts = split
+                return parts
             if isinstance(value, list):
                 return [framed(item) for item in value]
             if isinstance(value, Mapping):
@@ -2010,7 +2030,7 @@ def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int]
             if k and isinstance(part, list) and part and isinstance(part[0], Mapping):
                 # A turn's first message is the reply as the gateway returned it (checked by
                 # :func:`_continues` when its call came): all of it is the policy's.
-                framed[0] = {"role": "assistant", "content": "\x00reply\x00"}
+                framed[0] = {"role": "assistant", "content": {"mark": "reply"}}
             out.append(framed)
         return out
 
@@ -2135,8 +2155,24 @@ def _as_returned(sent: Mapping[str, Any], call: Call) -> bool:
         return False
     return all(
         (sent.get(key) or None) == (returned.get(key) or None)
-        for key in {*sent, *returned} - {"role", "content"}
+        for key in {*sent, *returned} - {"role", "content", *REASONING_FIELDS}
     )
+
+
+#: The fields in which an engine's reasoning parser returns a reply's reasoning (vLLM's names).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def _without_reasoning(message: Any) -> Any:
+    """``message`` without a reasoning field when it is an assistant's (a session call's).
+
+    A client may send a reply's reasoning back or not (the openai SDK keeps it; most
+    harnesses send the content alone), and a chat template may render it: each way would be
+    another wording of the next turn, so an engine never sees it in a session call.
+    """
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return message
+    return {k: v for k, v in message.items() if k not in REASONING_FIELDS}
 
 
 def _check_reward(reward: Any) -> None:

@@ -338,15 +338,21 @@ class ChatStandIn:
 
         self.text = ""
         self.tool_calls: list[dict] = []
+        #: A reasoning parser's field (vLLM's `reasoning_content`), when not empty.
+        self.reasoning = ""
+        self.bodies: list[dict] = []
 
         async def chat(request):
             import json
 
             body = json.loads(await request.body())
+            self.bodies.append(body)
             ids = [100 + i for i in range(max(len(self.text), 1))]
             logprobs = {"content": [{"token": "x", "logprob": -0.5} for _ in ids]}
             if not body.get("stream"):
                 message = {"role": "assistant", "content": self.text, "refusal": None}
+                if self.reasoning:
+                    message["reasoning_content"] = self.reasoning
                 if self.tool_calls:
                     message["tool_calls"] = self.tool_calls
                 choice = {"index": 0, "message": message, "logprobs": logprobs}
@@ -358,6 +364,8 @@ class ChatStandIn:
                 return f"data: {json.dumps({'id': 'c', 'choices': [choice]})}\n\n"
 
             async def events():
+                if self.reasoning:
+                    yield chunk({"role": "assistant", "reasoning_content": self.reasoning})
                 yield chunk({"role": "assistant", "content": self.text}, token_ids=ids)
                 for k, call in enumerate(self.tool_calls):
                     head = {**call, "index": k, "function": {**call["function"], "arguments": ""}}
@@ -406,6 +414,8 @@ def _chat_session(app, engine, seed, replies, back=lambda message: message, stre
                     continue
                 delta = json.loads(line[6:])["choices"][0]["delta"]
                 message["content"] += delta.get("content") or ""
+                if delta.get("reasoning_content"):
+                    message["reasoning_content"] = delta["reasoning_content"]
                 for piece in delta.get("tool_calls") or []:
                     while len(message["tool_calls"]) <= piece["index"]:
                         message["tool_calls"].append({"function": {"arguments": ""}})
@@ -443,7 +453,7 @@ def test_a_chat_reply_goes_back_as_the_engine_returned_it(tmp_path):
                 ],
             },
             lambda m: {**m, "content": m["content"] + " "},
-            lambda m: {**m, "reasoning_content": "#3"},
+            lambda m: {**m, "name": "#3"},  # a field a template may render
         ):
             r = _chat_session(app, engine, 0, replies, back=back)
             assert r.status_code == 409, r.text
@@ -465,5 +475,42 @@ def test_a_streamed_tool_call_is_recorded_whole(tmp_path):
         for stream in (False, True):
             r = _chat_session(app, engine, 0, replies, stream=stream, back=dict)
             assert r.status_code == 200, (stream, r.text)
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_literal_mark_in_a_prompt_is_the_clients_text(tmp_path):
+    """att29s F1: the framing wrote each known text's mark as a string, which a client could
+    write too: the task in one of K places and the mark's text in the others framed alike, K
+    wordings per task (0.20 -> 0.87 with K=5). A mark is no string now."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        for seed, template in ((0, "{}\n\x00task\x00"), (1, "\x00task\x00\n{}")):
+            r = _scored(app, engine, seed, template.format(_task_prompt(MATH, seed)))
+            assert r.status_code == (200 if seed == 0 else 409), r.text
+        assert r.json()["error"]["code"] == "framing_changed", r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_replys_reasoning_is_never_another_wording(tmp_path):
+    """att29s F2: with a reasoning parser, the reply's `reasoning_content` had to come back
+    when not streamed and must not when streamed (the stream's record dropped it), so each
+    usual round trip was refused in the other mode (30 of 30). An engine never sees the
+    reasoning of a session's earlier replies (a template may render it, another wording), so
+    either way is the same prompt; the record keeps it in both modes."""
+    engine = ChatStandIn()
+    engine.reasoning = "Let me think."
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    replies = [("\\boxed{1}", []), (f"\\boxed{{{ANSWERS[0]}}}", [])]
+    content_only = lambda m: {"role": "assistant", "content": m["content"]}  # noqa: E731
+    try:
+        for stream in (False, True):
+            for back in (dict, content_only):
+                r = _chat_session(app, engine, 0, replies, back=back, stream=stream)
+                assert r.status_code == 200, (stream, r.text)
+                sent = engine.bodies[-1]["messages"]
+                assert all("reasoning_content" not in m for m in sent), sent
     finally:
         app.__exit__(None, None, None)
