@@ -2109,13 +2109,13 @@ def _continues(previous: Call, call: Call) -> bool:
     """Whether ``call``'s prompt is ``previous``'s with its reply and more after it.
 
     Completions: the prompt starts with the previous prompt, and the reply follows, as the
-    gateway returned it. Chat: the messages start with the previous call's, exactly, then an
-    assistant message that is its reply, its text as returned. One form of each reply: a
-    stripped one or one without its ``<think>`` block was another wording of the next turn's
-    prompt, chosen per task after a preview (att29q F1: 0.63 -> 0.82 over three turns). A
-    scored session's middle calls are not kept, so only this ties them to the last call's
-    prompt, whose framing is the run's: a middle turn worded per task after a previewed
-    reply, then dropped, lifted pass@1 0.60 -> 1.00 (att29p F2).
+    gateway returned it. Chat: the same tools and tool settings, and the messages start with
+    the previous call's, exactly, then an assistant message that is its reply as returned.
+    One form of each reply: a stripped one or one without its ``<think>`` block was another
+    wording of the next turn's prompt, chosen per task after a preview (att29q F1: 0.63 ->
+    0.82 over three turns). A scored session's middle calls are not kept, so only this ties
+    them to the last call's prompt, whose framing is the run's: a middle turn worded per task
+    after a previewed reply, then dropped, lifted pass@1 0.60 -> 1.00 (att29p F2).
     """
     if call.api != previous.api:
         return False
@@ -2127,6 +2127,10 @@ def _continues(previous: Call, call: Call) -> bool:
     before_messages = previous.request.get("messages")
     messages = call.request.get("messages")
     if not (isinstance(before_messages, list) and isinstance(messages, list)):
+        return False
+    # The other prompt fields too: an engine renders the tools into the prompt, and a middle
+    # call's were never compared (att29t F1: tools worded per task, 0.475 -> 0.925).
+    if any(previous.request.get(k) != call.request.get(k) for k in _PROMPT_FIELDS["chat"][1:]):
         return False
     n = len(before_messages)
     return (

@@ -389,7 +389,7 @@ class ChatStandIn:
         )
 
 
-def _chat_session(app, engine, seed, replies, back=lambda message: message, stream=False):
+def _chat_session(app, engine, seed, replies, back=lambda message: message, stream=False, tools=()):
     """A scored two-turn chat session sent straight to the engine; ``back`` writes each reply
     message back into the history. Returns the reward response."""
     import json
@@ -400,9 +400,11 @@ def _chat_session(app, engine, seed, replies, back=lambda message: message, stre
     history = [{"role": "user", "content": env.reset(seed=seed)[0]}]
     sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
     sid = sid.json()["session_id"]
-    for text, tool_calls in replies:
+    for turn, (text, tool_calls) in enumerate(replies):
         engine.text, engine.tool_calls = text, tool_calls
         call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0, "messages": history}
+        if tools:  # each call's tools (a call sends none where its entry is None)
+            call.update({} if tools[turn] is None else {"tools": tools[turn]})
         r = app.post(
             f"/sessions/{sid}/v1/chat/completions", json={**call, "stream": stream}, headers=ALICE
         )
@@ -512,5 +514,30 @@ def test_a_replys_reasoning_is_never_another_wording(tmp_path):
                 assert r.status_code == 200, (stream, r.text)
                 sent = engine.bodies[-1]["messages"]
                 assert all("reasoning_content" not in m for m in sent), sent
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_sessions_calls_keep_their_tools(tmp_path):
+    """att29t F1: a call's tools were compared with its session's other calls nowhere but in
+    the first and the last call's framing: a middle call's tools worded per task after a
+    preview (an engine renders them into the prompt) lifted pass@1 0.475 -> 0.925. Each call
+    sends the tools and tool settings of the one before."""
+
+    def tool(description):
+        parameters = {"type": "object", "properties": {}}
+        function = {"name": "note", "description": description, "parameters": parameters}
+        return [{"type": "function", "function": function}]
+
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    replies = [("\\boxed{1}", []), (f"\\boxed{{{ANSWERS[0]}}}", [])]
+    try:
+        same = (tool("scratchpad"), tool("scratchpad"))
+        assert _chat_session(app, engine, 0, replies, tools=same).status_code == 200
+        for tools in ((tool("scratchpad 3"), tool("scratchpad")), (None, tool("scratchpad"))):
+            r = _chat_session(app, engine, 0, replies, tools=tools, back=dict)
+            assert r.status_code == 409, r.text
+            assert r.json()["error"]["code"] == "history_not_recorded", r.text
     finally:
         app.__exit__(None, None, None)
