@@ -153,6 +153,7 @@ def test_smollm2_replies_are_parsed_in_every_family(smollm2_run, env_id):
     assert summary["envs"][env_id]["format_rate"] > 0, summary["envs"][env_id]
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_smollm2_run_reports_every_env_with_transcripts(smollm2_run):
     from benchmarks.leaderboard.report import load_run
