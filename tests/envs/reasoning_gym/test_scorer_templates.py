@@ -20,8 +20,10 @@ from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks  # noqa: E402
 N = 20
 
 
-def _tasks(family: str, n: int = N) -> list[dict]:
-    source = ReasoningGymTasks(family, size=1000, task_seed=0)
+def _tasks(family: str, n: int = N, size: int = 100) -> list[dict]:
+    # Size 100 as the scorer-safety tests draw: one universe probe per family and process
+    # (puzzle24's probe of a size-1000 source drew 256 puzzles, 12 s).
+    source = ReasoningGymTasks(family, size=size, task_seed=0)
     return [source.task(i) for i in range(n)]
 
 
@@ -116,7 +118,7 @@ def test_coin_flip_pays_no_zero_by_its_text_prefix(answer):
 
 
 def test_a_number_is_paid_by_its_value():
-    task = _tasks("coin_flip", 1)[0]
+    task = _tasks("coin_flip", 1, size=1000)[0]  # the task its tolerance case was written for
     reference = float(task["answer"])
     assert grade(f"<answer>{reference:.12f}</answer>", task).correct
     assert grade(f"<answer>{reference + 5e-5}</answer>", task).correct  # coin_flip's own 1e-4
