@@ -1009,7 +1009,7 @@ class Gateway:
                 functools.partial(
                     score_with_env,
                     env_id,
-                    [call.text for call in session.calls],
+                    [_graded(call) for call in session.calls],
                     env_kwargs=self.config.scorers[env_id],
                     seed=seed,
                     options=options,
@@ -1926,6 +1926,20 @@ class _StreamParts:
             weights_version=version,
             aborted=self.aborted,
         )
+
+
+def _graded(call: Call) -> str:
+    """The reply as the env reads it: its text, or with the tool calls an engine parsed out.
+
+    An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
+    graded on the content alone, every honest tool call read as none (att29u F1: 30 right
+    ``final_answer`` calls scored 0). Such a reply is graded as its message's JSON, which the
+    envs' tool-call parser reads.
+    """
+    calls = (call.message or {}).get("tool_calls")
+    if not calls or call.text != ((call.message or {}).get("content") or ""):
+        return call.text  # no tool calls, or the raw text they were parsed from
+    return json.dumps({"role": "assistant", "content": call.text, "tool_calls": calls})
 
 
 def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:

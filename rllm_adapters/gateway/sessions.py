@@ -830,9 +830,14 @@ class SessionRegistry:
     def reserve(self, session: Session, size: int) -> None:
         """Hold a call's ``size`` request bytes against the session's and client's bounds.
 
-        Refused as :meth:`check_room` refuses; held until :meth:`release`.
+        Refused as :meth:`check_room` refuses, and (409 ``session_ended``) once a reward has
+        claimed the session: a call that was templated or waited for the model's name while
+        the reward came would reach the engine after the reward stopped waiting for calls,
+        and its sample would go unrecorded (att29u F3); held until :meth:`release`.
         """
         with self._lock:
+            if session.closed:
+                raise SessionError(409, f"Session {session.id!r} has ended.", "session_ended")
             self.check_room(session, size)
             session.reserved_bytes += size
             self._reserved_by_owner[session.owner] += size

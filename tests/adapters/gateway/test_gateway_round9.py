@@ -541,3 +541,61 @@ def test_a_sessions_calls_keep_their_tools(tmp_path):
             assert r.json()["error"]["code"] == "history_not_recorded", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_tool_call_the_engine_parsed_out_is_graded(tmp_path):
+    """att29u F1: an engine with a tool parser returns a tool call in `tool_calls`, out of the
+    content, and the scorer graded the content alone: 30 right `final_answer` calls scored 0
+    (1.0 through the gateway-templated path). The call is graded with its tool calls."""
+    import json
+
+    import gymnasium as gym
+
+    tool_env = "rllm/ToolUse-v1"
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={tool_env: {"python": False}})
+    try:
+        for seed in (0, 1):
+            env = gym.make(tool_env, python=False)
+            prompt, _ = env.reset(seed=seed)
+            answer = str(env.unwrapped.task["answer"])
+            env.close()
+            arguments = json.dumps({"answer": answer})
+            function = {"name": "final_answer", "arguments": arguments}
+            engine.text, engine.tool_calls = (
+                "",
+                [{"id": "c1", "type": "function", "function": function}],
+            )
+            sid = app.post("/sessions", json={"env_id": tool_env, "seed": seed}, headers=ALICE)
+            sid = sid.json()["session_id"]
+            call = {
+                "model": CALL["model"],
+                "max_tokens": 64,
+                "temperature": 0,
+                "messages": [{"role": "user", "content": prompt}],
+            }
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.is_success, r.text
+            r = app.post(f"/sessions/{sid}/reward", json={"env": tool_env}, headers=ALICE)
+            assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_call_that_comes_after_its_sessions_reward_claimed_it_is_refused(tmp_path):
+    """att29u F3: a call templated (or waiting for the model's name) while the reward came
+    reached the engine after the reward had stopped waiting for calls: its sample was never
+    recorded (1 of 30 tries). The bytes of a call are held only while its session is open."""
+    from rllm_adapters.gateway.sessions import SessionError
+
+    app = _test_client(tmp_path, StandInEngine(), scorers={MATH: {}})
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        registry = app.gateway.sessions
+        session = registry.get(sid.json()["session_id"], "alice")
+        session.closed = True  # what a reward's claim does before it waits for the calls
+        with pytest.raises(SessionError) as caught:
+            registry.reserve(session, 10)
+        assert caught.value.code == "session_ended"
+    finally:
+        app.__exit__(None, None, None)
