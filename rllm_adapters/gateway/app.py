@@ -1929,17 +1929,30 @@ class _StreamParts:
 
 
 def _graded(call: Call) -> str:
-    """The reply as the env reads it: its text, or with the tool calls an engine parsed out.
+    """The reply as the env reads it: its text, with the tool calls an engine parsed out.
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
     graded on the content alone, every honest tool call read as none (att29u F1: 30 right
-    ``final_answer`` calls scored 0). Such a reply is graded as its message's JSON, which the
-    envs' tool-call parser reads.
+    ``final_answer`` calls scored 0). Such a reply is graded as its content followed by each
+    call as a Hermes ``<tool_call>`` block, which the envs' tool-call parser reads; the content
+    stays as written (as JSON text its backslashes doubled and its ``</think>`` cut the JSON:
+    att29v).
     """
-    calls = (call.message or {}).get("tool_calls")
-    if not calls or call.text != ((call.message or {}).get("content") or ""):
+    message = call.message or {}
+    calls = message.get("tool_calls")
+    if not calls or call.text != (message.get("content") or ""):
         return call.text  # no tool calls, or the raw text they were parsed from
-    return json.dumps({"role": "assistant", "content": call.text, "tool_calls": calls})
+    blocks = []
+    for tool_call in calls:
+        function = tool_call.get("function") if isinstance(tool_call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        arguments = function.get("arguments")
+        with contextlib.suppress(TypeError, ValueError):
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        payload = json.dumps({"name": function.get("name"), "arguments": arguments})
+        blocks.append(f"<tool_call>{payload}</tool_call>")
+    return call.text + "".join(blocks)
 
 
 def _prompt_holds(call: Call, task_prompt: Any, statement: Any = None) -> bool:

@@ -599,3 +599,33 @@ def test_a_call_that_comes_after_its_sessions_reward_claimed_it_is_refused(tmp_p
         assert caught.value.code == "session_ended"
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_parsed_tool_call_is_graded_next_to_its_content_as_written():
+    """att29v: graded as the message's JSON, a reply's content had its backslashes doubled
+    (a Math answer in LaTeX, 5 of 30 lost) and its `</think>` cut the JSON (a thinking reply
+    with LaTeX prose and a right `final_answer`, 30 of 30 lost). The content is graded as
+    written, each parsed call after it as a `<tool_call>` block."""
+    import json
+
+    import gymnasium as gym
+
+    from rllm_adapters.gateway.app import _graded
+    from rllm_adapters.gateway.sessions import Call, score_with_env
+
+    def reply(content, name, arguments):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        message = {"role": "assistant", "content": content}
+        message["tool_calls"] = [{"id": "c1", "type": "function", "function": function}]
+        return Call("chat", [], [], [], content, "tool_calls", message=message)
+
+    env = gym.make("rllm/ToolUse-v1", python=False)
+    env.reset(seed=0)
+    answer = str(env.unwrapped.task["answer"])
+    env.close()
+    prose = "<think>" + " ".join(f"\\frac{{{k}}}{{2}}" for k in range(20)) + "</think> So:"
+    graded = _graded(reply(prose, "final_answer", {"answer": answer}))
+    scored = score_with_env("rllm/ToolUse-v1", graded, env_kwargs={"python": False}, seed=0)
+    assert scored["reward"] > 0, graded
+    graded = _graded(reply("So $\\boxed{\\frac{5}{2}}$.", "note", {}))
+    assert "\\boxed{\\frac{5}{2}}" in graded and "<tool_call>" in graded
