@@ -1721,12 +1721,22 @@ class Gateway:
                 ids = choice.get("token_ids") or []
                 lps = (choice.get("logprobs") or {}).get("token_logprobs") or []
                 logprobs = chat_logprobs(templater, ids, lps) if wants_lp else None
-                out = chat_chunk(chunk, delta, choice.get("finish_reason"), logprobs)
+                reason = choice.get("finish_reason")
+                # The tool calls of the whole reply, parsed as the recorded message's are, in
+                # a last delta (an engine's tool parser streams them so): a streamed tool
+                # loop saw none (att29u F2: 0 of 30).
+                _, calls = parse_tool_calls("".join(parts.text)) if tools and reason else ("", [])
+                out = chat_chunk(chunk, delta, None if calls else reason, logprobs)
                 if wants_ids:
                     out["choices"][0]["token_ids"] = ids
                     if choice.get("prompt_token_ids") is not None:
                         out["prompt_token_ids"] = choice["prompt_token_ids"]
                 yield b"data: " + json.dumps(out).encode() + b"\n\n"
+                if calls:
+                    pieces = [{"index": k, **tool_call} for k, tool_call in enumerate(calls)]
+                    reason = "tool_calls" if reason == "stop" else reason
+                    out = chat_chunk(chunk, {"tool_calls": pieces}, reason, None)
+                    yield b"data: " + json.dumps(out).encode() + b"\n\n"
 
         return self._session_stream(
             response, slot, session, headers, started, parts, record, relay, size

@@ -629,3 +629,51 @@ def test_a_parsed_tool_call_is_graded_next_to_its_content_as_written():
     assert scored["reward"] > 0, graded
     graded = _graded(reply("So $\\boxed{\\frac{5}{2}}$.", "note", {}))
     assert "\\boxed{\\frac{5}{2}}" in graded and "<tool_call>" in graded
+
+
+def test_the_templated_stream_ends_with_the_replys_tool_calls(tmp_path, tiny_path):
+    """att29u F2: the gateway-templated path streamed a tool call as raw text only, no
+    `tool_calls` delta (0 of 30), so a streamed tool loop never saw a call; not streamed, the
+    same reply came back with `tool_calls`. The stream now ends with them, the same calls."""
+    import json
+
+    engine = StandInEngine(
+        '<tool_call>{"name": "final_answer", "arguments": {"answer": "7"}}</tool_call>'
+    )
+    app = _test_client(tmp_path, engine, tokenizer=str(tiny_path))
+    parameters = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    tools = [{"type": "function", "function": {"name": "final_answer", "parameters": parameters}}]
+    call = {
+        "model": CALL["model"],
+        "max_tokens": 200,
+        "messages": [{"role": "user", "content": "Answer with the tool."}],
+        "tools": tools,
+    }
+    try:
+        replies = []
+        for stream in (False, True):
+            sid = app.post("/sessions", json={}, headers=ALICE).json()["session_id"]
+            r = app.post(
+                f"/sessions/{sid}/v1/chat/completions",
+                json={**call, "stream": stream},
+                headers=ALICE,
+            )
+            assert r.is_success, r.text
+            if not stream:
+                choice = r.json()["choices"][0]
+                replies.append((choice["message"]["tool_calls"], choice["finish_reason"]))
+                continue
+            merged, reason = [], None
+            for line in r.text.splitlines():
+                if line.startswith("data: {"):
+                    choice = json.loads(line[6:])["choices"][0]
+                    for piece in choice["delta"].get("tool_calls") or []:
+                        merged.append({k: v for k, v in piece.items() if k != "index"})
+                    reason = choice["finish_reason"] or reason
+            replies.append((merged, reason))
+        assert replies[0] == replies[1], replies
+        assert (
+            replies[1][1] == "tool_calls" and replies[1][0][0]["function"]["name"] == "final_answer"
+        )
+    finally:
+        app.__exit__(None, None, None)
