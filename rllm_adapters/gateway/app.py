@@ -1995,8 +1995,7 @@ _PROMPT_FIELDS = {
 
 def _prompt_size(call: Call) -> int:
     """Where ``call``'s prompt ends: its length (completions) or its messages' count (chat)."""
-    key = "prompt" if call.api == "completions" else "messages"
-    value = call.request.get(key)
+    value = call.request.get(_PROMPT_FIELDS[call.api][0])
     return len(value) if isinstance(value, (str, list)) else 0
 
 
@@ -2072,7 +2071,7 @@ def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int]
         return out
 
     api = call.api
-    main = "prompt" if api == "completions" else "messages"
+    main = _PROMPT_FIELDS[api][0]  # the prompt or the messages
     fields = {
         name: pieces(call.request.get(name)) if name == main else marker({})(call.request.get(name))
         for name in _PROMPT_FIELDS[api]

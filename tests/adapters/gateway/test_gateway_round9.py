@@ -123,6 +123,22 @@ def test_a_runs_later_turns_are_framed_alike_around_the_envs_feedback(tmp_path):
         app.__exit__(None, None, None)
 
 
+def _chat_scored(app, env_id, seed, content, **fields):
+    """One scored greedy chat session of one user message; returns the reward response."""
+    sid = app.post("/sessions", json={"env_id": env_id, "seed": seed}, headers=ALICE)
+    sid = sid.json()["session_id"]
+    call = {
+        "model": CALL["model"],
+        "max_tokens": 8,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": content}],
+        **fields,
+    }
+    r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+    assert r.is_success, r.text
+    return app.post(f"/sessions/{sid}/reward", json={"env": env_id}, headers=ALICE)
+
+
 def test_a_chat_calls_framing_counts_every_content_part_and_field(tmp_path, tiny_path):
     """att29o F2: the framing read a message's `text` parts only, while an engine renders
     `refusal` (and other) parts too: a wording hidden in a refusal part per task raised greedy
@@ -131,19 +147,8 @@ def test_a_chat_calls_framing_counts_every_content_part_and_field(tmp_path, tiny
     app = _test_client(tmp_path, engine, scorers={MATH: {}}, tokenizer=str(tiny_path))
 
     def scored(seed, content, **fields):
-        sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
-        sid = sid.json()["session_id"]
         engine.text = f"\\boxed{{{ANSWERS[seed]}}}"
-        call = {
-            "model": CALL["model"],
-            "max_tokens": 8,
-            "temperature": 0,
-            "messages": [{"role": "user", "content": content}],
-            **fields,
-        }
-        r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
-        assert r.is_success, r.text
-        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        return _chat_scored(app, MATH, seed, content, **fields)
 
     def parts(seed, *extra):
         return [{"type": "text", "text": _task_prompt(MATH, seed)}, *extra]
@@ -566,17 +571,7 @@ def test_a_tool_call_the_engine_parsed_out_is_graded(tmp_path):
                 "",
                 [{"id": "c1", "type": "function", "function": function}],
             )
-            sid = app.post("/sessions", json={"env_id": tool_env, "seed": seed}, headers=ALICE)
-            sid = sid.json()["session_id"]
-            call = {
-                "model": CALL["model"],
-                "max_tokens": 64,
-                "temperature": 0,
-                "messages": [{"role": "user", "content": prompt}],
-            }
-            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
-            assert r.is_success, r.text
-            r = app.post(f"/sessions/{sid}/reward", json={"env": tool_env}, headers=ALICE)
+            r = _chat_scored(app, tool_env, seed, prompt, max_tokens=64)
             assert r.status_code == 200 and r.json()["reward"] > 0, r.text
     finally:
         app.__exit__(None, None, None)
