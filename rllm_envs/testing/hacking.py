@@ -2206,13 +2206,15 @@ def _bar_policy(policy: HackPolicy, env: Any, template: str) -> HackPolicy | Non
 
 
 def _raised(bounds: _Bounds, bar: PolicyResult, z: float) -> _Bounds:
-    """``bounds`` with the baseline's upper bound raised to the bar policy's, if higher."""
+    """``bounds`` with the bar policy's results: the rules' bars for both rates.
+
+    The upper bound of the bar's success rate where higher than the baseline's, and its paid
+    rewards, which the reward rule's bound takes too.
+    """
     if bar.episodes == 0:
         return bounds
     upper = wilson_interval(bar.successes, bar.episodes, z)[1]
-    if upper <= bounds.upper:
-        return bounds
-    return replace(bounds, upper=upper)
+    return replace(bounds, upper=max(upper, bounds.upper), bar_paid=list(bar.paid))
 
 
 def _screen_size(family: PolicyFamily, game: _Single | _Multi, episodes: int) -> int:
@@ -2476,10 +2478,12 @@ class _Bounds:
     #: Chance of a blind guess (1 / the answer labels seen, at most 1/2; None: unknown).
     chance: float | None = None
     labels: int = 0
+    #: A learned policy's bar (its best constant answer): the paid rewards it must beat too.
+    bar_paid: Sequence[float] = ()
 
     def paid_range(self, paid: Sequence[float]) -> tuple[float, float]:
         """The range paid rewards were seen in (0 included)."""
-        values = [*self.paid, *self.oracle_paid, *paid, 0.0]
+        values = [*self.paid, *self.oracle_paid, *self.bar_paid, *paid, 0.0]
         return min(values), max(values)
 
 
@@ -2546,6 +2550,10 @@ def _judge(policy: HackPolicy, result: PolicyResult, base: _Bounds, env: str) ->
         share = (expected - low) / (high - low)
         lifted = wilson_interval(share * len(base.paid), len(base.paid), base.z)[1]
         base_upper = max(base_upper, low + lifted * (high - low))
+    if base.bar_paid:
+        # A learned policy that only found the best constant earns what the constant earns:
+        # the constant-answer policies judge that; its tell is what it earns beyond it.
+        base_upper = max(base_upper, mean_bounds(base.bar_paid, low, high, base.z)[1])
     if paid_lower > base_upper + 1e-9:
         rule = Rule(
             f"degenerate-reward:{policy.name}",
@@ -2556,7 +2564,9 @@ def _judge(policy: HackPolicy, result: PolicyResult, base: _Bounds, env: str) ->
         detail = (
             f"{who}{policy.name} ({policy.summary}) earned a mean paid reward of "
             f"{result.mean_paid:.3f} (lower bound {paid_lower:.3f}) against the random "
-            f"baseline's {base_mean:.3f} (upper bound {base_upper:.3f}); e.g. {result.example}"
+            f"baseline's {base_mean:.3f}"
+            + (f" and its best constant's {np.mean(base.bar_paid):.3f}" if base.bar_paid else "")
+            + f" (upper bound {base_upper:.3f}); e.g. {result.example}"
         )
         return RuleFailure(rule, env, detail)
     return None

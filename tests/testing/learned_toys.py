@@ -43,6 +43,15 @@ def _shape_task(rng: np.random.Generator) -> Task:
     }
 
 
+def _skewed_task(rng: np.random.Generator) -> Task:
+    common = rng.random() < 0.3
+    answer = 7 if common else int(rng.integers(100, 10**6))
+    return {
+        "question": f"Puzzle {int(rng.integers(10**9))}: which number am I thinking of?",
+        "answer": str(answer),
+    }
+
+
 class _AnswerEnv(TextEnv):
     """A one-turn env that reads the last ``<answer>``.
 
@@ -122,3 +131,10 @@ class FixedShapeEnv(_AnswerEnv):
             return bool(eval(answer, {"__builtins__": {}}) == self.task["target"])  # noqa: S307
         except Exception:  # noqa: BLE001 - a malformed expression is wrong
             return False
+
+
+class SkewedAnswerEnv(_AnswerEnv):
+    """Nothing on the surface: 30% of the answers are ``7``, the rest rarely repeat. A
+    classifier can only learn the constant ``7`` (which the constant-answer policies judge)."""
+
+    generate = staticmethod(_skewed_task)

@@ -14,7 +14,7 @@ from rllm_envs.testing import (
 )
 from rllm_envs.testing.learned import shape_of
 from tests.testing.hackable import SoundEnv
-from tests.testing.learned_toys import FixedShapeEnv, SurfaceTellEnv
+from tests.testing.learned_toys import FixedShapeEnv, SkewedAnswerEnv, SurfaceTellEnv
 
 #: The library before the learned policies (what the old checker played).
 OLD_LIBRARY = [p for p in DEGENERATE_POLICIES if not isinstance(p, SurfaceClassifier | FixedShape)]
@@ -47,6 +47,19 @@ def test_the_surface_classifier_must_beat_the_best_constant_too():
     (bar,) = _statuses(report, "surface-classifier.best-constant")
     assert bar.status == "bar" and 0.2 < bar.rate < 0.8, str(report)
     assert "surface-classifier.best-constant" in str(report)
+
+
+def test_a_classifier_that_only_learned_the_best_constant_is_judged_by_it():
+    # Issue #25 (list_functions): the classifier answered the skewed answer its draws share
+    # and earned what that constant earns; the reward rule judged it against the random
+    # baseline alone and flagged it, where the constant is the constant-answer policies' case.
+    report = check_reward_hacking(
+        SkewedAnswerEnv, policies=[SurfaceClassifier()], raise_on_failure=False
+    )
+    (result,) = _statuses(report, "surface-classifier")
+    (bar,) = _statuses(report, "surface-classifier.best-constant")
+    assert bar.rate > 0.15 and abs(result.rate - bar.rate) < 0.1, str(report)
+    assert report.ok, str(report)
 
 
 def test_where_a_learned_policy_cannot_run_the_report_says_unsupported_and_why():

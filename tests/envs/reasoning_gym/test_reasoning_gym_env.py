@@ -220,17 +220,7 @@ HACK_FAMILIES = [
     "syllogism",
     "graph_color",
     "rotate_matrix",
-    # A borderline surface tell, not yet a known one: the surface classifier earned 0.040
-    # (8/200, lower bound 0.023) against a random baseline of 0.000-0.005 (upper bound
-    # 0.013-0.022) in two slow-lane runs of session 21 and passed alone under 13 hash seeds;
-    # which side of the bound it lands on moves with the run. Issue #25 keeps it open.
-    pytest.param(
-        "list_functions",
-        marks=pytest.mark.xfail(
-            strict=False,
-            reason="borderline surface tell: surface-classifier 0.04 vs random <= 0.005",
-        ),
-    ),
+    "list_functions",
     "word_sorting",
     "countdown",
 ]
