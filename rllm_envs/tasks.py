@@ -586,6 +586,10 @@ class ProceduralTasks(TaskSource):
             task seed plays its own world, named with words of its universe): no question is
             redrawn for its key, so the seed keeps every question of its world, and
             :meth:`splitting_keys` reads ``None``. Answers are still balanced.
+        probe: For a generator whose tasks are costly to build: a picklable callable that
+            draws from ``rng`` exactly what ``generate`` does for the question and answer
+            fields and returns only those (and the fields a ``key`` reads). The probe draws
+            that choose the key and the answer balance (up to ``4 * _PROBES``) use it.
     """
 
     def __init__(
@@ -598,7 +602,10 @@ class ProceduralTasks(TaskSource):
         key: KeyFn | None = None,
         balance: bool = False,
         split: bool = True,
+        probe: Callable[[np.random.Generator], Task] | None = None,
     ) -> None:
+        if probe is not None and isinstance(generate, Mixture):
+            raise InvalidEnvConfig("`probe` applies to a plain generator, not a Mixture.")
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise InvalidEnvConfig(
                 f"Expects `task_seed` to be a non-negative int, actual: {seed!r}."
@@ -612,6 +619,7 @@ class ProceduralTasks(TaskSource):
         self.key = key
         self.balance = bool(balance)
         self.split = bool(split)
+        self.probe = probe
         self._plans: dict[str, _Plan] = {}
         self._recent: dict[int, Task] = {}
 
@@ -628,7 +636,9 @@ class ProceduralTasks(TaskSource):
     def _plan(self, part: str) -> _Plan:
         if part not in self._plans:
             candidates = self._candidates() if self.split else ()
-            self._plans[part] = _cached_plan(self._parts()[part], candidates, self.balance)
+            self._plans[part] = _cached_plan(
+                self.probe or self._parts()[part], candidates, self.balance
+            )
         return self._plans[part]
 
     def _part_of(self, task: Mapping[str, Any]) -> str:

@@ -282,6 +282,40 @@ def test_a_generator_whose_numbers_do_not_split_it_is_keyed_by_its_text():
     assert len({question_key({"question": q}) for q in train_qs | held_qs}) == 1
 
 
+def _costly_rules(rng, calls):
+    word = "".join(rng.choice(list("ABCDE"), size=8))
+    calls.append(1)
+    return {"question": f"Apply rule 1 to {word}.", "answer": word, "hidden": word[::-1]}
+
+
+def _rules_probe(rng, calls):
+    word = "".join(rng.choice(list("ABCDE"), size=8))
+    calls.append(1)
+    return {"question": f"Apply rule 1 to {word}.", "answer": word}
+
+
+def test_a_probe_chooses_the_plan_and_generate_makes_the_tasks():
+    from rllm_envs.tasks import EVAL_TASK_SEED, text_key
+
+    full, probed = [], []
+    plain = ProceduralTasks(
+        partial(_costly_rules, calls=[]), name="p", seed=EVAL_TASK_SEED, balance=True
+    )
+    source = ProceduralTasks(
+        partial(_costly_rules, calls=full),
+        name="p",
+        seed=EVAL_TASK_SEED,
+        balance=True,
+        probe=partial(_rules_probe, calls=probed),
+    )
+    assert source.splitting_key() is text_key and len(full) == 0 and len(probed) >= 256
+    assert source[3] == plain[3] and "hidden" in source[3] and len(full) >= 1
+    with pytest.raises(InvalidEnvConfig, match="Mixture"):
+        from rllm_envs.tasks import Mixture
+
+        ProceduralTasks(Mixture({"a": _costly_rules}, field="f"), name="m", probe=_rules_probe)
+
+
 def test_a_tiny_question_space_keeps_its_tasks_in_both_universes():
     from rllm_envs.tasks import EVAL_TASK_SEED
 

@@ -31,6 +31,7 @@ from rllm_envs.swe.tasks import (
     check_task,
     fixed_files,
     generate,
+    probe,
 )
 from rllm_envs.tasks import DatasetTasks, ProceduralTasks, Task, TaskSource, check_difficulty
 from rllm_envs.tools import Tool, ToolCall, ToolRegistry, parse_tool_calls, strip_reasoning
@@ -336,7 +337,10 @@ class SWEEnv(TextEnv):
             if repos_dir is not None:
                 raise InvalidEnvConfig("`repos_dir` only applies with `dataset`.")
             tasks = ProceduralTasks(
-                partial(generate, difficulty=difficulty), name=f"swe-d{difficulty}", seed=task_seed
+                partial(generate, difficulty=difficulty),
+                name=f"swe-d{difficulty}",
+                seed=task_seed,
+                probe=partial(probe, difficulty=difficulty),
             )
         super().__init__(
             tasks=tasks, max_turns=max_turns, reward_weights=reward_weights, render_mode=render_mode

@@ -38,6 +38,7 @@ from rllm_envs.swe.repo import Files, make_diff
 
 __all__ = [
     "generate",
+    "probe",
     "base_files",
     "fixed_files",
     "check_task",
@@ -552,13 +553,42 @@ def _pick_bugs(project: Project, rng: np.random.Generator, count: int) -> list[i
     return sorted(chosen)
 
 
-def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]:
-    """One embedded SWE task (see the module docstring)."""
+def _choose(rng: np.random.Generator, difficulty: int) -> tuple[Project, str, list[int]]:
+    """A task's project, package name and bugs: the draws its issue statement depends on."""
     project = PROJECTS[int(rng.integers(len(PROJECTS)))]
     pkg = project.names[int(rng.integers(len(project.names)))]
-    count = 2 if difficulty >= 4 else 1
+    return project, pkg, _pick_bugs(project, rng, 2 if difficulty >= 4 else 1)
+
+
+def _statement(project: Project, pkg: str, bugs: list[int], difficulty: int) -> str:
+    parts = [_issue_part(project, i, pkg, difficulty) for i in bugs]
+    if len(parts) == 1:
+        return f"{parts[0][0]}\n\n{parts[0][1]}\n"
+    statement = f"Two problems in {pkg}\n\n" + "\n\n".join(
+        f"{n}. {title}\n\n{body}" for n, (title, body) in enumerate(parts, 1)
+    )
+    return statement + "\n"
+
+
+def probe(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]:
+    """What :func:`generate` shows a policy (the issue statement) for the same ``rng``.
+
+    For the task source's probe draws: the hidden test cases, most of a task's cost, are not
+    built (the source's first plan draws about a thousand).
+    """
+    project, pkg, bugs = _choose(rng, difficulty)
+    return {
+        "repo": pkg,
+        "project": project.key,
+        "difficulty": difficulty,
+        "problem_statement": _statement(project, pkg, bugs, difficulty),
+    }
+
+
+def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]:
+    """One embedded SWE task (see the module docstring)."""
+    project, pkg, bugs = _choose(rng, difficulty)
     extra = DISTRACTORS[: 0 if difficulty < 3 else 1 if difficulty < 5 else 2]
-    bugs = _pick_bugs(project, rng, count)
     fixed = _project_files(project, pkg, extra)
     buggy = dict(fixed)
     f2p: list[str] = []
@@ -603,14 +633,7 @@ def generate(rng: np.random.Generator, *, difficulty: int = 1) -> dict[str, Any]
         base[path] = _test_file(module, pkg, kept)
         p2p += [f"{path}::{n}" for n in kept]
     p2p += hidden_p2p
-    parts = [_issue_part(project, i, pkg, difficulty) for i in bugs]
-    if len(parts) == 1:
-        statement = f"{parts[0][0]}\n\n{parts[0][1]}\n"
-    else:
-        statement = f"Two problems in {pkg}\n\n" + "\n\n".join(
-            f"{n}. {title}\n\n{body}" for n, (title, body) in enumerate(parts, 1)
-        )
-        statement += "\n"
+    statement = _statement(project, pkg, bugs, difficulty)
     sources = sorted({f"{pkg}/{project.bugs[i].module}.py" for i in bugs})
     tests = sorted({t.split("::")[0] for t in f2p})
     return {

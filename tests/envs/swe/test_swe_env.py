@@ -259,3 +259,31 @@ def test_partial_credit_variant():
             break
     else:
         pytest.fail("no one-bug fix earned partial credit in 60 tasks")
+
+
+@pytest.mark.parametrize("difficulty", [1, 3, 4, 5])
+def test_the_probe_draws_what_generate_shows_the_policy(difficulty):
+    # The task source chooses its universe key and answer balance on probe draws: they must be
+    # the statements generate() draws from the same rng (both read it in the same order).
+    from rllm_envs.swe.tasks import generate, probe
+    from rllm_envs.tasks import probe_rng
+
+    for i in range(12):
+        drawn, probed = (
+            generate(probe_rng(i), difficulty=difficulty),
+            probe(probe_rng(i), difficulty=difficulty),
+        )
+        assert {k: drawn[k] for k in probed} == probed
+
+
+@pytest.mark.slow
+def test_the_probe_chooses_the_plan_generate_would_choose():
+    from functools import partial
+
+    from rllm_envs.swe.tasks import generate, probe
+    from rllm_envs.tasks import _cached_plan, question_key, text_key
+
+    candidates = (question_key, text_key)
+    full = _cached_plan(partial(generate, difficulty=2), candidates, False)
+    quick = _cached_plan(partial(probe, difficulty=2), candidates, False)
+    assert (full.key, full.repeats, full.balance) == (quick.key, quick.repeats, quick.balance)
