@@ -41,6 +41,7 @@ import asyncio
 import collections
 import concurrent.futures
 import contextlib
+import copy
 import functools
 import hashlib
 import hmac
@@ -49,6 +50,7 @@ import logging
 import math
 import re
 import secrets
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -241,6 +243,10 @@ class Gateway:
         #: Internal errors (bugs): one traceback per handler and error type per minute.
         self._internal_log = _ThrottledLog(level=logging.ERROR)
         self._tokenizer = tokenizer
+        #: Decodes a reply's completion ids for grading (:meth:`_decode`), with a tokenizer of
+        #: its own: the templater's is used by its one thread.
+        self._grading_tokenizer: Any = None
+        self._grading_lock = threading.Lock()
         #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
         self._max_model_len: int | None = None
         self._templater: Any = None
@@ -1007,9 +1013,9 @@ class Gateway:
             scored = await loop.run_in_executor(
                 self._score_pool,
                 functools.partial(
-                    score_with_env,
+                    self._score_replies,
                     env_id,
-                    [_graded(call) for call in session.calls],
+                    session.calls,
                     env_kwargs=self.config.scorers[env_id],
                     seed=seed,
                     options=options,
@@ -1831,6 +1837,31 @@ class Gateway:
             call.logprobs = []
         call.ids_source = "retokenized"
 
+    def _score_replies(self, env_id: str, calls: Sequence[Call], **kwargs: Any) -> dict[str, Any]:
+        """:func:`score_with_env` of the replies of ``calls`` as graded (:func:`_graded`)."""
+        replies = [_graded(call, self._decode) for call in calls]
+        return score_with_env(env_id, replies, **kwargs)
+
+    def _decode(self, ids: Sequence[int]) -> str | None:
+        """The text of completion ``ids`` (``None`` without a configured tokenizer)."""
+        with self._grading_lock:
+            if self._grading_tokenizer is None:
+                if self.config.tokenizer:
+                    transformers = require("transformers", "train", feature="grading replies")
+                    self._grading_tokenizer = transformers.AutoTokenizer.from_pretrained(
+                        self.config.tokenizer
+                    )
+                elif self._tokenizer is not None:
+                    self._grading_tokenizer = copy.deepcopy(self._tokenizer)
+                else:
+                    return None
+            # As the engine decodes a reply (vLLM: special tokens skipped, spaces kept).
+            return str(
+                self._grading_tokenizer.decode(
+                    list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
+                )
+            )
+
     def tokenizer(self) -> Any:
         """The tokenizer for engines without token ids (``None`` if none is configured)."""
         if self._tokenizer is None and self.config.tokenizer:
@@ -1938,20 +1969,27 @@ class _StreamParts:
         )
 
 
-def _graded(call: Call) -> str:
+def _graded(call: Call, decode: Callable[[Sequence[int]], str | None] | None = None) -> str:
     """The reply as the env reads it: its text, with the tool calls an engine parsed out.
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
     graded on the content alone, every honest tool call read as none (att29u F1: 30 right
-    ``final_answer`` calls scored 0). Such a reply is graded as its content followed by each
-    call as a Hermes ``<tool_call>`` block, which the envs' tool-call parser reads; the content
-    stays as written (as JSON text its backslashes doubled and its ``</think>`` cut the JSON:
-    att29v).
+    ``final_answer`` calls scored 0). Such a reply is graded as the text the model wrote, its
+    completion ids decoded (``decode``), as the gateway-templated path grades it: what the
+    parser cut is lost otherwise (a call drafted inside ``<think>`` ended the content there,
+    unclosed, and the reply read as no call: att29w, 30 of 30 right answers lost). Without
+    the engine's ids or a tokenizer, it is graded as its content followed by each call as a
+    Hermes ``<tool_call>`` block, which the envs' tool-call parser reads; the content stays as
+    written (as JSON text its backslashes doubled and its ``</think>`` cut the JSON: att29v).
     """
     message = call.message or {}
     calls = message.get("tool_calls")
     if not calls or call.text != (message.get("content") or ""):
         return call.text  # no tool calls, or the raw text they were parsed from
+    if decode is not None and call.ids_source == "engine" and call.completion_ids:
+        written = decode(call.completion_ids)
+        if written is not None:
+            return written
     blocks = []
     for tool_call in calls:
         function = tool_call.get("function") if isinstance(tool_call, Mapping) else None

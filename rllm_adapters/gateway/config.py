@@ -45,8 +45,9 @@ class GatewayConfig:
         num_engines: vLLM servers to launch for ``model``.
         engine_args: Extra command-line arguments for each launched vLLM server.
         engine_env: Extra environment variables for each launched vLLM server.
-        tokenizer: Tokenizer folder used when an engine returns no token ids (the served
-            checkpoint's own tokenizer by default).
+        tokenizer: Tokenizer folder used when an engine returns no token ids, to template
+            chat, and to grade a reply whose tool calls the engine parsed out as the model
+            wrote it (the served checkpoint's own tokenizer by default).
         store: Episode store file (:class:`rllm_agents.store.EpisodeStore`) that recorded
             sessions go to; ``None`` refuses session calls.
         run: Run name given to stored episodes (a session may set its own).

@@ -345,6 +345,8 @@ class ChatStandIn:
         self.tool_calls: list[dict] = []
         #: A reasoning parser's field (vLLM's `reasoning_content`), when not empty.
         self.reasoning = ""
+        #: The completion's token ids (made-up ones when None).
+        self.ids: list[int] | None = None
         self.bodies: list[dict] = []
 
         async def chat(request):
@@ -352,7 +354,7 @@ class ChatStandIn:
 
             body = json.loads(await request.body())
             self.bodies.append(body)
-            ids = [100 + i for i in range(max(len(self.text), 1))]
+            ids = self.ids or [100 + i for i in range(max(len(self.text), 1))]
             logprobs = {"content": [{"token": "x", "logprob": -0.5} for _ in ids]}
             if not body.get("stream"):
                 message = {"role": "assistant", "content": self.text, "refusal": None}
@@ -572,6 +574,48 @@ def test_a_tool_call_the_engine_parsed_out_is_graded(tmp_path):
                 [{"id": "c1", "type": "function", "function": function}],
             )
             r = _chat_scored(app, tool_env, seed, prompt, max_tokens=64)
+            assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_tool_call_drafted_inside_think_is_graded_as_the_model_wrote_it(tmp_path, tiny_path):
+    """att29w: a thinking model served without a reasoning parser drafts its call inside
+    `<think>`; the engine's Hermes parser ends the content at the draft, so the content plus
+    the parsed calls read as an unclosed `<think>` and no call (30 of 30 right answers lost).
+    The reply is graded as the model wrote it: its completion ids decoded."""
+    import json
+
+    import gymnasium as gym
+    import transformers
+
+    tool_env = "rllm/ToolUse-v1"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    engine = ChatStandIn()
+    app = _test_client(
+        tmp_path,
+        engine,
+        scorers={tool_env: {"python": False}},
+        tokenizer=str(tiny_path),
+        template_chat=False,
+    )
+    try:
+        for seed in (0, 1):
+            env = gym.make(tool_env, python=False)
+            prompt, _ = env.reset(seed=seed)
+            answer = str(env.unwrapped.task["answer"])
+            env.close()
+            call = json.dumps({"name": "final_answer", "arguments": {"answer": answer}})
+            head = "<think>I will answer with "
+            block = f"<tool_call>{call}</tool_call>"
+            written = f"{head}{block}, checked.</think>\n{block}"
+            function = {"name": "final_answer", "arguments": json.dumps({"answer": answer})}
+            parsed = {"type": "function", "function": function}
+            # As vLLM's Hermes parser returns it: the content up to the first <tool_call>.
+            engine.text = head
+            engine.tool_calls = [{"id": "c1", **parsed}, {"id": "c2", **parsed}]
+            engine.ids = tokenizer.encode(written, add_special_tokens=False)
+            r = _chat_scored(app, tool_env, seed, prompt, max_tokens=256)
             assert r.status_code == 200 and r.json()["reward"] > 0, r.text
     finally:
         app.__exit__(None, None, None)
