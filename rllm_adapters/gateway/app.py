@@ -74,6 +74,7 @@ from rllm_adapters.gateway.sessions import (
     task_id_of,
 )
 from rllm_envs.error import require
+from rllm_envs.text import split_reply
 
 __all__ = ["Gateway", "GatewayError"]
 
@@ -1855,11 +1856,16 @@ class Gateway:
                     self._grading_tokenizer = copy.deepcopy(self._tokenizer)
                 else:
                     return None
-            # As the engine decodes a reply (vLLM: special tokens skipped, spaces kept).
+            # As an engine's tool parser reads a reply: special tokens kept (vLLM's parsers
+            # turn skipping off; a model's think markers may be special tokens, s22 att29x
+            # E3), but the end-of-turn token(s), and spaces as generated.
+            tokenizer = self._grading_tokenizer
+            ids = list(ids)
+            special = set(tokenizer.all_special_ids)
+            while ids and ids[-1] in special:
+                ids.pop()
             return str(
-                self._grading_tokenizer.decode(
-                    list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
-                )
+                tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
             )
 
     def tokenizer(self) -> Any:
@@ -1974,19 +1980,21 @@ def _graded(call: Call, decode: Callable[[Sequence[int]], str | None] | None = N
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
     graded on the content alone, every honest tool call read as none (att29u F1: 30 right
-    ``final_answer`` calls scored 0). Such a reply is graded as the text the model wrote, its
-    completion ids decoded (``decode``), as the gateway-templated path grades it: what the
-    parser cut is lost otherwise (a call drafted inside ``<think>`` ended the content there,
-    unclosed, and the reply read as no call: att29w, 30 of 30 right answers lost). Without
-    the engine's ids or a tokenizer, it is graded as its content followed by each call as a
-    Hermes ``<tool_call>`` block, which the envs' tool-call parser reads; the content stays as
-    written (as JSON text its backslashes doubled and its ``</think>`` cut the JSON: att29v).
+    ``final_answer`` calls scored 0). Such a reply is graded as its content followed by each
+    call as a Hermes ``<tool_call>`` block, which the envs' tool-call parser reads whatever
+    format the model wrote its calls in; the content stays as written (as JSON text its
+    backslashes doubled and its ``</think>`` cut the JSON: att29v). Where the parser cut the
+    content inside an unclosed ``<think>`` (a call drafted there: att29w, 30 of 30 right
+    answers lost, as the envs read no call after an open ``<think>``), the reply is graded as
+    the model wrote it: its completion ids decoded (``decode``), as the templated path grades.
+    Only there: decoded, a call in another format than Hermes' reads as none (s22 att29x E1).
     """
     message = call.message or {}
     calls = message.get("tool_calls")
     if not calls or call.text != (message.get("content") or ""):
         return call.text  # no tool calls, or the raw text they were parsed from
-    if decode is not None and call.ids_source == "engine" and call.completion_ids:
+    cut = not split_reply(call.text).finished
+    if cut and decode is not None and call.ids_source == "engine" and call.completion_ids:
         written = decode(call.completion_ids)
         if written is not None:
             return written

@@ -617,6 +617,14 @@ def test_a_tool_call_drafted_inside_think_is_graded_as_the_model_wrote_it(tmp_pa
             engine.ids = tokenizer.encode(written, add_special_tokens=False)
             r = _chat_scored(app, tool_env, seed, prompt, max_tokens=256)
             assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+            # s22 att29x E1: a call written in another format than Hermes' (here vLLM's
+            # pythonic one), which the engine's parser read: the content is not cut, so the
+            # reply is graded with the parsed call, not as written (0 of 10 before).
+            engine.text, engine.tool_calls = "", [{"id": "c1", **parsed}]
+            written = f"[final_answer(answer={json.dumps(answer)})]"
+            engine.ids = tokenizer.encode(written, add_special_tokens=False)
+            r = _chat_scored(app, tool_env, seed, prompt, max_tokens=256)
+            assert r.status_code == 200 and r.json()["reward"] > 0, r.text
     finally:
         app.__exit__(None, None, None)
 
