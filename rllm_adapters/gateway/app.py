@@ -74,7 +74,7 @@ from rllm_adapters.gateway.sessions import (
     task_id_of,
 )
 from rllm_envs.error import require
-from rllm_envs.text import split_reply
+from rllm_envs.text import THINK_CLOSE
 
 __all__ = ["Gateway", "GatewayError"]
 
@@ -1984,20 +1984,26 @@ def _graded(call: Call, decode: Callable[[Sequence[int]], str | None] | None = N
     call as a Hermes ``<tool_call>`` block, which the envs' tool-call parser reads whatever
     format the model wrote its calls in; the content stays as written (as JSON text its
     backslashes doubled and its ``</think>`` cut the JSON: att29v). Where the parser cut the
-    content inside an unclosed ``<think>`` (a call drafted there: att29w, 30 of 30 right
-    answers lost, as the envs read no call after an open ``<think>``), the reply is graded as
-    the model wrote it: its completion ids decoded (``decode``), as the templated path grades.
-    Only there: decoded, a call in another format than Hermes' reads as none (s22 att29x E1).
+    reply before its reasoning closed (a ``</think>`` follows the content in what the model
+    wrote: a call drafted while thinking), the reply is graded as the model wrote it, its
+    completion ids decoded (``decode``), as the templated path grades: graded as content and
+    calls, a draft inside a ``<think>`` the content opened read as no call (att29w, 30 of 30
+    right answers lost), and one inside a ``<think>`` the prompt opened was graded as the
+    answer (s22 att29y: a wrong draft before a right final call 0/10, a right draft before a
+    wrong one 10/10). Only there: decoded, a call in another format than Hermes' reads as
+    none (s22 att29x E1).
     """
     message = call.message or {}
     calls = message.get("tool_calls")
     if not calls or call.text != (message.get("content") or ""):
         return call.text  # no tool calls, or the raw text they were parsed from
-    cut = not split_reply(call.text).finished
-    if cut and decode is not None and call.ids_source == "engine" and call.completion_ids:
+    if decode is not None and call.ids_source == "engine" and call.completion_ids:
         written = decode(call.completion_ids)
-        if written is not None:
-            return written
+        content = call.text.rstrip()
+        if written is not None and written.startswith(content):
+            # The parser cut the reply before its reasoning closed: a call drafted there.
+            if THINK_CLOSE in written[len(content) :].lower():
+                return written
     blocks = []
     for tool_call in calls:
         function = tool_call.get("function") if isinstance(tool_call, Mapping) else None

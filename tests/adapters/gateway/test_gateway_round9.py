@@ -366,14 +366,17 @@ class ChatStandIn:
                 choice.update(token_ids=ids, finish_reason="stop")
                 return JSONResponse({"id": "c", "choices": [choice], "prompt_token_ids": [1, 2]})
 
-            def chunk(delta, **extra):
+            def chunk(delta, top=None, **extra):
                 choice = {"index": 0, "delta": delta, **extra}
-                return f"data: {json.dumps({'id': 'c', 'choices': [choice]})}\n\n"
+                return f"data: {json.dumps({'id': 'c', 'choices': [choice], **(top or {})})}\n\n"
 
             async def events():
+                # vLLM sends the prompt's ids with the first chunk (`return_token_ids`).
+                first = {"prompt_token_ids": [1, 2]}
                 if self.reasoning:
-                    yield chunk({"role": "assistant", "reasoning_content": self.reasoning})
-                yield chunk({"role": "assistant", "content": self.text}, token_ids=ids)
+                    yield chunk({"role": "assistant", "reasoning_content": self.reasoning}, first)
+                    first = None
+                yield chunk({"role": "assistant", "content": self.text}, first, token_ids=ids)
                 for k, call in enumerate(self.tool_calls):
                     head = {**call, "index": k, "function": {**call["function"], "arguments": ""}}
                     yield chunk({"tool_calls": [head]})
@@ -617,6 +620,19 @@ def test_a_tool_call_drafted_inside_think_is_graded_as_the_model_wrote_it(tmp_pa
             engine.ids = tokenizer.encode(written, add_special_tokens=False)
             r = _chat_scored(app, tool_env, seed, prompt, max_tokens=256)
             assert r.status_code == 200 and r.json()["reward"] > 0, r.text
+            # s22 att29y A1: a template that opens `<think>` in the prompt: the cut content
+            # holds no `<think>`, and graded as content and calls, the draft was the answer.
+            engine.text = "Draft: "
+            wrong = {**function, "arguments": json.dumps({"answer": "-1"})}
+            drafted = {"name": "final_answer", "arguments": {"answer": "-1"}}
+            draft = f"<tool_call>{json.dumps(drafted)}</tool_call>"
+            written = f"Draft: {draft}, no.</think>\n{block}"
+            engine.tool_calls = [{"id": "c1", "type": "function", "function": wrong}]
+            engine.tool_calls.append({"id": "c2", **parsed})
+            engine.ids = tokenizer.encode(written, add_special_tokens=False)
+            for stream in (False, True):
+                r = _chat_scored(app, tool_env, seed, prompt, max_tokens=256, stream=stream)
+                assert r.status_code == 200 and r.json()["reward"] > 0, (stream, r.text)
             # s22 att29x E1: a call written in another format than Hermes' (here vLLM's
             # pythonic one), which the engine's parser read: the content is not cut, so the
             # reply is graded with the parsed call, not as written (0 of 10 before).
