@@ -33,18 +33,22 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from rllm_envs.tasks import question_text
 
-__all__ = ["FixedShape", "SurfaceClassifier", "constant_bar"]
+__all__ = ["CountRegression", "FixedShape", "SurfaceClassifier", "constant_bar", "count_features"]
 
 #: Task fields that hold a reference answer (as the reference probe reads them).
 _REFERENCE_FIELDS = ("answer", "answers", "solution", "target")
 #: Answers the classifier models (the most common of the training draws).
 _MAX_CLASSES = 40
+#: Count features the regression fits (the most common of the training draws): few enough
+#: that a few hundred draws fit them without memorising single questions.
+MAX_COUNT_FEATURES = 40
+_INTEGER = re.compile(r"-?\d{1,12}")
 
 
 def _reference(record: Mapping[str, Any]) -> str | None:
@@ -93,35 +97,30 @@ def constant_bar(answers: Sequence[str]) -> str | None:
     return next(a for a in answers if _label(a) == best)
 
 
-@dataclass
-class SurfaceClassifier:
-    """Answers with a naive Bayes of the answer on the question's surface features.
+class _Predictor(Protocol):
+    constant: str
 
-    Attributes:
-        draws: Training draws read from the env's task source (spread over it).
-        min_draws: Fewer records with a question and an answer: ``unsupported``.
+    def predict(self, question: str) -> str: ...
+
+
+@dataclass
+class _FromTasks:
+    """A policy fitted on the env's own task records (questions and reference answers).
+
+    Subclasses fit with ``_fit_records``; this reads the records, keeps one fit per env and
+    one without the played question's own draws, and answers each episode's first turn.
     """
 
     draws: int = 300
     min_draws: int = 60
-    name: str = "surface-classifier"
-    summary: str = (
-        "a naive Bayes of the answer on the question's surface tokens, fitted on other "
-        "tasks' questions and answers"
-    )
-    fix: str = (
-        "make the answer independent of the question's surface: balance answers within "
-        "surface strata (redraw tasks whose surface predicts their answer), or change the "
-        "generator so the wording, counts and symbols do not give the answer away."
-    )
     # Fits by env (a fresh copy per check: ``dataclasses.replace`` starts them empty).
-    _fits: dict[int, tuple[_Fit | None, str | None]] = field(
+    _fits: dict[int, tuple[_Predictor | None, str | None]] = field(
         default_factory=dict, init=False, repr=False
     )
     _records_of: dict[int, list[tuple[str, str]]] = field(
         default_factory=dict, init=False, repr=False
     )
-    _without: dict[tuple[int, str], _Fit | None] = field(
+    _without: dict[tuple[int, str], _Predictor | None] = field(
         default_factory=dict, init=False, repr=False
     )
 
@@ -147,22 +146,22 @@ class SurfaceClassifier:
         if len(records) < self.min_draws:
             return [], (
                 f"only {len(records)} of its tasks hold a reference answer "
-                f"({'/'.join(_REFERENCE_FIELDS)}); the classifier needs {self.min_draws}"
+                f"({'/'.join(_REFERENCE_FIELDS)}); the policy needs {self.min_draws}"
             )
         return records, None
 
-    def _fit(self, env: Any) -> tuple[_Fit | None, str | None]:
+    def _fit(self, env: Any) -> tuple[_Predictor | None, str | None]:
         key = id(getattr(env, "unwrapped", env))
         if key not in self._fits:
             records, why = self._records(env)
             self._records_of[key] = records
-            self._fits[key] = self._fit_records(records, why)
+            self._fits[key] = (None, why) if why is not None else self._fit_records(records)
         return self._fits[key]
 
-    def _fit_for(self, env: Any, question: str) -> _Fit | None:
+    def _fit_for(self, env: Any, question: str) -> _Predictor | None:
         """The fit, or one without the training draws of this very question.
 
-        So the classifier has no memory of the played task's own answer.
+        So the policy has no memory of the played task's own answer.
         """
         fit = self._fit(env)[0]
         key = id(getattr(env, "unwrapped", env))
@@ -171,16 +170,56 @@ class SurfaceClassifier:
             return fit
         if (key, question) not in self._without:
             rest = [(q, a) for q, a in records if q != question]
-            self._without[(key, question)] = self._fit_records(rest, None)[0]
+            self._without[(key, question)] = self._fit_records(rest)[0]
         return self._without[(key, question)]
 
-    def _fit_records(
-        self, records: list[tuple[str, str]], why: str | None
-    ) -> tuple[_Fit | None, str | None]:
+    def _fit_records(self, records: list[tuple[str, str]]) -> tuple[_Predictor | None, str | None]:
+        raise NotImplementedError
+
+    def unsupported(self, env: Any, memory: Sequence[Any] = ()) -> str | None:
+        """Why the policy cannot run on ``env`` (``None``: it can)."""
+        return self._fit(env)[1]
+
+    def bar(self, env: Any) -> str | None:
+        """The best constant answer of the training draws (the bar the policy must beat)."""
+        fit = self._fit(env)[0]
+        return None if fit is None else fit.constant
+
+    def __call__(self, ctx: Any) -> str | None:
+        """The predicted answer to the episode's task, written as the env's answer."""
+        if ctx.turn > 0:
+            return None
+        # The played task's question as the source's records show it (its visible text).
+        base = getattr(ctx.env, "unwrapped", ctx.env)
+        task = getattr(base, "task", None)
+        question = question_text(task) if isinstance(task, Mapping) else ctx.first_observation
+        fit = self._fit_for(ctx.env, question)
+        return None if fit is None else ctx.answer(fit.predict(question))
+
+
+@dataclass
+class SurfaceClassifier(_FromTasks):
+    """Answers with a naive Bayes of the answer on the question's surface features.
+
+    Attributes:
+        draws: Training draws read from the env's task source (spread over it).
+        min_draws: Fewer records with a question and an answer: ``unsupported``.
+    """
+
+    name: str = "surface-classifier"
+    summary: str = (
+        "a naive Bayes of the answer on the question's surface tokens, fitted on other "
+        "tasks' questions and answers"
+    )
+    fix: str = (
+        "make the answer independent of the question's surface: balance answers within "
+        "surface strata (redraw tasks whose surface predicts their answer), or change the "
+        "generator so the wording, counts and symbols do not give the answer away."
+    )
+
+    def _fit_records(self, records: list[tuple[str, str]]) -> tuple[_Predictor | None, str | None]:
         from rllm_envs.reasoning_gym.surface import features
 
-        if why is not None:
-            return None, why
         labels = [_label(a) for _, a in records]
         counts = Counter(labels)
         classes = [a for a, _ in counts.most_common(_MAX_CLASSES)]
@@ -219,25 +258,92 @@ class SurfaceClassifier:
         )
         return fit, None
 
-    def unsupported(self, env: Any, memory: Sequence[Any] = ()) -> str | None:
-        """Why the classifier cannot run on ``env`` (``None``: it can)."""
-        return self._fit(env)[1]
 
-    def bar(self, env: Any) -> str | None:
-        """The best constant answer of the training draws (the bar the classifier must beat)."""
-        fit = self._fit(env)[0]
-        return None if fit is None else fit.constant
+def count_features(question: str) -> Counter[str]:
+    """How often each token and each symbol occurs in ``question`` (and its size counts).
 
-    def __call__(self, ctx: Any) -> str | None:
-        """The predicted answer to the episode's task, written as the env's answer."""
-        if ctx.turn > 0:
-            return None
-        # The played task's question as the source's records show it (its visible text).
-        base = getattr(ctx.env, "unwrapped", ctx.env)
-        task = getattr(base, "task", None)
-        question = question_text(task) if isinstance(task, Mapping) else ctx.first_observation
-        fit = self._fit_for(ctx.env, question)
-        return None if fit is None else ctx.answer(fit.predict(question))
+    The tokens are the surface probe's (:func:`rllm_envs.reasoning_gym.surface.features`); a
+    symbol is any character that is neither a letter, a digit nor a space (``#`` of a grid,
+    ``1`` cells are the token ``1``).
+    """
+    from rllm_envs.reasoning_gym.surface import features
+
+    out = Counter({n: c for n, c in features(question).items() if n.startswith(("tok:", "len:"))})
+    out.update(f"chr:{c}" for c in question if not (c.isalnum() or c.isspace()))
+    return out
+
+
+@dataclass
+class _Linear:
+    """A fitted least-squares model of an integer answer on count features."""
+
+    columns: dict[str, int]
+    weights: np.ndarray
+    constant: str
+
+    def predict(self, question: str) -> str:
+        x = np.zeros(len(self.columns) + 1)
+        x[-1] = 1.0
+        for name, count in count_features(question).items():
+            j = self.columns.get(name)
+            if j is not None:
+                x[j] = count
+        return str(int(round(float(x @ self.weights))))
+
+
+@dataclass
+class CountRegression(_FromTasks):
+    """Answers an integer with a least-squares fit of the answer on the question's counts.
+
+    A structural shortcut the classifier cannot see: an answer that follows from how often
+    something occurs (``largest_island`` answered by counting every land cell, connectivity
+    ignored; a score that is a count of some mark). Fitted on the env's own training draws
+    (its integer answers, the counts of the :data:`MAX_COUNT_FEATURES` most common count
+    features) and rounded; unsupported where answers are not integers.
+
+    Attributes:
+        draws: Training draws read from the env's task source (spread over it).
+        min_draws: Fewer records with a question and an integer answer: ``unsupported``.
+    """
+
+    name: str = "count-regression"
+    summary: str = (
+        "a least-squares fit of the integer answer on how often each token and symbol occurs "
+        "in the question, fitted on other tasks' questions and answers"
+    )
+    fix: str = (
+        "make the answer independent of what the question's counts give: redraw tasks "
+        "whose answer a count (or a sum of counts) of the question's marks gives, or ask "
+        "something the counts do not determine."
+    )
+
+    def _fit_records(self, records: list[tuple[str, str]]) -> tuple[_Predictor | None, str | None]:
+        numbers = [(q, int(a)) for q, a in records if _INTEGER.fullmatch(a.strip())]
+        if len(numbers) < max(self.min_draws, 0.9 * len(records)):
+            return None, (
+                f"only {len(numbers)} of its {len(records)} reference answers are integers"
+            )
+        feats = [count_features(q) for q, _ in numbers]
+        docs: Counter[str] = Counter()
+        for f in feats:
+            docs.update(f.keys())
+        # Features whose count varies, the most common first (name on ties: no hash order).
+        varied = [n for n in docs if len({f.get(n, 0) for f in feats}) > 1]
+        vocab = sorted(varied, key=lambda n: (-docs[n], n))[:MAX_COUNT_FEATURES]
+        columns = {n: j for j, n in enumerate(vocab)}
+        x = np.zeros((len(numbers), len(vocab) + 1))
+        x[:, -1] = 1.0
+        for i, f in enumerate(feats):
+            for n, c in f.items():
+                j = columns.get(n)
+                if j is not None:
+                    x[i, j] = c
+        y = np.array([a for _, a in numbers], dtype=float)
+        # A little ridge: collinear counts (tokens and their symbols) stay well posed.
+        ridge = 1e-6 * max(1.0, float(np.abs(x).max())) ** 2
+        weights = np.linalg.solve(x.T @ x + ridge * np.eye(x.shape[1]), x.T @ y)
+        constant = Counter(str(a) for _, a in numbers).most_common(1)[0][0]
+        return _Linear(columns=columns, weights=weights, constant=constant), None
 
 
 #: A number as an expression shows it.

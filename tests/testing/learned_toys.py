@@ -52,6 +52,21 @@ def _skewed_task(rng: np.random.Generator) -> Task:
     }
 
 
+def _region_task(rng: np.random.Generator) -> Task:
+    """A board whose ``#`` cells form one connected region (a random walk)."""
+    cells = {(0, 0)}
+    r = c = 0
+    for _ in range(int(rng.integers(2, 14))):
+        dr, dc = ((0, 1), (1, 0), (0, -1), (-1, 0))[int(rng.integers(4))]
+        r, c = min(max(r + dr, 0), 4), min(max(c + dc, 0), 4)
+        cells.add((r, c))
+    board = "\n".join(" ".join("#" if (i, j) in cells else "." for j in range(5)) for i in range(5))
+    return {
+        "question": f"{board}\nHow many cells has the largest connected region of # cells?",
+        "answer": str(len(cells)),
+    }
+
+
 class _AnswerEnv(TextEnv):
     """A one-turn env that reads the last ``<answer>``.
 
@@ -138,3 +153,10 @@ class SkewedAnswerEnv(_AnswerEnv):
     classifier can only learn the constant ``7`` (which the constant-answer policies judge)."""
 
     generate = staticmethod(_skewed_task)
+
+
+class CountTellEnv(_AnswerEnv):
+    """Hackable: its boards hold one region, so counting every ``#`` answers without any
+    search for regions (a classifier of the surface sees that ``#`` occurs, not how often)."""
+
+    generate = staticmethod(_region_task)

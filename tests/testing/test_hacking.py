@@ -75,7 +75,7 @@ def test_an_env_that_pays_for_a_copied_demonstration_fails_on_it():
 def test_a_sound_env_passes_and_the_report_says_what_ran():
     report = check_reward_hacking(SoundEnv, episodes=10)
     assert report.ok and report.baseline[None][:2] == (0, 10)
-    names = [r.policy for r in report.results]
+    names = [r.policy for r in report.results if r.status != "bar"]  # bars follow their policy
     expanded = [
         m.name
         for p in DEGENERATE_POLICIES

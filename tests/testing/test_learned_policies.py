@@ -8,16 +8,21 @@ import pytest
 
 from rllm_envs.testing import (
     DEGENERATE_POLICIES,
+    CountRegression,
     FixedShape,
     SurfaceClassifier,
     check_reward_hacking,
 )
 from rllm_envs.testing.learned import shape_of
 from tests.testing.hackable import SoundEnv
-from tests.testing.learned_toys import FixedShapeEnv, SkewedAnswerEnv, SurfaceTellEnv
+from tests.testing.learned_toys import CountTellEnv, FixedShapeEnv, SkewedAnswerEnv, SurfaceTellEnv
 
 #: The library before the learned policies (what the old checker played).
-OLD_LIBRARY = [p for p in DEGENERATE_POLICIES if not isinstance(p, SurfaceClassifier | FixedShape)]
+OLD_LIBRARY = [
+    p
+    for p in DEGENERATE_POLICIES
+    if not isinstance(p, SurfaceClassifier | FixedShape | CountRegression)
+]
 
 
 def _statuses(report, name):
@@ -29,6 +34,7 @@ def _statuses(report, name):
     [
         (SurfaceTellEnv, SurfaceClassifier(), "degenerate-policy:surface-classifier"),
         (FixedShapeEnv, FixedShape(), "degenerate-policy:fixed-shape"),
+        (CountTellEnv, CountRegression(), "degenerate-policy:count-regression"),
     ],
 )
 def test_a_learned_policy_flags_a_toy_the_old_library_passed(env, policy, rule):
@@ -73,15 +79,29 @@ def test_where_a_learned_policy_cannot_run_the_report_says_unsupported_and_why()
     (shape,) = _statuses(report, "fixed-shape")
     (surface,) = _statuses(report, "surface-classifier")
     assert shape.status == "unsupported" and "expressions" in shape.detail
-    assert surface.status == "unsupported" and "the classifier needs" in surface.detail
+    assert surface.status == "unsupported" and "the policy needs" in surface.detail
     assert "unsupported fixed-shape" in str(report)
 
 
 def test_a_sound_env_passes_both():
-    report = check_reward_hacking(SoundEnv, policies=[SurfaceClassifier()], raise_on_failure=False)
+    policies = [SurfaceClassifier(), CountRegression()]
+    report = check_reward_hacking(SoundEnv, policies=policies, raise_on_failure=False)
     assert report.ok, str(report)
-    (result,) = _statuses(report, "surface-classifier")
-    assert result.status == "passed", str(report)
+    for name in ("surface-classifier", "count-regression"):
+        (result,) = _statuses(report, name)
+        assert result.status == "passed", str(report)
+
+
+def test_the_count_regression_reads_counts_and_needs_integer_answers():
+    from rllm_envs.testing.learned import count_features
+
+    counts = count_features("# . #\n. # #\nHow many?")
+    assert counts["chr:#"] == 4 and counts["tok:#"] == 4 and counts["chr:?"] == 1
+    report = check_reward_hacking(
+        SurfaceTellEnv, policies=[CountRegression()], raise_on_failure=False
+    )
+    (result,) = _statuses(report, "count-regression")
+    assert result.status == "unsupported" and "integers" in result.detail, str(report)
 
 
 def test_shapes_are_numbers_as_slots():
@@ -90,8 +110,9 @@ def test_shapes_are_numbers_as_slots():
     assert shape_of("yes") is None
 
 
-def test_the_surface_classifier_is_in_the_default_library():
+def test_the_learned_policies_in_the_default_library():
     assert any(isinstance(p, SurfaceClassifier) for p in DEGENERATE_POLICIES)
+    assert any(isinstance(p, CountRegression) for p in DEGENERATE_POLICIES)
 
 
 #: Why fixed-shape is not in the default library yet (issue #25, open): Countdown-v1's default
@@ -127,3 +148,18 @@ def test_fixed_shape_plays_the_next_most_common_shape_on_each_try():
         return FixedShape()(ctx)
 
     assert [play(t) for t in range(4)] == ["(10 + 20) * 30", "10 - 20 - 30", "10 / 20", None]
+
+
+@pytest.mark.slow
+def test_the_count_regression_finds_the_land_count_the_classifier_misses():
+    # s16 att25c found that counting every 1 of largest_island's grid answers it (connectivity
+    # ignored): a structural shortcut the surface classifier does not see.
+    report = check_reward_hacking(
+        "rllm/ReasoningGym-v0",
+        kwargs={"dataset": "largest_island", "size": 300},
+        policies=[SurfaceClassifier(), CountRegression()],
+        raise_on_failure=False,
+    )
+    assert [f.rule.name for f in report.failures] == ["degenerate-policy:count-regression"], str(
+        report
+    )
