@@ -74,7 +74,7 @@ from rllm_adapters.gateway.sessions import (
     task_id_of,
 )
 from rllm_envs.error import require
-from rllm_envs.text import THINK_CLOSE
+from rllm_envs.text import THINK_CLOSE, THINK_OPEN
 
 __all__ = ["Gateway", "GatewayError"]
 
@@ -1843,8 +1843,11 @@ class Gateway:
         replies = [_graded(call, self._decode) for call in calls]
         return score_with_env(env_id, replies, **kwargs)
 
-    def _decode(self, ids: Sequence[int]) -> str | None:
-        """The text of completion ``ids`` (``None`` without a configured tokenizer)."""
+    def _decode(self, ids: Sequence[int], reply: bool = True) -> str | None:
+        """The text of ``ids`` (``None`` without a configured tokenizer).
+
+        A reply's (``reply``) without its end-of-turn tokens, or a prompt's.
+        """
         with self._grading_lock:
             if self._grading_tokenizer is None:
                 if self.config.tokenizer:
@@ -1862,7 +1865,7 @@ class Gateway:
             tokenizer = self._grading_tokenizer
             ids = list(ids)
             special = set(tokenizer.all_special_ids)
-            while ids and ids[-1] in special:
+            while reply and ids and ids[-1] in special:
                 ids.pop()
             return str(
                 tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -1975,7 +1978,36 @@ class _StreamParts:
         )
 
 
-def _graded(call: Call, decode: Callable[[Sequence[int]], str | None] | None = None) -> str:
+def _graded(call: Call, decode: Callable[..., str | None] | None = None) -> str:
+    """The reply as the env reads it (:func:`_reply_text`), in the ``<think>`` its prompt opened.
+
+    A prompt that ends in ``<think>`` (a template that opens the model's reasoning, DeepSeek-R1's
+    and Qwen3's thinking ones; or a completions prompt written so) makes the reply start inside
+    it: a reply that never closes it has no answer, as the envs read a reply cut while thinking
+    (s22 att29z: such replies, cut at the token limit, were graded on a box in their reasoning,
+    10 of 10 paid). Not where an engine's reasoning parser gave the reasoning its own field:
+    its content is the answer part then. The prompt is the call's text (completions) or its
+    prompt ids decoded (``decode``; a chat call without a tokenizer is graded as returned).
+    """
+    text = _reply_text(call, decode)
+    message = call.message or {}
+    if any(message.get(name) for name in REASONING_FIELDS):
+        return text
+    prompt = call.request.get("prompt") if call.api == "completions" else None
+    if not isinstance(prompt, str):
+        ids = prompt if isinstance(prompt, list) else call.prompt_ids
+        tail = list(ids[-_PROMPT_TAIL_TOKENS:]) if ids else []
+        prompt = (decode(tail, reply=False) if tail and decode is not None else None) or ""
+    return THINK_OPEN + text if _OPENS_THINK.search(prompt[-256:]) else text
+
+
+#: Tokens of a prompt's end decoded to see whether it opens ``<think>`` (:func:`_graded`).
+_PROMPT_TAIL_TOKENS = 16
+#: A prompt that ends in an open ``<think>`` (whitespace after it).
+_OPENS_THINK = re.compile(r"<think>\s*\Z", re.IGNORECASE)
+
+
+def _reply_text(call: Call, decode: Callable[..., str | None] | None) -> str:
     """The reply as the env reads it: its text, with the tool calls an engine parsed out.
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:

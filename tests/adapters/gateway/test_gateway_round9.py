@@ -345,8 +345,9 @@ class ChatStandIn:
         self.tool_calls: list[dict] = []
         #: A reasoning parser's field (vLLM's `reasoning_content`), when not empty.
         self.reasoning = ""
-        #: The completion's token ids (made-up ones when None).
+        #: The completion's token ids and the prompt's (made-up ones when None).
         self.ids: list[int] | None = None
+        self.prompt_ids: list[int] | None = None
         self.bodies: list[dict] = []
 
         async def chat(request):
@@ -364,7 +365,10 @@ class ChatStandIn:
                     message["tool_calls"] = self.tool_calls
                 choice = {"index": 0, "message": message, "logprobs": logprobs}
                 choice.update(token_ids=ids, finish_reason="stop")
-                return JSONResponse({"id": "c", "choices": [choice], "prompt_token_ids": [1, 2]})
+                prompt_ids = self.prompt_ids or [1, 2]
+                return JSONResponse(
+                    {"id": "c", "choices": [choice], "prompt_token_ids": prompt_ids}
+                )
 
             def chunk(delta, top=None, **extra):
                 choice = {"index": 0, "delta": delta, **extra}
@@ -372,7 +376,7 @@ class ChatStandIn:
 
             async def events():
                 # vLLM sends the prompt's ids with the first chunk (`return_token_ids`).
-                first = {"prompt_token_ids": [1, 2]}
+                first = {"prompt_token_ids": self.prompt_ids or [1, 2]}
                 if self.reasoning:
                     yield chunk({"role": "assistant", "reasoning_content": self.reasoning}, first)
                     first = None
@@ -738,5 +742,56 @@ def test_the_templated_stream_ends_with_the_replys_tool_calls(tmp_path, tiny_pat
         assert (
             replies[1][1] == "tool_calls" and replies[1][0][0]["function"]["name"] == "final_answer"
         )
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, tiny_path):
+    """s22 att29z: a prompt (a completions prompt, or a chat template's generation prompt)
+    that ends in `<think>` starts the reply inside it; a reply that never closed it, cut at the
+    token limit, was graded on the box in its reasoning (10 of 10 paid; the same text with its
+    `<think>` visible 0 of 10). It is graded inside that `<think>`: no answer."""
+    import gymnasium as gym
+    import transformers
+
+    env = gym.make(MATH)
+    prompt, _ = env.reset(seed=0)
+    env.close()
+    thinking = f"maybe \\boxed{{{ANSWERS[0]}}}, but let me check"
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        for opened, reply, paid in [
+            (True, thinking, 0.0),
+            (True, f"{thinking}</think> \\boxed{{{ANSWERS[0]}}}", 1.0),
+            (False, f"\\boxed{{{ANSWERS[0]}}}", 1.0),
+        ]:
+            run = f"completions-{opened}-{paid}"
+            text = f"{prompt}\n<think>\n" if opened else prompt
+            r = _scored(app, engine, 0, text, run=run, reply=reply)
+            assert r.status_code == 200 and r.json()["reward"] == paid, (opened, reply, r.text)
+    finally:
+        app.__exit__(None, None, None)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    chat = ChatStandIn()
+    app = _test_client(
+        tmp_path / "chat", chat, scorers={MATH: {}}, tokenizer=str(tiny_path), template_chat=False
+    )
+    try:
+        # The engine templated the chat and opened `<think>` (R1's and Qwen3's thinking
+        # templates do), no reasoning parser: the reply starts inside it.
+        chat.prompt_ids = tokenizer.encode(
+            f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n<think>\n"
+        )
+        for reply, reasoning, paid in [
+            (thinking, "", 0.0),
+            (f"{thinking}</think> \\boxed{{{ANSWERS[0]}}}", "", 1.0),
+            # A reasoning parser gave the reasoning its own field: the content is the answer.
+            (f"\\boxed{{{ANSWERS[0]}}}", thinking, 1.0),
+        ]:
+            chat.text, chat.reasoning = reply, reasoning
+            chat.ids = tokenizer.encode(reply, add_special_tokens=False)
+            r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
+            assert r.status_code == 200 and r.json()["reward"] == paid, (reply, r.text)
     finally:
         app.__exit__(None, None, None)
