@@ -1981,30 +1981,48 @@ class _StreamParts:
 def _graded(call: Call, decode: Callable[..., str | None] | None = None) -> str:
     """The reply as the env reads it (:func:`_reply_text`), in the ``<think>`` its prompt opened.
 
-    A prompt that ends in ``<think>`` (a template that opens the model's reasoning, DeepSeek-R1's
-    and Qwen3's thinking ones; or a completions prompt written so) makes the reply start inside
-    it: a reply that never closes it has no answer, as the envs read a reply cut while thinking
-    (s22 att29z: such replies, cut at the token limit, were graded on a box in their reasoning,
-    10 of 10 paid). Not where an engine's reasoning parser gave the reasoning its own field:
-    its content is the answer part then. The prompt is the call's text (completions) or its
-    prompt ids decoded (``decode``; a chat call without a tokenizer is graded as returned).
+    A prompt that leaves a ``<think>`` open (a template that opens the model's reasoning,
+    DeepSeek-R1's and Qwen3's thinking ones; a completions prompt written so, words after the
+    tag or not) makes the reply start inside it: a reply that never closes it has no answer,
+    as the envs read a reply cut while thinking (s22 att29z, att29q: such replies, cut at the
+    token limit, were paid for a box in their reasoning, 10 of 10). Where an engine's
+    reasoning parser gave the reasoning its own field, the content is the answer part, unless
+    the parser called a whole reply reasoning that neither its prompt nor itself opened (R1's
+    parser on a reply without think tags: 10 of 10 right replies scored 0, att29q A2). The
+    prompt is the call's text (completions) or its prompt ids decoded (``decode``; a chat call
+    without a tokenizer is graded as returned).
     """
     text = _reply_text(call, decode)
+    opened = _opens_think(_prompt_text(call, decode))
     message = call.message or {}
     if any(message.get(name) for name in REASONING_FIELDS):
+        if not opened and decode is not None and call.ids_source == "engine":
+            written = decode(call.completion_ids) if call.completion_ids else None
+            if written is not None and not _THINK_TAG.search(written):
+                return written
         return text
+    return THINK_OPEN + text if opened else text
+
+
+def _prompt_text(call: Call, decode: Callable[..., str | None] | None) -> str:
+    """A call's prompt as text: a completions prompt as given, else its ids decoded."""
     prompt = call.request.get("prompt") if call.api == "completions" else None
-    if not isinstance(prompt, str):
-        ids = prompt if isinstance(prompt, list) else call.prompt_ids
-        tail = list(ids[-_PROMPT_TAIL_TOKENS:]) if ids else []
-        prompt = (decode(tail, reply=False) if tail and decode is not None else None) or ""
-    return THINK_OPEN + text if _OPENS_THINK.search(prompt[-256:]) else text
+    if isinstance(prompt, str):
+        return prompt
+    ids = prompt if isinstance(prompt, list) else call.prompt_ids
+    if not ids or decode is None:
+        return ""
+    return decode(list(ids), reply=False) or ""
 
 
-#: Tokens of a prompt's end decoded to see whether it opens ``<think>`` (:func:`_graded`).
-_PROMPT_TAIL_TOKENS = 16
-#: A prompt that ends in an open ``<think>`` (whitespace after it).
-_OPENS_THINK = re.compile(r"<think>\s*\Z", re.IGNORECASE)
+#: A ``<think>`` or ``</think>`` tag, as the envs' reasoning rule reads them.
+_THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
+
+
+def _opens_think(prompt: str) -> bool:
+    """Whether ``prompt`` leaves a ``<think>`` open: its last tag is an opening one."""
+    tags = _THINK_TAG.findall(prompt)
+    return bool(tags) and not tags[-1].startswith("</")
 
 
 def _reply_text(call: Call, decode: Callable[..., str | None] | None) -> str:

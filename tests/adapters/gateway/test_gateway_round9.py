@@ -761,14 +761,18 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
     engine = StandInEngine()
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
     try:
-        for opened, reply, paid in [
-            (True, thinking, 0.0),
-            (True, f"{thinking}</think> \\boxed{{{ANSWERS[0]}}}", 1.0),
-            (False, f"\\boxed{{{ANSWERS[0]}}}", 1.0),
-        ]:
-            run = f"completions-{opened}-{paid}"
-            text = f"{prompt}\n<think>\n" if opened else prompt
-            r = _scored(app, engine, 0, text, run=run, reply=reply)
+        # att29q A1: words after the prompt's `<think>` leave it open too.
+        for k, (opened, reply, paid) in enumerate(
+            [
+                ("<think>\n", thinking, 0.0),
+                ("<think>\nOkay,", thinking, 0.0),
+                ("<think>\u200b", thinking, 0.0),
+                ("<think>\n", f"{thinking}</think> \\boxed{{{ANSWERS[0]}}}", 1.0),
+                ("", f"\\boxed{{{ANSWERS[0]}}}", 1.0),
+            ]
+        ):
+            run = f"completions-{k}"
+            r = _scored(app, engine, 0, f"{prompt}\n{opened}", run=run, reply=reply)
             assert r.status_code == 200 and r.json()["reward"] == paid, (opened, reply, r.text)
     finally:
         app.__exit__(None, None, None)
@@ -793,5 +797,15 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
             chat.ids = tokenizer.encode(reply, add_special_tokens=False)
             r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
             assert r.status_code == 200 and r.json()["reward"] == paid, (reply, r.text)
+        # att29q A2: R1's reasoning parser calls a whole reply without think tags reasoning;
+        # where neither the prompt nor the reply opened one, the reply is the answer.
+        chat.prompt_ids = tokenizer.encode(
+            f"<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
+        )
+        written = f"The answer is \\boxed{{{ANSWERS[0]}}}."
+        chat.text, chat.reasoning = "", written
+        chat.ids = tokenizer.encode(written, add_special_tokens=False)
+        r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
     finally:
         app.__exit__(None, None, None)
