@@ -1987,19 +1987,26 @@ def _graded(call: Call, decode: Callable[..., str | None] | None = None) -> str:
     as the envs read a reply cut while thinking (s22 att29z, att29q: such replies, cut at the
     token limit, were paid for a box in their reasoning, 10 of 10). Where an engine's
     reasoning parser gave the reasoning its own field, the content is the answer part, unless
-    the parser called a whole reply reasoning that neither its prompt nor itself opened (R1's
-    parser on a reply without think tags: 10 of 10 right replies scored 0, att29q A2). The
+    the parser called the whole reply, as written, reasoning, and neither its prompt nor
+    itself opened one (R1's parser on a reply without think tags: 10 of 10 right replies
+    scored 0, att29q A2). The
     prompt is the call's text (completions) or its prompt ids decoded (``decode``; a chat call
     without a tokenizer is graded as returned).
     """
     text = _reply_text(call, decode)
     opened = _opens_think(_prompt_text(call, decode))
     message = call.message or {}
-    if any(message.get(name) for name in REASONING_FIELDS):
-        if not opened and decode is not None and call.ids_source == "engine":
+    reasoning = next((message[n] for n in REASONING_FIELDS if message.get(n)), None)
+    if reasoning is not None:
+        if not opened and not text and decode is not None and call.ids_source == "engine":
+            # The parser called the whole reply reasoning, as written (R1's parser on a reply
+            # without think tags): only then is it the answer. A reasoning field that is part
+            # of the reply, or the reply without its markers (`<seed:think>`, `[THINK]`,
+            # harmony channels), is reasoning (s22 att29r: graded whole, 10 of 10 paid).
             written = decode(call.completion_ids) if call.completion_ids else None
-            if written is not None and not _THINK_TAG.search(written):
-                return written
+            if written is not None and written.strip() == str(reasoning).strip():
+                if not _THINK_TAG.search(written):
+                    return written
         return text
     return THINK_OPEN + text if opened else text
 

@@ -807,5 +807,12 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
         chat.ids = tokenizer.encode(written, add_special_tokens=False)
         r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
         assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+        # att29r F1: a parser that took its own markers out (Seed-OSS `<seed:think>`) called a
+        # reply cut while thinking reasoning; it is not the whole reply as written, so it stays
+        # reasoning (graded whole, its box was paid: 10 of 10).
+        chat.text, chat.reasoning = "", thinking
+        chat.ids = tokenizer.encode(f"<seed:think>{thinking}", add_special_tokens=False)
+        r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
     finally:
         app.__exit__(None, None, None)
