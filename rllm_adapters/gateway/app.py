@@ -1840,35 +1840,65 @@ class Gateway:
 
     def _score_replies(self, env_id: str, calls: Sequence[Call], **kwargs: Any) -> dict[str, Any]:
         """:func:`score_with_env` of the replies of ``calls`` as graded (:func:`_graded`)."""
-        replies = [_graded(call, self._decode) for call in calls]
+        replies = [_graded(call, self._decode, self._generation_prompt) for call in calls]
         return score_with_env(env_id, replies, **kwargs)
 
-    def _decode(self, ids: Sequence[int], reply: bool = True) -> str | None:
-        """The text of ``ids`` (``None`` without a configured tokenizer).
+    def _grading(self) -> Any:
+        """The tokenizer grading uses (``None`` without one); call with the lock held.
 
-        A reply's (``reply``) without its end-of-turn tokens, or a prompt's.
+        A copy of its own: the templater's is used by its one thread.
+        """
+        if self._grading_tokenizer is None:
+            if self.config.tokenizer:
+                transformers = require("transformers", "train", feature="grading replies")
+                self._grading_tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    self.config.tokenizer
+                )
+            elif self._tokenizer is not None:
+                self._grading_tokenizer = copy.deepcopy(self._tokenizer)
+        return self._grading_tokenizer
+
+    def _decode(self, ids: Sequence[int]) -> str | None:
+        """The text of a reply's ``ids`` (``None`` without a tokenizer).
+
+        As an engine's tool parser reads a reply: special tokens kept (vLLM's parsers turn
+        skipping off, and a model's think markers may be special tokens: s22 att29x E3,
+        att29s A1), but the end-of-turn token(s), and spaces as generated.
         """
         with self._grading_lock:
-            if self._grading_tokenizer is None:
-                if self.config.tokenizer:
-                    transformers = require("transformers", "train", feature="grading replies")
-                    self._grading_tokenizer = transformers.AutoTokenizer.from_pretrained(
-                        self.config.tokenizer
-                    )
-                elif self._tokenizer is not None:
-                    self._grading_tokenizer = copy.deepcopy(self._tokenizer)
-                else:
-                    return None
-            # As an engine's tool parser reads a reply: special tokens kept (vLLM's parsers
-            # turn skipping off; a model's think markers may be special tokens, s22 att29x
-            # E3), but the end-of-turn token(s), and spaces as generated.
-            tokenizer = self._grading_tokenizer
+            tokenizer = self._grading()
+            if tokenizer is None:
+                return None
             ids = list(ids)
             special = set(tokenizer.all_special_ids)
-            while reply and ids and ids[-1] in special:
+            while ids and ids[-1] in special:
                 ids.pop()
             return str(
                 tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            )
+
+    def _generation_prompt(self, call: Call) -> str:
+        """The end of ``call``'s prompt after its last special token: the turn it continues.
+
+        A chat template's generation prompt, not earlier turns (s22 att29s A2: an earlier
+        reply cut while thinking left every later turn's ``<think>`` open). A completions
+        prompt given as text is read whole without a tokenizer.
+        """
+        prompt = call.request.get("prompt") if call.api == "completions" else None
+        with self._grading_lock:
+            tokenizer = self._grading()
+            if tokenizer is None:
+                return prompt if isinstance(prompt, str) else ""
+            if isinstance(prompt, str):
+                ids = list(tokenizer.encode(prompt, add_special_tokens=False))
+            else:
+                ids = list(prompt) if isinstance(prompt, list) else list(call.prompt_ids)
+            special = set(tokenizer.all_special_ids)
+            start = next((i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in special), 0)
+            return str(
+                tokenizer.decode(
+                    ids[start:], skip_special_tokens=False, clean_up_tokenization_spaces=False
+                )
             )
 
     def tokenizer(self) -> Any:
@@ -1978,23 +2008,25 @@ class _StreamParts:
         )
 
 
-def _graded(call: Call, decode: Callable[..., str | None] | None = None) -> str:
+def _graded(
+    call: Call,
+    decode: Callable[[Sequence[int]], str | None] | None = None,
+    prompt: Callable[[Call], str] | None = None,
+) -> str:
     """The reply as the env reads it (:func:`_reply_text`), in the ``<think>`` its prompt opened.
 
-    A prompt that leaves a ``<think>`` open (a template that opens the model's reasoning,
-    DeepSeek-R1's and Qwen3's thinking ones; a completions prompt written so, words after the
-    tag or not) makes the reply start inside it: a reply that never closes it has no answer,
-    as the envs read a reply cut while thinking (s22 att29z, att29q: such replies, cut at the
-    token limit, were paid for a box in their reasoning, 10 of 10). Where an engine's
-    reasoning parser gave the reasoning its own field, the content is the answer part, unless
-    the parser called the whole reply, as written, reasoning, and neither its prompt nor
-    itself opened one (R1's parser on a reply without think tags: 10 of 10 right replies
-    scored 0, att29q A2). The
-    prompt is the call's text (completions) or its prompt ids decoded (``decode``; a chat call
-    without a tokenizer is graded as returned).
+    A prompt whose last turn leaves a ``<think>`` open (``prompt``: a template that opens the
+    model's reasoning, DeepSeek-R1's and Qwen3's thinking ones; a completions prompt written
+    so, words after the tag or not) makes the reply start inside it: a reply that never closes
+    it has no answer, as the envs read a reply cut while thinking (s22 att29z, att29q: such
+    replies, cut at the token limit, were paid for a box in their reasoning, 10 of 10). Where
+    an engine's reasoning parser gave the reasoning its own field, the content is the answer
+    part, unless the parser called the whole reply, as written, reasoning, and neither its
+    prompt nor itself opened one (R1's parser on a reply without think tags: 10 of 10 right
+    replies scored 0, att29q A2).
     """
     text = _reply_text(call, decode)
-    opened = _opens_think(_prompt_text(call, decode))
+    opened = prompt is not None and _opens_think(prompt(call))
     message = call.message or {}
     reasoning = next((message[n] for n in REASONING_FIELDS if message.get(n)), None)
     if reasoning is not None:
@@ -2011,17 +2043,6 @@ def _graded(call: Call, decode: Callable[..., str | None] | None = None) -> str:
     return THINK_OPEN + text if opened else text
 
 
-def _prompt_text(call: Call, decode: Callable[..., str | None] | None) -> str:
-    """A call's prompt as text: a completions prompt as given, else its ids decoded."""
-    prompt = call.request.get("prompt") if call.api == "completions" else None
-    if isinstance(prompt, str):
-        return prompt
-    ids = prompt if isinstance(prompt, list) else call.prompt_ids
-    if not ids or decode is None:
-        return ""
-    return decode(list(ids), reply=False) or ""
-
-
 #: A ``<think>`` or ``</think>`` tag, as the envs' reasoning rule reads them.
 _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
 
@@ -2032,7 +2053,7 @@ def _opens_think(prompt: str) -> bool:
     return bool(tags) and not tags[-1].startswith("</")
 
 
-def _reply_text(call: Call, decode: Callable[..., str | None] | None) -> str:
+def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None) -> str:
     """The reply as the env reads it: its text, with the tool calls an engine parsed out.
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
@@ -2052,9 +2073,20 @@ def _reply_text(call: Call, decode: Callable[..., str | None] | None) -> str:
     """
     message = call.message or {}
     calls = message.get("tool_calls")
+    engine_ids = decode is not None and call.ids_source == "engine" and bool(call.completion_ids)
     if not calls or call.text != (message.get("content") or ""):
-        return call.text  # no tool calls, or the raw text they were parsed from
-    if decode is not None and call.ids_source == "engine" and call.completion_ids:
+        # No tool calls, or the raw text they were parsed from: as written where the engine's
+        # ids are known (its text skips special tokens, a model's think markers among them:
+        # s22 att29s A1, a reply cut while thinking was paid 10 of 10), unless a reasoning
+        # parser split it (its content is then the answer part).
+        if engine_ids and not any(message.get(n) for n in REASONING_FIELDS):
+            assert decode is not None
+            written = decode(call.completion_ids)
+            if written is not None:
+                return written
+        return call.text
+    if engine_ids:
+        assert decode is not None
         written = decode(call.completion_ids)
         content = call.text.rstrip()
         if written is not None and written.startswith(content):

@@ -816,3 +816,95 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
         assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
     finally:
         app.__exit__(None, None, None)
+
+
+class TokenStandIn:
+    """A stand-in vLLM completions server for these unit tests (not a real part): it
+    "generates" ``gen``, returns its token ids under the tokenizer, cut at ``max_tokens``
+    (finish ``length``), and its text as vLLM does (special tokens skipped by default)."""
+
+    def __init__(self, tokenizer) -> None:
+        import json
+
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        self.gen = ""
+
+        async def completions(request):
+            body = json.loads(await request.body())
+            ids = tokenizer.encode(self.gen, add_special_tokens=False)
+            cut = len(ids) > body["max_tokens"]
+            ids = ids[: body["max_tokens"]]
+            prompt = body["prompt"]
+            choice = {
+                "index": 0,
+                "text": tokenizer.decode(ids, skip_special_tokens=True),
+                "token_ids": ids,
+                "prompt_token_ids": prompt
+                if isinstance(prompt, list)
+                else tokenizer.encode(prompt),
+                "finish_reason": "length" if cut else "stop",
+            }
+            return JSONResponse({"id": "c", "choices": [choice]})
+
+        async def models(request):
+            return JSONResponse({"data": [{"id": CALL["model"], "max_model_len": 4096}]})
+
+        self.app = Starlette(
+            routes=[
+                Route("/v1/completions", completions, methods=["POST"]),
+                Route("/v1/models", models, methods=["GET"]),
+            ]
+        )
+
+
+def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_path):
+    """s22 att29s: A1, a tokenizer whose `<think>`/`</think>` are special tokens: the engine's
+    text skips them, so a reply cut while thinking was graded whole and paid for the box in its
+    reasoning (10 of 10); the reply is graded from its ids, markers kept. A2, an earlier turn
+    cut while thinking left its `<think>` the last tag of every later prompt, so a right later
+    reply read as thinking (10 of 10 scored 0); only the prompt's last turn is read."""
+    import gymnasium as gym
+    import transformers
+
+    env = gym.make(MATH, max_turns=2)
+    prompt, _ = env.reset(seed=0)
+    env.close()
+    right = f"\\boxed{{{ANSWERS[0]}}}"
+    thinking = "<think>maybe " + right + " but let me check" + " again" * 60
+
+    def session(app, engine, replies):
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        history = [{"role": "user", "content": prompt}]
+        for reply in replies:
+            engine.gen = reply
+            call = {"model": CALL["model"], "max_tokens": 48, "temperature": 0}
+            r = app.post(
+                f"/sessions/{sid}/v1/chat/completions",
+                json={**call, "messages": history},
+                headers=ALICE,
+            )
+            assert r.is_success, r.text
+            content = r.json()["choices"][0]["message"]["content"]
+            history += [{"role": "assistant", "content": content}, {"role": "user", "content": "?"}]
+        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE).json()
+
+    special = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    special.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    special.save_pretrained(tmp_path / "special")
+    for folder, replies, paid in [
+        (tmp_path / "special", [thinking], 0.0),  # A1: cut while thinking
+        (tiny_path, [thinking, right], 1.0),  # A2: a right second turn
+    ]:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+        engine = TokenStandIn(tokenizer)
+        scorers = {MATH: {"max_turns": len(replies)}}
+        app = _test_client(tmp_path / f"gw{paid}", engine, scorers=scorers, tokenizer=str(folder))
+        try:
+            reward = session(app, engine, replies)
+            assert reward["reward"] == paid, (folder, reward)
+        finally:
+            app.__exit__(None, None, None)
