@@ -247,6 +247,7 @@ class Gateway:
         #: Decodes a reply's completion ids for grading (:meth:`_decode`), with a tokenizer of
         #: its own: the templater's is used by its one thread.
         self._grading_tokenizer: Any = None
+        self._grading_specials: set[int] = set()
         self._grading_lock = threading.Lock()
         #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
         self._max_model_len: int | None = None
@@ -1856,6 +1857,15 @@ class Gateway:
                 )
             elif self._tokenizer is not None:
                 self._grading_tokenizer = copy.deepcopy(self._tokenizer)
+            if self._grading_tokenizer is not None:
+                # Special tokens but the think markers (a model's may be special tokens):
+                # they end a reply and start a turn; a marker does neither (s22 att29t).
+                tokenizer = self._grading_tokenizer
+                self._grading_specials = {
+                    i
+                    for i in tokenizer.all_special_ids
+                    if not _THINK_TAG.fullmatch(str(tokenizer.convert_ids_to_tokens(i)))
+                }
         return self._grading_tokenizer
 
     def _decode(self, ids: Sequence[int]) -> str | None:
@@ -1863,15 +1873,15 @@ class Gateway:
 
         As an engine's tool parser reads a reply: special tokens kept (vLLM's parsers turn
         skipping off, and a model's think markers may be special tokens: s22 att29x E3,
-        att29s A1), but the end-of-turn token(s), and spaces as generated.
+        att29s A1), but the end-of-turn token(s) (not a think marker: att29t), and spaces as
+        generated.
         """
         with self._grading_lock:
             tokenizer = self._grading()
             if tokenizer is None:
                 return None
             ids = list(ids)
-            special = set(tokenizer.all_special_ids)
-            while ids and ids[-1] in special:
+            while ids and ids[-1] in self._grading_specials:
                 ids.pop()
             return str(
                 tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -1893,7 +1903,7 @@ class Gateway:
                 ids = list(tokenizer.encode(prompt, add_special_tokens=False))
             else:
                 ids = list(prompt) if isinstance(prompt, list) else list(call.prompt_ids)
-            special = set(tokenizer.all_special_ids)
+            special = self._grading_specials
             start = next((i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in special), 0)
             return str(
                 tokenizer.decode(

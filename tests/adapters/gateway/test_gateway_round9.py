@@ -908,3 +908,23 @@ def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_p
             assert reward["reward"] == paid, (folder, reward)
         finally:
             app.__exit__(None, None, None)
+    # s22 att29t: special think markers are not where a turn starts or a reply ends: a prompt
+    # opening `<think>` then words, and a reply that ends on a new `<think>` (no answer by the
+    # envs' rule), were paid 10 of 10.
+    folder = str(tmp_path / "special")
+    engine = TokenStandIn(transformers.AutoTokenizer.from_pretrained(folder))
+    app = _test_client(tmp_path / "gw-t", engine, scorers={MATH: {}}, tokenizer=folder)
+    try:
+        cases = [(f"{prompt}\n<think>\nOkay,", thinking[7:], 48), (prompt, f"{right} <think>", 9)]
+        for k, (text, gen, limit) in enumerate(cases):
+            engine.gen = gen
+            sid = app.post(
+                "/sessions", json={"env_id": MATH, "seed": 0, "run": f"t{k}"}, headers=ALICE
+            )
+            sid = sid.json()["session_id"]
+            call = {"model": CALL["model"], "prompt": text, "max_tokens": limit, "temperature": 0}
+            assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+            r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+            assert r.json()["reward"] == 0.0, (text, gen, r.text)
+    finally:
+        app.__exit__(None, None, None)
