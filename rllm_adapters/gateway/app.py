@@ -247,7 +247,9 @@ class Gateway:
         #: Decodes a reply's completion ids for grading (:meth:`_decode`), with a tokenizer of
         #: its own: the templater's is used by its one thread.
         self._grading_tokenizer: Any = None
-        self._grading_specials: set[int] = set()
+        self._grading_ends: set[int] = set()
+        self._grading_turns: set[int] = set()
+        self._grading_think_special = False
         self._grading_lock = threading.Lock()
         #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
         self._max_model_len: int | None = None
@@ -1007,6 +1009,8 @@ class Gateway:
                 refused.append("prompt_not_task")
             elif session.diverged or not _history_recorded(session):
                 refused.append("history_not_recorded")
+            elif self._loses_markers(session.calls):
+                refused.append("reply_ids_needed")
             return not refused
 
         options = {"index": index} if index is not None else None
@@ -1050,6 +1054,16 @@ class Gateway:
                 "episode, every turn a call through it, sent back as the gateway returned it "
                 "(a number reward keeps such a session as the client's).",
                 "history_not_recorded",
+            )
+        if refused == ["reply_ids_needed"]:
+            raise GatewayError(
+                409,
+                f"Session {session.id!r} holds a reply whose engine returned no token ids, and "
+                "the model's think markers are special tokens, which the engine's text skips: "
+                "where its reasoning ends cannot be read, so it is not scored (serve with an "
+                "engine that returns token ids, vLLM's `return_token_ids`; a number reward "
+                "keeps the session as the client's).",
+                "reply_ids_needed",
             )
         if not scored.get("prompt_ok", True):
             raise GatewayError(
@@ -1827,6 +1841,7 @@ class Gateway:
                         call.request.get("messages", []),
                         tokenize=True,
                         add_generation_prompt=True,
+                        return_dict=False,  # transformers 5 returns a BatchEncoding (s22 att29u)
                     )
                 )
             else:
@@ -1857,16 +1872,34 @@ class Gateway:
                 )
             elif self._tokenizer is not None:
                 self._grading_tokenizer = copy.deepcopy(self._tokenizer)
-            if self._grading_tokenizer is not None:
-                # Special tokens but the think markers (a model's may be special tokens):
-                # they end a reply and start a turn; a marker does neither (s22 att29t).
-                tokenizer = self._grading_tokenizer
-                self._grading_specials = {
+            tokenizer = self._grading_tokenizer
+            if tokenizer is not None:
+                # A model's think markers may be special tokens; they neither end a reply nor
+                # start a turn (s22 att29t). Special tokens end a reply; those and the other
+                # added tokens (role tokens a template marks not special: R1's) start a turn.
+                special = set(tokenizer.all_special_ids)
+                added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+                think = {
                     i
-                    for i in tokenizer.all_special_ids
-                    if not _THINK_TAG.fullmatch(str(tokenizer.convert_ids_to_tokens(i)))
+                    for i in special | added
+                    if _THINK_TAG.fullmatch(str(tokenizer.convert_ids_to_tokens(i)))
                 }
+                self._grading_ends = special - think
+                self._grading_turns = (special | added) - think
+                self._grading_think_special = bool(think & special)
         return self._grading_tokenizer
+
+    def _loses_markers(self, calls: Sequence[Call]) -> bool:
+        """Whether a reply of ``calls`` lost its think markers: only the engine's text.
+
+        The text skips special tokens, the model's think markers among them where its
+        tokenizer makes them special (s22 att29u: a reply cut while thinking lost its
+        ``<think>`` and was graded whole, 10 of 10 paid).
+        """
+        if all(call.ids_source == "engine" for call in calls):
+            return False
+        with self._grading_lock:
+            return self._grading() is not None and self._grading_think_special
 
     def _decode(self, ids: Sequence[int]) -> str | None:
         """The text of a reply's ``ids`` (``None`` without a tokenizer).
@@ -1881,7 +1914,7 @@ class Gateway:
             if tokenizer is None:
                 return None
             ids = list(ids)
-            while ids and ids[-1] in self._grading_specials:
+            while ids and ids[-1] in self._grading_ends:
                 ids.pop()
             return str(
                 tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -1903,8 +1936,9 @@ class Gateway:
                 ids = list(tokenizer.encode(prompt, add_special_tokens=False))
             else:
                 ids = list(prompt) if isinstance(prompt, list) else list(call.prompt_ids)
-            special = self._grading_specials
-            start = next((i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in special), 0)
+            ids = [i for i in ids if type(i) is int]
+            turns = self._grading_turns
+            start = next((i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in turns), 0)
             return str(
                 tokenizer.decode(
                     ids[start:], skip_special_tokens=False, clean_up_tokenization_spaces=False

@@ -348,6 +348,8 @@ class ChatStandIn:
         #: The completion's token ids and the prompt's (made-up ones when None).
         self.ids: list[int] | None = None
         self.prompt_ids: list[int] | None = None
+        #: False: an engine that returns no token ids (the gateway re-tokenises its text).
+        self.send_ids = True
         self.bodies: list[dict] = []
 
         async def chat(request):
@@ -364,7 +366,10 @@ class ChatStandIn:
                 if self.tool_calls:
                     message["tool_calls"] = self.tool_calls
                 choice = {"index": 0, "message": message, "logprobs": logprobs}
-                choice.update(token_ids=ids, finish_reason="stop")
+                choice["finish_reason"] = "stop"
+                if not self.send_ids:
+                    return JSONResponse({"id": "c", "choices": [choice]})
+                choice["token_ids"] = ids
                 prompt_ids = self.prompt_ids or [1, 2]
                 return JSONResponse(
                     {"id": "c", "choices": [choice], "prompt_token_ids": prompt_ids}
@@ -928,3 +933,36 @@ def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_p
             assert r.json()["reward"] == 0.0, (text, gen, r.text)
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_reply_without_engine_ids_is_graded_or_refused_clearly(tmp_path, tiny_path):
+    """s22 att29u: an engine that returns no token ids. A3: the gateway re-tokenised the
+    prompt into a BatchEncoding's keys (transformers 5), and every honest chat reply failed
+    to score (10 of 10); it is graded. A4: where the model's think markers are special tokens,
+    the engine's text has lost them (a reply cut while thinking was paid 10 of 10): such a
+    session is refused, 409 `reply_ids_needed`."""
+    import transformers
+
+    special = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    special.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    special.save_pretrained(tmp_path / "special")
+    for folder, status in [(str(tiny_path), 200), (str(tmp_path / "special"), 409)]:
+        engine = ChatStandIn()
+        engine.send_ids = False
+        app = _test_client(
+            tmp_path / f"gw{status}",
+            engine,
+            scorers={MATH: {}},
+            tokenizer=folder,
+            template_chat=False,
+        )
+        try:
+            engine.text = f"So \\boxed{{{ANSWERS[0]}}}."
+            r = _chat_scored(app, MATH, 0, _task_prompt(MATH, 0), max_tokens=64)
+            assert r.status_code == status, r.text
+            if status == 200:
+                assert r.json()["reward"] == 1.0, r.text
+            else:
+                assert r.json()["error"]["code"] == "reply_ids_needed", r.text
+        finally:
+            app.__exit__(None, None, None)
