@@ -1921,11 +1921,12 @@ class Gateway:
             )
 
     def _generation_prompt(self, call: Call) -> str:
-        """The end of ``call``'s prompt after its last special token: the turn it continues.
+        """The end of ``call``'s prompt after its last added token: the turn it continues.
 
-        A chat template's generation prompt, not earlier turns (s22 att29s A2: an earlier
-        reply cut while thinking left every later turn's ``<think>`` open). A completions
-        prompt given as text is read whole without a tokenizer.
+        A chat template's generation prompt (after its role token; think markers do not
+        count), not earlier turns (s22 att29s A2: an earlier reply cut while thinking left
+        every later turn's ``<think>`` open). A completions prompt given as text is read
+        whole without a tokenizer.
         """
         prompt = call.request.get("prompt") if call.api == "completions" else None
         with self._grading_lock:
@@ -2117,26 +2118,21 @@ def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None
     """
     message = call.message or {}
     calls = message.get("tool_calls")
-    engine_ids = decode is not None and call.ids_source == "engine" and bool(call.completion_ids)
-    if not calls or call.text != (message.get("content") or ""):
-        # No tool calls, or the raw text they were parsed from: as written where the engine's
-        # ids are known (its text skips special tokens, a model's think markers among them:
-        # s22 att29s A1, a reply cut while thinking was paid 10 of 10), unless a reasoning
-        # parser split it (its content is then the answer part).
-        if engine_ids and not any(message.get(n) for n in REASONING_FIELDS):
-            assert decode is not None
-            written = decode(call.completion_ids)
-            if written is not None:
-                return written
-        return call.text
-    if engine_ids:
-        assert decode is not None
+    written = None  # what the model wrote, where the engine's ids and a tokenizer tell
+    if decode is not None and call.ids_source == "engine" and call.completion_ids:
         written = decode(call.completion_ids)
-        content = call.text.rstrip()
-        if written is not None and written.startswith(content):
-            # The parser cut the reply before its reasoning closed: a call drafted there.
-            if THINK_CLOSE in written[len(content) :].lower():
-                return written
+    if not calls or call.text != (message.get("content") or ""):
+        # No tool calls, or the raw text they were parsed from: as written (the engine's text
+        # skips special tokens, a model's think markers among them: s22 att29s A1, a reply
+        # cut while thinking was paid 10 of 10), unless a reasoning parser split it (its
+        # content is then the answer part).
+        reasoned = any(message.get(n) for n in REASONING_FIELDS)
+        return written if written is not None and not reasoned else call.text
+    content = call.text.rstrip()
+    if written is not None and written.startswith(content):
+        # The parser cut the reply before its reasoning closed: a call drafted there.
+        if THINK_CLOSE in written[len(content) :].lower():
+            return written
     blocks = []
     for tool_call in calls:
         function = tool_call.get("function") if isinstance(tool_call, Mapping) else None
