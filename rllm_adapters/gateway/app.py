@@ -248,7 +248,6 @@ class Gateway:
         #: its own: the templater's is used by its one thread.
         self._grading_tokenizer: Any = None
         self._grading_ends: set[int] = set()
-        self._grading_turns: set[int] = set()
         self._grading_think_special = False
         self._grading_lock = threading.Lock()
         #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
@@ -1874,19 +1873,16 @@ class Gateway:
                 self._grading_tokenizer = copy.deepcopy(self._tokenizer)
             tokenizer = self._grading_tokenizer
             if tokenizer is not None:
-                # A model's think markers may be special tokens; they neither end a reply nor
-                # start a turn (s22 att29t). Special tokens end a reply; those and the other
-                # added tokens (role tokens a template marks not special: R1's) start a turn.
+                # A model's think markers may be special tokens; they do not end a reply
+                # (s22 att29t), which the other special tokens do.
                 special = set(tokenizer.all_special_ids)
-                added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
                 think = {
                     i
-                    for i in special | added
+                    for i in special
                     if _THINK_TAG.fullmatch(str(tokenizer.convert_ids_to_tokens(i)))
                 }
                 self._grading_ends = special - think
-                self._grading_turns = (special | added) - think
-                self._grading_think_special = bool(think & special)
+                self._grading_think_special = bool(think)
         return self._grading_tokenizer
 
     def _loses_markers(self, calls: Sequence[Call]) -> bool:
@@ -1921,30 +1917,33 @@ class Gateway:
             )
 
     def _generation_prompt(self, call: Call) -> str:
-        """The end of ``call``'s prompt after its last added token: the turn it continues.
+        """The prompt text a reply continues, as far as it decides whether ``<think>`` is open.
 
-        A chat template's generation prompt (after its role token; think markers do not
-        count), not earlier turns (s22 att29s A2: an earlier reply cut while thinking left
-        every later turn's ``<think>`` open). A completions prompt given as text is read
-        whole without a tokenizer.
+        A completions prompt whole: the client wrote all of it, and the envs read a reply
+        after an open ``<think>`` as reasoning whatever tokens follow the tag (s22 att29v: a
+        tool-call or end-of-text token after it hid it, 10 of 10 paid). A chat prompt after
+        its last message's text: the template's end of that turn and its generation prompt,
+        not earlier turns (att29s A2: an earlier reply cut while thinking left every later
+        turn's ``<think>`` open), whole where that text is not found. Chat prompt ids are
+        read with the tokenizer; without one a chat prompt reads as empty.
         """
         prompt = call.request.get("prompt") if call.api == "completions" else None
+        if isinstance(prompt, str):
+            return prompt
+        ids = prompt if isinstance(prompt, list) else call.prompt_ids
+        ids = [i for i in ids or [] if type(i) is int]
         with self._grading_lock:
             tokenizer = self._grading()
-            if tokenizer is None:
-                return prompt if isinstance(prompt, str) else ""
-            if isinstance(prompt, str):
-                ids = list(tokenizer.encode(prompt, add_special_tokens=False))
-            else:
-                ids = list(prompt) if isinstance(prompt, list) else list(call.prompt_ids)
-            ids = [i for i in ids if type(i) is int]
-            turns = self._grading_turns
-            start = next((i + 1 for i in range(len(ids) - 1, -1, -1) if ids[i] in turns), 0)
-            return str(
-                tokenizer.decode(
-                    ids[start:], skip_special_tokens=False, clean_up_tokenization_spaces=False
-                )
+            if tokenizer is None or not ids:
+                return ""
+            text = str(
+                tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
             )
+        messages = call.request.get("messages") if call.api == "chat" else None
+        final = messages[-1] if isinstance(messages, list) and messages else None
+        last = message_text(final).strip() if isinstance(final, Mapping) else ""
+        at = text.rfind(last) if last else -1
+        return text[at + len(last) :] if at >= 0 else text
 
     def tokenizer(self) -> Any:
         """The tokenizer for engines without token ids (``None`` if none is configured)."""

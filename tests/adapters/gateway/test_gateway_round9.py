@@ -920,7 +920,14 @@ def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_p
     engine = TokenStandIn(transformers.AutoTokenizer.from_pretrained(folder))
     app = _test_client(tmp_path / "gw-t", engine, scorers={MATH: {}}, tokenizer=folder)
     try:
-        cases = [(f"{prompt}\n<think>\nOkay,", thinking[7:], 48), (prompt, f"{right} <think>", 9)]
+        # att29v: tokens after the `<think>` of a completions prompt (a tool-call tag, an
+        # end-of-text token) hid it from a reading of the prompt's last turn: 10 of 10 paid.
+        cases = [
+            (f"{prompt}\n<think>\nOkay,", thinking[7:], 48),
+            (prompt, f"{right} <think>", 9),
+            (f"{prompt}<|im_start|>assistant\n<think>\n<tool_call>\n", thinking[7:], 48),
+            (f"{prompt}\n<think>\n<|endoftext|>", thinking[7:], 48),
+        ]
         for k, (text, gen, limit) in enumerate(cases):
             engine.gen = gen
             sid = app.post(
