@@ -248,6 +248,8 @@ class Gateway:
         #: its own: the templater's is used by its one thread.
         self._grading_tokenizer: Any = None
         self._grading_ends: set[int] = set()
+        #: The chat template's generation prompt (``None``: it has none it can tell).
+        self._grading_generation: str | None = None
         self._grading_think_special = False
         self._grading_lock = threading.Lock()
         #: The engines' context length (``max_model_len`` of ``/v1/models``), once read.
@@ -1883,6 +1885,7 @@ class Gateway:
                 }
                 self._grading_ends = special - think
                 self._grading_think_special = bool(think)
+                self._grading_generation = _generation_suffix(tokenizer)
         return self._grading_tokenizer
 
     def _loses_markers(self, calls: Sequence[Call]) -> bool:
@@ -1921,11 +1924,13 @@ class Gateway:
 
         A completions prompt whole: the client wrote all of it, and the envs read a reply
         after an open ``<think>`` as reasoning whatever tokens follow the tag (s22 att29v: a
-        tool-call or end-of-text token after it hid it, 10 of 10 paid). A chat prompt after
-        its last message's text: the template's end of that turn and its generation prompt,
-        not earlier turns (att29s A2: an earlier reply cut while thinking left every later
-        turn's ``<think>`` open), whole where that text is not found. Chat prompt ids are
-        read with the tokenizer; without one a chat prompt reads as empty.
+        tool-call or end-of-text token after it hid it, 10 of 10 paid). A chat prompt that
+        ends in the chat template's generation prompt: that generation prompt (a template
+        that opens the model's reasoning ends it in ``<think>``), not earlier turns or
+        messages (att29s A2: an earlier reply cut while thinking left every later turn's
+        ``<think>`` open; att29w2: a search for the last message's text landed in the wrong
+        place). Any other chat prompt whole. Chat prompt ids are read with the tokenizer;
+        without one a chat prompt reads as empty.
         """
         prompt = call.request.get("prompt") if call.api == "completions" else None
         if isinstance(prompt, str):
@@ -1939,11 +1944,10 @@ class Gateway:
             text = str(
                 tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
             )
-        messages = call.request.get("messages") if call.api == "chat" else None
-        final = messages[-1] if isinstance(messages, list) and messages else None
-        last = message_text(final).strip() if isinstance(final, Mapping) else ""
-        at = text.rfind(last) if last else -1
-        return text[at + len(last) :] if at >= 0 else text
+            suffix = self._grading_generation
+        if call.api == "chat" and suffix and text.endswith(suffix):
+            return suffix
+        return text
 
     def tokenizer(self) -> Any:
         """The tokenizer for engines without token ids (``None`` if none is configured)."""
@@ -2050,6 +2054,26 @@ class _StreamParts:
             weights_version=version,
             aborted=self.aborted,
         )
+
+
+def _generation_suffix(tokenizer: Any) -> str | None:
+    """The text a tokenizer's chat template adds for ``add_generation_prompt``.
+
+    ``None`` where it has no template, or the text is not a suffix of the conversation's.
+    """
+    turn = [{"role": "user", "content": "x"}]
+    try:
+        without = tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=False)
+        with_prompt = tokenizer.apply_chat_template(
+            turn, tokenize=False, add_generation_prompt=True
+        )
+    except Exception:  # noqa: BLE001 - no template, or one that needs other messages
+        return None
+    if not (isinstance(without, str) and isinstance(with_prompt, str)):
+        return None
+    if not with_prompt.startswith(without) or len(with_prompt) == len(without):
+        return None
+    return with_prompt[len(without) :]
 
 
 def _graded(

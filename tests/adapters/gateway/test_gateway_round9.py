@@ -973,3 +973,46 @@ def test_a_reply_without_engine_ids_is_graded_or_refused_clearly(tmp_path, tiny_
                 assert r.json()["error"]["code"] == "reply_ids_needed", r.text
         finally:
             app.__exit__(None, None, None)
+
+
+def test_a_thinking_templates_generation_prompt_decides_whatever_the_last_message(
+    tmp_path, tiny_path
+):
+    """s22 att29w2: the template's generation prompt opened `<think>`, and a search for the
+    last message's text (`>` or `<think>`) landed inside it: a reply cut while thinking was
+    paid (10 of 10). A chat prompt ending in the template's generation prompt is read there."""
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    opens = "{{- '<|im_start|>assistant\\n<think>\\n' }}"
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        "{{- '<|im_start|>assistant\\n' }}", opens
+    )
+    assert opens in tokenizer.chat_template
+    tokenizer.save_pretrained(tmp_path / "thinking")
+    engine = TokenStandIn(tokenizer)
+    app = _test_client(
+        tmp_path / "gw", engine, scorers={MATH: {}}, tokenizer=str(tmp_path / "thinking")
+    )
+    prompt = _task_prompt(MATH, 0)
+    engine.gen = f"maybe \\boxed{{{ANSWERS[0]}}}, let me check" + " again" * 60
+    try:
+        for k, last in enumerate(["", ">", "<think>"]):
+            messages = [{"role": "user", "content": prompt}]
+            messages += [{"role": "user", "content": last}] if last else []
+            sid = app.post(
+                "/sessions", json={"env_id": MATH, "seed": 0, "run": f"r{k}"}, headers=ALICE
+            )
+            sid = sid.json()["session_id"]
+            call = {
+                "model": CALL["model"],
+                "max_tokens": 48,
+                "temperature": 0,
+                "messages": messages,
+            }
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.is_success, r.text
+            r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+            assert r.json()["reward"] == 0.0, (last, r.text)
+    finally:
+        app.__exit__(None, None, None)
