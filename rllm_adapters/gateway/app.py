@@ -1535,8 +1535,14 @@ class Gateway:
         upstream["return_token_ids"] = True
         if not wants_lp:
             upstream["logprobs"] = True if api == "chat" else 0
-        if stream and api == "chat":
+        wants_usage = False
+        if stream:
+            # The engine's count of generated tokens: a stream's ids miss the tokens of chunks
+            # an engine's parser sends nothing for (vLLM's reasoning parsers, on a lone
+            # `<think>`: s22 att29x2), and they are checked against it.
             options = dict(upstream.get("stream_options") or {})
+            wants_usage = bool(options.get("include_usage"))
+            options["include_usage"] = True
             upstream["stream_options"] = options
         content = json.dumps(upstream).encode()
         response, engine, slot, started = await self._send_counted(
@@ -1578,6 +1584,8 @@ class Gateway:
                 yield (line + "\n\n").encode()
                 return
             _strip(chunk, wants_ids, wants_lp)
+            if not wants_usage:
+                chunk.pop("usage", None)
             if chunk.get("choices") or chunk.get("usage") or chunk.get("error"):
                 yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
@@ -1973,8 +1981,13 @@ class _StreamParts:
         self.reasoning: dict[str, str] = {}
         #: The stream ended before its finish (set when it is released).
         self.aborted = False
+        #: The engine's count of generated tokens (its usage chunk), when it sent one.
+        self.generated: int | None = None
 
     def add(self, chunk: dict[str, Any]) -> None:
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping) and type(usage.get("completion_tokens")) is int:
+            self.generated = int(usage["completion_tokens"])
         if chunk.get("prompt_token_ids") is not None:
             self.prompt_ids = [int(i) for i in chunk["prompt_token_ids"]]
         for choice in chunk.get("choices") or []:
@@ -2039,7 +2052,9 @@ class _StreamParts:
             message["tool_calls"] = self.tool_calls
         if message is not None:
             message.update(self.reasoning)
-        exact = self.has_ids and self.prompt_ids is not None
+        # Ids that miss tokens the engine generated are not the completion's (s22 att29x2).
+        whole = self.generated is None or self.generated == len(self.ids)
+        exact = self.has_ids and self.prompt_ids is not None and whole
         return Call(
             api=self.api,
             prompt_ids=list(self.prompt_ids or []),
@@ -2050,6 +2065,7 @@ class _StreamParts:
             ids_source="engine" if exact else "text_only",
             request=_request_record(body, self.api),
             message=message,
+            generated=self.generated,
             engine=engine,
             weights_version=version,
             aborted=self.aborted,
@@ -2509,7 +2525,8 @@ def _cut_by_context(call: Call) -> bool:
     if call.finish_reason != "length":
         return False
     limit = call.request.get("max_tokens")
-    return type(limit) is not int or len(call.completion_ids) < limit
+    generated = len(call.completion_ids) if call.generated is None else call.generated
+    return type(limit) is not int or generated < limit
 
 
 #: The token limit of a completions call that sends none (OpenAI's documented default, and

@@ -179,6 +179,8 @@ class Call:
         engine: The engine's name.
         weights_version: The version of the weights that served it.
         latency_s: Seconds from the call's start to its last byte.
+        generated: How many tokens the engine says it generated (its usage), where it said so
+            (a stream's ids may miss some: s22 att29x2).
         aborted: The stream ended before its finish (the client left, the deadline cut it,
             or the engine stopped): what arrived is recorded, marked, and the session can no
             longer be scored.
@@ -197,6 +199,7 @@ class Call:
     weights_version: int = 0
     latency_s: float = 0.0
     aborted: bool = False
+    generated: int | None = None
 
 
 @dataclass

@@ -350,6 +350,8 @@ class ChatStandIn:
         self.prompt_ids: list[int] | None = None
         #: False: an engine that returns no token ids (the gateway re-tokenises its text).
         self.send_ids = True
+        #: The tokens a stream's usage says were generated (None: its ids' count).
+        self.generated: int | None = None
         self.bodies: list[dict] = []
 
         async def chat(request):
@@ -393,6 +395,10 @@ class ChatStandIn:
                     for part in (args[: len(args) // 2], args[len(args) // 2 :]):
                         yield chunk({"tool_calls": [{"index": k, "function": {"arguments": part}}]})
                 yield chunk({}, finish_reason="tool_calls" if self.tool_calls else "stop")
+                if (body.get("stream_options") or {}).get("include_usage"):  # as vLLM does
+                    count = len(ids) if self.generated is None else self.generated
+                    usage = {"prompt_tokens": 2, "completion_tokens": count}
+                    yield f"data: {json.dumps({'id': 'c', 'choices': [], 'usage': usage})}\n\n"
                 yield "data: [DONE]\n\n"
 
             return StreamingResponse(events(), media_type="text/event-stream")
@@ -1014,5 +1020,30 @@ def test_a_thinking_templates_generation_prompt_decides_whatever_the_last_messag
             assert r.is_success, r.text
             r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
             assert r.json()["reward"] == 0.0, (last, r.text)
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_streams_ids_that_miss_generated_tokens_are_not_the_completions(tmp_path, tiny_path):
+    """s22 att29x2: vLLM's reasoning parsers send no chunk for a lone `<think>`, so a stream's
+    ids missed it; graded from them, a reply that never closed its reasoning read as a
+    whole-reply reasoning field and was paid (10 of 10). The ids are checked against the
+    engine's usage count; short ones are not the engine's."""
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    engine = ChatStandIn()
+    app = _test_client(
+        tmp_path, engine, scorers={MATH: {}}, tokenizer=str(tiny_path), template_chat=False
+    )
+    prompt = _task_prompt(MATH, 0)
+    thinking = f"maybe \\boxed{{{ANSWERS[0]}}}? not sure"
+    try:
+        engine.text, engine.reasoning = "", thinking
+        engine.ids = tokenizer.encode(thinking, add_special_tokens=False)  # `<think>` dropped
+        engine.generated = len(engine.ids) + 1
+        r = _chat_scored(app, MATH, 0, prompt, max_tokens=64, stream=True)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
+        assert r.json()["token_source"] != "engine", r.text
     finally:
         app.__exit__(None, None, None)
