@@ -1820,10 +1820,15 @@ class Gateway:
                 0.0 if x is None else float(x)
                 for x in ((choice.get("logprobs") or {}).get("token_logprobs") or [])
             ]
+        usage = data.get("usage")
+        generated = usage.get("completion_tokens") if isinstance(usage, Mapping) else None
         call = Call(
             api=api,
             prompt_ids=[int(i) for i in prompt_ids or []],
             completion_ids=[int(i) for i in ids or []],
+            # The engine's own count: without its ids the reply's length is unknown (s22
+            # att29y2: a reply cut at its own limit read as cut by the context, 2 of 2).
+            generated=generated if type(generated) is int else None,
             logprobs=logprobs,
             text=text,
             finish_reason=str(choice.get("finish_reason") or "stop"),

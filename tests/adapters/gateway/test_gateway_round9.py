@@ -1047,3 +1047,45 @@ def test_a_streams_ids_that_miss_generated_tokens_are_not_the_completions(tmp_pa
         assert r.json()["token_source"] != "engine", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_reply_at_its_own_limit_without_engine_ids_is_scored(tmp_path):
+    """s22 att29y2: from an engine that returns no token ids, a reply cut at its own
+    `max_tokens` counted 0 tokens and read as cut by the context (2 of 2 right replies
+    refused, 409 `context_cut`); the engine's usage count is its length."""
+    import json
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    class TextOnly:  # a stand-in for this unit test: text and usage, no ids
+        text = ""
+
+        def __init__(self) -> None:
+            async def completions(request):
+                body = json.loads(await request.body())
+                count = len(self.text)  # one token a character, for the stand-in
+                cut = count >= body["max_tokens"]
+                choice = {
+                    "index": 0,
+                    "text": self.text,
+                    "finish_reason": "length" if cut else "stop",
+                }
+                usage = {"prompt_tokens": 2, "completion_tokens": count}
+                return JSONResponse({"id": "c", "choices": [choice], "usage": usage})
+
+            self.app = Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])
+
+    engine = TextOnly()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        engine.text = f"\\boxed{{{ANSWERS[0]}}}".ljust(11, ".")
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        call = {"model": CALL["model"], "prompt": _task_prompt(MATH, 0), "max_tokens": 11}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    finally:
+        app.__exit__(None, None, None)
