@@ -74,7 +74,7 @@ from rllm_adapters.gateway.sessions import (
     task_id_of,
 )
 from rllm_envs.error import require
-from rllm_envs.text import THINK_CLOSE, THINK_OPEN
+from rllm_envs.text import THINK_CLOSE, THINK_OPEN, split_reply
 
 __all__ = ["Gateway", "GatewayError"]
 
@@ -2119,15 +2119,22 @@ def _graded(
     message = call.message or {}
     reasoning = next((message[n] for n in REASONING_FIELDS if message.get(n)), None)
     if reasoning is not None:
-        if not opened and not text and decode is not None and call.ids_source == "engine":
+        ids = call.completion_ids if call.ids_source == "engine" else []
+        written = decode(ids) if decode is not None and ids else None
+        if written is not None:
+            whole = THINK_OPEN + written if opened else written
+            if not split_reply(whole).finished:
+                # As written, the reply ends inside a `<think>` (one it reopened after the
+                # parser's reasoning, with markers the engine's text skipped: s22 att29z2,
+                # 2 of 2 paid): no answer, whatever the content shows.
+                return whole
             # The parser called the whole reply reasoning, as written (R1's parser on a reply
             # without think tags): only then is it the answer. A reasoning field that is part
             # of the reply, or the reply without its markers (`<seed:think>`, `[THINK]`,
             # harmony channels), is reasoning (s22 att29r: graded whole, 10 of 10 paid).
-            written = decode(call.completion_ids) if call.completion_ids else None
-            if written is not None and written.strip() == str(reasoning).strip():
-                if not _THINK_TAG.search(written):
-                    return written
+            whole_reply = written.strip() == str(reasoning).strip()
+            if not opened and not text and whole_reply and not _THINK_TAG.search(written):
+                return written
         return text
     return THINK_OPEN + text if opened else text
 

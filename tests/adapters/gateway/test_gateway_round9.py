@@ -805,7 +805,9 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
             (f"\\boxed{{{ANSWERS[0]}}}", thinking, 1.0),
         ]:
             chat.text, chat.reasoning = reply, reasoning
-            chat.ids = tokenizer.encode(reply, add_special_tokens=False)
+            # What the model generated: a parser's reasoning, its end, then the content.
+            generated = f"{reasoning}</think>{reply}" if reasoning else reply
+            chat.ids = tokenizer.encode(generated, add_special_tokens=False)
             r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
             assert r.status_code == 200 and r.json()["reward"] == paid, (reply, r.text)
         # att29q A2: R1's reasoning parser calls a whole reply without think tags reasoning;
@@ -1087,5 +1089,38 @@ def test_a_reply_at_its_own_limit_without_engine_ids_is_scored(tmp_path):
         assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
         r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
         assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_reply_that_reopens_its_reasoning_has_no_answer(tmp_path, tiny_path):
+    """s22 att29z2: with special think markers and a reasoning parser, a reply that closed its
+    reasoning, then reopened it and was cut, showed its later box in the content (the
+    engine's text skipped the second `<think>`): paid 2 of 2. As written it ends inside a
+    `<think>`: no answer."""
+    import transformers
+
+    special = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    special.add_special_tokens({"additional_special_tokens": ["<think>", "</think>"]})
+    special.save_pretrained(tmp_path / "special")
+    engine = ChatStandIn()
+    app = _test_client(
+        tmp_path / "gw",
+        engine,
+        scorers={MATH: {}},
+        tokenizer=str(tmp_path / "special"),
+        template_chat=False,
+    )
+    prompt = _task_prompt(MATH, 0)
+    right = f"\\\\boxed{{{ANSWERS[0]}}}"
+    try:
+        engine.prompt_ids = special.encode(
+            f"<|im_start|>user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n<think>\\n"
+        )
+        engine.reasoning, engine.text = "r", f"\\\\boxed{{1}}  hmm {right}"
+        written = f"r</think>\\\\boxed{{1}} <think> hmm {right}"
+        engine.ids = special.encode(written, add_special_tokens=False)
+        r = _chat_scored(app, MATH, 0, prompt, max_tokens=64)
+        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
     finally:
         app.__exit__(None, None, None)
