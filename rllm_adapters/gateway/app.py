@@ -55,7 +55,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from rllm_adapters.gateway.chat import message_text, tool_call_key
+from rllm_adapters.gateway.chat import message_text, parse_tool_calls, tool_call_key
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
@@ -1673,7 +1673,6 @@ class Gateway:
             chat_chunk,
             chat_logprobs,
             chat_reply,
-            parse_tool_calls,
             tools_key,
         )
 
@@ -2183,6 +2182,11 @@ def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None
     if written is not None and written.startswith(content):
         # The parser cut the reply before its reasoning closed: a call drafted there.
         if THINK_CLOSE in written[len(content) :].lower():
+            return written
+        # Calls written as Hermes blocks, the ones the parser took out: as written, so what
+        # follows the last call is read too (vLLM's parser drops it: s22 att29a3, a right
+        # answer after a call scored 0, a wrong one after a right box was paid, 2 of 2).
+        if tool_call_key({"tool_calls": parse_tool_calls(written)[1]}) == tool_call_key(message):
             return written
     blocks = []
     for tool_call in calls:

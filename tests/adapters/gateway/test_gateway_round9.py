@@ -1124,3 +1124,36 @@ def test_a_reply_that_reopens_its_reasoning_has_no_answer(tmp_path, tiny_path):
         assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_what_a_reply_writes_after_its_tool_calls_is_read(tmp_path, tiny_path):
+    """s22 att29a3: vLLM's Hermes parser drops the text after a reply's last tool call, and
+    the reply was graded as its content and calls: a right box after a call scored 0, a wrong
+    one after a right box was paid (2 of 2). Calls written as Hermes blocks are read as
+    written."""
+    import json
+
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tiny_path))
+    engine = ChatStandIn()
+    app = _test_client(
+        tmp_path, engine, scorers={MATH: {}}, tokenizer=str(tiny_path), template_chat=False
+    )
+    call = {"name": "calculator", "arguments": {"expression": "1+1"}}
+    block = f"<tool_call>{json.dumps(call)}</tool_call>"
+    parsed = {"name": "calculator", "arguments": json.dumps(call["arguments"])}
+    tools = [{"type": "function", "function": {"name": "calculator", "parameters": {}}}]
+    right = f"\\\\boxed{{{ANSWERS[0]}}}"
+    try:
+        for head, tail, paid in [
+            ("Let me check. ", f" So {right}", 1.0),
+            (f"maybe {right} ", " No: \\\\boxed{7}", 0.0),
+        ]:
+            engine.text = head  # the content vLLM's parser keeps: before the first call
+            engine.tool_calls = [{"id": "c1", "type": "function", "function": parsed}]
+            engine.ids = tokenizer.encode(head + block + tail, add_special_tokens=False)
+            r = _chat_scored(app, MATH, 0, _task_prompt(MATH, 0), max_tokens=128, tools=tools)
+            assert r.status_code == 200 and r.json()["reward"] == paid, (tail, r.text)
+    finally:
+        app.__exit__(None, None, None)
