@@ -1060,8 +1060,9 @@ class Gateway:
             raise GatewayError(
                 409,
                 f"Session {session.id!r} holds a reply whose engine returned no token ids, and "
-                "the model's think markers are special tokens, which the engine's text skips: "
-                "where its reasoning ends cannot be read, so it is not scored (serve with an "
+                "the model's think markers are special tokens, which the engine's text skips, "
+                "or a reasoning parser left it no content: where its reasoning ends cannot be "
+                "read, so it is not scored (serve with an "
                 "engine that returns token ids, vLLM's `return_token_ids`; a number reward "
                 "keeps the session as the client's).",
                 "reply_ids_needed",
@@ -1907,8 +1908,16 @@ class Gateway:
         tokenizer makes them special (s22 att29u: a reply cut while thinking lost its
         ``<think>`` and was graded whole, 10 of 10 paid).
         """
-        if all(call.ids_source == "engine" for call in calls):
+        texts_only = [call for call in calls if call.ids_source != "engine"]
+        if not texts_only:
             return False
+        # A reasoning parser that left no content: whether the reply is all reasoning or
+        # had its markers taken out cannot be read from the text (s22 att29b3: right replies
+        # scored 0, 4 of 4).
+        for call in texts_only:
+            message = call.message or {}
+            if not call.text.strip() and any(message.get(n) for n in REASONING_FIELDS):
+                return True
         with self._grading_lock:
             return self._grading() is not None and self._grading_think_special
 

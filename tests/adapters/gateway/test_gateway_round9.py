@@ -977,8 +977,13 @@ def test_a_reply_without_engine_ids_is_graded_or_refused_clearly(tmp_path, tiny_
             assert r.status_code == status, r.text
             if status == 200:
                 assert r.json()["reward"] == 1.0, r.text
-            else:
-                assert r.json()["error"]["code"] == "reply_ids_needed", r.text
+                # att29b3: a reasoning parser left no content (R1's on a reply without think
+                # tags): without ids, all reasoning or markers taken out cannot be told apart
+                # (right replies scored 0, 4 of 4): refused, not graded on the empty content.
+                engine.text, engine.reasoning = "", f"So \\boxed{{{ANSWERS[0]}}}."
+                r = _chat_scored(app, MATH, 0, _task_prompt(MATH, 0), max_tokens=64)
+                assert r.status_code == 409, r.text
+            assert r.json()["error"]["code"] == "reply_ids_needed", r.text
         finally:
             app.__exit__(None, None, None)
 
@@ -1045,8 +1050,9 @@ def test_a_streams_ids_that_miss_generated_tokens_are_not_the_completions(tmp_pa
         engine.ids = tokenizer.encode(thinking, add_special_tokens=False)  # `<think>` dropped
         engine.generated = len(engine.ids) + 1
         r = _chat_scored(app, MATH, 0, prompt, max_tokens=64, stream=True)
-        assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
-        assert r.json()["token_source"] != "engine", r.text
+        # Not the engine's ids, and the parser left no content: refused (att29b3), not paid.
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["code"] == "reply_ids_needed", r.text
     finally:
         app.__exit__(None, None, None)
 
