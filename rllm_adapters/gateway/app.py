@@ -2122,13 +2122,14 @@ def _graded(
     prompt nor itself opened one (R1's parser on a reply without think tags: 10 of 10 right
     replies scored 0, att29q A2).
     """
-    text = _reply_text(call, decode)
+    written = None  # what the model wrote, where the engine's ids and a tokenizer tell
+    if decode is not None and call.ids_source == "engine" and call.completion_ids:
+        written = decode(call.completion_ids)
+    text = _reply_text(call, written)
     opened = prompt is not None and _opens_think(prompt(call))
     message = call.message or {}
     reasoning = next((message[n] for n in REASONING_FIELDS if message.get(n)), None)
     if reasoning is not None:
-        ids = call.completion_ids if call.ids_source == "engine" else []
-        written = decode(ids) if decode is not None and ids else None
         if written is not None:
             whole = THINK_OPEN + written if opened else written
             if not split_reply(whole).finished:
@@ -2157,7 +2158,7 @@ def _opens_think(prompt: str) -> bool:
     return bool(tags) and not tags[-1].startswith("</")
 
 
-def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None) -> str:
+def _reply_text(call: Call, written: str | None) -> str:
     """The reply as the env reads it: its text, with the tool calls an engine parsed out.
 
     An engine with a tool parser returns a tool call in ``tool_calls``, out of the content:
@@ -2168,7 +2169,7 @@ def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None
     backslashes doubled and its ``</think>`` cut the JSON: att29v). Where the parser cut the
     reply before its reasoning closed (a ``</think>`` follows the content in what the model
     wrote: a call drafted while thinking), the reply is graded as the model wrote it, its
-    completion ids decoded (``decode``), as the templated path grades: graded as content and
+    completion ids decoded (``written``), as the templated path grades: graded as content and
     calls, a draft inside a ``<think>`` the content opened read as no call (att29w, 30 of 30
     right answers lost), and one inside a ``<think>`` the prompt opened was graded as the
     answer (s22 att29y: a wrong draft before a right final call 0/10, a right draft before a
@@ -2177,9 +2178,6 @@ def _reply_text(call: Call, decode: Callable[[Sequence[int]], str | None] | None
     """
     message = call.message or {}
     calls = message.get("tool_calls")
-    written = None  # what the model wrote, where the engine's ids and a tokenizer tell
-    if decode is not None and call.ids_source == "engine" and call.completion_ids:
-        written = decode(call.completion_ids)
     if not calls or call.text != (message.get("content") or ""):
         # No tool calls, or the raw text they were parsed from: as written (the engine's text
         # skips special tokens, a model's think markers among them: s22 att29s A1, a reply

@@ -331,15 +331,26 @@ def test_replies_are_taken_out_of_their_own_turn_only(tmp_path):
         app.__exit__(None, None, None)
 
 
+def _engine_app(path: str, handler) -> object:
+    """A stand-in engine's app: ``handler`` on ``path`` (POST) and ``/v1/models``."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def models(request):
+        return JSONResponse({"data": [{"id": CALL["model"], "max_model_len": 4096}]})
+
+    routes = [Route(path, handler, methods=["POST"]), Route("/v1/models", models, methods=["GET"])]
+    return Starlette(routes=routes)
+
+
 class ChatStandIn:
     """A stand-in OpenAI chat engine for these unit tests (not a real part): it replies
     ``text`` (and ``tool_calls``), streaming a tool call in pieces as vLLM does (id, type
     and name first, then the arguments' text over two chunks)."""
 
     def __init__(self) -> None:
-        from starlette.applications import Starlette
         from starlette.responses import JSONResponse, StreamingResponse
-        from starlette.routing import Route
 
         self.text = ""
         self.tool_calls: list[dict] = []
@@ -403,15 +414,7 @@ class ChatStandIn:
 
             return StreamingResponse(events(), media_type="text/event-stream")
 
-        async def models(request):
-            return JSONResponse({"data": [{"id": CALL["model"], "max_model_len": 4096}]})
-
-        self.app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", chat, methods=["POST"]),
-                Route("/v1/models", models, methods=["GET"]),
-            ]
-        )
+        self.app = _engine_app("/v1/chat/completions", chat)
 
 
 def _chat_session(app, engine, seed, replies, back=lambda message: message, stream=False, tools=()):
@@ -839,9 +842,7 @@ class TokenStandIn:
     def __init__(self, tokenizer) -> None:
         import json
 
-        from starlette.applications import Starlette
         from starlette.responses import JSONResponse
-        from starlette.routing import Route
 
         self.gen = ""
 
@@ -862,15 +863,7 @@ class TokenStandIn:
             }
             return JSONResponse({"id": "c", "choices": [choice]})
 
-        async def models(request):
-            return JSONResponse({"data": [{"id": CALL["model"], "max_model_len": 4096}]})
-
-        self.app = Starlette(
-            routes=[
-                Route("/v1/completions", completions, methods=["POST"]),
-                Route("/v1/models", models, methods=["GET"]),
-            ]
-        )
+        self.app = _engine_app("/v1/completions", completions)
 
 
 def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_path):
@@ -1063,9 +1056,7 @@ def test_a_reply_at_its_own_limit_without_engine_ids_is_scored(tmp_path):
     refused, 409 `context_cut`); the engine's usage count is its length."""
     import json
 
-    from starlette.applications import Starlette
     from starlette.responses import JSONResponse
-    from starlette.routing import Route
 
     class TextOnly:  # a stand-in for this unit test: text and usage, no ids
         text = ""
@@ -1083,7 +1074,7 @@ def test_a_reply_at_its_own_limit_without_engine_ids_is_scored(tmp_path):
                 usage = {"prompt_tokens": 2, "completion_tokens": count}
                 return JSONResponse({"id": "c", "choices": [choice], "usage": usage})
 
-            self.app = Starlette(routes=[Route("/v1/completions", completions, methods=["POST"])])
+            self.app = _engine_app("/v1/completions", completions)
 
     engine = TextOnly()
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
