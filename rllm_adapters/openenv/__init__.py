@@ -35,13 +35,49 @@ it holds. :func:`openenv_package` writes the manifest, app and Dockerfile ``open
 and ``openenv push`` read.
 """
 
-from rllm_adapters.openenv.cli import main
-from rllm_adapters.openenv.client import RemoteTextEnv, RllmEnvClient
-from rllm_adapters.openenv.environment import GymTextEnvironment, close_all_environments
-from rllm_adapters.openenv.limits import ServerLimits
-from rllm_adapters.openenv.packages import openenv_package, write_openenv_packages
-from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, jsonable
-from rllm_adapters.openenv.server import create_app, create_multi_app, serve
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rllm_adapters.openenv.cli import main
+    from rllm_adapters.openenv.client import RemoteTextEnv, RllmEnvClient
+    from rllm_adapters.openenv.environment import GymTextEnvironment, close_all_environments
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.packages import openenv_package, write_openenv_packages
+    from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, jsonable
+    from rllm_adapters.openenv.server import create_app, create_multi_app, serve
+
+# Names are imported on first use (PEP 562): importing ``openenv`` pulls in gradio and fastmcp
+# (seconds), and a user of one of this package's modules that needs none of it (the gateway
+# reads ``limits``) neither waits for it nor needs the ``openenv`` extra installed.
+_MODULE_OF = {
+    "main": "cli",
+    "RemoteTextEnv": "client",
+    "RllmEnvClient": "client",
+    "GymTextEnvironment": "environment",
+    "close_all_environments": "environment",
+    "ServerLimits": "limits",
+    "openenv_package": "packages",
+    "write_openenv_packages": "packages",
+    "TextAction": "protocol",
+    "TextObservation": "protocol",
+    "TextState": "protocol",
+    "jsonable": "protocol",
+    "create_app": "server",
+    "create_multi_app": "server",
+    "serve": "server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "TextAction",
