@@ -55,7 +55,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from rllm_adapters.gateway.chat import message_text, parse_tool_calls, tool_call_key
+from rllm_adapters.gateway.chat import (
+    message_text,
+    parse_tool_calls,
+    plain_message,
+    tool_call_key,
+)
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
 from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
 from rllm_adapters.gateway.sessions import (
@@ -814,12 +819,7 @@ class Gateway:
         if not session.calls:
             # Nothing to train on: the session ends (its slot is free) and nothing is stored.
             await self.sessions.end_unsampled(session)
-            raise GatewayError(
-                409,
-                f"Session {session.id!r} made no call: it has ended and nothing was stored "
-                "(a trajectory of no step is no training data).",
-                "no_calls",
-            )
+            raise _no_calls(session)
         # A client's number is the client's: whatever reads as a verified grade
         # (`is_correct`, ...) is kept under `client_grade`, and only a scorer sets it.
         grade = {k: info.pop(k) for k in sorted(GRADE_INFO & set(info))}
@@ -899,12 +899,7 @@ class Gateway:
             await self.sessions.claim(session)
             if not session.calls:
                 await self.sessions.end_unsampled(session)
-                raise GatewayError(
-                    409,
-                    f"Session {session.id!r} made no call: it has ended and nothing was "
-                    "stored (a trajectory of no step is no training data).",
-                    "no_calls",
-                )
+                raise _no_calls(session)
             aborted = sum(c.aborted for c in session.calls)
             if aborted:
                 # Still open: its record (aborted calls included) can end with a number.
@@ -1843,27 +1838,40 @@ class Gateway:
         return call
 
     def _fill_ids(self, call: Call) -> None:
-        """Tokenise a call's text when the engine gave no ids (marked ``retokenized``)."""
+        """Tokenise a call's text when the engine gave no ids (marked ``retokenized``).
+
+        A chat prompt is templated from its messages as the engine reads them (content parts
+        as text, :func:`~rllm_adapters.gateway.chat.plain_message`); messages the template
+        refuses (its own ``raise_exception``, a field it needs) leave the call as without a
+        tokenizer: the engine answered it, so its reply is recorded, with no ids.
+        """
         tokenizer = self.tokenizer()
         if tokenizer is None:
             return
-        call.completion_ids = list(tokenizer.encode(call.text, add_special_tokens=False))
-        if not call.prompt_ids:
+        prompt_ids = call.prompt_ids
+        if not prompt_ids:
             if call.api == "chat":
-                call.prompt_ids = list(
-                    tokenizer.apply_chat_template(
-                        call.request.get("messages", []),
-                        tokenize=True,
-                        add_generation_prompt=True,
-                        return_dict=False,  # transformers 5 returns a BatchEncoding (s22 att29u)
+                messages = call.request.get("messages", [])
+                try:
+                    prompt_ids = list(
+                        tokenizer.apply_chat_template(
+                            [plain_message(m) for m in messages if isinstance(m, Mapping)],
+                            tokenize=True,
+                            add_generation_prompt=True,
+                            return_dict=False,  # transformers 5: else a BatchEncoding (att29u)
+                        )
                     )
-                )
+                except Exception as e:  # the template's own refusal: any error type (att29c4)
+                    _log.info("the chat template refused a call's messages: %s", e)
+                    return
             else:
                 prompt = call.request.get("prompt")
                 if isinstance(prompt, str):
-                    call.prompt_ids = list(tokenizer.encode(prompt, add_special_tokens=False))
+                    prompt_ids = list(tokenizer.encode(prompt, add_special_tokens=False))
                 elif isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
-                    call.prompt_ids = list(prompt)
+                    prompt_ids = list(prompt)
+        call.prompt_ids = prompt_ids
+        call.completion_ids = list(tokenizer.encode(call.text, add_special_tokens=False))
         if len(call.logprobs) != len(call.completion_ids):
             call.logprobs = []
         call.ids_source = "retokenized"
@@ -2456,6 +2464,24 @@ def _without_reasoning(message: Any) -> Any:
     if not isinstance(message, dict) or message.get("role") != "assistant":
         return message
     return {k: v for k, v in message.items() if k not in REASONING_FIELDS}
+
+
+def _no_calls(session: Session) -> GatewayError:
+    """The refusal of a reward for a session with no recorded call (it has ended unstored)."""
+    if session.unrecorded:
+        return GatewayError(
+            409,
+            f"Session {session.id!r} recorded none of its {session.unrecorded} call(s): their "
+            "replies could not be recorded (the gateway's log says why). It has ended and "
+            "nothing was stored (a task it was opened for counts as a failed sample).",
+            "unrecorded_call",
+        )
+    return GatewayError(
+        409,
+        f"Session {session.id!r} made no call: it has ended and nothing was stored (a "
+        "trajectory of no step is no training data).",
+        "no_calls",
+    )
 
 
 def _check_reward(reward: Any) -> None:

@@ -64,10 +64,16 @@ def tools_key(tools: Any) -> str:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """A message's content as text: OpenAI content parts (``[{"type": "text", ...}]``) joined."""
+    """A message's content as text, as vLLM's chat endpoint gives it to a template.
+
+    OpenAI content parts (``[{"type": "text", ...}]``) are joined by newlines; no content (an
+    assistant turn of tool calls only) is ``""``.
+    """
     content = message.get("content")
     if isinstance(content, list):
-        return "".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
+        return "\n".join(
+            str(part.get("text") or "") for part in content if isinstance(part, Mapping)
+        )
     return content if isinstance(content, str) else ""
 
 
@@ -89,8 +95,8 @@ def tool_call_key(message: Any) -> tuple[tuple[Any, str], ...]:
     return tuple(out)
 
 
-def _text_content(message: Mapping[str, Any]) -> dict[str, Any]:
-    """The message with its content as text (:func:`message_text`)."""
+def plain_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The message with its content as text (:func:`message_text`), as a template reads it."""
     return {**message, "content": message_text(message)}
 
 
@@ -116,7 +122,7 @@ class ChatTemplater:
     ) -> list[int]:
         """The prompt ids of a call: appended to ``state`` when the history matches it."""
         key = tools_key(tools)
-        plain = [_text_content(m) for m in messages]
+        plain = [plain_message(m) for m in messages]
         if state is not None and state.tools_key == key and len(plain) > len(state.messages):
             head = plain[: len(state.messages)]
             if [_norm(m) for m in head] == [_norm(m) for m in state.messages]:
