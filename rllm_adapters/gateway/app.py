@@ -1701,6 +1701,12 @@ class Gateway:
         def finish(call: Call) -> tuple[dict[str, Any], str]:
             call.api = "chat"
             call.request = _request_record(body, "chat")
+            if call.ids_source != "engine":
+                # The engine was sent these prompt ids; without its completion ids the text
+                # is re-tokenised. Left empty, the next turn's prompt was built on none of
+                # this one: the task and the reply were missing from it (s23 att29c5 F2).
+                call.prompt_ids = []
+                self._fill_ids(call, prompt)
             content, calls = parse_tool_calls(call.text) if tools else (call.text, [])
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
@@ -1837,18 +1843,19 @@ class Gateway:
             self._fill_ids(call)
         return call
 
-    def _fill_ids(self, call: Call) -> None:
+    def _fill_ids(self, call: Call, sent: Sequence[int] | None = None) -> None:
         """Tokenise a call's text when the engine gave no ids (marked ``retokenized``).
 
-        A chat prompt is templated from its messages as the engine reads them (content parts
-        as text, :func:`~rllm_adapters.gateway.chat.plain_message`); messages the template
-        refuses (its own ``raise_exception``, a field it needs) leave the call as without a
-        tokenizer: the engine answered it, so its reply is recorded, with no ids.
+        The prompt's ids are ``sent`` (the ids the gateway sent the engine) where given. A
+        chat prompt is otherwise templated from its messages as the engine reads them
+        (content parts as text, :func:`~rllm_adapters.gateway.chat.plain_message`); messages
+        the template refuses (its own ``raise_exception``, a field it needs) leave the call as
+        without a tokenizer: the engine answered it, so its reply is recorded, with no ids.
         """
         tokenizer = self.tokenizer()
         if tokenizer is None:
             return
-        prompt_ids = call.prompt_ids
+        prompt_ids = list(sent) if sent is not None else call.prompt_ids
         if not prompt_ids:
             if call.api == "chat":
                 messages = call.request.get("messages", [])

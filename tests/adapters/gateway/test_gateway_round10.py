@@ -113,3 +113,150 @@ def test_a_session_whose_calls_all_went_unrecorded_is_told_so():
     session.unrecorded = 2
     refusal = _no_calls(session)
     assert refusal.code == "unrecorded_call" and "none of its 2 call(s)" in str(refusal)
+
+
+class CompletionsStandIn:
+    """A stand-in completions engine for the gateway's own chat templating (not a real part):
+    it replies each text of ``replies`` in turn as the tiny tokenizer's ids, streamed token by
+    token or not, with its ids or (``send_ids=False``) without."""
+
+    def __init__(self, tokenizer, replies, send_ids=True) -> None:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        self.replies = list(replies)
+        self.prompts: list[list[int]] = []
+
+        async def completions(request):
+            body = json.loads(await request.body())
+            self.prompts.append(body["prompt"])
+            ids = tokenizer.encode(self.replies.pop(0), add_special_tokens=False)
+            usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(ids)}
+
+            def choice(ids, last):
+                out = {"index": 0, "text": tokenizer.decode(ids), "finish_reason": None}
+                out["logprobs"] = {"token_logprobs": [-0.5] * len(ids)}
+                if last:
+                    out["finish_reason"] = "stop"
+                if send_ids:
+                    out["token_ids"] = ids
+                return out
+
+            if not body.get("stream"):
+                top = {"choices": [choice(ids, True)], "usage": usage}
+                if send_ids:
+                    top["choices"][0]["prompt_token_ids"] = body["prompt"]
+                return JSONResponse({"id": "c", **top})
+
+            async def events():
+                for k, token in enumerate(ids):
+                    one = choice([token], k == len(ids) - 1)
+                    if send_ids and k == 0:
+                        one["prompt_token_ids"] = body["prompt"]
+                    yield f"data: {json.dumps({'id': 'c', 'choices': [one]})}\n\n"
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    yield f"data: {json.dumps({'id': 'c', 'choices': [], 'usage': usage})}\n\n"
+                yield "data: [DONE]\n\n"
+
+            return StreamingResponse(events(), media_type="text/event-stream")
+
+        self.app = _engine_app("/v1/completions", completions)
+
+
+def _merged(stream_text):
+    """A streamed chat reply's message, merged as the openai SDK merges its deltas."""
+    message = {"role": "assistant", "content": ""}
+    calls: list[dict] = []
+    for line in stream_text.splitlines():
+        if not line.startswith("data: {"):
+            continue
+        for choice in json.loads(line[6:]).get("choices") or []:
+            delta = choice["delta"]
+            message["content"] += delta.get("content") or ""
+            for piece in delta.get("tool_calls") or []:
+                calls.append({k: piece[k] for k in ("id", "type", "function")})
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+TOOLS = [{"type": "function", "function": {"name": "calc", "parameters": {"type": "object"}}}]
+CALL_BLOCK = '<tool_call>{"name": "calc", "arguments": {"x": "1"}}</tool_call>'
+
+
+def _templated_session(tmp_path, stream, *, send_ids=True, sent_back=None):
+    """A two-turn scored Math-v1 session (seed 0) on the gateway's own chat templating, the
+    first reply a tool call, the second the right box; ``sent_back`` rewrites the first reply
+    as the client sends it back. Returns (the engine's prompts, the reward response)."""
+    import gymnasium as gym
+    from transformers import AutoTokenizer
+
+    from rllm_adapters.tiny_model import tiny_model_path
+
+    # The tiny model's template, rendering an assistant turn's `tool_calls` after its
+    # content as Qwen's does (the tiny one renders the content alone).
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_path()))
+    plain = "'<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n'"
+    assert plain in tokenizer.chat_template
+    tokenizer.chat_template = tokenizer.chat_template.replace(
+        plain,
+        "'<|im_start|>' + message.role + '\\n' + (message.content or '') }}"
+        "{%- for tc in message.tool_calls or [] %}{{- '\\n<tool_call>\\n' + "
+        "tc.function.name + ' ' + tc.function.arguments + '\\n</tool_call>' }}{%- endfor %}"
+        "{{- '<|im_end|>\\n'",
+    )
+    tokenizer.save_pretrained(tmp_path / "tokenizer")
+    first = "Let me compute. " + CALL_BLOCK
+    engine = CompletionsStandIn(tokenizer, [first, "\\boxed{455}"], send_ids)
+    scorers = {MATH: {"max_turns": 2}}
+    app = _test_client(tmp_path, engine, scorers=scorers, tokenizer=str(tmp_path / "tokenizer"))
+    env = gym.make(MATH, max_turns=2)
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        history = [{"role": "user", "content": env.reset(seed=0)[0]}]
+        for turn in range(2):
+            call = {"model": CALL["model"], "max_tokens": 64, "temperature": 0, "stream": stream}
+            call.update(messages=history, tools=TOOLS)
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.status_code == 200, r.text
+            reply = _merged(r.text) if stream else r.json()["choices"][0]["message"]
+            if turn == 0 and sent_back is not None:
+                reply = sent_back(reply)
+            feedback = env.step(first)[0]
+            history = [*history, reply, {"role": "user", "content": feedback}]
+        return engine.prompts, app.post(
+            f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE
+        )
+    finally:
+        app.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_tool_reply_sent_back_as_relayed_continues_the_recorded_ids(tmp_path, stream):
+    """att29c5 F1: a streamed reply's content deltas hold its tool-call blocks, which the
+    non-streamed reply's content does not; both forms were accepted back, but the raw one was
+    templated again (its calls rendered twice): a second wording of the next turn, and honest
+    streamed clients trained on another context than non-streamed ones. Either form now
+    continues the recorded ids."""
+    forms = {
+        "parsed": lambda reply: {**reply, "content": "Let me compute."},
+        "raw": lambda reply: {**reply, "content": "Let me compute. " + CALL_BLOCK},
+    }
+    second = {}
+    for name, form in forms.items():
+        prompts, reward = _templated_session(tmp_path / name, stream, sent_back=form)
+        assert reward.status_code == 200 and reward.json()["reward"] == 1.0, reward.text
+        second[name] = prompts[1]
+    assert second["parsed"] == second["raw"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_engine_without_ids_keeps_the_task_in_the_next_templated_prompt(tmp_path, stream):
+    """att29c5 F2: with an engine that returns no token ids, the gateway's templating recorded
+    a turn with no prompt ids (and, streamed, no completion ids): the next turn's prompt was
+    built on neither the task nor the reply, yet graded (2 of 2 paid). The prompt ids are
+    the ones the gateway sent; the reply's are re-tokenised."""
+    prompts, reward = _templated_session(tmp_path, stream, send_ids=False)
+    assert reward.status_code == 200, reward.text
+    assert reward.json()["token_source"] == "retokenized"
+    assert prompts[1][: len(prompts[0])] == prompts[0]  # the task's prompt leads the next
