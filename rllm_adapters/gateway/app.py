@@ -1133,7 +1133,8 @@ class Gateway:
         """
         first, last = session.calls[0], session.calls[-1]
         task = {"task": scored.get("observation"), "statement": scored.get("statement")}
-        framings = [(1, _framing(first, [task]))]
+        tools = scored.get("tools")
+        framings = [(1, _framing(first, [task], tools=tools))]
         if len(session.calls) > 1:
             # Each call continues the one before it (:func:`_continues`), so the last call's
             # prompt holds every earlier call's, and what each turn added is its own piece:
@@ -1144,7 +1145,8 @@ class Gateway:
                 {"reply": call.text, "call id": _call_ids(call), "feedback": text}
                 for call, text in zip(session.calls, feedback, strict=False)
             ]
-            framings.append((len(session.calls), _framing(last, [task, *added], session.sizes)))
+            framing = _framing(last, [task, *added], session.sizes, tools=tools)
+            framings.append((len(session.calls), framing))
         for turns, framing in framings:
             if self.sessions.pin_framing(session.run, turns, framing) != framing:
                 raise _Unscored(
@@ -2263,8 +2265,15 @@ def _call_ids(call: Call) -> list[str]:
     return [c["id"] for c in calls or [] if isinstance(c, Mapping) and isinstance(c.get("id"), str)]
 
 
-def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int] = ()) -> str:
+def _framing(
+    call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int] = (), tools: Any = None
+) -> str:
     """``call``'s prompt fields with the known texts marked by their names, as a digest.
+
+    A chat call's ``tools`` that are the task's own (``tools``: the env's schemas for it,
+    which differ between a tool env's task families) are marked too: a harness passing each
+    task's tools frames its tasks alike (s23 att29c6: 11 of 12 honest ToolUse sessions were
+    refused). Other tools count as sent.
 
     The prompt is cut where the session's earlier prompts ended (``ends``): the ``k``-th piece
     is what the ``k``-th call added (the first call's prompt, then the previous reply and the
@@ -2334,8 +2343,18 @@ def _framing(call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int]
         name: pieces(call.request.get(name)) if name == main else marker({})(call.request.get(name))
         for name in _PROMPT_FIELDS[api]
     }
+    if (
+        "tools" in fields
+        and tools is not None
+        and _as_json(call.request.get("tools")) == _as_json(tools)
+    ):
+        fields["tools"] = {"mark": "task tools"}
     blob = json.dumps([api, fields], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)

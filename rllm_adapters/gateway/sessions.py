@@ -1293,7 +1293,8 @@ def score_with_env(
     The env's own scorer decides; its reward, the last step's ``info`` (``is_correct``,
     components) with ``turns`` and ``step_rewards``, task id, the task's prompt
     (``observation``, when it is text), its statement (``statement``: the task record's
-    ``problem``/``question``/``prompt``, else ``None``) and the env's text after each reply
+    ``problem``/``question``/``prompt``, else ``None``), the task's tool schemas (``tools``:
+    the reset's ``info["tools"]``, else ``None``) and the env's text after each reply
     (``feedback``) come back.
     """
     answers = [answer] if isinstance(answer, str) else list(answer)
@@ -1325,6 +1326,7 @@ def score_with_env(
             "task_id": reset_info.get("task_id"),
             "observation": observation if isinstance(observation, str) else None,
             "statement": statement,
+            "tools": reset_info.get("tools"),
         }
         if check is not None and not check(observation, statement):
             return {**unscored, "prompt_ok": False}
@@ -1359,5 +1361,6 @@ def score_with_env(
         "task_id": reset_info.get("task_id"),
         "observation": observation if isinstance(observation, str) else None,
         "statement": statement,
+        "tools": reset_info.get("tools"),
         "feedback": feedback,
     }

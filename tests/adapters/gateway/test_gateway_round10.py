@@ -260,3 +260,55 @@ def test_an_engine_without_ids_keeps_the_task_in_the_next_templated_prompt(tmp_p
     assert reward.status_code == 200, reward.text
     assert reward.json()["token_source"] == "retokenized"
     assert prompts[1][: len(prompts[0])] == prompts[0]  # the task's prompt leads the next
+
+
+def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path):
+    """att29c6 F1: ToolUse gives each task family its own tool schemas; a harness passing
+    them as the chat call's `tools` (as the env's reset gives them) wrapped each family
+    otherwise, so one run's sessions after the first were refused (`framing_changed`: 1 of 12
+    honest right sessions paid). A task's own tools are marked like its prompt."""
+    import gymnasium as gym
+
+    from .test_gateway_round9 import ChatStandIn
+
+    tool_env = "rllm/ToolUse-v1"
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={tool_env: {"python": False}})
+    families, rewards = set(), []
+    try:
+        for seed in range(20, 26):
+            env = gym.make(tool_env, python=False)
+            observation, info = env.reset(seed=seed)
+            families.add(env.unwrapped.task["family"])
+            history = [{"role": "user", "content": observation}]
+            sid = app.post("/sessions", json={"env_id": tool_env, "seed": seed}, headers=ALICE)
+            sid = sid.json()["session_id"]
+            for step in env.unwrapped.task["plan"]:  # the oracle's calls, turn by turn
+                calls = [
+                    {
+                        "id": f"c{k}",
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                    }
+                    for k, c in enumerate(step)
+                ]
+                engine.text, engine.tool_calls = "", calls
+                call = {"model": CALL["model"], "max_tokens": 64, "temperature": 0}
+                call.update(messages=history, tools=info["tools"])
+                r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+                assert r.status_code == 200, r.text
+                history.append(r.json()["choices"][0]["message"])
+                blocks = "".join(
+                    f"<tool_call>{json.dumps(c)}</tool_call>"
+                    for c in ({"name": s["name"], "arguments": s["arguments"]} for s in step)
+                )
+                feedback = env.step(blocks)[0]
+                history += [
+                    {"role": "tool", "tool_call_id": c["id"], "content": feedback} for c in calls
+                ]
+            r = app.post(f"/sessions/{sid}/reward", json={"env": tool_env}, headers=ALICE)
+            rewards.append(r.json().get("reward", r.json().get("error", {}).get("code")))
+    finally:
+        app.__exit__(None, None, None)
+    assert len(families) > 1  # tasks of several families, each with its own tools
+    assert rewards == [1.0] * len(rewards), rewards
