@@ -2343,18 +2343,20 @@ def _framing(
         name: pieces(call.request.get(name)) if name == main else marker({})(call.request.get(name))
         for name in _PROMPT_FIELDS[api]
     }
-    if (
-        "tools" in fields
-        and tools is not None
-        and _as_json(call.request.get("tools")) == _as_json(tools)
-    ):
-        fields["tools"] = {"mark": "task tools"}
+    if "tools" in fields:
+        # Tool schemas as sent, key order kept: a template renders them whole (``tojson``
+        # keeps the order), so a reordered schema is another wording (s23 att29c7: 16 key
+        # orders of one task's tools, previewed off the record, pass@1 0.58 -> 1.0), which
+        # the digest's sorted keys did not see.
+        sent = _as_json(call.request.get("tools"))
+        fields["tools"] = {"mark": "task tools"} if tools and sent == _as_json(tools) else sent
     blob = json.dumps([api, fields], sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _as_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    """``value`` as JSON in its own key order (a template renders a tool schema so)."""
+    return json.dumps(value, default=str)
 
 
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)

@@ -706,13 +706,13 @@ class SessionRegistry:
         task_id = _opt_id(values.pop("task_id", None), "task_id")
         seed = _opt_int(values.pop("seed", None), "seed")
         index = _opt_int(values.pop("index", None), "index")
-        for name, value in (("seed", seed), ("index", index)):
+        group = _opt_int(values.pop("group", 0), "group") or 0
+        sample = _opt_int(values.pop("sample", 0), "sample") or 0
+        for name, value in (("seed", seed), ("index", index), ("group", group), ("sample", sample)):
             if value is not None and value < 0:
                 raise SessionError(
                     400, f"Session field `{name}` must not be negative.", "invalid_session"
                 )
-        group = _opt_int(values.pop("group", 0), "group") or 0
-        sample = _opt_int(values.pop("sample", 0), "sample") or 0
         named = _opt_id(values.pop("run", None), "run")
         if named is not None and not RUN_RE.fullmatch(named):
             raise SessionError(

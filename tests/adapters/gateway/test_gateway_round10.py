@@ -312,3 +312,46 @@ def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path):
         app.__exit__(None, None, None)
     assert len(families) > 1  # tasks of several families, each with its own tools
     assert rewards == [1.0] * len(rewards), rewards
+
+
+def test_a_reordered_tool_schema_is_another_wording(tmp_path):
+    """att29c7 F1: the framing digest sorted every object's keys, so tool schemas sent in
+    another key order (which a template renders as sent) framed a task alike: 16 key orders
+    of a task's tools previewed off the record took a run's pass@1 from 0.58 to 1.0. Tools
+    count in their key order, the task's own ones too."""
+    from .test_gateway_round9 import ChatStandIn
+
+    engine = ChatStandIn()
+    engine.text = "\\boxed{0}"
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    properties = {"a": {"type": "string"}, "b": {"type": "string"}}
+    schema = {"name": "calc", "description": "d", "parameters": {"type": "object"}}
+    schema["parameters"]["properties"] = properties
+    reordered = {**schema, "parameters": {"properties": dict(reversed(properties.items()))}}
+    reordered["parameters"]["type"] = "object"
+    codes = []
+    try:
+        for seed, function in ((1, schema), (2, schema), (3, reordered)):
+            sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+            sid = sid.json()["session_id"]
+            call = {"model": CALL["model"], "max_tokens": 32, "temperature": 0}
+            call["messages"] = [{"role": "user", "content": _task_prompt(MATH, seed)}]
+            call["tools"] = [{"type": "function", "function": function}]
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.status_code == 200, r.text
+            reward = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+            codes.append(reward.json().get("error", {}).get("code", reward.status_code))
+    finally:
+        app.__exit__(None, None, None)
+    assert codes == [200, 200, "framing_changed"]
+
+
+def test_a_sessions_group_and_sample_are_not_negative(tmp_path):
+    """att29c7: `sample: -5` was accepted where seed and index are range-checked."""
+    app = _test_client(tmp_path, TextOnlyChat(""))
+    try:
+        for field in ("group", "sample"):
+            r = app.post("/sessions", json={field: -5}, headers=ALICE)
+            assert r.status_code == 400 and "negative" in r.text, r.text
+    finally:
+        app.__exit__(None, None, None)
