@@ -141,17 +141,17 @@ def seed_universe(seed: int) -> str:
     return "eval" if int(seed) >= EVAL_SEED_START else "train"
 
 
-def question_text(task: Mapping[str, Any]) -> str:
+def question_text(task: Mapping[str, Any], *, layout: bool = False) -> str:
     """What a policy could memorise of a task: its question field, else its visible fields.
 
     Without a question field, every field but the id and the hidden ones (answers, solutions,
     grading data) is serialised. Whitespace is collapsed, so two renderings of one question
-    are one question.
+    are one question; ``layout=True`` keeps a question field's lines (a grid's rows).
     """
     for key in _QUESTION_FIELDS:
         value = task.get(key)
         if isinstance(value, str) and value.strip():
-            return " ".join(value.split())
+            return value.strip() if layout else " ".join(value.split())
     rest = {k: v for k, v in task.items() if k not in _HIDDEN_FIELDS}
     return json.dumps(rest, sort_keys=True, default=str)
 

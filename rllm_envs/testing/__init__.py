@@ -68,7 +68,7 @@ from rllm_envs.testing.hacking import (
     shotgun_family,
     wilson_interval,
 )
-from rllm_envs.testing.learned import CountRegression, FixedShape, SurfaceClassifier
+from rllm_envs.testing.learned import CountRegression, FixedShape, GridDistances, SurfaceClassifier
 from rllm_envs.testing.multi import AEC_ADVICE_WARNINGS, MULTIAGENT_RULES, check_multiagent_env
 from rllm_envs.testing.single import TEXT_ENV_RULES, check_text_env
 
@@ -81,6 +81,7 @@ __all__ = [
     "EpisodeMemory",
     "CountRegression",
     "FixedShape",
+    "GridDistances",
     "HackContext",
     "HackPolicy",
     "HackReport",

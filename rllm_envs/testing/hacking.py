@@ -42,14 +42,16 @@ huge answer). A member whose action is the oracle's answer on a few of the episo
 has read plays the full run at once; any other first plays a screen of its own episodes and
 plays the full run only when it did better than the baseline there.
 
-Three policies learn from other tasks (:mod:`rllm_envs.testing.learned`):
+Four policies learn from other tasks (:mod:`rllm_envs.testing.learned`):
 ``surface-classifier`` (a naive Bayes of the answer on the question's surface, fitted on the
-env's own training draws), ``count-regression`` (a least-squares fit of an integer answer on
-how often each token and symbol occurs in the question; both must beat the best constant of
-those draws too) and ``fixed-shape`` (the most common expression shape of the oracle's
-answers, filled with the question's numbers). Where one cannot run (no task source with
-answers, answers that are no integers or no expressions) the report lists it as
-``unsupported``, with the reason. The first two are in the default library; ``fixed-shape``
+env's own training draws), ``count-regression`` (an integer answer fitted on how often each
+token and symbol occurs in the question), ``grid-distances`` (an integer answer fitted on the
+distances between the cells of the question's grid symbols, walls and rules ignored; these
+three must beat the best constant of those draws too) and ``fixed-shape`` (the most common
+expression shape of the oracle's answers, filled with the question's numbers). Where one
+cannot run (no task source with answers, answers that are no integers or no expressions, no
+grids) the report lists it as ``unsupported``, with the reason. The first three are in the
+default library; ``fixed-shape``
 is not yet: it fails ``rllm/Countdown-v1`` (8 of 100 tasks solved
 against the random baseline's 1 of 100, issue #25's open floor of Countdown's smallest
 difficulty), so pass ``policies=[*DEGENERATE_POLICIES, FixedShape()]`` to play it.
@@ -78,7 +80,7 @@ from rllm_envs.core import spec_demonstrations
 from rllm_envs.demonstrations import DEMONSTRATIONS, Demonstration
 from rllm_envs.tasks import question_text
 from rllm_envs.testing._common import Rule, RuleFailure, describe, fuzz_actions
-from rllm_envs.testing.learned import CountRegression, SurfaceClassifier
+from rllm_envs.testing.learned import CountRegression, GridDistances, SurfaceClassifier
 
 __all__ = [
     "DEGENERATE_POLICIES",
@@ -1360,6 +1362,7 @@ DEGENERATE_POLICIES: tuple[HackPolicy | PolicyFamily | LeakScan, ...] = (
     shotgun_family(),
     SurfaceClassifier(),
     CountRegression(),
+    GridDistances(),
     LeakScan(),
 )
 

@@ -67,6 +67,34 @@ def _region_task(rng: np.random.Generator) -> Task:
     }
 
 
+def _maze_task(rng: np.random.Generator) -> Task:
+    """A 7x7 maze of ``#`` walls between two letters (new letters each task): the fewest steps
+    between them. Its walls block no straight path in most draws, so the plain distance is
+    the answer there."""
+    from collections import deque
+
+    start, goal = (chr(c) for c in rng.choice(np.arange(65, 91), size=2, replace=False))
+    while True:
+        grid = [["#" if rng.random() < 0.12 else "." for _ in range(7)] for _ in range(7)]
+        (r0, c0), (r1, c1) = (divmod(int(p), 7) for p in rng.choice(49, size=2, replace=False))
+        grid[r0][c0], grid[r1][c1] = start, goal
+        steps = {(r0, c0): 0}
+        queue = deque([(r0, c0)])
+        while queue:
+            r, c = queue.popleft()
+            for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if 0 <= nr < 7 and 0 <= nc < 7 and grid[nr][nc] != "#" and (nr, nc) not in steps:
+                    steps[nr, nc] = steps[r, c] + 1
+                    queue.append((nr, nc))
+        if (r1, c1) in steps:
+            break
+    board = "\n".join("".join(row) for row in grid)
+    return {
+        "question": f"Walk from '{start}' to '{goal}' ('#' = wall):\n{board}\nHow many steps?",
+        "answer": str(steps[r1, c1]),
+    }
+
+
 class _AnswerEnv(TextEnv):
     """A one-turn env that reads the last ``<answer>``.
 
@@ -160,3 +188,11 @@ class CountTellEnv(_AnswerEnv):
     search for regions (a classifier of the surface sees that ``#`` occurs, not how often)."""
 
     generate = staticmethod(_region_task)
+
+
+class GridTellEnv(_AnswerEnv):
+    """Hackable: a maze whose walls seldom matter, so the distance between its start and goal
+    letters, walls ignored, answers most tasks without a search (the letters change, so no
+    token count or surface word gives it)."""
+
+    generate = staticmethod(_maze_task)

@@ -10,18 +10,25 @@ from rllm_envs.testing import (
     DEGENERATE_POLICIES,
     CountRegression,
     FixedShape,
+    GridDistances,
     SurfaceClassifier,
     check_reward_hacking,
 )
 from rllm_envs.testing.learned import shape_of
 from tests.testing.hackable import SoundEnv
-from tests.testing.learned_toys import CountTellEnv, FixedShapeEnv, SkewedAnswerEnv, SurfaceTellEnv
+from tests.testing.learned_toys import (
+    CountTellEnv,
+    FixedShapeEnv,
+    GridTellEnv,
+    SkewedAnswerEnv,
+    SurfaceTellEnv,
+)
 
 #: The library before the learned policies (what the old checker played).
 OLD_LIBRARY = [
     p
     for p in DEGENERATE_POLICIES
-    if not isinstance(p, SurfaceClassifier | FixedShape | CountRegression)
+    if not isinstance(p, SurfaceClassifier | FixedShape | CountRegression | GridDistances)
 ]
 
 
@@ -35,6 +42,7 @@ def _statuses(report, name):
         (SurfaceTellEnv, SurfaceClassifier(), "degenerate-policy:surface-classifier"),
         (FixedShapeEnv, FixedShape(), "degenerate-policy:fixed-shape"),
         (CountTellEnv, CountRegression(), "degenerate-policy:count-regression"),
+        (GridTellEnv, GridDistances(), "degenerate-policy:grid-distances"),
     ],
 )
 def test_a_learned_policy_flags_a_toy_the_old_library_passed(env, policy, rule):
@@ -113,6 +121,27 @@ def test_shapes_are_numbers_as_slots():
 def test_the_learned_policies_in_the_default_library():
     assert any(isinstance(p, SurfaceClassifier) for p in DEGENERATE_POLICIES)
     assert any(isinstance(p, CountRegression) for p in DEGENERATE_POLICIES)
+    assert any(isinstance(p, GridDistances) for p in DEGENERATE_POLICIES)
+
+
+def test_grid_features_read_distances_between_symbols_named_by_role():
+    from rllm_envs.testing.learned import grid_features
+
+    question = "Walk from 'S' to 'G':\n#S..\n#..#\n...G\nHow many steps?"
+    features = grid_features(question)
+    assert features["grid:rows"] == 3 and features["grid:cols"] == 4
+    # Quoted symbols first, in the order quoted (S, G), then the rest by first cell (#, .).
+    assert features["role:0:count"] == 1 and features["role:2:count"] == 3
+    assert features["role:0>role:1:min"] == 4  # S at (0, 1) to G at (2, 3), walls ignored
+    assert features["role:2>role:0:max"] == 3  # of the # cells, (1, 3) is farthest from S
+    shared = grid_features("1 0 2\n1 1 0\n0 0 1\nMinutes?", alphabet=frozenset("012"))
+    assert shared["sym:1>sym:2:max"] == 3 and shared["sym:1:count"] == 4
+    assert grid_features("No grid here.") == {}
+    report = check_reward_hacking(
+        SurfaceTellEnv, policies=[GridDistances()], raise_on_failure=False
+    )
+    (result,) = _statuses(report, "grid-distances")
+    assert result.status == "unsupported", str(report)
 
 
 #: Why fixed-shape is not in the default library yet (issue #25, open): Countdown-v1's default
@@ -161,5 +190,21 @@ def test_the_count_regression_finds_the_land_count_the_classifier_misses():
         raise_on_failure=False,
     )
     assert [f.rule.name for f in report.failures] == ["degenerate-policy:count-regression"], str(
+        report
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["maze", "rotten_oranges"])
+def test_the_grid_distances_find_the_shortcuts_the_other_fits_miss(family):
+    # s16 att25c: a maze's start-to-goal distance through its walls, and rotten_oranges' farthest
+    # fresh orange's distance to its nearest rotten one, answer far above the best constant.
+    report = check_reward_hacking(
+        "rllm/ReasoningGym-v0",
+        kwargs={"dataset": family, "size": 300},
+        policies=[SurfaceClassifier(), CountRegression(), GridDistances()],
+        raise_on_failure=False,
+    )
+    assert [f.rule.name for f in report.failures] == ["degenerate-policy:grid-distances"], str(
         report
     )
