@@ -2329,11 +2329,28 @@ def _framing(
         cut = [value[a:b] for a, b in zip(bounds, [*bounds[1:], len(value)], strict=True)]
         out = []
         for k, (piece, part) in enumerate(zip(known, cut, strict=False)):
-            framed = marker(piece)(part)
-            if k and isinstance(part, list) and part and isinstance(part[0], Mapping):
+            # A later turn's reply is taken out where it is, and only there: the same text
+            # elsewhere in the turn is the harness's own (a one-word FrozenLake move in a fixed
+            # "Left, Right, Up or Down?" reminder marked it by the reply: honest sessions
+            # whose replies differed were refused, 4 of 6: s23 att29c8).
+            reply = piece.get("reply") if k else None
+            rest = marker({n: v for n, v in piece.items() if n != "reply"})
+            if (
+                reply is not None
+                and isinstance(part, list)
+                and part
+                and isinstance(part[0], Mapping)
+            ):
                 # A turn's first message is the reply as the gateway returned it (checked by
                 # :func:`_continues` when its call came): all of it is the policy's.
-                framed[0] = {"role": "assistant", "content": {"mark": "reply"}}
+                framed = [{"role": "assistant", "content": {"mark": "reply"}}, *rest(part[1:])]
+            elif isinstance(reply, str) and reply and isinstance(part, str) and reply in part:
+                # A completions turn: the reply where it first follows the previous prompt.
+                at = part.index(reply)
+                tail = part[at + len(reply) :]
+                framed = [*rest(part[:at]), {"mark": "reply"}, *rest(tail)]
+            else:
+                framed = marker(piece)(part)
             out.append(framed)
         return out
 

@@ -355,3 +355,41 @@ def test_a_sessions_group_and_sample_are_not_negative(tmp_path):
             assert r.status_code == 400 and "negative" in r.text, r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_replys_text_in_the_harnesss_own_words_frames_nothing(tmp_path):
+    """att29c8 F1: a later turn's reply was marked wherever its text stood in that turn, so a
+    one-word FrozenLake move also marked the same word in the harness's fixed reminder
+    ("Left, Right, Up or Down?"): honest sessions whose moves differed were framed otherwise
+    and refused (4 of 6). The reply is marked where it is, in chat and completions."""
+    import gymnasium as gym
+
+    from .test_gateway_round9 import ChatStandIn
+
+    lake = "rllm/FrozenLake-v1"
+    reminder = "\nYour next move (Left, Right, Up or Down)?"
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={lake: {}})
+    codes = []
+    try:
+        # Moves that keep each episode going for both turns.
+        for seed, moves in ((1, ["Left", "Left"]), (2, ["Right", "Up"]), (3, ["Up", "Right"])):
+            env = gym.make(lake)
+            history = [{"role": "user", "content": env.reset(seed=seed)[0]}]
+            sid = app.post("/sessions", json={"env_id": lake, "seed": seed}, headers=ALICE)
+            sid = sid.json()["session_id"]
+            for move in moves:
+                engine.text, engine.tool_calls = move, []
+                call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+                call["messages"] = history
+                r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+                assert r.status_code == 200, r.text
+                feedback, _, terminated, truncated, _ = env.step(move)
+                assert not (terminated or truncated)
+                reply = r.json()["choices"][0]["message"]
+                history += [reply, {"role": "user", "content": feedback + reminder}]
+            reward = app.post(f"/sessions/{sid}/reward", json={"env": lake}, headers=ALICE)
+            codes.append(reward.json().get("error", {}).get("code", reward.status_code))
+    finally:
+        app.__exit__(None, None, None)
+    assert codes == [200, 200, 200], codes
