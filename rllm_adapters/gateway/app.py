@@ -315,14 +315,20 @@ class Gateway:
         """Open the engine client and start the health and idle-session checks."""
         import httpx
 
-        # One pooled client for every engine call; a limit per host keeps one engine's
-        # stalled connections from starving the others.
+        aiohttp = require("aiohttp", "gateway", feature="the gateway's engine client")
+        transport = require("httpx_aiohttp", "gateway", feature="the gateway's engine client")
+
+        def session() -> Any:
+            # No cap on connections (aiohttp's default is 100): calls in flight are bounded
+            # by the gateway's own queue and per-client limits.
+            return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+        # One pooled client for every engine call: httpx's interface on aiohttp's transport,
+        # whose HTTP parser is C (httpx's own, h11 under anyio, cost the relay 4.4-4.7 ms of
+        # gateway CPU per streamed 64-token call on a stand-in engine; this one 1.6-1.9).
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.config.request_timeout_s, connect=10.0),
-            limits=httpx.Limits(
-                max_connections=None,
-                max_keepalive_connections=512,
-            ),
+            transport=transport.AiohttpTransport(client=session),
         )
         from rllm_adapters.gateway.connections import RateLimitedLog
 
