@@ -2468,12 +2468,17 @@ def _continues(previous: Call, call: Call) -> bool:
         return False
     # The other prompt fields too: an engine renders the tools into the prompt, and a middle
     # call's were never compared (att29t F1: tools worded per task, 0.475 -> 0.925).
-    if any(previous.request.get(k) != call.request.get(k) for k in _PROMPT_FIELDS["chat"][1:]):
+    # Compared as JSON in their key order (a template renders a tool schema as sent, and
+    # `1 == True`): a middle call's tools reordered were other wordings (att29c9 F2).
+    if any(
+        _as_json(previous.request.get(k)) != _as_json(call.request.get(k))
+        for k in _PROMPT_FIELDS["chat"][1:]
+    ):
         return False
     n = len(before_messages)
     return (
         len(messages) > n
-        and messages[:n] == before_messages
+        and _as_json(messages[:n]) == _as_json(before_messages)
         and isinstance(messages[n], Mapping)
         and _as_returned(messages[n], previous)
     )
@@ -2483,22 +2488,21 @@ def _as_returned(sent: Mapping[str, Any], call: Call) -> bool:
     """Whether an assistant message a client sent back is ``call``'s reply as returned.
 
     The content as the same string, and every other field as returned (the tool calls with
-    their ids and arguments' text; an empty field as none): an engine renders content parts
+    their ids and arguments' text; empty fields dropped, :func:`_without_reasoning`, as for
+    the engine): an engine renders content parts
     and fields the
     gateway's own reading skips (a ``refusal`` part, two text parts joined with a line
     break), so any other form was another wording of the next turn (att29r F1: 0.43 ->
     1.00).
     """
-    returned = call.message or {"role": "assistant", "content": call.text}
-    content = sent.get("content")
-    if sent.get("role") != "assistant" or not (content is None or isinstance(content, str)):
+    returned = _without_reasoning(call.message or {"role": "assistant", "content": call.text})
+    sent = _without_reasoning(sent)
+    if sent.get("role") != "assistant" or not isinstance(sent.get("content"), str):
         return False
-    if (content or "") not in {returned.get("content") or "", call.text}:
+    if sent["content"] not in {returned["content"], call.text}:
         return False
-    return all(
-        (sent.get(key) or None) == (returned.get(key) or None)
-        for key in {*sent, *returned} - {"role", "content", *REASONING_FIELDS}
-    )
+    rest = {*sent, *returned} - {"role", "content"}
+    return all(_as_json(sent.get(key)) == _as_json(returned.get(key)) for key in rest)
 
 
 #: The fields in which an engine's reasoning parser returns a reply's reasoning (vLLM's names).
@@ -2506,15 +2510,26 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 def _without_reasoning(message: Any) -> Any:
-    """``message`` without a reasoning field when it is an assistant's (a session call's).
+    """An assistant's ``message`` of a session call in one form: no reasoning, no empty field.
 
     A client may send a reply's reasoning back or not (the openai SDK keeps it; most
     harnesses send the content alone), and a chat template may render it: each way would be
-    another wording of the next turn, so an engine never sees it in a session call.
+    another wording of the next turn, so an engine never sees it in a session call. Empty
+    fields likewise (``name: ""``, ``refusal: null``, ``tool_calls: []``, a ``null``
+    content, which a template tests or prints): each subset of them was one more wording of a
+    returned reply, previewed off the record (s23 att29c9: 8 -> 12 of 12). The content is
+    text (``""`` where empty).
     """
     if not isinstance(message, dict) or message.get("role") != "assistant":
         return message
-    return {k: v for k, v in message.items() if k not in REASONING_FIELDS}
+    out = {
+        k: v
+        for k, v in message.items()
+        if k not in REASONING_FIELDS
+        and not (v is None or (isinstance(v, (str, list, dict)) and not v))
+    }
+    out["content"] = message.get("content") or ""
+    return out
 
 
 def _no_calls(session: Session) -> GatewayError:

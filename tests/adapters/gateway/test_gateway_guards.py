@@ -81,6 +81,7 @@ def _gateway(tmp_path, engine: FakeEngine | None = None, **settings):
     client = TestClient(gateway.app)
     client.__enter__()
     if engine is not None:
+        client.portal.call(gateway.client.aclose)  # its engine connections, before the stand-in's
         gateway.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=engine.app))
     client.gateway = gateway
     return client

@@ -143,6 +143,7 @@ def _test_client(tmp_path, engine, **settings):
     gateway = Gateway(GatewayConfig(engines=["http://127.0.0.1:9/v1"], **settings))
     client = TestClient(gateway.app)
     client.__enter__()
+    client.portal.call(gateway.client.aclose)  # its engine connections, before the stand-in's
     gateway.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=engine.app))
     client.gateway = gateway
     return client

@@ -393,3 +393,68 @@ def test_a_replys_text_in_the_harnesss_own_words_frames_nothing(tmp_path):
     finally:
         app.__exit__(None, None, None)
     assert codes == [200, 200, 200], codes
+
+
+def _two_turn_math(tmp_path, rewrite_reply=lambda m: m, tools_of=lambda turn: None):
+    """A scored two-turn Math-v1 chat session (seed 0), straight to the stand-in engine:
+    returns (the engine's request bodies, the reward response)."""
+    import gymnasium as gym
+
+    from .test_gateway_round9 import ChatStandIn
+
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}})
+    env = gym.make(MATH, max_turns=2)
+    try:
+        history = [{"role": "user", "content": env.reset(seed=0)[0]}]
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        for turn, text in enumerate(["\\boxed{1}", "\\boxed{455}"]):
+            engine.text = text
+            call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+            call["messages"] = history
+            if tools_of(turn) is not None:
+                call["tools"] = tools_of(turn)
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.status_code == 200, r.text
+            reply = rewrite_reply(r.json()["choices"][0]["message"])
+            history = [*history, reply, {"role": "user", "content": env.step(text)[0]}]
+        reward = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        return engine.bodies, reward
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_empty_fields_on_a_returned_reply_are_one_wording(tmp_path):
+    """att29c9 F1: a returned reply sent back with any subset of empty fields (`name: ""`,
+    `refusal: null`, `tool_calls: []`, a null content) passed as the reply, and each reached
+    the engine as sent: 64 wordings of the next turn, previewed off the record (8 -> 12 of
+    12 paid). The engine gets every form as one."""
+    forms = [
+        lambda m: m,
+        lambda m: {**m, "name": "", "refusal": None, "tool_calls": [], "audio": None},
+        lambda m: {**m, "function_call": None, "annotations": []},
+    ]
+    sent = []
+    for k, form in enumerate(forms):
+        bodies, reward = _two_turn_math(tmp_path / str(k), rewrite_reply=form)
+        assert reward.status_code == 200 and reward.json()["reward"] == 1.0, reward.text
+        sent.append(json.dumps(bodies[-1]["messages"]))
+    assert len(set(sent)) == 1, sent
+
+
+def test_a_middle_calls_tools_keep_their_key_order(tmp_path):
+    """att29c9 F2: a middle call's tools were compared with the previous call's as objects,
+    key order ignored, and middle calls are not digested: 12 key orders of a task's tools
+    in the middle turns were accepted. A reordered middle call is a history not recorded."""
+    function = {"name": "calc", "description": "d", "parameters": {"type": "object"}}
+    reordered = dict(reversed(function.items()))
+
+    def tools_of(turn):
+        return [{"type": "function", "function": reordered if turn == 1 else function}]
+
+    _, honest = _two_turn_math(tmp_path / "honest", tools_of=lambda turn: tools_of(0))
+    assert honest.status_code == 200, honest.text
+    _, reward = _two_turn_math(tmp_path / "reordered", tools_of=tools_of)
+    assert reward.status_code == 409, reward.text
+    assert reward.json()["error"]["code"] == "history_not_recorded"
