@@ -2529,6 +2529,23 @@ def _without_reasoning(message: Any) -> Any:
         and not (v is None or (isinstance(v, (str, list, dict)) and not v))
     }
     out["content"] = message.get("content") or ""
+    if isinstance(out.get("tool_calls"), list):
+        # Each call's keys in one order: the openai SDK dumps a call as id, function
+        # (arguments, name), type, an engine as id, type, function (name, arguments), and a
+        # stream merges in its own; a template reads them by name (s23 att29d0: honest SDK
+        # harnesses' tool turns were refused, 0 of 4, once key order counted).
+        out["tool_calls"] = [_in_order(c, ("id", "type", "function")) for c in out["tool_calls"]]
+    return out
+
+
+def _in_order(value: Any, first: Sequence[str]) -> Any:
+    """A tool call (or its function) with ``first`` keys in that order, then the rest sorted."""
+    if not isinstance(value, dict):
+        return value
+    keys = [k for k in first if k in value] + sorted(k for k in value if k not in first)
+    out = {k: value[k] for k in keys}
+    if isinstance(out.get("function"), dict):
+        out["function"] = _in_order(out["function"], ("name", "arguments"))
     return out
 
 

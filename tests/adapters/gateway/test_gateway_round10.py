@@ -262,11 +262,21 @@ def test_an_engine_without_ids_keeps_the_task_in_the_next_templated_prompt(tmp_p
     assert prompts[1][: len(prompts[0])] == prompts[0]  # the task's prompt leads the next
 
 
-def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path):
+def _sdk_message(message):
+    """A reply as an openai-SDK harness sends it back (its model dumped: other key order)."""
+    from openai.types.chat import ChatCompletionMessage
+
+    return ChatCompletionMessage.model_validate(message).model_dump(exclude_none=True)
+
+
+@pytest.mark.parametrize("sent_back", ["as returned", "openai SDK"])
+def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sent_back):
     """att29c6 F1: ToolUse gives each task family its own tool schemas; a harness passing
     them as the chat call's `tools` (as the env's reset gives them) wrapped each family
     otherwise, so one run's sessions after the first were refused (`framing_changed`: 1 of 12
-    honest right sessions paid). A task's own tools are marked like its prompt."""
+    honest right sessions paid). A task's own tools are marked like its prompt. att29d0: a
+    reply sent back as the openai SDK dumps it (a tool call's keys in another order) was
+    refused once key order counted (0 of 4): a tool call's keys are put in one order."""
     import gymnasium as gym
 
     from .test_gateway_round9 import ChatStandIn
@@ -297,7 +307,8 @@ def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path):
                 call.update(messages=history, tools=info["tools"])
                 r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
                 assert r.status_code == 200, r.text
-                history.append(r.json()["choices"][0]["message"])
+                reply = r.json()["choices"][0]["message"]
+                history.append(reply if sent_back == "as returned" else _sdk_message(reply))
                 blocks = "".join(
                     f"<tool_call>{json.dumps(c)}</tool_call>"
                     for c in ({"name": s["name"], "arguments": s["arguments"]} for s in step)
