@@ -2522,12 +2522,7 @@ def _without_reasoning(message: Any) -> Any:
     """
     if not isinstance(message, dict) or message.get("role") != "assistant":
         return message
-    out = {
-        k: v
-        for k, v in message.items()
-        if k not in REASONING_FIELDS
-        and not (v is None or (isinstance(v, (str, list, dict)) and not v))
-    }
+    out = {k: v for k, v in message.items() if k not in REASONING_FIELDS and not _empty(v)}
     out["content"] = message.get("content") or ""
     if isinstance(out.get("tool_calls"), list):
         # Each call's keys in one order: the openai SDK dumps a call as id, function
@@ -2539,14 +2534,24 @@ def _without_reasoning(message: Any) -> Any:
 
 
 def _in_order(value: Any, first: Sequence[str]) -> Any:
-    """A tool call (or its function) with ``first`` keys in that order, then the rest sorted."""
+    """A tool call (or its function) in one form.
+
+    ``first`` keys in that order, then the rest sorted; empty fields and a stream's ``index``
+    dropped (the openai SDK's stream merge keeps ``index`` and ``parsed_arguments: null``,
+    which no template renders: s23 att29d1).
+    """
     if not isinstance(value, dict):
         return value
-    keys = [k for k in first if k in value] + sorted(k for k in value if k not in first)
-    out = {k: value[k] for k in keys}
+    kept = {k: v for k, v in value.items() if k != "index" and not _empty(v)}
+    keys = [k for k in first if k in kept] + sorted(k for k in kept if k not in first)
+    out = {k: kept[k] for k in keys}
     if isinstance(out.get("function"), dict):
         out["function"] = _in_order(out["function"], ("name", "arguments"))
     return out
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
 
 
 def _no_calls(session: Session) -> GatewayError:

@@ -262,21 +262,30 @@ def test_an_engine_without_ids_keeps_the_task_in_the_next_templated_prompt(tmp_p
     assert prompts[1][: len(prompts[0])] == prompts[0]  # the task's prompt leads the next
 
 
-def _sdk_message(message):
-    """A reply as an openai-SDK harness sends it back (its model dumped: other key order)."""
+def _sdk_message(message, streamed=False):
+    """A reply as an openai-SDK harness sends it back (its model dumped: other key order);
+    ``streamed``: as the SDK's stream merge dumps it (each call keeps its stream ``index`` and
+    a ``parsed_arguments: null``)."""
     from openai.types.chat import ChatCompletionMessage
 
-    return ChatCompletionMessage.model_validate(message).model_dump(exclude_none=True)
+    dumped = ChatCompletionMessage.model_validate(message).model_dump()
+    if streamed:
+        for k, call in enumerate(dumped.get("tool_calls") or []):
+            call["function"]["parsed_arguments"] = None
+            call["index"] = k
+    return dumped
 
 
-@pytest.mark.parametrize("sent_back", ["as returned", "openai SDK"])
+@pytest.mark.parametrize("sent_back", ["as returned", "openai SDK", "openai SDK stream"])
 def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sent_back):
     """att29c6 F1: ToolUse gives each task family its own tool schemas; a harness passing
     them as the chat call's `tools` (as the env's reset gives them) wrapped each family
     otherwise, so one run's sessions after the first were refused (`framing_changed`: 1 of 12
     honest right sessions paid). A task's own tools are marked like its prompt. att29d0: a
     reply sent back as the openai SDK dumps it (a tool call's keys in another order) was
-    refused once key order counted (0 of 4): a tool call's keys are put in one order."""
+    refused once key order counted (0 of 4): a tool call's keys are put in one order.
+    att29d1: as the SDK's stream merge dumps it (a call's `index`, `parsed_arguments: null`),
+    refused too (0 of 2): a call's empty fields and stream index are dropped."""
     import gymnasium as gym
 
     from .test_gateway_round9 import ChatStandIn
@@ -308,7 +317,9 @@ def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sen
                 r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
                 assert r.status_code == 200, r.text
                 reply = r.json()["choices"][0]["message"]
-                history.append(reply if sent_back == "as returned" else _sdk_message(reply))
+                if sent_back != "as returned":
+                    reply = _sdk_message(reply, streamed=sent_back.endswith("stream"))
+                history.append(reply)
                 blocks = "".join(
                     f"<tool_call>{json.dumps(c)}</tool_call>"
                     for c in ({"name": s["name"], "arguments": s["arguments"]} for s in step)
