@@ -244,8 +244,8 @@ class Gateway:
         self._template_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-template")
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
-        #: Task ids of scorer tasks sessions opened on, by (env, seed, index).
-        self._task_ids: dict[tuple[str, int | None, int | None], str | None] = {}
+        #: Task ids of scorer tasks sessions opened on, by (client, env, seed, index).
+        self._task_ids: dict[tuple[str, str, int | None, int | None], str | None] = {}
         #: Internal errors (bugs): one traceback per handler and error type per minute.
         self._internal_log = _ThrottledLog(level=logging.ERROR)
         self._tokenizer = tokenizer
@@ -723,7 +723,9 @@ class Gateway:
             v is None or plain(v) for v in (seed, index)
         ):
             return False  # no task (or fields the session's own checks refuse)
-        key = (env_id, seed, index)
+        # Per client: a shared cache told a client by the time of its open which tasks
+        # other clients had opened (s23 att29d2, a task key, not an answer).
+        key = (owner, env_id, seed, index)
         task_id = self._task_ids.get(key)
         if task_id is None:
             # A lookup resets the scorer's env on the scoring pool: it counts against the

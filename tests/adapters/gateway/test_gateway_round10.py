@@ -480,3 +480,28 @@ def test_a_middle_calls_tools_keep_their_key_order(tmp_path):
     _, reward = _two_turn_math(tmp_path / "reordered", tools_of=tools_of)
     assert reward.status_code == 409, reward.text
     assert reward.json()["error"]["code"] == "history_not_recorded"
+
+
+def test_a_clients_task_lookups_are_its_own(tmp_path, monkeypatch):
+    """att29d2 (low): the task-id cache was shared, so the time a session open took told a
+    client whether another client had opened that task. Each client looks its tasks up."""
+    from rllm_adapters.gateway import app as gateway_app
+
+    from .test_gateway_record import BOB
+
+    lookups = []
+    real = gateway_app.task_id_of
+
+    def counted(*args, **kwargs):
+        lookups.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gateway_app, "task_id_of", counted)
+    app = _test_client(tmp_path, TextOnlyChat(""), scorers={MATH: {}})
+    try:
+        for headers in (ALICE, ALICE, BOB):
+            r = app.post("/sessions", json={"env_id": MATH, "seed": 3}, headers=headers)
+            assert r.status_code == 201, r.text
+    finally:
+        app.__exit__(None, None, None)
+    assert len(lookups) == 2  # alice's first open and bob's, not alice's second
