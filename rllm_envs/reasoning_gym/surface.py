@@ -169,6 +169,14 @@ KNOWN_TELLS: dict[str, str] = {
     "1/7 or 5/7 (the start's weekday never found), the best constant elsewhere, answers 0.18 "
     "of evaluation draws against the best constant's 0.06 (n=1,200; 0.60 against 0.13 on "
     "those questions)",
+    # A sixth blind round (s23 att25i), measured the same way (n=200).
+    "family_relationships": "the asked people's places in the marriage sentences (named "
+    "first, second, or a child) and whether they are married, looked up among training "
+    "draws' answers (no family tree traced), answers 0.68 of evaluation draws against the "
+    "best constant's 0.10 (n=200)",
+    "string_insertion": "inserting after every match of the original string (the skip rule "
+    "never applied) answers 0.83 of evaluation draws against the best constant's 0.02 "
+    "(n=200)",
 }
 
 

@@ -373,7 +373,7 @@ def test_a_family_is_held_out_only_where_its_numbers_cannot_be_looked_up():
     assert "too few distinct questions" in (
         ReasoningGymTasks("family_relationships").held_out_reason() or ""
     )
-    for name in ("basic_arithmetic", "string_insertion"):
+    for name in ("basic_arithmetic", "word_sorting"):
         assert ReasoningGymTasks(name).held_out_reason() is None, name
 
     # A synthetic family split by its whole text (tags of letters: no numbers of their own).
