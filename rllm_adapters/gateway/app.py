@@ -964,6 +964,24 @@ class Gateway:
                     f"{e} The session has ended; its calls were stored without a reward.",
                     e.code,
                 ) from e
+            except Exception as e:
+                # A bug: the session is stored unscored all the same, never left claimed
+                # and lost (s23 att29d3: 0 episodes stored, even at shutdown).
+                ref = secrets.token_hex(4)
+                self._internal_log.log(
+                    ("score", type(e).__name__),
+                    "scoring session %r failed [%s]",
+                    session.id,
+                    ref,
+                    exc_info=True,
+                )
+                await self._store_unscored(session, "score_failed")
+                raise GatewayError(
+                    500,
+                    f"Internal error {ref} while scoring (in the gateway's log). The session "
+                    "has ended; its calls were stored without a reward.",
+                    "internal_error",
+                ) from e
             return await self.sessions.finish(
                 session,
                 scored["reward"],
@@ -1252,6 +1270,9 @@ class Gateway:
                 400, "A session records the completion alone: `echo` is off.", "invalid_request"
             )
         _check_session_fields(api, body, self.config.auth_required)
+        # A session's calls are read again (their framing, their history): a field nested
+        # 700 deep passed the parser and broke the scoring, the session lost (s23 att29d3).
+        check_json_field(body, "the call", "invalid_request", max_bytes=None)
         _one_token_limit(api, body)
         if api == "chat":
             body["messages"] = [_without_reasoning(m) for m in body["messages"]]
@@ -2536,17 +2557,15 @@ def _without_reasoning(message: Any) -> Any:
 
 
 def _in_order(value: Any, first: Sequence[str]) -> Any:
-    """A tool call (or its function) in one form.
+    """A tool call (or its function) in one form: its ``first`` keys alone, in that order.
 
-    ``first`` keys in that order, then the rest sorted; empty fields and a stream's ``index``
-    dropped (the openai SDK's stream merge keeps ``index`` and ``parsed_arguments: null``,
-    which no template renders: s23 att29d1).
+    What else a client's copy holds no template renders: the openai SDK's stream merge keeps
+    ``index`` and ``parsed_arguments: null`` (s23 att29d1), its ``.parse()`` a
+    ``parsed_arguments`` object (att29d3); each was a refusal of an honest turn or a wording.
     """
     if not isinstance(value, dict):
         return value
-    kept = {k: v for k, v in value.items() if k != "index" and not _empty(v)}
-    keys = [k for k in first if k in kept] + sorted(k for k in kept if k not in first)
-    out = {k: kept[k] for k in keys}
+    out = {k: value[k] for k in first if k in value and not _empty(value[k])}
     if isinstance(out.get("function"), dict):
         out["function"] = _in_order(out["function"], ("name", "arguments"))
     return out

@@ -1153,11 +1153,13 @@ def held_bytes(raw_size: int, value: Any) -> int:
     return raw_size + VALUE_BYTES * count
 
 
-def check_json_field(value: Any, name: str, code: str) -> None:
+def check_json_field(
+    value: Any, name: str, code: str, max_bytes: int | None = MAX_JSON_BYTES
+) -> None:
     """Refuse (400) a client's JSON value too deep or too large to keep.
 
-    Deeper than ``MAX_JSON_DEPTH`` or larger than ``MAX_JSON_BYTES`` as JSON (a reward's
-    ``info``, a session's ``metadata``).
+    Deeper than ``MAX_JSON_DEPTH`` or larger than ``max_bytes`` as JSON (a reward's
+    ``info``, a session's ``metadata``; a session call's fields, depth only).
     """
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -1169,13 +1171,15 @@ def check_json_field(value: Any, name: str, code: str) -> None:
                 )
             children = item.values() if isinstance(item, dict) else item
             stack.extend((child, depth + 1) for child in children)
+    if max_bytes is None:
+        return
     try:
         size = len(json.dumps(value))
     except (TypeError, ValueError, RecursionError) as e:
         raise SessionError(400, f"`{name}` must be plain JSON.", code) from e
-    if size > MAX_JSON_BYTES:
+    if size > max_bytes:
         raise SessionError(
-            400, f"`{name}` is {size} bytes as JSON, over the limit of {MAX_JSON_BYTES}.", code
+            400, f"`{name}` is {size} bytes as JSON, over the limit of {max_bytes}.", code
         )
 
 

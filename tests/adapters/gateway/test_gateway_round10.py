@@ -262,21 +262,26 @@ def test_an_engine_without_ids_keeps_the_task_in_the_next_templated_prompt(tmp_p
     assert prompts[1][: len(prompts[0])] == prompts[0]  # the task's prompt leads the next
 
 
-def _sdk_message(message, streamed=False):
+def _sdk_message(message, how="create"):
     """A reply as an openai-SDK harness sends it back (its model dumped: other key order);
-    ``streamed``: as the SDK's stream merge dumps it (each call keeps its stream ``index`` and
-    a ``parsed_arguments: null``)."""
+    as the SDK's stream merge dumps it (``how="stream"``: each call keeps its stream
+    ``index`` and a ``parsed_arguments: null``) or its ``.parse()`` (``"parse"``: the
+    arguments parsed in ``parsed_arguments``)."""
     from openai.types.chat import ChatCompletionMessage
 
     dumped = ChatCompletionMessage.model_validate(message).model_dump()
-    if streamed:
-        for k, call in enumerate(dumped.get("tool_calls") or []):
+    for k, call in enumerate(dumped.get("tool_calls") or []):
+        if how == "stream":
             call["function"]["parsed_arguments"] = None
             call["index"] = k
+        elif how == "parse":
+            call["function"]["parsed_arguments"] = json.loads(call["function"]["arguments"])
     return dumped
 
 
-@pytest.mark.parametrize("sent_back", ["as returned", "openai SDK", "openai SDK stream"])
+@pytest.mark.parametrize(
+    "sent_back", ["as returned", "openai SDK", "openai SDK stream", "openai SDK parse"]
+)
 def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sent_back):
     """att29c6 F1: ToolUse gives each task family its own tool schemas; a harness passing
     them as the chat call's `tools` (as the env's reset gives them) wrapped each family
@@ -285,7 +290,8 @@ def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sen
     reply sent back as the openai SDK dumps it (a tool call's keys in another order) was
     refused once key order counted (0 of 4): a tool call's keys are put in one order.
     att29d1: as the SDK's stream merge dumps it (a call's `index`, `parsed_arguments: null`),
-    refused too (0 of 2): a call's empty fields and stream index are dropped."""
+    refused too (0 of 2), and as its `.parse()` dumps it (a `parsed_arguments` object:
+    att29d3): a tool call reaches the engine as its id, type, name and arguments alone."""
     import gymnasium as gym
 
     from .test_gateway_round9 import ChatStandIn
@@ -318,7 +324,7 @@ def test_a_harness_passing_each_tasks_tools_frames_its_tasks_alike(tmp_path, sen
                 assert r.status_code == 200, r.text
                 reply = r.json()["choices"][0]["message"]
                 if sent_back != "as returned":
-                    reply = _sdk_message(reply, streamed=sent_back.endswith("stream"))
+                    reply = _sdk_message(reply, sent_back.split()[-1])
                 history.append(reply)
                 blocks = "".join(
                     f"<tool_call>{json.dumps(c)}</tool_call>"
@@ -505,3 +511,47 @@ def test_a_clients_task_lookups_are_its_own(tmp_path, monkeypatch):
     finally:
         app.__exit__(None, None, None)
     assert len(lookups) == 2  # alice's first open and bob's, not alice's second
+
+
+def test_a_session_call_nested_past_the_bound_is_refused_and_a_failed_scoring_is_stored(
+    tmp_path, monkeypatch
+):
+    """att29d3: a field nested 700 deep in a session call passed the parser, then broke the
+    scoring with a RecursionError: a 500, and the session, claimed, was never stored (0
+    episodes, even at shutdown). Such a call is refused (400); and a scoring that fails on a
+    bug of the gateway's stores the session unscored."""
+    from rllm_adapters.gateway.app import Gateway
+
+    from .test_gateway_record import _episodes
+
+    engine = TextOnlyChat("\\boxed{455}")
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+    message = {"role": "user", "content": _task_prompt(MATH, 0)}
+    try:
+        deep: list = []
+        for _ in range(40):
+            deep = [deep]
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        r = app.post(
+            f"/sessions/{sid}/v1/chat/completions",
+            json={**call, "messages": [{**message, "x": deep}]},
+            headers=ALICE,
+        )
+        assert r.status_code == 400 and "nested deeper" in r.text, r.text
+
+        def broken(self, session, scored):
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(Gateway, "_pin_framing", broken)
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        url = f"/sessions/{sid}/v1/chat/completions"
+        assert app.post(url, json={**call, "messages": [message]}, headers=ALICE).is_success
+        reward = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert reward.status_code == 500 and "stored without a reward" in reward.text
+    finally:
+        app.__exit__(None, None, None)
+    (episode,) = _episodes(tmp_path / "e.db")
+    assert episode.trajectory.steps[-1].info["reward_source"] == "none"
