@@ -377,7 +377,7 @@ def _fit_integer(
 
 @dataclass
 class CountRegression(_FromTasks):
-    """Answers an integer with a least-squares fit of the answer on the question's counts.
+    """Answers an integer with a fit of the answer on the question's counts.
 
     A structural shortcut the classifier cannot see: an answer that follows from how often
     something occurs (``largest_island`` answered by counting every land cell, connectivity
@@ -392,8 +392,9 @@ class CountRegression(_FromTasks):
 
     name: str = "count-regression"
     summary: str = (
-        "a least-squares fit of the integer answer on how often each token and symbol occurs "
-        "in the question, fitted on other tasks' questions and answers"
+        "a fit of the integer answer (least squares, or one count plus a constant) on how "
+        "often each token and symbol occurs in the question, fitted on other tasks' questions "
+        "and answers"
     )
     fix: str = (
         "make the answer independent of what the question's counts give: redraw tasks "
@@ -491,7 +492,7 @@ def grid_features(question: str, alphabet: frozenset[str] = frozenset()) -> dict
 
 @dataclass
 class GridDistances(_FromTasks):
-    """Answers an integer with a least-squares fit on the geometry of the question's grid.
+    """Answers an integer with a fit on the geometry of the question's grid.
 
     A structural shortcut neither the classifier nor the counts see: an answer that follows
     from where a grid's symbols lie, the task's walls or rules ignored (``maze``: the
@@ -508,9 +509,9 @@ class GridDistances(_FromTasks):
     layout: ClassVar[bool] = True
     name: str = "grid-distances"
     summary: str = (
-        "a least-squares fit of the integer answer on the distances between the cells of the "
-        "question's grid symbols (walls and rules ignored), fitted on other tasks' questions "
-        "and answers"
+        "a fit of the integer answer (least squares, or one distance plus a constant) on the "
+        "distances between the cells of the question's grid symbols (walls and rules "
+        "ignored), fitted on other tasks' questions and answers"
     )
     fix: str = (
         "make the answer independent of the grid's plain geometry: redraw tasks whose answer "
