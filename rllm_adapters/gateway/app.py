@@ -1244,6 +1244,14 @@ class Gateway:
             # ~100 MB as Python objects) is not kept while the engine answers.
             del body
             return await self._relay(path, raw, stream, principal)
+        if api == "chat" and not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in body["messages"]
+        ):
+            # A session's record and scoring read every message as one (s23 att29d4: a bare
+            # item made every reward a 500, and the session was never stored).
+            raise GatewayError(
+                400, "Each message must be an object with a string `role`.", "invalid_messages"
+            )
         if any(
             body.get(k) is not None and (type(body[k]) is not int or body[k] != 1)
             for k in ("n", "best_of")

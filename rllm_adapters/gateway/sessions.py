@@ -686,7 +686,8 @@ class SessionRegistry:
         """
         self._require_store()
         values = dict(fields or {})
-        if not isinstance(values.get("metadata") or {}, Mapping):
+        metadata_field = values.get("metadata")
+        if metadata_field is not None and not isinstance(metadata_field, Mapping):
             raise SessionError(400, "`metadata` must be an object.", "invalid_session")
         check_json_field(values.get("metadata") or {}, "metadata", "invalid_session")
         # Keys the store reads as its own columns (the env's kwargs, timings: every `*_s`)

@@ -555,3 +555,24 @@ def test_a_session_call_nested_past_the_bound_is_refused_and_a_failed_scoring_is
         app.__exit__(None, None, None)
     (episode,) = _episodes(tmp_path / "e.db")
     assert episode.trajectory.steps[-1].info["reward_source"] == "none"
+
+
+@pytest.mark.parametrize("item", ["x", 5, None, [1, 2], {"role": ["user"], "content": "x"}])
+def test_a_session_message_that_is_no_message_is_refused(tmp_path, item):
+    """att29d4: a bare item in a session call's messages (`"x"`, `5`, `null`, a list; or a
+    role that is no string) was sent on and recorded, then every reward was a 500 and the
+    session was never stored, its scorer run again on each retry. Refused before the engine
+    (400); `metadata: []` too."""
+    engine = TextOnlyChat("\\boxed{455}")
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        message = {"role": "user", "content": _task_prompt(MATH, 0)}
+        call = {"model": CALL["model"], "max_tokens": 8, "messages": [message, item]}
+        r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_messages", r.text
+        r = app.post("/sessions", json={"metadata": []}, headers=ALICE)
+        assert r.status_code == 400, r.text
+    finally:
+        app.__exit__(None, None, None)
