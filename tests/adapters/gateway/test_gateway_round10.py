@@ -576,3 +576,39 @@ def test_a_session_message_that_is_no_message_is_refused(tmp_path, item):
         assert r.status_code == 400, r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_messages_key_order_reaches_the_engine_in_one_form(tmp_path):
+    """att29d8: the engine got a session call's messages in the client's key order, while
+    the framing digest reads keys sorted: 8 key orders of three messages, previewed off the
+    record, took a run's pass@1 from 0.67 to 1.00. Messages and their content parts reach the
+    engine with their keys in one order; a returned reply sent back reordered is the reply."""
+
+    from .test_gateway_round9 import ChatStandIn
+
+    def reverse(message):
+        return dict(reversed(list(message.items())))
+
+    seen = []
+    for k, form in enumerate([lambda m: m, reverse]):
+        engine = ChatStandIn()
+        engine.text = "\\boxed{455}"
+        app = _test_client(tmp_path / str(k), engine, scorers={MATH: {}})
+        try:
+            sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+            sid = sid.json()["session_id"]
+            part = form({"type": "text", "text": _task_prompt(MATH, 0)})
+            call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+            call["messages"] = [form({"role": "user", "content": [part]})]
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+            assert r.status_code == 200, r.text
+            reward = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+            assert reward.json()["reward"] == 1.0, reward.text
+        finally:
+            app.__exit__(None, None, None)
+        seen.append(json.dumps(engine.bodies[-1]["messages"]))
+    assert seen[0] == seen[1], seen
+    # A two-turn session whose returned reply comes back with its keys reversed.
+    bodies, reward = _two_turn_math(tmp_path / "reply", rewrite_reply=reverse)
+    assert reward.status_code == 200, reward.text
+    assert list(bodies[-1]["messages"][1]) == ["role", "content"]
