@@ -2519,15 +2519,13 @@ def _as_returned(sent: Mapping[str, Any], call: Call) -> bool:
     """Whether an assistant message a client sent back is ``call``'s reply as returned.
 
     The content as the same string, and every other field as returned (the tool calls with
-    their ids and arguments' text; empty fields dropped, :func:`_without_reasoning`, as for
-    the engine): an engine renders content parts
-    and fields the
-    gateway's own reading skips (a ``refusal`` part, two text parts joined with a line
-    break), so any other form was another wording of the next turn (att29r F1: 0.43 ->
-    1.00).
+    their ids and arguments' text), both in the form the engine gets (:func:`_message_form`):
+    an engine renders content parts and fields the gateway's own reading skips (a
+    ``refusal`` part, two text parts joined with a line break), so any other form was another
+    wording of the next turn (att29r F1: 0.43 -> 1.00).
     """
-    returned = _without_reasoning(call.message or {"role": "assistant", "content": call.text})
-    sent = _without_reasoning(sent)
+    returned = _message_form(call.message or {"role": "assistant", "content": call.text})
+    sent = _message_form(sent)
     if sent.get("role") != "assistant" or not isinstance(sent.get("content"), str):
         return False
     if sent["content"] not in {returned["content"], call.text}:
@@ -2540,72 +2538,61 @@ def _as_returned(sent: Mapping[str, Any], call: Call) -> bool:
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
-def _without_reasoning(message: Any) -> Any:
-    """An assistant's ``message`` of a session call in one form: no reasoning, no empty field.
-
-    A client may send a reply's reasoning back or not (the openai SDK keeps it; most
-    harnesses send the content alone), and a chat template may render it: each way would be
-    another wording of the next turn, so an engine never sees it in a session call. Empty
-    fields likewise (``name: ""``, ``refusal: null``, ``tool_calls: []``, a ``null``
-    content, which a template tests or prints): each subset of them was one more wording of a
-    returned reply, previewed off the record (s23 att29c9: 8 -> 12 of 12). The content is
-    text (``""`` where empty).
-    """
-    if not isinstance(message, dict) or message.get("role") != "assistant":
-        return message
-    out = {k: v for k, v in message.items() if k not in REASONING_FIELDS and not _empty(v)}
-    out["content"] = message.get("content") or ""
-    if isinstance(out.get("tool_calls"), list):
-        # Each call's keys in one order: the openai SDK dumps a call as id, function
-        # (arguments, name), type, an engine as id, type, function (name, arguments), and a
-        # stream merges in its own; a template reads them by name (s23 att29d0: honest SDK
-        # harnesses' tool turns were refused, 0 of 4, once key order counted).
-        out["tool_calls"] = [_in_order(c, ("id", "type", "function")) for c in out["tool_calls"]]
-    return out
-
-
 #: A session message's keys in the order an engine gets them (the rest sorted after).
 _MESSAGE_KEYS = ("role", "name", "content", "tool_calls", "tool_call_id")
 
 
 def _message_form(message: Any) -> Any:
-    """A session call's message as the engine gets it: one form whatever the client's.
+    """A session call's message as the engine gets it: one form whatever the client sent.
 
-    An assistant's as :func:`_without_reasoning` gives it; every message's keys, and its
-    content parts', in one order: the engine gets the body as sent, and the framing digest
-    reads keys sorted, so a client's key order was a wording the digest did not see (s23
-    att29d8: 8 key orders of three messages, previewed off the record: 0.67 -> 1.00).
+    Each difference below reached the engine and was another wording of the next turn,
+    previewed off the record, or made an honest reply sent back read as another:
+
+    * an assistant's reasoning: the openai SDK sends it back, most harnesses do not;
+    * an assistant's empty fields (``name: ""``, ``refusal: null``, ``tool_calls: []``, a
+      null content, which a template tests or prints; s23 att29c9: 8 -> 12 of 12): dropped,
+      the content text (``""`` where empty);
+    * a tool call's other keys and key order (the SDK dumps id, function, type; its stream
+      merge keeps ``index`` and ``parsed_arguments``, its ``.parse()`` fills them; att29d0,
+      d1, d3): id, type, function (name, arguments) alone;
+    * every message's and content part's key order (the framing digest reads keys sorted;
+      att29d8: 0.67 -> 1.00): one order.
     """
-    message = _without_reasoning(message)
     if not isinstance(message, dict):
         return message
-    out = {k: message[k] for k in _MESSAGE_KEYS if k in message}
-    out.update((k, message[k]) for k in sorted(message) if k not in _MESSAGE_KEYS)
+    if message.get("role") == "assistant":
+        kept = {k: v for k, v in message.items() if k not in REASONING_FIELDS and not _empty(v)}
+        message = {**kept, "content": message.get("content") or ""}
+        if isinstance(message.get("tool_calls"), list):
+            message["tool_calls"] = [_tool_call_form(c) for c in message["tool_calls"]]
+    out = _ordered(message, _MESSAGE_KEYS)
     if isinstance(out.get("content"), list):
         out["content"] = [
-            {
-                **{k: part[k] for k in ("type", "text") if k in part},
-                **{k: part[k] for k in sorted(part) if k not in ("type", "text")},
-            }
-            if isinstance(part, dict)
-            else part
+            _ordered(part, ("type", "text")) if isinstance(part, dict) else part
             for part in out["content"]
         ]
     return out
 
 
-def _in_order(value: Any, first: Sequence[str]) -> Any:
-    """A tool call (or its function) in one form: its ``first`` keys alone, in that order.
+def _ordered(mapping: Mapping[str, Any], first: Sequence[str]) -> dict[str, Any]:
+    """``mapping`` with its ``first`` keys in that order, then the rest sorted."""
+    out = {k: mapping[k] for k in first if k in mapping}
+    out.update((k, mapping[k]) for k in sorted(mapping) if k not in first)
+    return out
 
-    What else a client's copy holds no template renders: the openai SDK's stream merge keeps
-    ``index`` and ``parsed_arguments: null`` (s23 att29d1), its ``.parse()`` a
-    ``parsed_arguments`` object (att29d3); each was a refusal of an honest turn or a wording.
-    """
-    if not isinstance(value, dict):
-        return value
-    out = {k: value[k] for k in first if k in value and not _empty(value[k])}
-    if isinstance(out.get("function"), dict):
-        out["function"] = _in_order(out["function"], ("name", "arguments"))
+
+def _tool_call_form(call: Any) -> Any:
+    """A tool call as its id, type and function (name, arguments) alone, none empty."""
+    if not isinstance(call, dict):
+        return call
+    out = {k: call[k] for k in ("id", "type", "function") if k in call and not _empty(call[k])}
+    function = out.get("function")
+    if isinstance(function, dict):
+        out["function"] = {
+            k: function[k]
+            for k in ("name", "arguments")
+            if k in function and not _empty(function[k])
+        }
     return out
 
 

@@ -416,11 +416,11 @@ _GRID_MIN = 3
 _GRID_SYMBOLS = 4
 
 
-def _grids(question: str) -> list[list[list[str]]]:
-    """The grids a question shows.
+def _largest_grid(question: str) -> list[list[str]] | None:
+    """The largest grid a question shows (``None``: none).
 
-    Runs of lines of equally many short cells (characters, or tokens where the line has
-    spaces), at least :data:`_GRID_MIN` by :data:`_GRID_MIN`.
+    A grid is a run of lines of equally many short cells (characters, or tokens where the
+    line has spaces), at least :data:`_GRID_MIN` by :data:`_GRID_MIN`.
     """
     found: list[list[list[str]]] = []
     run: list[list[str]] = []
@@ -434,7 +434,7 @@ def _grids(question: str) -> list[list[list[str]]]:
         if len(run) >= _GRID_MIN:
             found.append(run)
         run = [cells] if fits else []
-    return found
+    return max(found, key=lambda g: len(g) * len(g[0]), default=None)
 
 
 def _symbol_order(question: str, grid: list[list[str]]) -> list[str]:
@@ -464,10 +464,9 @@ def grid_features(question: str, alphabet: frozenset[str] = frozenset()) -> dict
     rank among the grid's other symbols in :func:`_symbol_order` (a maze's start and goal
     letters change from task to task).
     """
-    grids = _grids(question)
-    if not grids:
+    grid = _largest_grid(question)
+    if grid is None:
         return {}
-    grid = max(grids, key=lambda g: len(g) * len(g[0]))
     out: dict[str, float] = {"grid:rows": len(grid), "grid:cols": len(grid[0])}
     others = [s for s in _symbol_order(question, grid) if s not in alphabet]
     names = {s: f"sym:{s}" for s in alphabet} | {s: f"role:{k}" for k, s in enumerate(others)}
@@ -523,15 +522,14 @@ class GridDistances(_FromTasks):
         numbers, why = _integer_records(records, self.min_draws)
         if why is not None:
             return None, why
-        grids = [_grids(q) for q, _ in numbers]
-        shown = sum(bool(g) for g in grids)
+        grids = [g for g in (_largest_grid(q) for q, _ in numbers) if g is not None]
+        shown = len(grids)
         if shown < max(self.min_draws, 0.9 * len(numbers)):
             return None, f"only {shown} of its {len(numbers)} questions show a grid"
         # Symbols named by themselves: those at least half the grids hold.
         held: Counter[str] = Counter()
-        for g in grids:
-            if g:
-                held.update({c for row in max(g, key=lambda x: len(x) * len(x[0])) for c in row})
+        for grid in grids:
+            held.update({c for row in grid for c in row})
         alphabet = frozenset(s for s, n in held.items() if 2 * n >= shown)
         return _fit_integer(numbers, partial(grid_features, alphabet=alphabet)), None
 
