@@ -324,8 +324,8 @@ class Gateway:
             return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
 
         # One pooled client for every engine call: httpx's interface on aiohttp's transport,
-        # whose HTTP parser is C (httpx's own, h11 under anyio, cost the relay 4.4-4.7 ms of
-        # gateway CPU per streamed 64-token call on a stand-in engine; this one 1.6-1.9).
+        # whose HTTP parser is C: httpx's own (h11 under anyio) made the relay's CPU per
+        # streamed token the gateway's largest cost (benchmarks/results/gateway.json).
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.config.request_timeout_s, connect=10.0),
             transport=transport.AiohttpTransport(client=session),

@@ -192,7 +192,7 @@ class GatewayServer:
         }
         try:
             # uvicorn's own runner: its event loop choice (uvloop where installed) rather than
-            # asyncio's default, which cost the relay about twice the CPU per streamed call.
+            # asyncio's default, which costs the relay more CPU per streamed token.
             server.run()
         finally:
             for sig, handler in previous.items():

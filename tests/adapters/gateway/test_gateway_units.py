@@ -584,9 +584,9 @@ def test_a_relabelled_turn_does_not_pass_for_another_role():
 
 
 def test_the_server_runs_on_uvicorns_event_loop_without_the_openenv_extra(tmp_path):
-    """The gateway serves on the event loop uvicorn picks (uvloop where installed: asyncio's
-    own cost the relay about a fifth more CPU per streamed call), and starting it needs none
-    of the ``openenv`` extra (its log limits live in a module of ours that imports none of it)."""
+    """The gateway serves on the event loop uvicorn picks (uvloop where installed, cheaper per
+    streamed token than asyncio's own), and starting it needs none of the ``openenv`` extra
+    (its log limits live in a module of ours that imports none of it)."""
     import subprocess
     import sys
     import textwrap
