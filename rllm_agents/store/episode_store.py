@@ -9,6 +9,7 @@ import math
 import numbers
 import os
 import sqlite3
+import sys
 import tempfile
 import threading
 import time
@@ -59,6 +60,56 @@ PIN_PREFIX = "pin:"
 #: ``model`` filter keeps pending samples (a run's scored sessions share one model; a reader
 #: filtering by model must not lose the samples a client left open: att29i, 0.33 -> 1.0).
 _EPISODE_ONLY_FILTERS = ("min_reward", "max_reward", "correct")
+
+
+#: Integers from 10**this up have more digits than a reader with Python's default
+#: int-to-string limit parses (``ValueError``).
+_DEFAULT_DIGITS = sys.int_info.default_max_str_digits
+
+
+def _encoded(values: Sequence[Any], trajectory: Trajectory) -> list[str]:
+    """The canonical JSON of each of ``values``, readable by any process.
+
+    A writer that raised Python's int-to-string limit (``sys.set_int_max_str_digits``) could
+    store an integer that every reader with the default limit fails to parse: an acknowledged
+    episode that no one can read back. Such integers are refused here, before anything is
+    written, as they are where the limit is the default (``json.dumps`` refuses them).
+    """
+    limit = sys.get_int_max_str_digits()
+    try:
+        if limit == 0 or limit > _DEFAULT_DIGITS:
+            _check_digits(values)
+        return [_canonical(value) for value in values]
+    except ValueError as e:
+        raise AgentConfigError(
+            f"The episode holds an integer too long to store ({e}; env {trajectory.env_id!r}, "
+            f"task {trajectory.task_id!r}): a process with Python's default int-to-string "
+            f"limit ({_DEFAULT_DIGITS} digits) could not read it back. Store it as a string. "
+            "Nothing was written."
+        ) from e
+
+
+def _is_bool(value: Any) -> bool:
+    """A bool, a NumPy bool or an integer 0 or 1."""
+    if isinstance(value, numbers.Integral):
+        return int(value) in (0, 1)
+    item = getattr(value, "item", None)  # a NumPy bool is not Integral
+    return getattr(value, "shape", None) == () and callable(item) and isinstance(item(), bool)
+
+
+def _check_digits(values: Any) -> None:
+    """Raise ``ValueError`` for an int in ``values`` (JSON data) past the default digit limit."""
+    too_long = 10**_DEFAULT_DIGITS
+    todo = [values]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, int):
+            if abs(value) >= too_long:
+                raise ValueError(f"an integer of {len(str(abs(value)))} digits")
+        elif isinstance(value, Mapping):
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            todo.extend(value)
 
 
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
@@ -474,6 +525,15 @@ class EpisodeStore:
                     f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
                     "was written."
                 )
+        info = trajectory.steps[-1].info if trajectory.steps else trajectory.initial_info
+        verdict = info.get("is_correct")
+        if not (verdict is None or _is_bool(verdict)):
+            # bool("false") is True: a string or any other value would be stored as correct.
+            raise AgentConfigError(
+                f"Expects the episode's info['is_correct'] to be a bool (or absent), actual: "
+                f"{str(verdict)[:80]!r} ({type(verdict).__name__}; env {trajectory.env_id!r}, "
+                f"task {trajectory.task_id!r}). Nothing was written."
+            )
         if any(
             value is not None and type(value) is not int  # numpy's, bool: stored as ints
             for value in (trajectory.seed, trajectory.group, trajectory.sample)
@@ -492,16 +552,22 @@ class EpisodeStore:
                 f"number, actual: {created!r} (env {trajectory.env_id}, task "
                 f"{trajectory.task_id}). Fix that value in the file; nothing was written."
             )
-        record = _canonical(trajectory.to_dict())
-        digest = integrity.sha256_hex(record.encode("utf-8"))
         if env_kwargs is None:
             meta_kwargs = trajectory.metadata.get("env_kwargs")
             env_kwargs = meta_kwargs if isinstance(meta_kwargs, Mapping) else {}
+        texts = (
+            trajectory.to_dict(),
+            to_jsonable(dict(env_kwargs)),
+            to_jsonable(dict(versions if versions is not None else package_versions())),
+            to_jsonable(dict(timings if timings is not None else _default_timings(trajectory))),
+        )
+        record, kwargs_text, versions_text, timings_text = _encoded(texts, trajectory)
+        digest = integrity.sha256_hex(record.encode("utf-8"))
         columns = (
             digest,
             run,
             trajectory.env_id,
-            _canonical(to_jsonable(dict(env_kwargs))),
+            kwargs_text,
             model if model is not None else _default_model(trajectory),
             None if trajectory.task_id is None else str(trajectory.task_id),
             None if trajectory.seed is None else int(trajectory.seed),
@@ -511,10 +577,8 @@ class EpisodeStore:
             total_reward,
             int(trajectory.is_correct),
             trajectory.finish,
-            _canonical(to_jsonable(dict(versions if versions is not None else package_versions()))),
-            _canonical(
-                to_jsonable(dict(timings if timings is not None else _default_timings(trajectory)))
-            ),
+            versions_text,
+            timings_text,
             time.time() if created is None else float(created),
         )
         return (*(_plain(value) for value in columns), record)

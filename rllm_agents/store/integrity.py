@@ -400,7 +400,13 @@ def verified(db: Path, row: Sequence[Any], record: Any) -> Trajectory:
     data = record.encode("utf-8", "surrogateescape") if isinstance(record, str) else record
     if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != row[1]:
         raise DamagedEpisode(db, row[0], str(row[1]), "its record fails its SHA-256")
-    trajectory = Trajectory.from_dict(json.loads(record))
+    try:
+        trajectory = Trajectory.from_dict(json.loads(record))
+    except (ValueError, TypeError, KeyError, RecursionError) as e:
+        # Its hash holds, so it is as written, but this process cannot read it back: e.g. an
+        # integer of more digits than Python's int-to-string limit lets a reader parse.
+        reason = f"its record cannot be read here ({type(e).__name__}: {str(e)[:200]})"
+        raise DamagedEpisode(db, row[0], str(row[1]), reason) from e
     expected = (
         trajectory.env_id,
         None if trajectory.task_id is None else str(trajectory.task_id),

@@ -221,7 +221,7 @@ def _default_timings(trajectory: Trajectory) -> dict[str, Any]:
     timings = trajectory.metadata.get("timings")
     if isinstance(timings, Mapping):
         return dict(timings)
-    return {k: v for k, v in trajectory.metadata.items() if k.endswith("_s")}
+    return {k: v for k, v in trajectory.metadata.items() if isinstance(k, str) and k.endswith("_s")}
 
 
 def _default_model(trajectory: Trajectory) -> str | None:
