@@ -5,6 +5,8 @@ Every live one is registered, so a shutdown can close them all.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import weakref
 from collections.abc import Mapping
@@ -18,11 +20,12 @@ from rllm_adapters.openenv.protocol import (
     TextState,
     _types,
     check_reset_args,
+    is_seed_name,
     jsonable,
     public_kwargs,
 )
 from rllm_adapters.trl import SeatEnv, one_seat_env, one_seat_ids
-from rllm_envs.core import TextEnv
+from rllm_envs.core import CUSTOM_ID_PREFIX, TextEnv
 from rllm_envs.error import require
 from rllm_envs.multiagent.base import MultiAgentTextEnv, _check_option_names
 
@@ -66,6 +69,12 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.env: Any = one_seat_env(env_id, self.env_kwargs)
+        seeds = {str(k): v for k, v in self.env_kwargs.items() if is_seed_name(k)}
+        # A procedural env's task ids spell out its universe's seed (``math-d1-s<seed>-<i>``):
+        # with the operator's seed a client rebuilds every task and its answer from the
+        # public package. Such a session shows ids keyed by the seeds instead: one task, one
+        # id, on every server with the same seeds.
+        self._id_key = json.dumps(seeds, sort_keys=True, default=str) if seeds else None
         self._state = TextState(env_id=env_id, env_kwargs=public_kwargs(self.env_kwargs))
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -104,13 +113,27 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             step_count=0,
             env_id=self.env_id,
             env_kwargs=public_kwargs(self.env_kwargs),
-            task_id=None if info.get("task_id") is None else str(info["task_id"]),
+            task_id=None if info.get("task_id") is None else self._shown_id(info["task_id"]),
             custom_task=task is not None,
             client_task_id=None if task is None or client_id is None else str(client_id),
             seed=seed,
             done=over,
         )
-        return TextObservation(text=obs, info=jsonable(info), terminated=over, done=over)
+        return TextObservation(text=obs, info=self._shown(info), terminated=over, done=over)
+
+    def _shown_id(self, task_id: Any) -> str:
+        """A task id as this session shows it (keyed by the operator's seeds, if any)."""
+        text = str(task_id)
+        if self._id_key is None or text.startswith(CUSTOM_ID_PREFIX):  # a client's own task
+            return text
+        digest = hashlib.sha256(f"{self._id_key}\0{text}".encode()).hexdigest()
+        return f"task-{digest[:16]}"
+
+    def _shown(self, info: Mapping[str, Any]) -> Any:
+        """``info`` for the wire: strict JSON, its task id as :meth:`_shown_id` shows it."""
+        if self._id_key is not None and info.get("task_id") is not None:
+            info = {**info, "task_id": self._shown_id(info["task_id"])}
+        return jsonable(info)
 
     def _episode_live(self) -> bool:
         """Whether the env still plays an episode (after a reset that raised).
@@ -154,7 +177,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             "text": obs,
             "terminated": bool(terminated),
             "truncated": bool(truncated),
-            "info": jsonable(info),
+            "info": self._shown(info),
             "metadata": {},
         }
         return {"observation": observation, "reward": float(reward), "done": done}

@@ -65,17 +65,25 @@ class TextState(_types.State):  # type: ignore[name-defined]
 WITHHELD = "<withheld>"
 
 
+def is_seed_name(name: Any) -> bool:
+    """Whether an env kwarg picks a procedural universe (``task_seed``, ``kb_seed``, ``seed``)."""
+    return name == "seed" or (isinstance(name, str) and name.endswith("_seed"))
+
+
 def public_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The env kwargs a client may see: every name, and only scalar values (rule in TextState).
 
     The ``state`` message returned the operator's kwargs verbatim, so a dataset passed as
     records gave every client its answers (issue #31, F5). Values of the task-record fields
-    :data:`rllm_envs.core.HIDDEN_TASK_FIELDS` are withheld even when they are scalars.
+    :data:`rllm_envs.core.HIDDEN_TASK_FIELDS` are withheld even when they are scalars, and so
+    are seeds (:func:`is_seed_name`): with an operator's seed, a client rebuilt a procedural
+    env's tasks, and their answers, from the public package (issue #31, att31s24 F1).
     """
     shown: dict[str, Any] = {}
     for name, value in kwargs.items():
         scalar = value is None or isinstance(value, bool | int | float)
-        shown[str(name)] = value if scalar and name not in HIDDEN_TASK_FIELDS else WITHHELD
+        hidden = name in HIDDEN_TASK_FIELDS or is_seed_name(name)
+        shown[str(name)] = value if scalar and not hidden else WITHHELD
     return shown
 
 

@@ -86,3 +86,50 @@ def test_a_wrong_reply_through_the_server_shows_no_hidden_answer(env_id):
 
 def test_reasoning_gym_is_served_without_references():
     assert SERVED_DEFAULTS["rllm/ReasoningGym-v0"] == {"reveal_reference": False}
+
+
+#: Every served id with a procedural universe (a ``task_seed`` kwarg).
+ENV_FL = "rllm/FrozenLake-v1"
+SEEDED = ["rllm/Math-v1", "rllm/Countdown-v1", "rllm/Search-v1", "rllm/ToolUse-v1", ENV_FL]
+PRIVATE_SEED = 8_675_309_123
+
+
+@pytest.mark.parametrize("env_id", SEEDED)
+def test_an_operators_seed_never_reaches_a_client(env_id):
+    """att31s24 F1: the operator's private ``task_seed`` was in ``state.env_kwargs`` and in every
+    task id (``math-d1-s<seed>-<i>``); a client rebuilt the env from the public package with it
+    and answered with the env's own oracle: 20 of 20 paid on Math, Countdown and Search."""
+    import rllm_envs
+
+    kwargs = {"task_seed": PRIVATE_SEED}
+    app = create_app(env_id, env_kwargs=kwargs)
+    seen, ids = "", []
+    with TestClient(app) as client:
+        for _ in range(2):  # two sessions: one task, one id
+            with client.websocket_connect("/ws") as ws:
+                for index in (3, 4):
+                    ws.send_json({"type": "reset", "data": {"options": {"index": index}}})
+                    reply = ws.receive_json()
+                    ids.append(reply["data"]["observation"]["info"]["task_id"])
+                    ws.send_json({"type": "step", "data": {"text": WRONG}})
+                    step = ws.receive_json()
+                    ws.send_json({"type": "state"})
+                    state = ws.receive_json()["data"]
+                    assert state["env_kwargs"]["task_seed"] == "<withheld>"
+                    assert state["task_id"] == ids[-1]
+                    if step["type"] == "observation":
+                        assert step["data"]["observation"]["info"]["task_id"] == ids[-1]
+                    seen += json.dumps([reply, step, state])
+    assert str(PRIVATE_SEED) not in seen
+    assert ids[0] == ids[2] and ids[1] == ids[3] and ids[0] != ids[1]  # stable, one per task
+    local = rllm_envs.make(env_id, **kwargs)  # what the operator's env names the task
+    assert local.reset(options={"index": 3})[1]["task_id"] not in seen
+    local.close()
+
+
+def test_without_an_operators_seed_task_ids_are_the_envs_own():
+    """The default universe is public (the package makes it): its ids stay readable."""
+    with TestClient(create_app(ENV_FL)) as client, client.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
+        info = ws.receive_json()["data"]["observation"]["info"]
+    assert info["task_id"].startswith("frozenlake-")
