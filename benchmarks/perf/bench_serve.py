@@ -59,7 +59,9 @@ ENVS = {
     "frozenlake": ("rllm/FrozenLake-v1", ["Down", "Down", "Right", "Right", "Down", "Right"]),
     "math": ("rllm/Math-v1", ["\\boxed{42}", "The answer is \\boxed{7}.", "no idea"]),
 }
-ROUNDS = {1: 300, 16: 40, 128: 10}
+#: Rounds timed per session count: at least 1,000 steps each, so the server's CPU, which
+#: /proc counts in 10 ms ticks, is known to 10 us a step.
+ROUNDS = {1: 1000, 16: 64, 128: 10}
 
 
 @pytest.fixture(scope="module")
