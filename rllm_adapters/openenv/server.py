@@ -51,13 +51,6 @@ from fastapi import Request, WebSocket
 #: (:class:`_StepPlace`); 0 keeps every step in the worker thread.
 _INLINE_STEP_MAX_S = 0.001
 
-#: The same bound for a reset. A reset draws a task (bounded work, pure Python: no waits), and
-#: pure-Python work under the interpreter's switch interval (5 ms) holds the loop as long in a
-#: thread as on it, since the worker keeps the GIL that long; measured in a thread its wall
-#: time also holds the waits for the GIL and the CPU, so Math's resets (0.3 ms of CPU) often
-#: took over 1 ms there and never moved at one session.
-_INLINE_RESET_MAX_S = 0.005
-
 #: The ids whose steps may run on the event loop: every step is bounded-cheap whatever the
 #: client sends (pure Python on capped input; the costliest measured step of each is
 #: 0.01-0.1 s: a 256K action). Every other id steps in a worker thread always: a step that
@@ -68,13 +61,6 @@ _INLINE_RESET_MAX_S = 0.005
 #: free of work that holds the GIL in C (a regex match, big-integer arithmetic): such work is
 #: bounded where it is done (linear tag parsing, the calculator's operand caps; F4, F8).
 INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0"})
-
-#: The ids whose resets may run on the event loop, as their steps may: a reset draws or looks
-#: up a task (bounded work whatever the seed or index) and builds the first observation. Math's
-#: resets qualify where its steps do not (its steps compare answers with sympy); a reset with
-#: a client-written task (``options.task``) always runs in the thread. Each move saves a thread
-#: hand-off, which costs about as much CPU as a Math reset itself at one session (issue #31).
-INLINE_RESET_IDS = INLINE_STEP_IDS | {"rllm/Math-v1"}
 
 #: Constructor kwargs a served id gets unless the operator passes them: a server does not show
 #: its clients reference answers (a wrong reply's feedback named it, so a client could read a
@@ -108,7 +94,7 @@ def _log_disconnect(peer: str, code: int | None) -> None:
 
 
 class _StepPlace:
-    """Where one id's steps (or resets) run: on the event loop while cheap, else a thread.
+    """Where one id's steps run: on the event loop while they are cheap, else a worker thread.
 
     A step on the loop saves the thread hand-off (and the GIL ping-pong with the loop), which
     is a large part of a cheap step's cost; a slow step there would stall every other
@@ -117,8 +103,7 @@ class _StepPlace:
     ``max_s`` there sends them back, and the next move needs twice as many fast steps. After
     ``max_demotions`` moves back they stay in the thread for good: an env whose steps are
     sometimes slow (a sandbox, a solver with a timeout) holds the loop at most that many
-    times, one step each, per id and server. An id's resets have a place of their own, kept
-    the same way.
+    times, one step each, per id and server. Resets always run in the thread.
     """
 
     def __init__(self, max_s: float, warm: int = 32, max_demotions: int = 6) -> None:
@@ -180,7 +165,6 @@ class _EnvServer:
         self.sessions: set[_Session] = set()
         self.stateless = asyncio.Semaphore(limits.max_sessions)
         self.steps = _StepPlace(_INLINE_STEP_MAX_S if env_id in INLINE_STEP_IDS else 0.0)
-        self.resets = _StepPlace(_INLINE_RESET_MAX_S if env_id in INLINE_RESET_IDS else 0.0)
         # This id's own threads, one per session and per stateless reset: a session runs one
         # call at a time, so no session (making its env, resetting, closing) ever waits for a
         # thread behind other sessions' slow steps. asyncio's default executor has
@@ -196,15 +180,6 @@ class _EnvServer:
         if session is not None:
             session.running = future
         return await asyncio.wrap_future(future)
-
-    async def _placed(self, place: _StepPlace, session: _Session, call: Any) -> Any:
-        """``call()`` where ``place`` says (the loop or this id's threads), timed for it."""
-        if place.inline:
-            result, seconds = _timed(call)
-        else:
-            result, seconds = await self.run(_timed, call, session=session)
-        place.record(seconds)
-        return result
 
     def _release(self, session: _Session) -> None:
         """Leave ``session`` counted until its running call returns, then close its env.
@@ -353,20 +328,24 @@ class _EnvServer:
                         )
                 except ValueError as e:
                     return _error("VALIDATION_ERROR", str(e)), False
-                start = partial(env.reset, seed=seed, episode_id=episode_id, options=options)
-                if "task" in (options or {}):  # a client's task: checked in the thread
-                    obs = await self.run(start, session=session)
-                else:
-                    obs = await self._placed(self.resets, session, start)
+                obs = await self.run(
+                    partial(env.reset, seed=seed, episode_id=episode_id, options=options),
+                    session=session,
+                )
             else:
                 try:
                     action = TextAction.model_validate(data)
                 except ValidationError as e:
                     errors = json.loads(e.json(include_url=False, include_input=False))
                     return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
-                payload = await self._placed(
-                    self.steps, session, partial(env.step_payload, action.text)
-                )
+                place = self.steps
+                if place.inline:
+                    payload, seconds = _timed(env.step_payload, action.text)
+                else:
+                    payload, seconds = await self.run(
+                        _timed, env.step_payload, action.text, session=session
+                    )
+                place.record(seconds)
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
             return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False

@@ -596,57 +596,6 @@ def test_math_steps_never_run_on_the_loop():
     asyncio.run(play())
 
 
-def test_math_resets_move_to_the_loop_but_a_client_task_and_other_ids_stay_in_the_thread():
-    """Math's resets draw a task (bounded work): after 32 fast ones they run on the event loop,
-    saving a thread hand-off each (issue #31, the one-session overhead), while its steps stay
-    in the thread. A reset with a client-written task is checked in the thread all the same,
-    and an id outside INLINE_RESET_IDS (Countdown, whose tasks may need its solver) never
-    moves."""
-    import asyncio
-    import threading
-
-    from rllm_adapters.openenv.limits import ServerLimits
-    from rllm_adapters.openenv.server import INLINE_RESET_IDS, _EnvServer, _Session
-
-    assert "rllm/Countdown-v1" not in INLINE_RESET_IDS
-
-    def on_loop(session: _Session) -> list[bool]:
-        where: list[bool] = []
-        reset = session.env.reset
-
-        def watched(**kwargs):
-            where.append(threading.current_thread() is threading.main_thread())
-            return reset(**kwargs)
-
-        session.env.reset = watched  # type: ignore[method-assign]
-        return where
-
-    async def play(env_id: str, answer: str) -> tuple[_EnvServer, list[bool]]:
-        server = _EnvServer(env_id, {}, ServerLimits(max_sessions=2))
-        session = _Session("test")
-        session.env = server.make_env()
-        where = on_loop(session)
-        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
-        step = json.dumps({"type": "step", "data": {"text": answer}})
-        for _ in range(200):
-            reply, _ = await server._handle(session, reset)
-            assert reply["type"] == "observation"
-            await server._handle(session, step)
-        if env_id == "rllm/Math-v1":
-            task = {"problem": "What is 2 + 3?", "answer": "5"}
-            custom = {"type": "reset", "data": {"options": {"task": task}}}
-            reply, _ = await server._handle(session, json.dumps(custom))
-            assert reply["type"] == "observation", reply
-        session.env.close()
-        return server, where
-
-    math, where = asyncio.run(play("rllm/Math-v1", "no idea"))
-    assert math.resets.inline and not math.steps.inline
-    assert where[-2] and not where[-1]  # a drawn task on the loop, a client's in the thread
-    countdown, where = asyncio.run(play("rllm/Countdown-v1", "1 + 2"))
-    assert not countdown.resets.inline and not any(where)
-
-
 def test_slow_steps_cannot_take_the_threads_other_sessions_need():
     """Issue #31 (C2): steps ran on asyncio's default executor (cpu_count + 4 threads); six
     hostile Code steps made a new client's reset wait 32 s. Each id now has a thread per
