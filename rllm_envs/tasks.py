@@ -34,6 +34,7 @@ import json
 import math
 import numbers
 import pickle
+import random
 import re
 import unicodedata
 from abc import ABC, abstractmethod
@@ -325,11 +326,15 @@ class AnswerBalance:
     """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
 
     Each common answer has a slot of its own; the other answers (the pool: rarer ones, and any
-    the sample did not show) share the remaining slots. Task ``i`` targets slot
-    ``(hash(seed) + i) % slots`` and keeps a draw whose answer belongs to that slot, so each
-    common answer holds exactly one slot's share, ``1 / slots``, of every run of ``slots``
-    consecutive tasks, whatever its true share, and a pool answer holds its part of the pool
-    slots (see :func:`answer_balance`). Without pool slots, pool answers are not drawn.
+    the sample did not show) share the remaining slots. The tasks come in blocks of ``slots``
+    consecutive indices; each block takes every slot once, in an order of its own drawn from
+    the seed, and task ``i`` keeps a draw whose answer belongs to its slot. So each common
+    answer holds exactly one slot's share, ``1 / slots``, of every block, whatever its true
+    share, and a pool answer holds its part of the pool slots (see :func:`answer_balance`).
+    Without pool slots, pool answers are not drawn. A task's index tells nothing of its slot
+    without the seed: with one offset per seed (slot ``(hash(seed) + i) % slots``), a client
+    that learnt a family's offset from a few graded replies answered a quarter of a
+    private-seed server's Math tasks from their index alone (issue #31, att31t F3).
 
     Args:
         slots: The number of slots.
@@ -364,10 +369,10 @@ class AnswerBalance:
 
     def target(self, seed: int, index: int) -> int:
         """The slot task ``index`` of task seed ``seed`` fills."""
-        # Consecutive indices take the slots in turn (from a seed's own offset): any run of
-        # indices fills them evenly.
-        digest = hashlib.blake2b(f"slot:{seed}".encode(), digest_size=8).digest()
-        return (int.from_bytes(digest, "big") + index) % self.slots
+        block, position = divmod(index, self.slots)
+        digest = hashlib.blake2b(f"slot:{seed}:{block}".encode(), digest_size=8).digest()
+        order = random.Random(int.from_bytes(digest, "big")).sample(range(self.slots), self.slots)
+        return order[position]
 
     def __repr__(self) -> str:
         return (

@@ -260,3 +260,24 @@ def test_the_math_mixture_splits_and_balances_each_family_on_its_own():
     assert all(key is not None for key in keys.values()), keys
     drawn = Counter(source[i]["family"] for i in range(90))
     assert min(drawn.values()) >= 15, drawn  # no family's weight collapses
+
+
+@pytest.mark.parametrize("slots", [2, 11, 20])
+def test_each_block_takes_every_slot_once_in_an_order_no_index_gives_away(slots):
+    """Issue #31 (att31t F3): slot ``(hash(seed) + i) % slots`` made one offset per seed give
+    every task's slot; a client that learnt a family's offset from a few graded replies
+    answered 97 of 97 Math tasks of a private-seed server from their index alone. Each block
+    of ``slots`` tasks now has its own order: balanced per block, and knowing one task's slot
+    (an offset) predicts others no better than a guess."""
+    plan = AnswerBalance(slots, {str(i): i for i in range(slots)})
+    seed, blocks = 8_675_309_123, 400
+    targets = [plan.target(seed, i) for i in range(blocks * slots)]
+    for block in range(blocks):
+        assert sorted(targets[block * slots : (block + 1) * slots]) == list(range(slots))
+    assert plan.target(seed, 5) == targets[5]  # a task's slot is its own, call after call
+    offset = (targets[0] - 0) % slots
+    hits = sum(targets[i] == (offset + i) % slots for i in range(slots, len(targets)))
+    share = hits / (len(targets) - slots)
+    assert share <= 1 / slots + 4 * math.sqrt((1 / slots) / (len(targets) - slots)) + 0.01
+    other = [AnswerBalance(slots, {}).target(seed + 1, i) for i in range(len(targets))]
+    assert other != targets  # another seed, other orders
