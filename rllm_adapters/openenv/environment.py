@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from rllm_adapters.openenv.protocol import (
+    WITHHELD,
     TextAction,
     TextObservation,
     TextState,
@@ -75,6 +76,11 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         # public package. Such a session shows ids keyed by the seeds instead: one task, one
         # id, on every server with the same seeds.
         self._id_key = json.dumps(seeds, sort_keys=True, default=str) if seeds else None
+        # Their digits, for error messages (a task source named after its seed said it: issue
+        # #31, att31t F1/F2). A seed of a few digits is found by trying them all anyway.
+        self._seed_texts = sorted(
+            {str(v) for v in seeds.values() if len(str(v)) >= 4}, key=len, reverse=True
+        )
         self._state = TextState(env_id=env_id, env_kwargs=public_kwargs(self.env_kwargs))
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -120,6 +126,12 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             done=over,
         )
         return TextObservation(text=obs, info=self._shown(info), terminated=over, done=over)
+
+    def scrubbed(self, text: str) -> str:
+        """``text`` (an error message for the client) without the operator's seeds."""
+        for seed in self._seed_texts:
+            text = text.replace(seed, WITHHELD)
+        return text
 
     def _shown_id(self, task_id: Any) -> str:
         """A task id as this session shows it (keyed by the operator's seeds, if any)."""

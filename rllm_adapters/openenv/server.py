@@ -348,7 +348,7 @@ class _EnvServer:
                 place.record(seconds)
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
-            return _error("EXECUTION_ERROR", f"{type(e).__name__}: {e}"), False
+            return _error("EXECUTION_ERROR", env.scrubbed(f"{type(e).__name__}: {e}")), False
         return {"type": "observation", "data": _serialize(obs)}, False
 
     # ------------------------------------------------------------------------ HTTP

@@ -133,3 +133,26 @@ def test_without_an_operators_seed_task_ids_are_the_envs_own():
         ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
         info = ws.receive_json()["data"]["observation"]["info"]
     assert info["task_id"].startswith("frozenlake-")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("rllm/ReasoningGym-v0", {"task_seed": PRIVATE_SEED}),
+        ("rllm/Search-v1", {"kb_seed": PRIVATE_SEED}),
+        ("rllm/Math-v1", {"task_seed": PRIVATE_SEED}),
+    ],
+)
+def test_an_error_message_does_not_name_the_operators_seed(env_id, kwargs):
+    """att31t F1/F2: a bad index's error named the task source, and ReasoningGym's and
+    Search's source names spell out their seed (``reasoning-gym-basic_arithmetic-s<seed>``,
+    ``search-kb<kb_seed>x200-d2``): 24 of 24 and 12 of 12 paid from the rebuilt env."""
+    with TestClient(create_app(env_id, env_kwargs=kwargs)) as client:
+        with client.websocket_connect("/ws") as ws:
+            for options in ({"index": -1}, {"index": 10**30}, {"nope": 1}):
+                ws.send_json({"type": "reset", "data": {"options": options}})
+                reply = ws.receive_json()
+                assert reply["type"] == "error", reply
+                assert str(PRIVATE_SEED) not in json.dumps(reply), reply
+        reply = client.post("/reset", json={"options": {"index": -1}})
+        assert reply.status_code == 422 and str(PRIVATE_SEED) not in reply.text
