@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -65,27 +65,53 @@ _EPISODE_ONLY_FILTERS = ("min_reward", "max_reward", "correct")
 #: Integers from 10**this up have more digits than a reader with Python's default
 #: int-to-string limit parses (``ValueError``).
 _DEFAULT_DIGITS = sys.int_info.default_max_str_digits
+#: Python's default recursion limit, and the nesting a reader under it parses with room to
+#: spare (``json.loads`` takes a level of it per level of nesting).
+_DEFAULT_RECURSION = 1000
+_MAX_DEPTH = 400
 
 
-def _encoded(values: Sequence[Any], trajectory: Trajectory) -> list[str]:
-    """The canonical JSON of each of ``values``, readable by any process.
+def _encoded(
+    values: Callable[[], Sequence[Any]], trajectory: Trajectory
+) -> tuple[list[str], bytes]:
+    """The canonical JSON of each of ``values()``, readable by any process; the first's bytes.
 
-    A writer that raised Python's int-to-string limit (``sys.set_int_max_str_digits``) could
-    store an integer that every reader with the default limit fails to parse: an acknowledged
-    episode that no one can read back. Such integers are refused here, before anything is
-    written, as they are where the limit is the default (``json.dumps`` refuses them).
+    The first is the record, whose UTF-8 bytes' digest is the episode's hash.
+
+    A writer that raised Python's int-to-string limit (``sys.set_int_max_str_digits``) or its
+    recursion limit could store an integer or a nesting that every reader with the defaults
+    fails to parse: an acknowledged episode that no one can read back. Both are refused here,
+    before anything is written, as they are under the defaults (``json.dumps`` and
+    ``dataclasses.asdict`` fail on them), and so is a lone surrogate (not UTF-8).
     """
-    limit = sys.get_int_max_str_digits()
+    where = f"env {trajectory.env_id!r}, task {trajectory.task_id!r}"
     try:
-        if limit == 0 or limit > _DEFAULT_DIGITS:
-            _check_digits(values)
-        return [_canonical(value) for value in values]
+        data = values()
+        digits = sys.get_int_max_str_digits()
+        if digits == 0 or digits > _DEFAULT_DIGITS or sys.getrecursionlimit() > _DEFAULT_RECURSION:
+            _check_readable(data)
+        texts = [_canonical(value) for value in data]
+        record = texts[0].encode("utf-8")
+        for text in texts[1:]:
+            text.encode("utf-8")
+        return texts, record
+    except RecursionError as e:
+        raise AgentConfigError(
+            f"The episode is nested too deeply to store ({where}): a process with Python's "
+            f"default recursion limit could not read it back (at most {_MAX_DEPTH} levels). "
+            "Nothing was written."
+        ) from e
+    except UnicodeEncodeError as e:
+        raise AgentConfigError(
+            f"The episode holds text that is not UTF-8 ({where}: {e.reason} at {e.start} of "
+            f"{e.object[max(0, e.start - 20) : e.start]!r}...), e.g. a lone surrogate from "
+            "decoding bytes with 'surrogateescape'. Nothing was written."
+        ) from e
     except ValueError as e:
         raise AgentConfigError(
-            f"The episode holds an integer too long to store ({e}; env {trajectory.env_id!r}, "
-            f"task {trajectory.task_id!r}): a process with Python's default int-to-string "
-            f"limit ({_DEFAULT_DIGITS} digits) could not read it back. Store it as a string. "
-            "Nothing was written."
+            f"The episode holds an integer too long to store ({e}; {where}): a process with "
+            f"Python's default int-to-string limit ({_DEFAULT_DIGITS} digits) could not read "
+            "it back. Store it as a string. Nothing was written."
         ) from e
 
 
@@ -97,19 +123,24 @@ def _is_bool(value: Any) -> bool:
     return getattr(value, "shape", None) == () and callable(item) and isinstance(item(), bool)
 
 
-def _check_digits(values: Any) -> None:
-    """Raise ``ValueError`` for an int in ``values`` (JSON data) past the default digit limit."""
+def _check_readable(values: Any) -> None:
+    """Raise for a value in ``values`` (JSON data) a reader with Python's defaults cannot parse.
+
+    ``ValueError`` for an int past the default digit limit, ``RecursionError`` for nesting
+    deeper than :data:`_MAX_DEPTH`.
+    """
     too_long = 10**_DEFAULT_DIGITS
-    todo = [values]
+    todo = [(values, 0)]
     while todo:
-        value = todo.pop()
+        value, depth = todo.pop()
         if isinstance(value, int):
             if abs(value) >= too_long:
                 raise ValueError(f"an integer of {len(str(abs(value)))} digits")
-        elif isinstance(value, Mapping):
-            todo.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
+        elif isinstance(value, (Mapping, list, tuple)):
+            if depth >= _MAX_DEPTH:
+                raise RecursionError(f"nested deeper than {_MAX_DEPTH} levels")
+            items = value.values() if isinstance(value, Mapping) else value
+            todo.extend((item, depth + 1) for item in items)
 
 
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
@@ -555,14 +586,18 @@ class EpisodeStore:
         if env_kwargs is None:
             meta_kwargs = trajectory.metadata.get("env_kwargs")
             env_kwargs = meta_kwargs if isinstance(meta_kwargs, Mapping) else {}
-        texts = (
-            trajectory.to_dict(),
-            to_jsonable(dict(env_kwargs)),
-            to_jsonable(dict(versions if versions is not None else package_versions())),
-            to_jsonable(dict(timings if timings is not None else _default_timings(trajectory))),
+        kwargs = env_kwargs
+        texts, record_bytes = _encoded(
+            lambda: (
+                trajectory.to_dict(),
+                to_jsonable(dict(kwargs)),
+                to_jsonable(dict(versions if versions is not None else package_versions())),
+                to_jsonable(dict(timings if timings is not None else _default_timings(trajectory))),
+            ),
+            trajectory,
         )
-        record, kwargs_text, versions_text, timings_text = _encoded(texts, trajectory)
-        digest = integrity.sha256_hex(record.encode("utf-8"))
+        record, kwargs_text, versions_text, timings_text = texts
+        digest = integrity.sha256_hex(record_bytes)
         columns = (
             digest,
             run,

@@ -58,7 +58,7 @@ def test_an_unreadable_stored_record_is_reported_with_its_id(tmp_path, monkeypat
     """A record such an integer made before the check (or by another tool) is a damaged episode
     with its id to every reader, never an exception that hides the rest of the run."""
     db = tmp_path / "ep.db"
-    monkeypatch.setattr(episode_store_module, "_check_digits", lambda values: None)
+    monkeypatch.setattr(episode_store_module, "_check_readable", lambda values: None)
     old = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
@@ -105,3 +105,40 @@ def test_bools_of_every_kind_are_stored_as_they_read(tmp_path, verdict, correct)
     with EpisodeStore(tmp_path / "ep.db") as store:
         put = store.put(_with_info(0, is_correct=verdict), run="run")
         assert store.get(put.id).is_correct is correct
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_nesting_no_default_reader_parses_is_refused_at_put(tmp_path):
+    """att31t F4: a writer that raised its recursion limit stored info nested 3,000 deep; every
+    reader with the default limit then failed on it (and on the whole run's trajectories)."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        with EpisodeStore(tmp_path / "ep.db") as store:
+            with pytest.raises(AgentConfigError, match="nested too deeply.*Nothing was"):
+                store.put(_with_info(0, deep=_nested(3_000)), run="run")
+            assert store.count() == 0
+    finally:
+        sys.setrecursionlimit(old)
+
+
+@pytest.mark.parametrize(
+    "info",
+    [{"deep": _nested(900)}, {"text": "a\udc00b"}, {"\ud800": 1}],
+    ids=["nested-900", "surrogate-value", "surrogate-key"],
+)
+def test_values_a_store_cannot_keep_get_its_own_error(tmp_path, info):
+    """att31t F5: nesting past the default limit raised a bare RecursionError, a lone surrogate
+    a bare UnicodeEncodeError."""
+    with EpisodeStore(tmp_path / "ep.db") as store:
+        with pytest.raises(AgentConfigError, match="Nothing was written"):
+            store.put(_with_info(0, **info), run="run")
+        assert store.count() == 0
+        store.put(_with_info(1, deep=_nested(50)), run="run")  # ordinary nesting is kept
+        assert store.count() == 1
