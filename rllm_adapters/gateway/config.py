@@ -88,9 +88,10 @@ class GatewayConfig:
             task of its source (``seed`` or ``index``), never kwargs, options, task records or
             an answer. Empty (the default): env-scored rewards are refused.
         scoring_threads: Threads that run scorers (their own pool: slow scorings never hold up
-            storing or other routes).
-        max_scoring_per_client: Scorings one client may have running or queued at once (429
-            above).
+            storing or other routes). Keep it above ``max_scoring_per_client``: one client's
+            slow scorings then leave threads for the others'.
+        max_scoring_per_client: Scorings (and task lookups) one client may have running or
+            queued at once (429 above).
         header_timeout_s: Seconds a connection may take to send a request's head (from
             connecting, or from the first byte of the next request); it is closed after.
         shutdown_grace_s: Seconds calls in flight get to finish at shutdown (after every
@@ -135,7 +136,7 @@ class GatewayConfig:
     max_session_bytes: int = 64 * 2**20
     max_bytes_per_client: int | None = 2**30
     scorers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    scoring_threads: int = 2
+    scoring_threads: int = 4
     max_scoring_per_client: int = 2
     header_timeout_s: float = 10.0
     shutdown_grace_s: float = 10.0
