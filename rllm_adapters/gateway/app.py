@@ -76,7 +76,7 @@ from rllm_adapters.gateway.sessions import (
     check_json_field,
     held_bytes,
     score_with_env,
-    task_id_of,
+    task_of,
 )
 from rllm_envs.error import require
 from rllm_envs.text import THINK_CLOSE, THINK_OPEN, split_reply
@@ -249,7 +249,9 @@ class Gateway:
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
         #: Task ids of scorer tasks sessions opened on, by (client, env, seed, index).
-        self._task_ids: dict[tuple[str, str, int | None, int | None], str | None] = {}
+        self._task_ids: dict[
+            tuple[str, str, int | None, int | None], tuple[str | None, int | None]
+        ] = {}
         #: Internal errors (bugs): one traceback per handler and error type per minute.
         self._internal_log = _ThrottledLog(level=logging.ERROR)
         self._tokenizer = tokenizer
@@ -679,8 +681,11 @@ class Gateway:
         sid = fields.pop("session_id", None)
         if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid)):
             raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
+        asked = (fields.get("seed"), fields.get("index"))
         bound = await self._bind_task(fields, principal)
         session = self.sessions.create(principal, sid, fields=fields)
+        if bound:
+            session.opened_as = asked
         if bound:
             try:
                 await self.sessions.open_pending(session)
@@ -693,14 +698,14 @@ class Gateway:
                     {"Retry-After": "1"},
                 ) from e
         base = str(request.base_url).rstrip("/")
-        return JSONResponse(
-            {
-                "session_id": session.id,
-                "base_url": f"{base}/sessions/{session.id}/v1",
-                "run": session.run,
-            },
-            status_code=201,
-        )
+        opened: dict[str, Any] = {
+            "session_id": session.id,
+            "base_url": f"{base}/sessions/{session.id}/v1",
+            "run": session.run,
+        }
+        if bound:  # the episode to play: reset(seed=seed, options={"index": index})
+            opened.update(task_id=session.task_id, seed=session.seed, index=session.index)
+        return JSONResponse(opened, status_code=201)
 
     async def _bind_task(self, fields: dict[str, Any], owner: str) -> bool:
         """Fix the task id of a session opened on a scorer's task, before any call.
@@ -730,16 +735,16 @@ class Gateway:
         # Per client: a shared cache told a client by the time of its open which tasks
         # other clients had opened (s23 att29d2, a task key, not an answer).
         key = (owner, env_id, seed, index)
-        task_id = self._task_ids.get(key)
+        task_id, task_index = self._task_ids.get(key, (None, None))
         if task_id is None:
             # A lookup resets the scorer's env: it counts against the client's scorings, so no
             # client's opens hold up another's.
             self._take_scoring(owner)
             try:
-                task_id = await asyncio.get_running_loop().run_in_executor(
+                task_id, task_index = await asyncio.get_running_loop().run_in_executor(
                     self._lookup_pool,
                     functools.partial(
-                        task_id_of,
+                        task_of,
                         env_id,
                         env_kwargs=self.config.scorers[env_id],
                         seed=seed,
@@ -757,7 +762,7 @@ class Gateway:
                 self._give_scoring(owner)
             if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
                 self._task_ids.clear()
-            self._task_ids[key] = task_id
+            self._task_ids[key] = (task_id, task_index)
         named = fields.get("task_id")
         if named is not None and task_id is not None and named != task_id:
             raise GatewayError(
@@ -769,6 +774,14 @@ class Gateway:
         if task_id is None:
             return False
         fields["task_id"] = task_id
+        if task_index is not None:
+            # The episode is the task's: its index, and the seed of its in-episode randomness
+            # (a slippery lake's slips) taken from it, never the client's. With the client's
+            # seed beside an index, a client opened each task with a seed its policy won
+            # under, played locally (s24 att29u F1: pass@1 0.13 -> 0.92, every task of a
+            # range opened); with an index alone, the scorer's replay drew other slips than
+            # the client's harness had shown the model (F1b: 7 of 12 honest sessions refused).
+            fields["seed"] = fields["index"] = task_index
         return True
 
     async def _session_info(self, request: Any) -> Any:
@@ -896,8 +909,9 @@ class Gateway:
                 "task_mismatch",
             )
         seed, index = session.seed, session.index
-        for name, value in (("seed", seed), ("index", index)):
-            if name in body and body[name] != value:
+        asked_seed, asked_index = session.opened_as or (seed, index)
+        for name, value, asked in (("seed", seed, asked_seed), ("index", index, asked_index)):
+            if name in body and body[name] not in (value, asked):
                 raise GatewayError(
                     400,
                     f"`{name}` {body[name]!r} is not this session's task ({name} {value!r}): "

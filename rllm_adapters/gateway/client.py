@@ -68,7 +68,11 @@ class GatewayClient:
         return dict(response.json())
 
     def create_session(self, **fields: Any) -> dict[str, Any]:
-        """Open a session; returns ``{"session_id", "base_url"}``.
+        """Open a session; returns ``{"session_id", "base_url", "run"}``.
+
+        A session on a scorer's task also gets ``task_id``, ``index`` and ``seed``: the episode
+        the scorer replays, ``reset(seed=seed, options={"index": index})``, which the harness
+        plays too (the seed is the task's, not the one sent).
 
         Args:
             **fields: ``session_id``, ``env_id``, ``task_id``, ``seed``, ``index``, ``group``,

@@ -213,6 +213,9 @@ class Session:
     seed: int | None = None
     #: The task's index in its env's source (a scorer's ``options={"index": i}``).
     index: int | None = None
+    #: The ``seed`` and ``index`` the client opened the session with, where the gateway plays
+    #: its task's episode with others (a scorer's task: its own seed and index).
+    opened_as: tuple[int | None, int | None] | None = None
     group: int = 0
     sample: int = 0
     run: str | None = None
@@ -1252,14 +1255,18 @@ def _opt_int(value: Any, name: str) -> int | None:
     return value
 
 
-def task_id_of(
+def task_of(
     env_id: str,
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int | None = None,
     index: int | None = None,
-) -> str | None:
-    """The id of the task an env's reset gives for ``seed`` / ``index`` (``None``: none)."""
+) -> tuple[str | None, int | None]:
+    """The id and index of the task an env's reset gives for ``seed`` / ``index``.
+
+    ``(None, None)`` for an env whose reset names no task; the index is ``None`` for an env
+    whose reset names none.
+    """
     import gymnasium as gym
 
     import rllm_envs  # noqa: F401  (registers the ids)
@@ -1269,8 +1276,9 @@ def task_id_of(
         _, info = env.reset(seed=seed, options=None if index is None else {"index": index})
     finally:
         env.close()
-    task_id = info.get("task_id")
-    return None if task_id is None else str(task_id)
+    task_id, task_index = info.get("task_id"), info.get("task_index")
+    plain = isinstance(task_index, int) and not isinstance(task_index, bool) and task_index >= 0
+    return (None if task_id is None else str(task_id)), (task_index if plain else None)
 
 
 def score_with_env(

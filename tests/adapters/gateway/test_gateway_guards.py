@@ -153,10 +153,12 @@ def test_a_client_names_a_scorer_and_a_task_nothing_else(tmp_path):
         assert r.status_code == 200 and r.json()["reward"] == 0.0
         (episode,) = _episodes(tmp_path / "e.db")
         t = episode.trajectory
-        assert (t.env_id, t.seed) == ("rllm/Math-v1", 3)
         step = t.steps[-1]
+        # Seed 3's task, played as the task's episode: its index, and seed = index (s24 att29u).
+        index = step.info["task_index"]
+        assert (t.env_id, t.seed) == ("rllm/Math-v1", index)
         assert step.info["custom_task"] is False and step.response == "garbage"
-        assert step.info["scored"] == {"env": "rllm/Math-v1", "seed": 3, "index": None}
+        assert step.info["scored"] == {"env": "rllm/Math-v1", "seed": index, "index": index}
         # A session with no call has nothing to score: 409 and nothing stored.
         empty = _session(app, env_id="rllm/Math-v1", seed=3)
         r = app.post(f"/sessions/{empty}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
@@ -737,7 +739,8 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
         assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
         (episode,) = _episodes(path)
         t = episode.trajectory
-        assert (t.env_id, t.seed, episode.is_correct) == ("rllm/Math-v1", 1, False)
+        index = t.steps[-1].info["task_index"]  # seed 1's task, played as its own episode
+        assert (t.env_id, t.seed, episode.is_correct) == ("rllm/Math-v1", index, False)
         assert t.steps[-1].info["reward_source"] == "scorer"
         # A session opened with no task (or for another env) is never scored.
         for fields in ({}, {"env_id": "rllm/Math-v1"}, {"env_id": "other/Env-v0", "seed": 0}):
@@ -770,7 +773,8 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
         r = app.post("/sessions", json=fields, headers=ALICE)
         assert r.status_code == 400 and r.json()["error"]["code"] == "task_mismatch"
         stored = [e.trajectory for e in _episodes(path)]
-        assert {t.seed for t in stored} == {1} and all(not e.is_correct for e in _episodes(path))
+        assert {t.seed for t in stored} == {index}  # every one seed 1's task
+        assert all(not e.is_correct for e in _episodes(path))
     finally:
         app.__exit__(None, None, None)
 

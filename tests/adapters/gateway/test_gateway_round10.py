@@ -496,13 +496,13 @@ def test_a_clients_task_lookups_are_its_own(tmp_path, monkeypatch):
     from .test_gateway_record import BOB
 
     lookups = []
-    real = gateway_app.task_id_of
+    real = gateway_app.task_of
 
     def counted(*args, **kwargs):
         lookups.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(gateway_app, "task_id_of", counted)
+    monkeypatch.setattr(gateway_app, "task_of", counted)
     app = _test_client(tmp_path, TextOnlyChat(""), scorers={MATH: {}})
     try:
         for headers in (ALICE, ALICE, BOB):

@@ -76,3 +76,57 @@ def test_a_clients_slow_scorings_hold_up_no_other_clients_open_or_reward(tmp_pat
         assert opened_s < SLOW_S / 2 and reward_s < SLOW_S / 2, (opened_s, reward_s)
     finally:
         app.__exit__(None, None, None)
+
+
+LUCKY = "rllm-test/LuckyScorer-v0"
+
+
+class LuckyScorer(gym.Env):
+    """A stand-in scorer env (not a real part) with in-episode randomness, as a slippery lake's
+    slips: whether its one step wins comes from the reset's seed, not from the reply."""
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        index = (options or {}).get("index")
+        if index is None:
+            index = int(self.np_random.integers(1000))
+        self.luck = float(self.np_random.random())
+        return f"task {index}", {"task_id": f"lucky-{index}", "task_index": index}
+
+    def step(self, action):
+        win = self.luck < 0.5
+        return "", float(win), True, False, {"is_correct": win}
+
+
+def test_a_tasks_episode_is_played_with_the_tasks_seed_whatever_the_client_sends(tmp_path):
+    """att29u F1: a session named a task by its index and its in-episode randomness by its
+    seed; a client opened each task with a seed its policy won under, played locally: pass@1
+    0.13 -> 0.92 on slippery FrozenLake, every task of a range opened. F1b: with an index
+    alone the scorer drew its own slips (7 of 12 honest sessions refused). The gateway now
+    plays a task's episode with seed = its index, and the open says so."""
+    gym.register(LUCKY, entry_point=LuckyScorer, disable_env_checker=True)
+    engine = StandInEngine(text="move")
+    app = _test_client(tmp_path, engine, scorers={LUCKY: {}})
+    try:
+        for index in range(4):
+            local = LuckyScorer()
+            local.reset(seed=index, options={"index": index})
+            rewards = set()
+            for asked in ({"seed": s} for s in range(8)):
+                fields = {"env_id": LUCKY, "index": index, **asked}
+                opened = app.post("/sessions", json=fields, headers=ALICE).json()
+                assert (opened["seed"], opened["index"]) == (index, index), opened
+                sid = opened["session_id"]
+                call = {"model": "tiny", "prompt": f"task {index}", "max_tokens": 4}
+                assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+                reward = app.post(
+                    f"/sessions/{sid}/reward", json={"env": LUCKY, **asked}, headers=ALICE
+                )
+                assert reward.status_code == 200, reward.text
+                rewards.add(reward.json()["reward"])
+            assert rewards == {float(local.luck < 0.5)}  # no seed chose another outcome
+        alone = app.post("/sessions", json={"env_id": LUCKY, "index": 2}, headers=BOB).json()
+        assert (alone["seed"], alone["index"]) == (2, 2)
+    finally:
+        app.__exit__(None, None, None)
+        gym.registry.pop(LUCKY, None)
