@@ -417,7 +417,9 @@ class ReasoningGymTasks(TaskSource):
             # config (surface.KNOWN_TELLS).
             from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
 
-            tell = KNOWN_TELLS.get(self.dataset_name)
+            known = KNOWN_TELLS.get(self.dataset_name)
+            if known is not None:  # worded as a measured one is (and as its warning says)
+                tell = f"answers predictable from the question's surface: {known}"
         if tell is not None:
             return (
                 f"reasoning-gym {self.dataset_name!r} with config {self.config}: {tell}. A "
