@@ -511,7 +511,15 @@ class EpisodeStore:
             raise AgentConfigError(
                 f"Expects a Trajectory, actual type: {type(trajectory).__name__}."
             )
-        total_reward = float(trajectory.total_reward)
+        try:
+            total_reward = float(trajectory.total_reward)
+        except (OverflowError, TypeError, ValueError) as e:  # an int past float's range
+            rewards = [str(step.reward)[:40] for step in trajectory.steps]
+            raise AgentConfigError(
+                f"Expects step rewards that sum to a float, actual: {type(e).__name__} ({e}; "
+                f"step rewards {rewards}, env {trajectory.env_id}, task {trajectory.task_id}). "
+                "Nothing was written."
+            ) from e
         if math.isnan(total_reward):
             # SQLite stores NaN as NULL: the row would be refused (or, before, skipped).
             rewards = [step.reward for step in trajectory.steps]

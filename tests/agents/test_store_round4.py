@@ -142,3 +142,15 @@ def test_values_a_store_cannot_keep_get_its_own_error(tmp_path, info):
         assert store.count() == 0
         store.put(_with_info(1, deep=_nested(50)), run="run")  # ordinary nesting is kept
         assert store.count() == 1
+
+
+@pytest.mark.parametrize("reward", [10**400, -(10**309), 2**1024])
+def test_a_reward_past_floats_range_gets_the_stores_own_error(tmp_path, reward):
+    """att31u (low): an int step reward outside float's range raised a bare OverflowError."""
+    trajectory = make_trajectory(0)
+    last = dataclasses.replace(trajectory.steps[-1], reward=reward)
+    trajectory = dataclasses.replace(trajectory, steps=[*trajectory.steps[:-1], last])
+    with EpisodeStore(tmp_path / "ep.db") as store:
+        with pytest.raises(AgentConfigError, match="sum to a float.*Nothing was written"):
+            store.put(trajectory, run="run")
+        assert store.count() == 0
