@@ -78,6 +78,7 @@ from rllm_adapters.gateway.sessions import (
     score_with_env,
     task_of,
 )
+from rllm_adapters.private_seeds import SeedMask
 from rllm_envs.error import require
 from rllm_envs.text import THINK_CLOSE, THINK_OPEN, split_reply
 
@@ -760,6 +761,11 @@ class Gateway:
                 ) from e
             finally:
                 self._give_scoring(owner)
+            if task_id is not None:
+                # An evaluation scorer's seed (``task_seed``) stays the operator's: the env's
+                # ids spell it out, and with it a client rebuilt every task and its answer
+                # (s24 att29v F1: 20 of 20 paid). Shown and stored keyed by it instead.
+                task_id = SeedMask(self.config.scorers[env_id]).task_id(task_id)
             if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
                 self._task_ids.clear()
             self._task_ids[key] = (task_id, task_index)
@@ -1086,6 +1092,8 @@ class Gateway:
                 "gateway's log).",
                 "score_failed",
             ) from e
+        if scored.get("task_id") is not None:  # as the open showed it
+            scored["task_id"] = SeedMask(self.config.scorers[env_id]).task_id(scored["task_id"])
         if refused == ["history_not_recorded"]:
             raise GatewayError(
                 409,

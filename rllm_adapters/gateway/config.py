@@ -227,6 +227,17 @@ class GatewayConfig:
                 raise AdapterConfigError(
                     f"The kwargs of scorer {env_id!r} must be JSON values: {e}"
                 ) from e
+            import gymnasium as gym
+
+            import rllm_envs  # noqa: F401  (registers the ids)
+
+            if env_id not in gym.registry:
+                # A multi-agent id (rllm/TicTacToe-v0) is no gymnasium env: accepted, every
+                # open on it was a 400 (s24 att29v F2).
+                raise AdapterConfigError(
+                    f"Scorer {env_id!r} is not a registered gymnasium env id: a scorer plays a "
+                    "session as a single-agent episode (see rllm_envs.list_envs())."
+                )
             backend = kwargs.get("sandbox_backend")
             if isinstance(backend, str) and backend in _UNISOLATED_BACKENDS:
                 raise AdapterConfigError(

@@ -5,8 +5,6 @@ Every live one is registered, so a shutdown can close them all.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 import weakref
 from collections.abc import Mapping
@@ -15,18 +13,17 @@ from typing import Any
 import gymnasium as gym
 
 from rllm_adapters.openenv.protocol import (
-    WITHHELD,
     TextAction,
     TextObservation,
     TextState,
     _types,
     check_reset_args,
-    is_seed_name,
     jsonable,
     public_kwargs,
 )
+from rllm_adapters.private_seeds import SeedMask
 from rllm_adapters.trl import SeatEnv, one_seat_env, one_seat_ids
-from rllm_envs.core import CUSTOM_ID_PREFIX, TextEnv
+from rllm_envs.core import TextEnv
 from rllm_envs.error import require
 from rllm_envs.multiagent.base import MultiAgentTextEnv, _check_option_names
 
@@ -70,17 +67,9 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
         self.env: Any = one_seat_env(env_id, self.env_kwargs)
-        seeds = {str(k): v for k, v in self.env_kwargs.items() if is_seed_name(k)}
-        # A procedural env's task ids spell out its universe's seed (``math-d1-s<seed>-<i>``):
-        # with the operator's seed a client rebuilds every task and its answer from the
-        # public package. Such a session shows ids keyed by the seeds instead: one task, one
-        # id, on every server with the same seeds.
-        self._id_key = json.dumps(seeds, sort_keys=True, default=str) if seeds else None
-        # Their digits, for error messages (a task source named after its seed said it: issue
-        # #31, att31t F1/F2). A seed of a few digits is found by trying them all anyway.
-        self._seed_texts = sorted(
-            {str(v) for v in seeds.values() if len(str(v)) >= 4}, key=len, reverse=True
-        )
+        # The operator's seeds: task ids keyed by them, error messages without them (issue
+        # #31, att31s24 F1, att31t F1/F2).
+        self._mask = SeedMask(self.env_kwargs)
         self._state = TextState(env_id=env_id, env_kwargs=public_kwargs(self.env_kwargs))
         with _LIVE_LOCK:
             _LIVE.add(self)
@@ -119,7 +108,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
             step_count=0,
             env_id=self.env_id,
             env_kwargs=public_kwargs(self.env_kwargs),
-            task_id=None if info.get("task_id") is None else self._shown_id(info["task_id"]),
+            task_id=None if info.get("task_id") is None else self._mask.task_id(info["task_id"]),
             custom_task=task is not None,
             client_task_id=None if task is None or client_id is None else str(client_id),
             seed=seed,
@@ -129,22 +118,12 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
 
     def scrubbed(self, text: str) -> str:
         """``text`` (an error message for the client) without the operator's seeds."""
-        for seed in self._seed_texts:
-            text = text.replace(seed, WITHHELD)
-        return text
-
-    def _shown_id(self, task_id: Any) -> str:
-        """A task id as this session shows it (keyed by the operator's seeds, if any)."""
-        text = str(task_id)
-        if self._id_key is None or text.startswith(CUSTOM_ID_PREFIX):  # a client's own task
-            return text
-        digest = hashlib.sha256(f"{self._id_key}\0{text}".encode()).hexdigest()
-        return f"task-{digest[:16]}"
+        return self._mask.text(text)
 
     def _shown(self, info: Mapping[str, Any]) -> Any:
-        """``info`` for the wire: strict JSON, its task id as :meth:`_shown_id` shows it."""
-        if self._id_key is not None and info.get("task_id") is not None:
-            info = {**info, "task_id": self._shown_id(info["task_id"])}
+        """``info`` for the wire: strict JSON, its task id keyed by the operator's seeds."""
+        if self._mask.active and info.get("task_id") is not None:
+            info = {**info, "task_id": self._mask.task_id(info["task_id"])}
         return jsonable(info)
 
     def _episode_live(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rllm_adapters.private_seeds import WITHHELD, is_seed_name
 from rllm_envs.core import HIDDEN_TASK_FIELDS
 from rllm_envs.error import require
 from rllm_envs.utils import to_jsonable
@@ -59,15 +60,6 @@ class TextState(_types.State):  # type: ignore[name-defined]
     client_task_id: str | None = None
     seed: int | None = None
     done: bool = True
-
-
-#: What ``state`` shows for a kwarg whose value a client may not see.
-WITHHELD = "<withheld>"
-
-
-def is_seed_name(name: Any) -> bool:
-    """Whether an env kwarg picks a procedural universe (``task_seed``, ``kb_seed``, ``seed``)."""
-    return name == "seed" or (isinstance(name, str) and name.endswith("_seed"))
 
 
 def public_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -514,10 +514,10 @@ class EpisodeStore:
         try:
             total_reward = float(trajectory.total_reward)
         except (OverflowError, TypeError, ValueError) as e:  # an int past float's range
-            rewards = [str(step.reward)[:40] for step in trajectory.steps]
+            shown = [str(step.reward)[:40] for step in trajectory.steps]
             raise AgentConfigError(
                 f"Expects step rewards that sum to a float, actual: {type(e).__name__} ({e}; "
-                f"step rewards {rewards}, env {trajectory.env_id}, task {trajectory.task_id}). "
+                f"step rewards {shown}, env {trajectory.env_id}, task {trajectory.task_id}). "
                 "Nothing was written."
             ) from e
         if math.isnan(total_reward):

@@ -232,9 +232,9 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
     from rllm_adapters.gateway.server import parse_args
 
     config = parse_args(
-        ["--engine", NOWHERE, "--scorer", "rllm/Math-v1", "--scorer", 'a/B-v0={"x": 1}']
+        ["--engine", NOWHERE, "--scorer", "rllm/Math-v1", "--scorer", 'rllm/Countdown-v1={"x": 1}']
     )
-    assert config.scorers == {"rllm/Math-v1": {}, "a/B-v0": {"x": 1}}
+    assert config.scorers == {"rllm/Math-v1": {}, "rllm/Countdown-v1": {"x": 1}}
 
 
 # ---------------------------------------------------------------- 2. scoring holds up nobody

@@ -130,3 +130,40 @@ def test_a_tasks_episode_is_played_with_the_tasks_seed_whatever_the_client_sends
     finally:
         app.__exit__(None, None, None)
         gym.registry.pop(LUCKY, None)
+
+
+def test_an_evaluation_scorers_seed_never_reaches_a_client(tmp_path):
+    """att29v F1: with `--scorer 'rllm/Math-v1={"task_seed": N}'` the open (and GET of the
+    session) answered the env's task id, `math-d1-s<N>-<i>`: a client rebuilt the task from the
+    public package and sent its reference answer, 20 of 20 paid. Ids are keyed by the seed."""
+    import rllm_envs
+
+    secret = 6_029_831_117_400_113_257
+    engine = StandInEngine(text="no idea")
+    app = _test_client(tmp_path, engine, scorers={"rllm/Math-v1": {"task_seed": secret}})
+    try:
+        opened = app.post("/sessions", json={"env_id": "rllm/Math-v1", "index": 5}, headers=ALICE)
+        assert opened.status_code == 201, opened.text
+        body = opened.json()
+        shown = app.get(f"/sessions/{body['session_id']}", headers=ALICE)
+        assert str(secret) not in opened.text + shown.text
+        assert body["task_id"].startswith("task-") and shown.json()["task_id"] == body["task_id"]
+        again = app.post("/sessions", json={"env_id": "rllm/Math-v1", "index": 5}, headers=BOB)
+        assert again.json()["task_id"] == body["task_id"]  # one task, one id
+        local = rllm_envs.make("rllm/Math-v1", task_seed=secret)
+        own_id = local.reset(options={"index": 5})[1]["task_id"]
+        named = {"env_id": "rllm/Math-v1", "index": 5, "task_id": own_id}
+        assert app.post("/sessions", json=named, headers=ALICE).status_code == 400
+        local.close()
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_scorer_must_be_a_single_agent_gymnasium_id():
+    """att29v F2: rllm/TicTacToe-v0 (a multi-agent id) was accepted as a scorer; every open on
+    it was then a 400."""
+    from rllm_adapters.error import AdapterConfigError
+    from rllm_adapters.gateway.config import GatewayConfig
+
+    with pytest.raises(AdapterConfigError, match="not a registered gymnasium env id"):
+        GatewayConfig(engines=["http://127.0.0.1:9/v1"], scorers={"rllm/TicTacToe-v0": {}})
