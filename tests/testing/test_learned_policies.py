@@ -199,10 +199,13 @@ def test_the_count_regression_finds_the_land_count_the_classifier_misses():
 def test_the_grid_distances_find_the_shortcuts_the_other_fits_miss(family):
     # s16 att25c: a maze's start-to-goal distance through its walls, and rotten_oranges' farthest
     # fresh orange's distance to its nearest rotten one, answer far above the best constant.
+    # 120 episodes: at 40, rotten_oranges' 12/40 against a best constant of 8/40 was within
+    # noise (s24, on a universe redrawn by the answer balance), at 120 47 against 19.
     report = check_reward_hacking(
         "rllm/ReasoningGym-v0",
         kwargs={"dataset": family, "size": 300},
         policies=[SurfaceClassifier(), CountRegression(), GridDistances()],
+        episodes=120,
         raise_on_failure=False,
     )
     assert [f.rule.name for f in report.failures] == ["degenerate-policy:grid-distances"], str(
