@@ -8,7 +8,9 @@ its seeds instead, and keep the seeds out of anything else they answer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -53,7 +55,7 @@ class SeedMask:
         text = str(task_id)
         if self._key is None or text.startswith(CUSTOM_ID_PREFIX):
             return text
-        digest = hashlib.sha256(f"{self._key}\0{text}".encode()).hexdigest()
+        digest = hmac.new(_stretched(self._key), text.encode(), hashlib.sha256).hexdigest()
         return f"task-{digest[:16]}"
 
     def text(self, message: str) -> str:
@@ -61,3 +63,14 @@ class SeedMask:
         for seed in self._texts:
             message = message.replace(seed, WITHHELD)
         return message
+
+
+@functools.lru_cache(maxsize=64)
+def _stretched(key: str) -> bytes:
+    """The key of a set of seeds' task ids: scrypt of the seeds (tens of ms, once a process).
+
+    A plain hash let a client test a guessed seed against one shown id with one hash (a date
+    as the seed was found in 9,027 guesses, 0.05 s: s24 att29v F3); each guess now costs as
+    much as making the guessed seed's tasks would.
+    """
+    return hashlib.scrypt(key.encode(), salt=b"rllm-envs task id", n=2**14, r=8, p=1, dklen=32)
