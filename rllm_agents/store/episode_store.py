@@ -115,6 +115,24 @@ def _encoded(
         ) from e
 
 
+def _colliding_keys(values: Any) -> list[Any]:
+    """The first mapping's keys in ``values`` that are one key as strings (``[]`` if none)."""
+    todo = [values]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, Mapping):
+            seen: dict[str, Any] = {}
+            for key in value:
+                text = str(key)
+                if text in seen:
+                    return [seen[text], key]
+                seen[text] = key
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            todo.extend(value)
+    return []
+
+
 def _is_bool(value: Any) -> bool:
     """A bool, a NumPy bool or an integer 0 or 1."""
     if isinstance(value, numbers.Integral):
@@ -564,6 +582,16 @@ class EpisodeStore:
                     f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
                     "was written."
                 )
+        collided = _colliding_keys(
+            (trajectory.initial_info, [step.info for step in trajectory.steps], trajectory.metadata)
+        )
+        if collided:
+            # Stored as JSON, keys are strings: {1: a, "1": b} kept one of the two values.
+            raise AgentConfigError(
+                f"Expects the keys of each of the episode's info and metadata objects to stay "
+                f"distinct as strings, actual: {collided!r} (env {trajectory.env_id!r}, task "
+                f"{trajectory.task_id!r}): JSON keeps one of their values. Nothing was written."
+            )
         info = trajectory.steps[-1].info if trajectory.steps else trajectory.initial_info
         verdict = info.get("is_correct")
         if not (verdict is None or _is_bool(verdict)):

@@ -154,3 +154,15 @@ def test_a_reward_past_floats_range_gets_the_stores_own_error(tmp_path, reward):
         with pytest.raises(AgentConfigError, match="sum to a float.*Nothing was written"):
             store.put(trajectory, run="run")
         assert store.count() == 0
+
+
+@pytest.mark.parametrize(
+    "info", [{1: "int", "1": "str"}, {"x": [{True: 1, "True": 2}]}], ids=["top", "nested"]
+)
+def test_keys_that_are_one_as_strings_are_refused(tmp_path, info):
+    """att31t F6 (borderline): {1: "int-key", "1": "str-key"} was stored as {"1": "str-key"}
+    without a word."""
+    with EpisodeStore(tmp_path / "ep.db") as store:
+        with pytest.raises(AgentConfigError, match="distinct as strings.*Nothing was written"):
+            store.put(_with_info(0, data=info), run="run")
+        assert store.count() == 0
