@@ -687,7 +687,6 @@ class Gateway:
         session = self.sessions.create(principal, sid, fields=fields)
         if bound:
             session.opened_as = asked
-        if bound:
             try:
                 await self.sessions.open_pending(session)
             except Exception as e:
