@@ -37,7 +37,8 @@ class SeedMask:
 
     def __init__(self, env_kwargs: Mapping[str, Any]) -> None:
         seeds = {str(k): v for k, v in env_kwargs.items() if is_seed_name(k)}
-        self._key = json.dumps(seeds, sort_keys=True, default=str) if seeds else None
+        key = json.dumps(seeds, sort_keys=True, default=str) if seeds else None
+        self._key = None if key is None else _stretched(key)
         # Their digits, for messages. A seed of a few digits is found by trying them all.
         self._texts = sorted({str(v) for v in seeds.values() if len(str(v)) >= 4}, key=len)[::-1]
 
@@ -55,7 +56,7 @@ class SeedMask:
         text = str(task_id)
         if self._key is None or text.startswith(CUSTOM_ID_PREFIX):
             return text
-        digest = hmac.new(_stretched(self._key), text.encode(), hashlib.sha256).hexdigest()
+        digest = hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
         return f"task-{digest[:16]}"
 
     def text(self, message: str) -> str:

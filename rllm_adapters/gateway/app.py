@@ -242,6 +242,9 @@ class Gateway:
         # scoring (s24 att29s24 F1: 0.01 -> 7.5 s).
         self._lookup_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-lookup")
         self._scoring: collections.Counter[str] = collections.Counter()
+        # How each scorer's task ids are shown and stored: keyed by its seed kwargs, if any
+        # (an evaluation's private universe; the key's scrypt is paid here, once).
+        self._masks = {env_id: SeedMask(kwargs) for env_id, kwargs in config.scorers.items()}
         # Chat templating (a chat template and the tokenizer over a body of up to the request
         # limit: seconds for 4 MB) runs on its own thread, off the event loop, where one client's
         # big call held every other client's requests and streams (s20 att29k F2: 3-9 s). One
@@ -764,7 +767,7 @@ class Gateway:
                 # An evaluation scorer's seed (``task_seed``) stays the operator's: the env's
                 # ids spell it out, and with it a client rebuilt every task and its answer
                 # (s24 att29v F1: 20 of 20 paid). Shown and stored keyed by it instead.
-                task_id = SeedMask(self.config.scorers[env_id]).task_id(task_id)
+                task_id = self._masks[env_id].task_id(task_id)
             if len(self._task_ids) >= 65536:  # a bound; ids are cheap to find again
                 self._task_ids.clear()
             self._task_ids[key] = (task_id, task_index)
@@ -1092,7 +1095,7 @@ class Gateway:
                 "score_failed",
             ) from e
         if scored.get("task_id") is not None:  # as the open showed it
-            scored["task_id"] = SeedMask(self.config.scorers[env_id]).task_id(scored["task_id"])
+            scored["task_id"] = self._masks[env_id].task_id(scored["task_id"])
         if refused == ["history_not_recorded"]:
             raise GatewayError(
                 409,
