@@ -92,14 +92,6 @@ KNOWN_TELLS: dict[str, str] = {
     "against the best constant's 0.01 (n=269)",
     "game_of_life_halting": "a one-feature rule on how often the board shows `1 1` (at most 1, "
     "or more) answers 0.98 of evaluation draws against the best constant's 0.57 (n=288)",
-    # Found by a blind red-team (s12 L4), not by the classifiers (they see no numbers' order):
-    # held_out_reason() refuses it at the default config from this entry. Measured with
-    # gym.make("rllm/ReasoningGym-v0", dataset="lcm", task_seed=EVAL_SEED_START), seeds
-    # 0..399: the larger number 56/400, the most common reference ('520') 11/400, the env's
-    # random_action() 3/400 (task_seed 0: 37/400, 9/400, 1/400).
-    "lcm": "answering the larger of its two numbers (the generator redraws coprime pairs, so "
-    "one often divides the other) answers 0.14 of evaluation draws against the best "
-    "constant's 0.03 (n=400)",
     "isomorphic_strings": "a one-feature rule on its two strings' distinct characters (the "
     "first's minus the second's: below 0, or not) answers 0.89 of evaluation draws against the "
     "best constant's 0.51 (n=265)",

@@ -218,6 +218,15 @@ class ReasoningGymTasks(TaskSource):
                 raise InvalidEnvConfig(
                     f"Pass `{reserved}` as the env's `task_seed`/`size`, not inside `config`."
                 )
+        if dataset == "composite":
+            for spec in fields.get("datasets") or ():
+                part = spec.get("config") if isinstance(spec, Mapping) else spec
+                part = getattr(part, "config", part)
+                if isinstance(part, Mapping) and "seed" in part:
+                    raise InvalidEnvConfig(
+                        "A composite part's `seed` is made from the env's `task_seed`; drop it "
+                        "from the part's `config`."
+                    )
         if difficulty is not None or curriculum:
             if dataset not in CURRICULA:
                 raise InvalidEnvConfig(
@@ -309,11 +318,16 @@ class ReasoningGymTasks(TaskSource):
 
     def _item(self, dataset: Any, index: int, task_seed: int, attempt: int) -> dict[str, Any]:
         # Some families also draw from the global `random`/`numpy.random` generators; seeding
-        # them per draw keeps task i a pure function of the arguments. The caller's generator
-        # states are restored afterwards.
+        # them per item from the whole task seed keeps task i a pure function of the arguments
+        # (and as hard to guess as the task seed). The caller's generator states are restored.
         py_state, np_state = random.getstate(), np.random.get_state()
-        random.seed(_base_seed(task_seed, attempt, self.size) + index)
-        np.random.seed([index & 0xFFFFFFFF, index >> 32, task_seed & 0xFFFFFFFF, attempt])
+        wide = _digest(task_seed, attempt, index, "global", bits=256)
+        random.seed(wide)
+        np.random.seed([(wide >> (32 * k)) & 0xFFFFFFFF for k in range(8)])
+        base = dataset.seed
+        if self.dataset_name in _NARROW_SEED:
+            # reasoning-gym's item rng is seeded `dataset.seed + index`: each item its own.
+            dataset.seed = _item_seed(task_seed, attempt, index) - index
         try:
             item = dataset[index]
         except Exception as e:  # noqa: BLE001 - a generator's own failure on one draw
@@ -323,6 +337,7 @@ class ReasoningGymTasks(TaskSource):
                 f"{type(e).__name__}: {e}"
             ) from e
         finally:
+            dataset.seed = base
             random.setstate(py_state)
             np.random.set_state(np_state)
         if self.dataset_name in _INTEGRATION and "Integral(" in str(item.get("answer")):
@@ -350,11 +365,12 @@ class ReasoningGymTasks(TaskSource):
         """
         ident = (self.dataset_name, self.size, json.dumps(self.config, sort_keys=True, default=str))
         if ident not in _SPLITS:
-            n = min(_PROBE_DRAWS, self.size)
-            dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
-            probe = [self._probe_item(dataset, i) for i in range(n)]
+            # The family's question space, not this universe's size, decides: a small universe
+            # of a rich family probes as many draws as a large one.
+            most = _MAX_PROBE_DRAWS
+            dataset = _create(self.dataset_name, 0, most, self.config, _PROBE_ATTEMPT)
+            probe = [self._probe_item(dataset, i) for i in range(_PROBE_DRAWS)]
             candidates = (question_key, text_key)
-            most = min(_MAX_PROBE_DRAWS, self.size)
             probe = grow_probe(probe, lambda i: self._probe_item(dataset, i), candidates, most)
             _SPLITS[ident] = splitting_key(probe, candidates)
         return _SPLITS[ident]
@@ -589,7 +605,7 @@ class ReasoningGymTasks(TaskSource):
                 ):
                     unbalanced = draw
                 in_universe = in_universe or draw
-            if attempt + 1 >= MAX_DRAWS and readable + failures == attempt + 1:
+            if attempt + 1 >= _NATURE_DRAWS and readable + failures == attempt + 1:
                 break  # every draw is read off: the family's nature
         result = unbalanced or in_universe or first
         if result is None:
@@ -617,22 +633,24 @@ class ReasoningGymTasks(TaskSource):
         return None
 
     def answer_in_question(self, task: Mapping[str, Any]) -> bool:
-        """Whether ``task``'s answer (3+ characters) can be read off its question verbatim.
+        """Whether ``task``'s answer can be read off its question verbatim.
 
-        Case and spacing aside. An answer that the family's questions name as one of their
+        Case and spacing aside; an answer under 3 characters only as a whole word or number
+        (``prime_factorization`` of 97 is "97": the question's number echoed was right on 10
+        of 100 draws). An answer that the family's questions name as one of their
         options (``"true"``, ``"yes"``, ``"infeasible"``: it also occurs in the question of
         another task with another answer, or in most of the family's questions, as a
         template's "(Answer Yes or No)" does even where the probes all answer the same) is a
         choice, not a read-off.
         """
         answer = _normal(task.get("answer"))
-        if len(answer.replace(" ", "")) < 3 or answer not in _normal(task.get("question")):
+        if not answer or not _occurs(answer, _normal(task.get("question"))):
             return False
         vocabulary = self._vocabulary()
-        named = [q for q, _ in vocabulary if answer in q]
+        named = [q for q, _ in vocabulary if _occurs(answer, q)]
         if 2 * len(named) > len(vocabulary):
             return False
-        return not any(answer in q and answer != a for q, a in vocabulary)
+        return not any(_occurs(answer, q) and answer != a for q, a in vocabulary)
 
     def _vocabulary(self) -> list[tuple[str, str]]:
         """(question, answer) of the family's first tasks of draw 0: the options it names."""
@@ -655,6 +673,10 @@ _TASKS: dict[tuple[tuple[str, int, int, str], int, bool], Task] = {}
 _MAX_MEMO = 8192
 #: Draws of one task index before a family too small to split keeps its first draw.
 MAX_DRAWS = 64
+#: Draws of one task index, all read off, that show a family whose answers always are (a
+#: needle in a haystack): 64 kept about 4 in 60 of string_insertion's tasks read off (19 in 20
+#: of its draws are), by chance.
+_NATURE_DRAWS = 2 * MAX_DRAWS
 #: Draws (in units of MAX_DRAWS) allowed to find a draw of the universe whose answer is not
 #: read off: few of string_insertion's tasks qualify, and one in eight is of the universe.
 MAX_DRAWS_READ_OFF = 8
@@ -794,20 +816,54 @@ def _restates_premises(task: Mapping[str, Any]) -> bool:
     return restates_premises(reference, premises) is True
 
 
+def _occurs(answer: str, text: str) -> bool:
+    """Whether ``answer`` is in ``text``.
+
+    From 3 characters anywhere; a shorter one as a whole token ("97" in "of 97.", not in
+    "1970" or "0.97").
+    """
+    if len(answer.replace(" ", "")) >= 3:
+        return answer in text
+    return re.search(rf"(?<!\w)(?<!\d\.){re.escape(answer)}(?!\w)(?!\.\d)", text) is not None
+
+
 def _normal(text: object) -> str:
     if not isinstance(text, str):
         return ""
     return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
-def _base_seed(task_seed: int, attempt: int, size: int) -> int:
+#: reasoning-gym families that seed NumPy's legacy generator with ``seed + i``, which takes
+#: 32-bit seeds only: their draws get a 32-bit base, and each item its own (``_item_seed``).
+_NARROW_SEED = frozenset({"pool_matrix"})
+
+
+def _digest(*parts: object, bits: int) -> int:
+    text = ":".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=bits // 8).digest(), "big")
+
+
+def _base_seed(
+    task_seed: int, attempt: int, size: int, narrow: bool = False, part: int | None = None
+) -> int:
     """reasoning-gym seed of draw ``attempt`` of task seed ``task_seed`` (items use ``+ i``).
 
-    A hash, kept below 2**32 - size: some families seed NumPy's legacy generator with
-    ``seed + i``, which takes 32-bit seeds only.
+    128 bits of a hash of them and the universe's size (another size, other tasks).
+    reasoning-gym seeds item ``i`` with ``Random(seed + i)``, so a client that finds a draw's
+    seed from one question it was served can make every other task of the draw and read off
+    its answer; with 32 bits, a search over the public generator did that in CPU-minutes
+    (session 24 att31u: 229 of 1,000 ``chain_sum`` tasks paid). A narrow family's seed stays
+    below ``2**32 - size``; :meth:`ReasoningGymTasks._item` then seeds each of its items
+    apart (:func:`_item_seed`). ``part`` is a composite's part number.
     """
-    digest = hashlib.blake2b(f"{task_seed}:{attempt}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % (2**32 - size)
+    if narrow:
+        return _digest(task_seed, attempt, size, part, bits=64) % (2**32 - size)
+    return _digest(task_seed, attempt, size, part, bits=128)
+
+
+def _item_seed(task_seed: int, attempt: int, index: int) -> int:
+    """A narrow family's 32-bit seed of item ``index``: finding it tells nothing of another."""
+    return _digest(task_seed, attempt, index, bits=64) % 2**32
 
 
 def _create(
@@ -819,8 +875,15 @@ def _create(
     if name == "composite" and isinstance(fields.get("datasets"), (list, tuple)):
         from reasoning_gym.composite import DatasetSpec
 
-        fields["datasets"] = [
-            DatasetSpec(**spec) if isinstance(spec, Mapping) else spec
-            for spec in fields["datasets"]
-        ]
-    return rg.create_dataset(name, seed=_base_seed(task_seed, attempt, size), size=size, **fields)
+        parts = []
+        for k, spec in enumerate(fields["datasets"]):
+            spec = DatasetSpec(**spec) if isinstance(spec, Mapping) else copy.copy(spec)
+            # Each part its own seed: reasoning-gym's default (the composite's + k + 1) would
+            # make a narrow part's 32 bits every part's.
+            part_size = int(spec.config.get("size", size))
+            narrow = spec.name in _NARROW_SEED
+            seed = _base_seed(task_seed, attempt, part_size, narrow, part=k)
+            parts.append(DatasetSpec(spec.name, spec.weight, {**spec.config, "seed": seed}))
+        fields["datasets"] = parts
+    seed = _base_seed(task_seed, attempt, size, name in _NARROW_SEED)
+    return rg.create_dataset(name, seed=seed, size=size, **fields)

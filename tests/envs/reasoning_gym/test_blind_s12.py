@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import pytest
 
@@ -196,7 +195,12 @@ def test_a_non_finite_reference_and_word_answers_are_not_refused(monkeypatch):
 # ------------------------------------------------------------------------------ L4 lcm
 
 
-def test_lcm_larger_number_is_a_measured_tell():
+def test_lcm_larger_number_earns_no_more_than_a_constant():
+    """s12 L4: the generator redraws coprime pairs, so one number often divides the other and
+    the larger was the answer (0.14 of evaluation draws against the best constant's 0.03, a
+    committed tell until s25). A draw whose answer is a whole number of its question is now
+    read off (:meth:`ReasoningGymTasks.answer_in_question`) and drawn again."""
+    from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
     from rllm_envs.tasks import EVAL_SEED_START
 
     source = rg_tasks.ReasoningGymTasks("lcm", task_seed=EVAL_SEED_START)
@@ -205,25 +209,8 @@ def test_lcm_larger_number_is_a_measured_tell():
         task = source.task(index)
         hit += scoring.grade(f"<answer>{max(task['metadata']['numbers'])}</answer>", task).correct
         answers[task["answer"]] = answers.get(task["answer"], 0) + 1
-    assert hit / n > max(answers.values()) / n + 0.05, (hit, max(answers.values()))
-
-
-def test_lcm_is_refused_for_held_out_evaluation_and_warns(monkeypatch):
-    from rllm_envs.reasoning_gym import reasoning_gym_env
-    from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
-
-    assert "larger of its two numbers" in KNOWN_TELLS["lcm"]
-    # The classifiers do not find it: the committed entry decides.
-    monkeypatch.setattr(rg_tasks.ReasoningGymTasks, "surface_tell", lambda self: None)
-    reason = rg_tasks.ReasoningGymTasks("lcm").held_out_reason()
-    assert reason is not None and "larger of its two numbers" in reason
-    assert rg_tasks.ReasoningGymTasks("chain_sum").held_out_reason() is None
-    reasoning_gym_env._WARNED.discard("lcm")
-    with pytest.warns(UserWarning, match="larger of its two numbers"):
-        gym.make(ENV_ID, dataset="lcm", size=4).close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        gym.make(ENV_ID, dataset="lcm", size=4).close()
+    assert hit / n <= max(answers.values()) / n + 0.02, (hit, max(answers.values()))
+    assert "lcm" not in KNOWN_TELLS
 
 
 def test_sympy_answers_holding_a_non_finite_value_are_refused():

@@ -40,7 +40,11 @@ def _integral(task) -> str:
 
 
 TEMPLATES = {
-    "puzzle24 constant": ("puzzle24", lambda t: "1*2*3*4"),
+    # (On the puzzle of 1, 2, 3, 4 that constant is a solution: there, a wrong one.)
+    "puzzle24 constant": (
+        "puzzle24",
+        lambda t: "1+2+3+4" if sorted(t["metadata"]["numbers"]) == [1, 2, 3, 4] else "1*2*3*4",
+    ),
     "puzzle24 hex": ("puzzle24", lambda t: _sum(t) + "*0x0 + 0x18"),
     "puzzle24 exponent": ("puzzle24", lambda t: _sum(t) + "*0e0 + 24e0"),
     "countdown hex": ("countdown", lambda t: _sum(t) + "*0x0 + " + hex(t["metadata"]["target"])),
