@@ -365,12 +365,11 @@ class ReasoningGymTasks(TaskSource):
         """
         ident = (self.dataset_name, self.size, json.dumps(self.config, sort_keys=True, default=str))
         if ident not in _SPLITS:
-            # The family's question space, not this universe's size, decides: a small universe
-            # of a rich family probes as many draws as a large one.
-            most = _MAX_PROBE_DRAWS
-            dataset = _create(self.dataset_name, 0, most, self.config, _PROBE_ATTEMPT)
-            probe = [self._probe_item(dataset, i) for i in range(_PROBE_DRAWS)]
+            n = min(_PROBE_DRAWS, self.size)
+            dataset = _create(self.dataset_name, 0, self.size, self.config, _PROBE_ATTEMPT)
+            probe = [self._probe_item(dataset, i) for i in range(n)]
             candidates = (question_key, text_key)
+            most = min(_MAX_PROBE_DRAWS, self.size)
             probe = grow_probe(probe, lambda i: self._probe_item(dataset, i), candidates, most)
             _SPLITS[ident] = splitting_key(probe, candidates)
         return _SPLITS[ident]

@@ -152,10 +152,13 @@ def test_train_and_eval_universes_share_no_question():
 
     # basic_arithmetic's small problems repeat across generator seeds: the question hash
     # keeps the universes apart anyway.
+    # A universe of size n probes at most n draws for its split: 400 show each side's 20
+    # questions (at 200, about 25 evaluation draws could show fewer, and a family that shows
+    # too few is not split: reported as not held out).
     for name in ("basic_arithmetic", "word_sorting", "letter_counting"):
-        train = ReasoningGymTasks(name, size=200)
-        neighbour = ReasoningGymTasks(name, size=200, task_seed=1)
-        held_out = ReasoningGymTasks(name, size=200, task_seed=EVAL_TASK_SEED)
+        train = ReasoningGymTasks(name, size=400)
+        neighbour = ReasoningGymTasks(name, size=400, task_seed=1)
+        held_out = ReasoningGymTasks(name, size=400, task_seed=EVAL_TASK_SEED)
         train_qs = [train[i] for i in range(200)]
         eval_qs = [held_out[i] for i in range(200)]
         assert {key_universe(train.universe_key(t)) for t in train_qs} == {"train"}, name
@@ -164,7 +167,7 @@ def test_train_and_eval_universes_share_no_question():
         assert not questions & {t["question"] for t in eval_qs}, name
         # Generator seeds differ per task seed: neighbouring training seeds are new tasks.
         assert len(questions & {neighbour[i]["question"] for i in range(200)}) < 20, name
-        assert train[7] == ReasoningGymTasks(name, size=200)[7]  # pure function of the args
+        assert train[7] == ReasoningGymTasks(name, size=400)[7]  # pure function of the args
 
 
 def test_config_and_curriculum_shape_the_tasks():
