@@ -12,7 +12,7 @@ from rllm_envs.core import TextEnv, Transition
 from rllm_envs.reasoning_gym.balance import BalancedTasks
 from rllm_envs.reasoning_gym.scoring import COMPONENTS, grade
 from rllm_envs.reasoning_gym.spec import ANSWER_FORMAT, DEFAULT_DATASET, DEFAULT_SIZE
-from rllm_envs.reasoning_gym.tasks import oracle_answer
+from rllm_envs.reasoning_gym.tasks import composite_parts, oracle_answer
 from rllm_envs.tasks import Task
 
 __all__ = ["ReasoningGymEnv"]
@@ -91,10 +91,8 @@ def _warn_of_a_tell(
 
     if dataset == "composite" and difficulty is None and not curriculum:
         # A mix warns of each family it mixes at that family's default config.
-        for spec in (config or {}).get("datasets") or ():
-            name = spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", None)
-            sub = spec.get("config") if isinstance(spec, Mapping) else getattr(spec, "config", None)
-            if isinstance(name, str) and name != "composite":
+        for name, sub in composite_parts(config or {}):
+            if name != "composite":
                 _warn_of_a_tell(name, task_seed, sub, None, None, mixed=True)
         return
     default = not config and difficulty is None and not curriculum

@@ -97,12 +97,24 @@ def family_names() -> list[str]:
     return sorted(set(DATASETS) - HOST_CODE_FAMILIES)
 
 
+def composite_parts(fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(family, config)`` of each part in a ``composite`` config's ``datasets``.
+
+    A part is a mapping or a reasoning-gym ``DatasetSpec``; its config is returned as given.
+    """
+    parts = []
+    for spec in fields.get("datasets") or ():
+        if isinstance(spec, Mapping):
+            parts.append((str(spec.get("name")), spec.get("config")))
+        else:
+            parts.append((str(getattr(spec, "name", None)), getattr(spec, "config", None)))
+    return parts
+
+
 def _refuse_host_code(name: str, fields: Mapping[str, Any]) -> None:
     names = {name}
     if name == "composite":
-        for spec in fields.get("datasets") or ():
-            named = spec.get("name") if isinstance(spec, Mapping) else getattr(spec, "name", "")
-            names.add(str(named))
+        names.update(family for family, _ in composite_parts(fields))
     refused = sorted(names & HOST_CODE_FAMILIES)
     if refused:
         raise InvalidEnvConfig(
@@ -218,15 +230,13 @@ class ReasoningGymTasks(TaskSource):
                 raise InvalidEnvConfig(
                     f"Pass `{reserved}` as the env's `task_seed`/`size`, not inside `config`."
                 )
-        if dataset == "composite":
-            for spec in fields.get("datasets") or ():
-                part = spec.get("config") if isinstance(spec, Mapping) else spec
-                part = getattr(part, "config", part)
-                if isinstance(part, Mapping) and "seed" in part:
-                    raise InvalidEnvConfig(
-                        "A composite part's `seed` is made from the env's `task_seed`; drop it "
-                        "from the part's `config`."
-                    )
+        if dataset == "composite" and any(
+            isinstance(part, Mapping) and "seed" in part for _, part in composite_parts(fields)
+        ):
+            raise InvalidEnvConfig(
+                "A composite part's `seed` is made from the env's `task_seed`; drop it from the "
+                "part's `config`."
+            )
         if difficulty is not None or curriculum:
             if dataset not in CURRICULA:
                 raise InvalidEnvConfig(
@@ -519,14 +529,7 @@ class ReasoningGymTasks(TaskSource):
         """``(family, config)`` of each family a ``composite`` mixes (none for another family)."""
         if self.dataset_name != "composite":
             return []
-        out = []
-        for spec in self.config.get("datasets") or ():
-            if isinstance(spec, Mapping):
-                name, config = spec.get("name"), spec.get("config")
-            else:
-                name, config = getattr(spec, "name", None), getattr(spec, "config", None)
-            out.append((str(name), dict(config or {})))
-        return out
+        return [(name, dict(config or {})) for name, config in composite_parts(self.config)]
 
     def _number_leak(self) -> str | None:
         key = text_key
