@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rllm_envs.demonstrations import copied_demonstration
 from rllm_envs.multiagent.base import AgentOutcome, MultiAgentTextEnv
 from rllm_envs.multiagent.mathtasks import (
     ANSWER_FORMAT,
@@ -68,7 +69,9 @@ class DebateEnv(MultiAgentTextEnv):
     copying policy). The heuristic debaters follow only a strict majority, so a lone guess
     sways none of them (when they broke ties by position, a copier that never read the
     problem out-earned them: session 17, att29f). Another episode's answer earns nothing, as
-    everywhere.
+    everywhere, and so does a copy of the worked example an agent shows
+    (:mod:`rllm_envs.demonstrations`), right or not: 0 in every component, flagged in
+    ``info["copied_demonstration"]``.
 
     ## Episode End
     Terminates for every debater after ``n_rounds`` rounds. No truncation.
@@ -102,6 +105,8 @@ class DebateEnv(MultiAgentTextEnv):
       Since then, grades (``is_correct``, ``score``, ``round_correct``) reach a debater only
       at the final round: after each earlier round they told it whether its answer was
       right, so it could keep a right one and switch a wrong one.
+      A reply that copies the worked example earns 0 even where its answer is right (it
+      was paid on a task whose answer was the example's).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "name": "rllm_debate_v1"}
@@ -173,6 +178,14 @@ class DebateEnv(MultiAgentTextEnv):
         final = self.round >= self.n_rounds
         problem = str(self.task["problem"])
         graded = {agent: grade(actions[agent], gold, problem) for agent in self.possible_agents}
+        copied: dict[str, str] = {}
+        for agent, (score, answer, _reason) in graded.items():
+            # A copy of the worked example earns nothing, right answer or not (its answer alone
+            # is a constant, paid where it is right).
+            name = copied_demonstration(actions[agent], correct=score >= 1.0)
+            if name is not None:
+                copied[agent] = name
+                graded[agent] = (0.0, answer, f"the reply copies the worked example ({name})")
         self.responses = [actions[a] for a in self.possible_agents]
         self.answers = [graded[a][1] for a in self.possible_agents]
         self.scores = [graded[a][0] for a in self.possible_agents]
@@ -185,13 +198,14 @@ class DebateEnv(MultiAgentTextEnv):
                 {
                     "correct": score if final else 0.0,
                     "round_correct": sum(history) / len(history) if final else 0.0,
-                    "invalid_action": float(reason is not None),
+                    "invalid_action": float(reason is not None and agent not in copied),
                 },
                 correct=score >= 1.0,
                 invalid_reason=reason,
                 info={
                     "answer": answer,
                     "answers": list(self.answers),
+                    **({"copied_demonstration": copied[agent]} if agent in copied else {}),
                     **({"score": score, "round_scores": list(history)} if final else {}),
                 },
             )
