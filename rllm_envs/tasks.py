@@ -34,7 +34,6 @@ import json
 import math
 import numbers
 import pickle
-import random
 import re
 import unicodedata
 from abc import ABC, abstractmethod
@@ -326,15 +325,15 @@ class AnswerBalance:
     """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
 
     Each common answer has a slot of its own; the other answers (the pool: rarer ones, and any
-    the sample did not show) share the remaining slots. The tasks come in blocks of ``slots``
-    consecutive indices; each block takes every slot once, in an order of its own drawn from
-    the seed, and task ``i`` keeps a draw whose answer belongs to its slot. So each common
-    answer holds exactly one slot's share, ``1 / slots``, of every block, whatever its true
-    share, and a pool answer holds its part of the pool slots (see :func:`answer_balance`).
-    Without pool slots, pool answers are not drawn. A task's index tells nothing of its slot
-    without the seed: with one offset per seed (slot ``(hash(seed) + i) % slots``), a client
-    that learnt a family's offset from a few graded replies answered a quarter of a
-    private-seed server's Math tasks from their index alone (issue #31, att31t F3).
+    the sample did not show) share the remaining slots. Task ``i`` draws its slot uniformly
+    from a hash of (source, seed, ``i``) and keeps a draw whose answer belongs to it. So each
+    common answer holds one slot's share, ``1 / slots``, of the tasks in expectation, whatever
+    its true share, and a pool answer holds its part of the pool slots (see
+    :func:`answer_balance`). Without pool slots, pool answers are not drawn. One task's slot
+    tells nothing of another's: with one offset per seed (slot ``(hash(seed) + i) % slots``), a
+    client that learnt a family's offset from a few graded replies answered a quarter of a
+    private-seed server's Math tasks from their index alone (issue #31, att31t F3), and with
+    exact per-block quotas it read a task's block-mates off one reply (s25 att25t F1).
 
     Args:
         slots: The number of slots.
@@ -367,12 +366,17 @@ class AnswerBalance:
         """The sample count of ``label``: the fallback draw of an unfilled slot is the rarest."""
         return 0 if label is None else self.counts.get(label, 0)
 
-    def target(self, seed: int, index: int) -> int:
-        """The slot task ``index`` of task seed ``seed`` fills."""
-        block, position = divmod(index, self.slots)
-        digest = hashlib.blake2b(f"slot:{seed}:{block}".encode(), digest_size=8).digest()
-        order = random.Random(int.from_bytes(digest, "big")).sample(range(self.slots), self.slots)
-        return order[position]
+    def target(self, seed: int, index: int, source: str = "") -> int:
+        """The slot task ``index`` of task seed ``seed`` fills, drawn for that task alone.
+
+        ``source`` names the universe (family, part, size), so sources served with one seed
+        draw their slots apart. Exact quotas (every block of ``slots`` tasks taking each slot
+        once) let a client that chooses indices read a task's block-mates off one graded reply
+        (s25 att25t F1: the second of a yes/no pair, 100 of 100).
+        """
+        key = f"slot:{source}:{seed}:{index}".encode()
+        digest = hashlib.blake2b(key, digest_size=16).digest()
+        return int.from_bytes(digest, "big") % self.slots
 
     def __repr__(self) -> str:
         return (
@@ -395,17 +399,17 @@ def answer_balance(
 ) -> AnswerBalance | None:
     """The balance a universe needs, from the answer labels of a sample of its draws.
 
-    The most slots (up to 20 = ``1 / MAX_ANSWER_SHARE``) over the choices of how many of the
-    most common answers get a slot of their own (``c``). Each such answer must be seen five
-    times and hold at least :data:`MIN_SLOT_SHARE` of the sample; the pool (the other answers, mass
-    ``r``) gets ``f`` slots, as many as keep its largest answer (its count plus one standard
-    error, so an underestimate does not lift it) within one slot's share: ``f = r / top``,
-    and none if the pool holds less than :data:`MIN_SLOT_SHARE`. So a common answer holds
-    exactly ``1 / (c + f)`` of the tasks and a pool answer at most about as much: a family with
-    ``k < 20`` labels of reasonable mass is balanced to ``1 / k`` each (yes/no to a half,
-    weekdays to a seventh), a skewed one with a long tail (letter counts) to ``1 / (c + f)``,
-    an open-answer family to at most :data:`MAX_ANSWER_SHARE`. Ties go to the fewest draws per
-    task. ``None`` when no answer needs a slot of its own (the pool alone does as well: no
+    The most slots (up to 20 = ``1 / MAX_ANSWER_SHARE``) over the choices of how many of the most
+    common answers get a slot of their own (``c``). Each such answer must be seen five times and
+    hold at least :data:`MIN_SLOT_SHARE` of the sample; the pool (the other answers, mass ``r``)
+    gets ``f`` slots, as many as keep its largest answer (its count plus one standard error, so an
+    underestimate does not lift it) within one slot's share: ``f = r / top``, and none if the pool
+    holds less than :data:`MIN_SLOT_SHARE`. So a common answer holds ``1 / (c + f)`` of the tasks in
+    expectation and a pool answer at most about as much: a family with ``k < 20`` labels of
+    reasonable mass is balanced to ``1 / k`` each (yes/no to a half, weekdays to a seventh), a
+    skewed one with a long tail (letter counts) to ``1 / (c + f)``, an open-answer family to at most
+    :data:`MAX_ANSWER_SHARE`. Ties go to the fewest draws per task. ``None`` when no answer needs a
+    slot of its own (the pool alone does as well: no
     answer is common), or the sample is too small (under 8 labels, or one label).
 
     ``pooled`` is accepted for compatibility and not used: each universe is balanced on its own
@@ -564,13 +568,13 @@ class ProceduralTasks(TaskSource):
     (each task a new question: random names, a table of its own, with few keys because names
     are masked), nothing is shared either (:meth:`questions_repeat`).
 
-    With ``balance=True`` the answers are balanced too, on the stream the source yields: the
-    probe draws of the seed's universe (about 128, 512 where some answer is common) estimate
-    its answer shares and, where one is common, :class:`AnswerBalance` slots
-    (:func:`answer_balance`) give each common answer exactly ``1 / slots`` of the universe's
-    tasks and the rarer ones the other slots: each label of reasonable mass gets a slot, up to
-    ``1 / MAX_ANSWER_SHARE`` slots, so a constant answer earns about what a guess among the
-    labels would. An unfilled slot (past the draw limit) takes the rarest answer drawn.
+    With ``balance=True`` the answers are balanced too, on the stream the source yields: the probe
+    draws of the seed's universe (about 128, 512 where some answer is common) estimate its answer
+    shares and, where one is common, :class:`AnswerBalance` slots (:func:`answer_balance`) give each
+    common answer ``1 / slots`` of the universe's tasks in expectation (each task draws its slot on
+    its own) and the rarer ones the other slots: each label of reasonable mass gets a slot, up to
+    ``1 / MAX_ANSWER_SHARE`` slots, so a constant answer earns about what a guess among the labels
+    would. An unfilled slot (past the draw limit) takes the rarest answer drawn.
 
     A :class:`Mixture` generator is split and balanced part by part: task ``i`` draws its part
     first and redraws only within it.
@@ -669,6 +673,13 @@ class ProceduralTasks(TaskSource):
         """The answer balance of this seed's universe (of ``part`` of a :class:`Mixture`)."""
         return self._plan(part).balance[seed_universe(self.seed)]
 
+    def answer_slot(self, index: int, part: str = "") -> int | None:
+        """The answer slot task ``index`` fills (``None`` when ``part`` is not balanced)."""
+        balance = self.answer_balance(part) if self.size > 1 else None
+        if balance is None:
+            return None
+        return balance.target(self.seed, index, f"{self.name}:{part}:{self.size}")
+
     def questions_repeat(self, part: str = "") -> bool:
         """Whether a question of this generator (``part`` of a :class:`Mixture`) recurs.
 
@@ -718,7 +729,7 @@ class ProceduralTasks(TaskSource):
             plan = self._plan(part)
             universe = seed_universe(self.seed)
             balance = plan.balance[universe]
-            target = 0 if balance is None else balance.target(self.seed, index)
+            target = self.answer_slot(index, part) or 0
             if plan.key is not None or balance is not None:
                 fallback: Task | None = None
                 limit = _MAX_DRAWS * 8 if balance is None else _MAX_BALANCED_DRAWS

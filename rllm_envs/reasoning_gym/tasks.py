@@ -584,7 +584,7 @@ class ReasoningGymTasks(TaskSource):
         universe = seed_universe(self.task_seed)
         key = self.splitting_key()
         balance = self.answer_balance()
-        target = 0 if balance is None else balance.target(self.task_seed, index)
+        target = self.answer_slot(index) or 0
         in_universe: dict[str, Any] | None = None
         unbalanced: dict[str, Any] | None = None
         readable = 0
@@ -644,6 +644,13 @@ class ReasoningGymTasks(TaskSource):
     def answer_balance(self) -> AnswerBalance | None:
         """The answer balance of the tasks (none here; see ``BalancedTasks``)."""
         return None
+
+    def answer_slot(self, index: int) -> int | None:
+        """The answer slot task ``index`` fills (``None`` when the answers are not balanced)."""
+        balance = self.answer_balance()
+        if balance is None:
+            return None
+        return balance.target(self.task_seed, index, json.dumps(self._ident()))
 
     def answer_in_question(self, task: Mapping[str, Any]) -> bool:
         """Whether ``task``'s answer can be read off its question verbatim.

@@ -168,15 +168,24 @@ def test_no_constant_answer_wins_number_theory_in_the_evaluation_universe(diffic
     env = gym.make(
         "rllm/Math-v1", difficulty=difficulty, families=["number_theory"], task_seed=EVAL_TASK_SEED
     )
-    n = 600
-    answer, share = _top_share(env.unwrapped.tasks, n)
-    assert share <= MAX_ANSWER_SHARE + (MAX_ANSWER_SHARE * (1 - MAX_ANSWER_SHARE) / n) ** 0.5
+    tasks, n = env.unwrapped.tasks, 600
+    answer, share = _top_share(tasks, n)
+    # The top answer has a slot of its own and stands on no other slot's task; each task draws
+    # its slot on its own, so its share is binomial around the cap.
+    slot = tasks.answer_balance("number_theory").assigned[str(answer)]
+    assert all(
+        tasks.answer_slot(i, "number_theory") == slot
+        for i in range(n)
+        if tasks[i]["answer"] == answer
+    )
+    sigma = (MAX_ANSWER_SHARE * (1 - MAX_ANSWER_SHARE) / n) ** 0.5
+    assert share <= MAX_ANSWER_SHARE + 4 * sigma
     resets = 300
     reward = 0.0
     for seed in range(resets):
         env.reset(seed=seed)
         reward += env.step(f"\\boxed{{{answer}}}")[1]
-    assert reward / resets <= MAX_ANSWER_SHARE + 2 * (0.05 * 0.95 / resets) ** 0.5
+    assert reward / resets <= MAX_ANSWER_SHARE + 4 * (0.05 * 0.95 / resets) ** 0.5
 
 
 @pytest.mark.slow
@@ -190,7 +199,8 @@ def test_no_answer_holds_more_than_the_cap_of_number_theory(difficulty, universe
     n = 2000
     answer, share = _top_share(source, n)
     cap = MAX_ANSWER_SHARE
-    assert share <= cap + 2 * (cap * (1 - cap) / n) ** 0.5, (answer, share)
+    # Each task draws its slot on its own: the largest of 20 slots' binomial shares.
+    assert share <= cap + 4 * (cap * (1 - cap) / n) ** 0.5, (answer, share)
 
 
 def test_difficulty_grows_numbers():

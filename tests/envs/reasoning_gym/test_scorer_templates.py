@@ -141,12 +141,15 @@ def test_a_frequent_constant_reference_is_balanced_in_the_env(family, constant):
     import rllm_envs
 
     env = rllm_envs.make("rllm/ReasoningGym-v0", dataset=family, size=1000)
-    paid = 0
+    tasks = env.unwrapped.tasks
+    assigned = tasks.answer_balance().assigned
+    (slot,) = (s for a, s in assigned.items() if float(a) == float(constant))  # its own slot
     for index in range(100):
         env.reset(options={"index": index})
-        paid += env.step(f"<answer>{constant}</answer>")[1] == 1.0
+        paid = env.step(f"<answer>{constant}</answer>")[1] == 1.0
+        # Paid only on a task of the constant's slot: one in 20 in expectation.
+        assert not paid or tasks.answer_slot(index) == slot, (family, index)
     env.close()
-    assert paid <= 6, (family, paid)
 
 
 # ------------------------------------------ att31b F3: no prefix oracle with a hidden reference
