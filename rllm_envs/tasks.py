@@ -67,6 +67,8 @@ __all__ = [
     "Mixture",
     "AnswerBalance",
     "answer_balance",
+    "SlotSearch",
+    "search_every_slot",
     "answer_label",
     "MAX_ANSWER_SHARE",
     "MIN_SLOT_SHARE",
@@ -362,6 +364,10 @@ class AnswerBalance:
         slot = self.assigned.get(label)
         return target not in self._taken if slot is None else slot == target
 
+    def fills(self, label: str | None) -> set[int]:
+        """The slots a draw with answer ``label`` fills (a pool answer: every pool slot)."""
+        return {slot for slot in range(self.slots) if self.accepts(label, slot)}
+
     def rarity(self, label: str | None) -> int:
         """The sample count of ``label``: the fallback draw of an unfilled slot is the rarest."""
         return 0 if label is None else self.counts.get(label, 0)
@@ -383,6 +389,53 @@ class AnswerBalance:
             f"AnswerBalance(slots={self.slots}, common={len(self.assigned)} answers, "
             f"pool_slots={self.pool_slots})"
         )
+
+
+#: Whether a balanced task's search goes on until every slot has a draw (:func:`search_every_slot`).
+_EVERY_SLOT = False
+
+
+def search_every_slot(enabled: bool = True) -> None:
+    """Make the search for a new balanced task draw on until every answer slot has a draw.
+
+    Process-wide. A balanced task is the first draw whose answer fills its slot, so a task
+    whose slot's answers are rare takes more draws to find: a client that timed a server's
+    first reset of each index learnt answers from the time (s26 att26 F1: self_reference
+    0.32 against the best constant's 0.21). Drawing on until every slot has a draw makes the
+    number of draws, and so the time, the same whatever the task's slot; the task found is
+    the same draw. It costs a new task about 3 to 4 times the draws, so the env server turns
+    it on (``rllm_adapters.openenv.server.create_app``); in-process use, where no client
+    times resets, does not.
+    """
+    global _EVERY_SLOT
+    _EVERY_SLOT = bool(enabled)
+
+
+class SlotSearch:
+    """The search for one balanced task: the first draw that fills its slot is the task.
+
+    :meth:`offer` each draw of the universe that may be a task, in order, until it says the
+    search is done; :attr:`found` is then the task (``None``: the slot was not filled).
+    """
+
+    def __init__(self, balance: AnswerBalance | None, target: int) -> None:
+        self.balance = balance
+        self.target = target
+        self.found: Task | None = None
+        self._filled: set[int] = set()
+
+    def offer(self, label: str | None, draw: Task) -> bool:
+        """Offer ``draw`` (answer ``label``); whether the search is done."""
+        if self.balance is None:
+            self.found = self.found or draw
+            return True
+        fills = self.balance.fills(label)
+        if self.found is None and self.target in fills:
+            self.found = draw
+        if not _EVERY_SLOT:
+            return self.found is not None
+        self._filled |= fills
+        return len(self._filled) == self.balance.slots
 
 
 #: The least share of a universe's draws that one slot's answers may hold: a common answer
@@ -732,6 +785,7 @@ class ProceduralTasks(TaskSource):
             target = self.answer_slot(index, part) or 0
             if plan.key is not None or balance is not None:
                 fallback: Task | None = None
+                search = SlotSearch(balance, target)
                 limit = _MAX_DRAWS * 8 if balance is None else _MAX_BALANCED_DRAWS
                 for attempt in range(limit):
                     draw = (
@@ -740,16 +794,20 @@ class ProceduralTasks(TaskSource):
                     if plan.key is not None and key_universe(plan.key(draw)) != universe:
                         continue
                     label = answer_label(draw)
-                    if balance is None or balance.accepts(label, target):
-                        task = draw
-                        break
+                    done = search.offer(label, draw)
                     # Past the limit, the rarest answer drawn: a common one would pass its cap.
-                    if fallback is None or balance.rarity(label) < balance.rarity(
-                        answer_label(fallback)
+                    if (
+                        balance is not None
+                        and search.found is None
+                        and (
+                            fallback is None
+                            or balance.rarity(label) < balance.rarity(answer_label(fallback))
+                        )
                     ):
                         fallback = draw
-                else:
-                    task = fallback or task
+                    if done:
+                        break
+                task = search.found or fallback or task
         if isinstance(gen, Mixture):
             task[gen.field] = part
         task.setdefault("id", f"{self.name}-s{self.seed}-{index}")

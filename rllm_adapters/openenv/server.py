@@ -449,9 +449,13 @@ def create_app(
         UnknownEnvironment: For an unknown id. AdapterConfigError: For bad kwargs or limits.
     """
     import rllm_envs
+    from rllm_envs.tasks import search_every_slot
 
     if limits is None:
         limits = ServerLimits(max_sessions=max_sessions, session_timeout=session_timeout)
+    # A client times resets: a new balanced task takes as many draws whatever its answer slot
+    # (the same tasks, found more slowly; s26 att26 F1).
+    search_every_slot()
     kwargs = {**SERVED_DEFAULTS.get(env_id, {}), **dict(env_kwargs or {})}
     probe = GymTextEnvironment(env_id, kwargs)  # bad ids and kwargs fail here
     metadata = probe.get_metadata()

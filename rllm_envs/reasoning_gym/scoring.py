@@ -69,7 +69,9 @@ __all__ = [
 #: Reward components: ``correct`` (reasoning-gym's score is 1) and ``score`` (its raw score).
 COMPONENTS = ("correct", "score")
 
-#: Longer answers are cut before scoring (some scorers parse with sympy).
+#: Longer answers are cut before scoring (some scorers parse with sympy), unless the reference
+#: itself is longer: an answer may then be twice its length (tower_of_hanoi's 7 disks take
+#: 127 moves, 4,064 characters: cut at 4,000, the reference itself earned 0.05).
 MAX_ANSWER_CHARS = 4000
 
 #: An answer no task has: a scorer that pays for it on a task is blind there.
@@ -368,12 +370,13 @@ def grade(reply: str, task: Mapping[str, Any], *, uniform: bool = False) -> Grad
         return Grade(
             answer, 0.0, False, copied, "the answer copies part of the question, not an answer"
         )
-    if not is_reference and _non_finite(answer[:MAX_ANSWER_CHARS], reference):
+    limit = max(MAX_ANSWER_CHARS, 2 * len(reference) if isinstance(reference, str) else 0)
+    if not is_reference and _non_finite(answer[:limit], reference):
         # NaN is no answer: a distance to it is NaN, and min(1.0, exp(-nan)) is 1.0.
         return Grade(
             answer, 0.0, False, "non_finite", "the answer writes a number that is not finite"
         )
-    answer = answer[:MAX_ANSWER_CHARS]
+    answer = answer[:limit]
     entry = {
         "question": task.get("question"),
         "answer": task.get("answer"),

@@ -56,6 +56,7 @@ from rllm_envs.tasks import (
     MIN_UNIVERSE_KEYS,
     AnswerBalance,
     KeyFn,
+    SlotSearch,
     Task,
     TaskSource,
     answer_label,
@@ -255,7 +256,9 @@ class ReasoningGymTasks(TaskSource):
         self._probes: list[tuple[str, str]] | None = None
         self._failure = ""
         try:
-            self._datasets: dict[int, Any] = {0: _create(dataset, task_seed, size, fields)}
+            self._datasets: dict[int, Any] = {
+                0: _create(dataset, task_seed, size, fields, stream=self._stream())
+            }
         except (TypeError, ValueError, AssertionError, KeyError) as e:
             raise InvalidEnvConfig(
                 f"reasoning-gym rejected the config of {dataset!r} ({fields}): {e}"
@@ -304,9 +307,19 @@ class ReasoningGymTasks(TaskSource):
         """Item ``index`` of draw ``attempt`` (attempt ``a`` uses its own generator seeds)."""
         dataset = self._datasets.get(attempt)
         if dataset is None:
-            dataset = _create(self.dataset_name, self.task_seed, self.size, self.config, attempt)
+            dataset = _create(
+                self.dataset_name, self.task_seed, self.size, self.config, attempt, self._stream()
+            )
             self._datasets[attempt] = dataset
-        return self._item(dataset, index, self.task_seed, attempt)
+        return self._item(dataset, index, self.task_seed, attempt, self._stream())
+
+    def _stream(self) -> str:
+        """What, besides the task seed, a task draw's generator seeds come from.
+
+        The family and config: one seed served with two configs gave 14 of 200 tasks alike
+        (s26 att26 F2). Probe draws (seed 0) leave it out: each family's fixed sample.
+        """
+        return json.dumps([self.dataset_name, self.config], sort_keys=True, default=str)
 
     def _probe_item(self, dataset: Any, index: int, attempt: int | None = None) -> dict[str, Any]:
         """Probe draw ``index`` (an item the generator fails on is replaced by a later one).
@@ -326,18 +339,20 @@ class ReasoningGymTasks(TaskSource):
             "not generate tasks reliably; change its config."
         )
 
-    def _item(self, dataset: Any, index: int, task_seed: int, attempt: int) -> dict[str, Any]:
+    def _item(
+        self, dataset: Any, index: int, task_seed: int, attempt: int, stream: str = ""
+    ) -> dict[str, Any]:
         # Some families also draw from the global `random`/`numpy.random` generators; seeding
         # them per item from the whole task seed keeps task i a pure function of the arguments
         # (and as hard to guess as the task seed). The caller's generator states are restored.
         py_state, np_state = random.getstate(), np.random.get_state()
-        wide = _digest(task_seed, attempt, index, "global", bits=256)
+        wide = _digest(task_seed, attempt, index, "global", *_also(stream), bits=256)
         random.seed(wide)
         np.random.seed([(wide >> (32 * k)) & 0xFFFFFFFF for k in range(8)])
         base = dataset.seed
         if self.dataset_name in _NARROW_SEED:
             # reasoning-gym's item rng is seeded `dataset.seed + index`: each item its own.
-            dataset.seed = _item_seed(task_seed, attempt, index) - index
+            dataset.seed = _item_seed(task_seed, attempt, index, stream) - index
         try:
             item = dataset[index]
         except Exception as e:  # noqa: BLE001 - a generator's own failure on one draw
@@ -584,7 +599,7 @@ class ReasoningGymTasks(TaskSource):
         universe = seed_universe(self.task_seed)
         key = self.splitting_key()
         balance = self.answer_balance()
-        target = self.answer_slot(index) or 0
+        search = SlotSearch(balance, self.answer_slot(index) or 0)
         in_universe: dict[str, Any] | None = None
         unbalanced: dict[str, Any] | None = None
         readable = 0
@@ -608,19 +623,24 @@ class ReasoningGymTasks(TaskSource):
                 # does not, so the family is redrawn up to the full limit.
                 read_off = read_off or _restates_premises(draw)
                 label = task_label(draw)
-                if not read_off and (balance is None or balance.accepts(label, target)):
-                    return draw
+                if not read_off and search.offer(label, draw):
+                    assert search.found is not None  # done: its slot is filled
+                    return search.found
                 # Past the limit, the rarest answer drawn: a common one would pass its cap.
-                if not read_off and (
-                    unbalanced is None
-                    or balance is None
-                    or balance.rarity(label) < balance.rarity(task_label(unbalanced))
+                if (
+                    not read_off
+                    and search.found is None
+                    and (
+                        unbalanced is None
+                        or balance is None
+                        or balance.rarity(label) < balance.rarity(task_label(unbalanced))
+                    )
                 ):
                     unbalanced = draw
                 in_universe = in_universe or draw
             if attempt + 1 >= _NATURE_DRAWS and readable + failures == attempt + 1:
                 break  # every draw is read off: the family's nature
-        result = unbalanced or in_universe or first
+        result = search.found or unbalanced or in_universe or first
         if result is None:
             raise InvalidEnvConfig(
                 f"reasoning-gym's {self.dataset_name!r} generator failed on every draw of task "
@@ -865,8 +885,18 @@ def _digest(*parts: object, bits: int) -> int:
     return int.from_bytes(hashlib.blake2b(text, digest_size=bits // 8).digest(), "big")
 
 
+def _also(stream: str) -> tuple[str, ...]:
+    """``stream`` as a further part of a seed's digest (none for a probe draw's ``""``)."""
+    return (stream,) if stream else ()
+
+
 def _base_seed(
-    task_seed: int, attempt: int, size: int, narrow: bool = False, part: int | None = None
+    task_seed: int,
+    attempt: int,
+    size: int,
+    narrow: bool = False,
+    part: int | None = None,
+    stream: str = "",
 ) -> int:
     """reasoning-gym seed of draw ``attempt`` of task seed ``task_seed`` (items use ``+ i``).
 
@@ -876,22 +906,31 @@ def _base_seed(
     its answer; with 32 bits, a search over the public generator did that in CPU-minutes
     (session 24 att31u: 229 of 1,000 ``chain_sum`` tasks paid). A narrow family's seed stays
     below ``2**32 - size``; :meth:`ReasoningGymTasks._item` then seeds each of its items
-    apart (:func:`_item_seed`). ``part`` is a composite's part number.
+    apart (:func:`_item_seed`). ``part`` is a composite's part number, ``stream`` the family
+    and config of a task draw (:meth:`ReasoningGymTasks._stream`).
     """
     if narrow:
-        return _digest(task_seed, attempt, size, part, bits=64) % (2**32 - size)
-    return _digest(task_seed, attempt, size, part, bits=128)
+        return _digest(task_seed, attempt, size, part, *_also(stream), bits=64) % (2**32 - size)
+    return _digest(task_seed, attempt, size, part, *_also(stream), bits=128)
 
 
-def _item_seed(task_seed: int, attempt: int, index: int) -> int:
+def _item_seed(task_seed: int, attempt: int, index: int, stream: str = "") -> int:
     """A narrow family's 32-bit seed of item ``index``: finding it tells nothing of another."""
-    return _digest(task_seed, attempt, index, bits=64) % 2**32
+    return _digest(task_seed, attempt, index, *_also(stream), bits=64) % 2**32
 
 
 def _create(
-    name: str, task_seed: int, size: int, fields: Mapping[str, Any], attempt: int = 0
+    name: str,
+    task_seed: int,
+    size: int,
+    fields: Mapping[str, Any],
+    attempt: int = 0,
+    stream: str = "",
 ) -> Any:
-    """reasoning-gym's dataset of draw ``attempt`` in universe ``task_seed`` (config as data)."""
+    """reasoning-gym's dataset of draw ``attempt`` in universe ``task_seed`` (config as data).
+
+    ``stream``: see :func:`_base_seed`.
+    """
     rg = _rg()
     fields = dict(fields)
     if name == "composite" and isinstance(fields.get("datasets"), (list, tuple)):
@@ -904,8 +943,8 @@ def _create(
             # make a narrow part's 32 bits every part's.
             part_size = int(spec.config.get("size", size))
             narrow = spec.name in _NARROW_SEED
-            seed = _base_seed(task_seed, attempt, part_size, narrow, part=k)
+            seed = _base_seed(task_seed, attempt, part_size, narrow, part=k, stream=stream)
             parts.append(DatasetSpec(spec.name, spec.weight, {**spec.config, "seed": seed}))
         fields["datasets"] = parts
-    seed = _base_seed(task_seed, attempt, size, name in _NARROW_SEED)
+    seed = _base_seed(task_seed, attempt, size, name in _NARROW_SEED, stream=stream)
     return rg.create_dataset(name, seed=seed, size=size, **fields)

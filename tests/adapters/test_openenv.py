@@ -561,3 +561,18 @@ def test_no_custom_tasks_refuses_client_written_records(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "--no-custom-tasks" in capsys.readouterr().out
+
+
+def test_a_server_finds_balanced_tasks_in_as_many_draws_whatever_their_answer() -> None:
+    """s26 att26 F1: timing a server's first reset of each index told answers of balanced
+    families (a rare answer's slot took more draws). A server turns on the search that draws
+    until every answer slot has a draw (tests/envs cover what it does)."""
+    from rllm_adapters.openenv import create_app
+    from rllm_envs import tasks
+
+    tasks.search_every_slot(False)
+    try:
+        create_app("rllm/Math-v1")
+        assert tasks._EVERY_SLOT
+    finally:
+        tasks.search_every_slot(False)

@@ -35,8 +35,9 @@ def test_the_attacks_constants_earn_no_more_than_a_balanced_share_on_both_univer
     for seed in (0, EVAL_TASK_SEED):
         source = BalancedTasks(family, task_seed=seed)
         answers = Counter(answer_key(source[i]) for i in range(120))
-        labels = len(answers)
-        cap = max(1 / labels, MAX_SHARE)
+        plan = source.answer_balance()
+        labels = min(len(answers), plan.slots if plan is not None else len(answers))
+        cap = max(1 / labels, MAX_SHARE)  # each task's slot a draw of its own: binomial noise
         assert answers[constant] / 120 <= cap + 0.1, (family, seed, answers.most_common(3))
         assert answers.most_common(1)[0][1] / 120 <= cap + 0.1, (family, seed)
 
@@ -86,3 +87,50 @@ def test_a_task_is_found_once_per_process_and_handed_out_as_a_copy(monkeypatch):
     assert again == source.task(3)
     with pytest.raises(AssertionError, match="searched for again"):
         BalancedTasks("self_reference", size=16, task_seed=6).task(3)  # other arguments
+
+
+def test_a_served_search_draws_as_often_whatever_the_tasks_slot_and_finds_the_same_task(
+    monkeypatch,
+):
+    """s26 att26 F1: a client timed a server's first reset of each index and learnt
+    self_reference answers from the time (0.32 against the best constant's 0.21): a task whose
+    slot's answers are rare took more draws. The server's search (search_every_slot) draws on
+    until every slot has a draw, and finds the same task."""
+    from rllm_envs.reasoning_gym import tasks as rg_tasks
+    from rllm_envs.tasks import search_every_slot
+
+    source = BalancedTasks("self_reference", size=1000, task_seed=2**40 + 9)
+    plan = source.answer_balance()
+    assert plan is not None and plan.slots >= 4, plan
+    draws = []
+    real = ReasoningGymTasks._safe_draw
+    monkeypatch.setattr(
+        ReasoningGymTasks, "_safe_draw", lambda self, i, a: draws.append(a) or real(self, i, a)
+    )
+
+    def search(index: int) -> tuple[int, str]:
+        """(draws made, answer) of a new search for task ``index``."""
+        rg_tasks._TASKS.clear()
+        draws.clear()
+        task = source.task(index)
+        return len(draws), answer_key(task)
+
+    slots = {i: source.answer_slot(i) for i in range(8)}
+    plain = {i: search(i) for i in range(8)}
+    search_every_slot()
+    try:
+        for index in range(8):
+            served = {}
+            for slot in range(plan.slots):
+                monkeypatch.setattr(source, "answer_slot", lambda i, s=slot: s)
+                served[slot] = search(index)
+            assert len({n for n, _ in served.values()}) == 1, (index, served)
+            assert served[slots[index]][1] == plain[index][1], index  # the same task
+    finally:
+        search_every_slot(False)
+    # Without it, the count of draws tells the slot: the leak this closes.
+    counts = set()
+    for slot in range(plan.slots):
+        monkeypatch.setattr(source, "answer_slot", lambda i, s=slot: s)
+        counts.add(search(0)[0])
+    assert len(counts) > 1

@@ -47,7 +47,7 @@ def test_a_narrow_familys_items_are_seeded_apart() -> None:
         return dataset[index]["question"]
 
     for i in range(12):
-        seed_i = rg_tasks._item_seed(11, 0, i)
+        seed_i = rg_tasks._item_seed(11, 0, i, source._stream())
         assert 0 <= seed_i < 2**32
         assert made(seed_i - i, i) == served[i]  # the item's own seed makes it
         for j in range(12):
@@ -102,3 +102,17 @@ def test_a_composite_part_seed_is_refused() -> None:
     config = {"datasets": [{"name": "chain_sum", "weight": 1, "config": {"seed": 3}}]}
     with pytest.raises(InvalidEnvConfig, match="task_seed"):
         ReasoningGymTasks("composite", size=30, config=config)
+
+
+def test_one_seed_served_with_another_config_or_family_draws_other_tasks() -> None:
+    """s26 att26 F2: the draw seeds hashed the task seed and size only, so one private seed
+    served with two configs of a family gave 14 of 200 tasks alike (question and answer): a
+    training server's revealed answers were an evaluation server's."""
+    seed, size = 2**61 + 12_345, 200
+    default = ReasoningGymTasks("count_bits", size=size, task_seed=seed)
+    wide = ReasoningGymTasks("count_bits", size=size, task_seed=seed, config={"max_n": 2**31 - 2})
+    assert default._datasets[0].seed != wide._datasets[0].seed
+    questions = {default._draw(i, 0)["question"] for i in range(size)}
+    assert not questions & {wide._draw(i, 0)["question"] for i in range(size)}
+    other = ReasoningGymTasks("basic_arithmetic", size=size, task_seed=seed)
+    assert other._datasets[0].seed != default._datasets[0].seed

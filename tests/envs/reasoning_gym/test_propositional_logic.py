@@ -138,8 +138,11 @@ def test_a_fixed_or_templated_conclusion_earns_no_more_than_a_fair_share():
         for name, reply in replies.items():
             wins[name] += grade(f"<answer>{reply}</answer>", task).correct
     best = max(wins, key=lambda k: wins[k])
-    assert wins["(P ↔ Q)"] <= 0.1 * N and wins["first two atoms iff"] <= 0.1 * N, wins
-    assert wins[best] <= 0.1 * N, (best, wins[best])
+    # 5% of tasks each in expectation (each task's answer slot is drawn on its own), so the
+    # best of ~70 constants stays within 4 sigma of it; the fixed iff earned 28-32% before.
+    bound = 0.05 * N + 4 * (N * 0.05 * 0.95) ** 0.5
+    assert wins["(P ↔ Q)"] <= bound and wins["first two atoms iff"] <= bound, wins
+    assert wins[best] <= bound, (best, wins[best])
 
 
 @pytest.mark.slow  # 20-40 s: the premise sets of both universes

@@ -122,7 +122,9 @@ def test_coin_flip_pays_no_zero_by_its_text_prefix(answer):
 
 
 def test_a_number_is_paid_by_its_value():
-    task = _tasks("coin_flip", 1, size=1000)[0]  # the task its tolerance case was written for
+    # A probability of some size: 5e-5 off is within coin_flip's own 1e-4 there and within
+    # the value check's relative tolerance.
+    task = next(t for t in _tasks("coin_flip", 40, size=1000) if float(t["answer"]) >= 0.05)
     reference = float(task["answer"])
     assert grade(f"<answer>{reference:.12f}</answer>", task).correct
     assert grade(f"<answer>{reference + 5e-5}</answer>", task).correct  # coin_flip's own 1e-4
@@ -215,3 +217,17 @@ def test_an_answer_whose_derivative_is_too_large_to_build_is_refused_before_buil
     # References stay far under the bound (at most 41 on 400 tasks).
     assert _diff_work(parse_math(task["answer"], {name: x, "C": sympy.Symbol("C")}), x) < 100
     assert safe_scorer("simple_integration")(task["answer"], dict(task)) == 1.0
+
+
+def test_a_reference_longer_than_the_answer_cut_is_paid():
+    """tower_of_hanoi with 7 disks: 127 moves, 4,064 characters. Answers were cut at 4,000
+    before scoring, so the reference itself earned 0.05 (found on a redrawn universe)."""
+    from rllm_envs.reasoning_gym.scoring import MAX_ANSWER_CHARS
+
+    config = {"min_disks": 7, "max_disks": 7, "min_pegs": 3, "max_pegs": 3}
+    source = ReasoningGymTasks("tower_of_hanoi", size=4, config=config)
+    task = source[0]
+    assert len(task["answer"]) > MAX_ANSWER_CHARS
+    assert grade(f"<answer>{task['answer']}</answer>", task).correct
+    cut = task["answer"].rsplit("\n", 1)[0]  # one move short
+    assert not grade(f"<answer>{cut}</answer>", task).correct
