@@ -785,6 +785,7 @@ class ProceduralTasks(TaskSource):
             target = self.answer_slot(index, part) or 0
             if plan.key is not None or balance is not None:
                 fallback: Task | None = None
+                rarest = 0
                 search = SlotSearch(balance, target)
                 limit = _MAX_DRAWS * 8 if balance is None else _MAX_BALANCED_DRAWS
                 for attempt in range(limit):
@@ -796,15 +797,10 @@ class ProceduralTasks(TaskSource):
                     label = answer_label(draw)
                     done = search.offer(label, draw)
                     # Past the limit, the rarest answer drawn: a common one would pass its cap.
-                    if (
-                        balance is not None
-                        and search.found is None
-                        and (
-                            fallback is None
-                            or balance.rarity(label) < balance.rarity(answer_label(fallback))
-                        )
-                    ):
-                        fallback = draw
+                    # Kept on every draw, found or not: the same work whatever the slot.
+                    rarity = 0 if balance is None else balance.rarity(label)
+                    if balance is not None and (fallback is None or rarity < rarest):
+                        fallback, rarest = draw, rarity
                     if done:
                         break
                 task = search.found or fallback or task

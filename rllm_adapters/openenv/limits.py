@@ -10,6 +10,7 @@ import asyncio
 import hmac
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -522,4 +523,13 @@ def _ws_protocol(limits: ServerLimits) -> type:
             if not self.transport.is_closing():
                 self.transport.close()
 
+        def shutdown(self) -> None:
+            SERVER_STOPPING.set()
+            super().shutdown()
+
     return DrainingWebSocketProtocol
+
+
+#: Set when uvicorn starts closing the sockets at shutdown: a session's send then fails with
+#: 1006 (Starlette's code for a socket gone under a send), which is the stop, not the client.
+SERVER_STOPPING = threading.Event()

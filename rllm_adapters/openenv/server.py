@@ -25,6 +25,7 @@ from rllm_adapters.openenv.environment import _LIVE, GymTextEnvironment, close_a
 from rllm_adapters.openenv.limits import (
     CLOSE_CAPACITY,
     CLOSE_SESSION_TIMEOUT,
+    SERVER_STOPPING,
     ServerLimits,
     _error,
     _Guard,
@@ -84,8 +85,9 @@ def _ws_deflate(host: str) -> bool:
 
 
 def _log_disconnect(peer: str, code: int | None) -> None:
-    # Normal closes (by the client, or ours at shutdown: 1012) are not news; the rest are.
-    if code in (1000, 1001, 1012, None):
+    # Normal closes (by the client, or ours at shutdown: 1012, or a send cut by it) are not
+    # news; the rest are.
+    if code in (1000, 1001, 1012, None) or SERVER_STOPPING.is_set():
         return
     if code == 1009:
         log.warning("refused ws %s: MESSAGE_TOO_BIG (close code 1009)", peer)
@@ -277,7 +279,8 @@ class _EnvServer:
         except WebSocketDisconnect as e:
             _log_disconnect(peer, e.code)
         except (OSError, RuntimeError) as e:  # the socket went away under a send
-            log.warning("dropped ws %s: %s", peer, type(e).__name__)
+            if not SERVER_STOPPING.is_set():
+                log.warning("dropped ws %s: %s", peer, type(e).__name__)
         except Exception as e:  # a bug of ours: one line, and the session ends cleanly
             log.error("closed ws %s: internal error (%s: %s)", peer, type(e).__name__, e)
             with contextlib.suppress(Exception):

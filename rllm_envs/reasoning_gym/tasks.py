@@ -602,6 +602,7 @@ class ReasoningGymTasks(TaskSource):
         search = SlotSearch(balance, self.answer_slot(index) or 0)
         in_universe: dict[str, Any] | None = None
         unbalanced: dict[str, Any] | None = None
+        rarest = 0
         readable = 0
         limit = MAX_DRAWS * MAX_DRAWS_READ_OFF * (1 if balance is None else 4)
         if self.dataset_name == "propositional_logic":
@@ -627,16 +628,10 @@ class ReasoningGymTasks(TaskSource):
                     assert search.found is not None  # done: its slot is filled
                     return search.found
                 # Past the limit, the rarest answer drawn: a common one would pass its cap.
-                if (
-                    not read_off
-                    and search.found is None
-                    and (
-                        unbalanced is None
-                        or balance is None
-                        or balance.rarity(label) < balance.rarity(task_label(unbalanced))
-                    )
-                ):
-                    unbalanced = draw
+                # Kept on every draw, found or not: the same work whatever the slot (timing).
+                rarity = 0 if balance is None else balance.rarity(label)
+                if not read_off and (unbalanced is None or rarity < rarest):
+                    unbalanced, rarest = draw, rarity
                 in_universe = in_universe or draw
             if attempt + 1 >= _NATURE_DRAWS and readable + failures == attempt + 1:
                 break  # every draw is read off: the family's nature
