@@ -17,6 +17,10 @@ replies, plus a ``reset`` whenever the episode ends (so a Math step is a reset a
   (``client_cpu_us_per_step``) and two loopback wake-ups; at 16 and 128 sessions clients and
   server run in parallel on the machine's cores while the baseline runs alone, so it can
   even go negative, which is why the goal is judged on CPU.
+* A private-seed server's search (``search_every_slot``: a new balanced task drawn until
+  every answer slot has a draw, so its time does not tell its slot), in process, against the
+  plain search: what it costs a step in CPU. The served rows use the default seeds, whose
+  tasks anyone can make with the package, so the server searches plainly there.
 * The same steps over OpenEnv's own server (``HTTPEnvServer`` serving the same
   ``GymTextEnvironment``, none of our limits), FrozenLake: what the guards cost, side by side.
 * Hostile mix: 20 honest FrozenLake sessions step 5 times each per round while 2 more
@@ -50,6 +54,7 @@ import httpx  # noqa: E402
 
 import rllm_envs  # noqa: E402
 from benchmarks.perf._ratios import median_ratio, paired_ratio, record  # noqa: E402
+from rllm_envs.tasks import search_every_slot  # noqa: E402
 
 SESSIONS = (1, 16, 128)
 HONEST, HOSTILE = 20, 2
@@ -284,6 +289,35 @@ def test_inprocess_steps(benchmark, env, n):
     _INPROCESS_CPU_US[env, n] = cpu_s * 1e6
     benchmark.extra_info["cpu_us_per_step"] = round(cpu_s * 1e6, 1)
     record(benchmark)
+
+
+@pytest.mark.parametrize("env", list(ENVS))
+def test_inprocess_steps_private_seed_search(benchmark, env):
+    """What a private-seed server's search costs a step: new balanced tasks searched until
+    every answer slot has a draw (``search_every_slot``), in process, against the plain
+    search of ``test_inprocess_steps`` (one session); ``ratio`` is of CPU per step."""
+    search_every_slot()
+    try:
+        step = _local_stepper(*ENVS[env])
+        benchmark.extra_info.update(
+            label=f"`{ENVS[env][0]}`: steps in process, the search of a private-seed server",
+            baseline=f"test_inprocess_steps[{env}-1]",
+            baseline_label="the same steps, a new task the first draw of its slot",
+            work=[1, "steps"],
+        )
+        cpu_us = _timed_cpu(benchmark, step, ROUNDS[1], os.getpid(), 1) * 1e6
+    finally:
+        search_every_slot(False)
+    record(benchmark)
+    plain_us = _INPROCESS_CPU_US.get((env, 1))
+    if plain_us and benchmark.stats:
+        benchmark.extra_info.update(
+            cpu_us_per_step=round(cpu_us, 1),
+            baseline_cpu_us_per_step=round(plain_us, 1),
+            added_cpu_us_per_step=round(cpu_us - plain_us, 1),
+            ratio=round(cpu_us / plain_us, 4),
+            ratio_of="CPU per step",
+        )
 
 
 @pytest.mark.parametrize("n", SESSIONS)

@@ -564,15 +564,18 @@ def test_no_custom_tasks_refuses_client_written_records(capsys) -> None:
 
 
 def test_a_server_finds_balanced_tasks_in_as_many_draws_whatever_their_answer() -> None:
-    """s26 att26 F1: timing a server's first reset of each index told answers of balanced
-    families (a rare answer's slot took more draws). A server turns on the search that draws
-    until every answer slot has a draw (tests/envs cover what it does)."""
+    """s26 att26 F1: timing a private-seed server's first reset of each index told answers of
+    balanced families (a rare answer's slot took more draws). Given a private seed, a server
+    turns on the search that draws until every answer slot has a draw (tests/envs cover what
+    it does); with the default seeds, whose tasks anyone can make, it searches plainly."""
     from rllm_adapters.openenv import create_app
     from rllm_envs import tasks
 
     tasks.search_every_slot(False)
     try:
         create_app("rllm/Math-v1")
+        assert not tasks._EVERY_SLOT
+        create_app("rllm/Math-v1", env_kwargs={"task_seed": 2**40 + 17})
         assert tasks._EVERY_SLOT
     finally:
         tasks.search_every_slot(False)
