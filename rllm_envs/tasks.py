@@ -351,6 +351,7 @@ class AnswerBalance:
         self.assigned = dict(assigned)
         self.counts = dict(counts or {})
         self._taken = frozenset(self.assigned.values())
+        self._pool = frozenset(range(self.slots)) - self._taken
 
     @property
     def pool_slots(self) -> int:
@@ -364,9 +365,12 @@ class AnswerBalance:
         slot = self.assigned.get(label)
         return target not in self._taken if slot is None else slot == target
 
-    def fills(self, label: str | None) -> set[int]:
+    def fills(self, label: str | None) -> frozenset[int]:
         """The slots a draw with answer ``label`` fills (a pool answer: every pool slot)."""
-        return {slot for slot in range(self.slots) if self.accepts(label, slot)}
+        if label is None:
+            return frozenset(range(self.slots))
+        slot = self.assigned.get(label)
+        return self._pool if slot is None else frozenset((slot,))
 
     def rarity(self, label: str | None) -> int:
         """The sample count of ``label``: the fallback draw of an unfilled slot is the rarest."""
@@ -429,11 +433,13 @@ class SlotSearch:
         if self.balance is None:
             self.found = self.found or draw
             return True
+        if not _EVERY_SLOT:
+            if self.balance.accepts(label, self.target):
+                self.found = draw
+            return self.found is not None
         fills = self.balance.fills(label)
         if self.found is None and self.target in fills:
             self.found = draw
-        if not _EVERY_SLOT:
-            return self.found is not None
         self._filled |= fills
         return len(self._filled) == self.balance.slots
 
