@@ -327,15 +327,16 @@ class AnswerBalance:
     """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
 
     Each common answer has a slot of its own; the other answers (the pool: rarer ones, and any
-    the sample did not show) share the remaining slots. Task ``i`` draws its slot uniformly
-    from a hash of (source, seed, ``i``) and keeps a draw whose answer belongs to it. So each
-    common answer holds one slot's share, ``1 / slots``, of the tasks in expectation, whatever
-    its true share, and a pool answer holds its part of the pool slots (see
-    :func:`answer_balance`). Without pool slots, pool answers are not drawn. One task's slot
-    tells nothing of another's: with one offset per seed (slot ``(hash(seed) + i) % slots``), a
-    client that learnt a family's offset from a few graded replies answered a quarter of a
+    the sample did not show) share the remaining slots. Task ``i`` fills slot ``π(i) % slots``
+    of a permutation ``π`` of the universe's indices keyed by the source and seed
+    (:meth:`target`), and keeps a draw whose answer belongs to it. So each common answer
+    holds one slot's share, ``1 / slots``, of the universe's tasks (to one task), whatever its
+    true share, and a pool answer holds its part of the pool slots (see
+    :func:`answer_balance`). Without pool slots, pool answers are not drawn. Which tasks share
+    a slot is the key's secret: with one offset per seed (slot ``(hash(seed) + i) % slots``),
+    a client that learnt a family's offset from a few graded replies answered a quarter of a
     private-seed server's Math tasks from their index alone (issue #31, att31t F3), and with
-    exact per-block quotas it read a task's block-mates off one reply (s25 att25t F1).
+    per-block orders it read a task's block-mates off one reply (s25 att25t F1).
 
     Args:
         slots: The number of slots.
@@ -376,16 +377,23 @@ class AnswerBalance:
         """The sample count of ``label``: the fallback draw of an unfilled slot is the rarest."""
         return 0 if label is None else self.counts.get(label, 0)
 
-    def target(self, seed: int, index: int, source: str = "") -> int:
-        """The slot task ``index`` of task seed ``seed`` fills, drawn for that task alone.
+    def target(self, seed: int, index: int, source: str = "", size: int = 0) -> int:
+        """The slot task ``index`` of a universe of ``size`` tasks (task seed ``seed``) fills.
 
-        ``source`` names the universe (family, part, size), so sources served with one seed
-        draw their slots apart. Exact quotas (every block of ``slots`` tasks taking each slot
-        once) let a client that chooses indices read a task's block-mates off one graded reply
-        (s25 att25t F1: the second of a yes/no pair, 100 of 100).
+        ``π(index) % slots``, where ``π`` is a permutation of the universe's indices keyed by
+        the source (family, part, size) and the seed (:func:`_keyed_permutation`): each slot
+        holds ``size // slots`` or one more of the universe's tasks, exactly, and which tasks
+        share a slot is the key's secret. Per-block orders (each run of ``slots`` consecutive
+        tasks taking every slot once) let a client that chooses indices read a task's
+        block-mates off one graded reply (s25 att25t F1: the second of a yes/no pair, 100 of
+        100); slots drawn per task on their own left a small universe's common answer at
+        ``1 / slots`` only on average (gsm_symbolic's '5' on 6% of a 64-task universe, s26).
+        Without a ``size`` (or past it), the slot is a hash of the task alone.
         """
-        key = f"slot:{source}:{seed}:{index}".encode()
-        digest = hashlib.blake2b(key, digest_size=16).digest()
+        key = hashlib.blake2b(f"slot:{source}:{seed}".encode(), digest_size=16).digest()
+        if 0 <= index < size:
+            return _keyed_permutation(index, size, key) % self.slots
+        digest = hashlib.blake2b(key + str(index).encode(), digest_size=16).digest()
         return int.from_bytes(digest, "big") % self.slots
 
     def __repr__(self) -> str:
@@ -393,6 +401,27 @@ class AnswerBalance:
             f"AnswerBalance(slots={self.slots}, common={len(self.assigned)} answers, "
             f"pool_slots={self.pool_slots})"
         )
+
+
+def _keyed_permutation(index: int, size: int, key: bytes) -> int:
+    """Where a permutation of ``range(size)`` keyed by ``key`` sends ``index``.
+
+    A four-round Feistel network on the smallest even number of bits that holds ``size``,
+    walked until it lands in range (cycle walking keeps it a permutation of the range): the
+    image of one index says nothing of another's without the key.
+    """
+    half = max(1, ((size - 1).bit_length() + 1) // 2)
+    mask = (1 << half) - 1
+    value = index
+    while True:
+        left, right = value >> half, value & mask
+        for round_ in range(4):
+            data = key + bytes((round_,)) + right.to_bytes(16, "big")
+            mixed = int.from_bytes(hashlib.blake2b(data, digest_size=16).digest(), "big")
+            left, right = right, left ^ (mixed & mask)
+        value = (left << half) | right
+        if value < size:
+            return value
 
 
 #: Whether a balanced task's search goes on until every slot has a draw (:func:`search_every_slot`).
@@ -630,10 +659,11 @@ class ProceduralTasks(TaskSource):
     With ``balance=True`` the answers are balanced too, on the stream the source yields: the probe
     draws of the seed's universe (about 128, 512 where some answer is common) estimate its answer
     shares and, where one is common, :class:`AnswerBalance` slots (:func:`answer_balance`) give each
-    common answer ``1 / slots`` of the universe's tasks in expectation (each task draws its slot on
-    its own) and the rarer ones the other slots: each label of reasonable mass gets a slot, up to
-    ``1 / MAX_ANSWER_SHARE`` slots, so a constant answer earns about what a guess among the labels
-    would. An unfilled slot (past the draw limit) takes the rarest answer drawn.
+    common answer ``1 / slots`` of the universe's tasks (exactly, to one task, for a single
+    generator: :meth:`AnswerBalance.target`) and the rarer ones the other slots: each label of
+    reasonable mass gets a slot, up to ``1 / MAX_ANSWER_SHARE`` slots, so a constant answer earns
+    about what a guess among the labels would. An unfilled slot (past the draw limit) takes the
+    rarest answer drawn.
 
     A :class:`Mixture` generator is split and balanced part by part: task ``i`` draws its part
     first and redraws only within it.
@@ -737,7 +767,7 @@ class ProceduralTasks(TaskSource):
         balance = self.answer_balance(part) if self.size > 1 else None
         if balance is None:
             return None
-        return balance.target(self.seed, index, f"{self.name}:{part}:{self.size}")
+        return balance.target(self.seed, index, f"{self.name}:{part}:{self.size}", self.size)
 
     def questions_repeat(self, part: str = "") -> bool:
         """Whether a question of this generator (``part`` of a :class:`Mixture`) recurs.

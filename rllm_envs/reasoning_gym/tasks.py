@@ -665,7 +665,7 @@ class ReasoningGymTasks(TaskSource):
         balance = self.answer_balance()
         if balance is None:
             return None
-        return balance.target(self.task_seed, index, json.dumps(self._ident()))
+        return balance.target(self.task_seed, index, json.dumps(self._ident()), self.size)
 
     def answer_in_question(self, task: Mapping[str, Any]) -> bool:
         """Whether ``task``'s answer can be read off its question verbatim.
