@@ -15,9 +15,9 @@ half each, one with three to a third, a long-tailed one to ``1 / slots`` with a 
 reasonable mass, and an open-answer family keeps no common answer above :data:`MAX_SHARE`.
 ``propositional_logic``'s tasks are balanced by their reference conclusion up to equivalence
 (:func:`rllm_envs.reasoning_gym.tasks.task_label`), measured on the training stream for every
-universe. Task ``i``'s slot comes from a permutation of the indices keyed
-by the arguments (:meth:`ReasoningGymTasks.answer_slot`): task ``i`` stays a pure function of the
-arguments, and which tasks share a slot is the key's secret.
+universe. Task ``i``'s slot comes from a permutation of the indices keyed by the arguments
+(:meth:`ReasoningGymTasks.answer_slot`): task ``i`` stays a pure function of the arguments, and
+which tasks share a slot is the key's secret.
 """
 
 from __future__ import annotations
