@@ -353,6 +353,7 @@ class AnswerBalance:
         self.counts = dict(counts or {})
         self._taken = frozenset(self.assigned.values())
         self._pool = frozenset(range(self.slots)) - self._taken
+        self._all = frozenset(range(self.slots))
 
     @property
     def pool_slots(self) -> int:
@@ -361,15 +362,12 @@ class AnswerBalance:
 
     def accepts(self, label: str | None, target: int) -> bool:
         """Whether a draw with answer ``label`` (:func:`answer_label`) fills slot ``target``."""
-        if label is None:
-            return True
-        slot = self.assigned.get(label)
-        return target not in self._taken if slot is None else slot == target
+        return target in self.fills(label)
 
     def fills(self, label: str | None) -> frozenset[int]:
         """The slots a draw with answer ``label`` fills (a pool answer: every pool slot)."""
         if label is None:
-            return frozenset(range(self.slots))
+            return self._all
         slot = self.assigned.get(label)
         return self._pool if slot is None else frozenset((slot,))
 
@@ -437,8 +435,9 @@ def search_every_slot(enabled: bool = True) -> None:
     0.32 against the best constant's 0.21). Drawing on until every slot has a draw makes the
     number of draws, and so the time, the same whatever the task's slot; the task found is
     the same draw. It costs a new task about 3 to 4 times the draws, so the env server turns
-    it on (``rllm_adapters.openenv.server.create_app``); in-process use, where no client
-    times resets, does not.
+    it on only for an operator's private ``task_seed``
+    (``rllm_adapters.openenv.server.create_app``: the default seeds' tasks anyone can make);
+    in-process use, where no client times resets, does not.
     """
     global _EVERY_SLOT
     _EVERY_SLOT = bool(enabled)
@@ -492,13 +491,13 @@ def answer_balance(
     hold at least :data:`MIN_SLOT_SHARE` of the sample; the pool (the other answers, mass ``r``)
     gets ``f`` slots, as many as keep its largest answer (its count plus one standard error, so an
     underestimate does not lift it) within one slot's share: ``f = r / top``, and none if the pool
-    holds less than :data:`MIN_SLOT_SHARE`. So a common answer holds ``1 / (c + f)`` of the tasks in
-    expectation and a pool answer at most about as much: a family with ``k < 20`` labels of
-    reasonable mass is balanced to ``1 / k`` each (yes/no to a half, weekdays to a seventh), a
-    skewed one with a long tail (letter counts) to ``1 / (c + f)``, an open-answer family to at most
+    holds less than :data:`MIN_SLOT_SHARE`. So a common answer holds ``1 / (c + f)`` of the tasks
+    and a pool answer at most about as much: a family with ``k < 20`` labels of reasonable mass is
+    balanced to ``1 / k`` each (yes/no to a half, weekdays to a seventh), a skewed one with a long
+    tail (letter counts) to ``1 / (c + f)``, an open-answer family to at most
     :data:`MAX_ANSWER_SHARE`. Ties go to the fewest draws per task. ``None`` when no answer needs a
-    slot of its own (the pool alone does as well: no
-    answer is common), or the sample is too small (under 8 labels, or one label).
+    slot of its own (the pool alone does as well: no answer is common), or the sample is too small
+    (under 8 labels, or one label).
 
     ``pooled`` is accepted for compatibility and not used: each universe is balanced on its own
     stream's sample.

@@ -376,3 +376,43 @@ def test_a_served_search_finds_the_same_tasks(monkeypatch):
     # Without it, the count of draws tells the slot: the leak this closes.
     counts = {draws for draws, _ in _draws_per_slot(source, 0, monkeypatch).values()}
     assert len(counts) > 1
+
+
+def test_what_a_card_counter_gets_from_exact_slots_is_what_the_docs_say():
+    """docs/integrations.md: exact slots let a client that sees every answer bet on the label
+    with the most tasks left. Its exact expected share (dynamic programming over the counts
+    left) for the universes the docs quote."""
+
+    def expected(quota: tuple[int, ...]) -> float:
+        """Expected right bets over the tasks of ``quota`` (counts per label), each task's
+        label then shown: states by how many tasks are left, fewest first."""
+        states, frontier = {quota}, [quota]
+        while frontier:
+            left = frontier.pop()
+            for k, count in enumerate(left):
+                rest = tuple(sorted(left[:k] + (count - 1,) + left[k + 1 :]))
+                if count and rest not in states:
+                    states.add(rest)
+                    frontier.append(rest)
+        value: dict[tuple[int, ...], float] = {}
+        for left in sorted(states, key=sum):
+            n = sum(left)
+            value[left] = (
+                0.0
+                if n == 0
+                else max(left) / n
+                + sum(
+                    count / n * value[tuple(sorted(left[:k] + (count - 1,) + left[k + 1 :]))]
+                    for k, count in enumerate(left)
+                    if count
+                )
+            )
+        return value[quota]
+
+    def share(n: int, labels: int) -> float:
+        quota = tuple(sorted(n // labels + (k < n % labels) for k in range(labels)))
+        return expected(quota) / n
+
+    assert round(share(64, 2), 3) == 0.571
+    assert round(share(64, 4), 3) == 0.345
+    assert round(share(1000, 2), 3) == 0.519
