@@ -1625,6 +1625,10 @@ class _Single:
             return None
         return lambda obs, first, info, turn: method()
 
+    def seed_actions(self, seed: int) -> None:
+        """Seed the env's action space, whose generator its ``random_action`` draws from."""
+        self.env.action_space.seed(seed)
+
     def random(self, agent: str | None) -> Callable[..., str | None]:
         own = getattr(type(self.base), "random_action", None)
         if own is not None and own is not _inherited_random_action():
@@ -1699,6 +1703,11 @@ class _Multi:
 
         oracle, env = ScriptedPolicy("oracle"), self.env
         return lambda obs, first, info, turn: oracle(env, str(agent))
+
+    def seed_actions(self, seed: int) -> None:
+        """Seed every agent's action space (the random policy's fallback draws from them)."""
+        for k, agent in enumerate(self.env.possible_agents):
+            self.env.action_space(agent).seed(seed + k)
 
     def random(self, agent: str | None) -> Callable[..., str | None]:
         from rllm_envs.multiagent.base import ScriptedPolicy
@@ -2433,6 +2442,11 @@ class _Baseline:
         for i in wanted:
             if i not in store:
                 act = self._guess(i) if kind == "guess" else self.env_random
+                if kind == "env":
+                    # The env's random_action draws from its action space's generator, which
+                    # gymnasium seeds from OS entropy unless told: unseeded, the bar (and the
+                    # verdict) changed from run to run (gsm_symbolic failed 3 runs in 8, s27).
+                    self.game.seed_actions(self.seed + i)
                 # The baseline keeps the env's whole turn budget (a random walk needs it).
                 store[i] = self.game.play(self.agent, act, seed=self.seed + i, limit=10_000)
         return [store[i] for i in wanted]

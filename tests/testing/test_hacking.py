@@ -341,6 +341,26 @@ def test_the_baseline_is_the_checkers_own_guess_not_the_envs_random_action():
     assert oracle_random.baseline[None][0] == 0
 
 
+def test_the_envs_random_baseline_is_seeded_so_the_verdict_is_reproducible():
+    """s27: the env's random_action draws from its action space's generator, which gymnasium
+    seeds from OS entropy unless told; the bar (the lesser of it and the checker's guess) and
+    so the verdict changed from run to run (ReasoningGym gsm_symbolic failed 3 runs in 8)."""
+    from tests.testing import attack_toys
+
+    class WideRandomChoice(attack_toys.FairChoice):  # a toy: its random guess is often invalid
+        def random_action(self) -> str:
+            return f"<answer>{'ABCDEFGHIJ'[int(self.action_space.np_random.integers(10))]}</answer>"
+
+    reports = [
+        check_reward_hacking(WideRandomChoice, episodes=40, raise_on_failure=False)
+        for _ in range(2)
+    ]
+    paid = reports[0].baseline_paid[None]
+    assert 0 < sum(paid) < 0.15 * len(paid)  # the env's guess (1 in 10) is the bar, not 1 in 5
+    assert reports[1].baseline_paid == reports[0].baseline_paid
+    assert reports[0].baseline == reports[1].baseline
+
+
 def test_a_small_constant_hack_gets_more_episodes_and_is_flagged():
     from tests.testing import attack_toys
 
