@@ -327,11 +327,11 @@ class AnswerBalance:
     """Slots that cap each common answer's share of a universe's tasks at ``1 / slots``.
 
     Each common answer has a slot of its own; the other answers (the pool: rarer ones, and any
-    the sample did not show) share the remaining slots. Task ``i`` fills slot ``π(i) % slots``
-    of a permutation ``π`` of the universe's indices keyed by the source and seed
-    (:meth:`target`), and keeps a draw whose answer belongs to it. So each common answer
-    holds one slot's share, ``1 / slots``, of the universe's tasks (to one task), whatever its
-    true share, and a pool answer holds its part of the pool slots (see
+    the sample did not show) share the remaining slots. Each task has a slot (:meth:`target`)
+    and keeps a draw whose answer belongs to it. So each common answer holds one slot's share,
+    ``1 / slots``, of the universe's tasks, whatever its true share (exactly, to one task, in a
+    training universe; on average in an evaluation universe, where exact counts would let a
+    client count), and a pool answer holds its part of the pool slots (see
     :func:`answer_balance`). Without pool slots, pool answers are not drawn. Which tasks share
     a slot is the key's secret: with one offset per seed (slot ``(hash(seed) + i) % slots``),
     a client that learnt a family's offset from a few graded replies answered a quarter of a
@@ -378,21 +378,32 @@ class AnswerBalance:
     def target(self, seed: int, index: int, source: str = "", size: int = 0) -> int:
         """The slot task ``index`` of a universe of ``size`` tasks (task seed ``seed``) fills.
 
-        ``π(index) % slots``, where ``π`` is a permutation of the universe's indices keyed by
-        the source (family, part, size) and the seed (:func:`_keyed_permutation`): each slot
-        holds ``size // slots`` or one more of the universe's tasks, exactly, and which tasks
-        share a slot is the key's secret. Per-block orders (each run of ``slots`` consecutive
-        tasks taking every slot once) let a client that chooses indices read a task's
-        block-mates off one graded reply (s25 att25t F1: the second of a yes/no pair, 100 of
-        100); slots drawn per task on their own left a small universe's common answer at
-        ``1 / slots`` only on average (gsm_symbolic's '5' on 6% of a 64-task universe, s26).
-        Without a ``size`` (or past it), the slot is a hash of the task alone.
+        ``source`` names the universe (family, part, size), so sources served with one seed
+        take their slots apart. How depends on the seed's universe (:func:`seed_universe`):
+
+        - **Training** seeds: ``π(index) % slots``, where ``π`` is a permutation of the
+          universe's indices keyed by the source and the seed (:func:`_keyed_permutation`).
+          Each slot holds ``size // slots`` tasks or one more, exactly, so a common answer
+          never passes its cap however small the universe (slots drawn per task on their own
+          left gsm_symbolic's '5' on 6% of a 64-task training universe against its 5%, s26),
+          and which tasks share a slot is the key's secret. A policy cannot count across
+          episodes, so exactness costs nothing there.
+        - **Evaluation** seeds: a hash of the task alone. With exact slots a client that sees
+          graded replies can count: the tasks left hold the slots not yet used up (a yes/no
+          universe of 64 tasks: 0.571 against 0.5, docs/integrations.md). Independent slots
+          tell it nothing of the tasks left; a common answer then holds ``1 / slots`` on
+          average (a binomial spread on a small set).
+
+        Per-block orders (each run of ``slots`` consecutive tasks taking every slot once) let a
+        client that chooses indices read a task's block-mates off one graded reply (s25 att25t
+        F1); neither scheme has blocks. Without a ``size`` (or past it), a training task's slot
+        is a hash of the task too.
         """
-        key = hashlib.blake2b(f"slot:{source}:{seed}".encode(), digest_size=16).digest()
-        if 0 <= index < size:
+        if seed_universe(seed) == "train" and 0 <= index < size:
+            key = hashlib.blake2b(f"slot:{source}:{seed}".encode(), digest_size=16).digest()
             return _keyed_permutation(index, size, key) % self.slots
-        digest = hashlib.blake2b(key + str(index).encode(), digest_size=16).digest()
-        return int.from_bytes(digest, "big") % self.slots
+        digest = hashlib.blake2b(f"slot:{source}:{seed}:{index}".encode(), digest_size=16)
+        return int.from_bytes(digest.digest(), "big") % self.slots
 
     def __repr__(self) -> str:
         return (

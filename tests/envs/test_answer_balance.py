@@ -285,37 +285,75 @@ def test_the_math_mixture_splits_and_balances_each_family_on_its_own():
     assert min(drawn.values()) >= 15, drawn  # no family's weight collapses
 
 
+def _agrees(pairs: list[tuple[int, int]], slots: int) -> None:
+    """Pairs of slots agree as often as a guess (within 4 standard errors)."""
+    guess = 1 / slots
+    share = sum(a == b for a, b in pairs) / len(pairs)
+    noise = 4 * math.sqrt(guess * (1 - guess) / len(pairs))
+    assert abs(share - guess) <= noise, (share, guess)
+
+
+@pytest.mark.parametrize("universe", ["train", "eval"])
 @pytest.mark.parametrize("slots", [2, 11, 20])
-def test_slots_are_exact_per_universe_and_a_tasks_slot_tells_nothing_of_anothers(slots):
+def test_a_tasks_slot_tells_nothing_of_anothers(slots, universe):
     """Issue #31 (att31t F3): slot ``(hash(seed) + i) % slots`` made one offset per seed give
     every task's slot (97 of 97 Math tasks of a private-seed server answered from their index).
     s25 att25t F1: per-block orders (each block of ``slots`` consecutive tasks taking every slot
-    once) gave a yes/no task's block-mate from one graded reply, 100 of 100. s26: slots drawn
-    per task on their own left a 64-task universe's common answer at 6% of its 5% cap. A keyed
-    permutation of the universe: each slot holds its exact share, and neighbours, block-mates,
-    a learnt offset and another source or seed agree with a task's slot as often as a guess."""
+    once) gave a yes/no task's block-mate from one graded reply, 100 of 100. In both universes
+    neighbours, block-mates, a learnt offset and another source or seed agree with a task's
+    slot as often as a guess."""
     plan = AnswerBalance(slots, {str(i): i for i in range(slots)})
-    seed, n = 8_675_309_123, 400 * slots + 3
+    seed, n = SEEDS[universe] + 8_675_309, 400 * slots + 3
     source = f"family:part:{n}"
     targets = [plan.target(seed, i, source, n) for i in range(n)]
     assert plan.target(seed, 5, source, n) == targets[5]  # a task's own, every call
-    counts = Counter(targets)
-    assert set(counts) == set(range(slots)) and max(counts.values()) - min(counts.values()) <= 1
-    small = Counter(plan.target(seed, i, "family:part:64", 64) for i in range(64))
-    assert max(small.values()) == math.ceil(64 / slots)  # exact on a small universe too
-    guess = 1 / slots
-
-    def agrees(pairs: list[tuple[int, int]]) -> None:
-        share = sum(a == b for a, b in pairs) / len(pairs)
-        noise = 4 * math.sqrt(guess * (1 - guess) / len(pairs))
-        assert abs(share - guess) <= noise, (share, guess)
-
-    agrees([(targets[i], targets[i + 1]) for i in range(0, n - 1, 2)])  # a block-mate
+    _agrees([(targets[i], targets[i + 1]) for i in range(0, n - 1, 2)], slots)  # a block-mate
     offset = targets[0] % slots
-    agrees([(targets[i], (offset + i) % slots) for i in range(1, n)])  # a learnt offset
+    _agrees([(targets[i], (offset + i) % slots) for i in range(1, n)], slots)  # learnt offset
     other = [plan.target(seed, i, "family:other-part:" + str(n), n) for i in range(n)]
-    agrees(list(zip(targets, other, strict=True)))  # another source served with the seed
-    agrees([(t, plan.target(seed + 1, i, source, n)) for i, t in enumerate(targets)])
+    _agrees(list(zip(targets, other, strict=True)), slots)  # another source, the same seed
+    _agrees([(t, plan.target(seed + 1, i, source, n)) for i, t in enumerate(targets)], slots)
+
+
+@pytest.mark.parametrize("slots", [2, 11, 20])
+def test_a_training_universe_fills_each_slot_exactly(slots):
+    """s26: slots drawn per task on their own left a 64-task training universe's common answer
+    at 6% of its 5% cap (gsm_symbolic's '5' failed the hacking check). A training universe's
+    slots are a keyed permutation of its indices: each holds its share to one task."""
+    plan = AnswerBalance(slots, {str(i): i for i in range(slots)})
+    for n in (64, 400 * slots + 3):
+        counts = Counter(plan.target(SEEDS["train"] + 5, i, f"family:part:{n}", n) for i in range(n))
+        assert set(counts) == set(range(slots)), counts
+        assert max(counts.values()) - min(counts.values()) <= 1, counts
+
+
+def _card_counter_share(slots_of: Callable[[int], list[int]], universes: int) -> float:
+    """A client that knows the universe's size, sees each task's slot after betting on it, and
+    bets on the slot with the most tasks left if every slot held its exact share."""
+    right = total = 0
+    for u in range(universes):
+        targets = slots_of(u)
+        left = Counter({k: len(targets) // 2 + (k < len(targets) % 2) for k in range(2)})
+        for target in targets:
+            right += target == max(left, key=lambda k: (left[k], -k))
+            left[target] -= 1
+            total += 1
+    return right / total
+
+
+def test_a_card_counter_gains_in_training_universes_only():
+    """Exact shares let a client that has seen most of a small universe's answers bet on the
+    slots left over: 0.571 against 0.5 on yes/no x 64 tasks (docs/integrations.md). An
+    evaluation universe's slots are drawn per task, and the same counter earns a guess."""
+    plan = AnswerBalance(2, {"yes": 0, "no": 1})
+    n, universes = 64, 300
+    for universe, low, high in (("train", 0.55, 0.60), ("eval", 0.48, 0.52)):
+
+        def slots_of(u: int, seed: int = SEEDS[universe]) -> list[int]:
+            return [plan.target(seed + u, i, f"yes_no:part:{n}", n) for i in range(n)]
+
+        share = _card_counter_share(slots_of, universes)
+        assert low <= share <= high, (universe, share)
 
 
 @pytest.fixture
