@@ -322,7 +322,9 @@ def test_a_training_universe_fills_each_slot_exactly(slots):
     slots are a keyed permutation of its indices: each holds its share to one task."""
     plan = AnswerBalance(slots, {str(i): i for i in range(slots)})
     for n in (64, 400 * slots + 3):
-        counts = Counter(plan.target(SEEDS["train"] + 5, i, f"family:part:{n}", n) for i in range(n))
+        counts = Counter(
+            plan.target(SEEDS["train"] + 5, i, f"family:part:{n}", n) for i in range(n)
+        )
         assert set(counts) == set(range(slots)), counts
         assert max(counts.values()) - min(counts.values()) <= 1, counts
 
