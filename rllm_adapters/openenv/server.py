@@ -131,8 +131,8 @@ class _StepPlace:
 
 if sys.version_info >= (3, 11):
 
-    async def _within(awaitable: Awaitable[Any], seconds: float) -> Any:
-        """``await awaitable``, or ``asyncio.TimeoutError`` after ``seconds``.
+    async def _within(awaitable: Awaitable[Any], seconds: float | None) -> Any:
+        """``await awaitable``, or ``asyncio.TimeoutError`` after ``seconds`` (``None``: never).
 
         ``asyncio.timeout`` only arms a timer; ``wait_for`` (before Python 3.12) wraps the
         awaitable in a new task every call, a measurable part of a served step's CPU.
@@ -142,8 +142,8 @@ if sys.version_info >= (3, 11):
 
 else:
 
-    async def _within(awaitable: Awaitable[Any], seconds: float) -> Any:
-        """``await awaitable``, or ``asyncio.TimeoutError`` after ``seconds``."""
+    async def _within(awaitable: Awaitable[Any], seconds: float | None) -> Any:
+        """``await awaitable``, or ``asyncio.TimeoutError`` after ``seconds`` (``None``: never)."""
         return await asyncio.wait_for(awaitable, seconds)
 
 
