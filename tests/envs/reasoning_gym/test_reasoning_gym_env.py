@@ -238,6 +238,34 @@ def test_degenerate_policies_earn_no_more_than_random(name):
 
 
 @pytest.mark.slow
+def test_the_check_gives_one_report_whatever_the_process():
+    """s27: the verdict on ReasoningGym gsm_symbolic (size 64) changed from run to run (3 runs
+    in 8 failed): the env's random_action drew from an action space gymnasium seeds from OS
+    entropy. The same check in two fresh processes (other hash seeds) reports the same."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json, rllm_envs.testing as kit\n"
+        "r = kit.check_reward_hacking('rllm/ReasoningGym-v0', "
+        "kwargs={'dataset': 'gsm_symbolic', 'size': 64}, raise_on_failure=False)\n"
+        "print(json.dumps([r.baseline[None][:2], r.baseline_paid[None], "
+        "[[x.policy, x.status, x.episodes] for x in r.results]]))\n"
+    )
+    reports = []
+    for hash_seed in ("202", "808"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONWARNINGS": "ignore"}
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+        reports.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert reports[0] == reports[1]
+
+
+@pytest.mark.slow
 def test_the_check_catches_a_family_whose_surface_gives_the_answer_away():
     # game_of_life_halting answers False when its board shows `1 1` (surface.KNOWN_TELLS): a
     # policy that reads the surface and never simulates is caught by the public check, the
