@@ -10,14 +10,15 @@ the raw generator would not show it): :data:`SAMPLE` tasks, :data:`LARGE_SAMPLE`
 answer repeats three times among them, so that an answer's share is known well enough to
 decide whether it needs a slot. It balances them with :class:`rllm_envs.tasks.AnswerBalance` slots
 (:func:`rllm_envs.tasks.answer_balance`): each common answer holds ``1 / slots`` of the tasks (to
-one task), the rarer answers share the other slots. So a family with two labels is balanced to one
+one task in a training universe, on average in an evaluation one), the rarer answers share the
+other slots. So a family with two labels is balanced to one
 half each, one with three to a third, a long-tailed one to ``1 / slots`` with a slot per answer of
 reasonable mass, and an open-answer family keeps no common answer above :data:`MAX_SHARE`.
 ``propositional_logic``'s tasks are balanced by their reference conclusion up to equivalence
 (:func:`rllm_envs.reasoning_gym.tasks.task_label`), measured on the training stream for every
-universe. Task ``i``'s slot comes from a permutation of the indices keyed by the arguments
-(:meth:`ReasoningGymTasks.answer_slot`): task ``i`` stays a pure function of the arguments, and
-which tasks share a slot is the key's secret.
+universe. Task ``i``'s slot is keyed by the arguments (:meth:`ReasoningGymTasks.answer_slot`,
+:meth:`rllm_envs.tasks.AnswerBalance.target`): task ``i`` stays a pure function of the
+arguments, and which tasks share a slot is the key's secret.
 """
 
 from __future__ import annotations
