@@ -30,9 +30,11 @@ Limits (:class:`ServerLimits`, the CLI's options): live sessions (``CAPACITY_REA
 code 1013), idle sessions (``SESSION_TIMEOUT``, close code 4408), one size limit for WebSocket
 messages and HTTP bodies, header and body timeouts, connections per client address, and a
 bearer token (required off loopback). Every refusal has a code and a reason, and is one log
-line. On shutdown (SIGINT/SIGTERM) every live session's env is closed, which stops any sandbox
-it holds. :func:`openenv_package` writes the manifest, app and Dockerfile ``openenv validate``
-and ``openenv push`` read.
+line. ``--score-log PATH`` grades privately: clients get reward 0 and no verdict, and each
+finished episode's reward goes to ``PATH`` (:class:`ScoreLog`), so a client of an evaluation
+server cannot learn its answers from rewards. On shutdown (SIGINT/SIGTERM) every live
+session's env is closed, which stops any sandbox it holds. :func:`openenv_package` writes the
+manifest, app and Dockerfile ``openenv validate`` and ``openenv push`` read.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from rllm_adapters.openenv.cli import main
     from rllm_adapters.openenv.client import RemoteTextEnv, RllmEnvClient
     from rllm_adapters.openenv.environment import GymTextEnvironment, close_all_environments
-    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.limits import ScoreLog, ServerLimits
     from rllm_adapters.openenv.packages import openenv_package, write_openenv_packages
     from rllm_adapters.openenv.protocol import TextAction, TextObservation, TextState, jsonable
     from rllm_adapters.openenv.server import create_app, create_multi_app, serve
@@ -55,6 +57,7 @@ _MODULE_OF = {
     "RllmEnvClient": "client",
     "GymTextEnvironment": "environment",
     "close_all_environments": "environment",
+    "ScoreLog": "limits",
     "ServerLimits": "limits",
     "openenv_package": "packages",
     "write_openenv_packages": "packages",
@@ -89,6 +92,7 @@ __all__ = [
     "create_app",
     "create_multi_app",
     "ServerLimits",
+    "ScoreLog",
     "openenv_package",
     "write_openenv_packages",
     "serve",

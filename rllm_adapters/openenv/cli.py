@@ -61,6 +61,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         action="store_true",
         help="refuse resets with options.task (client-written task records)",
     )
+    parser.add_argument(
+        "--score-log",
+        default=None,
+        metavar="PATH",
+        help="grade privately: clients get reward 0 and no verdict, every finished episode's "
+        "reward is appended to PATH (JSON lines)",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     try:
@@ -81,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_connections=args.max_connections,
             token=args.token or None,
             allow_custom_tasks=not args.no_custom_tasks,
+            score_log=args.score_log,
         )
         if not is_loopback(args.host) and limits.token is None:
             raise AdapterConfigError(

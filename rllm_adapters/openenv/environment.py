@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -29,6 +29,9 @@ from rllm_envs.multiagent.base import MultiAgentTextEnv, _check_option_names
 
 _interfaces = require("openenv.core.env_server.interfaces", "openenv")
 
+
+#: The last observation of a privately graded episode (``GymTextEnvironment(scores=...)``).
+PRIVATE_END = "Episode over. It is graded privately: the server keeps its reward."
 
 # Every live environment of this process, so a shutdown can close them all.
 _LIVE: weakref.WeakSet[GymTextEnvironment] = weakref.WeakSet()
@@ -55,6 +58,11 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
     Args:
         env_id: A registered id, e.g. ``"rllm/FrozenLake-v1"``.
         env_kwargs: Constructor kwargs (variants), checked like :func:`rllm_envs.make`.
+        scores: Private grading: each finished episode's record (the operator's task id, the
+            return, ``is_correct``, the last reward components) goes to ``scores`` instead of
+            the client, whose steps then all get reward 0, an info of the task id alone and,
+            at the end, :data:`PRIVATE_END` for the last observation. Feedback inside an
+            episode stays (a tool's result, a board, a multi-try env's "try again").
 
     Raises:
         AdapterConfigError: For a multi-agent id with several model seats.
@@ -62,10 +70,19 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        env_kwargs: Mapping[str, Any] | None = None,
+        *,
+        scores: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         super().__init__()
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs or {})
+        self._scores = scores
+        self._task_id: Any = None  # the operator's (unmasked) id of the episode's task
+        self._return = 0.0
         self.env: Any = one_seat_env(env_id, self.env_kwargs)
         # The operator's seeds: task ids keyed by them, error messages without them (issue
         # #31, att31s24 F1, att31t F1/F2).
@@ -98,6 +115,7 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
                 self._state.done = True  # the env may be half-started: no step until a reset
             raise
         task = (options or {}).get("task")
+        self._task_id, self._return = info.get("task_id"), 0.0
         env_task = getattr(getattr(self.env, "unwrapped", None), "task", None)
         client_id = env_task.get("client_id") if isinstance(env_task, dict) else None
         # A client's board on which the opponents end the game before the seat's first move
@@ -164,14 +182,37 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         self._state.step_count += 1
         done = bool(terminated or truncated)
         self._state.done = done
+        shown = self._shown(info)
+        if self._scores is not None:
+            self._return += float(reward)
+            if done:
+                self._scores(self._score(info, bool(terminated), bool(truncated)))
+                obs = PRIVATE_END
+            shown, reward = {"task_id": shown.get("task_id"), "graded_privately": True}, 0.0
         observation = {
             "text": obs,
             "terminated": bool(terminated),
             "truncated": bool(truncated),
-            "info": self._shown(info),
+            "info": shown,
             "metadata": {},
         }
         return {"observation": observation, "reward": float(reward), "done": done}
+
+    def _score(self, info: Mapping[str, Any], terminated: bool, truncated: bool) -> dict[str, Any]:
+        """The record of an episode that just ended (private grading)."""
+        return {
+            "env_id": self.env_id,
+            "task_id": jsonable(self._task_id),
+            "custom_task": self._state.custom_task,
+            "client_task_id": self._state.client_task_id,
+            "episode_id": self._state.episode_id,
+            "steps": self._state.step_count,
+            "return": jsonable(self._return),
+            "is_correct": jsonable(info.get("is_correct")),
+            "reward_components": jsonable(info.get("reward_components")),
+            "terminated": terminated,
+            "truncated": truncated,
+        }
 
     @property
     def state(self) -> TextState:

@@ -10,6 +10,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -137,6 +138,13 @@ class ServerLimits:
         allow_custom_tasks: False refuses a reset with ``options.task`` (a task record the
             client wrote) with ``VALIDATION_ERROR``: an evaluation server for untrusted clients
             need not rely on every consumer checking ``custom_task`` (issue #31, F7).
+        score_log: Private grading: a path where every finished episode's reward is appended
+            as a JSON line (:class:`ScoreLog`), while clients get reward 0 and no verdict (see
+            ``GymTextEnvironment``'s ``scores``). A client that sees its rewards can learn a
+            private universe's answers from them: its questions repeat (``self_reference``:
+            173 distinct among 400 tasks, answered 0.45 against the best constant's 0.22 by
+            a client that remembered what paid, s27 att27b F1), and the index of a reset is
+            its choice. ``None``: rewards go to the client.
     """
 
     max_sessions: int = 16
@@ -148,6 +156,7 @@ class ServerLimits:
     max_connections: int | None = None
     token: str | None = None
     allow_custom_tasks: bool = True
+    score_log: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -174,6 +183,9 @@ class ServerLimits:
                 "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
                 "secrets; print(secrets.token_urlsafe())'`)"
             )
+
+        if self.score_log is not None:
+            ScoreLog(self.score_log).close()  # an unwritable path fails before serving
 
     @property
     def max_bytes(self) -> int:
@@ -331,6 +343,37 @@ class _Refusal(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+class ScoreLog:
+    """The rewards of a privately graded server: one JSON line per finished episode.
+
+    Lines are appended with one ``write`` each to a file opened ``O_APPEND``, so the ids of
+    one server (and several servers) can share a file without interleaving lines.
+
+    Raises:
+        AdapterConfigError: If the file cannot be opened for appending.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise AdapterConfigError(
+                f"Cannot append to the score log {self.path!r}: {e.strerror}"
+            ) from None
+
+    def write(self, record: Mapping[str, Any], *, peer: str = "") -> None:
+        """Append ``record`` (with the time and the client's address) as one line."""
+        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "peer": peer}
+        os.write(self._fd, (json.dumps({**line, **record}) + "\n").encode())
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 def _h11_protocol(limits: ServerLimits) -> type:

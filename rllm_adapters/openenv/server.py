@@ -26,6 +26,7 @@ from rllm_adapters.openenv.limits import (
     CLOSE_CAPACITY,
     CLOSE_SESSION_TIMEOUT,
     SERVER_STOPPING,
+    ScoreLog,
     ServerLimits,
     _error,
     _Guard,
@@ -193,6 +194,7 @@ class _EnvServer:
         self.pool = ThreadPoolExecutor(
             max_workers=2 * limits.max_sessions, thread_name_prefix="rllm-serve"
         )
+        self.scores = None if limits.score_log is None else ScoreLog(limits.score_log)
 
     async def run(self, fn: Any, *args: Any, session: _Session | None = None) -> Any:
         """``fn(*args)`` in this id's threads (as ``session.running`` while it runs)."""
@@ -225,8 +227,9 @@ class _EnvServer:
 
         running.add_done_callback(finished)
 
-    def make_env(self) -> GymTextEnvironment:
-        return GymTextEnvironment(self.env_id, self.env_kwargs)
+    def make_env(self, peer: str = "") -> GymTextEnvironment:
+        scores = None if self.scores is None else partial(self.scores.write, peer=peer)
+        return GymTextEnvironment(self.env_id, self.env_kwargs, scores=scores)
 
     # ------------------------------------------------------------------- websocket
 
@@ -264,7 +267,7 @@ class _EnvServer:
         self.sessions.add(session)  # no await since the check: the cap holds
         try:
             try:
-                session.env = await self.run(self.make_env)
+                session.env = await self.run(self.make_env, peer)
             except Exception as e:
                 log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
                 text = f"The env could not be made: {type(e).__name__}: {e}"

@@ -579,3 +579,81 @@ def test_a_server_finds_balanced_tasks_in_as_many_draws_whatever_their_answer() 
         assert tasks._EVERY_SLOT
     finally:
         tasks.search_every_slot(False)
+
+
+def test_private_grading_keeps_rewards_and_verdicts_from_the_client(tmp_path) -> None:
+    """s27 att27b F1: a client that saw its rewards learnt a private universe's answers (its
+    questions repeat: self_reference 0.45 against the best constant's 0.22). With a score log
+    a right and a wrong answer look the same to the client (reward 0, the task id alone, one
+    closing text) and the log has each episode's reward under the operator's task id."""
+    import json
+
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import ServerLimits, create_app
+    from rllm_adapters.openenv.environment import PRIVATE_END
+
+    records = [
+        {"problem": "What is 6 times 7?", "answer": "42"},
+        {"problem": "What is 5 times 5?", "answer": "25"},
+    ]
+    log = tmp_path / "scores.jsonl"
+    limits = ServerLimits(score_log=str(log))
+    app = create_app("rllm/Math-v1", env_kwargs={"dataset": records}, limits=limits)
+    replies = []
+    with TestClient(app) as http, http.websocket_connect("/ws") as ws:
+        for index, text in ((0, "\\boxed{42}"), (1, "\\boxed{24}"), (0, "\\boxed{42}")):
+            ws.send_json({"type": "reset", "data": {"options": {"index": index}}})
+            task_id = ws.receive_json()["data"]["observation"]["info"]["task_id"]
+            ws.send_json({"type": "step", "data": {"text": text}})
+            data = ws.receive_json()["data"]
+            assert data["reward"] == 0.0 and data["done"] is True
+            assert data["observation"]["text"] == PRIVATE_END
+            assert data["observation"]["info"] == {"task_id": task_id, "graded_privately": True}
+            replies.append(data)
+    assert replies[0] == replies[2]  # the same task: nothing in a reply tells right from wrong
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["return"], r["is_correct"], r["steps"]) for r in lines] == [
+        (1.0, True, 1),
+        (0.0, False, 1),
+        (1.0, True, 1),
+    ]
+    assert lines[0]["task_id"] == lines[2]["task_id"] != lines[1]["task_id"]
+    assert all(r["env_id"] == "rllm/Math-v1" and r["peer"] for r in lines)
+
+
+def test_private_grading_of_a_multi_turn_env_keeps_its_feedback_and_logs_the_return(
+    tmp_path,
+) -> None:
+    """Inside an episode a privately graded env still shows what the task needs (FrozenLake's
+    board after a move); rewards and info are the client's only at the end, in the log."""
+    import json
+
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import ServerLimits, create_app
+
+    log = tmp_path / "scores.jsonl"
+    app = create_app("rllm/FrozenLake-v1", limits=ServerLimits(score_log=str(log)))
+    with TestClient(app) as http, http.websocket_connect("/ws") as ws:
+        ws.send_json({"type": "reset", "data": {"seed": 3}})
+        ws.receive_json()
+        for step in range(200):
+            ws.send_json({"type": "step", "data": {"text": "Left"}})
+            data = ws.receive_json()["data"]
+            assert data["reward"] == 0.0
+            assert set(data["observation"]["info"]) == {"task_id", "graded_privately"}
+            if data["done"]:
+                break
+            assert data["observation"]["text"]  # the board: the task, not a verdict
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["steps"] == step + 1 and record["is_correct"] is False
+    assert record["truncated"] or record["terminated"]
+
+
+def test_a_score_log_that_cannot_be_written_fails_before_serving(tmp_path) -> None:
+    from rllm_adapters.error import AdapterConfigError
+    from rllm_adapters.openenv import ServerLimits
+
+    with pytest.raises(AdapterConfigError, match="score log"):
+        ServerLimits(score_log=str(tmp_path / "missing" / "scores.jsonl"))

@@ -664,7 +664,7 @@ def test_sessions_whose_client_left_mid_step_count_toward_the_clients_share():
     app = create_app(ENV, limits=limits)
     server = app.state.env_server
 
-    def make_waiting_env() -> GymTextEnvironment:
+    def make_waiting_env(peer: str = "") -> GymTextEnvironment:
         env = GymTextEnvironment(ENV)
         fast = env.step_payload
 
