@@ -66,7 +66,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         metavar="PATH",
         help="grade privately: clients get reward 0 and no verdict, every finished episode's "
-        "reward is appended to PATH (JSON lines)",
+        "reward is appended to PATH (JSON lines); implies --no-custom-tasks",
+    )
+    parser.add_argument(
+        "--score-reply-s",
+        type=float,
+        default=1.0,
+        help="with --score-log: seconds from a step to the reply that ends its episode, so "
+        "grading time does not show",
     )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
@@ -89,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             token=args.token or None,
             allow_custom_tasks=not args.no_custom_tasks,
             score_log=args.score_log,
+            score_reply_s=args.score_reply_s,
         )
         if not is_loopback(args.host) and limits.token is None:
             raise AdapterConfigError(

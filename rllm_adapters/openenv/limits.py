@@ -140,11 +140,16 @@ class ServerLimits:
             need not rely on every consumer checking ``custom_task`` (issue #31, F7).
         score_log: Private grading: a path where every finished episode's reward is appended
             as a JSON line (:class:`ScoreLog`), while clients get reward 0 and no verdict (see
-            ``GymTextEnvironment``'s ``scores``). A client that sees its rewards can learn a
-            private universe's answers from them: its questions repeat (``self_reference``:
-            173 distinct among 400 tasks, answered 0.45 against the best constant's 0.22 by
-            a client that remembered what paid, s27 att27b F1), and the index of a reset is
-            its choice. ``None``: rewards go to the client.
+            ``GymTextEnvironment``'s ``scores``), no reply that ends an episode comes before
+            ``score_reply_s``, and client-written tasks are refused. A client that sees its
+            rewards can learn a private universe's answers from them: its questions repeat
+            (``self_reference``: 173 distinct among 400 tasks, answered 0.45 against the best
+            constant's 0.22 by a client that remembered what paid, s27 att27b F1), and the
+            index of a reset is its choice. ``None``: rewards go to the client.
+        score_reply_s: Private grading: seconds from a step's arrival to the reply that ends
+            its episode, so that how long grading took does not show (a right answer is
+            graded faster or slower than a wrong one). Grading that takes longer shows that
+            it did (most often a timeout, which pays nothing).
     """
 
     max_sessions: int = 16
@@ -157,6 +162,7 @@ class ServerLimits:
     token: str | None = None
     allow_custom_tasks: bool = True
     score_log: str | None = None
+    score_reply_s: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -167,6 +173,8 @@ class ServerLimits:
             raise AdapterConfigError(
                 f"Expects `session_timeout` > 0 or None, actual: {self.session_timeout}"
             )
+        if not self.score_reply_s >= 0:
+            raise AdapterConfigError(f"Expects `score_reply_s` >= 0, actual: {self.score_reply_s}")
         for name in ("max_message_mb", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
@@ -357,6 +365,8 @@ class ScoreLog:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
+        self._attempts: dict[tuple[Any, Any], int] = {}
+        self._lock = threading.Lock()
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         except OSError as e:
@@ -365,9 +375,20 @@ class ScoreLog:
             ) from None
 
     def write(self, record: Mapping[str, Any], *, peer: str = "") -> None:
-        """Append ``record`` (with the time and the client's address) as one line."""
-        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "peer": peer}
-        os.write(self._fd, (json.dumps({**line, **record}) + "\n").encode())
+        """Append ``record`` as one line, with the time and the client's address.
+
+        ``attempt`` counts the episodes of its task (``env_id``, ``task_id``) this log has
+        recorded so far: score the first, a later one may have learnt from the earlier.
+        """
+        key = (record.get("env_id"), record.get("task_id"))
+        with self._lock:
+            attempt = self._attempts[key] = self._attempts.get(key, 0) + 1
+            line = {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "peer": peer,
+                "attempt": attempt,
+            }
+            os.write(self._fd, (json.dumps({**line, **record}) + "\n").encode())
 
     def close(self) -> None:
         """Close the file (idempotent)."""

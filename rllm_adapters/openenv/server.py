@@ -195,6 +195,9 @@ class _EnvServer:
             max_workers=2 * limits.max_sessions, thread_name_prefix="rllm-serve"
         )
         self.scores = None if limits.score_log is None else ScoreLog(limits.score_log)
+        # A privately graded server plays the operator's tasks only: a client's own record
+        # (options.task) would put a reward it wrote into the log.
+        self.custom_tasks = limits.allow_custom_tasks and self.scores is None
 
     async def run(self, fn: Any, *args: Any, session: _Session | None = None) -> Any:
         """``fn(*args)`` in this id's threads (as ``session.running`` while it runs)."""
@@ -343,7 +346,7 @@ class _EnvServer:
                 episode_id = data.get("episode_id")
                 try:  # every argument before the env changes (it keeps its episode)
                     check_reset_args(seed, episode_id, options)
-                    if not self.limits.allow_custom_tasks and "task" in (options or {}):
+                    if not self.custom_tasks and "task" in (options or {}):
                         raise ValueError(
                             "This server does not play client-written tasks "
                             "(options.task); reset with an index or a seed."
@@ -355,6 +358,8 @@ class _EnvServer:
                     session=session,
                 )
             else:
+                loop = asyncio.get_running_loop()
+                arrived = loop.time()
                 try:
                     action = TextAction.model_validate(data)
                 except ValidationError as e:
@@ -368,6 +373,14 @@ class _EnvServer:
                         _timed, env.step_payload, action.text, session=session
                     )
                 place.record(seconds)
+                if self.scores is not None and payload["done"]:
+                    # Private grading: the verdict's grading time must not show either (a
+                    # self_reference client picked the right answer 0.70 of the time by
+                    # timing replies that all said reward 0, s27 att27c F1).
+                    # The deadline is on the loop's clock, as its timers are: the loop runs
+                    # the reply at the first tick past it, however long grading took.
+                    deadline = arrived + self.limits.score_reply_s
+                    await asyncio.sleep(max(0.0, deadline - loop.time()))
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
             return _error("EXECUTION_ERROR", env.scrubbed(f"{type(e).__name__}: {e}")), False

@@ -619,7 +619,38 @@ def test_private_grading_keeps_rewards_and_verdicts_from_the_client(tmp_path) ->
         (1.0, True, 1),
     ]
     assert lines[0]["task_id"] == lines[2]["task_id"] != lines[1]["task_id"]
+    assert [r["attempt"] for r in lines] == [1, 1, 2]  # the operator scores the first
     assert all(r["env_id"] == "rllm/Math-v1" and r["peer"] for r in lines)
+
+
+def test_private_grading_replies_no_sooner_than_its_floor_and_plays_no_client_task(
+    tmp_path,
+) -> None:
+    """s27 att27c: replies that all said reward 0 still told right from wrong by their time
+    (self_reference: right picked 0.70 of the time against the best constant's 0.24; a right
+    Math answer grades faster). An episode's last reply waits for ``score_reply_s`` from its
+    step; a client-written task (its own answer in the log as a reward) is refused."""
+    import time
+
+    from starlette.testclient import TestClient
+
+    from rllm_adapters.openenv import ServerLimits, create_app
+
+    records = [{"problem": "What is 6 times 7?", "answer": "42"}]
+    limits = ServerLimits(score_log=str(tmp_path / "scores.jsonl"), score_reply_s=0.3)
+    app = create_app("rllm/Math-v1", env_kwargs={"dataset": records}, limits=limits)
+    with TestClient(app) as http, http.websocket_connect("/ws") as ws:
+        for text in ("\\boxed{42}", "\\boxed{41}"):
+            ws.send_json({"type": "reset", "data": {"options": {"index": 0}}})
+            ws.receive_json()
+            started = time.monotonic()
+            ws.send_json({"type": "step", "data": {"text": text}})
+            assert ws.receive_json()["data"]["done"] is True
+            assert time.monotonic() - started >= 0.3
+        task = {"problem": "What is 1 plus 1?", "answer": "2"}
+        ws.send_json({"type": "reset", "data": {"options": {"task": task}}})
+        reply = ws.receive_json()
+    assert reply["type"] == "error" and "client-written" in reply["data"]["message"]
 
 
 def test_private_grading_of_a_multi_turn_env_keeps_its_feedback_and_logs_the_return(
