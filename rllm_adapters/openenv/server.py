@@ -153,6 +153,14 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return fn(*args), time.perf_counter() - started
 
 
+def _held(step: Any, text: str, deadline: float) -> tuple[Any, float]:
+    """``_timed(step, text)``; a payload that ends the episode waits for ``deadline``."""
+    payload, seconds = _timed(step, text)
+    if payload["done"]:
+        time.sleep(max(0.0, deadline - time.monotonic()))
+    return payload, seconds
+
+
 class _Session:
     """One WebSocket session: its own env, alive as long as its socket and its last call.
 
@@ -358,29 +366,32 @@ class _EnvServer:
                     session=session,
                 )
             else:
-                loop = asyncio.get_running_loop()
-                arrived = loop.time()
+                arrived = time.monotonic()
                 try:
                     action = TextAction.model_validate(data)
                 except ValidationError as e:
                     errors = json.loads(e.json(include_url=False, include_input=False))
                     return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
                 place = self.steps
-                if place.inline:
+                if self.scores is not None:
+                    # Private grading: the verdict's grading time must not show either (a
+                    # self_reference client picked the right answer 0.70 of the time by
+                    # timing replies that all said reward 0, s27 att27c F1). The step's
+                    # thread holds an episode's last reply until a deadline from the step's
+                    # arrival: a thread's sleep ends at that time, where a loop timer (whole
+                    # milliseconds, woken from where the loop went idle) may keep the phase
+                    # of when grading ended.
+                    deadline = arrived + self.limits.score_reply_s
+                    payload, seconds = await self.run(
+                        _held, env.step_payload, action.text, deadline, session=session
+                    )
+                elif place.inline:
                     payload, seconds = _timed(env.step_payload, action.text)
                 else:
                     payload, seconds = await self.run(
                         _timed, env.step_payload, action.text, session=session
                     )
                 place.record(seconds)
-                if self.scores is not None and payload["done"]:
-                    # Private grading: the verdict's grading time must not show either (a
-                    # self_reference client picked the right answer 0.70 of the time by
-                    # timing replies that all said reward 0, s27 att27c F1).
-                    # The deadline is on the loop's clock, as its timers are: the loop runs
-                    # the reply at the first tick past it, however long grading took.
-                    deadline = arrived + self.limits.score_reply_s
-                    await asyncio.sleep(max(0.0, deadline - loop.time()))
                 return {"type": "observation", "data": payload}, False
         except Exception as e:  # the env's own error (no episode, bad option): the session stays
             return _error("EXECUTION_ERROR", env.scrubbed(f"{type(e).__name__}: {e}")), False
