@@ -75,6 +75,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="with --score-log: seconds from a step to the reply that ends its episode, so "
         "grading time does not show",
     )
+    parser.add_argument(
+        "--score-work-s",
+        type=float,
+        default=0.002,
+        help="with --score-log: seconds of work an episode's last step is padded to, so "
+        "grading work does not show in other sessions' replies",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     try:
@@ -97,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             allow_custom_tasks=not args.no_custom_tasks,
             score_log=args.score_log,
             score_reply_s=args.score_reply_s,
+            score_work_s=args.score_work_s,
         )
         if not is_loopback(args.host) and limits.token is None:
             raise AdapterConfigError(

@@ -150,6 +150,9 @@ class ServerLimits:
             its episode, so that how long grading took does not show (a right answer is
             graded faster or slower than a wrong one). Grading that takes longer shows that
             it did (most often a timeout, which pays nothing).
+        score_work_s: Private grading: seconds of work (the GIL held) each episode's last
+            step is padded to, so that how much work grading took does not show in the
+            other sessions' reply times either; work past it shows that it did.
     """
 
     max_sessions: int = 16
@@ -163,6 +166,7 @@ class ServerLimits:
     allow_custom_tasks: bool = True
     score_log: str | None = None
     score_reply_s: float = 1.0
+    score_work_s: float = 0.002
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -173,8 +177,9 @@ class ServerLimits:
             raise AdapterConfigError(
                 f"Expects `session_timeout` > 0 or None, actual: {self.session_timeout}"
             )
-        if not self.score_reply_s >= 0:
-            raise AdapterConfigError(f"Expects `score_reply_s` >= 0, actual: {self.score_reply_s}")
+        for name in ("score_reply_s", "score_work_s"):
+            if not getattr(self, name) >= 0:
+                raise AdapterConfigError(f"Expects `{name}` >= 0, actual: {getattr(self, name)}")
         for name in ("max_message_mb", "header_timeout", "body_timeout"):
             if not getattr(self, name) > 0:
                 raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")

@@ -153,10 +153,21 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return fn(*args), time.perf_counter() - started
 
 
-def _held(step: Any, text: str, deadline: float) -> tuple[Any, float]:
-    """``_timed(step, text)``; a payload that ends the episode waits for ``deadline``."""
+def _held(step: Any, text: str, work_s: float, deadline: float) -> tuple[Any, float]:
+    """``_timed(step, text)`` for private grading; a payload that ends the episode is padded.
+
+    The thread keeps working (holding the GIL) until ``work_s`` after the step started and
+    then waits for ``deadline`` (``time.monotonic()``). A right answer is graded with less
+    work than a wrong one (``self_reference``: 0.04-0.07 ms against 0.07-0.2 ms), and while a
+    thread grades, the other sessions' replies wait for the GIL: a second session that timed
+    its own replies told right from wrong 0.78 of the time (s27 att27d).
+    """
+    started = time.monotonic()
     payload, seconds = _timed(step, text)
     if payload["done"]:
+        busy = started + work_s
+        while time.monotonic() < busy:
+            pass
         time.sleep(max(0.0, deadline - time.monotonic()))
     return payload, seconds
 
@@ -383,7 +394,12 @@ class _EnvServer:
                     # of when grading ended.
                     deadline = arrived + self.limits.score_reply_s
                     payload, seconds = await self.run(
-                        _held, env.step_payload, action.text, deadline, session=session
+                        _held,
+                        env.step_payload,
+                        action.text,
+                        self.limits.score_work_s,
+                        deadline,
+                        session=session,
                     )
                 elif place.inline:
                     payload, seconds = _timed(env.step_payload, action.text)

@@ -688,3 +688,27 @@ def test_a_score_log_that_cannot_be_written_fails_before_serving(tmp_path) -> No
 
     with pytest.raises(AdapterConfigError, match="score log"):
         ServerLimits(score_log=str(tmp_path / "missing" / "scores.jsonl"))
+
+
+def test_private_grading_pads_an_episodes_last_step_to_fixed_work_and_time() -> None:
+    """s27 att27d: grading a right answer is less work than a wrong one, and while a thread
+    grades the other sessions' replies wait for the GIL: a second session timing its own
+    replies told right from wrong 0.78 of the time. An episode's last step keeps its thread
+    working until ``score_work_s`` after it started, then waits for the reply's deadline;
+    a step inside an episode is not held."""
+    import time
+
+    from rllm_adapters.openenv.server import _held
+
+    def ends(text: str) -> dict:
+        return {"done": True, "text": text}
+
+    started = time.monotonic()
+    payload, _ = _held(ends, "x", 0.02, started + 0.05)
+    assert payload == {"done": True, "text": "x"} and time.monotonic() - started >= 0.05
+    cpu = time.thread_time()
+    _held(ends, "x", 0.03, 0.0)  # the work, then a deadline already past
+    assert time.thread_time() - cpu > 0.002  # it worked (spun), it did not sleep the work off
+    started = time.monotonic()
+    _held(lambda text: {"done": False}, "x", 1.0, started + 1.0)
+    assert time.monotonic() - started < 0.5
