@@ -182,13 +182,15 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         self._state.step_count += 1
         done = bool(terminated or truncated)
         self._state.done = done
-        shown = self._shown(info)
-        if self._scores is not None:
+        if self._scores is None:
+            shown = self._shown(info)
+        else:
             self._return += float(reward)
             if done:
                 self._scores(self._score(info, bool(terminated), bool(truncated)))
                 obs = PRIVATE_END
-            shown, reward = {"task_id": shown.get("task_id"), "graded_privately": True}, 0.0
+            # The task id as the reset showed it (keyed by the operator's seeds).
+            shown, reward = {"task_id": self._state.task_id, "graded_privately": True}, 0.0
         observation = {
             "text": obs,
             "terminated": bool(terminated),
