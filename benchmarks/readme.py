@@ -550,6 +550,37 @@ def _render_heldout_overlap(name: str, data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_private_grading(name: str, data: dict[str, Any]) -> str:
+    """What a privately graded server's timing tells of a verdict, per setting."""
+    lines = [
+        "| `--score-reply-s` | `--score-work-s` | reply time: AUC (z) | a second session's "
+        "replies: AUC (z) | medians right / wrong (reply; second session) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in data["settings"]:
+        reply, near = row["reply"], row["neighbour"]
+        lines.append(
+            f"| {row['score_reply_s']:g} | {row['score_work_s']:g} | "
+            f"{reply['auc_right_slower']:.3f} ({reply['z']:+.1f}) | "
+            f"{near['auc_right_slower']:.3f} ({near['z']:+.1f}) | "
+            f"{reply['median_ms']['right']:.2f} / {reply['median_ms']['wrong']:.2f} ms; "
+            f"{near['median_ms']['right']:.2f} / {near['median_ms']['wrong']:.2f} ms |"
+        )
+    machine = data.get("machine", {})
+    lines.append("")
+    lines.append(
+        f"From `benchmarks/results/{name}.json` (`{data.get('command', '?')}`, "
+        f"{data.get('time', '?')}, commit `{_commit(data)}`, {machine.get('cpu_count', '?')} "
+        f"CPUs, {_load(machine)}): `{data['env']}` `{data['env_kwargs'].get('dataset')}` with a "
+        f"private seed, {data['pairs']} right/wrong pairs of warmed tasks per setting "
+        "(alternating which comes first, the settings' trials interleaved). AUC: the chance "
+        "that a right answer's time is the longer of a right/wrong pair (0.5: no signal); the "
+        f"second session times its own `state` replies for {data['window_ms']:g} ms after the "
+        "step is sent and keeps the longest."
+    )
+    return "\n".join(lines)
+
+
 def render(name: str) -> str:
     """The Markdown table of ``benchmarks/results/<name>.json``."""
     data = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
@@ -567,6 +598,8 @@ def render(name: str) -> str:
         return _render_main_leaderboard(name, data)
     if "per_layout" in data:
         return _render_robustness(name, data)
+    if "settings" in data and "window_ms" in data:
+        return _render_private_grading(name, data)
     if "eval_seed_start" in data:
         return _render_heldout_overlap(name, data)
     if any(row.get("extra", {}).get("label") for row in data.get("rows", [])):
