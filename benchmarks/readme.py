@@ -554,7 +554,7 @@ def _render_private_grading(name: str, data: dict[str, Any]) -> str:
     """What a privately graded server's timing tells of a verdict, per setting."""
     lines = [
         "| `--score-reply-s` | `--score-work-s` | reply time: AUC (z) | a second session's "
-        "replies: AUC (z) | medians right / wrong (reply; second session) |",
+        "replies: AUC (z) | means right / wrong (reply; second session) |",
         "|---|---|---|---|---|",
     ]
     for row in data["settings"]:
@@ -563,8 +563,8 @@ def _render_private_grading(name: str, data: dict[str, Any]) -> str:
             f"| {row['score_reply_s']:g} | {row['score_work_s']:g} | "
             f"{reply['auc_right_slower']:.3f} ({reply['z']:+.1f}) | "
             f"{near['auc_right_slower']:.3f} ({near['z']:+.1f}) | "
-            f"{reply['median_ms']['right']:.2f} / {reply['median_ms']['wrong']:.2f} ms; "
-            f"{near['median_ms']['right']:.2f} / {near['median_ms']['wrong']:.2f} ms |"
+            f"{reply['mean_ms']['right']:.2f} / {reply['mean_ms']['wrong']:.2f} ms; "
+            f"{near['mean_ms']['right']:.2f} / {near['mean_ms']['wrong']:.2f} ms |"
         )
     machine = data.get("machine", {})
     lines.append("")
