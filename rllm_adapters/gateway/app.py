@@ -1202,6 +1202,18 @@ class Gateway:
             framing = _framing(last, [task, *added], session.sizes, tools=tools)
             framings.append((len(session.calls), framing))
         for turns, framing in framings:
+            pinned = self._pin_client(session, f"framing:{turns}", framing)
+            if pinned != framing:
+                raise _Unscored(
+                    scored["task_id"],
+                    409,
+                    f"Session {session.id!r} wraps its task in other text than this client's "
+                    f"first scored session of {session.env_id!r} with {turns} call(s): a "
+                    "client's scored sessions of an env are framed alike in every run, so no "
+                    "run of its own per task words each task the way that makes a reply right. "
+                    "Another harness needs another client key.",
+                    "framing_changed",
+                )
             if self.sessions.pin_framing(session.run, turns, framing) != framing:
                 raise _Unscored(
                     scored["task_id"],
@@ -1360,6 +1372,19 @@ class Gateway:
         # And the model: a run mixing a weak and a strong model reports a blend, and with
         # greedy previews a client picks the model per task (att29h: 0.6 for 0.3 and 0.9).
         mode = f"{mode} model={body.get('model')}"
+        # Greedy and sampled runs may differ (evaluation and training); within each, the cuts
+        # and the model are the client's in every run, not only the run's (s28 att28a).
+        kind = "sampling:greedy" if body.get("temperature") == 0 else "sampling:sampled"
+        pinned = self._pin_client(session, kind, mode)
+        if pinned != mode:
+            raise GatewayError(
+                400,
+                f"This client's scored calls to {session.env_id!r} are sampled as {pinned!r} "
+                "in every run (stop strings, stop token ids, max_tokens and the model as its "
+                f"first such call sent them): a call sampled as {mode!r} needs another client "
+                "key.",
+                "sampling_changed",
+            )
         pinned = self.sessions.pin_sampling(session.run, mode)
         if pinned != mode:
             raise GatewayError(
@@ -1370,6 +1395,16 @@ class Gateway:
                 "another run.",
                 "sampling_changed",
             )
+
+    def _pin_client(self, session: Session, what: str, value: str) -> str:
+        """The client's pin of ``what`` for ``session``'s env (``value`` if none yet).
+
+        Only where clients have keys: a keyless gateway serves one local client, the operator,
+        whose runs may each try another harness.
+        """
+        if not self.config.auth_required:
+            return value
+        return self.sessions.pin_client(session.owner, session.env_id, what, value)
 
     def _pin_model(self, session: Session, model: Any) -> None:
         """Fix the model of ``session`` at its first call; refuse (400) a call for another.
@@ -1695,25 +1730,35 @@ class Gateway:
 
         cleanup = _Once(release)
 
-        async def events() -> AsyncIterator[bytes]:
+        def rewrite(lines: list[str]) -> bytes:
             nonlocal complete
+            out: list[bytes] = []
+            for line in lines:
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    complete = True
+                    out.append(b"data: [DONE]\n\n")
+                    continue
+                try:
+                    chunk = json.loads(payload)
+                except json.JSONDecodeError:
+                    chunk = None
+                else:
+                    parts.add(chunk)
+                out.extend(relay(line, chunk))
+            return b"".join(out)
+
+        async def events() -> AsyncIterator[bytes]:
+            # The events of one read go out in one write, as a relayed stream's bytes do.
+            lines = _EventLines()
             try:
-                async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    payload = line[5:].strip()
-                    if payload == "[DONE]":
-                        complete = True
-                        yield b"data: [DONE]\n\n"
-                        continue
-                    try:
-                        chunk = json.loads(payload)
-                    except json.JSONDecodeError:
-                        chunk = None
-                    else:
-                        parts.add(chunk)
-                    for out in relay(line, chunk):
+                async for text in response.aiter_text():
+                    if out := rewrite(lines.feed(text)):
                         yield out
+                if out := rewrite(lines.close()):
+                    yield out
             finally:
                 await cleanup()
 
@@ -2058,6 +2103,42 @@ class Gateway:
             transformers = require("transformers", "train", feature="re-tokenising replies")
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.config.tokenizer)
         return self._tokenizer
+
+
+class _EventLines:
+    r"""The lines of a server-sent event stream, from its text as it arrives.
+
+    Lines end at ``\r\n``, ``\r`` or ``\n`` only, as the event-stream format says:
+    ``str.splitlines`` (and so httpx's ``aiter_lines``) also breaks at U+2028, U+2029 and
+    U+0085, which an engine's JSON holds raw inside a string (vLLM's does), and a chunk cut
+    there was neither relayed whole nor recorded.
+    """
+
+    _BREAK = re.compile(r"\r\n|\r|\n")
+
+    def __init__(self) -> None:
+        self._pieces: list[str] = []  # the line so far (joined once, however long it grows)
+        self._cr = False  # the text so far ended in "\r": a "\n" may follow
+
+    def feed(self, text: str) -> list[str]:
+        """The lines that ``text`` completes."""
+        if self._cr:
+            text, self._cr = "\r" + text, False
+        if text.endswith("\r"):
+            text, self._cr = text[:-1], True
+        lines = self._BREAK.split(text)
+        if len(lines) == 1:
+            self._pieces.append(text)
+            return []
+        lines[0] = "".join(self._pieces) + lines[0]
+        self._pieces = [lines.pop()]
+        return lines
+
+    def close(self) -> list[str]:
+        """The last line, if the stream ended without a line break."""
+        rest, ended = "".join(self._pieces), self._cr
+        self._pieces, self._cr = [], False
+        return [rest] if rest or ended else []
 
 
 class _StreamParts:

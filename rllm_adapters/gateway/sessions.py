@@ -654,6 +654,16 @@ class SessionRegistry:
         """
         return self._pin(f"framing:{run or ''}:{turns}", framing)
 
+    def pin_client(self, owner: str, env_id: str, what: str, value: str) -> str:
+        """``what`` of ``owner``'s scored sessions of ``env_id`` in all its runs (else ``value``).
+
+        A run's pins alone hold only inside the run, and a client names its runs: one that
+        opened each task in a run of its own framed it (and could cut and sample it) the way
+        its reply, previewed off the record, was right (s28 att28a: 12 of 12 tasks paid,
+        3 of 12 honest). Kept in the store like a run's.
+        """
+        return self._pin(json.dumps(["client", owner, env_id, what]), value)
+
     def _pin(self, key: str, value: str) -> str:
         with self._lock:
             pinned = self._pins.get(key)

@@ -760,13 +760,13 @@ def test_a_scored_reward_is_for_the_task_the_session_opened_with(tmp_path):
             assert r.status_code == 409 and r.json()["error"]["code"] == "prompt_not_task"
             r = app.post(f"/sessions/{sid}/reward", json={"reward": 0}, headers=ALICE)
             assert r.status_code == 409 and r.json()["error"]["code"] == "session_ended"
-        # The task's statement alone (without the env's instructions) is the task too (in a
-        # run of its own: a run's scored sessions frame their tasks alike).
-        sid = _session(app, env_id="rllm/Math-v1", seed=1, run="statements")
+        # The task's statement alone (without the env's instructions) is the task too (for
+        # another client: a client's scored sessions of an env frame their tasks alike).
+        sid = _session(app, BOB, env_id="rllm/Math-v1", seed=1, run="statements")
         statement = {**CALL, "prompt": f"Q: {_problem(1)}\nA:"}
-        r = app.post(f"/sessions/{sid}/v1/completions", json=statement, headers=ALICE)
+        r = app.post(f"/sessions/{sid}/v1/completions", json=statement, headers=BOB)
         assert r.status_code == 200, r.text
-        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE)
+        r = app.post(f"/sessions/{sid}/reward", json={"env": "rllm/Math-v1"}, headers=BOB)
         assert r.status_code == 200 and r.json()["reward"] == 0.0, r.text
         # A task id named at open must be the scorer's id of that task (refused at open).
         fields = {"env_id": "rllm/Math-v1", "seed": 1, "task_id": "math-made-up"}

@@ -39,10 +39,13 @@ class StandInEngine:
 
     Replies ``text`` (one token per character, ids from 100). A stream sends ``hold_after``
     chunks and then holds the stream open until the client leaves (``None``: it finishes).
+    ``ascii_json=False`` writes non-ASCII characters raw, as vLLM's (pydantic's) JSON does.
     The prompt's ids are the prompt itself when it is a list of ids, else ``[1, 2]``.
     """
 
-    def __init__(self, text: str = "\\boxed{2}", hold_after: int | None = None) -> None:
+    def __init__(
+        self, text: str = "\\boxed{2}", hold_after: int | None = None, ascii_json: bool = True
+    ) -> None:
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse, StreamingResponse
         from starlette.routing import Route
@@ -85,7 +88,8 @@ class StandInEngine:
                     }
                     if i == 0:
                         choice["prompt_token_ids"] = prompt_ids(body)
-                    yield f"data: {json.dumps({'id': 'c', 'choices': [choice]})}\n\n"
+                    chunk = json.dumps({"id": "c", "choices": [choice]}, ensure_ascii=ascii_json)
+                    yield f"data: {chunk}\n\n"
                 yield "data: [DONE]\n\n"
 
             return StreamingResponse(events(), media_type="text/event-stream")
@@ -233,6 +237,40 @@ def test_a_stream_closed_before_its_finish_is_recorded_and_never_scored(tmp_path
     assert 1 <= len(step.completion_ids) <= 4 and len(step.logprobs) == len(step.completion_ids)
     assert t.metadata["aborted_calls"] == 1 and not episode.is_correct
     assert step.info["reward_source"] == "client"
+
+
+def test_a_stream_whose_json_holds_unicode_line_separators_is_relayed_and_recorded_whole(
+    tmp_path,
+):
+    """An engine's JSON holds non-ASCII characters raw (vLLM's does), and U+2028, U+2029 and
+    U+0085 are line breaks to ``str.splitlines`` but not to server-sent events: a recorded
+    stream read as ``splitlines`` lines cut such a chunk, so the client got broken events and
+    the record lost the token (its ids no longer the completion's)."""
+    text = "a\u2028b\u2029c\x85d"
+    engine = _Served(StandInEngine(text=text, ascii_json=False).app)
+    server = _server(tmp_path, engine.url)
+    try:
+        base = server.url
+        r = httpx.post(f"{base}/sessions", json={}, headers=ALICE)
+        sid = r.json()["session_id"]
+        body = {**CALL, "stream": True}
+        url = f"{base}/sessions/{sid}/v1/completions"
+        with httpx.stream("POST", url, json=body, headers=ALICE, timeout=30) as reply:
+            raw = reply.read().decode()
+        events = [e[len("data: ") :] for e in raw.split("\n\n") if e.strip()]
+        assert events[-1] == "[DONE]"
+        chunks = [json.loads(e) for e in events[:-1]]
+        assert "".join(c["choices"][0]["text"] for c in chunks) == text
+        r = httpx.post(f"{base}/sessions/{sid}/reward", json={"reward": 1.0}, headers=ALICE)
+        assert r.status_code == 200, r.text
+    finally:
+        server.stop()
+        engine.stop()
+    (episode,) = _episodes(tmp_path / "e.db")
+    (step,) = episode.trajectory.steps
+    assert step.response == text
+    assert step.completion_ids == [100 + i for i in range(len(text))]
+    assert step.info.get("token_source", episode.trajectory.token_source) == "engine"
 
 
 # ----------------------------------------- F4/F5: session sampling is the policy's own

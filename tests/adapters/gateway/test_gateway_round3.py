@@ -412,11 +412,11 @@ def test_a_runs_stop_strings_are_fixed_by_its_first_scored_call(tmp_path):
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
     call = {**CALL, "prompt": _task_prompt(MATH, 0)}
 
-    def scored_call(run, **fields):
+    def scored_call(run, headers=ALICE, **fields):
         sid = app.post(
-            "/sessions", json={"env_id": MATH, "seed": 0, "run": run}, headers=ALICE
+            "/sessions", json={"env_id": MATH, "seed": 0, "run": run}, headers=headers
         ).json()["session_id"]
-        return app.post(f"/sessions/{sid}/v1/completions", json={**call, **fields}, headers=ALICE)
+        return app.post(f"/sessions/{sid}/v1/completions", json={**call, **fields}, headers=headers)
 
     try:
         assert scored_call("r1", stop=["</answer>"]).status_code == 200
@@ -424,7 +424,12 @@ def test_a_runs_stop_strings_are_fixed_by_its_first_scored_call(tmp_path):
         for fields in ({"stop": ["\\boxed{4550", "\\boxed{456"]}, {}, {"stop_token_ids": [7]}):
             r = scored_call("r1", **fields)
             assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed"
-        assert scored_call("r2").status_code == 200  # another run: no stop strings
+        # Another run of the same client has the same cuts (s28 att28a: a run per task let a
+        # client cut each task its own way); another client has its own.
+        r = scored_call("r2")
+        assert r.status_code == 400 and r.json()["error"]["code"] == "sampling_changed"
+        assert scored_call("r2", stop=["</answer>"]).status_code == 200
+        assert scored_call("r4", BOB).status_code == 200  # bob's run: no stop strings
         for bad in ({"stop": ["x"] * 17}, {"stop": "y" * 65}, {"stop_token_ids": list(range(17))}):
             r = scored_call("r3", **bad)
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", bad

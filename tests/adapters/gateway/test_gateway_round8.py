@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+from .test_gateway_record import ALICE, BOB, CALL, StandInEngine, _task_prompt, _test_client
 from .test_gateway_round7 import MATH, _scored_call
 
 pytest.importorskip("starlette")
@@ -116,17 +116,18 @@ def test_a_reply_the_context_ended_is_not_scored(tmp_path):
     engine.finish = "length"
     app = _test_client(tmp_path, engine, scorers={MATH: {}})
     try:
-        for limit, status in ((64, 409), (len(engine.text), 200)):
-            fields = {"env_id": MATH, "seed": 0, "run": f"limit-{limit}"}  # a run per limit
-            sid = app.post("/sessions", json=fields, headers=ALICE).json()
+        # A client per limit: a client's limit is the same in each of its runs.
+        for limit, status, who in ((64, 409, ALICE), (len(engine.text), 200, BOB)):
+            fields = {"env_id": MATH, "seed": 0, "run": f"limit-{limit}"}
+            sid = app.post("/sessions", json=fields, headers=who).json()
             url = f"/sessions/{sid['session_id']}"
             call = {**CALL, "prompt": _task_prompt(MATH, 0), "max_tokens": limit}
-            assert app.post(f"{url}/v1/completions", json=call, headers=ALICE).is_success
-            r = app.post(f"{url}/reward", json={"env": MATH}, headers=ALICE)
+            assert app.post(f"{url}/v1/completions", json=call, headers=who).is_success
+            r = app.post(f"{url}/reward", json={"env": MATH}, headers=who)
             assert r.status_code == status, r.text
             if status == 409:  # cut before its limit: the context ended it
                 assert r.json()["error"]["code"] == "context_cut"
-                r = app.post(f"{url}/reward", json={"reward": 0.0}, headers=ALICE)
+                r = app.post(f"{url}/reward", json={"reward": 0.0}, headers=who)
                 assert r.is_success, r.text  # still the client's to store
             else:  # its own limit cut it: scored
                 assert r.json()["reward"] == 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_gateway_record import ALICE, CALL, StandInEngine, _task_prompt, _test_client
+from .test_gateway_record import ALICE, BOB, CALL, StandInEngine, _task_prompt, _test_client
 from .test_gateway_round7 import MATH
 
 pytest.importorskip("starlette")
@@ -20,15 +20,15 @@ pytest.importorskip("httpx")
 ANSWERS = {0: "455", 1: "11"}
 
 
-def _scored(app, engine, seed, prompt, run="eval", reply=None):
+def _scored(app, engine, seed, prompt, run="eval", reply=None, headers=ALICE):
     """One scored greedy completions session: the engine replies ``reply`` (else the right
     box) to ``prompt``; returns the reward response."""
-    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed, "run": run}, headers=ALICE)
+    sid = app.post("/sessions", json={"env_id": MATH, "seed": seed, "run": run}, headers=headers)
     sid = sid.json()["session_id"]
     engine.text = reply if reply is not None else f"\\boxed{{{ANSWERS[seed]}}}"
     call = {**CALL, "prompt": prompt, "temperature": 0}
-    assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
-    return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+    assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=headers).is_success
+    return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=headers)
 
 
 def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
@@ -60,12 +60,14 @@ def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
             r = _scored(app, engine, 0, prompt)
             assert r.status_code == 409, r.text
             assert r.json()["error"]["code"] == "framing_changed", r.text
-        # Another run has its own framing.
-        r = _scored(app, engine, 0, prompts[0] + "\n(Problem reference #3)", run="other")
+        # Another client has its own framing (one client's is the same in each of its runs:
+        # test_gateway_round12).
+        other = {"run": "other", "headers": BOB}
+        r = _scored(app, engine, 0, prompts[0] + "\n(Problem reference #3)", **other)
         assert r.status_code == 200, r.text
-        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #3)", run="other")
+        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #3)", **other)
         assert r.status_code == 200, r.text
-        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #4)", run="other")
+        r = _scored(app, engine, 1, prompts[1] + "\n(Problem reference #4)", **other)
         assert r.json()["error"]["code"] == "framing_changed", r.text
     finally:
         app.__exit__(None, None, None)
@@ -186,12 +188,12 @@ def test_each_known_text_keeps_its_own_place_in_the_framing(tmp_path):
         assert _scored(app, engine, 0, _task_prompt(MATH, 0)).status_code == 200
         r = _scored(app, engine, 1, _problem(1))
         assert r.json()["error"]["code"] == "framing_changed", r.text
-        two = "Part 1:\n{}\nPart 2:\n{}"
-        r = _scored(app, engine, 0, two.format(_task_prompt(MATH, 0), _problem(0)), run="two")
+        two, bob = "Part 1:\n{}\nPart 2:\n{}", {"run": "two", "headers": BOB}
+        r = _scored(app, engine, 0, two.format(_task_prompt(MATH, 0), _problem(0)), **bob)
         assert r.status_code == 200, r.text
-        r = _scored(app, engine, 1, two.format(_task_prompt(MATH, 1), _problem(1)), run="two")
+        r = _scored(app, engine, 1, two.format(_task_prompt(MATH, 1), _problem(1)), **bob)
         assert r.status_code == 200, r.text
-        r = _scored(app, engine, 1, two.format(_problem(1), _task_prompt(MATH, 1)), run="two")
+        r = _scored(app, engine, 1, two.format(_problem(1), _task_prompt(MATH, 1)), **bob)
         assert r.json()["error"]["code"] == "framing_changed", r.text
     finally:
         app.__exit__(None, None, None)
@@ -773,7 +775,8 @@ def test_a_reply_inside_the_think_its_prompt_opened_is_graded_there(tmp_path, ti
     env.close()
     thinking = f"maybe \\boxed{{{ANSWERS[0]}}}, but let me check"
     engine = StandInEngine()
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    # Keyless: its one local client may frame each run its own way (a run per case here).
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, api_keys={})
     try:
         # att29q A1: words after the prompt's `<think>` leave it open too.
         for k, (opened, reply, paid) in enumerate(
@@ -919,7 +922,8 @@ def test_think_markers_and_earlier_turns_do_not_move_the_answer(tmp_path, tiny_p
     # envs' rule), were paid 10 of 10.
     folder = str(tmp_path / "special")
     engine = TokenStandIn(transformers.AutoTokenizer.from_pretrained(folder))
-    app = _test_client(tmp_path / "gw-t", engine, scorers={MATH: {}}, tokenizer=folder)
+    # Keyless: a run per case, each framed its own way.
+    app = _test_client(tmp_path / "gw-t", engine, scorers={MATH: {}}, tokenizer=folder, api_keys={})
     try:
         # att29v: tokens after the `<think>` of a completions prompt (a tool-call tag, an
         # end-of-text token) hid it from a reading of the prompt's last turn: 10 of 10 paid.
@@ -997,8 +1001,12 @@ def test_a_thinking_templates_generation_prompt_decides_whatever_the_last_messag
     assert opens in tokenizer.chat_template
     tokenizer.save_pretrained(tmp_path / "thinking")
     engine = TokenStandIn(tokenizer)
-    app = _test_client(
-        tmp_path / "gw", engine, scorers={MATH: {}}, tokenizer=str(tmp_path / "thinking")
+    app = _test_client(  # keyless: a run per case, each framed its own way
+        tmp_path / "gw",
+        engine,
+        scorers={MATH: {}},
+        tokenizer=str(tmp_path / "thinking"),
+        api_keys={},
     )
     prompt = _task_prompt(MATH, 0)
     engine.gen = f"maybe \\boxed{{{ANSWERS[0]}}}, let me check" + " again" * 60

@@ -614,3 +614,26 @@ def test_the_server_runs_on_uvicorns_event_loop_without_the_openenv_extra(tmp_pa
     loop_module = out.stdout.strip().splitlines()[-1]
     pytest.importorskip("uvloop")
     assert loop_module.startswith("uvloop"), loop_module
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_event_lines_break_only_where_the_event_stream_format_does(seed):
+    """Lines end at CRLF, CR or LF, however the text is cut into reads; U+2028, U+2029 and
+    U+0085 (line breaks to ``str.splitlines``) are characters of a line."""
+    import random
+
+    from rllm_adapters.gateway.app import _EventLines
+
+    rng = random.Random(seed)
+    for _ in range(500):
+        lines = ["".join(rng.choices("ab{}\u2028\u2029\x85", k=rng.randint(1, 6))) for _ in "xyz"]
+        breaks = [rng.choice(["\n", "\r\n", "\r"]) for _ in lines]
+        text = "".join(line + end for line, end in zip(lines, breaks, strict=True)) + "tail"
+        cuts = sorted(rng.sample(range(1, len(text)), 3))
+        reads = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        splitter = _EventLines()
+        got = [line for read in reads for line in splitter.feed(read)] + splitter.close()
+        assert got == [*lines, "tail"], (reads, got)
+    splitter = _EventLines()
+    assert splitter.feed("a\r") == [] and splitter.feed("\nb\r") == ["a"]
+    assert splitter.close() == ["b"] and splitter.close() == []
