@@ -5,6 +5,7 @@ integration section's table of tested versions matches the installed packages, t
 from __future__ import annotations
 
 import importlib.metadata
+import itertools
 import os
 import re
 import subprocess
@@ -25,9 +26,14 @@ def _section(title: str) -> str:
 
 
 def _table_rows() -> list[dict[str, str]]:
-    lines = [
-        line for line in _section("Use from other libraries").splitlines() if line.startswith("|")
-    ]
+    """The rows of the section's first table (later tables of the section are others')."""
+    text = _section("Use from other libraries")
+    lines = list(
+        itertools.takewhile(
+            lambda line: line.startswith("|"),
+            itertools.dropwhile(lambda line: not line.startswith("|"), text.splitlines()),
+        )
+    )
     header = [c.strip() for c in lines[0].strip("|").split("|")]
     rows = []
     for line in lines[2:]:
