@@ -331,7 +331,8 @@ class Gateway:
         def session() -> Any:
             # No cap on connections (aiohttp's default is 100): calls in flight are bounded
             # by the gateway's own queue and per-client limits.
-            return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=ENGINE_KEEPALIVE_S)
+            return aiohttp.ClientSession(connector=connector)
 
         # One pooled client for every engine call: httpx's interface on aiohttp's transport,
         # whose HTTP parser is C: httpx's own (h11 under anyio) made the relay's CPU per
@@ -2103,6 +2104,14 @@ class Gateway:
             transformers = require("transformers", "train", feature="re-tokenising replies")
             self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.config.tokenizer)
         return self._tokenizer
+
+
+#: Seconds an idle engine connection is kept for reuse: less than the engines' own keep-alive
+#: (vLLM's server closes an idle connection after 5 s, ``VLLM_HTTP_TIMEOUT_KEEP_ALIVE``). Kept
+#: longer (aiohttp's default is 15 s), a connection could be reused as the engine closed it:
+#: the request's write failed ("Can not write request body") and the call failed with 502
+#: under load, the engine marked unhealthy.
+ENGINE_KEEPALIVE_S = 3.0
 
 
 class _EventLines:

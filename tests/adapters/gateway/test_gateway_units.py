@@ -637,3 +637,12 @@ def test_event_lines_break_only_where_the_event_stream_format_does(seed):
     splitter = _EventLines()
     assert splitter.feed("a\r") == [] and splitter.feed("\nb\r") == ["a"]
     assert splitter.close() == ["b"] and splitter.close() == []
+
+
+def test_engine_connections_are_dropped_before_the_engine_drops_them():
+    # A pooled connection kept past vLLM's keep-alive was reused as vLLM closed it: the call
+    # failed with 502 ("Can not write request body") under load.
+    from rllm_adapters.gateway.app import ENGINE_KEEPALIVE_S
+
+    vllm_envs = pytest.importorskip("vllm.envs")
+    assert 0 < ENGINE_KEEPALIVE_S < vllm_envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE
