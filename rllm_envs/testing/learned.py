@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -63,6 +63,7 @@ _MAX_CLASSES = 40
 #: that a few hundred draws fit them without memorising single questions.
 MAX_COUNT_FEATURES = 40
 _INTEGER = re.compile(r"-?\d{1,12}")
+_F = TypeVar("_F")
 
 
 def _reference(record: Mapping[str, Any]) -> str | None:
@@ -139,6 +140,19 @@ class _FromTasks:
     _without: dict[tuple[int, str], _Predictor | None] = field(
         default_factory=dict, init=False, repr=False
     )
+    # Features by (featurizer, question): each fit without a played question reads the same
+    # draws again, so a question's features are computed once per check, not once per episode.
+    _features: dict[tuple[Hashable, str], Any] = field(default_factory=dict, init=False, repr=False)
+
+    def _memo(self, featurize: Callable[[str], _F], key: Hashable) -> Callable[[str], _F]:
+        """``featurize`` remembered by question under ``key`` (its results are read only)."""
+
+        def cached(question: str) -> _F:
+            if (key, question) not in self._features:
+                self._features[key, question] = featurize(question)
+            return self._features[key, question]
+
+        return cached
 
     def _records(self, env: Any) -> tuple[list[tuple[str, str]], str | None]:
         tasks = getattr(getattr(env, "unwrapped", env), "tasks", None)
@@ -246,7 +260,8 @@ class SurfaceClassifier(_FromTasks):
         raw: dict[str, str] = {}
         for (_, answer), label in zip(records, labels, strict=True):
             raw.setdefault(label, answer)
-        feats = [set(features(q)) for q, _ in records]
+        surface = self._memo(lambda q: frozenset(features(q)), "surface")
+        feats = [surface(q) for q, _ in records]
         freq: Counter[str] = Counter()
         for f in feats:
             freq.update(f)
@@ -406,7 +421,7 @@ class CountRegression(_FromTasks):
         numbers, why = _integer_records(records, self.min_draws)
         if why is not None:
             return None, why
-        return _fit_integer(numbers, count_features), None
+        return _fit_integer(numbers, self._memo(count_features, "counts")), None
 
 
 #: A grid needs this many rows and columns.
@@ -522,7 +537,8 @@ class GridDistances(_FromTasks):
         numbers, why = _integer_records(records, self.min_draws)
         if why is not None:
             return None, why
-        grids = [g for g in (_largest_grid(q) for q, _ in numbers) if g is not None]
+        grid_of = self._memo(_largest_grid, "grid")
+        grids = [g for g in (grid_of(q) for q, _ in numbers) if g is not None]
         shown = len(grids)
         if shown < max(self.min_draws, 0.9 * len(numbers)):
             return None, f"only {shown} of its {len(numbers)} questions show a grid"
@@ -531,7 +547,9 @@ class GridDistances(_FromTasks):
         for grid in grids:
             held.update({c for row in grid for c in row})
         alphabet = frozenset(s for s, n in held.items() if 2 * n >= shown)
-        return _fit_integer(numbers, partial(grid_features, alphabet=alphabet)), None
+        return _fit_integer(
+            numbers, self._memo(partial(grid_features, alphabet=alphabet), alphabet)
+        ), None
 
 
 #: A number as an expression shows it.

@@ -4,6 +4,8 @@ flags toy envs that the earlier library passed; where one cannot run it says so.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from rllm_envs.testing import (
@@ -211,3 +213,23 @@ def test_the_grid_distances_find_the_shortcuts_the_other_fits_miss(family):
     assert [f.rule.name for f in report.failures] == ["degenerate-policy:grid-distances"], str(
         report
     )
+
+
+def test_a_check_reads_each_questions_features_once(monkeypatch):
+    # Each episode refits without its own question's draws; reading every draw's features again
+    # per episode made a 120-episode grid check take minutes.
+    from rllm_envs.testing import learned
+
+    calls: Counter[str] = Counter()
+    real = learned.count_features
+
+    def counted(question):
+        calls[question] += 1
+        return real(question)
+
+    monkeypatch.setattr(learned, "count_features", counted)
+    report = check_reward_hacking(
+        CountTellEnv, policies=[CountRegression()], episodes=40, raise_on_failure=False
+    )
+    assert [f.rule.name for f in report.failures] == ["degenerate-policy:count-regression"]
+    assert calls and max(calls.values()) == 1, calls.most_common(3)
