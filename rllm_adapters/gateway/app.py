@@ -62,7 +62,7 @@ from rllm_adapters.gateway.chat import (
     tool_call_key,
 )
 from rllm_adapters.gateway.config import SESSION_ID_RE, GatewayConfig
-from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull
+from rllm_adapters.gateway.engines import Engine, EnginePool, QueueFull, ServedWeights
 from rllm_adapters.gateway.sessions import (
     GRADE_INFO,
     MAX_ID_CHARS,
@@ -1146,6 +1146,7 @@ class Gateway:
                     "task_mismatch",
                 )
         self._pin_framing(session, scored)
+        self._pin_weights(session, scored["task_id"])
         reward = scored["reward"]
         try:
             _check_reward(reward)
@@ -1226,6 +1227,47 @@ class Gateway:
                     "makes a reply right. Other wording belongs in another run.",
                     "framing_changed",
                 )
+
+    def _pin_weights(self, session: Session, task_id: Any) -> None:
+        """Hold greedy scored sessions to one set of weights: the run's and the client's first.
+
+        A greedy reply is deterministic, so a client previews it off the record; the model pin
+        holds a name, and a hot swap changes the weights behind it. Opening (or holding open)
+        each task until weights it answers right serve it, a run's pass@k counted the best of
+        every version per task (s29 att29a F1). A sampled run is not held to it: training
+        swaps weights under its sessions by design, and a sample cannot be previewed.
+        """
+        if not session.greedy:
+            return
+        served = {call.weights_id for call in session.calls}
+        if len(served) > 1:
+            raise _Unscored(
+                task_id,
+                409,
+                f"Session {session.id!r}'s greedy calls were served by {len(served)} sets of "
+                "weights (a swap came between them): a scored session is one policy's.",
+                "weights_changed",
+            )
+        (weights,) = served
+        if self._pin_client(session, "weights:greedy", weights) != weights:
+            raise _Unscored(
+                task_id,
+                409,
+                f"Session {session.id!r} was served by other weights than this client's first "
+                f"greedy scored session of {session.env_id!r}: a client's greedy scores of an "
+                "env are one checkpoint's in every run, so no task waits for the weights that "
+                "answer it. Evaluate other weights with another client key.",
+                "weights_changed",
+            )
+        if self.sessions.pin_weights(session.run, weights) != weights:
+            raise _Unscored(
+                task_id,
+                409,
+                f"Session {session.id!r} was served by other weights than run "
+                f"{session.run!r}'s first greedy scored session: a greedy run evaluates one "
+                "checkpoint. Other weights belong in another run.",
+                "weights_changed",
+            )
 
     async def _store_unscored(self, session: Session, code: str, task_id: Any = None) -> None:
         """Store claimed ``session`` with no reward after its scoring was refused."""
@@ -1363,7 +1405,8 @@ class Gateway:
             session.seed is None and session.index is None
         ):
             return
-        mode = "greedy" if body.get("temperature") == 0 else "sampled"
+        session.greedy = body.get("temperature") == 0
+        mode = "greedy" if session.greedy else "sampled"
         # Stop strings cut the reply: chosen per task by a client that knows its answer (a
         # procedural task's is public), they cut every wrong box out of a reply and keep the
         # right one (session 17 att29g: pass@1 0.33 -> 0.49). So they are the run's, fixed
@@ -1598,7 +1641,7 @@ class Gateway:
         api: str,
         body: dict[str, Any],
         engine: Engine,
-        version: int,
+        weights: ServedWeights,
         size: int,
     ) -> Any:
         """Read a whole engine reply (not streamed, or an error) and free its slot.
@@ -1616,7 +1659,7 @@ class Gateway:
             return Response(raw, status_code=response.status_code, headers=headers)
         try:
             data = json.loads(raw)
-            return data, self._call_from_reply(api, body, data, engine, version)
+            return data, self._call_from_reply(api, body, data, engine, weights)
         except (ValueError, TypeError, AttributeError, IndexError) as e:
             raise GatewayError(
                 502, f"Engine {engine.name} sent an unreadable reply: {e}", "engine_error"
@@ -1647,11 +1690,11 @@ class Gateway:
         response, engine, slot, started = await self._send_counted(
             path, content, stream, session, size=size
         )
-        version = engine.weights_version
+        weights = engine.served
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
             read = await self._read_reply(
-                response, slot, session, headers, api, body, engine, version, size
+                response, slot, session, headers, api, body, engine, weights, size
             )
             if not isinstance(read, tuple):
                 return read
@@ -1671,7 +1714,7 @@ class Gateway:
         parts = _StreamParts(api)
 
         def record() -> None:
-            call = parts.call(body, engine.name, version)
+            call = parts.call(body, engine.name, weights)
             if call.ids_source != "engine":
                 self._fill_ids(call)
             call.latency_s = time.monotonic() - started
@@ -1808,7 +1851,7 @@ class Gateway:
         response, engine, slot, started = await self._send_counted(
             "/completions", json.dumps(upstream).encode(), stream, session, size=size
         )
-        version = engine.weights_version
+        weights = engine.served
         headers = _copy_headers(response)
 
         def finish(call: Call) -> tuple[dict[str, Any], str]:
@@ -1836,7 +1879,7 @@ class Gateway:
 
         if not stream or response.status_code >= 400:
             read = await self._read_reply(
-                response, slot, session, headers, "completions", body, engine, version, size
+                response, slot, session, headers, "completions", body, engine, weights, size
             )
             if not isinstance(read, tuple):
                 return read
@@ -1852,7 +1895,7 @@ class Gateway:
         first = True
 
         def record() -> None:
-            finish(parts.call(body, engine.name, version))
+            finish(parts.call(body, engine.name, weights))
 
         def relay(line: str, chunk: dict[str, Any] | None) -> Iterator[bytes]:
             nonlocal first
@@ -1908,7 +1951,12 @@ class Gateway:
         self.rate.add(n)
 
     def _call_from_reply(
-        self, api: str, body: dict[str, Any], data: dict[str, Any], engine: Engine, version: int
+        self,
+        api: str,
+        body: dict[str, Any],
+        data: dict[str, Any],
+        engine: Engine,
+        weights: ServedWeights,
     ) -> Call:
         choice = (data.get("choices") or [{}])[0]
         prompt_ids = data.get("prompt_token_ids") or choice.get("prompt_token_ids")
@@ -1950,7 +1998,8 @@ class Gateway:
             request=_request_record(body, api),
             message=message,
             engine=engine.name,
-            weights_version=version,
+            weights_version=weights.version,
+            weights_id=weights.id,
         )
         if call.ids_source != "engine":
             self._fill_ids(call)
@@ -2228,7 +2277,7 @@ class _StreamParts:
             if isinstance(function.get("arguments"), str):
                 call["function"]["arguments"] += function["arguments"]
 
-    def call(self, body: dict[str, Any], engine: str, version: int) -> Call:
+    def call(self, body: dict[str, Any], engine: str, weights: ServedWeights) -> Call:
         text = "".join(self.text)
         message: dict[str, Any] | None = (
             {"role": "assistant", "content": text} if self.api == "chat" else None
@@ -2252,7 +2301,8 @@ class _StreamParts:
             message=message,
             generated=self.generated,
             engine=engine,
-            weights_version=version,
+            weights_version=weights.version,
+            weights_id=weights.id,
             aborted=self.aborted,
         )
 

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,6 +182,14 @@ def _on_cpu() -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class ServedWeights:
+    """The weights a call was served by: the engine's swap count and their identity."""
+
+    version: int
+    id: str
+
+
 @dataclass
 class Engine:
     """One engine and what the gateway knows about it.
@@ -195,8 +204,11 @@ class Engine:
         completion_tokens: Tokens it generated for calls through the gateway.
         healthy: False after a connection failure, until the next health check passes.
         swapping: True while its weights are being replaced.
-        weights_version: How many weight swaps it has had.
+        weights_version: How many weight swaps it has had (since this gateway started).
         weights: What it serves now (a folder, or the initial model).
+        weights_id: Which weights it serves, unique across swaps and restarts: ``initial:``
+            and the initial model, or the swapped folder and that swap's own random id (a
+            folder is rewritten between swaps, and versions start again at a restart).
     """
 
     url: str
@@ -210,10 +222,18 @@ class Engine:
     swapping: bool = False
     weights_version: int = 0
     weights: str | None = None
+    weights_id: str = ""
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.idle.set()
+        if not self.weights_id:
+            self.weights_id = f"initial:{self.weights or self.url}"
+
+    @property
+    def served(self) -> ServedWeights:
+        """The weights that serve a call sent now (read while the call is in flight)."""
+        return ServedWeights(self.weights_version, self.weights_id)
 
     @property
     def root(self) -> str:
@@ -233,6 +253,7 @@ class Engine:
             "swapping": self.swapping,
             "weights_version": self.weights_version,
             "weights": self.weights,
+            "weights_id": self.weights_id,
         }
 
 
@@ -320,6 +341,7 @@ class EnginePool:
             Each engine's state after its swap.
         """
         out = []
+        swap_id = f"{path}#{uuid.uuid4().hex[:16]}"
         async with self._swap_lock:
             for engine in self.engines:
                 if engine.server is None:
@@ -342,6 +364,7 @@ class EnginePool:
                     await _post_ok(client, f"{engine.root}/reset_prefix_cache", None)
                     engine.weights_version += 1
                     engine.weights = path
+                    engine.weights_id = swap_id
                 finally:
                     engine.swapping = False
                     async with self._changed:

