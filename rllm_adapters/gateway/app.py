@@ -16,7 +16,8 @@ Routes (``{sid}`` is a session id; the same calls take an ``X-Session-Id`` heade
   ``GatewayConfig.scorers``') and store it.
 * ``GET /health`` (no token needed), ``GET /metrics`` (requests, tokens/s, queue, per engine
   for the admin token; a client's own counts for a client token).
-* ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights.
+* ``POST /admin/weights`` ``{"path": folder}`` -- hot-swap the launched engines' weights;
+  ``{"reloaded": label}`` -- the external engines reloaded theirs.
 
 Calls without a session are relayed byte for byte (the reply is parsed only to count tokens).
 Calls in a session ask the engine for what recording needs (``return_token_ids``, logprobs)
@@ -1288,6 +1289,16 @@ class Gateway:
 
         self.principal(request, admin=True)
         _, body = await self.read_json(request)
+        reloaded = body.get("reloaded")
+        if reloaded is not None:
+            if not isinstance(reloaded, str) or not reloaded or len(reloaded) > MAX_ID_CHARS:
+                raise GatewayError(
+                    400, "`reloaded` labels the weights the external engines now serve.", "invalid"
+                )
+            try:
+                return JSONResponse({"engines": self.pool.mark_reloaded(reloaded)})
+            except LookupError as e:
+                raise GatewayError(409, str(e), "no_external_engine") from e
         path = body.get("path")
         if not isinstance(path, str) or not path:
             raise GatewayError(400, '`path` must be a model folder: {"path": "..."}.', "invalid")
@@ -1690,7 +1701,7 @@ class Gateway:
         response, engine, slot, started = await self._send_counted(
             path, content, stream, session, size=size
         )
-        weights = engine.served
+        weights = engine.served_for(body.get("model"))
         headers = _copy_headers(response)
         if not stream or response.status_code >= 400:
             read = await self._read_reply(
@@ -1851,7 +1862,7 @@ class Gateway:
         response, engine, slot, started = await self._send_counted(
             "/completions", json.dumps(upstream).encode(), stream, session, size=size
         )
-        weights = engine.served
+        weights = engine.served_for(body.get("model"))
         headers = _copy_headers(response)
 
         def finish(call: Call) -> tuple[dict[str, Any], str]:

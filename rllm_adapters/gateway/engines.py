@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import os
 import signal
 import socket
@@ -182,6 +183,23 @@ def _on_cpu() -> bool:
         return False
 
 
+def weights_fingerprint(folder: str) -> str:
+    """A short digest of the files under ``folder`` (names, sizes and modification times).
+
+    Tells a rewritten folder from the one a pin saw: reading the names and times, not the
+    bytes, keeps a start cheap for a model of gigabytes.
+    """
+    digest = hashlib.sha256()
+    root = Path(folder)
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            stat = path.stat()
+            digest.update(
+                f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
+            )
+    return digest.hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class ServedWeights:
     """The weights a call was served by: the engine's swap count and their identity."""
@@ -206,9 +224,13 @@ class Engine:
         swapping: True while its weights are being replaced.
         weights_version: How many weight swaps it has had (since this gateway started).
         weights: What it serves now (a folder, or the initial model).
-        weights_id: Which weights it serves, unique across swaps and restarts: ``initial:``
-            and the initial model, or the swapped folder and that swap's own random id (a
-            folder is rewritten between swaps, and versions start again at a restart).
+        weights_id: Which base weights it serves, unique across swaps and restarts:
+            ``initial:`` with the launched folder and a fingerprint of its files (a folder is
+            rewritten between restarts), ``initial:external`` for an engine the gateway did
+            not launch (every URL of one model alike), or the swapped folder, or the reload's
+            label, with that swap's own random id (versions start again at a restart).
+        adapters: Each LoRA adapter swapped in, by name: its swap's id (loading one leaves
+            the base weights' calls as they were).
     """
 
     url: str
@@ -223,17 +245,23 @@ class Engine:
     weights_version: int = 0
     weights: str | None = None
     weights_id: str = ""
+    adapters: dict[str, str] = field(default_factory=dict)
     idle: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.idle.set()
         if not self.weights_id:
-            self.weights_id = f"initial:{self.weights or self.url}"
+            self.weights_id = (
+                f"initial:{self.weights}@{weights_fingerprint(self.weights)}"
+                if self.weights
+                else "initial:external"
+            )
 
-    @property
-    def served(self) -> ServedWeights:
-        """The weights that serve a call sent now (read while the call is in flight)."""
-        return ServedWeights(self.weights_version, self.weights_id)
+    def served_for(self, model: str | None) -> ServedWeights:
+        """The weights that serve a call for ``model`` sent now (read while it is in flight)."""
+        adapter = self.adapters.get(model) if model is not None else None
+        weights_id = self.weights_id if adapter is None else f"{self.weights_id}+{model}={adapter}"
+        return ServedWeights(self.weights_version, weights_id)
 
     @property
     def root(self) -> str:
@@ -254,6 +282,7 @@ class Engine:
             "weights_version": self.weights_version,
             "weights": self.weights,
             "weights_id": self.weights_id,
+            "adapters": dict(self.adapters),
         }
 
 
@@ -363,8 +392,11 @@ class EnginePool:
                         )
                     await _post_ok(client, f"{engine.root}/reset_prefix_cache", None)
                     engine.weights_version += 1
-                    engine.weights = path
-                    engine.weights_id = swap_id
+                    if lora_name is None:
+                        engine.weights = path
+                        engine.weights_id = swap_id
+                    else:
+                        engine.adapters[lora_name] = swap_id
                 finally:
                     engine.swapping = False
                     async with self._changed:
@@ -374,6 +406,32 @@ class EnginePool:
             raise LookupError(
                 "No engine launched by the gateway: weights can only be swapped on engines "
                 "it started (`--model`); external engines reload their own weights."
+            )
+        return out
+
+    def mark_reloaded(self, label: str) -> list[dict[str, Any]]:
+        """Record that the engines the gateway did not launch reloaded their weights.
+
+        The gateway cannot see an external engine reload (vLLM's ``reload_weights`` keeps its
+        name and path): its operator says so, and greedy scored sessions are then held to the
+        new weights as after a swap.
+
+        Returns:
+            Each external engine's state.
+        """
+        reload_id = f"{label}#{uuid.uuid4().hex[:16]}"
+        out = []
+        for engine in self.engines:
+            if engine.server is None:
+                engine.weights_version += 1
+                engine.weights = label
+                engine.weights_id = reload_id
+                engine.adapters.clear()
+                out.append(engine.snapshot())
+        if not out:
+            raise LookupError(
+                "No external engine: the gateway swaps the weights of the engines it launched "
+                '(`{"path": folder}`), which names them itself.'
             )
         return out
 

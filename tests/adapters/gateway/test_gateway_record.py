@@ -144,7 +144,8 @@ def _test_client(tmp_path, engine, **settings):
 
     settings.setdefault("store", str(tmp_path / "e.db"))
     settings.setdefault("api_keys", KEYS)
-    gateway = Gateway(GatewayConfig(engines=["http://127.0.0.1:9/v1"], **settings))
+    settings.setdefault("engines", ["http://127.0.0.1:9/v1"])
+    gateway = Gateway(GatewayConfig(**settings))
     client = TestClient(gateway.app)
     client.__enter__()
     client.portal.call(gateway.client.aclose)  # its engine connections, before the stand-in's

@@ -10,10 +10,16 @@ sample). F2 (low-medium): a client claimed ``"eval3:alice"``, and a later start 
 ``"<anything>:<name>"`` is now ``name``'s. F3 (low): weight versions start again at a
 restart; each call's record names its weights by an identity unique across restarts.
 
+A blind round on the fix (att29b) found the weights named per engine URL: an external engine
+reloaded by its operator kept its name (greedy pass@1 0.50 -> 1.00), two URLs of one engine
+refused an honest client half its sessions, and loading a LoRA adapter renamed the base
+weights. External engines now share one name until the operator says they reloaded
+(``POST /admin/weights {"reloaded": label}``), and an adapter has a name of its own.
+
 The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
-these unit tests of the gateway, not a real part). A swap is stood in for by setting what
-``EnginePool.swap_weights`` sets (its engines are launched vLLM servers; the real swap is
-tested on vLLM-CPU in ``test_gateway_engine``).
+these unit tests of the gateway, not a real part); the gateway fronts it as an external
+engine, so the reloads go through the admin endpoint. The launched engines' swap is tested on
+vLLM-CPU in ``test_gateway_engine``.
 """
 
 from __future__ import annotations
@@ -36,17 +42,19 @@ pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 
 
+ADMIN = "admin-key-of-at-least-16"
+
+
 def _swap(app, name: str) -> None:
-    """What a swap of the gateway's engine to the folder ``name`` sets (a stand-in swap)."""
-    (engine,) = app.gateway.pool.engines
-    engine.weights_version += 1
-    engine.weights = name
-    engine.weights_id = f"{name}#{engine.weights_version}"
+    """The operator says the external engines reloaded their weights, now ``name``."""
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    r = app.post("/admin/weights", json={"reloaded": name}, headers=headers)
+    assert r.status_code == 200, r.text
 
 
 def test_greedy_scores_of_a_client_are_one_checkpoints(tmp_path):
     engine = StandInEngine()
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
     prompts = {seed: _task_prompt(MATH, seed) for seed in (0, 1)}
     try:
         assert _scored(app, engine, 0, prompts[0], run="eval").json()["reward"] == 1.0
@@ -74,17 +82,14 @@ def test_greedy_scores_of_a_client_are_one_checkpoints(tmp_path):
     # The refused sessions are stored under their tasks as failed samples.
     alice = [e for e in _episodes(tmp_path / "e.db") if e.trajectory.metadata["client"] == "alice"]
     weights = [(e.run, e.total_reward, e.trajectory.steps[0].info["weights_id"]) for e in alice]
-    initial = weights[0][2]
-    assert initial.startswith("initial:"), weights
-    assert sorted(weights) == sorted(
-        [
-            ("eval", 1.0, initial),
-            ("eval", 0.0, "step-10#1"),
-            ("eval-2", 0.0, "step-10#1"),
-            ("train", 1.0, "step-10#1"),
-            ("train", 1.0, "step-20#2"),
-        ]
-    ), weights
+    named = sorted((run, reward, w.split("#")[0]) for run, reward, w in weights)
+    assert named == [
+        ("eval", 0.0, "step-10"),
+        ("eval", 1.0, "initial:external"),
+        ("eval-2", 0.0, "step-10"),
+        ("train", 1.0, "step-10"),
+        ("train", 1.0, "step-20"),
+    ], weights
     refused = [e for e in alice if e.run in ("eval", "eval-2") and not e.total_reward]
     assert {e.task_id for e in refused} == {_task_id(1)}
 
@@ -99,27 +104,40 @@ def _task_id(seed: int) -> str:
 def test_a_restart_keeps_the_pins_and_names_new_weights_apart(tmp_path):
     engine = StandInEngine()
     prompt = _task_prompt(MATH, 0)
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
     try:
         assert _code(_scored(app, engine, 0, prompt, run="a")) == "ok"
         _swap(app, "step-10")
         assert _code(_scored(app, engine, 0, prompt, run="b", headers=BOB)) == "ok"
     finally:
         app.__exit__(None, None, None)
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
     try:
         # The restarted gateway serves its initial weights again: alice's, not bob's.
         assert _code(_scored(app, engine, 0, prompt, run="a2")) == "ok"
         r = _scored(app, engine, 0, prompt, run="b2", headers=BOB)
         assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
-        # A swap after the restart counts versions from 1 again, under another identity.
+        # A reload after the restart, to a folder of the same name, is other weights.
         _swap(app, "step-10")
-        (served,) = app.gateway.pool.engines
-        served.weights_id = "step-10#" + "restarted"
         r = _scored(app, engine, 0, prompt, run="b3", headers=BOB)
         assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_every_url_of_the_external_engines_serves_one_set_of_weights(tmp_path):
+    # att29b F2: named by URL, one engine listed twice refused an honest client's sessions
+    # routed to the second URL (4 of 8), and a restart with the URL spelled otherwise all.
+    engine = StandInEngine()
+    prompt = _task_prompt(MATH, 0)
+    urls = ["http://127.0.0.1:9/v1", "http://localhost:9/v1"]
+    for engines in (urls, urls[1:]):
+        app = _test_client(tmp_path, engine, scorers={MATH: {}}, engines=engines)
+        try:
+            for k in range(4):
+                assert _code(_scored(app, engine, 0, prompt, run=f"r{k}")) == "ok"
+        finally:
+            app.__exit__(None, None, None)
 
 
 def test_a_greedy_session_across_a_swap_is_not_scored(tmp_path):
@@ -128,7 +146,9 @@ def test_a_greedy_session_across_a_swap_is_not_scored(tmp_path):
     from .test_gateway_round9 import ChatStandIn
 
     engine = ChatStandIn()
-    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 2}}, api_keys={})
+    app = _test_client(
+        tmp_path, engine, scorers={MATH: {"max_turns": 2}}, api_keys={}, admin_key=ADMIN
+    )
     env = gym.make(MATH, max_turns=2)
     try:
         history = [{"role": "user", "content": env.reset(seed=0)[0]}]
@@ -149,7 +169,7 @@ def test_a_greedy_session_across_a_swap_is_not_scored(tmp_path):
 
 def test_a_keyless_gateways_runs_may_each_evaluate_other_weights(tmp_path):
     engine = StandInEngine()
-    app = _test_client(tmp_path, engine, scorers={MATH: {}}, api_keys={})
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, api_keys={}, admin_key=ADMIN)
     prompt = _task_prompt(MATH, 0)
     try:
         assert _code(_scored(app, engine, 0, prompt, run="ckpt-0")) == "ok"
@@ -179,3 +199,45 @@ def test_no_client_claims_another_clients_run_under_another_prefix(tmp_path):
         assert r.status_code == 201 and r.json()["run"] == "eval3:alice", r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_lora_adapter_has_weights_of_its_own():
+    """att29b F3: loading an adapter renamed the engine's weights, so an honest greedy client
+    of the base model was refused every session after it."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from rllm_adapters.gateway.engines import Engine, EnginePool
+
+    class Accepting:  # a stand-in engine HTTP client: every admin call succeeds
+        async def post(self, url, json=None, timeout=None):
+            return SimpleNamespace(status_code=200, text="")
+
+    launched = Engine(url="http://127.0.0.1:9/v1", name="engine-0", server=object())
+    pool = EnginePool([launched], max_in_flight=4, max_queue=4)
+    base = launched.served_for("policy")
+    assert base.id.startswith("initial:")
+    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/a", lora_name="carol"))
+    assert launched.served_for("policy").id == base.id
+    carol = launched.served_for("carol").id
+    assert carol.startswith(base.id + "+carol=/ckpt/a#")
+    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/a", lora_name="carol"))  # in place
+    assert launched.served_for("carol").id not in (carol, base.id)
+    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/b"))  # the base: the adapter on top too
+    assert launched.served_for("policy").id.startswith("/ckpt/b#")
+    assert launched.served_for("carol").id.startswith(launched.weights_id + "+carol=")
+
+
+def test_a_rewritten_folder_is_other_weights(tmp_path):
+    # att29b F1 variant: a launched folder rewritten between restarts kept its name.
+    import os
+
+    from rllm_adapters.gateway.engines import weights_fingerprint
+
+    folder = tmp_path / "final_model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"v1")
+    before = weights_fingerprint(str(folder))
+    (folder / "model.safetensors").write_bytes(b"v2")
+    os.utime(folder / "model.safetensors", ns=(1, 1))
+    assert weights_fingerprint(str(folder)) != before

@@ -185,6 +185,7 @@ def test_one_client_cannot_take_every_session():
 
 def test_replies_lose_only_what_the_gateway_added():
     from rllm_adapters.gateway.app import _StreamParts, _strip
+    from rllm_adapters.gateway.engines import ServedWeights
 
     reply = {
         "prompt_token_ids": [1],
@@ -212,8 +213,9 @@ def test_replies_lose_only_what_the_gateway_added():
             }
         )
     parts.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
-    c = parts.call({"messages": []}, "e", 3)
+    c = parts.call({"messages": []}, "e", ServedWeights(3, "ckpt#1"))
     assert (c.prompt_ids, c.completion_ids, c.logprobs) == ([5, 6], [7, 8], [-0.1, -0.2])
+    assert (c.weights_version, c.weights_id) == (3, "ckpt#1")
     assert c.text == "78" and c.finish_reason == "length" and c.ids_source == "engine"
 
 
