@@ -12,7 +12,7 @@ from rllm_envs.code.datasets import FORMATS, apply_in_process, in_process_share,
 from rllm_envs.code.judge import DEFAULT_TIME_LIMIT, JudgeResult, extract_code, judge_task
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
-from rllm_envs.sandbox import Backend, select_backend
+from rllm_envs.sandbox import Backend, Status, select_backend
 from rllm_envs.sandbox.harness import CXX_FLAGS, WALL_EXTRA, WALL_FACTOR, wall_limit
 from rllm_envs.sandbox.runner import check_language
 from rllm_envs.tasks import DatasetTasks, Task, load_records, rename_fields
@@ -384,6 +384,7 @@ class CodeEnv(TextEnv):
             )
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
+        self._attempts: dict[str, JudgeResult] = {}
         parts = [str(task["question"]).strip()]
         kind = task["kind"]
         if task.get("starter_code"):
@@ -451,16 +452,30 @@ class CodeEnv(TextEnv):
         # feedback shows the output of a program that could carry them over (host page
         # cache, timing). Earlier turns run only while the public tests fail.
         gate = self.multi_turn and not last_turn
-        result = judge_task(
-            code,
-            self.task,
-            time_limit=self.time_limit,
-            memory_mb=self.memory_mb,
-            stop_on_failure=self.stop_on_failure,
-            backend=self.backend,
-            language=self.language,
-            hidden_needs_public_pass=gate,
-        )
+        # A program sent again on such a turn gets its verdict again, not a second run: a
+        # policy that resubmits a failed attempt (more than half of the judged turns of the
+        # reward-hacking check) costs one sandbox run, and a program whose output varies gets
+        # no second draw at the public tests. The last turn runs it (its hidden tests too).
+        result = self._attempts.get(code) if gate else None
+        if result is None:
+            result = judge_task(
+                code,
+                self.task,
+                time_limit=self.time_limit,
+                memory_mb=self.memory_mb,
+                stop_on_failure=self.stop_on_failure,
+                backend=self.backend,
+                language=self.language,
+                hidden_needs_public_pass=gate,
+            )
+            # Not a verdict the machine's load can decide (a time or memory limit, a sandbox
+            # that failed to run): another run may go otherwise.
+            if (
+                gate
+                and result.sandbox_status is Status.OK
+                and not {"TLE", "MLE"} & set(result.verdicts)
+            ):
+                self._attempts[code] = result
         num_public = len(self.task["public_tests"])
         public_passed = all(v == "AC" for v in result.verdicts[:num_public])
         hidden = result.verdicts[num_public:]

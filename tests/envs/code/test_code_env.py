@@ -96,6 +96,33 @@ def test_multi_turn_feedback_and_retry():
     assert info["turn"] == 3
 
 
+def test_a_resubmitted_attempt_gets_its_verdict_again_until_the_last_turn(monkeypatch):
+    from rllm_envs.code import code_env
+
+    runs = []
+    real = code_env.judge_task
+
+    def counted(code, task, **kwargs):
+        runs.append((code, kwargs["hidden_needs_public_pass"]))
+        return real(code, task, **kwargs)
+
+    monkeypatch.setattr(code_env, "judge_task", counted)
+    env = gym.make("rllm/CodeMultiTurn-v1", max_turns=4)
+    env.reset(options={"index": SUM})
+    wrong, other = fenced("print(6)"), fenced("print(7)")
+    first = env.step(wrong)[0]
+    second = env.step(wrong)[0]
+    assert second == first.replace("3 attempt(s) left", "2 attempt(s) left")
+    env.step(other)
+    _, reward, terminated, truncated, _ = env.step(wrong)  # the last turn: run again
+    assert reward == 0.0 and (terminated or truncated)
+    assert runs == [("print(6)", True), ("print(7)", True), ("print(6)", False)]
+    # A new episode judges again.
+    env.reset(options={"index": SUM})
+    env.step(wrong)
+    assert len(runs) == 4
+
+
 def test_multi_turn_hidden_failures_are_not_shown():
     env = gym.make("rllm/CodeMultiTurn-v1", max_turns=2)
     env.reset(options={"index": SUM})
