@@ -212,7 +212,10 @@ class Gateway:
                 Engine(url=u.rstrip("/"), name=f"engine-{i}") for i, u in enumerate(config.engines)
             ]
         self.pool = EnginePool(
-            engines, max_in_flight=config.max_in_flight_per_engine, max_queue=config.max_queue
+            engines,
+            max_in_flight=config.max_in_flight_per_engine,
+            max_queue=config.max_queue,
+            external_weights=config.engine_weights,
         )
         if store is None and config.store is not None:
             from rllm_agents.store import EpisodeStore

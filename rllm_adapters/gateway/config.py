@@ -37,6 +37,10 @@ class GatewayConfig:
         host: Address to bind. Anything but loopback needs ``api_keys`` and ``admin_key``.
         port: Port to bind (0 picks a free one).
         engines: Base URLs (``http://host:port/v1``) of running OpenAI-compatible engines.
+        engine_weights: A label of the weights ``engines`` serve (a checkpoint's step, say):
+            greedy scored sessions are held to one set of weights, and the gateway cannot see
+            what an engine it did not launch serves. The same label after a restart is the
+            same weights; without one, each start of the gateway is new weights.
         model: A checkpoint to serve: a Hugging Face folder, a trainer ``output_dir`` (its
             ``final_model`` or its newest checkpoint), or a model name (``"tiny"``, ...).
             The gateway launches ``num_engines`` vLLM servers on it.
@@ -110,6 +114,7 @@ class GatewayConfig:
     host: str = "127.0.0.1"
     port: int = 8400
     engines: list[str] = field(default_factory=list)
+    engine_weights: str | None = None
     model: str | None = None
     served_model_name: str | None = None
     num_engines: int = 1
@@ -158,6 +163,20 @@ class GatewayConfig:
         if self.num_engines < 0 or (self.model is not None and self.num_engines < 1):
             raise AdapterConfigError(
                 f"Expects `num_engines` >= 1 with `model`, actual: {self.num_engines!r}."
+            )
+        if self.engine_weights is not None and not (
+            isinstance(self.engine_weights, str) and 0 < len(self.engine_weights) <= 256
+        ):
+            raise AdapterConfigError(
+                f"Expects `engine_weights` a label of 1-256 characters, actual: "
+                f"{self.engine_weights!r}."
+            )
+        if self.scorers and self.model is not None and self.engines:
+            raise AdapterConfigError(
+                "A gateway with scorers serves either the engines it launches (`model`) or "
+                "running ones (`engines`), not both: greedy scores are held to one set of "
+                "weights, and it cannot tell that a running engine serves the weights it "
+                "launched (an honest client's sessions on the other engine were refused)."
             )
         if not 0 <= self.port < 65536:
             raise AdapterConfigError(f"Expects `port` in [0, 65535], actual: {self.port!r}.")

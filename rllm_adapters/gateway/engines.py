@@ -184,20 +184,35 @@ def _on_cpu() -> bool:
 
 
 def weights_fingerprint(folder: str) -> str:
-    """A short digest of the files under ``folder`` (names, sizes and modification times).
+    """A digest of the contents of the files under ``folder`` (their names and bytes).
 
-    Tells a rewritten folder from the one a pin saw: reading the names and times, not the
-    bytes, keeps a start cheap for a model of gigabytes.
+    Names the weights a folder holds: a folder rewritten in place (a trainer's
+    ``final_model``) is other weights even where its sizes and times are kept (s29 att29c F3),
+    and the same bytes swapped in again, or launched again, are the same weights. Reads the
+    whole folder (about a second a gigabyte).
     """
     digest = hashlib.sha256()
     root = Path(folder)
     if root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            stat = path.stat()
-            digest.update(
-                f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
-            )
+            digest.update(f"{path.relative_to(root)}\0".encode())
+            with open(path, "rb") as f:
+                digest.update(hashlib.file_digest(f, "sha256").digest())
     return digest.hexdigest()[:16]
+
+
+def folder_weights_id(folder: str) -> str:
+    """The weights id of a folder: its path and :func:`weights_fingerprint`."""
+    return f"{folder}@{weights_fingerprint(folder)}"
+
+
+def external_weights_id(label: str | None) -> str:
+    """The weights id of engines the gateway did not launch, labelled by their operator.
+
+    Unlabelled, each gateway (each start) names them anew: it cannot see what they serve, so
+    a restart after they reloaded must not read as the weights before (s29 att29c F1).
+    """
+    return f"external:{label}" if label else f"external:unlabelled@{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(frozen=True)
@@ -224,13 +239,12 @@ class Engine:
         swapping: True while its weights are being replaced.
         weights_version: How many weight swaps it has had (since this gateway started).
         weights: What it serves now (a folder, or the initial model).
-        weights_id: Which base weights it serves, unique across swaps and restarts:
-            ``initial:`` with the launched folder and a fingerprint of its files (a folder is
-            rewritten between restarts), ``initial:external`` for an engine the gateway did
-            not launch (every URL of one model alike), or the swapped folder, or the reload's
-            label, with that swap's own random id (versions start again at a restart).
-        adapters: Each LoRA adapter swapped in, by name: its swap's id (loading one leaves
-            the base weights' calls as they were).
+        weights_id: Which base weights it serves: a launched or swapped folder's path and a
+            digest of its contents (:func:`folder_weights_id`), or for an engine the gateway
+            did not launch the operator's label (:func:`external_weights_id`; one for every
+            external engine of a pool, so two URLs of one engine are one set of weights).
+        adapters: Each LoRA adapter swapped in, by name: its folder's weights id (loading
+            one leaves the base weights' calls as they were).
     """
 
     url: str
@@ -250,12 +264,8 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.idle.set()
-        if not self.weights_id:
-            self.weights_id = (
-                f"initial:{self.weights}@{weights_fingerprint(self.weights)}"
-                if self.weights
-                else "initial:external"
-            )
+        if not self.weights_id and self.weights:
+            self.weights_id = folder_weights_id(self.weights)
 
     def served_for(self, model: str | None) -> ServedWeights:
         """The weights that serve a call for ``model`` sent now (read while it is in flight)."""
@@ -295,10 +305,22 @@ class EnginePool:
         max_queue: Calls that may wait for a free engine before new ones are refused.
     """
 
-    def __init__(self, engines: Sequence[Engine], *, max_in_flight: int, max_queue: int) -> None:
+    def __init__(
+        self,
+        engines: Sequence[Engine],
+        *,
+        max_in_flight: int,
+        max_queue: int,
+        external_weights: str | None = None,
+    ) -> None:
         if not engines:
             raise ValueError("Expects at least one engine.")
         self.engines = list(engines)
+        # The engines it did not launch serve one set of weights, named by their label.
+        unnamed = external_weights_id(external_weights)
+        for engine in self.engines:
+            if not engine.weights_id:
+                engine.weights_id = unnamed
         self.max_in_flight = max_in_flight
         self.max_queue = max_queue
         self.waiting = 0
@@ -370,7 +392,7 @@ class EnginePool:
             Each engine's state after its swap.
         """
         out = []
-        swap_id = f"{path}#{uuid.uuid4().hex[:16]}"
+        swap_id = await asyncio.to_thread(folder_weights_id, path)
         async with self._swap_lock:
             for engine in self.engines:
                 if engine.server is None:
@@ -419,7 +441,7 @@ class EnginePool:
         Returns:
             Each external engine's state.
         """
-        reload_id = f"{label}#{uuid.uuid4().hex[:16]}"
+        reload_id = external_weights_id(label)
         out = []
         for engine in self.engines:
             if engine.server is None:

@@ -263,6 +263,11 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument(
         "--engine", action="append", default=[], help="base URL of a running engine (repeat)"
     )
+    parser.add_argument(
+        "--engine-weights",
+        help="label of the weights the --engine servers serve (e.g. a checkpoint's step; "
+        "without one each start counts as new weights for greedy scoring)",
+    )
     parser.add_argument("--num-engines", type=int, default=1)
     parser.add_argument("--served-model-name")
     parser.add_argument(
@@ -332,6 +337,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         host=args.host,
         port=args.port,
         engines=list(args.engine),
+        engine_weights=args.engine_weights,
         model=args.model,
         served_model_name=args.served_model_name,
         num_engines=args.num_engines,

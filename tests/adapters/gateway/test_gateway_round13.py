@@ -82,13 +82,13 @@ def test_greedy_scores_of_a_client_are_one_checkpoints(tmp_path):
     # The refused sessions are stored under their tasks as failed samples.
     alice = [e for e in _episodes(tmp_path / "e.db") if e.trajectory.metadata["client"] == "alice"]
     weights = [(e.run, e.total_reward, e.trajectory.steps[0].info["weights_id"]) for e in alice]
-    named = sorted((run, reward, w.split("#")[0]) for run, reward, w in weights)
+    named = sorted((run, reward, w.split("@")[0]) for run, reward, w in weights)
     assert named == [
-        ("eval", 0.0, "step-10"),
-        ("eval", 1.0, "initial:external"),
-        ("eval-2", 0.0, "step-10"),
-        ("train", 1.0, "step-10"),
-        ("train", 1.0, "step-20"),
+        ("eval", 0.0, "external:step-10"),
+        ("eval", 1.0, "external:unlabelled"),
+        ("eval-2", 0.0, "external:step-10"),
+        ("train", 1.0, "external:step-10"),
+        ("train", 1.0, "external:step-20"),
     ], weights
     refused = [e for e in alice if e.run in ("eval", "eval-2") and not e.total_reward]
     assert {e.task_id for e in refused} == {_task_id(1)}
@@ -101,28 +101,51 @@ def _task_id(seed: int) -> str:
     return str(env.reset(seed=seed)[1]["task_id"])
 
 
-def test_a_restart_keeps_the_pins_and_names_new_weights_apart(tmp_path):
+def test_a_restart_keeps_the_pins_and_names_external_weights_by_their_label(tmp_path):
+    # att29c F1: a restart named the external engines' weights as at the start before, while
+    # they served the checkpoint they reloaded: a client scored each task under the checkpoint
+    # that answered it (0.50 -> 1.00). Unlabelled, each start is new weights; labelled, the
+    # same label is the same weights.
     engine = StandInEngine()
     prompt = _task_prompt(MATH, 0)
-    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
+
+    def gateway(**settings):
+        return _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN, **settings)
+
+    app = gateway()
     try:
         assert _code(_scored(app, engine, 0, prompt, run="a")) == "ok"
         _swap(app, "step-10")
         assert _code(_scored(app, engine, 0, prompt, run="b", headers=BOB)) == "ok"
     finally:
         app.__exit__(None, None, None)
-    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
+    app = gateway()  # the engines may serve anything now: new weights for every client
     try:
-        # The restarted gateway serves its initial weights again: alice's, not bob's.
-        assert _code(_scored(app, engine, 0, prompt, run="a2")) == "ok"
-        r = _scored(app, engine, 0, prompt, run="b2", headers=BOB)
-        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
-        # A reload after the restart, to a folder of the same name, is other weights.
-        _swap(app, "step-10")
-        r = _scored(app, engine, 0, prompt, run="b3", headers=BOB)
-        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        for run, headers in (("a2", ALICE), ("b2", BOB)):
+            r = _scored(app, engine, 0, prompt, run=run, headers=headers)
+            assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
     finally:
         app.__exit__(None, None, None)
+    app = gateway(engine_weights="step-10")  # the operator says what they serve
+    try:
+        assert _code(_scored(app, engine, 0, prompt, run="b3", headers=BOB)) == "ok"
+        r = _scored(app, engine, 0, prompt, run="a3")
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+        _swap(app, "step-10")  # the same label again (a retried declaration): the same weights
+        assert _code(_scored(app, engine, 0, prompt, run="b4", headers=BOB)) == "ok"
+    finally:
+        app.__exit__(None, None, None)
+
+
+def test_a_gateway_that_scores_does_not_mix_launched_and_running_engines():
+    # att29c F2: a launched engine and a running one were two sets of weights to the pins,
+    # and an honest client's sessions routed to the second were refused (10 of 20).
+    from rllm_adapters.error import AdapterConfigError
+    from rllm_adapters.gateway import GatewayConfig
+
+    with pytest.raises(AdapterConfigError, match="not both"):
+        GatewayConfig(model="tiny", engines=["http://127.0.0.1:9/v1"], scorers={MATH: {}})
+    GatewayConfig(model="tiny", engines=["http://127.0.0.1:9/v1"])  # no scorer: served as before
 
 
 def test_every_url_of_the_external_engines_serves_one_set_of_weights(tmp_path):
@@ -132,7 +155,9 @@ def test_every_url_of_the_external_engines_serves_one_set_of_weights(tmp_path):
     prompt = _task_prompt(MATH, 0)
     urls = ["http://127.0.0.1:9/v1", "http://localhost:9/v1"]
     for engines in (urls, urls[1:]):
-        app = _test_client(tmp_path, engine, scorers={MATH: {}}, engines=engines)
+        app = _test_client(
+            tmp_path, engine, scorers={MATH: {}}, engines=engines, engine_weights="ckpt-0"
+        )
         try:
             for k in range(4):
                 assert _code(_scored(app, engine, 0, prompt, run=f"r{k}")) == "ok"
@@ -201,7 +226,7 @@ def test_no_client_claims_another_clients_run_under_another_prefix(tmp_path):
         app.__exit__(None, None, None)
 
 
-def test_a_lora_adapter_has_weights_of_its_own():
+def test_a_lora_adapter_has_weights_of_its_own(tmp_path):
     """att29b F3: loading an adapter renamed the engine's weights, so an honest greedy client
     of the base model was refused every session after it."""
     import asyncio
@@ -213,31 +238,47 @@ def test_a_lora_adapter_has_weights_of_its_own():
         async def post(self, url, json=None, timeout=None):
             return SimpleNamespace(status_code=200, text="")
 
-    launched = Engine(url="http://127.0.0.1:9/v1", name="engine-0", server=object())
+    folders = {}
+    for name, content in (("base", b"b0"), ("a", b"a1"), ("b", b"b1")):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "model.safetensors").write_bytes(content)
+    launched = Engine(
+        url="http://x/v1", name="engine-0", server=object(), weights=str(folders["base"])
+    )
     pool = EnginePool([launched], max_in_flight=4, max_queue=4)
     base = launched.served_for("policy")
-    assert base.id.startswith("initial:")
-    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/a", lora_name="carol"))
+    assert base.id.startswith(f"{folders['base']}@")
+
+    def swap(folder, lora=None):
+        asyncio.run(pool.swap_weights(Accepting(), str(folder), lora_name=lora))
+
+    swap(folders["a"], "carol")
     assert launched.served_for("policy").id == base.id
     carol = launched.served_for("carol").id
-    assert carol.startswith(base.id + "+carol=/ckpt/a#")
-    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/a", lora_name="carol"))  # in place
-    assert launched.served_for("carol").id not in (carol, base.id)
-    asyncio.run(pool.swap_weights(Accepting(), "/ckpt/b"))  # the base: the adapter on top too
-    assert launched.served_for("policy").id.startswith("/ckpt/b#")
+    assert carol.startswith(f"{base.id}+carol={folders['a']}@")
+    swap(folders["a"], "carol")  # the same adapter again: the same weights
+    assert launched.served_for("carol").id == carol
+    (folders["a"] / "model.safetensors").write_bytes(b"a2")
+    swap(folders["a"], "carol")  # rewritten in place: other weights
+    assert launched.served_for("carol").id != carol
+    swap(folders["b"])  # the base: the adapter on top of it too
+    assert launched.served_for("policy").id.startswith(f"{folders['b']}@")
     assert launched.served_for("carol").id.startswith(launched.weights_id + "+carol=")
 
 
-def test_a_rewritten_folder_is_other_weights(tmp_path):
-    # att29b F1 variant: a launched folder rewritten between restarts kept its name.
+def test_a_folder_rewritten_with_its_sizes_and_times_is_other_weights(tmp_path):
+    # att29c F3: names, sizes and times kept the id of a checkpoint rewritten in place.
     import os
 
     from rllm_adapters.gateway.engines import weights_fingerprint
 
     folder = tmp_path / "final_model"
     folder.mkdir()
-    (folder / "model.safetensors").write_bytes(b"v1")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"v1")
+    os.utime(weights, ns=(1, 1))
     before = weights_fingerprint(str(folder))
-    (folder / "model.safetensors").write_bytes(b"v2")
-    os.utime(folder / "model.safetensors", ns=(1, 1))
+    weights.write_bytes(b"v2")
+    os.utime(weights, ns=(1, 1))
     assert weights_fingerprint(str(folder)) != before
