@@ -294,15 +294,21 @@ def test_hot_swap_keeps_calls_in_flight_on_the_old_weights(launched, hf_model, t
         assert statuses == [200] * len(sids)  # nothing dropped
         gw = launched.gateway
         engine = gw.pool.engines[0]
-        # The swap's identity: its folder and an id of its own (a folder is rewritten between
-        # swaps, and versions count again from 0 at a restart).
-        assert engine.weights_id.startswith(f"{engine.weights}#")
+        initial = next(
+            c.weights_id
+            for s in sids
+            for c in gw.sessions.sessions["local", s].calls
+            if c.weights_version == 0
+        )
+        # The swap's weights: its folder and a digest of its bytes (a trainer rewrites one
+        # folder between swaps, and versions count again from 0 at a restart).
+        assert engine.weights_id.startswith(f"{engine.weights}@") and initial != engine.weights_id
         for sid in sids:
             (call,) = gw.sessions.sessions["local", sid].calls
             assert len(call.completion_ids) == 48
             model = hf_model if call.weights_version == 0 else new_model
             assert (call.weights_id == engine.weights_id) == (call.weights_version == 1)
-            assert call.weights_version == 1 or call.weights_id.startswith("initial:")
+            assert call.weights_version == 1 or call.weights_id == initial
             outside, argmax = completion_logprobs(model, call.prompt_ids, call.completion_ids)
             # Each call was served by one set of weights, the one it names.
             assert call.completion_ids == argmax

@@ -40,7 +40,8 @@ def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
     from rllm_agents.store import EpisodeStore
 
     engine = StandInEngine()
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    # The engine's weights labelled: greedy scoring goes on across the restart below.
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, engine_weights="ckpt")
     prompts = {seed: _task_prompt(MATH, seed) for seed in ANSWERS}
     assert ANSWERS[0] not in prompts[0]  # the answer is not in the prompt
     try:
@@ -78,7 +79,7 @@ def test_a_runs_scored_sessions_wrap_every_task_alike(tmp_path):
     # counts as sampled as often as the most-sampled one).
     assert row["samples"] == 7 and row["pass@1"] == pytest.approx((1 / 6 + 1 / 6) / 2), row
     # The pin is kept in the store: a gateway restarted on it keeps the run's framing.
-    app = _test_client(tmp_path, engine, scorers={MATH: {}})
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, engine_weights="ckpt")
     try:
         r = _scored(app, engine, 1, prompts[1])
         assert r.json()["error"]["code"] == "framing_changed", r.text
