@@ -202,8 +202,14 @@ def weights_fingerprint(folder: str) -> str:
 
 
 def folder_weights_id(folder: str) -> str:
-    """The weights id of a folder: its path and :func:`weights_fingerprint`."""
-    return f"{folder}@{weights_fingerprint(folder)}"
+    """The weights id of a folder: its :func:`weights_fingerprint`, however it is reached.
+
+    ``step-0/``, a link or a copy: the same bytes are the same weights (s29 att29d F3). A name
+    that is no folder (a hub id) is named by itself.
+    """
+    if not Path(folder).is_dir():
+        return f"name:{folder}"
+    return f"sha256:{weights_fingerprint(folder)}"
 
 
 def external_weights_id(label: str | None) -> str:
@@ -400,13 +406,19 @@ class EnginePool:
                 engine.swapping = True
                 try:
                     await engine.idle.wait()
+                    # From here the engine may serve the new weights even if a call fails (a
+                    # reload that completed after its request failed, a prefix-cache reset
+                    # refused): named as neither, until a swap succeeds (s29 att29d F2).
+                    unknown = f"unknown@{uuid.uuid4().hex[:16]}"
                     if lora_name is None:
+                        engine.weights_id = unknown
                         await _post_ok(
                             client,
                             f"{engine.root}/collective_rpc",
                             {"method": "reload_weights", "kwargs": {"weights_path": path}},
                         )
                     else:
+                        engine.adapters[lora_name] = unknown
                         await _post_ok(
                             client,
                             f"{engine.root}/v1/load_lora_adapter",

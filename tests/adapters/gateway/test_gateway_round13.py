@@ -232,7 +232,7 @@ def test_a_lora_adapter_has_weights_of_its_own(tmp_path):
     import asyncio
     from types import SimpleNamespace
 
-    from rllm_adapters.gateway.engines import Engine, EnginePool
+    from rllm_adapters.gateway.engines import Engine, EnginePool, folder_weights_id
 
     class Accepting:  # a stand-in engine HTTP client: every admin call succeeds
         async def post(self, url, json=None, timeout=None):
@@ -248,7 +248,7 @@ def test_a_lora_adapter_has_weights_of_its_own(tmp_path):
     )
     pool = EnginePool([launched], max_in_flight=4, max_queue=4)
     base = launched.served_for("policy")
-    assert base.id.startswith(f"{folders['base']}@")
+    assert base.id == folder_weights_id(f"{folders['base']}/")  # however the path is spelled
 
     def swap(folder, lora=None):
         asyncio.run(pool.swap_weights(Accepting(), str(folder), lora_name=lora))
@@ -256,14 +256,14 @@ def test_a_lora_adapter_has_weights_of_its_own(tmp_path):
     swap(folders["a"], "carol")
     assert launched.served_for("policy").id == base.id
     carol = launched.served_for("carol").id
-    assert carol.startswith(f"{base.id}+carol={folders['a']}@")
+    assert carol == f"{base.id}+carol={folder_weights_id(str(folders['a']))}"
     swap(folders["a"], "carol")  # the same adapter again: the same weights
     assert launched.served_for("carol").id == carol
     (folders["a"] / "model.safetensors").write_bytes(b"a2")
     swap(folders["a"], "carol")  # rewritten in place: other weights
     assert launched.served_for("carol").id != carol
     swap(folders["b"])  # the base: the adapter on top of it too
-    assert launched.served_for("policy").id.startswith(f"{folders['b']}@")
+    assert launched.served_for("policy").id == folder_weights_id(str(folders["b"]))
     assert launched.served_for("carol").id.startswith(launched.weights_id + "+carol=")
 
 
@@ -282,3 +282,28 @@ def test_a_folder_rewritten_with_its_sizes_and_times_is_other_weights(tmp_path):
     weights.write_bytes(b"v2")
     os.utime(weights, ns=(1, 1))
     assert weights_fingerprint(str(folder)) != before
+
+
+def test_a_failed_swap_names_the_weights_as_unknown(tmp_path):
+    """att29d F2: a swap whose reload went through and whose prefix-cache reset failed kept
+    the old weights' name while the engine served the new ones (0.50 -> 0.75)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from rllm_adapters.gateway.engines import Engine, EnginePool
+
+    class FailsAfterReload:  # a stand-in engine HTTP client: the reload goes through
+        async def post(self, url, json=None, timeout=None):
+            failed = url.endswith("/reset_prefix_cache")
+            return SimpleNamespace(status_code=500 if failed else 200, text="refused")
+
+    folder = tmp_path / "step-10"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"w")
+    launched = Engine(url="http://x/v1", name="engine-0", server=object(), weights="/nowhere")
+    pool = EnginePool([launched], max_in_flight=4, max_queue=4)
+    before = launched.served_for("policy").id
+    with pytest.raises(RuntimeError, match="reset_prefix_cache"):
+        asyncio.run(pool.swap_weights(FailsAfterReload(), str(folder)))
+    after = launched.served_for("policy").id
+    assert after.startswith("unknown@") and after != before
