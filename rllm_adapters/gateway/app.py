@@ -1241,7 +1241,10 @@ class Gateway:
         every version per task (s29 att29a F1). A sampled run is not held to it: training
         swaps weights under its sessions by design, and a sample cannot be previewed.
         """
-        if not session.greedy:
+        # Read from the recorded calls, not from the session's last request: a refused call
+        # is never recorded, and one sent at temperature 1 after a greedy call (400
+        # `sampling_changed`) passed a greedy session off as sampled (s29 att29e: 0.50 -> 1.00).
+        if not any(call.request.get("temperature") == 0 for call in session.calls):
             return
         served = {call.weights_id for call in session.calls}
         if len(served) > 1:
@@ -1419,8 +1422,7 @@ class Gateway:
             session.seed is None and session.index is None
         ):
             return
-        session.greedy = body.get("temperature") == 0
-        mode = "greedy" if session.greedy else "sampled"
+        mode = "greedy" if body.get("temperature") == 0 else "sampled"
         # Stop strings cut the reply: chosen per task by a client that knows its answer (a
         # procedural task's is public), they cut every wrong box out of a reply and keep the
         # right one (session 17 att29g: pass@1 0.33 -> 0.49). So they are the run's, fixed

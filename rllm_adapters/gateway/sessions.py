@@ -237,8 +237,6 @@ class Session:
     chat_state: Any = None
     #: The model the session's calls asked for (the first call's; others are refused).
     model: str | None = None
-    #: A scored session's calls are greedy (temperature 0; its run's and client's mode).
-    greedy: bool = False
     #: A failed store of this session was logged (an idle sweep logs it once).
     store_failed: bool = False
     #: Calls whose reply reached the client but could not be recorded: such a session is

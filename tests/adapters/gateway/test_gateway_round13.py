@@ -307,3 +307,27 @@ def test_a_failed_swap_names_the_weights_as_unknown(tmp_path):
         asyncio.run(pool.swap_weights(FailsAfterReload(), str(folder)))
     after = launched.served_for("policy").id
     assert after.startswith("unknown@") and after != before
+
+
+def test_a_refused_sampled_call_does_not_pass_a_greedy_session_off_as_sampled(tmp_path):
+    """att29e F1: a call at temperature 1 after a greedy one was refused (400
+    `sampling_changed`, never recorded) but marked the session sampled, so its greedy reply
+    under new weights was scored (0.50 -> 1.00)."""
+    engine = StandInEngine()
+    app = _test_client(tmp_path, engine, scorers={MATH: {}}, admin_key=ADMIN)
+    prompts = {seed: _task_prompt(MATH, seed) for seed in (0, 1)}
+    try:
+        assert _scored(app, engine, 0, prompts[0], run="eval").json()["reward"] == 1.0
+        _swap(app, "step-10")
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 1, "run": "eval"}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        engine.text = "\\boxed{11}"
+        call = {**CALL, "prompt": prompts[1], "temperature": 0}
+        assert app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE).is_success
+        call["temperature"] = 1.0
+        r = app.post(f"/sessions/{sid}/v1/completions", json=call, headers=ALICE)
+        assert (r.status_code, _code(r)) == (400, "sampling_changed"), r.text
+        r = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
+    finally:
+        app.__exit__(None, None, None)
