@@ -43,6 +43,7 @@ import collections
 import concurrent.futures
 import contextlib
 import copy
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -1191,22 +1192,31 @@ class Gateway:
         feedback taken out too, are the run's, per number of calls; a session framed otherwise
         is not graded and counts as a failed sample of its task (409 ``framing_changed``).
         """
-        first, last = session.calls[0], session.calls[-1]
         task = {"task": scored.get("observation"), "statement": scored.get("statement")}
         tools = scored.get("tools")
-        framings = [(1, _framing(first, [task], tools=tools))]
-        if len(session.calls) > 1:
-            # Each call continues the one before it (:func:`_continues`), so the last call's
-            # prompt holds every earlier call's, and what each turn added is its own piece:
-            # the reply and the env's feedback are taken out of their turn's piece only (a
-            # short reply is also a word of the harness's own text).
-            feedback = list(scored.get("feedback", []))
-            added = [
-                {"reply": call.text, "call id": _call_ids(call), "feedback": text}
-                for call, text in zip(session.calls, feedback, strict=False)
-            ]
-            framing = _framing(last, [task, *added], session.sizes, tools=tools)
-            framings.append((len(session.calls), framing))
+        framings = [(1, _framing(session.calls[0], [task], tools=tools))]
+        # Each call continues the one before it (:func:`_continues`), so each call's prompt
+        # holds every earlier call's, and what each turn added is its own piece: the reply
+        # and the env's feedback are taken out of their turn's piece only (a short reply is
+        # also a word of the harness's own text). Every call's framing is pinned, not only
+        # the last one's: pinned per session length alone, each length of a multi-turn
+        # episode was a wording chosen after previewing (s29 att29f: FrozenLake 0.14 -> 0.21).
+        feedback = list(scored.get("feedback", []))
+        added = [
+            {"reply": call.text, "call id": _call_ids(call), "feedback": text}
+            for call, text in zip(session.calls, feedback, strict=False)
+        ]
+        last = session.calls[-1]
+        main = _PROMPT_FIELDS[last.api][0]
+        for turns in range(2, len(session.calls) + 1):
+            # The turns-th call's prompt is the last one's cut where it ended (a middle call's
+            # own request is not kept).
+            cut = {**last.request, main: last.request.get(main)}
+            if turns < len(session.calls) and isinstance(cut[main], (str, list)):
+                cut[main] = cut[main][: session.sizes[turns - 1]]
+            call = dataclasses.replace(last, request=cut)
+            known = [task, *added[:turns]]
+            framings.append((turns, _framing(call, known, session.sizes[:turns], tools=tools)))
         for turns, framing in framings:
             pinned = self._pin_client(session, f"framing:{turns}", framing)
             if pinned != framing:

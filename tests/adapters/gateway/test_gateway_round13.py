@@ -331,3 +331,44 @@ def test_a_refused_sampled_call_does_not_pass_a_greedy_session_off_as_sampled(tm
         assert (r.status_code, _code(r)) == (409, "weights_changed"), r.text
     finally:
         app.__exit__(None, None, None)
+
+
+def test_each_turns_wording_is_pinned_once_whatever_the_sessions_length(tmp_path):
+    """att29f F1: the wording between turns was pinned per session length, so a client chose
+    one for each length of a multi-turn episode after previewing it (FrozenLake 0.14 -> 0.21
+    over 200 tasks). Every call's framing is pinned: a shorter session keeps the wording a
+    longer one set for its turns."""
+    import gymnasium as gym
+
+    from .test_gateway_round9 import ChatStandIn
+
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={MATH: {"max_turns": 3}})
+
+    def session(seed, replies, reminder):
+        env = gym.make(MATH, max_turns=3)
+        history = [{"role": "user", "content": env.reset(seed=seed)[0]}]
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": seed}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        for text in replies:
+            engine.text = text
+            call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0}
+            r = app.post(
+                f"/sessions/{sid}/v1/chat/completions",
+                json={**call, "messages": history},
+                headers=ALICE,
+            )
+            assert r.status_code == 200, r.text
+            history = [*history, r.json()["choices"][0]["message"]]
+            history.append({"role": "user", "content": env.step(text)[0] + reminder})
+        return app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+
+    try:
+        r = session(0, ["\\boxed{1}", "\\boxed{2}", "\\boxed{455}"], "\nTry again.")
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+        r = session(1, ["\\boxed{1}", "\\boxed{11}"], "\nOne more try?")
+        assert (r.status_code, _code(r)) == (409, "framing_changed"), r.text
+        r = session(1, ["\\boxed{1}", "\\boxed{11}"], "\nTry again.")
+        assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    finally:
+        app.__exit__(None, None, None)
