@@ -1107,8 +1107,10 @@ class Gateway:
                 409,
                 f"Session {session.id!r}'s last call does not hold exactly its earlier "
                 f"replies ({len(session.calls) - 1} recorded): a scored session is the env's "
-                "episode, every turn a call through it, sent back as the gateway returned it "
-                "(a number reward keeps such a session as the client's).",
+                "episode, every turn a call through it, sent back as the gateway returned it; "
+                "in chat, as many assistant messages as earlier calls (a few-shot example goes "
+                "in a system or user message's text). A number reward keeps such a session as "
+                "the client's.",
                 "history_not_recorded",
             )
         if refused == ["reply_ids_needed"]:
