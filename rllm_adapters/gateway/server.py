@@ -27,7 +27,7 @@ from typing import Any
 
 from rllm_adapters.gateway.app import Gateway
 from rllm_adapters.gateway.config import GatewayConfig
-from rllm_adapters.gateway.engines import Engine, VLLMServer
+from rllm_adapters.gateway.engines import Engine, VLLMServer, folder_weights_id
 from rllm_envs.error import require
 
 __all__ = ["GatewayServer", "launch_engines", "main", "parse_args"]
@@ -59,8 +59,9 @@ def launch_engines(config: GatewayConfig) -> tuple[list[Engine], str, str]:
         for server in servers:
             server.stop()
         raise
+    weights_id = folder_weights_id(folder)  # one read of the folder for every engine
     engines = [
-        Engine(url=s.base_url, name=f"engine-{i}", server=s, weights=folder)
+        Engine(url=s.base_url, name=f"engine-{i}", server=s, weights=folder, weights_id=weights_id)
         for i, s in enumerate(servers)
     ]
     return engines, folder, name
