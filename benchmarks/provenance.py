@@ -64,8 +64,12 @@ def _git(*args: str) -> str | None:
 
 
 def git_commit() -> str:
-    """The checkout's commit (``""`` outside a git checkout)."""
-    return _git("rev-parse", "HEAD") or ""
+    """The checkout's commit (``$RLLM_COMMIT`` or ``""`` outside a git checkout).
+
+    A copy of the tree run elsewhere (a GPU machine without ``.git``) is told its commit by
+    ``RLLM_COMMIT``.
+    """
+    return _git("rev-parse", "HEAD") or os.environ.get("RLLM_COMMIT", "")
 
 
 def git_dirty() -> bool | None:
@@ -92,8 +96,8 @@ def versions(packages: tuple[str, ...] = PACKAGES, *, tools: bool = False) -> di
 
 
 def machine(*, tools: bool = False) -> dict[str, Any]:
-    """Python, platform, CPU count, the 1-minute load and the package versions."""
-    return {
+    """Python, platform, CPU count, the 1-minute load, the package versions and any GPUs."""
+    host: dict[str, Any] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.machine(),
@@ -101,6 +105,24 @@ def machine(*, tools: bool = False) -> dict[str, Any]:
         "load_average_1m": load_1m(),
         "versions": versions(tools=tools),
     }
+    gpus = gpu_names()
+    if gpus:
+        host["gpus"] = gpus
+    return host
+
+
+def gpu_names() -> list[str]:
+    """The NVIDIA GPUs ``nvidia-smi`` lists (none where it is missing), without importing torch."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in done.stdout.splitlines() if line.strip()]
 
 
 def load_1m() -> float:

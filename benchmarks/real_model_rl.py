@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.provenance import LoadSampler, provenance
+from benchmarks.provenance import LoadSampler, gpu_names, provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "math_smollm2_grpo.yaml"
@@ -78,6 +78,8 @@ def _evaluate(model: str, config: dict[str, Any], num_tasks: int, out: Path) -> 
         str(num_tasks),
         "--max-tokens",
         str(rollout.get("max_tokens", 256)),
+        "--backend",
+        str(rollout.get("backend", "vllm")),
         "--engine-kwargs",
         json.dumps(rollout.get("engine_kwargs") or {}),
         "--out",
@@ -123,6 +125,11 @@ def _training_summary(output_dir: Path) -> dict[str, Any]:
         "first_rows": rows[:2],
         "last_rows": rows[-2:],
     }
+
+
+def _device_label() -> str:
+    gpus = gpu_names()
+    return gpus[0] if gpus else "CPU"
 
 
 def curve_path(out: Path) -> Path:
@@ -187,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--out",
             str(curve),
             "--title",
-            f"GRPO, {config['model']} on {config['env']} (CPU)",
+            f"GRPO, {config['model']} on {config['env']} ({_device_label()})",
         ],
         check=False,
         cwd=ROOT,

@@ -42,6 +42,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "real_model_trl.json"
 
 def grpo_args(config: Any, output_dir: Path, updates: int) -> Any:
     """TRL's ``GRPOConfig`` matching our trainer ``config`` (see the module docstring)."""
+    import torch
     from trl import GRPOConfig
 
     rollout, algo, optim = config.rollout, config.algorithm, config.optim
@@ -49,7 +50,8 @@ def grpo_args(config: Any, output_dir: Path, updates: int) -> Any:
     micro = min(algo.micro_batch_size, batch)
     return GRPOConfig(
         output_dir=str(output_dir),
-        use_cpu=True,
+        # On a GPU machine both trainers run there (ours: `DS_ACCELERATOR=cuda`).
+        use_cpu=not torch.cuda.is_available(),
         bf16=False,
         report_to="none",
         logging_steps=1,
@@ -81,8 +83,14 @@ def grpo_args(config: Any, output_dir: Path, updates: int) -> Any:
     )
 
 
-def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
-    """Train with TRL's ``GRPOTrainer``; return the per-update log and the model folder."""
+def train(
+    config: Any, output_dir: Path, updates: int, max_wall_s: float | None = None
+) -> dict[str, Any]:
+    """Train with TRL's ``GRPOTrainer``; return the per-update log and the model folder.
+
+    ``max_wall_s`` stops training after the update that crosses it (as our trainer's
+    ``train.max_wall_s``); the log says how many updates ran.
+    """
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
@@ -110,6 +118,8 @@ def train(config: Any, output_dir: Path, updates: int) -> dict[str, Any]:
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             steps.append(time.perf_counter() - self.started)
+            if max_wall_s is not None and time.perf_counter() - started >= max_wall_s:
+                control.should_training_stop = True
 
     trainer = TimedGRPOTrainer(
         model=config.resolve_model(),
@@ -156,6 +166,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--updates", type=int, default=None, help="optimizer updates (default: those of --ours)"
     )
+    parser.add_argument(
+        "--max-wall-s", type=float, default=None, help="stop after the update that crosses it"
+    )
     parser.add_argument("--num-tasks", type=int, default=200, help="held-out tasks")
     parser.add_argument("--skip-eval", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -178,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": str(args.config),
         "overrides": list(args.overrides),
         "ours": str(ours_file.relative_to(ROOT)) if ours_file.is_relative_to(ROOT) else None,
-        "training": train(config, output_dir, updates),
+        "training": train(config, output_dir, updates, args.max_wall_s),
     }
     if not args.skip_eval:
         from benchmarks.real_model_rl import _evaluate

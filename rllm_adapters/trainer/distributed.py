@@ -129,8 +129,11 @@ class Ranks:
 
     def _all_reduce(self, values: list[float], op: str = "sum") -> list[float]:
         import torch.distributed as dist
+        from deepspeed.accelerator import get_accelerator
 
-        tensor = torch.tensor(values, dtype=torch.float64)
+        # NCCL reduces only tensors on the rank's device (gloo's CPU ones stay on the CPU).
+        device = get_accelerator().current_device_name()
+        tensor = torch.tensor(values, dtype=torch.float64, device=device)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
         return [float(v) for v in tensor.tolist()]
 

@@ -25,6 +25,22 @@ def test_provenance_says_when_how_where_and_with_what():
     assert provenance()["command"] is None
 
 
+def test_a_copy_without_git_is_told_its_commit_and_names_its_gpus(monkeypatch, tmp_path):
+    from benchmarks import provenance as module
+
+    # A tree copied to a GPU machine has no .git: RLLM_COMMIT names the commit it ran.
+    monkeypatch.setattr(module, "_git", lambda *args: None)
+    monkeypatch.setenv("RLLM_COMMIT", "a" * 40)
+    assert module.git_commit() == "a" * 40
+    # No nvidia-smi: no GPU key; one that lists a GPU: its name is in the machine record.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert module.gpu_names() == [] and "gpus" not in module.machine()
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\n")
+    smi.chmod(0o755)
+    assert module.machine()["gpus"] == ["NVIDIA H100 80GB HBM3"]
+
+
 def test_load_sampler_records_the_load_while_it_runs():
     with LoadSampler(every_s=0.01) as load:
         time.sleep(0.05)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from benchmarks import readme
+from benchmarks import readme, real_model_rl
 from benchmarks.real_model_rl import GOAL_RATIO, _training_summary, goal
 
 
@@ -81,6 +82,26 @@ def test_committed_results_file_renders(key):
     data = json.loads((readme.RESULTS / "real_model_rl.json").read_text())
     assert key in data
     assert "held-out pass@1" in readme.render("real_model_rl")
+
+
+def test_held_out_evaluation_uses_the_runs_backend(tmp_path, monkeypatch):
+    # A run generating with transformers (a GPU machine without vLLM) is evaluated with it too.
+    seen = []
+
+    def fake_run(command, **kwargs):  # a stand-in for the evaluation subprocess
+        seen.append(command)
+        out = Path(command[command.index("--out") + 1])
+        out.write_text('{"pass_at_1": 0.5}')
+
+    monkeypatch.setattr(real_model_rl.subprocess, "run", fake_run)
+    config = {
+        "env": "rllm/Math-v1",
+        "rollout": {"backend": "transformers", "engine_kwargs": {"device": "cuda"}},
+    }
+    assert real_model_rl._evaluate("m", config, 4, tmp_path / "e.json") == {"pass_at_1": 0.5}
+    command = seen[0]
+    assert command[command.index("--backend") + 1] == "transformers"
+    assert json.loads(command[command.index("--engine-kwargs") + 1]) == {"device": "cuda"}
 
 
 def test_another_results_file_gets_its_own_curve():

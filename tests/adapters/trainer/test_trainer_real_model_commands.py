@@ -91,3 +91,8 @@ def test_trl_counterpart_trains_the_same_setting(tmp_path):
     assert len(training["generate_and_score_s"]) == 1
     assert 0 < training["generate_and_score_s"][0] <= training["step_s"][0]
     assert (tmp_path / "run_trl" / "final_model" / "config.json").is_file()
+    # A wall limit stops TRL after the update that crosses it, as train.max_wall_s does ours.
+    capped = tmp_path / "capped.json"
+    argv = ["--config", str(path), "--updates", "3", "--max-wall-s", "0", "--skip-eval"]
+    assert main([*argv, "--out", str(capped)]) == 0
+    assert json.loads(capped.read_text())["training"]["updates"] == 1
