@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
@@ -9,7 +10,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rllm_envs.code.datasets import FORMATS, apply_in_process, in_process_share, normalize
-from rllm_envs.code.judge import DEFAULT_TIME_LIMIT, JudgeResult, extract_code, judge_task
+from rllm_envs.code.judge import (
+    DEFAULT_TIME_LIMIT,
+    JudgeResult,
+    extract_code,
+    has_unseen_hidden_test,
+    hidden_pass_fraction,
+    judge_task,
+)
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
 from rllm_envs.sandbox import Backend, Status, select_backend
@@ -26,6 +34,8 @@ _DIFFICULTIES = ("easy", "medium", "hard")
 #: with ``options={"task": ...}``: what one step of a client-written task may cost a sandbox.
 MAX_TASK_TESTS = 1000
 MAX_TASK_SECONDS = 600.0
+
+_log = logging.getLogger("rllm_envs.code")
 
 
 @lru_cache(maxsize=1)
@@ -140,12 +150,15 @@ class CodeEnv(TextEnv):
     ```` ```python ```` block, or ```` ```cpp ````; for function tasks, the class or function
     to complete).
     After a step: the verdict of each public test, then one line for the hidden tests as a
-    whole (``passed``, ``not all passed`` or ``not run``: with the default
-    ``stop_on_failure`` they run only once the public tests pass), and the first failing
-    public test (input, expected and actual output, error). Never how many hidden tests
-    passed or which one failed: with that a policy could check guesses of hidden answers
-    one test at a time. The hidden tests run in a fresh random order on every judge call
-    (:func:`rllm_envs.code.judge.judge_task`).
+    whole (``passed`` or ``not all passed`` once every public test passed; ``not run``
+    when they did not run: with the default ``stop_on_failure`` they run only once the
+    public tests pass; ``not reported`` when they ran after a public test failed, on the
+    last turn or without ``stop_on_failure``, as in ``reward_mode="fraction"``: the
+    observation then says no more about them than ``not run`` would), and the first
+    failing public test (input, expected and actual output, error). Never how many hidden
+    tests passed or which one failed: with that a policy could check guesses of hidden
+    answers one test at a time. The hidden tests run in a fresh random order on every judge
+    call (:func:`rllm_envs.code.judge.judge_task`).
 
     ## Action
     Free text; the code is its last fenced Python (or C++) block (:func:`rllm_envs.code.
@@ -155,21 +168,25 @@ class CodeEnv(TextEnv):
 
     ## Reward
     Weighted components (``reward_weights``): ``all_passed`` = 1 when every test passes
-    (weight 1 with ``reward_mode="all"``), ``pass_fraction`` = fraction of tests passed
-    (weight 1 with ``reward_mode="fraction"``, else 0), ``invalid_action`` = 1 for a reply
-    without code (weight 0, log only). In the multi-turn variant only the submission that
-    ends the episode is scored (earlier steps give 0), so the return is at most 1. With
-    ``reward_mode="all"`` judging stops at the first failing test, and with
-    ``stop_on_failure`` ``pass_fraction`` counts the hidden tests all or nothing (passed
-    public tests, plus every hidden test if all passed).
+    (weight 1 with ``reward_mode="all"``), ``pass_fraction`` = fraction of the *unseen
+    hidden* tests passed (weight 1 with ``reward_mode="fraction"``, else 0; see below),
+    ``invalid_action`` = 1 for a reply without code (weight 0, log only). In the multi-turn
+    variant only the submission that ends the episode is scored (earlier steps give 0), so
+    the return is at most 1. With ``reward_mode="all"`` judging stops at the first failing
+    test, and with ``stop_on_failure`` ``pass_fraction`` counts the hidden tests all or
+    nothing (1 if every unseen hidden test passed, else 0).
 
     What each component pays for: ``all_passed`` only for a program that passes every test,
-    hidden ones included. ``pass_fraction`` pays for tests passed, not for solving the task:
-    the public tests are shown in the prompt, so a program that prints their expected outputs
-    (hard-coded) earns the public share of the tests (about a third on the embedded
-    problems) without solving anything. That is why its weight is 0 by default; train on it
-    (``reward_mode="fraction"``) only where the public tests are a small share or not shown.
-    ``invalid_action`` pays nothing (a log-only flag).
+    hidden ones included. ``pass_fraction`` pays for hidden tests passed whose expected
+    output no prompt shows (:func:`rllm_envs.code.judge.unseen_hidden_tests`): never for the
+    public tests (the statement's examples), nor for a hidden test whose input is a public
+    test's or that the statement shows as an example, so a program that prints the shown
+    examples' outputs earns what it earns on the hidden inputs (a constant's share), nothing
+    for the copies. A public test that fails does not cost it (the last turn and
+    ``stop_on_failure=False`` still run the hidden tests). With ``pass_fraction`` paid
+    (a nonzero weight), a task with no such hidden test has nothing honest to pay for: it
+    is left out of the task list (logged), and passed with ``options={"task": ...}`` it
+    raises ``InvalidEnvConfig``. ``invalid_action`` pays nothing (a log-only flag).
 
     ## Episode End
     Single-turn: terminates after one step. Multi-turn: terminates at the first submission
@@ -184,10 +201,10 @@ class CodeEnv(TextEnv):
     ``num_public_tests`` and ``num_tests``; on ``step``:
     ``public_verdicts`` (verdict per public test: ``AC``, ``WA``, ``TLE``, ``RE``, ``MLE``,
     ``OLE``, ``CE`` or ``SKIP``; empty when no code ran), ``hidden_passed`` (``True``
-    when every hidden test passed, ``False`` when one did not, ``None`` when none ran: what
-    the observation says, no more), ``tests_total`` (the task's number of tests),
-    ``has_code``, ``judge_error`` (``None`` unless the sandbox
-    itself failed) and ``verdict_trust``: ``"host"`` when every verdict was decided on the
+    when every hidden test passed, ``False`` when one did not, ``None`` when none ran or a
+    public test failed: what the observation says, no more), ``tests_total`` (the task's
+    number of tests), ``has_code``, ``judge_error`` (``None`` unless the sandbox itself
+    failed) and ``verdict_trust``: ``"host"`` when every verdict was decided on the
     host from the program's observed output, ``"in_process"`` for assert-kind tasks whose
     checks run inside the submission's own process (forgeable; see
     :mod:`rllm_envs.code.convert`); ``reward_zeroed``: the task's reward is 0 whatever the
@@ -218,8 +235,8 @@ class CodeEnv(TextEnv):
       ``"medium"``, ``"hard"`` for the embedded set).
     - ``multi_turn`` (bool, default False) and ``max_turns`` (int, default 1, or 4 when
       multi-turn).
-    - ``reward_mode`` (``"all"`` or ``"fraction"``); ``stop_on_failure`` (bool, default: True
-      for ``"all"``).
+    - ``reward_mode`` (``"all"`` or ``"fraction"``: ``all_passed`` or ``pass_fraction``
+      pays, see Reward); ``stop_on_failure`` (bool, default: True for ``"all"``).
     - ``language`` (``"python"`` or ``"cpp"``, default ``"python"``): the language asked
       for and judged. C++ keeps only stdin tasks, is compiled in the sandbox with ``g++``
       (``apt-get install g++``) and its oracle is the task's ``solution_cpp`` (the
@@ -235,6 +252,13 @@ class CodeEnv(TextEnv):
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
+    - Every id: ``pass_fraction`` (the ``reward_mode="fraction"`` reward) counts only the
+      hidden tests no prompt shows, never the public ones (a program printing the
+      examples' outputs earned 0.30 of the embedded stdin problems, now 0), tasks without
+      such a test are left out when it pays, and the feedback (and ``hidden_passed``) says
+      nothing of hidden tests that ran after a public test failed. The default
+      ``reward_mode="all"`` rewards and observations are unchanged, so the ids are not
+      bumped (the logged, unweighted ``pass_fraction`` component changed too).
     - ``rllm/CodeMultiTurn-v1``: an attempt that passes the public tests ends the episode
       (hidden tests decide its reward); the hidden tests run in a random order and the
       feedback (all ids) gives one line for them as a whole; ``info`` has ``hidden_passed``
@@ -323,6 +347,26 @@ class CodeEnv(TextEnv):
         if reward_mode == "fraction":
             weights = {"all_passed": 0.0, "pass_fraction": 1.0}
         weights.update(reward_weights or {})
+        #: ``pass_fraction`` pays: only tasks with a hidden test no prompt shows are kept.
+        self.pays_fraction = bool(weights.get("pass_fraction"))
+        if self.pays_fraction:
+            kept = [t for t in tasks if has_unseen_hidden_test(t)]
+            if len(kept) < len(tasks):
+                _log.info(
+                    "%s: %d of %d tasks left out: pass_fraction pays for hidden tests whose "
+                    "expected output the prompt does not show, and they have none",
+                    name,
+                    len(tasks) - len(kept),
+                    len(tasks),
+                )
+            if not kept:
+                raise InvalidEnvConfig(
+                    f"No task of {name} has a hidden test whose expected output the prompt "
+                    "does not show, so pass_fraction (reward_mode='fraction') could pay only "
+                    "for copies of the examples; use reward_mode='all' or a dataset with "
+                    "hidden tests."
+                )
+            tasks = kept
         self.multi_turn = bool(multi_turn)
         if max_turns is None:
             max_turns = 4 if self.multi_turn else 1
@@ -373,6 +417,13 @@ class CodeEnv(TextEnv):
         # judging budget is bounded like every other per-step cost. It counts the wall clock
         # a test may hold its sandbox (a program that sleeps uses no CPU time), not only the
         # CPU-time limit.
+        if getattr(self, "pays_fraction", False) and not has_unseen_hidden_test(dict(task)):
+            raise InvalidEnvConfig(
+                "With pass_fraction paid (reward_mode='fraction') a code task needs a hidden "
+                "test whose expected output the prompt does not show (not a public test's "
+                "input, not an example of the question); this one has none, so only copies "
+                "of its examples could be paid. Add hidden tests or use reward_mode='all'."
+            )
         count = len(tests[0]) + len(tests[1])
         seconds = count * wall_limit(float(self.time_limit or limit or DEFAULT_TIME_LIMIT))
         if count > MAX_TASK_TESTS or seconds > MAX_TASK_SECONDS:
@@ -482,6 +533,10 @@ class CodeEnv(TextEnv):
         hidden_passed = None if all(v == "SKIP" for v in hidden) else all(v == "AC" for v in hidden)
         if not hidden:
             hidden_passed = True
+        elif not public_passed:
+            # What the observation says: hidden tests are described only once every public
+            # one passed (they may have run: the last turn, or without stop_on_failure).
+            hidden_passed = None
         solved = result.all_passed
         ends = solved or not self.multi_turn or (public_passed and bool(result.results))
         scored = ends or last_turn
@@ -527,17 +582,15 @@ class CodeEnv(TextEnv):
     # ---------------------------------------------------------------------- internals
 
     def _fraction(self, result: JudgeResult) -> float:
-        """Share of tests passed; hidden ones all or nothing with ``stop_on_failure``.
+        """Share of the unseen hidden tests passed; all or nothing with ``stop_on_failure``.
 
-        How many hidden tests ran before the first failure (in a random order) is noise, and
-        a per-test count would be an oracle on which hidden answers are right.
+        Public tests and hidden tests the statement shows never count
+        (:func:`rllm_envs.code.judge.hidden_pass_fraction`): their expected outputs are in
+        the prompt. How many hidden tests ran before the first failure (in a random order)
+        is noise, and a per-test count would be an oracle on which hidden answers are right.
         """
-        if not self.stop_on_failure or not result.total:
-            return result.fraction
-        num_public = len(self.task["public_tests"]) if self.task is not None else 0
-        public = sum(r.passed for r in result.results[:num_public])
-        hidden = result.results[num_public:]
-        return (public + (len(hidden) if all(r.passed for r in hidden) else 0)) / result.total
+        assert self.task is not None
+        return hidden_pass_fraction(result, self.task, all_or_nothing=self.stop_on_failure)
 
     def _num_tests(self) -> int:
         assert self.task is not None
@@ -579,9 +632,17 @@ class CodeEnv(TextEnv):
                     + "."
                 )
             hidden = verdicts[len(public) :]
+            public_passed = all(v == "AC" for v in verdicts[: len(public)])
             if hidden:
                 if all(v == "SKIP" for v in hidden):
                     lines.append("Hidden tests: not run (they run once the example tests pass).")
+                elif not public_passed:
+                    # They ran (the last turn, or no stop_on_failure) but say nothing more
+                    # than "not run" would: the example tests failed.
+                    lines.append(
+                        "Hidden tests: not reported (they are reported once the example "
+                        "tests pass)."
+                    )
                 elif all(v == "AC" for v in hidden):
                     lines.append("Hidden tests: passed.")
                 else:

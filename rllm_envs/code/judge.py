@@ -12,9 +12,10 @@ import marshal
 import math
 import os
 import random
+import re
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -65,6 +66,9 @@ __all__ = [
     "extract_code",
     "task_tests",
     "judge_task",
+    "unseen_hidden_tests",
+    "has_unseen_hidden_test",
+    "hidden_pass_fraction",
     "score",
     "close_pools",
     "warm_up",
@@ -163,7 +167,12 @@ class JudgeResult:
 
     @property
     def fraction(self) -> float:
-        """Fraction of accepted tests (0 for no tests)."""
+        """Fraction of accepted tests (0 for no tests), over every test judged.
+
+        A flat count: it cannot tell the tests a prompt shows from the hidden ones, so it is
+        not a reward (a program that prints the shown examples' outputs earns their share).
+        The reward is :func:`hidden_pass_fraction`.
+        """
         return self.passed / self.total if self.total else 0.0
 
 
@@ -896,6 +905,88 @@ def judge_task(
     return replace(result, results=results)
 
 
+#: Longest gap (characters of whitespace-normalised statement) between a test's input and
+#: its output for the statement to count as showing the test as an example.
+_EXAMPLE_GAP = 40
+
+
+def _words(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _shown_in(statement: str, test: Any) -> bool:
+    """The statement shows ``test`` as an example.
+
+    Its input, then within a short gap its output, each a whole run of words
+    (whitespace-normalised).
+    """
+    given, expected = _words(test["input"]), _words(test["output"])
+    if not given or not expected or len(given) + len(expected) > len(statement):
+        return False
+    pattern = (
+        rf"(?<!\S){re.escape(given)}(?!\S).{{0,{_EXAMPLE_GAP}}}?"
+        rf"(?<!\S){re.escape(expected)}(?!\S)"
+    )
+    return re.search(pattern, statement, re.S) is not None
+
+
+def _unseen(task: dict[str, Any]) -> Iterator[int]:
+    statement = _words(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
+    public = {_words(t["input"]) for t in task["public_tests"]}
+    for i, test in enumerate(task["hidden_tests"]):
+        if _words(test["input"]) not in public and not _shown_in(statement, test):
+            yield i
+
+
+def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
+    """Positions in ``task["hidden_tests"]`` of the tests whose expected output no prompt shows.
+
+    A hidden test is *seen*, and never paid for, when its input is a public test's input
+    (whitespace-normalised: a program keyed on the shown examples passes it) or when the
+    statement or starter code shows it as an example (its input and then, within a few
+    words, its output; loaders that make only the first of a statement's examples public,
+    as TACO, APPS and PrimeIntellect records do, may leave the others among the hidden
+    tests). Examples written in another notation than the test's (a functional test's
+    ``nums = [1,2]`` against ``[1, 2]``) are not recognised.
+    """
+    return list(_unseen(task))
+
+
+def has_unseen_hidden_test(task: dict[str, Any]) -> bool:
+    """``task`` has a hidden test its prompt does not show (:func:`unseen_hidden_tests`).
+
+    Stops at the first one.
+    """
+    return next(_unseen(task), None) is not None
+
+
+def hidden_pass_fraction(
+    result: JudgeResult,
+    task: dict[str, Any],
+    *,
+    all_or_nothing: bool = False,
+    unseen: Sequence[int] | None = None,
+) -> float:
+    """The share of ``task``'s unseen hidden tests that ``result`` passed: the fraction reward.
+
+    Only hidden tests whose expected output no prompt shows count
+    (:func:`unseen_hidden_tests`; ``unseen`` gives them when already known): the public tests
+    are in the prompt, so paying for them pays a program that prints their outputs.
+    ``all_or_nothing``: 1.0 only when every one passed (judging stopped at the first
+    failure, whose position in the random order is noise). 0.0 for a task with no unseen
+    hidden test (nothing a copy could not pass) and for a result that is not one verdict per
+    test of the task (``result`` must come from :func:`judge_task` on ``task``).
+    """
+    counted = list(unseen_hidden_tests(task) if unseen is None else unseen)
+    num_public = len(task["public_tests"])
+    if not counted or len(result.results) != num_public + len(task["hidden_tests"]):
+        return 0.0
+    passed = [result.results[num_public + i].passed for i in counted]
+    if all_or_nothing:
+        return float(all(passed))
+    return sum(passed) / len(passed)
+
+
 def score(
     answer: str | None,
     task: dict[str, Any],
@@ -909,8 +1000,13 @@ def score(
     ``language`` (default: the task's ``"language"``, else Python) chooses which fenced
     block is the code and how it is judged.
 
-    Returns 1.0 if every test passes (``"all"``) or the fraction of passed tests
-    (``"fraction"``); 0.0 for a response without code.
+    Returns 1.0 if every test passes (``"all"``), or with ``"fraction"`` the share of the
+    *hidden* tests passed whose expected output the prompt does not show
+    (:func:`hidden_pass_fraction`: public tests never count, and a task with no such hidden
+    test scores 0); 0.0 for a response without code. ``task`` keeps its tests in
+    ``public_tests`` and ``hidden_tests`` (:mod:`rllm_envs.code.datasets`); a flat list of
+    tests cannot say which ones a prompt shows, so :func:`judge` and
+    :attr:`JudgeResult.fraction` are not rewards.
     """
     if reward_mode not in ("all", "fraction"):
         raise InvalidEnvConfig(
@@ -923,4 +1019,6 @@ def score(
     result = judge_task(
         code, task, stop_on_failure=reward_mode == "all", backend=backend, language=language
     )
-    return float(result.all_passed) if reward_mode == "all" else result.fraction
+    if reward_mode == "all":
+        return float(result.all_passed)
+    return hidden_pass_fraction(result, task)

@@ -23,7 +23,8 @@ ENVS: tuple[EnvEntry, ...] = (
                 "an attempt that passes the example tests is judged on the hidden tests and "
                 "ends the episode (a program run on hidden inputs is never followed by feedback "
                 "that shows program output); feedback gives one line for the hidden tests as a "
-                "whole, never how many passed"
+                "whole, never how many passed; reward_mode='fraction' pays only for hidden "
+                "tests the prompt does not show"
             )
         },
         entry_point="rllm_envs.code.code_env:CodeEnv",

@@ -140,7 +140,11 @@ def test_fraction_with_stop_on_failure_counts_hidden_all_or_nothing(backend, tmp
     )
     env.reset(seed=0)
     _, reward, *_, info = env.step(_fenced(_ECHO_BUT.format(bad=hidden[-1])))
-    assert reward == pytest.approx(1 / (HIDDEN + 1))  # the public test only
+    # Hidden tests only, as a whole (the passed public test, shown in the prompt, is not
+    # paid: before, 1 / (HIDDEN + 1)).
+    assert reward == 0.0 and info["public_verdicts"] == ["AC"]
+    env.reset(seed=0)
+    assert env.step(_fenced("print(input())"))[1] == 1.0
     env.close()
 
 
@@ -185,11 +189,12 @@ def test_multi_turn_runs_no_hidden_test_before_the_public_ones_pass(backend, tmp
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert info["public_verdicts"] == ["WA"] and info["hidden_passed"] is None
     assert "Hidden tests: not run" in obs and "1 attempt(s) left" in obs
-    # The last turn is scored whatever the public tests say (fraction: hidden ones count).
-    _, reward, terminated, truncated, info = env.step(_fenced(_ECHO_BUT.format(bad="p0")))
+    # The last turn is scored whatever the public tests say (fraction: the hidden ones, all
+    # three passed, are what it pays for); the feedback and info say nothing of them.
+    obs, reward, terminated, truncated, info = env.step(_fenced(_ECHO_BUT.format(bad="p0")))
     assert truncated and not terminated
-    assert info["hidden_passed"] is (True if reward_mode == "fraction" else None)
-    assert reward == (pytest.approx(3 / 4) if reward_mode == "fraction" else 0.0)
+    assert info["hidden_passed"] is None and "passed." not in obs
+    assert reward == (1.0 if reward_mode == "fraction" else 0.0)
     env.close()
 
 

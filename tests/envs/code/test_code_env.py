@@ -60,10 +60,12 @@ def test_single_turn_rewards():
 
 
 def test_fraction_reward_mode():
+    """pass_fraction counts the hidden tests: example 1 passed earns nothing (see
+    test_fraction_reward.py)."""
     env = gym.make("rllm/Code-v0", reward_mode="fraction")
     env.reset(options={"index": SUM})
     _, reward, _, _, info = env.step(fenced("print(6)"))
-    assert reward == pytest.approx(1 / info["tests_total"])
+    assert info["public_verdicts"] == ["AC", "WA"] and reward == 0.0
     assert info["reward_components"]["all_passed"] == 0.0
 
 
@@ -137,8 +139,14 @@ def test_multi_turn_hidden_failures_are_not_shown():
 def test_multi_turn_return_is_at_most_one_in_fraction_mode():
     env = gym.make("rllm/CodeMultiTurn-v1", reward_mode="fraction", max_turns=3)
     env.reset(options={"index": SUM})
-    rewards = [env.step(fenced("print(6)"))[1] for _ in range(3)]
-    assert rewards[:2] == [0.0, 0.0] and 0.0 < rewards[2] < 1.0
+    # Sums an even count of numbers only: both examples (3 and 1 numbers) fail, 5 of the 6
+    # hidden tests pass; the last turn runs them.
+    even = (
+        "input()\nnums = list(map(int, input().split()))\n"
+        "print(sum(nums) if len(nums) % 2 == 0 else 0)"
+    )
+    rewards = [env.step(fenced(even))[1] for _ in range(3)]
+    assert rewards[:2] == [0.0, 0.0] and rewards[2] == pytest.approx(5 / 6)
 
 
 def test_compile_error_feedback():

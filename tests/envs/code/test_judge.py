@@ -272,7 +272,9 @@ def test_score_is_one_for_the_reference_and_zero_for_garbage():
     }
     assert score("```python\nn = int(input())\nprint(n * n)\n```", task) == 1.0
     assert score("```python\nprint(4)\n```", task) == 0.0
-    assert score("```python\nprint(4)\n```", task, reward_mode="fraction") == 0.5
+    # fraction: the hidden tests only (print(4) passes the shown example alone).
+    assert score("```python\nprint(4)\n```", task, reward_mode="fraction") == 0.0
+    assert score("```python\nprint(25)\n```", task, reward_mode="fraction") == 1.0
     assert score("no code", task) == 0.0
     assert score(None, task) == 0.0
 

@@ -1,0 +1,299 @@
+"""``reward_mode="fraction"``: pass_fraction pays for hidden tests the prompt does not show.
+
+The attack it closes: the public tests are the statement's examples, so a program that
+prints their expected outputs for their inputs (and nothing else) earned the public share of
+the tests: 0.30 over the 27 embedded stdin problems in Code-v0 and CodeMultiTurn-v1, against
+0.044 for ``print(0)``. And the last turn's feedback after a failed example said whether the
+hidden tests (run anyway in fraction mode) passed.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import gymnasium as gym
+import pytest
+
+from rllm_envs.code.code_env import CodeEnv, embedded_tasks
+from rllm_envs.code.judge import JudgeResult, TestResult, score
+from rllm_envs.error import InvalidEnvConfig
+
+TASKS = embedded_tasks()
+STDIN = [i for i, t in enumerate(TASKS) if t["kind"] == "stdin"]
+FUNCTIONAL = [i for i, t in enumerate(TASKS) if t["kind"] == "functional"]
+SUM = next(i for i, t in enumerate(TASKS) if t["title"] == "Sum of Numbers")
+ENV_IDS = ("rllm/Code-v0", "rllm/CodeMultiTurn-v1")
+
+
+def fenced(code: str, language: str = "python") -> str:
+    return f"```{language}\n{code}\n```"
+
+
+def copy_program(observation: str, task: dict) -> str:
+    """What an attacker writes from the prompt: each shown example's output for its input.
+
+    The examples are the task's public tests: the prompt shows them (checked for stdin
+    tasks, so the attack uses nothing the policy does not see; a functional task's examples
+    read ``nums = [2,7,11,15], target = 9``, the same values in another notation). Any other
+    input gets no output.
+    """
+    if task["kind"] == "stdin":
+        words = " ".join(observation.split())
+        for test in task["public_tests"]:
+            assert " ".join(test["input"].split()) in words
+            assert " ".join(test["output"].split()) in words
+        table = {" ".join(t["input"].split()): t["output"] for t in task["public_tests"]}
+        return (
+            "import sys\n"
+            f"TABLE = {table!r}\n"
+            "sys.stdout.write(TABLE.get(' '.join(sys.stdin.read().split()), ''))\n"
+        )
+    # Functional: the arguments' JSON lines -> the shown return value.
+    table = {
+        json.dumps([json.loads(line) for line in t["input"].splitlines()]): t["output"]
+        for t in task["public_tests"]
+    }
+    return (
+        "import json\n"
+        f"TABLE = {table!r}\n"
+        "class Solution:\n"
+        f"    def {task['func_name']}(self, *args):\n"
+        "        found = TABLE.get(json.dumps(list(args)))\n"
+        "        return None if found is None else json.loads(found)\n"
+    )
+
+
+def play(env: gym.Env, reply: str) -> tuple[float, str, dict]:
+    """Send ``reply`` until the episode ends: (return, last observation, last info)."""
+    total, done = 0.0, False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(reply)
+        total += float(reward)
+        done = terminated or truncated
+    return total, obs, info
+
+
+def make(env_id: str, **kwargs) -> gym.Env:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return gym.make(env_id, reward_mode="fraction", **kwargs)
+
+
+# --------------------------------------------------------------- (a) copies earn nothing
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_a_program_printing_the_examples_earns_nothing(env_id):
+    """The copy passes every example (it is a working attack) and earns 0 (before: 0.3)."""
+    env = make(env_id)
+    for seed in range(4):
+        obs, info = env.reset(seed=seed)
+        task = env.unwrapped.task
+        reward, _, info = play(env, fenced(copy_program(obs, task)))
+        assert info["public_verdicts"] == ["AC"] * len(task["public_tests"]), task["id"]
+        assert reward == 0.0, (task["id"], info["reward_components"])
+    env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_copies_of_the_examples_earn_nothing_on_any_embedded_task(env_id):
+    """Every embedded task, stdin and functional: 0 (before: 0.30 over the stdin ones)."""
+    env = make(env_id)
+    earned = {}
+    for index in STDIN + FUNCTIONAL:
+        obs, _ = env.reset(options={"index": index})
+        task = env.unwrapped.task
+        reward, _, info = play(env, fenced(copy_program(obs, task)))
+        assert info["public_verdicts"] == ["AC"] * len(task["public_tests"]), task["id"]
+        earned[task["id"]] = reward
+    assert sum(earned.values()) == 0.0, {k: v for k, v in earned.items() if v}
+    env.close()
+
+
+def test_copies_of_the_examples_earn_nothing_in_cpp():
+    env = make("rllm/CodeCpp-v0")
+    obs, _ = env.reset(options={"index": SUM})
+    task = env.unwrapped.task
+    cases = "".join(
+        f'  if (key == "{" ".join(t["input"].split())}") std::cout << "{t["output"].strip()}\\n";\n'
+        for t in task["public_tests"]
+    )
+    program = (
+        "#include <iostream>\n#include <string>\nint main() {\n"
+        '  std::string w, key;\n  while (std::cin >> w) key += (key.empty() ? "" : " ") + w;\n'
+        + cases
+        + "}\n"
+    )
+    reward, _, info = play(env, fenced(program, "cpp"))
+    assert info["public_verdicts"] == ["AC", "AC"] and reward == 0.0
+    env.close()
+
+
+def test_the_scorer_pays_no_copy_of_the_examples():
+    task = TASKS[SUM]
+    copy = fenced(copy_program(task["question"], task))
+    assert score(copy, task, reward_mode="fraction") == 0.0
+    assert score(fenced(task["solution"]), task, reward_mode="fraction") == 1.0
+
+
+# --------------------------------------------------------- (b) the reference earns 1.0
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_the_reference_solution_earns_one(env_id):
+    env = make(env_id)
+    for index in (STDIN[0], SUM, FUNCTIONAL[0]):
+        env.reset(options={"index": index})
+        reward, obs, info = play(env, env.unwrapped.oracle_action())
+        assert reward == 1.0 and info["is_correct"] and "Accepted" in obs
+    env.close()
+
+
+# ------------------------------------------------------ (c) a known share of hidden tests
+
+# Echo the input line, except on the given inputs (a wrong answer there).
+_ECHO_BUT = "s = input()\nprint('wrong' if s in {bad!r} else s)"
+
+
+def echo_task(hidden: int = 4) -> dict:
+    return {
+        "question": "Print the input line.\n\nExample:\nInput:\np0\nOutput:\np0",
+        "kind": "stdin",
+        "public_tests": [{"input": "p0\n", "output": "p0\n"}],
+        "hidden_tests": [{"input": f"h{i}\n", "output": f"h{i}\n"} for i in range(hidden)],
+        "solution": "print(input())",
+    }
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize(
+    ("bad", "share"),
+    [(["h1"], 3 / 4), (["h0", "h3"], 2 / 4), (["p0"], 1.0), (["p0", "h2"], 3 / 4)],
+)
+def test_a_program_passing_some_hidden_tests_earns_that_share(env_id, bad, share):
+    """The public test neither adds (``p0`` passed) nor takes away (``p0`` failed) reward."""
+    env = make(env_id)
+    env.reset(options={"task": echo_task()})
+    reward, _, info = play(env, fenced(_ECHO_BUT.format(bad=bad)))
+    assert reward == pytest.approx(share)
+    assert info["reward_components"]["pass_fraction"] == pytest.approx(share)
+    env.close()
+
+
+def test_a_hidden_test_the_prompt_shows_is_not_paid():
+    """A hidden test with a public test's input, or shown as an example in the statement
+    (TACO/APPS records make only the first example public), never counts."""
+    from rllm_envs.code.judge import unseen_hidden_tests
+
+    task = echo_task(hidden=3)
+    task["question"] += "\n\nExample 2:\nInput:\nh2\nOutput:\nh2\n"
+    task["hidden_tests"].append({"input": "  p0 \n", "output": "p0\n"})
+    assert unseen_hidden_tests(task) == [0, 1]
+    env = make("rllm/Code-v0")
+    env.reset(options={"task": task})
+    # Passes the public test and both shown hidden tests, fails h0: half of h0, h1.
+    reward, *_ = play(env, fenced(_ECHO_BUT.format(bad=["h0"])))
+    assert reward == pytest.approx(1 / 2)
+    env.close()
+
+
+def test_hidden_pass_fraction_counts_unseen_hidden_tests_only():
+    from rllm_envs.code.judge import hidden_pass_fraction
+
+    task = echo_task(hidden=2)
+    verdicts = ["AC", "AC", "WA"]
+    result = JudgeResult(results=[TestResult(v) for v in verdicts])
+    assert result.fraction == pytest.approx(2 / 3)  # the flat count, public included
+    assert hidden_pass_fraction(result, task) == pytest.approx(1 / 2)
+    assert hidden_pass_fraction(result, task, all_or_nothing=True) == 0.0
+    # Not one verdict per test of the task: nothing.
+    assert hidden_pass_fraction(JudgeResult(results=result.results[:2]), task) == 0.0
+
+
+def test_a_task_with_no_unseen_hidden_test_is_refused_when_the_fraction_pays():
+    """Every test shown: only a copy could be paid, so the task is not played."""
+    task = echo_task(hidden=0)
+    env = make("rllm/Code-v0")
+    with pytest.raises(InvalidEnvConfig, match="hidden test"):
+        env.reset(options={"task": task})
+    assert score(fenced("print(input())"), task, reward_mode="fraction") == 0.0
+    # reward_mode="all" still plays it.
+    env = gym.make("rllm/Code-v0")
+    env.reset(options={"task": task})
+    assert play(env, fenced("print(input())"))[0] == 1.0
+
+
+def test_tasks_with_no_unseen_hidden_test_are_left_out_of_a_dataset(tmp_path, caplog):
+    rows = [
+        {
+            "question_title": name,
+            "question_content": "Print the input line.",
+            "question_id": name,
+            "public_test_cases": json.dumps(
+                [{"input": "p0\n", "output": "p0\n", "testtype": "stdin"}]
+            ),
+            "private_test_cases": json.dumps(
+                [{"input": h, "output": h, "testtype": "stdin"} for h in hidden]
+            ),
+        }
+        for name, hidden in (("kept", ["h1\n"]), ("copyable", ["p0 \n"]))
+    ]
+    path = tmp_path / "lcb.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with caplog.at_level("INFO", logger="rllm_envs.code"):
+        env = CodeEnv(dataset=path, reward_mode="fraction")
+    assert [env.tasks[i]["id"] for i in range(len(env.tasks))] == ["kept"]
+    assert "1 of 2 tasks left out" in caplog.text
+    assert len(CodeEnv(dataset=path).tasks) == 2
+    path.write_text(json.dumps(rows[1]) + "\n")
+    with pytest.raises(InvalidEnvConfig, match="reward_mode='all'"):
+        CodeEnv(dataset=path, reward_mode="fraction")
+
+
+# ----------------------------------------- (d) no hidden outcome after a failed example
+
+
+def _wrong_on_example_two(hidden_right: bool) -> str:
+    """Example 1 right, example 2 printed as ``WRONG``; the hidden tests all right (the
+    reference) or all wrong (``0``). Same public verdicts and outputs either way."""
+    task = TASKS[SUM]
+    first, second = (" ".join(t["input"].split()) for t in task["public_tests"])
+    rest = "print(sum(map(int, data.split()[1:])))" if hidden_right else "print(0)"
+    return (
+        "import sys\ndata = sys.stdin.read()\nkey = ' '.join(data.split())\n"
+        f"if key == {second!r}:\n    print('WRONG')\n"
+        f"elif key == {first!r}:\n    print({task['public_tests'][0]['output'].strip()!r})\n"
+        f"else:\n    {rest}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [("rllm/Code-v0", {}), ("rllm/CodeMultiTurn-v1", {"max_turns": 2})],
+)
+def test_feedback_after_a_failed_example_says_nothing_of_the_hidden_tests(env_id, kwargs):
+    """The last (or only) turn runs the hidden tests after a failed example; its feedback is
+    the same whether they passed or not (before: "Hidden tests: passed.")."""
+    env = make(env_id, **kwargs)
+    seen = {}
+    for hidden_right in (True, False):
+        env.reset(options={"index": SUM})
+        program = fenced(_wrong_on_example_two(hidden_right))
+        reward, obs, info = play(env, program)
+        assert info["public_verdicts"] == ["AC", "WA"] and info["hidden_passed"] is None
+        assert "Hidden tests: not reported" in obs and "passed." not in obs
+        seen[hidden_right] = (reward, obs)
+    # The reward tells them apart (hidden tests are what it pays for); the feedback does not.
+    assert seen[True][0] == 1.0 and seen[False][0] < 1.0
+    assert seen[True][1] == seen[False][1]
+    env.close()
+
+
+def test_feedback_once_the_examples_pass_is_unchanged():
+    env = make("rllm/Code-v0")
+    env.reset(options={"task": echo_task()})
+    obs = play(env, fenced(_ECHO_BUT.format(bad=["h1"])))[1]
+    assert "Example tests: 1 accepted." in obs and "Hidden tests: not all passed." in obs
+    env.close()
