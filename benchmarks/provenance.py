@@ -64,12 +64,12 @@ def _git(*args: str) -> str | None:
 
 
 def git_commit() -> str:
-    """The checkout's commit (``$RLLM_COMMIT`` or ``""`` outside a git checkout).
+    """``$RLLM_COMMIT`` when set, else the checkout's commit (``""`` outside a git checkout).
 
-    A copy of the tree run elsewhere (a GPU machine without ``.git``) is told its commit by
-    ``RLLM_COMMIT``.
+    A copy of the tree run elsewhere (a GPU machine) is told its commit by ``RLLM_COMMIT``:
+    such a copy may carry no ``.git``, or one that is not the tree's.
     """
-    return _git("rev-parse", "HEAD") or os.environ.get("RLLM_COMMIT", "")
+    return os.environ.get("RLLM_COMMIT") or _git("rev-parse", "HEAD") or ""
 
 
 def git_dirty() -> bool | None:

@@ -316,8 +316,15 @@ def _render_trl_comparison(name: str, data: dict[str, Any]) -> str:
         return f"{curve[0]:.3f} -> {sum(curve[-5:]) / len(curve[-5:]):.3f}"
 
     trl = _versions(data).get("trl", "?")
+    machine = data.get("machine", {})
+    gpus = machine.get("gpus") or []
+    if "rollout.backend=transformers" in ours.get("overrides", []):
+        sampler = "sampling with `generate`"
+    else:
+        sampler = "vLLM sampling" if gpus else "vLLM-CPU sampling"
+    where = f"one {gpus[0]} GPU" if gpus else f"{machine.get('cpu_count', '?')} CPUs"
     lines = [
-        f"| | ours (`rllm_adapters.trainer`, vLLM-CPU sampling) | TRL {trl} `GRPOTrainer` "
+        f"| | ours (`rllm_adapters.trainer`, {sampler}) | TRL {trl} `GRPOTrainer` "
         "(sampling with `generate`) |",
         "|---|---|---|",
         f"| optimizer updates | {mine['updates']} ({mine['iterations']} batches, "
@@ -348,8 +355,7 @@ def _render_trl_comparison(name: str, data: dict[str, Any]) -> str:
         "",
         f"From `benchmarks/results/{name}.json` ({data['time']}, `{data['command']}`, commit "
         f"`{_commit(data)}`; {_load(data.get('machine', {}))}) and `{data['ours']}` "
-        f"({ours['time']}, `{ours['command']}`; {_load(ours.get('machine', {}))}), "
-        f"{data.get('machine', {}).get('cpu_count', '?')} CPUs.",
+        f"({ours['time']}, `{ours['command']}`; {_load(ours.get('machine', {}))}), {where}.",
     ]
     return "\n".join(lines)
 

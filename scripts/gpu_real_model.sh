@@ -7,7 +7,8 @@
 #   bash scripts/gpu_real_model.sh [OURS_WALL_S] [TRL_WALL_S]
 #
 # Needs the train and trl extras and a CUDA torch. DEVICE=cpu and RLLM_OVERRIDES="model=tiny ..."
-# make a dry run on a machine without a GPU. Writes
+# make a dry run on a machine without a GPU; on a copy of the tree whose .git is missing or
+# stale, set RLLM_COMMIT to the commit it holds. Writes
 # benchmarks/results/real_model_{rl,trl}_gpu.json and docs/real_model/real_model_rl_gpu.png,
 # and copies them (with both logs) to $OUT when it is set.
 set -uo pipefail

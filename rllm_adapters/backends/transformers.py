@@ -14,7 +14,6 @@ import asyncio
 import os
 import queue
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +43,8 @@ class TransformersPolicy(Policy):
         device: Torch device.
         dtype: Torch dtype name for loading (default: the checkpoint's own, else float32).
         max_batch_size: Most requests generated together.
-        batch_wait_s: How long the worker waits for more requests before a batch starts.
+        batch_wait_s: How long the worker waits for another request before a batch starts
+            (each arrival restarts the wait, up to ``max_batch_size`` requests).
         max_model_len: Context limit (default: the config's ``max_position_embeddings``).
     """
 
@@ -56,7 +56,7 @@ class TransformersPolicy(Policy):
         device: str = "cpu",
         dtype: str | None = None,
         max_batch_size: int = 64,
-        batch_wait_s: float = 0.002,
+        batch_wait_s: float = 0.01,
         max_model_len: int | None = None,
     ) -> None:
         self._torch = torch = require("torch", "train", feature="the transformers backend")
@@ -123,11 +123,14 @@ class TransformersPolicy(Policy):
             if item is None:
                 return
             batch = [item]
-            if self.batch_wait_s:
-                time.sleep(self.batch_wait_s)
+            # Each arrival restarts the wait: a rollout's episodes reset one after another
+            # (about a millisecond apart), and a batch started after a fixed pause split an
+            # iteration's 64 requests into 2-3 generate calls, each as slow on a GPU as one.
             while len(batch) < self.max_batch_size:
                 try:
-                    more = self._queue.get_nowait()
+                    more = self._queue.get(
+                        timeout=self.batch_wait_s or None, block=bool(self.batch_wait_s)
+                    )
                 except queue.Empty:
                     break
                 if more is None:

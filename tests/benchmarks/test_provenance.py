@@ -28,10 +28,14 @@ def test_provenance_says_when_how_where_and_with_what():
 def test_a_copy_without_git_is_told_its_commit_and_names_its_gpus(monkeypatch, tmp_path):
     from benchmarks import provenance as module
 
-    # A tree copied to a GPU machine has no .git: RLLM_COMMIT names the commit it ran.
-    monkeypatch.setattr(module, "_git", lambda *args: None)
+    # A tree copied to a GPU machine may have no .git, or a stale one: RLLM_COMMIT names the
+    # commit that ran.
     monkeypatch.setenv("RLLM_COMMIT", "a" * 40)
     assert module.git_commit() == "a" * 40
+    monkeypatch.setattr(module, "_git", lambda *args: None)
+    assert module.git_commit() == "a" * 40
+    monkeypatch.delenv("RLLM_COMMIT")
+    assert module.git_commit() == ""
     # No nvidia-smi: no GPU key; one that lists a GPU: its name is in the machine record.
     monkeypatch.setenv("PATH", str(tmp_path))
     assert module.gpu_names() == [] and "gpus" not in module.machine()

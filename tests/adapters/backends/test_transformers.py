@@ -61,6 +61,40 @@ def test_concurrent_requests_are_batched_and_resolved(hf_policy):
     assert [g.completion_ids for g in together] == [g.completion_ids for g in alone]
 
 
+def test_requests_arriving_one_after_another_form_one_batch(hf_policy):
+    # A rollout's episodes reset one after another, a few milliseconds apart: the worker waits
+    # while requests keep coming, so an iteration is one generate call (a fixed 2 ms pause
+    # split 64 requests into 2-3 calls, each as slow on a GPU as one).
+    from rllm_adapters.backends.transformers import TransformersPolicy
+
+    # 20 ms between requests, a 50 ms wait: margin for a loaded machine, and all 12 requests
+    # (240 ms) arrive well after any single fixed pause.
+    policy = TransformersPolicy(hf_policy.model, hf_policy.tokenizer, batch_wait_s=0.05)
+    sizes = []
+    real = policy.generate_batch
+
+    def counted(prompts, params):  # the real generate, counted
+        sizes.append(len(prompts))
+        return real(prompts, params)
+
+    policy.generate_batch = counted
+    tok = hf_policy.tokenizer
+    greedy = SamplingParams(max_tokens=2, temperature=0.0)
+
+    async def episode(i):
+        await asyncio.sleep(0.02 * i)  # an env reset before each request
+        return await policy.generate(encode(tok, f"prompt number {i}"), greedy)
+
+    async def run():
+        return await asyncio.gather(*(episode(i) for i in range(12)))
+
+    try:
+        assert len(asyncio.run(run())) == 12
+    finally:
+        policy.close()
+    assert sizes == [12]
+
+
 def test_seeded_sampling_is_reproducible(hf_policy):
     prompt = encode(hf_policy.tokenizer, "Seeded")
     params = SamplingParams(max_tokens=6, temperature=1.0, seed=11)
