@@ -183,10 +183,11 @@ class CodeEnv(TextEnv):
     test's or that the statement shows as an example, so a program that prints the shown
     examples' outputs earns what it earns on the hidden inputs (a constant's share), nothing
     for the copies. A public test that fails does not cost it (the last turn and
-    ``stop_on_failure=False`` still run the hidden tests). With ``pass_fraction`` paid
-    (a nonzero weight), a task with no such hidden test has nothing honest to pay for: it
-    is left out of the task list (logged), and passed with ``options={"task": ...}`` it
-    raises ``InvalidEnvConfig``. ``invalid_action`` pays nothing (a log-only flag).
+    ``stop_on_failure=False`` still run the hidden tests). ``invalid_action`` pays nothing
+    (a log-only flag). A task with no such hidden test (every expected output in its
+    prompt) has nothing honest to pay for under either reward: it is left out of the task
+    list (logged), and passed with ``options={"task": ...}`` it raises
+    ``InvalidEnvConfig``.
 
     ## Episode End
     Single-turn: terminates after one step. Multi-turn: terminates at the first submission
@@ -254,11 +255,13 @@ class CodeEnv(TextEnv):
     ## Version History
     - Every id: ``pass_fraction`` (the ``reward_mode="fraction"`` reward) counts only the
       hidden tests no prompt shows, never the public ones (a program printing the
-      examples' outputs earned 0.30 of the embedded stdin problems, now 0), tasks without
-      such a test are left out when it pays, and the feedback (and ``hidden_passed``) says
-      nothing of hidden tests that ran after a public test failed. The default
-      ``reward_mode="all"`` rewards and observations are unchanged, so the ids are not
-      bumped (the logged, unweighted ``pass_fraction`` component changed too).
+      examples' outputs earned 0.30 of the embedded stdin problems, now 0); tasks without
+      such a test (every expected output in the prompt: some loaded records, none of the
+      embedded ones) are left out under either mode; the feedback (and ``hidden_passed``)
+      says nothing of hidden tests that ran after a public test failed. The default
+      ``reward_mode="all"`` rewards and observations of the embedded tasks are unchanged,
+      so the ids are not bumped (the logged, unweighted ``pass_fraction`` component changed
+      too).
     - ``rllm/CodeMultiTurn-v1``: an attempt that passes the public tests ends the episode
       (hidden tests decide its reward); the hidden tests run in a random order and the
       feedback (all ids) gives one line for them as a whole; ``info`` has ``hidden_passed``
@@ -347,26 +350,24 @@ class CodeEnv(TextEnv):
         if reward_mode == "fraction":
             weights = {"all_passed": 0.0, "pass_fraction": 1.0}
         weights.update(reward_weights or {})
-        #: ``pass_fraction`` pays: only tasks with a hidden test no prompt shows are kept.
-        self.pays_fraction = bool(weights.get("pass_fraction"))
-        if self.pays_fraction:
-            kept = [t for t in tasks if has_unseen_hidden_test(t)]
-            if len(kept) < len(tasks):
-                _log.info(
-                    "%s: %d of %d tasks left out: pass_fraction pays for hidden tests whose "
-                    "expected output the prompt does not show, and they have none",
-                    name,
-                    len(tasks) - len(kept),
-                    len(tasks),
-                )
-            if not kept:
-                raise InvalidEnvConfig(
-                    f"No task of {name} has a hidden test whose expected output the prompt "
-                    "does not show, so pass_fraction (reward_mode='fraction') could pay only "
-                    "for copies of the examples; use reward_mode='all' or a dataset with "
-                    "hidden tests."
-                )
-            tasks = kept
+        # A task whose every expected output its prompt shows (no unseen hidden test) pays a
+        # copy of its examples under either reward: it is left out.
+        kept = [t for t in tasks if has_unseen_hidden_test(t)]
+        if len(kept) < len(tasks):
+            _log.info(
+                "%s: %d of %d tasks left out: every expected output of theirs is in the "
+                "prompt (no hidden test apart from the shown examples), so a copy would pass",
+                name,
+                len(tasks) - len(kept),
+                len(tasks),
+            )
+        if not kept:
+            raise InvalidEnvConfig(
+                f"No task of {name} has a hidden test whose expected output the prompt does "
+                "not show, so its rewards could pay only for copies of the examples; use a "
+                "dataset with hidden tests."
+            )
+        tasks = kept
         self.multi_turn = bool(multi_turn)
         if max_turns is None:
             max_turns = 4 if self.multi_turn else 1
@@ -417,12 +418,11 @@ class CodeEnv(TextEnv):
         # judging budget is bounded like every other per-step cost. It counts the wall clock
         # a test may hold its sandbox (a program that sleeps uses no CPU time), not only the
         # CPU-time limit.
-        if getattr(self, "pays_fraction", False) and not has_unseen_hidden_test(dict(task)):
+        if not has_unseen_hidden_test(dict(task)):
             raise InvalidEnvConfig(
-                "With pass_fraction paid (reward_mode='fraction') a code task needs a hidden "
-                "test whose expected output the prompt does not show (not a public test's "
-                "input, not an example of the question); this one has none, so only copies "
-                "of its examples could be paid. Add hidden tests or use reward_mode='all'."
+                "A code task needs a hidden test whose expected output the prompt does not "
+                "show (not a public test's input, not an example of the question); this one "
+                "has none, so a copy of its examples would be paid. Add hidden tests."
             )
         count = len(tests[0]) + len(tests[1])
         seconds = count * wall_limit(float(self.time_limit or limit or DEFAULT_TIME_LIMIT))

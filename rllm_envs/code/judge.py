@@ -1002,8 +1002,9 @@ def score(
 
     Returns 1.0 if every test passes (``"all"``), or with ``"fraction"`` the share of the
     *hidden* tests passed whose expected output the prompt does not show
-    (:func:`hidden_pass_fraction`: public tests never count, and a task with no such hidden
-    test scores 0); 0.0 for a response without code. ``task`` keeps its tests in
+    (:func:`hidden_pass_fraction`: public tests never count); 0.0 for a response without
+    code, and under either mode for a task with no such hidden test (every expected output
+    is in its prompt, so a copy of the examples would pass). ``task`` keeps its tests in
     ``public_tests`` and ``hidden_tests`` (:mod:`rllm_envs.code.datasets`); a flat list of
     tests cannot say which ones a prompt shows, so :func:`judge` and
     :attr:`JudgeResult.fraction` are not rewards.
@@ -1014,7 +1015,7 @@ def score(
         )
     language = language or task.get("language") or "python"
     code = extract_code(answer, language) if answer else None
-    if code is None:
+    if code is None or not has_unseen_hidden_test(task):
         return 0.0
     result = judge_task(
         code, task, stop_on_failure=reward_mode == "all", backend=backend, language=language

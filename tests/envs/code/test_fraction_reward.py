@@ -212,17 +212,14 @@ def test_hidden_pass_fraction_counts_unseen_hidden_tests_only():
     assert hidden_pass_fraction(JudgeResult(results=result.results[:2]), task) == 0.0
 
 
-def test_a_task_with_no_unseen_hidden_test_is_refused_when_the_fraction_pays():
-    """Every test shown: only a copy could be paid, so the task is not played."""
+def test_a_task_with_no_unseen_hidden_test_is_refused_under_either_reward():
+    """Every test shown: only a copy could be paid, so the task is not played or scored."""
     task = echo_task(hidden=0)
-    env = make("rllm/Code-v0")
-    with pytest.raises(InvalidEnvConfig, match="hidden test"):
-        env.reset(options={"task": task})
-    assert score(fenced("print(input())"), task, reward_mode="fraction") == 0.0
-    # reward_mode="all" still plays it.
-    env = gym.make("rllm/Code-v0")
-    env.reset(options={"task": task})
-    assert play(env, fenced("print(input())"))[0] == 1.0
+    for env in (make("rllm/Code-v0"), gym.make("rllm/Code-v0")):
+        with pytest.raises(InvalidEnvConfig, match="hidden test"):
+            env.reset(options={"task": task})
+    for mode in ("fraction", "all"):
+        assert score(fenced("print(input())"), task, reward_mode=mode) == 0.0
 
 
 def test_tasks_with_no_unseen_hidden_test_are_left_out_of_a_dataset(tmp_path, caplog):
@@ -246,10 +243,13 @@ def test_tasks_with_no_unseen_hidden_test_are_left_out_of_a_dataset(tmp_path, ca
         env = CodeEnv(dataset=path, reward_mode="fraction")
     assert [env.tasks[i]["id"] for i in range(len(env.tasks))] == ["kept"]
     assert "1 of 2 tasks left out" in caplog.text
-    assert len(CodeEnv(dataset=path).tasks) == 2
+    # The default reward (all tests pass) would pay the copy too.
+    default = CodeEnv(dataset=path).tasks
+    assert [default[i]["id"] for i in range(len(default))] == ["kept"]
     path.write_text(json.dumps(rows[1]) + "\n")
-    with pytest.raises(InvalidEnvConfig, match="reward_mode='all'"):
-        CodeEnv(dataset=path, reward_mode="fraction")
+    for mode in ("fraction", "all"):
+        with pytest.raises(InvalidEnvConfig, match="hidden tests"):
+            CodeEnv(dataset=path, reward_mode=mode)
 
 
 # ----------------------------------------- (d) no hidden outcome after a failed example
