@@ -56,6 +56,13 @@ def test_readme_renders_the_main_job_summary(tmp_path, monkeypatch):
     assert "| oracle | 1.000 | 1.00 |" in table and "| random | 0.000 | 0.00 |" in table
     assert "Format rate" in table and "min** in all" in table
     assert "not rerun by the job" in table
+    assert "The file now holds a later run" not in table
+    # A real-model run committed after the job: the README line says the file moved on.
+    path = tmp_path / "results" / "main_leaderboard.json"
+    data = json.loads(path.read_text())
+    data["real_model_rl"]["time"] = "2000-01-01T00:00:00Z"
+    path.write_text(json.dumps(data))
+    assert "The file now holds a later run" in readme.render("main_leaderboard")
 
 
 def test_main_job_trains_then_evaluates_the_checkpoint(tmp_path):
