@@ -519,12 +519,13 @@ class CodeEnv(TextEnv):
                 language=self.language,
                 hidden_needs_public_pass=gate,
             )
-            # Not a verdict the machine's load can decide (a time or memory limit, a sandbox
-            # that failed to run): another run may go otherwise.
+            # Not a verdict the machine's load can decide (a time or memory limit, a crash:
+            # a fork or thread refused under load reads as a run-time error, a sandbox that
+            # failed to run): another run may go otherwise.
             if (
                 gate
                 and result.sandbox_status is Status.OK
-                and not {"TLE", "MLE"} & set(result.verdicts)
+                and not {"TLE", "MLE", "RE"} & set(result.verdicts)
             ):
                 self._attempts[code] = result
         num_public = len(self.task["public_tests"])
