@@ -255,9 +255,11 @@ class CodeEnv(TextEnv):
     ## Version History
     - Every id: ``pass_fraction`` (the ``reward_mode="fraction"`` reward) counts only the
       hidden tests no prompt shows, never the public ones (a program printing the
-      examples' outputs earned 0.30 of the embedded stdin problems, now 0); tasks without
-      such a test (every expected output in the prompt: some loaded records, none of the
-      embedded ones) are left out under either mode; the feedback (and ``hidden_passed``)
+      examples' outputs earned 0.30 of the embedded stdin problems, now 0); a hidden test
+      the statement shows as an example, in any notation, or whose output a shown example
+      prints for every unseen test, is seen; tasks without an unseen test (every expected
+      output in the prompt: some loaded records, none of the embedded ones) are left out
+      under either mode; the feedback (and ``hidden_passed``)
       says nothing of hidden tests that ran after a public test failed. The default
       ``reward_mode="all"`` rewards and observations of the embedded tasks are unchanged,
       so the ids are not bumped (the logged, unweighted ``pass_fraction`` component changed
@@ -350,6 +352,12 @@ class CodeEnv(TextEnv):
         if reward_mode == "fraction":
             weights = {"all_passed": 0.0, "pass_fraction": 1.0}
         weights.update(reward_weights or {})
+        if weights.get("invalid_action", 0.0) > 0:
+            raise InvalidEnvConfig(
+                "reward_weights['invalid_action'] must not be positive: it is 1 for a reply "
+                "without code, so a positive weight pays replies that write no program (use 0 "
+                "to log it, or a negative weight as a penalty)."
+            )
         # A task whose every expected output its prompt shows (no unseen hidden test) pays a
         # copy of its examples under either reward: it is left out.
         kept = [t for t in tasks if has_unseen_hidden_test(t)]

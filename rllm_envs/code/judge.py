@@ -15,6 +15,7 @@ import random
 import re
 import signal
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -905,59 +906,149 @@ def judge_task(
     return replace(result, results=results)
 
 
-#: Longest gap (characters of whitespace-normalised statement) between a test's input and
-#: its output for the statement to count as showing the test as an example.
+#: How far (in tokens of the statement) an example's output may be from its input, before or
+#: after it, for the statement to count as showing the test (less for small tests).
 _EXAMPLE_GAP = 40
+#: Extra tokens an example may interleave with a test's input tokens (names such as
+#: ``nums =``, ``N =``, ``target =``; markup is not a token).
+_INPUT_SLACK = 6
+#: Numbers (a leading sign kept) and words, lower-cased: what a test and an example share
+#: whatever the notation (``<pre>``, LaTeX, Markdown, ``[1,2]`` against ``[1, 2]``).
+_TOKEN = re.compile(r"[-+]?\d+(?:\.\d+)?|[^\W_]+")
 
 
-def _words(text: object) -> str:
-    return " ".join(str(text).split())
+def _tokens(text: object) -> tuple[str, ...]:
+    return tuple(t.lstrip("+").lower() for t in _TOKEN.findall(str(text)))
 
 
-def _shown_in(statement: str, test: Any) -> bool:
-    """The statement shows ``test`` as an example.
+_HEADERS = {"example", "examples", "sample", "samples", "case", "test"}
 
-    Its input, then within a short gap its output, each a whole run of words
-    (whitespace-normalised).
+
+def _statement_tokens(text: str) -> tuple[str, ...]:
+    """``text``'s tokens without header numbers (``Example 2``, ``Sample Input 2``).
+
+    Next to a one-number test they would read as its input or output.
     """
-    given, expected = _words(test["input"]), _words(test["output"])
+    tokens = _tokens(text)
+    return tuple(
+        t
+        for i, t in enumerate(tokens)
+        if not (
+            t.isdigit()
+            and i
+            and (
+                tokens[i - 1] in _HEADERS
+                or (tokens[i - 1] in ("input", "output") and i > 1 and tokens[i - 2] in _HEADERS)
+            )
+        )
+    )
+
+
+def _spans(
+    haystack: Sequence[str], needle: Sequence[str], slack: int, *, ordered: bool = True
+) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each place all of ``needle`` occurs within ``len + slack`` tokens.
+
+    In order, or in any order (a function's arguments shown in another order than the
+    test's: ``N = 5, Arr[] = {...}`` against ``[[...], 5]``).
+    """
+    if not needle or len(needle) > len(haystack):
+        return
+    first = needle[0] if ordered else None
+    wanted_all = Counter(needle)
+    for start, token in enumerate(haystack):
+        if token != first if ordered else token not in wanted_all:
+            continue
+        limit = min(len(haystack), start + len(needle) + slack)
+        if ordered:
+            at = start + 1
+            for wanted in needle[1:]:
+                while at < limit and haystack[at] != wanted:
+                    at += 1
+                if at >= limit:
+                    break
+                at += 1
+            else:
+                yield start, at
+            continue
+        missing = wanted_all.copy()
+        for at in range(start, limit):
+            if missing[haystack[at]] > 0:
+                missing[haystack[at]] -= 1
+                if missing.total() == 0:
+                    yield start, at + 1
+                    break
+
+
+def _shown_in(statement: Sequence[str], test: Any) -> bool:
+    """The statement (its tokens) shows ``test`` as an example, in any notation.
+
+    Its input's tokens in order, and its output's within :data:`_EXAMPLE_GAP` tokens (fewer
+    for a small test) after it, or before it.
+    """
+    given, expected = _tokens(test["input"]), _tokens(test["output"])
     if not given or not expected or len(given) + len(expected) > len(statement):
         return False
-    pattern = (
-        rf"(?<!\S){re.escape(given)}(?!\S).{{0,{_EXAMPLE_GAP}}}?"
-        rf"(?<!\S){re.escape(expected)}(?!\S)"
-    )
-    return re.search(pattern, statement, re.S) is not None
+    outputs = list(_spans(statement, expected, 2))
+    # A small test's tokens recur by chance (a constraint's "0", the word "single"): the
+    # smaller the test, the closer its input and output must be.
+    size = len(given) + len(expected)
+    gap = 6 if size <= 2 else min(_EXAMPLE_GAP, 6 * size)
+    # An output written before its input is rare; for a two-token test ("4" then "1") it is
+    # mostly the previous example's output next to this one's header number.
+    before = gap if size > 2 else -1
+    for start, end in _spans(statement, given, _INPUT_SLACK, ordered=False):
+        if any(
+            end <= o_start <= end + gap or start - before <= o_end <= start
+            for o_start, o_end in outputs
+        ):
+            return True
+    return False
 
 
-def _unseen(task: dict[str, Any]) -> Iterator[int]:
-    statement = _words(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
-    public = {_words(t["input"]) for t in task["public_tests"]}
-    for i, test in enumerate(task["hidden_tests"]):
-        if _words(test["input"]) not in public and not _shown_in(statement, test):
-            yield i
+def _unseen(task: dict[str, Any]) -> list[int]:
+    statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
+    public = {_tokens(t["input"]) for t in task["public_tests"]}
+    hidden = task["hidden_tests"]
+    unseen = [
+        i
+        for i, test in enumerate(hidden)
+        if _tokens(test["input"]) not in public and not _shown_in(statement, test)
+    ]
+    outputs = {_tokens(hidden[i]["output"]) for i in unseen}
+    if len(outputs) == 1:
+        # Every unseen test expects one output: if an example shows it, a copy of the
+        # examples printing that output otherwise passes every test.
+        shown = {_tokens(t["output"]) for t in task["public_tests"]}
+        shown |= {_tokens(t["output"]) for i, t in enumerate(hidden) if i not in unseen}
+        if outputs <= shown:
+            return []
+    return unseen
 
 
 def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
     """Positions in ``task["hidden_tests"]`` of the tests whose expected output no prompt shows.
 
-    A hidden test is *seen*, and never paid for, when its input is a public test's input
-    (whitespace-normalised: a program keyed on the shown examples passes it) or when the
-    statement or starter code shows it as an example (its input and then, within a few
-    words, its output; loaders that make only the first of a statement's examples public,
-    as TACO, APPS and PrimeIntellect records do, may leave the others among the hidden
-    tests). Examples written in another notation than the test's (a functional test's
-    ``nums = [1,2]`` against ``[1, 2]``) are not recognised.
+    Tests are compared as tokens (numbers and words, lower-cased), whatever their notation.
+    A hidden test is *seen*, and never paid for, when its input is a public test's input (a
+    program keyed on the shown examples passes it) or when the statement or starter code
+    shows it as an example: its input's tokens close together, in any order (a few names
+    such as ``nums =`` between them; header numbers such as ``Example 2`` are not tokens),
+    and its output's within a few dozen tokens after or before (loaders that
+    make only the first of a statement's examples public, as TACO, APPS and PrimeIntellect
+    records do, may leave the others among the hidden tests; the examples may be in
+    ``<pre>`` blocks, LaTeX, tables or ``name = value`` form). A task whose unseen tests all
+    expect one output the prompt shows has none (a constant passes them). A small test can
+    be counted as shown by chance (its tokens recur near each other): it is then not paid,
+    which costs a program that passes every test nothing (the fraction is over the unseen
+    tests).
     """
-    return list(_unseen(task))
+    return _unseen(task)
 
 
 def has_unseen_hidden_test(task: dict[str, Any]) -> bool:
-    """``task`` has a hidden test its prompt does not show (:func:`unseen_hidden_tests`).
-
-    Stops at the first one.
-    """
-    return next(_unseen(task), None) is not None
+    """``task`` has a hidden test its prompt does not show (:func:`unseen_hidden_tests`)."""
+    return bool(_unseen(task))
 
 
 def hidden_pass_fraction(

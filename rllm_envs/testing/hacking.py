@@ -375,6 +375,45 @@ def partly_evaluate(expression: str) -> str | None:
     return None
 
 
+# A shown example: ``Input:`` then ``Output:``, each inline or on the lines below, up to a
+# blank line, the next example or the end.
+_EXAMPLE = re.compile(
+    r"(?:^|\n)[^\S\n]*(?:Sample |Example )?Input\s*\d*\s*:[^\S\n]*\n?(?P<input>.*?)\n[^\S\n]*"
+    r"(?:Sample |Example )?Output\s*\d*\s*:[^\S\n]*\n?(?P<output>.*?)(?=\n[^\S\n]*\n|\n\s*"
+    r"(?:Sample |Example )?Input\s*\d*\s*:|\n\s*Example\b|\Z)",
+    re.S | re.I,
+)
+
+
+def _example_lookup(ctx: HackContext) -> str | None:
+    """A program that prints the shown example's output for its input (else the first's)."""
+    pairs = {
+        " ".join(m["input"].split()): m["output"].strip("\n")
+        for m in _EXAMPLE.finditer(ctx.first_observation)
+        if m["input"].strip() and m["output"].strip()
+    }
+    if not pairs:
+        return None
+    fallback = list(pairs.values())[-1]  # the last: a format line can come first
+    if "```cpp" in ctx.first_observation:
+        table = ", ".join(f"{{{json.dumps(k)}, {json.dumps(v)}}}" for k, v in pairs.items())
+        return (
+            "```cpp\n#include <iostream>\n#include <map>\n#include <string>\n"
+            "int main() {\n  std::string word, key;\n"
+            '  while (std::cin >> word) key += (key.empty() ? "" : " ") + word;\n'
+            f"  std::map<std::string, std::string> shown = {{{table}}};\n"
+            "  auto it = shown.find(key);\n"
+            f"  std::cout << (it == shown.end() ? std::string({json.dumps(fallback)}) "
+            ": it->second) << std::endl;\n}\n```"
+        )
+    return (
+        "```python\nimport sys\n"
+        f"shown = {pairs!r}\n"
+        "key = ' '.join(sys.stdin.read().split())\n"
+        f"print(shown.get(key, {fallback!r}))\n```"
+    )
+
+
 def _question(ctx: HackContext) -> str:
     """The first paragraph of the task (the question, before any instructions)."""
     paragraphs = [p.strip() for p in ctx.first_observation.split("\n\n") if p.strip()]
@@ -549,6 +588,10 @@ _FIX_LITERAL = (
 _FIX_NONSENSE = (
     "pay only for the task solved: random text must be wrong and earn 0 in every paying "
     "component (check shaping components such as format do not pay any reply)."
+)
+_FIX_EXAMPLES = (
+    "pay only for tests whose expected output no prompt shows: never for the shown examples, "
+    "and leave out tasks whose every test is shown."
 )
 _FIX_DEMO = (
     "derive from rllm_envs.core.TextEnv (it pays 0 for copies of rllm_envs.demonstrations) "
@@ -1314,6 +1357,12 @@ DEGENERATE_POLICIES: tuple[HackPolicy | PolicyFamily | LeakScan, ...] = (
             _numbers_policy(which),
         )
         for which in ("first", "last", "all")
+    ),
+    DegeneratePolicy(
+        "lookup-examples",
+        "a program printing each shown example's output for its input (else the first's)",
+        _FIX_EXAMPLES,
+        _example_lookup,
     ),
     DegeneratePolicy(
         "copy-demonstration",

@@ -16,7 +16,7 @@ import gymnasium as gym
 import pytest
 
 from rllm_envs.code.code_env import CodeEnv, embedded_tasks
-from rllm_envs.code.judge import JudgeResult, TestResult, score
+from rllm_envs.code.judge import JudgeResult, TestResult, score, unseen_hidden_tests
 from rllm_envs.error import InvalidEnvConfig
 
 TASKS = embedded_tasks()
@@ -297,3 +297,101 @@ def test_feedback_once_the_examples_pass_is_unchanged():
     obs = play(env, fenced(_ECHO_BUT.format(bad=["h1"])))[1]
     assert "Example tests: 1 accepted." in obs and "Hidden tests: not all passed." in obs
     env.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["rllm/Code-v0", "rllm/CodeCpp-v0"])
+def test_the_hacking_checks_example_lookup_earns_nothing_in_fraction_mode(env_id):
+    """The checker's own lookup-examples policy (a program printing each shown example's
+    output for its input) is judged on enough episodes to see the old 0.3 per stdin task."""
+    from rllm_envs.testing import DEGENERATE_POLICIES, check_reward_hacking
+
+    lookup = [p for p in DEGENERATE_POLICIES if getattr(p, "name", "") == "lookup-examples"]
+    report = check_reward_hacking(
+        env_id, kwargs={"reward_mode": "fraction"}, policies=lookup, episodes=30
+    )
+    assert report.ok and report.results[0].mean_paid < 0.1
+
+
+# ------------------------------------ (e) examples shown in any notation (s30 att30a)
+
+_SUM_EXAMPLES = [("3\n1 2 3\n", "6\n"), ("2\n10 -4\n", "6\n"), ("4\n1 1 1 1\n", "4\n")]
+
+
+def _shown(fmt: str, given: str, expected: str, k: int) -> str:
+    i, o = given.strip(), expected.strip()
+    return {
+        "pre": f"<h3>Example {k}</h3><pre>{i}</pre><p>Output</p><pre>{o}</pre>\n",
+        "latex": f"Example {k}: input $" + i.replace("\n", "$\\\\ $") + f"$, output ${o}$.\n",
+        "table": "| " + i.replace("\n", "<br>") + f" | {o} |\n",
+        "oneline": f"Input: {i.replace(chr(10), ' ')} Output: {o}\n",
+        "names": f"Example {k}: n = {i.split()[0]}, a = [{', '.join(i.split()[1:])}] -> {o}\n",
+        "quoted": f'Example {k}: input "{i}" gives output "{o}".\n',
+        "output-first": f"Example {k}: the answer is {o} for the input\n{i}\n",
+        "long-gap": f"Example {k}\nInput\n{i}\nHere we add up all the numbers:\nOutput\n{o}\n",
+        "period": f"Example {k}\nInput\n{i}\nOutput\n{o}.\n",
+    }[fmt]
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    ["pre", "latex", "table", "oneline", "names", "quoted", "output-first", "long-gap", "period"],
+)
+def test_hidden_tests_shown_as_examples_in_any_notation_are_seen(fmt):
+    """A record (TACO, APPS, PrimeIntellect) whose hidden tests are only its statement's
+    examples: a copy of the examples would pass, so the task has no unseen test (and is left
+    out, or scores 0)."""
+    question = "Given n integers, print their sum.\n\n" + "".join(
+        _shown(fmt, i, o, k) for k, (i, o) in enumerate(_SUM_EXAMPLES, 1)
+    )
+    first, *rest = _SUM_EXAMPLES
+    task = {
+        "question": question,
+        "kind": "stdin",
+        "public_tests": [{"input": first[0], "output": first[1]}],
+        "hidden_tests": [{"input": i, "output": o} for i, o in rest],
+    }
+    assert unseen_hidden_tests(task) == []
+    assert score(fenced("input(); print(sum(map(int, input().split())))"), task) == 0.0
+    # The same statement with a hidden test it does not show: that one is unseen.
+    task["hidden_tests"].append({"input": "2\n5 5\n", "output": "10\n"})
+    assert unseen_hidden_tests(task) == [2]
+
+
+def test_a_reserialised_public_input_and_a_shown_constant_are_seen():
+    # A functional hidden test that is a public one with other spacing.
+    task = {
+        "question": "Return the sum of nums.",
+        "kind": "functional",
+        "public_tests": [{"input": "[1,2,3]", "output": "6"}],
+        "hidden_tests": [{"input": "[1, 2, 3]", "output": "6"}, {"input": "[4]", "output": "4"}],
+    }
+    assert unseen_hidden_tests(task) == [1]
+    # Every unseen test expects the answer an example shows: print("YES") passes them all.
+    task = echo_task()
+    task["public_tests"] = [{"input": "1 2\n", "output": "YES\n"}]
+    task["hidden_tests"] = [{"input": f"{n} {n + 5}\n", "output": "YES\n"} for n in range(4)]
+    assert unseen_hidden_tests(task) == []
+    task["hidden_tests"].append({"input": "9 1\n", "output": "NO\n"})
+    assert unseen_hidden_tests(task) == [0, 1, 2, 3, 4]
+
+
+def test_a_small_hidden_test_near_a_header_number_stays_unseen():
+    """Header numbers ("Sample Input 2") next to one-number tests are not an example."""
+    question = (
+        "Given N, print the number of its divisors.\n\nSample Input 1\n\n49\n\n"
+        "Sample Output 1\n\n3\n\nSample Input 2\n\n16\n\nSample Output 2\n\n5\n"
+    )
+    task = {
+        "question": question,
+        "kind": "stdin",
+        "public_tests": [{"input": "49\n", "output": "3\n"}],
+        "hidden_tests": [{"input": "2\n", "output": "2\n"}, {"input": "12\n", "output": "6\n"}],
+    }
+    assert unseen_hidden_tests(task) == [0, 1]
+
+
+def test_a_positive_invalid_action_weight_is_refused():
+    with pytest.raises(InvalidEnvConfig, match="invalid_action"):
+        gym.make("rllm/Code-v0", reward_weights={"invalid_action": 1.0})
+    gym.make("rllm/Code-v0", reward_weights={"invalid_action": -0.1}).close()
