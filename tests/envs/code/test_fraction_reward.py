@@ -300,15 +300,15 @@ def test_feedback_once_the_examples_pass_is_unchanged():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("env_id", ["rllm/Code-v0", "rllm/CodeCpp-v0"])
-def test_the_hacking_checks_example_lookup_earns_nothing_in_fraction_mode(env_id):
+def test_the_hacking_checks_example_lookup_earns_nothing_in_fraction_mode():
     """The checker's own lookup-examples policy (a program printing each shown example's
-    output for its input) is judged on enough episodes to see the old 0.3 per stdin task."""
+    output for its input) is judged on enough episodes to see the old 0.3 per stdin task
+    (CodeCpp-v0: stdin tasks only; Python's copies are the tests above)."""
     from rllm_envs.testing import DEGENERATE_POLICIES, check_reward_hacking
 
     lookup = [p for p in DEGENERATE_POLICIES if getattr(p, "name", "") == "lookup-examples"]
     report = check_reward_hacking(
-        env_id, kwargs={"reward_mode": "fraction"}, policies=lookup, episodes=30
+        "rllm/CodeCpp-v0", kwargs={"reward_mode": "fraction"}, policies=lookup, episodes=30
     )
     assert report.ok and report.results[0].mean_paid < 0.1
 
