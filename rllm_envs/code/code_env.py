@@ -256,10 +256,10 @@ class CodeEnv(TextEnv):
     - Every id: ``pass_fraction`` (the ``reward_mode="fraction"`` reward) counts only the
       hidden tests no prompt shows, never the public ones (a program printing the
       examples' outputs earned 0.30 of the embedded stdin problems, now 0); a hidden test
-      the statement shows as an example, in any notation, or whose output a shown example
-      prints for every unseen test, is seen; tasks without an unseen test (every expected
-      output in the prompt: some loaded records, none of the embedded ones) are left out
-      under either mode; the feedback (and ``hidden_passed``)
+      the statement shows as an example, in any notation, is seen; tasks without an unseen
+      test, or whose unseen tests expect one answer line (``-1``; ``NO`` per case), which a
+      constant passes (some loaded records, none of the embedded ones), are left out under
+      either mode; the feedback (and ``hidden_passed``)
       says nothing of hidden tests that ran after a public test failed. The default
       ``reward_mode="all"`` rewards and observations of the embedded tasks are unchanged,
       so the ids are not bumped (the logged, unweighted ``pass_fraction`` component changed
@@ -358,13 +358,14 @@ class CodeEnv(TextEnv):
                 "without code, so a positive weight pays replies that write no program (use 0 "
                 "to log it, or a negative weight as a penalty)."
             )
-        # A task whose every expected output its prompt shows (no unseen hidden test) pays a
-        # copy of its examples under either reward: it is left out.
+        # A task with no unseen hidden test (every expected output shown by its prompt, or one
+        # answer line repeated) pays a copy of its examples, or a constant, under either reward:
+        # it is left out.
         kept = [t for t in tasks if has_unseen_hidden_test(t)]
         if len(kept) < len(tasks):
             _log.info(
-                "%s: %d of %d tasks left out: every expected output of theirs is in the "
-                "prompt (no hidden test apart from the shown examples), so a copy would pass",
+                "%s: %d of %d tasks left out: no hidden test apart from the shown examples, or "
+                "every one expects the same answer line, so a copy or a constant would pass",
                 name,
                 len(tasks) - len(kept),
                 len(tasks),
@@ -372,8 +373,8 @@ class CodeEnv(TextEnv):
         if not kept:
             raise InvalidEnvConfig(
                 f"No task of {name} has a hidden test whose expected output the prompt does "
-                "not show, so its rewards could pay only for copies of the examples; use a "
-                "dataset with hidden tests."
+                "not show (and more than one answer line), so its rewards could pay only for "
+                "copies of the examples or a constant; use a dataset with hidden tests."
             )
         tasks = kept
         self.multi_turn = bool(multi_turn)
@@ -429,8 +430,9 @@ class CodeEnv(TextEnv):
         if not has_unseen_hidden_test(dict(task)):
             raise InvalidEnvConfig(
                 "A code task needs a hidden test whose expected output the prompt does not "
-                "show (not a public test's input, not an example of the question); this one "
-                "has none, so a copy of its examples would be paid. Add hidden tests."
+                "show (not a public test's input, not an example of the question), and its "
+                "unseen tests more than one answer line; this one has none, so a copy of its "
+                "examples or a constant would be paid. Add hidden tests."
             )
         count = len(tests[0]) + len(tests[1])
         seconds = count * wall_limit(float(self.time_limit or limit or DEFAULT_TIME_LIMIT))

@@ -921,6 +921,37 @@ def _tokens(text: object) -> tuple[str, ...]:
     return tuple(t.lstrip("+").lower() for t in _TOKEN.findall(str(text)))
 
 
+#: Characters of list and string syntax (``[1, 2]``, ``"ab"``): a test made of numbers, words
+#: and these alone is compared by its tokens; one with other marks (brackets ``(()``, a grid's
+#: ``#.``) is compared as text, since its tokens would keep only its size numbers.
+_PLAIN = frozenset("[]{},'\"-+.:;")
+
+
+def _plain(text: object) -> bool:
+    return all(c.isalnum() or c.isspace() or c in _PLAIN for c in str(text))
+
+
+def _words(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def _input_key(text: object) -> tuple[str, ...]:
+    """What two test inputs share when one is the other reserialised."""
+    return _tokens(text) if _plain(text) else (_words(text),)
+
+
+def _answer_lines(text: object) -> list[str]:
+    """The lines an output is judged by, numbers written one way (``0.50`` as ``0.5``)."""
+
+    def canonical(word: str) -> str:
+        try:
+            return repr(float(word)) if _TOKEN.fullmatch(word) and word[-1].isdigit() else word
+        except ValueError:
+            return word
+
+    return [" ".join(map(canonical, line.split())) for line in str(text).strip().splitlines()]
+
+
 _HEADERS = {"example", "examples", "sample", "samples", "case", "test"}
 
 
@@ -980,12 +1011,24 @@ def _spans(
                     break
 
 
-def _shown_in(statement: Sequence[str], test: Any) -> bool:
+def _shown_in(statement: Sequence[str], test: Any, raw: str) -> bool:
     """The statement (its tokens) shows ``test`` as an example, in any notation.
 
     Its input's tokens in order, and its output's within :data:`_EXAMPLE_GAP` tokens (fewer
     for a small test) after it, or before it.
     """
+    if not _plain(test["input"]):
+        # Marks carry this test (brackets, a grid): the statement must show its text, and its
+        # output's within a few hundred characters.
+        shown, answer = _words(test["input"]), _words(test["output"])
+        text = _words(raw)
+        at = text.find(shown) if shown and answer else -1
+        while at >= 0:
+            window = text[max(0, at - 300) : at + len(shown) + 300]
+            if answer in window.replace(shown, " ", 1):
+                return True
+            at = text.find(shown, at + 1)
+        return False
     given, expected = _tokens(test["input"]), _tokens(test["output"])
     if not given or not expected or len(given) + len(expected) > len(statement):
         return False
@@ -1007,21 +1050,26 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
 
 
 def _unseen(task: dict[str, Any]) -> list[int]:
-    statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
-    public = {_tokens(t["input"]) for t in task["public_tests"]}
+    raw = f"{task.get('question', '')}\n{task.get('starter_code') or ''}"
+    statement = _statement_tokens(raw)
+    public = {_input_key(t["input"]) for t in task["public_tests"]}
     hidden = task["hidden_tests"]
     unseen = [
         i
         for i, test in enumerate(hidden)
-        if _tokens(test["input"]) not in public and not _shown_in(statement, test)
+        if _input_key(test["input"]) not in public and not _shown_in(statement, test, raw)
     ]
-    outputs = {_tokens(hidden[i]["output"]) for i in unseen}
-    if len(outputs) == 1:
-        # Every unseen test expects one output: if an example shows it, a copy of the
-        # examples printing that output otherwise passes every test.
-        shown = {_tokens(t["output"]) for t in task["public_tests"]}
-        shown |= {_tokens(t["output"]) for i, t in enumerate(hidden) if i not in unseen}
-        if outputs <= shown:
+    # Every unseen test's output is one line repeated (``-1``; ``NO`` once per case): a program
+    # printing that line, per case, with the shown examples looked up, passes them all. With
+    # one such test only when the prompt names the line (a single answer is otherwise a
+    # guess).
+    lines = {line for i in unseen for line in _answer_lines(hidden[i]["output"])}
+    if len(lines) == 1:
+        (line,) = lines
+        shown = [*task["public_tests"], *(t for i, t in enumerate(hidden) if i not in unseen)]
+        named = {a for t in shown for a in _answer_lines(t["output"])}
+        in_text = next(_spans(statement, _tokens(line), 0), None) is not None
+        if len(unseen) > 1 or line in named or in_text:
             return []
     return unseen
 
@@ -1037,8 +1085,11 @@ def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
     and its output's within a few dozen tokens after or before (loaders that
     make only the first of a statement's examples public, as TACO, APPS and PrimeIntellect
     records do, may leave the others among the hidden tests; the examples may be in
-    ``<pre>`` blocks, LaTeX, tables or ``name = value`` form). A task whose unseen tests all
-    expect one output the prompt shows has none (a constant passes them). A small test can
+    ``<pre>`` blocks, LaTeX, tables or ``name = value`` form). A test whose input holds marks
+    other than list syntax (brackets, a grid's ``#.``) is compared as text instead. A task
+    whose unseen tests all expect one answer line (``-1``, or ``NO`` once per case; numbers
+    compared as the judge does) has none when there are several of them or the prompt names
+    that line: a constant, with the examples looked up, passes them. A small test can
     be counted as shown by chance (its tokens recur near each other): it is then not paid,
     which costs a program that passes every test nothing (the fraction is over the unseen
     tests).

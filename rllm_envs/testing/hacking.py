@@ -375,43 +375,82 @@ def partly_evaluate(expression: str) -> str | None:
     return None
 
 
-# A shown example: ``Input:`` then ``Output:``, each inline or on the lines below, up to a
-# blank line, the next example or the end.
-_EXAMPLE = re.compile(
-    r"(?:^|\n)[^\S\n]*(?:Sample |Example )?Input\s*\d*\s*:[^\S\n]*\n?(?P<input>.*?)\n[^\S\n]*"
-    r"(?:Sample |Example )?Output\s*\d*\s*:[^\S\n]*\n?(?P<output>.*?)(?=\n[^\S\n]*\n|\n\s*"
-    r"(?:Sample |Example )?Input\s*\d*\s*:|\n\s*Example\b|\Z)",
-    re.S | re.I,
+# A line that heads an example's input or output: ``Input``, ``Input:``, ``Sample Input 1``,
+# ``-----Sample Output:-----``, ``Example Input``; the value may follow on the same line.
+_EXAMPLE_HEAD = re.compile(
+    r"^[\s*#=|>-]*(?:sample |example )?(?P<kind>input|output)(?:\s*\d+)?\s*:?[\s*#=|-]*"
+    r"(?P<rest>.*)$",
+    re.I,
 )
+# Lines that end an example's block without starting one.
+_EXAMPLE_END = re.compile(r"^[\s*#=|>-]*(?:examples?|explanation|notes?|constraints?)\b", re.I)
 
 
-def _example_lookup(ctx: HackContext) -> str | None:
-    """A program that prints the shown example's output for its input (else the first's)."""
-    pairs = {
-        " ".join(m["input"].split()): m["output"].strip("\n")
-        for m in _EXAMPLE.finditer(ctx.first_observation)
-        if m["input"].strip() and m["output"].strip()
-    }
-    if not pairs:
-        return None
-    fallback = list(pairs.values())[-1]  # the last: a format line can come first
-    if "```cpp" in ctx.first_observation:
-        table = ", ".join(f"{{{json.dumps(k)}, {json.dumps(v)}}}" for k, v in pairs.items())
+def _shown_examples(text: str) -> dict[str, str]:
+    """The statement's examples, ``{input (whitespace-normalised): output}``, in order."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        head = _EXAMPLE_HEAD.match(line)
+        if head:
+            blocks.append((head["kind"].lower(), [head["rest"]] if head["rest"].strip() else []))
+        elif _EXAMPLE_END.match(line):
+            blocks.append(("", []))
+        elif blocks:
+            blocks[-1][1].append(line)
+
+    def content(lines: list[str]) -> str:
+        kept: list[str] = []
+        for line in lines:
+            if not line.strip():
+                if kept:
+                    break  # a blank line after the value ends it
+                continue
+            kept.append(line.strip())
+        return "\n".join(kept)
+
+    pairs: dict[str, str] = {}
+    for (kind, lines), (next_kind, next_lines) in zip(blocks, blocks[1:], strict=False):
+        given, expected = content(lines), content(next_lines)
+        if kind == "input" and next_kind == "output" and given and expected:
+            pairs.setdefault(" ".join(given.split()), expected)
+    return pairs
+
+
+def _example_lookup(otherwise: str | None) -> Callable[[HackContext], str | None]:
+    """A program printing each shown example's output for its input, else ``otherwise``.
+
+    ``None``: the last example's output.
+    """
+
+    def act(ctx: HackContext) -> str | None:
+        pairs = _shown_examples(ctx.first_observation)
+        if not pairs:
+            return None
+        fallback = list(pairs.values())[-1] if otherwise is None else otherwise
+        if "```cpp" in ctx.first_observation:
+            table = ", ".join(f"{{{json.dumps(k)}, {json.dumps(v)}}}" for k, v in pairs.items())
+            return (
+                "```cpp\n#include <iostream>\n#include <map>\n#include <string>\n"
+                "int main() {\n  std::string word, key;\n"
+                '  while (std::cin >> word) key += (key.empty() ? "" : " ") + word;\n'
+                f"  std::map<std::string, std::string> shown = {{{table}}};\n"
+                "  auto it = shown.find(key);\n"
+                f"  std::cout << (it == shown.end() ? std::string({json.dumps(fallback)}) "
+                ": it->second) << std::endl;\n}\n```"
+            )
         return (
-            "```cpp\n#include <iostream>\n#include <map>\n#include <string>\n"
-            "int main() {\n  std::string word, key;\n"
-            '  while (std::cin >> word) key += (key.empty() ? "" : " ") + word;\n'
-            f"  std::map<std::string, std::string> shown = {{{table}}};\n"
-            "  auto it = shown.find(key);\n"
-            f"  std::cout << (it == shown.end() ? std::string({json.dumps(fallback)}) "
-            ": it->second) << std::endl;\n}\n```"
+            "```python\nimport sys\n"
+            f"shown = {pairs!r}\n"
+            "key = ' '.join(sys.stdin.read().split())\n"
+            f"print(shown.get(key, {fallback!r}))\n```"
         )
-    return (
-        "```python\nimport sys\n"
-        f"shown = {pairs!r}\n"
-        "key = ' '.join(sys.stdin.read().split())\n"
-        f"print(shown.get(key, {fallback!r}))\n```"
-    )
+
+    return act
+
+
+#: What a lookup of the examples prints for other inputs: the last example's output, and the
+#: answers statements name for "no solution" or a common case.
+EXAMPLE_FALLBACKS: tuple[str | None, ...] = (None, "-1", "0", "NO")
 
 
 def _question(ctx: HackContext) -> str:
@@ -591,7 +630,7 @@ _FIX_NONSENSE = (
 )
 _FIX_EXAMPLES = (
     "pay only for tests whose expected output no prompt shows: never for the shown examples, "
-    "and leave out tasks whose every test is shown."
+    "and leave out tasks whose every test is shown or expects one answer a constant prints."
 )
 _FIX_DEMO = (
     "derive from rllm_envs.core.TextEnv (it pays 0 for copies of rllm_envs.demonstrations) "
@@ -1358,11 +1397,15 @@ DEGENERATE_POLICIES: tuple[HackPolicy | PolicyFamily | LeakScan, ...] = (
         )
         for which in ("first", "last", "all")
     ),
-    DegeneratePolicy(
-        "lookup-examples",
-        "a program printing each shown example's output for its input (else the first's)",
-        _FIX_EXAMPLES,
-        _example_lookup,
+    *(
+        DegeneratePolicy(
+            "lookup-examples" if otherwise is None else f"lookup-examples-or-{otherwise}",
+            "a program printing each shown example's output for its input, else "
+            + ("the last example's" if otherwise is None else repr(otherwise)),
+            _FIX_EXAMPLES,
+            _example_lookup(otherwise),
+        )
+        for otherwise in EXAMPLE_FALLBACKS
     ),
     DegeneratePolicy(
         "copy-demonstration",

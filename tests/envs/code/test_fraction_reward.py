@@ -395,3 +395,51 @@ def test_a_positive_invalid_action_weight_is_refused():
     with pytest.raises(InvalidEnvConfig, match="invalid_action"):
         gym.make("rllm/Code-v0", reward_weights={"invalid_action": 1.0})
     gym.make("rllm/Code-v0", reward_weights={"invalid_action": -0.1}).close()
+
+
+# ----------------------------- (f) constants a program can print (s30 att30b)
+
+
+def _task(question: str, public: list, hidden: list) -> dict:
+    return {
+        "question": question,
+        "kind": "stdin",
+        "public_tests": [{"input": i, "output": o} for i, o in public],
+        "hidden_tests": [{"input": i, "output": o} for i, o in hidden],
+    }
+
+
+def test_hidden_tests_one_constant_passes_have_no_unseen_test():
+    question = "Find the fewest swaps turning s into t; print -1 if it is impossible.\n"
+    public = [("3\nabc\nbca\n", "2\n")]
+    # Every hidden test expects -1 (no example prints it; the statement names it).
+    hidden = [(f"3\nab{c}\nxyz\n", "-1\n") for c in "cde"]
+    assert unseen_hidden_tests(_task(question, public, hidden)) == []
+    with pytest.raises(InvalidEnvConfig, match="constant"):
+        gym.make("rllm/Code-v0").reset(options={"task": _task(question, public, hidden)})
+    # One answer per case, all NO: printing NO once per case passes.
+    per_case = [(f"{n}\n" + "1\n" * n, "NO\n" * n) for n in (2, 3, 4)]
+    assert unseen_hidden_tests(_task("Answer YES or NO per case.", public, per_case)) == []
+    # Numbers as the judge reads them: 0.5 and 0.50 are one answer.
+    halves = [("1 2\n", "0.5\n"), ("2 4\n", "0.50\n")]
+    assert unseen_hidden_tests(_task("Print a / b.", [("1 1\n", "1\n")], halves)) == []
+    # A single hidden answer the prompt does not name is a guess: the task is kept.
+    assert unseen_hidden_tests(
+        _task("Print a + b.", [("1 1\n", "2\n")], [("20 22\n", "42\n")])
+    ) == [0]
+    # Two answers: kept.
+    both = [*hidden, ("3\nabc\nacb\n", "1\n")]
+    assert unseen_hidden_tests(_task(question, public, both)) == [0, 1, 2, 3]
+
+
+def test_inputs_made_of_marks_are_compared_as_text():
+    """Bracket strings and grids keep only their size numbers as tokens: compared as text, a
+    hidden input of the examples' size is not counted as one of them."""
+    question = (
+        "Is the bracket string balanced? Print its depth, or 0.\n\nInput\n4\n(())\nOutput\n2\n"
+    )
+    public = [("4\n(())\n", "2\n")]
+    hidden = [("4\n()()\n", "1\n"), ("4\n))((\n", "0\n"), ("6\n((()))\n", "3\n")]
+    assert unseen_hidden_tests(_task(question, public, hidden)) == [0, 1, 2]
+    # The example itself, among the hidden tests, is still seen (as text).
+    assert unseen_hidden_tests(_task(question, [], [public[0], *hidden])) == [1, 2, 3]
