@@ -912,44 +912,45 @@ _EXAMPLE_GAP = 40
 #: Extra tokens an example may interleave with a test's input tokens (names such as
 #: ``nums =``, ``N =``, ``target =``; markup is not a token).
 _INPUT_SLACK = 6
-#: Numbers (a leading sign kept) and words, lower-cased: what a test and an example share
-#: whatever the notation (``<pre>``, LaTeX, Markdown, ``[1,2]`` against ``[1, 2]``).
-_TOKEN = re.compile(r"[-+]?\d+(?:\.\d+)?|[^\W_]+")
+#: Numbers (a leading sign kept), words, and single marks other than list and string syntax
+#: (``[1,2]`` against ``[1, 2]``, ``"ab"`` against ``'ab'``): what a test and an example share
+#: whatever the notation. Markup (``<pre>``, ``$``, ``|``) adds a few marks between them.
+_TOKEN = re.compile(r"[-+]?\d+(?:\.\d+)?|[^\W_]+|[^\w\s\[\]{},'\"]|_")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _canonical(token: str) -> str:
+    """A number as the judge compares it (``0.500`` as ``0.5``, ``+1`` as ``1``).
+
+    A word in lower case.
+    """
+    if _NUMBER.fullmatch(token):
+        try:
+            return repr(float(token)) if "." in token else str(int(token))
+        except (ValueError, OverflowError):
+            return token
+    return token.lower()
 
 
 def _tokens(text: object) -> tuple[str, ...]:
-    return tuple(t.lstrip("+").lower() for t in _TOKEN.findall(str(text)))
+    return tuple(_canonical(t) for t in _TOKEN.findall(str(text)))
 
 
-#: Characters of list and string syntax (``[1, 2]``, ``"ab"``): a test made of numbers, words
-#: and these alone is compared by its tokens; one with other marks (brackets ``(()``, a grid's
-#: ``#.``) is compared as text, since its tokens would keep only its size numbers.
-_PLAIN = frozenset("[]{},'\"-+.:;")
-
-
-def _plain(text: object) -> bool:
-    return all(c.isalnum() or c.isspace() or c in _PLAIN for c in str(text))
-
-
-def _words(text: object) -> str:
-    return " ".join(str(text).split())
-
-
-def _input_key(text: object) -> tuple[str, ...]:
-    """What two test inputs share when one is the other reserialised."""
-    return _tokens(text) if _plain(text) else (_words(text),)
+def _marked(tokens: Sequence[str]) -> bool:
+    """Marks carry the test (brackets, a grid's ``#.``): their order matters."""
+    return any(not (t[0].isalnum() or t[0] in "-+") for t in tokens)
 
 
 def _answer_lines(text: object) -> list[str]:
-    """The lines an output is judged by, numbers written one way (``0.50`` as ``0.5``)."""
+    """The lines an output is judged by, numbers written one way (``0.50`` as ``0.5``).
 
-    def canonical(word: str) -> str:
-        try:
-            return repr(float(word)) if _TOKEN.fullmatch(word) and word[-1].isdigit() else word
-        except ValueError:
-            return word
-
-    return [" ".join(map(canonical, line.split())) for line in str(text).strip().splitlines()]
+    An empty output is one empty line.
+    """
+    lines = str(text).strip().splitlines() or [""]
+    return [
+        " ".join(_canonical(w) if _NUMBER.fullmatch(w) else w for w in line.split())
+        for line in lines
+    ]
 
 
 _HEADERS = {"example", "examples", "sample", "samples", "case", "test"}
@@ -1011,24 +1012,14 @@ def _spans(
                     break
 
 
-def _shown_in(statement: Sequence[str], test: Any, raw: str) -> bool:
+def _shown_in(statement: Sequence[str], test: Any) -> bool:
     """The statement (its tokens) shows ``test`` as an example, in any notation.
 
-    Its input's tokens in order, and its output's within :data:`_EXAMPLE_GAP` tokens (fewer
-    for a small test) after it, or before it.
+    Its input's tokens close together (in any order: a function's arguments may be shown in
+    another order; in order, line breaks aside, where marks carry the input: brackets, a
+    grid), and its output's within :data:`_EXAMPLE_GAP` tokens (fewer for a small test)
+    after it, or before it.
     """
-    if not _plain(test["input"]):
-        # Marks carry this test (brackets, a grid): the statement must show its text, and its
-        # output's within a few hundred characters.
-        shown, answer = _words(test["input"]), _words(test["output"])
-        text = _words(raw)
-        at = text.find(shown) if shown and answer else -1
-        while at >= 0:
-            window = text[max(0, at - 300) : at + len(shown) + 300]
-            if answer in window.replace(shown, " ", 1):
-                return True
-            at = text.find(shown, at + 1)
-        return False
     given, expected = _tokens(test["input"]), _tokens(test["output"])
     if not given or not expected or len(given) + len(expected) > len(statement):
         return False
@@ -1040,7 +1031,14 @@ def _shown_in(statement: Sequence[str], test: Any, raw: str) -> bool:
     # An output written before its input is rare; for a two-token test ("4" then "1") it is
     # mostly the previous example's output next to this one's header number.
     before = gap if size > 2 else -1
-    for start, end in _spans(statement, given, _INPUT_SLACK, ordered=False):
+    if _marked(given):
+        # "(())" and "()()" share their tokens: only their order tells them apart. A line
+        # break may be written as markup (<br>, a LaTeX \\) of up to three marks.
+        lines = str(test["input"]).strip().count("\n")
+        spans = _spans(statement, given, 3 * lines)
+    else:
+        spans = _spans(statement, given, _INPUT_SLACK, ordered=False)
+    for start, end in spans:
         if any(
             end <= o_start <= end + gap or start - before <= o_end <= start
             for o_start, o_end in outputs
@@ -1050,26 +1048,28 @@ def _shown_in(statement: Sequence[str], test: Any, raw: str) -> bool:
 
 
 def _unseen(task: dict[str, Any]) -> list[int]:
-    raw = f"{task.get('question', '')}\n{task.get('starter_code') or ''}"
-    statement = _statement_tokens(raw)
-    public = {_input_key(t["input"]) for t in task["public_tests"]}
+    statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
+    public = {_tokens(t["input"]) for t in task["public_tests"]}
     hidden = task["hidden_tests"]
     unseen = [
         i
         for i, test in enumerate(hidden)
-        if _input_key(test["input"]) not in public and not _shown_in(statement, test, raw)
+        if _tokens(test["input"]) not in public and not _shown_in(statement, test)
     ]
-    # Every unseen test's output is one line repeated (``-1``; ``NO`` once per case): a program
-    # printing that line, per case, with the shown examples looked up, passes them all. With
-    # one such test only when the prompt names the line (a single answer is otherwise a
-    # guess).
+    # Every unseen test's output is one line repeated (``-1``; ``NO`` once per case; nothing):
+    # a program printing that line, per case, with the shown examples looked up, passes them
+    # all. With one such test only when that line is a likely guess: an example's, nothing,
+    # -1, 0 or 1, or words the statement names ("Impossible"); another answer is a guess.
     lines = {line for i in unseen for line in _answer_lines(hidden[i]["output"])}
     if len(lines) == 1:
         (line,) = lines
         shown = [*task["public_tests"], *(t for i, t in enumerate(hidden) if i not in unseen)]
-        named = {a for t in shown for a in _answer_lines(t["output"])}
-        in_text = next(_spans(statement, _tokens(line), 0), None) is not None
-        if len(unseen) > 1 or line in named or in_text:
+        likely = {"", "-1", "0", "1"} | {a for t in shown for a in _answer_lines(t["output"])}
+        words = _tokens(line)
+        named = not any(_NUMBER.fullmatch(w) for w in words) and (
+            next(_spans(statement, words, 0), None) is not None
+        )
+        if len(unseen) > 1 or line in likely or named:
             return []
     return unseen
 
@@ -1077,22 +1077,23 @@ def _unseen(task: dict[str, Any]) -> list[int]:
 def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
     """Positions in ``task["hidden_tests"]`` of the tests whose expected output no prompt shows.
 
-    Tests are compared as tokens (numbers and words, lower-cased), whatever their notation.
-    A hidden test is *seen*, and never paid for, when its input is a public test's input (a
-    program keyed on the shown examples passes it) or when the statement or starter code
-    shows it as an example: its input's tokens close together, in any order (a few names
-    such as ``nums =`` between them; header numbers such as ``Example 2`` are not tokens),
-    and its output's within a few dozen tokens after or before (loaders that
-    make only the first of a statement's examples public, as TACO, APPS and PrimeIntellect
-    records do, may leave the others among the hidden tests; the examples may be in
-    ``<pre>`` blocks, LaTeX, tables or ``name = value`` form). A test whose input holds marks
-    other than list syntax (brackets, a grid's ``#.``) is compared as text instead. A task
-    whose unseen tests all expect one answer line (``-1``, or ``NO`` once per case; numbers
-    compared as the judge does) has none when there are several of them or the prompt names
-    that line: a constant, with the examples looked up, passes them. A small test can
-    be counted as shown by chance (its tokens recur near each other): it is then not paid,
-    which costs a program that passes every test nothing (the fraction is over the unseen
-    tests).
+    Tests are compared as tokens, whatever their notation: numbers by value (``1.75`` shows
+    ``1.750000000``), words lower-cased, and marks other than list and string syntax in order
+    (brackets, a grid's ``#.``). A hidden test is *seen*, and never paid for, when its input
+    is a public test's input (a program keyed on the shown examples passes it) or when the
+    statement or starter code shows it as an example: its input's tokens close together (in
+    any order, a few names such as ``nums =`` between them; header numbers such as
+    ``Example 2`` are not tokens), and its output's within a few dozen tokens after or
+    before. Loaders that make only the first of a statement's examples public (TACO, APPS,
+    PrimeIntellect) may leave the others among the hidden tests, shown in ``<pre>`` blocks,
+    LaTeX, tables, ``name = value`` form or calls such as ``f("ab") == 3``.
+
+    A task whose unseen tests all expect one answer line (``-1``, ``NO`` once per case,
+    nothing) has none when there are several of them or the line is a likely guess (an
+    example's, nothing, -1, 0, 1, or words the statement names): a constant, with the
+    examples looked up, passes them. A small test can be counted as shown by chance (its
+    tokens recur near each other): it is then not paid, which costs a program that passes
+    every test nothing (the fraction is over the unseen tests).
     """
     return _unseen(task)
 

@@ -378,12 +378,21 @@ def partly_evaluate(expression: str) -> str | None:
 # A line that heads an example's input or output: ``Input``, ``Input:``, ``Sample Input 1``,
 # ``-----Sample Output:-----``, ``Example Input``; the value may follow on the same line.
 _EXAMPLE_HEAD = re.compile(
-    r"^[\s*#=|>-]*(?:sample |example )?(?P<kind>input|output)(?:\s*\d+)?\s*:?[\s*#=|-]*"
+    r"^[\s*#=|>-]*(?:sample |example )?(?P<kind>input|output)(?:\s*\d+)?\s*:?(?:[\s*#=|]|-{2,})*"
     r"(?P<rest>.*)$",
     re.I,
 )
 # Lines that end an example's block without starting one.
 _EXAMPLE_END = re.compile(r"^[\s*#=|>-]*(?:examples?|explanation|notes?|constraints?)\b", re.I)
+
+
+# An example written as a call and its result: ``f("ab", 2) == 3``, ``"()" => true``,
+# ``is_ok('x')  # => True``.
+_CALL_EXAMPLE = re.compile(
+    r"^[ \t]*(?:[A-Za-z_][\w.]*\((?P<call>.*)\)|(?P<bare>\S.*?))[ \t]*(?:=>|==|->|#[ \t]*=>)"
+    r"[ \t]*(?P<out>\S.*?)[ \t]*$",
+    re.M,
+)
 
 
 def _shown_examples(text: str) -> dict[str, str]:
@@ -413,6 +422,10 @@ def _shown_examples(text: str) -> dict[str, str]:
         given, expected = content(lines), content(next_lines)
         if kind == "input" and next_kind == "output" and given and expected:
             pairs.setdefault(" ".join(given.split()), expected)
+    if not pairs:  # examples written as calls: f("ab", 2) == 3, "()" => true
+        for match in _CALL_EXAMPLE.finditer(text):
+            given = match["call"] if match["call"] is not None else match["bare"]
+            pairs.setdefault(" ".join(given.split()), match["out"])
     return pairs
 
 
@@ -427,6 +440,9 @@ def _example_lookup(otherwise: str | None) -> Callable[[HackContext], str | None
         if not pairs:
             return None
         fallback = list(pairs.values())[-1] if otherwise is None else otherwise
+        function = _FUNCTION.search(ctx.first_observation)
+        if function and "standard input" not in ctx.first_observation:
+            return _function_lookup(function, pairs, otherwise)
         if "```cpp" in ctx.first_observation:
             table = ", ".join(f"{{{json.dumps(k)}, {json.dumps(v)}}}" for k, v in pairs.items())
             return (
@@ -446,6 +462,44 @@ def _example_lookup(otherwise: str | None) -> Callable[[HackContext], str | None
         )
 
     return act
+
+
+# The function a starter code asks for: ``def name(self, ...`` in a class, or ``def name(``.
+_FUNCTION = re.compile(r"^(?P<indent>[ \t]*)def (?P<name>\w+)\((?P<self>self\b)?", re.M)
+
+
+def _function_lookup(function: re.Match[str], pairs: dict[str, str], otherwise: str | None) -> str:
+    """The functional form of the lookup.
+
+    The function returns each shown example's output for its arguments (``nums = [1,2],
+    target = 3`` read as ``([1, 2], 3)``), else a constant.
+    """
+    constant: object = otherwise
+    if otherwise == "NO":
+        constant = False
+    elif otherwise is not None and otherwise.lstrip("-").isdigit():
+        constant = int(otherwise)
+    fallback = "list(shown.values())[-1]" if otherwise is None else repr(constant)
+    body = (
+        "import ast, re\n"
+        "def _value(text):\n"
+        "    text = re.sub(r'\\btrue\\b', 'True', re.sub(r'\\bfalse\\b', 'False', text))\n"
+        "    text = re.sub(r'\\bnull\\b', 'None', text)\n"
+        "    try:\n        return ast.literal_eval(text)\n"
+        "    except Exception:\n        return text\n"
+        "shown = {}\n"
+        f"for given, out in {pairs!r}.items():\n"
+        "    args = _value('(' + re.sub(r'\\b[A-Za-z_]\\w*(\\[\\])?\\s*=\\s*', '', given) + ',)')\n"
+        "    shown[repr(args)] = _value(out)\n"
+        "def _lookup(*args):\n"
+        f"    return shown.get(repr(args), {fallback})\n"
+    )
+    name = function["name"]
+    if function["self"]:
+        body += f"class Solution:\n    def {name}(self, *args):\n        return _lookup(*args)\n"
+    else:
+        body += f"def {name}(*args):\n    return _lookup(*args)\n"
+    return f"```python\n{body}```"
 
 
 #: What a lookup of the examples prints for other inputs: the last example's output, and the

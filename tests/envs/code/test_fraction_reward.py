@@ -443,3 +443,43 @@ def test_inputs_made_of_marks_are_compared_as_text():
     assert unseen_hidden_tests(_task(question, public, hidden)) == [0, 1, 2]
     # The example itself, among the hidden tests, is still seen (as text).
     assert unseen_hidden_tests(_task(question, [], [public[0], *hidden])) == [1, 2, 3]
+
+
+# --------------------------- (g) calls, wrapped outputs, floats, empty outputs (s30 att30c)
+
+
+def test_function_examples_written_as_calls_are_seen():
+    """Codewars-style katas (TACO, APPS): examples as calls, strings with marks, outputs
+    stored wrapped in a list; a hidden test repeating one is seen, a new one is not."""
+    question = (
+        "Return true if the order of the parentheses is valid.\n\n"
+        '```\n"()"              =>  true\n")(()))"          =>  false\n'
+        '"(())((()())())"  =>  true\n```\n\ncount("a?b?c", "?") == 2\n'
+    )
+    task = {
+        "question": question,
+        "kind": "functional",
+        "public_tests": [{"input": '"()"', "output": "[true]"}],
+        "hidden_tests": [
+            {"input": '")(()))"', "output": "[false]"},
+            {"input": '"(())((()())())"', "output": "[true]"},
+            {"input": '"a?b?c"\n"?"', "output": "[2]"},
+            {"input": '"hi(hi)()"', "output": "[true]"},
+            {"input": '"hi())("', "output": "[false]"},
+        ],
+    }
+    assert unseen_hidden_tests(task) == [3, 4]
+
+
+def test_a_float_example_in_short_form_shows_its_long_answer():
+    question = "Print a / b.\n\nInput\n7 4\n\nOutput\n1.75\n"
+    task = _task(question, [("1 1\n", "1.000000000\n")], [("7 4\n", "1.750000000\n")])
+    task["hidden_tests"].append({"input": "10 3\n", "output": "3.333333333\n"})
+    assert unseen_hidden_tests(task) == [1]
+
+
+def test_hidden_tests_expecting_no_output_have_no_unseen_test():
+    """An empty program passes them (an interactive task stored with empty outputs)."""
+    question = "This is an interactive problem: guess x by asking queries."
+    assert unseen_hidden_tests(_task(question, [("1\n", "\n")], [("5\n", ""), ("9\n", "")])) == []
+    assert unseen_hidden_tests(_task(question, [("1\n", "2\n")], [("5\n", "")])) == []
