@@ -919,6 +919,31 @@ _TOKEN = re.compile(r"[-+]?\d+(?:\.\d+)?|[^\W_]+|[^\w\s\[\]{},'\"]|_")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
+def _flat(text: object) -> str:
+    """A test's text as a statement would write it.
+
+    Each line that is JSON (a functional test's arguments, escaped strings, ``null``) is
+    decoded, lists and strings spelled out.
+    """
+
+    def spelled(value: object) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (list, tuple)):
+            return " ".join(map(spelled, value))
+        if isinstance(value, dict):
+            return " ".join(f"{spelled(k)} {spelled(v)}" for k, v in value.items())
+        return str(value)  # numbers, True, None
+
+    lines = []
+    for line in str(text).splitlines():
+        try:
+            lines.append(spelled(json.loads(line)))
+        except ValueError:
+            lines.append(line)
+    return "\n".join(lines)
+
+
 def _canonical(token: str) -> str:
     """A number as the judge compares it (``0.500`` as ``0.5``, ``+1`` as ``1``).
 
@@ -926,10 +951,14 @@ def _canonical(token: str) -> str:
     """
     if _NUMBER.fullmatch(token):
         try:
-            return repr(float(token)) if "." in token else str(int(token))
+            value = float(token)
+            if "." not in token:
+                return str(int(token))
+            return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
         except (ValueError, OverflowError):
             return token
-    return token.lower()
+    word = token.lower()
+    return "none" if word == "null" else word
 
 
 def _tokens(text: object) -> tuple[str, ...]:
@@ -946,7 +975,7 @@ def _answer_lines(text: object) -> list[str]:
 
     An empty output is one empty line.
     """
-    lines = str(text).strip().splitlines() or [""]
+    lines = _flat(text).strip().splitlines() or [""]
     return [
         " ".join(_canonical(w) if _NUMBER.fullmatch(w) else w for w in line.split())
         for line in lines
@@ -1020,10 +1049,12 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
     grid), and its output's within :data:`_EXAMPLE_GAP` tokens (fewer for a small test)
     after it, or before it.
     """
-    given, expected = _tokens(test["input"]), _tokens(test["output"])
+    text = _flat(test["input"])
+    given, expected = _tokens(text), _tokens(_flat(test["output"]))
     if not given or not expected or len(given) + len(expected) > len(statement):
         return False
-    outputs = list(_spans(statement, expected, 2))
+    lines = text.strip().count("\n")
+    outputs = list(_spans(statement, expected, 2 + 3 * _flat(test["output"]).strip().count("\n")))
     # A small test's tokens recur by chance (a constraint's "0", the word "single"): the
     # smaller the test, the closer its input and output must be.
     size = len(given) + len(expected)
@@ -1034,10 +1065,10 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
     if _marked(given):
         # "(())" and "()()" share their tokens: only their order tells them apart. A line
         # break may be written as markup (<br>, a LaTeX \\) of up to three marks.
-        lines = str(test["input"]).strip().count("\n")
         spans = _spans(statement, given, 3 * lines)
     else:
-        spans = _spans(statement, given, _INPUT_SLACK, ordered=False)
+        # Each line (a functional test's argument) may be written with its name: ``a = 2``.
+        spans = _spans(statement, given, _INPUT_SLACK + 2 * lines, ordered=False)
     for start, end in spans:
         if any(
             end <= o_start <= end + gap or start - before <= o_end <= start
@@ -1049,12 +1080,12 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
 
 def _unseen(task: dict[str, Any]) -> list[int]:
     statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
-    public = {_tokens(t["input"]) for t in task["public_tests"]}
+    public = {_tokens(_flat(t["input"])) for t in task["public_tests"]}
     hidden = task["hidden_tests"]
     unseen = [
         i
         for i, test in enumerate(hidden)
-        if _tokens(test["input"]) not in public and not _shown_in(statement, test)
+        if _tokens(_flat(test["input"])) not in public and not _shown_in(statement, test)
     ]
     # Every unseen test's output is one line repeated (``-1``; ``NO`` once per case; nothing):
     # a program printing that line, per case, with the shown examples looked up, passes them
@@ -1077,8 +1108,9 @@ def _unseen(task: dict[str, Any]) -> list[int]:
 def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
     """Positions in ``task["hidden_tests"]`` of the tests whose expected output no prompt shows.
 
-    Tests are compared as tokens, whatever their notation: numbers by value (``1.75`` shows
-    ``1.750000000``), words lower-cased, and marks other than list and string syntax in order
+    Tests are compared as tokens, whatever their notation: a functional test's JSON decoded
+    (escaped strings, ``null``), numbers by value (``1.75`` shows ``1.750000000``, ``4`` shows
+    ``4.0``), words lower-cased, and marks other than list and string syntax in order
     (brackets, a grid's ``#.``). A hidden test is *seen*, and never paid for, when its input
     is a public test's input (a program keyed on the shown examples passes it) or when the
     statement or starter code shows it as an example: its input's tokens close together (in

@@ -483,3 +483,25 @@ def test_hidden_tests_expecting_no_output_have_no_unseen_test():
     question = "This is an interactive problem: guess x by asking queries."
     assert unseen_hidden_tests(_task(question, [("1\n", "\n")], [("5\n", ""), ("9\n", "")])) == []
     assert unseen_hidden_tests(_task(question, [("1\n", "2\n")], [("5\n", "")])) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "given", "expected"),
+    [
+        ('shout("café") == "CAFÉ"', '"caf\\u00e9"', '"CAF\\u00c9"'),  # escaped non-ASCII
+        ('first_dup("abc") == None', '"abc"', "null"),  # JSON null for Python's None
+        ("pattern(3) returns\n1\n22\n333", "3", '"1\\n22\\n333"'),  # a drawn multi-line string
+        ("Input: n = 10, a = 2, b = 3, c = 4, d = 5\nOutput: 14", "10\n2\n3\n4\n5", "14"),
+        ("area(4, 5) == 20", "4.0\n5.0", "20.0"),  # floats stored as 4.0, written 4
+    ],
+)
+def test_functional_examples_stored_as_json_are_seen(question, given, expected):
+    """TACO/PrimeIntellect store a functional test's arguments and result as JSON lines
+    (s30 att30d): decoded, they are the statement's example."""
+    task = {
+        "question": question,
+        "kind": "functional",
+        "public_tests": [{"input": '"zz"\n1', "output": "0"}],
+        "hidden_tests": [{"input": given, "output": expected}],
+    }
+    assert unseen_hidden_tests(task) == []
