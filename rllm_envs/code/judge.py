@@ -1079,9 +1079,13 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
 
 
 def _unseen(task: dict[str, Any]) -> list[int]:
+    hidden = task["hidden_tests"]
+    if task.get("kind") == "assert":
+        # Checks run inside the submission's process, with no output to compare: such tasks
+        # are forgeable anyway, and dropped or zeroed by default (``in_process``).
+        return list(range(len(hidden)))
     statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
     public = {_tokens(_flat(t["input"])) for t in task["public_tests"]}
-    hidden = task["hidden_tests"]
     unseen = [
         i
         for i, test in enumerate(hidden)
