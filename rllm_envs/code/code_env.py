@@ -17,6 +17,7 @@ from rllm_envs.code.judge import (
     has_unseen_hidden_test,
     hidden_pass_fraction,
     judge_task,
+    unseen_hidden_tests,
 )
 from rllm_envs.core import TextEnv, Transition
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig, did_you_mean
@@ -427,13 +428,6 @@ class CodeEnv(TextEnv):
         # judging budget is bounded like every other per-step cost. It counts the wall clock
         # a test may hold its sandbox (a program that sleeps uses no CPU time), not only the
         # CPU-time limit.
-        if not has_unseen_hidden_test(dict(task)):
-            raise InvalidEnvConfig(
-                "A code task needs a hidden test whose expected output the prompt does not "
-                "show (not a public test's input, not an example of the question), and its "
-                "unseen tests more than one answer line; this one has none, so a copy of its "
-                "examples or a constant would be paid. Add hidden tests."
-            )
         count = len(tests[0]) + len(tests[1])
         seconds = count * wall_limit(float(self.time_limit or limit or DEFAULT_TIME_LIMIT))
         if count > MAX_TASK_TESTS or seconds > MAX_TASK_SECONDS:
@@ -443,9 +437,19 @@ class CodeEnv(TextEnv):
                 f"{WALL_FACTOR:g} x its time limit + {WALL_EXTRA:g} s); this one has {count} "
                 f"tests, {seconds:.0f} s."
             )
+        # After the size limits: what a statement shows is searched once they hold.
+        if not has_unseen_hidden_test(dict(task)):
+            raise InvalidEnvConfig(
+                "A code task needs a hidden test whose expected output the prompt does not "
+                "show (not a public test's input, not an example of the question, not made of "
+                "the examples' cases), and its unseen tests more than one answer; this one "
+                "has none, so a copy of its examples or a constant would be paid. Add hidden "
+                "tests (a statement is searched up to MAX_STATEMENT_TOKENS tokens)."
+            )
 
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
         self._attempts: dict[str, JudgeResult] = {}
+        self._unseen: list[int] | None = None  # the task's paid hidden tests, found once
         parts = [str(task["question"]).strip()]
         kind = task["kind"]
         if task.get("starter_code"):
@@ -601,7 +605,11 @@ class CodeEnv(TextEnv):
         is noise, and a per-test count would be an oracle on which hidden answers are right.
         """
         assert self.task is not None
-        return hidden_pass_fraction(result, self.task, all_or_nothing=self.stop_on_failure)
+        if self._unseen is None:
+            self._unseen = unseen_hidden_tests(dict(self.task))
+        return hidden_pass_fraction(
+            result, self.task, all_or_nothing=self.stop_on_failure, unseen=self._unseen
+        )
 
     def _num_tests(self) -> int:
         assert self.task is not None

@@ -1005,24 +1005,39 @@ def _statement_tokens(text: str) -> tuple[str, ...]:
     )
 
 
+#: Needles longer than this are matched as one contiguous run (a C-speed string search):
+#: a client-written task must not buy seconds of host CPU per test.
+_LONG_NEEDLE = 64
+#: Statements longer than this many tokens are not searched: such a task has no unseen test.
+MAX_STATEMENT_TOKENS = 20_000
+
+
 def _spans(
     haystack: Sequence[str], needle: Sequence[str], slack: int, *, ordered: bool = True
 ) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each place all of ``needle`` occurs within ``len + slack`` tokens.
+    """``(start, end)`` of places all of ``needle`` occurs within ``len + slack`` tokens.
 
     In order, or in any order (a function's arguments shown in another order than the
-    test's: ``N = 5, Arr[] = {...}`` against ``[[...], 5]``).
+    test's: ``N = 5, Arr[] = {...}`` against ``[[...], 5]``). Long needles: contiguous runs
+    only. Linear in the haystack for the unordered match, and bounded by ``len + slack``
+    per start for the ordered one.
     """
     if not needle or len(needle) > len(haystack):
         return
-    first = needle[0] if ordered else None
-    wanted_all = Counter(needle)
-    for start, token in enumerate(haystack):
-        if token != first if ordered else token not in wanted_all:
-            continue
-        limit = min(len(haystack), start + len(needle) + slack)
-        if ordered:
-            at = start + 1
+    if len(needle) > _LONG_NEEDLE:
+        joined, run = f" {' '.join(haystack)} ", f" {' '.join(needle)} "
+        at = joined.find(run)
+        while at >= 0:
+            first = joined.count(" ", 0, at)  # tokens before the run
+            yield first, first + len(needle)
+            at = joined.find(run, at + 1)
+        return
+    width = len(needle) + slack
+    if ordered:
+        for start, token in enumerate(haystack):
+            if token != needle[0]:
+                continue
+            at, limit = start + 1, min(len(haystack), start + width)
             for wanted in needle[1:]:
                 while at < limit and haystack[at] != wanted:
                     at += 1
@@ -1031,14 +1046,31 @@ def _spans(
                 at += 1
             else:
                 yield start, at
-            continue
-        missing = wanted_all.copy()
-        for at in range(start, limit):
-            if missing[haystack[at]] > 0:
-                missing[haystack[at]] -= 1
-                if missing.total() == 0:
-                    yield start, at + 1
-                    break
+        return
+    # Any order: a window of ``width`` tokens slides along, counting the needle's tokens.
+    need = Counter(needle)
+    missing = need.copy()
+    short = len(missing)  # distinct tokens still short in the window
+    for at, token in enumerate(haystack):
+        if token in missing:
+            missing[token] -= 1
+            if missing[token] == 0:
+                short -= 1
+        gone = at - width
+        if gone >= 0 and haystack[gone] in missing:
+            if missing[haystack[gone]] == 0:
+                short += 1
+            missing[haystack[gone]] += 1
+        if short == 0:
+            # The shortest run ending here that holds the needle (an example's own count, not
+            # an answer before it that shares its value).
+            first = max(0, at - width + 1)
+            held = Counter(t for t in haystack[first : at + 1] if t in need)
+            while haystack[first] not in need or held[haystack[first]] > need[haystack[first]]:
+                if haystack[first] in need:
+                    held[haystack[first]] -= 1
+                first += 1
+            yield first, at + 1
 
 
 def _shown_in(statement: Sequence[str], test: Any) -> bool:
@@ -1078,6 +1110,38 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
     return False
 
 
+def _line_set(text: str) -> set[tuple[str, ...]]:
+    return {_tokens(line) for line in text.splitlines() if line.strip()}
+
+
+def _copied(test: Any, public: Sequence[Any]) -> bool:
+    """``test`` is made from the shown examples: a program keyed on them passes it.
+
+    Its input is an example's with other spacing or notation, or its tokens reordered with
+    the same answer (a sum); or every line of its input (a first line of one count aside) and
+    of its output is an example's line (cases of the examples, reordered or repeated).
+    """
+    given, expected = _flat(test["input"]), _flat(test["output"])
+    tokens = _tokens(given)
+    answer = _answer_lines(test["output"])
+    for shown in public:
+        shown_tokens = _tokens(_flat(shown["input"]))
+        if tokens == shown_tokens:
+            return True
+        if sorted(tokens) == sorted(shown_tokens) and answer == _answer_lines(shown["output"]):
+            return True
+    lines = [line for line in given.splitlines() if line.strip()]
+    if len(lines) > 1 and _NUMBER.fullmatch(lines[0].strip()):
+        lines = lines[1:]  # a count of cases
+    shown_in = set().union(*(_line_set(_flat(t["input"])) for t in public)) if public else set()
+    shown_out = set().union(*(_line_set(_flat(t["output"])) for t in public)) if public else set()
+    return (
+        bool(lines)
+        and all(_tokens(line) in shown_in for line in lines)
+        and all(_tokens(line) in shown_out for line in expected.splitlines() if line.strip())
+    )
+
+
 def _unseen(task: dict[str, Any]) -> list[int]:
     hidden = task["hidden_tests"]
     if task.get("kind") == "assert":
@@ -1085,26 +1149,33 @@ def _unseen(task: dict[str, Any]) -> list[int]:
         # are forgeable anyway, and dropped or zeroed by default (``in_process``).
         return list(range(len(hidden)))
     statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
-    public = {_tokens(_flat(t["input"])) for t in task["public_tests"]}
+    if len(statement) > MAX_STATEMENT_TOKENS:
+        return []  # too long to search for its examples at a bounded cost
+    public = task["public_tests"]
     unseen = [
         i
         for i, test in enumerate(hidden)
-        if _tokens(_flat(test["input"])) not in public and not _shown_in(statement, test)
+        if not _copied(test, public) and not _shown_in(statement, test)
     ]
-    # Every unseen test's output is one line repeated (``-1``; ``NO`` once per case; nothing):
-    # a program printing that line, per case, with the shown examples looked up, passes them
-    # all. With one such test only when that line is a likely guess: an example's, nothing,
-    # -1, 0 or 1, or words the statement names ("Impossible"); another answer is a guess.
-    lines = {line for i in unseen for line in _answer_lines(hidden[i]["output"])}
-    if len(lines) == 1:
-        (line,) = lines
-        shown = [*task["public_tests"], *(t for i, t in enumerate(hidden) if i not in unseen)]
-        likely = {"", "-1", "0", "1"} | {a for t in shown for a in _answer_lines(t["output"])}
-        words = _tokens(line)
+    # Every unseen test expects one output (``-1``; ``YES\n2``), or its output is one line
+    # repeated (``NO`` once per case; nothing): a program printing it, with the shown examples
+    # looked up, passes them all. With one such test only when that output is a likely guess:
+    # an example's, nothing, -1, 0 or 1, or words the statement names; another is a guess.
+    outputs = {tuple(_answer_lines(hidden[i]["output"])) for i in unseen}
+    lines = {line for output in outputs for line in output}
+    if len(outputs) == 1 or len(lines) == 1:
+        shown = [*public, *(t for i, t in enumerate(hidden) if i not in unseen)]
+        likely = {("",), ("-1",), ("0",), ("1",)} | {
+            tuple(_answer_lines(t["output"])) for t in shown
+        }
+        likely |= {(line,) for t in shown for line in _answer_lines(t["output"])}
+        (output, *_) = outputs
+        words = _tokens(" ".join(output))
         named = not any(_NUMBER.fullmatch(w) for w in words) and (
             next(_spans(statement, words, 0), None) is not None
         )
-        if len(unseen) > 1 or line in likely or named:
+        repeated = {(line,) for line in lines}
+        if len(unseen) > 1 or output in likely or repeated <= likely or named:
             return []
     return unseen
 

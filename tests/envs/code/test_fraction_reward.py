@@ -505,3 +505,38 @@ def test_functional_examples_stored_as_json_are_seen(question, given, expected):
         "hidden_tests": [{"input": given, "output": expected}],
     }
     assert unseen_hidden_tests(task) == []
+
+
+# ------------------ (h) outputs and cases copied from the examples, cost (s30 att30e)
+
+
+def test_tests_made_of_the_examples_or_one_whole_output_have_no_unseen_test():
+    # Every unseen test expects the example's whole two-line output: printing it passes.
+    question = "Split the class into two teams. Print YES and the size, or NO."
+    public = [("4\n1 2 3 4\n", "YES\n2\n")]
+    hidden = [("6\n1 2 3 4 5 6\n", "YES\n2\n"), ("2\n7 9\n", "YES\n2\n")]
+    assert unseen_hidden_tests(_task(question, public, hidden)) == []
+    # Cases of the example, reordered and repeated: a per-case lookup passes.
+    cases = _task("For each case print a mod b.", [("2\n7 3\n9 4\n", "1\n1\n")], [])
+    cases["public_tests"][0]["output"] = "1\n1\n"
+    cases["hidden_tests"] = [
+        {"input": "3\n9 4\n7 3\n9 4\n", "output": "1\n1\n1\n"},
+        {"input": "1\n10 4\n", "output": "2\n"},
+    ]
+    assert unseen_hidden_tests(cases) == [1]
+    # The example's numbers reordered with the same answer (a sum): a sorted lookup passes.
+    sums = _task("Print the sum.", [("3\n1 2 3\n", "6\n")], [("3\n3 2 1\n", "6\n")])
+    sums["hidden_tests"].append({"input": "2\n5 8\n", "output": "13\n"})
+    assert unseen_hidden_tests(sums) == [1]
+
+
+def test_a_statement_too_long_to_search_leaves_no_unseen_test():
+    """Deciding what a client-written task's statement shows is bounded: the any-order match
+    is linear (a 28 KB task cost 8.3 s of host CPU at reset with the quadratic one, 0.1 s now),
+    and a statement over MAX_STATEMENT_TOKENS is not searched (the task is refused)."""
+    from rllm_envs.code.judge import MAX_STATEMENT_TOKENS
+
+    huge = _task("x " * (MAX_STATEMENT_TOKENS + 1), [("1\n", "2\n")], [("5 6\n", "11\n")])
+    assert unseen_hidden_tests(huge) == []
+    fine = _task("x " * 100, [("1\n", "2\n")], [("5 6\n", "11\n")])
+    assert unseen_hidden_tests(fine) == [0]
