@@ -909,8 +909,8 @@ def judge_task(
 #: How far (in tokens of the statement) an example's output may be from its input, before or
 #: after it, for the statement to count as showing the test (less for small tests).
 _EXAMPLE_GAP = 40
-#: Extra tokens an example may interleave with a test's input tokens (names such as
-#: ``nums =``, ``N =``, ``target =``; markup is not a token).
+#: Extra tokens an example may interleave with a test's input tokens (names and marks such
+#: as ``nums =``, ``N =``, ``<br>``).
 _INPUT_SLACK = 6
 #: Numbers (a leading sign kept), words, and single marks other than list and string syntax
 #: (``[1,2]`` against ``[1, 2]``, ``"ab"`` against ``'ab'``): what a test and an example share
@@ -939,7 +939,7 @@ def _flat(text: object) -> str:
     for line in str(text).splitlines():
         try:
             lines.append(spelled(json.loads(line)))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             lines.append(line)
     return "\n".join(lines)
 

@@ -540,3 +540,6 @@ def test_a_statement_too_long_to_search_leaves_no_unseen_test():
     assert unseen_hidden_tests(huge) == []
     fine = _task("x " * 100, [("1\n", "2\n")], [("5 6\n", "11\n")])
     assert unseen_hidden_tests(fine) == [0]
+    # JSON nested past Python's stack is read as text, not an error.
+    fine["hidden_tests"].append({"input": "[" * 100_000 + "]" * 100_000, "output": "3\n"})
+    assert unseen_hidden_tests(fine) == [0, 1]
