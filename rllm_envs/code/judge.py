@@ -7,6 +7,7 @@ trainers can call :func:`judge` and :func:`score` directly.
 
 from __future__ import annotations
 
+import bisect
 import json
 import marshal
 import math
@@ -1010,6 +1011,9 @@ def _statement_tokens(text: str) -> tuple[str, ...]:
 _LONG_NEEDLE = 64
 #: Statements longer than this many tokens are not searched: such a task has no unseen test.
 MAX_STATEMENT_TOKENS = 20_000
+#: Statement tokens times hidden tests past which a task is not searched either (a real
+#: statement of 2,000 tokens with 100 tests is 200,000).
+MAX_SEARCH_WORK = 5_000_000
 
 
 def _spans(
@@ -1087,6 +1091,11 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
         return False
     lines = text.strip().count("\n")
     outputs = list(_spans(statement, expected, 2 + 3 * _flat(test["output"]).strip().count("\n")))
+    if not outputs:
+        return False
+    # Sorted, so that each place of the input looks up a nearby output in log time (pairing
+    # every input place with every output place was quadratic in the statement).
+    starts, ends = sorted(o for o, _ in outputs), sorted(e for _, e in outputs)
     # A small test's tokens recur by chance (a constraint's "0", the word "single"): the
     # smaller the test, the closer its input and output must be.
     size = len(given) + len(expected)
@@ -1102,11 +1111,13 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
         # Each line (a functional test's argument) may be written with its name: ``a = 2``.
         spans = _spans(statement, given, _INPUT_SLACK + 2 * lines, ordered=False)
     for start, end in spans:
-        if any(
-            end <= o_start <= end + gap or start - before <= o_end <= start
-            for o_start, o_end in outputs
-        ):
+        after = bisect.bisect_left(starts, end)
+        if after < len(starts) and starts[after] <= end + gap:
             return True
+        if before >= 0:
+            last = bisect.bisect_right(ends, start) - 1
+            if last >= 0 and ends[last] >= start - before:
+                return True
     return False
 
 
@@ -1151,12 +1162,17 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     statement = _statement_tokens(f"{task.get('question', '')}\n{task.get('starter_code') or ''}")
     if len(statement) > MAX_STATEMENT_TOKENS:
         return []  # too long to search for its examples at a bounded cost
+    if len(statement) * len(hidden) > MAX_SEARCH_WORK:
+        return []  # too costly to search at a bounded cost: such a task is refused
     public = task["public_tests"]
-    unseen = [
-        i
-        for i, test in enumerate(hidden)
-        if not _copied(test, public) and not _shown_in(statement, test)
-    ]
+    seen: dict[tuple[str, str], bool] = {}  # repeated tests are searched once
+    unseen = []
+    for i, test in enumerate(hidden):
+        key = (str(test["input"]), str(test["output"]))
+        if key not in seen:
+            seen[key] = _copied(test, public) or _shown_in(statement, test)
+        if not seen[key]:
+            unseen.append(i)
     # Every unseen test expects one output (``-1``; ``YES\n2``), or its output is one line
     # repeated (``NO`` once per case; nothing): a program printing it, with the shown examples
     # looked up, passes them all. With one such test only when that output is a likely guess:

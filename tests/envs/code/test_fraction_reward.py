@@ -530,7 +530,7 @@ def test_tests_made_of_the_examples_or_one_whole_output_have_no_unseen_test():
     assert unseen_hidden_tests(sums) == [1]
 
 
-def test_a_statement_too_long_to_search_leaves_no_unseen_test():
+def test_a_statement_too_long_to_search_leaves_no_unseen_test(monkeypatch):
     """Deciding what a client-written task's statement shows is bounded: the any-order match
     is linear (a 28 KB task cost 8.3 s of host CPU at reset with the quadratic one, 0.1 s now),
     and a statement over MAX_STATEMENT_TOKENS is not searched (the task is refused)."""
@@ -540,6 +540,19 @@ def test_a_statement_too_long_to_search_leaves_no_unseen_test():
     assert unseen_hidden_tests(huge) == []
     fine = _task("x " * 100, [("1\n", "2\n")], [("5 6\n", "11\n")])
     assert unseen_hidden_tests(fine) == [0]
+    # Searching is bounded by statement tokens x hidden tests, and a repeated test is
+    # searched once (s30 att30f: copies of one test cost 7 s each against a long statement).
+    from rllm_envs.code import judge
+    from rllm_envs.code.judge import MAX_SEARCH_WORK
+
+    wide = _task("y " * 20_000, [("1\n", "2\n")], [])
+    wide["hidden_tests"] = [{"input": f"{i}\n", "output": "3\n"} for i in range(300)]
+    assert 20_000 * 300 > MAX_SEARCH_WORK and unseen_hidden_tests(wide) == []
+    calls = []
+    real = judge._shown_in
+    monkeypatch.setattr(judge, "_shown_in", lambda *a: calls.append(1) or real(*a))
+    copies = _task("x " * 100, [("1\n", "2\n")], [("x\n", "y\n")] * 50 + [("5 6\n", "11\n")])
+    assert unseen_hidden_tests(copies) == list(range(51)) and len(calls) == 2
     # JSON nested past Python's stack is read as text, not an error.
     fine["hidden_tests"].append({"input": "[" * 100_000 + "]" * 100_000, "output": "3\n"})
     assert unseen_hidden_tests(fine) == [0, 1]
