@@ -1125,7 +1125,27 @@ def _line_set(text: str) -> set[tuple[str, ...]]:
     return {_tokens(line) for line in text.splitlines() if line.strip()}
 
 
-def _copied(test: Any, public: Sequence[Any]) -> bool:
+@dataclass(frozen=True)
+class _Examples:
+    """What a task's public tests show, read once per task (see :func:`_copied`)."""
+
+    inputs: tuple[tuple[str, ...], ...]
+    answers: tuple[list[str], ...]
+    input_lines: set[tuple[str, ...]]
+    output_lines: set[tuple[str, ...]]
+
+    @classmethod
+    def of(cls, public: Sequence[Any]) -> _Examples:
+        flat = [(_flat(t["input"]), _flat(t["output"])) for t in public]
+        return cls(
+            inputs=tuple(_tokens(given) for given, _ in flat),
+            answers=tuple(_answer_lines(t["output"]) for t in public),
+            input_lines=set().union(*(_line_set(given) for given, _ in flat)),
+            output_lines=set().union(*(_line_set(expected) for _, expected in flat)),
+        )
+
+
+def _copied(test: Any, examples: _Examples) -> bool:
     """``test`` is made from the shown examples: a program keyed on them passes it.
 
     Its input is an example's with other spacing or notation, or its tokens reordered with
@@ -1134,22 +1154,19 @@ def _copied(test: Any, public: Sequence[Any]) -> bool:
     """
     given, expected = _flat(test["input"]), _flat(test["output"])
     tokens = _tokens(given)
+    if tokens in examples.inputs:
+        return True
     answer = _answer_lines(test["output"])
-    for shown in public:
-        shown_tokens = _tokens(_flat(shown["input"]))
-        if tokens == shown_tokens:
-            return True
-        if sorted(tokens) == sorted(shown_tokens) and answer == _answer_lines(shown["output"]):
+    for shown, shown_answer in zip(examples.inputs, examples.answers, strict=True):
+        if answer == shown_answer and sorted(tokens) == sorted(shown):
             return True
     lines = [line for line in given.splitlines() if line.strip()]
     if len(lines) > 1 and _NUMBER.fullmatch(lines[0].strip()):
         lines = lines[1:]  # a count of cases
-    shown_in = set().union(*(_line_set(_flat(t["input"])) for t in public)) if public else set()
-    shown_out = set().union(*(_line_set(_flat(t["output"])) for t in public)) if public else set()
     return (
         bool(lines)
-        and all(_tokens(line) in shown_in for line in lines)
-        and all(_tokens(line) in shown_out for line in expected.splitlines() if line.strip())
+        and all(_tokens(line) in examples.input_lines for line in lines)
+        and _line_set(expected) <= examples.output_lines
     )
 
 
@@ -1165,12 +1182,13 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     if len(statement) * len(hidden) > MAX_SEARCH_WORK:
         return []  # too costly to search at a bounded cost: such a task is refused
     public = task["public_tests"]
+    examples = _Examples.of(public)
     seen: dict[tuple[str, str], bool] = {}  # repeated tests are searched once
     unseen = []
     for i, test in enumerate(hidden):
         key = (str(test["input"]), str(test["output"]))
         if key not in seen:
-            seen[key] = _copied(test, public) or _shown_in(statement, test)
+            seen[key] = _copied(test, examples) or _shown_in(statement, test)
         if not seen[key]:
             unseen.append(i)
     # Every unseen test expects one output (``-1``; ``YES\n2``), or its output is one line
@@ -1180,11 +1198,12 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     outputs = {tuple(_answer_lines(hidden[i]["output"])) for i in unseen}
     lines = {line for output in outputs for line in output}
     if len(outputs) == 1 or len(lines) == 1:
-        shown = [*public, *(t for i, t in enumerate(hidden) if i not in unseen)]
-        likely = {("",), ("-1",), ("0",), ("1",)} | {
-            tuple(_answer_lines(t["output"])) for t in shown
-        }
-        likely |= {(line,) for t in shown for line in _answer_lines(t["output"])}
+        paid = set(unseen)
+        shown = [*public, *(t for i, t in enumerate(hidden) if i not in paid)]
+        likely: set[tuple[str, ...]] = {("",), ("-1",), ("0",), ("1",)}
+        for t in shown:
+            answer = _answer_lines(t["output"])
+            likely |= {tuple(answer), *((line,) for line in answer)}
         (output, *_) = outputs
         words = _tokens(" ".join(output))
         named = not any(_NUMBER.fullmatch(w) for w in words) and (
