@@ -80,20 +80,27 @@ class FrozenLakeEnv(TextEnv):
       rate (its unreadable replies so far per turn played, times the turns left). Pass e.g.
       ``reward_weights={"invalid_action": -0.1}`` for a penalty per unreadable reply.
 
-    Dying early is never the best way to play on. A fall costs ``|w_hole|`` more than
-    playing on validly (which costs nothing), and it does not escape the invalid-action
-    penalty: the replies it skips are charged at the rate the episode was replying
-    unreadably, so in expectation it costs ``|w_hole|`` more than playing on as before. The
-    constructor requires ``w_hole < 0`` and ``w_invalid <= 0`` (else
-    :class:`rllm_envs.error.InvalidEnvConfig`). In v0 a fall cost nothing, and a policy that
-    often replied with no action learned to walk into a hole at turn 2 to stop paying the
-    invalid-action penalty. A fall costs little on its own, so a policy still explores by
-    walking (a charge per turn a fall throws away made standing still at an edge the
-    policy that a from-scratch model learned instead of reaching the goal).
+    A fall costs ``|w_hole|`` more than playing on validly (which costs nothing), and it
+    does not simply escape the invalid-action penalty: the replies it skips are charged at
+    the rate the episode has replied unreadably so far. That rate is what the episode
+    *showed*, not what the policy would do next: a policy that often replies unreadably can
+    still gain by falling right after a run of valid moves (the board tells it where it
+    is), most of all on its first move when the start is next to a hole (a rate of 0 is
+    charged). ``invalid_ends=True`` closes that: an unreadable reply ends the episode (one
+    ``invalid_action`` charge, as in GEM's and TextArena's games), so nothing is left for a
+    fall to escape, and the constructor then requires ``w_hole <= w_invalid``: a fall costs
+    at least what the worst way of playing on can cost. The constructor requires
+    ``w_hole < 0`` and ``w_invalid <= 0`` (else :class:`rllm_envs.error.InvalidEnvConfig`).
+    In v0 a fall cost nothing, and a policy that often replied with no action learned to
+    walk into a hole at turn 2 to stop paying the invalid-action penalty. A fall costs
+    little on its own, so a policy still explores by walking (a charge per turn a fall
+    throws away made standing still at an edge the policy that a from-scratch model
+    learned instead of reaching the goal).
 
     ## Episode End
-    Terminates on reaching the goal or falling into a hole. Truncates after ``max_turns``
-    actions. An unparsable action uses a turn and leaves the player in place.
+    Terminates on reaching the goal or falling into a hole, and with ``invalid_ends=True``
+    on an unparsable reply. Truncates after ``max_turns`` actions. Otherwise an unparsable
+    action uses a turn and leaves the player in place.
 
     ## Information
     The common keys of :mod:`rllm_envs.core` plus ``position`` (``[row, col]``, 0-based),
@@ -115,6 +122,8 @@ class FrozenLakeEnv(TextEnv):
     - ``task_seed`` (int, default 0): seed of the random-map universe; task ``i`` is a pure
       function of ``(task_seed, i, difficulty)``.
     - ``max_turns`` (int, default ``4 * size``, ``8 * size`` if slippery).
+    - ``invalid_ends`` (bool, default False): an unparsable reply ends the episode (see
+      Reward); for training a policy from scratch, whose early replies are mostly unreadable.
     - ``reward_weights``, ``render_mode``: see :class:`rllm_envs.core.TextEnv`.
 
     ## Version History
@@ -145,9 +154,11 @@ class FrozenLakeEnv(TextEnv):
         desc: list[str] | None = None,
         task_seed: int = 0,
         max_turns: int | None = None,
+        invalid_ends: bool = False,
         reward_weights: Mapping[str, float] | None = None,
         render_mode: str | None = None,
     ) -> None:
+        self.invalid_ends = bool(invalid_ends)
         difficulty = check_difficulty(difficulty, DIFFICULTY_PRESETS)
         preset_size, preset_density, preset_slippery = DIFFICULTY_PRESETS[difficulty]
         size = preset_size if size is None else size
@@ -207,6 +218,14 @@ class FrozenLakeEnv(TextEnv):
                 "hole pays at least as much as playing on (a policy learns to die early). Pass "
                 "e.g. reward_weights={'hole': -0.05, 'invalid_action': -0.1}."
             )
+        if self.invalid_ends and w["hole"] > w["invalid_action"]:
+            raise InvalidEnvConfig(
+                f"With `invalid_ends=True`, expects reward weight `hole` <= `invalid_action`, "
+                f"actual: hole {w['hole']}, invalid_action {w['invalid_action']}. Otherwise "
+                "falling into a hole costs less than the unreadable reply it replaces (a "
+                "policy learns to die early). Pass e.g. reward_weights={'hole': -0.1, "
+                "'invalid_action': -0.1}."
+            )
 
     # ------------------------------------------------------------------------- hooks
 
@@ -249,8 +268,11 @@ class FrozenLakeEnv(TextEnv):
         action_id, reason = parse_action(action)
         if action_id is None:
             self._unreadable += 1
-            feedback = f"Invalid action: {reason} You stay where you are."
-            return self._transition(feedback, "invalid", None, 0.0, False, reason)
+            if self.invalid_ends:
+                feedback = f"Invalid action: {reason} Game over."
+            else:
+                feedback = f"Invalid action: {reason} You stay where you are."
+            return self._transition(feedback, "invalid", None, 0.0, self.invalid_ends, reason)
         before = self._lake.s
         state, reward, terminated, _, _ = self._lake.step(action_id)
         name = ACTION_NAMES[action_id]
@@ -267,9 +289,10 @@ class FrozenLakeEnv(TextEnv):
         else:
             outcome, text = "moved", f"You moved {name}."
         # A fall skips the turns left; their unreadable replies are charged at the episode's
-        # rate, so dying never escapes the invalid-action penalty (see the class docstring).
+        # rate (see the class docstring). With `invalid_ends` there is nothing to skip: the
+        # next unreadable reply would end the episode anyway, at no more than a fall's cost.
         skipped = 0.0
-        if outcome == "hole":
+        if outcome == "hole" and not self.invalid_ends:
             skipped = self._unreadable / self.turn * (self.max_turns - self.turn)
         return self._transition(
             text, outcome, name, float(reward), bool(terminated), None, skipped=skipped

@@ -171,3 +171,75 @@ def test_any_accepted_weights_make_a_fall_worse_than_playing_on():
                 for key in ("return", "discounted"):
                     assert die[key] < valid[key], (weights, env.max_turns, t, unreadable, gamma)
                     assert die[key] < same_rate[key], (weights, env.max_turns, t, unreadable)
+
+
+def test_the_episode_rate_does_not_bind_a_policy_that_chooses_when_to_fall():
+    """Why ``invalid_ends`` exists: the skipped turns are charged at the rate the episode
+    showed, so a policy that replies unreadably all the time but, when the start is next to
+    a hole, steps into it first pays one fall, far less than its replies would have cost."""
+    env = FrozenLakeEnv(desc=_lake(4), reward_weights={"invalid_action": -0.1})
+    die = _play(env, _lake(4), lambda k: "Down", 1.0)
+    unreadable = _play(env, _lake(4), lambda k: "??", 1.0)
+    assert die["return"] == pytest.approx(-0.05)
+    assert unreadable["return"] == pytest.approx(-0.1 * env.max_turns)
+
+
+def test_invalid_ends_ends_the_episode_on_an_unreadable_reply():
+    env = FrozenLakeEnv(
+        desc=_lake(3), invalid_ends=True, reward_weights={"hole": -0.1, "invalid_action": -0.1}
+    )
+    env.reset(seed=0)
+    observation, reward, terminated, truncated, info = env.step("no move here")
+    assert terminated and not truncated
+    assert info["outcome"] == "invalid" and info["invalid_action"]
+    assert info["reward_components"] == {"success": 0.0, "hole": 0.0, "invalid_action": 1.0}
+    assert reward == pytest.approx(-0.1)
+    assert "Game over" in observation
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("Down")  # a fall: no skipped turns charged
+    assert terminated and info["reward_components"]["invalid_action"] == 0.0
+    assert reward == pytest.approx(-0.1)
+
+
+def test_invalid_ends_refuses_a_fall_cheaper_than_an_unreadable_reply():
+    with pytest.raises(InvalidEnvConfig, match="invalid_ends"):
+        FrozenLakeEnv(invalid_ends=True, reward_weights={"hole": -0.05, "invalid_action": -0.1})
+    FrozenLakeEnv(invalid_ends=True)  # the default weights: a fall -0.05, unreadable 0
+
+
+def test_with_invalid_ends_no_way_of_playing_on_costs_more_than_a_fall():
+    """Random accepted weights, turn limits and discounts: at every turn, falling returns at
+    most what every way of playing on without reaching the goal returns (bumping the edge,
+    or an unreadable reply at any later turn), and less than playing on validly."""
+    rng = np.random.default_rng(1)
+    rows = _lake(4)
+    checked = 0
+    while checked < 30:
+        weights = {
+            "success": float(rng.uniform(-1, 2)),
+            "hole": float(rng.uniform(-2, 0.5)),
+            "invalid_action": float(rng.uniform(-2, 0.5)),
+        }
+        try:
+            env = FrozenLakeEnv(
+                desc=rows,
+                max_turns=int(rng.integers(2, 12)),
+                invalid_ends=True,
+                reward_weights=weights,
+            )
+        except InvalidEnvConfig:
+            continue
+        checked += 1
+        gamma = float(rng.choice([1.0, 0.99, 0.9]))
+        # Every history that has not ended is bumps (an unreadable reply would have ended it).
+        for t in range(1, env.max_turns + 1):
+            die = _play(env, rows, lambda k, t=t: "Left" if k < t else "Down", gamma)
+            assert die["outcomes"][-1] == "hole" and len(die["outcomes"]) == t
+            valid = _play(env, rows, lambda k: "Left", gamma)
+            for key in ("return", "discounted"):
+                assert die[key] < valid[key], (weights, env.max_turns, t, gamma)
+            for quit_at in range(t, env.max_turns + 1):
+                later = _play(env, rows, lambda k, q=quit_at: "??" if k == q else "Left", gamma)
+                assert later["outcomes"][-1] == "invalid"
+                for key in ("return", "discounted"):
+                    assert die[key] <= later[key] + 1e-12, (weights, t, quit_at, gamma)
