@@ -1767,10 +1767,12 @@ def _issues(answer: str, problem: str | None, answer_format: str) -> frozenset[s
     for leaf in leaves:
         found |= _final_form.expression_issues(leaf)
     if problem:
-        keys = _problem_keys(problem)
-        for leaf in leaves:
-            if not _final_form.is_atom(leaf) and _final_form.expression_key(leaf) in keys:
-                found.add("copied_expression")
+        # An atom is never a copy: the problem's expressions are read only for a compound
+        # answer (reading them is most of a plain number's grading time).
+        compound = [leaf for leaf in leaves if not _final_form.is_atom(leaf)]
+        keys = _problem_keys(problem) if compound else frozenset()
+        if any(_final_form.expression_key(leaf) in keys for leaf in compound):
+            found.add("copied_expression")
         if _final_form.exact_form_requested(problem) and any(
             _final_form.has_decimal(leaf) for leaf in leaves
         ):
