@@ -621,13 +621,16 @@ _PLAIN = (*_NUMBERS, str, bytes, type(None), list, tuple, dict, set, frozenset)
 
 
 def is_test_file(path: str) -> bool:
-    """Whether ``path`` is a test module (``test_*.py``, ``*_test.py`` or in a test folder)."""
+    """Whether ``path`` is a test module (:func:`rllm_envs.swe.repo.is_test_path`'s rule).
+
+    ``test_*.py``, ``*_test.py``, ``tests.py``, ``conftest.py`` or a module in a test folder.
+    """
     name = path.rsplit("/", 1)[-1]
     parts = path.split("/")[:-1]
     return name.endswith(".py") and (
         name.startswith("test_")
         or name.endswith("_test.py")
-        or name == "conftest.py"
+        or name in ("tests.py", "conftest.py")
         or any(p in ("tests", "test", "testing") for p in parts)
     )
 

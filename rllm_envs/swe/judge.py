@@ -1163,8 +1163,12 @@ def withheld(result: Verdict, partial_credit: bool, partial_verdicts: str = "wit
         return ""
     if _paid(result, partial_credit) == 0.0:
         return ""
-    if result.verdict_trust == "host_partial":
-        why = "; ".join(result.weakened) or "some checks are decided in the sandbox"
+    return _withheld_because(result.verdict_trust, result.weakened)
+
+
+def _withheld_because(trust: str, weakened: Sequence[str]) -> str:
+    if trust == "host_partial":
+        why = "; ".join(weakened) or "some checks are decided in the sandbox"
         return (
             "The reward is withheld: the verdict is host_partial (some hidden checks keep "
             f"their expected values or decision in the sandbox: {why}); pass "
@@ -1175,6 +1179,28 @@ def withheld(result: Verdict, partial_credit: bool, partial_verdicts: str = "wit
         'decided in the sandbox that ran the submission (in_process); pass partial_verdicts="pay" '
         "to pay such verdicts."
     )
+
+
+def never_paid(task: Mapping[str, Any], base: Files) -> str:
+    """Why no verdict on ``task`` can pay under ``partial_verdicts="withhold"`` (``""``: one may).
+
+    Read from the task alone, before any submission: a task without a reference patch is
+    always judged ``"in_process"``, and one whose hidden tests (after its ``test_patch``)
+    hold checks the probes leave to the sandbox (:func:`probe_notes` of the modules its tests
+    load) is always ``"host_partial"``, whatever is submitted.
+    """
+    if not str(task.get("patch") or "").strip():
+        return _withheld_because("in_process", ())
+    test_patch = str(task.get("test_patch") or "")
+    files = _check_files(base)
+    for path, text in apply_diff(base, test_patch).items() if test_patch.strip() else ():
+        if text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+    ids = [*task["FAIL_TO_PASS"], *(task.get("PASS_TO_PASS") or ())]
+    notes = probe_notes(judged_files(files, ids))
+    return _withheld_because("host_partial", notes) if notes else ""
 
 
 def score(

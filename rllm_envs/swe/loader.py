@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_envs.error import InvalidDataset
-from rllm_envs.swe.repo import FrozenFiles
+from rllm_envs.swe.repo import FrozenFiles, is_test_path
 from rllm_envs.tasks import load_records
 
 __all__ = [
@@ -128,6 +128,20 @@ def record_to_task(record: Mapping[str, Any], repos_dir: Path, index: int = 0) -
     f2p = _ids(record.get("FAIL_TO_PASS"), "FAIL_TO_PASS", index)
     if not f2p:
         raise InvalidDataset(f"Record {index} ({record['instance_id']}) has no FAIL_TO_PASS test.")
+    p2p = _ids(record.get("PASS_TO_PASS"), "PASS_TO_PASS", index)
+    for test in (*f2p, *p2p):
+        module = test.partition("::")[0]
+        if module.endswith(".py") and not is_test_path(module):
+            # The judge restores and runs only the test suite's files: a test elsewhere
+            # would be neither protected from the submission's edits nor run (every
+            # episode, the reference's too, would score 0).
+            raise InvalidDataset(
+                f"Record {index} ({record['instance_id']}): test {test[:200]!r} is in "
+                f"{module[:200]!r}, which is not a test module (test_*.py, *_test.py, "
+                "tests.py, conftest.py, or under a tests/, test/ or testing/ folder): the "
+                "judge could neither protect it from the submission's edits nor run it. Move "
+                "the test into such a file."
+            )
     return {
         "id": str(record["instance_id"]),
         "instance_id": str(record["instance_id"]),
@@ -138,7 +152,7 @@ def record_to_task(record: Mapping[str, Any], repos_dir: Path, index: int = 0) -
         "patch": str(record.get("patch") or ""),
         "test_patch": str(record["test_patch"]),
         "FAIL_TO_PASS": f2p,
-        "PASS_TO_PASS": _ids(record.get("PASS_TO_PASS"), "PASS_TO_PASS", index),
+        "PASS_TO_PASS": p2p,
     }
 
 

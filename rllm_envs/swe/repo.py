@@ -108,14 +108,16 @@ def normalize_path(path: object) -> str:
     return norm
 
 
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$")
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|tests\.py|conftest\.py)$")
 _TEST_DIR = re.compile(r"(^|/)(tests?|testing)/")
 
 
 def is_test_path(path: str) -> bool:
-    """Whether ``path`` belongs to the test suite (test files, test folders, ``conftest.py``).
+    """Whether ``path`` belongs to the test suite.
 
-    The verdict restores every such file to its pristine state before the hidden tests run.
+    Test files (``test_*.py``, ``*_test.py``, Django's ``tests.py``, ``conftest.py``) and
+    everything in a ``tests``/``test``/``testing`` folder. The verdict restores every such
+    file to its pristine state before the hidden tests run.
     """
     return bool(_TEST_FILE.search(path) or _TEST_DIR.search(path))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -236,7 +237,9 @@ class SWEEnv(TextEnv):
     :mod:`rllm_envs.swe.judge` for what each guarantees; a verdict that is not ``"host"``
     pays 0 unless ``partial_verdicts="pay"``, since a submission can read or forge what its
     sandbox decides), ``verdict_withheld`` (``""``, or the sentence saying why a resolved
-    verdict's reward was withheld),
+    verdict's reward was withheld; from reset on, for a loaded record on which no verdict
+    can pay, why: no reference patch, or hidden tests that keep checks the sandbox decides,
+    read from the tests before anything is submitted and also warned once per task),
     ``verdict_weakened`` (why a verdict is ``"host_partial"``: which kinds of hidden checks
     the probes left to the sandbox or weakened, e.g. identity checks, tables) and
     ``verdict_tampering`` (the test
@@ -371,6 +374,8 @@ class SWEEnv(TextEnv):
         self._chars = 0
         self._patch_too_large = False
         self._submitted = False
+        self._never_paid = ""
+        self._unpayable_tasks: dict[str, str] = {}
 
     # ------------------------------------------------------------------------- hooks
 
@@ -389,6 +394,7 @@ class SWEEnv(TextEnv):
     def _start(self, task: Task) -> tuple[str, dict[str, Any]]:
         base = base_files(task)
         check_patches(task, base)  # a broken record fails here, not at submit
+        self._never_paid = self._unpayable(task, base)
         self.workspace = Workspace(base, self.limits)
         self._chars = 0
         self._submitted = False
@@ -414,6 +420,26 @@ class SWEEnv(TextEnv):
             ]
         )
         return observation, self._extra_info()
+
+    def _unpayable(self, task: Task, base: Any) -> str:
+        """Why no submission can earn reward on ``task`` here (``""``: one can); warned once.
+
+        Only a loaded record can be one (every embedded task is judged on the host): one
+        without a reference patch, or whose hidden tests keep checks the sandbox decides,
+        under ``partial_verdicts="withhold"``.
+        """
+        if self.partial_verdicts == "pay" or not isinstance(self.tasks, DatasetTasks):
+            return ""
+        key = str(task.get("id"))
+        if key not in self._unpayable_tasks:
+            why = judge.never_paid(task, base)
+            self._unpayable_tasks[key] = why
+            if why:
+                warnings.warn(
+                    f"No submission can earn reward on SWE task {key[:200]!r}: {why}",
+                    stacklevel=4,
+                )
+        return self._unpayable_tasks[key]
 
     def _act(self, action: str) -> Transition:
         assert self.task is not None and self.workspace is not None
@@ -580,7 +606,7 @@ class SWEEnv(TextEnv):
             dropped_test_changes=list(result.dropped),
             verdict_trust=result.verdict_trust,
             verdict_weakened=list(result.weakened),
-            verdict_withheld=withheld,
+            verdict_withheld=withheld or self._never_paid,
             verdict_tampering=result.tampering,
             reference_failing_tests=list(result.reference_failing),
         )
@@ -738,6 +764,9 @@ class SWEEnv(TextEnv):
             "repo": str(self.task.get("repo", "repo")),
             "difficulty": self.task.get("difficulty", self.difficulty),
             "changed_files": changed,
+            # Set from reset when no verdict on this task can pay (see `_unpayable`); the
+            # verdict's own reason replaces it after submit.
+            "verdict_withheld": self._never_paid,
         }
 
 

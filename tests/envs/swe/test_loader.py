@@ -63,16 +63,16 @@ def _diff(repo, path, new):
     return done.stdout
 
 
-@pytest.fixture
-def dataset(tmp_path):
+def _make_dataset(tmp_path, tests="tests/test_core.py"):
+    """A repository whose tests are in ``tests``, and one record over it."""
     repos = tmp_path / "repos"
     repo = repos / "acme__moneyx"
     (repo / "moneyx").mkdir(parents=True)
-    (repo / "tests").mkdir()
+    (repo / tests).parent.mkdir(parents=True, exist_ok=True)
     _git(repo, "init", "-q")
     (repo / "moneyx" / "__init__.py").write_text("")
     (repo / "moneyx" / "core.py").write_text(SOURCE)
-    (repo / "tests" / "test_core.py").write_text(TESTS)
+    (repo / tests).write_text(TESTS)
     (repo / "logo.png").write_bytes(b"\x89PNG\0\0binary")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
@@ -85,15 +85,12 @@ def dataset(tmp_path):
         "base_commit": base,
         "problem_statement": "cents(0.29) returns 28; it should round to 29.",
         "patch": _diff(repo, "moneyx/core.py", FIXED),
-        "test_patch": _diff(repo, "tests/test_core.py", HIDDEN),
+        "test_patch": _diff(repo, tests, HIDDEN),
         # SWE-bench ships the test lists as JSON strings; SWE-Gym as lists.
         "FAIL_TO_PASS": json.dumps(
-            [
-                "tests/test_core.py::test_rounding[0.29-29]",
-                "tests/test_core.py::test_rounding[1.15-115]",
-            ]
+            [f"{tests}::test_rounding[0.29-29]", f"{tests}::test_rounding[1.15-115]"]
         ),
-        "PASS_TO_PASS": ["tests/test_core.py::test_whole"],
+        "PASS_TO_PASS": [f"{tests}::test_whole"],
         "created_at": "2024-01-01T00:00:00Z",
         "version": "1.0",
     }
@@ -103,6 +100,11 @@ def dataset(tmp_path):
     path = tmp_path / "swe.jsonl"
     path.write_text(json.dumps(record) + "\n")
     return path, repos, record
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    return _make_dataset(tmp_path)
 
 
 def test_load_and_checkout(dataset):
@@ -145,10 +147,37 @@ def test_an_instance_without_a_reference_patch_is_judged_in_process(dataset, tmp
     assert info["verdict_withheld"] == ""
     # By default an in-process verdict (forgeable in the sandbox) pays nothing, and says why.
     env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
-    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="no reference patch"):
+        _, info = env.reset(seed=0)
+    assert "in_process" in info["verdict_withheld"]
     *_, reward, _, _, info = env.step("\n".join(c.to_text() for c in calls))
     assert reward == 0.0 and info["verdict_trust"] == "in_process"
     assert "in_process" in info["verdict_withheld"] and info["fail_to_pass"] == 1.0
+
+
+def test_a_django_style_tests_module_is_judged_and_protected(tmp_path):
+    """``app/tests.py`` (Django's layout) is a test module: the hidden tests in it run and
+    pay the reference fix, and a submission's edit of it is dropped."""
+    path, repos, record = _make_dataset(tmp_path, "moneyx/tests.py")
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    env.reset(seed=0)
+    *_, reward, _, _, info = env.step(env.oracle_action())
+    assert reward == 1.0 and info["verdict_trust"] == "host"
+    env.reset(seed=0)
+    rig = {"path": "moneyx/tests.py", "old": "assert cents(2) == 200", "new": "assert True"}
+    calls = [ToolCall("replace", rig)]
+    *_, reward, _, _, info = env.step(
+        "\n".join(c.to_text() for c in [*calls, ToolCall("submit", {})])
+    )
+    assert reward == 0.0 and info["dropped_test_changes"] == ["moneyx/tests.py"]
+
+
+def test_a_record_whose_tests_are_outside_the_test_suite_is_refused(tmp_path):
+    """A test in ``moneyx/check_core.py`` could be neither protected nor run by the judge:
+    the load says so instead of an env whose every episode, the reference's too, pays 0."""
+    path, repos, _ = _make_dataset(tmp_path, "moneyx/check_core.py")
+    with pytest.raises(InvalidDataset, match="check_core.py.*not a test module"):
+        load_swebench(path, repos)
 
 
 def test_loader_errors(dataset, tmp_path):
@@ -216,3 +245,37 @@ def test_a_src_layout_repository_with_conftest_fixtures_and_data(tmp_path):
     env.reset(seed=0)
     *_, reward, _, _, info = env.step(ToolCall("submit", {}).to_text())
     assert reward == 0.0 and info["fail_to_pass"] == 0.0
+
+
+def test_a_record_no_verdict_can_pay_is_flagged_at_reset(dataset, tmp_path):
+    """Hidden tests whose checks the sandbox decides (an expected value computed in the test)
+    make every verdict host_partial, withheld by default: reset says so, and warns, before an
+    episode is spent on it; the reference fix is then withheld as the flag said."""
+    _, repos, record = dataset
+    repo = repos / "acme__moneyx"
+    computed = HIDDEN.replace(
+        "def test_whole():\n    assert cents(2) == 200",
+        "def test_whole():\n    want = sum([100, 100])\n    assert cents(2) == want",
+    )
+    assert computed != HIDDEN
+    path = tmp_path / "computed.jsonl"
+    path.write_text(
+        json.dumps({**record, "test_patch": _diff(repo, "tests/test_core.py", computed)}) + "\n"
+    )
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False)
+    with pytest.warns(UserWarning, match="No submission can earn reward"):
+        _, info = env.reset(seed=0)
+    assert "host_partial" in info["verdict_withheld"]
+    *_, reward, _, _, info = env.step(env.oracle_action())
+    assert reward == 0.0 and info["verdict_trust"] == "host_partial"
+    assert "host_partial" in info["verdict_withheld"]
+    # With partial_verdicts="pay" the same record pays, and nothing is flagged.
+    env = SWEEnv(dataset=path, repos_dir=repos, warm=False, partial_verdicts="pay")
+    _, info = env.reset(seed=0)
+    assert info["verdict_withheld"] == ""
+    *_, reward, _, _, info = env.step(env.oracle_action())
+    assert reward == 1.0
+    # A record the host decides is not flagged.
+    path, repos, _ = dataset
+    _, info = SWEEnv(dataset=path, repos_dir=repos, warm=False).reset(seed=0)
+    assert info["verdict_withheld"] == ""
