@@ -938,11 +938,22 @@ def _flat(text: object) -> str:
 
     lines = []
     for line in str(text).splitlines():
+        if not _JSON_START.match(line):
+            lines.append(line)  # cannot be JSON: not decoded (a big test has many lines)
+            continue
         try:
             lines.append(spelled(json.loads(line)))
         except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             lines.append(line)
     return "\n".join(lines)
+
+
+#: How a line that ``json.loads`` may accept starts: a list, object or string, a constant,
+#: or a whole number (every other line raises there).
+_JSON_START = re.compile(
+    r"\s*(?:[\[{\"]|(?:null|true|false|NaN|-?Infinity"
+    r"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$)"
+)
 
 
 def _canonical(token: str) -> str:
@@ -1012,64 +1023,96 @@ _LONG_NEEDLE = 64
 #: Statements longer than this many tokens are not searched: such a task has no unseen test.
 MAX_STATEMENT_TOKENS = 20_000
 #: Statement tokens times hidden tests past which a task is not searched either (a real
-#: statement of 2,000 tokens with 100 tests is 200,000).
+#: statement of 2,000 tokens with 100 tests is 200,000), and the steps its search may take
+#: (tokens visited, windows included): past them the task has no unseen test.
 MAX_SEARCH_WORK = 5_000_000
 
 
+class _TooCostly(Exception):
+    """A task's search for what its statement shows passed :data:`MAX_SEARCH_WORK` steps."""
+
+
+class _Budget:
+    """Steps of the statement search left for one task (a client's task buys no more)."""
+
+    def __init__(self, steps: int = MAX_SEARCH_WORK) -> None:
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise _TooCostly
+
+
 def _spans(
-    haystack: Sequence[str], needle: Sequence[str], slack: int, *, ordered: bool = True
+    haystack: Sequence[str],
+    needle: Sequence[str],
+    slack: int,
+    *,
+    ordered: bool = True,
+    budget: _Budget | None = None,
 ) -> Iterator[tuple[int, int]]:
     """``(start, end)`` of places all of ``needle`` occurs within ``len + slack`` tokens.
 
     In order, or in any order (a function's arguments shown in another order than the
     test's: ``N = 5, Arr[] = {...}`` against ``[[...], 5]``). Long needles: contiguous runs
-    only. Linear in the haystack for the unordered match, and bounded by ``len + slack``
-    per start for the ordered one.
+    only. Linear in the haystack for the unordered match (two pointers), and bounded by
+    ``len + slack`` per start for the ordered one; the steps are charged to ``budget``.
     """
+    budget = budget or _Budget()
     if not needle or len(needle) > len(haystack):
         return
     if len(needle) > _LONG_NEEDLE:
         joined, run = f" {' '.join(haystack)} ", f" {' '.join(needle)} "
+        budget.spend(len(haystack))
         at = joined.find(run)
         while at >= 0:
             first = joined.count(" ", 0, at)  # tokens before the run
+            budget.spend(len(haystack))
             yield first, first + len(needle)
             at = joined.find(run, at + 1)
         return
     width = len(needle) + slack
     if ordered:
+        budget.spend(len(haystack))
         for start, token in enumerate(haystack):
             if token != needle[0]:
                 continue
             at, limit = start + 1, min(len(haystack), start + width)
+            found = True
             for wanted in needle[1:]:
                 while at < limit and haystack[at] != wanted:
                     at += 1
                 if at >= limit:
+                    found = False
                     break
                 at += 1
-            else:
+            budget.spend(at - start)
+            if found:
                 yield start, at
         return
-    # Any order: a window of ``width`` tokens slides along, counting the needle's tokens.
+    # Any order: the window [first, at] holds at most ``width`` tokens; once it holds the
+    # needle, its left end moves past what the needle does not need, so each place yields
+    # the shortest run ending there that holds it (an example's own count, not an answer
+    # before it that shares its value). Both ends only move forward: linear.
     need = Counter(needle)
-    missing = need.copy()
-    short = len(missing)  # distinct tokens still short in the window
+    held: Counter[str] = Counter()
+    short = len(need)  # distinct tokens still short in the window
+    first = 0
+    budget.spend(2 * len(haystack))
     for at, token in enumerate(haystack):
-        if token in missing:
-            missing[token] -= 1
-            if missing[token] == 0:
+        if token in need:
+            held[token] += 1
+            if held[token] == need[token]:
                 short -= 1
-        gone = at - width
-        if gone >= 0 and haystack[gone] in missing:
-            if missing[haystack[gone]] == 0:
-                short += 1
-            missing[haystack[gone]] += 1
+        while at - first >= width:
+            gone = haystack[first]
+            if gone in need:
+                if held[gone] == need[gone]:
+                    short += 1
+                held[gone] -= 1
+            first += 1
         if short == 0:
-            # The shortest run ending here that holds the needle (an example's own count, not
-            # an answer before it that shares its value).
-            first = max(0, at - width + 1)
-            held = Counter(t for t in haystack[first : at + 1] if t in need)
             while haystack[first] not in need or held[haystack[first]] > need[haystack[first]]:
                 if haystack[first] in need:
                     held[haystack[first]] -= 1
@@ -1077,7 +1120,12 @@ def _spans(
             yield first, at + 1
 
 
-def _shown_in(statement: Sequence[str], test: Any) -> bool:
+def _breaks(text: str) -> int:
+    """Line breaks between the non-blank lines of ``text`` (blank lines hold no token)."""
+    return max(0, sum(1 for line in text.splitlines() if line.strip()) - 1)
+
+
+def _shown_in(statement: Sequence[str], test: Any, budget: _Budget) -> bool:
     """The statement (its tokens) shows ``test`` as an example, in any notation.
 
     Its input's tokens close together (in any order: a function's arguments may be shown in
@@ -1089,8 +1137,10 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
     given, expected = _tokens(text), _tokens(_flat(test["output"]))
     if not given or not expected or len(given) + len(expected) > len(statement):
         return False
-    lines = text.strip().count("\n")
-    outputs = list(_spans(statement, expected, 2 + 3 * _flat(test["output"]).strip().count("\n")))
+    lines = _breaks(text)
+    outputs = list(
+        _spans(statement, expected, 2 + 3 * _breaks(_flat(test["output"])), budget=budget)
+    )
     if not outputs:
         return False
     # Sorted, so that each place of the input looks up a nearby output in log time (pairing
@@ -1106,10 +1156,10 @@ def _shown_in(statement: Sequence[str], test: Any) -> bool:
     if _marked(given):
         # "(())" and "()()" share their tokens: only their order tells them apart. A line
         # break may be written as markup (<br>, a LaTeX \\) of up to three marks.
-        spans = _spans(statement, given, 3 * lines)
+        spans = _spans(statement, given, 3 * lines, budget=budget)
     else:
         # Each line (a functional test's argument) may be written with its name: ``a = 2``.
-        spans = _spans(statement, given, _INPUT_SLACK + 2 * lines, ordered=False)
+        spans = _spans(statement, given, _INPUT_SLACK + 2 * lines, ordered=False, budget=budget)
     for start, end in spans:
         after = bisect.bisect_left(starts, end)
         if after < len(starts) and starts[after] <= end + gap:
@@ -1185,12 +1235,16 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     examples = _Examples.of(public)
     seen: dict[tuple[str, str], bool] = {}  # repeated tests are searched once
     unseen = []
-    for i, test in enumerate(hidden):
-        key = (str(test["input"]), str(test["output"]))
-        if key not in seen:
-            seen[key] = _copied(test, examples) or _shown_in(statement, test)
-        if not seen[key]:
-            unseen.append(i)
+    budget = _Budget()
+    try:
+        for i, test in enumerate(hidden):
+            key = (str(test["input"]), str(test["output"]))
+            if key not in seen:
+                seen[key] = _copied(test, examples) or _shown_in(statement, test, budget)
+            if not seen[key]:
+                unseen.append(i)
+    except _TooCostly:
+        return []  # too costly to search at a bounded cost: such a task is refused
     # Every unseen test expects one output (``-1``; ``YES\n2``), or its output is one line
     # repeated (``NO`` once per case; nothing): a program printing it, with the shown examples
     # looked up, passes them all. With one such test only when that output is a likely guess:
@@ -1207,7 +1261,7 @@ def _unseen(task: dict[str, Any]) -> list[int]:
         (output, *_) = outputs
         words = _tokens(" ".join(output))
         named = not any(_NUMBER.fullmatch(w) for w in words) and (
-            next(_spans(statement, words, 0), None) is not None
+            next(_spans(statement, words, 0, budget=_Budget()), None) is not None
         )
         repeated = {(line,) for line in lines}
         if len(unseen) > 1 or output in likely or repeated <= likely or named:
