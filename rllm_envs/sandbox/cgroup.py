@@ -178,6 +178,28 @@ def _read_counter(path: str, key: str) -> int:
     return 0
 
 
+#: Usage this close to a group's limit counts as reaching it: the kernel may OOM-kill at
+#: the limit without counting a refused charge (v1's ``failcnt`` stayed 0 while in-memory
+#: files (``memfd``) filled a group to its limit exactly, and the kill read as an OOM from
+#: outside: a program could make the judge disown its own run).
+_LIMIT_MARGIN = 1 << 20
+
+
+def _peak_reached(usage_file: str, limit_file: str) -> bool:
+    """Whether a group's peak usage came within :data:`_LIMIT_MARGIN` of its limit.
+
+    ``False`` where either file cannot be read.
+    """
+    try:
+        with open(usage_file) as f:
+            peak = int(f.read())
+        with open(limit_file) as f:
+            limit = int(f.read())
+    except (OSError, ValueError):  # no such file, or a limit of "max"
+        return False
+    return peak >= limit - _LIMIT_MARGIN
+
+
 def _rmdir(path: str) -> bool:
     try:
         os.rmdir(path)
@@ -249,12 +271,17 @@ class _V1(SandboxCgroup):
 
     def limit_reached(self) -> bool:
         # failcnt counts the charges refused at this group's own limit (a full parent
-        # counts in the parent's).
+        # counts in the parent's); the peak usage, a kill at the limit that counted none.
         try:
             with open(os.path.join(self.memory, "memory.failcnt")) as f:
-                return int(f.read()) > 0
+                if int(f.read()) > 0:
+                    return True
         except (OSError, ValueError):
             return True  # cannot tell: the program's own
+        return _peak_reached(
+            os.path.join(self.memory, "memory.max_usage_in_bytes"),
+            os.path.join(self.memory, "memory.limit_in_bytes"),
+        )
 
     def _remove_dirs(self) -> bool:
         dirs = [self.memory, self.pid_dir] + ([self.cpu] if self.cpu is not None else [])
@@ -299,7 +326,11 @@ class _V2(SandboxCgroup):
         # of its ancestors do not count here).
         if not os.path.exists(os.path.join(self.path, "memory.events")):
             return True
-        return _read_counter(os.path.join(self.path, "memory.events"), "max") > 0
+        if _read_counter(os.path.join(self.path, "memory.events"), "max") > 0:
+            return True
+        return _peak_reached(  # memory.peak: Linux 5.19+
+            os.path.join(self.path, "memory.peak"), os.path.join(self.path, "memory.max")
+        )
 
     def kill_all(self, timeout: float = 2.0) -> bool:
         try:  # Linux 5.14+: the kernel kills the whole group at once
