@@ -182,8 +182,10 @@ class CodeEnv(TextEnv):
     output no prompt shows (:func:`rllm_envs.code.judge.unseen_hidden_tests`): never for the
     public tests (the statement's examples), nor for a hidden test whose input is a public
     test's or that the statement shows as an example, so a program that prints the shown
-    examples' outputs earns what it earns on the hidden inputs (a constant's share), nothing
-    for the copies. A public test that fails does not cost it (the last turn and
+    examples' outputs earns nothing for the copies; and only above what a program without
+    the task's logic passes (one fixed output, the input echoed, its first or last word:
+    :func:`~rllm_envs.code.judge.trivial_pass_share`), so a constant earns 0 on a YES/NO
+    task. A public test that fails does not cost it (the last turn and
     ``stop_on_failure=False`` still run the hidden tests). ``invalid_action`` pays nothing
     (a log-only flag). A task with no such hidden test (every expected output in its
     prompt) has nothing honest to pay for under either reward: it is left out of the task
@@ -261,7 +263,9 @@ class CodeEnv(TextEnv):
       test, or whose unseen tests expect one answer line (``-1``; ``NO`` per case), which a
       constant passes (some loaded records, none of the embedded ones), are left out under
       either mode; the feedback (and ``hidden_passed``)
-      says nothing of hidden tests that ran after a public test failed. The default
+      says nothing of hidden tests that ran after a public test failed; the share is paid
+      above what a constant, an echo or a fixed input word passes (``print("NO")`` earned
+      0.61 of a YES/NO dataset's fraction reward). The default
       ``reward_mode="all"`` rewards and observations of the embedded tasks are unchanged,
       so the ids are not bumped (the logged, unweighted ``pass_fraction`` component changed
       too).

@@ -71,6 +71,7 @@ __all__ = [
     "unseen_hidden_tests",
     "has_unseen_hidden_test",
     "hidden_pass_fraction",
+    "trivial_pass_share",
     "score",
     "close_pools",
     "warm_up",
@@ -1306,11 +1307,13 @@ def hidden_pass_fraction(
     all_or_nothing: bool = False,
     unseen: Sequence[int] | None = None,
 ) -> float:
-    """The share of ``task``'s unseen hidden tests that ``result`` passed: the fraction reward.
+    """The share of ``task``'s unseen hidden tests that ``result`` passed, chance-corrected.
 
     Only hidden tests whose expected output no prompt shows count
     (:func:`unseen_hidden_tests`; ``unseen`` gives them when already known): the public tests
-    are in the prompt, so paying for them pays a program that prints their outputs.
+    are in the prompt, so paying for them pays a program that prints their outputs. The
+    share ``f`` is paid above what a program without the task's logic passes
+    (:func:`trivial_pass_share`, ``t``): ``max(0, (f - t) / (1 - t))``.
     ``all_or_nothing``: 1.0 only when every one passed (judging stopped at the first
     failure, whose position in the random order is noise). 0.0 for a task with no unseen
     hidden test (nothing a copy could not pass) and for a result that is not one verdict per
@@ -1323,7 +1326,34 @@ def hidden_pass_fraction(
     passed = [result.results[num_public + i].passed for i in counted]
     if all_or_nothing:
         return float(all(passed))
-    return sum(passed) / len(passed)
+    # Chance-corrected: what a program without the task's logic passes (one fixed output;
+    # its input echoed) is the floor. On a YES/NO task whose unseen tests are 60% NO,
+    # `print("NO")` passed 0.6 of them and earns 0; a correct program still earns 1.
+    floor = trivial_pass_share([task["hidden_tests"][i] for i in counted])
+    return max(0.0, (sum(passed) / len(passed) - floor) / (1.0 - floor))
+
+
+def trivial_pass_share(tests: Sequence[Any]) -> float:
+    """The largest share of ``tests`` a program without the task's logic passes.
+
+    The largest of: the most common expected output's (one fixed output passes exactly the
+    tests expecting it; outputs compared as the judge reads them, :func:`_answer_lines`),
+    the tests whose output is their input (an echo), and those whose output is their
+    input's first or last word (the larger of two numbers). Below 1 for any unseen set
+    (:func:`unseen_hidden_tests` leaves out a task whose unseen tests expect one output).
+    """
+    if not tests:
+        return 0.0
+    outputs = Counter(tuple(_answer_lines(t["output"])) for t in tests)
+    echo = first = last = 0
+    for test in tests:
+        answer, given = _answer_lines(test["output"]), _answer_lines(test["input"])
+        words = " ".join(given).split()
+        echo += answer == given
+        first += bool(words) and answer == [words[0]]
+        last += bool(words) and answer == [words[-1]]
+    share = max(max(outputs.values()), echo, first, last) / len(tests)
+    return share if share < 1.0 else 0.0  # nothing to correct against: every test alike
 
 
 def score(

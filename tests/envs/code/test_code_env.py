@@ -11,6 +11,7 @@ import pytest
 
 import rllm_envs
 from rllm_envs.code.code_env import CodeEnv, embedded_tasks
+from rllm_envs.code.judge import trivial_pass_share, unseen_hidden_tests
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
 from rllm_envs.sandbox import SandboxUnavailable
 from rllm_envs.sandbox import backends as backends_module
@@ -151,7 +152,11 @@ def test_multi_turn_return_is_at_most_one_in_fraction_mode():
         "print(sum(nums) if len(nums) % 2 == 0 else 0)"
     )
     rewards = [env.step(fenced(even))[1] for _ in range(3)]
-    assert rewards[:2] == [0.0, 0.0] and rewards[2] == pytest.approx(5 / 6)
+    # Paid above what a program without the task's logic passes (one of the six).
+    task = env.unwrapped.task
+    floor = trivial_pass_share([task["hidden_tests"][i] for i in unseen_hidden_tests(task)])
+    assert floor == pytest.approx(1 / 6)
+    assert rewards[:2] == [0.0, 0.0] and rewards[2] == pytest.approx((5 / 6 - floor) / (1 - floor))
 
 
 def test_compile_error_feedback():

@@ -556,3 +556,54 @@ def test_a_statement_too_long_to_search_leaves_no_unseen_test(monkeypatch):
     # JSON nested past Python's stack is read as text, not an error.
     fine["hidden_tests"].append({"input": "[" * 100_000 + "]" * 100_000, "output": "3\n"})
     assert unseen_hidden_tests(fine) == [0, 1]
+
+
+# ------------------- (g) what a program without the task's logic passes is the floor (s31)
+
+_PRIME = "n = int(input())\nprint('YES' if n > 1 and all(n % d for d in range(2, n)) else 'NO')"
+
+
+def _prime_task() -> dict:
+    numbers = [4, 6, 7, 9, 11, 15, 17, 21, 23, 25]  # 4 primes, 6 not
+    hidden = [(f"{n}\n", "YES\n" if n in (7, 11, 17, 23) else "NO\n") for n in numbers]
+    question = "Print YES if n is prime, else NO.\n\nExample:\nInput:\n2\nOutput:\nYES\n"
+    return _task(question, [("2\n", "YES\n")], hidden)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize(
+    ("program", "reward"),
+    [
+        (_PRIME, 1.0),
+        ("print('NO')", 0.0),  # 6 of 10 passed: what one fixed output passes
+        ("print('YES')", 0.0),
+        # Right on 8 of 10 (wrong on 9 and 25): (0.8 - 0.6) / (1 - 0.6).
+        (_PRIME.replace("n = int(input())", "n = int(input())\nn = 7 if n in (9, 25) else n"), 0.5),
+    ],
+)
+def test_the_fraction_is_paid_above_what_a_constant_passes(env_id, program, reward):
+    """att31a: ``print("NO")`` earned 0.61 of a YES/NO dataset's fraction reward."""
+    env = make(env_id)
+    env.reset(options={"task": _prime_task()})
+    got, _, info = play(env, fenced(program))
+    assert got == pytest.approx(reward)
+    env.close()
+
+
+def test_the_trivial_share_counts_constants_echoes_and_an_input_word():
+    from rllm_envs.code.judge import trivial_pass_share
+
+    def tests(pairs):
+        return [{"input": i, "output": o} for i, o in pairs]
+
+    assert trivial_pass_share(tests([("1\n", "NO\n"), ("2\n", "NO\n"), ("3\n", "YES")])) == 2 / 3
+    # 0.5 and 0.50 are one output, as the judge reads them.
+    assert trivial_pass_share(tests([("a", "0.5"), ("b", "0.50"), ("c", "1"), ("d", "2")])) == 0.5
+    # The larger of two numbers: the last word twice, the first once.
+    pairs = [("3 9\n", "9\n"), ("2 8\n", "8\n"), ("7 1\n", "7\n"), ("4 5\n", "5\n")]
+    assert trivial_pass_share(tests(pairs)) == 3 / 4
+    # Sorting: an already sorted input echoed.
+    sort = [("1 2 3\n", "1 2 3\n"), ("3 1 2\n", "1 2 3\n"), ("2 1\n", "1 2\n")]
+    assert trivial_pass_share(tests(sort)) == pytest.approx(2 / 3)  # "1 2 3" twice
+    assert trivial_pass_share(tests([("x\n", "x\n"), ("y\n", "y\n")])) == 0.0  # all alike
+    assert trivial_pass_share([]) == 0.0
