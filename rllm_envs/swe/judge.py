@@ -1015,11 +1015,7 @@ def verdict(
         files, dropped = final_files(base, diff, "")
     except PatchError as e:
         return Verdict(False, 0.0, 0.0, applied=False, error=str(e))
-    for path, text in apply_diff(base, test_patch).items() if test_patch.strip() else ():
-        if text is None:
-            files.pop(path, None)
-        else:
-            files[path] = text
+    _put_test_patch(files, base, test_patch)
     ids = [*fail_to_pass, *pass_to_pass]
     trust = "in_process"
     weakened: tuple[str, ...] = ()
@@ -1181,6 +1177,15 @@ def _withheld_because(trust: str, weakened: Sequence[str]) -> str:
     )
 
 
+def _put_test_patch(files: dict[str, str], base: Files, test_patch: str) -> None:
+    """Put the files ``test_patch`` makes of ``base`` into ``files`` (the hidden tests)."""
+    for path, text in apply_diff(base, test_patch).items() if test_patch.strip() else ():
+        if text is None:
+            files.pop(path, None)
+        else:
+            files[path] = text
+
+
 def never_paid(task: Mapping[str, Any], base: Files) -> str:
     """Why no verdict on ``task`` can pay under ``partial_verdicts="withhold"`` (``""``: one may).
 
@@ -1191,13 +1196,8 @@ def never_paid(task: Mapping[str, Any], base: Files) -> str:
     """
     if not str(task.get("patch") or "").strip():
         return _withheld_because("in_process", ())
-    test_patch = str(task.get("test_patch") or "")
     files = _check_files(base)
-    for path, text in apply_diff(base, test_patch).items() if test_patch.strip() else ():
-        if text is None:
-            files.pop(path, None)
-        else:
-            files[path] = text
+    _put_test_patch(files, base, str(task.get("test_patch") or ""))
     ids = [*task["FAIL_TO_PASS"], *(task.get("PASS_TO_PASS") or ())]
     notes = probe_notes(judged_files(files, ids))
     return _withheld_because("host_partial", notes) if notes else ""
