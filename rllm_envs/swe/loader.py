@@ -130,11 +130,17 @@ def record_to_task(record: Mapping[str, Any], repos_dir: Path, index: int = 0) -
         raise InvalidDataset(f"Record {index} ({record['instance_id']}) has no FAIL_TO_PASS test.")
     p2p = _ids(record.get("PASS_TO_PASS"), "PASS_TO_PASS", index)
     for test in (*f2p, *p2p):
-        module = test.partition("::")[0]
-        if module.endswith(".py") and not is_test_path(module):
-            # The judge restores and runs only the test suite's files: a test elsewhere
-            # would be neither protected from the submission's edits nor run (every
-            # episode, the reference's too, would score 0).
+        # The judge runs pytest node ids (`path/to/test_file.py::name`) and restores and
+        # runs only the test suite's files: any other test would never run (every episode,
+        # the reference's too, would score 0) or not be protected from the submission.
+        module, sep, name = test.partition("::")
+        if not sep or not name or not module.endswith(".py"):
+            raise InvalidDataset(
+                f"Record {index} ({record['instance_id']}): test {test[:200]!r} is not a "
+                "pytest node id (`path/to/test_file.py::test_name`); Django's "
+                "`test_name (module.Class)` and bare test names cannot be run by the judge."
+            )
+        if not is_test_path(module):
             raise InvalidDataset(
                 f"Record {index} ({record['instance_id']}): test {test[:200]!r} is in "
                 f"{module[:200]!r}, which is not a test module (test_*.py, *_test.py, "

@@ -180,6 +180,25 @@ def test_a_record_whose_tests_are_outside_the_test_suite_is_refused(tmp_path):
         load_swebench(path, repos)
 
 
+@pytest.mark.parametrize(
+    "test_id",
+    [
+        "tests/test_core::test_whole",  # no .py
+        "calc/selfcheck::test_whole",  # a package module, without .py
+        "test_whole (tests.test_core)",  # Django's format
+        "test_whole",  # sympy's bare name
+        "tests/test_core.py::",
+    ],
+)
+def test_a_test_id_the_judge_cannot_run_is_refused(dataset, tmp_path, test_id):
+    """att31c: such records loaded, and every episode, the reference fix's too, scored 0."""
+    _, repos, record = dataset
+    path = tmp_path / "ids.jsonl"
+    path.write_text(json.dumps({**record, "PASS_TO_PASS": [test_id]}) + "\n")
+    with pytest.raises(InvalidDataset, match="pytest node id"):
+        load_swebench(path, repos)
+
+
 def test_loader_errors(dataset, tmp_path):
     path, repos, record = dataset
     (tmp_path / "elsewhere").mkdir()
