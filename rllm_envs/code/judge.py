@@ -8,6 +8,7 @@ trainers can call :func:`judge` and :func:`score` directly.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import marshal
 import math
@@ -19,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from rllm_envs.error import InvalidDataset, InvalidEnvConfig
@@ -957,11 +959,14 @@ _JSON_START = re.compile(
 )
 
 
+@lru_cache(maxsize=1 << 16)
 def _canonical(token: str) -> str:
     """A number as the judge compares it (``0.500`` as ``0.5``, ``+1`` as ``1``).
 
     A word in lower case.
     """
+    if token.isascii() and token.isdigit() and (token[0] != "0" or len(token) == 1):
+        return token  # the common case, already in its form
     if _NUMBER.fullmatch(token):
         try:
             value = float(token)
@@ -1180,17 +1185,20 @@ def _line_set(text: str) -> set[tuple[str, ...]]:
 class _Examples:
     """What a task's public tests show, read once per task (see :func:`_copied`)."""
 
-    inputs: tuple[tuple[str, ...], ...]
-    answers: tuple[list[str], ...]
+    inputs: set[tuple[str, ...]]
+    #: Each example's answer and its input's tokens sorted (a sum's terms reordered).
+    reordered: set[tuple[tuple[str, ...], tuple[str, ...]]]
     input_lines: set[tuple[str, ...]]
     output_lines: set[tuple[str, ...]]
 
     @classmethod
     def of(cls, public: Sequence[Any]) -> _Examples:
         flat = [(_flat(t["input"]), _flat(t["output"])) for t in public]
+        inputs = [_tokens(given) for given, _ in flat]
+        answers = [tuple(_answer_lines(t["output"])) for t in public]
         return cls(
-            inputs=tuple(_tokens(given) for given, _ in flat),
-            answers=tuple(_answer_lines(t["output"]) for t in public),
+            inputs=set(inputs),
+            reordered={(a, tuple(sorted(i))) for a, i in zip(answers, inputs, strict=True)},
             input_lines=set().union(*(_line_set(given) for given, _ in flat)),
             output_lines=set().union(*(_line_set(expected) for _, expected in flat)),
         )
@@ -1207,10 +1215,10 @@ def _copied(test: Any, examples: _Examples) -> bool:
     tokens = _tokens(given)
     if tokens in examples.inputs:
         return True
-    answer = _answer_lines(test["output"])
-    for shown, shown_answer in zip(examples.inputs, examples.answers, strict=True):
-        if answer == shown_answer and sorted(tokens) == sorted(shown):
-            return True
+    # Looked up, not compared example by example: a client's task of 250 examples and 250
+    # hidden tests of 2,600 tokens each cost 11 s of host CPU that way.
+    if (tuple(_answer_lines(test["output"])), tuple(sorted(tokens))) in examples.reordered:
+        return True
     lines = [line for line in given.splitlines() if line.strip()]
     if len(lines) > 1 and _NUMBER.fullmatch(lines[0].strip()):
         lines = lines[1:]  # a count of cases
@@ -1292,12 +1300,34 @@ def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
     tokens recur near each other): it is then not paid, which costs a program that passes
     every test nothing (the fraction is over the unseen tests).
     """
-    return _unseen(task)
+    return list(_unseen_of(task))
 
 
 def has_unseen_hidden_test(task: dict[str, Any]) -> bool:
     """``task`` has a hidden test its prompt does not show (:func:`unseen_hidden_tests`)."""
-    return bool(_unseen(task))
+    return bool(_unseen_of(task))
+
+
+#: Tasks whose unseen tests were found, by a digest of what the search reads: a dataset's
+#: tasks are searched at load and a client's at reset, and again at their first step.
+_UNSEEN_FOUND: dict[bytes, tuple[int, ...]] = {}
+_UNSEEN_FOUND_SIZE = 4096
+
+
+def _unseen_of(task: dict[str, Any]) -> tuple[int, ...]:
+    read = [task.get(k) for k in ("kind", "question", "starter_code", "public_tests")]
+    text = json.dumps([*read, task["hidden_tests"]], sort_keys=True, default=repr)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    found = _UNSEEN_FOUND.get(key)
+    if found is None:
+        found = tuple(_unseen(task))
+        if len(_UNSEEN_FOUND) >= _UNSEEN_FOUND_SIZE:
+            try:
+                _UNSEEN_FOUND.pop(next(iter(_UNSEEN_FOUND)), None)  # the oldest
+            except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                pass
+        _UNSEEN_FOUND[key] = found
+    return found
 
 
 def hidden_pass_fraction(
@@ -1337,22 +1367,29 @@ def trivial_pass_share(tests: Sequence[Any]) -> float:
     """The largest share of ``tests`` a program without the task's logic passes.
 
     The largest of: the most common expected output's (one fixed output passes exactly the
-    tests expecting it; outputs compared as the judge reads them, :func:`_answer_lines`),
-    the tests whose output is their input (an echo), and those whose output is their
-    input's first or last word (the larger of two numbers). Below 1 for any unseen set
-    (:func:`unseen_hidden_tests` leaves out a task whose unseen tests expect one output).
+    tests expecting it; outputs compared as the judge reads them, :func:`_answer_lines`);
+    the most common line's among outputs that are one line repeated (``NO`` once per case:
+    a program printing it once per case reads the count); the tests whose output is their
+    input (an echo); and those whose output is their input's first or last word (the larger
+    of two numbers). Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a
+    task whose unseen tests expect one output or one line per case).
     """
     if not tests:
         return 0.0
-    outputs = Counter(tuple(_answer_lines(t["output"])) for t in tests)
+    outputs: Counter[tuple[str, ...]] = Counter()
+    repeated: Counter[str] = Counter()
     echo = first = last = 0
     for test in tests:
         answer, given = _answer_lines(test["output"]), _answer_lines(test["input"])
+        outputs[tuple(answer)] += 1
+        if len(set(answer)) == 1:
+            repeated[answer[0]] += 1
         words = " ".join(given).split()
         echo += answer == given
         first += bool(words) and answer == [words[0]]
         last += bool(words) and answer == [words[-1]]
-    share = max(max(outputs.values()), echo, first, last) / len(tests)
+    most = max(max(outputs.values()), max(repeated.values(), default=0), echo, first, last)
+    share = most / len(tests)
     return share if share < 1.0 else 0.0  # nothing to correct against: every test alike
 
 

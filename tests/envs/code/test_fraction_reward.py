@@ -551,6 +551,7 @@ def test_a_statement_too_long_to_search_leaves_no_unseen_test(monkeypatch):
     calls = []
     real = judge._shown_in
     monkeypatch.setattr(judge, "_shown_in", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(judge, "_UNSEEN_FOUND", {})  # searched here, not found earlier
     copies = _task("x " * 100, [("1\n", "2\n")], [("x\n", "y\n")] * 50 + [("5 6\n", "11\n")])
     assert unseen_hidden_tests(copies) == list(range(51)) and len(calls) == 2
     # JSON nested past Python's stack is read as text, not an error.
@@ -607,3 +608,7 @@ def test_the_trivial_share_counts_constants_echoes_and_an_input_word():
     assert trivial_pass_share(tests(sort)) == pytest.approx(2 / 3)  # "1 2 3" twice
     assert trivial_pass_share(tests([("x\n", "x\n"), ("y\n", "y\n")])) == 0.0  # all alike
     assert trivial_pass_share([]) == 0.0
+    # One line per case (s31 att31c): NO once, twice and three times is one program's output.
+    cases = [("1\n5\n", "NO\n"), ("2\n4\n9\n", "NO\nNO\n"), ("3\n1\n2\n3\n", "NO\nNO\nNO\n")]
+    cases += [("1\n7\n", "YES\n"), ("2\n3\n8\n", "YES\nNO\n")]
+    assert trivial_pass_share(tests(cases)) == 3 / 5

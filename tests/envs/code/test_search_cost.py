@@ -92,3 +92,41 @@ def test_lines_that_cannot_be_json_are_not_decoded(monkeypatch):
     flat = judge._flat("5 3\n\n" * 1000 + '[1, "a"]\nnull\n-2.50\nabc')
     assert calls == ['[1, "a"]', "null", "-2.50"]
     assert flat.endswith("1 a\nNone\n-2.5\nabc")
+
+
+def test_hidden_tests_made_of_the_examples_are_looked_up_not_compared_pairwise(monkeypatch):
+    """att31c: 250 examples and 250 hidden tests sharing all but one token and an answer cost
+    11 s of host CPU at reset: each hidden test was sorted against every example."""
+    base = " ".join(str(10 + i % 89) for i in range(200))
+    public = [{"input": f"{base} {1000 + i}\n", "output": f"{7 + i % 2}\n"} for i in range(60)]
+    hidden = [{"input": f"{base} {5000 + i}\n", "output": f"{7 + i % 2}\n"} for i in range(60)]
+    task = {"question": "Print the answer.", "kind": "stdin"}
+    task |= {"public_tests": public, "hidden_tests": hidden}
+    sorts: list[int] = []
+    monkeypatch.setattr(
+        judge, "sorted", lambda *a, **k: sorts.append(1) or sorted(*a, **k), raising=False
+    )
+    assert judge._unseen(task) == list(range(60))
+    assert len(sorts) <= 2 * (len(public) + len(hidden)), len(sorts)
+
+
+def test_a_tasks_unseen_tests_are_found_once(monkeypatch):
+    """A dataset's task is searched at load and a client's at reset; its first step reuses it."""
+    calls: list[int] = []
+    search = judge._unseen
+    monkeypatch.setattr(judge, "_unseen", lambda task: calls.append(1) or search(task))
+    monkeypatch.setattr(judge, "_UNSEEN_FOUND", {})
+    task = {"question": "Print a + b.", "kind": "stdin"}
+    task |= {"public_tests": [{"input": "1 1\n", "output": "2\n"}]}
+    task |= {
+        "hidden_tests": [
+            {"input": "20 22\n", "output": "42\n"},
+            {"input": "3 4\n", "output": "7\n"},
+        ]
+    }
+    assert judge.has_unseen_hidden_test(task)
+    assert judge.unseen_hidden_tests(task) == [0, 1]
+    assert judge.unseen_hidden_tests(dict(task)) == [0, 1]
+    assert calls == [1]
+    changed = {**task, "hidden_tests": task["hidden_tests"][:1]}
+    assert judge.unseen_hidden_tests(changed) == [0] and calls == [1, 1]
