@@ -261,7 +261,8 @@ class CodeEnv(TextEnv):
       examples' outputs earned 0.30 of the embedded stdin problems, now 0); a hidden test
       the statement shows as an example, in any notation, is seen; tasks without an unseen
       test, or whose unseen tests expect one answer line (``-1``; ``NO`` per case), which a
-      constant passes (some loaded records, none of the embedded ones), are left out under
+      constant passes, or are all passed by an echo or a pick of the input's first or last
+      word (some loaded records, none of the embedded ones), are left out under
       either mode; the feedback (and ``hidden_passed``)
       says nothing of hidden tests that ran after a public test failed; the share is paid
       above what a constant, an echo or a fixed input word passes (``print("NO")`` earned

@@ -1275,7 +1275,23 @@ def _unseen(task: dict[str, Any]) -> list[int]:
         repeated = {(line,) for line in lines}
         if len(unseen) > 1 or output in likely or repeated <= likely or named:
             return []
+    # Every unseen test's output is its input, or its input's first or last word: a program
+    # without the task's logic (an echo, a pick) passes them all.
+    picks = [_picks(hidden[i]) for i in unseen]
+    if unseen and any(all(p[k] for p in picks) for k in range(len(picks[0]))):
+        return []
     return unseen
+
+
+def _picks(test: Any) -> tuple[bool, bool, bool]:
+    """Whether ``test``'s output is its input echoed, its input's first word, its last."""
+    answer, given = _answer_lines(test["output"]), _answer_lines(test["input"])
+    words = " ".join(given).split()
+    return (
+        answer == given,
+        bool(words) and answer == [words[0]],
+        bool(words) and answer == [words[-1]],
+    )
 
 
 def unseen_hidden_tests(task: dict[str, Any]) -> list[int]:
@@ -1360,6 +1376,8 @@ def hidden_pass_fraction(
     # its input echoed) is the floor. On a YES/NO task whose unseen tests are 60% NO,
     # `print("NO")` passed 0.6 of them and earns 0; a correct program still earns 1.
     floor = trivial_pass_share([task["hidden_tests"][i] for i in counted])
+    if floor >= 1.0:
+        return 0.0  # nothing above what a program without the task's logic passes
     return max(0.0, (sum(passed) / len(passed) - floor) / (1.0 - floor))
 
 
@@ -1371,26 +1389,23 @@ def trivial_pass_share(tests: Sequence[Any]) -> float:
     the most common line's among outputs that are one line repeated (``NO`` once per case:
     a program printing it once per case reads the count); the tests whose output is their
     input (an echo); and those whose output is their input's first or last word (the larger
-    of two numbers). Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a
-    task whose unseen tests expect one output or one line per case).
+    of two numbers). A fixed output counts when two tests or more expect it (one test's own
+    answer is a guess). Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a
+    task all of whose unseen tests one of these passes).
     """
     if not tests:
         return 0.0
     outputs: Counter[tuple[str, ...]] = Counter()
     repeated: Counter[str] = Counter()
-    echo = first = last = 0
+    picked = [0, 0, 0]
     for test in tests:
-        answer, given = _answer_lines(test["output"]), _answer_lines(test["input"])
+        answer = _answer_lines(test["output"])
         outputs[tuple(answer)] += 1
         if len(set(answer)) == 1:
             repeated[answer[0]] += 1
-        words = " ".join(given).split()
-        echo += answer == given
-        first += bool(words) and answer == [words[0]]
-        last += bool(words) and answer == [words[-1]]
-    most = max(max(outputs.values()), max(repeated.values(), default=0), echo, first, last)
-    share = most / len(tests)
-    return share if share < 1.0 else 0.0  # nothing to correct against: every test alike
+        picked = [n + hit for n, hit in zip(picked, _picks(test), strict=True)]
+    fixed = max(max(outputs.values()), max(repeated.values(), default=0))
+    return max(fixed if fixed > 1 else 0, *picked) / len(tests)
 
 
 def score(

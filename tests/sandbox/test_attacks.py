@@ -689,16 +689,16 @@ def test_no_test_holds_another_tests_input(backend, warm):
 def test_multi_turn_feedback_shows_no_hidden_input(backend, tmp_path):
     hidden = [f"SECRET{secrets.token_hex(16)}" for _ in range(3)]
     record = {
-        "question_title": "Echo",
-        "question_content": "Print the input.",
-        "question_id": "echo",
+        "question_title": "Reverse",
+        "question_content": "Print the input reversed.",
+        "question_id": "reverse",
         "starter_code": "",
         "difficulty": "easy",
         "public_test_cases": json.dumps(
-            [{"input": "public\n", "output": "public\n", "testtype": "stdin"}]
+            [{"input": "public\n", "output": "cilbup\n", "testtype": "stdin"}]
         ),
         "private_test_cases": json.dumps(
-            [{"input": h + "\n", "output": h + "\n", "testtype": "stdin"} for h in hidden]
+            [{"input": h + "\n", "output": h[::-1] + "\n", "testtype": "stdin"} for h in hidden]
         ),
         "metadata": "{}",
     }

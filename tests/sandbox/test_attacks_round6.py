@@ -37,8 +37,8 @@ from rllm_envs.sandbox.uids import pool_users
 
 HIDDEN = 8
 
-# Echo the input, except for one given input (a wrong answer there).
-_ECHO_BUT = "s = input()\nprint('wrong' if s == {bad!r} else s)\n"
+# Reverse the input, except for one given input (a wrong answer there).
+_ECHO_BUT = "s = input()\nprint('wrong' if s == {bad!r} else s[::-1])\n"
 
 # The test's position in the run, read from the executor's frames.
 _POSITION = """
@@ -53,18 +53,19 @@ while f is not None:
 
 
 def _echo_task(tmp_path: Path, hidden: list[str], public: str = "p0") -> Path:
-    """A LiveCodeBench record: print the input; one public test and the given hidden ones."""
+    """A LiveCodeBench record: print the input reversed (an echo would pass a task of echoed
+    answers, which is left out); one public test and the given hidden ones."""
     record = {
         "question_title": "Echo",
-        "question_content": "Print the input line.",
+        "question_content": "Print the input line reversed.",
         "question_id": "echo",
         "starter_code": "",
         "difficulty": "easy",
         "public_test_cases": json.dumps(
-            [{"input": public + "\n", "output": public + "\n", "testtype": "stdin"}]
+            [{"input": public + "\n", "output": public[::-1] + "\n", "testtype": "stdin"}]
         ),
         "private_test_cases": json.dumps(
-            [{"input": h + "\n", "output": h + "\n", "testtype": "stdin"} for h in hidden]
+            [{"input": h + "\n", "output": h[::-1] + "\n", "testtype": "stdin"} for h in hidden]
         ),
         "metadata": "{}",
     }
@@ -144,7 +145,7 @@ def test_fraction_with_stop_on_failure_counts_hidden_all_or_nothing(backend, tmp
     # paid: before, 1 / (HIDDEN + 1)).
     assert reward == 0.0 and info["public_verdicts"] == ["AC"]
     env.reset(seed=0)
-    assert env.step(_fenced("print(input())"))[1] == 1.0
+    assert env.step(_fenced("print(input()[::-1])"))[1] == 1.0
     env.close()
 
 
@@ -165,7 +166,7 @@ def test_multi_turn_ends_once_a_program_ran_on_hidden_inputs(backend, tmp_path):
     assert "h2" not in obs and "wrong" not in obs
     # Solved at once: reward 1, ended.
     env.reset(seed=0)
-    _, reward, terminated, *_ = env.step(_fenced("print(input())"))
+    _, reward, terminated, *_ = env.step(_fenced("print(input()[::-1])"))
     assert reward == 1.0 and terminated
     env.close()
 
@@ -277,7 +278,7 @@ print(sorted(spec or {}), [v for v in (spec or {}).values() if isinstance(v, int
 def test_the_spec_holds_no_hidden_input_size(backend, tmp_path):
     """The executor's spec (reachable through its frames) had ``biggest_input``, the size
     of the biggest input, a hidden one included; the public turn's feedback showed it."""
-    hidden = ["x" * 4321]
+    hidden = ["x" * 4320 + "y"]
     env = gym.make(
         "rllm/CodeMultiTurn-v1", dataset=str(_echo_task(tmp_path, hidden)), sandbox_backend=backend
     )

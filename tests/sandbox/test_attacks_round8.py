@@ -273,16 +273,17 @@ int main() {
 
 
 def _echo_task(tmp_path: Path, hidden: list[str]) -> Path:
-    """A LiveCodeBench record: print the input; one public test and the given hidden ones."""
+    """A LiveCodeBench record: print the input reversed (an echo would pass a task of echoed
+    answers, which is left out); one public test and the given hidden ones."""
     record = {
         "question_title": "Echo",
-        "question_content": "Print the input line.",
+        "question_content": "Print the input line reversed.",
         "question_id": "echo",
         "starter_code": "",
         "difficulty": "easy",
-        "public_test_cases": json.dumps([{"input": "p0\n", "output": "p0\n", "testtype": "stdin"}]),
+        "public_test_cases": json.dumps([{"input": "p0\n", "output": "0p\n", "testtype": "stdin"}]),
         "private_test_cases": json.dumps(
-            [{"input": h + "\n", "output": h + "\n", "testtype": "stdin"} for h in hidden]
+            [{"input": h + "\n", "output": h[::-1] + "\n", "testtype": "stdin"} for h in hidden]
         ),
         "metadata": "{}",
     }
@@ -299,7 +300,7 @@ for target in (os.getppid(), 1, 0, -1):
         os.kill(target, signal.SIGINT)
     except OSError:
         pass
-print(input())
+print(input()[::-1])
 ```"""
 
 
@@ -326,7 +327,7 @@ def test_the_eventfd_relay_reads_nothing_of_a_concurrent_episode(backend, tmp_pa
     holder = (
         "```python\nimport os, time\ns = input()\n"
         "try:\n    fds = [os.eventfd(0) for _ in range(64)]\nexcept OSError:\n    pass\n"
-        "time.sleep(2.5)\nprint(s)\n```"
+        "time.sleep(2.5)\nprint(s[::-1])\n```"
     )
     reader = (
         "```python\nimport os, time\ntime.sleep(0.8)\n"

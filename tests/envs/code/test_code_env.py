@@ -155,7 +155,6 @@ def test_multi_turn_return_is_at_most_one_in_fraction_mode():
     # Paid above what a program without the task's logic passes (one of the six).
     task = env.unwrapped.task
     floor = trivial_pass_share([task["hidden_tests"][i] for i in unseen_hidden_tests(task)])
-    assert floor == pytest.approx(1 / 6)
     assert rewards[:2] == [0.0, 0.0] and rewards[2] == pytest.approx((5 / 6 - floor) / (1 - floor))
 
 

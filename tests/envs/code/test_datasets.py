@@ -81,7 +81,7 @@ def test_taco_call_based_and_limits():
 def test_codeforces_both_flavours():
     openr1, contests = load_code_tasks(DATA / "codeforces.jsonl", in_process="allow")
     assert openr1["id"] == "1999A" and "Example 1" in openr1["question"]
-    assert openr1["time_limit"] == 1.0 and len(openr1["hidden_tests"]) == 2
+    assert openr1["time_limit"] == 1.0 and len(openr1["hidden_tests"]) == 3
     assert contests["time_limit"] == 2.0 and contests["solution"].startswith("print")
     assert contests["solution_cpp"].startswith("#include") and openr1["solution_cpp"] is None
     assert len(contests["hidden_tests"]) == 3

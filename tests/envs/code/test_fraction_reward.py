@@ -153,17 +153,18 @@ def test_the_reference_solution_earns_one(env_id):
 
 # ------------------------------------------------------ (c) a known share of hidden tests
 
-# Echo the input line, except on the given inputs (a wrong answer there).
-_ECHO_BUT = "s = input()\nprint('wrong' if s in {bad!r} else s)"
+# Reverse the input line, except on the given inputs (a wrong answer there). Not an echo:
+# a task whose every hidden answer is its input is left out (an echo passes it).
+_REVERSE_BUT = "s = input()\nprint('wrong' if s in {bad!r} else s[::-1])"
 
 
-def echo_task(hidden: int = 4) -> dict:
+def reverse_task(hidden: int = 4) -> dict:
     return {
-        "question": "Print the input line.\n\nExample:\nInput:\np0\nOutput:\np0",
+        "question": "Print the input line reversed.\n\nExample:\nInput:\np0\nOutput:\n0p",
         "kind": "stdin",
-        "public_tests": [{"input": "p0\n", "output": "p0\n"}],
-        "hidden_tests": [{"input": f"h{i}\n", "output": f"h{i}\n"} for i in range(hidden)],
-        "solution": "print(input())",
+        "public_tests": [{"input": "p0\n", "output": "0p\n"}],
+        "hidden_tests": [{"input": f"h{i}\n", "output": f"{i}h\n"} for i in range(hidden)],
+        "solution": "print(input()[::-1])",
     }
 
 
@@ -175,8 +176,8 @@ def echo_task(hidden: int = 4) -> dict:
 def test_a_program_passing_some_hidden_tests_earns_that_share(env_id, bad, share):
     """The public test neither adds (``p0`` passed) nor takes away (``p0`` failed) reward."""
     env = make(env_id)
-    env.reset(options={"task": echo_task()})
-    reward, _, info = play(env, fenced(_ECHO_BUT.format(bad=bad)))
+    env.reset(options={"task": reverse_task()})
+    reward, _, info = play(env, fenced(_REVERSE_BUT.format(bad=bad)))
     assert reward == pytest.approx(share)
     assert info["reward_components"]["pass_fraction"] == pytest.approx(share)
     env.close()
@@ -187,14 +188,14 @@ def test_a_hidden_test_the_prompt_shows_is_not_paid():
     (TACO/APPS records make only the first example public), never counts."""
     from rllm_envs.code.judge import unseen_hidden_tests
 
-    task = echo_task(hidden=3)
-    task["question"] += "\n\nExample 2:\nInput:\nh2\nOutput:\nh2\n"
-    task["hidden_tests"].append({"input": "  p0 \n", "output": "p0\n"})
+    task = reverse_task(hidden=3)
+    task["question"] += "\n\nExample 2:\nInput:\nh2\nOutput:\n2h\n"
+    task["hidden_tests"].append({"input": "  p0 \n", "output": "0p\n"})
     assert unseen_hidden_tests(task) == [0, 1]
     env = make("rllm/Code-v0")
     env.reset(options={"task": task})
     # Passes the public test and both shown hidden tests, fails h0: half of h0, h1.
-    reward, *_ = play(env, fenced(_ECHO_BUT.format(bad=["h0"])))
+    reward, *_ = play(env, fenced(_REVERSE_BUT.format(bad=["h0"])))
     assert reward == pytest.approx(1 / 2)
     env.close()
 
@@ -202,7 +203,7 @@ def test_a_hidden_test_the_prompt_shows_is_not_paid():
 def test_hidden_pass_fraction_counts_unseen_hidden_tests_only():
     from rllm_envs.code.judge import hidden_pass_fraction
 
-    task = echo_task(hidden=2)
+    task = reverse_task(hidden=2)
     verdicts = ["AC", "AC", "WA"]
     result = JudgeResult(results=[TestResult(v) for v in verdicts])
     assert result.fraction == pytest.approx(2 / 3)  # the flat count, public included
@@ -214,25 +215,25 @@ def test_hidden_pass_fraction_counts_unseen_hidden_tests_only():
 
 def test_a_task_with_no_unseen_hidden_test_is_refused_under_either_reward():
     """Every test shown: only a copy could be paid, so the task is not played or scored."""
-    task = echo_task(hidden=0)
+    task = reverse_task(hidden=0)
     for env in (make("rllm/Code-v0"), gym.make("rllm/Code-v0")):
         with pytest.raises(InvalidEnvConfig, match="hidden test"):
             env.reset(options={"task": task})
     for mode in ("fraction", "all"):
-        assert score(fenced("print(input())"), task, reward_mode=mode) == 0.0
+        assert score(fenced("print(input()[::-1])"), task, reward_mode=mode) == 0.0
 
 
 def test_tasks_with_no_unseen_hidden_test_are_left_out_of_a_dataset(tmp_path, caplog):
     rows = [
         {
             "question_title": name,
-            "question_content": "Print the input line.",
+            "question_content": "Print the input line reversed.",
             "question_id": name,
             "public_test_cases": json.dumps(
-                [{"input": "p0\n", "output": "p0\n", "testtype": "stdin"}]
+                [{"input": "p0\n", "output": "0p\n", "testtype": "stdin"}]
             ),
             "private_test_cases": json.dumps(
-                [{"input": h, "output": h, "testtype": "stdin"} for h in hidden]
+                [{"input": h, "output": h.strip()[::-1], "testtype": "stdin"} for h in hidden]
             ),
         }
         for name, hidden in (("kept", ["h1\n"]), ("copyable", ["p0 \n"]))
@@ -293,8 +294,8 @@ def test_feedback_after_a_failed_example_says_nothing_of_the_hidden_tests(env_id
 
 def test_feedback_once_the_examples_pass_is_unchanged():
     env = make("rllm/Code-v0")
-    env.reset(options={"task": echo_task()})
-    obs = play(env, fenced(_ECHO_BUT.format(bad=["h1"])))[1]
+    env.reset(options={"task": reverse_task()})
+    obs = play(env, fenced(_REVERSE_BUT.format(bad=["h1"])))[1]
     assert "Example tests: 1 accepted." in obs and "Hidden tests: not all passed." in obs
     env.close()
 
@@ -364,11 +365,11 @@ def test_a_reserialised_public_input_and_a_shown_constant_are_seen():
         "question": "Return the sum of nums.",
         "kind": "functional",
         "public_tests": [{"input": "[1,2,3]", "output": "6"}],
-        "hidden_tests": [{"input": "[1, 2, 3]", "output": "6"}, {"input": "[4]", "output": "4"}],
+        "hidden_tests": [{"input": "[1, 2, 3]", "output": "6"}, {"input": "[4, 5]", "output": "9"}],
     }
     assert unseen_hidden_tests(task) == [1]
     # Every unseen test expects the answer an example shows: print("YES") passes them all.
-    task = echo_task()
+    task = reverse_task()
     task["public_tests"] = [{"input": "1 2\n", "output": "YES\n"}]
     task["hidden_tests"] = [{"input": f"{n} {n + 5}\n", "output": "YES\n"} for n in range(4)]
     assert unseen_hidden_tests(task) == []
@@ -606,9 +607,31 @@ def test_the_trivial_share_counts_constants_echoes_and_an_input_word():
     # Sorting: an already sorted input echoed.
     sort = [("1 2 3\n", "1 2 3\n"), ("3 1 2\n", "1 2 3\n"), ("2 1\n", "1 2\n")]
     assert trivial_pass_share(tests(sort)) == pytest.approx(2 / 3)  # "1 2 3" twice
-    assert trivial_pass_share(tests([("x\n", "x\n"), ("y\n", "y\n")])) == 0.0  # all alike
+    # An echo passes all: such a set is never paid (its task has no unseen test).
+    assert trivial_pass_share(tests([("x\n", "x\n"), ("y\n", "y\n")])) == 1.0
     assert trivial_pass_share([]) == 0.0
+    # One test's own answer is a guess, not a fixed output learnt across tests...
+    assert trivial_pass_share(tests([("5 6\n", "11\n")])) == 0.0
+    assert trivial_pass_share(tests([("1\n", "7\n"), ("2\n", "8\n")])) == 0.0
+    # ... but picking an input word is no guess.
+    assert trivial_pass_share(tests([("9 4\n", "9\n")])) == 1.0
     # One line per case (s31 att31c): NO once, twice and three times is one program's output.
     cases = [("1\n5\n", "NO\n"), ("2\n4\n9\n", "NO\nNO\n"), ("3\n1\n2\n3\n", "NO\nNO\nNO\n")]
     cases += [("1\n7\n", "YES\n"), ("2\n3\n8\n", "YES\nNO\n")]
     assert trivial_pass_share(tests(cases)) == 3 / 5
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_hidden_tests_an_input_word_passes_leave_no_unseen_test(env_id):
+    """att31d: "print the larger of a and b" whose every hidden test has the larger first:
+    printing the first word earned 1.0 in both modes (and a constant 0.25 in fraction mode,
+    the floor switched off). Such a task has no unseen test: refused, or left out."""
+    question = "Print the larger of a and b.\n\nExample:\nInput:\n3 8\nOutput:\n8\n"
+    hidden = [(f"{a} {b}\n", f"{a}\n") for a, b in ((41, 7), (90, 12), (15, 3), (66, 65))]
+    task = _task(question, [("3 8\n", "8\n")], hidden)
+    assert unseen_hidden_tests(task) == []
+    with pytest.raises(InvalidEnvConfig, match="hidden test"):
+        make(env_id).reset(options={"task": task})
+    # One hidden test with the larger last: a real test, the task is kept.
+    task["hidden_tests"].append({"input": "2 9\n", "output": "9\n"})
+    assert unseen_hidden_tests(task) == [0, 1, 2, 3, 4]
