@@ -18,7 +18,7 @@ import re
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -1261,12 +1261,7 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     outputs = {tuple(_answer_lines(hidden[i]["output"])) for i in unseen}
     lines = {line for output in outputs for line in output}
     if len(outputs) == 1 or len(lines) == 1:
-        paid = set(unseen)
-        shown = [*public, *(t for i, t in enumerate(hidden) if i not in paid)]
-        likely: set[tuple[str, ...]] = {("",), ("-1",), ("0",), ("1",)}
-        for t in shown:
-            answer = _answer_lines(t["output"])
-            likely |= {tuple(answer), *((line,) for line in answer)}
+        likely = _likely_outputs(task, unseen)
         (output, *_) = outputs
         words = _tokens(" ".join(output))
         named = not any(_NUMBER.fullmatch(w) for w in words) and (
@@ -1281,6 +1276,23 @@ def _unseen(task: dict[str, Any]) -> list[int]:
     if unseen and any(all(p[k] for p in picks) for k in range(len(picks[0]))):
         return []
     return unseen
+
+
+def _likely_outputs(task: dict[str, Any], paid: Sequence[int]) -> set[tuple[str, ...]]:
+    """Outputs a program can guess without the task's logic.
+
+    Nothing, -1, 0, 1, and the answers (whole and line by line) of the tests its prompt shows.
+    """
+    chosen = set(paid)
+    shown = [
+        *task["public_tests"],
+        *(t for i, t in enumerate(task["hidden_tests"]) if i not in chosen),
+    ]
+    likely: set[tuple[str, ...]] = {("",), ("-1",), ("0",), ("1",)}
+    for test in shown:
+        answer = _answer_lines(test["output"])
+        likely |= {tuple(answer), *((line,) for line in answer)}
+    return likely
 
 
 def _picks(test: Any) -> tuple[bool, bool, bool]:
@@ -1375,13 +1387,15 @@ def hidden_pass_fraction(
     # Chance-corrected: what a program without the task's logic passes (one fixed output;
     # its input echoed) is the floor. On a YES/NO task whose unseen tests are 60% NO,
     # `print("NO")` passed 0.6 of them and earns 0; a correct program still earns 1.
-    floor = trivial_pass_share([task["hidden_tests"][i] for i in counted])
+    floor = trivial_pass_share(
+        [task["hidden_tests"][i] for i in counted], likely=_likely_outputs(task, counted)
+    )
     if floor >= 1.0:
         return 0.0  # nothing above what a program without the task's logic passes
     return max(0.0, (sum(passed) / len(passed) - floor) / (1.0 - floor))
 
 
-def trivial_pass_share(tests: Sequence[Any]) -> float:
+def trivial_pass_share(tests: Sequence[Any], likely: Collection[tuple[str, ...]] = ()) -> float:
     """The largest share of ``tests`` a program without the task's logic passes.
 
     The largest of: the most common expected output's (one fixed output passes exactly the
@@ -1389,9 +1403,11 @@ def trivial_pass_share(tests: Sequence[Any]) -> float:
     the most common line's among outputs that are one line repeated (``NO`` once per case:
     a program printing it once per case reads the count); the tests whose output is their
     input (an echo); and those whose output is their input's first or last word (the larger
-    of two numbers). A fixed output counts when two tests or more expect it (one test's own
-    answer is a guess). Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a
-    task all of whose unseen tests one of these passes).
+    of two numbers). A fixed output counts when two tests or more expect it, or when it is
+    in ``likely`` (answers a program can guess: ``YES`` of a YES/NO task whose example says
+    ``YES``; see :func:`hidden_pass_fraction`); one test's own answer is otherwise a guess.
+    Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a task all of whose
+    unseen tests one of these passes).
     """
     if not tests:
         return 0.0
@@ -1404,8 +1420,12 @@ def trivial_pass_share(tests: Sequence[Any]) -> float:
         if len(set(answer)) == 1:
             repeated[answer[0]] += 1
         picked = [n + hit for n, hit in zip(picked, _picks(test), strict=True)]
-    fixed = max(max(outputs.values()), max(repeated.values(), default=0))
-    return max(fixed if fixed > 1 else 0, *picked) / len(tests)
+    fixed = max(
+        [n for output, n in outputs.items() if n > 1 or output in likely]
+        + [n for line, n in repeated.items() if n > 1 or (line,) in likely]
+        + [0]
+    )
+    return max(fixed, *picked) / len(tests)
 
 
 def score(

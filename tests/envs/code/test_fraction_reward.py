@@ -635,3 +635,17 @@ def test_hidden_tests_an_input_word_passes_leave_no_unseen_test(env_id):
     # One hidden test with the larger last: a real test, the task is kept.
     task["hidden_tests"].append({"input": "2 9\n", "output": "9\n"})
     assert unseen_hidden_tests(task) == [0, 1, 2, 3, 4]
+
+
+def test_a_constant_an_example_shows_is_floored_on_two_unseen_tests():
+    """att31e: one YES and one NO unseen (each once): "examples, else YES" earned 0.5 in
+    fraction mode, since a fixed output counted only when two tests expected it. An answer
+    the examples show is one a program guesses: it counts once too."""
+    from rllm_envs.code.judge import hidden_pass_fraction
+
+    question = "Print YES if s is a palindrome, else NO.\n\nExample:\nInput:\naba\nOutput:\nYES\n"
+    task = _task(question, [("aba\n", "YES\n")], [("abba\n", "YES\n"), ("abc\n", "NO\n")])
+    assert unseen_hidden_tests(task) == [0, 1]
+    for verdicts, paid in ((["AC", "AC", "WA"], 0.0), (["AC", "WA", "AC"], 0.0), (["AC"] * 3, 1.0)):
+        result = JudgeResult(results=[TestResult(v) for v in verdicts])
+        assert hidden_pass_fraction(result, task) == paid, verdicts
