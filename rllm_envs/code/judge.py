@@ -929,6 +929,17 @@ def _flat(text: object) -> str:
     Each line that is JSON (a functional test's arguments, escaped strings, ``null``) is
     decoded, lists and strings spelled out.
     """
+    return _flat_text(text) if isinstance(text, str) else _flatten(text)
+
+
+@lru_cache(maxsize=8)
+def _flat_text(text: str) -> str:
+    # A test's text is read by several checks in a row (copies, the statement, trivial
+    # programs): the last few are kept rather than decoded again.
+    return _flatten(text)
+
+
+def _flatten(text: object) -> str:
 
     def spelled(value: object) -> str:
         if isinstance(value, str):
