@@ -1355,7 +1355,10 @@ _UNSEEN_FOUND_SIZE = 4096
 
 def _unseen_of(task: dict[str, Any]) -> tuple[int, ...]:
     read = [task.get(k) for k in ("kind", "question", "starter_code", "public_tests")]
-    text = json.dumps([*read, task["hidden_tests"]], sort_keys=True, default=repr)
+    try:
+        text = json.dumps([*read, task["hidden_tests"]], sort_keys=True, default=repr)
+    except (TypeError, ValueError):  # keys JSON cannot sort or write: searched, not kept
+        return tuple(_unseen(task))
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     found = _UNSEEN_FOUND.get(key)
     if found is None:
