@@ -133,7 +133,9 @@ class FrozenLakeEnv(TextEnv):
     - v1: Reward: a ``hole`` component (weight -0.05) charges a fall, and a fall is charged
       the unreadable replies it skips at the episode's rate (``invalid_action``); weights
       with ``hole >= 0`` or ``invalid_action > 0`` are refused. In v0 a fall paid 0 and
-      ended the invalid-action penalty. Random maps draw the start and goal cells.
+      ended the invalid-action penalty. Random maps draw the start and goal cells. Later,
+      without a version bump (a new kwarg, off by default, so v1's rewards are unchanged):
+      ``invalid_ends``.
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
