@@ -145,24 +145,32 @@ def test_weights_under_which_falling_pays_are_refused(weights):
         FrozenLakeEnv(reward_weights=weights)
 
 
-def test_any_accepted_weights_make_a_fall_worse_than_playing_on():
-    """Random accepted weights, turn limits and discounts; every history and fall turn."""
-    rng = np.random.default_rng(0)
-    checked = 0
-    while checked < 30:
+def _accepted(seed: int, count: int = 30, **kwargs: Any) -> Any:
+    """``count`` envs on ``_lake(4)`` with random weights the env accepts, random turn limits,
+    and a discount each: ``(env, gamma)``."""
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < count:
         weights = {
             "success": float(rng.uniform(-1, 2)),
             "hole": float(rng.uniform(-2, 0.5)),
             "invalid_action": float(rng.uniform(-2, 0.5)),
         }
+        max_turns = int(rng.integers(2, 12))
         try:
             env = FrozenLakeEnv(
-                desc=_lake(4), max_turns=int(rng.integers(2, 12)), reward_weights=weights
+                desc=_lake(4), max_turns=max_turns, reward_weights=weights, **kwargs
             )
         except InvalidEnvConfig:
             continue
-        checked += 1
-        gamma = float(rng.choice([1.0, 0.99, 0.9]))
+        made += 1
+        yield env, float(rng.choice([1.0, 0.99, 0.9]))
+
+
+def test_any_accepted_weights_make_a_fall_worse_than_playing_on():
+    """Random accepted weights, turn limits and discounts; every history and fall turn."""
+    for env, gamma in _accepted(0):
+        weights = env.reward_weights
         for t in range(2, env.max_turns + 1):
             for unreadable in range(0, t):
                 if not _same_rate_is_whole(env, t, unreadable):
@@ -211,26 +219,9 @@ def test_with_invalid_ends_no_way_of_playing_on_costs_more_than_a_fall():
     """Random accepted weights, turn limits and discounts: at every turn, falling returns at
     most what every way of playing on without reaching the goal returns (bumping the edge,
     or an unreadable reply at any later turn), and less than playing on validly."""
-    rng = np.random.default_rng(1)
     rows = _lake(4)
-    checked = 0
-    while checked < 30:
-        weights = {
-            "success": float(rng.uniform(-1, 2)),
-            "hole": float(rng.uniform(-2, 0.5)),
-            "invalid_action": float(rng.uniform(-2, 0.5)),
-        }
-        try:
-            env = FrozenLakeEnv(
-                desc=rows,
-                max_turns=int(rng.integers(2, 12)),
-                invalid_ends=True,
-                reward_weights=weights,
-            )
-        except InvalidEnvConfig:
-            continue
-        checked += 1
-        gamma = float(rng.choice([1.0, 0.99, 0.9]))
+    for env, gamma in _accepted(1, invalid_ends=True):
+        weights = env.reward_weights
         # Every history that has not ended is bumps (an unreadable reply would have ended it).
         for t in range(1, env.max_turns + 1):
             die = _play(env, rows, lambda k, t=t: "Left" if k < t else "Down", gamma)
