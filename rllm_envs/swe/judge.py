@@ -1126,8 +1126,10 @@ def _warn_reference_failing(failing: tuple[str, ...], fail_to_pass: Sequence[str
     )
     warnings.warn(
         f"A SWE task's reference repository fails {len(failing)} of its tests ({what}the "
-        f"PASS_TO_PASS ones are not judged): {list(failing)[:10]}. The usual cause is a "
-        "dependency the sandbox's interpreter lacks; see info['reference_failing_tests'].",
+        f"PASS_TO_PASS ones are not judged): {list(failing)[:10]}. The usual causes: a "
+        "dependency the sandbox's interpreter lacks, or a pytest feature the judge's runner "
+        "does not have (parametrized fixtures, `::` inside a parametrize id, plugins; see "
+        "docs/environments.md); see info['reference_failing_tests'].",
         stacklevel=3,
     )
 
