@@ -840,8 +840,34 @@ def _decided_by_call(node: ast.expr, probe: _Probe) -> bool:
         or (isinstance(func, ast.Attribute) and func.attr in _VALUE_METHODS and literal)
         or (
             literal
-            and any(isinstance(n, ast.Call) for a in arguments for n in ast.walk(a))
+            and any(_computed_call(n) for a in arguments for n in ast.walk(a))
             and name not in ("len", "sorted", "list", "tuple", "set", "str", "repr", "type")
+        )
+    )
+
+
+#: Builtins whose call on written values is a written value too (``int('7')``, ``abs(-3)``):
+#: the guard keeps ``builtins`` as it was, so no repository code runs there.
+_PURE_BUILTINS = frozenset(
+    {"int", "float", "abs", "len", "max", "min", "round", "str", "bool", "tuple", "list"}
+    | {"set", "frozenset", "sorted", "sum", "range", "chr", "ord", "divmod", "pow", "bytes"}
+)
+
+
+def _computed_call(node: ast.AST) -> bool:
+    """Whether ``node`` is a call that computes a value.
+
+    Anything but a builtin of :data:`_PURE_BUILTINS` on written values (or on such calls):
+    ``clamp(33, 2, int('7'))`` is given written values only, as ``clamp(33, 2, 7)`` is.
+    """
+    if not isinstance(node, ast.Call):
+        return False
+    return not (
+        isinstance(node.func, ast.Name)
+        and node.func.id in _PURE_BUILTINS
+        and not node.keywords
+        and all(
+            _expected(a) or (isinstance(a, ast.Call) and not _computed_call(a)) for a in node.args
         )
     )
 
