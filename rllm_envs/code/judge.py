@@ -970,12 +970,22 @@ _JSON_START = re.compile(
 )
 
 
-@lru_cache(maxsize=1 << 16)
 def _canonical(token: str) -> str:
     """A number as the judge compares it (``0.500`` as ``0.5``, ``+1`` as ``1``).
 
     A word in lower case.
     """
+    # Tokens recur (small numbers, words): short ones are remembered. A long one is not, so
+    # a client's tasks of long unique words cannot fill the host's memory.
+    return _canonical_short(token) if len(token) <= 64 else _canonical_form(token)
+
+
+@lru_cache(maxsize=1 << 16)
+def _canonical_short(token: str) -> str:
+    return _canonical_form(token)
+
+
+def _canonical_form(token: str) -> str:
     if token.isascii() and token.isdigit() and (token[0] != "0" or len(token) == 1):
         return token  # the common case, already in its form
     if _NUMBER.fullmatch(token):
@@ -1398,9 +1408,9 @@ def hidden_pass_fraction(
     passed = [result.results[num_public + i].passed for i in counted]
     if all_or_nothing:
         return float(all(passed))
-    # Chance-corrected: what a program without the task's logic passes (one fixed output;
-    # its input echoed) is the floor. On a YES/NO task whose unseen tests are 60% NO,
-    # `print("NO")` passed 0.6 of them and earns 0; a correct program still earns 1.
+    # Chance-corrected: what a program without the task's logic passes (a constant, an echo,
+    # an input word: trivial_pass_share) is the floor. On a YES/NO task whose unseen tests
+    # are 60% NO, `print("NO")` passed 0.6 of them and earns 0; a correct program earns 1.
     floor = trivial_pass_share(
         [task["hidden_tests"][i] for i in counted], likely=_likely_outputs(task, counted)
     )

@@ -130,3 +130,11 @@ def test_a_tasks_unseen_tests_are_found_once(monkeypatch):
     assert calls == [1]
     changed = {**task, "hidden_tests": task["hidden_tests"][:1]}
     assert judge.unseen_hidden_tests(changed) == [0] and calls == [1, 1]
+
+
+def test_only_short_tokens_are_remembered():
+    """Tokens are cached for speed; a client's long unique words must not fill host memory."""
+    before = judge._canonical_short.cache_info().currsize
+    assert judge._canonical("W" * 100 + "unique") == "w" * 100 + "unique"
+    assert judge._canonical_short.cache_info().currsize == before
+    assert judge._canonical("0.500") == "0.5" and judge._canonical("007") == "7"
