@@ -70,7 +70,7 @@ from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
-from rllm_envs.swe.probe import probe_module, same, same_observations
+from rllm_envs.swe.probe import NOTE_ECHO, probe_module, same, same_observations
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -704,11 +704,21 @@ def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
     :data:`NOTE_DATA_FILE` for a data file of the test suite.
     """
     notes: list[str] = []
+    probes = {}
     for path, text in files.items():
         if not is_test_path(path):
             continue
-        found = probe_module(text).notes if path.endswith(".py") else (NOTE_DATA_FILE,)
+        if path.endswith(".py"):
+            probes[path] = probe_module(text)
+        found = probes[path].notes if path in probes else (NOTE_DATA_FILE,)
         notes += [n for n in found if n not in notes]
+    # An expected value of one module written as an input in another is readable there too
+    # (every module sent is in the sandbox's memory); a conftest fixture's is given.
+    given = frozenset().union(*(p.setup for k, p in probes.items() if k.endswith("conftest.py")))
+    for path, probe in probes.items():
+        elsewhere = frozenset().union(*(p.inputs for k, p in probes.items() if k != path))
+        if NOTE_ECHO not in notes and (probe.hidden - given) & elsewhere:
+            notes.append(NOTE_ECHO)
     return tuple(notes)
 
 

@@ -161,6 +161,9 @@ NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
+NOTE_ECHO = (
+    "an expected value is written elsewhere in the module as an input (the sandbox can read it)"
+)
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
 #: Why a verdict is ``host_partial`` when a check is a method of the value under test given
 #: the expected value (att30c M2).
@@ -218,6 +221,9 @@ class _Marks:
 
     marked: set[tuple[Any, ...]] = field(default_factory=set)
     dropped: set[tuple[Any, ...]] = field(default_factory=set)
+    #: The expected sides left out, each with the computed sides it was compared with
+    #: (what the code under test is given there): :func:`_echoes`.
+    expected: list[tuple[ast.AST, tuple[ast.AST, ...]]] = field(default_factory=list)
 
 
 _MARKS: ContextVar[_Marks | None] = ContextVar("rllm_swe_probe_marks", default=None)
@@ -228,10 +234,17 @@ _CONSTANTS: ContextVar[Mapping[str, float] | None] = ContextVar(
 _CHAINS = (ast.Name, ast.Attribute, ast.Subscript)
 
 
-def _drop(node: ast.AST) -> None:
-    """The probe leaves ``node`` (an expected side) out: record the table reads in it."""
+def _drop(node: ast.AST, beside: Sequence[ast.AST] = (), expected: bool = True) -> None:
+    """The probe leaves ``node`` (an expected side) out: record it and the table reads in it.
+
+    ``beside``: the computed sides it is compared with. ``expected=False``: a tolerance.
+    """
     marks = _MARKS.get()
-    if marks is None or not marks.marked:
+    if marks is None:
+        return
+    if expected:
+        marks.expected.append((node, tuple(beside)))
+    if not marks.marked:
         return
     stack = [node]
     while stack:
@@ -432,7 +445,7 @@ def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
         return None
     for a in node.args:
         if a is not computed[0]:
-            _drop(a)
+            _drop(a, computed)
     rel = _number(_keyword(node, "rel_tol"))
     tol = _number(_keyword(node, "abs_tol"))
     return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
@@ -538,7 +551,7 @@ def _arithmetic(node: ast.expr, probe: _Probe) -> list[_Check] | None:
     computed = [o for o in operands if not _expected(o)]
     for o in operands:
         if not any(o is c for c in computed):
-            _drop(o)
+            _drop(o, computed)
     if len(computed) == 2 and isinstance(inner.op, ast.Sub):
         probe.note(NOTE_TWO_SIDES)
     return [c for o in computed for c in _value(o, probe)]
@@ -584,8 +597,8 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
         return None
     for o in operands:
         if not any(o is c for c in computed):
-            _drop(o)
-    _drop(bound)
+            _drop(o, computed)
+    _drop(bound, expected=False)
     if len(computed) == 2:
         probe.note(NOTE_TWO_SIDES)
     return [
@@ -649,7 +662,7 @@ def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
     member, container = test.left, test.comparators[0]
     if not _expected(member) or _expected(container):
         return None
-    _drop(member)
+    _drop(member, [container])
     host = None
     if isinstance(member, ast.Constant) and type(member.value) is str:
         # ``"negative" in str(e.value)``: on a plain text the host runs the check itself.
@@ -675,7 +688,7 @@ def _pick(operands: list[ast.expr], probe: _Probe) -> list[_Check]:
     computed = [o for o in operands if not _expected(o)]
     for o in operands:
         if not any(o is c for c in computed):
-            _drop(o)
+            _drop(o, computed)
     if len(computed) >= 2:
         probe.note(NOTE_TWO_SIDES)
     tolerances = [t for t in (_approx(o) for o in operands) if t is not None]
@@ -710,10 +723,10 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
             and not _expected(node.func.value)
         ):
             for a in node.args:
-                _drop(a)
+                _drop(a, [node.func.value])
             return _value(node.func.value, probe)
         if name in _PATTERNS and len(node.args) == 2 and _expected(node.args[0]):
-            _drop(node.args[0])
+            _drop(node.args[0], [node.args[1]])
             return _value(node.args[1], probe)
     arithmetic = _arithmetic(node, probe)
     if arithmetic is not None:
@@ -1109,7 +1122,7 @@ def _order(test: ast.expr, probe: _Probe) -> _Check | None:
         checks = _value(computed, probe)
         if len(checks) != 1 or checks[0].value is not computed or checks[0].approx is not None:
             return None
-        _drop(other)
+        _drop(other, [computed])
         return _Check(computed, host=("order", json.dumps([how, value])))
     return None
 
@@ -1172,7 +1185,7 @@ def _near(test: ast.expr, probe: _Probe) -> _Check | None:
         return None
     for node in ast.walk(test):
         if isinstance(node, ast.expr) and node is not computed and _expected(node):
-            _drop(node)
+            _drop(node, [computed])
     return _Check(computed, host=("near", json.dumps([value, *rule])))
 
 
@@ -1277,9 +1290,9 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
         if not isinstance(expected, (ast.List, ast.Tuple)) or not expected.elts:
             return None
         tolerance = tolerance / len(expected.elts)
-    _drop(expected)
+    _drop(expected, [source.args[got]])
     _drop(operand[names[want]])
-    _drop(bound)
+    _drop(bound, expected=False)
     body = _observe([_Check(ast.Name(names[got], ast.Load()), (0.0, tolerance))], at)
     loop = ast.For(ast.Name(names[got], ast.Store()), source.args[got], body, [])
     return [ast.copy_location(loop, at)]
@@ -1401,6 +1414,8 @@ class _Probe(ast.NodeTransformer):
                 match = [k.value for k in call.keywords if k.arg == "match"]
                 if name.endswith(".assertRaises"):
                     match = []
+                if match and isinstance(match[0], ast.Constant):
+                    _drop(match[0], node.body)
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
@@ -1411,6 +1426,8 @@ class _Probe(ast.NodeTransformer):
                 )
             elif name.endswith(".assertRaisesRegex"):
                 pattern = call.args[1:2]
+                if pattern and isinstance(pattern[0], ast.Constant):
+                    _drop(pattern[0], node.body)
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
@@ -1560,12 +1577,19 @@ class Probe:
             (``"[Hello World-hello-world]" -> "[0]"``): the host asks the sandbox for those.
         predicates: The checks of plain texts the host runs itself (``(kind, literal)``,
             :data:`PREDICATES`), by the index the probe's ``observe(..., host=k)`` names.
+        hidden: The expected values left out that the tests do not give the code under
+            test (by value and type): none may be readable in the sandbox.
+        inputs: The values the probe holds as literals (the sandbox can read them).
+        setup: Those of them its fixtures and setup methods give the code under test.
     """
 
     text: str
     notes: tuple[str, ...]
     labels: Mapping[str, Mapping[str, str]]
     predicates: tuple[tuple[str, str], ...] = ()
+    hidden: frozenset[Any] = frozenset()
+    inputs: frozenset[Any] = frozenset()
+    setup: frozenset[Any] = frozenset()
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -1600,6 +1624,123 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     return tree, probe, marks, found
 
 
+def _frozen(value: Any) -> Any:
+    """A hashable key of a literal value, by type: ``1``, ``1.0`` and ``True`` differ."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (type(value).__name__, frozenset(_frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((_frozen(k), _frozen(v)) for k, v in value.items()))
+    return (type(value).__name__, value)
+
+
+_LITERAL_NODES = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple, ast.Set, ast.Dict)
+
+
+def _literal_keys(node: ast.AST) -> set[Any]:
+    """The keys (:func:`_frozen`) of every literal in ``node``: whole values and their parts."""
+    found = set()
+    for inner in ast.walk(node):
+        if not isinstance(inner, _LITERAL_NODES):
+            continue
+        try:
+            found.add(_frozen(ast.literal_eval(inner)))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return found
+
+
+#: Numbers a guess finds anyway (counts, indices, small sizes): not told by the module.
+_SMALL = 16
+
+
+def _telling(key: Any) -> bool:
+    """Whether literal ``key`` (:func:`_frozen`) tells something a guess would not find."""
+    kind, value = key
+    if kind in ("str", "bytes"):
+        return len(value.strip()) >= 2
+    if kind in ("int", "float"):
+        return not (float(value).is_integer() and abs(value) <= _SMALL)
+    if kind == "complex":
+        return True
+    if kind == "dict":
+        return any(_telling(k) or _telling(v) for k, v in value)
+    if kind in ("list", "tuple", "set", "frozenset"):
+        return any(_telling(v) for v in value)
+    return False
+
+
+#: Functions that run before a test and hand it its inputs (what they pass is given).
+_SETUP_DECORATORS = ("fixture", "pytest.fixture")
+_SETUP_NAMES = ("setUp", "setup", "setup_method", "setup_class", "setUpClass", "setup_module")
+
+
+def _scopes(tree: ast.Module) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Line spans of the module's functions and methods: all of them, and the setup ones."""
+    found, setup = [], []
+    for statement in tree.body:
+        members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
+        for node in members:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            span = (node.lineno, node.end_lineno or node.lineno)
+            found.append(span)
+            fixture = any(
+                _dotted(d.func if isinstance(d, ast.Call) else d) in _SETUP_DECORATORS
+                for d in node.decorator_list
+            )
+            if fixture or node.name in _SETUP_NAMES:
+                setup.append(span)
+    return found, setup
+
+
+def _secrets(
+    expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Module
+) -> tuple[frozenset[Any], frozenset[Any], frozenset[Any]]:
+    """What the sandbox must not read, and what it can, in probe ``tree``.
+
+    Returns the telling expected values left out of the probe that the test did not give
+    the code under test itself, the telling literals the probe holds, and those of them in
+    fixtures and setup methods. An expected value may be written elsewhere as an input
+    (``decode("aGk=") == "hi"`` next to ``encode("hi") == "aGk="``): the sandbox reads it in
+    the probe's source or code objects, and a submission returns it without the fix
+    (:data:`NOTE_ECHO`). A value the test gave the code under test before the check is not
+    one: among the arguments it was compared with (``truncate("hi", 9) == "hi"``), earlier
+    in the same test (``cart.add("apple")`` before ``cart.items == {"apple": 1}``) or in a
+    fixture or setup.
+    """
+    functions, setup = _scopes(tree)
+
+    def scope(node: ast.AST) -> tuple[int, int] | None:
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return None
+        return next((s for s in functions if s[0] <= line <= s[1]), None)
+
+    def position(node: ast.AST) -> tuple[int, int]:
+        return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+    literals = [
+        (n, {k for k in _literal_keys(n) if _telling(k)})
+        for n in ast.walk(tree)
+        if isinstance(n, _LITERAL_NODES) and hasattr(n, "lineno")
+    ]
+    inputs: set[Any] = set().union(*(keys for _, keys in literals))
+    given_by_setup = set().union(*(k for n, k in literals if scope(n) in setup))
+    hidden: set[Any] = set()
+    for node, beside in expected:
+        told = {k for k in _literal_keys(node) if _telling(k)} - given_by_setup
+        if not told:
+            continue
+        told -= set().union(*map(_literal_keys, beside))
+        where, at = scope(node), position(node)
+        if where is not None:
+            told -= set().union(*(k for n, k in literals if scope(n) == where and position(n) < at))
+        hidden |= told
+    return frozenset(hidden), frozenset(inputs), frozenset(given_by_setup)
+
+
 @lru_cache(maxsize=4096)
 def probe_module(source: str) -> Probe:
     """The probe of test module ``source`` (see the module docstring).
@@ -1628,9 +1769,12 @@ def probe_module(source: str) -> Probe:
         tree, probe, marks, found = _transform(source, set())
         moved = set()
     found.rewrite(moved)
+    _strip_strings(tree)
+    hidden, inputs, setup = _secrets([*marks.expected, *found.moved_values], tree)
+    if hidden & inputs:
+        probe.note(NOTE_ECHO)
     if _left_decisions(tree) or _sandbox_operations(tree):
         probe.note(NOTE_INNER)
-    _strip_strings(tree)
     for key in flowed or ():
         origin = first.uses[key]
         if origin not in moved:
@@ -1658,7 +1802,7 @@ def probe_module(source: str) -> Probe:
         at = len(tree.body)
     tree.body.insert(at, header)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    return Probe(text, tuple(probe.notes), found.labels, probe.predicates)
+    return Probe(text, tuple(probe.notes), found.labels, probe.predicates, hidden, inputs, setup)
 
 
 def probe_report(source: str) -> tuple[str, tuple[str, ...]]:

@@ -201,7 +201,7 @@ _CASE = Module(
     _header("case", "snake_case, title_case"),
     _tests("""
         def test_snake_case_words():
-            assert snake_case("Hello World") == "hello_world"
+            assert snake_case("Good Morning") == "good_morning"
 
         def test_snake_case_camel():
             assert snake_case("parseHttpRequest") == "parse_http_request"

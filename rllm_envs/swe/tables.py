@@ -246,6 +246,8 @@ class Tables:
         dynamic: The module reads variables by a computed name (nothing moves).
         labels: After :meth:`rewrite`: per test (``name`` or ``Class::name``), the probe's
             id suffix of each original one (``"[Hello World-hello-world]" -> "[0]"``).
+        moved_values: After :meth:`rewrite`: the elements it replaced (expected values),
+            each with the other elements of its row (the inputs it goes with).
     """
 
     tables: dict[str, ast.AST] = field(default_factory=dict)
@@ -257,6 +259,7 @@ class Tables:
     dynamic: bool = False
     decorated: list[_Decorated] = field(default_factory=list)
     labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    moved_values: list[tuple[ast.expr, tuple[ast.expr, ...]]] = field(default_factory=list)
 
     def movable(self, marked: set[tuple[Any, ...]], dropped: set[tuple[Any, ...]]) -> set[Origin]:
         """The origins whose every use is marked and was dropped, with literal elements."""
@@ -288,8 +291,10 @@ class Tables:
             # Outer paths first: an inner one inside a replaced element has nothing left.
             root = self.tables[table]
             for path in sorted(set(paths), key=lambda p: (len(p), repr(p))):
-                if leaves(root, path) is None:
+                nodes = leaves(root, path)
+                if nodes is None:
                     continue
+                self.moved_values.extend((n, _row_mates(root, n)) for n in nodes)
                 root = _replace(root, path, lambda: ast.Constant(next(counter)))
             owner, attr = self.owners[table]
             if isinstance(owner, list):
@@ -300,6 +305,21 @@ class Tables:
         for decorated in self.decorated:
             if any(t in by_table for t in decorated.tables):
                 self.labels[decorated.qualname] = _relabel(decorated, self.tables)
+
+
+def _row_mates(root: ast.AST, leaf: ast.AST) -> tuple[ast.expr, ...]:
+    """The other elements of the row ``leaf`` is in (a dict value's key; none at the top)."""
+    for parent in ast.walk(root):
+        if isinstance(parent, ast.Dict):
+            for key, value in zip(parent.keys, parent.values, strict=True):
+                if leaf is value and key is not None:
+                    return (key,)
+                if leaf is key:
+                    return (value,)
+        elts = parent.args if _is_param(parent) else getattr(parent, "elts", None)
+        if isinstance(elts, list) and any(leaf is e for e in elts):
+            return () if parent is root else tuple(e for e in elts if e is not leaf)
+    return ()
 
 
 def _eval(node: ast.expr) -> Any:

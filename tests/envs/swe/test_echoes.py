@@ -1,0 +1,172 @@
+"""SWE-v0 (att31h): an expected value written elsewhere in the hidden tests as an input.
+
+The probe drops each check's expected side, but the same value may be another check's input
+(an encode/decode round trip): the sandbox reads it in the probe's source or code objects, and
+a patch that returns it passes without the fix (trust ``host``, 1.0). Such a module is now
+incomplete (``NOTE_ECHO``), so its verdicts are ``host_partial`` and withheld by default. A
+value the test gives the code under test before the check is not readable "elsewhere": it is
+an input of this check, and stays complete.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.probe import NOTE_ECHO, probe_module
+from rllm_envs.swe.repo import make_diff
+
+_HEAD = "import pytest\nfrom acme.codec import encode, decode, Cart, clamp\n\n"
+
+#: Modules where an expected value is readable elsewhere in the probe.
+ECHOED = {
+    "two tests": (
+        "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n\n"
+        "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
+    ),
+    "later in the same test": (
+        "def test_both():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+        "    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
+    ),
+    "one assert": (
+        "def test_both():\n    assert encode('hello') == 'aGVsbG8=' and decode('aGVsbG8=') == 'hello'\n"
+    ),
+    "a unittest method": (
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    def test_encode(self):\n        self.assertEqual(encode('hi there'), 'aGkgdGhlcmU=')\n\n"
+        "    def test_decode(self):\n        self.assertEqual(decode('aGkgdGhlcmU='), 'hi there')\n"
+    ),
+    "a parametrize table": (
+        "@pytest.mark.parametrize('text, want', [('hello', 'aGVsbG8='), ('abc', 'YWJj')])\n"
+        "def test_encode(text, want):\n    assert encode(text) == want\n\n"
+        "def test_decode():\n    assert decode('YWJj') == 'abc'\n"
+    ),
+    "a literal table": (
+        "CASES = [('hello', 'aGVsbG8='), ('abc', 'YWJj')]\n\n"
+        "def test_encode():\n    for text, want in CASES:\n        assert encode(text) == want\n\n"
+        "def test_decode():\n    assert decode('aGVsbG8=') == 'hello'\n"
+    ),
+    "a match= pattern": (
+        "def test_error():\n    with pytest.raises(ValueError, match='bad padding'):\n"
+        "        decode('x')\n\n"
+        "def test_other():\n    assert encode('bad padding') != ''\n"
+    ),
+    "a number": (
+        "def test_to_f():\n    assert clamp(9000, 0, 4242) == 4242.5\n\n"
+        "def test_from_f():\n    assert clamp(4242.5, 0, 10) == 10\n"
+    ),
+    "inside an expected list": (
+        "def test_split():\n    assert encode('a b') == ['YQ==', 'Yg==']\n\n"
+        "def test_join():\n    assert decode('Yg==') == 'b'\n"
+    ),
+}
+
+#: Modules whose expected values the tests give the code under test themselves.
+GIVEN = {
+    "an argument of the same call": (
+        "def test_fits():\n    assert encode('hello', keep=True) == 'hello'\n\n"
+        "def test_other():\n    assert decode('hello') is not None\n"
+    ),
+    "an earlier call in the same test": (
+        "def test_cart():\n    cart = Cart()\n    cart.add('apple')\n    cart.add('apple')\n"
+        "    assert cart.items == {'apple': 2}\n\n"
+        "def test_pear():\n    cart = Cart()\n    cart.add('pear', 3)\n    cart.remove('pear')\n"
+        "    assert cart.items == {'pear': 2}\n"
+    ),
+    "a fixture": (
+        "@pytest.fixture\ndef cart():\n    c = Cart()\n    c.add('apple')\n    return c\n\n"
+        "def test_cart(cart):\n    assert cart.items == {'apple': 1}\n"
+    ),
+    "a setUp method": (
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    def setUp(self):\n        self.cart = Cart()\n        self.cart.add('apple')\n\n"
+        "    def test_items(self):\n        self.assertEqual(self.cart.items, {'apple': 1})\n"
+    ),
+    "a small number": (
+        "def test_len():\n    assert len(encode('abc')) == 4\n\n"
+        "def test_clamp():\n    assert clamp(4, 0, 3) == 3\n"
+    ),
+    "a one-letter text": (
+        "def test_first():\n    assert encode('abc')[0] == 'Y'\n\n"
+        "def test_other():\n    assert decode('Y') is None\n"
+    ),
+    "a row's own input": (
+        "@pytest.mark.parametrize('text, want', [('same', 'same'), ('abc', 'YWJj')])\n"
+        "def test_encode(text, want):\n    assert encode(text, True) == want\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("body", ECHOED.values(), ids=ECHOED.keys())
+def test_an_expected_value_written_elsewhere_makes_the_probe_incomplete(body):
+    assert NOTE_ECHO in probe_module(_HEAD + body).notes
+
+
+@pytest.mark.parametrize("body", GIVEN.values(), ids=GIVEN.keys())
+def test_a_value_given_to_the_code_under_test_stays_complete(body):
+    assert probe_module(_HEAD + body).notes == ()
+
+
+def test_a_value_written_in_another_test_module_is_readable_too():
+    """Every module the judged tests load is in the sandbox's memory: the check spans them."""
+    first = _HEAD + "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+    second = _HEAD + "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') is not None\n"
+    assert probe_module(first).notes == () and probe_module(second).notes == ()
+    files = {"tests/test_a.py": first, "tests/test_b.py": second}
+    assert judge.probe_notes(files) == (NOTE_ECHO,)
+    fixture = "import pytest\n\n@pytest.fixture\ndef text():\n    return 'aGVsbG8gd29ybGQ='\n"
+    assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": fixture}) == ()
+
+
+_BUGGY = (
+    "import base64\n\n\ndef encode(s):\n    return base64.b64encode(s[::-1].encode()).decode()\n\n\n"
+    "def decode(t):\n    return base64.b64decode(t.encode()).decode()\n"
+)
+_FIXED = _BUGGY.replace("s[::-1].encode()", "s.encode()")
+#: Reads the round trip's other literal in the probe's code objects (att31h F1).
+_GAME = _BUGGY.replace(
+    "def encode(s):\n",
+    "def encode(s):\n"
+    "    import sys\n"
+    "    for name, mod in list(sys.modules.items()):\n"
+    "        if name.rpartition('.')[2].startswith('test'):\n"
+    "            for key, fn in list(vars(mod).items()):\n"
+    "                code = getattr(fn, '__code__', None) if key.startswith('test') else None\n"
+    "                for c in getattr(code, 'co_consts', ()):\n"
+    "                    try:\n"
+    "                        if isinstance(c, str) and decode(c) == s:\n"
+    "                            return c\n"
+    "                    except Exception:\n"
+    "                        pass\n",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_the_round_trip_patch_is_not_paid():
+    """att31h F1 end to end: the patch passes without the fix, and the verdict says the
+    module's expected values are readable (host_partial), so nothing is paid."""
+    path = "tests/test_codec.py"
+    tests = (
+        "from acme.codec import encode, decode\n\n\n"
+        "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n\n\n"
+        "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
+    )
+    base = {"acme/__init__.py": "", "acme/codec.py": _BUGGY}
+
+    def verdict(code: str) -> judge.Verdict:
+        return judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/codec.py": code}),
+            test_patch=make_diff(base, {**base, path: tests}),
+            fail_to_pass=[f"{path}::test_encode"],
+            pass_to_pass=[f"{path}::test_decode"],
+            reference_patch=make_diff(base, {**base, "acme/codec.py": _FIXED}),
+            warm=False,
+        )
+
+    gamed = verdict(_GAME)
+    assert gamed.fail_to_pass == 1.0  # it does read the value ...
+    assert gamed.verdict_trust == "host_partial" and NOTE_ECHO in gamed.weakened
+    assert judge.reward_of(gamed, False) == 0.0  # ... and is not paid
+    assert verdict(_FIXED).verdict_trust == "host_partial"
