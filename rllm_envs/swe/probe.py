@@ -55,6 +55,7 @@ decided in the sandbox's process; the judge says so
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import math
 import sys
@@ -1638,17 +1639,19 @@ def _frozen(value: Any) -> Any:
 _LITERAL_NODES = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple, ast.Set, ast.Dict)
 
 
+def _literal_key(node: ast.AST) -> Any:
+    """The key (:func:`_frozen`) of literal ``node``'s value, or ``None`` when it is not one."""
+    if not isinstance(node, _LITERAL_NODES):
+        return None
+    try:
+        return _frozen(ast.literal_eval(node))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
 def _literal_keys(node: ast.AST) -> set[Any]:
-    """The keys (:func:`_frozen`) of every literal in ``node``: whole values and their parts."""
-    found = set()
-    for inner in ast.walk(node):
-        if not isinstance(inner, _LITERAL_NODES):
-            continue
-        try:
-            found.add(_frozen(ast.literal_eval(inner)))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-    return found
+    """The keys of every literal in ``node``: whole values and their parts."""
+    return {k for k in map(_literal_key, ast.walk(node)) if k is not None}
 
 
 #: Numbers a guess finds anyway (counts, indices, small sizes): not told by the module.
@@ -1676,9 +1679,10 @@ _SETUP_DECORATORS = ("fixture", "pytest.fixture")
 _SETUP_NAMES = ("setUp", "setup", "setup_method", "setup_class", "setUpClass", "setup_module")
 
 
-def _scopes(tree: ast.Module) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Line spans of the module's functions and methods: all of them, and the setup ones."""
-    found, setup = [], []
+def _scopes(tree: ast.Module) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
+    """Line spans of the module's functions and methods (in order), and of the setup ones."""
+    found: list[tuple[int, int]] = []
+    setup: set[tuple[int, int]] = set()
     for statement in tree.body:
         members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
         for node in members:
@@ -1691,7 +1695,7 @@ def _scopes(tree: ast.Module) -> tuple[list[tuple[int, int]], list[tuple[int, in
                 for d in node.decorator_list
             )
             if fixture or node.name in _SETUP_NAMES:
-                setup.append(span)
+                setup.add(span)
     return found, setup
 
 
@@ -1708,35 +1712,40 @@ def _secrets(
     (:data:`NOTE_ECHO`). A value the test gave the code under test before the check is not
     one: among the arguments it was compared with (``truncate("hi", 9) == "hi"``), earlier
     in the same test (``cart.add("apple")`` before ``cart.items == {"apple": 1}``) or in a
-    fixture or setup.
+    fixture or setup. Linear in the module's size.
     """
     functions, setup = _scopes(tree)
+    starts = [start for start, _ in functions]
 
     def scope(node: ast.AST) -> tuple[int, int] | None:
         line = getattr(node, "lineno", None)
-        if line is None:
-            return None
-        return next((s for s in functions if s[0] <= line <= s[1]), None)
+        at = bisect.bisect_right(starts, line) - 1 if line is not None else -1
+        return functions[at] if at >= 0 and line <= functions[at][1] else None  # type: ignore[operator]
 
     def position(node: ast.AST) -> tuple[int, int]:
         return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
-    literals = [
-        (n, {k for k in _literal_keys(n) if _telling(k)})
-        for n in ast.walk(tree)
-        if isinstance(n, _LITERAL_NODES) and hasattr(n, "lineno")
-    ]
-    inputs: set[Any] = set().union(*(keys for _, keys in literals))
-    given_by_setup = set().union(*(k for n, k in literals if scope(n) in setup))
+    inputs: set[Any] = set()
+    given_by_setup: set[Any] = set()
+    first: dict[tuple[Any, Any], tuple[int, int]] = {}  # (scope, key) -> where first written
+    for node in ast.walk(tree):
+        key = _literal_key(node) if hasattr(node, "lineno") else None
+        if key is None or not _telling(key):
+            continue
+        where, at = scope(node), position(node)
+        inputs.add(key)
+        if where in setup:
+            given_by_setup.add(key)
+        if at < first.get((where, key), (sys.maxsize, 0)):
+            first[where, key] = at
     hidden: set[Any] = set()
     for node, beside in expected:
         told = {k for k in _literal_keys(node) if _telling(k)} - given_by_setup
-        if not told:
-            continue
-        told -= set().union(*map(_literal_keys, beside))
+        if told:
+            told -= set().union(*map(_literal_keys, beside))
         where, at = scope(node), position(node)
         if where is not None:
-            told -= set().union(*(k for n, k in literals if scope(n) == where and position(n) < at))
+            told = {k for k in told if first.get((where, k), (sys.maxsize, 0)) >= at}
         hidden |= told
     return frozenset(hidden), frozenset(inputs), frozenset(given_by_setup)
 

@@ -316,7 +316,8 @@ def _row_mates(root: ast.AST, leaf: ast.AST) -> tuple[ast.expr, ...]:
                     return (key,)
                 if leaf is key:
                     return (value,)
-        elts = parent.args if _is_param(parent) else getattr(parent, "elts", None)
+        elts = parent.args if isinstance(parent, ast.Call) and _is_param(parent) else None
+        elts = getattr(parent, "elts", None) if elts is None else elts
         if isinstance(elts, list) and any(leaf is e for e in elts):
             return () if parent is root else tuple(e for e in elts if e is not leaf)
     return ()

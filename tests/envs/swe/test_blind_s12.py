@@ -12,8 +12,8 @@ import pytest
 
 import rllm_envs  # noqa: F401  (registers the envs)
 from rllm_envs.swe import judge
-from rllm_envs.swe.projects import PROJECTS
 from rllm_envs.swe.probe import NOTE_ECHO, probe_module
+from rllm_envs.swe.projects import PROJECTS
 from rllm_envs.swe.repo import make_diff
 from rllm_envs.swe.tasks import (
     MAX_DIFFICULTY,

@@ -29,11 +29,13 @@ ECHOED = {
         "    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
     ),
     "one assert": (
-        "def test_both():\n    assert encode('hello') == 'aGVsbG8=' and decode('aGVsbG8=') == 'hello'\n"
+        "def test_both():\n"
+        "    assert encode('hello') == 'aGVsbG8=' and decode('aGVsbG8=') == 'hello'\n"
     ),
     "a unittest method": (
         "import unittest\n\nclass T(unittest.TestCase):\n"
-        "    def test_encode(self):\n        self.assertEqual(encode('hi there'), 'aGkgdGhlcmU=')\n\n"
+        "    def test_encode(self):\n"
+        "        self.assertEqual(encode('hi there'), 'aGkgdGhlcmU=')\n\n"
         "    def test_decode(self):\n        self.assertEqual(decode('aGkgdGhlcmU='), 'hi there')\n"
     ),
     "a parametrize table": (
@@ -119,7 +121,8 @@ def test_a_value_written_in_another_test_module_is_readable_too():
 
 
 _BUGGY = (
-    "import base64\n\n\ndef encode(s):\n    return base64.b64encode(s[::-1].encode()).decode()\n\n\n"
+    "import base64\n\n\n"
+    "def encode(s):\n    return base64.b64encode(s[::-1].encode()).decode()\n\n\n"
     "def decode(t):\n    return base64.b64decode(t.encode()).decode()\n"
 )
 _FIXED = _BUGGY.replace("s[::-1].encode()", "s.encode()")
