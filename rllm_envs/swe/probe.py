@@ -1860,7 +1860,8 @@ def same(
     Exact: numbers by value (``2 == 2.0``, as ``==`` compares them), floats within a
     tolerance only where the test asked for one (``["approx", [rel, abs], value]``: the
     reference's tolerance, never the submission's), a raised exception is of the reference's
-    class (its MRO's qualified names equal). A value the sandbox could not observe
+    class or of a class deriving from it alone (its MRO's qualified names equal, or one more
+    in front). A value the sandbox could not observe
     (``unobservable``, ``cut``) is never equal; one too big to send is compared by its digest.
     ``["host", k, value]``: where ``value`` is a plain text, the test's own check
     ``predicates[k]`` (``"x" in text``, ``match="x"``) run here decides; otherwise, as
@@ -1895,15 +1896,19 @@ def same(
             return _close(expected[1], actual[1], tolerance)
         return _equal_numbers(expected[1], actual[1])
     if tag == "raised" and actual[:1] == ["raised"] and len(actual) == len(expected):
-        # The same class: module-qualified names of the whole MRO equal. A class whose MRO
-        # merely contains the reference's (one exception deriving from every usual type)
-        # would match whatever the reference raised.
-        names = expected[1]
+        # The reference's class, or one class deriving from it alone (``class
+        # InvalidPercent(ValueError)``, which ``pytest.raises(ValueError)`` passes): the
+        # module-qualified names of the whole MRO equal, or one more name in front. A class
+        # whose MRO merely contains the reference's (one exception deriving from every usual
+        # type) would match whatever the reference raised: multiple inheritance puts two
+        # names or more in front (C3 keeps shared bases last), so it never matches.
+        names, got = expected[1], actual[1]
         return (
             isinstance(names, list)
             and bool(names)
             and all(type(n) is str for n in names)
-            and actual[1] == names
+            and isinstance(got, list)
+            and (got == names or (got[1:] == names and type(got[0]) is str))
             and all(
                 same(e, a, depth + 1, None, predicates)
                 for e, a in zip(expected[2:], actual[2:], strict=True)

@@ -216,6 +216,49 @@ def test_a_raise_matches_only_the_same_class():
     assert not same(["raised", value_error], ["raised", [*value_error, 5]])
 
 
+def test_a_raise_of_a_subclass_matches_only_with_one_base():
+    """att31h: an honest fix raising ``class InvalidPercent(ValueError)`` where the reference
+    raises ``ValueError`` passes ``pytest.raises(ValueError)`` and is paid now; a class of
+    several bases (whatever their order, however deep) still matches nothing (F8)."""
+    from rllm_envs.swe.executor import _mro_names
+    from rllm_envs.swe.probe import same
+
+    class Base(Exception):
+        pass
+
+    class NotFound(Base):
+        pass
+
+    class Invalid(Base):
+        pass
+
+    class InvalidPercent(ValueError):
+        pass
+
+    class Deeper(InvalidPercent):
+        pass
+
+    def raised(kind: type) -> list:
+        return ["raised", _mro_names(kind)]
+
+    assert same(raised(ValueError), raised(InvalidPercent))
+    assert same(raised(NotFound), raised(type("Missing", (NotFound,), {})))
+    assert not same(raised(InvalidPercent), raised(ValueError))  # a base is not the class
+    assert not same(raised(ValueError), raised(Deeper))  # two classes in front
+    omni = [
+        type("Omni", bases, {})
+        for bases in [
+            (ValueError, KeyError),
+            (KeyError, ValueError),
+            (KeyError, TypeError, ValueError),
+            (Invalid, NotFound),
+            (NotFound, Invalid),
+        ]
+    ]
+    for reference in (ValueError, KeyError, TypeError, NotFound, Invalid, Base, Exception):
+        assert not any(same(raised(reference), raised(o)) for o in omni), reference
+
+
 # ------------------------------------- item 6 (F2, F2b, F3): checks decided in the sandbox
 
 
