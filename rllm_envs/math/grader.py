@@ -640,6 +640,10 @@ _UNIT_TAIL = re.compile(
     r"^(.*?\d[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
 _SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
+_LATEX_GROUP = re.compile(
+    r"(\d)(?:,?\s*\\[!,:; ]|,?\s*~|,?\s*\\(?:thinspace|enspace|quad)\b)\s*(?=\d{3}(?!\d))"
+)
+_SPACED_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?$")
 
 
@@ -683,6 +687,10 @@ def normalize(answer: str) -> str:
         if k in s:
             s = s.replace(k, v)
     s = s.replace("\\$", " ").replace("$", "")
+    if "\\" in s or "~" in s:
+        # A thousands separator written as a LaTeX space (MATH's `10,\!080`, `5\,182`,
+        # `5~182`) groups digits: written as `{,}` before the spaces go.
+        s = _LATEX_GROUP.sub(r"\1{,}", s)
     if "!=" in s:
         s = s.replace("!=", "\\ne ")
     if "\\" in s:
@@ -715,6 +723,8 @@ def normalize(answer: str) -> str:
     m = _UNIT_TAIL.match(s) if len(s) <= 200 and _LETTER.search(s) else None
     if m and not _LETTER.search(_COMMAND.sub("", m.group(1))):
         s = m.group(1).strip()
+    if _SPACED_THOUSANDS.match(s):  # `5 182`: the whole answer in groups of three
+        s = s.replace(" ", "")
     if "{" in s and "," in s:
         s = _SPACED_GROUP.sub(r"\1{,}", s)  # `14 {, }916`
     if "," in s and _THOUSANDS.match(s):

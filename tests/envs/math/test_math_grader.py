@@ -40,6 +40,15 @@ EQUIVALENT = [
     ("1,000", "1000"),
     ("1{,}000", "1000"),
     ("12,345,678", "12345678"),
+    # thousands separators as LaTeX spaces (att32b F1/F2): MATH's golds write `10,\!080`
+    ("10080", "10,\\!080"),
+    ("\\$1,\\!200", "1200"),
+    ("5\\,182", "5182"),
+    ("5~182", "5182"),
+    ("5\\ 182", "5182"),
+    ("5\\thinspace 182", "5182"),
+    ("5 182", "5182"),
+    ("1,\\!234,\\!567.5", "1234567.5"),
     ("-0", "0"),
     # decimals
     ("0.5", "\\frac{1}{2}"),
@@ -862,3 +871,14 @@ def test_format_issue(response, issue) -> None:
 @pytest.mark.parametrize("content", ["x", "x < 5", "\\text{answer}s", "A", "0", "\\emptyset"])
 def test_real_answers_are_not_placeholders(content) -> None:
     assert not is_placeholder(content)
+
+
+@pytest.mark.parametrize(
+    "written", ["10,\\!080", "10\\,080", "10~080", "10\\ 080", "10 080", "10{,}080", "10080"]
+)
+def test_a_grouped_integer_is_in_final_form_either_side(written: str) -> None:
+    """att32b F1/F2: MATH's golds group thousands with `,\\!` and a correct `\\boxed{10080}`
+    scored 0 against them; `10\\,080` read as the product 10 * 80 (not final form)."""
+    assert score_response(f"\\boxed{{{written}}}", "10080") == (1.0, "correct")
+    assert score_response("\\boxed{10080}", written) == (1.0, "correct")
+    assert score_response(f"\\boxed{{{written}}}", "800")[0] == 0.0
