@@ -70,7 +70,16 @@ from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
-from rllm_envs.swe.probe import NOTE_ECHO, probe_module, same, same_observations
+from rllm_envs.swe.probe import (
+    NOTE_ECHO,
+    Fixture,
+    Probe,
+    echoed,
+    given_by_fixtures,
+    probe_module,
+    same,
+    same_observations,
+)
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
 __all__ = [
@@ -697,11 +706,15 @@ def judged_files(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]
     return {p: t for p, t in files.items() if p not in modules or p in kept}
 
 
-def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
+def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -> tuple[str, ...]:
     """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
 
     The notes of :func:`rllm_envs.swe.probe.probe_module` over every test module, and
-    :data:`NOTE_DATA_FILE` for a data file of the test suite.
+    :data:`NOTE_DATA_FILE` for a data file of the test suite. :data:`NOTE_ECHO` is decided
+    over all the modules together (every module sent is in the sandbox's memory), for the
+    expected values of the ``secret`` tests (node ids; ``None``: every test). Pass the
+    fail-to-pass tests: a pass-to-pass test passes on the unchanged code, so reading its
+    expected values gains a submission nothing.
     """
     notes: list[str] = []
     probes = {}
@@ -711,18 +724,41 @@ def probe_notes(files: Mapping[str, str]) -> tuple[str, ...]:
         if path.endswith(".py"):
             probes[path] = probe_module(text)
         found = probes[path].notes if path in probes else (NOTE_DATA_FILE,)
-        notes += [n for n in found if n not in notes]
-    # An expected value of one module written as an input in another is readable there too
-    # (every module sent is in the sandbox's memory); a conftest fixture's is given.
-    given = frozenset().union(*(p.setup for k, p in probes.items() if k.endswith("conftest.py")))
-    for path, probe in probes.items():
-        elsewhere = frozenset().union(*(p.inputs for k, p in probes.items() if k != path))
-        if NOTE_ECHO not in notes and (probe.hidden - given) & elsewhere:
-            notes.append(NOTE_ECHO)
+        notes += [n for n in found if n not in notes and n != NOTE_ECHO]
+    if _echoes(probes, secret):
+        notes.append(NOTE_ECHO)
     return tuple(notes)
 
 
-def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
+def _echoes(probes: Mapping[str, Probe], secret: Sequence[str] | None) -> bool:
+    """Whether an expected value of a ``secret`` test is written as a literal in ``probes``."""
+    shared: dict[str, Fixture] = {}  # a conftest's fixtures serve the modules below it
+    for path, probe in probes.items():
+        if path.rpartition("/")[2] == "conftest.py":
+            shared.update(probe.fixtures)
+    readable = frozenset().union(*(p.inputs for p in probes.values()))
+    wanted: dict[str, set[str]] = {}
+    for node in secret or ():
+        path, _, name = node.partition("::")
+        wanted.setdefault(path, set()).add(name.partition("[")[0])
+    for path, probe in probes.items():
+        if secret is None:
+            tests = set(probe.hidden)
+        else:
+            tests = wanted.get(path, set())
+            tests |= {""} if tests else set()
+        for test in tests:
+            hidden = probe.hidden.get(test, frozenset())
+            if hidden:
+                given = given_by_fixtures(probe.requests.get(test, frozenset()), shared)
+                if echoed(hidden - given, readable):
+                    return True
+    return False
+
+
+def probe_files(
+    files: Mapping[str, str], secret: Sequence[str] | None = None
+) -> tuple[dict[str, str], bool]:
     """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
 
     Returns the files and whether every probe is complete and the test suite has no data
@@ -733,7 +769,7 @@ def probe_files(files: Mapping[str, str]) -> tuple[dict[str, str], bool]:
     for path, text in files.items():
         if path.endswith(".py") and is_test_path(path):
             out[path] = probe_module(text).text
-    return out, not probe_notes(files)
+    return out, not probe_notes(files, secret)
 
 
 def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
@@ -955,8 +991,12 @@ def run_probes(
     warm: bool = True,
     stop_on_failure: bool = False,
     total_time: float | None = None,
+    secret: Sequence[str] | None = None,
 ) -> tuple[RunReport, str]:
     """Run the probes of ``tests`` on ``files``; decide each on the host against ``reference``.
+
+    ``secret``: the tests whose expected values must not be readable in the sandbox (the
+    fail-to-pass ones; ``None``: every test), see :func:`probe_notes`.
 
     Returns the report and the verdict's trust: ``"host"``, or ``"host_partial"`` when a
     probe is incomplete, or a test's probe stopped
@@ -964,7 +1004,7 @@ def run_probes(
     not at all; see :mod:`rllm_envs.swe.probe`).
     """
     ids = [str(t) for t in tests]
-    probes, complete = probe_files(judged_files(_check_files(files), ids))
+    probes, complete = probe_files(judged_files(_check_files(files), ids), secret)
     decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
     trust = "host" if complete and decided else "host_partial"
 
@@ -1066,7 +1106,7 @@ def verdict(
             pass_to_pass = [t for t in pass_to_pass if t not in failing]
             ids = [*fail_to_pass, *pass_to_pass]
             _warn_reference_failing(failing, fail_to_pass)
-        weakened = probe_notes(judged_files(_check_files(files), ids))
+        weakened = probe_notes(judged_files(_check_files(files), ids), fail_to_pass)
         if not all(_decided_on_host(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
         report, trust = run_probes(
@@ -1079,6 +1119,7 @@ def verdict(
             warm=warm,
             stop_on_failure=stop_on_failure,
             total_time=total_time,
+            secret=fail_to_pass,
         )
     else:
         report = run_tests(
@@ -1211,7 +1252,7 @@ def never_paid(task: Mapping[str, Any], base: Files) -> str:
     files = _check_files(base)
     _put_test_patch(files, base, str(task.get("test_patch") or ""))
     ids = [*task["FAIL_TO_PASS"], *(task.get("PASS_TO_PASS") or ())]
-    notes = probe_notes(judged_files(files, ids))
+    notes = probe_notes(judged_files(files, ids), task["FAIL_TO_PASS"])
     return _withheld_because("host_partial", notes) if notes else ""
 
 

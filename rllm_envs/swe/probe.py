@@ -233,6 +233,17 @@ _CONSTANTS: ContextVar[Mapping[str, float] | None] = ContextVar(
     "rllm_swe_probe_constants", default=None
 )
 _CHAINS = (ast.Name, ast.Attribute, ast.Subscript)
+#: Per name the test module binds once, by importing it from the standard library, what it
+#: names (``{"date": "datetime.date", "dt": "datetime"}``): :func:`_written_value`.
+_STDLIB: ContextVar[Mapping[str, str] | None] = ContextVar("rllm_swe_probe_stdlib", default=None)
+#: Standard-library types whose call on written values is a written value: an expected side
+#: (``next_day(d) == date(2020, 1, 2)``), left out of the probe like a literal.
+_WRITTEN_CALLS = frozenset(
+    {"datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta"}
+    | {"datetime.timezone", "decimal.Decimal", "fractions.Fraction", "uuid.UUID"}
+)
+#: Standard-library constants that are written values too.
+_WRITTEN_NAMES = frozenset({"datetime.timezone.utc", "math.pi", "math.e", "math.tau", "math.inf"})
 
 
 def _drop(node: ast.AST, beside: Sequence[ast.AST] = (), expected: bool = True) -> None:
@@ -259,17 +270,78 @@ def _drop(node: ast.AST, beside: Sequence[ast.AST] = (), expected: bool = True) 
 
 def is_literal(node: ast.expr) -> bool:
     """Whether ``node`` is a constant expression (or ``pytest.approx`` of one)."""
-    token = _MARKS.set(None)
+    token, stdlib = _MARKS.set(None), _STDLIB.set(None)
     try:
         return _expected(node)
     finally:
         _MARKS.reset(token)
+        _STDLIB.reset(stdlib)
+
+
+def _stdlib_names(tree: ast.Module) -> dict[str, str]:
+    """Names ``tree`` binds once, by an import from the standard library: what they name."""
+    bound: dict[str, int] = {}
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
+            node.ctx, (ast.Store, ast.Del)
+        ):
+            names.append(node.id if isinstance(node, ast.Name) else node.attr)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.extend(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.arg):
+            names.append(node.arg)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                found[local] = alias.name if alias.asname else local
+                names.append(local)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if node.level == 0 and node.module:
+                    found[local] = f"{node.module}.{alias.name}"
+                names.append(local)
+        for name in names:
+            bound[name] = bound.get(name, 0) + 1
+    stdlib = set(getattr(sys, "stdlib_module_names", ()))
+    return {k: v for k, v in found.items() if bound.get(k) == 1 and v.split(".")[0] in stdlib}
+
+
+def _written_name(node: ast.expr) -> str:
+    """What ``node`` (a name or attribute chain) names in the standard library, else ``""``."""
+    known = _STDLIB.get()
+    dotted = _dotted(node)
+    if not known or not dotted:
+        return ""
+    head, _, rest = dotted.partition(".")
+    if head not in known:
+        return ""
+    return f"{known[head]}.{rest}" if rest else known[head]
+
+
+def _written_value(node: ast.expr) -> bool:
+    """A standard-library value written in the test: ``date(2020, 1, 2)``, ``math.pi``."""
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _written_name(node) in _WRITTEN_NAMES
+    if not isinstance(node, ast.Call) or _written_name(node.func) not in _WRITTEN_CALLS:
+        return False
+    arguments = [*node.args, *(k.value for k in node.keywords)]
+    return (
+        not any(isinstance(a, ast.Starred) for a in node.args)
+        and all(k.arg is not None for k in node.keywords)
+        and all(_expected(a) for a in arguments)
+    )
 
 
 def _expected(node: ast.expr) -> bool:
     """Whether ``node`` is an expected value written in the test.
 
-    A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one;
+    A constant expression (literals and arithmetic on them), or ``pytest.approx`` of one; a
+    standard-library value the module imported and wrote (``date(2020, 1, 2)``, ``math.pi``);
     also a read of a table's element that only ever flows to expected sides
     (:mod:`rllm_envs.swe.tables`). A call of anything else (``Interval(1, 3)``) runs code
     of the repository: it is computed, never an expected side.
@@ -278,6 +350,8 @@ def _expected(node: ast.expr) -> bool:
         marks = _MARKS.get()
         if marks is not None and _tables.node_key(node) in marks.marked:
             return True
+    if _written_value(node):
+        return True
     if _approx(node) is not None:
         return bool(node.args) and all(_expected(a) for a in node.args)  # type: ignore[attr-defined]
     if isinstance(node, ast.BinOp):
@@ -871,10 +945,11 @@ _PURE_BUILTINS = frozenset(
 def _computed_call(node: ast.AST) -> bool:
     """Whether ``node`` is a call that computes a value.
 
-    Anything but a builtin of :data:`_PURE_BUILTINS` on written values (or on such calls):
-    ``clamp(33, 2, int('7'))`` is given written values only, as ``clamp(33, 2, 7)`` is.
+    Anything but a builtin of :data:`_PURE_BUILTINS` on written values (or on such calls)
+    or a written standard-library value (:func:`_written_value`): ``clamp(33, 2,
+    int('7'))`` is given written values only, as ``clamp(33, 2, 7)`` is.
     """
-    if not isinstance(node, ast.Call):
+    if not isinstance(node, ast.Call) or _written_value(node):
         return False
     return not (
         isinstance(node.func, ast.Name)
@@ -1578,19 +1653,22 @@ class Probe:
             (``"[Hello World-hello-world]" -> "[0]"``): the host asks the sandbox for those.
         predicates: The checks of plain texts the host runs itself (``(kind, literal)``,
             :data:`PREDICATES`), by the index the probe's ``observe(..., host=k)`` names.
-        hidden: The expected values left out that the tests do not give the code under
-            test (by value and type): none may be readable in the sandbox.
+        hidden: Per test (``name`` or ``Class::name``; ``""``: checks outside any test),
+            the expected values left out that it does not give the code under test: none
+            may be readable in the sandbox (:data:`NOTE_ECHO`).
         inputs: The values the probe holds as literals (the sandbox can read them).
-        setup: Those of them its fixtures and setup methods give the code under test.
+        requests: Per test, the fixtures it may request (by argument name).
+        fixtures: The module's fixtures, by name (for the modules a ``conftest.py`` serves).
     """
 
     text: str
     notes: tuple[str, ...]
     labels: Mapping[str, Mapping[str, str]]
     predicates: tuple[tuple[str, str], ...] = ()
-    hidden: frozenset[Any] = frozenset()
+    hidden: Mapping[str, frozenset[Any]] = field(default_factory=dict)
     inputs: frozenset[Any] = frozenset()
-    setup: frozenset[Any] = frozenset()
+    requests: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    fixtures: Mapping[str, Fixture] = field(default_factory=dict)
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -1611,6 +1689,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     found = _tables.analyse(tree)
     marks = _Marks(set(marked))
     constants = _CONSTANTS.set(_constants(tree))
+    stdlib = _STDLIB.set(_stdlib_names(tree))
     token = _MARKS.set(marks)
     predicates = _PREDICATES_FOUND.set([])
     try:
@@ -1621,26 +1700,52 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     finally:
         _MARKS.reset(token)
         _CONSTANTS.reset(constants)
+        _STDLIB.reset(stdlib)
         _PREDICATES_FOUND.reset(predicates)
     return tree, probe, marks, found
 
 
 def _frozen(value: Any) -> Any:
-    """A hashable key of a literal value, by type: ``1``, ``1.0`` and ``True`` differ."""
+    """A hashable key of a literal value, by kind.
+
+    ``1``, ``1.0`` and ``True`` differ; a text and its bytes (UTF-8) are one value
+    (``b"aGk="`` decodes to ``"aGk="`` in one call).
+    """
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_frozen(v) for v in value))
     if isinstance(value, (set, frozenset)):
         return (type(value).__name__, frozenset(_frozen(v) for v in value))
     if isinstance(value, dict):
         return ("dict", frozenset((_frozen(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, bytes):
+        return ("text", value.decode("utf-8", "surrogateescape"))
+    if isinstance(value, str):
+        return ("text", value)
     return (type(value).__name__, value)
+
+
+def _aliases(key: Any) -> set[Any]:
+    """``key`` and the other literals that write its value: a number's text (``"1050"``)."""
+    kind, value = key
+    if kind in ("int", "float"):
+        return {key, ("text", repr(value))}
+    return {key}
 
 
 _LITERAL_NODES = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple, ast.Set, ast.Dict)
 
 
 def _literal_key(node: ast.AST) -> Any:
-    """The key (:func:`_frozen`) of literal ``node``'s value, or ``None`` when it is not one."""
+    """The key (:func:`_frozen`) of literal ``node``'s value, or ``None`` when it is not one.
+
+    A standard-library value written in the test (``date(2020, 1, 2)``) is keyed as written.
+    """
+    if isinstance(node, (ast.Call, ast.Name, ast.Attribute)) and _written_value(node):
+        if not isinstance(node, ast.Call):
+            return ("name", _written_name(node))
+        arguments = tuple(map(_literal_key, node.args))
+        keywords = tuple((k.arg, _literal_key(k.value)) for k in node.keywords)
+        return ("call", (_written_name(node.func), arguments, keywords))
     if not isinstance(node, _LITERAL_NODES):
         return None
     try:
@@ -1650,8 +1755,21 @@ def _literal_key(node: ast.AST) -> Any:
 
 
 def _literal_keys(node: ast.AST) -> set[Any]:
-    """The keys of every literal in ``node``: whole values and their parts."""
-    return {k for k in map(_literal_key, ast.walk(node)) if k is not None}
+    """The keys of every literal in ``node``: whole values and their parts.
+
+    The arguments of a written standard-library value are not parts of it: the year of an
+    expected ``date(2021, 1, 1)`` written elsewhere does not tell the date.
+    """
+    found, stack = set(), [node]
+    while stack:
+        inner = stack.pop()
+        key = _literal_key(inner)
+        if key is not None:
+            found.add(key)
+            if key[0] == "call":
+                continue
+        stack.extend(ast.iter_child_nodes(inner))
+    return found
 
 
 #: Numbers a guess finds anyway (counts, indices, small sizes): not told by the module.
@@ -1661,7 +1779,11 @@ _SMALL = 16
 def _telling(key: Any) -> bool:
     """Whether literal ``key`` (:func:`_frozen`) tells something a guess would not find."""
     kind, value = key
-    if kind in ("str", "bytes"):
+    if kind == "call":
+        return any(k is not None and _telling(k) for k in value[1]) or any(
+            k is not None and _telling(k) for _, k in value[2]
+        )
+    if kind == "text":
         return len(value.strip()) >= 2
     if kind in ("int", "float"):
         return not (float(value).is_integer() and abs(value) <= _SMALL)
@@ -1674,80 +1796,184 @@ def _telling(key: Any) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """A function or method of a test module, as far as who gives a test its inputs."""
+
+    span: tuple[int, int]  # its lines, decorators included
+    name: str  # ``test_x`` or ``Class::test_x``
+    klass: str | None
+    arguments: frozenset[str]  # the fixtures it may request
+    fixture: str | None  # the fixture it defines
+    autouse: bool
+    setup: bool  # ``setUp``, ``setup_method``, ``setup_module``, ...
+
+    @property
+    def test(self) -> bool:
+        return self.name.rpartition("::")[2].startswith("test") and self.fixture is None
+
+
 #: Functions that run before a test and hand it its inputs (what they pass is given).
-_SETUP_DECORATORS = ("fixture", "pytest.fixture")
-_SETUP_NAMES = ("setUp", "setup", "setup_method", "setup_class", "setUpClass", "setup_module")
+_FIXTURE_DECORATORS = ("fixture", "pytest.fixture")
+_SETUP_NAMES = frozenset(
+    {"setUp", "setup", "setup_method", "setup_class", "setUpClass", "setup_module"}
+    | {"setup_function", "setUpModule"}
+)
 
 
-def _scopes(tree: ast.Module) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
-    """Line spans of the module's functions and methods (in order), and of the setup ones."""
-    found: list[tuple[int, int]] = []
-    setup: set[tuple[int, int]] = set()
+def _scopes(tree: ast.Module) -> list[_Scope]:
+    """The module's functions and its classes' methods, in order."""
+    found: list[_Scope] = []
     for statement in tree.body:
+        klass = statement.name if isinstance(statement, ast.ClassDef) else None
         members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
         for node in members:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            span = (node.lineno, node.end_lineno or node.lineno)
-            found.append(span)
-            fixture = any(
-                _dotted(d.func if isinstance(d, ast.Call) else d) in _SETUP_DECORATORS
-                for d in node.decorator_list
+            fixture, autouse = None, False
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                if _dotted(call.func if call else decorator) not in _FIXTURE_DECORATORS:
+                    continue
+                fixture = node.name
+                for keyword in call.keywords if call else ():
+                    if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                        fixture = str(keyword.value.value)
+                    if keyword.arg == "autouse" and isinstance(keyword.value, ast.Constant):
+                        autouse = bool(keyword.value.value)
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            found.append(
+                _Scope(
+                    (start, node.end_lineno or node.lineno),
+                    f"{klass}::{node.name}" if klass else node.name,
+                    klass,
+                    frozenset(a.arg for a in arguments),
+                    fixture,
+                    autouse,
+                    node.name in _SETUP_NAMES,
+                )
             )
-            if fixture or node.name in _SETUP_NAMES:
-                setup.add(span)
-    return found, setup
+    return found
 
 
-def _secrets(
-    expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Module
-) -> tuple[frozenset[Any], frozenset[Any], frozenset[Any]]:
+#: A fixture as another module needs it: the values it gives, the fixtures it requests,
+#: whether every test gets it.
+Fixture = tuple[frozenset[Any], frozenset[str], bool]
+
+
+def given_by_fixtures(
+    requested: frozenset[str], fixtures: Mapping[str, Fixture], autouse: bool = True
+) -> set[Any]:
+    """The values the ``fixtures`` a test requests (and those they request) give it."""
+    given: set[Any] = set()
+    todo = [*requested, *(n for n, f in fixtures.items() if autouse and f[2])]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in fixtures:
+            continue
+        seen.add(name)
+        keys, more, _ = fixtures[name]
+        given |= keys
+        todo += more
+    return given
+
+
+@dataclass(frozen=True)
+class _Secrets:
+    hidden: dict[str, frozenset[Any]]
+    inputs: frozenset[Any]
+    requests: dict[str, frozenset[str]]
+    fixtures: dict[str, Fixture]
+
+
+def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Module) -> _Secrets:
     """What the sandbox must not read, and what it can, in probe ``tree``.
 
-    Returns the telling expected values left out of the probe that the test did not give
-    the code under test itself, the telling literals the probe holds, and those of them in
-    fixtures and setup methods. An expected value may be written elsewhere as an input
-    (``decode("aGk=") == "hi"`` next to ``encode("hi") == "aGk="``): the sandbox reads it in
-    the probe's source or code objects, and a submission returns it without the fix
-    (:data:`NOTE_ECHO`). A value the test gave the code under test before the check is not
-    one: among the arguments it was compared with (``truncate("hi", 9) == "hi"``), earlier
-    in the same test (``cart.add("apple")`` before ``cart.items == {"apple": 1}``) or in a
-    fixture or setup. Linear in the module's size.
+    ``hidden``: per test (``""``: a check outside any test, a helper's or a module table's),
+    the telling expected values left out of the probe that the test did not give the code
+    under test itself; ``inputs``: the telling literals the probe holds (with the other ways
+    to write them, :func:`_aliases`). An expected value may be written elsewhere as an
+    input (``decode("aGk=") == "hi"`` next to ``encode("hi") == "aGk="``): the sandbox
+    reads it in the probe's source, its code objects or the loader's files, and a
+    submission returns it without the fix (:data:`NOTE_ECHO`). A value the test gave the
+    code under test before the check is not one: among the arguments it was compared with
+    (``truncate("hi", 9) == "hi"``), earlier in the same test (``cart.add("apple")`` before
+    ``cart.items == {"apple": 1}``), in a fixture the test requests (directly or through
+    another fixture, or an autouse one) or in its class's or module's setup.
+    ``requests``/``fixtures``: what another module's fixtures (a ``conftest.py``) give is
+    subtracted by :func:`rllm_envs.swe.judge.probe_notes`. Linear in the module's size.
     """
-    functions, setup = _scopes(tree)
-    starts = [start for start, _ in functions]
+    scopes = _scopes(tree)
+    starts = [scope.span[0] for scope in scopes]
 
-    def scope(node: ast.AST) -> tuple[int, int] | None:
+    def scope_of(node: ast.AST) -> _Scope | None:
         line = getattr(node, "lineno", None)
         at = bisect.bisect_right(starts, line) - 1 if line is not None else -1
-        return functions[at] if at >= 0 and line <= functions[at][1] else None  # type: ignore[operator]
+        return scopes[at] if at >= 0 and line <= scopes[at].span[1] else None  # type: ignore[operator]
 
     def position(node: ast.AST) -> tuple[int, int]:
         return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
     inputs: set[Any] = set()
-    given_by_setup: set[Any] = set()
-    first: dict[tuple[Any, Any], tuple[int, int]] = {}  # (scope, key) -> where first written
+    written: dict[str, set[Any]] = {}  # per function, the telling literals in it
+    first: dict[tuple[str, Any], tuple[int, int]] = {}  # (function, key) -> first place
     for node in ast.walk(tree):
         key = _literal_key(node) if hasattr(node, "lineno") else None
         if key is None or not _telling(key):
             continue
-        where, at = scope(node), position(node)
-        inputs.add(key)
-        if where in setup:
-            given_by_setup.add(key)
-        if at < first.get((where, key), (sys.maxsize, 0)):
-            first[where, key] = at
-    hidden: set[Any] = set()
+        inputs |= _aliases(key)
+        scope = scope_of(node)
+        if scope is not None:
+            written.setdefault(scope.name, set()).add(key)
+            at = position(node)
+            if at < first.get((scope.name, key), (sys.maxsize, 0)):
+                first[scope.name, key] = at
+    fixtures: dict[str, Fixture] = {
+        s.fixture: (frozenset(written.get(s.name, ())), s.arguments, s.autouse)
+        for s in scopes
+        if s.fixture is not None
+    }
+    module_setup = set().union(
+        *(written.get(s.name, set()) for s in scopes if s.setup and s.klass is None)
+    )
+
+    def given_before(test: _Scope) -> set[Any]:
+        found = given_by_fixtures(test.arguments, fixtures) | module_setup
+        for other in scopes:
+            if other.setup and other.klass is not None and other.klass == test.klass:
+                found |= written.get(other.name, set())
+        return found
+
+    setup_of: dict[str, set[Any]] = {}
+    hidden: dict[str, set[Any]] = {}
     for node, beside in expected:
-        told = {k for k in _literal_keys(node) if _telling(k)} - given_by_setup
+        told = {k for k in _literal_keys(node) if _telling(k)}
+        if not told:
+            continue
+        told -= set().union(*map(_literal_keys, beside))
+        scope, at = scope_of(node), position(node)
+        if scope is not None:
+            told = {k for k in told if first.get((scope.name, k), (sys.maxsize, 0)) >= at}
+        bucket = scope.name if scope is not None and scope.test else ""
+        if scope is not None and scope.test:
+            if bucket not in setup_of:
+                setup_of[bucket] = given_before(scope)
+            told -= setup_of[bucket]
         if told:
-            told -= set().union(*map(_literal_keys, beside))
-        where, at = scope(node), position(node)
-        if where is not None:
-            told = {k for k in told if first.get((where, k), (sys.maxsize, 0)) >= at}
-        hidden |= told
-    return frozenset(hidden), frozenset(inputs), frozenset(given_by_setup)
+            hidden.setdefault(bucket, set()).update(told)
+    return _Secrets(
+        {k: frozenset(v) for k, v in hidden.items()},
+        frozenset(inputs),
+        {s.name: s.arguments for s in scopes if s.test},
+        fixtures,
+    )
+
+
+def echoed(hidden: frozenset[Any] | set[Any], readable: frozenset[Any] | set[Any]) -> bool:
+    """Whether one of the ``hidden`` values is written among the ``readable`` ones."""
+    return any(_aliases(k) & readable for k in hidden)
 
 
 @lru_cache(maxsize=4096)
@@ -1779,8 +2005,12 @@ def probe_module(source: str) -> Probe:
         moved = set()
     found.rewrite(moved)
     _strip_strings(tree)
-    hidden, inputs, setup = _secrets([*marks.expected, *found.moved_values], tree)
-    if hidden & inputs:
+    stdlib = _STDLIB.set(_stdlib_names(tree))
+    try:
+        secrets = _secrets([*marks.expected, *found.moved_values], tree)
+    finally:
+        _STDLIB.reset(stdlib)
+    if any(echoed(h, secrets.inputs) for h in secrets.hidden.values()):
         probe.note(NOTE_ECHO)
     if _left_decisions(tree) or _sandbox_operations(tree):
         probe.note(NOTE_INNER)
@@ -1811,7 +2041,16 @@ def probe_module(source: str) -> Probe:
         at = len(tree.body)
     tree.body.insert(at, header)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    return Probe(text, tuple(probe.notes), found.labels, probe.predicates, hidden, inputs, setup)
+    return Probe(
+        text,
+        tuple(probe.notes),
+        found.labels,
+        probe.predicates,
+        secrets.hidden,
+        secrets.inputs,
+        secrets.requests,
+        secrets.fixtures,
+    )
 
 
 def probe_report(source: str) -> tuple[str, tuple[str, ...]]:

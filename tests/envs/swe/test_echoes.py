@@ -110,14 +110,70 @@ def test_a_value_given_to_the_code_under_test_stays_complete(body):
 
 
 def test_a_value_written_in_another_test_module_is_readable_too():
-    """Every module the judged tests load is in the sandbox's memory: the check spans them."""
+    """Every module the judged tests load is in the sandbox's memory: the check spans them.
+    A conftest fixture gives its values only to the tests that request it (att32a F3)."""
     first = _HEAD + "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
     second = _HEAD + "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') is not None\n"
     assert probe_module(first).notes == () and probe_module(second).notes == ()
     files = {"tests/test_a.py": first, "tests/test_b.py": second}
     assert judge.probe_notes(files) == (NOTE_ECHO,)
     fixture = "import pytest\n\n@pytest.fixture\ndef text():\n    return 'aGVsbG8gd29ybGQ='\n"
-    assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": fixture}) == ()
+    assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": fixture}) == (
+        NOTE_ECHO,
+    )
+    requesting = first.replace("def test_encode():", "def test_encode(text):")
+    assert judge.probe_notes({"tests/test_a.py": requesting, "tests/conftest.py": fixture}) == ()
+    chained = fixture + "\n\n@pytest.fixture\ndef wrapped(text):\n    return text\n"
+    through = first.replace("def test_encode():", "def test_encode(wrapped):")
+    assert judge.probe_notes({"tests/test_a.py": through, "tests/conftest.py": chained}) == ()
+    autouse = fixture.replace("@pytest.fixture", "@pytest.fixture(autouse=True)")
+    assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": autouse}) == ()
+
+
+#: att32a: the value written another way, or given to another test only.
+ECHOED_TOO = {
+    "bytes for text (F1)": (
+        "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n\n"
+        "def test_decode():\n    assert decode(b'aGVsbG8gd29ybGQ=') == b'hello world'\n"
+    ),
+    "a number as text": (
+        "def test_to_c():\n    assert clamp(9000, 0, 4242) == 1050\n\n"
+        "def test_parse():\n    assert decode('1050') is not None\n"
+    ),
+    "another test's fixture (F2)": (
+        "@pytest.fixture\ndef token():\n    return 'aGVsbG8gd29ybGQ='\n\n"
+        "def test_decode(token):\n    assert len(decode(token)) == 11\n\n"
+        "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+    ),
+    "another class's setUp": (
+        "import unittest\n\nclass A(unittest.TestCase):\n"
+        "    def setUp(self):\n        self.token = 'aGVsbG8gd29ybGQ='\n\n"
+        "    def test_decode(self):\n        assert decode(self.token) is not None\n\n"
+        "class B(unittest.TestCase):\n"
+        "    def test_encode(self):\n        assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("body", ECHOED_TOO.values(), ids=ECHOED_TOO.keys())
+def test_a_value_written_another_way_or_given_elsewhere_is_readable(body):
+    assert NOTE_ECHO in probe_module(_HEAD + body).notes
+
+
+def test_only_the_fail_to_pass_tests_expected_values_are_secret():
+    """A pass-to-pass test passes on the unchanged code: reading its expected values gains a
+    submission nothing, so an echo of one does not withhold the verdict; an echo of a
+    fail-to-pass test's does, in any module the judged tests load."""
+    module = _HEAD + (
+        "def test_norm():\n    assert encode('  Hello ') == 'hello there'\n\n"
+        "def test_slug():\n    assert decode('hello there') == 'hello-there'\n"
+    )
+    files = {"tests/test_a.py": module}
+    assert judge.probe_notes(files) == (NOTE_ECHO,)  # every test secret
+    assert judge.probe_notes(files, ["tests/test_a.py::test_slug"]) == ()
+    assert judge.probe_notes(files, ["tests/test_a.py::test_norm"]) == (NOTE_ECHO,)
+    parametrized = ["tests/test_a.py::test_norm[a-b]"]
+    assert judge.probe_notes(files, parametrized) == (NOTE_ECHO,)
 
 
 _BUGGY = (

@@ -110,3 +110,54 @@ def test_a_builtin_of_written_values_is_a_written_value(expression, left_to_the_
         f"def test_it():\n    assert {expression} == 7\n"
     )
     assert bool(probe_module(source).notes) is left_to_the_sandbox, probe_module(source).notes
+
+
+_DATES = (
+    "import datetime as dt\nfrom datetime import date, timedelta\nfrom decimal import Decimal\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("check", "left_to_the_sandbox"),
+    [
+        ("add_days(date(2020, 1, 1), 1) == date(2020, 1, 2)", False),  # att31g
+        ("add_days(date(2020, 1, 1), 1) - date(2020, 1, 1) == timedelta(days=1)", False),
+        (
+            "shift(dt.datetime(2020, 1, 1)) == dt.datetime(2020, 1, 1, 5, tzinfo=dt.timezone.utc)",
+            False,
+        ),
+        ("total(['1.10', '2.20']) == Decimal('3.30')", False),
+        ("add_days(date(2020, 1, 1), 1) == Date(2020, 1, 2)", True),  # the repository's class
+        ("add_days(date(2020, 1, 1), 1) == date(2020, 1, days())", True),  # a computed part
+        ("add_days(date(2020, 1, 1), 1) == date(*PARTS)", True),
+    ],
+)
+def test_a_standard_library_value_written_in_the_test_is_an_expected_side(
+    check, left_to_the_sandbox
+):
+    """att31g: ``next_day(d) == date(2020, 1, 2)`` observed both sides (host_partial, the
+    reference unpaid); a date, datetime, timedelta, Decimal, Fraction or UUID written from
+    literals, by a name imported once from the standard library, is now an expected side:
+    left out of the probe, the computed side compared with the reference's."""
+    source = (
+        f"{_DATES}from cal import Date, add_days, days, shift, total\n\nPARTS = (2020, 1, 2)\n\n\n"
+        f"def test_it():\n    assert {check}\n"
+    )
+    found = probe_module(source)
+    assert bool(found.notes) is left_to_the_sandbox, found.notes
+    if not left_to_the_sandbox:
+        assert "(2020, 1, 2)" not in found.text.partition("def test_it")[2]
+        assert "(2020, 1, 1, 5" not in found.text and "3.30" not in found.text
+
+
+def test_a_rebound_or_foreign_date_is_not_a_written_value():
+    for head in (
+        "from cal.compat import date\n",  # the repository's own
+        "from datetime import date\ndate = lambda *a: a\n",  # rebound in the module
+        "from datetime import date\n\n\ndef date():\n    pass\n",
+    ):
+        source = (
+            f"{head}from cal import add_days\n\n\n"
+            "def test_it():\n    assert add_days(date(2020, 1, 1), 1) == date(2020, 1, 2)\n"
+        )
+        assert probe_module(source).notes, head
