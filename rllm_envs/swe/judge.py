@@ -51,6 +51,7 @@ pass (``tests/envs/swe/test_escapes.py``).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import marshal
@@ -756,6 +757,67 @@ def _echoes(probes: Mapping[str, Probe], secret: Sequence[str] | None) -> bool:
     return False
 
 
+def only_tests(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
+    """``files`` whose test modules hold no test function or method but those of ``ids``.
+
+    Each other test (decorators included) becomes ``pass``: fixtures, helpers, classes and
+    module code stay, and so do tests the module itself names (``test_b = test_a``). A
+    module of none of ``ids``, or one that does not parse, stays as it is.
+    """
+    keep: dict[str, set[str]] = {}
+    for node in ids:
+        path, _, name = node.partition("::")
+        keep.setdefault(path, set()).add(name.partition("[")[0])
+    out = dict(files)
+    for path, names in keep.items():
+        text = files.get(path)
+        if text is None or not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            continue
+        named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        cuts = []
+        for statement in tree.body:
+            klass = statement.name if isinstance(statement, ast.ClassDef) else None
+            members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
+            for member in members:
+                if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                test = member.name
+                if not test.startswith("test") or test in named:
+                    continue
+                if (f"{klass}::{test}" if klass else test) in names:
+                    continue
+                start = min([member.lineno, *(d.lineno for d in member.decorator_list)])
+                cuts.append((start, member.end_lineno or member.lineno, member.col_offset))
+        lines = text.splitlines(keepends=True)
+        for start, end, column in reversed(cuts):
+            lines[start - 1 : end] = [" " * column + "pass\n"]
+        out[path] = "".join(lines)
+    return out
+
+
+def _plan(
+    files: Mapping[str, str], ids: Sequence[str], secret: Sequence[str] | None
+) -> tuple[tuple[str, ...], dict[str, str] | None]:
+    """The notes of a verdict on ``ids``, and where the ``secret`` tests run.
+
+    When an expected value of a secret (fail-to-pass) test is written as another test's
+    input (:data:`NOTE_ECHO`), the secret tests run in a sandbox of their own on modules
+    holding only them (:func:`only_tests`): returned when no echo is left there (and the
+    note goes), else ``None`` (one run, the note stays).
+    """
+    notes = probe_notes(judged_files(files, ids), secret)
+    if NOTE_ECHO not in notes or not secret:
+        return notes, None
+    alone = only_tests(judged_files(files, secret), secret)
+    if NOTE_ECHO in probe_notes(alone, secret):
+        return notes, None
+    return tuple(n for n in notes if n != NOTE_ECHO), alone
+
+
 def probe_files(
     files: Mapping[str, str], secret: Sequence[str] | None = None
 ) -> tuple[dict[str, str], bool]:
@@ -1004,28 +1066,47 @@ def run_probes(
     not at all; see :mod:`rllm_envs.swe.probe`).
     """
     ids = [str(t) for t in tests]
-    probes, complete = probe_files(judged_files(_check_files(files), ids), secret)
+    checked = _check_files(files)
+    notes, alone = _plan(checked, ids, secret)
     decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
-    trust = "host" if complete and decided else "host_partial"
+    trust = "host" if not notes and decided else "host_partial"
 
     def decide(record: Mapping[str, Any]) -> tuple[str, str]:
         return _observed_status(record, reference)
 
-    report = _run_ids(
-        probes,
-        ids,
-        secrets.token_hex(16),
-        decide,
-        observe=True,
-        sandbox_ids=probe_ids(files, ids),
-        time_limit=time_limit,
-        memory_mb=memory_mb,
-        backend=backend,
-        warm=warm,
-        stop_on_failure=stop_on_failure,
-        total_time=total_time,
+    def run(modules: Mapping[str, str], some: list[str]) -> RunReport:
+        return _run_ids(
+            probe_files(modules)[0],
+            some,
+            secrets.token_hex(16),
+            decide,
+            observe=True,
+            sandbox_ids=probe_ids(modules, some),
+            time_limit=time_limit,
+            memory_mb=memory_mb,
+            backend=backend,
+            warm=warm,
+            stop_on_failure=stop_on_failure,
+            total_time=total_time,
+        )
+
+    if alone is None:
+        return run(judged_files(checked, ids), ids), trust
+    # The fail-to-pass tests alone (their expected values are other tests' inputs), then
+    # the rest: two sandboxes, no state between them.
+    first = [t for t in ids if t in set(secret or ())]
+    rest = [t for t in ids if t not in set(first)]
+    reports = [run(alone, first), run(judged_files(checked, rest), rest)]
+    outcomes = {o.id: o for r in reports for o in r.outcomes}
+    failed = [r for r in reports if r.sandbox_status is not Status.OK or r.sandbox_error]
+    return (
+        RunReport(
+            [outcomes[t] for t in ids if t in outcomes],
+            failed[0].sandbox_status if failed else Status.OK,
+            "; ".join(r.sandbox_error for r in failed if r.sandbox_error) or None,
+        ),
+        trust,
     )
-    return report, trust
 
 
 def verdict(
@@ -1106,7 +1187,7 @@ def verdict(
             pass_to_pass = [t for t in pass_to_pass if t not in failing]
             ids = [*fail_to_pass, *pass_to_pass]
             _warn_reference_failing(failing, fail_to_pass)
-        weakened = probe_notes(judged_files(_check_files(files), ids), fail_to_pass)
+        weakened = _plan(_check_files(files), ids, fail_to_pass)[0]
         if not all(_decided_on_host(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
         report, trust = run_probes(
@@ -1252,7 +1333,7 @@ def never_paid(task: Mapping[str, Any], base: Files) -> str:
     files = _check_files(base)
     _put_test_patch(files, base, str(task.get("test_patch") or ""))
     ids = [*task["FAIL_TO_PASS"], *(task.get("PASS_TO_PASS") or ())]
-    notes = probe_notes(judged_files(files, ids), task["FAIL_TO_PASS"])
+    notes = _plan(files, ids, task["FAIL_TO_PASS"])[0]
     return _withheld_because("host_partial", notes) if notes else ""
 
 

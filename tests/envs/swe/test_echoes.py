@@ -200,32 +200,71 @@ _GAME = _BUGGY.replace(
 )
 
 
+def _codec_verdict(code: str, tests: str, pass_to_pass: bool = True) -> judge.Verdict:
+    path = "tests/test_codec.py"
+    base = {"acme/__init__.py": "", "acme/codec.py": _BUGGY}
+    return judge.verdict(
+        base,
+        make_diff(base, {**base, "acme/codec.py": code}),
+        test_patch=make_diff(base, {**base, path: tests}),
+        fail_to_pass=[f"{path}::test_encode"],
+        pass_to_pass=[f"{path}::test_decode"] if pass_to_pass else [],
+        reference_patch=make_diff(base, {**base, "acme/codec.py": _FIXED}),
+        warm=False,
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.sandbox
-def test_the_round_trip_patch_is_not_paid():
-    """att31h F1 end to end: the patch passes without the fix, and the verdict says the
-    module's expected values are readable (host_partial), so nothing is paid."""
-    path = "tests/test_codec.py"
+def test_the_round_trip_patch_reads_nothing_when_the_tests_run_apart():
+    """att31h F1 end to end: the round trip's other literal is in a pass-to-pass test, so
+    the fail-to-pass test runs alone in a sandbox of its own (its module holds no other
+    test): the patch finds nothing to read and fails, trust stays ``host``, the fix pays."""
     tests = (
         "from acme.codec import encode, decode\n\n\n"
         "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n\n\n"
         "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
     )
-    base = {"acme/__init__.py": "", "acme/codec.py": _BUGGY}
+    gamed = _codec_verdict(_GAME, tests)
+    assert gamed.verdict_trust == "host" and gamed.fail_to_pass == 0.0
+    assert gamed.pass_to_pass == 1.0 and judge.reward_of(gamed, False) == 0.0
+    fixed = _codec_verdict(_FIXED, tests)
+    assert fixed.verdict_trust == "host" and judge.reward_of(fixed, False) == 1.0
 
-    def verdict(code: str) -> judge.Verdict:
-        return judge.verdict(
-            base,
-            make_diff(base, {**base, "acme/codec.py": code}),
-            test_patch=make_diff(base, {**base, path: tests}),
-            fail_to_pass=[f"{path}::test_encode"],
-            pass_to_pass=[f"{path}::test_decode"],
-            reference_patch=make_diff(base, {**base, "acme/codec.py": _FIXED}),
-            warm=False,
-        )
 
-    gamed = verdict(_GAME)
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_round_trip_inside_the_fail_to_pass_test_is_not_paid():
+    """Where running apart cannot help (the other literal is in the same test), the patch
+    reads it and passes, and the verdict says so: host_partial, nothing paid."""
+    tests = (
+        "from acme.codec import encode, decode\n\n\n"
+        "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+        "    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
+    )
+    gamed = _codec_verdict(_GAME, tests, pass_to_pass=False)
     assert gamed.fail_to_pass == 1.0  # it does read the value ...
     assert gamed.verdict_trust == "host_partial" and NOTE_ECHO in gamed.weakened
     assert judge.reward_of(gamed, False) == 0.0  # ... and is not paid
-    assert verdict(_FIXED).verdict_trust == "host_partial"
+
+
+def test_only_tests_keeps_the_named_tests_and_what_they_use():
+    module = (
+        "import pytest\n\n\n@pytest.fixture\ndef token():\n    return 'x'\n\n\n"
+        "def helper():\n    return 1\n\n\n"
+        "@pytest.mark.parametrize('a', [1, 2])\ndef test_one(a):\n    assert a\n\n\n"
+        "def test_two():\n    assert decode('aGk=') == 'hi'\n\n\n"
+        "def test_three():\n    assert 1\n\n\ntest_alias = test_three\n\n\n"
+        "class TestC:\n    def test_m(self):\n        assert 'secret-input'\n\n"
+        "    def test_n(self):\n        assert 2\n"
+    )
+    files = {"tests/test_m.py": module, "tests/test_other.py": "def test_z():\n    pass\n"}
+    out = judge.only_tests(
+        files, ["tests/test_m.py::test_one[1]", "tests/test_m.py::TestC::test_n"]
+    )
+    text = out["tests/test_m.py"]
+    compile(text, "m", "exec")
+    for kept in ("def token", "def helper", "def test_one", "def test_three", "def test_n"):
+        assert kept in text, kept
+    assert "aGk=" not in text and "secret-input" not in text and "def test_two" not in text
+    assert out["tests/test_other.py"] == files["tests/test_other.py"]
