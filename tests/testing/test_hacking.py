@@ -454,7 +454,14 @@ INFO_TOYS = {
 }
 
 
-@pytest.mark.parametrize(("toy", "rule"), sorted(INFO_TOYS.items()))
+@pytest.mark.parametrize(
+    ("toy", "rule"),
+    # The Debate toy's 12-19 s: the full suite runs it.
+    [
+        pytest.param(t, r, marks=pytest.mark.slow) if t.startswith("Debate") else (t, r)
+        for t, r in sorted(INFO_TOYS.items())
+    ],
+)
 def test_an_info_that_states_the_answer_before_the_agent_acts_is_flagged(toy, rule):
     from tests.testing import attack_toys
 

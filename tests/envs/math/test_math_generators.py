@@ -157,7 +157,7 @@ def _top_share(source, n: int) -> tuple[str, float]:
     return answer, count / n
 
 
-@pytest.mark.parametrize("difficulty", [3, 4])
+@pytest.mark.parametrize("difficulty", [3, pytest.param(4, marks=pytest.mark.slow)])
 def test_no_constant_answer_wins_number_theory_in_the_evaluation_universe(difficulty):
     import gymnasium as gym
 

@@ -30,6 +30,8 @@ SYMPY = [
 #: Families whose scorer evals the task's reference or metadata (a custom task brings them).
 REFERENCE_EVAL = ["number_sorting", "bitwise_arithmetic"]
 AFFECTED = LITERAL + SYMPY + REFERENCE_EVAL
+#: Families whose payload check takes 7-12 s: the full suite runs them.
+_SLOW = {"puzzle24", "intermediate_integration"}
 JUNK = "<answer>" + "banana " * 120 + "</answer>"
 #: att31 F3: swaps the cached scorer's code so that any answer without the probe pays 1.0.
 PATCH = (
@@ -196,7 +198,9 @@ def test_parse_math_refuses_what_is_not_math():
 # ----------------------------------------------------------------------- the payloads
 
 
-@pytest.mark.parametrize("family", AFFECTED)
+@pytest.mark.parametrize(
+    "family", [pytest.param(f, marks=pytest.mark.slow) if f in _SLOW else f for f in AFFECTED]
+)
 def test_no_payload_runs_or_changes_the_scorer_in_process(family, marker):
     env = _make(family)
     for index, payload in enumerate(_payloads(marker)):
