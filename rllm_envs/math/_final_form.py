@@ -468,7 +468,8 @@ def expression_key(text: str) -> str | None:
 
 
 _EXACT = re.compile(
-    r"\bexact\b|in\s+terms\s+of\s+(?:\$?\\pi|π)|\bas\s+an?\s+(?:common\s+|reduced\s+|"
+    # "the exact decimal value" asks for a decimal: not a request for an exact form.
+    r"\bexact\b(?!\s+(?:decimal|numeric(?:al)?)\b)|in\s+terms\s+of\s+(?:\$?\\pi|π)|\bas\s+an?\s+(?:common\s+|reduced\s+|"
     r"improper\s+)?fraction|lowest\s+terms|simplest\s+(?:radical\s+)?form|\bcommon\s+fraction",
     re.IGNORECASE,
 )

@@ -192,6 +192,16 @@ def test_decimal_scores_zero_where_pi_is_asked_for():
     assert score_response("\\boxed{\\pi \\cdot 81}", "81 \\pi", problem=problem)[0] == 1.0
 
 
+def test_an_exact_decimal_asked_for_is_not_an_exact_form_asked_for():
+    """att32b F3: ToolUse's "Give the exact decimal value" refused `518400.0` for 518400 (14
+    of 14 whole-number unit conversions) as a decimal where an exact form was asked."""
+    problem = "Convert 6 day to second. Give the exact decimal value (no rounding), number only."
+    assert grade_answer("518400.0", "518400", problem=problem).equal
+    assert grade_answer("390.5", "390.5", problem=problem).equal
+    exact = "What is the circle's area? Give the exact value."
+    assert grade_answer("254.469", "81 \\pi", problem=exact).issue == "not_exact"
+
+
 def test_fraction_and_radical_forms_where_asked_for():
     frac = "Compute $\\frac{1}{4} + \\frac{1}{4}$. Give the answer as a fraction in lowest terms."
     assert score_response("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}", problem=frac)[0] == 1.0
