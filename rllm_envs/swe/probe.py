@@ -1721,14 +1721,21 @@ def _frozen(value: Any) -> Any:
         return ("text", value.decode("utf-8", "surrogateescape"))
     if isinstance(value, str):
         return ("text", value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return ("number", value)  # by value: 1050 and 1050.0 are one key
     return (type(value).__name__, value)
 
 
 def _aliases(key: Any) -> set[Any]:
     """``key`` and the other literals that write its value: a number's text (``"1050"``)."""
     kind, value = key
-    if kind in ("int", "float"):
-        return {key, ("text", repr(value))}
+    if kind == "number":
+        found = {key, ("text", repr(value))}
+        if isinstance(value, float) and value.is_integer():
+            found.add(("text", repr(int(value))))
+        return found
+    if kind == "complex":
+        return {key, *(("number", part) for part in (value.real, value.imag) if part)}
     return {key}
 
 
@@ -1785,7 +1792,7 @@ def _telling(key: Any) -> bool:
         )
     if kind == "text":
         return len(value.strip()) >= 2
-    if kind in ("int", "float"):
+    if kind == "number":
         return not (float(value).is_integer() and abs(value) <= _SMALL)
     if kind == "complex":
         return True
@@ -1916,16 +1923,27 @@ def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Mo
     def position(node: ast.AST) -> tuple[int, int]:
         return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
+    # A literal is given where it is an argument of a call that acts (the code under test's,
+    # a method of an object the test made, as ``cart.add("apple")``, a helper's, the standard
+    # library's, as ``shutil.copy(a, tmp_path / "two.txt")``); one merely written (a
+    # fixture's return value, ``self.x = ..``, an unused local, ``str("x")``) is readable.
+    inert = _PURE_BUILTINS | {"print", "repr", "type", "isinstance", "hash", "id"}
+    inert |= {OBSERVE, OBSERVING, ISINSTANCE}
+    passed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func) not in inert:
+            for argument in [*node.args, *(k.value for k in node.keywords)]:
+                passed.update(id(inner) for inner in ast.walk(argument))
     inputs: set[Any] = set()
-    written: dict[str, set[Any]] = {}  # per function, the telling literals in it
-    first: dict[tuple[str, Any], tuple[int, int]] = {}  # (function, key) -> first place
+    written: dict[str, set[Any]] = {}  # per function, the telling literals it passes
+    first: dict[tuple[str, Any], tuple[int, int]] = {}  # (function, key) -> first passed
     for node in ast.walk(tree):
         key = _literal_key(node) if hasattr(node, "lineno") else None
         if key is None or not _telling(key):
             continue
         inputs |= _aliases(key)
         scope = scope_of(node)
-        if scope is not None:
+        if scope is not None and id(node) in passed:
             written.setdefault(scope.name, set()).add(key)
             at = position(node)
             if at < first.get((scope.name, key), (sys.maxsize, 0)):

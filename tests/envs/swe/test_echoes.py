@@ -111,13 +111,17 @@ def test_a_value_given_to_the_code_under_test_stays_complete(body):
 
 def test_a_value_written_in_another_test_module_is_readable_too():
     """Every module the judged tests load is in the sandbox's memory: the check spans them.
-    A conftest fixture gives its values only to the tests that request it (att32a F3)."""
+    A conftest fixture gives the values it passes to the code under test only to the tests
+    that request it (att32a F3); a value it merely returns is readable (att32c F1)."""
     first = _HEAD + "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
     second = _HEAD + "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') is not None\n"
     assert probe_module(first).notes == () and probe_module(second).notes == ()
     files = {"tests/test_a.py": first, "tests/test_b.py": second}
     assert judge.probe_notes(files) == (NOTE_ECHO,)
-    fixture = "import pytest\n\n@pytest.fixture\ndef text():\n    return 'aGVsbG8gd29ybGQ='\n"
+    fixture = (
+        "import pytest\nfrom acme.codec import Cart\n\n\n@pytest.fixture\ndef text():\n"
+        "    cart = Cart()\n    cart.add('aGVsbG8gd29ybGQ=')\n    return cart\n"
+    )
     assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": fixture}) == (
         NOTE_ECHO,
     )
@@ -128,6 +132,10 @@ def test_a_value_written_in_another_test_module_is_readable_too():
     assert judge.probe_notes({"tests/test_a.py": through, "tests/conftest.py": chained}) == ()
     autouse = fixture.replace("@pytest.fixture", "@pytest.fixture(autouse=True)")
     assert judge.probe_notes({"tests/test_a.py": first, "tests/conftest.py": autouse}) == ()
+    returned = "import pytest\n\n\n@pytest.fixture\ndef text():\n    return 'aGVsbG8gd29ybGQ='\n"
+    assert judge.probe_notes({"tests/test_a.py": requesting, "tests/conftest.py": returned}) == (
+        NOTE_ECHO,
+    )
 
 
 #: att32a: the value written another way, or given to another test only.
@@ -144,6 +152,28 @@ ECHOED_TOO = {
         "@pytest.fixture\ndef token():\n    return 'aGVsbG8gd29ybGQ='\n\n"
         "def test_decode(token):\n    assert len(decode(token)) == 11\n\n"
         "def test_encode():\n    assert encode('hello world') == 'aGVsbG8gd29ybGQ='\n"
+    ),
+    "a fixture's unpassed value (att32c F1)": (
+        "@pytest.fixture\ndef words():\n"
+        "    return {'raw': 'hello world', 'shown': 'Hello World'}\n\n"
+        "def test_title(words):\n    assert encode(words['raw']) == 'Hello World'\n"
+    ),
+    "an autouse fixture's attribute": (
+        "@pytest.fixture(autouse=True)\ndef banner():\n    Cart.text = 'Hello World'\n\n"
+        "def test_title():\n    assert encode('hello world') == 'Hello World'\n"
+    ),
+    "a setUp attribute never passed": (
+        "import unittest\n\nclass T(unittest.TestCase):\n"
+        "    def setUp(self):\n        self.label = 'Hello World'\n\n"
+        "    def test_title(self):\n        assert encode('hello world') == 'Hello World'\n"
+    ),
+    "an unused local earlier in the test": (
+        "def test_title():\n    label = 'Hello World'\n"
+        "    assert encode('hello world') == 'Hello World'\n"
+    ),
+    "a whole number as a float (att32c F2)": (
+        "def test_parse():\n    assert decode('1,050') == 1050\n\n"
+        "def test_text():\n    assert encode(1050.0) == '1,050'\n"
     ),
     "another class's setUp": (
         "import unittest\n\nclass A(unittest.TestCase):\n"
