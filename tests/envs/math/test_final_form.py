@@ -413,3 +413,26 @@ def test_garbage_never_raises():
     for junk in ["", "\\frac{", "^^^", "\\sqrt{" * 50, "1/0", "0^0", "9^9^9^9", "x" * 5000]:
         assert final_form_issue(junk) in (None, *FINAL_FORM_ISSUES)
         assert score_response(f"\\boxed{{{junk}}}", "7")[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "problem"),
+    [
+        ("e^{2\\pi i}", "1", None),
+        ("-e^{i\\pi}", "1", None),
+        ("6^{e^{2\\pi i}}\\cdot 4^{e^{4\\pi i}}+5", "29", "Compute $6 \\times 4 + 5$."),
+        (
+            "\\frac{7^{e^{2\\pi i}}}{3^{e^{4\\pi i}}}+\\frac{8^{e^{6\\pi i}}}{5^{e^{8\\pi i}}}",
+            "\\frac{59}{15}",
+            None,
+        ),
+        ("\\sqrt{3^{e^{2\\pi i}\\cdot 2}+7^{2e^{4\\pi i}}}", "\\sqrt{58}", None),
+    ],
+)
+def test_arithmetic_written_with_complex_constants_is_not_final(answer, gold, problem):
+    """att32e F1: `n^{e^{2k pi i}}` is n, but the rational-value rule skipped complex values,
+    so a copy of the problem's arithmetic with every number so wrapped was paid (86/100
+    procedural "Compute" tasks at difficulty 1, 43/43 ToolUse products)."""
+    verdict = grade_answer(answer, gold, problem=problem)
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert grade_answer("3+4i", "3+4i").equal and grade_answer("2i", "2i").equal
