@@ -43,6 +43,8 @@ object per test (``index``, ``id``, ``outcome``, ``code``, ``signal``, ``result`
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import marshal
 import os
 import resource
@@ -618,6 +620,11 @@ _CHECK_EVENT = "rllm.swe.check"
 _FUNCTION_FLAGS = 0x1 | 0x2
 _NUMBERS = (bool, int, float, complex)
 _PLAIN = (*_NUMBERS, str, bytes, type(None), list, tuple, dict, set, frozenset)
+#: Exact numbers of the standard library, bound before any repository code runs: they compare
+#: with plain numbers as Python does (``Decimal(43) == 43``, ``Fraction(3, 2) == 1.5``).
+_EXACT_NUMBERS = (decimal.Decimal, fractions.Fraction)
+#: Dict views compared with sets as sets (``d.keys() == {"a", "b"}``).
+_SET_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.items()))
 
 
 def is_test_file(path: str) -> bool:
@@ -693,6 +700,16 @@ def strict_equal(a: Any, b: Any, depth: int = 0) -> bool:
         return bool(a == b)
     if ta in _NUMBERS and tb in _NUMBERS:
         return bool(a == b)
+    if (ta in _NUMBERS or ta in _EXACT_NUMBERS) and (tb in _NUMBERS or tb in _EXACT_NUMBERS):
+        return bool(a == b)  # a Decimal or Fraction (exactly) with a number
+    if ta in _SET_VIEWS or tb in _SET_VIEWS:
+        try:
+            a, b = (set(a) if ta in _SET_VIEWS else a), (set(b) if tb in _SET_VIEWS else b)
+        except TypeError:  # an item holding an unhashable value
+            return False
+        return type(a) in (set, frozenset) and type(b) in (set, frozenset) and bool(a == b)
+    if ta in (set, frozenset) and tb in (set, frozenset):
+        return bool(a == b)  # a frozenset equals the set of the same elements
     if ta is not tb or depth > 100:
         return False
     if ta in (list, tuple):

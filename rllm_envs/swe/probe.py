@@ -57,6 +57,8 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import decimal
+import fractions
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -1736,7 +1738,77 @@ def _aliases(key: Any) -> set[Any]:
         return found
     if kind == "complex":
         return {key, *(("number", part) for part in (value.real, value.imag) if part)}
+    if kind == "call":
+        # A written standard-library value is also its text and number: another test writing
+        # `"12.34"` shows `Decimal("12.34")`, `"2020-01-02"` shows `date(2020, 1, 2)`
+        # (att32d). Not its arguments: the year of a date does not tell the date.
+        found = {key}
+        built = _built(key)
+        if built is not None:
+            found.add(("text", str(built)))
+            if hasattr(built, "isoformat"):
+                found.add(("text", built.isoformat()))
+            found |= _number_aliases(built)
+        return found
     return {key}
+
+
+def _number_aliases(value: Any) -> set[Any]:
+    """A written ``Decimal`` or ``Fraction`` as a number: ``Decimal("12.34")`` is ``12.34``."""
+    try:
+        if isinstance(value, decimal.Decimal):
+            if not value.is_finite() or abs(value.adjusted()) > 30:
+                return set()
+            value = fractions.Fraction(value)
+        if (
+            not isinstance(value, fractions.Fraction)
+            or abs(value.numerator) > 10**30 * value.denominator
+        ):
+            return set()
+        found = {("number", float(value))}
+        if value.denominator == 1:
+            found.add(("number", int(value)))
+        return found
+    except (ArithmeticError, ValueError, OverflowError):
+        return set()
+
+
+def _built(key: Any, depth: int = 0) -> Any:
+    """The value of a written standard-library call's key (:func:`_literal_key`), or ``None``.
+
+    Built on the host from literals only, by the classes of :data:`_WRITTEN_CALLS`.
+    """
+    import datetime
+    import uuid
+
+    kind, value = key
+    if kind in ("text", "number"):
+        return value
+    if kind != "call" or depth > 8:
+        return None
+    name, arguments, keywords = value
+    classes = {
+        "datetime.date": datetime.date,
+        "datetime.datetime": datetime.datetime,
+        "datetime.time": datetime.time,
+        "datetime.timedelta": datetime.timedelta,
+        "datetime.timezone": datetime.timezone,
+        "decimal.Decimal": decimal.Decimal,
+        "fractions.Fraction": fractions.Fraction,
+        "uuid.UUID": uuid.UUID,
+    }
+    if name not in classes:
+        return None
+    args = [None if a is None else _built(a, depth + 1) for a in arguments]
+    kwargs = {k: None if a is None else _built(a, depth + 1) for k, a in keywords}
+    if any(a is None for a in args) or any(a is None for a in kwargs.values()):
+        return None
+    try:
+        with decimal.localcontext() as context:
+            context.traps[decimal.Overflow] = context.traps[decimal.InvalidOperation] = True
+            return classes[name](*args, **kwargs)
+    except (ValueError, TypeError, OverflowError, ArithmeticError):
+        return None
 
 
 _LITERAL_NODES = (ast.Constant, ast.UnaryOp, ast.List, ast.Tuple, ast.Set, ast.Dict)
