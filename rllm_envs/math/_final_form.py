@@ -11,15 +11,22 @@ and reports what is left to do, with these names:
   (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero
   term or a factor 1, a double sign, the absolute value of a constant, two radicals in one
   product, or any constant subexpression whose value is rational but is not written as a
-  rational number.
+  rational number (also when written with complex constants: ``6^{e^{2\pi i}}`` is 6); an
+  e-notation whose mantissa is not from 1 to 10 (``290e-1``), ``10^{0}``, ``10^{1}`` and
+  ``1 \cdot 10^{k}``.
 * ``"unevaluated_power"`` -- a constant base raised to an integer exponent (``2^{10}``,
-  ``(1+\sqrt2)^2``, ``2^{-3}``), or an exponent 0 or 1. ``\pi^2`` stays: it is final.
+  ``(1+\sqrt2)^2``, ``2^{-3}``) or a fractional one (``2^{1/2}`` is ``\sqrt2``), or an
+  exponent 0 or 1. ``\pi^2`` stays: it is final.
 * ``"unevaluated_factorial"``, ``"unevaluated_binomial"`` -- ``5!``, ``\binom{5}{2}`` of numbers.
 * ``"unevaluated_function"`` -- a function of a constant whose value is rational
-  (``\sin\frac{\pi}{6}``, ``\log_2 8``).
-* ``"reducible_radical"`` -- ``\sqrt{8}``, ``\sqrt{4}``, ``\sqrt[3]{16}``, ``\sqrt{-4}``.
+  (``\sin\frac{\pi}{6}``, ``\log_2 8``), or a trigonometric, inverse trigonometric or
+  hyperbolic function of a constant whatever its value (``\cos\frac{\pi}{5}`` for "cos
+  36 degrees"; a logarithm such as ``\log 2`` is final).
+* ``"reducible_radical"`` -- ``\sqrt{8}``, ``\sqrt{4}``, ``\sqrt[3]{16}``, ``\sqrt{-4}``,
+  a root of a lower index (``\sqrt[4]{4}`` is ``\sqrt2``).
 * ``"unreduced_fraction"`` -- ``\frac{4}{8}``, ``\frac{6}{1}``, ``\frac{2\sqrt2}{4}``.
 
+A form the gold answer itself uses is accepted (:func:`rllm_envs.math.final_form_issue`).
 Rational numbers are final when written as an integer, a decimal, a fraction in lowest terms
 (``-\frac{71}{15}``, ``3/4``), a mixed number, scientific notation (a mantissa from 1 to 10)
 or a repeating decimal.
@@ -202,8 +209,23 @@ def _radical_issue(node: ast.Call, out: set[str]) -> None:
         if radicand is None or index is None or radicand.denominator != 1:
             return
         n = abs(radicand.numerator)
-        if index < 2 or n <= 1 or _square_part(n, index):
+        if index < 2 or n <= 1 or _square_part(n, index) or _lower_index(n, index):
             out.add("reducible_radical")
+
+
+def _lower_index(n: int, index: int) -> bool:
+    r"""Whether the ``index``-th root of ``n`` has a lower index (``\sqrt[4]{4}`` is ``\sqrt{2}``).
+
+    That is: ``n`` is a perfect ``d``-th power for a divisor ``d > 1`` of ``index``.
+    """
+    if n > _MAX_RADICAND or index > 64:
+        return False
+    for d in range(2, index + 1):
+        if index % d == 0:
+            r = round(n ** (1 / d))
+            if any((r + k) ** d == n for k in (-1, 0, 1) if r + k > 1):
+                return True
+    return False
 
 
 def _flatten_sum(node: ast.AST, out: list[ast.AST]) -> None:
@@ -282,6 +304,12 @@ def _check_product(node: ast.AST, out: set[str]) -> list[ast.AST]:
     return others
 
 
+#: Functions whose value at a constant is left to compute: trigonometric, inverse and
+#: hyperbolic (`\log 2` is a final form: a logarithm is how such a value is written).
+_ELEMENTARY = frozenset(
+    {"sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan", "acot", "asec", "acsc"}
+    | {"sinh", "cosh", "tanh", "coth", "asinh", "acosh", "atanh"}
+)
 _KIND = {
     "factorial": "unevaluated_factorial",
     "binomial": "unevaluated_binomial",
@@ -326,8 +354,11 @@ def _walk(node: ast.AST, out: set[str]) -> None:
         return
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         exponent = _signed_int(node.right)
+        fraction = _literal(node.right)
         if exponent in (0, 1):
             out.add("unevaluated_power")
+        elif fraction is not None and fraction.denominator != 1 and _constant(node.left):
+            out.add("unevaluated_power")  # `2^{1/2}` is `\sqrt{2}` (att32e F2)
         elif exponent is not None and _constant(node.left):
             base = _strip_sign(node.left)
             if not (isinstance(base, ast.Name) and base.id in ("pi", "E")):
@@ -336,6 +367,10 @@ def _walk(node: ast.AST, out: set[str]) -> None:
         _walk(node.right, out)
         return
     kind = _name(node)
+    if kind in _ELEMENTARY and _constant(node):
+        # `\cos\frac{\pi}{5}` for "Compute cos 36 degrees": a value left to find, whatever
+        # it is (a rational one is caught above); a gold written so accepts it (att32e F2).
+        out.add("unevaluated_function")
     if kind in ("factorial", "binomial") and _constant(node):
         out.add(_KIND[kind])
     elif kind == "Abs" and _constant(node):
@@ -352,6 +387,13 @@ def _walk(node: ast.AST, out: set[str]) -> None:
 _SCI = re.compile(
     r"[+-]?(?:[1-9](?:\.\d*)?)(?:[eE][+-]?\d+|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?)"
     r"|[+-]?10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
+)
+#: A power of ten whose exponent leaves nothing to write (`10^{0}`, `10^{1}`, `1 \cdot 10^{2}`
+#: is 100) and an e-notation whose mantissa is not from 1 to 10 (`290e-1`): left to compute.
+_SCI_UNFINISHED = re.compile(
+    r"[+-]?(?:1\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*\{?\s*[+-]?0*[01]\s*\}?"
+    r"|[+-]?1\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
+    r"|[+-]?(?:0|[1-9]\d+)(?:\.\d*)?[eE][+-]?\d+|[+-]?\.\d+[eE][+-]?\d+"
 )
 _MIXED = re.compile(r"[+-]?\d+\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
@@ -375,6 +417,8 @@ def expression_issues(text: str) -> frozenset[str]:
         The issue names (empty when final, or when the notation is not understood).
     """
     s = text.strip()
+    if _SCI_UNFINISHED.fullmatch(s):
+        return frozenset({"unevaluated_arithmetic"})
     if not s or _SCI.fullmatch(s):
         return frozenset()  # scientific notation writes one number
     if "\\div" in s:  # normalize writes ÷ as \div: a division still to do, never a value

@@ -436,3 +436,36 @@ def test_arithmetic_written_with_complex_constants_is_not_final(answer, gold, pr
     verdict = grade_answer(answer, gold, problem=problem)
     assert not verdict.equal and verdict.reason == "not_final_form", verdict
     assert grade_answer("3+4i", "3+4i").equal and grade_answer("2i", "2i").equal
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "issue"),
+    [
+        ("\\cos\\frac{\\pi}{5}", "\\frac{1+\\sqrt{5}}{4}", "unevaluated_function"),
+        ("\\sin\\frac{\\pi}{12}", "\\frac{\\sqrt{6}-\\sqrt{2}}{4}", "unevaluated_function"),
+        ("\\arctan\\sqrt{3}", "\\frac{\\pi}{3}", "unevaluated_function"),
+        ("2^{1/2}", "\\sqrt{2}", "unevaluated_power"),
+        ("\\sqrt{2}\\cdot 3^{1/2}", "\\sqrt{6}", "unevaluated_power"),
+        ("\\sqrt[4]{4}", "\\sqrt{2}", "reducible_radical"),
+        ("\\sqrt[6]{8}", "\\sqrt{2}", "reducible_radical"),
+        ("290e-1", "29", "unevaluated_arithmetic"),
+        ("10^{0}", "1", "unevaluated_arithmetic"),
+        ("10^{1}", "10", "unevaluated_arithmetic"),
+        ("1\\cdot 10^{2}", "100", "unevaluated_arithmetic"),
+    ],
+)
+def test_rewritten_values_are_not_final(answer, gold, issue):
+    """att32e F2/F3: an equivalent rewrite of the value (a function of a constant, a
+    fractional power, a root of a lower index, an e-notation or power of ten with nothing to
+    write) was paid; a gold written so still accepts its own form."""
+    verdict = grade_answer(answer, gold)
+    assert not verdict.equal and verdict.issue == issue, verdict
+    assert grade_answer(answer, answer).equal  # the form a dataset's gold uses
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["\\frac{1+\\sqrt{5}}{4}", "\\sqrt[3]{2}", "\\sqrt[4]{8}", "2.5e3", "10^{6}", "e^{2}"],
+)
+def test_final_forms_near_the_new_rules_stay_final(answer):
+    assert grade_answer(answer, answer).equal
