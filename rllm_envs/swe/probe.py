@@ -164,6 +164,7 @@ NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
+NOTE_DEEP = "the test module is too deeply nested to rewrite"
 NOTE_ECHO = (
     "an expected value is written elsewhere in the module as an input (the sandbox can read it)"
 )
@@ -2068,6 +2069,18 @@ def echoed(hidden: frozenset[Any] | set[Any], readable: frozenset[Any] | set[Any
 
 @lru_cache(maxsize=4096)
 def probe_module(source: str) -> Probe:
+    """The probe of test module ``source`` (:func:`_probe_module`); never raises on a record.
+
+    A module too deeply nested to rewrite (Python's recursion limit, ``2+2+...`` of
+    thousands of terms) is returned as it is, incomplete.
+    """
+    try:
+        return _probe_module(source)
+    except (RecursionError, MemoryError):
+        return Probe(source, (NOTE_DEEP,), {})
+
+
+def _probe_module(source: str) -> Probe:
     """The probe of test module ``source`` (see the module docstring).
 
     Expected values held in literal tables are moved out first (:mod:`rllm_envs.swe.tables`):

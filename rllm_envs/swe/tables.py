@@ -44,6 +44,10 @@ _DYNAMIC_ATTRS = frozenset(
 _BY_NAME = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
 
+#: Methods that set a test class's instance up before each test.
+_SETUP_METHODS = frozenset({"setUp", "setup_method"})
+
+
 def node_key(node: ast.AST) -> tuple[Any, ...]:
     """Where ``node`` is in its source: the same node of another parse has the same key."""
     return (
@@ -290,11 +294,12 @@ class Tables:
         for table, paths in by_table.items():
             # Outer paths first: an inner one inside a replaced element has nothing left.
             root = self.tables[table]
+            parents = _parents(root)
             for path in sorted(set(paths), key=lambda p: (len(p), repr(p))):
                 nodes = leaves(root, path)
                 if nodes is None:
                     continue
-                self.moved_values.extend((n, _row_mates(root, n)) for n in nodes)
+                self.moved_values.extend((n, _row_mates(root, n, parents)) for n in nodes)
                 root = _replace(root, path, lambda: ast.Constant(next(counter)))
             owner, attr = self.owners[table]
             if isinstance(owner, list):
@@ -307,20 +312,28 @@ class Tables:
                 self.labels[decorated.qualname] = _relabel(decorated, self.tables)
 
 
-def _row_mates(root: ast.AST, leaf: ast.AST) -> tuple[ast.expr, ...]:
-    """The other elements of the row ``leaf`` is in (a dict value's key; none at the top)."""
-    for parent in ast.walk(root):
-        if isinstance(parent, ast.Dict):
-            for key, value in zip(parent.keys, parent.values, strict=True):
-                if leaf is value and key is not None:
-                    return (key,)
-                if leaf is key:
-                    return (value,)
-        elts = parent.args if isinstance(parent, ast.Call) and _is_param(parent) else None
-        elts = getattr(parent, "elts", None) if elts is None else elts
-        if isinstance(elts, list) and any(leaf is e for e in elts):
-            return () if parent is root else tuple(e for e in elts if e is not leaf)
-    return ()
+def _row_mates(root: ast.AST, leaf: ast.AST, parents: dict[int, ast.AST]) -> tuple[ast.expr, ...]:
+    """The other elements of the row ``leaf`` is in (a dict value's key; none at the top).
+
+    ``parents``: each node's parent in ``root``, by ``id`` (:func:`_parents`).
+    """
+    parent = parents.get(id(leaf))
+    if parent is None or parent is root:
+        return ()
+    if isinstance(parent, ast.Dict):
+        for key, value in zip(parent.keys, parent.values, strict=True):
+            if leaf is value and key is not None:
+                return (key,)
+            if leaf is key:
+                return (value,)
+        return ()
+    elts = parent.args if isinstance(parent, ast.Call) and _is_param(parent) else None
+    elts = getattr(parent, "elts", None) if elts is None else elts
+    return tuple(e for e in elts if e is not leaf) if isinstance(elts, list) else ()
+
+
+def _parents(root: ast.AST) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
 
 
 def _eval(node: ast.expr) -> Any:
@@ -417,6 +430,7 @@ class _Analysis:
         self.module_names: dict[str, str] = {}
         self.class_attrs: dict[str, dict[str, str]] = {}
         self.attr_tables: dict[str, set[str]] = {}
+        self.setup_targets: set[int] = set()  # ``self.x = ..`` of a setUp that binds a table
         self.bound: set[tuple[Any, ...]] = set()
         self.counts = _bindings(tree)
         self.loop_origins: dict[str, list[Origin]] = {}
@@ -453,13 +467,42 @@ class _Analysis:
                         attrs[name] = key
                         self.attr_tables.setdefault(name, set()).add(key)
                         self._add(key, member, "value")
+                # ``self.expected = "Hello World"`` in ``setUp``: an attribute every test of
+                # the class reads, bound once, as a class attribute is (when nothing else
+                # writes an attribute of that name, below).
+                for member in statement.body:
+                    if not (
+                        isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and member.name in _SETUP_METHODS
+                    ):
+                        continue
+                    for line in member.body:
+                        field_ = line.targets[0] if isinstance(line, ast.Assign) else None
+                        if not (
+                            isinstance(field_, ast.Attribute)
+                            and len(line.targets) == 1  # type: ignore[attr-defined]
+                            and isinstance(field_.value, ast.Name)
+                            and field_.value.id == "self"
+                            and field_.attr not in attrs
+                            and self._table_value(line.value)  # type: ignore[attr-defined]
+                        ):
+                            continue
+                        key = f"{statement.name}.{field_.attr}"
+                        attrs[field_.attr] = key
+                        self.attr_tables.setdefault(field_.attr, set()).add(key)
+                        self.setup_targets.add(id(field_))
+                        self._add(key, line, "value")
                 self.class_attrs[statement.name] = attrs
         for keys in self.attr_tables.values():
             if len(keys) > 1:  # one class's method may read another's (a subclass's) table
                 self.out.blocked |= keys
         for node in ast.walk(self.tree):
             # An attribute of that name written anywhere: not a table.
-            if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            if (
+                isinstance(node, ast.Attribute)
+                and not isinstance(node.ctx, ast.Load)
+                and id(node) not in self.setup_targets
+            ):
                 self.out.blocked |= self.attr_tables.get(node.attr, set())
             # Named in a string (``getattr(cls, "CASES")``, a fixture's name...).
             if isinstance(node, ast.Constant) and isinstance(node.value, str):

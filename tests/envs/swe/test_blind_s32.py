@@ -110,3 +110,54 @@ def test_the_reference_passes_its_own_tests_of_standard_types():
     )
     assert verdict.reference_failing == ()
     assert verdict.verdict_trust == "host" and judge.reward_of(verdict, False) == 1.0
+
+
+_SETUP = (
+    "import unittest\nfrom acme import title_case\n\n\nclass T(unittest.TestCase):\n"
+    "    def setUp(self):\n        self.text = 'hello world'\n"
+    "        self.expected = 'Hello World'\n\n"
+    "    def test_title(self):\n        self.assertEqual(title_case(self.text), self.expected)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "moved"),
+    [
+        (_SETUP, True),  # att32c: withheld as two computed values, now a moved table
+        (_SETUP.replace("def setUp(self)", "def setup_method(self)"), True),
+        # written again elsewhere: not a table, both sides observed (host_partial)
+        (_SETUP + "\n    def test_other(self):\n        self.expected = 'x'\n", False),
+        # read as an input too: its values stay (host_partial)
+        (
+            _SETUP + "\n    def test_in(self):\n        assert title_case(self.expected) == 'y'\n",
+            False,
+        ),
+    ],
+)
+def test_an_expected_value_bound_in_setup_is_moved_like_a_class_attribute(source, moved):
+    probe = probe_module(source)
+    assert (probe.notes == ()) is moved, probe.notes
+    assert ("'Hello World'" in probe.text) is not moved
+
+
+def test_a_deeply_nested_test_module_is_incomplete_not_an_error():
+    """att32f F2: ``2+2+...`` of 1,000 terms raised RecursionError out of ``reset``."""
+    from rllm_envs.swe.probe import NOTE_DEEP
+
+    deep = "+".join(["2"] * 1000)
+    source = f"from acme import f\n\n\ndef test_a():\n    assert f(1000) == {deep}\n"
+    assert probe_module(source).notes == (NOTE_DEEP,)
+
+
+@pytest.mark.timeout(120)  # a hang guard, not a speed goal: linear work is well under a second
+def test_a_large_parametrize_table_is_analysed_in_linear_work():
+    """att32f F1: each moved element looked for its row by walking the whole table (5,000 rows:
+    16.4 s of host CPU at reset); its parents are now mapped once."""
+    rows = ", ".join(f"({i}, 'out{i}')" for i in range(20_000))
+    source = (
+        "import pytest\nfrom acme import f\n\n\n"
+        f"@pytest.mark.parametrize('x, want', [{rows}])\ndef test_a(x, want):\n"
+        "    assert f(x) == want\n"
+    )
+    probe = probe_module(source)
+    assert probe.notes == () and "'out19999'" not in probe.text
