@@ -11,7 +11,8 @@ and reports what is left to do, with these names:
   (``12 \cdot 5``, ``2 \cdot 3\pi``), like terms (``\sqrt2 + \sqrt2``, ``2x + 3x``), a zero
   term or a factor 1, a double sign, the absolute value of a constant, two radicals in one
   product, or any constant subexpression whose value is rational but is not written as a
-  rational number (also when written with complex constants: ``6^{e^{2\pi i}}`` is 6); an
+  rational number (also when written with complex constants: ``6^{e^{2\pi i}}`` is 6, or
+  past the evaluator's magnitude bound: ``\frac{23 e^{300}}{e^{299} e}`` is not told); an
   e-notation whose mantissa is not from 1 to 10 (``290e-1``), ``10^{0}``, ``10^{1}`` and
   ``1 \cdot 10^{k}``.
 * ``"unevaluated_power"`` -- a constant base raised to an integer exponent (``2^{10}``,
@@ -54,7 +55,7 @@ from functools import lru_cache
 from math import gcd, isqrt
 
 from rllm_envs.math._latex import Unsupported, to_python
-from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive
+from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive, _TooLarge
 
 __all__ = [
     "FINAL_FORM_ISSUES",
@@ -174,9 +175,23 @@ def _rational_value(node: ast.AST) -> Fraction | None:
             1, abs(v)
         ):
             return close
+    except _TooLarge:
+        raise
     except (_Inconclusive, ArithmeticError, ValueError, TypeError, AttributeError, RecursionError):
         return None
     return None
+
+
+def _left_to_compute(node: ast.AST) -> bool:
+    r"""Whether a constant subexpression has a rational value, or one too large to know.
+
+    ``\frac{23 e^{300}}{e^{299} e}`` is 23, past the evaluator's magnitude bound: what cannot
+    be told is not taken as final (att32g).
+    """
+    try:
+        return _rational_value(node) is not None
+    except _TooLarge:
+        return True
 
 
 def _square_part(n: int, k: int = 2) -> bool:
@@ -292,8 +307,9 @@ def _check_product(node: ast.AST, out: set[str]) -> list[ast.AST]:
             out.add("unreduced_fraction")
     elif den_lits and den_lits[0] in (1, -1, 0):
         out.add("unreduced_fraction")
-    if others and any(v in (0, 1, -1) for v in num_lits):
-        out.add("unevaluated_arithmetic")  # `1\pi`, `0x`, `-1 \cdot \sqrt{2}`
+    factors = [f for f in num if _literal(f) is None]
+    if (others and 0 in num_lits) or (factors and any(v in (1, -1) for v in num_lits)):
+        out.add("unevaluated_arithmetic")  # `1\pi`, `0x`, `-1 \cdot \sqrt{2}` (not `\frac{1}{x}`)
     dumps = [ast.dump(_strip_sign(f)) for f in num if _literal(f) is None]
     den_dumps = {ast.dump(_strip_sign(f)) for f in den if _literal(f) is None}
     if len(dumps) != len(set(dumps)) or den_dumps & set(dumps):
@@ -325,7 +341,7 @@ def _walk(node: ast.AST, out: set[str]) -> None:
     if _constant(node) and not isinstance(node, ast.Name):
         # The general rule: a constant written as anything but a rational number must not
         # have a rational value (`\sqrt{2}\sqrt{2}`, `\sin\frac{\pi}{6}`, `|-3|`, `4^{1/2}`).
-        if _rational_value(node) is not None:
+        if _left_to_compute(node):
             kind = _name(node)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
                 out.add("unevaluated_power")
@@ -434,6 +450,20 @@ def expression_issues(text: str) -> frozenset[str]:
     out: set[str] = set()
     _walk(tree.body, out)
     return frozenset(out)
+
+
+@lru_cache(maxsize=16_384)
+def has_variable(text: str) -> bool:
+    r"""Whether an expression has a variable (``x``, ``\sin^2 x``; not ``\pi``, ``e``, ``i``)."""
+    tree = _parse(text)
+    return tree is not None and not _constant(tree.body)
+
+
+@lru_cache(maxsize=16_384)
+def is_constant(text: str) -> bool:
+    r"""Whether an expression is read and has no variable in it (``23``, ``\sqrt{2}``)."""
+    tree = _parse(text)
+    return tree is not None and _constant(tree.body)
 
 
 def has_decimal(text: str) -> bool:

@@ -34,6 +34,10 @@ class _Inconclusive(Exception):
     """The value cannot be computed safely or meaningfully in floating point."""
 
 
+class _TooLarge(_Inconclusive):
+    """A value past the magnitude bound (``e^{300}``): the number is not known here."""
+
+
 def _ctx() -> Any:
     # mpmath functions adjust their context's precision while they run: one context per thread.
     ctx = getattr(_local, "ctx", None)
@@ -57,7 +61,7 @@ class _Evaluator:
         if value != 0:
             mag = int(ctx.mag(value))
             if mag > 400 or mag < -400:
-                raise _Inconclusive
+                raise _TooLarge
             self.max_mag = max(self.max_mag, mag)
         return value
 
@@ -106,7 +110,7 @@ class _Evaluator:
         # |result| ~ 2^(|exp| * log2|base|): refuse what would not fit in the magnitude bound.
         size = abs(exp) * abs(ctx.log(abs(base), 2))
         if size > 1000:
-            raise _Inconclusive
+            raise _TooLarge
         return ctx.power(base, exp)
 
     def call(self, name: str, args: list[ast.expr]) -> Any:

@@ -665,6 +665,7 @@ _DISPLAY = re.compile(r"^\\\[|\\\]$|^\\\(|\\\)$")
 _BOXED_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _OVERLINE_NAME = re.compile(r"\\overline\s*\{([A-Za-z]+)\}")
 _FRAC_VARIANT = re.compile(r"\\[dtc]frac")
+_INVERSE_TRIG = re.compile(r"\\(sin|cos|tan|cot|sec|csc)\s*\^\s*(?:\{\s*-\s*1\s*\}|-\s*1(?!\d))")
 _BINOM_VARIANT = re.compile(r"\\[dt]binom")
 _LE = re.compile(r"\\(?:leq?slant|leq?)(?![a-zA-Z])")
 _GE = re.compile(r"\\(?:geq?slant|geq?)(?![a-zA-Z])")
@@ -706,6 +707,7 @@ def normalize(answer: str) -> str:
         s = _OVERLINE_NAME.sub(r"\1", s)
         s = _DROP.sub(" ", s)
         s = _FRAC_VARIANT.sub(r"\\frac", s)
+        s = _INVERSE_TRIG.sub(r"\\arc\1", s)  # `\tan^{-1} 2` is `\arctan 2`
         s = _BINOM_VARIANT.sub(r"\\binom", s)
         s = s.replace("\\lt", "<").replace("\\gt", ">")
         s = _NE.sub(r"\\ne ", s)
@@ -1764,6 +1766,29 @@ def _problem_keys(problem: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16_384)
+def _value_leaves(answer: str, answer_format: str) -> tuple[str, ...]:
+    text = answer.strip()
+    if answer_format == "any":
+        text = _lenient_rewrite(text)
+    if len(text) > MAX_ANSWER_LENGTH:
+        return ()
+    return tuple(_leaves(_prepare(text)))
+
+
+def _variables_for_values(answer: str, gold: str, answer_format: str) -> bool:
+    r"""Whether the answer writes a variable where the gold's values are constants.
+
+    ``(3+\frac{x^2}{x}-x)(4+..)`` equals a number at every point, but a variable that cancels
+    hides the arithmetic from the final-form rules, which read constant parts only (att32g).
+    Compared value by value, where answer and gold have as many.
+    """
+    got, want = _value_leaves(answer, answer_format), _value_leaves(gold, answer_format)
+    if not got or len(got) != len(want) or not all(map(_final_form.is_constant, want)):
+        return False
+    return any(_final_form.has_variable(g) for g in got)
+
+
+@lru_cache(maxsize=16_384)
 def _issues(answer: str, problem: str | None, answer_format: str) -> frozenset[str]:
     text = answer.strip()
     if answer_format == "any":
@@ -1814,7 +1839,9 @@ def final_form_issue(
     ``-\frac{71}{15}``, ``81\pi`` and ``3 + 2\sqrt{2}`` are final.
 
     A form the ``gold`` answer itself uses is accepted (a dataset whose gold is ``2^{100}``
-    accepts ``2^{100}``).
+    accepts ``2^{100}``). Where the gold's values are constants, an answer that writes a
+    variable in their place is not final either (``23(\sin^2 x + \cos^2 x)``, a variable that
+    cancels hides the arithmetic).
 
     Args:
         answer: The bare answer (e.g. from :func:`extract_answer`).
@@ -1832,6 +1859,12 @@ def final_form_issue(
         found = _issues(answer, problem or None, answer_format)
         if found and gold is not None:
             found -= _issues(str(gold), problem or None, answer_format)
+        if (
+            not found
+            and gold is not None
+            and _variables_for_values(answer, str(gold), answer_format)
+        ):
+            found = frozenset({"unevaluated_arithmetic"})
     except (RecursionError, MemoryError):
         return None
     return next((name for name in FINAL_FORM_ISSUES if name in found), None)

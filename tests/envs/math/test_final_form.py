@@ -469,3 +469,39 @@ def test_rewritten_values_are_not_final(answer, gold, issue):
 )
 def test_final_forms_near_the_new_rules_stay_final(answer):
     assert grade_answer(answer, answer).equal
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "(3+\\frac{x^2}{x}-x)+(4+\\frac{x^2}{x}-x)(5+\\frac{x^2}{x}-x)",  # att32g F1
+        "\\frac{23x^2}{x x}",
+        "23(\\sin^2 x+\\cos^2 x)",
+        "\\frac{23x+23}{x+1}",
+        "\\frac{x^2-1}{x-1}-x+22",
+        "\\frac{23 e^{300}}{e^{299} e}",  # att32g F2: past the evaluator's magnitude bound
+        "(3+e^{300}-e^{299}e)+(4+e^{300}-e^{299}e)(5+e^{300}-e^{299}e)",
+    ],
+)
+def test_arithmetic_hidden_by_a_cancelling_variable_or_a_huge_constant_is_not_final(answer):
+    problem = "Compute $3 + 4 \\cdot 5$."
+    verdict = grade_answer(answer, "23", problem=problem)
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert grade_answer("23", "23", problem=problem).equal
+    assert grade_answer("x = 23", "23").equal and grade_answer("2x+1", "2x+1").equal
+    assert grade_answer("(x, y) = (3, 1)", "(3, 1)").equal
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("\\frac{1}{x}", "x^{-1}"),  # att32g: a numerator 1 is not a factor 1
+        ("\\frac{1}{x+1}", "(x+1)^{-1}"),
+        ("\\frac{1}{\\pi}", "\\pi^{-1}"),
+        ("\\frac{1}{2\\pi}", "\\frac{0.5}{\\pi}"),
+        ("\\tan^{-1} 2", "\\arctan 2"),  # MATH writes the inverse so
+        ("\\arctan 2", "\\tan^{-1} 2"),
+    ],
+)
+def test_honest_forms_att32g_found_refused_are_paid(answer, gold):
+    assert grade_answer(answer, gold).equal, grade_answer(answer, gold)
