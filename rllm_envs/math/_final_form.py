@@ -55,7 +55,7 @@ from functools import lru_cache
 from math import gcd, isqrt
 
 from rllm_envs.math._latex import Unsupported, to_python
-from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive, _TooLarge
+from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive
 
 __all__ = [
     "FINAL_FORM_ISSUES",
@@ -157,7 +157,11 @@ def _constant(node: ast.AST) -> bool:
 
 
 def _rational_value(node: ast.AST) -> Fraction | None:
-    """The value of a constant subexpression when it is a rational number (40-digit check)."""
+    """The value of a constant subexpression when it is a rational number (40-digit check).
+
+    Raises :class:`_Inconclusive` (or an ``ArithmeticError``) where the evaluator cannot read
+    the value: :func:`_left_to_compute` decides what that means.
+    """
     ctx = _ctx()
     try:
         v = _Evaluator(ctx, {}).eval(node)
@@ -175,9 +179,7 @@ def _rational_value(node: ast.AST) -> Fraction | None:
             1, abs(v)
         ):
             return close
-    except _TooLarge:
-        raise
-    except (_Inconclusive, ArithmeticError, ValueError, TypeError, AttributeError, RecursionError):
+    except (ValueError, TypeError, AttributeError, RecursionError):
         return None
     return None
 
@@ -190,7 +192,9 @@ def _left_to_compute(node: ast.AST) -> bool:
     """
     try:
         return _rational_value(node) is not None
-    except _TooLarge:
+    except (_Inconclusive, ArithmeticError):
+        # Past the magnitude bound, `0^{+0}` with a base the evaluator refused, a division by
+        # zero: nothing the evaluator can read is a value written in final form (att32h).
         return True
 
 
@@ -371,7 +375,7 @@ def _walk(node: ast.AST, out: set[str]) -> None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         exponent = _signed_int(node.right)
         fraction = _literal(node.right)
-        if exponent in (0, 1):
+        if exponent in (0, 1) or fraction in (0, 1):  # also `^{+0}`, `^{0.0}` (att32h)
             out.add("unevaluated_power")
         elif fraction is not None and fraction.denominator != 1 and _constant(node.left):
             out.add("unevaluated_power")  # `2^{1/2}` is `\sqrt{2}` (att32e F2)

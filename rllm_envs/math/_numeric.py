@@ -104,7 +104,9 @@ class _Evaluator:
     def power(self, base: Any, exp: Any) -> Any:
         ctx = self.ctx
         if base == 0:
-            if ctx.re(exp) <= 0:
+            if exp == 0:
+                return ctx.mpf(1)  # as sympy has it: `0^{0}` is 1
+            if ctx.re(exp) < 0:
                 raise _Inconclusive
             return ctx.mpf(0)
         # |result| ~ 2^(|exp| * log2|base|): refuse what would not fit in the magnitude bound.
@@ -137,6 +139,8 @@ class _Evaluator:
             if values[1] == 0:
                 raise _Inconclusive
             return self.track(self.power(values[0], 1 / values[1]))
+        if name == "root" and len(values) == 2:
+            return self.track(_real_root(ctx, values[0], values[1]))
         function = _FUNCTIONS.get(name)
         if function is None or len(values) != 1:
             raise _Inconclusive
@@ -148,7 +152,7 @@ class _Evaluator:
 _FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
     "sqrt": lambda c, x: c.sqrt(x),
     "Abs": lambda c, x: abs(x),
-    "exp": lambda c, x: c.exp(x) if abs(x) < 500 else _inconclusive(),
+    "exp": lambda c, x: c.exp(x) if abs(x) < 500 else _too_large(),
     "log": lambda c, x: c.log(x),
     "sin": lambda c, x: c.sin(x),
     "cos": lambda c, x: c.cos(x),
@@ -159,13 +163,32 @@ _FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
     "asin": lambda c, x: c.asin(x),
     "acos": lambda c, x: c.acos(x),
     "atan": lambda c, x: c.atan(x),
-    "sinh": lambda c, x: c.sinh(x) if abs(x) < 500 else _inconclusive(),
-    "cosh": lambda c, x: c.cosh(x) if abs(x) < 500 else _inconclusive(),
+    "sinh": lambda c, x: c.sinh(x) if abs(x) < 500 else _too_large(),
+    "cosh": lambda c, x: c.cosh(x) if abs(x) < 500 else _too_large(),
     "tanh": lambda c, x: c.tanh(x),
 }
 
 
 def _inconclusive() -> Any:
+    raise _Inconclusive
+
+
+def _too_large() -> Any:
+    raise _TooLarge
+
+
+def _real_root(ctx: Any, x: Any, n: Any) -> Any:
+    r"""The ``n``-th root of ``x`` as competition math reads it: real for an odd ``n``.
+
+    ``\sqrt[3]{-8}`` is -2 (a principal complex root would make it ``1 + \sqrt{3} i``).
+    """
+    if isinstance(x, ctx.mpc) or isinstance(n, ctx.mpc) or n == 0 or n != int(n):
+        raise _Inconclusive
+    n = int(n)
+    if x >= 0:
+        return ctx.root(x, n)
+    if n % 2:
+        return -ctx.root(-x, n)
     raise _Inconclusive
 
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import datetime
 import decimal
 import fractions
 import math
@@ -1749,6 +1750,9 @@ def _aliases(key: Any) -> set[Any]:
             found.add(("text", str(built)))
             if hasattr(built, "isoformat"):
                 found.add(("text", built.isoformat()))
+            if isinstance(built, datetime.datetime):
+                # Its day too: `datetime(2020, 2, 1, 9, 30)` shows `date(2020, 2, 1)` (att32i).
+                found.add(("text", built.date().isoformat()))
             found |= _number_aliases(built)
         return found
     return {key}
@@ -1779,7 +1783,6 @@ def _built(key: Any, depth: int = 0) -> Any:
 
     Built on the host from literals only, by the classes of :data:`_WRITTEN_CALLS`.
     """
-    import datetime
     import uuid
 
     kind, value = key
@@ -2237,6 +2240,15 @@ def same(
         if tolerance is not None:
             return _close(expected[1], actual[1], tolerance)
         return _equal_numbers(expected[1], actual[1])
+    if (
+        tolerance is None
+        and type(tag) is str
+        and actual[:1]
+        and type(actual[0]) is str
+        and actual[0] != tag
+        and _python_equal(expected, actual, depth)
+    ):
+        return True
     if tag == "raised" and actual[:1] == ["raised"] and len(actual) == len(expected):
         # The reference's class, or one class deriving from it alone (``class
         # InvalidPercent(ValueError)``, which ``pytest.raises(ValueError)`` passes): the
@@ -2256,6 +2268,10 @@ def same(
                 for e, a in zip(expected[2:], actual[2:], strict=True)
             )
         )
+    if tag == "object" and actual[:1] == ["object"] and tolerance is None:
+        exact = _exact_number(expected)
+        if exact is not None:  # `Decimal("3.30") == Decimal("3.3")`, by value
+            return exact == _exact_number(actual)
     if len(expected) != len(actual):
         return False
     return all(same(e, a, depth + 1, tolerance) for e, a in zip(expected, actual, strict=True))
@@ -2413,6 +2429,77 @@ def _tolerance(value: Any) -> tuple[float, float] | None:
 #: Longest number text the host parses (a longer one is compared as text: ints of 4000
 #: digits or more are observed as digests, and parsing is quadratic in the length).
 _NUMBER_CHARS = 4400
+
+
+#: Observation tags of plain values a ``sub`` (a subclass's stored plain value) compares as.
+_PLAIN_TAGS = frozenset(
+    {"int", "float", "str", "bytes", "list", "tuple", "dict", "set", "frozenset"}
+)
+
+
+def _python_equal(expected: list[Any], actual: list[Any], depth: int) -> bool:
+    """Whether two observations of different kinds are equal as Python's ``==`` says (att32i).
+
+    Read from what the runner observed (the exact type, a subclass's stored value), never from
+    a method of the value: a ``frozenset`` and a ``set`` of the same elements, an
+    ``OrderedDict`` or a ``defaultdict`` and its plain dict, exact numbers
+    (``Decimal``, ``Fraction``, ``int``, ``float``) of the same value. A ``bool`` stays apart
+    from ``1``, as before.
+    """
+    kinds = {expected[0], actual[0]}
+    if kinds == {"set", "frozenset"} and len(expected) == len(actual) == 2:
+        return same(["set", expected[1]], ["set", actual[1]], depth + 1)
+    if _standard_sub(expected) and actual[0] in _PLAIN_TAGS:
+        return same(expected[2], actual, depth + 1)
+    if _standard_sub(actual) and expected[0] in _PLAIN_TAGS:
+        return same(expected, actual[2], depth + 1)
+    a, b = _exact_number(expected), _exact_number(actual)
+    return a is not None and b is not None and a == b
+
+
+#: Standard-library subclasses of plain types whose ``==`` is the plain value's.
+_STANDARD_SUBS = frozenset(
+    {"collections.OrderedDict", "collections.defaultdict", "collections.UserDict"}
+)
+
+
+def _standard_sub(value: list[Any]) -> bool:
+    """A ``sub`` observation of a standard-library class.
+
+    A repository's own subclass of a plain type stays a kind of its own: its ``==`` may be
+    anything under pytest.
+    """
+    return value[0] == "sub" and len(value) == 3 and value[1] in _STANDARD_SUBS
+
+
+def _exact_number(value: list[Any]) -> fractions.Fraction | None:
+    """The exact value of an observed number, or ``None``.
+
+    ``int``, ``float``, ``Decimal`` (its repr) and ``Fraction`` (its two ints).
+    """
+    try:
+        if value[0] in ("int", "float") and len(value) == 2:
+            number = _parse_number(value[1])
+            return fractions.Fraction(number) if math.isfinite(number) else None
+        if value[0] != "object" or len(value) != 3:
+            return None
+        if value[1] == "decimal.Decimal" and value[2][:1] == ["str"]:
+            text = value[2][1]
+            if not (isinstance(text, str) and text.startswith("Decimal('") and text.endswith("')")):
+                return None
+            exact = decimal.Decimal(text[9:-2])
+            if not exact.is_finite() or abs(exact.adjusted()) > 400:
+                return None
+            return fractions.Fraction(exact)
+        if value[1] == "fractions.Fraction" and value[2][:1] == ["dict"]:
+            fields = {k[1]: v for k, v in value[2][1] if k[:1] == ["str"] and v[:1] == ["int"]}
+            num, den = fields.get("_numerator"), fields.get("_denominator")
+            if num is None or den is None:
+                return None
+            return fractions.Fraction(int(num[1]), int(den[1]))
+    except (TypeError, ValueError, IndexError, ArithmeticError, OverflowError, ZeroDivisionError):
+        return None
+    return None
 
 
 def _parse_number(text: Any) -> int | float:

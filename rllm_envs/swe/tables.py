@@ -803,11 +803,23 @@ class _Analysis:
             isinstance(node, ast.Call)
             and dotted(node.func) == "len"
             and len(node.args) == 1
-            and isinstance(self.origin(node.args[0], env, klass), Origin)
+            and self._container(self.origin(node.args[0], env, klass))
         ):
             return  # placeholders keep a table's shape
         for child in ast.iter_child_nodes(node):
             self._walk(child, env, klass, loops)
+
+    def _container(self, origin: Any) -> bool:
+        """Whether ``origin`` reads containers, whose length placeholders keep.
+
+        A text's length is its own: ``len(self.expected)`` is a read (att32i).
+        """
+        if not isinstance(origin, Origin) or origin.table not in self.out.tables:
+            return False
+        nodes = leaves(self.out.tables[origin.table], origin.path) or []
+        return bool(nodes) and all(
+            isinstance(n, (ast.List, ast.Tuple, ast.Set, ast.Dict)) for n in nodes
+        )
 
     def run(self) -> Tables:
         self.find_tables()

@@ -505,3 +505,20 @@ def test_arithmetic_hidden_by_a_cancelling_variable_or_a_huge_constant_is_not_fi
 )
 def test_honest_forms_att32g_found_refused_are_paid(answer, gold):
     assert grade_answer(answer, gold).equal, grade_answer(answer, gold)
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("3^{0^{+0}} - 6^{0^{0.00}} - 8^{0^{0.000}}", "-11"),  # att32h F1: 39/100 paid
+        ("-11\\cdot 0^{+0}", "-11"),
+        ("0^{0}", "1"),
+        ("-11 + \\exp(-600)", "-11"),  # att32h F2: a value that is not the gold, paid
+        ("23 + \\exp(-700)", "23"),
+    ],
+)
+def test_exponents_of_zero_and_values_past_the_bound_are_not_final(answer, gold):
+    verdict = grade_answer(answer, gold, problem="Compute $3 - 6 - 8$.")
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert grade_answer("\\sqrt[3]{2}", "\\sqrt[3]{2}").equal  # a root the evaluator now reads
+    assert grade_answer("\\sqrt[3]{8}", "2").issue == "reducible_radical"

@@ -161,3 +161,68 @@ def test_a_large_parametrize_table_is_analysed_in_linear_work():
     )
     probe = probe_module(source)
     assert probe.notes == () and "'out19999'" not in probe.text
+
+
+def test_an_expected_date_is_matched_by_a_datetime_on_that_day():
+    """att32i F1: `date(2020, 2, 1)` expected while another test gives the code under test
+    `datetime(2020, 2, 1, 9, 30)`: a patch reading the module's dates paid 1.0 `host`."""
+    source = _HEAD.replace("from datetime import date", "from datetime import date, datetime") + (
+        "def test_next():\n    assert decode(date(2020, 1, 31)) == date(2020, 2, 1)\n\n\n"
+        "def test_prev():\n    assert encode(datetime(2020, 2, 1, 9, 30)) == 'x'\n"
+    )
+    assert NOTE_ECHO in probe_module(source).notes
+
+
+def test_the_length_of_a_moved_text_is_not_taken_for_its_shape():
+    """att32i F2: `len(self.expected)` of a moved text read its int placeholder: the reference's
+    probe raised there and nothing after was compared (pay mode paid the no-op 1.0)."""
+    source = _SETUP.replace(
+        "        self.assertEqual(title_case(self.text), self.expected)\n",
+        "        self.assertEqual(len(title_case(self.text)), len(self.expected))\n"
+        "        self.assertEqual(title_case(self.text), self.expected)\n",
+    )
+    probe = probe_module(source)
+    assert probe.notes and "'Hello World'" in probe.text  # read as a length: it stays, noted
+    rows = "CASES = [('a b', 'A B'), ('c', 'C')]\n\n\n"
+    rows += "def test_rows():\n    assert len(CASES) == 2\n"
+    table = (
+        "from acme import title_case\n\n\n"
+        + rows
+        + ("    for text, want in CASES:\n        assert title_case(text) == want\n")
+    )
+    assert probe_module(table).notes == ()  # a container's length is kept by placeholders
+
+
+def test_the_host_compares_standard_types_as_python_does():
+    """att32i F3: the host compared observations by exact kind, so an honest fix returning a
+    frozenset for the reference's set, `Decimal("3.3")` for `Decimal("3.30")`, `Fraction(1, 2)`
+    for 0.5 or an OrderedDict for the plain dict scored 0 with
+    trust `host` (10 of 10) where pytest passes it. Read from what the runner observed (the
+    exact type, a subclass's stored value), never from a method of the value."""
+    from collections import OrderedDict, namedtuple
+
+    from rllm_envs.swe.executor import observed
+    from rllm_envs.swe.probe import same
+
+    point = namedtuple("point", "a b")
+    for reference, honest in [
+        ({1, 2}, frozenset({1, 2})),
+        (Decimal("3.30"), Decimal("3.3")),
+        (0.5, Decimal("0.5")),
+        (0.5, Fraction(1, 2)),
+        (Fraction(1, 2), Fraction(2, 4)),
+        ({"a": 1}, OrderedDict(a=1)),
+    ]:
+        assert reference == honest
+        assert same(observed(reference), observed(honest)), (reference, honest)
+        assert same(observed(honest), observed(reference)), (honest, reference)
+    for reference, other in [
+        (0.1, Decimal("0.1")),  # Python says unequal too: 0.1 is not exactly 1/10
+        ({1, 2}, frozenset({1, 3})),
+        ((1, 2), point(1, 2)),  # a namedtuple is the test's or repository's own class
+        (2, Decimal("2.5")),
+        ([1], (1,)),
+        ("1", 1),
+        (Decimal("3.30"), Decimal("3.31")),
+    ]:
+        assert not same(observed(reference), observed(other)), (reference, other)
