@@ -2490,12 +2490,16 @@ def _exact_number(value: list[Any]) -> fractions.Fraction | None:
             exact = decimal.Decimal(text[9:-2])
             if not exact.is_finite() or abs(exact.adjusted()) > 400:
                 return None
+            if len(exact.as_tuple().digits) > 400:
+                return None  # bounded work on the host (the exponent is bounded above)
             return fractions.Fraction(exact)
         if value[1] == "fractions.Fraction" and value[2][:1] == ["dict"]:
             fields = {k[1]: v for k, v in value[2][1] if k[:1] == ["str"] and v[:1] == ["int"]}
             num, den = fields.get("_numerator"), fields.get("_denominator")
             if num is None or den is None:
                 return None
+            if len(str(num[1])) > 400 or len(str(den[1])) > 400:
+                return None  # bounded work on the host
             return fractions.Fraction(int(num[1]), int(den[1]))
     except (TypeError, ValueError, IndexError, ArithmeticError, OverflowError, ZeroDivisionError):
         return None
