@@ -2453,8 +2453,8 @@ def _python_equal(expected: list[Any], actual: list[Any], depth: int) -> bool:
         return same(expected[2], actual, depth + 1)
     if _standard_sub(actual) and expected[0] in _PLAIN_TAGS:
         return same(expected, actual[2], depth + 1)
-    a, b = _exact_number(expected), _exact_number(actual)
-    return a is not None and b is not None and a == b
+    a = _exact_number(expected)
+    return a is not None and a == _exact_number(actual)
 
 
 #: Standard-library subclasses of plain types whose ``==`` is the plain value's.
@@ -2487,6 +2487,8 @@ def _exact_number(value: list[Any]) -> fractions.Fraction | None:
             text = value[2][1]
             if not (isinstance(text, str) and text.startswith("Decimal('") and text.endswith("')")):
                 return None
+            if len(text) > _NUMBER_CHARS:
+                return None  # parsing is not linear: bounded as an int's or a float's text
             exact = decimal.Decimal(text[9:-2])
             if not exact.is_finite() or abs(exact.adjusted()) > 400:
                 return None

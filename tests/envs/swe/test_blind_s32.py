@@ -226,3 +226,12 @@ def test_the_host_compares_standard_types_as_python_does():
         (Decimal("3.30"), Decimal("3.31")),
     ]:
         assert not same(observed(reference), observed(other)), (reference, other)
+
+
+def test_an_oversized_decimal_costs_the_host_nothing():
+    """att32k F2: a Decimal repr of 100,000 characters took 0.4-0.7 s per comparison (as many
+    as a passing test wrapped); it is bounded as an int's or a float's text, and unequal."""
+    from rllm_envs.swe.probe import same
+
+    huge = ["object", "decimal.Decimal", ["str", "Decimal('20." + "0" * 99_950 + "')"]]
+    assert not same(["int", "20"], huge) and not same(huge, ["int", "20"])
