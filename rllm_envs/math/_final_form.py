@@ -164,20 +164,26 @@ def _rational_value(node: ast.AST) -> Fraction | None:
     """
     ctx = _ctx()
     try:
-        v = _Evaluator(ctx, {}).eval(node)
+        evaluator = _Evaluator(ctx, {})
+        v = evaluator.eval(node)
+        # What 50 digits cannot tell from zero: a relative 1e-30, or the rounding error of the
+        # largest value on the way (`24 - 3(4 + 10^{28}\pi i/7) + 3 \cdot 10^{28}\pi i/7`
+        # leaves a residue of that size where sympy sees 12 exactly; att32j).
+        slack = max(
+            ctx.mpf(10) ** -30 * max(1, abs(v)),
+            ctx.mpf(2) ** evaluator.max_mag * ctx.mpf(10) ** -40,
+        )
         if isinstance(v, ctx.mpc):
             # A real value written with complex constants (`6^{e^{2\pi i}}` is 6) is a
             # rational constant all the same (att32e: copied arithmetic wrapped so paid).
-            if abs(v.imag) > ctx.mpf(10) ** -30 * max(1, abs(v)):
+            if abs(v.imag) > slack:
                 return None
             v = v.real
         if not ctx.isfinite(v):
             return None
         guess = Fraction(ctx.nstr(v, 45, strip_zeros=False, min_fixed=-(10**6), max_fixed=10**6))
         close = guess.limit_denominator(_MAX_DENOMINATOR)
-        if abs(ctx.mpf(close.numerator) / close.denominator - v) <= ctx.mpf(10) ** -30 * max(
-            1, abs(v)
-        ):
+        if abs(ctx.mpf(close.numerator) / close.denominator - v) <= slack:
             return close
     except (ValueError, TypeError, AttributeError, RecursionError):
         return None

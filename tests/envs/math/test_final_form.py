@@ -522,3 +522,14 @@ def test_exponents_of_zero_and_values_past_the_bound_are_not_final(answer, gold)
     assert not verdict.equal and verdict.reason == "not_final_form", verdict
     assert grade_answer("\\sqrt[3]{2}", "\\sqrt[3]{2}").equal  # a root the evaluator now reads
     assert grade_answer("\\sqrt[3]{8}", "2").issue == "reducible_radical"
+
+
+def test_arithmetic_behind_cancelling_imaginary_terms_is_not_final():
+    """att32j: a huge imaginary term added and cancelled left a residue above the 1e-30 cut
+    in 50 digits (sympy saw 12 exactly): the copied computation was not taken as rational."""
+    problem = "Chen buys 3 notebooks at 4 dollars each and pays with 24 dollars. How much change?"
+    big = "0" * 28
+    answer = f"24-3(4+\\frac{{1{big}\\pi i}}{{7}})+\\frac{{3{big}\\pi i}}{{7}}"
+    verdict = grade_answer(answer, "12", problem=problem)
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert grade_answer("3+4i", "3+4i").equal and grade_answer("e^{10}", "e^{10}").equal
