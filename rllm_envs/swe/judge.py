@@ -738,10 +738,7 @@ def _echoes(probes: Mapping[str, Probe], secret: Sequence[str] | None) -> bool:
         if path.rpartition("/")[2] == "conftest.py":
             shared.update(probe.fixtures)
     readable = frozenset().union(*(p.inputs for p in probes.values()))
-    wanted: dict[str, set[str]] = {}
-    for node in secret or ():
-        path, _, name = node.partition("::")
-        wanted.setdefault(path, set()).add(name.partition("[")[0])
+    wanted = _tests_by_module(secret or ())
     for path, probe in probes.items():
         if secret is None:
             tests = set(probe.hidden)
@@ -757,6 +754,15 @@ def _echoes(probes: Mapping[str, Probe], secret: Sequence[str] | None) -> bool:
     return False
 
 
+def _tests_by_module(ids: Sequence[str]) -> dict[str, set[str]]:
+    """Per module path, the tests of node ids ``ids`` (``name`` or ``Class::name``)."""
+    found: dict[str, set[str]] = {}
+    for node in ids:
+        path, _, name = node.partition("::")
+        found.setdefault(path, set()).add(name.partition("[")[0])
+    return found
+
+
 def only_tests(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
     """``files`` whose test modules hold no test function or method but those of ``ids``.
 
@@ -764,12 +770,8 @@ def only_tests(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
     module code stay, and so do tests the module itself names (``test_b = test_a``). A
     module of none of ``ids``, or one that does not parse, stays as it is.
     """
-    keep: dict[str, set[str]] = {}
-    for node in ids:
-        path, _, name = node.partition("::")
-        keep.setdefault(path, set()).add(name.partition("[")[0])
     out = dict(files)
-    for path, names in keep.items():
+    for path, names in _tests_by_module(ids).items():
         text = files.get(path)
         if text is None or not path.endswith(".py"):
             continue

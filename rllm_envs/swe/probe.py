@@ -81,6 +81,11 @@ __all__ = [
     "OBSERVE",
     "OBSERVING",
     "ISINSTANCE",
+    "NOTE_ECHO",
+    "NOTE_DEEP",
+    "Fixture",
+    "echoed",
+    "given_by_fixtures",
 ]
 
 #: The names the probe binds to ``pytest.observe`` and ``pytest.observing``.
@@ -284,33 +289,16 @@ def is_literal(node: ast.expr) -> bool:
 
 def _stdlib_names(tree: ast.Module) -> dict[str, str]:
     """Names ``tree`` binds once, by an import from the standard library: what they name."""
-    bound: dict[str, int] = {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(
-            node.ctx, (ast.Store, ast.Del)
-        ):
-            names.append(node.id if isinstance(node, ast.Name) else node.attr)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.extend(node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, ast.arg):
-            names.append(node.arg)
-        elif isinstance(node, ast.Import):
+        if isinstance(node, ast.Import):
             for alias in node.names:
                 local = alias.asname or alias.name.split(".")[0]
                 found[local] = alias.name if alias.asname else local
-                names.append(local)
-        elif isinstance(node, ast.ImportFrom):
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
-                local = alias.asname or alias.name
-                if node.level == 0 and node.module:
-                    found[local] = f"{node.module}.{alias.name}"
-                names.append(local)
-        for name in names:
-            bound[name] = bound.get(name, 0) + 1
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    bound = _binding_counts(tree)
     stdlib = set(getattr(sys, "stdlib_module_names", ()))
     return {k: v for k, v in found.items() if bound.get(k) == 1 and v.split(".")[0] in stdlib}
 
@@ -530,13 +518,11 @@ def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
     return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
 
 
-def _constants(tree: ast.Module) -> dict[str, float]:
-    """The named numbers of test module ``tree`` a tolerance may be given by.
+def _binding_counts(tree: ast.Module) -> dict[str, int]:
+    """How many times ``tree`` binds each name.
 
-    A module-level ``TOL = 1e-9`` or a class-level ``EPS = 1e-6`` (read as ``TOL``,
-    ``self.EPS``, ``cls.EPS`` or ``Class.EPS``): a non-negative finite number bound once in
-    the whole module, and never bound, deleted or declared ``global`` / ``nonlocal``
-    anywhere else (a name the test could change is not a constant).
+    An assignment, a deletion, ``global``, a definition, an import, an argument; an attribute
+    store counts for its attribute's name.
     """
     bound: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -555,6 +541,18 @@ def _constants(tree: ast.Module) -> dict[str, float]:
             names.append(node.arg)
         for name in names:
             bound[name] = bound.get(name, 0) + 1
+    return bound
+
+
+def _constants(tree: ast.Module) -> dict[str, float]:
+    """The named numbers of test module ``tree`` a tolerance may be given by.
+
+    A module-level ``TOL = 1e-9`` or a class-level ``EPS = 1e-6`` (read as ``TOL``,
+    ``self.EPS``, ``cls.EPS`` or ``Class.EPS``): a non-negative finite number bound once in
+    the whole module, and never bound, deleted or declared ``global`` / ``nonlocal``
+    anywhere else (a name the test could change is not a constant).
+    """
+    bound = _binding_counts(tree)
     found: dict[str, float] = {}
 
     def scan(body: list[ast.stmt], klass: str | None) -> None:
