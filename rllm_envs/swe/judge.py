@@ -77,6 +77,7 @@ from rllm_envs.swe.probe import (
     Probe,
     echoed,
     given_by_fixtures,
+    module_functions,
     probe_module,
     same,
     same_observations,
@@ -781,19 +782,14 @@ def only_tests(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
             continue
         named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
         cuts = []
-        for statement in tree.body:
-            klass = statement.name if isinstance(statement, ast.ClassDef) else None
-            members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
-            for member in members:
-                if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                test = member.name
-                if not test.startswith("test") or test in named:
-                    continue
-                if (f"{klass}::{test}" if klass else test) in names:
-                    continue
-                start = min([member.lineno, *(d.lineno for d in member.decorator_list)])
-                cuts.append((start, member.end_lineno or member.lineno, member.col_offset))
+        for klass, member in module_functions(tree):
+            test = member.name
+            if not test.startswith("test") or test in named:
+                continue
+            if (f"{klass}::{test}" if klass else test) in names:
+                continue
+            start = min([member.lineno, *(d.lineno for d in member.decorator_list)])
+            cuts.append((start, member.end_lineno or member.lineno, member.col_offset))
         lines = text.splitlines(keepends=True)
         for start, end, column in reversed(cuts):
             lines[start - 1 : end] = [" " * column + "pass\n"]

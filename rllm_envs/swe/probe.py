@@ -62,7 +62,7 @@ import decimal
 import fractions
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -86,6 +86,7 @@ __all__ = [
     "Fixture",
     "echoed",
     "given_by_fixtures",
+    "module_functions",
 ]
 
 #: The names the probe binds to ``pytest.observe`` and ``pytest.observing``.
@@ -1902,39 +1903,46 @@ _SETUP_NAMES = frozenset(
 )
 
 
-def _scopes(tree: ast.Module) -> list[_Scope]:
-    """The module's functions and its classes' methods, in order."""
-    found: list[_Scope] = []
+def module_functions(
+    tree: ast.Module,
+) -> Iterator[tuple[str | None, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The module's functions and its classes' methods, in order, each with its class."""
     for statement in tree.body:
         klass = statement.name if isinstance(statement, ast.ClassDef) else None
         members = statement.body if isinstance(statement, ast.ClassDef) else [statement]
         for node in members:
-            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield klass, node
+
+
+def _scopes(tree: ast.Module) -> list[_Scope]:
+    """The module's functions and its classes' methods, in order."""
+    found: list[_Scope] = []
+    for klass, node in module_functions(tree):
+        fixture, autouse = None, False
+        for decorator in node.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            if _dotted(call.func if call else decorator) not in _FIXTURE_DECORATORS:
                 continue
-            fixture, autouse = None, False
-            for decorator in node.decorator_list:
-                call = decorator if isinstance(decorator, ast.Call) else None
-                if _dotted(call.func if call else decorator) not in _FIXTURE_DECORATORS:
-                    continue
-                fixture = node.name
-                for keyword in call.keywords if call else ():
-                    if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
-                        fixture = str(keyword.value.value)
-                    if keyword.arg == "autouse" and isinstance(keyword.value, ast.Constant):
-                        autouse = bool(keyword.value.value)
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            found.append(
-                _Scope(
-                    (start, node.end_lineno or node.lineno),
-                    f"{klass}::{node.name}" if klass else node.name,
-                    klass,
-                    frozenset(a.arg for a in arguments),
-                    fixture,
-                    autouse,
-                    node.name in _SETUP_NAMES,
-                )
+            fixture = node.name
+            for keyword in call.keywords if call else ():
+                if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                    fixture = str(keyword.value.value)
+                if keyword.arg == "autouse" and isinstance(keyword.value, ast.Constant):
+                    autouse = bool(keyword.value.value)
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        found.append(
+            _Scope(
+                (start, node.end_lineno or node.lineno),
+                f"{klass}::{node.name}" if klass else node.name,
+                klass,
+                frozenset(a.arg for a in arguments),
+                fixture,
+                autouse,
+                node.name in _SETUP_NAMES,
             )
+        )
     return found
 
 
