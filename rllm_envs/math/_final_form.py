@@ -166,13 +166,13 @@ def _rational_value(node: ast.AST) -> Fraction | None:
     try:
         evaluator = _Evaluator(ctx, {})
         v = evaluator.eval(node)
-        # What 50 digits cannot tell from zero: a relative 1e-30, or the rounding error of the
-        # largest value on the way (`24 - 3(4 + 10^{28}\pi i/7) + 3 \cdot 10^{28}\pi i/7`
-        # leaves a residue of that size where sympy sees 12 exactly; att32j).
-        slack = max(
-            ctx.mpf(10) ** -30 * max(1, abs(v)),
-            ctx.mpf(2) ** evaluator.max_mag * ctx.mpf(10) ** -40,
-        )
+        # What the grader cannot tell from a rational: the relative 1e-25 its exact comparison
+        # calls equal (`_symbolic`), or the rounding error of the largest value on the way.
+        # Anything closer would be "irrational", so final, and "equal" at once: `n^{e^{e^{-64}}}`
+        # (n times 1 + 1e-28) hid copied arithmetic (att32l), as did an imaginary term added
+        # and cancelled past 50 digits (att32j).
+        rounding = ctx.mpf(2) ** evaluator.max_mag * ctx.mpf(10) ** -40
+        slack = max(ctx.mpf(10) ** -25 * max(1, abs(v)), rounding)
         if isinstance(v, ctx.mpc):
             # A real value written with complex constants (`6^{e^{2\pi i}}` is 6) is a
             # rational constant all the same (att32e: copied arithmetic wrapped so paid).

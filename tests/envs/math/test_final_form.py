@@ -533,3 +533,13 @@ def test_arithmetic_behind_cancelling_imaginary_terms_is_not_final():
     verdict = grade_answer(answer, "12", problem=problem)
     assert not verdict.equal and verdict.reason == "not_final_form", verdict
     assert grade_answer("3+4i", "3+4i").equal and grade_answer("e^{10}", "e^{10}").equal
+
+
+def test_a_value_within_the_equality_tolerance_of_a_rational_is_a_rational():
+    """att32l: `n^{e^{e^{-64}}}` is n to 1e-28: past the old 1e-30 cut it was "irrational",
+    so final, while the exact comparison (1e-25) called it equal: a copy of the problem's
+    arithmetic so wrapped earned correct on 64/100 procedural tasks at d1, 66 at d3."""
+    problem = "Compute $7 \\times 2 - 3$."
+    answer = "\\boxed{7^{e^{e^{-64}}} \\cdot 2^{e^{e^{-63}}} - 3^{e^{e^{-62}}}}"
+    assert score_response(answer, "11", problem=problem) == (0.0, "not_final_form")
+    assert grade_answer("e^{-64}", "e^{-64}").equal and grade_answer("\\pi", "\\pi").equal
