@@ -191,7 +191,7 @@ def _rational_value(node: ast.AST) -> Fraction | None:
 
 
 def _left_to_compute(node: ast.AST) -> bool:
-    r"""Whether a constant subexpression has a rational value, or one too large to know.
+    r"""Whether a constant subexpression has a rational value, or one the evaluator cannot read.
 
     ``\frac{23 e^{300}}{e^{299} e}`` is 23, past the evaluator's magnitude bound: what cannot
     be told is not taken as final (att32g).

@@ -34,10 +34,6 @@ class _Inconclusive(Exception):
     """The value cannot be computed safely or meaningfully in floating point."""
 
 
-class _TooLarge(_Inconclusive):
-    """A value past the magnitude bound (``e^{300}``): the number is not known here."""
-
-
 def _ctx() -> Any:
     # mpmath functions adjust their context's precision while they run: one context per thread.
     ctx = getattr(_local, "ctx", None)
@@ -61,7 +57,7 @@ class _Evaluator:
         if value != 0:
             mag = int(ctx.mag(value))
             if mag > 400 or mag < -400:
-                raise _TooLarge
+                raise _Inconclusive
             self.max_mag = max(self.max_mag, mag)
         return value
 
@@ -112,7 +108,7 @@ class _Evaluator:
         # |result| ~ 2^(|exp| * log2|base|): refuse what would not fit in the magnitude bound.
         size = abs(exp) * abs(ctx.log(abs(base), 2))
         if size > 1000:
-            raise _TooLarge
+            raise _Inconclusive
         return ctx.power(base, exp)
 
     def call(self, name: str, args: list[ast.expr]) -> Any:
@@ -152,7 +148,7 @@ class _Evaluator:
 _FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
     "sqrt": lambda c, x: c.sqrt(x),
     "Abs": lambda c, x: abs(x),
-    "exp": lambda c, x: c.exp(x) if abs(x) < 500 else _too_large(),
+    "exp": lambda c, x: c.exp(x) if abs(x) < 500 else _inconclusive(),
     "log": lambda c, x: c.log(x),
     "sin": lambda c, x: c.sin(x),
     "cos": lambda c, x: c.cos(x),
@@ -163,18 +159,14 @@ _FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
     "asin": lambda c, x: c.asin(x),
     "acos": lambda c, x: c.acos(x),
     "atan": lambda c, x: c.atan(x),
-    "sinh": lambda c, x: c.sinh(x) if abs(x) < 500 else _too_large(),
-    "cosh": lambda c, x: c.cosh(x) if abs(x) < 500 else _too_large(),
+    "sinh": lambda c, x: c.sinh(x) if abs(x) < 500 else _inconclusive(),
+    "cosh": lambda c, x: c.cosh(x) if abs(x) < 500 else _inconclusive(),
     "tanh": lambda c, x: c.tanh(x),
 }
 
 
 def _inconclusive() -> Any:
     raise _Inconclusive
-
-
-def _too_large() -> Any:
-    raise _TooLarge
 
 
 def _real_root(ctx: Any, x: Any, n: Any) -> Any:

@@ -62,6 +62,7 @@ import decimal
 import fractions
 import math
 import sys
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -233,7 +234,7 @@ class _Marks:
     marked: set[tuple[Any, ...]] = field(default_factory=set)
     dropped: set[tuple[Any, ...]] = field(default_factory=set)
     #: The expected sides left out, each with the computed sides it was compared with
-    #: (what the code under test is given there): :func:`_echoes`.
+    #: (what the code under test is given there): :func:`_secrets`.
     expected: list[tuple[ast.AST, tuple[ast.AST, ...]]] = field(default_factory=list)
 
 
@@ -248,10 +249,17 @@ _CHAINS = (ast.Name, ast.Attribute, ast.Subscript)
 _STDLIB: ContextVar[Mapping[str, str] | None] = ContextVar("rllm_swe_probe_stdlib", default=None)
 #: Standard-library types whose call on written values is a written value: an expected side
 #: (``next_day(d) == date(2020, 1, 2)``), left out of the probe like a literal.
-_WRITTEN_CALLS = frozenset(
-    {"datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta"}
-    | {"datetime.timezone", "decimal.Decimal", "fractions.Fraction", "uuid.UUID"}
-)
+_WRITTEN_CLASSES: Mapping[str, type] = {
+    "datetime.date": datetime.date,
+    "datetime.datetime": datetime.datetime,
+    "datetime.time": datetime.time,
+    "datetime.timedelta": datetime.timedelta,
+    "datetime.timezone": datetime.timezone,
+    "decimal.Decimal": decimal.Decimal,
+    "fractions.Fraction": fractions.Fraction,
+    "uuid.UUID": uuid.UUID,
+}
+_WRITTEN_CALLS = frozenset(_WRITTEN_CLASSES)
 #: Standard-library constants that are written values too.
 _WRITTEN_NAMES = frozenset({"datetime.timezone.utc", "math.pi", "math.e", "math.tau", "math.inf"})
 
@@ -1711,8 +1719,8 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
 def _frozen(value: Any) -> Any:
     """A hashable key of a literal value, by kind.
 
-    ``1``, ``1.0`` and ``True`` differ; a text and its bytes (UTF-8) are one value
-    (``b"aGk="`` decodes to ``"aGk="`` in one call).
+    Numbers by value (``1050`` and ``1050.0`` are one key, ``True`` another); a text and its
+    bytes (UTF-8) are one value (``b"aGk="`` decodes to ``"aGk="`` in one call).
     """
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_frozen(v) for v in value))
@@ -1780,27 +1788,15 @@ def _number_aliases(value: Any) -> set[Any]:
 def _built(key: Any, depth: int = 0) -> Any:
     """The value of a written standard-library call's key (:func:`_literal_key`), or ``None``.
 
-    Built on the host from literals only, by the classes of :data:`_WRITTEN_CALLS`.
+    Built on the host from literals only, by the classes of :data:`_WRITTEN_CLASSES`.
     """
-    import uuid
-
     kind, value = key
     if kind in ("text", "number"):
         return value
     if kind != "call" or depth > 8:
         return None
     name, arguments, keywords = value
-    classes = {
-        "datetime.date": datetime.date,
-        "datetime.datetime": datetime.datetime,
-        "datetime.time": datetime.time,
-        "datetime.timedelta": datetime.timedelta,
-        "datetime.timezone": datetime.timezone,
-        "decimal.Decimal": decimal.Decimal,
-        "fractions.Fraction": fractions.Fraction,
-        "uuid.UUID": uuid.UUID,
-    }
-    if name not in classes:
+    if name not in _WRITTEN_CLASSES:
         return None
     args = [None if a is None else _built(a, depth + 1) for a in arguments]
     kwargs = {k: None if a is None else _built(a, depth + 1) for k, a in keywords}
@@ -1809,7 +1805,7 @@ def _built(key: Any, depth: int = 0) -> Any:
     try:
         with decimal.localcontext() as context:
             context.traps[decimal.Overflow] = context.traps[decimal.InvalidOperation] = True
-            return classes[name](*args, **kwargs)
+            return _WRITTEN_CLASSES[name](*args, **kwargs)
     except (ValueError, TypeError, OverflowError, ArithmeticError):
         return None
 
@@ -1951,12 +1947,10 @@ def _scopes(tree: ast.Module) -> list[_Scope]:
 Fixture = tuple[frozenset[Any], frozenset[str], bool]
 
 
-def given_by_fixtures(
-    requested: frozenset[str], fixtures: Mapping[str, Fixture], autouse: bool = True
-) -> set[Any]:
-    """The values the ``fixtures`` a test requests (and those they request) give it."""
+def given_by_fixtures(requested: frozenset[str], fixtures: Mapping[str, Fixture]) -> set[Any]:
+    """The values the ``fixtures`` a test requests (those they request, autouse ones) give it."""
     given: set[Any] = set()
-    todo = [*requested, *(n for n, f in fixtures.items() if autouse and f[2])]
+    todo = [*requested, *(n for n, f in fixtures.items() if f[2])]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
@@ -2035,16 +2029,14 @@ def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Mo
         for s in scopes
         if s.fixture is not None
     }
-    module_setup = set().union(
-        *(written.get(s.name, set()) for s in scopes if s.setup and s.klass is None)
-    )
+    setups: dict[str | None, set[Any]] = {}  # per class (None: the module), its setup's
+    for s in scopes:
+        if s.setup:
+            setups.setdefault(s.klass, set()).update(written.get(s.name, ()))
 
     def given_before(test: _Scope) -> set[Any]:
-        found = given_by_fixtures(test.arguments, fixtures) | module_setup
-        for other in scopes:
-            if other.setup and other.klass is not None and other.klass == test.klass:
-                found |= written.get(other.name, set())
-        return found
+        found = given_by_fixtures(test.arguments, fixtures) | setups.get(None, set())
+        return found | setups.get(test.klass, set()) if test.klass is not None else found
 
     setup_of: dict[str, set[Any]] = {}
     hidden: dict[str, set[Any]] = {}
