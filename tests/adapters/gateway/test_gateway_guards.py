@@ -188,7 +188,8 @@ def test_a_scored_reward_passes_the_direct_routes_checks_and_errors_quote_nothin
 
     gym.register("gwtest/LeakyScorer-v0", entry_point=LeakyScorer, disable_env_checker=True)
     gym.register("gwtest/LeakyStep-v0", entry_point=LeakyStep, disable_env_checker=True)
-    engine = FakeEngine(text="\\boxed{x}")
+    # A wrong whole number: clean final form, so `format` pays and the weighted sum overflows.
+    engine = FakeEngine(text="\\boxed{-987654321}")
     heavy = {"reward_weights": {"correct": 1.0, "format": 1e300}}
     scorers = {"rllm/Math-v1": heavy, "gwtest/LeakyScorer-v0": {}, "gwtest/LeakyStep-v0": {}}
     app = _gateway(tmp_path, engine, scorers=scorers)
