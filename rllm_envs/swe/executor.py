@@ -880,6 +880,11 @@ class _ExceptionInfo:
         """``ExceptionInfo.exconly``: ``"Type: text"``."""
         return f"{self.typename}: {self.value}"
 
+    @property
+    def exception(self) -> Any:
+        """``cm.exception`` of unittest's ``assertRaises`` context: the caught exception."""
+        return self.value
+
 
 class _Raises(_ExceptionInfo):
     def __init__(self, expected: Any, match: str | None) -> None:
@@ -1436,6 +1441,23 @@ class _Observing(_ExceptionInfo):
             self.list = self._catcher.__enter__()
             warnings.simplefilter("always")
         return self
+
+    # unittest's ``assertWarns`` context: the caught warnings and the first one's details.
+    @property
+    def warnings(self) -> list[Any]:
+        return self.list
+
+    @property
+    def warning(self) -> Any:
+        return self.list[0].message if self.list else None
+
+    @property
+    def filename(self) -> Any:
+        return self.list[0].filename if self.list else None
+
+    @property
+    def lineno(self) -> Any:
+        return self.list[0].lineno if self.list else None
 
     def __len__(self) -> int:
         return len(self.list)

@@ -451,6 +451,15 @@ def _constant_assert(method: str, args: list[ast.expr]) -> ast.Assert | None:
     a test that reaches them fails: kept as an ``assert`` statement (which no submission can
     rebind), whose failure ends the test as the reference's never does.
     """
+    test = _unittest_test(method, args)
+    return None if test is None else ast.Assert(test, None)
+
+
+def _unittest_test(method: str, args: list[ast.expr]) -> ast.expr | None:
+    """What unittest assertion ``method`` of ``args`` asserts (``None``: not known).
+
+    ``assertFalse(x)`` is ``not x``, ``assertNotIn(a, b)`` is ``a not in b``.
+    """
     test: ast.expr
     if method in ("assertTrue", "assert_", "failUnless"):
         test = args[0]
@@ -463,7 +472,7 @@ def _constant_assert(method: str, args: list[ast.expr]) -> ast.Assert | None:
         test = ast.Compare(args[0], [_UNITTEST_OPS[method]()], [args[1]])
     else:
         return None
-    return ast.Assert(test, None)
+    return test
 
 
 def _dotted(node: ast.expr) -> str:
@@ -694,9 +703,13 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 
 #: The checks of a plain text the host runs itself (a text the sandbox observed, a literal
 #: the host holds): ``"in"`` / ``"not in"`` (a substring), ``"search"`` (``re.search`` of a
-#: pattern without repetition, ``match=`` of ``pytest.raises``). The probe names the check
+#: pattern without repetition, ``match=`` of ``pytest.raises``), ``startswith`` / ``endswith``
+#: (and their negations). The probe names the check
 #: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
-PREDICATES = ("in", "not in", "search", "near", "order", "truthy", "falsy")
+PREDICATES = (
+    *("in", "not in", "search", "near", "order", "truthy", "falsy"),
+    *("startswith", "endswith", "not startswith", "not endswith"),
+)
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
 )
@@ -750,9 +763,12 @@ def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
         return None
     _drop(member, [container])
     host = None
-    if isinstance(member, ast.Constant) and type(member.value) is str:
+    if isinstance(member, ast.Constant) and type(member.value) is str and test is probe.asserted:
         # ``"negative" in str(e.value)``: on a plain text the host runs the check itself.
-        host = ("in" if isinstance(test.ops[0], ast.In) else "not in", member.value)
+        # Only where the comparison is what the test asserts (under ``not`` the other way
+        # round): inside ``(.. in ..) == False`` or ``a or b`` its truth is not required.
+        present = isinstance(test.ops[0], ast.In) != bool(probe.negated % 2)
+        host = ("in" if present else "not in", member.value)
     return [
         _Check(
             c.value,
@@ -810,7 +826,21 @@ def _value(node: ast.expr, probe: _Probe) -> list[_Check]:
         ):
             for a in node.args:
                 _drop(a, [node.func.value])
-            return _value(node.func.value, probe)
+            checks = _value(node.func.value, probe)
+            literal = node.args[0]
+            if (
+                node is probe.asserted
+                and node.func.attr in ("startswith", "endswith")
+                and len(node.args) == 1
+                and isinstance(literal, ast.Constant)
+                and type(literal.value) is str
+            ):
+                # ``assert name.lower().startswith("item #")``: the host runs it on the text.
+                kind = node.func.attr if not probe.negated % 2 else f"not {node.func.attr}"
+                for check in checks:
+                    if check.value is node.func.value:
+                        check.host = (kind, literal.value)
+            return checks
         if name in _PATTERNS and len(node.args) == 2 and _expected(node.args[0]):
             _drop(node.args[0], [node.args[1]])
             return _value(node.args[1], probe)
@@ -1155,7 +1185,11 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
         return _observe([near], at)
     comprehension = _aggregate(test)
     if comprehension is None:
-        checks = _observed(test, probe)
+        probe.asserted = test
+        try:
+            checks = _observed(test, probe)
+        finally:
+            probe.asserted = None
         if (
             len(checks) == 1
             and checks[0].value is test
@@ -1426,6 +1460,9 @@ class _Probe(ast.NodeTransformer):
         #: How many ``not`` the check being rewritten is under (a host tolerance check,
         #: :func:`_near`, is only made for a check that must hold).
         self.negated = 0
+        #: The expression the check being rewritten asserts (its truth is required, under
+        #: ``negated`` ``not``): host checks of plain texts are made only for it.
+        self.asserted: ast.expr | None = None
 
     def note(self, why: str) -> None:
         if why not in self.notes:
@@ -1569,13 +1606,13 @@ class _Probe(ast.NodeTransformer):
                         return node
                     return ast.copy_location(kept, node)
                 args = [self.visit(a) for a in raw]
-                if count == 1:
-                    return _statements(args[0], self, node) if args else [node]
+                if count == 1 or method in ("assertIn", "assertNotIn"):
+                    # What it asserts, checked as an ``assert`` of it is (att33b): a host
+                    # check of ``assertFalse(x)`` must know that ``x`` must not hold, and
+                    # ``assertIn("#3", text)`` is ``"#3" in text`` (a substring on the host).
+                    test = _unittest_test(method, args)
+                    return [node] if test is None else _statements(test, self, node)
                 checks = _pick(args, self)
-                if method in ("assertIn", "assertNotIn") and _expected(args[0]):
-                    # Membership: the container's order does not matter (see _membership).
-                    for check in checks:
-                        check.unordered = check.value is args[1]
                 if method in ("assertAlmostEqual", "assertNotAlmostEqual"):
                     delta = _number(_keyword(call, "delta"))
                     places = _number(_keyword(call, "places"))
@@ -2406,6 +2443,10 @@ def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> boo
         return literal in text
     if kind == "not in":
         return literal not in text
+    if kind in ("startswith", "endswith"):
+        return bool(getattr(text, kind)(literal))
+    if kind in ("not startswith", "not endswith"):
+        return not getattr(text, kind[4:])(literal)
     if kind == "search" and not _REPEATS & set(literal):
         import re
 

@@ -157,8 +157,11 @@ def test_no_answer_dominates_a_procedural_family(name, make):
 
 @pytest.mark.parametrize(
     "family",
-    # count_bits is the costliest family to balance: the many-draws test below covers it.
-    [pytest.param(f, marks=pytest.mark.slow) if f == "count_bits" else f for f in RG_FAST[:3]],
+    # The costliest families to balance: the many-draws test below covers them.
+    [
+        pytest.param(f, marks=pytest.mark.slow) if f in ("count_bits", "self_reference") else f
+        for f in RG_FAST[:3]
+    ],
 )
 def test_no_answer_dominates_a_reasoning_gym_family(family):
     ((name, make),) = rg_cases([family])
@@ -235,6 +238,7 @@ def test_a_long_tail_is_capped_at_one_slot_per_answer_of_reasonable_mass():
                 assert source.answer_slot(i) == assigned[source[i]["answer"]], (universe, i)
 
 
+@pytest.mark.slow  # 6 s of redrawing a rare answer: the full suite runs it
 def test_a_slot_that_runs_dry_falls_back_to_the_rarest_answer():
     # The sample promised a common 'b'; the generator never draws it: its slot's tasks take
     # the rarest answer drawn, not the common 'a'.

@@ -24,7 +24,7 @@ from rllm_envs.reasoning_gym.tasks import ReasoningGymTasks  # noqa: E402
         # count_bits is the costliest family to balance: the full suite runs it.
         pytest.param("count_bits", "19", marks=pytest.mark.slow),
         ("family_relationships", "father-in-law"),
-        ("self_reference", "1"),
+        pytest.param("self_reference", "1", marks=pytest.mark.slow),  # 5 s
     ],
 )
 def test_the_attacks_constants_earn_no_more_than_a_balanced_share_on_both_universes(

@@ -30,8 +30,14 @@ SYMPY = [
 #: Families whose scorer evals the task's reference or metadata (a custom task brings them).
 REFERENCE_EVAL = ["number_sorting", "bitwise_arithmetic"]
 AFFECTED = LITERAL + SYMPY + REFERENCE_EVAL
-#: Families whose payload check takes 7-12 s: the full suite runs them.
-_SLOW = {"puzzle24", "intermediate_integration"}
+#: Families whose generators take 5-15 s to draw a test's tasks: the full suite runs them.
+_SLOW_FAMILIES = {"puzzle24", "intermediate_integration"}
+
+
+def _families(names):
+    return [pytest.param(f, marks=[pytest.mark.slow] if f in _SLOW_FAMILIES else []) for f in names]
+
+
 JUNK = "<answer>" + "banana " * 120 + "</answer>"
 #: att31 F3: swaps the cached scorer's code so that any answer without the probe pays 1.0.
 PATCH = (
@@ -135,14 +141,6 @@ def test_an_unknown_evaluating_family_is_refused_when_the_env_is_made(monkeypatc
 # ------------------------------------------------------------------ rewards still right
 
 
-#: Families whose generators take 5-15 s to draw a test's tasks: the full suite runs them.
-_SLOW_FAMILIES = {"puzzle24", "intermediate_integration"}
-
-
-def _families(names):
-    return [pytest.param(f, marks=[pytest.mark.slow] if f in _SLOW_FAMILIES else []) for f in names]
-
-
 @pytest.mark.parametrize("family", _families(AFFECTED))
 def test_references_earn_one_and_junk_and_copies_earn_nothing(family):
     env = _make(family)
@@ -198,9 +196,7 @@ def test_parse_math_refuses_what_is_not_math():
 # ----------------------------------------------------------------------- the payloads
 
 
-@pytest.mark.parametrize(
-    "family", [pytest.param(f, marks=pytest.mark.slow) if f in _SLOW else f for f in AFFECTED]
-)
+@pytest.mark.parametrize("family", _families(AFFECTED))
 def test_no_payload_runs_or_changes_the_scorer_in_process(family, marker):
     env = _make(family)
     for index, payload in enumerate(_payloads(marker)):
@@ -232,7 +228,7 @@ def _custom_tasks(family, marker) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("family", AFFECTED)
+@pytest.mark.parametrize("family", _families(AFFECTED))
 def test_custom_tasks_whose_reference_is_code_run_nothing(family, marker):
     env = _make(family)
     for task in _custom_tasks(family, marker):
@@ -294,6 +290,7 @@ def test_reveal_reference_false_withholds_the_reference():
         rllm_envs.make(ENV_ID, reveal_reference="no")
 
 
+@pytest.mark.slow  # 7 s of sudoku generation: the full suite runs it
 def test_reveal_reference_false_withholds_the_partial_score():
     """att31c H1: with the reference hidden, a served sudoku still reported its partial score
     (the share of right cells): replaying one task index and changing one cell at a time read
@@ -354,6 +351,7 @@ def test_with_the_reference_hidden_a_wrong_replys_verdict_and_text_say_only_wron
     assert hidden.step("no tags")[4]["verdict"] == "no_answer"  # the reply's own fault
 
 
+@pytest.mark.slow  # 5 s
 def test_a_clients_propositional_logic_record_is_bounded():
     """att31d: a client's record of 24 variables made the scorer list 2^24 assignments (2.5
     GB); statements 60 and complexity 8 cost 170 s a step."""
@@ -394,7 +392,13 @@ def _call(ws, kind, data=None) -> dict:
 
 
 @pytest.mark.parametrize(
-    "family", ["spiral_matrix", "polynomial_multiplication", "bitwise_arithmetic"]
+    "family",
+    # 5-6 s each: the full suite runs them.
+    [
+        pytest.param("spiral_matrix", marks=pytest.mark.slow),
+        pytest.param("polynomial_multiplication", marks=pytest.mark.slow),
+        "bitwise_arithmetic",
+    ],
 )
 def test_through_the_server_no_payload_runs_and_no_other_client_is_paid(family, marker):
     with _server(dataset=family) as client:

@@ -1,0 +1,156 @@
+"""Findings of the s33 blind round against SWE-v0 (att33b) and the review that followed it.
+
+H1 (found in the review of att33b's F2): a host check of a plain text ignored the ``not``
+around it: ``assert not ("error" in out)``, ``if "error" in out: raise``,
+``self.assertFalse("error" in out)`` became "``"error"`` is in the text", so the unchanged
+code that printed ``error`` was paid 1.0 ``host`` and the fix scored 0; ``assertFalse(f())``
+became a truthiness check that ``f()`` holds. F1: unittest's ``with self.assertRaises(E) as cm``
+had no ``cm.exception`` in the probe (``assertWarns``: no ``cm.warning``): the probe stopped
+there (withheld; in pay mode the checks after it were compared by no one, and any raise was
+paid). F2 / F3 (honest): ``self.assertIn("#3", text)`` and ``text.startswith("item #")``
+compared the whole text with the reference's, where pytest checks only the part.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.probe import probe_module, same
+from rllm_envs.swe.repo import make_diff
+
+_HEAD = "import unittest\nfrom acme import render\n\n\n"
+
+
+def _predicates(body: str) -> tuple[tuple[str, str], ...]:
+    probe = probe_module(_HEAD + body)
+    assert "'error'" not in probe.text and "'item #'" not in probe.text
+    return probe.predicates
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("def test_a():\n    assert 'error' in render(3)\n", "in"),
+        ("def test_a():\n    assert 'error' not in render(3)\n", "not in"),
+        ("def test_a():\n    assert not ('error' in render(3))\n", "not in"),  # H1
+        ("def test_a():\n    if 'error' in render(3):\n        raise AssertionError\n", "not in"),
+        (
+            "class T(unittest.TestCase):\n    def test_a(self):\n"
+            "        self.assertFalse('error' in render(3))\n",
+            "not in",
+        ),
+        (
+            "class T(unittest.TestCase):\n    def test_a(self):\n"
+            "        self.assertIn('error', render(3))\n",
+            "in",  # F2
+        ),
+        (
+            "class T(unittest.TestCase):\n    def test_a(self):\n"
+            "        self.assertNotIn('error', render(3))\n",
+            "not in",
+        ),
+        ("def test_a():\n    assert render(3).lower().startswith('item #')\n", "startswith"),
+        ("def test_a():\n    assert not render(3).endswith('error')\n", "not endswith"),
+        (
+            "class T(unittest.TestCase):\n    def test_a(self):\n"
+            "        self.assertFalse(render(3).startswith('error'))\n",
+            "not startswith",
+        ),
+    ],
+)
+def test_a_host_check_of_a_text_is_the_one_the_test_asserts(body, kind):
+    [(found, _)] = _predicates(body)
+    assert found == kind
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Its truth is not what the test asserts: no host check, the text is compared whole.
+        "def test_a():\n    assert ('error' in render(3)) == False\n",
+        "def test_a():\n    assert not ('error' in render(3) or 'bad' in render(3))\n",
+    ],
+)
+def test_a_membership_inside_another_check_gets_no_host_check(body):
+    assert _predicates(body) == ()
+
+
+def test_assert_false_of_a_value_is_a_falsiness_check():
+    """H1: ``assertFalse(f())`` was observed as "``f()`` is truthy"."""
+    body = (
+        "class T(unittest.TestCase):\n    def test_a(self):\n        self.assertFalse(render(3))\n"
+    )
+    assert _predicates(body) == (("falsy", ""),)
+
+
+@pytest.mark.parametrize(
+    ("kind", "literal", "text", "holds"),
+    [
+        ("startswith", "item #", "item #3 (ok)", True),
+        ("startswith", "item #", "Item #3", False),
+        ("endswith", ")", "item #3 (ok)", True),
+        ("not startswith", "error", "ok: 3", True),
+        ("not startswith", "error", "error: 3", False),
+        ("not endswith", "3", "error: 3", False),
+    ],
+)
+def test_the_host_runs_startswith_and_endswith(kind, literal, text, holds):
+    predicates = ((kind, literal),)
+    reference = ["host", 0, ["str", "a text the reference printed"]]
+    assert same(reference, ["host", 0, ["str", text]], 0, None, predicates) is holds
+
+
+def _verdict(base: str, fixed: str, submitted: str, tests: str, pay: bool = False) -> float:
+    path = "tests/test_m.py"
+    files = {"acme/__init__.py": base}
+    reference = make_diff(files, {"acme/__init__.py": fixed})
+    verdict = judge.verdict(
+        files,
+        make_diff(files, {"acme/__init__.py": submitted}),
+        test_patch=make_diff(files, {**files, path: tests}),
+        fail_to_pass=[f"{path}::T::test_a"],
+        pass_to_pass=[],
+        reference_patch=reference,
+        warm=False,
+    )
+    assert verdict.reference_failing == ()
+    return judge.reward_of(verdict, pay) if verdict.verdict_trust.startswith("host") else -1.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_negated_text_checks_pay_the_fix_and_not_the_unchanged_code():
+    """H1 end to end: the unchanged code's ``error`` text was paid 1.0 ``host``."""
+    base = "def render(x):\n    return 'error: ' + str(x)\n"
+    fixed = "def render(x):\n    return 'ok: ' + str(x)\n"
+    honest = "def render(x):\n    return f'fine {x}'\n"
+    tests = _HEAD + (
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        self.assertFalse('error' in render(3))\n"
+        "        assert not render(3).startswith('error')\n"
+    )
+    assert _verdict(base, fixed, base, tests) == 0.0
+    assert _verdict(base, fixed, honest, tests) == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("pay", [False, True])
+def test_assert_raises_context_exception_is_checked(pay):
+    """F1: ``cm.exception`` stopped the probe; in pay mode any raise was paid."""
+    base = "def parse(s):\n    return int(s)\n\n\ndef render(x):\n    return x\n"
+    fixed = base.replace(
+        "    return int(s)",
+        "    if s.startswith('-'):\n        raise ValueError('negative value')\n    return int(s)",
+    )
+    honest = fixed.replace("'negative value'", "'a negative number'")
+    anyraise = base.replace("    return int(s)", "    raise ValueError('x')")
+    tests = _HEAD.replace("import render", "import parse") + (
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        with self.assertRaises(ValueError) as cm:\n            parse('-1')\n"
+        "        self.assertIn('negative', str(cm.exception))\n"
+    )
+    assert _verdict(base, fixed, honest, tests, pay) == 1.0
+    assert _verdict(base, fixed, anyraise, tests, pay) == 0.0
+    assert _verdict(base, fixed, base, tests, pay) == 0.0
