@@ -637,7 +637,7 @@ _DROP = re.compile(
     r"|\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\\%|%|\\\$|\\mathdollar"
 )
 _UNIT_TAIL = re.compile(
-    r"^(.*?\d[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
+    r"^(.*?(?:\d|\\pi)[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
 _SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
 _LATEX_GROUP = re.compile(
@@ -665,6 +665,7 @@ _DISPLAY = re.compile(r"^\\\[|\\\]$|^\\\(|\\\)$")
 _BOXED_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _OVERLINE_NAME = re.compile(r"\\overline\s*\{([A-Za-z]+)\}")
 _FRAC_VARIANT = re.compile(r"\\[dtc]frac")
+_SHORT_FRAC = re.compile(r"\\frac\s*(\d)\s*(\d)")
 _INVERSE_TRIG = re.compile(r"\\(sin|cos|tan|cot|sec|csc)\s*\^\s*(?:\{\s*-\s*1\s*\}|-\s*1(?!\d))")
 _BINOM_VARIANT = re.compile(r"\\[dt]binom")
 _LE = re.compile(r"\\(?:leq?slant|leq?)(?![a-zA-Z])")
@@ -707,6 +708,7 @@ def normalize(answer: str) -> str:
         s = _OVERLINE_NAME.sub(r"\1", s)
         s = _DROP.sub(" ", s)
         s = _FRAC_VARIANT.sub(r"\\frac", s)
+        s = _SHORT_FRAC.sub(r"\\frac{\1}{\2}", s)  # `3 \frac12` is a mixed number
         s = _INVERSE_TRIG.sub(r"\\arc\1", s)  # `\tan^{-1} 2` is `\arctan 2`
         s = _BINOM_VARIANT.sub(r"\\binom", s)
         s = s.replace("\\lt", "<").replace("\\gt", ">")
@@ -1062,6 +1064,12 @@ def _parse_item(s: str) -> _Node:
         a, b = pm
         plus, minus = _expr(f"{a}+{b}" if a else b), _expr(f"{a}-({b})" if a else f"-({b})")
         return _Seq("set", (plus, minus))
+    if s.count("\\pm") + s.count("\\mp") == 1:
+        # ``\frac{-5 \pm \sqrt{13}}{2}``: a sign inside a term (the quadratic formula's
+        # usual spelling) gives the two values it writes.
+        sign = "\\pm" if "\\pm" in s else "\\mp"
+        first, second = ("+", "-") if sign == "\\pm" else ("-", "+")
+        return _Seq("set", (_expr(s.replace(sign, first)), _expr(s.replace(sign, second))))
     return _expr(s)
 
 

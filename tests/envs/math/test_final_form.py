@@ -543,3 +543,71 @@ def test_a_value_within_the_equality_tolerance_of_a_rational_is_a_rational():
     answer = "\\boxed{7^{e^{e^{-64}}} \\cdot 2^{e^{e^{-63}}} - 3^{e^{e^{-62}}}}"
     assert score_response(answer, "11", problem=problem) == (0.0, "not_final_form")
     assert grade_answer("e^{-64}", "e^{-64}").equal and grade_answer("\\pi", "\\pi").equal
+
+
+def test_reducible_radicals_are_found_by_bounded_trial_division():
+    """att33a F1: the reducible-radical test divided by every number up to the root: a reply of
+    98 square roots of primes near 10**12 cost 12 s of host CPU in one step. Now up to the
+    cube root (the rest has at most two prime factors): the same verdicts, 1,000 such radicands
+    in a fraction of a second."""
+    from rllm_envs.math._final_form import _square_part
+
+    def by_every_divisor(n: int, k: int) -> bool:
+        return any(n % p**k == 0 for p in range(2, math.isqrt(n) + 1) if p**k <= n)
+
+    for n in [*range(2, 3000), 999_983**2 // 10**6, 7**3 * 11, 2 * 3 * 5 * 7 * 11 * 13]:
+        for k in (2, 3, 4, 5):
+            assert _square_part(n, k) is by_every_divisor(n, k), (n, k)
+    from sympy import prevprime
+
+    p, q = prevprime(10**6), prevprime(570_000)
+    assert _square_part(p**2) and _square_part(3 * q**2) and _square_part(q**2 * 2, 2)
+    assert not _square_part(p * prevprime(p)) and not _square_part(prevprime(10**12))
+    assert not _square_part(3 * q**2, 3) and _square_part(7 * prevprime(5000) ** 3, 3)
+
+
+@pytest.mark.timeout(60)  # a hang guard, not a speed goal: it took about 130 s before
+def test_a_reply_of_many_large_radicals_is_graded_in_bounded_work():
+    from sympy import primerange
+
+    primes = list(primerange(10**12 - 40_000, 10**12))[:1000]
+    assert len(primes) == 1000
+    for start in range(0, 1000, 40):
+        answer = "+".join(f"\\sqrt{{{p}}}" for p in primes[start : start + 40])
+        assert final_form_issue(answer) is None
+        assert not grade_answer(answer, "23", problem="Compute $3 + 4 \\times 5$.").equal
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        # att33a F2: the quadratic formula's usual spelling (a sign inside the fraction)
+        (
+            "\\frac{-5 \\pm \\sqrt{13}}{2}",
+            "-\\frac{5}{2} - \\frac{\\sqrt{13}}{2}, -\\frac{5}{2} + \\frac{\\sqrt{13}}{2}",
+        ),
+        (
+            "x = \\frac{-5 \\pm \\sqrt{13}}{2}",
+            "\\frac{-5 + \\sqrt{13}}{2}, \\frac{-5 - \\sqrt{13}}{2}",
+        ),
+        ("\\frac{-5 \\mp \\sqrt{13}}{2}", "\\frac{-5 \\pm \\sqrt{13}}{2}"),
+        ("3 \\frac12", "\\frac{7}{2}"),  # F3: a mixed number with a brace-less fraction
+        ("9\\pi \\text{ square units}", "9\\pi"),  # F3: a unit after pi
+        ("9\\pi\\,\\text{cm}^2", "9\\pi"),
+    ],
+)
+def test_honest_forms_att33a_found_refused_are_paid(answer, gold):
+    assert grade_answer(answer, gold).equal, grade_answer(answer, gold)
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "reason"),
+    [
+        ("\\frac{-5 \\pm \\sqrt{13}}{2}", "\\frac{-5 + \\sqrt{13}}{2}", "not_equal"),  # one root
+        ("\\frac{7 \\pm 0}{1}", "7", "not_equal"),  # two values are not one
+        ("\\frac{1 \\pm 1}{2}", "0, 1", "not_final_form"),  # the sign's arithmetic is left
+    ],
+)
+def test_a_sign_inside_a_fraction_writes_two_values(answer, gold, reason):
+    verdict = grade_answer(answer, gold)
+    assert not verdict.equal and verdict.reason == reason, verdict
