@@ -139,6 +139,16 @@ def _is_int(token: str) -> bool:
     return body.isascii() and body.isdigit() and len(body) < _INT_DIGITS
 
 
+def _padded(token: str) -> bool:
+    """Whether ``token`` is a whole number written with leading zeros (``007``, ``0101``).
+
+    Such a token is a fixed-width text (a zero-padded code, a binary string) and matches only
+    itself (att33c: read as numbers, ``101`` passed for ``00000101``).
+    """
+    body = token[1:] if token[:1] in "+-" else token
+    return len(body) > 1 and body[0] == "0" and body.isascii() and body.isdigit()
+
+
 def _numbers(tokens: list[str]) -> list[Decimal] | None:
     """The tokens as decimal numbers, or ``None`` if one is not a number (a NaN is not)."""
     from decimal import Decimal, InvalidOperation
@@ -156,11 +166,14 @@ def _canonical_line(line: str) -> str:
     if not tokens:
         return "s:"
     if all(_is_int(token) for token in tokens):  # the common case, without decimal
-        return "d:" + " ".join(str(int(token)) for token in tokens)
+        return "d:" + " ".join("'" + t if _padded(t) else str(int(t)) for t in tokens)
     numbers = _numbers(tokens)
     if numbers is None:
         return "s:" + line
-    return "d:" + " ".join(_canonical_number(n) for n in numbers)
+    return "d:" + " ".join(
+        "'" + t if _padded(t) else _canonical_number(n)
+        for t, n in zip(tokens, numbers, strict=True)
+    )
 
 
 def canonical_stdout(text: str) -> str:
@@ -168,7 +181,8 @@ def canonical_stdout(text: str) -> str:
 
     Lines are stripped (after stripping the whole text) and split into tokens at ASCII
     whitespace only; a line of decimal numbers (ASCII digits, no ``_`` separators) becomes
-    its normalised values, so ``"1.50  2"`` and ``"1.5 2.00"`` match. Infinities
+    its normalised values, so ``"1.50  2"`` and ``"1.5 2.00"`` match. A whole number with
+    leading zeros (``007``, ``0101``) is a fixed-width text: it matches only itself. Infinities
     (``inf``, ``-Infinity``, any case) are numbers too and equal only to an infinity of the
     same sign; a line with a NaN, or anything else, must match exactly. Never raises.
     """
@@ -191,6 +205,8 @@ def _lines_match(got: str, want: str) -> bool:
     if len(tokens) != len(expected) or not tokens:
         return False  # a numeric line matches only with as many numbers; text exactly
     differ = [(a, b) for a, b in zip(tokens, expected, strict=True) if a != b]
+    if any(_padded(a) or _padded(b) for a, b in differ):
+        return False
     # Every token must be a number (else the line is text, which differs); the differing
     # ones must have equal values. Decimal comparison is exact, whatever the exponent.
     if not all(_is_int(a) for a in tokens):

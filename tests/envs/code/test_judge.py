@@ -35,6 +35,8 @@ from rllm_envs.sandbox.harness import canonical_stdout, canonical_value, stdout_
         ("0.1", "0.10"),
         ("YES\nNO", "YES\nNO\n"),
         ("a b \n c", "a b\nc"),  # lines are stripped
+        ("00000101\n", "00000101"),  # zero-padded: itself
+        ("0012  0034 1.50", "0012 0034 1.5"),
     ],
 )
 def test_outputs_that_match(got, expected):
@@ -61,6 +63,14 @@ def test_outputs_that_match(got, expected):
         ("1\x1f2", "1 2"),
         ("1\xa02", "1 2"),
         ("\x1c6\x1d", "6"),
+        # att33c: a whole number with leading zeros is a fixed-width text (a binary string,
+        # a zero-padded code): `101` passed for `00000101`, `12 34` for `0012 0034`.
+        ("101", "00000101"),
+        ("12 34", "0012 0034"),
+        ("5 7.5", "05 7.5"),
+        ("07", "7"),
+        ("-7", "-007"),
+        ("0", "00"),
     ],
 )
 def test_outputs_that_differ(got, expected):
