@@ -72,10 +72,11 @@ empty boxes, a copied template and a boxed computation get no format credit.
 
 1. Both answers are normalised (``$``, ``\left``/``\right``, spacing commands, ``\text{}``
    wrappers, ``\dfrac``, degrees ``^\circ``, ``\%``, thousands separators ``1{,}000``, units
-   such as ``\text{ cm}`` after a number) and parsed into a structure: a scalar, an equation,
-   a tuple/point, an interval or a union of them, a set, a comma-separated list, a matrix or
-   plain text. ``x = 3`` becomes ``3`` (a single variable on one side); ``a \pm b`` becomes the
-   set ``{a + b, a - b}``; ``x \ge 2`` becomes the interval ``[2, \infty)``, as do
+   such as ``\text{ cm}`` after a number or ``\pi``) and parsed into a structure: a scalar, an
+   equation, a tuple/point, an interval or a union of them, a set, a comma-separated list, a
+   matrix or plain text. ``x = 3`` becomes ``3`` (a single variable on one side); ``a \pm b``
+   becomes the set ``{a + b, a - b}``, as does one ``\pm`` inside a term
+   (``\frac{-5 \pm \sqrt{13}}{2}``); ``x \ge 2`` becomes the interval ``[2, \infty)``, as do
    ``-x \le -2`` and ``3x \ge 6``; ``1 \le |z| \le 2`` becomes ``[-2, -1] \cup [1, 2]``;
    ``(0; -2; 6)`` is a tuple; ``\quad`` glued to a name (``,\quadx_2``) is a space.
 2. Structures compare by their meaning: sets, lists and unions ignore order; tuples,
