@@ -606,8 +606,10 @@ def test_honest_forms_att33a_found_refused_are_paid(answer, gold):
         ("\\frac{-5 \\pm \\sqrt{13}}{2}", "\\frac{-5 + \\sqrt{13}}{2}", "not_equal"),  # one root
         ("\\frac{7 \\pm 0}{1}", "7", "not_equal"),  # two values are not one
         ("\\frac{1 \\pm 1}{2}", "0, 1", "not_final_form"),  # the sign's arithmetic is left
+        ("22.\\overline{9}", "23", "not_final_form"),  # att33a F4: 23 written as a limit
+        ("0.1\\overline{9}", "0.2", "not_final_form"),
     ],
 )
-def test_a_sign_inside_a_fraction_writes_two_values(answer, gold, reason):
+def test_a_sign_inside_a_fraction_or_repeating_nines_are_not_paid(answer, gold, reason):
     verdict = grade_answer(answer, gold)
     assert not verdict.equal and verdict.reason == reason, verdict
