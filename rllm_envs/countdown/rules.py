@@ -1,4 +1,4 @@
-"""Countdown rules: the answer format, a safe exact-arithmetic parser, and scoring.
+r"""Countdown rules: the answer format, a safe exact-arithmetic parser, and scoring.
 
 A Countdown task gives a list of numbers (``task["nums"]``) and a ``task["target"]``; the
 answer is an arithmetic expression over the numbers with ``+ - * /`` and parentheses, given in
@@ -26,7 +26,9 @@ no ``ast``)::
     integer    := ASCII digits
 
 There is no unary minus and no exponent, so values stay small. Whitespace is ignored, and the
-Unicode operators ``×``, ``÷`` and ``−`` are read as ``*``, ``/`` and ``-``. An optional
+Unicode operators ``×``, ``·``, ``÷`` and ``−`` (and LaTeX's ``\times``, ``\cdot``,
+``\div``) are read as ``*``, ``/`` and ``-``; one ``$..$``, ``\(..\)`` or ``**..**`` around
+the whole answer and a final period are dropped. An optional
 trailing ``= <integer>`` (the claimed result, as in ``3 + 4 = 7``) is allowed and ignored: the
 expression's own value is what is graded. Arithmetic is exact (:class:`fractions.Fraction`), so
 ``(7 / 3) * 3`` is exactly 7. Hostile input cannot blow up: at most
@@ -94,7 +96,26 @@ MAX_DEPTH = 32
 
 _OPEN_RE = re.compile(re.escape(ANSWER_OPEN), re.IGNORECASE)
 _CLOSE_RE = re.compile(re.escape(ANSWER_CLOSE), re.IGNORECASE)
-_OPERATOR_ALIASES = {"×": "*", "÷": "/", "−": "-"}
+_OPERATOR_ALIASES = {"×": "*", "÷": "/", "−": "-", "·": "*"}
+#: LaTeX spellings of the operators, and math-mode or bold wrappers around the whole answer
+#: (att33f: `3 \times 4`, `$3*4$`, `**3*4**` were parse errors): read as the plain answer.
+_LATEX_OPERATORS = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"))
+_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**"))
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` without one wrapper around it, a final period and LaTeX operator names."""
+    text = text.strip()
+    for left, right in _WRAPPERS:
+        if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
+            text = text[len(left) : -len(right)].strip()
+            break
+    text = text.removesuffix(".").rstrip()
+    for name, symbol in _LATEX_OPERATORS:
+        text = text.replace(name, symbol)
+    return text
+
+
 _WHITESPACE = frozenset(" \t\r\n")
 _DIGITS = frozenset("0123456789")
 _SYMBOLS = frozenset("+-*/()=")
@@ -214,6 +235,7 @@ class _Parser:
 def _parse(text: str, unary_minus: bool = False) -> Parsed:
     if len(text) > MAX_EXPRESSION_LENGTH:
         raise _ParseError(f"the answer is longer than {MAX_EXPRESSION_LENGTH} characters")
+    text = _unwrapped(text)
     tokens = _tokenize(text)
     if "=" in tokens:
         at = tokens.index("=")

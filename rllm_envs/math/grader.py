@@ -175,7 +175,7 @@ MAX_NESTING = 40
 _UNITS = (
     r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
     r"in|feet|foot|ft|yards?|yd|miles?|mi|mph|km/h|kg|g|grams?|kilograms?|pounds?|lbs?|oz|ounces?|"
-    r"liters?|litres?|l|ml|gallons?|dollars?|cents?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
+    r"liters?|litres?|l|ml|gallons?|dollars?|cents?|USD|EUR|GBP|JPY|euros?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
     r"days?|weeks?|months?|years?|degrees?|percent(?:age)?|pct|students?|people|persons?|apples?|marbles?|"
     r"cookies?|books?|points?|ways?|times?|sq|cu)"
 )

@@ -552,6 +552,8 @@ def answers_match(
         question: The task's question (copies of its expressions are checked).
     """
     prediction = prediction.strip()
+    if len(prediction) > 4 and prediction[:2] == prediction[-2:] == "**":
+        prediction = prediction[2:-2].strip()  # markdown bold (att33f: `**123.45**` paid 0)
     if not prediction:
         return False
     if answer_type == "math":

@@ -147,6 +147,13 @@ def test_duplicate_numbers_may_each_be_used_once():
         ("((((7))))", Fraction(7)),
         (" 1\t+\n2 ", Fraction(3)),
         ("007 + 1", Fraction(8)),
+        # att33f: LaTeX operators, math-mode or bold wrappers, a final period
+        ("6 \\div 4 \\times 2 - 1", Fraction(2)),
+        ("2 \\cdot 3 · 4", Fraction(24)),
+        ("$2 * 3$", Fraction(6)),
+        ("\\(2 * 3 = 6\\)", Fraction(6)),
+        ("**2 * 3**", Fraction(6)),
+        ("2 * 3.", Fraction(6)),
     ],
 )
 def test_exact_values(expr, value):
@@ -212,6 +219,10 @@ HOSTILE = [
     "2\u0301 + 3",
     "😀",
     "1 + 1 = x",
+    "$2 * 3",  # a wrapper only when it closes
+    "$$",
+    "2 * 3..",
+    "2 \\times",
 ]
 
 

@@ -111,6 +111,12 @@ def test_program_answers_match_brute_force():
         ("tuesday.", "Tuesday", "text", True),
         ("  Breir  Keiszen ", "breir keiszen", "text", True),
         ("Monday", "Tuesday", "text", False),
+        # att33f: markdown bold and a currency code around a right value
+        ("**47.85**", "47.85", "math", True),
+        ("47.85 USD", "47.85", "math", True),
+        ("**2031-03-05**", "2031-03-05", "date", True),
+        ("**47.8**", "47.85", "math", False),
+        ("****", "47.85", "math", False),
     ],
 )
 def test_answers_match(prediction, gold, kind, expected):
