@@ -89,6 +89,9 @@ FINAL_FORM_ISSUES = (
 _MAX_RADICAND = 10**12
 #: Denominator bound when deciding whether a computed value is a rational number.
 _MAX_DENOMINATOR = 10**6
+#: Digits of the second evaluation that tells a readable constant from one whose rounding
+#: error cancellations blew up (:func:`_rational_value`): three times the comparison's 50.
+_PRECISE_DPS = 150
 
 
 def _name(node: ast.AST) -> str | None:
@@ -166,6 +169,13 @@ def _rational_value(node: ast.AST) -> Fraction | None:
     try:
         evaluator = _Evaluator(ctx, {})
         v = evaluator.eval(node)
+        # The same value at three times the comparison's precision: a constant whose last
+        # digits cancellations blow up (`1 + D(D(\frac{2}{\sqrt2} - \sqrt2 + ..) ..)` is 1, but
+        # 1 + 3e-19 in 50 digits, too far from 1 to look rational and too close for the
+        # comparison to call unequal, so copied arithmetic raised to it was final and paid
+        # (att33e)) differs between the two: it cannot be read, so it is not final. Any value
+        # the comparison calls equal is read at the higher precision to far within the slack.
+        precise = _Evaluator(_ctx(_PRECISE_DPS), {}).eval(node)
         # What the grader cannot tell from a rational: the relative 1e-25 its exact comparison
         # calls equal (`_symbolic`), or the rounding error of the largest value on the way.
         # Anything closer would be "irrational", so final, and "equal" at once: `n^{e^{e^{-64}}}`
@@ -173,6 +183,8 @@ def _rational_value(node: ast.AST) -> Fraction | None:
         # and cancelled past 50 digits (att32j).
         rounding = ctx.mpf(2) ** evaluator.max_mag * ctx.mpf(10) ** -40
         slack = max(ctx.mpf(10) ** -25 * max(1, abs(v)), rounding)
+        if abs(ctx.convert(precise) - v) > slack:
+            raise _Inconclusive
         if isinstance(v, ctx.mpc):
             # A real value written with complex constants (`6^{e^{2\pi i}}` is 6) is a
             # rational constant all the same (att32e: copied arithmetic wrapped so paid).

@@ -34,13 +34,19 @@ class _Inconclusive(Exception):
     """The value cannot be computed safely or meaningfully in floating point."""
 
 
-def _ctx() -> Any:
-    # mpmath functions adjust their context's precision while they run: one context per thread.
-    ctx = getattr(_local, "ctx", None)
+def _ctx(dps: int = _DPS) -> Any:
+    """An mpmath context of ``dps`` digits for this thread.
+
+    mpmath functions adjust their context's precision while they run: one context per
+    thread and precision.
+    """
+    contexts = getattr(_local, "contexts", None)
+    if contexts is None:
+        contexts = _local.contexts = {}
+    ctx = contexts.get(dps)
     if ctx is None:
-        ctx = mpmath.MPContext()
-        ctx.dps = _DPS
-        _local.ctx = ctx
+        ctx = contexts[dps] = mpmath.MPContext()
+        ctx.dps = dps
     return ctx
 
 

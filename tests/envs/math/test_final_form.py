@@ -613,3 +613,21 @@ def test_honest_forms_att33a_found_refused_are_paid(answer, gold):
 def test_a_sign_inside_a_fraction_or_repeating_nines_are_not_paid(answer, gold, reason):
     verdict = grade_answer(answer, gold)
     assert not verdict.equal and verdict.reason == reason, verdict
+
+
+def test_a_constant_whose_rounding_error_cancellations_blow_up_is_not_final():
+    """att33e: `Z = 1 + D(D(2/sqrt2 - sqrt2 + sqrt3/D) - sqrt3 + sqrt5/D) - sqrt5` is exactly 1
+    but 1 + 3e-19 in 50 digits: too far from 1 for the rational test, too close for the
+    comparison to call it unequal (sympy then did). The problem's numbers raised to Z were
+    final and equal: 100/100 arithmetic and fractions tasks at d1 and d3, 95/100 at d5."""
+    big = "1" + "0" * 16
+    z = (
+        f"1+{big}({big}(\\frac{{2}}{{\\sqrt{{2}}}}-\\sqrt{{2}}+\\frac{{\\sqrt{{3}}}}{{{big}}})"
+        f"-\\sqrt{{3}}+\\frac{{\\sqrt{{5}}}}{{{big}}})-\\sqrt{{5}}"
+    )
+    problem = "Compute $3 + 4 \\times 5$."
+    for answer in [f"3 + 4 \\times 5^{{{z}}}", f"23^{{{z}}}", f"3^{{{z}}} + 4^{{{z}}} \\times 5"]:
+        verdict = grade_answer(answer, "23", problem=problem)
+        assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    for honest in ["\\sqrt{2}", "e^{2}", "\\frac{\\pi}{3}", "2^{\\sqrt{2}}", "3\\pi + \\sqrt{5}"]:
+        assert final_form_issue(honest) is None, honest
