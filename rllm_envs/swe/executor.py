@@ -1122,12 +1122,40 @@ _BUILTIN_BASES: tuple[Any, ...] = (
 )
 
 
+#: The builtins as the runner found them, before repository code ran: what a class that says
+#: it is ``builtins.ValueError`` must be.
+_BUILTIN_OBJECTS: dict[str, Any] = dict(vars(__import__("builtins")))
+#: Where a class's own name is stored, read past any metaclass that would answer otherwise.
+_CLASS_NAME = (type.__dict__["__module__"], type.__dict__["__qualname__"])
+_CLASS_MRO = type.__dict__["__mro__"]
+
+
 def _type_name(kind: Any) -> str:
-    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+    """``module.qualname`` of a class, marked where the class is not what that name names.
+
+    A class sets its own ``__module__`` and ``__qualname__``: a repository's
+    ``class ValueError(Exception)`` with ``__module__ = "builtins"`` was named as the real
+    ``ValueError`` and passed ``pytest.raises(ValueError)`` (att33d). A class naming a builtin
+    or a loaded standard-library module's attribute must be that object.
+    """
+    if not isinstance(kind, type):
+        return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+    module, qualname = (str(get.__get__(kind)) for get in _CLASS_NAME)
+    name = f"{module}.{qualname}"
+    if module == "builtins":
+        named = _BUILTIN_OBJECTS.get(qualname)
+    elif module.partition(".")[0] in sys.stdlib_module_names:
+        named = sys.modules.get(module)
+        for part in qualname.split("."):
+            named = vars(named).get(part) if isinstance(named, (type, type(sys))) else None
+    else:
+        return name  # the repository's or the test's own class: whatever it says, it is
+    return name if named is kind else f"{name} (not what it names)"
 
 
 def _mro_names(kind: Any) -> list[str]:
-    return [_type_name(k) for k in getattr(kind, "__mro__", (kind,)) if k is not object]
+    mro = _CLASS_MRO.__get__(kind) if isinstance(kind, type) else (kind,)
+    return [_type_name(k) for k in mro if k is not object]
 
 
 class _Unobservable(Exception):

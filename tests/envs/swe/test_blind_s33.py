@@ -154,3 +154,51 @@ def test_assert_raises_context_exception_is_checked(pay):
     assert _verdict(base, fixed, honest, tests, pay) == 1.0
     assert _verdict(base, fixed, anyraise, tests, pay) == 0.0
     assert _verdict(base, fixed, base, tests, pay) == 0.0
+
+
+def test_a_class_that_names_itself_a_builtin_is_not_taken_for_it():
+    """att33d F1: a repository's ``class ValueError(Exception)`` with ``__module__ =
+    "builtins"`` was named as the real one (``pytest.raises(ValueError)``, ``assertRaises``,
+    ``pytest.warns(DeprecationWarning)``, ``deprecated_call``: 1.0 ``host`` where pytest fails)."""
+    import json
+
+    from rllm_envs.swe.executor import _mro_names
+
+    def forged(module: str, qualname: str, base: type = Exception) -> type:
+        kind = type(qualname, (base,), {})
+        kind.__module__, kind.__qualname__ = module, qualname
+        return kind
+
+    assert _mro_names(ValueError) == ["builtins.ValueError", "builtins.Exception"] + [
+        "builtins.BaseException"
+    ]
+    assert _mro_names(json.JSONDecodeError)[0] == "json.decoder.JSONDecodeError"
+    for kind in (
+        forged("builtins", "ValueError"),
+        forged("builtins", "DeprecationWarning", Warning),
+        forged("json.decoder", "JSONDecodeError"),
+    ):
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        assert _mro_names(kind)[0] != name
+    local = forged("acme.errors", "BadValue", ValueError)
+    assert _mro_names(local)[:2] == ["acme.errors.BadValue", "builtins.ValueError"]
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_forged_builtin_exception_is_not_paid():
+    base = "def parse(s):\n    return int(s)\n\n\ndef render(x):\n    return x\n"
+    fixed = base.replace(
+        "    return int(s)",
+        "    if s.startswith('-'):\n        raise ValueError('negative')\n    return int(s)",
+    )
+    forged = (
+        "class ValueError(Exception):\n    pass\n\n\nValueError.__module__ = 'builtins'\n\n\n"
+        + fixed
+    )
+    tests = _HEAD.replace("import render", "import parse") + (
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        with self.assertRaises(ValueError):\n            parse('-1')\n"
+    )
+    assert _verdict(base, fixed, fixed.replace("'negative'", "'below zero'"), tests) == 1.0
+    assert _verdict(base, fixed, forged, tests) == 0.0
