@@ -1454,10 +1454,14 @@ class _Observing(_ExceptionInfo):
     their messages when the test matched one; an exception leaves the block as it would.
     """
 
-    def __init__(self, message: bool = False, warns: bool = False, host: Any = None) -> None:
+    def __init__(
+        self, message: bool = False, warns: bool = False, host: Any = None, kinds: Any = None
+    ) -> None:
         self.message = message
         self.host = host
         self.warns = warns
+        #: The host's record of the classes the block named (``["host", kinds, entry]``).
+        self.kinds = kinds
         self.list: list[Any] = []
         self._catcher: Any = None
 
@@ -1538,7 +1542,7 @@ class _Observing(_ExceptionInfo):
                 text = None
             # ``match=``: the host runs the test's pattern on the text (``host``: its index).
             entry.append(["host", self.host, text] if type(self.host) is int else text)
-        _seen.append(entry)
+        _seen.append(["host", self.kinds, entry] if type(self.kinds) is int else entry)
         return True
 
 

@@ -708,7 +708,7 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 #: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
 PREDICATES = (
     *("in", "not in", "search", "near", "order", "truthy", "falsy"),
-    *("startswith", "endswith", "not startswith", "not endswith"),
+    *("startswith", "endswith", "not startswith", "not endswith", "raises"),
 )
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
@@ -722,6 +722,22 @@ def _predicate(check: tuple[str, str]) -> int:
     if check not in found:
         found.append(check)
     return found.index(check)
+
+
+def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
+    """``kinds=k`` for the classes a raises block names (``ValueError``, ``(TypeError, E)``).
+
+    The host accepts what pytest would: a class deriving from one of them (att33d: a
+    reference raising ``class BadValue(ValueError)`` failed an honest ``ValueError``, as did
+    the other class of a tuple). The names stay on the host (:func:`_raised_holds`).
+    """
+    import json
+
+    items = expected.elts if isinstance(expected, ast.Tuple) else [expected] if expected else []
+    names = [_dotted(item) for item in items]
+    if not names or not all(names):
+        return []
+    return [ast.keyword("kinds", ast.Constant(_predicate(("raises", json.dumps(names)))))]
 
 
 def _matched(pattern: ast.expr) -> list[ast.keyword]:
@@ -1540,11 +1556,13 @@ class _Probe(ast.NodeTransformer):
                     match = []
                 if match and isinstance(match[0], ast.Constant):
                     _drop(match[0], node.body)
+                named = [k.value for k in call.keywords if k.arg == "expected_exception"]
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
                         [ast.Constant(True)] if match else [],
-                        _matched(match[0]) if match else [],
+                        (_matched(match[0]) if match else [])
+                        + _raised_kinds((call.args or named or [None])[0]),
                     ),
                     call,
                 )
@@ -1556,7 +1574,8 @@ class _Probe(ast.NodeTransformer):
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
                         [ast.Constant(True)],
-                        _matched(pattern[0]) if pattern else [],
+                        (_matched(pattern[0]) if pattern else [])
+                        + _raised_kinds(call.args[0] if call.args else None),
                     ),
                     call,
                 )
@@ -1654,7 +1673,9 @@ class _Probe(ast.NodeTransformer):
             return None
         target = ast.Call(call.args[skip], call.args[skip + 1 :], call.keywords)
         observing = ast.Call(
-            ast.Name(OBSERVING, ast.Load()), [ast.Constant(True)] if message else [], []
+            ast.Name(OBSERVING, ast.Load()),
+            [ast.Constant(True)] if message else [],
+            _raised_kinds(call.args[0]),
         )
         outer, self.in_test = self.in_test, 0  # a raise here is what it expects
         inner = self.visit(ast.Expr(target))
@@ -2257,6 +2278,8 @@ def same(
     if tag == "host" and len(expected) == 3:
         if actual[:1] != ["host"] or len(actual) != 3 or actual[1] != expected[1]:
             return False
+        if _raised_holds(predicates, expected[1], expected[2], actual[2], depth):
+            return True
         if _holds(predicates, expected[1], actual[2]):
             return True
         if _decides(predicates, expected[1], actual[2]):
@@ -2419,6 +2442,63 @@ def _near_holds(rule_text: str, value: Any) -> bool:
         return gap < tol
     if kind == "le":
         return gap <= tol
+    return False
+
+
+def _named_mro(name: str, reference: list[str]) -> list[str] | None:
+    """The MRO names of the class a test named ``name`` (``None``: not known).
+
+    From the reference's raised class's MRO (its most derived class of that name; for a bare
+    name ``builtins`` first), or a builtin exception's own.
+    """
+    tail = name.rsplit(".", 1)[-1]
+    if "." not in name and f"builtins.{tail}" in reference:
+        return reference[reference.index(f"builtins.{tail}") :]
+    for at, found in enumerate(reference):
+        if found.rsplit(".", 1)[-1] == tail:
+            return reference[at:]
+    kind = getattr(builtins, tail, None) if "." not in name else None
+    if isinstance(kind, type) and issubclass(kind, BaseException):
+        return [f"builtins.{k.__qualname__}" for k in kind.__mro__ if k is not object]
+    return None
+
+
+def _raised_holds(
+    predicates: Sequence[tuple[str, str]], index: Any, expected: Any, actual: Any, depth: int
+) -> bool:
+    """Whether a raised exception is of a class the test's raises block named, as pytest says.
+
+    Its MRO from that class on must be that class's own (single inheritance from there: a
+    class deriving from several exception types, which would match whatever was named, keeps
+    only its last base's chain intact), and the messages observed equal the reference's.
+    """
+    import json
+
+    if type(index) is not int or not 0 <= index < len(predicates):
+        return False
+    if predicates[index][0] != "raises" or not (
+        isinstance(expected, list)
+        and isinstance(actual, list)
+        and expected[:1] == actual[:1] == ["raised"]
+        and len(expected) == len(actual) >= 2
+    ):
+        return False
+    reference, got = expected[1], actual[1]
+    if not (isinstance(reference, list) and isinstance(got, list)):
+        return False
+    if not all(type(n) is str for n in [*reference, *got]):
+        return False
+    try:
+        written = json.loads(predicates[index][1])
+    except ValueError:
+        return False
+    for name in written if isinstance(written, list) else ():
+        own = _named_mro(name, reference) if type(name) is str else None
+        if own and own[0] in got and got[got.index(own[0]) :] == own:
+            return all(
+                same(e, a, depth + 1, None, predicates)
+                for e, a in zip(expected[2:], actual[2:], strict=True)
+            )
     return False
 
 

@@ -202,3 +202,73 @@ def test_a_forged_builtin_exception_is_not_paid():
     )
     assert _verdict(base, fixed, fixed.replace("'negative'", "'below zero'"), tests) == 1.0
     assert _verdict(base, fixed, forged, tests) == 0.0
+
+
+def _raised(*names: str) -> list:
+    return ["raised", [*names, "builtins.Exception", "builtins.BaseException"]]
+
+
+_SUB = _raised("acme.errors.BadValue", "builtins.ValueError")
+_VALUE = _raised("builtins.ValueError")
+_TYPE = _raised("builtins.TypeError")
+
+
+@pytest.mark.parametrize(
+    ("named", "reference", "raised", "paid"),
+    [
+        (["ValueError"], _SUB, _VALUE, True),  # att33d F2: the class the test names
+        (["ValueError"], _SUB, _SUB, True),
+        (["ValueError"], _VALUE, _raised("acme.Other", "builtins.ValueError"), True),
+        (["ValueError"], _SUB, _TYPE, False),
+        (["errors.BadValue"], _SUB, _VALUE, False),  # the test named the subclass
+        (["TypeError", "ValueError"], _TYPE, _VALUE, True),  # att33d F3: the other of a tuple
+        (["TypeError", "ValueError"], _TYPE, _raised("builtins.KeyError"), False),
+        # One class deriving from several: only its last base's chain is intact.
+        (
+            ["TypeError"],
+            _TYPE,
+            _raised("acme.Omni", "builtins.TypeError", "builtins.ValueError"),
+            False,
+        ),
+        (["ValueError"], _VALUE, _raised("builtins.ValueError (not what it names)"), False),
+    ],
+)
+def test_a_raised_class_is_judged_by_the_classes_the_test_named(named, reference, raised, paid):
+    import json
+
+    from rllm_envs.swe.probe import same
+
+    predicates = (("raises", json.dumps(named)),)
+    assert same(["host", 0, reference], ["host", 0, raised], 0, None, predicates) is paid
+
+
+def test_the_probe_keeps_the_named_classes_on_the_host():
+    body = (
+        "import pytest\n\n\ndef test_a():\n    with pytest.raises((TypeError, errors.Bad)):\n"
+        "        render(-1)\n\n\ndef test_b(self):\n    self.assertRaises(ValueError, render, -1)\n"
+    )
+    probe = probe_module(_HEAD + body)
+    assert ("raises", '["TypeError", "errors.Bad"]') in probe.predicates
+    assert ("raises", '["ValueError"]') in probe.predicates
+    assert "TypeError" not in probe.text and "ValueError" not in probe.text
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_an_honest_fix_raising_the_named_base_class_is_paid():
+    """att33d F2 end to end: the reference raises ``BadValue(ValueError)``, the test names
+    ``ValueError``; an honest fix raising ``ValueError`` scored 0 with trust ``host``."""
+    base = "class BadValue(ValueError):\n    pass\n\n\ndef parse(s):\n    return int(s)\n"
+    fixed = base.replace(
+        "    return int(s)",
+        "    if s.startswith('-'):\n        raise BadValue('negative')\n    return int(s)",
+    )
+    honest = fixed.replace("raise BadValue('negative')", "raise ValueError('below zero')")
+    wrong = fixed.replace("raise BadValue('negative')", "raise TypeError('negative')")
+    tests = _HEAD.replace("import render", "import parse") + (
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        with self.assertRaises(ValueError):\n            parse('-1')\n"
+    )
+    assert _verdict(base, fixed, honest, tests) == 1.0
+    assert _verdict(base, fixed, wrong, tests) == 0.0
+    assert _verdict(base, fixed, base, tests) == 0.0

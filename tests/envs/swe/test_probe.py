@@ -68,10 +68,11 @@ def test_raises_blocks_record_what_was_raised():
     )
     probe, complete = probe_source(source)
     assert complete
-    for name in ("ValueError", "KeyError", "TypeError", "gone", "3)"):
+    for name in ("ValueError", "KeyError", "TypeError", "gone", "f(2), 3"):
         assert name not in probe, name
-    assert probe.count("__rllm_observing__()") == 2
-    assert "__rllm_observing__(True, host=0)" in probe  # match= runs on the host
+    # The named classes and match= run on the host (the indices of its predicates).
+    assert "__rllm_observing__(kinds=0)" in probe and "__rllm_observing__(kinds=3)" in probe
+    assert "__rllm_observing__(True, host=1, kinds=2)" in probe
     assert _calls(probe) == ["f(2)"]
 
 
