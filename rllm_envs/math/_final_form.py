@@ -50,9 +50,11 @@ from __future__ import annotations
 
 import ast
 import re
+from contextvars import ContextVar
 from fractions import Fraction
 from functools import lru_cache
 from math import gcd, isqrt
+from typing import Any
 
 from rllm_envs.math._latex import Unsupported, to_python
 from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive
@@ -92,6 +94,10 @@ _MAX_DENOMINATOR = 10**6
 #: Digits of the second evaluation that tells a readable constant from one whose rounding
 #: error cancellations blew up (:func:`_rational_value`): three times the comparison's 50.
 _PRECISE_DPS = 150
+#: The values of one tree's subexpressions, by node, at 50 and at 150 digits (one walk).
+_MEMOS: ContextVar[tuple[dict[int, Any], dict[int, Any]] | None] = ContextVar(
+    "rllm_final_form_memos", default=None
+)
 
 
 def _name(node: ast.AST) -> str | None:
@@ -166,8 +172,9 @@ def _rational_value(node: ast.AST) -> Fraction | None:
     the value: :func:`_left_to_compute` decides what that means.
     """
     ctx = _ctx()
+    memos = _MEMOS.get() or ({}, {})
     try:
-        evaluator = _Evaluator(ctx, {})
+        evaluator = _Evaluator(ctx, {}, memos[0])
         v = evaluator.eval(node)
         # The same value at three times the comparison's precision: a constant whose last
         # digits cancellations blow up (`1 + D(D(\frac{2}{\sqrt2} - \sqrt2 + ..) ..)` is 1, but
@@ -175,7 +182,7 @@ def _rational_value(node: ast.AST) -> Fraction | None:
         # comparison to call unequal, so copied arithmetic raised to it was final and paid
         # (att33e)) differs between the two: it cannot be read, so it is not final. Any value
         # the comparison calls equal is read at the higher precision to far within the slack.
-        precise = _Evaluator(_ctx(_PRECISE_DPS), {}).eval(node)
+        precise = _Evaluator(_ctx(_PRECISE_DPS), {}, memos[1]).eval(node)
         # What the grader cannot tell from a rational: the relative 1e-25 its exact comparison
         # calls equal (`_symbolic`), or the rounding error of the largest value on the way.
         # Anything closer would be "irrational", so final, and "equal" at once: `n^{e^{e^{-64}}}`
@@ -442,7 +449,8 @@ _SCI = re.compile(
 #: is 100) and an e-notation whose mantissa is not from 1 to 10 (`290e-1`): left to compute.
 _NINES = re.compile(r"\\overline\s*\{\s*9+\s*\}")
 _SCI_UNFINISHED = re.compile(
-    r"[+-]?(?:1\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*\{?\s*[+-]?0*[01]\s*\}?"
+    r"[+-]?(?:\d+(?:\.\d*)?\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*\{?\s*[+-]?0*[01]\s*\}?"
+    r"|[+-]?\d+(?:\.\d*)?[eE][+-]?0*[01]"
     r"|[+-]?1\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
     r"|[+-]?(?:0|[1-9]\d+)(?:\.\d*)?[eE][+-]?\d+|[+-]?\.\d+[eE][+-]?\d+"
 )
@@ -485,7 +493,11 @@ def expression_issues(text: str) -> frozenset[str]:
     if tree is None:
         return frozenset()
     out: set[str] = set()
-    _walk(tree.body, out)
+    token = _MEMOS.set(({}, {}))  # each subexpression evaluated once, at each precision
+    try:
+        _walk(tree.body, out)
+    finally:
+        _MEMOS.reset(token)
     return frozenset(out)
 
 

@@ -486,7 +486,8 @@ def test_final_forms_near_the_new_rules_stay_final(answer):
 def test_arithmetic_hidden_by_a_cancelling_variable_or_a_huge_constant_is_not_final(answer):
     problem = "Compute $3 + 4 \\cdot 5$."
     verdict = grade_answer(answer, "23", problem=problem)
-    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    # A value past the evaluator's bound is unequal without sympy (att33g), else not final.
+    assert not verdict.equal and verdict.reason in ("not_final_form", "not_equal"), verdict
     assert grade_answer("23", "23", problem=problem).equal
     assert grade_answer("x = 23", "23").equal and grade_answer("2x+1", "2x+1").equal
     assert grade_answer("(x, y) = (3, 1)", "(3, 1)").equal
@@ -519,7 +520,7 @@ def test_honest_forms_att32g_found_refused_are_paid(answer, gold):
 )
 def test_exponents_of_zero_and_values_past_the_bound_are_not_final(answer, gold):
     verdict = grade_answer(answer, gold, problem="Compute $3 - 6 - 8$.")
-    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert not verdict.equal and verdict.reason in ("not_final_form", "not_equal"), verdict
     assert grade_answer("\\sqrt[3]{2}", "\\sqrt[3]{2}").equal  # a root the evaluator now reads
     assert grade_answer("\\sqrt[3]{8}", "2").issue == "reducible_radical"
 
@@ -631,3 +632,34 @@ def test_a_constant_whose_rounding_error_cancellations_blow_up_is_not_final():
         assert not verdict.equal and verdict.reason == "not_final_form", verdict
     for honest in ["\\sqrt{2}", "e^{2}", "\\frac{\\pi}{3}", "2^{\\sqrt{2}}", "3\\pi + \\sqrt{5}"]:
         assert final_form_issue(honest) is None, honest
+
+
+@pytest.mark.timeout(60)  # a hang guard, not a speed goal: each reply took 5 s or more before
+def test_replies_past_the_evaluators_bound_or_deeply_nested_are_graded_in_bounded_work():
+    """att33g F1: `\\exp` nested 8 deep passes the evaluator's bound, so sympy was asked and
+    held its worker for the whole 5 s timeout at every step; a nest of 190 functions was
+    evaluated once per subexpression (18,000 evaluations, 1.5 s). Past the bound where the
+    gold is not, the answer is unequal without sympy; each subexpression is evaluated once."""
+    from rllm_envs.math._numeric import too_large
+
+    problem = "Compute $3 + 4 \\times 5$."
+    for depth in (6, 8, 12, 20, 40):
+        tower = "\\exp" * depth + " {-9}"
+        assert too_large(tower)
+        assert not grade_answer(tower, "23", problem=problem).equal
+    for nest in ("\\cot" * 190 + " 2", "\\sinh\\ln" * 90 + " 3", "\\arcsin" * 120 + " 2"):
+        final_form_issue(nest)  # its verdict is not the point here: its cost is
+        assert not grade_answer(nest, "23", problem=problem).equal
+    assert grade_answer("2^{1000}", "2^{1000}").equal  # a gold written so keeps sympy
+    assert not too_large("\\exp 5") and not too_large("x^{x^{x}}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [("7 \\times 10^{1}", "70"), ("7e1", "70"), ("7e0", "7"), ("7 \\cdot 10^{0}", "7")],
+)
+def test_a_mantissa_times_ten_to_the_zero_or_one_is_left_to_compute(answer, gold):
+    """att33g F2: `7 \\times 10^{1}` was paid for "Compute 7 x 10"."""
+    verdict = grade_answer(answer, gold)
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+    assert grade_answer("1.5 \\times 10^{3}", "1500").equal and grade_answer("7e2", "700").equal
