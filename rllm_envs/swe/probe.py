@@ -1556,13 +1556,14 @@ class _Probe(ast.NodeTransformer):
                     match = []
                 if match and isinstance(match[0], ast.Constant):
                     _drop(match[0], node.body)
-                named = [k.value for k in call.keywords if k.arg == "expected_exception"]
+                named = [*call.args[:1]]
+                named += [k.value for k in call.keywords if k.arg == "expected_exception"]
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
                         [ast.Constant(True)] if match else [],
                         (_matched(match[0]) if match else [])
-                        + _raised_kinds((call.args or named or [None])[0]),
+                        + _raised_kinds(named[0] if named else None),
                     ),
                     call,
                 )
