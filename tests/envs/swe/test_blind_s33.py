@@ -118,6 +118,22 @@ def _verdict(base: str, fixed: str, submitted: str, tests: str, pay: bool = Fals
     return judge.reward_of(verdict, pay) if verdict.verdict_trust.startswith("host") else -1.0
 
 
+_PARSE = "def parse(s):\n    return int(s)\n\n\ndef render(x):\n    return x\n"
+
+
+def _raising(base: str, statement: str) -> str:
+    """``base`` whose ``parse`` runs ``statement`` for a negative number."""
+    return base.replace(
+        "    return int(s)", f"    if s.startswith('-'):\n        {statement}\n    return int(s)"
+    )
+
+
+def _parse_test(body: str) -> str:
+    """A unittest module whose ``test_a`` runs ``body`` (indented for the method)."""
+    head = _HEAD.replace("import render", "import parse")
+    return head + "class T(unittest.TestCase):\n    def test_a(self):\n" + body
+
+
 @pytest.mark.slow
 @pytest.mark.sandbox
 def test_negated_text_checks_pay_the_fix_and_not_the_unchanged_code():
@@ -139,15 +155,11 @@ def test_negated_text_checks_pay_the_fix_and_not_the_unchanged_code():
 @pytest.mark.parametrize("pay", [False, True])
 def test_assert_raises_context_exception_is_checked(pay):
     """F1: ``cm.exception`` stopped the probe; in pay mode any raise was paid."""
-    base = "def parse(s):\n    return int(s)\n\n\ndef render(x):\n    return x\n"
-    fixed = base.replace(
-        "    return int(s)",
-        "    if s.startswith('-'):\n        raise ValueError('negative value')\n    return int(s)",
-    )
+    base = _PARSE
+    fixed = _raising(base, "raise ValueError('negative value')")
     honest = fixed.replace("'negative value'", "'a negative number'")
     anyraise = base.replace("    return int(s)", "    raise ValueError('x')")
-    tests = _HEAD.replace("import render", "import parse") + (
-        "class T(unittest.TestCase):\n    def test_a(self):\n"
+    tests = _parse_test(
         "        with self.assertRaises(ValueError) as cm:\n            parse('-1')\n"
         "        self.assertIn('negative', str(cm.exception))\n"
     )
@@ -187,19 +199,13 @@ def test_a_class_that_names_itself_a_builtin_is_not_taken_for_it():
 @pytest.mark.slow
 @pytest.mark.sandbox
 def test_a_forged_builtin_exception_is_not_paid():
-    base = "def parse(s):\n    return int(s)\n\n\ndef render(x):\n    return x\n"
-    fixed = base.replace(
-        "    return int(s)",
-        "    if s.startswith('-'):\n        raise ValueError('negative')\n    return int(s)",
-    )
+    base = _PARSE
+    fixed = _raising(base, "raise ValueError('negative')")
     forged = (
         "class ValueError(Exception):\n    pass\n\n\nValueError.__module__ = 'builtins'\n\n\n"
         + fixed
     )
-    tests = _HEAD.replace("import render", "import parse") + (
-        "class T(unittest.TestCase):\n    def test_a(self):\n"
-        "        with self.assertRaises(ValueError):\n            parse('-1')\n"
-    )
+    tests = _parse_test("        with self.assertRaises(ValueError):\n            parse('-1')\n")
     assert _verdict(base, fixed, fixed.replace("'negative'", "'below zero'"), tests) == 1.0
     assert _verdict(base, fixed, forged, tests) == 0.0
 
@@ -258,17 +264,11 @@ def test_the_probe_keeps_the_named_classes_on_the_host():
 def test_an_honest_fix_raising_the_named_base_class_is_paid():
     """att33d F2 end to end: the reference raises ``BadValue(ValueError)``, the test names
     ``ValueError``; an honest fix raising ``ValueError`` scored 0 with trust ``host``."""
-    base = "class BadValue(ValueError):\n    pass\n\n\ndef parse(s):\n    return int(s)\n"
-    fixed = base.replace(
-        "    return int(s)",
-        "    if s.startswith('-'):\n        raise BadValue('negative')\n    return int(s)",
-    )
+    base = "class BadValue(ValueError):\n    pass\n\n\n" + _PARSE
+    fixed = _raising(base, "raise BadValue('negative')")
     honest = fixed.replace("raise BadValue('negative')", "raise ValueError('below zero')")
     wrong = fixed.replace("raise BadValue('negative')", "raise TypeError('negative')")
-    tests = _HEAD.replace("import render", "import parse") + (
-        "class T(unittest.TestCase):\n    def test_a(self):\n"
-        "        with self.assertRaises(ValueError):\n            parse('-1')\n"
-    )
+    tests = _parse_test("        with self.assertRaises(ValueError):\n            parse('-1')\n")
     assert _verdict(base, fixed, honest, tests) == 1.0
     assert _verdict(base, fixed, wrong, tests) == 0.0
     assert _verdict(base, fixed, base, tests) == 0.0
