@@ -445,9 +445,11 @@ _SCI = re.compile(
     r"[+-]?(?:[1-9](?:\.\d*)?)(?:[eE][+-]?\d+|\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*[+-]?\d+\s*\}?)"
     r"|[+-]?10\s*\^\s*\{?\s*[+-]?\d+\s*\}?"
 )
-#: A power of ten whose exponent leaves nothing to write (`10^{0}`, `10^{1}`, `1 \cdot 10^{2}`
-#: is 100) and an e-notation whose mantissa is not from 1 to 10 (`290e-1`): left to compute.
+#: A repeating nine (`22.\overline{9}` is 23).
 _NINES = re.compile(r"\\overline\s*\{\s*9+\s*\}")
+#: A power of ten whose exponent leaves nothing to write (`10^{0}`, `7 \times 10^{1}`,
+#: `1 \cdot 10^{2}` is 100) and an e-notation whose mantissa is not from 1 to 10 (`290e-1`):
+#: left to compute.
 _SCI_UNFINISHED = re.compile(
     r"[+-]?(?:\d+(?:\.\d*)?\s*(?:\\times|\\cdot|\*)\s*)?10\s*\^\s*\{?\s*[+-]?0*[01]\s*\}?"
     r"|[+-]?\d+(?:\.\d*)?[eE][+-]?0*[01]"
