@@ -1140,7 +1140,9 @@ def _type_name(kind: Any) -> str:
     """
     if not isinstance(kind, type):
         return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
-    module, qualname = (str(get.__get__(kind)) for get in _CLASS_NAME)
+    module, qualname = (get.__get__(kind) for get in _CLASS_NAME)
+    if type(module) is not str or type(qualname) is not str:
+        return "? (not a name)"  # att33h: a str subclass answered `==` and `partition`
     name = f"{module}.{qualname}"
     if module == "builtins":
         named = _BUILTIN_OBJECTS.get(qualname)

@@ -536,6 +536,10 @@ def _isclose(node: ast.expr) -> tuple[ast.expr, tuple[float, float]] | None:
     return computed[0], (1e-9 if rel is None else rel, 0.0 if tol is None else tol)
 
 
+#: The names the test module binds anywhere (``"*"``: a star import may bind any).
+_BOUND: ContextVar[set[str] | None] = ContextVar("rllm_swe_probe_bound", default=None)
+
+
 def _binding_counts(tree: ast.Module) -> dict[str, int]:
     """How many times ``tree`` binds each name.
 
@@ -725,17 +729,31 @@ def _predicate(check: tuple[str, str]) -> int:
 
 
 def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
-    """``kinds=k`` for the classes a raises block names (``ValueError``, ``(TypeError, E)``).
+    """``kinds=k`` for the builtin exceptions a raises block names (``(TypeError, ValueError)``).
 
     The host accepts what pytest would: a class deriving from one of them (att33d: a
     reference raising ``class BadValue(ValueError)`` failed an honest ``ValueError``, as did
-    the other class of a tuple). The names stay on the host (:func:`_raised_holds`).
+    the other class of a tuple). Only a bare name the test module never binds is known to be
+    the builtin (att33h: a repository's ``TimeoutError`` imported by the test, or a second
+    class named ``Error``, was taken for another class and the unchanged code was paid);
+    other names keep the reference's class rule. Under a star import, which may bind any
+    name, it is marked ``?``: the builtin only where the reference's class derives from it
+    and from no other class of that name. The names stay on the host (:func:`_raised_holds`).
     """
     import json
 
     items = expected.elts if isinstance(expected, ast.Tuple) else [expected] if expected else []
-    names = [_dotted(item) for item in items]
-    if not names or not all(names):
+    bound = _BOUND.get() or set()
+    star = "?" if "*" in bound else ""
+    names = [
+        f"builtins.{item.id}{star}"
+        for item in items
+        if isinstance(item, ast.Name)
+        and item.id not in bound
+        and isinstance(getattr(builtins, item.id, None), type)
+        and issubclass(getattr(builtins, item.id), BaseException)
+    ]
+    if not names:
         return []
     return [ast.keyword("kinds", ast.Constant(_predicate(("raises", json.dumps(names)))))]
 
@@ -1762,6 +1780,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     stdlib = _STDLIB.set(_stdlib_names(tree))
     token = _MARKS.set(marks)
     predicates = _PREDICATES_FOUND.set([])
+    bound = _BOUND.set(set(_binding_counts(tree)))
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
@@ -1772,6 +1791,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
         _CONSTANTS.reset(constants)
         _STDLIB.reset(stdlib)
         _PREDICATES_FOUND.reset(predicates)
+        _BOUND.reset(bound)
     return tree, probe, marks, found
 
 
@@ -2446,19 +2466,10 @@ def _near_holds(rule_text: str, value: Any) -> bool:
     return False
 
 
-def _named_mro(name: str, reference: list[str]) -> list[str] | None:
-    """The MRO names of the class a test named ``name`` (``None``: not known).
-
-    From the reference's raised class's MRO (its most derived class of that name; for a bare
-    name ``builtins`` first), or a builtin exception's own.
-    """
-    tail = name.rsplit(".", 1)[-1]
-    if "." not in name and f"builtins.{tail}" in reference:
-        return reference[reference.index(f"builtins.{tail}") :]
-    for at, found in enumerate(reference):
-        if found.rsplit(".", 1)[-1] == tail:
-            return reference[at:]
-    kind = getattr(builtins, tail, None) if "." not in name else None
+def _named_mro(name: str) -> list[str] | None:
+    """The MRO names of builtin exception ``name`` (``"builtins.ValueError"``; else ``None``)."""
+    module, _, attribute = name.partition(".")
+    kind = getattr(builtins, attribute, None) if module == "builtins" else None
     if isinstance(kind, type) and issubclass(kind, BaseException):
         return [f"builtins.{k.__qualname__}" for k in kind.__mro__ if k is not object]
     return None
@@ -2494,7 +2505,13 @@ def _raised_holds(
     except ValueError:
         return False
     for name in written if isinstance(written, list) else ():
-        own = _named_mro(name, reference) if type(name) is str else None
+        own = _named_mro(name.removesuffix("?")) if type(name) is str else None
+        if own and name.endswith("?"):
+            # Maybe a star-imported class of that name: only the builtin the reference's
+            # class derives from, and no other class of its name.
+            tail = f".{own[0].partition('.')[2]}"
+            if own[0] not in reference or any(n.endswith(tail) for n in reference if n != own[0]):
+                continue
         if own and own[0] in got and got[got.index(own[0]) :] == own:
             return all(
                 same(e, a, depth + 1, None, predicates)

@@ -219,24 +219,37 @@ _VALUE = _raised("builtins.ValueError")
 _TYPE = _raised("builtins.TypeError")
 
 
+_SHADOW = _raised("acme.errors.TimeoutError", "builtins.TimeoutError", "builtins.OSError")
+_TIMEOUT = _raised("builtins.TimeoutError", "builtins.OSError")
+
+
 @pytest.mark.parametrize(
     ("named", "reference", "raised", "paid"),
     [
-        (["ValueError"], _SUB, _VALUE, True),  # att33d F2: the class the test names
-        (["ValueError"], _SUB, _SUB, True),
-        (["ValueError"], _VALUE, _raised("acme.Other", "builtins.ValueError"), True),
-        (["ValueError"], _SUB, _TYPE, False),
-        (["errors.BadValue"], _SUB, _VALUE, False),  # the test named the subclass
-        (["TypeError", "ValueError"], _TYPE, _VALUE, True),  # att33d F3: the other of a tuple
-        (["TypeError", "ValueError"], _TYPE, _raised("builtins.KeyError"), False),
+        (["builtins.ValueError"], _SUB, _VALUE, True),  # att33d F2: the class the test names
+        (["builtins.ValueError"], _SUB, _SUB, True),
+        (["builtins.ValueError"], _VALUE, _raised("acme.Other", "builtins.ValueError"), True),
+        (["builtins.ValueError"], _SUB, _TYPE, False),
+        (["builtins.TypeError", "builtins.ValueError"], _TYPE, _VALUE, True),  # F3: a tuple
+        (["builtins.TypeError", "builtins.ValueError"], _TYPE, _raised("builtins.KeyError"), False),
         # One class deriving from several: only its last base's chain is intact.
         (
-            ["TypeError"],
+            ["builtins.TypeError"],
             _TYPE,
             _raised("acme.Omni", "builtins.TypeError", "builtins.ValueError"),
             False,
         ),
-        (["ValueError"], _VALUE, _raised("builtins.ValueError (not what it names)"), False),
+        (
+            ["builtins.ValueError"],
+            _VALUE,
+            _raised("builtins.ValueError (not what it names)"),
+            False,
+        ),
+        # Under a star import (`?`): the builtin only where the reference derives from it and
+        # from no other class of its name (att33h F1: a repository's TimeoutError).
+        (["builtins.ValueError?"], _SUB, _VALUE, True),
+        (["builtins.TimeoutError?"], _SHADOW, _TIMEOUT, False),
+        (["builtins.TypeError?", "builtins.ValueError?"], _TYPE, _VALUE, False),
     ],
 )
 def test_a_raised_class_is_judged_by_the_classes_the_test_named(named, reference, raised, paid):
@@ -248,15 +261,48 @@ def test_a_raised_class_is_judged_by_the_classes_the_test_named(named, reference
     assert same(["host", 0, reference], ["host", 0, raised], 0, None, predicates) is paid
 
 
-def test_the_probe_keeps_the_named_classes_on_the_host():
+@pytest.mark.parametrize(
+    ("head", "named"),
+    [
+        ("", '["builtins.TypeError", "builtins.ValueError"]'),
+        # att33h F1 / F2: a name the test binds is not the builtin; a dotted one is unknown.
+        ("from acme.errors import ValueError\n", '["builtins.TypeError"]'),
+        ("from acme import *\n", '["builtins.TypeError?", "builtins.ValueError?"]'),
+    ],
+)
+def test_the_probe_keeps_the_builtin_classes_named_on_the_host(head, named):
     body = (
         "import pytest\n\n\ndef test_a():\n    with pytest.raises((TypeError, errors.Bad)):\n"
-        "        render(-1)\n\n\ndef test_b(self):\n    self.assertRaises(ValueError, render, -1)\n"
+        "        render(-1)\n\n\ndef test_b(self):\n"
+        "    self.assertRaises((TypeError, ValueError), render, -1)\n"
     )
-    probe = probe_module(_HEAD + body)
-    assert ("raises", '["TypeError", "errors.Bad"]') in probe.predicates
-    assert ("raises", '["ValueError"]') in probe.predicates
-    assert "TypeError" not in probe.text and "ValueError" not in probe.text
+    probe = probe_module(head + _HEAD + body)
+    kinds = {literal for kind, literal in probe.predicates if kind == "raises"}
+    first = named.replace(', "builtins.ValueError?"', "").replace(', "builtins.ValueError"', "")
+    assert kinds == {first, named}  # test_a's errors.Bad is not known: only TypeError
+    assert "TypeError" not in probe.text and "ValueError" not in probe.text.replace(head, "")
+
+
+def test_a_class_whose_name_is_not_a_plain_text_is_marked():
+    """att33h F3: ``__module__`` an object whose ``__str__`` returns a ``str`` subclass that
+    answers ``==`` and ``partition`` as it likes was named ``builtins.ValueError``."""
+    from rllm_envs.swe.executor import _mro_names
+
+    class Sly(str):
+        def __eq__(self, other: object) -> bool:
+            return False
+
+        __hash__ = str.__hash__
+
+    class Module:
+        def __str__(self) -> str:
+            return Sly("builtins")
+
+    kind = type("ValueError", (Exception,), {})
+    kind.__module__ = Module()  # type: ignore[assignment]
+    assert _mro_names(kind)[0] == "? (not a name)"
+    kind.__module__ = Sly("builtins")
+    assert _mro_names(kind)[0] == "? (not a name)"
 
 
 @pytest.mark.slow
@@ -271,4 +317,21 @@ def test_an_honest_fix_raising_the_named_base_class_is_paid():
     tests = _parse_test("        with self.assertRaises(ValueError):\n            parse('-1')\n")
     assert _verdict(base, fixed, honest, tests) == 1.0
     assert _verdict(base, fixed, wrong, tests) == 0.0
+    assert _verdict(base, fixed, base, tests) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_builtin_name_the_test_rebinds_is_not_the_builtin():
+    """att33h F1 end to end: the repository's ``TimeoutError`` (deriving from the builtin),
+    imported by the test; the unchanged code raising the builtin was paid 1.0 ``host``."""
+    base = (
+        "import builtins\n\n\nclass TimeoutError(builtins.TimeoutError):\n    pass\n\n\n"
+        + _raising(_PARSE, "raise builtins.TimeoutError('slow')")
+    )
+    fixed = base.replace("raise builtins.TimeoutError('slow')", "raise TimeoutError('slow')")
+    tests = _parse_test(
+        "        with self.assertRaises(TimeoutError):\n            parse('-1')\n"
+    ).replace("from acme import parse", "from acme import TimeoutError, parse")
+    assert _verdict(base, fixed, fixed, tests) == 1.0
     assert _verdict(base, fixed, base, tests) == 0.0
