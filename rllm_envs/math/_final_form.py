@@ -183,13 +183,16 @@ def _rational_value(node: ast.AST) -> Fraction | None:
         # (att33e)) differs between the two: it cannot be read, so it is not final. Any value
         # the comparison calls equal is read at the higher precision to far within the slack.
         precise = _Evaluator(_ctx(_PRECISE_DPS), {}, memos[1]).eval(node)
-        # What the grader cannot tell from a rational: the relative 1e-25 its exact comparison
-        # calls equal (`_symbolic`), or the rounding error of the largest value on the way.
-        # Anything closer would be "irrational", so final, and "equal" at once: `n^{e^{e^{-64}}}`
-        # (n times 1 + 1e-28) hid copied arithmetic (att32l), as did an imaginary term added
-        # and cancelled past 50 digits (att32j).
+        # What the grader cannot tell from a rational: a hundred times the relative 1e-25 its
+        # exact comparison calls equal (`_symbolic` compares in floats: att33i paid
+        # n(1 + 1e-25(1 + 1e-16)) for n, just past a cut at 1e-25 here), or the rounding error
+        # of the largest value on the way. Anything closer would be "irrational", so final,
+        # and "equal" at once: `n^{e^{e^{-64}}}` (n times 1 + 1e-28) hid copied arithmetic
+        # (att32l), as did an imaginary term added and cancelled past 50 digits (att32j). Not
+        # more: an irrational value v lies that close to a fraction of denominator at most
+        # 10**6 by chance about once in 1e11 / |v|.
         rounding = ctx.mpf(2) ** evaluator.max_mag * ctx.mpf(10) ** -40
-        slack = max(ctx.mpf(10) ** -25 * max(1, abs(v)), rounding)
+        slack = max(ctx.mpf(10) ** -23 * max(1, abs(v)), rounding)
         if abs(ctx.convert(precise) - v) > slack:
             raise _Inconclusive
         if isinstance(v, ctx.mpc):

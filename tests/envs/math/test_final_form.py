@@ -663,3 +663,19 @@ def test_a_mantissa_times_ten_to_the_zero_or_one_is_left_to_compute(answer, gold
     verdict = grade_answer(answer, gold)
     assert not verdict.equal and verdict.reason == "not_final_form", verdict
     assert grade_answer("1.5 \\times 10^{3}", "1500").equal and grade_answer("7e2", "700").equal
+
+
+@pytest.mark.parametrize("offset", ["0", "1e-17", "5e-17", "1.2e-16"])
+def test_a_value_within_a_float_of_the_equality_cut_is_a_rational(offset):
+    """att33i: each number n of the problem written n(1 + E), E = 1e-25 (1 + 5e-17): past the
+    final-form rule's 1e-25 cut (irrational, so final) yet equal to sympy, whose 1e-25 is a
+    float: 71/54/40 of 100 arithmetic and fractions tasks at d1/d3/d5. The rule's cut is now
+    a hundred times the comparison's."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        exponent = (25 * mpmath.log(10) - mpmath.log(1 + mpmath.mpf(offset))) / mpmath.pi
+    small = f"e^{{-{mpmath.nstr(exponent, 35)}\\pi}}"
+    answer = f"37(1+{small}) + 45({small}+1)"
+    verdict = grade_answer(answer, "82", problem="Compute $37 + 45$.")
+    assert not verdict.equal, verdict
