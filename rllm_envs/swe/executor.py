@@ -1122,6 +1122,26 @@ _BUILTIN_BASES: tuple[Any, ...] = (
 )
 
 
+#: A builtin subclass's stored value, read by the base type's own methods: ``float(v)``,
+#: ``str(v)``, ``list(v)`` call the subclass's ``__float__``, ``__str__``, ``__iter__``, so a
+#: repository ``class F(float)`` whose ``__float__`` said 0.5 passed ``assert clamp(1.7) <= 1``
+#: and ``== approx(..)`` on the host (att33l).
+_STORED: dict[Any, Any] = {
+    bool: bool,  # final: no subclass
+    int: int.__int__,
+    float: float.__float__,
+    complex: lambda v: complex(complex.real.__get__(v), complex.imag.__get__(v)),
+    str: str.__str__,
+    bytes: lambda v: bytes.__getitem__(v, slice(None)),
+    bytearray: lambda v: bytearray.__getitem__(v, slice(None)),
+    list: lambda v: list.__getitem__(v, slice(None)),
+    tuple: lambda v: tuple.__getitem__(v, slice(None)),
+    dict: lambda v: dict(dict.items(v)),
+    set: lambda v: set(set.__iter__(v)),
+    frozenset: lambda v: frozenset(frozenset.__iter__(v)),
+}
+
+
 #: The builtins as the runner found them, before repository code ran: what a class that says
 #: it is ``builtins.ValueError`` must be.
 _BUILTIN_OBJECTS: dict[str, Any] = dict(vars(__import__("builtins")))
@@ -1253,7 +1273,7 @@ def observed(value: Any) -> Any:
             return ["type", _type_name(v)]
         for base in _BUILTIN_BASES:
             if isinstance(v, base):
-                return ["sub", _type_name(kind), walk(base(v), depth + 1)]
+                return ["sub", _type_name(kind), walk(_STORED[base](v), depth + 1)]
         state = getattr(v, "__dict__", None)
         if type(state) is dict and state:
             return ["object", _type_name(kind), walk(dict(state), depth + 1)]

@@ -335,3 +335,41 @@ def test_a_builtin_name_the_test_rebinds_is_not_the_builtin():
     ).replace("from acme import parse", "from acme import TimeoutError, parse")
     assert _verdict(base, fixed, fixed, tests) == 1.0
     assert _verdict(base, fixed, base, tests) == 0.0
+
+
+def test_a_builtin_subclass_is_observed_by_its_stored_value():
+    """att33l: a repository ``class F(float)`` whose ``__float__`` said 0.5 was observed as
+    0.5: ``assert clamp01(1.7) <= 1``, ``> 0`` and ``== approx(12.566)`` held on the host for
+    the unchanged code (1.0 ``host``) where pytest compares the stored 1.7."""
+    from rllm_envs.swe.executor import observed
+
+    class F(float):
+        def __float__(self) -> float:
+            return 0.5
+
+    class I(int):  # noqa: E742
+        def __int__(self) -> int:
+            return 1
+
+        __index__ = __int__
+
+    class S(str):
+        def __str__(self) -> str:
+            return "lie"
+
+    class L(list):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            return iter([9])
+
+    class D(dict):
+        def items(self):  # type: ignore[no-untyped-def]
+            return [("x", 9)]
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            return iter(["x"])
+
+    assert observed(F(1.7))[2] == ["float", "1.7"]
+    assert observed(I(-1))[2] == ["int", "-1"]
+    assert observed(S("true"))[2] == ["str", "true"]
+    assert observed(L([1, 2]))[2] == ["list", [["int", "1"], ["int", "2"]]]
+    assert observed(D(a=1))[2] == ["dict", [[["str", "a"], ["int", "1"]]]]
