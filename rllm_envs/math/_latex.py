@@ -289,6 +289,9 @@ FUNCTION_NAMES = frozenset(_FUNCTIONS.values()) | {
 }
 
 
+_TWO_OPERATORS = re.compile(r"[*/]\s+[*/]")
+
+
 def to_python(text: str) -> str:
     """Translate LaTeX math to a Python expression string (see the module docstring).
 
@@ -297,7 +300,12 @@ def to_python(text: str) -> str:
     """
     if len(text) > MAX_LENGTH:
         raise Unsupported("expression too long")
-    code = _Converter(_tokenize(text)).convert()
+    # Python's `**` is a power; two operators written apart (`\cdot \cdot`, `* *`, `/ /`)
+    # are no expression: sympy's parser would join them into `**` or `//` (att33k: copied
+    # arithmetic `(E) \cdot\cdot 1` read as E^1 passed as final and equal).
+    code = _Converter(_tokenize(text.replace("**", "^"))).convert()
     if not code:
         raise Unsupported("empty expression")
+    if _TWO_OPERATORS.search(code):
+        raise Unsupported("two operators in a row")
     return code

@@ -165,10 +165,8 @@ class _Evaluator:
                 raise _Inconclusive
             return self.track(ctx.log(values[0]) / ctx.log(values[1]))
         if name == "root" and len(values) == 2:
-            if values[1] == 0:
-                raise _Inconclusive
-            return self.track(self.power(values[0], 1 / values[1]))
-        if name == "root" and len(values) == 2:
+            # Real for an odd index (att33k: an earlier principal-power branch shadowed this
+            # one, so `-\sqrt[3]{2}` was not `\sqrt[3]{-2}`).
             return self.track(_real_root(ctx, values[0], values[1]))
         function = _FUNCTIONS.get(name)
         if function is None or len(values) != 1:

@@ -13,6 +13,7 @@ anything is computed.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import random
@@ -47,8 +48,11 @@ def latex_to_sympy(text: str) -> sympy.Expr:
     """
     code = to_python(text)
     try:
+        # Python's grammar first: the in-process side parses with `ast`, and sympy's tokenizer
+        # joins or reads what `ast` refuses (`* *` as `**`, att33k): one grammar for both.
+        ast.parse(code, mode="eval")
         expr = parse_expr(code, evaluate=False)
-    except (SyntaxError, TypeError, ValueError, AttributeError) as e:
+    except (SyntaxError, TypeError, ValueError, AttributeError, RecursionError, MemoryError) as e:
         raise Unsupported(f"cannot parse: {e}") from e
     if not isinstance(expr, sympy.Basic):
         raise Unsupported("not an expression")

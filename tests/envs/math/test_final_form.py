@@ -679,3 +679,31 @@ def test_a_value_within_a_float_of_the_equality_cut_is_a_rational(offset):
     answer = f"37(1+{small}) + 45({small}+1)"
     verdict = grade_answer(answer, "82", problem="Compute $37 + 45$.")
     assert not verdict.equal, verdict
+
+
+@pytest.mark.parametrize(
+    "answer", ["(3+4) \\cdot \\cdot 1", "(3+4) * * 1", "(3+4)\\times\\times 1", "(3+4) / / 1"]
+)
+def test_two_operators_in_a_row_are_no_expression(answer):
+    """att33k: `\\cdot \\cdot` became `* *`, which `ast` refuses (so the final-form rule saw
+    nothing to refuse) and sympy joined into `**`: copied arithmetic as `(E) \\cdot\\cdot 1`
+    paid 17/17 copyable tasks at d1/d3/d5, a formula template 14/14 linear equations."""
+    from rllm_envs.math._latex import Unsupported, to_python
+
+    with pytest.raises(Unsupported):
+        to_python(answer)
+    assert not grade_answer(answer, "7", problem="Compute $3 + 4$.").equal
+    assert grade_answer("x**2", "x^2").equal  # Python's power is still a power
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("-\\sqrt[3]{2}", "\\sqrt[3]{-2}"),
+        ("\\sqrt[3]{-2}", "-\\sqrt[3]{2}"),
+        ("-2", "\\sqrt[3]{-8}"),
+    ],
+)
+def test_an_odd_root_of_a_negative_number_is_real(answer, gold):
+    """att33k F2: a principal-power branch shadowed the real one (both refused as unequal)."""
+    assert grade_answer(answer, gold).equal
