@@ -1286,9 +1286,12 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: _Budget, lenient: bool = False) ->
                 return True
     if not p.text or not g.text:
         return False
-    p_dec, g_dec = bool(_DECIMAL.search(p.text)), bool(_DECIMAL.search(g.text))
-    # Tolerance applies when exactly one side is a decimal approximation (the exact side
-    # is passed second, as "b").
+    # Tolerance applies when exactly one side is a decimal approximation: a number written
+    # with a decimal point, not an expression with one inside (att33m: `\exp(\log 3 +
+    # 0.00000002)` for each number of the problem was within 1e-6 of a 1/3-like gold, so
+    # equal, and no single part left to compute). The exact side is passed second, as "b".
+    p_dec = p.number is not None and p.number.decimal
+    g_dec = g.number is not None and g.number.decimal
     a, b = (p.text, g.text) if not g_dec else (g.text, p.text)
     tolerant = p_dec != g_dec
     # mpmath in process settles almost every case in well under a millisecond; sympy (in the
@@ -1880,7 +1883,8 @@ def final_form_issue(
         ):
             found = frozenset({"unevaluated_arithmetic"})
     except (RecursionError, MemoryError):
-        return None
+        # Too deep to read (att33m: 998 nested signs): nothing read is no final form.
+        return "unevaluated_arithmetic"
     return next((name for name in FINAL_FORM_ISSUES if name in found), None)
 
 

@@ -707,3 +707,18 @@ def test_two_operators_in_a_row_are_no_expression(answer):
 def test_an_odd_root_of_a_negative_number_is_real(answer, gold):
     """att33k F2: a principal-power branch shadowed the real one (both refused as unequal)."""
     assert grade_answer(answer, gold).equal
+
+
+def test_a_decimal_inside_an_expression_is_no_approximation():
+    """att33m F1: a decimal anywhere turned on the 1e-6 tolerance: each number n of the problem
+    written `\\exp(\\log n + 0.0000000k)` was within 1e-6 of a 13/21-like gold, so equal, and
+    no part was left to compute (6/8 dataset records). Only a number written with a decimal
+    point is an approximation."""
+    copy = (
+        "\\frac{\\exp(0.00000001)}{\\exp(\\log 3 + 0.00000002)} + "
+        "\\frac{\\exp(\\log 2 + 0.00000003)}{\\exp(\\log 7 + 0.00000004)}"
+    )
+    problem = "What is $\\frac{1}{3} + \\frac{2}{7}$?"
+    assert not grade_answer(copy, "\\frac{13}{21}", problem=problem).equal
+    assert is_equivalent("0.619048", "\\frac{13}{21}")  # a rounded decimal still is
+    assert final_form_issue("-" * 998 + "7") is not None  # too deep to read: not final
