@@ -84,6 +84,7 @@ __all__ = [
     "ISINSTANCE",
     "NOTE_ECHO",
     "NOTE_DEEP",
+    "NOTE_ANY",
     "Fixture",
     "echoed",
     "given_by_fixtures",
@@ -173,6 +174,7 @@ NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's p
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
 NOTE_DEEP = "the test module is too deeply nested to rewrite"
+NOTE_ANY = "an any(...) (or not all(...)) is checked element by element"
 NOTE_ECHO = (
     "an expected value is written elsewhere in the module as an input (the sandbox can read it)"
 )
@@ -496,6 +498,19 @@ def _number(node: ast.expr | None) -> float | None:
         return None
     if type(value) in (int, float) and math.isfinite(value) and value >= 0:
         return float(value)
+    return None
+
+
+def _literal_numbers(node: ast.expr) -> list[float] | None:
+    """The numbers of a literal list or tuple of numbers (any sign), else ``None``."""
+    if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts:
+        return None
+    try:
+        values = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if all(type(v) in (int, float) and math.isfinite(v) for v in values):
+        return [float(v) for v in values]
     return None
 
 
@@ -1236,6 +1251,10 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
             # the observed value (a clock or random value never repeats the reference's).
             checks[0].host = ("falsy" if probe.negated % 2 else "truthy", "")
         return _observe(checks, at)
+    if _dotted(test.func).endswith("all") == bool(probe.negated % 2):  # type: ignore[attr-defined]
+        # `any(...)` or `not all(...)`: one element deciding is enough, which checks of each
+        # element cannot say (att33n: the reference failed its own `any(v > 5 for v in ..)`).
+        probe.note(NOTE_ANY)
     body = _statements(comprehension.elt, probe, at)
     for generator in reversed(comprehension.generators):
         for condition in reversed(generator.ifs):
@@ -1293,15 +1312,18 @@ def _near(test: ast.expr, probe: _Probe) -> _Check | None:
     """
     import json
 
-    found: tuple[ast.expr, float, list[Any]] | None = None
+    found: tuple[ast.expr, Any, list[Any]] | None = None
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, right = test.left, test.comparators[0]
         if isinstance(test.ops[0], ast.Eq):
             for computed, other in ((left, right), (right, left)):
                 tolerance = _approx(other)
-                value = _number(other.args[0]) if tolerance and other.args else None  # type: ignore[attr-defined]
+                args = other.args if tolerance else []  # type: ignore[attr-defined]
+                value: Any = _number(args[0]) if args else None
+                if value is None and args:
+                    value = _literal_numbers(args[0])  # `approx([1.0, 2.0], abs=0.02)`
                 if tolerance is not None and value is not None and not _expected(computed):
-                    if len(other.args) == 1:  # type: ignore[attr-defined]
+                    if len(args) == 1:
                         found = (computed, value, [*tolerance, "approx"])
         split = _below_bound(test)
         bound = _number(split[1]) if split is not None else None
@@ -1336,7 +1358,8 @@ def _near(test: ast.expr, probe: _Probe) -> _Check | None:
         return None
     computed, value, rule = found
     checks = _value(computed, probe)
-    if len(checks) != 1 or checks[0].value is not computed or not math.isfinite(value):
+    finite = all(map(math.isfinite, value)) if isinstance(value, list) else math.isfinite(value)
+    if len(checks) != 1 or checks[0].value is not computed or not finite:
         return None
     for node in ast.walk(test):
         if isinstance(node, ast.expr) and node is not computed and _expected(node):
@@ -1448,6 +1471,25 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
     _drop(expected, [source.args[got]])
     _drop(operand[names[want]])
     _drop(bound, expected=False)
+    values = _literal_numbers(expected)
+    if values is not None and not probe.negated:
+        # The literal list stays on the host: each element within the tolerance of its own
+        # literal (att33n: against the reference's element, a band twice as wide around
+        # another centre paid a wrong fix and refused a right one). The elements zip pairs.
+        import json
+
+        strict = close is None and isinstance(test.ops[0], (ast.Lt, ast.Gt))  # type: ignore[attr-defined]
+        rule = json.dumps([values, 0.0, tolerance, "lt" if strict else "le"])
+        pairs = ast.Call(
+            ast.Name("zip", ast.Load()),
+            [source.args[got], ast.List([ast.Constant(0) for _ in values], ast.Load())],
+            [],
+        )
+        pair = ast.Tuple([ast.Name(n, ast.Store()) for n in (names[got], names[want])], ast.Store())
+        elements = ast.ListComp(
+            ast.Name(names[got], ast.Load()), [ast.comprehension(pair, pairs, [], 0)]
+        )
+        return _observe([_Check(elements, host=("near", rule))], at)
     body = _observe([_Check(ast.Name(names[got], ast.Load()), (0.0, tolerance))], at)
     loop = ast.For(ast.Name(names[got], ast.Store()), source.args[got], body, [])
     return [ast.copy_location(loop, at)]
@@ -2392,6 +2434,8 @@ def _decides(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> b
         value = _number_view(value)
     if not (isinstance(value, list) and value):
         return False
+    if kind == "near" and value[0] in ("list", "tuple"):
+        return True  # a literal list's check (a number's check never holds for a list)
     if kind in ("near", "order"):
         return value[0] in ("int", "float")
     if kind in ("truthy", "falsy"):
@@ -2442,13 +2486,29 @@ def _order_holds(rule_text: str, value: Any) -> bool:
 
 
 def _near_holds(rule_text: str, value: Any) -> bool:
-    """Whether observed number ``value`` is within the test's tolerance of its literal."""
+    """Whether observed number ``value`` is within the test's tolerance of its literal.
+
+    A literal list (``approx([1.0, 2.0], abs=0.02)``): a list or tuple of as many numbers,
+    each within the tolerance of its literal (att33n: each was compared with the reference's
+    element, a band twice as wide around another centre).
+    """
     import json
 
+    try:
+        want, rel, tol, kind = json.loads(rule_text)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    if isinstance(want, list):
+        items = value[1] if isinstance(value, list) and len(value) == 2 else None
+        if items is None or value[0] not in ("list", "tuple") or not isinstance(items, list):
+            return False
+        return len(items) == len(want) and all(
+            _near_holds(json.dumps([w, rel, tol, kind]), _number_view(item))
+            for w, item in zip(want, items, strict=True)
+        )
     if not (isinstance(value, list) and len(value) == 2 and value[0] in ("int", "float")):
         return False
     try:
-        want, rel, tol, kind = json.loads(rule_text)
         got = float(_parse_number(value[1]))
     except (TypeError, ValueError, OverflowError, RecursionError):
         return False

@@ -373,3 +373,46 @@ def test_a_builtin_subclass_is_observed_by_its_stored_value():
     assert observed(S("true"))[2] == ["str", "true"]
     assert observed(L([1, 2]))[2] == ["list", [["int", "1"], ["int", "2"]]]
     assert observed(D(a=1))[2] == ["dict", [[["str", "a"], ["int", "1"]]]]
+
+
+@pytest.mark.parametrize(
+    ("body", "noted"),
+    [
+        ("def test_a():\n    assert any(v > 5 for v in render(3))\n", True),  # att33n F3
+        ("def test_a():\n    assert not all(v > 5 for v in render(3))\n", True),
+        ("def test_a():\n    assert all(v > 5 for v in render(3))\n", False),
+        ("def test_a():\n    assert not any(v > 5 for v in render(3))\n", False),
+    ],
+)
+def test_an_any_is_not_checked_as_an_all(body, noted):
+    """att33n F3: ``any(v > 5 for v in vals())`` became a host check of every element (an
+    ``all``): the reference failed its own test with trust ``host``. Now withheld."""
+    from rllm_envs.swe.probe import NOTE_ANY
+
+    assert (NOTE_ANY in probe_module(_HEAD + body).notes) is noted
+
+
+@pytest.mark.parametrize(
+    ("got", "holds"),
+    [
+        (["list", [["float", "0.995"], ["float", "1.99"]]], True),  # pytest passes it
+        (["tuple", [["float", "1.0"], ["int", "2"]]], True),
+        (["list", [["float", "1.0175"], ["float", "2.035"]]], False),  # pytest fails it
+        (["list", [["float", "1.0"]]], False),
+        (["float", "1.0"], False),
+    ],
+)
+def test_a_tolerance_over_a_literal_list_is_checked_against_the_literal(got, holds):
+    """att33n F1: ``f() == approx([1.0, 2.0], abs=0.02)`` (and ``max(abs(a - b) for a, b in
+    zip(f(), [..])) < 0.02``) compared each element with the reference's, a band twice as
+    wide around another centre: a wrong fix paid 1.0, a right one 0."""
+    for check in (
+        "render(3) == pytest.approx([1.0, 2.0], abs=0.02)",
+        "max(abs(a - b) for a, b in zip(render(3), [1.0, 2.0])) <= 0.02",
+    ):
+        body = f"import pytest\n\n\ndef test_a():\n    assert {check}\n"
+        probe = probe_module(_HEAD + body)
+        [(kind, rule)] = [p for p in probe.predicates if p[0] == "near"]
+        assert "1.0, 2.0" not in probe.text and probe.notes == ()
+        reference = ["host", 0, ["list", [["float", "1.009"], ["float", "2.018"]]]]
+        assert same(reference, ["host", 0, got], 0, None, ((kind, rule),)) is holds

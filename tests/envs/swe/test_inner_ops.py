@@ -111,11 +111,22 @@ def test_a_parametrized_check_decided_on_the_host_stays_complete():
 
 @pytest.mark.parametrize("check", DEVIATIONS)
 def test_a_deviation_over_a_literal_list_is_observed_per_element(check):
+    """Each element against its own literal on the host (att33n: against the reference's)."""
+    import json
+
+    from rllm_envs.swe.probe import probe_module
+
     text, notes = probe_report(_module(check))
     body = text.split("def test_x")[1]
     assert notes == () and "0.25" not in body and " - " not in body, body
     tolerance = 1e-9 if "max" in check else (3e-9 if "isclose" in check else 1e-9) / 3
-    assert f"approx=(0.0, {tolerance!r})" in body, body
+    strict = "<" in check or ">" in check.replace(">=", "")
+    strict = strict and "<=" not in check and "isclose" not in check
+    if check.startswith("want ="):  # a table: its elements moved out, read as the reference's
+        assert f"approx=(0.0, {tolerance!r})" in body, body
+        return
+    rule = [[0.25, 0.5, 0.25], 0.0, tolerance, "lt" if strict else "le"]
+    assert ("near", json.dumps(rule)) in probe_module(_module(check)).predicates, check
 
 
 @pytest.mark.parametrize("check", HONEST)
