@@ -94,8 +94,8 @@ _MAX_DENOMINATOR = 10**6
 #: Digits of the second evaluation that tells a readable constant from one whose rounding
 #: error cancellations blew up (:func:`_rational_value`): three times the comparison's 50.
 _PRECISE_DPS = 150
-#: The values of one tree's subexpressions, by node, at 50 and at 150 digits (one walk).
-_MEMOS: ContextVar[tuple[dict[int, Any], dict[int, Any]] | None] = ContextVar(
+#: One walk's memos, by node: values at 50 and at 150 digits, and whether it is constant.
+_MEMOS: ContextVar[tuple[dict[int, Any], dict[int, Any], dict[int, Any]] | None] = ContextVar(
     "rllm_final_form_memos", default=None
 )
 
@@ -159,10 +159,36 @@ def _literal(node: ast.AST) -> Fraction | None:
 
 def _constant(node: ast.AST) -> bool:
     """No variable anywhere in ``node`` (infinity counts as a variable: it is not a number)."""
+    memos = _MEMOS.get()
+    if memos is not None and id(node) in memos[2]:
+        return bool(memos[2][id(node)])
     for sub in ast.walk(node):
-        if _name(sub) == "Symbol" or (isinstance(sub, ast.Name) and sub.id == "oo"):
+        if _variable(sub):
             return False
     return True
+
+
+def _variable(node: ast.AST) -> bool:
+    return _name(node) == "Symbol" or (isinstance(node, ast.Name) and node.id == "oo")
+
+
+def _constants(tree: ast.AST) -> dict[int, Any]:
+    """Per node of ``tree`` (by id), whether it is constant, in one pass, children first.
+
+    The final-form walk asks it of every subexpression: a whole walk each was quadratic
+    (att33m: 998 nested signs cost 1 s of host CPU per step).
+    """
+    found: dict[int, Any] = {}
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, done = stack.pop()
+        children = list(ast.iter_child_nodes(node))
+        if not done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+        else:
+            found[id(node)] = not _variable(node) and all(found[id(c)] for c in children)
+    return found
 
 
 def _rational_value(node: ast.AST) -> Fraction | None:
@@ -172,7 +198,7 @@ def _rational_value(node: ast.AST) -> Fraction | None:
     the value: :func:`_left_to_compute` decides what that means.
     """
     ctx = _ctx()
-    memos = _MEMOS.get() or ({}, {})
+    memos = _MEMOS.get() or ({}, {}, {})
     try:
         evaluator = _Evaluator(ctx, {}, memos[0])
         v = evaluator.eval(node)
@@ -498,7 +524,8 @@ def expression_issues(text: str) -> frozenset[str]:
     if tree is None:
         return frozenset()
     out: set[str] = set()
-    token = _MEMOS.set(({}, {}))  # each subexpression evaluated once, at each precision
+    # Each subexpression evaluated once, at each precision, and read as constant or not once.
+    token = _MEMOS.set(({}, {}, _constants(tree.body)))
     try:
         _walk(tree.body, out)
     finally:

@@ -722,3 +722,18 @@ def test_a_decimal_inside_an_expression_is_no_approximation():
     assert not grade_answer(copy, "\\frac{13}{21}", problem=problem).equal
     assert is_equivalent("0.619048", "\\frac{13}{21}")  # a rounded decimal still is
     assert final_form_issue("-" * 998 + "7") is not None  # too deep to read: not final
+
+
+def test_constancy_is_read_once_per_tree_and_agrees_with_a_walk():
+    """att33m: each subexpression walked its whole subtree to tell whether it was constant
+    (998 nested signs: 1 s of host CPU per step); one pass per tree now gives the same."""
+    import ast
+
+    from rllm_envs.math._final_form import _constant, _constants, _parse
+
+    for text in ("3 + x\\sqrt{2}", "\\frac{\\pi}{y+1} - 4", "2^{3} + \\infty", "-" * 300 + "7"):
+        tree = _parse(text)
+        assert tree is not None
+        found = _constants(tree.body)
+        for node in ast.walk(tree.body):
+            assert found[id(node)] == _constant(node), (text, ast.dump(node)[:80])
