@@ -1106,23 +1106,10 @@ _OBSERVE_TEXT = 100000
 #: A value past these is unobservable, which never compares equal on the host.
 _OBSERVE_ALL_NODES = 5_000_000
 _OBSERVE_MAX_DEPTH = 200
-_BUILTIN_BASES: tuple[Any, ...] = (
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    bytearray,
-    list,
-    tuple,
-    dict,
-    set,
-    frozenset,
-)
 
 
-#: A builtin subclass's stored value, read by the base type's own methods: ``float(v)``,
+#: The builtin types a subclass is recorded as (in this order), each with how its stored value
+#: is read: by the base type's own methods, since ``float(v)``,
 #: ``str(v)``, ``list(v)`` call the subclass's ``__float__``, ``__str__``, ``__iter__``, so a
 #: repository ``class F(float)`` whose ``__float__`` said 0.5 passed ``assert clamp(1.7) <= 1``
 #: and ``== approx(..)`` on the host (att33l).
@@ -1271,9 +1258,9 @@ def observed(value: Any) -> Any:
             return [stable[0], [walk(x, depth + 1) for x in stable[1:]]]
         if isinstance(v, type):
             return ["type", _type_name(v)]
-        for base in _BUILTIN_BASES:
+        for base, stored in _STORED.items():
             if isinstance(v, base):
-                return ["sub", _type_name(kind), walk(_STORED[base](v), depth + 1)]
+                return ["sub", _type_name(kind), walk(stored(v), depth + 1)]
         state = getattr(v, "__dict__", None)
         if type(state) is dict and state:
             return ["object", _type_name(kind), walk(dict(state), depth + 1)]

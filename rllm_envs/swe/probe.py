@@ -298,7 +298,7 @@ def is_literal(node: ast.expr) -> bool:
         _STDLIB.reset(stdlib)
 
 
-def _stdlib_names(tree: ast.Module) -> dict[str, str]:
+def _stdlib_names(tree: ast.Module, bound: Mapping[str, int] | None = None) -> dict[str, str]:
     """Names ``tree`` binds once, by an import from the standard library: what they name."""
     found: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -309,7 +309,7 @@ def _stdlib_names(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             for alias in node.names:
                 found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    bound = _binding_counts(tree)
+    bound = _binding_counts(tree) if bound is None else bound
     stdlib = set(getattr(sys, "stdlib_module_names", ()))
     return {k: v for k, v in found.items() if bound.get(k) == 1 and v.split(".")[0] in stdlib}
 
@@ -581,7 +581,7 @@ def _binding_counts(tree: ast.Module) -> dict[str, int]:
     return bound
 
 
-def _constants(tree: ast.Module) -> dict[str, float]:
+def _constants(tree: ast.Module, bound: Mapping[str, int]) -> dict[str, float]:
     """The named numbers of test module ``tree`` a tolerance may be given by.
 
     A module-level ``TOL = 1e-9`` or a class-level ``EPS = 1e-6`` (read as ``TOL``,
@@ -589,7 +589,6 @@ def _constants(tree: ast.Module) -> dict[str, float]:
     the whole module, and never bound, deleted or declared ``global`` / ``nonlocal``
     anywhere else (a name the test could change is not a constant).
     """
-    bound = _binding_counts(tree)
     found: dict[str, float] = {}
 
     def scan(body: list[ast.stmt], klass: str | None) -> None:
@@ -726,8 +725,18 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 #: (and their negations). The probe names the check
 #: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
 PREDICATES = (
-    *("in", "not in", "search", "near", "order", "truthy", "falsy"),
-    *("startswith", "endswith", "not startswith", "not endswith", "raises"),
+    "in",
+    "not in",
+    "search",
+    "near",
+    "order",
+    "truthy",
+    "falsy",
+    "startswith",
+    "endswith",
+    "not startswith",
+    "not endswith",
+    "raises",
 )
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
@@ -1818,11 +1827,12 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     tree = ast.parse(source)
     found = _tables.analyse(tree)
     marks = _Marks(set(marked))
-    constants = _CONSTANTS.set(_constants(tree))
-    stdlib = _STDLIB.set(_stdlib_names(tree))
+    counts = _binding_counts(tree)  # once for the three readers below
+    constants = _CONSTANTS.set(_constants(tree, counts))
+    stdlib = _STDLIB.set(_stdlib_names(tree, counts))
     token = _MARKS.set(marks)
     predicates = _PREDICATES_FOUND.set([])
-    bound = _BOUND.set(set(_binding_counts(tree)))
+    bound = _BOUND.set(set(counts))
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
@@ -2498,14 +2508,19 @@ def _near_holds(rule_text: str, value: Any) -> bool:
         want, rel, tol, kind = json.loads(rule_text)
     except (TypeError, ValueError, RecursionError):
         return False
-    if isinstance(want, list):
-        items = value[1] if isinstance(value, list) and len(value) == 2 else None
-        if items is None or value[0] not in ("list", "tuple") or not isinstance(items, list):
-            return False
-        return len(items) == len(want) and all(
-            _near_holds(json.dumps([w, rel, tol, kind]), _number_view(item))
-            for w, item in zip(want, items, strict=True)
-        )
+    if not isinstance(want, list):
+        return _near_number(want, rel, tol, kind, value)
+    items = value[1] if isinstance(value, list) and len(value) == 2 else None
+    if items is None or value[0] not in ("list", "tuple") or not isinstance(items, list):
+        return False
+    return len(items) == len(want) and all(
+        _near_number(w, rel, tol, kind, _number_view(item))
+        for w, item in zip(want, items, strict=True)
+    )
+
+
+def _near_number(want: Any, rel: Any, tol: Any, kind: Any, value: Any) -> bool:
+    """Whether observed number ``value`` is within ``tol`` / ``rel`` of ``want`` by ``kind``."""
     if not (isinstance(value, list) and len(value) == 2 and value[0] in ("int", "float")):
         return False
     try:
