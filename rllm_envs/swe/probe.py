@@ -486,8 +486,18 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def _number(node: ast.expr | None) -> float | None:
-    """A non-negative finite number written in the test: a literal or a named constant."""
+def _finite(value: int | float) -> bool:
+    """Whether a number is finite (an ``int`` always is, however large: no float conversion)."""
+    return type(value) is int or math.isfinite(value)
+
+
+def _number(node: ast.expr | None) -> int | float | None:
+    """A non-negative finite number written in the test: a literal or a named constant.
+
+    An ``int`` stays an ``int``: the host compares it exactly, as Python does (att34a: a
+    literal past 2**53 read as a float, ``9223372036854775807`` as ``2.0**63``, let the
+    unchanged code pass ``<= sys.maxsize``-like bounds on the host that pytest fails).
+    """
     if node is None:
         return None
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -496,12 +506,12 @@ def _number(node: ast.expr | None) -> float | None:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if type(value) in (int, float) and math.isfinite(value) and value >= 0:
-        return float(value)
+    if type(value) in (int, float) and _finite(value) and value >= 0:
+        return value
     return None
 
 
-def _literal_numbers(node: ast.expr) -> list[float] | None:
+def _literal_numbers(node: ast.expr) -> list[int | float] | None:
     """The numbers of a literal list or tuple of numbers (any sign), else ``None``."""
     if not isinstance(node, (ast.List, ast.Tuple)) or not node.elts:
         return None
@@ -509,8 +519,8 @@ def _literal_numbers(node: ast.expr) -> list[float] | None:
         values = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if all(type(v) in (int, float) and math.isfinite(v) for v in values):
-        return [float(v) for v in values]
+    if all(type(v) in (int, float) and _finite(v) for v in values):
+        return list(values)
     return None
 
 
@@ -1298,7 +1308,7 @@ def _order(test: ast.expr, probe: _Probe) -> _Check | None:
     flipped = {">": "<", ">=": "<=", "<": ">", "<=": ">=", "!=": "!="}
     for computed, other, how in ((left, right, op), (right, left, flipped[op])):
         value = _number(other) if isinstance(other, (ast.Constant, ast.UnaryOp)) else None
-        if value is None or not math.isfinite(value) or _expected(computed):
+        if value is None or _expected(computed):
             continue
         if not _expected(other):
             continue
@@ -1367,7 +1377,7 @@ def _near(test: ast.expr, probe: _Probe) -> _Check | None:
         return None
     computed, value, rule = found
     checks = _value(computed, probe)
-    finite = all(map(math.isfinite, value)) if isinstance(value, list) else math.isfinite(value)
+    finite = all(map(_finite, value)) if isinstance(value, list) else _finite(value)
     if len(checks) != 1 or checks[0].value is not computed or not finite:
         return None
     for node in ast.walk(test):
@@ -2523,21 +2533,23 @@ def _near_number(want: Any, rel: Any, tol: Any, kind: Any, value: Any) -> bool:
     """Whether observed number ``value`` is within ``tol`` / ``rel`` of ``want`` by ``kind``."""
     if not (isinstance(value, list) and len(value) == 2 and value[0] in ("int", "float")):
         return False
+    # Python's own arithmetic on the types the test has: an int minus an int is exact (att34a:
+    # as floats, 2**53 + 1 was within 1 of 2**53); ``math.isclose`` converts to float itself.
     try:
-        got = float(_parse_number(value[1]))
+        got = _parse_number(value[1])
+        if type(want) not in (int, float) or not (_finite(got) and _finite(want)):
+            return False
+        if kind == "isclose":
+            return math.isclose(got, want, rel_tol=rel, abs_tol=tol)
+        gap = abs(got - want)
+        if kind == "approx":  # pytest.approx: ``rel`` scales the expected value only
+            return bool(gap <= max(rel * abs(want), tol))
+        if kind == "lt":
+            return bool(gap < tol)
+        if kind == "le":
+            return bool(gap <= tol)
     except (TypeError, ValueError, OverflowError, RecursionError):
-        return False
-    if not (math.isfinite(got) and math.isfinite(want)):
-        return False
-    gap = abs(got - want)
-    if kind == "approx":  # pytest.approx: ``rel`` scales the expected value only
-        return gap <= max(rel * abs(want), tol)
-    if kind == "isclose":
-        return gap <= max(rel * max(abs(got), abs(want)), tol)
-    if kind == "lt":
-        return gap < tol
-    if kind == "le":
-        return gap <= tol
+        return False  # past a float (pytest raises there too)
     return False
 
 
@@ -2739,7 +2751,14 @@ def _equal_numbers(a: Any, b: Any) -> bool:
 def _close(a: Any, b: Any, tolerance: tuple[float, float]) -> bool:
     """Two numbers (as text) within ``(rel, abs)`` of each other."""
     try:
-        x, y = float(_parse_number(a)), float(_parse_number(b))
+        exact_x, exact_y = _parse_number(a), _parse_number(b)
+        if type(exact_x) is int and type(exact_y) is int:
+            # Exactly, as pytest.approx subtracts two ints (as floats, ints past 2**53 that
+            # differ by one were the same).
+            rel, tol = tolerance
+            gap = abs(exact_x - exact_y)
+            return gap == 0 or bool(gap <= max(rel * max(abs(exact_x), abs(exact_y)), tol))
+        x, y = float(exact_x), float(exact_y)
     except (TypeError, ValueError, OverflowError):
         return False
     if x == y:
