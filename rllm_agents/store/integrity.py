@@ -232,6 +232,20 @@ def row_mac(key: bytes, row_id: int, columns: Sequence[Any]) -> str:
     return outer.hexdigest()
 
 
+def macs_match(expected: str, found: object) -> bool:
+    """Whether a value read from the store equals the one its key makes (constant time).
+
+    Compared as bytes: ``hmac.compare_digest`` raises ``TypeError`` on a text with a non-ASCII
+    character, which a flipped high bit writes (att34c: one such flip made ``get``, ``count``
+    and ``verify`` raise it, naming no episode).
+    """
+    if not isinstance(found, str):
+        return False
+    return hmac.compare_digest(
+        expected.encode("utf-8", "surrogateescape"), found.encode("utf-8", "surrogateescape")
+    )
+
+
 def high_water_value(key: bytes, count: int) -> str:
     """The ``meta`` value recording that episodes 1 to ``count`` were written."""
     mac = hmac.digest(key, f"high-water {count}".encode("ascii"), "sha256").hex()
@@ -246,7 +260,9 @@ def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
             "`high_water` was deleted): episodes may be missing. Restore it from a backup."
         )
     head = value.split(" ", 1)[0]
-    if not head.isdigit() or not hmac.compare_digest(value, high_water_value(key, int(head))):
+    if not (head.isascii() and head.isdigit()) or not macs_match(
+        high_water_value(key, int(head)), value
+    ):
         raise DamagedStore(
             f"{db}: the record of how many episodes were written ({value[:40]!r}) fails its "
             "MAC: it was changed without the store's key, so episodes may be missing. "
@@ -303,9 +319,7 @@ def check_home(key: bytes, db: Path, path: Path, store_id: str, *, write: bool) 
             f"Cannot read {path}, the identity kept for {db} beside its key: {e}"
         ) from e
     recorded = text.split(" ", 1)[0]
-    if not valid_store_id(recorded) or not hmac.compare_digest(
-        text, _home_value(key, db, recorded)
-    ):
+    if not valid_store_id(recorded) or not macs_match(_home_value(key, db, recorded), text):
         raise DamagedStore(
             f"{path}, the identity of the store kept for {db} beside its key, fails its MAC: it "
             "was changed without the key. Restore it (or the key's folder) from a backup."
@@ -348,7 +362,9 @@ def _read_mark(key: bytes, db: Path, path: Path) -> int | None:
     if not value:
         return None  # made by a writer that died before writing it (it writes under the lock)
     head = value.split(" ", 1)[0]
-    if not head.isdigit() or not hmac.compare_digest(value, high_water_value(key, int(head))):
+    if not (head.isascii() and head.isdigit()) or not macs_match(
+        high_water_value(key, int(head)), value
+    ):
         raise DamagedStore(
             f"{path}, the count of episodes written to {db} kept beside its key, fails its MAC: "
             "it was changed without the key. Restore it (or the key's folder) from a backup."
@@ -382,9 +398,7 @@ def raise_mark(key: bytes, db: Path, path: Path, count: int) -> None:
 
 def check_row(key: bytes, db: Path, row: Sequence[Any]) -> None:
     """Raise :class:`DamagedEpisode` unless a ``_CHECKED`` row's MAC (index 17) matches."""
-    if not isinstance(row[17], str) or not hmac.compare_digest(
-        row_mac(key, row[0], row[1:17]), row[17]
-    ):
+    if not macs_match(row_mac(key, row[0], row[1:17]), row[17]):
         raise DamagedEpisode(
             db,
             row[0],

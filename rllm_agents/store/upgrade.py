@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hmac
 import os
 import sqlite3
 from pathlib import Path
@@ -253,9 +252,8 @@ def _upgrade(
                     raise DamagedEpisode(
                         path, row[0], str(row[1]), "its query columns fail their SHA-256"
                     )
-                if label == "3" and not (
-                    isinstance(row[18], str)
-                    and hmac.compare_digest(integrity.row_mac(old_key, row[0], row[1:17]), row[18])
+                if label == "3" and not integrity.macs_match(
+                    integrity.row_mac(old_key, row[0], row[1:17]), row[18]
                 ):
                     raise DamagedEpisode(
                         path, row[0], str(row[1]), "its row id and query columns fail their MAC"

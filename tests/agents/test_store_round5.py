@@ -1,0 +1,46 @@
+"""Episode store, blind-attack round att34c (issue #31, session 34): a flipped high bit in a
+stored MAC made readers raise ``TypeError`` (``hmac.compare_digest`` refuses non-ASCII text)
+instead of reporting the damaged episode with its id.
+
+Each test fails on the store before the fix.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from rllm_agents.store import DamagedEpisode, EpisodeStore
+from rllm_agents.store.integrity import macs_match
+from tests.agents.test_store import make_trajectory
+
+
+def test_a_mac_with_a_non_ascii_character_does_not_match():
+    assert macs_match("ab12", "ab12")
+    assert not macs_match("ab12", "ab\u00b22")  # a flipped high bit
+    assert not macs_match("ab12", "ab\udcb2")  # an undecodable byte read back
+    assert not macs_match("ab12", None) and not macs_match("ab12", b"ab12")
+
+
+def test_a_flipped_high_bit_in_an_episode_mac_names_the_episode(tmp_path):
+    db = tmp_path / "s.db"
+    with EpisodeStore(db) as store:
+        for i in range(6):
+            store.put(make_trajectory(i, turns=1, prompt_len=8, completion_len=6), run="r")
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (mac,) = conn.execute("SELECT mac FROM episodes WHERE id = 5").fetchone()
+    conn.close()
+    data = bytearray(db.read_bytes())
+    at = data.find(mac.encode())
+    assert at > 0 and data.count(mac.encode()) == 1
+    data[at + 3] ^= 0x80  # one bit of the file
+    db.write_bytes(data)
+    with EpisodeStore(db) as store:
+        with pytest.raises(DamagedEpisode, match="Episode 5 "):
+            store.get(5)
+        with pytest.raises(DamagedEpisode, match="Episode 5 "):
+            store.count(run="r")
+        damaged = store.verify()
+    assert [str(e).split(" (")[0] for e in damaged] == ["Episode 5"]
