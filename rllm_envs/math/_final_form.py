@@ -57,7 +57,7 @@ from math import gcd, isqrt
 from typing import Any
 
 from rllm_envs.math._latex import Unsupported, to_python
-from rllm_envs.math._numeric import _ctx, _Evaluator, _Inconclusive
+from rllm_envs.math._numeric import PRECISE_DPS, _ctx, _Evaluator, _Inconclusive
 
 __all__ = [
     "FINAL_FORM_ISSUES",
@@ -91,9 +91,6 @@ FINAL_FORM_ISSUES = (
 _MAX_RADICAND = 10**12
 #: Denominator bound when deciding whether a computed value is a rational number.
 _MAX_DENOMINATOR = 10**6
-#: Digits of the second evaluation that tells a readable constant from one whose rounding
-#: error cancellations blew up (:func:`_rational_value`): three times the comparison's 50.
-_PRECISE_DPS = 150
 #: One walk's memos, by node: values at 50 and at 150 digits, and whether it is constant.
 _MEMOS: ContextVar[tuple[dict[int, Any], dict[int, Any], dict[int, Any]] | None] = ContextVar(
     "rllm_final_form_memos", default=None
@@ -208,7 +205,7 @@ def _rational_value(node: ast.AST) -> Fraction | None:
         # comparison to call unequal, so copied arithmetic raised to it was final and paid
         # (att33e)) differs between the two: it cannot be read, so it is not final. Any value
         # the comparison calls equal is read at the higher precision to far within the slack.
-        precise = _Evaluator(_ctx(_PRECISE_DPS), {}, memos[1]).eval(node)
+        precise = _Evaluator(_ctx(PRECISE_DPS), {}, memos[1]).eval(node)
         # What the grader cannot tell from a rational: a hundred times the relative 1e-25 its
         # exact comparison calls equal (`_symbolic` compares in floats: att33i paid
         # n(1 + 1e-25(1 + 1e-16)) for n, just past a cut at 1e-25 here), or the rounding error

@@ -33,6 +33,20 @@ else:  # run as a script (the worker): import the sibling file, not the whole pa
 __all__ = ["Unsupported", "latex_to_sympy", "expressions_equal", "equations_equal", "serve"]
 
 
+def _real_root(x: Any, n: Any) -> sympy.Expr:
+    r"""``\sqrt[n]{x}`` as the in-process evaluator reads it (``\sqrt[3]{-8}`` is -2).
+
+    Real for an odd ``n`` and a real negative ``x``, else sympy's principal root.
+
+    sympy's own ``root`` is principal (att34b: ``\sqrt[3]{-2} - \sqrt[3]{2} e^{i\pi/3}`` was
+    0 here and -1.9 - 1.1i in process, a gap each side read its own way).
+    """
+    x, n = sympy.sympify(x), sympy.sympify(n)
+    if n.is_integer and n.is_odd and x.is_extended_real and x.is_extended_negative:
+        return -sympy.root(-x, n)
+    return sympy.root(x, n)
+
+
 def latex_to_sympy(text: str) -> sympy.Expr:
     r"""Parse a LaTeX (or plain) math expression into an *unevaluated* sympy expression.
 
@@ -51,7 +65,7 @@ def latex_to_sympy(text: str) -> sympy.Expr:
         # Python's grammar first: the in-process side parses with `ast`, and sympy's tokenizer
         # joins or reads what `ast` refuses (`* *` as `**`, att33k): one grammar for both.
         ast.parse(code, mode="eval")
-        expr = parse_expr(code, evaluate=False)
+        expr = parse_expr(code, local_dict={"root": _real_root}, evaluate=False)
     except (SyntaxError, TypeError, ValueError, AttributeError, RecursionError, MemoryError) as e:
         raise Unsupported(f"cannot parse: {e}") from e
     if not isinstance(expr, sympy.Basic):
