@@ -14,6 +14,20 @@ from rllm_adapters.openenv.limits import ServerLimits
 from rllm_adapters.openenv.server import serve
 
 
+def _client_tokens(parser: argparse.ArgumentParser, path: str | None) -> dict[str, str] | None:
+    """The ``--client-tokens`` file's ``{client name: token}`` (exits with a message if bad)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = json.load(f)
+    except (OSError, ValueError) as e:
+        parser.error(f"--client-tokens {path}: {e}")
+    if not isinstance(tokens, dict):
+        parser.error('--client-tokens must hold a JSON object {"client name": "token", ...}')
+    return tokens
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m rllm_adapters.serve ENV_ID [--host] [--port] [--max-sessions] ...``."""
     parser = argparse.ArgumentParser(
@@ -55,6 +69,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--token",
         default=os.environ.get("RLLM_SERVE_TOKEN"),
         help="bearer token clients must send (default: $RLLM_SERVE_TOKEN); needed off loopback",
+    )
+    parser.add_argument(
+        "--client-tokens",
+        default=None,
+        metavar="FILE",
+        help='a JSON file {"client name": "token", ...}: each client sends its own token and is '
+        "counted (sessions, score-log attempts) by its name, whatever address it uses",
     )
     parser.add_argument(
         "--no-custom-tasks",
@@ -101,14 +122,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             max_connections_per_client=args.max_connections_per_client,
             max_connections=args.max_connections,
             token=args.token or None,
+            client_tokens=_client_tokens(parser, args.client_tokens),
             allow_custom_tasks=not args.no_custom_tasks,
             score_log=args.score_log,
             score_reply_s=args.score_reply_s,
             score_work_s=args.score_work_s,
         )
-        if not is_loopback(args.host) and limits.token is None:
+        if not is_loopback(args.host) and limits.token is None and limits.client_tokens is None:
             raise AdapterConfigError(
-                f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN)."
+                f"Serving on {args.host} (not loopback) needs --token (or RLLM_SERVE_TOKEN) "
+                "or --client-tokens."
             )
     except AdapterConfigError as e:
         parser.error(str(e))

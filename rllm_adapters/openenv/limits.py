@@ -11,6 +11,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rllm_adapters.error import AdapterConfigError
+from rllm_adapters.gateway.config import is_loopback
 
 #: JSON containers (``[`` or ``{`` outside strings) and strings one message may hold. An
 #: OpenEnv message holds a few dozen; 16 MiB of ``[[],[],...]`` holds millions and takes
@@ -124,17 +126,22 @@ class ServerLimits:
         max_message_mb: Largest WebSocket message and HTTP request body, in MiB (413).
         header_timeout: Seconds a connection may take to send a request's headers.
         body_timeout: Seconds a request may take to send its body (408).
-        max_connections_per_client: Open connections per client address (503). Every local
-            process connects from 127.0.0.1, so on loopback this is a limit on all local
-            clients together: it bounds what one remote address can hold, it does not keep
-            local processes from each other (one that can reach the port can as well use the
-            host's CPU, memory and descriptors directly). Separate local tenants need their
-            own server, or their own token and loopback address (127.0.0.2, ...).
+        max_connections_per_client: Open connections per client address (503), and live
+            sessions per client (``CLIENT_LIMIT``): a client is the name of its token in
+            ``client_tokens``, else its address. Every loopback address (127.0.0.0/8, ::1)
+            counts as one: any local process may connect from any of them (att34c: four
+            addresses held 16 sessions past a limit of 4), so on loopback this is a limit on
+            all local clients together. Separate tenants need their own server or their own
+            ``client_tokens``.
         max_connections: Open connections to the server in all (503), from any number of
             addresses; by default half the process's open-file limit, so that clients cannot
             take the descriptors the envs and the log need.
         token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``
             (401, or close code 1008 on the WebSocket).
+        client_tokens: ``{client name: token}``: each client authenticates with its own token
+            (as ``token``; either kind is then accepted) and is counted and logged by its name,
+            whatever addresses it connects from: its sessions against
+            ``max_connections_per_client``, its attempts at each task in the score log.
         allow_custom_tasks: False refuses a reset with ``options.task`` (a task record the
             client wrote) with ``VALIDATION_ERROR``: an evaluation server for untrusted clients
             need not rely on every consumer checking ``custom_task`` (issue #31, F7).
@@ -163,6 +170,7 @@ class ServerLimits:
     max_connections_per_client: int | None = None
     max_connections: int | None = None
     token: str | None = None
+    client_tokens: Mapping[str, str] | None = None
     allow_custom_tasks: bool = True
     score_log: str | None = None
     score_reply_s: float = 1.0
@@ -191,11 +199,27 @@ class ServerLimits:
                 raise AdapterConfigError(
                     f"Expects `{name}` to be an int >= 1 or None, actual: {value!r}"
                 )
-        if self.token is not None and len(self.token) < 16:
-            raise AdapterConfigError(
-                "Expects `token` to be at least 16 characters (e.g. `python -c 'import "
-                "secrets; print(secrets.token_urlsafe())'`)"
-            )
+        tokens = [self.token] if self.token is not None else []
+        if self.client_tokens is not None:
+            if not isinstance(self.client_tokens, Mapping) or not self.client_tokens:
+                raise AdapterConfigError(
+                    "Expects `client_tokens` to be a non-empty {client name: token} mapping"
+                )
+            for name, token in self.client_tokens.items():
+                if not (isinstance(name, str) and _CLIENT_NAME.fullmatch(name)):
+                    raise AdapterConfigError(
+                        "Expects each client name in `client_tokens` to be 1-64 letters, "
+                        f"digits, '.', '_' or '-', actual: {name!r}"
+                    )
+                tokens.append(token)
+        for token in tokens:
+            if not isinstance(token, str) or len(token) < 16:
+                raise AdapterConfigError(
+                    "Expects every token to be a text of at least 16 characters (e.g. "
+                    "`python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+                )
+        if len(set(tokens)) != len(tokens):
+            raise AdapterConfigError("Expects every token to be different: one names one client")
 
         if self.score_log is not None:
             ScoreLog(self.score_log).close()  # an unwritable path fails before serving
@@ -223,19 +247,38 @@ class ServerLimits:
         return 1 << 20 if soft == resource.RLIM_INFINITY else max(64, soft // 2)
 
 
+_CLIENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 def _peer(scope: Mapping[str, Any]) -> str:
     client = scope.get("client")
     return f"{client[0]}:{client[1]}" if client else "?"
 
 
-def _authorized(scope: Mapping[str, Any], token: str | None) -> bool:
-    if token is None:
-        return True
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            given = value.decode("latin-1")
-            return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-    return False
+def address_key(host: str) -> str:
+    """The address a connection is counted under: every loopback address is one."""
+    return "loopback" if is_loopback(host) else host
+
+
+def client_of(scope: Mapping[str, Any], limits: ServerLimits) -> str | None:
+    """Who a request is, as limits and the score log count it.
+
+    ``"client:NAME"`` for a token of ``limits.client_tokens``, else its address
+    (:func:`address_key`); ``None`` when the server needs a token it did not send.
+    """
+    client = scope.get("client")
+    address = address_key(client[0]) if client else "?"
+    if limits.token is None and limits.client_tokens is None:
+        return address
+    given = next((v for k, v in scope.get("headers", []) if k == b"authorization"), b"")
+    found: str | None = None
+    # Every token is compared (in constant time each): which one matched does not show.
+    if limits.token is not None and hmac.compare_digest(given, b"Bearer " + limits.token.encode()):
+        found = address
+    for name, token in (limits.client_tokens or {}).items():
+        if hmac.compare_digest(given, b"Bearer " + token.encode()):
+            found = f"client:{name}"
+    return found
 
 
 async def _send_json(send: Any, status: int, body: Mapping[str, Any], close: bool) -> None:
@@ -270,9 +313,12 @@ class _Guard:
         if scope.get("path", "").rstrip("/").endswith("/health") and kind == "http":
             await self.app(scope, receive, send)
             return
-        if not _authorized(scope, self.limits.token):
+        if client_of(scope, self.limits) is None:
             log.warning("refused %s %s: UNAUTHORIZED (no valid bearer token)", kind, _peer(scope))
-            message = "This server needs `Authorization: Bearer <token>` (its --token)."
+            message = (
+                "This server needs `Authorization: Bearer <token>` (its --token, or the "
+                "client's own of --client-tokens)."
+            )
             if kind == "http":
                 body = {"error": {"code": "UNAUTHORIZED", "message": message}}
                 await _send_json(send, 401, body, close=True)
@@ -370,7 +416,7 @@ class ScoreLog:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._attempts: dict[tuple[Any, Any], int] = {}
+        self._attempts: dict[tuple[str, Any, Any], int] = {}
         self._lock = threading.Lock()
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -379,17 +425,21 @@ class ScoreLog:
                 f"Cannot append to the score log {self.path!r}: {e.strerror}"
             ) from None
 
-    def write(self, record: Mapping[str, Any], *, peer: str = "") -> None:
-        """Append ``record`` as one line, with the time and the client's address.
+    def write(self, record: Mapping[str, Any], *, peer: str = "", client: str = "") -> None:
+        """Append ``record`` as one line, with the time, the client and its address.
 
         ``attempt`` counts the episodes of its task (``env_id``, ``task_id``) this log has
-        recorded so far: score the first, a later one may have learnt from the earlier.
+        recorded for this ``client`` (:func:`client_of`) so far: score each client's first,
+        a later one may have learnt from the earlier. Per client: another client playing a
+        task first does not use up its attempt (att34c: junk answers from one client made
+        every honest answer of another attempt 2).
         """
-        key = (record.get("env_id"), record.get("task_id"))
+        key = (client, record.get("env_id"), record.get("task_id"))
         with self._lock:
             attempt = self._attempts[key] = self._attempts.get(key, 0) + 1
             line = {
                 "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "client": client,
                 "peer": peer,
                 "attempt": attempt,
             }
@@ -434,7 +484,7 @@ def _h11_protocol(limits: ServerLimits) -> type:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             host = self.client[0] if self.client else "?"
-            live = peers.setdefault(host, set())
+            live = peers.setdefault(address_key(host), set())
             live.difference_update([t for t in live if t.is_closing()])
             if len(everyone) >= total or len(everyone) % 256 == 255:  # upgraded ones too
                 everyone.difference_update([t for t in everyone if t.is_closing()])

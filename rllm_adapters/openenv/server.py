@@ -33,6 +33,7 @@ from rllm_adapters.openenv.limits import (
     _h11_protocol,
     _peer,
     _ws_protocol,
+    client_of,
     limit_uvicorn_log,
     loads_bounded,
     log,
@@ -180,9 +181,9 @@ class _Session:
     step returns, so leaving and coming back cannot hold more threads than sessions.
     """
 
-    def __init__(self, peer: str) -> None:
+    def __init__(self, peer: str, client: str) -> None:
         self.peer = peer
-        self.host = peer.rsplit(":", 1)[0]
+        self.client = client  # who it is counted and logged as (limits.client_of)
         self.env: GymTextEnvironment | None = None
         self.running: Future[Any] | None = None  # the last call in a thread
 
@@ -249,8 +250,10 @@ class _EnvServer:
 
         running.add_done_callback(finished)
 
-    def make_env(self, peer: str = "") -> GymTextEnvironment:
-        scores = None if self.scores is None else partial(self.scores.write, peer=peer)
+    def make_env(self, peer: str = "", client: str = "") -> GymTextEnvironment:
+        scores = (
+            None if self.scores is None else partial(self.scores.write, peer=peer, client=client)
+        )
         return GymTextEnvironment(self.env_id, self.env_kwargs, scores=scores)
 
     # ------------------------------------------------------------------- websocket
@@ -260,8 +263,8 @@ class _EnvServer:
 
         peer = _peer(websocket.scope)
         await websocket.accept()
-        session = _Session(peer)
-        mine = sum(other.host == session.host for other in self.sessions)
+        session = _Session(peer, client_of(websocket.scope, self.limits) or "?")
+        mine = sum(other.client == session.client for other in self.sessions)
         if mine >= self.limits.connections_per_client:
             # Sessions still counted after their client left (their step runs on) count too:
             # leaving mid-step and reconnecting cannot take every session and thread.
@@ -289,7 +292,7 @@ class _EnvServer:
         self.sessions.add(session)  # no await since the check: the cap holds
         try:
             try:
-                session.env = await self.run(self.make_env, peer)
+                session.env = await self.run(self.make_env, peer, session.client)
             except Exception as e:
                 log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
                 text = f"The env could not be made: {type(e).__name__}: {e}"
@@ -430,7 +433,7 @@ class _EnvServer:
             return JSONResponse(
                 {"error": {"code": "INVALID_MESSAGE", "message": "Expects a JSON object."}}, 400
             )
-        session = _Session(_peer(request.scope))
+        session = _Session(_peer(request.scope), client_of(request.scope, self.limits) or "?")
         if self.stateless.locked():
             log.warning("refused http %s /reset: CAPACITY_REACHED", session.peer)
             return JSONResponse(
@@ -671,8 +674,9 @@ def serve(
 
     One id is served at the root (``base_url = http://host:port``); several ids are served by
     :func:`create_multi_app` under their own paths (``env_kwargs`` is then ``{id: kwargs}``).
-    A host other than loopback needs ``limits.token``: anyone who reaches the port could
-    otherwise run episodes (and, for code envs, sandboxed programs).
+    A host other than loopback needs ``limits.token`` (or ``limits.client_tokens``): anyone
+    who reaches the port could otherwise run episodes (and, for code envs, sandboxed
+    programs).
 
     Raises:
         AdapterConfigError: For bad limits, or a non-loopback host without a token.
@@ -685,7 +689,7 @@ def serve(
             session_timeout=session_timeout,
             max_message_mb=max_message_mb,
         )
-    if not is_loopback(host) and limits.token is None:
+    if not is_loopback(host) and limits.token is None and limits.client_tokens is None:
         raise AdapterConfigError(
             f"Serving on {host} (not loopback) needs a token: pass --token (or set "
             "RLLM_SERVE_TOKEN); clients then send `Authorization: Bearer <token>`."

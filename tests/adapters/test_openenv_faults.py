@@ -313,12 +313,12 @@ def test_one_client_cannot_hold_every_connection(server):
     assert "TOO_MANY_CONNECTIONS" in log.read_text()
 
 
-def test_connections_are_limited_per_address_and_in_all(tmp_path):
-    """Per address (12 here), so another loopback address is not refused while one is full;
-    and in all (20 here), so many addresses cannot take every descriptor."""
+def test_connections_are_limited_per_client_and_in_all(tmp_path):
+    """Per client (12 here), every loopback address one client (att34c F1: four loopback
+    addresses held four times the share); and in all (20 here, with a share of 30), so many
+    addresses cannot take every descriptor."""
     log = tmp_path / "server.log"
     port = _free_port()
-    proc = _start(port, log, "--max-connections", "20", "--header-timeout", "30")
 
     def connect(source: str) -> socket.socket:
         return socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
@@ -332,31 +332,41 @@ def test_connections_are_limited_per_address_and_in_all(tmp_path):
             return _read_all(sock, 10)
 
     held: list[socket.socket] = []
+    proc = _start(port, log, "--header-timeout", "30")
     try:
-        _limits_hold(connect, get, held)
-        time.sleep(0.5)
-        assert get("127.0.0.6").startswith(b"HTTP/1.1 200")
-        text = log.read_text()
-        assert text.count("(20 open in all)") == 2 and "Traceback" not in text
+        held += [connect(f"127.0.0.{1 + i % 4}") for i in range(12)]
+        for source in ("127.0.0.1", "127.0.0.9"):  # any loopback address: the same client
+            assert b"At most 12 connections per client" in get(source)
     finally:
         for sock in held:
             sock.close()
         _stop(proc)
-
-
-def _limits_hold(connect, get, held: list[socket.socket]) -> None:
+    held.clear()
+    proc = _start(
+        port,
+        log,
+        "--header-timeout",
+        "30",
+        "--max-connections",
+        "20",
+        "--max-connections-per-client",
+        "30",
+    )
     try:
-        held += [connect("127.0.0.1") for _ in range(12)]
-        assert b"At most 12 connections per client" in get("127.0.0.1")
-        assert get("127.0.0.2").startswith(b"HTTP/1.1 200")  # its own count
-        held += [connect(f"127.0.0.{2 + i % 4}") for i in range(8)]  # 20 open in all
-        for source in ("127.0.0.6", "127.0.0.7"):
-            reply = get(source)
-            assert reply.startswith(b"HTTP/1.1 503"), reply
-            assert b"At most 20 connections to this server" in reply
+        held += [connect(f"127.0.0.{2 + i % 4}") for i in range(20)]
+        reply = get("127.0.0.6")
+        assert reply.startswith(b"HTTP/1.1 503"), reply
+        assert b"At most 20 connections to this server" in reply
+        for sock in held:
+            sock.close()
+        time.sleep(0.5)
+        assert get("127.0.0.6").startswith(b"HTTP/1.1 200")
+        text = log.read_text()
+        assert "(20 open in all)" in text and "Traceback" not in text
     finally:
         for sock in held:
             sock.close()
+        _stop(proc)
 
 
 # -------------------------------------------------------------------------------- the token
@@ -503,7 +513,7 @@ def test_cheap_steps_move_to_the_loop_and_a_slow_env_goes_back_to_the_thread():
 
     async def play() -> None:
         server = _EnvServer(ENV, {}, ServerLimits(max_sessions=2))
-        session = _Session("test")
+        session = _Session("test", "test")
         session.env = server.make_env()
         step = json.dumps({"type": "step", "data": {"text": "Down"}})
         reset = json.dumps({"type": "reset", "data": {"seed": 0}})
@@ -583,7 +593,7 @@ def test_math_steps_never_run_on_the_loop():
 
     async def play() -> None:
         server = _EnvServer("rllm/Math-v1", {}, ServerLimits(max_sessions=2))
-        session = _Session("test")
+        session = _Session("test", "test")
         session.env = server.make_env()
         reset = json.dumps({"type": "reset", "data": {"seed": 0}})
         step = json.dumps({"type": "step", "data": {"text": "no idea"}})
@@ -617,7 +627,7 @@ def test_slow_steps_cannot_take_the_threads_other_sessions_need():
         server = _EnvServer(ENV, {}, ServerLimits(max_sessions=n + 1))
         sessions = []
         for _ in range(n):
-            session = _Session("127.0.0.1:1")
+            session = _Session("127.0.0.1:1", "loopback")
             session.env = server.make_env()
             await server._handle(session, reset)
             fast = session.env.step_payload
@@ -630,7 +640,7 @@ def test_slow_steps_cannot_take_the_threads_other_sessions_need():
             sessions.append(session)
         hogs = [asyncio.create_task(server._handle(s, step)) for s in sessions]
         await asyncio.sleep(0.5)
-        newcomer = _Session("127.0.0.1:2")
+        newcomer = _Session("127.0.0.1:2", "loopback")
         newcomer.env = server.make_env()
         try:
             reply, _ = await asyncio.wait_for(server._handle(newcomer, reset), 60)
@@ -664,7 +674,7 @@ def test_sessions_whose_client_left_mid_step_count_toward_the_clients_share():
     app = create_app(ENV, limits=limits)
     server = app.state.env_server
 
-    def make_waiting_env(peer: str = "") -> GymTextEnvironment:
+    def make_waiting_env(peer: str = "", client: str = "") -> GymTextEnvironment:
         env = GymTextEnvironment(ENV)
         fast = env.step_payload
 
