@@ -484,7 +484,12 @@ def _h11_protocol(limits: ServerLimits) -> type:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             host = self.client[0] if self.client else "?"
-            live = peers.setdefault(address_key(host), set())
+            key = address_key(host)
+            # With client tokens local clients are told apart by them once their requests
+            # arrive (sessions per client name); counted by address here, one client holding
+            # the loopback share would refuse every other one. The limit in all still holds.
+            shared = key == "loopback" and limits.client_tokens is not None
+            live = set() if shared else peers.setdefault(key, set())
             live.difference_update([t for t in live if t.is_closing()])
             if len(everyone) >= total or len(everyone) % 256 == 255:  # upgraded ones too
                 everyone.difference_update([t for t in everyone if t.is_closing()])

@@ -120,3 +120,43 @@ def test_score_log_attempts_are_counted_per_client(tmp_path):
         ("client:bob", 2, False),
         ("client:alice", 1, True),
     ]
+
+
+@pytest.mark.slow
+def test_with_client_tokens_one_local_client_cannot_take_the_loopback_share(tmp_path):
+    """Connections are counted by address before their requests arrive: with every loopback
+    address one client, idle connections of one local client would refuse all the others.
+    With client tokens they are told apart by name instead (the limit in all still holds)."""
+    import socket
+
+    from tests.adapters.test_openenv_faults import _free_port, _read_all, _start, _stop
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"alice": ALICE, "bob": BOB}))
+    log, port = tmp_path / "server.log", _free_port()
+    proc = _start(port, log, "--max-connections-per-client", "2", "--client-tokens", str(tokens))
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert _read_all(sock, 10).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in held:
+            sock.close()
+        _stop(proc)
+    assert "Traceback" not in log.read_text()
+
+
+def test_a_client_tokens_file_is_read_and_checked(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('["not", "an", "object"]')
+    out = subprocess.run(
+        [sys.executable, "-m", "rllm_adapters.serve", ENV, "--client-tokens", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 2 and "JSON object" in out.stderr
