@@ -1135,6 +1135,7 @@ _BUILTIN_OBJECTS: dict[str, Any] = dict(vars(__import__("builtins")))
 #: Where a class's own name is stored, read past any metaclass that would answer otherwise.
 _CLASS_NAME = (type.__dict__["__module__"], type.__dict__["__qualname__"])
 _CLASS_MRO = type.__dict__["__mro__"]
+_CLASS_DICT = type.__dict__["__dict__"]
 
 
 def _type_name(kind: Any) -> str:
@@ -1416,11 +1417,84 @@ def observe_isinstance(
 observe_isinstance.__kwdefaults__["_stdlib_check"] = _stdlib_check  # type: ignore[index]
 
 
+#: Builtin values whose operators no repository code can change.
+_PLAIN_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, bytearray})
+#: Values looked through for a repository object (nodes); past it, one is assumed.
+_OPERATED_NODES = 10_000
+
+
+def _repository_code_decides(value: Any) -> bool:
+    """Whether an operator of a check on ``value`` may run code of the repository.
+
+    ``value`` is, or holds in builtin containers, an instance of a class that is neither
+    builtin nor the standard library's (a forged name counts as the repository's): its
+    truth, ``in``, order and arithmetic are its class's methods, which its state does not
+    show (att34d). Only exact builtin containers are looked into (iterating another runs
+    its code).
+    """
+    todo, count = [value], 0
+    while todo:
+        count += 1
+        if count > _OPERATED_NODES:
+            return True
+        item = todo.pop()
+        kind = type(item)
+        if kind in _PLAIN_TYPES:
+            continue
+        if kind in (list, tuple, set, frozenset):
+            todo.extend(item)
+        elif kind is dict:
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif not _standard(kind):
+            base = next((b for b in _STORED if isinstance(item, b)), None)
+            if base is None or _redefines(kind, base):
+                return True
+            # A subclass of a builtin that redefines none of its methods (``class M(float):
+            # pass``): the builtin's operators, on the stored value the host reads.
+    return False
+
+
+def _standard(kind: type) -> bool:
+    """Whether class ``kind`` is builtin or the standard library's (a forged name is not)."""
+    name = _type_name(kind)
+    module = name.partition(".")[0]
+    return (module == "builtins" or module in sys.stdlib_module_names) and " " not in name
+
+
+#: Methods of a builtin a subclass may define without changing what its operators decide.
+_CONSTRUCTION = frozenset(
+    {
+        *("__init__", "__new__", "__repr__", "__str__", "__format__", "__doc__", "__module__"),
+        *("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__", "__getstate__"),
+        *("__setstate__", "__sizeof__", "__init_subclass__", "__subclasshook__", "__dir__"),
+        "__class_getitem__",
+    }
+)
+
+
+def _redefines(kind: type, base: type) -> bool:
+    """Whether a repository class between ``kind`` and builtin ``base`` redefines its methods.
+
+    A method of ``base`` (``__lt__``, ``__contains__``, ``startswith``, ...) or attribute
+    lookup, in the class's own namespace read past any metaclass.
+    """
+    methods = set(dir(base)) - _CONSTRUCTION
+    methods |= {"__getattr__", "__getattribute__"}
+    for k in _CLASS_MRO.__get__(kind):
+        if k is base:
+            break
+        if not _standard(k) and any(n in methods for n in _CLASS_DICT.__get__(k)):
+            return True
+    return False
+
+
 def observe(
     value: Any,
     approx: Any = None,
     unordered: bool = False,
     host: Any = None,
+    op: Any = None,
     *,
     _seen: list[Any] = _OBSERVED_LIST,
 ) -> None:
@@ -1434,7 +1508,17 @@ def observe(
     orders differently still compares equal; every element still must.
     ``host``: the index of a check the host runs itself on a plain text (``"x" in text``,
     :attr:`rllm_envs.swe.probe.Probe.predicates`): recorded as ``["host", k, observation]``.
+    ``op``: an operator of the test acts on the value (``"operated"``: an order, ``in``,
+    arithmetic, a tolerance, a method; ``"truth"``: its truth alone). Where the repository's
+    code decides it (:func:`_repository_code_decides`), the truth is recorded as the bool
+    the value's own ``__bool__`` / ``__len__`` give, as ``assert`` takes it; any other
+    operator is recorded as ``["operated", observation]``, which the host never decides on
+    (the verdict is withheld: the probe cannot run the operator without handing it the
+    test's literal).
     """
+    operated = op is not None and _repository_code_decides(value)
+    if operated and op == "truth":
+        value, operated = bool(value), False
     seen = observed(value)
     if (
         unordered
@@ -1452,6 +1536,8 @@ def observe(
         seen = ["approx", list(approx), seen]
     if type(host) is int:
         seen = ["host", host, seen]
+    if operated:
+        seen = ["operated", seen]
     _seen.append(seen)
 
 

@@ -649,6 +649,22 @@ NOTE_PROBE_STOPPED = (
 )
 
 
+#: Why a verdict is ``host_partial`` when an operator of a check belongs to the repository.
+NOTE_OPERATED = (
+    "a check's operator (its truth, `in`, an order, arithmetic, a tolerance or a method) is "
+    "a method of a class of the repository, which the probe cannot run without handing it "
+    "the test's literal (its state alone does not show what it decides)"
+)
+
+
+def _operated(observed: Mapping[str, Any] | None) -> bool:
+    """Whether a reference probe recorded a check decided by a repository class's operator."""
+    values = observed.get("observed") if observed else None
+    return isinstance(values, list) and any(
+        isinstance(v, list) and v[:1] == ["operated"] for v in values
+    )
+
+
 def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
     """Whether a reference probe ran through to its end.
 
@@ -659,7 +675,7 @@ def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
     nothing else decides it, and the host compares how it ended (a raise, a crash, an exit
     or a skip is not the reference's ``ended P``), so it is decided on the host too.
     """
-    if not observed or not isinstance(observed.get("observed"), list):
+    if not observed or not isinstance(observed.get("observed"), list) or _operated(observed):
         return False
     return bool(observed.get("end") == ["ended", "P"])
 
@@ -1186,7 +1202,9 @@ def verdict(
             ids = [*fail_to_pass, *pass_to_pass]
             _warn_reference_failing(failing, fail_to_pass)
         weakened = _plan(_check_files(files), ids, fail_to_pass)[0]
-        if not all(_decided_on_host(reference.observed.get(t)) for t in ids):
+        if any(_operated(reference.observed.get(t)) for t in ids):
+            weakened += (NOTE_OPERATED,)
+        elif not all(_decided_on_host(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
         report, trust = run_probes(
             files,

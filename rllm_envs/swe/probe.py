@@ -814,6 +814,10 @@ class _Check:
         self.unordered = unordered
         #: The test's own check of a plain text, run on the host (:data:`PREDICATES`).
         self.host = host
+        #: An operator of the test acts on the value (``"operated"``; ``"truth"``: only its
+        #: truth is asked), where ``None``: the value is what the test compares for
+        #: equality. See :func:`_mark_operated`.
+        self.op: str | None = None
 
 
 def _membership(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
@@ -1269,6 +1273,7 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
             # ``assert jitter()``: the test asks only for truthiness; the host decides it from
             # the observed value (a clock or random value never repeats the reference's).
             checks[0].host = ("falsy" if probe.negated % 2 else "truthy", "")
+        _mark_operated(test, checks)
         return _observe(checks, at)
     if _dotted(test.func).endswith("all") == bool(probe.negated % 2):  # type: ignore[attr-defined]
         # `any(...)` or `not all(...)`: one element deciding is enough, which checks of each
@@ -1514,10 +1519,52 @@ def _deviation(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | N
     return [ast.copy_location(loop, at)]
 
 
+#: Comparisons decided by the observed values themselves (their state is compared on the host).
+_EQUALITY_OPS = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
+#: unittest's two-argument assertions that compare their arguments for equality or identity.
+_UNITTEST_EQUALITY = frozenset(
+    {
+        *("assertEqual", "assertEquals", "assertNotEqual", "assertIs", "assertIsNot"),
+        *("assertDictEqual", "assertListEqual", "assertTupleEqual", "assertSetEqual"),
+        *("assertSequenceEqual", "assertMultiLineEqual", "assertIsInstance"),
+        "assertNotIsInstance",
+    }
+)
+
+
+def _mark_operated(test: ast.expr, checks: list[_Check]) -> None:
+    """Mark the checks whose value an operator of ``test`` acts on (``check.op``).
+
+    A value's state stands for what the test checks only when the test compares it for
+    equality: its truth, ``in``, an order, arithmetic or a method (``Version("1.9") <
+    "1.10"``, ``not Stack()``, ``Duration(90) - 30 == 60``) are decided by the methods of its
+    class, which a submission may change while the state stays the reference's (att34d: the
+    unchanged code paid 1.0 ``host`` on 14 such shapes). The sandbox then records whether a
+    class of the repository is involved (:func:`rllm_envs.swe.executor.observe`).
+    """
+    parents = {id(c): node for node in ast.walk(test) for c in ast.iter_child_nodes(node)}
+    for check in checks:
+        parent = parents.get(id(check.value))
+        if check.op is not None or parent is None:
+            continue  # the test itself (its truth: see _observe) or a node the probe made
+        equality = isinstance(parent, ast.Compare) and all(
+            isinstance(o, _EQUALITY_OPS) for o in parent.ops
+        )
+        if not equality:
+            check.op = "operated"
+
+
 def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
     calls: list[ast.stmt] = []
     for check in values:
         keywords = []
+        op = check.op
+        if op is None and check.host is not None and check.host[0] in ("truthy", "falsy"):
+            op = "truth"
+        elif op is None and (check.host is not None or check.approx or check.unordered):
+            op = "operated"  # a tolerance, an order, a membership or a text check
+        if op is not None:
+            keywords.append(ast.keyword("op", ast.Constant(op)))
         if check.host is not None:
             keywords.append(ast.keyword("host", ast.Constant(_predicate(check.host))))
         if check.approx is not None:
@@ -1720,6 +1767,11 @@ class _Probe(ast.NodeTransformer):
                 if method in ("assertIs", "assertIsNot") and len(args) == 2:
                     compare = ast.Compare(args[0], [ast.Is()], [args[1]])
                     checks += _identity(compare, self)
+                if method in _UNITTEST_EQUALITY:
+                    _mark_operated(ast.Compare(args[0], [ast.Eq()], args[1:2]), checks)
+                else:
+                    for check in checks:  # an order, a count, a regex: the value's methods
+                        check.op = check.op or "operated"
                 return _observe(checks, node)
         if (
             self.in_test
@@ -2358,6 +2410,17 @@ def same(
     tag = expected[0]
     if tag in _NEVER_EQUAL or actual[:1] and actual[0] in _NEVER_EQUAL:
         return False
+    if tag == "operated" or actual[:1] == ["operated"]:
+        # An operator the repository's classes decide (att34d): both sides must be such, and
+        # only their states are compared, which is all a verdict that is then withheld
+        # (``host_partial``) can go by.
+        return (
+            tag == "operated"
+            and len(expected) == 2
+            and actual[:1] == ["operated"]
+            and len(actual) == 2
+            and same(expected[1], actual[1], depth + 1, tolerance, predicates)
+        )
     if tag == "host" and len(expected) == 3:
         if actual[:1] != ["host"] or len(actual) != 3 or actual[1] != expected[1]:
             return False

@@ -12,6 +12,7 @@ tolerance scored 0 (the difference was compared exactly), and a tolerance given 
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 
@@ -114,11 +115,11 @@ def test_the_literal_is_not_in_the_probe_nor_its_constants(check):
 def test_the_tolerance_is_applied_on_the_host():
     # Around the test's literal with its tolerance (s11 T1: not around the reference's value).
     found = probe.probe_module("def test_a():\n    assert abs(mean([2, 3]) - 2.5) < 1e-9\n")
-    assert "__rllm_observe__(mean([2, 3]), host=0)" in found.text
+    assert "__rllm_observe__(mean([2, 3]), op='operated', host=0)" in found.text
     assert found.predicates == (("near", '[2.5, 0.0, 1e-09, "lt"]'),)
     text, notes = probe_report("def test_a():\n    assert abs(got() - want()) <= 0.01\n")
-    assert "__rllm_observe__(got(), approx=(0.0, 0.01))" in text
-    assert "__rllm_observe__(want(), approx=(0.0, 0.01))" in text
+    assert "__rllm_observe__(got(), op='operated', approx=(0.0, 0.01))" in text
+    assert "__rllm_observe__(want(), op='operated', approx=(0.0, 0.01))" in text
     assert probe.NOTE_TWO_SIDES in notes
 
 
@@ -148,7 +149,8 @@ def test_arithmetic_with_a_literal_deeper_in_an_observed_value_is_noted(check):
 )
 def test_inputs_of_the_code_under_test_are_not_arithmetic_checks(check, observed):
     text, notes = probe_report(f"def test_a():\n    assert {check}\n")
-    assert not notes and f"__rllm_observe__({observed})" in text
+    # ``op``: an operator acts on the value (decided where a repository class is involved).
+    assert not notes and f"__rllm_observe__({observed}" in re.sub(r", op='\w+'", "", text)
 
 
 # ------------------------------------------------------------ honest fixes within tolerance

@@ -7,6 +7,8 @@ nothing). A verdict that is not decided wholly on the host pays 0 by default
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rllm_envs.error import InvalidEnvConfig
@@ -156,8 +158,9 @@ def test_unittest_assertions_with_keyword_arguments_are_rewritten():
         "        self.assertEqual(f(4), second='pp', msg='m')\n"
     )
     text, notes = probe_report(source)
+    plain = re.sub(r", op='\w+'", "", text)  # an operator on f(2) (`in`): see test_blind_s34
     for n in range(1, 5):
-        assert f"__rllm_observe__(f({n}))" in text, text
+        assert f"__rllm_observe__(f({n}))" in plain, text
     assert not any(word in text for word in ("xyz", "abc", "qq", "pp")) and not notes
     text, notes = probe_report(source + "        self.assertEqual(f(5), **kw)\n")
     assert "self.assertEqual(f(5), **kw)" in text and notes

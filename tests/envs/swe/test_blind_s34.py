@@ -70,3 +70,105 @@ def test_the_unchanged_code_is_not_paid_past_a_float():
     )
     assert _verdict(base, fixed, base, tests) == 0.0
     assert _verdict(base, fixed, honest, tests) == 1.0
+
+
+# -- att34d: operators of a repository object ---------------------------------------------
+
+_CLASSES = "import unittest\n\nfrom acme import Stack, Version, Duration, Range, render\n\n\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "op"),
+    [
+        ("assert not Stack()", "truth"),
+        ("assert Stack([1])", "truth"),
+        ("assert Version('1.9') < '1.10'", "operated"),
+        ("assert 3 in Range(1, 4)", "operated"),
+        ("assert Duration(90) - 30 == 60", "operated"),
+        ("assert render(3) > 0", "operated"),
+        ("assert render(3) == pytest.approx(2.5)", "operated"),
+        ("assert render(3) == 5", None),
+        ("assert render(3)[0] == 5", None),
+        ("assert len(Stack()) == 0", None),
+    ],
+)
+def test_a_check_an_operator_decides_is_marked(body, op):
+    """att34d: the probe observed the object alone (its state), so a bug in ``__len__``,
+    ``__contains__``, ``__lt__`` or ``__sub__`` never showed; such checks now say so."""
+    text = probe_module(_CLASSES + "import pytest\n\n\ndef test_a():\n    " + body + "\n").text
+    ops = {kind for kind in ("truth", "operated") if f"op='{kind}'" in text}
+    assert ops == ({op} if op else set()), text
+
+
+def test_unittest_arithmetic_with_a_literal_is_marked():
+    body = "class T(unittest.TestCase):\n    def test_a(self):\n"
+    text = probe_module(_CLASSES + body + "        self.assertEqual(10 + Duration(5), 15)\n").text
+    assert "op='operated'" in text
+    text = probe_module(_CLASSES + body + "        self.assertEqual(render(5), 15)\n").text
+    assert "op=" not in text
+
+
+def test_the_sandbox_records_what_a_repository_operator_decides():
+    from rllm_envs.swe.executor import observe
+
+    class Stack:  # a class of "the repository" (not builtin, not the standard library)
+        def __init__(self, n):
+            self.items = [0] * n
+
+        def __len__(self):
+            return len(self.items)
+
+    seen: list = []
+    observe(Stack(0), host=0, op="truth", _seen=seen)
+    observe(Stack(2), op="operated", _seen=seen)
+    observe([1, "a", {2: (3.0, None)}], op="operated", _seen=seen)
+    observe([Stack(1)], unordered=True, op="operated", _seen=seen)
+    import collections
+
+    observe(collections.Counter("aab"), op="operated", _seen=seen)
+    assert seen[0] == ["host", 0, ["bool", False]]  # its own __len__, as `assert` takes it
+    assert seen[1][0] == "operated"
+    assert seen[2][0] == "list"  # plain values: as before
+    assert seen[3][0] == "operated"
+    assert seen[4][0] != "operated"  # the standard library's operators are not the repository's
+
+    class Meters(float):  # a builtin subclass that redefines nothing: float's operators
+        pass
+
+    class Loose(str):
+        def __contains__(self, item):
+            return True
+
+    observe(Meters(2.0), op="operated", _seen=seen)
+    observe(Loose("abc"), op="operated", _seen=seen)
+    assert seen[5][0] == "sub" and seen[6][0] == "operated"
+    assert same(seen[1], seen[1]) and not same(seen[1], seen[1][1])
+    assert not same(seen[1][1], seen[1])
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_operators_of_the_repository_do_not_pay_the_unchanged_code():
+    """att34d end to end: the no-op was paid 1.0 ``host`` on each of these."""
+    base = (
+        "class Stack:\n    def __init__(self, items=()):\n        self.items = list(items)\n"
+        "    def __len__(self):\n        return len(self.items) + 1\n\n\n"
+        "class Version:\n    def __init__(self, text):\n        self.text = text\n"
+        "    def __lt__(self, other):\n        return self.text < other\n"
+    )
+    fixed = base.replace("len(self.items) + 1", "len(self.items)").replace(
+        "self.text < other",
+        "[int(p) for p in self.text.split('.')] < [int(p) for p in other.split('.')]",
+    )
+    honest = fixed.replace(
+        "self.items = list(items)", "self.items = list(items)\n        self.n = 0"
+    )
+    head = "import unittest\nfrom acme import Stack, Version\n\n\n"
+    truth = (
+        head + "class T(unittest.TestCase):\n    def test_a(self):\n        assert not Stack()\n"
+    )
+    assert _verdict(base, fixed, base, truth) == 0.0
+    assert _verdict(base, fixed, honest, truth) == 1.0  # its own state, the same truth
+    order = head + "class T(unittest.TestCase):\n    def test_a(self):\n"
+    order += "        assert Version('1.9') < '1.10'\n"
+    assert _verdict(base, fixed, base, order, pay=False) == 0.0  # withheld (host_partial)

@@ -63,7 +63,7 @@ def test_the_member_is_not_in_the_probe():
     source = "def test_a():\n    assert 'member-b' in tags('a b')\n"
     text, notes = probe_report(source)
     assert not notes and "member-b" not in text
-    assert "__rllm_observe__(tags('a b'), host=0, unordered=True)" in text
+    assert "__rllm_observe__(tags('a b'), op='operated', host=0, unordered=True)" in text
 
 
 def test_unordered_observations_compare_as_multisets():

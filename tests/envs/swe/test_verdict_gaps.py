@@ -344,7 +344,7 @@ def test_aggregations_observe_each_element(check, observed):
     text, notes = probe_report(source)
     assert "all(" not in text and "any(" not in text
     calls = [
-        line.strip()[len("__rllm_observe__(") : -1].split(", host=")[0]
+        line.strip()[len("__rllm_observe__(") : -1].split(", op=")[0].split(", host=")[0]
         for line in text.splitlines()
         if line.strip().startswith("__rllm_observe__(")
     ]
@@ -456,7 +456,7 @@ def test_checks_nested_in_an_observed_value_drop_their_literal(check, observed):
     text, notes = probe_report(f"import re\n\ndef test_a():\n    assert {check}\n")
     assert not notes
     calls = [
-        line.strip()[len("__rllm_observe__(") : -1].split(", host=")[0]
+        line.strip()[len("__rllm_observe__(") : -1].split(", op=")[0].split(", host=")[0]
         for line in text.splitlines()
         if line.strip().startswith("__rllm_observe__(")
     ]
