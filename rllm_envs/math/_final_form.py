@@ -65,6 +65,8 @@ __all__ = [
     "exact_form_requested",
     "expression_key",
     "has_decimal",
+    "has_symbol",
+    "near_problem_values",
     "is_atom",
     "problem_expressions",
     "radical_form_requested",
@@ -258,8 +260,8 @@ def _square_part(n: int, k: int = 2) -> bool:
     what remains then has at most ``k`` prime factors, so it holds a ``k``-th power only by
     being one.
     """
-    if n > _MAX_RADICAND or k < 2:
-        return False
+    if n > _MAX_RADICAND or k < 2 or k >= n.bit_length():
+        return False  # 2**k > n: no k-th power divides it (att34e: k = 10**9 cost 10 s)
     p = 2
     while p ** (k + 1) <= n:
         if n % p == 0:
@@ -531,17 +533,10 @@ def expression_issues(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16_384)
-def has_variable(text: str) -> bool:
-    r"""Whether an expression has a variable (``x``, ``\sin^2 x``; not ``\pi``, ``e``, ``i``)."""
+def has_symbol(text: str) -> bool:
+    r"""Whether an expression names a variable (``x``; not ``\infty``, ``\pi``, ``e``, ``i``)."""
     tree = _parse(text)
-    return tree is not None and not _constant(tree.body)
-
-
-@lru_cache(maxsize=16_384)
-def is_constant(text: str) -> bool:
-    r"""Whether an expression is read and has no variable in it (``23``, ``\sqrt{2}``)."""
-    tree = _parse(text)
-    return tree is not None and _constant(tree.body)
+    return tree is not None and any(_name(n) == "Symbol" for n in ast.walk(tree.body))
 
 
 def has_decimal(text: str) -> bool:
@@ -653,6 +648,66 @@ def problem_expressions(problem: str) -> list[str]:
     """The math of a problem: its LaTeX regions, or the whole text when it has none."""
     regions = [next(g for g in m.groups() if g is not None) for m in _MATH.finditer(problem)]
     return regions[:200] if regions else [problem]
+
+
+_PLAIN_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+#: Values of a problem looked at (its numbers and its math's constant parts), at most.
+_MAX_PROBLEM_VALUES = 400
+
+
+@lru_cache(maxsize=1024)
+def _problem_values(problem: str) -> tuple[Any, ...]:
+    """The numbers a problem writes and the values of its math's constant parts (50 digits)."""
+    ctx = _ctx()
+    found = [ctx.mpf(n) for n in _PLAIN_NUMBER.findall(problem)[:_MAX_PROBLEM_VALUES]]
+    for region in problem_expressions(problem):
+        tree = _parse(region)
+        if tree is None:
+            continue
+        constant = _constants(tree.body)
+        for node in ast.walk(tree.body):
+            if len(found) >= _MAX_PROBLEM_VALUES:
+                break
+            if constant.get(id(node)):
+                try:
+                    v = _Evaluator(ctx, {}).eval(node)
+                except (_Inconclusive, ArithmeticError, ValueError, TypeError, RecursionError):
+                    continue
+                if not isinstance(v, ctx.mpc) and ctx.isfinite(v) and v:
+                    found.append(v)
+    return tuple(found)
+
+
+def near_problem_values(text: str, problem: str, rel: float = 1e-6) -> bool:
+    r"""Whether a constant part of ``text`` is a value of the problem, a hair off.
+
+    Within ``rel`` of it without being it: ``e^{\ln 3 + \frac{\pi}{10^{13}}}`` for the 3.
+
+    Where a gold decimal is a rounding, the comparison accepts an exact answer within 1e-6 of
+    it: a copy of the problem's arithmetic with each number nudged by an irrational hair is
+    exact in form and that near (att34e). An answer that computed its value does not carry
+    the problem's own values, each just off.
+    """
+    tree = _parse(text)
+    targets = _problem_values(problem)
+    if tree is None or not targets:
+        return False
+    ctx = _ctx()
+    memo: dict[int, Any] = {}
+    constant = _constants(tree.body)
+    exact = ctx.mpf(10) ** -30
+    for node in ast.walk(tree.body):
+        if not constant.get(id(node)):
+            continue
+        try:
+            v = _Evaluator(ctx, {}, memo).eval(node)
+        except (_Inconclusive, ArithmeticError, ValueError, TypeError, RecursionError):
+            continue
+        for t in targets:
+            gap = abs(v - t)
+            if exact * abs(t) < gap <= rel * abs(t):
+                return True
+    return False
 
 
 _NAME_TUPLE = re.compile(r"\(\s*([a-zA-Z](?:_\{?\w+\}?)?(?:\s*,\s*[a-zA-Z](?:_\{?\w+\}?)?)+)\s*\)")

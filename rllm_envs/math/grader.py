@@ -833,6 +833,31 @@ def _terminating(value: Fraction) -> bool:
     return q == 1
 
 
+def _nudged(answer: str, gold: str, problem: str) -> bool:
+    """Whether an exact answer to a rounded decimal gold carries the problem's values, nudged.
+
+    See :func:`rllm_envs.math._final_form.near_problem_values`.
+    """
+    a, g = _expr(normalize(answer)), _expr(normalize(gold))
+    if a.number is not None or g.number is None or not _rounded(g.number):
+        return False
+    return _final_form.near_problem_values(a.text, problem)
+
+
+def _rounded(number: _Number | None) -> bool:
+    """Whether a decimal looks rounded (`1.414214`, `3.14159`), not exact as written.
+
+    6 significant digits or more, 4 of them or more after the point, trailing zeros not
+    counted: not `2.500000`, `2.0`, `1234567.0` or `12.75`.
+    """
+    if number is None or not number.decimal:
+        return False
+    written = str((abs(number.value) * 10**number.places).numerator)  # the digits, as an int
+    digits = written.rstrip("0")
+    places = number.places - (len(written) - len(digits))
+    return len(digits) >= 6 and places >= 4
+
+
 def _rounds_to(decimal: _Number, exact: Fraction) -> bool:
     """Whether ``decimal`` is ``exact`` rounded to its places (``"any"`` mode).
 
@@ -1293,7 +1318,11 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: _Budget, lenient: bool = False) ->
     p_dec = p.number is not None and p.number.decimal
     g_dec = g.number is not None and g.number.decimal
     a, b = (p.text, g.text) if not g_dec else (g.text, p.text)
-    tolerant = p_dec != g_dec
+    # A gold decimal short enough to be exact (`2.5`, `2.0`) is matched exactly by an exact
+    # answer: within 1e-6 of it, a copy of the problem's arithmetic with each number nudged
+    # by an irrational hair (final in form) was paid 100/100 (att34e). A long one (`1.414214`)
+    # is a rounding, which the exact answer it rounds need only come near.
+    tolerant = (p_dec and not g_dec) or (g_dec and not p_dec and _rounded(g.number))
     # mpmath in process settles almost every case in well under a millisecond; sympy (in the
     # worker) only sees what it cannot: infinities, near misses, unsupported notation.
     verdict = decide(a, b, tolerant=tolerant)
@@ -1797,12 +1826,16 @@ def _variables_for_values(answer: str, gold: str, answer_format: str) -> bool:
 
     ``(3+\frac{x^2}{x}-x)(4+..)`` equals a number at every point, but a variable that cancels
     hides the arithmetic from the final-form rules, which read constant parts only (att32g).
-    Compared value by value, where answer and gold have as many.
+    Compared value by value, where answer and gold have as many; a gold value with a variable
+    of its own pairs with anything, an infinite one with no variable (att34e: an infinite
+    endpoint, counted as a variable, turned the rule off for the whole interval, so
+    `(\frac{bt - \frac{at^2}{t}}{t}, \infty)` paid 100/100 for `(b - a, \infty)`).
     """
     got, want = _value_leaves(answer, answer_format), _value_leaves(gold, answer_format)
-    if not got or len(got) != len(want) or not all(map(_final_form.is_constant, want)):
+    if not got or len(got) != len(want):
         return False
-    return any(_final_form.has_variable(g) for g in got)
+    has = _final_form.has_symbol
+    return any(has(g) and not has(w) for g, w in zip(got, want, strict=True))
 
 
 @lru_cache(maxsize=16_384)
@@ -1881,6 +1914,8 @@ def final_form_issue(
             and gold is not None
             and _variables_for_values(answer, str(gold), answer_format)
         ):
+            found = frozenset({"unevaluated_arithmetic"})
+        if not found and gold is not None and problem and _nudged(answer, str(gold), problem):
             found = frozenset({"unevaluated_arithmetic"})
     except (RecursionError, MemoryError):
         # Too deep to read (att33m: 998 nested signs): nothing read is no final form.

@@ -775,3 +775,58 @@ def test_a_gap_that_more_digits_do_not_shrink_is_real(answer, gold, problem):
     # A long decimal's rounding is no real gap: still left to the tolerance.
     assert grade_answer("0.3333333333333333333333333", "\\frac{1}{3}").equal
     assert grade_answer("1.41421356237309504880168872", "\\sqrt{2}").equal
+
+
+@pytest.mark.timeout(60)
+def test_a_huge_root_index_costs_nothing():
+    """att34e F1: `\\sqrt[10^9]{3}` made the reducible-radical test compute 2**(10**9 + 1):
+    10-70 s of host CPU on every step, right or wrong (the final form is read at each)."""
+    for index in ("1000000000", "4000000000"):
+        assert final_form_issue(f"\\sqrt[{index}]{{3}}") is None
+    # 3 to the power 1e-29 is 1 within the rational slack: read as the rational it nearly is.
+    assert final_form_issue("5 + \\sqrt[" + "10" * 15 + "]{3}") is not None
+    assert final_form_issue("\\sqrt[3]{16}") == "reducible_radical"
+
+
+def _nudge(n: int, k: int) -> str:
+    return f"e^{{\\ln {n} + \\frac{{\\pi}}{{{10**13 + k}}}}}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "problem"),
+    [
+        (f"{_nudge(3, 0)} \\cdot {_nudge(5, 1)}", "15.0", "Compute $3 \\cdot 5$."),
+        ("2 + \\frac{\\pi}{10000000000000}", "2.0", None),
+        (f"\\frac{{{_nudge(22, 0)}}}{{7}} + {_nudge(1, 1)}", "4.142857", "Compute $22 / 7 + 1$."),
+        (f"{_nudge(22, 0)} \\cdot \\frac{{1}}{{7}}", "3.142857", "What is $22 \\div 7$?"),
+    ],
+)
+def test_a_decimal_gold_pays_no_nudged_copy(answer, gold, problem):
+    """att34e F2: where the gold is a decimal, an exact answer within 1e-6 of it was paid: the
+    problem's arithmetic with each number nudged by an irrational hair (final in form) paid
+    100/100 dataset records. A short decimal is exact as written; near a long (rounded) one,
+    an answer carrying the problem's values each a hair off is not final."""
+    assert not grade_answer(answer, gold, problem=problem).equal
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "problem"),
+    [
+        ("\\frac{29}{7}", "4.142857", "Compute $\\frac{22}{7} + 1$ to six decimal places."),
+        ("\\frac{\\pi}{4}", "0.785398", "A quarter of the unit circle's area?"),
+        ("2\\pi", "6.283185", "The circumference of a circle of radius 1?"),
+        ("\\frac{5}{2}", "2.5", "Compute $5 \\div 2$."),
+        ("\\frac{1}{7}", "0.142857", "Compute $1 \\div 7$."),
+    ],
+)
+def test_an_exact_answer_to_a_decimal_gold_is_still_paid(answer, gold, problem):
+    assert grade_answer(answer, gold, problem=problem).equal
+
+
+def test_an_infinite_endpoint_does_not_turn_off_the_variables_rule():
+    """att34e F3: `\\infty` counted as a variable of the gold, so an interval with one let the
+    finite endpoint hide arithmetic behind a cancelling variable (100/100 records)."""
+    hidden = "(\\frac{8t - \\frac{3t^2}{t}}{t}, \\infty)"
+    assert not grade_answer(hidden, "(5, \\infty)", problem="Solve $x + 3 > 8$.").equal
+    assert grade_answer("(5, \\infty)", "(5, \\infty)", problem="Solve $x + 3 > 8$.").equal
+    assert grade_answer("(-\\infty, x+1]", "(-\\infty, x+1]").equal
