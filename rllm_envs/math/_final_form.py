@@ -65,7 +65,7 @@ __all__ = [
     "exact_form_requested",
     "expression_key",
     "has_decimal",
-    "has_symbol",
+    "symbols",
     "near_problem_values",
     "is_atom",
     "problem_expressions",
@@ -533,10 +533,15 @@ def expression_issues(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16_384)
-def has_symbol(text: str) -> bool:
-    r"""Whether an expression names a variable (``x``; not ``\infty``, ``\pi``, ``e``, ``i``)."""
+def symbols(text: str) -> bool | None:
+    r"""Whether an expression names a variable (``x``; not ``\infty``, ``\pi``, ``e``, ``i``).
+
+    ``None`` when it is not read (``\text{C}``).
+    """
     tree = _parse(text)
-    return tree is not None and any(_name(n) == "Symbol" for n in ast.walk(tree.body))
+    if tree is None:
+        return None
+    return any(_name(n) == "Symbol" for n in ast.walk(tree.body))
 
 
 def has_decimal(text: str) -> bool:

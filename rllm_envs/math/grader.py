@@ -1834,8 +1834,8 @@ def _variables_for_values(answer: str, gold: str, answer_format: str) -> bool:
     got, want = _value_leaves(answer, answer_format), _value_leaves(gold, answer_format)
     if not got or len(got) != len(want):
         return False
-    has = _final_form.has_symbol
-    return any(has(g) and not has(w) for g, w in zip(got, want, strict=True))
+    symbols = _final_form.symbols
+    return any(symbols(g) and symbols(w) is False for g, w in zip(got, want, strict=True))
 
 
 @lru_cache(maxsize=16_384)

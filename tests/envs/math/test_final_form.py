@@ -830,3 +830,4 @@ def test_an_infinite_endpoint_does_not_turn_off_the_variables_rule():
     assert not grade_answer(hidden, "(5, \\infty)", problem="Solve $x + 3 > 8$.").equal
     assert grade_answer("(5, \\infty)", "(5, \\infty)", problem="Solve $x + 3 > 8$.").equal
     assert grade_answer("(-\\infty, x+1]", "(-\\infty, x+1]").equal
+    assert grade_answer("\\text{(C)}", "\\text{C}").equal  # a gold it cannot read: no rule
