@@ -1441,11 +1441,9 @@ def _repository_code_decides(value: Any) -> bool:
         kind = type(item)
         if kind in _PLAIN_TYPES:
             continue
-        if kind in (list, tuple, set, frozenset):
-            todo.extend(item)
-        elif kind is dict:
-            todo.extend(item.keys())
-            todo.extend(item.values())
+        inside = _standard_contents(item, kind)
+        if inside is not None:
+            todo.extend(inside)
         elif not _standard(kind):
             base = next((b for b in _STORED if isinstance(item, b)), None)
             if base is None or _redefines(kind, base):
@@ -1453,6 +1451,68 @@ def _repository_code_decides(value: Any) -> bool:
             # A subclass of a builtin that redefines none of its methods (``class M(float):
             # pass``): the builtin's operators, on the stored value the host reads.
     return False
+
+
+#: Container classes of the standard library whose elements are read without running them.
+_DEQUE = __import__("collections").deque
+_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _standard_contents(item: Any, kind: type) -> list[Any] | None:
+    """The elements of a builtin or standard-library container (``None``: not one).
+
+    Read with the builtin types' own methods (a ``Counter`` by ``dict.items``, a deque or a
+    dict view by iteration, which is theirs), never a generator (reading would consume it).
+    """
+    if kind in (list, tuple, set, frozenset) or kind in _VIEWS or kind is _DEQUE:
+        return list(item) if kind not in _VIEWS[2:] else [x for pair in item for x in pair]
+    if isinstance(item, dict) and _standard(kind):
+        return [x for pair in dict.items(item) for x in pair]
+    return None
+
+
+def _hashed_repository_object(value: Any) -> bool:
+    """Whether ``value`` holds a repository object that Python's own ``==`` hashes.
+
+    In a set, a frozenset, a dict key or a dict view, an object whose class of the repository
+    defines how it is compared or hashed.
+
+    There the sandbox's strict equality (:func:`strict_equal`) leaves ``==`` to Python,
+    which runs those methods: a test's ``tags() == {"python", "rust"}`` is decided by
+    ``Tag.__eq__`` / ``__hash__``, which the elements' states do not show (att34f: the
+    unchanged code paid 1.0 ``host`` on 8 such shapes).
+    """
+    todo, count = [(value, False)], 0
+    while todo:
+        count += 1
+        if count > _OPERATED_NODES:
+            return True
+        item, hashed = todo.pop()
+        kind = type(item)
+        if kind in _PLAIN_TYPES:
+            continue
+        if kind in (set, frozenset) or kind in _VIEWS[::2]:
+            todo.extend((x, True) for x in _standard_contents(item, kind) or ())
+        elif isinstance(item, dict) and _standard(kind):
+            todo.extend((k, True) for k in dict.keys(item))
+            todo.extend((v, hashed) for v in dict.values(item))
+        elif kind in (list, tuple) or kind is _DEQUE or kind is _VIEWS[1]:
+            todo.extend((x, hashed) for x in item)
+        elif hashed and not _standard(kind) and _defines(kind, _COMPARING):
+            return True
+    return False
+
+
+#: What decides how an object compares with another and hashes.
+_COMPARING = frozenset({"__eq__", "__ne__", "__hash__", "__getattr__", "__getattribute__"})
+
+
+def _defines(kind: type, names: frozenset[str]) -> bool:
+    """Whether a class of the repository in ``kind``'s MRO defines one of ``names``."""
+    return any(
+        not _standard(k) and any(n in names for n in _CLASS_DICT.__get__(k))
+        for k in _CLASS_MRO.__get__(kind)
+    )
 
 
 def _standard(kind: type) -> bool:
@@ -1479,14 +1539,12 @@ def _redefines(kind: type, base: type) -> bool:
     A method of ``base`` (``__lt__``, ``__contains__``, ``startswith``, ...) or attribute
     lookup, in the class's own namespace read past any metaclass.
     """
-    methods = set(dir(base)) - _CONSTRUCTION
-    methods |= {"__getattr__", "__getattribute__"}
-    for k in _CLASS_MRO.__get__(kind):
-        if k is base:
-            break
-        if not _standard(k) and any(n in methods for n in _CLASS_DICT.__get__(k)):
-            return True
-    return False
+    methods = frozenset(dir(base)) - _CONSTRUCTION | {"__getattr__", "__getattribute__"}
+    mro = _CLASS_MRO.__get__(kind)
+    return any(
+        not _standard(k) and any(n in methods for n in _CLASS_DICT.__get__(k))
+        for k in mro[: mro.index(base)]
+    )
 
 
 def observe(
@@ -1516,7 +1574,10 @@ def observe(
     (the verdict is withheld: the probe cannot run the operator without handing it the
     test's literal).
     """
-    operated = op is not None and _repository_code_decides(value)
+    if op is None:  # compared for equality: by state, unless Python's own == hashes objects
+        operated = _hashed_repository_object(value)
+    else:
+        operated = _repository_code_decides(value)
     if operated and op == "truth":
         value, operated = bool(value), False
     seen = observed(value)

@@ -172,3 +172,55 @@ def test_operators_of_the_repository_do_not_pay_the_unchanged_code():
     order = head + "class T(unittest.TestCase):\n    def test_a(self):\n"
     order += "        assert Version('1.9') < '1.10'\n"
     assert _verdict(base, fixed, base, order, pay=False) == 0.0  # withheld (host_partial)
+
+
+def test_equality_python_hashes_repository_objects_for_is_marked():
+    """att34f: ``tags() == {"python", "rust"}`` is decided by ``Tag.__eq__`` / ``__hash__``
+    (the sandbox's strict equality leaves sets, dict keys and views to Python), which the
+    elements' states do not show: the no-op was paid 1.0 ``host`` on 8 shapes."""
+    import collections
+    import enum
+
+    from rllm_envs.swe.executor import observe
+
+    class Tag:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            return str(other).lower() == self.name.lower()
+
+        def __hash__(self):
+            return hash(self.name.lower())
+
+    class Color(enum.Enum):  # compared as the standard library's Enum does
+        RED = 1
+
+    seen: list = []
+    for value in (
+        {Tag("python")},
+        {Tag("python"): 0},
+        {Tag("python"): 0}.keys(),
+        [frozenset({Tag("a")})],
+        {"a": {Tag("a")}},
+    ):
+        observe(value, _seen=seen)
+    assert all(s[0] == "operated" for s in seen), seen
+    plain: list = []
+    for value in ([Tag("python")], {"python": Tag("x")}, {Color.RED}, {"a", "b"}, (1, 2)):
+        observe(value, _seen=plain)  # compared element by element, or no repository __eq__
+    assert all(s[0] != "operated" for s in plain), plain
+    deque: list = []
+    observe(collections.deque([Tag("python")]), op="operated", _seen=deque)
+    assert deque[0][0] == "operated"  # `in` on a deque runs the elements' __eq__
+
+
+def test_a_counter_equals_the_plain_dict_it_holds():
+    """att34f F2: an honest ``Counter`` where the reference returns a dict scored 0."""
+    import collections
+
+    from rllm_envs.swe.executor import observed
+
+    reference = observed({"a": 2, "b": 1})
+    assert same(reference, observed(collections.Counter("aab")))
+    assert not same(reference, observed(collections.Counter("abb")))
