@@ -20,6 +20,9 @@ def _client_tokens(parser: argparse.ArgumentParser, path: str | None) -> dict[st
         return None
     try:
         with open(path, encoding="utf-8") as f:
+            if os.fstat(f.fileno()).st_mode & 0o077:
+                # Anyone who reads it can pass as any client (as ssh refuses a shared key).
+                parser.error(f"--client-tokens {path} is readable by others: chmod 600 it")
             tokens = json.load(f)
     except (OSError, ValueError) as e:
         parser.error(f"--client-tokens {path}: {e}")

@@ -213,10 +213,10 @@ class ServerLimits:
                     )
                 tokens.append(token)
         for token in tokens:
-            if not isinstance(token, str) or len(token) < 16:
+            if not (isinstance(token, str) and len(token) >= 16 and _TOKEN.fullmatch(token)):
                 raise AdapterConfigError(
-                    "Expects every token to be a text of at least 16 characters (e.g. "
-                    "`python -c 'import secrets; print(secrets.token_urlsafe())'`)"
+                    "Expects every token to be at least 16 printable characters, no spaces "
+                    "(e.g. `python -c 'import secrets; print(secrets.token_urlsafe())'`)"
                 )
         if len(set(tokens)) != len(tokens):
             raise AdapterConfigError("Expects every token to be different: one names one client")
@@ -248,6 +248,8 @@ class ServerLimits:
 
 
 _CLIENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+#: A bearer token: visible ASCII (HTTP strips spaces around a header's value).
+_TOKEN = re.compile(r"[\x21-\x7e]+")
 
 
 def _peer(scope: Mapping[str, Any]) -> str:
@@ -258,6 +260,13 @@ def _peer(scope: Mapping[str, Any]) -> str:
 def address_key(host: str) -> str:
     """The address a connection is counted under: every loopback address is one."""
     return "loopback" if is_loopback(host) else host
+
+
+def _names_client(scope: Any, limits: ServerLimits) -> bool:
+    """Whether a request (its ASGI scope, if parsed) carries a token of ``client_tokens``."""
+    if not isinstance(scope, dict) or not scope.get("headers"):
+        return False
+    return (client_of(scope, limits) or "").startswith("client:")
 
 
 def client_of(scope: Mapping[str, Any], limits: ServerLimits) -> str | None:
@@ -468,6 +477,8 @@ def _h11_protocol(limits: ServerLimits) -> type:
     per_client = limits.connections_per_client
     total = limits.connections_total
     everyone: set[asyncio.BaseTransport] = set()
+    #: With client tokens, local connections that have not shown one yet, oldest first.
+    waiting: dict[asyncio.BaseTransport, None] = {}
 
     def refuse(transport: asyncio.Transport, message: str) -> None:
         body = json.dumps({"error": {"code": "TOO_MANY_CONNECTIONS", "message": message}})
@@ -485,14 +496,24 @@ def _h11_protocol(limits: ServerLimits) -> type:
             super().connection_made(transport)
             host = self.client[0] if self.client else "?"
             key = address_key(host)
-            # With client tokens local clients are told apart by them once their requests
-            # arrive (sessions per client name); counted by address here, one client holding
-            # the loopback share would refuse every other one. The limit in all still holds.
+            # With client tokens, local clients are told apart by them once their requests
+            # arrive (sessions per client name): counted by address here, one client holding
+            # the loopback share would refuse every other one. A local connection that has
+            # not shown a client's token yet is the first to go when the server is full
+            # (att34i: tokenless `/health` keep-alives held every connection the server
+            # allows, and token holders were refused 97% of the time).
             shared = key == "loopback" and limits.client_tokens is not None
             live = set() if shared else peers.setdefault(key, set())
             live.difference_update([t for t in live if t.is_closing()])
             if len(everyone) >= total or len(everyone) % 256 == 255:  # upgraded ones too
                 everyone.difference_update([t for t in everyone if t.is_closing()])
+            while len(everyone) >= total and shared and waiting:
+                oldest = next(iter(waiting))
+                del waiting[oldest]
+                everyone.discard(oldest)
+                if not oldest.is_closing():
+                    log.warning("closed connection %s: EVICTED (no client token yet)", host)
+                    oldest.close()
             if len(everyone) >= total:
                 log.warning(
                     "refused connection %s: TOO_MANY_CONNECTIONS (%d open in all)",
@@ -509,6 +530,8 @@ def _h11_protocol(limits: ServerLimits) -> type:
                 return
             live.add(transport)
             everyone.add(transport)
+            if shared:
+                waiting[transport] = None
             self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:
@@ -559,6 +582,8 @@ def _h11_protocol(limits: ServerLimits) -> type:
 
         def handle_events(self) -> None:
             super().handle_events()
+            if self.transport in waiting and _names_client(getattr(self, "scope", None), limits):
+                del waiting[self.transport]  # a client's own: counted by its name from here
             if self.conn.their_state is not h11.IDLE:
                 self._disarm_header_timer()
             elif self._header_timer is None and not self.transport.is_closing():
@@ -573,6 +598,7 @@ def _h11_protocol(limits: ServerLimits) -> type:
             self._watch_late_body()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            waiting.pop(self.transport, None)
             self._disarm_header_timer()
             if self._late_body_timer is not None:
                 self._late_body_timer.cancel()

@@ -205,6 +205,9 @@ class _EnvServer:
         self.limits = limits
         self.sessions: set[_Session] = set()
         self.stateless = asyncio.Semaphore(limits.max_sessions)
+        #: Stateless resets running, by client: each holds at most its share of the places
+        #: (att34i: one client's flood of resets refused another's 41% of the time).
+        self.stateless_by: dict[str, int] = {}
         self.steps = _StepPlace(_INLINE_STEP_MAX_S if env_id in INLINE_STEP_IDS else 0.0)
         # This id's own threads, one per session and per stateless reset: a session runs one
         # call at a time, so no session (making its env, resetting, closing) ever waits for a
@@ -434,6 +437,11 @@ class _EnvServer:
                 {"error": {"code": "INVALID_MESSAGE", "message": "Expects a JSON object."}}, 400
             )
         session = _Session(_peer(request.scope), client_of(request.scope, self.limits) or "?")
+        share = self.limits.connections_per_client
+        if self.stateless_by.get(session.client, 0) >= share:
+            log.warning("refused http %s /reset: CLIENT_LIMIT", session.peer)
+            message = f"At most {share} stateless resets at once per client."
+            return JSONResponse({"error": {"code": "CLIENT_LIMIT", "message": message}}, 503)
         if self.stateless.locked():
             log.warning("refused http %s /reset: CAPACITY_REACHED", session.peer)
             return JSONResponse(
@@ -445,12 +453,19 @@ class _EnvServer:
                 },
                 503,
             )
-        async with self.stateless:
-            session.env = await self.run(self.make_env)
-            try:
-                reply, _ = await self._handle(session, json.dumps({"type": "reset", "data": body}))
-            finally:
-                await self.run(session.env.close)
+        self.stateless_by[session.client] = self.stateless_by.get(session.client, 0) + 1
+        try:
+            async with self.stateless:
+                session.env = await self.run(self.make_env)
+                try:
+                    data = json.dumps({"type": "reset", "data": body})
+                    reply, _ = await self._handle(session, data)
+                finally:
+                    await self.run(session.env.close)
+        finally:
+            left = self.stateless_by.pop(session.client) - 1
+            if left:
+                self.stateless_by[session.client] = left
         if reply["type"] == "error":
             return JSONResponse({"error": reply["data"]}, 422)
         return JSONResponse(reply["data"])

@@ -20,7 +20,7 @@ pytest.importorskip("openenv.core.env_server", reason='needs `pip install "rllm-
 from starlette.testclient import TestClient  # noqa: E402
 
 from rllm_adapters.error import AdapterConfigError  # noqa: E402
-from rllm_adapters.openenv import ServerLimits, create_app  # noqa: E402
+from rllm_adapters.openenv import RllmEnvClient, ServerLimits, create_app  # noqa: E402
 from rllm_adapters.openenv.limits import address_key, client_of  # noqa: E402
 
 ENV = "rllm/FrozenLake-v1"
@@ -52,7 +52,10 @@ def test_a_client_token_names_its_client_whatever_its_address():
 
 @pytest.mark.parametrize(
     "tokens",
-    [{}, {"al ice": ALICE}, {"alice": "short"}, {"alice": ALICE, "bob": ALICE}, {"a": 12345678}],
+    [
+        *({}, {"al ice": ALICE}, {"alice": "short"}, {"alice": ALICE, "bob": ALICE}),
+        *({"a": 12345678}, {"a": " " * 20}, {"a": "token with spaces in it"}),
+    ],
 )
 def test_bad_client_tokens_fail_before_serving(tokens):
     with pytest.raises(AdapterConfigError):
@@ -123,28 +126,42 @@ def test_score_log_attempts_are_counted_per_client(tmp_path):
 
 
 @pytest.mark.slow
-def test_with_client_tokens_one_local_client_cannot_take_the_loopback_share(tmp_path):
+def test_with_client_tokens_tokenless_connections_cannot_keep_token_holders_out(tmp_path):
     """Connections are counted by address before their requests arrive: with every loopback
     address one client, idle connections of one local client would refuse all the others.
-    With client tokens they are told apart by name instead (the limit in all still holds)."""
+    With client tokens they are told apart by name instead, and a connection that has shown
+    no token is the first closed when the server is full (att34i: tokenless `/health`
+    keep-alives held all of `--max-connections`; a token holder was served 3 of 121 times)."""
     import socket
 
-    from tests.adapters.test_openenv_faults import _free_port, _read_all, _start, _stop
+    from tests.adapters.test_openenv_faults import _free_port, _start, _stop
 
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"alice": ALICE, "bob": BOB}))
+    tokens.chmod(0o600)
     log, port = tmp_path / "server.log", _free_port()
-    proc = _start(port, log, "--max-connections-per-client", "2", "--client-tokens", str(tokens))
-    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    proc = _start(
+        port,
+        log,
+        *("--max-connections-per-client", "2", "--max-connections", "6"),
+        *("--client-tokens", str(tokens)),
+    )
+    held = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(6)]
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            assert _read_all(sock, 10).startswith(b"HTTP/1.1 200")
+        for sock in held[:3]:  # idle, or asking only for /health: no client's token
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        with RllmEnvClient(base_url=f"http://127.0.0.1:{port}", headers=_bearer(ALICE)).sync() as c:
+            assert c.reset(seed=0).observation.text
     finally:
         for sock in held:
             sock.close()
         _stop(proc)
-    assert "Traceback" not in log.read_text()
+    text = log.read_text()
+    assert "EVICTED" in text and "Traceback" not in text
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 def test_a_client_tokens_file_is_read_and_checked(tmp_path):
@@ -153,6 +170,7 @@ def test_a_client_tokens_file_is_read_and_checked(tmp_path):
 
     bad = tmp_path / "bad.json"
     bad.write_text('["not", "an", "object"]')
+    bad.chmod(0o600)
     out = subprocess.run(
         [sys.executable, "-m", "rllm_adapters.serve", ENV, "--client-tokens", str(bad)],
         capture_output=True,
@@ -160,3 +178,25 @@ def test_a_client_tokens_file_is_read_and_checked(tmp_path):
         timeout=240,
     )
     assert out.returncode == 2 and "JSON object" in out.stderr
+    bad.write_text(json.dumps({"alice": ALICE}))
+    bad.chmod(0o644)  # anyone who reads it can pass as any client
+    out = subprocess.run(
+        [sys.executable, "-m", "rllm_adapters.serve", ENV, "--client-tokens", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert out.returncode == 2 and "chmod 600" in out.stderr
+
+
+def test_stateless_resets_are_shared_per_client():
+    """att34i F2: one client's flood of `POST /reset` took the stateless places, and another
+    client's resets failed 41% of the time. Each client holds at most its share."""
+    limits = ServerLimits(max_connections_per_client=2, client_tokens={"alice": ALICE, "bob": BOB})
+    app = create_app(ENV, limits=limits)
+    with TestClient(app) as http:
+        app.state.env_server.stateless_by["client:bob"] = 2  # bob's two resets still running
+        refused = http.post("/reset", json={}, headers=_bearer(BOB))
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "CLIENT_LIMIT"
+        assert http.post("/reset", json={}, headers=_bearer(ALICE)).status_code == 200
+        assert app.state.env_server.stateless_by == {"client:bob": 2}  # alice's is done
