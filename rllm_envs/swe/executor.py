@@ -1471,34 +1471,31 @@ def _standard_contents(item: Any, kind: type) -> list[Any] | None:
     return None
 
 
-def _hashed_repository_object(value: Any) -> bool:
-    """Whether ``value`` holds a repository object that Python's own ``==`` hashes.
+def _compared_repository_object(value: Any) -> bool:
+    """Whether ``value`` holds an object whose repository class decides how it compares.
 
-    In a set, a frozenset, a dict key or a dict view, an object whose class of the repository
-    defines how it is compared or hashed.
-
-    There the sandbox's strict equality (:func:`strict_equal`) leaves ``==`` to Python,
-    which runs those methods: a test's ``tags() == {"python", "rust"}`` is decided by
-    ``Tag.__eq__`` / ``__hash__``, which the elements' states do not show (att34f: the
-    unchanged code paid 1.0 ``host`` on 8 such shapes).
+    One whose class (of the repository) defines ``__eq__``, ``__ne__``, ``__hash__`` or
+    attribute lookup, anywhere in the value: where the test's ``==`` reaches it, its state
+    does not show what it decides. The sandbox's strict equality leaves sets, dict keys and
+    views to Python, which hashes and compares them (att34f: ``tags() == {"python"}``, 8
+    shapes), and compares two values that are not plain with their own ``==`` (att34g:
+    ``Money("1.50") == Decimal("1.5")``, ``Stamp(..) == date(..)``, 6 shapes), both with the
+    bug in ``__eq__`` and the unchanged code paid 1.0 ``host``. Against a plain literal an
+    object never equals (the reference's own run fails), so nothing is lost by saying so.
     """
-    todo, count = [(value, False)], 0
+    todo, count = [value], 0
     while todo:
         count += 1
         if count > _OPERATED_NODES:
             return True
-        item, hashed = todo.pop()
+        item = todo.pop()
         kind = type(item)
         if kind in _PLAIN_TYPES:
             continue
-        if kind in (set, frozenset) or kind in _VIEWS[::2]:
-            todo.extend((x, True) for x in _standard_contents(item, kind) or ())
-        elif isinstance(item, dict) and _standard(kind):
-            todo.extend((k, True) for k in dict.keys(item))
-            todo.extend((v, hashed) for v in dict.values(item))
-        elif kind in (list, tuple) or kind is _DEQUE or kind is _VIEWS[1]:
-            todo.extend((x, hashed) for x in item)
-        elif hashed and not _standard(kind) and _defines(kind, _COMPARING):
+        inside = _standard_contents(item, kind)
+        if inside is not None:
+            todo.extend(inside)
+        elif not _standard(kind) and _defines(kind, _COMPARING):
             return True
     return False
 
@@ -1574,8 +1571,8 @@ def observe(
     (the verdict is withheld: the probe cannot run the operator without handing it the
     test's literal).
     """
-    if op is None:  # compared for equality: by state, unless Python's own == hashes objects
-        operated = _hashed_repository_object(value)
+    if op is None:  # compared for equality: by state, unless a class's own == decides it
+        operated = _compared_repository_object(value)
     else:
         operated = _repository_code_decides(value)
     if operated and op == "truth":

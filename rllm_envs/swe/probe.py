@@ -1248,6 +1248,8 @@ def _statements(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt]:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return [s for v in test.values for s in _statements(v, probe, at)]
     deviation = _deviation(test, probe, at)
+    if deviation is None:
+        deviation = _chained_order(test, probe, at)
     if deviation is not None:
         return deviation
     near = _near(test, probe) if not probe.negated else None
@@ -1323,6 +1325,44 @@ def _order(test: ast.expr, probe: _Probe) -> _Check | None:
         _drop(other, [computed])
         return _Check(computed, host=("order", json.dumps([how, value])))
     return None
+
+
+#: The name a chained order check binds its computed value to (evaluated once, as Python does).
+_CHAINED = "__rllm_chained__"
+
+
+def _chained_order(test: ast.expr, probe: _Probe, at: ast.AST) -> list[ast.stmt] | None:
+    """``0 <= jitter() <= 1``: a computed number between two number literals, both on the host.
+
+    The value is bound once and observed twice, each time with one bound's ``"order"``
+    predicate (att34g: it was compared with the reference's value, which a clock or a random
+    draw never repeats: the reference scored 0 against itself). ``None``: not this shape.
+    """
+    import json
+
+    if probe.negated or not (isinstance(test, ast.Compare) and len(test.ops) == 2):
+        return None
+    low, value, high = test.left, *test.comparators
+    ops = [_ORDER_OPS.get(type(o)) for o in test.ops]
+    bounds = [
+        _number(b) if isinstance(b, (ast.Constant, ast.UnaryOp)) else None for b in (low, high)
+    ]
+    if None in ops or "!=" in ops or None in bounds or _expected(value):
+        return None
+    if not (_expected(low) and _expected(high)):
+        return None
+    checks = _value(value, probe)
+    if len(checks) != 1 or checks[0].value is not value or checks[0].approx is not None:
+        return None
+    _drop(low, [value])
+    _drop(high, [value])
+    flipped = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+    bound = ast.copy_location(ast.Assign([ast.Name(_CHAINED, ast.Store())], value), at)
+    observed = [
+        _Check(ast.Name(_CHAINED, ast.Load()), host=("order", json.dumps([how, b])))
+        for how, b in ((flipped[str(ops[0])], bounds[0]), (str(ops[1]), bounds[1]))
+    ]
+    return [bound, *_observe(observed, at)]
 
 
 def _near(test: ast.expr, probe: _Probe) -> _Check | None:

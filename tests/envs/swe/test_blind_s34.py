@@ -203,12 +203,14 @@ def test_equality_python_hashes_repository_objects_for_is_marked():
         {Tag("python"): 0}.keys(),
         [frozenset({Tag("a")})],
         {"a": {Tag("a")}},
+        [Tag("python")],  # compared element by element, by Tag.__eq__ against a non-plain value
+        {"python": Tag("x")},
     ):
         observe(value, _seen=seen)
     assert all(s[0] == "operated" for s in seen), seen
     plain: list = []
-    for value in ([Tag("python")], {"python": Tag("x")}, {Color.RED}, {"a", "b"}, (1, 2)):
-        observe(value, _seen=plain)  # compared element by element, or no repository __eq__
+    for value in ({Color.RED}, {"a", "b"}, (1, 2)):
+        observe(value, _seen=plain)  # no __eq__ of the repository's
     assert all(s[0] != "operated" for s in plain), plain
     deque: list = []
     observe(collections.deque([Tag("python")]), op="operated", _seen=deque)
@@ -224,3 +226,46 @@ def test_a_counter_equals_the_plain_dict_it_holds():
     reference = observed({"a": 2, "b": 1})
     assert same(reference, observed(collections.Counter("aab")))
     assert not same(reference, observed(collections.Counter("abb")))
+
+
+def test_a_repository_object_compared_with_a_written_standard_value_is_marked():
+    """att34g: ``Money("1.50") == Decimal("1.5")`` (two values that are not plain) is decided
+    by ``Money.__eq__`` in the sandbox's strict equality, its state compared on the host: with
+    the bug in ``__eq__`` the unchanged code was paid 1.0 ``host`` on 6 shapes."""
+    import decimal
+
+    from rllm_envs.swe.executor import observe
+
+    class Money:
+        def __init__(self, text):
+            self.cents = int(decimal.Decimal(text) * 100)
+
+        def __eq__(self, other):
+            return self.cents == int(decimal.Decimal(other) * 100)
+
+    class Plain:  # no __eq__ of its own: identity, which its state is no worse a proxy for
+        def __init__(self):
+            self.x = 1
+
+    seen: list = []
+    for value in (Money("1.5"), {"a": Money("2")}, [Money("3")], Plain(), decimal.Decimal("1")):
+        observe(value, _seen=seen)
+    assert [s[0] == "operated" for s in seen] == [True, True, True, False, False]
+
+
+def test_a_chained_order_of_a_computed_number_is_checked_on_the_host():
+    """att34g F2 (honest): ``0 <= jitter() <= 1`` was compared with the reference's value,
+    which a random draw never repeats: the reference scored 0 against itself."""
+    probe = probe_module(_CLASSES + "def test_a():\n    assert 0 <= render(1) < 2.5\n")
+    assert probe.predicates == (("order", '[">=", 0]'), ("order", '["<", 2.5]'))
+    assert probe.text.count("render(1)") == 1 and "2.5" not in probe.text
+    reference = [["host", k, ["float", "0.25"]] for k in (0, 1)]
+    for got, holds in (("0.9", True), ("2.5", False), ("-0.1", False)):
+        values = [["host", k, ["float", got]] for k in (0, 1)]
+        assert (
+            all(
+                same(r, v, 0, None, probe.predicates)
+                for r, v in zip(reference, values, strict=True)
+            )
+            is holds
+        )
