@@ -831,3 +831,33 @@ def test_an_infinite_endpoint_does_not_turn_off_the_variables_rule():
     assert grade_answer("(5, \\infty)", "(5, \\infty)", problem="Solve $x + 3 > 8$.").equal
     assert grade_answer("(-\\infty, x+1]", "(-\\infty, x+1]").equal
     assert grade_answer("\\text{(C)}", "\\text{C}").equal  # a gold it cannot read: no rule
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "3^{1+\\frac{1}{\\infty}} + 2^{1+\\frac{1}{\\infty}} - 5^{1+\\frac{1}{\\infty}} + 7",
+        "7 + e^{-\\infty}",
+        "7^{\\tanh\\infty}",
+        "3^{1-\\frac{1}{-\\infty}} + 4^{1+e^{-\\infty}}",
+    ],
+)
+def test_infinity_inside_a_value_is_a_limit_left_to_take(answer):
+    """att34h: `\\infty` was a variable to the final-form rule (so its parts were never read
+    as the rational they are) and a limit to sympy: each number n of the problem written
+    `n^{1+\\frac{1}{\\infty}}` paid 75-88/100 copyable tasks, 34-45/100 ToolUse arithmetic."""
+    verdict = grade_answer(answer, "7", problem="Compute $3 + 2 - 5 + 7$.")
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("(4, \\infty)", "(4, \\infty)"),
+        ("-\\infty", "-\\infty"),
+        ("\\infty", "\\infty"),
+        ("(-\\infty, 3) \\cup (5, \\infty)", "(-\\infty,3)\\cup(5,\\infty)"),
+    ],
+)
+def test_infinity_as_a_value_is_still_final(answer, gold):
+    assert grade_answer(answer, gold).equal
