@@ -1495,9 +1495,28 @@ def _compared_repository_object(value: Any) -> bool:
         inside = _standard_contents(item, kind)
         if inside is not None:
             todo.extend(inside)
-        elif not _standard(kind) and _defines(kind, _COMPARING):
+        elif not _standard(kind) and (_defines(kind, _COMPARING) or _held_by_base(kind)):
             return True
     return False
+
+
+#: The standard library's Enum: its members keep their value in their ``__dict__``.
+_ENUM_ROOT = __import__("enum").Enum
+
+
+def _held_by_base(kind: type) -> bool:
+    """Whether a repository class keeps its value in a standard-library base's storage.
+
+    ``class Money(Decimal)``, ``class Stamp(date)``: the number or date lives in the base,
+    which the observation (the instance's ``__dict__``, or a repository ``__repr__``) does not
+    show, and the base's ``==`` compares it (att34j: the unchanged code paid 1.0 ``host`` on
+    3 shapes). A builtin base is read by its stored value, an Enum keeps its value in its
+    ``__dict__``.
+    """
+    mro = _CLASS_MRO.__get__(kind)
+    if any(base in mro for base in _STORED) or _ENUM_ROOT in mro:
+        return False
+    return any(k is not object and _standard(k) for k in mro)
 
 
 #: What decides how an object compares with another and hashes.

@@ -269,3 +269,32 @@ def test_a_chained_order_of_a_computed_number_is_checked_on_the_host():
             )
             is holds
         )
+
+
+def test_a_repository_subclass_of_a_standard_value_is_marked():
+    """att34j: ``class Money(Decimal)`` with an attribute was observed by its ``__dict__``
+    alone (or a ``__repr__`` of its own), not the number its base holds and compares: the
+    unchanged code paid 1.0 ``host`` on 3 shapes (Decimal, date, timedelta)."""
+    import datetime
+    import decimal
+    import enum
+
+    from rllm_envs.swe.executor import observe
+
+    class Money(decimal.Decimal):
+        def __init__(self, value):
+            self.currency = "USD"
+
+    class Stamp(datetime.date):
+        pass
+
+    class Level(enum.IntEnum):  # its value is in the member's __dict__
+        HIGH = 3
+
+    class Meters(float):
+        pass
+
+    seen: list = []
+    for value in (Money("3.75"), Stamp(2024, 1, 8), Level.HIGH, Meters(2.0), decimal.Decimal(1)):
+        observe(value, _seen=seen)
+    assert [s[0] == "operated" for s in seen] == [True, True, False, False, False]
