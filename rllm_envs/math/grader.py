@@ -127,6 +127,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -881,7 +882,11 @@ def _numbers_equal(pred: _Number, gold: _Number, lenient: bool = False) -> bool:
         dec, exact_side = (pred, gold) if pred.decimal else (gold, pred)
         if lenient and not _terminating(exact_side.value) and _rounds_to(dec, exact_side.value):
             return True
-        # A rounded decimal matches a value with no finite decimal expansion (1/3, 2/3).
+        # A rounded decimal matches a value with no finite decimal expansion (1/3, 2/3): a
+        # gold only where it looks rounded and the problem did not ask for the exact decimal
+        # (att34k: a fraction off by 4e-7 paid 33-64/100 ToolUse unit conversions).
+        if gold.decimal and not (_rounded(gold) and not _EXACT_DECIMAL.get()):
+            return False
         exact = gold.value if pred.decimal else pred.value
         if _terminating(exact):
             return False
@@ -1322,7 +1327,8 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: _Budget, lenient: bool = False) ->
     # answer: within 1e-6 of it, a copy of the problem's arithmetic with each number nudged
     # by an irrational hair (final in form) was paid 100/100 (att34e). A long one (`1.414214`)
     # is a rounding, which the exact answer it rounds need only come near.
-    tolerant = (p_dec and not g_dec) or (g_dec and not p_dec and _rounded(g.number))
+    rounded = _rounded(g.number) and not _EXACT_DECIMAL.get()
+    tolerant = (p_dec and not g_dec) or (g_dec and not p_dec and rounded)
     # mpmath in process settles almost every case in well under a millisecond; sympy (in the
     # worker) only sees what it cannot: infinities, near misses, unsupported notation.
     verdict = decide(a, b, tolerant=tolerant)
@@ -1451,10 +1457,21 @@ def _node_equal(p: _Node, g: _Node, deadline: _Budget, lenient: bool = False) ->
     return False
 
 
+#: Whether the problem asks for the exact decimal ("no rounding"): a long gold decimal is then
+#: the value as written, not a rounding that an exact answer need only come near (att34k:
+#: ToolUse's unit tasks paid a fraction off by 4e-7 on 33-64 of 100 tasks).
+_EXACT_DECIMAL: ContextVar[bool] = ContextVar("rllm_math_exact_decimal", default=False)
+_NO_ROUNDING = re.compile(r"\b(?:no|without) rounding\b|\bnot rounded\b|\bexact decimal\b", re.I)
+
+
 @lru_cache(maxsize=65_536)
-def _compare_cached(prediction: str, gold: str, timeout: float) -> bool:
+def _compare_cached(prediction: str, gold: str, timeout: float, exact: bool = False) -> bool:
     # Raises _Timeout (not cached by lru_cache) when the deadline passes.
-    return _node_equal(_prepare(prediction), _prepare(gold), _Budget(timeout))
+    token = _EXACT_DECIMAL.set(exact)
+    try:
+        return _node_equal(_prepare(prediction), _prepare(gold), _Budget(timeout))
+    finally:
+        _EXACT_DECIMAL.reset(token)
 
 
 # ------------------------------------------------------------------ lenient ("any") compare
@@ -1631,8 +1648,15 @@ def _prepare_any(answer: str) -> _Node:
 
 
 @lru_cache(maxsize=65_536)
-def _compare_any_cached(prediction: str, gold: str, timeout: float) -> bool:
-    deadline = _Budget(timeout)
+def _compare_any_cached(prediction: str, gold: str, timeout: float, exact: bool = False) -> bool:
+    token = _EXACT_DECIMAL.set(exact)
+    try:
+        return _compare_any(prediction, gold, _Budget(timeout))
+    finally:
+        _EXACT_DECIMAL.reset(token)
+
+
+def _compare_any(prediction: str, gold: str, deadline: _Budget) -> bool:
     p, g = _prepare(prediction), _prepare(gold)
     if _node_equal(p, g, deadline, True):
         return True
@@ -1719,10 +1743,11 @@ def _verdict(
         if named == "":
             return Verdict(False, "not_equal")
         pred = named or pred
+        exact = bool(problem and _NO_ROUNDING.search(problem))
         if answer_format == "any":
-            equal = _compare_any_cached(pred, ref, float(timeout))
+            equal = _compare_any_cached(pred, ref, float(timeout), exact)
         else:
-            equal = _compare_cached(pred, ref, float(timeout))
+            equal = _compare_cached(pred, ref, float(timeout), exact)
     except _Timeout:
         return Verdict(False, "timeout")
     except (RecursionError, MemoryError):

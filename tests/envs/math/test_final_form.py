@@ -861,3 +861,16 @@ def test_infinity_inside_a_value_is_a_limit_left_to_take(answer):
 )
 def test_infinity_as_a_value_is_still_final(answer, gold):
     assert grade_answer(answer, gold).equal
+
+
+def test_a_problem_asking_for_the_exact_decimal_gets_no_tolerance():
+    """att34k: ToolUse's unit tasks ask for "the exact decimal value (no rounding)", yet a
+    long gold (`680.388555`) was taken for a rounding: a fraction off by 4e-7 was paid on
+    33-64 of 100 tasks. Such a gold is exact as written; a rounded-looking one elsewhere
+    still matches the exact value it rounds."""
+    question = "Convert 1.5 pound to g. Give the exact decimal value (no rounding), number only."
+    assert not grade_answer("\\frac{4082333}{6000}", "680.388555", problem=question).equal
+    assert grade_answer("680.388555", "680.388555", problem=question).equal
+    assert grade_answer("\\frac{136077711}{200000}", "680.388555", problem=question).equal
+    assert grade_answer("\\frac{1}{7}", "0.142857", problem="Compute $1 \\div 7$.").equal
+    assert not grade_answer("\\frac{1}{3}", "0.3333").equal  # 4 places: exact as written
