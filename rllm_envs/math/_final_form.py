@@ -49,12 +49,13 @@ mpmath evaluator (:mod:`rllm_envs.math._numeric`), so every check is fast and ne
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from contextvars import ContextVar
 from fractions import Fraction
 from functools import lru_cache
 from math import gcd, isqrt
-from typing import Any
+from typing import Any, cast
 
 from rllm_envs.math._latex import Unsupported, to_python
 from rllm_envs.math._numeric import PRECISE_DPS, _ctx, _Evaluator, _Inconclusive
@@ -371,7 +372,7 @@ def _check_sum(node: ast.AST, out: set[str]) -> list[ast.AST]:
     if len(numeric) > 1 or any(_literal(t) == 0 for t in numeric):
         out.add("unevaluated_arithmetic")
     keys = [_term_key(t) for t in terms if _literal(t) is None]
-    if len(keys) != len(set(keys)):
+    if len(keys) != len(set(keys)) or _like_terms(terms):
         out.add("unevaluated_arithmetic")
     return terms
 
@@ -399,9 +400,72 @@ def _check_product(node: ast.AST, out: set[str]) -> list[ast.AST]:
     if len(dumps) != len(set(dumps)) or den_dumps & set(dumps):
         out.add("unevaluated_arithmetic")  # `x \cdot x`, `\frac{\pi}{\pi}`
     radicals = [f for f in num if _name(f) in ("sqrt", "root") and _constant(f)]
-    if len(radicals) > 1:
+    if len(radicals) > 1 or _rational_group(num, den):
         out.add("unevaluated_arithmetic")  # `\sqrt2 \sqrt3` is `\sqrt6`
     return others
+
+
+def _exp_of_log(base: ast.AST, exponent: ast.AST) -> bool:
+    r"""`e^{\ln r + \ln\pi}` (or `\exp`): a product written through logarithms.
+
+    Left to compute (att34m: `r e^{\ln r + \ln\pi}` for r²π, no node of it the product).
+    """
+    return (
+        isinstance(base, ast.Name)
+        and base.id == "E"
+        and any(_name(n) == "log" for n in ast.walk(exponent))
+    )
+
+
+#: At most this many parts of one flattened sum or product are compared by value.
+_MAX_PARTS = 10
+
+
+#: Nodes a walk made to value-check groups of parts: kept alive for the walk, since the memos
+#: are keyed by ``id`` (a freed node's id is reused by the next one made).
+_MADE: ContextVar[list[ast.AST] | None] = ContextVar("rllm_final_form_made", default=None)
+
+
+def _made(node: ast.expr) -> ast.expr:
+    made = _MADE.get()
+    if made is not None:
+        made.append(node)
+    return node
+
+
+def _like_terms(terms: list[ast.AST]) -> bool:
+    r"""Whether two constant, irrational terms of a sum are rational multiples of each other.
+
+    Like terms left to add, whatever their spelling: `11\pi + \frac{11\pi^2}{\pi}` is 22π,
+    which an irrational gold accepted where only the whole sum was value-checked (att34m).
+    """
+    parts = [t for t in terms if _literal(t) is None and _constant(t)][:_MAX_PARTS]
+    return any(
+        _left_to_compute(_made(ast.BinOp(cast(ast.expr, a), ast.Div(), cast(ast.expr, b))))
+        for i, a in enumerate(parts)
+        for b in parts[i + 1 :]
+    )
+
+
+def _rational_group(num: list[ast.AST], den: list[ast.AST]) -> bool:
+    r"""Whether some of a product's constant, irrational factors multiply to a rational number.
+
+    `7\sqrt{2}\frac{\pi}{\exp\ln\pi}` holds a factor 1 that no single factor shows
+    (att34m: paid for 7√2 where only the whole product and each factor were value-checked).
+    """
+    ups = [f for f in num if _literal(f) is None and _constant(f)]
+    downs = [f for f in den if _literal(f) is None and _constant(f)]
+    parts = [(f, True) for f in ups] + [(f, False) for f in downs]
+    parts = parts[:_MAX_PARTS]
+    for size in range(2, len(parts) + 1):
+        for group in itertools.combinations(parts, size):
+            node: ast.expr = ast.Call(ast.Name("Integer", ast.Load()), [ast.Constant(1)], [])
+            for factor, up in group:
+                op = ast.Mult() if up else ast.Div()
+                node = _made(ast.BinOp(node, op, cast(ast.expr, factor)))
+            if _left_to_compute(node):
+                return True
+    return False
 
 
 #: Functions whose value at a constant is left to compute: trigonometric, inverse and
@@ -457,6 +521,8 @@ def _walk(node: ast.AST, out: set[str]) -> None:
         fraction = _literal(node.right)
         if exponent in (0, 1) or fraction in (0, 1):  # also `^{+0}`, `^{0.0}` (att32h)
             out.add("unevaluated_power")
+        elif _exp_of_log(node.left, node.right):
+            out.add("unevaluated_power")
         elif fraction is not None and fraction.denominator != 1 and _constant(node.left):
             out.add("unevaluated_power")  # `2^{1/2}` is `\sqrt{2}` (att32e F2)
         elif exponent is not None and _constant(node.left):
@@ -467,6 +533,9 @@ def _walk(node: ast.AST, out: set[str]) -> None:
         _walk(node.right, out)
         return
     kind = _name(node)
+    if kind == "exp" and isinstance(node, ast.Call) and node.args:
+        if _exp_of_log(ast.Name("E", ast.Load()), node.args[0]):
+            out.add("unevaluated_power")
     if kind in _ELEMENTARY and _constant(node):
         # `\cos\frac{\pi}{5}` for "Compute cos 36 degrees": a value left to find, whatever
         # it is (a rational one is caught above); a gold written so accepts it (att32e F2).
@@ -542,10 +611,12 @@ def expression_issues(text: str) -> frozenset[str]:
     out: set[str] = set()
     # Each subexpression evaluated once, at each precision, and read as constant or not once.
     token = _MEMOS.set(({}, {}, _constants(tree.body)))
+    made = _MADE.set([])
     try:
         _walk(tree.body, out)
     finally:
         _MEMOS.reset(token)
+        _MADE.reset(made)
     return frozenset(out)
 
 

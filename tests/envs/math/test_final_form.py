@@ -874,3 +874,37 @@ def test_a_problem_asking_for_the_exact_decimal_gets_no_tolerance():
     assert grade_answer("\\frac{136077711}{200000}", "680.388555", problem=question).equal
     assert grade_answer("\\frac{1}{7}", "0.142857", problem="Compute $1 \\div 7$.").equal
     assert not grade_answer("\\frac{1}{3}", "0.3333").equal  # 4 places: exact as written
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold"),
+    [
+        ("11\\pi + \\frac{11\\pi^{2}}{\\pi}", "22\\pi"),
+        ("5 e^{\\ln 5 + \\ln\\pi}", "25\\pi"),
+        ("7\\sqrt{2}\\frac{\\pi}{\\exp\\ln\\pi}", "7\\sqrt{2}"),
+        ("\\frac{\\sqrt{3 e^{\\ln 3+\\ln\\pi} + 4 e^{\\ln 4+\\ln\\pi}}}{\\sqrt{\\pi}}", "5"),
+    ],
+)
+def test_arithmetic_hidden_among_parts_of_an_irrational_answer_is_not_final(answer, gold):
+    """att34m: only a flattened sum or product and each of its parts were value-checked, so
+    where the gold is irrational, like terms spelled apart, a factor group worth 1, or a
+    product written through logarithms passed (7/7, 7/7, 9/9 circle and hypotenuse tasks)."""
+    verdict = grade_answer(answer, gold)
+    assert not verdict.equal and verdict.reason == "not_final_form", verdict
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "3 + 2\\sqrt{2}",
+        "\\sqrt{2} + \\sqrt{3}",
+        "\\frac{\\pi}{\\sqrt{2}}",
+        "2\\sqrt{2}\\pi",
+        "\\pi + \\pi^{2}",
+        "e + \\frac{1}{e}",
+        "\\frac{1}{2} + \\frac{\\sqrt{3}}{2}",
+        "\\ln 2 + \\ln 3",
+    ],
+)
+def test_irrational_parts_that_do_not_combine_are_final(answer):
+    assert final_form_issue(answer) is None
