@@ -1429,8 +1429,8 @@ def _repository_code_decides(value: Any) -> bool:
     ``value`` is, or holds in builtin containers, an instance of a class that is neither
     builtin nor the standard library's (a forged name counts as the repository's): its
     truth, ``in``, order and arithmetic are its class's methods, which its state does not
-    show (att34d). Only exact builtin containers are looked into (iterating another runs
-    its code).
+    show (att34d). Containers are looked into by their stored elements (:func:`_contents`):
+    a builtin's ``in`` and ``==`` run their elements' ``__eq__`` (att34l).
     """
     todo, count = [value], 0
     while todo:
@@ -1441,16 +1441,20 @@ def _repository_code_decides(value: Any) -> bool:
         kind = type(item)
         if kind in _PLAIN_TYPES:
             continue
-        inside = _standard_contents(item, kind)
-        if inside is not None:
-            todo.extend(inside)
-        elif not _standard(kind):
-            base = next((b for b in _STORED if isinstance(item, b)), None)
+        if kind not in _VIEWS and not _standard(kind):
+            base = _builtin_base(kind)
             if base is None or _redefines(kind, base):
                 return True
             # A subclass of a builtin that redefines none of its methods (``class M(float):
             # pass``): the builtin's operators, on the stored value the host reads.
+        todo.extend(_contents(item, kind) or ())
     return False
+
+
+def _builtin_base(kind: type) -> type | None:
+    """The builtin type a class derives from and is observed as (``None``: none)."""
+    mro = _CLASS_MRO.__get__(kind)
+    return next((base for base in _STORED if base in mro), None)
 
 
 #: Container classes of the standard library whose elements are read without running them.
@@ -1458,16 +1462,32 @@ _DEQUE = __import__("collections").deque
 _VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
 
 
-def _standard_contents(item: Any, kind: type) -> list[Any] | None:
-    """The elements of a builtin or standard-library container (``None``: not one).
+#: The standard library's containers that keep their elements in an attribute.
+_USER_CONTAINERS = tuple(
+    getattr(__import__("collections"), name) for name in ("UserList", "UserDict", "UserString")
+)
+_CHAIN_MAP = __import__("collections").ChainMap
 
-    Read with the builtin types' own methods (a ``Counter`` by ``dict.items``, a deque or a
-    dict view by iteration, which is theirs), never a generator (reading would consume it).
+
+def _contents(item: Any, kind: type) -> list[Any] | None:
+    """The elements of a container (``None``: not one), read without running its code.
+
+    A builtin container or a subclass of one (a namedtuple, ``class TagList(list)``, a
+    ``Counter``) by its stored value (:data:`_STORED`), a deque or a dict view by iteration
+    (theirs), the standard library's ``UserList`` / ``UserDict`` / ``ChainMap`` by what they
+    hold; never a generator (reading would consume it).
     """
-    if kind in (list, tuple, set, frozenset) or kind in _VIEWS or kind is _DEQUE:
-        return list(item) if kind not in _VIEWS[2:] else [x for pair in item for x in pair]
-    if isinstance(item, dict) and _standard(kind):
-        return [x for pair in dict.items(item) for x in pair]
+    if kind in _VIEWS or kind is _DEQUE:
+        return list(item) if kind is not _VIEWS[2] else [x for pair in item for x in pair]
+    if kind in _USER_CONTAINERS:
+        return [vars(item).get("data")]
+    if kind is _CHAIN_MAP:
+        return list(vars(item).get("maps") or ())
+    base = _builtin_base(kind)
+    if base in (list, tuple, set, frozenset):
+        return list(_STORED[base](item))
+    if base is dict:
+        return [x for pair in _STORED[dict](item).items() for x in pair]
     return None
 
 
@@ -1492,11 +1512,10 @@ def _compared_repository_object(value: Any) -> bool:
         kind = type(item)
         if kind in _PLAIN_TYPES:
             continue
-        inside = _standard_contents(item, kind)
-        if inside is not None:
-            todo.extend(inside)
-        elif not _standard(kind) and (_defines(kind, _COMPARING) or _held_by_base(kind)):
+        repository = kind not in _VIEWS and not _standard(kind)  # a view's class is unnamed
+        if repository and (_defines(kind, _COMPARING) or _held_by_base(kind)):
             return True
+        todo.extend(_contents(item, kind) or ())
     return False
 
 
@@ -1514,7 +1533,7 @@ def _held_by_base(kind: type) -> bool:
     ``__dict__``.
     """
     mro = _CLASS_MRO.__get__(kind)
-    if any(base in mro for base in _STORED) or _ENUM_ROOT in mro:
+    if _builtin_base(kind) is not None or _ENUM_ROOT in mro:
         return False
     return any(k is not object and _standard(k) for k in mro)
 

@@ -209,8 +209,8 @@ def test_equality_python_hashes_repository_objects_for_is_marked():
         observe(value, _seen=seen)
     assert all(s[0] == "operated" for s in seen), seen
     plain: list = []
-    for value in ({Color.RED}, {"a", "b"}, (1, 2)):
-        observe(value, _seen=plain)  # no __eq__ of the repository's
+    for value in ({Color.RED}, {"a", "b"}, (1, 2), {"a": 1}.keys(), {"a": 1}.items()):
+        observe(value, _seen=plain)  # no __eq__ of the repository's (a view's class is unnamed)
     assert all(s[0] != "operated" for s in plain), plain
     deque: list = []
     observe(collections.deque([Tag("python")]), op="operated", _seen=deque)
@@ -298,3 +298,42 @@ def test_a_repository_subclass_of_a_standard_value_is_marked():
     for value in (Money("3.75"), Stamp(2024, 1, 8), Level.HIGH, Meters(2.0), decimal.Decimal(1)):
         observe(value, _seen=seen)
     assert [s[0] == "operated" for s in seen] == [True, True, False, False, False]
+
+
+def test_containers_are_looked_into_by_their_stored_elements():
+    """att34l: a builtin subclass (``class TagList(list): pass``), a namedtuple and the
+    standard library's ``UserList`` were excused without a look at their elements, whose own
+    ``__eq__`` the container's ``in`` and ``==`` run: the unchanged code paid 1.0 ``host`` on
+    6 shapes."""
+    import collections
+
+    from rllm_envs.swe.executor import observe
+
+    class Tag:
+        def __init__(self, name):
+            self.name = name
+
+        def __eq__(self, other):
+            return str(other).lower() == self.name.lower()
+
+        __hash__ = None  # type: ignore[assignment]
+
+    class TagList(list):
+        pass
+
+    Pair = collections.namedtuple("Pair", "first second")
+    tags = [Tag("python"), Tag("go")]
+    operated: list = []
+    for value in (
+        TagList(tags),
+        Pair(*tags),
+        collections.UserList(tags),
+        collections.ChainMap({"a": Tag("a")}),
+    ):
+        observe(value, _seen=operated)
+        observe(value, op="operated", _seen=operated)
+    assert all(s[0] == "operated" for s in operated), operated
+    plain: list = []
+    for value in (TagList(["a"]), Pair(1, 2), collections.UserList([1])):
+        observe(value, op="operated", _seen=plain)
+    assert all(s[0] != "operated" for s in plain), plain
