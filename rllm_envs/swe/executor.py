@@ -1488,7 +1488,35 @@ def _contents(item: Any, kind: type) -> list[Any] | None:
         return list(_STORED[base](item))
     if base is dict:
         return [x for pair in _STORED[dict](item).items() for x in pair]
+    if base is None and kind not in _VIEWS and _standard(kind):
+        return _held(item, kind)
     return None
+
+
+_DATETIME = __import__("datetime")
+
+
+def _held(item: Any, kind: type) -> list[Any]:
+    """What an object of the standard library holds, read with its own descriptors.
+
+    Its ``tzinfo`` (a datetime or time), its ``__dict__`` values and its slots (a
+    ``KeysView``'s mapping).
+
+    An aware datetime compares through its tzinfo's ``utcoffset`` and a ``KeysView``'s ``in``
+    through its mapping's ``__getitem__``: a repository class there decides the test (att34o:
+    the unchanged code paid 1.0 ``host`` on 6 shapes).
+    """
+    if isinstance(item, (_DATETIME.datetime, _DATETIME.time)):
+        return [item.tzinfo]
+    found: list[Any] = []
+    state = getattr(item, "__dict__", None)
+    if type(state) is dict:
+        found.extend(state.values())
+    for k in _CLASS_MRO.__get__(kind):
+        for slot in getattr(k, "__slots__", ()) if _standard(k) else ():
+            if type(slot) is str and not slot.startswith("__"):
+                found.append(getattr(item, slot, None))
+    return found
 
 
 def _compared_repository_object(value: Any) -> bool:

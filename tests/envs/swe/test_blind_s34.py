@@ -337,3 +337,39 @@ def test_containers_are_looked_into_by_their_stored_elements():
     for value in (TagList(["a"]), Pair(1, 2), collections.UserList([1])):
         observe(value, op="operated", _seen=plain)
     assert all(s[0] != "operated" for s in plain), plain
+
+
+def test_standard_objects_are_looked_into_for_repository_classes():
+    """att34o: an aware datetime with a repository ``tzinfo`` compares through its
+    ``utcoffset``, a ``KeysView``'s ``in`` through its mapping's ``__getitem__``; neither was
+    looked into (the unchanged code paid 1.0 ``host`` on 6 shapes)."""
+    import collections.abc
+    import datetime
+
+    from rllm_envs.swe.executor import observe
+
+    class FixedOffset(datetime.tzinfo):
+        def utcoffset(self, dt):
+            return datetime.timedelta(minutes=120)
+
+    class Registry(collections.abc.Mapping):
+        def __init__(self):
+            self.items = {"a": 1}
+
+        def __getitem__(self, key):
+            return self.items[key]
+
+        def __iter__(self):
+            return iter(self.items)
+
+        def __len__(self):
+            return len(self.items)
+
+    aware = datetime.datetime(2020, 1, 1, 12, tzinfo=FixedOffset())
+    seen: list = []
+    observe(aware, _seen=seen)
+    observe(Registry().keys(), op="operated", _seen=seen)
+    utc = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    observe(utc, _seen=seen)
+    observe(datetime.date(2020, 1, 1), _seen=seen)
+    assert [s[0] == "operated" for s in seen] == [True, True, False, False]
