@@ -248,7 +248,10 @@ def _rational_value(node: ast.AST) -> Fraction | None:
         close = guess.limit_denominator(_MAX_DENOMINATOR)
         if abs(ctx.mpf(close.numerator) / close.denominator - v) <= slack:
             return close
-    except (ValueError, TypeError, AttributeError, RecursionError):
+    except RecursionError:
+        # Too deep to read is not read as final (att34n: it would hide the top value).
+        raise _Inconclusive from None
+    except (ValueError, TypeError, AttributeError):
         return None
     return None
 

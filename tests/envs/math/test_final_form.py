@@ -908,3 +908,17 @@ def test_arithmetic_hidden_among_parts_of_an_irrational_answer_is_not_final(answ
 )
 def test_irrational_parts_that_do_not_combine_are_final(answer):
     assert final_form_issue(answer) is None
+
+
+def test_a_value_too_deep_to_read_is_not_final(monkeypatch):
+    """att34n: a RecursionError in the value check read as "not rational", so final (hidden
+    by the 1,000-character limit today). A fake evaluator that overflows stands in for depth."""
+    from rllm_envs.math import _final_form
+
+    def overflow(self, node):
+        raise RecursionError
+
+    tree = _final_form._parse("\\sqrt{2} + \\sqrt{3}")
+    assert tree is not None and not _final_form._left_to_compute(tree.body)
+    monkeypatch.setattr(_final_form._Evaluator, "eval", overflow)
+    assert _final_form._left_to_compute(tree.body)
