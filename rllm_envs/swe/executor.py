@@ -1419,8 +1419,10 @@ observe_isinstance.__kwdefaults__["_stdlib_check"] = _stdlib_check  # type: igno
 
 #: Builtin values whose operators no repository code can change.
 _PLAIN_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, bytearray})
-#: Values looked through for a repository object (nodes); past it, one is assumed.
-_OPERATED_NODES = 10_000
+#: Values looked through for a repository object (nodes): as many as an observation reads
+#: (:data:`_OBSERVE_ALL_NODES`; past it the value is unobservable anyway), so a large plain
+#: output (a 20,000-element list) is not taken for one.
+_OPERATED_NODES = _OBSERVE_ALL_NODES
 
 
 def _repository_code_decides(value: Any) -> bool:

@@ -373,3 +373,14 @@ def test_standard_objects_are_looked_into_for_repository_classes():
     observe(utc, _seen=seen)
     observe(datetime.date(2020, 1, 1), _seen=seen)
     assert [s[0] == "operated" for s in seen] == [True, True, False, False]
+
+
+def test_a_large_plain_value_is_not_taken_for_a_repository_object():
+    """Review of att34d-o's marking: a walk capped at 10,000 nodes took any larger value for
+    one, so a test comparing a 20,000-element output was withheld for everyone."""
+    from rllm_envs.swe.executor import observe
+
+    seen: list = []
+    observe(list(range(20_000)), _seen=seen)
+    observe([(i, str(i)) for i in range(20_000)], op="operated", _seen=seen)
+    assert all(s[0] != "operated" for s in seen)
