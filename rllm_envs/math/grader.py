@@ -849,9 +849,10 @@ def _rounded(number: _Number | None) -> bool:
     """Whether a decimal looks rounded (`1.414214`, `3.14159`), not exact as written.
 
     6 significant digits or more, 4 of them or more after the point, trailing zeros not
-    counted: not `2.500000`, `2.0`, `1234567.0` or `12.75`.
+    counted: not `2.500000`, `2.0`, `1234567.0` or `12.75`; never where the problem asks for
+    the exact decimal (:data:`_EXACT_DECIMAL`).
     """
-    if number is None or not number.decimal:
+    if number is None or not number.decimal or _EXACT_DECIMAL.get():
         return False
     written = str((abs(number.value) * 10**number.places).numerator)  # the digits, as an int
     digits = written.rstrip("0")
@@ -885,7 +886,7 @@ def _numbers_equal(pred: _Number, gold: _Number, lenient: bool = False) -> bool:
         # A rounded decimal matches a value with no finite decimal expansion (1/3, 2/3): a
         # gold only where it looks rounded and the problem did not ask for the exact decimal
         # (att34k: a fraction off by 4e-7 paid 33-64/100 ToolUse unit conversions).
-        if gold.decimal and not (_rounded(gold) and not _EXACT_DECIMAL.get()):
+        if gold.decimal and not _rounded(gold):
             return False
         exact = gold.value if pred.decimal else pred.value
         if _terminating(exact):
@@ -1327,8 +1328,7 @@ def _expr_equal(p: _Expr, g: _Expr, deadline: _Budget, lenient: bool = False) ->
     # answer: within 1e-6 of it, a copy of the problem's arithmetic with each number nudged
     # by an irrational hair (final in form) was paid 100/100 (att34e). A long one (`1.414214`)
     # is a rounding, which the exact answer it rounds need only come near.
-    rounded = _rounded(g.number) and not _EXACT_DECIMAL.get()
-    tolerant = (p_dec and not g_dec) or (g_dec and not p_dec and rounded)
+    tolerant = (p_dec and not g_dec) or (g_dec and not p_dec and _rounded(g.number))
     # mpmath in process settles almost every case in well under a millisecond; sympy (in the
     # worker) only sees what it cannot: infinities, near misses, unsupported notation.
     verdict = decide(a, b, tolerant=tolerant)

@@ -55,6 +55,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Where the repository appears to be (file names in tracebacks; nothing is on disk).
@@ -1434,6 +1435,23 @@ def _repository_code_decides(value: Any) -> bool:
     show (att34d). Containers are looked into by their stored elements (:func:`_contents`):
     a builtin's ``in`` and ``==`` run their elements' ``__eq__`` (att34l).
     """
+
+    def decides(kind: type) -> bool:
+        if kind in _VIEWS or _standard(kind):
+            return False
+        # A subclass of a builtin that redefines none of its methods (``class M(float):
+        # pass``): the builtin's operators, on the stored value the host reads.
+        base = _builtin_base(kind)
+        return base is None or _redefines(kind, base)
+
+    return _anywhere(value, decides)
+
+
+def _anywhere(value: Any, found: Callable[[type], bool]) -> bool:
+    """Whether ``found(type(x))`` for ``value`` or anything it holds (:func:`_contents`).
+
+    Past :data:`_OPERATED_NODES` values read, it is taken to hold.
+    """
     todo, count = [value], 0
     while todo:
         count += 1
@@ -1443,12 +1461,8 @@ def _repository_code_decides(value: Any) -> bool:
         kind = type(item)
         if kind in _PLAIN_TYPES:
             continue
-        if kind not in _VIEWS and not _standard(kind):
-            base = _builtin_base(kind)
-            if base is None or _redefines(kind, base):
-                return True
-            # A subclass of a builtin that redefines none of its methods (``class M(float):
-            # pass``): the builtin's operators, on the stored value the host reads.
+        if found(kind):
+            return True
         todo.extend(_contents(item, kind) or ())
     return False
 
@@ -1533,20 +1547,12 @@ def _compared_repository_object(value: Any) -> bool:
     bug in ``__eq__`` and the unchanged code paid 1.0 ``host``. Against a plain literal an
     object never equals (the reference's own run fails), so nothing is lost by saying so.
     """
-    todo, count = [value], 0
-    while todo:
-        count += 1
-        if count > _OPERATED_NODES:
-            return True
-        item = todo.pop()
-        kind = type(item)
-        if kind in _PLAIN_TYPES:
-            continue
+
+    def decides(kind: type) -> bool:
         repository = kind not in _VIEWS and not _standard(kind)  # a view's class is unnamed
-        if repository and (_defines(kind, _COMPARING) or _held_by_base(kind)):
-            return True
-        todo.extend(_contents(item, kind) or ())
-    return False
+        return repository and (_defines(kind, _COMPARING) or _held_by_base(kind))
+
+    return _anywhere(value, decides)
 
 
 #: The standard library's Enum: its members keep their value in their ``__dict__``.

@@ -164,29 +164,27 @@ def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def test_a_client_tokens_file_is_read_and_checked(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "mode", "said"),
+    [
+        ('["not", "an", "object"]', 0o600, "JSON object"),
+        (json.dumps({"alice": ALICE}), 0o644, "chmod 600"),  # others could pass as any client
+    ],
+)
+def test_a_client_tokens_file_is_read_and_checked(tmp_path, text, mode, said):
     import subprocess
     import sys
 
     bad = tmp_path / "bad.json"
-    bad.write_text('["not", "an", "object"]')
-    bad.chmod(0o600)
+    bad.write_text(text)
+    bad.chmod(mode)
     out = subprocess.run(
         [sys.executable, "-m", "rllm_adapters.serve", ENV, "--client-tokens", str(bad)],
         capture_output=True,
         text=True,
         timeout=240,
     )
-    assert out.returncode == 2 and "JSON object" in out.stderr
-    bad.write_text(json.dumps({"alice": ALICE}))
-    bad.chmod(0o644)  # anyone who reads it can pass as any client
-    out = subprocess.run(
-        [sys.executable, "-m", "rllm_adapters.serve", ENV, "--client-tokens", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert out.returncode == 2 and "chmod 600" in out.stderr
+    assert out.returncode == 2 and said in out.stderr
 
 
 def test_stateless_resets_are_shared_per_client():
