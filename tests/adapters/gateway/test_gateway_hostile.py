@@ -224,11 +224,14 @@ def test_slow_reader_is_cut_off_and_others_are_served(guarded):
 def test_one_client_cannot_hold_every_engine_slot(guarded):
     """Over its cap of calls in flight a client gets 429; others are served meanwhile, and the
     client is served again once its calls are released."""
-    socks = [_unread_stream(guarded.port) for _ in range(2)]
+    # 16 choices: a reply larger than the loopback buffers, so each call holds its slot until
+    # cut however fast the engine (with one choice a fast engine finished both before the third).
+    socks = [_unread_stream(guarded.port, n=16) for _ in range(2)]
     try:
         deadline = time.monotonic() + 30
         while guarded.gateway.in_flight < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
+        assert guarded.gateway.in_flight == 2, "the two unread streams never held their slots"
         over = httpx.post(guarded.url + "/v1/completions", json=CALL, headers=ALICE, timeout=60)
         error(over, 429, "too_many_calls")
         assert int(over.headers["retry-after"]) >= 1
