@@ -183,9 +183,9 @@ class CodeEnv(TextEnv):
     public tests (the statement's examples), nor for a hidden test whose input is a public
     test's or that the statement shows as an example, so a program that prints the shown
     examples' outputs earns nothing for the copies; and only above what a program without
-    the task's logic passes (one fixed output, the input echoed, its first or last word:
-    :func:`~rllm_envs.code.judge.trivial_pass_share`), so a constant earns 0 on a YES/NO
-    task. A public test that fails does not cost it (the last turn and
+    the task's logic passes (one fixed output, the input or a line of it echoed, its first
+    or last word: :func:`~rllm_envs.code.judge.trivial_pass_share`), so a constant earns 0
+    on a YES/NO task. A public test that fails does not cost it (the last turn and
     ``stop_on_failure=False`` still run the hidden tests). ``invalid_action`` pays nothing
     (a log-only flag). A task with no such hidden test (every expected output in its
     prompt) has nothing honest to pay for under either reward: it is left out of the task

@@ -1291,8 +1291,9 @@ def _unseen(task: dict[str, Any]) -> list[int]:
         repeated = {(line,) for line in lines}
         if len(unseen) > 1 or output in likely or repeated <= likely or named:
             return []
-    # Every unseen test's output is its input, or its input's first or last word: a program
-    # without the task's logic (an echo, a pick) passes them all.
+    # Every unseen test's output is its input (whole, a line of it, all but its first), or its
+    # input's first or last word: a program without the task's logic (an echo, a pick) passes
+    # them all.
     picks = [_picks(hidden[i]) for i in unseen]
     if unseen and any(all(p[k] for p in picks) for k in range(len(picks[0]))):
         return []
@@ -1316,12 +1317,23 @@ def _likely_outputs(task: dict[str, Any], paid: Sequence[int]) -> set[tuple[str,
     return likely
 
 
-def _picks(test: Any) -> tuple[bool, bool, bool]:
-    """Whether ``test``'s output is its input echoed, its input's first word, its last."""
+#: Input lines a program without the task's logic may echo: one of the first few, or the last.
+_ECHOED_LINES = (0, 1, 2, 3, -1)
+
+
+def _picks(test: Any) -> tuple[bool, ...]:
+    """Whether ``test``'s output is what each program without the task's logic prints.
+
+    Its input echoed (whole, or without its first line: a count), one of its input's first
+    lines or its last (a reversal with shift 0 answers its message line), its input's first
+    word or its last (the larger of two numbers). One entry per program, in a fixed order.
+    """
     answer, given = _answer_lines(test["output"]), _answer_lines(test["input"])
     words = " ".join(given).split()
     return (
         answer == given,
+        len(given) > 1 and answer == given[1:],
+        *(len(given) > max(k, 0) and answer == [given[k]] for k in _ECHOED_LINES),
         bool(words) and answer == [words[0]],
         bool(words) and answer == [words[-1]],
     )
@@ -1426,10 +1438,11 @@ def trivial_pass_share(tests: Sequence[Any], likely: Collection[tuple[str, ...]]
     tests expecting it; outputs compared as the judge reads them, :func:`_answer_lines`);
     the most common line's among outputs that are one line repeated (``NO`` once per case:
     a program printing it once per case reads the count); the tests whose output is their
-    input (an echo); and those whose output is their input's first or last word (the larger
-    of two numbers). A fixed output counts when two tests or more expect it, or when it is
-    in ``likely`` (answers a program can guess: ``YES`` of a YES/NO task whose example says
-    ``YES``; see :func:`hidden_pass_fraction`); one test's own answer is otherwise a guess.
+    input, one of its lines or all but its first (an echo); and those whose output is their
+    input's first or last word (the larger of two numbers). A fixed output counts when two
+    tests or more expect it, or when it is in ``likely`` (answers a program can guess:
+    ``YES`` of a YES/NO task whose example says ``YES``; see :func:`hidden_pass_fraction`);
+    one test's own answer is otherwise a guess.
     Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a task all of whose
     unseen tests one of these passes).
     """
@@ -1437,13 +1450,14 @@ def trivial_pass_share(tests: Sequence[Any], likely: Collection[tuple[str, ...]]
         return 0.0
     outputs: Counter[tuple[str, ...]] = Counter()
     repeated: Counter[str] = Counter()
-    picked = [0, 0, 0]
+    picked: list[int] = []
     for test in tests:
         answer = _answer_lines(test["output"])
         outputs[tuple(answer)] += 1
         if len(set(answer)) == 1:
             repeated[answer[0]] += 1
-        picked = [n + hit for n, hit in zip(picked, _picks(test), strict=True)]
+        hits = _picks(test)
+        picked = [n + hit for n, hit in zip(picked or [0] * len(hits), hits, strict=True)]
     fixed = max(
         [n for output, n in outputs.items() if n > 1 or output in likely]
         + [n for line, n in repeated.items() if n > 1 or (line,) in likely]

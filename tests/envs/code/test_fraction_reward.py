@@ -619,6 +619,16 @@ def test_the_trivial_share_counts_constants_echoes_and_an_input_word():
     cases = [("1\n5\n", "NO\n"), ("2\n4\n9\n", "NO\nNO\n"), ("3\n1\n2\n3\n", "NO\nNO\nNO\n")]
     cases += [("1\n7\n", "YES\n"), ("2\n3\n8\n", "YES\nNO\n")]
     assert trivial_pass_share(tests(cases)) == 3 / 5
+    # A line of the input echoed (s35 att35a: a shift of 0 answers the message line; a
+    # grid's first row): one program per line, and the input without its first line.
+    shift = [("52\nhello world\n", "hello world\n"), ("3\nabc\n", "def\n")]
+    assert trivial_pass_share(tests(shift)) == 0.5
+    rows = [("1 1\n1 1\n", "1 1\n"), ("2 2\n3 4\n", "7\n"), ("1 1\n9 9\n", "9 9\n")]
+    assert trivial_pass_share(tests(rows)) == pytest.approx(2 / 3)  # the second line's
+    body = [("2\n5\n6\n", "5\n6\n"), ("2\n1\n2\n", "3\n")]
+    assert trivial_pass_share(tests(body)) == 0.5
+    last = [("a\nb\nc\nd\ne\nf\n", "f\n"), ("x\ny\n", "y\n"), ("p\nq\n", "r\n")]
+    assert trivial_pass_share(tests(last)) == pytest.approx(2 / 3)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
