@@ -18,6 +18,7 @@ from rllm_envs.frozenlake.lake import (
     MAX_MAP_SIZE,
     optimal_policy,
     parse_action,
+    progress_potentials,
     random_map,
     render_board,
     validate_map,
@@ -79,6 +80,13 @@ class FrozenLakeEnv(TextEnv):
       else 0; on a fall, also the unreadable replies the fall skips at the episode's own
       rate (its unreadable replies so far per turn played, times the turns left). Pass e.g.
       ``reward_weights={"invalid_action": -0.1}`` for a penalty per unreadable reply.
+    - ``progress`` (weight 0.0, log only): potential-based shaping towards the goal, the
+      move's change of ``-d / D`` (``d`` the safe moves left to the goal, ``D`` the
+      farthest cell's; a hole is -2: :func:`~rllm_envs.frozenlake.lake.progress_potentials`).
+      An episode's sum is its last cell's potential minus its start's: at most what reaching
+      the goal earns, 0 for standing still and below -1 for any fall, so it cannot make
+      dying early pay; it gives a policy that never reached the goal a direction to explore
+      in. Pass e.g. ``reward_weights={"progress": 0.2}``; a negative weight is refused.
 
     A fall costs ``|w_hole|`` more than playing on validly (which costs nothing), and it
     does not simply escape the invalid-action penalty: the replies it skips are charged at
@@ -135,13 +143,14 @@ class FrozenLakeEnv(TextEnv):
       with ``hole >= 0`` or ``invalid_action > 0`` are refused. In v0 a fall paid 0 and
       ended the invalid-action penalty. Random maps draw the start and goal cells. Later,
       without a version bump (a new kwarg, off by default, so v1's rewards are unchanged):
-      ``invalid_ends``.
+      ``invalid_ends``; ``progress`` (weight 0 by default).
     """
 
     default_reward_weights: ClassVar[Mapping[str, float]] = {
         "success": 1.0,
         "hole": -0.05,
         "invalid_action": 0.0,
+        "progress": 0.0,
     }
 
     def __init__(
@@ -208,6 +217,7 @@ class FrozenLakeEnv(TextEnv):
         self._lake: GymFrozenLake | None = None
         self._rows: list[str] = []
         self._policy: np.ndarray | None = None
+        self._potentials: list[float] = []
         self._unreadable = 0  # unreadable replies this episode
 
     def _check_shaping(self) -> None:
@@ -228,6 +238,11 @@ class FrozenLakeEnv(TextEnv):
                 "policy learns to die early). Pass e.g. reward_weights={'hole': -0.1, "
                 "'invalid_action': -0.1}."
             )
+        if w["progress"] < 0.0:
+            raise InvalidEnvConfig(
+                f"Expects reward weight `progress` >= 0, actual: {w['progress']}. A negative "
+                "weight pays for walking away from the goal and for falling."
+            )
 
     # ------------------------------------------------------------------------- hooks
 
@@ -245,6 +260,7 @@ class FrozenLakeEnv(TextEnv):
                 desc=rows, is_slippery=self.is_slippery, success_rate=self.success_rate
             )
             self._rows, self._policy = rows, None
+            self._potentials = progress_potentials(rows)
         # One source of randomness: Gymnasium's step samples slips from our np_random.
         self._lake.np_random = self.np_random
         # Same draw as Gymnasium's reset, so a fixed map replays Gymnasium's episodes exactly.
@@ -296,8 +312,16 @@ class FrozenLakeEnv(TextEnv):
         skipped = 0.0
         if outcome == "hole" and not self.invalid_ends:
             skipped = self._unreadable / self.turn * (self.max_turns - self.turn)
+        progress = self._potentials[int(state)] - self._potentials[before]
         return self._transition(
-            text, outcome, name, float(reward), bool(terminated), None, skipped=skipped
+            text,
+            outcome,
+            name,
+            float(reward),
+            bool(terminated),
+            None,
+            skipped=skipped,
+            progress=progress,
         )
 
     def oracle_action(self) -> str:
@@ -325,6 +349,7 @@ class FrozenLakeEnv(TextEnv):
         terminated: bool,
         reason: str | None,
         skipped: float = 0.0,
+        progress: float = 0.0,
     ) -> Transition:
         parts = [text]
         if not terminated:
@@ -336,6 +361,7 @@ class FrozenLakeEnv(TextEnv):
                 "success": success,
                 "hole": float(outcome == "hole"),
                 "invalid_action": float(reason is not None) + skipped,
+                "progress": progress,
             },
             terminated=terminated,
             correct=success > 0,

@@ -39,6 +39,7 @@ __all__ = [
     "parse_action",
     "render_board",
     "optimal_policy",
+    "progress_potentials",
     "validate_map",
 ]
 
@@ -128,6 +129,36 @@ def has_safe_path(rows: Sequence[str]) -> bool:
                 seen.add((nr, nc))
                 frontier.append((nr, nc))
     return False
+
+
+def progress_potentials(rows: Sequence[str]) -> list[float]:
+    """A potential per cell (row-major) for potential-based shaping towards the goal.
+
+    ``-d / D`` on a cell ``d`` safe moves from the goal (``D`` the farthest such cell's
+    distance): 0 on the goal, -1 on the farthest cell and on a cell with no safe path; -2 on
+    a hole, so a fall loses at least as much as any move can gain. A step's shaping is the
+    potential after it minus the one before: an episode's shaping sums to its last cell's
+    potential minus its start's, so it is never positive for a fall and never beats
+    reaching the goal (Ng, Harada and Russell, 1999: the optimal policy is unchanged).
+    """
+    nrow, ncol = len(rows), len(rows[0])
+    goal = next((r, c) for r in range(nrow) for c in range(ncol) if rows[r][c] == "G")
+    distance = {goal: 0}
+    frontier = [goal]
+    for r, c in frontier:  # breadth first: the list grows as it is read
+        for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if 0 <= nr < nrow and 0 <= nc < ncol and (nr, nc) not in distance:
+                if rows[nr][nc] != "H":
+                    distance[(nr, nc)] = distance[(r, c)] + 1
+                    frontier.append((nr, nc))
+    farthest = max(max(distance.values()), 1)
+    return [
+        -2.0
+        if rows[r][c] == "H"
+        else (-distance[(r, c)] / farthest if (r, c) in distance else -1.0)
+        for r in range(nrow)
+        for c in range(ncol)
+    ]
 
 
 def random_map(rng: np.random.Generator, size: int, hole_density: float) -> list[str]:

@@ -114,14 +114,21 @@ def test_each_component_pays_for_what_it_names():
     env = FrozenLakeEnv(desc=_lake(3), max_turns=6, reward_weights={"invalid_action": -0.1})
     env.reset(seed=0)
     _, reward, _, _, info = env.step("??")
-    assert info["reward_components"] == {"success": 0.0, "hole": 0.0, "invalid_action": 1.0}
+    assert info["reward_components"] == {
+        "success": 0.0,
+        "hole": 0.0,
+        "invalid_action": 1.0,
+        "progress": 0.0,
+    }
     assert reward == pytest.approx(-0.1)
     _, reward, terminated, _, info = env.step("Down")
-    # Turn 2 of 6, one unreadable reply in two turns: the 4 skipped turns are charged 2.
+    # Turn 2 of 6, one unreadable reply in two turns: the 4 skipped turns are charged 2. The
+    # start is the farthest cell (potential -1), a hole's potential is -2.
     assert terminated and info["reward_components"] == {
         "success": 0.0,
         "hole": 1.0,
         "invalid_action": 2.0,
+        "progress": -1.0,
     }
     assert reward == pytest.approx(-0.05 + 2 * -0.1)
     env.reset(seed=0)
@@ -132,7 +139,13 @@ def test_each_component_pays_for_what_it_names():
         env.step(move)
     _, reward, terminated, _, info = env.step("Down")
     assert terminated and info["is_correct"]
-    assert info["reward_components"] == {"success": 1.0, "hole": 0.0, "invalid_action": 0.0}
+    # The last of four moves on a path of four: a quarter of the way.
+    assert info["reward_components"] == {
+        "success": 1.0,
+        "hole": 0.0,
+        "invalid_action": 0.0,
+        "progress": 0.25,
+    }
     assert reward == 1.0
 
 
@@ -155,6 +168,7 @@ def _accepted(seed: int, count: int = 30, **kwargs: Any) -> Any:
             "success": float(rng.uniform(-1, 2)),
             "hole": float(rng.uniform(-2, 0.5)),
             "invalid_action": float(rng.uniform(-2, 0.5)),
+            "progress": float(rng.uniform(-0.5, 2)),
         }
         max_turns = int(rng.integers(2, 12))
         try:
@@ -200,7 +214,12 @@ def test_invalid_ends_ends_the_episode_on_an_unreadable_reply():
     observation, reward, terminated, truncated, info = env.step("no move here")
     assert terminated and not truncated
     assert info["outcome"] == "invalid" and info["invalid_action"]
-    assert info["reward_components"] == {"success": 0.0, "hole": 0.0, "invalid_action": 1.0}
+    assert info["reward_components"] == {
+        "success": 0.0,
+        "hole": 0.0,
+        "invalid_action": 1.0,
+        "progress": 0.0,
+    }
     assert reward == pytest.approx(-0.1)
     assert "Game over" in observation
     env.reset(seed=0)
@@ -234,3 +253,39 @@ def test_with_invalid_ends_no_way_of_playing_on_costs_more_than_a_fall():
                 assert later["outcomes"][-1] == "invalid"
                 for key in ("return", "discounted"):
                     assert die[key] <= later[key] + 1e-12, (weights, t, quit_at, gamma)
+
+
+def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
+    """``progress`` sums to the last cell's potential minus the start's: the shortest path
+    earns the whole way, standing still nothing, a detour what it nets, and every fall
+    (from every cell a walk reaches) loses more than any walk that stays on the ice."""
+    rows = ["SHFF", "FFFH", "HFHF", "FFFG"]  # the start is next to a hole
+    env = FrozenLakeEnv(desc=rows, reward_weights={"progress": 1.0, "hole": -0.05})
+
+    def progress(moves: list[str]) -> tuple[float, str]:
+        env.reset(seed=0)
+        total, outcome = 0.0, ""
+        for move in moves:
+            _, _, terminated, _, info = env.step(move)
+            total += info["reward_components"]["progress"]
+            outcome = info["outcome"]
+            if terminated:
+                break
+        return total, outcome
+
+    shortest = ["Down", "Right", "Down", "Down", "Right", "Right"]
+    assert progress(shortest) == (pytest.approx(6 / 7), "goal")
+    assert progress(["Left", "Up"] * 4) == (0.0, "blocked")
+    assert progress(["Down", "Right", "Left", "Up"])[0] == pytest.approx(0.0)  # there and back
+    walks = [shortest[:k] for k in range(6)] + [["Down", "Right", "Right", "Up", "Right"]]
+    stays = [progress(walk)[0] for walk in walks]
+    for walk in walks:
+        for move in ("Left", "Down", "Right", "Up"):
+            total, outcome = progress([*walk, move])
+            if outcome == "hole":
+                assert total < -1 + 1e-9 and total < min(stays), (walk, move)
+
+
+def test_a_negative_progress_weight_is_refused():
+    with pytest.raises(InvalidEnvConfig, match="progress"):
+        FrozenLakeEnv(reward_weights={"progress": -0.1})
