@@ -262,11 +262,14 @@ def address_key(host: str) -> str:
     return "loopback" if is_loopback(host) else host
 
 
-def _names_client(scope: Any, limits: ServerLimits) -> bool:
-    """Whether a request (its ASGI scope, if parsed) carries a token of ``client_tokens``."""
+def _shows_token(scope: Any, limits: ServerLimits) -> bool | None:
+    """Whether a parsed request (its ASGI scope) carries a token the server takes.
+
+    A client's or the shared one; ``None`` before a request was parsed.
+    """
     if not isinstance(scope, dict) or not scope.get("headers"):
-        return False
-    return (client_of(scope, limits) or "").startswith("client:")
+        return None
+    return client_of(scope, limits) is not None
 
 
 def client_of(scope: Mapping[str, Any], limits: ServerLimits) -> str | None:
@@ -477,8 +480,15 @@ def _h11_protocol(limits: ServerLimits) -> type:
     per_client = limits.connections_per_client
     total = limits.connections_total
     everyone: set[asyncio.BaseTransport] = set()
-    #: With client tokens, local connections that have not shown one yet, oldest first.
-    waiting: dict[asyncio.BaseTransport, None] = {}
+    #: With client tokens, local connections that have shown no token, oldest first: those
+    #: whose request had none (``shown``), then those that sent no request yet (``silent``).
+    #: A token (a client's or the shared one) or a WebSocket upgrade takes a connection out.
+    shown: dict[asyncio.BaseTransport, None] = {}
+    silent: dict[asyncio.BaseTransport, None] = {}
+
+    def forget(transport: asyncio.BaseTransport) -> None:
+        shown.pop(transport, None)
+        silent.pop(transport, None)
 
     def refuse(transport: asyncio.Transport, message: str) -> None:
         body = json.dumps({"error": {"code": "TOO_MANY_CONNECTIONS", "message": message}})
@@ -491,6 +501,11 @@ def _h11_protocol(limits: ServerLimits) -> type:
     class GuardedH11Protocol(H11Protocol):
         _header_timer: asyncio.TimerHandle | None = None
         _late_body_timer: asyncio.TimerHandle | None = None
+
+        @staticmethod
+        def unidentified() -> int:
+            """Connections listed as having shown no token (what eviction chooses from)."""
+            return len(shown) + len(silent)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -507,13 +522,27 @@ def _h11_protocol(limits: ServerLimits) -> type:
             live.difference_update([t for t in live if t.is_closing()])
             if len(everyone) >= total or len(everyone) % 256 == 255:  # upgraded ones too
                 everyone.difference_update([t for t in everyone if t.is_closing()])
-            while len(everyone) >= total and shared and waiting:
-                oldest = next(iter(waiting))
-                del waiting[oldest]
+                for closed in [t for t in (*shown, *silent) if t.is_closing()]:
+                    forget(closed)
+            # Oldest first: a connection's request is on its way (a client's token may be in
+            # it) for as long as the fewest newcomers can take (att35d: keeping fresh ones
+            # for a grace period refused 97% of honest connects under a connect flood, where
+            # evicting the oldest failed 2-3% of their handshakes).
+            while len(everyone) >= total and shared and (shown or silent):
+                was_silent = not shown
+                oldest = next(iter(shown or silent))
+                forget(oldest)
                 everyone.discard(oldest)
                 if not oldest.is_closing():
                     log.warning("closed connection %s: EVICTED (no client token yet)", host)
-                    oldest.close()
+                    if was_silent:  # nothing was answered on it: it is told why
+                        refuse(
+                            oldest,  # type: ignore[arg-type]
+                            f"Closed for a newcomer: the server holds at most {total} "
+                            "connections and this one had shown no client token yet; retry.",
+                        )
+                    else:
+                        oldest.close()
             if len(everyone) >= total:
                 log.warning(
                     "refused connection %s: TOO_MANY_CONNECTIONS (%d open in all)",
@@ -531,7 +560,7 @@ def _h11_protocol(limits: ServerLimits) -> type:
             live.add(transport)
             everyone.add(transport)
             if shared:
-                waiting[transport] = None
+                silent[transport] = None
             self._arm_header_timer()
 
         def _arm_header_timer(self) -> None:
@@ -582,8 +611,13 @@ def _h11_protocol(limits: ServerLimits) -> type:
 
         def handle_events(self) -> None:
             super().handle_events()
-            if self.transport in waiting and _names_client(getattr(self, "scope", None), limits):
-                del waiting[self.transport]  # a client's own: counted by its name from here
+            if self.transport in silent or self.transport in shown:
+                token = _shows_token(getattr(self, "scope", None), limits)
+                if token:
+                    forget(self.transport)  # a client's own: counted by its name from here
+                elif token is False and self.transport in silent:
+                    del silent[self.transport]
+                    shown[self.transport] = None
             if self.conn.their_state is not h11.IDLE:
                 self._disarm_header_timer()
             elif self._header_timer is None and not self.transport.is_closing():
@@ -597,8 +631,15 @@ def _h11_protocol(limits: ServerLimits) -> type:
                 self._arm_header_timer()
             self._watch_late_body()
 
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            # The WebSocket protocol owns the socket from here (this one's connection_lost is
+            # not called): one without a token is refused and closed by the app (att35d: each
+            # tokenless upgrade stayed listed, 1.2 kB of server memory per upgrade).
+            forget(self.transport)
+            super().handle_websocket_upgrade(event)
+
         def connection_lost(self, exc: Exception | None) -> None:
-            waiting.pop(self.transport, None)
+            forget(self.transport)
             self._disarm_header_timer()
             if self._late_body_timer is not None:
                 self._late_body_timer.cancel()

@@ -44,3 +44,26 @@ def test_a_flipped_high_bit_in_an_episode_mac_names_the_episode(tmp_path):
             store.count(run="r")
         damaged = store.verify()
     assert [str(e).split(" (")[0] for e in damaged] == ["Episode 5"]
+
+
+def test_a_hash_lookup_missing_a_damaged_hash_reports_the_damage(tmp_path):
+    """att35d (session 35): with one episode's hash column changed, `get(hash)` and
+    `get(prefix)` said "No episode" (the index no longer finds it); now the miss reads every
+    row and names the damaged episode. A miss in an intact store is still a KeyError."""
+    db = tmp_path / "s.db"
+    with EpisodeStore(db) as store:
+        for i in range(5):
+            store.put(make_trajectory(i, turns=1, prompt_len=8, completion_len=6))
+        real = store.get(3).hash
+        with pytest.raises(KeyError, match="No episode"):
+            store.get("0123456789ab")
+    conn = sqlite3.connect(db)
+    flipped = ("0" if real[0] != "0" else "1") + real[1:]
+    conn.execute("UPDATE episodes SET hash = ? WHERE id = 3", (flipped,))
+    conn.commit()
+    conn.close()
+    with EpisodeStore(db) as store:
+        for key in (real, real[:8]):
+            with pytest.raises(DamagedEpisode) as raised:
+                store.get(key)
+            assert raised.value.id == 3

@@ -12,6 +12,7 @@ now counted per client.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -198,3 +199,148 @@ def test_stateless_resets_are_shared_per_client():
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "CLIENT_LIMIT"
         assert http.post("/reset", json={}, headers=_bearer(ALICE)).status_code == 200
         assert app.state.env_server.stateless_by == {"client:bob": 2}  # alice's is done
+
+
+def _connect_silently(port: int, count: int) -> list:
+    """``count`` plain TCP connections that send nothing (no request, no token)."""
+    import socket
+
+    held = []
+    for _ in range(count):
+        try:
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        except OSError:
+            pass
+    return held
+
+
+@pytest.mark.slow
+def test_sessions_on_the_shared_token_are_not_evicted(tmp_path):
+    """att35d F1: with `--token` and `--client-tokens`, a connection on the shared token stayed
+    listed as tokenless, so a flood of silent connects closed its live session (4 of 4)."""
+    from contextlib import ExitStack
+
+    from websockets.sync.client import connect
+
+    from tests.adapters.test_openenv_faults import _free_port, _start, _stop
+
+    stack = ExitStack()
+    shared = "shared-token-0123456789abcd"
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"alice": ALICE}))
+    tokens.chmod(0o600)
+    log, port = tmp_path / "server.log", _free_port()
+    proc = _start(
+        port, log, "--max-connections", "8", "--token", shared, "--client-tokens", str(tokens)
+    )
+    sessions, held = [], []
+    try:
+        for seed in range(2):
+            ws = stack.enter_context(
+                connect(f"ws://127.0.0.1:{port}/ws", additional_headers=_bearer(shared))
+            )
+            ws.send(json.dumps({"type": "reset", "data": {"seed": seed}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+            sessions.append(ws)
+        for _ in range(3):  # past the grace of the silent ones between floods
+            held += _connect_silently(port, 12)
+            time.sleep(0.6)
+        for ws in sessions:
+            ws.send(json.dumps({"type": "step", "data": {"text": "Right"}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+    finally:
+        stack.close()
+        for sock in held:
+            sock.close()
+        _stop(proc)
+    text = log.read_text()
+    assert "EVICTED" in text and "Traceback" not in text
+
+
+@pytest.mark.slow
+def test_a_connection_closed_for_a_newcomer_is_told_why(tmp_path):
+    """att35d F3: tokenless connects arriving between an honest client's connect and its
+    request (more of them than the server holds) close the honest connection, the oldest
+    listed, and it was closed with no answer. It now gets a 503 `TOO_MANY_CONNECTIONS`
+    saying why, which a client can retry on; with fewer newcomers than the server holds it
+    is served."""
+    from tests.adapters.test_openenv_faults import _free_port, _start, _stop
+
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"alice": ALICE}))
+    tokens.chmod(0o600)
+    log, port = tmp_path / "server.log", _free_port()
+    proc = _start(port, log, "--max-connections", "6", "--client-tokens", str(tokens))
+    request = f"GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ALICE}\r\n\r\n"
+    held = []
+    try:
+        for burst, served in ((12, False), (3, True)):
+            (honest,) = _connect_silently(port, 1)
+            held += _connect_silently(port, burst)  # before the honest request
+            time.sleep(0.1)  # the server takes the burst in before the honest request comes
+            try:
+                honest.sendall(request.encode())
+            except OSError:
+                pass  # closed already: its answer is read below
+            answer = honest.recv(4096)
+            if served:
+                assert answer.startswith(b"HTTP/1.1 200"), answer
+            else:
+                assert answer.startswith(b"HTTP/1.1 503"), answer
+                assert b"TOO_MANY_CONNECTIONS" in answer and b"client token" in answer
+            honest.close()
+            for sock in held:
+                sock.close()
+            held = []
+            time.sleep(0.3)
+    finally:
+        for sock in held:
+            sock.close()
+        _stop(proc)
+    assert "Traceback" not in log.read_text()
+
+
+def test_tokenless_websocket_upgrades_are_not_kept_listed():
+    """att35d F2: a tokenless WebSocket upgrade (refused, 1008) stayed listed as a connection
+    waiting for a token: about 1.2 kB of server memory each, never freed."""
+    import threading
+
+    import uvicorn
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from rllm_adapters.openenv.limits import _h11_protocol, _ws_protocol
+    from tests.adapters.test_openenv_faults import _free_port
+
+    limits = ServerLimits(client_tokens={"alice": ALICE})
+    protocol = _h11_protocol(limits)
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(ENV, limits=limits),
+        host="127.0.0.1",
+        port=port,
+        http=protocol,
+        ws=_ws_protocol(limits),
+        log_level="warning",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for _ in range(30):
+            try:
+                with connect(f"ws://127.0.0.1:{port}/ws") as ws:
+                    ws.recv(timeout=10)
+                    ws.recv(timeout=10)
+            except ConnectionClosed:
+                pass
+        with connect(f"ws://127.0.0.1:{port}/ws", additional_headers=_bearer(ALICE)) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+            assert protocol.unidentified() == 0
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
