@@ -82,11 +82,12 @@ class FrozenLakeEnv(TextEnv):
       ``reward_weights={"invalid_action": -0.1}`` for a penalty per unreadable reply.
     - ``progress`` (weight 0.0, log only): potential-based shaping towards the goal, the
       move's change of ``-d / D`` (``d`` the safe moves left to the goal, ``D`` the
-      farthest cell's; a hole is -2: :func:`~rllm_envs.frozenlake.lake.progress_potentials`).
+      farthest cell's; a hole is -1: :func:`~rllm_envs.frozenlake.lake.progress_potentials`).
       An episode's sum is its last cell's potential minus its start's: at most what reaching
-      the goal earns, 0 for standing still and below -1 for any fall, so it cannot make
-      dying early pay; it gives a policy that never reached the goal a direction to explore
-      in. Pass e.g. ``reward_weights={"progress": 0.2}``; a negative weight is refused.
+      the goal earns, 0 for standing still, and for a fall the least any episode from its
+      start can net (``hole`` then makes it less), so it cannot make dying early pay; it
+      gives a policy that never reached the goal a direction to explore in. Pass e.g.
+      ``reward_weights={"progress": 1.0}``; a negative weight is refused.
 
     A fall costs ``|w_hole|`` more than playing on validly (which costs nothing), and it
     does not simply escape the invalid-action penalty: the replies it skips are charged at

@@ -135,10 +135,10 @@ def progress_potentials(rows: Sequence[str]) -> list[float]:
     """A potential per cell (row-major) for potential-based shaping towards the goal.
 
     ``-d / D`` on a cell ``d`` safe moves from the goal (``D`` the farthest such cell's
-    distance): 0 on the goal, -1 on the farthest cell and on a cell with no safe path; -2 on
-    a hole, so a fall loses at least as much as any move can gain. A step's shaping is the
-    potential after it minus the one before: an episode's shaping sums to its last cell's
-    potential minus its start's, so it is never positive for a fall and never beats
+    distance): 0 on the goal, -1 on the farthest cell, on a cell with no safe path and on a
+    hole. A step's shaping is the potential after it minus the one before: an episode's
+    shaping sums to its last cell's potential minus its start's, so a fall nets no more
+    than any walk that stays on the ice (it ends at -1, the least), and nothing beats
     reaching the goal (Ng, Harada and Russell, 1999: the optimal policy is unchanged).
     """
     nrow, ncol = len(rows), len(rows[0])
@@ -153,9 +153,7 @@ def progress_potentials(rows: Sequence[str]) -> list[float]:
                     frontier.append((nr, nc))
     farthest = max(max(distance.values()), 1)
     return [
-        -2.0
-        if rows[r][c] == "H"
-        else (-distance[(r, c)] / farthest if (r, c) in distance else -1.0)
+        -distance[(r, c)] / farthest if (r, c) in distance else -1.0
         for r in range(nrow)
         for c in range(ncol)
     ]

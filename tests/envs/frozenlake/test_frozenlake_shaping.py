@@ -123,12 +123,12 @@ def test_each_component_pays_for_what_it_names():
     assert reward == pytest.approx(-0.1)
     _, reward, terminated, _, info = env.step("Down")
     # Turn 2 of 6, one unreadable reply in two turns: the 4 skipped turns are charged 2. The
-    # start is the farthest cell (potential -1), a hole's potential is -2.
+    # start is the farthest cell: its potential is a hole's (-1).
     assert terminated and info["reward_components"] == {
         "success": 0.0,
         "hole": 1.0,
         "invalid_action": 2.0,
-        "progress": -1.0,
+        "progress": 0.0,
     }
     assert reward == pytest.approx(-0.05 + 2 * -0.1)
     env.reset(seed=0)
@@ -258,7 +258,7 @@ def test_with_invalid_ends_no_way_of_playing_on_costs_more_than_a_fall():
 def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
     """``progress`` sums to the last cell's potential minus the start's: the shortest path
     earns the whole way, standing still nothing, a detour what it nets, and every fall
-    (from every cell a walk reaches) loses more than any walk that stays on the ice."""
+    (from every cell a walk reaches) nets the least of any episode from the start."""
     rows = ["SHFF", "FFFH", "HFHF", "FFFG"]  # the start is next to a hole
     env = FrozenLakeEnv(desc=rows, reward_weights={"progress": 1.0, "hole": -0.05})
 
@@ -283,7 +283,8 @@ def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
         for move in ("Left", "Down", "Right", "Up"):
             total, outcome = progress([*walk, move])
             if outcome == "hole":
-                assert total < -1 + 1e-9 and total < min(stays), (walk, move)
+                assert total == pytest.approx(-1 / 7), (walk, move)  # -1 minus the start's
+                assert total <= min(stays) + 1e-9
 
 
 def test_a_negative_progress_weight_is_refused():
