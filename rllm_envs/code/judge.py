@@ -1406,8 +1406,9 @@ def hidden_pass_fraction(
     Only hidden tests whose expected output no prompt shows count
     (:func:`unseen_hidden_tests`; ``unseen`` gives them when already known): the public tests
     are in the prompt, so paying for them pays a program that prints their outputs. The
-    share ``f`` is paid above what a program without the task's logic passes
-    (:func:`trivial_pass_share`, ``t``): ``max(0, (f - t) / (1 - t))``.
+    share ``f`` is paid above what programs without the task's logic pass
+    (:func:`trivial_pass_share`, ``t``): ``max(0, (f - t) / (1 - t))``; where they pass
+    every test (``t = 1``), only passing all of them pays.
     ``all_or_nothing``: 1.0 only when every one passed (judging stopped at the first
     failure, whose position in the random order is noise). 0.0 for a task with no unseen
     hidden test (nothing a copy could not pass) and for a result that is not one verdict per
@@ -1420,50 +1421,48 @@ def hidden_pass_fraction(
     passed = [result.results[num_public + i].passed for i in counted]
     if all_or_nothing:
         return float(all(passed))
-    # Chance-corrected: what a program without the task's logic passes (a constant, an echo,
-    # an input word: trivial_pass_share) is the floor. On a YES/NO task whose unseen tests
-    # are 60% NO, `print("NO")` passed 0.6 of them and earns 0; a correct program earns 1.
+    # Chance-corrected: the tests a program without the task's logic passes (a constant, an
+    # echo, an input word: trivial_pass_share) are the floor. Where the unseen tests are 60%
+    # NO and YES is no likely guess, `print("NO")` passes 0.6 of them and earns 0; a correct
+    # program earns 1.
     floor = trivial_pass_share(
         [task["hidden_tests"][i] for i in counted], likely=_likely_outputs(task, counted)
     )
     if floor >= 1.0:
-        return 0.0  # nothing above what a program without the task's logic passes
+        # Every test is one such a program passes (a YES/NO task): the answers together
+        # are the task, so only all of them pay.
+        return float(all(passed))
     return max(0.0, (sum(passed) / len(passed) - floor) / (1.0 - floor))
 
 
 def trivial_pass_share(tests: Sequence[Any], likely: Collection[tuple[str, ...]] = ()) -> float:
-    """The largest share of ``tests`` a program without the task's logic passes.
+    """The share of ``tests`` that some program without the task's logic passes.
 
-    The largest of: the most common expected output's (one fixed output passes exactly the
-    tests expecting it; outputs compared as the judge reads them, :func:`_answer_lines`);
-    the most common line's among outputs that are one line repeated (``NO`` once per case:
-    a program printing it once per case reads the count); the tests whose output is their
-    input, one of its lines or all but its first (an echo); and those whose output is their
-    input's first or last word (the larger of two numbers). A fixed output counts when two
-    tests or more expect it, or when it is in ``likely`` (answers a program can guess:
-    ``YES`` of a YES/NO task whose example says ``YES``; see :func:`hidden_pass_fraction`);
-    one test's own answer is otherwise a guess.
-    Below 1 for any unseen set (:func:`unseen_hidden_tests` leaves out a task all of whose
-    unseen tests one of these passes).
+    A test counts when one of these passes it: a fixed output (outputs compared as the judge
+    reads them, :func:`_answer_lines`) that two tests or more expect or that is in
+    ``likely``; one line printed once per case (``NO`` once per case: the program reads the
+    count) where that line is such an output; the input echoed, one of its lines or all but
+    its first; its first or last word (the larger of two numbers). ``likely`` holds answers a
+    program can guess (``YES`` of a YES/NO task whose example says ``YES``; see
+    :func:`hidden_pass_fraction`); one test's own answer is otherwise a guess. The share is
+    of the tests any of them passes, not the most one passes: a program may choose among
+    them by a feature of its input (att35g: ``0 if m == 0 else -1`` passed both of a task's
+    guessable answers and was paid above a floor of one). 1 where every test is such a test
+    (:func:`unseen_hidden_tests` leaves out a task all of whose unseen tests one of them
+    passes).
     """
     if not tests:
         return 0.0
-    outputs: Counter[tuple[str, ...]] = Counter()
-    repeated: Counter[str] = Counter()
-    picked: list[int] = []
-    for test in tests:
-        answer = _answer_lines(test["output"])
-        outputs[tuple(answer)] += 1
-        if len(set(answer)) == 1:
-            repeated[answer[0]] += 1
-        hits = _picks(test)
-        picked = [n + hit for n, hit in zip(picked or [0] * len(hits), hits, strict=True)]
-    fixed = max(
-        [n for output, n in outputs.items() if n > 1 or output in likely]
-        + [n for line, n in repeated.items() if n > 1 or (line,) in likely]
-        + [0]
-    )
-    return max(fixed, *picked) / len(tests)
+    answers = [_answer_lines(test["output"]) for test in tests]
+    outputs = Counter(tuple(answer) for answer in answers)
+    repeated = Counter(answer[0] for answer in answers if len(set(answer)) == 1)
+    trivial = 0
+    for test, answer in zip(tests, answers, strict=True):
+        fixed = outputs[tuple(answer)] > 1 or tuple(answer) in likely
+        line = answer[0]
+        per_case = len(set(answer)) == 1 and (repeated[line] > 1 or (line,) in likely)
+        trivial += fixed or per_case or any(_picks(test))
+    return trivial / len(tests)
 
 
 def score(

@@ -579,8 +579,10 @@ def _prime_task() -> dict:
         (_PRIME, 1.0),
         ("print('NO')", 0.0),  # 6 of 10 passed: what one fixed output passes
         ("print('YES')", 0.0),
-        # Right on 8 of 10 (wrong on 9 and 25): (0.8 - 0.6) / (1 - 0.6).
-        (_PRIME.replace("n = int(input())", "n = int(input())\nn = 7 if n in (9, 25) else n"), 0.5),
+        # Each answer is a guess (YES or NO): a program choosing by a feature of n passes as
+        # many (att35g), odd and not a multiple of 3 here 9 of 10: only all of them pay.
+        (_PRIME.replace("n = int(input())", "n = int(input())\nn = 7 if n in (9, 25) else n"), 0.0),
+        ("n = int(input())\nprint('YES' if n % 2 and n % 3 else 'NO')", 0.0),
     ],
 )
 def test_the_fraction_is_paid_above_what_a_constant_passes(env_id, program, reward):
@@ -601,9 +603,16 @@ def test_the_trivial_share_counts_constants_echoes_and_an_input_word():
     assert trivial_pass_share(tests([("1\n", "NO\n"), ("2\n", "NO\n"), ("3\n", "YES")])) == 2 / 3
     # 0.5 and 0.50 are one output, as the judge reads them.
     assert trivial_pass_share(tests([("a", "0.5"), ("b", "0.50"), ("c", "1"), ("d", "2")])) == 0.5
-    # The larger of two numbers: the last word twice, the first once.
+    # The larger of two numbers: the last word three times, the first once; a program may
+    # choose between them (att35g), so every test counts.
     pairs = [("3 9\n", "9\n"), ("2 8\n", "8\n"), ("7 1\n", "7\n"), ("4 5\n", "5\n")]
-    assert trivial_pass_share(tests(pairs)) == 3 / 4
+    assert trivial_pass_share(tests(pairs)) == 1.0
+    # Two guessable answers, each expected once: a program switching between them by a
+    # feature of its input passes both (`0 if m == 0 else -1`).
+    guessed = [("3 0\n", "0\n"), ("3 1\n1 2\n", "-1\n"), ("3 2\n1 2\n2 3\n", "5\n")]
+    assert trivial_pass_share(tests(guessed), likely={("0",), ("-1",)}) == pytest.approx(2 / 3)
+    mixed = [("5 1 2 3\n", "5\n"), ("4 2 1\n", "3\n"), ("6 9\n", "8\n")]
+    assert trivial_pass_share(tests(mixed), likely={("3",)}) == pytest.approx(2 / 3)
     # Sorting: an already sorted input echoed.
     sort = [("1 2 3\n", "1 2 3\n"), ("3 1 2\n", "1 2 3\n"), ("2 1\n", "1 2\n")]
     assert trivial_pass_share(tests(sort)) == pytest.approx(2 / 3)  # "1 2 3" twice
