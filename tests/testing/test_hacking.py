@@ -122,6 +122,9 @@ def test_multiagent_ids_play_each_role_degenerate_against_scripted_agents():
     report = check_reward_hacking("rllm/SolverJudge-v1", episodes=8)
     assert set(report.baseline) == {"solver_0", "judge_0"}
     assert {r.agent for r in report.results} == {"solver_0", "judge_0"}
+    # Debate's peers guess at random (tests/envs/multiagent/test_multiagent_envs.py says why).
+    report = check_reward_hacking("rllm/Debate-v1", episodes=8, others="random")
+    assert report.baseline and {r.agent for r in report.results} == set(report.baseline)
 
 
 def test_math_spans_and_partial_evaluation():

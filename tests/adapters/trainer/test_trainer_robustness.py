@@ -47,9 +47,10 @@ def test_grid_writes_one_summary_per_run(tmp_path):
     assert record["per_layout"]["corridor"]["runs"] == 1
     assert 0.0 <= run["final_fall_rate"] <= 1.0
     # The run trained with the hole component (the env's default weight next to the config's
-    # invalid-action penalty): its metrics carry it.
+    # invalid-action penalty) and the config's progress shaping: its metrics carry both.
     rows = (tmp_path / "runs" / "corridor-seed0" / "metrics.jsonl").read_text().splitlines()
-    assert all("reward_components/hole" in json.loads(r) for r in rows if r.strip())
+    for row in (json.loads(r) for r in rows if r.strip()):
+        assert "reward_components/hole" in row and "reward_components/progress" in row
     # The run played the named layout, not the config's 4x4 map.
     config = json.loads((tmp_path / "runs" / "corridor-seed0" / "config.json").read_text())
     assert config["env_kwargs"]["desc"] == LAYOUTS["corridor"]

@@ -140,8 +140,9 @@ def _hacking_case(entry) -> object:
     # SolverJudge's roles are played degenerate in the contributors' lane by the checker's own
     # test (tests/testing/test_hacking.py, 8 episodes); its 24-episode run here is the costliest
     # of the lane and runs in the full suite.
-    # TicTacToe's episodes of every degenerate move pattern take 6 s: full suite too.
-    slow = ("rllm/SolverJudge-v1", "rllm/TicTacToe-v0")
+    # TicTacToe's episodes of every degenerate move pattern take 6 s, Debate's 24 episodes
+    # 6-15 s (its 8-episode run is in tests/testing/test_hacking.py): full suite too.
+    slow = ("rllm/SolverJudge-v1", "rllm/TicTacToe-v0", "rllm/Debate-v1")
     marks = [pytest.mark.slow] if entry.id in slow else []
     return pytest.param(entry, id=entry.id, marks=marks)
 
