@@ -1133,6 +1133,18 @@ _STORED: dict[Any, Any] = {
 #: The builtins as the runner found them, before repository code ran: what a class that says
 #: it is ``builtins.ValueError`` must be.
 _BUILTIN_OBJECTS: dict[str, Any] = dict(vars(__import__("builtins")))
+#: The standard library's names and, for its modules loaded before repository code ran (those
+#: whose values tests compare among them), their attributes then: what a class that says it
+#: is ``decimal.Decimal`` must be, whatever the module holds later (att35i: a patch set
+#: ``decimal.Decimal`` to a class of its own, named so, whose repr was the expected value's).
+_STDLIB_NAMES = frozenset(sys.stdlib_module_names)
+for _name in ("collections", "datetime", "enum", "ipaddress", "pathlib", "uuid"):
+    __import__(_name)
+_STDLIB_OBJECTS: dict[str, dict[str, Any]] = {
+    name: dict(vars(module))
+    for name, module in list(sys.modules.items())
+    if name.partition(".")[0] in _STDLIB_NAMES and isinstance(module, type(sys))
+}
 #: Where a class's own name is stored, read past any metaclass that would answer otherwise.
 _CLASS_NAME = (type.__dict__["__module__"], type.__dict__["__qualname__"])
 _CLASS_MRO = type.__dict__["__mro__"]
@@ -1155,10 +1167,16 @@ def _type_name(kind: Any) -> str:
     name = f"{module}.{qualname}"
     if module == "builtins":
         named = _BUILTIN_OBJECTS.get(qualname)
-    elif module.partition(".")[0] in sys.stdlib_module_names:
-        named = sys.modules.get(module)
-        for part in qualname.split("."):
-            named = vars(named).get(part) if isinstance(named, (type, type(sys))) else None
+    elif module.partition(".")[0] in _STDLIB_NAMES:
+        first, *rest = qualname.split(".")
+        at_start = _STDLIB_OBJECTS.get(module)
+        if at_start is not None:
+            named = at_start.get(first)
+        else:  # loaded since: as it is now
+            loaded = sys.modules.get(module)
+            named = vars(loaded).get(first) if isinstance(loaded, type(sys)) else None
+        for part in rest:
+            named = vars(named).get(part) if isinstance(named, type) else None
     else:
         return name  # the repository's or the test's own class: whatever it says, it is
     return name if named is kind else f"{name} (not what it names)"
@@ -1590,7 +1608,7 @@ def _standard(kind: type) -> bool:
     """Whether class ``kind`` is builtin or the standard library's (a forged name is not)."""
     name = _type_name(kind)
     module = name.partition(".")[0]
-    return (module == "builtins" or module in sys.stdlib_module_names) and " " not in name
+    return (module == "builtins" or module in _STDLIB_NAMES) and " " not in name
 
 
 #: Methods of a builtin a subclass may define without changing what its operators decide.
