@@ -632,11 +632,27 @@ def _h11_protocol(limits: ServerLimits) -> type:
             self._watch_late_body()
 
         def handle_websocket_upgrade(self, event: Any) -> None:
-            # The WebSocket protocol owns the socket from here (this one's connection_lost is
-            # not called): one without a token is refused and closed by the app (att35d: each
-            # tokenless upgrade stayed listed, 1.2 kB of server memory per upgrade).
-            forget(self.transport)
+            transport = self.transport
+            if _shows_token(getattr(self, "scope", None), limits):
+                forget(transport)
+            elif transport in silent:
+                # Refused by the app, but held until the client answers the close (uvicorn
+                # waits up to 10 s): first to go when the server is full (att35h: tokenless
+                # upgrades that never answered kept token holders out, 2 of 94 served).
+                del silent[transport]
+                shown[transport] = None
             super().handle_websocket_upgrade(event)
+            # The WebSocket protocol owns the socket from here, and this one's
+            # connection_lost is not called: the socket leaves the lists when it closes
+            # (att35d: each tokenless upgrade stayed listed, 1.2 kB of server memory each).
+            protocol = transport.get_protocol()
+            lost = protocol.connection_lost
+
+            def connection_lost(exc: Exception | None) -> None:
+                forget(transport)
+                lost(exc)
+
+            protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
         def connection_lost(self, exc: Exception | None) -> None:
             forget(self.transport)

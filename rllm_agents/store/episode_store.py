@@ -928,13 +928,23 @@ class EpisodeStore:
         and the reason "missing"; an empty list means every episode written is there, intact.
 
         Raises:
-            DamagedStore: If the record of how many episodes were written was changed.
+            DamagedStore: If the record of how many episodes were written was changed, or
+                the file fails SQLite's integrity check (a damaged index, say).
         """
         conn = self._conn
         # The record and the rows from one snapshot: a row past it is not a new one.
         with self._snapshot():
             self._schema_seen = -1  # the schema objects are checked in full
             written = self._high_water()
+            # Indexes are not in any episode's MAC: SQLite checks them against the rows
+            # (att35h: a damaged hash index hid an intact episode from lookups and `put`).
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check(20)")]
+            if problems != ["ok"]:
+                raise DamagedStore(
+                    f"{self.path} fails SQLite's integrity check ({'; '.join(problems[:5])}). "
+                    "Where only indexes are named, `REINDEX` rebuilds them from the rows; "
+                    "otherwise restore the store from a backup."
+                )
             damaged = []
             expected = 1
             for row in conn.execute(f"SELECT {_CHECKED}, record FROM episodes ORDER BY id"):
@@ -1161,6 +1171,21 @@ class EpisodeStore:
                 if isinstance(key, str):
                     for _ in self._checked_rows({}):
                         pass
+                    # ... and so would a damaged index (att35h: one bit of it hid an intact
+                    # episode, and `put` stored it again).
+                    unlisted = self._conn.execute(
+                        "SELECT id FROM episodes NOT INDEXED WHERE hash >= ? AND hash < ? "
+                        "LIMIT 1",
+                        (key, key + "g"),
+                    ).fetchone()
+                    if unlisted is not None:
+                        raise DamagedStore(
+                            f"{self.path}'s index of hashes does not list episode "
+                            f"{unlisted[0]} (hash {key!r}): the index is damaged, so lookups "
+                            "by hash and `put`'s check for a stored trajectory are wrong. "
+                            "SQLite's `REINDEX episodes` rebuilds it; `python -m "
+                            f"rllm_agents.store {self.path} verify` checks every index."
+                        )
                 raise KeyError(f"No episode {key!r}")
             ids = [
                 row[0]

@@ -67,3 +67,32 @@ def test_a_hash_lookup_missing_a_damaged_hash_reports_the_damage(tmp_path):
             with pytest.raises(DamagedEpisode) as raised:
                 store.get(key)
             assert raised.value.id == 3
+
+
+def test_a_damaged_hash_index_is_reported_not_read_as_a_miss(tmp_path):
+    """att35h (session 35): one bit of the hash index flipped (rows intact) hid an intact
+    episode: `get(hash)` said "No episode" and `verify()` found nothing. Both now report
+    the damaged index."""
+    from rllm_agents.store import DamagedStore
+
+    db = tmp_path / "s.db"
+    with EpisodeStore(db) as store:
+        hashes = [store.put(make_trajectory(i, turns=1)).hash for i in range(5)]
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    query = "SELECT rootpage FROM sqlite_master WHERE name = 'episodes_hash'"
+    (root,) = conn.execute(query).fetchone()
+    conn.close()
+    data = bytearray(db.read_bytes())
+    at = data.find(hashes[2].encode(), (root - 1) * size, root * size)
+    assert at > 0
+    data[at + 10] ^= 0x01  # inside the index's key only
+    db.write_bytes(data)
+    with EpisodeStore(db) as store:
+        assert store.get(3).hash == hashes[2]  # by row id: the row itself is intact
+        for key in (hashes[2], hashes[2][:12]):
+            with pytest.raises(DamagedStore, match="index"):
+                store.get(key)
+        with pytest.raises(DamagedStore, match="integrity"):
+            store.verify()

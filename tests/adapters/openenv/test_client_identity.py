@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -300,19 +301,16 @@ def test_a_connection_closed_for_a_newcomer_is_told_why(tmp_path):
     assert "Traceback" not in log.read_text()
 
 
-def test_tokenless_websocket_upgrades_are_not_kept_listed():
-    """att35d F2: a tokenless WebSocket upgrade (refused, 1008) stayed listed as a connection
-    waiting for a token: about 1.2 kB of server memory each, never freed."""
+@contextmanager
+def _served_in_thread(limits: ServerLimits):
+    """The server of ``limits`` in a thread on a free port: ``(port, http protocol class)``."""
     import threading
 
     import uvicorn
-    from websockets.exceptions import ConnectionClosed
-    from websockets.sync.client import connect
 
     from rllm_adapters.openenv.limits import _h11_protocol, _ws_protocol
     from tests.adapters.test_openenv_faults import _free_port
 
-    limits = ServerLimits(client_tokens={"alice": ALICE})
     protocol = _h11_protocol(limits)
     port = _free_port()
     config = uvicorn.Config(
@@ -330,6 +328,33 @@ def test_tokenless_websocket_upgrades_are_not_kept_listed():
         deadline = time.monotonic() + 60
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.05)
+        yield port, protocol
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+_UPGRADE = (
+    b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+def _reset(port: int, token: str) -> None:
+    from websockets.sync.client import connect
+
+    with connect(f"ws://127.0.0.1:{port}/ws", additional_headers=_bearer(token)) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+
+
+def test_tokenless_websocket_upgrades_are_not_kept_listed():
+    """att35d F2: a tokenless WebSocket upgrade (refused, 1008) stayed listed as a connection
+    waiting for a token: about 1.2 kB of server memory each, never freed."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    with _served_in_thread(ServerLimits(client_tokens={"alice": ALICE})) as (port, protocol):
         for _ in range(30):
             try:
                 with connect(f"ws://127.0.0.1:{port}/ws") as ws:
@@ -337,10 +362,27 @@ def test_tokenless_websocket_upgrades_are_not_kept_listed():
                     ws.recv(timeout=10)
             except ConnectionClosed:
                 pass
-        with connect(f"ws://127.0.0.1:{port}/ws", additional_headers=_bearer(ALICE)) as ws:
-            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
-            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
-            assert protocol.unidentified() == 0
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
+        _reset(port, ALICE)
+        assert protocol.unidentified() == 0
+
+
+def test_tokenless_upgrades_that_never_answer_the_close_are_evicted():
+    """att35h: a tokenless upgrade is refused and closed, but holds its connection until the
+    client answers the close (10 s); taken off the eviction list at the upgrade, such
+    connections filled `--max-connections` and refused token holders (2 of 94 served)."""
+    import socket
+
+    limits = ServerLimits(client_tokens={"alice": ALICE}, max_connections=6)
+    with _served_in_thread(limits) as (port, _):
+        held = []
+        try:
+            for _ in range(6):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                sock.sendall(_UPGRADE)  # and never answers the close
+                held.append(sock)
+            time.sleep(0.5)
+            for _ in range(3):
+                _reset(port, ALICE)
+        finally:
+            for sock in held:
+                sock.close()
