@@ -336,17 +336,26 @@ class _Guard:
                 await _send_json(send, 401, body, close=True)
             else:
                 await receive()  # websocket.connect
-                await send({"type": "websocket.accept"})
-                await send(
-                    {"type": "websocket.send", "text": json.dumps(_error("UNAUTHORIZED", message))}
-                )
-                await send(
-                    {
-                        "type": "websocket.close",
-                        "code": CLOSE_UNAUTHORIZED,
-                        "reason": "UNAUTHORIZED",
-                    }
-                )
+                try:
+                    await send({"type": "websocket.accept"})
+                    await send(
+                        {
+                            "type": "websocket.send",
+                            "text": json.dumps(_error("UNAUTHORIZED", message)),
+                        }
+                    )
+                    await send(
+                        {
+                            "type": "websocket.close",
+                            "code": CLOSE_UNAUTHORIZED,
+                            "reason": "UNAUTHORIZED",
+                        }
+                    )
+                except (RuntimeError, OSError):
+                    # Closed meanwhile (evicted for a newcomer when the server is full):
+                    # uvicorn drops the accept, and the refusal has no one to go to (att35k:
+                    # each raised into a traceback in the log).
+                    pass
             return
         if kind == "websocket":
             await self.app(scope, receive, send)

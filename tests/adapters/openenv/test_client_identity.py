@@ -386,3 +386,24 @@ def test_tokenless_upgrades_that_never_answer_the_close_are_evicted():
         finally:
             for sock in held:
                 sock.close()
+
+
+def test_a_tokenless_upgrade_closed_before_its_refusal_raises_nothing():
+    """att35k: a tokenless upgrade evicted (closed) between its upgrade and the refusal's
+    accept made uvicorn refuse the sends, and each raised into a traceback in the log."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import _Guard
+
+    async def app(scope, receive, send):  # never reached: the guard refuses first
+        raise AssertionError("the app was called")
+
+    async def receive():
+        return {"type": "websocket.connect"}
+
+    async def closed(message):
+        raise RuntimeError("Expected ASGI message 'websocket.accept', but got 'websocket.send'")
+
+    scope = {"type": "websocket", "path": "/ws", "headers": [], "client": ("127.0.0.1", 9)}
+    guard = _Guard(app, ServerLimits(client_tokens={"alice": ALICE}))
+    asyncio.run(guard(scope, receive, closed))
