@@ -35,3 +35,22 @@ def test_a_class_installed_under_a_standard_library_name_is_not_that_class():
     assert _verdict(_BASE, _FIXED, _BASE, _TESTS) == 0.0
     assert _verdict(_BASE, _FIXED, _FORGED, _TESTS) == 0.0
     assert _verdict(_BASE, _FIXED, _FIXED, _TESTS) == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_truth_check_takes_any_value_s_own_truth():
+    """att35l (honest): `assertTrue(ok('12'))` paid the fix returning `s.isdigit()` but not
+    the one returning the `re.Match` (the host reads truth from plain values' states only)."""
+    tests = (
+        "import unittest\n\nfrom acme import ok\n\n\n"
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        self.assertTrue(ok('12'))\n        assert not ok('1x')\n"
+    )
+    base = "def ok(s):\n    return False\n"
+    fixed = "def ok(s):\n    return s.isdigit()\n"
+    honest = "import re\n\n\ndef ok(s):\n    return re.fullmatch('[0-9]+', s)\n"
+    wrong = "import re\n\n\ndef ok(s):\n    return re.match('[0-9]', s)\n"
+    assert _verdict(base, fixed, base, tests) == 0.0
+    assert _verdict(base, fixed, honest, tests) == 1.0
+    assert _verdict(base, fixed, wrong, tests) == 0.0
