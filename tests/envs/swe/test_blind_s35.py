@@ -54,3 +54,22 @@ def test_a_truth_check_takes_any_value_s_own_truth():
     assert _verdict(base, fixed, base, tests) == 0.0
     assert _verdict(base, fixed, honest, tests) == 1.0
     assert _verdict(base, fixed, wrong, tests) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_negated_and_needs_one_part_false_not_each():
+    """att35m (honest): `assert not (ok("ab") and ok(""))` was split into "each part is
+    false", which the reference's True for `ok("ab")` fails: 0 for everyone, no warning."""
+    tests = (
+        "import unittest\n\nimport pytest\n\nfrom acme import ok\n\n\n"
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        assert ok('x')\n        assert not (ok('ab') and ok(''))\n"
+        "        if ok('cd') and ok(''):\n            pytest.fail('empty')\n"
+    )
+    base = "def ok(s):\n    return True\n"
+    fixed = "def ok(s):\n    return len(s) > 0\n"
+    honest = "def ok(s):\n    return s != ''\n"
+    assert _verdict(base, fixed, base, tests) == 0.0
+    assert _verdict(base, fixed, fixed, tests) == 1.0
+    assert _verdict(base, fixed, honest, tests) == 1.0
