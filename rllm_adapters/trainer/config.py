@@ -196,14 +196,16 @@ class AlgorithmConfig:
             ``*_truncate``).
         target_kl: Stop an iteration's remaining mini-batches once the approximate KL to the
             rollout policy exceeds this (``null``: never); guards against destructive steps.
-        max_step_kl: Undo an optimizer step after which the approximate KL (the same
+        max_step_kl: Shorten an optimizer step after which the approximate KL (the same
             ``0.5 * log_ratio^2`` as ``policy/approx_kl``) between the new policy and the
-            rollout policy on the step's mini-batch exceeds this, and end the iteration's
-            update (``null``: never). ``target_kl`` only stops *after* a step has gone too
-            far; one step of a small policy can move far past the clipping's trust region
-            (FrozenLake's collapses followed single steps of KL 0.4-1.8). Costs a copy of the
-            weights and optimizer state and a no-gradient forward of the mini-batch per step;
-            ZeRO stage 0 in fp32 only. Reported as ``policy/step_kl`` and ``policy/step_undone``.
+            rollout policy on the step's mini-batch exceeds this (halved until within it, up
+            to a 32nd, else undone), and end the iteration's update (``null``: never).
+            ``target_kl`` only stops *after* a step has gone too far; one step of a small
+            policy can move far past the clipping's trust region (FrozenLake's collapses
+            followed single steps of KL 0.4-1.8). Costs a copy of the weights and optimizer
+            state and a no-gradient forward of the mini-batch per step (and per halving);
+            ZeRO stage 0 in fp32 only. Reported as ``policy/step_kl``, ``policy/step_scale``
+            (the share of the step kept) and ``policy/step_undone``.
         skip_zero_signal_groups: GRPO/RLOO: drop the groups whose returns have no spread (all
             samples equally good or bad: every advantage is exactly 0) before the forward
             pass, and skip the update when no group is left. Counted as

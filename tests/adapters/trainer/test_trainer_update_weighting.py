@@ -191,6 +191,36 @@ def test_a_step_past_max_step_kl_is_undone(tmp_path, fused):
     assert any(not torch.equal(before[k], v) for k, v in _weights(trainer).items())
 
 
+def test_a_step_past_max_step_kl_is_shortened_before_it_is_undone(tmp_path):
+    """s35: undoing every step past the bound froze FrozenLake runs for good (every later
+    first step went past it too); a step is now halved until it is within the bound."""
+    from rllm_adapters.trainer.trainer import PPOTrainer
+
+    episodes = [_episode(g, s, float(s), 2 + s) for g in range(2) for s in range(2)]
+
+    def one_step(bound: float, where: str) -> tuple[dict, dict, dict]:
+        config = _config(tmp_path / where, mini_batch_size=4, max_step_kl=bound)  # one step
+        config.optim.lr = 0.003
+        with PPOTrainer(config, rollout_fn=lambda policy, it: list(episodes)) as trainer:
+            before = _weights(trainer)
+            metrics = trainer.step()
+            return metrics, before, _weights(trainer)
+
+    full, start, whole = one_step(1e6, "full")
+    assert full["policy/step_scale"] == 1.0 and full["policy/step_kl"] > 1e-6
+    # A bound below the whole step's KL: the weights are the start plus the reported share of
+    # the step (a half, a quarter, ... a 32nd), or the start where none is within the bound.
+    short, begun, kept = one_step(full["policy/step_kl"] / 2, "short")
+    assert all(torch.equal(start[k], begun[k]) for k in start)  # the same start
+    scale = short["policy/step_scale"]
+    assert scale in [0.0, *(2.0**-i for i in range(1, 6))]
+    assert short["policy/step_undone"] == float(scale == 0.0)
+    assert short["policy/step_kl"] == pytest.approx(full["policy/step_kl"], rel=1e-4)
+    for k, v in kept.items():
+        if torch.is_floating_point(v):
+            assert torch.allclose(v, start[k] + scale * (whole[k] - start[k]), atol=1e-6), k
+
+
 def test_max_step_kl_needs_the_plain_optimizer(tmp_path):
     from rllm_adapters.error import AdapterConfigError
 
