@@ -490,8 +490,9 @@ def _h11_protocol(limits: ServerLimits) -> type:
     total = limits.connections_total
     everyone: set[asyncio.BaseTransport] = set()
     #: With client tokens, local connections that have shown no token, oldest first: those
-    #: whose request had none (``shown``), then those that sent no request yet (``silent``).
-    #: A token (a client's or the shared one) or a WebSocket upgrade takes a connection out.
+    #: whose request had none (``shown``, a refused WebSocket upgrade too), then those that
+    #: sent no request yet (``silent``). A token (a client's or the shared one) takes a
+    #: connection out, and so does its closing.
     shown: dict[asyncio.BaseTransport, None] = {}
     silent: dict[asyncio.BaseTransport, None] = {}
 
