@@ -1174,8 +1174,7 @@ class EpisodeStore:
                     # ... and so would a damaged index (att35h: one bit of it hid an intact
                     # episode, and `put` stored it again).
                     unlisted = self._conn.execute(
-                        "SELECT id FROM episodes NOT INDEXED WHERE hash >= ? AND hash < ? "
-                        "LIMIT 1",
+                        "SELECT id FROM episodes NOT INDEXED WHERE hash >= ? AND hash < ? LIMIT 1",
                         (key, key + "g"),
                     ).fetchone()
                     if unlisted is not None:
