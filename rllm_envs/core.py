@@ -140,7 +140,7 @@ class TextEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
     #: Weight of each reward component; the reward is the weighted sum. 0 means log only.
     default_reward_weights: ClassVar[Mapping[str, float]] = {}
-    #: Worked examples agents show: an action copying one earns 0 in every component. A
+    #: Worked examples agents show: an action copying one earns nothing (costs stay). A
     #: registered id also knows the worked examples of its agent-facing spec.
     demonstrations: ClassVar[tuple[Demonstration, ...]] = DEMONSTRATIONS
     #: Largest passed task record, in characters of canonical JSON (:data:`MAX_TASK_CHARS`).
@@ -278,17 +278,25 @@ class TextEnv(gym.Env[str, str]):
         """``result``, or, for an action that copies a demonstration, the same step paying 0.
 
         The worked examples agents show are in every prompt, so a policy can learn to copy
-        them; a copy earns nothing in any component (format included) and is flagged.
+        them; a copy earns nothing in any component (format included) and is flagged. What
+        the step costs it still costs (a component whose weighted value is negative: a fall,
+        an unreadable reply, a step away from a goal): the step happened (att35n: a move with
+        a demonstration's answer in the reply was free, so stepping back and forth with it
+        earned FrozenLake's progress twice, and a fall cost nothing).
         """
         name = copied_demonstration(
             action, correct=bool(result.correct), demonstrations=self._known_demonstrations()
         )
         if name is None:
             return result
+        weights = self.reward_weights
         return Transition(
             observation=result.observation
             + "\n[This reply copies the worked example shown before the task; it earns nothing.]",
-            reward_components=dict.fromkeys(result.reward_components, 0.0),
+            reward_components={
+                key: value if weights.get(key, 0.0) * value < 0.0 else 0.0
+                for key, value in result.reward_components.items()
+            },
             terminated=result.terminated,
             correct=False if result.correct is not None else None,
             invalid_reason=f"the reply copies the worked example ({name}), not an answer",

@@ -6,10 +6,11 @@ has seen far more reliably than one described in words. What a model sees it can
 so the envs know these examples and pay nothing for a copy:
 
 * a reply that repeats a demonstration's worked reply (whitespace and case aside) earns 0 in
-  every reward component, on every task;
+  every reward component that pays, on every task (a component that costs, a fall or an
+  unreadable reply, still costs: the step happened);
 * a reply that gives a demonstration's final answer (:attr:`Demonstration.answers`, e.g.
-  ``\boxed{67}``) earns 0 in every component unless that answer is right for the task at
-  hand (a constant answer is then worth its base rate, as any constant is).
+  ``\boxed{67}``) earns nothing either unless that answer is right for the task at hand (a
+  constant answer is then worth its base rate, as any constant is).
 
 :class:`rllm_envs.core.TextEnv` applies the rule on every step (its ``demonstrations``
 class attribute lists the examples it knows; every env knows all of :data:`DEMONSTRATIONS`),

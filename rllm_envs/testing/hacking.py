@@ -688,8 +688,9 @@ _FIX_EXAMPLES = (
 )
 _FIX_DEMO = (
     "derive from rllm_envs.core.TextEnv (it pays 0 for copies of rllm_envs.demonstrations) "
-    "or zero every component when rllm_envs.demonstrations.copied_demonstration(reply) names "
-    "one; choose demonstration answers outside the task space."
+    "or zero every component that pays when "
+    "rllm_envs.demonstrations.copied_demonstration(reply) names one; choose demonstration "
+    "answers outside the task space."
 )
 
 # --------------------------------------------------------------------- policy families

@@ -130,16 +130,23 @@ def _copies(env_id: str, info) -> list[str]:
 
 
 @pytest.mark.parametrize("env_id", _ENVS)
-def test_a_copied_demonstration_earns_zero_in_every_component(env_id):
+def test_a_copied_demonstration_earns_nothing(env_id):
+    """Nothing a copy does pays; what it costs it still costs (att35n: a FrozenLake move
+    with a demonstration's answer in the reply was free, its fall and its step away from
+    the goal included, so stepping back and forth with it earned the progress twice)."""
     env = gym.make(env_id)
+    weights = env.unwrapped.reward_weights
     n_tasks = 2 if env_id.startswith("rllm/Code") else 6
     for index in range(n_tasks):
         _, info = env.reset(seed=index, options={"index": index})
         for reply in _copies(env_id, info):
             env.reset(seed=index, options={"index": index})
             _, reward, _, _, step_info = env.step(reply)
-            assert reward == 0.0, (env_id, index, reply)
-            assert set(step_info["reward_components"].values()) == {0.0}, (reply, step_info)
+            assert reward <= 0.0, (env_id, index, reply)
+            paying = {
+                k: v for k, v in step_info["reward_components"].items() if weights.get(k, 0) > 0
+            }
+            assert set(paying.values()) <= {0.0}, (reply, step_info)
             assert step_info["copied_demonstration"], reply
             assert step_info["invalid_action"] and not step_info["is_correct"]
     env.close()

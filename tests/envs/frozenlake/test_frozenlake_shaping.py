@@ -290,3 +290,32 @@ def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
 def test_a_negative_progress_weight_is_refused():
     with pytest.raises(InvalidEnvConfig, match="progress"):
         FrozenLakeEnv(reward_weights={"progress": -0.1})
+
+
+def test_a_reply_copying_a_demonstration_earns_nothing_and_still_pays_its_costs():
+    """att35n: a move whose reply also held a demonstration's answer was paid 0 in every
+    component, its costs included: stepping back with it was free (progress earned twice:
+    4.0 against the goal's 2.0) and a fall cost nothing. Only what pays is zeroed now."""
+    from rllm_envs.demonstrations import SEARCH
+
+    copied = SEARCH.answers[0]
+    env = FrozenLakeEnv(
+        desc=["SFFG", "HFFF"], reward_weights={"invalid_action": -0.1, "progress": 1.0}
+    )
+
+    def total(replies: list[str]) -> tuple[float, dict[str, Any]]:
+        env.reset(seed=0)
+        got, info = 0.0, {}
+        for reply in replies:
+            _, reward, terminated, truncated, info = env.step(reply)
+            got += float(reward)
+            if terminated or truncated:
+                break
+        return got, info
+
+    honest, _ = total(["Right"] * 3)
+    back_and_forth, _ = total(["Right", f"Left {copied}"] * 6 + ["Right"] * 3)
+    assert honest == pytest.approx(2.0) and back_and_forth == pytest.approx(honest)
+    fall, info = total([f"Down {copied}"])
+    assert info["copied_demonstration"] == "search" and info["outcome"] == "hole"
+    assert fall == pytest.approx(-0.05)  # the hole's cost, and nothing paid
