@@ -88,7 +88,7 @@ class RepoFinder:
             parts = path.split("/")[:-1]
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
-        self.blocked = set(getattr(sys, "stdlib_module_names", ())) | _RESERVED
+        self.blocked = set(_STDLIB_NAMES) | _RESERVED
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         """The spec of repository module ``name``, or ``None`` (not the repository's)."""
