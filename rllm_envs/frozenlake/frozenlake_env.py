@@ -84,8 +84,10 @@ class FrozenLakeEnv(TextEnv):
       move's change of ``-d / D`` (``d`` the safe moves left to the goal, ``D`` the
       farthest cell's; a hole is -1: :func:`~rllm_envs.frozenlake.lake.progress_potentials`).
       An episode's sum is its last cell's potential minus its start's: at most what reaching
-      the goal earns, 0 for standing still, and for a fall the least any episode from its
-      start can net (``hole`` then makes it less), so it cannot make dying early pay; it
+      the goal earns, and for a fall the least any episode from its start can net (``hole``
+      then makes it less), so it cannot make dying early pay. An episode the turn limit
+      cuts off nets 0: its last turn gives back what the walk earned (without that, walking
+      to the goal's neighbour and waiting there paid up to ``1 - 1/D``, s36 att36c). It
       gives a policy that never reached the goal a direction to explore in. Pass e.g.
       ``reward_weights={"progress": 1.0}``; a negative weight is refused.
 
@@ -220,6 +222,7 @@ class FrozenLakeEnv(TextEnv):
         self._policy: np.ndarray | None = None
         self._potentials: list[float] = []
         self._unreadable = 0  # unreadable replies this episode
+        self._start_cell = 0  # where the episode started (the progress refund at the turn limit)
 
     def _check_shaping(self) -> None:
         """Refuse weights under which falling into a hole pays as much as playing on."""
@@ -267,6 +270,7 @@ class FrozenLakeEnv(TextEnv):
         # Same draw as Gymnasium's reset, so a fixed map replays Gymnasium's episodes exactly.
         self._lake.s = int(categorical_sample(self._lake.initial_state_distrib, self.np_random))
         self._lake.lastaction = None
+        self._start_cell = self._lake.s
         self._unreadable = 0
         observation = "\n".join(
             [
@@ -352,6 +356,11 @@ class FrozenLakeEnv(TextEnv):
         skipped: float = 0.0,
         progress: float = 0.0,
     ) -> Transition:
+        assert self._lake is not None
+        if not terminated and self.turn >= self.max_turns:
+            # Cut off by the turn limit: the episode's shaping nets 0, as if it ended where it
+            # started (only reaching the goal keeps what the walk earned).
+            progress += self._potentials[self._start_cell] - self._potentials[self._lake.s]
         parts = [text]
         if not terminated:
             left = self.max_turns - self.turn

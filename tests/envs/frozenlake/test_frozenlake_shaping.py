@@ -287,6 +287,31 @@ def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
                 assert total <= min(stays) + 1e-9
 
 
+def test_an_episode_the_turn_limit_cuts_off_nets_no_progress():
+    """s36 att36c: walking to the goal's neighbour and waiting there until the turn limit
+    kept the walk's progress (0.83 an episode on the committed map, never reaching the goal).
+    A cut-off episode nets 0 whatever it did, its last reply readable or not; the goal still
+    pays the whole way."""
+    rows = ["SFFF", "FHFH", "FFFH", "HFFG"]
+    weights = {"invalid_action": -0.1, "progress": 1.0}
+    shortest = ["Right", "Right", "Down", "Down", "Down", "Right"]
+    for stall in (["Up", "Down"], ["Down"], ["no move"], ["Left", "Up"]):
+        for max_turns in (6, 7, 10):
+            env = FrozenLakeEnv(desc=rows, reward_weights=weights, max_turns=max_turns)
+            env.reset(seed=0)
+            moves = iter([*shortest[:5], *stall * max_turns])
+            total, truncated = 0.0, False
+            while not truncated:
+                _, _, terminated, truncated, info = env.step(next(moves))
+                assert not terminated
+                total += info["reward_components"]["progress"]
+            assert total == pytest.approx(0.0), (stall, max_turns)
+    env = FrozenLakeEnv(desc=rows, reward_weights=weights, max_turns=6)
+    env.reset(seed=0)
+    total = sum(env.step(move)[4]["reward_components"]["progress"] for move in shortest)
+    assert total == pytest.approx(1.0) and env.unwrapped.done
+
+
 def test_a_negative_progress_weight_is_refused():
     with pytest.raises(InvalidEnvConfig, match="progress"):
         FrozenLakeEnv(reward_weights={"progress": -0.1})
