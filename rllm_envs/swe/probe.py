@@ -754,12 +754,18 @@ _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
 
 
 def _predicate(check: tuple[str, str]) -> int:
+    """A new index for ``check`` in the module's table, one per check in the source.
+
+    Never shared by equal checks: the sandbox reads the probe's code, and an index shared by
+    every ``assert x`` (and another by every ``assert not x``) told a patch, from the
+    unchanged code's passing checks, which answer a hidden check wanted (att36a: paid 1.0
+    with trust ``host`` keeping the bug; a raises block's class likewise).
+    """
     found = _PREDICATES_FOUND.get()
     if found is None:
         return -1
-    if check not in found:
-        found.append(check)
-    return found.index(check)
+    found.append(check)
+    return len(found) - 1
 
 
 def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
