@@ -680,6 +680,11 @@ def _h11_protocol(limits: ServerLimits) -> type:
 _DRAIN_S = 5.0
 
 
+#: Bytes a WebSocket's unsent output may hold before the pongs to a client's pings are
+#: dropped (its replies are never dropped: a send waits for the client to read).
+_PONG_BUFFER_MAX = 1024 * 1024
+
+
 def _ws_protocol(limits: ServerLimits) -> type:
     """Uvicorn's WebSocket protocol, closing with 1009 (or 1007) so the client sees the code.
 
@@ -731,6 +736,14 @@ def _ws_protocol(limits: ServerLimits) -> type:
         def eof_received(self) -> None:
             if self._draining:
                 self._end_drain()
+
+        def handle_ping(self) -> None:
+            # uvicorn writes every pong at once, whether the client reads or not: a client
+            # sending pings and reading nothing grew the server by what it sent (+195 MB in
+            # 40 s, s36 att36b). Past the cap its pongs are dropped (websockets queued them).
+            pongs = b"".join(self.conn.data_to_send())
+            if self.transport.get_write_buffer_size() + len(pongs) <= _PONG_BUFFER_MAX:
+                self.transport.write(pongs)
 
         def _end_drain(self) -> None:
             self._draining = False

@@ -313,6 +313,48 @@ def test_one_client_cannot_hold_every_connection(server):
     assert "TOO_MANY_CONNECTIONS" in log.read_text()
 
 
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        line = next(line for line in f if line.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+def test_pings_from_a_client_that_never_reads_cannot_grow_the_server(tmp_path):
+    """s36 att36b: uvicorn wrote a pong for every ping whether the client read or not; a
+    client sending pings and reading nothing grew the server by what it sent (+195 MB in 40
+    s on one connection). Past 1 MiB of unsent output its pongs are dropped."""
+    port = _free_port()
+    proc = _start(port, tmp_path / "server.log")
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # reads nothing anyway
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(
+            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        time.sleep(1.0)
+        before = _rss_mb(proc.pid)
+        # A masked ping with 125 bytes of payload (mask 0: the payload as is), 200 at a time.
+        ping = (bytes([0x89, 0x80 | 125, 0, 0, 0, 0]) + b"p" * 125) * 200
+        sent, deadline = 0, time.monotonic() + 20
+        while sent < 48 * 1024 * 1024 and time.monotonic() < deadline:
+            sock.sendall(ping)
+            sent += len(ping)
+        time.sleep(1.0)
+        grown = _rss_mb(proc.pid) - before
+        assert sent >= 16 * 1024 * 1024, sent  # the server read what was sent
+        assert grown < 12, (grown, sent)
+        with _ws(f"http://127.0.0.1:{port}") as ws:  # an honest client beside it is served
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+        sock.close()
+    finally:
+        _stop(proc)
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
 def test_connections_are_limited_per_client_and_in_all(tmp_path):
     """Per client (12 here), every loopback address one client (att34c F1: four loopback
     addresses held four times the share); and in all (20 here, with a share of 30), so many
