@@ -26,9 +26,9 @@ no ``ast``)::
     integer    := ASCII digits
 
 There is no unary minus and no exponent, so values stay small. Whitespace is ignored, and the
-Unicode operators ``×``, ``·``, ``÷`` and ``−`` (and LaTeX's ``\times``, ``\cdot``,
-``\div``) are read as ``*``, ``/`` and ``-``; one ``$..$``, ``\(..\)`` or ``**..**`` around
-the whole answer and a final period are dropped. An optional
+Unicode operators ``×``, ``·``, ``÷``, ``−`` and ``–`` (and LaTeX's ``\times``, ``\cdot``,
+``\div``) are read as ``*``, ``/`` and ``-``; one ``$..$``, ``\(..\)``, ``**..**`` or
+Markdown backquotes around the whole answer and a final period are dropped. An optional
 trailing ``= <integer>`` (the claimed result, as in ``3 + 4 = 7``) is allowed and ignored: the
 expression's own value is what is graded. Arithmetic is exact (:class:`fractions.Fraction`), so
 ``(7 / 3) * 3`` is exactly 7. Hostile input cannot blow up: at most
@@ -96,11 +96,19 @@ MAX_DEPTH = 32
 
 _OPEN_RE = re.compile(re.escape(ANSWER_OPEN), re.IGNORECASE)
 _CLOSE_RE = re.compile(re.escape(ANSWER_CLOSE), re.IGNORECASE)
-_OPERATOR_ALIASES = {"×": "*", "÷": "/", "−": "-", "·": "*"}
+#: The en dash too: typesetting turns "25 - 5" into "25 – 5" (s36 att36c, a parse error).
+_OPERATOR_ALIASES = {"×": "*", "÷": "/", "−": "-", "–": "-", "·": "*"}
 #: LaTeX spellings of the operators, and math-mode or bold wrappers around the whole answer
 #: (att33f: `3 \times 4`, `$3*4$`, `**3*4**` were parse errors): read as the plain answer.
 _LATEX_OPERATORS = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"))
-_WRAPPERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"), ("**", "**"))
+_WRAPPERS = (
+    ("$$", "$$"),
+    ("$", "$"),
+    ("\\(", "\\)"),
+    ("\\[", "\\]"),
+    ("**", "**"),
+    ("`", "`"),  # Markdown code (att36c)
+)
 
 
 def _unwrapped(text: str) -> str:

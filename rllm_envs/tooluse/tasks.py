@@ -552,8 +552,16 @@ def answers_match(
         question: The task's question (copies of its expressions are checked).
     """
     prediction = prediction.strip()
-    if len(prediction) > 4 and prediction[:2] == prediction[-2:] == "**":
-        prediction = prediction[2:-2].strip()  # markdown bold (att33f: `**123.45**` paid 0)
+    # One Markdown wrapper: bold (att33f: `**123.45**` paid 0) or code (att36c: `9044` and
+    # `2053-11-21` in backquotes paid 0, a backquoted name 1).
+    for mark in ("**", "`"):
+        if (
+            len(prediction) > 2 * len(mark)
+            and prediction.startswith(mark)
+            and prediction.endswith(mark)
+        ):
+            prediction = prediction[len(mark) : -len(mark)].strip()
+            break
     if not prediction:
         return False
     if answer_type == "math":

@@ -154,6 +154,9 @@ def test_duplicate_numbers_may_each_be_used_once():
         ("\\(2 * 3 = 6\\)", Fraction(6)),
         ("**2 * 3**", Fraction(6)),
         ("2 * 3.", Fraction(6)),
+        # att36c: an en dash for minus, Markdown backquotes
+        ("(25 – 5) * 4", Fraction(80)),
+        ("`(25 - 5) * 4`", Fraction(80)),
     ],
 )
 def test_exact_values(expr, value):

@@ -117,6 +117,11 @@ def test_program_answers_match_brute_force():
         ("**2031-03-05**", "2031-03-05", "date", True),
         ("**47.8**", "47.85", "math", False),
         ("****", "47.85", "math", False),
+        # att36c: Markdown code around a right value
+        ("`9044`", "9044", "math", True),
+        ("`2053-11-21`", "2053-11-21", "date", True),
+        ("`9045`", "9044", "math", False),
+        ("``", "9044", "math", False),
     ],
 )
 def test_answers_match(prediction, gold, kind, expected):
