@@ -93,7 +93,8 @@ empty boxes, a copied template and a boxed computation get no format credit.
    when one is a nonzero multiple of the other (``y = 2x + 1`` vs ``2x - y + 1 = 0``).
    A decimal answer matches a value with no finite decimal expansion (``1/3``,
    ``\sqrt{2}``) within a relative error of 1e-6; every other comparison is exact.
-   Percent signs are dropped (``50\%`` equals ``50``, not ``0.5``), as are degree marks.
+   Percent signs are dropped (``50\%`` equals ``50``, not ``0.5``), as are degree marks,
+   and a residue's modulus (``18 \pmod{41}`` and ``n \equiv 18 \pmod{41}`` are ``18``).
 
 **math-verify** is not used as a fallback: it decides equivalence only (``3+4`` is 7 to
 it), and it runs in a separate process. Agreement with it, on its own test suite too, is
@@ -641,6 +642,10 @@ _DROP = re.compile(
 _UNIT_TAIL = re.compile(
     r"^(.*?(?:\d|\\pi)[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
+_MOD_TAIL = re.compile(
+    r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\d+)|\(\s*\\?(?:bmod|mod)\s*[^()]*\)|\\bmod\s*\d+)\s*$"
+)
+_EQUIV = re.compile(r"\\equiv(?![a-zA-Z])")
 _SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
 _LATEX_GROUP = re.compile(
     r"(\d)(?:,?\s*\\[!,:; ]|,?\s*~|,?\s*\\(?:thinspace|enspace|quad)\b)\s*(?=\d{3}(?!\d))"
@@ -718,6 +723,10 @@ def normalize(answer: str) -> str:
         s = _LE.sub(r"\\le ", s)
         s = _GE.sub(r"\\ge ", s)
         s = _DOTS.sub(r"\\ldots", s)
+        # A congruence's modulus after the residue (`18 \pmod{41}`, `n \equiv 18 \pmod{41}`):
+        # the residue is the answer (att36c: a right residue so written paid 0).
+        s = _MOD_TAIL.sub("", s)
+        s = _EQUIV.sub("=", s)
     elif "%" in s:
         s = s.replace("%", "")
     s = _SPACES.sub(" ", s).strip()

@@ -222,6 +222,11 @@ EQUIVALENT = [
     ("\\sqrt[3]{2}", "2^{1/3}"),
     ("\\frac{9}{4}\\pi", "2.25\\pi"),
     ("2x^2+4x", "2x(x+2)"),
+    # att36c: a residue with its modulus
+    ("18 \\pmod{41}", "18"),
+    ("n \\equiv 18 \\pmod{41}", "18"),
+    ("18 \\pmod 41", "18"),
+    ("18 \\ (\\bmod 41)", "18"),
 ]
 
 # (prediction, gold): each pair must be judged different.
@@ -308,6 +313,9 @@ NOT_EQUIVALENT = [
     ("+", "\\text{}"),
     ("$", "%"),
     ("\\in", "\\infty"),
+    ("19 \\pmod{41}", "18"),
+    ("\\pmod{18}", "18"),
+    ("20^{37} \\equiv 18 \\pmod{55}", "18"),
 ]
 
 # Adversarial predictions: must be judged not equal to "1", quickly and without raising.
