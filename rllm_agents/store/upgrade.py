@@ -359,7 +359,7 @@ def _upgrade(
         old_pending, old_pins = _old_meta(conn, path)
         rows: list[tuple[int, tuple[object, ...]]] = []
         damaged: list[DamagedEpisode] = []
-        extra = {"1": "", "2": ", columns_sha256", "3": ", mac"}[label]
+        extra = {"1": "", "2": ", columns_sha256", "3": ", mac", "4": ", mac"}[label]
         for row in conn.execute(f"SELECT {_SUMMARY}, record{extra} FROM episodes ORDER BY id"):
             try:
                 if label == "2" and columns_digest(row[1:17]) != row[18]:
