@@ -22,6 +22,16 @@ store swapped for another under a shared key, a deleted key):
   row) and a forged or deleted mark are reported by every read that aggregates and by
   ``verify``. A mark set back below rows that exist (their MACs hold) is reported by
   ``verify`` and makes ``put`` refuse; ``repair-mark`` raises it over those rows.
+* Pending samples (``meta`` rows ``pending:<key>``, counted by pass@k as failed until their
+  episode settles them) and pins (``pin:<key>``, a run's owner and settings) carry a MAC under
+  the same MAC key (:func:`meta_mac`): a pin of its key and value (:func:`pin_value`), a
+  pending sample of its key, run, env, task, number and state (:func:`pending_value`).
+  Pending samples are numbered 1, 2, 3, ... by a MAC'd count (``meta`` row ``pending_count``,
+  :func:`high_water_value` with the label ``pending-count``) and never deleted: settling one
+  or dropping it rewrites its state under a new MAC. A planted or changed row, a number
+  missing below the count (a deleted row), a number past it or used twice, and a forged or
+  deleted count make every reader (``pending``, ``pass_at_k``, ``pin``) raise
+  :class:`~rllm_agents.store.damage.DamagedMeta`, and ``verify`` list them.
 
 Not covered: someone who can read the key (they can rewrite the store at will), and
 **rollback**: putting back an earlier value of the mark -- or a whole earlier copy of the
@@ -33,6 +43,13 @@ value (from the file or a backup). Two ways to catch it: ``keep-mark``
 (:func:`raise_mark`), raised by every writer after each commit and checked by every read, which
 holds against whoever cannot write the key's folder; or compare the count and the last
 episode's MAC that ``verify`` prints with a record kept where that person cannot write.
+The same holds for pending samples: an earlier ``pending_count`` put back with the samples
+opened since deleted drops them unnoticed (pass@k then leaves out their failures), unless
+keep-mark is on (it keeps that count too, in :func:`pending_mark_path`, raised by every
+``open_pending``); and one pending row put back to an earlier value of itself (a settled or
+dropped sample open again) is a state it was in: it can only add a failed sample. Rows signed
+by ``upgrade`` from a version-4 store (which kept them without a MAC) are only as trustworthy
+as whoever could write the file before.
 Stores sharing a key file: one store's whole file put in place of another's is a valid store
 under that key, with its own identity (and kept count), so nothing in it tells. keep-mark also
 records which store lives at each database path (:func:`check_home`), which catches that;
