@@ -180,8 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"imported {new} new episodes ({dup} already stored) into {args.db}")
         elif args.command == "verify":
             found = store.verify()
-            for error in found:
-                print(str(error), file=sys.stderr)
+            for problem in found:
+                print(str(problem), file=sys.stderr)
             damaged = [e for e in found if isinstance(e, DamagedEpisode)]
             meta = [e for e in found if isinstance(e, DamagedMeta)]
             written = max(store.written(), max((e.id for e in damaged), default=0))
