@@ -46,7 +46,7 @@ changing a stored value. A store on a read-only file or mount opens read-only. A
 reward, and a seed or other integer outside signed 64 bits, are refused at ``put`` before
 anything is written (SQLite stores NaN as NULL); infinite rewards are stored.
 
-**Edits without the key are reported** (schema version 4, :mod:`rllm_agents.store.integrity` has
+**Edits without the key are reported** (schema version 5, :mod:`rllm_agents.store.integrity` has
 the threat model). Each store has a secret key in a mode-0600 file outside the database
 (``DB.key``, or ``key=`` / ``--key`` / ``$RLLM_STORE_KEY``) and a random identity; each
 episode's row id and query columns carry an HMAC-SHA256 under the key bound to that identity
@@ -54,13 +54,17 @@ episode's row id and query columns carry an HMAC-SHA256 under the key bound to t
 of the episodes written (ids run 1, 2, 3, ...). A changed field with its digest recomputed fails
 its MAC; a deleted row below the count raises :class:`MissingEpisodes` from every read that
 aggregates or lists, and ``verify``; a count set back below signed rows is reported by
-``verify`` (``repair-mark`` raises it). Not detected: a **rollback** -- the newest episodes
-deleted and an earlier value of the count put back (or a whole earlier copy of the store), which
-is a state the store really was in -- unless ``keep-mark`` keeps a copy of the count beside the
-key (then every read reports it); ``verify`` prints the count and the last episode's MAC to
+``verify`` (``repair-mark`` raises it). Pending samples and pins (``meta`` rows) carry MACs
+too, pending samples a number from a MAC'd count and are never deleted (settled or dropped,
+their state is rewritten): a planted, changed or deleted one raises :class:`DamagedMeta` from
+``pending``, ``pass_at_k`` and ``pin``, and ``verify`` lists it. Not detected: a
+**rollback** -- the newest episodes (or pending samples) deleted and an earlier value of their
+count put back (or a whole earlier copy of the store), which is a state the store really was
+in -- unless ``keep-mark`` keeps a copy of the counts beside the key (then every read reports
+it); ``verify`` prints the count and the last episode's MAC to
 compare with a record kept elsewhere. Nor is a whole store replaced by another that shares its
 key file, unless ``keep-mark`` recorded which store lives at that path. Stores of versions 1 to
-3 are refused with the command that upgrades them in place after checking them (:func:`upgrade`,
+4 are refused with the command that upgrades them in place after checking them (:func:`upgrade`,
 CLI ``upgrade``); an unkeyed store (1 or 2) is upgraded only with ``--unkeyed``, the operator's
 word that it never had a key, and never while files a keyed store leaves lie beside it or its
 key; it gets a new key, never an existing one, and is only as trustworthy as whoever could write
@@ -83,7 +87,13 @@ back over the signed episodes past it, and keep the count beside the key.
 """
 
 from rllm_agents.store.cli import main
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore, MissingEpisodes, check_wal
+from rllm_agents.store.damage import (
+    DamagedEpisode,
+    DamagedMeta,
+    DamagedStore,
+    MissingEpisodes,
+    check_wal,
+)
 from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import (
     SCHEMA_VERSION,
@@ -100,6 +110,7 @@ __all__ = [
     "Put",
     "StoredEpisode",
     "DamagedEpisode",
+    "DamagedMeta",
     "DamagedStore",
     "MissingEpisodes",
     "SCHEMA_VERSION",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store.damage import DamagedEpisode, DamagedStore
+from rllm_agents.store.damage import DamagedEpisode, DamagedMeta, DamagedStore
 from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import SCHEMA_VERSION
 from rllm_agents.store.transcript import transcript
@@ -73,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("file", type=Path)
     p.add_argument("--run", help="run name for rows without one")
     commands.add_parser(
-        "verify", help="check every episode against its MAC and hash, and that none is missing"
+        "verify",
+        help="check every episode against its MAC and hash, and that none is missing; and "
+        "the pending samples and pins",
     )
     p = commands.add_parser("passk", help="unbiased pass@k per run and env")
     p.add_argument("-k", type=int, action="append", help="k (repeatable; default 1)")
@@ -177,16 +179,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             new, dup = store.import_parquet(args.file, run=args.run)
             print(f"imported {new} new episodes ({dup} already stored) into {args.db}")
         elif args.command == "verify":
-            damaged = store.verify()
-            for episode_error in damaged:
-                print(str(episode_error), file=sys.stderr)
+            found = store.verify()
+            for problem in found:
+                print(str(problem), file=sys.stderr)
+            damaged = [e for e in found if isinstance(e, DamagedEpisode)]
+            meta = [e for e in found if isinstance(e, DamagedMeta)]
             written = max(store.written(), max((e.id for e in damaged), default=0))
             print(f"{written - len(damaged)} of {written} episodes intact")
+            if meta:
+                print(
+                    f"{len(meta)} damaged pending-sample or pin rows ({_short(meta[0].key, 40)}"
+                    f"{' ...' if len(meta) > 1 else ''}): pass@k and pins cannot be trusted"
+                )
             print(
                 f"recorded as written: {store.written()}; MAC of the last episode: "
                 f"{store.last_mac()[:32] or '-'} (keep both elsewhere to detect a rollback)"
             )
-            return 1 if damaged else 0
+            return 1 if found else 0
         elif args.command == "keep-mark":
             n = store.keep_mark()
             print(f"{store._mark} keeps the count of episodes written ({n}) from now on")

@@ -57,6 +57,33 @@ class MissingEpisodes(DamagedStore):
         self.written = written
 
 
+class DamagedMeta(DamagedStore):
+    """A pending sample or a pin (``meta`` rows) was changed, planted or deleted.
+
+    Pending samples count as failures in pass@k and pins fix a run's owner and settings, so
+    neither is ever returned unchecked: every reader raises this, and
+    ``EpisodeStore.verify()`` lists each one after the damaged episodes.
+
+    Attributes:
+        path: The store file.
+        key: The ``meta`` key (``pin:...``, ``pending:...``, or ``pending_count`` for the
+            count of pending samples opened and the numbers missing below it).
+        reason: What did not match.
+    """
+
+    def __init__(self, path: Path, key: str, reason: str) -> None:
+        super().__init__(
+            f"{path}: the `meta` row {key[:200]!r} is damaged: {reason}. It was changed, "
+            "planted or deleted without the store's key; pass@k counts open pending samples "
+            "as failures and pins fix a run's owner and settings, so nothing of it is used. "
+            "Restore the store from a backup; `python -m rllm_agents.store DB verify` lists "
+            "every damaged row."
+        )
+        self.path = path
+        self.key = key
+        self.reason = reason
+
+
 _WAL_MAGIC = (0x377F0682, 0x377F0683)
 # The WAL index header (sqlite3 wal.c, WalIndexHdr), in the writer's native byte order:
 # iVersion, unused, iChange, isInit, bigEndCksum, szPage, mxFrame, nPage, aFrameCksum[2],

@@ -22,6 +22,7 @@ from rllm_agents.error import AgentConfigError
 from rllm_agents.store import integrity, parquet
 from rllm_agents.store.damage import (
     DamagedEpisode,
+    DamagedMeta,
     DamagedStore,
     MissingEpisodes,
     check_wal,
@@ -56,6 +57,14 @@ def _decode_text(data: bytes) -> str:
 PENDING_PREFIX = "pending:"
 #: The ``meta`` keys of :meth:`EpisodeStore.pin`.
 PIN_PREFIX = "pin:"
+#: The ``meta`` key of the MAC'd count of pending samples opened (numbered 1, 2, 3, ...).
+PENDING_COUNT = "pending_count"
+_PENDING_LABEL = "pending-count"
+#: Every pending sample and their count, in one statement (one snapshot).
+_PENDING_ROWS = (
+    f"SELECT key, value FROM meta WHERE substr(key, 1, {len(PENDING_PREFIX)}) = "
+    f"'{PENDING_PREFIX}' OR key = '{PENDING_COUNT}'"
+)
 #: ``pass_at_k`` filters on an episode's outcome, which a pending sample does not have yet. A
 #: ``model`` filter keeps pending samples (a run's scored sessions share one model; a reader
 #: filtering by model must not lose the samples a client left open: att29i, 0.33 -> 1.0).
@@ -287,6 +296,12 @@ class EpisodeStore:
                         "high_water",
                         integrity.high_water_value(integrity.store_key(key, store_id), 0),
                     ),
+                    (
+                        PENDING_COUNT,
+                        integrity.high_water_value(
+                            integrity.store_key(key, store_id), 0, _PENDING_LABEL
+                        ),
+                    ),
                 ],
             )
             conn.execute("COMMIT")
@@ -393,6 +408,7 @@ class EpisodeStore:
         assert isinstance(store_id, str)
         self._key = integrity.store_key(self._raw_key, store_id)
         self._mark = integrity.mark_path(self.key_path, store_id)
+        self._pending_mark = integrity.pending_mark_path(self.key_path, store_id)
         kept = self._mark_kept()
         if not self.read_only and kept and not os.access(self._mark.parent, os.W_OK):
             raise AgentConfigError(
@@ -453,6 +469,17 @@ class EpisodeStore:
                 "count under the store's key and refuses if anything fails). If this store "
                 "was ever version 4, this is an earlier copy of it put back: restore the "
                 "newest copy from a backup instead."
+            )
+        if row is not None and row[0] == "4":
+            raise AgentConfigError(
+                f"{self.path} is an episode store of schema version 4, whose pending samples "
+                "and pins (`meta` rows `pending:*`, `pin:*`) carry no MAC: deleting the open "
+                "samples raised pass@k, and a planted pin named a run's owner. This version "
+                f"reads version {SCHEMA_VERSION}. Upgrade it in place with `python -m "
+                f"rllm_agents.store {self.path} [--key KEY] upgrade` (it first checks every "
+                "episode and the count under the store's key, then MACs those rows). If this "
+                f"store was ever version {SCHEMA_VERSION}, this is an earlier copy of it put "
+                "back: restore the newest copy from a backup instead."
             )
         if row is not None and not (isinstance(row[0], str) and row[0].isdecimal()):
             raise DamagedStore(
@@ -700,7 +727,7 @@ class EpisodeStore:
                 if updated != 1:
                     raise self._ignored("the update of the count of episodes written")
             if pending is not None:
-                conn.execute("DELETE FROM meta WHERE key = ?", (PENDING_PREFIX + pending,))
+                self._settle(conn, pending, "settled")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -739,7 +766,7 @@ class EpisodeStore:
             timings: Seconds spent (generation, env steps, ...); defaults to
                 ``metadata["timings"]`` or the ``metadata`` keys ending in ``_s``.
             pending: The key of an :meth:`open_pending` sample this episode settles,
-                removed in the same transaction.
+                marked settled in the same transaction.
 
         Returns:
             The row id, the content hash and whether it was new.
@@ -866,8 +893,10 @@ class EpisodeStore:
         From then on every writer that opens the store with this key raises the copy after
         each commit, and every read checks that the store's own count is not below it: a
         store rolled back (its newest episodes deleted and an earlier count put back) is
-        reported. It holds against whoever cannot write the key's folder; kept next to the
-        database (the default ``DB.key``) it catches accidents only. Writers rewrite it in
+        reported. The count of pending samples opened is kept the same way
+        (``KEY.<store_id>.pending.mark``, raised by :meth:`open_pending`). It holds against
+        whoever cannot write the key's folder; kept next to the database (the default
+        ``DB.key``) it catches accidents only. Writers rewrite it in
         place under a ``flock`` (microseconds a commit). With ``durable=False`` a power loss
         (not a crash) can lose the last commits while the kept count survives: the store is
         then reported as rolled back. Deleting ``KEY.<store_id>.mark.lock`` turns it off.
@@ -880,6 +909,11 @@ class EpisodeStore:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
         written = self._high_water()
         integrity.raise_mark(self._key, self.path, self._mark, written)
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key = ?", (PENDING_COUNT,)
+        ).fetchone()
+        opened = self._pending_count(row and row[0], self._kept_pending())
+        integrity.raise_mark(self._key, self.path, self._pending_mark, opened, _PENDING_LABEL)
         integrity.check_home(self._raw_key, self.path, self._home, self._store_id, write=True)
         return written
 
@@ -921,11 +955,14 @@ class EpisodeStore:
             if own and conn.in_transaction:
                 conn.execute("COMMIT")
 
-    def verify(self) -> list[DamagedEpisode]:
+    def verify(self) -> list[DamagedEpisode | DamagedMeta]:
         """Check every episode against its MAC and hash; return the damaged and missing ones.
 
         A deleted episode is returned as a :class:`DamagedEpisode` with its id, an empty hash
         and the reason "missing"; an empty list means every episode written is there, intact.
+        After the episodes come the damaged pending samples and pins (``meta`` rows), as
+        :class:`DamagedMeta`: a row that fails its MAC, pending samples missing below their
+        count (deleted rows), or a count of them that fails its MAC or was set back.
 
         Raises:
             DamagedStore: If the record of how many episodes were written was changed, or
@@ -961,7 +998,10 @@ class EpisodeStore:
                 if row[0] > written:
                     damaged.append(_past_mark(self.path, row, written))
             damaged += [_missing(self.path, i) for i in range(expected, written + 1)]
-        return damaged
+            found: list[DamagedEpisode | DamagedMeta] = list(damaged)
+            found += self._pending_rows()[1]
+            found += self._pin_problems()
+        return found
 
     def last_mac(self) -> str:
         """The MAC of the newest episode ("" if none).
@@ -1217,7 +1257,13 @@ class EpisodeStore:
         A writer that samples a task and stores the sample later (the gateway, at a
         session's end) marks it here first: :meth:`pass_at_k` counts every pending sample
         as failed, so samples still open (or lost in a crash) cannot be left out. Stored with
-        ``put(..., pending=key)``, the episode replaces it in one transaction.
+        ``put(..., pending=key)``, the episode settles it in one transaction.
+
+        Each sample gets the next number of a MAC'd count (``meta`` row ``pending_count``)
+        and its row a MAC of its key, fields, number and state; rows are never deleted
+        (settling and :meth:`drop_pending` rewrite the state), so a deleted or changed one is
+        reported by every reader. A key is used once: opening it again with the same fields
+        while it is open does nothing, anything else raises.
         """
         for name, value in (("key", key), ("env_id", env_id), ("task_id", task_id)):
             if not isinstance(value, str) or not value:
@@ -1227,55 +1273,230 @@ class EpisodeStore:
         _check_filter("run", run, (str,))
         if self.read_only:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
-        self._conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            (PENDING_PREFIX + key, json.dumps([run, env_id, task_id])),
-        )
+        meta_key = PENDING_PREFIX + key
+        kept = self._kept_pending()
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", (meta_key, PENDING_COUNT)
+                )
+            )
+            count = self._pending_count(rows.get(PENDING_COUNT), kept)
+            if meta_key in rows:
+                found = self._pending_row(meta_key, rows[meta_key])
+                if found[:3] == (run, env_id, task_id) and found[4] == "open":
+                    conn.execute("COMMIT")
+                    return
+                raise AgentConfigError(
+                    f"The pending sample {key!r} was opened before ({found[4]}, task "
+                    f"{found[2]!r}): each key names one sample; open another key."
+                )
+            seq = count + 1
+            value = integrity.pending_value(self._key, meta_key, run, env_id, task_id, seq, "open")
+            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (meta_key, value))
+            updated = conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?",
+                (integrity.high_water_value(self._key, seq, _PENDING_LABEL), PENDING_COUNT),
+            ).rowcount
+            if updated != 1:
+                raise self._ignored("the update of the count of pending samples")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if self._mark_kept():
+            integrity.raise_mark(self._key, self.path, self._pending_mark, seq, _PENDING_LABEL)
 
     def drop_pending(self, key: str) -> None:
         """Forget the :meth:`open_pending` sample ``key`` that never sampled anything.
 
         For a writer whose sample did not happen (the gateway's session whose calls never
-        reached an engine); a sample that happened is settled by storing its episode.
+        reached an engine); a sample that happened is settled by storing its episode. The row
+        stays, marked dropped (under a new MAC); a key never opened, or settled or dropped
+        already, is left as it is.
         """
         if self.read_only:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
-        self._conn.execute("DELETE FROM meta WHERE key = ?", (PENDING_PREFIX + key,))
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._settle(conn, key, "dropped")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _settle(self, conn: sqlite3.Connection, key: str, state: str) -> None:
+        """Mark the open pending sample ``key`` ``state`` (in the caller's transaction)."""
+        meta_key = PENDING_PREFIX + key
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (meta_key,)).fetchone()
+        if row is None:
+            return  # never opened (or deleted: every reader reports its missing number)
+        run, env_id, task_id, seq, now = self._pending_row(meta_key, row[0])
+        if now != "open":
+            return
+        value = integrity.pending_value(self._key, meta_key, run, env_id, task_id, seq, state)
+        updated = conn.execute(
+            "UPDATE meta SET value = ? WHERE key = ?", (value, meta_key)
+        ).rowcount
+        if updated != 1:
+            raise self._ignored(f"the update of the pending sample {key!r}")
+
+    def _pending_row(self, meta_key: str, value: object) -> tuple[str | None, str, str, int, str]:
+        found = integrity.parse_pending(self._key, meta_key, value)
+        if found is None:
+            raise DamagedMeta(self.path, meta_key, _PENDING_MAC_FAILS)
+        return found
+
+    def _kept_pending(self) -> int | None:
+        return integrity.read_mark(self._key, self.path, self._pending_mark, _PENDING_LABEL)
+
+    def _pending_count(self, value: object, kept: int | None) -> int:
+        """The count of pending samples opened in ``value``; :class:`DamagedMeta` if damaged."""
+        count = integrity.parse_count(self._key, _PENDING_LABEL, value)
+        if count is None:
+            raise DamagedMeta(
+                self.path,
+                PENDING_COUNT,
+                "it is deleted, so pending samples may be missing"
+                if value is None
+                else "it fails its MAC, so pending samples may be missing",
+            )
+        if kept is not None and count < kept and self._fresh_pending_count() < kept:
+            raise DamagedMeta(
+                self.path,
+                PENDING_COUNT,
+                f"it records {count} pending samples opened, but {self._pending_mark}, kept "
+                f"beside the key, records {kept}: the store was rolled back (its newest "
+                "pending samples deleted and an earlier count put back). If an earlier copy "
+                f"was restored on purpose, delete {self._pending_mark}",
+            )
+        return count
+
+    def _fresh_pending_count(self) -> int:
+        """The count of pending samples in the newest snapshot (see :meth:`_fresh_count`)."""
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (PENDING_COUNT,)).fetchone()
+        finally:
+            conn.close()
+        count = integrity.parse_count(self._key, _PENDING_LABEL, row and row[0])
+        return -1 if count is None else count
+
+    def _pending_rows(self) -> tuple[dict[str, tuple[str | None, str, str]], list[DamagedMeta]]:
+        """The open pending samples, and every damaged, missing or extra pending row.
+
+        Every row is read and checked, settled ones too: the numbers 1 to the count must each
+        be there exactly once, under a valid MAC.
+        """
+        kept = self._kept_pending()  # before the store's own: writers raise it after commit
+        self._check_catalog(self._conn)
+        count_value: object = None
+        by_seq: dict[int, list[str]] = {}
+        opened: dict[str, tuple[str | None, str, str]] = {}
+        problems: list[DamagedMeta] = []
+        for meta_key, value in self._conn.execute(_PENDING_ROWS):
+            if meta_key == PENDING_COUNT:
+                count_value = value
+                continue
+            found = integrity.parse_pending(self._key, meta_key, value)
+            if found is None:
+                problems.append(DamagedMeta(self.path, meta_key, _PENDING_MAC_FAILS))
+                continue
+            run, env_id, task_id, seq, state = found
+            by_seq.setdefault(seq, []).append(meta_key)
+            if state == "open":
+                opened[meta_key.removeprefix(PENDING_PREFIX)] = (run, env_id, task_id)
+        try:
+            count = self._pending_count(count_value, kept)
+        except DamagedMeta as e:
+            return opened, [*problems, e]
+        missing = [i for i in range(1, count + 1) if i not in by_seq]
+        if missing:
+            shown = ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else "")
+            problems.append(
+                DamagedMeta(
+                    self.path,
+                    PENDING_COUNT,
+                    f"{len(missing)} of the {count} pending samples it records as opened are "
+                    f"missing (numbers {shown}): their rows were deleted, and pass@k would "
+                    "leave out the failures they count",
+                )
+            )
+        for seq in sorted(by_seq):
+            keys = by_seq[seq]
+            if not 1 <= seq <= count:
+                problems += [
+                    DamagedMeta(
+                        self.path,
+                        meta_key,
+                        f"its number {seq} is past the {count} pending samples the store "
+                        "records as opened, although its MAC holds: that count was set back",
+                    )
+                    for meta_key in keys
+                ]
+            elif len(keys) > 1:
+                problems.append(
+                    DamagedMeta(
+                        self.path,
+                        keys[0],
+                        f"{len(keys)} pending samples ({', '.join(map(repr, keys[:5]))}) carry "
+                        f"the number {seq}: the count was set back while they were opened",
+                    )
+                )
+        return opened, problems
+
+    def _pin_problems(self) -> list[DamagedMeta]:
+        """Every pin whose value fails its MAC (for :meth:`verify`)."""
+        return [
+            DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
+            for meta_key, value in self._conn.execute(
+                "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
+                (len(PIN_PREFIX), PIN_PREFIX),
+            )
+            if integrity.parse_pin(self._key, meta_key, value) is None
+        ]
 
     def pending(self) -> dict[str, tuple[str | None, str, str]]:
-        """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet."""
-        rows = self._conn.execute(
-            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
-            (len(PENDING_PREFIX), PENDING_PREFIX),
-        )
-        out: dict[str, tuple[str | None, str, str]] = {}
-        for key, value in rows:
-            try:
-                run, env_id, task_id = json.loads(value)
-            except (TypeError, ValueError) as e:
-                raise DamagedStore(f"{self.path}: pending sample {key!r} is unreadable.") from e
-            out[key.removeprefix(PENDING_PREFIX)] = (run, str(env_id), str(task_id))
-        return out
+        """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet.
+
+        Raises:
+            DamagedMeta: If a pending sample (open, settled or dropped) or their count was
+                changed, planted or deleted without the store's key.
+        """
+        opened, problems = self._pending_rows()
+        if problems:
+            raise _first(problems)
+        return opened
 
     def pin(self, key: str, value: str) -> str:
         """The value kept under ``key``: ``value`` if none is yet (first writer wins).
 
         For settings a writer fixes once and every later writer must share (the gateway's
         sampling of a run's scored sessions): kept in the store, so two writers of one store,
-        or a store moved elsewhere, read the same.
+        or a store moved elsewhere, read the same. The value is kept with a MAC of the key
+        and the value under the store's key.
+
+        Raises:
+            DamagedMeta: If the value kept under ``key`` fails its MAC (planted or changed
+                without the store's key): it is never returned.
         """
         for name, text in (("key", key), ("value", value)):
             if not isinstance(text, str):
                 raise AgentConfigError(f"Expects `{name}` to be a str, actual: {text!r}.")
+        meta_key = PIN_PREFIX + key
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (PIN_PREFIX + key, value)
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
+                (meta_key, integrity.pin_value(self._key, meta_key, value)),
             )
-            row = conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (PIN_PREFIX + key,)
-            ).fetchone()
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (meta_key,)).fetchone()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -1283,7 +1504,10 @@ class EpisodeStore:
             raise
         if row is None:
             raise self._ignored(f"the pin {key!r}")
-        return str(row[0])
+        pinned = integrity.parse_pin(self._key, meta_key, row[0])
+        if pinned is None:
+            raise DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
+        return pinned
 
     # ------------------------------------------------------------------------ pass@k
 
@@ -1423,4 +1647,22 @@ def _past_mark(path: Path, row: Sequence[Any], written: int) -> DamagedEpisode:
         f"it is past the {written} episodes the store records as written, although its MAC "
         "holds: that record was set back to an earlier value, and `put` refuses until "
         f"`python -m rllm_agents.store {path} repair-mark` raises it over such episodes",
+    )
+
+
+_PENDING_MAC_FAILS = (
+    "its key, run, env, task, number and state fail the MAC written with them under the store's key"
+)
+_PIN_MAC_FAILS = "its key and value fail the MAC written with them under the store's key"
+
+
+def _first(problems: Sequence[DamagedMeta]) -> DamagedMeta:
+    """The first of ``problems``, saying how many more there are."""
+    if len(problems) == 1:
+        return problems[0]
+    first = problems[0]
+    return DamagedMeta(
+        first.path,
+        first.key,
+        f"{first.reason} (and {len(problems) - 1} more damaged `meta` rows)",
     )

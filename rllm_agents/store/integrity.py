@@ -22,6 +22,16 @@ store swapped for another under a shared key, a deleted key):
   row) and a forged or deleted mark are reported by every read that aggregates and by
   ``verify``. A mark set back below rows that exist (their MACs hold) is reported by
   ``verify`` and makes ``put`` refuse; ``repair-mark`` raises it over those rows.
+* Pending samples (``meta`` rows ``pending:<key>``, counted by pass@k as failed until their
+  episode settles them) and pins (``pin:<key>``, a run's owner and settings) carry a MAC under
+  the same MAC key (:func:`meta_mac`): a pin of its key and value (:func:`pin_value`), a
+  pending sample of its key, run, env, task, number and state (:func:`pending_value`).
+  Pending samples are numbered 1, 2, 3, ... by a MAC'd count (``meta`` row ``pending_count``,
+  :func:`high_water_value` with the label ``pending-count``) and never deleted: settling one
+  or dropping it rewrites its state under a new MAC. A planted or changed row, a number
+  missing below the count (a deleted row), a number past it or used twice, and a forged or
+  deleted count make every reader (``pending``, ``pass_at_k``, ``pin``) raise
+  :class:`~rllm_agents.store.damage.DamagedMeta`, and ``verify`` list them.
 
 Not covered: someone who can read the key (they can rewrite the store at will), and
 **rollback**: putting back an earlier value of the mark -- or a whole earlier copy of the
@@ -33,6 +43,13 @@ value (from the file or a backup). Two ways to catch it: ``keep-mark``
 (:func:`raise_mark`), raised by every writer after each commit and checked by every read, which
 holds against whoever cannot write the key's folder; or compare the count and the last
 episode's MAC that ``verify`` prints with a record kept where that person cannot write.
+The same holds for pending samples: an earlier ``pending_count`` put back with the samples
+opened since deleted drops them unnoticed (pass@k then leaves out their failures), unless
+keep-mark is on (it keeps that count too, in :func:`pending_mark_path`, raised by every
+``open_pending``); and one pending row put back to an earlier value of itself (a settled or
+dropped sample open again) is a state it was in: it can only add a failed sample. Rows signed
+by ``upgrade`` from a version-4 store (which kept them without a MAC) are only as trustworthy
+as whoever could write the file before.
 Stores sharing a key file: one store's whole file put in place of another's is a valid store
 under that key, with its own identity (and kept count), so nothing in it tells. keep-mark also
 records which store lives at each database path (:func:`check_home`), which catches that;
@@ -224,12 +241,85 @@ def row_mac(key: bytes, row_id: int, columns: Sequence[Any]) -> str:
     states are kept per key, so a MAC costs two hash copies rather than ``hmac``'s key setup
     (the same value as ``hmac.digest(key, message, "sha256")``).
     """
+    return _mac(key, ascii((row_id, *columns)).encode("ascii"))
+
+
+def _mac(key: bytes, message: bytes) -> str:
     inner_state, outer_state = _keyed(key)
     inner = inner_state.copy()
-    inner.update(ascii((row_id, *columns)).encode("ascii"))
+    inner.update(message)
     outer = outer_state.copy()
     outer.update(inner.digest())
     return outer.hexdigest()
+
+
+def meta_mac(key: bytes, meta_key: str, fields: Sequence[Any]) -> str:
+    """HMAC-SHA256 of a ``meta`` row's key and fields (a pin's value, a pending sample's state).
+
+    Encoded as :func:`row_mac` encodes an episode's, tagged ``"meta"`` where an episode's
+    tuple starts with its integer row id, so neither MAC can stand for the other.
+    """
+    return _mac(key, ascii(("meta", meta_key, *fields)).encode("ascii"))
+
+
+def pin_value(key: bytes, meta_key: str, value: str) -> str:
+    """What the ``meta`` row ``meta_key`` (``pin:...``) stores for ``value``: it and its MAC."""
+    return json.dumps([value, meta_mac(key, meta_key, (value,))])
+
+
+def parse_pin(key: bytes, meta_key: str, stored: object) -> str | None:
+    """The value of a :func:`pin_value` row; ``None`` if it is not one or its MAC fails."""
+    try:
+        value, mac = json.loads(stored)  # type: ignore[arg-type]
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(value, str) or not macs_match(meta_mac(key, meta_key, (value,)), mac):
+        return None
+    return value
+
+
+#: The states of a pending sample: opened, then settled by its episode or dropped, never deleted.
+PENDING_STATES = ("open", "settled", "dropped")
+
+
+def pending_value(
+    key: bytes,
+    meta_key: str,
+    run: str | None,
+    env_id: str,
+    task_id: str,
+    seq: int,
+    state: str,
+) -> str:
+    """What the ``meta`` row ``meta_key`` (``pending:...``) stores: the sample and its MAC.
+
+    ``seq`` is its number among the samples opened (1, 2, 3, ..., counted by the MAC'd
+    ``pending_count``), so a deleted row is a missing number; ``state`` is in the MAC, so an
+    open sample cannot be passed off as settled.
+    """
+    fields = (run, env_id, task_id, seq, state)
+    return json.dumps([*fields, meta_mac(key, meta_key, fields)])
+
+
+def parse_pending(
+    key: bytes, meta_key: str, stored: object
+) -> tuple[str | None, str, str, int, str] | None:
+    """``(run, env_id, task_id, seq, state)`` of a :func:`pending_value` row, else ``None``."""
+    try:
+        run, env_id, task_id, seq, state, mac = json.loads(stored)  # type: ignore[arg-type]
+    except (TypeError, ValueError, RecursionError):
+        return None
+    fields = (run, env_id, task_id, seq, state)
+    if not (
+        (run is None or isinstance(run, str))
+        and isinstance(env_id, str)
+        and isinstance(task_id, str)
+        and type(seq) is int
+        and state in PENDING_STATES
+        and macs_match(meta_mac(key, meta_key, fields), mac)
+    ):
+        return None
+    return run, env_id, task_id, seq, state
 
 
 def macs_match(expected: str, found: object) -> bool:
@@ -246,10 +336,26 @@ def macs_match(expected: str, found: object) -> bool:
     )
 
 
-def high_water_value(key: bytes, count: int) -> str:
-    """The ``meta`` value recording that episodes 1 to ``count`` were written."""
-    mac = hmac.digest(key, f"high-water {count}".encode("ascii"), "sha256").hex()
+def high_water_value(key: bytes, count: int, label: str = "high-water") -> str:
+    """The ``meta`` value recording that episodes 1 to ``count`` were written.
+
+    With ``label="pending-count"``, that pending samples 1 to ``count`` were opened
+    (``meta`` row ``pending_count``, see :func:`pending_value`).
+    """
+    mac = hmac.digest(key, f"{label} {count}".encode("ascii"), "sha256").hex()
     return f"{count} {mac}"
+
+
+def parse_count(key: bytes, label: str, value: object) -> int | None:
+    """The count of a :func:`high_water_value` of ``label``; ``None`` if its MAC fails."""
+    if not isinstance(value, str):
+        return None
+    head = value.split(" ", 1)[0]
+    if not (head.isascii() and head.isdigit() and len(head) < 20) or not macs_match(
+        high_water_value(key, int(head), label), value
+    ):
+        return None
+    return int(head)
 
 
 def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
@@ -274,6 +380,11 @@ def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
 def mark_path(key_file: Path, store_id: str) -> Path:
     """Where a copy of a store's count is kept beside its key (see :func:`raise_mark`)."""
     return key_file.with_name(f"{key_file.name}.{store_id}.mark")
+
+
+def pending_mark_path(key_file: Path, store_id: str) -> Path:
+    """Where keep-mark keeps a copy of a store's count of pending samples opened."""
+    return key_file.with_name(f"{key_file.name}.{store_id}.pending.mark")
 
 
 def home_path(key_file: Path, db: Path) -> Path:
@@ -337,20 +448,24 @@ def check_home(key: bytes, db: Path, path: Path, store_id: str, *, write: bool) 
 _MARK_BYTES = 128  # the kept count is rewritten in place at this fixed length
 
 
-def read_mark(key: bytes, db: Path, path: Path) -> int | None:
-    """The count kept in ``path`` (``None`` if there is none); :class:`DamagedStore` if changed."""
+def read_mark(key: bytes, db: Path, path: Path, label: str = "high-water") -> int | None:
+    """The count kept in ``path`` (``None`` if there is none); :class:`DamagedStore` if changed.
+
+    ``label`` says which count (:func:`high_water_value`): of episodes written, or of pending
+    samples opened (``"pending-count"``, kept in :func:`pending_mark_path`).
+    """
     try:
         lock = os.open(f"{path}.lock", os.O_RDONLY)
     except FileNotFoundError:
         return None  # never kept: keep-mark makes the lock file first
     try:
         fcntl.flock(lock, fcntl.LOCK_SH)  # a writer rewrites it in place
-        return _read_mark(key, db, path)
+        return _read_mark(key, db, path, label)
     finally:
         os.close(lock)
 
 
-def _read_mark(key: bytes, db: Path, path: Path) -> int | None:
+def _read_mark(key: bytes, db: Path, path: Path, label: str) -> int | None:
     try:
         value = path.read_bytes().decode("ascii").strip()
     except FileNotFoundError:
@@ -361,18 +476,17 @@ def _read_mark(key: bytes, db: Path, path: Path) -> int | None:
         ) from e
     if not value:
         return None  # made by a writer that died before writing it (it writes under the lock)
-    head = value.split(" ", 1)[0]
-    if not (head.isascii() and head.isdigit()) or not macs_match(
-        high_water_value(key, int(head)), value
-    ):
+    count = parse_count(key, label, value)
+    if count is None:
+        what = "pending samples opened in" if label == "pending-count" else "episodes written to"
         raise DamagedStore(
-            f"{path}, the count of episodes written to {db} kept beside its key, fails its MAC: "
+            f"{path}, the count of {what} {db} kept beside its key, fails its MAC: "
             "it was changed without the key. Restore it (or the key's folder) from a backup."
         )
-    return int(head)
+    return count
 
 
-def raise_mark(key: bytes, db: Path, path: Path, count: int) -> None:
+def raise_mark(key: bytes, db: Path, path: Path, count: int, label: str = "high-water") -> None:
     """Keep ``count`` in ``path`` unless it already holds as much (never lowered).
 
     Writers call it after each commit, so the file is a lower bound on the store's own count:
@@ -384,12 +498,13 @@ def raise_mark(key: bytes, db: Path, path: Path, count: int) -> None:
     lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        current = _read_mark(key, db, path)
+        current = _read_mark(key, db, path, label)
         if current is not None and current >= count:
             return
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            os.pwrite(fd, high_water_value(key, count).ljust(_MARK_BYTES).encode("ascii"), 0)
+            value = high_water_value(key, count, label)
+            os.pwrite(fd, value.ljust(_MARK_BYTES).encode("ascii"), 0)
         finally:
             os.close(fd)
     finally:

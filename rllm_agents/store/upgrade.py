@@ -1,8 +1,9 @@
-"""``upgrade``: a store of schema version 1, 2 or 3 made version 4 in place, after checking it."""
+"""``upgrade``: a store of schema version 1 to 4 made version 5 in place, after checking it."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from pathlib import Path
@@ -33,8 +34,10 @@ UPGRADE_TRUST = (
     "version-1 or -2 store has no key: its episodes are only as trustworthy as whoever could "
     "write the file before the upgrade (anyone could recompute those digests). A version-3 "
     "store's MACs are not bound to it: its episodes are only as trustworthy as every store "
-    "that shared its key (their rows pass its checks). From now on, changes made without the "
-    "store's key are reported."
+    "that shared its key (their rows pass its checks). Pending samples and pins (versions 4 "
+    "and older kept them without a MAC) are signed as found: they are only as trustworthy as "
+    "whoever could write the file before. From now on, changes made without the store's key "
+    "are reported."
 )
 
 
@@ -76,6 +79,81 @@ def _layout(columns: list[str]) -> str:
     return "2" if "columns_sha256" in columns else "1"
 
 
+def _old_meta(
+    conn: sqlite3.Connection, path: Path
+) -> tuple[list[tuple[str, str | None, str, str]], list[tuple[str, str]]]:
+    """The pending samples (in the order written) and pins of a store of version 4 or older.
+
+    Raises:
+        DamagedStore: For a pending sample that is not ``[run, env_id, task_id]``.
+    """
+    pending = []
+    for key, value in conn.execute(
+        "SELECT key, value FROM meta WHERE substr(key, 1, 8) = 'pending:' ORDER BY rowid"
+    ):
+        try:
+            run, env_id, task_id = json.loads(value)
+        except (TypeError, ValueError, RecursionError):
+            run = env_id = task_id = None
+        if not (
+            (run is None or isinstance(run, str))
+            and isinstance(env_id, str)
+            and isinstance(task_id, str)
+        ):
+            raise DamagedStore(
+                f"{path} was not upgraded: its pending sample {key[:200]!r} is not a run, env "
+                f"and task ({str(value)[:80]!r}). Nothing was changed; restore the store from "
+                "a backup."
+            )
+        pending.append((key, run, env_id, task_id))
+    pins = list(conn.execute("SELECT key, value FROM meta WHERE substr(key, 1, 4) = 'pin:'"))
+    return pending, pins
+
+
+def _signed_meta(
+    mac_key: bytes, pending: list[tuple[str, str | None, str, str]], pins: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """``(key, value)`` of the pending samples (numbered 1, 2, 3, ..., open), pins and count."""
+    rows = [
+        (key, integrity.pending_value(mac_key, key, run, env_id, task_id, seq, "open"))
+        for seq, (key, run, env_id, task_id) in enumerate(pending, start=1)
+    ]
+    rows += [(key, integrity.pin_value(mac_key, key, value)) for key, value in pins]
+    rows.append(
+        ("pending_count", integrity.high_water_value(mac_key, len(pending), "pending-count"))
+    )
+    return rows
+
+
+def _check_not_relabelled(
+    path: Path, meta: dict[str, str], mac_key: bytes, key_file: Path, store_id: str
+) -> None:
+    """Refuse a "version 4" store with what only version 5 writes: a relabelled newer store.
+
+    Relabelled, its deleted pending samples (or planted pins) would be signed as found.
+    """
+    signs = []
+    if "pending_count" in meta:
+        signs.append("the `meta` row `pending_count`")
+    for key, value in meta.items():
+        if key.startswith("pending:") and integrity.parse_pending(mac_key, key, value):
+            signs.append(f"the signed pending sample {key[:80]!r}")
+        elif key.startswith("pin:") and integrity.parse_pin(mac_key, key, value) is not None:
+            signs.append(f"the signed pin {key[:80]!r}")
+        if len(signs) > 3:
+            break
+    kept = integrity.pending_mark_path(key_file, store_id)
+    if kept.exists():
+        signs.append(f"{kept}, kept beside the key")
+    if signs:
+        raise DamagedStore(
+            f"{path} is labelled schema version 4, but holds what only version "
+            f"{SCHEMA_VERSION} writes ({'; '.join(signs[:4])}): it is a newer store "
+            "relabelled as older (to have deleted pending samples or planted pins signed). "
+            "Nothing was changed; restore the store from a backup."
+        )
+
+
 def upgrade(
     path: str | os.PathLike[str],
     *,
@@ -85,14 +163,21 @@ def upgrade(
     unkeyed: bool = False,
     shared_key: bool = False,
 ) -> int:
-    """Upgrade a schema-version-1, -2 or -3 store in place to version 4; return its episodes.
+    """Upgrade a schema-version-1 to -4 store in place to version 5; return its episodes.
 
     Every episode is first checked: its record against its SHA-256 and the columns the record
     holds (as :meth:`EpisodeStore.verify` does), in version 2 its columns against their
     SHA-256, and in version 3 its MAC and the count of episodes written under the store's key.
     Row ids must run 1, 2, 3, ... (a missing id is a deleted row). If anything is damaged or
     missing nothing is changed and :class:`DamagedStore` lists it. Then, in one transaction,
-    the store gets a new random identity, every row its MAC and the store its count.
+    the store gets a new random identity, every row its MAC and the store its count; and its
+    pending samples (numbered in the order written, counted) and pins their MACs.
+
+    A version-4 store keeps its identity and rows (their MACs and the count hold under its
+    key, and a count kept beside the key must not be above its own): only its pending
+    samples and pins are signed, as found (:data:`UPGRADE_TRUST`). What only version 5 writes
+    (a pending count, a signed pending sample or pin, a pending count kept beside the key)
+    means a newer store relabelled as 4, and is refused.
 
     **Keys.** A version-1 or -2 store has no key, so nothing can tell its rows from forged ones
     (:data:`UPGRADE_TRUST`), and a keyed store relabelled as version 2 with forged rows looks
@@ -165,22 +250,48 @@ def _upgrade(
             conn.close()
             with EpisodeStore(path, timeout=timeout, key=key) as store:
                 return store.count()
-        if label not in ("1", "2", "3"):
+        if label not in ("1", "2", "3", "4"):
             raise AgentConfigError(
                 f"{path} has episode-store schema version {label}; `upgrade` turns versions "
-                f"1 to 3 into version {SCHEMA_VERSION}."
+                f"1 to 4 into version {SCHEMA_VERSION}."
             )
-        if _layout(columns) != label:
+        if _layout(columns) != ("3" if label == "4" else label):
             raise DamagedStore(
                 f"{path} is labelled schema version {label}, but its episodes table has the "
                 f"columns of version {_layout(columns)}: the label was changed (by hand, or "
                 "to have a changed store signed again). Nothing was changed; restore the "
                 "store from a backup."
             )
-        old_key = b""
+        old_key = row_key = b""
         written = 0
-        if label != "3":
-            keyed = sorted({"key_id", "store_id", "high_water"} & set(meta))
+        if label == "4":
+            old_key = integrity.load_key(key_file, path, create=False)
+            if meta.get("key_id") != integrity.key_id(old_key):
+                raise AgentConfigError(
+                    f"{key_file} is not the key of the version-4 episode store {path}; give "
+                    f"its key with `--key` (`key=`, or ${integrity.KEY_ENV}). Nothing was "
+                    "changed."
+                )
+            store_id = meta.get("store_id")
+            if not integrity.valid_store_id(store_id):
+                raise DamagedStore(
+                    f"{path} has no valid store identity (its `meta` row `store_id` is "
+                    f"{str(store_id)[:40]!r}): every MAC is bound to it. Nothing was changed; "
+                    "restore the store from a backup."
+                )
+            assert isinstance(store_id, str)
+            row_key = integrity.store_key(old_key, store_id)
+            _check_not_relabelled(path, meta, row_key, key_file, store_id)
+            written = integrity.parse_high_water(row_key, path, meta.get("high_water"))
+            kept = integrity.read_mark(row_key, path, integrity.mark_path(key_file, store_id))
+            if kept is not None and kept > written:
+                raise DamagedStore(
+                    f"{path} records {written} episodes written, but the count kept beside its "
+                    f"key records {kept}: the store was rolled back. Nothing was changed; "
+                    "restore the newest copy from a backup."
+                )
+        elif label != "3":
+            keyed = sorted({"key_id", "store_id", "high_water", "pending_count"} & set(meta))
             if keyed:
                 raise DamagedStore(
                     f"{path} is labelled schema version {label}, which has no key, but its "
@@ -243,17 +354,20 @@ def _upgrade(
                     "changed."
                 )
             written = integrity.parse_high_water(old_key, path, meta.get("high_water"))
+        if label == "3":
+            row_key = old_key
+        old_pending, old_pins = _old_meta(conn, path)
         rows: list[tuple[int, tuple[object, ...]]] = []
         damaged: list[DamagedEpisode] = []
-        extra = {"1": "", "2": ", columns_sha256", "3": ", mac"}[label]
+        extra = {"1": "", "2": ", columns_sha256", "3": ", mac", "4": ", mac"}[label]
         for row in conn.execute(f"SELECT {_SUMMARY}, record{extra} FROM episodes ORDER BY id"):
             try:
                 if label == "2" and columns_digest(row[1:17]) != row[18]:
                     raise DamagedEpisode(
                         path, row[0], str(row[1]), "its query columns fail their SHA-256"
                     )
-                if label == "3" and not integrity.macs_match(
-                    integrity.row_mac(old_key, row[0], row[1:17]), row[18]
+                if label in ("3", "4") and not integrity.macs_match(
+                    integrity.row_mac(row_key, row[0], row[1:17]), row[18]
                 ):
                     raise DamagedEpisode(
                         path, row[0], str(row[1]), "its row id and query columns fail their MAC"
@@ -273,7 +387,8 @@ def _upgrade(
             )
         present = [row_id for row_id, _ in rows]
         expected = list(range(1, max(len(rows), written) + 1))
-        if present != expected and not accept_missing:
+        # A version-4 store keeps its rows (and ids): its missing ones cannot be renumbered.
+        if present != expected and (not accept_missing or label == "4"):
             have = set(present)
             missing = [i for i in range(1, max(present + [written]) + 1) if i not in have]
             shown = ", ".join(map(str, missing[:20])) + (" ..." if len(missing) > 20 else "")
@@ -282,6 +397,16 @@ def _upgrade(
                 "their rows were deleted). Nothing was changed; restore the store from a "
                 "backup."
             )
+        if label == "4":
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [
+                    *_signed_meta(row_key, old_pending, old_pins),
+                    ("schema_version", str(SCHEMA_VERSION)),
+                ],
+            )
+            conn.execute("COMMIT")
+            return len(rows)
         if label == "3":
             secret = old_key
         else:
@@ -316,6 +441,7 @@ def _upgrade(
                 ("key_id", integrity.key_id(secret)),
                 ("store_id", store_id),
                 ("high_water", integrity.high_water_value(mac_key, len(rows))),
+                *_signed_meta(mac_key, old_pending, old_pins),
             ],
         )
         conn.execute("COMMIT")

@@ -6,6 +6,7 @@ that the store says so (naming the episode or the file) instead of returning wro
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -27,7 +28,7 @@ from rllm_agents.store import (
     main,
     upgrade,
 )
-from rllm_agents.store.schema import columns_digest
+from rllm_agents.store.schema import SCHEMA_VERSION, columns_digest
 from tests.agents.test_store import make_trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,14 +204,32 @@ def test_a_flipped_byte_in_a_text_column_is_reported(tmp_path):
 
 
 def as_version(path: Path, version: int) -> None:
-    """Turn a current store into one as version 1, 2 (no key, no count) or 3 wrote it.
+    """Turn a current store into one as version 1, 2 (no key, no count), 3 or 4 wrote it.
 
     Version 3 MACs each row and the count under the key file's key itself, with no
-    ``store_id``; its key file stays.
+    ``store_id``; its key file stays. Versions 4 and older keep pending samples as
+    ``[run, env_id, task_id]`` (the open ones: settled ones were deleted) and pins as the
+    value itself, with no count of pending samples.
     """
     columns = "hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, "
     columns += "num_turns, total_reward, is_correct, finish, versions, timings, created"
     with sqlite3.connect(path) as conn:
+        for key, value in conn.execute(
+            "SELECT key, value FROM meta WHERE key LIKE 'pending:%' OR key LIKE 'pin:%'"
+        ).fetchall():
+            fields = json.loads(value)
+            if key.startswith("pin:"):
+                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (fields[0], key))
+            elif fields[4] == "open":
+                conn.execute(
+                    "UPDATE meta SET value = ? WHERE key = ?", (json.dumps(fields[:3]), key)
+                )
+            else:
+                conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        conn.execute("DELETE FROM meta WHERE key = 'pending_count'")
+        if version == 4:
+            conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+            return
         if version == 3:
             key = integrity.load_key(Path(f"{path}.key"), path, create=False)
             for row in conn.execute(f"SELECT id, {columns} FROM episodes").fetchall():
@@ -234,7 +253,9 @@ def as_version(path: Path, version: int) -> None:
                     (columns_digest(row[1:]), row[0]),
                 )
         conn.execute("ALTER TABLE episodes DROP COLUMN mac")
-        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'high_water', 'store_id')")
+        conn.execute(
+            "DELETE FROM meta WHERE key IN ('key_id', 'high_water', 'store_id', 'pending_count')"
+        )
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
     Path(f"{path}.key").unlink()
 
@@ -253,7 +274,7 @@ def test_a_version_1_store_is_refused_with_the_upgrade_command_and_upgraded(tmp_
     assert main([str(path), "upgrade"]) == 1  # the operator's word that it never had a key
     assert "--unkeyed" in capsys.readouterr().err
     assert main([str(path), "upgrade", "--unkeyed"]) == 0
-    assert "schema version 4 (6 episodes)" in capsys.readouterr().out
+    assert f"schema version {SCHEMA_VERSION} (6 episodes)" in capsys.readouterr().out
     with EpisodeStore(path) as store:
         assert [e.trajectory for e in store.episodes()] == [make_trajectory(i) for i in range(6)]
         assert store.verify() == []

@@ -27,7 +27,7 @@ from rllm_agents.store import (
     upgrade,
 )
 from rllm_agents.store.integrity import high_water_value, row_mac
-from rllm_agents.store.schema import _INSERT, columns_digest
+from rllm_agents.store.schema import _INSERT, SCHEMA_VERSION, columns_digest
 from rllm_agents.trajectory import Step, Trajectory
 from tests.agents.test_store import make_trajectory
 from tests.agents.test_store_faults import as_version
@@ -228,7 +228,10 @@ def test_a_version_2_store_is_upgraded_after_checking_it(tmp_path, capsys):
         EpisodeStore(path)
     assert main([str(path), "upgrade", "--unkeyed"]) == 0
     out = capsys.readouterr().out
-    assert "schema version 4 (6 episodes)" in out and "only as trustworthy as whoever" in out
+    assert (
+        f"schema version {SCHEMA_VERSION} (6 episodes)" in out
+        and "only as trustworthy as whoever" in out
+    )
     assert stat.S_IMODE(Path(f"{path}.key").stat().st_mode) == 0o600
     with EpisodeStore(path) as store:
         assert store.trajectories() == [make_trajectory(i) for i in range(6)]
@@ -357,7 +360,9 @@ def _relabel_with_forgeries(path: Path, scratch: Path, *, keep_keyed_meta: bool)
             _INSERT.replace(", mac)", ", columns_sha256)"), (i, *row, columns_digest(row[:16]))
         )
     if not keep_keyed_meta:
-        conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water')")
+        conn.execute(
+            "DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water', 'pending_count')"
+        )
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
@@ -382,7 +387,10 @@ def test_upgrade_never_signs_forged_rows_with_an_existing_key(tmp_path, capsys, 
             _relabel_with_forgeries(path, tmp_path / "scratch.db", keep_keyed_meta=True)
         else:  # the attacker also deleted what only keyed stores write
             conn = sqlite3.connect(path)
-            conn.execute("DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water')")
+            conn.execute(
+                "DELETE FROM meta WHERE key IN "
+                "('key_id', 'store_id', 'high_water', 'pending_count')"
+            )
             conn.commit()
             conn.close()
         assert main([*argv, "upgrade"]) == 1
@@ -402,7 +410,7 @@ def test_upgrade_never_signs_forged_rows_with_an_existing_key(tmp_path, capsys, 
     assert "only as trustworthy as whoever could write the file" in capsys.readouterr().out
     with pytest.raises(AgentConfigError, match="is not the key"):
         EpisodeStore(path, key=key)
-    assert upgrade(path, key=fresh) == 4  # already version 4: only checked
+    assert upgrade(path, key=fresh) == 4  # already the current version: only checked
 
 
 def test_a_version_3_store_is_upgraded_under_its_own_key(tmp_path, capsys):
@@ -557,7 +565,7 @@ def test_rollback_of_the_count_is_not_detected_and_verify_prints_what_to_keep(tm
                 read()
     assert main([str(path), "verify"]) == 1
     assert "rolled back" in capsys.readouterr().err
-    mark = next(tmp_path.glob("kept.db.key.*.mark"))
+    mark = next(p for p in tmp_path.glob("kept.db.key.*.mark") if ".pending." not in p.name)
     mark.write_text(high_water_value(b"guess" * 8, 2) + "\n")
     with EpisodeStore(path) as store, pytest.raises(DamagedStore, match="fails its MAC"):
         store.count()
