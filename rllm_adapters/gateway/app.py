@@ -81,6 +81,7 @@ from rllm_adapters.gateway.sessions import (
     task_of,
 )
 from rllm_adapters.private_seeds import SeedMask
+from rllm_agents.store import DamagedStore
 from rllm_envs.error import require
 from rllm_envs.text import THINK_CLOSE, THINK_OPEN, split_reply
 
@@ -477,6 +478,12 @@ class Gateway:
             except QueueFull as e:
                 count("rejected_503")
                 return _error(503, f"Gateway busy: {e}.", "queue_full", {"Retry-After": "1"})
+            except DamagedStore as e:
+                # The store was changed without its key (a planted pin, a deleted pending
+                # sample): nothing is recorded or scored until its operator repairs it.
+                count("rejected_503")
+                self._internal_log.log(("store", type(e).__name__), "damaged store: %s", e)
+                return _error(503, f"The episode store is damaged: {e}", "store_damaged")
             except Exception as e:
                 # A bug, not a refusal: counted, logged under a reference the client gets
                 # (a traceback per handler and error type per minute, so a client repeating

@@ -1016,3 +1016,22 @@ def test_an_unexpected_error_is_a_counted_json_500(tmp_path, caplog):
         assert metrics["requests"]["rejected_500"] == 1
     finally:
         app.__exit__(None, None, None)
+
+
+def test_a_damaged_store_is_a_clear_503(tmp_path):
+    """att36b F2: a pin planted in the store (now MAC'd) raises DamagedStore; the client is
+    told the store is damaged (503), not an internal error."""
+    from rllm_agents.store import DamagedStore
+
+    app = _gateway(tmp_path, admin_key=ADMIN)
+    try:
+
+        def damaged(*args, **kwargs):
+            raise DamagedStore("the pin 'run_owner:x' does not carry the store's MAC")
+
+        app.gateway.sessions.get = damaged
+        r = app.get("/sessions/s1", headers=ALICE)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "store_damaged"
+        assert "run_owner:x" in r.json()["error"]["message"]
+    finally:
+        app.__exit__(None, None, None)
