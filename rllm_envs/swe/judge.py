@@ -62,7 +62,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -506,6 +506,15 @@ def _run_ids(
     """
     if not ids:
         return RunReport([])
+    asked = list(ids)
+    # In an order of the host's choosing, never the caller's: fail-to-pass tests came first,
+    # and a patch read a test's place from its pid (one fork per test) or the runner's list
+    # in memory, and kept the bug everywhere but there (s36 att36d: paid 1.0 host).
+    order = list(range(len(ids)))
+    secrets.SystemRandom().shuffle(order)
+    ids = [asked[i] for i in order]
+    if sandbox_ids is not None and len(sandbox_ids) == len(asked):
+        sandbox_ids = [sandbox_ids[i] for i in order]
     rename: dict[str, str] = {}
     tests = ids
     if sandbox_ids is not None and len(sandbox_ids) == len(ids):
@@ -534,7 +543,9 @@ def _run_ids(
     )
     if raw is not None:
         raw.extend(records.records)
-    return _report(records, outcome, ids, decide)
+    report = _report(records, outcome, ids, decide)
+    by_id = report.by_id()
+    return replace(report, outcomes=[by_id[t] for t in asked if t in by_id])
 
 
 def collect_and_run(

@@ -117,3 +117,36 @@ def test_a_patch_reading_the_truth_checks_indices_keeps_the_bug_and_earns_nothin
     assert _verdict(_BASE, _FIXED, _FIXED, _TESTS) == 1.0
     assert _verdict(_BASE, _FIXED, _LEARN, _TESTS) == 0.0
     assert _verdict(_BASE, _FIXED, _LEARN, _TESTS, pay=True) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_test_cannot_tell_its_place_in_the_run():
+    """att36d F1: the sandbox ran the fail-to-pass tests first, in the record's order, one
+    fork each, so a test's pid (or the runner's list in memory) told a patch which tests were
+    fail-to-pass. A patch answering right only at the place a test had: 8 of 8 before, the
+    host's random order leaves that 1 in 40,320."""
+    from rllm_envs.swe import judge
+    from rllm_envs.swe.repo import make_diff
+
+    path = "tests/test_m.py"
+    names = [f"test_{k}" for k in range(8)]
+    tests = "import unittest\n\nfrom acme import f\n\n\nclass T(unittest.TestCase):\n" + "".join(
+        f"    def {name}(self):\n        assert f({k})\n" for k, name in enumerate(names)
+    )
+    files = {"acme/__init__.py": "def f(k):\n    return False\n"}
+    fixed = {"acme/__init__.py": "def f(k):\n    return True\n"}
+    by_place = {"acme/__init__.py": "import os\n\n\ndef f(k):\n    return os.getpid() - 2 == k\n"}
+    verdict = judge.verdict(
+        files,
+        make_diff(files, by_place),
+        test_patch=make_diff(files, {**files, path: tests}),
+        fail_to_pass=[f"{path}::T::{name}" for name in names],
+        pass_to_pass=[],
+        reference_patch=make_diff(files, fixed),
+        warm=False,
+    )
+    assert verdict.verdict_trust == "host" and [o.id for o in verdict.report.outcomes] == [
+        f"{path}::T::{name}" for name in names
+    ]
+    assert verdict.fail_to_pass < 1.0
