@@ -86,8 +86,9 @@ class FrozenLakeEnv(TextEnv):
       An episode's sum is its last cell's potential minus its start's: at most what reaching
       the goal earns, and for a fall the least any episode from its start can net (``hole``
       then makes it less), so it cannot make dying early pay. An episode the turn limit
-      cuts off nets 0: its last turn gives back what the walk earned (without that, walking
-      to the goal's neighbour and waiting there paid up to ``1 - 1/D``, s36 att36c). It
+      cuts off, or an unreadable reply ends (``invalid_ends``), nets 0: its last turn gives
+      back what the walk earned (without that, walking to the goal's neighbour and waiting
+      there, or replying garbage there, paid up to ``1 - 1/D``, s36 att36c and att36f). It
       gives a policy that never reached the goal a direction to explore in. Pass e.g.
       ``reward_weights={"progress": 1.0}``; a negative weight is refused.
 
@@ -357,9 +358,10 @@ class FrozenLakeEnv(TextEnv):
         progress: float = 0.0,
     ) -> Transition:
         assert self._lake is not None
-        if not terminated and self.turn >= self.max_turns:
-            # Cut off by the turn limit: the episode's shaping nets 0, as if it ended where it
-            # started (only reaching the goal keeps what the walk earned).
+        if outcome not in ("goal", "hole") and (terminated or self.turn >= self.max_turns):
+            # Ended without the goal or a fall (the turn limit, or an unreadable reply under
+            # `invalid_ends`): the episode's shaping nets 0, as if it ended where it started.
+            # Only reaching the goal keeps what the walk earned (s36 att36c, att36f).
             progress += self._potentials[self._start_cell] - self._potentials[self._lake.s]
         parts = [text]
         if not terminated:

@@ -287,11 +287,12 @@ def test_progress_is_potential_based_shaping_that_never_pays_a_fall():
                 assert total <= min(stays) + 1e-9
 
 
-def test_an_episode_the_turn_limit_cuts_off_nets_no_progress():
+def test_an_episode_ended_without_the_goal_or_a_fall_nets_no_progress():
     """s36 att36c: walking to the goal's neighbour and waiting there until the turn limit
-    kept the walk's progress (0.83 an episode on the committed map, never reaching the goal).
-    A cut-off episode nets 0 whatever it did, its last reply readable or not; the goal still
-    pays the whole way."""
+    kept the walk's progress (0.83 an episode on the committed map, never reaching the goal);
+    att36f: so did ending it there with an unreadable reply under `invalid_ends` (+0.45 on
+    200 of 200 random maps). Such an episode nets 0 whatever it did; the goal still pays the
+    whole way."""
     rows = ["SFFF", "FHFH", "FFFH", "HFFG"]
     weights = {"invalid_action": -0.1, "progress": 1.0}
     shortest = ["Right", "Right", "Down", "Down", "Down", "Right"]
@@ -310,6 +311,37 @@ def test_an_episode_the_turn_limit_cuts_off_nets_no_progress():
     env.reset(seed=0)
     total = sum(env.step(move)[4]["reward_components"]["progress"] for move in shortest)
     assert total == pytest.approx(1.0) and env.unwrapped.done
+    # att36f: an unreadable reply that ends the episode (`invalid_ends`) gives it back too.
+    weights = {"invalid_action": -0.1, "hole": -0.1, "progress": 1.0}
+    env = FrozenLakeEnv(desc=rows, reward_weights=weights, invalid_ends=True)
+    env.reset(seed=0)
+    total = 0.0
+    for move in [*shortest[:5], "I'd rather not say."]:
+        _, reward, terminated, _, info = env.step(move)
+        total += info["reward_components"]["progress"]
+    assert terminated and info["outcome"] == "invalid"
+    assert total == pytest.approx(0.0) and reward < 0
+
+
+def test_under_the_trainers_discount_waiting_by_the_goal_is_worth_little():
+    """att36f (low): the refund comes on the last turn, so a discount of 0.99 leaves a
+    waiting episode a little of its walk; far less than reaching the goal is worth."""
+    weights = {"invalid_action": -0.1, "progress": 1.0}
+
+    def discounted(moves: list[str]) -> float:
+        env = FrozenLakeEnv(map_name="4x4", is_slippery=False, reward_weights=weights)
+        env.reset(seed=0)
+        total, done, t = 0.0, False, 0
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(moves[min(t, len(moves) - 1)])
+            total += 0.99**t * reward
+            done, t = terminated or truncated, t + 1
+        return total
+
+    goal = discounted(["Down", "Down", "Right", "Right", "Down", "Right"])
+    wait = discounted(["Down", "Down", "Right", "Right", "Down", "Left", "Right"] + ["Down"] * 16)
+    assert goal > 1.9
+    assert 0.0 < wait < goal / 15
 
 
 def test_a_negative_progress_weight_is_refused():
