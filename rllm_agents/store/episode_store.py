@@ -60,6 +60,10 @@ PIN_PREFIX = "pin:"
 #: The ``meta`` key of the MAC'd count of pending samples opened (numbered 1, 2, 3, ...).
 PENDING_COUNT = "pending_count"
 _PENDING_LABEL = "pending-count"
+#: The MAC'd count of pins written: a deleted pin is missing from it, not never written (s36
+#: att36e: deleting a pin let the next writer pin its own value, "first writer wins" then).
+PIN_COUNT = "pin_count"
+_PIN_LABEL = "pin-count"
 #: Every pending sample and their count, in one statement (one snapshot).
 _PENDING_ROWS = (
     f"SELECT key, value FROM meta WHERE substr(key, 1, {len(PENDING_PREFIX)}) = "
@@ -300,6 +304,12 @@ class EpisodeStore:
                         PENDING_COUNT,
                         integrity.high_water_value(
                             integrity.store_key(key, store_id), 0, _PENDING_LABEL
+                        ),
+                    ),
+                    (
+                        PIN_COUNT,
+                        integrity.high_water_value(
+                            integrity.store_key(key, store_id), 0, _PIN_LABEL
                         ),
                     ),
                 ],
@@ -1451,15 +1461,43 @@ class EpisodeStore:
         return opened, problems
 
     def _pin_problems(self) -> list[DamagedMeta]:
-        """Every pin whose value fails its MAC (for :meth:`verify`)."""
-        return [
+        """Every pin whose value fails its MAC, and a count of pins that is not theirs."""
+        rows = self._conn.execute(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
+            (len(PIN_PREFIX), PIN_PREFIX),
+        ).fetchall()
+        problems = [
             DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
-            for meta_key, value in self._conn.execute(
-                "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
-                (len(PIN_PREFIX), PIN_PREFIX),
-            )
+            for meta_key, value in rows
             if integrity.parse_pin(self._key, meta_key, value) is None
         ]
+        count = self._conn.execute("SELECT value FROM meta WHERE key = ?", (PIN_COUNT,)).fetchone()
+        problem = self._pin_count_problem(count and count[0], len(rows))
+        return problems + ([problem] if problem else [])
+
+    def _pin_count_problem(self, value: str | None, found: int) -> DamagedMeta | None:
+        """Why ``found`` pins do not match the count ``value`` records (``None``: they do)."""
+        count = integrity.parse_count(self._key, _PIN_LABEL, value)
+        if count is None:
+            why = "is missing" if value is None else "fails its MAC"
+            return DamagedMeta(
+                self.path, PIN_COUNT, f"the count of pins written {why}: pins may be deleted"
+            )
+        if count > found:
+            return DamagedMeta(
+                self.path,
+                PIN_COUNT,
+                f"{count} pins were written and {found} are here: pins were deleted (their "
+                "next writer would have pinned its own value)",
+            )
+        if count < found:
+            return DamagedMeta(
+                self.path,
+                PIN_COUNT,
+                f"{count} pins were written and {found} are here: pins were planted (or the "
+                "count set back)",
+            )
+        return None
 
     def pending(self) -> dict[str, tuple[str | None, str, str]]:
         """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet.
@@ -1492,11 +1530,28 @@ class EpisodeStore:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)",
-                (meta_key, integrity.pin_value(self._key, meta_key, value)),
-            )
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (meta_key,)).fetchone()
+            if row is None:  # a new pin: only where none was deleted (the count says)
+                count = conn.execute(
+                    "SELECT value FROM meta WHERE key = ?", (PIN_COUNT,)
+                ).fetchone()
+                (found,) = conn.execute(
+                    "SELECT COUNT(*) FROM meta WHERE substr(key, 1, ?) = ?",
+                    (len(PIN_PREFIX), PIN_PREFIX),
+                ).fetchone()
+                problem = self._pin_count_problem(count and count[0], found)
+                if problem is not None:
+                    raise problem
+                stored = integrity.pin_value(self._key, meta_key, value)
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [
+                        (meta_key, stored),
+                        (PIN_COUNT, integrity.high_water_value(self._key, found + 1, _PIN_LABEL)),
+                    ],
+                )
+                row = (stored,)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -336,7 +336,16 @@ def macs_match(expected: str, found: object) -> bool:
     )
 
 
-def high_water_value(key: bytes, count: int, label: str = "high-water") -> str:
+#: The label of the episodes' count of a store of this schema version (5); versions 3 and 4
+#: signed it as :data:`OLD_HIGH_WATER_LABEL`. Bound to the version, so a version-5 store
+#: relabelled as version 4 fails its count's MAC there (s36 att36e: relabelled, its upgrade
+#: signed planted pending samples and pins as found). The copy kept beside the key keeps the
+#: old label (nothing without the key can write it).
+HIGH_WATER_LABEL = "high-water 5"
+OLD_HIGH_WATER_LABEL = "high-water"
+
+
+def high_water_value(key: bytes, count: int, label: str = HIGH_WATER_LABEL) -> str:
     """The ``meta`` value recording that episodes 1 to ``count`` were written.
 
     With ``label="pending-count"``, that pending samples 1 to ``count`` were opened
@@ -358,7 +367,7 @@ def parse_count(key: bytes, label: str, value: object) -> int | None:
     return int(head)
 
 
-def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
+def parse_high_water(key: bytes, db: Path, value: str | None, label: str = HIGH_WATER_LABEL) -> int:
     """The count recorded by a ``high_water_value``; :class:`DamagedStore` if it was changed."""
     if value is None:
         raise DamagedStore(
@@ -367,7 +376,7 @@ def parse_high_water(key: bytes, db: Path, value: str | None) -> int:
         )
     head = value.split(" ", 1)[0]
     if not (head.isascii() and head.isdigit()) or not macs_match(
-        high_water_value(key, int(head)), value
+        high_water_value(key, int(head), label), value
     ):
         raise DamagedStore(
             f"{db}: the record of how many episodes were written ({value[:40]!r}) fails its "
@@ -448,7 +457,7 @@ def check_home(key: bytes, db: Path, path: Path, store_id: str, *, write: bool) 
 _MARK_BYTES = 128  # the kept count is rewritten in place at this fixed length
 
 
-def read_mark(key: bytes, db: Path, path: Path, label: str = "high-water") -> int | None:
+def read_mark(key: bytes, db: Path, path: Path, label: str = OLD_HIGH_WATER_LABEL) -> int | None:
     """The count kept in ``path`` (``None`` if there is none); :class:`DamagedStore` if changed.
 
     ``label`` says which count (:func:`high_water_value`): of episodes written, or of pending
@@ -486,7 +495,9 @@ def _read_mark(key: bytes, db: Path, path: Path, label: str) -> int | None:
     return count
 
 
-def raise_mark(key: bytes, db: Path, path: Path, count: int, label: str = "high-water") -> None:
+def raise_mark(
+    key: bytes, db: Path, path: Path, count: int, label: str = OLD_HIGH_WATER_LABEL
+) -> None:
     """Keep ``count`` in ``path`` unless it already holds as much (never lowered).
 
     Writers call it after each commit, so the file is a lower bound on the store's own count:

@@ -122,6 +122,7 @@ def _signed_meta(
     rows.append(
         ("pending_count", integrity.high_water_value(mac_key, len(pending), "pending-count"))
     )
+    rows.append(("pin_count", integrity.high_water_value(mac_key, len(pins), "pin-count")))
     return rows
 
 
@@ -133,8 +134,12 @@ def _check_not_relabelled(
     Relabelled, its deleted pending samples (or planted pins) would be signed as found.
     """
     signs = []
-    if "pending_count" in meta:
-        signs.append("the `meta` row `pending_count`")
+    high_water = meta.get("high_water")
+    if integrity.parse_count(mac_key, integrity.HIGH_WATER_LABEL, high_water) is not None:
+        signs.append("its count of episodes, signed as version 5 signs it")
+    for row in ("pending_count", "pin_count"):
+        if row in meta:
+            signs.append(f"the `meta` row `{row}`")
     for key, value in meta.items():
         if key.startswith("pending:") and integrity.parse_pending(mac_key, key, value):
             signs.append(f"the signed pending sample {key[:80]!r}")
@@ -282,7 +287,9 @@ def _upgrade(
             assert isinstance(store_id, str)
             row_key = integrity.store_key(old_key, store_id)
             _check_not_relabelled(path, meta, row_key, key_file, store_id)
-            written = integrity.parse_high_water(row_key, path, meta.get("high_water"))
+            written = integrity.parse_high_water(
+                row_key, path, meta.get("high_water"), integrity.OLD_HIGH_WATER_LABEL
+            )
             kept = integrity.read_mark(row_key, path, integrity.mark_path(key_file, store_id))
             if kept is not None and kept > written:
                 raise DamagedStore(
@@ -291,7 +298,9 @@ def _upgrade(
                     "restore the newest copy from a backup."
                 )
         elif label != "3":
-            keyed = sorted({"key_id", "store_id", "high_water", "pending_count"} & set(meta))
+            keyed = sorted(
+                {"key_id", "store_id", "high_water", "pending_count", "pin_count"} & set(meta)
+            )
             if keyed:
                 raise DamagedStore(
                     f"{path} is labelled schema version {label}, which has no key, but its "
@@ -353,7 +362,9 @@ def _upgrade(
                     f"its key with `--key` (`key=`, or ${integrity.KEY_ENV}). Nothing was "
                     "changed."
                 )
-            written = integrity.parse_high_water(old_key, path, meta.get("high_water"))
+            written = integrity.parse_high_water(
+                old_key, path, meta.get("high_water"), integrity.OLD_HIGH_WATER_LABEL
+            )
         if label == "3":
             row_key = old_key
         old_pending, old_pins = _old_meta(conn, path)
@@ -402,6 +413,7 @@ def _upgrade(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 [
                     *_signed_meta(row_key, old_pending, old_pins),
+                    ("high_water", integrity.high_water_value(row_key, len(rows))),
                     ("schema_version", str(SCHEMA_VERSION)),
                 ],
             )

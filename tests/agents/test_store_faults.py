@@ -226,8 +226,21 @@ def as_version(path: Path, version: int) -> None:
                 )
             else:
                 conn.execute("DELETE FROM meta WHERE key = ?", (key,))
-        conn.execute("DELETE FROM meta WHERE key = 'pending_count'")
+        conn.execute("DELETE FROM meta WHERE key IN ('pending_count', 'pin_count')")
         if version == 4:
+            # Version 4 signed the count with another label (it has the key; an attacker
+            # relabelling a version-5 store has not).
+            store_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+            key = integrity.load_key(Path(f"{path}.key"), path, create=False)
+            count = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'high_water'",
+                (
+                    integrity.high_water_value(
+                        integrity.store_key(key, store_id), count, integrity.OLD_HIGH_WATER_LABEL
+                    ),
+                ),
+            )
             conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
             return
         if version == 3:
@@ -240,7 +253,7 @@ def as_version(path: Path, version: int) -> None:
             count = conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
             conn.execute(
                 "UPDATE meta SET value = ? WHERE key = 'high_water'",
-                (integrity.high_water_value(key, count),),
+                (integrity.high_water_value(key, count, integrity.OLD_HIGH_WATER_LABEL),),
             )
             conn.execute("DELETE FROM meta WHERE key = 'store_id'")
             conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")

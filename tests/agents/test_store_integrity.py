@@ -361,7 +361,8 @@ def _relabel_with_forgeries(path: Path, scratch: Path, *, keep_keyed_meta: bool)
         )
     if not keep_keyed_meta:
         conn.execute(
-            "DELETE FROM meta WHERE key IN ('key_id', 'store_id', 'high_water', 'pending_count')"
+            "DELETE FROM meta WHERE key IN "
+            "('key_id', 'store_id', 'high_water', 'pending_count', 'pin_count')"
         )
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
@@ -389,7 +390,7 @@ def test_upgrade_never_signs_forged_rows_with_an_existing_key(tmp_path, capsys, 
             conn = sqlite3.connect(path)
             conn.execute(
                 "DELETE FROM meta WHERE key IN "
-                "('key_id', 'store_id', 'high_water', 'pending_count')"
+                "('key_id', 'store_id', 'high_water', 'pending_count', 'pin_count')"
             )
             conn.commit()
             conn.close()

@@ -156,7 +156,7 @@ def test_a_planted_or_changed_pin_is_never_returned(tmp_path, capsys):
             store.pin(CLIENT_PIN.removeprefix("pin:"), "t=1.0")
         assert store.pin("run_owner:run-a", "x") == "alice"  # the others still read
         assert sorted(e.key for e in store.verify()) == sorted(
-            ["pin:run_owner:victim-run", CLIENT_PIN]
+            ["pin:run_owner:victim-run", CLIENT_PIN, "pin_count"]  # 3 pins, 1 written
         )
     # A pin changed in place, or copied from another key, fails its MAC too.
     _sql(
@@ -172,7 +172,28 @@ def test_a_planted_or_changed_pin_is_never_returned(tmp_path, capsys):
             with pytest.raises(DamagedStore, match=f"run_owner:{run}"):
                 store.pin(f"run_owner:{run}", "x")
     assert main([str(path), "verify"]) == 1
-    assert "2 damaged pending-sample or pin rows" in capsys.readouterr().out
+    assert "3 damaged pending-sample or pin rows" in capsys.readouterr().out
+
+
+def test_a_deleted_pin_is_reported_and_never_pinned_again(tmp_path, capsys):
+    """att36e F2: a deleted pin looked never written: the next writer pinned its own value
+    (a run's owner, a client's sampling), `verify` clean. The count of pins is MAC'd."""
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        assert store.pin("run_owner:victim-run", "alice") == "alice"
+        assert store.pin("sampling:r", "greedy") == "greedy"
+    _sql(path, "DELETE FROM meta WHERE key = 'pin:run_owner:victim-run'")
+    with EpisodeStore(path) as store:
+        with pytest.raises(DamagedStore, match="2 pins were written and 1 are here"):
+            store.pin("run_owner:victim-run", "mallory")
+        (found,) = store.verify()
+        assert found.key == "pin_count"
+        assert store.pin("sampling:r", "sampled") == "greedy"  # a kept pin still reads
+    assert main([str(path), "verify"]) == 1
+    capsys.readouterr()
+    _sql(path, "DELETE FROM meta WHERE key LIKE 'pin%'")  # every pin and their count
+    with EpisodeStore(path) as store, pytest.raises(DamagedStore, match="count of pins"):
+        store.pin("run_owner:victim-run", "mallory")
 
 
 def test_the_gateway_refuses_a_planted_client_pin(tmp_path):
@@ -189,7 +210,9 @@ def test_the_gateway_refuses_a_planted_client_pin(tmp_path):
         registry = SessionRegistry(store, run="r", max_sessions=4, model="m")
         with pytest.raises(DamagedStore, match="sampling:sampled"):
             registry.pin_client("alice", MATH, "sampling:sampled", "t=1.0")
-        assert registry.pin_client("bob", MATH, "sampling:sampled", "t=1.0") == "t=1.0"
+        # A store with a planted pin pins nothing new until it is restored.
+        with pytest.raises(DamagedStore, match="pins were planted"):
+            registry.pin_client("bob", MATH, "sampling:sampled", "t=1.0")
 
 
 def test_keep_mark_catches_the_pending_samples_rolled_back(tmp_path):
@@ -262,6 +285,33 @@ def test_a_newer_store_relabelled_as_version_4_is_not_upgraded(tmp_path, capsys)
     )
     assert main([str(path), "upgrade"]) == 1
     assert "relabelled as older" in capsys.readouterr().err
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "4",
+        )
+    conn.close()
+
+
+def test_a_newer_store_with_every_newer_row_removed_is_not_upgraded(tmp_path, capsys):
+    """att36e F1: with its pending count and every signed row deleted too, pins written back
+    as bare values and unsigned samples planted, a relabelled store looked like a genuine
+    version 4 and was upgraded, signing what was planted (a run's owner and a client's
+    sampling changed, pass@1 of two runs moved). Its count of episodes is signed with the
+    version's own label, which a relabelled store cannot change without the key."""
+    path = tmp_path / "e.db"
+    _killed_gateway(path)
+    with EpisodeStore(path) as store:
+        store.pin("run_owner:victim-run", "alice")
+    _sql(
+        path,
+        "DELETE FROM meta WHERE key LIKE 'pending%'",
+        "UPDATE meta SET value = 'mallory' WHERE key = 'pin:run_owner:victim-run'",
+        f"INSERT INTO meta VALUES ('pending:x/1', '{json.dumps(['rival', MATH, 't1'])}')",
+        "UPDATE meta SET value = '4' WHERE key = 'schema_version'",
+    )
+    assert main([str(path), "upgrade"]) == 1
+    err = capsys.readouterr().err
+    assert "relabelled as older" in err and "count of episodes" in err
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
             "4",
