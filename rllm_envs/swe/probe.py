@@ -2074,8 +2074,87 @@ def _literal_key(node: ast.AST) -> Any:
         return None
 
 
+#: The longest text (or bytes) a constant expression is folded into (:func:`_folded_key`).
+_FOLD_MAX = 4096
+_FOLD_OPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitOr: lambda a, b: a | b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitXor: lambda a, b: a ^ b,
+}
+_UNARY_OPS: dict[type, Any] = {
+    ast.USub: lambda a: -a,
+    ast.UAdd: lambda a: +a,
+    ast.Invert: lambda a: ~a,
+}
+_NOT_FOLDED = object()
+
+
+def _folded_key(node: ast.AST) -> Any:
+    """The key of a constant expression the compiler folds into one constant, else ``None``.
+
+    ``"hello" + " world"``, ``60 * 60``, ``"ab" * 3``: no literal node holds the value, but
+    the test function's ``__code__.co_consts`` does, where the sandbox reads it (att36h: a
+    pass-to-pass input ``"hello" + " world"`` was a fail-to-pass test's expected value, and
+    the echo check, reading literal nodes, missed it: paid 1.0 ``host`` without the fix).
+    Folded here as far as Python would, within bounds (texts of at most :data:`_FOLD_MAX`
+    characters, integers of at most 256 bits).
+    """
+    value = _folded(node, 0)
+    return None if value is _NOT_FOLDED else _frozen(value)
+
+
+def _folded(node: ast.AST, depth: int) -> Any:
+    if depth > 32:
+        return _NOT_FOLDED
+    if isinstance(node, ast.Constant):
+        value = node.value
+        ok = isinstance(value, (str, bytes, int, float, complex))
+        return value if ok else _NOT_FOLDED
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY_OPS:
+        operand = _folded(node.operand, depth + 1)
+        if operand is _NOT_FOLDED:
+            return _NOT_FOLDED
+        try:
+            return _UNARY_OPS[type(node.op)](operand)
+        except TypeError:
+            return _NOT_FOLDED
+    if not isinstance(node, ast.BinOp) or type(node.op) not in _FOLD_OPS:
+        return _NOT_FOLDED
+    left, right = _folded(node.left, depth + 1), _folded(node.right, depth + 1)
+    if left is _NOT_FOLDED or right is _NOT_FOLDED:
+        return _NOT_FOLDED
+    sized = [v for v in (left, right) if isinstance(v, (str, bytes))]
+    counts = [v for v in (left, right) if isinstance(v, int) and not isinstance(v, bool)]
+    if isinstance(node.op, ast.Mult) and sized and counts:
+        if len(sized[0]) * max(counts[0], 0) > _FOLD_MAX:
+            return _NOT_FOLDED
+    if isinstance(node.op, (ast.Pow, ast.LShift)) and isinstance(right, (int, float)):
+        if abs(right) > 256 or (isinstance(left, int) and left.bit_length() > 256):
+            return _NOT_FOLDED
+    try:
+        value = _FOLD_OPS[type(node.op)](left, right)
+    except (ArithmeticError, TypeError, ValueError, MemoryError):
+        return _NOT_FOLDED
+    if isinstance(value, (str, bytes)) and len(value) > _FOLD_MAX:
+        return _NOT_FOLDED
+    if isinstance(value, int) and value.bit_length() > 256:
+        return _NOT_FOLDED
+    return value
+
+
 def _literal_keys(node: ast.AST) -> set[Any]:
-    """The keys of every literal in ``node``: whole values and their parts.
+    """The keys of every literal in ``node``: whole values, their parts, folded expressions.
+
+    A constant expression counts as the value the compiler folds it into (:func:`_folded_key`).
 
     The arguments of a written standard-library value are not parts of it: the year of an
     expected ``date(2021, 1, 1)`` written elsewhere does not tell the date.
@@ -2084,6 +2163,8 @@ def _literal_keys(node: ast.AST) -> set[Any]:
     while stack:
         inner = stack.pop()
         key = _literal_key(inner)
+        if key is None and isinstance(inner, ast.BinOp):
+            key = _folded_key(inner)
         if key is not None:
             found.add(key)
             if key[0] == "call":
@@ -2257,6 +2338,8 @@ def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Mo
     first: dict[tuple[str, Any], tuple[int, int]] = {}  # (function, key) -> first passed
     for node in ast.walk(tree):
         key = _literal_key(node) if hasattr(node, "lineno") else None
+        if key is None and isinstance(node, ast.BinOp):
+            key = _folded_key(node)  # one constant in the code objects the sandbox reads
         if key is None or not _telling(key):
             continue
         inputs |= _aliases(key)

@@ -150,3 +150,72 @@ def test_a_test_cannot_tell_its_place_in_the_run():
         f"{path}::T::{name}" for name in names
     ]
     assert verdict.fail_to_pass < 1.0
+
+
+_CODEC = (
+    "import base64\n\n\ndef encode(text):\n    return base64.b64encode(text.encode()).decode()\n"
+)
+_FOLDED_TESTS = (
+    "from acme import decode, encode\n\n\n"
+    "def test_encode():\n    assert encode('hello' + ' world') == 'aGVsbG8gd29ybGQ='\n\n\n"
+    "def test_decode():\n    assert decode('aGVsbG8gd29ybGQ=') == 'hello world'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "written", ["'hello' + ' world'", "'hello' * 1 + ' world'", "'hello world'"]
+)
+def test_an_input_the_compiler_folds_into_an_expected_value_is_an_echo(written):
+    """att36h: the echo check read literal nodes, and `'hello' + ' world'` is none, but the
+    compiler folds it into the constant `'hello world'` the sandbox reads in `co_consts`."""
+    from rllm_envs.swe.judge import probe_notes
+    from rllm_envs.swe.probe import NOTE_ECHO
+
+    source = _FOLDED_TESTS.replace("'hello' + ' world'", written)
+    path = "tests/test_m.py"
+    assert NOTE_ECHO in probe_notes({path: source}, [f"{path}::test_decode"])
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_patch_reading_a_folded_constant_earns_nothing():
+    from rllm_envs.swe import judge
+    from rllm_envs.swe.repo import make_diff
+
+    path = "tests/test_m.py"
+    base = {"acme/__init__.py": _CODEC + "\n\ndef decode(data):\n    return data\n"}
+    fixed = {
+        "acme/__init__.py": _CODEC
+        + "\n\ndef decode(data):\n    return base64.b64decode(data.encode()).decode()\n"
+    }
+    reads = {  # the attacker's patch: the test module's constant whose encoding it was given
+        "acme/__init__.py": _CODEC
+        + "import sys\n\n\ndef _consts(code, out):\n    for c in code.co_consts:\n"
+        "        if isinstance(c, str):\n            out.append(c)\n"
+        "        elif hasattr(c, 'co_consts'):\n            _consts(c, out)\n    return out\n\n\n"
+        "def decode(data):\n    for name, mod in list(sys.modules.items()):\n"
+        "        if name.rpartition('.')[2].startswith('test_'):\n"
+        "            for obj in list(vars(mod).values()):\n"
+        "                if not getattr(obj, '__name__', '').startswith('test_'):\n"
+        "                    continue\n"
+        "                code = getattr(obj, '__code__', None)\n"
+        "                if code is not None and getattr(obj, '__module__', None) == name:\n"
+        "                    for c in _consts(code, []):\n"
+        "                        if encode(c) == data:\n                            return c\n"
+        "    return data\n"
+    }
+    verdicts = {
+        name: judge.verdict(
+            base,
+            make_diff(base, submitted),
+            test_patch=make_diff(base, {**base, path: _FOLDED_TESTS}),
+            fail_to_pass=[f"{path}::test_decode"],
+            pass_to_pass=[f"{path}::test_encode"],
+            reference_patch=make_diff(base, fixed),
+            warm=False,
+        )
+        for name, submitted in (("fix", fixed), ("reads", reads))
+    }
+    assert judge.reward_of(verdicts["fix"], False) == 1.0
+    assert judge.reward_of(verdicts["reads"], False) == 0.0
+    assert judge.reward_of(verdicts["reads"], False, "pay") == 0.0
