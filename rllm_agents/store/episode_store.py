@@ -1460,44 +1460,49 @@ class EpisodeStore:
                 )
         return opened, problems
 
-    def _pin_problems(self) -> list[DamagedMeta]:
-        """Every pin whose value fails its MAC, and a count of pins that is not theirs."""
-        rows = self._conn.execute(
-            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ?",
-            (len(PIN_PREFIX), PIN_PREFIX),
-        ).fetchall()
-        problems = [
-            DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
-            for meta_key, value in rows
-            if integrity.parse_pin(self._key, meta_key, value) is None
-        ]
-        count = self._conn.execute("SELECT value FROM meta WHERE key = ?", (PIN_COUNT,)).fetchone()
-        problem = self._pin_count_problem(count and count[0], len(rows))
-        return problems + ([problem] if problem else [])
+    def _pin_problems(self, conn: sqlite3.Connection | None = None) -> list[DamagedMeta]:
+        """Each pin whose MAC fails, and numbers that are not 1 to the MAC'd count.
 
-    def _pin_count_problem(self, value: str | None, found: int) -> DamagedMeta | None:
-        """Why ``found`` pins do not match the count ``value`` records (``None``: they do)."""
-        count = integrity.parse_count(self._key, _PIN_LABEL, value)
+        Pins are numbered as written: a pin deleted or the count set back leaves a number out
+        (s36 att36g: with a count alone, a deleted pin and a garbage row, or the count set
+        back, let the deleted pin's next writer pin its own value).
+        """
+        conn = conn or self._conn
+        rows = conn.execute(
+            "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? OR key = ?",
+            (len(PIN_PREFIX), PIN_PREFIX, PIN_COUNT),
+        ).fetchall()
+        problems, numbers = [], []
+        count_value = None
+        for meta_key, value in rows:
+            if meta_key == PIN_COUNT:
+                count_value = value
+                continue
+            parsed = integrity.parse_pin(self._key, meta_key, value)
+            if parsed is None:
+                problems.append(DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS))
+            else:
+                numbers.append(parsed[1])
+        count = integrity.parse_count(self._key, _PIN_LABEL, count_value)
         if count is None:
-            why = "is missing" if value is None else "fails its MAC"
-            return DamagedMeta(
-                self.path, PIN_COUNT, f"the count of pins written {why}: pins may be deleted"
+            why = "is missing" if count_value is None else "fails its MAC"
+            problems.append(
+                DamagedMeta(
+                    self.path, PIN_COUNT, f"the count of pins written {why}: pins may be deleted"
+                )
             )
-        if count > found:
-            return DamagedMeta(
-                self.path,
-                PIN_COUNT,
-                f"{count} pins were written and {found} are here: pins were deleted (their "
-                "next writer would have pinned its own value)",
+        elif sorted(numbers) != list(range(1, count + 1)):
+            missing = sorted(set(range(1, count + 1)) - set(numbers))
+            problems.append(
+                DamagedMeta(
+                    self.path,
+                    PIN_COUNT,
+                    f"{count} pins were written and the numbers of the {len(numbers)} here are "
+                    f"not 1 to {count} (missing: {missing[:5]}): pins were deleted or the count "
+                    "set back (their next writer would have pinned its own value)",
+                )
             )
-        if count < found:
-            return DamagedMeta(
-                self.path,
-                PIN_COUNT,
-                f"{count} pins were written and {found} are here: pins were planted (or the "
-                "count set back)",
-            )
-        return None
+        return problems
 
     def pending(self) -> dict[str, tuple[str | None, str, str]]:
         """``{key: (run, env_id, task_id)}`` of the samples opened and not settled yet.
@@ -1531,18 +1536,15 @@ class EpisodeStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (meta_key,)).fetchone()
-            if row is None:  # a new pin: only where none was deleted (the count says)
-                count = conn.execute(
-                    "SELECT value FROM meta WHERE key = ?", (PIN_COUNT,)
-                ).fetchone()
+            if row is None:  # a new pin: only where every pin is there (their numbers say)
+                problems = self._pin_problems(conn)
+                if problems:
+                    raise problems[0]
                 (found,) = conn.execute(
                     "SELECT COUNT(*) FROM meta WHERE substr(key, 1, ?) = ?",
                     (len(PIN_PREFIX), PIN_PREFIX),
                 ).fetchone()
-                problem = self._pin_count_problem(count and count[0], found)
-                if problem is not None:
-                    raise problem
-                stored = integrity.pin_value(self._key, meta_key, value)
+                stored = integrity.pin_value(self._key, meta_key, value, found + 1)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?) "
                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -1562,7 +1564,7 @@ class EpisodeStore:
         pinned = integrity.parse_pin(self._key, meta_key, row[0])
         if pinned is None:
             raise DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
-        return pinned
+        return pinned[0]
 
     # ------------------------------------------------------------------------ pass@k
 

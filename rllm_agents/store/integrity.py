@@ -262,20 +262,22 @@ def meta_mac(key: bytes, meta_key: str, fields: Sequence[Any]) -> str:
     return _mac(key, ascii(("meta", meta_key, *fields)).encode("ascii"))
 
 
-def pin_value(key: bytes, meta_key: str, value: str) -> str:
-    """What the ``meta`` row ``meta_key`` (``pin:...``) stores for ``value``: it and its MAC."""
-    return json.dumps([value, meta_mac(key, meta_key, (value,))])
+def pin_value(key: bytes, meta_key: str, value: str, seq: int) -> str:
+    """The ``meta`` value of pin ``meta_key`` (the ``seq``-th): ``value``, ``seq``, their MAC."""
+    return json.dumps([value, seq, meta_mac(key, meta_key, (value, seq))])
 
 
-def parse_pin(key: bytes, meta_key: str, stored: object) -> str | None:
-    """The value of a :func:`pin_value` row; ``None`` if it is not one or its MAC fails."""
+def parse_pin(key: bytes, meta_key: str, stored: object) -> tuple[str, int] | None:
+    """The value and number of a :func:`pin_value`; ``None`` if not one or its MAC fails."""
     try:
-        value, mac = json.loads(stored)  # type: ignore[arg-type]
+        value, seq, mac = json.loads(stored)  # type: ignore[arg-type]
     except (TypeError, ValueError, RecursionError):
         return None
-    if not isinstance(value, str) or not macs_match(meta_mac(key, meta_key, (value,)), mac):
+    if not (isinstance(value, str) and type(seq) is int) or not macs_match(
+        meta_mac(key, meta_key, (value, seq)), mac
+    ):
         return None
-    return value
+    return value, seq
 
 
 #: The states of a pending sample: opened, then settled by its episode or dropped, never deleted.

@@ -118,7 +118,10 @@ def _signed_meta(
         (key, integrity.pending_value(mac_key, key, run, env_id, task_id, seq, "open"))
         for seq, (key, run, env_id, task_id) in enumerate(pending, start=1)
     ]
-    rows += [(key, integrity.pin_value(mac_key, key, value)) for key, value in pins]
+    rows += [
+        (key, integrity.pin_value(mac_key, key, value, seq))
+        for seq, (key, value) in enumerate(pins, start=1)
+    ]
     rows.append(
         ("pending_count", integrity.high_water_value(mac_key, len(pending), "pending-count"))
     )

@@ -156,7 +156,7 @@ def test_a_planted_or_changed_pin_is_never_returned(tmp_path, capsys):
             store.pin(CLIENT_PIN.removeprefix("pin:"), "t=1.0")
         assert store.pin("run_owner:run-a", "x") == "alice"  # the others still read
         assert sorted(e.key for e in store.verify()) == sorted(
-            ["pin:run_owner:victim-run", CLIENT_PIN, "pin_count"]  # 3 pins, 1 written
+            ["pin:run_owner:victim-run", CLIENT_PIN]
         )
     # A pin changed in place, or copied from another key, fails its MAC too.
     _sql(
@@ -184,7 +184,7 @@ def test_a_deleted_pin_is_reported_and_never_pinned_again(tmp_path, capsys):
         assert store.pin("sampling:r", "greedy") == "greedy"
     _sql(path, "DELETE FROM meta WHERE key = 'pin:run_owner:victim-run'")
     with EpisodeStore(path) as store:
-        with pytest.raises(DamagedStore, match="2 pins were written and 1 are here"):
+        with pytest.raises(DamagedStore, match=r"missing: \[1\]"):
             store.pin("run_owner:victim-run", "mallory")
         (found,) = store.verify()
         assert found.key == "pin_count"
@@ -194,6 +194,34 @@ def test_a_deleted_pin_is_reported_and_never_pinned_again(tmp_path, capsys):
     _sql(path, "DELETE FROM meta WHERE key LIKE 'pin%'")  # every pin and their count
     with EpisodeStore(path) as store, pytest.raises(DamagedStore, match="count of pins"):
         store.pin("run_owner:victim-run", "mallory")
+
+
+@pytest.mark.parametrize("variant", ["garbage row", "count set back"])
+def test_a_deleted_pin_cannot_be_hidden_by_a_garbage_row_or_an_older_count(tmp_path, variant):
+    """att36g: with a count of pins alone, deleting the victim's pin and planting a garbage
+    row (the number of rows right again), or putting back the count read when the store held
+    as many pins as are left, let the attacker's pin of the victim's key win (`verify` clean
+    in the second case). Pins are numbered."""
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        store.pin("sampling:other", "greedy")
+        store.pin("run_owner:victim-run", "alice")
+    with sqlite3.connect(path) as conn:  # the attacker reads the count of 2 pins
+        (older,) = conn.execute("SELECT value FROM meta WHERE key = 'pin_count'").fetchone()
+    conn.close()
+    with EpisodeStore(path) as store:
+        store.pin("framing:x", "f")
+    edit = (
+        "INSERT INTO meta VALUES ('pin:zz', 'x')"
+        if variant == "garbage row"
+        else f"UPDATE meta SET value = '{older}' WHERE key = 'pin_count'"
+    )
+    _sql(path, "DELETE FROM meta WHERE key = 'pin:run_owner:victim-run'", edit)
+    with EpisodeStore(path) as store:
+        with pytest.raises(DamagedStore):
+            store.pin("run_owner:victim-run", "mallory")
+        assert store.verify()
+        assert store.pin("sampling:other", "x") == "greedy"
 
 
 def test_the_gateway_refuses_a_planted_client_pin(tmp_path):
@@ -211,7 +239,7 @@ def test_the_gateway_refuses_a_planted_client_pin(tmp_path):
         with pytest.raises(DamagedStore, match="sampling:sampled"):
             registry.pin_client("alice", MATH, "sampling:sampled", "t=1.0")
         # A store with a planted pin pins nothing new until it is restored.
-        with pytest.raises(DamagedStore, match="pins were planted"):
+        with pytest.raises(DamagedStore, match="sampling:sampled"):
             registry.pin_client("bob", MATH, "sampling:sampled", "t=1.0")
 
 
