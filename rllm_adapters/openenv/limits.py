@@ -683,11 +683,13 @@ _DRAIN_S = 5.0
 #: Bytes a WebSocket's unsent output may hold before the pongs to a client's pings are
 #: dropped (its replies are never dropped: a send waits for the client to read).
 _PONG_BUFFER_MAX = 1024 * 1024
-#: Control frames (pings, pongs) a connection may send: a burst of this many, then this many
-#: a second. uvicorn handles each at once (only a data message pauses reading): 1 MB/s of
-#: empty pings from one socket, with or without a token, kept every other client from being
-#: served (s36 att36e: 0 of 3 handshakes). Past the rate the connection is closed (1008).
-_CONTROL_BURST, _CONTROL_RATE = 64.0, 16.0
+#: Frames that do not pause reading (pings, pongs, and the fragments of a message before
+#: its last) a connection may send: a burst of this many, then this many a second. uvicorn
+#: handles each at once: 1 MB/s of empty pings from one socket, with or without a token, kept
+#: every other client from being served (s36 att36e: 0 of 3 handshakes), and so did 2 MB/s of
+#: 1-byte continuation frames of a message never finished (att36g: 4.7 episodes a second
+#: against 757, +350 MB). Past the rate the connection is closed (1008 ``FRAME_FLOOD``).
+_FRAME_BURST, _FRAME_RATE = 1024.0, 256.0
 
 
 def _ws_protocol(limits: ServerLimits) -> type:
@@ -711,8 +713,8 @@ def _ws_protocol(limits: ServerLimits) -> type:
     class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
         _draining = False
         _drained = 0
-        _control_tokens = _CONTROL_BURST
-        _control_at = 0.0
+        _frame_tokens = _FRAME_BURST
+        _frame_at = 0.0
 
         def handle_parser_exception(self) -> None:
             assert self.conn.close_sent is not None
@@ -749,29 +751,41 @@ def _ws_protocol(limits: ServerLimits) -> type:
             # sending pings and reading nothing grew the server by what it sent (+195 MB in
             # 40 s, s36 att36b). Past the cap its pongs are dropped (websockets queued them).
             pongs = b"".join(self.conn.data_to_send())
-            if not self._control_allowed():
+            if not self._frame_allowed():
                 return
             if self.transport.get_write_buffer_size() + len(pongs) <= _PONG_BUFFER_MAX:
                 self.transport.write(pongs)
 
         def handle_pong(self, event: Any) -> None:
-            if self._control_allowed():
+            if self._frame_allowed():
                 super().handle_pong(event)
 
-        def _control_allowed(self) -> bool:
-            """Count a control frame; past :data:`_CONTROL_RATE` the connection is closed."""
+        def handle_text(self, event: Any) -> None:
+            if event.fin or self._frame_allowed():
+                super().handle_text(event)
+
+        def handle_bytes(self, event: Any) -> None:
+            if event.fin or self._frame_allowed():
+                super().handle_bytes(event)
+
+        def handle_cont(self, event: Any) -> None:
+            if self._frame_allowed():
+                super().handle_cont(event)
+
+        def _frame_allowed(self) -> bool:
+            """Count a frame that does not pause reading; past the rate, close (1008)."""
             now = time.monotonic()
-            if self._control_at:
-                refill = (now - self._control_at) * _CONTROL_RATE
-                self._control_tokens = min(_CONTROL_BURST, self._control_tokens + refill)
-            self._control_at = now
-            self._control_tokens -= 1.0
-            if self._control_tokens >= 0.0:
+            if self._frame_at:
+                refill = (now - self._frame_at) * _FRAME_RATE
+                self._frame_tokens = min(_FRAME_BURST, self._frame_tokens + refill)
+            self._frame_at = now
+            self._frame_tokens -= 1.0
+            if self._frame_tokens >= 0.0:
                 return True
             if not self._draining and not self.transport.is_closing():
                 peer = "{}:{}".format(*self.client) if self.client else "?"
-                log.warning("closed ws %s: CONTROL_FLOOD (close code 1008)", peer)
-                self.conn.fail(1008, "CONTROL_FLOOD: too many pings or pongs")
+                log.warning("closed ws %s: FRAME_FLOOD (close code 1008)", peer)
+                self.conn.fail(1008, "FRAME_FLOOD: too many pings, pongs or fragments")
                 if self.conn.close_sent is not None:
                     self.handle_parser_exception()  # the close frame, then drain and close
                 else:

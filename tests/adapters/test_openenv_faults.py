@@ -319,11 +319,13 @@ def _rss_mb(pid: int) -> float:
     return int(line.split()[1]) / 1024
 
 
-def test_a_flood_of_pings_is_closed_and_cannot_grow_or_stall_the_server(tmp_path):
+@pytest.mark.parametrize("kind", ["pings", "fragments"])
+def test_a_flood_of_frames_is_closed_and_cannot_grow_or_stall_the_server(tmp_path, kind):
     """s36 att36b: uvicorn wrote a pong for every ping whether the client read or not (+195 MB
     in 40 s on one connection); att36e: it handled every control frame at once, and 1 MB/s of
-    empty pings kept every other client from being served. A connection may send a burst of
-    pings, then a few a second; past that it is closed with 1008 and a reason."""
+    empty pings kept every other client from being served; att36g: so did 1-byte fragments of
+    a message never finished (+350 MB). A connection may send a burst of such frames, then a
+    few hundred a second; past that it is closed with 1008 and a reason."""
     port = _free_port()
     proc = _start(port, tmp_path / "server.log")
     try:
@@ -337,8 +339,13 @@ def test_a_flood_of_pings_is_closed_and_cannot_grow_or_stall_the_server(tmp_path
         )
         time.sleep(1.0)
         before = _rss_mb(proc.pid)
-        # Masked pings with 125 bytes of payload (mask 0: the payload as is), 200 at a time.
-        ping = (bytes([0x89, 0x80 | 125, 0, 0, 0, 0]) + b"p" * 125) * 200
+        # Masked frames (mask 0: the payload as is), 200 at a time: pings of 125 bytes, or
+        # a text message begun and never finished, continued a byte at a time (att36g).
+        if kind == "pings":
+            ping = (bytes([0x89, 0x80 | 125, 0, 0, 0, 0]) + b"p" * 125) * 200
+        else:
+            sock.sendall(bytes([0x01, 0x81, 0, 0, 0, 0]) + b"x")
+            ping = (bytes([0x00, 0x81, 0, 0, 0, 0]) + b"x") * 200
         sent, deadline = 0, time.monotonic() + 20
         with contextlib.suppress(OSError):  # the server closes the connection under it
             while sent < 48 * 1024 * 1024 and time.monotonic() < deadline:
@@ -346,7 +353,7 @@ def test_a_flood_of_pings_is_closed_and_cannot_grow_or_stall_the_server(tmp_path
                 sent += len(ping)
         # Closed after the burst; the rest is read and dropped unparsed for up to 5 s
         # (as after an oversized message), so the close frame reaches the client.
-        assert b"CONTROL_FLOOD" in _read_all(sock, 5), sent
+        assert b"FRAME_FLOOD" in _read_all(sock, 5), sent
         assert _rss_mb(proc.pid) - before < 12
         with _ws(f"http://127.0.0.1:{port}") as ws:  # an honest client is served
             ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
@@ -356,7 +363,7 @@ def test_a_flood_of_pings_is_closed_and_cannot_grow_or_stall_the_server(tmp_path
     finally:
         _stop(proc)
     text = (tmp_path / "server.log").read_text()
-    assert "Traceback" not in text and "CONTROL_FLOOD" in text
+    assert "Traceback" not in text and "FRAME_FLOOD" in text
 
 
 def test_connections_are_limited_per_client_and_in_all(tmp_path):
