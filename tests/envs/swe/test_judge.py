@@ -488,10 +488,16 @@ def test_a_run_can_stop_at_the_first_failure_and_is_bounded_in_time():
     }
     ids = ["tests/test_m.py::test_loops", "tests/test_m.py::test_ok", "tests/test_m.py::test_ok"]
     report = judge.run_tests(files, ids, time_limit=1.0, stop_on_failure=True, warm=False)
-    assert [o.status for o in report.outcomes] == ["timeout", "not_run", "not_run"]
+    # In the host's random order (s36 att36d): the tests run before the failure passed, the
+    # rest were not run; the outcomes come back in the order asked.
+    statuses = [o.status for o in report.outcomes]
+    assert statuses[0] == "timeout" and set(statuses[1:]) <= {"passed", "not_run"}
+    assert [o.id for o in report.outcomes] == ids
     assert report.sandbox_error is None
     report = judge.run_tests(files, ids, time_limit=5.0, total_time=2.0, warm=False)
-    assert [o.status for o in report.outcomes] == ["missing"] * 3 and report.sandbox_error
+    statuses = [o.status for o in report.outcomes]
+    assert statuses[0] == "missing" and set(statuses[1:]) <= {"passed", "missing"}
+    assert report.sandbox_error
 
 
 def test_conftest_fixtures_and_data_files_work_as_under_pytest():
