@@ -643,7 +643,8 @@ _UNIT_TAIL = re.compile(
     r"^(.*?(?:\d|\\pi)[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
 _MOD_TAIL = re.compile(
-    r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\d+)|\(\s*\\?(?:bmod|mod)\s*[^()]*\)|\\bmod\s*\d+)\s*$"
+    r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\d+)|\(\s*\\?(?:bmod|mod)(?![a-zA-Z])\s*[^()]*\)"
+    r"|\\(?:bmod|mod)\s*\d+)\s*$"
 )
 _EQUIV = re.compile(r"\\equiv(?![a-zA-Z])")
 _SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
@@ -723,12 +724,13 @@ def normalize(answer: str) -> str:
         s = _LE.sub(r"\\le ", s)
         s = _GE.sub(r"\\ge ", s)
         s = _DOTS.sub(r"\\ldots", s)
-        # A congruence's modulus after the residue (`18 \pmod{41}`, `n \equiv 18 \pmod{41}`):
-        # the residue is the answer (att36c: a right residue so written paid 0).
-        s = _MOD_TAIL.sub("", s)
         s = _EQUIV.sub("=", s)
     elif "%" in s:
         s = s.replace("%", "")
+    if "mod" in s:
+        # A congruence's modulus after the residue (`18 \pmod{41}`, `n \equiv 18 \pmod{41}`,
+        # `18 (mod 41)`): the residue is the answer (att36c, att36f: one so written paid 0).
+        s = _MOD_TAIL.sub("", s)
     s = _SPACES.sub(" ", s).strip()
     # A mixed number written with a space, `3 1/2`, would read as 31/2 once spaces go.
     s = _SPACED_MIXED.sub(r"\1\\frac{\2}{\3}", s)

@@ -136,6 +136,12 @@ class TicTacToeEnv(MultiAgentTextEnv):
             render_mode=render_mode,
         )
         w = self.reward_weights
+        if not w["win"] > w["draw"] >= w["loss"]:
+            raise InvalidEnvConfig(
+                "Expects reward weights `win` > `draw` >= `loss`, actual: win "
+                f"{w['win']}, draw {w['draw']}, loss {w['loss']}. Otherwise losing (or drawing) "
+                "pays at least what winning does (s36 att36i: win 0, loss 0.5 was accepted)."
+            )
         if w["illegal_move"] > min(w["loss"], w["draw"]):
             raise InvalidEnvConfig(
                 "Expects reward weight `illegal_move` <= `loss` and <= `draw`, actual: "

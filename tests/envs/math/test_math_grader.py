@@ -227,6 +227,8 @@ EQUIVALENT = [
     ("n \\equiv 18 \\pmod{41}", "18"),
     ("18 \\pmod 41", "18"),
     ("18 \\ (\\bmod 41)", "18"),
+    ("18 (mod 41)", "18"),  # att36f: without a backslash
+    ("18 \\mod 41", "18"),
 ]
 
 # (prediction, gold): each pair must be judged different.

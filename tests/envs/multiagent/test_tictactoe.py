@@ -215,6 +215,13 @@ def test_weights_under_which_resigning_beats_losing_are_refused(weights):
     _env(reward_weights={"illegal_move": -2.0, "loss": -1.0, "draw": 0.5})  # stricter is fine
 
 
+@pytest.mark.parametrize("weights", [{"win": 0.0, "loss": 0.5}, {"draw": 1.0}, {"loss": 0.5}])
+def test_weights_under_which_losing_pays_as_winning_are_refused(weights):
+    # s36 att36i: win 0, loss 0.5 was accepted (only illegal_move's bound was checked).
+    with pytest.raises(rllm_envs.InvalidEnvConfig, match="win"):
+        _env(reward_weights=weights)
+
+
 @pytest.mark.parametrize("weights", [{"illegal_move": float("nan")}, {"loss": float("inf")}])
 def test_non_finite_weights_are_refused(weights):
     # s19 att25i: NaN passed `illegal_move <= min(loss, draw)` (every comparison with NaN is
