@@ -223,7 +223,7 @@ class FrozenLakeEnv(TextEnv):
         self._policy: np.ndarray | None = None
         self._potentials: list[float] = []
         self._unreadable = 0  # unreadable replies this episode
-        self._start_cell = 0  # where the episode started (the progress refund at the turn limit)
+        self._start_cell = 0  # where the episode started (progress is refunded to it)
 
     def _check_shaping(self) -> None:
         """Refuse weights under which falling into a hole pays as much as playing on."""
