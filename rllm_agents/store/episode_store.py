@@ -953,6 +953,19 @@ class EpisodeStore:
         sequence.end()
 
     @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (``BEGIN IMMEDIATE``): committed after the block, or rolled back."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
         """Reads inside see one state of the store (a read transaction, unless one is open)."""
         conn = self._conn
@@ -1285,9 +1298,7 @@ class EpisodeStore:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
         meta_key = PENDING_PREFIX + key
         kept = self._kept_pending()
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write_transaction() as conn:
             rows = dict(
                 conn.execute(
                     "SELECT key, value FROM meta WHERE key IN (?, ?)", (meta_key, PENDING_COUNT)
@@ -1297,7 +1308,6 @@ class EpisodeStore:
             if meta_key in rows:
                 found = self._pending_row(meta_key, rows[meta_key])
                 if found[:3] == (run, env_id, task_id) and found[4] == "open":
-                    conn.execute("COMMIT")
                     return
                 raise AgentConfigError(
                     f"The pending sample {key!r} was opened before ({found[4]}, task "
@@ -1312,11 +1322,6 @@ class EpisodeStore:
             ).rowcount
             if updated != 1:
                 raise self._ignored("the update of the count of pending samples")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
         if self._mark_kept():
             integrity.raise_mark(self._key, self.path, self._pending_mark, seq, _PENDING_LABEL)
 
@@ -1330,15 +1335,8 @@ class EpisodeStore:
         """
         if self.read_only:
             raise AgentConfigError(f"The episode store {self.path} was opened read-only.")
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write_transaction() as conn:
             self._settle(conn, key, "dropped")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     def _settle(self, conn: sqlite3.Connection, key: str, state: str) -> None:
         """Mark the open pending sample ``key`` ``state`` (in the caller's transaction)."""
@@ -1532,9 +1530,7 @@ class EpisodeStore:
             if not isinstance(text, str):
                 raise AgentConfigError(f"Expects `{name}` to be a str, actual: {text!r}.")
         meta_key = PIN_PREFIX + key
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write_transaction() as conn:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (meta_key,)).fetchone()
             if row is None:  # a new pin: only where every pin is there (their numbers say)
                 problems = self._pin_problems(conn)
@@ -1554,13 +1550,6 @@ class EpisodeStore:
                     ],
                 )
                 row = (stored,)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        if row is None:
-            raise self._ignored(f"the pin {key!r}")
         pinned = integrity.parse_pin(self._key, meta_key, row[0])
         if pinned is None:
             raise DamagedMeta(self.path, meta_key, _PIN_MAC_FAILS)
