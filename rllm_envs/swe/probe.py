@@ -61,6 +61,7 @@ import datetime
 import decimal
 import fractions
 import math
+import operator
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -2077,23 +2078,23 @@ def _literal_key(node: ast.AST) -> Any:
 #: The longest text (or bytes) a constant expression is folded into (:func:`_folded_key`).
 _FOLD_MAX = 4096
 _FOLD_OPS: dict[type, Any] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: a**b,
-    ast.LShift: lambda a, b: a << b,
-    ast.RShift: lambda a, b: a >> b,
-    ast.BitOr: lambda a, b: a | b,
-    ast.BitAnd: lambda a, b: a & b,
-    ast.BitXor: lambda a, b: a ^ b,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitOr: operator.or_,
+    ast.BitAnd: operator.and_,
+    ast.BitXor: operator.xor,
 }
 _UNARY_OPS: dict[type, Any] = {
-    ast.USub: lambda a: -a,
-    ast.UAdd: lambda a: +a,
-    ast.Invert: lambda a: ~a,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
 }
 _NOT_FOLDED = object()
 
