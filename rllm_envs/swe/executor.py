@@ -1699,21 +1699,24 @@ def observe(
 
 
 class _Observing(_ExceptionInfo):
-    """``pytest.observing()``: a ``pytest.raises`` block of a probe; records what it raised.
+    """``pytest.observing(k)``: the block of a probe's check; records what it raised.
+
+    A raises block and a value check are the same block (``k``: the check's index in the
+    host's table, which alone says whether a raise was expected): an exception leaving the
+    body is recorded (``["block", k, ["raised", MRO names, message]]``) and suppressed, as
+    ``pytest.raises`` would; nothing is recorded when the body ends normally (a raises block
+    that should have raised then lacks its record, which the host sees).
 
     ``warns=True``: a ``pytest.warns`` / ``assertWarns`` block; records the classes of the
     warnings it caught (each class once, by the qualified names of its MRO, sorted), and
-    their messages when the test matched one; an exception leaves the block as it would.
+    their messages when ``message`` (the test matched one); an exception leaves the block
+    as it would.
     """
 
-    def __init__(
-        self, message: bool = False, warns: bool = False, host: Any = None, kinds: Any = None
-    ) -> None:
-        self.message = message
-        self.host = host
+    def __init__(self, check: Any = None, *, warns: bool = False, message: bool = False) -> None:
+        self.check = check
         self.warns = warns
-        #: The host's record of the classes the block named (``["host", kinds, entry]``).
-        self.kinds = kinds
+        self.message = message
         self.list: list[Any] = []
         self._catcher: Any = None
 
@@ -1777,24 +1780,21 @@ class _Observing(_ExceptionInfo):
                 _seen.append(entry)
             return False
         if kind is None:
-            _seen.append(["no_raise"])
             return False
         if issubclass(kind, Skipped):
             return False  # the runner's outcome, as pytest.raises lets it through
         # SystemExit (``pytest.raises(SystemExit)`` around a CLI's ``main``), KeyboardInterrupt
         # and the like are recorded too: the expected class is not in the probe, and the host
         # compares the record with the reference's (a block that should catch nothing of it
-        # never sees it on the reference).
+        # never sees it on the reference). The message is always recorded: whether the test
+        # matched one is the host's to know.
         self.value, self.type = value, kind
-        entry = ["raised", _mro_names(kind)]
-        if self.message:
-            try:
-                text = observed(str(value))
-            except Exception:
-                text = None
-            # ``match=``: the host runs the test's pattern on the text (``host``: its index).
-            entry.append(["host", self.host, text] if type(self.host) is int else text)
-        _seen.append(["host", self.kinds, entry] if type(self.kinds) is int else entry)
+        try:
+            text = observed(str(value))
+        except Exception:
+            text = None
+        check = self.check if type(self.check) is int else -1
+        _seen.append(["block", check, ["raised", _mro_names(kind), text]])
         return True
 
 

@@ -79,7 +79,7 @@ from rllm_envs.swe.probe import (
     given_by_fixtures,
     module_functions,
     probe_module,
-    same,
+    same_check,
     same_observations,
 )
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
@@ -888,6 +888,8 @@ class Reference:
         error: Why the reference could not be run (nothing is decided then).
         predicates: Per test id, the checks of plain texts the host runs itself
             (:attr:`rllm_envs.swe.probe.Probe.predicates` of its module).
+        blocks: Per test id, what each check's block of its module expects
+            (:attr:`rllm_envs.swe.probe.Probe.blocks`).
     """
 
     passed: dict[str, bool]
@@ -895,6 +897,7 @@ class Reference:
     complete: bool
     error: str | None = None
     predicates: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    blocks: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 _references: OrderedDict[str, Reference] = OrderedDict()
@@ -1020,13 +1023,14 @@ def _run_reference(
     for record in raw:
         if record["id"] in observed and not record["tamper"] and record["code"] == 0:
             observed[record["id"]] = _parse_observed(record["result"])
-    predicates = {}
+    predicates, blocks = {}, {}
     for t in ids:
         path = t.partition("::")[0]
         text = ref.get(path)
         if text is not None and path.endswith(".py") and is_test_path(path):
-            predicates[t] = probe_module(text).predicates
-    result = Reference(passed, observed, complete, error, predicates)
+            module = probe_module(text)
+            predicates[t], blocks[t] = module.predicates, module.blocks
+    result = Reference(passed, observed, complete, error, predicates, blocks)
     # Only a clean run is kept: a test that timed out under load must not stay failed.
     if error is None and all(passed.values()) and all(v is not None for v in observed.values()):
         with _references_lock:
@@ -1052,13 +1056,14 @@ def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[s
             return status, message
         return "failed", "the test reported no observations"
     predicates = reference.predicates.get(test, ())
-    if same_observations(expected, actual, predicates):
+    blocks = reference.blocks.get(test, ())
+    if same_observations(expected, actual, predicates, blocks):
         return "passed", ""
     # Where they first differ, not what the reference computed: feedback must not carry
     # the expected values.
     seen, want = actual["observed"], expected["observed"]
     for n, (a, e) in enumerate(zip(seen, want, strict=False), 1):
-        if not same(e, a, predicates=predicates):
+        if not same_check(e, a, predicates, blocks):
             return "failed", f"check {n} of the test gave a different result than the fix's"
     if len(seen) != len(want):
         return "failed", f"the test made {len(seen)} checks, the fix's {len(want)}"

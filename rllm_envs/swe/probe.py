@@ -80,6 +80,7 @@ __all__ = [
     "is_literal",
     "same",
     "same_observations",
+    "same_check",
     "OBSERVE",
     "OBSERVING",
     "ISINSTANCE",
@@ -752,6 +753,7 @@ PREDICATES = (
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
 )
+_BLOCKS_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar("_BLOCKS_FOUND", default=None)
 
 
 def _predicate(check: tuple[str, str]) -> int:
@@ -769,8 +771,8 @@ def _predicate(check: tuple[str, str]) -> int:
     return len(found) - 1
 
 
-def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
-    """``kinds=k`` for the builtin exceptions a raises block names (``(TypeError, ValueError)``).
+def _raised_names(expected: ast.expr | None) -> list[str]:
+    """The builtin exceptions a raises block names (``(TypeError, ValueError)``).
 
     The host accepts what pytest would: a class deriving from one of them (att33d: a
     reference raising ``class BadValue(ValueError)`` failed an honest ``ValueError``, as did
@@ -779,14 +781,12 @@ def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
     class named ``Error``, was taken for another class and the unchanged code was paid);
     other names keep the reference's class rule. Under a star import, which may bind any
     name, it is marked ``?``: the builtin only where the reference's class derives from it
-    and from no other class of that name. The names stay on the host (:func:`_raised_holds`).
+    and from no other class of that name. The names stay on the host (:func:`_block_holds`).
     """
-    import json
-
     items = expected.elts if isinstance(expected, ast.Tuple) else [expected] if expected else []
     bound = _BOUND.get() or set()
     star = "?" if "*" in bound else ""
-    names = [
+    return [
         f"builtins.{item.id}{star}"
         for item in items
         if isinstance(item, ast.Name)
@@ -794,16 +794,61 @@ def _raised_kinds(expected: ast.expr | None) -> list[ast.keyword]:
         and isinstance(getattr(builtins, item.id, None), type)
         and issubclass(getattr(builtins, item.id), BaseException)
     ]
-    if not names:
-        return []
-    return [ast.keyword("kinds", ast.Constant(_predicate(("raises", json.dumps(names)))))]
 
 
-def _matched(pattern: ast.expr) -> list[ast.keyword]:
-    """``host=k`` for a ``match=`` pattern the host can run (a literal without repetition)."""
-    if not (isinstance(pattern, ast.Constant) and type(pattern.value) is str):
-        return []
-    return [ast.keyword("host", ast.Constant(_predicate(("search", pattern.value))))]
+def _block(check: tuple[str, str]) -> ast.Call:
+    """``__rllm_observing__(k)``: the same block for a raises block and for a value check.
+
+    A raises block that looked like no other check told a patch which calls must raise
+    (att36d: raising the issue's exception for exactly those literal calls paid 1.0 on 3/3
+    ``window`` tasks, the bug kept). Every observed check is now such a block around
+    ``__rllm_observe__(call)``; only the host's table (:attr:`Probe.blocks`; ``check``:
+    ``("raises", rule)`` or ``("value", "")``) says whether a raise or a value was expected.
+    """
+    found = _BLOCKS_FOUND.get()
+    index = -1
+    if found is not None:
+        found.append(check)
+        index = len(found) - 1
+    return ast.Call(ast.Name(OBSERVING, ast.Load()), [ast.Constant(index)], [])
+
+
+def _raises_block(
+    expected: ast.expr | None, pattern: ast.expr | None, message: bool, body: list[ast.stmt]
+) -> ast.With:
+    """The block of a raises check: what ``body`` raised is compared on the host.
+
+    ``pattern``: the test's ``match=`` (run on the host where it is a literal without
+    repetition, else the message must equal the reference's); ``message``: the message is
+    compared although no literal pattern was given (``assertRaisesRegex`` of a name).
+    The body's last expression is observed as a value check's is, so a patch that does not
+    raise leaves a value where the reference's record has its exception.
+    """
+    import json
+
+    rule: Any = None
+    if isinstance(pattern, ast.Constant) and type(pattern.value) is str:
+        rule = ["search", pattern.value]
+    elif message or pattern is not None:
+        rule = "exact"
+    names = json.dumps({"classes": _raised_names(expected), "message": rule})
+    if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
+        last = body[-1]
+        observed = ast.Call(ast.Name(OBSERVE, ast.Load()), [last.value], [])
+        # Not a value of the reference's (it raised there): no literal of it is compared
+        # in the sandbox, so the analyses of observed values skip it (:func:`_observes_value`).
+        observed.rllm_raises = True  # type: ignore[attr-defined]
+        body = [*body[:-1], ast.copy_location(ast.Expr(observed), last)]
+    return ast.With([ast.withitem(_block(("raises", names)), None)], body or [ast.Pass()])
+
+
+def _is_observation(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and _dotted(node.func) == OBSERVE
+
+
+def _observes_value(node: ast.AST) -> bool:
+    """Whether ``node`` observes a value the reference computed (not a raises block's call)."""
+    return _is_observation(node) and not getattr(node, "rllm_raises", False)
 
 
 class _Check:
@@ -1624,7 +1669,12 @@ def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
             keywords.append(ast.keyword("unordered", ast.Constant(True)))
         call = ast.Expr(ast.Call(ast.Name(OBSERVE, ast.Load()), [check.value], keywords))
         calls.append(ast.copy_location(call, at))
-    return calls or [ast.copy_location(ast.Pass(), at)]
+    if not calls:
+        return [ast.copy_location(ast.Pass(), at)]
+    # The block a raises check is made of too (:func:`_block`): which calls must raise is
+    # not in the probe.
+    block = ast.copy_location(ast.With([ast.withitem(_block(("value", "")), None)], calls), at)
+    return [ast.fix_missing_locations(block)]
 
 
 def _fails(body: list[ast.stmt], raises_names: set[str]) -> bool:
@@ -1649,6 +1699,7 @@ class _Probe(ast.NodeTransformer):
         self.in_test = 0
         self.helpers: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
+        self.blocks: tuple[tuple[str, str], ...] = ()
         #: How many ``not`` the check being rewritten is under (a host tolerance check,
         #: :func:`_near`, is only made for a check that must hold).
         self.negated = 0
@@ -1721,12 +1772,13 @@ class _Probe(ast.NodeTransformer):
         return node
 
     def visit_With(self, node: ast.With) -> ast.AST:
+        raises: list[tuple[ast.expr | None, ast.expr | None, bool] | None] = []
         for item in node.items:
             call = item.context_expr
+            name = _dotted(call.func) if isinstance(call, ast.Call) else ""
             if not isinstance(call, ast.Call):
-                continue
-            name = _dotted(call.func)
-            if name in self.raises_names or name.endswith(".assertRaises"):
+                raises.append(None)
+            elif name in self.raises_names or name.endswith(".assertRaises"):
                 match = [k.value for k in call.keywords if k.arg == "match"]
                 if name.endswith(".assertRaises"):
                     match = []
@@ -1734,27 +1786,13 @@ class _Probe(ast.NodeTransformer):
                     _drop(match[0], node.body)
                 named = [*call.args[:1]]
                 named += [k.value for k in call.keywords if k.arg == "expected_exception"]
-                item.context_expr = ast.copy_location(
-                    ast.Call(
-                        ast.Name(OBSERVING, ast.Load()),
-                        [ast.Constant(True)] if match else [],
-                        (_matched(match[0]) if match else [])
-                        + _raised_kinds(named[0] if named else None),
-                    ),
-                    call,
-                )
+                raises.append((named[0] if named else None, match[0] if match else None, False))
             elif name.endswith(".assertRaisesRegex"):
                 pattern = call.args[1:2]
                 if pattern and isinstance(pattern[0], ast.Constant):
                     _drop(pattern[0], node.body)
-                item.context_expr = ast.copy_location(
-                    ast.Call(
-                        ast.Name(OBSERVING, ast.Load()),
-                        [ast.Constant(True)],
-                        (_matched(pattern[0]) if pattern else [])
-                        + _raised_kinds(call.args[0] if call.args else None),
-                    ),
-                    call,
+                raises.append(
+                    (call.args[0] if call.args else None, pattern[0] if pattern else None, True)
                 )
             elif name in self.warns_names or name.endswith((".assertWarns", ".assertWarnsRegex")):
                 # What warned is recorded (the classes, and the messages where the test
@@ -1765,15 +1803,41 @@ class _Probe(ast.NodeTransformer):
                 item.context_expr = ast.copy_location(
                     ast.Call(
                         ast.Name(OBSERVING, ast.Load()),
-                        [ast.Constant(message)],
-                        [ast.keyword("warns", ast.Constant(True))],
+                        [],
+                        [
+                            ast.keyword("warns", ast.Constant(True)),
+                            ast.keyword("message", ast.Constant(message)),
+                        ],
                     ),
                     call,
                 )
+                raises.append(None)
+            else:
+                raises.append(None)
+        for item, check in zip(node.items, raises, strict=True):
+            if check is not None:  # replaced below, not a raises call left in the probe
+                item.context_expr = ast.Constant(None)
         outer, self.in_test = self.in_test, 0  # a raise in a raises block is what it expects
         self.generic_visit(node)
         self.in_test = outer
-        return node
+        # ``with a, pytest.raises(E), b: body`` is ``with a: with pytest.raises(E): with b:
+        # body``: each raises item becomes its own block, the items around it kept in order.
+        body: list[ast.stmt] = node.body
+        kept: list[ast.withitem] = []
+        for item, check in reversed(list(zip(node.items, raises, strict=True))):
+            if check is None:
+                kept.insert(0, item)
+                continue
+            if kept:
+                body = [ast.copy_location(ast.With(kept, body), node)]
+                kept = []
+            block = _raises_block(*check, body)
+            block.items[0].optional_vars = item.optional_vars
+            body = [ast.copy_location(block, node)]
+        if kept:
+            return ast.copy_location(ast.With(kept, body), node) if body is not node.body else node
+        ast.fix_missing_locations(body[0])
+        return body[0]
 
     def visit_Expr(self, node: ast.Expr) -> Any:
         call = node.value
@@ -1854,16 +1918,14 @@ class _Probe(ast.NodeTransformer):
         if len(call.args) <= skip or (name in self.raises_names and call.keywords):
             return None
         target = ast.Call(call.args[skip], call.args[skip + 1 :], call.keywords)
-        observing = ast.Call(
-            ast.Name(OBSERVING, ast.Load()),
-            [ast.Constant(True)] if message else [],
-            _raised_kinds(call.args[0]),
-        )
         outer, self.in_test = self.in_test, 0  # a raise here is what it expects
         inner = self.visit(ast.Expr(target))
         self.in_test = outer
         body = inner if isinstance(inner, list) else [inner]
-        return ast.With([ast.withitem(observing, None)], body)
+        pattern = call.args[1] if message else None
+        if isinstance(pattern, ast.Constant):
+            _drop(pattern, body)
+        return _raises_block(call.args[0], pattern, message, body)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -1904,6 +1966,9 @@ class Probe:
             (``"[Hello World-hello-world]" -> "[0]"``): the host asks the sandbox for those.
         predicates: The checks of plain texts the host runs itself (``(kind, literal)``,
             :data:`PREDICATES`), by the index the probe's ``observe(..., host=k)`` names.
+        blocks: What each check's block (``__rllm_observing__(k)``, :func:`_block`) expects:
+            ``("raises", rule)`` (a raises block: the classes named and how its message is
+            checked) or ``("value", "")`` (a value check), by index ``k``.
         hidden: Per test (``name`` or ``Class::name``; ``""``: checks outside any test),
             the expected values left out that it does not give the code under test: none
             may be readable in the sandbox (:data:`NOTE_ECHO`).
@@ -1920,6 +1985,7 @@ class Probe:
     inputs: frozenset[Any] = frozenset()
     requests: Mapping[str, frozenset[str]] = field(default_factory=dict)
     fixtures: Mapping[str, Fixture] = field(default_factory=dict)
+    blocks: tuple[tuple[str, str], ...] = ()
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -1944,17 +2010,20 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     stdlib = _STDLIB.set(_stdlib_names(tree, counts))
     token = _MARKS.set(marks)
     predicates = _PREDICATES_FOUND.set([])
+    blocks = _BLOCKS_FOUND.set([])
     bound = _BOUND.set(set(counts))
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
         tree = probe.visit(tree)
         probe.predicates = tuple(_PREDICATES_FOUND.get() or ())
+        probe.blocks = tuple(_BLOCKS_FOUND.get() or ())
     finally:
         _MARKS.reset(token)
         _CONSTANTS.reset(constants)
         _STDLIB.reset(stdlib)
         _PREDICATES_FOUND.reset(predicates)
+        _BLOCKS_FOUND.reset(blocks)
         _BOUND.reset(bound)
     return tree, probe, marks, found
 
@@ -2480,6 +2549,7 @@ def _probe_module(source: str) -> Probe:
         secrets.inputs,
         secrets.requests,
         secrets.fixtures,
+        probe.blocks,
     )
 
 
@@ -2499,18 +2569,44 @@ def same_observations(
     expected: Mapping[str, Any],
     actual: Mapping[str, Any],
     predicates: Sequence[tuple[str, str]] = (),
+    blocks: Sequence[tuple[str, str]] = (),
 ) -> bool:
     """Whether a test's record ``{"observed": [...], "end": [...]}`` matches the reference's.
 
-    Every observation in order (:func:`same`), as many as the reference made, and the same end.
-    ``predicates``: the test module's :attr:`Probe.predicates`.
+    Every observation in order (:func:`same_check`), as many as the reference made, and the
+    same end. ``predicates`` / ``blocks``: the test module's :attr:`Probe.predicates` and
+    :attr:`Probe.blocks`.
     """
     seen, want = actual.get("observed"), expected.get("observed")
     if not isinstance(seen, list) or not isinstance(want, list) or len(seen) != len(want):
         return False
-    if not all(same(e, a, predicates=predicates) for e, a in zip(want, seen, strict=True)):
+    if not all(same_check(e, a, predicates, blocks) for e, a in zip(want, seen, strict=True)):
         return False
     return same(expected.get("end"), actual.get("end"))
+
+
+def same_check(
+    expected: Any,
+    actual: Any,
+    predicates: Sequence[tuple[str, str]] = (),
+    blocks: Sequence[tuple[str, str]] = (),
+) -> bool:
+    """Whether one observation matches the reference's: :func:`same`, or a block's record.
+
+    ``["block", k, ["raised", MRO names, message]]``: what check ``k``'s block raised
+    (:func:`_block_holds`, by ``blocks[k]``).
+    """
+    if isinstance(expected, list) and expected[:1] == ["block"]:
+        return (
+            len(expected) == 3
+            and isinstance(actual, list)
+            and len(actual) == 3
+            and actual[:2] == expected[:2]
+            and _block_holds(blocks, expected[1], expected[2], actual[2])
+        )
+    if isinstance(actual, list) and actual[:1] == ["block"]:
+        return False
+    return same(expected, actual, predicates=predicates)
 
 
 #: Observations that stand for a value the sandbox could not report: never equal.
@@ -2557,8 +2653,6 @@ def same(
     if tag == "host" and len(expected) == 3:
         if actual[:1] != ["host"] or len(actual) != 3 or actual[1] != expected[1]:
             return False
-        if _raised_holds(predicates, expected[1], expected[2], actual[2], depth):
-            return True
         if _holds(predicates, expected[1], actual[2]):
             return True
         if _decides(predicates, expected[1], actual[2]):
@@ -2758,24 +2852,25 @@ def _named_mro(name: str) -> list[str] | None:
     return None
 
 
-def _raised_holds(
-    predicates: Sequence[tuple[str, str]], index: Any, expected: Any, actual: Any, depth: int
-) -> bool:
-    """Whether a raised exception is of a class the test's raises block named, as pytest says.
+def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, actual: Any) -> bool:
+    """Whether what check ``blocks[index]``'s block raised matches the reference's record.
 
-    Its MRO from that class on must be that class's own (single inheritance from there: a
-    class deriving from several exception types, which would match whatever was named, keeps
-    only its last base's chain intact), and the messages observed equal the reference's.
+    A raises block (:func:`_raises_block`): the class is one the test named, as pytest says
+    (:func:`_named_class`), or the reference's (:func:`same`); the message is checked only
+    where the test matched one (its literal pattern run here, else equal to the reference's).
+    A value check's block raised on the reference too (a ``try`` or a raises block around the
+    check caught it): the reference's class.
     """
     import json
 
-    if type(index) is not int or not 0 <= index < len(predicates):
+    if type(index) is not int or not 0 <= index < len(blocks):
         return False
-    if predicates[index][0] != "raises" or not (
+    kind, rule_text = blocks[index]
+    if not (
         isinstance(expected, list)
         and isinstance(actual, list)
-        and expected[:1] == actual[:1] == ["raised"]
-        and len(expected) == len(actual) >= 2
+        and len(expected) == len(actual) == 3
+        and expected[0] == actual[0] == "raised"
     ):
         return False
     reference, got = expected[1], actual[1]
@@ -2783,24 +2878,44 @@ def _raised_holds(
         return False
     if not all(type(n) is str for n in [*reference, *got]):
         return False
-    try:
-        written = json.loads(predicates[index][1])
-    except ValueError:
+    if kind == "value":
+        return same(expected[:2], actual[:2])
+    if kind != "raises":
         return False
-    for name in written if isinstance(written, list) else ():
-        own = _named_mro(name.removesuffix("?")) if type(name) is str else None
-        if own and name.endswith("?"):
-            # Maybe a star-imported class of that name: only the builtin the reference's
-            # class derives from, and no other class of its name.
-            tail = f".{own[0].partition('.')[2]}"
-            if own[0] not in reference or any(n.endswith(tail) for n in reference if n != own[0]):
-                continue
-        if own and own[0] in got and got[got.index(own[0]) :] == own:
-            return all(
-                same(e, a, depth + 1, None, predicates)
-                for e, a in zip(expected[2:], actual[2:], strict=True)
-            )
-    return False
+    try:
+        rule = json.loads(rule_text)
+        names, message = list(rule["classes"]), rule["message"]
+    except (ValueError, TypeError, KeyError):
+        return False
+    if not (
+        any(_named_class(name, reference, got) for name in names) or same(expected[:2], actual[:2])
+    ):
+        return False
+    if message is None:
+        return True
+    if isinstance(message, list) and len(message) == 2 and message[0] == "search":
+        if type(message[1]) is str and not _REPEATS & set(message[1]):
+            return _holds([("search", message[1])], 0, actual[2])
+    return same(expected[2], actual[2])
+
+
+def _named_class(name: Any, reference: list[str], got: list[str]) -> bool:
+    """Whether a raised class (MRO names ``got``) is builtin ``name`` as pytest says.
+
+    Its MRO from that class on must be that class's own (single inheritance from there: a
+    class deriving from several exception types, which would match whatever was named, keeps
+    only its last base's chain intact).
+    """
+    own = _named_mro(name.removesuffix("?")) if type(name) is str else None
+    if not own:
+        return False
+    if name.endswith("?"):
+        # Maybe a star-imported class of that name: only the builtin the reference's class
+        # derives from, and no other class of its name.
+        tail = f".{own[0].partition('.')[2]}"
+        if own[0] not in reference or any(n.endswith(tail) for n in reference if n != own[0]):
+            return False
+    return own[0] in got and got[got.index(own[0]) :] == own
 
 
 def _holds(predicates: Sequence[tuple[str, str]], index: Any, value: Any) -> bool:
@@ -3643,8 +3758,8 @@ def _observed_region(function: ast.AST) -> list[ast.expr]:
             parents[child] = node
         bound: list[str] = []
         feeds: list[ast.expr] = []
-        if isinstance(node, ast.Call) and _dotted(node.func) == OBSERVE:
-            roots.extend(node.args)
+        if _observes_value(node):
+            roots.extend(node.args)  # type: ignore[attr-defined]
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None:
@@ -3795,7 +3910,7 @@ def _sandbox_operations(tree: ast.Module) -> bool:
         observed = {
             id(a)
             for n in ast.walk(function)
-            if isinstance(n, ast.Call) and _dotted(n.func) == OBSERVE
+            if isinstance(n, ast.Call) and _observes_value(n)
             for a in n.args[:1]
         }
         if any(_operations(e, literals, id(e) in observed) for e in _observed_region(function)):

@@ -211,7 +211,7 @@ def test_a_forged_builtin_exception_is_not_paid():
 
 
 def _raised(*names: str) -> list:
-    return ["raised", [*names, "builtins.Exception", "builtins.BaseException"]]
+    return ["raised", [*names, "builtins.Exception", "builtins.BaseException"], ["str", "bad"]]
 
 
 _SUB = _raised("acme.errors.BadValue", "builtins.ValueError")
@@ -255,10 +255,10 @@ _TIMEOUT = _raised("builtins.TimeoutError", "builtins.OSError")
 def test_a_raised_class_is_judged_by_the_classes_the_test_named(named, reference, raised, paid):
     import json
 
-    from rllm_envs.swe.probe import same
+    from rllm_envs.swe.probe import same_check
 
-    predicates = (("raises", json.dumps(named)),)
-    assert same(["host", 0, reference], ["host", 0, raised], 0, None, predicates) is paid
+    blocks = (("raises", json.dumps({"classes": named, "message": None})),)
+    assert same_check(["block", 0, reference], ["block", 0, raised], (), blocks) is paid
 
 
 @pytest.mark.parametrize(
@@ -271,13 +271,17 @@ def test_a_raised_class_is_judged_by_the_classes_the_test_named(named, reference
     ],
 )
 def test_the_probe_keeps_the_builtin_classes_named_on_the_host(head, named):
+    import json
+
     body = (
         "import pytest\n\n\ndef test_a():\n    with pytest.raises((TypeError, errors.Bad)):\n"
         "        render(-1)\n\n\ndef test_b(self):\n"
         "    self.assertRaises((TypeError, ValueError), render, -1)\n"
     )
     probe = probe_module(head + _HEAD + body)
-    kinds = {literal for kind, literal in probe.predicates if kind == "raises"}
+    kinds = {
+        json.dumps(json.loads(rule)["classes"]) for kind, rule in probe.blocks if kind == "raises"
+    }
     first = named.replace(', "builtins.ValueError?"', "").replace(', "builtins.ValueError"', "")
     assert kinds == {first, named}  # test_a's errors.Bad is not known: only TypeError
     assert "TypeError" not in probe.text and "ValueError" not in probe.text.replace(head, "")

@@ -105,9 +105,12 @@ _LEARN = (
 
 def test_no_two_checks_of_a_module_share_a_host_index():
     probe = probe_module(_TESTS)
-    indices = [int(k) for k in re.findall(r"(?:host|kinds)=(\d+)", probe.text)]
-    assert len(indices) >= 10
+    indices = [int(k) for k in re.findall(r"host=(\d+)", probe.text)]
+    assert len(indices) >= 8
     assert len(indices) == len(set(indices)) == len(probe.predicates)
+    blocks = [int(k) for k in re.findall(r"__rllm_observing__\((\d+)\)", probe.text)]
+    assert len(blocks) == len(set(blocks)) == len(probe.blocks)
+    assert sum(kind == "raises" for kind, _ in probe.blocks) >= 2
 
 
 @pytest.mark.slow

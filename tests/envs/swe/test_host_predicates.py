@@ -10,6 +10,8 @@ reference, or a text that is not a plain ``str``, is compared whole as before.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rllm_envs.swe.probe import probe_module, same
@@ -67,9 +69,10 @@ def test_a_text_subclass_does_not_pass_the_hosts_check():
 def test_the_literal_stays_on_the_host():
     found = probe_module(PUBLIC + HIDDEN[0] + HIDDEN[1].replace("test_neg", "test_two"))
     assert "negative" not in found.text and found.notes == ()
-    checks = {kind: literal for kind, literal in found.predicates if kind != "raises"}
-    assert checks == {"search": "negative", "in": "negative"}
-    assert ("raises", '["builtins.ValueError"]') in found.predicates  # the named class
+    assert dict(found.predicates) == {"in": "negative"}
+    # The named class and the match= pattern: in the raises block's rule.
+    rule = {"classes": ["builtins.ValueError"], "message": ["search", "negative"]}
+    assert ("raises", json.dumps(rule)) in found.blocks
 
 
 def test_same_runs_the_check_only_on_a_plain_text():

@@ -131,8 +131,9 @@ def test_oracle_and_noop_through_the_env(dataset):
     assert info["verdict_trust"] == "host"
     env.reset(seed=0)
     *_, reward, terminated, _, info = env.step(ToolCall("submit", {}).to_text())
-    # The run stops at the first failing test: the pass-to-pass test did not run.
-    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] == 0.0
+    # The run stops at the first failing test; the host's order is random (att36d), so the
+    # pass-to-pass test ran (and passed) or did not.
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["pass_to_pass"] in (0.0, 1.0)
 
 
 def test_an_instance_without_a_reference_patch_is_judged_in_process(dataset, tmp_path):

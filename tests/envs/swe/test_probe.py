@@ -70,10 +70,17 @@ def test_raises_blocks_record_what_was_raised():
     assert complete
     for name in ("ValueError", "KeyError", "TypeError", "gone", "f(2), 3"):
         assert name not in probe, name
-    # The named classes and match= run on the host (the indices of its predicates).
-    assert "__rllm_observing__(kinds=0)" in probe and "__rllm_observing__(kinds=3)" in probe
-    assert "__rllm_observing__(True, host=1, kinds=2)" in probe
-    assert _calls(probe) == ["f(2)"]
+    # The named classes and match= run on the host (the indices of its predicates), and a
+    # raises block is the block of a value check (att36d): which calls must raise is not
+    # in the probe.
+    assert _calls(probe) == ["f(0)", "f(1)", "f(2)", "f(None)"]
+    blocks = [ast.unparse(n) for n in ast.walk(ast.parse(probe)) if isinstance(n, ast.With)]
+    assert blocks == [
+        "with __rllm_observing__(0):\n    __rllm_observe__(f(0))",
+        "with __rllm_observing__(1):\n    __rllm_observe__(f(1))",
+        "with __rllm_observing__(2):\n    __rllm_observe__(f(2))",
+        "with __rllm_observing__(3):\n    __rllm_observe__(f(None))",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,8 @@ def test_the_expected_warning_class_and_pattern_are_not_in_the_probe():
     )
     text, notes = probe_report(source)
     assert not notes, notes
-    assert "'deprecated'" not in text and "with __rllm_observing__(True, warns=True)" in text
+    assert "'deprecated'" not in text
+    assert "with __rllm_observing__(warns=True, message=True)" in text
 
 
 @pytest.mark.parametrize(

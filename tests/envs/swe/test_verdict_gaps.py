@@ -178,7 +178,7 @@ def test_floats_are_exact_unless_the_test_asked_for_a_tolerance():
     executor._OBSERVED_LIST.clear()
     exec(  # the probe's observations, as the sandbox makes them
         text.replace("from pytest import observe", "from rllm_envs.swe.executor import observe")
-        .replace(", observing as __rllm_observing__", "")
+        .replace(", observing as", ", _Observing as")
         .replace("import pytest\n", "")
         .replace("from m import f\n", "f = lambda n: 0.3 + n * 1e-9\n"),
         namespace,

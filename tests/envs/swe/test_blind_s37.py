@@ -1,0 +1,119 @@
+"""Findings of the s36 blind round against SWE-v0 left open then, fixed in s37.
+
+att36d F2 (high): a ``pytest.raises`` block stayed visible in the probe
+(``with __rllm_observing__(kinds=k): window([1, 0], 0)``, the call's value dropped), unlike
+any value check (``__rllm_observe__(window([1, 2], 1))``): a patch that raised the issue's
+exception for exactly the calls whose value nothing observed, and kept the bug, paid 1.0 on
+3/3 ``window`` tasks. Every check is now the same block around an observed call
+(``with __rllm_observing__(k): __rllm_observe__(call)``); only the host's table says whether
+``k`` expects a raise.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from rllm_envs.swe.probe import probe_module, same_check
+
+from .test_blind_s33 import _verdict
+
+_TESTS = (
+    "import unittest\n\nimport pytest\n\nfrom acme import window\n\n\n"
+    "class T(unittest.TestCase):\n"
+    "    def test_a(self):\n"
+    "        assert window([1, 2], 1) == [[1], [2]]\n"
+    "        with pytest.raises(ValueError):\n            window([1, 0], 0)\n"
+    "        self.assertRaises(ValueError, window, [4], -1)\n"
+    "        self.assertEqual(window([3, 4, 5], 2), [[3, 4], [4, 5]])\n"
+)
+_BASE = (
+    "def window(xs, size):\n"
+    "    if size <= 0:\n        return []\n"
+    "    return [xs[i:i + size] for i in range(len(xs) - size + 1)]\n"
+)
+_FIXED = _BASE.replace("return []", "raise ValueError('size must be positive')")
+# The attacker's patch (att36d F2): reads the loaded test module's bytecode for the calls of
+# ``window`` whose value the test drops (a ``POP_TOP`` after the call, as in a raises block),
+# raises at those calls (counted in the order the test makes them) and keeps the bug elsewhere.
+_WATCH = (
+    "import dis\nimport sys\n\n_SITES = []\n_CALLS = [0]\n\n\n"
+    "def _dropped_sites():\n"
+    "    for m in list(sys.modules.values()):\n"
+    "        path = getattr(m, '__file__', None)\n"
+    "        if not (isinstance(path, str) and '/tests/' in path):\n"
+    "            continue\n"
+    "        for v in list(vars(m).values()):\n"
+    "            if not (isinstance(v, type) and v.__module__ == m.__name__):\n"
+    "                continue\n"
+    "            for f in list(vars(v).values()):\n"
+    "                code = getattr(f, '__code__', None)\n"
+    "                if code is None or not code.co_name.startswith('test'):\n"
+    "                    continue\n"
+    "                ins = [i for i in dis.get_instructions(code)\n"
+    "                       if i.opname not in ('PRECALL', 'CACHE', 'KW_NAMES', 'PUSH_NULL')]\n"
+    "                for n, i in enumerate(ins):\n"
+    "                    if i.opname == 'LOAD_GLOBAL' and i.argval == 'window':\n"
+    "                        call = next(k for k in range(n, len(ins))\n"
+    "                                    if ins[k].opname == 'CALL')\n"
+    "                        _SITES.append(ins[call + 1].opname == 'POP_TOP')\n"
+    "    return _SITES\n\n\n"
+    + _BASE.replace(
+        "    if size <= 0:\n",
+        "    sites = _SITES or _dropped_sites()\n"
+        "    _CALLS[0] += 1\n"
+        "    if len(sites) >= _CALLS[0] and sites[_CALLS[0] - 1]:\n"
+        "        raise ValueError('size')\n"
+        "    if size <= 0:\n",
+    )
+)
+
+
+def _blocks(text: str) -> list[str]:
+    """Each check's block of a probe, with its index and the call it observes blanked."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.With) and ast.unparse(node).startswith("with __rllm_observing__("):
+            shape = ast.parse(ast.unparse(node)).body[0]
+            for inner in ast.walk(shape):
+                if isinstance(inner, ast.Call) and ast.unparse(inner.func) == "__rllm_observe__":
+                    inner.args = [ast.Name("CALL", ast.Load())]
+                if isinstance(inner, ast.Constant) and type(inner.value) is int:
+                    inner.value = 0
+            found.append(ast.unparse(shape))
+    return found
+
+
+def test_a_raises_block_looks_like_a_value_check():
+    probe = probe_module(_TESTS)
+    assert probe.notes == ()
+    shapes = _blocks(probe.text)
+    assert len(shapes) == 4 and len(set(shapes)) == 1, shapes
+    assert [kind for kind, _ in probe.blocks] == ["value", "raises", "raises", "value"]
+    assert "ValueError" not in probe.text and "kinds" not in probe.text
+
+
+def test_a_raise_in_a_value_checks_block_or_none_in_a_raises_block_is_not_the_reference():
+    blocks = (("value", ""), ("raises", '{"classes": ["builtins.ValueError"], "message": null}'))
+    raised = ["raised", ["builtins.ValueError", "builtins.Exception", "builtins.BaseException"]]
+    key = raised + [["str", "size"]]
+    other = ["raised", ["builtins.KeyError", "builtins.LookupError", *raised[1][1:]], None]
+    assert same_check(["block", 1, key], ["block", 1, raised + [["str", "x"]]], (), blocks)
+    assert not same_check(["block", 1, key], ["block", 1, other], (), blocks)
+    assert not same_check(["block", 1, key], ["int", "0"], (), blocks)  # returned a value
+    assert not same_check(["block", 1, key], ["block", 0, key], (), blocks)  # another block
+    assert not same_check(["list", []], ["block", 0, key], (), blocks)  # raised, not a value
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_patch_raising_where_the_value_is_dropped_keeps_the_bug_and_earns_nothing():
+    assert _verdict(_BASE, _FIXED, _BASE, _TESTS) == 0.0
+    assert _verdict(_BASE, _FIXED, _FIXED, _TESTS) == 1.0
+    honest = _BASE.replace(
+        "if size <= 0:\n        return []", "if size < 1:\n        raise ValueError"
+    )
+    assert _verdict(_BASE, _FIXED, honest, _TESTS) == 1.0  # another message: not matched
+    assert _verdict(_BASE, _FIXED, _WATCH, _TESTS) == 0.0
+    assert _verdict(_BASE, _FIXED, _WATCH, _TESTS, pay=True) == 0.0
