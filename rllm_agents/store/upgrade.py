@@ -400,6 +400,17 @@ def _upgrade(
                 "backup."
             )
         present = [row_id for row_id, _ in rows]
+        if label == "4" and len(rows) > written:
+            # Version 4 raised its count with every episode, in the same transaction: rows
+            # past it mean the count was set back, as a version-5 store relabelled as 4 with
+            # a count saved from its version-4 days looks (s37 att37a: its pending samples
+            # deleted and a pin planted were then signed, its newer episodes all kept).
+            raise DamagedStore(
+                f"{path} is labelled schema version 4 and records {written} episodes written, "
+                f"but holds {len(rows)}: its count was set back (a newer store relabelled as "
+                "older, with a count saved from before, looks so). Nothing was changed; "
+                "restore the store from a backup."
+            )
         expected = list(range(1, max(len(rows), written) + 1))
         # A version-4 store keeps its rows (and ids): its missing ones cannot be renumbered.
         if present != expected and (not accept_missing or label == "4"):

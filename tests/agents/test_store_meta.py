@@ -347,6 +347,43 @@ def test_a_newer_store_with_every_newer_row_removed_is_not_upgraded(tmp_path, ca
     conn.close()
 
 
+def test_a_newer_store_relabelled_with_its_old_version_4_count_is_not_upgraded(tmp_path, capsys):
+    """att37a F1: a version-5 store upgraded from 4, relabelled as 4 with the count saved from
+    its version-4 days (signed with that version's label), its open samples deleted and a pin
+    planted: the upgrade accepted the rows past the count and signed what was planted
+    (pass@1 0.125 -> 0.5, the run's owner mallory). Version 4 raised its count with every
+    episode: rows past it are refused."""
+    path = tmp_path / "e.db"
+    with EpisodeStore(path) as store:
+        store.put(_math(100, False), run="r")
+    as_version(path, 4)
+    with sqlite3.connect(path) as conn:
+        old = conn.execute("SELECT value FROM meta WHERE key = 'high_water'").fetchone()[0]
+    conn.close()
+    assert main([str(path), "upgrade"]) == 0
+    with EpisodeStore(path) as store:
+        for task in range(4):
+            store.put(_math(task, task % 2 == 0), run="r")
+            store.open_pending(f"alice/{task}", run="r", env_id=MATH, task_id=f"t{task}")
+        store.pin("run_owner:victim-run", "alice")
+        before = store.pass_at_k([1])
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM meta WHERE key LIKE 'pending%' OR key = 'pin_count'")
+        conn.execute("UPDATE meta SET value = 'mallory' WHERE key = 'pin:run_owner:victim-run'")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'high_water'", (old,))
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    conn.close()
+    assert main([str(path), "upgrade"]) == 1
+    err = capsys.readouterr().err
+    assert "records 1 episodes written, but holds 5" in err and "set back" in err
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "4",
+        )
+    conn.close()
+    assert before["r|" + MATH]["pass@1"] < 0.5
+
+
 def test_an_unreadable_old_pending_sample_stops_the_upgrade(tmp_path, capsys):
     path = tmp_path / "e.db"
     with EpisodeStore(path) as store:
