@@ -323,6 +323,10 @@ class _EnvServer:
                     await websocket.close(1000)
                     return
                 await websocket.send_text(json.dumps(reply))
+                # Let other sessions run: uvicorn queues every frame of one read at once, and
+                # a reply that neither waits on the env nor on the socket never suspends, so
+                # one socket of pipelined messages held the loop for 1.5 s a read (att37a).
+                await asyncio.sleep(0)
         except WebSocketDisconnect as e:
             _log_disconnect(peer, e.code)
         except (OSError, RuntimeError) as e:  # the socket went away under a send

@@ -366,6 +366,62 @@ def test_a_flood_of_frames_is_closed_and_cannot_grow_or_stall_the_server(tmp_pat
     assert "Traceback" not in text and "FRAME_FLOOD" in text
 
 
+def test_pipelined_messages_of_one_socket_do_not_stall_other_sessions(tmp_path):
+    """s37 att37a F2: uvicorn queues every frame of one read, and a session whose replies
+    neither wait on the env nor on the socket never yielded: one socket writing 25,000 ``{}``
+    messages a read (and reading its replies) held the loop for 1.5 s a read, and an honest
+    client made 0.4 steps/s (2,000/s after the fix). Counted here: an honest client's round
+    trips while such a socket floods."""
+    import threading
+
+    port = _free_port()
+    proc = _start(port, tmp_path / "server.log")
+    stop = threading.Event()
+    try:
+        with _ws(f"http://127.0.0.1:{port}") as ws:  # the server is up
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            ws.recv(timeout=30)
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(
+            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        assert b" 101 " in sock.recv(4096)
+        chunk = (bytes([0x81, 0x82, 0, 0, 0, 0]) + b"{}") * 25_000  # masked with 0: as is
+
+        def flood() -> None:
+            def drain() -> None:
+                with contextlib.suppress(OSError):
+                    while sock.recv(1 << 20):
+                        pass
+
+            threading.Thread(target=drain, daemon=True).start()
+            with contextlib.suppress(OSError):
+                while not stop.is_set():
+                    sock.sendall(chunk)
+
+        threading.Thread(target=flood, daemon=True).start()
+        time.sleep(1.0)
+        steps, deadline = 0, time.monotonic() + 6
+        with _ws(f"http://127.0.0.1:{port}") as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            ws.recv(timeout=60)
+            while time.monotonic() < deadline:
+                ws.send(json.dumps({"type": "step", "data": {"text": "<answer>left</answer>"}}))
+                reply = json.loads(ws.recv(timeout=60))
+                steps += 1
+                if reply.get("data", {}).get("done"):
+                    ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+                    ws.recv(timeout=60)
+        stop.set()
+        sock.close()
+        assert steps >= 30, steps
+    finally:
+        stop.set()
+        _stop(proc)
+
+
 def test_connections_are_limited_per_client_and_in_all(tmp_path):
     """Per client (12 here), every loopback address one client (att34c F1: four loopback
     addresses held four times the share); and in all (20 here, with a share of 30), so many
