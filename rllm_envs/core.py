@@ -164,6 +164,8 @@ class TextEnv(gym.Env[str, str]):
         check_render_mode(self.metadata, render_mode)
         self.tasks = tasks
         self.max_turns = max_turns
+        #: The turn limit as configured; ``max_turns`` is the current episode's (see ``reset``).
+        self._configured_turns = self._episode_turns = max_turns
         self.reward_weights = resolve_reward_weights(self, reward_weights)
         self.render_mode = render_mode
         self.observation_space = (
@@ -233,6 +235,13 @@ class TextEnv(gym.Env[str, str]):
         super().reset(seed=seed)  # a bad seed raises here, before any state changed
         task, index = self._select(options, self.np_random) if chosen is None else chosen
         self.task, self.task_index = task, index
+        if self.max_turns != self._episode_turns:
+            self._configured_turns = self.max_turns  # set by the user since the last reset
+        outer = _outer_time_limit()
+        self.max_turns = (
+            self._configured_turns if outer is None else min(self._configured_turns, outer)
+        )
+        self._episode_turns = self.max_turns
         self.turn, self.is_correct, self.done = 0, False, False
         try:
             observation, extra = self._start(task)
@@ -352,6 +361,30 @@ class TextEnv(gym.Env[str, str]):
 
 
 # --------------------------------------------------- shared with the multi-agent base class
+
+
+def _outer_time_limit() -> int | None:
+    """The step limit of a Gymnasium ``TimeLimit`` whose ``reset`` is resetting this env.
+
+    ``gym.make(id, max_episode_steps=k)`` (or ``TimeLimit(env, k)``) truncates an episode
+    from outside, and Gymnasium gives the env no way to learn ``k``; an env whose last turn
+    settles the episode (FrozenLake refunds its progress shaping on an episode that ends
+    without the goal) then never saw its last turn (s37 att37b: +0.55 progress a map, no goal
+    reached). The wrapper is found in the frames of the call to ``reset`` (a few, once an
+    episode), and the episode's turn limit is capped at it.
+    """
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(16):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "reset" else None
+        if isinstance(owner, gym.wrappers.TimeLimit):
+            steps = getattr(owner, "_max_episode_steps", None)
+            return steps if isinstance(steps, int) and steps >= 1 else None
+        frame = frame.f_back
+    return None
 
 
 def select_task(

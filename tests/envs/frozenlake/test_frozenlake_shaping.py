@@ -323,6 +323,36 @@ def test_an_episode_ended_without_the_goal_or_a_fall_nets_no_progress():
     assert total == pytest.approx(0.0) and reward < 0
 
 
+@pytest.mark.parametrize("how", ["make", "wrapper"])
+def test_a_gymnasium_time_limit_is_the_episodes_turn_limit(how):
+    """s37 att37b: ``gym.make(..., max_episode_steps=k)`` truncated the episode from outside,
+    so the refund on its last turn never ran: waiting by the goal kept +0.55 progress a map,
+    never reaching it. The env caps its turn limit at the wrapper's, so its own last turn is
+    the wrapper's (and says how many moves are left)."""
+    import gymnasium as gym
+
+    rows = ["SFFF", "FHFH", "FFFH", "HFFG"]
+    weights = {"invalid_action": -0.1, "progress": 1.0}
+    shortest = ["Right", "Right", "Down", "Down", "Down", "Right"]
+    for limit in (4, 6, 9):
+        kwargs = {"desc": rows, "reward_weights": weights}
+        if how == "make":
+            env = gym.make("rllm/FrozenLake-v1", max_episode_steps=limit, **kwargs)
+        else:
+            env = gym.wrappers.TimeLimit(FrozenLakeEnv(**kwargs), limit)
+        observation, info = env.reset(seed=0)
+        assert info["max_turns"] == limit and f"You have {limit} moves" in observation
+        moves = iter([*shortest[:5], *["Up", "Down"] * limit])
+        total, truncated = 0.0, False
+        while not truncated:
+            _, _, terminated, truncated, info = env.step(next(moves))
+            assert not terminated
+            total += info["reward_components"]["progress"]
+        assert total == pytest.approx(0.0), limit
+    env = gym.make("rllm/FrozenLake-v1", desc=rows)  # no wrapper: the env's own limit
+    assert env.reset(seed=0)[1]["max_turns"] == 16
+
+
 def test_under_the_trainers_discount_waiting_by_the_goal_is_worth_little():
     """att36f (low): the refund comes on the last turn, so a discount of 0.99 leaves a
     waiting episode a little of its walk; far less than reaching the goal is worth."""
