@@ -1677,6 +1677,31 @@ def _observe(values: list[_Check], at: ast.AST) -> list[ast.stmt]:
     return [ast.fix_missing_locations(block)]
 
 
+#: The names of the helpers that check a raise or a warning (``self.assertRaises``).
+_RAISES_HELPERS = frozenset(
+    {"assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"}
+)
+
+
+def _reads_caught(handler: ast.ExceptHandler) -> bool:
+    """Whether ``handler`` reads the exception it binds (``except E as e: print(e)``)."""
+    return handler.name is not None and any(
+        isinstance(n, ast.Name) and n.id == handler.name and isinstance(n.ctx, ast.Load)
+        for statement in handler.body
+        for n in ast.walk(statement)
+    )
+
+
+def _skips(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` only skips the test (``pytest.skip(..)``, ``self.skipTest(..)``)."""
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Call)
+        and _dotted(body[0].value.func).rsplit(".", 1)[-1] in ("skip", "skipTest")
+    )
+
+
 def _fails(body: list[ast.stmt], raises_names: set[str]) -> bool:
     """Whether ``body`` only fails the test (``raise ...`` / ``pytest.fail(...)``)."""
     if len(body) != 1:
@@ -1696,6 +1721,7 @@ class _Probe(ast.NodeTransformer):
         self.notes: list[str] = []
         self.raises_names = {"pytest.raises"}
         self.warns_names = {"pytest.warns", "pytest.deprecated_call"}
+        self.fails = set(_FAILS)
         self.in_test = 0
         self.helpers: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
@@ -1710,6 +1736,56 @@ class _Probe(ast.NodeTransformer):
     def note(self, why: str) -> None:
         if why not in self.notes:
             self.notes.append(why)
+
+    def visit_Import(self, node: ast.Import) -> ast.AST:
+        for alias in node.names:
+            if alias.name == "pytest" and alias.asname:
+                # ``import pytest as pt``: ``pt.raises`` is rewritten as ``pytest.raises`` is
+                # (att37c: left in the probe, it was decided in the sandbox, trust ``host``).
+                self.raises_names.add(f"{alias.asname}.raises")
+                self.warns_names.update(
+                    f"{alias.asname}.{name}" for name in ("warns", "deprecated_call")
+                )
+                self.fails.add(f"{alias.asname}.fail")
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self._noted_reference(node)
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        self._noted_reference(node)
+        return node
+
+    def _noted_reference(self, node: ast.Attribute | ast.Name) -> None:
+        """Note a raises / warns helper used as a value (``raises = pytest.raises``).
+
+        Calls of it are rewritten (or noted) where they are made; a name bound to it is not
+        known to the rewrite, so its block would stay decided in the sandbox (att37c: paid
+        1.0 ``host`` keeping the bug).
+        """
+        if not isinstance(node.ctx, ast.Load):
+            return
+        name = _dotted(node)
+        last = name.rsplit(".", 1)[-1]
+        if name in self.raises_names or name in self.warns_names or last in _RAISES_HELPERS:
+            self.note(NOTE_RAISES_CALL)
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        # ``try: f(x); assert False / except E: pass`` (or a flag set in the handler, or
+        # ``else: self.fail()``) checks that ``f(x)`` raises, decided in the sandbox's
+        # process with the class in the probe (att37c: paid 1.0 ``host`` on 40/40 records
+        # keeping the bug). A handler that skips the test decides nothing; one that reads
+        # the exception it caught (``except E as e: print(e)``) hands it to checks made on
+        # the host.
+        if self.in_test and any(
+            handler.type is not None and not _skips(handler.body) and not _reads_caught(handler)
+            for handler in node.handlers
+        ):
+            self.note(NOTE_RAISE)
+        self.generic_visit(node)
+        return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
         if node.module == "pytest":
@@ -1943,7 +2019,7 @@ class _Probe(ast.NodeTransformer):
             )
         ):
             self.note(NOTE_RAISES_CALL)
-        elif name in _FAILS:
+        elif name in self.fails:
             self.note(NOTE_RAISE)
         elif name == "pytest.mark.parametrize" or last == "parametrize":
             pass  # its table: see rllm_envs.swe.tables

@@ -111,7 +111,7 @@ def test_returning_infinity_does_not_pass_approx_checks():
     ],
 )
 def test_a_fail_statement_stays_in_the_probe_without_its_message(statement, kept):
-    from rllm_envs.swe.probe import probe_report
+    from rllm_envs.swe.probe import NOTE_RAISE, probe_report
 
     source = (
         "import unittest\nfrom m import f\n\nclass T(unittest.TestCase):\n"
@@ -121,7 +121,9 @@ def test_a_fail_statement_stays_in_the_probe_without_its_message(statement, kept
     )
     text, notes = probe_report(source)
     assert f"        else:\n            {kept}\n" in text, text
-    assert "hello-world" not in text and not notes
+    # The raise it checks is decided in the sandbox, the class in the probe (s37 att37c F2):
+    # noted, so the verdict is `host_partial`.
+    assert "hello-world" not in text and notes == (NOTE_RAISE,)
 
 
 SLUG_RAISE = _task(
@@ -138,9 +140,12 @@ SLUG_RAISE = _task(
 
 
 def test_doing_nothing_does_not_pass_a_test_that_reaches_assert_false():
-    reward, info = _run(SLUG_RAISE)
-    assert reward == 0.0 and info["fail_to_pass"] == 0.0 and info["verdict_trust"] == "host"
-    assert _run(SLUG_RAISE, oracle=True)[0] == 1.0
+    # A try / except check of a raise is decided in the sandbox (s37 att37c F2): the verdict
+    # is `host_partial`, paid only where partial verdicts are.
+    reward, info = _run(SLUG_RAISE, partial_verdicts="pay")
+    assert reward == 0.0 and info["fail_to_pass"] == 0.0
+    assert info["verdict_trust"] == "host_partial"
+    assert _run(SLUG_RAISE, oracle=True, partial_verdicts="pay")[0] == 1.0
 
 
 # ------------------------------------------------- item 4 (F6): unittest keyword arguments

@@ -117,3 +117,49 @@ def test_a_patch_raising_where_the_value_is_dropped_keeps_the_bug_and_earns_noth
     assert _verdict(_BASE, _FIXED, honest, _TESTS) == 1.0  # another message: not matched
     assert _verdict(_BASE, _FIXED, _WATCH, _TESTS) == 0.0
     assert _verdict(_BASE, _FIXED, _WATCH, _TESTS, pay=True) == 0.0
+
+
+_HEAD37 = "import unittest\n\nimport pytest\n\nfrom acme import f\n\n\n"
+
+
+def test_pytest_under_another_name_is_rewritten_as_pytest_is():
+    """att37c F1: ``import pytest as pt`` left ``with pt.raises(ValueError): f(-3)`` in the
+    probe, decided in the sandbox with trust ``host``: a patch raising for exactly the
+    literal inputs of such blocks paid 1.0 on 10/10 functions, keeping the bug."""
+    source = _HEAD37.replace("import pytest\n", "import pytest as pt\n") + (
+        "def test_a():\n    with pt.raises(ValueError, match='neg'):\n        f(-3)\n"
+        "    with pt.warns(UserWarning):\n        f(-4)\n"
+    )
+    probe = probe_module(source)
+    assert probe.notes == () and "ValueError" not in probe.text and "neg" not in probe.text
+    assert [kind for kind, _ in probe.blocks] == ["raises"] and "warns=True" in probe.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # att37c F1: a raises helper bound to another name.
+        "raises = pytest.raises\n\n\ndef test_a():\n    with raises(ValueError):\n        f(-3)\n",
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        check = self.assertRaises\n        with check(ValueError):\n            f(-3)\n",
+        # att37c F2: try / except idioms that check a raise (40/40 records paid 1.0 `host`).
+        "def test_a():\n    try:\n        f(-3)\n        assert False, 'no'\n"
+        "    except ValueError:\n        pass\n",
+        "class T(unittest.TestCase):\n    def test_a(self):\n        try:\n            f(-3)\n"
+        "        except ValueError:\n            pass\n"
+        "        else:\n            self.fail('no')\n",
+        "def test_a():\n    raised = False\n    try:\n        f(-3)\n    except ValueError:\n"
+        "        raised = True\n    assert raised\n",
+    ],
+)
+def test_a_raise_checked_where_the_probe_cannot_rewrite_it_is_noted(body):
+    notes = probe_module(_HEAD37 + body).notes
+    assert notes, body  # the verdict is `host_partial`: withheld by default
+
+
+def test_a_handler_that_only_skips_decides_nothing():
+    body = (
+        "def test_a():\n    try:\n        import numpy\n    except ImportError:\n"
+        "        pytest.skip('no numpy')\n    assert f(1) == 2\n"
+    )
+    assert probe_module(_HEAD37 + body).notes == ()
