@@ -375,7 +375,7 @@ def _outer_time_limit() -> int | None:
     """
     import sys
 
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     for _ in range(16):
         if frame is None:
             return None
@@ -526,8 +526,20 @@ def resolve_reward_weights(env: Any, overrides: Mapping[str, float] | None) -> d
             raise InvalidEnvConfig(
                 f"Expects reward weight `{name}` to be a finite number, actual: {value!r}."
             )
+        if name in PENALTY_COMPONENTS and weight > 0:
+            # A sign slip (`+0.05` for `-0.05`) would pay garbage: 40 bad tool calls earned
+            # 6.0 an episode on ToolUse (s37 att37b).
+            raise InvalidEnvConfig(
+                f"Reward component `{name}` counts what the policy did wrong: its weight must "
+                f"be <= 0 (a penalty, e.g. -0.05), actual: {value!r}."
+            )
         weights[name] = weight
     return weights
+
+
+#: Components that count a policy's mistakes (invalid replies, tool calls, moves): a weight
+#: over 0 would pay for them, so every env refuses one.
+PENALTY_COMPONENTS = frozenset({"invalid_action", "invalid_call", "illegal_move"})
 
 
 def clip_observation(observation: str, limit: int) -> str:

@@ -733,9 +733,9 @@ def _within(test: ast.Compare, probe: _Probe) -> list[_Check] | None:
 
 #: The checks of a plain text the host runs itself (a text the sandbox observed, a literal
 #: the host holds): ``"in"`` / ``"not in"`` (a substring), ``"search"`` (``re.search`` of a
-#: pattern without repetition, ``match=`` of ``pytest.raises``), ``startswith`` / ``endswith``
-#: (and their negations). The probe names the check
-#: by the index of its (kind, literal) in the module's :attr:`Probe.predicates`.
+#: pattern without repetition), ``startswith`` / ``endswith`` (and their negations). The
+#: probe names the check by the index of its (kind, literal) in the module's
+#: :attr:`Probe.predicates`. A raises block's rule is in :attr:`Probe.blocks` instead.
 PREDICATES = (
     "in",
     "not in",
@@ -748,7 +748,6 @@ PREDICATES = (
     "endswith",
     "not startswith",
     "not endswith",
-    "raises",
 )
 _PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
     "_PREDICATES_FOUND", default=None
