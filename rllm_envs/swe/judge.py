@@ -77,8 +77,10 @@ from rllm_envs.swe.probe import (
     Probe,
     echoed,
     given_by_fixtures,
+    index_map,
     module_functions,
     probe_module,
+    remap_indices,
     same_check,
     same_observations,
 )
@@ -1040,8 +1042,16 @@ def _run_reference(
     return result
 
 
-def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[str, str]:
-    """The host's status for one probe record, against the reference's observations."""
+def _observed_status(
+    record: Mapping[str, Any],
+    reference: Reference,
+    maps: Mapping[str, tuple[dict[int, int], dict[int, int]]] | None = None,
+) -> tuple[str, str]:
+    """The host's status for one probe record, against the reference's observations.
+
+    ``maps``: per test module cut to some of its tests, where the cut probe's host-check
+    indices are in the whole one's (:func:`rllm_envs.swe.probe.index_map`).
+    """
     # A fresh nonce: a pass written in the test process never counts here.
     status, message = _status(record, secrets.token_hex(16))
     if status in ("tampered", "timeout", "crashed"):
@@ -1055,6 +1065,12 @@ def _observed_status(record: Mapping[str, Any], reference: Reference) -> tuple[s
         if status in ("skipped", "error"):
             return status, message
         return "failed", "the test reported no observations"
+    path = str(test).partition("::")[0]
+    if maps is not None and path in maps:
+        try:
+            actual = {**actual, "observed": remap_indices(actual["observed"], *maps[path])}
+        except RecursionError:
+            return "failed", "the test's observations are nested too deeply"
     predicates = reference.predicates.get(test, ())
     blocks = reference.blocks.get(test, ())
     if same_observations(expected, actual, predicates, blocks):
@@ -1101,10 +1117,19 @@ def run_probes(
     decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
     trust = "host" if not notes and decided else "host_partial"
 
-    def decide(record: Mapping[str, Any]) -> tuple[str, str]:
-        return _observed_status(record, reference)
+    def run(modules: Mapping[str, str], some: list[str], cut: bool = False) -> RunReport:
+        maps = None
+        if cut:
+            whole = judged_files(checked, ids)
+            maps = {
+                path: index_map(probe_module(whole[path]), probe_module(modules[path]))
+                for path in {t.partition("::")[0] for t in some}
+                if path in modules and path in whole and path.endswith(".py")
+            }
 
-    def run(modules: Mapping[str, str], some: list[str]) -> RunReport:
+        def decide(record: Mapping[str, Any]) -> tuple[str, str]:
+            return _observed_status(record, reference, maps)
+
         return _run_ids(
             probe_files(modules)[0],
             some,
@@ -1126,7 +1151,7 @@ def run_probes(
     # the rest: two sandboxes, no state between them.
     first = [t for t in ids if t in set(secret or ())]
     rest = [t for t in ids if t not in set(first)]
-    reports = [run(alone, first), run(judged_files(checked, rest), rest)]
+    reports = [run(alone, first, cut=True), run(judged_files(checked, rest), rest)]
     outcomes = {o.id: o for r in reports for o in r.outcomes}
     failed = [r for r in reports if r.sandbox_status is not Status.OK or r.sandbox_error]
     return (

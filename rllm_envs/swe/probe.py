@@ -81,6 +81,8 @@ __all__ = [
     "same",
     "same_observations",
     "same_check",
+    "index_map",
+    "remap_indices",
     "OBSERVE",
     "OBSERVING",
     "ISINSTANCE",
@@ -749,10 +751,21 @@ PREDICATES = (
     "not startswith",
     "not endswith",
 )
-_PREDICATES_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar(
-    "_PREDICATES_FOUND", default=None
-)
-_BLOCKS_FOUND: ContextVar[list[tuple[str, str]] | None] = ContextVar("_BLOCKS_FOUND", default=None)
+
+
+@dataclass
+class _Found:
+    """The host's tables a rewrite fills: each entry with the function it was made in."""
+
+    predicates: list[tuple[str, str]] = field(default_factory=list)
+    predicate_owners: list[str] = field(default_factory=list)
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    block_owners: list[str] = field(default_factory=list)
+
+
+_FOUND: ContextVar[_Found | None] = ContextVar("_FOUND", default=None)
+#: The function (``Class.test_a``; ``""``: module code) whose checks are being rewritten.
+_OWNER: ContextVar[str] = ContextVar("_OWNER", default="")
 
 
 def _predicate(check: tuple[str, str]) -> int:
@@ -763,11 +776,12 @@ def _predicate(check: tuple[str, str]) -> int:
     unchanged code's passing checks, which answer a hidden check wanted (att36a: paid 1.0
     with trust ``host`` keeping the bug; a raises block's class likewise).
     """
-    found = _PREDICATES_FOUND.get()
+    found = _FOUND.get()
     if found is None:
         return -1
-    found.append(check)
-    return len(found) - 1
+    found.predicates.append(check)
+    found.predicate_owners.append(_OWNER.get())
+    return len(found.predicates) - 1
 
 
 def _raised_names(expected: ast.expr | None) -> list[str]:
@@ -804,11 +818,12 @@ def _block(check: tuple[str, str]) -> ast.Call:
     ``__rllm_observe__(call)``; only the host's table (:attr:`Probe.blocks`; ``check``:
     ``("raises", rule)`` or ``("value", "")``) says whether a raise or a value was expected.
     """
-    found = _BLOCKS_FOUND.get()
+    found = _FOUND.get()
     index = -1
     if found is not None:
-        found.append(check)
-        index = len(found) - 1
+        found.blocks.append(check)
+        found.block_owners.append(_OWNER.get())
+        index = len(found.blocks) - 1
     return ast.Call(ast.Name(OBSERVING, ast.Load()), [ast.Constant(index)], [])
 
 
@@ -1725,6 +1740,7 @@ class _Probe(ast.NodeTransformer):
         self.helpers: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
         self.blocks: tuple[tuple[str, str], ...] = ()
+        self.owners: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         #: How many ``not`` the check being rewritten is under (a host tolerance check,
         #: :func:`_near`, is only made for a check that must hold).
         self.negated = 0
@@ -1798,8 +1814,20 @@ class _Probe(ast.NodeTransformer):
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         test = node.name.startswith("test")
         outer, self.in_test = self.in_test, (1 if test else 0)
-        self.generic_visit(node)
+        owner = _OWNER.set(f"{_OWNER.get()}.{node.name}".lstrip("."))
+        try:
+            self.generic_visit(node)
+        finally:
+            _OWNER.reset(owner)
         self.in_test = outer
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        owner = _OWNER.set(f"{_OWNER.get()}.{node.name}".lstrip("."))
+        try:
+            self.generic_visit(node)
+        finally:
+            _OWNER.reset(owner)
         return node
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
@@ -2044,6 +2072,9 @@ class Probe:
         blocks: What each check's block (``__rllm_observing__(k)``, :func:`_block`) expects:
             ``("raises", rule)`` (a raises block: the classes named and how its message is
             checked) or ``("value", "")`` (a value check), by index ``k``.
+        owners: The function each entry of ``predicates`` and of ``blocks`` was made in
+            (``Class.test_a``): where a module is cut to some of its tests, the host maps the
+            cut probe's indices to the whole one's (:func:`index_map`).
         hidden: Per test (``name`` or ``Class::name``; ``""``: checks outside any test),
             the expected values left out that it does not give the code under test: none
             may be readable in the sandbox (:data:`NOTE_ECHO`).
@@ -2061,6 +2092,7 @@ class Probe:
     requests: Mapping[str, frozenset[str]] = field(default_factory=dict)
     fixtures: Mapping[str, Fixture] = field(default_factory=dict)
     blocks: tuple[tuple[str, str], ...] = ()
+    owners: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -2084,21 +2116,20 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     constants = _CONSTANTS.set(_constants(tree, counts))
     stdlib = _STDLIB.set(_stdlib_names(tree, counts))
     token = _MARKS.set(marks)
-    predicates = _PREDICATES_FOUND.set([])
-    blocks = _BLOCKS_FOUND.set([])
+    found_token = _FOUND.set(_Found())
     bound = _BOUND.set(set(counts))
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
         tree = probe.visit(tree)
-        probe.predicates = tuple(_PREDICATES_FOUND.get() or ())
-        probe.blocks = tuple(_BLOCKS_FOUND.get() or ())
+        made = _FOUND.get() or _Found()
+        probe.predicates, probe.blocks = tuple(made.predicates), tuple(made.blocks)
+        probe.owners = (tuple(made.predicate_owners), tuple(made.block_owners))
     finally:
         _MARKS.reset(token)
         _CONSTANTS.reset(constants)
         _STDLIB.reset(stdlib)
-        _PREDICATES_FOUND.reset(predicates)
-        _BLOCKS_FOUND.reset(blocks)
+        _FOUND.reset(found_token)
         _BOUND.reset(bound)
     return tree, probe, marks, found
 
@@ -2625,6 +2656,7 @@ def _probe_module(source: str) -> Probe:
         secrets.requests,
         secrets.fixtures,
         probe.blocks,
+        probe.owners,
     )
 
 
@@ -2638,6 +2670,62 @@ def probe_source(source: str) -> tuple[str, bool]:
     """The probe of test module ``source`` and whether it is complete (:func:`probe_report`)."""
     probe, notes = probe_report(source)
     return probe, not notes
+
+
+def index_map(whole: Probe, cut: Probe) -> tuple[dict[int, int], dict[int, int]]:
+    """Where each host-check index of ``cut`` (a module cut to some tests) is in ``whole``.
+
+    ``(predicates, blocks)``, each ``{cut index: whole index}``. A test kept whole makes the
+    same checks in both, in the same order: an index maps by its function and its place
+    there. A function whose checks differ (``-1``) maps to nothing, so its records never
+    match (s37 att37c F3: without the map, a check after a cut one named another index
+    than the reference's table, and the reference patch scored 0 on its own tests).
+    """
+    maps = []
+    for tables in (
+        (whole.predicates, whole.owners[0], cut.predicates, cut.owners[0]),
+        (whole.blocks, whole.owners[1], cut.blocks, cut.owners[1]),
+    ):
+        full, full_owners, part, part_owners = tables
+        by_owner: dict[str, list[int]] = {}
+        for index, owner in enumerate(full_owners):
+            by_owner.setdefault(owner, []).append(index)
+        mine: dict[str, list[int]] = {}
+        for index, owner in enumerate(part_owners):
+            mine.setdefault(owner, []).append(index)
+        mapping: dict[int, int] = {}
+        for owner, indices in mine.items():
+            theirs = by_owner.get(owner, [])
+            same_checks = len(theirs) == len(indices) and all(
+                part[i] == full[j] for i, j in zip(indices, theirs, strict=True)
+            )
+            for i, j in zip(indices, theirs if same_checks else [-1] * len(indices), strict=True):
+                mapping[i] = j
+        maps.append(mapping)
+    return maps[0], maps[1]
+
+
+def remap_indices(
+    observations: Any, predicates: Mapping[int, int], blocks: Mapping[int, int]
+) -> Any:
+    """``observations`` with each ``["host", k, ..]`` / ``["block", k, ..]`` renumbered.
+
+    An index the maps do not hold becomes ``-1`` (no check: never equal).
+    """
+    if not isinstance(observations, list):
+        return observations
+    if (
+        len(observations) == 3
+        and observations[0] in ("host", "block")
+        and type(observations[1]) is int
+    ):
+        table = predicates if observations[0] == "host" else blocks
+        return [
+            observations[0],
+            table.get(observations[1], -1),
+            remap_indices(observations[2], predicates, blocks),
+        ]
+    return [remap_indices(o, predicates, blocks) for o in observations]
 
 
 def same_observations(

@@ -163,3 +163,68 @@ def test_a_handler_that_only_skips_decides_nothing():
         "        pytest.skip('no numpy')\n    assert f(1) == 2\n"
     )
     assert probe_module(_HEAD37 + body).notes == ()
+
+
+_SPLIT_BASE = (
+    "def encode(s):\n    return s[::-1]\n\n\ndef decode(s):\n    return s\n\n\n"
+    "def parse(s):\n    return int(s)\n\n\ndef describe(n):\n    return 'value ' + str(n)\n"
+)
+_SPLIT_FIXED = _SPLIT_BASE.replace(
+    "def decode(s):\n    return s", "def decode(s):\n    return s[::-1]"
+).replace(
+    "    return int(s)",
+    "    if s.startswith('-'):\n        raise ValueError('neg')\n    return int(s)",
+)
+
+
+def _split_tests(check: str) -> str:
+    """The fail-to-pass test's expected value is the other test's input: it runs alone."""
+    return (
+        "import unittest\n\nimport pytest\n\nfrom acme import decode, describe, encode, parse\n\n\n"
+        "class T(unittest.TestCase):\n"
+        "    def test_encode(self):\n        assert encode('good day') == 'yad doog'\n"
+        f"        {check.replace('X', '1')}\n\n"
+        "    def test_a(self):\n        assert decode('yad doog') == 'good day'\n"
+        f"        {check.replace('X', '2')}\n"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize(
+    "check",
+    [
+        "self.assertRaises(ValueError, parse, '-X')",
+        "assert 'value' in describe(X)",
+    ],
+)
+def test_a_fail_to_pass_test_run_alone_is_judged_by_its_own_checks(check):
+    """att37c F3: run alone (on its module cut to it), a fail-to-pass test's host checks were
+    numbered without the cut test's, so they named other entries of the reference's tables:
+    the reference patch scored 0 on 20/20 records. The host maps the cut probe's indices."""
+    tests = _split_tests(check)
+    assert _verdict(_SPLIT_BASE, _SPLIT_FIXED, _SPLIT_FIXED, tests) == 1.0
+    assert _verdict(_SPLIT_BASE, _SPLIT_FIXED, _SPLIT_BASE, tests) == 0.0
+
+
+def test_an_index_maps_only_where_its_functions_checks_are_the_same():
+    from rllm_envs.swe.probe import index_map, remap_indices
+
+    head = "import pytest\n\nfrom acme import f\n\n\n"
+    whole = probe_module(
+        head + "def test_a():\n    assert 'x' in f(1)\n\n\n"
+        "def test_b():\n    assert 'y' in f(2)\n    with pytest.raises(KeyError):\n        f(3)\n"
+    )
+    cut = probe_module(
+        head + "pass\n\n\ndef test_b():\n    assert 'y' in f(2)\n"
+        "    with pytest.raises(KeyError):\n        f(3)\n"
+    )
+    predicates, blocks = index_map(whole, cut)
+    assert predicates == {0: 1} and blocks == {0: 1, 1: 2}
+    record = [["block", 0, ["host", 0, ["str", "y"]]], ["block", 1, ["raised", [], None]]]
+    assert remap_indices(record, predicates, blocks) == [
+        ["block", 1, ["host", 1, ["str", "y"]]],
+        ["block", 2, ["raised", [], None]],
+    ]
+    other = probe_module(head + "pass\n\n\ndef test_b():\n    assert 'z' in f(2)\n")
+    assert index_map(whole, other)[0] == {0: -1}  # test_b's checks differ: no map
