@@ -624,6 +624,7 @@ _UNICODE = {
     "\u221e": "\\infty ",
     "\u2264": "\\le ",
     "\u2265": "\\ge ",
+    "\u2261": "\\equiv ",
     "\u222a": "\\cup ",
     "\u00b0": "",
     "\u00a0": " ",
@@ -643,8 +644,8 @@ _UNIT_TAIL = re.compile(
     r"^(.*?(?:\d|\\pi)[^a-zA-Z]*?)\s*(?:\\?\s*)" + _UNITS + r"(?:\s*\^\s*\{?[23]\}?)?\s*$"
 )
 _MOD_TAIL = re.compile(
-    r"\s*(?:\\pmod\s*(?:\{[^{}]*\}|\d+)|\(\s*\\?(?:bmod|mod)(?![a-zA-Z])\s*[^()]*\)"
-    r"|\\(?:bmod|mod)\s*\d+)\s*$"
+    r"(?<=\S)\s*(?:\\pmod\s*(?:\{[^{}]*\}|\d+)|\(\s*\\?(?:bmod|mod)(?![a-zA-Z])\s*[^()]*\)"
+    r"|(?:\\(?:bmod|mod)|(?<![a-zA-Z\\])mod)\s*(?:\{\s*\d+\s*\}|\d+))\s*$"
 )
 _EQUIV = re.compile(r"\\equiv(?![a-zA-Z])")
 _SPACED_GROUP = re.compile(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})")
@@ -730,7 +731,11 @@ def normalize(answer: str) -> str:
     if "mod" in s:
         # A congruence's modulus after the residue (`18 \pmod{41}`, `n \equiv 18 \pmod{41}`,
         # `18 (mod 41)`): the residue is the answer (att36c, att36f: one so written paid 0).
-        s = _MOD_TAIL.sub("", s)
+        # Also after a full stop, `18 \pmod{41}.`, and as plain text, `18 mod 41` (s37 att37b:
+        # 0/60 honest residues so written).
+        s, cut = _MOD_TAIL.subn("", s.rstrip().rstrip("."))
+        if cut:  # `\equiv 18 \pmod{41}` (`≡ 18 (mod 41)`) with no left side: the residue
+            s = s.strip().removeprefix("=")
     s = _SPACES.sub(" ", s).strip()
     # A mixed number written with a space, `3 1/2`, would read as 31/2 once spaces go.
     s = _SPACED_MIXED.sub(r"\1\\frac{\2}{\3}", s)

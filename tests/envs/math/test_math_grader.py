@@ -229,6 +229,14 @@ EQUIVALENT = [
     ("18 \\ (\\bmod 41)", "18"),
     ("18 (mod 41)", "18"),  # att36f: without a backslash
     ("18 \\mod 41", "18"),
+    # s37 att37b: Unicode, a full stop after the modulus, plain text, a braced modulus
+    ("n \u2261 18 (mod 41)", "18"),
+    ("\u2261 18 (mod 41)", "18"),
+    ("18 \\pmod{41}.", "18"),
+    ("18 (mod 41).", "18"),
+    ("18 mod 41", "18"),
+    ("18 \\text{ mod } 41", "18"),
+    ("18 \\mod{41}", "18"),
 ]
 
 # (prediction, gold): each pair must be judged different.
@@ -318,6 +326,9 @@ NOT_EQUIVALENT = [
     ("19 \\pmod{41}", "18"),
     ("\\pmod{18}", "18"),
     ("20^{37} \\equiv 18 \\pmod{55}", "18"),
+    ("mod 18", "18"),
+    ("19 mod 18", "18"),
+    ("= 19 (mod 41)", "18"),
 ]
 
 # Adversarial predictions: must be judged not equal to "1", quickly and without raising.
