@@ -46,8 +46,12 @@ class _EnvActor:
     def get_env_id(self) -> str:
         return self.env_id
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> Any:
-        return self.env.reset(seed=seed, options=options)
+    def reset(
+        self, seed: int | None, options: dict[str, Any] | None, max_turns: int | None = None
+    ) -> Any:
+        from rllm_adapters.env_workers import reset_env
+
+        return reset_env(self.env, seed, options, max_turns)
 
     def step(self, action: Any) -> Any:
         return self.env.step(action)
@@ -86,10 +90,13 @@ class RayEnvWorker(EnvWorker):
         self.env_id = ray.get(self.actor.get_env_id.remote())
 
     async def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None
+        self,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        max_turns: int | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """``env.reset`` in the actor."""
-        return await self.actor.reset.remote(seed, options)
+        return await self.actor.reset.remote(seed, options, max_turns)
 
     async def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """``env.step`` in the actor."""

@@ -123,6 +123,8 @@ class TextEnv(gym.Env[str, str]):
     ``reset(seed=, options=)`` picks a task: ``options={"index": i}`` selects task ``i`` of the
     source, ``options={"task": record}`` plays a given task record, and otherwise the task
     index is drawn from ``self.np_random`` (so the same seed gives the same episode).
+    ``options={"max_turns": k}`` ends this episode after at most ``k`` turns (a rollout loop's
+    own limit); a Gymnasium ``TimeLimit`` around the env caps it the same way.
 
     Model output never raises: any string (or any object, converted with ``str``) is a normal
     step. Programmer errors -- bad arguments, stepping before ``reset`` -- raise early.
@@ -225,10 +227,16 @@ class TextEnv(gym.Env[str, str]):
         is ended (``step`` raises ``ResetNeeded``).
         """
         options = dict(options or {})
-        unknown = set(options) - {"index", "task"}
+        unknown = set(options) - {"index", "task", "max_turns"}
         if unknown:
             raise InvalidEnvConfig(
-                f"Unknown reset option(s) {sorted(unknown)}; expects 'index' or 'task'."
+                f"Unknown reset option(s) {sorted(unknown)}; expects 'index', 'task' or "
+                "'max_turns'."
+            )
+        cap = options.pop("max_turns", None)
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise InvalidEnvConfig(
+                f"Expects reset option `max_turns` to be an int >= 1, actual: {cap!r}."
             )
         drawn = "task" not in options and options.get("index") is None
         chosen = None if drawn else self._select(options, None)
@@ -237,10 +245,11 @@ class TextEnv(gym.Env[str, str]):
         self.task, self.task_index = task, index
         if self.max_turns != self._episode_turns:
             self._configured_turns = self.max_turns  # set by the user since the last reset
-        outer = _outer_time_limit()
-        self.max_turns = (
-            self._configured_turns if outer is None else min(self._configured_turns, outer)
-        )
+        # The episode ends where whoever drives it stops it: its own limit, a Gymnasium
+        # TimeLimit around it, or a rollout loop's (the `max_turns` option), so its last
+        # turn settles the episode (FrozenLake's progress refund: att36i, att37b).
+        caps = [c for c in (_outer_time_limit(), cap) if c is not None]
+        self.max_turns = min([self._configured_turns, *caps])
         self._episode_turns = self.max_turns
         self.turn, self.is_correct, self.done = 0, False, False
         try:
@@ -376,7 +385,7 @@ def _outer_time_limit() -> int | None:
     import sys
 
     frame: Any = sys._getframe(2)
-    for _ in range(16):
+    for _ in range(64):
         if frame is None:
             return None
         owner = frame.f_locals.get("self") if frame.f_code.co_name == "reset" else None

@@ -238,7 +238,9 @@ class EpisodeRunner:
 
     async def run(self, worker: EnvWorker, spec: EpisodeSpec) -> Trajectory:
         """Play one whole episode on ``worker``."""
-        observation, info = await worker.reset(seed=spec.seed, options=spec.options)
+        observation, info = await worker.reset(
+            seed=spec.seed, options=spec.options, max_turns=self.config.max_turns
+        )
         state = self.start(observation, info, worker.env_id, spec)
         while True:
             action = await self.decide(state)

@@ -236,3 +236,48 @@ def test_env_pool_is_reused_across_rollouts(hf_policy):
     for t in first + second:
         assert t.num_turns <= 2
         assert_token_exact(t, hf_policy.tokenizer)
+
+
+def test_a_workers_turn_limit_is_the_envs_so_its_last_turn_settles_the_episode():
+    """s36 att36i: the loop's own `max_turns` cut FrozenLake episodes short of the env's
+    limit, so the refund of progress on an episode without the goal never ran (+0.83 a map
+    on the committed config with the rollout's `max_turns=12`). The worker tells the env."""
+    from rllm_adapters.env_workers import ProcessEnvWorker, ThreadEnvWorker
+    from rllm_envs.frozenlake import FrozenLakeEnv
+
+    kwargs = {
+        "desc": ["SFFF", "FHFH", "FFFH", "HFFG"],
+        "reward_weights": {"progress": 1.0},
+    }
+
+    async def play(worker) -> tuple[float, bool, int]:
+        _, info = await worker.reset(seed=0, max_turns=3)
+        total, truncated = 0.0, False
+        for move in ("Right", "Right", "Down"):
+            _, _, _, truncated, step_info = await worker.step(move)
+            total += step_info["reward_components"]["progress"]
+        await worker.close()
+        return total, truncated, info["max_turns"]
+
+    for worker in (
+        ThreadEnvWorker(FrozenLakeEnv(**kwargs)),
+        ProcessEnvWorker(EnvFactory("rllm/FrozenLake-v1", kwargs)),
+    ):
+        total, truncated, limit = asyncio.run(play(worker))
+        assert limit == 3 and truncated and total == pytest.approx(0.0)
+
+
+def test_the_rollout_loops_turn_limit_reaches_the_env(hf_policy):
+    trajectories = rollout(
+        "rllm/FrozenLake-v1",
+        hf_policy,
+        small_config(group_size=1, num_envs=2, max_turns=2),
+        num_tasks=2,
+        env_kwargs={"reward_weights": {"progress": 1.0}},
+    )
+    for t in trajectories:
+        assert t.initial_info["max_turns"] == 2
+        if not t.steps[-1].terminated:
+            assert t.steps[-1].truncated  # the env's own truncation, on the loop's last turn
+            progress = sum(s.info["reward_components"]["progress"] for s in t.steps)
+            assert progress == pytest.approx(0.0)
