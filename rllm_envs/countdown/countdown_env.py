@@ -84,11 +84,12 @@ class CountdownEnv(TextEnv):
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` an
     incorrect answer gets feedback and another try; the episode terminates on a correct
-    answer or after the last try. It never truncates. Each try is another fixed shape for a
-    policy that does not search, so ``k`` tries of the most popular shapes solve about ``k``
-    times the single-shape share above, without ever reading the target; the ``value`` of a
-    multi-try episode is only as hard to earn as ``max_turns`` allows: train multi-try
-    Countdown at difficulty 2 or more.
+    answer or after the last try. It never truncates. Only the try that ends the episode is
+    paid (its shaping components too; earlier tries pay nothing). Each try is another fixed
+    shape for a policy that does not search, so ``k`` tries of the most popular shapes solve
+    about ``k`` times the single-shape share above, without ever reading the target; the
+    ``value`` of a multi-try episode is only as hard to earn as ``max_turns`` allows: train
+    multi-try Countdown at difficulty 2 or more.
 
     ## Information
     The common keys of :mod:`rllm_envs.core`, plus ``nums`` (``list[int]``), ``target``
@@ -265,7 +266,12 @@ class CountdownEnv(TextEnv):
         invalid = result.verdict in ("no_answer", "parse_error")
         return Transition(
             observation=text,
-            reward_components={name: result.components[name] for name in COMPONENTS},
+            # Only the try that ends the episode is paid: shaping on every try let a policy
+            # that never solves earn max_turns times its weights (2.0 at 20 tries against
+            # the oracle's 1.0), and made solving late pay more (s37 att37e).
+            reward_components={
+                name: result.components[name] if last else 0.0 for name in COMPONENTS
+            },
             terminated=last,
             correct=correct,
             invalid_reason=result.reason if invalid else None,

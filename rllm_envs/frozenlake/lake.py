@@ -14,7 +14,11 @@ something decides:
 3. The whole reply, stripped of spaces, quotes, ``*``, ``.`` and brackets, is one direction
    token: a word (``Left``, ``down``, any case), a letter (``L``/``D``/``R``/``U``), an arrow
    (``←↓→↑``) or Gymnasium's action id (``0``=Left, ``1``=Down, ``2``=Right, ``3``=Up).
-4. The last whole direction *word* (left/down/right/up, any case) anywhere in the reply.
+4. The last whole direction *word* (left/down/right/up, or west/south/east/north, any case)
+   anywhere in the reply that it does not rule out (``Right, not Left``, ``don't go up``).
+
+A label's content may start with a verb (``Answer: move right``); emoji arrows
+(``⬅️⬇️➡️⬆️``) and compass names count as their directions.
 
 A token is whole: an action id is a bare digit, never a digit of a number (``32``, ``3.5``,
 ``-3``, ``.3``, ``31 steps``, ``3rd``), and a word or letter ends where a word does
@@ -54,7 +58,9 @@ for _i, _name in enumerate(ACTION_NAMES):
     _TOKENS[_name.lower()] = _i
     _TOKENS[_name[0].lower()] = _i
     _TOKENS[str(_i)] = _i
-_TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3})
+_TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3, "⬅": 0, "⬇": 1, "➡": 2, "⬆": 3})
+# Compass names, as a model trained on maps writes them.
+_TOKENS.update({"west": 0, "south": 1, "east": 2, "north": 3})
 
 # ``<action>`` blocks are read by :func:`tag_contents` (linear; the regex was quadratic).
 _TAGGED = (
@@ -62,8 +68,12 @@ _TAGGED = (
     re.compile(r"\\boxed\{([^{}]*)\}"),
     re.compile(r"\b(?:action|answer|move)\s*[:=]\s*([^\n]{0,40})", re.IGNORECASE),
 )
-_STRIP = " \t\r\n\"'`*._-!()[]{}<>"
-_WORD = re.compile(r"\b(left|down|right|up)\b", re.IGNORECASE)
+_STRIP = " \t\r\n\"'`*._-!()[]{}<>\ufe0f"
+_WORD = re.compile(r"\b(left|down|right|up|west|south|east|north)\b", re.IGNORECASE)
+# A direction word the reply rules out ("Right, not Left", "don't go up"): not its action.
+_NEGATED = re.compile(r"(?:\bnot|\bnever|\bavoid|n't|\bno)\s+(?:go(?:ing)?\s+|move\s+)?$", re.I)
+# A verb before the direction in a label ("Answer: move right").
+_VERB = re.compile(r"^[\s\"'`*]*(?:move|go|step|walk|head)\s+", re.IGNORECASE)
 # A leading whole token: a word, a letter, an arrow or a digit, not followed by more of a word
 # or a number (a move counter's "32" is not action 3).
 _FIRST_TOKEN = re.compile(r"^[\s\"'`*]*([A-Za-z]+|[0-3←↓→↑])(?!\w|[.,]\d)")
@@ -89,6 +99,7 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
         matches = tag_contents(text, pattern) if isinstance(pattern, str) else pattern.findall(text)
         if matches:
             content = matches[-1]
+            content = _VERB.sub("", content, count=1)
             action = _token(content)
             if action is None:
                 # "Answer: Right, because..." -- accept a leading direction token.
@@ -103,9 +114,13 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     action = _token(text)
     if action is not None:
         return action, None
-    words = _WORD.findall(text)
+    words = [
+        m
+        for m in _WORD.finditer(text)
+        if not _NEGATED.search(text[max(0, m.start() - 20) : m.start()])
+    ]
     if words:
-        return _TOKENS[words[-1].lower()], None
+        return _TOKENS[words[-1].group(1).lower()], None
     if not text.strip():
         return None, "The reply was empty. Answer with one of: " + ", ".join(ACTION_NAMES) + "."
     return None, (

@@ -110,8 +110,9 @@ class MathEnv(TextEnv):
     ## Episode End
     Terminates after the answer (``max_turns=1``, the default). With ``max_turns > 1`` a
     wrong or missing answer gets feedback and another try, and the episode terminates on a
-    correct answer or after the last try. It never truncates. A correct answer on any try pays
-    in full, so the reward then measures success within ``max_turns`` tries, and guessing
+    correct answer or after the last try. It never truncates. Only the try that ends the
+    episode is paid (its ``format`` too; earlier tries pay nothing). A correct answer on any
+    try pays in full, so the reward then measures success within ``max_turns`` tries, and guessing
     has ``max_turns`` chances: boxing the family's commonest answers one per try, never
     reading the problem, earned 0.108 against one guess's 0.018 at ``max_turns=5`` (s27 att27).
     Compare such runs with a random baseline that uses every try (the reward-hacking check's
@@ -291,7 +292,13 @@ class MathEnv(TextEnv):
             info["reference_answer"] = gold
         return Transition(
             observation=text,
-            reward_components={"correct": float(correct), "format": float(issue is None)},
+            # Only the try that ends the episode is paid: `format` on every try let a policy
+            # that never solves earn max_turns times its weight, and made solving late pay
+            # more than solving at once (s37 att37e).
+            reward_components={
+                "correct": float(correct),
+                "format": float(issue is None and last),
+            },
             terminated=last,
             correct=correct,
             invalid_reason=None if answer is not None else _NO_ANSWER,

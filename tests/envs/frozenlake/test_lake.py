@@ -39,6 +39,17 @@ LEFT, DOWN, RIGHT, UP = range(4)
         ("The hole is below me, so going down is bad. I will move right.", RIGHT),
         ("<think>maybe left? or up</think>Down", DOWN),
         ("<think>I could go <action>Up</action></think> <action>Left</action>", LEFT),
+        # s37 (honest replies read wrong or not at all before): a verb in a label, emoji
+        # arrows, compass names, a direction the reply rules out.
+        ("Answer: move right", RIGHT),
+        ("Action: go up.", UP),
+        ("\u2b05\ufe0f", LEFT),
+        ("\u27a1", RIGHT),
+        ("south", DOWN),
+        ("I head west.", LEFT),
+        ("Right, not Left", RIGHT),
+        ("I'll go down. Don't go left!", DOWN),
+        ("Left looks unsafe, avoid up; going right", RIGHT),
     ],
 )
 def test_parse_action_accepts_documented_forms(text, expected):
@@ -75,6 +86,9 @@ def test_parse_action_accepts_documented_forms(text, expected):
         "Move: 21 to the right",
         "R2",
         "<action>Right3</action>",
+        "not left",  # ruled out, and nothing else said
+        "Don't go up.",
+        "upper",
     ],
 )
 def test_parse_action_rejects_with_a_reason(text):
