@@ -1699,34 +1699,30 @@ def observe(
 
 
 class _Observing(_ExceptionInfo):
-    """``pytest.observing(k)``: the block of a probe's check; records what it raised.
+    """``pytest.observing(k)``: the block of a probe's check; records what it raised, warned.
 
-    A raises block and a value check are the same block (``k``: the check's index in the
-    host's table, which alone says whether a raise was expected): an exception leaving the
-    body is recorded (``["block", k, ["raised", MRO names, message]]``) and suppressed, as
-    ``pytest.raises`` would; nothing is recorded when the body ends normally (a raises block
-    that should have raised then lacks its record, which the host sees).
-
-    ``warns=True``: a ``pytest.warns`` / ``assertWarns`` block; records the classes of the
-    warnings it caught (each class once, by the qualified names of its MRO, sorted), and
-    their messages when ``message`` (the test matched one); an exception leaves the block
-    as it would.
+    A raises block, a warns block and a value check are the same block (``k``: the check's
+    index in the host's table, which alone says what was expected): an exception leaving
+    the body is recorded (``["block", k, ["raised", MRO names, message]]``) and suppressed,
+    as ``pytest.raises`` would; the warnings the body emitted are recorded (``["block", k,
+    ["warned", classes, messages]]``: each class once, by the qualified names of its MRO,
+    sorted) and passed on to the filters outside the block. Nothing is recorded when the
+    body ends normally without a warning (a raises block that should have raised then lacks
+    its record, which the host sees); the host ignores what warned in a block that did not
+    check warnings.
     """
 
-    def __init__(self, check: Any = None, *, warns: bool = False, message: bool = False) -> None:
-        self.check = check
-        self.warns = warns
-        self.message = message
+    def __init__(self, check: Any = None) -> None:
+        self.check = check if type(check) is int else -1
         self.list: list[Any] = []
         self._catcher: Any = None
 
     def __enter__(self) -> _Observing:
-        if self.warns:
-            import warnings
+        import warnings
 
-            self._catcher = warnings.catch_warnings(record=True)
-            self.list = self._catcher.__enter__()
-            warnings.simplefilter("always")
+        self._catcher = warnings.catch_warnings(record=True)
+        self.list = self._catcher.__enter__()
+        warnings.simplefilter("always")
         return self
 
     # unittest's ``assertWarns`` context: the caught warnings and the first one's details.
@@ -1770,15 +1766,23 @@ class _Observing(_ExceptionInfo):
     def __exit__(
         self, kind: Any, value: Any, tb: Any, *, _seen: list[Any] = _OBSERVED_LIST
     ) -> bool:
-        if self._catcher is not None:
-            self._catcher.__exit__(kind, value, tb)
-            if kind is None:
-                classes = sorted({tuple(_mro_names(w.category)) for w in self.list})
-                entry: list[Any] = ["warned", [list(c) for c in classes]]
-                if self.message:
-                    entry.append(observed(sorted(str(w.message) for w in self.list)))
-                _seen.append(entry)
-            return False
+        import warnings
+
+        caught, self._catcher = self._catcher, None
+        if caught is not None:
+            caught.__exit__(None, None, None)
+        if self.list:
+            classes = sorted({tuple(_mro_names(w.category)) for w in self.list})
+            try:
+                texts = observed(sorted(str(w.message) for w in self.list))
+            except Exception:
+                texts = None
+            _seen.append(["block", self.check, ["warned", [list(c) for c in classes], texts]])
+            for w in self.list:  # on to the filters outside, as if no block had caught them
+                try:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+                except Exception:
+                    pass
         if kind is None:
             return False
         if issubclass(kind, Skipped):
@@ -1793,8 +1797,7 @@ class _Observing(_ExceptionInfo):
             text = observed(str(value))
         except Exception:
             text = None
-        check = self.check if type(self.check) is int else -1
-        _seen.append(["block", check, ["raised", _mro_names(kind), text]])
+        _seen.append(["block", self.check, ["raised", _mro_names(kind), text]])
         return True
 
 

@@ -75,6 +75,7 @@ from rllm_envs.swe.probe import (
     NOTE_ECHO,
     Fixture,
     Probe,
+    checked,
     echoed,
     given_by_fixtures,
     index_map,
@@ -1077,7 +1078,7 @@ def _observed_status(
         return "passed", ""
     # Where they first differ, not what the reference computed: feedback must not carry
     # the expected values.
-    seen, want = actual["observed"], expected["observed"]
+    seen, want = checked(actual["observed"], blocks), checked(expected["observed"], blocks)
     for n, (a, e) in enumerate(zip(seen, want, strict=False), 1):
         if not same_check(e, a, predicates, blocks):
             return "failed", f"check {n} of the test gave a different result than the fix's"

@@ -81,6 +81,7 @@ __all__ = [
     "same",
     "same_observations",
     "same_check",
+    "checked",
     "index_map",
     "remap_indices",
     "OBSERVE",
@@ -828,9 +829,13 @@ def _block(check: tuple[str, str]) -> ast.Call:
 
 
 def _raises_block(
-    expected: ast.expr | None, pattern: ast.expr | None, message: bool, body: list[ast.stmt]
+    kind: str,
+    expected: ast.expr | None,
+    pattern: ast.expr | None,
+    message: bool,
+    body: list[ast.stmt],
 ) -> ast.With:
-    """The block of a raises check: what ``body`` raised is compared on the host.
+    """The block of a raises or warns check (``kind``): what ``body`` raised or warned.
 
     ``pattern``: the test's ``match=`` (run on the host where it is a literal without
     repetition, else the message must equal the reference's); ``message``: the message is
@@ -846,6 +851,12 @@ def _raises_block(
     elif message or pattern is not None:
         rule = "exact"
     names = json.dumps({"classes": _raised_names(expected), "message": rule})
+    if kind == "warns":
+        names = json.dumps({"message": rule})
+    if body and isinstance(body[-1], (ast.Assign, ast.AnnAssign)) and body[-1].value:
+        # `y = f(-3)`: the reference raises before `y` is bound, so nothing reads it; kept,
+        # the assignment told a patch which call must raise (att37d F2).
+        body = [*body[:-1], ast.copy_location(ast.Expr(body[-1].value), body[-1])]
     if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
         last = body[-1]
         observed = ast.Call(ast.Name(OBSERVE, ast.Load()), [last.value], [])
@@ -853,7 +864,7 @@ def _raises_block(
         # in the sandbox, so the analyses of observed values skip it (:func:`_observes_value`).
         observed.rllm_raises = True  # type: ignore[attr-defined]
         body = [*body[:-1], ast.copy_location(ast.Expr(observed), last)]
-    return ast.With([ast.withitem(_block(("raises", names)), None)], body or [ast.Pass()])
+    return ast.With([ast.withitem(_block((kind, names)), None)], body or [ast.Pass()])
 
 
 def _is_observation(node: ast.AST) -> bool:
@@ -1697,13 +1708,61 @@ _RAISES_HELPERS = frozenset(
 )
 
 
-def _reads_caught(handler: ast.ExceptHandler) -> bool:
-    """Whether ``handler`` reads the exception it binds (``except E as e: print(e)``)."""
-    return handler.name is not None and any(
-        isinstance(n, ast.Name) and n.id == handler.name and isinstance(n.ctx, ast.Load)
-        for statement in handler.body
-        for n in ast.walk(statement)
-    )
+def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
+    """Whether a raise (or warning) is checked where the sandbox decides it.
+
+    The rewrite leaves these shapes to the sandbox's process, the class readable there: a
+    patch raising the issue's exception at exactly the calls such a check makes, and
+    keeping the bug, was paid 1.0 ``host`` (att37c, att37d: 32/32 records). Noted shapes:
+    ``try`` with a handler of a named class inside any function (``try: f(x); assert False
+    / except E: pass``, a flag, ``except E as e: print(e)``, ``except*``, a helper
+    ``check_raises(f, x)``), unless the handler only skips the test;
+    ``contextlib.suppress``; ``warnings.catch_warnings``; a context manager class of the
+    module (its ``__exit__``); ``pytest`` used as a value (``pt = pytest``,
+    ``getattr(pytest, "raises")``) or reached through ``sys.modules``; an ``assertRaises``
+    / ``assertWarns`` of anything but ``self`` or a dotted name.
+    """
+    modules = {"pytest"}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules.update(
+                a.asname for a in node.names if a.name == "pytest" and a.asname is not None
+            )
+    attribute_bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    functions = [
+        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    for function in functions:
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Try, ast.TryStar)) and any(
+                h.type is not None and not _skips(h.body) for h in node.handlers
+            ):
+                return True
+            if isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call):
+                name = _dotted(node.context_expr.func).rsplit(".", 1)[-1]
+                if name in ("suppress", "catch_warnings"):
+                    return True
+            if isinstance(node, ast.Call) and _dotted(node.func).endswith("catch_warnings"):
+                return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == "__exit__"
+            for b in node.body
+        ):
+            return True
+        if (
+            isinstance(node, ast.Name)
+            and node.id in modules
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in attribute_bases
+        ):
+            return True
+        if isinstance(node, ast.Attribute) and (
+            (node.attr == "modules" and _dotted(node.value) == "sys")
+            or (node.attr in _RAISES_HELPERS and not _dotted(node.value))
+        ):
+            return True
+    return False
 
 
 def _skips(body: list[ast.stmt]) -> bool:
@@ -1736,6 +1795,8 @@ class _Probe(ast.NodeTransformer):
         self.raises_names = {"pytest.raises"}
         self.warns_names = {"pytest.warns", "pytest.deprecated_call"}
         self.fails = set(_FAILS)
+        #: The functions being rewritten, innermost last.
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self.in_test = 0
         self.helpers: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
@@ -1787,21 +1848,6 @@ class _Probe(ast.NodeTransformer):
         if name in self.raises_names or name in self.warns_names or last in _RAISES_HELPERS:
             self.note(NOTE_RAISES_CALL)
 
-    def visit_Try(self, node: ast.Try) -> ast.AST:
-        # ``try: f(x); assert False / except E: pass`` (or a flag set in the handler, or
-        # ``else: self.fail()``) checks that ``f(x)`` raises, decided in the sandbox's
-        # process with the class in the probe (att37c: paid 1.0 ``host`` on 40/40 records
-        # keeping the bug). A handler that skips the test decides nothing; one that reads
-        # the exception it caught (``except E as e: print(e)``) hands it to checks made on
-        # the host.
-        if self.in_test and any(
-            handler.type is not None and not _skips(handler.body) and not _reads_caught(handler)
-            for handler in node.handlers
-        ):
-            self.note(NOTE_RAISE)
-        self.generic_visit(node)
-        return node
-
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST:
         if node.module == "pytest":
             for alias in node.names:
@@ -1811,7 +1857,36 @@ class _Probe(ast.NodeTransformer):
                     self.warns_names.add(alias.asname or alias.name)
         return node
 
+    def _read_after(self, target: ast.expr | None) -> bool:
+        """Whether what ``target`` binds may be read (``as info`` and ``info`` read later).
+
+        A target other than plain names (``as self.info``), or one outside a function, is
+        taken as read.
+        """
+        if target is None:
+            return False
+        if not all(
+            isinstance(n, (ast.Name, ast.Tuple, ast.List))
+            for n in ast.walk(target)
+            if not isinstance(n, ast.expr_context)
+        ):
+            return True
+        names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if not self.functions:
+            return True
+        return any(
+            isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load)
+            for n in ast.walk(self.functions[-1])
+        )
+
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.functions.append(node)
+        try:
+            return self._function_body(node)
+        finally:
+            self.functions.pop()
+
+    def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         test = node.name.startswith("test")
         outer, self.in_test = self.in_test, (1 if test else 0)
         owner = _OWNER.set(f"{_OWNER.get()}.{node.name}".lstrip("."))
@@ -1875,7 +1950,7 @@ class _Probe(ast.NodeTransformer):
         return node
 
     def visit_With(self, node: ast.With) -> ast.AST:
-        raises: list[tuple[ast.expr | None, ast.expr | None, bool] | None] = []
+        raises: list[tuple[str, ast.expr | None, ast.expr | None, bool] | None] = []
         for item in node.items:
             call = item.context_expr
             name = _dotted(call.func) if isinstance(call, ast.Call) else ""
@@ -1889,32 +1964,34 @@ class _Probe(ast.NodeTransformer):
                     _drop(match[0], node.body)
                 named = [*call.args[:1]]
                 named += [k.value for k in call.keywords if k.arg == "expected_exception"]
-                raises.append((named[0] if named else None, match[0] if match else None, False))
+                raises.append(
+                    ("raises", named[0] if named else None, match[0] if match else None, False)
+                )
             elif name.endswith(".assertRaisesRegex"):
                 pattern = call.args[1:2]
                 if pattern and isinstance(pattern[0], ast.Constant):
                     _drop(pattern[0], node.body)
                 raises.append(
-                    (call.args[0] if call.args else None, pattern[0] if pattern else None, True)
+                    (
+                        "raises",
+                        call.args[0] if call.args else None,
+                        pattern[0] if pattern else None,
+                        True,
+                    )
                 )
             elif name in self.warns_names or name.endswith((".assertWarns", ".assertWarnsRegex")):
                 # What warned is recorded (the classes, and the messages where the test
-                # matched one); the expected class and pattern are not in the probe.
-                message = name.endswith(".assertWarnsRegex") or any(
-                    k.arg == "match" for k in call.keywords
-                )
-                item.context_expr = ast.copy_location(
-                    ast.Call(
-                        ast.Name(OBSERVING, ast.Load()),
-                        [],
-                        [
-                            ast.keyword("warns", ast.Constant(True)),
-                            ast.keyword("message", ast.Constant(message)),
-                        ],
-                    ),
-                    call,
-                )
-                raises.append(None)
+                # matched one); the expected class and pattern are not in the probe, and the
+                # block is every check's (att37d F3: a `warns=True` block told a patch where
+                # to warn, 4/4 shapes paid 1.0 keeping the bug).
+                if name.endswith(".assertWarnsRegex"):
+                    pattern = call.args[1:2]
+                else:
+                    pattern = [k.value for k in call.keywords if k.arg == "match"]
+                if pattern and isinstance(pattern[0], ast.Constant):
+                    _drop(pattern[0], node.body)
+                regex = name.endswith(".assertWarnsRegex")
+                raises.append(("warns", None, pattern[0] if pattern else None, regex))
             else:
                 raises.append(None)
         for item, check in zip(node.items, raises, strict=True):
@@ -1935,7 +2012,11 @@ class _Probe(ast.NodeTransformer):
                 body = [ast.copy_location(ast.With(kept, body), node)]
                 kept = []
             block = _raises_block(*check, body)
-            block.items[0].optional_vars = item.optional_vars
+            if self._read_after(item.optional_vars):
+                # `as info` then `info.value`: kept, and a raises block told apart (att37d
+                # F2: paid 1.0 `host` keeping the bug; noted, the commonest honest check of a
+                # message was withheld). An unread name goes.
+                block.items[0].optional_vars = item.optional_vars
             body = [ast.copy_location(block, node)]
         if kept:
             return ast.copy_location(ast.With(kept, body), node) if body is not node.body else node
@@ -2028,7 +2109,7 @@ class _Probe(ast.NodeTransformer):
         pattern = call.args[1] if message else None
         if isinstance(pattern, ast.Constant):
             _drop(pattern, body)
-        return _raises_block(call.args[0], pattern, message, body)
+        return _raises_block("raises", call.args[0], pattern, message, body)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
@@ -2523,8 +2604,9 @@ def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Mo
         if scope is not None and id(node) in passed:
             written.setdefault(scope.name, set()).add(key)
             at = position(node)
-            if at < first.get((scope.name, key), (sys.maxsize, 0)):
-                first[scope.name, key] = at
+            for alias in _aliases(key):  # `g(1050)` gives "1050" too
+                if at < first.get((scope.name, alias), (sys.maxsize, 0)):
+                    first[scope.name, alias] = at
     fixtures: dict[str, Fixture] = {
         s.fixture: (frozenset(written.get(s.name, ())), s.arguments, s.autouse)
         for s in scopes
@@ -2545,10 +2627,18 @@ def _secrets(expected: Sequence[tuple[ast.AST, Sequence[ast.AST]]], tree: ast.Mo
         told = {k for k in _literal_keys(node) if _telling(k)}
         if not told:
             continue
-        told -= set().union(*map(_literal_keys, beside))
+        # Given in the same check, or earlier in the same function, as itself or as another
+        # way to write it (`g('8080') == 8080`: att37d FN-1 withheld the reference fix).
+        given = {a for b in beside for k in _literal_keys(b) for a in _aliases(k)}
+        told = {k for k in told if not _aliases(k) & given}
         scope, at = scope_of(node), position(node)
         if scope is not None:
-            told = {k for k in told if first.get((scope.name, k), (sys.maxsize, 0)) >= at}
+            name = scope.name
+            told = {
+                k
+                for k in told
+                if min(first.get((name, a), (sys.maxsize, 0)) for a in _aliases(k)) >= at
+            }
         bucket = scope.name if scope is not None and scope.test else ""
         if scope is not None and scope.test:
             if bucket not in setup_of:
@@ -2619,6 +2709,8 @@ def _probe_module(source: str) -> Probe:
         probe.note(NOTE_ECHO)
     if _left_decisions(tree) or _sandbox_operations(tree):
         probe.note(NOTE_INNER)
+    if _raise_checked_in_the_sandbox(ast.parse(source)):
+        probe.note(NOTE_RAISE)
     for key in flowed or ():
         origin = first.uses[key]
         if origin not in moved:
@@ -2741,11 +2833,34 @@ def same_observations(
     :attr:`Probe.blocks`.
     """
     seen, want = actual.get("observed"), expected.get("observed")
-    if not isinstance(seen, list) or not isinstance(want, list) or len(seen) != len(want):
+    if not isinstance(seen, list) or not isinstance(want, list):
+        return False
+    seen, want = checked(seen, blocks), checked(want, blocks)
+    if len(seen) != len(want):
         return False
     if not all(same_check(e, a, predicates, blocks) for e, a in zip(want, seen, strict=True)):
         return False
     return same(expected.get("end"), actual.get("end"))
+
+
+def checked(observed: list[Any], blocks: Sequence[tuple[str, str]]) -> list[Any]:
+    """``observed`` without what warned in blocks that do not check warnings.
+
+    Every block records the warnings its body emitted (a warns block must look like any
+    other, att37d F3); only a warns block's are compared.
+    """
+    return [
+        o
+        for o in observed
+        if not (
+            isinstance(o, list)
+            and len(o) == 3
+            and o[0] == "block"
+            and isinstance(o[2], list)
+            and o[2][:1] == ["warned"]
+            and not (type(o[1]) is int and 0 <= o[1] < len(blocks) and blocks[o[1]][0] == "warns")
+        )
+    ]
 
 
 def same_check(
@@ -3029,6 +3144,8 @@ def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, a
     if type(index) is not int or not 0 <= index < len(blocks):
         return False
     kind, rule_text = blocks[index]
+    if kind == "warns" and isinstance(expected, list) and expected[:1] == ["warned"]:
+        return _warned_holds(rule_text, expected, actual)
     if not (
         isinstance(expected, list)
         and isinstance(actual, list)
@@ -3041,7 +3158,7 @@ def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, a
         return False
     if not all(type(n) is str for n in [*reference, *got]):
         return False
-    if kind == "value":
+    if kind in ("value", "warns"):
         return same(expected[:2], actual[:2])
     if kind != "raises":
         return False
@@ -3059,6 +3176,31 @@ def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, a
     if isinstance(message, list) and len(message) == 2 and message[0] == "search":
         if type(message[1]) is str and not _REPEATS & set(message[1]):
             return _holds([("search", message[1])], 0, actual[2])
+    return same(expected[2], actual[2])
+
+
+def _warned_holds(rule_text: str, expected: list[Any], actual: Any) -> bool:
+    """Whether what a warns block caught matches the reference's.
+
+    The same classes, and the messages where the test matched one (its literal pattern
+    found in one of them here, else all equal to the reference's).
+    """
+    import json
+
+    if not (isinstance(actual, list) and len(actual) == len(expected) == 3):
+        return False
+    if actual[0] != "warned" or not same(expected[1], actual[1]):
+        return False
+    try:
+        message = json.loads(rule_text)["message"]
+    except (ValueError, TypeError, KeyError):
+        return False
+    if message is None:
+        return True
+    if isinstance(message, list) and len(message) == 2 and message[0] == "search":
+        texts = actual[2][1] if isinstance(actual[2], list) and len(actual[2]) == 2 else None
+        if type(message[1]) is str and not _REPEATS & set(message[1]) and isinstance(texts, list):
+            return any(_holds([("search", message[1])], 0, t) for t in texts)
     return same(expected[2], actual[2])
 
 

@@ -472,16 +472,14 @@ def _controls(project_key: str, bug_index: int, seed: int) -> tuple[tuple[str, s
 
 def _case_test(name: str, code: str, expected: str) -> str:
     *setup, last = code.split("\n")
-    body = "".join(f"    {line}\n" for line in setup)
+    # Every case imports pytest the same way: an import only the raise cases had marked
+    # them in the probe (att37d F4: 48/48 `window` raise tasks paid keeping the bug).
+    body = "    import pytest\n\n" + "".join(f"    {line}\n" for line in setup)
     if expected.startswith("raises "):
         kind = expected.split()[1]
-        return (
-            f"def {name}():\n{body}    import pytest\n\n"
-            f"    with pytest.raises({kind}):\n        {last}\n"
-        )
+        return f"def {name}():\n{body}    with pytest.raises({kind}):\n        {last}\n"
     if _has_float(ast.literal_eval(expected)):
         # Another correct formula may round the last bit differently.
-        body += "    import pytest\n\n"
         expected = f"pytest.approx({expected})"
     return f"def {name}():\n{body}    assert {last} == {expected}\n"
 

@@ -132,7 +132,8 @@ def test_pytest_under_another_name_is_rewritten_as_pytest_is():
     )
     probe = probe_module(source)
     assert probe.notes == () and "ValueError" not in probe.text and "neg" not in probe.text
-    assert [kind for kind, _ in probe.blocks] == ["raises"] and "warns=True" in probe.text
+    assert [kind for kind, _ in probe.blocks] == ["raises", "warns"]
+    assert len(set(_blocks(probe.text))) == 1
 
 
 @pytest.mark.parametrize(
@@ -228,3 +229,107 @@ def test_an_index_maps_only_where_its_functions_checks_are_the_same():
     ]
     other = probe_module(head + "pass\n\n\ndef test_b():\n    assert 'z' in f(2)\n")
     assert index_map(whole, other)[0] == {0: -1}  # test_b's checks differ: no map
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # att37d F1: aliases of pytest, suppress, handlers that read what they caught,
+        # except*, try in a helper or a nested function, a context manager of the module,
+        # catch_warnings, a TestCase made in the test.
+        "pt = pytest\n\n\ndef test_a():\n    with pt.raises(ValueError):\n        f(-3)\n",
+        "def test_a():\n    with getattr(pytest, 'raises')(ValueError):\n        f(-3)\n",
+        "import sys\n\n\ndef test_a():\n    with sys.modules['pytest'].raises(ValueError):\n"
+        "        f(-3)\n",
+        "def test_a():\n    with unittest.TestCase().assertRaises(ValueError):\n        f(-3)\n",
+        "import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(ValueError):\n"
+        "        f(-3)\n        assert False\n",
+        "def test_a():\n    try:\n        f(-3)\n    except ValueError as e:\n        print(e)\n"
+        "    else:\n        assert False\n",
+        "def test_a():\n    try:\n        f(-3)\n    except* ValueError:\n        pass\n"
+        "    else:\n        assert False\n",
+        "def check_raises(g, x):\n    try:\n        g(x)\n    except ValueError:\n"
+        "        return True\n    return False\n\n\n"
+        "def test_a():\n    assert check_raises(f, -3)\n",
+        "class Raises:\n    def __enter__(self):\n        return self\n\n"
+        "    def __exit__(self, kind, value, tb):\n        return kind is ValueError\n\n\n"
+        "def test_a():\n    with Raises():\n        f(-3)\n        assert False\n",
+        "import warnings\n\n\ndef test_a():\n    with warnings.catch_warnings(record=True) as w:\n"
+        "        f(-3)\n    assert len(w) == 1\n",
+    ],
+)
+def test_raise_checks_the_sandbox_would_decide_are_noted(body):
+    assert probe_module(_HEAD37 + body).notes, body
+
+
+def test_a_raises_body_assigning_its_call_looks_like_a_value_check():
+    """att37d F2: ``y = f(-3)`` in a raises block was left as it was, unlike any value check."""
+    probe = probe_module(
+        _HEAD37 + "def test_a():\n    with pytest.raises(ValueError):\n        y = f(-3)\n"
+        "    assert f(3) == 1\n"
+    )
+    assert probe.notes == ()
+    assert len(set(_blocks(probe.text))) == 1
+
+
+def test_every_embedded_case_test_imports_pytest_alike():
+    """att37d F4: only the raise cases of the generated ``test_reported_*`` tests imported
+    pytest inside the test: the probe marked them (48/48 ``window`` raise tasks paid)."""
+    from rllm_envs.swe.tasks import _case_test
+
+    raise_case = _case_test("test_r", "w = Window()\nw.shift(0)", "raises ValueError")
+    value_case = _case_test("test_v", "w = Window()\nw.shift(1)", "[1]")
+    assert raise_case.split("\n")[1:3] == value_case.split("\n")[1:3] == ["    import pytest", ""]
+    head = "import pytest\n\nfrom acme import Window\n\n\n"
+    shapes = {
+        s for case in (raise_case, value_case) for s in _blocks(probe_module(head + case).text)
+    }
+    assert len(shapes) == 1
+
+
+_WARN_BASE = "def old(x):\n    return x + 1\n"
+_WARN_FIXED = (
+    "import warnings\n\n\ndef old(x):\n"
+    "    warnings.warn('old() is deprecated', DeprecationWarning)\n    return x + 1\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize(
+    "check",
+    [
+        "with pytest.warns(DeprecationWarning, match='deprecated'):\n            old(3)",
+        "with self.assertWarns(DeprecationWarning):\n            old(3)",
+        "with pytest.deprecated_call():\n            old(3)",
+    ],
+)
+def test_a_warns_block_is_judged_on_the_host_and_looks_like_any_check(check):
+    """att37d F3: a warns block was ``__rllm_observing__(warns=True)`` around an unobserved
+    call; a patch warning at exactly those calls, the bug kept, paid 1.0 on 4/4 shapes."""
+    tests = (
+        "import unittest\n\nimport pytest\n\nfrom acme import old\n\n\n"
+        "class T(unittest.TestCase):\n    def test_a(self):\n"
+        f"        assert old(1) == 2\n        {check}\n"
+    )
+    probe = probe_module(tests)
+    assert probe.notes == () and len(set(_blocks(probe.text))) == 1
+    assert _verdict(_WARN_BASE, _WARN_FIXED, _WARN_BASE, tests) == 0.0
+    assert _verdict(_WARN_BASE, _WARN_FIXED, _WARN_FIXED, tests) == 1.0
+    honest = _WARN_FIXED.replace("old() is deprecated", "deprecated: use new()")
+    assert _verdict(_WARN_BASE, _WARN_FIXED, honest, tests) == 1.0
+    wrong = _WARN_FIXED.replace("DeprecationWarning", "UserWarning")
+    assert _verdict(_WARN_BASE, _WARN_FIXED, wrong, tests) == 0.0
+
+
+@pytest.mark.parametrize(
+    "check",
+    ["assert g('8080') == 8080", "assert g('2.75') == 2.75", "assert g(1050) == '1050'"],
+)
+def test_a_value_given_as_its_other_spelling_in_the_same_check_is_not_secret(check):
+    """att37d FN-1: an expected number whose text is the call's own input (or the reverse)
+    was taken for a secret written elsewhere as an input: the reference fix withheld."""
+    assert probe_module(f"from acme import g\n\n\ndef test_a():\n    {check}\n").notes == ()
+    # Written in another test, it still tells (the echo note stays).
+    other = "from acme import g\n\n\ndef test_a():\n    assert g('x') == 8080\n\n\n"
+    assert probe_module(other + "def test_b():\n    assert g('8080') == 1\n").notes

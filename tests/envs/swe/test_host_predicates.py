@@ -36,23 +36,29 @@ HIDDEN = [
 ]
 
 
-def _submit(task: dict, content: str) -> tuple:
+def _submit(task: dict, content: str, **kwargs: object) -> tuple:
     base = task["files"]
     return _run(
-        task, _call("apply_patch", patch=make_diff(base, {**base, "vals/check.py": content}))
+        task,
+        _call("apply_patch", patch=make_diff(base, {**base, "vals/check.py": content})),
+        **kwargs,
     )
 
 
 @pytest.mark.parametrize("hidden", HIDDEN)
 def test_an_honest_message_passes_and_a_wrong_one_fails(hidden):
+    # A try / except check of the raise is decided in the sandbox (s37 att37d F1): the
+    # verdict is `host_partial`, paid where partial verdicts are.
+    partial = "try:" in hidden
+    trust, mode = ("host_partial", "pay") if partial else ("host", "withhold")
     task = _task("vals", "check", BUG, FIX, PUBLIC, hidden)
-    reward, info = _run(task, oracle=True)
-    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    reward, info = _run(task, oracle=True, partial_verdicts=mode)
+    assert reward == 1.0 and info["verdict_trust"] == trust, info
     honest = FIX.replace("negative values are not allowed", "x must not be negative")
-    reward, info = _submit(task, honest)
-    assert reward == 1.0 and info["verdict_trust"] == "host", info
+    reward, info = _submit(task, honest, partial_verdicts=mode)
+    assert reward == 1.0 and info["verdict_trust"] == trust, info
     wrong = FIX.replace("negative values are not allowed", "x must be at least 0")
-    reward, info = _submit(task, wrong)
+    reward, info = _submit(task, wrong, partial_verdicts=mode)
     assert reward == 0.0 and info["fail_to_pass"] == 0.0, info
 
 
