@@ -112,7 +112,11 @@ class RllmTextEnv(_base.BaseTextEnv):  # type: ignore[name-defined]
         The env's first observation is self-contained, so it replaces SkyRL's dataset prompt
         (rows made by :func:`skyrl_dataset` carry exactly these messages).
         """
-        observation, info = self.env.reset(seed=self.seed, options=self.options)
+        from rllm_adapters.env_workers import reset_env
+
+        # The episode ends where `max_turns` stops it, on the env's own last turn (s37 att37g:
+        # FrozenLake's progress was kept by an episode this adapter cut).
+        observation, info = reset_env(self.env, self.seed, self.options, self.max_turns)
         self.turns, self.episode_return, self.last_info = 0, 0.0, info
         messages = self.agent.reset(observation, info)
         return [{"role": m["role"], "content": m["content"]} for m in messages], to_jsonable(info)

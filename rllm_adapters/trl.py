@@ -41,6 +41,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rllm_adapters.env_workers import reset_env
 from rllm_adapters.error import AdapterConfigError
 from rllm_envs.error import require
 
@@ -638,7 +639,8 @@ class EnvRollout:
                 )
             index, seed = self._rows[key]
             env = _make_env(self.env_id, self.env_kwargs)
-            observation, info = env.reset(seed=seed, options={"index": index})
+            # Ends on the env's own last turn where `max_turns` stops it (s37 att37g).
+            observation, info = reset_env(env, seed, {"index": index}, self.max_turns)
             agent = self.agent_factory()
             messages = agent.reset(observation, info)
             ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)

@@ -63,6 +63,8 @@ async def vector_stream(
     spec = getattr(vec_env, "spec", None)
     env_id = spec.id if spec is not None else type(vec_env).__name__
     bar = progress_bar(total, env_id, config.progress)
+    if config.max_turns is not None:
+        _cap_sub_env_turns(vec_env, config.max_turns)
     observations, infos = await asyncio.to_thread(vec_env.reset, seed=config.seed)
     started = 0
     # A sub-env without an episode (cut by max_turns or the context, or idle once enough
@@ -133,3 +135,19 @@ async def vector_stream(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _cap_sub_env_turns(vec_env: Any, max_turns: int) -> None:
+    """Cap each sub-env's ``max_turns`` at the loop's own limit.
+
+    A sub-env resets itself (autoreset, no options), so the loop's limit is set on it once:
+    its episodes then end on the env's own last turn where the loop stops them (s37 att37g:
+    FrozenLake kept the walk's progress, 0.588 a map, when the loop cut them). Sub-envs
+    without an int ``max_turns`` are left as they are.
+    """
+    try:
+        limits = vec_env.get_attr("max_turns")
+    except Exception:  # not every env has one (any Gymnasium vector env is accepted)
+        return
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in limits):
+        vec_env.set_attr("max_turns", [min(n, max_turns) for n in limits])

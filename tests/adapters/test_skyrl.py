@@ -160,6 +160,26 @@ def test_max_turns_extra_ends_the_episode_after_that_many_replies():
         skyrl_gym.make("rllm/Math-v1", env_config={}, extras={"max_turns": 0})
 
 
+def test_the_max_turns_extra_is_the_envs_turn_limit_so_its_last_turn_settles():
+    """s37 att37g F3: the extra cut episodes the env did not know would end: FrozenLake kept
+    the walk's progress (0.549 a map, never reaching the goal). The env is told."""
+    env = skyrl_gym.make(
+        "rllm/FrozenLake-v1",
+        env_config={},
+        extras={
+            "seed": 0,
+            "max_turns": 3,
+            "env_kwargs": {
+                "desc": ["SFFF", "FHFH", "FFFH", "HFFG"],
+                "reward_weights": {"progress": 1.0},
+            },
+        },
+    )
+    env.init([])
+    rewards = [env.step(move)["reward"] for move in ("Right", "Right", "Down")]
+    assert env.env.unwrapped.max_turns == 3 and sum(rewards) == pytest.approx(0.0)
+
+
 def test_specs_are_plain_data_for_other_processes():
     spec = skyrl_gym.spec("rllm/Math-v1")
     assert spec.entry_point == "rllm_adapters.skyrl:RllmTextEnv"

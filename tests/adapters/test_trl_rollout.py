@@ -161,3 +161,41 @@ def test_a_multi_agent_id_is_one_seat_against_the_registry_opponents():
     assert reward < 0 and terminated and info["invalid_action"]
     with pytest.raises(AdapterConfigError, match="model seats"):
         SeatEnv("rllm/Debate-v1")
+
+
+def test_rollout_max_turns_is_the_envs_turn_limit(tiny):
+    """s37 att37g F4: EnvRollout cut episodes at its `max_turns` without telling the env, so
+    FrozenLake kept the walk's progress (0.575 a map, never reaching the goal). A fake model
+    (named so: it stands in for the policy only) always replies Right."""
+    import types
+
+    import torch
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    reply = tokenizer.encode("Right", add_special_tokens=False) + [tokenizer.eos_token_id]
+
+    class FakeModel:
+        device, training = "cpu", False
+
+        def eval(self) -> None: ...
+
+        def train(self, mode: bool = True) -> None: ...
+
+        def generate(self, input_ids, attention_mask, max_new_tokens, **kwargs):
+            new = torch.tensor([reply] * input_ids.shape[0])
+            scores = [torch.zeros(input_ids.shape[0], len(tokenizer)) for _ in reply]
+            return types.SimpleNamespace(sequences=torch.cat([input_ids, new], 1), scores=scores)
+
+    kwargs = {"desc": ["SFFF", "FHFH", "FFFH", "HFFG"], "reward_weights": {"progress": 1.0}}
+    dataset = env_dataset(LAKE, num_tasks=2, env_kwargs=kwargs)
+    rollout = EnvRollout(LAKE, dataset, env_kwargs=kwargs, max_turns=3)
+    trainer = types.SimpleNamespace(
+        processing_class=tokenizer,
+        use_vllm=False,
+        accelerator=types.SimpleNamespace(unwrap_model=lambda m: m),
+        model=FakeModel(),
+        args=types.SimpleNamespace(max_completion_length=16, temperature=1.0, top_p=1.0),
+    )
+    out = rollout([row["prompt"] for row in dataset], trainer)
+    assert out["env_return"] == pytest.approx([0.0, 0.0])  # walked right, never reached G

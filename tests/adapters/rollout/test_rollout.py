@@ -281,3 +281,23 @@ def test_the_rollout_loops_turn_limit_reaches_the_env(hf_policy):
             assert t.steps[-1].truncated  # the env's own truncation, on the loop's last turn
             progress = sum(s.info["reward_components"]["progress"] for s in t.steps)
             assert progress == pytest.approx(0.0)
+
+
+def test_a_vector_envs_sub_envs_take_the_loops_turn_limit(hf_policy):
+    """s37 att37g F1: a vector env's sub-envs reset themselves, without the option: the
+    loop's `max_turns` cut their episodes and FrozenLake kept the progress (0.588 a map)."""
+    vec = gym.make_vec(
+        "rllm/FrozenLake-v1",
+        num_envs=2,
+        vectorization_mode="sync",
+        reward_weights={"progress": 1.0},
+    )
+    try:
+        trajectories = rollout(vec, hf_policy, small_config(max_turns=2), num_episodes=4)
+        assert vec.get_attr("max_turns") == (2, 2)
+    finally:
+        vec.close()
+    for t in trajectories:
+        if not any(s.terminated for s in t.steps):
+            progress = sum(s.info["reward_components"]["progress"] for s in t.steps)
+            assert progress == pytest.approx(0.0)
