@@ -15,10 +15,14 @@ something decides:
    token: a word (``Left``, ``down``, any case), a letter (``L``/``D``/``R``/``U``), an arrow
    (``←↓→↑``) or Gymnasium's action id (``0``=Left, ``1``=Down, ``2``=Right, ``3``=Up).
 4. The last whole direction *word* (left/down/right/up, or west/south/east/north, any case)
-   anywhere in the reply that it does not rule out (``Right, not Left``, ``don't go up``).
+   anywhere in the reply that it does not rule out or put aside (``Right, not Left``,
+   ``don't go up``, ``instead of down``, ``because down leads to a hole``, ``down would be a
+   hole``, ``then down``, ``3 moves left``).
 
-A label's content may start with a verb (``Answer: move right``); emoji arrows
-(``⬅️⬇️➡️⬆️``) and compass names count as their directions.
+A tag's or label's content may also be a few words holding a direction (``Answer: I will
+move right``, ``<action>Go to the right</action>``): its first one not put aside, unless a
+number is there (a move counter). Emoji arrows (``⬅️⬇️➡️⬆️``), compass names and
+``rightward(s)``-like tokens count as their directions.
 
 A token is whole: an action id is a bare digit, never a digit of a number (``32``, ``3.5``,
 ``-3``, ``.3``, ``31 steps``, ``3rd``), and a word or letter ends where a word does
@@ -61,6 +65,8 @@ for _i, _name in enumerate(ACTION_NAMES):
 _TOKENS.update({"←": 0, "↓": 1, "→": 2, "↑": 3, "⬅": 0, "⬇": 1, "➡": 2, "⬆": 3})
 # Compass names, as a model trained on maps writes them.
 _TOKENS.update({"west": 0, "south": 1, "east": 2, "north": 3})
+for _i, _name in enumerate(ACTION_NAMES):  # `rightward`, `downwards`
+    _TOKENS[f"{_name.lower()}ward"] = _TOKENS[f"{_name.lower()}wards"] = _i
 
 # ``<action>`` blocks are read by :func:`tag_contents` (linear; the regex was quadratic).
 _TAGGED = (
@@ -70,8 +76,20 @@ _TAGGED = (
 )
 _STRIP = " \t\r\n\"'`*._-!()[]{}<>\ufe0f"
 _WORD = re.compile(r"\b(left|down|right|up|west|south|east|north)\b", re.IGNORECASE)
-# A direction word the reply rules out ("Right, not Left", "don't go up"): not its action.
-_NEGATED = re.compile(r"(?:\bnot|\bnever|\bavoid|n't|\bno)\s+(?:go(?:ing)?\s+|move\s+)?$", re.I)
+# A direction word the reply rules out or puts aside ("Right, not Left", "don't go up",
+# "instead of down", "because down leads to a hole", "down would be a hole", "then down",
+# "3 moves left"): not its action. Read in a few characters around the word.
+_NEGATED = re.compile(
+    r"(?:\bnot|\bnever|\bavoid|n't|\bno|\binstead of|\bthan|\bbecause|\bsince|\bthen"
+    r"|\bnext turn\b.*|\bafter that|\d+\s+(?:moves?|turns?|steps?|tries))\s+"
+    r"(?:(?:i'?ll\s+|i\s+will\s+)?(?:go(?:ing)?|mov(?:e|ing)|step(?:ping)?)\s+)?$",
+    re.IGNORECASE,
+)
+_ASIDE_AFTER = re.compile(
+    r"^\W{0,3}\s*(?:would|will\s+be|leads?|hits?|is\s+(?:blocked|a\s+hole|bad|unsafe)|later"
+    r"|twice|next)\b",
+    re.IGNORECASE,
+)
 # A verb before the direction in a label ("Answer: move right").
 _VERB = re.compile(r"^[\s\"'`*]*(?:move|go|step|walk|head)\s+", re.IGNORECASE)
 # A leading whole token: a word, a letter, an arrow or a digit, not followed by more of a word
@@ -86,6 +104,16 @@ def _token(text: str) -> int | None:
     if token.isdigit() and _NUMBER.findall(text) != [token]:
         return None  # a signed or decimal number ("-3", ".3"), not an action id
     return _TOKENS.get(token)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def _aside(text: str, word: re.Match[str]) -> bool:
+    """Whether the reply rules out or puts aside direction ``word`` (:data:`_NEGATED`)."""
+    before = text[max(0, word.start() - 24) : word.start()]
+    after = text[word.end() : word.end() + 24]
+    return bool(_NEGATED.search(before) or _ASIDE_AFTER.match(after))
 
 
 def parse_action(text: str) -> tuple[int | None, str | None]:
@@ -105,6 +133,12 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
                 # "Answer: Right, because..." -- accept a leading direction token.
                 lead = _FIRST_TOKEN.match(content)
                 action = _token(lead.group(1)) if lead else None
+            if action is None and not _DIGIT.search(content):
+                # A label's or tag's words: its first direction word it does not put aside
+                # ("Answer: I will move right", "<action>Go to the right</action>"); not
+                # where a number is (a move counter: "21 to the right", "3 moves left").
+                named = [m for m in _WORD.finditer(content) if not _aside(content, m)]
+                action = _TOKENS[named[0].group(1).lower()] if named else None
             if action is not None:
                 return action, None
             shown = content.strip()[:40]
@@ -114,11 +148,7 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     action = _token(text)
     if action is not None:
         return action, None
-    words = [
-        m
-        for m in _WORD.finditer(text)
-        if not _NEGATED.search(text[max(0, m.start() - 20) : m.start()])
-    ]
+    words = [m for m in _WORD.finditer(text) if not _aside(text, m)]
     if words:
         return _TOKENS[words[-1].group(1).lower()], None
     if not text.strip():

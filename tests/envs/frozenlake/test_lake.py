@@ -50,6 +50,18 @@ LEFT, DOWN, RIGHT, UP = range(4)
         ("Right, not Left", RIGHT),
         ("I'll go down. Don't go left!", DOWN),
         ("Left looks unsafe, avoid up; going right", RIGHT),
+        # s37 att37g: a label's words, adverbs, a direction put aside after the choice.
+        ("Answer: I will move right", RIGHT),
+        ("Action: The best move is Down.", DOWN),
+        ("<action>Go to the right</action>", RIGHT),
+        ("Answer: Rightward", RIGHT),
+        ("Right, because Down leads to a hole.", RIGHT),
+        ("I go right instead of down.", RIGHT),
+        ("Right rather than Down.", RIGHT),
+        ("I'll go left, since up is blocked by the edge.", LEFT),
+        ("Let me move right; down would be a hole.", RIGHT),
+        ("Right. Then next turn I'll go Down.", RIGHT),
+        ("Go right first, then down twice.", RIGHT),
     ],
 )
 def test_parse_action_accepts_documented_forms(text, expected):
