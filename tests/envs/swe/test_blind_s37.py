@@ -12,6 +12,7 @@ exception for exactly the calls whose value nothing observed, and kept the bug, 
 from __future__ import annotations
 
 import ast
+import json
 
 import pytest
 
@@ -333,3 +334,76 @@ def test_a_value_given_as_its_other_spelling_in_the_same_check_is_not_secret(che
     # Written in another test, it still tells (the echo note stays).
     other = "from acme import g\n\n\ndef test_a():\n    assert g('x') == 8080\n\n\n"
     assert probe_module(other + "def test_b():\n    assert g('8080') == 1\n").notes
+
+
+def test_a_message_check_after_a_raises_block_goes_with_the_block():
+    """att37d F2: ``as info`` then ``assert "neg" in str(info.value)``: only a raises block
+    bound a name a later line read. Such checks now go with the block's rule on the host,
+    and so does the name; other reads of it keep it (open: the block is told apart)."""
+    body = (
+        "def test_a():\n    with pytest.raises(ValueError) as info:\n        f(-3)\n"
+        "    assert 'neg' in str(info.value)\n    assert f(3) == 1\n\n\n"
+        "class T(unittest.TestCase):\n    def test_b(self):\n"
+        "        with self.assertRaises(ValueError) as cm:\n            f(-4)\n"
+        "        self.assertIn('neg', str(cm.exception))\n"
+        "        self.assertEqual(str(cm.exception), 'neg value')\n"
+    )
+    probe = probe_module(_HEAD37 + body)
+    text = probe.text.split("\n", 1)[1]  # past the header importing the observers
+    assert probe.notes == () and "neg" not in text and " as " not in text
+    assert len(set(_blocks(probe.text))) == 1
+    rules = [json.loads(rule)["checks"] for kind, rule in probe.blocks if kind == "raises"]
+    assert rules == [[["in", "neg"]], [["in", "neg"], ["eq", "neg value"]]]
+    kept = probe_module(
+        _HEAD37 + "def test_a():\n    with pytest.raises(SystemExit) as e:\n        f(-3)\n"
+        "    assert e.value.code == 2\n"
+    )
+    assert " as e:" in kept.text
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_a_folded_message_check_pays_an_honest_message_and_not_a_wrong_one():
+    base = "def parse(s):\n    return int(s)\n"
+    fixed = base.replace(
+        "    return",
+        "    if s.startswith('-'):\n        raise ValueError('negative value')\n    return",
+    )
+    tests = (
+        "import unittest\n\nfrom acme import parse\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_a(self):\n        with self.assertRaises(ValueError) as cm:\n"
+        "            parse('-1')\n        self.assertIn('negative', str(cm.exception))\n"
+    )
+    assert _verdict(base, fixed, fixed, tests) == 1.0
+    assert _verdict(base, fixed, base, tests) == 0.0
+    assert _verdict(base, fixed, fixed.replace("negative value", "a negative number"), tests) == 1.0
+    assert _verdict(base, fixed, fixed.replace("negative value", "below zero"), tests) == 0.0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # att37f F1: a raises or warns block holding more than one call.
+        "def test_a():\n    with pytest.raises(ValueError):\n        args = (-3,)\n"
+        "        f(*args)\n",
+        "def test_a():\n    with pytest.warns(UserWarning):\n        f(1)\n        f(2)\n",
+        "def test_a():\n    with pytest.raises(ValueError):\n        if True:\n            f(-3)\n",
+        # att37f F3: a bare `except:` checking a raise.
+        "def test_a():\n    try:\n        f(-3)\n    except:\n        pass\n    else:\n"
+        "        assert False\n",
+    ],
+)
+def test_raise_checks_told_apart_by_their_shape_are_noted(body):
+    assert probe_module(_HEAD37 + body).notes, body
+
+
+def test_a_lambda_given_to_a_raises_call_is_its_call():
+    """att37f F2: ``assertRaises(E, lambda: f(x))`` ran a ``<lambda>`` frame on the test's line:
+    a patch raised there only. The lambda's body is the observed call now."""
+    probe = probe_module(
+        _HEAD37 + "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        self.assertRaises(ValueError, lambda: f(-3))\n"
+        "        pytest.raises(ValueError, lambda: f(-4))\n        assert f(3) == 1\n"
+    )
+    assert probe.notes == () and "lambda" not in probe.text
+    assert len(set(_blocks(probe.text))) == 1
