@@ -929,7 +929,7 @@ class _Warns:
     """``pytest.warns`` / ``deprecated_call`` in a plain run: the block must warn ``expected``.
 
     The caught warnings are the context's items (``record[0].message``). In a probe the
-    block is a ``pytest.observing(warns=True)`` block instead: the host compares what warned.
+    block is a check's block (:class:`_Observing`) instead: the host compares what warned.
     """
 
     def __init__(self, expected: Any, match: str | None = None) -> None:
