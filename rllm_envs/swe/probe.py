@@ -175,7 +175,7 @@ NOTE_IDENTITY = "an identity check (is / is not) is observed as a bool the sandb
 NOTE_TABLE = "a table's expected values are read other ways too (they stay in the probe)"
 NOTE_RAISE = "a raise or fail decides a test in the sandbox's process"
 NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
-NOTE_RAISES_BODY = "a raises or warns block holds more than one call (it is told apart)"
+NOTE_RAISES_BODY = "a raises or warns block is not one observed call (it is told apart)"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
@@ -856,10 +856,24 @@ def _raises_block(
     names = json.dumps({"classes": _raised_names(expected), "message": rule, "checks": folded})
     if kind == "warns":
         names = json.dumps({"message": rule})
-    if body and isinstance(body[-1], (ast.Assign, ast.AnnAssign)) and body[-1].value:
+    last = body[-1] if body else None
+    targets = (
+        last.targets
+        if isinstance(last, ast.Assign)
+        else [last.target]
+        if isinstance(last, ast.AnnAssign)
+        else []
+    )
+    if (
+        isinstance(last, (ast.Assign, ast.AnnAssign))
+        and last.value is not None
+        and all(isinstance(t, ast.Name) for t in targets)
+    ):
         # `y = f(-3)`: the reference raises before `y` is bound, so nothing reads it; kept,
-        # the assignment told a patch which call must raise (att37d F2).
-        body = [*body[:-1], ast.copy_location(ast.Expr(body[-1].value), body[-1])]
+        # the assignment told a patch which call must raise (att37d F2). Only to plain
+        # names: `o.size = -1` / `o["k"] = -1` call the code's setter, which must stay
+        # (att37h F1: turned into its value, the unchanged code was paid 35/35).
+        body = [*body[:-1], ast.copy_location(ast.Expr(last.value), last)]
     if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
         last = body[-1]
         observed = ast.Call(ast.Name(OBSERVE, ast.Load()), [last.value], [])
@@ -1880,7 +1894,10 @@ class _Probe(ast.NodeTransformer):
             body = block.body = body[0].body
         first = body[0] if len(body) == 1 else None
         one_call = isinstance(first, ast.Expr) and _is_observation(first.value)
-        if not one_call and any(isinstance(n, ast.Call) for s in body for n in ast.walk(s)):
+        # Only a body that raises by itself (`raise ValueError`) acts on nothing of the code;
+        # any other statement (`c += -10`, `del r["k"]`, `o.size = -1`) is told apart (att37h
+        # F2: 10/10 paid raising at such statements).
+        if not one_call and not all(isinstance(s, ast.Raise) for s in body):
             self.note(NOTE_RAISES_BODY)
 
     def _read_after(self, target: ast.expr | None) -> bool:

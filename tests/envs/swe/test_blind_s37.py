@@ -407,3 +407,18 @@ def test_a_lambda_given_to_a_raises_call_is_its_call():
     )
     assert probe.notes == () and "lambda" not in probe.text
     assert len(set(_blocks(probe.text))) == 1
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["o.size = -1", "o['k'] = -1", "o.size: int = -1", "o += -10", "del o['k']", "a, b = f(-3)"],
+)
+def test_a_raises_body_that_is_not_a_call_keeps_its_statement_and_is_noted(statement):
+    """att37h F1: an assignment to an attribute or a key was turned into its value, so the
+    setter never ran and the unchanged code was paid (35/35 records); F2: `c += -10`,
+    `del r[k]` stayed bare statements, told apart from every value check (10/10)."""
+    probe = probe_module(
+        _HEAD37 + f"def test_a():\n    o = f(0)\n    with pytest.raises(ValueError):\n"
+        f"        {statement}\n"
+    )
+    assert probe.notes and statement.split(" ")[0].rstrip(",") in probe.text
