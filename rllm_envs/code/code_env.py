@@ -357,13 +357,7 @@ class CodeEnv(TextEnv):
         weights = {"all_passed": 1.0, "pass_fraction": 0.0}
         if reward_mode == "fraction":
             weights = {"all_passed": 0.0, "pass_fraction": 1.0}
-        weights.update(reward_weights or {})
-        if weights.get("invalid_action", 0.0) > 0:
-            raise InvalidEnvConfig(
-                "reward_weights['invalid_action'] must not be positive: it is 1 for a reply "
-                "without code, so a positive weight pays replies that write no program (use 0 "
-                "to log it, or a negative weight as a penalty)."
-            )
+        weights.update(reward_weights or {})  # a positive `invalid_action`: refused by the base
         # A task with no unseen hidden test (every expected output shown by its prompt, or one
         # answer line repeated) pays a copy of its examples, or a constant, under either reward:
         # it is left out.
