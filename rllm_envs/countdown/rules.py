@@ -27,7 +27,8 @@ no ``ast``)::
 
 There is no unary minus and no exponent, so values stay small. Whitespace is ignored, and the
 Unicode operators ``×``, ``·``, ``÷``, ``−`` and ``–`` (and LaTeX's ``\times``, ``\cdot``,
-``\div``) are read as ``*``, ``/`` and ``-``; one ``$..$``, ``\(..\)``, ``**..**`` or
+``\div``) are read as ``*``, ``/`` and ``-``, and so is a letter ``x`` or ``X`` written after a
+number or ``)`` (``25 x 4``); one ``$..$``, ``\(..\)``, ``**..**`` or
 Markdown backquotes around the whole answer and a final period are dropped. An optional
 trailing ``= <integer>`` (the claimed result, as in ``3 + 4 = 7``) is allowed and ignored: the
 expression's own value is what is graded. Arithmetic is exact (:class:`fractions.Fraction`), so
@@ -169,6 +170,12 @@ def _tokenize(text: str) -> list[str | int]:
             i = j
         elif ch in _SYMBOLS:
             tokens.append(ch)
+            i += 1
+        elif ch in "xX" and tokens and (isinstance(tokens[-1], int) or tokens[-1] == ")"):
+            # "25 x 4": a letter x after a number or ')' is the times sign people type (s37
+            # att37g: 21/50 oracle expressions written so were parse errors). Anywhere else
+            # it stays an unexpected character; the parser still checks what follows.
+            tokens.append("*")
             i += 1
         else:
             raise _ParseError(f"unexpected character {text[i]!r} at position {i}")

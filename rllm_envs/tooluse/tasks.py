@@ -536,6 +536,90 @@ def _text_key(text: str) -> str:
     return " ".join(text.split())
 
 
+#: A short lead-in before the answer: "The answer is", "The total price of the order is",
+#: "Final answer:", "So, the city is" (at most 8 words, then "is", "equals", "=" or ":").
+_LEAD_IN = re.compile(
+    r"(?:(?:so|thus|therefore|hence)\s*,?\s+)?(?:[A-Za-z$'-]+\s+){0,8}?"
+    r"(?:(?:is|equals)\s+|[A-Za-z$'-]*\s*[:=]\s*)",
+    re.IGNORECASE,
+)
+_MONTH_NAMES = (
+    "January February March April May June July August September October November December"
+).split()
+#: Month names and their three-letter abbreviations (``Sept`` too), casefolded, to numbers.
+_MONTHS = {
+    **{name.casefold(): number for number, name in enumerate(_MONTH_NAMES, 1)},
+    **{name[:3].casefold(): number for number, name in enumerate(_MONTH_NAMES, 1)},
+    "sept": 9,
+}
+_MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
+#: The date forms read in a date answer: ISO (also with ``/`` or ``.``), a month's name with
+#: the day and year in either order, and day/month/year in digits where only one reading is
+#: a date (``11/21/2053``; ``03/05/2053`` is refused: March 5 or May 3).
+_DATE_FORMS = re.compile(
+    r"(?<!\d)(?P<iy>\d{4})(?P<s>[-/.])(?P<im>\d{1,2})(?P=s)(?P<id>\d{1,2})(?!\d)"
+    "|\\b" + _MONTH.format("m1") + r"\s+" + _DAY.format("d1") + r",?\s+(?P<y1>\d{4})\b"
+    "|\\b" + _DAY.format("d2") + r"\s+(?:of\s+)?" + _MONTH.format("m2") + r",?\s+(?P<y2>\d{4})\b"
+    r"|(?<![\d/.-])(?P<na>\d{1,2})/(?P<nb>\d{1,2})/(?P<ny>\d{4})(?![\d/])",
+    re.IGNORECASE,
+)
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+#: Weekday names and abbreviations (``Fri``, ``Tues``, ``Thurs``) to ``date.weekday()``.
+_WEEKDAYS = {
+    **{name: number for number, name in enumerate(_WEEKDAY_NAMES)},
+    **{name[:3]: number for number, name in enumerate(_WEEKDAY_NAMES)},
+    "tues": 1,
+    "thur": 3,
+    "thurs": 3,
+}
+_WEEKDAY = re.compile(
+    r"\b(?:" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
+
+
+def _date_of(match: re.Match[str]) -> dt.date | None:
+    """The date one :data:`_DATE_FORMS` match names, or ``None`` (no such day, or ambiguous)."""
+    g = match.groupdict()
+    try:
+        if g["iy"]:
+            return dt.date(int(g["iy"]), int(g["im"]), int(g["id"]))
+        for m, d, y in (("m1", "d1", "y1"), ("m2", "d2", "y2")):
+            if g[m]:
+                return dt.date(int(g[y]), _MONTHS[g[m].casefold()], int(g[d]))
+        a, b, year = int(g["na"]), int(g["nb"]), int(g["ny"])
+    except ValueError:
+        return None
+    readings = set()
+    for month, day in ((a, b), (b, a)):
+        try:
+            readings.add(dt.date(year, month, day))
+        except ValueError:
+            pass
+    return readings.pop() if len(readings) == 1 else None
+
+
+def _answer_date(text: str) -> dt.date | None:
+    """The one date ``text`` names, or ``None``.
+
+    ``None`` when it names no date, two different dates, an impossible or ambiguous one, or a
+    weekday that is not the date's (``Friday, 2053-11-22`` when the 22nd is a Saturday).
+    """
+    text = text[:200]
+    dates = set()
+    for match in _DATE_FORMS.finditer(text):
+        date = _date_of(match)
+        if date is None:
+            return None
+        dates.add(date)
+    if len(dates) != 1:
+        return None
+    date = dates.pop()
+    if any(_WEEKDAYS[w.casefold()] != date.weekday() for w in _WEEKDAY.findall(text)):
+        return None
+    return date
+
+
 def answers_match(
     prediction: str, gold: str, answer_type: str, question: str | None = None
 ) -> bool:
@@ -564,15 +648,26 @@ def answers_match(
             break
     if not prediction:
         return False
+    if answer_type == "date":
+        # The one date the answer names, in any unambiguous form, in a sentence or not.
+        return _answer_date(prediction) == dt.date.fromisoformat(gold)
+    if _matches(prediction, gold, answer_type, question):
+        return True
+    # A sentence around the answer ("The answer is 266.4.", "The city is Nixkrisnus"): what
+    # follows the lead-in must still be the answer, graded as strictly as a bare one.
+    lead_in = _LEAD_IN.match(prediction[:1000])
+    return lead_in is not None and _matches(
+        prediction[lead_in.end() : 1000].rstrip(" ."), gold, answer_type, question
+    )
+
+
+def _matches(prediction: str, gold: str, answer_type: str, question: str | None) -> bool:
+    if not prediction:
+        return False
     if answer_type == "math":
         from rllm_envs.math import grade_answer
 
         return grade_answer(prediction[:1000], gold, problem=question).equal
-    if answer_type == "date":
-        try:
-            return dt.date.fromisoformat(prediction[:40].strip(" .")) == dt.date.fromisoformat(gold)
-        except ValueError:
-            return False
     return _text_key(prediction[:1000]) == _text_key(gold)
 
 

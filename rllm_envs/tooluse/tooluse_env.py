@@ -130,13 +130,16 @@ class ToolUseEnv(TextEnv):
     is right (weight 1.0; for numbers and expressions the math grader's
     :func:`rllm_envs.math.grade_answer`, which pays only for the value in final form: the
     question's own expression, such as ``a * b - c ** 2`` or the harmonic sum written out, or
-    any arithmetic left in the answer earns 0; the same date for dates; case- and
-    punctuation-insensitive equality for names); ``invalid_call`` = the number of unusable
-    parts of the reply (parse errors, unknown tools, bad arguments, placeholder or example
-    arguments, a placeholder answer), or 1 for a reply with no call and no answer (weight
-    0.0, log only; pass ``reward_weights={"invalid_call": -0.05}`` for a small penalty). It
-    only ever subtracts: its best value, 0, is what a reply whose every call is real gets, so
-    no reply earns reward from it without a correct answer.
+    any arithmetic left in the answer earns 0; for dates, the one date the answer names, in
+    any unambiguous form (``2053-11-21``, ``November 21, 2053``, ``Friday, 21 Nov 2053``; a
+    wrong weekday, two dates or ``03/05/2053`` earn 0); case- and punctuation-insensitive
+    equality for names; a short lead-in such as "The answer is" is read past);
+    ``invalid_call`` = the number of unusable parts of the reply (parse errors, unknown tools,
+    bad arguments, placeholder or example arguments, a placeholder answer), or 1 for a reply
+    with no call and no answer (weight 0.0, log only; pass
+    ``reward_weights={"invalid_call": -0.05}`` for a small penalty). It only ever subtracts:
+    its best value, 0, is what a reply whose every call is real gets, so no reply earns reward
+    from it without a correct answer.
 
     ## Episode End
     Terminates on a final answer (right or wrong). Truncates after ``max_turns`` replies.

@@ -157,6 +157,10 @@ def test_duplicate_numbers_may_each_be_used_once():
         # att36c: an en dash for minus, Markdown backquotes
         ("(25 – 5) * 4", Fraction(80)),
         ("`(25 - 5) * 4`", Fraction(80)),
+        # att37g: the letter x as the times sign, after a number or ')'
+        ("25 x 4 - 3", Fraction(97)),
+        ("(2+3)X4", Fraction(20)),
+        ("(25 - 5) x (4)", Fraction(80)),
     ],
 )
 def test_exact_values(expr, value):
@@ -226,6 +230,10 @@ HOSTILE = [
     "$$",
     "2 * 3..",
     "2 \\times",
+    "x 2 * 3",  # an x that is not between two factors stays an error
+    "2 x x 3",
+    "2 * 3 x",
+    "2x",
 ]
 
 
