@@ -67,6 +67,19 @@ def reset_env(
     return env.reset(seed=seed, options=options)
 
 
+def settle_env(env: gym.Env) -> tuple[float, dict[str, float]]:
+    """End ``env``'s running episode where it stands; its closing reward and components.
+
+    An rllm env settles it (:meth:`rllm_envs.core.TextEnv.settle`: FrozenLake's progress
+    refund); other envs have nothing to settle (``0.0, {}``).
+    """
+    from rllm_envs.core import TextEnv
+
+    if isinstance(env.unwrapped, TextEnv):
+        return env.unwrapped.settle()
+    return 0.0, {}
+
+
 class EnvWorker:
     """Interface of an env living somewhere; all methods are coroutines."""
 
@@ -83,6 +96,10 @@ class EnvWorker:
 
     async def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """``env.step`` in the worker."""
+        raise NotImplementedError
+
+    async def settle(self) -> tuple[float, dict[str, float]]:
+        """:func:`settle_env` in the worker: the loop stops the episode without a step."""
         raise NotImplementedError
 
     async def close(self) -> None:
@@ -123,6 +140,10 @@ class ThreadEnvWorker(EnvWorker):
         """``env.step`` in the executor."""
         return await self._run(self.env.step, action)
 
+    async def settle(self) -> tuple[float, dict[str, float]]:
+        """:func:`settle_env` in the executor."""
+        return await self._run(settle_env, self.env)
+
     async def close(self) -> None:
         """Close the env."""
         self.env.close()
@@ -140,6 +161,8 @@ def _process_main(conn: Any, factory: Callable[[], gym.Env]) -> None:
                     result: Any = reset_env(env, **payload)
                 elif command == "step":
                     result = env.step(payload)
+                elif command == "settle":
+                    result = settle_env(env)
                 elif command == "close":
                     conn.send(("ok", None))
                     return
@@ -200,6 +223,10 @@ class ProcessEnvWorker(EnvWorker):
     async def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """``env.step`` in the worker process."""
         return await asyncio.to_thread(self._call, "step", action)
+
+    async def settle(self) -> tuple[float, dict[str, float]]:
+        """:func:`settle_env` in the worker process."""
+        return await asyncio.to_thread(self._call, "settle", None)
 
     async def close(self) -> None:
         """Close the env and join the process."""

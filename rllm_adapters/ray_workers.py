@@ -56,6 +56,11 @@ class _EnvActor:
     def step(self, action: Any) -> Any:
         return self.env.step(action)
 
+    def settle(self) -> Any:
+        from rllm_adapters.env_workers import settle_env
+
+        return settle_env(self.env)
+
     def close(self) -> None:
         self.env.close()
 
@@ -101,6 +106,10 @@ class RayEnvWorker(EnvWorker):
     async def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """``env.step`` in the actor."""
         return await self.actor.step.remote(action)
+
+    async def settle(self) -> tuple[float, dict[str, float]]:
+        """:func:`~rllm_adapters.env_workers.settle_env` in the actor."""
+        return await self.actor.settle.remote()
 
     async def close(self) -> None:
         """Close the env and kill the actor."""

@@ -198,6 +198,10 @@ class TextEnv(gym.Env[str, str]):
     def _check_task(self, task: Task) -> None:
         """Validate a task record passed with ``options={"task": ...}``; raise if unusable."""
 
+    def _closing_components(self) -> dict[str, float]:
+        """Reward components of an episode ended where it stands (:meth:`settle`): none here."""
+        return {}
+
     def oracle_action(self) -> str:
         """The action an expert takes in the current state (reference answer, best move).
 
@@ -291,6 +295,30 @@ class TextEnv(gym.Env[str, str]):
         if self.render_mode == "human":
             self.render()
         return self.last_observation, float(reward), terminated, truncated, info
+
+    def settle(self) -> tuple[float, dict[str, float]]:
+        """End the running episode where it stands, as its turn limit would; its closing reward.
+
+        For a driver that stops an episode without another step, such as a rollout loop whose
+        context is full: an env whose last turn settles the episode (FrozenLake refunds its
+        progress shaping when an episode ends without the goal) pays that end here, so a
+        policy cannot keep shaping by filling its context (s37 att37g F2). The driver adds
+        the reward to the episode's last step. ``step`` then needs a ``reset``.
+
+        Returns:
+            The weighted closing reward and its components (``0.0, {}`` when no episode runs).
+        """
+        closing = self.closing_reward()
+        self.done = True
+        return closing
+
+    def closing_reward(self) -> tuple[float, dict[str, float]]:
+        """What :meth:`settle` would pay now, without ending the episode."""
+        if self.task is None or self.done:
+            return 0.0, {}
+        components = {name: float(v) for name, v in self._closing_components().items()}
+        reward = sum(self.reward_weights.get(name, 0.0) * v for name, v in components.items())
+        return float(reward), components
 
     def _without_copied_demonstration(self, action: str, result: Transition) -> Transition:
         """``result``, or, for an action that copies a demonstration, the same step paying 0.

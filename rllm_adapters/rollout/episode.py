@@ -212,6 +212,20 @@ class EpisodeRunner:
             )
         return None
 
+    def settle(self, state: EpisodeState, closing: tuple[float, dict[str, float]]) -> None:
+        """Add the env's closing reward to the last step of an episode stopped without one.
+
+        The loop stops an episode so when the context is full; ``closing`` is what the env
+        settled (:func:`~rllm_adapters.env_workers.settle_env`).
+        """
+        reward, components = closing
+        steps = state.trajectory.steps
+        if not steps or (reward == 0.0 and not components):
+            return
+        last = steps[-1]
+        last.reward += reward
+        last.info["settled"] = {"reward": reward, "reward_components": components}
+
     def finish(self, state: EpisodeState, end: str) -> Trajectory:
         """Close the episode's trajectory (``end`` is its ``finish``)."""
         trajectory = state.trajectory
@@ -245,6 +259,7 @@ class EpisodeRunner:
         while True:
             action = await self.decide(state)
             if action is None:
+                self.settle(state, await worker.settle())
                 return self.finish(state, "context")
             end = self.advance(state, await worker.step(action))
             if end is not None:

@@ -21,6 +21,7 @@ from rllm_adapters.rollout.config import EpisodeSpec, RolloutConfig, RolloutStat
 from rllm_adapters.rollout.episode import EpisodeRunner, EpisodeState
 from rllm_adapters.rollout.progress import progress_bar, update_progress
 from rllm_agents.trajectory import Trajectory
+from rllm_envs.core import TextEnv
 
 __all__ = ["vector_stream"]
 
@@ -107,6 +108,7 @@ async def vector_stream(
             actions = list(await asyncio.gather(*(decide(i) for i in range(n))))
             for i, state in enumerate(states):
                 if state is not None and not resetting[i] and state.pending is None:
+                    runner.settle(state, _settle_sub_env(vec_env, i))
                     yield close(i, "context")
             step_out = await asyncio.to_thread(vec_env.step, actions)
             observations, rewards, terminated, truncated, infos = step_out
@@ -135,6 +137,25 @@ async def vector_stream(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _settle_sub_env(vec_env: Any, index: int) -> tuple[float, dict[str, float]]:
+    """The closing reward of sub-env ``index``'s episode, which the loop stops (a full context).
+
+    The sub-env itself plays on with empty actions until it ends (its steps are not the
+    episode's), so its episode is not ended here, only its closing reward read
+    (:meth:`rllm_envs.core.TextEnv.closing_reward`). Gymnasium's vector API calls a method on
+    every sub-env at once, so only a vector env holding its sub-envs in this process
+    (``SyncVectorEnv.envs``) is read one by one; in another (``AsyncVectorEnv``) the stopped
+    episode keeps what its last turn would have settled (FrozenLake's progress shaping,
+    weight 0 by default).
+    """
+    envs = getattr(vec_env, "envs", None)
+    if isinstance(envs, list | tuple) and 0 <= index < len(envs):
+        env = envs[index].unwrapped
+        if isinstance(env, TextEnv):
+            return env.closing_reward()
+    return 0.0, {}
 
 
 def _cap_sub_env_turns(vec_env: Any, max_turns: int) -> None:

@@ -88,7 +88,9 @@ class FrozenLakeEnv(TextEnv):
       then makes it less), so it cannot make dying early pay. An episode the turn limit
       cuts off, or an unreadable reply ends (``invalid_ends``), nets 0: its last turn gives
       back what the walk earned (without that, walking to the goal's neighbour and waiting
-      there, or replying garbage there, paid up to ``1 - 1/D``, s36 att36c and att36f). It
+      there, or replying garbage there, paid up to ``1 - 1/D``, s36 att36c and att36f); a
+      driver that stops an episode without a step settles it the same way (:meth:`settle`,
+      which the rollout loop calls when the context is full). It
       gives a policy that never reached the goal a direction to explore in. Pass e.g.
       ``reward_weights={"progress": 1.0}``; a negative weight is refused.
 
@@ -380,6 +382,12 @@ class FrozenLakeEnv(TextEnv):
             invalid_reason=reason,
             info={**self._state_info(), "action": action, "outcome": outcome},
         )
+
+    def _closing_components(self) -> dict[str, float]:
+        # An episode stopped from outside nets no shaping, as one its turn limit ends does.
+        assert self._lake is not None
+        start, now = self._start_cell, int(self._lake.s)
+        return {"progress": float(self._potentials[start] - self._potentials[now])}
 
     def _slip_rule(self) -> str:
         if not self.is_slippery:

@@ -61,17 +61,21 @@ def test_ray_worker_matches_a_local_env(local_ray):
 
     import rllm_envs  # noqa: F401
 
+    kwargs = {"reward_weights": {"progress": 1.0}}
+
     async def remote():
-        worker = RayEnvWorker(EnvFactory("rllm/FrozenLake-v1"))
+        worker = RayEnvWorker(EnvFactory("rllm/FrozenLake-v1", kwargs))
         try:
             first = await worker.reset(seed=5)
             step = await worker.step("Down")
+            closing = await worker.settle()
         finally:
             await worker.close()
-        return first, step
+        return first, step, closing
 
-    (obs, info), step = asyncio.run(remote())
-    env = gym.make("rllm/FrozenLake-v1")
+    (obs, info), step, closing = asyncio.run(remote())
+    env = gym.make("rllm/FrozenLake-v1", **kwargs)
     local_obs, local_info = env.reset(seed=5)
     assert obs == local_obs and info == local_info
     assert step[:4] == env.step("Down")[:4]
+    assert closing == env.unwrapped.settle()  # a loop that stops the episode settles it
