@@ -422,6 +422,61 @@ def test_pipelined_messages_of_one_socket_do_not_stall_other_sessions(tmp_path):
         _stop(proc)
 
 
+def test_sessions_whose_calls_hold_the_gil_long_cannot_starve_other_sessions(tmp_path):
+    """s37 att37e F2: every client-written 32x32 FrozenLake map rebuilds Gymnasium's
+    transition table (~7 ms of Python in a thread), and each hand-off of the GIL back to the
+    event loop waited behind it: four sessions resetting such maps took an honest client
+    from 2,945 to 18 steps/s (about 110 in the 6 s counted here). Such sessions now take the
+    server's heavy lane: 1,160 steps/s measured beside the same four."""
+    import random
+    import threading
+
+    port = _free_port()
+    proc = _start(port, tmp_path / "server.log", "--max-sessions", "8", "--session-timeout", "60")
+    stop = threading.Event()
+    resets = [0]
+
+    def lake(rng: random.Random) -> list[str]:
+        rows = [[rng.choice("FFFFFH") for _ in range(32)] for _ in range(32)]
+        rows[0][0], rows[-1][-1] = "S", "G"
+        return ["".join(row) for row in rows]
+
+    def heavy(seed: int) -> None:
+        rng = random.Random(seed)
+        messages = [
+            json.dumps({"type": "reset", "data": {"options": {"task": {"map": lake(rng)}}}})
+            for _ in range(64)
+        ]
+        with contextlib.suppress(Exception), _ws(f"http://127.0.0.1:{port}") as ws:
+            while not stop.is_set():
+                ws.send(messages[resets[0] % len(messages)])  # each map new to the session
+                ws.recv(timeout=60)
+                resets[0] += 1
+
+    threads = [threading.Thread(target=heavy, args=(i,), daemon=True) for i in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(2.0)
+        steps, deadline = 0, time.monotonic() + 6
+        with _ws(f"http://127.0.0.1:{port}") as ws:
+            while time.monotonic() < deadline:
+                ws.send(json.dumps({"type": "reset", "data": {"options": {"index": steps % 50}}}))
+                ws.recv(timeout=60)
+                for move in ("Right", "Down", "Left", "Up"):
+                    ws.send(json.dumps({"type": "step", "data": {"text": move}}))
+                    steps += 1
+                    if json.loads(ws.recv(timeout=60))["data"]["done"]:
+                        break
+        assert resets[0] > 20  # the heavy sessions were served too
+        assert steps >= 600, steps
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+        _stop(proc)
+
+
 def test_connections_are_limited_per_client_and_in_all(tmp_path):
     """Per client (12 here), every loopback address one client (att34c F1: four loopback
     addresses held four times the share); and in all (20 here, with a share of 30), so many
