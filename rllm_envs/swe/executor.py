@@ -836,25 +836,36 @@ class Failed(AssertionError):
     """``pytest.fail``."""
 
 
-class _Mark:
-    def __init__(self, name: str, args: tuple, kwargs: dict) -> None:
-        self.name, self.args, self.kwargs = name, args, kwargs
+def _mark_list(marks: Any) -> list[Any]:
+    """A ``pytestmark`` as a list: pytest takes one mark or a list of them."""
+    if not marks:
+        return []
+    return list(marks) if isinstance(marks, (list, tuple)) else [marks]
 
-    def __call__(self, target: Any) -> Any:
-        marks = list(getattr(target, "pytestmark", []))
-        marks.append(self)
-        target.pytestmark = marks
-        return target
+
+class _Mark:
+    """``pytest.mark.name``, a mark decorator.
+
+    Called with arguments it is a new mark; with a function or class alone it marks it.
+    ``pytestmark = pytest.mark.slow`` is one too (att38a: the reference failed such modules).
+    """
+
+    def __init__(self, name: str, args: tuple = (), kwargs: dict | None = None) -> None:
+        self.name, self.args, self.kwargs = name, args, kwargs or {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        bare = not (self.args or self.kwargs) and self.name != "parametrize"
+        configured = self.args or self.kwargs
+        if len(args) == 1 and not kwargs and callable(args[0]) and (bare or configured):
+            target = args[0]
+            target.pytestmark = [*_mark_list(getattr(target, "pytestmark", [])), self]
+            return target
+        return _Mark(self.name, self.args + args, {**self.kwargs, **kwargs})
 
 
 class _MarkFactory:
     def __getattr__(self, name: str) -> Any:
-        def make(*args: Any, **kwargs: Any) -> Any:
-            if name != "parametrize" and len(args) == 1 and callable(args[0]) and not kwargs:
-                return _Mark(name, (), {})(args[0])
-            return _Mark(name, args, kwargs)
-
-        return make
+        return _Mark(name)
 
 
 class _Param:
@@ -2294,7 +2305,7 @@ def _idval(value: Any, argname: str, index: int) -> str:
 def _parametrize(function: Any) -> list[tuple[str, dict[str, Any], bool]]:
     """``[(id suffix, arguments, xfail)]`` of a test function (``[("", {}, False)]`` if plain)."""
     cases: list[tuple[list[str], dict[str, Any], bool]] = [([], {}, False)]
-    for mark in getattr(function, "pytestmark", []):
+    for mark in _mark_list(getattr(function, "pytestmark", [])):
         if getattr(mark, "name", None) != "parametrize":
             continue
         names, values = mark.args[0], list(mark.args[1])
@@ -2794,7 +2805,7 @@ def _arm(keys: list[bytes]) -> None:
 def _marks(*objs: Any) -> list[Any]:
     found = []
     for obj in objs:
-        found += list(getattr(obj, "pytestmark", []) or [])
+        found += _mark_list(getattr(obj, "pytestmark", []))
     return found
 
 

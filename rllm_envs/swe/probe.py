@@ -62,6 +62,7 @@ import decimal
 import fractions
 import math
 import operator
+import re
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -176,6 +177,9 @@ NOTE_TABLE = "a table's expected values are read other ways too (they stay in th
 NOTE_RAISE = "a raise or fail decides a test in the sandbox's process"
 NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_RAISES_BODY = "a raises or warns block is not one observed call (it is told apart)"
+NOTE_PATTERN = "a raises or warns pattern is not a literal (its text stays readable in the probe)"
+NOTE_WARNING_FILTER = "a warning filter (filterwarnings, simplefilter) decides in the sandbox"
+NOTE_RAISES_AS = "a raises block's `as` name is read other than by a message check (told apart)"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
@@ -868,12 +872,19 @@ def _raises_block(
         isinstance(last, (ast.Assign, ast.AnnAssign))
         and last.value is not None
         and all(isinstance(t, ast.Name) for t in targets)
+        and (kind == "raises" or len(targets) == 1)  # `a = b = ..` in a warns block: noted
     ):
         # `y = f(-3)`: the reference raises before `y` is bound, so nothing reads it; kept,
         # the assignment told a patch which call must raise (att37d F2). Only to plain
         # names: `o.size = -1` / `o["k"] = -1` call the code's setter, which must stay
         # (att37h F1: turned into its value, the unchanged code was paid 35/35).
-        body = [*body[:-1], ast.copy_location(ast.Expr(last.value), last)]
+        value = last.value
+        if kind == "warns":
+            # A warning does not stop the call: what it returns is bound and read later
+            # (att38a F3: `a = Account(..)` left `a` unbound, every later check raised
+            # NameError alike on both sides, and a patch only warning was paid 5/5).
+            value = ast.NamedExpr(ast.Name(targets[0].id, ast.Store()), value)
+        body = [*body[:-1], ast.copy_location(ast.Expr(value), last)]
     if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
         last = body[-1]
         observed = ast.Call(ast.Name(OBSERVE, ast.Load()), [last.value], [])
@@ -1742,11 +1753,18 @@ def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
     / ``assertWarns`` of anything but ``self`` or a dotted name.
     """
     modules = {"pytest"}
+    imported: set[str] = set()  # names an import binds, from outside the standard library
+    stdlib = set(getattr(sys, "stdlib_module_names", ()))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules.update(
                 a.asname for a in node.names if a.name == "pytest" and a.asname is not None
             )
+            source = node.module if isinstance(node, ast.ImportFrom) else None
+            for a in node.names:
+                root = (source or a.name).split(".")[0]
+                if root not in stdlib and root not in ("pytest", "_pytest") and a.name != "*":
+                    imported.add(a.asname or a.name.split(".")[0])
     attribute_bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     functions = [
         n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -1762,6 +1780,8 @@ def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
                 if name in ("suppress", "catch_warnings"):
                     return True
             if isinstance(node, ast.Call) and _dotted(node.func).endswith("catch_warnings"):
+                return True
+            if isinstance(node, ast.Call) and _repository_raises_helper(node, imported):
                 return True
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and any(
@@ -1782,6 +1802,27 @@ def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+#: Words of a helper that checks a raise or a warning (`raises`, `check_raises`,
+#: `external_error_raised`, `assert_warns`, `expect_error`, `throws`).
+_RAISE_WORDS = re.compile(r"rais|warn|throw|error|except", re.IGNORECASE)
+
+
+def _repository_raises_helper(call: ast.Call, imported: set[str]) -> bool:
+    """Whether ``call`` is a raise or warning check imported from the repository.
+
+    ``from acme._testing import raises`` then ``with raises(E): f(x)``: the helper is the
+    repository's, which a submission may edit, and it stays in the probe, so it tells the
+    call that must raise (att38a F1: a patch keeping the bug and making the helper pass
+    was paid 1.0 ``host`` on 5/5 records of each of three shapes).
+    """
+    name = _dotted(call.func)
+    return (
+        bool(name)
+        and name.split(".")[0] in imported
+        and bool(_RAISE_WORDS.search(name.rsplit(".", 1)[-1]))
+    )
 
 
 def _skips(body: list[ast.stmt]) -> bool:
@@ -1876,15 +1917,19 @@ class _Probe(ast.NodeTransformer):
                     self.warns_names.add(alias.asname or alias.name)
         return node
 
-    def _check_shape(self, block: ast.With) -> None:
+    def _check_shape(self, block: ast.With, kind: str) -> None:
         """Note a raises or warns block that is not one observed call, as value checks are.
 
         Setup statements, a nested block, statements after the call: only a raises or warns
-        block holds them (att37f F1: 10/10 paid keeping the bug on each shape).
+        block holds them (att37f F1: 10/10 paid keeping the bug on each shape). A value
+        check inside a raises block (``with pytest.raises(AssertionError): assert ok(x)``)
+        must fail, not hold: noted too (att38a F7: its truth was checked as required, the
+        unchanged code paid 1.0 and the reference 0).
         """
         body = block.body
         if (
-            len(body) == 1
+            kind == "warns"
+            and len(body) == 1
             and isinstance(body[0], ast.With)
             and len(body[0].items) == 1
             and getattr(body[0].items[0].context_expr, "rllm_value", False)
@@ -2005,6 +2050,8 @@ class _Probe(ast.NodeTransformer):
                     match = []
                 if match and isinstance(match[0], ast.Constant):
                     _drop(match[0], node.body)
+                elif match:
+                    self.note(NOTE_PATTERN)  # `match=MSG`: MSG read through sys.modules (att38a F4)
                 named = [*call.args[:1]]
                 named += [k.value for k in call.keywords if k.arg == "expected_exception"]
                 raises.append(
@@ -2014,6 +2061,8 @@ class _Probe(ast.NodeTransformer):
                 pattern = call.args[1:2]
                 if pattern and isinstance(pattern[0], ast.Constant):
                     _drop(pattern[0], node.body)
+                elif pattern:
+                    self.note(NOTE_PATTERN)
                 raises.append(
                     (
                         "raises",
@@ -2033,6 +2082,8 @@ class _Probe(ast.NodeTransformer):
                     pattern = [k.value for k in call.keywords if k.arg == "match"]
                 if pattern and isinstance(pattern[0], ast.Constant):
                     _drop(pattern[0], node.body)
+                elif pattern:
+                    self.note(NOTE_PATTERN)
                 regex = name.endswith(".assertWarnsRegex")
                 raises.append(("warns", None, pattern[0] if pattern else None, regex))
             else:
@@ -2058,12 +2109,14 @@ class _Probe(ast.NodeTransformer):
             for _, literal in folded:
                 _drop(literal, body)  # an expected side, out of the probe (`_fold_caught_reads`)
             block = _raises_block(*check, body, folded)
-            self._check_shape(block)
+            self._check_shape(block, check[0])
             if self._read_after(item.optional_vars):
-                # `as info` then `info.value`: kept, and a raises block told apart (att37d
-                # F2: paid 1.0 `host` keeping the bug; noted, the commonest honest check of a
-                # message was withheld). An unread name goes.
+                # `as info` then `info.value.code`: kept, so a raises block is told apart
+                # (att37d F2, att38a F2: paid 1.0 `host` keeping the bug): noted. The message
+                # checks `_fold_caught_reads` moves to the host left no read; an unread name
+                # goes.
                 block.items[0].optional_vars = item.optional_vars
+                self.note(NOTE_RAISES_AS)
             body = [ast.copy_location(block, node)]
         if kept:
             return ast.copy_location(ast.With(kept, body), node) if body is not node.body else node
@@ -2161,6 +2214,10 @@ class _Probe(ast.NodeTransformer):
             # `assertRaises(E, lambda: f(x))`: the lambda's body is the call (att37f F2: a
             # `<lambda>` frame on the test's line told the call must raise).
             target = function.body
+        elif isinstance(function, ast.Lambda):
+            # `lambda *a: f(*a)` given `x`, `lambda a=(x,): f(*a)`: its frame still tells
+            # the call (att38a F5: 5/5 paid on each).
+            self.note(NOTE_RAISES_BODY)
         outer, self.in_test = self.in_test, 0  # a raise here is what it expects
         inner = self.visit(ast.Expr(target))
         self.in_test = outer
@@ -2168,8 +2225,10 @@ class _Probe(ast.NodeTransformer):
         pattern = call.args[1] if message else None
         if isinstance(pattern, ast.Constant):
             _drop(pattern, body)
+        elif pattern is not None:
+            self.note(NOTE_PATTERN)
         block = _raises_block("raises", call.args[0], pattern, message, body)
-        self._check_shape(block)
+        self._check_shape(block, "raises")
         return block
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -2250,13 +2309,16 @@ class Probe:
 _ROUNDS = 12
 
 
-def _message_check(statement: ast.stmt, name: str) -> tuple[str, ast.Constant] | None:
+def _message_check(
+    statement: ast.stmt, name: str, system_exit: bool = False
+) -> tuple[str, ast.Constant] | None:
     """The check of a caught exception's message ``statement`` makes, if it is only that.
 
     ``assert "x" in str(N.value)``, ``assert str(N.value) == "x"``, ``N.match("x")`` (and
     ``assert`` of it), ``self.assertIn("x", str(N.exception))``,
-    ``self.assertEqual(str(N.exception), "x")`` (either order): ``("in" | "eq" | "search",
-    the literal)``; else ``None``.
+    ``self.assertEqual(str(N.exception), "x")`` (either order), ``assert N.typename ==
+    "E"``, and with ``system_exit`` ``assert N.value.code == 2``: ``("in" | "eq" | "search" |
+    "typename", the literal)``; else ``None``.
     """
 
     def message(node: ast.expr) -> bool:  # str(N.value) / str(N.exception)
@@ -2272,7 +2334,10 @@ def _message_check(statement: ast.stmt, name: str) -> tuple[str, ast.Constant] |
         return node if isinstance(node, ast.Constant) and type(node.value) is str else None
 
     test: ast.expr | None = None
-    if isinstance(statement, ast.Assert) and statement.msg is None:
+    if isinstance(statement, ast.Assert) and not any(
+        isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement.msg or ast.Pass())
+    ):
+        # Its message (`, "neg"`: att38a F2) is shown only when the check fails: it goes too.
         test = statement.test
     elif isinstance(statement, ast.Expr):
         test = statement.value
@@ -2286,6 +2351,16 @@ def _message_check(statement: ast.stmt, name: str) -> tuple[str, ast.Constant] |
             for a, b in ((left, right), (right, left)):
                 if message(a) and text(b):
                     return "eq", b  # type: ignore[return-value]
+                if _dotted(a) == f"{name}.typename" and text(b):
+                    return "typename", b  # type: ignore[return-value]
+                if (
+                    system_exit
+                    and _dotted(a) == f"{name}.value.code"
+                    and isinstance(b, ast.Constant)
+                    and type(b.value) in (int, str)
+                ):
+                    # `sys.exit(2)`: a SystemExit's message is its code (`str(SystemExit(2))`).
+                    return "eq", ast.copy_location(ast.Constant(str(b.value)), b)
         return None
     if not isinstance(test, ast.Call) or test.keywords:
         return None
@@ -2318,41 +2393,88 @@ def _fold_caught_reads(tree: ast.Module) -> None:
         _fold_in(function)
 
 
+def _raises_as(statement: ast.stmt) -> tuple[str, str] | None:
+    """``(kind, N)`` of a raises or warns block ``with pytest.raises(E) as N``, or ``None``.
+
+    ``kind``: ``"raises"``, ``"exit"`` (a raises block of ``SystemExit``) or ``"warns"``.
+    """
+    if not (
+        isinstance(statement, ast.With)
+        and len(statement.items) == 1
+        and isinstance(statement.items[0].optional_vars, ast.Name)
+        and isinstance(statement.items[0].context_expr, ast.Call)
+    ):
+        return None
+    call = statement.items[0].context_expr
+    called, name = _dotted(call.func), statement.items[0].optional_vars.id
+    if called.endswith(".assertRaises") or called.rsplit(".", 1)[-1] == "raises":
+        exits = bool(call.args) and _dotted(call.args[0]) in ("SystemExit", "builtins.SystemExit")
+        return ("exit" if exits else "raises"), name
+    if called.endswith(".assertWarns") or called.rsplit(".", 1)[-1] in ("warns", "deprecated_call"):
+        return "warns", name
+    return None
+
+
+def _warned_at_all(statement: ast.stmt, name: str) -> bool:
+    """Whether ``statement`` only asks that a warns block ``as N`` caught something.
+
+    ``assert rec``, ``assert len(rec)``, ``assert len(rec) >= 1``: true of any block that
+    passed, so it goes with the block.
+    """
+    if not isinstance(statement, ast.Assert):
+        return False
+    test = statement.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        bound = test.comparators[0]
+        if not (isinstance(bound, ast.Constant) and type(bound.value) is int):
+            return False
+        op, least = test.ops[0], bound.value
+        if not (
+            (isinstance(op, ast.Gt) and least == 0) or (isinstance(op, ast.GtE) and least == 1)
+        ):
+            return False
+        test = test.left
+    if isinstance(test, ast.Call) and _dotted(test.func) == "len" and len(test.args) == 1:
+        test = test.args[0]
+    return isinstance(test, ast.Name) and test.id == name
+
+
 def _fold_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    def mentions(node: ast.AST, name: str) -> int:
+        return sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
     for holder in ast.walk(function):
         for field_name in ("body", "orelse", "finalbody"):
             statements = getattr(holder, field_name, None)
             if not isinstance(statements, list):
                 continue
-            for statement in list(statements):
-                if not (
-                    isinstance(statement, ast.With)
-                    and len(statement.items) == 1
-                    and isinstance(statement.items[0].optional_vars, ast.Name)
-                    and isinstance(statement.items[0].context_expr, ast.Call)
-                ):
+            found = [_raises_as(s) for s in statements]
+            names = {f[1] for f in found if f is not None}
+            for name in names:
+                # Each block's reads run to the next block binding the same name (`as e`
+                # twice: att38a F2); all of them fold, or none.
+                blocks = [i for i, f in enumerate(found) if f is not None and f[1] == name]
+                ends = [*blocks[1:], len(statements)]
+                folds = []
+                for at, end in zip(blocks, ends, strict=True):
+                    kind = found[at][0]  # type: ignore[index]
+                    reads = [s for s in statements[at + 1 : end] if mentions(s, name)]
+                    checks: list[Any]
+                    if kind == "warns":  # only what the block itself implies goes
+                        checks = [] if all(_warned_at_all(s, name) for s in reads) else [None]
+                    else:
+                        checks = [_message_check(s, name, kind == "exit") for s in reads]
+                    folds.append((statements[at], reads, checks))
+                # Every use of the name in the function: the blocks' own and these reads.
+                used = sum(1 + sum(mentions(r, name) for r in reads) for _, reads, _ in folds)
+                if used != mentions(function, name) or any(None in c for _, _, c in folds):
                     continue
-                called = _dotted(statement.items[0].context_expr.func)
-                if not (called.endswith(".assertRaises") or called.rsplit(".", 1)[-1] == "raises"):
-                    continue
-                name = statement.items[0].optional_vars.id
-                at = statements.index(statement)
-                reads = [
-                    s
-                    for s in statements[at + 1 :]
-                    if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(s))
-                ]
-                # Every use of the name in the function: the block's own and these reads.
-                uses = sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(function))
-                read_uses = sum(
-                    isinstance(n, ast.Name) and n.id == name for s in reads for n in ast.walk(s)
-                )
-                checks = [_message_check(s, name) for s in reads]
-                if not reads or uses != read_uses + 1 or any(c is None for c in checks):
-                    continue
-                statement.rllm_checks = checks  # type: ignore[attr-defined]
-                statement.items[0].optional_vars = None
-                statements[:] = [s for s in statements if not any(s is r for r in reads)]
+                gone = set()
+                for block, reads, checks in folds:
+                    block.rllm_checks = checks  # type: ignore[attr-defined]
+                    block.items[0].optional_vars = None
+                    gone |= {id(r) for r in reads}
+                statements[:] = [s for s in statements if id(s) not in gone]
 
 
 def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, _Marks, Any]:
@@ -2876,8 +2998,17 @@ def _probe_module(source: str) -> Probe:
         probe.note(NOTE_ECHO)
     if _left_decisions(tree) or _sandbox_operations(tree):
         probe.note(NOTE_INNER)
-    if _raise_checked_in_the_sandbox(ast.parse(source)):
+    parsed = ast.parse(source)
+    if _raise_checked_in_the_sandbox(parsed):
         probe.note(NOTE_RAISE)
+    if any(
+        isinstance(n, ast.Attribute) and n.attr in ("filterwarnings", "simplefilter")
+        for n in ast.walk(parsed)
+    ):
+        # `@pytest.mark.filterwarnings("error")`: every observed block records a warning
+        # and passes it on, so a test that must not warn passed a patch warning on every
+        # call (att38a F6: 5/5 paid); a filter set in a test decides the same way.
+        probe.note(NOTE_WARNING_FILTER)
     for key in flowed or ():
         origin = first.uses[key]
         if origin not in moved:
@@ -3339,7 +3470,7 @@ def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, a
     ):
         return False
     folded = rule.get("checks") or []
-    if not all(_message_holds(check, actual[2]) for check in folded):
+    if not all(_message_holds(check, actual[2], got) for check in folded):
         return False
     if message is None:
         return True
@@ -3349,13 +3480,16 @@ def _block_holds(blocks: Sequence[tuple[str, str]], index: Any, expected: Any, a
     return same(expected[2], actual[2])
 
 
-def _message_holds(check: Any, text: Any) -> bool:
-    """Whether a folded message check (:func:`_message_check`) holds for ``text``.
+def _message_holds(check: Any, text: Any, classes: list[str]) -> bool:
+    """Whether a folded message check (:func:`_message_check`) holds for what was raised.
 
-    ``text``: the message the block recorded (``["str", text]``).
+    ``text``: the message the block recorded (``["str", text]``); ``classes``: the raised
+    class's MRO names (a ``typename`` check reads the first one's name).
     """
     if not (isinstance(check, list) and len(check) == 2 and type(check[1]) is str):
         return False
+    if check[0] == "typename":
+        return bool(classes) and classes[0].rsplit(".", 1)[-1] == check[1]
     if not (isinstance(text, list) and len(text) == 2 and text[0] == "str"):
         return False
     how, literal = check
