@@ -69,7 +69,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from rllm_envs.swe import tables as _tables
 
@@ -883,7 +883,7 @@ def _raises_block(
             # A warning does not stop the call: what it returns is bound and read later
             # (att38a F3: `a = Account(..)` left `a` unbound, every later check raised
             # NameError alike on both sides, and a patch only warning was paid 5/5).
-            value = ast.NamedExpr(ast.Name(targets[0].id, ast.Store()), value)
+            value = ast.NamedExpr(ast.Name(cast(ast.Name, targets[0]).id, ast.Store()), value)
         body = [*body[:-1], ast.copy_location(ast.Expr(value), last)]
     if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
         last = body[-1]
@@ -2471,7 +2471,7 @@ def _fold_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
                     continue
                 gone = set()
                 for block, reads, checks in folds:
-                    block.rllm_checks = checks  # type: ignore[attr-defined]
+                    block.rllm_checks = checks
                     block.items[0].optional_vars = None
                     gone |= {id(r) for r in reads}
                 statements[:] = [s for s in statements if id(s) not in gone]
