@@ -2448,11 +2448,12 @@ def _fold_in(function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
             statements = getattr(holder, field_name, None)
             if not isinstance(statements, list):
                 continue
-            found = [_raises_as(s) for s in statements]
-            names = {f[1] for f in found if f is not None}
-            for name in names:
+            names = {f[1] for f in map(_raises_as, statements) if f is not None}
+            for name in sorted(names):
                 # Each block's reads run to the next block binding the same name (`as e`
-                # twice: att38a F2); all of them fold, or none.
+                # twice: att38a F2); all of them fold, or none. (Looked up again for each
+                # name: folding one removes statements.)
+                found = [_raises_as(s) for s in statements]
                 blocks = [i for i, f in enumerate(found) if f is not None and f[1] == name]
                 ends = [*blocks[1:], len(statements)]
                 folds = []
