@@ -60,9 +60,11 @@ import builtins
 import datetime
 import decimal
 import fractions
+import hmac
 import math
 import operator
 import re
+import secrets
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -2282,6 +2284,8 @@ class Probe:
         inputs: The values the probe holds as literals (the sandbox can read them).
         requests: Per test, the fixtures it may request (by argument name).
         fixtures: The module's fixtures, by name (for the modules a ``conftest.py`` serves).
+        names: The probe's name of each test function, method and test class
+            (:func:`_opaque_test_names`); :meth:`node_id` maps ids with it.
     """
 
     text: str
@@ -2294,6 +2298,7 @@ class Probe:
     fixtures: Mapping[str, Fixture] = field(default_factory=dict)
     blocks: tuple[tuple[str, str], ...] = ()
     owners: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    names: Mapping[str, str] = field(default_factory=dict)
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -2301,7 +2306,9 @@ class Probe:
         name, bracket, label = rest.partition("[")
         known = self.labels.get(name) if sep and bracket else None
         mapped = known.get(bracket + label) if known is not None else None
-        return node if mapped is None else f"{path}::{name}{mapped}"
+        if sep:
+            name = "::".join(self.names.get(part, part) for part in name.split("::"))
+        return node if not sep else f"{path}::{name}{bracket + label if mapped is None else mapped}"
 
 
 #: Rounds of :func:`probe_module` (each unmarks table elements whose reads were not all
@@ -3036,6 +3043,7 @@ def _probe_module(source: str) -> Probe:
     else:
         at = len(tree.body)
     tree.body.insert(at, header)
+    names = _opaque_test_names(tree)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     return Probe(
         text,
@@ -3048,7 +3056,61 @@ def _probe_module(source: str) -> Probe:
         secrets.fixtures,
         probe.blocks,
         probe.owners,
+        names,
     )
+
+
+#: The key of the names a probe gives tests (this process's own; no sandbox holds it).
+_NAME_KEY = secrets.token_bytes(32)
+
+
+#: The letters of a probe's test names: no digit or lowercase word to find in a probe.
+_NAME_LETTERS = "BCDFGHJKLMNPQRSTVWXZ"
+
+
+def _opaque(name: str, prefix: str) -> str:
+    digest = hmac.new(_NAME_KEY, name.encode(), "sha256").digest()
+    return prefix + "".join(_NAME_LETTERS[b % len(_NAME_LETTERS)] for b in digest[:16])
+
+
+def _opaque_test_names(tree: ast.Module) -> dict[str, str]:
+    """Rename the module's tests (functions and methods ``test*``, classes holding them).
+
+    A test's name says what it checks (``test_rejects_negative``): a patch reading the
+    running test's name (a frame, ``traceback.extract_stack``) raised only under such names
+    and kept the bug (s37 att37f F5: 10/10 paid 1.0 ``host``). The probe's names are keyed
+    digests of the originals (the same name, the same digest, in every probe of this process:
+    a module cut to some of its tests maps alike), and every reference to them in the module
+    (a subclass, ``self.test_x``) is renamed with them.
+
+    Returns:
+        Each original name's probe name.
+    """
+    names: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if node.name.startswith("test"):
+                names[node.name] = _opaque(node.name, "test_")
+        elif isinstance(node, ast.ClassDef):
+            methods = [
+                b.name
+                for b in node.body
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and b.name.startswith("test")
+            ]
+            if methods:
+                names[node.name] = _opaque(node.name, "Test_")
+                names.update({m: _opaque(m, "test_") for m in methods})
+    if not names:
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.name = names.get(node.name, node.name)
+        elif isinstance(node, ast.Name):
+            node.id = names.get(node.id, node.id)
+        elif isinstance(node, ast.Attribute):
+            node.attr = names.get(node.attr, node.attr)
+    return names
 
 
 def probe_report(source: str) -> tuple[str, tuple[str, ...]]:

@@ -116,8 +116,9 @@ def test_a_deviation_over_a_literal_list_is_observed_per_element(check):
 
     from rllm_envs.swe.probe import probe_module
 
-    text, notes = probe_report(_module(check))
-    body = text.split("def test_x")[1]
+    probe = probe_module(_module(check))
+    text, notes = probe.text, probe.notes
+    body = text.split(f"def {probe.names['test_x']}")[1]
     assert notes == () and "0.25" not in body and " - " not in body, body
     tolerance = 1e-9 if "max" in check else (3e-9 if "isclose" in check else 1e-9) / 3
     strict = "<" in check or ">" in check.replace(">=", "")

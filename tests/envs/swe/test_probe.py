@@ -8,7 +8,7 @@ import pytest
 
 from rllm_envs.swe import judge
 from rllm_envs.swe.judge import final_files
-from rllm_envs.swe.probe import probe_source, same, same_observations
+from rllm_envs.swe.probe import probe_module, probe_source, same, same_observations
 from rllm_envs.swe.repo import is_test_path
 from rllm_envs.swe.tasks import generate
 from rllm_envs.tasks import task_rng
@@ -188,7 +188,8 @@ def test_the_hidden_tests_expected_values_never_reach_the_probes():
         for test in task["FAIL_TO_PASS"]:
             path, name = test.split("::")
             original = _functions(files[path])[name]
-            probe = ast.unparse(_functions(probes[path])[name])
+            renamed = probe_module(files[path]).names[name]  # the probe's name of the test
+            probe = ast.unparse(_functions(probes[path])[renamed])
             for expected in _expected_sides(original):
                 checked += 1
                 assert expected not in probe, (test, expected, probe)
