@@ -3103,13 +3103,13 @@ def _opaque_test_names(tree: ast.Module) -> dict[str, str]:
                 names.update({m: _opaque(m, "test_") for m in methods})
     if not names:
         return names
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            node.name = names.get(node.name, node.name)
-        elif isinstance(node, ast.Name):
-            node.id = names.get(node.id, node.id)
-        elif isinstance(node, ast.Attribute):
-            node.attr = names.get(node.attr, node.attr)
+    for found in ast.walk(tree):
+        if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.name = names.get(found.name, found.name)
+        elif isinstance(found, ast.Name):
+            found.id = names.get(found.id, found.id)
+        elif isinstance(found, ast.Attribute):
+            found.attr = names.get(found.attr, found.attr)
     return names
 
 
