@@ -2302,6 +2302,31 @@ def _idval(value: Any, argname: str, index: int) -> str:
     return f"{argname}{index}"
 
 
+def _condition_holds(mark: Any, namespace: Any) -> bool:
+    """Whether a ``skipif`` / ``xfail`` mark applies, as pytest decides it.
+
+    Its condition, positional or ``condition=``; a string is evaluated with ``os``, ``sys``,
+    ``platform`` and the module's names; no condition: always (att38b: ``condition=`` always
+    skipped, a string was true, and every ``xfail`` applied: the reference failed 5/5).
+    """
+    if mark.args:
+        condition = mark.args[0]
+    elif "condition" in mark.kwargs:
+        condition = mark.kwargs["condition"]
+    else:
+        return True
+    if isinstance(condition, str):
+        import os
+        import platform
+
+        try:
+            scope = {"os": os, "sys": sys, "platform": platform, **vars(namespace)}
+            condition = eval(condition, scope)  # noqa: S307 (pytest's own rule for marks)
+        except Exception:
+            return True
+    return bool(condition)
+
+
 def _parametrize(function: Any) -> list[tuple[str, dict[str, Any], bool]]:
     """``[(id suffix, arguments, xfail)]`` of a test function (``[("", {}, False)]`` if plain)."""
     cases: list[tuple[list[str], dict[str, Any], bool]] = [([], {}, False)]
@@ -2927,6 +2952,7 @@ def run_node(
     _len: Any = len,
     _reversed: Any = reversed,
     _bool: Any = bool,
+    _condition: Any = _condition_holds,
     _signature: Any = None,
     _unwrap: Any = None,
     _testcase: Any = None,
@@ -3002,11 +3028,9 @@ def run_node(
     arguments, xfail = cases[label]
     marks = _marks(module, owner if owner is not module else None, function)
     for mark in marks:
-        if mark.name == "skip" or (
-            mark.name == "skipif" and (not mark.args or _bool(mark.args[0]))
-        ):
+        if mark.name == "skip" or (mark.name == "skipif" and _condition(mark, module)):
             return "Smarked skip"
-        xfail = xfail or mark.name == "xfail"
+        xfail = xfail or (mark.name == "xfail" and _condition(mark, module))
     teardown: list[Any] = []
     instance = None
     try:

@@ -73,6 +73,7 @@ from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, s
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
 from rllm_envs.swe.probe import (
     NOTE_ECHO,
+    NOTE_WARNING_FILTER,
     Fixture,
     Probe,
     checked,
@@ -738,6 +739,10 @@ def judged_files(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]
     return {p: t for p, t in files.items() if p not in modules or p in kept}
 
 
+#: Files whose pytest settings (``filterwarnings``) the runner does not apply.
+_PYTEST_CONFIGS = frozenset({"pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"})
+
+
 def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -> tuple[str, ...]:
     """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
 
@@ -751,6 +756,11 @@ def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -
     notes: list[str] = []
     probes = {}
     for path, text in files.items():
+        if path.rpartition("/")[2] in _PYTEST_CONFIGS and "filterwarnings" in text:
+            # `filterwarnings = error` of the repository's pytest configuration: the runner
+            # does not apply it, and every probe block passes warnings on (att38b F4: the
+            # empty patch was paid 10/10 where a test must not warn).
+            notes += [] if NOTE_WARNING_FILTER in notes else [NOTE_WARNING_FILTER]
         if not is_test_path(path):
             continue
         if path.endswith(".py"):

@@ -71,7 +71,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 from rllm_envs.swe import tables as _tables
 
@@ -181,7 +181,8 @@ NOTE_RAISES_CALL = "a pytest.raises / assertRaises call outside a with block"
 NOTE_RAISES_BODY = "a raises or warns block is not one observed call (it is told apart)"
 NOTE_PATTERN = "a raises or warns pattern is not a literal (its text stays readable in the probe)"
 NOTE_WARNING_FILTER = "a warning filter (filterwarnings, simplefilter) decides in the sandbox"
-NOTE_RAISES_AS = "a raises block's `as` name is read other than by a message check (told apart)"
+NOTE_MESSAGE_READABLE = "a message part checked on the host is readable in the probe"
+NOTE_RAISES_AS = "a raises or warns block's `as` name is read other than as checked on the host"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
 NOTE_SYNTAX = "the test module does not parse"
@@ -874,19 +875,15 @@ def _raises_block(
         isinstance(last, (ast.Assign, ast.AnnAssign))
         and last.value is not None
         and all(isinstance(t, ast.Name) for t in targets)
-        and (kind == "raises" or len(targets) == 1)  # `a = b = ..` in a warns block: noted
+        # A warns block's assignment is read later: bound (`(a := make())`), it looked like
+        # no other check and told the call (att38b F2: 5/5 paid); kept, it is noted.
+        and kind == "raises"
     ):
         # `y = f(-3)`: the reference raises before `y` is bound, so nothing reads it; kept,
         # the assignment told a patch which call must raise (att37d F2). Only to plain
         # names: `o.size = -1` / `o["k"] = -1` call the code's setter, which must stay
         # (att37h F1: turned into its value, the unchanged code was paid 35/35).
-        value = last.value
-        if kind == "warns":
-            # A warning does not stop the call: what it returns is bound and read later
-            # (att38a F3: `a = Account(..)` left `a` unbound, every later check raised
-            # NameError alike on both sides, and a patch only warning was paid 5/5).
-            value = ast.NamedExpr(ast.Name(cast(ast.Name, targets[0]).id, ast.Store()), value)
-        body = [*body[:-1], ast.copy_location(ast.Expr(value), last)]
+        body = [*body[:-1], ast.copy_location(ast.Expr(last.value), last)]
     if body and isinstance(body[-1], ast.Expr) and not _is_observation(body[-1].value):
         last = body[-1]
         observed = ast.Call(ast.Name(OBSERVE, ast.Load()), [last.value], [])
@@ -1740,6 +1737,26 @@ _RAISES_HELPERS = frozenset(
 )
 
 
+def _module_callables(tree: ast.Module) -> set[str]:
+    """Names ``tree`` makes callable itself.
+
+    Its functions and methods (at any depth), and names assigned a lambda or a ``partial``.
+    """
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            value = node.value
+            made = isinstance(value, ast.Lambda) or (
+                isinstance(value, ast.Call) and _dotted(value.func).endswith("partial")
+            )
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if made:
+                found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return found
+
+
 def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
     """Whether a raise (or warning) is checked where the sandbox decides it.
 
@@ -1811,19 +1828,36 @@ def _raise_checked_in_the_sandbox(tree: ast.Module) -> bool:
 _RAISE_WORDS = re.compile(r"rais|warn|throw|error|except", re.IGNORECASE)
 
 
+#: How the names of exception and warning classes end (``ParseError``, ``ValueFailure``).
+_EXCEPTION_ENDINGS = ("Error", "Exception", "Warning", "Failure", "Fault", "Exit", "Interrupt")
+
+
+def _names_exception(node: ast.expr) -> bool:
+    """Whether ``node`` names an exception or warning class (``ValueError``, ``exc.Bad``)."""
+    last = _dotted(node).rsplit(".", 1)[-1]
+    builtin = getattr(builtins, last, None)
+    return bool(last) and (
+        (isinstance(builtin, type) and issubclass(builtin, BaseException))
+        or last.endswith(_EXCEPTION_ENDINGS)
+    )
+
+
 def _repository_raises_helper(call: ast.Call, imported: set[str]) -> bool:
     """Whether ``call`` is a raise or warning check imported from the repository.
 
     ``from acme._testing import raises`` then ``with raises(E): f(x)``: the helper is the
     repository's, which a submission may edit, and it stays in the probe, so it tells the
     call that must raise (att38a F1: a patch keeping the bug and making the helper pass
-    was paid 1.0 ``host`` on 5/5 records of each of three shapes).
+    was paid 1.0 ``host`` on 5/5 records of each of three shapes). Known by its name's
+    words (``check_raises``), or by an exception class among its arguments whatever its
+    name (att38b F1: ``raises as expect``, ``fails(E)``, ``tm.check(E, f, -3)``: 15/15).
     """
     name = _dotted(call.func)
-    return (
-        bool(name)
-        and name.split(".")[0] in imported
-        and bool(_RAISE_WORDS.search(name.rsplit(".", 1)[-1]))
+    if not name or name.split(".")[0] not in imported:
+        return False
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    return bool(_RAISE_WORDS.search(name.rsplit(".", 1)[-1])) or any(
+        _names_exception(a) for a in arguments
     )
 
 
@@ -1861,6 +1895,8 @@ class _Probe(ast.NodeTransformer):
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self.in_test = 0
         self.helpers: set[str] = set()
+        #: Names the module itself makes callable (:func:`_module_callables`).
+        self.module_callables: set[str] = set()
         self.predicates: tuple[tuple[str, str], ...] = ()
         self.blocks: tuple[tuple[str, str], ...] = ()
         self.owners: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
@@ -1941,11 +1977,34 @@ class _Probe(ast.NodeTransformer):
             body = block.body = body[0].body
         first = body[0] if len(body) == 1 else None
         one_call = isinstance(first, ast.Expr) and _is_observation(first.value)
+        if one_call and self._through_module_code(first.value.args[0]):  # type: ignore[union-attr]
+            self.note(NOTE_RAISES_BODY)
         # Only a body that raises by itself (`raise ValueError`) acts on nothing of the code;
         # any other statement (`c += -10`, `del r["k"]`, `o.size = -1`) is told apart (att37h
         # F2: 10/10 paid raising at such statements).
         if not one_call and not all(isinstance(s, ast.Raise) for s in body):
             self.note(NOTE_RAISES_BODY)
+
+    def _through_module_code(self, call: ast.expr) -> bool:
+        """Whether a raises or warns block's call goes through the test module's own code.
+
+        A lambda (named or not), a function or method the module defines (``def bad():
+        f(-3)``, ``self.call_bad()``), a ``partial``, any call's result called: its frame, or
+        its line, sits between the test and the code and tells the call must raise (att38b
+        F3: 35/35 paid on 7 such shapes).
+        """
+        if not isinstance(call, ast.Call):
+            return False
+        func = call.func
+        if isinstance(func, (ast.Lambda, ast.Call)):
+            return True
+        if isinstance(func, ast.Name):
+            return func.id in self.module_callables
+        return (
+            isinstance(func, ast.Attribute)
+            and _dotted(func.value) in ("self", "cls")
+            and func.attr in self.module_callables
+        )
 
     def _read_after(self, target: ast.expr | None) -> bool:
         """Whether what ``target`` binds may be read (``as info`` and ``info`` read later).
@@ -2060,7 +2119,10 @@ class _Probe(ast.NodeTransformer):
                     ("raises", named[0] if named else None, match[0] if match else None, False)
                 )
             elif name.endswith(".assertRaisesRegex"):
-                pattern = call.args[1:2]
+                # positional or `expected_regex=` (att38b: the keyword was compared whole)
+                pattern = call.args[1:2] or [
+                    k.value for k in call.keywords if k.arg == "expected_regex"
+                ]
                 if pattern and isinstance(pattern[0], ast.Constant):
                     _drop(pattern[0], node.body)
                 elif pattern:
@@ -2079,7 +2141,9 @@ class _Probe(ast.NodeTransformer):
                 # block is every check's (att37d F3: a `warns=True` block told a patch where
                 # to warn, 4/4 shapes paid 1.0 keeping the bug).
                 if name.endswith(".assertWarnsRegex"):
-                    pattern = call.args[1:2]
+                    pattern = call.args[1:2] or [
+                        k.value for k in call.keywords if k.arg == "expected_regex"
+                    ]
                 else:
                     pattern = [k.value for k in call.keywords if k.arg == "match"]
                 if pattern and isinstance(pattern[0], ast.Constant):
@@ -2499,6 +2563,7 @@ def _transform(source: str, marked: set[tuple[Any, ...]]) -> tuple[Any, _Probe, 
     try:
         probe = _Probe()
         probe.helpers = _helpers(tree)
+        probe.module_callables = _module_callables(tree)
         tree = probe.visit(tree)
         made = _FOUND.get() or _Found()
         probe.predicates, probe.blocks = tuple(made.predicates), tuple(made.blocks)
@@ -3009,8 +3074,10 @@ def _probe_module(source: str) -> Probe:
     parsed = ast.parse(source)
     if _raise_checked_in_the_sandbox(parsed):
         probe.note(NOTE_RAISE)
+    filters = ("filterwarnings", "simplefilter")
     if any(
-        isinstance(n, ast.Attribute) and n.attr in ("filterwarnings", "simplefilter")
+        (isinstance(n, ast.Attribute) and n.attr in filters)
+        or (isinstance(n, ast.ImportFrom) and any(a.name in filters for a in n.names))
         for n in ast.walk(parsed)
     ):
         # `@pytest.mark.filterwarnings("error")`: every observed block records a warning
@@ -3044,6 +3111,8 @@ def _probe_module(source: str) -> Probe:
         at = len(tree.body)
     tree.body.insert(at, header)
     names = _opaque_test_names(tree)
+    if _message_readable(tree, probe.blocks):
+        probe.note(NOTE_MESSAGE_READABLE)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     return Probe(
         text,
@@ -3066,6 +3135,52 @@ _NAME_KEY = secrets.token_bytes(32)
 
 #: The letters of a probe's test names: no digit or lowercase word to find in a probe.
 _NAME_LETTERS = "BCDFGHJKLMNPQRSTVWXZ"
+
+
+_ALNUM = re.compile(r"[^0-9a-z]")
+
+
+def _message_readable(tree: ast.Module, blocks: Sequence[tuple[str, str]]) -> bool:
+    """Whether a part of a message a raises block checks on the host is readable in the probe.
+
+    ``assert "negative" in str(e.value)`` goes to the host, but the word may still sit in a
+    string or a name of the probe (a parametrize id, a ``print``, ``NEGATIVE_INPUT``): a
+    patch keeping the bug and adding every string and name of the test module to its
+    message was paid 1.0 on 25/25 (att38b F5). A literal checked by ``==`` is not: adding
+    anything breaks it.
+    """
+    import json
+
+    parts: set[str] = set()
+    for kind, rule_text in blocks:
+        if kind != "raises":
+            continue
+        rule = json.loads(rule_text)
+        message = rule.get("message")
+        if isinstance(message, list) and message[:1] == ["search"]:
+            parts.add(str(message[1]))
+        checks = rule.get("checks") or []
+        parts |= {str(literal) for how, literal in checks if how not in ("eq", "typename")}
+    # Compared on letters and digits alone: `at least` is read in `AT_LEAST_INPUT`, `AtLeast`.
+    parts = {k for k in (_ALNUM.sub("", p.casefold()) for p in parts) if k}
+    if not parts:
+        return False
+    readable: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            readable.append(node.value)
+        elif isinstance(node, ast.Name):
+            readable.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            readable.append(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            readable.append(node.name)
+        elif isinstance(node, ast.arg):
+            readable.append(node.arg)
+        elif isinstance(node, ast.alias):
+            readable += [node.name, node.asname or ""]
+    keys = [_ALNUM.sub("", r.casefold()) for r in readable]
+    return any(part in key for key in keys for part in parts)
 
 
 def _opaque(name: str, prefix: str) -> str:

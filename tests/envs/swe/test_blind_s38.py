@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from rllm_envs.swe import probe
 from rllm_envs.swe.probe import probe_module
 
 from .test_blind_s33 import _verdict
@@ -45,6 +46,26 @@ from .test_blind_s37 import _HEAD37
         # F2: `as e` read other than by a message check (told apart).
         "def test_a():\n    with pytest.raises(KeyError) as e:\n        f(-3)\n"
         "    assert e.value.args == ('k',)\n",
+        # att38b F3: a wrapper of the test module's own between the test and the call.
+        "def test_a():\n    g = lambda: f(-3)\n    pytest.raises(ValueError, g)\n",
+        "def test_a():\n    def bad():\n        f(-3)\n    with pytest.raises(ValueError):\n"
+        "        bad()\n",
+        "import functools\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+        "        self.assertRaises(ValueError, functools.partial(f, -3))\n",
+        "class TestF:\n    def call_bad(self):\n        f(-3)\n\n    def test_a(self):\n"
+        "        with pytest.raises(ValueError):\n            self.call_bad()\n",
+        # att38b F1: a repository helper known by an exception class among its arguments.
+        "from acme.testing import raises as expect\n\n\ndef test_a():\n"
+        "    with expect(ValueError):\n        f(-3)\n",
+        "import acme.testing as tm\n\n\ndef test_a():\n    tm.check(ValueError, f, -3)\n",
+        # att38b F4: a warning filter imported by name.
+        "from warnings import simplefilter\n\n\ndef test_a():\n    simplefilter('error')\n"
+        "    assert f(3) == 1\n",
+        # att38b F5: a message part checked on the host, readable in the probe.
+        "NEGATIVE_INPUT = (-3,)\n\n\ndef test_a():\n    with pytest.raises(ValueError) as e:\n"
+        "        f(*NEGATIVE_INPUT)\n    assert 'negative' in str(e.value)\n",
+        "def test_a():\n    print('negative inputs')\n    with pytest.raises(ValueError) as e:\n"
+        "        f(-3)\n    assert 'negative' in str(e.value)\n",
         # F3 kin: a warns block assigning to two names.
         "def test_a():\n    with pytest.warns(UserWarning):\n        a = b = f(-3)\n"
         "    assert a == 1\n",
@@ -76,15 +97,15 @@ def test_message_checks_after_a_reused_name_or_with_a_message_go_with_their_bloc
     ]
 
 
-def test_a_warns_block_assigning_its_call_binds_the_name():
-    """F3: `a = Account(..)` in a warns block was turned into its value and `a` was never
-    bound: every later check raised NameError alike on both sides, and a patch that only
-    added the warning was paid 5/5."""
+def test_a_warns_block_assigning_its_call_is_noted():
+    """att38a F3: `a = Account(..)` in a warns block was turned into its value and `a` was
+    never bound (a patch that only added the warning was paid 5/5); att38b F2: bound with
+    `:=`, the block looked like no other check and told the call (5/5). Noted now."""
     probe = probe_module(
         _HEAD37 + "def test_a():\n    with pytest.warns(UserWarning):\n        a = f(-3)\n"
         "    assert a == 1\n"
     )
-    assert probe.notes == () and "(a := f(-3))" in probe.text
+    assert probe.notes and ":=" not in probe.text
 
 
 _ACCOUNT = (
@@ -112,9 +133,9 @@ def test_a_patch_that_only_warns_keeps_the_bug_and_earns_nothing():
     warn_only = _ACCOUNT_FIXED.replace(
         "return self.balance * (1 + self.interest)", "return self.balance"
     )
-    assert _verdict(_ACCOUNT, _ACCOUNT_FIXED, _ACCOUNT_FIXED, _ACCOUNT_TESTS) == 1.0
-    assert _verdict(_ACCOUNT, _ACCOUNT_FIXED, warn_only, _ACCOUNT_TESTS) == 0.0
-    assert _verdict(_ACCOUNT, _ACCOUNT_FIXED, _ACCOUNT, _ACCOUNT_TESTS) == 0.0
+    # Withheld (-1: not paid in the default mode) or 0, never paid.
+    assert _verdict(_ACCOUNT, _ACCOUNT_FIXED, warn_only, _ACCOUNT_TESTS) <= 0.0
+    assert _verdict(_ACCOUNT, _ACCOUNT_FIXED, _ACCOUNT, _ACCOUNT_TESTS) <= 0.0
 
 
 @pytest.mark.slow
@@ -131,3 +152,60 @@ def test_a_module_pytestmark_of_bare_marks_runs(mark):
     )
     assert _verdict(base, fixed, fixed, tests) == 1.0
     assert _verdict(base, fixed, base, tests) == 0.0
+
+
+def test_a_message_word_only_in_a_test_name_is_not_readable():
+    """att38b F5: the test's and the class's names carried the word (5/5 paid each): a
+    probe's test names are opaque now, so the check stays on the host."""
+    probe = probe_module(
+        _HEAD37 + "class TestNegativeMessage:\n    def test_says_negative(self):\n"
+        "        with pytest.raises(ValueError) as e:\n            f(-3)\n"
+        "        assert 'negative' in str(e.value)\n"
+    )
+    assert probe.notes == () and "negative" not in probe.text.casefold()
+
+
+def test_a_keyword_pattern_of_assert_raises_regex_is_the_host_s():
+    """att38b (honest): `assertRaisesRegex(E, expected_regex='neg')` was compared whole."""
+    probe = probe_module(
+        _HEAD37 + "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        with self.assertRaisesRegex(ValueError, expected_regex='neg'):\n"
+        "            f(-3)\n"
+    )
+    assert probe.notes == () and "neg" not in probe.text.split("\n", 1)[1]
+    assert [json.loads(rule)["message"] for kind, rule in probe.blocks if kind == "raises"] == [
+        ["search", "neg"]
+    ]
+
+
+def test_a_repository_pytest_config_with_warning_filters_is_noted():
+    """att38b F4: `filterwarnings = error` in setup.cfg / pyproject.toml is not applied by the
+    runner, and every block passes warnings on: the empty patch was paid 10/10."""
+    from rllm_envs.swe import judge
+
+    tests = {"tests/test_m.py": _HEAD37 + "def test_a():\n    assert f(3) == 1\n"}
+    assert judge.probe_notes(tests) == ()
+    for config in ("setup.cfg", "pyproject.toml", "pytest.ini"):
+        files = {**tests, config: "[tool:pytest]\nfilterwarnings =\n    error\n"}
+        assert probe.NOTE_WARNING_FILTER in judge.probe_notes(files), config
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "holds"),
+    [
+        ((), {}, True),
+        ((False,), {"reason": "no"}, False),
+        ((), {"condition": False, "reason": "no"}, False),
+        ((), {"condition": True}, True),
+        (("sys.platform == 'no-such-platform'",), {}, False),
+        (("sys.version_info >= (3,)",), {}, True),
+    ],
+)
+def test_skipif_and_xfail_conditions_apply_as_pytest_decides(args, kwargs, holds):
+    """att38b (honest): `condition=` always skipped, a string condition was true, and every
+    `xfail` applied: the reference failed its own test (5/5)."""
+    import types
+
+    from rllm_envs.swe.executor import _condition_holds, _Mark
+
+    assert _condition_holds(_Mark("skipif", args, kwargs), types.ModuleType("m")) is holds
