@@ -60,11 +60,26 @@ def reset_env(
     its last turn would have settled (FrozenLake's progress: +0.83 a map with the rollout's
     ``max_turns=12``, s36 att36i). Other envs are reset as they are.
     """
-    from rllm_envs.core import TextEnv
-
-    if max_turns is not None and isinstance(env.unwrapped, TextEnv):
+    if max_turns is not None and _settles(env):
         options = {**(options or {}), "max_turns": max_turns}
     return env.reset(seed=seed, options=options)
+
+
+def _settles(env: gym.Env) -> bool:
+    """Whether ``env`` is an rllm env, here or served.
+
+    A served one is a ``RemoteTextEnv`` (att38c F2: the loop's turn limit and a full context
+    never reached the served env, which kept FrozenLake's progress: 0.535 and 0.495 a map).
+    """
+    import sys
+
+    from rllm_envs.core import TextEnv
+
+    unwrapped = env.unwrapped
+    if isinstance(unwrapped, TextEnv):
+        return True
+    client = sys.modules.get("rllm_adapters.openenv.client")  # loaded if one was made
+    return client is not None and isinstance(unwrapped, client.RemoteTextEnv)
 
 
 def settle_env(env: gym.Env) -> tuple[float, dict[str, float]]:
@@ -73,10 +88,8 @@ def settle_env(env: gym.Env) -> tuple[float, dict[str, float]]:
     An rllm env settles it (:meth:`rllm_envs.core.TextEnv.settle`: FrozenLake's progress
     refund); other envs have nothing to settle (``0.0, {}``).
     """
-    from rllm_envs.core import TextEnv
-
-    if isinstance(env.unwrapped, TextEnv):
-        return env.unwrapped.settle()
+    if _settles(env):
+        return env.unwrapped.settle()  # type: ignore[attr-defined]
     return 0.0, {}
 
 

@@ -36,6 +36,12 @@ class RllmEnvClient(_client.EnvClient):  # type: ignore[name-defined]
     def _parse_state(self, payload: dict[str, Any]) -> TextState:
         return TextState(**payload)
 
+    async def settle(self) -> tuple[float, dict[str, float]]:
+        """End the session's episode where it stands (an rllm-envs server's ``settle``)."""
+        response = await self._send_and_receive({"type": "settle"})
+        data = response.get("data") or {}
+        return float(data.get("reward", 0.0)), dict(data.get("reward_components") or {})
+
 
 class RemoteTextEnv(gym.Env[str, str]):
     """A ``gymnasium.Env[str, str]`` whose episodes run on an rllm-envs OpenEnv server.
@@ -43,6 +49,8 @@ class RemoteTextEnv(gym.Env[str, str]):
     Steps go over one WebSocket session; the spaces are the served env's. Close it to end
     the session. A pickled copy opens its own session and replays the current episode (same
     seed, options and actions), so for deterministic envs it continues where the original is.
+    A ``max_turns`` reset option reaches the served env (the rollout loop passes its own), and
+    :meth:`settle` ends an episode the driver stops without a step.
 
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"``.
@@ -90,6 +98,15 @@ class RemoteTextEnv(gym.Env[str, str]):
     def state(self) -> TextState:
         """The remote session's :class:`TextState`."""
         return self._client.state()
+
+    def settle(self) -> tuple[float, dict[str, float]]:
+        """End the remote episode where it stands; its closing reward and components.
+
+        What :meth:`rllm_envs.core.TextEnv.settle` pays, for a driver that stops the episode
+        without a step (the rollout loop does, through its env workers, when the context is
+        full: att38c F2 kept FrozenLake's progress, 0.495 a map, on this path).
+        """
+        return self._client.settle()
 
     def close(self) -> None:
         """End the session."""

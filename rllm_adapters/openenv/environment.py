@@ -200,6 +200,21 @@ class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]
         }
         return {"observation": observation, "reward": float(reward), "done": done}
 
+    def settle(self) -> dict[str, Any]:
+        """End the running episode where it stands: its closing reward and components.
+
+        :meth:`rllm_envs.core.TextEnv.settle` for a client that stops an episode without a
+        step (a rollout loop whose context is full, through :class:`RemoteTextEnv`).
+        Private grading has no closing reward for the client: refused there.
+        """
+        if self._scores is not None:
+            raise ValueError("A privately graded server does not settle episodes for clients.")
+        from rllm_adapters.env_workers import settle_env
+
+        reward, components = settle_env(self.env) if not self._state.done else (0.0, {})
+        self._state.done = True
+        return {"reward": float(reward), "reward_components": jsonable(components)}
+
     def _score(self, info: Mapping[str, Any], terminated: bool, truncated: bool) -> dict[str, Any]:
         """The record of an episode that just ended (private grading)."""
         return {

@@ -156,44 +156,69 @@ class _HeavyLane:
     map rebuilds Gymnasium's transition table, ~7 ms) takes the GIL from the event loop for
     most of that time, and every hand-off back waits for it: four sessions of such resets took
     an honest client from 2,945 to 18 steps/s (s37 att37e), one session to 154. So a session
-    is heavy while its calls use more than ``heavy_cpu_s`` of CPU each (a score that halves
-    every call and adds 1 for such a call stays at 1 or more), and a new session of a client
-    that had a heavy call in the last ``memory_s`` starts heavy (a client reconnecting for
-    each call is not new each time). A heavy session's calls go through this lane, one at a
-    time for the whole server, each followed, while another session is open, by a rest as
-    long as its CPU time (at most ``max_rest_s``). Heavy work then holds the GIL at most half
-    the time, and only one heavy thread competes with the loop for it. Other sessions' calls
-    never wait here; a session that was heavy once (a GC pause) leaves after one light call.
+    with ``heavy_calls`` calls over ``heavy_cpu_s`` of CPU each in the last ``memory_s`` is
+    heavy (light calls between them change nothing: att38c F1 alternated them and every heavy
+    one ran outside). A new session of a client of which ``reconnects`` sessions made heavy
+    calls outside the lane in that time (a client reconnecting for each call) starts in the
+    lane until its first light call (att38c F4: a mark kept longer slowed the honest clients
+    sharing an address). A heavy session's calls
+    go through this lane, one at a time for the whole server, each followed, while another
+    session is open, by a rest as long as its CPU time (at most ``max_rest_s``). Heavy work
+    then holds the GIL at most half the time, and only one heavy thread competes with the
+    loop for it. Other sessions' calls never wait here.
     """
 
     def __init__(
         self,
         heavy_cpu_s: float = 0.002,
-        memory_s: float = 10.0,
+        memory_s: float = 5.0,
+        heavy_calls: int = 2,
+        reconnects: int = 8,
         max_rest_s: float = 0.25,
         max_clients: int = 4096,
     ) -> None:
         self.heavy_cpu_s = heavy_cpu_s
         self.memory_s = memory_s
+        self.heavy_calls = heavy_calls
+        self.reconnects = reconnects
         self.max_rest_s = max_rest_s
         self.max_clients = max_clients
         self.lock = asyncio.Lock()
-        self.last_heavy: dict[str, float] = {}  # client -> when it last made a heavy call
+        #: Per client, its sessions' heavy calls outside the lane: (when, session).
+        self.outside: dict[str, list[tuple[float, int]]] = {}
+
+    @staticmethod
+    def _recent(times: list[float], since: float) -> list[float]:
+        return [t for t in times if t > since]
 
     def open(self, session: _Session) -> None:
-        """A new session: heavy if its client made a heavy call lately."""
-        if self.last_heavy.get(session.client, -self.memory_s) > time.monotonic() - self.memory_s:
-            session.heavy_score = 1.0
+        """A new session: on probation if its client keeps making heavy calls from new ones."""
+        since = time.monotonic() - self.memory_s
+        calls = self.outside.get(session.client, [])
+        session.probation = len({s for t, s in calls if t > since}) >= self.reconnects
 
-    def note(self, session: _Session, cpu_s: float) -> None:
-        heavy = cpu_s > self.heavy_cpu_s
-        session.heavy_score = session.heavy_score / 2 + heavy
-        if heavy:
-            now = time.monotonic()
-            if len(self.last_heavy) >= self.max_clients:  # forget the old ones
-                since = now - self.memory_s
-                self.last_heavy = {c: t for c, t in self.last_heavy.items() if t > since}
-            self.last_heavy[session.client] = now
+    def heavy(self, session: _Session) -> bool:
+        since = time.monotonic() - self.memory_s
+        session.heavy_times = self._recent(session.heavy_times, since)
+        return session.probation or len(session.heavy_times) >= self.heavy_calls
+
+    def note(self, session: _Session, cpu_s: float, in_lane: bool) -> None:
+        if cpu_s <= self.heavy_cpu_s:
+            session.probation = False
+            return
+        now = time.monotonic()
+        session.heavy_times = [*self._recent(session.heavy_times, now - self.memory_s), now]
+        if in_lane:
+            return
+        since = now - self.memory_s
+        if len(self.outside) >= self.max_clients:  # forget the old ones
+            self.outside = {
+                c: kept
+                for c, calls in self.outside.items()
+                if (kept := [x for x in calls if x[0] > since])
+            }
+        calls = [x for x in self.outside.get(session.client, []) if x[0] > since]
+        self.outside[session.client] = [*calls[-4 * self.reconnects :], (now, id(session))]
 
     def rest_s(self, cpu_s: float) -> float:
         return min(cpu_s, self.max_rest_s)
@@ -255,7 +280,8 @@ class _Session:
         self.client = client  # who it is counted and logged as (limits.client_of)
         self.env: GymTextEnvironment | None = None
         self.running: Future[Any] | None = None  # the last call in a thread
-        self.heavy_score = 0.0  # >= 1: its calls hold the GIL long (_HeavyLane)
+        self.heavy_times: list[float] = []  # when its calls held the GIL long (_HeavyLane)
+        self.probation = False  # in the lane until its first light call (_HeavyLane.open)
 
 
 def _serialize(observation: TextObservation) -> dict[str, Any]:
@@ -302,14 +328,14 @@ class _EnvServer:
         hold the GIL long; ``lane=False`` for a call whose work is fixed by design (private
         grading's padded last step, timed to its deadline).
         """
-        if session is None or not lane or session.heavy_score < 1.0:
+        if session is None or not lane or not self.lane.heavy(session):
             result, cpu_s = await self._submit(fn, args, session)
             if session is not None and lane:
-                self.lane.note(session, cpu_s)
+                self.lane.note(session, cpu_s, in_lane=False)
             return result
         async with self.lane.lock:
             result, cpu_s = await self._submit(fn, args, session)
-            self.lane.note(session, cpu_s)
+            self.lane.note(session, cpu_s, in_lane=True)
             if len(self.sessions) > 1:
                 await asyncio.sleep(self.lane.rest_s(cpu_s))
         return result
@@ -452,7 +478,7 @@ class _EnvServer:
         data = message.get("data", {})
         if kind == "close":
             return {}, True
-        if kind not in ("reset", "step", "state"):
+        if kind not in ("reset", "step", "state", "settle"):
             return _error("UNKNOWN_TYPE", f"Unknown message type: {kind!r}"), False
         if data is None:
             data = {}
@@ -465,6 +491,9 @@ class _EnvServer:
         try:
             if kind == "state":
                 return {"type": "state", "data": env.state.model_dump()}, False
+            if kind == "settle":  # an rllm extension: the episode stopped without a step
+                settled = await self.run(env.settle, session=session)
+                return {"type": "settled", "data": settled}, False
             if kind == "reset":
                 seed, options = data.get("seed"), data.get("options")
                 episode_id = data.get("episode_id")

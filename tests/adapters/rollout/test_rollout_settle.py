@@ -52,14 +52,14 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(str(tiny_model_path()))
 
 
-def config(backend: str = "thread") -> RolloutConfig:
+def config(backend: str = "thread", max_turns: int | None = None) -> RolloutConfig:
     return RolloutConfig(
         num_envs=2,
         env_backend=backend,
         mode="tokens",
         progress=False,
         seed=0,
-        max_turns=None,
+        max_turns=max_turns,
         sampling=SamplingParams(max_tokens=300),
     )
 
@@ -121,3 +121,31 @@ def test_a_full_context_settles_a_sync_vector_envs_episode(tokenizer):
     finally:
         vec.close()
     assert_settled(trajectories)
+
+
+@pytest.mark.integration
+def test_a_served_env_takes_the_loops_turn_limit_and_settles_a_full_context(tokenizer, tmp_path):
+    """att38c F2: through `RemoteTextEnv` (the documented env over the server) the loop's
+    `max_turns` and a full context never reached the served env, which kept FrozenLake's
+    progress: 0.535 and 0.495 a map without the goal. The reset option and a `settle`
+    message reach it now."""
+    import functools
+    import json
+
+    pytest.importorskip("openenv.core.env_server")
+    from rllm_adapters.openenv import RemoteTextEnv
+    from tests.adapters.test_openenv_faults import _free_port, _start, _stop
+
+    port = _free_port()
+    kwargs = json.dumps({"desc": MAP, "reward_weights": WEIGHTS})
+    proc = _start(port, tmp_path / "server.log", "--env-kwargs", kwargs, "--max-sessions", "4")
+    try:
+        remote = functools.partial(RemoteTextEnv, f"http://127.0.0.1:{port}")
+        cut = rollout(remote, RightThenRamble(tokenizer, max_model_len=1200), config(), num_tasks=2)
+        assert_settled(cut)
+        policy = RightThenRamble(tokenizer, max_model_len=100_000)
+        turns = rollout(remote, policy, config(max_turns=3), num_tasks=2)
+    finally:
+        _stop(proc)
+    for t in turns:  # the served env's own truncation, on the loop's last turn
+        assert t.steps[-1].truncated and t.total_reward == pytest.approx(0.0)
