@@ -555,13 +555,14 @@ _MONTHS = {
 _MONTH = r"(?P<{}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<{}>\d{{1,2}})(?:st|nd|rd|th)?"
 #: The date forms read in a date answer: ISO (also with ``/`` or ``.``), a month's name with
-#: the day and year in either order, and day/month/year in digits where only one reading is
-#: a date (``11/21/2053``; ``03/05/2053`` is refused: March 5 or May 3).
+#: the day and year in either order, and day, month and year in digits (``/``, ``.`` or
+#: ``-``) where only one reading is a date (``11/21/2053``, ``21.11.2053``; ``03/05/2053`` is
+#: refused: March 5 or May 3).
 _DATE_FORMS = re.compile(
     r"(?<!\d)(?P<iy>\d{4})(?P<s>[-/.])(?P<im>\d{1,2})(?P=s)(?P<id>\d{1,2})(?!\d)"
     "|\\b" + _MONTH.format("m1") + r"\s+" + _DAY.format("d1") + r",?\s+(?P<y1>\d{4})\b"
     "|\\b" + _DAY.format("d2") + r"\s+(?:of\s+)?" + _MONTH.format("m2") + r",?\s+(?P<y2>\d{4})\b"
-    r"|(?<![\d/.-])(?P<na>\d{1,2})/(?P<nb>\d{1,2})/(?P<ny>\d{4})(?![\d/])",
+    r"|(?<![\d/.-])(?P<na>\d{1,2})(?P<ns>[-/.])(?P<nb>\d{1,2})(?P=ns)(?P<ny>\d{4})(?![\d/.-]\d)",
     re.IGNORECASE,
 )
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -668,7 +669,37 @@ def _matches(prediction: str, gold: str, answer_type: str, question: str | None)
         from rllm_envs.math import grade_answer
 
         return grade_answer(prediction[:1000], gold, problem=question).equal
-    return _text_key(prediction[:1000]) == _text_key(gold)
+    if _text_key(prediction[:1000]) == _text_key(gold):
+        return True
+    if gold.casefold() in _WEEKDAY_NAMES:
+        # "It ends on a Friday.", "Fri": the one weekday it names (att38c: 0/31 each).
+        named = {_WEEKDAYS[w.casefold()] for w in _WEEKDAY.findall(prediction[:300])}
+        return named == {_WEEKDAYS[gold.casefold()]}
+    return _in_a_sentence(prediction[:300], gold, question or "")
+
+
+#: Words a sentence around a name may hold besides the question's own.
+_SENTENCE_WORDS = frozenset("a an the is it its answer final so".split())
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def _in_a_sentence(prediction: str, gold: str, question: str) -> bool:
+    """Whether ``prediction`` is ``gold`` in a sentence of the question's words.
+
+    "The department is located in Nixkrisnus.", "Nixkrisnus is the city." (att38c: 0/18
+    each): the name once, and every other word the question's or an article, so a second
+    candidate (``Nixkrisnus or Paris``) is not read as the answer.
+    """
+    words = [w.casefold() for w in _TOKEN.findall(prediction)]
+    name = [w.casefold() for w in _TOKEN.findall(gold)]
+    if not name or len(words) > 30:
+        return False
+    places = [i for i in range(len(words)) if words[i : i + len(name)] == name]
+    if len(places) != 1:
+        return False
+    rest = words[: places[0]] + words[places[0] + len(name) :]
+    allowed = _SENTENCE_WORDS | {w.casefold() for w in _TOKEN.findall(question)}
+    return all(w in allowed for w in rest)
 
 
 def score_answer(answer: str | None, task: Task) -> float:

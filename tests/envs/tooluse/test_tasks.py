@@ -138,7 +138,30 @@ def test_program_answers_match_brute_force():
         ("Final answer: Breir Keiszen", "breir keiszen", "text", True),
         ("The answer is 9045.", "9044", "math", False),
         ("The answer is 9000 + 44", "9044", "math", False),  # arithmetic after a lead-in
+        # att38c: day-first and dashed digits, weekdays in a sentence or abbreviated
+        ("21.11.2053", "2053-11-21", "date", True),
+        ("11-21-2053", "2053-11-21", "date", True),
+        ("It ends on a Friday.", "Friday", "text", True),
+        ("Fri", "Friday", "text", True),
+        ("Friday or Saturday", "Friday", "text", False),
     ],
 )
 def test_answers_match(prediction, gold, kind, expected):
     assert answers_match(prediction, gold, kind) is expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "expected"),
+    [
+        ("The department is located in Breir Keiszen.", True),
+        ("Breir Keiszen is the city.", True),
+        ("Breir Keiszen or Paris", False),  # a second candidate is not read as the answer
+        ("Paris, Breir Keiszen", False),
+        ("Breir Keiszen, not Breir Keiszen", False),
+        ("The capital of the world is Breir Keiszen, obviously", False),  # words of no question
+    ],
+)
+def test_a_name_in_a_sentence_of_the_questions_words_is_the_answer(prediction, expected):
+    """att38c (honest): "The department is located in X." and "X is the city." scored 0."""
+    question = "In which city is the department of the manager of Raixsou Thanbo located?"
+    assert answers_match(prediction, "Breir Keiszen", "text", question) is expected
