@@ -21,7 +21,6 @@ from rllm_adapters.rollout.config import EpisodeSpec, RolloutConfig, RolloutStat
 from rllm_adapters.rollout.episode import EpisodeRunner, EpisodeState
 from rllm_adapters.rollout.progress import progress_bar, update_progress
 from rllm_agents.trajectory import Trajectory
-from rllm_envs.core import TextEnv
 
 __all__ = ["vector_stream"]
 
@@ -144,18 +143,21 @@ def _settle_sub_env(vec_env: Any, index: int) -> tuple[float, dict[str, float]]:
 
     The sub-env itself plays on with empty actions until it ends (its steps are not the
     episode's), so its episode is not ended here, only its closing reward read
-    (:meth:`rllm_envs.core.TextEnv.closing_reward`). Gymnasium's vector API calls a method on
-    every sub-env at once, so only a vector env holding its sub-envs in this process
-    (``SyncVectorEnv.envs``) is read one by one; in another (``AsyncVectorEnv``) the stopped
-    episode keeps what its last turn would have settled (FrozenLake's progress shaping,
-    weight 0 by default).
+    (:meth:`rllm_envs.core.TextEnv.closing_reward`, a query): Gymnasium's vector API calls a
+    method on every sub-env at once, ``SyncVectorEnv`` and ``AsyncVectorEnv`` alike (att38c
+    F3: an ``AsyncVectorEnv`` kept FrozenLake's progress, 0.509 a map, when only the
+    in-process sub-envs were read). Sub-envs without it settle for nothing.
     """
-    envs = getattr(vec_env, "envs", None)
-    if isinstance(envs, list | tuple) and 0 <= index < len(envs):
-        env = envs[index].unwrapped
-        if isinstance(env, TextEnv):
-            return env.closing_reward()
-    return 0.0, {}
+    try:
+        closing = vec_env.call("closing_reward")
+    except Exception:  # not every env has one (any Gymnasium vector env is accepted)
+        return 0.0, {}
+    if not (isinstance(closing, (list, tuple)) and 0 <= index < len(closing)):
+        return 0.0, {}
+    found = closing[index]
+    if not (isinstance(found, tuple) and len(found) == 2):
+        return 0.0, {}
+    return float(found[0]), dict(found[1])
 
 
 def _cap_sub_env_turns(vec_env: Any, max_turns: int) -> None:

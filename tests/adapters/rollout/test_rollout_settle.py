@@ -106,11 +106,13 @@ def test_a_full_context_settles_the_episode_on_its_worker(tokenizer, backend):
     assert_settled(trajectories)
 
 
-def test_a_full_context_settles_a_sync_vector_envs_episode(tokenizer):
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_full_context_settles_a_vector_envs_episode(tokenizer, mode):
+    """att38c F3: an AsyncVectorEnv's sub-envs were not settled (0.509 a map)."""
     vec = gym.make_vec(
         "rllm/FrozenLake-v1",
         num_envs=2,
-        vectorization_mode="sync",
+        vectorization_mode=mode,
         desc=MAP,
         reward_weights=WEIGHTS,
     )
