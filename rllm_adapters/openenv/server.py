@@ -159,9 +159,10 @@ class _HeavyLane:
     with ``heavy_calls`` calls over ``heavy_cpu_s`` of CPU each in the last ``memory_s`` is
     heavy (light calls between them change nothing: att38c F1 alternated them and every heavy
     one ran outside). A new session of a client of which ``reconnects`` sessions made heavy
-    calls outside the lane in that time (a client reconnecting for each call) starts in the
-    lane until its first light call (att38c F4: a mark kept longer slowed the honest clients
-    sharing an address). A heavy session's calls
+    calls outside the lane in that time (a client reconnecting for each call) is in the lane
+    for its first ``memory_s`` (att38e F2: released at its first light call, a reset, every
+    session's big steps ran outside; the cost: while a client reconnects so, new sessions of
+    honest clients sharing its address wait in the lane too, att38c F4). A heavy session's calls
     go through this lane, one at a time for the whole server, each followed, while another
     session is open, by a rest as long as its CPU time (at most ``max_rest_s``). Heavy work
     then holds the GIL at most half the time, and only one heavy thread competes with the
@@ -195,16 +196,18 @@ class _HeavyLane:
         """A new session: on probation if its client keeps making heavy calls from new ones."""
         since = time.monotonic() - self.memory_s
         calls = self.outside.get(session.client, [])
-        session.probation = len({s for t, s in calls if t > since}) >= self.reconnects
+        if len({s for t, s in calls if t > since}) >= self.reconnects:
+            session.probation_until = time.monotonic() + self.memory_s
 
     def heavy(self, session: _Session) -> bool:
         since = time.monotonic() - self.memory_s
         session.heavy_times = self._recent(session.heavy_times, since)
-        return session.probation or len(session.heavy_times) >= self.heavy_calls
+        if time.monotonic() < session.probation_until:
+            return True
+        return len(session.heavy_times) >= self.heavy_calls
 
     def note(self, session: _Session, cpu_s: float, in_lane: bool) -> None:
         if cpu_s <= self.heavy_cpu_s:
-            session.probation = False
             return
         now = time.monotonic()
         session.heavy_times = [*self._recent(session.heavy_times, now - self.memory_s), now]
@@ -281,7 +284,7 @@ class _Session:
         self.env: GymTextEnvironment | None = None
         self.running: Future[Any] | None = None  # the last call in a thread
         self.heavy_times: list[float] = []  # when its calls held the GIL long (_HeavyLane)
-        self.probation = False  # in the lane until its first light call (_HeavyLane.open)
+        self.probation_until = 0.0  # in the lane until then (_HeavyLane.open)
 
 
 def _serialize(observation: TextObservation) -> dict[str, Any]:

@@ -35,7 +35,7 @@ Anything else is unparsable: the step is a normal transition with ``invalid_acti
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -116,6 +116,21 @@ def _aside(text: str, word: re.Match[str]) -> bool:
     return bool(_NEGATED.search(before) or _ASIDE_AFTER.match(after))
 
 
+#: Direction words looked at, at most, for the one a reply chose (each is checked for being
+#: put aside: a 256K-character reply of them cost 0.4 s of CPU a step, s38 att38e).
+_MAX_CANDIDATES = 256
+
+
+def _chosen(text: str, words: Iterable[re.Match[str]]) -> re.Match[str] | None:
+    """The first of ``words`` (direction-word matches, in the order to try) not put aside."""
+    for count, match in enumerate(words):
+        if count >= _MAX_CANDIDATES:
+            return None
+        if not _aside(text, match):
+            return match
+    return None
+
+
 def parse_action(text: str) -> tuple[int | None, str | None]:
     """Parse a FrozenLake action from free text (rules in the module docstring).
 
@@ -137,8 +152,8 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
                 # A label's or tag's words: its first direction word it does not put aside
                 # ("Answer: I will move right", "<action>Go to the right</action>"); not
                 # where a number is (a move counter: "21 to the right", "3 moves left").
-                named = [m for m in _WORD.finditer(content) if not _aside(content, m)]
-                action = _TOKENS[named[0].group(1).lower()] if named else None
+                named = _chosen(content, _WORD.finditer(content))
+                action = _TOKENS[named.group(1).lower()] if named else None
             if action is not None:
                 return action, None
             shown = content.strip()[:40]
@@ -148,9 +163,9 @@ def parse_action(text: str) -> tuple[int | None, str | None]:
     action = _token(text)
     if action is not None:
         return action, None
-    words = [m for m in _WORD.finditer(text) if not _aside(text, m)]
-    if words:
-        return _TOKENS[words[-1].group(1).lower()], None
+    last = _chosen(text, reversed(list(_WORD.finditer(text))))
+    if last is not None:
+        return _TOKENS[last.group(1).lower()], None
     if not text.strip():
         return None, "The reply was empty. Answer with one of: " + ", ".join(ACTION_NAMES) + "."
     return None, (

@@ -1805,7 +1805,10 @@ class _Observing(_ExceptionInfo):
         # matched one is the host's to know.
         self.value, self.type = value, kind
         try:
-            text = observed(str(value))
+            # A SystemExit by its code, typed: `sys.exit("2")` is not `sys.exit(2)`, though
+            # both print "2" (att38d F4).
+            code = value.code if issubclass(kind, SystemExit) else ""
+            text = observed(code if type(code) in (int, type(None)) else str(value))
         except Exception:
             text = None
         _seen.append(["block", self.check, ["raised", _mro_names(kind), text]])

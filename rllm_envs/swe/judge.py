@@ -81,6 +81,7 @@ from rllm_envs.swe.probe import (
     given_by_fixtures,
     index_map,
     module_functions,
+    opaque_name,
     probe_module,
     remap_indices,
     same_check,
@@ -868,8 +869,31 @@ def probe_files(
     out = dict(files)
     for path, text in files.items():
         if path.endswith(".py") and is_test_path(path):
-            out[path] = probe_module(text).text
+            del out[path]
+            out[probe_path(files, path)] = probe_module(text).text
     return out, not probe_notes(files, secret)
+
+
+def probe_path(files: Mapping[str, str], path: str) -> str:
+    """Where the probe of test module ``path`` goes: a name that says nothing, where it can.
+
+    A module's name says what its tests check (``tests/test_errors.py``): a patch reading its
+    caller's file name (``traceback.extract_stack``) raised only when called from such a file
+    (att38d F3: 6/6 paid). A ``test_*.py`` / ``*_test.py`` module no other module names (an
+    import of it, a ``pytest_plugins`` entry) gets a keyed digest of its path
+    (:func:`rllm_envs.swe.probe.opaque_name`, the same in every probe of this process).
+    """
+    folder, _, name = path.rpartition("/")
+    stem = name.removesuffix(".py")
+    if not (stem.startswith("test_") or stem.endswith("_test")):
+        return path
+    if any(
+        other != path and other.endswith(".py") and stem in _WORD.findall(text)
+        for other, text in files.items()
+    ):
+        return path
+    renamed = f"{opaque_name(path, 'test_')}.py"
+    return f"{folder}/{renamed}" if folder else renamed
 
 
 def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
@@ -885,6 +909,7 @@ def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
         text = files.get(path)
         if text is not None and path.endswith(".py") and is_test_path(path):
             node = probe_module(text).node_id(node)
+            node = probe_path(files, path) + node[len(path) :]
         out.append(node)
     return out
 

@@ -163,3 +163,19 @@ def test_optimal_policy_follows_a_shortest_safe_path():
         if rows[s // 3][s % 3] == "G":
             break
     assert path == ["Down", "Down", "Right", "Right"]
+
+
+def test_the_words_read_for_a_choice_are_bounded(monkeypatch):
+    """s38 att38e F2: every direction word of a reply was checked for being put aside, so a
+    256K-character reply of them cost 0.4 s of CPU a step; at most 256 are read now, from
+    the end for a bare reply (the last one chosen) and from the start in a tag."""
+    from rllm_envs.frozenlake import lake
+
+    calls = []
+    real = lake._aside
+    monkeypatch.setattr(lake, "_aside", lambda text, m: calls.append(1) or real(text, m))
+    assert lake.parse_action("Left " * 50_000 + "Right") == (2, None)
+    assert len(calls) == 1
+    calls.clear()
+    assert lake.parse_action("not left " * 1_000)[0] is None
+    assert len(calls) == lake._MAX_CANDIDATES

@@ -66,6 +66,14 @@ from .test_blind_s37 import _HEAD37
         "        f(*NEGATIVE_INPUT)\n    assert 'negative' in str(e.value)\n",
         "def test_a():\n    print('negative inputs')\n    with pytest.raises(ValueError) as e:\n"
         "        f(-3)\n    assert 'negative' in str(e.value)\n",
+        # att38d F1: a raises block in a helper of the test module (its frame tells).
+        "class T(unittest.TestCase):\n    def _assert_rejected(self, v):\n"
+        "        with self.assertRaises(ValueError):\n            f(v)\n\n"
+        "    def test_a(self):\n        self._assert_rejected(-3)\n",
+        # att38d F2: a method of the module's own class between the test and the call.
+        "class Call:\n    def __init__(self, v):\n        self.v = v\n\n    def go(self):\n"
+        "        return f(self.v)\n\n\ndef test_a():\n    with pytest.raises(ValueError):\n"
+        "        Call(-4).go()\n",
         # F3 kin: a warns block assigning to two names.
         "def test_a():\n    with pytest.warns(UserWarning):\n        a = b = f(-3)\n"
         "    assert a == 1\n",
@@ -92,7 +100,7 @@ def test_message_checks_after_a_reused_name_or_with_a_message_go_with_their_bloc
     assert rules == [
         [["in", "neg"]],
         [["eq", "negative"], ["typename", "ValueError"]],
-        [["eq", "2"]],  # a SystemExit's message is its code
+        [["code", 2]],  # a SystemExit's code, by type
         None,  # `assert len(rec) >= 1`: what the warns block itself requires
     ]
 
@@ -209,3 +217,53 @@ def test_skipif_and_xfail_conditions_apply_as_pytest_decides(args, kwargs, holds
     from rllm_envs.swe.executor import _condition_holds, _Mark
 
     assert _condition_holds(_Mark("skipif", args, kwargs), types.ModuleType("m")) is holds
+
+
+def test_a_test_module_s_name_says_nothing_in_the_sandbox():
+    """att38d F3: a patch raising only when called from `tests/test_errors.py` (a module of
+    raise checks) kept the bug and was paid 6/6. A module no other module names gets a
+    keyed name in the sandbox; one that is imported keeps its own."""
+    from rllm_envs.swe import judge
+
+    files = {
+        "tests/test_errors.py": _HEAD37 + "def test_a():\n    assert f(3) == 1\n",
+        "tests/test_helpers.py": "def helper():\n    return 1\n",
+        "tests/test_uses.py": "from tests.test_helpers import helper\n",
+    }
+    probed, _ = judge.probe_files(files)
+    renamed = judge.probe_path(files, "tests/test_errors.py")
+    assert "errors" not in renamed and renamed in probed and "tests/test_errors.py" not in probed
+    assert judge.probe_path(files, "tests/test_helpers.py") == "tests/test_helpers.py"
+    node = judge.probe_ids(files, ["tests/test_errors.py::test_a"])[0]
+    assert node.startswith(renamed + "::test_")
+
+
+def test_an_exit_code_check_folds_with_its_type():
+    """att38d F4: `e.value.code == 2` was compared as text, and `sys.exit("2")` (the bug
+    kept: exit status 1) prints "2" too: 5/5 paid. The code is recorded by type now;
+    unittest's `assertEqual(cm.exception.code, 2)` folds alike (it was withheld)."""
+    probe = probe_module(
+        _HEAD37 + "class T(unittest.TestCase):\n    def test_a(self):\n"
+        "        with self.assertRaises(SystemExit) as cm:\n            f(-3)\n"
+        "        self.assertEqual(cm.exception.code, 2)\n"
+    )
+    assert probe.notes == ()
+    assert [json.loads(r)["checks"] for k, r in probe.blocks if k == "raises"] == [[["code", 2]]]
+
+
+_CLI = "import sys\n\n\ndef main(argv):\n    if not argv:\n        return 0\n    return 1\n"
+_CLI_FIXED = _CLI.replace("        return 0\n", "        sys.exit(2)\n")
+_CLI_TESTS = (
+    "import unittest\n\nimport pytest\n\nfrom acme import main\n\n\n"
+    "class T(unittest.TestCase):\n    def test_a(self):\n"
+    "        with pytest.raises(SystemExit) as e:\n            main([])\n"
+    "        assert e.value.code == 2\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+def test_an_exit_with_the_code_as_text_is_not_the_code():
+    text_code = _CLI_FIXED.replace("sys.exit(2)", "sys.exit('2')")
+    assert _verdict(_CLI, _CLI_FIXED, _CLI_FIXED, _CLI_TESTS) == 1.0
+    assert _verdict(_CLI, _CLI_FIXED, text_code, _CLI_TESTS) == 0.0

@@ -189,7 +189,7 @@ def test_the_hidden_tests_expected_values_never_reach_the_probes():
             path, name = test.split("::")
             original = _functions(files[path])[name]
             renamed = probe_module(files[path]).names[name]  # the probe's name of the test
-            probe = ast.unparse(_functions(probes[path])[renamed])
+            probe = ast.unparse(_functions(probes[judge.probe_path(files, path)])[renamed])
             for expected in _expected_sides(original):
                 checked += 1
                 assert expected not in probe, (test, expected, probe)
