@@ -112,8 +112,11 @@ class EnvWorker:
         raise NotImplementedError
 
     async def settle(self) -> tuple[float, dict[str, float]]:
-        """:func:`settle_env` in the worker: the loop stops the episode without a step."""
-        raise NotImplementedError
+        """:func:`settle_env` in the worker: the loop stops the episode without a step.
+
+        A worker that cannot reach its env's ``settle`` settles for nothing (``0.0, {}``).
+        """
+        return 0.0, {}
 
     async def close(self) -> None:
         """``env.close`` and release the worker."""
