@@ -59,12 +59,16 @@ def _reseed_episode(env: Any) -> None:
     import numpy as np
 
     inner = getattr(env, "unwrapped", env)
-    holders = [inner, getattr(getattr(inner, "env", None), "unwrapped", None)]
+    holders = [env, inner, getattr(getattr(inner, "env", None), "unwrapped", None)]
+    seen: set[int] = set()
     for holder in holders:
-        generator = getattr(holder, "_np_random", None) if holder is not None else None
-        if isinstance(generator, np.random.Generator):
-            fresh = np.random.default_rng(secrets.randbits(128))
-            generator.bit_generator.state = fresh.bit_generator.state
+        # Every generator it holds: a game's opponent draws from its own (`SeatEnv._rng`,
+        # att38f F1: TicTacToe's opponent stayed the client's seed's, 33/60 wins foreseen).
+        for generator in list(vars(holder).values()) if holder is not None else []:
+            if isinstance(generator, np.random.Generator) and id(generator) not in seen:
+                seen.add(id(generator))
+                fresh = np.random.default_rng(secrets.randbits(128))
+                generator.bit_generator.state = fresh.bit_generator.state
 
 
 class GymTextEnvironment(_interfaces.Environment):  # type: ignore[name-defined]

@@ -34,3 +34,19 @@ def test_a_seed_replays_an_episode_except_under_private_grading():
     graded = GymTextEnvironment("rllm/FrozenLake-v1", kwargs, scores=lambda record: None)
     walks = {tuple(_walk(graded, 7)) for _ in range(6)}
     assert len(walks) > 1  # the same seed, other slips
+
+
+def _opponent_state(env: GymTextEnvironment, seed: int) -> str:
+    """The state of the scripted opponent's generator after a reset."""
+    env.reset(seed=seed)
+    return repr(env.env._rng.bit_generator.state)
+
+
+def test_a_game_s_opponent_is_not_the_client_seed_s_under_private_grading():
+    """att38f F1: TicTacToe's scripted opponent drew from `SeatEnv._rng`, seeded from the
+    client's reset seed, which the reseed missed: 33/60 wins foreseen offline."""
+    plain = GymTextEnvironment("rllm/TicTacToe-v0", {})
+    assert _opponent_state(plain, 3) == _opponent_state(plain, 3)
+    graded = GymTextEnvironment("rllm/TicTacToe-v0", {}, scores=lambda record: None)
+    states = {_opponent_state(graded, 3) for _ in range(4)}
+    assert len(states) == 4 and _opponent_state(plain, 3) not in states

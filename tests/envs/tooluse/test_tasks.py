@@ -165,3 +165,28 @@ def test_a_name_in_a_sentence_of_the_questions_words_is_the_answer(prediction, e
     """att38c (honest): "The department is located in X." and "X is the city." scored 0."""
     question = "In which city is the department of the manager of Raixsou Thanbo located?"
     assert answers_match(prediction, "Breir Keiszen", "text", question) is expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold"),
+    [
+        ("Sunday" + " " * 300 + "is Monday", "Monday"),
+        ("Sunday" + " " * 300 + "is Monday", "Sunday"),
+        ("Sunday\n\n\n\n\nis Monday", "Monday"),
+        ("Breir Keiszen" + " " * 300 + "is Paris", "Paris"),
+        ("Breir Keiszen" + " " * 300 + "is Paris", "Breir Keiszen"),
+        ("Paris is Breir Keiszen", "Breir Keiszen"),  # a name is no lead-in
+        ("Sunday: Monday", "Monday"),
+    ],
+)
+def test_one_reply_is_not_read_as_two_answers(prediction, gold):
+    """att38f F2: `Sunday<300 spaces>is Monday` was Sunday to the weekday rule and Monday
+    after its lead-in: paid for two weekdays (0.414 against the best constant's 0.257)."""
+    question = "On which day of the week, or in which city of the department, does it end?"
+    assert not answers_match(prediction, gold, "text", question)
+
+
+def test_it_s_in_a_city_is_an_answer():
+    """att38f F3 (honest): "It's in X." scored 0 on 60/60."""
+    question = "In which city is the department of the manager of Raixsou Thanbo located?"
+    assert answers_match("It's in Breir Keiszen.", "Breir Keiszen", "text", question)
