@@ -175,7 +175,9 @@ MAX_NESTING = 40
 
 #: Units and counted things that may follow a number (``12 cm``, ``5 apples``).
 _UNITS = (
-    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
+    r"(?:square\s+|sq\.?\s+|cubic\s+)?(?:kilomet(?:er|re)s?|millimet(?:er|re)s?|"
+    r"millilit(?:er|re)s?|milligrams?|centimetres?|mg|mL|tonnes?|tons?|"
+    r"units?|cm|mm|km|m|meters?|metres?|centimeters?|inch(?:es)?|"
     r"in|feet|foot|ft|yards?|yd|miles?|mi|mph|km/h|kg|g|grams?|kilograms?|pounds?|lbs?|oz|ounces?|"
     r"liters?|litres?|l|ml|gallons?|dollars?|cents?|USD|EUR|GBP|JPY|euros?|hours?|hrs?|minutes?|mins?|seconds?|secs?|s|"
     r"days?|weeks?|months?|years?|degrees?|percent(?:age)?|pct|students?|people|persons?|apples?|marbles?|"

@@ -903,3 +903,13 @@ def test_a_grouped_integer_is_in_final_form_either_side(written: str) -> None:
     assert score_response(f"\\boxed{{{written}}}", "10080") == (1.0, "correct")
     assert score_response("\\boxed{10080}", written) == (1.0, "correct")
     assert score_response(f"\\boxed{{{written}}}", "800")[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "answer", ["0.00096 kilometers", "0.00096 kilometres", "0.00096 millilitres", "0.00096 mL"]
+)
+def test_a_unit_s_full_name_after_the_value_is_read_past(answer):
+    """s38 att38g (honest): ToolUse unit answers with a full unit name scored 0 (10/48)."""
+    from rllm_envs.math import grade_answer
+
+    assert grade_answer(answer, "0.00096").equal
