@@ -665,9 +665,11 @@ def answers_match(
 
 
 #: Words of a lead-in besides the question's own ("The total price of the order is").
-_LEAD_WORDS = frozenset(
-    "a an the is it its it's answer final result total value date day so thus therefore "
-    "hence equals of in on for to price order cost amount number city weekday".split()
+#: Words a sentence around a name may hold besides the question's own.
+_SENTENCE_WORDS = frozenset("a an the is it its it's answer final so".split())
+_LEAD_WORDS = _SENTENCE_WORDS | frozenset(
+    "result total value date day thus therefore hence equals of in on for to price order "
+    "cost amount number city weekday".split()
 )
 
 
@@ -701,8 +703,6 @@ def _matches(prediction: str, gold: str, answer_type: str, question: str | None)
     return _in_a_sentence(prediction[:1000], gold, question or "")
 
 
-#: Words a sentence around a name may hold besides the question's own.
-_SENTENCE_WORDS = frozenset("a an the is it its it's answer final so".split())
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 
 
