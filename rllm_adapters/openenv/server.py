@@ -200,10 +200,10 @@ class _HeavyLane:
             session.probation_until = time.monotonic() + self.memory_s
 
     def heavy(self, session: _Session) -> bool:
-        since = time.monotonic() - self.memory_s
-        session.heavy_times = self._recent(session.heavy_times, since)
-        if time.monotonic() < session.probation_until:
+        now = time.monotonic()
+        if now < session.probation_until:
             return True
+        session.heavy_times = self._recent(session.heavy_times, now - self.memory_s)
         return len(session.heavy_times) >= self.heavy_calls
 
     def note(self, session: _Session, cpu_s: float, in_lane: bool) -> None:
