@@ -61,7 +61,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -105,6 +105,7 @@ __all__ = [
     "probe_notes",
     "judged_files",
     "probe_ids",
+    "probe_paths",
     "reference_outcomes",
     "run_probes",
     "forget_references",
@@ -655,6 +656,11 @@ def final_files(base: Files, diff: str, test_patch: str = "") -> tuple[dict[str,
 
 #: Why a verdict is ``host_partial`` when the test suite has a data file.
 NOTE_DATA_FILE = "the test suite has a data file (it may hold expected values)"
+#: Why a verdict is ``host_partial`` when a module of its tests keeps a name in the sandbox
+#: that may say what they check (:func:`probe_paths`).
+NOTE_PATH_NAMED = (
+    "a test module's path keeps a name the test suite uses (it may say what its tests check)"
+)
 #: No longer given: a test that observed nothing but ran to its end on the reference is a
 #: "must not raise" test, decided on the host by how it ends (see :func:`_decided_on_host`).
 NOTE_NOTHING_OBSERVED = "a test observed nothing on the reference (its checks run in the sandbox)"
@@ -770,6 +776,9 @@ def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -
         notes += [n for n in found if n not in notes and n != NOTE_ECHO]
     if _echoes(probes, secret):
         notes.append(NOTE_ECHO)
+    tested = _tests_by_module(secret) if secret is not None else [p for p in probes if probes[p].names]
+    if _path_named(files, tested):
+        notes.append(NOTE_PATH_NAMED)
     return tuple(notes)
 
 
@@ -860,40 +869,88 @@ def _plan(
 def probe_files(
     files: Mapping[str, str], secret: Sequence[str] | None = None
 ) -> tuple[dict[str, str], bool]:
-    """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
+    """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`), the test
+    suite at its probe paths (:func:`probe_paths`).
 
     Returns the files and whether every probe is complete and the test suite has no data
     files (they stay as they are, and may hold expected values); :func:`probe_notes` says
     why not.
     """
-    out = dict(files)
+    moved = probe_paths(files)
+    out = {}
     for path, text in files.items():
         if path.endswith(".py") and is_test_path(path):
-            del out[path]
-            out[probe_path(files, path)] = probe_module(text).text
+            text = probe_module(text).text
+        out[moved.get(path, path)] = text
     return out, not probe_notes(files, secret)
 
 
-def probe_path(files: Mapping[str, str], path: str) -> str:
-    """Where the probe of test module ``path`` goes: a name that says nothing, where it can.
+#: Folders of a test suite whose names say nothing of what a test checks.
+_PLAIN_TEST_DIRS = frozenset({"tests", "test", "testing"})
 
-    A module's name says what its tests check (``tests/test_errors.py``): a patch reading its
-    caller's file name (``traceback.extract_stack``) raised only when called from such a file
-    (att38d F3: 6/6 paid). A ``test_*.py`` / ``*_test.py`` module no other module names (an
-    import of it, a ``pytest_plugins`` entry) gets a keyed digest of its path
-    (:func:`rllm_envs.swe.probe.opaque_name`, the same in every probe of this process).
+
+def probe_paths(files: Mapping[str, str]) -> dict[str, str]:
+    """Where the files of the test suite in ``files`` go in the sandbox, for those that move.
+
+    A test module's path says what its tests check (``tests/test_errors.py``,
+    ``tests/errors/test_input.py``, ``tests/errors.py``): a patch reading its caller's file
+    (``traceback.extract_stack``) raised only when called from such a path and kept the bug
+    (att38d F3, att39a F2 and F3: 5/5 paid each). So the name of every module of the test
+    suite (``conftest.py`` and ``__init__.py`` aside) and of every folder below its first
+    ``tests``/``test``/``testing`` folder becomes a keyed digest of its path
+    (:func:`rllm_envs.swe.probe.opaque_name`), the folder's files moving with it, unless a
+    module of the test suite names it as a word (an import, ``pytest_plugins``, a path it
+    reads): that one keeps its name (:data:`NOTE_PATH_NAMED`). Only the test suite decides:
+    it is restored to its pristine state for a verdict, so a patch naming a module in its
+    own files changes nothing (att39a F1: a comment naming the module kept its name, 5/5
+    paid).
     """
-    folder, _, name = path.rpartition("/")
-    stem = name.removesuffix(".py")
-    if not (stem.startswith("test_") or stem.endswith("_test")):
-        return path
-    if any(
-        other != path and other.endswith(".py") and stem in _WORD.findall(text)
-        for other, text in files.items()
-    ):
-        return path
-    renamed = f"{opaque_name(path, 'test_')}.py"
-    return f"{folder}/{renamed}" if folder else renamed
+    suite = [p for p in files if is_test_path(p)]
+    words = {p: set(_WORD.findall(files[p])) for p in suite if p.endswith(".py")}
+    named = set().union(*words.values())
+    out = {}
+    for path in suite:
+        parts = path.split("/")
+        new = list(parts)
+        for i in range(_telling_from(parts), len(parts) - 1):
+            if parts[i] not in named:
+                new[i] = opaque_name("/".join(parts[: i + 1]), "")
+        stem = parts[-1].removesuffix(".py")
+        if (
+            parts[-1].endswith(".py")
+            and stem not in ("conftest", "__init__", "tests")
+            and not any(stem in w for other, w in words.items() if other != path)
+        ):
+            new[-1] = f"{opaque_name(path, 'test_')}.py"
+        if new != parts:
+            out[path] = "/".join(new)
+    return out
+
+
+def probe_path(files: Mapping[str, str], path: str) -> str:
+    """Where file ``path`` of ``files`` goes in the sandbox (:func:`probe_paths`)."""
+    return probe_paths(files).get(path, path)
+
+
+def _path_named(files: Mapping[str, str], modules: Iterable[str]) -> bool:
+    """Whether a module of ``modules`` keeps a name in its probe path that may say what its
+    tests check: a test suite module names it (:func:`probe_paths`)."""
+    moved = probe_paths(files)
+    for path in modules:
+        if path not in files or not path.endswith(".py"):
+            continue
+        parts, new = path.split("/"), moved.get(path, path).split("/")
+        kept = [parts[i] for i in range(_telling_from(parts), len(parts)) if parts[i] == new[i]]
+        if set(kept) - {"tests.py", "conftest.py", "__init__.py"}:
+            return True
+    return False
+
+
+def _telling_from(parts: Sequence[str]) -> int:
+    """The first part of a test suite path that may say what its tests check: the folders
+    below its first plain test folder, else only the file's name."""
+    top = next((i for i, d in enumerate(parts[:-1]) if d in _PLAIN_TEST_DIRS), None)
+    return len(parts) - 1 if top is None else top + 1
 
 
 def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
@@ -904,12 +961,13 @@ def probe_ids(files: Mapping[str, str], ids: Sequence[str]) -> list[str]:
     sees the original ids, which name the values. Other ids are unchanged.
     """
     out = []
+    moved = probe_paths(files)
     for node in ids:
         path = node.partition("::")[0]
         text = files.get(path)
         if text is not None and path.endswith(".py") and is_test_path(path):
             node = probe_module(text).node_id(node)
-            node = probe_path(files, path) + node[len(path) :]
+            node = moved.get(path, path) + node[len(path) :]
         out.append(node)
     return out
 
