@@ -237,6 +237,21 @@ class ServerLimits:
         return 2 * self.max_sessions + 8
 
     @property
+    def sessions_per_client(self) -> int:
+        """Live sessions (and stateless resets) one client may hold at once.
+
+        As ``connections_per_client``, except that with ``client_tokens`` and no
+        ``max_connections_per_client`` each party (a named client, or the holders of the
+        shared ``token``) gets ``max_sessions`` divided among them (at least 1), so that one
+        tenant cannot take every session (s39 att39b F2: the default share of 40 let one of
+        two named clients fill 16 sessions for as long as it kept them).
+        """
+        if self.max_connections_per_client is None and self.client_tokens is not None:
+            parties = len(self.client_tokens) + (self.token is not None)
+            return max(1, self.max_sessions // parties)
+        return self.connections_per_client
+
+    @property
     def connections_total(self) -> int:
         """``max_connections``, by default half the open-file limit (at least 64)."""
         if self.max_connections is not None:
@@ -489,16 +504,35 @@ def _h11_protocol(limits: ServerLimits) -> type:
     per_client = limits.connections_per_client
     total = limits.connections_total
     everyone: set[asyncio.BaseTransport] = set()
-    #: With client tokens, local connections that have shown no token, oldest first: those
+    #: On a server that needs a token, connections that have shown none, oldest first: those
     #: whose request had none (``shown``, a refused WebSocket upgrade too), then those that
-    #: sent no request yet (``silent``). A token (a client's or the shared one) takes a
-    #: connection out, and so does its closing.
+    #: sent no request yet (``silent``); the first closed for a newcomer when the server or
+    #: an address is full. A token (a client's or the shared one) takes a connection out,
+    #: and so does its closing.
     shown: dict[asyncio.BaseTransport, None] = {}
     silent: dict[asyncio.BaseTransport, None] = {}
+    tokens = limits.token is not None or limits.client_tokens is not None
 
     def forget(transport: asyncio.BaseTransport) -> None:
         shown.pop(transport, None)
         silent.pop(transport, None)
+
+    def evict(oldest: asyncio.BaseTransport, host: str, cap: int, where: str) -> None:
+        """Close ``oldest`` (listed as having shown no token) for a newcomer."""
+        was_silent = oldest in silent
+        forget(oldest)
+        everyone.discard(oldest)
+        if oldest.is_closing():
+            return
+        log.warning("closed connection %s: EVICTED (no token yet)", host)
+        if was_silent:  # nothing was answered on it: it is told why
+            refuse(
+                oldest,  # type: ignore[arg-type]
+                f"Closed for a newcomer: the server holds at most {cap} connections{where} "
+                "and this one had shown no token yet; retry.",
+            )
+        else:
+            oldest.close()
 
     def refuse(transport: asyncio.Transport, message: str) -> None:
         body = json.dumps({"error": {"code": "TOO_MANY_CONNECTIONS", "message": message}})
@@ -538,21 +572,16 @@ def _h11_protocol(limits: ServerLimits) -> type:
             # it) for as long as the fewest newcomers can take (att35d: keeping fresh ones
             # for a grace period refused 97% of honest connects under a connect flood, where
             # evicting the oldest failed 2-3% of their handshakes).
-            while len(everyone) >= total and shared and (shown or silent):
-                was_silent = not shown
-                oldest = next(iter(shown or silent))
-                forget(oldest)
-                everyone.discard(oldest)
-                if not oldest.is_closing():
-                    log.warning("closed connection %s: EVICTED (no client token yet)", host)
-                    if was_silent:  # nothing was answered on it: it is told why
-                        refuse(
-                            oldest,  # type: ignore[arg-type]
-                            f"Closed for a newcomer: the server holds at most {total} "
-                            "connections and this one had shown no client token yet; retry.",
-                        )
-                    else:
-                        oldest.close()
+            while len(everyone) >= total and (shown or silent):
+                evict(next(iter(shown or silent)), host, total, "")
+            # An address at its share makes room the same way, from its own connections: a
+            # server that needs a token is not held by connections that never showed one
+            # (s39 att39b F1: 40 tokenless local connections trickling headers refused every
+            # token holder on loopback, 39 of 40 connects, for as long as they were kept).
+            while len(live) >= per_client and (shown.keys() | silent.keys()) & live:
+                oldest = next(t for t in (*shown, *silent) if t in live)
+                evict(oldest, host, per_client, " from this address")
+                live.discard(oldest)
             if len(everyone) >= total:
                 log.warning(
                     "refused connection %s: TOO_MANY_CONNECTIONS (%d open in all)",
@@ -569,7 +598,7 @@ def _h11_protocol(limits: ServerLimits) -> type:
                 return
             live.add(transport)
             everyone.add(transport)
-            if shared:
+            if tokens:
                 silent[transport] = None
             self._arm_header_timer()
 

@@ -104,31 +104,47 @@ class _StepPlace:
     is a large part of a cheap step's cost; a slow step there would stall every other
     session. So steps start in the worker thread, and every step's CPU time is measured:
     after ``warm`` steps in a row under ``max_s`` they move to the loop; one step over
-    ``max_s`` there sends them back, and the next move needs twice as many fast steps. After
-    ``max_demotions`` moves back they stay in the thread for good: an env whose steps are
-    sometimes slow (a sandbox, a solver with a timeout) holds the loop at most that many
-    times, one step each, per id and server. Resets always run in the thread.
+    ``max_s`` there sends them back, and the next move needs twice as many fast steps for
+    each move back in the last ``window_s``. After ``max_demotions`` moves back in that
+    window they stay in the thread until the oldest of them is ``window_s`` old: an env whose
+    steps are sometimes slow (a sandbox, a solver with a timeout) holds the loop at most that
+    many times, one step each, per id, server and window. A client that sent slow steps on
+    purpose keeps an id off the loop only while it goes on (s39 att39b F3: counted for the
+    server's life, six 250K-character FrozenLake steps slowed every client's steps 17-20%
+    until a restart). Resets always run in the thread.
     """
 
-    def __init__(self, max_s: float, warm: int = 32, max_demotions: int = 6) -> None:
+    def __init__(
+        self, max_s: float, warm: int = 32, max_demotions: int = 6, window_s: float = 600.0
+    ) -> None:
         self.max_s = max_s
         self.warm = warm
         self.max_demotions = max_demotions
+        self.window_s = window_s
         self.fast = 0  # fast steps in a row
-        self.demotions = 0
+        self.moved_back: list[float] = []  # when steps moved back to the thread, in window
         self.inline = False
+
+    @property
+    def demotions(self) -> int:
+        """Moves back to the thread in the last ``window_s``."""
+        cutoff = time.monotonic() - self.window_s
+        while self.moved_back and self.moved_back[0] <= cutoff:
+            del self.moved_back[0]
+        return len(self.moved_back)
 
     def record(self, seconds: float) -> None:
         if seconds > self.max_s:
             if self.inline:
-                self.demotions += 1
+                self.moved_back.append(time.monotonic())
                 self.inline = False
             self.fast = 0
             return
         self.fast += 1
-        needed = self.warm << self.demotions
-        if self.max_s > 0 and self.demotions < self.max_demotions and self.fast >= needed:
-            self.inline = True
+        if self.max_s > 0 and not self.inline and self.fast >= self.warm:
+            demotions = self.demotions
+            if demotions < self.max_demotions and self.fast >= self.warm << demotions:
+                self.inline = True
 
 
 if sys.version_info >= (3, 11):
@@ -391,10 +407,10 @@ class _EnvServer:
         await websocket.accept()
         session = _Session(peer, client_of(websocket.scope, self.limits) or "?")
         mine = sum(other.client == session.client for other in self.sessions)
-        if mine >= self.limits.connections_per_client:
+        if mine >= self.limits.sessions_per_client:
             # Sessions still counted after their client left (their step runs on) count too:
             # leaving mid-step and reconnecting cannot take every session and thread.
-            cap = self.limits.connections_per_client
+            cap = self.limits.sessions_per_client
             log.warning("refused ws %s: CLIENT_LIMIT (%d/%d sessions)", peer, mine, cap)
             refusal = f"At most {cap} sessions per client, including steps still running."
             with contextlib.suppress(Exception):
@@ -569,7 +585,7 @@ class _EnvServer:
                 {"error": {"code": "INVALID_MESSAGE", "message": "Expects a JSON object."}}, 400
             )
         session = _Session(_peer(request.scope), client_of(request.scope, self.limits) or "?")
-        share = self.limits.connections_per_client
+        share = self.limits.sessions_per_client
         if self.stateless_by.get(session.client, 0) >= share:
             log.warning("refused http %s /reset: CLIENT_LIMIT", session.peer)
             message = f"At most {share} stateless resets at once per client."

@@ -776,7 +776,8 @@ def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -
         notes += [n for n in found if n not in notes and n != NOTE_ECHO]
     if _echoes(probes, secret):
         notes.append(NOTE_ECHO)
-    tested = _tests_by_module(secret) if secret is not None else [p for p in probes if probes[p].names]
+    # The modules of the tests judged (every module holding tests when none are named).
+    tested = [p for p in probes if probes[p].names] if secret is None else _tests_by_module(secret)
     if _path_named(files, tested):
         notes.append(NOTE_PATH_NAMED)
     return tuple(notes)
@@ -869,12 +870,11 @@ def _plan(
 def probe_files(
     files: Mapping[str, str], secret: Sequence[str] | None = None
 ) -> tuple[dict[str, str], bool]:
-    """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`), the test
-    suite at its probe paths (:func:`probe_paths`).
+    """``files`` with every test module made a probe (:mod:`rllm_envs.swe.probe`).
 
-    Returns the files and whether every probe is complete and the test suite has no data
-    files (they stay as they are, and may hold expected values); :func:`probe_notes` says
-    why not.
+    The test suite goes to its probe paths (:func:`probe_paths`). Returns the files and
+    whether every probe is complete and the test suite has no data files (they stay as they
+    are, and may hold expected values); :func:`probe_notes` says why not.
     """
     moved = probe_paths(files)
     out = {}
@@ -933,8 +933,11 @@ def probe_path(files: Mapping[str, str], path: str) -> str:
 
 
 def _path_named(files: Mapping[str, str], modules: Iterable[str]) -> bool:
-    """Whether a module of ``modules`` keeps a name in its probe path that may say what its
-    tests check: a test suite module names it (:func:`probe_paths`)."""
+    """Whether a module of ``modules`` keeps a telling name in its probe path.
+
+    A name of the test suite's that may say what its tests check stays where a module of
+    the suite names it (:func:`probe_paths`).
+    """
     moved = probe_paths(files)
     for path in modules:
         if path not in files or not path.endswith(".py"):
@@ -947,8 +950,10 @@ def _path_named(files: Mapping[str, str], modules: Iterable[str]) -> bool:
 
 
 def _telling_from(parts: Sequence[str]) -> int:
-    """The first part of a test suite path that may say what its tests check: the folders
-    below its first plain test folder, else only the file's name."""
+    """The first part of a test suite path that may say what its tests check.
+
+    The folders below its first plain test folder, else only the file's name.
+    """
     top = next((i for i, d in enumerate(parts[:-1]) if d in _PLAIN_TEST_DIRS), None)
     return len(parts) - 1 if top is None else top + 1
 

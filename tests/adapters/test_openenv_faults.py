@@ -753,6 +753,26 @@ def test_an_env_that_is_often_slow_stays_in_the_thread_for_good():
     assert not zero.inline
 
 
+def test_slow_steps_keep_an_id_off_the_loop_only_within_their_window():
+    """s39 att39b F3: six 250K-character FrozenLake steps kept every client's steps in the
+    thread until the server restarted (17-20% slower for all). Moves back are counted over a
+    window: once the last one is older than it, fast steps move the id onto the loop again."""
+    from rllm_adapters.openenv.server import _StepPlace
+
+    place = _StepPlace(0.001, warm=4, max_demotions=3, window_s=0.2)
+    for _ in range(3):
+        for _ in range(40):
+            place.record(0.0001)
+        place.record(0.5)
+    assert place.demotions == 3 and not place.inline
+    for _ in range(1000):
+        place.record(0.0001)
+    assert not place.inline  # within the window: the thread
+    time.sleep(0.25)
+    place.record(0.0001)
+    assert place.demotions == 0 and place.inline  # the window passed, the next fast step
+
+
 def test_math_steps_never_run_on_the_loop():
     """Issue #31 (M2): after 32 fast steps (answers with no box) Math's steps moved onto the
     event loop, and the next one that needed sympy (up to its 5 s timeout) stalled every

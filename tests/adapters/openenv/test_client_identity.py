@@ -288,7 +288,7 @@ def test_a_connection_closed_for_a_newcomer_is_told_why(tmp_path):
                 assert answer.startswith(b"HTTP/1.1 200"), answer
             else:
                 assert answer.startswith(b"HTTP/1.1 503"), answer
-                assert b"TOO_MANY_CONNECTIONS" in answer and b"client token" in answer
+                assert b"TOO_MANY_CONNECTIONS" in answer and b"no token yet" in answer
             honest.close()
             for sock in held:
                 sock.close()
@@ -407,3 +407,51 @@ def test_a_tokenless_upgrade_closed_before_its_refusal_raises_nothing():
     scope = {"type": "websocket", "path": "/ws", "headers": [], "client": ("127.0.0.1", 9)}
     guard = _Guard(app, ServerLimits(client_tokens={"alice": ALICE}))
     asyncio.run(guard(scope, receive, closed))
+
+
+def test_client_tokens_divide_the_sessions_among_their_clients_by_default():
+    """s39 att39b F2: the default share (2 x max_sessions + 8) let one of two named clients
+    take all 16 sessions; the other got CAPACITY_REACHED for as long as they were kept. With
+    client tokens each party (each name, and the shared token's holders) gets its part."""
+    limits = ServerLimits(max_sessions=4, client_tokens={"alice": ALICE, "bob": BOB})
+    assert limits.sessions_per_client == 2
+    shared = ServerLimits(
+        max_sessions=9, token="shared-token-0123456789", client_tokens={"a": ALICE}
+    )
+    assert shared.sessions_per_client == 4
+    assert ServerLimits(max_sessions=4).sessions_per_client == 16  # one local trainer: all
+    chosen = ServerLimits(max_sessions=4, max_connections_per_client=3, client_tokens={"a": ALICE})
+    assert chosen.sessions_per_client == 3
+    app = create_app(ENV, limits=limits)
+    with TestClient(app) as http:
+        with _session(http, BOB), _session(http, BOB):
+            with _session(http, BOB) as refused:
+                assert refused.receive_json()["data"]["code"] == "CLIENT_LIMIT"
+            with _session(http, ALICE) as alice:
+                alice.send_json({"type": "reset", "data": {"seed": 0}})
+                assert alice.receive_json()["type"] == "observation"
+
+
+@pytest.mark.parametrize("client_tokens", [None, {"alice": ALICE}])
+def test_tokenless_connections_cannot_hold_an_address_s_share(client_tokens):
+    """s39 att39b F1: on a `--token` server, 40 tokenless local connections trickling headers
+    held loopback's whole share (counted before any token is seen), and token holders were
+    refused 39 of 40 connects. The oldest connection that has shown no token is now closed
+    for a newcomer, told why, as when the whole server is full."""
+    shared = "shared-token-0123456789abcd"
+    limits = ServerLimits(max_connections_per_client=4, token=shared, client_tokens=client_tokens)
+    with _served_in_thread(limits) as (port, _):
+        held = _connect_silently(port, 4)
+        try:
+            held[0].sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # trickling headers
+            time.sleep(0.2)
+            for _ in range(3):
+                _reset(port, shared)  # served each time
+                held += _connect_silently(port, 4)
+                time.sleep(0.2)
+            if client_tokens is None:  # (with client tokens, loopback has no address share)
+                answer = held[0].recv(4096)
+                assert answer.startswith(b"HTTP/1.1 503") and b"no token yet" in answer
+        finally:
+            for sock in held:
+                sock.close()
