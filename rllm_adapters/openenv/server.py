@@ -182,7 +182,9 @@ class _HeavyLane:
     go through this lane, one at a time for the whole server, each followed, while another
     session is open, by a rest as long as its CPU time (at most ``max_rest_s``). Heavy work
     then holds the GIL at most half the time, and only one heavy thread competes with the
-    loop for it. Other sessions' calls never wait here.
+    loop for it. Other sessions' calls never wait here. Every id of a server shares one lane
+    (:func:`create_multi_app`): they share the GIL (s39 att39b: a heavy session alone on
+    its id rested never, beside honest clients of another id).
     """
 
     def __init__(
@@ -203,6 +205,12 @@ class _HeavyLane:
         self.lock = asyncio.Lock()
         #: Per client, its sessions' heavy calls outside the lane: (when, session).
         self.outside: dict[str, list[tuple[float, int]]] = {}
+        #: The open sessions of each id sharing the lane.
+        self.members: list[set[_Session]] = []
+
+    def others_open(self) -> bool:
+        """Whether more than one session is open on the ids of this lane."""
+        return sum(len(sessions) for sessions in self.members) > 1
 
     @staticmethod
     def _recent(times: list[float], since: float) -> list[float]:
@@ -333,6 +341,7 @@ class _EnvServer:
             max_workers=2 * limits.max_sessions, thread_name_prefix="rllm-serve"
         )
         self.lane = _HeavyLane()
+        self.lane.members.append(self.sessions)
         self.scores = None if limits.score_log is None else ScoreLog(limits.score_log)
         # A privately graded server plays the operator's tasks only: a client's own record
         # (options.task) would put a reward it wrote into the log.
@@ -355,7 +364,7 @@ class _EnvServer:
         async with self.lane.lock:
             result, cpu_s = await self._submit(fn, args, session)
             self.lane.note(session, cpu_s, in_lane=True)
-            if len(self.sessions) > 1:
+            if self.lane.others_open():
                 await asyncio.sleep(self.lane.rest_s(cpu_s))
         return result
 
@@ -815,7 +824,10 @@ def create_multi_app(
                 await handler()
 
     root.router.on_shutdown.append(shutdown)
+    lane = _HeavyLane()  # the ids share the GIL: one lane for all
     for env_id, app in apps.items():
+        app.state.env_server.lane = lane
+        lane.members.append(app.state.env_server.sessions)
         root.mount(f"/{env_id}", app)
     root.add_middleware(_Guard, limits=limits)
     return root

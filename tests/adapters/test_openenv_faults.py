@@ -486,6 +486,26 @@ def test_sessions_whose_calls_hold_the_gil_long_cannot_starve_other_sessions(tmp
         _stop(proc)
 
 
+def test_every_id_of_a_server_shares_one_heavy_lane():
+    """s39 att39b: a heavy session alone on its id never rested (its id had one session),
+    beside honest clients of another id; the ids of one server share the GIL, and the lane."""
+    from rllm_adapters.openenv import ServerLimits
+    from rllm_adapters.openenv.server import _Session, create_multi_app
+
+    app = create_multi_app(["rllm/FrozenLake-v1", "rllm/Math-v1"], limits=ServerLimits())
+    servers = [
+        route.app.state.env_server  # type: ignore[attr-defined]
+        for route in app.routes
+        if hasattr(getattr(route, "app", None), "state")
+    ]
+    assert len(servers) == 2 and servers[0].lane is servers[1].lane
+    lane = servers[0].lane
+    servers[0].sessions.add(_Session("127.0.0.1:1", "loopback"))
+    assert not lane.others_open()  # alone on the server: no rest
+    servers[1].sessions.add(_Session("127.0.0.1:2", "loopback"))
+    assert lane.others_open()  # another id's session: heavy calls rest
+
+
 def test_connections_are_limited_per_client_and_in_all(tmp_path):
     """Per client (12 here), every loopback address one client (att34c F1: four loopback
     addresses held four times the share); and in all (20 here, with a share of 30), so many
