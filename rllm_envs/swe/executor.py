@@ -2330,10 +2330,16 @@ def _condition_holds(mark: Any, namespace: Any) -> bool:
     return bool(condition)
 
 
-def _parametrize(function: Any) -> list[tuple[str, dict[str, Any], bool]]:
-    """``[(id suffix, arguments, xfail)]`` of a test function (``[("", {}, False)]`` if plain)."""
+def _parametrize(function: Any, *owners: Any) -> list[tuple[str, dict[str, Any], bool]]:
+    """``[(id suffix, arguments, xfail)]`` of a test function (``[("", {}, False)]`` if plain).
+
+    Its own ``parametrize`` marks, then those of ``owners`` (its class, its module), the
+    closest first, as pytest orders them (a class-level table failed every reference before).
+    """
     cases: list[tuple[list[str], dict[str, Any], bool]] = [([], {}, False)]
-    for mark in _mark_list(getattr(function, "pytestmark", [])):
+    for mark in [
+        m for obj in (function, *owners) for m in _mark_list(getattr(obj, "pytestmark", []))
+    ]:
         if getattr(mark, "name", None) != "parametrize":
             continue
         names, values = mark.args[0], list(mark.args[1])
@@ -2394,7 +2400,7 @@ def collect(module: Any, path: str) -> list[str]:
     ids: list[str] = []
     for name, obj in list(vars(module).items()):
         if name.startswith("test") and inspect.isfunction(obj):
-            ids += [f"{path}::{name}{label}" for label, _, _ in _parametrize(obj)]
+            ids += [f"{path}::{name}{label}" for label, _, _ in _parametrize(obj, module)]
         elif inspect.isclass(obj) and obj.__module__ == module.__name__:
             if issubclass(obj, unittest.TestCase):
                 loader = unittest.TestLoader()
@@ -2404,7 +2410,8 @@ def collect(module: Any, path: str) -> list[str]:
                     member = getattr(obj, attr, None)
                     if attr.startswith("test") and callable(member):
                         ids += [
-                            f"{path}::{name}::{attr}{label}" for label, _, _ in _parametrize(member)
+                            f"{path}::{name}::{attr}{label}"
+                            for label, _, _ in _parametrize(member, obj, module)
                         ]
     return ids
 
@@ -3025,7 +3032,8 @@ def run_node(
         if result.skipped or result.expectedFailures or result.unexpectedSuccesses:
             return "Sskipped or expected to fail"
         return "P" if result.testsRun == 1 else "Enot run"
-    cases = {lab: (args, xfail) for lab, args, xfail in _parametrize(function)}
+    owners = (owner, module) if owner is not module else (module,)
+    cases = {lab: (args, xfail) for lab, args, xfail in _parametrize(function, *owners)}
     if label not in cases:
         return f"Eno parametrized case {label!r} of {last!r}"
     arguments, xfail = cases[label]

@@ -7,6 +7,9 @@ in its path (``traceback.extract_stack``), which the test module's path still to
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from rllm_envs.swe import judge
@@ -92,3 +95,41 @@ def test_probe_paths_key_every_name_the_test_suite_does_not_use():
     assert judge.NOTE_PATH_NAMED not in judge.probe_notes(files, ["tests/test_errors.py::test_e0"])
     named = judge.probe_notes(files, ["tests/shared/test_base.py::test_v0"])
     assert judge.NOTE_PATH_NAMED in named
+
+
+_TABLES = (
+    "import pytest\n\nfrom acme import pct\n\n\n"
+    "pytestmark = pytest.mark.parametrize('scale', [1, 2])\n\n\n"
+    "@pytest.mark.parametrize('p, want', [(50, 0.5), (10, 0.1)])\n"
+    "class TestPct:\n"
+    "    @pytest.mark.parametrize('sign', [1])\n"
+    "    def test_a(self, p, want, sign, scale):\n"
+    "        assert pct(p) * sign == want\n\n"
+    "    def test_b(self, p, want, scale):\n        assert pct(p) == want\n\n\n"
+    "def test_c(scale):\n    assert pct(100) == 1\n"
+)
+
+
+def test_class_and_module_parametrize_run_as_pytest_names_them(tmp_path):
+    """Honest (s38 open): a class- or module-level `parametrize` table failed every test of
+    it in the runner (the reference too: the task was reported unwinnable). Ids follow
+    pytest's (its own marks first, then the class's, then the module's)."""
+    (tmp_path / "acme").mkdir()
+    (tmp_path / "acme" / "__init__.py").write_text(_FIXED)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_t.py").write_text(_TABLES)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    ids = [line for line in listed.splitlines() if "::" in line]
+    assert len(ids) == 2 * 2 + 2 * 2 + 2, listed
+    files = {"acme/__init__.py": _FIXED, "tests/test_t.py": _TABLES}
+    report = judge.collect_and_run(files, ["tests/test_t.py"], warm=False)
+    assert sorted(o.id for o in report.outcomes) == sorted(ids)
+    assert {o.status for o in report.outcomes} == {"passed"}, report.outcomes
+    passed = judge.run_tests(files, ids, warm=False)
+    assert [o.status for o in passed.outcomes] == ["passed"] * len(ids)
