@@ -65,6 +65,22 @@ _INLINE_STEP_MAX_S = 0.001
 #: bounded where it is done (linear tag parsing, the calculator's operand caps; F4, F8).
 INLINE_STEP_IDS = frozenset({"rllm/FrozenLake-v1", "rllm/TicTacToe-v0"})
 
+#: The ids whose resets may run on the event loop (:class:`_StepPlace`, as steps, while
+#: under :data:`_INLINE_RESET_MAX_S`): a reset that draws a task or takes one by index makes
+#: it in bounded pure Python (Math's generators, warm: 64 us median, 1.0 ms p99, 3.8 ms the
+#: most in 20,000; the first of a process, hundreds of ms, run in the thread before any
+#: move). A reset with a client's own task (``options.task``: parsed and checked, up to
+#: ``MAX_TASK_CHARS``) and every reset of a privately graded server run in the thread. A Math
+#: step is a reset and an answer, and each hand-off to a thread costs the server about 0.1 ms
+#: of CPU (issue #31's overhead goal: 0.5 ms a step).
+INLINE_RESET_IDS = INLINE_STEP_IDS | {"rllm/Math-v1"}
+#: Pure Python in a worker thread holds the GIL, and so the event loop, up to the switch
+#: interval (5 ms) at a time anyway: a reset under it waits no other session longer on the
+#: loop than in the thread.
+_INLINE_RESET_MAX_S = 0.005
+#: Clients whose step places a server keeps per id (the oldest is forgotten past it).
+_MAX_PLACES = 4096
+
 #: Constructor kwargs a served id gets unless the operator passes them: a server does not show
 #: its clients reference answers (a wrong reply's feedback named it, so a client could read a
 #: private dataset's answers off and replay them on the same index; issue #31, R1). Pass
@@ -98,7 +114,7 @@ def _log_disconnect(peer: str, code: int | None) -> None:
 
 
 class _StepPlace:
-    """Where one id's steps run: on the event loop while they are cheap, else a worker thread.
+    """Where one client's steps of an id run: on the event loop while cheap, else a thread.
 
     A step on the loop saves the thread hand-off (and the GIL ping-pong with the loop), which
     is a large part of a cheap step's cost; a slow step there would stall every other
@@ -108,10 +124,11 @@ class _StepPlace:
     each move back in the last ``window_s``. After ``max_demotions`` moves back in that
     window they stay in the thread until the oldest of them is ``window_s`` old: an env whose
     steps are sometimes slow (a sandbox, a solver with a timeout) holds the loop at most that
-    many times, one step each, per id, server and window. A client that sent slow steps on
-    purpose keeps an id off the loop only while it goes on (s39 att39b F3: counted for the
-    server's life, six 250K-character FrozenLake steps slowed every client's steps 17-20%
-    until a restart). Resets always run in the thread.
+    many times, one step each, per client, id, server and window. A client that sent slow
+    steps on purpose keeps its own off the loop, only while it goes on (s39 att39b F3:
+    counted for the server's life and every client, six 250K-character FrozenLake steps
+    slowed every client's steps 17-20% until a restart). Resets of :data:`INLINE_RESET_IDS`
+    are placed the same way (a place of their own); other resets always run in the thread.
     """
 
     def __init__(
@@ -331,7 +348,15 @@ class _EnvServer:
         #: Stateless resets running, by client: each holds at most its share of the places
         #: (att34i: one client's flood of resets refused another's 41% of the time).
         self.stateless_by: dict[str, int] = {}
-        self.steps = _StepPlace(_INLINE_STEP_MAX_S if env_id in INLINE_STEP_IDS else 0.0)
+        #: Where each client's steps and resets run (:class:`_StepPlace`), by kind and client:
+        #: one client's slow steps keep only its own off the loop (s39 att39d F2: six
+        #: 256K-character steps every 10 minutes kept every client's in the thread, 23-28%
+        #: slower). Every local client is one (``limits.client_of``) unless it has a token.
+        self.places: dict[tuple[str, str], _StepPlace] = {}
+        self.max_s = {
+            "step": _INLINE_STEP_MAX_S if env_id in INLINE_STEP_IDS else 0.0,
+            "reset": _INLINE_RESET_MAX_S if env_id in INLINE_RESET_IDS else 0.0,
+        }
         # This id's own threads, one per session and per stateless reset: a session runs one
         # call at a time, so no session (making its env, resetting, closing) ever waits for a
         # thread behind other sessions' slow steps. asyncio's default executor has
@@ -346,6 +371,16 @@ class _EnvServer:
         # A privately graded server plays the operator's tasks only: a client's own record
         # (options.task) would put a reward it wrote into the log.
         self.custom_tasks = limits.allow_custom_tasks and self.scores is None
+
+    def place(self, kind: str, client: str) -> _StepPlace:
+        """Where ``client``'s calls of ``kind`` (``"step"``, ``"reset"``) run now."""
+        key = (kind, client)
+        place = self.places.get(key)
+        if place is None:
+            if len(self.places) >= _MAX_PLACES:  # the oldest client's goes first
+                del self.places[next(iter(self.places))]
+            place = self.places[key] = _StepPlace(self.max_s[kind])
+        return place
 
     async def run(
         self, fn: Any, *args: Any, session: _Session | None = None, lane: bool = True
@@ -534,10 +569,16 @@ class _EnvServer:
                         )
                 except ValueError as e:
                     return _error("VALIDATION_ERROR", str(e)), False
-                obs = await self.run(
-                    partial(env.reset, seed=seed, episode_id=episode_id, options=options),
-                    session=session,
-                )
+                reset = partial(env.reset, seed=seed, episode_id=episode_id, options=options)
+                if "task" in (options or {}) or self.scores is not None:
+                    obs = await self.run(reset, session=session)
+                else:
+                    place = self.place("reset", session.client)
+                    if place.inline:
+                        obs, seconds = _timed(reset)
+                    else:
+                        obs, seconds = await self.run(_timed, reset, session=session)
+                    place.record(seconds)
             else:
                 arrived = time.monotonic()
                 try:
@@ -545,7 +586,7 @@ class _EnvServer:
                 except ValidationError as e:
                     errors = json.loads(e.json(include_url=False, include_input=False))
                     return _error("VALIDATION_ERROR", "Invalid message", errors=errors), False
-                place = self.steps
+                place = self.place("step", session.client)
                 if self.scores is not None:
                     # Private grading: the verdict's grading time must not show either (a
                     # self_reference client picked the right answer 0.70 of the time by

@@ -44,7 +44,8 @@ trigger, view, extra index or changed column definition is refused, since it wou
 the store's SQL does (an episode acknowledged and dropped, a filter matching other runs) without
 changing a stored value. A store on a read-only file or mount opens read-only. A NaN total
 reward, and a seed or other integer outside signed 64 bits, are refused at ``put`` before
-anything is written (SQLite stores NaN as NULL); infinite rewards are stored.
+anything is written (SQLite stores NaN as NULL); infinite rewards are stored (``list --json`` and
+``passk --json`` print them as the strings ``"inf"`` / ``"-inf"``: strict JSON has no infinity).
 
 **Edits without the key are reported** (schema version 5, :mod:`rllm_agents.store.integrity` has
 the threat model). Each store has a secret key in a mode-0600 file outside the database

@@ -17,6 +17,7 @@ from rllm_agents.store.episode_store import EpisodeStore
 from rllm_agents.store.schema import SCHEMA_VERSION
 from rllm_agents.store.transcript import transcript
 from rllm_agents.store.upgrade import UPGRADE_TRUST, upgrade
+from rllm_envs.utils import to_jsonable
 
 
 def _short(value: Any, width: int = 12) -> str:
@@ -43,6 +44,14 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
 
 def _format_float(value: float) -> str:
     return "nan" if math.isnan(value) else f"{value:.4f}"
+
+
+def _strict_json(value: Any) -> str:
+    """``value`` as strict JSON: an infinite reward as the string ``"inf"``.
+
+    ``Infinity`` is not JSON: a strict parser of ``list --json`` failed on it (s39 att39d F3).
+    """
+    return json.dumps(to_jsonable(value, finite=True))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = list(store.summaries(limit=args.limit, offset=args.offset, **_filters(args)))
             if args.json:
                 for e in rows:
-                    print(json.dumps({k: v for k, v in vars(e).items() if k != "trajectory"}))
+                    row = {k: v for k, v in vars(e).items() if k != "trajectory"}
+                    print(_strict_json(row))
                 return 0
             print(
                 f"{'id':>6}  {'hash':12}  {'run':12}  {'env':22}  {'model':12}  {'task':18}  "
@@ -209,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ks = args.k or [1]
             table = store.pass_at_k(ks, include_custom=args.include_custom, **_filters(args))
             if args.json:
-                print(json.dumps(list(table.values())))
+                print(_strict_json(list(table.values())))
                 return 0
             header = f"{'run':16}  {'env':24}  {'tasks':>5}  {'samples':>7}  {'pending':>7}"
             print(header + "".join(f"  {'pass@' + str(k):>8}" for k in ks))

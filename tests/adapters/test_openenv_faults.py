@@ -712,12 +712,13 @@ def test_cheap_steps_move_to_the_loop_and_a_slow_env_goes_back_to_the_thread():
         reset = json.dumps({"type": "reset", "data": {"seed": 0}})
         await server._handle(session, reset)
         steps = 0
-        while not server.steps.inline and steps < 3000:  # a loaded machine may delay it
+        place = server.place("step", "test")
+        while not place.inline and steps < 3000:  # a loaded machine may delay it
             reply, _ = await server._handle(session, step)
             steps += 1
             if reply["type"] == "error" or reply["data"]["done"]:
                 await server._handle(session, reset)
-        assert server.steps.inline  # FrozenLake steps take well under the bound
+        assert place.inline  # FrozenLake steps take well under the bound
 
         fast_step = session.env.step_payload
         slow_s = 100 * _INLINE_STEP_MAX_S
@@ -743,7 +744,7 @@ def test_cheap_steps_move_to_the_loop_and_a_slow_env_goes_back_to_the_thread():
             await server._handle(session, step)
         stop.set()
         await beat
-        assert not server.steps.inline and server.steps.demotions == 1
+        assert not place.inline and place.demotions == 1
         held = sorted(lags, reverse=True)
         assert held[0] >= slow_s  # the one step that found out, on the loop
         assert held[1] < slow_s, held[:5]  # the 5 slow steps after it ran in the thread
@@ -793,6 +794,64 @@ def test_slow_steps_keep_an_id_off_the_loop_only_within_their_window():
     assert place.demotions == 0 and place.inline  # the window passed, the next fast step
 
 
+def test_one_client_s_slow_steps_keep_only_its_own_off_the_loop():
+    """s39 att39d F2: six 256K-character steps every 10 minutes kept every client's FrozenLake
+    steps in the thread (23-28% slower). Places are per client; Math's resets (a reset and an
+    answer make its step) move onto the loop too, and a client's own task never does."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _INLINE_STEP_MAX_S, _EnvServer, _Session
+
+    async def play() -> None:
+        server = _EnvServer(ENV, {}, ServerLimits(max_sessions=4))
+        sessions = {name: _Session(name, name) for name in ("honest", "attacker")}
+        step = json.dumps({"type": "step", "data": {"text": "Down"}})
+        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        for session in sessions.values():
+            session.env = server.make_env()
+            await server._handle(session, reset)
+            for _ in range(3000):  # a loaded machine may take more than 32
+                reply, _ = await server._handle(session, step)
+                if reply["data"]["done"]:
+                    await server._handle(session, reset)
+                if server.place("step", session.client).inline:
+                    break
+        attacker = sessions["attacker"]
+        fast_step = attacker.env.step_payload
+
+        def slow_step(text):
+            time.sleep(100 * _INLINE_STEP_MAX_S)
+            return fast_step(text)
+
+        attacker.env.step_payload = slow_step  # type: ignore[method-assign]
+        await server._handle(attacker, reset)
+        await server._handle(attacker, step)
+        assert not server.place("step", "attacker").inline
+        assert server.place("step", "honest").inline
+        for session in sessions.values():
+            session.env.close()
+
+        math = _EnvServer("rllm/Math-v1", {}, ServerLimits(max_sessions=2))
+        player = _Session("math", "math")
+        player.env = math.make_env()
+        for _ in range(64):
+            await math._handle(player, reset)
+        place = math.place("reset", "math")
+        assert place.inline
+        counted = place.fast
+        task = {"problem": "What is 1 + 1?", "answer": "2"}
+        for _ in range(8):  # a client's own task: in the thread, not counted
+            reply, _ = await math._handle(
+                player, json.dumps({"type": "reset", "data": {"options": {"task": task}}})
+            )
+            assert reply["type"] == "observation", reply
+        assert place.fast == counted
+        player.env.close()
+
+    asyncio.run(play())
+
+
 def test_math_steps_never_run_on_the_loop():
     """Issue #31 (M2): after 32 fast steps (answers with no box) Math's steps moved onto the
     event loop, and the next one that needed sympy (up to its 5 s timeout) stalled every
@@ -814,7 +873,7 @@ def test_math_steps_never_run_on_the_loop():
             await server._handle(session, reset)
             reply, _ = await server._handle(session, step)
             assert reply["type"] == "observation"
-        assert not server.steps.inline
+        assert not server.place("step", "test").inline
         session.env.close()
 
     asyncio.run(play())

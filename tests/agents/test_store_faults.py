@@ -69,6 +69,27 @@ def test_infinite_rewards_are_stored_and_read_back(tmp_path, reward):
         assert episode.trajectory == _with_reward(1, reward)
 
 
+def test_list_json_is_strict_json_with_infinite_rewards(tmp_path, capsys):
+    """s39 att39d F3: `list --json` printed `"total_reward": Infinity`, which a strict JSON
+    parser refuses; non-finite numbers are written as strings there."""
+    from rllm_agents.store.cli import main
+
+    db = str(tmp_path / "e.db")
+    with EpisodeStore(db) as store:
+        store.put(_with_reward(1, float("inf")))
+        store.put(_with_reward(2, -float("inf")))
+    capsys.readouterr()
+    assert main([db, "list", "--json"]) == 0
+
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    rows = [
+        json.loads(line, parse_constant=refuse) for line in capsys.readouterr().out.splitlines()
+    ]
+    assert sorted(row["total_reward"] for row in rows) == ["-inf", "inf"]
+
+
 # --------------------------------------------------------------------------- damaged bytes
 
 
