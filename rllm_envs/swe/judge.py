@@ -86,6 +86,7 @@ from rllm_envs.swe.probe import (
     remap_indices,
     same_check,
     same_observations,
+    sound_reference,
 )
 from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
 
@@ -671,6 +672,14 @@ NOTE_PROBE_STOPPED = (
 )
 
 
+#: Why a verdict is ``host_partial`` when a block of a test caught, on the fix, an error its
+#: probe's own rewrite made (:func:`rllm_envs.swe.probe.sound_reference`).
+NOTE_PROBE_BROKEN = (
+    "a test's probe raised, with the fix, an error of its own rewrite (a name, attribute, "
+    "import or keyword it could not match): its records decide nothing"
+)
+
+
 #: Why a verdict is ``host_partial`` when an operator of a check belongs to the repository.
 NOTE_OPERATED = (
     "a check's operator (its truth, `in`, an order, arithmetic, a tolerance or a method) is "
@@ -687,7 +696,23 @@ def _operated(observed: Mapping[str, Any] | None) -> bool:
     )
 
 
-def _decided_on_host(observed: Mapping[str, Any] | None) -> bool:
+def _decided_on_host(reference: Reference, test: str) -> bool:
+    """Whether ``test`` is decided on the host.
+
+    Its reference probe ran through to its end (:func:`_ran_through`) and its records are
+    sound (:func:`_sound`).
+    """
+    return _ran_through(reference.observed.get(test)) and _sound(reference, test)
+
+
+def _sound(reference: Reference, test: str) -> bool:
+    """Whether the reference's records of ``test`` are sound (:func:`sound_reference`)."""
+    observed = reference.observed.get(test)
+    records = observed.get("observed") if observed else None
+    return sound_reference(records, reference.blocks.get(test, ()))
+
+
+def _ran_through(observed: Mapping[str, Any] | None) -> bool:
     """Whether a reference probe ran through to its end.
 
     A probe that stopped early (a rewrite that raises where the test would not, an eager
@@ -899,14 +924,14 @@ def probe_paths(files: Mapping[str, str]) -> dict[str, str]:
     suite (``conftest.py`` and ``__init__.py`` aside) and of every folder below its first
     ``tests``/``test``/``testing`` folder becomes a keyed digest of its path
     (:func:`rllm_envs.swe.probe.opaque_name`), the folder's files moving with it, unless a
-    module of the test suite names it as a word (an import, ``pytest_plugins``, a path it
-    reads): that one keeps its name (:data:`NOTE_PATH_NAMED`). Only the test suite decides:
-    it is restored to its pristine state for a verdict, so a patch naming a module in its
-    own files changes nothing (att39a F1: a comment naming the module kept its name, 5/5
-    paid).
+    module of the test suite names it (:func:`_suite_references`: an import of the suite,
+    ``pytest_plugins``, a path it reads): that one keeps its name (:data:`NOTE_PATH_NAMED`).
+    Only the test suite decides: it is restored to its pristine state for a verdict, so a
+    patch naming a module in its own files changes nothing (att39a F1: a comment naming the
+    module kept its name, 5/5 paid).
     """
     suite = [p for p in files if is_test_path(p)]
-    words = {p: set(_WORD.findall(files[p])) for p in suite if p.endswith(".py")}
+    words = {p: _suite_references(files[p]) for p in suite if p.endswith(".py")}
     named = set().union(*words.values())
     out = {}
     for path in suite:
@@ -925,6 +950,40 @@ def probe_paths(files: Mapping[str, str]) -> dict[str, str]:
         if new != parts:
             out[path] = "/".join(new)
     return out
+
+
+def _suite_references(text: str) -> set[str]:
+    """The names a test module may reach a module or folder of the suite by.
+
+    The parts of its imports of the suite (``from tests.core import x``, ``from . import
+    helpers``), every word of its strings (``pytest_plugins``, a path it reads), and with an
+    import of a bare suite package (``import tests``) every attribute it reads. An import
+    from elsewhere names nothing of the suite (att39c: ``from acme.core import pct`` kept
+    the folder ``tests/core`` and withheld every correct fix, 5/5). A module that does not
+    parse names every word it holds.
+    """
+    from rllm_envs.swe.probe import _suite_module
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set(_WORD.findall(text))
+    found: set[str] = set()
+    packages = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _suite_module(alias.name, 0):
+                    found.update(alias.name.split("."))
+                    packages = True
+        elif isinstance(node, ast.ImportFrom) and _suite_module(node.module, node.level):
+            found.update((node.module or "").split("."))
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(_WORD.findall(node.value))
+    if packages:
+        found.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+    return found
 
 
 def probe_path(files: Mapping[str, str], path: str) -> str:
@@ -1213,7 +1272,7 @@ def run_probes(
     ids = [str(t) for t in tests]
     checked = _check_files(files)
     notes, alone = _plan(checked, ids, secret)
-    decided = all(_decided_on_host(reference.observed.get(t)) for t in ids)
+    decided = all(_decided_on_host(reference, t) for t in ids)
     trust = "host" if not notes and decided else "host_partial"
 
     def run(modules: Mapping[str, str], some: list[str], cut: bool = False) -> RunReport:
@@ -1344,8 +1403,10 @@ def verdict(
         weakened = _plan(_check_files(files), ids, fail_to_pass)[0]
         if any(_operated(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_OPERATED,)
-        elif not all(_decided_on_host(reference.observed.get(t)) for t in ids):
+        elif not all(_ran_through(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_PROBE_STOPPED,)
+        elif not all(_sound(reference, t) for t in ids):
+            weakened += (NOTE_PROBE_BROKEN,)
         report, trust = run_probes(
             files,
             ids,

@@ -3122,6 +3122,7 @@ def _probe_module(source: str) -> Probe:
         at = len(tree.body)
     tree.body.insert(at, header)
     names = _opaque_test_names(tree)
+    _opaque_identifiers(tree)
     if _message_readable(tree, probe.blocks):
         probe.note(NOTE_MESSAGE_READABLE)
     text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
@@ -3238,6 +3239,255 @@ def _opaque_test_names(tree: ast.Module) -> dict[str, str]:
         elif isinstance(found, ast.Attribute):
             found.attr = names.get(found.attr, found.attr)
     return names
+
+
+#: Names a test suite's code keeps whatever it binds: what the runner, pytest or unittest
+#: look up by name (hooks, marks, the fixtures the runner provides) and ``self`` / ``cls``.
+_KEPT_NAMES = frozenset(
+    {
+        "pytestmark",
+        "pytest_plugins",
+        "setup_module",
+        "teardown_module",
+        "setup_function",
+        "teardown_function",
+        "setup_method",
+        "teardown_method",
+        "setup_class",
+        "teardown_class",
+        "setUp",
+        "tearDown",
+        "setUpClass",
+        "tearDownClass",
+        "setUpModule",
+        "tearDownModule",
+        "asyncSetUp",
+        "asyncTearDown",
+        "maxDiff",
+        "longMessage",
+        "runTest",
+        "self",
+        "cls",
+        "request",
+        "monkeypatch",
+        "capsys",
+        "capfd",
+        "capsysbinary",
+        "capfdbinary",
+        "caplog",
+        "recwarn",
+        "tmp_path",
+        "tmpdir",
+        "tmp_path_factory",
+        "tmpdir_factory",
+        "pytestconfig",
+    }
+)
+#: Where a string names a fixture or a parametrize argument: ``(attribute, argument)``.
+_NAME_STRINGS = {"parametrize": 0, "usefixtures": None, "getfixturevalue": 0}
+
+
+def _suite_module(module: str | None, level: int) -> bool:
+    """Whether an import of ``module`` (``level``: its dots) is of the test suite."""
+    if level:
+        return True
+    parts = (module or "").split(".")
+    return parts[0] in ("tests", "test", "testing") or any(
+        p == "conftest" or p.startswith("test_") or p.endswith("_test") for p in parts
+    )
+
+
+def _imports_modules(node: ast.ImportFrom) -> bool:
+    """Whether ``from P import x`` takes modules of a package of the suite.
+
+    ``from tests import cases``, ``from . import helpers``, rather than names of a module.
+    """
+    return node.module is None or node.module.rpartition(".")[2] in ("tests", "test", "testing")
+
+
+def _test_class(node: ast.ClassDef) -> bool:
+    """Whether ``node`` holds tests (its tests renamed already, or ``test*`` methods)."""
+    return node.name.startswith("Test") or any(
+        isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name.startswith("test")
+        for b in node.body
+    )
+
+
+def _opaque_identifiers(tree: ast.Module) -> None:
+    """Rename the names the test suite's code chose, as :func:`_opaque_test_names` tests.
+
+    A name says what the code around it checks (``bad = 101``, ``TOO_HIGH``, a fixture
+    ``negative_value``, a parametrize argument ``invalid``, ``cases.WRONG``): a patch that
+    read the running test's line (``traceback.extract_stack``), its names
+    (``__code__.co_varnames``) or the module's globals raised only near such names and kept
+    the bug (s39 att39c F1: 30/30 paid 1.0 ``host`` on six shapes). Each name the module binds
+    becomes a keyed digest (the same in every module of this process, so a fixture, a helper
+    or a constant imported from another module of the suite matches), with the uses that
+    refer to it: keyword arguments of the suite's own functions, attributes of an imported
+    module of the suite and of a test class's own members, and the strings that name
+    fixtures and parametrize arguments. Kept: what the runner or pytest look up by name
+    (:data:`_KEPT_NAMES`), builtins, dunders, names imported from outside the suite, and
+    every name a class without tests binds in its body or takes as a method's parameter (a
+    fake handed to the repository is read by its attribute names and called with keywords).
+    """
+    kept = set(_KEPT_NAMES) | set(dir(builtins))
+    bound: set[str] = set()
+    suite_modules: set[str] = set()  # names bound to a module of the suite
+    members: set[str] = set()  # what a test class binds in its body or on self / cls
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.partition(".")[0]
+                (suite_modules if _suite_module(alias.name, 0) else kept).add(name)
+        elif isinstance(node, ast.ImportFrom):
+            suite = _suite_module(node.module, node.level)
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if not suite:
+                    kept.add(name)
+                elif _imports_modules(node):
+                    suite_modules.add(name)
+                    kept.add(alias.name)  # a module's file keeps its name
+                    if alias.asname:
+                        bound.add(alias.asname)
+                elif alias.name != "*":
+                    bound.update({alias.name, name})
+        elif isinstance(node, ast.ClassDef):
+            bound.add(node.name)
+            if not _test_class(node):
+                for item in node.body:
+                    kept.update(
+                        t.id
+                        for t in ast.walk(item)
+                        if isinstance(t, ast.Name)
+                        and isinstance(t.ctx, ast.Store)
+                        and not any(isinstance(a, ast.FunctionDef) for a in [item])
+                    )
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        kept.add(item.name)
+                        kept.update(a.arg for a in _arguments(item.args))
+                continue
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    members.add(item.name)
+                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+                    members.update(t.id for t in targets if isinstance(t, ast.Name))
+            for sub in ast.walk(node):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.ctx, ast.Store)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id in ("self", "cls")
+                ):
+                    members.add(sub.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.Lambda):
+            bound.update(a.arg for a in _arguments(node.args))
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+    kept |= {n for n in bound | members if n.startswith("__") and n.endswith("__")}
+    kept |= {n for n in bound | members if _OPAQUE.fullmatch(n)}
+    renamed = {n: opaque_name(n, "v_") for n in (bound | members) - kept}
+    own_callables = {
+        n.name
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renamed
+    }
+    imported = {  # names imported from modules of the suite
+        alias.asname or alias.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom)
+        and _suite_module(n.module, n.level)
+        and not _imports_modules(n)
+        for alias in n.names
+    }
+
+    def new(name: str) -> str:
+        return renamed.get(name, name)
+
+    shared_kept = set(_KEPT_NAMES) | set(dir(builtins))
+
+    def shared(name: str) -> str:
+        """A name another module of the suite binds (its attribute, its keyword)."""
+        plain = name in shared_kept or name.startswith("__") or _OPAQUE.fullmatch(name)
+        return name if plain else opaque_name(name, "v_")
+
+    def strings(node: ast.AST) -> None:
+        """Rename the names a string (or a list of strings) holds: ``"bad, want"``."""
+        for found in ast.walk(node):
+            if isinstance(found, ast.Constant) and isinstance(found.value, str):
+                parts = [p.strip() for p in found.value.split(",")]
+                if parts and all(p.isidentifier() for p in parts):
+                    found.value = ", ".join(new(p) for p in parts)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            node.id = new(node.id)
+        elif isinstance(node, ast.arg):
+            node.arg = new(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.name = new(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            node.name = new(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            node.names = [new(n) for n in node.names]
+        elif isinstance(node, ast.ImportFrom) and _suite_module(node.module, node.level):
+            for alias in node.names:
+                if alias.name != "*":
+                    alias.name = new(alias.name)
+                    alias.asname = new(alias.asname) if alias.asname else None
+                    if alias.asname == alias.name:
+                        alias.asname = None
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            base = node.value.id
+            if base in suite_modules:
+                node.attr = shared(node.attr)
+            elif base in ("self", "cls") and node.attr in members:
+                node.attr = new(node.attr)
+        elif isinstance(node, ast.Call):
+            callee = node.func
+            name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            # A function of the suite's own: its parameters are renamed where it is defined.
+            own = (isinstance(callee, ast.Name) and callee.id in own_callables | imported) or (
+                isinstance(callee, ast.Attribute)
+                and isinstance(callee.value, ast.Name)
+                and (
+                    callee.value.id in suite_modules
+                    or (callee.value.id in ("self", "cls") and callee.attr in members)
+                )
+            )
+            for keyword in node.keywords:
+                if keyword.arg == "indirect" or (name == "fixture" and keyword.arg == "name"):
+                    strings(keyword.value)
+                elif keyword.arg and own:
+                    keyword.arg = shared(keyword.arg)
+            if name in _NAME_STRINGS and node.args:
+                at = _NAME_STRINGS[name]
+                for argument in node.args if at is None else node.args[at : at + 1]:
+                    strings(argument)
+
+
+#: A name a probe made (a test's, or :func:`_opaque_identifiers`'): never renamed again.
+_OPAQUE = re.compile(r"(test_|Test_|v_)[BCDFGHJKLMNPQRSTVWXZ]{16}")
+
+
+def _arguments(args: ast.arguments) -> list[ast.arg]:
+    """Every parameter of a signature."""
+    return [
+        *args.posonlyargs,
+        *args.args,
+        *([args.vararg] if args.vararg else []),
+        *args.kwonlyargs,
+        *([args.kwarg] if args.kwarg else []),
+    ]
 
 
 def probe_report(source: str) -> tuple[str, tuple[str, ...]]:
@@ -3726,6 +3976,60 @@ def _warned_holds(rule_text: str, expected: list[Any], actual: Any) -> bool:
         if type(message[1]) is str and not _REPEATS & set(message[1]) and isinstance(texts, list):
             return any(_holds([("search", message[1])], 0, t) for t in texts)
     return same(expected[2], actual[2])
+
+
+#: What a probe raises where its rewrite went wrong (a name, an attribute, an import or a
+#: keyword it renamed and a use it missed): never what a passing test's block caught unless
+#: the test named it.
+_REWRITE_ERRORS = frozenset(
+    f"builtins.{name}"
+    for name in (
+        "NameError",
+        "UnboundLocalError",
+        "AttributeError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "TypeError",
+    )
+)
+
+
+def sound_reference(observed: Any, blocks: Sequence[tuple[str, str]]) -> bool:
+    """Whether the reference's probe records are what its passing test can have done.
+
+    A block whose reference raised a rewrite's error (:data:`_REWRITE_ERRORS`) that the test
+    did not name means the probe broke, not the code: the submission would break alike, and
+    the records would match whatever it does (a missed rename made unchanged code pay 5/5 in
+    s39's own check). Such a test is not decided on the host.
+    """
+    import json
+
+    if not isinstance(observed, list):
+        return True
+    for record in observed:
+        if not (
+            isinstance(record, list)
+            and len(record) == 3
+            and record[0] == "block"
+            and isinstance(record[2], list)
+            and record[2][:1] == ["raised"]
+            and isinstance(record[2][1], list)
+            and record[2][1][:1]
+        ):
+            continue
+        raised = record[2][1]
+        if raised[0] not in _REWRITE_ERRORS:
+            continue
+        index = record[1]
+        named: list[Any] = []
+        if type(index) is int and 0 <= index < len(blocks) and blocks[index][0] == "raises":
+            try:
+                named = list(json.loads(blocks[index][1])["classes"])
+            except (ValueError, TypeError, KeyError):
+                named = []
+        if not any(_named_class(name, raised, raised) for name in named):
+            return False
+    return True
 
 
 def _named_class(name: Any, reference: list[str], got: list[str]) -> bool:

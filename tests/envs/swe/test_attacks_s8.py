@@ -491,8 +491,10 @@ def test_a_probe_that_stops_early_on_the_reference_decides_nothing():
     assert reward == 0.0
     if info["verdict_trust"] != "host":
         # Withheld: the verdict says why, and doing nothing is not paid.
-        assert any("did not run to its end" in w for w in info["verdict_weakened"])
-        assert "host_partial" in info["verdict_withheld"]
+        # (Or it ran on with the rewrite's error caught in a block: s39's sound records.)
+        said = ("did not run to its end", "an error of its own rewrite")
+        assert any(w in text for w in said for text in info["verdict_weakened"])
+        assert "host_partial" in info["verdict_withheld"] or info["fail_to_pass"] < 1.0
     else:
         # A rewrite that keeps the short circuit compares every check: doing nothing fails.
         assert info["fail_to_pass"] < 1.0

@@ -133,3 +133,88 @@ def test_class_and_module_parametrize_run_as_pytest_names_them(tmp_path):
     assert {o.status for o in report.outcomes} == {"passed"}, report.outcomes
     passed = judge.run_tests(files, ids, warm=False)
     assert [o.status for o in passed.outcomes] == ["passed"] * len(ids)
+
+
+_NAMED = (
+    "import unittest\n\nimport pytest\n\nfrom acme import f\n"
+    "from tests.cases import WRONG\nfrom tests import cases\n\n"
+    "TOO_HIGH = 11\nNEGATIVE_INPUT = (-3,)\n\n\n"
+    "@pytest.fixture\ndef negative_value():\n    return -3\n\n\n"
+    "@pytest.mark.parametrize('invalid', [101])\n"
+    "def test_a(invalid, negative_value):\n    bad = 101\n"
+    "    with pytest.raises(ValueError):\n        f(bad)\n"
+    "    with pytest.raises(ValueError):\n        f(TOO_HIGH)\n"
+    "    with pytest.raises(ValueError):\n        f(cases.WRONG)\n"
+    "    with pytest.raises(ValueError):\n        f(WRONG)\n"
+    "    with pytest.raises(ValueError) as e:\n        f(*NEGATIVE_INPUT)\n"
+    "    assert 'negative' in str(e.value)\n\n\n"
+    "class T(unittest.TestCase):\n    def setUp(self):\n        self.invalid_input = -1\n\n"
+    "    def test_b(self):\n        with self.assertRaises(ValueError):\n"
+    "            f(self.invalid_input)\n"
+)
+
+
+def test_the_names_a_test_suite_chose_are_the_probe_s_own():
+    """att39c F1: a raise test's line read through `traceback.extract_stack` (or its names
+    through `__code__`, or the module's globals) named what it checks: a local `bad`, a
+    parametrize argument `invalid`, a fixture `negative_value`, a constant `TOO_HIGH`, a
+    helper module's `cases.WRONG`, unittest's `self.invalid_input`; a patch raising near such
+    words kept the bug and was paid 30/30. The suite's own names are keyed digests in the
+    probe (the same in every module, so fixtures and imports match); the repository's, the
+    runner's and pytest's stay."""
+    from rllm_envs.swe.probe import probe_module
+
+    found = probe_module(_NAMED)
+    assert found.notes == ()
+    text = found.text.casefold()
+    for word in ("bad", "invalid", "negative", "too_high", "wrong"):
+        assert word not in text, word
+    for kept in ("from acme import f", "from tests import cases", "setup(self)", "testcase"):
+        assert kept in text, kept
+    fixture = probe_module(
+        "import pytest\n\n\n@pytest.fixture\ndef negative_value():\n    return -3\n"
+    )
+    assert "negative_value" not in fixture.text  # the conftest's name matches the request's
+
+
+def test_a_probe_its_own_rewrite_broke_decides_nothing():
+    """s39's own check of att39c's fix: a use the renaming missed (here a star import of a
+    module of the suite) made the probe raise NameError on the reference and on unchanged
+    code alike, and the records matched: the unchanged code was paid. A block that caught
+    an error of the rewrite the test did not name now withholds the verdict."""
+    from rllm_envs.swe.probe import sound_reference
+
+    raises = ("raises", '{"classes": ["builtins.ValueError"], "message": null, "checks": []}')
+    named = ("raises", '{"classes": ["builtins.NameError"], "message": null, "checks": []}')
+    missed = [
+        "block",
+        0,
+        ["raised", ["builtins.NameError", "builtins.Exception", "builtins.BaseException"], ""],
+    ]
+    assert not sound_reference([missed], [raises])
+    assert sound_reference([missed], [named])  # a test that checks for it
+    fine = [
+        "block",
+        0,
+        ["raised", ["builtins.ValueError", "builtins.Exception", "builtins.BaseException"], ""],
+    ]
+    assert sound_reference([fine], [raises])
+    base = {"acme/__init__.py": _BUGGY}
+    tests = {
+        "tests/cases.py": "TOO_HIGH = 101\n",
+        "tests/test_t.py": "import pytest\n\nfrom acme import pct\nfrom tests.cases import *\n\n\n"
+        "def test_e0():\n    with pytest.raises(ValueError):\n        pct(TOO_HIGH)\n",
+    }
+    for code, paid in ((_FIXED, None), (_BUGGY, 0.0)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/__init__.py": code}),
+            test_patch=make_diff(base, {**base, **tests}),
+            fail_to_pass=["tests/test_t.py::test_e0"],
+            pass_to_pass=[],
+            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
+            warm=False,
+        )
+        if paid is not None:
+            assert judge.reward_of(verdict, False) == paid
+        assert verdict.verdict_trust == "host_partial", verdict

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from rllm_envs.swe import judge, probe
-from rllm_envs.swe.probe import probe_module
+from rllm_envs.swe.probe import opaque_name, probe_module
 from rllm_envs.swe.repo import make_diff
 from rllm_envs.swe.swe_env import SWEEnv
 
@@ -188,7 +188,9 @@ def test_placeholders_are_indices_not_derived_from_the_values():
     )
     tree = ast.parse(probe_module(source).text)
     table = next(
-        n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "CASES"
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == opaque_name("CASES", "v_")
     )
     assert ast.literal_eval(table) == [("Hello World", 0), ("A B", 1)]
 
