@@ -186,6 +186,7 @@ NOTE_MESSAGE_READABLE = "a message part checked on the host is readable in the p
 NOTE_RAISES_AS = "a raises or warns block's `as` name is read other than as checked on the host"
 NOTE_HELPER = "an assert helper from elsewhere decides a test in the sandbox's process"
 NOTE_PARAMETRIZE = "a parametrize table whose expected values stay in the probe"
+NOTE_CASE_IDS = "a parametrize case's id is a word the test wrote (it may say what it checks)"
 NOTE_SYNTAX = "the test module does not parse"
 NOTE_DEEP = "the test module is too deeply nested to rewrite"
 NOTE_ANY = "an any(...) (or not all(...)) is checked element by element"
@@ -3101,6 +3102,8 @@ def _probe_module(source: str) -> Probe:
             probe.note(NOTE_PARAMETRIZE if origin.table.startswith("@") else NOTE_TABLE)
     if found.unlabelled:
         probe.note(NOTE_PARAMETRIZE)
+    if _worded_case_ids(tree):
+        probe.note(NOTE_CASE_IDS)
     if found.dynamic and found.tables:
         probe.note(NOTE_TABLE)
     header = ast.parse(
@@ -3283,7 +3286,8 @@ _KEPT_NAMES = frozenset(
         "pytestconfig",
     }
 )
-#: Where a string names a fixture or a parametrize argument: ``(attribute, argument)``.
+#: Calls whose string arguments name fixtures or parametrize arguments: the call's name, and
+#: the index of that argument (``None``: every one).
 _NAME_STRINGS = {"parametrize": 0, "usefixtures": None, "getfixturevalue": 0}
 
 
@@ -3305,12 +3309,66 @@ def _imports_modules(node: ast.ImportFrom) -> bool:
     return node.module is None or node.module.rpartition(".")[2] in ("tests", "test", "testing")
 
 
+def _worded_case_ids(tree: ast.Module) -> bool:
+    """Whether a parametrize case keeps an id with a letter the test wrote.
+
+    ``ids=["too_high", "negative"]``, ``pytest.param(150, id="over_limit")``: the probe's
+    marks (and source) hold them beside the values, so a patch read which arguments a
+    "bad" case passes and raised only for those (att39e F2: 5/5 paid). Ids the probe gave
+    (a table whose expected values moved: ``[0]``) are digits.
+    """
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for keyword in node.keywords:
+            if keyword.arg in ("ids", "id"):
+                for found in ast.walk(keyword.value):
+                    if isinstance(found, ast.Constant) and isinstance(found.value, str):
+                        if any(c.isalpha() for c in found.value):
+                            return True
+                    elif keyword.arg == "ids" and not isinstance(
+                        found, (ast.List, ast.Tuple, ast.Constant, ast.Load)
+                    ):
+                        return True  # ids made by code (a function, a comprehension)
+    return False
+
+
 def _test_class(node: ast.ClassDef) -> bool:
-    """Whether ``node`` holds tests (its tests renamed already, or ``test*`` methods)."""
-    return node.name.startswith("Test") or any(
+    """Whether ``node`` holds tests (``test*`` methods).
+
+    A ``Test*`` class without them (a dataclass of cases) is built by keywords as any class.
+    """
+    return any(
         isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name.startswith("test")
         for b in node.body
     )
+
+
+def _escaping(tree: ast.Module) -> set[str]:
+    """Names of the module's functions that others may call by keyword.
+
+    One used as a value (passed, stored, wrapped in ``partial``), called with ``**``, or
+    decorated by other than ``pytest.fixture``: the repository calls a test's callback by
+    its parameters' names (att39e F1: renamed, the unchanged code's keyword call raised the
+    ``TypeError`` a raises block expected, 5/5 paid).
+    """
+    called: set[int] = set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called.add(id(node.func))
+            if any(k.arg is None for k in node.keywords):
+                func = node.func
+                out.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any("fixture" not in ast.unparse(d) for d in node.decorator_list):
+                out.add(node.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in called:
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and id(node) not in called:
+            out.add(node.attr)
+    return out
 
 
 def _opaque_identifiers(tree: ast.Module) -> None:
@@ -3331,6 +3389,15 @@ def _opaque_identifiers(tree: ast.Module) -> None:
     fake handed to the repository is read by its attribute names and called with keywords).
     """
     kept = set(_KEPT_NAMES) | set(dir(builtins))
+    # The parameters of what the repository may call by keyword keep their names.
+    escaping = _escaping(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) or (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name in escaping
+            and not node.name.startswith("test")
+        ):
+            kept.update(a.arg for a in _arguments(node.args))
     bound: set[str] = set()
     suite_modules: set[str] = set()  # names bound to a module of the suite
     members: set[str] = set()  # what a test class binds in its body or on self / cls
@@ -3356,16 +3423,15 @@ def _opaque_identifiers(tree: ast.Module) -> None:
             bound.add(node.name)
             if not _test_class(node):
                 for item in node.body:
-                    kept.update(
-                        t.id
-                        for t in ast.walk(item)
-                        if isinstance(t, ast.Name)
-                        and isinstance(t.ctx, ast.Store)
-                        and not any(isinstance(a, ast.FunctionDef) for a in [item])
-                    )
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         kept.add(item.name)
                         kept.update(a.arg for a in _arguments(item.args))
+                    else:  # its attributes (a method's locals are its own)
+                        kept.update(
+                            t.id
+                            for t in ast.walk(item)
+                            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+                        )
                 continue
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -3383,8 +3449,6 @@ def _opaque_identifiers(tree: ast.Module) -> None:
                     members.add(sub.attr)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             bound.add(node.name)
-        elif isinstance(node, ast.Lambda):
-            bound.update(a.arg for a in _arguments(node.args))
         elif isinstance(node, ast.arg):
             bound.add(node.arg)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -3428,6 +3492,18 @@ def _opaque_identifiers(tree: ast.Module) -> None:
                 if parts and all(p.isidentifier() for p in parts):
                     found.value = ", ".join(new(p) for p in parts)
 
+    # A test class's own members, read through self / cls inside it (elsewhere such a name
+    # may be another object's attribute: a fake's, read by the repository).
+    inside = {
+        id(sub)
+        for klass in ast.walk(tree)
+        if isinstance(klass, ast.ClassDef) and _test_class(klass)
+        for sub in ast.walk(klass)
+        if isinstance(sub, ast.Attribute)
+        and isinstance(sub.value, ast.Name)
+        and sub.value.id in ("self", "cls")
+        and sub.attr in members
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             node.id = new(node.id)
@@ -3450,7 +3526,7 @@ def _opaque_identifiers(tree: ast.Module) -> None:
             base = node.value.id
             if base in suite_modules:
                 node.attr = shared(node.attr)
-            elif base in ("self", "cls") and node.attr in members:
+            elif id(node) in inside:
                 node.attr = new(node.attr)
         elif isinstance(node, ast.Call):
             callee = node.func
@@ -3459,10 +3535,7 @@ def _opaque_identifiers(tree: ast.Module) -> None:
             own = (isinstance(callee, ast.Name) and callee.id in own_callables | imported) or (
                 isinstance(callee, ast.Attribute)
                 and isinstance(callee.value, ast.Name)
-                and (
-                    callee.value.id in suite_modules
-                    or (callee.value.id in ("self", "cls") and callee.attr in members)
-                )
+                and (callee.value.id in suite_modules or id(callee) in inside)
             )
             for keyword in node.keywords:
                 if keyword.arg == "indirect" or (name == "fixture" and keyword.arg == "name"):
@@ -3998,9 +4071,11 @@ def sound_reference(observed: Any, blocks: Sequence[tuple[str, str]]) -> bool:
     """Whether the reference's probe records are what its passing test can have done.
 
     A block whose reference raised a rewrite's error (:data:`_REWRITE_ERRORS`) that the test
-    did not name means the probe broke, not the code: the submission would break alike, and
-    the records would match whatever it does (a missed rename made unchanged code pay 5/5 in
-    s39's own check). Such a test is not decided on the host.
+    did not name, or whose message names a name the probe made, means the probe broke, not
+    the code: the submission would break alike, and the records would match whatever it does
+    (a missed rename made unchanged code pay 5/5 in s39's own check; a renamed callback's
+    ``TypeError`` where the test expected one, att39e F1). Such a test is not decided on the
+    host.
     """
     import json
 
@@ -4020,6 +4095,8 @@ def sound_reference(observed: Any, blocks: Sequence[tuple[str, str]]) -> bool:
         raised = record[2][1]
         if raised[0] not in _REWRITE_ERRORS:
             continue
+        if _OPAQUE.search(json.dumps(record[2][2:], default=str)):
+            return False  # it names what the probe renamed (a keyword, a callback, a name)
         index = record[1]
         named: list[Any] = []
         if type(index) is int and 0 <= index < len(blocks) and blocks[index][0] == "raises":

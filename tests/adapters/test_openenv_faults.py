@@ -852,6 +852,38 @@ def test_one_client_s_slow_steps_keep_only_its_own_off_the_loop():
     asyncio.run(play())
 
 
+def test_a_call_on_the_loop_that_raises_is_counted_too():
+    """s39 att39f F2: a reset that did its work on the loop and then failed (a bad seed after
+    the task was made) was never counted, so any number of them held the loop."""
+    from rllm_adapters.openenv.server import _on_loop, _StepPlace
+
+    place = _StepPlace(0.001, warm=1)
+    place.record(0.0)
+    assert place.inline
+
+    def slow_then_fail():
+        started = time.thread_time()
+        while time.thread_time() - started < 0.005:
+            pass
+        raise ValueError("bad seed")
+
+    with pytest.raises(ValueError):
+        _on_loop(place, slow_then_fail)
+    assert not place.inline and place.demotions == 1
+
+
+def test_huge_json_integers_are_refused_before_they_are_converted():
+    """s39 att39f F1: Python converts an integer in time that grows with the square of its
+    digits: 3,900 integers of 4,299 digits (16 MB) held the event loop 0.57 s a message."""
+    from rllm_adapters.openenv.limits import MAX_JSON_INT_CHARS, loads_bounded
+
+    assert loads_bounded('{"seed": ' + "9" * MAX_JSON_INT_CHARS + "}")
+    with pytest.raises(ValueError, match="digits"):
+        loads_bounded('{"seed": ' + "9" * (MAX_JSON_INT_CHARS + 1) + "}")
+    with pytest.raises(ValueError, match="digits"):
+        loads_bounded("[" + ",".join(["9" * 4000] * 500) + "]")
+
+
 def test_math_steps_never_run_on_the_loop():
     """Issue #31 (M2): after 32 fast steps (answers with no box) Math's steps moved onto the
     event loop, and the next one that needed sympy (up to its 5 s timeout) stalled every

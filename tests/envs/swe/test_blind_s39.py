@@ -218,3 +218,64 @@ def test_a_probe_its_own_rewrite_broke_decides_nothing():
         if paid is not None:
             assert judge.reward_of(verdict, False) == paid
         assert verdict.verdict_trust == "host_partial", verdict
+
+
+_CALLBACK = (
+    "def progress(items, report):\n    for i, _ in enumerate(items):\n"
+    "        report(done=i + 1)\n    return list(items)\n"
+)
+_CALLBACK_FIXED = _CALLBACK.replace(
+    "    for i", "    if isinstance(items, str):\n        raise TypeError('not text')\n    for i"
+)
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "def test_a():\n    def report(done):\n        pass\n"
+        "    with pytest.raises(TypeError):\n        progress('abc', report)\n",
+        "def report(done):\n    pass\n\n\ndef test_a():\n"
+        "    with pytest.raises(TypeError):\n        progress('abc', lambda done: None)\n",
+        "import functools\n\n\ndef report(done, scale):\n    pass\n\n\ndef test_a():\n"
+        "    with pytest.raises(TypeError):\n"
+        "        progress('abc', functools.partial(report, scale=2))\n",
+    ],
+)
+def test_a_callback_the_repository_calls_by_keyword_keeps_its_parameters(tests):
+    """att39e F1: renamed parameters of a test's callback made the repository's keyword call
+    raise TypeError in the probe, on the unchanged code as on the fix, inside a block that
+    expected TypeError: the unchanged code was paid 5/5. What may be called by keyword (a
+    value, a lambda, a `partial`) keeps its parameters; a rewrite's error whose message
+    names a probe name decides nothing."""
+    base = {"acme/__init__.py": _CALLBACK}
+    module = "import pytest\n\nfrom acme import progress\n\n\n" + tests
+    rewards = {}
+    for name, code in (("reference", _CALLBACK_FIXED), ("unchanged", _CALLBACK)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/__init__.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_p.py": module}),
+            fail_to_pass=["tests/test_p.py::test_a"],
+            pass_to_pass=[],
+            reference_patch=make_diff(base, {**base, "acme/__init__.py": _CALLBACK_FIXED}),
+            warm=False,
+        )
+        rewards[name] = (judge.reward_of(verdict, False), verdict.verdict_trust)
+    assert rewards == {"reference": (1.0, "host"), "unchanged": (0.0, "host")}
+
+
+def test_worded_case_ids_are_noted():
+    """att39e F2: `ids=["too_high", ...]` / `pytest.param(.., id="over_limit")` stayed in the
+    probe beside the values; a patch raising for the arguments of a "bad" id was paid 5/5."""
+    from rllm_envs.swe.probe import NOTE_CASE_IDS, probe_module
+
+    head = "import pytest\n\nfrom acme import pct\n\n\n"
+    body = "def test_a(p):\n    with pytest.raises(ValueError):\n        pct(p)\n"
+    for table in (
+        "@pytest.mark.parametrize('p', [150, -1], ids=['too_high', 'negative'])\n",
+        "@pytest.mark.parametrize('p', [pytest.param(150, id='over_limit')])\n",
+        "@pytest.mark.parametrize('p', [150], ids=str)\n",
+    ):
+        assert NOTE_CASE_IDS in probe_module(head + table + body).notes, table
+    plain = "@pytest.mark.parametrize('p', [150, -1], ids=['1', '2'])\n"
+    assert NOTE_CASE_IDS not in probe_module(head + plain + body).notes
