@@ -1085,3 +1085,15 @@ def test_log_lines_of_one_kind_are_rate_limited():
     limit.window_s = 0.0  # the window has passed: the next line says how many were left out
     late = logging.LogRecord("x", logging.WARNING, __file__, 1, "refused ws %s", ("p",), None)
     assert limit.filter(late) and "7 more like it" in late.getMessage()
+
+
+def test_a_server_prepares_its_task_sources_before_serving():
+    """s39 att39f F2: the first task of each part of Math's generator chose its plan then
+    (34-123 ms on the event loop, once per part and process): a server does it at start."""
+    from rllm_adapters.openenv.server import create_app
+    from rllm_envs import make, tasks
+
+    parts = len(make("rllm/Math-v1").unwrapped.tasks._parts())
+    tasks._PLANS.clear()
+    create_app("rllm/Math-v1")
+    assert len(tasks._PLANS) >= parts > 1  # every part's plan chosen, none left for a client
