@@ -137,7 +137,11 @@ class RepoFinder:
         sources = self.files if _sources is None else _sources
         filename = REPO_PREFIX + origin
         source = sources[origin]
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        # A hidden test module (a probe: install's hide_tests) has no lines to show: what
+        # its code holds (a print's label, a case's name) is not one linecache read away
+        # from a traceback's frame (s39 att39e F3: 5/5 paid reading the caller's test).
+        shown = self.files.get(origin) or ""
+        linecache.cache[filename] = (len(shown), None, shown.splitlines(True), filename)
         module.__file__ = filename
         if not is_test_file(origin):
             _exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
@@ -244,7 +248,8 @@ def install(
 
     ``records``: where the finder records each test file it runs (see
     :meth:`RepoFinder.exec_module`); sealed in the finder's code, out of the repository's reach.
-    ``hide_tests``: test modules cannot be opened or listed as files (the probes' sources:
+    ``hide_tests``: test modules cannot be opened or listed as files, nor read through the
+    finder (``get_source``, ``linecache``) or their functions' code (the probes' sources:
     what of a hidden test's expected values could not be moved out of them is not one
     ``open`` away; it stays in memory).
     """
@@ -258,19 +263,28 @@ def install(
             "_exec": exec,
         }
         RepoFinder.exec_module.__kwdefaults__ = sealed
-    finder = RepoFinder(files, [*extra_roots, *repo_roots(files)])
+    # Hidden test modules are known to the finder by name, their sources only to the sealed
+    # ``_sources`` that runs them (the finder and its get_source are readable).
+    known = {p: "" if hide_tests and is_test_file(p) else t for p, t in files.items()}
+    finder = RepoFinder(known, [*extra_roots, *repo_roots(files)])
     sys.meta_path.append(finder)
     sys.modules["pytest"] = _pytest_module()
     setattr(unittest.TestCase, "_baseAssertEqual", _unittest_equal)  # noqa: B010
     setattr(unittest.TestCase, "assertNotEqual", _unittest_not_equal)  # noqa: B010
     setattr(unittest.TestCase, "assertIn", _unittest_in)  # noqa: B010
     setattr(unittest.TestCase, "assertNotIn", _unittest_not_in)  # noqa: B010
+    _TESTS_HIDDEN[0] = hide_tests
     if hide_tests:
         shown = {p: t for p, t in files.items() if not is_test_file(p)}
         _file_view(shown, {d for p in shown for d in _folders(p)})
     else:
         _file_view(files, finder.dirs)
     return finder
+
+
+#: Whether this process's test modules are hidden (install's ``hide_tests``): read by the
+#: guard when it is armed, before any repository code runs.
+_TESTS_HIDDEN = [False]
 
 
 def _folders(path: str) -> list[str]:
@@ -2473,6 +2487,15 @@ _SAFE_READERS = frozenset(
         ("logging/__init__.py", "_is_internal_frame"),
     }
 )
+#: Standard-library functions that read a function's code for its shape alone (a repository
+#: handed a test's callback asks for its signature, or whether it is a coroutine).
+_CODE_READERS = frozenset(
+    {
+        ("inspect.py", "_signature_from_function"),
+        ("inspect.py", "_has_code_flag"),
+        ("inspect.py", "getfullargspec"),
+    }
+)
 #: Generators of ``traceback`` that yield frames: safe only when consumed by its own
 #: summary code without ``capture_locals``.
 _TB_WALKERS = frozenset({"walk_tb", "_walk_tb_with_full_positions", "walk_stack"})
@@ -2515,6 +2538,7 @@ def _arm(keys: list[bytes]) -> None:
     from _blake2 import blake2b
 
     getframe, ident, write = sys._getframe, _thread.get_ident, os.write
+    hidden, test_file, prefix = _TESTS_HIDDEN[0], is_test_file, REPO_PREFIX
     main = ident()
     base = getframe(2)  # the executor's frame that forked this process
     child_code = _child_test.__code__
@@ -2712,6 +2736,16 @@ def _arm(keys: list[bytes]) -> None:
             )
         return (where, code.co_name) in _SAFE_READERS
 
+    def code_reader(top: Any) -> bool:
+        """Whether ``top`` is the standard library reading a function's code for its shape.
+
+        A signature, whether it is a coroutine: never its constants.
+        """
+        code = top.f_code
+        if not code.co_filename.startswith(stdlib):
+            return False
+        return (code.co_filename[len(stdlib) :], code.co_name) in _CODE_READERS
+
     def intact() -> bool:
         for mapping, snapshot in watched:
             for key, value in snapshot.items():
@@ -2743,6 +2777,14 @@ def _arm(keys: list[bytes]) -> None:
             obj, name = args[0], args[1]
             if any(obj is f for f in sealed):
                 refuse(f"reading the guard's {name}")
+            if name == "__code__" and hidden and type(obj) is function_type:
+                # A hidden test module's functions hold what its source does (a print's
+                # label, a case's name: s39 att39e F3); their code is the runner's.
+                where = obj.__code__.co_filename
+                if where.startswith(prefix) and test_file(where[len(prefix) :]):
+                    top = getframe(2)
+                    if from_repository(top) and not code_reader(top):
+                        refuse(f"reading the code of {where[len(prefix) :]}")
             if name in _FRAME_LINKS or name == "f_code":
                 top = getframe(2)
                 if from_repository(top):

@@ -3333,74 +3333,30 @@ def _worded_case_ids(tree: ast.Module) -> bool:
     return False
 
 
-def _test_class(node: ast.ClassDef) -> bool:
-    """Whether ``node`` holds tests (``test*`` methods).
-
-    A ``Test*`` class without them (a dataclass of cases) is built by keywords as any class.
-    """
-    return any(
-        isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name.startswith("test")
-        for b in node.body
-    )
-
-
-def _escaping(tree: ast.Module) -> set[str]:
-    """Names of the module's functions that others may call by keyword.
-
-    One used as a value (passed, stored, wrapped in ``partial``), called with ``**``, or
-    decorated by other than ``pytest.fixture``: the repository calls a test's callback by
-    its parameters' names (att39e F1: renamed, the unchanged code's keyword call raised the
-    ``TypeError`` a raises block expected, 5/5 paid).
-    """
-    called: set[int] = set()
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            called.add(id(node.func))
-            if any(k.arg is None for k in node.keywords):
-                func = node.func
-                out.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any("fixture" not in ast.unparse(d) for d in node.decorator_list):
-                out.add(node.name)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in called:
-            out.add(node.id)
-        elif isinstance(node, ast.Attribute) and id(node) not in called:
-            out.add(node.attr)
-    return out
-
-
 def _opaque_identifiers(tree: ast.Module) -> None:
-    """Rename the names the test suite's code chose, as :func:`_opaque_test_names` tests.
+    """Rename the suite's names that repository code can reach (as :func:`_opaque_test_names`).
 
-    A name says what the code around it checks (``bad = 101``, ``TOO_HIGH``, a fixture
-    ``negative_value``, a parametrize argument ``invalid``, ``cases.WRONG``): a patch that
-    read the running test's line (``traceback.extract_stack``), its names
-    (``__code__.co_varnames``) or the module's globals raised only near such names and kept
-    the bug (s39 att39c F1: 30/30 paid 1.0 ``host`` on six shapes). Each name the module binds
-    becomes a keyed digest (the same in every module of this process, so a fixture, a helper
-    or a constant imported from another module of the suite matches), with the uses that
-    refer to it: keyword arguments of the suite's own functions, attributes of an imported
-    module of the suite and of a test class's own members, and the strings that name
-    fixtures and parametrize arguments. Kept: what the runner or pytest look up by name
-    (:data:`_KEPT_NAMES`), builtins, dunders, names imported from outside the suite, and
-    every name a class without tests binds in its body or takes as a method's parameter (a
-    fake handed to the repository is read by its attribute names and called with keywords).
+    A name says what the code around it checks: a patch that read its caller's line, a
+    test module's globals (``sys.modules``) or its marks raised only near a constant
+    ``TOO_HIGH``, a fixture ``negative_value``, a parametrize argument ``invalid`` or
+    ``cases.WRONG``, and kept the bug (s39 att39c F1: 30/30 paid 1.0 ``host`` on six shapes).
+    Renamed, each to a keyed digest (the same in every module of this process, so fixtures
+    and imports match): the module's top-level names (constants, functions, classes, names
+    imported from the suite), the parameters of tests and fixtures (fixture and parametrize
+    names) with the strings that name them (``parametrize``, ``usefixtures``,
+    ``getfixturevalue``, ``indirect``, a fixture's ``name=``), and the attributes of the
+    suite's modules. Not renamed, so that nothing the code reads by a name's text changes
+    (s39 att39g F1, F2: a helper's renamed keywords made ``kw.get("args", D)`` read its
+    default, and the unchanged code matched the reference 5/5): a helper's, a lambda's or a
+    class's parameters, keywords, class members and attributes, and every name spelled as
+    one of them. What a function's body holds otherwise (its locals, its strings) is not
+    readable in the sandbox (``linecache``, the source and ``__code__`` are hidden). Kept
+    too: what the runner or pytest look up by name (:data:`_KEPT_NAMES`), builtins, dunders
+    and names imported from outside the suite.
     """
     kept = set(_KEPT_NAMES) | set(dir(builtins))
-    # The parameters of what the repository may call by keyword keep their names.
-    escaping = _escaping(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) or (
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.name in escaping
-            and not node.name.startswith("test")
-        ):
-            kept.update(a.arg for a in _arguments(node.args))
-    bound: set[str] = set()
+    renamable: set[str] = set()
     suite_modules: set[str] = set()  # names bound to a module of the suite
-    members: set[str] = set()  # what a test class binds in its body or on self / cls
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -3415,64 +3371,44 @@ def _opaque_identifiers(tree: ast.Module) -> None:
                 elif _imports_modules(node):
                     suite_modules.add(name)
                     kept.add(alias.name)  # a module's file keeps its name
-                    if alias.asname:
-                        bound.add(alias.asname)
                 elif alias.name != "*":
-                    bound.update({alias.name, name})
+                    renamable.update({alias.name, name})
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            params = {a.arg for a in _arguments(node.args)}
+            runner_called = not isinstance(node, ast.Lambda) and (
+                node.name.startswith("test") or _fixture(node)
+            )
+            (renamable if runner_called else kept).update(params)
         elif isinstance(node, ast.ClassDef):
-            bound.add(node.name)
-            if not _test_class(node):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        kept.add(item.name)
-                        kept.update(a.arg for a in _arguments(item.args))
-                    else:  # its attributes (a method's locals are its own)
-                        kept.update(
-                            t.id
-                            for t in ast.walk(item)
-                            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-                        )
-                continue
-            for item in node.body:
+            for item in node.body:  # its members keep their names
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    members.add(item.name)
-                elif isinstance(item, (ast.Assign, ast.AnnAssign)):
-                    targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-                    members.update(t.id for t in targets if isinstance(t, ast.Name))
-            for sub in ast.walk(node):
-                if (
-                    isinstance(sub, ast.Attribute)
-                    and isinstance(sub.ctx, ast.Store)
-                    and isinstance(sub.value, ast.Name)
-                    and sub.value.id in ("self", "cls")
-                ):
-                    members.add(sub.attr)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            bound.update(node.names)
-    kept |= {n for n in bound | members if n.startswith("__") and n.endswith("__")}
-    kept |= {n for n in bound | members if _OPAQUE.fullmatch(n)}
-    renamed = {n: opaque_name(n, "v_") for n in (bound | members) - kept}
-    own_callables = {
-        n.name
+                    kept.add(item.name)
+                else:
+                    kept.update(
+                        t.id
+                        for t in ast.walk(item)
+                        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+                    )
+        elif isinstance(node, ast.keyword) and node.arg:
+            kept.add(node.arg)
+    kept.update(  # what other objects' attributes are called (a module of the suite's aside)
+        n.attr
         for n in ast.walk(tree)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in renamed
-    }
-    imported = {  # names imported from modules of the suite
-        alias.asname or alias.name
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ImportFrom)
-        and _suite_module(n.module, n.level)
-        and not _imports_modules(n)
-        for alias in n.names
-    }
+        if isinstance(n, ast.Attribute)
+        and not (isinstance(n.value, ast.Name) and n.value.id in suite_modules)
+    )
+    for statement in tree.body:  # the module's top level
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            renamable.add(statement.name)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+            renamable.update(
+                t.id
+                for t in ast.walk(statement)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            )
+    kept |= {n for n in renamable if n.startswith("__") and n.endswith("__")}
+    kept |= {n for n in renamable if _OPAQUE.fullmatch(n)}
+    renamed = {n: opaque_name(n, "v_") for n in renamable - kept}
 
     def new(name: str) -> str:
         return renamed.get(name, name)
@@ -3480,7 +3416,7 @@ def _opaque_identifiers(tree: ast.Module) -> None:
     shared_kept = set(_KEPT_NAMES) | set(dir(builtins))
 
     def shared(name: str) -> str:
-        """A name another module of the suite binds (its attribute, its keyword)."""
+        """A top-level name of another module of the suite (read as its attribute)."""
         plain = name in shared_kept or name.startswith("__") or _OPAQUE.fullmatch(name)
         return name if plain else opaque_name(name, "v_")
 
@@ -3492,18 +3428,6 @@ def _opaque_identifiers(tree: ast.Module) -> None:
                 if parts and all(p.isidentifier() for p in parts):
                     found.value = ", ".join(new(p) for p in parts)
 
-    # A test class's own members, read through self / cls inside it (elsewhere such a name
-    # may be another object's attribute: a fake's, read by the repository).
-    inside = {
-        id(sub)
-        for klass in ast.walk(tree)
-        if isinstance(klass, ast.ClassDef) and _test_class(klass)
-        for sub in ast.walk(klass)
-        if isinstance(sub, ast.Attribute)
-        and isinstance(sub.value, ast.Name)
-        and sub.value.id in ("self", "cls")
-        and sub.attr in members
-    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             node.id = new(node.id)
@@ -3517,35 +3441,28 @@ def _opaque_identifiers(tree: ast.Module) -> None:
             node.names = [new(n) for n in node.names]
         elif isinstance(node, ast.ImportFrom) and _suite_module(node.module, node.level):
             for alias in node.names:
-                if alias.name != "*":
-                    alias.name = new(alias.name)
-                    alias.asname = new(alias.asname) if alias.asname else None
-                    if alias.asname == alias.name:
-                        alias.asname = None
+                if alias.name != "*" and not _imports_modules(node):
+                    local = new(alias.asname or alias.name)
+                    alias.name = shared(alias.name)
+                    alias.asname = None if local == alias.name else local
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            base = node.value.id
-            if base in suite_modules:
+            if node.value.id in suite_modules:
                 node.attr = shared(node.attr)
-            elif id(node) in inside:
-                node.attr = new(node.attr)
         elif isinstance(node, ast.Call):
             callee = node.func
             name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
-            # A function of the suite's own: its parameters are renamed where it is defined.
-            own = (isinstance(callee, ast.Name) and callee.id in own_callables | imported) or (
-                isinstance(callee, ast.Attribute)
-                and isinstance(callee.value, ast.Name)
-                and (callee.value.id in suite_modules or id(callee) in inside)
-            )
             for keyword in node.keywords:
                 if keyword.arg == "indirect" or (name == "fixture" and keyword.arg == "name"):
                     strings(keyword.value)
-                elif keyword.arg and own:
-                    keyword.arg = shared(keyword.arg)
             if name in _NAME_STRINGS and node.args:
                 at = _NAME_STRINGS[name]
                 for argument in node.args if at is None else node.args[at : at + 1]:
                     strings(argument)
+
+
+def _fixture(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``node`` is decorated as a pytest fixture (the runner calls it by name)."""
+    return any("fixture" in ast.unparse(d) for d in node.decorator_list)
 
 
 #: A name a probe made (a test's, or :func:`_opaque_identifiers`'): never renamed again.

@@ -155,22 +155,24 @@ _NAMED = (
 
 
 def test_the_names_a_test_suite_chose_are_the_probe_s_own():
-    """att39c F1: a raise test's line read through `traceback.extract_stack` (or its names
-    through `__code__`, or the module's globals) named what it checks: a local `bad`, a
-    parametrize argument `invalid`, a fixture `negative_value`, a constant `TOO_HIGH`, a
-    helper module's `cases.WRONG`, unittest's `self.invalid_input`; a patch raising near such
-    words kept the bug and was paid 30/30. The suite's own names are keyed digests in the
-    probe (the same in every module, so fixtures and imports match); the repository's, the
-    runner's and pytest's stay."""
+    """att39c F1: a raise test's line read through `traceback.extract_stack` (or the test
+    module's globals, or its marks) named what it checks: a parametrize argument `invalid`,
+    a fixture `negative_value`, a constant `TOO_HIGH`, a helper module's `cases.WRONG`; a
+    patch raising near such words kept the bug and was paid 30/30. The names repository code
+    can reach are keyed digests in the probe (the same in every module, so fixtures and
+    imports match); a function's body (its locals, `self.invalid_input`) is not readable in
+    the sandbox (`test_a_hidden_test_s_source_and_code_are_not_readable`); the repository's,
+    the runner's and pytest's names stay."""
     from rllm_envs.swe.probe import probe_module
 
     found = probe_module(_NAMED)
     assert found.notes == ()
-    text = found.text.casefold()
-    for word in ("bad", "invalid", "negative", "too_high", "wrong"):
-        assert word not in text, word
+    top = found.text.casefold().split("def test_")[0]  # the module's top level
+    for word in ("invalid", "negative", "too_high", "wrong"):
+        assert word not in top, word
+    assert "invalid" not in found.text.split("@pytest.mark.parametrize(")[1].split("\n")[0]
     for kept in ("from acme import f", "from tests import cases", "setup(self)", "testcase"):
-        assert kept in text, kept
+        assert kept in found.text.casefold(), kept
     fixture = probe_module(
         "import pytest\n\n\n@pytest.fixture\ndef negative_value():\n    return -3\n"
     )
@@ -279,3 +281,49 @@ def test_worded_case_ids_are_noted():
         assert NOTE_CASE_IDS in probe_module(head + table + body).notes, table
     plain = "@pytest.mark.parametrize('p', [150, -1], ids=['1', '2'])\n"
     assert NOTE_CASE_IDS not in probe_module(head + plain + body).notes
+
+
+_READS_THE_TEST = (
+    "import sys\nimport linecache\nimport traceback\n\n\n"
+    "def _told():\n"
+    "    stack = traceback.extract_stack()\n"
+    "    tests = [f for f in stack if f.filename.startswith('/repo/tests')]\n"
+    "    lines = ''.join(''.join(linecache.getlines(f.filename)) for f in tests)\n"
+    "    names = {f.name for f in tests}\n"
+    "    for module in list(sys.modules.values()):\n"
+    "        if str(getattr(module, '__file__', '')).startswith('/repo/tests'):\n"
+    "            for value in list(vars(module).values()):\n"
+    "                if getattr(value, '__name__', '') in names:\n"
+    "                    lines += str(value.__code__.co_consts)\n"
+    "    return 'invalid' in lines\n\n\n"
+    "def pct(p):\n    if _told():\n        raise ValueError('bad percent')\n    return p / 100\n"
+)
+
+
+@pytest.mark.parametrize("how", ["linecache", "code"])
+def test_a_hidden_test_s_source_and_code_are_not_readable(how):
+    """att39e F3: strings of a test's body (a print's label, a case's name) were read through
+    `linecache` from a frame of `traceback.extract_stack`, and a patch raising near them kept
+    the bug: 5/5 paid. A probe's test modules have no lines there, nor a source through the
+    import system, and their functions' code is refused to repository code."""
+    cheat = _READS_THE_TEST
+    if how == "linecache":
+        cheat = cheat.replace("lines += str(value.__code__.co_consts)", "pass")
+    base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
+    tests = _HEAD + (
+        "def test_e0():\n    print('checking invalid input')\n"
+        "    with pytest.raises(ValueError):\n        pct(101)\n"
+    )
+    rewards = {}
+    for name, code in (("reference", _FIXED), ("cheat", cheat)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/__init__.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
+            fail_to_pass=["tests/test_errors.py::test_e0"],
+            pass_to_pass=["tests/test_values.py::test_v0"],
+            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
+            warm=False,
+        )
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 1.0, "cheat": 0.0}
