@@ -224,6 +224,27 @@ class _HeavyLane:
         self.outside: dict[str, list[tuple[float, int]]] = {}
         #: The open sessions of each id sharing the lane.
         self.members: list[set[_Session]] = []
+        self.last_on_loop: str | None = None  # the client of the last call on the loop
+        self.switched_at = -1.0  # when a call on the loop was another client's than the last
+
+    async def take_turn(self, client: str) -> None:
+        """Before a call on the event loop: a client whose call ran there last waits a round.
+
+        The loop serves its ready handlers in order, and a client with many sessions, each
+        with a message waiting, had that many calls ready before another client's one: eight
+        sessions of steps tuned just under the loop's 1 ms bound (never heavy) took an honest
+        client from 1,771-2,372 to 269 steps/s (s39 att39h F1). Waiting one round puts its
+        next call behind the others' ready ones (on a quiet machine the other client's rate
+        beside such steps went from 87 to 171 steps/s: better, not fair; the loop's time is
+        not shared per client). A client alone on the loop (no other's call there in the last
+        50 ms) does not wait: nothing is behind it.
+        """
+        now = time.monotonic()
+        if self.last_on_loop != client:
+            self.switched_at = now
+        elif now - self.switched_at < 0.05:
+            await asyncio.sleep(0)
+        self.last_on_loop = client
 
     def others_open(self) -> bool:
         """Whether more than one session is open on the ids of this lane."""
@@ -595,6 +616,7 @@ class _EnvServer:
                 else:
                     place = self.place("reset", session.client)
                     if place.inline:
+                        await self.lane.take_turn(session.client)
                         obs = _on_loop(place, reset)
                     else:
                         obs, seconds = await self.run(_timed, reset, session=session)
@@ -626,6 +648,7 @@ class _EnvServer:
                         lane=False,
                     )
                 elif place.inline:
+                    await self.lane.take_turn(session.client)
                     payload = _on_loop(place, env.step_payload, action.text)
                 else:
                     payload, seconds = await self.run(

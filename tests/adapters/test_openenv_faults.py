@@ -884,6 +884,42 @@ def test_huge_json_integers_are_refused_before_they_are_converted():
         loads_bounded("[" + ",".join(["9" * 4000] * 500) + "]")
 
 
+def test_a_client_with_many_ready_calls_does_not_go_first_with_all_of_them():
+    """s39 att39h F1: eight sessions of one client, each with a step ready (tuned just under
+    the loop's 1 ms bound, so never heavy), ran before another client's one: 269 steps/s
+    where it had 1,771-2,372. A client whose call ran on the loop last waits a round."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _EnvServer, _Session
+
+    async def play() -> list[str]:
+        server = _EnvServer(ENV, {}, ServerLimits(max_sessions=16))
+        order: list[str] = []
+        sessions = [_Session(f"a{i}", "attacker") for i in range(8)]
+        sessions.append(_Session("b", "honest"))
+        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        step = json.dumps({"type": "step", "data": {"text": "Down"}})
+        for session in sessions:
+            session.env = server.make_env()
+            await server._handle(session, reset)
+            server.place("step", session.client).inline = True
+            real = session.env.step_payload
+
+            def recorded(text, real=real, client=session.client):
+                order.append(client)
+                return real(text)
+
+            session.env.step_payload = recorded  # type: ignore[method-assign]
+        await asyncio.gather(*(server._handle(s, step) for s in sessions))
+        for session in sessions:
+            session.env.close()
+        return order
+
+    order = asyncio.run(play())
+    assert len(order) == 9 and order.index("honest") <= 1, order
+
+
 def test_math_steps_never_run_on_the_loop():
     """Issue #31 (M2): after 32 fast steps (answers with no box) Math's steps moved onto the
     event loop, and the next one that needed sympy (up to its 5 s timeout) stalled every
