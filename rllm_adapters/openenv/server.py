@@ -310,7 +310,12 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     process, a socket, a sleep) for longer than any GIL hand-off counts its wall time.
     """
     result, cpu_s, wall_s = _measured(fn, *args)
-    return result, wall_s if wall_s > _WAIT_S else cpu_s
+    return result, _cost(cpu_s, wall_s)
+
+
+def _cost(cpu_s: float, wall_s: float) -> float:
+    """A call's cost as placement counts it: its CPU time, or its wall time past _WAIT_S."""
+    return wall_s if wall_s > _WAIT_S else cpu_s
 
 
 def _on_loop(place: _StepPlace, fn: Any, *args: Any) -> Any:
@@ -323,8 +328,7 @@ def _on_loop(place: _StepPlace, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     finally:
-        spent_wall = time.perf_counter() - wall
-        place.record(spent_wall if spent_wall > _WAIT_S else time.thread_time() - cpu)
+        place.record(_cost(time.thread_time() - cpu, time.perf_counter() - wall))
 
 
 def _held(step: Any, text: str, work_s: float, deadline: float) -> tuple[Any, float]:
