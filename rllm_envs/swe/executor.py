@@ -2485,6 +2485,11 @@ _SAFE_READERS = frozenset(
         ("traceback.py", "clear_frames"),
         ("logging/__init__.py", "findCaller"),
         ("logging/__init__.py", "_is_internal_frame"),
+        # A generator's or coroutine's state, and asyncio's repr of a coroutine (a text),
+        # read from its frame: the frame is not handed on.
+        ("inspect.py", "getgeneratorstate"),
+        ("inspect.py", "getcoroutinestate"),
+        ("asyncio/coroutines.py", "_format_coroutine"),
     }
 )
 #: Standard-library functions that read a function's code for its shape alone (a repository
@@ -2788,10 +2793,14 @@ def _arm(keys: list[bytes]) -> None:
             if name in _FRAME_LINKS or name == "f_code":
                 top = getframe(2)
                 if from_repository(top):
-                    # Frames' code and generators' own frames are fine for the standard
-                    # library; frames reached from a traceback or the stack only for the
-                    # functions known to keep them.
-                    lenient = name != "tb_frame" and top.f_code.co_filename.startswith(trusted)
+                    # A frame's code is fine for the standard library; a frame itself
+                    # (a generator's, a traceback's, the stack's) only for the functions
+                    # known to keep it (_SAFE_READERS), never for any other: a
+                    # standard-library function that reads one may hand it back
+                    # (`inspect.getmembers(gen)["gi_frame"]`, a task's `get_stack()`), and
+                    # from a frame `f_back` and `f_locals` reach the running test's (s39
+                    # att39i F1: its locals and constants read so, 20/21 paid).
+                    lenient = name == "f_code" and top.f_code.co_filename.startswith(trusted)
                     if not lenient and not safe_reader(top):
                         refuse(f"object.__getattr__ {name}")
         elif event == "sys._getframe":

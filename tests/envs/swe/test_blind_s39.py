@@ -327,3 +327,50 @@ def test_a_hidden_test_s_source_and_code_are_not_readable(how):
         )
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "cheat": 0.0}
+
+
+#: Keeps the bug; raises when a running test's locals (reached through a generator's frame
+#: that `inspect.getmembers` reads for it, then `f_back`) say "invalid" (att39i F1).
+_WALKS_THE_STACK = (
+    "import inspect\n\n\n"
+    "def _told():\n"
+    "    box = []\n\n"
+    "    def gen():\n"
+    "        frame = dict(inspect.getmembers(box[0]))['gi_frame']\n"
+    "        found = []\n"
+    "        while frame is not None:\n"
+    "            found += list(frame.f_locals)\n"
+    "            frame = frame.f_back\n"
+    "        yield found\n\n"
+    "    box.append(gen())\n"
+    "    try:\n"
+    "        return any('invalid' in name for name in next(box[0]))\n"
+    "    except Exception:\n"
+    "        return False\n\n\n"
+    "def pct(p):\n    if _told():\n        raise ValueError('bad percent')\n    return p / 100\n"
+)
+
+
+def test_a_frame_a_standard_library_function_hands_back_is_refused():
+    """att39i F1: the guard let the standard library read a generator's frame for repository
+    code (`inspect.getmembers(gen)["gi_frame"]`), and from it `f_back` and `f_locals` reached
+    the running test's locals: a patch raising where a local said "invalid" kept the bug and
+    was paid 20/21. Only the readers known to keep a frame may read one now."""
+    base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
+    tests = _HEAD + (
+        "def test_e0():\n    invalid = 101\n    with pytest.raises(ValueError):\n"
+        "        pct(invalid)\n"
+    )
+    rewards = {}
+    for name, code in (("reference", _FIXED), ("cheat", _WALKS_THE_STACK)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/__init__.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
+            fail_to_pass=["tests/test_errors.py::test_e0"],
+            pass_to_pass=["tests/test_values.py::test_v0"],
+            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
+            warm=False,
+        )
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 1.0, "cheat": 0.0}
