@@ -2504,6 +2504,8 @@ _CODE_READERS = frozenset(
 #: Generators of ``traceback`` that yield frames: safe only when consumed by its own
 #: summary code without ``capture_locals``.
 _TB_WALKERS = frozenset({"walk_tb", "_walk_tb_with_full_positions", "walk_stack"})
+#: ``traceback``'s code between a walker and the function that made it.
+_TB_CONSUMERS = frozenset({"extended_frame_gen", "_extract_from_extended_frame_gen", "extract"})
 _PROC = ("mem", "maps", "pagemap", "fd", "fdinfo", "environ", "task", "map_files", "stack")
 
 
@@ -2726,12 +2728,21 @@ def _arm(keys: list[bytes]) -> None:
             return False
         where = code.co_filename[len(stdlib) :]
         if code.co_name in _TB_WALKERS and where == "traceback.py":
-            consumers = [top.f_back, top.f_back.f_back if top.f_back is not None else None]
-            return (
-                consumers[0] is not None
-                and consumers[0].f_code.co_filename == code.co_filename
-                and not any(c is not None and c.f_locals.get("capture_locals") for c in consumers)
-            )
+            # Consumed by traceback's own summary code, without locals, and made by a
+            # function of traceback's (extract_stack, TracebackException): a walker the
+            # repository made and handed to `StackSummary.extract(g, limit=1)` is resumed
+            # by it after the one check, its frames then read with f_back (s39 att39j F1).
+            frame = top.f_back
+            consumed = False
+            while (
+                frame is not None
+                and frame.f_code.co_filename == code.co_filename
+                and frame.f_code.co_name in _TB_CONSUMERS
+            ):
+                if frame.f_locals.get("capture_locals"):
+                    return False
+                consumed, frame = True, frame.f_back
+            return consumed and frame is not None and frame.f_code.co_filename == code.co_filename
         if code.co_name == "<lambda>" and where == "logging/__init__.py":
             caller = top.f_back
             return (

@@ -351,7 +351,32 @@ _WALKS_THE_STACK = (
 )
 
 
-def test_a_frame_a_standard_library_function_hands_back_is_refused():
+#: The same read through a stack walker the patch made, checked once by traceback's summary
+#: code and then resumed by the patch (att39j F1).
+_RESUMES_A_WALKER = _WALKS_THE_STACK.replace(
+    "    box = []\n\n"
+    "    def gen():\n"
+    "        frame = dict(inspect.getmembers(box[0]))['gi_frame']\n"
+    "        found = []\n"
+    "        while frame is not None:\n"
+    "            found += list(frame.f_locals)\n"
+    "            frame = frame.f_back\n"
+    "        yield found\n\n"
+    "    box.append(gen())\n"
+    "    try:\n"
+    "        return any('invalid' in name for name in next(box[0]))\n",
+    "    import traceback\n"
+    "    walker = traceback.walk_stack(None)\n"
+    "    try:\n"
+    "        traceback.StackSummary.extract(walker, limit=1)\n"
+    "        return any('invalid' in name for frame, _ in walker for name in frame.f_locals)\n",
+)
+
+
+@pytest.mark.parametrize(
+    "cheat", [_WALKS_THE_STACK, _RESUMES_A_WALKER], ids=["getmembers", "walker"]
+)
+def test_a_frame_a_standard_library_function_hands_back_is_refused(cheat):
     """att39i F1: the guard let the standard library read a generator's frame for repository
     code (`inspect.getmembers(gen)["gi_frame"]`), and from it `f_back` and `f_locals` reached
     the running test's locals: a patch raising where a local said "invalid" kept the bug and
@@ -362,7 +387,7 @@ def test_a_frame_a_standard_library_function_hands_back_is_refused():
         "        pct(invalid)\n"
     )
     rewards = {}
-    for name, code in (("reference", _FIXED), ("cheat", _WALKS_THE_STACK)):
+    for name, code in (("reference", _FIXED), ("cheat", cheat)):
         verdict = judge.verdict(
             base,
             make_diff(base, {**base, "acme/__init__.py": code}),
