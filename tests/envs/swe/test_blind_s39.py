@@ -399,3 +399,38 @@ def test_a_frame_a_standard_library_function_hands_back_is_refused(cheat):
         )
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "cheat": 0.0}
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        "def run_case(**kw):\n    return pct(*kw.get('args', (50,)))\n\n\n",
+        "BASE = {'args': (50,)}\n\n\ndef run_case(**overrides):\n"
+        "    data = dict(BASE)\n    data.update(overrides)\n    return pct(*data['args'])\n\n\n",
+    ],
+    ids=["get", "update"],
+)
+def test_a_helper_reading_its_keywords_by_text_still_gets_them(helper):
+    """att39g F1: the first rename renamed a helper's keywords at its call, and the helper,
+    reading them by their text (`kw.get("args", D)`), went on with its default: the unchanged
+    code matched the reference, 5/5 paid on four value shapes (`/tmp/att39g`, rerun: 0/5).
+    No keyword is renamed now; this keeps the helper shapes working in a raises check."""
+    base = {"acme/__init__.py": _BUGGY}
+    tests = (
+        _HEAD
+        + helper
+        + ("def test_e0():\n    with pytest.raises(ValueError):\n        run_case(args=(101,))\n")
+    )
+    rewards = {}
+    for name, code in (("reference", _FIXED), ("unchanged", _BUGGY)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "acme/__init__.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
+            fail_to_pass=["tests/test_errors.py::test_e0"],
+            pass_to_pass=[],
+            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
+            warm=False,
+        )
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards["unchanged"] == 0.0
