@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Sequence
 
 import pytest
 
@@ -31,6 +32,27 @@ _ERRORS = _HEAD + "def test_e0():\n    with pytest.raises(ValueError):\n        
 _VALUES = _HEAD + "def test_v0():\n    assert pct(50) == 0.5\n"
 
 
+def _verdict(
+    base: dict[str, str],
+    code: str,
+    tests: dict[str, str],
+    fail_to_pass: list[str],
+    pass_to_pass: Sequence[str] = (),
+    fixed: str = _FIXED,
+) -> judge.Verdict:
+    """The verdict on ``code`` as ``acme/__init__.py`` of ``base``, with hidden ``tests``
+    added and ``fixed`` as the reference (custom records through ``judge.verdict``)."""
+    return judge.verdict(
+        base,
+        make_diff(base, {**base, "acme/__init__.py": code}),
+        test_patch=make_diff(base, {**base, **tests}),
+        fail_to_pass=fail_to_pass,
+        pass_to_pass=list(pass_to_pass),
+        reference_patch=make_diff(base, {**base, "acme/__init__.py": fixed}),
+        warm=False,
+    )
+
+
 @pytest.mark.parametrize(
     "errors",
     [
@@ -43,14 +65,8 @@ def test_a_test_module_s_path_says_nothing_in_the_sandbox(errors):
     base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
     rewards = {}
     for name, code in (("reference", _FIXED), ("cheat", _CHEAT), ("unchanged", _BUGGY)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, errors: _ERRORS}),
-            fail_to_pass=[f"{errors}::test_e0"],
-            pass_to_pass=["tests/test_values.py::test_v0"],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
-            warm=False,
+        verdict = _verdict(
+            base, code, {errors: _ERRORS}, [f"{errors}::test_e0"], ["tests/test_values.py::test_v0"]
         )
         assert verdict.verdict_trust == "host", verdict
         rewards[name] = judge.reward_of(verdict, False)
@@ -208,15 +224,7 @@ def test_a_probe_its_own_rewrite_broke_decides_nothing():
         "def test_e0():\n    with pytest.raises(ValueError):\n        pct(TOO_HIGH)\n",
     }
     for code, paid in ((_FIXED, None), (_BUGGY, 0.0)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, **tests}),
-            fail_to_pass=["tests/test_t.py::test_e0"],
-            pass_to_pass=[],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
-            warm=False,
-        )
+        verdict = _verdict(base, code, tests, ["tests/test_t.py::test_e0"])
         if paid is not None:
             assert judge.reward_of(verdict, False) == paid
         assert verdict.verdict_trust == "host_partial", verdict
@@ -253,14 +261,12 @@ def test_a_callback_the_repository_calls_by_keyword_keeps_its_parameters(tests):
     module = "import pytest\n\nfrom acme import progress\n\n\n" + tests
     rewards = {}
     for name, code in (("reference", _CALLBACK_FIXED), ("unchanged", _CALLBACK)):
-        verdict = judge.verdict(
+        verdict = _verdict(
             base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_p.py": module}),
-            fail_to_pass=["tests/test_p.py::test_a"],
-            pass_to_pass=[],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _CALLBACK_FIXED}),
-            warm=False,
+            code,
+            {"tests/test_p.py": module},
+            ["tests/test_p.py::test_a"],
+            fixed=_CALLBACK_FIXED,
         )
         rewards[name] = (judge.reward_of(verdict, False), verdict.verdict_trust)
     assert rewards == {"reference": (1.0, "host"), "unchanged": (0.0, "host")}
@@ -316,14 +322,12 @@ def test_a_hidden_test_s_source_and_code_are_not_readable(how):
     )
     rewards = {}
     for name, code in (("reference", _FIXED), ("cheat", cheat)):
-        verdict = judge.verdict(
+        verdict = _verdict(
             base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
-            fail_to_pass=["tests/test_errors.py::test_e0"],
-            pass_to_pass=["tests/test_values.py::test_v0"],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
-            warm=False,
+            code,
+            {"tests/test_errors.py": tests},
+            ["tests/test_errors.py::test_e0"],
+            ["tests/test_values.py::test_v0"],
         )
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "cheat": 0.0}
@@ -388,14 +392,12 @@ def test_a_frame_a_standard_library_function_hands_back_is_refused(cheat):
     )
     rewards = {}
     for name, code in (("reference", _FIXED), ("cheat", cheat)):
-        verdict = judge.verdict(
+        verdict = _verdict(
             base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
-            fail_to_pass=["tests/test_errors.py::test_e0"],
-            pass_to_pass=["tests/test_values.py::test_v0"],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
-            warm=False,
+            code,
+            {"tests/test_errors.py": tests},
+            ["tests/test_errors.py::test_e0"],
+            ["tests/test_values.py::test_v0"],
         )
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "cheat": 0.0}
@@ -423,14 +425,8 @@ def test_a_helper_reading_its_keywords_by_text_still_gets_them(helper):
     )
     rewards = {}
     for name, code in (("reference", _FIXED), ("unchanged", _BUGGY)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "acme/__init__.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_errors.py": tests}),
-            fail_to_pass=["tests/test_errors.py::test_e0"],
-            pass_to_pass=[],
-            reference_patch=make_diff(base, {**base, "acme/__init__.py": _FIXED}),
-            warm=False,
+        verdict = _verdict(
+            base, code, {"tests/test_errors.py": tests}, ["tests/test_errors.py::test_e0"]
         )
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards["unchanged"] == 0.0
