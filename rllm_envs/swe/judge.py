@@ -952,7 +952,8 @@ def probe_paths(files: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _suite_references(text: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _suite_references(text: str) -> frozenset[str]:
     """The names a test module may reach a module or folder of the suite by.
 
     The parts of its imports of the suite (``from tests.core import x``, ``from . import
@@ -960,14 +961,15 @@ def _suite_references(text: str) -> set[str]:
     import of a bare suite package (``import tests``) every attribute it reads. An import
     from elsewhere names nothing of the suite (att39c: ``from acme.core import pct`` kept
     the folder ``tests/core`` and withheld every correct fix, 5/5). A module that does not
-    parse names every word it holds.
+    parse names every word it holds. Cached by text: a verdict asks for the paths of the same
+    test suite several times (its probes, their node ids, its notes).
     """
     from rllm_envs.swe.probe import _suite_module
 
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return set(_WORD.findall(text))
+        return frozenset(_WORD.findall(text))
     found: set[str] = set()
     packages = False
     for node in ast.walk(tree):
@@ -983,7 +985,7 @@ def _suite_references(text: str) -> set[str]:
             found.update(_WORD.findall(node.value))
     if packages:
         found.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
-    return found
+    return frozenset(found)
 
 
 def probe_path(files: Mapping[str, str], path: str) -> str:
