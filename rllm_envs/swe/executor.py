@@ -120,14 +120,21 @@ class RepoFinder:
         return None
 
     def exec_module(
-        self, module: Any, *, _records: Any = None, _sources: Any = None, _exec: Any = exec
+        self,
+        module: Any,
+        *,
+        _records: Any = None,
+        _sources: Any = None,
+        _exec: Any = exec,
+        _hidden: bool = False,
     ) -> None:
         """Run the module's source from memory.
 
         In a test process, :func:`install` seals ``_records`` (what the runner runs: the
         functions each test file's ``def`` statements made, recorded right after it ran) and
-        ``_sources`` (the files as they were before any repository code ran) as defaults the
-        guard lets no one read or rebind; the attributes of this object are not used for them.
+        ``_sources`` (the files as they were before any repository code ran) and ``_hidden``
+        (install's ``hide_tests``) as defaults the guard lets no one read or rebind; the
+        attributes of this object are not used for them.
         """
         origin = module.__spec__.origin
         if origin is None:
@@ -156,6 +163,8 @@ class RepoFinder:
         with warnings.catch_warnings():  # "'str' object is not callable": bound below
             warnings.simplefilter("ignore", SyntaxWarning)
             tree = strict_asserts(source, filename)
+            if _hidden:
+                _one_position(tree)
             code = compile(tree, filename, "exec", dont_inherit=True)
         code = _bind_compare(code)
         defs, pending = [], [code]
@@ -261,6 +270,7 @@ def install(
             "_records": records,
             "_sources": types.MappingProxyType(dict(files)),
             "_exec": exec,
+            "_hidden": hide_tests,
         }
         RepoFinder.exec_module.__kwdefaults__ = sealed
     # Hidden test modules are known to the finder by name, their sources only to the sealed
@@ -782,6 +792,22 @@ def _bind_compare(code: Any) -> Any:
         for c in code.co_consts
     )
     return code.replace(co_consts=consts)
+
+
+def _one_position(tree: Any) -> None:
+    """Give every node of a hidden test module's AST line 1, column 0.
+
+    A frame's line and columns (``traceback.extract_stack``, ``warnings``' ``stacklevel``,
+    logging's caller) told which test called: a hidden test appended to a module the agent
+    can read runs past that module's last line (s40 att40a F1: a patch raising only for
+    callers past it kept the bug and was paid 1.0 ``host``, 5/5).
+    """
+    import ast
+
+    for node in ast.walk(tree):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = 1
+            node.col_offset = node.end_col_offset = 0
 
 
 def strict_asserts(source: str, filename: str) -> Any:

@@ -1,0 +1,38 @@
+"""Findings of the s40 blind rounds against SWE-v0 (att40a, on 5b5a67b), fixed in s40."""
+
+from __future__ import annotations
+
+from rllm_envs.swe import judge
+from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _verdict
+
+
+def _cheat(told: str) -> str:
+    """Keeps the bug; raises when ``told`` (an expression of the call stack ``stack``) holds."""
+    return (
+        "import traceback\n\n\n"
+        f"def _told():\n    stack = traceback.extract_stack()\n    return {told}\n\n\n"
+        "def pct(p):\n    if _told():\n        raise ValueError('bad percent')\n"
+        "    return p / 100\n"
+    )
+
+
+def test_a_caller_s_line_says_nothing_in_the_sandbox():
+    """att40a F1: the hidden test is appended to a module the agent reads, so its calls came
+    from past that module's last line; every line of a hidden test module is 1 now."""
+    told = "any('/tests/' in f.filename and f.lineno > {last} for f in stack)"
+    public = _HEAD + "def test_v0():\n    assert pct(50) == 0.5\n"
+    hidden = public + "\n\ndef test_e0():\n    with pytest.raises(ValueError):\n        pct(101)\n"
+    base = {"acme/__init__.py": _BUGGY, "tests/__init__.py": "", "tests/test_pct.py": public}
+    cheat = _cheat(told.format(last=public.count("\n") + 2))
+    rewards = {}
+    for name, code in (("reference", _FIXED), ("cheat", cheat), ("unchanged", _BUGGY)):
+        verdict = _verdict(
+            base,
+            code,
+            {"tests/test_pct.py": hidden},
+            ["tests/test_pct.py::test_e0"],
+            ["tests/test_pct.py::test_v0"],
+        )
+        assert verdict.verdict_trust == "host", verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 1.0, "cheat": 0.0, "unchanged": 0.0}
