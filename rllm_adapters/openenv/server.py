@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import signal
 import sys
 import threading
@@ -212,6 +213,7 @@ class _HeavyLane:
         reconnects: int = 8,
         max_rest_s: float = 0.25,
         max_clients: int = 4096,
+        share_s: float = 0.01,
     ) -> None:
         self.heavy_cpu_s = heavy_cpu_s
         self.memory_s = memory_s
@@ -226,6 +228,10 @@ class _HeavyLane:
         self.members: list[set[_Session]] = []
         self.last_on_loop: str | None = None  # the client of the last call on the loop
         self.switched_at = -1.0  # when a call on the loop was another client's than the last
+        #: Per client charged in the last ``2 * share_s``: its GIL time (decayed with time
+        #: constant ``share_s``) and when it was charged, oldest charge first (:meth:`share`).
+        self.used: dict[str, tuple[float, float]] = {}
+        self.share_s = share_s
 
     async def take_turn(self, client: str) -> None:
         """Before a call on the event loop: a client whose call ran there last waits a round.
@@ -235,8 +241,8 @@ class _HeavyLane:
         sessions of steps tuned just under the loop's 1 ms bound (never heavy) took an honest
         client from 1,771-2,372 to 269 steps/s (s39 att39h F1). Waiting one round puts its
         next call behind the others' ready ones (on a quiet machine the other client's rate
-        beside such steps went from 87 to 171 steps/s: better, not fair; the loop's time is
-        not shared per client). A client alone on the loop (no other's call there in the last
+        beside such steps went from 87 to 171 steps/s: better, not fair; :meth:`share`
+        shares the time). A client alone on the loop (no other's call there in the last
         50 ms) does not wait: nothing is behind it.
         """
         now = time.monotonic()
@@ -245,6 +251,42 @@ class _HeavyLane:
         elif now - self.switched_at < 0.05:
             await asyncio.sleep(0)
         self.last_on_loop = client
+
+    def _used(self, client: str, now: float) -> float:
+        used, at = self.used.get(client, (0.0, now))
+        return used * math.exp((at - now) / self.share_s)
+
+    def charge(self, client: str, cpu_s: float) -> None:
+        """``client``'s call held the GIL (on the loop or in a thread) for ``cpu_s``."""
+        now = time.monotonic()
+        used = self._used(client, now) + cpu_s
+        self.used.pop(client, None)  # re-inserted last: the dict stays oldest charge first
+        self.used[client] = (used, now)
+        forget = now - 2 * self.share_s  # decayed to 14%: no longer counted as sharing
+        while (oldest := next(iter(self.used))) != client and self.used[oldest][1] < forget:
+            del self.used[oldest]
+
+    async def share(self, client: str) -> None:
+        """Before a call of ``client``: wait while it used more than its share of the GIL.
+
+        The loop and the threads share one GIL, and a client's calls hold it for their CPU
+        time wherever they run. Turns alone did not share it: eight sessions of one client
+        with steps just under the loop's bound still took the loop from another client's
+        steps most of the time (s39 att39h F1: 171 steps/s beside them, 4,770 alone). Each
+        client's GIL time is counted decayed over ``share_s``; while ``k`` clients were
+        charged in the last ``2 * share_s``, one over ``share_s / k`` (its share of the
+        time) waits until it decays to that. A client alone never waits, and a client
+        under its share (an honest one beside a flood) never waits either.
+        """
+        while True:
+            sharing = len(self.used) + (client not in self.used)
+            if sharing < 2:
+                return
+            fair = self.share_s / sharing
+            used = self._used(client, time.monotonic())
+            if used <= fair:
+                return
+            await asyncio.sleep(self.share_s * math.log(used / fair))
 
     def others_open(self) -> bool:
         """Whether more than one session is open on the ids of this lane."""
@@ -316,19 +358,6 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
 def _cost(cpu_s: float, wall_s: float) -> float:
     """A call's cost as placement counts it: its CPU time, or its wall time past _WAIT_S."""
     return wall_s if wall_s > _WAIT_S else cpu_s
-
-
-def _on_loop(place: _StepPlace, fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` on the event loop, its cost (as :func:`_timed`) recorded in ``place``.
-
-    Also when it raises (s39 att39f F2: resets that did their work and then failed on a bad
-    seed were never counted, so any number of them held the loop 34-123 ms each).
-    """
-    cpu, wall = time.thread_time(), time.perf_counter()
-    try:
-        return fn(*args)
-    finally:
-        place.record(_cost(time.thread_time() - cpu, time.perf_counter() - wall))
 
 
 def _held(step: Any, text: str, work_s: float, deadline: float) -> tuple[Any, float]:
@@ -421,25 +450,47 @@ class _EnvServer:
             place = self.places[key] = _StepPlace(self.max_s[kind])
         return place
 
+    async def on_loop(self, place: _StepPlace, session: _Session, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` on the event loop in ``session``'s client's turn and share.
+
+        Its cost (as :func:`_timed`) is recorded in ``place`` and its CPU charged to the
+        client, also when it raises (s39 att39f F2: resets that did their work on the loop
+        and then failed on a bad seed were never counted, so any number of them held the
+        loop 34-123 ms each).
+        """
+        await self.lane.take_turn(session.client)
+        await self.lane.share(session.client)  # last: nothing may run between it and the call
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            cpu_s = time.thread_time() - cpu
+            place.record(_cost(cpu_s, time.perf_counter() - wall))
+            self.lane.charge(session.client, cpu_s)
+
     async def run(
         self, fn: Any, *args: Any, session: _Session | None = None, lane: bool = True
     ) -> Any:
         """``fn(*args)`` in this id's threads (as ``session.running`` while it runs).
 
-        A session's calls take the heavy lane (:class:`_HeavyLane`) while its client's calls
-        hold the GIL long; ``lane=False`` for a call whose work is fixed by design (private
-        grading's padded last step, timed to its deadline).
+        A session's calls wait for its client's share of the GIL (:meth:`_HeavyLane.share`)
+        and take the heavy lane while they hold the GIL long; ``lane=False`` for a call whose
+        work is fixed by design (private grading's padded last step, timed to its deadline).
         """
-        if session is None or not lane or not self.lane.heavy(session):
-            result, cpu_s = await self._submit(fn, args, session)
-            if session is not None and lane:
-                self.lane.note(session, cpu_s, in_lane=False)
+        if session is None or not lane:
+            result, _ = await self._submit(fn, args, session)
             return result
-        async with self.lane.lock:
+        await self.lane.share(session.client)
+        if not self.lane.heavy(session):
             result, cpu_s = await self._submit(fn, args, session)
-            self.lane.note(session, cpu_s, in_lane=True)
-            if self.lane.others_open():
-                await asyncio.sleep(self.lane.rest_s(cpu_s))
+            self.lane.note(session, cpu_s, in_lane=False)
+        else:
+            async with self.lane.lock:
+                result, cpu_s = await self._submit(fn, args, session)
+                self.lane.note(session, cpu_s, in_lane=True)
+                if self.lane.others_open():
+                    await asyncio.sleep(self.lane.rest_s(cpu_s))
+        self.lane.charge(session.client, cpu_s)
         return result
 
     async def _submit(
@@ -620,8 +671,7 @@ class _EnvServer:
                 else:
                     place = self.place("reset", session.client)
                     if place.inline:
-                        await self.lane.take_turn(session.client)
-                        obs = _on_loop(place, reset)
+                        obs = await self.on_loop(place, session, reset)
                     else:
                         obs, seconds = await self.run(_timed, reset, session=session)
                         place.record(seconds)
@@ -652,8 +702,7 @@ class _EnvServer:
                         lane=False,
                     )
                 elif place.inline:
-                    await self.lane.take_turn(session.client)
-                    payload = _on_loop(place, env.step_payload, action.text)
+                    payload = await self.on_loop(place, session, env.step_payload, action.text)
                 else:
                     payload, seconds = await self.run(
                         _timed, env.step_payload, action.text, session=session

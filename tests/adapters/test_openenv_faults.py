@@ -855,11 +855,15 @@ def test_one_client_s_slow_steps_keep_only_its_own_off_the_loop():
 def test_a_call_on_the_loop_that_raises_is_counted_too():
     """s39 att39f F2: a reset that did its work on the loop and then failed (a bad seed after
     the task was made) was never counted, so any number of them held the loop."""
-    from rllm_adapters.openenv.server import _on_loop, _StepPlace
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _EnvServer, _Session, _StepPlace
 
     place = _StepPlace(0.001, warm=1)
     place.record(0.0)
     assert place.inline
+    server = _EnvServer(ENV, {}, ServerLimits(max_sessions=2))
 
     def slow_then_fail():
         started = time.thread_time()
@@ -868,8 +872,9 @@ def test_a_call_on_the_loop_that_raises_is_counted_too():
         raise ValueError("bad seed")
 
     with pytest.raises(ValueError):
-        _on_loop(place, slow_then_fail)
+        asyncio.run(server.on_loop(place, _Session("test", "test"), slow_then_fail))
     assert not place.inline and place.demotions == 1
+    assert server.lane.used["test"][0] >= 0.005  # charged to its client too
 
 
 def test_huge_json_integers_are_refused_before_they_are_converted():
@@ -911,6 +916,7 @@ def test_a_client_with_many_ready_calls_does_not_go_first_with_all_of_them():
                 return real(text)
 
             session.env.step_payload = recorded  # type: ignore[method-assign]
+        server.lane.used.clear()  # the resets' GIL time: the turn alone is checked here
         await asyncio.gather(*(server._handle(s, step) for s in sessions))
         for session in sessions:
             session.env.close()
@@ -1133,3 +1139,70 @@ def test_a_server_prepares_its_task_sources_before_serving():
     tasks._PLANS.clear()
     create_app("rllm/Math-v1")
     assert len(tasks._PLANS) >= parts > 1  # every part's plan chosen, none left for a client
+
+
+def test_a_client_over_its_share_of_the_gil_waits_and_one_under_it_does_not():
+    """s39 att39h F1: eight sessions of one client with steps just under the loop's bound
+    took the loop (and the GIL) from another client's steps; turns alone left the other
+    client 171 steps/s of 4,770. A client over its decayed share waits until it is back to
+    its share; a client alone, or under its share, never waits."""
+    import asyncio
+
+    from rllm_adapters.openenv.server import _HeavyLane
+
+    async def play() -> None:
+        lane = _HeavyLane(share_s=0.01)
+        lane.charge("hog", 0.02)
+        alone = asyncio.create_task(lane.share("hog"))
+        await asyncio.sleep(0)
+        assert alone.done()  # nobody else shares the GIL
+        lane.charge("honest", 0.0001)
+        honest = asyncio.create_task(lane.share("honest"))
+        hog = asyncio.create_task(lane.share("hog"))
+        await asyncio.sleep(0)
+        assert honest.done() and not hog.done()
+        await hog
+        assert lane._used("hog", time.monotonic()) <= lane.share_s / 2 * 1.01
+        await asyncio.sleep(0.03)  # the honest client stopped two time constants ago
+        lane.charge("hog", 0.02)
+        assert "honest" not in lane.used and "hog" in lane.used
+
+    asyncio.run(play())
+
+
+def test_many_sessions_of_a_client_over_its_share_let_another_client_s_call_go_first():
+    """The same through the server: the hog's eight ready steps on the loop wait while it is
+    over its share; the honest client's one step does not."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _EnvServer, _Session
+
+    async def play() -> list[str]:
+        server = _EnvServer(ENV, {}, ServerLimits(max_sessions=16))
+        order: list[str] = []
+        sessions = [_Session(f"a{i}", "hog") for i in range(8)]
+        sessions.append(_Session("b", "honest"))
+        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        step = json.dumps({"type": "step", "data": {"text": "Down"}})
+        for session in sessions:
+            session.env = server.make_env()
+            await server._handle(session, reset)
+            server.place("step", session.client).inline = True
+            real = session.env.step_payload
+
+            def recorded(text, real=real, client=session.client):
+                order.append(client)
+                return real(text)
+
+            session.env.step_payload = recorded  # type: ignore[method-assign]
+        server.lane.used.clear()  # the resets' GIL time decides nothing here
+        server.lane.charge("honest", 0.0)
+        server.lane.charge("hog", server.lane.share_s)  # its steps held the GIL till now
+        await asyncio.gather(*(server._handle(s, step) for s in sessions))
+        for session in sessions:
+            session.env.close()
+        return order
+
+    order = asyncio.run(play())
+    assert len(order) == 9 and order[0] == "honest", order
