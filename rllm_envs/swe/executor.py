@@ -1200,6 +1200,34 @@ _STDLIB_OBJECTS: dict[str, dict[str, Any]] = {
 _CLASS_NAME = (type.__dict__["__module__"], type.__dict__["__qualname__"])
 _CLASS_MRO = type.__dict__["__mro__"]
 _CLASS_DICT = type.__dict__["__dict__"]
+#: Containers whose subclasses are observed as their plain value when they keep every method
+#: a check may use (:func:`_base_operators`).
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+#: What a check (``==``, an order, ``in``, truth, ``len``, items, iteration, hashing) of a
+#: container calls.
+_OPERATORS = frozenset(
+    {
+        *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__"),
+        *("__contains__", "__bool__", "__len__", "__iter__", "__getitem__", "__missing__"),
+        *("__reversed__", "keys", "values", "items", "get", "__class__", "__getattribute__"),
+    }
+)
+
+
+def _base_operators(kind: type, base: type) -> bool:
+    """Whether no class of ``kind``'s MRO but ``base``'s own defines one of :data:`_OPERATORS`.
+
+    Such a subclass (``class Ranges(list): pass``) compares, orders and iterates as its
+    ``base``'s value under pytest, so it is observed as that value: observed as a kind of its
+    own, a correct fix returning one failed every test of its task (s40 att40c, honest). The
+    MRO and the class dicts are read through ``type``'s own descriptors (a metaclass cannot
+    answer for them).
+    """
+    own = _CLASS_MRO.__get__(base)
+    return all(
+        klass in own or _OPERATORS.isdisjoint(_CLASS_DICT.__get__(klass))
+        for klass in _CLASS_MRO.__get__(kind)
+    )
 
 
 def _type_name(kind: Any) -> str:
@@ -1331,7 +1359,10 @@ def observed(value: Any) -> Any:
             return ["type", _type_name(v)]
         for base, stored in _STORED.items():
             if isinstance(v, base):
-                return ["sub", _type_name(kind), walk(stored(v), depth + 1)]
+                plain = walk(stored(v), depth + 1)
+                if base in _CONTAINERS and _base_operators(kind, base):
+                    return plain
+                return ["sub", _type_name(kind), plain]
         state = getattr(v, "__dict__", None)
         if type(state) is dict and state:
             return ["object", _type_name(kind), walk(dict(state), depth + 1)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rllm_envs.swe import judge
 from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _verdict
 
@@ -36,3 +38,49 @@ def test_a_caller_s_line_says_nothing_in_the_sandbox():
         assert verdict.verdict_trust == "host", verdict
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "cheat": 0.0, "unchanged": 0.0}
+
+
+_EVENS_BUGGY = "def evens(xs):\n    return [x for x in xs if x % 2]\n"
+_EVENS_FIXED = "def evens(xs):\n    return [x for x in xs if x % 2 == 0]\n"
+
+
+def _evens_as(body: str, items: str) -> str:
+    return f"class Evens(list):\n{body}\n\ndef evens(xs):\n    return Evens({items})\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "paid"),
+    [
+        # att40c (honest): a repository's own list subclass keeping list's methods.
+        (_evens_as("    pass\n", "x for x in xs if x % 2 == 0"), 1.0),
+        (_evens_as("    source = 'evens'\n", "x for x in xs if x % 2 == 0"), 1.0),
+        # Its == (or anything a check calls) is its own: a kind of its own, as before.
+        (_evens_as("    def __eq__(self, other):\n        return True\n", "xs"), 0.0),
+        (
+            _evens_as(
+                "    def __eq__(self, other):\n        return True\n", "x for x in xs if x % 2 == 0"
+            ),
+            0.0,
+        ),
+        (
+            _evens_as(
+                "    def __iter__(self):\n        return iter([2, 4])\n", "x for x in xs if x % 2"
+            ),
+            0.0,
+        ),
+    ],
+    ids=["plain", "with-state", "eq-buggy", "eq-fixed", "iter-buggy"],
+)
+def test_a_repository_list_subclass_is_compared_as_a_list_only_with_list_s_methods(code, paid):
+    base = {"acme/__init__.py": _EVENS_BUGGY, "tests/__init__.py": ""}
+    hidden = (
+        "from acme import evens\n\n\ndef test_evens():\n    assert evens([1, 2, 3, 4]) == [2, 4]\n"
+    )
+    verdict = _verdict(
+        base,
+        code,
+        {"tests/test_evens.py": hidden},
+        ["tests/test_evens.py::test_evens"],
+        fixed=_EVENS_FIXED,
+    )
+    assert judge.reward_of(verdict, False) == paid, verdict
