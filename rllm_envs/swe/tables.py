@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Origin", "Tables", "analyse", "node_key", "STAR", "KEYS", "VALUES"]
+__all__ = ["Origin", "Tables", "analyse", "empty", "node_key", "STAR", "KEYS", "VALUES"]
 
 STAR = "*"
 KEYS = "k"
@@ -184,6 +184,13 @@ def _comparable(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
             continue
         return False
     return True
+
+
+def empty(node: ast.AST | None) -> bool:
+    """Whether ``node`` is an empty list, tuple, set or dict display (it holds no value)."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    return isinstance(node, ast.Dict) and not node.keys
 
 
 def _literal(node: ast.expr) -> bool:

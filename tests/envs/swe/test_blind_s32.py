@@ -212,6 +212,8 @@ def test_the_host_compares_standard_types_as_python_does():
         (0.5, Fraction(1, 2)),
         (Fraction(1, 2), Fraction(2, 4)),
         ({"a": 1}, OrderedDict(a=1)),
+        # A tuple subclass keeping tuple's methods compares as its tuple (s40 att40c).
+        ((1, 2), point(1, 2)),
     ]:
         assert reference == honest
         assert same(observed(reference), observed(honest)), (reference, honest)
@@ -219,7 +221,6 @@ def test_the_host_compares_standard_types_as_python_does():
     for reference, other in [
         (0.1, Decimal("0.1")),  # Python says unequal too: 0.1 is not exactly 1/10
         ({1, 2}, frozenset({1, 3})),
-        ((1, 2), point(1, 2)),  # a namedtuple is the test's or repository's own class
         (2, Decimal("2.5")),
         ([1], (1,)),
         ("1", 1),

@@ -84,3 +84,39 @@ def test_a_repository_list_subclass_is_compared_as_a_list_only_with_list_s_metho
         fixed=_EVENS_FIXED,
     )
     assert judge.reward_of(verdict, False) == paid, verdict
+
+
+_HOOK_BUGGY = "def convert(p, on_value):\n    on_value(p)\n    return p / 100\n"
+_HOOK_FIXED = (
+    "def convert(p, on_value):\n    if p < 0 or p > 100:\n        raise ValueError(p)\n"
+    "    on_value(p)\n    return p / 100\n"
+)
+
+
+@pytest.mark.parametrize(
+    "check",
+    ["assert not seen", "assert seen == []", "assert len(seen) == 0"],
+)
+def test_an_empty_list_a_callback_fills_holds_no_expected_value(check):
+    """att40d (honest): ``seen = []`` filled through ``seen.append`` and checked empty was taken
+    for a table whose values stay in the probe: every correct fix was withheld (25/25)."""
+    from rllm_envs.swe.probe import probe_report
+
+    hidden = (
+        "import pytest\n\nfrom acme import convert\n\n\ndef test_e0():\n    seen = []\n"
+        f"    with pytest.raises(ValueError):\n        convert(101, seen.append)\n    {check}\n"
+    )
+    assert probe_report(hidden)[1] == ()
+    base = {"acme/__init__.py": _HOOK_BUGGY, "tests/__init__.py": ""}
+    rewards = {}
+    for name, code in (("reference", _HOOK_FIXED), ("unchanged", _HOOK_BUGGY)):
+        verdict = _verdict(
+            base,
+            code,
+            {"tests/test_hook.py": hidden},
+            ["tests/test_hook.py::test_e0"],
+            fixed=_HOOK_FIXED,
+        )
+        assert verdict.verdict_trust == "host", verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 1.0, "unchanged": 0.0}
