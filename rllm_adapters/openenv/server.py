@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import math
@@ -183,6 +184,12 @@ else:
         return await asyncio.wait_for(awaitable, seconds)
 
 
+#: What the framework's work for an arrival costs the loop, in messages: a WebSocket
+#: handshake (an HTTP upgrade parsed, a key hashed, a session's env made and closed) costs
+#: about eight messages' frames and replies on this machine (py-spy, s40), an HTTP request two.
+ARRIVAL_WEIGHTS = {"message": 1, "request": 2, "connection": 8}
+
+
 class _HeavyLane:
     """Env calls of sessions whose calls hold the GIL long run one at a time, with rests.
 
@@ -232,6 +239,12 @@ class _HeavyLane:
         #: constant ``share_s``) and when it was charged, oldest charge first (:meth:`share`).
         self.used: dict[str, tuple[float, float]] = {}
         self.share_s = share_s
+        #: Since the last settling (:meth:`arrived`): each client's arrivals, the loop
+        #: thread's CPU time then, and what was charged for the loop's work since.
+        self.arrivals: dict[str, int] = {}
+        self.settled_at = -1.0
+        self.loop_cpu = 0.0
+        self.loop_charged = 0.0
 
     async def take_turn(self, client: str) -> None:
         """Before a call on the event loop: a client whose call ran there last waits a round.
@@ -256,8 +269,34 @@ class _HeavyLane:
         used, at = self.used.get(client, (0.0, now))
         return used * math.exp((at - now) / self.share_s)
 
-    def charge(self, client: str, cpu_s: float) -> None:
-        """``client``'s call held the GIL (on the loop or in a thread) for ``cpu_s``."""
+    def arrived(self, client: str, weight: int = 1) -> None:
+        """A message (``weight`` 1), request or connection of ``client`` arrived (on the loop).
+
+        The framework's work for it (frames, handshakes, routing, replies' writes, the
+        collector) runs outside any coroutine of ours: every ``share_s`` the loop thread's CPU
+        that no charge accounted for is charged to the clients in proportion to their arrivals
+        in that time, each weighted by its kind's usual cost (:data:`ARRIVAL_WEIGHTS`; s40
+        att40b F1: uncharged, eight sessions of light steps or a reconnect per message took
+        55-86% of another client's steps).
+        """
+        self.arrivals[client] = self.arrivals.get(client, 0) + weight
+        now = time.monotonic()
+        if now - self.settled_at < self.share_s:
+            return
+        loop_cpu = time.thread_time()
+        unaccounted = loop_cpu - self.loop_cpu - self.loop_charged
+        arrivals, self.arrivals = self.arrivals, {}
+        first, self.settled_at = self.settled_at < 0, now
+        self.loop_cpu, self.loop_charged = loop_cpu, 0.0
+        if unaccounted > 0 and not first:  # the first: the thread's CPU before serving
+            each = unaccounted / sum(arrivals.values())
+            for who, count in arrivals.items():
+                self.charge(who, count * each)
+
+    def charge(self, client: str, cpu_s: float, on_loop: bool = False) -> None:
+        """``client``'s work held the GIL for ``cpu_s`` (``on_loop``: on the loop's thread)."""
+        if on_loop:
+            self.loop_charged += cpu_s
         now = time.monotonic()
         used = self._used(client, now) + cpu_s
         self.used.pop(client, None)  # re-inserted last: the dict stays oldest charge first
@@ -379,6 +418,36 @@ def _held(step: Any, text: str, work_s: float, deadline: float) -> tuple[Any, fl
     return payload, seconds
 
 
+class _Charged:
+    """Await ``coroutine``, charging the CPU time of each of its steps to ``client``.
+
+    A coroutine's steps run on the event loop between its awaits, so this is the loop's
+    time its work took (parsing, validating, serialising, an env call on the loop), not the
+    time other tasks ran while it waited; calls it hands to threads charge their own.
+    """
+
+    def __init__(self, coroutine: Any, lane: _HeavyLane, client: str) -> None:
+        self.coroutine, self.lane, self.client = coroutine, lane, client
+
+    def __await__(self) -> Any:
+        coroutine, value, error = self.coroutine, None, None
+        while True:
+            started = time.thread_time()
+            try:
+                if error is None:
+                    waiting = coroutine.send(value)
+                else:
+                    waiting = coroutine.throw(error)
+            except StopIteration as done:
+                return done.value
+            finally:
+                self.lane.charge(self.client, time.thread_time() - started, on_loop=True)
+            try:
+                value, error = (yield waiting), None
+            except BaseException as e:  # noqa: BLE001 (a cancellation goes on into it)
+                value, error = None, e
+
+
 class _Session:
     """One WebSocket session: its own env, alive as long as its socket and its last call.
 
@@ -453,10 +522,10 @@ class _EnvServer:
     async def on_loop(self, place: _StepPlace, session: _Session, fn: Any, *args: Any) -> Any:
         """``fn(*args)`` on the event loop in ``session``'s client's turn and share.
 
-        Its cost (as :func:`_timed`) is recorded in ``place`` and its CPU charged to the
-        client, also when it raises (s39 att39f F2: resets that did their work on the loop
-        and then failed on a bad seed were never counted, so any number of them held the
-        loop 34-123 ms each).
+        Its cost (as :func:`_timed`) is recorded in ``place`` (its CPU is charged to the
+        client with the message's, :class:`_Charged`), also when it raises (s39 att39f F2:
+        resets that did their work on the loop and then failed on a bad seed were never
+        counted, so any number of them held the loop 34-123 ms each).
         """
         await self.lane.take_turn(session.client)
         await self.lane.share(session.client)  # last: nothing may run between it and the call
@@ -464,21 +533,28 @@ class _EnvServer:
         try:
             return fn(*args)
         finally:
-            cpu_s = time.thread_time() - cpu
-            place.record(_cost(cpu_s, time.perf_counter() - wall))
-            self.lane.charge(session.client, cpu_s)
+            place.record(_cost(time.thread_time() - cpu, time.perf_counter() - wall))
 
     async def run(
-        self, fn: Any, *args: Any, session: _Session | None = None, lane: bool = True
+        self,
+        fn: Any,
+        *args: Any,
+        session: _Session | None = None,
+        lane: bool = True,
+        client: str | None = None,
     ) -> Any:
         """``fn(*args)`` in this id's threads (as ``session.running`` while it runs).
 
         A session's calls wait for its client's share of the GIL (:meth:`_HeavyLane.share`)
         and take the heavy lane while they hold the GIL long; ``lane=False`` for a call whose
         work is fixed by design (private grading's padded last step, timed to its deadline).
+        ``client``: whom such a call (or one without a session: making a session's env) is
+        charged to.
         """
         if session is None or not lane:
-            result, _ = await self._submit(fn, args, session)
+            result, cpu_s = await self._submit(fn, args, session)
+            if client is not None:
+                self.lane.charge(client, cpu_s)
             return result
         await self.lane.share(session.client)
         if not self.lane.heavy(session):
@@ -538,8 +614,12 @@ class _EnvServer:
         from starlette.websockets import WebSocketDisconnect
 
         peer = _peer(websocket.scope)
-        await websocket.accept()
         session = _Session(peer, client_of(websocket.scope, self.limits) or "?")
+        # A client over its share of the GIL waits before its connection is answered too
+        # (att40b F1: a reconnect per message took 78% of another client's steps).
+        self.lane.arrived(session.client, ARRIVAL_WEIGHTS["connection"])
+        await self.lane.share(session.client)
+        await websocket.accept()
         mine = sum(other.client == session.client for other in self.sessions)
         if mine >= self.limits.sessions_per_client:
             # Sessions still counted after their client left (their step runs on) count too:
@@ -569,7 +649,9 @@ class _EnvServer:
         self.lane.open(session)
         try:
             try:
-                session.env = await self.run(self.make_env, peer, session.client)
+                session.env = await self.run(
+                    self.make_env, peer, session.client, client=session.client
+                )
             except Exception as e:
                 log.error("refused ws %s: FACTORY_ERROR (%s: %s)", peer, type(e).__name__, e)
                 text = f"The env could not be made: {type(e).__name__}: {e}"
@@ -589,18 +671,9 @@ class _EnvServer:
                 if message["type"] == "websocket.disconnect":
                     _log_disconnect(peer, message.get("code"))
                     return
-                raw = message.get("text")
-                if raw is None:
-                    raw = (message.get("bytes") or b"").decode("utf-8", "replace")
-                reply, close = await self._handle(session, raw)
-                if close:
-                    await websocket.close(1000)
+                served = self._message(websocket, session, message)
+                if await _Charged(served, self.lane, session.client):
                     return
-                await websocket.send_text(json.dumps(reply))
-                # Let other sessions run: uvicorn queues every frame of one read at once, and
-                # a reply that neither waits on the env nor on the socket never suspends, so
-                # one socket of pipelined messages held the loop for 1.5 s a read (att37a).
-                await asyncio.sleep(0)
         except WebSocketDisconnect as e:
             _log_disconnect(peer, e.code)
         except (OSError, RuntimeError) as e:  # the socket went away under a send
@@ -612,6 +685,27 @@ class _EnvServer:
                 await websocket.close(1011, "INTERNAL_ERROR")
         finally:
             self._release(session)
+
+    async def _message(self, websocket: Any, session: _Session, message: Mapping[str, Any]) -> bool:
+        """One WebSocket message of ``session``, answered; whether the session closes.
+
+        Its client waits while over its share of the GIL (:meth:`_HeavyLane.share`).
+        """
+        self.lane.arrived(session.client)
+        await self.lane.share(session.client)
+        raw = message.get("text")
+        if raw is None:
+            raw = (message.get("bytes") or b"").decode("utf-8", "replace")
+        reply, close = await self._handle(session, raw)
+        if close:
+            await websocket.close(1000)
+            return True
+        await websocket.send_text(json.dumps(reply))
+        # Let other sessions run: uvicorn queues every frame of one read at once, and a reply
+        # that neither waits on the env nor on the socket never suspends, so one socket of
+        # pipelined messages held the loop for 1.5 s a read (att37a).
+        await asyncio.sleep(0)
+        return False
 
     async def _handle(
         self, session: _Session, raw: str | dict[str, Any]
@@ -715,6 +809,17 @@ class _EnvServer:
 
     # ------------------------------------------------------------------------ HTTP
 
+    async def charged(self, request: Any, route: Any) -> Any:
+        """Await an HTTP ``route``'s coroutine as its client's: after its share, charged.
+
+        Requests are the client's work on the loop like its messages (s40 att40b F1: stateless
+        resets over eight kept-alive connections took 84% of another client's steps).
+        """
+        client = client_of(request.scope, self.limits) or "?"
+        self.lane.arrived(client, ARRIVAL_WEIGHTS["request"])
+        await self.lane.share(client)
+        return await _Charged(route, self.lane, client)
+
     async def reset(self, request: Any) -> Any:
         """OpenEnv's stateless ``POST /reset``: a fresh env's first observation."""
         from fastapi.responses import JSONResponse
@@ -750,13 +855,13 @@ class _EnvServer:
         self.stateless_by[session.client] = self.stateless_by.get(session.client, 0) + 1
         try:
             async with self.stateless:
-                session.env = await self.run(self.make_env)
+                session.env = await self.run(self.make_env, client=session.client)
                 try:
                     # The parsed body as it is: made JSON again and parsed twice more, a body of
                     # big integers cost the loop three times its parse (s39 att39f F1).
                     reply, _ = await self._handle(session, {"type": "reset", "data": body})
                 finally:
-                    await self.run(session.env.close)
+                    await self.run(session.env.close, client=session.client)
         finally:
             left = self.stateless_by.pop(session.client) - 1
             if left:
@@ -858,19 +963,19 @@ def create_app(
 
     @app.post("/reset", tags=["Simulation"])
     async def reset(request: Request) -> Any:
-        return await server.reset(request)
+        return await server.charged(request, server.reset(request))
 
     @app.post("/step", tags=["Simulation"])
     async def step(request: Request) -> Any:
-        return await server.no_episode(request)
+        return await server.charged(request, server.no_episode(request))
 
     @app.get("/state", tags=["Simulation"])
     async def state(request: Request) -> Any:
-        return await server.no_episode(request)
+        return await server.charged(request, server.no_episode(request))
 
     @app.post("/mcp", tags=["MCP"])
     async def mcp(request: Request) -> Any:
-        return await server.mcp(request)
+        return await server.charged(request, server.mcp(request))
 
     @app.get("/health", tags=["Environment Info"])
     def health() -> dict[str, Any]:
@@ -1024,6 +1129,10 @@ def serve(
     else:
         app = create_multi_app(env_id, env_kwargs=env_kwargs, limits=limits)
     limit_uvicorn_log()
+    # What the imports and the prepared task sources made lives as long as the server: out of
+    # the collector's scans, a full collection that a flood of new sessions triggers walks the
+    # sessions' garbage only (s40 att40b F1b: 170-450 ms each, on the event loop, before).
+    gc.freeze()
     uvicorn.run(
         app,
         host=host,
