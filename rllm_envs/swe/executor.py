@@ -1701,6 +1701,11 @@ _CONSTRUCTION = frozenset(
         *("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__", "__getstate__"),
         *("__setstate__", "__sizeof__", "__init_subclass__", "__subclasshook__", "__dir__"),
         "__class_getitem__",
+        # Indexing, slicing and mutation: no operator the host runs on the stored value (`in`,
+        # an order, arithmetic, a tolerance, a method with a literal) calls them (s40 att40g,
+        # honest: a list subclass whose slice keeps its class withheld every correct fix).
+        *("__getitem__", "__setitem__", "__delitem__", "__reversed__", "__copy__"),
+        *("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "copy"),
     }
 )
 
@@ -1761,11 +1766,10 @@ def observe(
         value, operated = bool(value), False
     seen = observed(value)
     if (
-        unordered
-        and type(value) in (list, tuple)
+        unordered  # a plain list or tuple, or a subclass observed as one (_base_operators)
         and isinstance(seen, list)
         and len(seen) == 2
-        and seen[0] == type(value).__name__
+        and seen[0] in ("list", "tuple")
         and isinstance(seen[1], list)
     ):
         import json

@@ -130,3 +130,36 @@ def test_an_empty_list_a_callback_fills_holds_no_expected_value(check):
         assert verdict.verdict_trust == "host", verdict
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "unchanged": 0.0}
+
+
+_SLICING = (
+    "    def __getitem__(self, i):\n        got = list.__getitem__(self, i)\n"
+    "        return Evens(got) if isinstance(i, slice) else got\n"
+)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        "assert 4 in evens([1, 2, 3, 4])",
+        "assert evens([1, 2, 3, 4]) == pytest.approx([2, 4])",
+        "assert evens([1, 2, 3, 4]) > [2]",
+    ],
+)
+def test_an_operator_on_a_list_subclass_that_only_slices_is_decided_on_the_host(check):
+    """att40g (honest): a subclass redefining ``__getitem__`` counted as the repository
+    deciding ``in``, a tolerance or an order: every correct fix was withheld."""
+    base = {"acme/__init__.py": _EVENS_BUGGY, "tests/__init__.py": ""}
+    hidden = f"import pytest\n\nfrom acme import evens\n\n\ndef test_evens():\n    {check}\n"
+    rewards = {}
+    for name, items in (("reference", "x for x in xs if x % 2 == 0"), ("unchanged", "xs")):
+        verdict = _verdict(
+            base,
+            _evens_as(_SLICING, items),
+            {"tests/test_evens.py": hidden},
+            ["tests/test_evens.py::test_evens"],
+            fixed=_EVENS_FIXED,
+        )
+        assert verdict.verdict_trust == "host", verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 1.0, "unchanged": 0.0}
