@@ -375,8 +375,10 @@ def test_a_builtin_subclass_is_observed_by_its_stored_value():
     assert observed(F(1.7))[2] == ["float", "1.7"]
     assert observed(I(-1))[2] == ["int", "-1"]
     assert observed(S("true"))[2] == ["str", "true"]
-    assert observed(L([1, 2]))[2] == ["list", [["int", "1"], ["int", "2"]]]
-    assert observed(D(a=1))[2] == ["dict", [[["str", "a"], ["int", "1"]]]]
+    # A container whose own methods decide none of its checks is observed as its stored
+    # value itself (s40): its __iter__ / items are not read either way.
+    assert observed(L([1, 2])) == ["list", [["int", "1"], ["int", "2"]]]
+    assert observed(D(a=1)) == ["dict", [[["str", "a"], ["int", "1"]]]]
 
 
 @pytest.mark.parametrize(
