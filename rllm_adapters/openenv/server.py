@@ -35,6 +35,7 @@ from rllm_adapters.openenv.limits import (
     _h11_protocol,
     _peer,
     _ws_protocol,
+    address_key,
     client_of,
     limit_uvicorn_log,
     loads_bounded,
@@ -448,6 +449,34 @@ class _Charged:
                 value, error = None, e
 
 
+class _Shared:
+    """ASGI middleware: every request and connection is its client's work on the GIL.
+
+    Before the app runs, the client (its token's, else its address's) waits while over its
+    share (:meth:`_HeavyLane.share`); the app's coroutine steps on the loop are charged to it
+    (:class:`_Charged`: a WebSocket session's messages, a route's handling, a 404, a
+    refusal), and its arrival spreads the loop's remaining work (s40 att40e F1: 404s,
+    ``/schema`` and ``/health``, charged to no one, took 55-93% of another client's steps).
+    A request a server passes to a mounted one is counted once.
+    """
+
+    def __init__(self, app: Any, lane: Any, limits: ServerLimits) -> None:
+        self.app, self.lane, self.limits = app, lane, limits
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or scope.get("rllm.shared"):
+            await self.app(scope, receive, send)
+            return
+        scope["rllm.shared"] = True
+        lane: _HeavyLane = self.lane()
+        peer = scope.get("client")
+        client = client_of(scope, self.limits) or f"? {address_key(peer[0]) if peer else '?'}"
+        lane.arrived(client, ARRIVAL_WEIGHTS["connection" if kind == "websocket" else "request"])
+        await lane.share(client)
+        await _Charged(self.app(scope, receive, send), lane, client)
+
+
 class _Session:
     """One WebSocket session: its own env, alive as long as its socket and its last call.
 
@@ -615,11 +644,7 @@ class _EnvServer:
 
         peer = _peer(websocket.scope)
         session = _Session(peer, client_of(websocket.scope, self.limits) or "?")
-        # A client over its share of the GIL waits before its connection is answered too
-        # (att40b F1: a reconnect per message took 78% of another client's steps).
-        self.lane.arrived(session.client, ARRIVAL_WEIGHTS["connection"])
-        await self.lane.share(session.client)
-        await websocket.accept()
+        await websocket.accept()  # after the client's share (_Shared)
         mine = sum(other.client == session.client for other in self.sessions)
         if mine >= self.limits.sessions_per_client:
             # Sessions still counted after their client left (their step runs on) count too:
@@ -671,8 +696,7 @@ class _EnvServer:
                 if message["type"] == "websocket.disconnect":
                     _log_disconnect(peer, message.get("code"))
                     return
-                served = self._message(websocket, session, message)
-                if await _Charged(served, self.lane, session.client):
+                if await self._message(websocket, session, message):
                     return
         except WebSocketDisconnect as e:
             _log_disconnect(peer, e.code)
@@ -808,17 +832,6 @@ class _EnvServer:
         return {"type": "observation", "data": _serialize(obs)}, False
 
     # ------------------------------------------------------------------------ HTTP
-
-    async def charged(self, request: Any, route: Any) -> Any:
-        """Await an HTTP ``route``'s coroutine as its client's: after its share, charged.
-
-        Requests are the client's work on the loop like its messages (s40 att40b F1: stateless
-        resets over eight kept-alive connections took 84% of another client's steps).
-        """
-        client = client_of(request.scope, self.limits) or "?"
-        self.lane.arrived(client, ARRIVAL_WEIGHTS["request"])
-        await self.lane.share(client)
-        return await _Charged(route, self.lane, client)
 
     async def reset(self, request: Any) -> Any:
         """OpenEnv's stateless ``POST /reset``: a fresh env's first observation."""
@@ -963,38 +976,40 @@ def create_app(
 
     @app.post("/reset", tags=["Simulation"])
     async def reset(request: Request) -> Any:
-        return await server.charged(request, server.reset(request))
+        return await server.reset(request)
 
     @app.post("/step", tags=["Simulation"])
     async def step(request: Request) -> Any:
-        return await server.charged(request, server.no_episode(request))
+        return await server.no_episode(request)
 
     @app.get("/state", tags=["Simulation"])
     async def state(request: Request) -> Any:
-        return await server.charged(request, server.no_episode(request))
+        return await server.no_episode(request)
 
     @app.post("/mcp", tags=["MCP"])
     async def mcp(request: Request) -> Any:
-        return await server.charged(request, server.mcp(request))
+        return await server.mcp(request)
 
     @app.get("/health", tags=["Environment Info"])
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         return {"status": "healthy"}
 
     @app.get("/metadata", tags=["Environment Info"])
-    def get_metadata() -> dict[str, Any]:
+    async def get_metadata() -> dict[str, Any]:
         return dict(metadata.model_dump())
 
+    schemas = {  # made once: 2-3 ms of the loop a request (s40 att40e F1)
+        "action": TextAction.model_json_schema(),
+        "observation": TextObservation.model_json_schema(),
+        "state": TextState.model_json_schema(),
+    }
+
     @app.get("/schema", tags=["Environment Info"])
-    def schema() -> dict[str, Any]:
-        return {
-            "action": TextAction.model_json_schema(),
-            "observation": TextObservation.model_json_schema(),
-            "state": TextState.model_json_schema(),
-        }
+    async def schema() -> dict[str, Any]:
+        return schemas
 
     @app.get("/rllm/sessions", tags=["Environment Info"])
-    def sessions(request: Request) -> dict[str, Any]:
+    async def sessions(request: Request) -> dict[str, Any]:
         return {
             "env_id": env_id,
             "active": len(server.sessions),
@@ -1004,6 +1019,9 @@ def create_app(
 
     app.router.on_shutdown.append(_on_shutdown)
     app.add_middleware(_Guard, limits=limits)
+    # Outermost: a refused request is its client's work too. Read when called: a server of
+    # several ids gives each the same lane after this (create_multi_app).
+    app.add_middleware(_Shared, lane=lambda: server.lane, limits=limits)
     return app
 
 
@@ -1058,11 +1076,11 @@ def create_multi_app(
     root = FastAPI(title="rllm-envs (OpenEnv)", version=rllm_envs.__version__)
 
     @root.get("/rllm/envs", tags=["Environment Info"])
-    def envs() -> dict[str, Any]:
+    async def envs() -> dict[str, Any]:
         return {"envs": {env_id: f"/{env_id}" for env_id in apps}}
 
     @root.get("/health", tags=["Environment Info"])
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         return {"status": "healthy"}
 
     # Starlette does not run a mounted app's lifespan: run its hooks with the root's.
@@ -1078,6 +1096,7 @@ def create_multi_app(
         lane.members.append(app.state.env_server.sessions)
         root.mount(f"/{env_id}", app)
     root.add_middleware(_Guard, limits=limits)
+    root.add_middleware(_Shared, lane=lambda: lane, limits=limits)
     return root
 
 

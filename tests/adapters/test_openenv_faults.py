@@ -1269,3 +1269,26 @@ def test_the_loop_s_work_outside_any_message_is_charged_by_arrivals():
     a, b, c = (lane.used[k][0] for k in "abc")
     assert a >= 0.019 * 8 / 10 * 0.99 and abs(a - 8 * c) < 1e-9, (a, b, c)
     assert b >= c, (b, c)  # its part, and what is left of its own charge
+
+
+def test_every_request_is_charged_to_its_client_once():
+    """s40 att40e F1: 404s, ``/schema`` and ``/health`` were charged to no one (and their loop
+    time spread over the honest clients that arrived): 55-93% of another client's steps. Any
+    request's handling is its client's, counted once through a mounted app."""
+    import asyncio
+
+    from rllm_adapters.openenv.limits import ServerLimits
+    from rllm_adapters.openenv.server import _HeavyLane, _Shared
+
+    lane = _HeavyLane(share_s=1e6)  # no decay: the sums themselves
+
+    async def not_found(scope, receive, send) -> None:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.01:
+            pass
+
+    inner = _Shared(not_found, lambda: lane, ServerLimits())
+    outer = _Shared(inner, lambda: lane, ServerLimits())
+    scope = {"type": "http", "path": "/nope", "client": ("127.0.0.1", 5000), "headers": []}
+    asyncio.run(outer(scope, None, None))
+    assert 0.0099 <= lane.used["loopback"][0] < 0.02  # once, not twice
