@@ -14,7 +14,7 @@ from typing import Any
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store.damage import DamagedEpisode, DamagedMeta, DamagedStore
 from rllm_agents.store.episode_store import EpisodeStore
-from rllm_agents.store.schema import SCHEMA_VERSION
+from rllm_agents.store.schema import SCHEMA_VERSION, StoredEpisode
 from rllm_agents.store.transcript import transcript
 from rllm_agents.store.upgrade import UPGRADE_TRUST, upgrade
 from rllm_envs.utils import to_jsonable
@@ -52,6 +52,38 @@ def _strict_json(value: Any) -> str:
     ``Infinity`` is not JSON: a strict parser of ``list --json`` failed on it (s39 att39d F3).
     """
     return json.dumps(to_jsonable(value, finite=True))
+
+
+def _episode(store: EpisodeStore, text: str) -> StoredEpisode:
+    """The episode ``show`` names: a row id, or a hash prefix of 6+ characters.
+
+    Six digits or more may be either (a hash prefix is all digits about one time in 16 at
+    six characters): the one that finds an episode is meant, and where both find a different
+    one the answer is neither (s40 att40e F2: such a prefix was read as a row id, and another
+    episode was shown with exit code 0).
+    """
+    if not text.isdigit():
+        return store.get(text)
+    if len(text) < 6:
+        return store.get(int(text))
+    found: dict[int, StoredEpisode] = {}
+    missed: KeyError | None = None
+    for key in (int(text), text):
+        try:
+            episode = store.get(key)
+        except KeyError as e:
+            missed = e
+        else:
+            found[episode.id] = episode
+    if len(found) > 1:
+        raise KeyError(
+            f"{text!r} is both row id {text} and a hash prefix of episode "
+            f"{next(i for i in found if i != int(text))}: give more characters of the hash"
+        )
+    if found:
+        return next(iter(found.values()))
+    assert missed is not None
+    raise missed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,9 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             total = store.count(**_filters(args))
             print(f"{len(rows)} of {total} episodes")
         elif args.command == "show":
-            key: int | str = int(args.episode) if args.episode.isdigit() else args.episode
             try:
-                episode = store.get(key)
+                episode = _episode(store, args.episode)
             except KeyError as e:
                 print(str(e.args[0]), file=sys.stderr)
                 return 1

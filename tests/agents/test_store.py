@@ -550,3 +550,34 @@ def test_sampling_a_task_until_its_first_success_does_not_raise_pass_at_k(tmp_pa
                     break
         row = store.pass_at_k([1])["r|rllm/X-v0"]
     assert row["pass@1"] < 0.3 and row["short@1"] > 0
+
+
+def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episode():
+    """s40 att40e F2: an all-digit hash prefix (one in 16 at six characters) was read as a row
+    id, and ``show`` printed another episode with exit code 0."""
+    from types import SimpleNamespace
+
+    from rllm_agents.store.cli import _episode
+
+    class FakeStore:  # a fake of EpisodeStore.get alone, for the CLI's lookup
+        def __init__(self, rows: dict[int, str]) -> None:
+            self.rows = rows
+
+        def get(self, key):
+            if isinstance(key, int):
+                if key in self.rows:
+                    return SimpleNamespace(id=key)
+                raise KeyError(f"no episode {key}")
+            hits = [i for i, h in self.rows.items() if h.startswith(key)]
+            if len(hits) != 1:
+                raise KeyError(f"no single episode with hash {key}")
+            return SimpleNamespace(id=hits[0])
+
+    by_hash = FakeStore({3: "002162ab", 2161: "ffee"})
+    assert _episode(by_hash, "002162").id == 3  # no row 2162: the hash prefix
+    assert _episode(FakeStore({2162: "aa", 3: "ffee"}), "002162").id == 2162
+    assert _episode(by_hash, "3").id == 3  # under six characters: a row id only
+    with pytest.raises(KeyError, match="both row id"):
+        _episode(FakeStore({2162: "aa", 3: "002162ab"}), "002162")
+    with pytest.raises(KeyError):
+        _episode(by_hash, "777777")
