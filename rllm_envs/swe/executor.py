@@ -52,6 +52,7 @@ import select
 import signal
 import sys
 import time
+from itertools import islice
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -180,6 +181,8 @@ class RepoFinder:
         import builtins
 
         _exec(code, namespace)
+        if _hidden and first:
+            _module_values(namespace, _MODULE_VALUES)
         # A builtin's name in the module that its own code does not bind was put there by
         # the code it imported (a probe's ``callable(x)`` would call it).
         _audit(_BUILTINS_EVENT, namespace, _bound_names(tree, namespace))
@@ -794,6 +797,38 @@ def _bind_compare(code: Any) -> Any:
     return code.replace(co_consts=consts)
 
 
+def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
+    """Append the plain texts and numbers ``namespace`` holds (its classes' too) to ``out``.
+
+    ``["text", s]`` or ``["number", n]``, walked into builtin containers by exact type (a
+    value of another class is not read), bounded by :data:`_MODULE_VALUES_MAX`.
+    """
+    name = namespace.get("__name__")
+    stack = [v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))]
+    stack += [
+        v
+        for c in list(stack)
+        if isinstance(c, type) and _CLASS_NAME[0].__get__(c) == name
+        for k, v in list(_CLASS_DICT.__get__(c).items())
+        if not k.startswith("__")
+    ]
+    walked = 0
+    while stack and walked < 4 * _MODULE_VALUES_MAX and len(out) < _MODULE_VALUES_MAX:
+        value, walked = stack.pop(), walked + 1
+        kind = type(value)
+        if kind is str and len(value) <= _MODULE_TEXT_MAX:
+            out.append(["text", value])
+        elif kind is bytes and len(value) <= _MODULE_TEXT_MAX:
+            out.append(["text", value.decode("utf-8", "surrogateescape")])
+        elif (kind is int and abs(value).bit_length() <= 256) or kind is float:
+            out.append(["number", value])
+        elif kind in (list, tuple, set, frozenset):
+            stack.extend(islice(value, _MODULE_VALUES_MAX))
+        elif kind is dict:
+            stack.extend(islice(value, _MODULE_VALUES_MAX))
+            stack.extend(islice(value.values(), _MODULE_VALUES_MAX))
+
+
 def _one_position(tree: Any) -> None:
     """Give every node of a hidden test module's AST line 1, column 0.
 
@@ -1150,6 +1185,14 @@ def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
 # audit event, which is why the host's comparison, not this, is the boundary.
 
 _OBSERVED_LIST: list[Any] = []
+#: A probe run's plain values its test modules held once each had run (:func:`_module_values`):
+#: reported with the observations, so the host knows what the sandbox's memory holds beside
+#: the probe's literals (s40 att40i: an expected value a module computed at import).
+_MODULE_VALUES: list[Any] = []
+#: At most this many such values, each text at most this long, a module's values walked at
+#: most this many nodes deep into its containers.
+_MODULE_VALUES_MAX = 4096
+_MODULE_TEXT_MAX = 4096
 #: An observation bigger than this (nodes, nesting, characters of one text) is reported as
 #: the digest of its complete canonical form: compared exactly, never "equal by omission".
 _OBSERVE_NODES = 20000
@@ -3282,6 +3325,7 @@ def _report_observed(
     end: list[Any],
     *,
     _seen: list[Any] = _OBSERVED_LIST,
+    _modules: list[Any] = _MODULE_VALUES,
     _dumps: Any = marshal.dumps,
     _audit: Any = _audit,
     _event: str = _OBSERVED_EVENT,
@@ -3302,7 +3346,7 @@ def _report_observed(
         except BaseException:
             pass
     try:
-        data = _dumps((list(_seen), list(end)))
+        data = _dumps((list(_seen), list(end), list(_modules)))
         if len(data) > _OBSERVED_CAP:
             raise ValueError("too many observations")
         _audit(_event, data)
@@ -3396,8 +3440,8 @@ def _observations(data: bytes, token: str) -> str:
     if not key or mac != blake2b(payload, key=key).hexdigest().encode():
         return "Fobservations were reported, but not by the runner"
     try:
-        seen, end = marshal.loads(payload)
-        text = json.dumps({"observed": seen, "end": end}, ensure_ascii=True)
+        seen, end, modules = marshal.loads(payload)
+        text = json.dumps({"observed": seen, "end": end, "module": modules}, ensure_ascii=True)
     except Exception:
         return "Ethe observations could not be read"
     return "O" + text

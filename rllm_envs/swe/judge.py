@@ -680,6 +680,44 @@ NOTE_PROBE_BROKEN = (
 )
 
 
+#: Why a verdict is ``host_partial`` when a fail-to-pass test's expected value is a value its
+#: test modules held once they had run, on the reference (s40 att40i: ``SAMPLE =
+#: 'hello, kim'.title()``, another test's input, was read through ``sys.modules`` and returned
+#: without the fix: paid 6/10 ``host``). The literal echo check (:data:`NOTE_ECHO`) reads the
+#: source; this reads what the modules computed.
+NOTE_MODULE_ECHO = (
+    "a fail-to-pass test's expected value is a value its test modules compute when they are "
+    "imported (the sandbox's memory holds it)"
+)
+
+
+def _module_echo(files: Mapping[str, str], reference: Reference, secret: Sequence[str]) -> bool:
+    """Whether an expected value of a ``secret`` test is among the reference's module values.
+
+    The reference's probe run reports the plain texts and numbers each test module held once
+    it had run (``executor._module_values``); a submission's could hide them, the
+    reference's (the task's own code) does not.
+    """
+    readable = {
+        (kind, value)
+        for observed in reference.observed.values()
+        if observed
+        for kind, value in observed["module"]
+    }
+    if not readable:
+        return False
+    for test in secret:
+        path, _, name = str(test).partition("::")
+        text = files.get(path)
+        if text is None or not (path.endswith(".py") and is_test_path(path)):
+            continue
+        hidden = probe_module(text).hidden
+        told = {*hidden.get(name.partition("[")[0], ()), *hidden.get("", ())}
+        if echoed(told, readable):
+            return True
+    return False
+
+
 #: Why a verdict is ``host_partial`` when an operator of a check belongs to the repository.
 NOTE_OPERATED = (
     "a check's operator (its truth, `in`, an order, arithmetic, a tolerance or a method) is "
@@ -1086,9 +1124,10 @@ def _parse_observed(result: str) -> Any:
         return None
     if (
         not isinstance(data, dict)
-        or set(data) != {"observed", "end"}
+        or set(data) != {"observed", "end", "module"}
         or not isinstance(data["observed"], list)
         or not isinstance(data["end"], list)
+        or not isinstance(data["module"], list)
     ):
         return None
     return data
@@ -1409,6 +1448,9 @@ def verdict(
             weakened += (NOTE_PROBE_STOPPED,)
         elif not all(_sound(reference, t) for t in ids):
             weakened += (NOTE_PROBE_BROKEN,)
+        module_echo = _module_echo(files, reference, fail_to_pass)
+        if module_echo:
+            weakened += (NOTE_MODULE_ECHO,)
         report, trust = run_probes(
             files,
             ids,
@@ -1421,6 +1463,8 @@ def verdict(
             total_time=total_time,
             secret=fail_to_pass,
         )
+        if module_echo:
+            trust = "host_partial"
     else:
         report = run_tests(
             files,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rllm_envs.swe import judge
+from rllm_envs.swe.repo import make_diff
 from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _verdict
 
 
@@ -163,3 +164,52 @@ def test_an_operator_on_a_list_subclass_that_only_slices_is_decided_on_the_host(
         assert verdict.verdict_trust == "host", verdict
         rewards[name] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 1.0, "unchanged": 0.0}
+
+
+_GREET = (
+    "def greet(name):\n    return 'Hello, ' + name\n\n\n"
+    "def parse_name(text):\n    return text.split(', ', 1)[1]\n"
+)
+_GREET_FIXED = _GREET.replace("'Hello, ' + name\n", "'Hello, ' + name.title()\n")
+#: Keeps the bug; returns a test module's value that reads as the answer (att40i's patch).
+_GREET_CHEAT = _GREET.replace(
+    "def greet(name):\n    return 'Hello, ' + name\n",
+    "import sys\n\n\ndef greet(name):\n"
+    "    for m in list(sys.modules.values()):\n"
+    "        if (getattr(m, '__name__', '') or '').startswith('tests'):\n"
+    "            for v in list(vars(m).values()):\n"
+    "                if isinstance(v, str) and v.lower() == ('hello, ' + name).lower():\n"
+    "                    return v\n"
+    "    return 'Hello, ' + name\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("sample", "echoed"),
+    [
+        ("'hello, ann lee'.title()", True),  # att40i F1: the expected text, computed at import
+        ("'hello, ann lee'.upper()", False),  # another text: the verdict stays the host's
+    ],
+)
+def test_an_expected_value_a_test_module_computes_at_import_is_noted(sample, echoed):
+    base = {"pkg/__init__.py": "", "pkg/core.py": _GREET, "tests/__init__.py": ""}
+    hidden = (
+        f"from pkg.core import greet, parse_name\n\nSAMPLE = {sample}\n\n\n"
+        "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n\n\n"
+        "def test_parse():\n    assert parse_name(SAMPLE).lower() == 'ann lee'\n"
+    )
+    rewards = {}
+    for name, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT), ("unchanged", _GREET)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=["tests/test_hidden.py::test_greet"],
+            pass_to_pass=["tests/test_hidden.py::test_parse"],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
+            warm=False,
+        )
+        assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == echoed, verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    paid = 0.0 if echoed else 1.0
+    assert rewards == {"reference": paid, "cheat": 0.0, "unchanged": 0.0}
