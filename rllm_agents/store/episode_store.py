@@ -619,6 +619,24 @@ class EpisodeStore:
                     f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
                     "was written."
                 )
+        for step in trajectory.steps:
+            for ids in (step.prompt_ids, step.completion_ids):
+                # Exported as int32 (a vocabulary index): an id past it was stored, verified,
+                # and then broke every export that held it, after writing the row groups
+                # before it (s40 att40h F1).
+                try:
+                    fits = not ids or (0 <= min(ids) and max(ids) < 2**31)
+                except TypeError:  # a value that does not order with ints
+                    fits = False
+                if not fits:
+                    bad = [
+                        i for i in ids if not isinstance(i, numbers.Integral) or not 0 <= i < 2**31
+                    ]
+                    raise AgentConfigError(
+                        f"Expects token ids to be integers in [0, 2**31) (vocabulary indices), "
+                        f"actual: {bad[:1]!r} (env {trajectory.env_id!r}, task "
+                        f"{trajectory.task_id!r}). Nothing was written."
+                    )
         collided = _colliding_keys(
             (trajectory.initial_info, [step.info for step in trajectory.steps], trajectory.metadata)
         )

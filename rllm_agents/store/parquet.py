@@ -32,14 +32,31 @@ def export_episodes(
 ) -> int:
     """:meth:`EpisodeStore.export_parquet`."""
     pa = require("pyarrow", "datasets", feature="Parquet export")
-    pq = require("pyarrow.parquet", "datasets", feature="Parquet export")
-    from rllm_agents.writers import _parquet_row, _parquet_schema
+    from rllm_agents.writers import _parquet_schema
 
     schema = _parquet_schema()
     for name, kind in _EXTRA_PARQUET:
         schema = schema.append(pa.field(name, getattr(pa, kind)()))
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside and moved into place whole: an export that fails part way leaves the
+    # file it would replace as it was, not a shorter file that reads as complete (s40 att40h).
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        count = _write_episodes(store, partial, schema, row_group_size, filters)
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return count
+
+
+def _write_episodes(
+    store: EpisodeStore, out: Path, schema: Any, row_group_size: int, filters: dict[str, Any]
+) -> int:
+    pa = require("pyarrow", "datasets", feature="Parquet export")
+    pq = require("pyarrow.parquet", "datasets", feature="Parquet export")
+    from rllm_agents.writers import _parquet_row
+
     count = 0
     rows: list[dict[str, Any]] = []
     with pq.ParquetWriter(str(out), schema) as writer:

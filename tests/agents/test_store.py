@@ -581,3 +581,43 @@ def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episo
         _episode(FakeStore({2162: "aa", 3: "002162ab"}), "002162")
     with pytest.raises(KeyError):
         _episode(by_hash, "777777")
+
+
+@pytest.mark.parametrize("token", [2**31, 2**63, -1])
+def test_a_token_id_past_int32_is_refused_before_anything_is_written(store, token):
+    """s40 att40h F1: a token id of 2**63 was stored and verified, then broke every export
+    that held it, after the row groups before it were written."""
+    trajectory = make_trajectory(0)
+    trajectory.steps[-1].completion_ids[3] = token
+    with pytest.raises(AgentConfigError, match="token ids"):
+        store.put(trajectory, run="r")
+    assert store.count() == 0
+
+
+def test_an_export_that_fails_part_way_leaves_the_file_it_would_replace(
+    store, tmp_path, monkeypatch
+):
+    """s40 att40h F1: a failing export left the row groups written before the failure as a
+    well-formed, shorter Parquet file in place of the last good one."""
+    pytest.importorskip("pyarrow")
+    from rllm_agents.store import parquet
+
+    for i in range(10):
+        store.put(make_trajectory(i), run="r")
+    out = tmp_path / "out.parquet"
+    assert store.export_parquet(out, row_group_size=3) == 10
+    before = out.read_bytes()
+    real = parquet._canonical
+    calls = []
+
+    def fails_at_the_eighth(value):  # a fault injected into the export of something else
+        calls.append(value)
+        if len(calls) > 21:
+            raise OverflowError("injected")
+        return real(value)
+
+    monkeypatch.setattr(parquet, "_canonical", fails_at_the_eighth)
+    with pytest.raises(OverflowError):
+        store.export_parquet(out, row_group_size=3)
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
