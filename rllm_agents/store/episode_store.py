@@ -174,6 +174,10 @@ def _check_readable(values: Any) -> None:
             todo.extend((item, depth + 1) for item in items)
 
 
+def _first_bad_id(ids: Sequence[Any]) -> Any:
+    return next(i for i in ids if type(i) is not int or not 0 <= i < 2**31)
+
+
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
     if value is not None and not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
@@ -619,24 +623,34 @@ class EpisodeStore:
                     f"{trajectory.task_id}). Reduce it first (e.g. `seed % 2**63`). Nothing "
                     "was written."
                 )
+        if not isinstance(trajectory.token_exact, bool):
+            raise AgentConfigError(
+                f"Expects the trajectory's token_exact to be a bool, actual: "
+                f"{trajectory.token_exact!r} (env {trajectory.env_id!r}, task "
+                f"{trajectory.task_id!r}). Nothing was written."
+            )
         for step in trajectory.steps:
+            # What the Parquet training view holds (int32 ids, float32 logprobs aligned with
+            # the completion): a value past it was stored and verified, and then broke every
+            # export that held it, or was cut silently (7.9 -> 7) (s40 att40h F1, att40j F2-F4).
             for ids in (step.prompt_ids, step.completion_ids):
-                # Exported as int32 (a vocabulary index): an id past it was stored, verified,
-                # and then broke every export that held it, after writing the row groups
-                # before it (s40 att40h F1).
-                try:
-                    fits = not ids or (0 <= min(ids) and max(ids) < 2**31)
-                except TypeError:  # a value that does not order with ints
-                    fits = False
-                if not fits:
-                    bad = [
-                        i for i in ids if not isinstance(i, numbers.Integral) or not 0 <= i < 2**31
-                    ]
+                kinds = set(map(type, ids))
+                if not kinds <= {int} or (ids and not (0 <= min(ids) and max(ids) < 2**31)):
                     raise AgentConfigError(
-                        f"Expects token ids to be integers in [0, 2**31) (vocabulary indices), "
-                        f"actual: {bad[:1]!r} (env {trajectory.env_id!r}, task "
+                        f"Expects token ids to be ints in [0, 2**31) (vocabulary indices), "
+                        f"actual: {_first_bad_id(ids)!r} (env {trajectory.env_id!r}, task "
                         f"{trajectory.task_id!r}). Nothing was written."
                     )
+            logprobs = step.logprobs
+            if not set(map(type, logprobs)) <= {float, int} or len(logprobs) not in (
+                0,
+                len(step.completion_ids),
+            ):
+                raise AgentConfigError(
+                    "Expects a step's logprobs to be numbers, one per completion id (or none), "
+                    f"actual: {len(logprobs)} for {len(step.completion_ids)} ids (env "
+                    f"{trajectory.env_id!r}, task {trajectory.task_id!r}). Nothing was written."
+                )
         collided = _colliding_keys(
             (trajectory.initial_info, [step.info for step in trajectory.steps], trajectory.metadata)
         )

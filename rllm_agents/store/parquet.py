@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,10 @@ def export_episodes(
     out.parent.mkdir(parents=True, exist_ok=True)
     # Written beside and moved into place whole: an export that fails part way leaves the
     # file it would replace as it was, not a shorter file that reads as complete (s40 att40h).
-    partial = out.with_name(f".{out.name}.partial")
+    # A name of its own: two exports to one target wrote into one file (s40 att40j F1).
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    os.close(fd)
+    partial = Path(name)
     try:
         count = _write_episodes(store, partial, schema, row_group_size, filters)
         os.replace(partial, out)

@@ -583,14 +583,35 @@ def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episo
         _episode(by_hash, "777777")
 
 
-@pytest.mark.parametrize("token", [2**31, 2**63, -1])
-def test_a_token_id_past_int32_is_refused_before_anything_is_written(store, token):
-    """s40 att40h F1: a token id of 2**63 was stored and verified, then broke every export
-    that held it, after the row groups before it were written."""
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("completion_ids", 2**31, "token ids"),  # att40h F1: 2**63 broke every export
+        ("completion_ids", 2**63, "token ids"),
+        ("completion_ids", -1, "token ids"),
+        ("completion_ids", True, "token ids"),  # att40j F2: a bool broke every export
+        ("prompt_ids", 7.9, "token ids"),  # att40j F3: exported as 7, silently
+        ("logprobs", "x", "logprobs"),  # att40j F2
+        ("logprobs", None, "logprobs"),
+    ],
+)
+def test_a_value_the_training_view_cannot_hold_is_refused_before_anything_is_written(
+    store, field, value, match
+):
+    """s40 att40h F1, att40j F2-F4: such a value was stored and verified, then broke every
+    export that held it (after writing the row groups before it) or was cut silently."""
     trajectory = make_trajectory(0)
-    trajectory.steps[-1].completion_ids[3] = token
-    with pytest.raises(AgentConfigError, match="token ids"):
+    getattr(trajectory.steps[-1], field)[3] = value
+    with pytest.raises(AgentConfigError, match=match):
         store.put(trajectory, run="r")
+    longer = make_trajectory(1)
+    longer.steps[0].logprobs.append(-1.0)  # att40j F4: out of line with the ids
+    with pytest.raises(AgentConfigError, match="logprobs"):
+        store.put(longer, run="r")
+    flag = make_trajectory(2)
+    flag.token_exact = "no"  # type: ignore[assignment]  # att40j F2
+    with pytest.raises(AgentConfigError, match="token_exact"):
+        store.put(flag, run="r")
     assert store.count() == 0
 
 
@@ -620,4 +641,32 @@ def test_an_export_that_fails_part_way_leaves_the_file_it_would_replace(
     with pytest.raises(OverflowError):
         store.export_parquet(out, row_group_size=3)
     assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_two_exports_to_one_file_at_once_do_not_share_a_partial_file(store, tmp_path):
+    """s40 att40j F1: both wrote into one `.NAME.partial`: the export that said it succeeded
+    left a corrupt file or the other's rows."""
+    pytest.importorskip("pyarrow")
+    import threading
+
+    import pyarrow.parquet as pq
+
+    for i in range(60):
+        store.put(make_trajectory(i), run="a" if i % 2 else "b")
+    out = tmp_path / "out.parquet"
+    counts: dict[str, int] = {}
+
+    def export(run: str) -> None:
+        with EpisodeStore(store.path) as mine:
+            counts[run] = mine.export_parquet(out, row_group_size=4, run=run)
+
+    threads = [threading.Thread(target=export, args=(run,)) for run in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts == {"a": 30, "b": 30}
+    table = pq.read_table(out)  # whole, and one export's rows
+    assert table.num_rows == 30 and len(set(table.column("run").to_pylist())) == 1
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
