@@ -59,8 +59,8 @@ def _episode(store: EpisodeStore, text: str) -> StoredEpisode:
 
     Six digits or more may be either (a hash prefix is all digits about one time in 16 at
     six characters): the one that finds an episode is meant, and where both find a different
-    one the answer is neither (s40 att40e F2: such a prefix was read as a row id, and another
-    episode was shown with exit code 0).
+    one, or the prefix finds several, the answer is neither (s40 att40e F2, att40l F1: such a
+    prefix was read as a row id, and another episode was shown with exit code 0).
     """
     if not text.isdigit():
         return store.get(text)
@@ -72,6 +72,8 @@ def _episode(store: EpisodeStore, text: str) -> StoredEpisode:
         try:
             episode = store.get(key)
         except KeyError as e:
+            if key == text and not str(e.args[0]).startswith("No episode"):
+                raise  # a prefix of several episodes (or one hash under several runs)
             missed = e
         else:
             found[episode.id] = episode

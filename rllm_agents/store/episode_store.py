@@ -174,8 +174,48 @@ def _check_readable(values: Any) -> None:
             todo.extend((item, depth + 1) for item in items)
 
 
-def _first_bad_id(ids: Sequence[Any]) -> Any:
-    return next(i for i in ids if type(i) is not int or not 0 <= i < 2**31)
+def _is_id(value: Any) -> bool:
+    return (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**31
+    )
+
+
+def _token_ids(ids: Any) -> bool:
+    """Whether ``ids`` is a list (or tuple) of ints in [0, 2**31): what the int32 view holds."""
+    if type(ids) not in (list, tuple):
+        return False
+    if set(map(type, ids)) <= {int}:  # the usual case, at C speed
+        return not ids or (0 <= min(ids) and max(ids) < 2**31)
+    return all(map(_is_id, ids))  # numpy ints too
+
+
+def _first_bad_id(ids: Any) -> Any:
+    if type(ids) not in (list, tuple):
+        return ids
+    return next((i for i in ids if not _is_id(i)), None)
+
+
+def _is_logprob(value: Any) -> bool:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return False
+    try:
+        float(value)
+    except OverflowError:  # an int no float holds
+        return False
+    return True
+
+
+def _logprobs(values: Any) -> bool:
+    """Whether ``values`` is a list (or tuple) of real numbers a float holds."""
+    if type(values) not in (list, tuple):
+        return False
+    return set(map(type, values)) <= {float} or all(map(_is_logprob, values))
+
+
+def _kinds(values: Any) -> str:
+    if type(values) not in (list, tuple):
+        return type(values).__name__
+    return ", ".join(sorted({type(v).__name__ for v in values}))
 
 
 def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
@@ -634,22 +674,19 @@ class EpisodeStore:
             # the completion): a value past it was stored and verified, and then broke every
             # export that held it, or was cut silently (7.9 -> 7) (s40 att40h F1, att40j F2-F4).
             for ids in (step.prompt_ids, step.completion_ids):
-                kinds = set(map(type, ids))
-                if not kinds <= {int} or (ids and not (0 <= min(ids) and max(ids) < 2**31)):
+                if not _token_ids(ids):
                     raise AgentConfigError(
                         f"Expects token ids to be ints in [0, 2**31) (vocabulary indices), "
                         f"actual: {_first_bad_id(ids)!r} (env {trajectory.env_id!r}, task "
                         f"{trajectory.task_id!r}). Nothing was written."
                     )
             logprobs = step.logprobs
-            if not set(map(type, logprobs)) <= {float, int} or len(logprobs) not in (
-                0,
-                len(step.completion_ids),
-            ):
+            if not _logprobs(logprobs) or len(logprobs) not in (0, len(step.completion_ids)):
                 raise AgentConfigError(
-                    "Expects a step's logprobs to be numbers, one per completion id (or none), "
-                    f"actual: {len(logprobs)} for {len(step.completion_ids)} ids (env "
-                    f"{trajectory.env_id!r}, task {trajectory.task_id!r}). Nothing was written."
+                    "Expects a step's logprobs to be a list of floats, one per completion id "
+                    f"(or none), actual: {len(logprobs)} values ({_kinds(logprobs)}) for "
+                    f"{len(step.completion_ids)} ids (env {trajectory.env_id!r}, task "
+                    f"{trajectory.task_id!r}). Nothing was written."
                 )
         collided = _colliding_keys(
             (trajectory.initial_info, [step.info for step in trajectory.steps], trajectory.metadata)

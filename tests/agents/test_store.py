@@ -553,8 +553,8 @@ def test_sampling_a_task_until_its_first_success_does_not_raise_pass_at_k(tmp_pa
 
 
 def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episode():
-    """s40 att40e F2: an all-digit hash prefix (one in 16 at six characters) was read as a row
-    id, and ``show`` printed another episode with exit code 0."""
+    """s40 att40e F2, att40l F1: an all-digit hash prefix (one in 16 at six characters) was
+    read as a row id, and ``show`` printed another episode with exit code 0."""
     from types import SimpleNamespace
 
     from rllm_agents.store.cli import _episode
@@ -569,8 +569,10 @@ def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episo
                     return SimpleNamespace(id=key)
                 raise KeyError(f"no episode {key}")
             hits = [i for i, h in self.rows.items() if h.startswith(key)]
-            if len(hits) != 1:
-                raise KeyError(f"no single episode with hash {key}")
+            if not hits:
+                raise KeyError(f"No episode {key!r}")
+            if len(hits) > 1:
+                raise KeyError(f"{key!r} matches episodes {hits}")
             return SimpleNamespace(id=hits[0])
 
     by_hash = FakeStore({3: "002162ab", 2161: "ffee"})
@@ -579,6 +581,8 @@ def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episo
     assert _episode(by_hash, "3").id == 3  # under six characters: a row id only
     with pytest.raises(KeyError, match="both row id"):
         _episode(FakeStore({2162: "aa", 3: "002162ab"}), "002162")
+    with pytest.raises(KeyError, match="matches episodes"):  # att40l F1: not the row
+        _episode(FakeStore({3: "00000312", 4: "000003ab", 5: "000003ab"}), "000003")
     with pytest.raises(KeyError):
         _episode(by_hash, "777777")
 
@@ -593,6 +597,7 @@ def test_show_reads_six_digits_as_the_row_or_the_hash_prefix_that_finds_an_episo
         ("prompt_ids", 7.9, "token ids"),  # att40j F3: exported as 7, silently
         ("logprobs", "x", "logprobs"),  # att40j F2
         ("logprobs", None, "logprobs"),
+        ("logprobs", 10**400, "logprobs"),  # att40l F2: no float holds it
     ],
 )
 def test_a_value_the_training_view_cannot_hold_is_refused_before_anything_is_written(
@@ -608,6 +613,10 @@ def test_a_value_the_training_view_cannot_hold_is_refused_before_anything_is_wri
     longer.steps[0].logprobs.append(-1.0)  # att40j F4: out of line with the ids
     with pytest.raises(AgentConfigError, match="logprobs"):
         store.put(longer, run="r")
+    keyed = make_trajectory(3)
+    keyed.steps[0].prompt_ids = {7: None}  # type: ignore[assignment]  # att40l F2
+    with pytest.raises(AgentConfigError, match="token ids"):
+        store.put(keyed, run="r")
     flag = make_trajectory(2)
     flag.token_exact = "no"  # type: ignore[assignment]  # att40j F2
     with pytest.raises(AgentConfigError, match="token_exact"):
@@ -670,3 +679,13 @@ def test_two_exports_to_one_file_at_once_do_not_share_a_partial_file(store, tmp_
     table = pq.read_table(out)  # whole, and one export's rows
     assert table.num_rows == 30 and len(set(table.column("run").to_pylist())) == 1
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
+def test_numpy_token_ids_and_logprobs_are_stored():
+    """s40 att40l (honest): numpy ints and floats (what a policy may hand over) were refused
+    by the first version of the training view's checks."""
+    np = pytest.importorskip("numpy")
+    from rllm_agents.store.episode_store import _logprobs, _token_ids
+
+    assert _token_ids(list(np.array([2, 3]))) and _logprobs(list(np.array([-0.5], np.float32)))
+    assert not _token_ids([np.int64(-1)]) and not _token_ids([2.0])
