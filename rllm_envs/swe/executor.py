@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import decimal
 import fractions
+import hashlib
 import marshal
 import os
 import resource
@@ -797,36 +798,118 @@ def _bind_compare(code: Any) -> Any:
     return code.replace(co_consts=consts)
 
 
-def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
-    """Append the plain texts and numbers ``namespace`` holds (its classes' too) to ``out``.
+def value_digest(kind: str, value: Any) -> str:
+    """A short digest of a plain text (``kind`` "text") or number (``"number"``).
 
-    ``["text", s]`` or ``["number", n]``, walked into builtin containers by exact type (a
-    value of another class is not read), bounded by :data:`_MODULE_VALUES_MAX`.
+    As both the sandbox's module walk (:func:`_module_values`) and the host's expected values
+    key them: numbers by value (``1050`` and ``1050.0`` are one), exactly (``float.hex``).
     """
+    if kind == "number":
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        text = "n" + (format(value, "x") if isinstance(value, int) else float.hex(value))
+    else:
+        text = "t" + value
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+#: Standard-library values a module holds, read as their text (``date(2024, 1, 17)`` is
+#: ``"2024-01-17"``): the host keys a written one so too (``probe._aliases``).
+_TEXT_VALUES: tuple[type, ...] = tuple(
+    getattr(module, name)
+    for module, names in (
+        (__import__("datetime"), ("date", "datetime", "time", "timedelta")),
+        (decimal, ("Decimal",)),
+        (fractions, ("Fraction",)),
+    )
+    for name in names
+)
+
+
+def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
+    """Append the digests (:func:`value_digest`) of the texts and numbers a module holds.
+
+    Walked from its globals, breadth first, into builtin containers and their subclasses
+    (by the builtin's own methods), the attributes of its own classes and of any object
+    (``__dict__``, ``__slots__``), and standard-library values as their text. A walk past
+    :data:`_MODULE_NODES` objects or :data:`_MODULE_VALUES_MAX` values appends
+    ``"unwalked"``: the host then takes any expected value as held (s40 att40k: a namedtuple, a
+    dataclass, an ``OrderedDict``, a ``date``, a 60! and a big table crowding a value out of
+    the first walk each kept an expected value out of sight, 30/30 paid).
+    """
+    from collections import deque
+
     name = namespace.get("__name__")
-    stack = [v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))]
-    stack += [
-        v
-        for c in list(stack)
-        if isinstance(c, type) and _CLASS_NAME[0].__get__(c) == name
-        for k, v in list(_CLASS_DICT.__get__(c).items())
-        if not k.startswith("__")
-    ]
+    queue = deque(
+        v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))
+    )
+    seen: set[int] = set()
+    found: set[str] = set()
     walked = 0
-    while stack and walked < 4 * _MODULE_VALUES_MAX and len(out) < _MODULE_VALUES_MAX:
-        value, walked = stack.pop(), walked + 1
+    while queue:
+        value = queue.popleft()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        walked += 1
+        if walked > _MODULE_NODES or len(found) > _MODULE_VALUES_MAX:
+            out.append("unwalked")
+            return
         kind = type(value)
-        if kind is str and len(value) <= _MODULE_TEXT_MAX:
-            out.append(["text", value])
-        elif kind is bytes and len(value) <= _MODULE_TEXT_MAX:
-            out.append(["text", value.decode("utf-8", "surrogateescape")])
-        elif (kind is int and abs(value).bit_length() <= 256) or kind is float:
-            out.append(["number", value])
-        elif kind in (list, tuple, set, frozenset):
-            stack.extend(islice(value, _MODULE_VALUES_MAX))
-        elif kind is dict:
-            stack.extend(islice(value, _MODULE_VALUES_MAX))
-            stack.extend(islice(value.values(), _MODULE_VALUES_MAX))
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, str):
+            text = str.__str__(value)
+            if len(text) <= _MODULE_TEXT_MAX:
+                found.add(value_digest("text", text))
+        elif isinstance(value, (bytes, bytearray)):
+            if len(value) <= _MODULE_TEXT_MAX:
+                found.add(value_digest("text", bytes(value).decode("utf-8", "surrogateescape")))
+        elif isinstance(value, int):
+            found.add(value_digest("number", int.__int__(value)))
+        elif isinstance(value, float):
+            found.add(value_digest("number", float.__float__(value)))
+        elif isinstance(value, _TEXT_VALUES):
+            try:
+                texts = {str(value), *([value.isoformat()] if hasattr(value, "isoformat") else [])}
+            except Exception:
+                texts = set()
+            found.update(value_digest("text", t) for t in texts if type(t) is str)
+            continue
+        if isinstance(value, (list, tuple, set, frozenset)):
+            base = next(b for b in (list, tuple, set, frozenset) if isinstance(value, b))
+            queue.extend(islice(base.__iter__(value), _MODULE_NODES))
+        elif isinstance(value, dict):
+            queue.extend(islice(dict.keys(value), _MODULE_NODES))
+            queue.extend(islice(dict.values(value), _MODULE_NODES))
+        if kind.__module__ in ("builtins",) and kind not in (type,):
+            continue  # a builtin's value has no attributes of its own to hold one
+        if isinstance(value, type):
+            if _CLASS_NAME[0].__get__(value) != name:
+                continue  # another module's class: its values are not this module's
+            attributes = _CLASS_DICT.__get__(value)
+        elif isinstance(value, (_MODULE_TYPE, _FUNCTION_TYPES)):
+            continue
+        else:
+            try:
+                attributes = object.__getattribute__(value, "__dict__")
+            except Exception:
+                attributes = {}
+            for slot in {
+                s for k in _CLASS_MRO.__get__(kind) for s in k.__dict__.get("__slots__", ())
+            }:
+                if type(slot) is str:
+                    try:
+                        queue.append(object.__getattribute__(value, slot))
+                    except Exception:
+                        pass
+        if type(attributes) in (dict, _MAPPING_PROXY):
+            queue.extend(
+                v
+                for k, v in list(attributes.items())
+                if not (type(k) is str and k.startswith("__"))
+            )
+    out.extend(sorted(found))
 
 
 def _one_position(tree: Any) -> None:
@@ -1191,8 +1274,19 @@ _OBSERVED_LIST: list[Any] = []
 _MODULE_VALUES: list[Any] = []
 #: At most this many such values, each text at most this long, a module's values walked at
 #: most this many nodes deep into its containers.
-_MODULE_VALUES_MAX = 4096
+_MODULE_VALUES_MAX = 20_000
+_MODULE_NODES = 100_000
 _MODULE_TEXT_MAX = 4096
+_MODULE_TYPE = type(sys)
+_FUNCTION_TYPES = (
+    type(len),
+    type(lambda: 0),
+    type(print.__call__),
+    staticmethod,
+    classmethod,
+    property,
+)
+_MAPPING_PROXY = type(type.__dict__)
 #: An observation bigger than this (nodes, nesting, characters of one text) is reported as
 #: the digest of its complete canonical form: compared exactly, never "equal by omission".
 _OBSERVE_NODES = 20000

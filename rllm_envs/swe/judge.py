@@ -71,11 +71,13 @@ from rllm_envs.error import InvalidEnvConfig
 from rllm_envs.forksafe import ForkSafeLock
 from rllm_envs.sandbox import Backend, Limits, RunResult, SandboxPool, Status, select_backend
 from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_failure
+from rllm_envs.swe.executor import value_digest
 from rllm_envs.swe.probe import (
     NOTE_ECHO,
     NOTE_WARNING_FILTER,
     Fixture,
     Probe,
+    _aliases,
     checked,
     echoed,
     given_by_fixtures,
@@ -695,14 +697,15 @@ def _module_echo(files: Mapping[str, str], reference: Reference, secret: Sequenc
     """Whether an expected value of a ``secret`` test is among the reference's module values.
 
     The reference's probe run reports the plain texts and numbers each test module held once
-    it had run (``executor._module_values``); a submission's could hide them, the
-    reference's (the task's own code) does not.
+    it had run, as digests (``executor._module_values``); a submission's could hide them,
+    the reference's (the task's own code) does not.
     """
     readable = {
-        (kind, value)
+        digest
         for observed in reference.observed.values()
         if observed
-        for kind, value in observed["module"]
+        for digest in observed["module"]
+        if isinstance(digest, str)
     }
     if not readable:
         return False
@@ -713,7 +716,10 @@ def _module_echo(files: Mapping[str, str], reference: Reference, secret: Sequenc
             continue
         hidden = probe_module(text).hidden
         told = {*hidden.get(name.partition("[")[0], ()), *hidden.get("", ())}
-        if echoed(told, readable):
+        if told and "unwalked" in readable:
+            return True  # a module too large to walk: any expected value may be in it
+        keys = {a for key in told for a in _aliases(key) if a[0] in ("text", "number")}
+        if any(value_digest(kind, value) in readable for kind, value in keys):
             return True
     return False
 

@@ -185,18 +185,23 @@ _GREET_CHEAT = _GREET.replace(
 
 
 @pytest.mark.parametrize(
-    ("sample", "echoed"),
+    ("extra", "sample", "echoed"),
     [
-        ("'hello, ann lee'.title()", True),  # att40i F1: the expected text, computed at import
-        ("'hello, ann lee'.upper()", False),  # another text: the verdict stays the host's
+        ("", "'hello, ann lee'.title()", True),  # att40i F1: the expected text, at import
+        ("", "'hello, ann lee'.upper()", False),  # another text: the verdict stays the host's
+        # att40k: held by an object, a dict subclass, or past a large table.
+        ("HOLDER = types.SimpleNamespace(s='hello, ann lee'.title())", "'x, y'", True),
+        ("HOLDER = collections.OrderedDict(s='hello, ann lee'.title())", "'x, y'", True),
+        ("WORDS = ['w%d' % i for i in range(5000)]", "'hello, ann lee'.title()", True),
     ],
 )
-def test_an_expected_value_a_test_module_computes_at_import_is_noted(sample, echoed):
+def test_an_expected_value_a_test_module_computes_at_import_is_noted(extra, sample, echoed):
     base = {"pkg/__init__.py": "", "pkg/core.py": _GREET, "tests/__init__.py": ""}
     hidden = (
-        f"from pkg.core import greet, parse_name\n\nSAMPLE = {sample}\n\n\n"
+        "import collections\nimport types\n\n"
+        f"from pkg.core import greet, parse_name\n\n{extra}\nSAMPLE = {sample}\n\n\n"
         "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n\n\n"
-        "def test_parse():\n    assert parse_name(SAMPLE).lower() == 'ann lee'\n"
+        "def test_parse():\n    assert parse_name(SAMPLE).lower() in ('ann lee', 'y')\n"
     )
     rewards = {}
     for name, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT), ("unchanged", _GREET)):
