@@ -62,8 +62,8 @@ def _episode(store: EpisodeStore, text: str) -> StoredEpisode:
     one, or the prefix finds several, the answer is neither (s40 att40e F2, att40l F1: such a
     prefix was read as a row id, and another episode was shown with exit code 0).
     """
-    if not text.isdigit():
-        return store.get(text)
+    if not (text.isascii() and text.isdigit()) or int(text) >= 2**63:
+        return store.get(text)  # not a row id SQLite holds (att40m F3: a traceback)
     if len(text) < 6:
         return store.get(int(text))
     found: dict[int, StoredEpisode] = {}

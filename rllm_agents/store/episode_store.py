@@ -174,42 +174,40 @@ def _check_readable(values: Any) -> None:
             todo.extend((item, depth + 1) for item in items)
 
 
-def _is_id(value: Any) -> bool:
-    return (
-        isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= value < 2**31
-    )
-
-
 def _token_ids(ids: Any) -> bool:
-    """Whether ``ids`` is a list (or tuple) of ints in [0, 2**31): what the int32 view holds."""
-    if type(ids) not in (list, tuple):
+    """Whether ``ids`` is a list (or tuple) of Python ints in [0, 2**31) (the int32 view).
+
+    Python's own ints only: a numpy scalar is not JSON (``.tolist()`` makes them ints).
+    """
+    if type(ids) not in (list, tuple) or not set(map(type, ids)) <= {int}:
         return False
-    if set(map(type, ids)) <= {int}:  # the usual case, at C speed
-        return not ids or (0 <= min(ids) and max(ids) < 2**31)
-    return all(map(_is_id, ids))  # numpy ints too
+    return not ids or (0 <= min(ids) and max(ids) < 2**31)
 
 
 def _first_bad_id(ids: Any) -> Any:
     if type(ids) not in (list, tuple):
         return ids
-    return next((i for i in ids if not _is_id(i)), None)
+    return next((i for i in ids if type(i) is not int or not 0 <= i < 2**31), None)
 
 
-def _is_logprob(value: Any) -> bool:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+def _is_number(value: Any) -> bool:
+    """A float (numpy's float64 is one), or a Python int a float holds (a reward, a logprob)."""
+    if isinstance(value, float):
+        return True
+    if type(value) is not int:
         return False
     try:
         float(value)
-    except OverflowError:  # an int no float holds
+    except OverflowError:
         return False
     return True
 
 
 def _logprobs(values: Any) -> bool:
-    """Whether ``values`` is a list (or tuple) of real numbers a float holds."""
+    """Whether ``values`` is a list (or tuple) of Python numbers a float holds."""
     if type(values) not in (list, tuple):
         return False
-    return set(map(type, values)) <= {float} or all(map(_is_logprob, values))
+    return set(map(type, values)) <= {float} or all(map(_is_number, values))
 
 
 def _kinds(values: Any) -> str:
@@ -676,10 +674,17 @@ class EpisodeStore:
             for ids in (step.prompt_ids, step.completion_ids):
                 if not _token_ids(ids):
                     raise AgentConfigError(
-                        f"Expects token ids to be ints in [0, 2**31) (vocabulary indices), "
+                        f"Expects token ids to be Python ints in [0, 2**31) (vocabulary "
+                        f"indices; `.tolist()` makes numpy's ints), "
                         f"actual: {_first_bad_id(ids)!r} (env {trajectory.env_id!r}, task "
                         f"{trajectory.task_id!r}). Nothing was written."
                     )
+            if not _is_number(step.reward):  # exported one float per step (att40m F1)
+                raise AgentConfigError(
+                    f"Expects each step's reward to be a Python float (or an int a float holds), "
+                    f"actual: {type(step.reward).__name__} (env {trajectory.env_id!r}, task "
+                    f"{trajectory.task_id!r}). Nothing was written."
+                )
             logprobs = step.logprobs
             if not _logprobs(logprobs) or len(logprobs) not in (0, len(step.completion_ids)):
                 raise AgentConfigError(

@@ -43,7 +43,7 @@ def export_episodes(
     # Written beside and moved into place whole: an export that fails part way leaves the
     # file it would replace as it was, not a shorter file that reads as complete (s40 att40h).
     # A name of its own: two exports to one target wrote into one file (s40 att40j F1).
-    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=".rllm-export-", suffix=".partial")
     os.close(fd)
     partial = Path(name)
     try:

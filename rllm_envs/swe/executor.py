@@ -877,7 +877,7 @@ def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
             found.update(value_digest("text", t) for t in texts if type(t) is str)
             continue
         if isinstance(value, (list, tuple, set, frozenset)):
-            base = next(b for b in (list, tuple, set, frozenset) if isinstance(value, b))
+            base: Any = next(b for b in (list, tuple, set, frozenset) if isinstance(value, b))
             queue.extend(islice(base.__iter__(value), _MODULE_NODES))
         elif isinstance(value, dict):
             queue.extend(islice(dict.keys(value), _MODULE_NODES))
@@ -922,6 +922,7 @@ def _one_position(tree: Any) -> None:
     """
     import ast
 
+    node: Any
     for node in ast.walk(tree):
         if "lineno" in node._attributes:
             node.lineno = node.end_lineno = 1
@@ -1278,10 +1279,9 @@ _MODULE_VALUES_MAX = 20_000
 _MODULE_NODES = 100_000
 _MODULE_TEXT_MAX = 4096
 _MODULE_TYPE = type(sys)
-_FUNCTION_TYPES = (
+_FUNCTION_TYPES: tuple[type, ...] = (
     type(len),
     type(lambda: 0),
-    type(print.__call__),
     staticmethod,
     classmethod,
     property,

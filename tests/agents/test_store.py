@@ -613,6 +613,10 @@ def test_a_value_the_training_view_cannot_hold_is_refused_before_anything_is_wri
     longer.steps[0].logprobs.append(-1.0)  # att40j F4: out of line with the ids
     with pytest.raises(AgentConfigError, match="logprobs"):
         store.put(longer, run="r")
+    cancelling = make_trajectory(4)  # att40m F1: exported one float per step
+    cancelling.steps[0].reward, cancelling.steps[1].reward = 10**400, -(10**400)
+    with pytest.raises(AgentConfigError, match="reward"):
+        store.put(cancelling, run="r")
     keyed = make_trajectory(3)
     keyed.steps[0].prompt_ids = {7: None}  # type: ignore[assignment]  # att40l F2
     with pytest.raises(AgentConfigError, match="token ids"):
@@ -681,11 +685,14 @@ def test_two_exports_to_one_file_at_once_do_not_share_a_partial_file(store, tmp_
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
-def test_numpy_token_ids_and_logprobs_are_stored():
-    """s40 att40l (honest): numpy ints and floats (what a policy may hand over) were refused
-    by the first version of the training view's checks."""
+def test_numpy_values_are_refused_or_stored_as_json_can_hold_them():
+    """s40 att40l, att40m: numpy ints and float32s crashed ``put`` with a raw ``TypeError``
+    (they are not JSON); they are refused with a message saying what to do, while float64
+    (a float) is stored."""
     np = pytest.importorskip("numpy")
-    from rllm_agents.store.episode_store import _logprobs, _token_ids
+    from rllm_agents.store.episode_store import _is_number, _logprobs, _token_ids
 
-    assert _token_ids(list(np.array([2, 3]))) and _logprobs(list(np.array([-0.5], np.float32)))
-    assert not _token_ids([np.int64(-1)]) and not _token_ids([2.0])
+    assert not _token_ids(list(np.array([2, 3]))) and _token_ids(np.array([2, 3]).tolist())
+    assert _logprobs(list(np.array([-0.5]))) and not _logprobs(list(np.array([-0.5], np.float32)))
+    assert _is_number(np.float64(1.0)) and not _is_number(np.float32(1.0))
+    assert not _is_number(10**400) and not _is_number(True)
