@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import decimal
 import fractions
+import functools
 import hashlib
 import marshal
 import os
@@ -53,6 +54,7 @@ import select
 import signal
 import sys
 import time
+import types
 from itertools import islice
 
 TYPE_CHECKING = False
@@ -183,7 +185,7 @@ class RepoFinder:
 
         _exec(code, namespace)
         if _hidden and first:
-            _module_values(namespace, _MODULE_VALUES)
+            _MODULE_SPACES.append(namespace)  # walked when the test ends (_report_observed)
         # A builtin's name in the module that its own code does not bind was put there by
         # the code it imported (a probe's ``callable(x)`` would call it).
         _audit(_BUILTINS_EVENT, namespace, _bound_names(tree, namespace))
@@ -826,23 +828,28 @@ _TEXT_VALUES: tuple[type, ...] = tuple(
 )
 
 
-def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
-    """Append the digests (:func:`value_digest`) of the texts and numbers a module holds.
+def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
+    """Append the digests (:func:`value_digest`) of the texts and numbers the suite holds.
 
-    Walked from its globals, breadth first, into builtin containers and their subclasses
-    (by the builtin's own methods), the attributes of its own classes and of any object
-    (``__dict__``, ``__slots__``), and standard-library values as their text. A walk past
+    Walked from the test modules' globals and ``os.environ`` when a test ends (so after its
+    module's setup too), breadth first, into builtin containers and their subclasses (by the
+    builtin's own methods), the attributes of the suite's classes and of any object
+    (``__dict__``, ``__slots__``), the defaults and closures of the suite's functions,
+    ``partial`` arguments, and standard-library values as their text. A walk past
     :data:`_MODULE_NODES` objects or :data:`_MODULE_VALUES_MAX` values appends
     ``"unwalked"``: the host then takes any expected value as held (s40 att40k: a namedtuple, a
     dataclass, an ``OrderedDict``, a ``date``, a 60! and a big table crowding a value out of
-    the first walk each kept an expected value out of sight, 30/30 paid).
+    the first walk each kept an expected value out of sight, 30/30 paid; att40n: a default,
+    a closure cell, a ``partial``, ``os.environ`` and ``setup_module``, 40/40).
     """
     from collections import deque
 
-    name = namespace.get("__name__")
-    queue = deque(
-        v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))
-    )
+    names = {namespace.get("__name__") for namespace in namespaces}
+    queue: deque[Any] = deque(os.environ.values())  # what the suite set there too
+    for namespace in namespaces:
+        queue.extend(
+            v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))
+        )
     seen: set[int] = set()
     found: set[str] = set()
     walked = 0
@@ -882,14 +889,32 @@ def _module_values(namespace: dict[str, Any], out: list[Any]) -> None:
         elif isinstance(value, dict):
             queue.extend(islice(dict.keys(value), _MODULE_NODES))
             queue.extend(islice(dict.values(value), _MODULE_NODES))
-        if kind.__module__ in ("builtins",) and kind not in (type,):
-            continue  # a builtin's value has no attributes of its own to hold one
         if isinstance(value, type):
-            if _CLASS_NAME[0].__get__(value) != name:
-                continue  # another module's class: its values are not this module's
+            if _CLASS_NAME[0].__get__(value) not in names:
+                continue  # another module's class: its values are not the suite's
             attributes = _CLASS_DICT.__get__(value)
-        elif isinstance(value, (_MODULE_TYPE, _FUNCTION_TYPES)):
+        elif kind is _PLAIN_FUNCTION:
+            # The suite's own functions and lambdas: their defaults and closures (att40n: a
+            # default argument, a closure cell held an expected value). Others' are not
+            # read (the runner's sealed defaults are the guard's).
+            if getattr(value, "__module__", None) in names:
+                queue.extend(value.__dict__.values())
+                queue.extend(value.__defaults__ or ())
+                queue.extend((value.__kwdefaults__ or {}).values())
+                for cell in value.__closure__ or ():
+                    try:
+                        queue.append(cell.cell_contents)
+                    except ValueError:  # an empty cell
+                        pass
             continue
+        elif kind is functools.partial:
+            queue.extend((value.func, *value.args, *value.keywords.values()))
+            continue
+        elif kind in (staticmethod, classmethod, _BOUND_METHOD):
+            queue.append(value.__func__)
+            continue
+        elif isinstance(value, (_MODULE_TYPE, _FUNCTION_TYPES)) or kind.__module__ == "builtins":
+            continue  # a builtin's value has no attributes of its own to hold one
         else:
             try:
                 attributes = object.__getattribute__(value, "__dict__")
@@ -1269,10 +1294,10 @@ def _importorskip(name: str, minversion: Any = None, reason: Any = None) -> Any:
 # audit event, which is why the host's comparison, not this, is the boundary.
 
 _OBSERVED_LIST: list[Any] = []
-#: A probe run's plain values its test modules held once each had run (:func:`_module_values`):
-#: reported with the observations, so the host knows what the sandbox's memory holds beside
-#: the probe's literals (s40 att40i: an expected value a module computed at import).
-_MODULE_VALUES: list[Any] = []
+#: A probe run's test modules' namespaces, walked when a test ends (:func:`_module_values`)
+#: and reported with its observations, so the host knows what the sandbox's memory holds
+#: beside the probe's literals (s40 att40i: an expected value a module computed at import).
+_MODULE_SPACES: list[Any] = []
 #: At most this many such values, each text at most this long, a module's values walked at
 #: most this many nodes deep into its containers.
 _MODULE_VALUES_MAX = 20_000
@@ -1287,6 +1312,8 @@ _FUNCTION_TYPES: tuple[type, ...] = (
     property,
 )
 _MAPPING_PROXY = type(type.__dict__)
+_PLAIN_FUNCTION = type(lambda: 0)
+_BOUND_METHOD = types.MethodType
 #: An observation bigger than this (nodes, nesting, characters of one text) is reported as
 #: the digest of its complete canonical form: compared exactly, never "equal by omission".
 _OBSERVE_NODES = 20000
@@ -3306,18 +3333,20 @@ def run_node(
     teardown: list[Any] = []
     instance = None
     try:
-        hooks: list[Any] = [_getattr(module, "setup_module", None)]
+        # Each with what pytest hands it: the module, the class, the method or the function
+        # (s40: setup_module(module) was handed the test function).
+        hooks: list[Any] = [(_getattr(module, "setup_module", None), module)]
         if _isinstance(owner, _type):
-            hooks.append(_getattr(owner, "setup_class", None))
+            hooks.append((_getattr(owner, "setup_class", None), owner))
             instance = owner()
-            hooks.append(_getattr(instance, "setup_method", None))
             function = raw.__get__(instance, owner)
+            hooks.append((_getattr(instance, "setup_method", None), function))
         else:
-            hooks.append(_getattr(module, "setup_function", None))
-        for hook in hooks:
+            hooks.append((_getattr(module, "setup_function", None), function))
+        for hook, given in hooks:
             if _callable(hook):
                 n = _len(_signature(hook).parameters)
-                hook(*([function] if n else []))
+                hook(*([given] if n else []))
         table = _fixtures(
             *_conftests(path, files, finder),
             module,
@@ -3419,7 +3448,7 @@ def _report_observed(
     end: list[Any],
     *,
     _seen: list[Any] = _OBSERVED_LIST,
-    _modules: list[Any] = _MODULE_VALUES,
+    _spaces: list[Any] = _MODULE_SPACES,
     _dumps: Any = marshal.dumps,
     _audit: Any = _audit,
     _event: str = _OBSERVED_EVENT,
@@ -3440,7 +3469,12 @@ def _report_observed(
         except BaseException:
             pass
     try:
-        data = _dumps((list(_seen), list(end), list(_modules)))
+        modules: list[Any] = []
+        try:
+            _module_values(list(_spaces), modules)
+        except BaseException:  # what the suite holds could not be walked: any value may be
+            modules = ["unwalked"]
+        data = _dumps((list(_seen), list(end), modules))
         if len(data) > _OBSERVED_CAP:
             raise ValueError("too many observations")
         _audit(_event, data)

@@ -193,6 +193,15 @@ _GREET_CHEAT = _GREET.replace(
         ("HOLDER = types.SimpleNamespace(s='hello, ann lee'.title())", "'x, y'", True),
         ("HOLDER = collections.OrderedDict(s='hello, ann lee'.title())", "'x, y'", True),
         ("WORDS = ['w%d' % i for i in range(5000)]", "'hello, ann lee'.title()", True),
+        # att40n: a default, a closure cell, what setup_module set, os.environ.
+        ("def _held(s='hello, ann lee'.title()):\n    return s\n", "'x, y'", True),
+        (
+            "def _mk():\n    s = 'hello, ann lee'.title()\n    return lambda: s\nF = _mk()",
+            "'x, y'",
+            True,
+        ),
+        ("def setup_module(module):\n    module.HELD = 'hello, ann lee'.title()\n", "'x, y'", True),
+        ("import os\nos.environ['HELD'] = 'hello, ann lee'.title()", "'x, y'", True),
     ],
 )
 def test_an_expected_value_a_test_module_computes_at_import_is_noted(extra, sample, echoed):
