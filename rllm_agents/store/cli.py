@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             if args.json:
                 assert episode.trajectory is not None
-                print(json.dumps(episode.trajectory.to_dict(), ensure_ascii=False, indent=2))
+                print(_strict_json(episode.trajectory.to_dict()))  # att40o F4: NaN is not JSON
             else:
                 print(transcript(episode, tokens=args.tokens))
         elif args.command == "export":

@@ -39,6 +39,12 @@ def export_episodes(
     for name, kind in _EXTRA_PARQUET:
         schema = schema.append(pa.field(name, getattr(pa, kind)()))
     out = Path(path)
+    db = str(Path(store.path).resolve())
+    own = {db, f"{db}-wal", f"{db}-shm", f"{db}-journal", str(Path(store.key_path).resolve())}
+    if str(out.resolve()) in own:
+        # Its own file, WAL or key: moved into place, the export replaced the store (s40
+        # att40o F1: 5 of 5 episodes lost, "exported" rc 0).
+        raise AgentConfigError(f"Refusing to export onto the store's own files: {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     # Written beside and moved into place whole: an export that fails part way leaves the
     # file it would replace as it was, not a shorter file that reads as complete (s40 att40h).
@@ -46,6 +52,9 @@ def export_episodes(
     fd, name = tempfile.mkstemp(dir=out.parent, prefix=".rllm-export-", suffix=".partial")
     os.close(fd)
     partial = Path(name)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(partial, 0o666 & ~umask)  # as a file written in place (mkstemp's is 0600: att40o F5)
     try:
         count = _write_episodes(store, partial, schema, row_group_size, filters)
         os.replace(partial, out)
@@ -100,9 +109,9 @@ def import_episodes(
     for batch in file.iter_batches(batch_size=batch_size, columns=columns):
         rows = []
         for item in batch.to_pylist():
-            trajectory = Trajectory.from_dict(json.loads(item["record"]))
-            rows.append(
-                store._row(
+            try:
+                trajectory = Trajectory.from_dict(json.loads(item["record"]))
+                row = store._row(
                     trajectory,
                     item.get("run") if item.get("run") is not None else run,
                     item.get("model"),
@@ -111,7 +120,15 @@ def import_episodes(
                     _json_or_none(item.get("timings")),
                     item.get("created"),
                 )
-            )
+            except (AgentConfigError, TypeError, ValueError, KeyError, AttributeError) as e:
+                # Earlier batches are committed: say so (s40 att40o F2: "Nothing was
+                # written" after 256 episodes were).
+                raise AgentConfigError(
+                    f"{path}: record {new + duplicates + len(rows) + 1} cannot be stored "
+                    f"({type(e).__name__}: {e}). The {new} new episodes before it were stored; "
+                    "nothing from it on was."
+                ) from e
+            rows.append(row)
         for put in store._write(rows):
             new += put.new
             duplicates += not put.new

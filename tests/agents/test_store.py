@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import sqlite3
 import sys
@@ -696,3 +697,43 @@ def test_numpy_values_are_refused_or_stored_as_json_can_hold_them():
     assert _logprobs(list(np.array([-0.5]))) and not _logprobs(list(np.array([-0.5], np.float32)))
     assert _is_number(np.float64(1.0)) and not _is_number(np.float32(1.0))
     assert not _is_number(10**400) and not _is_number(True)
+
+
+def test_an_export_onto_the_store_s_own_files_is_refused_and_keeps_the_umask(store, tmp_path):
+    """s40 att40o F1: ``export ep.db`` onto the store itself replaced it (5 of 5 episodes lost,
+    rc 0); F5: exports were left 0600 (the temporary file's mode)."""
+    pytest.importorskip("pyarrow")
+    store.put(make_trajectory(0), run="r")
+    for own in (store.path, f"{store.path}-wal", store.key_path):
+        with pytest.raises(AgentConfigError, match="own files"):
+            store.export_parquet(own)
+    assert store.count() == 1
+    umask = os.umask(0o022)
+    try:
+        out = tmp_path / "o.parquet"
+        store.export_parquet(out)
+    finally:
+        os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_failed_import_says_what_it_stored(store, tmp_path):
+    """s40 att40o F2: a bad record after the first batch said "Nothing was written" when the
+    batches before it were stored."""
+    pytest.importorskip("pyarrow")
+    with EpisodeStore(tmp_path / "src.db") as source:
+        for i in range(6):
+            source.put(make_trajectory(i), run="r")
+        source.export_parquet(tmp_path / "good.parquet")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "good.parquet")
+    records = table.column("record").to_pylist()
+    records[-1] = records[-1].replace('"prompt_ids": [', '"prompt_ids": [-1, ', 1)
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("record"), "record", [records]),
+        tmp_path / "bad.parquet",
+    )
+    with pytest.raises(AgentConfigError, match="The 3 new episodes before it were stored"):
+        store.import_parquet(tmp_path / "bad.parquet", batch_size=3)
+    assert store.count() == 3
