@@ -212,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             if args.json:
                 assert episode.trajectory is not None
-                print(_strict_json(episode.trajectory.to_dict()))  # att40o F4: NaN is not JSON
+                # The record exactly (a NaN logprob as Python's JSON writes it), so that it reads
+                # back equal; `list --json` is the strict view.
+                print(json.dumps(episode.trajectory.to_dict(), ensure_ascii=False, indent=2))
             else:
                 print(transcript(episode, tokens=args.tokens))
         elif args.command == "export":

@@ -107,7 +107,7 @@ def import_episodes(
     columns = ["record", *[n for n, _ in _EXTRA_PARQUET if n in names]]
     new = duplicates = 0
     for batch in file.iter_batches(batch_size=batch_size, columns=columns):
-        rows = []
+        rows: list[Any] = []
         for item in batch.to_pylist():
             try:
                 trajectory = Trajectory.from_dict(json.loads(item["record"]))
