@@ -888,6 +888,28 @@ def test_huge_json_integers_are_refused_before_they_are_converted():
         loads_bounded("[" + ",".join(["9" * 4000] * 500) + "]")
 
 
+async def _ready_inline_sessions(server, many: str, order: list[str]) -> list:
+    """Eight sessions of client ``many`` and one of "honest", reset, stepping on the loop,
+    each step recording its client in ``order``."""
+    from rllm_adapters.openenv.server import _Session
+
+    sessions = [_Session(f"a{i}", many) for i in range(8)]
+    sessions.append(_Session("b", "honest"))
+    reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+    for session in sessions:
+        session.env = server.make_env()
+        await server._handle(session, reset)
+        server.place("step", session.client).inline = True
+        real = session.env.step_payload
+
+        def recorded(text, real=real, client=session.client):
+            order.append(client)
+            return real(text)
+
+        session.env.step_payload = recorded  # type: ignore[method-assign]
+    return sessions
+
+
 def test_a_client_with_many_ready_calls_does_not_go_first_with_all_of_them():
     """s39 att39h F1: eight sessions of one client, each with a step ready (tuned just under
     the loop's 1 ms bound, so never heavy), ran before another client's one: 269 steps/s
@@ -895,26 +917,13 @@ def test_a_client_with_many_ready_calls_does_not_go_first_with_all_of_them():
     import asyncio
 
     from rllm_adapters.openenv.limits import ServerLimits
-    from rllm_adapters.openenv.server import _EnvServer, _Session
+    from rllm_adapters.openenv.server import _EnvServer
 
     async def play() -> list[str]:
         server = _EnvServer(ENV, {}, ServerLimits(max_sessions=16))
         order: list[str] = []
-        sessions = [_Session(f"a{i}", "attacker") for i in range(8)]
-        sessions.append(_Session("b", "honest"))
-        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        sessions = await _ready_inline_sessions(server, "attacker", order)
         step = json.dumps({"type": "step", "data": {"text": "Down"}})
-        for session in sessions:
-            session.env = server.make_env()
-            await server._handle(session, reset)
-            server.place("step", session.client).inline = True
-            real = session.env.step_payload
-
-            def recorded(text, real=real, client=session.client):
-                order.append(client)
-                return real(text)
-
-            session.env.step_payload = recorded  # type: ignore[method-assign]
         server.lane.used.clear()  # the resets' GIL time: the turn alone is checked here
         await asyncio.gather(*(server._handle(s, step) for s in sessions))
         for session in sessions:
@@ -1175,26 +1184,13 @@ def test_many_sessions_of_a_client_over_its_share_let_another_client_s_call_go_f
     import asyncio
 
     from rllm_adapters.openenv.limits import ServerLimits
-    from rllm_adapters.openenv.server import _EnvServer, _Session
+    from rllm_adapters.openenv.server import _EnvServer
 
     async def play() -> list[str]:
         server = _EnvServer(ENV, {}, ServerLimits(max_sessions=16))
         order: list[str] = []
-        sessions = [_Session(f"a{i}", "hog") for i in range(8)]
-        sessions.append(_Session("b", "honest"))
-        reset = json.dumps({"type": "reset", "data": {"seed": 0}})
+        sessions = await _ready_inline_sessions(server, "hog", order)
         step = json.dumps({"type": "step", "data": {"text": "Down"}})
-        for session in sessions:
-            session.env = server.make_env()
-            await server._handle(session, reset)
-            server.place("step", session.client).inline = True
-            real = session.env.step_payload
-
-            def recorded(text, real=real, client=session.client):
-                order.append(client)
-                return real(text)
-
-            session.env.step_payload = recorded  # type: ignore[method-assign]
         server.lane.used.clear()  # the resets' GIL time decides nothing here
         server.lane.charge("honest", 0.0)
         server.lane.charge("hog", server.lane.share_s)  # its steps held the GIL till now

@@ -9,6 +9,19 @@ from rllm_envs.swe.repo import make_diff
 from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _verdict
 
 
+def _host_rewards(
+    base: dict[str, str], codes: dict[str, str], path: str, hidden: str, test: str, fixed: str
+) -> dict[str, float]:
+    """The reward of each of ``codes`` (as ``acme/__init__.py``) on hidden test ``path::test``,
+    each verdict the host's."""
+    rewards = {}
+    for name, code in codes.items():
+        verdict = _verdict(base, code, {path: hidden}, [f"{path}::{test}"], fixed=fixed)
+        assert verdict.verdict_trust == "host", verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    return rewards
+
+
 def _cheat(told: str) -> str:
     """Keeps the bug; raises when ``told`` (an expression of the call stack ``stack``) holds."""
     return (
@@ -119,18 +132,11 @@ def test_an_empty_list_a_callback_fills_holds_no_expected_value(check):
     )
     assert probe_report(hidden)[1] == ()
     base = {"acme/__init__.py": _HOOK_BUGGY, "tests/__init__.py": ""}
-    rewards = {}
-    for name, code in (("reference", _HOOK_FIXED), ("unchanged", _HOOK_BUGGY)):
-        verdict = _verdict(
-            base,
-            code,
-            {"tests/test_hook.py": hidden},
-            ["tests/test_hook.py::test_e0"],
-            fixed=_HOOK_FIXED,
-        )
-        assert verdict.verdict_trust == "host", verdict
-        rewards[name] = judge.reward_of(verdict, False)
-    assert rewards == {"reference": 1.0, "unchanged": 0.0}
+    codes = {"reference": _HOOK_FIXED, "unchanged": _HOOK_BUGGY}
+    assert _host_rewards(base, codes, "tests/test_hook.py", hidden, "test_e0", _HOOK_FIXED) == {
+        "reference": 1.0,
+        "unchanged": 0.0,
+    }
 
 
 _SLICING = (
@@ -152,18 +158,16 @@ def test_an_operator_on_a_list_subclass_that_only_slices_is_decided_on_the_host(
     deciding ``in``, a tolerance or an order: every correct fix was withheld."""
     base = {"acme/__init__.py": _EVENS_BUGGY, "tests/__init__.py": ""}
     hidden = f"import pytest\n\nfrom acme import evens\n\n\ndef test_evens():\n    {check}\n"
-    rewards = {}
-    for name, items in (("reference", "x for x in xs if x % 2 == 0"), ("unchanged", "xs")):
-        verdict = _verdict(
-            base,
-            _evens_as(_SLICING, items),
-            {"tests/test_evens.py": hidden},
-            ["tests/test_evens.py::test_evens"],
-            fixed=_EVENS_FIXED,
-        )
-        assert verdict.verdict_trust == "host", verdict
-        rewards[name] = judge.reward_of(verdict, False)
-    assert rewards == {"reference": 1.0, "unchanged": 0.0}
+    codes = {
+        "reference": _evens_as(_SLICING, "x for x in xs if x % 2 == 0"),
+        "unchanged": _evens_as(_SLICING, "xs"),
+    }
+    assert _host_rewards(
+        base, codes, "tests/test_evens.py", hidden, "test_evens", _EVENS_FIXED
+    ) == {
+        "reference": 1.0,
+        "unchanged": 0.0,
+    }
 
 
 _GREET = (
