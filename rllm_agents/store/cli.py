@@ -22,6 +22,9 @@ from rllm_envs.utils import to_jsonable
 
 def _short(value: Any, width: int = 12) -> str:
     text = "-" if value is None else str(value)
+    # One line, no terminal controls: a finish of "\n2 ... reward 1" printed a row of its
+    # own, and ANSI codes erased a real one (s40 att40p F4).
+    text = "".join(c if c.isprintable() else "?" for c in text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -198,9 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             for e in rows:
                 print(
-                    f"{e.id:>6}  {e.hash[:12]}  {_short(e.run)}  {_short(e.env_id, 22):22}  "
+                    f"{e.id:>6}  {e.hash[:12]}  {_short(e.run):12}  {_short(e.env_id, 22):22}  "
                     f"{_short(e.model):12}  {_short(e.task_id, 18):18}  {e.total_reward:>7.3g}  "
-                    f"{'y' if e.is_correct else 'n':2}  {e.num_turns:>5}  {e.finish}"
+                    f"{'y' if e.is_correct else 'n':2}  {e.num_turns:>5}  {_short(e.finish, 24)}"
                 )
             total = store.count(**_filters(args))
             print(f"{len(rows)} of {total} episodes")
@@ -265,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(line)
     except (DamagedEpisode, DamagedStore) as damage:  # named, never a table presented as whole
         print(str(damage), file=sys.stderr)
+        return 1
+    except (AgentConfigError, OSError) as refused:  # a refused export or import: one line
+        print(f"{type(refused).__name__}: {refused}", file=sys.stderr)
         return 1
     finally:
         store.close()

@@ -220,6 +220,8 @@ def _check_filter(name: str, value: Any, kinds: tuple[type, ...]) -> None:
     if value is not None and not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
         raise AgentConfigError(f"Expects `{name}` to be {names} or None, actual: {value!r}.")
+    if isinstance(value, float) and math.isnan(value):  # SQLite binds NaN as NULL: no match
+        raise AgentConfigError(f"Expects `{name}` to be a number, actual: nan (att40p F5).")
 
 
 class EpisodeStore:
@@ -693,13 +695,31 @@ class EpisodeStore:
                     f"{len(step.completion_ids)} ids (env {trajectory.env_id!r}, task "
                     f"{trajectory.task_id!r}). Nothing was written."
                 )
+        last = trajectory.steps[-1] if trajectory.steps else None
+        end = len(last.prompt_ids) + len(last.completion_ids) if last else 0
+        if any(len(step.prompt_ids) + len(step.completion_ids) > end for step in trajectory.steps):
+            # The training view places every turn in the last turn's sequence: a turn past its
+            # end was stored, verified, and broke every export (s40 att40p F1).
+            raise AgentConfigError(
+                "Expects each turn's prompt and completion to fit in the last turn's sequence "
+                f"(prompt + completion, {end} ids) (env {trajectory.env_id!r}, task "
+                f"{trajectory.task_id!r}). Nothing was written."
+            )
         collided = _colliding_keys(
-            (trajectory.initial_info, [step.info for step in trajectory.steps], trajectory.metadata)
+            (
+                trajectory.initial_info,
+                [step.info for step in trajectory.steps],
+                trajectory.metadata,
+                env_kwargs,
+                versions,
+                timings,
+            )
         )
         if collided:
             # Stored as JSON, keys are strings: {1: a, "1": b} kept one of the two values.
             raise AgentConfigError(
-                f"Expects the keys of each of the episode's info and metadata objects to stay "
+                f"Expects the keys of each of the episode's info, metadata, env_kwargs, versions "
+                f"and timings objects to stay "
                 f"distinct as strings, actual: {collided!r} (env {trajectory.env_id!r}, task "
                 f"{trajectory.task_id!r}): JSON keeps one of their values. Nothing was written."
             )

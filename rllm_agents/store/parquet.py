@@ -39,9 +39,15 @@ def export_episodes(
     for name, kind in _EXTRA_PARQUET:
         schema = schema.append(pa.field(name, getattr(pa, kind)()))
     out = Path(path)
-    db = str(Path(store.path).resolve())
-    own = {db, f"{db}-wal", f"{db}-shm", f"{db}-journal", str(Path(store.key_path).resolve())}
-    if str(out.resolve()) in own:
+    target = out.resolve()
+    own = [Path(store.path).resolve(), Path(store.key_path).resolve()]
+    # The store's file and every file named after it or its key (-wal, -shm, .lock, the key's
+    # marks: att40p F2 replaced a mark, and the store could be neither read nor written).
+    if any(
+        target.parent == f.parent
+        and (target.name == f.name or target.name.startswith((f"{f.name}-", f"{f.name}.")))
+        for f in own
+    ):
         # Its own file, WAL or key: moved into place, the export replaced the store (s40
         # att40o F1: 5 of 5 episodes lost, "exported" rc 0).
         raise AgentConfigError(f"Refusing to export onto the store's own files: {out}")

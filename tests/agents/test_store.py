@@ -10,6 +10,7 @@ import sqlite3
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -737,3 +738,33 @@ def test_a_failed_import_says_what_it_stored(store, tmp_path):
     with pytest.raises(AgentConfigError, match="The 3 new episodes before it were stored"):
         store.import_parquet(tmp_path / "bad.parquet", batch_size=3)
     assert store.count() == 3
+
+
+def test_att40p_store_findings(store, tmp_path, capsys):
+    """s40 att40p: a turn past the last turn's sequence broke every export (F1); an export onto
+    the key's mark replaced it (F2); colliding env_kwargs keys lost a value (F3); a newline in
+    ``finish`` printed a fake row (F4); a NaN filter matched nothing silently (F5)."""
+    pytest.importorskip("pyarrow")
+    from rllm_agents.store.cli import main
+
+    long_first = make_trajectory(0, turns=2)
+    long_first.steps[1].prompt_ids = long_first.steps[1].prompt_ids[:2]
+    long_first.token_exact = False
+    with pytest.raises(AgentConfigError, match="last turn's sequence"):
+        store.put(long_first, run="r")
+    with pytest.raises(AgentConfigError, match="distinct as strings"):
+        store.put(make_trajectory(1), run="r", env_kwargs={1: "a", "1": "b"})
+    odd = make_trajectory(2)
+    odd.finish = "stop\n2 deadbeef0000 victim\x1b[1A"
+    store.put(odd, run="r")
+    assert store.count() == 1
+    marks = [p for p in tmp_path.rglob("*") if p.name.startswith(Path(store.key_path).name + ".")]
+    for own in [*marks, Path(f"{store.path}.lock")]:
+        with pytest.raises(AgentConfigError, match="own files"):
+            store.export_parquet(own)
+    assert store.export_parquet(tmp_path / f"{Path(store.path).name}2.parquet") == 1
+    with pytest.raises(AgentConfigError, match="nan"):
+        store.count(min_reward=float("nan"))
+    capsys.readouterr()
+    assert main([str(store.path), "list"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 3  # header, one row, count
