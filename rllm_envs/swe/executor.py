@@ -823,6 +823,8 @@ _TEXT_VALUES: tuple[type, ...] = tuple(
         (__import__("datetime"), ("date", "datetime", "time", "timedelta")),
         (decimal, ("Decimal",)),
         (fractions, ("Fraction",)),
+        (__import__("pathlib"), ("PurePath",)),
+        (__import__("uuid"), ("UUID",)),
     )
     for name in names
 )
@@ -889,6 +891,11 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
         elif isinstance(value, dict):
             queue.extend(islice(dict.keys(value), _MODULE_NODES))
             queue.extend(islice(dict.values(value), _MODULE_NODES))
+        if kind in _WALKED_BUILTINS:
+            continue  # read above: what it holds is queued
+        if kind is _PATTERN:
+            queue.append(value.pattern)
+            continue
         if isinstance(value, type):
             if _CLASS_NAME[0].__get__(value) not in names:
                 continue  # another module's class: its values are not the suite's
@@ -913,7 +920,34 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
         elif kind in (staticmethod, classmethod, _BOUND_METHOD):
             queue.append(value.__func__)
             continue
-        elif isinstance(value, (_MODULE_TYPE, _FUNCTION_TYPES)) or kind.__module__ == "builtins":
+        elif isinstance(value, (_MODULE_TYPE, _FUNCTION_TYPES)):
+            continue
+        elif (kind.__module__ == "builtins" or kind.__module__ in _STDLIB_NAMES) and (
+            hasattr(kind, "__iter__") or hasattr(kind, "__next__") or kind is complex
+        ):
+            # What another builtin or standard-library holder keeps (a deque, an iterator, a
+            # view, a mapping proxy, a complex: att40q, 30/30 paid): what it pickles as, which
+            # reads without consuming it; a view is iterated; one that does neither counts as
+            # unwalked (a generator's locals).
+            if kind is complex:
+                queue.extend((value.real, value.imag))
+            elif isinstance(value, (_VIEWS_READ, _MAPPING_PROXY)):
+                queue.extend(islice(iter(value), _MODULE_NODES))
+                if isinstance(value, _MAPPING_PROXY):
+                    queue.extend(islice(iter(value.values()), _MODULE_NODES))
+            else:
+                try:
+                    reduced = value.__reduce_ex__(4)
+                except Exception:
+                    out.append("unwalked")
+                    return
+                for part in reduced[1:] if isinstance(reduced, tuple) else ():
+                    if hasattr(type(part), "__next__"):  # a fresh iterator of its items
+                        queue.extend(islice(part, _MODULE_NODES))
+                    elif part is not None:
+                        queue.append(part)
+            continue
+        elif kind.__module__ == "builtins":
             continue  # a builtin's value has no attributes of its own to hold one
         else:
             try:
@@ -1312,6 +1346,9 @@ _FUNCTION_TYPES: tuple[type, ...] = (
     property,
 )
 _MAPPING_PROXY = type(type.__dict__)
+_VIEWS_READ = (type({}.keys()), type({}.values()), type({}.items()))
+_PATTERN = type(__import__("re").compile(""))
+_WALKED_BUILTINS = frozenset({str, bytes, bytearray, int, float, list, tuple, set, frozenset, dict})
 _PLAIN_FUNCTION = type(lambda: 0)
 _BOUND_METHOD = types.MethodType
 #: An observation bigger than this (nodes, nesting, characters of one text) is reported as

@@ -206,6 +206,10 @@ _GREET_CHEAT = _GREET.replace(
         ),
         ("def setup_module(module):\n    module.HELD = 'hello, ann lee'.title()\n", "'x, y'", True),
         ("import os\nos.environ['HELD'] = 'hello, ann lee'.title()", "'x, y'", True),
+        # att40q: a deque, an iterator, a dict view.
+        ("HELD = collections.deque(['hello, ann lee'.title()])", "'x, y'", True),
+        ("HELD = iter(['hello, ann lee'.title()])", "'x, y'", True),
+        ("HELD = {1: 'hello, ann lee'.title()}.values()", "'x, y'", True),
     ],
 )
 def test_an_expected_value_a_test_module_computes_at_import_is_noted(extra, sample, echoed):
