@@ -1346,7 +1346,7 @@ _FUNCTION_TYPES: tuple[type, ...] = (
     property,
 )
 _MAPPING_PROXY = type(type.__dict__)
-_VIEWS_READ = (type({}.keys()), type({}.values()), type({}.items()))
+_VIEWS_READ: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
 _PATTERN = type(__import__("re").compile(""))
 _WALKED_BUILTINS = frozenset({str, bytes, bytearray, int, float, list, tuple, set, frozenset, dict})
 _PLAIN_FUNCTION = type(lambda: 0)
