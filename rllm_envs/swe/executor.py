@@ -932,9 +932,10 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
             if kind is complex:
                 queue.extend((value.real, value.imag))
             elif isinstance(value, (_VIEWS_READ, _MAPPING_PROXY)):
-                queue.extend(islice(iter(value), _MODULE_NODES))
+                held: Any = value
+                queue.extend(islice(iter(held), _MODULE_NODES))
                 if isinstance(value, _MAPPING_PROXY):
-                    queue.extend(islice(iter(value.values()), _MODULE_NODES))
+                    queue.extend(islice(iter(held.values()), _MODULE_NODES))
             else:
                 try:
                     reduced = value.__reduce_ex__(4)
