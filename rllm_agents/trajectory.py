@@ -147,15 +147,25 @@ class Trajectory:
     def loss_mask(self) -> list[int]:
         """1 for ids the model produced, 0 for prompts, observations and template glue."""
         mask = [0] * len(self.token_ids())
-        for start, end in self._completion_spans():
+        for start, end in self._spans_within(len(mask)):
             mask[start:end] = [1] * (end - start)
         return mask
+
+    def _spans_within(self, n: int) -> list[tuple[int, int]]:
+        """The completion spans cut to the last sequence's ``n`` ids.
+
+        A history that does not extend (``token_exact=False``: a window that slid, a
+        re-templated prompt) places earlier turns past its end: they are cut there, so the
+        training view keeps one length (s40 att40p F1: such an episode broke every export).
+        """
+        return [(min(start, n), min(end, n)) for start, end in self._completion_spans()]
 
     def logprobs(self) -> list[float]:
         """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0)."""
         out = [0.0] * len(self.token_ids())
-        for step, (start, _) in zip(self.steps, self._completion_spans(), strict=True):
-            out[start : start + len(step.logprobs)] = [float(x) for x in step.logprobs]
+        for step, (start, end) in zip(self.steps, self._spans_within(len(out)), strict=True):
+            values = step.logprobs[: end - start] if step.logprobs else []
+            out[start : start + len(values)] = [float(x) for x in values]
         return out
 
     def token_rewards(self) -> list[float]:
@@ -164,7 +174,7 @@ class Trajectory:
         A step whose completion is empty puts its reward on the last id before it.
         """
         out = [0.0] * len(self.token_ids())
-        for step, (_, end) in zip(self.steps, self._completion_spans(), strict=True):
+        for step, (_, end) in zip(self.steps, self._spans_within(len(out)), strict=True):
             if end > 0:
                 out[end - 1] += float(step.reward)
         return out

@@ -763,3 +763,19 @@ def test_att40p_store_findings(store, tmp_path, capsys):
     capsys.readouterr()
     assert main([str(store.path), "list"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 3  # header, one row, count
+
+
+def test_a_history_that_does_not_extend_exports_with_one_length(store, tmp_path):
+    """s40 att40p F1: a later turn's prompt shorter than an earlier turn's prompt and
+    completion (token_exact=False) was stored and verified, then broke every export."""
+    pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    slid = make_trajectory(0, turns=2)
+    slid.steps[1].prompt_ids = slid.steps[1].prompt_ids[:2]
+    slid.token_exact = False
+    store.put(slid, run="r")
+    assert store.export_parquet(tmp_path / "o.parquet") == 1
+    row = pq.read_table(tmp_path / "o.parquet").to_pylist()[0]
+    n = len(row["token_ids"])
+    assert len(row["loss_mask"]) == len(row["logprobs"]) == len(row["token_rewards"]) == n
