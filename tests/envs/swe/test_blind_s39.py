@@ -53,6 +53,26 @@ def _verdict(
     )
 
 
+def _rewards(
+    base: dict[str, str],
+    codes: dict[str, str],
+    tests: dict[str, str],
+    fail_to_pass: list[str],
+    pass_to_pass: Sequence[str] = (),
+    fixed: str = _FIXED,
+    trust: str | None = None,
+) -> dict[str, float]:
+    """The reward of each of ``codes`` (as ``acme/__init__.py`` of ``base``) with hidden
+    ``tests``; each verdict's trust is ``trust`` when given."""
+    rewards = {}
+    for name, code in codes.items():
+        verdict = _verdict(base, code, tests, fail_to_pass, pass_to_pass, fixed)
+        if trust is not None:
+            assert verdict.verdict_trust == trust, verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    return rewards
+
+
 @pytest.mark.parametrize(
     "errors",
     [
@@ -63,13 +83,15 @@ def _verdict(
 )
 def test_a_test_module_s_path_says_nothing_in_the_sandbox(errors):
     base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
-    rewards = {}
-    for name, code in (("reference", _FIXED), ("cheat", _CHEAT), ("unchanged", _BUGGY)):
-        verdict = _verdict(
-            base, code, {errors: _ERRORS}, [f"{errors}::test_e0"], ["tests/test_values.py::test_v0"]
-        )
-        assert verdict.verdict_trust == "host", verdict
-        rewards[name] = judge.reward_of(verdict, False)
+    codes = {"reference": _FIXED, "cheat": _CHEAT, "unchanged": _BUGGY}
+    rewards = _rewards(
+        base,
+        codes,
+        {errors: _ERRORS},
+        [f"{errors}::test_e0"],
+        ["tests/test_values.py::test_v0"],
+        trust="host",
+    )
     assert rewards == {"reference": 1.0, "cheat": 0.0, "unchanged": 0.0}
 
 
@@ -320,16 +342,13 @@ def test_a_hidden_test_s_source_and_code_are_not_readable(how):
         "def test_e0():\n    print('checking invalid input')\n"
         "    with pytest.raises(ValueError):\n        pct(101)\n"
     )
-    rewards = {}
-    for name, code in (("reference", _FIXED), ("cheat", cheat)):
-        verdict = _verdict(
-            base,
-            code,
-            {"tests/test_errors.py": tests},
-            ["tests/test_errors.py::test_e0"],
-            ["tests/test_values.py::test_v0"],
-        )
-        rewards[name] = judge.reward_of(verdict, False)
+    rewards = _rewards(
+        base,
+        {"reference": _FIXED, "cheat": cheat},
+        {"tests/test_errors.py": tests},
+        ["tests/test_errors.py::test_e0"],
+        ["tests/test_values.py::test_v0"],
+    )
     assert rewards == {"reference": 1.0, "cheat": 0.0}
 
 
@@ -390,16 +409,13 @@ def test_a_frame_a_standard_library_function_hands_back_is_refused(cheat):
         "def test_e0():\n    invalid = 101\n    with pytest.raises(ValueError):\n"
         "        pct(invalid)\n"
     )
-    rewards = {}
-    for name, code in (("reference", _FIXED), ("cheat", cheat)):
-        verdict = _verdict(
-            base,
-            code,
-            {"tests/test_errors.py": tests},
-            ["tests/test_errors.py::test_e0"],
-            ["tests/test_values.py::test_v0"],
-        )
-        rewards[name] = judge.reward_of(verdict, False)
+    rewards = _rewards(
+        base,
+        {"reference": _FIXED, "cheat": cheat},
+        {"tests/test_errors.py": tests},
+        ["tests/test_errors.py::test_e0"],
+        ["tests/test_values.py::test_v0"],
+    )
     assert rewards == {"reference": 1.0, "cheat": 0.0}
 
 
@@ -423,10 +439,10 @@ def test_a_helper_reading_its_keywords_by_text_still_gets_them(helper):
         + helper
         + ("def test_e0():\n    with pytest.raises(ValueError):\n        run_case(args=(101,))\n")
     )
-    rewards = {}
-    for name, code in (("reference", _FIXED), ("unchanged", _BUGGY)):
-        verdict = _verdict(
-            base, code, {"tests/test_errors.py": tests}, ["tests/test_errors.py::test_e0"]
-        )
-        rewards[name] = judge.reward_of(verdict, False)
+    rewards = _rewards(
+        base,
+        {"reference": _FIXED, "unchanged": _BUGGY},
+        {"tests/test_errors.py": tests},
+        ["tests/test_errors.py::test_e0"],
+    )
     assert rewards["unchanged"] == 0.0

@@ -6,20 +6,14 @@ import pytest
 
 from rllm_envs.swe import judge
 from rllm_envs.swe.repo import make_diff
-from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _verdict
+from tests.envs.swe.test_blind_s39 import _BUGGY, _FIXED, _HEAD, _rewards, _verdict
 
 
 def _host_rewards(
     base: dict[str, str], codes: dict[str, str], path: str, hidden: str, test: str, fixed: str
 ) -> dict[str, float]:
-    """The reward of each of ``codes`` (as ``acme/__init__.py``) on hidden test ``path::test``,
-    each verdict the host's."""
-    rewards = {}
-    for name, code in codes.items():
-        verdict = _verdict(base, code, {path: hidden}, [f"{path}::{test}"], fixed=fixed)
-        assert verdict.verdict_trust == "host", verdict
-        rewards[name] = judge.reward_of(verdict, False)
-    return rewards
+    """The reward of each of ``codes`` on hidden test ``path::test``, each verdict the host's."""
+    return _rewards(base, codes, {path: hidden}, [f"{path}::{test}"], fixed=fixed, trust="host")
 
 
 def _cheat(told: str) -> str:
