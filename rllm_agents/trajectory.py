@@ -13,6 +13,7 @@ only ids with loss mask 1. What a trainer sees is exactly what was sampled.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -137,33 +138,46 @@ class Trajectory:
         last = self.steps[-1]
         return list(last.prompt_ids) + list(last.completion_ids)
 
-    def _completion_spans(self) -> list[tuple[int, int]]:
-        return [(len(s.prompt_ids), len(s.prompt_ids) + len(s.completion_ids)) for s in self.steps]
-
     def prompt_length(self) -> int:
         """Length of the first prompt (the part before the first model token)."""
         return len(self.steps[0].prompt_ids) if self.steps else 0
 
     def loss_mask(self) -> list[int]:
         """1 for ids the model produced, 0 for prompts, observations and template glue."""
-        mask = [0] * len(self.token_ids())
-        for start, end in self._spans_within(len(mask)):
+        ids = self.token_ids()
+        mask = [0] * len(ids)
+        for start, end in self._spans_within(ids):
             mask[start:end] = [1] * (end - start)
         return mask
 
-    def _spans_within(self, n: int) -> list[tuple[int, int]]:
-        """The completion spans cut to the last sequence's ``n`` ids.
+    def _spans_within(self, ids: list[int]) -> list[tuple[int, int]]:
+        """Each step's completion span in the last sequence ``ids``: the part of it found there.
 
         A history that does not extend (``token_exact=False``: a window that slid, a
-        re-templated prompt) places earlier turns past its end: they are cut there, so the
-        training view keeps one length (s40 att40p F1: such an episode broke every export).
+        re-templated prompt) can place an earlier turn past the sequence's end (s40 att40p F1:
+        such an episode broke every export) or over other tokens (s41 att41b F3: a re-rendered
+        prompt's tokens were trained as sampled, with the earlier turn's logprobs). A span
+        keeps the leading ids that are that step's completion ids at those places; the rest
+        of it is empty, so the training view holds only what the model sampled.
         """
-        return [(min(start, n), min(end, n)) for start, end in self._completion_spans()]
+        spans = []
+        for step in self.steps:
+            start = min(len(step.prompt_ids), len(ids))
+            completion = list(step.completion_ids)
+            found = ids[start : start + len(completion)]
+            if found != completion:
+                same = itertools.takewhile(
+                    lambda pair: pair[0] == pair[1], zip(found, completion, strict=False)
+                )
+                found = list(same)
+            spans.append((start, start + len(found)))
+        return spans
 
     def logprobs(self) -> list[float]:
         """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0)."""
-        out = [0.0] * len(self.token_ids())
-        for step, (start, end) in zip(self.steps, self._spans_within(len(out)), strict=True):
+        ids = self.token_ids()
+        out = [0.0] * len(ids)
+        for step, (start, end) in zip(self.steps, self._spans_within(ids), strict=True):
             values = step.logprobs[: end - start] if step.logprobs else []
             out[start : start + len(values)] = [float(x) for x in values]
         return out
@@ -171,10 +185,12 @@ class Trajectory:
     def token_rewards(self) -> list[float]:
         """Each step's reward placed on the last id of its completion (0.0 elsewhere).
 
-        A step whose completion is empty puts its reward on the last id before it.
+        A step whose completion is empty (or not in the last sequence) puts its reward on the
+        last id before it.
         """
-        out = [0.0] * len(self.token_ids())
-        for step, (_, end) in zip(self.steps, self._spans_within(len(out)), strict=True):
+        ids = self.token_ids()
+        out = [0.0] * len(ids)
+        for step, (_, end) in zip(self.steps, self._spans_within(ids), strict=True):
             if end > 0:
                 out[end - 1] += float(step.reward)
         return out

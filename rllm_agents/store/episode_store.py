@@ -637,7 +637,9 @@ class EpisodeStore:
             ("run", run),
             ("model", model),
         ):
-            if not isinstance(text, str) and not (text is None and name in ("run", "model")):
+            if not isinstance(text, str) and not (
+                text is None and name not in ("env_id", "finish")
+            ):
                 raise AgentConfigError(
                     f"Expects the episode's {name} to be a string, actual: {text!r} "
                     f"({type(text).__name__}; env {trajectory.env_id!r}, task "
@@ -754,21 +756,31 @@ class EpisodeStore:
             trajectory,
         )
         record, kwargs_text, versions_text, timings_text = texts
+        given = integrity.record_columns(trajectory)
+        if given != (read := integrity.record_columns(Trajectory.from_dict(json.loads(record)))):
+            # Computed from the caller's objects, the columns must be what the record gives
+            # back, or the acknowledged episode reads as damaged and blocks every export and
+            # verify of the store (s41 att41b F2: a key whose str() is "is_correct", a float
+            # subclass summing to another total).
+            name, was, back = next(
+                (n, a, b)
+                for n, a, b in zip(integrity.RECORD_COLUMNS, given, read, strict=True)
+                if a != b
+            )
+            raise AgentConfigError(
+                f"The episode does not read back as given: its {name} is {was!r}, and "
+                f"{back!r} as stored (env {trajectory.env_id!r}, task {trajectory.task_id!r}); "
+                "store plain values (str keys, floats, ints). Nothing was written."
+            )
         digest = integrity.sha256_hex(record_bytes)
+        env_id, *queried = read  # what verify() computes from the record, as it reads it
         columns = (
             digest,
             run,
-            trajectory.env_id,
+            env_id,
             kwargs_text,
             model if model is not None else _default_model(trajectory),
-            None if trajectory.task_id is None else str(trajectory.task_id),
-            None if trajectory.seed is None else int(trajectory.seed),
-            int(trajectory.group),
-            int(trajectory.sample),
-            int(trajectory.num_turns),
-            total_reward,
-            int(trajectory.is_correct),
-            trajectory.finish,
+            *queried,
             versions_text,
             timings_text,
             time.time() if created is None else float(created),

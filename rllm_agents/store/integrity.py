@@ -549,7 +549,22 @@ def verified(db: Path, row: Sequence[Any], record: Any) -> Trajectory:
         # integer of more digits than Python's int-to-string limit lets a reader parse.
         reason = f"its record cannot be read here ({type(e).__name__}: {str(e)[:200]})"
         raise DamagedEpisode(db, row[0], str(row[1]), reason) from e
-    expected = (
+    stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
+    for name, want, got in zip(RECORD_COLUMNS, record_columns(trajectory), stored, strict=True):
+        if want != got:
+            raise DamagedEpisode(
+                db, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
+            )
+    return trajectory
+
+
+#: The query columns computed from an episode's record (:func:`record_columns`).
+RECORD_COLUMNS = "env_id task_id seed group sample num_turns total_reward is_correct finish".split()
+
+
+def record_columns(trajectory: Trajectory) -> tuple[Any, ...]:
+    """The values of :data:`RECORD_COLUMNS` for ``trajectory``."""
+    return (
         trajectory.env_id,
         None if trajectory.task_id is None else str(trajectory.task_id),
         trajectory.seed,
@@ -560,14 +575,6 @@ def verified(db: Path, row: Sequence[Any], record: Any) -> Trajectory:
         int(trajectory.is_correct),
         trajectory.finish,
     )
-    names = "env_id task_id seed group sample num_turns total_reward is_correct finish"
-    stored = (row[3], row[6], row[7], row[8], row[9], row[10], row[11], row[12], row[13])
-    for name, want, got in zip(names.split(), expected, stored, strict=True):
-        if want != got:
-            raise DamagedEpisode(
-                db, row[0], str(row[1]), f"column {name} is {got!r}, its record {want!r}"
-            )
-    return trajectory
 
 
 class Sequence1:

@@ -779,3 +779,66 @@ def test_a_history_that_does_not_extend_exports_with_one_length(store, tmp_path)
     row = pq.read_table(tmp_path / "o.parquet").to_pylist()[0]
     n = len(row["token_ids"])
     assert len(row["loss_mask"]) == len(row["logprobs"]) == len(row["token_rewards"]) == n
+
+
+def test_an_episode_that_does_not_read_back_as_given_is_refused(store, tmp_path):
+    """s41 att41b F1/F2: a tuple task id, a key whose ``str()`` is "is_correct" and a float
+    subclass summing to another total were acknowledged, then read as damaged: every
+    unfiltered export and verify of the store failed from then on."""
+
+    class Key:
+        def __str__(self) -> str:
+            return "is_correct"
+
+    class Odd(float):
+        def __radd__(self, other: object) -> float:
+            return 5.0
+
+    tupled = make_trajectory(1)
+    tupled.task_id = ("gsm8k", 17)  # type: ignore[assignment]
+    keyed = make_trajectory(2)
+    keyed.steps[-1].info = {Key(): True}
+    summed = make_trajectory(3)
+    summed.steps[-1].reward = Odd(0.0)
+    for bad, column in ((tupled, "task_id"), (keyed, "is_correct"), (summed, "total_reward")):
+        with pytest.raises(AgentConfigError, match=f"does not read back as given: its {column}"):
+            store.put(bad, run="r")
+    numbered = make_trajectory(4)
+    numbered.task_id = 17  # type: ignore[assignment]  # an int id reads back as the same text
+    store.put(numbered, run="r")
+    store.put(make_trajectory(5), run="r")
+    assert store.verify() == []
+    assert store.export_parquet(tmp_path / "o.parquet") == 2
+
+
+def test_a_re_templated_history_trains_only_what_was_sampled():
+    """s41 att41b F3: where a later prompt re-renders the history (token_exact=False), an
+    earlier turn's span fell on the new prompt's tokens: they were masked as sampled and given
+    that turn's logprobs. A span keeps only the ids that are its completion's there."""
+    retemplated = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[
+            Step([10, 11], [20, 21], [-1.0, -2.0], "r", "a", reward=0.5),
+            Step([10, 99, 98, 97, 96], [40], [-3.0], "r", "a", reward=1.0),
+        ],
+    )
+    assert retemplated.loss_mask() == [0, 0, 0, 0, 0, 1]
+    assert retemplated.logprobs() == [0.0, 0.0, 0.0, 0.0, 0.0, -3.0]
+    assert retemplated.token_rewards() == [0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
+    # A turn whose completion the next prompt keeps only in part: the part kept is trained.
+    partly = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[
+            Step([10], [20, 21, 22], [-1.0, -2.0, -4.0], "r", "a"),
+            Step([10, 20, 21, 7], [40], [-3.0], "r", "a"),
+        ],
+    )
+    assert partly.loss_mask() == [0, 1, 1, 0, 1]
+    assert partly.logprobs() == [0.0, -1.0, -2.0, 0.0, -3.0]
+    exact = make_trajectory(6, turns=3)
+    starts = [len(step.prompt_ids) for step in exact.steps]
+    assert exact.loss_mask() == [
+        int(any(s <= i < s + 30 for s in starts)) for i in range(len(exact.token_ids()))
+    ]
