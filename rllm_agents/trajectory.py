@@ -165,12 +165,11 @@ class Trajectory:
             start = min(len(step.prompt_ids), len(ids))
             completion = list(step.completion_ids)
             found = ids[start : start + len(completion)]
+            kept = len(completion)
             if found != completion:
-                same = itertools.takewhile(
-                    lambda pair: pair[0] == pair[1], zip(found, completion, strict=False)
-                )
-                found = list(same)
-            spans.append((start, start + len(found)))
+                pairs = zip(found, completion, strict=False)
+                kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
+            spans.append((start, start + kept))
         return spans
 
     def logprobs(self) -> list[float]:
