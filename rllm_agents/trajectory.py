@@ -146,50 +146,57 @@ class Trajectory:
         """1 for ids the model produced, 0 for prompts, observations and template glue."""
         ids = self.token_ids()
         mask = [0] * len(ids)
-        for start, end in self._spans_within(ids):
-            mask[start:end] = [1] * (end - start)
+        for span in self._spans_within(ids):
+            if span is not None:
+                mask[span[0] : span[1]] = [1] * (span[1] - span[0])
         return mask
 
-    def _spans_within(self, ids: list[int]) -> list[tuple[int, int]]:
-        """Each step's completion span in the last sequence ``ids``: the part of it found there.
+    def _spans_within(self, ids: list[int]) -> list[tuple[int, int] | None]:
+        """Each step's completion span in the last sequence ``ids``; None where it is not there.
 
         A history that does not extend (``token_exact=False``: a window that slid, a
         re-templated prompt) can place an earlier turn past the sequence's end (s40 att40p F1:
-        such an episode broke every export) or over other tokens (s41 att41b F3: a re-rendered
-        prompt's tokens were trained as sampled, with the earlier turn's logprobs). A span
-        keeps the leading ids that are that step's completion ids at those places; the rest
-        of it is empty, so the training view holds only what the model sampled.
+        such an episode broke every export) or over other tokens (s41 att41b F3, att41c F1:
+        a re-rendered prompt's or an observation's tokens were trained as sampled, with an
+        earlier turn's logprobs and reward). A step is in the sequence only where its prompt
+        begins it and its completion (if any) follows, and its span is the leading ids that
+        are its completion's: the training view holds only what the model sampled, after what
+        it saw.
         """
-        spans = []
+        spans: list[tuple[int, int] | None] = []
         for step in self.steps:
-            start = min(len(step.prompt_ids), len(ids))
+            start = len(step.prompt_ids)
+            if ids[:start] != list(step.prompt_ids):
+                spans.append(None)
+                continue
             completion = list(step.completion_ids)
             found = ids[start : start + len(completion)]
             kept = len(completion)
             if found != completion:
                 pairs = zip(found, completion, strict=False)
                 kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
-            spans.append((start, start + kept))
+            spans.append((start, start + kept) if kept or not completion else None)
         return spans
 
     def logprobs(self) -> list[float]:
         """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0)."""
         ids = self.token_ids()
         out = [0.0] * len(ids)
-        for step, (start, end) in zip(self.steps, self._spans_within(ids), strict=True):
-            values = step.logprobs[: end - start] if step.logprobs else []
-            out[start : start + len(values)] = [float(x) for x in values]
+        for step, span in zip(self.steps, self._spans_within(ids), strict=True):
+            if span is not None and step.logprobs:
+                out[span[0] : span[1]] = [float(x) for x in step.logprobs[: span[1] - span[0]]]
         return out
 
     def token_rewards(self) -> list[float]:
         """Each step's reward placed on the last id of its completion (0.0 elsewhere).
 
-        A step whose completion is empty (or not in the last sequence) puts its reward on the
-        last id before it.
+        A step whose completion is empty puts its reward on the last id before it; a step the
+        last sequence does not hold (:meth:`_spans_within`), on the sequence's last id.
         """
         ids = self.token_ids()
         out = [0.0] * len(ids)
-        for step, (_, end) in zip(self.steps, self._spans_within(ids), strict=True):
+        for step, span in zip(self.steps, self._spans_within(ids), strict=True):
+            end = len(ids) if span is None else span[1]
             if end > 0:
                 out[end - 1] += float(step.reward)
         return out

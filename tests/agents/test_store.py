@@ -814,7 +814,9 @@ def test_an_episode_that_does_not_read_back_as_given_is_refused(store, tmp_path)
 def test_a_re_templated_history_trains_only_what_was_sampled():
     """s41 att41b F3: where a later prompt re-renders the history (token_exact=False), an
     earlier turn's span fell on the new prompt's tokens: they were masked as sampled and given
-    that turn's logprobs. A span keeps only the ids that are its completion's there."""
+    that turn's logprobs. A turn counts only where its prompt begins the last sequence, and
+    its span keeps only the ids that are its completion's there; the reward of a turn not
+    held goes on the last id."""
     retemplated = Trajectory(
         env_id="e",
         token_exact=False,
@@ -825,7 +827,21 @@ def test_a_re_templated_history_trains_only_what_was_sampled():
     )
     assert retemplated.loss_mask() == [0, 0, 0, 0, 0, 1]
     assert retemplated.logprobs() == [0.0, 0.0, 0.0, 0.0, 0.0, -3.0]
-    assert retemplated.token_rewards() == [0.0, 0.5, 0.0, 0.0, 0.0, 1.0]
+    assert retemplated.token_rewards() == [0.0, 0.0, 0.0, 0.0, 0.0, 1.5]
+    # s41 att41c F1: a window slid by a turn, each completion starting with the same id (7):
+    # an earlier turn's old prompt length pointed at a later turn's first id, or at the env's.
+    slid = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[
+            Step([1, 2], [7, 101], [-1.0, -1.1], "r", "a", reward=0.25),
+            Step([1, 2, 7, 101, 20, 21], [7, 201], [-2.0, -2.1], "r", "a"),
+            Step([1, 2, 20, 21, 7, 201, 30, 31], [7, 301], [-3.0, -3.1], "r", "a", reward=1.0),
+        ],
+    )
+    assert slid.loss_mask() == [0] * 8 + [1, 1]
+    assert slid.logprobs() == [0.0] * 8 + [-3.0, -3.1]
+    assert slid.token_rewards() == [0.0] * 9 + [1.25]
     # A turn whose completion the next prompt keeps only in part: the part kept is trained.
     partly = Trajectory(
         env_id="e",
