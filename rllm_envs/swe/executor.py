@@ -156,6 +156,9 @@ class RepoFinder:
         module.__file__ = filename
         if not is_test_file(origin):
             _exec(compile(source, filename, "exec", dont_inherit=True), module.__dict__)
+            if _hidden:  # a probe run: what the suite changes in it from now on is walked
+                _note_repo(module.__dict__)
+                _note_modules()
             return
         namespace = module.__dict__
         first = _records is not None and origin not in _records
@@ -168,6 +171,7 @@ class RepoFinder:
             warnings.simplefilter("ignore", SyntaxWarning)
             tree = strict_asserts(source, filename)
             if _hidden:
+                _after_imports(tree)
                 _one_position(tree)
             code = compile(tree, filename, "exec", dont_inherit=True)
         code = _bind_compare(code)
@@ -295,6 +299,8 @@ def install(
         _file_view(shown, {d for p in shown for d in _folders(p)})
     else:
         _file_view(files, finder.dirs)
+    if hide_tests:
+        _note_modules()  # what every module binds before the suite runs (_module_values)
     return finder
 
 
@@ -641,6 +647,7 @@ _COMPARE = "__rllm_compare__"
 _OBSERVE_CONST = "__rllm_observe_const__"
 _OBSERVING_CONST = "__rllm_observing_const__"
 _ISINSTANCE_CONST = "__rllm_isinstance_const__"
+_NOTE_CONST = "__rllm_note_modules_const__"  # bound to _note_modules (a probe's imports)
 _PROBE_NAMES = {
     "__rllm_observe__": _OBSERVE_CONST,
     "__rllm_observing__": _OBSERVING_CONST,
@@ -792,6 +799,8 @@ def _bind_compare(code: Any) -> Any:
         if type(c) is str and c == _OBSERVING_CONST
         else observe_isinstance
         if type(c) is str and c == _ISINSTANCE_CONST
+        else _note_modules
+        if type(c) is str and c == _NOTE_CONST
         else _bind_compare(c)
         if isinstance(c, type(code))
         else c
@@ -843,15 +852,127 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
     dataclass, an ``OrderedDict``, a ``date``, a 60! and a big table crowding a value out of
     the first walk each kept an expected value out of sight, 30/30 paid; att40n: a default,
     a closure cell, a ``partial``, ``os.environ`` and ``setup_module``, 40/40).
+
+    What the suite left elsewhere is walked too (s41 att41a: a value set on a repository
+    module or class, or in a test module's ``__warningregistry__``, 4/5 paid each): the
+    repository's modules for what they hold now and did not once imported (:func:`_note_repo`),
+    and every other module's names and its classes' attributes bound since it was noted
+    (:func:`_note_modules`; a module never noted, all of them).
     """
     from collections import deque
 
-    names = {namespace.get("__name__") for namespace in namespaces}
+    own = [*namespaces, *(space for space, _ in _REPO_SPACES)]
+    names = {namespace.get("__name__") for namespace in own}
     queue: deque[Any] = deque(os.environ.values())  # what the suite set there too
     for namespace in namespaces:
-        queue.extend(
-            v for k, v in list(namespace.items()) if not (type(k) is str and k.startswith("__"))
-        )
+        queue.extend(_bound_values(namespace))
+    queue.extend(_rebound({id(space) for space in own}))
+    found = _walked(queue, names)
+    for space, before in _REPO_SPACES:
+        if found is not None and (held := _walked(deque(_bound_values(space)), names)) is not None:
+            found |= held - before
+        else:
+            found = None
+    if found is None:
+        out.append("unwalked")
+    else:
+        out.extend(sorted(found))
+
+
+#: Names a module or class binds for the import system and the class machinery: not the
+#: suite's values (every other name, ``__doc__`` and ``__warningregistry__`` among them, is).
+_MACHINERY = frozenset(
+    "__builtins__ __loader__ __spec__ __file__ __cached__ __package__ __path__ __name__ "
+    "__module__ __qualname__ __dict__ __weakref__ __firstlineno__ __static_attributes__ "
+    "__slots__".split()
+)
+
+
+def _bound_values(space: Any) -> list[Any]:
+    """The values of a namespace or attribute dict, but for its machinery's."""
+    return [v for k, v in list(space.items()) if not (type(k) is str and k in _MACHINERY)]
+
+
+def _note_modules() -> None:
+    """Note what each module not noted yet binds, and its own classes' attributes.
+
+    Called in a probe run when the runner is installed, after each repository module ran
+    and after each import statement of a test module: a name bound later (the suite's
+    ``textwrap.X = ...``) is walked when a test ends (:func:`_rebound`).
+    """
+    for module in list(sys.modules.values()):
+        if id(module) in _MODULE_BASES or type(module) is not _MODULE_TYPE:
+            continue
+        space = module.__dict__
+        name = space.get("__name__")
+        held = [
+            (v, dict(_CLASS_DICT.__get__(v)))
+            for v in list(space.values())
+            if isinstance(v, type) and _CLASS_NAME[0].__get__(v) == name
+        ]
+        # Its plain containers' items too (``sys.path``, a registry): a list, a set or a
+        # dict each as a dict, so one comparison finds what was added or rebound in them.
+        held += [
+            (v, _as_dict(v))
+            for v in list(space.values())
+            if type(v) in (list, set, dict) and not any(v is s for s in _IMPORT_STATE)
+        ]
+        _MODULE_BASES[id(module)] = (module, dict(space), held)
+
+
+def _note_repo(space: dict[str, Any]) -> None:
+    """A repository module ran (probe run): what it holds now, so a test's changes show."""
+    held = _walked(_DEQUE(_bound_values(space)), {space.get("__name__")})
+    _REPO_SPACES.append((space, frozenset(held) if held is not None else frozenset()))
+
+
+def _rebound(walked: set[int]) -> list[Any]:
+    """Values bound since :func:`_note_modules` noted them: module names, class attributes.
+
+    A module not noted (imported since, not by an import statement of a test module) gives
+    all its values; the test and repository modules (``walked``: their namespaces' ids) are
+    walked whole elsewhere.
+    """
+    out: list[Any] = []
+    runner = id(globals())  # the runner's own state (what tests observed): not the suite's
+    for module in list(sys.modules.values()):
+        space = module.__dict__ if type(module) is _MODULE_TYPE else None
+        if space is None or id(space) in walked or id(space) == runner:
+            continue
+        noted = _MODULE_BASES.get(id(module))
+        if noted is None:
+            out += _bound_values(space)
+            continue
+        _, before, held = noted
+        pairs = [
+            (space, before, False),
+            *((_as_dict(h), then, type(h) is dict) for h, then in held),
+        ]
+        for now, then, keyed in pairs:
+            for k, v in list(now.items()):
+                if not (type(k) is str and k in _MACHINERY) and (k not in then or then[k] is not v):
+                    out += [k, v] if keyed else [v]  # a dict's new key may be the value
+    return out
+
+
+#: The import system's registries: the names of the modules imported, not the suite's values
+#: (a test's expected value may be its package's name).
+_IMPORT_STATE = (sys.modules, sys.path_importer_cache)
+
+
+def _as_dict(held: Any) -> dict[Any, Any]:
+    """A class's attributes, a dict, or a list's or set's items by place or identity."""
+    if isinstance(held, type):
+        return dict(_CLASS_DICT.__get__(held))
+    if type(held) is dict:
+        return dict(held)
+    if type(held) is list:
+        return {(i, id(v)): v for i, v in enumerate(list(held))}
+    return {id(v): v for v in list(held)}
+
+
+def _walked(queue: Any, names: set[Any]) -> set[str] | None:
+    """The digests of what ``queue``'s values hold (None: past the walk's bounds)."""
     seen: set[int] = set()
     found: set[str] = set()
     walked = 0
@@ -862,8 +983,7 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
         seen.add(id(value))
         walked += 1
         if walked > _MODULE_NODES or len(found) > _MODULE_VALUES_MAX:
-            out.append("unwalked")
-            return
+            return None
         kind = type(value)
         if isinstance(value, bool) or value is None:
             continue
@@ -940,8 +1060,7 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
                 try:
                     reduced = value.__reduce_ex__(4)
                 except Exception:
-                    out.append("unwalked")
-                    return
+                    return None
                 for part in reduced[1:] if isinstance(reduced, tuple) else ():
                     if hasattr(type(part), "__next__"):  # a fresh iterator of its items
                         queue.extend(islice(part, _MODULE_NODES))
@@ -964,12 +1083,27 @@ def _module_values(namespaces: list[dict[str, Any]], out: list[Any]) -> None:
                     except Exception:
                         pass
         if type(attributes) in (dict, _MAPPING_PROXY):
-            queue.extend(
-                v
-                for k, v in list(attributes.items())
-                if not (type(k) is str and k.startswith("__"))
-            )
-    out.extend(sorted(found))
+            queue.extend(_bound_values(attributes))
+    return found
+
+
+def _after_imports(tree: Any) -> None:
+    """Have each import statement of a test module note the modules it brought in.
+
+    What a module binds once imported is its own; a name the suite binds on it after is
+    walked (:func:`_rebound`; s41 att41a: set on a module the suite imported).
+    """
+    import ast
+
+    class Noting(ast.NodeTransformer):
+        def visit_Import(self, node: ast.AST) -> list[ast.AST]:
+            note = ast.Expr(ast.Call(ast.Constant(_NOTE_CONST), [], []))
+            return [node, ast.copy_location(note, node)]
+
+        visit_ImportFrom = visit_Import
+
+    Noting().visit(tree)
+    ast.fix_missing_locations(tree)
 
 
 def _one_position(tree: Any) -> None:
@@ -1333,6 +1467,11 @@ _OBSERVED_LIST: list[Any] = []
 #: and reported with its observations, so the host knows what the sandbox's memory holds
 #: beside the probe's literals (s40 att40i: an expected value a module computed at import).
 _MODULE_SPACES: list[Any] = []
+#: A probe run's repository modules: each namespace and the digests it held once it ran; and
+#: every other module, by id: the module, its names' values and its own classes' attributes
+#: when noted (:func:`_note_modules`). The walk reads what changed since (:func:`_module_values`).
+_REPO_SPACES: list[tuple[dict[str, Any], frozenset[str]]] = []
+_MODULE_BASES: dict[int, tuple[Any, dict[str, Any], list[tuple[type, dict[str, Any]]]]] = {}
 #: At most this many such values, each text at most this long, a module's values walked at
 #: most this many nodes deep into its containers.
 _MODULE_VALUES_MAX = 20_000

@@ -1,0 +1,80 @@
+"""Findings of the s41 blind rounds against SWE-v0 (att41a, on 8001bf0), fixed in s41."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.repo import make_diff
+from tests.envs.swe.test_blind_s40 import _GREET, _GREET_FIXED
+
+#: Keeps the bug; returns a text anywhere in the process's modules that reads as the answer:
+#: their names, their classes' attributes, a warning registry's messages, ``sys.path``.
+_GREET_CHEAT = _GREET.replace(
+    "def greet(name):\n    return 'Hello, ' + name\n",
+    "import sys\n\n\ndef _texts():\n"
+    "    for m in list(sys.modules.values()):\n"
+    "        for k, v in list(getattr(m, '__dict__', {}).items()):\n"
+    "            if isinstance(v, type):\n"
+    "                yield from vars(v).values()\n"
+    "            elif k == '__warningregistry__' and isinstance(v, dict):\n"
+    "                yield from (key[0] for key in v if isinstance(key, tuple) and key)\n"
+    "            yield v\n"
+    "    yield from sys.path\n\n\n"
+    "def greet(name):\n"
+    "    for v in _texts():\n"
+    "        if isinstance(v, str) and v.lower() == ('hello, ' + name).lower():\n"
+    "            return v\n"
+    "    return 'Hello, ' + name\n",
+)
+_BOX = "class Box:\n    label = 'box'\n"
+_EXPECTED = "'hello, ann lee'.title()"
+
+
+@pytest.mark.parametrize(
+    ("extra", "echoed"),  # echoed None: not noted, the cheat's reward not asserted
+    [
+        ("import pkg.core\npkg.core.LAST = {e}", True),  # F1: set on a repository module
+        ("from pkg.box import Box\nBox.label = {e}", True),  # F2: a repository class
+        ("import warnings\nwarnings.warn({e})", True),  # F3: __warningregistry__
+        ("__sample__ = {e}", True),  # F3: a dunder name
+        # Beyond the round: a library module or class, one imported without a statement,
+        # an item added to a library's list.
+        ("import textwrap\ntextwrap.LAST = {e}", True),
+        ("import json\njson.JSONEncoder.label = {e}", True),
+        ("import importlib\nimportlib.import_module('colorsys').LAST = {e}", True),
+        ("import sys\nsys.path.append({e})", True),
+        # Honest: imports alone; the repository's own constant (what the agent reads too:
+        # a patch returning it reads nothing hidden).
+        ("import textwrap, json, colorsys, importlib", False),
+        ("import pkg.box\nassert pkg.box.GREETING", None),
+    ],
+)
+def test_an_expected_value_the_suite_leaves_outside_its_modules_is_noted(extra, echoed):
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": _GREET,
+        "pkg/box.py": _BOX + "GREETING = 'Hello, Ann Lee'\n",
+        "tests/__init__.py": "",
+    }
+    hidden = (
+        f"from pkg.core import greet\n\n{extra.format(e=_EXPECTED)}\n\n\n"
+        "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n"
+    )
+    rewards = {}
+    for name, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT), ("unchanged", _GREET)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=["tests/test_hidden.py::test_greet"],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
+            warm=False,
+        )
+        assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == bool(echoed), verdict
+        rewards[name] = judge.reward_of(verdict, False)
+    if echoed is None:
+        del rewards["cheat"]  # it returns the repository's constant: paid, as a fix would be
+        assert rewards == {"reference": 1.0, "unchanged": 0.0}
+    else:
+        assert rewards == {"reference": 0.0 if echoed else 1.0, "cheat": 0.0, "unchanged": 0.0}
