@@ -132,11 +132,15 @@ class Trajectory:
     # ------------------------------------------------------------ training view
 
     def token_ids(self) -> list[int]:
-        """The whole episode as one id sequence (last prompt + last completion)."""
-        if not self.steps:
-            return []
-        last = self.steps[-1]
-        return list(last.prompt_ids) + list(last.completion_ids)
+        """The whole episode as one id sequence: the last prompt and completion that have ids.
+
+        A turn recorded without ids (a text-only reply, s41 att41e F2) is not the sequence:
+        taken as it, the export held no id and no reward of the episode.
+        """
+        for step in reversed(self.steps):
+            if step.prompt_ids or step.completion_ids:
+                return list(step.prompt_ids) + list(step.completion_ids)
+        return []
 
     def prompt_length(self) -> int:
         """Length of the first prompt (the part before the first model token)."""
@@ -191,12 +195,13 @@ class Trajectory:
         """Each step's reward placed on the last id of its completion (0.0 elsewhere).
 
         A step whose completion is empty puts its reward on the last id before it; a step the
-        last sequence does not hold (:meth:`_spans_within`), on the sequence's last id.
+        last sequence does not hold (:meth:`_spans_within`) or with no id before it (one
+        recorded without ids, s41 att41e F1), on the sequence's last id.
         """
         ids = self.token_ids()
         out = [0.0] * len(ids)
         for step, span in zip(self.steps, self._spans_within(ids), strict=True):
-            end = len(ids) if span is None else span[1]
+            end = len(ids) if span is None or span[1] == 0 else span[1]
             if end > 0:
                 out[end - 1] += float(step.reward)
         return out

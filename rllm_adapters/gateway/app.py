@@ -2076,8 +2076,9 @@ class Gateway:
                     prompt_ids = list(prompt)
         call.prompt_ids = prompt_ids
         call.completion_ids = list(tokenizer.encode(call.text, add_special_tokens=False))
-        if len(call.logprobs) != len(call.completion_ids):
-            call.logprobs = []
+        # The engine's logprobs are of the tokens it sampled, which the text's tokenisation
+        # need not be even where their counts agree ("a"+"bc" against "ab"+"c"): not kept.
+        call.logprobs = []
         call.ids_source = "retokenized"
 
     def _score_replies(self, env_id: str, calls: Sequence[Call], **kwargs: Any) -> dict[str, Any]:

@@ -858,3 +858,23 @@ def test_a_re_templated_history_trains_only_what_was_sampled():
     assert exact.loss_mask() == [
         int(any(s <= i < s + 30 for s in starts)) for i in range(len(exact.token_ids()))
     ]
+
+
+def test_turns_recorded_without_ids_keep_their_rewards_in_the_training_view():
+    """s41 att41e: a first turn with no ids lost its reward (F1); a last turn with no ids (a
+    text-only reply) emptied the whole view, every id and reward of the episode (F2)."""
+    no_ids = Step([], [], [], "r", "a", reward=1.0)
+    first = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[no_ids, Step([1, 2, 3], [4, 5], [-0.1, -0.2], "r", "a")],
+    )
+    assert first.token_rewards() == [0.0, 0.0, 0.0, 0.0, 1.0]
+    last = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[Step([1, 2, 3], [4, 5], [-0.1, -0.2], "r", "a", reward=0.5), no_ids],
+    )
+    assert last.token_ids() == [1, 2, 3, 4, 5]
+    assert last.loss_mask() == [0, 0, 0, 1, 1]
+    assert sum(last.token_rewards()) == last.total_reward == 1.5

@@ -22,7 +22,7 @@ pytest.importorskip("httpx")
 class TextOnlyChat:
     """A stand-in chat engine that replies ``text`` with usage and no token ids."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, logprobs: list[float] | None = None) -> None:
         from starlette.responses import JSONResponse, StreamingResponse
 
         usage = {"prompt_tokens": 5, "completion_tokens": 4}
@@ -32,6 +32,9 @@ class TextOnlyChat:
             if not body.get("stream"):
                 message = {"role": "assistant", "content": text}
                 choice = {"index": 0, "message": message, "finish_reason": "stop"}
+                if logprobs is not None:  # one entry a token, no ids (a text-only server)
+                    content = [{"token": "?", "logprob": x} for x in logprobs]
+                    choice["logprobs"] = {"content": content}
                 return JSONResponse({"id": "c", "choices": [choice], "usage": usage})
 
             def event(payload):
@@ -612,3 +615,35 @@ def test_a_messages_key_order_reaches_the_engine_in_one_form(tmp_path):
     bodies, reward = _two_turn_math(tmp_path / "reply", rewrite_reply=reverse)
     assert reward.status_code == 200, reward.text
     assert list(bodies[-1]["messages"][1]) == ["role", "content"]
+
+
+def test_a_re_tokenised_reply_keeps_no_logprobs_of_the_engine(tmp_path):
+    """s41 att41e (read in the code): a reply the engine returned as text with logprobs was
+    re-tokenised, and its logprobs kept where their count matched the new ids: the engine's
+    tokens ("a" + "bc") need not be the text's ("ab" + "c"), so they paired with ids it never
+    sampled. A re-tokenised reply keeps none."""
+    from transformers import AutoTokenizer
+
+    from rllm_adapters.tiny_model import tiny_model_path
+    from rllm_agents.store import EpisodeStore
+
+    text = "\\boxed{455}"
+    count = len(AutoTokenizer.from_pretrained(str(tiny_model_path())).encode(text))
+    engine = TextOnlyChat(text, logprobs=[-0.5] * count)
+    app = _test_client(
+        tmp_path, engine, scorers={MATH: {}}, tokenizer=str(tiny_model_path()), template_chat=False
+    )
+    try:
+        sid = app.post("/sessions", json={"env_id": MATH, "seed": 0}, headers=ALICE)
+        sid = sid.json()["session_id"]
+        messages = [{"role": "user", "content": _task_prompt(MATH, 0)}]
+        call = {"model": CALL["model"], "max_tokens": 8, "temperature": 0, "messages": messages}
+        reply = app.post(f"/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE)
+        assert reply.status_code == 200, reply.text
+        reward = app.post(f"/sessions/{sid}/reward", json={"env": MATH}, headers=ALICE)
+        assert reward.json()["token_source"] == "retokenized", reward.text
+    finally:
+        app.__exit__(None, None, None)
+    with EpisodeStore(tmp_path / "e.db") as store:
+        (step,) = store.get(1).trajectory.steps
+    assert step.completion_ids and step.logprobs == []
