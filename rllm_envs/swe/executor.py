@@ -894,30 +894,58 @@ def _bound_values(space: Any) -> list[Any]:
 
 
 def _note_modules() -> None:
-    """Note what each module not noted yet binds, and its own classes' attributes.
+    """Note what each module not noted yet holds: its names, and what they hold (:func:`_holders`).
 
     Called in a probe run when the runner is installed, after each repository module ran
-    and after each import statement of a test module: a name bound later (the suite's
-    ``textwrap.X = ...``) is walked when a test ends (:func:`_rebound`).
+    and after each import statement of a test module: what is bound or added later (the
+    suite's ``textwrap.X = ...``) is walked when a test ends (:func:`_rebound`).
     """
     for module in list(sys.modules.values()):
         if id(module) in _MODULE_BASES or type(module) is not _MODULE_TYPE:
             continue
         space = module.__dict__
-        name = space.get("__name__")
-        held = [
-            (v, dict(_CLASS_DICT.__get__(v)))
-            for v in list(space.values())
-            if isinstance(v, type) and _CLASS_NAME[0].__get__(v) == name
-        ]
-        # Its plain containers' items too (``sys.path``, a registry): a list, a set or a
-        # dict each as a dict, so one comparison finds what was added or rebound in them.
-        held += [
-            (v, _as_dict(v))
-            for v in list(space.values())
-            if type(v) in (list, set, dict) and not any(v is s for s in _IMPORT_STATE)
-        ]
-        _MODULE_BASES[id(module)] = (module, dict(space), held)
+        _MODULE_BASES[id(module)] = (module, dict(space), _holders(space, space.get("__name__")))
+
+
+def _holders(space: dict[str, Any], name: Any) -> list[tuple[Any, dict[Any, Any]]]:
+    """What a module's values hold, each holder with its items as :func:`_as_dict` gives them.
+
+    Its own classes' attributes, its lists, sets and dicts (``sys.path``, a registry) and its
+    objects' attributes, and so on inward to :data:`_NOTE_DEPTH` levels (att41d: a logger's
+    name in ``logging.Logger.manager.loggerDict``, an item added to a class's dict-valued
+    attribute), at most :data:`_NOTE_HOLDERS` of them a module.
+    """
+    out: list[tuple[Any, dict[Any, Any]]] = []
+    queue = _DEQUE((v, 1) for v in list(space.values()))
+    seen: set[int] = set()
+    while queue and len(out) < _NOTE_HOLDERS:
+        value, depth = queue.popleft()
+        kind = type(value)
+        if id(value) in seen or kind in _SCALARS or value is None or value is globals():
+            continue  # the runner's own state (what tests observed) is not the suite's
+        seen.add(id(value))
+        if isinstance(value, type):
+            if _CLASS_NAME[0].__get__(value) != name:
+                continue  # another module's class: noted with its own module
+        elif kind in (list, set, dict):
+            if any(value is s for s in _IMPORT_STATE):
+                continue
+        elif kind is _MODULE_TYPE or kind is _PLAIN_FUNCTION or kind.__module__ == "builtins":
+            continue
+        elif kind.__module__ == "logging" and kind.__name__ == "Manager":
+            continue  # the loggers the code under test names (a log record's expected name)
+        else:
+            try:
+                value = object.__getattribute__(value, "__dict__")
+            except Exception:
+                continue
+            if type(value) is not dict:
+                continue
+        items = _as_dict(value)
+        out.append((value, items))
+        if depth < _NOTE_DEPTH:
+            queue.extend((v, depth + 1) for v in list(items.values()))
+    return out
 
 
 def _note_repo(space: dict[str, Any]) -> None:
@@ -927,11 +955,11 @@ def _note_repo(space: dict[str, Any]) -> None:
 
 
 def _rebound(walked: set[int]) -> list[Any]:
-    """Values bound since :func:`_note_modules` noted them: module names, class attributes.
+    """What was bound or added since :func:`_note_modules` noted a module and its holders.
 
     A module not noted (imported since, not by an import statement of a test module) gives
-    all its values; the test and repository modules (``walked``: their namespaces' ids) are
-    walked whole elsewhere.
+    its plain values; the test and repository modules (``walked``: their namespaces' ids)
+    are walked whole elsewhere.
     """
     out: list[Any] = []
     runner = id(globals())  # the runner's own state (what tests observed): not the suite's
@@ -940,8 +968,8 @@ def _rebound(walked: set[int]) -> list[Any]:
         if space is None or id(space) in walked or id(space) == runner:
             continue
         noted = _MODULE_BASES.get(id(module))
-        if noted is None:
-            out += _bound_values(space)
+        if noted is None:  # imported since, by no import statement of a test module
+            out += [v for v in _bound_values(space) if type(v) in _PLAIN_HELD]
             continue
         _, before, held = noted
         pairs = [
@@ -955,9 +983,17 @@ def _rebound(walked: set[int]) -> list[Any]:
     return out
 
 
-#: The import system's registries: the names of the modules imported, not the suite's values
-#: (a test's expected value may be its package's name).
-_IMPORT_STATE = (sys.modules, sys.path_importer_cache)
+#: The import system's registry: the names of the modules imported, not the suite's values
+#: (a test's expected value may be its package's name; a suite that writes it is noted as
+#: tampering with imports).
+_IMPORT_STATE = (sys.modules,)
+#: How deep into a module's values, and how many holders in it, :func:`_holders` notes.
+_NOTE_DEPTH = 4
+_NOTE_HOLDERS = 2000
+_SCALARS = frozenset({str, bytes, int, float, bool, complex})
+#: What a module noted only at the walk gives: its plain values (the suite's
+#: ``importlib.import_module("m").X = ...``), not its objects (what its own code holds).
+_PLAIN_HELD = _SCALARS | {list, tuple, set, frozenset, dict}
 
 
 def _as_dict(held: Any) -> dict[Any, Any]:
@@ -973,14 +1009,17 @@ def _as_dict(held: Any) -> dict[Any, Any]:
 
 def _walked(queue: Any, names: set[Any]) -> set[str] | None:
     """The digests of what ``queue``'s values hold (None: past the walk's bounds)."""
-    seen: set[int] = set()
+    # Each value seen is kept alive by the walk: a value it made (an array's text, what a
+    # holder pickles as) freed after its visit gave its id to a later one, which was then
+    # skipped as seen (s41: the suite's array of the expected text went unread).
+    seen: dict[int, Any] = {}
     found: set[str] = set()
     walked = 0
     while queue:
         value = queue.popleft()
         if id(value) in seen:
             continue
-        seen.add(id(value))
+        seen[id(value)] = value
         walked += 1
         if walked > _MODULE_NODES or len(found) > _MODULE_VALUES_MAX:
             return None
@@ -989,11 +1028,13 @@ def _walked(queue: Any, names: set[Any]) -> set[str] | None:
             continue
         if isinstance(value, str):
             text = str.__str__(value)
-            if len(text) <= _MODULE_TEXT_MAX:
-                found.add(value_digest("text", text))
+            if len(text) > _MODULE_TEXT_MAX:
+                return None  # att41d F6: a longer expected text went undigested
+            found.add(value_digest("text", text))
         elif isinstance(value, (bytes, bytearray)):
-            if len(value) <= _MODULE_TEXT_MAX:
-                found.add(value_digest("text", bytes(value).decode("utf-8", "surrogateescape")))
+            if len(value) > _MODULE_TEXT_MAX:
+                return None
+            found.add(value_digest("text", bytes(value).decode("utf-8", "surrogateescape")))
         elif isinstance(value, int):
             found.add(value_digest("number", int.__int__(value)))
         elif isinstance(value, float):
@@ -1015,6 +1056,9 @@ def _walked(queue: Any, names: set[Any]) -> set[str] | None:
             continue  # read above: what it holds is queued
         if kind is _PATTERN:
             queue.append(value.pattern)
+            continue
+        if kind is _ARRAY:  # its text or numbers, not the bytes it pickles as (att41d F4)
+            queue.append(value.tounicode() if value.typecode in ("u", "w") else value.tolist())
             continue
         if isinstance(value, type):
             if _CLASS_NAME[0].__get__(value) not in names:
@@ -1476,7 +1520,8 @@ _MODULE_BASES: dict[int, tuple[Any, dict[str, Any], list[tuple[type, dict[str, A
 #: most this many nodes deep into its containers.
 _MODULE_VALUES_MAX = 20_000
 _MODULE_NODES = 100_000
-_MODULE_TEXT_MAX = 4096
+_MODULE_TEXT_MAX = 1 << 20  # a longer text counts as unwalked
+_ARRAY = __import__("array").array
 _MODULE_TYPE = type(sys)
 #: Holders the walk does not read (the suite's own functions and methods it reads above).
 _FUNCTION_TYPES: tuple[type, ...] = (type(len), property)

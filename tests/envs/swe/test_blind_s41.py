@@ -1,4 +1,4 @@
-"""Findings of the s41 blind rounds against SWE-v0 (att41a, on 8001bf0), fixed in s41."""
+"""Findings of the s41 blind rounds against SWE-v0 (att41a on 8001bf0, att41d on 4dae144)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,29 @@ from rllm_envs.swe.repo import make_diff
 from tests.envs.swe.test_blind_s40 import _GREET, _GREET_FIXED
 
 #: Keeps the bug; returns a text anywhere in the process's modules that reads as the answer:
-#: their names, their classes' attributes, a warning registry's messages, ``sys.path``.
+#: their names and, three levels in, the keys and items of containers, classes' and objects'
+#: attributes, a warning registry's messages, an array's text.
 _GREET_CHEAT = _GREET.replace(
     "def greet(name):\n    return 'Hello, ' + name\n",
     "import sys\n\n\ndef _texts():\n"
-    "    for m in list(sys.modules.values()):\n"
-    "        for k, v in list(getattr(m, '__dict__', {}).items()):\n"
-    "            if isinstance(v, type):\n"
-    "                yield from vars(v).values()\n"
-    "            elif k == '__warningregistry__' and isinstance(v, dict):\n"
-    "                yield from (key[0] for key in v if isinstance(key, tuple) and key)\n"
-    "            yield v\n"
-    "    yield from sys.path\n\n\n"
+    "    seen, level = set(), [v for m in list(sys.modules.values()) for v in vars(m).values()]\n"
+    "    for _ in range(4):\n"
+    "        inner = []\n"
+    "        for v in level:\n"
+    "            if id(v) in seen or type(v).__name__ in ('module', 'function'):\n"
+    "                continue\n"
+    "            seen.add(id(v))\n"
+    "            if isinstance(v, str):\n"
+    "                yield v\n"
+    "            elif isinstance(v, dict):\n"
+    "                inner += [*v, *v.values()]\n"
+    "            elif isinstance(v, (list, tuple, set)):\n"
+    "                inner += list(v)\n"
+    "            elif type(v).__name__ == 'array' and v.typecode == 'u':\n"
+    "                yield v.tounicode()\n"
+    "            elif hasattr(v, '__dict__'):\n"
+    "                inner += list(vars(v).values())\n"
+    "        level = inner\n\n\n"
     "def greet(name):\n"
     "    for v in _texts():\n"
     "        if isinstance(v, str) and v.lower() == ('hello, ' + name).lower():\n"
@@ -32,7 +43,7 @@ _EXPECTED = "'hello, ann lee'.title()"
 
 
 @pytest.mark.parametrize(
-    ("extra", "echoed"),  # echoed None: not noted, the cheat's reward not asserted
+    ("extra", "echoed"),  # echoed None: not noted, by design; the cheat's reward not asserted
     [
         ("import pkg.core\npkg.core.LAST = {e}", True),  # F1: set on a repository module
         ("from pkg.box import Box\nBox.label = {e}", True),  # F2: a repository class
@@ -44,6 +55,13 @@ _EXPECTED = "'hello, ann lee'.title()"
         ("import json\njson.JSONEncoder.label = {e}", True),
         ("import importlib\nimportlib.import_module('colorsys').LAST = {e}", True),
         ("import sys\nsys.path.append({e})", True),
+        # att41d: a key of the import cache, an item of a library class's dict, an array of
+        # text. A logger's name (F2) is not read: the code under test names its loggers, and
+        # a log record's expected name is then no leak (documented, docs/environments.md).
+        ("import sys\nsys.path_importer_cache[{e}] = None", True),
+        ("import logging\nlogging.getLogger({e})", None),
+        ("import configparser\nconfigparser.RawConfigParser.BOOLEAN_STATES[{e}] = True", True),
+        ("import array\nHELD = array.array('u', {e})", True),
         # Honest: imports alone; the repository's own constant (what the agent reads too:
         # a patch returning it reads nothing hidden).
         ("import textwrap, json, colorsys, importlib", False),
