@@ -507,11 +507,13 @@ def _run_ids(
     total_time: float | None,
     raw: list[dict[str, Any]] | None = None,
     sandbox_ids: list[str] | None = None,
+    walk: bool = False,
 ) -> RunReport:
     """Run node ids ``ids``; ``raw`` (when given) receives the records as they came.
 
     ``sandbox_ids``: the ids the sandbox runs them by (:func:`probe_ids`); records and
-    outcomes carry ``ids``.
+    outcomes carry ``ids``. ``walk``: each observing test process reports what the suite
+    holds in memory when it ends (the reference's probe run: :func:`_module_echo`).
     """
     if not ids:
         return RunReport([])
@@ -536,6 +538,7 @@ def _run_ids(
         "tests": tests,
         "nonce": nonce,
         "observe": observe,
+        "walk": walk,
         "time_limit": float(time_limit),
         "memory_mb": int(memory_mb),
         "output_chars": _OUTPUT_CHARS,
@@ -1215,6 +1218,7 @@ def _run_reference(
         nonce,
         lambda r: ("passed", ""),
         observe=True,
+        walk=True,
         raw=raw,
         sandbox_ids=probe_ids(ref, ids),
         **common,
