@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FAST_LANE="not slow and not sandbox and not model and not integration"
+BALANCED=tests/envs/reasoning_gym  # slow tests run after the engines' (see below)
 # The fast lane's tests share no state, ports or files: one worker per core (pytest-xdist).
 # The adapter, benchmark and sandbox folders hold none of them (tests/conftest.py marks every
 # test there): not collecting them spares importing torch and vLLM.
@@ -37,7 +38,7 @@ if [ "$#" -gt 0 ]; then
   echo "[test] pytest $*"
   exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
 fi
-# The whole suite in three runs that together select every test once: the fast lane's tests in
+# The whole suite in runs that together select every test once: the fast lane's tests in
 # parallel, then two runs side by side, each one test at a time: the model and integration
 # tests (engines, trainers and servers size their threads, memory and launcher ports for a
 # machine where no other of them runs), and the slow env and sandbox tests (sandbox limits count
@@ -59,10 +60,15 @@ slow_run() {
 echo "[test] pytest 2/3 and 3/3 side by side: model and integration tests; slow env and sandbox tests"
 # Every test of the adapter and benchmark folders is an integration test (tests/conftest.py).
 # Its slowest test takes about 3 minutes here: 10 minutes a test bounds what a hang can take.
+# The slow reasoning-gym tests (no engine, no sandbox; about a tenth of the slow env run) run
+# after the engines, one at a time too, so the two runs take about as long (s41: 2,349 s and
+# 1,975 s before, the longer one setting the suite's time).
 slow_run envs "not ($FAST_LANE) and not model and not integration" --timeout=600 \
-  --ignore=tests/adapters --ignore=tests/benchmarks >"$tmp/envs.log" 2>&1 &
+  --ignore=tests/adapters --ignore=tests/benchmarks --ignore="$BALANCED" >"$tmp/envs.log" 2>&1 &
 envs_pid=$!
 slow_run engines "model or integration" || status=$?
+slow_run balanced "not ($FAST_LANE) and not model and not integration" --timeout=600 \
+  "$BALANCED" || status=$?
 wait "$envs_pid" || status=$?
 echo "[test] pytest 3/3: slow env and sandbox tests"
 cat "$tmp/envs.log"
