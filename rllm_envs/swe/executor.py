@@ -1034,12 +1034,26 @@ def _as_dict(held: Any) -> dict[Any, Any]:
     return {id(v): v for v in list(held)}
 
 
+def _reduced_into(value: Any, queue: Any) -> bool:
+    """Queue what ``value`` pickles as (its constructor's arguments, its state); False if not."""
+    try:
+        reduced = value.__reduce_ex__(4)
+    except Exception:
+        return False
+    for part in reduced[1:] if isinstance(reduced, tuple) else ():
+        if hasattr(type(part), "__next__"):  # a fresh iterator of its items
+            queue.extend(islice(part, _MODULE_NODES))
+        elif part is not None:
+            queue.append(part)
+    return True
+
+
 def _instance_dict(value: Any) -> Any:
-    """An object's own ``__dict__`` ({} without one), not through its class's lookup."""
+    """An object's own ``__dict__`` (None without one), not through its class's lookup."""
     try:
         return object.__getattribute__(value, "__dict__")
     except Exception:
-        return {}
+        return None
 
 
 def _walked(queue: Any, names: set[Any]) -> set[str] | None:
@@ -1122,7 +1136,7 @@ def _walked(queue: Any, names: set[Any]) -> set[str] | None:
         elif isinstance(value, BaseException):  # att41f F1: its args, then its attributes
             queue.extend(_EXCEPTION_ARGS.__get__(value))
             queue.extend((value.__cause__, value.__context__))
-            attributes = _instance_dict(value)
+            attributes = _instance_dict(value) or {}
         elif kind is slice:  # att41f F2
             queue.extend((value.start, value.stop, value.step))
             continue
@@ -1154,21 +1168,19 @@ def _walked(queue: Any, names: set[Any]) -> set[str] | None:
                 queue.extend(islice(iter(held), _MODULE_NODES))
                 if isinstance(value, _MAPPING_PROXY):
                     queue.extend(islice(iter(held.values()), _MODULE_NODES))
-            else:
-                try:
-                    reduced = value.__reduce_ex__(4)
-                except Exception:
-                    return None
-                for part in reduced[1:] if isinstance(reduced, tuple) else ():
-                    if hasattr(type(part), "__next__"):  # a fresh iterator of its items
-                        queue.extend(islice(part, _MODULE_NODES))
-                    elif part is not None:
-                        queue.append(part)
+            elif not _reduced_into(value, queue):
+                return None
             continue
-        elif kind.__module__ == "builtins":
-            continue  # a builtin's value has no attributes of its own to hold one
+        elif kind.__module__ == "builtins" or (
+            kind.__module__ in _STDLIB_NAMES and type(_instance_dict(value)) is not dict
+        ):
+            # A builtin's or standard library's value without attributes of its own (an
+            # itemgetter, a timezone, a Struct: s41 att41g, 15/15 paid): what it pickles as;
+            # one that does not pickle (a lock) holds nothing the suite computed.
+            _reduced_into(value, queue)
+            continue
         else:
-            attributes = _instance_dict(value)
+            attributes = _instance_dict(value) or {}
             logging = sys.modules.get("logging")
             if logging is not None and isinstance(value, (logging.Logger, logging.PlaceHolder)):
                 # Not the names of loggers (the code under test names them; a log record's
