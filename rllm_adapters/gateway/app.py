@@ -2049,6 +2049,11 @@ class Gateway:
         the template refuses (its own ``raise_exception``, a field it needs) leave the call as
         without a tokenizer: the engine answered it, so its reply is recorded, with no ids.
         """
+        # The engine's completion ids here are not the whole completion (or not its own), and
+        # its logprobs belong to the tokens it sampled: neither is kept, re-tokenised or not
+        # (s41 att41h F2: a stream's ids short of the engine's count, and their logprobs one
+        # place off, were trained without a tokenizer to re-tokenise them).
+        call.completion_ids, call.logprobs = [], []
         tokenizer = self.tokenizer()
         if tokenizer is None:
             return
@@ -2075,10 +2080,9 @@ class Gateway:
                 elif isinstance(prompt, list) and all(isinstance(i, int) for i in prompt):
                     prompt_ids = list(prompt)
         call.prompt_ids = prompt_ids
+        # The engine's logprobs (dropped above) are of the tokens it sampled, which the text's
+        # tokenisation need not be even where their counts agree ("a"+"bc" against "ab"+"c").
         call.completion_ids = list(tokenizer.encode(call.text, add_special_tokens=False))
-        # The engine's logprobs are of the tokens it sampled, which the text's tokenisation
-        # need not be even where their counts agree ("a"+"bc" against "ab"+"c"): not kept.
-        call.logprobs = []
         call.ids_source = "retokenized"
 
     def _score_replies(self, env_id: str, calls: Sequence[Call], **kwargs: Any) -> dict[str, Any]:
@@ -2322,8 +2326,12 @@ class _StreamParts:
             message["tool_calls"] = self.tool_calls
         if message is not None:
             message.update(self.reasoning)
-        # Ids that miss tokens the engine generated are not the completion's (s22 att29x2).
-        whole = self.generated is None or self.generated == len(self.ids)
+        # Ids that miss tokens the engine generated are not the completion's (s22 att29x2: a
+        # chat reasoning parser sends no chunk for a lone `<think>`); nor are those of a chat
+        # stream that ended before the engine's count (always asked for), which shows no such
+        # loss (s41 att41h F1/F3). A completion's chunks carry each of its tokens.
+        counted = self.generated is not None or self.api != "chat"
+        whole = counted and self.generated in (None, len(self.ids))
         exact = self.has_ids and self.prompt_ids is not None and whole
         return Call(
             api=self.api,

@@ -213,6 +213,10 @@ def test_replies_lose_only_what_the_gateway_added():
             }
         )
     parts.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    # s41 att41h F1/F3: a chat stream without the engine's count of tokens may have lost one
+    # (a reasoning parser's silent `<think>`): its ids are not the engine's.
+    assert parts.call({"messages": []}, "e", ServedWeights(3, "x")).ids_source == "text_only"
+    parts.add({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 2}})
     c = parts.call({"messages": []}, "e", ServedWeights(3, "ckpt#1"))
     assert (c.prompt_ids, c.completion_ids, c.logprobs) == ([5, 6], [7, 8], [-0.1, -0.2])
     assert (c.weights_version, c.weights_id) == (3, "ckpt#1")
@@ -648,3 +652,33 @@ def test_engine_connections_are_dropped_before_the_engine_drops_them():
 
     vllm_envs = pytest.importorskip("vllm.envs")
     assert 0 < ENGINE_KEEPALIVE_S < vllm_envs.VLLM_HTTP_TIMEOUT_KEEP_ALIVE
+
+
+def test_a_chat_stream_short_of_its_count_keeps_no_ids_or_logprobs_without_a_tokenizer():
+    """s41 att41h F2: a chat stream whose ids fall short of the engine's count (a reasoning
+    parser's silent `<think>`) was recorded, without a tokenizer to re-tokenise it, with the
+    engine's gapped ids and their logprobs one place off, and trained. F1: a stream cut before
+    the count came was recorded as the engine's, token-exact."""
+    from rllm_adapters.gateway.app import Gateway, _StreamParts
+    from rllm_adapters.gateway.engines import ServedWeights
+
+    class NoTokenizer:  # a stand-in for a gateway with no tokenizer (only what _fill_ids reads)
+        def tokenizer(self):
+            return None
+
+    def stream(count):
+        parts = _StreamParts("chat")
+        parts.add({"prompt_token_ids": [1, 2], "choices": [{"index": 0, "delta": {"role": "a"}}]})
+        for token in (1001, 1002):
+            choice = {"index": 0, "delta": {"content": "x"}, "token_ids": [token]}
+            parts.add({"choices": [{**choice, "logprobs": {"content": [{"logprob": -0.5}]}}]})
+        if count is not None:
+            parts.add({"choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": count}})
+        return parts.call({"messages": []}, "e", ServedWeights(0, "x"))
+
+    for count in (3, None):  # one id missing; cut before the count
+        call = stream(count)
+        assert call.ids_source == "text_only"
+        Gateway._fill_ids(NoTokenizer(), call)  # type: ignore[arg-type]
+        assert (call.completion_ids, call.logprobs) == ([], [])
+    assert stream(2).ids_source == "engine"
