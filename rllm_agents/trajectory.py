@@ -194,16 +194,25 @@ class Trajectory:
     def token_rewards(self) -> list[float]:
         """Each step's reward placed on the last id of its completion (0.0 elsewhere).
 
-        A step whose completion is empty puts its reward on the last id before it; a step the
-        last sequence does not hold (:meth:`_spans_within`) or with no id before it (one
-        recorded without ids, s41 att41e F1), on the sequence's last id.
+        A reward sits on an id the model sampled (mask 1), where a trainer reads it: a step
+        whose completion is empty puts it on the last sampled id before it, and one with none
+        before it, or that the last sequence does not hold (:meth:`_spans_within`), on the
+        sequence's last sampled id (s41 att41e F1, att41j F1: on a prompt's id, a GAE batch
+        dropped it). An episode with no sampled id puts its rewards on its last id.
         """
         ids = self.token_ids()
         out = [0.0] * len(ids)
-        for step, span in zip(self.steps, self._spans_within(ids), strict=True):
-            end = len(ids) if span is None or span[1] == 0 else span[1]
-            if end > 0:
-                out[end - 1] += float(step.reward)
+        spans = self._spans_within(ids)
+        sampled = [False] * len(ids)
+        for span in spans:
+            if span is not None:
+                sampled[span[0] : span[1]] = [True] * (span[1] - span[0])
+        last = max((i for i, s in enumerate(sampled) if s), default=len(ids) - 1)
+        for step, span in zip(self.steps, spans, strict=True):
+            end = span[1] if span is not None else 0
+            at = next((i for i in range(end - 1, -1, -1) if sampled[i]), last)
+            if at >= 0:
+                out[at] += float(step.reward)
         return out
 
     def check_token_exact(self) -> None:

@@ -878,3 +878,21 @@ def test_turns_recorded_without_ids_keep_their_rewards_in_the_training_view():
     assert last.token_ids() == [1, 2, 3, 4, 5]
     assert last.loss_mask() == [0, 0, 0, 1, 1]
     assert sum(last.token_rewards()) == last.total_reward == 1.5
+
+
+def test_every_reward_sits_on_a_sampled_id():
+    """s41 att41j F1: a last turn with a prompt and no completion (a reply recorded without the
+    engine's ids) put its reward on a prompt id, which a GAE batch (rewards read where the
+    mask is 1) dropped: the session trained as reward 0. A reward sits on a sampled id."""
+    episode = Trajectory(
+        env_id="e",
+        token_exact=False,
+        steps=[
+            Step([1, 2], [3, 4], [-0.1, -0.2], "r", "a", reward=0.25),
+            Step([1, 2, 3, 4, 5, 6], [], [], "r", "a", reward=1.0),
+        ],
+    )
+    mask, rewards = episode.loss_mask(), episode.token_rewards()
+    assert mask == [0, 0, 1, 1, 0, 0]
+    assert rewards == [0.0, 0.0, 0.0, 1.25, 0.0, 0.0]
+    assert all(m for m, r in zip(mask, rewards, strict=True) if r)
