@@ -1137,6 +1137,8 @@ def _decided_by_call(node: ast.expr, probe: _Probe) -> bool:
         return False
     func = node.func
     name = _dotted(func)
+    if name.startswith(_SETUP_FIXTURES):
+        return False  # it sets up, it does not compare (s41 att41i F2: withheld 10/10)
     arguments = [*node.args, *(k.value for k in node.keywords)]
     literal = any(_literal_argument(a) for a in arguments)
     return (
@@ -1151,6 +1153,10 @@ def _decided_by_call(node: ast.expr, probe: _Probe) -> bool:
             and name not in ("len", "sorted", "list", "tuple", "set", "str", "repr", "type")
         )
     )
+
+
+#: Fixtures whose methods set a test up (``monkeypatch.setenv("TZ", "utc".upper())``).
+_SETUP_FIXTURES = ("monkeypatch.", "caplog.set_level", "tmp_path_factory.")
 
 
 #: Builtins whose call on written values is a written value too (``int('7')``, ``abs(-3)``):

@@ -135,3 +135,65 @@ def test_a_fix_that_imports_logging_when_called_is_paid():
         warm=False,
     )
     assert verdict.verdict_trust == "host" and judge.reward_of(verdict, False) == 1.0, verdict
+
+
+@pytest.mark.parametrize(
+    ("hidden", "echoed"),
+    [
+        # att41i F1: set while the test runs, undone before it ends.
+        (
+            "import os\nimport unittest.mock\n\n\ndef test_greet():\n"
+            "    with unittest.mock.patch.dict(os.environ, {{'S': {e}}}):\n"
+            "        assert greet('ann lee') == 'Hello, Ann Lee'\n",
+            True,
+        ),
+        (
+            "import pkg.box\n\n\ndef test_greet(monkeypatch):\n    sample = {e}\n"
+            "    monkeypatch.setattr(pkg.box.Box, 'label', sample)\n"
+            "    assert greet('ann lee') == 'Hello, Ann Lee'\n",
+            True,
+        ),
+        (
+            "import pytest\n\nSEEN = []\n\n\n@pytest.fixture\ndef sample():\n"
+            "    SEEN.append({e})\n    yield SEEN\n    SEEN.clear()\n\n\n"
+            "def test_greet(sample):\n    assert greet('ann lee') == 'Hello, Ann Lee'\n",
+            True,
+        ),
+        (
+            "import unittest\n\n\nclass T(unittest.TestCase):\n    @classmethod\n"
+            "    def setUpClass(cls):\n        cls.sample = {e}\n\n    @classmethod\n"
+            "    def tearDownClass(cls):\n        del cls.sample\n\n"
+            "    def test_greet(self):\n"
+            "        self.assertEqual(greet('ann lee'), 'Hello, Ann Lee')\n",
+            True,
+        ),
+        # F2 (honest): a monkeypatch call given a method's result sets up; it checks nothing.
+        (
+            "def test_greet(monkeypatch):\n    monkeypatch.setenv('TZ', 'utc'.upper())\n"
+            "    assert greet('ann lee') == 'Hello, Ann Lee'\n",
+            False,
+        ),
+    ],
+)
+def test_what_a_test_sets_while_it_runs_is_walked_at_its_checks(hidden, echoed):
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": _GREET,
+        "pkg/box.py": _BOX,
+        "tests/__init__.py": "",
+    }
+    hidden = "from pkg.core import greet\n" + hidden.format(e=_EXPECTED)
+    name = "tests/test_hidden.py::" + ("T::test_greet" if "class T" in hidden else "test_greet")
+    rewards = {}
+    for who, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT)):
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=[name],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
+            warm=False,
+        )
+        assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == echoed, verdict
+        rewards[who] = judge.reward_of(verdict, False)
+    assert rewards == {"reference": 0.0 if echoed else 1.0, "cheat": 0.0}
