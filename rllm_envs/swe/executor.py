@@ -938,7 +938,7 @@ def _holders(space: dict[str, Any], name: Any) -> list[tuple[Any, dict[Any, Any]
         if isinstance(value, type):
             if _CLASS_NAME[0].__get__(value) != name:
                 continue  # another module's class: noted with its own module
-        elif kind in (list, set, dict):
+        elif isinstance(value, (list, set, dict, _DEQUE)):  # att41i: a deque, an OrderedDict
             if any(value is s for s in _IMPORT_STATE):
                 continue
         elif kind is _MODULE_TYPE or kind is _PLAIN_FUNCTION or kind.__module__ == "builtins":
@@ -955,7 +955,7 @@ def _holders(space: dict[str, Any], name: Any) -> list[tuple[Any, dict[Any, Any]
                 if kind.__name__ == "Manager":
                     keyless.add(id(value.get("loggerDict")))
         items = _as_dict(value)
-        out.append((value, items, type(value) is dict and id(value) not in keyless))
+        out.append((value, items, isinstance(value, dict) and id(value) not in keyless))
         if depth < _NOTE_DEPTH:
             queue.extend((v, depth + 1) for v in list(items.values()))
     return out
@@ -987,10 +987,8 @@ def _rebound(walked: set[int]) -> list[Any]:
         _, before, held = noted
         pairs = [(space, before, False), *held]
         for holder, then, keyed in pairs:
-            now: Any = _CLASS_DICT.__get__(holder) if isinstance(holder, type) else holder
-            items = list(now.items()) if type(now) is not list and type(now) is not set else None
             skip = _LOGGING_STATE if id(holder) in _LOGGING_DICTS else _MACHINERY
-            for k, v in _as_dict(holder).items() if items is None else items:
+            for k, v in _as_dict(holder).items():
                 if then.get(k, _ABSENT) is not v and not (type(k) is str and k in skip):
                     out += [k, v] if keyed else [v]  # a dict's new key may be the value
     return out
@@ -1041,12 +1039,15 @@ def _plain_values(space: dict[str, Any]) -> list[Any]:
 
 
 def _as_dict(held: Any) -> dict[Any, Any]:
-    """A class's attributes, a dict, or a list's or set's items by place or identity."""
+    """A class's attributes, a dict's items, or a list's, deque's or set's by place or identity.
+
+    By the builtin's own methods (a subclass's ``OrderedDict``/``defaultdict`` included).
+    """
     if isinstance(held, type):
         return dict(_CLASS_DICT.__get__(held))
-    if type(held) is dict:
-        return dict(held)
-    if type(held) is list:
+    if isinstance(held, dict):
+        return dict(dict.items(held))
+    if isinstance(held, (list, _DEQUE)):
         return {(i, id(v)): v for i, v in enumerate(list(held))}
     return {id(v): v for v in list(held)}
 

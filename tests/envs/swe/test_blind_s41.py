@@ -72,6 +72,8 @@ _EXPECTED = "'hello, ann lee'.title()"
         ("import re\nM = re.match(r'.*', {e})", True),
         ("import contextvars\nCV = contextvars.ContextVar('s', default={e})", True),
         ("import logging\nlogging.getLogger('x.samples').sample = {e}", True),
+        # A subclass of dict in a library module (typing's defaultdict), added to.
+        ("import typing\ntyping._overload_registry[{e}] = {{}}", True),
         # att41g: standard-library C objects holding it (read as what they pickle as).
         ("import operator\nKEY = operator.itemgetter({e})", True),
         ("import operator\nCALL = operator.methodcaller('replace', 'x', {e})", True),
