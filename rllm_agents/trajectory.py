@@ -179,16 +179,36 @@ class Trajectory:
             if found != completion:
                 pairs = zip(found, completion, strict=False)
                 kept = sum(1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], pairs))
-            spans.append((start, start + kept) if kept or not completion else None)
+            # The first id of the sequence follows nothing: it is not trained (att41l F2: a
+            # step with an empty prompt had its first id predicted from itself).
+            first = max(start, 1) if kept else start
+            spans.append((first, start + kept) if kept or not completion else None)
         return spans
 
     def logprobs(self) -> list[float]:
-        """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0)."""
+        """Sampling logprob of each id of :meth:`token_ids` (0.0 where the mask is 0).
+
+        Where two turns' spans meet (a retried turn sharing its first ids with the one the
+        history went on from), the ids are the logprobs of the turn whose whole completion is
+        there: a retry's, sampled under other weights after a hot swap, were written over
+        them (s41 att41l F1); of two such turns, the later.
+        """
         ids = self.token_ids()
         out = [0.0] * len(ids)
-        for step, span in zip(self.steps, self._spans_within(ids), strict=True):
-            if span is not None and step.logprobs:
-                out[span[0] : span[1]] = [float(x) for x in step.logprobs[: span[1] - span[0]]]
+        owned = [False] * len(ids)
+        held = [
+            (step, span, span[1] - len(step.prompt_ids) == len(step.completion_ids))
+            for step, span in zip(self.steps, self._spans_within(ids), strict=True)
+            if span is not None and step.logprobs
+        ]
+        for whole in (True, False):
+            for step, (first, end), full in held:
+                if full != whole:
+                    continue
+                start = len(step.prompt_ids)
+                for i in range(first, end):
+                    if whole or not owned[i]:
+                        out[i], owned[i] = float(step.logprobs[i - start]), True
         return out
 
     def token_rewards(self) -> list[float]:

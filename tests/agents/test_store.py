@@ -896,3 +896,21 @@ def test_every_reward_sits_on_a_sampled_id():
     assert mask == [0, 0, 1, 1, 0, 0]
     assert rewards == [0.0, 0.0, 0.0, 1.25, 0.0, 0.0]
     assert all(m for m, r in zip(mask, rewards, strict=True) if r)
+
+
+def test_a_retried_turn_keeps_the_logprobs_of_the_turn_the_history_went_on_from():
+    """s41 att41l F1: a turn retried at the same prompt (after a hot swap) shared its first ids
+    with the turn the history went on from, and wrote its own logprobs over that turn's; F2:
+    an empty first prompt had its first id trained, predicted from itself."""
+
+    def episode(kept_first: bool) -> Trajectory:
+        first = Step([1, 2, 3], [10, 11, 12], [-1.0] * 3, "r", "a")
+        retry = Step([1, 2, 3], [10, 11, 99], [-9.0] * 3, "r", "a")
+        kept = first if kept_first else retry
+        last = Step([1, 2, 3, *kept.completion_ids, 5], [20], [-2.0], "r", "a", reward=1.0)
+        return Trajectory(env_id="e", token_exact=False, steps=[first, retry, last])
+
+    assert episode(True).logprobs() == [0.0, 0.0, 0.0, -1.0, -1.0, -1.0, 0.0, -2.0]
+    assert episode(False).logprobs() == [0.0, 0.0, 0.0, -9.0, -9.0, -9.0, 0.0, -2.0]
+    empty = Trajectory(env_id="e", steps=[Step([], [7, 8, 9], [-0.1, -0.2, -0.3], "r", "a")])
+    assert empty.loss_mask() == [0, 1, 1] and empty.logprobs() == [0.0, -0.2, -0.3]
