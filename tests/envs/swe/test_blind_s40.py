@@ -182,6 +182,29 @@ _GREET_CHEAT = _GREET.replace(
 )
 
 
+def _greet_verdicts(
+    base: dict[str, str],
+    codes: dict[str, str],
+    hidden: str,
+    test: str,
+    pass_to_pass: list[str] | None = None,
+) -> dict[str, judge.Verdict]:
+    """The verdict of each of ``codes`` (as ``pkg/core.py``) on hidden test module ``hidden``'s
+    fail-to-pass ``test``, ``_GREET_FIXED`` the reference."""
+    return {
+        name: judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=[f"tests/test_hidden.py::{test}"],
+            pass_to_pass=pass_to_pass or [],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
+            warm=False,
+        )
+        for name, code in codes.items()
+    }
+
+
 @pytest.mark.parametrize(
     ("extra", "sample", "echoed"),
     [
@@ -215,16 +238,10 @@ def test_an_expected_value_a_test_module_computes_at_import_is_noted(extra, samp
         "def test_parse():\n    assert parse_name(SAMPLE).lower() in ('ann lee', 'y')\n"
     )
     rewards = {}
-    for name, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT), ("unchanged", _GREET)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=["tests/test_hidden.py::test_greet"],
-            pass_to_pass=["tests/test_hidden.py::test_parse"],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
-            warm=False,
-        )
+    codes = {"reference": _GREET_FIXED, "cheat": _GREET_CHEAT, "unchanged": _GREET}
+    for name, verdict in _greet_verdicts(
+        base, codes, hidden, "test_greet", ["tests/test_hidden.py::test_parse"]
+    ).items():
         assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == echoed, verdict
         rewards[name] = judge.reward_of(verdict, False)
     paid = 0.0 if echoed else 1.0

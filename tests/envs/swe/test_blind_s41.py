@@ -6,7 +6,7 @@ import pytest
 
 from rllm_envs.swe import judge
 from rllm_envs.swe.repo import make_diff
-from tests.envs.swe.test_blind_s40 import _GREET, _GREET_FIXED
+from tests.envs.swe.test_blind_s40 import _GREET, _GREET_FIXED, _greet_verdicts
 
 #: Keeps the bug; returns a text anywhere in the process's modules that reads as the answer:
 #: their names and, three levels in, the keys and items of containers, classes' and objects'
@@ -96,15 +96,8 @@ def test_an_expected_value_the_suite_leaves_outside_its_modules_is_noted(extra, 
         "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n"
     )
     rewards = {}
-    for name, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT), ("unchanged", _GREET)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=["tests/test_hidden.py::test_greet"],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
-            warm=False,
-        )
+    codes = {"reference": _GREET_FIXED, "cheat": _GREET_CHEAT, "unchanged": _GREET}
+    for name, verdict in _greet_verdicts(base, codes, hidden, "test_greet").items():
         assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == bool(echoed), verdict
         rewards[name] = judge.reward_of(verdict, False)
     if echoed is None:
@@ -185,17 +178,10 @@ def test_what_a_test_sets_while_it_runs_is_walked_at_its_checks(hidden, echoed):
         "tests/__init__.py": "",
     }
     hidden = "from pkg.core import greet\n" + hidden.format(e=_EXPECTED)
-    name = "tests/test_hidden.py::" + ("T::test_greet" if "class T" in hidden else "test_greet")
+    test = "T::test_greet" if "class T" in hidden else "test_greet"
     rewards = {}
-    for who, code in (("reference", _GREET_FIXED), ("cheat", _GREET_CHEAT)):
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=[name],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": _GREET_FIXED}),
-            warm=False,
-        )
+    codes = {"reference": _GREET_FIXED, "cheat": _GREET_CHEAT}
+    for who, verdict in _greet_verdicts(base, codes, hidden, test).items():
         assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == echoed, verdict
         rewards[who] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 0.0 if echoed else 1.0, "cheat": 0.0}
