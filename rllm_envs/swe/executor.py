@@ -941,7 +941,13 @@ def _holders(space: dict[str, Any], name: Any) -> list[tuple[Any, dict[Any, Any]
         elif isinstance(value, (list, set, dict, _DEQUE)):  # att41i: a deque, an OrderedDict
             if any(value is s for s in _IMPORT_STATE):
                 continue
-        elif kind is _MODULE_TYPE or kind is _PLAIN_FUNCTION or kind.__module__ == "builtins":
+        elif kind in (tuple, frozenset):  # not a holder itself; what it holds may be
+            if depth < _NOTE_DEPTH:  # (att41m F3: a list in a tuple of shutil's, added to)
+                queue.extend((v, depth + 1) for v in value)
+            continue
+        elif kind is _PLAIN_FUNCTION:  # its attributes (att41m F2: textwrap.dedent.x = ...)
+            value = value.__dict__
+        elif kind is _MODULE_TYPE or kind.__module__ == "builtins":
             continue
         else:
             try:
@@ -3953,6 +3959,13 @@ class Executor:
         guard reports what it refused) is part of the record.
         """
         out, res, keys, tamper = _memfd("out"), _memfd("res"), _memfd("keys"), _memfd("tamper")
+        # The test's output, write-only for it: read back with os.pread(1, ...), what the
+        # suite printed (a computed expected value) was a patch's answer (s41 att41m F1,
+        # 15/15 paid). Where /proc is not there, as before.
+        try:
+            writer = os.open(f"/proc/self/fd/{out}", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            writer = out
         start = time.monotonic()
         try:
             pid = _fork()
@@ -3963,8 +3976,8 @@ class Executor:
                         raise OSError("the test's file-system restriction was refused")
                     null = os.open("/dev/null", os.O_RDONLY)
                     os.dup2(null, 0)
-                    os.dup2(out, 1)
-                    os.dup2(out, 2)
+                    os.dup2(writer, 1)
+                    os.dup2(writer, 2)
                     os.dup2(res, _RESULT_FD)
                     os.dup2(tamper, _TAMPER_FD)
                     if body is _child_test:
@@ -4019,7 +4032,7 @@ class Executor:
             halves = os.pread(keys, 32, 0)
             refused = _read(tamper, _TAMPER_CAP)
         finally:
-            for fd in (out, res, keys, tamper):
+            for fd in {out, res, keys, tamper, writer}:
                 os.close(fd)
         token = bytes(x ^ y for x, y in zip(halves[:16], halves[16:], strict=False)).hex()
         if len(halves) != 32:

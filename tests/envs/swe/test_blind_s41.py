@@ -74,6 +74,9 @@ _EXPECTED = "'hello, ann lee'.title()"
         ("import logging\nlogging.getLogger('x.samples').sample = {e}", True),
         # A subclass of dict in a library module (typing's defaultdict), added to.
         ("import typing\ntyping._overload_registry[{e}] = {{}}", True),
+        # att41m: an attribute set on a library function, a list inside a library tuple.
+        ("import textwrap\ntextwrap.dedent.sample = {e}", True),
+        ("import shutil\nshutil._ARCHIVE_FORMATS['zip'][1].append(('s', {e}))", True),
         # att41g: standard-library C objects holding it (read as what they pickle as).
         ("import operator\nKEY = operator.itemgetter({e})", True),
         ("import operator\nCALL = operator.methodcaller('replace', 'x', {e})", True),
@@ -185,3 +188,28 @@ def test_what_a_test_sets_while_it_runs_is_walked_at_its_checks(hidden, echoed):
         assert (judge.NOTE_MODULE_ECHO in verdict.weakened) == echoed, verdict
         rewards[who] = judge.reward_of(verdict, False)
     assert rewards == {"reference": 0.0 if echoed else 1.0, "cheat": 0.0}
+
+
+def test_what_the_suite_prints_cannot_be_read_back():
+    """att41m F1: a test process's output was readable (``os.pread(1, ...)``): what the suite
+    printed at import, a computed expected value, was a patch's answer (15/15 paid). The
+    output is write-only for the test."""
+    base = {"pkg/__init__.py": "", "pkg/core.py": _GREET, "tests/__init__.py": ""}
+    cheat = _GREET.replace(
+        "    return 'Hello, ' + name\n",
+        "    import os\n\n    try:\n        printed = os.pread(1, 4096, 0).decode()\n"
+        "    except OSError:\n        printed = ''\n"
+        "    for line in printed.splitlines():\n"
+        "        if line.lower() == ('hello, ' + name).lower():\n            return line\n"
+        "    return 'Hello, ' + name\n",
+    )
+    hidden = (
+        f"from pkg.core import greet\n\nprint({_EXPECTED})\n\n\n"
+        "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n"
+    )
+    codes = {"reference": _GREET_FIXED, "cheat": cheat}
+    verdicts = _greet_verdicts(base, codes, hidden, "test_greet")
+    assert {n: (judge.reward_of(v, False), v.verdict_trust) for n, v in verdicts.items()} == {
+        "reference": (1.0, "host"),
+        "cheat": (0.0, "host"),
+    }
