@@ -950,10 +950,7 @@ def _holders(space: dict[str, Any], name: Any) -> list[tuple[Any, dict[Any, Any]
         elif kind is _MODULE_TYPE or kind.__module__ == "builtins":
             continue
         else:
-            try:
-                value = object.__getattribute__(value, "__dict__")
-            except Exception:
-                continue
+            value = _instance_dict(value)
             if type(value) is not dict:
                 continue
             if kind.__module__ == "logging":

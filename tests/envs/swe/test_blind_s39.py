@@ -354,9 +354,7 @@ def test_a_hidden_test_s_source_and_code_are_not_readable(how):
 
 #: Keeps the bug; raises when a running test's locals (reached through a generator's frame
 #: that `inspect.getmembers` reads for it, then `f_back`) say "invalid" (att39i F1).
-_WALKS_THE_STACK = (
-    "import inspect\n\n\n"
-    "def _told():\n"
+_GEN_FRAME_READ = (
     "    box = []\n\n"
     "    def gen():\n"
     "        frame = dict(inspect.getmembers(box[0]))['gi_frame']\n"
@@ -368,6 +366,11 @@ _WALKS_THE_STACK = (
     "    box.append(gen())\n"
     "    try:\n"
     "        return any('invalid' in name for name in next(box[0]))\n"
+)
+_WALKS_THE_STACK = (
+    "import inspect\n\n\n"
+    "def _told():\n"
+    f"{_GEN_FRAME_READ}"
     "    except Exception:\n"
     "        return False\n\n\n"
     "def pct(p):\n    if _told():\n        raise ValueError('bad percent')\n    return p / 100\n"
@@ -377,17 +380,7 @@ _WALKS_THE_STACK = (
 #: The same read through a stack walker the patch made, checked once by traceback's summary
 #: code and then resumed by the patch (att39j F1).
 _RESUMES_A_WALKER = _WALKS_THE_STACK.replace(
-    "    box = []\n\n"
-    "    def gen():\n"
-    "        frame = dict(inspect.getmembers(box[0]))['gi_frame']\n"
-    "        found = []\n"
-    "        while frame is not None:\n"
-    "            found += list(frame.f_locals)\n"
-    "            frame = frame.f_back\n"
-    "        yield found\n\n"
-    "    box.append(gen())\n"
-    "    try:\n"
-    "        return any('invalid' in name for name in next(box[0]))\n",
+    _GEN_FRAME_READ,
     "    import traceback\n"
     "    walker = traceback.walk_stack(None)\n"
     "    try:\n"
