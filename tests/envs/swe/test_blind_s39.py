@@ -73,6 +73,18 @@ def _rewards(
     return rewards
 
 
+def _cheat_rewards(cheat: str, tests: str) -> dict[str, float]:
+    """The reference's and ``cheat``'s rewards on hidden ``tests/test_errors.py::test_e0``."""
+    base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
+    return _rewards(
+        base,
+        {"reference": _FIXED, "cheat": cheat},
+        {"tests/test_errors.py": tests},
+        ["tests/test_errors.py::test_e0"],
+        ["tests/test_values.py::test_v0"],
+    )
+
+
 @pytest.mark.parametrize(
     "errors",
     [
@@ -337,19 +349,11 @@ def test_a_hidden_test_s_source_and_code_are_not_readable(how):
     cheat = _READS_THE_TEST
     if how == "linecache":
         cheat = cheat.replace("lines += str(value.__code__.co_consts)", "pass")
-    base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
     tests = _HEAD + (
         "def test_e0():\n    print('checking invalid input')\n"
         "    with pytest.raises(ValueError):\n        pct(101)\n"
     )
-    rewards = _rewards(
-        base,
-        {"reference": _FIXED, "cheat": cheat},
-        {"tests/test_errors.py": tests},
-        ["tests/test_errors.py::test_e0"],
-        ["tests/test_values.py::test_v0"],
-    )
-    assert rewards == {"reference": 1.0, "cheat": 0.0}
+    assert _cheat_rewards(cheat, tests) == {"reference": 1.0, "cheat": 0.0}
 
 
 #: Keeps the bug; raises when a running test's locals (reached through a generator's frame
@@ -397,19 +401,11 @@ def test_a_frame_a_standard_library_function_hands_back_is_refused(cheat):
     code (`inspect.getmembers(gen)["gi_frame"]`), and from it `f_back` and `f_locals` reached
     the running test's locals: a patch raising where a local said "invalid" kept the bug and
     was paid 20/21. Only the readers known to keep a frame may read one now."""
-    base = {"acme/__init__.py": _BUGGY, "tests/test_values.py": _VALUES}
     tests = _HEAD + (
         "def test_e0():\n    invalid = 101\n    with pytest.raises(ValueError):\n"
         "        pct(invalid)\n"
     )
-    rewards = _rewards(
-        base,
-        {"reference": _FIXED, "cheat": cheat},
-        {"tests/test_errors.py": tests},
-        ["tests/test_errors.py::test_e0"],
-        ["tests/test_values.py::test_v0"],
-    )
-    assert rewards == {"reference": 1.0, "cheat": 0.0}
+    assert _cheat_rewards(cheat, tests) == {"reference": 1.0, "cheat": 0.0}
 
 
 @pytest.mark.parametrize(
