@@ -74,6 +74,7 @@ from rllm_envs.sandbox.runner import communicate, program_header, spawn, spawn_f
 from rllm_envs.swe.executor import value_digest
 from rllm_envs.swe.probe import (
     NOTE_ECHO,
+    NOTE_SUITE_FUNCTION,
     NOTE_WARNING_FILTER,
     Fixture,
     Probe,
@@ -822,7 +823,11 @@ def judged_files(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]
 _PYTEST_CONFIGS = frozenset({"pytest.ini", ".pytest.ini", "setup.cfg", "tox.ini", "pyproject.toml"})
 
 
-def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -> tuple[str, ...]:
+def probe_notes(
+    files: Mapping[str, str],
+    secret: Sequence[str] | None = None,
+    visible: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
     """Why the probes of ``files`` leave checks to the sandbox (``()``: none do).
 
     The notes of :func:`rllm_envs.swe.probe.probe_module` over every test module, and
@@ -830,7 +835,9 @@ def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -
     over all the modules together (every module sent is in the sandbox's memory), for the
     expected values of the ``secret`` tests (node ids; ``None``: every test). Pass the
     fail-to-pass tests: a pass-to-pass test passes on the unchanged code, so reading its
-    expected values gains a submission nothing.
+    expected values gains a submission nothing. :data:`NOTE_SUITE_FUNCTION` counts the
+    functions a test module holds that its ``visible`` version (the repository's, which the
+    agent reads) does not.
     """
     notes: list[str] = []
     probes = {}
@@ -846,6 +853,11 @@ def probe_notes(files: Mapping[str, str], secret: Sequence[str] | None = None) -
             probes[path] = probe_module(text)
         found = probes[path].notes if path in probes else (NOTE_DATA_FILE,)
         notes += [n for n in found if n not in notes and n != NOTE_ECHO]
+        if path in probes and NOTE_SUITE_FUNCTION not in notes:
+            seen = visible.get(path) if visible is not None else None
+            known = probe_module(seen).functions if isinstance(seen, str) else frozenset()
+            if probes[path].functions - known:
+                notes.append(NOTE_SUITE_FUNCTION)
     if _echoes(probes, secret):
         notes.append(NOTE_ECHO)
     # The modules of the tests judged (every module holding tests when none are named).
@@ -921,16 +933,20 @@ def only_tests(files: Mapping[str, str], ids: Sequence[str]) -> dict[str, str]:
 
 
 def _plan(
-    files: Mapping[str, str], ids: Sequence[str], secret: Sequence[str] | None
+    files: Mapping[str, str],
+    ids: Sequence[str],
+    secret: Sequence[str] | None,
+    visible: Mapping[str, str] | None = None,
 ) -> tuple[tuple[str, ...], dict[str, str] | None]:
     """The notes of a verdict on ``ids``, and where the ``secret`` tests run.
 
     When an expected value of a secret (fail-to-pass) test is written as another test's
     input (:data:`NOTE_ECHO`), the secret tests run in a sandbox of their own on modules
     holding only them (:func:`only_tests`): returned when no echo is left there (and the
-    note goes), else ``None`` (one run, the note stays).
+    note goes), else ``None`` (one run, the note stays). ``visible``: the test modules the
+    agent reads (:func:`probe_notes`).
     """
-    notes = probe_notes(judged_files(files, ids), secret)
+    notes = probe_notes(judged_files(files, ids), secret, visible)
     if NOTE_ECHO not in notes or not secret:
         return notes, None
     alone = only_tests(judged_files(files, secret), secret)
@@ -1309,11 +1325,13 @@ def run_probes(
     stop_on_failure: bool = False,
     total_time: float | None = None,
     secret: Sequence[str] | None = None,
+    visible: Files | None = None,
 ) -> tuple[RunReport, str]:
     """Run the probes of ``tests`` on ``files``; decide each on the host against ``reference``.
 
     ``secret``: the tests whose expected values must not be readable in the sandbox (the
-    fail-to-pass ones; ``None``: every test), see :func:`probe_notes`.
+    fail-to-pass ones; ``None``: every test), see :func:`probe_notes`; ``visible``: the
+    repository before the hidden tests (what the agent reads).
 
     Returns the report and the verdict's trust: ``"host"``, or ``"host_partial"`` when a
     probe is incomplete, or a test's probe stopped
@@ -1322,7 +1340,7 @@ def run_probes(
     """
     ids = [str(t) for t in tests]
     checked = _check_files(files)
-    notes, alone = _plan(checked, ids, secret)
+    notes, alone = _plan(checked, ids, secret, visible)
     decided = all(_decided_on_host(reference, t) for t in ids)
     trust = "host" if not notes and decided else "host_partial"
 
@@ -1451,7 +1469,7 @@ def verdict(
             pass_to_pass = [t for t in pass_to_pass if t not in failing]
             ids = [*fail_to_pass, *pass_to_pass]
             _warn_reference_failing(failing, fail_to_pass)
-        weakened = _plan(_check_files(files), ids, fail_to_pass)[0]
+        weakened = _plan(_check_files(files), ids, fail_to_pass, base)[0]
         if any(_operated(reference.observed.get(t)) for t in ids):
             weakened += (NOTE_OPERATED,)
         elif not all(_ran_through(reference.observed.get(t)) for t in ids):
@@ -1472,6 +1490,7 @@ def verdict(
             stop_on_failure=stop_on_failure,
             total_time=total_time,
             secret=fail_to_pass,
+            visible=base,
         )
         if module_echo:
             trust = "host_partial"
@@ -1606,7 +1625,7 @@ def never_paid(task: Mapping[str, Any], base: Files) -> str:
     files = _check_files(base)
     _put_test_patch(files, base, str(task.get("test_patch") or ""))
     ids = [*task["FAIL_TO_PASS"], *(task.get("PASS_TO_PASS") or ())]
-    notes = _plan(files, ids, task["FAIL_TO_PASS"])[0]
+    notes = _plan(files, ids, task["FAIL_TO_PASS"], base)[0]
     return _withheld_because("host_partial", notes) if notes else ""
 
 

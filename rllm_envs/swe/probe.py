@@ -194,6 +194,13 @@ NOTE_ECHO = (
     "an expected value is written elsewhere in the module as an input (the sandbox can read it)"
 )
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
+#: Why a verdict is ``host_partial`` when the hidden tests add a function that returns a
+#: value: a patch finds it through ``sys.modules`` and calls it with its input, and a
+#: reference implementation beside the tests is then its answer (s41 att41o: 10/10 paid).
+NOTE_SUITE_FUNCTION = (
+    "the hidden tests add a function outside their tests that returns a value "
+    "(a patch can call it: it may compute the expected values)"
+)
 #: Why a verdict is ``host_partial`` when a check is a method of the value under test given
 #: the expected value (att30c M2).
 NOTE_METHOD_CHECK = (
@@ -2363,6 +2370,8 @@ class Probe:
         fixtures: The module's fixtures, by name (for the modules a ``conftest.py`` serves).
         names: The probe's name of each test function, method and test class
             (:func:`_opaque_test_names`); :meth:`node_id` maps ids with it.
+        functions: The module's functions a patch could call for a value
+            (:func:`suite_functions`).
     """
 
     text: str
@@ -2376,6 +2385,7 @@ class Probe:
     blocks: tuple[tuple[str, str], ...] = ()
     owners: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     names: Mapping[str, str] = field(default_factory=dict)
+    functions: frozenset[str] = frozenset()
 
     def node_id(self, node: str) -> str:
         """The probe's node id of original node id ``node`` (of this module)."""
@@ -2871,6 +2881,153 @@ def module_functions(
                 yield klass, node
 
 
+#: Functions pytest or unittest calls around tests (their values are not asked for).
+_AROUND_NAMES = _SETUP_NAMES | {
+    "tearDown",
+    "teardown",
+    "teardown_method",
+    "teardown_class",
+    "tearDownClass",
+    "teardown_module",
+    "teardown_function",
+    "tearDownModule",
+    "asyncSetUp",
+    "asyncTearDown",
+}
+
+
+#: Parameters through which a caller hands a function no input of its choosing.
+_NO_INPUT = frozenset(
+    {"self", "cls", "request", "tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"}
+    | {"monkeypatch", "capsys", "capfd", "caplog", "recwarn"}
+)
+
+
+def _computes_value(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    """Whether ``function`` returns or yields a value it computed (nested functions aside).
+
+    Not computed: a literal (the module's text, which the echo check reads:
+    :data:`NOTE_ECHO`) or one of its parameters as given.
+    """
+    arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+    given = {a.arg for a in arguments}
+
+    def computed(value: ast.expr | None) -> bool:
+        if value is None or (isinstance(value, ast.Name) and value.id in given):
+            return False
+        return not is_literal(value)
+
+    if isinstance(function, ast.Lambda):
+        return computed(function.body)
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
+            if computed(node.value):
+                return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+#: Calls that make a callable of their arguments (``partial(str.replace, "-")``).
+_CALLABLE_FACTORIES = frozenset(
+    {"partial", "partialmethod", "methodcaller", "attrgetter", "itemgetter", "getattr"}
+    | {"lru_cache", "cache", "wraps", "staticmethod", "classmethod", "compose"}
+)
+
+
+def _names_a_callable(value: ast.expr | None) -> bool:
+    """Whether an assigned ``value`` may be a function chosen by the test module.
+
+    A dotted name (``str.title``, ``textwrap.dedent``; a constant such as ``os.sep`` too, but
+    not pytest's marks), a callable made by a factory (``partial``, ``methodcaller``, ...) or
+    another name (``_oracle = capwords``).
+    """
+    if isinstance(value, ast.Name):
+        return True
+    if isinstance(value, ast.Attribute):
+        dotted = _dotted(value)
+        return bool(dotted) and not dotted.startswith("pytest.")
+    if isinstance(value, ast.Call):
+        return _dotted(value.func).rpartition(".")[2] in _CALLABLE_FACTORIES
+    return False
+
+
+#: Statements whose body is still the module's (or a class's) level.
+_LEVELS = (ast.Module, ast.ClassDef, ast.If, ast.Try, ast.ExceptHandler)
+
+
+def suite_functions(tree: ast.Module) -> frozenset[str]:
+    """What test module ``tree`` holds that a patch could call to compute a value, as source.
+
+    A function, method or lambda defined outside the module's tests that returns or yields
+    a value other than a literal: a patch reaches it through ``sys.modules`` and calls it
+    with its own input, so a reference implementation beside the tests
+    (``def _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid). Not
+    counted: tests and what they define (a callback a test hands the code under test is the
+    test's choice), set-up and tear-down, pytest hooks, and a fixture taking no input of the
+    caller's choosing (what it returns is a stored value, which the reference's walk reads);
+    what a fixture or set-up defines counts. At module and class level, a function picked
+    by name counts too: a name bound to a dotted name, a factory's callable or another name
+    (``_oracle = str.title``; :func:`_names_a_callable`). Imports do not (a module's
+    functions are the patch's to try anyway).
+    """
+    found: set[str] = set()
+    # A lambda handed to a call (`addfinalizer(lambda: ...)`, `sorted(key=lambda ...)`) is
+    # the callee's; one bound to a name, held or returned is the suite's.
+    handed = {
+        id(argument)
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        for argument in (*call.args, *(k.value for k in call.keywords))
+        if isinstance(argument, ast.Lambda)
+    }
+
+    def visit(node: ast.AST, klass: str | None, top: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = node.name
+            fixture = any(
+                _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
+                for d in node.decorator_list
+            )
+            if name.startswith("test") and not fixture:
+                return
+            if name.startswith("pytest_") and klass is None:
+                return
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            # `request` hands a fixture its parameter (`request.param`), and nothing else of
+            # the caller's choosing.
+            param = any(isinstance(n, ast.Attribute) and n.attr == "param" for n in ast.walk(node))
+            bare = [
+                a for a in arguments if a.arg not in _NO_INPUT or (a.arg == "request" and param)
+            ]
+            plain = not fixture and name not in _AROUND_NAMES
+            if _computes_value(node) and (plain or (fixture and bare)):
+                found.add(ast.dump(node))
+            if not plain:  # what a fixture or set-up defines is the suite's too
+                for child in node.body:
+                    visit(child, klass, False)
+            return
+        if isinstance(node, ast.Lambda):
+            if _computes_value(node) and id(node) not in handed:
+                found.add(ast.dump(node))
+            return
+        if top and isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            marks = all(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets)
+            if not marks and _names_a_callable(node.value):
+                found.add(ast.dump(node))
+        inner = node.name if isinstance(node, ast.ClassDef) else klass
+        for child in ast.iter_child_nodes(node):
+            visit(
+                child, inner, top and isinstance(node, ast.Module | ast.ClassDef | ast.If | ast.Try)
+            )
+
+    visit(tree, None, True)
+    return frozenset(found)
+
+
 def _scopes(tree: ast.Module) -> list[_Scope]:
     """The module's functions and its classes' methods, in order."""
     found: list[_Scope] = []
@@ -3150,6 +3307,7 @@ def _probe_module(source: str) -> Probe:
         probe.blocks,
         probe.owners,
         names,
+        suite_functions(parsed),
     )
 
 
