@@ -799,9 +799,12 @@ class EpisodeStore:
         try:
             written = start = self._high_water()
             for row in rows:
-                # The same trajectory, run and model: a retried write, a re-imported file.
-                found = conn.execute(_DUPLICATE, (row[0], row[1], row[4])).fetchone()
-                if found is not None and tuple(found[1:]) == (row[0], row[1], row[4]):
+                # The same trajectory, run, model and env kwargs: a retried write, a
+                # re-imported file. Other kwargs are another episode (s41 att41n: a second
+                # put under other kwargs was acknowledged as the first, its kwargs lost).
+                same = (row[0], row[1], row[4], row[3])
+                found = conn.execute(_DUPLICATE, same).fetchone()
+                if found is not None and tuple(found[1:]) == same:
                     out.append(Put(found[0], row[0], False))
                     continue
                 row_id = written + 1
@@ -862,6 +865,9 @@ class EpisodeStore:
         pending: str | None = None,
     ) -> Put:
         """Store one trajectory in its own transaction (a duplicate is not stored again).
+
+        A duplicate is the same trajectory, run, model and env kwargs (a retried write, a
+        re-imported file): its ``versions`` and ``timings`` stay those of the first put.
 
         Args:
             trajectory: The episode.

@@ -92,10 +92,12 @@ _COLUMNS = (
     "mac",
 )
 _INSERT = f"INSERT INTO episodes ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-#: What makes an episode a duplicate: the same trajectory, run and model (``IS``: NULL too).
-#: The caller compares what it reads back in Python too (an index is not trusted to match).
+#: What makes an episode a duplicate: the same trajectory, run, model and env kwargs (``IS``:
+#: NULL too). The caller compares what it reads back in Python too (an index is not trusted
+#: to match).
 _DUPLICATE = (
-    "SELECT id, hash, run, model FROM episodes WHERE hash = ? AND +run IS ? AND +model IS ? LIMIT 1"
+    "SELECT id, hash, run, model, env_kwargs FROM episodes "
+    "WHERE hash = ? AND +run IS ? AND +model IS ? AND +env_kwargs IS ? LIMIT 1"
 )
 _SUMMARY = (
     "id, hash, run, env_id, env_kwargs, model, task_id, seed, grp, sample, num_turns, "

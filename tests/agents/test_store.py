@@ -914,3 +914,13 @@ def test_a_retried_turn_keeps_the_logprobs_of_the_turn_the_history_went_on_from(
     assert episode(False).logprobs() == [0.0, 0.0, 0.0, -9.0, -9.0, -9.0, 0.0, -2.0]
     empty = Trajectory(env_id="e", steps=[Step([], [7, 8, 9], [-0.1, -0.2, -0.3], "r", "a")])
     assert empty.loss_mask() == [0, 1, 1] and empty.logprobs() == [0.0, -0.2, -0.3]
+
+
+def test_the_same_trajectory_under_other_env_kwargs_is_another_episode(store):
+    # s41 att41n: a second put under other env kwargs was acknowledged as a duplicate of the
+    # first and its kwargs lost; the same kwargs (in another key order) stay a duplicate.
+    first = store.put(make_trajectory(0), run="r", env_kwargs={"difficulty": 1, "size": 4})
+    other = store.put(make_trajectory(0), run="r", env_kwargs={"difficulty": 2, "size": 4})
+    again = store.put(make_trajectory(0), run="r", env_kwargs={"size": 4, "difficulty": 1})
+    assert first.new and other.new and not again.new and again.id == first.id
+    assert sorted(e.env_kwargs["difficulty"] for e in store.episodes(run="r")) == [1, 2]
