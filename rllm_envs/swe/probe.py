@@ -3019,10 +3019,8 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             if not marks and _names_a_callable(node.value):
                 found.add(ast.dump(node))
         inner = node.name if isinstance(node, ast.ClassDef) else klass
-        for child in ast.iter_child_nodes(node):
-            visit(
-                child, inner, top and isinstance(node, ast.Module | ast.ClassDef | ast.If | ast.Try)
-            )
+        for inside in ast.iter_child_nodes(node):
+            visit(inside, inner, top and isinstance(node, _LEVELS))
 
     visit(tree, None, True)
     return frozenset(found)
