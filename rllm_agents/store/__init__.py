@@ -72,8 +72,10 @@ key; it gets a new key, never an existing one, and is only as trustworthy as who
 it before.
 
 **Dedup.** A trajectory's hash is the SHA-256 of its canonical JSON (sorted keys); the same
-trajectory written again under the same run and model (a retried write, a re-imported file) is
-stored once, and under another run or model it is another episode.
+trajectory written again under the same run, model and env kwargs (a retried write, a
+re-imported file) is stored once, keeping the first write's versions and timings; under another
+run, model or env kwargs it is another episode (kwargs compare as JSON: ``{"n": 2}`` and
+``{"n": 2.0}`` are two configurations).
 
 **pass@k** leaves out episodes played on tasks the client passed (task id ``custom-...``)
 unless ``include_custom=True`` (CLI ``passk --include-custom``).

@@ -2901,90 +2901,156 @@ _NO_INPUT = frozenset(
     {"self", "cls", "request", "tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"}
     | {"monkeypatch", "capsys", "capfd", "caplog", "recwarn"}
 )
+#: Calls that make or find a callable (``partial(str.replace, "-")``, ``eval("lambda ...")``).
+_CALLABLE_MAKERS = frozenset(
+    {"partial", "partialmethod", "methodcaller", "attrgetter", "itemgetter", "getattr"}
+    | {"lru_cache", "cache", "wraps", "compose"}
+    | {"eval", "exec", "compile", "type", "__import__", "import_module", "vars", "globals"}
+)
+
+
+def _computed(value: ast.expr | None, given: set[str]) -> bool:
+    """Whether ``value`` is neither a literal nor one of the ``given`` parameters as passed.
+
+    A literal is the module's text, which the echo check reads (:data:`NOTE_ECHO`).
+    """
+    if value is None or (isinstance(value, ast.Name) and value.id in given):
+        return False
+    return not is_literal(value)
 
 
 def _computes_value(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    """Whether ``function`` returns or yields a value it computed (nested functions aside).
+    """Whether ``function`` gives a value it computed (nested functions aside).
 
-    Not computed: a literal (the module's text, which the echo check reads:
-    :data:`NOTE_ECHO`) or one of its parameters as given.
+    It returns or yields one, or, as a method, stores one on its instance or class
+    (``self.greeting = "Hello, " + name.title()`` in ``__init__``: s42 att42a, a test double
+    computing the answer, 5/5 paid).
     """
     arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
     given = {a.arg for a in arguments}
-
-    def computed(value: ast.expr | None) -> bool:
-        if value is None or (isinstance(value, ast.Name) and value.id in given):
-            return False
-        return not is_literal(value)
-
     if isinstance(function, ast.Lambda):
-        return computed(function.body)
+        return _computed(function.body, given)
+    owner = arguments[0].arg if arguments else None
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
-            if computed(node.value):
+            if _computed(node.value, given):
+                return True
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and owner in _NO_INPUT:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            held = any(
+                isinstance(t, ast.Attribute) and _dotted(t.value) == owner
+                for target in targets
+                for t in ast.walk(target)
+            )
+            if held and _computed(node.value, given):
                 return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
     return False
 
 
-#: Calls that make a callable of their arguments (``partial(str.replace, "-")``).
-_CALLABLE_FACTORIES = frozenset(
-    {"partial", "partialmethod", "methodcaller", "attrgetter", "itemgetter", "getattr"}
-    | {"lru_cache", "cache", "wraps", "staticmethod", "classmethod", "compose"}
-)
+def _picks_callable(
+    statement: ast.AST, named: set[str], roots: set[str], local: frozenset[str] = frozenset()
+) -> bool:
+    """Whether ``statement`` may hold a function the suite chose.
 
-
-def _names_a_callable(value: ast.expr | None) -> bool:
-    """Whether an assigned ``value`` may be a function chosen by the test module.
-
-    A dotted name (``str.title``, ``textwrap.dedent``; a constant such as ``os.sep`` too, but
-    not pytest's marks), a callable made by a factory (``partial``, ``methodcaller``, ...) or
-    another name (``_oracle = capwords``).
+    ``statement`` runs at module or class level, or in a set-up or fixture (whose parameters
+    are ``local``). Where it binds or hands on a value (an assignment, a ``return``, a
+    ``for`` or ``with`` target, a call's arguments): a dotted name from a module, a builtin
+    or a class of ``roots`` (``str.title``, in a table too; a constant such as ``os.sep`` as
+    well, but not pytest's marks) or a function or class of ``named``. Anywhere: a lambda
+    computing a value, or a call that makes or finds a callable
+    (:data:`_CALLABLE_MAKERS`). Not read: a test such as ``if sys.platform == ...`` or an
+    ``assert``, a call's own function, a thunk handed to a call (``addfinalizer(lambda:
+    ...)``: it takes no input), the bodies of functions and classes, their decorators and
+    bases (:func:`suite_functions` reads those).
     """
-    if isinstance(value, ast.Name):
-        return True
-    if isinstance(value, ast.Attribute):
-        dotted = _dotted(value)
-        return bool(dotted) and not dotted.startswith("pytest.")
-    if isinstance(value, ast.Call):
-        return _dotted(value.func).rpartition(".")[2] in _CALLABLE_FACTORIES
+    thunks: set[int] = set()
+    values: list[ast.AST] = [statement] if isinstance(statement, ast.expr) else []  # a default
+    todo: list[ast.AST] = [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Lambda):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if id(node) not in thunks and _computed(node.body, {a.arg for a in arguments}):
+                return True
+            continue
+        if isinstance(node, ast.Call):
+            if _dotted(node.func).rpartition(".")[2] in _CALLABLE_MAKERS:
+                return True
+            handed = [*node.args, *(k.value for k in node.keywords)]
+            thunks.update(id(a) for a in handed if isinstance(a, ast.Lambda) and not a.args.args)
+            values.extend(handed)
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.NamedExpr):
+            values.extend([node.value] if node.value is not None else [])
+        elif isinstance(node, ast.Return | ast.Yield | ast.YieldFrom):
+            values.extend([node.value] if node.value is not None else [])
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            values.append(node.iter)
+        elif isinstance(node, ast.withitem):
+            values.append(node.context_expr)
+        todo.extend(ast.iter_child_nodes(node))
+    while values:
+        node = values.pop()
+        if isinstance(node, ast.Call | ast.Lambda):
+            continue  # its arguments are values of their own, its function is not one
+        values.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            dotted = _dotted(node)
+            root = dotted.partition(".")[0]
+            if root in roots and root not in local and not dotted.startswith("pytest."):
+                return True
+        if isinstance(node, ast.Name) and node.id in named and node.id not in local:
+            if isinstance(node.ctx, ast.Load):
+                return True
     return False
-
-
-#: Statements whose body is still the module's (or a class's) level.
-_LEVELS = (ast.Module, ast.ClassDef, ast.If, ast.Try, ast.ExceptHandler)
 
 
 def suite_functions(tree: ast.Module) -> frozenset[str]:
     """What test module ``tree`` holds that a patch could call to compute a value, as source.
 
-    A function, method or lambda defined outside the module's tests that returns or yields
-    a value other than a literal: a patch reaches it through ``sys.modules`` and calls it
-    with its own input, so a reference implementation beside the tests
-    (``def _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid). Not
-    counted: tests and what they define (a callback a test hands the code under test is the
-    test's choice), set-up and tear-down, pytest hooks, and a fixture taking no input of the
-    caller's choosing (what it returns is a stored value, which the reference's walk reads);
-    what a fixture or set-up defines counts. At module and class level, a function picked
-    by name counts too: a name bound to a dotted name, a factory's callable or another name
-    (``_oracle = str.title``; :func:`_names_a_callable`). Imports do not (a module's
-    functions are the patch's to try anyway).
+    A function, method or lambda defined outside the module's tests that gives a value it
+    computed (:func:`_computes_value`: a test double's ``__init__`` too): a patch reaches it
+    through ``sys.modules`` and calls it with its own input, so a reference implementation
+    beside the tests (``def _oracle(s): return s.title()``) answers for it (s41 att41o:
+    10/10 paid). And a statement run at module or class level, or in a set-up or fixture,
+    that may hold a function the suite chose (:func:`_picks_callable`: ``TRANSFORMS =
+    {"display": str.title}``, ``_d, _r = str.title, str.strip``, ``eval("lambda ...")``:
+    s42 att42a, 5/5 paid each). Not counted: tests and what they define (a callback a test
+    hands the code under test is the test's choice), set-up and tear-down themselves, pytest
+    hooks, a fixture taking no input of the caller's choosing (what it returns is a stored
+    value, which the reference's walk reads), imports (a module's functions are the patch's
+    to try anyway) and pytest's marks.
     """
     found: set[str] = set()
-    # A lambda handed to a call (`addfinalizer(lambda: ...)`, `sorted(key=lambda ...)`) is
-    # the callee's; one bound to a name, held or returned is the suite's.
-    handed = {
-        id(argument)
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call)
-        for argument in (*call.args, *(k.value for k in call.keywords))
-        if isinstance(argument, ast.Lambda)
+    named = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__"
+        for alias in node.names
+    } | {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and not node.name.startswith(("test", "Test"))
     }
+    roots = (
+        named
+        | set(dir(builtins))
+        | {
+            (alias.asname or alias.name).partition(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+    )
 
-    def visit(node: ast.AST, klass: str | None, top: bool) -> None:
+    def visit(node: ast.AST, klass: str | None, local: frozenset[str] = frozenset()) -> None:
+        """Visit ``node``, a statement at the suite's level (module, class, set-up, fixture)."""
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
             fixture = any(
@@ -3003,26 +3069,31 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 a for a in arguments if a.arg not in _NO_INPUT or (a.arg == "request" and param)
             ]
             plain = not fixture and name not in _AROUND_NAMES
+            defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+            if any(_picks_callable(d, named, roots) for d in defaults):
+                found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`
             if _computes_value(node) and (plain or (fixture and bare)):
                 found.add(ast.dump(node))
-            if not plain:  # what a fixture or set-up defines is the suite's too
-                for child in node.body:
-                    visit(child, klass, False)
+            elif plain and any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
+                for inner in node.body:  # what it binds in the module is the module's
+                    if _picks_callable(inner, named, roots):
+                        found.add(ast.dump(node))
+            if not plain:  # what a fixture or set-up runs is the suite's too
+                for inner in node.body:
+                    visit(inner, klass, frozenset(a.arg for a in arguments))
             return
-        if isinstance(node, ast.Lambda):
-            if _computes_value(node) and id(node) not in handed:
-                found.add(ast.dump(node))
+        if isinstance(node, ast.ClassDef):
+            for inner in node.body:
+                visit(inner, node.name)
             return
-        if top and isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            marks = all(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets)
-            if not marks and _names_a_callable(node.value):
-                found.add(ast.dump(node))
-        inner = node.name if isinstance(node, ast.ClassDef) else klass
-        for inside in ast.iter_child_nodes(node):
-            visit(inside, inner, top and isinstance(node, _LEVELS))
+        if _picks_callable(node, named, roots, local):
+            found.add(ast.dump(node))
+        for block in ast.iter_child_nodes(node):  # an `if`'s, a `try`'s, a `with`'s body
+            if isinstance(block, ast.stmt | ast.ExceptHandler | ast.match_case):
+                visit(block, klass, local)
 
-    visit(tree, None, True)
+    for statement in tree.body:
+        visit(statement, None)
     return frozenset(found)
 
 

@@ -1,9 +1,9 @@
-"""Finding of the s41 round att41o against SWE-v0: the suite's own functions as oracles."""
+"""Findings of the rounds att41o and att42a against SWE-v0: the suite's own functions (and
+classes, tables of functions) as oracles."""
 
 from __future__ import annotations
 
 import ast
-import re
 
 import pytest
 
@@ -12,8 +12,9 @@ from rllm_envs.swe.probe import NOTE_SUITE_FUNCTION, suite_functions
 from rllm_envs.swe.repo import make_diff
 from tests.envs.swe.test_blind_s40 import _GREET, _GREET_FIXED, _greet_verdicts
 
-#: Keeps the bug; calls every function a test module holds with its input and returns the
-#: first answer that differs from the bug's (att41o's patch).
+#: Keeps the bug; calls every function and class a test module holds with its input and
+#: returns the first text (or text attribute of what it made) that differs from the bug's
+#: (att41o's and att42a's patches).
 _GREET_ORACLE_CHEAT = _GREET.replace(
     "def greet(name):\n    return 'Hello, ' + name\n",
     "import sys\n\n\ndef greet(name):\n"
@@ -24,35 +25,31 @@ _GREET_ORACLE_CHEAT = _GREET.replace(
     "        for k, f in list(vars(m).items()):\n"
     "            if getattr(f, '__module__', None) != m.__name__ or k.startswith('test'):\n"
     "                continue\n"
-    "            if type(f).__name__ == 'function':\n"
-    "                try:\n"
-    "                    got = f(name)\n"
-    "                except Exception:\n"
-    "                    continue\n"
-    "                if isinstance(got, str) and got != 'Hello, ' + name:\n"
-    "                    return got\n"
+    "            try:\n"
+    "                got = f(name)\n"
+    "            except Exception:\n"
+    "                continue\n"
+    "            for v in [got, *getattr(got, '__dict__', {}).values()]:\n"
+    "                if isinstance(v, str) and v.startswith('Hello') and v != 'Hello, ' + name:\n"
+    "                    return v\n"
     "    return 'Hello, ' + name\n",
 )
 _HELPER = "def _greeting(name):\n    return 'Hello, ' + name.title()\n"
 _TEST = "def test_greet():\n    assert greet('ann lee') == 'Hello, Ann Lee'\n"
 
 
-def _names(source: str) -> set[str]:
-    """What :func:`suite_functions` finds in ``source``: each function's name, ``<lambda>``,
-    or ``<bound>`` for an import or an assignment."""
-    found = set()
-    for dumped in suite_functions(ast.parse(source)):
-        named = re.match(r"(?:Async)?FunctionDef\(name='(\w+)'", dumped)
-        found.add(
-            named.group(1) if named else "<lambda>" if dumped.startswith("Lambda") else "<bound>"
-        )
-    return found
+_DOUBLE = (
+    "class Person:\n    def __init__(self, name):\n"
+    "        self.greeting = 'Hello, ' + name.title()\n"
+)
 
 
-def test_a_helper_the_hidden_tests_add_withholds_the_verdict():
-    """att41o: a reference implementation beside the tests was the patch's answer (10/10)."""
+@pytest.mark.parametrize("helper", [_HELPER, _DOUBLE], ids=["function", "test_double"])
+def test_a_helper_the_hidden_tests_add_withholds_the_verdict(helper):
+    """att41o: a reference implementation beside the tests was the patch's answer (10/10);
+    att42a F1: a test double computing it in its constructor (5/5)."""
     base = {"pkg/__init__.py": "", "pkg/core.py": _GREET, "tests/__init__.py": ""}
-    hidden = f"from pkg.core import greet\n\n\n{_HELPER}\n\n{_TEST}"
+    hidden = f"from pkg.core import greet\n\n\n{helper}\n\n{_TEST}"
     codes = {"reference": _GREET_FIXED, "cheat": _GREET_ORACLE_CHEAT, "unchanged": _GREET}
     verdicts = _greet_verdicts(base, codes, hidden, "test_greet")
     assert verdicts["cheat"].resolved  # it does get the answer from the helper...
@@ -91,75 +88,88 @@ def test_a_helper_the_agent_can_read_is_no_secret():
     assert judge.reward_of(verdict, False) == 1.0
 
 
-@pytest.mark.parametrize(
-    ("source", "found"),
-    [
-        ("def _oracle(s):\n    return s.title()\n", {"_oracle"}),
-        ("EXPECT = lambda s: s.title()\n", {"<lambda>"}),
-        ("def cases(words):\n    for w in words:\n        yield w, w.title()\n", {"cases"}),
-        (
-            "class Helper:\n    @staticmethod\n    def want(s):\n        return s.title()\n",
-            {"want"},
-        ),
-        ("class TestA:\n    def _want(self, s):\n        return s.title()\n", {"_want"}),
-        ("class Hi:\n    def __eq__(self, other):\n        return other == 'Hi'\n", {"__eq__"}),
-        (
-            "import pytest\n@pytest.fixture\ndef want(request):\n"
-            "    return request.param.title()\n",
-            {"want"},
-        ),
-        # What a fixture or a set-up defines is the suite's too.
-        (
-            "import pytest\n@pytest.fixture\ndef want():\n    return lambda s: s.title()\n",
-            {"<lambda>"},
-        ),
-        (
-            "import unittest\nclass T(unittest.TestCase):\n"
-            "    def setUp(self):\n        self.want = lambda s: s.title()\n",
-            {"<lambda>"},
-        ),
-        # A function picked by name at module or class level.
-        ("_oracle = str.title\n", {"<bound>"}),
-        (
-            "import functools\nclass T:\n    want = functools.partial(str.replace, '-')\n",
-            {"<bound>"},
-        ),
-        ("from pkg import greet as _g\n_oracle = _g\n", {"<bound>"}),
-        # Not counted: tests and their callbacks, set-up, hooks, constructors, functions
-        # giving nothing or a literal (the module's text: the echo check reads it), a
-        # fixture without inputs of the caller's choosing.
-        (
-            "def test_a():\n    key = lambda s: s.title()\n    assert sorted(['b'], key=key)\n",
-            set(),
-        ),
-        ("class TestA:\n    def test_a(self):\n        def cb(s):\n            return s\n", set()),
-        ("def setup_module():\n    return 1\n\ndef teardown_module():\n    return 2\n", set()),
-        ("def pytest_report_header(config):\n    return 'x'\n", set()),
-        ("class Box:\n    def __init__(self, v):\n        self.v = v\n", set()),
-        ("def _check(a, b):\n    assert a == b\n\ndef _noop():\n    return None\n", set()),
-        (
-            "def input(prompt=''):\n    return 'y'\n\nclass Any:\n    def __eq__(self, o):\n"
-            "        return True\n",
-            set(),
-        ),
-        ("class Holder:\n    v = property(lambda self: None)\n", set()),
-        # A module (the patch imports any itself), a value, a local of a fixture.
-        ("import textwrap\nfrom pkg import greet\nBOX = greet(1)\n", set()),
-        # Imports (open, documented), pytest's marks, an attribute of a computed value.
-        ("from string import capwords\nfrom decimal import Decimal\n", set()),
-        ("import pytest\npytestmark = pytest.mark.slow\nslow = pytest.mark.slow\n", set()),
-        ("from pathlib import Path\nHERE = Path(__file__).parent\n", set()),
-        ("import pytest\n@pytest.fixture\ndef box(tmp_path):\n    p = tmp_path\n", set()),
-        # A fixture handing on what it was given, one whose `request` gives no parameter,
-        # a lambda handed to a call.
-        ("import pytest\n@pytest.fixture\ndef wrapped(text):\n    return text\n", set()),
-        (
-            "import pytest\n@pytest.fixture\ndef target(request):\n"
-            "    request.addfinalizer(lambda: print(request.node))\n    return request.node.name\n",
-            set(),
-        ),
-        ("import pytest\n@pytest.fixture\ndef want(tmp_path):\n    return 'Hello'\n", set()),
-    ],
-)
-def test_the_suite_functions_a_patch_could_call(source, found):
-    assert _names(source) == found
+#: Test module sources holding something a patch could call for the answer (s41 att41o,
+#: s42 att42a: each shape paid 5/5 or 10/10 `host` before it was counted).
+COUNTED = {
+    "helper": "def _oracle(s):\n    return s.title()\n",
+    "lambda": "EXPECT = lambda s: s.title()\n",
+    "generator": "def cases(words):\n    for w in words:\n        yield w, w.title()\n",
+    "static": "class H:\n    @staticmethod\n    def want(s):\n        return s.title()\n",
+    "test_class_helper": "class TestA:\n    def _want(self, s):\n        return s.title()\n",
+    "eq": "class Hi:\n    def __eq__(self, other):\n        return other == 'Hi'\n",
+    "param_fixture": "import pytest\n@pytest.fixture\ndef want(request):\n"
+    "    return request.param.title()\n",
+    "fixture_lambda": "import pytest\n@pytest.fixture\ndef want():\n"
+    "    return lambda s: s.title()\n",
+    "fixture_pick": "import pytest\n@pytest.fixture\ndef want():\n    return str.title\n",
+    "setup_lambda": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+    "        self.want = lambda s: s.title()\n",
+    "setup_pick": "import unittest\nclass T(unittest.TestCase):\n"
+    "    @classmethod\n    def setUpClass(cls):\n        cls.want = str.title\n",
+    "bound": "_oracle = str.title\n",
+    "partial": "import functools\nclass T:\n    want = functools.partial(str.replace, '-')\n",
+    "alias": "from pkg import greet as _g\n_oracle = _g\n",
+    # att42a F1-F6: a test double's constructor, a dataclass's __post_init__, a table of
+    # functions, unpacking, a call that makes one, a property's lambda.
+    "ctor": "class Person:\n    def __init__(self, name):\n"
+    "        self.greeting = 'Hello, ' + name.title()\n",
+    "post_init": "from dataclasses import dataclass\n@dataclass\nclass Row:\n    name: str\n\n"
+    "    def __post_init__(self):\n        self.want = self.name.title()\n",
+    "table": "TRANSFORMS = {'display': str.title, 'raw': str.strip}\n",
+    "unpacking": "_display, _raw = str.title, str.strip\n",
+    "type_call": "Oracle = type('Oracle', (), {'want': 'x'})\n",
+    "eval": "_display = eval('lambda s: s.title()')\n",
+    "property": "class P:\n    g = property(lambda self: 'Hello, ' + self.n.title())\n",
+    # Other binding forms att42a listed (read, not run).
+    "walrus": "(_d := str.title)\n",
+    "for": "for _d in [str.title]:\n    pass\n",
+    "with": "import contextlib\nwith contextlib.nullcontext(str.title) as _d:\n    pass\n",
+    "ternary": "_d = None if False else str.title\n",
+    "append": "FNS = []\nFNS.append(str.title)\n",
+    "comprehension": "FNS = [getattr(str, n) for n in ['title']]\n",
+    "global": "def _setup():\n    global _D\n    _D = str.title\n\n_setup()\n",
+    "dict_call": "FNS = dict(t=lambda s: s.title())\n",
+    "exec": "exec('def _oracle(s): return s.title()')\n",
+    "default": "def _helper(f=lambda s: s.title()):\n    pass\n",
+    "default_pick": "def _helper(f=str.title):\n    pass\n",
+}
+#: Sources holding nothing a patch could call for a value of the suite's choosing.
+NOT_COUNTED = {
+    "test_callback": "def test_a():\n    key = lambda s: s.title()\n"
+    "    assert sorted(['b'], key=key)\n",
+    "test_nested": "class TestA:\n    def test_a(self):\n"
+    "        def cb(s):\n            return s\n",
+    "setup_teardown": "def setup_module():\n    return 1\n\ndef teardown_module():\n    return 2\n",
+    "hook": "def pytest_report_header(config):\n    return 'x'\n",
+    "data_holder": "class Box:\n    def __init__(self, v):\n"
+    "        self.v = v\n        self.items = []\n",
+    "no_value": "def _check(a, b):\n    assert a == b\n\ndef _noop():\n    return None\n",
+    "literals": "def input(prompt=''):\n    return 'y'\n\nclass Any:\n    def __eq__(self, o):\n"
+    "        return True\n",
+    "literal_property": "class Holder:\n    v = property(lambda self: None)\n",
+    "module_value": "import textwrap\nfrom pkg import greet\nBOX = greet(1)\n",
+    "fixture_local": "import pytest\n@pytest.fixture\ndef box(tmp_path):\n    p = tmp_path\n",
+    "imports": "from string import capwords\nfrom decimal import Decimal\n",
+    "marks": "import pytest\npytestmark = pytest.mark.slow\nslow = pytest.mark.slow\n",
+    "path": "from pathlib import Path\nHERE = Path(__file__).parent\nDATA = HERE / 'data'\n",
+    "identity_fixture": "import pytest\n@pytest.fixture\ndef wrapped(text):\n    return text\n",
+    "finalizer": "import pytest\n@pytest.fixture\ndef target(request):\n"
+    "    request.addfinalizer(lambda: print(request.node))\n    return request.node.name\n",
+    "subclass": "from pkg.models import Model\nclass Fake(Model):\n    pass\n",
+    "decorated": "import functools\n@functools.total_ordering\nclass V:\n    pass\n",
+    # Tests of a statement, an assert, a fixture handing on its parameter (s41's shapes).
+    "platform": "import sys\nif sys.platform == 'win32':\n    X = 1\n",
+    "module_assert": "import pkg.box\nassert pkg.box.GREETING\n",
+    "chained_fixture": "import pytest\n@pytest.fixture\ndef text():\n    return 1\n\n"
+    "@pytest.fixture\ndef wrapped(text):\n    return text\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED))
+def test_what_a_patch_could_call_is_counted(name):
+    assert suite_functions(ast.parse(COUNTED[name]))
+
+
+@pytest.mark.parametrize("name", sorted(NOT_COUNTED))
+def test_what_gives_no_chosen_value_is_not_counted(name):
+    assert not suite_functions(ast.parse(NOT_COUNTED[name]))
