@@ -1361,7 +1361,11 @@ class EpisodeStore:
             same = len({row[1] for row in rows}) == 1
             raise KeyError(
                 f"Hash {'' if same else 'prefix '}{key!r} is "
-                + ("stored more than once (under other runs, models or env kwargs)" if same else "ambiguous")
+                + (
+                    "stored more than once (under other runs, models or env kwargs)"
+                    if same
+                    else "ambiguous"
+                )
                 + f": give the row id, one of {', '.join(map(str, ids[:5]))}"
                 + (" ..." if len(ids) > 5 else "")
             )
