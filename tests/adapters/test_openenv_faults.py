@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -296,6 +297,29 @@ def test_a_body_the_route_does_not_read_cannot_hold_the_connection(server):
     assert (_closed_within(done, 15) or 99) < 5  # --header-timeout 1
     time.sleep(0.5)
     assert "body unfinished" in log.read_text()
+
+
+def _reset_mid_body(url: str, path: str) -> None:
+    """Send a request's headers and part of its body, then reset the connection."""
+    sock = _raw(url)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".encode())
+    sock.sendall(b'{"seed": 1')
+    time.sleep(0.05)  # the route is reading the body
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # an RST
+
+
+def test_a_client_leaving_mid_body_is_one_line_not_a_traceback(server):
+    # s42 att42d F1: each such client made uvicorn log a traceback of about 4 KB.
+    url, log = server
+    for path in ("/reset", "/step", "/mcp") * 3:
+        _reset_mid_body(url, path)
+    deadline = time.monotonic() + 10
+    while log.read_text().count("client left mid-body") < 9 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    text = log.read_text()
+    assert text.count("client left mid-body") == 9 and "Traceback" not in text, text[-3000:]
+    assert httpx.get(f"{url}/health", timeout=10).status_code == 200
 
 
 def test_one_client_cannot_hold_every_connection(server):
@@ -681,6 +705,29 @@ def test_dropped_clients_and_sigterm_under_load_log_one_line_each_and_no_traceba
     ]
     assert len(dropped) == 3 and len(set(dropped)) == len(dropped), text
     assert len(text.splitlines()) <= 10, text
+
+
+def test_sigterm_cuts_requests_whose_body_has_not_arrived(tmp_path):
+    # s42 att42d F2: requests still sending their bodies held a SIGTERM through the whole
+    # 10 s grace period, then each logged its cancellation as a traceback.
+    log = tmp_path / "server.log"
+    port = _free_port()
+    proc = _start(port, log, "--body-timeout", "60")
+    url = f"http://127.0.0.1:{port}"
+    held = []
+    for _ in range(5):
+        sock = _raw(url)
+        sock.sendall(b"POST /reset HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        held.append(sock)
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    for sock in held:
+        sock.close()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    # uvicorn says "Cancel N running task(s)" when the grace period ran out.
+    assert "Cancel" not in text and "Traceback" not in text, text[-3000:]
 
 
 # ------------------------------------------------------------------- the step's hot path
