@@ -2883,6 +2883,7 @@ def module_functions(
 
 #: Functions pytest or unittest calls around tests (their values are not asked for).
 _AROUND_NAMES = _SETUP_NAMES | {
+    "setUpTestData",
     "tearDown",
     "teardown",
     "teardown_method",
@@ -2896,56 +2897,165 @@ _AROUND_NAMES = _SETUP_NAMES | {
 }
 
 
-#: Parameters through which a caller hands a function no input of its choosing.
+#: pytest's built-in fixtures: a fixture taking only these takes no input of its caller's
+#: choosing (``request`` does when the fixture reads ``request.param`` or a fixture by name).
 _NO_INPUT = frozenset(
-    {"self", "cls", "request", "tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"}
+    {"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"}
     | {"monkeypatch", "capsys", "capfd", "caplog", "recwarn"}
 )
 #: Calls that make or find a callable (``partial(str.replace, "-")``, ``eval("lambda ...")``).
 _CALLABLE_MAKERS = frozenset(
     {"partial", "partialmethod", "methodcaller", "attrgetter", "itemgetter", "getattr"}
     | {"lru_cache", "cache", "wraps", "compose"}
-    | {"eval", "exec", "compile", "type", "__import__", "import_module", "vars", "globals"}
+    | {"eval", "exec", "type", "__import__", "import_module", "vars", "globals"}
+)
+#: Calls that keep or show what they are given (a list's ``append``, ``setattr``, ``print``,
+#: a logger's methods): a computed value handed to one leaves the function.
+_KEEPERS = frozenset(
+    {"append", "extend", "insert", "add", "update", "setdefault", "setattr", "__setitem__"}
+    | {"write", "writelines", "print", "put", "send"}
+    | {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
 )
 
 
-def _computed(value: ast.expr | None, given: set[str]) -> bool:
-    """Whether ``value`` is neither a literal nor one of the ``given`` parameters as passed.
+def _parameters(arguments: ast.arguments) -> set[str]:
+    """The names a function's ``arguments`` bind (``*args`` and ``**kwargs`` too)."""
+    named = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    named += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return {a.arg for a in named}
+
+
+def _uncomputed(value: ast.expr | None, given: set[str]) -> bool:
+    """Whether ``value`` holds nothing computed (a literal, a ``given`` name, a container).
 
     A literal is the module's text, which the echo check reads (:data:`NOTE_ECHO`).
     """
-    if value is None or (isinstance(value, ast.Name) and value.id in given):
-        return False
-    return not is_literal(value)
+    if value is None or is_literal(value):
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in given
+    if isinstance(value, ast.Starred):
+        return _uncomputed(value.value, given)
+    if isinstance(value, ast.List | ast.Tuple | ast.Set):
+        return all(_uncomputed(e, given) for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return all(_uncomputed(k, given) for k in value.keys) and all(
+            _uncomputed(v, given) for v in value.values
+        )
+    return False
 
 
-def _computes_value(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    """Whether ``function`` gives a value it computed (nested functions aside).
+def _computed(
+    value: ast.expr | None,
+    given: set[str],
+    delegates: frozenset[str],
+    around: bool = False,
+    local: dict[str, list[ast.expr]] | None = None,
+) -> bool:
+    """Whether ``value`` is computed here.
 
-    It returns or yields one, or, as a method, stores one on its instance or class
-    (``self.greeting = "Hello, " + name.title()`` in ``__init__``: s42 att42a, a test double
-    computing the answer, 5/5 paid).
+    Not if :func:`_uncomputed`, nor if a call of a function or class of ``delegates`` (the
+    repository's, or the module's own, read apart) given uncomputed arguments
+    (``Greeter(**kw)``: what the code under test computes is no answer). ``around`` (a
+    set-up or a fixture without inputs, which the patch calls with its own object): an
+    attribute of a parameter is not computed, nor is a call given no computed argument
+    (``tempfile.mkdtemp()``, ``self.client.get("/")``: the patch's object answers those),
+    nor a path joined with a literal (``tmp_path / "f.txt"``); arithmetic and text built
+    from them are (``"Hello, " + self.person.title()``). ``local``: there, what each local
+    name was assigned (``cart = Cart(); return cart``).
     """
-    arguments = function.args.posonlyargs + function.args.args + function.args.kwonlyargs
-    given = {a.arg for a in arguments}
-    if isinstance(function, ast.Lambda):
-        return _computed(function.body, given)
-    owner = arguments[0].arg if arguments else None
+    if _uncomputed(value, given):
+        return False
+    if around and isinstance(value, ast.Name):
+        if local is None or value.id not in local:
+            return False  # a module's name, a builtin
+        held = local.pop(value.id)  # popped: a name assigned from itself ends here
+        return not held or any(_computed(v, given, delegates, around, local) for v in held)
+    if around and isinstance(value, ast.Attribute):
+        return _dotted(value).partition(".")[0] not in given
+    if around and isinstance(value, ast.Call):
+        handed = [*value.args, *(k.value for k in value.keywords)]
+        return any(_computed(a, given, delegates, around, local) for a in handed)
+    if around and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div):
+        joined = isinstance(value.right, ast.Constant) and isinstance(value.right.value, str)
+        return not joined or _computed(value.left, given, delegates, around, local)
+    if isinstance(value, ast.Call):
+        root = _dotted(value.func).partition(".")[0]
+        handed = [*value.args, *(k.value for k in value.keywords)]
+        return not (root in delegates and all(_uncomputed(a, given) for a in handed))
+    if isinstance(value, ast.Lambda):
+        return _computed(value.body, given | _parameters(value.args), delegates)
+    return True
+
+
+def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
+    """What each local name of ``function`` is assigned (nested functions aside).
+
+    A name bound otherwise (unpacked, a loop's or a ``with``'s target) maps to ``[]``: what
+    it holds is not followed, and counts as computed.
+    """
+    found: dict[str, list[ast.expr]] = {}
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
-            if _computed(node.value, given):
-                return True
-        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and owner in _NO_INPUT:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            held = any(
-                isinstance(t, ast.Attribute) and _dotted(t.value) == owner
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    value = node.value
+                    if isinstance(node, ast.AugAssign):  # `x += y`: computed from x and y
+                        value = ast.BinOp(ast.Name(target.id, ast.Load()), node.op, node.value)
+                    found.setdefault(target.id, []).append(value)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.setdefault(node.id, [])
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _computes_value(
+    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+    delegates: frozenset[str] = frozenset(),
+    around: bool = False,
+) -> bool:
+    """Whether a value ``function`` computed from its inputs leaves it (nested functions aside).
+
+    It returns or yields one, stores one in an attribute, an item or a global (a test
+    double's ``__init__``, a cache: s42 att42a/att42c, 5/5 paid each), or hands one to a
+    call that keeps or shows it (:data:`_KEEPERS`: ``self.lines.append(...)``, ``print``).
+    """
+    given = _parameters(function.args)
+    if isinstance(function, ast.Lambda):
+        return _computed(function.body, given, delegates)
+    shared = {
+        n
+        for node in ast.walk(function)
+        if isinstance(node, ast.Global | ast.Nonlocal)
+        for n in node.names
+    }
+    todo: list[ast.AST] = list(function.body)
+    while todo:
+        node = todo.pop()
+        out: list[ast.expr | None] = []
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
+            out.append(node.value)
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            kept = any(
+                isinstance(t, ast.Attribute | ast.Subscript)
+                or (isinstance(t, ast.Name) and t.id in shared)
                 for target in targets
                 for t in ast.walk(target)
             )
-            if held and _computed(node.value, given):
-                return True
+            out.extend([node.value] if kept else [])
+        elif isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] in _KEEPERS:
+            out.extend([*node.args, *(k.value for k in node.keywords)])
+        if any(
+            _computed(v, given, delegates, around, _assigned(function))
+            for v in out
+            if v is not None
+        ):
+            return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
     return False
@@ -2957,15 +3067,16 @@ def _picks_callable(
     """Whether ``statement`` may hold a function the suite chose.
 
     ``statement`` runs at module or class level, or in a set-up or fixture (whose parameters
-    are ``local``). Where it binds or hands on a value (an assignment, a ``return``, a
-    ``for`` or ``with`` target, a call's arguments): a dotted name from a module, a builtin
-    or a class of ``roots`` (``str.title``, in a table too; a constant such as ``os.sep`` as
-    well, but not pytest's marks) or a function or class of ``named``. Anywhere: a lambda
-    computing a value, or a call that makes or finds a callable
-    (:data:`_CALLABLE_MAKERS`). Not read: a test such as ``if sys.platform == ...`` or an
-    ``assert``, a call's own function, a thunk handed to a call (``addfinalizer(lambda:
-    ...)``: it takes no input), the bodies of functions and classes, their decorators and
-    bases (:func:`suite_functions` reads those).
+    are ``local``). Where it binds or keeps a value (an assignment, a ``return``, a ``for``
+    or ``with`` target, the arguments of a call that keeps them, :data:`_KEEPERS`): a dotted
+    name from a module, a builtin or a class of ``roots`` (``str.title``, in a table too; a
+    constant such as ``os.sep`` or ``math.pi`` as well, but not pytest's marks) or a
+    function or class of ``named``. Anywhere: a lambda computing a value, or a call that
+    makes or finds a callable (:data:`_CALLABLE_MAKERS`). Not read: comparisons and
+    arithmetic (``IS_WIN = sys.platform == "win32"``), tests and asserts, other calls'
+    arguments (``datetime(..., tzinfo=timezone.utc)``, ``addCleanup(shutil.rmtree, d)``), a
+    thunk handed to a call (``addfinalizer(lambda: ...)``), the bodies of functions and
+    classes, their decorators and bases (:func:`suite_functions` reads those).
     """
     thunks: set[int] = set()
     values: list[ast.AST] = [statement] if isinstance(statement, ast.expr) else []  # a default
@@ -2975,16 +3086,16 @@ def _picks_callable(
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(node, ast.Lambda):
-            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            if id(node) not in thunks and _computed(node.body, {a.arg for a in arguments}):
+            if id(node) not in thunks and not _uncomputed(node.body, _parameters(node.args)):
                 return True
             continue
         if isinstance(node, ast.Call):
-            if _dotted(node.func).rpartition(".")[2] in _CALLABLE_MAKERS:
+            name = _dotted(node.func).rpartition(".")[2]
+            if name in _CALLABLE_MAKERS:
                 return True
             handed = [*node.args, *(k.value for k in node.keywords)]
             thunks.update(id(a) for a in handed if isinstance(a, ast.Lambda) and not a.args.args)
-            values.extend(handed)
+            values.extend(handed if name in _KEEPERS else [])
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.NamedExpr):
             values.extend([node.value] if node.value is not None else [])
         elif isinstance(node, ast.Return | ast.Yield | ast.YieldFrom):
@@ -2996,8 +3107,11 @@ def _picks_callable(
         todo.extend(ast.iter_child_nodes(node))
     while values:
         node = values.pop()
-        if isinstance(node, ast.Call | ast.Lambda):
-            continue  # its arguments are values of their own, its function is not one
+        if isinstance(node, ast.Call | ast.Lambda | ast.Compare | ast.BinOp | ast.UnaryOp):
+            continue  # a call's arguments are read above; the rest make no function
+        if isinstance(node, ast.IfExp):
+            values.extend((node.body, node.orelse))
+            continue
         values.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             dotted = _dotted(node)
@@ -3010,90 +3124,110 @@ def _picks_callable(
     return False
 
 
+def _test_class(node: ast.ClassDef) -> bool:
+    """Whether pytest or unittest collects ``node``'s ``test*`` methods as tests."""
+    return node.name.startswith("Test") or any(
+        _dotted(b).rpartition(".")[2].endswith("TestCase") for b in node.bases
+    )
+
+
 def suite_functions(tree: ast.Module) -> frozenset[str]:
     """What test module ``tree`` holds that a patch could call to compute a value, as source.
 
-    A function, method or lambda defined outside the module's tests that gives a value it
-    computed (:func:`_computes_value`: a test double's ``__init__`` too): a patch reaches it
-    through ``sys.modules`` and calls it with its own input, so a reference implementation
-    beside the tests (``def _oracle(s): return s.title()``) answers for it (s41 att41o:
-    10/10 paid). And a statement run at module or class level, or in a set-up or fixture,
-    that may hold a function the suite chose (:func:`_picks_callable`: ``TRANSFORMS =
-    {"display": str.title}``, ``_d, _r = str.title, str.strip``, ``eval("lambda ...")``:
-    s42 att42a, 5/5 paid each). Not counted: tests and what they define (a callback a test
-    hands the code under test is the test's choice), set-up and tear-down themselves, pytest
-    hooks, a fixture taking no input of the caller's choosing (what it returns is a stored
-    value, which the reference's walk reads), imports (a module's functions are the patch's
-    to try anyway) and pytest's marks.
+    A function, method or lambda defined outside the module's tests from which a value it
+    computed from its inputs leaves (:func:`_computes_value`: returned, stored on an
+    instance or in a module's table, printed): a patch reaches it through ``sys.modules``
+    and calls it with its own input, so a reference implementation beside the tests (``def
+    _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid; s42 att42a and
+    att42c: a test double's constructor, a spy's ``append``, a cache, 5/5 each). And a
+    statement run at module or class level, or in a set-up or fixture, that may hold a
+    function the suite chose (:func:`_picks_callable`: ``TRANSFORMS = {"display":
+    str.title}``, ``eval("lambda ...")``: s42 att42a, 5/5 each). Not counted: tests and what
+    they define (a callback a test hands the code under test is the test's choice), set-up
+    and tear-down themselves, pytest hooks, a fixture taking no input of its caller's
+    choosing (what it returns is a stored value, which the reference's walk reads), imports
+    (a module's functions are the patch's to try anyway) and pytest's marks.
     """
     found: set[str] = set()
-    named = {
+    # Each imported name and the top package it comes from.
+    imported = {
+        (alias.asname or alias.name).partition(".")[0]: (
+            (node.module or "") if isinstance(node, ast.ImportFrom) else alias.name
+        ).partition(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and getattr(node, "module", None) != "__future__"
+        for alias in node.names
+    }
+    froms = {
         alias.asname or alias.name
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module != "__future__"
         for alias in node.names
-    } | {
+    }
+    own = {
         node.name
         for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         and not node.name.startswith(("test", "Test"))
     }
-    roots = (
-        named
-        | set(dir(builtins))
-        | {
-            (alias.asname or alias.name).partition(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        }
+    named = own | froms
+    roots = named | set(imported) | set(dir(builtins))
+    # What a call of these computes is the code under test's, or read apart (the module's own).
+    delegates = frozenset(own) | frozenset(
+        name for name, package in imported.items() if package not in sys.stdlib_module_names
     )
 
-    def visit(node: ast.AST, klass: str | None, local: frozenset[str] = frozenset()) -> None:
-        """Visit ``node``, a statement at the suite's level (module, class, set-up, fixture)."""
+    def visit(node: ast.AST, where: str, local: frozenset[str] = frozenset()) -> None:
+        """Visit ``node``, a statement at the suite's level.
+
+        ``where``: ``"module"``, ``"test class"``, ``"class"`` or ``"body"`` (of a set-up or
+        fixture).
+        """
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
             fixture = any(
                 _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
                 for d in node.decorator_list
             )
-            if name.startswith("test") and not fixture:
-                return
-            if name.startswith("pytest_") and klass is None:
+            if name.startswith("test") and not fixture and where in ("module", "test class"):
+                return  # a test (a `test*` method of a helper class is no test)
+            if name.startswith("pytest_"):
                 return
             arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            # `request` hands a fixture its parameter (`request.param`), and nothing else of
-            # the caller's choosing.
-            param = any(isinstance(n, ast.Attribute) and n.attr == "param" for n in ast.walk(node))
-            bare = [
-                a for a in arguments if a.arg not in _NO_INPUT or (a.arg == "request" and param)
+            # `request` hands a fixture its parameter (the fixtures it names are the suite's:
+            # read as a set-up's attributes are).
+            asks = any(isinstance(n, ast.Attribute) and n.attr == "param" for n in ast.walk(node))
+            inputs = [
+                a
+                for a in arguments
+                if a.arg not in _NO_INPUT and (a.arg != "request" or asks) and a.arg != "self"
             ]
-            plain = not fixture and name not in _AROUND_NAMES
+            around = fixture or name in _AROUND_NAMES
             defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
             if any(_picks_callable(d, named, roots) for d in defaults):
                 found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`
-            if _computes_value(node) and (plain or (fixture and bare)):
+            # A set-up too: the patch calls it with an object of its own (s42 att42c:
+            # `self.expected = "Hello, " + self.person.title()` in `setUp`, 5/5 paid).
+            given = around and not (fixture and inputs)
+            if _computes_value(node, delegates, around=given):
                 found.add(ast.dump(node))
-            elif plain and any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
-                for inner in node.body:  # what it binds in the module is the module's
-                    if _picks_callable(inner, named, roots):
-                        found.add(ast.dump(node))
-            if not plain:  # what a fixture or set-up runs is the suite's too
+            if around:  # what a fixture or set-up runs is the suite's too
                 for inner in node.body:
-                    visit(inner, klass, frozenset(a.arg for a in arguments))
+                    visit(inner, "body", frozenset(a.arg for a in arguments))
             return
         if isinstance(node, ast.ClassDef):
             for inner in node.body:
-                visit(inner, node.name)
+                visit(inner, "test class" if _test_class(node) else "class")
             return
         if _picks_callable(node, named, roots, local):
             found.add(ast.dump(node))
         for block in ast.iter_child_nodes(node):  # an `if`'s, a `try`'s, a `with`'s body
             if isinstance(block, ast.stmt | ast.ExceptHandler | ast.match_case):
-                visit(block, klass, local)
+                visit(block, where, local)
 
     for statement in tree.body:
-        visit(statement, None)
+        visit(statement, "module")
     return frozenset(found)
 
 

@@ -123,7 +123,6 @@ COUNTED = {
     # Other binding forms att42a listed (read, not run).
     "walrus": "(_d := str.title)\n",
     "for": "for _d in [str.title]:\n    pass\n",
-    "with": "import contextlib\nwith contextlib.nullcontext(str.title) as _d:\n    pass\n",
     "ternary": "_d = None if False else str.title\n",
     "append": "FNS = []\nFNS.append(str.title)\n",
     "comprehension": "FNS = [getattr(str, n) for n in ['title']]\n",
@@ -131,6 +130,27 @@ COUNTED = {
     "dict_call": "FNS = dict(t=lambda s: s.title())\n",
     "exec": "exec('def _oracle(s): return s.title()')\n",
     "default": "def _helper(f=lambda s: s.title()):\n    pass\n",
+    # att42c: a value leaving a helper by a spy's append, a module table, print, setattr,
+    # an augmented item, an attribute of its argument; a fixture asking for a fixture by
+    # name; a `test*` method of a class pytest does not collect.
+    "spy_append": "class Spy:\n    def __init__(self):\n        self.lines = []\n\n"
+    "    def greet(self, name):\n        self.lines.append('Hello, ' + name.title())\n",
+    "module_dict": "EXPECTED = {}\n\ndef _remember(name):\n"
+    "    EXPECTED[name] = 'Hello, ' + name.title()\n",
+    "print_helper": "def _show(name):\n    print('Hello, ' + name.title())\n",
+    "setattr_ctor": "class P:\n    def __init__(self, name):\n"
+    "        setattr(self, 'greeting', 'Hello, ' + name.title())\n",
+    "augmented": "OUT = ['']\n\ndef _acc(s):\n    OUT[0] += s.title()\n",
+    "decorator_attr": "def tagged(f):\n    f.want = lambda s: 'Hello, ' + s.title()\n"
+    "    return f\n",
+    "fixture_request": "import pytest\n@pytest.fixture\ndef want(request):\n"
+    "    return 'Hello, ' + request.getfixturevalue('person').title()\n",
+    "test_prefixed_method": "class Greetings:\n    def tested(self, s):\n"
+    "        return 'Hello, ' + s.title()\n",
+    "setup_local": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+    "        x = self.person.title()\n        x = 'Hello, ' + x\n        self.expected = x\n",
+    "setup_self": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+    "        self.expected = 'Hello, ' + self.person.title()\n",
     "default_pick": "def _helper(f=str.title):\n    pass\n",
 }
 #: Sources holding nothing a patch could call for a value of the suite's choosing.
@@ -148,7 +168,7 @@ NOT_COUNTED = {
     "        return True\n",
     "literal_property": "class Holder:\n    v = property(lambda self: None)\n",
     "module_value": "import textwrap\nfrom pkg import greet\nBOX = greet(1)\n",
-    "fixture_local": "import pytest\n@pytest.fixture\ndef box(tmp_path):\n    p = tmp_path\n",
+    "fixture_assign": "import pytest\n@pytest.fixture\ndef box(tmp_path):\n    p = tmp_path\n",
     "imports": "from string import capwords\nfrom decimal import Decimal\n",
     "marks": "import pytest\npytestmark = pytest.mark.slow\nslow = pytest.mark.slow\n",
     "path": "from pathlib import Path\nHERE = Path(__file__).parent\nDATA = HERE / 'data'\n",
@@ -157,6 +177,29 @@ NOT_COUNTED = {
     "    request.addfinalizer(lambda: print(request.node))\n    return request.node.name\n",
     "subclass": "from pkg.models import Model\nclass Fake(Model):\n    pass\n",
     "decorated": "import functools\n@functools.total_ordering\nclass V:\n    pass\n",
+    # att42c's honest statements (each withheld the reference 5/5 by the first rules).
+    "cleanup": "import shutil, tempfile, unittest\nclass T(unittest.TestCase):\n"
+    "    def setUp(self):\n        self.d = tempfile.mkdtemp()\n"
+    "        self.addCleanup(shutil.rmtree, self.d)\n",
+    "skipif": "import sys, pytest\n"
+    "pytestmark = pytest.mark.skipif(sys.platform == 'win32', reason='posix')\n",
+    "epoch": "from datetime import datetime, timezone\n"
+    "EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)\n",
+    "pattern": "import re\nGREETING_RE = re.compile(r'^Hello, ')\n",
+    "factory": "def make_person(name='ann', **extra):\n    return {'name': name, **extra}\n",
+    "repo_factory": "from pkg.core import Greeter\n\ndef make_greeter(**kw):\n"
+    "    return Greeter(**kw)\n",
+    "test_data": "from django.test import TestCase\nclass T(TestCase):\n    @classmethod\n"
+    "    def setUpTestData(cls):\n        cls.rows = [1, 2]\n",
+    "flags": "import sys\nIS_WIN = sys.platform == 'win32'\nPY311 = sys.version_info >= (3, 11)\n",
+    "fixture_paths": "import pytest\n@pytest.fixture\ndef target(request, tmp_path):\n"
+    "    cfg = tmp_path / 'c.ini'\n    cfg.write_text('x')\n"
+    "    return request.getfixturevalue('tmp_path') / 'f.txt'\n",
+    "fixture_local": "import pytest\nfrom acme import Cart\n@pytest.fixture\ndef text():\n"
+    "    cart = Cart()\n    cart.add('aGVsbG8=')\n    return cart\n",
+    "setup_plumbing": "import tempfile, unittest\nfrom pkg.web import Client\n"
+    "class T(unittest.TestCase):\n    def setUp(self):\n        self.client = Client(self.app)\n"
+    "        self.d = tempfile.mkdtemp()\n        self.page = self.client.get('/')\n",
     # Tests of a statement, an assert, a fixture handing on its parameter (s41's shapes).
     "platform": "import sys\nif sys.platform == 'win32':\n    X = 1\n",
     "module_assert": "import pkg.box\nassert pkg.box.GREETING\n",
