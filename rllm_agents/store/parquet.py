@@ -39,13 +39,16 @@ def export_episodes(
     for name, kind in _EXTRA_PARQUET:
         schema = schema.append(pa.field(name, getattr(pa, kind)()))
     out = Path(path)
-    target = out.resolve()
-    own = [Path(store.path).resolve(), Path(store.key_path).resolve()]
     # The store's file and every file named after it or its key (-wal, -shm, .lock, the key's
-    # marks: att40p F2 replaced a mark, and the store could be neither read nor written).
+    # marks: att40p F2 replaced a mark, and the store could be neither read nor written), by
+    # their names as given and as resolved: the marks are named after the key's path as given
+    # (s42 att42f F1: through a symlinked key, an export replaced the mark).
+    targets = {out.absolute(), out.resolve()}
+    own = {p for f in (store.path, store.key_path) for p in (Path(f).absolute(), Path(f).resolve())}
     if any(
         target.parent == f.parent
         and (target.name == f.name or target.name.startswith((f"{f.name}-", f"{f.name}.")))
+        for target in targets
         for f in own
     ):
         # Its own file, WAL or key: moved into place, the export replaced the store (s40

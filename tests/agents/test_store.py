@@ -924,3 +924,23 @@ def test_the_same_trajectory_under_other_env_kwargs_is_another_episode(store):
     again = store.put(make_trajectory(0), run="r", env_kwargs={"size": 4, "difficulty": 1})
     assert first.new and other.new and not again.new and again.id == first.id
     assert sorted(e.env_kwargs["difficulty"] for e in store.episodes(run="r")) == [1, 2]
+
+
+def test_an_export_onto_a_mark_named_after_a_symlinked_key_is_refused(tmp_path):
+    """s42 att42f F1: the marks are named after the key's path as given; through a symlink
+    to the key, the guard compared the resolved key and let an export replace a mark (the
+    store then could be neither read nor written)."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "keys").mkdir()
+    with EpisodeStore(tmp_path / "ep.db", key=tmp_path / "keys" / "real.key") as store:
+        store.put(make_trajectory(0), run="r")
+    (tmp_path / "k").symlink_to(tmp_path / "keys" / "real.key")
+    with EpisodeStore(tmp_path / "ep.db", key=tmp_path / "k") as store:
+        store.keep_mark()
+        store.put(make_trajectory(1), run="r")
+        marks = sorted(p for p in tmp_path.iterdir() if p.name.startswith("k."))
+        assert marks
+        for mark in marks:
+            with pytest.raises(AgentConfigError, match="own files"):
+                store.export_parquet(mark)
+        assert store.count() == 2 and store.verify() == []
