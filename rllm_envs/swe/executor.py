@@ -3563,7 +3563,25 @@ def _call_with_fixtures(
         if fixture._rllm_fixture["autouse"]:
             resolve(name)
     parameters = [p for p in inspect.signature(function).parameters if p != "self"]
+    # A `mock.patch` decorator without `new` hands the test its mock as the next leading
+    # argument, which is no fixture (pytest's `num_mock_patch_args`; s42 att42e: such a test
+    # errored here, and its task was the reference's failure).
+    parameters = parameters[_patched_arguments(function) :]
     return function(**{p: resolve(p) for p in parameters})
+
+
+def _patched_arguments(function: Any) -> int:
+    """How many leading arguments ``mock.patch`` decorators of ``function`` hand it."""
+    patchings = getattr(function, "patchings", None)
+    if not patchings:
+        return 0
+    # Imported by the test module already: importing it for every test made the reference's
+    # walk read unittest.mock's values as the suite's (every embedded task was withheld).
+    from unittest import mock
+
+    return sum(
+        1 for p in patchings if not getattr(p, "attribute_name", None) and p.new is mock.DEFAULT
+    )
 
 
 def run_node(

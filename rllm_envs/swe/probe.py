@@ -2934,6 +2934,8 @@ def _uncomputed(value: ast.expr | None, given: set[str]) -> bool:
         return True
     if isinstance(value, ast.Name):
         return value.id in given
+    if isinstance(value, ast.Attribute) and _dotted(value):  # `request.param`, `self.name`
+        return _dotted(value).partition(".")[0] in given
     if isinstance(value, ast.Starred):
         return _uncomputed(value.value, given)
     if isinstance(value, ast.List | ast.Tuple | ast.Set):
@@ -2962,17 +2964,17 @@ def _computed(
     (``tempfile.mkdtemp()``, ``self.client.get("/")``: the patch's object answers those),
     nor a path joined with a literal (``tmp_path / "f.txt"``); arithmetic and text built
     from them are (``"Hello, " + self.person.title()``). ``local``: there, what each local
-    name was assigned (``cart = Cart(); return cart``).
+    name was assigned (``data = {...}; data.update(extra); return data``), in both kinds.
     """
     if _uncomputed(value, given):
         return False
-    if around and isinstance(value, ast.Name):
+    if isinstance(value, ast.Name):
         if local is None or value.id not in local:
-            return False  # a module's name, a builtin
+            return False  # a module's name (a stored value, which the walk reads), a builtin
         held = local.pop(value.id)  # popped: a name assigned from itself ends here
         return not held or any(_computed(v, given, delegates, around, local) for v in held)
-    if around and isinstance(value, ast.Attribute):
-        return _dotted(value).partition(".")[0] not in given
+    if around and isinstance(value, ast.Attribute) and _dotted(value):
+        return False  # a name read (`shutil.rmtree`), not computed
     if around and isinstance(value, ast.Call):
         handed = [*value.args, *(k.value for k in value.keywords)]
         return any(_computed(a, given, delegates, around, local) for a in handed)
@@ -3021,8 +3023,10 @@ def _computes_value(
     """Whether a value ``function`` computed from its inputs leaves it (nested functions aside).
 
     It returns or yields one, stores one in an attribute, an item or a global (a test
-    double's ``__init__``, a cache: s42 att42a/att42c, 5/5 paid each), or hands one to a
-    call that keeps or shows it (:data:`_KEEPERS`: ``self.lines.append(...)``, ``print``).
+    double's ``__init__``, a cache: s42 att42a/att42c, 5/5 paid each), adds it to a
+    parameter (``out += [...]``), or hands it to a call that keeps or shows it
+    (:data:`_KEEPERS`: ``self.lines.append(...)``, ``print``) or that reaches the caller (a
+    parameter's method, a callback, ``heappush(heap, ...)``).
     """
     given = _parameters(function.args)
     if isinstance(function, ast.Lambda):
@@ -3048,8 +3052,22 @@ def _computes_value(
                 for t in ast.walk(target)
             )
             out.extend([node.value] if kept else [])
-        elif isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] in _KEEPERS:
-            out.extend([*node.args, *(k.value for k in node.keywords)])
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                # `out += [...]` on a parameter: the caller's object grows (s42 att42e).
+                out.extend([node.value] if node.target.id in given else [])
+        elif isinstance(node, ast.Call):
+            handed = [*node.args, *(k.value for k in node.keywords)]
+            # A call that keeps or shows what it is given, or one that can hand it to the
+            # caller: a parameter's method or the parameter itself called (a callback, a
+            # handler's method), or a parameter passed beside it (`heappush(heap, x)`:
+            # s42 att42e, 5/5 paid each).
+            root = _dotted(node.func).partition(".")[0]
+            reaches = root in given or any(
+                isinstance(a, ast.Name) and a.id in given for a in handed
+            )
+            if reaches or _dotted(node.func).rpartition(".")[2] in _KEEPERS:
+                # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
+                out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         if any(
             _computed(v, given, delegates, around, _assigned(function))
             for v in out

@@ -147,6 +147,15 @@ COUNTED = {
     "    return 'Hello, ' + request.getfixturevalue('person').title()\n",
     "test_prefixed_method": "class Greetings:\n    def tested(self, s):\n"
     "        return 'Hello, ' + s.title()\n",
+    # att42e: a value added to a parameter, handed to a callback, a handler's method, a
+    # deque's appendleft, heappush.
+    "augassign_param": "def _collect(name, out):\n    out += ['Hello, ' + name.title()]\n",
+    "callback": "def _each(name, cb):\n    cb('Hello, ' + name.title())\n",
+    "handler_method": "def _tell(name, handler):\n"
+    "    handler.on_greeting('Hello, ' + name.title())\n",
+    "appendleft": "def _push(name, queue):\n    queue.appendleft('Hello, ' + name.title())\n",
+    "heappush": "import heapq\n\ndef _push(name, heap):\n"
+    "    heapq.heappush(heap, 'Hello, ' + name.title())\n",
     "setup_local": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
     "        x = self.person.title()\n        x = 'Hello, ' + x\n        self.expected = x\n",
     "setup_self": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
@@ -197,6 +206,12 @@ NOT_COUNTED = {
     "    return request.getfixturevalue('tmp_path') / 'f.txt'\n",
     "fixture_local": "import pytest\nfrom acme import Cart\n@pytest.fixture\ndef text():\n"
     "    cart = Cart()\n    cart.add('aGVsbG8=')\n    return cart\n",
+    # att42e's honest shapes: a factory updating what it packs, a parametrized fixture.
+    "factory_update": "def make_user(username='ann', **extra):\n"
+    "    data = {'username': username, 'active': True}\n    data.update(extra)\n"
+    "    return data\n",
+    "param_fixture_plain": "import pytest\n@pytest.fixture(params=['a', 'b'])\n"
+    "def name(request):\n    return request.param\n",
     "setup_plumbing": "import tempfile, unittest\nfrom pkg.web import Client\n"
     "class T(unittest.TestCase):\n    def setUp(self):\n        self.client = Client(self.app)\n"
     "        self.d = tempfile.mkdtemp()\n        self.page = self.client.get('/')\n",
@@ -216,3 +231,25 @@ def test_what_a_patch_could_call_is_counted(name):
 @pytest.mark.parametrize("name", sorted(NOT_COUNTED))
 def test_what_gives_no_chosen_value_is_not_counted(name):
     assert not suite_functions(ast.parse(NOT_COUNTED[name]))
+
+
+def test_a_test_given_its_mock_by_a_patch_decorator_runs():
+    """s42 att42e: `@mock.patch(...)` hands the test its mock as an argument, which the runner
+    took for a fixture: the test errored, on the reference too (real pytest passes it)."""
+    base = {"pkg/__init__.py": "", "pkg/core.py": _GREET, "tests/__init__.py": ""}
+    hidden = (
+        f"from unittest import mock\n\nimport pkg.core\nfrom pkg.core import greet\n\n\n{_TEST}\n\n"
+        "@mock.patch('pkg.core.parse_name', return_value='x')\n"
+        "def test_mocked(parse, tmp_path):\n"
+        "    assert pkg.core.parse_name('a, b') == 'x' and parse.called and tmp_path.is_dir()\n"
+    )
+    codes = {"reference": _GREET_FIXED, "unchanged": _GREET}
+    verdicts = _greet_verdicts(
+        base, codes, hidden, "test_greet", ["tests/test_hidden.py::test_mocked"]
+    )
+    assert {n: (judge.reward_of(v, False), v.verdict_trust) for n, v in verdicts.items()} == {
+        "reference": (1.0, "host"),
+        "unchanged": (0.0, "host"),
+    }
+    # Judged, not dropped as a test the reference fails.
+    assert verdicts["reference"].reference_failing == () and verdicts["reference"].pass_to_pass == 1
