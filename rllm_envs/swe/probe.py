@@ -194,12 +194,13 @@ NOTE_ECHO = (
     "an expected value is written elsewhere in the module as an input (the sandbox can read it)"
 )
 NOTE_INNER = "an observed value compares with a literal inside it (a decision in the sandbox)"
-#: Why a verdict is ``host_partial`` when the hidden tests add a function that returns a
-#: value: a patch finds it through ``sys.modules`` and calls it with its input, and a
-#: reference implementation beside the tests is then its answer (s41 att41o: 10/10 paid).
+#: Why a verdict is ``host_partial`` when the hidden tests add code that computes a value
+#: from its input (:func:`suite_functions`): a patch finds it through ``sys.modules`` and
+#: calls it with its input, and a reference implementation beside the tests is then its
+#: answer (s41 att41o: 10/10 paid).
 NOTE_SUITE_FUNCTION = (
-    "the hidden tests add a function outside their tests that returns a value "
-    "(a patch can call it: it may compute the expected values)"
+    "the hidden tests add code outside their tests that computes a value from its input "
+    "(a helper, a test double, a table of functions: a patch can call it for the expected values)"
 )
 #: Why a verdict is ``host_partial`` when a check is a method of the value under test given
 #: the expected value (att30c M2).
@@ -2898,7 +2899,7 @@ _AROUND_NAMES = _SETUP_NAMES | {
 
 
 #: pytest's built-in fixtures: a fixture taking only these takes no input of its caller's
-#: choosing (``request`` does when the fixture reads ``request.param`` or a fixture by name).
+#: choosing (``request`` does when the fixture reads ``request.param``).
 _NO_INPUT = frozenset(
     {"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"}
     | {"monkeypatch", "capsys", "capfd", "caplog", "recwarn"}
@@ -3037,6 +3038,7 @@ def _computes_value(
         if isinstance(node, ast.Global | ast.Nonlocal)
         for n in node.names
     }
+    assigned = _assigned(function)
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
@@ -3068,11 +3070,8 @@ def _computes_value(
             if reaches or _dotted(node.func).rpartition(".")[2] in _KEEPERS:
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
-        if any(
-            _computed(v, given, delegates, around, _assigned(function))
-            for v in out
-            if v is not None
-        ):
+        # Each value follows the local names afresh (following pops them).
+        if any(_computed(v, given, delegates, around, dict(assigned)) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
