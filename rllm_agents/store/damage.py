@@ -169,6 +169,22 @@ def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
     return salt, max_frame, 65536 if page_size == 1 else page_size
 
 
+def _header_whole(header: bytes, page_size: int) -> bool:
+    """Whether a log header's page size is ``page_size`` and its checksum holds.
+
+    The checksum (sqlite3 wal.c): pairs of 32-bit words of the first 24 bytes, in the byte
+    order the magic number names, summed Fibonacci-wise.
+    """
+    if struct.unpack(">I", header[8:12])[0] != page_size:
+        return False
+    order = ">" if struct.unpack(">I", header[:4])[0] & 1 else "<"
+    s1 = s2 = 0
+    for x0, x1 in struct.iter_unpack(order + "II", header[:24]):
+        s1 = (s1 + x0 + s2) & 0xFFFFFFFF
+        s2 = (s2 + x1 + s1) & 0xFFFFFFFF
+    return struct.unpack(">II", header[24:32]) == (s1, s2)
+
+
 def check_wal(path: Path) -> tuple[bytes, int] | None:
     """Raise :class:`DamagedStore` if ``path``'s write-ahead log is shorter than its index says.
 
@@ -194,8 +210,20 @@ def check_wal(path: Path) -> tuple[bytes, int] | None:
     salt, max_frame, page_size = state
     if len(header) < 32 or struct.unpack(">I", header[:4])[0] not in _WAL_MAGIC:
         frames = 0
-    elif header[16:24] != salt:
-        return None  # the log was restarted since this index was written: another generation
+    elif header[16:24] != salt or not _header_whole(header, page_size):
+        if _wal_index(path) != state:
+            return None  # another writer restarted the log while this one read it
+        # A log restart writes its index before its header, so an index left unchanged
+        # around this read, with committed frames, is of this log: its header was changed
+        # (s42 att42h F1: one flipped bit of the salt or page size, and SQLite opened the
+        # store without the log, 40 of 40 episodes gone, every command rc 0).
+        raise DamagedStore(
+            f"The write-ahead log {wal} has a damaged header: its salt, page size or checksum "
+            f"does not match its index {path}-shm, which records {max_frame} committed frames. "
+            "SQLite would open the store without the whole log, and the episodes committed "
+            "in it would be lost without an error. Restore the -wal file (or the whole store) "
+            "from a backup."
+        )
     else:
         frames = (wal_size - 32) // (24 + page_size)
     if frames < max_frame:

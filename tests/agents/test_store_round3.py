@@ -382,3 +382,28 @@ def test_a_new_store_refuses_a_key_file_others_may_have_written(tmp_path):
     with EpisodeStore(db) as store:
         store.put(make_trajectory(0))
         assert len(store) == 1
+
+
+@pytest.mark.parametrize("offset", [8, 9, 16, 19, 22, 25])
+def test_a_flipped_bit_of_the_write_ahead_log_header_is_reported(tmp_path, offset):
+    """s42 att42h F1: a bit of the log header's page size or salt (or its checksum) made
+    SQLite open the store without the whole log: 40 of 40 episodes gone, every command rc 0
+    (the index check took another salt for another log generation)."""
+    import shutil
+
+    src, dst = tmp_path / "src", tmp_path / "copy"
+    src.mkdir()
+    dst.mkdir()
+    db = src / "ep.db"
+    store = EpisodeStore(db)
+    for i in range(10):
+        store.put(make_trajectory(i), run="run")
+    for suffix in ("", "-wal", "-shm", ".key"):
+        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
+    store.close()
+    wal = dst / "ep.db-wal"
+    data = bytearray(wal.read_bytes())
+    data[offset] ^= 1
+    wal.write_bytes(bytes(data))
+    with pytest.raises(DamagedStore, match="damaged header"):
+        EpisodeStore(dst / "ep.db")
