@@ -6,6 +6,7 @@ import os
 import shutil
 import struct
 import threading
+import time
 from pathlib import Path
 
 from rllm_agents.error import AgentError
@@ -155,18 +156,41 @@ def _read_index(path: Path, size: int) -> bytes:
         return os.pread(fd, size, 0)
 
 
+#: What :func:`_wal_index` returns for an index file with no whole header copy.
+_UNREADABLE = (b"", -1, 0)
+
+
+def _index_copy(copy: bytes) -> tuple[bytes, int, int] | None:
+    """One copy of the index header, if it is initialised and its own checksum holds."""
+    fields = _WAL_INDEX_HDR.unpack(copy)
+    is_init, page_size, max_frame, salt, checksum = fields[3], fields[5], fields[6], *fields[9:]
+    s1 = s2 = 0
+    for x0, x1 in struct.iter_unpack("=II", copy[:40]):  # the writer's native order
+        s1 = (s1 + x0 + s2) & 0xFFFFFFFF
+        s2 = (s2 + x1 + s1) & 0xFFFFFFFF
+    if not is_init or struct.pack("=II", s1, s2) != checksum:
+        return None
+    return salt, max_frame, 65536 if page_size == 1 else page_size
+
+
 def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
-    """``(salt, committed frames, page size)`` from the log index (``-shm``), if it is whole."""
+    """``(salt, committed frames, page size)`` from the log index (``-shm``).
+
+    ``None`` without an index file; :data:`_UNREADABLE` when neither header copy is whole
+    (both initialised with their checksums holding). A writer writes the second copy, then
+    the first: a copy torn by a write under way fails its checksum, and of two whole copies
+    that differ the one with fewer frames is taken (s42 att42i: one changed byte of either
+    copy, a zeroed or cut index made every check skip, and a cut log lost 21 of 40 episodes
+    silently).
+    """
     try:
         index = _read_index(path, 2 * _WAL_INDEX_HDR.size)
     except OSError:
         return None
-    if len(index) < 2 * _WAL_INDEX_HDR.size or index[:48] != index[48:96]:
-        return None  # no index, or one being rewritten: nothing reliable to compare against
-    _, _, _, is_init, _, page_size, max_frame, _, _, salt, _ = _WAL_INDEX_HDR.unpack(index[:48])
-    if not is_init:
-        return None
-    return salt, max_frame, 65536 if page_size == 1 else page_size
+    size = _WAL_INDEX_HDR.size
+    copies = [index[i * size : (i + 1) * size] for i in range(2) if len(index) >= (i + 1) * size]
+    whole = [c for c in (_index_copy(copy) for copy in copies) if c is not None]
+    return min(whole, key=lambda c: c[1]) if whole else _UNREADABLE
 
 
 def _header_whole(header: bytes, page_size: int) -> bool:
@@ -204,6 +228,21 @@ def check_wal(path: Path) -> tuple[bytes, int] | None:
             header = f.read(32)
             wal_size = os.fstat(f.fileno()).st_size
     except OSError:
+        return None
+    for _ in range(10):  # an index another process is creating or recovering: a moment
+        if state != _UNREADABLE:
+            break
+        time.sleep(0.05)
+        state = _wal_index(path)
+    else:
+        if wal_size > 32:
+            raise DamagedStore(
+                f"The index {path}-shm of the write-ahead log {wal} is damaged (neither copy "
+                "of its header is whole), so whether the log was cut or changed cannot be "
+                "told, and SQLite would rebuild the index from it without saying what it "
+                "dropped. Restore the -shm and -wal files (or the whole store) from a backup; "
+                "to open the store as SQLite recovers it, delete the -shm file."
+            )
         return None
     if state is None or state[1] == 0:
         return None if state is None else state[:2]
@@ -253,7 +292,12 @@ def check_wal_kept(path: Path, before: tuple[bytes, int] | None) -> None:
     if before is None:
         return
     after = _wal_index(path)
-    if after is not None and after[0] == before[0] and after[1] < before[1]:
+    if (
+        after is not None
+        and after != _UNREADABLE
+        and after[0] == before[0]
+        and after[1] < before[1]
+    ):
         kept = Path(f"{path}-wal.damaged")
         try:
             if not kept.exists():

@@ -735,7 +735,9 @@ class EpisodeStore:
                 sample=int(trajectory.sample),
             )
         if created is not None and not (
-            isinstance(created, (int, float)) and math.isfinite(created)
+            isinstance(created, (int, float))
+            and not isinstance(created, bool)  # s42 att42i F2: True was stored as 1.0
+            and math.isfinite(created)
         ):
             raise AgentConfigError(
                 f"Expects `created` (the Unix time an episode was stored) to be a finite "

@@ -124,9 +124,9 @@ def import_episodes(
                     trajectory,
                     item.get("run") if item.get("run") is not None else run,
                     item.get("model"),
-                    _json_or_none(item.get("env_kwargs")),
-                    _json_or_none(item.get("versions")),
-                    _json_or_none(item.get("timings")),
+                    _json_object(item, "env_kwargs"),
+                    _json_object(item, "versions"),
+                    _json_object(item, "timings"),
                     item.get("created"),
                 )
             except (AgentConfigError, TypeError, ValueError, KeyError, AttributeError) as e:
@@ -144,5 +144,16 @@ def import_episodes(
     return new, duplicates
 
 
-def _json_or_none(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
+def _json_object(item: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """Column ``name`` of an imported row: absent, or the JSON object an export writes.
+
+    Any other JSON (``null``, a list) is refused: stored as "not given", it was replaced by
+    this process's versions and default timings without a word (s42 att42i F2).
+    """
+    value = item.get(name)
+    if value is None:
+        return None
+    parsed = json.loads(value)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"its `{name}` column is not a JSON object: {value[:80]!r}")
+    return parsed

@@ -944,3 +944,22 @@ def test_an_export_onto_a_mark_named_after_a_symlinked_key_is_refused(tmp_path):
             with pytest.raises(AgentConfigError, match="own files"):
                 store.export_parquet(mark)
         assert store.count() == 2 and store.verify() == []
+
+
+def test_an_import_refuses_what_an_export_never_writes(store, tmp_path):
+    """s42 att42i F2: `created` as a Parquet bool was stored as 1.0, and `versions` or
+    `timings` as JSON `null` were replaced by this process's without a word."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    with EpisodeStore(tmp_path / "src.db") as source:
+        source.put(make_trajectory(0), run="r")
+        source.export_parquet(tmp_path / "good.parquet")
+    table = pq.read_table(tmp_path / "good.parquet")
+    for name, value in (("created", pa.array([True])), ("versions", pa.array(["null"]))):
+        bad = table.set_column(table.schema.get_field_index(name), name, value)
+        pq.write_table(bad, tmp_path / "bad.parquet")
+        with pytest.raises(AgentConfigError, match=name):
+            store.import_parquet(tmp_path / "bad.parquet")
+    assert store.count() == 0
+    assert store.import_parquet(tmp_path / "good.parquet") == (1, 0)
