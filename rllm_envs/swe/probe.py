@@ -3141,6 +3141,50 @@ def _picks_callable(
     return False
 
 
+#: Calls a helper makes that compute nothing from what they are given (plumbing): functions
+#: by name, and methods (or module functions) by their last name.
+_NEUTRAL_CALLS = frozenset(
+    {"len", "isinstance", "issubclass", "callable", "id", "hasattr", "open", "Path", "super"}
+)
+_NEUTRAL_METHODS = frozenset(
+    {"exists", "isfile", "isdir", "is_file", "is_dir", "mkdir", "makedirs", "touch", "unlink"}
+    | {"write_text", "write_bytes", "read_text", "read_bytes", "close", "flush", "addCleanup"}
+    | {"addfinalizer", "chdir", "setenv", "delenv", "setattr", "delattr"}
+    | {"append", "extend", "insert", "add", "update", "setdefault", "get", "pop", "remove"}
+    | {"discard", "clear", "copy", "keys", "values", "items", "write", "writelines", "read"}
+    | {"readlines", "seek"}
+)
+
+
+def _transforms(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, delegates: frozenset[str]
+) -> bool:
+    """Whether a helper computes anything, wherever the result goes (nested functions too).
+
+    Text or arithmetic (``"Hello, " + name``, an f-string), a method called on a value
+    (``name.title()``, ``" ".join(parts)``), a library call: a value so computed can leave a
+    helper in more ways than a reading of its statements follows (a raise, ``sys.exit``, a
+    closure returned, a global container, ``for self.x in [...]``: s42 att42g, 12 shapes,
+    60/60 paid). Not: calling the code under test or the module's own functions
+    (``delegates``, read apart), plumbing (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_METHODS`,
+    ``os.path.join``), literals alone.
+    """
+    for node in ast.walk(function):
+        if isinstance(node, ast.BinOp | ast.JoinedStr) and not is_literal(node):
+            return True
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            last = name.rpartition(".")[2]
+            if not name or name.partition(".")[0] in delegates or name in _NEUTRAL_CALLS:
+                continue  # (no name: `d.setdefault(k, []).append(v)`, both calls read apart)
+            if "." in name and (last in _NEUTRAL_METHODS or name.endswith("path.join")):
+                continue
+            handed = [*node.args, *(k.value for k in node.keywords)]
+            if "." in name or any(not is_literal(a) for a in handed):
+                return True  # `name.title()`, `textwrap.dedent(s)`, `str(x)`
+    return False
+
+
 def _test_class(node: ast.ClassDef) -> bool:
     """Whether pytest or unittest collects ``node``'s ``test*`` methods as tests."""
     return node.name.startswith("Test") or any(
@@ -3151,12 +3195,13 @@ def _test_class(node: ast.ClassDef) -> bool:
 def suite_functions(tree: ast.Module) -> frozenset[str]:
     """What test module ``tree`` holds that a patch could call to compute a value, as source.
 
-    A function, method or lambda defined outside the module's tests from which a value it
-    computed from its inputs leaves (:func:`_computes_value`: returned, stored on an
-    instance or in a module's table, printed): a patch reaches it through ``sys.modules``
-    and calls it with its own input, so a reference implementation beside the tests (``def
-    _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid; s42 att42a and
-    att42c: a test double's constructor, a spy's ``append``, a cache, 5/5 each). And a
+    A function, method or lambda defined outside the module's tests that computes anything
+    (:func:`_transforms`; a set-up or an input-less fixture: one keeping a value computed
+    from what it is given, :func:`_computes_value`): a patch reaches it through
+    ``sys.modules`` and calls it with its own input, so a reference implementation beside
+    the tests (``def _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid;
+    s42 att42a, att42c, att42g: a test double's constructor, a spy's ``append``, a cache, a
+    raise, a closure, 5/5 each). And a
     statement run at module or class level, or in a set-up or fixture, that may hold a
     function the suite chose (:func:`_picks_callable`: ``TRANSFORMS = {"display":
     str.title}``, ``eval("lambda ...")``: s42 att42a, 5/5 each). Not counted: tests and what
@@ -3226,8 +3271,17 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`
             # A set-up too: the patch calls it with an object of its own (s42 att42c:
             # `self.expected = "Hello, " + self.person.title()` in `setUp`, 5/5 paid).
-            given = around and not (fixture and inputs)
-            if _computes_value(node, delegates, around=given):
+            # What a helper (or a fixture taking inputs) computes counts wherever it goes; a
+            # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
+            # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
+            if around and not (fixture and inputs):
+                counted = _computes_value(node, delegates, around=True)
+            else:
+                counted = _transforms(node, delegates)
+                if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
+                    # What it binds in the module is the module's (`global _D; _D = str.title`).
+                    counted = counted or any(_picks_callable(n, named, roots) for n in node.body)
+            if counted:
                 found.add(ast.dump(node))
             if around:  # what a fixture or set-up runs is the suite's too
                 for inner in node.body:

@@ -96,7 +96,7 @@ COUNTED = {
     "generator": "def cases(words):\n    for w in words:\n        yield w, w.title()\n",
     "static": "class H:\n    @staticmethod\n    def want(s):\n        return s.title()\n",
     "test_class_helper": "class TestA:\n    def _want(self, s):\n        return s.title()\n",
-    "eq": "class Hi:\n    def __eq__(self, other):\n        return other == 'Hi'\n",
+    "eq": "class Hi:\n    def __eq__(self, other):\n        return other == self.name.title()\n",
     "param_fixture": "import pytest\n@pytest.fixture\ndef want(request):\n"
     "    return request.param.title()\n",
     "fixture_lambda": "import pytest\n@pytest.fixture\ndef want():\n"
@@ -156,6 +156,22 @@ COUNTED = {
     "appendleft": "def _push(name, queue):\n    queue.appendleft('Hello, ' + name.title())\n",
     "heappush": "import heapq\n\ndef _push(name, heap):\n"
     "    heapq.heappush(heap, 'Hello, ' + name.title())\n",
+    # att42g: a value leaving by a raise, sys.exit, a closure returned, a class made in a
+    # factory, a global container (appendleft, insort, heappush, __iadd__), a loop target,
+    # a chained setdefault(...).append.
+    "raise": "def _explain(name):\n    raise LookupError('Hello, ' + name.title())\n",
+    "sys_exit": "import sys\n\ndef _explain(name):\n    sys.exit('Hello, ' + name.title())\n",
+    "closure": "def make_expected(name):\n    def build():\n"
+    "        return 'Hello, ' + name.title()\n    return build\n",
+    "nested_class": "def make_double():\n    class Double:\n        def greet(self, n):\n"
+    "            return n.title()\n    return Double\n",
+    "insort_global": "import bisect\n_SEEN = []\n\ndef _record(name):\n"
+    "    bisect.insort(_SEEN, name.title())\n",
+    "iadd_global": "_SEEN = []\n\ndef _record(name):\n    _SEEN.__iadd__([name.title()])\n",
+    "for_attr": "class P:\n    def __init__(self, name):\n"
+    "        for self.display in ['Hello, ' + name.title()]:\n            pass\n",
+    "chained_append": "class Spy:\n    store = {}\n\n    @classmethod\n    def see(cls, name):\n"
+    "        cls.store.setdefault(name, []).append(name.title())\n",
     "setup_local": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
     "        x = self.person.title()\n        x = 'Hello, ' + x\n        self.expected = x\n",
     "setup_self": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
@@ -212,6 +228,15 @@ NOT_COUNTED = {
     "    return data\n",
     "param_fixture_plain": "import pytest\n@pytest.fixture(params=['a', 'b'])\n"
     "def name(request):\n    return request.param\n",
+    # att42g's honest shapes: a helper calling only the code under test, a spy's chained
+    # append of what it is given, a data holder, file plumbing.
+    "delegating_helper": "from pkg.core import greet\nclass T:\n    names = ['a']\n\n"
+    "    def greet_all(self):\n        return [greet(n) for n in self.names]\n",
+    "spy_chained": "class Spy:\n    def __init__(self):\n        self.calls = {}\n\n"
+    "    def record(self, k, v):\n        self.calls.setdefault(k, []).append(v)\n",
+    "file_helper": "import os\n\ndef _save(folder, name, text):\n"
+    "    path = os.path.join(folder, name)\n"
+    "    with open(path, 'w') as f:\n        f.write(text)\n",
     "setup_plumbing": "import tempfile, unittest\nfrom pkg.web import Client\n"
     "class T(unittest.TestCase):\n    def setUp(self):\n        self.client = Client(self.app)\n"
     "        self.d = tempfile.mkdtemp()\n        self.page = self.client.get('/')\n",
