@@ -312,7 +312,9 @@ def test_r10_the_upgrade_says_what_a_version_3_stores_rows_are_worth(tmp_path, c
     assert "every store that shared its key" in capsys.readouterr().out
 
 
-def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener(tmp_path):
+def _live_copy(tmp_path: Path, episodes: int) -> Path:
+    """A store of ``episodes`` copied while its writer holds it open: the database, -wal,
+    -shm and key, whole (the episodes are in the log)."""
     import shutil
 
     src, dst = tmp_path / "src", tmp_path / "copy"
@@ -320,12 +322,16 @@ def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener
     dst.mkdir()
     db = src / "ep.db"
     store = EpisodeStore(db)
-    for i in range(30):
+    for i in range(episodes):
         store.put(make_trajectory(i), run="run")
-    # A copy taken while the writer holds the store open: the database, -wal and -shm, whole.
     for suffix in ("", "-wal", "-shm", ".key"):
         shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
     store.close()
+    return dst / "ep.db"
+
+
+def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener(tmp_path):
+    dst = _live_copy(tmp_path, 30).parent
     wal = dst / "ep.db-wal"
     data = bytearray(wal.read_bytes())
     page = int.from_bytes(data[8:12], "big")
@@ -389,18 +395,7 @@ def test_a_flipped_bit_of_the_write_ahead_log_header_is_reported(tmp_path, offse
     """s42 att42h F1: a bit of the log header's page size or salt (or its checksum) made
     SQLite open the store without the whole log: 40 of 40 episodes gone, every command rc 0
     (the index check took another salt for another log generation)."""
-    import shutil
-
-    src, dst = tmp_path / "src", tmp_path / "copy"
-    src.mkdir()
-    dst.mkdir()
-    db = src / "ep.db"
-    store = EpisodeStore(db)
-    for i in range(10):
-        store.put(make_trajectory(i), run="run")
-    for suffix in ("", "-wal", "-shm", ".key"):
-        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
-    store.close()
+    dst = _live_copy(tmp_path, 10).parent
     wal = dst / "ep.db-wal"
     data = bytearray(wal.read_bytes())
     data[offset] ^= 1
@@ -415,18 +410,7 @@ def test_a_flipped_bit_of_the_write_ahead_log_header_is_reported(tmp_path, offse
 def test_a_cut_log_under_a_damaged_index_header_is_reported(tmp_path, damage):
     """s42 att42i F1: with a changed byte in either copy of the -shm header, a zeroed or cut
     index, the checks skipped and a cut log lost 21 of 40 episodes with every command rc 0."""
-    import shutil
-
-    src, dst = tmp_path / "src", tmp_path / "copy"
-    src.mkdir()
-    dst.mkdir()
-    db = src / "ep.db"
-    store = EpisodeStore(db)
-    for i in range(10):
-        store.put(make_trajectory(i), run="run")
-    for suffix in ("", "-wal", "-shm", ".key"):
-        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
-    store.close()
+    dst = _live_copy(tmp_path, 10).parent
     wal, shm = dst / "ep.db-wal", dst / "ep.db-shm"
     wal.write_bytes(wal.read_bytes()[: wal.stat().st_size // 2])
     index = bytearray(shm.read_bytes())
