@@ -176,12 +176,13 @@ def _index_copy(copy: bytes) -> tuple[bytes, int, int] | None:
 def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
     """``(salt, committed frames, page size)`` from the log index (``-shm``).
 
-    ``None`` without an index file; :data:`_UNREADABLE` when neither header copy is whole
-    (both initialised with their checksums holding). A writer writes the second copy, then
-    the first: a copy torn by a write under way fails its checksum, and of two whole copies
-    that differ the one with fewer frames is taken (s42 att42i: one changed byte of either
-    copy, a zeroed or cut index made every check skip, and a cut log lost 21 of 40 episodes
-    silently).
+    ``None`` without an index, or with one no copy of whose header is initialised (zeroed:
+    what an opener killed while rebuilding it leaves, s42 att42j; SQLite recovers from the
+    log as without an index); :data:`_UNREADABLE` when a copy is initialised but none is
+    whole (its checksum fails). A writer writes the second copy, then the first: a copy torn
+    by a write under way fails its checksum, and of two whole copies that differ the one
+    with fewer frames is taken (s42 att42i: one changed byte of either copy made every check
+    skip, and a cut log lost 21 of 40 episodes silently).
     """
     try:
         index = _read_index(path, 2 * _WAL_INDEX_HDR.size)
@@ -190,7 +191,10 @@ def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
     size = _WAL_INDEX_HDR.size
     copies = [index[i * size : (i + 1) * size] for i in range(2) if len(index) >= (i + 1) * size]
     whole = [c for c in (_index_copy(copy) for copy in copies) if c is not None]
-    return min(whole, key=lambda c: c[1]) if whole else _UNREADABLE
+    if whole:
+        return min(whole, key=lambda c: c[1])
+    initialised = any(_WAL_INDEX_HDR.unpack(copy)[3] for copy in copies)
+    return _UNREADABLE if initialised else None
 
 
 def _header_whole(header: bytes, page_size: int) -> bool:
