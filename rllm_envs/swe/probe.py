@@ -3156,6 +3156,14 @@ _NEUTRAL_METHODS = frozenset(
 )
 
 
+def _path_join(node: ast.AST) -> bool:
+    """Whether ``node`` joins a path with ``/`` and a text literal (``HERE / "data" / name``)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+        return False
+    text = isinstance(node.right, ast.Constant) and isinstance(node.right.value, str)
+    return text or _path_join(node.left)
+
+
 def _transforms(
     function: ast.FunctionDef | ast.AsyncFunctionDef, delegates: frozenset[str]
 ) -> bool:
@@ -3169,14 +3177,24 @@ def _transforms(
     (``delegates``, read apart), plumbing (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_METHODS`,
     ``os.path.join``), literals alone.
     """
+    joins = {id(n) for n in ast.walk(function) if _path_join(n)}
     for node in ast.walk(function):
+        if id(node) in joins:
+            continue  # a path built from parts (`HERE / "fixtures" / name`)
         if isinstance(node, ast.BinOp | ast.JoinedStr) and not is_literal(node):
             return True
         if isinstance(node, ast.Call):
             name = _dotted(node.func)
+            if not name:  # a method of a computed value: `(name or "").title()`, `" ".join(w)`
+                plumbing = (
+                    isinstance(node.func, ast.Attribute) and node.func.attr in _NEUTRAL_METHODS
+                )
+                if not plumbing:  # but `d.setdefault(k, []).append(v)`: both calls read apart
+                    return True
+                continue
             last = name.rpartition(".")[2]
-            if not name or name.partition(".")[0] in delegates or name in _NEUTRAL_CALLS:
-                continue  # (no name: `d.setdefault(k, []).append(v)`, both calls read apart)
+            if name.partition(".")[0] in delegates or name in _NEUTRAL_CALLS:
+                continue
             if "." in name and (last in _NEUTRAL_METHODS or name.endswith("path.join")):
                 continue
             handed = [*node.args, *(k.value for k in node.keywords)]

@@ -172,6 +172,10 @@ COUNTED = {
     "        for self.display in ['Hello, ' + name.title()]:\n            pass\n",
     "chained_append": "class Spy:\n    store = {}\n\n    @classmethod\n    def see(cls, name):\n"
     "        cls.store.setdefault(name, []).append(name.title())\n",
+    # att42k: a method of a computed value, a call through a table.
+    "boolop_method": "def display(name):\n    return (name or 'anonymous').title()\n",
+    "join_literal": "def display(words):\n    return ' '.join(words).title()\n",
+    "table_call": "def display(name):\n    return {'display': str.title}['display'](name)\n",
     "setup_local": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
     "        x = self.person.title()\n        x = 'Hello, ' + x\n        self.expected = x\n",
     "setup_self": "import unittest\nclass T(unittest.TestCase):\n    def setUp(self):\n"
@@ -237,6 +241,8 @@ NOT_COUNTED = {
     "file_helper": "import os\n\ndef _save(folder, name, text):\n"
     "    path = os.path.join(folder, name)\n"
     "    with open(path, 'w') as f:\n        f.write(text)\n",
+    "path_helper": "from pathlib import Path\nHERE = Path(__file__).parent\n\n"
+    "def fixture_path(name):\n    return HERE / 'fixtures' / name\n",
     "setup_plumbing": "import tempfile, unittest\nfrom pkg.web import Client\n"
     "class T(unittest.TestCase):\n    def setUp(self):\n        self.client = Client(self.app)\n"
     "        self.d = tempfile.mkdtemp()\n        self.page = self.client.get('/')\n",
