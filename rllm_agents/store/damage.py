@@ -160,15 +160,26 @@ def _read_index(path: Path, size: int) -> bytes:
 _UNREADABLE = (b"", -1, 0)
 
 
-def _index_copy(copy: bytes) -> tuple[bytes, int, int] | None:
-    """One copy of the index header, if it is initialised and its own checksum holds."""
-    fields = _WAL_INDEX_HDR.unpack(copy)
-    is_init, page_size, max_frame, salt, checksum = fields[3], fields[5], fields[6], *fields[9:]
+def _wal_checksum(data: bytes, order: str) -> tuple[int, int]:
+    """SQLite's log checksum of ``data``: 32-bit word pairs in ``order``, summed Fibonacci-wise.
+
+    As sqlite3 wal.c computes it; ``order`` is ``struct``'s byte-order character.
+    """
     s1 = s2 = 0
-    for x0, x1 in struct.iter_unpack("=II", copy[:40]):  # the writer's native order
+    for x0, x1 in struct.iter_unpack(order + "II", data):
         s1 = (s1 + x0 + s2) & 0xFFFFFFFF
         s2 = (s2 + x1 + s1) & 0xFFFFFFFF
-    if not is_init or struct.pack("=II", s1, s2) != checksum:
+    return s1, s2
+
+
+def _index_copy(copy: bytes) -> tuple[bytes, int, int] | None:
+    """One copy of the index header, if it is initialised and its own checksum holds.
+
+    The index is in the writer's native byte order.
+    """
+    fields = _WAL_INDEX_HDR.unpack(copy)
+    is_init, page_size, max_frame, salt, checksum = fields[3], fields[5], fields[6], *fields[9:]
+    if not is_init or struct.pack("=II", *_wal_checksum(copy[:40], "=")) != checksum:
         return None
     return salt, max_frame, 65536 if page_size == 1 else page_size
 
@@ -200,17 +211,12 @@ def _wal_index(path: Path) -> tuple[bytes, int, int] | None:
 def _header_whole(header: bytes, page_size: int) -> bool:
     """Whether a log header's page size is ``page_size`` and its checksum holds.
 
-    The checksum (sqlite3 wal.c): pairs of 32-bit words of the first 24 bytes, in the byte
-    order the magic number names, summed Fibonacci-wise.
+    The checksum covers the first 24 bytes, in the byte order the magic number names.
     """
     if struct.unpack(">I", header[8:12])[0] != page_size:
         return False
     order = ">" if struct.unpack(">I", header[:4])[0] & 1 else "<"
-    s1 = s2 = 0
-    for x0, x1 in struct.iter_unpack(order + "II", header[:24]):
-        s1 = (s1 + x0 + s2) & 0xFFFFFFFF
-        s2 = (s2 + x1 + s1) & 0xFFFFFFFF
-    return struct.unpack(">II", header[24:32]) == (s1, s2)
+    return struct.unpack(">II", header[24:32]) == _wal_checksum(header[:24], order)
 
 
 def check_wal(path: Path) -> tuple[bytes, int] | None:

@@ -2979,9 +2979,8 @@ def _computed(
     if around and isinstance(value, ast.Call):
         handed = [*value.args, *(k.value for k in value.keywords)]
         return any(_computed(a, given, delegates, around, local) for a in handed)
-    if around and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div):
-        joined = isinstance(value.right, ast.Constant) and isinstance(value.right.value, str)
-        return not joined or _computed(value.left, given, delegates, around, local)
+    if around and isinstance(value, ast.BinOp) and _path_join(value):
+        return _computed(value.left, given, delegates, around, local)
     if isinstance(value, ast.Call):
         root = _dotted(value.func).partition(".")[0]
         handed = [*value.args, *(k.value for k in value.keywords)]
@@ -3016,22 +3015,19 @@ def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, lis
     return found
 
 
-def _computes_value(
-    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-    delegates: frozenset[str] = frozenset(),
-    around: bool = False,
+def _keeps_computed(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, delegates: frozenset[str]
 ) -> bool:
-    """Whether a value ``function`` computed from its inputs leaves it (nested functions aside).
+    """Whether a set-up or an input-less fixture keeps a value it computed from what it is given.
 
-    It returns or yields one, stores one in an attribute, an item or a global (a test
-    double's ``__init__``, a cache: s42 att42a/att42c, 5/5 paid each), adds it to a
-    parameter (``out += [...]``), or hands it to a call that keeps or shows it
-    (:data:`_KEEPERS`: ``self.lines.append(...)``, ``print``) or that reaches the caller (a
-    parameter's method, a callback, ``heappush(heap, ...)``).
+    The patch calls it with an object of its own (s42 att42c: ``self.expected = "Hello, " +
+    self.person.title()`` in ``setUp``, 5/5 paid). Kept: returned or yielded, stored in an
+    attribute, an item or a global, added to a parameter (``out += [...]``), or handed to a
+    call that keeps or shows it (:data:`_KEEPERS`) or that reaches the caller (a parameter's
+    method, a callback, ``heappush(heap, ...)``). Computed: as :func:`_computed` with
+    ``around`` (nested functions aside).
     """
     given = _parameters(function.args)
-    if isinstance(function, ast.Lambda):
-        return _computed(function.body, given, delegates)
     shared = {
         n
         for node in ast.walk(function)
@@ -3071,7 +3067,7 @@ def _computes_value(
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
-        if any(_computed(v, given, delegates, around, dict(assigned)) for v in out if v):
+        if any(_computed(v, given, delegates, True, dict(assigned)) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
@@ -3215,7 +3211,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
 
     A function, method or lambda defined outside the module's tests that computes anything
     (:func:`_transforms`; a set-up or an input-less fixture: one keeping a value computed
-    from what it is given, :func:`_computes_value`): a patch reaches it through
+    from what it is given, :func:`_keeps_computed`): a patch reaches it through
     ``sys.modules`` and calls it with its own input, so a reference implementation beside
     the tests (``def _oracle(s): return s.title()``) answers for it (s41 att41o: 10/10 paid;
     s42 att42a, att42c, att42g: a test double's constructor, a spy's ``append``, a cache, a
@@ -3287,13 +3283,11 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
             if any(_picks_callable(d, named, roots) for d in defaults):
                 found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`
-            # A set-up too: the patch calls it with an object of its own (s42 att42c:
-            # `self.expected = "Hello, " + self.person.title()` in `setUp`, 5/5 paid).
             # What a helper (or a fixture taking inputs) computes counts wherever it goes; a
             # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
             # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
             if around and not (fixture and inputs):
-                counted = _computes_value(node, delegates, around=True)
+                counted = _keeps_computed(node, delegates)
             else:
                 counted = _transforms(node, delegates)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
