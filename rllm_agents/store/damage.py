@@ -160,12 +160,13 @@ def _read_index(path: Path, size: int) -> bytes:
 _UNREADABLE = (b"", -1, 0)
 
 
-def _wal_checksum(data: bytes, order: str) -> tuple[int, int]:
+def _wal_checksum(data: bytes, order: str, start: tuple[int, int] = (0, 0)) -> tuple[int, int]:
     """SQLite's log checksum of ``data``: 32-bit word pairs in ``order``, summed Fibonacci-wise.
 
-    As sqlite3 wal.c computes it; ``order`` is ``struct``'s byte-order character.
+    As sqlite3 wal.c computes it, from ``start`` (a log frame's continues its predecessor's);
+    ``order`` is ``struct``'s byte-order character.
     """
-    s1 = s2 = 0
+    s1, s2 = start
     for x0, x1 in struct.iter_unpack(order + "II", data):
         s1 = (s1 + x0 + s2) & 0xFFFFFFFF
         s2 = (s2 + x1 + s1) & 0xFFFFFFFF
@@ -219,13 +220,16 @@ def _header_whole(header: bytes, page_size: int) -> bool:
     return struct.unpack(">II", header[24:32]) == _wal_checksum(header[:24], order)
 
 
-def check_wal(path: Path) -> tuple[bytes, int] | None:
+def check_wal(path: Path, read_only: bool = False) -> tuple[bytes, int] | None:
     """Raise :class:`DamagedStore` if ``path``'s write-ahead log is shorter than its index says.
 
     SQLite opens a log cut mid-way (a bad copy, a full disk on another machine) without an
     error and drops every commit in the cut part. The log index (``-shm``) left by the last
     writer records how many frames were committed; fewer whole frames in the log means
     acknowledged episodes are gone. Without an index there is nothing to compare against.
+
+    Where :func:`check_wal_kept` cannot tell (``read_only``, or no index), the log's frames are
+    walked as SQLite's recovery walks them (:func:`check_wal_frames`).
 
     Returns:
         The index's ``(salt, committed frames)`` when there is a log and a whole index, for
@@ -254,8 +258,12 @@ def check_wal(path: Path) -> tuple[bytes, int] | None:
                 "to open the store as SQLite recovers it, delete the -shm file."
             )
         return None
-    if state is None or state[1] == 0:
-        return None if state is None else state[:2]
+    if state is None:
+        if wal_size > 32:
+            check_wal_frames(path, None)
+        return None
+    if state[1] == 0:
+        return state[:2]
     salt, max_frame, page_size = state
     if len(header) < 32 or struct.unpack(">I", header[:4])[0] not in _WAL_MAGIC:
         frames = 0
@@ -287,7 +295,77 @@ def check_wal(path: Path) -> tuple[bytes, int] | None:
             "-wal file (or the whole store) from a backup; to keep what is left, delete the "
             "-shm file and open the store again."
         )
+    if read_only:
+        check_wal_frames(path, state)
     return salt, max_frame
+
+
+def _wal_frames(wal: Path) -> tuple[int, bool]:
+    """Walk a log's frames as SQLite's recovery does: ``(frames it keeps, later commits)``.
+
+    SQLite keeps frames up to the last commit frame before the first frame whose salt or
+    running checksum fails. The second value says whether a commit frame *after* that failure
+    holds when its checksum is continued from the failed frame's stored one: the failure is
+    then a changed byte in the middle of the log, not a write cut short at its end (frames of a
+    rolled-back transaction carry no commit mark; frames of an older log generation carry
+    another salt).
+    """
+    with open(wal, "rb") as f:
+        data = f.read()
+    if len(data) < 32 or struct.unpack(">I", data[:4])[0] not in _WAL_MAGIC:
+        return 0, False
+    order = ">" if struct.unpack(">I", data[:4])[0] & 1 else "<"
+    page_size = struct.unpack(">I", data[8:12])[0]
+    salt, running = data[16:24], struct.unpack(">II", data[24:32])
+    if page_size < 512 or not _header_whole(data[:32], page_size):
+        return 0, False
+    kept, failed, later = 0, False, False
+    frame_size = 24 + page_size
+    for number, at in enumerate(range(32, len(data) - frame_size + 1, frame_size), 1):
+        header = data[at : at + 24]
+        stored = struct.unpack(">II", header[16:24])
+        computed = _wal_checksum(header[:8], order, running)
+        computed = _wal_checksum(data[at + 24 : at + frame_size], order, computed)
+        valid = header[8:16] == salt and computed == stored
+        commit = struct.unpack(">I", header[4:8])[0] != 0
+        if not valid:
+            failed = True
+        elif commit and not failed:
+            kept = number
+        elif commit and failed:
+            later = True
+            break
+        # A frame that failed hands on what it claims, so the frames after a changed byte
+        # still chain; a frame of another generation never passes the salt test above.
+        running = stored
+    return kept, later
+
+
+def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
+    """Raise :class:`DamagedStore` if SQLite would drop committed frames of ``path``'s log.
+
+    For opens :func:`check_wal_kept` cannot help: a read-only store (SQLite rebuilds the
+    index in memory, never in the ``-shm`` file: s42 att42l, one flipped bit read 9 of 40
+    episodes on every read-only open, rc 0) and a log without an index. ``state`` is the
+    index :func:`check_wal` read (its committed frames are compared too), or ``None``.
+    """
+    wal = Path(f"{path}-wal")
+    try:
+        kept, later = _wal_frames(wal)
+    except OSError:
+        return
+    committed = state[1] if state is not None else 0
+    if not later and kept >= committed:
+        return
+    if _wal_index(path) != state:
+        return  # a writer changed the log while it was read: its index now tells
+    told = f", and its index {path}-shm records {committed}" if committed else ""
+    raise DamagedStore(
+        f"The write-ahead log {wal} is damaged: a frame's checksum fails (a changed byte) "
+        f"with committed frames after it. SQLite would keep {kept} frames{told}; episodes "
+        "committed in the rest are lost, and SQLite would open the store without saying so. "
+        "Restore the store from a backup."
+    )
 
 
 def check_wal_kept(path: Path, before: tuple[bytes, int] | None) -> None:

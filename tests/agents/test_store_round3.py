@@ -15,6 +15,7 @@ import pytest
 from rllm_agents.error import AgentConfigError
 from rllm_agents.store import DamagedStore, EpisodeStore, integrity
 from rllm_agents.store import episode_store as episode_store_module
+from rllm_agents.store.damage import _wal_checksum, _wal_frames
 from tests.agents.test_store import make_trajectory
 
 
@@ -449,3 +450,84 @@ def test_an_index_left_zeroed_by_an_opener_killed_while_rebuilding_it_opens(tmp_
     shm.write_bytes(bytes(shm.stat().st_size))
     with EpisodeStore(db) as store:
         assert store.count() == 10 and store.verify() == []
+
+
+def _flip_frame_bit(wal: Path, where: float) -> None:
+    data = bytearray(wal.read_bytes())
+    page = int.from_bytes(data[8:12], "big")
+    frames = (len(data) - 32) // (24 + page)
+    data[32 + int(frames * where) * (24 + page) + 24 + 100] ^= 1
+    wal.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("index", ["kept", "deleted"])
+def test_a_flipped_bit_in_a_log_frame_is_reported_on_read_only_opens(tmp_path, index):
+    """s42 att42l: read-only, SQLite rebuilds the log index in memory, so the before/after
+    index check never saw a drop: one flipped bit read 9 of 40 episodes, rc 0, on every
+    read-only open. Without an index (a crash, a copy without its -shm) neither did any
+    opener."""
+    db = _live_copy(tmp_path, 30)
+    _flip_frame_bit(Path(f"{db}-wal"), 0.25)
+    if index == "deleted":
+        Path(f"{db}-shm").unlink()
+    for _ in range(2):  # every open, not only the first
+        with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+            EpisodeStore(db, read_only=True)
+    if index == "deleted":
+        with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+            EpisodeStore(db)
+
+
+def test_a_flipped_bit_in_the_last_commit_is_reported_read_only_by_the_index(tmp_path):
+    # No commit after it to tell a changed byte from a write cut short: the index tells.
+    db = _live_copy(tmp_path, 10)
+    _flip_frame_bit(Path(f"{db}-wal"), 0.999)
+    with pytest.raises(DamagedStore, match="its index .* records"):
+        EpisodeStore(db, read_only=True)
+
+
+def test_logs_sqlite_keeps_whole_are_not_damage_to_the_frame_walk(tmp_path):
+    """What a crash leaves: a last frame cut short, frames of a rolled-back transaction and
+    of an older log generation past the end, no index. All open, read-only and not."""
+    db = _live_copy(tmp_path, 20)
+    wal, shm = Path(f"{db}-wal"), Path(f"{db}-shm")
+    old = wal.read_bytes()
+    conn = sqlite3.connect(db, isolation_level=None)  # held: the log outlives the store
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # frames checkpointed, the log not reset
+    with EpisodeStore(db) as store:  # restarts the log: a new salt over the old frames
+        store.put(make_trajectory(100), run="run")
+        assert store.count() == 21
+        new = wal.read_bytes()  # the new generation's frames over the old one's
+        assert new[16:24] != old[16:24]
+    conn.close()
+    page = int.from_bytes(old[8:12], "big")
+    (tmp_path / "new-wal").write_bytes(new)
+    end = 32 + _wal_frames(tmp_path / "new-wal")[0] * (24 + page)  # past its last commit
+    assert 32 < end < len(new)
+    shapes = {
+        "older_generation_after": new,
+        "last_frame_cut": new[: end - page // 2],
+        "rolled_back_after": new[:end] + _uncommitted_frame(new[:end], page),
+    }
+    for shape, log in shapes.items():
+        for read_only in (True, False):
+            shm.unlink(missing_ok=True)
+            wal.write_bytes(log)
+            with EpisodeStore(db, read_only=read_only) as store:
+                assert store.verify() == [], shape
+                assert store.count() in (20, 21), shape
+
+
+def _uncommitted_frame(log: bytes, page: int) -> bytes:
+    """A frame chained to ``log``'s last with no commit mark: a rolled-back transaction's."""
+
+    order = ">" if int.from_bytes(log[:4], "big") & 1 else "<"
+    last = len(log) - (24 + page)
+    running = (
+        int.from_bytes(log[last + 16 : last + 20], "big"),
+        int.from_bytes(log[last + 20 : last + 24], "big"),
+    )
+    body = bytes(page)
+    head = (2).to_bytes(4, "big") + bytes(4)
+    s = _wal_checksum(body, order, _wal_checksum(head, order, running))
+    return head + log[16:24] + s[0].to_bytes(4, "big") + s[1].to_bytes(4, "big") + body
