@@ -531,3 +531,34 @@ def _uncommitted_frame(log: bytes, page: int) -> bytes:
     head = (2).to_bytes(4, "big") + bytes(4)
     s = _wal_checksum(body, order, _wal_checksum(head, order, running))
     return head + log[16:24] + s[0].to_bytes(4, "big") + s[1].to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize("offset", [3, 10, 17, 25])
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_damaged_log_header_without_an_index_is_reported(tmp_path, offset, read_only):
+    """s43 att43a F1: one flipped bit of the log header (magic, page size, salt, checksum)
+    with no -shm: SQLite ignored the whole log, 40 of 40 episodes gone, every command rc 0."""
+    db = _live_copy(tmp_path, 10)
+    wal = Path(f"{db}-wal")
+    data = bytearray(wal.read_bytes())
+    data[offset] ^= 1
+    wal.write_bytes(bytes(data))
+    Path(f"{db}-shm").unlink()
+    with pytest.raises(DamagedStore, match="a frame's checksum fails|damaged"):
+        EpisodeStore(db, read_only=read_only)
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_an_index_recording_no_commits_does_not_switch_the_log_checks_off(tmp_path, read_only):
+    """s43 att43a F2: a -shm copied right after a checkpoint (an index of another log
+    generation recording 0 frames) beside a log with a changed frame: 9 of 40 read, rc 0."""
+    import shutil
+
+    db = _live_copy(tmp_path, 30)
+    conn = sqlite3.connect(tmp_path / "src" / "ep.db")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(tmp_path / "src" / "ep.db-shm", f"{db}-shm")
+    conn.close()
+    _flip_frame_bit(Path(f"{db}-wal"), 0.25)
+    with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+        EpisodeStore(db, read_only=read_only)
