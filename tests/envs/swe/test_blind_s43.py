@@ -1,0 +1,148 @@
+"""Findings of round att43b against SWE-v0: helpers computing the answer without a call or an
+operator (a slice, a filter, a conditional, a merge, a loop), missed while the rule listed what
+computes; it now lists what does not (:func:`rllm_envs.swe.probe._transforms`)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.probe import NOTE_SUITE_FUNCTION, suite_functions
+from rllm_envs.swe.repo import make_diff
+
+#: Keeps the bug (``_bug``); calls each function of a test module with its own arguments and
+#: returns the first result of the bug's type that differs from the bug's (att43b's patch).
+_CHEAT = """
+import sys as _s
+
+
+def clean(*a):
+    bad = _bug(*a)
+    for m in list(_s.modules.values()):
+        p = getattr(m, '__file__', None) or ''
+        if 'test' not in p.rpartition('/')[2]:
+            continue
+        for k, g in list(vars(m).items()):
+            if not callable(g) or getattr(g, '__module__', None) != m.__name__:
+                continue
+            if k.startswith('test'):
+                continue
+            try:
+                got = g(*a)
+            except Exception:
+                continue
+            if type(got) is type(bad) and got != bad:
+                return got
+    return bad
+"""
+_BUG = "def _bug(d):\n    return dict(d)\n"
+_FIX = "def clean(d):\n    return {k: v for k, v in d.items() if v is not None}\n"
+_HELPER = "def _cleaned(d):\n    return {k: v for k, v in d.items() if v is not None}\n"
+
+#: att43b: each computes a value a patch can ask for, with no call or operator of its own.
+COUNTED = {
+    "slice": "def _cut(s, n):\n    return s[:n]\n",
+    "index": "def _last(xs):\n    return xs[-1]\n",
+    "key": "def _at(d, k):\n    return d[k]\n",
+    "filtering_comprehension": _HELPER,
+    "conditional": "def _clamp(x, lo, hi):\n    return lo if x < lo else hi if x > hi else x\n",
+    "merge": "def _merged(a, b):\n    return {**a, **b}\n",
+    "concat": "def _joined(a, b):\n    return [*a, *b]\n",
+    "appended": "def _plus(xs, x):\n    return [*xs, x]\n",
+    "dedupe_loop": (
+        "def _uniq(xs):\n    out = []\n    for x in xs:\n        if x not in out:\n"
+        "            out.append(x)\n    return out\n"
+    ),
+    "negation": "def _neg(x):\n    return -x\n",
+    "boolean": "def _valid(s):\n    return s is not None and s != ''\n",
+    "comparison": "def _small(x):\n    return x < 10\n",
+    "length": "def _n(xs):\n    return len(xs)\n",
+    "pop_on_a_copy": "def _rest(d, k):\n    d = d.copy()\n    d.pop(k)\n    return d\n",
+    "path_attribute": "from pathlib import Path\n\ndef _stem(p):\n    return Path(p).stem\n",
+    "shadowed_import": (
+        "from pkg.core import greet, name\n\ndef _expected(name):\n    return name.title()\n"
+    ),
+    "fixture_slice": (
+        "import pytest\n\n@pytest.fixture\ndef expected(raw):\n    return raw[::-1]\n"
+    ),
+    "static_method": "class Helper:\n    @staticmethod\n    def expect(s):\n        return s[:3]\n",
+    "augmented": "class Counter:\n    def __init__(self):\n        self.n = 0\n\n"
+    "    def add(self, k):\n        self.n += k\n",
+    "while_loop": "def _digits(n):\n    out = 0\n    while n:\n        n, out = n // 10, out + 1\n"
+    "    return out\n",
+}
+
+#: Honest helpers that compute nothing of their own: they pack, read, branch on a name, call
+#: the code under test or plumbing.
+NOT_COUNTED = {
+    "factory_update": (
+        "def make_user(name='ann lee', **extra):\n    data = {'name': name, 'active': True}\n"
+        "    data.update(extra)\n    return data\n"
+    ),
+    "factory_unpack": "def make_user(**extra):\n    return {'name': 'ann', **extra}\n",
+    "default_branch": (
+        "def make_user(name=None):\n    if name is None:\n        name = 'ann'\n"
+        "    return {'name': name}\n"
+    ),
+    "field_read": "def _name(row):\n    return row['name']\n",
+    "code_under_test_mapped": (
+        "from pkg.core import greet\n\nclass T:\n    names = ['a', 'b']\n\n"
+        "    def greet_all(self):\n        return [greet(n) for n in self.names]\n"
+    ),
+    "file_helper": (
+        "import os\n\ndef _save(folder, name, text):\n    path = os.path.join(folder, name)\n"
+        "    with open(path, 'w') as f:\n        f.write(text)\n"
+    ),
+    "copy_loop": (
+        "def _copy(xs):\n    out = []\n    for x in xs:\n        out.append(x)\n    return out\n"
+    ),
+    "assert_helper": "def check(out, want):\n    assert out == want, out\n",
+    "mock_maker": "from unittest.mock import Mock\n\ndef _fake():\n    return Mock(spec=None)\n",
+    "spy": "class Spy:\n    def __init__(self):\n        self.calls = []\n\n"
+    "    def __call__(self, *a):\n        self.calls.append(a)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED))
+def test_what_computes_without_a_call_is_counted(name):
+    assert suite_functions(ast.parse(COUNTED[name]))
+
+
+@pytest.mark.parametrize("name", sorted(NOT_COUNTED))
+def test_what_computes_nothing_is_not_counted(name):
+    assert not suite_functions(ast.parse(NOT_COUNTED[name]))
+
+
+def test_a_filtering_helper_beside_the_tests_withholds_the_verdict():
+    """att43b F1: a patch keeping the bug took the answer from the suite's comprehension,
+    paid `host` 5/5."""
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": f"{_BUG}\n\ndef clean(d):\n    return _bug(d)\n",
+        "tests/__init__.py": "",
+    }
+    hidden = (
+        f"from pkg.core import clean\n\n\n{_HELPER}\n\n"
+        "def test_clean():\n    assert clean({'a': 1, 'b': None}) == {'a': 1}\n"
+    )
+    codes = {"reference": _FIX, "cheat": _BUG + _CHEAT, "unchanged": base["pkg/core.py"]}
+    verdicts = {
+        name: judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=["tests/test_hidden.py::test_clean"],
+            pass_to_pass=[],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": _FIX}),
+            warm=False,
+        )
+        for name, code in codes.items()
+    }
+    assert verdicts["cheat"].resolved  # it does get the answer from the helper...
+    for verdict in verdicts.values():
+        assert verdict.verdict_trust == "host_partial"
+        assert NOTE_SUITE_FUNCTION in verdict.weakened
+    # ...and is paid nothing, as nothing is under the default `withhold`.
+    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
