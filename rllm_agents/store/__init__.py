@@ -36,9 +36,10 @@ MAC, reading every row that could change the answer, filtered out or not. A mism
 missing episode). Opening refuses what is not a store: a 0-byte file or an SQLite file without
 the store's tables (unless ``initialize=True``), another file format, and a write-ahead log cut
 shorter than the commits its index (``-shm``) records, which SQLite itself would open silently
-with the cut episodes gone; the first opener (index present) after a byte of the log changed
-(SQLite then drops that commit and every later one) refuses it too, and keeps the log in
-``DB-wal.damaged`` (later openers cannot tell). The schema must be exactly the store's own
+with the cut episodes gone; and a log with a changed byte (SQLite then drops that commit and
+every later one): every open checks the log's frame checksums first, and the first opener
+that finds SQLite kept fewer frames than the index recorded keeps the log in
+``DB-wal.damaged``. The schema must be exactly the store's own
 (checked at open, in ``verify``, and before every read and write that finds it changed): a
 trigger, view, extra index or changed column definition is refused, since it would change what
 the store's SQL does (an episode acknowledged and dropped, a filter matching other runs) without

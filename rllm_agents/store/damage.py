@@ -223,7 +223,7 @@ def _header_whole(header: bytes, page_size: int) -> bool:
     return struct.unpack(">II", header[24:32]) == _wal_checksum(header[:24], order)
 
 
-def check_wal(path: Path, read_only: bool = False) -> tuple[bytes, int] | None:
+def check_wal(path: Path) -> tuple[bytes, int] | None:
     """Raise :class:`DamagedStore` if ``path``'s write-ahead log is shorter than its index says.
 
     SQLite opens a log cut mid-way (a bad copy, a full disk on another machine) without an
@@ -231,8 +231,8 @@ def check_wal(path: Path, read_only: bool = False) -> tuple[bytes, int] | None:
     writer records how many frames were committed; fewer whole frames in the log means
     acknowledged episodes are gone. Without an index there is nothing to compare against.
 
-    Where :func:`check_wal_kept` cannot tell (``read_only``, or no index), the log's frames are
-    walked as SQLite's recovery walks them (:func:`check_wal_frames`).
+    The log's frames are also checked as SQLite's recovery walks them
+    (:func:`check_wal_frames`).
 
     Returns:
         The index's ``(salt, committed frames)`` when there is a log and a whole index, for
@@ -298,8 +298,7 @@ def check_wal(path: Path, read_only: bool = False) -> tuple[bytes, int] | None:
             "-wal file (or the whole store) from a backup; to keep what is left, delete the "
             "-shm file and open the store again."
         )
-    if read_only:
-        check_wal_frames(path, state)
+    check_wal_frames(path, state)
     return salt, max_frame
 
 
@@ -373,8 +372,11 @@ def _frame_checks(
     return valid[:done], commit[:done]
 
 
-def _wal_frames(wal: Path) -> tuple[int, bool]:
-    """Walk a log's frames as SQLite's recovery does: ``(frames it keeps, later commits)``.
+def _wal_frames(wal: Path) -> tuple[int, bool, int]:
+    """Walk a log's frames as SQLite's recovery does.
+
+    Returns ``(frames it keeps, later commits, the first frame that fails)`` (1-based; 0 when
+    none does).
 
     SQLite keeps frames up to the last commit frame before the first frame whose salt or
     running checksum fails. The second value says whether a commit frame *after* that failure
@@ -391,7 +393,7 @@ def _wal_frames(wal: Path) -> tuple[int, bool]:
         size = os.fstat(fd).st_size
         header = os.pread(fd, 32, 0)
         if len(header) < 32:
-            return 0, False
+            return 0, False, 0
         magic, page_size = struct.unpack(">I", header[:4])[0], struct.unpack(">I", header[8:12])[0]
         start = struct.unpack(">II", header[24:32])
         if magic in _WAL_MAGIC and page_size in _PAGE_SIZES and _header_whole(header, page_size):
@@ -400,14 +402,15 @@ def _wal_frames(wal: Path) -> tuple[int, bool]:
             failed = np.flatnonzero(~valid)
             end = int(failed[0]) if len(failed) else len(valid)
             kept = np.flatnonzero(commit[:end])
-            return (int(kept[-1]) + 1 if len(kept) else 0), bool((valid & commit)[end:].any())
+            later = bool((valid & commit)[end:].any())
+            return (int(kept[-1]) + 1 if len(kept) else 0), later, end + 1 if len(failed) else 0
         salt = os.pread(fd, 8, 32 + 8)  # the first frame's
         for page in sorted(_PAGE_SIZES, key=lambda p: p != page_size):
             for order in ("<", ">"):  # the magic's last bit may be what changed
                 valid, commit = _frame_checks(fd, size, order, page, salt, start)
                 if (valid & commit).any():
-                    return 0, True
-        return 0, False
+                    return 0, True, 1
+        return 0, False, 0
     finally:
         os.close(fd)
 
@@ -415,18 +418,28 @@ def _wal_frames(wal: Path) -> tuple[int, bool]:
 def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     """Raise :class:`DamagedStore` if SQLite would drop committed frames of ``path``'s log.
 
-    For opens :func:`check_wal_kept` cannot help: a read-only store (SQLite rebuilds the
-    index in memory, never in the ``-shm`` file: s42 att42l, one flipped bit read 9 of 40
-    episodes on every read-only open, rc 0) and a log without an index. ``state`` is the
-    index :func:`check_wal` read (its committed frames are compared too), or ``None``.
+    SQLite's recovery, which rebuilds the index from the log, stops at the first frame whose
+    checksum fails and says nothing. :func:`check_wal_kept` sees that only when the index
+    recorded those frames and the opener rebuilt it in the file: not on a read-only open
+    (rebuilt in memory: s42 att42l, one flipped bit read 9 of 40 episodes on every
+    read-only open, rc 0), without an index, or with one older than the log (what ``cp
+    DB*`` of a live store copies: s43 att43c, 16 of 40 lost on a writable open). So every
+    open checks the frames (:func:`_wal_frames`). ``state`` is the index :func:`check_wal`
+    read, or ``None``.
+
+    Refused: fewer recoverable frames than the index records, or a failing frame with a
+    valid commit after it, unless the failure is the first frame past the index's last
+    commit: frames a writer killed before updating the index left, partly overwritten by
+    the next writer's shorter commit (never acknowledged; SQLite rightly drops them).
     """
     wal = Path(f"{path}-wal")
     try:
-        kept, later = _wal_frames(wal)
+        kept, later, failed = _wal_frames(wal)
     except OSError:
         return
     committed = state[1] if state is not None else 0
-    if not later and kept >= committed:
+    left_by_a_killed_writer = state is not None and kept == committed and failed == kept + 1
+    if kept >= committed and not (later and not left_by_a_killed_writer):
         return
     if _wal_index(path) != state:
         return  # a writer changed the log while it was read: its index now tells

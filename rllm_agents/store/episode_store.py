@@ -294,7 +294,7 @@ class EpisodeStore:
         try:
             self._wal_before = None
             if self.path.is_file() and self.path.stat().st_size > 0:
-                self._wal_before = check_wal(self.path, self.read_only)
+                self._wal_before = check_wal(self.path)
             self._open()
         except BaseException:
             self.close()

@@ -331,7 +331,7 @@ def _live_copy(tmp_path: Path, episodes: int) -> Path:
     return dst / "ep.db"
 
 
-def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener(tmp_path):
+def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_every_opener(tmp_path):
     dst = _live_copy(tmp_path, 30).parent
     wal = dst / "ep.db-wal"
     data = bytearray(wal.read_bytes())
@@ -339,9 +339,10 @@ def test_r3_a_flipped_bit_in_the_write_ahead_log_is_reported_by_the_first_opener
     frames = (len(data) - 32) // (24 + page)
     data[32 + (frames // 4) * (24 + page) + 24 + 100] ^= 1  # one bit of a quarter-way frame
     wal.write_bytes(bytes(data))
-    with pytest.raises(DamagedStore, match="rebuilding the index from the log, kept"):
-        EpisodeStore(dst / "ep.db")
-    assert (dst / "ep.db-wal.damaged").read_bytes() == bytes(data)
+    for _ in range(2):  # refused before SQLite opens it: every opener, the log untouched
+        with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+            EpisodeStore(dst / "ep.db")
+        assert wal.read_bytes() == bytes(data)
 
 
 @pytest.mark.parametrize("b_keeps_mark", [True, False])
@@ -562,3 +563,60 @@ def test_an_index_recording_no_commits_does_not_switch_the_log_checks_off(tmp_pa
     _flip_frame_bit(Path(f"{db}-wal"), 0.25)
     with pytest.raises(DamagedStore, match="a frame's checksum fails"):
         EpisodeStore(db, read_only=read_only)
+
+
+def _with_older_index(tmp_path: Path, first: int, then: int) -> tuple[Path, int]:
+    """A store copied as ``cp DB*`` copies a live one: its -shm from after ``first`` puts,
+    the rest after ``first + then``. Returns the copy and the frames the -shm records."""
+    import shutil
+
+    from rllm_agents.store.damage import _wal_index
+
+    src, dst = tmp_path / "src", tmp_path / "copy"
+    src.mkdir()
+    dst.mkdir()
+    db = src / "ep.db"
+    store = EpisodeStore(db)
+    for i in range(first):
+        store.put(make_trajectory(i), run="run")
+    shutil.copy(f"{db}-shm", f"{dst / 'ep.db'}-shm")
+    for i in range(first, first + then):
+        store.put(make_trajectory(i), run="run")
+    for suffix in ("", "-wal", ".key"):
+        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
+    store.close()
+    index = _wal_index(dst / "ep.db")
+    assert index is not None
+    return dst / "ep.db", index[1]
+
+
+def _flip_frame(wal: Path, number: int) -> None:
+    data = bytearray(wal.read_bytes())
+    page = int.from_bytes(data[8:12], "big")
+    data[32 + (number - 1) * (24 + page) + 24 + 100] ^= 1
+    wal.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_changed_frame_past_an_older_index_is_reported(tmp_path, read_only):
+    """s43 att43c F1: an index older than its log (a `cp DB*` of a live store copies the -shm
+    first) and one flipped bit past the frames it records: a writable open kept 24 of 40
+    episodes, `verify` clean, and its checkpoint made the loss permanent."""
+    db, recorded = _with_older_index(tmp_path, 20, 20)
+    wal = Path(f"{db}-wal")
+    frames = (wal.stat().st_size - 32) // (24 + int.from_bytes(wal.read_bytes()[8:12], "big"))
+    _flip_frame(wal, (recorded + frames) // 2)
+    with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+        EpisodeStore(db, read_only=read_only)
+
+
+def test_frames_a_killed_writer_left_past_the_index_are_not_damage(tmp_path):
+    """A writer killed after writing its commit but before updating the index leaves frames
+    past it; the next writer's shorter commit overwrites their start, so the first frame
+    past the index's last commit fails and a valid commit may follow. That commit was never
+    acknowledged, and SQLite drops it: the store opens with what the index records."""
+    db, recorded = _with_older_index(tmp_path, 20, 20)
+    _flip_frame(Path(f"{db}-wal"), recorded + 1)
+    for read_only in (True, False):
+        with EpisodeStore(db, read_only=read_only) as store:
+            assert store.count() == 20 and store.verify() == []
