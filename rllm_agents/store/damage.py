@@ -428,9 +428,10 @@ def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     read, or ``None``.
 
     Refused: fewer recoverable frames than the index records, or a failing frame with a
-    valid commit after it, unless the failure is the first frame past the index's last
-    commit: frames a writer killed before updating the index left, partly overwritten by
-    the next writer's shorter commit (never acknowledged; SQLite rightly drops them).
+    valid commit after it, unless (with an index) the failure directly follows a valid
+    commit at or past the index's last: frames writers killed before updating the index
+    left, partly overwritten by the next writers' shorter commits (never acknowledged;
+    SQLite rightly drops them).
     """
     wal = Path(f"{path}-wal")
     try:
@@ -438,7 +439,11 @@ def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     except OSError:
         return
     committed = state[1] if state is not None else 0
-    left_by_a_killed_writer = state is not None and kept == committed and failed == kept + 1
+    # Writers killed after writing a commit but before updating the index leave frames past
+    # it; the next writers' shorter commits overwrite their start (two kills: valid commits
+    # past the index, then a failing frame: s43 att43e F1, every open refused an intact
+    # store). Such a failure always directly follows a valid commit frame.
+    left_by_a_killed_writer = state is not None and kept >= committed and failed == kept + 1
     if kept >= committed and not (later and not left_by_a_killed_writer):
         return
     if _wal_index(path) != state:

@@ -620,3 +620,24 @@ def test_frames_a_killed_writer_left_past_the_index_are_not_damage(tmp_path):
     for read_only in (True, False):
         with EpisodeStore(db, read_only=read_only) as store:
             assert store.count() == 20 and store.verify() == []
+
+
+def test_frames_two_killed_writers_left_are_not_damage(tmp_path):
+    """s43 att43e F1: writer A killed before updating the index, B's acknowledged commit over
+    A's frames, B killed the same way on its next commit: valid commits past the index, a
+    failing frame after B's, A's valid commit after it. Every open refused the intact store."""
+    db, recorded = _with_older_index(tmp_path, 20, 20)
+    wal = Path(f"{db}-wal")
+    data = wal.read_bytes()
+    page = int.from_bytes(data[8:12], "big")
+    (tmp_path / "all-wal").write_bytes(data)
+    kept = _wal_frames(tmp_path / "all-wal")[0]
+    commits = [
+        n
+        for n in range(recorded + 1, kept)
+        if int.from_bytes(data[32 + (n - 1) * (24 + page) + 4 :][:4], "big")
+    ]
+    _flip_frame(wal, commits[0] + 1)  # B's killed commit ends at commits[0]; A's frames after
+    for read_only in (True, False):
+        with EpisodeStore(db, read_only=read_only) as store:
+            assert store.count() >= 20 and store.verify() == []
