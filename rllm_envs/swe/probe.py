@@ -67,7 +67,7 @@ import re
 import secrets
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -3138,15 +3138,29 @@ def _picks_callable(
 
 
 #: Calls a helper makes that compute nothing from what they are given (plumbing): functions
-#: by name, and methods (or module functions) by their last name.
+#: by name, and module functions by their last name (``os.makedirs``, ``shutil.rmtree``).
 _NEUTRAL_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "open", "super"})
-_NEUTRAL_METHODS = frozenset(
-    {"exists", "isfile", "isdir", "is_file", "is_dir", "mkdir", "makedirs", "touch", "unlink"}
-    | {"write_text", "write_bytes", "read_text", "read_bytes", "close", "flush", "addCleanup"}
-    | {"addfinalizer", "chdir", "setenv", "delenv", "setattr", "delattr"}
-    | {"append", "extend", "insert", "add", "update", "setdefault", "get", "clear", "copy"}
-    | {"keys", "values", "items", "write", "writelines", "read", "readlines", "seek"}
+_NEUTRAL_FUNCTIONS = frozenset(
+    {"exists", "isfile", "isdir", "mkdir", "makedirs", "touch", "unlink", "remove", "rmtree"}
+    | {"rmdir", "chdir", "setenv", "unsetenv", "dump", "sleep", "copy", "copyfile", "join"}
 )
+#: What a file opened by ``open`` is asked; what a spy's containers on ``self``, or a fresh
+#: local one (a factory's ``data = {...}``), are handed to keep.
+_FILE_METHODS = frozenset({"write", "writelines", "read", "readlines", "close", "flush"})
+_PATH_METHODS = frozenset(
+    {"write_text", "write_bytes", "read_text", "read_bytes", "mkdir", "exists", "unlink"}
+    | {"touch", "is_file", "is_dir", "open", "rmdir", "joinpath"}
+)
+_STORING_METHODS = frozenset({"append", "add", "extend", "update", "setdefault"})
+#: The methods of built-in values: called on a value, they compute (``s.title()``).
+_VALUE_METHODS_ALL = frozenset(
+    name
+    for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, complex)
+    for name in dir(kind)
+    if not name.startswith("_")
+)
+#: pytest's own fixtures: their objects are the harness's, not the suite's computation.
+_HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
 
 
 def _path_join(node: ast.AST) -> bool:
@@ -3157,42 +3171,133 @@ def _path_join(node: ast.AST) -> bool:
     return text or _path_join(node.left)
 
 
-def _picking(test: ast.expr) -> ast.expr:
-    """What a condition reads when it only picks a branch (``not x``, ``x is None``)."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test = test.operand
-    if (
+def _base(node: ast.expr) -> ast.expr:
+    """What an attribute, item or call chain starts from (``self`` in ``self.a.b(c).d``)."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node
+
+
+def _none_test(test: ast.expr) -> bool:
+    """Whether a condition only asks if a name is ``None`` (picking a default)."""
+    return (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
         and isinstance(test.ops[0], ast.Is | ast.IsNot)
+        and isinstance(test.left, ast.Name | ast.Attribute)
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
-    ):
-        test = test.left
-    return test
+    )
 
 
 def _transforms(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, delegates: frozenset[str]
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    delegates: frozenset[str],
+    mocks: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether a helper computes anything, wherever the result goes (nested functions too).
 
-    Read as a list of what computes nothing, so a form not thought of counts (s43 att43b: a
-    slice, a filtering comprehension, a conditional expression, ``{**a, **b}``, a loop
-    appending what is not yet there: 25/25 paid when only calls and operators counted).
-    Nothing computed: literals, names, attribute and text-keyed item reads (``row["name"]``),
-    containers packing them (``{"name": name, **extra}``), stores, ``for``, comprehensions
-    and ``with`` (what they do is read), ``try``, an ``assert``'s comparison (the expected
-    values it holds are read apart), a branch on a name (``if x is None:``), calls of the
-    code under test or the module's own functions (``delegates``, read apart, unless a
-    parameter shadows the name), plumbing (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_METHODS`,
-    ``os.path.join``, ``Path(...)``, a path joined with a literal), other calls given only
-    literals (``Mock()``). Anything else computes: text or arithmetic, a method of a value
-    or a library call given inputs (``name.title()``, ``sorted(xs)``, ``len(xs)``), a
-    comparison or ``and``/``or``, a slice or computed index, an attribute of a computed
-    value, a conditional, two unpacked inputs, ``while``, ``match``.
+    Read as a short list of what computes nothing, so a form not thought of counts: a
+    list of what computes kept missing forms (s43 att43b: a slice, a filter, a conditional,
+    ``{**a, **b}``, 25/25 paid; att43d: a truthy filter, an inverted dict, ``insert(0,
+    x)``, ``[*seen]``, a copy updated, a grouping loop, a property of a local, 40/40).
+    Computing nothing: literals and names; reads of ``self``'s attributes, of modules' and of
+    text keys (``row["name"]``); containers packing values, one ``**extra`` in a dict;
+    stores; ``with``; ``try`` whose handlers only pass or raise; ``if x is None:``; an
+    ``assert``'s comparison (its expected values are read apart); a ``for`` whose body
+    only makes such calls; ``[f(x) for x in xs]`` of the code under test; calls of the
+    code under test, the module's own functions and classes (``delegates``, unless a
+    parameter or local shadows the name), ``unittest.mock`` (``mocks``), ``super()``,
+    pytest's fixtures' methods, methods of ``self``'s objects that no built-in value has
+    (``self.store.put(k, v)``), ``self``'s or a fresh local container's storing methods
+    (a spy's ``append``, a factory's ``update``), an ``open`` file's methods, plumbing
+    (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`, ``Path(...)``, a path joined
+    with a literal), other functions given only literals (``datetime(2020, 1, 1)``).
+    Anything else computes.
     """
-    shadowed = _parameters(function.args) | set(_assigned(function))
+    assigned = _assigned(function)
+    shadowed = _parameters(function.args) | set(assigned)
+
+    def rooted(node: ast.expr, names: set[str] | frozenset[str]) -> bool:
+        base = _base(node)
+        return isinstance(base, ast.Name) and base.id in names
+
+    fresh = {
+        name
+        for name, values in assigned.items()
+        if values
+        and all(
+            isinstance(v, ast.List | ast.Dict | ast.Set | ast.Tuple)
+            or (
+                isinstance(v, ast.Call)
+                and _dotted(v.func) in ("dict", "list", "set")
+                and not v.args
+                and not v.keywords
+            )
+            for v in values
+        )
+    }
+
+    def bound_to(test: Callable[[ast.expr], bool]) -> set[str]:
+        return {name for name, values in assigned.items() if values and all(map(test, values))}
+
+    # Locals holding a path, a test double, an object the code under test made.
+    paths = bound_to(
+        lambda v: (
+            _path_join(v)
+            or (isinstance(v, ast.Call) and _dotted(v.func).rpartition(".")[2] in ("Path", "join"))
+        )
+    )
+    doubles = bound_to(lambda v: isinstance(v, ast.Call) and rooted(v.func, mocks))
+    made = bound_to(lambda v: isinstance(v, ast.Call) and rooted(v.func, delegates - shadowed))
+    files = {
+        item.optional_vars.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.With | ast.AsyncWith)
+        for item in node.items
+        if isinstance(item.optional_vars, ast.Name)
+        and isinstance(item.context_expr, ast.Call)
+        and _dotted(item.context_expr.func) == "open"
+    }
+    harness = {"self", "cls"} | (_HARNESS_FIXTURES & _parameters(function.args)) | doubles
+
+    def call_computes(call: ast.Call) -> bool:
+        name = _dotted(call.func)
+        root = name.partition(".")[0]
+        last = name.rpartition(".")[2] if name else getattr(call.func, "attr", "")
+        handed = [*call.args, *(k.value for k in call.keywords)]
+        if rooted(call.func, {"super"}) or (root in mocks and root not in shadowed):
+            return False
+        if root in delegates and root not in shadowed:
+            return False  # the code under test, the module's own (read apart)
+        if name in _NEUTRAL_CALLS or last in ("Path", "PurePath", "joinpath"):
+            return False
+        if not isinstance(call.func, ast.Attribute):
+            return any(not is_literal(a) for a in handed)  # `sorted(xs)`, `len(xs)`, `str(x)`
+        receiver = _base(call.func)
+        if not isinstance(receiver, ast.Name):
+            return True  # a method of a computed value: `" ".join(w)`, `(a or b).title()`
+        if receiver.id in doubles or (
+            receiver.id in harness - {"self", "cls"} and isinstance(call.func.value, ast.Name)
+        ):
+            return False  # a Mock's, `capsys.readouterr()`; not `request.param.title()`
+        if last in ("items", "keys", "values") and not handed:
+            return False  # a view: what the loop or comprehension around it does is read
+        if last == "get" and handed and all(is_literal(a) for a in handed):
+            return False  # `spec.get("children", [])`: a text key read
+        if receiver.id in paths and isinstance(call.func.value, ast.Name):
+            return last not in _PATH_METHODS
+        if receiver.id in ("self", "cls") or receiver.id in made:
+            # Objects of the code under test (`self.store.put(k, v)`, `node.add(child)`).
+            return last in _VALUE_METHODS_ALL and last not in _STORING_METHODS
+        if receiver.id in fresh and isinstance(call.func.value, ast.Name):
+            return last not in _STORING_METHODS
+        if receiver.id in files:
+            return last not in _FILE_METHODS
+        if receiver.id not in shadowed and "." in name:
+            return last not in _NEUTRAL_FUNCTIONS  # a module's function (`os.makedirs(p)`)
+        return True  # a parameter's or local's method: `name.title()`, `buf.read()`
+
     skip: set[int] = {id(n) for n in ast.walk(function) if _path_join(n)}
     for node in ast.walk(function):
         if isinstance(node, ast.Call):
@@ -3201,19 +3306,14 @@ def _transforms(
             skip.update(
                 id(n)
                 for n in ast.walk(node.test)
-                if isinstance(n, ast.Compare | ast.BoolOp | ast.UnaryOp)
+                if isinstance(n, ast.Compare | ast.BoolOp | ast.UnaryOp | ast.Attribute)
+                or isinstance(n, ast.Subscript)
             )
-        if isinstance(node, ast.If | ast.IfExp):
-            picked = _picking(node.test)
-            if isinstance(picked, ast.Name) or (
-                isinstance(picked, ast.Attribute) and _dotted(picked)
-            ):
-                skip.update(id(n) for n in ast.walk(node.test))
-                skip.add(id(node))
+        if isinstance(node, ast.If | ast.IfExp) and _none_test(node.test):
+            skip.update(id(n) for n in ast.walk(node.test))
+            skip.add(id(node))
     for node in ast.walk(function):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.expr) and is_literal(node):
+        if id(node) in skip or (isinstance(node, ast.expr) and is_literal(node)):
             continue
         if isinstance(
             node,
@@ -3226,48 +3326,63 @@ def _transforms(
             | ast.If
             | ast.While
             | ast.Match
-            | ast.AugAssign,
+            | ast.AugAssign
+            | ast.SetComp
+            | ast.DictComp,
         ):
             return True
+        if isinstance(node, ast.For | ast.AsyncFor) and (
+            node.orelse
+            or not all(isinstance(b, ast.Expr) and isinstance(b.value, ast.Call) for b in node.body)
+            or any(
+                isinstance(b, ast.Expr)
+                and isinstance(b.value, ast.Call)
+                and isinstance(b.value.func, ast.Attribute)
+                and rooted(b.value.func, fresh)
+                and b.value.func.attr != "append"
+                for b in node.body
+            )
+        ):
+            return True  # a loop that keeps or picks: `seen.add(x)`, `out.extend(x)`
+        if isinstance(node, ast.ListComp | ast.GeneratorExp):
+            mapped = (
+                len(node.generators) == 1
+                and not node.generators[0].ifs
+                and isinstance(node.elt, ast.Call)
+                and rooted(node.elt.func, delegates - shadowed)
+            )
+            if not mapped:
+                return True  # `[y for x in xs for y in x]`, `[k for k, v in d.items() if v]`
+        if isinstance(node, ast.Try | ast.TryStar) and any(
+            not isinstance(b, ast.Pass | ast.Raise) for h in node.handlers for b in h.body
+        ):
+            return True  # `try: return d["nick"] except KeyError: return d["name"]`
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             key = node.slice
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 return True  # `s[:n]`, `xs[-1]`, `d[k]`
-        if isinstance(node, ast.Attribute) and not _dotted(node):
-            made = isinstance(node.value, ast.Call) and _dotted(node.value.func)
-            if not (isinstance(node.value, ast.Subscript) or made in delegates):
-                return True  # an attribute of a computed value (`Path(p).stem`)
-        if isinstance(node, ast.List | ast.Tuple | ast.Set | ast.Dict):
-            items = node.values if isinstance(node, ast.Dict) else node.elts
-            unpacked = (
-                [v for k, v in zip(node.keys, node.values, strict=True) if k is None]
-                if isinstance(node, ast.Dict)
-                else [e.value for e in node.elts if isinstance(e, ast.Starred)]
-            )
-            if len([u for u in unpacked if not is_literal(u)]) > 1:
-                return True  # `{**a, **b}`, `[*a, *b]`
-            if unpacked and not isinstance(node, ast.Dict) and len(items) > len(unpacked):
-                if any(not is_literal(e) for e in items if not isinstance(e, ast.Starred)):
-                    return True  # `[*xs, x]`
-        if isinstance(node, ast.Call):
-            name = _dotted(node.func)
-            if not name:  # a method of a computed value: `(name or "").title()`, `" ".join(w)`
-                plumbing = (
-                    isinstance(node.func, ast.Attribute) and node.func.attr in _NEUTRAL_METHODS
-                )
-                if not plumbing:  # but `d.setdefault(k, []).append(v)`: both calls read apart
-                    return True
-                continue
-            root, last = name.partition(".")[0], name.rpartition(".")[2]
-            if root in delegates and root not in shadowed or name in _NEUTRAL_CALLS:
-                continue
-            handed = [*node.args, *(k.value for k in node.keywords)]
-            if name.endswith("path.join") or last in ("Path", "PurePath"):
-                continue  # a file's path: what honest file helpers build (a documented gap)
-            if "." in name and last in _NEUTRAL_METHODS:
-                continue
-            if "." in name or any(not is_literal(a) for a in handed):
-                return True  # `name.title()`, `textwrap.dedent(s)`, `str(x)`, `len(xs)`
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            base = _base(node)
+            if not isinstance(base, ast.Name) or not (
+                base.id in harness
+                or (base.id not in shadowed and (base.id in delegates or base.id in mocks))
+                or (base.id not in shadowed and isinstance(node.value, ast.Name))
+            ):
+                return True  # `parts.hostname`, `p.stem`, `x.__class__`: a property computes
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Tuple | ast.List) for t in node.targets
+        ):
+            return True  # `a, b = pair`: unpacking picks (`return b, a`)
+        if isinstance(node, ast.List | ast.Tuple | ast.Set) and any(
+            isinstance(e, ast.Starred) for e in node.elts
+        ):
+            return True  # `[*a, *b]`, `[*seen]`
+        if isinstance(node, ast.Dict):
+            unpacked = [v for k, v in zip(node.keys, node.values, strict=True) if k is None]
+            if len(unpacked) > 1 or any(not isinstance(v, ast.Name) for v in unpacked):
+                return True  # `{**a, **b}`
+        if isinstance(node, ast.Call) and call_computes(node):
+            return True
     return False
 
 
@@ -3326,6 +3441,10 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         name for name, package in imported.items() if package not in sys.stdlib_module_names
     )
 
+    # The harness's own: `unittest.mock`'s doubles and patches, pytest's helpers.
+    mocks = frozenset(n for n, package in imported.items() if package in ("unittest", "mock"))
+    mocks |= frozenset(n for n, package in imported.items() if package == "pytest")
+
     def visit(node: ast.AST, where: str, local: frozenset[str] = frozenset()) -> None:
         """Visit ``node``, a statement at the suite's level.
 
@@ -3361,7 +3480,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             if around and not (fixture and inputs):
                 counted = _keeps_computed(node, delegates)
             else:
-                counted = _transforms(node, delegates)
+                counted = _transforms(node, delegates, mocks)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
                     # What it binds in the module is the module's (`global _D; _D = str.title`).
                     counted = counted or any(_picks_callable(n, named, roots) for n in node.body)
