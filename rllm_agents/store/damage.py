@@ -372,11 +372,8 @@ def _frame_checks(
     return valid[:done], commit[:done]
 
 
-def _wal_frames(wal: Path) -> tuple[int, bool, int]:
-    """Walk a log's frames as SQLite's recovery does.
-
-    Returns ``(frames it keeps, later commits, the first frame that fails)`` (1-based; 0 when
-    none does).
+def _wal_frames(wal: Path) -> tuple[int, bool]:
+    """Walk a log's frames as SQLite's recovery does: ``(frames it keeps, later commits)``.
 
     SQLite keeps frames up to the last commit frame before the first frame whose salt or
     running checksum fails. The second value says whether a commit frame *after* that failure
@@ -393,7 +390,7 @@ def _wal_frames(wal: Path) -> tuple[int, bool, int]:
         size = os.fstat(fd).st_size
         header = os.pread(fd, 32, 0)
         if len(header) < 32:
-            return 0, False, 0
+            return 0, False
         magic, page_size = struct.unpack(">I", header[:4])[0], struct.unpack(">I", header[8:12])[0]
         start = struct.unpack(">II", header[24:32])
         if magic in _WAL_MAGIC and page_size in _PAGE_SIZES and _header_whole(header, page_size):
@@ -402,15 +399,14 @@ def _wal_frames(wal: Path) -> tuple[int, bool, int]:
             failed = np.flatnonzero(~valid)
             end = int(failed[0]) if len(failed) else len(valid)
             kept = np.flatnonzero(commit[:end])
-            later = bool((valid & commit)[end:].any())
-            return (int(kept[-1]) + 1 if len(kept) else 0), later, end + 1 if len(failed) else 0
+            return (int(kept[-1]) + 1 if len(kept) else 0), bool((valid & commit)[end:].any())
         salt = os.pread(fd, 8, 32 + 8)  # the first frame's
         for page in sorted(_PAGE_SIZES, key=lambda p: p != page_size):
             for order in ("<", ">"):  # the magic's last bit may be what changed
                 valid, commit = _frame_checks(fd, size, order, page, salt, start)
                 if (valid & commit).any():
-                    return 0, True, 1
-        return 0, False, 0
+                    return 0, True
+        return 0, False
     finally:
         os.close(fd)
 
@@ -422,36 +418,31 @@ def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     checksum fails and says nothing. :func:`check_wal_kept` sees that only when the index
     recorded those frames and the opener rebuilt it in the file: not on a read-only open
     (rebuilt in memory: s42 att42l, one flipped bit read 9 of 40 episodes on every
-    read-only open, rc 0), without an index, or with one older than the log (what ``cp
-    DB*`` of a live store copies: s43 att43c, 16 of 40 lost on a writable open). So every
-    open checks the frames (:func:`_wal_frames`). ``state`` is the index :func:`check_wal`
-    read, or ``None``.
+    read-only open, rc 0) nor without an index. So every open checks the frames
+    (:func:`_wal_frames`). ``state`` is the index :func:`check_wal` read, or ``None``.
 
-    Refused: fewer recoverable frames than the index records, or a failing frame with a
-    valid commit after it, unless (with an index) the failure directly follows a valid
-    commit at or past the index's last: frames writers killed before updating the index
-    left, partly overwritten by the next writers' shorter commits (never acknowledged;
-    SQLite rightly drops them).
+    With an index of this log (its salt), what it records is what writers acknowledged:
+    fewer recoverable frames is damage, while frames past it were never acknowledged, even
+    valid commits after a failing frame (writers killed before updating the index leave
+    them, partly overwritten by the next writers: s43 att43e, att43g, every open refused an
+    intact store). Without one, a failing frame with a valid commit after it is damage.
     """
     wal = Path(f"{path}-wal")
     try:
-        kept, later, failed = _wal_frames(wal)
+        kept, later = _wal_frames(wal)
+        with open(wal, "rb") as f:
+            salt = f.read(24)[16:24]
     except OSError:
         return
-    committed = state[1] if state is not None else 0
-    # Writers killed after writing a commit but before updating the index leave frames past
-    # it; the next writers' shorter commits overwrite their start (two kills: valid commits
-    # past the index, then a failing frame: s43 att43e F1, every open refused an intact
-    # store). Such a failure always directly follows a valid commit frame.
-    left_by_a_killed_writer = state is not None and kept >= committed and failed == kept + 1
-    if kept >= committed and not (later and not left_by_a_killed_writer):
+    recorded = state[1] if state is not None and state[0] == salt else None
+    if (kept >= recorded) if recorded is not None else not later:
         return
     if _wal_index(path) != state:
         return  # a writer changed the log while it was read: its index now tells
-    told = f", and its index {path}-shm records {committed}" if committed else ""
+    told = f", and its index {path}-shm records {recorded}" if recorded else ""
     raise DamagedStore(
         f"The write-ahead log {wal} is damaged: a frame's checksum fails (a changed byte) "
-        f"with committed frames after it. SQLite would keep {kept} frames{told}; episodes "
+        f"before committed frames. SQLite would keep {kept} frames{told}; episodes "
         "committed in the rest are lost, and SQLite would open the store without saying so. "
         "Restore the store from a backup."
     )

@@ -598,25 +598,33 @@ def _flip_frame(wal: Path, number: int) -> None:
 
 
 @pytest.mark.parametrize("read_only", [False, True])
-def test_a_changed_frame_past_an_older_index_is_reported(tmp_path, read_only):
+def test_a_changed_frame_past_an_older_index_is_reported_once_the_index_is_gone(
+    tmp_path, read_only
+):
     """s43 att43c F1: an index older than its log (a `cp DB*` of a live store copies the -shm
     first) and one flipped bit past the frames it records: a writable open kept 24 of 40
-    episodes, `verify` clean, and its checkpoint made the loss permanent."""
+    episodes, `verify` clean. Beside that index it is what killed writers leave (below), and
+    opens; without it, the failing frame before valid commits is refused."""
     db, recorded = _with_older_index(tmp_path, 20, 20)
     wal = Path(f"{db}-wal")
     frames = (wal.stat().st_size - 32) // (24 + int.from_bytes(wal.read_bytes()[8:12], "big"))
     _flip_frame(wal, (recorded + frames) // 2)
+    with EpisodeStore(db, read_only=True) as store:
+        assert store.count() >= 20 and store.verify() == []
+    Path(f"{db}-shm").unlink()
     with pytest.raises(DamagedStore, match="a frame's checksum fails"):
         EpisodeStore(db, read_only=read_only)
 
 
-def test_frames_a_killed_writer_left_past_the_index_are_not_damage(tmp_path):
+@pytest.mark.parametrize("past", [1, 3])
+def test_frames_a_killed_writer_left_past_the_index_are_not_damage(tmp_path, past):
     """A writer killed after writing its commit but before updating the index leaves frames
-    past it; the next writer's shorter commit overwrites their start, so the first frame
-    past the index's last commit fails and a valid commit may follow. That commit was never
+    past it; the next writer's commit, or its frames alone if it is killed too, overwrite
+    their start, so a frame past the index fails and a valid commit may follow (s43 att43g:
+    real SIGKILLs, every open refused the intact store). That commit was never
     acknowledged, and SQLite drops it: the store opens with what the index records."""
     db, recorded = _with_older_index(tmp_path, 20, 20)
-    _flip_frame(Path(f"{db}-wal"), recorded + 1)
+    _flip_frame(Path(f"{db}-wal"), recorded + past)
     for read_only in (True, False):
         with EpisodeStore(db, read_only=read_only) as store:
             assert store.count() == 20 and store.verify() == []
