@@ -3142,11 +3142,11 @@ def _picks_callable(
 _NEUTRAL_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "open", "super"})
 _NEUTRAL_FUNCTIONS = frozenset(
     {"exists", "isfile", "isdir", "mkdir", "makedirs", "touch", "unlink", "remove", "rmtree"}
-    | {"rmdir", "chdir", "setenv", "unsetenv", "dump", "sleep", "copy", "copyfile", "join"}
+    | {"rmdir", "chdir", "setenv", "unsetenv", "dump", "sleep", "copy", "copyfile", "copytree"}
 )
 #: What a file opened by ``open`` is asked; what a spy's containers on ``self``, or a fresh
 #: local one (a factory's ``data = {...}``), are handed to keep.
-_FILE_METHODS = frozenset({"write", "writelines", "read", "readlines", "close", "flush"})
+_FILE_METHODS = frozenset({"write", "writelines", "read", "close", "flush"})
 _PATH_METHODS = frozenset(
     {"write_text", "write_bytes", "read_text", "read_bytes", "mkdir", "exists", "unlink"}
     | {"touch", "is_file", "is_dir", "open", "rmdir", "joinpath"}
@@ -3190,66 +3190,128 @@ def _none_test(test: ast.expr) -> bool:
     )
 
 
-def _transforms(
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-    delegates: frozenset[str],
-    mocks: frozenset[str] = frozenset(),
-) -> bool:
+@dataclass(frozen=True)
+class _Suite:
+    """What :func:`_transforms` needs to know of the module around a helper."""
+
+    delegates: frozenset[str]  # the code under test's names, the module's own (read apart)
+    mocks: frozenset[str] = frozenset()  # names of `unittest.mock`, `mock` and pytest
+    modules: frozenset[str] = frozenset()  # names bound by `import`
+    held: frozenset[str] = frozenset()  # `self.X` only ever the code under test's or a mock
+    kept: frozenset[str] = frozenset()  # `self.X` only ever a fresh container (a spy's)
+    paths: frozenset[str] = frozenset()  # module names holding a path (`DATA = HERE / "d"`)
+
+
+#: The test doubles' and pytest's own calls, by their last name (``mock.patch.object``).
+_HARNESS_API = frozenset(
+    {"Mock", "MagicMock", "AsyncMock", "NonCallableMock", "PropertyMock", "patch", "object"}
+    | {"dict", "multiple", "call", "create_autospec", "mock_open", "seal", "raises", "approx"}
+    | {"fail", "skip", "xfail", "warns", "param", "fixture", "importorskip", "mark"}
+    | {"deprecated_call", "MonkeyPatch", "mock", "unittest", "pytest"}
+)
+
+
+def _made(value: ast.expr, names: frozenset[str] | set[str]) -> bool:
+    """Whether ``value`` is a call of one of ``names`` (``Store()``, ``mock.Mock()``)."""
+    base = _base(value.func) if isinstance(value, ast.Call) else None
+    return isinstance(base, ast.Name) and base.id in names
+
+
+def _chain(node: ast.expr) -> list[str]:
+    """The names along a chain (``["self", "calls", "setdefault", "append"]``)."""
+    names: list[str] = []
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return [node.id if isinstance(node, ast.Name) else "", *reversed(names)]
+
+
+def _fresh(value: ast.expr) -> bool:
+    """Whether ``value`` makes a new container (``[]``, ``{"a": 1}``, ``dict()``)."""
+    if isinstance(value, ast.List | ast.Dict | ast.Tuple):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and _dotted(value.func) in ("dict", "list")
+        and not (value.args or value.keywords)
+    )
+
+
+def _callable_attribute(dotted: str) -> bool:
+    """Whether a module attribute or a built-in's names a function.
+
+    ``str.upper``, ``os.path.basename`` do; ``os.sep`` does not; what cannot be told does.
+    """
+    root, _, rest = dotted.partition(".")
+    value: Any = sys.modules.get(root, getattr(builtins, root, None))
+    for part in rest.split(".") if rest else ():
+        value = getattr(value, part, None)
+    return value is None or (callable(value) and not isinstance(value, type))
+
+
+def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite) -> bool:
     """Whether a helper computes anything, wherever the result goes (nested functions too).
 
-    Read as a short list of what computes nothing, so a form not thought of counts: a
-    list of what computes kept missing forms (s43 att43b: a slice, a filter, a conditional,
-    ``{**a, **b}``, 25/25 paid; att43d: a truthy filter, an inverted dict, ``insert(0,
-    x)``, ``[*seen]``, a copy updated, a grouping loop, a property of a local, 40/40).
-    Computing nothing: literals and names; reads of ``self``'s attributes, of modules' and of
-    text keys (``row["name"]``); containers packing values, one ``**extra`` in a dict;
-    stores; ``with``; ``try`` whose handlers only pass or raise; ``if x is None:``; an
-    ``assert``'s comparison (its expected values are read apart); a ``for`` whose body
-    only makes such calls; ``[f(x) for x in xs]`` of the code under test; calls of the
-    code under test, the module's own functions and classes (``delegates``, unless a
-    parameter or local shadows the name), ``unittest.mock`` (``mocks``), ``super()``,
-    pytest's fixtures' methods, methods of ``self``'s objects that no built-in value has
-    (``self.store.put(k, v)``), ``self``'s or a fresh local container's storing methods
-    (a spy's ``append``, a factory's ``update``), an ``open`` file's methods, plumbing
-    (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`, ``Path(...)``, a path joined
-    with a literal), other functions given only literals (``datetime(2020, 1, 1)``).
-    Anything else computes.
+    Read as a short list of what computes nothing, so a form not thought of counts: lists of
+    what computes kept missing forms (s43 att43b: a slice, a filter, a conditional, ``{**a,
+    **b}``: 25/25 paid), and each longer list of what does not let some through (att43d: a
+    truthy filter, an inverted dict, ``insert(0, x)``, a grouping loop, 40/40; att43f: two
+    ``update`` calls, ``SEP.join``, a ``TextWrapper`` held on ``self``, ``mock.builtins``,
+    40/40). Computing nothing: literals and names; reads of ``self``'s attributes, of
+    modules' values and of text keys (``row["name"]``, ``spec.get("k", [])``); containers
+    packing values, one ``**extra`` in a dict; stores; ``with``; ``try`` whose handlers only
+    pass or raise; ``if x is None:``; ``x or {}``; an ``assert`` (its expected values are
+    read apart); a ``for`` whose body only makes such calls or appends to a fresh list;
+    ``[f(x) for x in xs]`` of the code under test; calls of the code under test, the module's
+    own functions and classes (``suite.delegates``, unless a parameter or local shadows the
+    name), ``self``'s methods and those of what ``self`` holds of the code under test or
+    mocks (``self.store.put(k, v)``, ``suite.held``), of objects made here by those
+    (``node.add(child)``), of test doubles, of pytest's fixtures (``capsys.readouterr()``),
+    a parameter's methods no built-in value has (``cache.set(k, v)``: the patch would hand
+    its own object), the mock and pytest API (``mock.patch(...)``), ``super()``, one
+    storing call on a fresh local container or on a spy's (``data.update(extra)``,
+    ``self.calls.append(a)``), an ``open`` file's and a path's methods, plumbing
+    (:data:`_NEUTRAL_CALLS`, a module's :data:`_NEUTRAL_FUNCTIONS`, ``os.path.join``,
+    ``Path(...)``, ``asyncio.run``, a path joined with ``/``), other functions given only
+    literals (``datetime(2020, 1, 1)``). Anything else computes.
     """
     assigned = _assigned(function)
-    shadowed = _parameters(function.args) | set(assigned)
+    parameters = _parameters(function.args)
+    shadowed = parameters | set(assigned)
+    delegates = suite.delegates - shadowed
+    mocks = suite.mocks - shadowed
+    harness = _HARNESS_FIXTURES & parameters
 
     def rooted(node: ast.expr, names: set[str] | frozenset[str]) -> bool:
         base = _base(node)
         return isinstance(base, ast.Name) and base.id in names
 
-    fresh = {
-        name
-        for name, values in assigned.items()
-        if values
-        and all(
-            isinstance(v, ast.List | ast.Dict | ast.Set | ast.Tuple)
-            or (
-                isinstance(v, ast.Call)
-                and _dotted(v.func) in ("dict", "list", "set")
-                and not v.args
-                and not v.keywords
-            )
-            for v in values
-        )
-    }
-
     def bound_to(test: Callable[[ast.expr], bool]) -> set[str]:
         return {name for name, values in assigned.items() if values and all(map(test, values))}
 
-    # Locals holding a path, a test double, an object the code under test made.
-    paths = bound_to(
+    paths: set[str] = set()
+
+    def pathlike(node: ast.AST) -> bool:
+        """A path joined with ``/``: from a literal, ``tmp_path``, a path name."""
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+            return False
+        if _path_join(node) or pathlike(node.left):
+            return True
+        base = _base(node.left)
+        return isinstance(base, ast.Name) and (
+            base.id in harness or base.id in suite.paths - shadowed or base.id in paths
+        )
+
+    fresh = bound_to(_fresh)
+    doubles = bound_to(lambda v: _made(v, mocks | harness))
+    made = bound_to(lambda v: _made(v, delegates))
+    paths |= bound_to(
         lambda v: (
-            _path_join(v)
+            pathlike(v)
             or (isinstance(v, ast.Call) and _dotted(v.func).rpartition(".")[2] in ("Path", "join"))
         )
     )
-    doubles = bound_to(lambda v: isinstance(v, ast.Call) and rooted(v.func, mocks))
-    made = bound_to(lambda v: isinstance(v, ast.Call) and rooted(v.func, delegates - shadowed))
     files = {
         item.optional_vars.id
         for node in ast.walk(function)
@@ -3259,60 +3321,87 @@ def _transforms(
         and isinstance(item.context_expr, ast.Call)
         and _dotted(item.context_expr.func) == "open"
     }
-    harness = {"self", "cls"} | (_HARNESS_FIXTURES & _parameters(function.args)) | doubles
+
+    stores: dict[str, int] = {}  # storing calls handed a computed value, per container
 
     def call_computes(call: ast.Call) -> bool:
         name = _dotted(call.func)
         root = name.partition(".")[0]
         last = name.rpartition(".")[2] if name else getattr(call.func, "attr", "")
         handed = [*call.args, *(k.value for k in call.keywords)]
-        if rooted(call.func, {"super"}) or (root in mocks and root not in shadowed):
+        literal = all(is_literal(a) for a in handed)
+        if rooted(call.func, {"super"}) or name in _NEUTRAL_CALLS:
             return False
-        if root in delegates and root not in shadowed:
-            return False  # the code under test, the module's own (read apart)
-        if name in _NEUTRAL_CALLS or last in ("Path", "PurePath", "joinpath"):
+        if root in mocks:  # the API only: `mock.builtins.sorted(xs)` is no double
+            return not all(p in _HARNESS_API for p in name.split(".")[1:] or [root])
+        if root in delegates or name in ("asyncio.run", "os.path.join"):
+            return False  # the code under test, the module's own (read apart), plumbing
+        if last in ("Path", "PurePath", "joinpath"):
             return False
         if not isinstance(call.func, ast.Attribute):
-            return any(not is_literal(a) for a in handed)  # `sorted(xs)`, `len(xs)`, `str(x)`
+            return not literal  # `sorted(xs)`, `len(xs)`, `str(x)`; not `datetime(2020, 1, 1)`
         receiver = _base(call.func)
         if not isinstance(receiver, ast.Name):
             return True  # a method of a computed value: `" ".join(w)`, `(a or b).title()`
-        if receiver.id in doubles or (
-            receiver.id in harness - {"self", "cls"} and isinstance(call.func.value, ast.Name)
-        ):
+        direct = isinstance(call.func.value, ast.Name)
+        chain = _chain(call.func)
+        if receiver.id in doubles or (receiver.id in harness and direct):
             return False  # a Mock's, `capsys.readouterr()`; not `request.param.title()`
         if last in ("items", "keys", "values") and not handed:
             return False  # a view: what the loop or comprehension around it does is read
-        if last == "get" and handed and all(is_literal(a) for a in handed):
+        if last == "get" and handed and literal:
             return False  # `spec.get("children", [])`: a text key read
-        if receiver.id in paths and isinstance(call.func.value, ast.Name):
+        if receiver.id in ("self", "cls"):
+            if len(chain) == 2 or (len(chain) > 2 and chain[1] in suite.held):
+                return False  # its own method; what it holds of the code under test
+            if chain[1] in suite.kept and last in _STORING_METHODS:
+                return False  # a spy's `self.calls.append(a)`
+            return True  # `self.name.title()`, `self.wrapper.fill(s)`
+        if receiver.id in made:
+            return False  # an object the code under test made: `node.add(child)`
+        if receiver.id in paths and direct:
             return last not in _PATH_METHODS
-        if receiver.id in ("self", "cls") or receiver.id in made:
-            # Objects of the code under test (`self.store.put(k, v)`, `node.add(child)`).
-            return last in _VALUE_METHODS_ALL and last not in _STORING_METHODS
-        if receiver.id in fresh and isinstance(call.func.value, ast.Name):
-            return last not in _STORING_METHODS
-        if receiver.id in files:
+        if receiver.id in files and direct:
             return last not in _FILE_METHODS
-        if receiver.id not in shadowed and "." in name:
+        if receiver.id in fresh and direct and last in _STORING_METHODS:
+            if literal:
+                return False
+            stores[receiver.id] = stores.get(receiver.id, 0) + 1
+            return stores[receiver.id] > 1  # `cfg.update(a); cfg.update(b)` merges
+        if receiver.id in suite.modules - shadowed:
             return last not in _NEUTRAL_FUNCTIONS  # a module's function (`os.makedirs(p)`)
-        return True  # a parameter's or local's method: `name.title()`, `buf.read()`
+        if receiver.id in parameters and receiver.id not in assigned:
+            # The patch would hand its own object: only a built-in value's method computes.
+            return last in _VALUE_METHODS_ALL
+        return True  # a local's method: `buf.read()`, `SEP.join(names)`
 
-    skip: set[int] = {id(n) for n in ast.walk(function) if _path_join(n)}
-    for node in ast.walk(function):
+    # The body only: decorators and defaults are read apart (`_picks_callable`).
+    nodes = [node for statement in function.body for node in ast.walk(statement)]
+    skip: set[int] = set()
+    for node in nodes:
         if isinstance(node, ast.Call):
-            skip.add(id(node.func))  # a method: the call is read, not the attribute
-        if isinstance(node, ast.Assert):
-            skip.update(
-                id(n)
-                for n in ast.walk(node.test)
-                if isinstance(n, ast.Compare | ast.BoolOp | ast.UnaryOp | ast.Attribute)
-                or isinstance(n, ast.Subscript)
-            )
+            # A method and the attributes leading to it: the call is read, by its name.
+            func: ast.expr = node.func
+            while isinstance(func, ast.Attribute):
+                skip.add(id(func))
+                func = func.value
+        if isinstance(node, ast.Assert) and not any(
+            isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)
+        ):
+            skip.update(id(n) for n in ast.walk(node.test))
         if isinstance(node, ast.If | ast.IfExp) and _none_test(node.test):
             skip.update(id(n) for n in ast.walk(node.test))
             skip.add(id(node))
-    for node in ast.walk(function):
+        if pathlike(node):
+            skip.add(id(node))
+        if (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and sum(not is_literal(v) for v in node.values) == 1
+            and isinstance(node.values[0], ast.Name | ast.Attribute)
+        ):
+            skip.add(id(node))  # `payload or {}`: a default
+    for node in nodes:
         if id(node) in skip or (isinstance(node, ast.expr) and is_literal(node)):
             continue
         if isinstance(
@@ -3328,7 +3417,8 @@ def _transforms(
             | ast.Match
             | ast.AugAssign
             | ast.SetComp
-            | ast.DictComp,
+            | ast.DictComp
+            | ast.Set,
         ):
             return True
         if isinstance(node, ast.For | ast.AsyncFor) and (
@@ -3349,7 +3439,7 @@ def _transforms(
                 len(node.generators) == 1
                 and not node.generators[0].ifs
                 and isinstance(node.elt, ast.Call)
-                and rooted(node.elt.func, delegates - shadowed)
+                and rooted(node.elt.func, delegates)
             )
             if not mapped:
                 return True  # `[y for x in xs for y in x]`, `[k for k, v in d.items() if v]`
@@ -3363,9 +3453,20 @@ def _transforms(
                 return True  # `s[:n]`, `xs[-1]`, `d[k]`
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             base = _base(node)
-            if not isinstance(base, ast.Name) or not (
-                base.id in harness
-                or (base.id not in shadowed and (base.id in delegates or base.id in mocks))
+            dotted = _dotted(node)
+            if not isinstance(base, ast.Name):
+                return True  # an attribute of a computed value
+            if base.id in suite.modules - shadowed or (
+                base.id not in shadowed and base.id in dir(builtins)
+            ):
+                if _callable_attribute(dotted):
+                    return True  # `str.upper`, `os.path.basename` handed on (a side effect)
+            elif not (
+                base.id in ("self", "cls")
+                or base.id in harness
+                or base.id in doubles
+                or base.id in delegates
+                or base.id in mocks
                 or (base.id not in shadowed and isinstance(node.value, ast.Name))
             ):
                 return True  # `parts.hostname`, `p.stem`, `x.__class__`: a property computes
@@ -3373,7 +3474,7 @@ def _transforms(
             isinstance(t, ast.Tuple | ast.List) for t in node.targets
         ):
             return True  # `a, b = pair`: unpacking picks (`return b, a`)
-        if isinstance(node, ast.List | ast.Tuple | ast.Set) and any(
+        if isinstance(node, ast.List | ast.Tuple) and any(
             isinstance(e, ast.Starred) for e in node.elts
         ):
             return True  # `[*a, *b]`, `[*seen]`
@@ -3442,8 +3543,45 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     )
 
     # The harness's own: `unittest.mock`'s doubles and patches, pytest's helpers.
-    mocks = frozenset(n for n, package in imported.items() if package in ("unittest", "mock"))
-    mocks |= frozenset(n for n, package in imported.items() if package == "pytest")
+    mocks = frozenset(
+        n for n, package in imported.items() if package in ("unittest", "mock", "pytest")
+    )
+    # What `self.X` holds anywhere in the module: only ever the code under test's objects or
+    # mocks (`self.store = Store()`), or only ever fresh containers (a spy's `self.calls`).
+    attributes: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute) and _dotted(target).count(".") == 1:
+                    if _dotted(target).partition(".")[0] in ("self", "cls"):
+                        attributes.setdefault(target.attr, []).append(node.value)
+    suite = _Suite(
+        delegates,
+        mocks,
+        frozenset(
+            (alias.asname or alias.name).partition(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        ),
+        frozenset(
+            a for a, vs in attributes.items() if all(_made(v, delegates | mocks) for v in vs)
+        ),
+        frozenset(a for a, vs in attributes.items() if all(map(_fresh, vs))),
+        frozenset(
+            t.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+            and any(
+                (isinstance(n, ast.Name) and n.id == "__file__")
+                or (isinstance(n, ast.Call) and _dotted(n.func).rpartition(".")[2] == "Path")
+                or _path_join(n)
+                for n in ast.walk(node.value)
+            )
+        ),
+    )
 
     def visit(node: ast.AST, where: str, local: frozenset[str] = frozenset()) -> None:
         """Visit ``node``, a statement at the suite's level.
@@ -3480,7 +3618,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             if around and not (fixture and inputs):
                 counted = _keeps_computed(node, delegates)
             else:
-                counted = _transforms(node, delegates, mocks)
+                counted = _transforms(node, suite)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
                     # What it binds in the module is the module's (`global _D; _D = str.title`).
                     counted = counted or any(_picks_callable(n, named, roots) for n in node.body)
