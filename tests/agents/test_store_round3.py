@@ -313,9 +313,10 @@ def test_r10_the_upgrade_says_what_a_version_3_stores_rows_are_worth(tmp_path, c
     assert "every store that shared its key" in capsys.readouterr().out
 
 
-def _live_copy(tmp_path: Path, episodes: int) -> Path:
+def _live_copy(tmp_path: Path, episodes: int, index_after: int | None = None) -> Path:
     """A store of ``episodes`` copied while its writer holds it open: the database, -wal,
-    -shm and key, whole (the episodes are in the log)."""
+    -shm and key, whole (the episodes are in the log). With ``index_after``, the -shm is
+    copied after that many puts, as ``cp DB*`` of a live store copies it before the log."""
     import shutil
 
     src, dst = tmp_path / "src", tmp_path / "copy"
@@ -324,8 +325,11 @@ def _live_copy(tmp_path: Path, episodes: int) -> Path:
     db = src / "ep.db"
     store = EpisodeStore(db)
     for i in range(episodes):
+        if i == index_after:
+            shutil.copy(f"{db}-shm", f"{dst / 'ep.db'}-shm")
         store.put(make_trajectory(i), run="run")
-    for suffix in ("", "-wal", "-shm", ".key"):
+    copied = ("", "-wal", ".key") if index_after is not None else ("", "-wal", "-shm", ".key")
+    for suffix in copied:
         shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
     store.close()
     return dst / "ep.db"
@@ -568,26 +572,12 @@ def test_an_index_recording_no_commits_does_not_switch_the_log_checks_off(tmp_pa
 def _with_older_index(tmp_path: Path, first: int, then: int) -> tuple[Path, int]:
     """A store copied as ``cp DB*`` copies a live one: its -shm from after ``first`` puts,
     the rest after ``first + then``. Returns the copy and the frames the -shm records."""
-    import shutil
-
     from rllm_agents.store.damage import _wal_index
 
-    src, dst = tmp_path / "src", tmp_path / "copy"
-    src.mkdir()
-    dst.mkdir()
-    db = src / "ep.db"
-    store = EpisodeStore(db)
-    for i in range(first):
-        store.put(make_trajectory(i), run="run")
-    shutil.copy(f"{db}-shm", f"{dst / 'ep.db'}-shm")
-    for i in range(first, first + then):
-        store.put(make_trajectory(i), run="run")
-    for suffix in ("", "-wal", ".key"):
-        shutil.copy(f"{db}{suffix}", f"{dst / 'ep.db'}{suffix}")
-    store.close()
-    index = _wal_index(dst / "ep.db")
+    db = _live_copy(tmp_path, first + then, index_after=first)
+    index = _wal_index(db)
     assert index is not None
-    return dst / "ep.db", index[1]
+    return db, index[1]
 
 
 def _flip_frame(wal: Path, number: int) -> None:
