@@ -639,3 +639,29 @@ def test_frames_two_killed_writers_left_are_not_damage(tmp_path):
     for read_only in (True, False):
         with EpisodeStore(db, read_only=read_only) as store:
             assert store.count() >= 20 and store.verify() == []
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_log_deleted_beside_an_index_of_its_commits_is_reported(tmp_path, read_only):
+    """s43 att43i F1: the -wal deleted (or left out of a backup) beside an index recording
+    its commits: 0 of 40 episodes read, `verify` and `list` rc 0."""
+    db = _live_copy(tmp_path, 40)
+    Path(f"{db}-wal").unlink()
+    with pytest.raises(DamagedStore, match="is missing"):
+        EpisodeStore(db, read_only=read_only)
+
+
+def test_an_index_left_after_a_full_checkpoint_and_the_log_deleted_opens(tmp_path):
+    """The last connection checkpoints, deletes the log, then the index: killed between the
+    two, it leaves an index every frame of which was checkpointed, beside no log."""
+    import shutil
+
+    db = _live_copy(tmp_path, 10)
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")  # every frame into the database
+    shutil.copy(f"{db}-shm", tmp_path / "kept-shm")
+    conn.close()
+    shutil.copy(tmp_path / "kept-shm", f"{db}-shm")
+    Path(f"{db}-wal").unlink(missing_ok=True)
+    with EpisodeStore(db, read_only=True) as store:
+        assert store.count() == 10 and store.verify() == []
