@@ -66,6 +66,7 @@ import operator
 import re
 import secrets
 import sys
+import unittest
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -3161,6 +3162,7 @@ _VALUE_METHODS_ALL = frozenset(
 )
 #: pytest's own fixtures: their objects are the harness's, not the suite's computation.
 _HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _path_join(node: ast.AST) -> bool:
@@ -3200,6 +3202,16 @@ class _Suite:
     held: frozenset[str] = frozenset()  # `self.X` only ever the code under test's or a mock
     kept: frozenset[str] = frozenset()  # `self.X` only ever a fresh container (a spy's)
     paths: frozenset[str] = frozenset()  # module names holding a path (`DATA = HERE / "d"`)
+    methods: frozenset[str] = frozenset()  # names of the methods the module's classes define
+    # Classes whose instances run only the code under test's or the module's own methods:
+    # the repository's, and the module's not built on a library type (`class _N(str)` is).
+    plain: frozenset[str] = frozenset()
+
+
+#: What ``self`` may call in a helper without computing: unittest's API, set-ups through
+#: ``super()``.
+_TESTCASE_API = frozenset(n for n in dir(unittest.TestCase) if not n.startswith("_"))
+_SUPER_CALLS = _AROUND_NAMES | {"__init__", "__post_init__", "__init_subclass__"}
 
 
 #: The test doubles' and pytest's own calls, by their last name (``mock.patch.object``).
@@ -3305,7 +3317,7 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
 
     fresh = bound_to(_fresh)
     doubles = bound_to(lambda v: _made(v, mocks | harness))
-    made = bound_to(lambda v: _made(v, delegates))
+    made = bound_to(lambda v: _made(v, suite.plain - shadowed))
     paths |= bound_to(
         lambda v: (
             pathlike(v)
@@ -3330,7 +3342,11 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
         last = name.rpartition(".")[2] if name else getattr(call.func, "attr", "")
         handed = [*call.args, *(k.value for k in call.keywords)]
         literal = all(is_literal(a) for a in handed)
-        if rooted(call.func, {"super"}) or name in _NEUTRAL_CALLS:
+        if name == "super" or (root in parameters and not isinstance(call.func, ast.Attribute)):
+            return False  # `super()` itself; a parameter called: the patch's own callable
+        if rooted(call.func, {"super"}):
+            return last not in _SUPER_CALLS  # `super().fill(s)` runs a library type's code
+        if name in _NEUTRAL_CALLS:
             return False
         if root in mocks:  # the API only: `mock.builtins.sorted(xs)` is no double
             return not all(p in _HARNESS_API for p in name.split(".")[1:] or [root])
@@ -3339,7 +3355,10 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
         if last in ("Path", "PurePath", "joinpath"):
             return False
         if not isinstance(call.func, ast.Attribute):
-            return not literal  # `sorted(xs)`, `len(xs)`, `str(x)`; not `datetime(2020, 1, 1)`
+            # `sorted(xs)`, `len(xs)`, `str(x)`; given only literals, a built-in's (`dict()`,
+            # `ValueError("x")`) computes nothing, a library object configured here does
+            # (`TextWrapper(width=10)`: s43 att43h F2).
+            return not (literal and name in _BUILTIN_NAMES)
         receiver = _base(call.func)
         if not isinstance(receiver, ast.Name):
             return True  # a method of a computed value: `" ".join(w)`, `(a or b).title()`
@@ -3352,8 +3371,12 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
         if last == "get" and handed and literal:
             return False  # `spec.get("children", [])`: a text key read
         if receiver.id in ("self", "cls"):
-            if len(chain) == 2 or (len(chain) > 2 and chain[1] in suite.held):
-                return False  # its own method; what it holds of the code under test
+            if len(chain) == 2:
+                # Its class's own method (read apart) or unittest's; not one a library base
+                # type runs (`class _Name(str)`: `self.title()`, s43 att43h F1, 5/5 paid).
+                return not (chain[1] in suite.methods or chain[1] in _TESTCASE_API)
+            if chain[1] in suite.held:
+                return False  # what it holds of the code under test
             if chain[1] in suite.kept and last in _STORING_METHODS:
                 return False  # a spy's `self.calls.append(a)`
             return True  # `self.name.title()`, `self.wrapper.fill(s)`
@@ -3467,9 +3490,10 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
                 or base.id in doubles
                 or base.id in delegates
                 or base.id in mocks
-                or (base.id not in shadowed and isinstance(node.value, ast.Name))
             ):
-                return True  # `parts.hostname`, `p.stem`, `x.__class__`: a property computes
+                # `parts.hostname`, `p.stem`, `x.__class__`: a property computes; a module
+                # object's method handed on (`side_effect = _WRAP.fill`: s43 att43h) too.
+                return True
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Tuple | ast.List) for t in node.targets
         ):
@@ -3555,6 +3579,14 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 if isinstance(target, ast.Attribute) and _dotted(target).count(".") == 1:
                     if _dotted(target).partition(".")[0] in ("self", "cls"):
                         attributes.setdefault(target.attr, []).append(node.value)
+    classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    plain = {n for n, p in imported.items() if p not in sys.stdlib_module_names} - {"pytest"}
+    for _ in range(len(classes) + 1):  # a class on a plain class is plain
+        plain |= {
+            name
+            for name, node in classes.items()
+            if all(_dotted(b) in plain | {"object"} for b in node.bases)
+        }
     suite = _Suite(
         delegates,
         mocks,
@@ -3581,6 +3613,13 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 for n in ast.walk(node.value)
             )
         ),
+        frozenset(
+            f.name
+            for node in classes.values()
+            for f in node.body
+            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
+        frozenset(plain),
     )
 
     def visit(node: ast.AST, where: str, local: frozenset[str] = frozenset()) -> None:
