@@ -9,6 +9,7 @@ import struct
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -363,9 +364,19 @@ def _checksum_powers(pairs: int) -> tuple[np.ndarray, np.ndarray]:
     return powers[:, pairs - 1 :: -1].copy(), powers[:, pairs].copy()
 
 
+class _Frames(NamedTuple):
+    """Per log frame (:func:`_frame_checks`)."""
+
+    valid: np.ndarray  # its salt and checksum hold
+    commit: np.ndarray  # it ends a commit
+    computed: np.ndarray  # (frames, 2): its checksum, continued from the frame before's stored
+    stored: np.ndarray  # (frames, 2): the checksum it carries
+    salt_bits: np.ndarray  # how many bits of its salt differ from the header's
+
+
 def _frame_checks(
     fd: int, size: int, order: str, page_size: int, salt: bytes, start: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
+) -> _Frames:
     """Per log frame: whether its salt and checksum hold, and whether it ends a commit.
 
     Each frame's checksum is continued from the frame before's *stored* one (the first
@@ -377,6 +388,9 @@ def _frame_checks(
     count = max(0, (size - 32) // frame)
     valid = np.zeros(count, dtype=bool)
     commit = np.zeros(count, dtype=bool)
+    computed = np.zeros((count, 2), dtype=np.uint64)
+    carried = np.zeros((count, 2), dtype=np.uint64)
+    salt_bits = np.zeros(count, dtype=np.int64)
     terms, total = _checksum_powers(1 + page_size // 8)
     words = np.dtype(order + "u4")
     want = np.frombuffer(salt, dtype=np.uint8)
@@ -399,12 +413,62 @@ def _frame_checks(
         s1 = (total[0] * prior[:, 0] + total[1] * prior[:, 1] + s1) & _MASK
         s2 = (total[2] * prior[:, 0] + total[3] * prior[:, 1] + s2) & _MASK
         rows = slice(low, low + len(chunk))
-        valid[rows] = (s1 == stored[:, 0]) & (s2 == stored[:, 1])
-        valid[rows] &= (chunk[:, 8:16] == want).all(axis=1)
+        salt_bits[rows] = np.unpackbits(chunk[:, 8:16] ^ want, axis=1).sum(axis=1)
+        valid[rows] = (s1 == stored[:, 0]) & (s2 == stored[:, 1]) & (salt_bits[rows] == 0)
         commit[rows] = chunk[:, 4:8].any(axis=1)
+        computed[rows, 0], computed[rows, 1] = s1, s2
+        carried[rows] = stored
         before = stored[-1]
         done = low + len(chunk)
-    return valid[:done], commit[:done]
+    return _Frames(valid[:done], commit[:done], computed[:done], carried[:done], salt_bits[:done])
+
+
+@functools.lru_cache(maxsize=8)
+def _inverse_powers(pairs: int) -> np.ndarray:
+    """``M**-(pairs - 1 - k)`` for each pair ``k`` of a frame (:func:`_checksum_powers`), mod 2**32.
+
+    ``M**-1 = [[2, -1], [-1, 1]]``.
+    """
+    powers = np.empty((4, pairs), dtype=np.uint64)
+    a, b, c, d = 1, 0, 0, 1
+    for k in range(pairs):
+        powers[:, k] = (a, b, c, d)
+        a, b, c, d = (
+            (2 * a - c) & 0xFFFFFFFF,
+            (2 * b - d) & 0xFFFFFFFF,
+            (c - a) & 0xFFFFFFFF,
+            (d - b) & 0xFFFFFFFF,
+        )
+    return powers[:, ::-1].copy()
+
+
+def _changed(frames: _Frames, at: int, page_size: int) -> bool:
+    """Whether frame ``at``'s failure is a change to it, not a frame whose predecessor changed.
+
+    A writer killed before updating the index leaves frames that the next writers partly
+    overwrite: the first left over fails, as its predecessor is another writer's, though its
+    own bytes are whole (s43 att43k: an intact store refused without its index). A changed
+    frame is told apart by what explains its failure: a bit or two of its salt (its checksum
+    holds), its stored checksum (the next frame chains from the computed one), or one 32-bit
+    word of what its checksum covers (the difference is one word's term; chance about 2**-22
+    for a frame left over). Wider damage of a frame's bytes reads as left over.
+    """
+    if frames.salt_bits[at] > 2:
+        return False
+    difference = (frames.stored[at] - frames.computed[at]) & _MASK
+    if frames.salt_bits[at]:
+        return not difference.any()
+    _, total = _checksum_powers(1 + page_size // 8)
+    if at + 1 < len(frames.valid) and frames.salt_bits[at + 1] == 0:
+        # The next frame continued from this one's computed checksum instead of its stored.
+        shift = (np.array([[total[0], total[1]], [total[2], total[3]]]) @ -difference) & _MASK
+        if ((frames.computed[at + 1] + shift) & _MASK == frames.stored[at + 1]).all():
+            return True
+    inverse = _inverse_powers(1 + page_size // 8)
+    # The one word pair whose change explains it: (d, d) for its first word, (0, d) its second.
+    v1 = (inverse[0] * difference[0] + inverse[1] * difference[1]) & _MASK
+    v2 = (inverse[2] * difference[0] + inverse[3] * difference[1]) & _MASK
+    return bool(((v1 == v2) | (v1 == 0)).any())
 
 
 def _wal_frames(wal: Path) -> tuple[int, bool]:
@@ -412,9 +476,10 @@ def _wal_frames(wal: Path) -> tuple[int, bool]:
 
     SQLite keeps frames up to the last commit frame before the first frame whose salt or
     running checksum fails. The second value says whether a commit frame *after* that failure
-    holds (:func:`_frame_checks`): the failure is then a changed byte in the middle of the
-    log, not a write cut short at its end (frames of a rolled-back transaction carry no
-    commit mark; frames of an older log generation carry another salt). With a damaged
+    holds after a frame that was changed (:func:`_changed`): then SQLite drops committed
+    frames (frames of a rolled-back transaction carry no commit mark; frames of an older log
+    generation carry another salt; frames writers killed before updating the index leave
+    fail whole). With a damaged
     header (magic, page size, salt or checksum) SQLite ignores the whole log: any commit
     frame chaining with the frame before it, for a page size and byte order the header may
     have said, shows it held commits (s43 att43a F1: one flipped header bit without an
@@ -430,16 +495,20 @@ def _wal_frames(wal: Path) -> tuple[int, bool]:
         start = struct.unpack(">II", header[24:32])
         if magic in _WAL_MAGIC and page_size in _PAGE_SIZES and _header_whole(header, page_size):
             order = ">" if magic & 1 else "<"
-            valid, commit = _frame_checks(fd, size, order, page_size, header[16:24], start)
-            failed = np.flatnonzero(~valid)
-            end = int(failed[0]) if len(failed) else len(valid)
-            kept = np.flatnonzero(commit[:end])
-            return (int(kept[-1]) + 1 if len(kept) else 0), bool((valid & commit)[end:].any())
+            frames = _frame_checks(fd, size, order, page_size, header[16:24], start)
+            failed = np.flatnonzero(~frames.valid)
+            end = int(failed[0]) if len(failed) else len(frames.valid)
+            kept = np.flatnonzero(frames.commit[:end])
+            commits = np.flatnonzero(frames.valid & frames.commit)
+            # Failing frames with a valid commit after them: changed ones lose that commit.
+            before = failed[failed < commits[-1]] if len(commits) else failed[:0]
+            later = len(before) > 64 or any(_changed(frames, int(f), page_size) for f in before)
+            return (int(kept[-1]) + 1 if len(kept) else 0), later
         salt = os.pread(fd, 8, 32 + 8)  # the first frame's
         for page in sorted(_PAGE_SIZES, key=lambda p: p != page_size):
             for order in ("<", ">"):  # the magic's last bit may be what changed
-                valid, commit = _frame_checks(fd, size, order, page, salt, start)
-                if (valid & commit).any():
+                frames = _frame_checks(fd, size, order, page, salt, start)
+                if (frames.valid & frames.commit).any():
                     return 0, True
         return 0, False
     finally:
@@ -456,11 +525,11 @@ def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     read-only open, rc 0) nor without an index. So every open checks the frames
     (:func:`_wal_frames`). ``state`` is the index :func:`check_wal` read, or ``None``.
 
-    With an index of this log (its salt), what it records is what writers acknowledged:
-    fewer recoverable frames is damage, while frames past it were never acknowledged, even
-    valid commits after a failing frame (writers killed before updating the index leave
-    them, partly overwritten by the next writers: s43 att43e, att43g, every open refused an
-    intact store). Without one, a failing frame with a valid commit after it is damage.
+    Refused: fewer recoverable frames than an index of this log (its salt) records, or a
+    frame changed (:func:`_changed`) before a valid commit. Not refused: a failing frame
+    whose own bytes are whole, before valid commits (writers killed before updating the
+    index leave such frames, partly overwritten by the next writers: s43 att43e, att43g,
+    att43k, every open refused an intact store, with its index and without).
     """
     wal = Path(f"{path}-wal")
     try:
@@ -470,7 +539,7 @@ def check_wal_frames(path: Path, state: tuple[bytes, int, int] | None) -> None:
     except OSError:
         return
     recorded = state[1] if state is not None and state[0] == salt else None
-    if (kept >= recorded) if recorded is not None else not later:
+    if not later and (recorded is None or kept >= recorded):
         return
     if _wal_index(path) != state:
         return  # a writer changed the log while it was read: its index now tells

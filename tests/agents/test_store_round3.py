@@ -7,13 +7,15 @@ Each test fails on the store before these fixes (the finding's id is in its name
 from __future__ import annotations
 
 import gc
+import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rllm_agents.error import AgentConfigError
-from rllm_agents.store import DamagedStore, EpisodeStore, integrity
+from rllm_agents.store import DamagedStore, EpisodeStore, damage, integrity
 from rllm_agents.store import episode_store as episode_store_module
 from rllm_agents.store.damage import _wal_checksum, _wal_frames
 from tests.agents.test_store import make_trajectory
@@ -587,58 +589,108 @@ def _flip_frame(wal: Path, number: int) -> None:
     wal.write_bytes(bytes(data))
 
 
+@pytest.mark.parametrize("index", ["older", "gone"])
 @pytest.mark.parametrize("read_only", [False, True])
-def test_a_changed_frame_past_an_older_index_is_reported_once_the_index_is_gone(
-    tmp_path, read_only
-):
+def test_a_changed_frame_past_an_older_index_is_reported(tmp_path, read_only, index):
     """s43 att43c F1: an index older than its log (a `cp DB*` of a live store copies the -shm
     first) and one flipped bit past the frames it records: a writable open kept 24 of 40
-    episodes, `verify` clean. Beside that index it is what killed writers leave (below), and
-    opens; without it, the failing frame before valid commits is refused."""
+    episodes, `verify` clean. The flip explains the failing frame: it is no leftover."""
     db, recorded = _with_older_index(tmp_path, 20, 20)
     wal = Path(f"{db}-wal")
     frames = (wal.stat().st_size - 32) // (24 + int.from_bytes(wal.read_bytes()[8:12], "big"))
     _flip_frame(wal, (recorded + frames) // 2)
-    with EpisodeStore(db, read_only=True) as store:
-        assert store.count() >= 20 and store.verify() == []
-    Path(f"{db}-shm").unlink()
+    if index == "gone":
+        Path(f"{db}-shm").unlink()
     with pytest.raises(DamagedStore, match="a frame's checksum fails"):
         EpisodeStore(db, read_only=read_only)
 
 
-@pytest.mark.parametrize("past", [1, 3])
-def test_frames_a_killed_writer_left_past_the_index_are_not_damage(tmp_path, past):
-    """A writer killed after writing its commit but before updating the index leaves frames
-    past it; the next writer's commit, or its frames alone if it is killed too, overwrite
-    their start, so a frame past the index fails and a valid commit may follow (s43 att43g:
-    real SIGKILLs, every open refused the intact store). That commit was never
-    acknowledged, and SQLite drops it: the store opens with what the index records."""
-    db, recorded = _with_older_index(tmp_path, 20, 20)
-    _flip_frame(Path(f"{db}-wal"), recorded + past)
-    for read_only in (True, False):
-        with EpisodeStore(db, read_only=read_only) as store:
-            assert store.count() == 20 and store.verify() == []
-
-
-def test_frames_two_killed_writers_left_are_not_damage(tmp_path):
-    """s43 att43e F1: writer A killed before updating the index, B's acknowledged commit over
-    A's frames, B killed the same way on its next commit: valid commits past the index, a
-    failing frame after B's, A's valid commit after it. Every open refused the intact store."""
-    db, recorded = _with_older_index(tmp_path, 20, 20)
+@pytest.mark.parametrize("where", [8, 17, 22, 24 + 100, 24 + 4000])
+def test_a_change_to_a_frames_salt_checksum_or_page_is_reported_without_an_index(tmp_path, where):
+    """What explains a failing frame as changed: one bit of its salt, of its stored checksum
+    or of one word its checksum covers."""
+    db = _live_copy(tmp_path, 30)
     wal = Path(f"{db}-wal")
-    data = wal.read_bytes()
+    data = bytearray(wal.read_bytes())
     page = int.from_bytes(data[8:12], "big")
-    (tmp_path / "all-wal").write_bytes(data)
-    kept = _wal_frames(tmp_path / "all-wal")[0]
-    commits = [
-        n
-        for n in range(recorded + 1, kept)
-        if int.from_bytes(data[32 + (n - 1) * (24 + page) + 4 :][:4], "big")
-    ]
-    _flip_frame(wal, commits[0] + 1)  # B's killed commit ends at commits[0]; A's frames after
+    frames = (len(data) - 32) // (24 + page)
+    data[32 + (frames // 3) * (24 + page) + where] ^= 4
+    wal.write_bytes(bytes(data))
+    Path(f"{db}-shm").unlink()
+    with pytest.raises(DamagedStore, match="a frame's checksum fails"):
+        EpisodeStore(db, read_only=True)
+
+
+def _frame_checks_of(wal: Path) -> damage._Frames:
+    data = wal.read_bytes()
+    fd = os.open(wal, os.O_RDONLY)
+    try:
+        order = ">" if int.from_bytes(data[:4], "big") & 1 else "<"
+        start = (int.from_bytes(data[24:28], "big"), int.from_bytes(data[28:32], "big"))
+        page = int.from_bytes(data[8:12], "big")
+        return damage._frame_checks(fd, len(data), order, page, data[16:24], start)
+    finally:
+        os.close(fd)
+
+
+def _left_over(tmp_path: Path, unfinished: int = 0) -> tuple[Path, int]:
+    """The log writers killed before updating the index leave (s43 att43e, att43g, att43k):
+    after 20 puts, writer A commits 30 more and dies before its index update; B commits one
+    over A's first frames (its index records that); with ``unfinished``, C then dies having
+    written that many frames of its next commit. Returns the store and B's recorded frames."""
+    import shutil
+
+    from rllm_agents.store.damage import _wal_index
+
+    base = _live_copy(tmp_path, 20)
+
+    def branch(name: str, source: Path, episodes: range) -> tuple[bytes, ...]:
+        folder = tmp_path / name
+        shutil.copytree(source.parent, folder)
+        store = EpisodeStore(folder / "ep.db")  # nobody else holds it: recovered from the log
+        store.put_many([make_trajectory(i) for i in episodes], run="run")
+        kept = (
+            Path(f"{folder / 'ep.db'}-wal").read_bytes(),
+            Path(f"{folder / 'ep.db'}-shm").read_bytes(),
+        )
+        store.close()
+        shutil.rmtree(folder)
+        shutil.copytree(source.parent, folder)
+        return kept
+
+    log_a, _ = branch("a", base, range(100, 130))
+    log_b, index_b = branch("b", base, range(200, 201))
+    Path(f"{base}-shm").write_bytes(index_b)
+    recorded = _wal_index(base)
+    assert recorded is not None and log_a[16:24] == log_b[16:24]  # one log generation
+    frame = 24 + int.from_bytes(log_b[8:12], "big")
+    end = 32 + recorded[1] * frame
+    ours = log_b[:end]
+    if unfinished:
+        Path(f"{base}-wal").write_bytes(ours)
+        log_c, _ = branch("c", base, range(300, 301))
+        ours = log_c[: end + unfinished * frame]
+        Path(f"{base}-shm").write_bytes(index_b)
+    Path(f"{base}-wal").write_bytes(ours + log_a[len(ours) :])
+    return base, recorded[1]
+
+
+@pytest.mark.parametrize("unfinished", [0, 2])
+@pytest.mark.parametrize("index", ["kept", "gone"])
+def test_frames_killed_writers_left_are_not_damage(tmp_path, unfinished, index):
+    """s43 att43e, att43g (real SIGKILLs), att43k: A's frames past B's commit (or past C's
+    unfinished frames) fail whole, and A's valid commit follows. It was never acknowledged,
+    and SQLite drops it; every open refused the intact store, with its index and without."""
+    db, _ = _left_over(tmp_path, unfinished)
+    wal = Path(f"{db}-wal")
+    frames = _frame_checks_of(wal)
+    failing = np.flatnonzero(~frames.valid)
+    assert len(failing) and (frames.valid & frames.commit)[failing[0] :].any()  # the layout
+    if index == "gone":
+        Path(f"{db}-shm").unlink()
     for read_only in (True, False):
         with EpisodeStore(db, read_only=read_only) as store:
-            assert store.count() >= 20 and store.verify() == []
+            assert store.count() == 21 and store.verify() == []
 
 
 @pytest.mark.parametrize("read_only", [True, False])
