@@ -54,19 +54,27 @@ decided in the sandbox's process; the judge says so
 
 from __future__ import annotations
 
+import array
 import ast
 import bisect
 import builtins
+import collections
 import datetime
 import decimal
 import fractions
 import hmac
+import ipaddress
 import math
 import operator
+import pathlib
 import re
 import secrets
+import string
+import struct
 import sys
+import textwrap
 import unittest
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -3163,6 +3171,37 @@ _VALUE_METHODS_ALL = frozenset(
 #: pytest's own fixtures: their objects are the harness's, not the suite's computation.
 _HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: The methods of the library types a patch is likeliest to hand a helper (dates, numbers,
+#: patterns, paths, containers, text tools): called on a parameter, they compute.
+_LIBRARY_METHODS = frozenset(
+    name
+    for kind in (
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+        decimal.Decimal,
+        fractions.Fraction,
+        re.Pattern,
+        re.Match,
+        pathlib.PurePath,
+        collections.Counter,
+        collections.OrderedDict,
+        collections.deque,
+        textwrap.TextWrapper,
+        string.Template,
+        uuid.UUID,
+        urllib.parse.ParseResult,
+        ipaddress.IPv4Address,
+        ipaddress.IPv4Network,
+        ipaddress.IPv6Address,
+        array.array,
+        struct.Struct,
+    )
+    for name in dir(kind)
+    if not name.startswith("_")
+)
 
 
 def _path_join(node: ast.AST) -> bool:
@@ -3202,7 +3241,8 @@ class _Suite:
     held: frozenset[str] = frozenset()  # `self.X` only ever the code under test's or a mock
     kept: frozenset[str] = frozenset()  # `self.X` only ever a fresh container (a spy's)
     paths: frozenset[str] = frozenset()  # module names holding a path (`DATA = HERE / "d"`)
-    methods: frozenset[str] = frozenset()  # names of the methods the module's classes define
+    # Per class of the module: the methods it and its module-defined bases define.
+    methods: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # Classes whose instances run only the code under test's or the module's own methods:
     # the repository's, and the module's not built on a library type (`class _N(str)` is).
     plain: frozenset[str] = frozenset()
@@ -3250,6 +3290,27 @@ def _fresh(value: ast.expr) -> bool:
     )
 
 
+def _class_methods(classes: Mapping[str, ast.ClassDef]) -> dict[str, frozenset[str]]:
+    """Per class: the methods it defines and those its bases of the same module define."""
+    found: dict[str, frozenset[str]] = {}
+
+    def of(name: str, seen: frozenset[str]) -> frozenset[str]:
+        if name in found or name in seen or name not in classes:
+            return found.get(name, frozenset())
+        node = classes[name]
+        own = frozenset(
+            f.name for f in node.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        for base in node.bases:
+            own |= of(_dotted(base), seen | {name})
+        found[name] = own
+        return own
+
+    for name in classes:
+        of(name, frozenset())
+    return found
+
+
 def _callable_attribute(dotted: str) -> bool:
     """Whether a module attribute or a built-in's names a function.
 
@@ -3262,7 +3323,9 @@ def _callable_attribute(dotted: str) -> bool:
     return value is None or (callable(value) and not isinstance(value, type))
 
 
-def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite) -> bool:
+def _transforms(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite, owner: str = ""
+) -> bool:
     """Whether a helper computes anything, wherever the result goes (nested functions too).
 
     Read as a short list of what computes nothing, so a form not thought of counts: lists of
@@ -3374,7 +3437,8 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
             if len(chain) == 2:
                 # Its class's own method (read apart) or unittest's; not one a library base
                 # type runs (`class _Name(str)`: `self.title()`, s43 att43h F1, 5/5 paid).
-                return not (chain[1] in suite.methods or chain[1] in _TESTCASE_API)
+                # Its class's (`owner`'s), not another class's of the same name (att43j F3).
+                return not (chain[1] in suite.methods.get(owner, ()) or chain[1] in _TESTCASE_API)
             if chain[1] in suite.held:
                 return False  # what it holds of the code under test
             if chain[1] in suite.kept and last in _STORING_METHODS:
@@ -3394,8 +3458,12 @@ def _transforms(function: ast.FunctionDef | ast.AsyncFunctionDef, suite: _Suite)
         if receiver.id in suite.modules - shadowed:
             return last not in _NEUTRAL_FUNCTIONS  # a module's function (`os.makedirs(p)`)
         if receiver.id in parameters and receiver.id not in assigned:
-            # The patch would hand its own object: only a built-in value's method computes.
-            return last in _VALUE_METHODS_ALL
+            # The patch would hand its own object: a method no built-in value or common
+            # library type has computes nothing here (`cache.set(k, v)`); one they have does
+            # (`when.strftime("%d %B %Y")`, `amount.quantize(CENT)`: s43 att43j F1), and so
+            # does a method of what calling the parameter made (`cls(width=10).fill(s)`, F2).
+            made_here = not _dotted(call.func)
+            return made_here or last in _VALUE_METHODS_ALL or last in _LIBRARY_METHODS
         return True  # a local's method: `buf.read()`, `SEP.join(names)`
 
     # The body only: decorators and defaults are read apart (`_picks_callable`).
@@ -3613,16 +3681,13 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 for n in ast.walk(node.value)
             )
         ),
-        frozenset(
-            f.name
-            for node in classes.values()
-            for f in node.body
-            if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-        ),
+        _class_methods(classes),
         frozenset(plain),
     )
 
-    def visit(node: ast.AST, where: str, local: frozenset[str] = frozenset()) -> None:
+    def visit(
+        node: ast.AST, where: str, local: frozenset[str] = frozenset(), owner: str = ""
+    ) -> None:
         """Visit ``node``, a statement at the suite's level.
 
         ``where``: ``"module"``, ``"test class"``, ``"class"`` or ``"body"`` (of a set-up or
@@ -3657,7 +3722,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             if around and not (fixture and inputs):
                 counted = _keeps_computed(node, delegates)
             else:
-                counted = _transforms(node, suite)
+                counted = _transforms(node, suite, owner)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
                     # What it binds in the module is the module's (`global _D; _D = str.title`).
                     counted = counted or any(_picks_callable(n, named, roots) for n in node.body)
@@ -3669,13 +3734,13 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             return
         if isinstance(node, ast.ClassDef):
             for inner in node.body:
-                visit(inner, "test class" if _test_class(node) else "class")
+                visit(inner, "test class" if _test_class(node) else "class", owner=node.name)
             return
         if _picks_callable(node, named, roots, local):
             found.add(ast.dump(node))
         for block in ast.iter_child_nodes(node):  # an `if`'s, a `try`'s, a `with`'s body
             if isinstance(block, ast.stmt | ast.ExceptHandler | ast.match_case):
-                visit(block, where, local)
+                visit(block, where, local, owner)
 
     for statement in tree.body:
         visit(statement, "module")
