@@ -3151,7 +3151,7 @@ def _picks_callable(
 _NEUTRAL_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "open", "super"})
 _NEUTRAL_FUNCTIONS = frozenset(
     {"exists", "isfile", "isdir", "mkdir", "makedirs", "touch", "unlink", "remove", "rmtree"}
-    | {"rmdir", "chdir", "setenv", "unsetenv", "dump", "sleep", "copy", "copyfile", "copytree"}
+    | {"rmdir", "chdir", "setenv", "unsetenv", "sleep", "copy", "copyfile", "copytree"}
 )
 #: What a file opened by ``open`` is asked; what a spy's containers on ``self``, or a fresh
 #: local one (a factory's ``data = {...}``), are handed to keep.
@@ -3379,7 +3379,16 @@ def _transforms(
         )
 
     fresh = bound_to(_fresh)
-    doubles = bound_to(lambda v: _made(v, mocks | harness))
+    # Test doubles; not one that wraps a real object (`Mock(wraps=when)`, `mocker.spy`: its
+    # methods run that object's, s43 att43l F2/F3).
+    doubles = bound_to(
+        lambda v: (
+            _made(v, mocks | harness)
+            and isinstance(v, ast.Call)
+            and not any(k.arg == "wraps" for k in v.keywords)
+            and _chain(v.func)[-1] != "spy"
+        )
+    )
     made = bound_to(lambda v: _made(v, suite.plain - shadowed))
     paths |= bound_to(
         lambda v: (
@@ -3405,8 +3414,12 @@ def _transforms(
         last = name.rpartition(".")[2] if name else getattr(call.func, "attr", "")
         handed = [*call.args, *(k.value for k in call.keywords)]
         literal = all(is_literal(a) for a in handed)
-        if name == "super" or (root in parameters and not isinstance(call.func, ast.Attribute)):
-            return False  # `super()` itself; a parameter called: the patch's own callable
+        if name == "super":
+            return False
+        if root in parameters and not isinstance(call.func, ast.Attribute):
+            # A parameter called: the patch's own callable, unless the helper hands it
+            # settings of its own (`fmt(when, "%d %B %Y")`: s43 att43l F1, 5/5 paid).
+            return any(is_literal(a) or not _uncomputed(a, parameters) for a in handed)
         if rooted(call.func, {"super"}):
             return last not in _SUPER_CALLS  # `super().fill(s)` runs a library type's code
         if name in _NEUTRAL_CALLS:
@@ -3423,6 +3436,8 @@ def _transforms(
             # (`TextWrapper(width=10)`: s43 att43h F2).
             return not (literal and name in _BUILTIN_NAMES)
         receiver = _base(call.func)
+        if pathlike(call.func.value):
+            return last not in _PATH_METHODS  # `(DATA / name).read_text()`
         if not isinstance(receiver, ast.Name):
             return True  # a method of a computed value: `" ".join(w)`, `(a or b).title()`
         direct = isinstance(call.func.value, ast.Name)

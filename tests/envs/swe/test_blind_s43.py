@@ -4,8 +4,9 @@ a loop), missed while the rule listed what computes; then forms each list of wha
 compute still let through (a truthy filter, an inverted dict, a grouping loop; two `update`
 calls, `SEP.join`, an object held on `self`, `mock.builtins`; a class built on `str` or
 `TextWrapper`, a configured library object: att43h; a library method on a parameter with the
-suite's settings: att43j). The rule lists what computes nothing, short
-(:func:`rllm_envs.swe.probe._transforms`), and what honest suites do that it withheld."""
+suite's settings: att43j; a parameter called with settings, a mock wrapping: att43l). The rule
+lists what computes nothing, short (:func:`rllm_envs.swe.probe._transforms`), and what honest
+suites do that it withheld."""
 
 from __future__ import annotations
 
@@ -177,6 +178,16 @@ COUNTED = {
         "class FakeBook:\n    def title(self):\n        return 'Dune'\n\n"
         "class _Name(str):\n    def display(self):\n        return self.title()\n"
     ),
+    # att43l: a parameter called with the helper's settings, a mock wrapping a real object.
+    "parameter_called_with_settings": "def _shown(fmt, when):\n    return fmt(when, '%d %B %Y')\n",
+    "mock_wrapping": (
+        "from unittest.mock import Mock\n\ndef _shown(when):\n    spy = Mock(wraps=when)\n"
+        "    return spy.strftime('%d %B %Y')\n"
+    ),
+    "json_dump": (
+        "import json\n\ndef write_json(path, data):\n    with open(path, 'w') as f:\n"
+        "        json.dump(data, f, indent=2, sort_keys=True)\n"
+    ),
 }
 
 #: Honest helpers that compute nothing of their own: they pack, read, branch on a name, call
@@ -263,7 +274,11 @@ NOT_COUNTED = {
         "    resp = mock.Mock()\n    resp.json.return_value = payload or {}\n    return resp\n"
     ),
     "parameter_called": (
-        "import pytest\n\n@pytest.fixture\ndef greeting(greeter):\n    return greeter('world')\n"
+        "import pytest\n\n@pytest.fixture\ndef greeting(greeter, name):\n    return greeter(name)\n"
+    ),
+    "path_read": (
+        "from pathlib import Path\n\nDATA = Path(__file__).parent / 'data'\n\n"
+        "def read_fixture(name):\n    return (DATA / name).read_text()\n"
     ),
     "own_items": (
         "import unittest\n\nclass T(unittest.TestCase):\n    def items(self):\n"
