@@ -450,16 +450,17 @@ def _changed(frames: _Frames, at: int, page_size: int) -> bool:
     own bytes are whole (s43 att43k: an intact store refused without its index). A changed
     frame is told apart by what explains its failure: a bit or two of its salt (its checksum
     holds), its stored checksum (the next frame chains from the computed one), or one 32-bit
-    word of what its checksum covers (the difference is one word's term; chance about 2**-22
-    for a frame left over). Wider damage of a frame's bytes reads as left over.
+    word of what its checksum covers, with or without a salt bit or two (s43 att43p; the
+    difference is one word's term: chance about 2**-22 for a frame left over). Wider damage
+    of a frame's bytes reads as left over.
     """
     if frames.salt_bits[at] > 2:
         return False
     difference = (frames.stored[at] - frames.computed[at]) & _MASK
-    if frames.salt_bits[at]:
-        return not difference.any()
+    if not difference.any():
+        return True  # its salt alone (a bit or two)
     _, total = _checksum_powers(1 + page_size // 8)
-    if at + 1 < len(frames.valid) and frames.salt_bits[at + 1] == 0:
+    if not frames.salt_bits[at] and at + 1 < len(frames.valid) and frames.salt_bits[at + 1] == 0:
         # The next frame continued from this one's computed checksum instead of its stored.
         shift = (np.array([[total[0], total[1]], [total[2], total[3]]]) @ -difference) & _MASK
         if ((frames.computed[at + 1] + shift) & _MASK == frames.stored[at + 1]).all():

@@ -605,16 +605,17 @@ def test_a_changed_frame_past_an_older_index_is_reported(tmp_path, read_only, in
         EpisodeStore(db, read_only=read_only)
 
 
-@pytest.mark.parametrize("where", [8, 17, 22, 24 + 100, 24 + 4000])
+@pytest.mark.parametrize("where", [(8,), (17,), (22,), (24 + 100,), (24 + 4000,), (9, 24 + 50)])
 def test_a_change_to_a_frames_salt_checksum_or_page_is_reported_without_an_index(tmp_path, where):
     """What explains a failing frame as changed: one bit of its salt, of its stored checksum
-    or of one word its checksum covers."""
+    or of one word its checksum covers, or a salt bit and a word (s43 att43p)."""
     db = _live_copy(tmp_path, 30)
     wal = Path(f"{db}-wal")
     data = bytearray(wal.read_bytes())
     page = int.from_bytes(data[8:12], "big")
     frames = (len(data) - 32) // (24 + page)
-    data[32 + (frames // 3) * (24 + page) + where] ^= 4
+    for offset in where:
+        data[32 + (frames // 3) * (24 + page) + offset] ^= 4
     wal.write_bytes(bytes(data))
     Path(f"{db}-shm").unlink()
     with pytest.raises(DamagedStore, match="a frame's checksum fails"):
