@@ -58,17 +58,24 @@ import array
 import ast
 import bisect
 import builtins
+import calendar
 import collections
+import csv
 import datetime
 import decimal
+import difflib
 import fractions
 import hmac
+import html.parser
 import ipaddress
+import json
 import math
 import operator
 import pathlib
+import pprint
 import re
 import secrets
+import shlex
 import string
 import struct
 import sys
@@ -3002,8 +3009,8 @@ def _computed(
 def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
     """What each local name of ``function`` is assigned (nested functions aside).
 
-    A name bound otherwise (unpacked, a loop's or a ``with``'s target) maps to ``[]``: what
-    it holds is not followed, and counts as computed.
+    A ``with``'s target maps to its context expression; a name bound otherwise (unpacked, a
+    loop's target) maps to ``[]``: what it holds is not followed, and counts as computed.
     """
     found: dict[str, list[ast.expr]] = {}
     todo: list[ast.AST] = list(function.body)
@@ -3017,7 +3024,11 @@ def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, lis
                     if isinstance(node, ast.AugAssign):  # `x += y`: computed from x and y
                         value = ast.BinOp(ast.Name(target.id, ast.Load()), node.op, node.value)
                     found.setdefault(target.id, []).append(value)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        if isinstance(node, ast.withitem) and isinstance(node.optional_vars, ast.Name):
+            # What the context gives is read as the context itself (`with mock.patch(...) as
+            # send: yield send`, `with app.test_client() as c`: s43 att43o).
+            found.setdefault(node.optional_vars.id, []).append(node.context_expr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             found.setdefault(node.id, [])
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
@@ -3167,6 +3178,15 @@ _VALUE_METHODS_ALL = frozenset(
     for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, complex)
     for name in dir(kind)
     if not name.startswith("_")
+) | frozenset(
+    # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
+    # `format_field`: s43 att43o F2, 5/5 paid).
+    name
+    for module in (string, textwrap, json, html.parser, csv, calendar, difflib, pprint, shlex)
+    for kind in vars(module).values()
+    if isinstance(kind, type) and kind.__module__ == module.__name__
+    for name in dir(kind)
+    if not name.startswith("_")
 )
 #: pytest's own fixtures: their objects are the harness's, not the suite's computation.
 _HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
@@ -3199,6 +3219,15 @@ _LIBRARY_METHODS = frozenset(
         array.array,
         struct.Struct,
     )
+    for name in dir(kind)
+    if not name.startswith("_")
+) | frozenset(
+    # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
+    # `format_field`: s43 att43o F2, 5/5 paid).
+    name
+    for module in (string, textwrap, json, html.parser, csv, calendar, difflib, pprint, shlex)
+    for kind in vars(module).values()
+    if isinstance(kind, type) and kind.__module__ == module.__name__
     for name in dir(kind)
     if not name.startswith("_")
 )
@@ -3308,6 +3337,24 @@ def _class_methods(classes: Mapping[str, ast.ClassDef]) -> dict[str, frozenset[s
 
     for name in classes:
         of(name, frozenset())
+    return found
+
+
+def _nested_statements(statement: ast.stmt) -> list[ast.stmt]:
+    """The statements a module-level ``if``, ``try`` or ``with`` holds (not a def's body)."""
+    found: list[ast.stmt] = []
+    todo = [statement]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                found.append(child)
+                todo.append(child)
+            elif isinstance(child, ast.ExceptHandler | ast.match_case):
+                todo.extend(c for c in child.body)
+                found.extend(child.body)
     return found
 
 
@@ -3430,6 +3477,8 @@ def _transforms(
             return False  # the code under test, the module's own (read apart), plumbing
         if last in ("Path", "PurePath", "joinpath"):
             return False
+        if name in ("str", "os.fspath") and len(handed) == 1 and pathlike(handed[0]):
+            return False  # `str(tmp_path / "db.sqlite")`
         if not isinstance(call.func, ast.Attribute):
             # `sorted(xs)`, `len(xs)`, `str(x)`; given only literals, a built-in's (`dict()`,
             # `ValueError("x")`) computes nothing, a library object configured here does
@@ -3492,9 +3541,9 @@ def _transforms(
                 skip.add(id(func))
                 func = func.value
         if isinstance(node, ast.Assert) and not any(
-            isinstance(n, ast.NamedExpr) for n in ast.walk(node.test)
+            isinstance(n, ast.NamedExpr) for n in ast.walk(node)
         ):
-            skip.update(id(n) for n in ast.walk(node.test))
+            skip.update(id(n) for n in ast.walk(node))  # its test and message
         if isinstance(node, ast.If | ast.IfExp) and _none_test(node.test):
             skip.update(id(n) for n in ast.walk(node.test))
             skip.add(id(node))
@@ -3645,7 +3694,16 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     named = own | froms
     roots = named | set(imported) | set(dir(builtins))
     # What a call of these computes is the code under test's, or read apart (the module's own).
-    delegates = frozenset(own) | frozenset(
+    # Module-level definitions only: a method's name is no function of the module (a fake's
+    # `json` method let `json.dumps(...)` through: s43 att43o F1, 10/10 paid).
+    top = {
+        node.name
+        for statement in tree.body
+        for node in [statement, *_nested_statements(statement)]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and not node.name.startswith(("test", "Test"))
+    }
+    delegates = frozenset(top) | frozenset(
         name for name, package in imported.items() if package not in sys.stdlib_module_names
     )
 
@@ -3745,7 +3803,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 found.add(ast.dump(node))
             if around:  # what a fixture or set-up runs is the suite's too
                 for inner in node.body:
-                    visit(inner, "body", frozenset(a.arg for a in arguments))
+                    visit(inner, "body", frozenset(a.arg for a in arguments) | set(_assigned(node)))
             return
         if isinstance(node, ast.ClassDef):
             for inner in node.body:
