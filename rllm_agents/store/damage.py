@@ -342,25 +342,32 @@ _MASK = np.uint64(0xFFFFFFFF)
 _PAGE_SIZES = tuple(1 << k for k in range(9, 17))
 
 
+def _matrix_powers(count: int, inverse: bool = False) -> np.ndarray:
+    """``M**k`` (or ``M**-k``) for ``k < count``, as rows ``a, b, c, d``, mod 2**32.
+
+    ``M = [[1, 1], [1, 2]]``, ``M**-1 = [[2, -1], [-1, 1]]``.
+    """
+    powers = np.empty((4, count), dtype=np.uint64)
+    a, b, c, d = 1, 0, 0, 1
+    for k in range(count):
+        powers[:, k] = (a, b, c, d)
+        if inverse:
+            a, b, c, d = 2 * a - c, 2 * b - d, c - a, d - b
+        else:
+            a, b, c, d = a + c, b + d, a + 2 * c, b + 2 * d
+        a, b, c, d = a & 0xFFFFFFFF, b & 0xFFFFFFFF, c & 0xFFFFFFFF, d & 0xFFFFFFFF
+    return powers
+
+
 @functools.lru_cache(maxsize=8)
 def _checksum_powers(pairs: int) -> tuple[np.ndarray, np.ndarray]:
     """The log checksum as a linear map, for a run of ``pairs`` 32-bit word pairs.
 
-    One pair ``(x0, x1)`` takes ``s`` to ``M @ s + (x0, x0 + x1)`` with ``M = [[1, 1], [1, 2]]``
-    (:func:`_wal_checksum`), so a run gives ``M**pairs @ s`` plus each pair's term times
-    ``M**(pairs - 1 - k)``: returns those powers (shape ``(4, pairs)``, entries of ``M``
-    row-wise) and ``M**pairs`` (4,), modulo 2**32.
+    One pair ``(x0, x1)`` takes ``s`` to ``M @ s + (x0, x0 + x1)`` (:func:`_wal_checksum`,
+    :func:`_matrix_powers`), so a run gives ``M**pairs @ s`` plus each pair's term times
+    ``M**(pairs - 1 - k)``: returns those powers (shape ``(4, pairs)``) and ``M**pairs``.
     """
-    powers = np.empty((4, pairs + 1), dtype=np.uint64)
-    a, b, c, d = 1, 0, 0, 1
-    for k in range(pairs + 1):
-        powers[:, k] = (a, b, c, d)
-        a, b, c, d = (
-            (a + c) & 0xFFFFFFFF,
-            (b + d) & 0xFFFFFFFF,
-            (a + 2 * c) & 0xFFFFFFFF,
-            (b + 2 * d) & 0xFFFFFFFF,
-        )
+    powers = _matrix_powers(pairs + 1)
     return powers[:, pairs - 1 :: -1].copy(), powers[:, pairs].copy()
 
 
@@ -425,21 +432,8 @@ def _frame_checks(
 
 @functools.lru_cache(maxsize=8)
 def _inverse_powers(pairs: int) -> np.ndarray:
-    """``M**-(pairs - 1 - k)`` for each pair ``k`` of a frame (:func:`_checksum_powers`), mod 2**32.
-
-    ``M**-1 = [[2, -1], [-1, 1]]``.
-    """
-    powers = np.empty((4, pairs), dtype=np.uint64)
-    a, b, c, d = 1, 0, 0, 1
-    for k in range(pairs):
-        powers[:, k] = (a, b, c, d)
-        a, b, c, d = (
-            (2 * a - c) & 0xFFFFFFFF,
-            (2 * b - d) & 0xFFFFFFFF,
-            (c - a) & 0xFFFFFFFF,
-            (d - b) & 0xFFFFFFFF,
-        )
-    return powers[:, ::-1].copy()
+    """``M**-(pairs - 1 - k)`` for each pair ``k`` of a frame (:func:`_checksum_powers`)."""
+    return _matrix_powers(pairs, inverse=True)[:, ::-1].copy()
 
 
 def _changed(frames: _Frames, at: int, page_size: int) -> bool:

@@ -3178,58 +3178,54 @@ _VALUE_METHODS_ALL = frozenset(
     for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, complex)
     for name in dir(kind)
     if not name.startswith("_")
-) | frozenset(
-    # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
-    # `format_field`: s43 att43o F2, 5/5 paid).
-    name
-    for module in (string, textwrap, json, html.parser, csv, calendar, difflib, pprint, shlex)
-    for kind in vars(module).values()
-    if isinstance(kind, type) and kind.__module__ == module.__name__
-    for name in dir(kind)
-    if not name.startswith("_")
 )
 #: pytest's own fixtures: their objects are the harness's, not the suite's computation.
 _HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
 _BUILTIN_NAMES = frozenset(dir(builtins))
-#: The methods of the library types a patch is likeliest to hand a helper (dates, numbers,
-#: patterns, paths, containers, text tools): called on a parameter, they compute.
-_LIBRARY_METHODS = frozenset(
-    name
-    for kind in (
-        datetime.date,
-        datetime.datetime,
-        datetime.time,
-        datetime.timedelta,
-        datetime.timezone,
-        decimal.Decimal,
-        fractions.Fraction,
-        re.Pattern,
-        re.Match,
-        pathlib.PurePath,
-        collections.Counter,
-        collections.OrderedDict,
-        collections.deque,
-        textwrap.TextWrapper,
-        string.Template,
-        uuid.UUID,
-        urllib.parse.ParseResult,
-        ipaddress.IPv4Address,
-        ipaddress.IPv4Network,
-        ipaddress.IPv6Address,
-        array.array,
-        struct.Struct,
+#: The methods of built-in values and of the library types a patch is likeliest to hand a
+#: helper (dates, numbers, patterns, paths, containers, text tools): called on a parameter,
+#: they compute.
+_LIBRARY_METHODS = (
+    _VALUE_METHODS_ALL
+    | frozenset(
+        name
+        for kind in (
+            datetime.date,
+            datetime.datetime,
+            datetime.time,
+            datetime.timedelta,
+            datetime.timezone,
+            decimal.Decimal,
+            fractions.Fraction,
+            re.Pattern,
+            re.Match,
+            pathlib.PurePath,
+            collections.Counter,
+            collections.OrderedDict,
+            collections.deque,
+            textwrap.TextWrapper,
+            string.Template,
+            uuid.UUID,
+            urllib.parse.ParseResult,
+            ipaddress.IPv4Address,
+            ipaddress.IPv4Network,
+            ipaddress.IPv6Address,
+            array.array,
+            struct.Struct,
+        )
+        for name in dir(kind)
+        if not name.startswith("_")
     )
-    for name in dir(kind)
-    if not name.startswith("_")
-) | frozenset(
-    # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
-    # `format_field`: s43 att43o F2, 5/5 paid).
-    name
-    for module in (string, textwrap, json, html.parser, csv, calendar, difflib, pprint, shlex)
-    for kind in vars(module).values()
-    if isinstance(kind, type) and kind.__module__ == module.__name__
-    for name in dir(kind)
-    if not name.startswith("_")
+    | frozenset(
+        # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
+        # `format_field`: s43 att43o F2, 5/5 paid).
+        name
+        for module in (string, textwrap, json, html.parser, csv, calendar, difflib, pprint, shlex)
+        for kind in vars(module).values()
+        if isinstance(kind, type) and kind.__module__ == module.__name__
+        for name in dir(kind)
+        if not name.startswith("_")
+    )
 )
 
 
@@ -3527,7 +3523,7 @@ def _transforms(
             # (`when.strftime("%d %B %Y")`, `amount.quantize(CENT)`: s43 att43j F1), and so
             # does a method of what calling the parameter made (`cls(width=10).fill(s)`, F2).
             made_here = not _dotted(call.func)
-            return made_here or last in _VALUE_METHODS_ALL or last in _LIBRARY_METHODS
+            return made_here or last in _LIBRARY_METHODS
         return True  # a local's method: `buf.read()`, `SEP.join(names)`
 
     # The body only: decorators and defaults are read apart (`_picks_callable`).
