@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import array
 import ast
+import base64
 import bisect
 import builtins
 import calendar
@@ -66,11 +67,13 @@ import decimal
 import difflib
 import fractions
 import hmac
+import html
 import html.parser
 import ipaddress
 import json
 import math
 import operator
+import os
 import pathlib
 import pprint
 import re
@@ -80,6 +83,7 @@ import string
 import struct
 import sys
 import textwrap
+import unicodedata
 import unittest
 import urllib.parse
 import uuid
@@ -3226,6 +3230,19 @@ _LIBRARY_METHODS = (
         for name in dir(kind)
         if not name.startswith("_")
     )
+    | frozenset(
+        # A module handed in as the parameter: its functions (`codec.dumps(data, indent=2)`,
+        # `tw.shorten(s, width=12)`; a decimal context's `ctx.multiply(a, b)`: s43 att43r,
+        # 15/15 paid).
+        name
+        for module in (
+            *(string, textwrap, json, html, csv, calendar, difflib, pprint, shlex, re, math),
+            *(operator, urllib.parse, decimal, fractions, datetime, base64, unicodedata, os.path),
+        )
+        for name in dir(module)
+        if not name.startswith("_") and callable(getattr(module, name))
+    )
+    | frozenset(name for name in dir(decimal.Context) if not name.startswith("_"))
 )
 
 

@@ -194,6 +194,11 @@ COUNTED = {
         "def _body(data):\n    return json.dumps(data, sort_keys=True, indent=2)\n"
     ),
     "formatter_parameter": ("def _money(fmt, x):\n    return fmt.format_field(x, ',.2f')\n"),
+    # att43r: a module handed in as the parameter.
+    "module_parameter": (
+        "def _encoded(codec, data):\n    return codec.dumps(data, sort_keys=True, indent=2)\n"
+    ),
+    "decimal_context_parameter": "def _power(ctx, x):\n    return ctx.power(x, 3)\n",
 }
 
 #: Honest helpers that compute nothing of their own: they pack, read, branch on a name, call
