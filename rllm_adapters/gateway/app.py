@@ -280,6 +280,7 @@ class Gateway:
         self._buckets: dict[str, _TokenBucket] = {}
         #: Calls in flight per client, and the client of each engine slot held.
         self._client_calls: collections.Counter[str] = collections.Counter()
+        self._template_turns: dict[str, _Turn] = {}
         self._slot_clients: dict[Any, str | None] = {}
         self.started = time.time()
         self.counters: collections.Counter[str] = collections.Counter()
@@ -1546,7 +1547,7 @@ class Gateway:
     async def _send_counted(
         self,
         path: str,
-        content: bytes,
+        content: bytes | Callable[[], Awaitable[bytes]],
         stream: bool,
         session: Session | None = None,
         principal: str | None = None,
@@ -1556,7 +1557,9 @@ class Gateway:
 
         A session's call counts for the session too, so a reward that arrives meanwhile waits
         for this call's record; and for its client (the session's owner or ``principal``),
-        against ``max_in_flight_per_client``. Returns (response, engine, slot, start time).
+        against ``max_in_flight_per_client``. ``content`` may be a coroutine function that
+        builds the body (a chat call's templating): the call counts while it waits for that
+        too. Returns (response, engine, slot, start time).
         """
         client = session.owner if session is not None else principal
         if client is not None:
@@ -1573,6 +1576,8 @@ class Gateway:
             self._client_calls[client] += 1
         started = time.monotonic()
         try:
+            if callable(content):
+                content = await content()
             response, engine, slot = await self._send(path, content, stream)
         except BaseException:
             self.in_flight -= 1
@@ -1584,6 +1589,21 @@ class Gateway:
         if session is not None and response.status_code < 400:
             session.replied = True  # the policy sampled for it (see end_unsampled)
         return response, engine, slot, started
+
+    @contextlib.asynccontextmanager
+    async def _template_turn(self, owner: str) -> AsyncIterator[None]:
+        """One chat templating at a time per client (the thread is shared by all)."""
+        turn = self._template_turns.get(owner)
+        if turn is None:
+            turn = self._template_turns[owner] = _Turn()
+        turn.users += 1
+        try:
+            async with turn.lock:
+                yield
+        finally:
+            turn.users -= 1
+            if not turn.users:
+                del self._template_turns[owner]
 
     def _leave(self, session: Session, size: int) -> None:
         """A session's call counted by :meth:`_send_counted` has ended (recorded or not)."""
@@ -1869,22 +1889,36 @@ class Gateway:
             raise GatewayError(400, "Each message must be an object.", "invalid_messages")
         messages = [dict(m) for m in body["messages"]]
         tools = body.get("tools")
-        try:
-            prompt = await asyncio.get_running_loop().run_in_executor(
-                self._template_pool, templater.prompt, session.chat_state, messages, tools
-            )
-        except Exception as e:  # the template rejects these messages (roles, fields)
-            raise GatewayError(400, f"The chat template failed: {e}", "invalid_messages") from e
-        upstream = {**POLICY_SAMPLING, **templater.upstream(body, prompt)}
-        if upstream.get("max_tokens") is None:
-            # A chat call with no limit runs to the end of the context, as on the chat
-            # endpoint; the completions endpoint it is sent to would cut it at 16 tokens
-            # while its pin and record said no limit (s20 att29l).
-            upstream["max_tokens"] = await self._context_left(len(prompt))
+        prompt: list[int] = []
+
+        async def upstream() -> bytes:
+            nonlocal prompt
+            # The template thread is shared: each client takes one turn at a time, so one
+            # client's calls queue behind each other, not in front of another client's (att44b:
+            # 3.9 MB chat calls delayed another client's "Hi" by a minute).
+            async with self._template_turn(session.owner):
+                try:
+                    prompt = await asyncio.get_running_loop().run_in_executor(
+                        self._template_pool, templater.prompt, session.chat_state, messages, tools
+                    )
+                except Exception as e:  # the template rejects these messages (roles, fields)
+                    raise GatewayError(
+                        400, f"The chat template failed: {e}", "invalid_messages"
+                    ) from e
+            sent = {**POLICY_SAMPLING, **templater.upstream(body, prompt)}
+            if sent.get("max_tokens") is None:
+                # A chat call with no limit runs to the end of the context, as on the chat
+                # endpoint; the completions endpoint it is sent to would cut it at 16 tokens
+                # while its pin and record said no limit (s20 att29l).
+                sent["max_tokens"] = await self._context_left(len(prompt))
+            return json.dumps(sent).encode()
+
         wants_ids = bool(body.get("return_token_ids"))
         wants_lp = body.get("logprobs") not in (None, False)
+        # Counted (in flight, its bytes held) before it waits for the template thread, so the
+        # per-client bounds hold calls waiting there too (att44b: 5 of 6 calls past a cap of 2).
         response, engine, slot, started = await self._send_counted(
-            "/completions", json.dumps(upstream).encode(), stream, session, size=size
+            "/completions", upstream, stream, session, size=size
         )
         weights = engine.served_for(body.get("model"))
         headers = _copy_headers(response)
@@ -3159,6 +3193,14 @@ def _deadline_stream_class() -> type:
                 await self.cleanup()
 
     return DeadlineStream
+
+
+class _Turn:
+    """A client's turn at the template thread, and how many of its calls want it."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
 
 
 class _Once:

@@ -1,0 +1,96 @@
+"""Gateway, blind round of session 44 (issue #29, att44b): the shared chat-template thread.
+
+att44b F1 (medium): a session's chat call waited for the gateway's one templating thread
+before any per-client bound counted it. A client sending 3.9 MB chat calls (under the rate
+limit) got 5 of 6 answered with ``max_in_flight_per_client=2`` (they never overlapped at the
+engine), held every waiting body uncounted, and queued another client's "Hi" behind all of
+them: 0.05 s alone, 19.7 s during the flood, growing by 2 s a second under a steady one. A
+call now counts (in flight, its bytes held) before it waits for the template, and each client
+takes one templating turn at a time, so one client's calls queue behind each other.
+
+The engine is ``StandInEngine`` of ``test_gateway_record`` (a stand-in OpenAI server inside
+these unit tests of the gateway, not a real part). The templater is the real one, wrapped by a
+test double that holds each templating until the test lets it go and records the order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from .test_gateway_record import ALICE, BOB, StandInEngine, _Served, _server
+
+
+class _HeldTemplater:
+    """The gateway's templater, with each ``prompt`` held until released (test double)."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+        self.order: list[str] = []
+        self.release = threading.Event()
+
+    def prompt(self, state, messages, tools):
+        self.order.append(messages[-1]["content"])
+        assert self.release.wait(60), "never released"
+        return self.real.prompt(state, messages, tools)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def _wait_for(what, deadline_s: float = 30.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not what():
+        assert time.monotonic() < deadline, "condition never met"
+        time.sleep(0.02)
+
+
+def test_chat_calls_waiting_for_the_template_count_and_queue_behind_their_own_client(
+    tmp_path, tiny_path
+):
+    served = _Served(StandInEngine("Hello").app)
+    gateway = _server(tmp_path, served.url, tokenizer=str(tiny_path), max_in_flight_per_client=2)
+    try:
+        app = gateway.gateway
+        held = _HeldTemplater(app.templater())
+        app._templater = held
+
+        def session(headers) -> str:
+            response = httpx.post(gateway.url + "/sessions", json={}, headers=headers)
+            response.raise_for_status()
+            return response.json()["session_id"]
+
+        def chat(headers, content: str) -> tuple[int, str]:
+            body = {
+                "model": "tiny",
+                "max_tokens": 4,
+                "messages": [{"role": "user", "content": content}],
+            }
+            url = f"{gateway.url}/sessions/{session(headers)}/v1/chat/completions"
+            response = httpx.post(url, json=body, headers=headers, timeout=120)
+            code = response.json().get("error", {}).get("code", "") if response.is_error else ""
+            return response.status_code, code
+
+        with ThreadPoolExecutor(8) as pool:
+            alice = [pool.submit(chat, ALICE, f"alice {k}") for k in range(2)]
+            # Both of alice's calls are in: one templating (held), one waiting for her turn.
+            _wait_for(lambda: held.order == ["alice 0"] or held.order == ["alice 1"])
+            _wait_for(lambda: app.client_metrics("alice")["in_flight"] == 2)
+            # A third is over her cap at once, although neither call has reached the engine.
+            assert chat(ALICE, "alice 2") == (429, "too_many_calls")
+            bob = pool.submit(chat, BOB, "bob")
+            # bob's call waits at the template thread, not behind alice's second.
+            _wait_for(lambda: app._template_pool._work_queue.qsize() == 1)
+            held.release.set()
+            assert bob.result(60) == (200, "")
+            assert sorted(f.result(60) for f in alice) == [(200, ""), (200, "")]
+        # bob was templated before alice's second call, which waited for her first.
+        assert held.order[1] == "bob", held.order
+        assert len(held.order) == 3
+        assert app._template_turns == {}
+    finally:
+        gateway.stop()
+        served.stop()
