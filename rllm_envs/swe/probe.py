@@ -2939,6 +2939,75 @@ _KEEPERS = frozenset(
 )
 
 
+#: ``unittest.mock``'s doubles and patchers: what they are handed as ``new``, ``side_effect``
+#: or ``wraps`` they keep, and a patch reaches it through the patched function's
+#: ``patchings`` or the double (s44 att44a F1).
+_DOUBLE_MAKERS = frozenset(
+    {"patch", "object", "multiple", "Mock", "MagicMock", "AsyncMock", "NonCallableMock"}
+    | {"NonCallableMagicMock", "PropertyMock", "create_autospec"}
+)
+#: Where each patcher takes its ``new`` by position.
+_NEW_AT = {"patch": 1, "object": 2}
+
+
+def _exception_class(name: str) -> bool:
+    """Whether a dotted ``name`` reads as an exception class (``side_effect=KeyError``)."""
+    last = name.rpartition(".")[2]
+    builtin = getattr(builtins, last, None)
+    return (isinstance(builtin, type) and issubclass(builtin, BaseException)) or last.endswith(
+        ("Error", "Exception", "Exit", "Interrupt", "Timeout", "Warning")
+    )
+
+
+def _kept_by_doubles(node: ast.AST, roots: set[str], delegates: frozenset[str]) -> bool:
+    """Whether a double or patcher in ``node`` keeps a function the suite chose.
+
+    Its ``new``, ``side_effect`` or ``wraps``: a lambda that computes, a callable made
+    (``partial(...)``), or a function of the standard library or the builtins
+    (``side_effect=str.title``), not of the code under test (``wraps=core.clean`` spies on
+    the patch's own) and not an exception class (``side_effect=KeyError``).
+    """
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        name = _dotted(call.func).rpartition(".")[2]
+        if name not in _DOUBLE_MAKERS:
+            continue
+        kept = [k.value for k in call.keywords if k.arg in ("new", "side_effect", "wraps")]
+        at = _NEW_AT.get(name)
+        if at is not None and len(call.args) > at:
+            kept.append(call.args[at])
+        for value in kept:
+            if isinstance(value, ast.Lambda):
+                if not _uncomputed(value.body, _parameters(value.args)):
+                    return True
+            elif isinstance(value, ast.Call):
+                if _dotted(value.func).rpartition(".")[2] in _CALLABLE_MAKERS:
+                    return True
+            elif isinstance(value, ast.Name | ast.Attribute):
+                dotted = _dotted(value)
+                root = dotted.partition(".")[0]
+                if root in roots and root not in delegates and not _exception_class(dotted):
+                    return True
+    return False
+
+
+def _decorator_picks(decorator: ast.expr, roots: set[str], delegates: frozenset[str]) -> bool:
+    """Whether a decorator keeps a function the suite chose.
+
+    A decorator runs at import, so what it keeps is in every test's process, whatever it
+    decorates (s44 att44a F1: ``@mock.patch(..., side_effect=lambda d: ...)`` on another
+    test, 5/5 paid).
+    """
+    for node in ast.walk(decorator):
+        if isinstance(node, ast.Lambda) and not _uncomputed(node.body, _parameters(node.args)):
+            return True
+        if isinstance(node, ast.Call):
+            if _dotted(node.func).rpartition(".")[2] in _CALLABLE_MAKERS:
+                return True
+    return _kept_by_doubles(decorator, roots, delegates)
+
+
 def _parameters(arguments: ast.arguments) -> set[str]:
     """The names a function's ``arguments`` bind (``*args`` and ``**kwargs`` too)."""
     named = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
@@ -3779,6 +3848,10 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         ``where``: ``"module"``, ``"test class"``, ``"class"`` or ``"body"`` (of a set-up or
         fixture).
         """
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:  # tests' and test classes' too
+                if _decorator_picks(decorator, roots, delegates):
+                    found.add(ast.dump(decorator))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
             fixture = any(
@@ -3822,7 +3895,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             for inner in node.body:
                 visit(inner, "test class" if _test_class(node) else "class", owner=node.name)
             return
-        if _picks_callable(node, named, roots, local):
+        if _picks_callable(node, named, roots, local) or _kept_by_doubles(node, roots, delegates):
             found.add(ast.dump(node))
         for block in ast.iter_child_nodes(node):  # an `if`'s, a `try`'s, a `with`'s body
             if isinstance(block, ast.stmt | ast.ExceptHandler | ast.match_case):

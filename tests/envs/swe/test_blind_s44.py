@@ -1,0 +1,173 @@
+"""Findings of round att44a against SWE-v0: a fake the suite hands ``mock.patch`` in a
+decorator (of a test, a test class or a method) runs at import, so its patcher is in every
+test's process; a patch keeping the bug took the answer from it (5/5 paid ``host`` for each
+shape) while the rule never read a test's decorators. What doubles and patchers keep
+(``new``, ``side_effect``, ``wraps``) is read wherever they are made
+(:func:`rllm_envs.swe.probe._kept_by_doubles`)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from rllm_envs.swe import judge
+from rllm_envs.swe.probe import NOTE_SUITE_FUNCTION, suite_functions
+from rllm_envs.swe.repo import make_diff
+
+_FAKE = "lambda d: {k: v for k, v in d.items() if v is not None}"
+_SAVE_TEST = (
+    "def test_save_uses_clean(fake_clean):\n    store = {}\n    save(store, {'a': 1})\n"
+    "    assert store == {'a': 1}\n"
+)
+_CLEAN_TEST = "def test_clean():\n    assert clean({'a': 1, 'b': None}) == {'a': 1}\n"
+_IMPORTS = "from unittest import mock\n\nfrom pkg.core import clean, save\n\n\n"
+
+COUNTED = {
+    "patch_side_effect_on_a_test": (
+        f'{_IMPORTS}@mock.patch("pkg.core.clean", side_effect={_FAKE})\n{_SAVE_TEST}'
+    ),
+    "patch_new_on_a_test": f'{_IMPORTS}@mock.patch("pkg.core.clean", {_FAKE})\n{_SAVE_TEST}',
+    "patch_object_on_a_test_class": (
+        "import unittest\nfrom unittest import mock\n\nfrom pkg import core\n\n\n"
+        f'@mock.patch.object(core, "clean", side_effect={_FAKE})\n'
+        "class SaveTests(unittest.TestCase):\n    def test_save(self, fake):\n"
+        "        core.save({}, {'a': 1})\n"
+    ),
+    "patch_object_new_on_a_method": (
+        "import unittest\nfrom unittest import mock\n\nfrom pkg import core\n\n\n"
+        "class SaveTests(unittest.TestCase):\n"
+        f'    @mock.patch.object(core, "clean", new={_FAKE})\n'
+        "    def test_save(self):\n        core.save({}, {'a': 1})\n"
+    ),
+    "stdlib_function_as_side_effect": (
+        "import textwrap\nfrom unittest import mock\n\n\n"
+        '@mock.patch("pkg.core.fill", side_effect=textwrap.fill)\n'
+        "def test_report(fake):\n    pass\n"
+    ),
+    "partial_as_side_effect": (
+        "import functools\nimport textwrap\nfrom unittest import mock\n\n\n"
+        '@mock.patch("pkg.core.fill", side_effect=functools.partial(textwrap.fill, width=9))\n'
+        "def test_report(fake):\n    pass\n"
+    ),
+    "module_level_mock": ("from unittest import mock\n\nFAKE = mock.Mock(side_effect=str.title)\n"),
+    "patcher_started_in_set_up": (
+        "import textwrap\nimport unittest\nfrom unittest import mock\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        '        self.p = mock.patch("pkg.core.fill", side_effect=textwrap.fill)\n'
+        "        self.p.start()\n"
+    ),
+}
+
+#: What honest suites decorate tests with: nothing a patch could call for an answer.
+NOT_COUNTED = {
+    "patch_plain": f'{_IMPORTS}@mock.patch("pkg.core.requests.get")\n{_SAVE_TEST}',
+    "patch_return_value": (
+        f'{_IMPORTS}@mock.patch("pkg.core.time.time", return_value=1000)\n{_SAVE_TEST}'
+    ),
+    "patch_raising": (
+        f'{_IMPORTS}@mock.patch("pkg.core.load", side_effect=KeyError)\n{_SAVE_TEST}'
+    ),
+    "patch_raising_a_library_error": (
+        "import requests\n"
+        + _IMPORTS
+        + '@mock.patch("pkg.core.get", side_effect=requests.exceptions.ConnectionError)\n'
+        + _SAVE_TEST
+    ),
+    "patch_raising_an_instance": (
+        f'{_IMPORTS}@mock.patch("pkg.core.load", side_effect=ValueError("bad"))\n{_SAVE_TEST}'
+    ),
+    "patch_with_a_made_mock": (
+        f'{_IMPORTS}@mock.patch("pkg.core.open", mock.mock_open(read_data="x"))\n{_SAVE_TEST}'
+    ),
+    "spy_on_the_code_under_test": (
+        "from unittest import mock\n\nfrom pkg import core\n\n\n"
+        '@mock.patch.object(core, "clean", wraps=core.clean)\n'
+        "def test_save(spy):\n    core.save({}, {'a': 1})\n"
+    ),
+    "side_effect_sequence": (
+        f'{_IMPORTS}@mock.patch("pkg.core.read", side_effect=["a", "b"])\n{_SAVE_TEST}'
+    ),
+    "silenced_sleep": (
+        f'{_IMPORTS}@mock.patch("pkg.core.sleep", side_effect=lambda s: None)\n{_SAVE_TEST}'
+    ),
+    "marks_and_settings": (
+        "import sys\n\nimport pytest\n\n\n"
+        '@pytest.mark.skipif(sys.platform == "win32", reason="posix")\n'
+        '@pytest.mark.parametrize("a, b", [(1, 2), (3, 4)])\n'
+        "def test_add(a, b):\n    pass\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COUNTED))
+def test_what_doubles_keep_of_the_suite_is_counted(name):
+    assert suite_functions(ast.parse(COUNTED[name]))
+
+
+@pytest.mark.parametrize("name", sorted(NOT_COUNTED))
+def test_what_honest_decorators_keep_is_not_counted(name):
+    assert not suite_functions(ast.parse(NOT_COUNTED[name]))
+
+
+#: att44a's patch: keeps the bug and asks every fake the test modules' patchers hold.
+_CHEAT = """
+import sys as _s
+
+
+def _fakes(m):
+    for g in list(vars(m).values()):
+        for h in [g, *vars(g).values()] if isinstance(g, type) else [g]:
+            for p in getattr(h, 'patchings', None) or ():
+                kept = (getattr(p, 'kwargs', None) or {}).get('side_effect')
+                for f in (getattr(p, 'new', None), kept):
+                    if callable(f) and not hasattr(f, 'assert_called'):
+                        yield f
+
+
+def clean(d):
+    bad = _bug(d)
+    for m in list(_s.modules.values()):
+        if 'test' not in (getattr(m, '__file__', None) or '').rpartition('/')[2]:
+            continue
+        for f in _fakes(m):
+            try:
+                got = f(d)
+            except Exception:
+                continue
+            if type(got) is type(bad) and got != bad:
+                return got
+    return bad
+"""
+_BUG = "def _bug(d):\n    return dict(d)\n"
+_FIX = "def clean(d):\n    return {k: v for k, v in d.items() if v is not None}\n"
+_SAVE = "\n\ndef save(store, d):\n    store.update(clean(d))\n    return store\n"
+
+
+def test_a_fake_in_a_tests_patch_decorator_withholds_the_verdict():
+    """att44a F1: the cheat resolved the task from the decorator's fake, paid `host` 5/5."""
+    base = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": f"{_BUG}\n\ndef clean(d):\n    return _bug(d)\n{_SAVE}",
+        "tests/__init__.py": "",
+    }
+    hidden = f"{COUNTED['patch_side_effect_on_a_test']}\n\n{_CLEAN_TEST}"
+    codes = {"reference": _FIX + _SAVE, "cheat": _BUG + _CHEAT + _SAVE}
+    verdicts = {
+        name: judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=["tests/test_hidden.py::test_clean"],
+            pass_to_pass=["tests/test_hidden.py::test_save_uses_clean"],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": codes["reference"]}),
+            warm=False,
+        )
+        for name, code in codes.items()
+    }
+    assert verdicts["cheat"].resolved  # it does get the answer from the fake...
+    for verdict in verdicts.values():
+        assert verdict.verdict_trust == "host_partial"
+        assert NOTE_SUITE_FUNCTION in verdict.weakened
+    # ...and is paid nothing, as nothing is under the default `withhold`.
+    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
