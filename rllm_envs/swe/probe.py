@@ -3351,6 +3351,7 @@ class _Suite:
     modules: frozenset[str] = frozenset()  # names bound by `import`
     held: frozenset[str] = frozenset()  # `self.X` only ever the code under test's or a mock
     kept: frozenset[str] = frozenset()  # `self.X` only ever a fresh container (a spy's)
+    given: frozenset[str] = frozenset()  # `self.X` only ever a parameter (`self._c = client`)
     paths: frozenset[str] = frozenset()  # module names holding a path (`DATA = HERE / "d"`)
     # Per class of the module: the methods it and its module-defined bases define.
     methods: Mapping[str, frozenset[str]] = field(default_factory=dict)
@@ -3473,7 +3474,8 @@ def _transforms(
     mocks (``self.store.put(k, v)``, ``suite.held``), of objects made here by those
     (``node.add(child)``), of test doubles, of pytest's fixtures (``capsys.readouterr()``),
     a parameter's methods no built-in value has (``cache.set(k, v)``: the patch would hand
-    its own object), the mock and pytest API (``mock.patch(...)``), ``super()``, one
+    its own object) and those of what ``self`` only ever holds of a parameter
+    (``suite.given``), the mock and pytest API (``mock.patch(...)``), ``super()``, one
     storing call on a fresh local container or on a spy's (``data.update(extra)``,
     ``self.calls.append(a)``), an ``open`` file's and a path's methods, plumbing
     (:data:`_NEUTRAL_CALLS`, a module's :data:`_NEUTRAL_FUNCTIONS`, ``os.path.join``,
@@ -3589,6 +3591,10 @@ def _transforms(
                 return False  # what it holds of the code under test
             if chain[1] in suite.kept and last in _STORING_METHODS:
                 return False  # a spy's `self.calls.append(a)`
+            if chain[1] in suite.given and len(chain) == 3:
+                # What its maker was handed, as a parameter's methods (Flask's `AuthActions`:
+                # `self._client.post("/auth/login", ...)`, s44 att44a).
+                return last in _LIBRARY_METHODS
             return True  # `self.name.title()`, `self.wrapper.fill(s)`
         if receiver.id in made:
             return False  # an object the code under test made: `node.add(child)`
@@ -3796,6 +3802,16 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     # What `self.X` holds anywhere in the module: only ever the code under test's objects or
     # mocks (`self.store = Store()`), or only ever fresh containers (a spy's `self.calls`).
     attributes: dict[str, list[ast.expr]] = {}
+    # Values that are a parameter of the function assigning them (`self._client = client`).
+    handed = {
+        id(node.value)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in _parameters(function.args) - {"self", "cls"}
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
@@ -3823,6 +3839,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             a for a, vs in attributes.items() if all(_made(v, delegates | mocks) for v in vs)
         ),
         frozenset(a for a, vs in attributes.items() if all(map(_fresh, vs))),
+        frozenset(a for a, vs in attributes.items() if all(id(v) in handed for v in vs)),
         frozenset(
             t.id
             for node in tree.body
