@@ -33,7 +33,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1170,17 +1170,35 @@ VALUE_BYTES = 64
 
 def held_bytes(raw_size: int, value: Any) -> int:
     """What a parsed JSON body of ``raw_size`` bytes holds in memory, about (for the bounds)."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, dict):
-            stack.extend(item.values())
-            count += len(item)  # the keys
-        elif isinstance(item, list):
-            stack.extend(item)
+    count = 1
+    for item in _containers(value):
+        # Its items (a dict's keys too); only containers are visited one by one.
+        count += 2 * len(item) if isinstance(item, dict) else len(item)
     return raw_size + VALUE_BYTES * count
+
+
+def _containers(value: Any, max_depth: int | None = None) -> Iterator[dict | list]:
+    """Every dict and list in ``value``, level by level (``ValueError`` past ``max_depth``).
+
+    Scalars are filtered in C, never visited in Python: 200,000 numbers in a body cost
+    milliseconds, not the 0.1 s a per-value walk took on the event loop (s44 att44d).
+    """
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
+        if max_depth is not None and depth > max_depth:
+            raise ValueError(f"deeper than {max_depth} levels")
+        following: list[Any] = []
+        for item in level:
+            yield item
+            children = item.values() if isinstance(item, dict) else item
+            following.extend(filter(_is_container, children))
+        level = following
+        depth += 1
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, dict | list)
 
 
 def check_json_field(
@@ -1191,16 +1209,13 @@ def check_json_field(
     Deeper than ``MAX_JSON_DEPTH`` or larger than ``max_bytes`` as JSON (a reward's
     ``info``, a session's ``metadata``; a session call's fields, depth only).
     """
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > MAX_JSON_DEPTH:
-                raise SessionError(
-                    400, f"`{name}` is nested deeper than {MAX_JSON_DEPTH} levels.", code
-                )
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
+    try:
+        for _ in _containers(value, MAX_JSON_DEPTH):
+            pass
+    except ValueError:
+        raise SessionError(
+            400, f"`{name}` is nested deeper than {MAX_JSON_DEPTH} levels.", code
+        ) from None
     if max_bytes is None:
         return
     try:

@@ -43,7 +43,17 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def loads_bounded(raw: str | bytes) -> Any:
+class JSONTooComplex(ValueError):
+    """A message holding more JSON values than its bound, refused before parsing."""
+
+
+def loads_bounded(
+    raw: str | bytes,
+    *,
+    strings: int = MAX_JSON_STRINGS,
+    containers: int = MAX_JSON_CONTAINERS,
+    values: int = MAX_JSON_VALUES,
+) -> Any:
     """``json.loads`` of a client's message (bytes must be UTF-8).
 
     The counts are a few linear passes in C (``str.replace``, ``count``, ``split``): no
@@ -51,23 +61,23 @@ def loads_bounded(raw: str | bytes) -> Any:
     message held the loop for seconds per extra character).
 
     Raises:
-        ValueError: not JSON, or more than :data:`MAX_JSON_STRINGS` strings,
-            :data:`MAX_JSON_CONTAINERS` containers or :data:`MAX_JSON_VALUES` values outside
-            them (refused before parsing), or an integer longer than
-            :data:`MAX_JSON_INT_CHARS` (refused before it is converted).
+        JSONTooComplex: more than ``strings`` strings, ``containers`` arrays and objects or
+            ``values`` values outside them (refused before parsing).
+        ValueError: not JSON, or an integer longer than :data:`MAX_JSON_INT_CHARS` (refused
+            before it is converted).
     """
     text = raw if isinstance(raw, str) else raw.decode("utf-8")
     if len(text) > _COUNTED_FROM:
         # Inside a JSON string every quote is escaped and outside one no backslash occurs:
         # without the escaped backslashes and quotes, the quotes left delimit the strings.
         bare = text.replace("\\\\", "").replace('\\"', "")
-        if bare.count('"') > 2 * MAX_JSON_STRINGS:
-            raise ValueError(f"more than {MAX_JSON_STRINGS} JSON strings")
+        if bare.count('"') > 2 * strings:
+            raise JSONTooComplex(f"more than {strings} JSON strings")
         outside = "".join(bare.split('"')[::2])
-        if outside.count("[") + outside.count("{") > MAX_JSON_CONTAINERS:
-            raise ValueError(f"more than {MAX_JSON_CONTAINERS} JSON arrays and objects")
-        if outside.count(",") > MAX_JSON_VALUES:
-            raise ValueError(f"more than {MAX_JSON_VALUES} JSON values")
+        if outside.count("[") + outside.count("{") > containers:
+            raise JSONTooComplex(f"more than {containers} JSON arrays and objects")
+        if outside.count(",") > values:
+            raise JSONTooComplex(f"more than {values} JSON values")
     return json.loads(text, parse_int=_bounded_int)
 
 

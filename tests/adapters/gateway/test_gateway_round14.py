@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from .test_gateway_record import ALICE, BOB, StandInEngine, _Served, _server
 
@@ -94,3 +95,94 @@ def test_chat_calls_waiting_for_the_template_count_and_queue_behind_their_own_cl
     finally:
         gateway.stop()
         served.stop()
+
+
+def test_bodies_of_too_many_json_values_are_refused_before_parsing(tmp_path, tiny_path):
+    """att44d F1 (medium): a 4 MB session chat call holding 1.35 million ``{}`` in a message
+    field held the event loop 6 s (parsed, then walked by the checks) before being refused, so
+    every client waited. Bodies past the value bounds are refused unparsed (413); large
+    bodies within them are served (a prompt of 150,000 token ids, 3.9 MB of text)."""
+    from rllm_adapters.gateway.app import MAX_BODY_CONTAINERS, MAX_BODY_VALUES
+
+    served = _Served(StandInEngine("Hello").app)
+    gateway = _server(tmp_path, served.url, tokenizer=str(tiny_path))
+    try:
+        url = f"{gateway.url}/sessions/{{}}/v1/{{}}"
+        message = {"role": "user", "content": "x"}
+        bombs = {
+            "containers": [{**message, "name": [{}] * max(MAX_BODY_CONTAINERS + 1, 30_000)}],
+            "values": [{**message, "name": [0] * (MAX_BODY_VALUES + 1)}],
+            "strings": [message] * 20_000,
+        }
+        for k, (what, messages) in enumerate(bombs.items()):
+            body = {"model": "tiny", "max_tokens": 4, "messages": messages}
+            response = httpx.post(
+                url.format(f"bomb{k}", "chat/completions"), json=body, headers=ALICE, timeout=60
+            )
+            assert response.status_code == 413, (what, response.text[:200])
+            assert response.json()["error"]["code"] == "body_too_complex"
+        honest = {
+            "completions": {"model": "tiny", "max_tokens": 4, "prompt": [5] * 150_000},
+            "chat/completions": {
+                "model": "tiny",
+                "max_tokens": 4,
+                "messages": [{"role": "user", "content": "lorem ipsum " * 320_000}],
+            },
+        }
+        for k, (api, body) in enumerate(honest.items()):
+            response = httpx.post(url.format(f"ok{k}", api), json=body, headers=ALICE, timeout=120)
+            assert response.status_code == 200, (api, response.text[:200])
+    finally:
+        gateway.stop()
+        served.stop()
+
+
+def _held_per_value(raw_size, value):
+    """The walk ``held_bytes`` made before (a reference inside this test, visiting every value)."""
+    count, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+            count += len(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return raw_size + 64 * count
+
+
+def test_held_bytes_and_the_depth_check_read_only_containers_one_by_one():
+    import random
+
+    from rllm_adapters.gateway.sessions import (
+        MAX_JSON_DEPTH,
+        SessionError,
+        check_json_field,
+        held_bytes,
+    )
+
+    rng = random.Random(0)
+
+    def value(depth):
+        kind = rng.randrange(5 if depth < 6 else 3)
+        if kind == 0:
+            return rng.randrange(100)
+        if kind == 1:
+            return "s" * rng.randrange(4)
+        if kind == 2:
+            return None
+        if kind == 3:
+            return [value(depth + 1) for _ in range(rng.randrange(6))]
+        return {f"k{i}": value(depth + 1) for i in range(rng.randrange(6))}
+
+    for _ in range(300):
+        v = value(0)
+        assert held_bytes(7, v) == _held_per_value(7, v)
+    deep = nested = []
+    for _ in range(MAX_JSON_DEPTH - 2):  # and the dict around it
+        nested.append([])
+        nested = nested[0]
+    check_json_field({"a": deep}, "x", "c", max_bytes=None)  # MAX_JSON_DEPTH levels
+    nested.append([])
+    with pytest.raises(SessionError, match="deeper"):
+        check_json_field({"a": deep}, "x", "c", max_bytes=None)
