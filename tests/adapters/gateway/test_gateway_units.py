@@ -282,12 +282,17 @@ def test_deep_json_and_non_finite_rewards_are_refused(tmp_path):
     config = GatewayConfig(engines=[NOWHERE], store=str(tmp_path / "e.db"))
     with TestClient(Gateway(config).app, raise_server_exceptions=False) as client:
         for route in ("/v1/completions", "/sessions"):
-            r = client.post(route, content=b"[" * 100_000)
+            r = client.post(route, content=b"[" * 60_000)  # under 64 kB: parsed, too deep
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+            r = client.post(route, content=b"[" * 100_000)  # over: refused before parsing
+            assert r.status_code == 413 and r.json()["error"]["code"] == "body_too_complex"
         sid = client.post("/sessions", json={}).json()["session_id"]
-        for bad in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"1e300", b"-1e7", b"1" * 400):
+        for bad in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"1e300", b"-1e7", b"1" * 60):
             r = client.post(f"/sessions/{sid}/reward", content=b'{"reward": %s}' % bad)
             assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_reward"
+        # An integer of more than 64 digits is refused before it is converted.
+        r = client.post(f"/sessions/{sid}/reward", content=b'{"reward": %s}' % (b"1" * 400))
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
         # Session numbers the store cannot keep (64-bit integers) are refused at creation.
         for field in ("seed", "group", "sample"):
             for value in (2**70, -(2**63) - 1):
