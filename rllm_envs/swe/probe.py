@@ -69,6 +69,7 @@ import fractions
 import hmac
 import html
 import html.parser
+import importlib
 import ipaddress
 import json
 import math
@@ -79,6 +80,7 @@ import pprint
 import re
 import secrets
 import shlex
+import sqlite3
 import string
 import struct
 import sys
@@ -2939,73 +2941,194 @@ _KEEPERS = frozenset(
 )
 
 
-#: ``unittest.mock``'s doubles and patchers: what they are handed as ``new``, ``side_effect``
-#: or ``wraps`` they keep, and a patch reaches it through the patched function's
-#: ``patchings`` or the double (s44 att44a F1).
-_DOUBLE_MAKERS = frozenset(
-    {"patch", "object", "multiple", "Mock", "MagicMock", "AsyncMock", "NonCallableMock"}
-    | {"NonCallableMagicMock", "PropertyMock", "create_autospec"}
-)
-#: Where each patcher takes its ``new`` by position.
-_NEW_AT = {"patch": 1, "object": 2}
+#: ``unittest.mock``'s doubles and patchers, and which of their arguments are settings: every
+#: other argument is kept (a replacement, a side effect, a wrapped object, a patched dict's
+#: values, a double's configured attributes), and a patch reaches it through the patched
+#: function's ``patchings``, the patched object or the double (s44 att44a F1, att44c).
+_DOUBLE_SETTINGS = {
+    "patch": ("spec", "create", "spec_set", "autospec", "new_callable"),
+    "object": ("spec", "create", "spec_set", "autospec", "new_callable"),
+    "multiple": ("spec", "create", "spec_set", "autospec", "new_callable"),
+    "dict": ("clear",),
+    "Mock": ("spec", "spec_set", "name", "unsafe", "parent", "_new_name", "_new_parent"),
+    "MagicMock": ("spec", "spec_set", "name", "unsafe", "parent"),
+    "AsyncMock": ("spec", "spec_set", "name", "unsafe", "parent"),
+    "NonCallableMock": ("spec", "spec_set", "name", "unsafe", "parent"),
+    "NonCallableMagicMock": ("spec", "spec_set", "name", "unsafe", "parent"),
+    "PropertyMock": ("spec", "spec_set", "name", "unsafe", "parent"),
+    "create_autospec": ("spec_set", "instance", "_parent", "_name", "unsafe"),
+    "configure_mock": (),
+}
+#: The positional arguments each keeps (``patch(target, new)``, ``patch.dict(d, values)``).
+_KEPT_FROM = {"patch": 1, "object": 2, "dict": 1}
+#: Standard modules never imported to read what a name holds (they act when imported).
+_NEVER_IMPORTED = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"})
 
 
-def _exception_class(name: str) -> bool:
-    """Whether a dotted ``name`` reads as an exception class (``side_effect=KeyError``)."""
-    last = name.rpartition(".")[2]
-    builtin = getattr(builtins, last, None)
-    return (isinstance(builtin, type) and issubclass(builtin, BaseException)) or last.endswith(
-        ("Error", "Exception", "Exit", "Interrupt", "Timeout", "Warning")
-    )
+def _resolved(dotted: str, origins: Mapping[str, str]) -> tuple[bool, Any]:
+    """(found, what) a dotted name of the standard library or the builtins names on the host.
+
+    ``origins``: each imported name's module path (``{"dt": "datetime.datetime"}``).
+    """
+    root, _, rest = dotted.partition(".")
+    origin = origins.get(root, f"builtins.{root}" if root in _BUILTIN_NAMES else "")
+    parts = [*origin.split("."), *(rest.split(".") if rest else [])]
+    if not origin or parts[0] not in sys.stdlib_module_names or parts[0] in _NEVER_IMPORTED:
+        return False, None
+    for at in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            value: Any = importlib.import_module(".".join(parts[:at]))
+        except Exception:
+            continue
+        try:
+            for part in parts[at:]:
+                value = getattr(value, part)
+        except AttributeError:
+            return False, None
+        return True, value
+    return False, None
 
 
-def _kept_by_doubles(node: ast.AST, roots: set[str], delegates: frozenset[str]) -> bool:
+def _exception_class(value: Any, dotted: str) -> bool:
+    """Whether a kept name is an exception class (``side_effect=socket.timeout``)."""
+    if isinstance(value, type):
+        return issubclass(value, BaseException)
+    return dotted.rpartition(".")[2].endswith(("Error", "Exception", "Exit", "Interrupt"))
+
+
+def _chosen_function(
+    value: ast.Name | ast.Attribute,
+    origins: Mapping[str, str],
+    delegates: frozenset[str],
+    classes: bool = True,
+) -> bool:
+    """Whether a name is a standard or built-in function (or class, with ``classes``).
+
+    Read on the host where it can be: ``str.title`` is; ``sys.maxsize``, an exception class,
+    and the code under test's or the module's own names (read apart) are not.
+    """
+    dotted = _dotted(value)
+    root = dotted.partition(".")[0]
+    if not dotted or root in delegates:
+        return False
+    found, what = _resolved(dotted, origins)
+    if found:
+        return (
+            callable(what)
+            and not _exception_class(what, dotted)
+            and (classes or not isinstance(what, type))
+        )
+    # Not found: a local's, or a name the host cannot read (counted unless it reads as an
+    # exception class).
+    known = root in origins or root in _BUILTIN_NAMES
+    return known and not _exception_class(None, dotted)
+
+
+def _kept_by_doubles(
+    node: ast.AST,
+    origins: Mapping[str, str],
+    delegates: frozenset[str],
+    doubles: frozenset[str] = frozenset(),
+) -> bool:
     """Whether a double or patcher in ``node`` keeps a function the suite chose.
 
-    Its ``new``, ``side_effect`` or ``wraps``: a lambda that computes, a callable made
-    (``partial(...)``), or a function of the standard library or the builtins
-    (``side_effect=str.title``), not of the code under test (``wraps=core.clean`` spies on
-    the patch's own) and not an exception class (``side_effect=KeyError``).
+    What it keeps (:data:`_DOUBLE_SETTINGS`), through containers: a lambda that computes, a
+    callable made (``partial(...)``), a method read off a value (``'${:,.2f}'.format``), or a
+    function or class of the standard library or the builtins (``side_effect=str.title``,
+    ``{'display': str.title}``); not one of the code under test's (``wraps=core.clean`` spies
+    on the patch's own), an exception class, a value (``new=sys.maxsize``), nor the patched
+    name itself (``patch("pkg.core.datetime", wraps=datetime)``).
     """
     for call in ast.walk(node):
         if not isinstance(call, ast.Call):
             continue
-        name = _dotted(call.func).rpartition(".")[2]
-        if name not in _DOUBLE_MAKERS:
+        name = _dotted(call.func).rpartition(".")[2] or getattr(call.func, "attr", "")
+        # A class of the module built on a double is one (`class Fake(mock.Mock)`).
+        settings = _DOUBLE_SETTINGS.get("Mock" if name in doubles else name)
+        if settings is None:
             continue
-        kept = [k.value for k in call.keywords if k.arg in ("new", "side_effect", "wraps")]
-        at = _NEW_AT.get(name)
+        kept = [k.value for k in call.keywords if k.arg not in (*settings, "wraps")]
+        at = _KEPT_FROM.get(name)
         if at is not None and len(call.args) > at:
             kept.append(call.args[at])
-        for value in kept:
-            if isinstance(value, ast.Lambda):
+        # A spy wrapping what it patches passes through to it (`patch("pkg.core.datetime",
+        # wraps=datetime)`, `patch.object(time, "sleep", wraps=time.sleep)`); one wrapping
+        # another function hands it on (`patch("pkg.core.fill", wraps=textwrap.fill)`).
+        where = {"patch": 0, "object": 1}.get(name)
+        target = call.args[where] if where is not None and len(call.args) > where else None
+        patched = (
+            target.value.rpartition(".")[2]
+            if isinstance(target, ast.Constant) and isinstance(target.value, str)
+            else None
+        )
+        kept += [
+            k.value
+            for k in call.keywords
+            if k.arg == "wraps" and _dotted(k.value).rpartition(".")[2] != patched
+        ]
+        while kept:
+            value = kept.pop()
+            if isinstance(value, ast.Dict):
+                kept.extend(v for v in value.values if v is not None)
+            elif isinstance(value, ast.List | ast.Tuple | ast.Set):
+                kept.extend(value.elts)
+            elif isinstance(value, ast.Lambda):
                 if not _uncomputed(value.body, _parameters(value.args)):
                     return True
             elif isinstance(value, ast.Call):
                 if _dotted(value.func).rpartition(".")[2] in _CALLABLE_MAKERS:
                     return True
-            elif isinstance(value, ast.Name | ast.Attribute):
-                dotted = _dotted(value)
-                root = dotted.partition(".")[0]
-                if root in roots and root not in delegates and not _exception_class(dotted):
+            elif isinstance(value, ast.Attribute) and not _dotted(value):
+                if value.attr in _BOUND_METHODS:
                     return True
+                kept.append(value.value)
+            elif isinstance(value, ast.Name | ast.Attribute):
+                if _chosen_function(value, origins, delegates):
+                    return True
+            else:  # `(str.title,)[0]`, `a if x else b`: what it is made of
+                kept.extend(c for c in ast.iter_child_nodes(value) if isinstance(c, ast.expr))
     return False
 
 
-def _decorator_picks(decorator: ast.expr, roots: set[str], delegates: frozenset[str]) -> bool:
+def _decorator_picks(
+    decorator: ast.expr,
+    origins: Mapping[str, str],
+    delegates: frozenset[str],
+    doubles: frozenset[str] = frozenset(),
+) -> bool:
     """Whether a decorator keeps a function the suite chose.
 
     A decorator runs at import, so what it keeps is in every test's process, whatever it
     decorates (s44 att44a F1: ``@mock.patch(..., side_effect=lambda d: ...)`` on another
-    test, 5/5 paid).
+    test, 5/5 paid; att44c: ``parametrize('ref', [str.title])``). Read: computing lambdas,
+    callables made, what doubles keep, and functions (not classes) of the standard library
+    or the builtins among its arguments (``parametrize("conv", [int, float])`` holds none).
     """
+    # What is called is no function kept (`mock.patch.object(...)`), and what a double keeps
+    # is read by `_kept_by_doubles` (`patch.object(time, "sleep", wraps=time.sleep)`).
+    calls = [n for n in ast.walk(decorator) if isinstance(n, ast.Call)]
+    called = {id(part) for n in calls for part in ast.walk(n.func)}
+    called |= {
+        id(part)
+        for n in calls
+        if (_dotted(n.func).rpartition(".")[2] or getattr(n.func, "attr", "")) in _DOUBLE_SETTINGS
+        for part in ast.walk(n)
+    }
     for node in ast.walk(decorator):
         if isinstance(node, ast.Lambda) and not _uncomputed(node.body, _parameters(node.args)):
             return True
         if isinstance(node, ast.Call):
             if _dotted(node.func).rpartition(".")[2] in _CALLABLE_MAKERS:
                 return True
-    return _kept_by_doubles(decorator, roots, delegates)
+        if (
+            isinstance(node, ast.Name | ast.Attribute)
+            and node is not decorator
+            and id(node) not in called
+            and isinstance(node.ctx, ast.Load)
+            and _chosen_function(node, origins, delegates, classes=False)
+        ):
+            return True
+    return _kept_by_doubles(decorator, origins, delegates, doubles)
 
 
 def _parameters(arguments: ast.arguments) -> set[str]:
@@ -3224,6 +3347,8 @@ def _picks_callable(
             root = dotted.partition(".")[0]
             if root in roots and root not in local and not dotted.startswith("pytest."):
                 return True
+            if not dotted and node.attr in _BOUND_METHODS:
+                return True  # a method read off a value: `'${:,.2f}'.format` (s44 att44c)
         if isinstance(node, ast.Name) and node.id in named and node.id not in local:
             if isinstance(node.ctx, ast.Load):
                 return True
@@ -3258,37 +3383,37 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 #: The methods of built-in values and of the library types a patch is likeliest to hand a
 #: helper (dates, numbers, patterns, paths, containers, text tools): called on a parameter,
 #: they compute.
+_LIBRARY_KINDS = (
+    datetime.date,
+    datetime.datetime,
+    datetime.time,
+    datetime.timedelta,
+    datetime.timezone,
+    decimal.Decimal,
+    fractions.Fraction,
+    re.Pattern,
+    re.Match,
+    pathlib.PurePath,
+    collections.Counter,
+    collections.OrderedDict,
+    collections.deque,
+    textwrap.TextWrapper,
+    string.Template,
+    uuid.UUID,
+    urllib.parse.ParseResult,
+    ipaddress.IPv4Address,
+    ipaddress.IPv4Network,
+    ipaddress.IPv6Address,
+    array.array,
+    struct.Struct,
+    # A database the suite hands in runs its SQL (`db.execute("SELECT lower(?)", (s,))`: s44
+    # att44c, read only).
+    sqlite3.Connection,
+    sqlite3.Cursor,
+)
 _LIBRARY_METHODS = (
     _VALUE_METHODS_ALL
-    | frozenset(
-        name
-        for kind in (
-            datetime.date,
-            datetime.datetime,
-            datetime.time,
-            datetime.timedelta,
-            datetime.timezone,
-            decimal.Decimal,
-            fractions.Fraction,
-            re.Pattern,
-            re.Match,
-            pathlib.PurePath,
-            collections.Counter,
-            collections.OrderedDict,
-            collections.deque,
-            textwrap.TextWrapper,
-            string.Template,
-            uuid.UUID,
-            urllib.parse.ParseResult,
-            ipaddress.IPv4Address,
-            ipaddress.IPv4Network,
-            ipaddress.IPv6Address,
-            array.array,
-            struct.Struct,
-        )
-        for name in dir(kind)
-        if not name.startswith("_")
-    )
+    | frozenset(name for kind in _LIBRARY_KINDS for name in dir(kind) if not name.startswith("_"))
     | frozenset(
         # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
         # `format_field`: s43 att43o F2, 5/5 paid).
@@ -3312,6 +3437,15 @@ _LIBRARY_METHODS = (
         if not name.startswith("_") and callable(getattr(module, name))
     )
     | frozenset(name for name in dir(decimal.Context) if not name.startswith("_"))
+)
+#: The methods (not properties) of built-in values and those library types: one read off a
+#: value (``'${:,.2f}'.format``, ``re.compile(p).findall``) is a function (s44 att44c).
+_BOUND_METHODS = frozenset(
+    name
+    for kind in (str, bytes, list, dict, set, frozenset, tuple, int, float, complex)
+    + _LIBRARY_KINDS
+    for name in dir(kind)
+    if not name.startswith("_") and callable(getattr(kind, name, None))
 )
 
 
@@ -3767,6 +3901,18 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         and getattr(node, "module", None) != "__future__"
         for alias in node.names
     }
+    # Each imported name's module path (`{"dt": "datetime.datetime"}`), for what it holds.
+    origins = {
+        (alias.asname or alias.name.partition(".")[0]): (
+            f"{node.module}.{alias.name}"
+            if isinstance(node, ast.ImportFrom)
+            else (alias.name if alias.asname else alias.name.partition(".")[0])
+        )
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        or (isinstance(node, ast.ImportFrom) and node.module and not node.level)
+        for alias in node.names
+    }
     froms = {
         alias.asname or alias.name
         for node in ast.walk(tree)
@@ -3819,6 +3965,16 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                     if _dotted(target).partition(".")[0] in ("self", "cls"):
                         attributes.setdefault(target.attr, []).append(node.value)
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    doubles: frozenset[str] = frozenset()
+    for _ in range(len(classes) + 1):  # a class on a double is one, and a class on that
+        doubles |= {
+            name
+            for name, node in classes.items()
+            if any(
+                _dotted(b).rpartition(".")[2] in _DOUBLE_SETTINGS.keys() | doubles
+                for b in node.bases
+            )
+        }
     plain = {n for n, p in imported.items() if p not in sys.stdlib_module_names} - {"pytest"}
     for _ in range(len(classes) + 1):  # a class on a plain class is plain
         plain |= {
@@ -3867,7 +4023,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         """
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             for decorator in node.decorator_list:  # tests' and test classes' too
-                if _decorator_picks(decorator, roots, delegates):
+                if _decorator_picks(decorator, origins, delegates, doubles):
                     found.add(ast.dump(decorator))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
@@ -3875,6 +4031,9 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
                 for d in node.decorator_list
             )
+            defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+            if any(_picks_callable(d, named, roots) for d in defaults):
+                found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`, a test's too
             if name.startswith("test") and not fixture and where in ("module", "test class"):
                 return  # a test (a `test*` method of a helper class is no test)
             if name.startswith("pytest_"):
@@ -3889,9 +4048,6 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 if a.arg not in _NO_INPUT and (a.arg != "request" or asks) and a.arg != "self"
             ]
             around = fixture or name in _AROUND_NAMES
-            defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-            if any(_picks_callable(d, named, roots) for d in defaults):
-                found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`
             # What a helper (or a fixture taking inputs) computes counts wherever it goes; a
             # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
             # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
@@ -3912,7 +4068,9 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             for inner in node.body:
                 visit(inner, "test class" if _test_class(node) else "class", owner=node.name)
             return
-        if _picks_callable(node, named, roots, local) or _kept_by_doubles(node, roots, delegates):
+        if _picks_callable(node, named, roots, local) or _kept_by_doubles(
+            node, origins, delegates, doubles
+        ):
             found.add(ast.dump(node))
         for block in ast.iter_child_nodes(node):  # an `if`'s, a `try`'s, a `with`'s body
             if isinstance(block, ast.stmt | ast.ExceptHandler | ast.match_case):

@@ -1,8 +1,10 @@
-"""Findings of round att44a against SWE-v0: a fake the suite hands ``mock.patch`` in a
-decorator (of a test, a test class or a method) runs at import, so its patcher is in every
-test's process; a patch keeping the bug took the answer from it (5/5 paid ``host`` for each
-shape) while the rule never read a test's decorators. What doubles and patchers keep
-(``new``, ``side_effect``, ``wraps``) is read wherever they are made
+"""Findings of rounds att44a and att44c against SWE-v0: a fake the suite hands ``mock.patch``
+in a decorator (of a test, a test class or a method) runs at import, so its patcher is in
+every test's process; a patch keeping the bug took the answer from it (5/5 paid ``host`` for
+each shape) while the rule never read a test's decorators. Then what doubles keep beyond
+``new``/``side_effect``/``wraps`` (a patched dict's values, ``patch.multiple``, a ``Mock``'s
+configured attributes) and a method read off a value (``'${:,.2f}'.format``). What doubles
+and patchers keep is read wherever they are made, names resolved on the host
 (:func:`rllm_envs.swe.probe._kept_by_doubles`)."""
 
 from __future__ import annotations
@@ -63,6 +65,46 @@ COUNTED = {
     ),
 }
 
+#: att44c: what doubles keep beyond `new`, `side_effect` and `wraps`, and a method read off a
+#: value (each paid `host` 5/5 end to end, or screened).
+_H = "import re\nimport string\nfrom unittest import mock\n\nimport pytest\n\n"
+_T = "def test_other(m):\n    pass\n"
+COUNTED.update(
+    {
+        "patch_dict_values": (
+            f"{_H}@mock.patch.dict('pkg.core.FORMATTERS', {{'display': str.title}})\n{_T}"
+        ),
+        "patch_multiple": f"{_H}@mock.patch.multiple('pkg.core', _fmt=str.title)\n{_T}",
+        "mock_attribute": (
+            f"{_H}@pytest.fixture\ndef r():\n    return mock.Mock(render=str.title)\n"
+        ),
+        "configure_mock": (
+            f"{_H}@pytest.fixture\ndef r():\n    m = mock.Mock()\n"
+            "    m.configure_mock(**{'render.side_effect': str.title})\n    return m\n"
+        ),
+        "bound_format": f"{_H}@mock.patch('pkg.core._fmt', side_effect='${{:,.2f}}'.format)\n{_T}",
+        "bound_regex": (
+            f"{_H}@mock.patch('pkg.core._s', side_effect=re.compile(r'\\W+').split)\n{_T}"
+        ),
+        "bound_template": (
+            f"{_H}@mock.patch('pkg.core._r', side_effect=string.Template('Hi $n').substitute)\n{_T}"
+        ),
+        "module_bound_method": f"{_H}MONEY = '${{:,.2f}}'.format\n",
+        "indexed_side_effect": f"{_H}FAKE = mock.Mock(side_effect=(str.title,)[0])\n",
+        "double_subclass": (
+            f"{_H}class Fake(mock.Mock):\n    pass\n\nR = Fake(side_effect=str.title)\n"
+        ),
+        "test_default": f"{_H}def test_d(ref=str.title):\n    pass\n",
+        "parametrized_function": (
+            f"{_H}@pytest.mark.parametrize('ref', [str.title])\ndef test_d(ref):\n    pass\n"
+        ),
+        "sqlite_on_a_parameter": (
+            "def _slug(db, s):\n"
+            "    return db.execute(\"SELECT lower(replace(trim(?), ' ', '-'))\", (s,))\n"
+        ),
+    }
+)
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -101,6 +143,30 @@ NOT_COUNTED = {
         '    def login(self, username="test", password="test"):\n'
         '        data = {"username": username, "password": password}\n'
         '        return self._client.post("/auth/login", data=data)\n'
+    ),
+    "library_exceptions": (
+        "import queue\nimport socket\nimport zipfile\nfrom unittest import mock\n\n\n"
+        "@mock.patch('pkg.net.urlopen', side_effect=socket.timeout)\n"
+        "@mock.patch('pkg.net.get', side_effect=queue.Empty)\n"
+        "@mock.patch('pkg.net.load', side_effect=zipfile.BadZipFile)\n"
+        "def test_x(a, b, c):\n    pass\n"
+    ),
+    "library_values": (
+        "import os\nimport sys\nfrom unittest import mock\n\n\n"
+        "@mock.patch('pkg.net.LIMIT', new=sys.maxsize)\n"
+        "@mock.patch.object(sys, 'platform', 'win32')\n"
+        "@mock.patch.dict(os.environ, {'HOME': '/tmp'})\n"
+        "def test_x():\n    pass\n"
+    ),
+    "patched_with_itself": (
+        "import time\nfrom datetime import datetime\nfrom unittest import mock\n\n\n"
+        "@mock.patch('pkg.core.datetime', wraps=datetime)\n"
+        "@mock.patch.object(time, 'sleep', wraps=time.sleep)\n"
+        "def test_x(a, b):\n    pass\n"
+    ),
+    "parametrized_types": (
+        "import pytest\n\n\n@pytest.mark.parametrize('conv', [int, float, str])\n"
+        "def test_x(conv):\n    pass\n"
     ),
     "marks_and_settings": (
         "import sys\n\nimport pytest\n\n\n"
