@@ -3501,8 +3501,12 @@ def _fixtures(*scopes: Any) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for scope in scopes:
         for value in vars(scope).values() if not isinstance(scope, dict) else scope.values():
-            info = getattr(value, "_rllm_fixture", None)
-            if info is not None:
+            # Read off a function's own attributes: a module-level `Mock()` answers any
+            # attribute, and was taken for a fixture (s44 att44c: the reference failed).
+            info = (
+                vars(value).get("_rllm_fixture") if isinstance(value, types.FunctionType) else None
+            )
+            if isinstance(info, dict):
                 table[info["name"]] = value
     return table
 

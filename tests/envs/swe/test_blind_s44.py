@@ -248,3 +248,31 @@ def test_a_fake_in_a_tests_patch_decorator_withholds_the_verdict():
         assert NOTE_SUITE_FUNCTION in verdict.weakened
     # ...and is paid nothing, as nothing is under the default `withhold`.
     assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+
+
+def test_a_module_level_mock_is_no_fixture():
+    """att44c (honest): the runner read any module value's `_rllm_fixture`, which a bare `Mock`
+    answers, and failed the reference (`'Mock' object is not subscriptable`)."""
+    bug, fix = (
+        "def display(name):\n    return name\n",
+        "def display(name):\n    return name.title()\n",
+    )
+    base = {"pkg/__init__.py": "", "pkg/core.py": bug, "tests/__init__.py": ""}
+    hidden = (
+        "from unittest import mock\n\nfrom pkg.core import display\n\nFAKE = mock.MagicMock()\n\n\n"
+        "def test_display():\n    assert display('ann lee') == 'Ann Lee'\n"
+    )
+    paid = {}
+    for name, code in {"reference": fix, "unchanged": bug}.items():
+        verdict = judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=["tests/test_hidden.py::test_display"],
+            pass_to_pass=[],
+            reference_patch=make_diff(base, {**base, "pkg/core.py": fix}),
+            warm=False,
+        )
+        assert verdict.verdict_trust == "host" and not verdict.reference_failing
+        paid[name] = judge.reward_of(verdict, False)
+    assert paid == {"reference": 1.0, "unchanged": 0.0}
