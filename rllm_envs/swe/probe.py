@@ -2961,8 +2961,24 @@ _DOUBLE_SETTINGS = {
 }
 #: The positional arguments each keeps (``patch(target, new)``, ``patch.dict(d, values)``).
 _KEPT_FROM = {"patch": 1, "object": 2, "dict": 1}
-#: Standard modules never imported to read what a name holds (they act when imported).
-_NEVER_IMPORTED = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"})
+#: The standard packages the host imports to read what a kept name holds (``socket.timeout``
+#: is an exception class, ``sys.maxsize`` a value). Only these: a task handed in by a client
+#: names the modules, and some act when imported (``test.autotest`` runs CPython's test
+#: suite, ``asyncio.__main__`` a shell). Another module's names count unless they read as an
+#: exception class.
+_READ_MODULES = frozenset(
+    {"abc", "argparse", "array", "asyncio", "base64", "bisect", "builtins", "bz2", "calendar"}
+    | {"codecs", "collections", "concurrent", "configparser", "contextlib", "copy", "csv"}
+    | {"dataclasses", "datetime", "decimal", "difflib", "email", "enum", "errno", "fnmatch"}
+    | {"fractions", "functools", "getpass", "gettext", "glob", "gzip", "hashlib", "heapq"}
+    | {"hmac", "html", "http", "importlib", "inspect", "io", "ipaddress", "itertools", "json"}
+    | {"locale", "logging", "lzma", "math", "numbers", "operator", "os", "pathlib", "pickle"}
+    | {"platform", "pprint", "queue", "random", "re", "secrets", "select", "shlex", "shutil"}
+    | {"signal", "smtplib", "socket", "sqlite3", "ssl", "statistics", "string", "struct"}
+    | {"subprocess", "sys", "tarfile", "tempfile", "textwrap", "threading", "time", "traceback"}
+    | {"types", "typing", "unicodedata", "unittest", "urllib", "uuid", "warnings", "weakref"}
+    | {"xml", "zipfile", "zlib"}
+)
 
 
 def _resolved(dotted: str, origins: Mapping[str, str]) -> tuple[bool, Any]:
@@ -2973,9 +2989,11 @@ def _resolved(dotted: str, origins: Mapping[str, str]) -> tuple[bool, Any]:
     root, _, rest = dotted.partition(".")
     origin = origins.get(root, f"builtins.{root}" if root in _BUILTIN_NAMES else "")
     parts = [*origin.split("."), *(rest.split(".") if rest else [])]
-    if not origin or parts[0] not in sys.stdlib_module_names or parts[0] in _NEVER_IMPORTED:
+    if not origin or parts[0] not in _READ_MODULES:
         return False, None
     for at in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        if any(part.startswith("_") for part in parts[1:at]):
+            continue  # `asyncio.__main__`: only public modules are imported
         try:
             value: Any = importlib.import_module(".".join(parts[:at]))
         except Exception:

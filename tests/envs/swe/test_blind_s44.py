@@ -276,3 +276,23 @@ def test_a_module_level_mock_is_no_fixture():
         assert verdict.verdict_trust == "host" and not verdict.reference_failing
         paid[name] = judge.reward_of(verdict, False)
     assert paid == {"reference": 1.0, "unchanged": 0.0}
+
+
+def test_the_host_imports_only_listed_public_standard_modules_to_read_a_name():
+    """A task a client hands in names the modules the rule reads names from: the host imports
+    only listed public standard modules (`test.autotest` would run CPython's test suite)."""
+    import sys
+
+    from rllm_envs.swe.probe import _resolved
+
+    assert _resolved("socket.timeout", {"socket": "socket"})[0]
+    assert _resolved("str.title", {}) == (True, str.title)
+    for dotted, origins in (
+        ("run.x", {"run": "test.autotest"}),
+        ("shell.x", {"shell": "asyncio.__main__"}),
+        ("zen.x", {"zen": "this"}),
+    ):
+        assert _resolved(dotted, origins) == (False, None)
+    assert not {"test.autotest", "asyncio.__main__", "this"} & set(sys.modules)
+    src = "from unittest import mock\nimport this\n\nFAKE = mock.Mock(side_effect=this.x)\n"
+    assert suite_functions(ast.parse(src))  # a name the host does not read counts
