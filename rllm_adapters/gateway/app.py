@@ -355,6 +355,9 @@ class Gateway:
         asyncio.get_running_loop().set_exception_handler(RateLimitedLog())
         # Which runs the store holds already (and so belong to the client recorded there).
         await asyncio.to_thread(self.sessions.load_runs)
+        # The tokenizer (and chat templater) now, off the event loop: loaded by the first call
+        # that needed it, it held every client 8 s (s44 att44f F2).
+        await asyncio.to_thread(self.templater if self.config.template_chat else self.tokenizer)
         # `--engine` without `--served-model-name`: the engine's served model (what it
         # serves a call that names none), so such calls are pinned to it (att29b G2).
         with contextlib.suppress(Exception):
@@ -590,7 +593,7 @@ class Gateway:
 
     async def read_json(self, request: Any) -> tuple[bytes, dict[str, Any]]:
         """The body and its JSON object; 400 unless it is one."""
-        return await _parse(await self.read_body(request))
+        return await _parse(await self.read_body(request), self.config.max_body_values)
 
     def _session_id(self, request: Any) -> str | None:
         sid = request.path_params.get("sid") or request.headers.get("x-session-id")
@@ -695,7 +698,7 @@ class Gateway:
         raw = await self.read_body(request)
         fields: dict[str, Any] = {}
         if raw.strip():
-            _, fields = await _parse(raw)
+            _, fields = await _parse(raw, self.config.max_body_values)
         sid = fields.pop("session_id", None)
         if sid is not None and (not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid)):
             raise GatewayError(400, "`session_id` must match [A-Za-z0-9_.:-]{1,128}.", "invalid")
@@ -1202,6 +1205,44 @@ class Gateway:
         feedback taken out too, are the run's, per number of calls; a session framed otherwise
         is not graded and counts as a failed sample of its task (409 ``framing_changed``).
         """
+        try:
+            framings = self._framings(session, scored)
+        except _FramingTooLarge:
+            raise _Unscored(
+                scored["task_id"],
+                413,
+                f"Session {session.id!r}'s prompts hold the task's texts (its statement, the "
+                f"replies, the env's feedback, tool-call ids) more than {MAX_FRAMING_MARKS} "
+                "times: it is not graded.",
+                "framing_too_large",
+            ) from None
+        for turns, framing in framings:
+            pinned = self._pin_client(session, f"framing:{turns}", framing)
+            if pinned != framing:
+                raise _Unscored(
+                    scored["task_id"],
+                    409,
+                    f"Session {session.id!r} wraps its task in other text than this client's "
+                    f"first scored session of {session.env_id!r} with {turns} call(s): a "
+                    "client's scored sessions of an env are framed alike in every run, so no "
+                    "run of its own per task words each task the way that makes a reply right. "
+                    "Another harness needs another client key.",
+                    "framing_changed",
+                )
+            if self.sessions.pin_framing(session.run, turns, framing) != framing:
+                raise _Unscored(
+                    scored["task_id"],
+                    409,
+                    f"Session {session.id!r} wraps its task in other text than run "
+                    f"{session.run!r}'s scored sessions of {turns} call(s): a run's prompts "
+                    "are its first scored session's with only the task's text (its replies and "
+                    "the env's feedback) changed, so no client words each task the way that "
+                    "makes a reply right. Other wording belongs in another run.",
+                    "framing_changed",
+                )
+
+    def _framings(self, session: Session, scored: Mapping[str, Any]) -> list[tuple[int, str]]:
+        """Each call's framing (:func:`_framing`), by the number of calls it closes."""
         task = {"task": scored.get("observation"), "statement": scored.get("statement")}
         tools = scored.get("tools")
         framings = [(1, _framing(session.calls[0], [task], tools=tools))]
@@ -1227,30 +1268,7 @@ class Gateway:
             call = dataclasses.replace(last, request=cut)
             known = [task, *added[:turns]]
             framings.append((turns, _framing(call, known, session.sizes[:turns], tools=tools)))
-        for turns, framing in framings:
-            pinned = self._pin_client(session, f"framing:{turns}", framing)
-            if pinned != framing:
-                raise _Unscored(
-                    scored["task_id"],
-                    409,
-                    f"Session {session.id!r} wraps its task in other text than this client's "
-                    f"first scored session of {session.env_id!r} with {turns} call(s): a "
-                    "client's scored sessions of an env are framed alike in every run, so no "
-                    "run of its own per task words each task the way that makes a reply right. "
-                    "Another harness needs another client key.",
-                    "framing_changed",
-                )
-            if self.sessions.pin_framing(session.run, turns, framing) != framing:
-                raise _Unscored(
-                    scored["task_id"],
-                    409,
-                    f"Session {session.id!r} wraps its task in other text than run "
-                    f"{session.run!r}'s scored sessions of {turns} call(s): a run's prompts "
-                    "are its first scored session's with only the task's text (its replies and "
-                    "the env's feedback) changed, so no client words each task the way that "
-                    "makes a reply right. Other wording belongs in another run.",
-                    "framing_changed",
-                )
+        return framings
 
     def _pin_weights(self, session: Session, task_id: Any) -> None:
         """Hold greedy scored sessions to one set of weights: the run's and the client's first.
@@ -2548,6 +2566,14 @@ def _call_ids(call: Call) -> list[str]:
     return [c["id"] for c in calls or [] if isinstance(c, Mapping) and isinstance(c.get("id"), str)]
 
 
+#: Known texts one framing may mark: an honest prompt holds each a few times.
+MAX_FRAMING_MARKS = 10_000
+
+
+class _FramingTooLarge(Exception):
+    """A prompt holding more known texts than :data:`MAX_FRAMING_MARKS`."""
+
+
 def _framing(
     call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int] = (), tools: Any = None
 ) -> str:
@@ -2569,6 +2595,7 @@ def _framing(
     whitespace, 0.48 -> 0.98 with a `refusal` part), so every string of every prompt field
     counts as sent.
     """
+    left = [MAX_FRAMING_MARKS]  # marks this framing may still make
 
     def marker(piece: Mapping[str, Any]) -> Callable[[Any], Any]:
         marks: dict[str, str] = {}
@@ -2586,6 +2613,12 @@ def _framing(
                 # Literal pieces and marks apart (a mark is an object, which no string of the
                 # client's is): a literal mark in the prompt was another place for the task
                 # with the same framing (att29s F1: 0.20 -> 0.87).
+                # Counted before any is made (in C): a client padding a field the template
+                # never renders with a short known text (a tool-call id, `call_0` x 680,000)
+                # made one reward's framings 10 s of the event loop (s44 att44f F1).
+                left[0] -= sum(value.count(text) for text in ordered)
+                if left[0] < 0:
+                    raise _FramingTooLarge
                 parts: list[Any] = [value]
                 for text in ordered:
                     split: list[Any] = []
@@ -3108,16 +3141,16 @@ def _error(status: int, message: str, code: str, headers: dict[str, str] | None 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-#: JSON values one request body may hold, counted before it is parsed: parsing and reading a
-#: body run on the event loop, some microseconds a value, and 1.35 million ``{}`` in one 4 MB
-#: chat call held every client 6 s (s44 att44d). An honest body holds far fewer: a chat of
-#: thousands of messages with tools, a completions prompt of 200,000 token ids.
+#: JSON strings and containers one request body may hold, counted before it is parsed (and
+#: its values, ``GatewayConfig.max_body_values``): parsing and reading a body run on the
+#: event loop, some microseconds a value, and 1.35 million ``{}`` in one 4 MB chat call held
+#: every client 6 s (s44 att44d). An honest body holds far fewer: a chat of thousands of
+#: messages with tools.
 MAX_BODY_STRINGS = 50_000
 MAX_BODY_CONTAINERS = 20_000
-MAX_BODY_VALUES = 200_000
 
 
-async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
+async def _parse(raw: bytes, max_values: int) -> tuple[bytes, dict[str, Any]]:
     from rllm_adapters.openenv.limits import JSONTooComplex, loads_bounded
 
     try:
@@ -3131,7 +3164,7 @@ async def _parse(raw: bytes) -> tuple[bytes, dict[str, Any]]:
             text,
             strings=MAX_BODY_STRINGS,
             containers=MAX_BODY_CONTAINERS,
-            values=MAX_BODY_VALUES,
+            values=max_values,
         )
     except JSONTooComplex as e:
         raise GatewayError(

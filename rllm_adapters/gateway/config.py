@@ -62,6 +62,9 @@ class GatewayConfig:
             :class:`~rllm_adapters.gateway.sessions.SessionRegistry`).
         admin_key: Token for ``/admin/*`` (weight swaps); loopback without keys needs none.
         max_body_bytes: Largest request body accepted (413 above).
+        max_body_values: Most JSON values (outside strings) a body over 64 kB may hold (413
+            above, before it is parsed: parsing runs on the event loop); raise it for
+            token-id prompts longer than 200,000 ids.
         body_timeout_s: Seconds a client may take to send its whole request body (408 after).
         request_timeout_s: Longest a call may take, engine time and slow readers included.
         max_queue: Calls waiting for an engine at once before new ones get 503.
@@ -126,6 +129,7 @@ class GatewayConfig:
     api_keys: dict[str, str] = field(default_factory=dict)
     admin_key: str | None = None
     max_body_bytes: int = 4 * 2**20
+    max_body_values: int = 200_000
     body_timeout_s: float = 30.0
     request_timeout_s: float = 600.0
     max_queue: int = 4096
@@ -198,6 +202,7 @@ class GatewayConfig:
             )
         positive = {
             "max_body_bytes": self.max_body_bytes,
+            "max_body_values": self.max_body_values,
             "body_timeout_s": self.body_timeout_s,
             "request_timeout_s": self.request_timeout_s,
             "max_queue": self.max_queue,

@@ -292,6 +292,12 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
     parser.add_argument("--admin-key", help="token for /admin (or $RLLM_GATEWAY_ADMIN_KEY)")
     parser.add_argument("--tokenizer", help="tokenizer for engines that return no token ids")
     parser.add_argument("--max-body-bytes", type=int, default=4 * 2**20)
+    parser.add_argument(
+        "--max-body-values",
+        type=int,
+        default=200_000,
+        help="JSON values a body may hold (raise for token-id prompts over 200,000 ids)",
+    )
     parser.add_argument("--request-timeout", type=float, default=600.0)
     parser.add_argument("--rate-limit", type=float, help="requests/s per client")
     parser.add_argument("--session-idle", type=float, help="store sessions idle this long (s)")
@@ -349,6 +355,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         api_keys=keys,
         admin_key=args.admin_key or os.environ.get("RLLM_GATEWAY_ADMIN_KEY") or None,
         max_body_bytes=args.max_body_bytes,
+        max_body_values=args.max_body_values,
         request_timeout_s=args.request_timeout,
         rate_limit_rps=args.rate_limit,
         session_idle_s=args.session_idle,

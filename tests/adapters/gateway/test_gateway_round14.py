@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from .test_gateway_record import ALICE, BOB, StandInEngine, _Served, _server
+from .test_gateway_record import ALICE, BOB, StandInEngine, _episodes, _Served, _server
 
 
 class _HeldTemplater:
@@ -102,7 +102,10 @@ def test_bodies_of_too_many_json_values_are_refused_before_parsing(tmp_path, tin
     field held the event loop 6 s (parsed, then walked by the checks) before being refused, so
     every client waited. Bodies past the value bounds are refused unparsed (413); large
     bodies within them are served (a prompt of 150,000 token ids, 3.9 MB of text)."""
-    from rllm_adapters.gateway.app import MAX_BODY_CONTAINERS, MAX_BODY_VALUES
+    from rllm_adapters.gateway.app import MAX_BODY_CONTAINERS
+    from rllm_adapters.gateway.config import GatewayConfig
+
+    MAX_BODY_VALUES = GatewayConfig(engines=["http://x/v1"]).max_body_values
 
     served = _Served(StandInEngine("Hello").app)
     gateway = _server(tmp_path, served.url, tokenizer=str(tiny_path))
@@ -186,3 +189,83 @@ def test_held_bytes_and_the_depth_check_read_only_containers_one_by_one():
     nested.append([])
     with pytest.raises(SessionError, match="deeper"):
         check_json_field({"a": deep}, "x", "c", max_bytes=None)
+
+
+def test_a_framing_of_too_many_known_texts_is_refused_before_it_is_made(tmp_path, tiny_path):
+    """att44f F1 (medium): a ToolUse session whose tool message carried an extra key (never
+    rendered) of `call_0` x 680,000, the turn's tool-call id, made its reward's framings (one
+    mark per occurrence, per turn) 10 s of the event loop for every client. Marks are counted
+    before any is made: past the bound the session is not graded (413), stored as a failed
+    sample of its task. F2 (low): the tokenizer is loaded at start, not by the first call."""
+    import json
+
+    import gymnasium as gym
+
+    import rllm_envs  # noqa: F401
+    from rllm_adapters.gateway.app import MAX_FRAMING_MARKS
+
+    tool, seed = "rllm/ToolUse-v1", 21
+    env = gym.make(tool, python=False)
+    observation, info = env.reset(seed=seed)
+    step = env.unwrapped.task["plan"][0][0]
+    reply = "<tool_call>" + json.dumps({"name": step["name"], "arguments": step["arguments"]})
+    reply += "</tool_call>"
+    feedback = env.step(reply)[0]
+    served = _Served(StandInEngine(reply).app)
+    gateway = _server(
+        tmp_path, served.url, tokenizer=str(tiny_path), scorers={tool: {"python": False}}
+    )
+    try:
+        assert gateway.gateway._tokenizer is not None  # loaded before the first call
+        client = httpx.Client(timeout=120)
+        opened = client.post(
+            gateway.url + "/sessions", json={"env_id": tool, "seed": seed}, headers=ALICE
+        )
+        sid = opened.json()["session_id"]
+        history = [{"role": "user", "content": observation}]
+        for _ in range(2):
+            call = {
+                "model": "tiny",
+                "max_tokens": 64,
+                "temperature": 0,
+                "messages": history,
+                "tools": info["tools"],
+            }
+            response = client.post(
+                f"{gateway.url}/sessions/{sid}/v1/chat/completions", json=call, headers=ALICE
+            )
+            assert response.status_code == 200, response.text[:300]
+            message = response.json()["choices"][0]["message"]
+            call_id = message["tool_calls"][0]["id"]
+            pad = call_id * (MAX_FRAMING_MARKS + 1)
+            history = [
+                *history,
+                message,
+                {"role": "tool", "tool_call_id": call_id, "content": feedback, "pad": pad},
+            ]
+        response = client.post(
+            f"{gateway.url}/sessions/{sid}/reward", json={"env": tool}, headers=ALICE
+        )
+        assert response.status_code == 413, response.text[:300]
+        assert response.json()["error"]["code"] == "framing_too_large"
+        gateway.stop()
+        (episode,) = _episodes(tmp_path / "e.db")
+        assert episode.total_reward == 0.0 and episode.task_id is not None
+    finally:
+        gateway.stop()
+        served.stop()
+
+
+def test_the_value_bound_is_the_operators():
+    """att44f FP1 (low): a prompt of more than 200,000 token ids (a long-context model) is
+    refused by default; `--max-body-values` raises the bound."""
+    import asyncio
+    import json
+
+    from rllm_adapters.gateway.app import GatewayError, _parse
+
+    raw = json.dumps({"model": "m", "prompt": [7] * 250_000}).encode()
+    with pytest.raises(GatewayError) as refused:
+        asyncio.run(_parse(raw, 200_000))
+    assert refused.value.status == 413
+    assert len(asyncio.run(_parse(raw, 300_000))[1]["prompt"]) == 250_000
