@@ -3042,6 +3042,64 @@ def _chosen_function(
     return known and not _exception_class(None, dotted)
 
 
+def _names_function(
+    value: ast.Name | ast.Attribute, origins: Mapping[str, str], delegates: frozenset[str]
+) -> bool:
+    """Whether a kept name is a function the suite chose.
+
+    A standard function or class (:func:`_chosen_function`), or a method read off a name not
+    of the code under test's (``PRICE.format``: s44 att44e F1).
+    """
+    root = _dotted(value).partition(".")[0]
+    if isinstance(value, ast.Attribute) and value.attr in _BOUND_METHODS:
+        return root not in delegates
+    return _chosen_function(value, origins, delegates)
+
+
+def _lambda_keeps(node: ast.Lambda, origins: Mapping[str, str], delegates: frozenset[str]) -> bool:
+    """Whether a lambda handed to a double or a mark computes, or returns a chosen function.
+
+    One of no arguments only where it returns a function (``lambda: str.title``, s44 att44e
+    F3) or computes a value (``lambda: "ann lee".title()``); a fixed clock (``side_effect=
+    lambda: datetime(2020, 1, 2)``, withheld before) computes nothing.
+    """
+    if node.args.args or node.args.vararg or node.args.kwarg:
+        return not _uncomputed(node.body, _parameters(node.args))
+    for part in ast.walk(node.body):
+        if isinstance(part, ast.BinOp | ast.JoinedStr | ast.Lambda):
+            return True
+        if isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute):
+            if not _dotted(part.func):
+                return True  # a method of a value
+        if isinstance(part, ast.Call) and _dotted(part.func).rpartition(".")[2] in _CALLABLE_MAKERS:
+            return True
+    body = node.body
+    return isinstance(body, ast.Name | ast.Attribute) and _names_function(body, origins, delegates)
+
+
+def _spies_itself(call: ast.Call, name: str, wrapped: ast.expr, origins: Mapping[str, str]) -> bool:
+    """Whether ``wraps=`` wraps the very object the patcher replaces.
+
+    ``patch.object(time, "sleep", wraps=time.sleep)``, or a class of the patched name
+    (``patch("pkg.core.datetime", wraps=datetime)``, freezing a clock): the spy passes
+    through to it. A function of the same name is another one (``patch("pkg.core.title",
+    wraps=str.title)`` handed the project's function an answer: s44 att44e F4, 5/5 paid).
+    """
+    dotted = _dotted(wrapped)
+    if name == "object" and len(call.args) > 1:
+        attribute = call.args[1]
+        if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
+            owner = _dotted(call.args[0])
+            return bool(owner) and dotted == f"{owner}.{attribute.value}"
+    if name == "patch" and call.args:
+        target = call.args[0]
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            found, what = _resolved(dotted, origins)
+            last = target.value.rpartition(".")[2]
+            return found and isinstance(what, type) and what.__name__ == last == dotted
+    return False
+
+
 def _kept_by_doubles(
     node: ast.AST,
     origins: Mapping[str, str],
@@ -3069,20 +3127,10 @@ def _kept_by_doubles(
         at = _KEPT_FROM.get(name)
         if at is not None and len(call.args) > at:
             kept.append(call.args[at])
-        # A spy wrapping what it patches passes through to it (`patch("pkg.core.datetime",
-        # wraps=datetime)`, `patch.object(time, "sleep", wraps=time.sleep)`); one wrapping
-        # another function hands it on (`patch("pkg.core.fill", wraps=textwrap.fill)`).
-        where = {"patch": 0, "object": 1}.get(name)
-        target = call.args[where] if where is not None and len(call.args) > where else None
-        patched = (
-            target.value.rpartition(".")[2]
-            if isinstance(target, ast.Constant) and isinstance(target.value, str)
-            else None
-        )
         kept += [
             k.value
             for k in call.keywords
-            if k.arg == "wraps" and _dotted(k.value).rpartition(".")[2] != patched
+            if k.arg == "wraps" and not _spies_itself(call, name, k.value, origins)
         ]
         while kept:
             value = kept.pop()
@@ -3091,7 +3139,7 @@ def _kept_by_doubles(
             elif isinstance(value, ast.List | ast.Tuple | ast.Set):
                 kept.extend(value.elts)
             elif isinstance(value, ast.Lambda):
-                if not _uncomputed(value.body, _parameters(value.args)):
+                if _lambda_keeps(value, origins, delegates):
                     return True
             elif isinstance(value, ast.Call):
                 if _dotted(value.func).rpartition(".")[2] in _CALLABLE_MAKERS:
@@ -3101,7 +3149,7 @@ def _kept_by_doubles(
                     return True
                 kept.append(value.value)
             elif isinstance(value, ast.Name | ast.Attribute):
-                if _chosen_function(value, origins, delegates):
+                if _names_function(value, origins, delegates):
                     return True
             else:  # `(str.title,)[0]`, `a if x else b`: what it is made of
                 kept.extend(c for c in ast.iter_child_nodes(value) if isinstance(c, ast.expr))
@@ -3133,7 +3181,7 @@ def _decorator_picks(
         for part in ast.walk(n)
     }
     for node in ast.walk(decorator):
-        if isinstance(node, ast.Lambda) and not _uncomputed(node.body, _parameters(node.args)):
+        if isinstance(node, ast.Lambda) and _lambda_keeps(node, origins, delegates):
             return True
         if isinstance(node, ast.Call):
             if _dotted(node.func).rpartition(".")[2] in _CALLABLE_MAKERS:
@@ -3143,7 +3191,11 @@ def _decorator_picks(
             and node is not decorator
             and id(node) not in called
             and isinstance(node.ctx, ast.Load)
-            and _chosen_function(node, origins, delegates, classes=False)
+            and (
+                (isinstance(node, ast.Attribute) and node.attr in _BOUND_METHODS)
+                or _chosen_function(node, origins, delegates, classes=False)
+            )
+            and _dotted(node).partition(".")[0] not in delegates
         ):
             return True
     return _kept_by_doubles(decorator, origins, delegates, doubles)
@@ -3308,6 +3360,28 @@ def _keeps_computed(
     return False
 
 
+def _thunk_keeps(
+    body: ast.expr, named: set[str], roots: set[str], local: frozenset[str] = frozenset()
+) -> bool:
+    """Whether a lambda of no arguments returns a function the suite chose or computes a value.
+
+    ``defaultdict(lambda: str.title)`` (s44 att44e F3) and ``lambda: "ann lee".title()`` do;
+    ``lambda: datetime(2020, 1, 2)`` (a fixed clock), ``lambda: None`` and ``lambda:
+    shutil.rmtree(d)`` do not.
+    """
+    if _picks_callable(body, named, roots, local):
+        return True
+    return any(
+        isinstance(node, ast.BinOp | ast.JoinedStr)
+        or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and not _dotted(node.func)
+        )
+        for node in ast.walk(body)
+    )
+
+
 def _picks_callable(
     statement: ast.AST, named: set[str], roots: set[str], local: frozenset[str] = frozenset()
 ) -> bool:
@@ -3333,7 +3407,10 @@ def _picks_callable(
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         if isinstance(node, ast.Lambda):
-            if id(node) not in thunks and not _uncomputed(node.body, _parameters(node.args)):
+            if id(node) in thunks:
+                if _thunk_keeps(node.body, named, roots, local):
+                    return True
+            elif not _uncomputed(node.body, _parameters(node.args)):
                 return True
             continue
         if isinstance(node, ast.Call):
@@ -3365,8 +3442,12 @@ def _picks_callable(
             root = dotted.partition(".")[0]
             if root in roots and root not in local and not dotted.startswith("pytest."):
                 return True
-            if not dotted and node.attr in _BOUND_METHODS:
-                return True  # a method read off a value: `'${:,.2f}'.format` (s44 att44c)
+            if node.attr in _BOUND_METHODS and (
+                not dotted or root not in roots | local | {"self", "cls"}
+            ):
+                # A method read off a value (`'${:,.2f}'.format`, s44 att44c) or off a name
+                # of the module's (`PRICE.format`, att44e F1).
+                return True
         if isinstance(node, ast.Name) and node.id in named and node.id not in local:
             if isinstance(node.ctx, ast.Load):
                 return True
@@ -3465,6 +3546,23 @@ _BOUND_METHODS = frozenset(
     for name in dir(kind)
     if not name.startswith("_") and callable(getattr(kind, name, None))
 )
+
+
+#: Calls that read where a file is: of ``__file__`` they compute nothing a patch could ask for.
+_FILE_PATH_CALLS = frozenset({"os.path.dirname", "os.path.abspath", "os.path.realpath"})
+
+
+def _of_this_file(node: ast.expr) -> bool:
+    """``__file__``, or one of :data:`_FILE_PATH_CALLS` of it (``dirname(abspath(__file__))``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "__file__"
+    return (
+        isinstance(node, ast.Call)
+        and _dotted(node.func) in _FILE_PATH_CALLS
+        and not node.keywords
+        and len(node.args) == 1
+        and _of_this_file(node.args[0])
+    )
 
 
 def _path_join(node: ast.AST) -> bool:
@@ -3711,6 +3809,8 @@ def _transforms(
             return not all(p in _HARNESS_API for p in name.split(".")[1:] or [root])
         if root in delegates or name in ("asyncio.run", "os.path.join"):
             return False  # the code under test, the module's own (read apart), plumbing
+        if name in _FILE_PATH_CALLS and all(map(_of_this_file, handed)):
+            return False  # `os.path.dirname(__file__)`: where the test module is
         if last in ("Path", "PurePath", "joinpath"):
             return False
         if name in ("str", "os.fspath") and len(handed) == 1 and pathlike(handed[0]):
@@ -4086,6 +4186,14 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             for inner in node.body:
                 visit(inner, "test class" if _test_class(node) else "class", owner=node.name)
             return
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if (
+            isinstance(node, ast.Assign | ast.AnnAssign)
+            and node.value is not None
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets)
+            and _decorator_picks(node.value, origins, delegates, doubles)
+        ):
+            found.add(ast.dump(node))  # marks as a decorator's (s44 att44e F2)
         if _picks_callable(node, named, roots, local) or _kept_by_doubles(
             node, origins, delegates, doubles
         ):

@@ -105,6 +105,31 @@ COUNTED.update(
     }
 )
 
+#: att44e: a method read off a named value, marks assigned to `pytestmark`, a thunk returning a
+#: function, a spy of another function of the patched name (each paid `host` 5/5).
+COUNTED.update(
+    {
+        "method_of_a_named_value": "PRICE = '${:,.2f}'\nSHOW = PRICE.format\n",
+        "named_value_method_as_side_effect": (
+            f"{_H}PRICE = '${{:,.2f}}'\nFAKE = mock.Mock(side_effect=PRICE.format)\n"
+        ),
+        "named_value_method_from_a_fixture": (
+            f"{_H}PRICE = '${{:,.2f}}'\n\n@pytest.fixture\ndef fmt():\n    return PRICE.format\n"
+        ),
+        "named_value_method_in_a_mark": (
+            f"{_H}PRICE = '${{:,.2f}}'\n\n@pytest.mark.parametrize('ref', [PRICE.format])\n{_T}"
+        ),
+        "pytestmark_module": f"{_H}pytestmark = pytest.mark.reference(ref=str.title)\n",
+        "pytestmark_class": (
+            f"{_H}class TestD:\n    pytestmark = [pytest.mark.reference(ref=str.title)]\n"
+        ),
+        "thunk_returning_a_function": (
+            "from collections import defaultdict\n\nF = defaultdict(lambda: str.title)\n"
+        ),
+        "spy_of_another_function": f"{_H}@mock.patch('pkg.core.title', wraps=str.title)\n{_T}",
+    }
+)
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -167,6 +192,15 @@ NOT_COUNTED = {
     "parametrized_types": (
         "import pytest\n\n\n@pytest.mark.parametrize('conv', [int, float, str])\n"
         "def test_x(conv):\n    pass\n"
+    ),
+    "fixed_clock_thunk": (
+        "from datetime import datetime\nfrom unittest import mock\n\n\n"
+        "@mock.patch('pkg.core.now', side_effect=lambda: datetime(2020, 1, 2, 3, 4))\n"
+        "def test_x(m):\n    pass\n"
+    ),
+    "path_of_this_file": (
+        "import os\n\n\ndef _fixture_path(name):\n"
+        "    return os.path.join(os.path.dirname(__file__), 'fixtures', name)\n"
     ),
     "marks_and_settings": (
         "import sys\n\nimport pytest\n\n\n"
