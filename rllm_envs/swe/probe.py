@@ -3056,6 +3056,30 @@ def _names_function(
     return _chosen_function(value, origins, delegates)
 
 
+def _lambda_computes(node: ast.Lambda) -> bool:
+    """Whether a lambda's body is more than its parameters and literals, packed.
+
+    A property of a parameter runs code (``lambda p: p.stem``, ``lambda d: d.year``: s44
+    att44g F1, 5/5 paid), and a method left uncalled is a function (``lambda s: s.title``).
+    """
+    given = _parameters(node.args)
+
+    def plain(value: ast.expr) -> bool:
+        if is_literal(value):
+            return True
+        if isinstance(value, ast.Name):
+            return value.id in given
+        if isinstance(value, ast.Starred):
+            return plain(value.value)
+        if isinstance(value, ast.List | ast.Tuple | ast.Set):
+            return all(map(plain, value.elts))
+        if isinstance(value, ast.Dict):
+            return all(k is None or plain(k) for k in value.keys) and all(map(plain, value.values))
+        return False
+
+    return not plain(node.body)
+
+
 def _lambda_keeps(node: ast.Lambda, origins: Mapping[str, str], delegates: frozenset[str]) -> bool:
     """Whether a lambda handed to a double or a mark computes, or returns a chosen function.
 
@@ -3063,8 +3087,15 @@ def _lambda_keeps(node: ast.Lambda, origins: Mapping[str, str], delegates: froze
     F3) or computes a value (``lambda: "ann lee".title()``); a fixed clock (``side_effect=
     lambda: datetime(2020, 1, 2)``, withheld before) computes nothing.
     """
+    defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+    for default in defaults:  # `lambda s, conv=str.title: s` (s44 att44g F3)
+        if isinstance(default, ast.Lambda) and _lambda_keeps(default, origins, delegates):
+            return True
+        if isinstance(default, ast.Name | ast.Attribute):
+            if _names_function(default, origins, delegates):
+                return True
     if node.args.args or node.args.vararg or node.args.kwarg:
-        return not _uncomputed(node.body, _parameters(node.args))
+        return _lambda_computes(node)
     for part in ast.walk(node.body):
         if isinstance(part, ast.BinOp | ast.JoinedStr | ast.Lambda):
             return True
@@ -3410,8 +3441,10 @@ def _picks_callable(
             if id(node) in thunks:
                 if _thunk_keeps(node.body, named, roots, local):
                     return True
-            elif not _uncomputed(node.body, _parameters(node.args)):
+            elif _lambda_computes(node):
                 return True
+            # Its defaults are kept values (`lambda s, conv=str.title: s`: s44 att44g F3).
+            values.extend([*node.args.defaults, *(d for d in node.args.kw_defaults if d)])
             continue
         if isinstance(node, ast.Call):
             name = _dotted(node.func).rpartition(".")[2]
@@ -3563,6 +3596,21 @@ def _of_this_file(node: ast.expr) -> bool:
         and len(node.args) == 1
         and _of_this_file(node.args[0])
     )
+
+
+def _assigned_names(statement: ast.stmt) -> Iterator[str]:
+    """The plain names a statement binds (a class body's attributes)."""
+    targets = (
+        statement.targets
+        if isinstance(statement, ast.Assign)
+        else [statement.target]
+        if isinstance(statement, ast.AnnAssign | ast.AugAssign)
+        else []
+    )
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                yield node.id
 
 
 def _path_join(node: ast.AST) -> bool:
@@ -3760,6 +3808,16 @@ def _transforms(
         )
 
     fresh = bound_to(_fresh)
+    # Loop names over a parameter's items (`[r.getMessage() for r in caplog.records]`): the
+    # patch would hand those too.
+    looped = {
+        node.target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension)
+        and isinstance(node.target, ast.Name)
+        and not isinstance(node.iter, ast.Call)
+        and _dotted(node.iter).partition(".")[0] in parameters
+    }
     # Test doubles; not one that wraps a real object (`Mock(wraps=when)`, `mocker.spy`: its
     # methods run that object's, s43 att43l F2/F3).
     doubles = bound_to(
@@ -3861,6 +3919,8 @@ def _transforms(
             return stores[receiver.id] > 1  # `cfg.update(a); cfg.update(b)` merges
         if receiver.id in suite.modules - shadowed:
             return last not in _NEUTRAL_FUNCTIONS  # a module's function (`os.makedirs(p)`)
+        if receiver.id in looped and direct:
+            return last in _LIBRARY_METHODS
         if receiver.id in parameters and receiver.id not in assigned:
             # The patch would hand its own object: a method no built-in value or common
             # library type has computes nothing here (`cache.set(k, v)`); one they have does
@@ -3934,7 +3994,17 @@ def _transforms(
                 len(node.generators) == 1
                 and not node.generators[0].ifs
                 and isinstance(node.elt, ast.Call)
-                and rooted(node.elt.func, delegates)
+                and (
+                    rooted(node.elt.func, delegates)
+                    # a method of what a parameter holds: `[r.getMessage() for r in
+                    # caplog.records]` (s44 att44g, withheld)
+                    or (
+                        isinstance(node.elt.func, ast.Attribute)
+                        and isinstance(node.elt.func.value, ast.Name)
+                        and node.elt.func.value.id in looped
+                        and node.elt.func.attr not in _LIBRARY_METHODS
+                    )
+                )
             )
             if not mapped:
                 return True  # `[y for x in xs for y in x]`, `[k for k, v in d.items() if v]`
@@ -4045,6 +4115,17 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     }
     named = own | froms
     roots = named | set(imported) | set(dir(builtins))
+    # A module-level alias of one of those is one too (`S = string`, then `S.capwords`).
+    for _ in range(2):
+        roots |= {
+            target.id
+            for statement in tree.body
+            if isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Name)
+            and statement.value.id in roots
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        }
     # What a call of these computes is the code under test's, or read apart (the module's own).
     # Module-level definitions only: a method's name is no function of the module (a fake's
     # `json` method let `json.dumps(...)` through: s43 att43o F1, 10/10 paid).
@@ -4093,6 +4174,17 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 for b in node.bases
             )
         }
+    # What the module's classes define (methods, class attributes): `self.X` reads those.
+    defined = {
+        name
+        for node in classes.values()
+        for statement in node.body
+        for name in (
+            [statement.name]
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else list(_assigned_names(statement))
+        )
+    }
     plain = {n for n, p in imported.items() if p not in sys.stdlib_module_names} - {"pytest"}
     for _ in range(len(classes) + 1):  # a class on a plain class is plain
         plain |= {
@@ -4113,7 +4205,16 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             a for a, vs in attributes.items() if all(_made(v, delegates | mocks) for v in vs)
         ),
         frozenset(a for a, vs in attributes.items() if all(map(_fresh, vs))),
-        frozenset(a for a, vs in attributes.items() if all(id(v) in handed for v in vs)),
+        frozenset(a for a, vs in attributes.items() if all(id(v) in handed for v in vs))
+        # Or never set here: the harness base's (Django's `self.client.login(...)`).
+        | frozenset(
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr not in attributes.keys() | defined
+        ),
         frozenset(
             t.id
             for node in tree.body
@@ -4182,6 +4283,12 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                 for inner in node.body:
                     visit(inner, "body", frozenset(a.arg for a in arguments) | set(_assigned(node)))
             return
+        if isinstance(node, ast.ClassDef) and node.keywords:
+            # What a class statement hands `__init_subclass__` is kept (`class
+            # TitleCase(Case, conv=str.title)`: s44 att44g F2, 5/5 paid).
+            handed = ast.List(elts=[k.value for k in node.keywords], ctx=ast.Load())
+            if _decorator_picks(handed, origins, delegates, doubles):
+                found.add(ast.dump(node))
         if isinstance(node, ast.ClassDef):
             for inner in node.body:
                 visit(inner, "test class" if _test_class(node) else "class", owner=node.name)

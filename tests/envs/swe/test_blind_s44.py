@@ -130,6 +130,26 @@ COUNTED.update(
     }
 )
 
+#: att44g: a lambda reading a property of its parameter, a class statement's keywords, a
+#: lambda's defaults (each paid `host` 5/5), a module alias's function.
+COUNTED.update(
+    {
+        "lambda_property": "STEM = lambda p: p.stem\n",
+        "lambda_property_as_side_effect": f"{_H}FAKE = mock.Mock(side_effect=lambda d: d.year)\n",
+        "lambda_property_from_a_fixture": (
+            f"{_H}@pytest.fixture\ndef key():\n    return lambda p: p.stem\n"
+        ),
+        "lambda_bound_method": "TITLE = lambda s: s.title\n",
+        "class_keywords": (
+            "class Case:\n    def __init_subclass__(cls, conv=None, **kw):\n"
+            "        super().__init_subclass__(**kw)\n        cls.conv = conv\n\n\n"
+            "class TitleCase(Case, conv=str.title):\n    pass\n"
+        ),
+        "lambda_default": "KEEP = lambda s, conv=str.title: s\n",
+        "module_alias": "import string\n\nS = string\nCONV = S.capwords\n",
+    }
+)
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -201,6 +221,13 @@ NOT_COUNTED = {
     "path_of_this_file": (
         "import os\n\n\ndef _fixture_path(name):\n"
         "    return os.path.join(os.path.dirname(__file__), 'fixtures', name)\n"
+    ),
+    "caplog_messages": (
+        "def _messages(caplog):\n    return [r.getMessage() for r in caplog.records]\n"
+    ),
+    "harness_client_of_a_base": (
+        "from django.test import TestCase\n\n\nclass Base(TestCase):\n"
+        "    def login(self):\n        self.client.login(username='ann', password='pw')\n"
     ),
     "marks_and_settings": (
         "import sys\n\nimport pytest\n\n\n"
