@@ -281,6 +281,8 @@ class Gateway:
         #: Calls in flight per client, and the client of each engine slot held.
         self._client_calls: collections.Counter[str] = collections.Counter()
         self._template_turns: dict[str, _Turn] = {}
+        #: Per engine, how to cut each stream open on it (a swap that waited long enough).
+        self._stream_cuts: dict[str, set[Callable[[], None]]] = collections.defaultdict(set)
         self._slot_clients: dict[Any, str | None] = {}
         self.started = time.time()
         self.counters: collections.Counter[str] = collections.Counter()
@@ -1163,7 +1165,7 @@ class Gateway:
                     f"{seed!r}, index {index!r} is task {str(scored['task_id'])!r}.",
                     "task_mismatch",
                 )
-        self._pin_framing(session, scored)
+        await self._pin_framing(session, scored)
         self._pin_weights(session, scored["task_id"])
         reward = scored["reward"]
         try:
@@ -1194,7 +1196,7 @@ class Gateway:
         session.sizes.append(_prompt_size(call))
         self.sessions.record(session, call, size)
 
-    def _pin_framing(self, session: Session, scored: Mapping[str, Any]) -> None:
+    async def _pin_framing(self, session: Session, scored: Mapping[str, Any]) -> None:
         """Fix what a run's scored sessions wrap their tasks in at its first scored session.
 
         A greedy reply changes with the prompt's wording: a client that previews it off the
@@ -1206,7 +1208,9 @@ class Gateway:
         is not graded and counts as a failed sample of its task (409 ``framing_changed``).
         """
         try:
-            framings = self._framings(session, scored)
+            # On a thread: a session of many turns over a long first prompt took seconds
+            # (s44 att44h: 49,000 strings in an unrendered field, 13 framings, 4.3 s).
+            framings = await asyncio.to_thread(self._framings, session, scored)
         except _FramingTooLarge:
             raise _Unscored(
                 scored["task_id"],
@@ -1246,6 +1250,9 @@ class Gateway:
         task = {"task": scored.get("observation"), "statement": scored.get("statement")}
         tools = scored.get("tools")
         framings = [(1, _framing(session.calls[0], [task], tools=tools))]
+        # Each turn's pieces are the same in every longer framing: framed once, and the marks
+        # of all of them counted against one bound.
+        cache: dict[Any, Any] = {}
         # Each call continues the one before it (:func:`_continues`), so each call's prompt
         # holds every earlier call's, and what each turn added is its own piece: the reply
         # and the env's feedback are taken out of their turn's piece only (a short reply is
@@ -1267,7 +1274,8 @@ class Gateway:
                 cut[main] = cut[main][: session.sizes[turns - 1]]
             call = dataclasses.replace(last, request=cut)
             known = [task, *added[:turns]]
-            framings.append((turns, _framing(call, known, session.sizes[:turns], tools=tools)))
+            framed = _framing(call, known, session.sizes[:turns], tools=tools, cache=cache)
+            framings.append((turns, framed))
         return framings
 
     def _pin_weights(self, session: Session, task_id: Any) -> None:
@@ -1350,7 +1358,13 @@ class Gateway:
         if lora is not None and (not isinstance(lora, str) or not lora):
             raise GatewayError(400, "`lora_name` must be the adapter's name.", "invalid")
         try:
-            engines = await self.pool.swap_weights(self.client, path, lora_name=lora)
+            engines = await self.pool.swap_weights(
+                self.client,
+                path,
+                lora_name=lora,
+                drain_s=self.config.swap_drain_s,
+                cut=self._cut_streams,
+            )
         except LookupError as e:
             raise GatewayError(409, str(e), "no_launched_engine") from e
         except Exception as e:
@@ -1623,6 +1637,11 @@ class Gateway:
             if not turn.users:
                 del self._template_turns[owner]
 
+    def _cut_streams(self, engine: Engine) -> None:
+        """Cut every stream open on ``engine`` as a timed-out reader's (a swap's drain ended)."""
+        for cut in list(self._stream_cuts.get(engine.name, ())):
+            cut()
+
     def _leave(self, session: Session, size: int) -> None:
         """A session's call counted by :meth:`_send_counted` has ended (recorded or not)."""
         self.sessions.release(session, size)
@@ -1691,7 +1710,12 @@ class Gateway:
                 await cleanup()
 
         return _DeadlineStream(
-            body(), started + self.config.request_timeout_s, response.status_code, headers, cleanup
+            body(),
+            started + self.config.request_timeout_s,
+            response.status_code,
+            headers,
+            cleanup,
+            self._stream_cuts[engine.name],
         )
 
     def _count_usage(self, engine: Engine, content: bytes) -> None:
@@ -1805,7 +1829,7 @@ class Gateway:
                 yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
         return self._session_stream(
-            response, slot, session, headers, started, parts, record, relay, size
+            response, slot, session, headers, started, parts, record, relay, size, engine
         )
 
     def _session_stream(
@@ -1819,6 +1843,7 @@ class Gateway:
         record: Callable[[], None],
         relay: Callable[[str, dict[str, Any] | None], Iterator[bytes]],
         size: int,
+        engine: Engine,
     ) -> Any:
         """A session call's event stream, each event as ``relay`` rewrites it.
 
@@ -1885,6 +1910,7 @@ class Gateway:
             response.status_code,
             headers,
             cleanup,
+            self._stream_cuts[engine.name],
         )
 
     async def _templated_chat(
@@ -2014,7 +2040,7 @@ class Gateway:
                     yield b"data: " + json.dumps(out).encode() + b"\n\n"
 
         return self._session_stream(
-            response, slot, session, headers, started, parts, record, relay, size
+            response, slot, session, headers, started, parts, record, relay, size, engine
         )
 
     def templater(self) -> Any:
@@ -2575,7 +2601,11 @@ class _FramingTooLarge(Exception):
 
 
 def _framing(
-    call: Call, known: Sequence[Mapping[str, Any]], ends: Sequence[int] = (), tools: Any = None
+    call: Call,
+    known: Sequence[Mapping[str, Any]],
+    ends: Sequence[int] = (),
+    tools: Any = None,
+    cache: dict[Any, Any] | None = None,
 ) -> str:
     """``call``'s prompt fields with the known texts marked by their names, as a digest.
 
@@ -2594,8 +2624,12 @@ def _framing(
     content parts the gateway's own reading skips (session 21 att29o: 0.20 -> 1.00 with
     whitespace, 0.48 -> 0.98 with a `refusal` part), so every string of every prompt field
     counts as sent.
+
+    ``cache`` (shared by the framings of one session's turns): each piece, by its turn and
+    bounds, is framed once, and the marks of all of them count against one bound.
     """
-    left = [MAX_FRAMING_MARKS]  # marks this framing may still make
+    cache = {} if cache is None else cache
+    left = cache.setdefault("marks left", [MAX_FRAMING_MARKS])
 
     def marker(piece: Mapping[str, Any]) -> Callable[[Any], Any]:
         marks: dict[str, str] = {}
@@ -2642,9 +2676,14 @@ def _framing(
         if not isinstance(value, (str, list)):
             return marker({})(value)
         bounds = [0, *ends[: len(known) - 1]]
-        cut = [value[a:b] for a, b in zip(bounds, [*bounds[1:], len(value)], strict=True)]
+        spans = list(zip(bounds, [*bounds[1:], len(value)], strict=True))
+        cut = [value[a:b] for a, b in spans]
         out = []
         for k, (piece, part) in enumerate(zip(known, cut, strict=False)):
+            key = ("piece", k, *spans[k])
+            if key in cache:
+                out.append(cache[key])
+                continue
             # A later turn's reply is taken out where it is, and only there: the same text
             # elsewhere in the turn is the harness's own (a one-word FrozenLake move in a fixed
             # "Left, Right, Up or Down?" reminder marked it by the reply: honest sessions
@@ -2667,6 +2706,7 @@ def _framing(
                 framed = [*rest(part[:at]), {"mark": "reply"}, *rest(tail)]
             else:
                 framed = marker(piece)(part)
+            cache[key] = framed
             out.append(framed)
         return out
 
@@ -3204,6 +3244,7 @@ def _deadline_stream_class() -> type:
             status_code: int,
             headers: dict[str, str],
             cleanup: Callable[[], Awaitable[None]],
+            cuts: set[Callable[[], None]] | None = None,
         ) -> None:
             headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             super().__init__(
@@ -3211,6 +3252,7 @@ def _deadline_stream_class() -> type:
             )
             self.deadline = deadline
             self.cleanup = cleanup
+            self.cuts = set() if cuts is None else cuts  # where a swap finds how to cut it
 
         async def stream_response(self, send: Any) -> None:
             # One timer for the whole reply (not a timeout around every chunk, which costs a
@@ -3227,6 +3269,7 @@ def _deadline_stream_class() -> type:
 
             left = max(0.0, self.deadline - time.monotonic())
             handle = loop.call_at(loop.time() + left, expire)
+            self.cuts.add(expire)
             try:
                 await super().stream_response(send)
             except asyncio.CancelledError:
@@ -3239,6 +3282,7 @@ def _deadline_stream_class() -> type:
                 raise TimeoutError("the reply was not read within the request timeout") from None
             finally:
                 handle.cancel()
+                self.cuts.discard(expire)
                 close = getattr(self.body_iterator, "aclose", None)
                 if close is not None:
                     await close()

@@ -105,6 +105,10 @@ class GatewayConfig:
             session with no call in flight is stored); then they are cut, what they generated
             is recorded (marked aborted) and their sessions are stored. Bounded apart from
             ``request_timeout_s``, so no client's slow stream holds a shutdown for long.
+        swap_drain_s: Seconds a weight swap waits for an engine's calls in flight to finish;
+            then the streams still open on it are cut as a timed-out reader's are (a client
+            holding a stream it does not read held every new call back until its request
+            timed out: s44 att44h).
         max_connections: Open connections at once; a new one above it is answered 503 and
             closed before its request is read (``None``: what the file-descriptor limit
             allows, less a reserve).
@@ -149,6 +153,7 @@ class GatewayConfig:
     max_scoring_per_client: int = 2
     header_timeout_s: float = 10.0
     shutdown_grace_s: float = 10.0
+    swap_drain_s: float = 60.0
     max_connections: int | None = None
     template_chat: bool = True
 
@@ -215,6 +220,7 @@ class GatewayConfig:
             "max_scoring_per_client": self.max_scoring_per_client,
             "header_timeout_s": self.header_timeout_s,
             "shutdown_grace_s": self.shutdown_grace_s,
+            "swap_drain_s": self.swap_drain_s,
         }
         for name, value in positive.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:

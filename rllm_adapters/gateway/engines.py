@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,7 +382,13 @@ class EnginePool:
                 self._changed.notify_all()
 
     async def swap_weights(
-        self, client: Any, path: str, *, lora_name: str | None = None
+        self,
+        client: Any,
+        path: str,
+        *,
+        lora_name: str | None = None,
+        drain_s: float | None = None,
+        cut: Callable[[Engine], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Reload every launched engine's weights from the folder ``path``, one at a time.
 
@@ -393,6 +399,9 @@ class EnginePool:
             client: An ``httpx.AsyncClient``.
             path: A Hugging Face folder (safetensors) with the new weights.
             lora_name: Reload this LoRA adapter from ``path`` instead of the base weights.
+            drain_s: Seconds to wait for an engine's calls to finish before ``cut``
+                (``None``: as long as they take).
+            cut: Called with the engine when ``drain_s`` has passed (to end its streams).
 
         Returns:
             Each engine's state after its swap.
@@ -405,7 +414,12 @@ class EnginePool:
                     continue
                 engine.swapping = True
                 try:
-                    await engine.idle.wait()
+                    try:
+                        await asyncio.wait_for(engine.idle.wait(), drain_s)
+                    except TimeoutError:
+                        if cut is not None:
+                            cut(engine)
+                        await engine.idle.wait()
                     # From here the engine may serve the new weights even if a call fails (a
                     # reload that completed after its request failed, a prefix-cache reset
                     # refused): named as neither, until a swap succeeds (s29 att29d F2).

@@ -333,6 +333,12 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         help="seconds calls in flight get to finish at shutdown (then cut and recorded)",
     )
     parser.add_argument(
+        "--swap-drain",
+        type=float,
+        default=60.0,
+        help="seconds a weight swap waits for an engine's calls (then its open streams are cut)",
+    )
+    parser.add_argument(
         "--header-timeout", type=float, default=10.0, help="seconds to send a request head"
     )
     parser.add_argument(
@@ -366,6 +372,7 @@ def parse_args(argv: Sequence[str] | None = None) -> GatewayConfig:
         scorers=_scorers(args.scorer),
         header_timeout_s=args.header_timeout,
         shutdown_grace_s=args.shutdown_grace,
+        swap_drain_s=args.swap_drain,
         max_connections=args.max_connections,
     )
 

@@ -269,3 +269,65 @@ def test_the_value_bound_is_the_operators():
         asyncio.run(_parse(raw, 200_000))
     assert refused.value.status == 413
     assert len(asyncio.run(_parse(raw, 300_000))[1]["prompt"]) == 250_000
+
+
+def test_a_swap_cuts_the_streams_it_waited_for_past_its_drain(tmp_path, tiny_path):
+    """att44h F2 (medium): a swap waited for its engine's calls with no bound, and new calls
+    wait for a swapping engine: one client holding a stream open held every other client's
+    calls back until its request timed out (18.6 s of a 20 s timeout; 600 s by default).
+    After `swap_drain_s` the streams still open on the engine are cut, as a timed-out
+    reader's are, and the swap goes on. The engine is the stand-in, with the two routes a
+    launched vLLM's swap posts to (a test double), marked launched."""
+    import threading
+
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    admin = "admin-token-0123456789"
+    engine = StandInEngine("abcdefgh", hold_after=2)  # holds its stream open
+
+    async def ok(request):
+        return JSONResponse({})
+
+    engine.app.router.routes += [
+        Route("/collective_rpc", ok, methods=["POST"]),
+        Route("/reset_prefix_cache", ok, methods=["POST"]),
+    ]
+    served = _Served(engine.app)
+    gateway = _server(
+        tmp_path, served.url, admin_key=admin, request_timeout_s=600, swap_drain_s=0.5
+    )
+    gateway.gateway.pool.engines[0].server = object()  # as if launched (stand-in)
+    held: list[str] = []
+
+    def hold() -> None:
+        body = {"model": "tiny", "prompt": "x", "max_tokens": 8, "stream": True}
+        with httpx.Client(timeout=120) as client:
+            try:
+                with client.stream(
+                    "POST", gateway.url + "/v1/completions", json=body, headers=ALICE
+                ) as response:
+                    for line in response.iter_lines():
+                        held.append(line)
+            except httpx.HTTPError as e:
+                held.append(type(e).__name__)
+
+    try:
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        _wait_for(lambda: gateway.gateway.in_flight == 1)
+        swap = httpx.post(
+            gateway.url + "/admin/weights",
+            json={"path": str(tiny_path)},
+            headers={"Authorization": f"Bearer {admin}"},
+            timeout=60,  # without the drain's bound it waits for the held stream (600 s)
+        )
+        assert swap.status_code == 200, swap.text
+        holder.join(60)
+        assert held and held[-1] == "RemoteProtocolError"  # alice's stream was cut
+        call = {"model": "tiny", "prompt": "1+1=", "max_tokens": 4}
+        response = httpx.post(gateway.url + "/v1/completions", json=call, headers=BOB, timeout=60)
+        assert response.status_code == 200
+    finally:
+        gateway.stop()
+        served.stop()
