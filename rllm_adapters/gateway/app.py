@@ -3263,15 +3263,34 @@ def _deadline_stream_class() -> type:
 
             def expire() -> None:
                 nonlocal expired
+                if expired:  # the deadline and a swap's cut: one cancellation
+                    return
                 expired = True
                 if task is not None:
                     task.cancel()
 
+            # A reader is slow while this task waits in `send` (its connection's buffers are
+            # full); a swap cuts only such streams: one read at full speed is served to its
+            # end, however long it generates (s44 att44j F2: honest streams were cut 3/3).
+            sending = False
+
+            async def send_tracked(message: Any) -> None:
+                nonlocal sending
+                sending = True
+                try:
+                    await send(message)
+                finally:
+                    sending = False
+
+            def cut() -> None:
+                if sending:
+                    expire()
+
             left = max(0.0, self.deadline - time.monotonic())
             handle = loop.call_at(loop.time() + left, expire)
-            self.cuts.add(expire)
+            self.cuts.add(cut)
             try:
-                await super().stream_response(send)
+                await super().stream_response(send_tracked)
             except asyncio.CancelledError:
                 if not expired:
                     raise
@@ -3282,7 +3301,7 @@ def _deadline_stream_class() -> type:
                 raise TimeoutError("the reply was not read within the request timeout") from None
             finally:
                 handle.cancel()
-                self.cuts.discard(expire)
+                self.cuts.discard(cut)
                 close = getattr(self.body_iterator, "aclose", None)
                 if close is not None:
                     await close()

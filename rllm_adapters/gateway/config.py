@@ -106,9 +106,10 @@ class GatewayConfig:
             is recorded (marked aborted) and their sessions are stored. Bounded apart from
             ``request_timeout_s``, so no client's slow stream holds a shutdown for long.
         swap_drain_s: Seconds a weight swap waits for an engine's calls in flight to finish;
-            then the streams still open on it are cut as a timed-out reader's are (a client
-            holding a stream it does not read held every new call back until its request
-            timed out: s44 att44h).
+            then a stream whose client is not reading it (the gateway waits to send) is cut
+            as a timed-out reader's is. Calls still generating finish: a client holding a
+            stream it did not read held every new call back until its request timed out
+            (s44 att44h), and cutting every stream cut honest ones (att44j).
         max_connections: Open connections at once; a new one above it is answered 503 and
             closed before its request is read (``None``: what the file-descriptor limit
             allows, less a reserve).

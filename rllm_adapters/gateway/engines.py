@@ -401,7 +401,8 @@ class EnginePool:
             lora_name: Reload this LoRA adapter from ``path`` instead of the base weights.
             drain_s: Seconds to wait for an engine's calls to finish before ``cut``
                 (``None``: as long as they take).
-            cut: Called with the engine when ``drain_s`` has passed (to end its streams).
+            cut: Called with the engine once ``drain_s`` has passed, then every second until
+                it is idle (to end the streams its slow readers hold).
 
         Returns:
             Each engine's state after its swap.
@@ -417,9 +418,12 @@ class EnginePool:
                     try:
                         await asyncio.wait_for(engine.idle.wait(), drain_s)
                     except TimeoutError:
-                        if cut is not None:
-                            cut(engine)
-                        await engine.idle.wait()
+                        # Then `cut` (a slow reader's stream) every second until it is idle.
+                        while not engine.idle.is_set():
+                            if cut is not None:
+                                cut(engine)
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(engine.idle.wait(), 1.0)
                     # From here the engine may serve the new weights even if a call fails (a
                     # reload that completed after its request failed, a prefix-cache reset
                     # refused): named as neither, until a swap succeeds (s29 att29d F2).
