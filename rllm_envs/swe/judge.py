@@ -91,7 +91,13 @@ from rllm_envs.swe.probe import (
     same_observations,
     sound_reference,
 )
-from rllm_envs.swe.repo import Files, PatchError, apply_diff, is_test_path
+from rllm_envs.swe.repo import (
+    Files,
+    PatchError,
+    apply_diff,
+    is_test_path,
+    modules_outside_tests,
+)
 
 __all__ = [
     "TestOutcome",
@@ -1419,11 +1425,18 @@ def verdict(
     failed); ``total_time`` bounds the whole run (see :func:`run_tests`).
 
     Raises:
-        PatchError: Only if the task's own ``test_patch`` does not apply (a broken task);
-            a submission whose diff does not apply is an unresolved :class:`Verdict`.
+        PatchError: Only if the task's own ``test_patch`` does not apply, or changes Python
+            modules outside the test suite (a broken task); a submission whose diff does not
+            apply is an unresolved :class:`Verdict`.
     """
     if not fail_to_pass:
         raise InvalidEnvConfig("A SWE task needs at least one FAIL_TO_PASS test.")
+    outside = modules_outside_tests(test_patch)
+    if outside:
+        raise PatchError(
+            f"The task's test_patch changes Python modules outside the test suite "
+            f"({outside[:3]!r}): the judge reads only the test suite's code."
+        )
     try:
         files, dropped = final_files(base, diff, "")
     except PatchError as e:

@@ -80,7 +80,6 @@ import pprint
 import re
 import secrets
 import shlex
-import sqlite3
 import string
 import struct
 import sys
@@ -3035,6 +3034,7 @@ def _chosen_function(
             callable(what)
             and not _exception_class(what, dotted)
             and (classes or not isinstance(what, type))
+            and getattr(what, "__module__", None) != "typing"  # `x: List[int]` is a type
         )
     # Not found: a local's, or a name the host cannot read (counted unless it reads as an
     # exception class).
@@ -3493,6 +3493,21 @@ _NEUTRAL_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "
 _NEUTRAL_FUNCTIONS = frozenset(
     {"exists", "isfile", "isdir", "mkdir", "makedirs", "touch", "unlink", "remove", "rmtree"}
     | {"rmdir", "chdir", "setenv", "unsetenv", "sleep", "copy", "copyfile", "copytree"}
+    | {"collect", "reload", "invalidate_caches", "simplefilter", "filterwarnings"}
+    | {"resetwarnings"}
+)
+#: A logger's methods: given only literals they show nothing computed.
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
+#: Standard value types: one made of literals (`date(2020, 1, 2)`, `Decimal("9.99")`) is a
+#: value, not a configured tool (`TextWrapper(width=10)` counts: s43 att43h).
+_VALUE_TYPES = (
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    decimal.Decimal,
+    fractions.Fraction,
+    uuid.UUID,
+    pathlib.PurePath,
 )
 #: What a file opened by ``open`` is asked; what a spy's containers on ``self``, or a fresh
 #: local one (a factory's ``data = {...}``), are handed to keep.
@@ -3538,14 +3553,13 @@ _LIBRARY_KINDS = (
     ipaddress.IPv6Address,
     array.array,
     struct.Struct,
-    # A database the suite hands in runs its SQL (`db.execute("SELECT lower(?)", (s,))`: s44
-    # att44c, read only).
-    sqlite3.Connection,
-    sqlite3.Cursor,
 )
 _LIBRARY_METHODS = (
     _VALUE_METHODS_ALL
     | frozenset(name for kind in _LIBRARY_KINDS for name in dir(kind) if not name.startswith("_"))
+    # A database the suite hands in runs its SQL (`db.execute("SELECT lower(?)", (s,))`: s44
+    # att44c); its `commit` and `close` compute nothing (a session's, s44 att44i).
+    | {"execute", "executemany", "executescript", "fetchone", "fetchall", "fetchmany"}
     | frozenset(
         # The classes of the text and data modules a patch can hand in (`string.Formatter`'s
         # `format_field`: s43 att43o F2, 5/5 paid).
@@ -3613,6 +3627,19 @@ def _assigned_names(statement: ast.stmt) -> Iterator[str]:
                 yield node.id
 
 
+#: pytest's objects' attributes a helper reads of them (not a value's properties).
+_HARNESS_ATTRIBUTES = frozenset(
+    {"param", "node", "config", "cls", "function", "module", "instance", "fixturename"}
+    | {"records", "record_tuples", "messages", "text", "handler"}
+)
+
+
+def _makes_value(name: str, origins: Mapping[str, str]) -> bool:
+    """Whether a call of ``name`` makes a standard value (:data:`_VALUE_TYPES`)."""
+    found, what = _resolved(name, origins)
+    return found and isinstance(what, type) and issubclass(what, _VALUE_TYPES)
+
+
 def _path_join(node: ast.AST) -> bool:
     """Whether ``node`` joins a path with ``/`` and a text literal (``HERE / "data" / name``)."""
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
@@ -3656,6 +3683,10 @@ class _Suite:
     # Classes whose instances run only the code under test's or the module's own methods:
     # the repository's, and the module's not built on a library type (`class _N(str)` is).
     plain: frozenset[str] = frozenset()
+    # Each imported name's module path, for what a name holds (:func:`_resolved`).
+    origins: Mapping[str, str] = field(default_factory=dict)
+    # Standard functions and classes imported by name (`from string import capwords`).
+    standard: frozenset[str] = frozenset()
 
 
 #: What ``self`` may call in a helper without computing: unittest's API, set-ups through
@@ -3846,6 +3877,9 @@ def _transforms(
     }
 
     stores: dict[str, int] = {}  # storing calls handed a computed value, per container
+    # The module's classes built on a library type (`class Name(str)`): their methods are
+    # the library's (s44 att44i F2: `Name.title(s)`, 5/5 paid).
+    library_classes = (set(suite.methods) - suite.plain) - shadowed
 
     def call_computes(call: ast.Call) -> bool:
         name = _dotted(call.func)
@@ -3865,8 +3899,15 @@ def _transforms(
             return False
         if root in mocks:  # the API only: `mock.builtins.sorted(xs)` is no double
             return not all(p in _HARNESS_API for p in name.split(".")[1:] or [root])
-        if root in delegates or name in ("asyncio.run", "os.path.join"):
+        if (root in delegates and root not in library_classes) or name in (
+            "asyncio.run",
+            "os.path.join",
+        ):
             return False  # the code under test, the module's own (read apart), plumbing
+        if literal and _makes_value(name, suite.origins):
+            return False  # `date(2020, 1, 2)`, `Decimal("9.99")`: a value
+        if last in _LOG_METHODS and literal and isinstance(call.func, ast.Attribute):
+            return False  # `log.info("making an event")`
         if name in _FILE_PATH_CALLS and all(map(_of_this_file, handed)):
             return False  # `os.path.dirname(__file__)`: where the test module is
         if last in ("Path", "PurePath", "joinpath"):
@@ -3921,6 +3962,13 @@ def _transforms(
             return last not in _NEUTRAL_FUNCTIONS  # a module's function (`os.makedirs(p)`)
         if receiver.id in looped and direct:
             return last in _LIBRARY_METHODS
+        if (
+            receiver.id in parameters
+            and direct
+            and last in _STORING_METHODS
+            and all(_uncomputed(a, parameters) for a in handed)
+        ):
+            return False  # `session.add(event)`: the caller's object keeps what it handed
         if receiver.id in parameters and receiver.id not in assigned:
             # The patch would hand its own object: a method no built-in value or common
             # library type has computes nothing here (`cache.set(k, v)`); one they have does
@@ -3932,6 +3980,7 @@ def _transforms(
 
     # The body only: decorators and defaults are read apart (`_picks_callable`).
     nodes = [node for statement in function.body for node in ast.walk(statement)]
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     skip: set[int] = set()
     for node in nodes:
         if isinstance(node, ast.Call):
@@ -4026,16 +4075,31 @@ def _transforms(
             ):
                 if _callable_attribute(dotted):
                     return True  # `str.upper`, `os.path.basename` handed on (a side effect)
-            elif not (
-                base.id in ("self", "cls")
-                or base.id in harness
-                or base.id in doubles
-                or base.id in delegates
-                or base.id in mocks
-            ):
+            elif base.id in ("self", "cls"):
+                chain = _chain(node)
+                # `self.path.stem`: a property of what it holds (s44 att44i F1, 5/5 paid),
+                # unless it holds the code under test's or a spy's.
+                if len(chain) > 2 and chain[1] not in suite.held | suite.kept:
+                    return True
+            elif base.id in harness:
+                chain = _chain(node)
+                # pytest's objects' own attributes (`caplog.records`, `request.node`); not a
+                # property of a parameter's value (`request.param.stem`: att44i F3).
+                if chain[1] not in _HARNESS_ATTRIBUTES or (chain[1] == "param" and len(chain) > 2):
+                    return True
+            elif base.id in library_classes:
+                return True  # `Name.title`, `P(p).stem` of `class P(PurePosixPath)` (att44i F2)
+            elif not (base.id in doubles or base.id in delegates or base.id in mocks):
                 # `parts.hostname`, `p.stem`, `x.__class__`: a property computes; a module
                 # object's method handed on (`side_effect = _WRAP.fill`: s43 att43h) too.
                 return True
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in suite.standard - shadowed
+            and id(node) not in called
+        ):
+            return True  # `conv = capwords`: a standard function handed on (s44 att44i F4)
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Tuple | ast.List) for t in node.targets
         ):
@@ -4230,6 +4294,12 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         ),
         _class_methods(classes),
         frozenset(plain),
+        origins,
+        frozenset(
+            name
+            for name in froms
+            if _chosen_function(ast.Name(id=name, ctx=ast.Load()), origins, delegates)
+        ),
     )
 
     def visit(
@@ -4301,6 +4371,14 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             and _decorator_picks(node.value, origins, delegates, doubles)
         ):
             found.add(ast.dump(node))  # marks as a decorator's (s44 att44e F2)
+        if (
+            isinstance(node, ast.AnnAssign)
+            and where != "body"
+            and _decorator_picks(
+                ast.List(elts=[node.annotation], ctx=ast.Load()), origins, delegates
+            )
+        ):
+            found.add(ast.dump(node))  # `CONV: capwords` keeps it in `__annotations__` (att44i)
         if _picks_callable(node, named, roots, local) or _kept_by_doubles(
             node, origins, delegates, doubles
         ):

@@ -542,6 +542,19 @@ def diff_paths(diff: str) -> list[str]:
     return found
 
 
+def modules_outside_tests(diff: str) -> list[str]:
+    """The Python modules outside the test suite a (test) diff touches (none for a malformed one).
+
+    The judge reads the test suite for code a patch could call for an answer; a module the
+    hidden tests add elsewhere is not read (s44 att44i F6: 5/5 paid ``host``).
+    """
+    try:
+        paths = diff_paths(diff)
+    except PatchError:
+        return []
+    return [p for p in paths if p.endswith(".py") and not is_test_path(p)]
+
+
 def apply_diff(files: Files, diff: str) -> dict[str, str | None]:
     """The files a unified diff changes, after applying it to ``files``.
 

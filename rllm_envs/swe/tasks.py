@@ -678,6 +678,15 @@ def check_task(task: Mapping[str, Any]) -> None:
             raise InvalidDataset(
                 f"Expects a SWE task's `{key}` to be a str, actual: {type(task[key]).__name__}."
             )
+    from rllm_envs.swe.repo import modules_outside_tests
+
+    outside = modules_outside_tests(str(task.get("test_patch") or ""))
+    if outside:
+        raise InvalidDataset(
+            f"The task's `test_patch` changes Python modules outside the test suite "
+            f"({outside[:3]!r}): hidden tests may only add or change the test suite's files "
+            "(test_*.py, *_test.py, tests.py, or under tests/, test/, testing/)."
+        )
     if "files" in task:
         files = task["files"]
         if not isinstance(files, Mapping):

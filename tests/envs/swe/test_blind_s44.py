@@ -150,6 +150,38 @@ COUNTED.update(
     }
 )
 
+#: att44i: a property read through `self`, a module class built on a library type, a
+#: property of a fixture's parameter, a standard function handed on by name, an annotation
+#: (each paid `host` 5/5).
+COUNTED.update(
+    {
+        "property_through_self": (
+            "class Entry:\n    def __init__(self, path):\n        self.path = path\n\n"
+            "    def key(self):\n        return self.path.stem\n"
+        ),
+        "dataclass_property": (
+            "from dataclasses import dataclass\n\n\n@dataclass\nclass Entry:\n"
+            "    path: object\n\n    @property\n    def key(self):\n        return self.path.stem\n"
+        ),
+        "library_built_class": (
+            "class Name(str):\n    pass\n\n\ndef expected(s):\n    return Name.title(s)\n"
+        ),
+        "library_built_class_property": (
+            "from pathlib import PurePosixPath\n\n\nclass P(PurePosixPath):\n    pass\n\n\n"
+            "def stem_of(p):\n    return P(p).stem\n"
+        ),
+        "fixture_param_property": (
+            "import pytest\n\n\n@pytest.fixture(params=['a.b'])\ndef stem_of(request):\n"
+            "    return request.param.stem\n"
+        ),
+        "standard_function_handed_on": (
+            "from string import capwords\n\n\ndef normalise(name, conv=None):\n"
+            "    if conv is None:\n        conv = capwords\n    return conv(name)\n"
+        ),
+        "annotation": "from string import capwords\n\nCONV: capwords\n",
+    }
+)
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -228,6 +260,19 @@ NOT_COUNTED = {
     "harness_client_of_a_base": (
         "from django.test import TestCase\n\n\nclass Base(TestCase):\n"
         "    def login(self):\n        self.client.login(username='ann', password='pw')\n"
+    ),
+    "value_factory": (
+        "import datetime\nfrom decimal import Decimal\n\nfrom pkg.models import Event\n\n\n"
+        "def make_event(**o):\n"
+        "    return Event(when=datetime.date(2020, 1, 2), price=Decimal('9.99'), **o)\n"
+    ),
+    "session_add": "def add_event(session, e):\n    session.add(e)\n    session.commit()\n",
+    "logged_cleanup": (
+        "import gc\nimport logging\n\nlog = logging.getLogger(__name__)\n\n\n"
+        "def _collect():\n    log.info('collecting')\n    gc.collect()\n"
+    ),
+    "typed_module_values": (
+        "from typing import List, Optional\n\nNAMES: List[str] = []\nLAST: Optional[str] = None\n"
     ),
     "marks_and_settings": (
         "import sys\n\nimport pytest\n\n\n"
@@ -357,3 +402,38 @@ def test_the_host_imports_only_listed_public_standard_modules_to_read_a_name():
     assert not {"test.autotest", "asyncio.__main__", "this"} & set(sys.modules)
     src = "from unittest import mock\nimport this\n\nFAKE = mock.Mock(side_effect=this.x)\n"
     assert suite_functions(ast.parse(src))  # a name the host does not read counts
+
+
+def test_hidden_tests_may_not_add_python_outside_the_test_suite():
+    """att44i F6: a test patch adding `pkg/_examples.py` (a reference implementation the
+    hidden test imports) was never read by the rule: the cheat was paid `host` 5/5. Such a
+    record is refused at load and by the judge."""
+    from rllm_envs.error import InvalidDataset
+    from rllm_envs.swe import tasks
+    from rllm_envs.swe.repo import PatchError
+
+    base = {"pkg/__init__.py": "", "pkg/core.py": _BUG, "tests/__init__.py": ""}
+    test_patch = make_diff(
+        base,
+        {
+            **base,
+            "pkg/_examples.py": "def expected(s):\n    return s.title()\n",
+            "tests/test_hidden.py": "def test_x():\n    pass\n",
+        },
+    )
+    task = {
+        "files": base,
+        "problem_statement": "x",
+        "test_patch": test_patch,
+        "FAIL_TO_PASS": ["tests/test_hidden.py::test_x"],
+    }
+    with pytest.raises(InvalidDataset, match="outside the test suite"):
+        tasks.check_task(task)
+    with pytest.raises(PatchError, match="outside the test suite"):
+        judge.verdict(
+            base,
+            "",
+            test_patch=test_patch,
+            fail_to_pass=["tests/test_hidden.py::test_x"],
+            pass_to_pass=[],
+        )
