@@ -3494,7 +3494,7 @@ _NEUTRAL_FUNCTIONS = frozenset(
     {"exists", "isfile", "isdir", "mkdir", "makedirs", "touch", "unlink", "remove", "rmtree"}
     | {"rmdir", "chdir", "setenv", "unsetenv", "sleep", "copy", "copyfile", "copytree"}
     | {"collect", "reload", "invalidate_caches", "simplefilter", "filterwarnings"}
-    | {"resetwarnings"}
+    | {"resetwarnings", "getLogger"}
 )
 #: A logger's methods: given only literals they show nothing computed.
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "exception"})
@@ -3632,6 +3632,28 @@ _HARNESS_ATTRIBUTES = frozenset(
     {"param", "node", "config", "cls", "function", "module", "instance", "fixturename"}
     | {"records", "record_tuples", "messages", "text", "handler"}
 )
+
+
+def _standard_constant(node: ast.expr, origins: Mapping[str, str]) -> bool:
+    """A standard name holding a value, no function (``timezone.utc``)."""
+    if not isinstance(node, ast.Name | ast.Attribute):
+        return False
+    found, what = _resolved(_dotted(node), origins)
+    return found and not callable(what)
+
+
+def _star_names(module: str) -> set[str]:
+    """The names ``from module import *`` binds, for a listed standard module (else none)."""
+    if module.partition(".")[0] not in _READ_MODULES or "._" in f".{module}":
+        return set()
+    try:
+        loaded = importlib.import_module(module)
+    except Exception:
+        return set()
+    names = getattr(loaded, "__all__", None)
+    if not isinstance(names, (list, tuple)):
+        names = [n for n in dir(loaded) if not n.startswith("_")]
+    return {str(n) for n in names}
 
 
 def _makes_value(name: str, origins: Mapping[str, str]) -> bool:
@@ -3904,7 +3926,9 @@ def _transforms(
             "os.path.join",
         ):
             return False  # the code under test, the module's own (read apart), plumbing
-        if literal and _makes_value(name, suite.origins):
+        if _makes_value(name, suite.origins) and all(
+            is_literal(a) or _standard_constant(a, suite.origins) for a in handed
+        ):
             return False  # `date(2020, 1, 2)`, `Decimal("9.99")`: a value
         if last in _LOG_METHODS and literal and isinstance(call.func, ast.Attribute):
             return False  # `log.info("making an event")`
@@ -3918,7 +3942,9 @@ def _transforms(
             # `sorted(xs)`, `len(xs)`, `str(x)`; given only literals, a built-in's (`dict()`,
             # `ValueError("x")`) computes nothing, a library object configured here does
             # (`TextWrapper(width=10)`: s43 att43h F2).
-            return not (literal and name in _BUILTIN_NAMES)
+            # `eval("s.title()")` runs code on the helper's names (s44 att44k F2, 5/5 paid).
+            runs = name in _CALLABLE_MAKERS | {"compile", "locals"}
+            return runs or not (literal and name in _BUILTIN_NAMES)
         receiver = _base(call.func)
         if pathlike(call.func.value):
             return last not in _PATH_METHODS  # `(DATA / name).read_text()`
@@ -3980,7 +4006,9 @@ def _transforms(
 
     # The body only: decorators and defaults are read apart (`_picks_callable`).
     nodes = [node for statement in function.body for node in ast.walk(statement)]
+    # Names called, or read through (`timezone.utc`): judged as the call or the attribute.
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    called |= {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
     skip: set[int] = set()
     for node in nodes:
         if isinstance(node, ast.Call):
@@ -4089,7 +4117,12 @@ def _transforms(
                     return True
             elif base.id in library_classes:
                 return True  # `Name.title`, `P(p).stem` of `class P(PurePosixPath)` (att44i F2)
-            elif not (base.id in doubles or base.id in delegates or base.id in mocks):
+            elif not (
+                base.id in doubles
+                or base.id in delegates
+                or base.id in mocks
+                or _standard_constant(node, suite.origins)  # `timezone.utc` (s44 att44k)
+            ):
                 # `parts.hostname`, `p.stem`, `x.__class__`: a property computes; a module
                 # object's method handed on (`side_effect = _WRAP.fill`: s43 att43h) too.
                 return True
@@ -4171,6 +4204,15 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
         if isinstance(node, ast.ImportFrom) and node.module != "__future__"
         for alias in node.names
     }
+    # `from string import *`: the names a listed standard module gives (s44 att44k F1: its
+    # `capwords` in a table, 5/5 paid).
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if any(alias.name == "*" for alias in node.names):
+                given = _star_names(node.module)
+                origins.update({name: f"{node.module}.{name}" for name in given})
+                froms |= given
+    froms.discard("*")
     own = {
         node.name
         for node in ast.walk(tree)
@@ -4266,7 +4308,10 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             for alias in node.names
         ),
         frozenset(
-            a for a, vs in attributes.items() if all(_made(v, delegates | mocks) for v in vs)
+            a
+            for a, vs in attributes.items()
+            # not of a module class built on a library type (`_W(width=10)`: s44 att44k)
+            if all(_made(v, (delegates - (set(classes) - plain)) | mocks) for v in vs)
         ),
         frozenset(a for a, vs in attributes.items() if all(map(_fresh, vs))),
         frozenset(a for a, vs in attributes.items() if all(id(v) in handed for v in vs))

@@ -182,6 +182,29 @@ COUNTED.update(
     }
 )
 
+#: att44k: a wildcard import of a standard module, `eval`/`exec` of literal code in a helper
+#: (each paid `host` 5/5), a module class built on a library type held on `self`.
+COUNTED.update(
+    {
+        "star_import_table": "from string import *\n\nCONVERTERS = {'display': capwords}\n",
+        "star_import_fixture": (
+            "import pytest\nfrom string import *\n\n\n@pytest.fixture\ndef conv():\n"
+            "    return capwords\n"
+        ),
+        "star_import_operators": "from operator import *\n\nOPS = {'+': add, '-': sub}\n",
+        "eval_of_literal_code": "def expected(s):\n    return eval('s.title()')\n",
+        "exec_of_literal_code": (
+            "def expected(s):\n    exec('r = s.title()')\n    return locals()['r']\n"
+        ),
+        "library_built_class_held": (
+            "import unittest\nfrom textwrap import TextWrapper\n\n\nclass _W(TextWrapper):\n"
+            "    pass\n\n\nclass T(unittest.TestCase):\n    def setUp(self):\n"
+            "        self.w = _W(width=10)\n\n    def wrapped(self, s):\n"
+            "        return self.w.fill(s)\n"
+        ),
+    }
+)
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -274,6 +297,12 @@ NOT_COUNTED = {
     "typed_module_values": (
         "from typing import List, Optional\n\nNAMES: List[str] = []\nLAST: Optional[str] = None\n"
     ),
+    "aware_value_factory": (
+        "from datetime import datetime, timezone\n\nfrom pkg.models import Event\n\n\n"
+        "def make_event(**kw):\n"
+        "    return Event(when=datetime(2020, 1, 2, tzinfo=timezone.utc), **kw)\n"
+    ),
+    "package_logger": "import logging\n\n\ndef pkg_log():\n    return logging.getLogger('pkg')\n",
     "marks_and_settings": (
         "import sys\n\nimport pytest\n\n\n"
         '@pytest.mark.skipif(sys.platform == "win32", reason="posix")\n'
