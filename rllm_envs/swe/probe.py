@@ -3927,7 +3927,10 @@ def _transforms(
         ):
             return False  # the code under test, the module's own (read apart), plumbing
         if _makes_value(name, suite.origins) and all(
-            is_literal(a) or _standard_constant(a, suite.origins) for a in handed
+            is_literal(a)
+            or _standard_constant(a, suite.origins)
+            or (isinstance(a, ast.Starred) and _uncomputed(a.value, parameters))
+            for a in handed
         ):
             return False  # `date(2020, 1, 2)`, `Decimal("9.99")`: a value
         if last in _LOG_METHODS and literal and isinstance(call.func, ast.Attribute):
@@ -4206,12 +4209,15 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     }
     # `from string import *`: the names a listed standard module gives (s44 att44k F1: its
     # `capwords` in a table, 5/5 paid).
+    unread_stars = []  # a wildcard import of a standard module the host does not read
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             if any(alias.name == "*" for alias in node.names):
                 given = _star_names(node.module)
                 origins.update({name: f"{node.module}.{name}" for name in given})
                 froms |= given
+                if not given and node.module.partition(".")[0] in sys.stdlib_module_names:
+                    unread_stars.append(node)
     froms.discard("*")
     own = {
         node.name
@@ -4434,6 +4440,9 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
 
     for statement in tree.body:
         visit(statement, "module")
+    # Its names are unknown here, so whatever uses them may be a standard function the suite
+    # chose (`from posixpath import *`, then `{'base': basename}`: s44 att44m F2, 5/5 paid).
+    found.update(ast.dump(node) for node in unread_stars)
     return frozenset(found)
 
 

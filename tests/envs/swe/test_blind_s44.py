@@ -205,6 +205,9 @@ COUNTED.update(
     }
 )
 
+#: att44m F2: a wildcard import of a standard module the host does not read (paid `host` 5/5).
+COUNTED["unread_star_import"] = "from posixpath import *\n\nPARTS = {'base': basename}\n"
+
 #: What honest suites decorate tests with, and a helper class holding the client it is handed
 #: (the Flask tutorial's; withheld before): nothing a patch could call for an answer.
 NOT_COUNTED = {
@@ -301,6 +304,10 @@ NOT_COUNTED = {
         "from datetime import datetime, timezone\n\nfrom pkg.models import Event\n\n\n"
         "def make_event(**kw):\n"
         "    return Event(when=datetime(2020, 1, 2, tzinfo=timezone.utc), **kw)\n"
+    ),
+    "aware_value_of_arguments": (
+        "from datetime import datetime, timezone\n\n\ndef aware(*args):\n"
+        "    return datetime(*args, tzinfo=timezone.utc)\n"
     ),
     "package_logger": "import logging\n\n\ndef pkg_log():\n    return logging.getLogger('pkg')\n",
     "marks_and_settings": (
