@@ -281,6 +281,8 @@ class Gateway:
         #: Calls in flight per client, and the client of each engine slot held.
         self._client_calls: collections.Counter[str] = collections.Counter()
         self._template_turns: dict[str, _Turn] = {}
+        #: Bytes of each client's request bodies still arriving.
+        self._receiving: collections.Counter[str] = collections.Counter()
         #: Per engine, how to cut each stream open on it (a swap that waited long enough).
         self._stream_cuts: dict[str, set[Callable[[], None]]] = collections.defaultdict(set)
         self._slot_clients: dict[Any, str | None] = {}
@@ -558,9 +560,16 @@ class Gateway:
                 {"Retry-After": str(max(1, round(wait)))},
             )
 
-    async def read_body(self, request: Any) -> bytes:
-        """The request body, refused above ``max_body_bytes`` or after ``body_timeout_s``."""
+    async def read_body(self, request: Any, principal: str | None = None) -> bytes:
+        """The request body, refused above ``max_body_bytes`` or after ``body_timeout_s``.
+
+        The bytes a ``principal``'s bodies hold while they arrive are bounded
+        (:data:`RECEIVING_BODIES` bodies' worth, 429 above): bodies sent all but their last
+        byte, held open under the body timeout, took 2.5 GB for 600 (s44 att44n), and the
+        in-flight cap counts a call only once its body is read.
+        """
         limit = self.config.max_body_bytes
+        budget = RECEIVING_BODIES * limit
         declared = request.headers.get("content-length")
         if declared is not None:
             try:
@@ -572,7 +581,10 @@ class Gateway:
                     413, f"Request body of {size} bytes is over the limit of {limit}.", "too_large"
                 )
 
+        counted = 0  # of this body's bytes, in `_receiving`
+
         async def read() -> bytes:
+            nonlocal counted
             chunks = []
             total = 0
             async for chunk in request.stream():
@@ -581,6 +593,17 @@ class Gateway:
                     raise GatewayError(
                         413, f"Request body is over the limit of {limit} bytes.", "too_large"
                     )
+                if principal is not None:
+                    self._receiving[principal] += len(chunk)
+                    counted += len(chunk)
+                    if self._receiving[principal] > budget:
+                        raise GatewayError(
+                            429,
+                            f"This client's request bodies being received hold over {budget} "
+                            "bytes; send them one after another.",
+                            "too_many_bodies",
+                            {"Retry-After": "1"},
+                        )
                 chunks.append(chunk)
             return b"".join(chunks)
 
@@ -592,10 +615,18 @@ class Gateway:
                 f"Request body not received within {self.config.body_timeout_s:g} s.",
                 "body_timeout",
             ) from e
+        finally:
+            if principal is not None and counted:
+                self._receiving[principal] -= counted
+                if self._receiving[principal] <= 0:
+                    del self._receiving[principal]
 
-    async def read_json(self, request: Any) -> tuple[bytes, dict[str, Any]]:
+    async def read_json(
+        self, request: Any, principal: str | None = None
+    ) -> tuple[bytes, dict[str, Any]]:
         """The body and its JSON object; 400 unless it is one."""
-        return await _parse(await self.read_body(request), self.config.max_body_values)
+        body = await self.read_body(request, principal)
+        return await _parse(body, self.config.max_body_values)
 
     def _session_id(self, request: Any) -> str | None:
         sid = request.path_params.get("sid") or request.headers.get("x-session-id")
@@ -697,7 +728,7 @@ class Gateway:
 
         principal = self.principal(request)
         self._limit_rate(principal)
-        raw = await self.read_body(request)
+        raw = await self.read_body(request, principal)
         fields: dict[str, Any] = {}
         if raw.strip():
             _, fields = await _parse(raw, self.config.max_body_values)
@@ -843,7 +874,7 @@ class Gateway:
         self._limit_rate(principal)
         sid = self._session_id(request)
         assert sid is not None
-        _, body = await self.read_json(request)
+        _, body = await self.read_json(request, principal)
         session = self.sessions.get(sid, principal, create=False)
         if "env" in body:
             return JSONResponse(await self._scored_reward(session, body))
@@ -1383,7 +1414,7 @@ class Gateway:
         principal = self.principal(request)
         self._limit_rate(principal)
         sid = self._session_id(request)
-        raw, body = await self.read_json(request)
+        raw, body = await self.read_json(request, principal)
         if api == "chat" and not isinstance(body.get("messages"), list):
             raise GatewayError(400, "`messages` must be a list of messages.", "invalid_request")
         if api == "completions" and "prompt" not in body:
@@ -3322,6 +3353,9 @@ def _deadline_stream_class() -> type:
 
     return DeadlineStream
 
+
+#: Request bodies (at the size limit) one client may have arriving at once.
+RECEIVING_BODIES = 8
 
 #: A stream whose client kept the gateway waiting to send for more than this share of the
 #: time since a swap's drain ended is a slow reader's, and cut.

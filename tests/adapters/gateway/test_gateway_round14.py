@@ -362,3 +362,50 @@ def test_a_swap_cuts_only_the_streams_no_one_reads_past_its_drain(tmp_path, tiny
         slow.close()
         gateway.stop()
         served.stop()
+
+
+def test_bodies_still_arriving_are_bounded_per_client(tmp_path):
+    """att44n F1 (medium): a client sent 600 bodies of 4 MiB all but their last byte and held
+    them open under the body timeout: the gateway held 2.5 GB (the in-flight cap counts a call
+    only once its body is read). Each client's bodies still arriving hold at most
+    `RECEIVING_BODIES` bodies' worth (429 `too_many_bodies` above); another client is served."""
+    import socket
+
+    from rllm_adapters.gateway.app import RECEIVING_BODIES
+
+    served = _Served(StandInEngine().app)
+    limit = 64 * 1024
+    gateway = _server(tmp_path, served.url, max_body_bytes=limit, body_timeout_s=60)
+    host, port = gateway.url.removeprefix("http://").split(":")
+    held = []
+    try:
+        body = b'{"model": "tiny", "prompt": "' + b"x" * (limit - 64) + b'"}'
+        for _ in range(RECEIVING_BODIES + 4):
+            sock = socket.create_connection((host, int(port)))
+            sock.sendall(
+                b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Authorization: {ALICE['Authorization']}\r\n".encode()
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body[:-1]
+            )
+            held.append(sock)
+        app = gateway.gateway
+        _wait_for(lambda: app._receiving["alice"] > (RECEIVING_BODIES - 1) * limit)
+        refused = []
+        for sock in held:
+            sock.settimeout(0.5)
+            try:
+                refused.append(b"too_many_bodies" in sock.recv(4096))
+            except TimeoutError:
+                refused.append(False)
+        assert sum(refused) >= 4  # the bodies past the bound, refused before they finished
+        assert app._receiving["alice"] <= RECEIVING_BODIES * limit
+        call = {"model": "tiny", "prompt": "1+1=", "max_tokens": 4}
+        response = httpx.post(gateway.url + "/v1/completions", json=call, headers=BOB, timeout=60)
+        assert response.status_code == 200
+    finally:
+        for sock in held:
+            sock.close()
+        gateway.stop()
+        served.stop()
+    assert "alice" not in gateway.gateway._receiving
