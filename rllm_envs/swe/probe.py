@@ -3267,6 +3267,7 @@ def _computed(
     delegates: frozenset[str],
     around: bool = False,
     local: dict[str, list[ast.expr]] | None = None,
+    steer: _Steerable | None = None,
 ) -> bool:
     """Whether ``value`` is computed here.
 
@@ -3277,8 +3278,12 @@ def _computed(
     attribute of a parameter is not computed, nor is a call given no computed argument
     (``tempfile.mkdtemp()``, ``self.client.get("/")``: the patch's object answers those),
     nor a path joined with a literal (``tmp_path / "f.txt"``); arithmetic and text built
-    from them are (``"Hello, " + self.person.title()``). ``local``: there, what each local
-    name was assigned (``data = {...}; data.update(extra); return data``), in both kinds.
+    from them are (``"Hello, " + self.person.title()``), and so is a library method called
+    on a value the patch can choose (``steer``: ``NAME.title()`` of a module global it
+    rebinds, ``self.name.title()`` of an attribute its own object holds, ``date(2024, 3,
+    5).strftime(...)`` after it rebinds ``date``: s44 att44m, 5/5 paid each). ``local``:
+    there, what each local name was assigned (``data = {...}; data.update(extra); return
+    data``), in both kinds.
     """
     if _uncomputed(value, given):
         return False
@@ -3290,8 +3295,10 @@ def _computed(
     if around and isinstance(value, ast.Attribute) and _dotted(value):
         return False  # a name read (`shutil.rmtree`), not computed
     if around and isinstance(value, ast.Call):
+        if steer is not None and steer.runs_library(value):
+            return True
         handed = [*value.args, *(k.value for k in value.keywords)]
-        return any(_computed(a, given, delegates, around, local) for a in handed)
+        return any(_computed(a, given, delegates, around, local, steer) for a in handed)
     if around and isinstance(value, ast.BinOp) and _path_join(value):
         return _computed(value.left, given, delegates, around, local)
     if isinstance(value, ast.Call):
@@ -3301,6 +3308,45 @@ def _computed(
     if isinstance(value, ast.Lambda):
         return _computed(value.body, given | _parameters(value.args), delegates)
     return True
+
+
+@dataclass(frozen=True)
+class _Steerable:
+    """What a set-up or an input-less fixture reads that a patch can choose.
+
+    ``given``: its parameters; ``assigned``: its local names; ``modules``: the module's
+    imported modules (``json.loads(...)`` is a function, read as a call's arguments).
+    """
+
+    given: set[str]
+    assigned: frozenset[str]
+    modules: frozenset[str]
+
+    def runs_library(self, call: ast.Call) -> bool:
+        """Whether ``call`` is a library method on a value the patch can choose."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in _LIBRARY_METHODS:
+            return False
+        if func.attr in _HTTP_VERBS:  # `self.client.get("/")`: the patch's object answers
+            return False
+        receiver = func.value
+        if isinstance(receiver, ast.Call | ast.Constant):
+            return isinstance(receiver, ast.Call)  # `date(2024, 3, 5).strftime(...)`
+        if isinstance(receiver, ast.Name):
+            # A module global (rebound by the patch), not a module, a local or a parameter.
+            name = receiver.id
+            return not (name in self.modules or name in self.assigned or name in self.given)
+        # `self.name`: the patch runs the set-up on an object of its own, which holds what
+        # it chose and may refuse the set-up's own writes.
+        return (
+            isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id in ("self", "cls")
+        )
+
+
+#: A test client's requests: called in a set-up they ask the code under test.
+_HTTP_VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 
 
 def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
@@ -3333,7 +3379,9 @@ def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, lis
 
 
 def _keeps_computed(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, delegates: frozenset[str]
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    delegates: frozenset[str],
+    modules: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether a set-up or an input-less fixture keeps a value it computed from what it is given.
 
@@ -3384,7 +3432,8 @@ def _keeps_computed(
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
-        if any(_computed(v, given, delegates, True, dict(assigned)) for v in out if v):
+        steer = _Steerable(given, frozenset(assigned), modules)
+        if any(_computed(v, given, delegates, True, dict(assigned), steer) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(node))
@@ -4392,7 +4441,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
             # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
             if around and not (fixture and inputs):
-                counted = _keeps_computed(node, delegates)
+                counted = _keeps_computed(node, delegates, suite.modules)
             else:
                 counted = _transforms(node, suite, owner)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
