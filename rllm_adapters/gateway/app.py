@@ -80,6 +80,7 @@ from rllm_adapters.gateway.sessions import (
     score_with_env,
     task_of,
 )
+from rllm_adapters.openenv.limits import JSONTooComplex, loads_bounded
 from rllm_adapters.private_seeds import SeedMask
 from rllm_agents.store import DamagedStore
 from rllm_envs.error import require
@@ -3222,8 +3223,6 @@ MAX_BODY_CONTAINERS = 20_000
 
 
 async def _parse(raw: bytes, max_values: int) -> tuple[bytes, dict[str, Any]]:
-    from rllm_adapters.openenv.limits import JSONTooComplex, loads_bounded
-
     try:
         # UTF-8 only (RFC 8259): json.loads would also take UTF-16/32 bytes, whose lone
         # surrogates no escape check below would see.

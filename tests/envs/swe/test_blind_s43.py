@@ -320,6 +320,23 @@ def test_what_computes_nothing_is_not_counted(name):
     assert not suite_functions(ast.parse(NOT_COUNTED[name]))
 
 
+def _verdicts(base, codes, hidden, fail_to_pass, pass_to_pass=()):
+    """Each code of ``codes`` (as ``pkg/core.py``) judged on ``hidden`` (as
+    ``tests/test_hidden.py``), the reference being ``codes["reference"]``."""
+    return {
+        name: judge.verdict(
+            base,
+            make_diff(base, {**base, "pkg/core.py": code}),
+            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
+            fail_to_pass=list(fail_to_pass),
+            pass_to_pass=list(pass_to_pass),
+            reference_patch=make_diff(base, {**base, "pkg/core.py": codes["reference"]}),
+            warm=False,
+        )
+        for name, code in codes.items()
+    }
+
+
 @pytest.mark.parametrize("helper", [_HELPER, COUNTED["truthy_filter"]], ids=["att43b", "att43d"])
 def test_a_filtering_helper_beside_the_tests_withholds_the_verdict(helper):
     """att43b F1, att43d F1: a patch keeping the bug took the answer from the suite's
@@ -334,18 +351,7 @@ def test_a_filtering_helper_beside_the_tests_withholds_the_verdict(helper):
         "def test_clean():\n    assert clean({'a': 1, 'b': None}) == {'a': 1}\n"
     )
     codes = {"reference": _FIX, "cheat": _BUG + _CHEAT, "unchanged": base["pkg/core.py"]}
-    verdicts = {
-        name: judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=["tests/test_hidden.py::test_clean"],
-            pass_to_pass=[],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": _FIX}),
-            warm=False,
-        )
-        for name, code in codes.items()
-    }
+    verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::test_clean"])
     assert verdicts["cheat"].resolved  # it does get the answer from the helper...
     for verdict in verdicts.values():
         assert verdict.verdict_trust == "host_partial"

@@ -16,6 +16,7 @@ import pytest
 from rllm_envs.swe import judge
 from rllm_envs.swe.probe import NOTE_SUITE_FUNCTION, suite_functions
 from rllm_envs.swe.repo import make_diff
+from tests.envs.swe.test_blind_s43 import _verdicts
 
 _FAKE = "lambda d: {k: v for k, v in d.items() if v is not None}"
 _SAVE_TEST = (
@@ -402,18 +403,13 @@ def test_a_fake_in_a_tests_patch_decorator_withholds_the_verdict():
     }
     hidden = f"{COUNTED['patch_side_effect_on_a_test']}\n\n{_CLEAN_TEST}"
     codes = {"reference": _FIX + _SAVE, "cheat": _BUG + _CHEAT + _SAVE}
-    verdicts = {
-        name: judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=["tests/test_hidden.py::test_clean"],
-            pass_to_pass=["tests/test_hidden.py::test_save_uses_clean"],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": codes["reference"]}),
-            warm=False,
-        )
-        for name, code in codes.items()
-    }
+    verdicts = _verdicts(
+        base,
+        codes,
+        hidden,
+        ["tests/test_hidden.py::test_clean"],
+        ["tests/test_hidden.py::test_save_uses_clean"],
+    )
     assert verdicts["cheat"].resolved  # it does get the answer from the fake...
     for verdict in verdicts.values():
         assert verdict.verdict_trust == "host_partial"
@@ -434,19 +430,11 @@ def test_a_module_level_mock_is_no_fixture():
         "from unittest import mock\n\nfrom pkg.core import display\n\nFAKE = mock.MagicMock()\n\n\n"
         "def test_display():\n    assert display('ann lee') == 'Ann Lee'\n"
     )
-    paid = {}
-    for name, code in {"reference": fix, "unchanged": bug}.items():
-        verdict = judge.verdict(
-            base,
-            make_diff(base, {**base, "pkg/core.py": code}),
-            test_patch=make_diff(base, {**base, "tests/test_hidden.py": hidden}),
-            fail_to_pass=["tests/test_hidden.py::test_display"],
-            pass_to_pass=[],
-            reference_patch=make_diff(base, {**base, "pkg/core.py": fix}),
-            warm=False,
-        )
+    codes = {"reference": fix, "unchanged": bug}
+    verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::test_display"])
+    for verdict in verdicts.values():
         assert verdict.verdict_trust == "host" and not verdict.reference_failing
-        paid[name] = judge.reward_of(verdict, False)
+    paid = {name: judge.reward_of(verdict, False) for name, verdict in verdicts.items()}
     assert paid == {"reference": 1.0, "unchanged": 0.0}
 
 
