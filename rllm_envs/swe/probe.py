@@ -3291,16 +3291,18 @@ def _computed(
         if local is None or value.id not in local:
             return False  # a module's name (a stored value, which the walk reads), a builtin
         held = local.pop(value.id)  # popped: a name assigned from itself ends here
-        return not held or any(_computed(v, given, delegates, around, local) for v in held)
+        return not held or any(_computed(v, given, delegates, around, local, steer) for v in held)
     if around and isinstance(value, ast.Attribute) and _dotted(value):
         return False  # a name read (`shutil.rmtree`), not computed
+    if around and steer is not None and steer.fixed(value, frozenset()):
+        return False  # a path the module's text fixes (`f"file://{DATA}/x.html"`)
     if around and isinstance(value, ast.Call):
-        if steer is not None and steer.runs_library(value):
+        if steer is not None and (steer.runs_library(value) or steer.runs_function(value)):
             return True
         handed = [*value.args, *(k.value for k in value.keywords)]
         return any(_computed(a, given, delegates, around, local, steer) for a in handed)
     if around and isinstance(value, ast.BinOp) and _path_join(value):
-        return _computed(value.left, given, delegates, around, local)
+        return _computed(value.left, given, delegates, around, local, steer)
     if isinstance(value, ast.Call):
         root = _dotted(value.func).partition(".")[0]
         handed = [*value.args, *(k.value for k in value.keywords)]
@@ -3310,17 +3312,26 @@ def _computed(
     return True
 
 
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
 @dataclass(frozen=True)
 class _Steerable:
     """What a set-up or an input-less fixture reads that a patch can choose.
 
-    ``given``: its parameters; ``assigned``: its local names; ``modules``: the module's
-    imported modules (``json.loads(...)`` is a function, read as a call's arguments).
+    ``given``: its parameters; ``assigned``: what each of its local names is assigned;
+    ``modules``: the module's imported modules (``json.loads(...)`` is a function, read as a
+    call's arguments); ``delegates``: the code under test's names and the module's own
+    (what they compute is no answer); ``mocks``: the harness's (``mock.patch(...)``).
     """
 
     given: set[str]
-    assigned: frozenset[str]
+    assigned: Mapping[str, list[ast.expr]]
     modules: frozenset[str]
+    delegates: frozenset[str] = frozenset()
+    mocks: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()  # module names holding a path
+    known: frozenset[str] = _BUILTIN_NAMES  # names the module binds, and the builtins
 
     def runs_library(self, call: ast.Call) -> bool:
         """Whether ``call`` is a library method on a value the patch can choose."""
@@ -3329,20 +3340,108 @@ class _Steerable:
             return False
         if func.attr in _HTTP_VERBS:  # `self.client.get("/")`: the patch's object answers
             return False
+        if func.attr in _PATH_METHODS | _FILE_METHODS:  # `tmp_path.parent.mkdir()`
+            return False
         receiver = func.value
-        if isinstance(receiver, ast.Call | ast.Constant):
-            return isinstance(receiver, ast.Call)  # `date(2024, 3, 5).strftime(...)`
-        if isinstance(receiver, ast.Name):
-            # A module global (rebound by the patch), not a module, a local or a parameter.
-            name = receiver.id
-            return not (name in self.modules or name in self.assigned or name in self.given)
-        # `self.name`: the patch runs the set-up on an object of its own, which holds what
-        # it chose and may refuse the set-up's own writes.
-        return (
-            isinstance(receiver, ast.Attribute)
-            and isinstance(receiver.value, ast.Name)
-            and receiver.value.id in ("self", "cls")
-        )
+        if isinstance(receiver, ast.Name) and receiver.id in self.given | self.modules:
+            return False  # the patch's own object answers; a module's function
+        if isinstance(receiver, ast.Name) and receiver.id in self.assigned:
+            if func.attr in _STORING_METHODS:
+                return False  # a fresh container it fills computes nothing
+        # A global the patch rebinds, a local assigned one (`name = NAME; name.title()`: s45
+        # att45a F2, 5/5 paid), `self.name`, `request.param.stem`, `date(2024, 3, 5)`: the
+        # patch runs the set-up on an object of its own or rebinds the name (s44 att44m);
+        # or a fixed receiver given such a value (`"-".join(NAME)`).
+        if _dotted(receiver).partition(".")[0] in self.modules:
+            return False  # a module's function (`os.path.join`): :meth:`runs_function`'s
+        if self.steered(receiver):
+            return True
+        return any(self.steered(a) for a in [*call.args, *(k.value for k in call.keywords)])
+
+    def runs_function(self, call: ast.Call) -> bool:
+        """Whether ``call`` is a library or built-in function given a value the patch can choose.
+
+        ``capwords(self.name)``, ``format(self.amount, ",.2f")``, ``json.dumps(DATA)``,
+        ``sorted(ITEMS)`` (s45 att45a F1, 5/5 paid each). Not the code under test's or the
+        module's own functions, the harness's, a parameter's (the patch's object answers), a
+        name the module never binds (a repository's wildcard import), plumbing
+        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`) or a path call.
+        """
+        name = _dotted(call.func)
+        root = name.partition(".")[0]
+        if not name or root in self.delegates | self.mocks or root in self.given:
+            return False
+        if root not in self.known and root not in self.assigned:
+            return False
+        last = name.rpartition(".")[2]
+        if name in _NEUTRAL_CALLS or last in _NEUTRAL_FUNCTIONS or last in _PATH_CALLS:
+            return False
+        return any(self.steered(a) for a in [*call.args, *(k.value for k in call.keywords)])
+
+    def steered(self, value: ast.expr) -> bool:
+        """Whether the patch can choose what ``value`` holds when it runs the set-up.
+
+        A global it rebinds, an attribute of its own object, a call of a name it rebinds
+        (``date(2024, 3, 5)``), a local assigned one of those; not what :meth:`fixed` is.
+        """
+        return not self.fixed(value, frozenset())
+
+    def fixed(self, value: ast.expr, seen: frozenset[str]) -> bool:
+        """Whether ``value`` is fixed by the module's text: a literal, a module, a path.
+
+        Paths: ``__file__``, the module's names holding one (``DATA = HERE / "data"``), the
+        harness's folders (``tmp_path``), built-in and path calls of fixed values
+        (``open(os.path.join(os.path.dirname(__file__), "s.json"))``, ``range(10)``), a path's
+        methods on one, joins with literals and f-strings of fixed values. A data file read
+        there is fixed too: the patch could rewrite it, but then a set-up's parser
+        (``json.load(f)``) tells it only how to parse (documented).
+        """
+        if _uncomputed(value, set()):
+            return True
+        if isinstance(value, ast.Name):
+            name = value.id
+            if name in self.assigned and name not in self.given:
+                held = self.assigned[name]
+                return (
+                    name in seen or bool(held) and all(self.fixed(v, seen | {name}) for v in held)
+                )
+            return (
+                name in self.modules
+                or name in self.paths
+                or name in _NO_INPUT
+                or name == "__file__"
+            )
+        if isinstance(value, ast.Attribute):
+            dotted = _dotted(value)
+            if dotted and dotted.partition(".")[0] in self.modules:
+                return True  # `os.sep`
+            return value.attr in _PATH_PROPERTIES and self.fixed(value.value, seen)
+        if isinstance(value, ast.BinOp) and _path_join(value):
+            return self.fixed(value.left, seen)
+        if isinstance(value, ast.JoinedStr | ast.FormattedValue):
+            parts = value.values if isinstance(value, ast.JoinedStr) else [value.value]
+            return all(self.fixed(v, seen) for v in parts)
+        if isinstance(value, ast.Call):
+            func = value.func
+            handed = [*value.args, *(k.value for k in value.keywords)]
+            if isinstance(func, ast.Attribute) and func.attr in _PATH_METHODS | _FILE_METHODS:
+                calls = self.fixed(func.value, seen)  # `(DATA / "in.txt").read_text()`
+            else:
+                name = _dotted(func)
+                calls = (name in _BUILTIN_NAMES and name not in self.known - _BUILTIN_NAMES) or (
+                    name.rpartition(".")[2] in _PATH_CALLS
+                )
+            return calls and all(self.fixed(a, seen) for a in handed)
+        return False
+
+
+#: Functions that make or find a path (by last name): given one, they compute nothing a patch
+#: could ask for; and a path's properties.
+_PATH_CALLS = frozenset(
+    {"Path", "PurePath", "PosixPath", "PurePosixPath", "join", "dirname", "abspath"}
+    | {"realpath", "expanduser", "fspath", "mkdtemp", "gettempdir", "resolve", "open"}
+)
+_PATH_PROPERTIES = frozenset({"parent", "parents", "name", "stem", "suffix"})
 
 
 #: A test client's requests: called in a set-up they ask the code under test.
@@ -3382,6 +3481,9 @@ def _keeps_computed(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     delegates: frozenset[str],
     modules: frozenset[str] = frozenset(),
+    mocks: frozenset[str] = frozenset(),
+    paths: frozenset[str] = frozenset(),
+    known: frozenset[str] = _BUILTIN_NAMES,
 ) -> bool:
     """Whether a set-up or an input-less fixture keeps a value it computed from what it is given.
 
@@ -3432,7 +3534,7 @@ def _keeps_computed(
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
-        steer = _Steerable(given, frozenset(assigned), modules)
+        steer = _Steerable(given, assigned, modules, delegates, mocks, paths, known)
         if any(_computed(v, given, delegates, True, dict(assigned), steer) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -3575,7 +3677,6 @@ _VALUE_METHODS_ALL = frozenset(
 )
 #: pytest's own fixtures: their objects are the harness's, not the suite's computation.
 _HARNESS_FIXTURES = _NO_INPUT | {"request", "mocker", "capsysbinary", "capfdbinary"}
-_BUILTIN_NAMES = frozenset(dir(builtins))
 #: The methods of built-in values and of the library types a patch is likeliest to hand a
 #: helper (dates, numbers, patterns, paths, containers, text tools): called on a parameter,
 #: they compute.
@@ -4276,6 +4377,11 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     }
     named = own | froms
     roots = named | set(imported) | set(dir(builtins))
+    # Every name the module binds at its top, and the builtins (a name it never binds comes
+    # from a repository's wildcard import: the code under test's).
+    known = frozenset(roots) | {
+        name for statement in tree.body for name in _assigned_names(statement)
+    }
     # A module-level alias of one of those is one too (`S = string`, then `S.capwords`).
     for _ in range(2):
         roots |= {
@@ -4441,7 +4547,9 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
             # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
             if around and not (fixture and inputs):
-                counted = _keeps_computed(node, delegates, suite.modules)
+                counted = _keeps_computed(
+                    node, delegates, suite.modules, suite.mocks, suite.paths, known
+                )
             else:
                 counted = _transforms(node, suite, owner)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):
