@@ -401,6 +401,14 @@ class Gateway:
                 return value
         return None
 
+    async def _model_len(self) -> int | None:
+        """The engines' context length (``max_model_len`` of ``/v1/models``), read once."""
+        if self._max_model_len is None:
+            self._max_model_len = await self._from_model_card(
+                "max_model_len", lambda v: type(v) is int and v > 0
+            )
+        return self._max_model_len
+
     async def _context_left(self, prompt_tokens: int) -> int:
         """The tokens left after a prompt in the engines' context (``max_model_len``).
 
@@ -410,11 +418,7 @@ class Gateway:
             GatewayError: 400 when no engine says its context length (the call must send
                 ``max_tokens``) or the prompt fills it.
         """
-        if self._max_model_len is None:
-            self._max_model_len = await self._from_model_card(
-                "max_model_len", lambda v: type(v) is int and v > 0
-            )
-        if self._max_model_len is None:
+        if await self._model_len() is None:
             raise GatewayError(
                 400,
                 "The engine does not say its context length, so a chat call without a limit "
@@ -1265,12 +1269,14 @@ class Gateway:
                     "Another harness needs another client key.",
                     "framing_changed",
                 )
-            if self.sessions.pin_framing(session.run, turns, framing) != framing:
+            pinned = self.sessions.pin_framing(session.run, session.env_id, turns, framing)
+            if pinned != framing:
                 raise _Unscored(
                     scored["task_id"],
                     409,
                     f"Session {session.id!r} wraps its task in other text than run "
-                    f"{session.run!r}'s scored sessions of {turns} call(s): a run's prompts "
+                    f"{session.run!r}'s scored sessions of {session.env_id!r} with {turns} "
+                    "call(s): a run's prompts "
                     "are its first scored session's with only the task's text (its replies and "
                     "the env's feedback) changed, so no client words each task the way that "
                     "makes a reply right. Other wording belongs in another run.",
@@ -1972,6 +1978,15 @@ class Gateway:
             # The template thread is shared: each client takes one turn at a time, so one
             # client's calls queue behind each other, not in front of another client's (att44b:
             # 3.9 MB chat calls delayed another client's "Hi" by a minute).
+            context = await self._model_len()
+            if context is not None and not templater.may_fit(messages, context):
+                # Refused before the template thread, which every client shares.
+                raise GatewayError(
+                    400,
+                    f"The messages hold more text than the model's context ({context} tokens) "
+                    "could: the call is refused before it is templated.",
+                    "context_length_exceeded",
+                )
             async with self._template_turn(session.owner):
                 try:
                     prompt = await asyncio.get_running_loop().run_in_executor(

@@ -657,14 +657,17 @@ class SessionRegistry:
         """
         return self._pin(f"sampling:{run or ''}", mode)
 
-    def pin_framing(self, run: str | None, turns: int, framing: str) -> str:
-        """The framing of ``run``'s scored sessions of ``turns`` calls: ``framing`` if none yet.
+    def pin_framing(self, run: str | None, env_id: str, turns: int, framing: str) -> str:
+        """The framing of ``run``'s scored sessions of ``env_id`` of ``turns`` calls.
 
-        What a harness wraps each task in (its prompt with the task's text, the replies and the
-        env's feedback taken out; :func:`rllm_adapters.gateway.app._framing`), kept in the
-        store like the sampling.
+        ``framing`` if none yet. What a harness wraps each task in (its prompt with the task's
+        text, the replies and the env's feedback taken out;
+        :func:`rllm_adapters.gateway.app._framing`), kept in the store like the sampling. Per
+        env, as a client's own pin is: each env has its own instructions, and a run (a
+        client's default one) may hold several envs' sessions (s45 att45b F2: every session
+        of the second env was refused).
         """
-        return self._pin(f"framing:{run or ''}:{turns}", framing)
+        return self._pin(json.dumps(["framing", run or "", env_id, turns]), framing)
 
     def pin_weights(self, run: str | None, weights_id: str) -> str:
         """The weights of ``run``'s greedy scored sessions: ``weights_id`` if none yet."""

@@ -1,0 +1,122 @@
+"""Gateway, blind round of session 45 (issue #29, att45b).
+
+F1 (medium): the one templating thread every client shares still ran one client's 4 MB chat
+calls, each 4-7 s of templating (digits are the slowest text), so another client's "Hi" took
+4-8 s on every call. A chat call holding more text than the model's context could is now
+refused (400 ``context_length_exceeded``) before it is templated.
+
+F2 (medium, an honest client refused): a run's framing pin was keyed by the run and the
+number of calls alone, so a client scoring two envs in its default run had every session of
+the second env refused (409 ``framing_changed``). It is per env now, as a client's own pin is.
+
+The engines are the stand-ins of ``test_gateway_record`` and ``test_gateway_round9`` (OpenAI
+servers inside these unit tests of the gateway, not real parts).
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import httpx
+
+import rllm_envs  # noqa: F401
+from rllm_adapters.gateway.chat import NORMALIZED_CHARS
+
+from .test_gateway_record import ALICE, StandInEngine, _Served, _server, _test_client
+from .test_gateway_round9 import ChatStandIn
+
+
+class _CountingTemplater:
+    """The gateway's templater, counting the messages it is asked to template (test double)."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+        self.templated: list[int] = []
+
+    def prompt(self, state, messages, tools):
+        self.templated.append(sum(len(m["content"]) for m in messages))
+        return self.real.prompt(state, messages, tools)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(tmp_path, tiny_path):
+    served = _Served(StandInEngine("Hello").app)
+    gateway = _server(tmp_path, served.url, tokenizer=str(tiny_path))
+    try:
+        app = gateway.gateway
+        counting = _CountingTemplater(app.templater())
+        app._templater = counting
+        # The stand-in says a context of 2048 tokens; the tiny tokenizer's longest entry.
+        limit = 2048 * counting.real.token_chars * NORMALIZED_CHARS
+
+        def chat(content: str) -> tuple[int, str]:
+            opened = httpx.post(gateway.url + "/sessions", json={}, headers=ALICE)
+            url = f"{gateway.url}/sessions/{opened.json()['session_id']}/v1/chat/completions"
+            body = {
+                "model": "tiny",
+                "max_tokens": 4,
+                "messages": [{"role": "user", "content": content}],
+            }
+            response = httpx.post(url, json=body, headers=ALICE, timeout=120)
+            code = response.json().get("error", {}).get("code", "") if response.is_error else ""
+            return response.status_code, code
+
+        assert chat("7" * (limit + 1)) == (400, "context_length_exceeded")
+        assert counting.templated == []  # refused before the template thread
+        assert chat("Hi") == (200, "")
+        assert counting.templated == [2]
+    finally:
+        gateway.stop()
+        served.stop()
+
+
+def test_a_run_scores_several_envs_each_framed_its_own_way(tmp_path):
+    """att45b F2: alice's default run scores Math and Countdown, each with its own system
+    prompt; every Countdown session was refused (`framing_changed`) after the Math ones."""
+    engine = ChatStandIn()
+    app = _test_client(tmp_path, engine, scorers={"rllm/Math-v1": {}, "rllm/Countdown-v1": {}})
+    instructions = {
+        "rllm/Math-v1": ("You are a careful mathematician. Answer in \\boxed{}.", "\\boxed{1}"),
+        "rllm/Countdown-v1": ("You are playing Countdown.", "<answer>1+1</answer>"),
+    }
+    try:
+        codes = []
+        for env_id, (system, reply) in instructions.items():
+            for seed in range(2):
+                opened = app.post("/sessions", json={"env_id": env_id, "seed": seed}, headers=ALICE)
+                task = opened.json()
+                observation = gym.make(env_id).reset(
+                    seed=task["seed"], options={"index": task["index"]}
+                )[0]
+                engine.text = reply
+                messages = [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": observation},
+                ]
+                body = {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": messages}
+                url = f"/sessions/{task['session_id']}/v1/chat/completions"
+                assert app.post(url, json=body, headers=ALICE).status_code == 200
+                scored = app.post(
+                    f"/sessions/{task['session_id']}/reward", json={"env": env_id}, headers=ALICE
+                )
+                codes.append(scored.status_code)
+        assert codes == [200] * 4
+        # Within an env the pin holds: Math in Countdown's framing is refused.
+        opened = app.post("/sessions", json={"env_id": "rllm/Math-v1", "seed": 5}, headers=ALICE)
+        task = opened.json()
+        observation = gym.make("rllm/Math-v1").reset(
+            seed=task["seed"], options={"index": task["index"]}
+        )[0]
+        messages = [
+            {"role": "system", "content": instructions["rllm/Countdown-v1"][0]},
+            {"role": "user", "content": observation},
+        ]
+        body = {"model": "tiny", "max_tokens": 8, "temperature": 0, "messages": messages}
+        app.post(f"/sessions/{task['session_id']}/v1/chat/completions", json=body, headers=ALICE)
+        scored = app.post(
+            f"/sessions/{task['session_id']}/reward", json={"env": "rllm/Math-v1"}, headers=ALICE
+        )
+        assert (scored.status_code, scored.json()["error"]["code"]) == (409, "framing_changed")
+    finally:
+        app.__exit__(None, None, None)
