@@ -418,19 +418,19 @@ class Gateway:
             GatewayError: 400 when no engine says its context length (the call must send
                 ``max_tokens``) or the prompt fills it.
         """
-        if await self._model_len() is None:
+        context = await self._model_len()
+        if context is None:
             raise GatewayError(
                 400,
                 "The engine does not say its context length, so a chat call without a limit "
                 "has none the gateway can send: set `max_tokens`.",
                 "invalid_request",
             )
-        left = self._max_model_len - prompt_tokens
+        left = context - prompt_tokens
         if left < 1:
             raise GatewayError(
                 400,
-                f"The prompt ({prompt_tokens} tokens) fills the model's context "
-                f"({self._max_model_len}).",
+                f"The prompt ({prompt_tokens} tokens) fills the model's context ({context}).",
                 "context_length_exceeded",
             )
         return left

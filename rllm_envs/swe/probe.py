@@ -3294,7 +3294,7 @@ def _computed(
         return not held or any(_computed(v, given, delegates, around, local, steer) for v in held)
     if around and isinstance(value, ast.Attribute) and _dotted(value):
         return False  # a name read (`shutil.rmtree`), not computed
-    if around and steer is not None and steer.fixed(value, frozenset()):
+    if around and steer is not None and value is not None and steer.fixed(value, frozenset()):
         return False  # a path the module's text fixes (`f"file://{DATA}/x.html"`)
     if around and isinstance(value, ast.Call):
         if steer is not None and (steer.runs_library(value) or steer.runs_function(value)):
