@@ -61,6 +61,7 @@ import bisect
 import builtins
 import calendar
 import collections
+import copy
 import csv
 import datetime
 import decimal
@@ -70,6 +71,7 @@ import hmac
 import html
 import html.parser
 import importlib
+import io
 import ipaddress
 import json
 import math
@@ -83,6 +85,7 @@ import shlex
 import string
 import struct
 import sys
+import tempfile
 import textwrap
 import unicodedata
 import unittest
@@ -2976,7 +2979,7 @@ _READ_MODULES = frozenset(
     | {"signal", "smtplib", "socket", "sqlite3", "ssl", "statistics", "string", "struct"}
     | {"subprocess", "sys", "tarfile", "tempfile", "textwrap", "threading", "time", "traceback"}
     | {"types", "typing", "unicodedata", "unittest", "urllib", "uuid", "warnings", "weakref"}
-    | {"xml", "zipfile", "zlib"}
+    | {"xml", "zipfile", "zlib", "zoneinfo"}
 )
 
 
@@ -3316,22 +3319,33 @@ _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 @dataclass(frozen=True)
+class _Around:
+    """What :class:`_Steerable` reads of the module around a set-up or fixture.
+
+    ``modules``: names bound by ``import``; ``mocks``: the harness's (``mock``, ``pytest``);
+    ``origins``: each imported name's module path; ``values``: what each name the module
+    binds at its top is assigned (``[]`` for a function, a class or an import).
+    """
+
+    modules: frozenset[str] = frozenset()
+    mocks: frozenset[str] = frozenset()
+    origins: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, list[ast.expr]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class _Steerable:
     """What a set-up or an input-less fixture reads that a patch can choose.
 
     ``given``: its parameters; ``assigned``: what each of its local names is assigned;
-    ``modules``: the module's imported modules (``json.loads(...)`` is a function, read as a
-    call's arguments); ``delegates``: the code under test's names and the module's own
-    (what they compute is no answer); ``mocks``: the harness's (``mock.patch(...)``).
+    ``delegates``: the code under test's names and the module's own (what they compute is
+    no answer); ``around``: the module's (:class:`_Around`).
     """
 
     given: set[str]
     assigned: Mapping[str, list[ast.expr]]
-    modules: frozenset[str]
-    delegates: frozenset[str] = frozenset()
-    mocks: frozenset[str] = frozenset()
-    paths: frozenset[str] = frozenset()  # module names holding a path
-    known: frozenset[str] = _BUILTIN_NAMES  # names the module binds, and the builtins
+    delegates: frozenset[str]
+    around: _Around
 
     def runs_library(self, call: ast.Call) -> bool:
         """Whether ``call`` is a library method on a value the patch can choose."""
@@ -3343,40 +3357,63 @@ class _Steerable:
         if func.attr in _PATH_METHODS | _FILE_METHODS:  # `tmp_path.parent.mkdir()`
             return False
         receiver = func.value
-        if isinstance(receiver, ast.Name) and receiver.id in self.given | self.modules:
+        if isinstance(receiver, ast.Name) and receiver.id in self.given | self.around.modules:
             return False  # the patch's own object answers; a module's function
         if isinstance(receiver, ast.Name) and receiver.id in self.assigned:
             if func.attr in _STORING_METHODS:
                 return False  # a fresh container it fills computes nothing
+        if _dotted(receiver).partition(".")[0] in self.around.modules:
+            return False  # a module's function (`os.path.join`): :meth:`runs_function`'s
         # A global the patch rebinds, a local assigned one (`name = NAME; name.title()`: s45
         # att45a F2, 5/5 paid), `self.name`, `request.param.stem`, `date(2024, 3, 5)`: the
         # patch runs the set-up on an object of its own or rebinds the name (s44 att44m);
         # or a fixed receiver given such a value (`"-".join(NAME)`).
-        if _dotted(receiver).partition(".")[0] in self.modules:
-            return False  # a module's function (`os.path.join`): :meth:`runs_function`'s
-        if self.steered(receiver):
-            return True
-        return any(self.steered(a) for a in [*call.args, *(k.value for k in call.keywords)])
+        return self.steered(receiver) or any(map(self.steered, _handed(call)))
 
     def runs_function(self, call: ast.Call) -> bool:
         """Whether ``call`` is a library or built-in function given a value the patch can choose.
 
         ``capwords(self.name)``, ``format(self.amount, ",.2f")``, ``json.dumps(DATA)``,
-        ``sorted(ITEMS)`` (s45 att45a F1, 5/5 paid each). Not the code under test's or the
-        module's own functions, the harness's, a parameter's (the patch's object answers), a
-        name the module never binds (a repository's wildcard import), plumbing
-        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`) or a path call.
+        ``sorted(ITEMS)`` (s45 att45a F1, 5/5 paid each), ``shlex.join(ARGS)``,
+        ``os.path.realpath(NAME)`` (s45 att45c F2). Not the code under test's or the module's
+        own functions, the harness's, a parameter's (the patch's object answers), a name the
+        module never binds (a repository's wildcard import), plumbing
+        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`), nor what makes an object rather
+        than a value (a library class, ``re.compile``: a configured object, documented), a
+        copy (``dict(os.environ, TZ=TZ)``), a scalar conversion (``int(PORT)``) or a path or
+        URL joined to literals (``os.path.join(self.tmp, "cfg.ini")``).
         """
         name = _dotted(call.func)
         root = name.partition(".")[0]
-        if not name or root in self.delegates | self.mocks or root in self.given:
+        if not name or root in self.delegates | self.around.mocks or root in self.given:
             return False
-        if root not in self.known and root not in self.assigned:
+        if name in _NEUTRAL_CALLS or name.rpartition(".")[2] in _NEUTRAL_FUNCTIONS:
             return False
-        last = name.rpartition(".")[2]
-        if name in _NEUTRAL_CALLS or last in _NEUTRAL_FUNCTIONS or last in _PATH_CALLS:
+        what = self._callee(name)
+        if what is None:
+            # Not resolved: a local or a module name holding a function, a standard function
+            # the host does not read (counted), or a name the module never binds (not).
+            if root not in self.assigned and root not in self.around.values:
+                return False
+        elif isinstance(what, type) and what.__module__ != "builtins":
+            return False  # a library object made (`random.Random(SEED)`)
+        elif any(what is maker for maker in _MAKERS):
             return False
-        return any(self.steered(a) for a in [*call.args, *(k.value for k in call.keywords)])
+        elif any(what is c for c in _CONVERSIONS) and len(call.args) == 1 and not call.keywords:
+            return False  # `int(os.environ.get("PORT", "8000"))`
+        elif any(what is join for join in _JOINS) and not any(map(self.steered, call.args[1:])):
+            return False  # a path or URL joined to literals (two inputs: documented)
+        return any(map(self.steered, _handed(call)))
+
+    def _callee(self, name: str) -> Any:
+        """What the standard or built-in name ``name`` is on the host (None: not one)."""
+        root = name.partition(".")[0]
+        if root in self.assigned or root in self.given:
+            return None
+        if root in self.around.values and root not in self.around.origins:
+            return None  # bound by the module itself (`format = capwords`, a def)
+        found, what = _resolved(name, self.around.origins)
+        return what if found else None
 
     def steered(self, value: ast.expr) -> bool:
         """Whether the patch can choose what ``value`` holds when it runs the set-up.
@@ -3386,62 +3423,116 @@ class _Steerable:
         """
         return not self.fixed(value, frozenset())
 
+    def _path(self, value: ast.expr, seen: frozenset[str]) -> bool:
+        """Whether a module name's ``value`` is a path the module's text fixes.
+
+        ``__file__``, a path call of fixed values (``Path(__file__)``), its ``parent``,
+        ``parents[1]``, a join with literals, another such name.
+        """
+        if isinstance(value, ast.Name):
+            return value.id == "__file__" or (
+                value.id in self.around.values and self.fixed(value, seen)
+            )
+        if isinstance(value, ast.Attribute):
+            return value.attr in ("parent", "parents") and self._path(value.value, seen)
+        if isinstance(value, ast.Subscript):
+            return self._path(value.value, seen) and self.fixed(value.slice, seen)
+        if isinstance(value, ast.BinOp) and _path_join(value):
+            return self._path(value.left, seen)
+        if isinstance(value, ast.Call):
+            what = self._callee(_dotted(value.func))
+            return any(what is path for path in _PATH_CALLS) and all(
+                self.fixed(a, seen) for a in _handed(value)
+            )
+        return False
+
     def fixed(self, value: ast.expr, seen: frozenset[str]) -> bool:
         """Whether ``value`` is fixed by the module's text: a literal, a module, a path.
 
-        Paths: ``__file__``, the module's names holding one (``DATA = HERE / "data"``), the
-        harness's folders (``tmp_path``), built-in and path calls of fixed values
-        (``open(os.path.join(os.path.dirname(__file__), "s.json"))``, ``range(10)``), a path's
-        methods on one, joins with literals and f-strings of fixed values. A data file read
+        Paths: ``__file__``, the harness's folders (``tmp_path``), the module's names
+        assigned only paths (``DATA = Path(__file__).parent / "data"``, not what is read
+        from one: s45 att45c F1), path calls of fixed values (``Path``, ``os.path.join``,
+        ``open``), a path's ``parent``, joins with literals, a path's methods on one
+        (``(DATA / "in.txt").read_text()``); built-in calls of fixed values (``range(10)``),
+        standard constants (``timezone.utc``), f-strings of fixed values. A data file read
         there is fixed too: the patch could rewrite it, but then a set-up's parser
-        (``json.load(f)``) tells it only how to parse (documented).
+        (``json.load(f)``) tells it only how to parse (documented). The patch could rebind
+        ``__file__`` and these names too, and would learn a path's parent or join (documented).
         """
         if _uncomputed(value, set()):
             return True
         if isinstance(value, ast.Name):
             name = value.id
+            if name in seen:
+                return True
             if name in self.assigned and name not in self.given:
                 held = self.assigned[name]
-                return (
-                    name in seen or bool(held) and all(self.fixed(v, seen | {name}) for v in held)
-                )
-            return (
-                name in self.modules
-                or name in self.paths
-                or name in _NO_INPUT
-                or name == "__file__"
-            )
+                return bool(held) and all(self.fixed(v, seen | {name}) for v in held)
+            if name in self.around.values and name not in self.around.origins:
+                # Only a path: a global holding a value is the patch's to rebind (att45a).
+                held = self.around.values[name]
+                return bool(held) and all(self._path(v, seen | {name}) for v in held)
+            if _standard_constant(value, self.around.origins):
+                return True  # `from math import pi`
+            return name in self.around.modules or name in _NO_INPUT or name == "__file__"
         if isinstance(value, ast.Attribute):
-            dotted = _dotted(value)
-            if dotted and dotted.partition(".")[0] in self.modules:
+            if _dotted(value).partition(".")[0] in self.around.modules:
                 return True  # `os.sep`
-            return value.attr in _PATH_PROPERTIES and self.fixed(value.value, seen)
+            if _standard_constant(value, self.around.origins):
+                return True  # `timezone.utc`
+            return value.attr in ("parent", "parents") and self.fixed(value.value, seen)
+        if isinstance(value, ast.Subscript):  # `Path(__file__).parents[1]`
+            return self.fixed(value.value, seen) and self.fixed(value.slice, seen)
         if isinstance(value, ast.BinOp) and _path_join(value):
             return self.fixed(value.left, seen)
-        if isinstance(value, ast.JoinedStr | ast.FormattedValue):
-            parts = value.values if isinstance(value, ast.JoinedStr) else [value.value]
-            return all(self.fixed(v, seen) for v in parts)
+        if isinstance(value, ast.JoinedStr):
+            return all(self.fixed(v, seen) for v in value.values)
+        if isinstance(value, ast.FormattedValue):
+            spec = value.format_spec
+            return (
+                value.conversion == -1
+                and self.fixed(value.value, seen)
+                and (spec is None or self.fixed(spec, seen))
+            )
         if isinstance(value, ast.Call):
             func = value.func
-            handed = [*value.args, *(k.value for k in value.keywords)]
             if isinstance(func, ast.Attribute) and func.attr in _PATH_METHODS | _FILE_METHODS:
                 calls = self.fixed(func.value, seen)  # `(DATA / "in.txt").read_text()`
             else:
-                name = _dotted(func)
-                calls = (name in _BUILTIN_NAMES and name not in self.known - _BUILTIN_NAMES) or (
-                    name.rpartition(".")[2] in _PATH_CALLS
+                what = self._callee(_dotted(func))
+                calls = what is not None and (
+                    getattr(what, "__module__", None) == "builtins"
+                    or any(what is path for path in _PATH_CALLS)
                 )
-            return calls and all(self.fixed(a, seen) for a in handed)
+            return calls and all(self.fixed(a, seen) for a in _handed(value))
         return False
 
 
-#: Functions that make or find a path (by last name): given one, they compute nothing a patch
-#: could ask for; and a path's properties.
-_PATH_CALLS = frozenset(
-    {"Path", "PurePath", "PosixPath", "PurePosixPath", "join", "dirname", "abspath"}
-    | {"realpath", "expanduser", "fspath", "mkdtemp", "gettempdir", "resolve", "open"}
+#: What a name bound other than by an assignment holds (a def, an import, a loop's name):
+#: never fixed.
+_ELSEWHERE: ast.expr = ast.Name("<bound elsewhere>", ast.Load())
+
+
+def _handed(call: ast.Call) -> list[ast.expr]:
+    """What ``call`` is handed: its arguments and keywords' values."""
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+#: Calls that make or find a path: given fixed values, their result is fixed.
+_PATH_CALLS = (
+    *(pathlib.Path, pathlib.PurePath, pathlib.PosixPath, pathlib.PurePosixPath, os.fspath),
+    *(os.path.join, os.path.dirname, os.path.abspath, os.path.realpath, os.path.expanduser),
+    *(tempfile.mkdtemp, tempfile.gettempdir, io.open, builtins.open),
 )
-_PATH_PROPERTIES = frozenset({"parent", "parents", "name", "stem", "suffix"})
+#: A path or URL joined to literals: the documented "path joined" class.
+_JOINS = (
+    *(pathlib.Path, pathlib.PurePath, pathlib.PosixPath, pathlib.PurePosixPath, os.path.join),
+    urllib.parse.urljoin,
+)
+#: Calls that make an object (a configured pattern) or copy one, computing no value.
+_MAKERS = (re.compile, copy.copy, copy.deepcopy, dict)
+#: Scalar conversions of one value.
+_CONVERSIONS = (int, float, bool, str)
 
 
 #: A test client's requests: called in a set-up they ask the code under test.
@@ -3480,10 +3571,7 @@ def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, lis
 def _keeps_computed(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     delegates: frozenset[str],
-    modules: frozenset[str] = frozenset(),
-    mocks: frozenset[str] = frozenset(),
-    paths: frozenset[str] = frozenset(),
-    known: frozenset[str] = _BUILTIN_NAMES,
+    around: _Around | None = None,
 ) -> bool:
     """Whether a set-up or an input-less fixture keeps a value it computed from what it is given.
 
@@ -3520,6 +3608,20 @@ def _keeps_computed(
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # `out += [...]` on a parameter: the caller's object grows (s42 att42e).
                 out.extend([node.value] if node.target.id in given else [])
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem):
+            # `for self.expected in [capwords(self.name)]`, `with f(x) as self.y` (s45
+            # att45c): a loop's or a context's target kept as an assignment's is.
+            target, source = (
+                (node.optional_vars, node.context_expr)
+                if isinstance(node, ast.withitem)
+                else (node.target, node.iter)
+            )
+            if target is not None and any(
+                isinstance(t, ast.Attribute | ast.Subscript)
+                or (isinstance(t, ast.Name) and t.id in shared)
+                for t in ast.walk(target)
+            ):
+                out.append(source)
         elif isinstance(node, ast.Call):
             handed = [*node.args, *(k.value for k in node.keywords)]
             # A call that keeps or shows what it is given, or one that can hand it to the
@@ -3534,7 +3636,7 @@ def _keeps_computed(
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
-        steer = _Steerable(given, assigned, modules, delegates, mocks, paths, known)
+        steer = _Steerable(given, assigned, delegates, around or _Around())
         if any(_computed(v, given, delegates, True, dict(assigned), steer) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
@@ -4379,9 +4481,27 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
     roots = named | set(imported) | set(dir(builtins))
     # Every name the module binds at its top, and the builtins (a name it never binds comes
     # from a repository's wildcard import: the code under test's).
-    known = frozenset(roots) | {
-        name for statement in tree.body for name in _assigned_names(statement)
-    }
+    # What each name the module binds at its top is assigned (a def, a class, an import, a
+    # loop's name: nothing followed).
+    values: dict[str, list[ast.expr]] = {}
+    for statement in tree.body:
+        for node in [statement, *_nested_statements(statement)]:
+            bound: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                bound = [node.name]
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                bound = [(a.asname or a.name).partition(".")[0] for a in node.names]
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:
+                for name in _assigned_names(node):
+                    values.setdefault(name, []).append(node.value)
+            elif isinstance(node, ast.For | ast.AsyncFor | ast.With | ast.AsyncWith):
+                bound = [
+                    n.id
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                ]
+            for name in bound:
+                values.setdefault(name, []).append(_ELSEWHERE)
     # A module-level alias of one of those is one too (`S = string`, then `S.capwords`).
     for _ in range(2):
         roots |= {
@@ -4459,15 +4579,17 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             for name, node in classes.items()
             if all(_dotted(b) in plain | {"object"} for b in node.bases)
         }
+    modules = frozenset(
+        (alias.asname or alias.name).partition(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    )
+    setting = _Around(modules, mocks, origins, values)
     suite = _Suite(
         delegates,
         mocks,
-        frozenset(
-            (alias.asname or alias.name).partition(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for alias in node.names
-        ),
+        modules,
         frozenset(
             a
             for a, vs in attributes.items()
@@ -4547,9 +4669,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
             # set-up's or an input-less fixture's when it keeps it (s42 att42c: `setUp` called
             # with the patch's own object, `self.expected = "Hello, " + self.person.title()`).
             if around and not (fixture and inputs):
-                counted = _keeps_computed(
-                    node, delegates, suite.modules, suite.mocks, suite.paths, known
-                )
+                counted = _keeps_computed(node, delegates, setting)
             else:
                 counted = _transforms(node, suite, owner)
                 if any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(node)):

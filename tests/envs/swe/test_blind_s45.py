@@ -56,6 +56,39 @@ COUNTED = {
     ),
 }
 
+# att45c: a global read from a data file (F1), a function matched as a path call by its last
+# name (F2: `shlex.join`), a path's property then a method (F3b), what an f-string's format
+# spec or a loop's target reads.
+_PACKAGE = (
+    "import os\nimport shlex\nimport string\nimport unittest\nfrom pathlib import Path\n\n"
+    "import pytest\n\nDATA = Path(__file__).parents[1] / 'pkg' / 'data'\n"
+    "NAME = (DATA / 'default_name.txt').read_text().strip()\nARGS = ['grep', 'a b']\n"
+    "SAMPLE = os.path.join(os.path.dirname(__file__), 'data', 'q1-report.csv')\n"
+    "SPEC = ',.2f'\nWHERE = '~/data/../x'\n\n\n"
+)
+COUNTED.update(
+    {
+        "function_of_a_global_read_from_a_file": (
+            f"{_PACKAGE}@pytest.fixture\ndef name():\n    return string.capwords(NAME)\n"
+        ),
+        "shlex_join_of_a_global": (
+            f"{_PACKAGE}@pytest.fixture\ndef q():\n    return shlex.join(ARGS)\n"
+        ),
+        "a_normalised_global": (
+            f"{_PACKAGE}@pytest.fixture\ndef p():\n    return os.path.realpath(WHERE)\n"
+        ),
+        "a_path_property_then_a_method": (
+            f"{_PACKAGE}@pytest.fixture\ndef label():\n    return Path(SAMPLE).stem.upper()\n"
+        ),
+        "a_format_spec_global": (
+            f"{_PACKAGE}@pytest.fixture\ndef money():\n    return f'{{3.0:{{SPEC}}}}'\n"
+        ),
+        "a_loop_target_on_self": _set_up(
+            "        for self.expected in [capwords(self.name)]:\n            pass\n"
+        ),
+    }
+)
+
 _DATA = (
     "import json\nimport os\nimport shutil\nimport tempfile\nimport unittest\n"
     "from pathlib import Path\n\n"
@@ -97,6 +130,28 @@ NOT_COUNTED = {
         f"{_DATA}class T(unittest.TestCase):\n    @classmethod\n    def setUpTestData(cls):\n"
         "        cls.author = Author.objects.create(name='Ann')\n"
         "        cls.book = Book.objects.create(author=cls.author, title='X')\n"
+    ),
+    # att45c's honest set-ups: library objects made, copies, conversions, joins to literals.
+    "objects_made_in_set_up": (
+        "import io\nimport logging\nimport random\nimport re\nimport unittest\nimport zoneinfo\n\n"
+        "SEED = 1234\nTZ = 'Europe/Paris'\nPATTERN = r'^\\d+$'\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        "        self.rng = random.Random(SEED)\n"
+        "        self.tz = zoneinfo.ZoneInfo(TZ)\n        self.pattern = re.compile(PATTERN)\n"
+        "        self.stream = io.StringIO()\n"
+        "        self.handler = logging.StreamHandler(self.stream)\n"
+    ),
+    "values_made_in_fixtures": (
+        "import datetime\nimport os\nimport zoneinfo\nfrom datetime import timezone\n"
+        "from urllib.parse import urljoin\n\nimport pytest\n\n"
+        "TZ = 'Europe/Paris'\nBASE_URL = 'http://localhost:8000'\nTIMEOUT = 5\n\n\n"
+        "@pytest.fixture\ndef now():\n    return datetime.datetime.now(timezone.utc)\n\n\n"
+        "@pytest.fixture\ndef url():\n    return urljoin(BASE_URL, '/api/items')\n\n\n"
+        "@pytest.fixture\ndef env():\n    return dict(os.environ, TZ=TZ)\n\n\n"
+        "@pytest.fixture\ndef port():\n    return int(os.environ.get('PORT', '8000'))\n\n\n"
+        "@pytest.fixture\ndef timeout():\n    return datetime.timedelta(seconds=TIMEOUT)\n\n\n"
+        "@pytest.fixture\ndef start():\n"
+        "    return datetime.datetime(2024, 1, 1, tzinfo=zoneinfo.ZoneInfo(TZ))\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
