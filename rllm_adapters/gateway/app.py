@@ -1979,11 +1979,12 @@ class Gateway:
             # client's calls queue behind each other, not in front of another client's (att44b:
             # 3.9 MB chat calls delayed another client's "Hi" by a minute).
             context = await self._model_len()
-            if context is not None and not templater.may_fit(messages, context):
+            if context is not None and not templater.may_fit(messages, tools, context):
                 # Refused before the template thread, which every client shares.
                 raise GatewayError(
                     400,
-                    f"The messages hold more text than the model's context ({context} tokens) "
+                    f"The messages and tools hold more text than the model's context "
+                    f"({context} tokens) "
                     "could: the call is refused before it is templated.",
                     "context_length_exceeded",
                 )

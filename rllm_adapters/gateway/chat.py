@@ -118,7 +118,11 @@ NORMALIZED_CHARS = 4
 
 
 def _text_chars(value: Any) -> int:
-    """The characters of every text in ``value`` (messages: their keys and values)."""
+    """The characters of every text and number in ``value`` (keys and values), as written.
+
+    Numbers count too: a template writes a content part's ``[7...7, ...]`` as text (s45
+    att45d: 58,000 numbers of 64 digits counted as 27 characters).
+    """
     total = 0
     todo = [value]
     while todo:
@@ -129,7 +133,10 @@ def _text_chars(value: Any) -> int:
             todo.extend(item.keys())
             todo.extend(item.values())
         elif isinstance(item, list | tuple):
+            total += len(item)  # a separator each
             todo.extend(item)
+        elif isinstance(item, int | float):  # ints are at most 64 digits (the body's bound)
+            total += len(repr(item))
     return total
 
 
@@ -149,17 +156,19 @@ class ChatTemplater:
         #: sentencepiece entries hold a symbol per byte or character at most).
         self.token_chars = max((len(t) for t in tokenizer.get_vocab()), default=0)
 
-    def may_fit(self, messages: Sequence[Mapping[str, Any]], context: int) -> bool:
-        """Whether ``messages`` hold little enough text for a prompt of ``context`` tokens.
+    def may_fit(self, messages: Sequence[Mapping[str, Any]], tools: Any, context: int) -> bool:
+        """Whether ``messages`` and ``tools`` hold little enough text for ``context`` tokens.
 
         A cheap upper bound, checked before the template and the tokenizer run (s45 att45b: a
-        4 MB chat call took 7 s of the one template thread shared by every client): each
+        4 MB chat call took 7 s of the one template thread shared by every client; 3.9 MB
+        of a tool's description 18 s, att45d): each
         token stands for at most :attr:`token_chars` characters, and a tokenizer's Unicode
         normalisation (NFC) merges at most :data:`NORMALIZED_CHARS` characters into one.
         """
         if not self.token_chars:
             return True
-        return _text_chars(messages) <= context * self.token_chars * NORMALIZED_CHARS
+        limit = context * self.token_chars * NORMALIZED_CHARS
+        return _text_chars(messages) + _text_chars(tools) <= limit
 
     def prompt(
         self, state: ChatState | None, messages: Sequence[Mapping[str, Any]], tools: Any

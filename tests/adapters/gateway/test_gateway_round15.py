@@ -3,7 +3,8 @@
 F1 (medium): the one templating thread every client shares still ran one client's 4 MB chat
 calls, each 4-7 s of templating (digits are the slowest text), so another client's "Hi" took
 4-8 s on every call. A chat call holding more text than the model's context could is now
-refused (400 ``context_length_exceeded``) before it is templated.
+refused (400 ``context_length_exceeded``) before it is templated, counting the tools' text
+(att45d: 3.9 MB in a description took 18 s) and numbers (58,000 of 64 digits in a part) too.
 
 F2 (medium, an honest client refused): a run's framing pin was keyed by the run and the
 number of calls alone, so a client scoring two envs in its default run had every session of
@@ -50,20 +51,25 @@ def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(tmp_pa
         # The stand-in says a context of 2048 tokens; the tiny tokenizer's longest entry.
         limit = 2048 * counting.real.token_chars * NORMALIZED_CHARS
 
-        def chat(content: str) -> tuple[int, str]:
+        def chat(content, tools=None) -> tuple[int, str]:
             opened = httpx.post(gateway.url + "/sessions", json={}, headers=ALICE)
             url = f"{gateway.url}/sessions/{opened.json()['session_id']}/v1/chat/completions"
-            body = {
-                "model": "tiny",
-                "max_tokens": 4,
-                "messages": [{"role": "user", "content": content}],
-            }
+            messages = [{"role": "user", "content": content}]
+            body = {"model": "tiny", "max_tokens": 4, "messages": messages}
+            if tools is not None:
+                body["tools"] = tools
             response = httpx.post(url, json=body, headers=ALICE, timeout=120)
             code = response.json().get("error", {}).get("code", "") if response.is_error else ""
             return response.status_code, code
 
-        assert chat("7" * (limit + 1)) == (400, "context_length_exceeded")
-        assert counting.templated == []  # refused before the template thread
+        refused = (400, "context_length_exceeded")
+        assert chat("7" * (limit + 1)) == refused
+        # att45d: the text a template writes of a tool's description, and of numbers.
+        tool = {"type": "function", "function": {"name": "f", "description": "7" * limit}}
+        assert chat("Hi", tools=[tool]) == refused
+        numbers = [int("7" * 64)] * (limit // 64)
+        assert chat([{"type": "text", "text": numbers}]) == refused
+        assert counting.templated == []  # each refused before the template thread
         assert chat("Hi") == (200, "")
         assert counting.templated == [2]
     finally:
