@@ -67,6 +67,7 @@ import datetime
 import decimal
 import difflib
 import fractions
+import glob
 import hmac
 import html
 import html.parser
@@ -74,11 +75,14 @@ import importlib
 import io
 import ipaddress
 import json
+import logging
 import math
 import operator
 import os
 import pathlib
 import pprint
+import queue
+import random
 import re
 import secrets
 import shlex
@@ -87,10 +91,13 @@ import struct
 import sys
 import tempfile
 import textwrap
+import threading
+import time
 import unicodedata
 import unittest
 import urllib.parse
 import uuid
+import zoneinfo
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -3363,7 +3370,13 @@ class _Steerable:
             if func.attr in _STORING_METHODS:
                 return False  # a fresh container it fills computes nothing
         if _dotted(receiver).partition(".")[0] in self.around.modules:
-            return False  # a module's function (`os.path.join`): :meth:`runs_function`'s
+            # A module's function (`os.path.join`: :meth:`runs_function`'s), a lookup
+            # (`os.environ.get`); not a method of what a module holds
+            # (`pkg.config.DEFAULT_NAME.title()`: s45 att45e F3).
+            if self._no_data(receiver) or _one_of(self._callee(_dotted(func)), _MAKERS):
+                return False
+            found, _ = _resolved(_dotted(receiver), self.around.origins)
+            return found or func.attr in _VALUE_METHODS_ALL
         # A global the patch rebinds, a local assigned one (`name = NAME; name.title()`: s45
         # att45a F2, 5/5 paid), `self.name`, `request.param.stem`, `date(2024, 3, 5)`: the
         # patch runs the set-up on an object of its own or rebinds the name (s44 att44m);
@@ -3395,15 +3408,26 @@ class _Steerable:
             # the host does not read (counted), or a name the module never binds (not).
             if root not in self.assigned and root not in self.around.values:
                 return False
-        elif isinstance(what, type) and what.__module__ != "builtins":
-            return False  # a library object made (`random.Random(SEED)`)
-        elif any(what is maker for maker in _MAKERS):
+        elif _one_of(what, _MAKERS):
+            # A tool made (`random.Random(SEED)`), a copy, a clock's reading, an environment
+            # lookup, a JSON or ISO date parse (a library class that computes counts:
+            # `str(timedelta(seconds=S))`, `Counter(TEXT)`: s45 att45e F1, 5/5 paid).
             return False
-        elif any(what is c for c in _CONVERSIONS) and len(call.args) == 1 and not call.keywords:
+        elif _one_of(what, _CONVERSIONS) and len(call.args) == 1 and not call.keywords:
             return False  # `int(os.environ.get("PORT", "8000"))`
-        elif any(what is join for join in _JOINS) and not any(map(self.steered, call.args[1:])):
+        elif _one_of(what, _JOINS) and not any(map(self.steered, call.args[1:])):
             return False  # a path or URL joined to literals (two inputs: documented)
         return any(map(self.steered, _handed(call)))
+
+    def _no_data(self, value: ast.Name | ast.Attribute) -> bool:
+        """A standard name holding no data: a module, a function, a class, ``timezone.utc``.
+
+        Text, numbers, containers and mappings (``string.ascii_lowercase``, ``os.environ``)
+        are the patch's to rebind or change (s45 att45e F3, 5/5 paid), as is what a module
+        the host does not read holds (``pkg.config.DEFAULT_NAME``).
+        """
+        found, what = _resolved(_dotted(value), self.around.origins)
+        return found and not isinstance(what, _DATA_KINDS)
 
     def _callee(self, name: str) -> Any:
         """What the standard or built-in name ``name`` is on the host (None: not one)."""
@@ -3441,9 +3465,7 @@ class _Steerable:
             return self._path(value.left, seen)
         if isinstance(value, ast.Call):
             what = self._callee(_dotted(value.func))
-            return any(what is path for path in _PATH_CALLS) and all(
-                self.fixed(a, seen) for a in _handed(value)
-            )
+            return _one_of(what, _PATH_CALLS) and all(self.fixed(a, seen) for a in _handed(value))
         return False
 
     def fixed(self, value: ast.expr, seen: frozenset[str]) -> bool:
@@ -3451,13 +3473,14 @@ class _Steerable:
 
         Paths: ``__file__``, the harness's folders (``tmp_path``), the module's names
         assigned only paths (``DATA = Path(__file__).parent / "data"``, not what is read
-        from one: s45 att45c F1), path calls of fixed values (``Path``, ``os.path.join``,
-        ``open``), a path's ``parent``, joins with literals, a path's methods on one
-        (``(DATA / "in.txt").read_text()``); built-in calls of fixed values (``range(10)``),
-        standard constants (``timezone.utc``), f-strings of fixed values. A data file read
-        there is fixed too: the patch could rewrite it, but then a set-up's parser
-        (``json.load(f)``) tells it only how to parse (documented). The patch could rebind
-        ``__file__`` and these names too, and would learn a path's parent or join (documented).
+        from one: s45 att45c F1), path calls of fixed values (``Path``, ``os.path.join``), a
+        path's ``parent``, joins with literals, a path's paths (``(DATA / "in").glob("*")``,
+        ``glob.glob``, ``os.listdir``); built-in calls of fixed values (``range(10)``),
+        standard names holding no data (``timezone.utc``), f-strings of fixed values. Not what
+        a file holds: the patch rewrites it, or rebinds ``open`` or the path (s45 att45e F2:
+        ``capwords((DATA / "name.txt").read_text())``, 5/5 paid). The patch could rebind
+        ``__file__`` and these names too, and would learn a path's parent, a join or a
+        listing (documented).
         """
         if _uncomputed(value, set()):
             return True
@@ -3472,14 +3495,12 @@ class _Steerable:
                 # Only a path: a global holding a value is the patch's to rebind (att45a).
                 held = self.around.values[name]
                 return bool(held) and all(self._path(v, seen | {name}) for v in held)
-            if _standard_constant(value, self.around.origins):
-                return True  # `from math import pi`
+            if name in self.around.origins:
+                return self._no_data(value)  # `from datetime import timezone`
             return name in self.around.modules or name in _NO_INPUT or name == "__file__"
         if isinstance(value, ast.Attribute):
-            if _dotted(value).partition(".")[0] in self.around.modules:
-                return True  # `os.sep`
-            if _standard_constant(value, self.around.origins):
-                return True  # `timezone.utc`
+            if _dotted(value) and self._no_data(value):
+                return True  # `timezone.utc`, a module, a function
             return value.attr in ("parent", "parents") and self.fixed(value.value, seen)
         if isinstance(value, ast.Subscript):  # `Path(__file__).parents[1]`
             return self.fixed(value.value, seen) and self.fixed(value.slice, seen)
@@ -3496,13 +3517,13 @@ class _Steerable:
             )
         if isinstance(value, ast.Call):
             func = value.func
-            if isinstance(func, ast.Attribute) and func.attr in _PATH_METHODS | _FILE_METHODS:
-                calls = self.fixed(func.value, seen)  # `(DATA / "in.txt").read_text()`
+            if isinstance(func, ast.Attribute) and func.attr in _PATH_RESULTS:
+                calls = self.fixed(func.value, seen)  # `(DATA / "in").glob("*.txt")`
             else:
                 what = self._callee(_dotted(func))
                 calls = what is not None and (
-                    getattr(what, "__module__", None) == "builtins"
-                    or any(what is path for path in _PATH_CALLS)
+                    (getattr(what, "__module__", None) == "builtins" and what is not open)
+                    or _one_of(what, _PATH_CALLS)
                 )
             return calls and all(self.fixed(a, seen) for a in _handed(value))
         return False
@@ -3513,28 +3534,58 @@ class _Steerable:
 _ELSEWHERE: ast.expr = ast.Name("<bound elsewhere>", ast.Load())
 
 
+def _one_of(what: Any, objects: Sequence[Any]) -> bool:
+    """Whether ``what`` is one of ``objects`` (bound methods compare equal, not identical)."""
+    for candidate in objects:
+        try:
+            if what is candidate or (callable(what) and what == candidate):
+                return True
+        except Exception:  # a value's own `__eq__`
+            continue
+    return False
+
+
 def _handed(call: ast.Call) -> list[ast.expr]:
     """What ``call`` is handed: its arguments and keywords' values."""
     return [*call.args, *(k.value for k in call.keywords)]
 
 
-#: Calls that make or find a path: given fixed values, their result is fixed.
+#: Calls that make, find or list paths: given fixed values, their result is fixed.
 _PATH_CALLS = (
     *(pathlib.Path, pathlib.PurePath, pathlib.PosixPath, pathlib.PurePosixPath, os.fspath),
     *(os.path.join, os.path.dirname, os.path.abspath, os.path.realpath, os.path.expanduser),
-    *(tempfile.mkdtemp, tempfile.gettempdir, io.open, builtins.open),
+    *(tempfile.mkdtemp, tempfile.gettempdir, glob.glob, glob.iglob, os.listdir),
 )
+#: A path's methods whose result is a path (or paths): fixed on a fixed path.
+_PATH_RESULTS = frozenset(
+    {"joinpath", "resolve", "absolute", "with_name", "with_suffix", "glob", "rglob", "iterdir"}
+)
+#: What a standard name may hold that the patch can rebind to its own input.
+_DATA_KINDS = (str, bytes, int, float, complex, list, tuple, dict, set, frozenset, Mapping)
 #: A path or URL joined to literals: the documented "path joined" class.
 _JOINS = (
     *(pathlib.Path, pathlib.PurePath, pathlib.PosixPath, pathlib.PurePosixPath, os.path.join),
     urllib.parse.urljoin,
 )
-#: Calls that make an object (a configured pattern) or copy one, computing no value.
-_MAKERS = (re.compile, copy.copy, copy.deepcopy, dict)
+#: Calls that make a tool (a configured pattern, a random generator, a log handler), copy a
+#: value, read a clock or the environment, or parse JSON or an ISO date: no value a patch
+#: could ask for (a parse tells it how JSON parses: documented).
+_MAKERS = (
+    *(re.compile, random.Random, random.SystemRandom, io.StringIO, io.BytesIO, zoneinfo.ZoneInfo),
+    *(logging.StreamHandler, logging.FileHandler, logging.Handler, logging.getLogger),
+    *(threading.Event, threading.Lock, threading.RLock, queue.Queue),
+    *(tempfile.TemporaryDirectory, tempfile.NamedTemporaryFile, tempfile.TemporaryFile),
+    *(copy.copy, copy.deepcopy, os.getenv, os.environ.get, os.environ.copy),
+    *(datetime.datetime.now, datetime.datetime.utcnow, datetime.datetime.today),
+    *(datetime.date.today, time.time, time.monotonic, time.perf_counter),
+    *(json.load, json.loads, datetime.datetime.fromisoformat, datetime.date.fromisoformat),
+)
 #: Scalar conversions of one value.
 _CONVERSIONS = (int, float, bool, str)
 
 
+#: A file's and a path's writing methods.
+_WRITES = frozenset({"write_text", "write_bytes", "write", "writelines"})
 #: A test client's requests: called in a set-up they ask the code under test.
 _HTTP_VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 
@@ -3596,6 +3647,8 @@ def _keeps_computed(
         out: list[ast.expr | None] = []
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
             out.append(node.value)
+        elif isinstance(node, ast.Raise | ast.Assert):  # a message the caller catches
+            out.append(node.exc if isinstance(node, ast.Raise) else node.msg)
         elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             kept = any(
@@ -3632,7 +3685,10 @@ def _keeps_computed(
             reaches = root in given or any(
                 isinstance(a, ast.Name) and a.id in given for a in handed
             )
-            if reaches or _dotted(node.func).rpartition(".")[2] in _KEEPERS:
+            # A file written (`path.write_text(json.dumps(CONFIG))` into `tmp_path`: s45
+            # att45e F4, 5/5 paid) keeps what it is handed too.
+            writes = isinstance(node.func, ast.Attribute) and node.func.attr in _WRITES
+            if reaches or writes or _dotted(node.func).rpartition(".")[2] in _KEEPERS:
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).

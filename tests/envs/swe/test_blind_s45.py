@@ -89,6 +89,66 @@ COUNTED.update(
     }
 )
 
+# att45e: library classes that compute (F1), what a file holds (F2), a module's data and a
+# standard text constant (F3), a value written to a file or raised (F4, F5).
+_MORE = (
+    "import collections\nimport datetime\nimport fractions\nimport ipaddress\nimport json\n"
+    "import os\nimport string\nimport textwrap\nimport unittest\nfrom pathlib import Path\n"
+    "from string import ascii_lowercase\n\nimport pytest\n\nimport pkg.config\n\n"
+    "DATA = Path(__file__).parents[1] / 'pkg' / 'data'\nHERE = os.path.dirname(__file__)\n"
+    "SECONDS = 3700\nTEXT = 'a b a'\nCONFIG = {'b': 1}\nNUM, DEN = 3, 6\n\n\n"
+)
+COUNTED.update(
+    {
+        "str_of_a_timedelta": (
+            f"{_MORE}@pytest.fixture\ndef e():\n"
+            "    return str(datetime.timedelta(seconds=SECONDS))\n"
+        ),
+        "a_counter_in_set_up": (
+            f"{_MORE}class T(unittest.TestCase):\n    def setUp(self):\n"
+            "        self.expected = collections.Counter(TEXT)\n"
+        ),
+        "str_of_a_fraction": (
+            f"{_MORE}@pytest.fixture\ndef e():\n    return str(fractions.Fraction(NUM, DEN))\n"
+        ),
+        "a_network": (
+            f"{_MORE}@pytest.fixture\ndef e():\n"
+            "    return str(ipaddress.IPv4Network(TEXT, strict=False))\n"
+        ),
+        "a_function_of_a_files_text": (
+            f"{_MORE}@pytest.fixture\ndef e():\n"
+            "    return string.capwords((DATA / 'name.txt').read_text())\n"
+        ),
+        "a_function_of_an_opened_file": (
+            f"{_MORE}class T(unittest.TestCase):\n    def setUp(self):\n"
+            "        with open(os.path.join(HERE, 'name.txt')) as f:\n"
+            "            self.name = string.capwords(f.read())\n"
+        ),
+        "a_repository_modules_value": (
+            f"{_MORE}@pytest.fixture\ndef e():\n"
+            "    return string.capwords(pkg.config.DEFAULT_NAME)\n"
+        ),
+        "a_method_of_a_repository_modules_value": (
+            f"{_MORE}@pytest.fixture\ndef e():\n    return pkg.config.DEFAULT_NAME.title()\n"
+        ),
+        "a_standard_text_constant": (
+            f"{_MORE}@pytest.fixture\ndef e():\n"
+            "    return textwrap.fill(ascii_lowercase, width=10)\n"
+        ),
+        "the_environment": (
+            f"{_MORE}@pytest.fixture\ndef e():\n    return string.capwords(os.environ['NAME'])\n"
+        ),
+        "a_value_written_to_a_file": (
+            f"{_MORE}@pytest.fixture\ndef config_file(tmp_path):\n"
+            "    path = tmp_path / 'config.json'\n"
+            "    path.write_text(json.dumps(CONFIG, indent=2))\n    return path\n"
+        ),
+        "a_value_raised": (
+            f"{_MORE}@pytest.fixture\ndef e():\n    raise ValueError(string.capwords(TEXT))\n"
+        ),
+    }
+)
+
 _DATA = (
     "import json\nimport os\nimport shutil\nimport tempfile\nimport unittest\n"
     "from pathlib import Path\n\n"
@@ -106,10 +166,6 @@ NOT_COUNTED = {
     "json_read_from_a_data_path": (
         f"{_DATA}@pytest.fixture\ndef sample():\n"
         "    return json.loads((DATA / 'sample.json').read_text())\n"
-    ),
-    "lines_of_a_data_file": (
-        f"{_DATA}class T(unittest.TestCase):\n    def setUp(self):\n"
-        "        self.lines = (DATA / 'in.txt').read_text().splitlines()\n"
     ),
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
     "url_of_a_data_path": f"{_DATA}@pytest.fixture\ndef url():\n    return f'file://{{DATA}}/x.html'\n",
@@ -142,16 +198,24 @@ NOT_COUNTED = {
         "        self.handler = logging.StreamHandler(self.stream)\n"
     ),
     "values_made_in_fixtures": (
-        "import datetime\nimport os\nimport zoneinfo\nfrom datetime import timezone\n"
+        "import datetime\nimport os\nfrom datetime import timezone\n"
         "from urllib.parse import urljoin\n\nimport pytest\n\n"
-        "TZ = 'Europe/Paris'\nBASE_URL = 'http://localhost:8000'\nTIMEOUT = 5\n\n\n"
+        "BASE_URL = 'http://localhost:8000'\n\n\n"
         "@pytest.fixture\ndef now():\n    return datetime.datetime.now(timezone.utc)\n\n\n"
         "@pytest.fixture\ndef url():\n    return urljoin(BASE_URL, '/api/items')\n\n\n"
-        "@pytest.fixture\ndef env():\n    return dict(os.environ, TZ=TZ)\n\n\n"
-        "@pytest.fixture\ndef port():\n    return int(os.environ.get('PORT', '8000'))\n\n\n"
-        "@pytest.fixture\ndef timeout():\n    return datetime.timedelta(seconds=TIMEOUT)\n\n\n"
-        "@pytest.fixture\ndef start():\n"
-        "    return datetime.datetime(2024, 1, 1, tzinfo=zoneinfo.ZoneInfo(TZ))\n"
+        "@pytest.fixture\ndef port():\n    return int(os.environ.get('PORT', '8000'))\n"
+    ),
+    # att45e's honest set-ups: an environment lookup, a listing, a frozen clock, a payload.
+    "lookups_listings_and_parses": (
+        "import datetime\nimport glob\nimport json\nimport os\nimport unittest\n\nimport pytest\n\n"
+        "HERE = os.path.dirname(__file__)\nDEFAULT_LOCALE = 'en'\nNOW = '2024-01-02T03:04:05'\n"
+        "PAYLOAD = '{\"a\": 1}'\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        "        self.locale = os.environ.get('LOCALE', DEFAULT_LOCALE)\n"
+        "        self.payload = json.loads(PAYLOAD)\n\n\n"
+        "@pytest.fixture\ndef samples():\n"
+        "    return sorted(glob.glob(os.path.join(HERE, 'samples', '*.txt')))\n\n\n"
+        "@pytest.fixture\ndef now():\n    return datetime.datetime.fromisoformat(NOW)\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
