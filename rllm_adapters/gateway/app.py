@@ -1959,6 +1959,7 @@ class Gateway:
 
         from rllm_adapters.gateway.chat import (
             ChatState,
+            PromptTooLong,
             chat_chunk,
             chat_logprobs,
             chat_reply,
@@ -1991,8 +1992,15 @@ class Gateway:
             async with self._template_turn(session.owner):
                 try:
                     prompt = await asyncio.get_running_loop().run_in_executor(
-                        self._template_pool, templater.prompt, session.chat_state, messages, tools
+                        self._template_pool,
+                        templater.prompt,
+                        session.chat_state,
+                        messages,
+                        tools,
+                        context,
                     )
+                except PromptTooLong as e:
+                    raise GatewayError(400, f"{e}.", "context_length_exceeded") from e
                 except Exception as e:  # the template rejects these messages (roles, fields)
                     raise GatewayError(
                         400, f"The chat template failed: {e}", "invalid_messages"

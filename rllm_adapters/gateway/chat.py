@@ -15,6 +15,7 @@ call had ``tools``). A client that rewrites its history gets a fresh prompt, rec
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from rllm_envs.text import tag_matches
 
 __all__ = [
     "ChatState",
+    "PromptTooLong",
     "ChatTemplater",
     "chat_chunk",
     "chat_logprobs",
@@ -140,6 +142,10 @@ def _text_chars(value: Any) -> int:
     return total
 
 
+class PromptTooLong(ValueError):
+    """A text to tokenise holds more than the model's context could (raised before it is)."""
+
+
 class ChatTemplater:
     """Build a session call's prompt ids (see the module docstring).
 
@@ -154,7 +160,45 @@ class ChatTemplater:
         self.tokenizer = tokenizer
         #: The most text one token stands for: its vocabulary entry's length (byte-level and
         #: sentencepiece entries hold a symbol per byte or character at most).
-        self.token_chars = max((len(t) for t in tokenizer.get_vocab()), default=0)
+        vocabulary = list(tokenizer.get_vocab())
+        self.token_chars = max(map(len, vocabulary), default=0)
+        #: ... and in UTF-8 bytes (a byte-level entry's symbol stands for one byte, and is
+        #: one or two bytes itself): a text of more bytes than the context times this, as
+        #: the tokenizer normalises it, cannot fit.
+        self.token_bytes = max(
+            (len(t.encode("utf-8", "surrogatepass")) for t in vocabulary), default=0
+        )
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        self._normalizer = getattr(backend, "normalizer", None) if backend is not None else None
+        # Each call's context, for the encodings it makes (one templating thread, but bound
+        # per thread all the same).
+        self._call = threading.local()
+        encode = self.chat.encode
+
+        def bounded_encode(text: str) -> list[int]:
+            context = getattr(self._call, "context", None)
+            if context is not None and self.token_bytes and not self._fits(text, context):
+                raise PromptTooLong(
+                    f"the prompt's text holds more than a context of {context} tokens could"
+                )
+            return encode(text)
+
+        self.chat.encode = bounded_encode  # type: ignore[method-assign]
+
+    def _fits(self, text: str, context: int) -> bool:
+        """Whether ``text``, as the tokenizer normalises it, may fit ``context`` tokens.
+
+        Each token stands for at most :attr:`token_bytes` bytes of the normalised text, and
+        holds at least one: a text within the bound tokenises into at most that many tokens
+        (s45 att45f: a content part's list written as its ``repr``, control characters a
+        tool's JSON escapes and characters NFC splits apart, counted before templating, took
+        2.8-6.4 s of the shared thread; refused here before the tokenizer runs).
+        """
+        if self._normalizer is not None:
+            text = self._normalizer.normalize_str(text)
+            return len(text.encode("utf-8", "surrogatepass")) <= context * self.token_bytes
+        # Unknown normalisation: it may merge up to NORMALIZED_CHARS characters into one.
+        return len(text) <= context * self.token_bytes * NORMALIZED_CHARS
 
     def may_fit(self, messages: Sequence[Mapping[str, Any]], tools: Any, context: int) -> bool:
         """Whether ``messages`` and ``tools`` hold little enough text for ``context`` tokens.
@@ -171,9 +215,27 @@ class ChatTemplater:
         return _text_chars(messages) + _text_chars(tools) <= limit
 
     def prompt(
+        self,
+        state: ChatState | None,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Any,
+        context: int | None = None,
+    ) -> list[int]:
+        """The prompt ids of a call: appended to ``state`` when the history matches it.
+
+        Raises:
+            PromptTooLong: A text to tokenise could not fit ``context`` tokens (checked
+                before it is tokenised).
+        """
+        self._call.context = context
+        try:
+            return self._prompt(state, messages, tools)
+        finally:
+            self._call.context = None
+
+    def _prompt(
         self, state: ChatState | None, messages: Sequence[Mapping[str, Any]], tools: Any
     ) -> list[int]:
-        """The prompt ids of a call: appended to ``state`` when the history matches it."""
         key = tools_key(tools)
         plain = [plain_message(m) for m in messages]
         if state is not None and state.tools_key == key and len(plain) > len(state.messages):

@@ -34,10 +34,10 @@ class _HeldTemplater:
         self.order: list[str] = []
         self.release = threading.Event()
 
-    def prompt(self, state, messages, tools):
+    def prompt(self, state, messages, tools, context=None):
         self.order.append(messages[-1]["content"])
         assert self.release.wait(60), "never released"
-        return self.real.prompt(state, messages, tools)
+        return self.real.prompt(state, messages, tools, context)
 
     def __getattr__(self, name):
         return getattr(self.real, name)

@@ -4,7 +4,9 @@ F1 (medium): the one templating thread every client shares still ran one client'
 calls, each 4-7 s of templating (digits are the slowest text), so another client's "Hi" took
 4-8 s on every call. A chat call holding more text than the model's context could is now
 refused (400 ``context_length_exceeded``) before it is templated, counting the tools' text
-(att45d: 3.9 MB in a description took 18 s) and numbers (58,000 of 64 digits in a part) too.
+(att45d: 3.9 MB in a description took 18 s) and numbers (58,000 of 64 digits in a part) too;
+and a text the template writes is tokenised only if its bytes, normalised as the tokenizer
+does, could fit (att45f: a part's list written as its repr took 4-6 s).
 
 F2 (medium, an honest client refused): a run's framing pin was keyed by the run and the
 number of calls alone, so a client scoring two envs in its default run had every session of
@@ -33,9 +35,9 @@ class _CountingTemplater:
         self.real = real
         self.templated: list[int] = []
 
-    def prompt(self, state, messages, tools):
+    def prompt(self, state, messages, tools, context=None):
         self.templated.append(sum(len(m["content"]) for m in messages))
-        return self.real.prompt(state, messages, tools)
+        return self.real.prompt(state, messages, tools, context)
 
     def __getattr__(self, name):
         return getattr(self.real, name)
@@ -72,6 +74,29 @@ def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(tmp_pa
         assert counting.templated == []  # each refused before the template thread
         assert chat("Hi") == (200, "")
         assert counting.templated == [2]
+        # att45f: what the template writes longer than what was sent -- a part's list as its
+        # repr (`\U000e0001` for each character), characters NFC splits in three, control
+        # characters a tool's JSON escapes -- is refused before it is tokenised.
+        tokenizer = counting.real.tokenizer
+        encoded: list[int] = []
+        encode = tokenizer.encode
+
+        def spy(text, *args, **kwargs):
+            encoded.append(len(text))
+            return encode(text, *args, **kwargs)
+
+        tokenizer.encode = spy
+        bound = 2048 * counting.real.token_bytes
+        n = limit - 200
+        escaped = [{"type": "text", "text": ["\U000e0001" * n]}]
+        control = {"type": "function", "function": {"name": "f", "description": "\x01" * n}}
+        assert chat(escaped) == refused
+        assert chat("\U0001d160" * (n // 2)) == refused
+        assert chat("Hi", tools=[control]) == refused
+        assert len(counting.templated) == 4  # each passed the count, and was templated...
+        assert all(n <= bound for n in encoded)  # ...but never tokenised
+        assert chat("Hi") == (200, "")
+        assert encoded  # (the spy sees what is tokenised)
     finally:
         gateway.stop()
         served.stop()
