@@ -3419,7 +3419,7 @@ class _Steerable:
             return False  # a path or URL joined to literals (two inputs: documented)
         return any(map(self.steered, _handed(call)))
 
-    def _no_data(self, value: ast.Name | ast.Attribute) -> bool:
+    def _no_data(self, value: ast.expr) -> bool:
         """A standard name holding no data: a module, a function, a class, ``timezone.utc``.
 
         Text, numbers, containers and mappings (``string.ascii_lowercase``, ``os.environ``)
