@@ -3391,10 +3391,10 @@ class _Steerable:
         ``os.path.realpath(NAME)`` (s45 att45c F2). Not the code under test's or the module's
         own functions, the harness's, a parameter's (the patch's object answers), a name the
         module never binds (a repository's wildcard import), plumbing
-        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`), nor what makes an object rather
-        than a value (a library class, ``re.compile``: a configured object, documented), a
-        copy (``dict(os.environ, TZ=TZ)``), a scalar conversion (``int(PORT)``) or a path or
-        URL joined to literals (``os.path.join(self.tmp, "cfg.ini")``).
+        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`), :data:`_MAKERS` (a tool made,
+        ``re.compile(PATTERN)``: a configured object, documented; a copy, a clock, a lookup, a
+        JSON or ISO date parse), a scalar conversion (``int(PORT)``) or a path or URL joined to
+        literals (``os.path.join(self.tmp, "cfg.ini")``).
         """
         name = _dotted(call.func)
         root = name.partition(".")[0]
