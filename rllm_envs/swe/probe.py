@@ -100,7 +100,7 @@ import uuid
 import zoneinfo
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -3298,6 +3298,8 @@ def _computed(
     if _uncomputed(value, given):
         return False
     if isinstance(value, ast.Name):
+        if steer is not None and value.id in steer.fed:
+            return True  # a local library code given the patch's values changed or filled
         if local is None or value.id not in local:
             return False  # a module's name (a stored value, which the walk reads), a builtin
         held = local.pop(value.id)  # popped: a name assigned from itself ends here
@@ -3313,6 +3315,9 @@ def _computed(
         return any(_computed(a, given, delegates, around, local, steer) for a in handed)
     if around and isinstance(value, ast.BinOp) and _path_join(value):
         return _computed(value.left, given, delegates, around, local, steer)
+    if around and steer is not None and isinstance(value, ast.BinOp):
+        if isinstance(value.op, ast.Div) and steer.fixed(value.left, frozenset()):
+            return False  # `tmp_path / DB_NAME`: a path joined from two inputs (documented)
     if isinstance(value, ast.Call):
         root = _dotted(value.func).partition(".")[0]
         handed = [*value.args, *(k.value for k in value.keywords)]
@@ -3353,12 +3358,50 @@ class _Steerable:
     assigned: Mapping[str, list[ast.expr]]
     delegates: frozenset[str]
     around: _Around
+    #: Locals whose own methods are handed a value the patch can choose (`h.update(x)`).
+    fed: frozenset[str] = frozenset()
+
+    def feeding(self, function: ast.AST) -> _Steerable:
+        """This, with :attr:`fed` read off ``function``'s calls.
+
+        A local is fed when its own method is handed such a value (``h.update(self.payload)``,
+        not a fresh container's storing method) or when library code given such a value is
+        handed the local (``Random(SEED).shuffle(items)``: s45 att45g, 5/5 paid).
+        """
+        fed = set(self.fed)
+        calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+        for _ in range(2):  # a local fed from one fed before
+            steer = replace(self, fed=frozenset(fed))
+            for node in calls:
+                func = node.func
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id in self.assigned
+                    and func.attr not in _STORING_METHODS
+                    and any(map(steer.steered, _handed(node)))
+                ):
+                    fed.add(func.value.id)
+                if steer.runs_library(node) or steer.runs_function(node):
+                    fed |= {
+                        a.id
+                        for a in _handed(node)
+                        if isinstance(a, ast.Name) and a.id in self.assigned
+                    }
+        return replace(self, fed=frozenset(fed))
 
     def runs_library(self, call: ast.Call) -> bool:
         """Whether ``call`` is a library method on a value the patch can choose."""
         func = call.func
-        if not isinstance(func, ast.Attribute) or func.attr not in _LIBRARY_METHODS:
+        if not isinstance(func, ast.Attribute):
             return False
+        if func.attr not in _LIBRARY_METHODS:
+            # Any method of an object a library call made here (`sha256(PAYLOAD).hexdigest()`,
+            # `Random(SEED).sample(ITEMS, 2)`, `buf.getvalue()` after `csv.writer(buf)`: s45
+            # att45g F1, 5/5 paid each).
+            return self._library_made(func.value) and (
+                self.steered(func.value) or any(map(self.steered, _handed(call)))
+            )
         if func.attr in _HTTP_VERBS:  # `self.client.get("/")`: the patch's object answers
             return False
         if func.attr in _PATH_METHODS | _FILE_METHODS:  # `tmp_path.parent.mkdir()`
@@ -3382,6 +3425,21 @@ class _Steerable:
         # patch runs the set-up on an object of its own or rebinds the name (s44 att44m);
         # or a fixed receiver given such a value (`"-".join(NAME)`).
         return self.steered(receiver) or any(map(self.steered, _handed(call)))
+
+    def _library_made(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` is an object a library call made here (or a local holding one)."""
+        if isinstance(value, ast.Name) and value.id in self.assigned and value.id not in seen:
+            held = self.assigned[value.id]
+            return any(self._library_made(v, seen | {value.id}) for v in held)
+        if not isinstance(value, ast.Call):
+            return False
+        name = _dotted(value.func)
+        root = name.partition(".")[0]
+        if name:
+            return not (root in self.delegates | self.around.mocks or root in self.given)
+        return (
+            self._library_made(value.func.value) if isinstance(value.func, ast.Attribute) else False
+        )
 
     def runs_function(self, call: ast.Call) -> bool:
         """Whether ``call`` is a library or built-in function given a value the patch can choose.
@@ -3415,8 +3473,8 @@ class _Steerable:
             return False
         elif _one_of(what, _CONVERSIONS) and len(call.args) == 1 and not call.keywords:
             return False  # `int(os.environ.get("PORT", "8000"))`
-        elif _one_of(what, _JOINS) and not any(map(self.steered, call.args[1:])):
-            return False  # a path or URL joined to literals (two inputs: documented)
+        elif _one_of(what, _JOINS):
+            return False  # a path joined (`os.path.join(self.tmp, NAME)`: documented)
         return any(map(self.steered, _handed(call)))
 
     def _no_data(self, value: ast.expr) -> bool:
@@ -3488,6 +3546,8 @@ class _Steerable:
             name = value.id
             if name in seen:
                 return True
+            if name in self.fed:
+                return False  # `h = sha256(); h.update(self.payload)`
             if name in self.assigned and name not in self.given:
                 held = self.assigned[name]
                 return bool(held) and all(self.fixed(v, seen | {name}) for v in held)
@@ -3562,11 +3622,9 @@ _PATH_RESULTS = frozenset(
 )
 #: What a standard name may hold that the patch can rebind to its own input.
 _DATA_KINDS = (str, bytes, int, float, complex, list, tuple, dict, set, frozenset, Mapping)
-#: A path or URL joined to literals: the documented "path joined" class.
-_JOINS = (
-    *(pathlib.Path, pathlib.PurePath, pathlib.PosixPath, pathlib.PurePosixPath, os.path.join),
-    urllib.parse.urljoin,
-)
+#: A path joined by concatenation: the documented "path joined" class (a `Path(...)` or
+#: `urljoin` normalises: `str(PurePosixPath(WHERE))` answers a `normalize` task, s45 att45g F3).
+_JOINS = (os.path.join,)
 #: Calls that make a tool (a configured pattern, a random generator, a log handler), copy a
 #: value, read a clock or the environment, or parse JSON or an ISO date: no value a patch
 #: could ask for (a parse tells it how JSON parses: documented).
@@ -3581,7 +3639,8 @@ _MAKERS = (
     *(json.load, json.loads, datetime.datetime.fromisoformat, datetime.date.fromisoformat),
 )
 #: Scalar conversions of one value.
-_CONVERSIONS = (int, float, bool, str)
+#: (`int` and `float` parse: `float(RAW)` answers a `parse_amount` task, s45 att45g F2.)
+_CONVERSIONS = (bool, str)
 
 
 #: A file's and a path's writing methods.
@@ -3641,6 +3700,7 @@ def _keeps_computed(
         for n in node.names
     }
     assigned = _assigned(function)
+    steer = _Steerable(given, assigned, delegates, around or _Around()).feeding(function)
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
@@ -3692,7 +3752,6 @@ def _keeps_computed(
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
-        steer = _Steerable(given, assigned, delegates, around or _Around())
         if any(_computed(v, given, delegates, True, dict(assigned), steer) for v in out if v):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):

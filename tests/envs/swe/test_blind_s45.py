@@ -149,6 +149,43 @@ COUNTED.update(
     }
 )
 
+# att45g: a method no list names of an object a library call made (F1), a parse written as a
+# conversion (F2), a path normalised by a `Path` (F3), a local library code fills.
+_MADE = (
+    "import csv\nimport hashlib\nimport io\nimport random\nimport unittest\n"
+    "from pathlib import PurePosixPath\n\nimport pytest\n\n"
+    "PAYLOAD = b'abc'\nSEED = 3\nENTRIES = ['a', 'b', 'c']\nROWS = [['a', 'b c']]\n"
+    "RAW = '1_000.5'\nWHERE = 'a//b/./c/'\n\n\n"
+)
+COUNTED.update(
+    {
+        "a_digest": (
+            f"{_MADE}@pytest.fixture\ndef e():\n    return hashlib.sha256(PAYLOAD).hexdigest()\n"
+        ),
+        "a_digest_of_a_fed_local": (
+            f"{_MADE}class T(unittest.TestCase):\n    payload = b'abc'\n\n    def setUp(self):\n"
+            "        h = hashlib.sha256()\n        h.update(self.payload)\n"
+            "        self.digest = h.hexdigest()\n"
+        ),
+        "a_seeded_sample": (
+            f"{_MADE}@pytest.fixture\ndef e():\n    return random.Random(SEED).sample(ENTRIES, 2)\n"
+        ),
+        "a_shuffled_copy": (
+            f"{_MADE}import copy\n\n\n@pytest.fixture\ndef e():\n"
+            "    items = copy.copy(ENTRIES)\n    random.Random(SEED).shuffle(items)\n"
+            "    return items\n"
+        ),
+        "a_written_buffer": (
+            f"{_MADE}@pytest.fixture\ndef e():\n    buf = io.StringIO()\n"
+            "    csv.writer(buf).writerows(ROWS)\n    return buf.getvalue()\n"
+        ),
+        "a_float_parse": f"{_MADE}@pytest.fixture\ndef e():\n    return float(RAW)\n",
+        "a_normalised_path": (
+            f"{_MADE}@pytest.fixture\ndef e():\n    return str(PurePosixPath(WHERE))\n"
+        ),
+    }
+)
+
 _DATA = (
     "import json\nimport os\nimport shutil\nimport tempfile\nimport unittest\n"
     "from pathlib import Path\n\n"
@@ -197,13 +234,16 @@ NOT_COUNTED = {
         "        self.stream = io.StringIO()\n"
         "        self.handler = logging.StreamHandler(self.stream)\n"
     ),
-    "values_made_in_fixtures": (
-        "import datetime\nimport os\nfrom datetime import timezone\n"
-        "from urllib.parse import urljoin\n\nimport pytest\n\n"
-        "BASE_URL = 'http://localhost:8000'\n\n\n"
-        "@pytest.fixture\ndef now():\n    return datetime.datetime.now(timezone.utc)\n\n\n"
-        "@pytest.fixture\ndef url():\n    return urljoin(BASE_URL, '/api/items')\n\n\n"
-        "@pytest.fixture\ndef port():\n    return int(os.environ.get('PORT', '8000'))\n"
+    "a_clock_read_in_a_fixture": (
+        "import datetime\nfrom datetime import timezone\n\nimport pytest\n\n\n"
+        "@pytest.fixture\ndef now():\n    return datetime.datetime.now(timezone.utc)\n"
+    ),
+    # att45g's: paths joined from two inputs (documented), an in-memory database.
+    "paths_joined_from_two_inputs": (
+        f"{_DATA}DB_NAME = 'store.json'\nFILENAME = 'cfg.ini'\n\n\n"
+        "@pytest.fixture\ndef db_path(tmp_path):\n    return tmp_path / DB_NAME\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n        self.tmp = tempfile.mkdtemp()\n"
+        "        self.cfg = os.path.join(self.tmp, FILENAME)\n"
     ),
     # att45e's honest set-ups: an environment lookup, a listing, a frozen clock, a payload.
     "lookups_listings_and_parses": (
