@@ -253,10 +253,15 @@ class Gateway:
         # (an evaluation's private universe; the key's scrypt is paid here, once).
         self._masks = {env_id: SeedMask(kwargs) for env_id, kwargs in config.scorers.items()}
         # Chat templating (a chat template and the tokenizer over a body of up to the request
-        # limit: seconds for 4 MB) runs on its own thread, off the event loop, where one client's
-        # big call held every other client's requests and streams (s20 att29k F2: 3-9 s). One
-        # thread: the tokenizer is used by one call at a time.
-        self._template_pool = concurrent.futures.ThreadPoolExecutor(1, "rllm-gateway-template")
+        # limit: seconds for 4 MB) runs off the event loop, where one client's big call held
+        # every other client's requests and streams (s20 att29k F2: 3-9 s), on several threads
+        # (each with its own tokenizer, which releases the interpreter while it tokenises) and
+        # one call per client at a time (`_template_turn`): one client's calls, however
+        # slow to template, hold one thread (s45 att45h: SmolLM2's 2.6 MB of digits, 3 s each,
+        # held one shared thread and every other client's "Hi" behind it).
+        self._template_pool = concurrent.futures.ThreadPoolExecutor(
+            TEMPLATE_THREADS, "rllm-gateway-template"
+        )
         #: Failed scorings: one traceback per env and error type per minute.
         self._scoring_log = _ThrottledLog()
         #: Task ids of scorer tasks sessions opened on, by (client, env, seed, index).
@@ -2650,6 +2655,9 @@ def _call_ids(call: Call) -> list[str]:
 
 #: Known texts one framing may mark: an honest prompt holds each a few times.
 MAX_FRAMING_MARKS = 10_000
+#: Threads templating chat calls, one call per client at a time: clients past this many
+#: templating at once queue for a thread.
+TEMPLATE_THREADS = 4
 
 
 class _FramingTooLarge(Exception):

@@ -14,6 +14,7 @@ call had ``tools``). A client that rewrites its history gets a fresh prompt, rec
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -156,34 +157,47 @@ class ChatTemplater:
     def __init__(self, tokenizer: Any) -> None:
         from rllm_agents.chat import ChatTokenizer
 
+        #: For what the event loop reads (end-of-turn ids); templating uses each thread's own.
         self.chat = ChatTokenizer(tokenizer)
         self.tokenizer = tokenizer
         #: The most text one token stands for: its vocabulary entry's length (byte-level and
         #: sentencepiece entries hold a symbol per byte or character at most).
-        vocabulary = list(tokenizer.get_vocab())
-        self.token_chars = max(map(len, vocabulary), default=0)
-        #: ... and in UTF-8 bytes (a byte-level entry's symbol stands for one byte, and is
-        #: one or two bytes itself): a text of more bytes than the context times this, as
-        #: the tokenizer normalises it, cannot fit.
-        self.token_bytes = max(
-            (len(t.encode("utf-8", "surrogatepass")) for t in vocabulary), default=0
-        )
+        self.token_chars = max(map(len, tokenizer.get_vocab()), default=0)
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        self._normalizer = getattr(backend, "normalizer", None) if backend is not None else None
-        # Each call's context, for the encodings it makes (one templating thread, but bound
-        # per thread all the same).
-        self._call = threading.local()
-        encode = self.chat.encode
+        #: ... and in UTF-8 bytes of the text it decodes to: a text of more bytes than the
+        #: context times this, as the tokenizer normalises it, cannot fit (0: not known).
+        self.token_bytes = 0
+        if backend is not None:
+            self.token_bytes = max(
+                len(backend.decode([i], skip_special_tokens=False).encode("utf-8", "surrogatepass"))
+                for i in range(backend.get_vocab_size())
+            )
+        self._normalizer = getattr(backend, "normalizer", None)
+        self._threads = threading.local()
 
-        def bounded_encode(text: str) -> list[int]:
-            context = getattr(self._call, "context", None)
-            if context is not None and self.token_bytes and not self._fits(text, context):
-                raise PromptTooLong(
-                    f"the prompt's text holds more than a context of {context} tokens could"
-                )
-            return encode(text)
+    def _thread_chat(self) -> Any:
+        """This thread's own tokenizer, whose encoding checks :meth:`_fits` first.
 
-        self.chat.encode = bounded_encode  # type: ignore[method-assign]
+        A tokenizer is not safe to share between threads (a call changes its settings), and
+        the gateway templates on several (s45 att45h).
+        """
+        chat = getattr(self._threads, "chat", None)
+        if chat is None:
+            from rllm_agents.chat import ChatTokenizer
+
+            chat = self._threads.chat = ChatTokenizer(copy.deepcopy(self.tokenizer))
+            encode = chat.encode
+
+            def bounded_encode(text: str) -> list[int]:
+                context = getattr(self._threads, "context", None)
+                if context is not None and self.token_bytes and not self._fits(text, context):
+                    raise PromptTooLong(
+                        f"the prompt's text holds more than a context of {context} tokens could"
+                    )
+                return encode(text)
+
+            chat.encode = bounded_encode  # type: ignore[method-assign]
+        return chat
 
     def _fits(self, text: str, context: int) -> bool:
         """Whether ``text``, as the tokenizer normalises it, may fit ``context`` tokens.
@@ -196,9 +210,7 @@ class ChatTemplater:
         """
         if self._normalizer is not None:
             text = self._normalizer.normalize_str(text)
-            return len(text.encode("utf-8", "surrogatepass")) <= context * self.token_bytes
-        # Unknown normalisation: it may merge up to NORMALIZED_CHARS characters into one.
-        return len(text) <= context * self.token_bytes * NORMALIZED_CHARS
+        return len(text.encode("utf-8", "surrogatepass")) <= context * self.token_bytes
 
     def may_fit(self, messages: Sequence[Mapping[str, Any]], tools: Any, context: int) -> bool:
         """Whether ``messages`` and ``tools`` hold little enough text for ``context`` tokens.
@@ -227,14 +239,18 @@ class ChatTemplater:
             PromptTooLong: A text to tokenise could not fit ``context`` tokens (checked
                 before it is tokenised).
         """
-        self._call.context = context
+        self._threads.context = context
         try:
-            return self._prompt(state, messages, tools)
+            return self._prompt(self._thread_chat(), state, messages, tools)
         finally:
-            self._call.context = None
+            self._threads.context = None
 
     def _prompt(
-        self, state: ChatState | None, messages: Sequence[Mapping[str, Any]], tools: Any
+        self,
+        chat: Any,
+        state: ChatState | None,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Any,
     ) -> list[int]:
         key = tools_key(tools)
         plain = [plain_message(m) for m in messages]
@@ -242,8 +258,8 @@ class ChatTemplater:
             head = plain[: len(state.messages)]
             if [_norm(m) for m in head] == [_norm(m) for m in state.messages]:
                 new = plain[len(state.messages) :]
-                return self.chat.append(state.prompt_ids, state.completion_ids, new, tools)
-        return self.chat.initial_prompt(plain, tools)
+                return chat.append(state.prompt_ids, state.completion_ids, new, tools)
+        return chat.initial_prompt(plain, tools)
 
     def upstream(self, body: Mapping[str, Any], prompt_ids: list[int]) -> dict[str, Any]:
         """The ``/completions`` request for a chat request with these prompt ids."""

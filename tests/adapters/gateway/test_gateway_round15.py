@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gymnasium as gym
 import httpx
+import pytest
 
 import rllm_envs  # noqa: F401
 from rllm_adapters.gateway.chat import NORMALIZED_CHARS
@@ -43,7 +44,9 @@ class _CountingTemplater:
         return getattr(self.real, name)
 
 
-def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(tmp_path, tiny_path):
+def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(
+    tmp_path, tiny_path, monkeypatch
+):
     served = _Served(StandInEngine("Hello").app)
     gateway = _server(tmp_path, served.url, tokenizer=str(tiny_path))
     try:
@@ -77,15 +80,15 @@ def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(tmp_pa
         # att45f: what the template writes longer than what was sent -- a part's list as its
         # repr (`\U000e0001` for each character), characters NFC splits in three, control
         # characters a tool's JSON escapes -- is refused before it is tokenised.
-        tokenizer = counting.real.tokenizer
+        kind = type(counting.real.tokenizer)  # each templating thread encodes with a copy
         encoded: list[int] = []
-        encode = tokenizer.encode
+        encode = kind.encode
 
-        def spy(text, *args, **kwargs):
+        def spy(self, text, *args, **kwargs):
             encoded.append(len(text))
-            return encode(text, *args, **kwargs)
+            return encode(self, text, *args, **kwargs)
 
-        tokenizer.encode = spy
+        monkeypatch.setattr(kind, "encode", spy)
         bound = 2048 * counting.real.token_bytes
         n = limit - 200
         escaped = [{"type": "text", "text": ["\U000e0001" * n]}]
@@ -151,3 +154,37 @@ def test_a_run_scores_several_envs_each_framed_its_own_way(tmp_path):
         assert (scored.status_code, scored.json()["error"]["code"]) == (409, "framing_changed")
     finally:
         app.__exit__(None, None, None)
+
+
+def test_the_byte_bound_is_of_the_text_a_token_decodes_to(monkeypatch):
+    """att45h F1: SmolLM2's tokenizer has no normalizer and vocabulary entries of 81 symbols
+    (162 bytes as written): the bound fell back to 162 x 4 bytes a token, so 2.6 MB of digits
+    (2.6 million tokens, 3 s) was tokenised for a context of 8192. A token's bytes are now
+    those of the text it decodes to, and with no normalizer nothing merges."""
+    from transformers import AutoTokenizer
+
+    from rllm_adapters.gateway.chat import ChatTemplater, PromptTooLong
+    from rllm_adapters.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m-instruct"))
+    templater = ChatTemplater(tokenizer)
+    backend = tokenizer.backend_tokenizer
+    assert backend.normalizer is None
+    longest = max(len(backend.decode([i]).encode()) for i in range(backend.get_vocab_size()))
+    assert templater.token_bytes == longest < max(len(t.encode()) for t in tokenizer.get_vocab())
+    kind = type(tokenizer)
+    encoded: list[int] = []
+    encode = kind.encode
+
+    def spy(self, text, *args, **kwargs):
+        encoded.append(len(text))
+        return encode(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(kind, "encode", spy)
+    context = 512
+    digits = [{"role": "user", "content": "7" * (context * templater.token_bytes + 1)}]
+    with pytest.raises(PromptTooLong):
+        templater.prompt(None, digits, None, context)
+    assert max(encoded, default=0) < context  # refused before the tokenizer ran on it
+    fits = [{"role": "user", "content": "7" * (context - 64)}]
+    assert len(templater.prompt(None, fits, None, context)) > context - 64
