@@ -3449,10 +3449,10 @@ class _Steerable:
         ``os.path.realpath(NAME)`` (s45 att45c F2). Not the code under test's or the module's
         own functions, the harness's, a parameter's (the patch's object answers), a name the
         module never binds (a repository's wildcard import), plumbing
-        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`), :data:`_MAKERS` (a tool made,
-        ``re.compile(PATTERN)``: a configured object, documented; a copy, a clock, a lookup, a
-        JSON or ISO date parse), a scalar conversion (``int(PORT)``) or a path or URL joined to
-        literals (``os.path.join(self.tmp, "cfg.ini")``).
+        (:data:`_NEUTRAL_CALLS`, :data:`_NEUTRAL_FUNCTIONS`), :data:`_MAKERS` given no
+        keywords (a tool made, ``re.compile(PATTERN)``: a configured object, documented; a
+        copy, a clock, a lookup), ``str`` or ``bool`` of a value no library call made, or a
+        path joined (``os.path.join(self.tmp, NAME)``: documented).
         """
         name = _dotted(call.func)
         root = name.partition(".")[0]
@@ -3466,12 +3466,17 @@ class _Steerable:
             # the host does not read (counted), or a name the module never binds (not).
             if root not in self.assigned and root not in self.around.values:
                 return False
-        elif _one_of(what, _MAKERS):
+        elif _one_of(what, _MAKERS) and not call.keywords:
             # A tool made (`random.Random(SEED)`), a copy, a clock's reading, an environment
-            # lookup, a JSON or ISO date parse (a library class that computes counts:
+            # lookup (a library class that computes counts:
             # `str(timedelta(seconds=S))`, `Counter(TEXT)`: s45 att45e F1, 5/5 paid).
             return False
-        elif _one_of(what, _CONVERSIONS) and len(call.args) == 1 and not call.keywords:
+        elif (
+            _one_of(what, _CONVERSIONS)
+            and len(call.args) == 1
+            and not call.keywords
+            and not self._library_made(call.args[0])  # `str(fromisoformat(S))`: att45i
+        ):
             return False  # `int(os.environ.get("PORT", "8000"))`
         elif _one_of(what, _JOINS):
             return False  # a path joined (`os.path.join(self.tmp, NAME)`: documented)
@@ -3626,8 +3631,8 @@ _DATA_KINDS = (str, bytes, int, float, complex, list, tuple, dict, set, frozense
 #: `urljoin` normalises: `str(PurePosixPath(WHERE))` answers a `normalize` task, s45 att45g F3).
 _JOINS = (os.path.join,)
 #: Calls that make a tool (a configured pattern, a random generator, a log handler), copy a
-#: value, read a clock or the environment, or parse JSON or an ISO date: no value a patch
-#: could ask for (a parse tells it how JSON parses: documented).
+#: value, read a clock or the environment: no value a patch could ask for. (Not a parse: a
+#: fixture returning `fromisoformat(STAMP)` answered a `parse_stamp` task, s45 att45i, 5/5.)
 _MAKERS = (
     *(re.compile, random.Random, random.SystemRandom, io.StringIO, io.BytesIO, zoneinfo.ZoneInfo),
     *(logging.StreamHandler, logging.FileHandler, logging.Handler, logging.getLogger),
@@ -3636,7 +3641,6 @@ _MAKERS = (
     *(copy.copy, copy.deepcopy, os.getenv, os.environ.get, os.environ.copy),
     *(datetime.datetime.now, datetime.datetime.utcnow, datetime.datetime.today),
     *(datetime.date.today, time.time, time.monotonic, time.perf_counter),
-    *(json.load, json.loads, datetime.datetime.fromisoformat, datetime.date.fromisoformat),
 )
 #: Scalar conversions of one value.
 #: (`int` and `float` parse: `float(RAW)` answers a `parse_amount` task, s45 att45g F2.)
@@ -3742,8 +3746,14 @@ def _keeps_computed(
             # handler's method), or a parameter passed beside it (`heappush(heap, x)`:
             # s42 att42e, 5/5 paid each).
             root = _dotted(node.func).partition(".")[0]
-            reaches = root in given or any(
-                isinstance(a, ast.Name) and a.id in given for a in handed
+            # Or the code under test or a patcher (`register(capwords(NAME))`,
+            # `mock.patch.dict(os.environ, {...})`: the patch's own code gets it, s45 att45i,
+            # 5/5 paid each).
+            reaches = (
+                root in given
+                or root in delegates
+                or root in steer.around.mocks
+                or any(isinstance(a, ast.Name) and a.id in given for a in handed)
             )
             # A file written (`path.write_text(json.dumps(CONFIG))` into `tmp_path`: s45
             # att45e F4, 5/5 paid) keeps what it is handed too.

@@ -186,6 +186,44 @@ COUNTED.update(
     }
 )
 
+# att45i: a parse (a fixture parsing the patch's text answers a parse task), `str()` of an
+# object a library call made, and a value handed to the code under test or a patcher.
+_HANDED = (
+    "import datetime\nimport json\nimport os\nimport string\nimport unittest\n"
+    "from decimal import Decimal\nfrom unittest import mock\n\nimport pytest\n\n"
+    "import pkg.core\nfrom pkg.core import clear, register\n\n"
+    "NAME = 'ann lee'\nSTAMP = '2024-01-02T03:04:05'\nRAW = '{\"a\": 1.5}'\n\n\n"
+)
+COUNTED.update(
+    {
+        "a_parse": (
+            f"{_HANDED}@pytest.fixture\ndef e():\n"
+            "    return datetime.datetime.fromisoformat(STAMP)\n"
+        ),
+        "str_of_a_parse": (
+            f"{_HANDED}@pytest.fixture\ndef e():\n"
+            "    d = datetime.datetime.fromisoformat(STAMP)\n    return str(d)\n"
+        ),
+        "a_parse_with_a_hook": (
+            f"{_HANDED}@pytest.fixture\ndef e():\n    return json.loads(RAW, parse_float=Decimal)\n"
+        ),
+        "handed_to_the_code_under_test": (
+            f"{_HANDED}@pytest.fixture\ndef seeded():\n    register(string.capwords(NAME))\n"
+            "    yield\n    clear()\n"
+        ),
+        "handed_to_a_patched_environment": (
+            f"{_HANDED}@pytest.fixture\ndef user():\n"
+            "    with mock.patch.dict(os.environ, {'APP_USER': string.capwords(NAME)}):\n"
+            "        yield\n"
+        ),
+        "a_patcher_started_in_set_up": (
+            f"{_HANDED}class T(unittest.TestCase):\n    def setUp(self):\n"
+            "        patcher = mock.patch.object(pkg.core, 'DEFAULT', string.capwords(NAME))\n"
+            "        patcher.start()\n        self.addCleanup(patcher.stop)\n"
+        ),
+    }
+)
+
 _DATA = (
     "import json\nimport os\nimport shutil\nimport tempfile\nimport unittest\n"
     "from pathlib import Path\n\n"
@@ -193,17 +231,24 @@ _DATA = (
     "HERE = Path(__file__).parent\nDATA = HERE / 'data'\n\n\n"
 )
 
+# A JSON data file parsed in a fixture: the patch rewrites the file (s45 att45e F2) and the
+# parse answers a parse task (att45i): counted (an honest cost, documented).
+COUNTED.update(
+    {
+        "json_file_opened_beside_the_tests": (
+            f"{_DATA}@pytest.fixture\ndef sample():\n"
+            "    with open(os.path.join(os.path.dirname(__file__), 'sample.json')) as f:\n"
+            "        return json.load(f)\n"
+        ),
+        "json_read_from_a_data_path": (
+            f"{_DATA}@pytest.fixture\ndef sample():\n"
+            "    return json.loads((DATA / 'sample.json').read_text())\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
-    "json_file_opened_beside_the_tests": (
-        f"{_DATA}@pytest.fixture\ndef sample():\n"
-        "    with open(os.path.join(os.path.dirname(__file__), 'sample.json')) as f:\n"
-        "        return json.load(f)\n"
-    ),
-    "json_read_from_a_data_path": (
-        f"{_DATA}@pytest.fixture\ndef sample():\n"
-        "    return json.loads((DATA / 'sample.json').read_text())\n"
-    ),
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
     "url_of_a_data_path": f"{_DATA}@pytest.fixture\ndef url():\n    return f'file://{{DATA}}/x.html'\n",
     "tmp_path_as_text": (
@@ -245,17 +290,15 @@ NOT_COUNTED = {
         "class T(unittest.TestCase):\n    def setUp(self):\n        self.tmp = tempfile.mkdtemp()\n"
         "        self.cfg = os.path.join(self.tmp, FILENAME)\n"
     ),
-    # att45e's honest set-ups: an environment lookup, a listing, a frozen clock, a payload.
-    "lookups_listings_and_parses": (
+    # att45e's honest set-ups: an environment lookup, a listing.
+    "lookups_and_listings": (
         "import datetime\nimport glob\nimport json\nimport os\nimport unittest\n\nimport pytest\n\n"
         "HERE = os.path.dirname(__file__)\nDEFAULT_LOCALE = 'en'\nNOW = '2024-01-02T03:04:05'\n"
         "PAYLOAD = '{\"a\": 1}'\n\n\n"
         "class T(unittest.TestCase):\n    def setUp(self):\n"
-        "        self.locale = os.environ.get('LOCALE', DEFAULT_LOCALE)\n"
-        "        self.payload = json.loads(PAYLOAD)\n\n\n"
+        "        self.locale = os.environ.get('LOCALE', DEFAULT_LOCALE)\n\n\n"
         "@pytest.fixture\ndef samples():\n"
-        "    return sorted(glob.glob(os.path.join(HERE, 'samples', '*.txt')))\n\n\n"
-        "@pytest.fixture\ndef now():\n    return datetime.datetime.fromisoformat(NOW)\n"
+        "    return sorted(glob.glob(os.path.join(HERE, 'samples', '*.txt')))\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
