@@ -164,14 +164,21 @@ class ChatTemplater:
         #: sentencepiece entries hold a symbol per byte or character at most).
         self.token_chars = max(map(len, tokenizer.get_vocab()), default=0)
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        #: ... and in UTF-8 bytes of the text it decodes to: a text of more bytes than the
-        #: context times this, as the tokenizer normalises it, cannot fit (0: not known).
+        #: ... and in UTF-8 bytes of the normalised text it stands for: a text of more bytes
+        #: than the context times this, as the tokenizer normalises it, cannot fit (0: not
+        #: known). A byte-level entry's symbols stand for a byte each: the bytes it decodes
+        #: to (SmolLM2's longest: 81, written as 162: s45 att45h). Otherwise an entry is
+        #: normalised text itself (`▁` for a space, 3 bytes, which decodes to 1: s45 att45j,
+        #: indented code that fits was refused), or decodes to more (byte fallback).
         self.token_bytes = 0
         if backend is not None:
             self.token_bytes = max(
                 len(backend.decode([i], skip_special_tokens=False).encode("utf-8", "surrogatepass"))
                 for i in range(backend.get_vocab_size())
             )
+            if "ByteLevel" not in repr(backend.decoder):
+                written = (len(t.encode("utf-8", "surrogatepass")) for t in tokenizer.get_vocab())
+                self.token_bytes = max(self.token_bytes, *written)
         self._normalizer = getattr(backend, "normalizer", None)
         self._threads = threading.local()
 

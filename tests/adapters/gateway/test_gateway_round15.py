@@ -188,3 +188,50 @@ def test_the_byte_bound_is_of_the_text_a_token_decodes_to(monkeypatch):
     assert max(encoded, default=0) < context  # refused before the tokenizer ran on it
     fits = [{"role": "user", "content": "7" * (context - 64)}]
     assert len(templater.prompt(None, fits, None, context)) > context - 64
+
+
+def test_a_text_that_fits_a_metaspace_tokenizer_is_not_refused():
+    """att45j F1: a Llama-2-style tokenizer writes a space as `▁` (3 bytes) in the normalised
+    text while its tokens decode it to 1 byte, so indented code that tokenised to 72% of the
+    context was refused. Its entries' own bytes bound it now. (A tokenizer of that structure
+    trained here on a small corpus, as the helper's repro did: no Llama tokenizer is offline.)"""
+    from tokenizers import Tokenizer, decoders, models, normalizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from rllm_adapters.gateway.chat import ChatTemplater, PromptTooLong
+    from rllm_adapters.tiny_model import CHATML_TEMPLATE
+
+    code = [
+        f"{'    ' * depth}{line}"
+        for depth in range(1, 9)
+        for line in (f"if value_{depth} is not None:", f"    return compute(value_{depth})")
+    ]
+    backend = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence(
+        [normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")]
+    )
+    backend.decoder = decoders.Sequence(
+        [
+            decoders.Replace("▁", " "),
+            decoders.ByteFallback(),
+            decoders.Fuse(),
+            decoders.Strip(" ", 1, 0),
+        ]
+    )
+    special = ["<unk>", "<|im_start|>", "<|im_end|>", *(f"<0x{i:02X}>" for i in range(256))]
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=special, max_token_length=16)
+    backend.train_from_iterator(["\n".join(code)] * 50, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>")
+    tokenizer.chat_template = CHATML_TEMPLATE
+    templater = ChatTemplater(tokenizer)
+    context = 2048
+
+    def prompt(copies: int) -> list[dict]:
+        return [{"role": "user", "content": "Fix this:\n" + "\n".join(code * copies)}]
+
+    fits = prompt(24)
+    tokens = len(tokenizer.apply_chat_template(fits, add_generation_prompt=True, return_dict=False))
+    assert context * 0.6 < tokens < context
+    assert len(templater.prompt(None, fits, None, context)) == tokens
+    with pytest.raises(PromptTooLong):
+        templater.prompt(None, prompt(100), None, context)
