@@ -44,6 +44,19 @@ class _CountingTemplater:
         return getattr(self.real, name)
 
 
+def _encoded_lengths(monkeypatch, kind) -> list[int]:
+    """The lengths of the texts tokenizers of class ``kind`` encode from now on (a spy)."""
+    encoded: list[int] = []
+    encode = kind.encode
+
+    def spy(self, text, *args, **kwargs):
+        encoded.append(len(text))
+        return encode(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(kind, "encode", spy)
+    return encoded
+
+
 def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(
     tmp_path, tiny_path, monkeypatch
 ):
@@ -80,15 +93,8 @@ def test_a_chat_call_no_context_could_hold_is_refused_before_its_template(
         # att45f: what the template writes longer than what was sent -- a part's list as its
         # repr (`\U000e0001` for each character), characters NFC splits in three, control
         # characters a tool's JSON escapes -- is refused before it is tokenised.
-        kind = type(counting.real.tokenizer)  # each templating thread encodes with a copy
-        encoded: list[int] = []
-        encode = kind.encode
-
-        def spy(self, text, *args, **kwargs):
-            encoded.append(len(text))
-            return encode(self, text, *args, **kwargs)
-
-        monkeypatch.setattr(kind, "encode", spy)
+        # Each templating thread encodes with a copy of the tokenizer: its class is spied on.
+        encoded = _encoded_lengths(monkeypatch, type(counting.real.tokenizer))
         bound = 2048 * counting.real.token_bytes
         n = limit - 200
         escaped = [{"type": "text", "text": ["\U000e0001" * n]}]
@@ -172,15 +178,7 @@ def test_the_byte_bound_is_of_the_text_a_token_decodes_to(monkeypatch):
     assert backend.normalizer is None
     longest = max(len(backend.decode([i]).encode()) for i in range(backend.get_vocab_size()))
     assert templater.token_bytes == longest < max(len(t.encode()) for t in tokenizer.get_vocab())
-    kind = type(tokenizer)
-    encoded: list[int] = []
-    encode = kind.encode
-
-    def spy(self, text, *args, **kwargs):
-        encoded.append(len(text))
-        return encode(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(kind, "encode", spy)
+    encoded = _encoded_lengths(monkeypatch, type(tokenizer))
     context = 512
     digits = [{"role": "user", "content": "7" * (context * templater.token_bytes + 1)}]
     with pytest.raises(PromptTooLong):
