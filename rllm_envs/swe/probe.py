@@ -86,6 +86,7 @@ import random
 import re
 import secrets
 import shlex
+import sqlite3
 import string
 import struct
 import sys
@@ -3586,10 +3587,9 @@ class _Steerable:
                 calls = self.fixed(func.value, seen)  # `(DATA / "in").glob("*.txt")`
             else:
                 what = self._callee(_dotted(func))
-                calls = what is not None and (
-                    (getattr(what, "__module__", None) == "builtins" and what is not open)
-                    or _one_of(what, _PATH_CALLS)
-                )
+                # Not a built-in: the patch rebinds `dict` in the module as it rebinds a
+                # global (`json.dumps(dict(name="demo"), indent=2)`: s45 att45k F5, 5/5 paid).
+                calls = _one_of(what, _PATH_CALLS)
             return calls and all(self.fixed(a, seen) for a in _handed(value))
         return False
 
@@ -3638,7 +3638,7 @@ _MAKERS = (
     *(logging.StreamHandler, logging.FileHandler, logging.Handler, logging.getLogger),
     *(threading.Event, threading.Lock, threading.RLock, queue.Queue),
     *(tempfile.TemporaryDirectory, tempfile.NamedTemporaryFile, tempfile.TemporaryFile),
-    *(copy.copy, copy.deepcopy, os.getenv, os.environ.get, os.environ.copy),
+    *(copy.copy, copy.deepcopy, os.getenv, os.environ.get, os.environ.copy, sqlite3.connect),
     *(datetime.datetime.now, datetime.datetime.utcnow, datetime.datetime.today),
     *(datetime.date.today, time.time, time.monotonic, time.perf_counter),
 )
@@ -3725,6 +3725,16 @@ def _keeps_computed(
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # `out += [...]` on a parameter: the caller's object grows (s42 att42e).
                 out.extend([node.value] if node.target.id in given else [])
+        elif (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and (steer.runs_library(node.value) or steer.runs_function(node.value))
+        ):
+            # A library call given the patch's values, its result thrown away: it keeps what
+            # it computes where it writes (`json.dump(CONFIG, f, indent=2)` into a file the
+            # fixture returns the path of, `bisect.insort(self.names, capwords(self.name))`:
+            # s45 att45k F1, F4, 5/5 paid each).
+            return True
         elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem):
             # `for self.expected in [capwords(self.name)]`, `with f(x) as self.y` (s45
             # att45c): a loop's or a context's target kept as an assignment's is.
@@ -3758,7 +3768,9 @@ def _keeps_computed(
             # A file written (`path.write_text(json.dumps(CONFIG))` into `tmp_path`: s45
             # att45e F4, 5/5 paid) keeps what it is handed too.
             writes = isinstance(node.func, ast.Attribute) and node.func.attr in _WRITES
-            if reaches or writes or _dotted(node.func).rpartition(".")[2] in _KEEPERS:
+            # By its last name, on a call's result too (`getLogger(x).info(...)`: att45k F2).
+            last = node.func.attr if isinstance(node.func, ast.Attribute) else _dotted(node.func)
+            if reaches or writes or last in _KEEPERS:
                 # Not a thunk (`addfinalizer(lambda: ...)`): it takes no input.
                 out.extend(a for a in handed if not (isinstance(a, ast.Lambda) and not a.args.args))
         # Each value follows the local names afresh (following pops them).
@@ -3774,9 +3786,11 @@ def _thunk_keeps(
 ) -> bool:
     """Whether a lambda of no arguments returns a function the suite chose or computes a value.
 
-    ``defaultdict(lambda: str.title)`` (s44 att44e F3) and ``lambda: "ann lee".title()`` do;
-    ``lambda: datetime(2020, 1, 2)`` (a fixed clock), ``lambda: None`` and ``lambda:
-    shutil.rmtree(d)`` do not.
+    ``defaultdict(lambda: str.title)`` (s44 att44e F3) and ``lambda: "ann lee".title()`` do,
+    and so does a call given a name (``lambda: string.capwords(NAME)``, ``lambda:
+    NAME.title()``: the patch rebinds it, s45 att45k F3, 5/5 paid); ``lambda: datetime(2020,
+    1, 2)`` (a fixed clock), ``lambda: None`` and ``lambda: shutil.rmtree(d)`` (plumbing) do
+    not.
     """
     if _picks_callable(body, named, roots, local):
         return True
@@ -3786,6 +3800,19 @@ def _thunk_keeps(
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and not _dotted(node.func)
+        )
+        or (
+            isinstance(node, ast.Call)
+            and _dotted(node.func).rpartition(".")[2]
+            not in _NEUTRAL_FUNCTIONS | _NEUTRAL_CALLS | _KEEPERS
+            and (
+                not all(is_literal(a) for a in _handed(node))
+                or (isinstance(node.func, ast.Attribute) and not _dotted(node.func.value))
+                or (
+                    isinstance(node.func, ast.Attribute)
+                    and _dotted(node.func.value).partition(".")[0] not in roots
+                )
+            )
         )
         for node in ast.walk(body)
     )

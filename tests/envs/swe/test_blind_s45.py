@@ -247,6 +247,40 @@ COUNTED.update(
     }
 )
 
+# att45k: a library call given the patch's values whose result is thrown away (it writes
+# where it was handed: F1, F4), a keeper on a call's result (F2), a module-level thunk (F3),
+# a built-in the patch rebinds (F5).
+_SINKS = (
+    "import bisect\nimport collections\nimport json\nimport logging\nimport string\n"
+    "import unittest\n\nimport pytest\n\nCONFIG = {'b': 1}\nNAME = 'ann lee'\n\n\n"
+)
+COUNTED.update(
+    {
+        "dumped_into_a_file": (
+            f"{_SINKS}@pytest.fixture\ndef config_file(tmp_path):\n"
+            "    path = tmp_path / 'config.json'\n    with open(path, 'w') as f:\n"
+            "        json.dump(CONFIG, f, indent=2)\n    return path\n"
+        ),
+        "inserted_into_self": (
+            f"{_SINKS}class T(unittest.TestCase):\n    name = 'ann lee'\n\n"
+            "    def setUp(self):\n        self.names = ['Zed']\n"
+            "        bisect.insort(self.names, string.capwords(self.name))\n"
+        ),
+        "logged_on_a_calls_result": (
+            f"{_SINKS}@pytest.fixture\ndef user():\n"
+            "    logging.getLogger(__name__).info('user %s', string.capwords(NAME))\n"
+            "    return NAME\n"
+        ),
+        "a_module_level_thunk": (
+            f"{_SINKS}LABELS = collections.defaultdict(lambda: string.capwords(NAME))\n"
+        ),
+        "a_builtin_of_literals": (
+            f"{_SINKS}@pytest.fixture\ndef payload():\n"
+            "    return json.dumps(dict(name='demo', debug=True), indent=2)\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -254,7 +288,6 @@ NOT_COUNTED = {
     "tmp_path_as_text": (
         f"{_DATA}@pytest.fixture\ndef db(tmp_path):\n    return str(tmp_path / 'db.sqlite')\n"
     ),
-    "a_fixed_range": f"{_DATA}@pytest.fixture\ndef numbers():\n    return list(range(10))\n",
     "temporary_folder": (
         f"{_DATA}class T(unittest.TestCase):\n    def setUp(self):\n"
         "        self.tmp = tempfile.mkdtemp()\n        self.addCleanup(shutil.rmtree, self.tmp)\n"
