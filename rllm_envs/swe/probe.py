@@ -3539,8 +3539,9 @@ class _Steerable:
         assigned only paths (``DATA = Path(__file__).parent / "data"``, not what is read
         from one: s45 att45c F1), path calls of fixed values (``Path``, ``os.path.join``), a
         path's ``parent``, joins with literals, a path's paths (``(DATA / "in").glob("*")``,
-        ``glob.glob``, ``os.listdir``); built-in calls of fixed values (``range(10)``),
-        standard names holding no data (``timezone.utc``), f-strings of fixed values. Not what
+        ``glob.glob``, ``os.listdir``); standard names holding no data (``timezone.utc``),
+        f-strings of fixed values. Not a built-in's call: the patch rebinds its name (s45
+        att45k F5). Not what
         a file holds: the patch rewrites it, or rebinds ``open`` or the path (s45 att45e F2:
         ``capwords((DATA / "name.txt").read_text())``, 5/5 paid). The patch could rebind
         ``__file__`` and these names too, and would learn a path's parent, a join or a
