@@ -303,6 +303,8 @@ class Gateway:
         self.rate = _Rate()
         self.client: Any = None
         self._background: list[asyncio.Task[Any]] = []
+        #: Scorings under way (each scores and stores its session), which shutdown waits for.
+        self._rewarding: set[asyncio.Future[Any]] = set()
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ app
@@ -448,6 +450,15 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._background.clear()
+        # Scorings under way finish and store their sessions (up to a bound; past it they
+        # are cut and stored as open sessions are).
+        if self._rewarding:
+            _, late = await asyncio.wait(set(self._rewarding), timeout=SCORING_AT_SHUTDOWN_S)
+            for scoring in late:
+                scoring.cancel()
+            for scoring in late:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await scoring
         # Calls cut at the end of the shutdown grace record what they generated as their
         # tasks unwind: their sessions are stored with it.
         busy = [s for s in list(self.sessions.sessions.values()) if s.in_flight]
@@ -988,6 +999,7 @@ class Gateway:
                 )
         owner = session.owner
         self._take_scoring(owner)
+        counted = True  # given back here, or by the scoring's task once handed to it
         try:
             # Ended before scoring: a second reward is refused at once, not after scoring.
             await self.sessions.claim(session)
@@ -1035,48 +1047,63 @@ class Gateway:
                     "number reward to store it as the client's).",
                     "context_cut",
                 )
-            try:
-                scored = await self._score(session, env_id, seed, index)
-            except asyncio.CancelledError:
-                # Cut by shutdown: not scored, so shutdown stores it as it stores open ones.
-                self.sessions.reopen(session)
-                raise
-            except GatewayError as e:
-                # Scored once: whatever failed, the session ends and its calls are stored
-                # without a reward, so no session is a scorer run again and again.
-                await self._store_unscored(session, e.code, getattr(e, "task_id", None))
-                raise GatewayError(
-                    e.status,
-                    f"{e} The session has ended; its calls were stored without a reward.",
-                    e.code,
-                ) from e
-            except Exception as e:
-                # A bug: the session is stored unscored all the same, never left claimed
-                # and lost (s23 att29d3: 0 episodes stored, even at shutdown).
-                ref = secrets.token_hex(4)
-                self._internal_log.log(
-                    ("score", type(e).__name__),
-                    "scoring session %r failed [%s]",
-                    session.id,
-                    ref,
-                    exc_info=True,
-                )
-                await self._store_unscored(session, "score_failed")
-                raise GatewayError(
-                    500,
-                    f"Internal error {ref} while scoring (in the gateway's log). The session "
-                    "has ended; its calls were stored without a reward.",
-                    "internal_error",
-                ) from e
-            return await self.sessions.finish(
-                session,
-                scored["reward"],
-                scored["info"],
-                task_id=scored["task_id"],
-                claimed=True,
-            )
+
+            async def score_and_store() -> Any:
+                try:
+                    try:
+                        scored = await self._score(session, env_id, seed, index)
+                    except asyncio.CancelledError:
+                        # Cut at shutdown past its wait: not scored, stored as open ones are.
+                        self.sessions.reopen(session)
+                        raise
+                    except GatewayError as e:
+                        # Scored once: whatever failed, the session ends and its calls are
+                        # stored without a reward, so no session is a scorer run again and again.
+                        await self._store_unscored(session, e.code, getattr(e, "task_id", None))
+                        raise GatewayError(
+                            e.status,
+                            f"{e} The session has ended; its calls were stored without a reward.",
+                            e.code,
+                        ) from e
+                    except Exception as e:
+                        # A bug: the session is stored unscored all the same, never left
+                        # claimed and lost (s23 att29d3: 0 episodes stored, even at shutdown).
+                        ref = secrets.token_hex(4)
+                        self._internal_log.log(
+                            ("score", type(e).__name__),
+                            "scoring session %r failed [%s]",
+                            session.id,
+                            ref,
+                            exc_info=True,
+                        )
+                        await self._store_unscored(session, "score_failed")
+                        raise GatewayError(
+                            500,
+                            f"Internal error {ref} while scoring (in the gateway's log). The "
+                            "session has ended; its calls were stored without a reward.",
+                            "internal_error",
+                        ) from e
+                    return await self.sessions.finish(
+                        session,
+                        scored["reward"],
+                        scored["info"],
+                        task_id=scored["task_id"],
+                        claimed=True,
+                    )
+                finally:
+                    self._give_scoring(owner)
+
+            # Scored and stored on a task of its own, which shutdown waits for: a scoring that
+            # outlasted the grace was stored as a failed sample, the scorer's verdict thrown
+            # away (s45 att45l: a correct answer scored in 2.5 s, 0 of 4 paid).
+            task = asyncio.ensure_future(score_and_store())
+            counted = False  # the task gives the scoring back
+            self._rewarding.add(task)
+            task.add_done_callback(self._rewarding.discard)
+            return await asyncio.shield(task)
         finally:
-            self._give_scoring(owner)
+            if counted:
+                self._give_scoring(owner)
 
     def _take_scoring(self, owner: str) -> None:
         """Count a scoring (or a task lookup) of ``owner``'s, or refuse (429) past its cap."""
@@ -2655,6 +2682,8 @@ def _call_ids(call: Call) -> list[str]:
 
 #: Known texts one framing may mark: an honest prompt holds each a few times.
 MAX_FRAMING_MARKS = 10_000
+#: How long shutdown waits for scorings under way (a program's tests, an SWE verdict).
+SCORING_AT_SHUTDOWN_S = 60.0
 #: Threads templating chat calls, one call per client at a time: clients past this many
 #: templating at once queue for a thread.
 TEMPLATE_THREADS = 4

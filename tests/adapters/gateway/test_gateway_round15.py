@@ -18,6 +18,8 @@ servers inside these unit tests of the gateway, not real parts).
 
 from __future__ import annotations
 
+import contextlib
+
 import gymnasium as gym
 import httpx
 import pytest
@@ -233,3 +235,67 @@ def test_a_text_that_fits_a_metaspace_tokenizer_is_not_refused():
     assert len(templater.prompt(None, fits, None, context)) == tokens
     with pytest.raises(PromptTooLong):
         templater.prompt(None, prompt(100), None, context)
+
+
+def test_a_scoring_under_way_at_shutdown_is_stored_with_its_reward(tmp_path, monkeypatch):
+    """att45l F1: a scoring that outlasted the shutdown grace (a tool or SWE scorer runs a
+    program) was cut and its session stored as a failed sample, the scorer's verdict thrown
+    away: a correct answer scored in 2.5 s with a grace of 2 s, 0 of 4 paid. Shutdown now
+    waits for scorings under way. (The scorer is the real one, slowed by a wrapper.)"""
+    import threading
+    import time
+
+    from rllm_adapters.gateway import app as gateway_app
+
+    from .test_gateway_record import _episodes, _task_prompt
+
+    scoring = gateway_app.Gateway._score_replies
+
+    def slow(self, *args, **kwargs):
+        time.sleep(2.0)
+        return scoring(self, *args, **kwargs)
+
+    monkeypatch.setattr(gateway_app.Gateway, "_score_replies", slow)
+    math = "rllm/Math-v1"
+    served = _Served(StandInEngine("\\boxed{455}").app)
+    gateway = _server(tmp_path, served.url, scorers={math: {}}, shutdown_grace_s=1)
+    try:
+        sessions = []
+        for _ in range(2):
+            opened = httpx.post(
+                gateway.url + "/sessions", json={"env_id": math, "seed": 0}, headers=ALICE
+            )
+            sid = opened.json()["session_id"]
+            body = {
+                "model": "tiny",
+                "prompt": _task_prompt(math, 0),
+                "max_tokens": 16,
+                "temperature": 0,
+            }
+            sent = httpx.post(
+                f"{gateway.url}/sessions/{sid}/v1/completions", json=body, headers=ALICE
+            )
+            assert sent.status_code == 200
+            sessions.append(sid)
+
+        def reward(sid):
+            with contextlib.suppress(httpx.HTTPError):  # its connection ends with the gateway
+                httpx.post(
+                    f"{gateway.url}/sessions/{sid}/reward",
+                    json={"env": math},
+                    headers=ALICE,
+                    timeout=30,
+                )
+
+        threads = [threading.Thread(target=reward, args=(sid,)) for sid in sessions]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # both scorings under way
+        gateway.stop()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        served.stop()
+    episodes = _episodes(tmp_path / "e.db")
+    assert sorted(e.trajectory.metadata["session_id"] for e in episodes) == sorted(sessions)
+    assert [(e.total_reward, e.is_correct) for e in episodes] == [(1.0, True)] * 2
