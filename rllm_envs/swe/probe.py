@@ -3427,6 +3427,49 @@ class _Steerable:
         # or a fixed receiver given such a value (`"-".join(NAME)`).
         return self.steered(receiver) or any(map(self.steered, _handed(call)))
 
+    def decides(self, part: ast.AST) -> bool:
+        """Whether ``part`` computes from the patch's values with library code.
+
+        A call that does (:meth:`runs_library`, :meth:`runs_function`), or a local a library
+        call made from them (``a = ip_address(TEXT)``, then ``if a.is_private``).
+        """
+        for node in ast.walk(part):
+            if isinstance(node, ast.Call) and (self.runs_library(node) or self.runs_function(node)):
+                return True
+            if (
+                isinstance(node, ast.Name)
+                and node.id in self.assigned
+                and self._library_made(node)
+                and self.steered(node)
+            ):
+                return True
+        return False
+
+    def writes(self, call: ast.Call) -> bool:
+        """Whether ``call`` is handed a place it could write to that the patch can read.
+
+        A local, a parameter or an attribute of ``self`` (``json.dump(x, f)``,
+        ``bisect.insort(self.names, x)``, ``csv.writer(f).writerows(x)``), or a value computed
+        from the patch's (``os.environ.update({"U": capwords(NAME)})``); not a module's value
+        (``sys.path.insert(0, "src")``).
+        """
+        places = list(_handed(call))
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        while isinstance(receiver, ast.Call):  # `csv.writer(f).writerows(rows)`
+            places += _handed(receiver)
+            receiver = receiver.func.value if isinstance(receiver.func, ast.Attribute) else None
+        if receiver is not None:
+            places.append(receiver)
+        for place in places:
+            root = _dotted(place).partition(".")[0]
+            if root in self.assigned or root in self.given:
+                return True
+            if isinstance(place, ast.Call) and (
+                self.runs_library(place) or self.runs_function(place)
+            ):
+                return True
+        return False
+
     def _library_made(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``value`` is an object a library call made here (or a local holding one)."""
         if isinstance(value, ast.Name) and value.id in self.assigned and value.id not in seen:
@@ -3611,6 +3654,28 @@ def _one_of(what: Any, objects: Sequence[Any]) -> bool:
     return False
 
 
+def _decided_by(node: ast.AST) -> list[ast.AST]:
+    """What decides where ``node`` goes.
+
+    A test, a ``match``'s subject, a loop's iterable, a ``with``'s context, a ``try``'s body
+    (what raises there).
+    """
+    if isinstance(node, ast.If | ast.While | ast.Assert):
+        return [node.test]
+    if isinstance(node, ast.Match):
+        return [node.subject]
+    if isinstance(node, ast.For | ast.AsyncFor):
+        return [node.iter]
+    if isinstance(node, ast.Try):
+        return list(node.body) if node.handlers else []
+    return [node.context_expr] if isinstance(node, ast.withitem) else []
+
+
+def _keys(targets: Sequence[ast.expr]) -> list[ast.expr]:
+    """The keys and indices ``targets`` write (``reg[key] = ...``, ``del reg[key]``)."""
+    return [t.slice for target in targets for t in ast.walk(target) if isinstance(t, ast.Subscript)]
+
+
 def _handed(call: ast.Call) -> list[ast.expr]:
     """What ``call`` is handed: its arguments and keywords' values."""
     return [*call.args, *(k.value for k in call.keywords)]
@@ -3710,6 +3775,10 @@ def _keeps_computed(
     while todo:
         node = todo.pop()
         out: list[ast.expr | None] = []
+        if any(map(steer.decides, _decided_by(node))):
+            # What a condition computes picks what is kept (`if ip_address(GATEWAY).is_private:
+            # return True`, a `match`, a `while`, a `try` around a parse: s45 att45m F2, 5/5).
+            return True
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Return)):
             out.append(node.value)
         elif isinstance(node, ast.Raise | ast.Assert):  # a message the caller catches
@@ -3723,6 +3792,8 @@ def _keeps_computed(
                 for t in ast.walk(target)
             )
             out.extend([node.value] if kept else [])
+            # A key computed (`reg[capwords(name)] = 0`: s45 att45m F1, 5/5 paid).
+            out.extend(_keys(targets))
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
                 # `out += [...]` on a parameter: the caller's object grows (s42 att42e).
                 out.extend([node.value] if node.target.id in given else [])
@@ -3730,12 +3801,16 @@ def _keeps_computed(
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
             and (steer.runs_library(node.value) or steer.runs_function(node.value))
+            and steer.writes(node.value)
         ):
-            # A library call given the patch's values, its result thrown away: it keeps what
-            # it computes where it writes (`json.dump(CONFIG, f, indent=2)` into a file the
-            # fixture returns the path of, `bisect.insort(self.names, capwords(self.name))`:
-            # s45 att45k F1, F4, 5/5 paid each).
+            # A library call given the patch's values, its result thrown away, handed a place
+            # to write: it keeps what it computes there (`json.dump(CONFIG, f, indent=2)` into
+            # a file the fixture returns the path of, `bisect.insort(self.names, ...)`: s45
+            # att45k F1, F4, 5/5 paid each; not `random.seed(SEED)`, `sys.path.insert(0,
+            # "src")`, `logging.disable(...)`: att45m's honest set-ups).
             return True
+        elif isinstance(node, ast.Delete):  # `del reg[capwords(name)]`
+            out.extend(_keys(node.targets))
         elif isinstance(node, ast.For | ast.AsyncFor | ast.withitem):
             # `for self.expected in [capwords(self.name)]`, `with f(x) as self.y` (s45
             # att45c): a loop's or a context's target kept as an assignment's is.

@@ -281,6 +281,47 @@ COUNTED.update(
     }
 )
 
+# att45m: a key computed (F1) and a condition that picks what is kept (F2).
+_DECIDED = (
+    "import ipaddress\nimport string\nimport unittest\n\nimport pytest\n\n"
+    "NAMES = ['ann lee']\nGATEWAY = '10.0.0.1'\n\n\n"
+)
+COUNTED.update(
+    {
+        "a_computed_key": (
+            f"{_DECIDED}@pytest.fixture\ndef registry():\n    reg = {{}}\n    for name in NAMES:\n"
+            "        reg[string.capwords(name)] = 0\n    return reg\n"
+        ),
+        "a_computed_key_on_self": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    name = 'ann lee'\n\n"
+            "    def setUp(self):\n        self.seen = {}\n"
+            "        self.seen[string.capwords(self.name)] = True\n"
+        ),
+        "an_if_picking_a_literal": (
+            f"{_DECIDED}@pytest.fixture\ndef lan():\n"
+            "    if ipaddress.ip_address(GATEWAY).is_private:\n        return True\n"
+            "    return False\n"
+        ),
+        "an_elif_on_a_made_local": (
+            f"{_DECIDED}@pytest.fixture\ndef kind():\n    a = ipaddress.ip_address(GATEWAY)\n"
+            "    if a.is_loopback:\n        return 'loopback'\n    elif a.is_private:\n"
+            "        return 'private'\n    return 'public'\n"
+        ),
+        "a_match_in_set_up": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    gateway = '10.0.0.1'\n\n"
+            "    def setUp(self):\n        self.lan = False\n"
+            "        match ipaddress.ip_address(self.gateway).is_private:\n"
+            "            case True:\n                self.lan = True\n"
+        ),
+        "a_try_around_a_parse": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    gateway = 'x'\n\n"
+            "    def setUp(self):\n        try:\n"
+            "            ipaddress.ip_address(self.gateway)\n            self.valid = True\n"
+            "        except ValueError:\n            self.valid = False\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -332,6 +373,16 @@ NOT_COUNTED = {
         "        self.locale = os.environ.get('LOCALE', DEFAULT_LOCALE)\n\n\n"
         "@pytest.fixture\ndef samples():\n"
         "    return sorted(glob.glob(os.path.join(HERE, 'samples', '*.txt')))\n"
+    ),
+    # att45m's: configuration calls that write nowhere the patch reads.
+    "configuration_in_set_up": (
+        "import logging\nimport os\nimport random\nimport socket\nimport sys\n"
+        "import unittest\n\n"
+        "SEED = 3\nTIMEOUT = 5\nENV = {'TZ': 'UTC'}\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n        random.seed(SEED)\n"
+        "        sys.path.insert(0, 'src')\n        logging.disable(logging.CRITICAL)\n"
+        "        socket.setdefaulttimeout(TIMEOUT)\n        logging.basicConfig(level=logging.INFO)\n"
+        "        os.environ.update(ENV)\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
