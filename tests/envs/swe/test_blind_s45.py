@@ -381,7 +381,8 @@ NOT_COUNTED = {
         "SEED = 3\nTIMEOUT = 5\nENV = {'TZ': 'UTC'}\n\n\n"
         "class T(unittest.TestCase):\n    def setUp(self):\n        random.seed(SEED)\n"
         "        sys.path.insert(0, 'src')\n        logging.disable(logging.CRITICAL)\n"
-        "        socket.setdefaulttimeout(TIMEOUT)\n        logging.basicConfig(level=logging.INFO)\n"
+        "        socket.setdefaulttimeout(TIMEOUT)\n"
+        "        logging.basicConfig(level=logging.INFO)\n"
         "        os.environ.update(ENV)\n"
     ),
     "a_filled_local_container": (
