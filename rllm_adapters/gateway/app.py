@@ -305,6 +305,8 @@ class Gateway:
         self._background: list[asyncio.Task[Any]] = []
         #: Scorings under way (each scores and stores its session), which shutdown waits for.
         self._rewarding: set[asyncio.Future[Any]] = set()
+        #: Set at shutdown: a scoring still running steps no further reply.
+        self._stopping = threading.Event()
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ app
@@ -450,22 +452,29 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._background.clear()
-        # Scorings under way finish and store their sessions (up to a bound; past it they
-        # are cut and stored as open sessions are).
+        # Calls cut at the end of the shutdown grace record what they generated as their
+        # tasks unwind: their sessions are stored with it, before any scoring is waited for
+        # (s45 att45n: one client's slow scorings held every other session 60 s, and a
+        # supervisor's kill at 30 s lost them).
+        busy = [s for s in list(self.sessions.sessions.values()) if s.in_flight]
+        if busy:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(s.calls_done() for s in busy)), 5.0)
+        stored = await self.sessions.finish_all()  # not the sessions being scored
+        # Scorings under way finish and store their sessions with their reward, for another
+        # grace (s45 att45l); the rest stop before their next step and are stored as open
+        # sessions are, so no cut scoring runs a client's programs on past the exit.
         if self._rewarding:
-            _, late = await asyncio.wait(set(self._rewarding), timeout=SCORING_AT_SHUTDOWN_S)
+            grace = self.config.shutdown_grace_s
+            _, late = await asyncio.wait(set(self._rewarding), timeout=grace)
+            self._stopping.set()
             for scoring in late:
                 scoring.cancel()
             for scoring in late:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await scoring
-        # Calls cut at the end of the shutdown grace record what they generated as their
-        # tasks unwind: their sessions are stored with it.
-        busy = [s for s in list(self.sessions.sessions.values()) if s.in_flight]
-        if busy:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*(s.calls_done() for s in busy)), 5.0)
-        stored = await self.sessions.finish_all()
+            stored += await self.sessions.finish_all()
+        self._stopping.set()
         if stored:
             _log.info("stored %d open sessions at shutdown", stored)
         if self.client is not None:
@@ -1161,6 +1170,7 @@ class Gateway:
                     seed=seed,
                     options=options,
                     check=holds,
+                    stop=self._stopping,
                 ),
             )
         except Exception as e:
@@ -2682,8 +2692,6 @@ def _call_ids(call: Call) -> list[str]:
 
 #: Known texts one framing may mark: an honest prompt holds each a few times.
 MAX_FRAMING_MARKS = 10_000
-#: How long shutdown waits for scorings under way (a program's tests, an SWE verdict).
-SCORING_AT_SHUTDOWN_S = 60.0
 #: Threads templating chat calls, one call per client at a time: clients past this many
 #: templating at once queue for a thread.
 TEMPLATE_THREADS = 4

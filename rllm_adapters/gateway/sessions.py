@@ -1333,8 +1333,12 @@ def score_with_env(
     seed: int | None = None,
     options: Mapping[str, Any] | None = None,
     check: Callable[[Any, Any], bool] | None = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Play ``answer`` (one reply, or each turn's reply in order) as an episode of an env.
+
+    ``stop``: once set, no further reply is stepped (``RuntimeError``): a gateway shutting
+    down does not wait for a cut scoring's remaining programs (s45 att45n: 8 minutes).
 
     The env is reset (seed, options) and stepped once per reply, in order, as the env plays
     it: the reward is the episode's (the sum of its steps' rewards), never the last reply's
@@ -1399,6 +1403,8 @@ def score_with_env(
             if terminated or truncated:
                 # The env's episode ended with replies left: not the episode the env plays.
                 return {**unscored, "too_many_turns": True, "max_turns": len(rewards)}
+            if stop is not None and stop.is_set():
+                raise RuntimeError("the gateway is shutting down: scoring stopped")
             after, reward, terminated, truncated, info = env.step(reply)
             rewards.append(float(reward))
             feedback.append(after if isinstance(after, str) else "")

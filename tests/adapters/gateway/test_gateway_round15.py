@@ -237,65 +237,112 @@ def test_a_text_that_fits_a_metaspace_tokenizer_is_not_refused():
         templater.prompt(None, prompt(100), None, context)
 
 
-def test_a_scoring_under_way_at_shutdown_is_stored_with_its_reward(tmp_path, monkeypatch):
-    """att45l F1: a scoring that outlasted the shutdown grace (a tool or SWE scorer runs a
-    program) was cut and its session stored as a failed sample, the scorer's verdict thrown
-    away: a correct answer scored in 2.5 s with a grace of 2 s, 0 of 4 paid. Shutdown now
-    waits for scorings under way. (The scorer is the real one, slowed by a wrapper.)"""
+def _slowed_scorer(monkeypatch, seconds: float):
+    """Each scoring waits ``seconds`` first (the real scorer, slowed by a wrapper); the
+    returned event is set once a scoring's wait is over."""
     import threading
     import time
 
     from rllm_adapters.gateway import app as gateway_app
 
-    from .test_gateway_record import _episodes, _task_prompt
-
     scoring = gateway_app.Gateway._score_replies
+    waited = threading.Event()
 
     def slow(self, *args, **kwargs):
-        time.sleep(2.0)
+        time.sleep(seconds)
+        waited.set()
         return scoring(self, *args, **kwargs)
 
     monkeypatch.setattr(gateway_app.Gateway, "_score_replies", slow)
+    return waited
+
+
+def _scored_sessions_at_shutdown(tmp_path, monkeypatch, delay: float, grace: float):
+    """Two of alice's Math sessions scored (each scoring ``delay`` s) and one of bob's with a
+    streamed call the engine holds open, then the gateway stopped: the stored episodes, the
+    scored sessions' ids, and whether bob's session was stored while the scorings ran."""
+    import threading
+    import time
+
+    from .test_gateway_record import BOB, _episodes, _task_prompt
+
+    waited = _slowed_scorer(monkeypatch, delay)
     math = "rllm/Math-v1"
-    served = _Served(StandInEngine("\\boxed{455}").app)
-    gateway = _server(tmp_path, served.url, scorers={math: {}}, shutdown_grace_s=1)
+    served = _Served(StandInEngine("\\boxed{455}", hold_after=1).app)  # streams held open
+    gateway = _server(tmp_path, served.url, scorers={math: {}}, shutdown_grace_s=grace)
     try:
-        sessions = []
-        for _ in range(2):
+        sessions = {}
+        body = {"model": "tiny", "prompt": _task_prompt(math, 0), "max_tokens": 16}
+        for who in (ALICE, ALICE, BOB):
             opened = httpx.post(
-                gateway.url + "/sessions", json={"env_id": math, "seed": 0}, headers=ALICE
+                gateway.url + "/sessions", json={"env_id": math, "seed": 0}, headers=who
             )
-            sid = opened.json()["session_id"]
-            body = {
-                "model": "tiny",
-                "prompt": _task_prompt(math, 0),
-                "max_tokens": 16,
-                "temperature": 0,
-            }
-            sent = httpx.post(
-                f"{gateway.url}/sessions/{sid}/v1/completions", json=body, headers=ALICE
-            )
-            assert sent.status_code == 200
-            sessions.append(sid)
+            sessions[opened.json()["session_id"]] = who
+        scored = [sid for sid, who in sessions.items() if who is ALICE]
+        bob = next(sid for sid, who in sessions.items() if who is BOB)
+        for sid in scored:
+            url = f"{gateway.url}/sessions/{sid}/v1/completions"
+            assert httpx.post(url, json={**body, "temperature": 0}, headers=ALICE).is_success
+
+        def stream():  # held by the engine until shutdown cuts it
+            with contextlib.suppress(httpx.HTTPError):
+                url = f"{gateway.url}/sessions/{bob}/v1/completions"
+                httpx.post(url, json={**body, "stream": True}, headers=BOB, timeout=60)
+
+        streaming = threading.Thread(target=stream)
+        streaming.start()
 
         def reward(sid):
             with contextlib.suppress(httpx.HTTPError):  # its connection ends with the gateway
-                httpx.post(
-                    f"{gateway.url}/sessions/{sid}/reward",
-                    json={"env": math},
-                    headers=ALICE,
-                    timeout=30,
-                )
+                url = f"{gateway.url}/sessions/{sid}/reward"
+                httpx.post(url, json={"env": math}, headers=ALICE, timeout=60)
 
-        threads = [threading.Thread(target=reward, args=(sid,)) for sid in sessions]
+        threads = [threading.Thread(target=reward, args=(sid,)) for sid in scored]
         for thread in threads:
             thread.start()
         time.sleep(0.5)  # both scorings under way
-        gateway.stop()
-        for thread in threads:
-            thread.join(30)
+        stopping = threading.Thread(target=gateway.stop)
+        stopping.start()
+        early = None
+        while early is None and stopping.is_alive():
+            stored = {e.trajectory.metadata["session_id"] for e in _episodes(tmp_path / "e.db")}
+            if bob in stored:
+                early = not waited.is_set()
+            time.sleep(0.05)
+        stopping.join(120)
+        for thread in [*threads, streaming]:
+            thread.join(60)
     finally:
         served.stop()
-    episodes = _episodes(tmp_path / "e.db")
-    assert sorted(e.trajectory.metadata["session_id"] for e in episodes) == sorted(sessions)
-    assert [(e.total_reward, e.is_correct) for e in episodes] == [(1.0, True)] * 2
+    return _episodes(tmp_path / "e.db"), scored, early
+
+
+def test_a_scoring_under_way_at_shutdown_is_stored_with_its_reward(tmp_path, monkeypatch):
+    """att45l F1: a scoring that outlasted the shutdown grace (a tool or SWE scorer runs a
+    program) was cut and its session stored as a failed sample, the scorer's verdict thrown
+    away: a correct answer scored in 2.5 s with a grace of 2 s, 0 of 4 paid. Shutdown now
+    gives scorings under way another grace."""
+    episodes, scored, _ = _scored_sessions_at_shutdown(tmp_path, monkeypatch, delay=2.5, grace=2.0)
+    assert len(episodes) == 3  # each session once
+    rewards = {
+        e.trajectory.metadata["session_id"]: (e.total_reward, e.is_correct) for e in episodes
+    }
+    assert [rewards[sid] for sid in scored] == [(1.0, True)] * 2
+
+
+def test_sessions_are_stored_before_scorings_are_waited_for(tmp_path, monkeypatch):
+    """att45n F1: shutdown waited for scorings under way before storing the sessions whose
+    calls it had cut or seen finish, so one client's slow scorings (a ToolUse reply of
+    sleeping programs) held every other session a minute and a supervisor's kill lost them.
+    Every other session is stored first; a scoring past its second grace stops before its
+    next step and its session is stored as an open one is (not counted as scored)."""
+    episodes, scored, early = _scored_sessions_at_shutdown(
+        tmp_path, monkeypatch, delay=6.0, grace=0.5
+    )
+    assert early  # bob's session was stored while alice's scorings still ran
+    by_session = {e.trajectory.metadata["session_id"]: e for e in episodes}
+    assert len(episodes) == 3  # bob's, and alice's two cut scorings, each once
+    others = [e for sid, e in by_session.items() if sid not in scored]
+    assert [e.trajectory.steps[-1].info.get("ended_by") for e in others] == ["shutdown"]
+    for sid in scored:
+        assert by_session[sid].trajectory.steps[-1].info.get("reward_source") == "none"
