@@ -346,6 +346,9 @@ class Gateway:
         """Open the engine client and start the health and idle-session checks."""
         import httpx
 
+        # A gateway started again after a stop scores again (s45 att45p: 0 of 3 paid).
+        self._stopping.clear()
+
         aiohttp = require("aiohttp", "gateway", feature="the gateway's engine client")
         transport = require("httpx_aiohttp", "gateway", feature="the gateway's engine client")
 

@@ -26,6 +26,7 @@ import pytest
 
 import rllm_envs  # noqa: F401
 from rllm_adapters.gateway.chat import NORMALIZED_CHARS
+from rllm_adapters.gateway.config import GatewayConfig
 
 from .test_gateway_record import ALICE, StandInEngine, _Served, _server, _test_client
 from .test_gateway_round9 import ChatStandIn
@@ -346,3 +347,52 @@ def test_sessions_are_stored_before_scorings_are_waited_for(tmp_path, monkeypatc
     assert [e.trajectory.steps[-1].info.get("ended_by") for e in others] == ["shutdown"]
     for sid in scored:
         assert by_session[sid].trajectory.steps[-1].info.get("reward_source") == "none"
+
+
+def test_a_gateway_started_again_after_a_stop_scores_again(tmp_path):
+    """att45p F1: the stop flag set at shutdown was never cleared, so a gateway started again
+    in-process (its server's `start()` after `stop()`, a second lifespan) failed every
+    scoring (400 `score_failed`: 0 of 3 paid)."""
+    from rllm_adapters.gateway.server import GatewayServer
+
+    from .test_gateway_record import KEYS, _task_prompt
+
+    math = "rllm/Math-v1"
+    served = _Served(StandInEngine("\\boxed{455}").app)
+    config = GatewayConfig(
+        engines=[served.url],
+        port=0,
+        store=str(tmp_path / "e.db"),
+        api_keys=KEYS,
+        scorers={math: {}},
+        shutdown_grace_s=1,
+    )
+    server = GatewayServer(config)
+
+    def score() -> tuple[int, object]:
+        opened = httpx.post(
+            server.url + "/sessions", json={"env_id": math, "seed": 0}, headers=ALICE
+        )
+        sid = opened.json()["session_id"]
+        body = {
+            "model": "tiny",
+            "prompt": _task_prompt(math, 0),
+            "max_tokens": 16,
+            "temperature": 0,
+        }
+        sent = httpx.post(f"{server.url}/sessions/{sid}/v1/completions", json=body, headers=ALICE)
+        assert sent.is_success
+        rewarded = httpx.post(
+            f"{server.url}/sessions/{sid}/reward", json={"env": math}, headers=ALICE
+        )
+        return rewarded.status_code, rewarded.json().get("reward")
+
+    try:
+        server.start()
+        assert score() == (200, 1.0)
+        server.stop()
+        server.start()
+        assert score() == (200, 1.0)
+        server.stop()
+    finally:
+        served.stop()
