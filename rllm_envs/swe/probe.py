@@ -3427,23 +3427,40 @@ class _Steerable:
         # or a fixed receiver given such a value (`"-".join(NAME)`).
         return self.steered(receiver) or any(map(self.steered, _handed(call)))
 
-    def decides(self, part: ast.AST) -> bool:
+    def decides(self, part: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``part`` computes from the patch's values with library code.
 
-        A call that does (:meth:`runs_library`, :meth:`runs_function`), or a local a library
-        call made from them (``a = ip_address(TEXT)``, then ``if a.is_private``).
+        A call that does (:meth:`runs_library`, :meth:`runs_function`), or a local assigned
+        such a computation (``a = ip_address(TEXT)``, then ``if a.is_private``; ``private =
+        ip_address(TEXT).is_private``, then ``if private``: s45 att45o F1, 5/5 paid); not a
+        test of a standard module's value against literals (``sys.platform.startswith("win")``:
+        a platform guard).
         """
         for node in ast.walk(part):
-            if isinstance(node, ast.Call) and (self.runs_library(node) or self.runs_function(node)):
-                return True
-            if (
-                isinstance(node, ast.Name)
-                and node.id in self.assigned
-                and self._library_made(node)
-                and self.steered(node)
-            ):
-                return True
+            if isinstance(node, ast.Call) and not self._platform_test(node):
+                if self.runs_library(node) or self.runs_function(node):
+                    return True
+            if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
+                held = self.assigned[node.id]
+                if any(self.decides(v, seen | {node.id}) for v in held):
+                    return True
         return False
+
+    def _random_id(self, value: ast.expr) -> bool:
+        """A random id or bytes made from nothing (``uuid.uuid4()``, ``secrets.token_hex()``)."""
+        return (
+            isinstance(value, ast.Call)
+            and not _handed(value)
+            and _one_of(self._callee(_dotted(value.func)), _RANDOM_SOURCES)
+        )
+
+    def _platform_test(self, call: ast.Call) -> bool:
+        """A method of a standard module's value given literals (``sys.platform.startswith``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not all(map(is_literal, _handed(call))):
+            return False
+        found, _ = _resolved(_dotted(func.value), self.around.origins)
+        return found
 
     def writes(self, call: ast.Call) -> bool:
         """Whether ``call`` is handed a place it could write to that the patch can read.
@@ -3519,7 +3536,10 @@ class _Steerable:
             _one_of(what, _CONVERSIONS)
             and len(call.args) == 1
             and not call.keywords
-            and not self._library_made(call.args[0])  # `str(fromisoformat(S))`: att45i
+            and (
+                not self._library_made(call.args[0])  # `str(fromisoformat(S))`: att45i
+                or self._random_id(call.args[0])  # `str(uuid.uuid4())`
+            )
         ):
             return False  # `int(os.environ.get("PORT", "8000"))`
         elif _one_of(what, _JOINS):
@@ -3662,8 +3682,11 @@ def _decided_by(node: ast.AST) -> list[ast.AST]:
     """
     if isinstance(node, ast.If | ast.While | ast.Assert):
         return [node.test]
-    if isinstance(node, ast.Match):
-        return [node.subject]
+    if isinstance(node, ast.Match):  # and its cases' guards (s45 att45o F2, 5/5 paid)
+        return [node.subject, *(case.guard for case in node.cases if case.guard is not None)]
+    if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call):
+        # `ip_address(x).is_private or self.skipTest(...)`, an operator that raises (att45o F3).
+        return [node.value]
     if isinstance(node, ast.For | ast.AsyncFor):
         return [node.iter]
     if isinstance(node, ast.Try):
@@ -3708,6 +3731,8 @@ _MAKERS = (
     *(datetime.datetime.now, datetime.datetime.utcnow, datetime.datetime.today),
     *(datetime.date.today, time.time, time.monotonic, time.perf_counter),
 )
+#: Sources of random ids and bytes.
+_RANDOM_SOURCES = (uuid.uuid1, uuid.uuid4, secrets.token_hex, secrets.token_urlsafe, os.urandom)
 #: Scalar conversions of one value.
 #: (`int` and `float` parse: `float(RAW)` answers a `parse_amount` task, s45 att45g F2.)
 _CONVERSIONS = (bool, str)

@@ -322,6 +322,33 @@ COUNTED.update(
     }
 )
 
+# att45o: a local flag library code computed, a `match` guard, a short-circuit statement.
+COUNTED.update(
+    {
+        "a_flag_then_a_literal": (
+            f"{_DECIDED}@pytest.fixture\ndef on_lan():\n"
+            "    private = ipaddress.ip_address(GATEWAY).is_private\n"
+            "    if private:\n        return True\n    return False\n"
+        ),
+        "a_negated_flag_in_set_up": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    gateway = '10.0.0.1'\n\n"
+            "    def setUp(self):\n"
+            "        public = not ipaddress.ip_address(self.gateway).is_private\n"
+            "        if public:\n            self.skipTest('needs a private gateway')\n"
+        ),
+        "a_match_guard": (
+            f"{_DECIDED}@pytest.fixture\ndef on_lan():\n    match GATEWAY:\n"
+            "        case str() if ipaddress.ip_address(GATEWAY).is_private:\n"
+            "            return True\n    return False\n"
+        ),
+        "a_short_circuit_statement": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    gateway = '10.0.0.1'\n\n"
+            "    def setUp(self):\n"
+            "        ipaddress.ip_address(self.gateway).is_private or self.skipTest('lan')\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -384,6 +411,13 @@ NOT_COUNTED = {
         "        socket.setdefaulttimeout(TIMEOUT)\n"
         "        logging.basicConfig(level=logging.INFO)\n"
         "        os.environ.update(ENV)\n"
+    ),
+    # att45o's: a platform guard, a random id.
+    "guards_and_ids": (
+        "import sys\nimport unittest\nimport uuid\n\nimport pytest\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        "        if sys.platform.startswith('win'):\n            self.skipTest('posix only')\n\n\n"
+        "@pytest.fixture\ndef request_id():\n    return str(uuid.uuid4())\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
