@@ -3307,6 +3307,12 @@ def _computed(
         return not held or any(_computed(v, given, delegates, around, local, steer) for v in held)
     if around and isinstance(value, ast.Attribute) and _dotted(value):
         return False  # a name read (`shutil.rmtree`), not computed
+    if around and steer is not None and isinstance(value, ast.IfExp):
+        # As an `if` statement is read: its test only when library code computes it from the
+        # patch's values (`"cmd.exe" if sys.platform.startswith("win") else "/bin/sh"`).
+        return steer.decides(value.test) or any(
+            _computed(v, given, delegates, around, local, steer) for v in (value.body, value.orelse)
+        )
     if around and steer is not None and value is not None and steer.fixed(value, frozenset()):
         return False  # a path the module's text fixes (`f"file://{DATA}/x.html"`)
     if around and isinstance(value, ast.Call):
@@ -3459,6 +3465,9 @@ class _Steerable:
         func = call.func
         if not isinstance(func, ast.Attribute) or not all(map(is_literal, _handed(call))):
             return False
+        root = _dotted(func.value).partition(".")[0]
+        if root not in self.around.modules or root in self.assigned or root in self.given:
+            return False  # a name the module binds (`input = self.sample`: s45 att45q, 5/5)
         found, _ = _resolved(_dotted(func.value), self.around.origins)
         return found
 

@@ -349,6 +349,22 @@ COUNTED.update(
     }
 )
 
+# att45q: a local named as a built-in passed for a platform guard.
+COUNTED.update(
+    {
+        "a_builtin_named_local": (
+            f"{_DECIDED}SAMPLE = 'report.json'\n\n\n@pytest.fixture\ndef sample_kind():\n"
+            "    type = SAMPLE\n    if type.endswith('.json'):\n"
+            "        return 'application/json'\n    return 'text/plain'\n"
+        ),
+        "a_match_capture_on_a_builtin_named_local": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    full = 'ann lee'\n\n"
+            "    def setUp(self):\n        input = self.full\n        match input.split():\n"
+            "            case [*_, last]:\n                self.last = last\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -418,6 +434,12 @@ NOT_COUNTED = {
         "class T(unittest.TestCase):\n    def setUp(self):\n"
         "        if sys.platform.startswith('win'):\n            self.skipTest('posix only')\n\n\n"
         "@pytest.fixture\ndef request_id():\n    return str(uuid.uuid4())\n"
+    ),
+    "platform_choices": (
+        "import os\nimport sys\nimport unittest\n\nimport pytest\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        "        self.shell = 'cmd.exe' if sys.platform.startswith('win') else '/bin/sh'\n\n\n"
+        "@pytest.fixture\ndef newline():\n    return '\\r\\n' if os.name == 'nt' else '\\n'\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
