@@ -346,8 +346,9 @@ class Gateway:
         """Open the engine client and start the health and idle-session checks."""
         import httpx
 
-        # A gateway started again after a stop scores again (s45 att45p: 0 of 3 paid).
-        self._stopping.clear()
+        # A gateway started again after a stop scores again (s45 att45p: 0 of 3 paid), with a
+        # flag of its own: one cleared would let a scoring the stop cut step on (att45r).
+        self._stopping = threading.Event()
 
         aiohttp = require("aiohttp", "gateway", feature="the gateway's engine client")
         transport = require("httpx_aiohttp", "gateway", feature="the gateway's engine client")
@@ -467,17 +468,18 @@ class Gateway:
         # Scorings under way finish and store their sessions with their reward, for another
         # grace (s45 att45l); the rest stop before their next step and are stored as open
         # sessions are, so no cut scoring runs a client's programs on past the exit.
+        late: set[asyncio.Future[Any]] = set()
         if self._rewarding:
             grace = self.config.shutdown_grace_s
             _, late = await asyncio.wait(set(self._rewarding), timeout=grace)
-            self._stopping.set()
-            for scoring in late:
-                scoring.cancel()
-            for scoring in late:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await scoring
-            stored += await self.sessions.finish_all()
         self._stopping.set()
+        for scoring in late:
+            scoring.cancel()
+        for scoring in late:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await scoring
+        # Cut scorings' sessions, and one a failed store reopened meanwhile (att45r F2).
+        stored += await self.sessions.finish_all()
         if stored:
             _log.info("stored %d open sessions at shutdown", stored)
         if self.client is not None:

@@ -390,9 +390,13 @@ def test_a_gateway_started_again_after_a_stop_scores_again(tmp_path):
     try:
         server.start()
         assert score() == (200, 1.0)
+        stopped = server.gateway._stopping
         server.stop()
         server.start()
         assert score() == (200, 1.0)
+        # att45r F1: a new flag, not the old one cleared, which a scoring the stop cut (its
+        # thread still in a step) reads before its next step.
+        assert stopped.is_set() and not server.gateway._stopping.is_set()
         server.stop()
     finally:
         served.stop()
