@@ -3446,11 +3446,40 @@ class _Steerable:
             if isinstance(node, ast.Call) and not self._platform_test(node):
                 if self.runs_library(node) or self.runs_function(node):
                     return True
+            # An operator or a property that runs a library object's code on the patch's
+            # values (`GATEWAY in LAN` of an `ip_network`, `DUE > CUTOFF`, `GW.is_private`:
+            # s45 att45s, 5/5 paid).
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(map(self._library_valued, operands)) and any(map(self.steered, operands)):
+                    return True
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                if self._library_valued(node.value) and self.steered(node.value):
+                    return True
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 held = self.assigned[node.id]
                 if any(self.decides(v, seen | {node.id}) for v in held):
                     return True
         return False
+
+    def _library_valued(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` holds an object a library call made, here or at module level.
+
+        ``LAN = ipaddress.ip_network("10.0.0.0/8")``; not a lookup, a clock or a tool
+        (:data:`_MAKERS`: ``os.environ.get("CI") == "1"`` is a guard).
+        """
+        if isinstance(value, ast.Name) and value.id in seen:
+            return False
+        if isinstance(value, ast.Name) and value.id not in self.assigned:
+            held = self.around.values.get(value.id, [])
+            if value.id in self.around.origins:
+                return False  # an imported name (a module, a function, a class)
+            return any(self._library_valued(v, seen | {value.id}) for v in held)
+        if isinstance(value, ast.Attribute):
+            return self._library_valued(value.value, seen)
+        if isinstance(value, ast.Call) and _one_of(self._callee(_dotted(value.func)), _MAKERS):
+            return False
+        return self._library_made(value, seen)
 
     def _random_id(self, value: ast.expr) -> bool:
         """A random id or bytes made from nothing (``uuid.uuid4()``, ``secrets.token_hex()``)."""
@@ -3692,7 +3721,17 @@ def _decided_by(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.If | ast.While | ast.Assert):
         return [node.test]
     if isinstance(node, ast.Match):  # and its cases' guards (s45 att45o F2, 5/5 paid)
-        return [node.subject, *(case.guard for case in node.cases if case.guard is not None)]
+        # A value pattern compares with the subject, a class pattern tests its class: read
+        # as the comparison and the call they make (`case LAN.network_address:`, att45s).
+        patterns = [p for case in node.cases for p in ast.walk(case.pattern)]
+        values = [p.value for p in patterns if isinstance(p, ast.MatchValue)]
+        classes = [p.cls for p in patterns if isinstance(p, ast.MatchClass)]
+        return [
+            node.subject,
+            *(case.guard for case in node.cases if case.guard is not None),
+            *([ast.Compare(node.subject, [ast.Eq()] * len(values), values)] if values else []),
+            *(ast.Call(cls, [node.subject], []) for cls in classes),
+        ]
     if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call):
         # `ip_address(x).is_private or self.skipTest(...)`, an operator that raises (att45o F3).
         return [node.value]

@@ -365,6 +365,33 @@ COUNTED.update(
     }
 )
 
+# att45s: an operator, a property or a pattern that runs a library object's code.
+_NETWORK = (
+    "import ipaddress\nimport unittest\n\nimport pytest\n\n"
+    "GATEWAY = ipaddress.ip_address('10.0.0.1')\nLAN = ipaddress.ip_network('10.0.0.0/8')\n\n\n"
+)
+COUNTED.update(
+    {
+        "a_membership_picking_a_literal": (
+            f"{_NETWORK}@pytest.fixture\ndef on_lan():\n"
+            "    return True if GATEWAY in LAN else False\n"
+        ),
+        "a_membership_in_set_up": (
+            f"{_NETWORK}class T(unittest.TestCase):\n    gw = GATEWAY\n\n"
+            "    def setUp(self):\n        if self.gw not in LAN:\n"
+            "            self.skipTest('needs the LAN')\n"
+        ),
+        "a_property_picking_a_literal": (
+            f"{_NETWORK}@pytest.fixture\ndef kind():\n"
+            "    return 'p' if GATEWAY.is_private else 'g'\n"
+        ),
+        "a_value_pattern": (
+            f"{_NETWORK}@pytest.fixture\ndef first():\n    match GATEWAY:\n"
+            "        case LAN.network_address:\n            return True\n    return False\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -440,6 +467,13 @@ NOT_COUNTED = {
         "class T(unittest.TestCase):\n    def setUp(self):\n"
         "        self.shell = 'cmd.exe' if sys.platform.startswith('win') else '/bin/sh'\n\n\n"
         "@pytest.fixture\ndef newline():\n    return '\\r\\n' if os.name == 'nt' else '\\n'\n"
+    ),
+    "guards_in_conditions": (
+        "import os\nimport sys\n\nimport pytest\n\n\n"
+        "@pytest.fixture\ndef slow():\n"
+        "    return True if os.environ.get('RUN_SLOW') == '1' else False\n\n\n"
+        "@pytest.fixture\ndef modern():\n"
+        "    return 'new' if sys.version_info >= (3, 10) else 'old'\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
