@@ -75,6 +75,7 @@ import importlib
 import io
 import ipaddress
 import json
+import locale
 import logging
 import math
 import operator
@@ -86,6 +87,7 @@ import random
 import re
 import secrets
 import shlex
+import socket
 import sqlite3
 import string
 import struct
@@ -3451,15 +3453,40 @@ class _Steerable:
             # s45 att45s, 5/5 paid).
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
-                if any(map(self._library_valued, operands)) and any(map(self.steered, operands)):
+                if any(map(self._library_valued, operands)) and any(
+                    map(self.reads_patch, operands)
+                ):
                     return True
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                if self._library_valued(node.value) and self.steered(node.value):
+                if self._library_valued(node.value) and self.reads_patch(node.value):
                     return True
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 held = self.assigned[node.id]
                 if any(self.decides(v, seen | {node.id}) for v in held):
                     return True
+        return False
+
+    def reads_patch(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` reads a value the patch chooses.
+
+        A module global, a parameter, ``self``'s attribute, or a local assigned one; not a
+        call of literals alone (``shutil.which("git")``, ``find_spec("numpy")``).
+        """
+        for node in ast.walk(value):
+            if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
+                continue
+            name = node.id
+            if name in self.given:
+                return True
+            if name in self.assigned:
+                if name not in seen and any(
+                    self.reads_patch(v, seen | {name}) for v in self.assigned[name]
+                ):
+                    return True
+                continue
+            if name in self.around.values and name not in self.around.origins:
+                if not self.fixed(node, frozenset()):
+                    return True  # a module global (not a path the module's text fixes)
         return False
 
     def _library_valued(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
@@ -3499,6 +3526,10 @@ class _Steerable:
             return False  # a name the module binds (`input = self.sample`: s45 att45q, 5/5)
         found, _ = _resolved(_dotted(func.value), self.around.origins)
         return found
+
+    def configures(self, call: ast.Call) -> bool:
+        """Whether ``call`` is one of :data:`_CONFIGURES` (``random.seed(SEED)``)."""
+        return _one_of(self._callee(_dotted(call.func)), _CONFIGURES)
 
     def writes(self, call: ast.Call) -> bool:
         """Whether ``call`` is handed a place it could write to that the patch can read.
@@ -3779,6 +3810,13 @@ _MAKERS = (
     *(datetime.datetime.now, datetime.datetime.utcnow, datetime.datetime.today),
     *(datetime.date.today, time.time, time.monotonic, time.perf_counter),
 )
+#: Calls that configure the process (a seed, a path, logging, a timeout, the environment):
+#: thrown away in a set-up, they answer nothing (att45m's honest set-ups).
+_CONFIGURES = (
+    *(random.seed, sys.path.insert, sys.path.append, logging.disable, logging.basicConfig),
+    *(logging.captureWarnings, socket.setdefaulttimeout, os.environ.update, locale.setlocale),
+    *(sys.setrecursionlimit, os.umask, os.chdir, os.environ.setdefault, os.environ.pop),
+)
 #: Sources of random ids and bytes.
 _RANDOM_SOURCES = (uuid.uuid1, uuid.uuid4, secrets.token_hex, secrets.token_urlsafe, os.urandom)
 #: Scalar conversions of one value.
@@ -3874,13 +3912,14 @@ def _keeps_computed(
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
             and (steer.runs_library(node.value) or steer.runs_function(node.value))
-            and steer.writes(node.value)
+            and (steer.writes(node.value) or not steer.configures(node.value))
         ):
-            # A library call given the patch's values, its result thrown away, handed a place
-            # to write: it keeps what it computes there (`json.dump(CONFIG, f, indent=2)` into
-            # a file the fixture returns the path of, `bisect.insort(self.names, ...)`: s45
-            # att45k F1, F4, 5/5 paid each; not `random.seed(SEED)`, `sys.path.insert(0,
-            # "src")`, `logging.disable(...)`: att45m's honest set-ups).
+            # A library call given the patch's values, its result thrown away: whether it
+            # raises answers for it (`ipaddress.ip_address(GATEWAY)` in a fixture answers an
+            # `is_ip` task: s45 att45u, 5/5 paid), unless it configures the process and
+            # writes nowhere the patch reads (`random.seed(SEED)`, att45m's honest set-ups);
+            # handed a place to write, it keeps what it computes there (`json.dump(CONFIG,
+            # f, indent=2)`, `bisect.insort(self.names, ...)`: att45k F1, F4, 5/5 paid each).
             return True
         elif isinstance(node, ast.Delete):  # `del reg[capwords(name)]`
             out.extend(_keys(node.targets))

@@ -392,6 +392,20 @@ COUNTED.update(
     }
 )
 
+# att45u: a library call whose raising answers, its result thrown away.
+COUNTED.update(
+    {
+        "a_validation_in_a_fixture": (
+            f"{_DECIDED}@pytest.fixture\ndef gateway():\n"
+            "    ipaddress.ip_address(GATEWAY)\n    return GATEWAY\n"
+        ),
+        "a_validation_of_a_global_in_set_up": (
+            f"{_DECIDED}class T(unittest.TestCase):\n    def setUp(self):\n"
+            "        ipaddress.ip_address(GATEWAY)\n"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     # Data files the module's text names, read and parsed (the parser is all it could tell).
     "path_as_text": f"{_DATA}@pytest.fixture\ndef path():\n    return str(DATA / 's.json')\n",
@@ -474,6 +488,14 @@ NOT_COUNTED = {
         "    return True if os.environ.get('RUN_SLOW') == '1' else False\n\n\n"
         "@pytest.fixture\ndef modern():\n"
         "    return 'new' if sys.version_info >= (3, 10) else 'old'\n"
+    ),
+    "guards_on_the_machine": (
+        "import importlib.util\nimport shutil\nimport unittest\n\nimport pytest\n\n\n"
+        "class T(unittest.TestCase):\n    def setUp(self):\n"
+        "        if importlib.util.find_spec('numpy') is None:\n"
+        "            self.skipTest('needs numpy')\n\n\n"
+        "@pytest.fixture\ndef git():\n    exe = shutil.which('git')\n"
+        "    if exe is None:\n        pytest.skip('needs git')\n    return exe\n"
     ),
     "a_filled_local_container": (
         f"{_DATA}@pytest.fixture\ndef config():\n    data = {{'debug': True}}\n"
