@@ -3995,7 +3995,6 @@ def _thunk_keeps(
             not in _NEUTRAL_FUNCTIONS | _NEUTRAL_CALLS | _KEEPERS
             and (
                 not all(is_literal(a) for a in _handed(node))
-                or (isinstance(node.func, ast.Attribute) and not _dotted(node.func.value))
                 or (
                     isinstance(node.func, ast.Attribute)
                     and _dotted(node.func.value).partition(".")[0] not in roots
