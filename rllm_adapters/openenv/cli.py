@@ -106,6 +106,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="with --score-log: seconds of work an episode's last step is padded to, so "
         "grading work does not show in other sessions' replies",
     )
+    parser.add_argument(
+        "--max-frames-per-s",
+        type=float,
+        default=256.0,
+        help="pings, pongs and fragments a connection may send a second (after a burst of 4 s "
+        "of them); past that it is closed with 1008 FRAME_FLOOD",
+    )
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args(argv)
     try:
@@ -130,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             score_log=args.score_log,
             score_reply_s=args.score_reply_s,
             score_work_s=args.score_work_s,
+            max_frames_per_s=args.max_frames_per_s,
         )
         if not is_loopback(args.host) and limits.token is None and limits.client_tokens is None:
             raise AdapterConfigError(

@@ -181,6 +181,10 @@ class ServerLimits:
         score_work_s: Private grading: seconds of work (the GIL held) each episode's last
             step is padded to, so that how much work grading took does not show in the
             other sessions' reply times either; work past it shows that it did.
+        max_frames_per_s: Frames that do not pause reading (pings, pongs, fragments of a
+            message before its last) a connection may send a second, after a burst of four
+            times as many; past that it is closed (1008 ``FRAME_FLOOD``, see
+            :func:`_ws_protocol`).
     """
 
     max_sessions: int = 16
@@ -196,6 +200,7 @@ class ServerLimits:
     score_log: str | None = None
     score_reply_s: float = 1.0
     score_work_s: float = 0.002
+    max_frames_per_s: float = 256.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -209,7 +214,7 @@ class ServerLimits:
         for name in ("score_reply_s", "score_work_s"):
             if not getattr(self, name) >= 0:
                 raise AdapterConfigError(f"Expects `{name}` >= 0, actual: {getattr(self, name)}")
-        for name in ("max_message_mb", "header_timeout", "body_timeout"):
+        for name in ("max_message_mb", "header_timeout", "body_timeout", "max_frames_per_s"):
             if not getattr(self, name) > 0:
                 raise AdapterConfigError(f"Expects `{name}` > 0, actual: {getattr(self, name)}")
         for name in ("max_connections_per_client", "max_connections"):
@@ -778,13 +783,14 @@ _DRAIN_S = 5.0
 #: Bytes a WebSocket's unsent output may hold before the pongs to a client's pings are
 #: dropped (its replies are never dropped: a send waits for the client to read).
 _PONG_BUFFER_MAX = 1024 * 1024
-#: Frames that do not pause reading (pings, pongs, and the fragments of a message before
-#: its last) a connection may send: a burst of this many, then this many a second. uvicorn
-#: handles each at once: 1 MB/s of empty pings from one socket, with or without a token, kept
-#: every other client from being served (s36 att36e: 0 of 3 handshakes), and so did 2 MB/s of
-#: 1-byte continuation frames of a message never finished (att36g: 4.7 episodes a second
-#: against 757, +350 MB). Past the rate the connection is closed (1008 ``FRAME_FLOOD``).
-_FRAME_BURST, _FRAME_RATE = 1024.0, 256.0
+#: Seconds of ``ServerLimits.max_frames_per_s`` a connection may send at once. Frames that do
+#: not pause reading (pings, pongs, and the fragments of a message before its last) are
+#: rate-limited because uvicorn handles each at once: 1 MB/s of empty pings from one socket,
+#: with or without a token, kept every other client from being served (s36 att36e: 0 of 3
+#: handshakes), and so did 2 MB/s of 1-byte continuation frames of a message never finished
+#: (att36g: 4.7 episodes a second against 757, +350 MB). Past the rate the connection is
+#: closed (1008 ``FRAME_FLOOD``).
+_FRAME_BURST_S = 4.0
 
 
 def _ws_protocol(limits: ServerLimits) -> type:
@@ -804,11 +810,13 @@ def _ws_protocol(limits: ServerLimits) -> type:
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
     most = max(4 * limits.max_bytes, 64 * 1024 * 1024)  # reading and dropping is cheap
+    frame_rate = limits.max_frames_per_s
+    frame_burst = _FRAME_BURST_S * frame_rate
 
     class DrainingWebSocketProtocol(WebSocketsSansIOProtocol):
         _draining = False
         _drained = 0
-        _frame_tokens = _FRAME_BURST
+        _frame_tokens = frame_burst
         _frame_at = 0.0
 
         def handle_parser_exception(self) -> None:
@@ -871,8 +879,8 @@ def _ws_protocol(limits: ServerLimits) -> type:
             """Count a frame that does not pause reading; past the rate, close (1008)."""
             now = time.monotonic()
             if self._frame_at:
-                refill = (now - self._frame_at) * _FRAME_RATE
-                self._frame_tokens = min(_FRAME_BURST, self._frame_tokens + refill)
+                refill = (now - self._frame_at) * frame_rate
+                self._frame_tokens = min(frame_burst, self._frame_tokens + refill)
             self._frame_at = now
             self._frame_tokens -= 1.0
             if self._frame_tokens >= 0.0:

@@ -32,6 +32,7 @@ from rllm_adapters.error import AdapterConfigError
 from rllm_adapters.openenv import (  # noqa: E402
     RemoteTextEnv,
     RllmEnvClient,
+    ServerLimits,
     TextAction,
     create_app,
     openenv_package,
@@ -324,6 +325,8 @@ def test_bad_ids_kwargs_and_limits_fail_before_serving():
         create_app("rllm/Math-v1", env_kwargs={"dificulty": 2})
     with pytest.raises(AdapterConfigError, match="max_sessions"):
         create_app("rllm/Math-v1", max_sessions=0)
+    with pytest.raises(AdapterConfigError, match="max_frames_per_s"):
+        create_app("rllm/Math-v1", limits=ServerLimits(max_frames_per_s=0))
 
 
 def test_openenvs_runtime_validation_passes_against_the_server(server):
