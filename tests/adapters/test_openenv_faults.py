@@ -454,7 +454,7 @@ def test_sessions_whose_calls_hold_the_gil_long_cannot_starve_other_sessions(tmp
     """s37 att37e F2: every client-written 32x32 FrozenLake map rebuilds Gymnasium's
     transition table (~7 ms of Python in a thread), and each hand-off of the GIL back to the
     event loop waited behind it: four sessions resetting such maps took an honest client
-    from 2,945 to 18 steps/s (about 110 in the 6 s counted here). Such sessions now take the
+    from 2,945 to 18 steps/s. Such sessions now take the
     server's heavy lane: 1,160 steps/s measured beside the same four. s38 att38c F1: a light
     call after each heavy one (the same map again) let every heavy call out of the lane
     (20-62 steps/s); a new session for each map too (8.5 steps/s): about 1,300 now."""
@@ -489,12 +489,8 @@ def test_sessions_whose_calls_hold_the_gil_long_cannot_starve_other_sessions(tmp
                         if mode == "reconnect":
                             break
 
-    threads = [threading.Thread(target=heavy, args=(i,), daemon=True) for i in range(4)]
-    try:
-        for thread in threads:
-            thread.start()
-        time.sleep(2.0)
-        steps, deadline = 0, time.monotonic() + 6
+    def honest_rate(seconds: float) -> float:
+        steps, deadline = 0, time.monotonic() + seconds
         with _ws(f"http://127.0.0.1:{port}") as ws:
             while time.monotonic() < deadline:
                 ws.send(json.dumps({"type": "reset", "data": {"options": {"index": steps % 50}}}))
@@ -504,8 +500,19 @@ def test_sessions_whose_calls_hold_the_gil_long_cannot_starve_other_sessions(tmp
                     steps += 1
                     if json.loads(ws.recv(timeout=60))["data"]["done"]:
                         break
+        return steps / seconds
+
+    # Against the same client alone, measured in the same run, so that a loaded machine
+    # slows both sides: starved, the ratio was 0.006 (18 against 2,945 steps/s); about 0.4 now.
+    alone = honest_rate(3.0)
+    threads = [threading.Thread(target=heavy, args=(i,), daemon=True) for i in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(2.0)
+        beside = honest_rate(6.0)
         assert resets[0] > 20  # the heavy sessions were served too
-        assert steps >= 600, steps
+        assert beside >= 0.1 * alone, (beside, alone)
     finally:
         stop.set()
         for thread in threads:
