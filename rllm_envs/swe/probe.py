@@ -66,6 +66,7 @@ import csv
 import datetime
 import decimal
 import difflib
+import faulthandler
 import fractions
 import glob
 import hmac
@@ -78,6 +79,7 @@ import json
 import locale
 import logging
 import math
+import mimetypes
 import operator
 import os
 import pathlib
@@ -87,6 +89,7 @@ import random
 import re
 import secrets
 import shlex
+import signal
 import socket
 import sqlite3
 import string
@@ -100,6 +103,7 @@ import unicodedata
 import unittest
 import urllib.parse
 import uuid
+import warnings
 import zoneinfo
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -2981,6 +2985,7 @@ _KEPT_FROM = {"patch": 1, "object": 2, "dict": 1}
 _READ_MODULES = frozenset(
     {"abc", "argparse", "array", "asyncio", "base64", "bisect", "builtins", "bz2", "calendar"}
     | {"codecs", "collections", "concurrent", "configparser", "contextlib", "copy", "csv"}
+    | {"faulthandler", "mimetypes"}
     | {"dataclasses", "datetime", "decimal", "difflib", "email", "enum", "errno", "fnmatch"}
     | {"fractions", "functools", "getpass", "gettext", "glob", "gzip", "hashlib", "heapq"}
     | {"hmac", "html", "http", "importlib", "inspect", "io", "ipaddress", "itertools", "json"}
@@ -3458,7 +3463,10 @@ class _Steerable:
                 ):
                     return True
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                if self._library_valued(node.value) and self.reads_patch(node.value):
+                # Or a library type's property on an imported value (`GATEWAY.is_private`
+                # of `from pkg.settings import GATEWAY`: s46 att46a F1).
+                library = self._library_valued(node.value) or node.attr in _LIBRARY_PROPERTIES
+                if library and self.reads_patch(node.value):
                     return True
             if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
                 held = self.assigned[node.id]
@@ -3469,10 +3477,19 @@ class _Steerable:
     def reads_patch(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``value`` reads a value the patch chooses.
 
-        A module global, a parameter, ``self``'s attribute, or a local assigned one; not a
-        call of literals alone (``shutil.which("git")``, ``find_spec("numpy")``).
+        A module global, an imported value (``from pkg.settings import GATEWAY``,
+        ``settings.AMOUNT``, ``os.environ["GW"]``: s46 att46a F1, 5/5 paid), a parameter,
+        ``self``'s attribute, or a local assigned one; not a call of literals alone
+        (``shutil.which("git")``, ``find_spec("numpy")``), nor a module, a function or a
+        class.
         """
         for node in ast.walk(value):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                root = _dotted(node).partition(".")[0]
+                if root in self.around.origins and root not in {*self.assigned, *self.given}:
+                    if not self._no_data(node):
+                        return True
+                continue
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
                 continue
             name = node.id
@@ -3484,9 +3501,12 @@ class _Steerable:
                 ):
                     return True
                 continue
-            if name in self.around.values and name not in self.around.origins:
-                if not self.fixed(node, frozenset()):
-                    return True  # a module global (not a path the module's text fixes)
+            if name in self.around.origins:
+                if name not in self.around.modules and not self._no_data(node):
+                    return True  # an imported value the patch rebinds
+                continue
+            if name in self.around.values and not self.fixed(node, frozenset()):
+                return True  # a module global (not a path the module's text fixes)
         return False
 
     def _library_valued(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
@@ -3530,6 +3550,39 @@ class _Steerable:
     def configures(self, call: ast.Call) -> bool:
         """Whether ``call`` is one of :data:`_CONFIGURES` (``random.seed(SEED)``)."""
         return _one_of(self._callee(_dotted(call.func)), _CONFIGURES)
+
+    def runs_on_patch(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``value`` runs library code on the patch's values, a local followed.
+
+        A call that does (:meth:`runs_library`, :meth:`runs_function`) and reads them
+        (:meth:`reads_patch`, or a comprehension's name over them: not ``cm.__enter__()`` of
+        ``warnings.catch_warnings()``), not one that configures: whether it raises answers
+        for it.
+        """
+        over = {
+            n.id
+            for comp in ast.walk(value)
+            if isinstance(comp, ast.comprehension) and self.reads_patch(comp.iter)
+            for n in ast.walk(comp.target)
+            if isinstance(n, ast.Name)
+        }
+
+        def reads(part: ast.expr) -> bool:
+            names = {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
+            return bool(names & over) or self.reads_patch(part)
+
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call) and not (
+                self.configures(node) or _configures_logger(node)
+            ):
+                if self.runs_library(node) or self.runs_function(node):
+                    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                    if any(map(reads, _handed(node))) or (receiver is not None and reads(receiver)):
+                        return True
+            if isinstance(node, ast.Name) and node.id in self.assigned and node.id not in seen:
+                if any(self.runs_on_patch(v, seen | {node.id}) for v in self.assigned[node.id]):
+                    return True
+        return False
 
     def writes(self, call: ast.Call) -> bool:
         """Whether ``call`` is handed a place it could write to that the patch can read.
@@ -3596,6 +3649,8 @@ class _Steerable:
             # the host does not read (counted), or a name the module never binds (not).
             if root not in self.assigned and root not in self.around.values:
                 return False
+        elif _one_of(what, _TEMP_MAKERS) and {k.arg for k in call.keywords} <= _TEMP_NAMING:
+            return False  # `tempfile.mkdtemp(prefix=PREFIX)`: the name holds it as given
         elif _one_of(what, _MAKERS) and not call.keywords:
             # A tool made (`random.Random(SEED)`), a copy, a clock's reading, an environment
             # lookup (a library class that computes counts:
@@ -3816,7 +3871,35 @@ _CONFIGURES = (
     *(random.seed, sys.path.insert, sys.path.append, logging.disable, logging.basicConfig),
     *(logging.captureWarnings, socket.setdefaulttimeout, os.environ.update, locale.setlocale),
     *(sys.setrecursionlimit, os.umask, os.chdir, os.environ.setdefault, os.environ.pop),
+    *(signal.alarm, signal.signal, faulthandler.dump_traceback_later, sys.setswitchinterval),
+    *(mimetypes.add_type, warnings.filterwarnings, warnings.simplefilter),
 )
+
+
+def _configures_logger(call: ast.Call) -> bool:
+    """A logger's :data:`_CONFIGURING_METHODS` (``getLogger(NAME).setLevel(logging.DEBUG)``)."""
+    return isinstance(call.func, ast.Attribute) and call.func.attr in _CONFIGURING_METHODS
+
+
+#: The process's state a set-up saves to restore (``self.old = sys.stdout``): no function or
+#: value the suite chose (s46 att46a's honest set-ups).
+_PROCESS_STATE = frozenset(
+    {"sys.stdout", "sys.stderr", "sys.stdin", "sys.__stdout__", "sys.__stderr__"}
+    | {"sys.__stdin__", "sys.argv", "sys.path", "sys.modules", "os.environ"}
+)
+#: A logger's methods that configure it (thrown away, they answer nothing: s46 att46a's
+#: honest `getLogger(LOGGER_NAME).setLevel(logging.DEBUG)`).
+_CONFIGURING_METHODS = frozenset(
+    {"setLevel", "addHandler", "removeHandler", "addFilter", "removeFilter", "setFormatter"}
+)
+#: Makers of temporary files and folders: named with a prefix or suffix, they compute nothing
+#: (the name holds the text as given).
+_TEMP_MAKERS = (
+    *(tempfile.mkdtemp, tempfile.mkstemp, tempfile.TemporaryDirectory, tempfile.TemporaryFile),
+    *(tempfile.NamedTemporaryFile, tempfile.SpooledTemporaryFile),
+)
+#: The keywords that name a temporary file or folder.
+_TEMP_NAMING = frozenset({"prefix", "suffix", "dir", "mode", "delete", "ignore_cleanup_errors"})
 #: Sources of random ids and bytes.
 _RANDOM_SOURCES = (uuid.uuid1, uuid.uuid4, secrets.token_hex, secrets.token_urlsafe, os.urandom)
 #: Scalar conversions of one value.
@@ -3882,6 +3965,9 @@ def _keeps_computed(
     }
     assigned = _assigned(function)
     steer = _Steerable(given, assigned, delegates, around or _Around()).feeding(function)
+    loaded = {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
@@ -3903,6 +3989,14 @@ def _keeps_computed(
                 for t in ast.walk(target)
             )
             out.extend([node.value] if kept else [])
+            dead = not kept and not any(
+                isinstance(t, ast.Name) and t.id in loaded for t in ast.walk(ast.Tuple(targets))
+            )
+            if dead and node.value is not None and steer.runs_on_patch(node.value):
+                # Assigned to a local never read (`addr = ip_address(GATEWAY)`, `_ = ...`):
+                # thrown away as a call statement is, whether it raises answers (s46 att46a
+                # F2).
+                return True
             # A key computed (`reg[capwords(name)] = 0`: s45 att45m F1, 5/5 paid).
             out.extend(_keys(targets))
             if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
@@ -3911,7 +4005,7 @@ def _keeps_computed(
         elif (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
-            and (steer.runs_library(node.value) or steer.runs_function(node.value))
+            and steer.runs_on_patch(node.value)
             and (steer.writes(node.value) or not steer.configures(node.value))
         ):
             # A library call given the patch's values, its result thrown away: whether it
@@ -4066,7 +4160,8 @@ def _picks_callable(
             dotted = _dotted(node)
             root = dotted.partition(".")[0]
             if root in roots and root not in local and not dotted.startswith("pytest."):
-                return True
+                if dotted not in _PROCESS_STATE:
+                    return True
             if node.attr in _BOUND_METHODS and (
                 not dotted or root not in roots | local | {"self", "cls"}
             ):
@@ -4175,6 +4270,15 @@ _LIBRARY_METHODS = (
     )
     | frozenset(name for name in dir(decimal.Context) if not name.startswith("_"))
 )
+#: The properties of :data:`_LIBRARY_KINDS` (``is_private``, ``stem``, ``days``): read off a
+#: value the patch chooses, library code computes them. Not a path's navigation (``parent``,
+#: ``name``: plumbing).
+_LIBRARY_PROPERTIES = frozenset(
+    name
+    for kind in _LIBRARY_KINDS
+    for name in dir(kind)
+    if not name.startswith("_") and not callable(getattr(kind, name, None))
+) - {"parent", "parents", "name", "anchor", "root", "drive"}
 #: The methods (not properties) of built-in values and those library types: one read off a
 #: value (``'${:,.2f}'.format``, ``re.compile(p).findall``) is a function (s44 att44c).
 _BOUND_METHODS = frozenset(
