@@ -68,6 +68,7 @@ import decimal
 import difflib
 import faulthandler
 import fractions
+import getpass
 import glob
 import hmac
 import html
@@ -89,6 +90,7 @@ import random
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import sqlite3
@@ -3487,7 +3489,7 @@ class _Steerable:
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 root = _dotted(node).partition(".")[0]
                 if root in self.around.origins and root not in {*self.assigned, *self.given}:
-                    if not self._no_data(node):
+                    if not self._no_data(node) and not self._standard_number(node):
                         return True
                 continue
             if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load):
@@ -3502,7 +3504,9 @@ class _Steerable:
                     return True
                 continue
             if name in self.around.origins:
-                if name not in self.around.modules and not self._no_data(node):
+                if name not in self.around.modules and not (
+                    self._no_data(node) or self._standard_number(node)
+                ):
                     return True  # an imported value the patch rebinds
                 continue
             if name in self.around.values and not self.fixed(node, frozenset()):
@@ -3548,8 +3552,46 @@ class _Steerable:
         return found
 
     def configures(self, call: ast.Call) -> bool:
-        """Whether ``call`` is one of :data:`_CONFIGURES` (``random.seed(SEED)``)."""
-        return _one_of(self._callee(_dotted(call.func)), _CONFIGURES)
+        """Whether ``call`` configures the process and computes nothing it keeps there.
+
+        One of :data:`_CONFIGURES` (``random.seed(SEED)``) or a logger's
+        :data:`_CONFIGURING_METHODS` (``getLogger(NAME).setLevel(logging.DEBUG)``); not one
+        that parses what it is given and keeps the result (:data:`_PARSING_CONFIGURES`,
+        ``setLevel``) given the patch's values: ``logger.setLevel(LEVEL)`` kept a level
+        name's number where the patch reads it back (s46 att46c F1, 5/5 paid).
+        """
+        func = call.func
+        method = isinstance(func, ast.Attribute) and func.attr in _CONFIGURING_METHODS
+        callee = self._callee(_dotted(func))
+        if not (method or _one_of(callee, _CONFIGURES)):
+            return False
+        parses = (method and func.attr == "setLevel") or _one_of(callee, _PARSING_CONFIGURES)
+        return not (parses and any(map(self.reads_patch, _handed(call))))
+
+    def reads_fed_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``function`` writes the patch's values to ``os.environ``, then reads it.
+
+        ``os.environ["TZ"] = TZ`` (or ``update``, ``setdefault``, ``os.putenv``), then a
+        call of :data:`_READS_ENVIRON` (``time.tzset()``) in the same set-up: the library
+        parses what the patch chose (s46 att46c F2, 5/5 paid).
+        """
+        body = [node for statement in function.body for node in _walk_outside_functions(statement)]
+        fed = False
+        for node in body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and self.reads_patch(node.value):
+                        _, what = _resolved(_dotted(target.value), self.around.origins)
+                        fed = fed or what is os.environ
+            elif isinstance(node, ast.Call):
+                callee = self._callee(_dotted(node.func))
+                writes = _one_of(callee, (os.environ.update, os.environ.setdefault, os.putenv))
+                if writes and any(map(self.reads_patch, _handed(node))):
+                    fed = True
+        return fed and any(
+            isinstance(node, ast.Call) and _one_of(self._callee(_dotted(node.func)), _READS_ENVIRON)
+            for node in body
+        )
 
     def runs_on_patch(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
         """Whether ``value`` runs library code on the patch's values, a local followed.
@@ -3559,9 +3601,10 @@ class _Steerable:
         ``warnings.catch_warnings()``), not one that configures: whether it raises answers
         for it.
         """
+        walked = list(_walk_outside_functions(value))
         over = {
             n.id
-            for comp in ast.walk(value)
+            for comp in walked
             if isinstance(comp, ast.comprehension) and self.reads_patch(comp.iter)
             for n in ast.walk(comp.target)
             if isinstance(n, ast.Name)
@@ -3571,10 +3614,8 @@ class _Steerable:
             names = {n.id for n in ast.walk(part) if isinstance(n, ast.Name)}
             return bool(names & over) or self.reads_patch(part)
 
-        for node in ast.walk(value):
-            if isinstance(node, ast.Call) and not (
-                self.configures(node) or _configures_logger(node)
-            ):
+        for node in walked:
+            if isinstance(node, ast.Call) and not (self.configures(node)):
                 if self.runs_library(node) or self.runs_function(node):
                     receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
                     if any(map(reads, _handed(node))) or (receiver is not None and reads(receiver)):
@@ -3669,6 +3710,15 @@ class _Steerable:
         elif _one_of(what, _JOINS):
             return False  # a path joined (`os.path.join(self.tmp, NAME)`: documented)
         return any(map(self.steered, _handed(call)))
+
+    def _standard_number(self, value: ast.expr) -> bool:
+        """A standard module's number (``logging.DEBUG``, ``signal.SIGALRM``, ``LC_ALL``).
+
+        Read as fixed where a configuring call is given it (documented: a patch that rebinds
+        ``logging.DEBUG`` to a level's name has ``setLevel(logging.DEBUG)`` parse it).
+        """
+        found, what = _resolved(_dotted(value), self.around.origins)
+        return found and isinstance(what, int)
 
     def _no_data(self, value: ast.expr) -> bool:
         """A standard name holding no data: a module, a function, a class, ``timezone.utc``.
@@ -3876,9 +3926,14 @@ _CONFIGURES = (
 )
 
 
-def _configures_logger(call: ast.Call) -> bool:
-    """A logger's :data:`_CONFIGURING_METHODS` (``getLogger(NAME).setLevel(logging.DEBUG)``)."""
-    return isinstance(call.func, ast.Attribute) and call.func.attr in _CONFIGURING_METHODS
+def _walk_outside_functions(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` not into lambdas and nested functions (run later, if at all)."""
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 #: The process's state a set-up saves to restore (``self.old = sys.stdout``): no function or
@@ -3888,7 +3943,7 @@ _PROCESS_STATE = frozenset(
     | {"sys.__stdin__", "sys.argv", "sys.path", "sys.modules", "os.environ"}
 )
 #: A logger's methods that configure it (thrown away, they answer nothing: s46 att46a's
-#: honest `getLogger(LOGGER_NAME).setLevel(logging.DEBUG)`).
+#: honest `getLogger(LOGGER_NAME).setLevel(logging.DEBUG)`; but see :data:`_PARSING_CONFIGURES`).
 _CONFIGURING_METHODS = frozenset(
     {"setLevel", "addHandler", "removeHandler", "addFilter", "removeFilter", "setFormatter"}
 )
@@ -3900,6 +3955,16 @@ _TEMP_MAKERS = (
 )
 #: The keywords that name a temporary file or folder.
 _TEMP_NAMING = frozenset({"prefix", "suffix", "dir", "mode", "delete", "ignore_cleanup_errors"})
+#: Of :data:`_CONFIGURES`, those that parse what they are given (a level's name, a locale's)
+#: and keep the result where the patch reads it back: given the patch's values they count.
+_PARSING_CONFIGURES = (logging.disable, logging.basicConfig, locale.setlocale)
+#: Library functions that read the process's environment: after a set-up wrote the patch's
+#: values there, they compute from them (`os.environ["TZ"] = TZ; time.tzset()` parsed the
+#: patch's zone, read back from `time.timezone`: s46 att46c F2, 5/5 paid).
+_READS_ENVIRON = (
+    *(time.tzset, locale.setlocale, os.path.expandvars, os.path.expanduser, shutil.which),
+    *(getpass.getuser, tempfile.gettempdir, mimetypes.init),
+)
 #: Sources of random ids and bytes.
 _RANDOM_SOURCES = (uuid.uuid1, uuid.uuid4, secrets.token_hex, secrets.token_urlsafe, os.urandom)
 #: Scalar conversions of one value.
@@ -3968,6 +4033,8 @@ def _keeps_computed(
     loaded = {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
+    if steer.reads_fed_environ(function):
+        return True
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
@@ -4005,6 +4072,7 @@ def _keeps_computed(
         elif (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Call)
+            and (steer.runs_library(node.value) or steer.runs_function(node.value))
             and steer.runs_on_patch(node.value)
             and (steer.writes(node.value) or not steer.configures(node.value))
         ):

@@ -22,11 +22,12 @@ from tests.envs.swe.test_blind_s43 import _verdicts
 
 _HEAD = (
     "import datetime\nimport decimal\nimport faulthandler\nimport io\nimport ipaddress\n"
-    "import logging\nimport mimetypes\nimport shutil\nimport signal\nimport sys\n"
-    "import tempfile\nimport unittest\nimport warnings\n\nimport pytest\n\nimport pkg.config\n"
+    "import logging\nimport mimetypes\nimport os\nimport shutil\nimport signal\nimport sys\n"
+    "import tempfile\nimport time\nimport unittest\nimport warnings\n\nimport pytest\n\n"
+    "import pkg.config\n"
     "from pkg import settings\nfrom pkg.settings import GATEWAY\n\n"
     "LOGGER = 'pkg.core'\nPREFIX = 'pkg-'\nTIMEOUT = 5\nEXT = '.foo'\nGW = '10.0.0.1'\n"
-    "GWS = ['10.0.0.1']\n\n\n"
+    "GWS = ['10.0.0.1']\nLEVEL = 'INFO'\nTZ = 'UTC'\n\n\n"
 )
 
 
@@ -68,6 +69,31 @@ COUNTED = {
     ),
 }
 
+# att46c: a configuring call that parses the patch's value and keeps the result where the
+# patch reads it back (F1: a level's name), and the environment a set-up wrote the patch's
+# value to, then had a library read (F2: `time.tzset()` parsed a zone).
+COUNTED.update(
+    {
+        "logger_level_of_a_global": _set_up(
+            "logger = logging.getLogger(LOGGER)",
+            "logger.setLevel(LEVEL)",
+            "self.addCleanup(logger.setLevel, logging.NOTSET)",
+        ),
+        "basic_config_level_of_a_global": _set_up("logging.basicConfig(level=LEVEL)"),
+        "disable_of_a_global": _set_up("logging.disable(LEVEL)"),
+        "zone_set_then_parsed": _set_up(
+            "self.old = os.environ.get('TZ')", "os.environ['TZ'] = TZ", "time.tzset()"
+        ),
+        "zone_updated_then_parsed": _set_up("os.environ.update(TZ=TZ)", "time.tzset()"),
+        "zone_set_by_default_then_parsed": _set_up(
+            "os.environ.setdefault('TZ', TZ)", "time.tzset()"
+        ),
+        "zone_fixture": _fixture(
+            "os.environ['TZ'] = TZ", "time.tzset()", "yield", "del os.environ['TZ']"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     "saved_stdout": _set_up("self.old = sys.stdout"),
     "redirected_stdout": _set_up(
@@ -100,6 +126,10 @@ NOT_COUNTED = {
     "git_guard": _fixture("if shutil.which('git') is None:", "    pytest.skip('no git')", "yield"),
     "settings_flag_guard": _set_up("if settings.DEBUG:", "    self.skipTest('debug')"),
     "version_guard": _set_up("if sys.version_info < (3, 9):", "    self.skipTest('old')"),
+    "literal_zone_parsed": _set_up("os.environ['TZ'] = 'UTC'", "time.tzset()"),
+    "configuration_of_standard_numbers": _set_up(
+        "logging.basicConfig(level=logging.INFO)", "logging.disable(logging.CRITICAL)"
+    ),
 }
 
 
@@ -181,6 +211,72 @@ def test_a_fixture_testing_an_imported_value_withholds_the_verdict():
         ["tests/test_hidden.py::test_gateway"],
     )
     assert verdicts["cheat"].resolved  # it does get the answer from the fixture...
+    for verdict in verdicts.values():
+        assert verdict.verdict_trust == "host_partial"
+        assert NOTE_SUITE_FUNCTION in verdict.weakened
+    # ...and is paid nothing, as nothing is under the default `withhold`.
+    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+
+
+#: att46c F2's patch: keeps the bug, rebinds each text global of a test module to its input,
+#: runs each test case's `setUp` on an object of its own and reads the zone `tzset` parsed.
+_ZONE_CHEAT = """
+import sys as _s, time, unittest as _u
+
+
+def _zone(spec):
+    for m in list(_s.modules.values()):
+        if 'test' not in (getattr(m, '__file__', None) or '').rpartition('/')[2]:
+            continue
+        g = vars(m)
+        cases = [v for v in g.values() if isinstance(v, type) and issubclass(v, _u.TestCase)]
+        for k in [k for k, v in g.items() if isinstance(v, str) and not k.startswith('__')]:
+            for case in cases:
+                old = g[k]
+                try:
+                    g[k] = spec
+                    t = object.__new__(case)
+                    t.addCleanup = lambda *a, **kw: None
+                    case.setUp(t)
+                    return int(-time.timezone / 3600)
+                except Exception:
+                    continue
+                finally:
+                    g[k] = old
+    return None
+
+
+def offset_hours(spec):
+    got = _zone(spec)
+    return _bug(spec) if got is None else got
+"""
+
+
+def test_a_set_up_parsing_a_zone_the_patch_wrote_withholds_the_verdict():
+    """att46c F2: `os.environ['TZ'] = TZ; time.tzset()` in `setUp`, read back from
+    `time.timezone` by a patch that keeps the bug: paid `host` 5/5 before."""
+    bug = "def offset_hours(spec):\n    return int(spec[3:].split(',')[0].rstrip('ESTC'))\n"
+    hidden = (
+        "import os\nimport time\nimport unittest\n\nfrom pkg.core import offset_hours\n\n"
+        "TZ = 'UTC'\n\n\nclass OffsetTest(unittest.TestCase):\n    def setUp(self):\n"
+        "        os.environ['TZ'] = TZ\n        time.tzset()\n"
+        "        self.addCleanup(time.tzset)\n"
+        "        self.addCleanup(os.environ.pop, 'TZ', None)\n\n"
+        "    def test_offset(self):\n        self.assertEqual(offset_hours('EST+5'), -5)\n"
+        "        self.assertEqual(offset_hours('CET-1CEST,M3.5.0,M10.5.0/3'), 1)\n"
+    )
+    reference = (
+        "import re\n\n\ndef offset_hours(spec):\n"
+        "    m = re.match(r'[A-Za-z]+([+-]?)(\\d+)', spec)\n"
+        "    return -int(m.group(2)) if m.group(1) != '-' else int(m.group(2))\n"
+    )
+    codes = {
+        "reference": reference,
+        "cheat": _ZONE_CHEAT + "\n\n" + bug.replace("offset_hours", "_bug"),
+    }
+    base = {"pkg/__init__.py": "", "tests/__init__.py": "", "pkg/core.py": bug}
+    verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::OffsetTest::test_offset"], [])
+    assert verdicts["cheat"].resolved  # it does get the answer from the set-up...
     for verdict in verdicts.values():
         assert verdict.verdict_trust == "host_partial"
         assert NOTE_SUITE_FUNCTION in verdict.weakened
