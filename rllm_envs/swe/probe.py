@@ -3561,11 +3561,12 @@ class _Steerable:
         name's number where the patch reads it back (s46 att46c F1, 5/5 paid).
         """
         func = call.func
-        method = isinstance(func, ast.Attribute) and func.attr in _CONFIGURING_METHODS
+        name = func.attr if isinstance(func, ast.Attribute) else ""
+        method = name in _CONFIGURING_METHODS
         callee = self._callee(_dotted(func))
         if not (method or _one_of(callee, _CONFIGURES)):
             return False
-        parses = (method and func.attr == "setLevel") or _one_of(callee, _PARSING_CONFIGURES)
+        parses = name == "setLevel" or _one_of(callee, _PARSING_CONFIGURES)
         return not (parses and any(map(self.reads_patch, _handed(call))))
 
     def reads_fed_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -4057,7 +4058,9 @@ def _keeps_computed(
             )
             out.extend([node.value] if kept else [])
             dead = not kept and not any(
-                isinstance(t, ast.Name) and t.id in loaded for t in ast.walk(ast.Tuple(targets))
+                isinstance(t, ast.Name) and t.id in loaded
+                for target in targets
+                for t in ast.walk(target)
             )
             if dead and node.value is not None and steer.runs_on_patch(node.value):
                 # Assigned to a local never read (`addr = ip_address(GATEWAY)`, `_ = ...`):
