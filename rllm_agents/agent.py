@@ -222,6 +222,9 @@ class FrozenLakeBoardAgent(Agent):
     Args:
         spec: As for every agent.
         full_first: Show the env's whole first observation instead of the one-line rule.
+        show_position: End each turn with the player's cell in words (``At row 2, column
+            1.``, counted from 1 as the env's prose does): a from-scratch model then need not
+            learn to find ``P`` on the board before it can act on where it is.
         **kwargs: As for every agent (``system_prompt``, ``think``).
     """
 
@@ -230,10 +233,16 @@ class FrozenLakeBoardAgent(Agent):
     rule = "Reach G, avoid H. Reply Left, Down, Right or Up."
 
     def __init__(
-        self, spec: AgentSpec | None = None, *, full_first: bool = False, **kwargs: Any
+        self,
+        spec: AgentSpec | None = None,
+        *,
+        full_first: bool = False,
+        show_position: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(spec, **kwargs)
         self.full_first = full_first
+        self.show_position = show_position
 
     def format_observation(self, observation: str, info: Mapping[str, Any], *, first: bool) -> str:
         """A rule line (first turn) or the outcome line, then the board rows with ``P``."""
@@ -252,7 +261,8 @@ class FrozenLakeBoardAgent(Agent):
             head = "Invalid action."
         else:
             head = observation.split("\n", 1)[0]
-        return "\n".join([head, *board])
+        tail = [f"At row {row + 1}, column {col + 1}."] if self.show_position else []
+        return "\n".join([head, *board, *tail])
 
 
 _BUILTIN: tuple[type[Agent], ...] = (GenericAgent, ToolAgent, FrozenLakeBoardAgent)

@@ -144,6 +144,20 @@ def test_frozenlake_board_agent_by_name_or_path():
     assert agent.reset("long prose", info)[-1]["content"].splitlines()[1:] == ["SP", "FG"]
 
 
+def test_frozenlake_board_agent_can_say_where_the_player_is():
+    """``show_position``: the cell in words after the board, counted from 1 as the env's prose."""
+    env = rllm_envs.make("rllm/FrozenLake-v1", map_name="4x4", is_slippery=False)
+    agent = make_agent("rllm/FrozenLake-v1", "frozenlake-board", show_position=True)
+    observation, info = env.reset(seed=0)
+    assert agent.reset(observation, info)[-1]["content"].splitlines()[-1] == "At row 1, column 1."
+    observation, reward, terminated, truncated, info = env.step("Down")
+    lines = agent.observe(observation, reward, terminated, truncated, info)[-1]["content"]
+    assert lines.splitlines()[2] == "PHFH" and lines.splitlines()[-1] == "At row 2, column 1."
+    plain = make_agent("rllm/FrozenLake-v1", "frozenlake-board")
+    assert "At row" not in plain.reset(*env.reset(seed=0))[-1]["content"]
+    env.close()
+
+
 def test_agents_pickle():
     agent = make_agent("rllm/FrozenLake-v1")
     agent.reset("obs", {})
