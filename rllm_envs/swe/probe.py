@@ -3567,31 +3567,57 @@ class _Steerable:
         if not (method or _one_of(callee, _CONFIGURES)):
             return False
         parses = name == "setLevel" or _one_of(callee, _PARSING_CONFIGURES)
-        return not (parses and any(map(self.reads_patch, _handed(call))))
+        parsed = _handed(call)
+        if _one_of(callee, (logging.basicConfig,)):  # its level; a format is stored as given
+            parsed = [k.value for k in call.keywords if k.arg == "level"]
+        return not (parses and any(map(self.reads_patch, parsed)))
 
-    def reads_fed_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """Whether ``function`` writes the patch's values to ``os.environ``, then reads it.
+    def writes_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``function`` writes a value the patch chooses to the environment.
 
-        ``os.environ["TZ"] = TZ`` (or ``update``, ``setdefault``, ``os.putenv``), then a
-        call of :data:`_READS_ENVIRON` (``time.tzset()``) in the same set-up: the library
-        parses what the patch chose (s46 att46c F2, 5/5 paid).
+        Any write that names ``environ`` (``os.environ["TZ"] = TZ``, an alias, an annotated
+        or augmented assignment: ``os.environ |= ENV``, ``update``, ``setdefault``,
+        ``mock.patch.dict(os.environ, TZ=TZ)``) or sets a variable (``os.putenv``,
+        ``monkeypatch.setenv("TZ", TZ)``), given a value that :meth:`reads_patch`.
         """
-        body = [node for statement in function.body for node in _walk_outside_functions(statement)]
-        fed = False
-        for node in body:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Subscript) and self.reads_patch(node.value):
-                        _, what = _resolved(_dotted(target.value), self.around.origins)
-                        fed = fed or what is os.environ
-            elif isinstance(node, ast.Call):
-                callee = self._callee(_dotted(node.func))
-                writes = _one_of(callee, (os.environ.update, os.environ.setdefault, os.putenv))
-                if writes and any(map(self.reads_patch, _handed(node))):
-                    fed = True
-        return fed and any(
-            isinstance(node, ast.Call) and _one_of(self._callee(_dotted(node.func)), _READS_ENVIRON)
-            for node in body
+        environ = {
+            name for name, values in self.assigned.items() if any(_names_environ(v) for v in values)
+        }
+
+        def names(part: ast.AST) -> bool:
+            return _names_environ(part) or any(
+                isinstance(n, ast.Name) and n.id in environ for n in ast.walk(part)
+            )
+
+        for statement in function.body:
+            for node in _walk_outside_functions(statement):
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    if node.value is not None and any(map(names, targets)):
+                        if self.reads_patch(node.value):
+                            return True
+                elif isinstance(node, ast.Call):
+                    last = _dotted(node.func).rpartition(".")[2]
+                    sets = last in ("setenv", "putenv") or names(node.func)
+                    sets = sets or (last == "dict" and any(map(names, node.args[:1])))
+                    if sets and any(map(self.reads_patch, _handed(node))):
+                        return True
+        return False
+
+    def reads_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``function`` calls a library function that parses the environment.
+
+        :data:`_READS_ENVIRON` (``time.tzset()``, ``zoneinfo.reset_tzpath()``), however
+        imported.
+        """
+        return any(
+            isinstance(node, ast.Call)
+            and (
+                _one_of(self._callee(_dotted(node.func)), _READS_ENVIRON)
+                or _dotted(node.func).rpartition(".")[2] in ("tzset", "reset_tzpath")
+            )
+            for statement in function.body
+            for node in _walk_outside_functions(statement)
         )
 
     def runs_on_patch(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
@@ -3964,8 +3990,18 @@ _PARSING_CONFIGURES = (logging.disable, logging.basicConfig, locale.setlocale)
 #: patch's zone, read back from `time.timezone`: s46 att46c F2, 5/5 paid).
 _READS_ENVIRON = (
     *(time.tzset, locale.setlocale, os.path.expandvars, os.path.expanduser, shutil.which),
-    *(getpass.getuser, tempfile.gettempdir, mimetypes.init),
+    *(getpass.getuser, tempfile.gettempdir, mimetypes.init, zoneinfo.reset_tzpath),
 )
+
+
+def _names_environ(part: ast.AST) -> bool:
+    """Whether ``part`` names the environment (``os.environ``, ``environ``)."""
+    return any(
+        isinstance(n, ast.Name | ast.Attribute) and _dotted(n).rpartition(".")[2] == "environ"
+        for n in ast.walk(part)
+    )
+
+
 #: Sources of random ids and bytes.
 _RANDOM_SOURCES = (uuid.uuid1, uuid.uuid4, secrets.token_hex, secrets.token_urlsafe, os.urandom)
 #: Scalar conversions of one value.
@@ -4034,8 +4070,6 @@ def _keeps_computed(
     loaded = {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
-    if steer.reads_fed_environ(function):
-        return True
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()
@@ -5231,10 +5265,40 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
 
     for statement in tree.body:
         visit(statement, "module")
+    found.update(_environ_fed_and_read(tree, setting, delegates))
     # Its names are unknown here, so whatever uses them may be a standard function the suite
     # chose (`from posixpath import *`, then `{'base': basename}`: s44 att44m F2, 5/5 paid).
     found.update(ast.dump(node) for node in unread_stars)
     return frozenset(found)
+
+
+def _environ_fed_and_read(
+    tree: ast.Module, around: _Around, delegates: frozenset[str]
+) -> list[str]:
+    """Set-ups and fixtures that write the patch's values to the environment and parse it.
+
+    One writes (:meth:`_Steerable.writes_environ`), one has a library parse the environment
+    (:meth:`_Steerable.reads_environ`), the same or another of the module's.
+
+    ``os.environ["TZ"] = TZ`` in ``setUpClass`` and ``time.tzset()`` in ``setUp``, or
+    ``monkeypatch.setenv("TZ", TZ)`` then ``time.tzset()`` in a fixture: the library parses
+    what the patch chose into state it reads back (``time.timezone``: s46 att46c F2, att46e
+    F1-F7, 5/5 paid each).
+    """
+    writers, readers = [], []
+    for _, node in module_functions(tree):
+        fixture = any(
+            _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
+            for d in node.decorator_list
+        )
+        if not (fixture or node.name in _AROUND_NAMES):
+            continue
+        steer = _Steerable(_parameters(node.args), _assigned(node), delegates, around)
+        if steer.writes_environ(node):
+            writers.append(ast.dump(node))
+        if steer.reads_environ(node):
+            readers.append(ast.dump(node))
+    return [*writers, *readers] if writers and readers else []
 
 
 def _scopes(tree: ast.Module) -> list[_Scope]:

@@ -23,11 +23,13 @@ from tests.envs.swe.test_blind_s43 import _verdicts
 _HEAD = (
     "import datetime\nimport decimal\nimport faulthandler\nimport io\nimport ipaddress\n"
     "import logging\nimport mimetypes\nimport os\nimport shutil\nimport signal\nimport sys\n"
-    "import tempfile\nimport time\nimport unittest\nimport warnings\n\nimport pytest\n\n"
+    "import tempfile\nimport time\nimport unittest\nimport unittest.mock\nimport warnings\n"
+    "import zoneinfo\n\nimport pytest\n\n"
     "import pkg.config\n"
     "from pkg import settings\nfrom pkg.settings import GATEWAY\n\n"
     "LOGGER = 'pkg.core'\nPREFIX = 'pkg-'\nTIMEOUT = 5\nEXT = '.foo'\nGW = '10.0.0.1'\n"
-    "GWS = ['10.0.0.1']\nLEVEL = 'INFO'\nTZ = 'UTC'\n\n\n"
+    "GWS = ['10.0.0.1']\nLEVEL = 'INFO'\nTZ = 'UTC'\nENV = {'TZ': 'UTC'}\n"
+    "TZPATH = '/usr/share/zoneinfo'\nFORMAT = '%(message)s'\n\n\n"
 )
 
 
@@ -94,6 +96,31 @@ COUNTED.update(
     }
 )
 
+# att46e: the environment written in ways the first rule did not see, or read by a library
+# it did not list (each 5/5 paid `host`).
+COUNTED.update(
+    {
+        "zone_set_by_monkeypatch": (
+            "import time\nimport pytest\n\nTZ = 'UTC'\n\n\n@pytest.fixture\n"
+            "def utc(monkeypatch):\n    monkeypatch.setenv('TZ', TZ)\n    time.tzset()\n    yield\n"
+        ),
+        "zone_set_through_an_alias": _set_up("env = os.environ", "env['TZ'] = TZ", "time.tzset()"),
+        "zone_set_in_set_up_class_parsed_in_set_up": _HEAD
+        + (
+            "class T(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+            "        os.environ['TZ'] = TZ\n\n    def setUp(self):\n        time.tzset()\n"
+        ),
+        "zone_patched_in_a_with": _set_up(
+            "with unittest.mock.patch.dict(os.environ, TZ=TZ):", "    time.tzset()"
+        ),
+        "zone_set_annotated": _set_up("os.environ['TZ']: str = TZ", "time.tzset()"),
+        "environment_merged_from_a_global": _set_up("os.environ |= ENV", "time.tzset()"),
+        "zone_path_reset": _set_up(
+            "os.environ['PYTHONTZPATH'] = TZPATH", "zoneinfo.reset_tzpath()"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     "saved_stdout": _set_up("self.old = sys.stdout"),
     "redirected_stdout": _set_up(
@@ -127,6 +154,9 @@ NOT_COUNTED = {
     "settings_flag_guard": _set_up("if settings.DEBUG:", "    self.skipTest('debug')"),
     "version_guard": _set_up("if sys.version_info < (3, 9):", "    self.skipTest('old')"),
     "literal_zone_parsed": _set_up("os.environ['TZ'] = 'UTC'", "time.tzset()"),
+    "basic_config_format_of_a_global": _set_up(
+        "logging.basicConfig(level=logging.DEBUG, format=FORMAT)"
+    ),
     "configuration_of_standard_numbers": _set_up(
         "logging.basicConfig(level=logging.INFO)", "logging.disable(logging.CRITICAL)"
     ),
