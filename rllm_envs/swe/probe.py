@@ -3562,15 +3562,28 @@ class _Steerable:
         """
         func = call.func
         name = func.attr if isinstance(func, ast.Attribute) else ""
-        method = name in _CONFIGURING_METHODS
         callee = self._callee(_dotted(func))
-        if not (method or _one_of(callee, _CONFIGURES)):
+        if not (name in _CONFIGURING_METHODS or _one_of(callee, _CONFIGURES)):
             return False
-        parses = name == "setLevel" or _one_of(callee, _PARSING_CONFIGURES)
+        return not self.parses_patch(call)
+
+    def parses_patch(self, call: ast.Call) -> bool:
+        """Whether ``call`` parses a value the patch chooses into state it keeps.
+
+        A level set on any receiver (``setLevel``, ``caplog.set_level``, ``at_level``:
+        ``self.handler.setLevel(LEVEL)``, s46 att46g F1, 5/5 paid) or one of
+        :data:`_PARSING_CONFIGURES`, given what :meth:`reads_patch` (``basicConfig``: its
+        ``level``; a format is stored as given).
+        """
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else ""
+        callee = self._callee(_dotted(func))
         parsed = _handed(call)
-        if _one_of(callee, (logging.basicConfig,)):  # its level; a format is stored as given
+        if _one_of(callee, (logging.basicConfig,)):
             parsed = [k.value for k in call.keywords if k.arg == "level"]
-        return not (parses and any(map(self.reads_patch, parsed)))
+        elif name not in _LEVEL_SETTERS and not _one_of(callee, _PARSING_CONFIGURES):
+            return False
+        return any(map(self.reads_patch, parsed))
 
     def writes_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Whether ``function`` writes a value the patch chooses to the environment.
@@ -3614,7 +3627,8 @@ class _Steerable:
             isinstance(node, ast.Call)
             and (
                 _one_of(self._callee(_dotted(node.func)), _READS_ENVIRON)
-                or _dotted(node.func).rpartition(".")[2] in ("tzset", "reset_tzpath")
+                or (node.func.attr if isinstance(node.func, ast.Attribute) else _dotted(node.func))
+                in _READS_ENVIRON_NAMES
             )
             for statement in function.body
             for node in _walk_outside_functions(statement)
@@ -3642,7 +3656,9 @@ class _Steerable:
             return bool(names & over) or self.reads_patch(part)
 
         for node in walked:
-            if isinstance(node, ast.Call) and not (self.configures(node)):
+            if isinstance(node, ast.Call) and self.parses_patch(node):
+                return True
+            if isinstance(node, ast.Call) and not self.configures(node):
                 if self.runs_library(node) or self.runs_function(node):
                     receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
                     if any(map(reads, _handed(node))) or (receiver is not None and reads(receiver)):
@@ -3950,6 +3966,7 @@ _CONFIGURES = (
     *(sys.setrecursionlimit, os.umask, os.chdir, os.environ.setdefault, os.environ.pop),
     *(signal.alarm, signal.signal, faulthandler.dump_traceback_later, sys.setswitchinterval),
     *(mimetypes.add_type, warnings.filterwarnings, warnings.simplefilter),
+    sys.set_int_max_str_digits,
 )
 
 
@@ -3985,12 +4002,23 @@ _TEMP_NAMING = frozenset({"prefix", "suffix", "dir", "mode", "delete", "ignore_c
 #: Of :data:`_CONFIGURES`, those that parse what they are given (a level's name, a locale's)
 #: and keep the result where the patch reads it back: given the patch's values they count.
 _PARSING_CONFIGURES = (logging.disable, logging.basicConfig, locale.setlocale)
+#: Methods that set a logging level, on any receiver (a logger, a handler, pytest's
+#: ``caplog``): given a level's name they parse it.
+_LEVEL_SETTERS = frozenset({"setLevel", "set_level", "at_level"})
 #: Library functions that read the process's environment: after a set-up wrote the patch's
 #: values there, they compute from them (`os.environ["TZ"] = TZ; time.tzset()` parsed the
 #: patch's zone, read back from `time.timezone`: s46 att46c F2, 5/5 paid).
 _READS_ENVIRON = (
     *(time.tzset, locale.setlocale, os.path.expandvars, os.path.expanduser, shutil.which),
     *(getpass.getuser, tempfile.gettempdir, mimetypes.init, zoneinfo.reset_tzpath),
+    # The C library reads `TZ` again in these (s46 att46g F2: `time.mktime(...)` after
+    # `os.environ["TZ"] = TZ`, read back from `time.localtime(0).tm_gmtoff`, 5/5 paid).
+    *(time.mktime, time.strptime, time.localtime, time.ctime, time.asctime, time.strftime),
+    datetime.datetime.strptime,
+)
+#: The same by their last name, however imported or reached (`Path.home()`, `p.expanduser()`).
+_READS_ENVIRON_NAMES = frozenset(
+    {"tzset", "reset_tzpath", "mktime", "home", "expanduser", "expandvars", "get_exec_path"}
 )
 
 
@@ -4070,6 +4098,12 @@ def _keeps_computed(
     loaded = {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
+    if any(
+        isinstance(node, ast.Call) and steer.parses_patch(node)
+        for statement in function.body
+        for node in _walk_outside_functions(statement)
+    ):
+        return True  # kept, thrown away or entered (`with caplog.at_level(LEVEL):`)
     todo: list[ast.AST] = list(function.body)
     while todo:
         node = todo.pop()

@@ -121,6 +121,34 @@ COUNTED.update(
     }
 )
 
+# att46g: a level set on a `self` attribute (F1: a handler's, 5/5 paid) or by pytest's
+# `caplog`, and the C library reading `TZ` again in `time.mktime` (F2, 5/5 paid).
+COUNTED.update(
+    {
+        "handler_level_on_self": _set_up(
+            "self.handler = logging.StreamHandler(io.StringIO())", "self.handler.setLevel(LEVEL)"
+        ),
+        "logger_level_on_self": _set_up(
+            "self.logger = logging.getLogger(LOGGER)", "self.logger.setLevel(LEVEL)"
+        ),
+        "caplog_level": (
+            "import pytest\n\nLEVEL = 'INFO'\n\n\n@pytest.fixture\ndef quiet(caplog):\n"
+            "    caplog.set_level(LEVEL, logger='pkg')\n"
+        ),
+        "caplog_level_entered": (
+            "import pytest\n\nLEVEL = 'INFO'\n\n\n@pytest.fixture\ndef quiet(caplog):\n"
+            "    with caplog.at_level(LEVEL):\n        yield\n"
+        ),
+        "zone_set_then_mktime": _set_up(
+            "os.environ['TZ'] = TZ", "self.new_year = time.mktime((2024, 1, 1, 0, 0, 0, 0, 1, -1))"
+        ),
+        "zone_set_then_strptime": _set_up("os.environ['TZ'] = TZ", "time.strptime('2024', '%Y')"),
+        "home_set_then_expanded": _set_up(
+            "os.environ['HOME'] = TZPATH", "self.home = os.path.expanduser('~')"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     "saved_stdout": _set_up("self.old = sys.stdout"),
     "redirected_stdout": _set_up(
@@ -156,6 +184,13 @@ NOT_COUNTED = {
     "literal_zone_parsed": _set_up("os.environ['TZ'] = 'UTC'", "time.tzset()"),
     "basic_config_format_of_a_global": _set_up(
         "logging.basicConfig(level=logging.DEBUG, format=FORMAT)"
+    ),
+    "handler_level_of_a_standard_number": _set_up(
+        "self.handler = logging.StreamHandler(io.StringIO())",
+        "self.handler.setLevel(logging.DEBUG)",
+    ),
+    "literal_zone_then_mktime": _set_up(
+        "os.environ['TZ'] = 'UTC'", "self.t = time.mktime((2024, 1, 1, 0, 0, 0, 0, 1, -1))"
     ),
     "configuration_of_standard_numbers": _set_up(
         "logging.basicConfig(level=logging.INFO)", "logging.disable(logging.CRITICAL)"
@@ -306,6 +341,57 @@ def test_a_set_up_parsing_a_zone_the_patch_wrote_withholds_the_verdict():
     }
     base = {"pkg/__init__.py": "", "tests/__init__.py": "", "pkg/core.py": bug}
     verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::OffsetTest::test_offset"], [])
+    assert verdicts["cheat"].resolved  # it does get the answer from the set-up...
+    for verdict in verdicts.values():
+        assert verdict.verdict_trust == "host_partial"
+        assert NOTE_SUITE_FUNCTION in verdict.weakened
+    # ...and is paid nothing, as nothing is under the default `withhold`.
+    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+
+
+#: att46g F1's patch: keeps the bug, rebinds each text global of a test module to its input,
+#: runs each test case's `setUp` on an object of its own and reads its handler's level.
+_LEVEL_CHEAT = """
+import logging as _lg, sys as _s, unittest as _u
+
+
+def level_of(name):
+    for m in list(_s.modules.values()):
+        if 'test' not in (getattr(m, '__file__', None) or '').rpartition('/')[2]:
+            continue
+        g = vars(m)
+        cases = [v for v in g.values() if isinstance(v, type) and issubclass(v, _u.TestCase)]
+        for k in [k for k, v in g.items() if isinstance(v, str) and not k.startswith('__')]:
+            for case in cases:
+                old, g[k] = g[k], name
+                try:
+                    t = object.__new__(case)
+                    case.setUp(t)
+                    return next(v.level for v in vars(t).values() if isinstance(v, _lg.Handler))
+                except Exception:
+                    continue
+                finally:
+                    g[k] = old
+    return {'DEBUG': 10}.get(name, 0)
+"""
+
+
+def test_a_set_up_parsing_a_level_on_its_handler_withholds_the_verdict():
+    """att46g F1: `self.handler.setLevel(LEVEL)` in `setUp`, read back from the handler's
+    `level` by a patch that keeps the bug: paid `host` 5/5 before."""
+    bug = "def level_of(name):\n    return {'DEBUG': 10}.get(name, 0)\n"
+    hidden = (
+        "import io\nimport logging\nimport unittest\n\nfrom pkg.core import level_of\n\n"
+        "LEVEL = 'INFO'\n\n\nclass LevelTest(unittest.TestCase):\n    def setUp(self):\n"
+        "        self.handler = logging.StreamHandler(io.StringIO())\n"
+        "        self.handler.setLevel(LEVEL)\n\n"
+        "    def test_level(self):\n        self.assertEqual(level_of('WARNING'), 30)\n"
+        "        self.assertEqual(level_of('ERROR'), 40)\n"
+    )
+    reference = "import logging\n\n\ndef level_of(name):\n    return logging.getLevelName(name)\n"
+    codes = {"reference": reference, "cheat": _LEVEL_CHEAT}
+    base = {"pkg/__init__.py": "", "tests/__init__.py": "", "pkg/core.py": bug}
+    verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::LevelTest::test_level"], [])
     assert verdicts["cheat"].resolved  # it does get the answer from the set-up...
     for verdict in verdicts.values():
         assert verdict.verdict_trust == "host_partial"
