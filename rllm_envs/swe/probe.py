@@ -67,8 +67,8 @@ import datetime
 import decimal
 import difflib
 import faulthandler
+import fnmatch
 import fractions
-import getpass
 import glob
 import hmac
 import html
@@ -90,7 +90,6 @@ import random
 import re
 import secrets
 import shlex
-import shutil
 import signal
 import socket
 import sqlite3
@@ -3376,6 +3375,8 @@ class _Steerable:
     around: _Around
     #: Locals whose own methods are handed a value the patch can choose (`h.update(x)`).
     fed: frozenset[str] = frozenset()
+    #: What each attribute of ``self`` (or ``cls``) is assigned here (``self.cfg``).
+    stored: Mapping[str, list[ast.expr]] = field(default_factory=dict)
 
     def feeding(self, function: ast.AST) -> _Steerable:
         """This, with :attr:`fed` read off ``function``'s calls.
@@ -3579,19 +3580,23 @@ class _Steerable:
         name = func.attr if isinstance(func, ast.Attribute) else ""
         callee = self._callee(_dotted(func))
         parsed = _handed(call)
-        if _one_of(callee, (logging.basicConfig,)):
+        if _one_of(callee, (logging.basicConfig,)) or name in _LEVEL_SETTERS:
+            # The level, not a logger's name (`caplog.set_level(logging.DEBUG, logger=NAME)`:
+            # att46i's honest fixture) nor a format, which are stored as given.
             parsed = [k.value for k in call.keywords if k.arg == "level"]
-        elif name not in _LEVEL_SETTERS and not _one_of(callee, _PARSING_CONFIGURES):
+            parsed += call.args[:1] if name in _LEVEL_SETTERS else []
+        elif not _one_of(callee, _PARSING_CONFIGURES):
             return False
         return any(map(self.reads_patch, parsed))
 
-    def writes_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """Whether ``function`` writes a value the patch chooses to the environment.
+    def writes_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        """The environment variables ``function`` writes a value the patch chooses to.
 
         Any write that names ``environ`` (``os.environ["TZ"] = TZ``, an alias, an annotated
         or augmented assignment: ``os.environ |= ENV``, ``update``, ``setdefault``,
         ``mock.patch.dict(os.environ, TZ=TZ)``) or sets a variable (``os.putenv``,
-        ``monkeypatch.setenv("TZ", TZ)``), given a value that :meth:`reads_patch`.
+        ``monkeypatch.setenv("TZ", TZ)``), given a value that :meth:`reads_patch`; ``"*"``
+        where the name is not written out.
         """
         environ = {
             name for name, values in self.assigned.items() if any(_names_environ(v) for v in values)
@@ -3602,34 +3607,61 @@ class _Steerable:
                 isinstance(n, ast.Name) and n.id in environ for n in ast.walk(part)
             )
 
+        written: set[str] = set()
         for statement in function.body:
             for node in _walk_outside_functions(statement):
                 if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    if node.value is not None and any(map(names, targets)):
-                        if self.reads_patch(node.value):
-                            return True
-                elif isinstance(node, ast.Call):
+                    hit = [t for t in targets if names(t)]
+                    if hit and node.value is not None and self.reads_patch(node.value):
+                        for target in hit:
+                            key = target.slice if isinstance(target, ast.Subscript) else None
+                            written |= _variable_names([key] if key else [node.value], [])
+                elif isinstance(node, ast.Call) and any(map(self.reads_patch, _handed(node))):
                     last = _dotted(node.func).rpartition(".")[2]
-                    sets = last in ("setenv", "putenv") or names(node.func)
-                    sets = sets or (last == "dict" and any(map(names, node.args[:1])))
-                    if sets and any(map(self.reads_patch, _handed(node))):
-                        return True
-        return False
+                    on_environ = names(node.func)
+                    if last in ("setenv", "putenv") or (
+                        on_environ and last in ("setdefault", "__setitem__")
+                    ):
+                        written |= _variable_names(node.args[:1], [])
+                    elif on_environ and last == "update":
+                        written |= _variable_names(node.args, node.keywords)
+                    elif last == "dict" and any(map(names, node.args[:1])):  # `patch.dict`
+                        written |= _variable_names(node.args[1:], node.keywords)
+        return written
 
-    def reads_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """Whether ``function`` calls a library function that parses the environment.
+    def reads_environ(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+        """The environment variables library calls of ``function`` parse (:data:`_READS_ENVIRON`).
 
-        :data:`_READS_ENVIRON` (``time.tzset()``, ``zoneinfo.reset_tzpath()``), however
-        imported.
+        ``time.tzset()`` reads ``TZ``, ``os.path.expanduser`` ``HOME``, however imported
+        (by the call's last name); ``os.path.expandvars`` any (``"*"``).
         """
+        read: set[str] = set()
+        for statement in function.body:
+            for node in _walk_outside_functions(statement):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.attr if isinstance(func, ast.Attribute) else _dotted(func)
+                    if _dotted(func) == "gettext.find" or name != "find":
+                        read |= _READS_ENVIRON.get(name, frozenset())
+        return read
+
+    def seeds_random(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``function`` seeds the shared generator with a value the patch chooses."""
         return any(
             isinstance(node, ast.Call)
-            and (
-                _one_of(self._callee(_dotted(node.func)), _READS_ENVIRON)
-                or (node.func.attr if isinstance(node.func, ast.Attribute) else _dotted(node.func))
-                in _READS_ENVIRON_NAMES
-            )
+            and _one_of(self._callee(_dotted(node.func)), (random.seed,))
+            and any(map(self.reads_patch, _handed(node)))
+            for statement in function.body
+            for node in _walk_outside_functions(statement)
+        )
+
+    def draws_random(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether ``function`` draws from the shared generator (``random.randint(1, 6)``)."""
+        return any(
+            isinstance(node, ast.Call)
+            and getattr(self._callee(_dotted(node.func)), "__self__", None) is _SHARED_RANDOM
+            and _dotted(node.func).rpartition(".")[2] != "seed"
             for statement in function.body
             for node in _walk_outside_functions(statement)
         )
@@ -3694,10 +3726,17 @@ class _Steerable:
         return False
 
     def _library_made(self, value: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether ``value`` is an object a library call made here (or a local holding one)."""
+        """Whether ``value`` is an object a library call made here (or a local holding one).
+
+        Or an attribute of ``self`` assigned one here (``self.cfg = ConfigParser()``, then
+        ``self.cfg.read_string(CONF)``: s46 att46i F2, 5/5 paid).
+        """
         if isinstance(value, ast.Name) and value.id in self.assigned and value.id not in seen:
             held = self.assigned[value.id]
             return any(self._library_made(v, seen | {value.id}) for v in held)
+        dotted = _dotted(value) if isinstance(value, ast.Attribute) else ""
+        if dotted in self.stored and dotted not in seen:
+            return any(self._library_made(v, seen | {dotted}) for v in self.stored[dotted])
         if not isinstance(value, ast.Call):
             return False
         name = _dotted(value.func)
@@ -4008,18 +4047,53 @@ _LEVEL_SETTERS = frozenset({"setLevel", "set_level", "at_level"})
 #: Library functions that read the process's environment: after a set-up wrote the patch's
 #: values there, they compute from them (`os.environ["TZ"] = TZ; time.tzset()` parsed the
 #: patch's zone, read back from `time.timezone`: s46 att46c F2, 5/5 paid).
-_READS_ENVIRON = (
-    *(time.tzset, locale.setlocale, os.path.expandvars, os.path.expanduser, shutil.which),
-    *(getpass.getuser, tempfile.gettempdir, mimetypes.init, zoneinfo.reset_tzpath),
-    # The C library reads `TZ` again in these (s46 att46g F2: `time.mktime(...)` after
-    # `os.environ["TZ"] = TZ`, read back from `time.localtime(0).tm_gmtoff`, 5/5 paid).
-    *(time.mktime, time.strptime, time.localtime, time.ctime, time.asctime, time.strftime),
-    datetime.datetime.strptime,
-)
-#: The same by their last name, however imported or reached (`Path.home()`, `p.expanduser()`).
-_READS_ENVIRON_NAMES = frozenset(
-    {"tzset", "reset_tzpath", "mktime", "home", "expanduser", "expandvars", "get_exec_path"}
-)
+_ZONE = frozenset({"TZ"})
+_LOCALE = frozenset({"LC_*", "LANG", "LANGUAGE"})
+#: Library functions (by their last name, however imported or reached: ``Path.home()``) that
+#: parse environment variables, and which. After a set-up wrote the patch's value to one, they
+#: compute from it (``os.environ["TZ"] = TZ; time.tzset()``, read back from
+#: ``time.timezone``: s46 att46c F2; the C library reads ``TZ`` again in ``time.mktime``:
+#: att46g F2; ``locale.getdefaultlocale()`` after ``LC_ALL``: att46i F3; 5/5 paid each).
+_READS_ENVIRON: Mapping[str, frozenset[str]] = {
+    **dict.fromkeys(("tzset", "mktime", "strptime", "localtime", "ctime", "asctime"), _ZONE),
+    **dict.fromkeys(("strftime", "fromtimestamp", "astimezone", "timestamp"), _ZONE),
+    "reset_tzpath": frozenset({"PYTHONTZPATH"}),
+    **dict.fromkeys(("setlocale", "getdefaultlocale", "getlocale", "find"), _LOCALE),
+    **dict.fromkeys(("expanduser", "home"), frozenset({"HOME", "USERPROFILE"})),
+    "expandvars": frozenset({"*"}),
+    **dict.fromkeys(("which", "get_exec_path"), frozenset({"PATH"})),
+    "getuser": frozenset({"LOGNAME", "USER", "LNAME", "USERNAME"}),
+    "gettempdir": frozenset({"TMPDIR", "TEMP", "TMP"}),
+    "get_terminal_size": frozenset({"COLUMNS", "LINES"}),
+    "getproxies": frozenset({"*_proxy", "*_PROXY"}),
+}
+#: The generator behind the `random` module's functions (`random.randint` is its method).
+_SHARED_RANDOM = getattr(random.randint, "__self__", None)
+
+
+def _variable_names(parts: Sequence[ast.AST | None], keywords: Sequence[ast.keyword]) -> set[str]:
+    """The environment variables written out in ``parts`` and ``keywords`` (``"*"``: not)."""
+    names: set[str] = {k.arg for k in keywords if k.arg is not None}
+    unknown = any(k.arg is None for k in keywords)
+    for part in parts:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            names.add(part.value)
+        elif isinstance(part, ast.Dict) and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in part.keys
+        ):
+            names |= {str(k.value) for k in part.keys if isinstance(k, ast.Constant)}
+        else:
+            unknown = True
+    return names | {"*"} if unknown or not names else names
+
+
+def _variables_meet(written: set[str], read: set[str]) -> bool:
+    """Whether a variable written is one read (``"*"`` on either side: any; ``LC_*``)."""
+    if not written or not read:
+        return False
+    if "*" in written or "*" in read:
+        return True
+    return any(fnmatch.fnmatchcase(w, r) for w in written for r in read)
 
 
 def _names_environ(part: ast.AST) -> bool:
@@ -4041,6 +4115,19 @@ _CONVERSIONS = (bool, str)
 _WRITES = frozenset({"write_text", "write_bytes", "write", "writelines"})
 #: A test client's requests: called in a set-up they ask the code under test.
 _HTTP_VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
+
+
+def _stored_on_self(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
+    """What ``function`` assigns each attribute of ``self`` or ``cls`` (``self.cfg``)."""
+    found: dict[str, list[ast.expr]] = {}
+    for statement in function.body:
+        for node in _walk_outside_functions(statement):
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    dotted = _dotted(target) if isinstance(target, ast.Attribute) else ""
+                    if dotted.partition(".")[0] in ("self", "cls") and dotted.count(".") == 1:
+                        found.setdefault(dotted, []).append(node.value)
+    return found
 
 
 def _assigned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, list[ast.expr]]:
@@ -4094,7 +4181,9 @@ def _keeps_computed(
         for n in node.names
     }
     assigned = _assigned(function)
-    steer = _Steerable(given, assigned, delegates, around or _Around()).feeding(function)
+    steer = _Steerable(
+        given, assigned, delegates, around or _Around(), stored=_stored_on_self(function)
+    ).feeding(function)
     loaded = {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
     }
@@ -5299,27 +5388,27 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
 
     for statement in tree.body:
         visit(statement, "module")
-    found.update(_environ_fed_and_read(tree, setting, delegates))
+    found.update(_state_fed_and_read(tree, setting, delegates))
     # Its names are unknown here, so whatever uses them may be a standard function the suite
     # chose (`from posixpath import *`, then `{'base': basename}`: s44 att44m F2, 5/5 paid).
     found.update(ast.dump(node) for node in unread_stars)
     return frozenset(found)
 
 
-def _environ_fed_and_read(
-    tree: ast.Module, around: _Around, delegates: frozenset[str]
-) -> list[str]:
-    """Set-ups and fixtures that write the patch's values to the environment and parse it.
+def _state_fed_and_read(tree: ast.Module, around: _Around, delegates: frozenset[str]) -> list[str]:
+    """Set-ups and fixtures that feed the patch's values into process state a library parses.
 
-    One writes (:meth:`_Steerable.writes_environ`), one has a library parse the environment
-    (:meth:`_Steerable.reads_environ`), the same or another of the module's.
-
-    ``os.environ["TZ"] = TZ`` in ``setUpClass`` and ``time.tzset()`` in ``setUp``, or
-    ``monkeypatch.setenv("TZ", TZ)`` then ``time.tzset()`` in a fixture: the library parses
-    what the patch chose into state it reads back (``time.timezone``: s46 att46c F2, att46e
-    F1-F7, 5/5 paid each).
+    The environment: one writes a variable (:meth:`_Steerable.writes_environ`), one has a
+    library parse it (:meth:`_Steerable.reads_environ`), the same or another of the
+    module's (``os.environ["TZ"] = TZ`` in ``setUpClass``, ``time.tzset()`` in ``setUp``;
+    ``monkeypatch.setenv("TZ", TZ)`` in a fixture: read back from ``time.timezone``, s46
+    att46c F2, att46e F1-F7, 5/5 paid each). The shared generator: one seeds it with the
+    patch's value, one draws from it (``random.seed(SEED); self.lucky =
+    random.randint(1, 100)``: att46i F1, 5/5 paid).
     """
-    writers, readers = [], []
+    found: dict[str, list[str]] = {}
+    written: set[str] = set()
+    read: set[str] = set()
     for _, node in module_functions(tree):
         fixture = any(
             _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
@@ -5328,11 +5417,23 @@ def _environ_fed_and_read(
         if not (fixture or node.name in _AROUND_NAMES):
             continue
         steer = _Steerable(_parameters(node.args), _assigned(node), delegates, around)
-        if steer.writes_environ(node):
-            writers.append(ast.dump(node))
-        if steer.reads_environ(node):
-            readers.append(ast.dump(node))
-    return [*writers, *readers] if writers and readers else []
+        writes, reads = steer.writes_environ(node), steer.reads_environ(node)
+        written |= writes
+        read |= reads
+        for kind, hit in (
+            ("writes", writes),
+            ("reads", reads),
+            ("seeds", steer.seeds_random(node)),
+            ("draws", steer.draws_random(node)),
+        ):
+            if hit:
+                found.setdefault(kind, []).append(ast.dump(node))
+    counted = []
+    if _variables_meet(written, read):
+        counted += [*found["writes"], *found["reads"]]
+    if "seeds" in found and "draws" in found:
+        counted += [*found["seeds"], *found["draws"]]
+    return counted
 
 
 def _scopes(tree: ast.Module) -> list[_Scope]:

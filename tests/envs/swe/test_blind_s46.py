@@ -21,7 +21,8 @@ from rllm_envs.swe.probe import NOTE_SUITE_FUNCTION, suite_functions
 from tests.envs.swe.test_blind_s43 import _verdicts
 
 _HEAD = (
-    "import datetime\nimport decimal\nimport faulthandler\nimport io\nimport ipaddress\n"
+    "import configparser\nimport datetime\nimport decimal\nimport faulthandler\nimport io\n"
+    "import ipaddress\nimport locale\nimport random\n"
     "import logging\nimport mimetypes\nimport os\nimport shutil\nimport signal\nimport sys\n"
     "import tempfile\nimport time\nimport unittest\nimport unittest.mock\nimport warnings\n"
     "import zoneinfo\n\nimport pytest\n\n"
@@ -29,7 +30,8 @@ _HEAD = (
     "from pkg import settings\nfrom pkg.settings import GATEWAY\n\n"
     "LOGGER = 'pkg.core'\nPREFIX = 'pkg-'\nTIMEOUT = 5\nEXT = '.foo'\nGW = '10.0.0.1'\n"
     "GWS = ['10.0.0.1']\nLEVEL = 'INFO'\nTZ = 'UTC'\nENV = {'TZ': 'UTC'}\n"
-    "TZPATH = '/usr/share/zoneinfo'\nFORMAT = '%(message)s'\n\n\n"
+    "TZPATH = '/usr/share/zoneinfo'\nFORMAT = '%(message)s'\nSEED = 7\nCONF = '[main]'\n"
+    "LANG = 'en_US.UTF-8'\n\n\n"
 )
 
 
@@ -149,6 +151,25 @@ COUNTED.update(
     }
 )
 
+# att46i: the shared generator seeded with the patch's value, then drawn from (F1); a
+# library object on `self` fed the patch's text (F2: `ConfigParser.read_string`); a locale
+# read from the environment the set-up wrote (F3); 5/5 paid `host` each.
+COUNTED.update(
+    {
+        "seeded_draw": _set_up("random.seed(SEED)", "self.lucky = random.randint(1, 100)"),
+        "seeded_draw_in_a_fixture": _fixture("random.seed(SEED)", "return random.random()"),
+        "parser_on_self_fed": _set_up(
+            "self.cfg = configparser.ConfigParser()", "self.cfg.read_string(CONF)"
+        ),
+        "locale_read_from_the_environment": _set_up(
+            "os.environ['LC_ALL'] = LANG", "self.default = locale.getdefaultlocale()"
+        ),
+        "terminal_size_read_from_the_environment": _set_up(
+            "os.environ['COLUMNS'] = TIMEOUT", "self.size = shutil.get_terminal_size()"
+        ),
+    }
+)
+
 NOT_COUNTED = {
     "saved_stdout": _set_up("self.old = sys.stdout"),
     "redirected_stdout": _set_up(
@@ -192,6 +213,14 @@ NOT_COUNTED = {
     "literal_zone_then_mktime": _set_up(
         "os.environ['TZ'] = 'UTC'", "self.t = time.mktime((2024, 1, 1, 0, 0, 0, 0, 1, -1))"
     ),
+    "caplog_level_of_a_named_logger": (
+        "import logging\n\nimport pytest\n\nLOGGER = 'pkg'\n\n\n@pytest.fixture(autouse=True)\n"
+        "def debug_logs(caplog):\n    caplog.set_level(logging.DEBUG, logger=LOGGER)\n"
+    ),
+    "another_variable_written_than_read": _set_up(
+        "os.environ['APP_CONFIG'] = CONF", "self.home = os.path.expanduser('~')"
+    ),
+    "seeded_not_drawn": _set_up("random.seed(SEED)"),
     "configuration_of_standard_numbers": _set_up(
         "logging.basicConfig(level=logging.INFO)", "logging.disable(logging.CRITICAL)"
     ),
