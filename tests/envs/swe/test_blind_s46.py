@@ -170,6 +170,41 @@ COUNTED.update(
     }
 )
 
+# att46k: a library object made elsewhere in the module and fed the patch's text in a set-up
+# (F1: `setUpClass`, a base class, the class body; F2: another fixture), a reader under an
+# alias (F3), a generator of its own seeded and drawn from (F4); 5/5 paid `host` each.
+_CASE = "class T(unittest.TestCase):\n"
+COUNTED.update(
+    {
+        "parser_made_in_set_up_class": _HEAD
+        + _CASE
+        + "    @classmethod\n    def setUpClass(cls):\n"
+        "        cls.cfg = configparser.ConfigParser()\n\n"
+        "    def setUp(self):\n        self.cfg.read_string(CONF)\n",
+        "parser_made_by_a_base_class": _HEAD
+        + "class Base(unittest.TestCase):\n    def setUp(self):\n"
+        "        self.cfg = configparser.ConfigParser()\n\n\nclass T(Base):\n    def setUp(self):\n"
+        "        super().setUp()\n        self.cfg.read_string(CONF)\n",
+        "parser_of_the_class_body": _HEAD
+        + _CASE
+        + "    cfg = configparser.ConfigParser()\n\n    def setUp(self):\n"
+        "        self.cfg.read_string(CONF)\n",
+        "parser_from_another_fixture": _HEAD
+        + "@pytest.fixture\ndef parser():\n    return configparser.ConfigParser()\n\n\n"
+        "@pytest.fixture\ndef loaded(parser):\n    parser.read_string(CONF)\n    return parser\n",
+        "zone_parsed_under_an_alias": _HEAD.replace(
+            "import pytest\n", "import pytest\nfrom time import tzset as reset_zone\n"
+        )
+        + _CASE
+        + "    def setUp(self):\n        os.environ['TZ'] = TZ\n        reset_zone()\n",
+        "own_generator_seeded_and_drawn": _HEAD
+        + _CASE
+        + "    @classmethod\n    def setUpClass(cls):\n        cls.rng = random.Random()\n\n"
+        "    def setUp(self):\n        self.rng.seed(SEED)\n"
+        "        self.first = self.rng.randint(1, 6)\n",
+    }
+)
+
 NOT_COUNTED = {
     "saved_stdout": _set_up("self.old = sys.stdout"),
     "redirected_stdout": _set_up(
@@ -221,6 +256,11 @@ NOT_COUNTED = {
         "os.environ['APP_CONFIG'] = CONF", "self.home = os.path.expanduser('~')"
     ),
     "seeded_not_drawn": _set_up("random.seed(SEED)"),
+    "zone_saved_and_put_back": _HEAD
+    + "class T(unittest.TestCase):\n    def setUp(self):\n        self.old = os.environ.get('TZ')\n"
+    "        os.environ['TZ'] = 'CET-1CEST'\n        time.tzset()\n\n    def tearDown(self):\n"
+    "        if self.old is None:\n            del os.environ['TZ']\n        else:\n"
+    "            os.environ['TZ'] = self.old\n        time.tzset()\n",
     "configuration_of_standard_numbers": _set_up(
         "logging.basicConfig(level=logging.INFO)", "logging.disable(logging.CRITICAL)"
     ),
