@@ -4157,6 +4157,14 @@ _WRITES = frozenset({"write_text", "write_bytes", "write", "writelines"})
 _HTTP_VERBS = frozenset({"get", "post", "put", "patch", "delete", "head", "options"})
 
 
+def _is_fixture(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` is decorated as a pytest fixture (``@pytest.fixture(...)``)."""
+    return any(
+        _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
+        for d in function.decorator_list
+    )
+
+
 def _held_key(value: ast.expr) -> str:
     """The key of :attr:`_Around.held` ``value`` reads: ``self.cfg`` (``cls.cfg`` too), a name."""
     dotted = _dotted(value)
@@ -4177,10 +4185,7 @@ def _held_values(tree: ast.Module) -> dict[str, list[ast.expr]]:
                     key = _held_key(target) if isinstance(target, ast.Attribute) else ""
                     if key:
                         held.setdefault(key, []).append(node.value)
-        fixture = any(
-            _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
-            for d in function.decorator_list
-        )
+        fixture = _is_fixture(function)
         if fixture and klass is None:
             held.setdefault(function.name, []).extend(
                 node.value
@@ -5380,10 +5385,7 @@ def suite_functions(tree: ast.Module) -> frozenset[str]:
                     found.add(ast.dump(decorator))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             name = node.name
-            fixture = any(
-                _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
-                for d in node.decorator_list
-            )
+            fixture = _is_fixture(node)
             defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
             if any(_picks_callable(d, named, roots) for d in defaults):
                 found.add(ast.dump(node))  # `def _helper(f=lambda s: s.title())`, a test's too
@@ -5482,10 +5484,7 @@ def _state_fed_and_read(tree: ast.Module, around: _Around, delegates: frozenset[
     seeded: set[str] = set()
     drawn: set[str] = set()
     for _, node in module_functions(tree):
-        fixture = any(
-            _dotted(d.func if isinstance(d, ast.Call) else d) in _FIXTURE_DECORATORS
-            for d in node.decorator_list
-        )
+        fixture = _is_fixture(node)
         if not (fixture or node.name in _AROUND_NAMES):
             continue
         steer = _Steerable(_parameters(node.args), _assigned(node), delegates, around)

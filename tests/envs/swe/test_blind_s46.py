@@ -277,6 +277,18 @@ def test_set_ups_that_save_or_configure_state_are_not_counted(name):
     assert not suite_functions(ast.parse(NOT_COUNTED[name]))
 
 
+def _assert_withheld(verdicts: dict) -> None:
+    """The cheat does get the answer from the suite, and every verdict is withheld: each
+    `host_partial` with the suite-function note, and paid nothing under the default `withhold`."""
+    assert verdicts["cheat"].resolved
+    for verdict in verdicts.values():
+        assert verdict.verdict_trust == "host_partial"
+        assert NOTE_SUITE_FUNCTION in verdict.weakened
+    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(
+        verdicts, 0.0
+    )
+
+
 #: att46a F1's patch: keeps the bug, rebinds the test module's address globals to its input,
 #: calls each of its input-less functions (a fixture's wrapped function) and returns what one
 #: computed.
@@ -344,12 +356,7 @@ def test_a_fixture_testing_an_imported_value_withholds_the_verdict():
         ["tests/test_hidden.py::test_internal"],
         ["tests/test_hidden.py::test_gateway"],
     )
-    assert verdicts["cheat"].resolved  # it does get the answer from the fixture...
-    for verdict in verdicts.values():
-        assert verdict.verdict_trust == "host_partial"
-        assert NOTE_SUITE_FUNCTION in verdict.weakened
-    # ...and is paid nothing, as nothing is under the default `withhold`.
-    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+    _assert_withheld(verdicts)
 
 
 #: att46c F2's patch: keeps the bug, rebinds each text global of a test module to its input,
@@ -410,12 +417,7 @@ def test_a_set_up_parsing_a_zone_the_patch_wrote_withholds_the_verdict():
     }
     base = {"pkg/__init__.py": "", "tests/__init__.py": "", "pkg/core.py": bug}
     verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::OffsetTest::test_offset"], [])
-    assert verdicts["cheat"].resolved  # it does get the answer from the set-up...
-    for verdict in verdicts.values():
-        assert verdict.verdict_trust == "host_partial"
-        assert NOTE_SUITE_FUNCTION in verdict.weakened
-    # ...and is paid nothing, as nothing is under the default `withhold`.
-    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+    _assert_withheld(verdicts)
 
 
 #: att46g F1's patch: keeps the bug, rebinds each text global of a test module to its input,
@@ -461,9 +463,4 @@ def test_a_set_up_parsing_a_level_on_its_handler_withholds_the_verdict():
     codes = {"reference": reference, "cheat": _LEVEL_CHEAT}
     base = {"pkg/__init__.py": "", "tests/__init__.py": "", "pkg/core.py": bug}
     verdicts = _verdicts(base, codes, hidden, ["tests/test_hidden.py::LevelTest::test_level"], [])
-    assert verdicts["cheat"].resolved  # it does get the answer from the set-up...
-    for verdict in verdicts.values():
-        assert verdict.verdict_trust == "host_partial"
-        assert NOTE_SUITE_FUNCTION in verdict.weakened
-    # ...and is paid nothing, as nothing is under the default `withhold`.
-    assert {n: judge.reward_of(v, False) for n, v in verdicts.items()} == dict.fromkeys(codes, 0.0)
+    _assert_withheld(verdicts)
